@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* forgeyard: the command-line client of libforgeyard-sandbox. A thin client
+ * of the public API: nothing here is impossible for a host program. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <forgeyard/sandbox.h>
+
+/* Exit statuses (documented in forgeyard(1)). */
+#define EXIT_OK 0
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2       /* usage error or invalid input */
+#define EXIT_UNSUPPORTED 3 /* valid, but this host cannot satisfy it */
+
+static const char *prog = "forgeyard";
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: %s COMMAND [ARGS]\n"
+            "\n"
+            "commands:\n"
+            "  version                      print the CLI and library versions\n"
+            "  capabilities [--json]        what this host can enforce, and why not\n"
+            "  doctor                       what works, what is missing, how to fix it\n"
+            "  policy check FILE            validate a policy file and negotiate it here\n"
+            "  policy show FILE|--profile NAME\n"
+            "                               print the canonical JSON of a policy\n"
+            "\n"
+            "See forgeyard(1), forgeyard-policy(5) and forgeyard-sandbox(7).\n",
+            prog);
+}
+
+static int report(const char *what, fy_error *err, int code) {
+    const char *loc = fy_error_location(err);
+    if (loc)
+        fprintf(stderr, "%s: %s: %s: %s\n", prog, what, loc, fy_error_message(err));
+    else if (err)
+        fprintf(stderr, "%s: %s: %s (%s, step %s)\n", prog, what, fy_error_message(err),
+                fy_error_name(fy_error_code(err)), fy_step_name(fy_error_step(err)));
+    else
+        fprintf(stderr, "%s: %s: %s\n", prog, what, fy_strerror(code));
+    fy_error_free(err);
+    return code;
+}
+
+/* Reads a whole file; a little more than the library accepts, so that the
+ * library (not the CLI) rejects oversize input with its own error. */
+static char *read_file(const char *path, size_t *ret_len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rbe");
+    if (!f) {
+        fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = (1u << 20) + 2, len = 0;
+    char *buf = malloc(cap);
+    if (buf) {
+        size_t n;
+        while (len < cap && (n = fread(buf + len, 1, cap - len, f)) > 0)
+            len += n;
+        if (ferror(f)) {
+            fprintf(stderr, "%s: %s: read error\n", prog, path);
+            free(buf);
+            buf = NULL;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    *ret_len = len;
+    return buf;
+}
+
+static int load_policy(const char *path, fy_policy **ret) {
+    size_t len;
+    char *json = read_file(path, &len);
+    if (!json)
+        return EXIT_FAIL;
+    fy_policy *p = NULL;
+    fy_error *err = NULL;
+    int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &err);
+    if (r >= 0)
+        r = fy_policy_load_json(p, json, len, &err);
+    free(json);
+    if (r < 0) {
+        fy_policy_free(p);
+        report(path, err, r);
+        return r == FY_E_POLICY ? EXIT_USAGE : EXIT_FAIL;
+    }
+    *ret = p;
+    return EXIT_OK;
+}
+
+static int cmd_version(void) {
+    printf("forgeyard %s (libforgeyard-sandbox %s)\n", FY_VERSION_STRING, fy_version_string());
+    return EXIT_OK;
+}
+
+static int probe(fy_caps **ret) {
+    fy_error *err = NULL;
+    int r = fy_probe(0, ret, &err);
+    if (r < 0)
+        return report("probe", err, r), EXIT_FAIL;
+    return EXIT_OK;
+}
+
+static int cmd_capabilities(int json) {
+    fy_caps *c = NULL;
+    if (probe(&c) != EXIT_OK)
+        return EXIT_FAIL;
+    if (json) {
+        char *s = NULL;
+        fy_error *err = NULL;
+        int r = fy_caps_to_json(c, &s, &err);
+        fy_caps_free(c);
+        if (r < 0)
+            return report("capabilities", err, r), EXIT_FAIL;
+        printf("%s\n", s);
+        fy_free(s);
+        return EXIT_OK;
+    }
+    printf("%-18s %-9s %-6s %s\n", "CAPABILITY", "STATE", "VALUE", "DETAIL");
+    for (uint32_t cap = 1; fy_cap_name(cap); cap++) {
+        int64_t v = 0;
+        fy_caps_value(c, cap, &v);
+        printf("%-18s %-9s %-6lld %s\n", fy_cap_name(cap), fy_caps_has(c, cap) == 1 ? "yes" : "no",
+               (long long)v, fy_caps_reason(c, cap));
+    }
+    printf("\nstrongest isolation here: %s\n", fy_level_name((uint32_t)fy_caps_max_level(c)));
+    fy_caps_free(c);
+    return EXIT_OK;
+}
+
+/* Groups for the doctor's table: what each feature is for. */
+static const struct {
+    const char *title;
+    uint32_t caps[12];
+} groups[] = {
+    {"Namespaces", {FY_CAP_USERNS, FY_CAP_MOUNTNS, FY_CAP_PIDNS, FY_CAP_NETNS, FY_CAP_IPCNS, FY_CAP_UTSNS,
+                    FY_CAP_CGROUPNS, FY_CAP_UID_RANGE, 0}},
+    {"Kernel interfaces", {FY_CAP_PIDFD, FY_CAP_CLONE3, FY_CAP_OPENAT2, FY_CAP_MOUNT_API, 0}},
+    {"Hardening", {FY_CAP_NO_NEW_PRIVS, FY_CAP_SECCOMP, FY_CAP_SECCOMP_NOTIFY, FY_CAP_LANDLOCK, 0}},
+    {"Resource control", {FY_CAP_CGROUP_V2, FY_CAP_CGROUP_V1, FY_CAP_CGROUP_MEMORY, FY_CAP_CGROUP_PIDS,
+                          FY_CAP_CGROUP_CPU, FY_CAP_CGROUP_IO, FY_CAP_CGROUP_FREEZE, FY_CAP_CGROUP_KILL,
+                          FY_CAP_CLONE_INTO_CGROUP, 0}},
+    {"Network enforcement", {FY_CAP_NFTABLES, FY_CAP_PASTA, 0}},
+    {"Virtual machines", {FY_CAP_KVM, FY_CAP_QEMU, FY_CAP_QEMU_TCG, FY_CAP_QEMU_MICROVM, FY_CAP_FIRECRACKER,
+                          FY_CAP_CLOUD_HYPERVISOR, FY_CAP_CONFIDENTIAL_VM, 0}},
+    {"Containers", {FY_CAP_OCI_RUNTIME, 0}},
+};
+
+/* Negotiates a profile against this host; prints the outcome. Returns the
+ * level reached, or a negative code. */
+static int doctor_profile(const fy_caps *c, uint32_t profile) {
+    fy_policy *p = NULL;
+    fy_prepared *pr = NULL;
+    fy_error *err = NULL;
+    const char *const argv[] = {"/bin/true", NULL};
+    int r = fy_policy_new(profile, &p, &err);
+    if (r >= 0)
+        r = fy_prepare(p, c, argv, &pr, &err);
+    fy_policy_free(p);
+    printf("  %-15s ", fy_profile_name(profile));
+    if (r < 0) {
+        printf("NO   %s\n", fy_error_message(err));
+        fy_error_free(err);
+        return r;
+    }
+    int level = fy_prepared_level(pr);
+    printf("ok   %s isolation via %s", fy_level_name((uint32_t)level), fy_prepared_backend(pr));
+    int first = 1;
+    for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++)
+        if (fy_prepared_control(pr, ctl) == FY_CONTROL_DROPPED) {
+            printf("%s", first ? "; preferred but unavailable: " : ", ");
+            first = 0;
+            printf("%s", fy_control_name(ctl));
+        }
+    printf("\n");
+    fy_prepared_free(pr);
+    return level;
+}
+
+static int cmd_doctor(void) {
+    fy_caps *c = NULL;
+    if (probe(&c) != EXIT_OK)
+        return EXIT_FAIL;
+    printf("forgeyard doctor (libforgeyard-sandbox %s)\n", fy_version_string());
+    for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+        printf("\n%s\n", groups[g].title);
+        for (size_t i = 0; groups[g].caps[i]; i++) {
+            uint32_t cap = groups[g].caps[i];
+            int has = fy_caps_has(c, cap) == 1;
+            printf("  %-4s %-18s %s\n", has ? "ok" : "--", fy_cap_name(cap), fy_caps_reason(c, cap));
+            const char *hint = fy_caps_hint(c, cap);
+            if (!has && hint)
+                printf("       %-18s fix: %s\n", "", hint);
+        }
+    }
+    printf("\nProfiles on this host\n");
+    int ci = doctor_profile(c, FY_PROFILE_STANDARD_CI);
+    doctor_profile(c, FY_PROFILE_RELEASE);
+    doctor_profile(c, FY_PROFILE_DEVELOPMENT);
+    doctor_profile(c, FY_PROFILE_HIGH_ASSURANCE);
+    printf("\nStrongest isolation available: %s\n", fy_level_name((uint32_t)fy_caps_max_level(c)));
+    fy_caps_free(c);
+    return ci >= FY_LEVEL_NAMESPACE ? EXIT_OK : EXIT_FAIL;
+}
+
+static int cmd_policy_check(const char *path) {
+    fy_policy *p = NULL;
+    int rc = load_policy(path, &p);
+    if (rc != EXIT_OK)
+        return rc;
+    fy_caps *c = NULL;
+    if (probe(&c) != EXIT_OK) {
+        fy_policy_free(p);
+        return EXIT_FAIL;
+    }
+    const char *const argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *err = NULL;
+    int r = fy_prepare(p, c, argv, &pr, &err);
+    fy_policy_free(p);
+    fy_caps_free(c);
+    if (r == FY_E_UNSUPPORTED) {
+        printf("valid, but this host cannot satisfy it: %s\n", fy_error_message(err));
+        fy_error_free(err);
+        return EXIT_UNSUPPORTED;
+    }
+    if (r < 0)
+        return report(path, err, r), r == FY_E_POLICY ? EXIT_USAGE : EXIT_FAIL;
+    char *json = NULL;
+    r = fy_prepared_to_json(pr, &json, &err);
+    printf("ok: %s isolation via %s%s\n", fy_level_name((uint32_t)fy_prepared_level(pr)), fy_prepared_backend(pr),
+           fy_prepared_is_impure(pr) ? " (impure)" : "");
+    fy_prepared_free(pr);
+    if (r < 0)
+        return report("plan", err, r), EXIT_FAIL;
+    printf("%s\n", json);
+    fy_free(json);
+    return EXIT_OK;
+}
+
+static int cmd_policy_show(int argc, char **argv) {
+    fy_policy *p = NULL;
+    fy_error *err = NULL;
+    if (argc == 2 && strcmp(argv[0], "--profile") == 0) {
+        int prof = fy_profile_from_name(argv[1]);
+        if (prof < 0) {
+            fprintf(stderr, "%s: unknown profile \"%s\" (development, standard-ci, release, high-assurance)\n", prog,
+                    argv[1]);
+            return EXIT_USAGE;
+        }
+        int r = fy_policy_new((uint32_t)prof, &p, &err);
+        if (r < 0)
+            return report("policy", err, r), EXIT_FAIL;
+    } else if (argc == 1) {
+        int rc = load_policy(argv[0], &p);
+        if (rc != EXIT_OK)
+            return rc;
+    } else {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    char *json = NULL;
+    int r = fy_policy_to_json(p, &json, &err);
+    fy_policy_free(p);
+    if (r < 0)
+        return report("policy", err, r), EXIT_FAIL;
+    printf("%s\n", json);
+    fy_free(json);
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
+        return argc == 2 ? cmd_version() : (usage(stderr), EXIT_USAGE);
+    if (strcmp(cmd, "capabilities") == 0) {
+        if (argc == 2)
+            return cmd_capabilities(0);
+        if (argc == 3 && strcmp(argv[2], "--json") == 0)
+            return cmd_capabilities(1);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(cmd, "doctor") == 0)
+        return argc == 2 ? cmd_doctor() : (usage(stderr), EXIT_USAGE);
+    if (strcmp(cmd, "policy") == 0 && argc >= 3) {
+        if (strcmp(argv[2], "check") == 0 && argc == 4)
+            return cmd_policy_check(argv[3]);
+        if (strcmp(argv[2], "show") == 0)
+            return cmd_policy_show(argc - 3, argv + 3);
+    }
+    fprintf(stderr, "%s: unknown command or arguments: %s\n", prog, cmd);
+    usage(stderr);
+    return EXIT_USAGE;
+}

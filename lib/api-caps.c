@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Public entry points: the capability probe and its snapshot. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "backend.h"
+#include "caps.h"
+#include "config.h"
+
+static const char *const cap_names[FY_CAP_MAX_ + 1] = {
+    [FY_CAP_USERNS] = "userns",           [FY_CAP_MOUNTNS] = "mountns",
+    [FY_CAP_PIDNS] = "pidns",             [FY_CAP_NETNS] = "netns",
+    [FY_CAP_IPCNS] = "ipcns",             [FY_CAP_UTSNS] = "utsns",
+    [FY_CAP_CGROUPNS] = "cgroupns",       [FY_CAP_UID_RANGE] = "uid-range",
+    [FY_CAP_MOUNT_API] = "mount-api",     [FY_CAP_OPENAT2] = "openat2",
+    [FY_CAP_SECCOMP] = "seccomp",         [FY_CAP_SECCOMP_NOTIFY] = "seccomp-notify",
+    [FY_CAP_LANDLOCK] = "landlock",       [FY_CAP_NO_NEW_PRIVS] = "no-new-privs",
+    [FY_CAP_PIDFD] = "pidfd",             [FY_CAP_CLONE3] = "clone3",
+    [FY_CAP_CLONE_INTO_CGROUP] = "clone-into-cgroup",
+    [FY_CAP_CGROUP_V1] = "cgroup-v1",     [FY_CAP_CGROUP_V2] = "cgroup-v2",
+    [FY_CAP_CGROUP_MEMORY] = "cgroup-memory", [FY_CAP_CGROUP_PIDS] = "cgroup-pids",
+    [FY_CAP_CGROUP_CPU] = "cgroup-cpu",   [FY_CAP_CGROUP_IO] = "cgroup-io",
+    [FY_CAP_CGROUP_FREEZE] = "cgroup-freeze", [FY_CAP_CGROUP_KILL] = "cgroup-kill",
+    [FY_CAP_KVM] = "kvm",                 [FY_CAP_QEMU] = "qemu",
+    [FY_CAP_QEMU_TCG] = "qemu-tcg",       [FY_CAP_QEMU_MICROVM] = "qemu-microvm",
+    [FY_CAP_FIRECRACKER] = "firecracker", [FY_CAP_CLOUD_HYPERVISOR] = "cloud-hypervisor",
+    [FY_CAP_OCI_RUNTIME] = "oci-runtime", [FY_CAP_NFTABLES] = "nftables",
+    [FY_CAP_PASTA] = "pasta",             [FY_CAP_CONFIDENTIAL_VM] = "confidential-vm",
+};
+
+const char *fy_cap_name(uint32_t cap) { return cap <= FY_CAP_MAX_ ? cap_names[cap] : NULL; }
+
+const char *fy_level_name(uint32_t level) {
+    return level < FY_ARRAY_SIZE(level_names) ? level_names[level] : NULL;
+}
+
+static int probe_now(uint64_t flags, fy_caps **ret, fy_error **reterr) {
+    fy_caps *c = caps_new();
+    if (!c)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
+    c->probe_flags = flags;
+    uint64_t t0 = fy_now_usec();
+    int r = 0;
+#if FY_HAVE_LINUX
+    r = linux_probe(c, flags, reterr);
+#endif
+#if FY_HAVE_VM
+    if (r >= 0 && !(flags & FY_PROBE_NO_VM))
+        r = vm_probe(c, flags, reterr);
+#endif
+    if (r < 0) {
+        caps_free_internal(c);
+        return r;
+    }
+    caps_finish(c);
+    c->probe_usec = fy_now_usec() - t0;
+    *ret = c;
+    return 0;
+}
+
+/* The one piece of process-wide state: the cached probe, computed once per
+ * flag set and immutable afterwards. */
+static struct probe_cache {
+    pthread_once_t once;
+    fy_caps *caps;
+    int rc;
+} cache[2] = {{PTHREAD_ONCE_INIT, NULL, 0}, {PTHREAD_ONCE_INIT, NULL, 0}};
+
+static void probe_full_once(void) { cache[0].rc = probe_now(0, &cache[0].caps, NULL); }
+static void probe_novm_once(void) { cache[1].rc = probe_now(FY_PROBE_NO_VM, &cache[1].caps, NULL); }
+
+#define FY_PROBE_KNOWN (FY_PROBE_FRESH | FY_PROBE_NO_VM)
+
+int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
+    if (!ret)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "ret is NULL");
+    if (flags & ~FY_PROBE_KNOWN)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROBE, 0, NULL,
+                       "unknown probe flags 0x%llx", (unsigned long long)(flags & ~FY_PROBE_KNOWN));
+    if (flags & FY_PROBE_FRESH)
+        return probe_now(flags & ~FY_PROBE_FRESH, ret, reterr);
+    struct probe_cache *pc = (flags & FY_PROBE_NO_VM) ? &cache[1] : &cache[0];
+    pthread_once(&pc->once, (flags & FY_PROBE_NO_VM) ? probe_novm_once : probe_full_once);
+    if (pc->rc < 0) /* retry uncached to give the caller the error detail */
+        return probe_now(flags, ret, reterr);
+    fy_caps *c = caps_dup(pc->caps);
+    if (!c)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
+    *ret = c;
+    return 0;
+}
+
+/* fy_probe cache for internal users (fy_prepare with caps == NULL). */
+int caps_get_cached(const fy_caps **ret, fy_error **reterr) {
+    pthread_once(&cache[0].once, probe_full_once);
+    if (cache[0].rc < 0) {
+        fy_caps *tmp = NULL;
+        int r = probe_now(0, &tmp, reterr);
+        caps_free_internal(tmp);
+        return r < 0 ? r : FY_E_INTERNAL;
+    }
+    *ret = cache[0].caps;
+    return 0;
+}
+
+/* A snapshot owns memory only, so a forked copy may free it too. */
+void fy_caps_free(fy_caps *caps) { caps_free_internal(caps); }
+
+int fy_caps_has(const fy_caps *caps, uint32_t cap) {
+    if (!caps)
+        return FY_E_INVAL;
+    if (cap == 0 || cap > FY_CAP_MAX_)
+        return FY_E_UNSUPPORTED;
+    return caps->e[cap].state == CAP_PRESENT;
+}
+
+int fy_caps_value(const fy_caps *caps, uint32_t cap, int64_t *ret_value) {
+    if (!caps || !ret_value)
+        return FY_E_INVAL;
+    if (cap == 0 || cap > FY_CAP_MAX_)
+        return FY_E_UNSUPPORTED;
+    *ret_value = caps->e[cap].value;
+    return 0;
+}
+
+const char *fy_caps_reason(const fy_caps *caps, uint32_t cap) {
+    if (!caps || cap == 0 || cap > FY_CAP_MAX_)
+        return NULL;
+    return caps->e[cap].reason ? caps->e[cap].reason : "";
+}
+
+const char *fy_caps_hint(const fy_caps *caps, uint32_t cap) {
+    if (!caps || cap == 0 || cap > FY_CAP_MAX_)
+        return NULL;
+    return caps->e[cap].hint;
+}
+
+int fy_caps_max_level(const fy_caps *caps) {
+    if (!caps)
+        return FY_E_INVAL;
+    return caps->max_level;
+}
+
+static json_t *jstr_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
+int fy_caps_to_json(const fy_caps *caps, char **ret_json, fy_error **reterr) {
+    if (!caps || !ret_json)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_JSON, 0, NULL, "caps or ret_json is NULL");
+    json_t *root = json_object(), *capo = json_object(), *backs = json_array();
+    if (!root || !capo || !backs)
+        goto oom;
+    const struct caps_host *h = &caps->host;
+    json_object_set_new(root, "version", json_integer(1));
+    json_object_set_new(root, "library", json_string(FY_VERSION_STRING));
+    json_object_set_new(root, "kernel", jstr_or_null(h->kernel_release));
+    json_object_set_new(root, "root", json_boolean(h->is_root));
+    json_object_set_new(root, "uid", json_integer(h->uid));
+    json_object_set_new(root, "cgroup_mode", jstr_or_null(h->cgroup_mode));
+    json_object_set_new(root, "max_level", json_string(fy_level_name((uint32_t)caps->max_level)));
+    json_object_set_new(root, "probe_usec", json_integer((json_int_t)caps->probe_usec));
+    for (size_t b = 0; b < fy_backends_count; b++) {
+        struct strbuf why;
+        strbuf_init(&why);
+        bool ok = fy_backends[b]->usable(caps, &why);
+        char *w = strbuf_steal(&why);
+        json_t *bo = json_object();
+        if (!bo) {
+            free(w);
+            goto oom;
+        }
+        json_object_set_new(bo, "name", json_string(fy_backends[b]->name));
+        json_object_set_new(bo, "level", json_string(fy_level_name(fy_backends[b]->level)));
+        json_object_set_new(bo, "usable", json_boolean(ok));
+        json_object_set_new(bo, "missing", ok ? json_null() : jstr_or_null(w));
+        free(w);
+        json_array_append_new(backs, bo);
+    }
+    json_object_set_new(root, "backends", backs);
+    backs = NULL;
+    for (uint32_t i = 1; i <= FY_CAP_MAX_; i++) {
+        const struct cap_entry *e = &caps->e[i];
+        json_t *o = json_object();
+        if (!o)
+            goto oom;
+        json_object_set_new(o, "available", json_boolean(e->state == CAP_PRESENT));
+        json_object_set_new(o, "value", json_integer(e->value));
+        json_object_set_new(o, "reason", jstr_or_null(e->reason));
+        json_object_set_new(o, "hint", jstr_or_null(e->hint));
+        json_object_set_new(capo, cap_names[i], o);
+    }
+    json_object_set_new(root, "capabilities", capo);
+    capo = NULL;
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (!s)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
+    *ret_json = s;
+    return 0;
+oom:
+    json_decref(root);
+    json_decref(capo);
+    json_decref(backs);
+    return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
+}

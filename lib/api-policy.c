@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Public entry points: the policy builder. Every setter validates its input
+ * the same way the policy-file parser does and names the JSON path. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+#define CHECK_POLICY(p)                                                                      \
+    do {                                                                                     \
+        if (!(p))                                                                            \
+            return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "policy is NULL");   \
+        if ((p)->origin_pid != fy_getpid_cached())                                           \
+            return err_set(reterr, FY_E_FORKED, FY_STEP_POLICY, 0, NULL,                     \
+                           "policy was created in another process");                         \
+    } while (0)
+
+static int oom(fy_error **reterr) { return err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory"); }
+
+static int bad(fy_error **reterr, const char *loc, const char *msg) {
+    return err_set(reterr, FY_E_POLICY, FY_STEP_POLICY, 0, loc, "%s", msg);
+}
+
+static int replace_str(char **field, const char *value, fy_error **reterr) {
+    char *d = fy_strdup(value);
+    if (value && !d)
+        return oom(reterr);
+    free(*field);
+    *field = d;
+    return 0;
+}
+
+int fy_policy_new(uint32_t profile, fy_policy **ret, fy_error **reterr) {
+    if (!ret)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "ret is NULL");
+    if (!fy_profile_name(profile))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown profile %u", profile);
+    fy_policy *p = policy_alloc();
+    if (!p || policy_apply_profile(p, profile) < 0) {
+        if (p)
+            policy_clear(p);
+        free(p);
+        return oom(reterr);
+    }
+    *ret = p;
+    return 0;
+}
+
+void fy_policy_free(fy_policy *policy) {
+    if (!policy)
+        return;
+    policy_clear(policy);
+    free(policy);
+}
+
+int fy_policy_load_json(fy_policy *policy, const char *json, size_t len, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!json && len)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "json is NULL");
+    /* All or nothing: work on a copy and swap it in only when valid. */
+    fy_policy *copy = policy_dup(policy);
+    if (!copy)
+        return oom(reterr);
+    int r = policy_from_json(copy, json ? json : "", len, reterr);
+    if (r >= 0)
+        r = policy_validate(copy, reterr);
+    if (r >= 0)
+        policy_swap(policy, copy);
+    policy_clear(copy);
+    free(copy);
+    return r < 0 ? r : 0;
+}
+
+int fy_policy_to_json(const fy_policy *policy, char **ret_json, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!ret_json)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_JSON, 0, NULL, "ret_json is NULL");
+    char *s = policy_to_json(policy);
+    if (!s)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
+    *ret_json = s;
+    return 0;
+}
+
+int fy_policy_validate(const fy_policy *policy, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    return policy_validate(policy, reterr);
+}
+
+/* ---- isolation ---- */
+
+int fy_policy_set_isolation(fy_policy *policy, uint32_t min_level, uint32_t preferred_level, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!fy_level_name(min_level))
+        return bad(reterr, "$.isolation.min_level", "unknown isolation level");
+    if (!fy_level_name(preferred_level))
+        return bad(reterr, "$.isolation.preferred_level", "unknown isolation level");
+    if (preferred_level < min_level)
+        return bad(reterr, "$.isolation.preferred_level", "weaker than min_level");
+    if (min_level < policy->level_floor)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_POLICY, 0, "$.isolation.min_level",
+                       "%s is weaker than the organization minimum (%s)", fy_level_name(min_level),
+                       fy_level_name(policy->level_floor));
+    policy->min_level = min_level;
+    policy->preferred_level = preferred_level;
+    return 0;
+}
+
+int fy_policy_set_level_floor(fy_policy *policy, uint32_t level, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!fy_level_name(level))
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "unknown isolation level %u", level);
+    policy->level_floor = level;
+    /* Raising the floor raises the policy with it: the host program's
+     * minimum always wins and is visible in the canonical JSON. */
+    if (policy->min_level < level)
+        policy->min_level = level;
+    if (policy->preferred_level < policy->min_level)
+        policy->preferred_level = policy->min_level;
+    return 0;
+}
+
+int fy_policy_set_control(fy_policy *policy, uint32_t control, uint32_t mode, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (control == 0 || control > FY_CONTROL_MAX_)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown control %u", control);
+    if (mode > FY_MODE_REQUIRE)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "unknown mode %u", mode);
+    policy->control[control] = (uint8_t)mode;
+    return 0;
+}
+
+/* ---- filesystem ---- */
+
+int fy_policy_set_source(fy_policy *policy, const char *host_path, int writable, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    int r;
+    if (host_path && (r = check_host_path(host_path, "$.filesystem.source.path", reterr)) < 0)
+        return r;
+    if ((r = replace_str(&policy->source, host_path, reterr)) < 0)
+        return r;
+    policy->source_writable = writable != 0;
+    return 0;
+}
+
+int fy_policy_set_build(fy_policy *policy, const char *host_path, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    int r;
+    if (host_path && (r = check_host_path(host_path, "$.filesystem.build", reterr)) < 0)
+        return r;
+    return replace_str(&policy->build, host_path, reterr);
+}
+
+int fy_policy_set_output(fy_policy *policy, const char *host_path, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    int r;
+    if (host_path && (r = check_host_path(host_path, "$.filesystem.output", reterr)) < 0)
+        return r;
+    return replace_str(&policy->output, host_path, reterr);
+}
+
+int fy_policy_add_toolchain(fy_policy *policy, const char *name, const char *host_path, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    char loc[128];
+    snprintf(loc, sizeof(loc), "$.filesystem.toolchains.%.64s", name ? name : "");
+    int r = check_simple_name(name, "toolchain name", loc, reterr);
+    if (r < 0 || (r = check_host_path(host_path, loc, reterr)) < 0)
+        return r;
+    return policy_set_toolchain(policy, name, host_path) < 0 ? oom(reterr) : 0;
+}
+
+int fy_policy_add_bind(fy_policy *policy, const char *host_path, const char *target, uint32_t flags,
+                       fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (flags & ~(FY_BIND_WRITABLE | FY_BIND_OPTIONAL))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown bind flags 0x%x", flags);
+    char lh[64], lt[64];
+    snprintf(lh, sizeof(lh), "$.filesystem.binds[%zu].host", policy->binds.n);
+    snprintf(lt, sizeof(lt), "$.filesystem.binds[%zu].target", policy->binds.n);
+    int r = check_host_path(host_path, lh, reterr);
+    if (r < 0 || (r = check_sandbox_target(target, lt, reterr)) < 0)
+        return r;
+    VEC_EACH(&policy->binds, struct pol_bind, b) if (strcmp(b->target, target) == 0)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_POLICY, 0, lt, "duplicate mount target %s", target);
+    char *h = strdup(host_path), *t = strdup(target);
+    struct pol_bind *b = h && t ? vec_push(&policy->binds) : NULL;
+    if (!b) {
+        free(h);
+        free(t);
+        return oom(reterr);
+    }
+    *b = (struct pol_bind){h, t, flags};
+    return 0;
+}
+
+int fy_policy_add_runtime_path(fy_policy *policy, const char *path, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    const char *loc = "$.filesystem.runtime_paths";
+    int r = check_host_path(path, loc, reterr);
+    if (r < 0 || (r = check_sandbox_target(path, loc, reterr)) < 0)
+        return r;
+    return policy_add_string(&policy->runtime_paths, path) < 0 ? oom(reterr) : 0;
+}
+
+int fy_policy_set_workdir(fy_policy *policy, const char *path, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    int r = check_workdir(policy, path, "$.filesystem.workdir", reterr);
+    return r < 0 ? r : replace_str(&policy->workdir, path, reterr);
+}
+
+int fy_policy_set_hostname(fy_policy *policy, const char *hostname, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    int r = check_hostname(hostname, "$.filesystem.hostname", reterr);
+    return r < 0 ? r : replace_str(&policy->hostname, hostname, reterr);
+}
+
+/* ---- environment ---- */
+
+int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    char loc[300];
+    snprintf(loc, sizeof(loc), "$.environment.set.%.256s", name ? name : "");
+    int r = check_env_name(name, loc, reterr);
+    if (r < 0 || (r = check_env_value(value, loc, reterr)) < 0)
+        return r;
+    if (policy_has_string(&policy->env_allow, name))
+        return bad(reterr, loc, "already allowed from the host environment; unset that first");
+    return policy_add_env(policy, name, value) < 0 ? oom(reterr) : 0;
+}
+
+int fy_policy_unset_env(fy_policy *policy, const char *name, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    int r = check_env_name(name, "$.environment", reterr);
+    if (r < 0)
+        return r;
+    policy_unset_env(policy, name);
+    policy_remove_string(&policy->env_allow, name);
+    return 0;
+}
+
+int fy_policy_allow_env(fy_policy *policy, const char *name, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    int r = check_env_name(name, "$.environment.allow", reterr);
+    if (r < 0)
+        return r;
+    if (policy_get_env(policy, name))
+        return bad(reterr, "$.environment.allow", "already set explicitly; unset that first");
+    return policy_add_string(&policy->env_allow, name) < 0 ? oom(reterr) : 0;
+}
+
+/* ---- network ---- */
+
+int fy_policy_set_network(fy_policy *policy, uint32_t mode, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!net_mode_name(mode))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, "$.network.mode", "unknown network mode %u", mode);
+    policy->net_mode = mode;
+    return 0;
+}
+
+int fy_policy_set_dns(fy_policy *policy, uint32_t dns, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!dns_name(dns))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, "$.network.dns", "unknown dns mode %u", dns);
+    policy->dns = dns;
+    return 0;
+}
+
+int fy_policy_add_destination(fy_policy *policy, const char *host, uint32_t proto, uint32_t port_min,
+                              uint32_t port_max, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    char loc[64];
+    snprintf(loc, sizeof(loc), "$.network.destinations[%zu].host", policy->dests.n);
+    int r = check_destination_host(host, loc, reterr);
+    if (r < 0)
+        return r;
+    snprintf(loc, sizeof(loc), "$.network.destinations[%zu].proto", policy->dests.n);
+    if (!proto_name(proto))
+        return bad(reterr, loc, "unknown protocol");
+    snprintf(loc, sizeof(loc), "$.network.destinations[%zu].ports", policy->dests.n);
+    if (port_min < 1 || port_max > 65535 || port_min > port_max)
+        return bad(reterr, loc, "ports must be within 1..65535 with min <= max");
+    char *h = strdup(host);
+    struct pol_dest *d = h ? vec_push(&policy->dests) : NULL;
+    if (!d) {
+        free(h);
+        return oom(reterr);
+    }
+    *d = (struct pol_dest){h, proto, port_min, port_max};
+    return 0;
+}
+
+/* ---- resources ---- */
+
+int fy_policy_set_limit(fy_policy *policy, uint32_t limit, uint64_t value, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (limit == 0 || limit > FY_LIMIT_MAX_)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown limit %u", limit);
+    char loc[64];
+    snprintf(loc, sizeof(loc), "$.resources.%s", limit_key(limit));
+    int r = check_limit(limit, value, loc, reterr);
+    if (r < 0)
+        return r;
+    policy->limit[limit] = value;
+    return 0;
+}
+
+int fy_policy_get_limit(const fy_policy *policy, uint32_t limit, uint64_t *ret_value) {
+    if (!policy || !ret_value)
+        return FY_E_INVAL;
+    if (policy->origin_pid != fy_getpid_cached())
+        return FY_E_FORKED;
+    if (limit == 0 || limit > FY_LIMIT_MAX_)
+        return FY_E_UNSUPPORTED;
+    *ret_value = policy->limit[limit];
+    return 0;
+}
+
+/* ---- process ---- */
+
+int fy_policy_set_user(fy_policy *policy, uint32_t user, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!user_name(user))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, "$.process.user", "unknown user mode %u", user);
+    policy->user = user;
+    return 0;
+}
+
+int fy_policy_set_seccomp_class(fy_policy *policy, uint32_t seccomp_class, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!seccomp_class_name(seccomp_class))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, "$.process.seccomp",
+                       "unknown seccomp class %u", seccomp_class);
+    policy->seccomp_class = seccomp_class;
+    return 0;
+}
+
+int fy_policy_set_id_range(fy_policy *policy, uint32_t first_id, uint32_t count, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (first_id < 1)
+        return bad(reterr, "$.process.id_range.first", "must be at least 1 (0 is host root)");
+    if (count < 1)
+        return bad(reterr, "$.process.id_range.count", "must be at least 1");
+    if ((uint64_t)first_id + count > UINT32_MAX)
+        return bad(reterr, "$.process.id_range", "range ends beyond the 32-bit id space");
+    policy->id_first = first_id;
+    policy->id_count = count;
+    return 0;
+}
+
+/* ---- devices ---- */
+
+int fy_policy_add_device(fy_policy *policy, const char *host_path, int writable, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    char loc[64];
+    snprintf(loc, sizeof(loc), "$.devices.allowed[%zu].path", policy->devices.n);
+    int r = check_device_path(host_path, loc, reterr);
+    if (r < 0)
+        return r;
+    VEC_EACH(&policy->devices, struct pol_device, d) if (strcmp(d->path, host_path) == 0)
+        return bad(reterr, loc, "device is already leased");
+    char *h = strdup(host_path);
+    struct pol_device *d = h ? vec_push(&policy->devices) : NULL;
+    if (!d) {
+        free(h);
+        return oom(reterr);
+    }
+    *d = (struct pol_device){h, writable != 0};
+    return 0;
+}
+
+int fy_policy_set_gpu(fy_policy *policy, uint32_t devices_mode, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!devices_mode_name(devices_mode))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, "$.devices.gpu", "unknown mode %u", devices_mode);
+    policy->gpu = devices_mode;
+    return 0;
+}
+
+int fy_policy_set_usb(fy_policy *policy, uint32_t devices_mode, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!devices_mode_name(devices_mode))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, "$.devices.usb", "unknown mode %u", devices_mode);
+    policy->usb = devices_mode;
+    return 0;
+}
+
+/* ---- secrets ---- */
+
+static int add_secret(fy_policy *policy, const char *name, uint32_t delivery, const char *target,
+                      const void *value, size_t len, const char *host_path, fy_error **reterr) {
+    if (!delivery_name(delivery))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown delivery %u", delivery);
+    if (len > (1u << 20))
+        return err_set(reterr, FY_E_RANGE, FY_STEP_SECRET, 0, NULL, "secret larger than 1 MiB");
+    struct pol_secret *s = vec_push(&policy->secrets);
+    if (!s)
+        return oom(reterr);
+    s->delivery = delivery;
+    s->name = fy_strdup(name);
+    s->target = fy_strdup(target);
+    s->host_path = fy_strdup(host_path);
+    s->len = len;
+    if (value)
+        s->value = secret_alloc(value, len);
+    bool failed = (name && !s->name) || (target && !s->target) || (host_path && !s->host_path) ||
+                  (value && !s->value);
+    /* Validate the secrets as they would be with this one; undo on failure.
+     * A failure that names an earlier secret is not this call's business
+     * (that secret was accepted before the policy changed around it). */
+    int r = 0;
+    if (failed) {
+        r = oom(reterr);
+    } else {
+        fy_error *e = NULL;
+        r = policy_validate_secrets(policy, &e);
+        char prefix[32];
+        snprintf(prefix, sizeof(prefix), "$.secrets[%zu]", policy->secrets.n - 1);
+        if (r < 0 && e && e->location && strncmp(e->location, prefix, strlen(prefix)) == 0) {
+            if (reterr)
+                *reterr = e;
+            else
+                fy_error_free(e);
+        } else {
+            fy_error_free(e);
+            r = 0;
+        }
+    }
+    if (r < 0) {
+        free(s->name);
+        free(s->target);
+        free(s->host_path);
+        secret_release(s->value);
+        policy->secrets.n--;
+        return r;
+    }
+    return 0;
+}
+
+int fy_policy_add_secret(fy_policy *policy, const char *name, uint32_t delivery, const char *target,
+                         const void *value, size_t len, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!value && len)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL, "value is NULL");
+    static const char empty = 0;
+    return add_secret(policy, name, delivery, target, value ? value : &empty, len, NULL, reterr);
+}
+
+int fy_policy_add_secret_file(fy_policy *policy, const char *name, uint32_t delivery, const char *target,
+                              const char *host_path, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!host_path)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL, "host_path is NULL");
+    return add_secret(policy, name, delivery, target, NULL, 0, host_path, reterr);
+}
+
+/* ---- names ---- */
+
+const char *fy_control_name(uint32_t control) { return control_key(control); }
+
+const char *fy_profile_name(uint32_t profile) {
+    return profile < FY_ARRAY_SIZE(profile_names) ? profile_names[profile] : NULL;
+}
+
+int fy_profile_from_name(const char *name) {
+    if (!name)
+        return FY_E_INVAL;
+    int i = NAME_LOOKUP(profile_names, name);
+    return i > 0 ? i : FY_E_NOTFOUND;
+}

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Public entry points: fy_prepare and the prepared plan. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "prepared.h"
+
+extern char **environ;
+
+static void prepared_destroy(fy_prepared *pr) {
+    if (!pr)
+        return;
+    for (size_t i = 0; i < pr->nsecrets; i++)
+        secret_release(pr->secrets[i].value);
+    free(pr->secrets);
+    VEC_EACH(&pr->env, struct pol_env, e) {
+        free(e->name);
+        free(e->value);
+    }
+    free(pr->env.items);
+    if (pr->argv)
+        for (size_t i = 0; i < pr->argc; i++)
+            free(pr->argv[i]);
+    free(pr->argv);
+    selection_free(&pr->sel);
+    if (pr->policy) {
+        policy_clear(pr->policy);
+        free(pr->policy);
+    }
+    caps_free_internal(pr->caps);
+    free(pr);
+}
+
+void fy_prepared_free(fy_prepared *prepared) { prepared_destroy(prepared); }
+
+static int copy_argv(fy_prepared *pr, const char *const *argv, fy_error **reterr) {
+    if (!argv || !argv[0])
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "argv is empty");
+    if (!argv[0][0])
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "argv[0] is an empty string");
+    size_t n = 0, bytes = 0;
+    for (; argv[n]; n++) {
+        if (n >= ARGV_MAX_COUNT)
+            return err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, NULL, "more than %u arguments", ARGV_MAX_COUNT);
+        bytes += strlen(argv[n]) + 1;
+        if (bytes > ARGV_MAX_BYTES)
+            return err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, NULL, "arguments larger than %u bytes",
+                           ARGV_MAX_BYTES);
+    }
+    pr->argv = calloc(n + 1, sizeof(char *));
+    if (!pr->argv)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!(pr->argv[i] = strdup(argv[i])))
+            return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+        pr->argc = i + 1;
+    }
+    return 0;
+}
+
+static const char *host_env(const char *name) {
+    size_t n = strlen(name);
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+static int resolve_env(fy_prepared *pr, fy_error **reterr) {
+    const fy_policy *p = pr->policy;
+    vec_init(&pr->env, sizeof(struct pol_env));
+    /* A scratch policy object reuses the sorted-insert logic. */
+    fy_policy *tmp = policy_alloc();
+    if (!tmp)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    bool ok = true;
+    VEC_EACH(&p->env_set, struct pol_env, e) ok = ok && policy_add_env(tmp, e->name, e->value) >= 0;
+    VEC_EACH(&p->env_allow, char *, name) {
+        const char *v = host_env(*name);
+        if (v)
+            ok = ok && policy_add_env(tmp, *name, v) >= 0;
+    }
+    pr->env = tmp->env_set;
+    vec_init(&tmp->env_set, sizeof(struct pol_env));
+    policy_clear(tmp);
+    free(tmp);
+    return ok ? 0 : err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+}
+
+#define SECRET_MAX (1u << 20)
+
+static int read_secret_file(struct prep_secret *ps, fy_error **reterr) {
+    const struct pol_secret *s = ps->decl;
+    int fd = open(s->host_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+    if (fd < 0) {
+        int e = errno;
+        return err_set(reterr, err_from_errno(e), FY_STEP_SECRET, e, NULL, "secret %s: cannot open %s: %s", s->name,
+                       s->host_path, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SECRET_MAX) {
+        close(fd);
+        return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL,
+                       "secret %s: %s must be a regular file of at most %u bytes", s->name, s->host_path, SECRET_MAX);
+    }
+    ps->value = secret_alloc(NULL, (size_t)st.st_size + 1);
+    if (!ps->value) {
+        close(fd);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SECRET, 0, NULL, "out of memory");
+    }
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(fd, ps->value + len, (size_t)st.st_size + 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            return err_set(reterr, FY_E_IO, FY_STEP_SECRET, e, NULL, "secret %s: reading %s: %s", s->name,
+                           s->host_path, strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > (size_t)st.st_size) {
+            close(fd);
+            return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL, "secret %s: %s grew while being read",
+                           s->name, s->host_path);
+        }
+    }
+    close(fd);
+    ps->len = len;
+    return 0;
+}
+
+static int load_secrets(fy_prepared *pr, fy_error **reterr) {
+    const struct vec *v = &pr->policy->secrets;
+    if (!v->n)
+        return 0;
+    pr->secrets = calloc(v->n, sizeof(*pr->secrets));
+    if (!pr->secrets)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SECRET, 0, NULL, "out of memory");
+    for (size_t i = 0; i < v->n; i++) {
+        struct prep_secret *ps = &pr->secrets[i];
+        ps->decl = vec_at(v, i);
+        pr->nsecrets = i + 1;
+        if (ps->decl->host_path) {
+            int r = read_secret_file(ps, reterr);
+            if (r < 0)
+                return r;
+        } else {
+            if (!(ps->value = secret_alloc(ps->decl->value, ps->decl->len)))
+                return err_set(reterr, FY_E_NOMEM, FY_STEP_SECRET, 0, NULL, "out of memory");
+            ps->len = ps->decl->len;
+        }
+    }
+    return 0;
+}
+
+int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
+                       const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr) {
+    if (!policy || !ret)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "policy or ret is NULL");
+    if (policy->origin_pid != fy_getpid_cached() || (caps && caps->origin_pid != fy_getpid_cached()))
+        return err_set(reterr, FY_E_FORKED, FY_STEP_PREPARE, 0, NULL, "object was created in another process");
+    int r = policy_validate(policy, reterr);
+    if (r < 0)
+        return r;
+    if (!caps && (r = caps_get_cached(&caps, reterr)) < 0)
+        return r;
+    fy_prepared *pr = calloc(1, sizeof(*pr));
+    if (!pr)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    pr->origin_pid = fy_getpid_cached();
+    vec_init(&pr->env, sizeof(struct pol_env));
+    if ((r = copy_argv(pr, argv, reterr)) < 0)
+        goto fail;
+    if (!(pr->policy = policy_dup(policy)) || !(pr->caps = caps_dup(caps))) {
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+        goto fail;
+    }
+    if ((r = select_backend(table, n, pr->policy, pr->caps, &pr->sel, reterr)) < 0)
+        goto fail;
+    if ((r = resolve_env(pr, reterr)) < 0 || (r = load_secrets(pr, reterr)) < 0)
+        goto fail;
+    pr->impure = policy_is_impure(pr->policy);
+    *ret = pr;
+    return 0;
+fail:
+    prepared_destroy(pr);
+    return r;
+}
+
+int fy_prepare(const fy_policy *policy, const fy_caps *caps, const char *const *argv, fy_prepared **ret,
+               fy_error **reterr) {
+    return prepare_with_table(fy_backends, fy_backends_count, policy, caps, argv, ret, reterr);
+}
+
+const char *fy_prepared_backend(const fy_prepared *prepared) {
+    return prepared && prepared->sel.backend ? prepared->sel.backend->name : NULL;
+}
+
+int fy_prepared_level(const fy_prepared *prepared) {
+    if (!prepared)
+        return FY_E_INVAL;
+    return (int)prepared->sel.level;
+}
+
+int fy_prepared_control(const fy_prepared *prepared, uint32_t control) {
+    if (!prepared)
+        return FY_E_INVAL;
+    if (control == 0 || control > FY_CONTROL_MAX_)
+        return FY_E_UNSUPPORTED;
+    return prepared->sel.control[control];
+}
+
+int fy_prepared_is_impure(const fy_prepared *prepared) {
+    if (!prepared)
+        return FY_E_INVAL;
+    return prepared->impure;
+}
+
+int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error **reterr) {
+    if (!prepared || !ret_json)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_JSON, 0, NULL, "prepared or ret_json is NULL");
+    if (prepared->origin_pid != fy_getpid_cached())
+        return err_set(reterr, FY_E_FORKED, FY_STEP_JSON, 0, NULL, "object was created in another process");
+    static const char *const state_names[] = {"off", "enforced", "dropped"};
+    json_t *root = json_object(), *ctl = json_object(), *argv = json_array(), *env = json_array();
+    char *pol = policy_to_json(prepared->policy);
+    json_t *polj = pol ? json_loads(pol, 0, NULL) : NULL;
+    free(pol);
+    if (!root || !ctl || !argv || !env || !polj) {
+        json_decref(root); json_decref(ctl); json_decref(argv); json_decref(env); json_decref(polj);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
+    }
+    const struct selection *s = &prepared->sel;
+    json_object_set_new(root, "version", json_integer(1));
+    json_object_set_new(root, "backend", json_string(s->backend->name));
+    json_object_set_new(root, "level", json_string(fy_level_name(s->level)));
+    json_object_set_new(root, "impure", json_boolean(prepared->impure));
+    json_object_set_new(root, "level_note", s->level_note ? json_string(s->level_note) : json_null());
+    for (uint32_t c = 1; c <= FY_CONTROL_MAX_; c++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "mode", json_string(mode_name(prepared->policy->control[c])));
+        json_object_set_new(o, "state", json_string(state_names[s->control[c]]));
+        json_object_set_new(o, "why", s->dropped_why[c] ? json_string(s->dropped_why[c]) : json_null());
+        json_object_set_new(ctl, control_key(c), o);
+    }
+    json_object_set_new(root, "controls", ctl);
+    for (size_t i = 0; i < prepared->argc; i++)
+        json_array_append_new(argv, json_string(prepared->argv[i]));
+    json_object_set_new(root, "argv", argv);
+    /* Names only: values may come from the host environment. */
+    VEC_EACH(&prepared->env, struct pol_env, e) json_array_append_new(env, json_string(e->name));
+    json_object_set_new(root, "environment", env);
+    json_object_set_new(root, "policy", polj);
+    char *out = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (!out)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
+    *ret_json = out;
+    return 0;
+}

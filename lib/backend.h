@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The internal backend vtable and capability negotiation. Never exported. */
+#ifndef FY_BACKEND_H
+#define FY_BACKEND_H
+
+#include "caps.h"
+#include "policy.h"
+
+#define FY_BACKEND_OPS_VERSION 1
+
+struct fy_backend_ops {
+    uint32_t version;
+    const char *name;   /* "linux-namespace" */
+    uint32_t level;     /* FY_LEVEL_* it gives */
+    uint32_t cost;      /* relative start-up cost; the selector picks the cheapest */
+    /* Whether the backend can run at all on this host. When not, appends the
+     * missing capabilities to why ("userns: ...") and returns false. */
+    bool (*usable)(const fy_caps *c, struct strbuf *why);
+    /* Whether the backend can enforce a control here. When not, sets *why
+     * to a static or caps-owned string. */
+    bool (*can_enforce)(const fy_caps *c, uint32_t control, const char **why);
+};
+
+/* backend.c: the table of compiled-in backends (meson decides which). */
+extern const struct fy_backend_ops *const fy_backends[];
+extern const size_t fy_backends_count;
+
+struct selection {
+    const struct fy_backend_ops *backend;
+    uint32_t level;
+    uint8_t control[FY_CONTROL_MAX_ + 1];      /* FY_CONTROL_OFF/ENFORCED/DROPPED */
+    const char *dropped_why[FY_CONTROL_MAX_ + 1];
+    char *level_note; /* preferred level not reached, why (owned) */
+};
+
+/* select.c: least-cost backend that satisfies every requirement. */
+int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy_policy *p,
+                   const fy_caps *c, struct selection *out, fy_error **reterr);
+void selection_free(struct selection *s);
+
+/* api-prepare.c: fy_prepare against an explicit backend table (unit tests
+ * pass a fake one). */
+int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
+                       const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr);
+
+/* Backend descriptions (each in its own file). */
+extern const struct fy_backend_ops linux_namespace_backend;
+extern const struct fy_backend_ops linux_process_backend;
+
+#endif

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The capability snapshot (struct fy_caps) and the functions probes fill it with. */
+#ifndef FY_CAPS_H
+#define FY_CAPS_H
+
+#include "internal.h"
+
+enum cap_state {
+    CAP_NOT_PROBED = 0, /* no compiled-in probe looked at it */
+    CAP_MISSING = 1,
+    CAP_PRESENT = 2,
+};
+
+struct cap_entry {
+    uint8_t state;
+    int64_t value;
+    char *reason; /* why missing / what was found */
+    char *hint;   /* how to fix, when missing */
+};
+
+/* Facts the backends need beyond yes/no (paths found by the probe). */
+struct caps_host {
+    bool is_root;         /* effective uid 0 with CAP_SYS_ADMIN */
+    uint32_t uid, gid;    /* real ids of the caller */
+    char *kernel_release; /* uname -r */
+    char *cgroup_mode;    /* "v2", "v1", "hybrid", "none" */
+    /* cgroup v1: mount point + our own cgroup path, per controller */
+    char *cg1_memory, *cg1_pids, *cg1_cpu, *cg1_freezer, *cg1_blkio, *cg1_cpuacct;
+    bool cg1_memsw; /* memory.memsw.* present */
+    /* cgroup v2: our own cgroup directory (mount + path) */
+    char *cg2_dir;
+    char *qemu_path;      /* qemu-system-<arch> */
+    char *oci_runtime;    /* crun or runc */
+    char *bwrap_path;     /* for benchmarks and comparisons only */
+};
+
+struct fy_caps {
+    int origin_pid;
+    uint64_t probe_flags;
+    uint64_t probe_usec; /* how long the probe took */
+    struct cap_entry e[FY_CAP_MAX_ + 1];
+    struct caps_host host;
+    int max_level;
+};
+
+fy_caps *caps_new(void);
+/* Records a probed capability. reason is a printf format (may be NULL). */
+void caps_set(fy_caps *c, uint32_t cap, bool present, int64_t value, const char *reason_fmt, ...)
+    FY_PRINTF(5, 6);
+void caps_set_hint(fy_caps *c, uint32_t cap, const char *hint_fmt, ...) FY_PRINTF(3, 4);
+bool caps_present(const fy_caps *c, uint32_t cap);
+/* Deep copy (used to hand the cached snapshot out). NULL on OOM. */
+fy_caps *caps_dup(const fy_caps *c);
+void caps_free_internal(fy_caps *c);
+/* The process-wide cached probe (borrowed, immutable). */
+int caps_get_cached(const fy_caps **ret, fy_error **reterr);
+/* Computes max_level from the backend table. */
+void caps_finish(fy_caps *c);
+
+/* Platform probes (compiled in per platform). Each fills what it knows. */
+int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
+int vm_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
+
+#endif

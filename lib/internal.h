@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal helpers shared by the platform-neutral core and the backends. */
+#ifndef FY_INTERNAL_H
+#define FY_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forgeyard/sandbox.h"
+
+#define FY_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define FY_UNUSED __attribute__((unused))
+#define FY_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors (error.c) ---- */
+struct fy_error {
+    int code;
+    uint32_t step;
+    int64_t os_code;
+    char *message;
+    char *location;
+    bool is_static;
+};
+/* Creates an error into *reterr (when reterr is non-NULL) and returns code.
+ * location may be NULL. Never fails: on ENOMEM a static error is used. */
+int err_set(fy_error **reterr, int code, uint32_t step, int64_t os_code, const char *location,
+            const char *fmt, ...) FY_PRINTF(6, 7);
+int err_setv(fy_error **reterr, int code, uint32_t step, int64_t os_code, const char *location,
+             const char *fmt, va_list ap) FY_PRINTF(6, 0);
+/* Maps an errno to the closest FY_E_* code. */
+int err_from_errno(int e);
+
+/* ---- growable string (strbuf.c) ---- */
+struct strbuf {
+    char *buf;
+    size_t len, cap;
+    bool oom; /* sticky: an append failed */
+};
+void strbuf_init(struct strbuf *sb);
+void strbuf_free(struct strbuf *sb);
+void strbuf_append(struct strbuf *sb, const char *s);
+void strbuf_appendn(struct strbuf *sb, const char *s, size_t n);
+void strbuf_printf(struct strbuf *sb, const char *fmt, ...) FY_PRINTF(2, 3);
+/* Returns the string (owned by the caller) or NULL on OOM; resets sb. */
+char *strbuf_steal(struct strbuf *sb);
+
+/* ---- misc (util.c) ---- */
+char *fy_strdup(const char *s);           /* NULL on NULL or OOM */
+char *fy_asprintf(const char *fmt, ...) FY_PRINTF(1, 2);
+void fy_explicit_bzero(void *p, size_t n);
+uint64_t fy_now_usec(void);                 /* CLOCK_MONOTONIC */
+
+/* Process that created an object; objects refuse use after a host fork. */
+int fy_getpid_cached(void);
+#define FY_CHECK_ORIGIN(obj) \
+    do { if ((obj)->origin_pid != fy_getpid_cached()) return FY_E_FORKED; } while (0)
+
+#endif

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Descriptions of the Linux backends for capability negotiation: what each
+ * needs from the host and which controls it can enforce there. */
+#include "backend.h"
+
+static bool need(const fy_caps *c, uint32_t cap, struct strbuf *why) {
+    if (caps_present(c, cap))
+        return true;
+    strbuf_printf(why, "%s%s: %s", why->len ? "; " : "", fy_cap_name(cap), fy_caps_reason(c, cap));
+    return false;
+}
+
+static bool cap_for(const fy_caps *c, uint32_t cap, const char **why) {
+    if (caps_present(c, cap))
+        return true;
+    *why = fy_caps_reason(c, cap);
+    return false;
+}
+
+/* Controls both Linux backends enforce the same way (filters and cgroups). */
+static bool common_enforce(const fy_caps *c, uint32_t control, const char **why) {
+    switch (control) {
+    case FY_CONTROL_SECCOMP: return cap_for(c, FY_CAP_SECCOMP, why);
+    case FY_CONTROL_LANDLOCK: return cap_for(c, FY_CAP_LANDLOCK, why);
+    case FY_CONTROL_MEMORY_LIMIT: return cap_for(c, FY_CAP_CGROUP_MEMORY, why);
+    case FY_CONTROL_PIDS_LIMIT: return cap_for(c, FY_CAP_CGROUP_PIDS, why);
+    case FY_CONTROL_CPU_LIMIT: return cap_for(c, FY_CAP_CGROUP_CPU, why);
+    case FY_CONTROL_IO_LIMIT: return cap_for(c, FY_CAP_CGROUP_IO, why);
+    default:
+        *why = "unknown control";
+        return false;
+    }
+}
+
+static bool ns_usable(const fy_caps *c, struct strbuf *why) {
+    bool ok = need(c, FY_CAP_USERNS, why);
+    ok &= need(c, FY_CAP_MOUNTNS, why);
+    ok &= need(c, FY_CAP_PIDNS, why);
+    ok &= need(c, FY_CAP_PIDFD, why);
+    return ok;
+}
+
+static bool ns_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
+    switch (control) {
+    case FY_CONTROL_USERNS: return cap_for(c, FY_CAP_USERNS, why);
+    case FY_CONTROL_MOUNTNS: return cap_for(c, FY_CAP_MOUNTNS, why);
+    case FY_CONTROL_PIDNS: return cap_for(c, FY_CAP_PIDNS, why);
+    case FY_CONTROL_NETNS: return cap_for(c, FY_CAP_NETNS, why);
+    case FY_CONTROL_IPCNS: return cap_for(c, FY_CAP_IPCNS, why);
+    case FY_CONTROL_UTSNS: return cap_for(c, FY_CAP_UTSNS, why);
+    case FY_CONTROL_CGROUPNS: return cap_for(c, FY_CAP_CGROUPNS, why);
+    case FY_CONTROL_UID_RANGE: return cap_for(c, FY_CAP_UID_RANGE, why);
+    default: return common_enforce(c, control, why);
+    }
+}
+
+const struct fy_backend_ops linux_namespace_backend = {
+    .version = FY_BACKEND_OPS_VERSION,
+    .name = "linux-namespace",
+    .level = FY_LEVEL_NAMESPACE,
+    .cost = 20,
+    .usable = ns_usable,
+    .can_enforce = ns_can_enforce,
+};
+
+static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }
+
+static bool proc_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
+    switch (control) {
+    case FY_CONTROL_USERNS: case FY_CONTROL_MOUNTNS: case FY_CONTROL_PIDNS: case FY_CONTROL_NETNS:
+    case FY_CONTROL_IPCNS: case FY_CONTROL_UTSNS: case FY_CONTROL_CGROUPNS:
+        *why = "the linux-process backend uses no namespaces";
+        return false;
+    case FY_CONTROL_UID_RANGE:
+        *why = "the linux-process backend has no user namespace to map ids in";
+        return false;
+    default: return common_enforce(c, control, why);
+    }
+}
+
+const struct fy_backend_ops linux_process_backend = {
+    .version = FY_BACKEND_OPS_VERSION,
+    .name = "linux-process",
+    .level = FY_LEVEL_PROCESS,
+    .cost = 10,
+    .usable = proc_usable,
+    .can_enforce = proc_can_enforce,
+};

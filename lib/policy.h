@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The policy model (struct fy_policy) shared by the JSON codec, the
+ * validator, the selector and the backends. */
+#ifndef FY_POLICY_H
+#define FY_POLICY_H
+
+#include "internal.h"
+
+/* A growable array of fixed-size items. */
+struct vec {
+    void *items;
+    size_t n, cap, size;
+};
+void vec_init(struct vec *v, size_t item_size);
+void *vec_push(struct vec *v); /* zeroed new item or NULL on OOM */
+void *vec_at(const struct vec *v, size_t i);
+void vec_remove(struct vec *v, size_t i);
+#define VEC_EACH(v, type, it) \
+    for (type *it = (type *)(v)->items; it < (type *)(v)->items + (v)->n; it++)
+
+struct pol_bind { char *host, *target; uint32_t flags; };
+struct pol_toolchain { char *name, *host; };
+struct pol_env { char *name, *value; };
+struct pol_dest { char *host; uint32_t proto, port_min, port_max; };
+struct pol_device { char *path; bool writable; };
+struct pol_secret {
+    char *name;
+    uint32_t delivery;
+    char *target;     /* env name / file name / NULL */
+    char *host_path;  /* file reference, or NULL for an inline value */
+    unsigned char *value; size_t len; /* inline value (sodium_malloc'd) */
+};
+
+struct fy_policy {
+    int origin_pid;
+    uint32_t profile;
+    uint32_t min_level, preferred_level, level_floor;
+    uint8_t control[FY_CONTROL_MAX_ + 1];
+    /* filesystem */
+    char *source; bool source_writable;
+    char *build, *output;
+    struct vec toolchains;    /* struct pol_toolchain, sorted by name */
+    struct vec binds;         /* struct pol_bind, in insertion order */
+    struct vec runtime_paths; /* char *, sorted */
+    char *workdir, *hostname;
+    /* environment */
+    struct vec env_set;       /* struct pol_env, sorted by name */
+    struct vec env_allow;     /* char *, sorted */
+    /* network */
+    uint32_t net_mode, dns;
+    struct vec dests;         /* struct pol_dest */
+    /* resources */
+    uint64_t limit[FY_LIMIT_MAX_ + 1];
+    /* process */
+    uint32_t user, seccomp_class;
+    uint32_t id_first, id_count;
+    /* devices */
+    struct vec devices;       /* struct pol_device */
+    uint32_t gpu, usb;
+    /* secrets */
+    struct vec secrets;       /* struct pol_secret */
+};
+
+/* policy.c */
+fy_policy *policy_alloc(void);
+void policy_clear(fy_policy *p);           /* frees contents, wipes secrets */
+int policy_apply_profile(fy_policy *p, uint32_t profile); /* resets to defaults */
+fy_policy *policy_dup(const fy_policy *p); /* deep copy; NULL on OOM */
+void policy_swap(fy_policy *a, fy_policy *b);
+bool policy_is_impure(const fy_policy *p);
+int policy_add_string(struct vec *v, const char *s);  /* sorted, no duplicates */
+bool policy_has_string(const struct vec *v, const char *s);
+void policy_remove_string(struct vec *v, const char *s);
+int policy_add_env(fy_policy *p, const char *name, const char *value);  /* replaces */
+void policy_unset_env(fy_policy *p, const char *name);
+const char *policy_get_env(const fy_policy *p, const char *name);
+int policy_set_toolchain(fy_policy *p, const char *name, const char *host); /* replaces */
+/* Secret values: libsodium guarded, locked memory, zeroed on release. */
+unsigned char *secret_alloc(const void *value, size_t len);
+void secret_release(unsigned char *m);
+
+/* policy-validate.c: single-value validators. Each returns 0 or a negative
+ * FY_E_* with *reterr naming `loc` (a JSON path) and the reason. */
+int check_host_path(const char *path, const char *loc, fy_error **reterr);
+int check_sandbox_target(const char *path, const char *loc, fy_error **reterr);
+int check_env_name(const char *name, const char *loc, fy_error **reterr);
+int check_env_value(const char *value, const char *loc, fy_error **reterr);
+int check_simple_name(const char *name, const char *what, const char *loc, fy_error **reterr);
+int check_hostname(const char *name, const char *loc, fy_error **reterr);
+int check_destination_host(const char *host, const char *loc, fy_error **reterr);
+int check_limit(uint32_t limit, uint64_t value, const char *loc, fy_error **reterr);
+int check_device_path(const char *path, const char *loc, fy_error **reterr);
+int check_workdir(const fy_policy *p, const char *workdir, const char *loc, fy_error **reterr);
+int policy_validate_secrets(const fy_policy *p, fy_error **reterr);
+/* Whole-policy (cross-field) validation. */
+int policy_validate(const fy_policy *p, fy_error **reterr);
+
+/* policy-json.c */
+int policy_from_json(fy_policy *p, const char *json, size_t len, fy_error **reterr);
+char *policy_to_json(const fy_policy *p); /* NULL on OOM */
+
+/* names.c: enum <-> string tables used by JSON, the CLI and messages. */
+const char *limit_key(uint32_t limit);       /* JSON key in "resources" */
+const char *control_key(uint32_t control);   /* JSON key in "isolation.controls" */
+const char *mode_name(uint32_t mode);        /* "off", "prefer", "require" */
+const char *net_mode_name(uint32_t mode);    /* "deny", "fetch-only", ... */
+const char *dns_name(uint32_t dns);
+const char *proto_name(uint32_t proto);
+const char *user_name(uint32_t user);
+const char *seccomp_class_name(uint32_t cls);
+const char *delivery_name(uint32_t delivery);
+const char *devices_mode_name(uint32_t mode);
+/* The tables themselves, for reverse lookups with name_lookup(). */
+extern const char *const limit_keys[FY_LIMIT_MAX_ + 1];
+extern const char *const control_keys[FY_CONTROL_MAX_ + 1];
+extern const char *const mode_names[3];
+extern const char *const net_mode_names[5];
+extern const char *const dns_names[3];
+extern const char *const proto_names[3];
+extern const char *const user_names[3];
+extern const char *const seccomp_class_names[3];
+extern const char *const delivery_names[4];
+extern const char *const devices_mode_names[3];
+extern const char *const level_names[FY_LEVEL_CONFIDENTIAL_VM + 1];
+extern const char *const profile_names[FY_PROFILE_HIGH_ASSURANCE + 1];
+#define NAME_LOOKUP(table, name) name_lookup(table, FY_ARRAY_SIZE(table), name)
+/* Reverse lookups: the index, or -1 when unknown. */
+int name_lookup(const char *const *table, size_t n, const char *name);
+
+#define POLICY_JSON_MAX (1u << 20) /* 1 MiB */
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The prepared plan (struct fy_prepared): immutable once built. */
+#ifndef FY_PREPARED_H
+#define FY_PREPARED_H
+
+#include "backend.h"
+
+struct prep_secret {
+    const struct pol_secret *decl; /* in prepared->policy */
+    unsigned char *value;          /* sodium_malloc'd; wiped on free */
+    size_t len;
+};
+
+struct fy_prepared {
+    int origin_pid;
+    fy_policy *policy;  /* private deep copy */
+    fy_caps *caps;      /* private copy of the snapshot negotiated against */
+    char **argv;        /* NULL-terminated copy */
+    size_t argc;
+    struct vec env;     /* struct pol_env: explicit set + allowed host values, sorted */
+    struct prep_secret *secrets;
+    size_t nsecrets;
+    struct selection sel;
+    bool impure;
+};
+
+#define ARGV_MAX_COUNT 65536
+#define ARGV_MAX_BYTES (2u * 1024u * 1024u)
+
+#endif

@@ -1,0 +1,127 @@
+/* The error model: stable codes and names, optional out-param, accessors. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+START_TEST(test_codes_are_stable) {
+    /* Numbers are forever (also checked by test/abi/constants.txt). */
+    ck_assert_int_eq(FY_E_INVAL, -1);
+    ck_assert_int_eq(FY_E_POLICY, -6);
+    ck_assert_int_eq(FY_E_INTERNAL, -13);
+    for (int c = FY_E_INTERNAL; c <= 0; c++) {
+        ck_assert_str_ne(fy_error_name(c), "unknown");
+        ck_assert_str_ne(fy_strerror(c), "unknown");
+        ck_assert(strncmp(fy_error_name(c), "FY_", 3) == 0);
+    }
+    ck_assert_str_eq(fy_error_name(-999), "unknown");
+    ck_assert_str_eq(fy_strerror(1), "unknown");
+    ck_assert_str_eq(fy_error_name(FY_E_UNSUPPORTED), "FY_E_UNSUPPORTED");
+}
+END_TEST
+
+START_TEST(test_steps) {
+    for (uint32_t s = FY_STEP_NONE; s <= FY_STEP_JSON; s++)
+        ck_assert_str_ne(fy_step_name(s), "unknown");
+    ck_assert_str_eq(fy_step_name(FY_STEP_MOUNT), "mount");
+    ck_assert_str_eq(fy_step_name(9999), "unknown");
+}
+END_TEST
+
+START_TEST(test_err_set) {
+    ck_assert_int_eq(err_set(NULL, FY_E_IO, FY_STEP_MOUNT, EIO, NULL, "x %d", 1), FY_E_IO);
+    fy_error *e = NULL;
+    ck_assert_int_eq(err_set(&e, FY_E_DENIED, FY_STEP_MOUNT, EPERM, "$.a", "mount %s failed", "/x"), FY_E_DENIED);
+    ck_assert_int_eq(fy_error_code(e), FY_E_DENIED);
+    ck_assert_int_eq(fy_error_step(e), FY_STEP_MOUNT);
+    ck_assert_int_eq(fy_error_os_code(e), EPERM);
+    ck_assert_str_eq(fy_error_message(e), "mount /x failed");
+    ck_assert_str_eq(fy_error_location(e), "$.a");
+    fy_error_free(e);
+    e = NULL;
+    err_set(&e, FY_E_IO, FY_STEP_NONE, 0, NULL, "no location");
+    ck_assert_ptr_null(fy_error_location(e));
+    fy_error_free(e);
+}
+END_TEST
+
+START_TEST(test_null_safety) {
+    fy_error_free(NULL);
+    fy_caps_free(NULL);
+    fy_policy_free(NULL);
+    fy_prepared_free(NULL);
+    fy_free(NULL);
+    ck_assert_int_eq(fy_error_code(NULL), FY_E_INVAL);
+    ck_assert_ptr_null(fy_error_message(NULL));
+    ck_assert_ptr_null(fy_error_location(NULL));
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, NULL, NULL), FY_E_INVAL);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_limit(NULL, FY_LIMIT_PIDS, 1, &e), FY_E_INVAL);
+    ck_assert_int_eq(fy_error_code(e), FY_E_INVAL);
+    fy_error_free(e);
+    ck_assert_int_eq(fy_prepare(NULL, NULL, NULL, NULL, NULL), FY_E_INVAL);
+    ck_assert_int_eq(fy_caps_has(NULL, FY_CAP_USERNS), FY_E_INVAL);
+    ck_assert_int_eq(fy_probe(0, NULL, NULL), FY_E_INVAL);
+}
+END_TEST
+
+START_TEST(test_errno_mapping) {
+    ck_assert_int_eq(err_from_errno(EPERM), FY_E_DENIED);
+    ck_assert_int_eq(err_from_errno(EACCES), FY_E_DENIED);
+    ck_assert_int_eq(err_from_errno(ENOENT), FY_E_NOTFOUND);
+    ck_assert_int_eq(err_from_errno(ENOMEM), FY_E_NOMEM);
+    ck_assert_int_eq(err_from_errno(ENOSYS), FY_E_UNSUPPORTED);
+    ck_assert_int_eq(err_from_errno(EIO), FY_E_IO);
+}
+END_TEST
+
+START_TEST(test_version) {
+    ck_assert_uint_eq(fy_version(), FY_VERSION);
+    ck_assert_str_eq(fy_version_string(), FY_VERSION_STRING);
+    ck_assert(FY_CHECK_VERSION(0, 0, 0));
+    ck_assert(FY_CHECK_VERSION(FY_VERSION_MAJOR, FY_VERSION_MINOR, FY_VERSION_MICRO));
+    ck_assert(!FY_CHECK_VERSION(FY_VERSION_MAJOR + 1, 0, 0));
+}
+END_TEST
+
+START_TEST(test_unknown_ids) {
+    fy_probe(UINT64_C(1) << 40, NULL, NULL);
+    fy_caps *c = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_probe(UINT64_C(1) << 40, &c, &e), FY_E_UNSUPPORTED);
+    fy_error_free(e);
+    ck_assert_ptr_null(fy_cap_name(0));
+    ck_assert_ptr_null(fy_cap_name(FY_CAP_MAX_ + 1));
+    ck_assert_ptr_null(fy_level_name(99));
+    ck_assert_ptr_null(fy_control_name(FY_CONTROL_MAX_ + 1));
+    ck_assert_int_eq(fy_profile_from_name("nope"), FY_E_NOTFOUND);
+    ck_assert_int_eq(fy_profile_from_name("release"), FY_PROFILE_RELEASE);
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(99, &p, NULL), FY_E_UNSUPPORTED);
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MAX_ + 1, 1, NULL), FY_E_UNSUPPORTED);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_MAX_ + 1, FY_MODE_PREFER, NULL), FY_E_UNSUPPORTED);
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv", "/srv", 1u << 7, NULL), FY_E_UNSUPPORTED);
+    fy_policy_free(p);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("error");
+    TCase *tc = tcase_create("error");
+    tcase_add_test(tc, test_codes_are_stable);
+    tcase_add_test(tc, test_steps);
+    tcase_add_test(tc, test_err_set);
+    tcase_add_test(tc, test_null_safety);
+    tcase_add_test(tc, test_errno_mapping);
+    tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_unknown_ids);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,251 @@
+/* The policy model: profiles, setters, canonical JSON round trip, copies,
+ * all-or-nothing loading, secret hygiene. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+static fy_policy *policy(uint32_t profile) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(profile, &p, NULL), 0);
+    return p;
+}
+
+static char *json_of(const fy_policy *p) {
+    char *s = NULL;
+    ck_assert_int_eq(fy_policy_to_json(p, &s, NULL), 0);
+    return s;
+}
+
+static void assert_round_trip(const fy_policy *p) {
+    char *a = json_of(p);
+    fy_policy *q = policy(FY_PROFILE_STANDARD_CI);
+    fy_error *e = NULL;
+    int r = fy_policy_load_json(q, a, strlen(a), &e);
+    ck_assert_msg(r == 0, "reload failed: %s: %s", fy_error_location(e), fy_error_message(e));
+    char *b = json_of(q);
+    ck_assert_str_eq(a, b);
+    fy_free(a);
+    fy_free(b);
+    fy_policy_free(q);
+}
+
+START_TEST(test_profiles_defaults) {
+    for (uint32_t prof = FY_PROFILE_DEVELOPMENT; prof <= FY_PROFILE_HIGH_ASSURANCE; prof++) {
+        fy_policy *p = policy(prof);
+        ck_assert_int_eq(fy_policy_validate(p, NULL), 0);
+        ck_assert_uint_eq(p->profile, prof);
+        /* Deny by default: nothing of the host but the runtime paths. */
+        ck_assert_ptr_null(p->source);
+        ck_assert_ptr_null(p->build);
+        ck_assert_int_eq(p->binds.n, 0);
+        ck_assert_int_eq(p->secrets.n, 0);
+        ck_assert_int_eq(p->devices.n, 0);
+        ck_assert_str_eq(policy_get_env(p, "PATH"), "/usr/local/bin:/usr/bin:/bin");
+        ck_assert_ptr_null(policy_get_env(p, "HOME"));
+        ck_assert_uint_eq(p->limit[FY_LIMIT_CORE], 0);
+        ck_assert_uint_eq(p->user, FY_USER_SANDBOX);
+        assert_round_trip(p);
+        fy_policy_free(p);
+    }
+    fy_policy *dev = policy(FY_PROFILE_DEVELOPMENT);
+    ck_assert_uint_eq(dev->net_mode, FY_NET_ALLOW);
+    ck_assert_uint_eq(dev->min_level, FY_LEVEL_PROCESS);
+    ck_assert(policy_is_impure(dev));
+    fy_policy_free(dev);
+    fy_policy *ci = policy(FY_PROFILE_STANDARD_CI);
+    ck_assert_uint_eq(ci->net_mode, FY_NET_DENY);
+    ck_assert_uint_eq(ci->dns, FY_DNS_NONE);
+    ck_assert_uint_eq(ci->min_level, FY_LEVEL_NAMESPACE);
+    ck_assert_uint_eq(ci->control[FY_CONTROL_SECCOMP], FY_MODE_REQUIRE);
+    ck_assert(!policy_is_impure(ci));
+    fy_policy_free(ci);
+    fy_policy *ha = policy(FY_PROFILE_HIGH_ASSURANCE);
+    ck_assert_uint_eq(ha->min_level, FY_LEVEL_VIRTUAL_MACHINE);
+    fy_policy_free(ha);
+}
+END_TEST
+
+START_TEST(test_full_round_trip) {
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    ck_assert_int_eq(fy_policy_set_source(p, "/srv/src", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, "/srv/build", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_output(p, "/srv/out", NULL), 0);
+    ck_assert_int_eq(fy_policy_add_toolchain(p, "gcc-12", "/opt/gcc", NULL), 0);
+    ck_assert_int_eq(fy_policy_add_toolchain(p, "go1.22", "/opt/go", NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/cache", "/cache", FY_BIND_WRITABLE, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/data", "/data", FY_BIND_OPTIONAL, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_runtime_path(p, "/etc/ssl/certs", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_workdir(p, "/work/source", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_hostname(p, "builder-1", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_env(p, "CC", "gcc -O2", NULL), 0);
+    ck_assert_int_eq(fy_policy_allow_env(p, "TERM", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_network(p, FY_NET_RESTRICTED, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_destination(p, "10.0.0.0/8", FY_PROTO_TCP, 443, 443, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_destination(p, "deb.example.org", FY_PROTO_UDP, 53, 53, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_dns(p, FY_DNS_HOST, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 512u << 20, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, 1500, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 90000000, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_MEMORY_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_user(p, FY_USER_FAKE_ROOT, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_seccomp_class(p, FY_SECCOMP_NETWORKED_TEST, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_id_range(p, 200000, 1000, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_device(p, "/dev/fuse", 1, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_gpu(p, FY_DEVICES_LEASED, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret_file(p, "npm", FY_SECRET_ENV, "NPM_TOKEN", "/run/host/npm", NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret_file(p, "key", FY_SECRET_FILE, "deploy.key", "/run/host/key", NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret_file(p, "in", FY_SECRET_STDIN, NULL, "/run/host/in", NULL), 0);
+    fy_error *e = NULL;
+    ck_assert_msg(fy_policy_validate(p, &e) == 0, "%s: %s", fy_error_location(e), fy_error_message(e));
+    assert_round_trip(p);
+    char *s = json_of(p);
+    ck_assert_ptr_nonnull(strstr(s, "\"gcc-12\": \"/opt/gcc\""));
+    ck_assert_ptr_nonnull(strstr(s, "\"memory\": 536870912"));
+    ck_assert_ptr_nonnull(strstr(s, "\"fsize\": \"unlimited\""));
+    fy_free(s);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_units) {
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    const char *doc = "{\"resources\": {\"memory\": \"2GiB\", \"disk\": \"10GB\", \"tmp_size\": \"64K\","
+                      " \"wall_time\": \"90m\", \"grace\": \"250ms\", \"pids\": \"unlimited\", \"output\": 0}}";
+    fy_error *e = NULL;
+    ck_assert_msg(fy_policy_load_json(p, doc, strlen(doc), &e) == 0, "%s", fy_error_message(e));
+    uint64_t v;
+    fy_policy_get_limit(p, FY_LIMIT_MEMORY, &v);
+    ck_assert_uint_eq(v, UINT64_C(2) << 30);
+    fy_policy_get_limit(p, FY_LIMIT_DISK, &v);
+    ck_assert_uint_eq(v, UINT64_C(10000000000));
+    fy_policy_get_limit(p, FY_LIMIT_TMP_SIZE, &v);
+    ck_assert_uint_eq(v, 65536);
+    fy_policy_get_limit(p, FY_LIMIT_WALL_TIME, &v);
+    ck_assert_uint_eq(v, UINT64_C(5400000000));
+    fy_policy_get_limit(p, FY_LIMIT_GRACE, &v);
+    ck_assert_uint_eq(v, 250000);
+    fy_policy_get_limit(p, FY_LIMIT_PIDS, &v);
+    ck_assert_uint_eq(v, FY_UNLIMITED);
+    ck_assert_int_eq(fy_policy_get_limit(p, 0, &v), FY_E_UNSUPPORTED);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_all_or_nothing) {
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    char *before = json_of(p);
+    /* Valid sections first, an invalid one last: nothing may stick. */
+    const char *doc = "{\"profile\": \"development\", \"filesystem\": {\"build\": \"/srv/b\"},"
+                      " \"resources\": {\"pids\": 0}}";
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_load_json(p, doc, strlen(doc), &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.resources.pids");
+    fy_error_free(e);
+    char *after = json_of(p);
+    ck_assert_str_eq(before, after);
+    fy_free(before);
+    fy_free(after);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_replace_semantics) {
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/a", "/a", 0, NULL), 0);
+    const char *doc = "{\"filesystem\": {\"binds\": [{\"host\": \"/srv/b\", \"target\": \"/b\"}]},"
+                      " \"environment\": {\"set\": {\"ONLY\": \"1\"}}}";
+    ck_assert_int_eq(fy_policy_load_json(p, doc, strlen(doc), NULL), 0);
+    ck_assert_int_eq(p->binds.n, 1);
+    ck_assert_str_eq(((struct pol_bind *)vec_at(&p->binds, 0))->target, "/b");
+    ck_assert_int_eq(p->env_set.n, 1);
+    ck_assert_ptr_null(policy_get_env(p, "PATH"));
+    /* Untouched sections keep their values. */
+    ck_assert_uint_eq(p->net_mode, FY_NET_DENY);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_inline_secret_never_serialised) {
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    ck_assert_int_eq(fy_policy_add_secret(p, "tok", FY_SECRET_ENV, "TOKEN", "s3cr3t-VALUE", 12, NULL), 0);
+    char *s = json_of(p);
+    ck_assert_ptr_null(strstr(s, "s3cr3t"));
+    ck_assert_ptr_nonnull(strstr(s, "\"TOKEN\""));
+    /* ... and such a document cannot be loaded back (values never come from files). */
+    fy_policy *q = policy(FY_PROFILE_RELEASE);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_load_json(q, s, strlen(s), &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.secrets[0].file");
+    fy_error_free(e);
+    fy_free(s);
+    /* Copies own their own secret memory. */
+    fy_policy *d = policy_dup(p);
+    ck_assert_ptr_nonnull(d);
+    const struct pol_secret *a = vec_at(&p->secrets, 0), *b = vec_at(&d->secrets, 0);
+    ck_assert_ptr_ne(a->value, b->value);
+    ck_assert_int_eq(memcmp(a->value, b->value, 12), 0);
+    policy_clear(d);
+    free(d);
+    fy_policy_free(q);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_setter_errors_name_paths) {
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_add_bind(p, "relative", "/x", 0, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.binds[0].host");
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/x", "/proc/x", 0, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.binds[0].target");
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/x", "/x", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/y", "/x", 0, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.binds[1].target");
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_set_env(p, "1BAD", "v", &e), FY_E_POLICY);
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 1000, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.resources.memory");
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_set_workdir(p, "/etc", &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.workdir");
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_set_workdir(p, "/x/sub", NULL), 0); /* inside a bind target */
+    ck_assert_int_eq(fy_policy_add_secret(p, "a", FY_SECRET_STDIN, NULL, "v", 1, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret(p, "b", FY_SECRET_STDIN, NULL, "v", 1, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.secrets[1].delivery");
+    fy_error_free(e);
+    ck_assert_int_eq(p->secrets.n, 1);
+    ck_assert_int_eq(fy_policy_add_secret(p, "a", FY_SECRET_FILE, "f", "v", 1, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.secrets[1].name");
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_add_device(p, "/dev/mem", 0, &e), FY_E_POLICY);
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_add_destination(p, "10.0.0.1/8", FY_PROTO_TCP, 1, 2, &e), FY_E_POLICY);
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "bits set"));
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("policy");
+    TCase *tc = tcase_create("model");
+    tcase_add_test(tc, test_profiles_defaults);
+    tcase_add_test(tc, test_full_round_trip);
+    tcase_add_test(tc, test_units);
+    tcase_add_test(tc, test_all_or_nothing);
+    tcase_add_test(tc, test_replace_semantics);
+    tcase_add_test(tc, test_inline_secret_never_serialised);
+    tcase_add_test(tc, test_setter_errors_name_paths);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
