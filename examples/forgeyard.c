@@ -2,6 +2,7 @@
 /* forgeyard: the command-line client of libforgeyard-sandbox. A thin client
  * of the public API: nothing here is impossible for a host program. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,17 @@
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2       /* usage error or invalid input */
 #define EXIT_UNSUPPORTED 3 /* valid, but this host cannot satisfy it */
+
+/* `forgeyard run`: the workload's own status when it exited; otherwise: */
+#define RUN_TIMED_OUT 124          /* as timeout(1) */
+#define RUN_CANCELLED 241
+#define RUN_OUT_OF_MEMORY 242
+#define RUN_RESOURCE_EXCEEDED 243
+#define RUN_SANDBOX_VIOLATION 244
+#define RUN_INFRASTRUCTURE 245
+#define RUN_BAD_INVOCATION 246     /* bad option or invalid policy: nothing ran */
+#define RUN_UNSUPPORTED 247        /* this host cannot give what the policy requires */
+/* killed by a signal: 128 + the signal number */
 
 static const char *prog = "forgeyard";
 
@@ -27,6 +39,8 @@ static void usage(FILE *f) {
             "  policy check FILE            validate a policy file and negotiate it here\n"
             "  policy show FILE|--profile NAME\n"
             "                               print the canonical JSON of a policy\n"
+            "  run [OPTIONS] -- COMMAND [ARG...]\n"
+            "                               run a command in a fresh sandbox (see forgeyard(1))\n"
             "\n"
             "See forgeyard(1), forgeyard-policy(5) and forgeyard-sandbox(7).\n",
             prog);
@@ -170,7 +184,7 @@ static int doctor_profile(const fy_caps *c, uint32_t profile) {
     printf("ok   %s isolation via %s", fy_level_name((uint32_t)level), fy_prepared_backend(pr));
     int first = 1;
     for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++)
-        if (fy_prepared_control(pr, ctl) == FY_CONTROL_DROPPED) {
+        if (fy_prepared_control(pr, ctl) == FY_CONTROL_STATE_DROPPED) {
             printf("%s", first ? "; preferred but unavailable: " : ", ");
             first = 0;
             printf("%s", fy_control_name(ctl));
@@ -272,6 +286,239 @@ static int cmd_policy_show(int argc, char **argv) {
     return EXIT_OK;
 }
 
+/* ---- forgeyard run ---- */
+
+struct run_opts {
+    const char *profile, *policy, *result;
+    fy_policy *p;
+};
+
+/* Applies one JSON fragment through the library's own parser, so sizes and
+ * durations are read exactly as in policy files. */
+__attribute__((format(printf, 3, 0))) static int apply_json(fy_policy *p, const char *opt, const char *fmt,
+                                                          const char *value) {
+    char *json = NULL;
+    /* value is embedded as a JSON string: refuse characters that need escaping. */
+    for (const char *c = value; *c; c++)
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) {
+            fprintf(stderr, "%s: %s: invalid value \"%s\"\n", prog, opt, value);
+            return -1;
+        }
+    if (asprintf(&json, fmt, value) < 0)
+        return -1;
+    fy_error *err = NULL;
+    int r = fy_policy_load_json(p, json, strlen(json), &err);
+    free(json);
+    if (r < 0) {
+        fprintf(stderr, "%s: %s %s: %s\n", prog, opt, value, fy_error_message(err));
+        fy_error_free(err);
+        return -1;
+    }
+    return 0;
+}
+
+static int check(int r, const char *opt, fy_error *err) {
+    if (r >= 0)
+        return 0;
+    fprintf(stderr, "%s: %s: %s%s%s\n", prog, opt, fy_error_location(err) ? fy_error_location(err) : "",
+            fy_error_location(err) ? ": " : "", fy_error_message(err));
+    fy_error_free(err);
+    return -1;
+}
+
+static int split_eq(const char *arg, char sep, char **left, const char **right) {
+    const char *e = strchr(arg, sep);
+    if (!e || e == arg || !e[1])
+        return -1;
+    *left = strndup(arg, (size_t)(e - arg));
+    *right = e + 1;
+    return *left ? 0 : -1;
+}
+
+static int run_outcome_status(const fy_result *res) {
+    switch (fy_result_outcome(res)) {
+    case FY_OUTCOME_SUCCEEDED:
+    case FY_OUTCOME_FAILED: return fy_result_exit_code(res);
+    case FY_OUTCOME_SIGNALED: return 128 + fy_result_signal(res);
+    case FY_OUTCOME_TIMED_OUT: return RUN_TIMED_OUT;
+    case FY_OUTCOME_CANCELLED: return RUN_CANCELLED;
+    case FY_OUTCOME_OUT_OF_MEMORY: return RUN_OUT_OF_MEMORY;
+    case FY_OUTCOME_RESOURCE_EXCEEDED: return RUN_RESOURCE_EXCEEDED;
+    case FY_OUTCOME_SANDBOX_VIOLATION: return RUN_SANDBOX_VIOLATION;
+    default: return RUN_INFRASTRUCTURE;
+    }
+}
+
+static int cmd_run(int argc, char **argv) {
+    const char *profile = NULL, *policy_file = NULL, *result_file = NULL;
+    int i = 0;
+    /* First pass: the base (profile or policy file). */
+    for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
+        if (strcmp(argv[k], "--profile") == 0 && k + 1 < argc)
+            profile = argv[++k];
+        else if (strcmp(argv[k], "--policy") == 0 && k + 1 < argc)
+            policy_file = argv[++k];
+    }
+    fy_policy *p = NULL;
+    fy_error *err = NULL;
+    int prof = FY_PROFILE_RELEASE;
+    if (profile && (prof = fy_profile_from_name(profile)) < 0) {
+        fprintf(stderr, "%s: unknown profile \"%s\"\n", prog, profile);
+        return RUN_BAD_INVOCATION;
+    }
+    if (policy_file) {
+        if (load_policy(policy_file, &p) != EXIT_OK)
+            return RUN_BAD_INVOCATION;
+        if (profile && apply_json(p, "--profile", "{\"profile\": \"%s\"}", profile) < 0)
+            goto bad;
+    } else if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", err) < 0) {
+        return RUN_BAD_INVOCATION;
+    }
+    for (i = 0; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--") == 0) {
+            i++;
+            break;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, o);
+            goto bad;
+        }
+        const char *v = argv[++i];
+        char *left = NULL;
+        const char *right = NULL;
+        int r = 0;
+        err = NULL;
+        if (strcmp(o, "--profile") == 0 || strcmp(o, "--policy") == 0) {
+            continue;
+        } else if (strcmp(o, "--result") == 0) {
+            result_file = v;
+        } else if (strcmp(o, "--source") == 0) {
+            r = check(fy_policy_set_source(p, v, 0, &err), o, err);
+        } else if (strcmp(o, "--build") == 0) {
+            r = check(fy_policy_set_build(p, v, &err), o, err);
+        } else if (strcmp(o, "--output") == 0) {
+            r = check(fy_policy_set_output(p, v, &err), o, err);
+        } else if (strcmp(o, "--bind") == 0 || strcmp(o, "--bind-ro") == 0) {
+            if (split_eq(v, ':', &left, &right) < 0) {
+                fprintf(stderr, "%s: %s expects HOST:PATH\n", prog, o);
+                r = -1;
+            } else {
+                r = check(fy_policy_add_bind(p, left, right, strcmp(o, "--bind") == 0 ? FY_BIND_WRITABLE : 0, &err), o,
+                          err);
+            }
+        } else if (strcmp(o, "--workdir") == 0) {
+            r = check(fy_policy_set_workdir(p, v, &err), o, err);
+        } else if (strcmp(o, "--tmp-size") == 0) {
+            r = apply_json(p, o, "{\"resources\": {\"tmp_size\": \"%s\"}}", v);
+        } else if (strcmp(o, "--network") == 0) {
+            if (strcmp(v, "deny") == 0)
+                r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}}", v);
+            else if (strcmp(v, "allow") == 0)
+                r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"destinations\": []}, "
+                                     "\"isolation\": {\"controls\": {\"netns\": \"off\"}}}", v);
+            else {
+                fprintf(stderr, "%s: --network is deny or allow\n", prog);
+                r = -1;
+            }
+        } else if (strcmp(o, "--env") == 0) {
+            if (split_eq(v, '=', &left, &right) < 0 && !(strchr(v, '=') && (left = strndup(v, (size_t)(strchr(v, '=') - v))) &&
+                                                          (right = strchr(v, '=') + 1))) {
+                fprintf(stderr, "%s: --env expects NAME=VALUE\n", prog);
+                r = -1;
+            } else {
+                r = check(fy_policy_set_env(p, left, right, &err), o, err);
+            }
+        } else if (strcmp(o, "--secret-env") == 0 || strcmp(o, "--secret-file") == 0) {
+            bool env = strcmp(o, "--secret-env") == 0;
+            if (split_eq(v, '=', &left, &right) < 0) {
+                fprintf(stderr, "%s: %s expects NAME=FILE\n", prog, o);
+                r = -1;
+            } else {
+                r = check(fy_policy_add_secret_file(p, left, env ? FY_SECRET_ENV : FY_SECRET_FILE, left, right, &err),
+                          o, err);
+            }
+        } else if (strcmp(o, "--timeout") == 0) {
+            r = apply_json(p, o, "{\"resources\": {\"wall_time\": \"%s\"}}", v);
+        } else if (strcmp(o, "--memory") == 0) {
+            r = apply_json(p, o, "{\"resources\": {\"memory\": \"%s\"}, \"isolation\": {\"controls\": "
+                                 "{\"memory-limit\": \"require\"}}}", v);
+        } else if (strcmp(o, "--pids") == 0) {
+            r = apply_json(p, o, "{\"resources\": {\"pids\": \"%s\"}, \"isolation\": {\"controls\": "
+                                 "{\"pids-limit\": \"require\"}}}", v);
+        } else if (strcmp(o, "--cpus") == 0) {
+            char *end = NULL;
+            double cpus = strtod(v, &end);
+            if (!end || *end || cpus <= 0 || cpus > 1024) {
+                fprintf(stderr, "%s: --cpus expects a number of CPUs (e.g. 1.5)\n", prog);
+                r = -1;
+            } else {
+                char millis[32];
+                snprintf(millis, sizeof(millis), "%.0f", cpus * 1000);
+                r = apply_json(p, o, "{\"resources\": {\"cpu_millis\": \"%s\"}, \"isolation\": {\"controls\": "
+                                     "{\"cpu-limit\": \"require\"}}}", millis);
+            }
+        } else {
+            fprintf(stderr, "%s: unknown option %s\n", prog, o);
+            r = -1;
+        }
+        free(left);
+        if (r < 0)
+            goto bad;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "%s: run: no command (forgeyard run [OPTIONS] -- COMMAND [ARG...])\n", prog);
+        goto bad;
+    }
+    err = NULL;
+    if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err), "stdout", err) < 0)
+        goto bad;
+    if (check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", err) < 0)
+        goto bad;
+    fy_prepared *pr = NULL;
+    int r = fy_prepare(p, NULL, (const char *const *)(argv + i), &pr, &err);
+    fy_policy_free(p);
+    if (r < 0) {
+        report("run", err, r);
+        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_BAD_INVOCATION;
+    }
+    fy_handle *h = NULL;
+    r = fy_start(pr, &h, &err);
+    fy_prepared_free(pr);
+    if (r < 0) {
+        report("run", err, r);
+        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_INFRASTRUCTURE;
+    }
+    fy_result *res = NULL;
+    r = fy_handle_wait(h, FY_UNLIMITED, &res, &err);
+    fy_handle_free(h);
+    if (r < 0) {
+        report("run", err, r);
+        return RUN_INFRASTRUCTURE;
+    }
+    int status = run_outcome_status(res);
+    int outcome = fy_result_outcome(res);
+    if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
+        fprintf(stderr, "%s: run: %s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
+                fy_result_detail(res) ? ": " : "", fy_result_detail(res) ? fy_result_detail(res) : "");
+    if (result_file) {
+        char *json = NULL;
+        if (fy_result_to_json(res, &json, NULL) == 0) {
+            FILE *f = fopen(result_file, "we");
+            if (!f || fprintf(f, "%s\n", json) < 0 || fclose(f) != 0) {
+                fprintf(stderr, "%s: cannot write %s: %s\n", prog, result_file, strerror(errno));
+                status = status ? status : EXIT_FAIL;
+            }
+            fy_free(json);
+        }
+    }
+    fy_result_free(res);
+    return status;
+bad:
+    fy_policy_free(p);
+    return RUN_BAD_INVOCATION;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -294,6 +541,8 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "doctor") == 0)
         return argc == 2 ? cmd_doctor() : (usage(stderr), EXIT_USAGE);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "policy") == 0 && argc >= 3) {
         if (strcmp(argv[2], "check") == 0 && argc == 4)
             return cmd_policy_check(argv[3]);

@@ -78,8 +78,8 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
     if (!ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "ret is NULL");
     if (flags & ~FY_PROBE_KNOWN)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROBE, 0, NULL,
-                       "unknown probe flags 0x%llx", (unsigned long long)(flags & ~FY_PROBE_KNOWN));
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL,
+                       "reserved probe flags 0x%llx set", (unsigned long long)(flags & ~FY_PROBE_KNOWN));
     if (flags & FY_PROBE_FRESH)
         return probe_now(flags & ~FY_PROBE_FRESH, ret, reterr);
     struct probe_cache *pc = (flags & FY_PROBE_NO_VM) ? &cache[1] : &cache[0];

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Public entry points: the policy builder. Every setter validates its input
  * the same way the policy-file parser does and names the JSON path. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policy.h"
 
@@ -14,6 +17,12 @@
         if ((p)->origin_pid != fy_getpid_cached())                                           \
             return err_set(reterr, FY_E_FORKED, FY_STEP_POLICY, 0, NULL,                     \
                            "policy was created in another process");                         \
+    } while (0)
+
+#define CHECK_ARG(a)                                                                              \
+    do {                                                                                          \
+        if (!(a))                                                                                 \
+            return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "%s is NULL", #a);        \
     } while (0)
 
 static int oom(fy_error **reterr) { return err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory"); }
@@ -38,21 +47,14 @@ int fy_policy_new(uint32_t profile, fy_policy **ret, fy_error **reterr) {
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown profile %u", profile);
     fy_policy *p = policy_alloc();
     if (!p || policy_apply_profile(p, profile) < 0) {
-        if (p)
-            policy_clear(p);
-        free(p);
+        policy_destroy(p);
         return oom(reterr);
     }
     *ret = p;
     return 0;
 }
 
-void fy_policy_free(fy_policy *policy) {
-    if (!policy)
-        return;
-    policy_clear(policy);
-    free(policy);
-}
+void fy_policy_free(fy_policy *policy) { policy_destroy(policy); }
 
 int fy_policy_load_json(fy_policy *policy, const char *json, size_t len, fy_error **reterr) {
     CHECK_POLICY(policy);
@@ -67,8 +69,7 @@ int fy_policy_load_json(fy_policy *policy, const char *json, size_t len, fy_erro
         r = policy_validate(copy, reterr);
     if (r >= 0)
         policy_swap(policy, copy);
-    policy_clear(copy);
-    free(copy);
+    policy_destroy(copy);
     return r < 0 ? r : 0;
 }
 
@@ -92,10 +93,9 @@ int fy_policy_validate(const fy_policy *policy, fy_error **reterr) {
 
 int fy_policy_set_isolation(fy_policy *policy, uint32_t min_level, uint32_t preferred_level, fy_error **reterr) {
     CHECK_POLICY(policy);
-    if (!fy_level_name(min_level))
-        return bad(reterr, "$.isolation.min_level", "unknown isolation level");
-    if (!fy_level_name(preferred_level))
-        return bad(reterr, "$.isolation.preferred_level", "unknown isolation level");
+    if (!fy_level_name(min_level) || !fy_level_name(preferred_level))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown isolation level %u",
+                       fy_level_name(min_level) ? preferred_level : min_level);
     if (preferred_level < min_level)
         return bad(reterr, "$.isolation.preferred_level", "weaker than min_level");
     if (min_level < policy->level_floor)
@@ -110,7 +110,7 @@ int fy_policy_set_isolation(fy_policy *policy, uint32_t min_level, uint32_t pref
 int fy_policy_set_level_floor(fy_policy *policy, uint32_t level, fy_error **reterr) {
     CHECK_POLICY(policy);
     if (!fy_level_name(level))
-        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "unknown isolation level %u", level);
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown isolation level %u", level);
     policy->level_floor = level;
     /* Raising the floor raises the policy with it: the host program's
      * minimum always wins and is visible in the canonical JSON. */
@@ -126,7 +126,7 @@ int fy_policy_set_control(fy_policy *policy, uint32_t control, uint32_t mode, fy
     if (control == 0 || control > FY_CONTROL_MAX_)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown control %u", control);
     if (mode > FY_MODE_REQUIRE)
-        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "unknown mode %u", mode);
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown mode %u", mode);
     policy->control[control] = (uint8_t)mode;
     return 0;
 }
@@ -162,6 +162,8 @@ int fy_policy_set_output(fy_policy *policy, const char *host_path, fy_error **re
 
 int fy_policy_add_toolchain(fy_policy *policy, const char *name, const char *host_path, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(name);
+    CHECK_ARG(host_path);
     char loc[128];
     snprintf(loc, sizeof(loc), "$.filesystem.toolchains.%.64s", name ? name : "");
     int r = check_simple_name(name, "toolchain name", loc, reterr);
@@ -173,8 +175,10 @@ int fy_policy_add_toolchain(fy_policy *policy, const char *name, const char *hos
 int fy_policy_add_bind(fy_policy *policy, const char *host_path, const char *target, uint32_t flags,
                        fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(host_path);
+    CHECK_ARG(target);
     if (flags & ~(FY_BIND_WRITABLE | FY_BIND_OPTIONAL))
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown bind flags 0x%x", flags);
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "reserved bind flags 0x%x set", flags);
     char lh[64], lt[64];
     snprintf(lh, sizeof(lh), "$.filesystem.binds[%zu].host", policy->binds.n);
     snprintf(lt, sizeof(lt), "$.filesystem.binds[%zu].target", policy->binds.n);
@@ -196,6 +200,7 @@ int fy_policy_add_bind(fy_policy *policy, const char *host_path, const char *tar
 
 int fy_policy_add_runtime_path(fy_policy *policy, const char *path, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(path);
     const char *loc = "$.filesystem.runtime_paths";
     int r = check_host_path(path, loc, reterr);
     if (r < 0 || (r = check_sandbox_target(path, loc, reterr)) < 0)
@@ -205,12 +210,14 @@ int fy_policy_add_runtime_path(fy_policy *policy, const char *path, fy_error **r
 
 int fy_policy_set_workdir(fy_policy *policy, const char *path, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(path);
     int r = check_workdir(policy, path, "$.filesystem.workdir", reterr);
     return r < 0 ? r : replace_str(&policy->workdir, path, reterr);
 }
 
 int fy_policy_set_hostname(fy_policy *policy, const char *hostname, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(hostname);
     int r = check_hostname(hostname, "$.filesystem.hostname", reterr);
     return r < 0 ? r : replace_str(&policy->hostname, hostname, reterr);
 }
@@ -219,6 +226,8 @@ int fy_policy_set_hostname(fy_policy *policy, const char *hostname, fy_error **r
 
 int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(name);
+    CHECK_ARG(value);
     char loc[300];
     snprintf(loc, sizeof(loc), "$.environment.set.%.256s", name ? name : "");
     int r = check_env_name(name, loc, reterr);
@@ -231,6 +240,7 @@ int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy
 
 int fy_policy_unset_env(fy_policy *policy, const char *name, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(name);
     int r = check_env_name(name, "$.environment", reterr);
     if (r < 0)
         return r;
@@ -241,6 +251,7 @@ int fy_policy_unset_env(fy_policy *policy, const char *name, fy_error **reterr) 
 
 int fy_policy_allow_env(fy_policy *policy, const char *name, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(name);
     int r = check_env_name(name, "$.environment.allow", reterr);
     if (r < 0)
         return r;
@@ -270,6 +281,7 @@ int fy_policy_set_dns(fy_policy *policy, uint32_t dns, fy_error **reterr) {
 int fy_policy_add_destination(fy_policy *policy, const char *host, uint32_t proto, uint32_t port_min,
                               uint32_t port_max, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(host);
     char loc[64];
     snprintf(loc, sizeof(loc), "$.network.destinations[%zu].host", policy->dests.n);
     int r = check_destination_host(host, loc, reterr);
@@ -353,6 +365,7 @@ int fy_policy_set_id_range(fy_policy *policy, uint32_t first_id, uint32_t count,
 
 int fy_policy_add_device(fy_policy *policy, const char *host_path, int writable, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(host_path);
     char loc[64];
     snprintf(loc, sizeof(loc), "$.devices.allowed[%zu].path", policy->devices.n);
     int r = check_device_path(host_path, loc, reterr);
@@ -441,6 +454,7 @@ static int add_secret(fy_policy *policy, const char *name, uint32_t delivery, co
 int fy_policy_add_secret(fy_policy *policy, const char *name, uint32_t delivery, const char *target,
                          const void *value, size_t len, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(name);
     if (!value && len)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL, "value is NULL");
     static const char empty = 0;
@@ -450,9 +464,47 @@ int fy_policy_add_secret(fy_policy *policy, const char *name, uint32_t delivery,
 int fy_policy_add_secret_file(fy_policy *policy, const char *name, uint32_t delivery, const char *target,
                               const char *host_path, fy_error **reterr) {
     CHECK_POLICY(policy);
+    CHECK_ARG(name);
     if (!host_path)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL, "host_path is NULL");
     return add_secret(policy, name, delivery, target, NULL, 0, host_path, reterr);
+}
+
+/* ---- standard streams ---- */
+
+int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int fd, const char *path,
+                        fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (stream > FY_STDERR)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "unknown stream %u", stream);
+    if (mode < FY_STDIO_NULL || mode > FY_STDIO_FILE)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown stdio mode %u", mode);
+    if ((mode == FY_STDIO_FD) != (fd >= 0))
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "fd is for FY_STDIO_FD only, and required there");
+    if ((mode == FY_STDIO_FILE) != (path != NULL))
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "path is for FY_STDIO_FILE only, and required there");
+    if (mode == FY_STDIO_FILE && stream == FY_STDIN)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "stdin cannot be a spool file");
+    int r;
+    if (path && (r = check_host_path(path, "$.stdio", reterr)) < 0)
+        return r;
+    int dup = -1;
+    if (fd >= 0 && (dup = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+        int e = errno;
+        return err_set(reterr, err_from_errno(e), FY_STEP_POLICY, e, NULL, "cannot duplicate fd %d: %s", fd, strerror(e));
+    }
+    char *p = fy_strdup(path);
+    if (path && !p) {
+        if (dup >= 0)
+            close(dup);
+        return oom(reterr);
+    }
+    struct pol_stdio *s = &policy->stdio[stream];
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->path);
+    *s = (struct pol_stdio){mode, dup, p};
+    return 0;
 }
 
 /* ---- names ---- */

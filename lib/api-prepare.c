@@ -16,6 +16,8 @@ extern char **environ;
 static void prepared_destroy(fy_prepared *pr) {
     if (!pr)
         return;
+    if (pr->plan && pr->sel.backend && pr->sel.backend->plan_free)
+        pr->sel.backend->plan_free(pr->plan);
     for (size_t i = 0; i < pr->nsecrets; i++)
         secret_release(pr->secrets[i].value);
     free(pr->secrets);
@@ -29,15 +31,24 @@ static void prepared_destroy(fy_prepared *pr) {
             free(pr->argv[i]);
     free(pr->argv);
     selection_free(&pr->sel);
-    if (pr->policy) {
-        policy_clear(pr->policy);
-        free(pr->policy);
-    }
+    policy_destroy(pr->policy);
     caps_free_internal(pr->caps);
     free(pr);
 }
 
-void fy_prepared_free(fy_prepared *prepared) { prepared_destroy(prepared); }
+fy_prepared *prepared_ref(const fy_prepared *pr) {
+    fy_prepared *p = (fy_prepared *)pr;
+    __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+void prepared_unref(fy_prepared *pr) {
+    if (pr && __atomic_sub_fetch(&pr->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        prepared_destroy(pr);
+}
+
+/* The caller's reference; running handles keep their own. */
+void fy_prepared_free(fy_prepared *prepared) { prepared_unref(prepared); }
 
 static int copy_argv(fy_prepared *pr, const char *const *argv, fy_error **reterr) {
     if (!argv || !argv[0])
@@ -88,8 +99,7 @@ static int resolve_env(fy_prepared *pr, fy_error **reterr) {
     }
     pr->env = tmp->env_set;
     vec_init(&tmp->env_set, sizeof(struct pol_env));
-    policy_clear(tmp);
-    free(tmp);
+    policy_destroy(tmp);
     return ok ? 0 : err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
 }
 
@@ -104,10 +114,15 @@ static int read_secret_file(struct prep_secret *ps, fy_error **reterr) {
                        s->host_path, strerror(e));
     }
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SECRET_MAX) {
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL,
-                       "secret %s: %s must be a regular file of at most %u bytes", s->name, s->host_path, SECRET_MAX);
+        return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL, "secret %s: %s is not a regular file", s->name,
+                       s->host_path);
+    }
+    if (st.st_size > SECRET_MAX) {
+        close(fd);
+        return err_set(reterr, FY_E_RANGE, FY_STEP_SECRET, 0, NULL, "secret %s: %s is larger than %u bytes", s->name,
+                       s->host_path, SECRET_MAX);
     }
     ps->value = secret_alloc(NULL, (size_t)st.st_size + 1);
     if (!ps->value) {
@@ -172,12 +187,14 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     int r = policy_validate(policy, reterr);
     if (r < 0)
         return r;
+    uint64_t t0 = fy_now_usec();
     if (!caps && (r = caps_get_cached(&caps, reterr)) < 0)
         return r;
     fy_prepared *pr = calloc(1, sizeof(*pr));
     if (!pr)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     pr->origin_pid = fy_getpid_cached();
+    pr->refs = 1;
     vec_init(&pr->env, sizeof(struct pol_env));
     if ((r = copy_argv(pr, argv, reterr)) < 0)
         goto fail;
@@ -190,6 +207,9 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     if ((r = resolve_env(pr, reterr)) < 0 || (r = load_secrets(pr, reterr)) < 0)
         goto fail;
     pr->impure = policy_is_impure(pr->policy);
+    if (pr->sel.backend->compile && (r = pr->sel.backend->compile(pr, reterr)) < 0)
+        goto fail;
+    pr->prepare_usec = fy_now_usec() - t0;
     *ret = pr;
     return 0;
 fail:
@@ -202,27 +222,34 @@ int fy_prepare(const fy_policy *policy, const fy_caps *caps, const char *const *
     return prepare_with_table(fy_backends, fy_backends_count, policy, caps, argv, ret, reterr);
 }
 
+#define CHECK_PREPARED(pr)                           \
+    do {                                             \
+        if (!(pr))                                   \
+            return FY_E_INVAL;                       \
+        if ((pr)->origin_pid != fy_getpid_cached())  \
+            return FY_E_FORKED;                      \
+    } while (0)
+
 const char *fy_prepared_backend(const fy_prepared *prepared) {
-    return prepared && prepared->sel.backend ? prepared->sel.backend->name : NULL;
+    if (!prepared || prepared->origin_pid != fy_getpid_cached())
+        return NULL;
+    return prepared->sel.backend->name;
 }
 
 int fy_prepared_level(const fy_prepared *prepared) {
-    if (!prepared)
-        return FY_E_INVAL;
+    CHECK_PREPARED(prepared);
     return (int)prepared->sel.level;
 }
 
 int fy_prepared_control(const fy_prepared *prepared, uint32_t control) {
-    if (!prepared)
-        return FY_E_INVAL;
+    CHECK_PREPARED(prepared);
     if (control == 0 || control > FY_CONTROL_MAX_)
         return FY_E_UNSUPPORTED;
     return prepared->sel.control[control];
 }
 
 int fy_prepared_is_impure(const fy_prepared *prepared) {
-    if (!prepared)
-        return FY_E_INVAL;
+    CHECK_PREPARED(prepared);
     return prepared->impure;
 }
 

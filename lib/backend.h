@@ -6,6 +6,7 @@
 #include "caps.h"
 #include "policy.h"
 
+
 #define FY_BACKEND_OPS_VERSION 1
 
 struct fy_backend_ops {
@@ -19,6 +20,26 @@ struct fy_backend_ops {
     /* Whether the backend can enforce a control here. When not, sets *why
      * to a static or caps-owned string. */
     bool (*can_enforce)(const fy_caps *c, uint32_t control, const char **why);
+    /* Optional from here on (NULL: the backend can negotiate but not run). */
+    /* Compiles the backend plan into pr->plan; rejects what the backend
+     * cannot enforce as the policy asks (FY_E_UNSUPPORTED). */
+    int (*compile)(fy_prepared *pr, fy_error **reterr);
+    void (*plan_free)(void *plan);
+    /* Starts the sandbox: fills h->b. */
+    int (*start)(fy_handle *h, fy_error **reterr);
+    /* Advances without blocking; 1 when finished (h->result set). */
+    int (*process)(fy_handle *h, fy_error **reterr);
+    /* Begins the soft-terminate/grace/hard-kill sequence (owning thread). */
+    void (*terminate)(fy_handle *h);
+    /* Kills, reaps and releases everything (idempotent). */
+    void (*destroy)(fy_handle *h);
+    /* Releases memory only (the handle was inherited through a host fork). */
+    void (*forget)(fy_handle *h);
+    /* The pollable fd; the host end of a FY_STDIO_PIPE stream; the next
+     * absolute deadline (CLOCK_MONOTONIC usec, 0: none). */
+    int (*get_fd)(fy_handle *h);
+    int (*stdio_fd)(fy_handle *h, uint32_t stream);
+    uint64_t (*next_deadline)(fy_handle *h);
 };
 
 /* backend.c: the table of compiled-in backends (meson decides which). */
@@ -28,7 +49,7 @@ extern const size_t fy_backends_count;
 struct selection {
     const struct fy_backend_ops *backend;
     uint32_t level;
-    uint8_t control[FY_CONTROL_MAX_ + 1];      /* FY_CONTROL_OFF/ENFORCED/DROPPED */
+    uint8_t control[FY_CONTROL_MAX_ + 1];      /* FY_CONTROL_STATE_OFF/ENFORCED/DROPPED */
     const char *dropped_why[FY_CONTROL_MAX_ + 1];
     char *level_note; /* preferred level not reached, why (owned) */
 };

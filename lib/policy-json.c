@@ -136,6 +136,8 @@ static int get_number(const json_t *v, enum numkind kind, const char *loc, uint6
         *out = FY_UNLIMITED;
         return 0;
     }
+    if (kind == NUM_COUNT)
+        return bad(reterr, loc, "expected an integer or \"unlimited\", got \"%s\"", s);
     const struct unit *units = kind == NUM_SIZE ? size_units : kind == NUM_DURATION ? time_units : count_units;
     size_t nunits = kind == NUM_SIZE ? FY_ARRAY_SIZE(size_units)
                     : kind == NUM_DURATION ? FY_ARRAY_SIZE(time_units) : FY_ARRAY_SIZE(count_units);
@@ -255,10 +257,13 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
         return r;
     char l[LOC_MAX], l2[LOC_MAX];
     json_t *v;
-    if ((v = json_object_get(o, "source"))) {
+    if ((v = json_object_get(o, "source")) && json_is_null(v)) {
+        free(p->source);
+        p->source = NULL;
+    } else if (v) {
         static const char *const skeys[] = {"path", "writable", NULL};
         sub(l, loc, "source");
-        if ((r = want(v, JSON_OBJECT, "an object", l, reterr)) < 0 || (r = check_keys(v, skeys, l, reterr)) < 0)
+        if ((r = want(v, JSON_OBJECT, "an object or null", l, reterr)) < 0 || (r = check_keys(v, skeys, l, reterr)) < 0)
             return r;
         json_t *w;
         if ((w = json_object_get(v, "path"))) {

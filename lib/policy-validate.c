@@ -377,6 +377,13 @@ static int validate_filesystem(const fy_policy *p, fy_error **reterr) {
         if ((r = check_host_path(rp, l, reterr)) >= 0 && (r = check_sandbox_target(rp, l, reterr)) >= 0)
             r = add_target(t, &n, rp, fy_strdup(l), reterr);
     }
+    /* A mount inside another host-backed mount would need its mount point
+     * created in a host directory: refused (list both at their own place). */
+    for (size_t i = 0; r >= 0 && i < n; i++)
+        for (size_t j = 0; r >= 0 && j < n; j++)
+            if (i != j && strcmp(t[i].path, t[j].path) != 0 && path_within(t[i].path, t[j].path))
+                r = bad(reterr, t[i].loc, "%s is inside %s (%s); mount points are never created in host directories",
+                        t[i].path, t[j].path, t[j].loc);
     if (r >= 0 && p->workdir)
         r = check_workdir(p, p->workdir, "$.filesystem.workdir", reterr);
     if (r >= 0 && p->hostname)
@@ -414,8 +421,12 @@ static int validate_environment(const fy_policy *p, fy_error **reterr) {
         snprintf(loc, sizeof(loc), "$.environment.allow[%zu]", i);
         if ((r = check_env_name(name, loc, reterr)) < 0)
             return r;
-        if (policy_get_env(p, name))
-            return bad(reterr, loc, "%s is both set and allowed from the host; choose one", name);
+        if (policy_get_env(p, name)) {
+            char *l = fy_asprintf("$.environment.set.%s", name);
+            r = bad(reterr, l ? l : "$.environment.set", "%s is both set and allowed from the host; choose one", name);
+            free(l);
+            return r;
+        }
     }
     return 0;
 }
@@ -470,7 +481,7 @@ static int validate_isolation(const fy_policy *p, fy_error **reterr) {
         return bad(reterr, "$.isolation.min_level", "%s is weaker than the organization minimum (%s)",
                    level_names[p->min_level], level_names[p->level_floor]);
     if (p->preferred_level < p->min_level)
-        return bad(reterr, "$.isolation.preferred_level", "%s is weaker than min_level (%s)",
+        return bad(reterr, "$.isolation", "preferred_level %s is weaker than min_level %s",
                    level_names[p->preferred_level], level_names[p->min_level]);
     char loc[64];
     for (uint32_t c = 1; c <= FY_CONTROL_MAX_; c++) {

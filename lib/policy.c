@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The policy model: storage, profiles, copying. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -64,6 +66,8 @@ fy_policy *policy_alloc(void) {
     if (!p)
         return NULL;
     p->origin_pid = fy_getpid_cached();
+    for (int i = 0; i < 3; i++)
+        p->stdio[i] = (struct pol_stdio){FY_STDIO_NULL, -1, NULL};
     vec_init(&p->toolchains, sizeof(struct pol_toolchain));
     vec_init(&p->binds, sizeof(struct pol_bind));
     vec_init(&p->runtime_paths, sizeof(char *));
@@ -105,6 +109,23 @@ void policy_clear(fy_policy *p) {
     vec_free(&p->secrets);
 }
 
+void policy_clear_stdio(fy_policy *p) {
+    for (int i = 0; i < 3; i++) {
+        if (p->stdio[i].fd >= 0)
+            close(p->stdio[i].fd);
+        free(p->stdio[i].path);
+        p->stdio[i] = (struct pol_stdio){FY_STDIO_NULL, -1, NULL};
+    }
+}
+
+void policy_destroy(fy_policy *p) {
+    if (!p)
+        return;
+    policy_clear(p);
+    policy_clear_stdio(p);
+    free(p);
+}
+
 void policy_swap(fy_policy *a, fy_policy *b) {
     fy_policy t = *a;
     *a = *b;
@@ -132,6 +153,8 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
         return FY_E_UNSUPPORTED;
     uint32_t floor = p->level_floor;
     int pid = p->origin_pid;
+    struct pol_stdio stdio[3];
+    memcpy(stdio, p->stdio, sizeof(stdio));
     policy_clear(p);
     fy_policy fresh = {0};
     struct vec vs[8] = {p->toolchains, p->binds, p->runtime_paths, p->env_set,
@@ -140,6 +163,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     p->toolchains = vs[0]; p->binds = vs[1]; p->runtime_paths = vs[2]; p->env_set = vs[3];
     p->env_allow = vs[4]; p->dests = vs[5]; p->devices = vs[6]; p->secrets = vs[7];
     p->origin_pid = pid;
+    memcpy(p->stdio, stdio, sizeof(stdio));
     p->level_floor = floor;
     p->profile = profile;
 
@@ -205,14 +229,26 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
             return FY_E_NOMEM;
         break;
     case FY_PROFILE_STANDARD_CI:
-        break;
-    case FY_PROFILE_RELEASE:
-        p->limit[FY_LIMIT_WALL_TIME] = 3600 * SEC;
+        p->limit[FY_LIMIT_WALL_TIME] = 3 * 3600 * SEC;
         break;
     case FY_PROFILE_HIGH_ASSURANCE:
         p->min_level = p->preferred_level = FY_LEVEL_VIRTUAL_MACHINE;
+        /* everything release demands, in a VM: */
+        __attribute__((fallthrough));
+    case FY_PROFILE_RELEASE:
+        /* Strict and hermetic: defence in depth is required, not preferred;
+         * a fixed time zone and locale; a smaller output cap. */
+        p->control[FY_CONTROL_LANDLOCK] = FY_MODE_REQUIRE;
+        p->limit[FY_LIMIT_OUTPUT] = 256 * MiB;
+        if (policy_add_env(p, "TZ", "UTC") < 0 || policy_add_env(p, "LC_ALL", "C.UTF-8") < 0)
+            return FY_E_NOMEM;
         break;
     }
+    /* The host program's floor always wins over a profile's default. */
+    if (p->min_level < floor)
+        p->min_level = floor;
+    if (p->preferred_level < p->min_level)
+        p->preferred_level = p->min_level;
     return 0;
 }
 
@@ -222,22 +258,19 @@ bool policy_is_impure(const fy_policy *p) {
 
 /* ---- helpers used by setters and the JSON codec ---- */
 
+/* Lists keep the order they were given in (errors name indices of the
+ * document); a duplicate is not added twice. */
 static int add_sorted_string(struct vec *v, const char *s) {
-    size_t i = 0;
-    for (; i < v->n; i++) {
-        int c = strcmp(*(char **)vec_at(v, i), s);
-        if (c == 0)
+    for (size_t i = 0; i < v->n; i++)
+        if (strcmp(*(char **)vec_at(v, i), s) == 0)
             return 0;
-        if (c > 0)
-            break;
-    }
     char *d = strdup(s);
-    if (!d || !vec_push(v)) {
+    char **slot = d ? vec_push(v) : NULL;
+    if (!slot) {
         free(d);
         return FY_E_NOMEM;
     }
-    memmove((char **)v->items + i + 1, (char **)v->items + i, (v->n - 1 - i) * sizeof(char *));
-    ((char **)v->items)[i] = d;
+    *slot = d;
     return 0;
 }
 
@@ -361,11 +394,19 @@ fy_policy *policy_dup(const fy_policy *s) {
     *p = *s;
     p->origin_pid = pid;
     p->source = p->build = p->output = p->workdir = p->hostname = NULL;
+    for (int i = 0; i < 3; i++)
+        p->stdio[i] = (struct pol_stdio){s->stdio[i].mode, -1, NULL};
     struct vec *vs[] = {&p->toolchains, &p->binds, &p->runtime_paths, &p->env_set,
                         &p->env_allow, &p->dests, &p->devices, &p->secrets};
     for (size_t i = 0; i < FY_ARRAY_SIZE(vs); i++)
         vec_init(vs[i], vs[i]->size);
-    bool ok = dup_str(&p->source, s->source) && dup_str(&p->build, s->build) &&
+    bool ok = true;
+    for (int i = 0; i < 3; i++) {
+        if (s->stdio[i].fd >= 0 && (p->stdio[i].fd = fcntl(s->stdio[i].fd, F_DUPFD_CLOEXEC, 3)) < 0)
+            ok = false;
+        ok = ok && dup_str(&p->stdio[i].path, s->stdio[i].path);
+    }
+    ok = ok && dup_str(&p->source, s->source) && dup_str(&p->build, s->build) &&
               dup_str(&p->output, s->output) && dup_str(&p->workdir, s->workdir) &&
               dup_str(&p->hostname, s->hostname);
     ok = ok && dup_vec(&p->toolchains, &s->toolchains) && dup_vec(&p->binds, &s->binds) &&
@@ -379,6 +420,7 @@ fy_policy *policy_dup(const fy_policy *s) {
             vec_init(vs[i], vs[i]->size);
         }
         policy_clear(p);
+        policy_clear_stdio(p);
         free(p);
         return NULL;
     }
@@ -411,6 +453,7 @@ fy_policy *policy_dup(const fy_policy *s) {
     }
     if (!ok) {
         policy_clear(p);
+        policy_clear_stdio(p);
         free(p);
         return NULL;
     }

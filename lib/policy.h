@@ -31,8 +31,15 @@ struct pol_secret {
     unsigned char *value; size_t len; /* inline value (sodium_malloc'd) */
 };
 
+struct pol_stdio {
+    uint32_t mode;  /* FY_STDIO_* */
+    int fd;         /* FY_STDIO_FD: our duplicate, else -1 */
+    char *path;     /* FY_STDIO_FILE */
+};
+
 struct fy_policy {
     int origin_pid;
+    struct pol_stdio stdio[3];  /* host plumbing: not in JSON, kept across profile resets */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];
@@ -41,11 +48,11 @@ struct fy_policy {
     char *build, *output;
     struct vec toolchains;    /* struct pol_toolchain, sorted by name */
     struct vec binds;         /* struct pol_bind, in insertion order */
-    struct vec runtime_paths; /* char *, sorted */
+    struct vec runtime_paths; /* char *, in order */
     char *workdir, *hostname;
     /* environment */
     struct vec env_set;       /* struct pol_env, sorted by name */
-    struct vec env_allow;     /* char *, sorted */
+    struct vec env_allow;     /* char *, in order */
     /* network */
     uint32_t net_mode, dns;
     struct vec dests;         /* struct pol_dest */
@@ -64,11 +71,13 @@ struct fy_policy {
 /* policy.c */
 fy_policy *policy_alloc(void);
 void policy_clear(fy_policy *p);           /* frees contents, wipes secrets */
+void policy_clear_stdio(fy_policy *p);     /* closes the stdio duplicates */
+void policy_destroy(fy_policy *p);         /* clear + clear_stdio + free; NULL ok */
 int policy_apply_profile(fy_policy *p, uint32_t profile); /* resets to defaults */
 fy_policy *policy_dup(const fy_policy *p); /* deep copy; NULL on OOM */
 void policy_swap(fy_policy *a, fy_policy *b);
 bool policy_is_impure(const fy_policy *p);
-int policy_add_string(struct vec *v, const char *s);  /* sorted, no duplicates */
+int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);
 void policy_remove_string(struct vec *v, const char *s);
 int policy_add_env(fy_policy *p, const char *name, const char *value);  /* replaces */
@@ -127,6 +136,6 @@ extern const char *const profile_names[FY_PROFILE_HIGH_ASSURANCE + 1];
 /* Reverse lookups: the index, or -1 when unknown. */
 int name_lookup(const char *const *table, size_t n, const char *name);
 
-#define POLICY_JSON_MAX (1u << 20) /* 1 MiB */
+#define POLICY_JSON_MAX (8u << 20) /* 8 MiB: canonical JSON of the largest valid policy fits */
 
 #endif

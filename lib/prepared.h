@@ -22,7 +22,14 @@ struct fy_prepared {
     size_t nsecrets;
     struct selection sel;
     bool impure;
+    uint64_t prepare_usec;  /* how long fy_prepare took */
+    void *plan;             /* the backend's compiled plan */
+    int refs;               /* the caller's reference + one per live handle (atomic) */
 };
+
+/* Handles keep the plan alive. */
+fy_prepared *prepared_ref(const fy_prepared *pr);
+void prepared_unref(fy_prepared *pr);
 
 #define ARGV_MAX_COUNT 65536
 #define ARGV_MAX_BYTES (2u * 1024u * 1024u)

@@ -82,14 +82,14 @@ int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy
     }
     for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++) {
         if (p->control[ctl] == FY_MODE_OFF) {
-            out->control[ctl] = FY_CONTROL_OFF;
+            out->control[ctl] = FY_CONTROL_STATE_OFF;
             continue;
         }
         const char *w = NULL;
         if (out->backend->can_enforce(c, ctl, &w)) {
-            out->control[ctl] = FY_CONTROL_ENFORCED;
+            out->control[ctl] = FY_CONTROL_STATE_ENFORCED;
         } else {
-            out->control[ctl] = FY_CONTROL_DROPPED; /* only preferences get here */
+            out->control[ctl] = FY_CONTROL_STATE_DROPPED; /* only preferences get here */
             out->dropped_why[ctl] = w ? w : "unavailable";
         }
     }

@@ -87,6 +87,17 @@
 #define FY_SECRET_FILE   2  /* target: file name under /run/secrets */
 #define FY_SECRET_STDIN  3  /* target: NULL; at most one secret per policy */
 
+/* Standard streams (fy_policy_set_stdio). */
+#define FY_STDIN   0
+#define FY_STDOUT  1
+#define FY_STDERR  2
+
+#define FY_STDIO_NULL  1  /* /dev/null: the default for all three */
+#define FY_STDIO_FD    2  /* a host file descriptor, duplicated by the call */
+#define FY_STDIO_PIPE  3  /* a pipe; the host end is fy_handle_get_stdio_fd() */
+#define FY_STDIO_FILE  4  /* stdout/stderr: spooled by the library into a new host
+                             file (created 0600, must not exist), capped by FY_LIMIT_OUTPUT */
+
 /* Device classes (GPU, USB) policy. */
 #define FY_DEVICES_DENY    1
 #define FY_DEVICES_LEASED  2  /* only devices leased with fy_policy_add_device */
@@ -161,6 +172,13 @@ FY_API int fy_policy_add_secret(fy_policy *policy, const char *name, uint32_t de
 /* A secret read from a host file at fy_prepare time. */
 FY_API int fy_policy_add_secret_file(fy_policy *policy, const char *name, uint32_t delivery, const char *target,
                                      const char *host_path, fy_error **reterr);
+
+/* Standard streams of the workload. Not part of policy files (they are the
+ * host program's plumbing): canonical JSON leaves them out. fd is used with
+ * FY_STDIO_FD (duplicated with O_CLOEXEC; the caller keeps its own), path
+ * with FY_STDIO_FILE; the other argument must be -1 / NULL. */
+FY_API int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int fd, const char *path,
+                               fy_error **reterr);
 
 /* "userns", "memory-limit", ... (the keys of isolation.controls); NULL for
  * an unknown control. */

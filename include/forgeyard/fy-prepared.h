@@ -9,9 +9,9 @@
 #include "fy-policy.h"
 
 /* What became of a control after negotiation (fy_prepared_control). */
-#define FY_CONTROL_OFF       0  /* not asked for */
-#define FY_CONTROL_ENFORCED  1  /* will be enforced */
-#define FY_CONTROL_DROPPED   2  /* preferred, but this host cannot give it */
+#define FY_CONTROL_STATE_OFF       0  /* not asked for */
+#define FY_CONTROL_STATE_ENFORCED  1  /* will be enforced */
+#define FY_CONTROL_STATE_DROPPED   2  /* preferred, but this host cannot give it */
 
 FY_BEGIN_DECLS
 
@@ -30,7 +30,7 @@ FY_API void fy_prepared_free(fy_prepared *prepared);
 /* "linux-namespace", "linux-process", ...; borrowed. */
 FY_API const char *fy_prepared_backend(const fy_prepared *prepared);
 FY_API int fy_prepared_level(const fy_prepared *prepared);
-/* FY_CONTROL_OFF / _ENFORCED / _DROPPED, or FY_E_UNSUPPORTED. */
+/* FY_CONTROL_STATE_OFF / _ENFORCED / _DROPPED, or FY_E_UNSUPPORTED. */
 FY_API int fy_prepared_control(const fy_prepared *prepared, uint32_t control);
 /* 1 when the plan is impure (host network or host toolchain), else 0. */
 FY_API int fy_prepared_is_impure(const fy_prepared *prepared);

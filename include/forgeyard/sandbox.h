@@ -9,5 +9,7 @@
 #include "fy-caps.h"
 #include "fy-policy.h"
 #include "fy-prepared.h"
+#include "fy-result.h"
+#include "fy-handle.h"
 
 #endif

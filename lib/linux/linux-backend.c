@@ -2,6 +2,7 @@
 /* Descriptions of the Linux backends for capability negotiation: what each
  * needs from the host and which controls it can enforce there. */
 #include "backend.h"
+#include "linux-plan.h"
 
 static bool need(const fy_caps *c, uint32_t cap, struct strbuf *why) {
     if (caps_present(c, cap))
@@ -22,10 +23,13 @@ static bool common_enforce(const fy_caps *c, uint32_t control, const char **why)
     switch (control) {
     case FY_CONTROL_SECCOMP: return cap_for(c, FY_CAP_SECCOMP, why);
     case FY_CONTROL_LANDLOCK: return cap_for(c, FY_CAP_LANDLOCK, why);
-    case FY_CONTROL_MEMORY_LIMIT: return cap_for(c, FY_CAP_CGROUP_MEMORY, why);
-    case FY_CONTROL_PIDS_LIMIT: return cap_for(c, FY_CAP_CGROUP_PIDS, why);
-    case FY_CONTROL_CPU_LIMIT: return cap_for(c, FY_CAP_CGROUP_CPU, why);
-    case FY_CONTROL_IO_LIMIT: return cap_for(c, FY_CAP_CGROUP_IO, why);
+    case FY_CONTROL_MEMORY_LIMIT: case FY_CONTROL_PIDS_LIMIT: case FY_CONTROL_CPU_LIMIT:
+    case FY_CONTROL_IO_LIMIT:
+        /* The host may have the controllers (see the probe), but this version
+         * of the backend does not place sandboxes in cgroups yet: never claim
+         * a limit nothing enforces. */
+        *why = "cgroup limits are not implemented by this version of the Linux backend";
+        return false;
     default:
         *why = "unknown control";
         return false;
@@ -61,6 +65,16 @@ const struct fy_backend_ops linux_namespace_backend = {
     .cost = 20,
     .usable = ns_usable,
     .can_enforce = ns_can_enforce,
+    .compile = linux_compile,
+    .plan_free = linux_plan_free_hook,
+    .start = lx_start,
+    .process = lx_process,
+    .terminate = lx_terminate,
+    .destroy = lx_destroy,
+    .forget = lx_forget,
+    .get_fd = lx_get_fd,
+    .stdio_fd = lx_stdio_fd,
+    .next_deadline = lx_next_deadline,
 };
 
 static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fake-backend.h"
+#include "policy.h"
 #include "prepared.h"
 
 static const char *const ARGV[] = {"/bin/true", NULL};
@@ -39,8 +40,8 @@ START_TEST(test_least_cost_satisfying) {
     ck_assert_int_eq(prep(p, caps, &pr, NULL), 0);
     ck_assert_str_eq(fy_prepared_backend(pr), "fake-namespace");
     ck_assert_int_eq(fy_prepared_level(pr), FY_LEVEL_NAMESPACE);
-    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_SECCOMP), FY_CONTROL_ENFORCED);
-    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_IO_LIMIT), FY_CONTROL_OFF);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_SECCOMP), FY_CONTROL_STATE_ENFORCED);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_IO_LIMIT), FY_CONTROL_STATE_OFF);
     ck_assert_int_eq(fy_prepared_is_impure(pr), 0);
     fy_prepared_free(pr);
     fy_policy_free(p);
@@ -93,10 +94,10 @@ START_TEST(test_preferred_dropped_visibly) {
     fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
     fy_prepared *pr = NULL;
     ck_assert_int_eq(prep(p, caps, &pr, NULL), 0);
-    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_LANDLOCK), FY_CONTROL_DROPPED);
-    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_MEMORY_LIMIT), FY_CONTROL_DROPPED);
-    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_CGROUPNS), FY_CONTROL_DROPPED);
-    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_SECCOMP), FY_CONTROL_ENFORCED);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_LANDLOCK), FY_CONTROL_STATE_DROPPED);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_MEMORY_LIMIT), FY_CONTROL_STATE_DROPPED);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_CGROUPNS), FY_CONTROL_STATE_DROPPED);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_SECCOMP), FY_CONTROL_STATE_ENFORCED);
     char *json = NULL;
     ck_assert_int_eq(fy_prepared_to_json(pr, &json, NULL), 0);
     ck_assert_ptr_nonnull(strstr(json, "\"dropped\""));
@@ -127,7 +128,7 @@ START_TEST(test_preferred_level) {
     ck_assert_int_eq(prep(p, no_userns, &pr, NULL), 0);
     ck_assert_str_eq(fy_prepared_backend(pr), "fake-process");
     ck_assert_int_eq(fy_prepared_level(pr), FY_LEVEL_PROCESS);
-    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_USERNS), FY_CONTROL_DROPPED);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_USERNS), FY_CONTROL_STATE_DROPPED);
     char *json = NULL;
     ck_assert_int_eq(fy_prepared_to_json(pr, &json, NULL), 0);
     ck_assert_ptr_nonnull(strstr(json, "preferred namespace isolation is not available"));
@@ -167,11 +168,12 @@ START_TEST(test_floor) {
     ck_assert_str_eq(fy_error_location(e), "$.isolation.min_level");
     ck_assert_ptr_nonnull(strstr(fy_error_message(e), "organization minimum"));
     fy_error_free(e);
-    /* A profile switch inside the file keeps the floor too. */
+    /* A profile switch inside the file keeps the floor: the profile's
+     * weaker default is lifted to it (only an explicit request is refused). */
     const char *doc2 = "{\"profile\": \"development\"}";
-    ck_assert_int_eq(fy_policy_load_json(p, doc2, strlen(doc2), &e), FY_E_POLICY);
-    ck_assert_str_eq(fy_error_location(e), "$.isolation.min_level");
-    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_load_json(p, doc2, strlen(doc2), &e), 0);
+    ck_assert_uint_eq(p->min_level, FY_LEVEL_NAMESPACE);
+    ck_assert_int_eq(prep(p, no_userns, &pr, NULL), FY_E_UNSUPPORTED);
     ck_assert_int_eq(fy_policy_set_isolation(p, FY_LEVEL_PROCESS, FY_LEVEL_PROCESS, &e), FY_E_POLICY);
     fy_error_free(e);
     fy_policy_free(p);

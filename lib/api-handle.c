@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Public entry points: starting, driving, cancelling and freeing a sandbox. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "handle.h"
+
+void handle_end(fy_handle *h, enum end_reason why, uint32_t step, int64_t os, const char *fmt, ...) {
+    if (h->end != END_NONE)
+        return;
+    h->end = why;
+    h->infra_step = step;
+    h->infra_os = os;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&h->end_detail, fmt, ap) < 0)
+            h->end_detail = NULL;
+        va_end(ap);
+    }
+}
+
+#define CHECK_HANDLE(h)                                                                        \
+    do {                                                                                       \
+        if (!(h))                                                                              \
+            return err_set(reterr, FY_E_INVAL, FY_STEP_WAIT, 0, NULL, "handle is NULL");       \
+        if ((h)->origin_pid != fy_getpid_cached())                                             \
+            return err_set(reterr, FY_E_FORKED, FY_STEP_WAIT, 0, NULL,                         \
+                           "handle was created in another process");                           \
+    } while (0)
+
+static void handle_release(fy_handle *h) {
+    if (h->wake_fd >= 0)
+        close(h->wake_fd);
+    free(h->end_detail);
+    result_unref(h->result);
+    prepared_unref(h->pr);
+    free(h);
+}
+
+int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
+    if (!prepared || !ret)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_SPAWN, 0, NULL, "prepared or ret is NULL");
+    if (prepared->origin_pid != fy_getpid_cached())
+        return err_set(reterr, FY_E_FORKED, FY_STEP_SPAWN, 0, NULL, "plan was prepared in another process");
+    const struct fy_backend_ops *b = prepared->sel.backend;
+    if (!b->start || !prepared->plan)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SPAWN, 0, NULL,
+                       "the %s backend cannot run workloads in this build", b->name);
+    fy_handle *h = calloc(1, sizeof(*h));
+    if (!h)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    h->origin_pid = fy_getpid_cached();
+    h->backend = b;
+    h->pr = prepared_ref(prepared);
+    atomic_init(&h->cancel_request, 0);
+    h->t_start = fy_now_usec();
+    h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (h->wake_fd < 0) {
+        int e = errno;
+        handle_release(h);
+        return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "eventfd: %s", strerror(e));
+    }
+    uint64_t wall = prepared->policy->limit[FY_LIMIT_WALL_TIME];
+    if (wall != FY_UNLIMITED)
+        h->deadline = h->t_start + wall;
+    int r = b->start(h, reterr);
+    if (r < 0) {
+        handle_release(h);
+        return r;
+    }
+    *ret = h;
+    return 0;
+}
+
+int fy_handle_get_fd(fy_handle *h) {
+    fy_error **reterr = NULL;
+    CHECK_HANDLE(h);
+    return h->backend->get_fd(h);
+}
+
+int fy_handle_get_stdio_fd(fy_handle *h, uint32_t stream) {
+    fy_error **reterr = NULL;
+    CHECK_HANDLE(h);
+    if (stream > FY_STDERR)
+        return FY_E_INVAL;
+    return h->backend->stdio_fd(h, stream);
+}
+
+int fy_handle_get_timeout_usec(fy_handle *h, uint64_t *ret_usec) {
+    fy_error **reterr = NULL;
+    CHECK_HANDLE(h);
+    if (!ret_usec)
+        return FY_E_INVAL;
+    uint64_t next = h->result ? 0 : h->backend->next_deadline(h);
+    uint64_t now = fy_now_usec();
+    *ret_usec = next == 0 ? FY_UNLIMITED : next > now ? next - now : 0;
+    return 0;
+}
+
+static int finish(fy_handle *h, fy_result **ret_result) {
+    if (ret_result)
+        *ret_result = result_ref(h->result);
+    return 1;
+}
+
+int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
+    CHECK_HANDLE(h);
+    if (h->result)
+        return finish(h, ret_result);
+    uint32_t c = atomic_load(&h->cancel_request);
+    if (c && h->end == END_NONE) {
+        uint64_t drain;
+        if (read(h->wake_fd, &drain, sizeof(drain)) < 0) {
+            /* nothing to drain: the request is still recorded */
+        }
+        handle_end(h, END_CANCEL, FY_STEP_CANCEL, 0, "cancelled (%s)", fy_cancel_reason_name(c));
+        h->cancel_reason = c;
+        h->backend->terminate(h);
+    }
+    int r = h->backend->process(h, reterr);
+    if (r < 0)
+        return r;
+    if (r == 1)
+        return finish(h, ret_result);
+    return 0;
+}
+
+int fy_handle_wait(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, fy_error **reterr) {
+    CHECK_HANDLE(h);
+    uint64_t until = timeout_usec == FY_UNLIMITED ? 0 : fy_now_usec() + timeout_usec;
+    for (;;) {
+        int r = fy_handle_process(h, ret_result, reterr);
+        if (r != 0)
+            return r;
+        uint64_t now = fy_now_usec();
+        if (until && now >= until)
+            return 0;
+        uint64_t wait = until ? until - now : UINT64_MAX;
+        uint64_t next = h->backend->next_deadline(h);
+        if (next && next - (next > now ? now : next) < wait)
+            wait = next > now ? next - now : 0;
+        int ms = wait == UINT64_MAX ? -1 : (int)((wait + 999) / 1000 > 60000 ? 60000 : (wait + 999) / 1000);
+        struct pollfd pfd[2] = {{.fd = h->backend->get_fd(h), .events = POLLIN},
+                                {.fd = h->wake_fd, .events = POLLIN}};
+        if (poll(pfd, 2, ms) < 0 && errno != EINTR) {
+            int e = errno;
+            return err_set(reterr, err_from_errno(e), FY_STEP_WAIT, e, NULL, "poll: %s", strerror(e));
+        }
+    }
+}
+
+int fy_handle_cancel(fy_handle *h, uint32_t reason, fy_error **reterr) {
+    CHECK_HANDLE(h);
+    if (!fy_cancel_reason_name(reason))
+        return err_set(reterr, FY_E_INVAL, FY_STEP_CANCEL, 0, NULL, "unknown cancellation reason %u", reason);
+    unsigned int expected = 0;
+    if (atomic_compare_exchange_strong(&h->cancel_request, &expected, reason)) {
+        uint64_t one = 1;
+        if (write(h->wake_fd, &one, sizeof(one)) < 0) {
+            /* the eventfd counter is saturated: a wakeup is already pending */
+        }
+    }
+    return 0;
+}
+
+void fy_handle_free(fy_handle *h) {
+    if (!h)
+        return;
+    if (h->origin_pid == fy_getpid_cached())
+        h->backend->destroy(h);
+    else
+        h->backend->forget(h); /* a forked copy: release memory only */
+    handle_release(h);
+}

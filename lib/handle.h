@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A running attempt (struct fy_handle) and its result (struct fy_result):
+ * the platform-neutral half. Backends keep their own state in h->b. */
+#ifndef FY_HANDLE_H
+#define FY_HANDLE_H
+
+#include <stdatomic.h>
+
+#include "prepared.h"
+
+struct fy_result {
+    atomic_int refs;
+    uint32_t outcome;
+    int exit_code;          /* -1 when the workload did not exit */
+    int signal;
+    uint32_t cancel_reason;
+    char *detail;
+    uint32_t err_step;
+    int64_t err_os;
+    uint32_t level;
+    uint64_t stage[FY_STAGE_CLEANUP + 1];
+    bool truncated;
+    uint64_t output_bytes;
+    char *isolation_json;   /* JSON object text from the backend */
+    char *backend;
+};
+
+/* Why the library is ending an attempt early (first reason wins). */
+enum end_reason {
+    END_NONE = 0,
+    END_TIMEOUT,
+    END_CANCEL,
+    END_VIOLATION,
+    END_RESOURCE,
+    END_INFRA,
+};
+
+struct fy_handle {
+    int origin_pid;
+    fy_prepared *pr;                      /* referenced */
+    const struct fy_backend_ops *backend;
+    void *b;                              /* backend state */
+    atomic_uint cancel_request;           /* FY_CANCEL_* from any thread */
+    int wake_fd;                          /* eventfd: cancel from another thread */
+    /* ending the attempt early */
+    enum end_reason end;
+    uint32_t cancel_reason;
+    char *end_detail;                     /* violation / resource / infra message */
+    uint32_t infra_step;
+    int64_t infra_os;
+    uint64_t t_start;                     /* CLOCK_MONOTONIC usec at fy_start */
+    uint64_t deadline;                    /* wall-clock limit (0: none) */
+    fy_result *result;                    /* set when finished */
+};
+
+/* Records the first reason to end the attempt; later ones are ignored. */
+void handle_end(fy_handle *h, enum end_reason why, uint32_t step, int64_t os, const char *fmt, ...)
+    FY_PRINTF(5, 6);
+
+/* result.c */
+fy_result *result_new(void);
+fy_result *result_ref(fy_result *r);
+void result_unref(fy_result *r);
+
+#endif

@@ -1,0 +1,659 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The ONLY code that runs between clone and exec.
+ *
+ * It runs in a child cloned from a possibly multi-threaded host: other
+ * threads' locks are frozen in their copies, so nothing here may allocate,
+ * use stdio, take a lock, call into NSS or dlopen, format with printf, or use
+ * glibc's set*id wrappers (they broadcast to threads that do not exist in the
+ * child). It interprets the plan built by linux-plan.c with raw system calls
+ * and reports failures as fixed-size {step, errno} records.
+ *
+ * Process layout inside the new pid namespace:
+ *   pid 1  this code: builds the sandbox, forks the workload, then stays as
+ *          the minimal init that reaps, forwards the library's signals to the
+ *          whole tree, and ends the tree when the workload exits;
+ *   pid 2  the workload: hardens itself (rlimits, Landlock, capabilities,
+ *          no_new_privs, seccomp) and executes the command. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "linux-plan.h"
+#include "linux-syscall.h"
+
+#ifndef SECBIT_NOROOT
+#  define SECBIT_NOROOT (1 << 0)
+#  define SECBIT_NOROOT_LOCKED (1 << 1)
+#  define SECBIT_NO_SETUID_FIXUP (1 << 2)
+#  define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
+#  define SECBIT_KEEP_CAPS_LOCKED (1 << 5)
+#  define SECBIT_NO_CAP_AMBIENT_RAISE (1 << 6)
+#  define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
+#endif
+#ifndef PR_CAP_AMBIENT
+#  define PR_CAP_AMBIENT 47
+#  define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+#define FS_FILE_RIGHTS (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | \
+                        (1ULL << 14) /* TRUNCATE */ | (1ULL << 15) /* IOCTL_DEV */)
+
+struct ll_attr { /* struct landlock_ruleset_attr as of ABI 6 */
+    uint64_t handled_access_fs, handled_access_net, scoped;
+};
+
+/* ---- tiny async-signal-safe helpers ---- */
+
+static uint64_t now_usec(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void send_msg(int fd, uint32_t type, uint32_t step, int err, uint32_t aux, uint64_t value) {
+    struct child_msg m = {type, step, err, aux, value};
+    ssize_t r;
+    do
+        r = write(fd, &m, sizeof(m));
+    while (r < 0 && errno == EINTR);
+}
+
+__attribute__((noreturn)) static void die(int status_fd, uint32_t step, int err) {
+    send_msg(status_fd, CM_ERROR, step, err ? err : EIO, 0, 0);
+    syscall(SYS_exit_group, 127);
+    __builtin_unreachable();
+}
+
+static size_t slen(const char *s) {
+    size_t n = 0;
+    while (s[n])
+        n++;
+    return n;
+}
+
+/* Writes the decimal form of v into buf; returns the end. */
+static char *put_uint(char *buf, unsigned long v) {
+    char tmp[24];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < 23);
+    while (n)
+        *buf++ = tmp[--n];
+    *buf = '\0';
+    return buf;
+}
+
+/* mkdir -p with every component; existing directories are fine. */
+static int mkdir_p(const char *path, mode_t mode) {
+    char buf[4096];
+    size_t n = slen(path);
+    if (n >= sizeof(buf))
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            return -errno;
+        buf[i] = c;
+    }
+    return 0;
+}
+
+static int mkdir_parent(const char *path) {
+    char buf[4096];
+    size_t n = slen(path);
+    if (n >= sizeof(buf))
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    while (n > 1 && buf[n - 1] != '/')
+        n--;
+    if (n <= 1)
+        return 0;
+    buf[n - 1] = '\0';
+    return mkdir_p(buf, 0755);
+}
+
+static int write_all(int fd, const void *p, size_t len) {
+    const char *c = p;
+    while (len) {
+        ssize_t w = write(fd, c, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int create_file(const char *dst, const void *content, size_t len, mode_t mode, uid_t uid, gid_t gid,
+                       bool chown_it) {
+    int r = mkdir_parent(dst);
+    if (r < 0)
+        return r;
+    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return -errno;
+    if ((content && len && write_all(fd, content, len) < 0) || (chown_it && fchown(fd, uid, gid) < 0) ||
+        fchmod(fd, mode) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    close(fd);
+    return 0;
+}
+
+/* ---- filesystem ---- */
+
+static bool have_mount_api = true;
+
+static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
+    uint64_t attr = MOUNT_ATTR_NOSUID | ((flags & MF_DEVICE) ? 0 : MOUNT_ATTR_NODEV) |
+                    ((flags & MF_READONLY) ? MOUNT_ATTR_RDONLY : 0);
+    if (have_mount_api) {
+        int tree = fy_sys_open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        if (tree < 0 && (errno == ENOSYS || errno == EPERM)) {
+            have_mount_api = false;
+        } else if (tree < 0) {
+            return -errno;
+        } else {
+            struct mount_attr ma = {.attr_set = attr};
+            int r = 0;
+            if (fy_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
+                fy_sys_move_mount(tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                r = -errno;
+            close(tree);
+            return r;
+        }
+    }
+    /* Classic fallback: bind through the fd's magic link, then remount. */
+    char link[64] = "/.oldroot/proc/self/fd/";
+    put_uint(link + slen(link), (unsigned long)fd);
+    if (mount(link, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+        return -errno;
+    unsigned long mf = MS_REMOUNT | MS_BIND | MS_NOSUID | ((flags & MF_DEVICE) ? 0 : MS_NODEV) |
+                       ((flags & MF_READONLY) ? MS_RDONLY : 0);
+    if (mount(NULL, dst, NULL, mf, NULL) < 0)
+        return -errno;
+    return 0;
+}
+
+static int do_bind(int oldroot, const struct mount_op *op) {
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
+    if (op->flags & MF_NOFOLLOW) {
+        /* A workspace path: no symlink anywhere, never outside the old root. */
+        how.flags |= O_NOFOLLOW;
+        how.resolve |= RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+    } else {
+        /* An operator-approved runtime path: resolve it as the host would. */
+        how.resolve |= RESOLVE_IN_ROOT;
+    }
+    int fd = fy_sys_openat2(oldroot, op->src, &how, sizeof(how));
+    if (fd < 0) {
+        if (errno == ENOENT && (op->flags & MF_OPTIONAL))
+            return 0;
+        return -errno;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    int r = S_ISDIR(st.st_mode) ? mkdir_p(op->dst, 0755) : create_file(op->dst, NULL, 0, 0644, 0, 0, false);
+    if (r == -EEXIST)
+        r = 0;
+    if (r >= 0)
+        r = bind_from_fd(fd, op->dst, op->flags);
+    close(fd);
+    return r;
+}
+
+static int do_op(int oldroot, const struct linux_plan *pl, const struct mount_op *op) {
+    int r;
+    switch (op->kind) {
+    case MK_DIR:
+        return mkdir_p(op->dst, op->mode);
+    case MK_FILE:
+        return create_file(op->dst, op->src, op->src_len, op->mode, 0, 0, false);
+    case MK_SYMLINK:
+        if ((r = mkdir_parent(op->dst)) < 0)
+            return r;
+        return symlink(op->src, op->dst) < 0 ? -errno : 0;
+    case MK_TMPFS:
+        if ((r = mkdir_p(op->dst, 0755)) < 0)
+            return r;
+        return mount("tmpfs", op->dst, "tmpfs",
+                     MS_NOSUID | MS_NODEV | ((op->flags & MF_NOEXEC) ? MS_NOEXEC : 0), op->data) < 0 ? -errno : 0;
+    case MK_BIND:
+        return do_bind(oldroot, op);
+    case MK_PROC:
+        if ((r = mkdir_p(op->dst, 0555)) < 0)
+            return r;
+        return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno : 0;
+    case MK_MASK: {
+        struct stat st;
+        if (lstat(op->dst, &st) < 0)
+            return (errno == ENOENT && (op->flags & MF_OPTIONAL)) ? 0 : -errno;
+        if (S_ISDIR(st.st_mode))
+            return mount("tmpfs", op->dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k") < 0
+                       ? -errno : 0;
+        return mount("/dev/null", op->dst, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
+    }
+    case MK_READONLY: {
+        struct stat st;
+        if (lstat(op->dst, &st) < 0)
+            return (errno == ENOENT && (op->flags & MF_OPTIONAL)) ? 0 : -errno;
+        if (mount(op->dst, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+            return -errno;
+        return mount(NULL, op->dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0
+                   ? -errno : 0;
+    }
+    }
+    (void)pl;
+    return -EINVAL;
+}
+
+static void write_secrets(const struct child_args *a) {
+    const struct linux_plan *pl = a->plan;
+    size_t total = 0;
+    bool any = false;
+    for (size_t i = 0; i < a->nsecrets; i++)
+        if (a->secrets[i].file) {
+            any = true;
+            total += a->secrets[i].len + 4096;
+        }
+    if (!any)
+        return;
+    char opts[96] = "mode=0700,size=";
+    char *e = put_uint(opts + slen(opts), (unsigned long)(total + 65536));
+    memcpy(e, ",nr_inodes=1024", 16);
+    int r = mkdir_p("/run/secrets", 0755);
+    if (r < 0)
+        die(a->status_fd, FY_STEP_SECRET, -r);
+    if (mount("tmpfs", "/run/secrets", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+        die(a->status_fd, FY_STEP_SECRET, errno);
+    for (size_t i = 0; i < a->nsecrets; i++) {
+        const struct child_secret *s = &a->secrets[i];
+        if (!s->file)
+            continue;
+        char path[128] = "/run/secrets/";
+        size_t n = slen(s->file);
+        if (n > 100)
+            die(a->status_fd, FY_STEP_SECRET, ENAMETOOLONG);
+        memcpy(path + 13, s->file, n + 1);
+        if ((r = create_file(path, s->value, s->len, 0400, pl->work_uid, pl->work_gid, true)) < 0)
+            die(a->status_fd, FY_STEP_SECRET, -r);
+    }
+    if (chown("/run/secrets", pl->work_uid, pl->work_gid) < 0 || chmod("/run/secrets", 0500) < 0)
+        die(a->status_fd, FY_STEP_SECRET, errno);
+}
+
+static void build_filesystem(const struct child_args *a) {
+    const struct linux_plan *pl = a->plan;
+    int sfd = a->status_fd;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        die(sfd, FY_STEP_MOUNT, errno);
+    /* The new root: a fresh tmpfs, mounted on /tmp of this private namespace. */
+    if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, pl->tmpfs_root_opts) < 0)
+        die(sfd, FY_STEP_MOUNT, errno);
+    if (mkdir("/tmp/.oldroot", 0700) < 0 || chdir("/tmp") < 0)
+        die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    if (syscall(SYS_pivot_root, ".", ".oldroot") < 0 || chdir("/") < 0)
+        die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    int oldroot = open("/.oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (oldroot < 0)
+        die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    for (size_t i = 0; i < pl->nops; i++) {
+        int r = do_op(oldroot, pl, &pl->ops[i]);
+        if (r < 0)
+            die(sfd, pl->ops[i].step, -r);
+    }
+    write_secrets(a);
+    close(oldroot);
+    if (umount2("/.oldroot", MNT_DETACH) < 0 || rmdir("/.oldroot") < 0)
+        die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+        die(sfd, FY_STEP_MOUNT, errno);
+}
+
+static void loopback_up(int sfd) {
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        die(sfd, FY_STEP_NETNS, errno);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    memcpy(ifr.ifr_name, "lo", 3);
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        die(sfd, FY_STEP_NETNS, errno);
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        die(sfd, FY_STEP_NETNS, errno);
+    close(s);
+}
+
+/* ---- privileges ---- */
+
+static int drop_bounding_set(void) {
+    for (int cap = 0; cap < 64; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+            if (errno == EINVAL)
+                break; /* past CAP_LAST_CAP */
+            return -errno;
+        }
+    return 0;
+}
+
+static int set_caps(uint64_t keep) {
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof(data));
+    data[0].effective = data[0].permitted = (uint32_t)keep;
+    data[1].effective = data[1].permitted = (uint32_t)(keep >> 32);
+    return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
+}
+
+static int set_ids(uint32_t uid, uint32_t gid, bool drop_groups) {
+    if (drop_groups && syscall(SYS_setgroups, 0, NULL) < 0)
+        return -errno;
+    if (syscall(SYS_setresgid, gid, gid, gid) < 0)
+        return -errno;
+    if (syscall(SYS_setresuid, uid, uid, uid) < 0)
+        return -errno;
+    return 0;
+}
+
+static int load_filter(const void *bpf, uint16_t len, unsigned int flags) {
+    struct sock_fprog prog = {.len = len, .filter = (struct sock_filter *)bpf};
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+}
+
+static int send_fd(int sock, int fd) {
+    char dummy = 'S';
+    struct iovec iov = {.iov_base = &dummy, .iov_len = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+static void apply_landlock(const struct linux_plan *pl, int sfd) {
+    if (!pl->ll_handled)
+        return;
+    struct ll_attr attr = {pl->ll_handled, 0, pl->ll_scoped};
+    size_t size = pl->ll_abi >= 6 ? sizeof(attr) : pl->ll_abi >= 4 ? 16 : 8;
+    int rs = fy_sys_landlock_create_ruleset((const struct landlock_ruleset_attr *)&attr, size, 0);
+    if (rs < 0)
+        die(sfd, FY_STEP_LANDLOCK, errno);
+    for (size_t i = 0; i < pl->nll; i++) {
+        int fd = open(pl->ll_rules[i].path, O_PATH | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENOENT)
+                continue;
+            die(sfd, FY_STEP_LANDLOCK, errno);
+        }
+        struct stat st;
+        uint64_t access = pl->ll_rules[i].access;
+        if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+            access &= FS_FILE_RIGHTS;
+        struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
+        if (access && fy_sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+            die(sfd, FY_STEP_LANDLOCK, errno);
+        close(fd);
+    }
+    if (fy_sys_landlock_restrict_self(rs, 0) < 0)
+        die(sfd, FY_STEP_LANDLOCK, errno);
+    close(rs);
+    send_msg(sfd, CM_LANDLOCK, 0, 0, pl->ll_abi, 0);
+}
+
+/* ---- the workload (pid 2) ---- */
+
+__attribute__((noreturn)) static void workload(const struct child_args *a) {
+    const struct linux_plan *pl = a->plan;
+    int sfd = a->status_fd;
+    sigset_t none;
+    sigemptyset(&none);
+    if (setsid() < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
+    for (int i = 0; i < 3; i++)
+        if (dup2(a->stdio[i], i) < 0)
+            die(sfd, FY_STEP_SPAWN, errno);
+    /* Nothing but 0, 1, 2 survives exec, whatever the host leaked. */
+    if (fy_sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
+    for (size_t i = 0; i < pl->nrlimits; i++) {
+        /* rlimits are not namespaced: a hard limit can only be lowered. A
+         * request above the host's hard limit gets the host's (stricter). */
+        struct rlimit cur, want = pl->rlimits[i].lim;
+        if (getrlimit(pl->rlimits[i].resource, &cur) < 0)
+            die(sfd, FY_STEP_RLIMIT, errno);
+        if (cur.rlim_max != RLIM_INFINITY && (want.rlim_max == RLIM_INFINITY || want.rlim_max > cur.rlim_max))
+            want.rlim_max = cur.rlim_max;
+        if (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > want.rlim_max)
+            want.rlim_cur = want.rlim_max;
+        if (setrlimit(pl->rlimits[i].resource, &want) < 0)
+            die(sfd, FY_STEP_RLIMIT, errno);
+    }
+    if (chdir(pl->workdir) < 0)
+        die(sfd, FY_STEP_EXEC, errno);
+    /* Capabilities: lock the securebits, empty the bounding and ambient
+     * sets, switch ids, then empty every set explicitly. */
+    if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                                     SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                                     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED, 0, 0, 0) < 0)
+        die(sfd, FY_STEP_CAPS, errno);
+    int r;
+    if ((r = drop_bounding_set()) < 0)
+        die(sfd, FY_STEP_CAPS, -r);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+        die(sfd, FY_STEP_CAPS, errno);
+    if ((r = set_ids(pl->work_uid, pl->work_gid, pl->drop_groups)) < 0)
+        die(sfd, FY_STEP_UID_MAP, -r);
+    if ((r = set_caps(0)) < 0)
+        die(sfd, FY_STEP_CAPS, -r);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        die(sfd, FY_STEP_CAPS, errno);
+    apply_landlock(pl, sfd);
+    if (pl->bpf) {
+        int fd = load_filter(pl->bpf, pl->bpf_len, pl->seccomp_notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
+        if (fd < 0)
+            die(sfd, FY_STEP_SECCOMP, errno);
+        if (pl->seccomp_notify) {
+            if (send_fd(a->notify_sock, fd) < 0)
+                die(sfd, FY_STEP_SECCOMP, errno);
+            close(fd);
+        }
+    }
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Execute: argv[0] as a path, or searched in the sandbox's PATH. */
+    const char *cmd = pl->argv[0];
+    send_msg(sfd, CM_EXEC, 0, 0, 0, now_usec());
+    bool has_slash = false;
+    for (const char *c = cmd; *c; c++)
+        has_slash |= *c == '/';
+    if (has_slash) {
+        execve(cmd, pl->argv, a->envp);
+        die(sfd, FY_STEP_EXEC, errno);
+    }
+    int saved = ENOENT;
+    char buf[4096];
+    size_t clen = slen(cmd);
+    for (const char *p = pl->path_search; *p;) {
+        const char *e = p;
+        while (*e && *e != ':')
+            e++;
+        size_t dlen = (size_t)(e - p);
+        if (dlen && dlen + 1 + clen < sizeof(buf)) {
+            memcpy(buf, p, dlen);
+            buf[dlen] = '/';
+            memcpy(buf + dlen + 1, cmd, clen + 1);
+            execve(buf, pl->argv, a->envp);
+            if (errno != ENOENT && errno != ENOTDIR)
+                saved = errno;
+        }
+        p = *e ? e + 1 : e;
+    }
+    die(sfd, FY_STEP_EXEC, saved);
+}
+
+/* ---- the sandbox's init (pid 1) ---- */
+
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+
+__attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_t work) {
+    int sfd = a->status_fd;
+    int sync_fd = a->sync_fd;
+    /* The workload may not read our memory (a copy of the host's): not
+     * dumpable, and its mm belongs to the host's user namespace. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    fcntl(sync_fd, F_SETFL, O_NONBLOCK);
+    drop_bounding_set();
+    set_caps(1ULL << CAP_KILL);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if (a->plan->init_bpf && load_filter(a->plan->init_bpf, a->plan->init_bpf_len, 0) < 0) {
+        send_msg(sfd, CM_ERROR, FY_STEP_SECCOMP, errno, 0, 0);
+        kill(-1, SIGKILL);
+        syscall(SYS_exit_group, 1);
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+        sigaddset(&set, forwarded[i]);
+    struct timespec tick = {0, 250 * 1000 * 1000};
+    for (;;) {
+        siginfo_t si;
+        int sig = sigtimedwait(&set, &si, &tick);
+        if (sig > 0 && sig != SIGCHLD && si.si_pid == 0)
+            kill(-1, sig); /* from the library (outside the namespace): to the whole tree */
+        int st;
+        pid_t p;
+        while ((p = (pid_t)syscall(SYS_wait4, -1, &st, WNOHANG | __WALL, NULL)) > 0)
+            if (p == work) {
+                send_msg(sfd, CM_EXIT, 0, 0, (uint32_t)st, now_usec());
+                /* The workload is done: nothing it started may outlive it. */
+                kill(-1, SIGKILL);
+                syscall(SYS_exit_group, 0);
+            }
+        char c;
+        if (read(sync_fd, &c, 1) == 0) {
+            /* The library's process is gone: end the sandbox with it. */
+            kill(-1, SIGKILL);
+            syscall(SYS_exit_group, 1);
+        }
+    }
+}
+
+/* ---- entry ---- */
+
+/* The child inherited every fd of the host process, CLOEXEC or not, and the
+ * init never executes anything: keep exactly the fds the plan names (moved
+ * above all of them, in ascending order) and close everything else. */
+static void tidy_fds(struct child_args *a) {
+    int *slots[] = {&a->sync_fd, &a->status_fd, &a->notify_sock, &a->stdio[0], &a->stdio[1], &a->stdio[2]};
+    int maxfd = 2;
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+        if (*slots[i] > maxfd)
+            maxfd = *slots[i];
+    int next = maxfd + 1, first = -1, prev = -1;
+    int kept[6];
+    size_t nkept = 0;
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+        if (*slots[i] < 0)
+            continue;
+        int nfd = fcntl(*slots[i], F_DUPFD_CLOEXEC, next);
+        if (nfd < 0)
+            syscall(SYS_exit_group, 126); /* cannot even report: the status fd may be the one failing */
+        *slots[i] = nfd;
+        next = nfd + 1;
+        if (first < 0)
+            first = nfd;
+        kept[nkept++] = nfd;
+    }
+    fy_sys_close_range(0, (unsigned)first - 1, 0);
+    for (size_t i = 0; i < nkept; i++) {
+        if (prev >= 0 && kept[i] > prev + 1)
+            fy_sys_close_range((unsigned)prev + 1, (unsigned)kept[i] - 1, 0);
+        prev = kept[i];
+    }
+    fy_sys_close_range((unsigned)prev + 1, ~0U, 0);
+}
+
+__attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
+    /* Our copy-on-write copy of the arguments: ours to renumber. */
+    struct child_args copy = *args;
+    struct child_args *a = &copy;
+    tidy_fds(a);
+    const struct linux_plan *pl = a->plan;
+    int sfd = a->status_fd;
+    /* Host signal handlers must never run here (clone3 cleared them where
+     * CLONE_CLEAR_SIGHAND exists; this covers the fallback). */
+    for (int sig = 1; sig < 65; sig++) {
+        if (sig == SIGKILL || sig == SIGSTOP)
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = SIG_DFL;
+        sigaction(sig, &sa, NULL);
+    }
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    /* Wait until the library has written our id maps. */
+    char go;
+    ssize_t n;
+    do
+        n = read(a->sync_fd, &go, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        syscall(SYS_exit_group, 1);
+    int r;
+    if (pl->as_root && (r = set_ids(pl->setup_uid, pl->setup_gid, true)) < 0)
+        die(sfd, FY_STEP_UID_MAP, -r);
+    if (pl->hostname && sethostname(pl->hostname, slen(pl->hostname)) < 0)
+        die(sfd, FY_STEP_USERNS, errno);
+    if (pl->use_netns)
+        loopback_up(sfd);
+    send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
+    build_filesystem(a);
+    send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
+    pid_t w = fy_sys_fork();
+    if (w < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
+    if (w == 0)
+        workload(a);
+    /* Only the workload needs these. */
+    for (int i = 0; i < 3; i++)
+        close(a->stdio[i]);
+    if (a->notify_sock >= 0)
+        close(a->notify_sock);
+    init_loop(a, w);
+}

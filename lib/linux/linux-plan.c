@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Compiles a negotiated policy into the flat plan the sandbox child
+ * interprets (linux-plan.h): mount operations, id maps, Landlock rules,
+ * seccomp BPF, rlimits, argv/envp. All allocation happens here. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "linux-plan.h"
+#include "linux-seccomp.h"
+#include "linux-syscall.h"
+#include "prepared.h"
+
+#define LL_FS_V1 ((1ULL << 13) - 1) /* EXECUTE .. MAKE_SYM */
+#define LL_FS_REFER (1ULL << 13)
+#define LL_FS_TRUNCATE (1ULL << 14)
+#define LL_FS_IOCTL_DEV (1ULL << 15)
+#define LL_RO (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+
+/* ---- allocation: every piece of the plan is tracked and freed together ---- */
+
+static void *plan_keep(struct linux_plan *pl, void *p) {
+    if (!p)
+        return NULL;
+    if (pl->nallocs == pl->capallocs) {
+        size_t cap = pl->capallocs ? pl->capallocs * 2 : 64;
+        void **n = realloc(pl->allocs, cap * sizeof(void *));
+        if (!n) {
+            free(p);
+            return NULL;
+        }
+        pl->allocs = n;
+        pl->capallocs = cap;
+    }
+    pl->allocs[pl->nallocs++] = p;
+    return p;
+}
+
+static char *plan_str(struct linux_plan *pl, const char *s) { return plan_keep(pl, s ? strdup(s) : NULL); }
+
+static char *plan_fmt(struct linux_plan *pl, const char *fmt, ...) FY_PRINTF(2, 3);
+static char *plan_fmt(struct linux_plan *pl, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return plan_keep(pl, s);
+}
+
+void linux_plan_free(struct linux_plan *pl) {
+    if (!pl)
+        return;
+    for (size_t i = 0; i < pl->nallocs; i++)
+        free(pl->allocs[i]);
+    free(pl->allocs);
+    free(pl->ops);
+    free(pl->ll_rules);
+    free(pl->bpf);
+    free(pl->init_bpf);
+    free(pl->envp);
+    free(pl->isolation_json);
+    free(pl);
+}
+
+/* ---- building the operation list ---- */
+
+struct builder {
+    struct linux_plan *pl;
+    size_t cap_ops, cap_ll;
+    bool oom;
+};
+
+static struct mount_op *add_op(struct builder *b, uint32_t kind, uint32_t flags, const char *dst) {
+    struct linux_plan *pl = b->pl;
+    if (pl->nops == b->cap_ops) {
+        size_t cap = b->cap_ops ? b->cap_ops * 2 : 64;
+        struct mount_op *n = realloc(pl->ops, cap * sizeof(*n));
+        if (!n) {
+            b->oom = true;
+            return NULL;
+        }
+        pl->ops = n;
+        b->cap_ops = cap;
+    }
+    struct mount_op *op = &pl->ops[pl->nops++];
+    memset(op, 0, sizeof(*op));
+    op->kind = kind;
+    op->flags = flags;
+    op->dst = plan_str(pl, dst);
+    op->step = FY_STEP_MOUNT;
+    if (!op->dst)
+        b->oom = true;
+    return op;
+}
+
+static void add_tmpfs(struct builder *b, const char *dst, const char *data, uint32_t flags) {
+    struct mount_op *op = add_op(b, MK_TMPFS, flags, dst);
+    if (op && !(op->data = plan_str(b->pl, data)))
+        b->oom = true;
+}
+
+static void add_bind(struct builder *b, const char *host, const char *dst, uint32_t flags) {
+    struct mount_op *op = add_op(b, MK_BIND, flags, dst);
+    if (op && !(op->src = plan_str(b->pl, host + 1))) /* relative to the old root */
+        b->oom = true;
+}
+
+static void add_file(struct builder *b, const char *dst, const char *content, uint32_t mode) {
+    struct mount_op *op = add_op(b, MK_FILE, 0, dst);
+    if (!op)
+        return;
+    op->src = plan_str(b->pl, content);
+    op->src_len = content ? strlen(content) : 0;
+    op->mode = mode;
+    if (!op->src)
+        b->oom = true;
+}
+
+static void add_symlink(struct builder *b, const char *dst, const char *target) {
+    struct mount_op *op = add_op(b, MK_SYMLINK, 0, dst);
+    if (op && !(op->src = plan_str(b->pl, target)))
+        b->oom = true;
+}
+
+static void add_rule(struct builder *b, const char *path, uint64_t access) {
+    struct linux_plan *pl = b->pl;
+    if (!pl->ll_handled)
+        return;
+    if (pl->nll == b->cap_ll) {
+        size_t cap = b->cap_ll ? b->cap_ll * 2 : 32;
+        struct ll_rule *n = realloc(pl->ll_rules, cap * sizeof(*n));
+        if (!n) {
+            b->oom = true;
+            return;
+        }
+        pl->ll_rules = n;
+        b->cap_ll = cap;
+    }
+    pl->ll_rules[pl->nll].path = plan_str(pl, path);
+    pl->ll_rules[pl->nll].access = access & pl->ll_handled;
+    if (!pl->ll_rules[pl->nll].path)
+        b->oom = true;
+    pl->nll++;
+}
+
+/* The runtime paths: symlinks (Debian's merged /usr) are recreated as
+ * symlinks; directories and files are bound read-only; missing ones are
+ * skipped (the isolation report lists what was mounted). */
+static int add_runtime_paths(struct builder *b, const fy_policy *p, json_t *skipped, fy_error **reterr) {
+    VEC_EACH(&p->runtime_paths, char *, it) {
+        const char *path = *it;
+        struct stat st;
+        if (lstat(path, &st) < 0) {
+            json_array_append_new(skipped, json_string(path));
+            continue;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            char target[4096];
+            ssize_t n = readlink(path, target, sizeof(target) - 1);
+            if (n < 0) {
+                int e = errno;
+                return err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, NULL, "readlink %s: %s", path,
+                               strerror(e));
+            }
+            target[n] = '\0';
+            add_symlink(b, path, target);
+        } else if (S_ISDIR(st.st_mode)) {
+            add_bind(b, path, path, MF_READONLY);
+            add_rule(b, path, LL_RO);
+        } else if (S_ISREG(st.st_mode)) {
+            add_bind(b, path, path, MF_READONLY | MF_FILE);
+            add_rule(b, path, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE);
+        } else {
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.filesystem.runtime_paths",
+                           "runtime path %s is neither a directory, a file nor a symlink", path);
+        }
+    }
+    return 0;
+}
+
+static const char *const proc_masked[] = {
+    "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+    "/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg", "/proc/config.gz", "/proc/sysrq-trigger",
+    "/proc/acpi", "/proc/asound", "/proc/scsi", "/proc/driver",
+};
+static const char *const proc_readonly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom"};
+
+static uint64_t ll_handled_for(uint32_t abi) {
+    uint64_t h = LL_FS_V1;
+    if (abi >= 2)
+        h |= LL_FS_REFER;
+    if (abi >= 3)
+        h |= LL_FS_TRUNCATE;
+    if (abi >= 5)
+        h |= LL_FS_IOCTL_DEV;
+    return h;
+}
+
+static char *passwd_text(const struct linux_plan *pl) {
+    char *s = NULL;
+    if (pl->work_uid == 0) {
+        if (asprintf(&s, "root:x:0:0:root:/home/forgeyard:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n") < 0)
+            return NULL;
+    } else if (asprintf(&s,
+                        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                        "forgeyard:x:%u:%u:forgeyard:/home/forgeyard:/bin/sh\n"
+                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                        pl->work_uid, pl->work_gid) < 0)
+        return NULL;
+    return s;
+}
+
+static char *group_text(const struct linux_plan *pl) {
+    char *s = NULL;
+    if (pl->work_gid == 0) {
+        if (asprintf(&s, "root:x:0:\nnogroup:x:65534:\n") < 0)
+            return NULL;
+    } else if (asprintf(&s, "root:x:0:\nforgeyard:x:%u:\nnogroup:x:65534:\n", pl->work_gid) < 0)
+        return NULL;
+    return s;
+}
+
+static int compile_ids(struct linux_plan *pl, const fy_prepared *pr) {
+    const fy_policy *p = pr->policy;
+    bool fake_root = p->user == FY_USER_FAKE_ROOT;
+    pl->as_root = pr->caps->host.is_root;
+    pl->work_uid = pl->work_gid = fake_root ? 0 : 1000;
+    if (pl->as_root) {
+        /* Never host root: the sandbox's pid 1 and the workload get ids from
+         * the unprivileged range, distinct ones when the range allows. */
+        pl->drop_groups = true;
+        if (!fake_root && p->id_count >= 2) {
+            pl->setup_uid = pl->setup_gid = 0;
+            snprintf(pl->uid_map, sizeof(pl->uid_map), "0 %u 1\n1000 %u 1\n", p->id_first, p->id_first + 1);
+        } else {
+            pl->setup_uid = pl->setup_gid = pl->work_uid;
+            snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, p->id_first);
+        }
+        memcpy(pl->gid_map, pl->uid_map, sizeof(pl->gid_map));
+    } else {
+        /* Rootless: only the caller's own ids can be mapped. */
+        pl->setup_uid = pl->setup_gid = pl->work_uid;
+        snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, pr->caps->host.uid);
+        snprintf(pl->gid_map, sizeof(pl->gid_map), "%u %u 1\n", pl->work_gid, pr->caps->host.gid);
+    }
+    return 0;
+}
+
+static int compile_env(struct linux_plan *pl, const fy_prepared *pr) {
+    static const char *const defaults[][2] = {
+        {"HOME", "/home/forgeyard"}, {"TMPDIR", "/tmp"}, {"USER", NULL}, {"LOGNAME", NULL},
+    };
+    size_t n = pr->env.n + FY_ARRAY_SIZE(defaults) + 1;
+    pl->envp = calloc(n, sizeof(char *));
+    if (!pl->envp)
+        return FY_E_NOMEM;
+    const char *user = pl->work_uid == 0 ? "root" : "forgeyard";
+    VEC_EACH(&pr->env, struct pol_env, e) {
+        if (!(pl->envp[pl->nenv++] = plan_fmt(pl, "%s=%s", e->name, e->value)))
+            return FY_E_NOMEM;
+        if (strcmp(e->name, "PATH") == 0)
+            pl->path_search = e->value;
+    }
+    for (size_t i = 0; i < FY_ARRAY_SIZE(defaults); i++) {
+        bool set = false;
+        VEC_EACH(&pr->env, struct pol_env, e) set = set || strcmp(e->name, defaults[i][0]) == 0;
+        if (set)
+            continue;
+        if (!(pl->envp[pl->nenv++] = plan_fmt(pl, "%s=%s", defaults[i][0], defaults[i][1] ? defaults[i][1] : user)))
+            return FY_E_NOMEM;
+    }
+    if (!pl->path_search)
+        pl->path_search = "/usr/local/bin:/usr/bin:/bin";
+    return 0;
+}
+
+static void add_rlimit(struct linux_plan *pl, int res, uint64_t v) {
+    if (pl->nrlimits >= CHILD_MAX_RLIMITS)
+        return;
+    rlim_t r = v == FY_UNLIMITED ? RLIM_INFINITY : (rlim_t)v;
+    pl->rlimits[pl->nrlimits++] = (struct child_rlimit){res, {r, r}};
+}
+
+static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, json_t *skipped) {
+    json_t *o = json_object(), *ns = json_array();
+    if (!o || !ns) {
+        json_decref(o);
+        json_decref(ns);
+        json_decref(skipped);
+        return FY_E_NOMEM;
+    }
+    static const struct { uint64_t flag; const char *name; } nss[] = {
+        {CLONE_NEWUSER, "user"}, {CLONE_NEWNS, "mount"}, {CLONE_NEWPID, "pid"}, {CLONE_NEWIPC, "ipc"},
+        {CLONE_NEWUTS, "uts"}, {CLONE_NEWCGROUP, "cgroup"}, {CLONE_NEWNET, "net"},
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(nss); i++)
+        if (pl->clone_flags & nss[i].flag)
+            json_array_append_new(ns, json_string(nss[i].name));
+    json_object_set_new(o, "namespaces", ns);
+    json_object_set_new(o, "mode", json_string(pl->as_root ? "root" : "rootless"));
+    json_object_set_new(o, "uid_map", json_string(pl->uid_map));
+    json_object_set_new(o, "gid_map", json_string(pl->gid_map));
+    json_object_set_new(o, "workload_uid", json_integer(pl->work_uid));
+    json_object_set_new(o, "user", json_string(pl->work_uid == 0 ? "fake-root" : "forgeyard"));
+    json_object_set_new(o, "network", json_string(pl->use_netns ? "deny: own network namespace, loopback only"
+                                                                : "allow: host network (impure)"));
+    json_t *sc = json_null();
+    if (pl->bpf)
+        sc = json_pack("{sssiss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
+                       "violations", pl->seccomp_notify ? "reported (user notification)" : "kill (SIGSYS)");
+    json_object_set_new(o, "seccomp", sc);
+    json_object_set_new(o, "landlock_abi", json_integer(pl->ll_handled ? pl->ll_abi : 0));
+    json_object_set_new(o, "capabilities", json_string("none (bounding, ambient, inheritable dropped; securebits locked)"));
+    json_object_set_new(o, "no_new_privs", json_true());
+    json_object_set_new(o, "runtime_paths_skipped", skipped);
+    json_object_set_new(o, "impure", json_boolean(pr->impure));
+    pl->isolation_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return pl->isolation_json ? 0 : FY_E_NOMEM;
+}
+
+int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error **reterr) {
+    const fy_policy *p = pr->policy;
+    const fy_caps *c = pr->caps;
+    const struct selection *sel = &pr->sel;
+    if (p->net_mode == FY_NET_RESTRICTED || p->net_mode == FY_NET_FETCH_ONLY)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
+                       "network mode %s is not enforced by this version of the Linux backend; use deny or allow",
+                       net_mode_name(p->net_mode));
+    if (p->devices.n || p->gpu == FY_DEVICES_LEASED || p->usb == FY_DEVICES_LEASED) {
+        /* Leases are bound in below; nothing else to refuse. */
+    }
+    struct linux_plan *pl = calloc(1, sizeof(*pl));
+    if (!pl)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    struct builder b = {.pl = pl};
+    int r = 0;
+    json_t *skipped = json_array();
+    if (!skipped)
+        goto oom;
+
+    /* Namespaces: the negotiated controls decide. */
+    pl->clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
+    if (sel->control[FY_CONTROL_IPCNS] == FY_CONTROL_STATE_ENFORCED)
+        pl->clone_flags |= CLONE_NEWIPC;
+    if (sel->control[FY_CONTROL_UTSNS] == FY_CONTROL_STATE_ENFORCED)
+        pl->clone_flags |= CLONE_NEWUTS;
+    if (sel->control[FY_CONTROL_CGROUPNS] == FY_CONTROL_STATE_ENFORCED)
+        pl->clone_flags |= CLONE_NEWCGROUP;
+    if (p->net_mode == FY_NET_DENY) {
+        if (!caps_present(c, FY_CAP_NETNS)) {
+            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, NULL,
+                        "network mode deny needs a network namespace: %s", fy_caps_reason(c, FY_CAP_NETNS));
+            goto fail;
+        }
+        pl->clone_flags |= CLONE_NEWNET;
+        pl->use_netns = true;
+    }
+    pl->hostname = (pl->clone_flags & CLONE_NEWUTS) ? plan_str(pl, p->hostname ? p->hostname : "forgeyard") : NULL;
+    compile_ids(pl, pr);
+
+    /* Landlock: the same declared paths, as defence in depth. */
+    if (sel->control[FY_CONTROL_LANDLOCK] == FY_CONTROL_STATE_ENFORCED) {
+        int64_t abi = 0;
+        fy_caps_value(c, FY_CAP_LANDLOCK, &abi);
+        pl->ll_abi = (uint32_t)abi;
+        pl->ll_handled = ll_handled_for(pl->ll_abi);
+        if (pl->ll_abi >= 6)
+            pl->ll_scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */;
+    }
+
+    /* ---- the filesystem, in mount order (parents before children) ---- */
+    char *opt;
+    snprintf(pl->tmpfs_root_opts, sizeof(pl->tmpfs_root_opts), "mode=0755,size=16m,nr_inodes=16384");
+    add_rule(&b, "/", LANDLOCK_ACCESS_FS_READ_DIR);
+    /* /etc: synthetic identity files, then approved runtime paths over it. */
+    char *pw = passwd_text(pl), *gr = group_text(pl);
+    if (!plan_keep(pl, pw) || !plan_keep(pl, gr))
+        goto oom;
+    add_file(&b, "/etc/passwd", pw, 0644);
+    add_file(&b, "/etc/group", gr, 0644);
+    char *hosts = plan_fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
+                           p->hostname ? p->hostname : "forgeyard");
+    if (!hosts)
+        goto oom;
+    add_file(&b, "/etc/hosts", hosts, 0644);
+    add_file(&b, "/etc/hostname", p->hostname ? p->hostname : "forgeyard", 0644);
+    add_file(&b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
+    if (p->dns == FY_DNS_HOST)
+        add_bind(&b, "/etc/resolv.conf", "/etc/resolv.conf", MF_READONLY | MF_FILE | MF_OPTIONAL);
+    if ((r = add_runtime_paths(&b, p, skipped, reterr)) < 0)
+        goto fail;
+    add_rule(&b, "/etc", LL_RO);
+
+    /* /dev: a minimal tmpfs with the harmless nodes bound from the host. */
+    add_tmpfs(&b, "/dev", "mode=0755,size=64k,nr_inodes=256", MF_NOEXEC);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(dev_nodes); i++) {
+        char host[32], dst[32];
+        snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
+        snprintf(dst, sizeof(dst), "/dev/%s", dev_nodes[i]);
+        add_bind(&b, host, dst, MF_DEVICE | MF_FILE);
+        if (b.oom)
+            goto oom;
+        pl->ops[pl->nops - 1].step = FY_STEP_DEV;
+    }
+    add_symlink(&b, "/dev/fd", "/proc/self/fd");
+    add_symlink(&b, "/dev/stdin", "/proc/self/fd/0");
+    add_symlink(&b, "/dev/stdout", "/proc/self/fd/1");
+    add_symlink(&b, "/dev/stderr", "/proc/self/fd/2");
+    if (!(opt = plan_fmt(pl, "mode=1777,size=%llu", (unsigned long long)p->limit[FY_LIMIT_SHM_SIZE])))
+        goto oom;
+    add_tmpfs(&b, "/dev/shm", opt, 0);
+    VEC_EACH(&p->devices, struct pol_device, d) {
+        add_bind(&b, d->path, d->path, MF_DEVICE | MF_FILE | (d->writable ? 0 : MF_READONLY));
+        add_rule(&b, d->path, LANDLOCK_ACCESS_FS_READ_FILE | (d->writable ? LANDLOCK_ACCESS_FS_WRITE_FILE : 0) |
+                                  LL_FS_IOCTL_DEV);
+    }
+    add_rule(&b, "/dev", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
+                             LL_FS_TRUNCATE);
+    add_rule(&b, "/dev/shm", ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV);
+
+    /* /proc: new instance for the pid namespace, sensitive parts masked. */
+    struct mount_op *op = add_op(&b, MK_PROC, 0, "/proc");
+    if (op)
+        op->step = FY_STEP_PROC;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(proc_masked); i++)
+        if ((op = add_op(&b, MK_MASK, MF_OPTIONAL, proc_masked[i])))
+            op->step = FY_STEP_PROC;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(proc_readonly); i++)
+        if ((op = add_op(&b, MK_READONLY, MF_OPTIONAL, proc_readonly[i])))
+            op->step = FY_STEP_PROC;
+    add_rule(&b, "/proc", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_WRITE_FILE);
+
+    /* Private scratch. */
+    uint64_t rw = ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV;
+    if (!(opt = plan_fmt(pl, "mode=1777,size=%llu", (unsigned long long)p->limit[FY_LIMIT_TMP_SIZE])))
+        goto oom;
+    add_tmpfs(&b, "/tmp", opt, 0);
+    add_rule(&b, "/tmp", rw);
+    if (!(opt = plan_fmt(pl, "mode=0700,uid=%u,gid=%u,size=%llu", pl->work_uid, pl->work_gid,
+                         (unsigned long long)p->limit[FY_LIMIT_HOME_SIZE])))
+        goto oom;
+    add_tmpfs(&b, "/home/forgeyard", opt, 0);
+    add_rule(&b, "/home/forgeyard", rw);
+    char *work_tmpfs = plan_fmt(pl, "mode=0755,uid=%u,gid=%u,size=%llu", pl->work_uid, pl->work_gid,
+                                (unsigned long long)p->limit[FY_LIMIT_WORK_TMP_SIZE]);
+    if (!work_tmpfs)
+        goto oom;
+    add_tmpfs(&b, "/work/tmp", work_tmpfs, 0);
+    add_rule(&b, "/work/tmp", rw);
+
+    /* The workspace: host directories, opened without following symlinks. */
+    if (p->source) {
+        add_bind(&b, p->source, "/work/source", MF_NOFOLLOW | (p->source_writable ? 0 : MF_READONLY));
+        add_rule(&b, "/work/source", p->source_writable ? rw : LL_RO);
+    }
+    if (p->build)
+        add_bind(&b, p->build, "/work/build", MF_NOFOLLOW);
+    else
+        add_tmpfs(&b, "/work/build", work_tmpfs, 0);
+    add_rule(&b, "/work/build", rw);
+    if (p->output)
+        add_bind(&b, p->output, "/work/output", MF_NOFOLLOW);
+    else
+        add_tmpfs(&b, "/work/output", work_tmpfs, 0);
+    add_rule(&b, "/work/output", rw);
+    VEC_EACH(&p->toolchains, struct pol_toolchain, t) {
+        char *dst = plan_fmt(pl, "/toolchains/%s", t->name);
+        if (!dst)
+            goto oom;
+        add_bind(&b, t->host, dst, MF_NOFOLLOW | MF_READONLY);
+        add_rule(&b, dst, LL_RO);
+    }
+    VEC_EACH(&p->binds, struct pol_bind, bd) {
+        bool w = bd->flags & FY_BIND_WRITABLE;
+        add_bind(&b, bd->host, bd->target,
+                 MF_NOFOLLOW | (w ? 0 : MF_READONLY) | ((bd->flags & FY_BIND_OPTIONAL) ? MF_OPTIONAL : 0));
+        add_rule(&b, bd->target, w ? rw : LL_RO);
+    }
+    /* /run/secrets is written per start (linux-child.c). */
+    add_rule(&b, "/run", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR);
+    if (b.oom)
+        goto oom;
+    pl->workdir = plan_str(pl, p->workdir ? p->workdir : "/work/build");
+
+    /* Seccomp. */
+    if (sel->control[FY_CONTROL_SECCOMP] == FY_CONTROL_STATE_ENFORCED) {
+        struct seccomp_program prog = {0}, init = {0};
+        bool notify = caps_present(c, FY_CAP_SECCOMP_NOTIFY);
+        if ((r = fy_seccomp_compile(p->seccomp_class, notify, &prog, reterr)) < 0)
+            goto fail;
+        if ((r = fy_seccomp_compile_init(&init, reterr)) < 0) {
+            fy_seccomp_program_free(&prog);
+            goto fail;
+        }
+        pl->bpf = prog.filter;
+        pl->bpf_len = (uint16_t)prog.len;
+        pl->seccomp_notify = prog.notify;
+        pl->seccomp_name = prog.name;
+        pl->seccomp_version = prog.version;
+        pl->init_bpf = init.filter;
+        pl->init_bpf_len = (uint16_t)init.len;
+    }
+
+    /* rlimits (always). */
+    add_rlimit(pl, RLIMIT_NOFILE, p->limit[FY_LIMIT_NOFILE]);
+    add_rlimit(pl, RLIMIT_CORE, p->limit[FY_LIMIT_CORE]);
+    add_rlimit(pl, RLIMIT_FSIZE, p->limit[FY_LIMIT_FSIZE]);
+    add_rlimit(pl, RLIMIT_STACK, p->limit[FY_LIMIT_STACK]);
+
+    pl->argv = pr->argv;
+    if (compile_env(pl, pr) < 0)
+        goto oom;
+    if (compile_isolation_json(pl, pr, skipped) < 0) {
+        skipped = NULL;
+        goto oom;
+    }
+    *ret = pl;
+    return 0;
+oom:
+    r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+fail:
+    json_decref(skipped);
+    linux_plan_free(pl);
+    return r;
+}

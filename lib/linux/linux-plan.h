@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The compiled Linux plan: everything the sandbox child needs, computed in
+ * fy_prepare and fy_start so that the code between clone and exec
+ * (linux-child.c) only interprets flat data with raw syscalls. */
+#ifndef FY_LINUX_PLAN_H
+#define FY_LINUX_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "backend.h"
+
+/* ---- mount operations, executed in order after pivot_root ---- */
+enum mount_kind {
+    MK_TMPFS = 1,  /* mount a tmpfs at dst with data options */
+    MK_BIND,       /* bind host src (relative to the old root) at dst */
+    MK_SYMLINK,    /* create symlink dst -> src */
+    MK_DIR,        /* mkdir -p dst with mode */
+    MK_FILE,       /* create file dst with content src[0..src_len) and mode */
+    MK_PROC,       /* mount a new procfs at dst */
+    MK_MASK,       /* hide dst in /proc: /dev/null over a file, an empty ro tmpfs over a dir */
+    MK_READONLY,   /* bind dst onto itself read-only (recursive) */
+};
+
+#define MF_READONLY  (1u << 0)
+#define MF_OPTIONAL  (1u << 1)  /* skip when the source is missing */
+#define MF_NOFOLLOW  (1u << 2)  /* workspace path: no symlink in any component */
+#define MF_DEVICE    (1u << 3)  /* a device node: keep dev access */
+#define MF_FILE      (1u << 4)  /* the source is a file: create a file mount point */
+#define MF_OWNED     (1u << 5)  /* chown dst to the workload ids after creating it */
+#define MF_NOEXEC    (1u << 6)
+
+struct mount_op {
+    uint32_t kind, flags;
+    uint32_t mode;          /* MK_DIR, MK_FILE */
+    const char *src;        /* MK_BIND: host path without the leading '/'; MK_SYMLINK: target; MK_FILE: content */
+    size_t src_len;         /* MK_FILE */
+    const char *dst;        /* absolute, inside the sandbox */
+    const char *data;       /* MK_TMPFS options */
+    uint32_t step;          /* FY_STEP_* reported on failure */
+};
+
+/* ---- Landlock ---- */
+struct ll_rule {
+    const char *path;       /* inside the sandbox */
+    uint64_t access;        /* LANDLOCK_ACCESS_FS_* allowed beneath it */
+};
+
+/* Messages from the sandbox to the library over the status pipe (each one
+ * write(2) of this fixed size, atomic under PIPE_BUF). */
+enum child_msg_type {
+    CM_ERROR = 1,   /* step, err: a setup step failed */
+    CM_STAGE,       /* aux = FY_STAGE_*, value = CLOCK_MONOTONIC usec when the stage ended */
+    CM_EXEC,        /* value = usec just before execve */
+    CM_EXIT,        /* aux = wait status of the workload, value = usec when reaped */
+    CM_LANDLOCK,    /* aux = Landlock ABI actually enforced (0: none) */
+};
+struct child_msg {
+    uint32_t type, step;
+    int32_t err;
+    uint32_t aux;
+    uint64_t value;
+};
+
+#define CHILD_MAX_RLIMITS 8
+struct child_rlimit {
+    int resource;
+    struct rlimit lim;
+};
+
+/* Immutable, built at fy_prepare. All strings live in the plan's arena. */
+struct linux_plan {
+    /* namespaces and ids */
+    uint64_t clone_flags;        /* CLONE_NEW* */
+    bool use_netns;              /* CLONE_NEWNET: bring lo up */
+    bool as_root;                /* the caller is root: map an unprivileged host range */
+    char uid_map[96], gid_map[96];
+    uint32_t setup_uid, setup_gid;     /* ids of the sandbox's pid 1 inside */
+    uint32_t work_uid, work_gid;       /* ids of the workload inside */
+    bool drop_groups;                  /* setgroups(0) allowed (root mode) */
+    const char *hostname;
+    /* filesystem */
+    struct mount_op *ops;
+    size_t nops;
+    char tmpfs_root_opts[64];
+    const char *workdir;
+    /* hardening */
+    struct ll_rule *ll_rules;
+    size_t nll;
+    uint64_t ll_handled;         /* handled_access_fs (0: no Landlock) */
+    uint32_t ll_abi;
+    uint64_t ll_scoped;          /* LANDLOCK_SCOPE_* (ABI >= 6) */
+    void *bpf;                   /* struct sock_filter[] */
+    uint16_t bpf_len;
+    bool seccomp_notify;
+    const char *seccomp_name;
+    uint32_t seccomp_version;
+    void *init_bpf;              /* the pid-1 filter */
+    uint16_t init_bpf_len;
+    struct child_rlimit rlimits[CHILD_MAX_RLIMITS];
+    size_t nrlimits;
+    /* the command */
+    char **argv;                 /* borrowed from fy_prepared */
+    char **envp;                 /* NULL-terminated; secrets are added per start */
+    size_t nenv;
+    const char *path_search;     /* PATH used to find argv[0] when it has no '/' */
+    /* what the result reports */
+    char *isolation_json;        /* namespaces, ids, seccomp, Landlock (compile-time view) */
+    /* every allocation of the plan, freed together */
+    void **allocs;
+    size_t nallocs, capallocs;
+};
+
+/* Per-start data for the child: fds and the envp with secrets. Lives in
+ * the parent; the child sees its copy-on-write copy. */
+struct child_args {
+    const struct linux_plan *plan;
+    int sync_fd;                 /* read: the parent's go-ahead after mapping ids */
+    int status_fd;               /* write: struct child_msg */
+    int notify_sock;             /* seccomp listener goes to the parent here (-1: none) */
+    int stdio[3];                /* what becomes 0, 1, 2 */
+    char **envp;                 /* plan envp + secret variables */
+    const struct child_secret *secrets;
+    size_t nsecrets;
+    int stdin_secret;            /* index of the stdin secret or -1 */
+};
+
+struct child_secret {
+    const char *file;            /* name under /run/secrets, or NULL */
+    const unsigned char *value;
+    size_t len;
+};
+
+/* linux-child.c: runs in the cloned child; never returns. */
+__attribute__((noreturn)) void linux_child_main(const struct child_args *a);
+
+/* linux-spawn.c: the backend's run operations (see struct fy_backend_ops). */
+int linux_compile(fy_prepared *pr, fy_error **reterr);
+void linux_plan_free_hook(void *plan);
+int lx_start(fy_handle *h, fy_error **reterr);
+int lx_process(fy_handle *h, fy_error **reterr);
+void lx_terminate(fy_handle *h);
+void lx_destroy(fy_handle *h);
+void lx_forget(fy_handle *h);
+int lx_get_fd(fy_handle *h);
+int lx_stdio_fd(fy_handle *h, uint32_t stream);
+uint64_t lx_next_deadline(fy_handle *h);
+
+/* linux-plan.c */
+int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error **reterr);
+void linux_plan_free(struct linux_plan *plan);
+
+#endif

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Versioned seccomp profiles, compiled with libseccomp into classic BPF in
+ * memory at prepare time. The result is a plain struct sock_filter array:
+ * loading it (in the child, between clone and exec) needs no libseccomp, only
+ * prctl(PR_SET_NO_NEW_PRIVS) and the raw seccomp(2) system call.
+ *
+ * The rules of each profile version are the table at the top of
+ * linux-seccomp.c; that table is the contract. */
+#ifndef FY_LINUX_SECCOMP_H
+#define FY_LINUX_SECCOMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h" /* err_set, fy_error, FY_E_* (lib/internal.h) */
+
+struct seccomp_program {
+    void *filter;     /* struct sock_filter[len], malloc'd */
+    size_t len;       /* instructions */
+    bool notify;      /* violations return SECCOMP_RET_USER_NOTIF (load with SECCOMP_FILTER_FLAG_NEW_LISTENER) */
+    const char *name; /* static: "general-build", "networked-test", "init" */
+    uint32_t version; /* profile version, 1 */
+};
+
+/* cls: FY_SECCOMP_GENERAL_BUILD or FY_SECCOMP_NETWORKED_TEST (include/forgeyard/fy-policy.h).
+ * use_notify: SECCOMP_RET_USER_NOTIF available (probed); otherwise violations are SCMP_ACT_KILL_PROCESS.
+ * On success *out owns a malloc'd program (free with fy_seccomp_program_free); on failure *out is
+ * left zeroed. Thread-safe; takes a few milliseconds. */
+int fy_seccomp_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_error **reterr);
+
+/* The tiny filter for the sandbox's own pid 1 (reaps children, forwards signals, writes to a pipe, exits):
+ * allow only wait4, waitid, kill, rt_sigtimedwait, rt_sigprocmask, rt_sigreturn, write, read, close, exit, exit_group,
+ * clock_gettime, getpid, restart_syscall; everything else (and every foreign architecture) KILL_PROCESS. */
+int fy_seccomp_compile_init(struct seccomp_program *out, fy_error **reterr);
+
+/* Frees p->filter and zeroes *p. NULL-safe, idempotent. */
+void fy_seccomp_program_free(struct seccomp_program *p);
+
+/* Name of syscall nr on audit arch `arch` (from a seccomp_notif's data.arch/data.nr), e.g. "kexec_load",
+ * "i386:mount", "x32:getpid"; writes into buf and returns it. Never fails (falls back to "syscall 123",
+ * "i386:syscall 999"); the name is truncated to fit len. */
+const char *fy_seccomp_syscall_name(uint32_t arch, int nr, char *buf, size_t len);
+
+/* 1 if (arch, nr) is a call the profile treats as a violation (so the supervisor can tell), else 0.
+ * Every foreign architecture and every x32 call is a violation. ioctl counts as one: only the
+ * TIOCSTI/TIOCLINUX forms reach the supervisor. */
+int fy_seccomp_is_violation(uint32_t cls, uint32_t arch, int nr);
+
+#endif

@@ -1,0 +1,736 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The parent side of the Linux namespace backend: creating the sandbox with
+ * clone3, mapping its ids, and driving it to a typed result without ever
+ * blocking (fy_handle_process) — reading the sandbox's status records,
+ * supervising seccomp violations, draining output, enforcing deadlines,
+ * reaping through a pidfd. No signal handlers, no waitpid(-1), no SIGCHLD
+ * (the child's exit signal is 0, so a host reaper cannot steal it). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "handle.h"
+#include "linux-plan.h"
+#include "linux-seccomp.h"
+#include "linux-syscall.h"
+
+enum kill_stage { KS_NONE, KS_SOFT, KS_HARD };
+
+struct lx {
+    pid_t pid;
+    int pidfd, epfd, timerfd;
+    int sync_wr, status_rd;
+    int notify_sock, notify_fd;
+    int child_stdio[3];     /* closed in the parent after clone */
+    int host_pipe[3];       /* FY_STDIO_PIPE: the host's end */
+    int drain_rd[3];        /* FY_STDIO_FILE: the pipe we drain ... */
+    int spool_fd[3];        /* ... into this file */
+    char **envp;            /* plan envp + secret variables (secret strings in sodium memory) */
+    unsigned char **secret_env;
+    size_t nsecret_env;
+    struct child_secret *secrets;
+    struct child_args args;
+    /* progress */
+    bool reaped, status_eof, exec_seen, exit_seen, child_error;
+    uint32_t err_step;
+    int err_errno;
+    int wstatus;
+    uint32_t landlock_abi;
+    enum kill_stage kill;
+    uint64_t grace_deadline;
+    uint64_t t_go, t_isolation, t_fs, t_exec, t_exit, t_reaped, t_eof;
+    uint64_t output_bytes, output_cap;
+    bool truncated;
+};
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static struct lx *lx_new(void) {
+    struct lx *x = calloc(1, sizeof(*x));
+    if (!x)
+        return NULL;
+    x->pidfd = x->epfd = x->timerfd = x->sync_wr = x->status_rd = -1;
+    x->notify_sock = x->notify_fd = -1;
+    for (int i = 0; i < 3; i++)
+        x->child_stdio[i] = x->host_pipe[i] = x->drain_rd[i] = x->spool_fd[i] = -1;
+    return x;
+}
+
+static void lx_free(struct lx *x) {
+    if (!x)
+        return;
+    close_fd(&x->pidfd);
+    close_fd(&x->epfd);
+    close_fd(&x->timerfd);
+    close_fd(&x->sync_wr);
+    close_fd(&x->status_rd);
+    close_fd(&x->notify_sock);
+    close_fd(&x->notify_fd);
+    for (int i = 0; i < 3; i++) {
+        close_fd(&x->child_stdio[i]);
+        close_fd(&x->host_pipe[i]);
+        close_fd(&x->drain_rd[i]);
+        close_fd(&x->spool_fd[i]);
+    }
+    for (size_t i = 0; i < x->nsecret_env; i++)
+        secret_release(x->secret_env[i]);
+    free(x->secret_env);
+    free(x->envp);
+    free(x->secrets);
+    free(x);
+}
+
+static int sys_err(fy_error **reterr, uint32_t step, const char *what) {
+    int e = errno;
+    return err_set(reterr, err_from_errno(e), step, e, NULL, "%s: %s", what, strerror(e));
+}
+
+static int epoll_watch(struct lx *x, int fd) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+    return epoll_ctl(x->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int set_nonblock(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* ---- setting up stdio and secrets ---- */
+
+static int setup_stdio(struct lx *x, const fy_prepared *pr, int stdin_secret, fy_error **reterr) {
+    const fy_policy *p = pr->policy;
+    for (int i = 0; i < 3; i++) {
+        const struct pol_stdio *s = &p->stdio[i];
+        int fds[2];
+        if (i == 0 && stdin_secret >= 0) {
+            const struct prep_secret *ps = &pr->secrets[stdin_secret];
+            if (pipe2(fds, O_CLOEXEC) < 0)
+                return sys_err(reterr, FY_STEP_SECRET, "pipe");
+            size_t want = ps->len + 4096;
+            if (ps->len && fcntl(fds[1], F_SETPIPE_SZ, (int)(want > 1048576 ? 1048576 : want)) < 0 &&
+                ps->len > 65536) {
+                close(fds[0]);
+                close(fds[1]);
+                return sys_err(reterr, FY_STEP_SECRET, "cannot size the stdin pipe for the secret");
+            }
+            ssize_t w = ps->len ? write(fds[1], ps->value, ps->len) : 0;
+            close(fds[1]);
+            if (w < 0 || (size_t)w != ps->len) {
+                close(fds[0]);
+                return err_set(reterr, FY_E_IO, FY_STEP_SECRET, errno, NULL, "writing the stdin secret failed");
+            }
+            x->child_stdio[0] = fds[0];
+            continue;
+        }
+        switch (s->mode) {
+        case FY_STDIO_NULL:
+            if ((x->child_stdio[i] = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY)) < 0)
+                return sys_err(reterr, FY_STEP_OUTPUT, "/dev/null");
+            break;
+        case FY_STDIO_FD:
+            if ((x->child_stdio[i] = fcntl(s->fd, F_DUPFD_CLOEXEC, 3)) < 0)
+                return sys_err(reterr, FY_STEP_OUTPUT, "dup");
+            break;
+        case FY_STDIO_PIPE:
+            if (pipe2(fds, O_CLOEXEC) < 0)
+                return sys_err(reterr, FY_STEP_OUTPUT, "pipe");
+            x->child_stdio[i] = i == 0 ? fds[0] : fds[1];
+            x->host_pipe[i] = i == 0 ? fds[1] : fds[0];
+            break;
+        case FY_STDIO_FILE:
+            if (pipe2(fds, O_CLOEXEC) < 0)
+                return sys_err(reterr, FY_STEP_OUTPUT, "pipe");
+            x->child_stdio[i] = fds[1];
+            x->drain_rd[i] = fds[0];
+            /* stdout and stderr may name the same file: share one spool fd. */
+            if (i == 2 && x->spool_fd[1] >= 0 && p->stdio[1].mode == FY_STDIO_FILE &&
+                strcmp(p->stdio[1].path, s->path) == 0) {
+                if ((x->spool_fd[2] = fcntl(x->spool_fd[1], F_DUPFD_CLOEXEC, 3)) < 0)
+                    return sys_err(reterr, FY_STEP_OUTPUT, "dup");
+            } else if ((x->spool_fd[i] = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_APPEND,
+                                              0600)) < 0) {
+                int e = errno;
+                return err_set(reterr, err_from_errno(e), FY_STEP_OUTPUT, e, NULL, "cannot create %s: %s", s->path,
+                               strerror(e));
+            }
+            if (set_nonblock(x->drain_rd[i]) < 0 || epoll_watch(x, x->drain_rd[i]) < 0)
+                return sys_err(reterr, FY_STEP_OUTPUT, "output pipe");
+            break;
+        }
+    }
+    return 0;
+}
+
+static int setup_secrets(struct lx *x, const fy_prepared *pr, const struct linux_plan *pl, int *stdin_secret,
+                         fy_error **reterr) {
+    *stdin_secret = -1;
+    size_t nenv = 0;
+    for (size_t i = 0; i < pr->nsecrets; i++)
+        nenv += pr->secrets[i].decl->delivery == FY_SECRET_ENV;
+    x->envp = calloc(pl->nenv + nenv + 1, sizeof(char *));
+    x->secret_env = calloc(nenv + 1, sizeof(unsigned char *));
+    x->secrets = calloc(pr->nsecrets + 1, sizeof(*x->secrets));
+    if (!x->envp || !x->secret_env || !x->secrets)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SECRET, 0, NULL, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < pl->nenv; i++) {
+        /* A secret variable replaces an explicitly set one of the same name. */
+        bool shadowed = false;
+        for (size_t k = 0; k < pr->nsecrets; k++) {
+            const struct pol_secret *d = pr->secrets[k].decl;
+            size_t tl = d->target ? strlen(d->target) : 0;
+            shadowed |= d->delivery == FY_SECRET_ENV && strncmp(pl->envp[i], d->target, tl) == 0 &&
+                        pl->envp[i][tl] == '=';
+        }
+        if (!shadowed)
+            x->envp[n++] = pl->envp[i];
+    }
+    for (size_t i = 0; i < pr->nsecrets; i++) {
+        const struct prep_secret *ps = &pr->secrets[i];
+        const struct pol_secret *d = ps->decl;
+        if (d->delivery == FY_SECRET_ENV) {
+            size_t tl = strlen(d->target);
+            if (memchr(ps->value, 0, ps->len))
+                return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL,
+                               "secret %s contains a NUL byte and cannot be an environment variable", d->name);
+            unsigned char *m = secret_alloc(NULL, tl + 1 + ps->len + 1);
+            if (!m)
+                return err_set(reterr, FY_E_NOMEM, FY_STEP_SECRET, 0, NULL, "out of memory");
+            memcpy(m, d->target, tl);
+            m[tl] = '=';
+            memcpy(m + tl + 1, ps->value, ps->len);
+            m[tl + 1 + ps->len] = '\0';
+            x->secret_env[x->nsecret_env++] = m;
+            x->envp[n++] = (char *)m;
+        } else if (d->delivery == FY_SECRET_FILE) {
+            x->secrets[x->args.nsecrets++] = (struct child_secret){d->target, ps->value, ps->len};
+        } else {
+            *stdin_secret = (int)i;
+        }
+    }
+    return 0;
+}
+
+/* ---- ids ---- */
+
+static int write_proc_file(pid_t pid, const char *name, const char *text) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t w = write(fd, text, strlen(text));
+    int e = errno;
+    close(fd);
+    return w == (ssize_t)strlen(text) ? 0 : -(w < 0 ? e : EIO);
+}
+
+static int map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
+    int r;
+    if (!pl->as_root && (r = write_proc_file(pid, "setgroups", "deny")) < 0)
+        return err_set(reterr, err_from_errno(-r), FY_STEP_UID_MAP, -r, NULL, "setgroups deny: %s", strerror(-r));
+    if ((r = write_proc_file(pid, "uid_map", pl->uid_map)) < 0)
+        return err_set(reterr, err_from_errno(-r), FY_STEP_UID_MAP, -r, NULL, "writing uid_map \"%.*s\": %s",
+                       (int)strcspn(pl->uid_map, "\n"), pl->uid_map, strerror(-r));
+    if ((r = write_proc_file(pid, "gid_map", pl->gid_map)) < 0)
+        return err_set(reterr, err_from_errno(-r), FY_STEP_UID_MAP, -r, NULL, "writing gid_map: %s", strerror(-r));
+    return 0;
+}
+
+/* ---- start ---- */
+
+static void hard_kill(struct lx *x) {
+    if (x->pidfd >= 0 && !x->reaped)
+        fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+    x->kill = KS_HARD;
+}
+
+static void reap_blocking(struct lx *x) {
+    if (x->pidfd < 0 || x->reaped)
+        return;
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    while (waitid(FY_P_PIDFD, (id_t)x->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+        ;
+    x->reaped = true;
+}
+
+static void arm_timer(fy_handle *h, struct lx *x);
+
+int lx_start(fy_handle *h, fy_error **reterr) {
+    const fy_prepared *pr = h->pr;
+    const struct linux_plan *pl = pr->plan;
+    struct lx *x = lx_new();
+    if (!x)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    int r = 0, sync[2] = {-1, -1}, status[2] = {-1, -1}, nsock[2] = {-1, -1};
+    x->output_cap = pr->policy->limit[FY_LIMIT_OUTPUT];
+    if ((x->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+        (x->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
+        r = sys_err(reterr, FY_STEP_SPAWN, "epoll/timerfd");
+        goto fail;
+    }
+    if (epoll_watch(x, x->timerfd) < 0 || epoll_watch(x, h->wake_fd) < 0) {
+        r = sys_err(reterr, FY_STEP_SPAWN, "epoll_ctl");
+        goto fail;
+    }
+    int stdin_secret;
+    if ((r = setup_secrets(x, pr, pl, &stdin_secret, reterr)) < 0 ||
+        (r = setup_stdio(x, pr, stdin_secret, reterr)) < 0)
+        goto fail;
+    if (pipe2(sync, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0) {
+        r = sys_err(reterr, FY_STEP_SPAWN, "pipe");
+        goto fail;
+    }
+    if (pl->seccomp_notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nsock) < 0) {
+        r = sys_err(reterr, FY_STEP_SECCOMP, "socketpair");
+        goto fail;
+    }
+    struct child_args *a = &x->args;
+    a->plan = pl;
+    a->sync_fd = sync[0];
+    a->status_fd = status[1];
+    a->notify_sock = nsock[1];
+    for (int i = 0; i < 3; i++)
+        a->stdio[i] = x->child_stdio[i];
+    a->envp = x->envp;
+    a->secrets = x->secrets;
+
+    int pidfd = -1;
+    struct fy_clone_args ca = {
+        .flags = pl->clone_flags | CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND,
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = 0,
+    };
+    pid_t pid = fy_sys_clone3(&ca, sizeof(ca));
+    if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+        /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */
+        pid = (pid_t)syscall(SYS_clone, (unsigned long)(pl->clone_flags | CLONE_PIDFD), 0, &pidfd, 0, 0);
+    }
+    if (pid == 0)
+        linux_child_main(a); /* never returns */
+    if (pid < 0) {
+        r = sys_err(reterr, FY_STEP_USERNS, "clone");
+        goto fail;
+    }
+    x->pid = pid;
+    x->pidfd = pidfd;
+    close(sync[0]);
+    close(status[1]);
+    sync[0] = status[1] = -1;
+    if (nsock[1] >= 0)
+        close(nsock[1]);
+    nsock[1] = -1;
+    for (int i = 0; i < 3; i++)
+        close_fd(&x->child_stdio[i]);
+    x->sync_wr = sync[1];
+    x->status_rd = status[0];
+    x->notify_sock = nsock[0];
+    sync[1] = status[0] = nsock[0] = -1;
+
+    if ((r = map_ids(pl, pid, reterr)) < 0) {
+        hard_kill(x);
+        reap_blocking(x);
+        goto fail;
+    }
+    char go = 'g';
+    if (write(x->sync_wr, &go, 1) != 1) {
+        r = sys_err(reterr, FY_STEP_SPAWN, "starting the sandbox");
+        hard_kill(x);
+        reap_blocking(x);
+        goto fail;
+    }
+    x->t_go = fy_now_usec();
+    if (set_nonblock(x->status_rd) < 0 || epoll_watch(x, x->status_rd) < 0 || epoll_watch(x, x->pidfd) < 0 ||
+        (x->notify_sock >= 0 && (set_nonblock(x->notify_sock) < 0 || epoll_watch(x, x->notify_sock) < 0))) {
+        r = sys_err(reterr, FY_STEP_SPAWN, "epoll_ctl");
+        hard_kill(x);
+        reap_blocking(x);
+        goto fail;
+    }
+    h->b = x;
+    arm_timer(h, x);
+    return 0;
+fail:
+    for (int i = 0; i < 2; i++) {
+        close_fd(&sync[i]);
+        close_fd(&status[i]);
+        close_fd(&nsock[i]);
+    }
+    lx_free(x);
+    return r;
+}
+
+/* ---- deadlines ---- */
+
+uint64_t lx_next_deadline(fy_handle *h) {
+    struct lx *x = h->b;
+    if (x->kill == KS_SOFT)
+        return x->grace_deadline;
+    if (x->kill == KS_NONE && h->end == END_NONE)
+        return h->deadline;
+    return 0;
+}
+
+static void arm_timer(fy_handle *h, struct lx *x) {
+    uint64_t t = lx_next_deadline(h);
+    struct itimerspec its = {0};
+    if (t) {
+        its.it_value.tv_sec = (time_t)(t / 1000000u);
+        its.it_value.tv_nsec = (long)(t % 1000000u) * 1000;
+        if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+            its.it_value.tv_nsec = 1;
+    }
+    timerfd_settime(x->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void lx_terminate(fy_handle *h) {
+    struct lx *x = h->b;
+    if (x->kill != KS_NONE || x->reaped)
+        return;
+    uint64_t grace = h->pr->policy->limit[FY_LIMIT_GRACE];
+    if (grace == 0) {
+        hard_kill(x);
+    } else {
+        /* Soft: the sandbox's init forwards SIGTERM to the whole tree. */
+        fy_sys_pidfd_send_signal(x->pidfd, SIGTERM, NULL, 0);
+        x->kill = KS_SOFT;
+        x->grace_deadline = fy_now_usec() + grace;
+    }
+    arm_timer(h, x);
+}
+
+/* ---- processing ---- */
+
+static void read_status(fy_handle *h, struct lx *x) {
+    for (;;) {
+        struct child_msg m;
+        ssize_t n = read(x->status_rd, &m, sizeof(m));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return; /* EAGAIN */
+        if (n == 0) {
+            x->status_eof = true;
+            epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->status_rd, NULL);
+            return;
+        }
+        if (n != sizeof(m))
+            continue; /* records are written atomically; a short one is ignored */
+        switch (m.type) {
+        case CM_ERROR:
+            if (!x->child_error) {
+                x->child_error = true;
+                x->err_step = m.step;
+                x->err_errno = m.err;
+            }
+            break;
+        case CM_STAGE:
+            if (m.aux == FY_STAGE_ISOLATION)
+                x->t_isolation = m.value;
+            else if (m.aux == FY_STAGE_FILESYSTEM)
+                x->t_fs = m.value;
+            break;
+        case CM_EXEC:
+            x->exec_seen = true;
+            x->t_exec = m.value;
+            break;
+        case CM_EXIT:
+            x->exit_seen = true;
+            x->wstatus = (int)m.aux;
+            x->t_exit = m.value;
+            break;
+        case CM_LANDLOCK:
+            x->landlock_abi = m.aux;
+            break;
+        }
+    }
+    (void)h;
+}
+
+static void receive_listener(struct lx *x) {
+    char dummy;
+    struct iovec iov = {.iov_base = &dummy, .iov_len = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    ssize_t n = recvmsg(x->notify_sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n > 0) {
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            memcpy(&x->notify_fd, CMSG_DATA(c), sizeof(int));
+            epoll_watch(x, x->notify_fd);
+        }
+    }
+    /* One listener per sandbox: the socket is done either way. */
+    epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->notify_sock, NULL);
+    close_fd(&x->notify_sock);
+}
+
+static void supervise_seccomp(fy_handle *h, struct lx *x) {
+    struct pollfd pfd = {.fd = x->notify_fd, .events = POLLIN};
+    while (poll(&pfd, 1, 0) > 0) {
+        if (pfd.revents & (POLLHUP | POLLERR)) {
+            epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->notify_fd, NULL);
+            close_fd(&x->notify_fd);
+            return;
+        }
+        struct seccomp_notif req;
+        struct seccomp_notif_resp resp;
+        memset(&req, 0, sizeof(req));
+        if (ioctl(x->notify_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
+            if (errno == EINTR || errno == ENOENT)
+                continue;
+            return;
+        }
+        char name[96];
+        fy_seccomp_syscall_name(req.data.arch, req.data.nr, name, sizeof(name));
+        handle_end(h, END_VIOLATION, FY_STEP_SECCOMP, 0, "syscall %s", name);
+        memset(&resp, 0, sizeof(resp));
+        resp.id = req.id;
+        resp.error = -EPERM;
+        ioctl(x->notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+        /* A denied dangerous call ends the attempt at once. */
+        hard_kill(x);
+    }
+}
+
+static void drain_output(fy_handle *h, struct lx *x, int i) {
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(x->drain_rd[i], buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return; /* EAGAIN */
+        if (n == 0) {
+            epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->drain_rd[i], NULL);
+            close_fd(&x->drain_rd[i]);
+            return;
+        }
+        size_t keep = (size_t)n;
+        if (x->output_cap != FY_UNLIMITED && x->output_bytes + keep > x->output_cap) {
+            keep = x->output_cap > x->output_bytes ? (size_t)(x->output_cap - x->output_bytes) : 0;
+            if (!x->truncated) {
+                x->truncated = true;
+                handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output");
+                hard_kill(x);
+            }
+        }
+        size_t off = 0;
+        while (off < keep) {
+            ssize_t w = write(x->spool_fd[i], buf + off, keep - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                handle_end(h, END_INFRA, FY_STEP_OUTPUT, errno, "writing captured output: %s", strerror(errno));
+                hard_kill(x);
+                break;
+            }
+            off += (size_t)w;
+        }
+        x->output_bytes += keep;
+    }
+}
+
+static bool outputs_open(const struct lx *x) {
+    for (int i = 1; i < 3; i++)
+        if (x->drain_rd[i] >= 0)
+            return true;
+    return false;
+}
+
+static void finish(fy_handle *h, struct lx *x) {
+    uint64_t t_clean = fy_now_usec();
+    fy_result *r = result_new();
+    if (!r)
+        return; /* retried on the next call */
+    const struct linux_plan *pl = h->pr->plan;
+    r->backend = fy_strdup(h->backend->name);
+    r->level = h->pr->sel.level;
+    r->isolation_json = fy_strdup(pl->isolation_json);
+    r->output_bytes = x->output_bytes;
+    r->truncated = x->truncated;
+    if (x->exit_seen) {
+        if (WIFEXITED(x->wstatus))
+            r->exit_code = WEXITSTATUS(x->wstatus);
+        else if (WIFSIGNALED(x->wstatus))
+            r->signal = WTERMSIG(x->wstatus);
+    }
+    if (x->child_error) {
+        r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
+        r->err_step = x->err_step;
+        r->err_os = x->err_errno;
+        r->exit_code = -1;
+        r->signal = 0;
+        if (x->err_step == FY_STEP_EXEC)
+            r->detail = fy_asprintf("cannot execute %s: %s", pl->argv[0], strerror(x->err_errno));
+        else if (x->err_errno == ELOOP && x->err_step == FY_STEP_MOUNT)
+            r->detail = fy_asprintf("mount: a workspace path contains a symbolic link (refused): %s",
+                                    strerror(x->err_errno));
+        else
+            r->detail = fy_asprintf("%s: %s", fy_step_name(x->err_step), strerror(x->err_errno));
+    } else if (h->end == END_VIOLATION) {
+        r->outcome = FY_OUTCOME_SANDBOX_VIOLATION;
+    } else if (h->end == END_RESOURCE) {
+        r->outcome = FY_OUTCOME_RESOURCE_EXCEEDED;
+    } else if (h->end == END_INFRA) {
+        r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
+        r->err_step = h->infra_step;
+        r->err_os = h->infra_os;
+    } else if (h->end == END_TIMEOUT) {
+        r->outcome = FY_OUTCOME_TIMED_OUT;
+    } else if (h->end == END_CANCEL) {
+        r->outcome = FY_OUTCOME_CANCELLED;
+        r->cancel_reason = h->cancel_reason;
+    } else if (!x->exit_seen) {
+        r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
+        r->err_step = FY_STEP_WAIT;
+        r->detail = fy_strdup("the sandbox ended before reporting the workload's status");
+    } else if (WIFEXITED(x->wstatus)) {
+        r->outcome = WEXITSTATUS(x->wstatus) == 0 ? FY_OUTCOME_SUCCEEDED : FY_OUTCOME_FAILED;
+    } else if (WIFSIGNALED(x->wstatus) && WTERMSIG(x->wstatus) == SIGSYS && pl->bpf && !pl->seccomp_notify) {
+        r->outcome = FY_OUTCOME_SANDBOX_VIOLATION;
+        r->detail = fy_strdup("syscall (killed by the seccomp filter; this host cannot name it)");
+    } else {
+        r->outcome = FY_OUTCOME_SIGNALED;
+    }
+    if (!r->detail && h->end_detail)
+        r->detail = fy_strdup(h->end_detail);
+    /* Stage times (all CLOCK_MONOTONIC, the same clock inside and out). */
+    uint64_t t_iso = x->t_isolation ? x->t_isolation : x->t_go;
+    r->stage[FY_STAGE_PREPARE] = h->pr->prepare_usec;
+    r->stage[FY_STAGE_ISOLATION] = t_iso > h->t_start ? t_iso - h->t_start : 0;
+    if (x->t_fs && x->t_fs >= t_iso)
+        r->stage[FY_STAGE_FILESYSTEM] = x->t_fs - t_iso;
+    if (x->t_exec && x->t_fs && x->t_exec >= x->t_fs)
+        r->stage[FY_STAGE_EXEC] = x->t_exec - x->t_fs;
+    if (x->t_exit && x->t_exec && x->t_exit >= x->t_exec)
+        r->stage[FY_STAGE_RUN] = x->t_exit - x->t_exec;
+    uint64_t t_end = x->t_reaped ? x->t_reaped : t_clean;
+    if (x->t_eof > t_end)
+        r->stage[FY_STAGE_OUTPUT] = x->t_eof - t_end;
+    /* Cleanup: nothing of the sandbox lives outside its namespaces; release
+     * the library's side. */
+    for (int i = 0; i < 3; i++)
+        close_fd(&x->spool_fd[i]);
+    close_fd(&x->notify_fd);
+    close_fd(&x->sync_wr);
+    r->stage[FY_STAGE_CLEANUP] = fy_now_usec() - t_clean;
+    h->result = r;
+}
+
+int lx_process(fy_handle *h, fy_error **reterr) {
+    struct lx *x = h->b;
+    struct epoll_event evs[8];
+    /* Consume readiness; the work below looks at every source anyway. */
+    while (epoll_wait(x->epfd, evs, 8, 0) == 8)
+        ;
+    uint64_t expirations;
+    if (read(x->timerfd, &expirations, sizeof(expirations)) < 0) {
+        /* EAGAIN: not expired */
+    }
+    if (x->status_rd >= 0 && !x->status_eof)
+        read_status(h, x);
+    if (x->notify_sock >= 0)
+        receive_listener(x);
+    if (x->notify_fd >= 0)
+        supervise_seccomp(h, x);
+    for (int i = 1; i < 3; i++)
+        if (x->drain_rd[i] >= 0)
+            drain_output(h, x, i);
+    uint64_t now = fy_now_usec();
+    if (x->kill == KS_NONE && h->end == END_NONE && h->deadline && now >= h->deadline) {
+        handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
+                   (unsigned long long)(h->pr->policy->limit[FY_LIMIT_WALL_TIME] / 1000));
+        lx_terminate(h);
+    }
+    if (x->kill == KS_SOFT && now >= x->grace_deadline)
+        hard_kill(x);
+    if (x->child_error && x->kill == KS_NONE)
+        hard_kill(x); /* a failed setup leaves nothing half-built running */
+    if (!x->reaped) {
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        if (waitid(FY_P_PIDFD, (id_t)x->pidfd, &si, WEXITED | WNOHANG | __WALL) == 0 && si.si_pid != 0) {
+            x->reaped = true;
+            x->t_reaped = fy_now_usec();
+            epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
+        } else if (errno == ECHILD) {
+            x->reaped = true; /* cannot happen unless someone reaped our child */
+        }
+    }
+    if (x->reaped && !x->status_eof)
+        read_status(h, x);
+    arm_timer(h, x);
+    if (!x->reaped || !x->status_eof || outputs_open(x))
+        return 0;
+    if (!x->t_eof)
+        x->t_eof = fy_now_usec();
+    finish(h, x);
+    if (!h->result)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_WAIT, 0, NULL, "out of memory");
+    return 1;
+}
+
+void lx_destroy(fy_handle *h) {
+    struct lx *x = h->b;
+    if (!x)
+        return;
+    if (!x->reaped) {
+        hard_kill(x);
+        reap_blocking(x);
+    }
+    lx_free(x);
+    h->b = NULL;
+}
+
+void lx_forget(fy_handle *h) {
+    /* In a forked copy of the host: the fds are copies, closing them does not
+     * affect the parent's sandbox; never signal it. */
+    struct lx *x = h->b;
+    if (x)
+        x->reaped = true;
+    lx_free(x);
+    h->b = NULL;
+}
+
+int lx_get_fd(fy_handle *h) { return ((struct lx *)h->b)->epfd; }
+
+int lx_stdio_fd(fy_handle *h, uint32_t stream) {
+    struct lx *x = h->b;
+    return x->host_pipe[stream] >= 0 ? x->host_pipe[stream] : FY_E_STATE;
+}
+
+/* ---- plan hooks for the backend table ---- */
+
+int linux_compile(fy_prepared *pr, fy_error **reterr) {
+    struct linux_plan *pl = NULL;
+    int r = linux_plan_compile(pr, &pl, reterr);
+    if (r < 0)
+        return r;
+    pr->plan = pl;
+    return 0;
+}
+
+void linux_plan_free_hook(void *plan) { linux_plan_free(plan); }
+

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages the build, the tests and the demo need,
+# only those that are missing. Needs root (or sudo) when something is missing.
+set -euo pipefail
+
+pkgs=(
+  gcc g++ clang libclang-rt-14-dev pkg-config meson ninja-build python3
+  libseccomp-dev libcap-dev libarchive-dev libsodium-dev libjansson-dev
+  check abigail-tools mandoc util-linux iproute2
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,667 @@
+/* The functional Linux/VM probe against the truth of the host it runs on.
+ *
+ * Expectations are computed independently where possible (the Landlock ABI,
+ * the cgroup layout from /proc/self/mountinfo, whether /dev/kvm and QEMU
+ * exist), so the suite holds on other hosts too; on the reference host
+ * (hybrid cgroups, kvm_pvm) the assertions pin its known facts. Also covered:
+ * an unprivileged run (uid 65534), a simulated host whose outer seccomp
+ * filter denies user namespaces, a hung KVM guest, FY_PROBE_NO_VM, and that
+ * no cgroup directory, fd or child process is left behind. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "config.h"
+
+#ifndef __NR_landlock_create_ruleset
+#  define __NR_landlock_create_ruleset 444
+#endif
+
+#if FY_HAVE_VM
+int vm_kvm_probe_code(const uint8_t *code, size_t len, int deadline_ms, char *reason,
+                      size_t size);
+#endif
+
+/* ---- helpers ---- */
+
+static int count_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+static bool no_children_left(void) {
+    int st;
+    return waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD;
+}
+
+static bool is_root(void) {
+    return geteuid() == 0;
+}
+
+/* Independent cgroup facts from /proc/self/mountinfo. */
+struct cg_facts {
+    bool v2_mounted;
+    bool v1_controllers; /* any v1 hierarchy with a real controller */
+    char v2_mount[256];
+};
+
+static void cg_facts(struct cg_facts *f) {
+    memset(f, 0, sizeof *f);
+    FILE *fp = fopen("/proc/self/mountinfo", "re");
+    ck_assert_ptr_nonnull(fp);
+    char line[4096];
+    while (fgets(line, sizeof line, fp)) {
+        char *dash = strstr(line, " - ");
+        if (!dash)
+            continue;
+        char fstype[64] = "", src[256] = "", opts[1024] = "", mnt[256] = "";
+        if (sscanf(dash + 3, "%63s %255s %1023s", fstype, src, opts) < 1)
+            continue;
+        if (sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1)
+            continue;
+        if (strcmp(fstype, "cgroup2") == 0 && !f->v2_mounted) {
+            f->v2_mounted = true;
+            snprintf(f->v2_mount, sizeof f->v2_mount, "%s", mnt);
+        }
+        if (strcmp(fstype, "cgroup") == 0) {
+            static const char *const ctl[] = { "memory", "pids", "cpu", "cpuacct", "freezer",
+                                               "blkio", "cpuset", "devices", "net_cls",
+                                               "perf_event", "hugetlb", "rdma", "misc" };
+            for (size_t i = 0; i < sizeof ctl / sizeof ctl[0]; i++) {
+                size_t l = strlen(ctl[i]);
+                for (char *p = opts; (p = strstr(p, ctl[i])); p += l)
+                    if ((p == opts || p[-1] == ',') && (p[l] == ',' || p[l] == '\0'))
+                        f->v1_controllers = true;
+            }
+        }
+    }
+    fclose(fp);
+}
+
+static bool program_exists(const char *name) {
+    const char *path = getenv("PATH");
+    char buf[4096];
+    char *copy = strdup(path ? path : "");
+    bool found = false;
+    char *save = NULL;
+    for (char *dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+        snprintf(buf, sizeof buf, "%s/%s", dir, name);
+        found = access(buf, X_OK) == 0;
+    }
+    free(copy);
+    if (!found) {
+        snprintf(buf, sizeof buf, "/usr/bin/%s", name);
+        found = access(buf, X_OK) == 0;
+    }
+    return found;
+}
+
+static const char *qemu_name(void) {
+#if defined(__x86_64__)
+    return "qemu-system-x86_64";
+#elif defined(__aarch64__)
+    return "qemu-system-aarch64";
+#else
+    return "qemu-system-unknown";
+#endif
+}
+
+/* Entries named fy-probe-<pid>-* in dir. */
+static int leftovers_in(const char *dir, pid_t pid) {
+    if (!dir)
+        return 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "fy-probe-%d-", (int)pid);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+static int leftovers(const fy_caps *c, pid_t pid) {
+    const struct caps_host *h = &c->host;
+    return leftovers_in(h->cg1_memory, pid) + leftovers_in(h->cg1_pids, pid) +
+           leftovers_in(h->cg1_cpu, pid) + leftovers_in(h->cg1_freezer, pid) +
+           leftovers_in(h->cg1_blkio, pid) + leftovers_in(h->cg1_cpuacct, pid) +
+           leftovers_in(h->cg2_dir, pid);
+}
+
+static fy_caps *probe(uint64_t flags) {
+    fy_caps *c = NULL;
+    fy_error *e = NULL;
+    int r = fy_probe(flags, &c, &e);
+    ck_assert_msg(r == 0, "fy_probe: %d %s", r, e ? fy_error_message(e) : "");
+    ck_assert_ptr_nonnull(c);
+    return c;
+}
+
+#define ASSERT_PRESENT(c, cap) \
+    ck_assert_msg(fy_caps_has(c, cap) == 1, "%s should be present: %s", fy_cap_name(cap), \
+                  fy_caps_reason(c, cap))
+#define ASSERT_MISSING(c, cap) \
+    ck_assert_msg(fy_caps_has(c, cap) == 0, "%s should be missing: %s", fy_cap_name(cap), \
+                  fy_caps_reason(c, cap))
+
+/* Every probed capability has a reason; every missing one probed by us a
+ * specific one (not the generic "not probed"). */
+static void assert_reasons(const fy_caps *c, bool vm) {
+    for (uint32_t i = 1; i <= FY_CAP_MAX_; i++) {
+        const char *r = fy_caps_reason(c, i);
+        ck_assert_msg(r && *r, "%s has no reason", fy_cap_name(i));
+        bool is_vm = i == FY_CAP_KVM || i == FY_CAP_QEMU || i == FY_CAP_QEMU_TCG ||
+                     i == FY_CAP_QEMU_MICROVM || i == FY_CAP_FIRECRACKER ||
+                     i == FY_CAP_CLOUD_HYPERVISOR || i == FY_CAP_CONFIDENTIAL_VM;
+        if (!is_vm || vm)
+            ck_assert_msg(strncmp(r, "not probed", 10) != 0, "%s: %s", fy_cap_name(i), r);
+    }
+}
+
+/* ---- the host as it is ---- */
+
+START_TEST(test_host_truth) {
+    int fds = count_fds();
+    fy_caps *c = probe(FY_PROBE_FRESH);
+    ck_assert_int_eq(count_fds(), fds);
+    ck_assert(no_children_left());
+    assert_reasons(c, FY_HAVE_VM);
+
+    /* namespaces (this host allows user namespaces: max_user_namespaces > 0) */
+    ASSERT_PRESENT(c, FY_CAP_USERNS);
+    ASSERT_PRESENT(c, FY_CAP_MOUNTNS);
+    ASSERT_PRESENT(c, FY_CAP_PIDNS);
+    ASSERT_PRESENT(c, FY_CAP_NETNS);
+    ASSERT_PRESENT(c, FY_CAP_IPCNS);
+    ASSERT_PRESENT(c, FY_CAP_UTSNS);
+    ASSERT_PRESENT(c, FY_CAP_CGROUPNS);
+    ASSERT_PRESENT(c, FY_CAP_MOUNT_API);
+    if (is_root())
+        ASSERT_PRESENT(c, FY_CAP_UID_RANGE);
+    else
+        ASSERT_MISSING(c, FY_CAP_UID_RANGE);
+
+    /* process-level controls */
+    ASSERT_PRESENT(c, FY_CAP_SECCOMP);
+    ASSERT_PRESENT(c, FY_CAP_NO_NEW_PRIVS);
+    ASSERT_PRESENT(c, FY_CAP_PIDFD);
+    ASSERT_PRESENT(c, FY_CAP_CLONE3);
+    ASSERT_PRESENT(c, FY_CAP_OPENAT2);
+    long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, 1u);
+    int64_t v = -1;
+    ck_assert_int_eq(fy_caps_value(c, FY_CAP_LANDLOCK, &v), 0);
+    if (abi > 0) {
+        ASSERT_PRESENT(c, FY_CAP_LANDLOCK);
+        ck_assert_int_eq(v, abi);
+    } else {
+        ASSERT_MISSING(c, FY_CAP_LANDLOCK);
+    }
+
+    /* host facts */
+    ck_assert_int_eq(c->host.uid, getuid());
+    ck_assert_int_eq(c->host.gid, getgid());
+    ck_assert_ptr_nonnull(c->host.kernel_release);
+    ck_assert_ptr_nonnull(c->host.cgroup_mode);
+
+    /* cgroups, against an independent reading of mountinfo */
+    struct cg_facts f;
+    cg_facts(&f);
+    const char *mode = f.v1_controllers && f.v2_mounted ? "hybrid"
+                       : f.v1_controllers              ? "v1"
+                       : f.v2_mounted                  ? "v2"
+                                                       : "none";
+    ck_assert_str_eq(c->host.cgroup_mode, mode);
+    if (strcmp(mode, "hybrid") == 0) {
+        /* The reference host: memory, pids, cpu... on v1; cgroup2 with hugetlb only. */
+        char ctl[256] = "";
+        char path[512];
+        snprintf(path, sizeof path, "%s/cgroup.controllers", f.v2_mount);
+        FILE *fp = fopen(path, "re");
+        if (fp) {
+            if (!fgets(ctl, sizeof ctl, fp))
+                ctl[0] = '\0';
+            fclose(fp);
+        }
+        if (!strstr(ctl, "memory")) {
+            ASSERT_MISSING(c, FY_CAP_CGROUP_V2);
+            ck_assert_msg(strstr(fy_caps_reason(c, FY_CAP_CGROUP_V2), "controllers") ||
+                              strstr(fy_caps_reason(c, FY_CAP_CGROUP_V2), "EACCES"),
+                          "%s", fy_caps_reason(c, FY_CAP_CGROUP_V2));
+            ck_assert_ptr_nonnull(fy_caps_hint(c, FY_CAP_CGROUP_V2));
+            if (is_root()) {
+                ASSERT_PRESENT(c, FY_CAP_CGROUP_V1);
+                ASSERT_PRESENT(c, FY_CAP_CGROUP_MEMORY);
+                ASSERT_PRESENT(c, FY_CAP_CGROUP_PIDS);
+                ASSERT_PRESENT(c, FY_CAP_CGROUP_CPU);
+                ck_assert_int_eq(fy_caps_value(c, FY_CAP_CGROUP_MEMORY, &v), 0);
+                ck_assert_int_eq(v, 1);
+                ck_assert_int_eq(fy_caps_value(c, FY_CAP_CGROUP_PIDS, &v), 0);
+                ck_assert_int_eq(v, 1);
+                ck_assert_int_eq(fy_caps_value(c, FY_CAP_CGROUP_CPU, &v), 0);
+                ck_assert_int_eq(v, 1);
+                ck_assert_ptr_nonnull(c->host.cg1_memory);
+                ck_assert_ptr_nonnull(c->host.cg1_pids);
+                ck_assert_ptr_nonnull(c->host.cg1_cpu);
+            }
+        }
+    }
+    if (c->host.cg1_memory) {
+        /* our own memory cgroup, as /proc/self/cgroup says */
+        ck_assert(strncmp(c->host.cg1_memory, "/sys/fs/cgroup/", 15) == 0 ||
+                  c->host.cg1_memory[0] == '/');
+        struct stat st;
+        ck_assert_int_eq(stat(c->host.cg1_memory, &st), 0);
+    }
+
+#if FY_HAVE_VM
+    /* KVM: /dev/kvm opening is not enough; on the reference host guests crawl. */
+    if (access("/dev/kvm", F_OK) == 0) {
+        const char *r = fy_caps_reason(c, FY_CAP_KVM);
+        if (fy_caps_has(c, FY_CAP_KVM) == 1)
+            ck_assert_msg(strstr(r, "long mode") != NULL, "%s", r);
+        else if (access("/dev/kvm", R_OK | W_OK) == 0)
+            ck_assert_msg(strstr(r, "unusable") != NULL, "%s", r);
+        else
+            ck_assert_msg(strstr(r, "/dev/kvm") != NULL, "%s", r);
+        if (access("/sys/module/kvm_pvm", F_OK) == 0 && access("/dev/kvm", R_OK | W_OK) == 0) {
+            ASSERT_MISSING(c, FY_CAP_KVM);
+            ck_assert_msg(strstr(r, "kvm: unusable") != NULL, "%s", r);
+        }
+    } else {
+        ASSERT_MISSING(c, FY_CAP_KVM);
+    }
+    if (program_exists(qemu_name())) {
+        ASSERT_PRESENT(c, FY_CAP_QEMU);
+        ASSERT_PRESENT(c, FY_CAP_QEMU_TCG);
+        ck_assert_ptr_nonnull(c->host.qemu_path);
+    } else {
+        ASSERT_MISSING(c, FY_CAP_QEMU);
+    }
+    if (!program_exists("firecracker"))
+        ASSERT_MISSING(c, FY_CAP_FIRECRACKER);
+    /* the probe stays fast, the KVM deadline included */
+    ck_assert_msg(c->probe_usec < 2500000, "probe took %llu us",
+                  (unsigned long long)c->probe_usec);
+#endif
+    if (program_exists("bwrap"))
+        ck_assert_ptr_nonnull(c->host.bwrap_path);
+    if (!program_exists("crun") && !program_exists("runc"))
+        ASSERT_MISSING(c, FY_CAP_OCI_RUNTIME);
+
+    ck_assert_int_eq(leftovers(c, getpid()), 0);
+    fy_caps_free(c);
+    ck_assert_int_eq(count_fds(), fds);
+}
+END_TEST
+
+START_TEST(test_no_vm_flag) {
+    /* vm_probe with FY_PROBE_NO_VM does not touch the VM entries */
+    fy_caps *c = caps_new();
+    ck_assert_ptr_nonnull(c);
+#if FY_HAVE_VM
+    ck_assert_int_eq(vm_probe(c, FY_PROBE_NO_VM, NULL), 0);
+#endif
+    for (uint32_t i = FY_CAP_KVM; i <= FY_CAP_CLOUD_HYPERVISOR; i++)
+        ck_assert_int_eq(c->e[i].state, CAP_NOT_PROBED);
+    ck_assert_int_eq(c->e[FY_CAP_CONFIDENTIAL_VM].state, CAP_NOT_PROBED);
+    ck_assert_ptr_null(c->host.qemu_path);
+    caps_free_internal(c);
+
+    uint64_t t0 = fy_now_usec();
+    c = probe(FY_PROBE_FRESH | FY_PROBE_NO_VM);
+    ck_assert_msg(fy_now_usec() - t0 < 1500000, "a NO_VM probe should be quick");
+    ASSERT_PRESENT(c, FY_CAP_USERNS);
+    ASSERT_MISSING(c, FY_CAP_KVM);
+    ck_assert_ptr_null(c->host.qemu_path);
+    fy_caps_free(c);
+}
+END_TEST
+
+/* ---- probes run in a forked child, results in shared memory ---- */
+
+#define REASON_LEN 600
+struct shared_result {
+    int done;
+    int rc;
+    int state[FY_CAP_MAX_ + 1];
+    int64_t value[FY_CAP_MAX_ + 1];
+    char reason[FY_CAP_MAX_ + 1][REASON_LEN];
+    int leftovers;
+    char setup_error[256];
+};
+
+typedef int (*child_setup)(struct shared_result *res);
+
+static struct shared_result *run_probe_in_child(child_setup setup, pid_t *ret_pid) {
+    struct shared_result *res = mmap(NULL, sizeof *res, PROT_READ | PROT_WRITE,
+                                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(res, MAP_FAILED);
+    memset(res, 0, sizeof *res);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (setup(res) < 0)
+            _exit(2);
+        fy_caps *c = NULL;
+        res->rc = fy_probe(FY_PROBE_FRESH, &c, NULL);
+        if (res->rc == 0) {
+            for (uint32_t i = 1; i <= FY_CAP_MAX_; i++) {
+                res->state[i] = fy_caps_has(c, i);
+                fy_caps_value(c, i, &res->value[i]);
+                snprintf(res->reason[i], REASON_LEN, "%s", fy_caps_reason(c, i));
+            }
+            res->leftovers = leftovers(c, getpid());
+            fy_caps_free(c);
+        }
+        res->done = 1;
+        _exit(0);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(res->setup_error[0] == '\0', "child setup: %s", res->setup_error);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "probe child status 0x%x", st);
+    ck_assert_int_eq(res->done, 1);
+    ck_assert_int_eq(res->rc, 0);
+    if (ret_pid)
+        *ret_pid = pid;
+    return res;
+}
+
+static int setup_nobody(struct shared_result *res) {
+    if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+        setresuid(65534, 65534, 65534) < 0) {
+        snprintf(res->setup_error, sizeof res->setup_error, "dropping to 65534: %s",
+                 strerror(errno));
+        return -1;
+    }
+    /* like a program exec'd as 65534 (setpriv): the uid change cleared it */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    return 0;
+}
+
+START_TEST(test_unprivileged) {
+    if (!is_root())
+        return; /* already unprivileged: test_host_truth covers it */
+    pid_t pid;
+    struct shared_result *r = run_probe_in_child(setup_nobody, &pid);
+    ck_assert_msg(r->state[FY_CAP_USERNS] == 1, "userns: %s", r->reason[FY_CAP_USERNS]);
+    ck_assert_msg(r->state[FY_CAP_MOUNTNS] == 1, "mountns: %s", r->reason[FY_CAP_MOUNTNS]);
+    ck_assert_msg(r->state[FY_CAP_UID_RANGE] == 0, "%s", r->reason[FY_CAP_UID_RANGE]);
+    ck_assert(strstr(r->reason[FY_CAP_UID_RANGE], "not root") != NULL);
+    ck_assert_msg(r->state[FY_CAP_SECCOMP] == 1, "%s", r->reason[FY_CAP_SECCOMP]);
+    struct cg_facts f;
+    cg_facts(&f);
+    if (f.v1_controllers) {
+        /* v1 hierarchies belong to root: mkdir of a child fails */
+        ck_assert_msg(r->state[FY_CAP_CGROUP_MEMORY] == 0, "%s", r->reason[FY_CAP_CGROUP_MEMORY]);
+        ck_assert_msg(strstr(r->reason[FY_CAP_CGROUP_MEMORY], "EACCES") != NULL, "%s",
+                      r->reason[FY_CAP_CGROUP_MEMORY]);
+        ck_assert_msg(r->state[FY_CAP_CGROUP_V1] == 0, "%s", r->reason[FY_CAP_CGROUP_V1]);
+    }
+    if (access("/dev/kvm", F_OK) == 0 && FY_HAVE_VM) {
+        struct stat st;
+        if (stat("/dev/kvm", &st) == 0 && !(st.st_mode & S_IROTH))
+            ck_assert_msg(strstr(r->reason[FY_CAP_KVM], "EACCES") != NULL, "%s",
+                          r->reason[FY_CAP_KVM]);
+    }
+    ck_assert_int_eq(r->leftovers, 0);
+    munmap(r, sizeof *r);
+}
+END_TEST
+
+static int setup_not_dumpable(struct shared_result *res) {
+    if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+        setresuid(65534, 65534, 65534) < 0) {
+        snprintf(res->setup_error, sizeof res->setup_error, "dropping to 65534: %s",
+                 strerror(errno));
+        return -1;
+    }
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    return 0;
+}
+
+START_TEST(test_not_dumpable) {
+    /* A non-dumpable process cannot write its own uid_map: the probe must say so. */
+    if (!is_root())
+        return;
+    struct shared_result *r = run_probe_in_child(setup_not_dumpable, NULL);
+    ck_assert_msg(r->state[FY_CAP_USERNS] == 0, "%s", r->reason[FY_CAP_USERNS]);
+    ck_assert_msg(strstr(r->reason[FY_CAP_USERNS], "dumpable") != NULL, "%s",
+                  r->reason[FY_CAP_USERNS]);
+    munmap(r, sizeof *r);
+}
+END_TEST
+
+/* A host whose (outer) seccomp profile denies user namespaces. */
+static int setup_userns_denied(struct shared_result *res) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx) {
+        snprintf(res->setup_error, sizeof res->setup_error, "seccomp_init failed");
+        return -1;
+    }
+    int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+    if (r == 0)
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+    /* clone3's flags live in memory seccomp cannot read: make it look absent */
+    if (r == 0)
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    if (r == 0)
+        r = seccomp_load(ctx);
+    seccomp_release(ctx);
+    if (r < 0) {
+        snprintf(res->setup_error, sizeof res->setup_error, "libseccomp: %s", strerror(-r));
+        return -1;
+    }
+    if (unshare(CLONE_NEWUSER) == 0 || errno != EPERM) {
+        snprintf(res->setup_error, sizeof res->setup_error, "filter not effective");
+        return -1;
+    }
+    return 0;
+}
+
+START_TEST(test_userns_denied) {
+    long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, 1u);
+    pid_t pid;
+    struct shared_result *r = run_probe_in_child(setup_userns_denied, &pid);
+    ck_assert_msg(r->state[FY_CAP_USERNS] == 0, "userns: %s", r->reason[FY_CAP_USERNS]);
+    ck_assert_msg(strstr(r->reason[FY_CAP_USERNS], "EPERM") != NULL, "%s",
+                  r->reason[FY_CAP_USERNS]);
+    ck_assert_msg(strstr(r->reason[FY_CAP_USERNS], "unshare(CLONE_NEWUSER)") != NULL, "%s",
+                  r->reason[FY_CAP_USERNS]);
+    ck_assert_msg(strstr(r->reason[FY_CAP_USERNS], "outer seccomp") != NULL, "%s",
+                  r->reason[FY_CAP_USERNS]);
+    ck_assert_msg(r->state[FY_CAP_UID_RANGE] == 0, "%s", r->reason[FY_CAP_UID_RANGE]);
+    /* the process level still works */
+    ck_assert_msg(r->state[FY_CAP_SECCOMP] == 1, "%s", r->reason[FY_CAP_SECCOMP]);
+    ck_assert_msg(strstr(r->reason[FY_CAP_SECCOMP], "outer seccomp") != NULL, "%s",
+                  r->reason[FY_CAP_SECCOMP]);
+    ck_assert_msg(r->state[FY_CAP_NO_NEW_PRIVS] == 1, "%s", r->reason[FY_CAP_NO_NEW_PRIVS]);
+    ck_assert_msg(r->state[FY_CAP_PIDFD] == 1, "%s", r->reason[FY_CAP_PIDFD]);
+    ck_assert_msg(r->state[FY_CAP_OPENAT2] == 1, "%s", r->reason[FY_CAP_OPENAT2]);
+    if (abi > 0) {
+        ck_assert_msg(r->state[FY_CAP_LANDLOCK] == 1, "%s", r->reason[FY_CAP_LANDLOCK]);
+        ck_assert_int_eq(r->value[FY_CAP_LANDLOCK], abi);
+    }
+    /* clone3 hidden by the filter: reported, not crashed on */
+    ck_assert_msg(r->state[FY_CAP_CLONE3] == 0, "%s", r->reason[FY_CAP_CLONE3]);
+    ck_assert(strstr(r->reason[FY_CAP_CLONE3], "ENOSYS") != NULL);
+    if (is_root()) {
+        /* root has CAP_SYS_ADMIN: namespaces without a user namespace still work */
+        ck_assert_msg(r->state[FY_CAP_MOUNTNS] == 1, "%s", r->reason[FY_CAP_MOUNTNS]);
+        ck_assert(strstr(r->reason[FY_CAP_MOUNTNS], "without a user namespace") != NULL);
+        ck_assert_msg(r->state[FY_CAP_PIDNS] == 1, "%s", r->reason[FY_CAP_PIDNS]);
+    } else {
+        ck_assert_msg(r->state[FY_CAP_MOUNTNS] == 0, "%s", r->reason[FY_CAP_MOUNTNS]);
+        ck_assert(strstr(r->reason[FY_CAP_MOUNTNS], "needs a user namespace") != NULL);
+    }
+    ck_assert_int_eq(r->leftovers, 0);
+    munmap(r, sizeof *r);
+}
+END_TEST
+
+#if FY_HAVE_VM
+START_TEST(test_kvm_hung_guest) {
+    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return; /* nothing to hang */
+    close(fd);
+    int fds = count_fds();
+    static const uint8_t spin[] = { 0xeb, 0xfe }; /* jmp $ */
+    char reason[1024];
+    uint64_t t0 = fy_now_usec();
+    int r = vm_kvm_probe_code(spin, sizeof spin, 300, reason, sizeof reason);
+    uint64_t ms = (fy_now_usec() - t0) / 1000;
+    ck_assert_int_eq(r, 0);
+    ck_assert_msg(strstr(reason, "kvm: unusable") != NULL, "%s", reason);
+    ck_assert_msg(strstr(reason, "3 instructions within 300 ms") != NULL, "%s", reason);
+    ck_assert_msg(strstr(reason, "SIGKILLed and reaped") != NULL, "%s", reason);
+    ck_assert_msg(ms < 1500, "took %llu ms", (unsigned long long)ms);
+    ck_assert(no_children_left());
+    ck_assert_int_eq(count_fds(), fds);
+
+    /* the real three instructions run quickly on any KVM that runs guests at all */
+    static const uint8_t ok[] = { 0xb0, 0x2a, 0xe6, 0x10, 0xf4 };
+    r = vm_kvm_probe_code(ok, sizeof ok, 1000, reason, sizeof reason);
+    ck_assert_msg(r == 1 || strstr(reason, "unusable"), "%s", reason);
+    /* a wrong port is not a success */
+    static const uint8_t wrong[] = { 0xb0, 0x2a, 0xe6, 0x11, 0xf4 };
+    r = vm_kvm_probe_code(wrong, sizeof wrong, 1000, reason, sizeof reason);
+    ck_assert_int_eq(r, 0);
+    ck_assert(no_children_left());
+    ck_assert_int_eq(count_fds(), fds);
+}
+END_TEST
+#endif
+
+START_TEST(test_repeat_no_leaks) {
+    /* run twice more: nothing accumulates */
+    int fds = count_fds();
+    for (int i = 0; i < 2; i++) {
+        fy_caps *c = probe(FY_PROBE_FRESH | FY_PROBE_NO_VM);
+        ck_assert_int_eq(leftovers(c, getpid()), 0);
+        fy_caps_free(c);
+    }
+    ck_assert_int_eq(count_fds(), fds);
+    ck_assert(no_children_left());
+}
+END_TEST
+
+/* ---- a multi-threaded host: concurrent probes while other threads allocate ---- */
+
+struct thread_arg {
+    int rc;
+    int userns, seccomp, mountns;
+};
+
+static void *probe_thread(void *p) {
+    struct thread_arg *a = p;
+    fy_caps *c = NULL;
+    a->rc = fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &c, NULL);
+    if (a->rc == 0) {
+        a->userns = fy_caps_has(c, FY_CAP_USERNS);
+        a->mountns = fy_caps_has(c, FY_CAP_MOUNTNS);
+        a->seccomp = fy_caps_has(c, FY_CAP_SECCOMP);
+        fy_caps_free(c);
+    }
+    return NULL;
+}
+
+static volatile int churn_stop;
+
+static void *churn_thread(void *p) {
+    (void)p;
+    while (!churn_stop) {
+        void *v[64];
+        for (int i = 0; i < 64; i++)
+            v[i] = malloc((size_t)(16 + i * 32));
+        for (int i = 0; i < 64; i++)
+            free(v[i]);
+    }
+    return NULL;
+}
+
+START_TEST(test_threaded_host) {
+    int fds = count_fds();
+    pthread_t churn[2], t[4];
+    struct thread_arg a[4];
+    memset(a, 0, sizeof a);
+    churn_stop = 0;
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&churn[i], NULL, churn_thread, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, probe_thread, &a[i]), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    churn_stop = 1;
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_join(churn[i], NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(a[i].rc, 0);
+        ck_assert_int_eq(a[i].userns, 1);
+        ck_assert_int_eq(a[i].mountns, 1);
+        ck_assert_int_eq(a[i].seccomp, 1);
+    }
+    /* only now: while threads run, one sees another's probe directories */
+    fy_caps *c = probe(FY_PROBE_FRESH | FY_PROBE_NO_VM);
+    ck_assert_int_eq(leftovers(c, getpid()), 0);
+    fy_caps_free(c);
+    ck_assert_int_eq(count_fds(), fds);
+    ck_assert(no_children_left());
+}
+END_TEST
+
+static Suite *probe_suite(void) {
+    Suite *s = suite_create("probe");
+    TCase *tc = tcase_create("linux");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_host_truth);
+    tcase_add_test(tc, test_no_vm_flag);
+    tcase_add_test(tc, test_unprivileged);
+    tcase_add_test(tc, test_not_dumpable);
+    tcase_add_test(tc, test_userns_denied);
+#if FY_HAVE_VM
+    tcase_add_test(tc, test_kvm_hung_guest);
+#endif
+    tcase_add_test(tc, test_repeat_no_leaks);
+    tcase_add_test(tc, test_threaded_host);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(probe_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,852 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The seccomp profiles, proven against the running kernel.
+ *
+ * Every filter is loaded in a forked child, never in the test process: the
+ * child sets no_new_privs and loads the compiled program with the raw
+ * seccomp(2) call, exactly as the sandbox child does. With user notification
+ * the test process is the supervisor: it receives the listener fd over a
+ * socketpair (SCM_RIGHTS), names each notified call and answers EPERM.
+ *
+ * A child reports failed expectations as text lines on a CLOEXEC pipe and
+ * exits 1; it never calls Check. Every child has a deadline (SIGKILL after
+ * CHILD_DEADLINE_MS) and every loop here is bounded. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "forgeyard/fy-policy.h"
+#include "linux/linux-seccomp.h"
+
+#define CHILD_DEADLINE_MS 5000
+#define MAX_NOTIFS 32
+
+#ifndef SYS_pidfd_open
+#  define SYS_pidfd_open 434
+#endif
+#ifndef SYS_clone3
+#  define SYS_clone3 435
+#endif
+#ifndef SYS_io_uring_setup
+#  define SYS_io_uring_setup 425
+#endif
+#ifndef AF_VSOCK
+#  define AF_VSOCK 40
+#endif
+
+extern char **environ;
+
+/* ------------------------------------------------------------------------------- */
+/* running a child under a program                                                 */
+
+struct notif_rec {
+    int nr;
+    uint32_t arch;
+    char name[64];
+    int violation;
+};
+
+struct run {
+    int status;
+    bool exited; /* reaped (not timed out) */
+    bool timed_out;
+    char report[4096];
+    size_t report_len;
+    struct notif_rec notifs[MAX_NOTIFS];
+    size_t n_notifs;
+    bool got_listener;
+};
+
+typedef void (*child_fn)(void);
+
+struct spec {
+    const struct seccomp_program *prog; /* NULL: no filter (a control run) */
+    uint32_t cls;                       /* for fy_seccomp_is_violation */
+    uid_t uid;                          /* (uid_t)-1: keep ours */
+    child_fn before_load;               /* optional, runs before the filter */
+    child_fn body;                      /* runs under the filter */
+};
+
+/* ---- child side (raw calls, no Check) ---- */
+
+static int c_report_fd = -1;
+static int c_fails;
+
+static void c_fail(int line, const char *what, long got, int err) {
+    char buf[256];
+    int n = snprintf(buf, sizeof(buf), "line %d: %s (got %ld, errno %d %s)\n", line, what, got, err,
+                     strerrorname_np(err) ? strerrorname_np(err) : "?");
+    if (n > 0 && c_report_fd >= 0)
+        (void)!write(c_report_fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+    c_fails++;
+}
+
+/* The call must succeed (>= 0). */
+#define OK(call) do { errno = 0; long r_ = (long)(call); \
+        if (r_ < 0) c_fail(__LINE__, #call " should succeed", r_, errno); } while (0)
+/* The call must fail with errno e. */
+#define ERR(call, e) do { errno = 0; long r_ = (long)(call); int e_ = errno; \
+        if (!(r_ == -1 && e_ == (e))) c_fail(__LINE__, #call " should fail with " #e, r_, e_); } while (0)
+#define TRUE(cond) do { if (!(cond)) c_fail(__LINE__, #cond, 0, errno); } while (0)
+
+static void send_fd(int sock, int fd) {
+    char dummy = 'L';
+    struct iovec iov = { &dummy, 1 };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                          .msg_controllen = sizeof(u.buf) };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1)
+        _exit(93);
+}
+
+static void load_program(const struct seccomp_program *p, int sock) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        _exit(90);
+    struct sock_fprog fp = { .len = (unsigned short)p->len, .filter = p->filter };
+    unsigned flags = p->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+    long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fp);
+    if (fd < 0)
+        _exit(91);
+    if (p->notify) {
+        send_fd(sock, (int)fd);
+        close((int)fd);
+    }
+}
+
+static void child_main(const struct spec *s, int report_fd, int sock) {
+    c_report_fd = report_fd;
+    struct rlimit core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &core); /* SIGSYS would dump core */
+    if (s->uid != (uid_t)-1) {
+        if (setgroups(0, NULL) != 0 || setresgid(s->uid, s->uid, s->uid) != 0 ||
+            setresuid(s->uid, s->uid, s->uid) != 0)
+            _exit(92);
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* after setresuid, which clears it */
+    if (s->before_load)
+        s->before_load();
+    if (s->prog)
+        load_program(s->prog, sock);
+    s->body();
+    _exit(c_fails ? 1 : 0);
+}
+
+/* ---- parent side: supervisor and reaper ---- */
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int recv_fd(int sock) {
+    char dummy;
+    struct iovec iov = { &dummy, 1 };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                          .msg_controllen = sizeof(u.buf) };
+    if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) != 1)
+        return -1;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+        return -1;
+    int fd;
+    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    return fd;
+}
+
+static void drain(int fd, struct run *r) {
+    for (int i = 0; i < 64; i++) { /* bounded: the buffer is 4 KiB */
+        size_t room = sizeof(r->report) - 1 - r->report_len;
+        if (room == 0)
+            return;
+        ssize_t n = read(fd, r->report + r->report_len, room);
+        if (n <= 0)
+            return;
+        r->report_len += (size_t)n;
+        r->report[r->report_len] = '\0';
+    }
+}
+
+static void supervise_one(int listener, const struct spec *s, struct run *r) {
+    struct seccomp_notif req;
+    memset(&req, 0, sizeof(req)); /* the kernel wants it zeroed */
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0)
+        return;
+    if (r->n_notifs < MAX_NOTIFS) {
+        struct notif_rec *n = &r->notifs[r->n_notifs++];
+        n->nr = req.data.nr;
+        n->arch = req.data.arch;
+        fy_seccomp_syscall_name(req.data.arch, req.data.nr, n->name, sizeof(n->name));
+        n->violation = fy_seccomp_is_violation(s->cls, req.data.arch, req.data.nr);
+    }
+    struct seccomp_notif_resp resp;
+    memset(&resp, 0, sizeof(resp));
+    resp.id = req.id;
+    resp.error = -EPERM;
+    (void)ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the caller died */
+}
+
+static void run_child(const struct spec *s, struct run *r) {
+    memset(r, 0, sizeof(*r));
+    int rep[2], sv[2];
+    ck_assert_int_eq(pipe2(rep, O_CLOEXEC), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(rep[0]);
+        close(sv[0]);
+        child_main(s, rep[1], sv[1]);
+        _exit(99);
+    }
+    close(rep[1]);
+    close(sv[1]);
+    fcntl(rep[0], F_SETFL, O_NONBLOCK);
+
+    int listener = -1;
+    bool sock_open = true, rep_open = true;
+    uint64_t deadline = now_ms() + CHILD_DEADLINE_MS;
+    for (;;) { /* bounded by the deadline */
+        struct pollfd p[3] = { { rep_open ? rep[0] : -1, POLLIN, 0 },
+                               { sock_open ? sv[0] : -1, POLLIN, 0 },
+                               { listener, POLLIN, 0 } };
+        int n = poll(p, 3, 10);
+        if (n > 0) {
+            if (p[0].revents & POLLIN)
+                drain(rep[0], r);
+            else if (p[0].revents & (POLLHUP | POLLERR))
+                rep_open = false;
+            if (p[1].revents & POLLIN) {
+                int fd = recv_fd(sv[0]);
+                if (fd >= 0) {
+                    listener = fd;
+                    r->got_listener = true;
+                }
+                sock_open = false;
+            } else if (p[1].revents & (POLLHUP | POLLERR)) {
+                sock_open = false;
+            }
+            if (p[2].revents & POLLIN)
+                supervise_one(listener, s, r);
+            else if (p[2].revents & (POLLHUP | POLLERR)) {
+                close(listener); /* no filter user left */
+                listener = -1;
+            }
+        }
+        pid_t w = waitpid(pid, &r->status, WNOHANG);
+        if (w == pid) {
+            r->exited = true;
+            break;
+        }
+        if (now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &r->status, 0);
+            r->timed_out = true;
+            break;
+        }
+    }
+    drain(rep[0], r);
+    close(rep[0]);
+    close(sv[0]);
+    if (listener >= 0)
+        close(listener);
+}
+
+/* The child ran to its end and every expectation held. */
+static void assert_clean(const struct run *r, const char *what) {
+    ck_assert_msg(!r->timed_out, "%s: the child hit its deadline", what);
+    ck_assert_msg(WIFEXITED(r->status), "%s: the child died of signal %d; report:\n%s", what,
+                  WIFSIGNALED(r->status) ? WTERMSIG(r->status) : -1, r->report);
+    ck_assert_msg(WEXITSTATUS(r->status) == 0, "%s: exit %d; report:\n%s", what,
+                  WEXITSTATUS(r->status), r->report);
+}
+
+static void assert_sigsys(const struct run *r, const char *what) {
+    ck_assert_msg(!r->timed_out, "%s: the child hit its deadline", what);
+    ck_assert_msg(WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGSYS,
+                  "%s: want death by SIGSYS, got status 0x%x; report:\n%s", what, r->status, r->report);
+}
+
+static struct seccomp_program compile(uint32_t cls, bool notify) {
+    struct seccomp_program p;
+    fy_error *e = NULL;
+    int r = fy_seccomp_compile(cls, notify, &p, &e);
+    ck_assert_msg(r == 0, "compile: %s", e ? fy_error_message(e) : "?");
+    fy_error_free(e);
+    return p;
+}
+
+/* ------------------------------------------------------------------------------- */
+/* small helpers for the bodies                                                    */
+
+#if defined(__x86_64__)
+/* An i386 system call from 64-bit code. The compat entry zeroes r8-r15. */
+static long int80(long nr, long a, long b, long c) {
+    long ret;
+    __asm__ volatile("int $0x80"
+                     : "=a"(ret)
+                     : "a"(nr), "b"(a), "c"(b), "d"(c)
+                     : "memory", "cc", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15");
+    return ret;
+}
+#define I386_GETPID 20
+#define I386_MOUNT 21
+#endif
+
+static void *thread_fn(void *arg) { return arg; }
+
+/* ------------------------------------------------------------------------------- */
+/* bodies                                                                          */
+
+static uint32_t g_cls; /* the class the current child runs (set before fork) */
+
+/* What every profile must allow, and the quiet denials. */
+static void body_allowed_and_quiet(void) {
+    /* Allowed: the everyday calls. */
+    TRUE(getpid() > 0);
+    TRUE(syscall(SYS_getpid) == getpid());
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    TRUE(fd >= 0);
+    char buf[256];
+    OK(read(fd, buf, sizeof(buf)));
+    OK(close(fd));
+    fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    TRUE(fd >= 0);
+    TRUE(write(fd, "abc", 3) == 3);
+    int n = -1;
+    ERR(ioctl(fd, TCGETS, buf), ENOTTY); /* an ordinary ioctl reaches the kernel */
+    close(fd);
+    int pp[2];
+    OK(pipe2(pp, O_CLOEXEC));
+    TRUE(write(pp[1], "x", 1) == 1);
+    OK(ioctl(pp[0], FIONREAD, &n));
+    TRUE(n == 1);
+    close(pp[0]);
+    close(pp[1]);
+
+    /* fork + exec (clone), posix_spawn and a thread (clone3 -> ENOSYS -> clone). */
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *argv[] = { (char *)"/bin/true", NULL };
+        execve("/bin/true", argv, environ);
+        _exit(127);
+    }
+    TRUE(pid > 0);
+    int st = -1;
+    TRUE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char *argv[] = { (char *)"/bin/true", NULL };
+    TRUE(posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ) == 0);
+    TRUE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    pthread_t t;
+    void *tr = NULL;
+    TRUE(pthread_create(&t, NULL, thread_fn, (void *)0x42) == 0);
+    TRUE(pthread_join(t, &tr) == 0 && tr == (void *)0x42);
+
+    /* Unknown and new calls: ENOSYS. */
+    ERR(syscall(1000), ENOSYS);
+    ERR(syscall(4000), ENOSYS);
+    ERR(syscall(SYS_io_uring_setup, 1, NULL), ENOSYS); /* the kernel would say EFAULT */
+    ERR(syscall(SYS_clone3, NULL, 0), ENOSYS);
+
+    /* Quiet EPERM (each would give another answer, or succeed, without the filter). */
+    ERR(syscall(SYS_bpf, 0, NULL, 0), EPERM);
+    ERR(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3 /* session */, 0), EPERM);
+    ERR(syscall(SYS_add_key, "user", "fy", "x", 1, -3), EPERM);
+    ERR(syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), EPERM);
+    ERR(syscall(SYS_userfaultfd, 0), EPERM);
+    ERR(syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0), EPERM);
+    ERR(syscall(SYS_setns, -1, 0), EPERM); /* the kernel would say EBADF */
+    ERR(chroot("/"), EPERM);
+    ERR(syscall(SYS_name_to_handle_at, AT_FDCWD, "/", NULL, NULL, 0), EPERM);
+#if defined(__x86_64__)
+    ERR(syscall(SYS_modify_ldt, 0, buf, sizeof(buf)), EPERM);
+#endif
+
+    /* personality: the three safe values pass, the rest EPERM. */
+    long cur = syscall(SYS_personality, 0xffffffffUL);
+    TRUE(cur >= 0);
+    OK(syscall(SYS_personality, 0xffffffffffffffffUL)); /* a query too: the kernel reads 32 bits */
+    OK(personality(PER_LINUX | ADDR_NO_RANDOMIZE));
+    OK(personality(PER_LINUX));
+    ERR(personality(READ_IMPLIES_EXEC), EPERM);
+    ERR(personality(PER_LINUX32), EPERM);
+    ERR(personality(UNAME26), EPERM);
+    TRUE(syscall(SYS_personality, 0xffffffffUL) == PER_LINUX);
+
+    /* Namespaces: a new user namespace is refused, however it is asked for. */
+    ERR(unshare(CLONE_NEWUSER), EPERM);
+    ERR(unshare(CLONE_NEWUSER | CLONE_NEWNS), EPERM);
+    ERR(syscall(SYS_unshare, (1UL << 32) | CLONE_NEWUSER), EPERM);
+    long cr = syscall(SYS_clone, (unsigned long)(CLONE_NEWUSER | SIGCHLD), 0, 0, 0, 0);
+    if (cr == 0)
+        _exit(0); /* the filter failed: we are the new process */
+    if (cr > 0)
+        waitpid((pid_t)cr, NULL, 0);
+    TRUE(cr == -1 && errno == EPERM);
+    /* Other namespaces are the kernel's business: as root (capabilities) they work. */
+    if (geteuid() == 0)
+        OK(unshare(CLONE_NEWUTS));
+    else
+        ERR(unshare(CLONE_NEWUTS), EPERM); /* no capabilities: the kernel refuses */
+
+    /* Sockets: four families. */
+    ERR(socket(AF_PACKET, SOCK_RAW, 0), EAFNOSUPPORT);
+    ERR(socket(AF_BLUETOOTH, SOCK_STREAM, 0), EAFNOSUPPORT);
+    ERR(socket(AF_VSOCK, SOCK_STREAM, 0), EAFNOSUPPORT);
+    ERR(socket(AF_ALG, SOCK_SEQPACKET, 0), EAFNOSUPPORT);
+    ERR(socket(0, SOCK_STREAM, 0), EAFNOSUPPORT);
+    ERR(syscall(SYS_socket, (1UL << 32) | AF_INET, SOCK_STREAM, 0), EAFNOSUPPORT);
+    int sv[2];
+    ERR(socketpair(AF_PACKET, SOCK_RAW, 0, sv), EAFNOSUPPORT);
+    OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+    int s4 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    TRUE(s4 >= 0);
+    int s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    TRUE(s6 >= 0 || (errno == EAFNOSUPPORT && access("/proc/sys/net/ipv6", F_OK) != 0));
+    int su = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    TRUE(su >= 0);
+    int sn = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0 /* NETLINK_ROUTE */);
+    TRUE(sn >= 0);
+
+    /* The ptrace class: EPERM in general-build, allowed in networked-test. */
+    pid_t gc = fork();
+    if (gc == 0) {
+        for (int i = 0; i < 500; i++) /* bounded: 5 s, killed long before */
+            usleep(10000);
+        _exit(0);
+    }
+    TRUE(gc > 0);
+    char word[8] = "fy-word", got[8] = "";
+    struct iovec lv = { got, sizeof(got) }, rv = { word, sizeof(word) };
+    if (g_cls == FY_SECCOMP_GENERAL_BUILD) {
+        ERR(ptrace(PTRACE_SEIZE, gc, 0, 0), EPERM);
+        ERR(process_vm_readv(getpid(), &lv, 1, &rv, 1, 0), EPERM);
+    } else {
+        OK(ptrace(PTRACE_SEIZE, gc, 0, 0));
+        TRUE(process_vm_readv(getpid(), &lv, 1, &rv, 1, 0) == (ssize_t)sizeof(word));
+        TRUE(memcmp(got, word, sizeof(word)) == 0);
+    }
+    kill(gc, SIGKILL);
+    waitpid(gc, NULL, 0);
+}
+
+/* The same user-namespace calls without a filter: they work on this host, so the EPERM
+ * above is the filter's. */
+static void body_control(void) {
+    if (geteuid() == 0) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+        int st = -1;
+        TRUE(pid > 0 && waitpid(pid, &st, 0) == pid);
+        TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        TRUE(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0) >= 0);
+        OK(syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0));
+    }
+    ERR(syscall(SYS_setns, -1, 0), EBADF);
+    ERR(syscall(SYS_bpf, 0, NULL, 0), EFAULT);
+    TRUE(syscall(SYS_getpid | 0x40000000) == -1 && errno != EPERM); /* ENOSYS without x32 */
+    char c = 'x';
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    ERR(ioctl(fd, TIOCSTI, &c), ENOTTY);
+    close(fd);
+}
+
+static bool g_have_i386;
+
+/* Each violation, once; the supervisor answers EPERM. */
+static void body_violations(void) {
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    char c = 'x';
+    ERR(mount("none", "/nonexistent-fy", "tmpfs", 0, NULL), EPERM);          /* kernel: ENOENT */
+    ERR(syscall(SYS_kexec_load, 0, 0, NULL, 0), EPERM);
+    ERR(syscall(SYS_init_module, NULL, 0, ""), EPERM);
+    ERR(ioctl(fd, TIOCSTI, &c), EPERM);                                       /* kernel: ENOTTY */
+    ERR(syscall(SYS_ioctl, fd, (1UL << 32) | TIOCSTI, &c), EPERM);            /* high bits */
+    ERR(syscall(SYS_ioctl, fd, TIOCLINUX, &c), EPERM);
+    ERR(syscall(SYS_bpf, 0, NULL, 0), EPERM); /* quiet: no notification */
+#if defined(__x86_64__)
+    ERR(syscall(SYS_getpid | 0x40000000), EPERM); /* x32; the kernel would say ENOSYS */
+    if (g_have_i386)
+        TRUE(int80(I386_MOUNT, 0, 0, 0) == -EPERM);
+#endif
+    close(fd);
+}
+
+/* One violation each, for the kill mode. */
+static int g_which;
+static void body_one_violation(void) {
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    char c = 'x';
+    switch (g_which) {
+    case 0: mount("none", "/nonexistent-fy", "tmpfs", 0, NULL); break;
+    case 1: syscall(SYS_kexec_load, 0, 0, NULL, 0); break;
+    case 2: syscall(SYS_init_module, NULL, 0, ""); break;
+    case 3: ioctl(fd, TIOCSTI, &c); break;
+    case 4: syscall(SYS_ioctl, fd, (1UL << 32) | TIOCSTI, &c); break;
+    case 5: syscall(SYS_ioctl, fd, TIOCLINUX, &c); break;
+    case 6: syscall(SYS_pivot_root, "/", "/"); break;
+    case 7: syscall(SYS_open_by_handle_at, fd, NULL, 0); break;
+#if defined(__x86_64__)
+    case 8: syscall(SYS_getpid | 0x40000000); break;
+    case 9: int80(I386_GETPID, 0, 0, 0); break;
+#endif
+    default: break;
+    }
+    c_fail(__LINE__, "still alive after the violation", g_which, errno);
+}
+
+static void body_i386_probe(void) {
+#if defined(__x86_64__)
+    _exit(int80(I386_GETPID, 0, 0, 0) == getpid() ? 0 : 1);
+#else
+    _exit(1);
+#endif
+}
+
+/* ---- init ---- */
+
+static pid_t g_init_child;
+static int g_init_pipe[2];
+static volatile sig_atomic_t g_handled;
+
+static void on_usr2(int sig) { g_handled = sig; }
+
+static void init_before(void) {
+    g_init_child = fork();
+    if (g_init_child == 0)
+        _exit(7);
+    if (pipe2(g_init_pipe, O_CLOEXEC) != 0 || write(g_init_pipe[1], "p", 1) != 1)
+        _exit(94);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_usr2;
+    sigaction(SIGUSR2, &sa, NULL);
+}
+
+/* Everything the sandbox's pid 1 does. */
+static void body_init(void) {
+    TRUE(syscall(SYS_getpid) > 0);
+    int st = -1;
+    TRUE(wait4(g_init_child, &st, 0, NULL) == g_init_child);
+    TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    ERR(waitid(P_ALL, 0, &si, WEXITED | WNOHANG), ECHILD);
+    OK(kill(getpid(), 0));
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    OK(sigprocmask(SIG_BLOCK, &set, NULL));
+    OK(kill(getpid(), SIGUSR1));
+    struct timespec ts = { 0, 10 * 1000 * 1000 };
+    TRUE(sigtimedwait(&set, NULL, &ts) == SIGUSR1);
+    ERR(sigtimedwait(&set, NULL, &ts), EAGAIN);
+    /* A handler returns through rt_sigreturn. */
+    OK(kill(getpid(), SIGUSR2));
+    TRUE(g_handled == SIGUSR2);
+    struct timespec now;
+    OK(syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &now));
+    OK(clock_gettime(CLOCK_REALTIME, &now));
+    char c = 0;
+    TRUE(read(g_init_pipe[0], &c, 1) == 1 && c == 'p');
+    OK(close(g_init_pipe[0]));
+    TRUE(write(c_report_fd, "", 0) == 0);
+}
+
+static void body_init_open(void) {
+    open("/dev/null", O_RDONLY | O_CLOEXEC); /* openat: killed */
+    c_fail(__LINE__, "still alive after openat", 0, errno);
+}
+
+#if defined(__x86_64__)
+static void body_init_x32(void) {
+    syscall(SYS_getpid | 0x40000000);
+    c_fail(__LINE__, "still alive after an x32 call", 0, errno);
+}
+#endif
+
+static void body_init_mmap(void) {
+    void *p = malloc(1 << 20); /* mmap: killed */
+    c_fail(__LINE__, "still alive after malloc", p != NULL, errno);
+}
+
+/* ------------------------------------------------------------------------------- */
+/* tests                                                                           */
+
+static bool probe_i386(void) {
+#if defined(__x86_64__)
+    struct spec s = { NULL, 0, (uid_t)-1, NULL, body_i386_probe };
+    struct run r;
+    run_child(&s, &r);
+    return r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
+#else
+    return false;
+#endif
+}
+
+START_TEST(test_compile_api) {
+    struct seccomp_program p;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_seccomp_compile(99, false, &p, &e), FY_E_INVAL);
+    ck_assert_int_eq(fy_error_step(e), FY_STEP_SECCOMP);
+    ck_assert_ptr_null(p.filter);
+    fy_error_free(e);
+    ck_assert_int_eq(fy_seccomp_compile(FY_SECCOMP_GENERAL_BUILD, false, NULL, NULL), FY_E_INVAL);
+
+    static const uint32_t classes[] = { FY_SECCOMP_GENERAL_BUILD, FY_SECCOMP_NETWORKED_TEST };
+    static const char *const names[] = { "general-build", "networked-test" };
+    for (int i = 0; i < 2; i++) {
+        for (int n = 0; n < 2; n++) {
+            p = compile(classes[i], n);
+            ck_assert_str_eq(p.name, names[i]);
+            ck_assert_uint_eq(p.version, 1);
+            ck_assert(p.notify == (bool)n);
+            ck_assert_uint_gt(p.len, 50);
+            ck_assert_uint_le(p.len, BPF_MAXINSNS);
+            fy_seccomp_program_free(&p);
+            ck_assert_ptr_null(p.filter);
+            fy_seccomp_program_free(&p); /* idempotent */
+        }
+    }
+    fy_seccomp_program_free(NULL);
+    ck_assert_int_eq(fy_seccomp_compile_init(&p, NULL), 0);
+    ck_assert_str_eq(p.name, "init");
+    ck_assert_uint_eq(p.version, 1);
+    ck_assert(!p.notify);
+    ck_assert_uint_lt(p.len, 64);
+    fy_seccomp_program_free(&p);
+}
+END_TEST
+
+START_TEST(test_compile_is_fast) {
+    struct seccomp_program p = compile(FY_SECCOMP_GENERAL_BUILD, true); /* warm libseccomp up */
+    fy_seccomp_program_free(&p);
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 10; i++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        p = compile(i & 1 ? FY_SECCOMP_NETWORKED_TEST : FY_SECCOMP_GENERAL_BUILD, i & 2);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        fy_seccomp_program_free(&p);
+        uint64_t us = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000u + (uint64_t)(b.tv_nsec - a.tv_nsec) / 1000;
+        if (us < best)
+            best = us;
+    }
+    fprintf(stderr, "fy_seccomp_compile: best of 10: %llu us\n", (unsigned long long)best);
+    ck_assert_msg(best < 50000, "compiling took %llu us", (unsigned long long)best);
+}
+END_TEST
+
+START_TEST(test_names) {
+    char b[64];
+    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, SYS_kexec_load, b, sizeof(b)), "kexec_load");
+    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_I386, 21, b, sizeof(b)), "i386:mount");
+    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, 0x40000000 | 39, b, sizeof(b)), "x32:getpid");
+    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, 462, b, sizeof(b)), "mseal");
+    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, 1000, b, sizeof(b)), "syscall 1000");
+    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_I386, 9999, b, sizeof(b)), "i386:syscall 9999");
+    ck_assert_str_eq(fy_seccomp_syscall_name(0x1234, 5, b, sizeof(b)), "arch 0x00001234:syscall 5");
+    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, SYS_kexec_load, b, 5), "kexe");
+    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, 1, NULL, 0), "");
+
+    const uint32_t g = FY_SECCOMP_GENERAL_BUILD, n = FY_SECCOMP_NETWORKED_TEST;
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_mount), 1);
+    ck_assert_int_eq(fy_seccomp_is_violation(n, AUDIT_ARCH_X86_64, SYS_kexec_load), 1);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_ioctl), 1);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, 467 /* open_tree_attr */), 1);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_getpid), 0);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_bpf), 0);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_ptrace), 0);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, 1000), 0);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, -1), 0);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, 0x40000000 | 39), 1);
+    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_I386, 20), 1);
+    ck_assert_int_eq(fy_seccomp_is_violation(99, AUDIT_ARCH_X86_64, SYS_mount), 0);
+}
+END_TEST
+
+static void run_allowed(uint32_t cls, bool notify, uid_t uid) {
+    struct seccomp_program p = compile(cls, notify);
+    g_cls = cls;
+    struct spec s = { &p, cls, uid, NULL, body_allowed_and_quiet };
+    struct run r;
+    run_child(&s, &r);
+    fy_seccomp_program_free(&p);
+    assert_clean(&r, "allowed and quiet denials");
+    ck_assert_msg(r.got_listener == notify, "listener fd: %d", r.got_listener);
+    ck_assert_msg(r.n_notifs == 0, "unexpected notification for %s", r.n_notifs ? r.notifs[0].name : "");
+}
+
+START_TEST(test_general_build_allowed_and_quiet) {
+    run_allowed(FY_SECCOMP_GENERAL_BUILD, true, (uid_t)-1);
+    run_allowed(FY_SECCOMP_GENERAL_BUILD, false, (uid_t)-1);
+}
+END_TEST
+
+START_TEST(test_networked_test_allowed_and_quiet) {
+    run_allowed(FY_SECCOMP_NETWORKED_TEST, true, (uid_t)-1);
+    run_allowed(FY_SECCOMP_NETWORKED_TEST, false, (uid_t)-1);
+}
+END_TEST
+
+START_TEST(test_unprivileged_child) {
+    if (geteuid() != 0)
+        return; /* the runs above already were unprivileged */
+    run_allowed(FY_SECCOMP_GENERAL_BUILD, true, 65534);
+}
+END_TEST
+
+START_TEST(test_control_without_filter) {
+    /* The denials above are the filter's: without it the same calls behave otherwise. */
+    struct spec s = { NULL, 0, (uid_t)-1, NULL, body_control };
+    struct run r;
+    run_child(&s, &r);
+    assert_clean(&r, "control");
+}
+END_TEST
+
+static void run_violations(uint32_t cls) {
+    g_have_i386 = probe_i386();
+    struct seccomp_program p = compile(cls, true);
+    struct spec s = { &p, cls, (uid_t)-1, NULL, body_violations };
+    struct run r;
+    run_child(&s, &r);
+    fy_seccomp_program_free(&p);
+    assert_clean(&r, "violations");
+    ck_assert(r.got_listener);
+    static const char *const want[] = { "mount", "kexec_load", "init_module", "ioctl", "ioctl",
+                                        "ioctl", "x32:getpid", "i386:mount" };
+    size_t nwant = FY_ARRAY_SIZE(want) - (g_have_i386 ? 0 : 1);
+    char got[1024] = "";
+    for (size_t i = 0; i < r.n_notifs; i++) {
+        strncat(got, r.notifs[i].name, sizeof(got) - strlen(got) - 2);
+        strncat(got, " ", sizeof(got) - strlen(got) - 1);
+    }
+    ck_assert_msg(r.n_notifs == nwant, "notifications: %s", got);
+    for (size_t i = 0; i < nwant; i++) {
+        ck_assert_msg(strcmp(r.notifs[i].name, want[i]) == 0, "notification %zu: %s, want %s (all: %s)",
+                      i, r.notifs[i].name, want[i], got);
+        ck_assert_msg(r.notifs[i].violation == 1, "%s not a violation", r.notifs[i].name);
+    }
+    ck_assert_uint_eq(r.notifs[0].arch, AUDIT_ARCH_X86_64);
+    ck_assert_int_eq(r.notifs[0].nr, SYS_mount);
+    ck_assert_int_eq(r.notifs[6].nr, 0x40000000 | SYS_getpid);
+    if (g_have_i386) {
+        ck_assert_uint_eq(r.notifs[7].arch, AUDIT_ARCH_I386);
+        ck_assert_int_eq(r.notifs[7].nr, I386_MOUNT);
+    } else {
+        fprintf(stderr, "i386 emulation unavailable: int 0x80 not tested\n");
+    }
+}
+
+START_TEST(test_violations_notify_general) { run_violations(FY_SECCOMP_GENERAL_BUILD); }
+END_TEST
+
+START_TEST(test_violations_notify_networked) { run_violations(FY_SECCOMP_NETWORKED_TEST); }
+END_TEST
+
+START_TEST(test_violations_kill) {
+    bool i386 = probe_i386();
+    struct seccomp_program p = compile(FY_SECCOMP_GENERAL_BUILD, false);
+    static const char *const what[] = { "mount", "kexec_load", "init_module", "TIOCSTI",
+                                        "TIOCSTI | 1 << 32", "TIOCLINUX", "pivot_root",
+                                        "open_by_handle_at", "x32 getpid", "i386 getpid" };
+    for (int i = 0; i < (int)FY_ARRAY_SIZE(what); i++) {
+        if (i == 9 && !i386)
+            continue;
+        g_which = i;
+        struct spec s = { &p, FY_SECCOMP_GENERAL_BUILD, (uid_t)-1, NULL, body_one_violation };
+        struct run r;
+        run_child(&s, &r);
+        assert_sigsys(&r, what[i]);
+        ck_assert(!r.got_listener);
+    }
+    fy_seccomp_program_free(&p);
+}
+END_TEST
+
+START_TEST(test_init_profile) {
+    struct seccomp_program p;
+    ck_assert_int_eq(fy_seccomp_compile_init(&p, NULL), 0);
+    struct spec s = { &p, 0, (uid_t)-1, init_before, body_init };
+    struct run r;
+    run_child(&s, &r);
+    assert_clean(&r, "init");
+
+    s = (struct spec){ &p, 0, (uid_t)-1, NULL, body_init_open };
+    run_child(&s, &r);
+    assert_sigsys(&r, "init: openat");
+    s = (struct spec){ &p, 0, (uid_t)-1, NULL, body_init_mmap };
+    run_child(&s, &r);
+    assert_sigsys(&r, "init: mmap");
+#if defined(__x86_64__)
+    s = (struct spec){ &p, 0, (uid_t)-1, NULL, body_init_x32 };
+    run_child(&s, &r);
+    assert_sigsys(&r, "init: x32");
+#endif
+    fy_seccomp_program_free(&p);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("seccomp");
+    TCase *tc = tcase_create("compile");
+    tcase_add_test(tc, test_compile_api);
+    tcase_add_test(tc, test_compile_is_fast);
+    tcase_add_test(tc, test_names);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("kernel");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_general_build_allowed_and_quiet);
+    tcase_add_test(tc, test_networked_test_allowed_and_quiet);
+    tcase_add_test(tc, test_unprivileged_child);
+    tcase_add_test(tc, test_control_without_filter);
+    tcase_add_test(tc, test_violations_notify_general);
+    tcase_add_test(tc, test_violations_notify_networked);
+    tcase_add_test(tc, test_violations_kill);
+    tcase_add_test(tc, test_init_profile);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
