@@ -93,16 +93,19 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
     return 0;
 }
 
-/* fy_probe cache for internal users (fy_prepare with caps == NULL). */
+/* fy_probe cache for internal users (fy_prepare with caps == NULL). No
+ * compiled-in backend runs virtual machines yet, so negotiation needs no
+ * VM probe (which can take a second where KVM is slow). */
 int caps_get_cached(const fy_caps **ret, fy_error **reterr) {
-    pthread_once(&cache[0].once, probe_full_once);
-    if (cache[0].rc < 0) {
+    struct probe_cache *pc = &cache[1];
+    pthread_once(&pc->once, probe_novm_once);
+    if (pc->rc < 0) {
         fy_caps *tmp = NULL;
-        int r = probe_now(0, &tmp, reterr);
+        int r = probe_now(FY_PROBE_NO_VM, &tmp, reterr);
         caps_free_internal(tmp);
         return r < 0 ? r : FY_E_INTERNAL;
     }
-    *ret = cache[0].caps;
+    *ret = pc->caps;
     return 0;
 }
 

@@ -95,7 +95,7 @@ void caps_finish(fy_caps *c) {
     for (uint32_t i = 1; i <= FY_CAP_MAX_; i++)
         if (c->e[i].state == CAP_NOT_PROBED && !c->e[i].reason)
             caps_set(c, i, false, 0, "%s",
-                     (c->probe_flags & FY_PROBE_NO_VM) && i >= FY_CAP_KVM && i <= FY_CAP_CLOUD_HYPERVISOR
+                     (c->probe_flags & FY_PROBE_NO_VM) && ((i >= FY_CAP_KVM && i <= FY_CAP_CLOUD_HYPERVISOR) || i == FY_CAP_CONFIDENTIAL_VM)
                          ? "not probed (FY_PROBE_NO_VM)"
                          : "not probed: no compiled-in probe for this platform");
     c->max_level = FY_LEVEL_NONE;

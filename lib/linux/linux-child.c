@@ -200,8 +200,8 @@ static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
 static int do_bind(int oldroot, const struct mount_op *op) {
     struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
     if (op->flags & MF_NOFOLLOW) {
-        /* A workspace path: no symlink anywhere, never outside the old root. */
-        how.flags |= O_NOFOLLOW;
+        /* A workspace path: no symlink anywhere (the last component
+         * included: ELOOP), never outside the old root. */
         how.resolve |= RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
     } else {
         /* An operator-approved runtime path: resolve it as the host would. */
@@ -214,8 +214,8 @@ static int do_bind(int oldroot, const struct mount_op *op) {
         return -errno;
     }
     struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
+    if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+        int e = S_ISLNK(st.st_mode) ? ELOOP : errno;
         close(fd);
         return -e;
     }

@@ -88,7 +88,6 @@
  * - No global state, no output, every fd O_CLOEXEC, nothing ever exits. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -98,7 +97,6 @@
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/audit.h>
@@ -122,8 +120,6 @@
 #ifndef SECCOMP_RET_USER_NOTIF
 #  define SECCOMP_RET_USER_NOTIF 0x7fc00000U
 #endif
-#ifndef SECCOMP_RET_ACTION_FULL
-#  define SECCOMP_RET_ACTION_FULL 0xffff0000U
 #endif
 #ifndef BPF_MAXINSNS
 #  define BPF_MAXINSNS 4096
@@ -603,7 +599,8 @@ static int export_bpf(struct builder *b, struct seccomp_program *out) {
         free(buf);
         goto out;
     }
-    out->filter = buf;
+    char *fit = realloc(buf, got); /* a filter is typically ~4 KiB of the 32 KiB read buffer */
+    out->filter = fit ? fit : buf;
     out->len = got / sizeof(struct sock_filter);
 out:
     if (pfd[1] >= 0)
@@ -641,8 +638,8 @@ static int check_one(struct checker *ck, uint32_t arch, int nr, const uint64_t *
     if (got != want)
         return err_set(ck->reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
                        "seccomp: profile %s: the compiled BPF breaks the contract for %s "
-                       "(nr %d, arg0 %#llx, arg1 %#llx): 0x%08x instead of 0x%08x; this "
-                       "libseccomp orders rules differently", ck->profile, what, nr,
+                       "(nr %d, arg0 %#llx, arg1 %#llx): 0x%08x instead of 0x%08x (a libseccomp "
+                       "that orders argument rules differently?)", ck->profile, what, nr,
                        (unsigned long long)(args ? args[0] : 0),
                        (unsigned long long)(args ? args[1] : 0), got, want);
     return 0;
@@ -780,6 +777,12 @@ int fy_seccomp_compile(uint32_t cls, bool use_notify, struct seccomp_program *ou
         .violation = use_notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS,
         .ptrace_allowed = cls == FY_SECCOMP_NETWORKED_TEST,
     };
+    /* API level 3: SCMP_ACT_KILL_PROCESS; 5: SCMP_ACT_NOTIFY (libseccomp probes the kernel). */
+    unsigned api = seccomp_api_get();
+    if (api < (use_notify ? 5u : 3u))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SECCOMP, 0, NULL,
+                       "seccomp: libseccomp API level %u on this host has no %s", api,
+                       use_notify ? "SCMP_ACT_NOTIFY" : "SCMP_ACT_KILL_PROCESS");
     struct builder b = { seccomp_init(SCMP_ACT_ERRNO(ENOSYS)), reterr };
     if (!b.ctx)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SECCOMP, ENOMEM, NULL,
@@ -811,6 +814,11 @@ int fy_seccomp_compile_init(struct seccomp_program *out, fy_error **reterr) {
     if (!out)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SECCOMP, EINVAL, NULL, "seccomp: no output");
     memset(out, 0, sizeof(*out));
+    unsigned api = seccomp_api_get();
+    if (api < 3u)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SECCOMP, 0, NULL,
+                       "seccomp: libseccomp API level %u on this host has no SCMP_ACT_KILL_PROCESS",
+                       api);
     struct builder b = { seccomp_init(SCMP_ACT_KILL_PROCESS), reterr };
     if (!b.ctx)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SECCOMP, ENOMEM, NULL,

@@ -26,7 +26,9 @@ struct seccomp_program {
 /* cls: FY_SECCOMP_GENERAL_BUILD or FY_SECCOMP_NETWORKED_TEST (include/forgeyard/fy-policy.h).
  * use_notify: SECCOMP_RET_USER_NOTIF available (probed); otherwise violations are SCMP_ACT_KILL_PROCESS.
  * On success *out owns a malloc'd program (free with fy_seccomp_program_free); on failure *out is
- * left zeroed. Thread-safe; takes a few milliseconds. */
+ * left zeroed. FY_E_UNSUPPORTED when this libseccomp/kernel lacks the violation action.
+ * Every program is checked against the profile's contract before it is returned (FY_E_INTERNAL
+ * when it does not hold). Callable from any thread; takes a few milliseconds. */
 int fy_seccomp_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_error **reterr);
 
 /* The tiny filter for the sandbox's own pid 1 (reaps children, forwards signals, writes to a pipe, exits):

@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -161,7 +162,9 @@ static void child_main(const struct spec *s, int report_fd, int sock) {
     if (s->prog)
         load_program(s->prog, sock);
     s->body();
-    _exit(c_fails ? 1 : 0);
+    /* The raw call: a sanitizer's _exit interceptor would make calls the init profile kills. */
+    syscall(SYS_exit_group, c_fails ? 1 : 0);
+    _exit(98);
 }
 
 /* ---- parent side: supervisor and reaper ---- */
@@ -479,9 +482,10 @@ static void body_control(void) {
         TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
         TRUE(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0) >= 0);
         OK(syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0));
+        TRUE(syscall(SYS_bpf, 0, NULL, 0) == -1 && errno != EPERM);
+        OK(chroot("/"));
     }
     ERR(syscall(SYS_setns, -1, 0), EBADF);
-    ERR(syscall(SYS_bpf, 0, NULL, 0), EFAULT);
     TRUE(syscall(SYS_getpid | 0x40000000) == -1 && errno != EPERM); /* ENOSYS without x32 */
     char c = 'x';
     int fd = open("/dev/null", O_RDWR | O_CLOEXEC);

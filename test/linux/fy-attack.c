@@ -1,0 +1,230 @@
+/* fy-attack: runs INSIDE a sandbox during the security tests and tries one
+ * thing that must not work (or must be reported). It prints one line,
+ * "ok ..." when the operation succeeded or "denied <ERRNO-NAME> ..." when
+ * it failed, and exits 0 / 1 accordingly, so the test can assert the exact
+ * denial. Every loop is bounded. */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/perf_event.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *ename(int e) {
+    switch (e) {
+    case EPERM: return "EPERM";
+    case EACCES: return "EACCES";
+    case ENOENT: return "ENOENT";
+    case ENOSYS: return "ENOSYS";
+    case ESRCH: return "ESRCH";
+    case EROFS: return "EROFS";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ENETUNREACH: return "ENETUNREACH";
+    case EAFNOSUPPORT: return "EAFNOSUPPORT";
+    case ELOOP: return "ELOOP";
+    case EINVAL: return "EINVAL";
+    case ENOTDIR: return "ENOTDIR";
+    case EBADF: return "EBADF";
+    case EXDEV: return "EXDEV";
+    case ENOTTY: return "ENOTTY";
+    case ENODEV: return "ENODEV";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    default: return "EOTHER";
+    }
+}
+
+static int report(long r, const char *what) {
+    if (r < 0) {
+        printf("denied %s %s\n", ename(errno), what);
+        return 1;
+    }
+    printf("ok %s\n", what);
+    return 0;
+}
+
+static int cmd_read(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return report(-1, path);
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n < 0)
+        return report(-1, path);
+    buf[n] = '\0';
+    printf("ok read %s: %s\n", path, buf);
+    return 0;
+}
+
+static int cmd_write(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return report(-1, path);
+    ssize_t w = write(fd, "pwned\n", 6);
+    close(fd);
+    return report(w == 6 ? 0 : -1, path);
+}
+
+static int cmd_connect_tcp(int port) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return report(-1, "socket");
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    return report(connect(s, (struct sockaddr *)&a, sizeof(a)), "connect 127.0.0.1");
+}
+
+static int cmd_connect_abstract(const char *name) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return report(-1, "socket");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(name);
+    if (n > sizeof(a.sun_path) - 2)
+        return 2;
+    memcpy(a.sun_path + 1, name, n);
+    return report(connect(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)),
+                  "connect abstract");
+}
+
+static int cmd_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return report(-1, "opendir");
+    int self = dirfd(d);
+    struct dirent *e;
+    printf("fds");
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && atoi(e->d_name) != self)
+            printf(" %s", e->d_name);
+    printf("\n");
+    closedir(d);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2)
+        return 2;
+    const char *c = argv[1];
+    const char *arg = argc > 2 ? argv[2] : "";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(c, "read"))
+        return cmd_read(arg);
+    if (!strcmp(c, "write"))
+        return cmd_write(arg);
+    if (!strcmp(c, "kill"))
+        return report(kill(atoi(arg), SIGKILL), "kill");
+    if (!strcmp(c, "mknod")) {
+        unlink(arg);
+        return report(mknod(arg, S_IFBLK | 0600, makedev(8, 0)), "mknod block");
+    }
+    if (!strcmp(c, "mount"))
+        return report(mount("none", "/tmp", "tmpfs", 0, NULL), "mount");
+    if (!strcmp(c, "remount"))
+        return report(mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND, NULL), "remount rw");
+    if (!strcmp(c, "init_module"))
+        return report(syscall(SYS_init_module, NULL, 0, ""), "init_module");
+    if (!strcmp(c, "finit_module"))
+        return report(syscall(SYS_finit_module, 0, "", 0), "finit_module");
+    if (!strcmp(c, "kexec"))
+        return report(syscall(SYS_kexec_load, 0, 0, NULL, 0), "kexec_load");
+    if (!strcmp(c, "bpf")) {
+        union bpf_attr attr;
+        memset(&attr, 0, sizeof(attr));
+        return report(syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof(attr)), "bpf");
+    }
+    if (!strcmp(c, "keyctl"))
+        return report(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0), "keyctl");
+    if (!strcmp(c, "add_key"))
+        return report(syscall(SYS_add_key, "user", "fy", "x", 1, -3), "add_key");
+    if (!strcmp(c, "perf")) {
+        struct perf_event_attr pe;
+        memset(&pe, 0, sizeof(pe));
+        pe.size = sizeof(pe);
+        pe.type = PERF_TYPE_SOFTWARE;
+        pe.config = PERF_COUNT_SW_CPU_CLOCK;
+        return report(syscall(SYS_perf_event_open, &pe, 0, -1, -1, 0), "perf_event_open");
+    }
+    if (!strcmp(c, "userfaultfd"))
+        return report(syscall(SYS_userfaultfd, 0), "userfaultfd");
+    if (!strcmp(c, "io_uring"))
+        return report(syscall(425 /* io_uring_setup */, 1, NULL), "io_uring_setup");
+    if (!strcmp(c, "open_by_handle"))
+        return report(syscall(SYS_open_by_handle_at, AT_FDCWD, NULL, 0), "open_by_handle_at");
+    if (!strcmp(c, "unshare-user"))
+        return report(unshare(CLONE_NEWUSER), "unshare user");
+    if (!strcmp(c, "ptrace-init"))
+        return report(ptrace(PTRACE_ATTACH, 1, NULL, NULL), "ptrace pid 1");
+    if (!strcmp(c, "settime")) {
+        struct timespec ts = {1, 0};
+        return report(clock_settime(CLOCK_REALTIME, &ts), "clock_settime");
+    }
+    if (!strcmp(c, "tiocsti")) {
+        char ch = 'x';
+        return report(ioctl(0, TIOCSTI, &ch), "TIOCSTI");
+    }
+    if (!strcmp(c, "x32"))
+        return report(syscall(39 /* getpid */ | 0x40000000), "x32 getpid");
+    if (!strcmp(c, "i386")) {
+        long ret;
+        __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20 /* i386 getpid */) : "memory");
+        errno = ret < 0 ? (int)-ret : 0;
+        return report(ret < 0 ? -1 : 0, "int80 getpid");
+    }
+    if (!strcmp(c, "tcp"))
+        return cmd_connect_tcp(atoi(arg));
+    if (!strcmp(c, "abstract"))
+        return cmd_connect_abstract(arg);
+    if (!strcmp(c, "fds"))
+        return cmd_fds();
+    if (!strcmp(c, "daemon")) {
+        /* Double fork into a new session, then the main process exits. */
+        pid_t p = fork();
+        if (p == 0) {
+            setsid();
+            if (fork() == 0) {
+                char *const av[] = {"sleep", (char *)arg, NULL};
+                execv("/bin/sleep", av);
+                _exit(127);
+            }
+            _exit(0);
+        }
+        waitpid(p, NULL, 0);
+        printf("ok daemonised\n");
+        return 0;
+    }
+    if (!strcmp(c, "ignore-term")) {
+        /* Ignore SIGTERM, fork a grandchild that does too, then sleep. */
+        signal(SIGTERM, SIG_IGN);
+        if (fork() == 0) {
+            signal(SIGTERM, SIG_IGN);
+            for (int i = 0; i < 600; i++)
+                sleep(1);
+            _exit(0);
+        }
+        printf("ok ignoring\n");
+        for (int i = 0; i < 600; i++)
+            sleep(1);
+        return 0;
+    }
+    fprintf(stderr, "fy-attack: unknown command %s\n", c);
+    return 2;
+}

@@ -1,0 +1,800 @@
+/* The Linux namespace executor, attacked. Every test runs a real sandbox and
+ * asserts the exact denial (or the typed outcome) that the protection
+ * produces; each would fail if the protection were removed.
+ *
+ * Run as root (the workload is mapped to an unprivileged host uid) and,
+ * with --rootless as root, re-executed as uid 65534 (the caller's uid is
+ * mapped). Network tests only address listeners this test started. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <forgeyard/sandbox.h>
+
+static char scratch[64];     /* this run's private directory under /tmp */
+static char attack[128];     /* fy-attack, copied into scratch */
+static bool rootless;
+static int counter;
+
+/* ---- helpers ---- */
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return strdup("");
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+static void copy_file(const char *from, const char *to, mode_t mode) {
+    int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (in < 0 || out < 0) {
+        fprintf(stderr, "copy %s -> %s: %s\n", from, to, strerror(errno));
+        exit(1);
+    }
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof(buf))) > 0)
+        if (write(out, buf, (size_t)n) != n)
+            exit(1);
+    close(in);
+    close(out);
+    chmod(to, mode);
+}
+
+/* A directory the workload may write: as root it runs as host uid 100001. */
+static char *workdir_for_sandbox(const char *name) {
+    char *d = NULL;
+    if (asprintf(&d, "%s/%s", scratch, name) < 0)
+        abort();
+    mkdir(d, 0755);
+    if (!rootless && getuid() == 0)
+        ck_assert_int_eq(chown(d, 100001, 100001), 0);
+    return d;
+}
+
+static fy_policy *policy(void) {
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, &e), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 60000000, NULL), 0);
+    return p;
+}
+
+struct run {
+    fy_result *res;
+    int outcome, exit_code;
+    char *out;
+    off_t out_size;
+    const char *detail;
+};
+
+static void run_argv(fy_policy *p, const char *const *argv, struct run *r) {
+    char out[128];
+    snprintf(out, sizeof(out), "%s/out-%d", scratch, ++counter);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FILE, -1, out, NULL), 0);
+    fy_prepared *pr = NULL;
+    int rc = fy_prepare(p, NULL, argv, &pr, &e);
+    ck_assert_msg(rc == 0, "prepare: %s", fy_error_message(e));
+    fy_handle *h = NULL;
+    rc = fy_start(pr, &h, &e);
+    ck_assert_msg(rc == 0, "start: %s", fy_error_message(e));
+    fy_prepared_free(pr);
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &r->res, NULL), 1);
+    fy_handle_free(h);
+    r->outcome = fy_result_outcome(r->res);
+    r->exit_code = fy_result_exit_code(r->res);
+    r->detail = fy_result_detail(r->res);
+    r->out = slurp(out);
+    struct stat st;
+    r->out_size = stat(out, &st) == 0 ? st.st_size : -1;
+    unlink(out);
+}
+
+static void run_attack(fy_policy *p, const char *cmd, const char *arg, struct run *r) {
+    const char *argv[] = {"/opt/fy/fy-attack", cmd, arg, NULL};
+    run_argv(p, argv, r);
+}
+
+static void run_free(struct run *r) {
+    fy_result_free(r->res);
+    free(r->out);
+}
+
+#define ASSERT_OUT(r, needle) \
+    ck_assert_msg(strstr((r)->out, needle), "expected \"%s\" in output: %s", needle, (r)->out)
+
+/* One attack that must be denied with a specific errno, the attempt itself
+ * ending as an ordinary failure (the program saw the error). */
+static void expect_denied(const char *cmd, const char *arg, const char *err) {
+    fy_policy *p = policy();
+    struct run r;
+    run_attack(p, cmd, arg, &r);
+    char want[64];
+    snprintf(want, sizeof(want), "denied %s", err);
+    ck_assert_msg(r.outcome == FY_OUTCOME_FAILED, "%s: outcome %s (%s), output %s", cmd,
+                  fy_outcome_name((uint32_t)r.outcome), r.detail ? r.detail : "", r.out);
+    ASSERT_OUT(&r, want);
+    run_free(&r);
+    fy_policy_free(p);
+}
+
+/* One attack that is a sandbox violation naming the syscall. */
+static void expect_violation(const char *cmd, const char *syscall_name) {
+    fy_policy *p = policy();
+    struct run r;
+    run_attack(p, cmd, "", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SANDBOX_VIOLATION, "%s: outcome %s, output %s", cmd,
+                  fy_outcome_name((uint32_t)r.outcome), r.out);
+    ck_assert_ptr_nonnull(r.detail);
+    ck_assert_msg(strstr(r.detail, syscall_name), "detail \"%s\" does not name %s", r.detail, syscall_name);
+    ck_assert_ptr_null(strstr(r.out, "ok ")); /* it never succeeded */
+    run_free(&r);
+    fy_policy_free(p);
+}
+
+/* ---- the basics ---- */
+
+START_TEST(test_runs_and_reports) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c", "echo hello; id -u; exit 7", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_FAILED);
+    ck_assert_int_eq(r.exit_code, 7);
+    ASSERT_OUT(&r, "hello\n1000\n");
+    uint64_t us;
+    for (uint32_t s = FY_STAGE_ISOLATION; s <= FY_STAGE_RUN; s++) {
+        ck_assert_int_eq(fy_result_stage_usec(r.res, s, &us), 0);
+        ck_assert_msg(us > 0, "stage %u has no time", s);
+    }
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(json, "\"general-build\""));
+    ck_assert_ptr_nonnull(strstr(json, rootless ? "\"rootless\"" : "\"root\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"landlock_abi\": 7"));
+    fy_free(json);
+    run_free(&r);
+    const char *ok[] = {"/bin/true", NULL};
+    run_argv(p, ok, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    ck_assert_int_eq(r.exit_code, 0);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_no_capabilities_no_new_privs) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c", "grep -E '^(Cap|NoNewPrivs|Seccomp:)' /proc/self/status", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    ASSERT_OUT(&r, "CapInh:\t0000000000000000");
+    ASSERT_OUT(&r, "CapPrm:\t0000000000000000");
+    ASSERT_OUT(&r, "CapEff:\t0000000000000000");
+    ASSERT_OUT(&r, "CapBnd:\t0000000000000000");
+    ASSERT_OUT(&r, "CapAmb:\t0000000000000000");
+    ASSERT_OUT(&r, "NoNewPrivs:\t1");
+    ASSERT_OUT(&r, "Seccomp:\t2");
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_layout_and_identity) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c",
+                          "pwd; echo HOME=$HOME; ls -A /; cat /etc/passwd; test -e /sys && echo HAS_SYS;"
+                          " test -e /dev/sda && echo HAS_SDA; ls /dev; cat /proc/1/cmdline >/dev/null && echo PROC1;"
+                          " echo x > /work/build/f && echo BUILD_RW; echo x > /etc/f 2>/dev/null || echo ETC_RO;"
+                          " echo x > /f 2>/dev/null || echo ROOT_RO; echo x > /usr/f 2>/dev/null || echo USR_RO;"
+                          " echo 1 > /proc/sys/kernel/hostname 2>/dev/null || echo PROCSYS_RO; hostname",
+                          NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    ASSERT_OUT(&r, "/work/build\nHOME=/home/forgeyard\n");
+    ASSERT_OUT(&r, "forgeyard:x:1000:1000:");
+    ck_assert_ptr_null(strstr(r.out, "HAS_SYS"));
+    ck_assert_ptr_null(strstr(r.out, "HAS_SDA"));
+    ck_assert_ptr_null(strstr(r.out, "root:x:0:0:root:/root:/bin/bash")); /* not the host's passwd */
+    ASSERT_OUT(&r, "BUILD_RW");
+    ASSERT_OUT(&r, "ETC_RO");
+    ASSERT_OUT(&r, "ROOT_RO");
+    ASSERT_OUT(&r, "USR_RO");
+    ASSERT_OUT(&r, "PROCSYS_RO");
+    ASSERT_OUT(&r, "PROC1");
+    ASSERT_OUT(&r, "\nforgeyard\n");
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* ---- filesystem attacks ---- */
+
+START_TEST(test_host_secrets_invisible) {
+    char cred[160];
+    snprintf(cred, sizeof(cred), "%s-cred", scratch);
+    FILE *f = fopen(cred, "we");
+    ck_assert_ptr_nonnull(f);
+    fputs("HOST-CREDENTIAL-CANARY", f);
+    fclose(f);
+    chmod(cred, 0644);
+    expect_denied("read", "/etc/shadow", "ENOENT");
+    expect_denied("read", cred, "ENOENT");
+    expect_denied("read", "/root/.ssh/id_rsa", "ENOENT");
+    /* /proc/1/root is the sandbox's own root, not the host's. */
+    expect_denied("read", "/proc/1/root/etc/shadow", "EACCES");
+    unlink(cred);
+}
+END_TEST
+
+START_TEST(test_symlink_escapes) {
+    /* A symlink planted in the workspace points at a host directory. */
+    char *build = workdir_for_sandbox("build-sym");
+    char outside[160], link[200], target[220];
+    snprintf(outside, sizeof(outside), "%s/outside", scratch);
+    mkdir(outside, 0777);
+    chmod(outside, 0777);
+    snprintf(link, sizeof(link), "%s/escape", build);
+    ck_assert_int_eq(symlink(outside, link), 0);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    struct run r;
+    run_attack(p, "write", "/work/build/escape/pwned", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_FAILED);
+    snprintf(target, sizeof(target), "%s/pwned", outside);
+    ck_assert_int_eq(access(target, F_OK), -1); /* nothing written on the host */
+    run_free(&r);
+    /* The workspace directory itself replaced by a symlink: the mount is refused. */
+    char *build2 = workdir_for_sandbox("build-real");
+    char build_link[200];
+    snprintf(build_link, sizeof(build_link), "%s/build-link", scratch);
+    ck_assert_int_eq(symlink(build2, build_link), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, build_link, NULL), 0);
+    run_attack(p, "write", "/work/build/x", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_int_eq(fy_result_error_step(r.res), FY_STEP_MOUNT);
+    ck_assert_int_eq(fy_result_error_os_code(r.res), ELOOP);
+    run_free(&r);
+    fy_policy_free(p);
+    free(build);
+    free(build2);
+}
+END_TEST
+
+START_TEST(test_source_read_only) {
+    char *src = workdir_for_sandbox("src");
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
+    struct run r;
+    run_attack(p, "write", "/work/source/pwned", &r);
+    ASSERT_OUT(&r, "denied EROFS");
+    run_free(&r);
+    fy_policy_free(p);
+    free(src);
+}
+END_TEST
+
+START_TEST(test_no_residue_between_attempts) {
+    fy_policy *p = policy();
+    const char *plant[] = {"/bin/sh", "-c",
+                           "echo r > /tmp/residue && echo r > /work/tmp/residue && echo r > /home/forgeyard/residue"
+                           " && echo r > /dev/shm/residue && echo planted",
+                           NULL};
+    const char *look[] = {"/bin/sh", "-c", "ls /tmp /work/tmp /home/forgeyard /dev/shm | grep residue || echo clean",
+                          NULL};
+    struct run r;
+    run_argv(p, plant, &r);
+    ASSERT_OUT(&r, "planted");
+    run_free(&r);
+    run_argv(p, look, &r);
+    ASSERT_OUT(&r, "clean");
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* ---- processes ---- */
+
+START_TEST(test_host_processes_invisible) {
+    pid_t marker = fork();
+    if (marker == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    char pid[16], path[32];
+    snprintf(pid, sizeof(pid), "%d", (int)marker);
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)marker);
+    expect_denied("kill", pid, "ESRCH");
+    expect_denied("read", path, "ENOENT");
+    ck_assert_int_eq(kill(marker, 0), 0); /* still alive */
+    kill(marker, SIGKILL);
+    waitpid(marker, NULL, 0);
+}
+END_TEST
+
+static int count_procs_with(const char *needle) {
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[64], buf[256] = {0};
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        for (ssize_t i = 0; i < k; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        if (k > 0 && strstr(buf, needle))
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(test_daemon_does_not_survive) {
+    fy_policy *p = policy();
+    struct run r;
+    run_attack(p, "daemon", "987654", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    ASSERT_OUT(&r, "ok daemonised");
+    ck_assert_int_eq(count_procs_with("sleep 987654"), 0);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_init_protected) {
+    expect_denied("ptrace-init", "", "EPERM");
+    expect_denied("read", "/proc/1/mem", "EACCES");
+    expect_denied("kill", "1", "EPERM"); /* sandbox pid 1: only the library may signal it */
+}
+END_TEST
+
+/* ---- privileged operations ---- */
+
+START_TEST(test_mknod_denied) { expect_denied("mknod", "/tmp/sda", "EPERM"); }
+END_TEST
+
+START_TEST(test_mount_is_violation) {
+    expect_violation("mount", "mount");
+    expect_violation("remount", "mount");
+}
+END_TEST
+
+START_TEST(test_module_kexec_violation) {
+    expect_violation("init_module", "init_module");
+    expect_violation("finit_module", "finit_module");
+    expect_violation("kexec", "kexec_load");
+    expect_violation("open_by_handle", "open_by_handle_at");
+    expect_violation("settime", "clock_settime");
+}
+END_TEST
+
+START_TEST(test_quiet_denials) {
+    expect_denied("bpf", "", "EPERM");
+    expect_denied("keyctl", "", "EPERM");
+    expect_denied("add_key", "", "EPERM");
+    expect_denied("perf", "", "EPERM");
+    expect_denied("userfaultfd", "", "EPERM");
+    expect_denied("io_uring", "", "ENOSYS");
+    expect_denied("unshare-user", "", "EPERM");
+}
+END_TEST
+
+START_TEST(test_foreign_abis_and_tiocsti) {
+    expect_violation("x32", "x32");
+    expect_violation("i386", "i386");
+    expect_violation("tiocsti", "ioctl");
+}
+END_TEST
+
+/* ---- network ---- */
+
+START_TEST(test_host_loopback_unreachable) {
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(listen(ls, 4), 0);
+    socklen_t al = sizeof(a);
+    getsockname(ls, (struct sockaddr *)&a, &al);
+    char port[16];
+    snprintf(port, sizeof(port), "%d", ntohs(a.sin_port));
+    /* Abstract unix socket on the host. */
+    int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX};
+    char name[64];
+    snprintf(name, sizeof(name), "fy-test-%d", (int)getpid());
+    memcpy(ua.sun_path + 1, name, strlen(name));
+    ck_assert_int_eq(bind(us, (struct sockaddr *)&ua, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))), 0);
+    ck_assert_int_eq(listen(us, 4), 0);
+    expect_denied("tcp", port, "ECONNREFUSED");
+    expect_denied("abstract", name, "ECONNREFUSED");
+    /* Nothing ever reached the listeners. */
+    struct pollfd pf[2] = {{.fd = ls, .events = POLLIN}, {.fd = us, .events = POLLIN}};
+    ck_assert_int_eq(poll(pf, 2, 0), 0);
+    close(ls);
+    close(us);
+}
+END_TEST
+
+/* ---- leaks ---- */
+
+START_TEST(test_fd_and_env_canaries) {
+    int leaked = open("/dev/null", O_RDONLY); /* deliberately without O_CLOEXEC */
+    ck_assert_int_ge(leaked, 0);
+    setenv("FY_CANARY_SECRET", "must-not-leak", 1);
+    fy_policy *p = policy();
+    struct run r;
+    run_attack(p, "fds", "", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    ck_assert_msg(strncmp(r.out, "fds 0 1 2\n", 10) == 0, "unexpected fds: %s", r.out);
+    run_free(&r);
+    const char *env[] = {"/usr/bin/env", NULL};
+    run_argv(p, env, &r);
+    ck_assert_ptr_null(strstr(r.out, "FY_CANARY"));
+    ck_assert_ptr_null(strstr(r.out, "must-not-leak"));
+    run_free(&r);
+    fy_policy_free(p);
+    unsetenv("FY_CANARY_SECRET");
+    close(leaked);
+}
+END_TEST
+
+/* ---- secrets ---- */
+
+START_TEST(test_secrets) {
+    char path[160];
+    snprintf(path, sizeof(path), "%s/secret-src", scratch);
+    FILE *f = fopen(path, "we");
+    fputs("file-s3cret", f);
+    fclose(f);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_add_secret(p, "tok", FY_SECRET_ENV, "TOKEN", "env-s3cret", 10, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret_file(p, "key", FY_SECRET_FILE, "deploy.key", path, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret(p, "in", FY_SECRET_STDIN, NULL, "stdin-s3cret", 12, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo env=$TOKEN; echo file=$(cat /run/secrets/deploy.key); echo stdin=$(cat);"
+                          " stat -c '%a %u' /run/secrets/deploy.key; echo x > /run/secrets/new 2>/dev/null || echo RO;"
+                          " tr '\\0' ' ' < /proc/self/cmdline",
+                          NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    ASSERT_OUT(&r, "env=env-s3cret\n");
+    ASSERT_OUT(&r, "file=file-s3cret\n");
+    ASSERT_OUT(&r, "stdin=stdin-s3cret\n");
+    ASSERT_OUT(&r, "400 1000\n");
+    ASSERT_OUT(&r, "RO");
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    ck_assert_ptr_null(strstr(json, "s3cret"));
+    fy_free(json);
+    run_free(&r);
+    /* Absent elsewhere: a policy without them sees nothing. */
+    fy_policy *q = policy();
+    const char *look[] = {"/bin/sh", "-c", "ls /run/secrets 2>&1; echo token=$TOKEN", NULL};
+    run_argv(q, look, &r);
+    ck_assert_ptr_null(strstr(r.out, "deploy.key"));
+    ASSERT_OUT(&r, "token=\n");
+    run_free(&r);
+    fy_policy_free(q);
+    fy_policy_free(p);
+    unlink(path);
+}
+END_TEST
+
+/* ---- outcomes ---- */
+
+START_TEST(test_exec_failure_is_typed) {
+    fy_policy *p = policy();
+    const char *argv[] = {"no-such-command-xyz", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_int_eq(fy_result_error_step(r.res), FY_STEP_EXEC);
+    ck_assert_int_eq(fy_result_error_os_code(r.res), ENOENT);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_signaled) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c", "kill -SEGV $$", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SIGNALED);
+    ck_assert_int_eq(fy_result_signal(r.res), SIGSEGV);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_timeout_kills_tree) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 500000, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 300000, NULL), 0);
+    struct run r;
+    run_attack(p, "ignore-term", "", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_TIMED_OUT);
+    ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 0);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+struct cancel_arg {
+    fy_handle *h;
+};
+
+static void *cancel_later(void *arg) {
+    struct cancel_arg *c = arg;
+    usleep(300000);
+    fy_handle_cancel(c->h, FY_CANCEL_SUPERSEDED, NULL);
+    return NULL;
+}
+
+START_TEST(test_cancel_from_another_thread) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
+    const char *argv[] = {"/opt/fy/fy-attack", "ignore-term", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    pthread_t t;
+    struct cancel_arg ca = {h};
+    pthread_create(&t, NULL, cancel_later, &ca);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_CANCELLED);
+    ck_assert_int_eq(fy_result_cancel_reason(res), FY_CANCEL_SUPERSEDED);
+    ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, NULL), 0); /* no-op afterwards */
+    fy_result_free(res);
+    fy_handle_free(h);
+    ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_free_kills_running) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sleep", "876543", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    /* Let it exec, then free without waiting. */
+    for (int i = 0; i < 200 && count_procs_with("sleep 876543") == 0; i++) {
+        fy_handle_process(h, NULL, NULL);
+        usleep(10000);
+    }
+    ck_assert_int_eq(count_procs_with("sleep 876543"), 1);
+    fy_handle_free(h);
+    ck_assert_int_eq(count_procs_with("sleep 876543"), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_output_cap) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_OUTPUT, 100000, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "yes 0123456789 | head -c 10000000; echo done", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_RESOURCE_EXCEEDED);
+    ck_assert_str_eq(r.detail, "output");
+    ck_assert_int_eq(fy_result_output_truncated(r.res), 1);
+    ck_assert_int_eq(r.out_size, 100000); /* exactly the cap was kept */
+    run_free(&r);
+    /* Concurrent stdout+stderr floods under the cap do not deadlock. */
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_OUTPUT, FY_UNLIMITED, NULL), 0);
+    const char *both[] = {"/bin/sh", "-c",
+                          "(head -c 3000000 /dev/zero >&2 &) ; head -c 3000000 /dev/zero; wait; echo ok", NULL};
+    run_argv(p, both, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_pipe_mode_and_event_loop) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_PIPE, -1, NULL, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "echo through-the-pipe", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    int out = fy_handle_get_stdio_fd(h, FY_STDOUT);
+    ck_assert_int_ge(out, 0);
+    ck_assert_int_eq(fy_handle_get_stdio_fd(h, FY_STDERR), FY_E_STATE);
+    char buf[256] = {0};
+    size_t got = 0;
+    fy_result *res = NULL;
+    /* A host event loop: poll the handle fd and the pipe, never block in the library. */
+    for (int i = 0; i < 2000 && !res; i++) {
+        struct pollfd pf[2] = {{.fd = fy_handle_get_fd(h), .events = POLLIN}, {.fd = out, .events = POLLIN}};
+        poll(pf, 2, 50);
+        if (pf[1].revents & POLLIN) {
+            ssize_t n = read(out, buf + got, sizeof(buf) - 1 - got);
+            if (n > 0)
+                got += (size_t)n;
+        }
+        ck_assert_int_ge(fy_handle_process(h, &res, NULL), 0);
+    }
+    ck_assert_ptr_nonnull(res);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    ck_assert_str_eq(buf, "through-the-pipe\n");
+    fy_result_free(res);
+    fy_handle_free(h);
+    fy_policy_free(p);
+}
+END_TEST
+
+static int count_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    while (d && readdir(d))
+        n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(test_no_fd_leak) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    int before = count_fds();
+    for (int i = 0; i < 40; i++) {
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+        ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+        ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+        fy_result_free(res);
+        fy_handle_free(h);
+    }
+    ck_assert_int_eq(count_fds(), before);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* ---- setup ---- */
+
+static void prepare_scratch(const char *attack_src, uid_t owner) {
+    snprintf(scratch, sizeof(scratch), "/tmp/fy-sandbox-test-XXXXXX");
+    if (!mkdtemp(scratch)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    chmod(scratch, 0755);
+    snprintf(attack, sizeof(attack), "%s/fy-attack", scratch);
+    copy_file(attack_src, attack, 0755);
+    if (owner != (uid_t)-1 && (chown(scratch, owner, owner) < 0 || chown(attack, owner, owner) < 0)) {
+        perror("chown");
+        exit(1);
+    }
+}
+
+static void remove_tree(const char *dir) {
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FY-ATTACK [--rootless]\n", argv[0]);
+        return 2;
+    }
+    bool want_rootless = argc > 2 && strcmp(argv[2], "--rootless") == 0;
+    if (want_rootless && getuid() == 0 && !getenv("FY_TEST_SCRATCH")) {
+        /* Prepare as root, then become uid 65534 through exec (so the process
+         * is dumpable, as any program started by an unprivileged user is). */
+        prepare_scratch(argv[1], 65534);
+        setenv("FY_TEST_SCRATCH", scratch, 1);
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0) {
+            perror("drop privileges");
+            return 1;
+        }
+        execv("/proc/self/exe", argv);
+        perror("execv");
+        return 1;
+    }
+    if (want_rootless && getuid() == 0) {
+        fprintf(stderr, "rootless run needs to start as root\n");
+        return 1;
+    }
+    if (want_rootless && !getenv("FY_TEST_SCRATCH")) {
+        fprintf(stderr, "not root: the rootless variant runs when the suite runs as root\n");
+        return 77;
+    }
+    rootless = want_rootless || getuid() != 0;
+    if (getenv("FY_TEST_SCRATCH")) {
+        snprintf(scratch, sizeof(scratch), "%s", getenv("FY_TEST_SCRATCH"));
+        snprintf(attack, sizeof(attack), "%s/fy-attack", scratch);
+    } else {
+        prepare_scratch(argv[1], (uid_t)-1);
+    }
+    /* Probe once here: the forked test processes inherit the cache. */
+    fy_caps *caps = NULL;
+    if (fy_probe(FY_PROBE_NO_VM, &caps, NULL) < 0)
+        return 1;
+    fy_caps_free(caps);
+    Suite *s = suite_create(rootless ? "sandbox-rootless" : "sandbox");
+    TCase *tc = tcase_create("attacks");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_runs_and_reports);
+    tcase_add_test(tc, test_no_capabilities_no_new_privs);
+    tcase_add_test(tc, test_layout_and_identity);
+    tcase_add_test(tc, test_host_secrets_invisible);
+    tcase_add_test(tc, test_symlink_escapes);
+    tcase_add_test(tc, test_source_read_only);
+    tcase_add_test(tc, test_no_residue_between_attempts);
+    tcase_add_test(tc, test_host_processes_invisible);
+    tcase_add_test(tc, test_daemon_does_not_survive);
+    tcase_add_test(tc, test_init_protected);
+    tcase_add_test(tc, test_mknod_denied);
+    tcase_add_test(tc, test_mount_is_violation);
+    tcase_add_test(tc, test_module_kexec_violation);
+    tcase_add_test(tc, test_quiet_denials);
+    tcase_add_test(tc, test_foreign_abis_and_tiocsti);
+    tcase_add_test(tc, test_host_loopback_unreachable);
+    tcase_add_test(tc, test_fd_and_env_canaries);
+    tcase_add_test(tc, test_secrets);
+    tcase_add_test(tc, test_exec_failure_is_typed);
+    tcase_add_test(tc, test_signaled);
+    tcase_add_test(tc, test_timeout_kills_tree);
+    tcase_add_test(tc, test_cancel_from_another_thread);
+    tcase_add_test(tc, test_free_kills_running);
+    tcase_add_test(tc, test_output_cap);
+    tcase_add_test(tc, test_pipe_mode_and_event_loop);
+    tcase_add_test(tc, test_no_fd_leak);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    remove_tree(scratch);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
