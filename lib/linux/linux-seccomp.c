@@ -55,7 +55,8 @@
  *  every other call of the known table                  ALLOW           ALLOW
  *
  * The known table is the fixed list of NAMES in `known[]` below: the x86-64 system
- * calls up to Linux 6.17 (numbers 0..334 and the unified 424..469, file_setattr).
+ * calls of Linux 6.18 (numbers 0..334 and the unified 424..469; the last is
+ * file_setattr, added in 6.17; 6.18 added none).
  * It is compiled in so that the profile does not change with the libseccomp
  * version: a name this libseccomp cannot resolve but that has a unified number
  * (>= 424, the same on every architecture but alpha since Linux 5.1) is added by
@@ -119,7 +120,6 @@
 #endif
 #ifndef SECCOMP_RET_USER_NOTIF
 #  define SECCOMP_RET_USER_NOTIF 0x7fc00000U
-#endif
 #endif
 #ifndef BPF_MAXINSNS
 #  define BPF_MAXINSNS 4096
