@@ -3,6 +3,7 @@
  * interprets (linux-plan.h): mount operations, id maps, Landlock rules,
  * seccomp BPF, rlimits, argv/envp. All allocation happens here. */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,55 @@
 #define LL_FS_TRUNCATE (1ULL << 14)
 #define LL_FS_IOCTL_DEV (1ULL << 15)
 #define LL_RO (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+
+/* ---- compiled seccomp programs ----
+ * Compiling a profile costs a few milliseconds of libseccomp; the result
+ * depends only on (class, notify), so each is compiled once per process and
+ * is immutable afterwards (like the probe cache: the only process-wide
+ * state, never mutated after it is built). */
+struct bpf_cache {
+    pthread_once_t once;
+    uint32_t cls;
+    bool notify, init;
+    struct seccomp_program prog;
+    int rc;
+};
+static struct bpf_cache bpf_cache[] = {
+    {PTHREAD_ONCE_INIT, FY_SECCOMP_GENERAL_BUILD, false, false, {0}, 0},
+    {PTHREAD_ONCE_INIT, FY_SECCOMP_GENERAL_BUILD, true, false, {0}, 0},
+    {PTHREAD_ONCE_INIT, FY_SECCOMP_NETWORKED_TEST, false, false, {0}, 0},
+    {PTHREAD_ONCE_INIT, FY_SECCOMP_NETWORKED_TEST, true, false, {0}, 0},
+    {PTHREAD_ONCE_INIT, 0, false, true, {0}, 0},
+};
+
+#define BPF_ONCE(i) \
+    static void bpf_once_##i(void) { \
+        struct bpf_cache *b = &bpf_cache[i]; \
+        b->rc = b->init ? fy_seccomp_compile_init(&b->prog, NULL) : fy_seccomp_compile(b->cls, b->notify, &b->prog, NULL); \
+    }
+BPF_ONCE(0) BPF_ONCE(1) BPF_ONCE(2) BPF_ONCE(3) BPF_ONCE(4)
+static void (*const bpf_once_fn[])(void) = {bpf_once_0, bpf_once_1, bpf_once_2, bpf_once_3, bpf_once_4};
+
+static const struct seccomp_program *cached_program(uint32_t cls, bool notify, bool init, fy_error **reterr) {
+    for (size_t i = 0; i < FY_ARRAY_SIZE(bpf_cache); i++) {
+        struct bpf_cache *b = &bpf_cache[i];
+        if (b->init != init || (!init && (b->cls != cls || b->notify != notify)))
+            continue;
+        pthread_once(&b->once, bpf_once_fn[i]);
+        if (b->rc < 0) {
+            /* Compile again to give the caller the error detail. */
+            struct seccomp_program tmp = {0};
+            int r = init ? fy_seccomp_compile_init(&tmp, reterr) : fy_seccomp_compile(cls, notify, &tmp, reterr);
+            fy_seccomp_program_free(&tmp);
+            if (r >= 0)
+                err_set(reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL, "seccomp compilation failed once");
+            return NULL;
+        }
+        return &b->prog;
+    }
+    err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SECCOMP, 0, NULL, "unknown seccomp class %u", cls);
+    return NULL;
+}
 
 /* ---- allocation: every piece of the plan is tracked and freed together ---- */
 
@@ -63,8 +113,6 @@ void linux_plan_free(struct linux_plan *pl) {
     free(pl->allocs);
     free(pl->ops);
     free(pl->ll_rules);
-    free(pl->bpf);
-    free(pl->init_bpf);
     free(pl->envp);
     free(pl->isolation_json);
     free(pl);
@@ -494,21 +542,20 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
 
     /* Seccomp. */
     if (sel->control[FY_CONTROL_SECCOMP] == FY_CONTROL_STATE_ENFORCED) {
-        struct seccomp_program prog = {0}, init = {0};
         bool notify = caps_present(c, FY_CAP_SECCOMP_NOTIFY);
-        if ((r = fy_seccomp_compile(p->seccomp_class, notify, &prog, reterr)) < 0)
-            goto fail;
-        if ((r = fy_seccomp_compile_init(&init, reterr)) < 0) {
-            fy_seccomp_program_free(&prog);
+        const struct seccomp_program *prog = cached_program(p->seccomp_class, notify, false, reterr);
+        const struct seccomp_program *init = prog ? cached_program(0, false, true, reterr) : NULL;
+        if (!prog || !init) {
+            r = reterr && *reterr ? fy_error_code(*reterr) : FY_E_INTERNAL;
             goto fail;
         }
-        pl->bpf = prog.filter;
-        pl->bpf_len = (uint16_t)prog.len;
-        pl->seccomp_notify = prog.notify;
-        pl->seccomp_name = prog.name;
-        pl->seccomp_version = prog.version;
-        pl->init_bpf = init.filter;
-        pl->init_bpf_len = (uint16_t)init.len;
+        pl->bpf = prog->filter; /* shared, immutable: never freed with the plan */
+        pl->bpf_len = (uint16_t)prog->len;
+        pl->seccomp_notify = prog->notify;
+        pl->seccomp_name = prog->name;
+        pl->seccomp_version = prog->version;
+        pl->init_bpf = init->filter;
+        pl->init_bpf_len = (uint16_t)init->len;
     }
 
     /* rlimits (always). */

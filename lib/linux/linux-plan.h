@@ -91,12 +91,12 @@ struct linux_plan {
     uint64_t ll_handled;         /* handled_access_fs (0: no Landlock) */
     uint32_t ll_abi;
     uint64_t ll_scoped;          /* LANDLOCK_SCOPE_* (ABI >= 6) */
-    void *bpf;                   /* struct sock_filter[] */
+    const void *bpf;             /* struct sock_filter[]: the shared compiled profile */
     uint16_t bpf_len;
     bool seccomp_notify;
     const char *seccomp_name;
     uint32_t seccomp_version;
-    void *init_bpf;              /* the pid-1 filter */
+    const void *init_bpf;        /* the pid-1 filter (shared) */
     uint16_t init_bpf_len;
     struct child_rlimit rlimits[CHILD_MAX_RLIMITS];
     size_t nrlimits;
