@@ -284,27 +284,35 @@ static void write_secrets(const struct child_args *a) {
         }
     if (!any)
         return;
-    char opts[96] = "mode=0700,size=";
-    char *e = put_uint(opts + slen(opts), (unsigned long)(total + 65536));
-    memcpy(e, ",nr_inodes=1024", 16);
-    int r = mkdir_p("/run/secrets", 0755);
-    if (r < 0)
-        die(a->status_fd, FY_STEP_SECRET, -r);
-    if (mount("tmpfs", "/run/secrets", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-        die(a->status_fd, FY_STEP_SECRET, errno);
+    int r;
+    const char *dir = a->secrets_dir ? a->secrets_dir : "/run/secrets";
+    if (!a->secrets_dir) {
+        char opts[96] = "mode=0700,size=";
+        char *e = put_uint(opts + slen(opts), (unsigned long)(total + 65536));
+        memcpy(e, ",nr_inodes=1024", 16);
+        if ((r = mkdir_p(dir, 0755)) < 0)
+            die(a->status_fd, FY_STEP_SECRET, -r);
+        if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+            die(a->status_fd, FY_STEP_SECRET, errno);
+    }
+    size_t dlen = slen(dir);
     for (size_t i = 0; i < a->nsecrets; i++) {
         const struct child_secret *s = &a->secrets[i];
         if (!s->file)
             continue;
-        char path[128] = "/run/secrets/";
+        char path[4096 + 128];
         size_t n = slen(s->file);
-        if (n > 100)
+        if (n > 100 || dlen > 4096)
             die(a->status_fd, FY_STEP_SECRET, ENAMETOOLONG);
-        memcpy(path + 13, s->file, n + 1);
+        memcpy(path, dir, dlen);
+        path[dlen] = '/';
+        memcpy(path + dlen + 1, s->file, n + 1);
         if ((r = create_file(path, s->value, s->len, 0400, pl->work_uid, pl->work_gid, true)) < 0)
             die(a->status_fd, FY_STEP_SECRET, -r);
     }
-    if (chown("/run/secrets", pl->work_uid, pl->work_gid) < 0 || chmod("/run/secrets", 0500) < 0)
+    if ((pl->as_root || !pl->process_mode) && chown(dir, pl->work_uid, pl->work_gid) < 0)
+        die(a->status_fd, FY_STEP_SECRET, errno);
+    if (chmod(dir, 0500) < 0)
         die(a->status_fd, FY_STEP_SECRET, errno);
 }
 
@@ -404,7 +412,7 @@ static int send_fd(int sock, int fd) {
     return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
-static void apply_landlock(const struct linux_plan *pl, int sfd) {
+static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule) {
     if (!pl->ll_handled)
         return;
     struct ll_attr attr = {pl->ll_handled, 0, pl->ll_scoped};
@@ -425,6 +433,14 @@ static void apply_landlock(const struct linux_plan *pl, int sfd) {
             access &= FS_FILE_RIGHTS;
         struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
         if (access && fy_sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+            die(sfd, FY_STEP_LANDLOCK, errno);
+        close(fd);
+    }
+    if (pl->process_mode && a_workdir_rule) {
+        /* The attempt directory (HOME, TMPDIR, secrets): read-write. */
+        int fd = open(a_workdir_rule, O_PATH | O_CLOEXEC | O_DIRECTORY);
+        struct landlock_path_beneath_attr pb = {.allowed_access = pl->ll_handled & ~(1ULL << 15), .parent_fd = fd};
+        if (fd < 0 || fy_sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
             die(sfd, FY_STEP_LANDLOCK, errno);
         close(fd);
     }
@@ -462,16 +478,20 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
         if (setrlimit(pl->rlimits[i].resource, &want) < 0)
             die(sfd, FY_STEP_RLIMIT, errno);
     }
-    if (chdir(pl->workdir) < 0)
+    if (chdir(pl->workdir ? pl->workdir : a->workdir) < 0)
         die(sfd, FY_STEP_EXEC, errno);
     /* Capabilities: lock the securebits, empty the bounding and ambient
      * sets, switch ids, then empty every set explicitly. */
-    if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+    /* (An unprivileged caller in process mode has no capabilities to drop
+     * and may not touch securebits; no_new_privs below covers exec.) */
+    bool privileged = !pl->process_mode || pl->as_root;
+    if (privileged &&
+        prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
                                      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
                                      SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED, 0, 0, 0) < 0)
         die(sfd, FY_STEP_CAPS, errno);
     int r;
-    if ((r = drop_bounding_set()) < 0)
+    if (privileged && (r = drop_bounding_set()) < 0)
         die(sfd, FY_STEP_CAPS, -r);
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
         die(sfd, FY_STEP_CAPS, errno);
@@ -481,7 +501,7 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
         die(sfd, FY_STEP_CAPS, -r);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         die(sfd, FY_STEP_CAPS, errno);
-    apply_landlock(pl, sfd);
+    apply_landlock(pl, sfd, a->workdir);
     if (pl->bpf) {
         int fd = load_filter(pl->bpf, pl->bpf_len, pl->seccomp_notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
         if (fd < 0)
@@ -524,6 +544,66 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     die(sfd, FY_STEP_EXEC, saved);
 }
 
+/* ---- the process tree without a pid namespace (linux-process) ---- */
+
+/* Reads the pids listed in /proc/<pid>/task/<pid>/children into out. */
+static size_t read_children(pid_t pid, pid_t *out, size_t max) {
+    char path[64] = "/proc/";
+    char *e = put_uint(path + 6, (unsigned long)pid);
+    memcpy(e, "/task/", 7);
+    e = put_uint(e + 6, (unsigned long)pid);
+    memcpy(e, "/children", 10);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    size_t k = 0;
+    unsigned long v = 0;
+    bool in = false;
+    for (ssize_t i = 0; i < (n > 0 ? n : 0) && k < max; i++) {
+        if (buf[i] >= '0' && buf[i] <= '9') {
+            v = v * 10 + (unsigned long)(buf[i] - '0');
+            in = true;
+        } else if (in) {
+            out[k++] = (pid_t)v;
+            v = 0;
+            in = false;
+        }
+    }
+    if (in && k < max)
+        out[k++] = (pid_t)v;
+    return k;
+}
+
+/* Signals every descendant (breadth first, bounded). */
+static void signal_descendants(int sig) {
+    static pid_t queue[4096];
+    size_t head = 0, tail = read_children(getpid(), queue, 4096);
+    while (head < tail) {
+        pid_t p = queue[head++];
+        kill(p, sig);
+        tail += read_children(p, queue + tail, 4096 - tail);
+    }
+}
+
+/* Ends the whole tree: without a pid namespace there is no kill(-1); as a
+ * child subreaper every orphan comes back to us, so kill and reap until no
+ * child is left. */
+static void end_tree(const struct linux_plan *pl) {
+    if (!pl->process_mode) {
+        kill(-1, SIGKILL);
+        return;
+    }
+    for (int round = 0; round < 100000; round++) {
+        signal_descendants(SIGKILL);
+        int st;
+        if (syscall(SYS_wait4, -1, &st, __WALL, NULL) < 0 && errno == ECHILD)
+            return;
+    }
+}
+
 /* ---- the sandbox's init (pid 1) ---- */
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
@@ -533,15 +613,20 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
     int sync_fd = a->sync_fd;
     /* The workload may not read our memory (a copy of the host's): not
      * dumpable, and its mm belongs to the host's user namespace. */
+    const struct linux_plan *pl = a->plan;
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     fcntl(sync_fd, F_SETFL, O_NONBLOCK);
-    drop_bounding_set();
-    set_caps(1ULL << CAP_KILL);
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    if (a->plan->init_bpf && load_filter(a->plan->init_bpf, a->plan->init_bpf_len, 0) < 0) {
-        send_msg(sfd, CM_ERROR, FY_STEP_SECCOMP, errno, 0, 0);
-        kill(-1, SIGKILL);
-        syscall(SYS_exit_group, 1);
+    if (!pl->process_mode) {
+        /* In process mode this is the library's own (host) identity and it
+         * needs /proc to find the tree: it keeps no filter of its own. */
+        drop_bounding_set();
+        set_caps(1ULL << CAP_KILL);
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        if (pl->init_bpf && load_filter(pl->init_bpf, pl->init_bpf_len, 0) < 0) {
+            send_msg(sfd, CM_ERROR, FY_STEP_SECCOMP, errno, 0, 0);
+            end_tree(pl);
+            syscall(SYS_exit_group, 1);
+        }
     }
     sigset_t set;
     sigemptyset(&set);
@@ -552,21 +637,26 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
     for (;;) {
         siginfo_t si;
         int sig = sigtimedwait(&set, &si, &tick);
-        if (sig > 0 && sig != SIGCHLD && si.si_pid == 0)
-            kill(-1, sig); /* from the library (outside the namespace): to the whole tree */
+        if (sig > 0 && sig != SIGCHLD && (pl->process_mode ? si.si_pid == getppid() : si.si_pid == 0)) {
+            /* From the library (outside the namespace): to the whole tree. */
+            if (pl->process_mode)
+                signal_descendants(sig);
+            else
+                kill(-1, sig);
+        }
         int st;
         pid_t p;
         while ((p = (pid_t)syscall(SYS_wait4, -1, &st, WNOHANG | __WALL, NULL)) > 0)
             if (p == work) {
                 send_msg(sfd, CM_EXIT, 0, 0, (uint32_t)st, now_usec());
                 /* The workload is done: nothing it started may outlive it. */
-                kill(-1, SIGKILL);
+                end_tree(pl);
                 syscall(SYS_exit_group, 0);
             }
         char c;
         if (read(sync_fd, &c, 1) == 0) {
             /* The library's process is gone: end the sandbox with it. */
-            kill(-1, SIGKILL);
+            end_tree(pl);
             syscall(SYS_exit_group, 1);
         }
     }
@@ -636,15 +726,24 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     if (n != 1)
         syscall(SYS_exit_group, 1);
     int r;
-    if (pl->as_root && (r = set_ids(pl->setup_uid, pl->setup_gid, true)) < 0)
-        die(sfd, FY_STEP_UID_MAP, -r);
-    if (pl->hostname && sethostname(pl->hostname, slen(pl->hostname)) < 0)
-        die(sfd, FY_STEP_USERNS, errno);
-    if (pl->use_netns)
-        loopback_up(sfd);
-    send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
-    build_filesystem(a);
-    send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
+    if (pl->process_mode) {
+        /* No namespaces: orphans of the tree must come back to us. */
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+            die(sfd, FY_STEP_SPAWN, errno);
+        send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
+        write_secrets(a);
+        send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
+    } else {
+        if (pl->as_root && (r = set_ids(pl->setup_uid, pl->setup_gid, true)) < 0)
+            die(sfd, FY_STEP_UID_MAP, -r);
+        if (pl->hostname && sethostname(pl->hostname, slen(pl->hostname)) < 0)
+            die(sfd, FY_STEP_USERNS, errno);
+        if (pl->use_netns)
+            loopback_up(sfd);
+        send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
+        build_filesystem(a);
+        send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
+    }
     pid_t w = fy_sys_fork();
     if (w < 0)
         die(sfd, FY_STEP_SPAWN, errno);

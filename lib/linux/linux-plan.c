@@ -355,12 +355,16 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
             json_array_append_new(ns, json_string(nss[i].name));
     json_object_set_new(o, "namespaces", ns);
     json_object_set_new(o, "mode", json_string(pl->as_root ? "root" : "rootless"));
-    json_object_set_new(o, "uid_map", json_string(pl->uid_map));
-    json_object_set_new(o, "gid_map", json_string(pl->gid_map));
+    json_object_set_new(o, "uid_map", pl->process_mode ? json_null() : json_string(pl->uid_map));
+    json_object_set_new(o, "gid_map", pl->process_mode ? json_null() : json_string(pl->gid_map));
     json_object_set_new(o, "workload_uid", json_integer(pl->work_uid));
     json_object_set_new(o, "user", json_string(pl->work_uid == 0 ? "fake-root" : "forgeyard"));
     json_object_set_new(o, "network", json_string(pl->use_netns ? "deny: own network namespace, loopback only"
-                                                                : "allow: host network (impure)"));
+                                                                : "host network (no network namespace)"));
+    json_object_set_new(o, "filesystem", json_string(pl->process_mode
+                                                         ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
+                                                                           : "host view, unconfined (no Landlock)")
+                                                         : "private: fresh tmpfs root with the declared paths"));
     json_t *sc = json_null();
     if (pl->bpf)
         sc = json_pack("{sssiss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
@@ -374,6 +378,61 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
     pl->isolation_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return pl->isolation_json ? 0 : FY_E_NOMEM;
+}
+
+/* The linux-process backend: no namespaces, so no private filesystem view;
+ * Landlock (when present) confines the workload to the declared host paths,
+ * seccomp and rlimits apply as in the namespace backend, a per-attempt
+ * directory on tmpfs (created at start) holds HOME, TMPDIR and secrets. */
+static const char *const process_etc[] = {
+    "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/localtime", "/etc/ld.so.cache",
+};
+static const char *const process_dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+
+static int compile_process_mode(struct linux_plan *pl, struct builder *b, const fy_prepared *pr, json_t *skipped) {
+    const fy_policy *p = pr->policy;
+    uint64_t rw = ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV;
+    pl->process_mode = true;
+    pl->clone_flags = 0;
+    pl->use_netns = false;
+    pl->hostname = NULL; /* the host's UTS namespace is not ours to rename */
+    /* Never host root: as root the workload gets an unprivileged host uid. */
+    pl->as_root = pr->caps->host.is_root;
+    if (pl->as_root) {
+        pl->work_uid = p->id_count >= 2 ? p->id_first + 1 : p->id_first;
+        pl->work_gid = pl->work_uid;
+        pl->drop_groups = true;
+    } else {
+        pl->work_uid = pr->caps->host.uid;
+        pl->work_gid = pr->caps->host.gid;
+    }
+    VEC_EACH(&p->runtime_paths, char *, it) {
+        struct stat st;
+        if (lstat(*it, &st) < 0)
+            json_array_append_new(skipped, json_string(*it));
+        else
+            add_rule(b, *it, S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? LL_RO
+                                                                          : LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE);
+    }
+    for (size_t i = 0; i < FY_ARRAY_SIZE(process_etc); i++)
+        add_rule(b, process_etc[i], LANDLOCK_ACCESS_FS_READ_FILE);
+    if (p->dns == FY_DNS_HOST)
+        add_rule(b, "/etc/resolv.conf", LANDLOCK_ACCESS_FS_READ_FILE);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(process_dev); i++)
+        add_rule(b, process_dev[i], LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LL_FS_TRUNCATE);
+    add_rule(b, "/proc", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_WRITE_FILE);
+    if (p->source)
+        add_rule(b, p->source, p->source_writable ? rw : LL_RO);
+    if (p->build)
+        add_rule(b, p->build, rw);
+    if (p->output)
+        add_rule(b, p->output, rw);
+    VEC_EACH(&p->toolchains, struct pol_toolchain, t) add_rule(b, t->host, LL_RO);
+    VEC_EACH(&p->binds, struct pol_bind, bd) add_rule(b, bd->host, (bd->flags & FY_BIND_WRITABLE) ? rw : LL_RO);
+    /* The attempt directory's rule is added per start (its name is new
+     * each time): see linux-spawn.c. */
+    pl->workdir = p->build ? plan_str(pl, p->build) : NULL; /* NULL: the attempt directory */
+    return b->oom ? FY_E_NOMEM : 0;
 }
 
 int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error **reterr) {
@@ -404,7 +463,7 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
         pl->clone_flags |= CLONE_NEWUTS;
     if (sel->control[FY_CONTROL_CGROUPNS] == FY_CONTROL_STATE_ENFORCED)
         pl->clone_flags |= CLONE_NEWCGROUP;
-    if (p->net_mode == FY_NET_DENY) {
+    if (p->net_mode == FY_NET_DENY && sel->backend == &linux_namespace_backend) {
         if (!caps_present(c, FY_CAP_NETNS)) {
             r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, NULL,
                         "network mode deny needs a network namespace: %s", fy_caps_reason(c, FY_CAP_NETNS));
@@ -424,6 +483,11 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
         pl->ll_handled = ll_handled_for(pl->ll_abi);
         if (pl->ll_abi >= 6)
             pl->ll_scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */;
+    }
+    if (sel->backend == &linux_process_backend) {
+        if ((r = compile_process_mode(pl, &b, pr, skipped)) < 0)
+            goto oom;
+        goto hardening;
     }
 
     /* ---- the filesystem, in mount order (parents before children) ---- */
@@ -540,6 +604,7 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
         goto oom;
     pl->workdir = plan_str(pl, p->workdir ? p->workdir : "/work/build");
 
+hardening:
     /* Seccomp. */
     if (sel->control[FY_CONTROL_SECCOMP] == FY_CONTROL_STATE_ENFORCED) {
         bool notify = caps_present(c, FY_CAP_SECCOMP_NOTIFY);

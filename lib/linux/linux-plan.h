@@ -72,6 +72,7 @@ struct child_rlimit {
 /* Immutable, built at fy_prepare. All strings live in the plan's arena. */
 struct linux_plan {
     /* namespaces and ids */
+    bool process_mode;           /* the linux-process backend: no namespaces at all */
     uint64_t clone_flags;        /* CLONE_NEW* */
     bool use_netns;              /* CLONE_NEWNET: bring lo up */
     bool as_root;                /* the caller is root: map an unprivileged host range */
@@ -124,6 +125,8 @@ struct child_args {
     const struct child_secret *secrets;
     size_t nsecrets;
     int stdin_secret;            /* index of the stdin secret or -1 */
+    const char *workdir;         /* process mode: the per-attempt directory (else plan->workdir) */
+    const char *secrets_dir;     /* process mode: where secret files go (else /run/secrets) */
 };
 
 struct child_secret {

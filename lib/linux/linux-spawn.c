@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -51,6 +52,10 @@ struct lx {
     uint64_t t_go, t_isolation, t_fs, t_exec, t_exit, t_reaped, t_eof;
     uint64_t output_bytes, output_cap;
     bool truncated;
+    /* process mode: the per-attempt directory on the host */
+    char *attempt_dir, *attempt_home, *attempt_tmp, *attempt_secrets;
+    char *env_home, *env_tmpdir;
+    bool scratch_left; /* cleanup could not remove it all */
 };
 
 static void close_fd(int *fd) {
@@ -71,9 +76,52 @@ static struct lx *lx_new(void) {
     return x;
 }
 
+/* Removes a directory tree the workload could write to, without ever
+ * following a symlink it planted: every step is relative to an fd opened
+ * with O_NOFOLLOW. Returns 0 when everything is gone. */
+static int remove_tree_at(int at, const char *name, int depth) {
+    if (depth > 256)
+        return -1;
+    if (unlinkat(at, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -1;
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int r = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && remove_tree_at(dirfd(d), e->d_name, depth + 1) < 0)
+            r = -1;
+    closedir(d);
+    if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        r = -1;
+    return r;
+}
+
+static void remove_attempt_dir(struct lx *x) {
+    if (!x->attempt_dir)
+        return;
+    x->scratch_left = remove_tree_at(AT_FDCWD, x->attempt_dir, 0) < 0;
+    free(x->attempt_dir);
+    x->attempt_dir = NULL;
+}
+
 static void lx_free(struct lx *x) {
     if (!x)
         return;
+    remove_attempt_dir(x);
+    free(x->attempt_home);
+    free(x->attempt_tmp);
+    free(x->attempt_secrets);
+    free(x->env_home);
+    free(x->env_tmpdir);
     close_fd(&x->pidfd);
     close_fd(&x->epfd);
     close_fd(&x->timerfd);
@@ -176,6 +224,37 @@ static int setup_stdio(struct lx *x, const fy_prepared *pr, int stdin_secret, fy
     return 0;
 }
 
+/* Process mode: a private directory per attempt, on tmpfs when the host
+ * has /dev/shm, owned by the workload's uid, removed at cleanup. */
+static int setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr) {
+    char tmpl[] = "/dev/shm/forgeyard-attempt-XXXXXX";
+    char tmpl2[] = "/tmp/forgeyard-attempt-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    if (!d)
+        d = mkdtemp(tmpl2);
+    if (!d)
+        return sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
+    x->attempt_dir = strdup(d);
+    x->attempt_home = fy_asprintf("%s/home", d);
+    x->attempt_tmp = fy_asprintf("%s/tmp", d);
+    x->attempt_secrets = fy_asprintf("%s/secrets", d);
+    x->env_home = fy_asprintf("HOME=%s/home", d);
+    x->env_tmpdir = fy_asprintf("TMPDIR=%s/tmp", d);
+    if (!x->attempt_dir || !x->attempt_home || !x->attempt_tmp || !x->attempt_secrets || !x->env_home ||
+        !x->env_tmpdir) {
+        if (!x->attempt_dir)
+            rmdir(d);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_MOUNT, 0, NULL, "out of memory");
+    }
+    const char *dirs[] = {x->attempt_home, x->attempt_tmp, x->attempt_secrets};
+    for (size_t i = 0; i < 3; i++)
+        if (mkdir(dirs[i], 0700) < 0 || (pl->as_root && chown(dirs[i], pl->work_uid, pl->work_gid) < 0))
+            return sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
+    if (chmod(x->attempt_dir, 0711) < 0)
+        return sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
+    return 0;
+}
+
 static int setup_secrets(struct lx *x, const fy_prepared *pr, const struct linux_plan *pl, int *stdin_secret,
                          fy_error **reterr) {
     *stdin_secret = -1;
@@ -197,7 +276,13 @@ static int setup_secrets(struct lx *x, const fy_prepared *pr, const struct linux
             shadowed |= d->delivery == FY_SECRET_ENV && strncmp(pl->envp[i], d->target, tl) == 0 &&
                         pl->envp[i][tl] == '=';
         }
-        if (!shadowed)
+        if (shadowed)
+            continue;
+        if (pl->process_mode && strncmp(pl->envp[i], "HOME=/home/forgeyard", 21) == 0)
+            x->envp[n++] = x->env_home;
+        else if (pl->process_mode && strcmp(pl->envp[i], "TMPDIR=/tmp") == 0)
+            x->envp[n++] = x->env_tmpdir;
+        else
             x->envp[n++] = pl->envp[i];
     }
     for (size_t i = 0; i < pr->nsecrets; i++) {
@@ -290,6 +375,8 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         goto fail;
     }
     int stdin_secret;
+    if (pl->process_mode && (r = setup_attempt_dir(x, pl, reterr)) < 0)
+        goto fail;
     if ((r = setup_secrets(x, pr, pl, &stdin_secret, reterr)) < 0 ||
         (r = setup_stdio(x, pr, stdin_secret, reterr)) < 0)
         goto fail;
@@ -310,6 +397,8 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         a->stdio[i] = x->child_stdio[i];
     a->envp = x->envp;
     a->secrets = x->secrets;
+    a->workdir = x->attempt_dir;
+    a->secrets_dir = pl->process_mode ? x->attempt_secrets : NULL;
 
     int pidfd = -1;
     struct fy_clone_args ca = {
@@ -343,7 +432,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     x->notify_sock = nsock[0];
     sync[1] = status[0] = nsock[0] = -1;
 
-    if ((r = map_ids(pl, pid, reterr)) < 0) {
+    if (!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) {
         hard_kill(x);
         reap_blocking(x);
         goto fail;
@@ -635,6 +724,9 @@ static void finish(fy_handle *h, struct lx *x) {
         close_fd(&x->spool_fd[i]);
     close_fd(&x->notify_fd);
     close_fd(&x->sync_wr);
+    remove_attempt_dir(x);
+    if (x->scratch_left && !r->detail)
+        r->detail = fy_strdup("cleanup: the attempt directory could not be removed completely");
     r->stage[FY_STAGE_CLEANUP] = fy_now_usec() - t_clean;
     h->result = r;
 }

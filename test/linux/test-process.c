@@ -1,0 +1,217 @@
+/* A host where user namespaces are denied, simulated without touching host
+ * settings: the test process installs a seccomp filter that fails
+ * unshare/clone(CLONE_NEWUSER) with EPERM (and clone3 with ENOSYS, whose
+ * flags a filter cannot read). There, the probe must say so, a policy that
+ * requires namespace isolation must be refused naming what is missing, and
+ * a policy that accepts the process level must run at that level — own
+ * process tree, Landlock, seccomp, rlimits — and report it honestly. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <forgeyard/sandbox.h>
+
+static char scratch[64];
+static char attack[160];
+
+static void deny_userns(void) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    ck_assert_ptr_nonnull(ctx);
+    ck_assert_int_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)), 0);
+    ck_assert_int_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)), 0);
+    ck_assert_int_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), 0);
+    ck_assert_int_eq(seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1), 0);
+    ck_assert_int_eq(seccomp_load(ctx), 0);
+    seccomp_release(ctx);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "re");
+    static char buf[65536];
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
+    char path[128];
+    static int n;
+    snprintf(path, sizeof(path), "%s/out-%d", scratch, ++n);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, path, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FILE, -1, path, NULL), 0);
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    int r = fy_prepare(p, NULL, argv, &pr, &e);
+    ck_assert_msg(r == 0, "prepare: %s", fy_error_message(e));
+    ck_assert_str_eq(fy_prepared_backend(pr), "linux-process");
+    ck_assert_int_eq(fy_prepared_level(pr), FY_LEVEL_PROCESS);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    fy_handle_free(h);
+    *out = slurp(path);
+    unlink(path);
+    return res;
+}
+
+static int count_procs_with(const char *needle) {
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[64], buf[256] = {0};
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        for (ssize_t i = 0; i < k; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        if (k > 0 && strstr(buf, needle))
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(test_userns_denied_host) {
+    deny_userns();
+    fy_caps *c = NULL;
+    ck_assert_int_eq(fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &c, NULL), 0);
+    ck_assert_int_eq(fy_caps_has(c, FY_CAP_USERNS), 0);
+    ck_assert_ptr_nonnull(strstr(fy_caps_reason(c, FY_CAP_USERNS), "EPERM"));
+    ck_assert_int_eq(fy_caps_max_level(c), FY_LEVEL_PROCESS);
+    fy_caps_free(c);
+
+    /* standard-ci requires namespace isolation: refused, naming userns. */
+    fy_policy *ci = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &ci, NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_prepare(ci, NULL, argv, &pr, &e), FY_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "userns"));
+    fy_error_free(e);
+    fy_policy_free(ci);
+
+    /* A policy that accepts the process level runs there and says so. */
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    char build[128], outside[128];
+    snprintf(build, sizeof(build), "%s/build", scratch);
+    snprintf(outside, sizeof(outside), "%s-outside", scratch);
+    mkdir(build, 0777);
+    chmod(build, 0777);
+    mkdir(outside, 0777);
+    chmod(outside, 0777);
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    char script[1024];
+    snprintf(script, sizeof(script),
+             "echo HOME=$HOME; pwd; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status;"
+             " echo x > %s/pwned 2>/dev/null || echo OUTSIDE_DENIED;"
+             " echo x > built && echo BUILD_RW; cat /etc/shadow 2>/dev/null || echo SHADOW_DENIED;"
+             " ls %s >/dev/null 2>&1 || echo LIST_DENIED; echo x > $HOME/h && echo HOME_RW;"
+             " %s daemon 765432",
+             outside, outside, attack);
+    const char *sh[] = {"/bin/sh", "-c", script, NULL};
+    char *out = NULL;
+    fy_result *res = run(p, sh, &out);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_detail(res), out);
+    ck_assert_int_eq(fy_result_level(res), FY_LEVEL_PROCESS);
+    ck_assert_ptr_nonnull(strstr(out, "HOME=/dev/shm/forgeyard-attempt-"));
+    ck_assert_msg(strstr(out, build), "workdir: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "CapEff:\t0000000000000000"));
+    ck_assert_ptr_nonnull(strstr(out, "NoNewPrivs:\t1"));
+    ck_assert_ptr_nonnull(strstr(out, "Seccomp:\t2"));
+    ck_assert_ptr_nonnull(strstr(out, "OUTSIDE_DENIED"));
+    ck_assert_ptr_nonnull(strstr(out, "BUILD_RW"));
+    ck_assert_ptr_nonnull(strstr(out, "SHADOW_DENIED"));
+    ck_assert_ptr_nonnull(strstr(out, "LIST_DENIED"));
+    ck_assert_ptr_nonnull(strstr(out, "HOME_RW"));
+    ck_assert_ptr_nonnull(strstr(out, "ok daemonised"));
+    /* The daemon did not survive the attempt, nor did its directory. */
+    ck_assert_int_eq(count_procs_with("sleep 765432"), 0);
+    char home[256];
+    const char *h = strstr(out, "HOME=") + 5;
+    snprintf(home, sizeof(home), "%.*s", (int)strcspn(h, "\n"), h);
+    ck_assert_int_eq(access(home, F_OK), -1);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(json, "\"namespaces\": []"));
+    ck_assert_ptr_nonnull(strstr(json, "\"level\": \"process\""));
+    ck_assert_ptr_nonnull(strstr(json, "confined by Landlock"));
+    fy_free(json);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+    char pwned[160];
+    snprintf(pwned, sizeof(pwned), "%s/pwned", outside);
+    ck_assert_int_eq(access(pwned, F_OK), -1);
+    rmdir(outside);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+    if (argc < 2)
+        return 2;
+    bool want_rootless = argc > 2 && strcmp(argv[2], "--rootless") == 0;
+    char cmd[512];
+    if (getenv("FY_TEST_SCRATCH")) {
+        snprintf(scratch, sizeof(scratch), "%s", getenv("FY_TEST_SCRATCH"));
+    } else {
+        if (want_rootless && getuid() != 0)
+            return 77; /* the rootless variant is started as root */
+        snprintf(scratch, sizeof(scratch), "/tmp/fy-process-test-XXXXXX");
+        if (!mkdtemp(scratch))
+            return 1;
+        chmod(scratch, 0755);
+    }
+    snprintf(attack, sizeof(attack), "%s/fy-attack", scratch);
+    if (!getenv("FY_TEST_SCRATCH")) {
+        snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s'", argv[1], attack, attack);
+        if (system(cmd) != 0)
+            return 1;
+    }
+    if (want_rootless && getuid() == 0) {
+        /* Become uid 65534 through exec (dumpable, as a user's program is). */
+        if (chown(scratch, 65534, 65534) < 0 || setenv("FY_TEST_SCRATCH", scratch, 1) < 0 ||
+            setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+            return 1;
+        execv("/proc/self/exe", argv);
+        return 1;
+    }
+    Suite *s = suite_create("process-level");
+    TCase *tc = tcase_create("userns-denied");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_userns_denied_host);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL); /* fork mode: the filter stays in the test child */
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", scratch);
+    if (system(cmd) != 0)
+        return 1;
+    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
