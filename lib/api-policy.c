@@ -64,9 +64,7 @@ int fy_policy_load_json(fy_policy *policy, const char *json, size_t len, fy_erro
     fy_policy *copy = policy_dup(policy);
     if (!copy)
         return oom(reterr);
-    int r = policy_from_json(copy, json ? json : "", len, reterr);
-    if (r >= 0)
-        r = policy_validate(copy, reterr);
+    int r = policy_from_json(copy, json ? json : "", len, reterr); /* validates too */
     if (r >= 0)
         policy_swap(policy, copy);
     policy_destroy(copy);
@@ -185,6 +183,9 @@ int fy_policy_add_bind(fy_policy *policy, const char *host_path, const char *tar
     int r = check_host_path(host_path, lh, reterr);
     if (r < 0 || (r = check_sandbox_target(target, lt, reterr)) < 0)
         return r;
+    if (policy->binds.n >= POLICY_MAX_BINDS)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_POLICY, 0, "$.filesystem.binds", "at most %d entries are allowed",
+                       POLICY_MAX_BINDS);
     VEC_EACH(&policy->binds, struct pol_bind, b) if (strcmp(b->target, target) == 0)
         return err_set(reterr, FY_E_POLICY, FY_STEP_POLICY, 0, lt, "duplicate mount target %s", target);
     char *h = strdup(host_path), *t = strdup(target);

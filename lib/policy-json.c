@@ -166,9 +166,17 @@ static int get_number(const json_t *v, enum numkind kind, const char *loc, uint6
 
 /* ---- sections ---- */
 
+/* Refuses a collection over its bound before any per-entry work. */
+static int check_count(size_t n, const char *loc, fy_error **reterr) {
+    for (const struct policy_count_limit *l = policy_count_limits; l->loc; l++)
+        if (strcmp(l->loc, loc) == 0 && n > l->max)
+            return bad(reterr, loc, "at most %zu entries are allowed", l->max);
+    return 0;
+}
+
 static int parse_paths_array(const json_t *v, const char *loc, struct vec *out, bool hostpath, fy_error **reterr) {
     int r = want(v, JSON_ARRAY, "an array", loc, reterr);
-    if (r < 0)
+    if (r < 0 || (r = check_count(json_array_size(v), loc, reterr)) < 0)
         return r;
     size_t i;
     json_t *it;
@@ -265,12 +273,12 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
         sub(l, loc, "source");
         if ((r = want(v, JSON_OBJECT, "an object or null", l, reterr)) < 0 || (r = check_keys(v, skeys, l, reterr)) < 0)
             return r;
-        json_t *w;
-        if ((w = json_object_get(v, "path"))) {
-            sub(l2, l, "path");
-            if ((r = set_opt_path(w, l2, &p->source, reterr)) < 0)
-                return r;
-        }
+        json_t *w = json_object_get(v, "path");
+        sub(l2, l, "path");
+        if (!w)
+            return bad(reterr, l2, "missing (use \"source\": null for no source)");
+        if ((r = want(w, JSON_STRING, "a string", l2, reterr)) < 0 || (r = set_opt_path(w, l2, &p->source, reterr)) < 0)
+            return r;
         if ((w = json_object_get(v, "writable"))) {
             sub(l2, l, "writable");
             if ((r = get_bool(w, l2, &p->source_writable, reterr)) < 0)
@@ -289,7 +297,7 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
     }
     if ((v = json_object_get(o, "toolchains"))) {
         sub(l, loc, "toolchains");
-        if ((r = want(v, JSON_OBJECT, "an object", l, reterr)) < 0)
+        if ((r = want(v, JSON_OBJECT, "an object", l, reterr)) < 0 || (r = check_count(json_object_size(v), l, reterr)) < 0)
             return r;
         VEC_EACH(&p->toolchains, struct pol_toolchain, t) { free(t->name); free(t->host); }
         p->toolchains.n = 0;
@@ -308,7 +316,7 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
     if ((v = json_object_get(o, "binds"))) {
         static const char *const bkeys[] = {"host", "target", "writable", "optional", NULL};
         sub(l, loc, "binds");
-        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0)
+        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0 || (r = check_count(json_array_size(v), l, reterr)) < 0)
             return r;
         VEC_EACH(&p->binds, struct pol_bind, b) { free(b->host); free(b->target); }
         p->binds.n = 0;
@@ -392,7 +400,7 @@ static int parse_environment(fy_policy *p, const json_t *o, const char *loc, fy_
     json_t *v;
     if ((v = json_object_get(o, "set"))) {
         sub(l, loc, "set");
-        if ((r = want(v, JSON_OBJECT, "an object", l, reterr)) < 0)
+        if ((r = want(v, JSON_OBJECT, "an object", l, reterr)) < 0 || (r = check_count(json_object_size(v), l, reterr)) < 0)
             return r;
         VEC_EACH(&p->env_set, struct pol_env, e) { free(e->name); free(e->value); }
         p->env_set.n = 0;
@@ -410,7 +418,7 @@ static int parse_environment(fy_policy *p, const json_t *o, const char *loc, fy_
     }
     if ((v = json_object_get(o, "allow"))) {
         sub(l, loc, "allow");
-        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0)
+        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0 || (r = check_count(json_array_size(v), l, reterr)) < 0)
             return r;
         free_strings(&p->env_allow);
         size_t i;
@@ -449,7 +457,7 @@ static int parse_network(fy_policy *p, const json_t *o, const char *loc, fy_erro
     if ((v = json_object_get(o, "destinations"))) {
         static const char *const dkeys[] = {"host", "proto", "ports", NULL};
         sub(l, loc, "destinations");
-        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0)
+        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0 || (r = check_count(json_array_size(v), l, reterr)) < 0)
             return r;
         VEC_EACH(&p->dests, struct pol_dest, d) free(d->host);
         p->dests.n = 0;
@@ -569,7 +577,7 @@ static int parse_devices(fy_policy *p, const json_t *o, const char *loc, fy_erro
     if ((v = json_object_get(o, "allowed"))) {
         static const char *const dkeys[] = {"path", "writable", NULL};
         sub(l, loc, "allowed");
-        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0)
+        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0 || (r = check_count(json_array_size(v), l, reterr)) < 0)
             return r;
         VEC_EACH(&p->devices, struct pol_device, d) free(d->path);
         p->devices.n = 0;
@@ -614,7 +622,7 @@ static int parse_devices(fy_policy *p, const json_t *o, const char *loc, fy_erro
 static int parse_secrets(fy_policy *p, const json_t *v, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"name", "delivery", "target", "file", NULL};
     int r = want(v, JSON_ARRAY, "an array", loc, reterr);
-    if (r < 0)
+    if (r < 0 || (r = check_count(json_array_size(v), loc, reterr)) < 0)
         return r;
     VEC_EACH(&p->secrets, struct pol_secret, s) {
         free(s->name);
@@ -707,6 +715,8 @@ int policy_from_json(fy_policy *p, const char *json, size_t len, fy_error **rete
             sub(l, "$", sections[i].key);
             r = sections[i].fn(p, v, l, reterr);
         }
+    if (r >= 0)
+        r = policy_validate_doc(p, root, reterr);
     json_decref(root);
     return r;
 }
@@ -735,9 +745,14 @@ char *policy_to_json(const fy_policy *p) {
 
     json_t *fs = json_object(), *src = json_object(), *tcs = json_object(), *binds = json_array(),
            *rps = json_array();
-    json_object_set_new(src, "path", jstr(p->source));
-    json_object_set_new(src, "writable", json_boolean(p->source_writable));
-    json_object_set_new(fs, "source", src);
+    if (p->source) {
+        json_object_set_new(src, "path", json_string(p->source));
+        json_object_set_new(src, "writable", json_boolean(p->source_writable));
+        json_object_set_new(fs, "source", src);
+    } else {
+        json_decref(src);
+        json_object_set_new(fs, "source", json_null());
+    }
     json_object_set_new(fs, "build", jstr(p->build));
     json_object_set_new(fs, "output", jstr(p->output));
     VEC_EACH(&p->toolchains, struct pol_toolchain, t) json_object_set_new(tcs, t->name, json_string(t->host));

@@ -3,9 +3,12 @@
  * names the JSON path of the offending value and the reason. */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "policy.h"
 
@@ -290,6 +293,66 @@ int check_device_path(const char *path, const char *loc, fy_error **reterr) {
 
 /* ---- whole-policy validation ---- */
 
+/* Bounds on every collection, so that validation stays cheap and no policy
+ * is absurd: a document over them is refused, not truncated. */
+const struct policy_count_limit policy_count_limits[] = {
+    {"$.filesystem.binds", offsetof(fy_policy, binds), POLICY_MAX_BINDS},
+    {"$.filesystem.toolchains", offsetof(fy_policy, toolchains), POLICY_MAX_TOOLCHAINS},
+    {"$.filesystem.runtime_paths", offsetof(fy_policy, runtime_paths), POLICY_MAX_RUNTIME_PATHS},
+    {"$.environment.set", offsetof(fy_policy, env_set), POLICY_MAX_ENV},
+    {"$.environment.allow", offsetof(fy_policy, env_allow), POLICY_MAX_ENV_ALLOW},
+    {"$.network.destinations", offsetof(fy_policy, dests), POLICY_MAX_DESTINATIONS},
+    {"$.devices.allowed", offsetof(fy_policy, devices), POLICY_MAX_DEVICES},
+    {"$.secrets", offsetof(fy_policy, secrets), POLICY_MAX_SECRETS},
+    {NULL, 0, 0},
+};
+
+static int validate_counts(const fy_policy *p, fy_error **reterr) {
+    for (const struct policy_count_limit *l = policy_count_limits; l->loc; l++) {
+        const struct vec *v = (const struct vec *)((const char *)p + l->offset);
+        if (v->n > l->max)
+            return bad(reterr, l->loc, "at most %zu entries are allowed", l->max);
+    }
+    return 0;
+}
+
+/* Does the policy document (when there is one) contain this JSON path?
+ * Paths are "$.a.b" and "$.a[3]"; keys never contain '.' or '['. */
+static bool doc_has(const json_t *doc, const char *path) {
+    if (!doc || strncmp(path, "$", 1) != 0)
+        return false;
+    const json_t *cur = doc;
+    const char *p = path + 1;
+    while (*p && cur) {
+        if (*p == '.') {
+            p++;
+            size_t n = strcspn(p, ".[");
+            char key[256];
+            if (n >= sizeof(key))
+                return false;
+            memcpy(key, p, n);
+            key[n] = '\0';
+            cur = json_is_object(cur) ? json_object_get(cur, key) : NULL;
+            p += n;
+        } else if (*p == '[') {
+            size_t i = strtoul(p + 1, (char **)&p, 10);
+            if (*p != ']')
+                return false;
+            p++;
+            cur = json_is_array(cur) ? json_array_get(cur, i) : NULL;
+        } else {
+            return false;
+        }
+    }
+    return cur != NULL;
+}
+
+/* Two settings contradict each other: blame the one the document wrote
+ * (the other came from a profile or a setter); `a` when unsure. */
+static const char *pick(const json_t *doc, const char *a, const char *b) {
+    return doc && doc_has(doc, b) && !doc_has(doc, a) ? b : a;
+}
+
 int check_workdir(const fy_policy *p, const char *workdir, const char *loc, fy_error **reterr) {
     int r = check_abs_path(workdir, loc, reterr);
     if (r < 0)
@@ -397,7 +460,7 @@ static int validate_filesystem(const fy_policy *p, fy_error **reterr) {
     return r;
 }
 
-static int validate_environment(const fy_policy *p, fy_error **reterr) {
+static int validate_environment(const fy_policy *p, const json_t *doc, fy_error **reterr) {
     size_t total = 0;
     int r;
     for (size_t i = 0; i < p->env_set.n; i++) {
@@ -423,7 +486,8 @@ static int validate_environment(const fy_policy *p, fy_error **reterr) {
             return r;
         if (policy_get_env(p, name)) {
             char *l = fy_asprintf("$.environment.set.%s", name);
-            r = bad(reterr, l ? l : "$.environment.set", "%s is both set and allowed from the host; choose one", name);
+            r = bad(reterr, pick(doc, l ? l : "$.environment.set", loc),
+                    "%s is both set and allowed from the host; choose one", name);
             free(l);
             return r;
         }
@@ -431,7 +495,7 @@ static int validate_environment(const fy_policy *p, fy_error **reterr) {
     return 0;
 }
 
-static int validate_network(const fy_policy *p, fy_error **reterr) {
+static int validate_network(const fy_policy *p, const json_t *doc, fy_error **reterr) {
     if (!net_mode_name(p->net_mode))
         return bad(reterr, "$.network.mode", "unknown network mode");
     if (!dns_name(p->dns))
@@ -452,15 +516,18 @@ static int validate_network(const fy_policy *p, fy_error **reterr) {
     }
     bool egress = p->net_mode == FY_NET_RESTRICTED || p->net_mode == FY_NET_FETCH_ONLY;
     if (!egress && p->dests.n)
-        return bad(reterr, "$.network.destinations", "destinations need network mode restricted or fetch-only (mode is %s)",
+        return bad(reterr, pick(doc, "$.network.destinations", "$.network.mode"),
+                   "destinations need network mode restricted or fetch-only (mode is %s)",
                    net_mode_name(p->net_mode));
     if (egress && !p->dests.n)
-        return bad(reterr, "$.network.destinations", "network mode %s needs at least one destination",
+        return bad(reterr, pick(doc, "$.network.destinations", "$.network.mode"),
+                   "network mode %s needs at least one destination",
                    net_mode_name(p->net_mode));
     if (p->net_mode == FY_NET_DENY && p->dns == FY_DNS_HOST)
-        return bad(reterr, "$.network.dns", "dns host contradicts network mode deny");
+        return bad(reterr, pick(doc, "$.network.dns", "$.network.mode"), "dns host contradicts network mode deny");
     if (p->net_mode != FY_NET_ALLOW && p->control[FY_CONTROL_NETNS] == FY_MODE_OFF)
-        return bad(reterr, "$.network.mode", "network mode %s needs a network namespace, but isolation.controls.netns is off",
+        return bad(reterr, pick(doc, "$.network.mode", "$.isolation.controls.netns"),
+                   "network mode %s needs a network namespace, but isolation.controls.netns is off",
                    net_mode_name(p->net_mode));
     return 0;
 }
@@ -472,7 +539,7 @@ static const struct { uint32_t control, limit; } control_limits[] = {
     {FY_CONTROL_IO_LIMIT, FY_LIMIT_IO_BPS},
 };
 
-static int validate_isolation(const fy_policy *p, fy_error **reterr) {
+static int validate_isolation(const fy_policy *p, const json_t *doc, fy_error **reterr) {
     if (p->min_level > FY_LEVEL_CONFIDENTIAL_VM)
         return bad(reterr, "$.isolation.min_level", "unknown isolation level");
     if (p->preferred_level > FY_LEVEL_CONFIDENTIAL_VM)
@@ -481,7 +548,11 @@ static int validate_isolation(const fy_policy *p, fy_error **reterr) {
         return bad(reterr, "$.isolation.min_level", "%s is weaker than the organization minimum (%s)",
                    level_names[p->min_level], level_names[p->level_floor]);
     if (p->preferred_level < p->min_level)
-        return bad(reterr, "$.isolation", "preferred_level %s is weaker than min_level %s",
+        return bad(reterr,
+                   doc_has(doc, "$.isolation.min_level") != doc_has(doc, "$.isolation.preferred_level")
+                       ? (doc_has(doc, "$.isolation.min_level") ? "$.isolation.min_level" : "$.isolation.preferred_level")
+                       : "$.isolation",
+                   "preferred_level %s is weaker than min_level %s",
                    level_names[p->preferred_level], level_names[p->min_level]);
     char loc[64];
     for (uint32_t c = 1; c <= FY_CONTROL_MAX_; c++) {
@@ -490,33 +561,40 @@ static int validate_isolation(const fy_policy *p, fy_error **reterr) {
             return bad(reterr, loc, "unknown mode");
     }
     if (p->control[FY_CONTROL_NETNS] == FY_MODE_REQUIRE && p->net_mode == FY_NET_ALLOW)
-        return bad(reterr, "$.isolation.controls.netns", "required, but network mode allow uses the host network");
+        return bad(reterr, pick(doc, "$.isolation.controls.netns", "$.network.mode"),
+                   "netns is required, but network mode allow uses the host network");
     for (size_t i = 0; i < FY_ARRAY_SIZE(control_limits); i++)
         if (p->control[control_limits[i].control] == FY_MODE_REQUIRE &&
             p->limit[control_limits[i].limit] == FY_UNLIMITED) {
+            char lim[64];
             snprintf(loc, sizeof(loc), "$.isolation.controls.%s", control_key(control_limits[i].control));
-            return bad(reterr, loc, "required, but resources.%s is unlimited", limit_key(control_limits[i].limit));
+            snprintf(lim, sizeof(lim), "$.resources.%s", limit_key(control_limits[i].limit));
+            return bad(reterr, pick(doc, loc, lim), "%s is required, but resources.%s is unlimited",
+                       control_key(control_limits[i].control), limit_key(control_limits[i].limit));
         }
     if (p->min_level >= FY_LEVEL_NAMESPACE)
         for (uint32_t c = FY_CONTROL_MOUNTNS; c <= FY_CONTROL_PIDNS; c++)
             if (p->control[c] == FY_MODE_OFF) {
                 snprintf(loc, sizeof(loc), "$.isolation.controls.%s", control_key(c));
-                return bad(reterr, loc, "cannot be off when min_level is %s or stronger",
+                return bad(reterr, pick(doc, loc, "$.isolation.min_level"),
+                           "%s cannot be off when min_level is %s or stronger", control_key(c),
                            level_names[FY_LEVEL_NAMESPACE]);
             }
     return 0;
 }
 
-static int validate_profile_rules(const fy_policy *p, fy_error **reterr) {
+static int validate_profile_rules(const fy_policy *p, const json_t *doc, fy_error **reterr) {
     if (p->profile != FY_PROFILE_RELEASE && p->profile != FY_PROFILE_HIGH_ASSURANCE)
         return 0;
     const char *pn = profile_names[p->profile];
     if (p->net_mode != FY_NET_DENY)
-        return bad(reterr, "$.network.mode", "the %s profile denies network access", pn);
+        return bad(reterr, pick(doc, "$.network.mode", "$.profile"), "the %s profile denies network access", pn);
     if (p->source_writable)
-        return bad(reterr, "$.filesystem.source.writable", "the %s profile keeps the source read-only", pn);
+        return bad(reterr, pick(doc, "$.filesystem.source.writable", "$.profile"),
+                   "the %s profile keeps the source read-only", pn);
     if (p->env_allow.n)
-        return bad(reterr, "$.environment.allow", "the %s profile inherits nothing from the host environment", pn);
+        return bad(reterr, pick(doc, "$.environment.allow", "$.profile"),
+                   "the %s profile inherits nothing from the host environment", pn);
     return 0;
 }
 
@@ -545,7 +623,7 @@ static int validate_process(const fy_policy *p, fy_error **reterr) {
     return 0;
 }
 
-static int validate_devices(const fy_policy *p, fy_error **reterr) {
+static int validate_devices(const fy_policy *p, const json_t *doc, fy_error **reterr) {
     int r;
     for (size_t i = 0; i < p->devices.n; i++) {
         const struct pol_device *d = vec_at(&p->devices, i);
@@ -562,9 +640,9 @@ static int validate_devices(const fy_policy *p, fy_error **reterr) {
     if (!devices_mode_name(p->usb))
         return bad(reterr, "$.devices.usb", "unknown mode");
     if (p->gpu == FY_DEVICES_LEASED && !p->devices.n)
-        return bad(reterr, "$.devices.gpu", "leased, but no device is leased in devices.allowed");
+        return bad(reterr, pick(doc, "$.devices.gpu", "$.devices.allowed"), "gpu leased, but no device is leased in devices.allowed");
     if (p->usb == FY_DEVICES_LEASED && !p->devices.n)
-        return bad(reterr, "$.devices.usb", "leased, but no device is leased in devices.allowed");
+        return bad(reterr, pick(doc, "$.devices.usb", "$.devices.allowed"), "usb leased, but no device is leased in devices.allowed");
     return 0;
 }
 
@@ -623,13 +701,16 @@ int policy_validate_secrets(const fy_policy *p, fy_error **reterr) {
     return 0;
 }
 
-int policy_validate(const fy_policy *p, fy_error **reterr) {
+int policy_validate_doc(const fy_policy *p, const void *doc_json, fy_error **reterr) {
+    const json_t *doc = doc_json;
     int r;
-    if ((r = validate_profile_rules(p, reterr)) < 0 || (r = validate_isolation(p, reterr)) < 0 ||
-        (r = validate_filesystem(p, reterr)) < 0 ||
-        (r = validate_environment(p, reterr)) < 0 || (r = validate_network(p, reterr)) < 0 ||
+    if ((r = validate_counts(p, reterr)) < 0 || (r = validate_profile_rules(p, doc, reterr)) < 0 ||
+        (r = validate_isolation(p, doc, reterr)) < 0 || (r = validate_filesystem(p, reterr)) < 0 ||
+        (r = validate_environment(p, doc, reterr)) < 0 || (r = validate_network(p, doc, reterr)) < 0 ||
         (r = validate_limits(p, reterr)) < 0 || (r = validate_process(p, reterr)) < 0 ||
-        (r = validate_devices(p, reterr)) < 0 || (r = policy_validate_secrets(p, reterr)) < 0)
+        (r = validate_devices(p, doc, reterr)) < 0 || (r = policy_validate_secrets(p, reterr)) < 0)
         return r;
     return 0;
 }
+
+int policy_validate(const fy_policy *p, fy_error **reterr) { return policy_validate_doc(p, NULL, reterr); }

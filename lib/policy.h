@@ -15,8 +15,11 @@ void vec_init(struct vec *v, size_t item_size);
 void *vec_push(struct vec *v); /* zeroed new item or NULL on OOM */
 void *vec_at(const struct vec *v, size_t i);
 void vec_remove(struct vec *v, size_t i);
-#define VEC_EACH(v, type, it) \
-    for (type *it = (type *)(v)->items; it < (type *)(v)->items + (v)->n; it++)
+/* (No pointer arithmetic on an empty vector's NULL items; break and
+ * continue behave as in a single loop.) */
+#define VEC_EACH(v, type, it)                                                              \
+    for (size_t it##_i = 0, it##_n = (v)->n; it##_i < it##_n; it##_i = it##_n)            \
+        for (type *it = (type *)(v)->items; it##_i < it##_n; it##_i++, it++)
 
 struct pol_bind { char *host, *target; uint32_t flags; };
 struct pol_toolchain { char *name, *host; };
@@ -101,8 +104,25 @@ int check_limit(uint32_t limit, uint64_t value, const char *loc, fy_error **rete
 int check_device_path(const char *path, const char *loc, fy_error **reterr);
 int check_workdir(const fy_policy *p, const char *workdir, const char *loc, fy_error **reterr);
 int policy_validate_secrets(const fy_policy *p, fy_error **reterr);
-/* Whole-policy (cross-field) validation. */
+/* Whole-policy (cross-field) validation. With the parsed policy document
+ * (a json_t *), a contradiction is blamed on the key the document wrote. */
 int policy_validate(const fy_policy *p, fy_error **reterr);
+int policy_validate_doc(const fy_policy *p, const void *doc_json, fy_error **reterr);
+
+#define POLICY_MAX_BINDS 256
+#define POLICY_MAX_TOOLCHAINS 256
+#define POLICY_MAX_RUNTIME_PATHS 256
+#define POLICY_MAX_ENV 4096
+#define POLICY_MAX_ENV_ALLOW 1024
+#define POLICY_MAX_DESTINATIONS 1024
+#define POLICY_MAX_DEVICES 256
+#define POLICY_MAX_SECRETS 256
+struct policy_count_limit {
+    const char *loc;
+    size_t offset; /* of the struct vec in fy_policy */
+    size_t max;
+};
+extern const struct policy_count_limit policy_count_limits[];
 
 /* policy-json.c */
 int policy_from_json(fy_policy *p, const char *json, size_t len, fy_error **reterr);
