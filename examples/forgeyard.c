@@ -67,7 +67,7 @@ static char *read_file(const char *path, size_t *ret_len) {
         fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
         return NULL;
     }
-    size_t cap = (1u << 20) + 2, len = 0;
+    size_t cap = (8u << 20) + 2, len = 0;
     char *buf = malloc(cap);
     if (buf) {
         size_t n;
@@ -366,13 +366,21 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "%s: unknown profile \"%s\"\n", prog, profile);
         return RUN_BAD_INVOCATION;
     }
-    if (policy_file) {
-        if (load_policy(policy_file, &p) != EXIT_OK)
-            return RUN_BAD_INVOCATION;
-        if (profile && apply_json(p, "--profile", "{\"profile\": \"%s\"}", profile) < 0)
-            goto bad;
-    } else if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", err) < 0) {
+    /* The profile is the base; a policy file applies on top of it (a
+     * "profile" key inside the file resets to that profile first). */
+    if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", err) < 0)
         return RUN_BAD_INVOCATION;
+    if (policy_file) {
+        size_t len;
+        char *json = read_file(policy_file, &len);
+        if (!json)
+            goto bad;
+        int lr = fy_policy_load_json(p, json, len, &err);
+        free(json);
+        if (lr < 0) {
+            report(policy_file, err, lr);
+            goto bad;
+        }
     }
     for (i = 0; i < argc; i++) {
         const char *o = argv[i];
@@ -444,8 +452,13 @@ static int cmd_run(int argc, char **argv) {
             r = apply_json(p, o, "{\"resources\": {\"memory\": \"%s\"}, \"isolation\": {\"controls\": "
                                  "{\"memory-limit\": \"require\"}}}", v);
         } else if (strcmp(o, "--pids") == 0) {
-            r = apply_json(p, o, "{\"resources\": {\"pids\": \"%s\"}, \"isolation\": {\"controls\": "
-                                 "{\"pids-limit\": \"require\"}}}", v);
+            if (strspn(v, "0123456789") != strlen(v) || !*v || strlen(v) > 12) {
+                fprintf(stderr, "%s: --pids expects a number\n", prog);
+                r = -1;
+            } else {
+                r = apply_json(p, o, "{\"resources\": {\"pids\": %s}, \"isolation\": {\"controls\": "
+                                     "{\"pids-limit\": \"require\"}}}", v);
+            }
         } else if (strcmp(o, "--cpus") == 0) {
             char *end = NULL;
             double cpus = strtod(v, &end);
@@ -455,7 +468,7 @@ static int cmd_run(int argc, char **argv) {
             } else {
                 char millis[32];
                 snprintf(millis, sizeof(millis), "%.0f", cpus * 1000);
-                r = apply_json(p, o, "{\"resources\": {\"cpu_millis\": \"%s\"}, \"isolation\": {\"controls\": "
+                r = apply_json(p, o, "{\"resources\": {\"cpu_millis\": %s}, \"isolation\": {\"controls\": "
                                      "{\"cpu-limit\": \"require\"}}}", millis);
             }
         } else {

@@ -10,9 +10,24 @@
 
 #include "handle.h"
 
+/* Which ending a result reports when several happen: a security event is
+ * never hidden behind a timeout, a resource overrun not behind a cancel;
+ * between timeout and cancellation the first one wins. */
+static int end_rank(enum end_reason r) {
+    switch (r) {
+    case END_VIOLATION: return 4;
+    case END_RESOURCE: return 3;
+    case END_INFRA: return 2;
+    case END_TIMEOUT: case END_CANCEL: return 1;
+    default: return 0;
+    }
+}
+
 void handle_end(fy_handle *h, enum end_reason why, uint32_t step, int64_t os, const char *fmt, ...) {
-    if (h->end != END_NONE)
+    if (end_rank(why) <= end_rank(h->end))
         return;
+    free(h->end_detail);
+    h->end_detail = NULL;
     h->end = why;
     h->infra_step = step;
     h->infra_os = os;
@@ -88,7 +103,7 @@ int fy_handle_get_stdio_fd(fy_handle *h, uint32_t stream) {
     fy_error **reterr = NULL;
     CHECK_HANDLE(h);
     if (stream > FY_STDERR)
-        return FY_E_INVAL;
+        return FY_E_UNSUPPORTED;
     return h->backend->stdio_fd(h, stream);
 }
 
@@ -114,14 +129,17 @@ int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
     if (h->result)
         return finish(h, ret_result);
     uint32_t c = atomic_load(&h->cancel_request);
-    if (c && h->end == END_NONE) {
+    if (c) {
+        /* Always consume the wakeup, or the handle fd stays readable. */
         uint64_t drain;
         if (read(h->wake_fd, &drain, sizeof(drain)) < 0) {
-            /* nothing to drain: the request is still recorded */
+            /* EAGAIN: already consumed */
         }
-        handle_end(h, END_CANCEL, FY_STEP_CANCEL, 0, "cancelled (%s)", fy_cancel_reason_name(c));
-        h->cancel_reason = c;
-        h->backend->terminate(h);
+        if (h->end == END_NONE) {
+            handle_end(h, END_CANCEL, FY_STEP_CANCEL, 0, "cancelled (%s)", fy_cancel_reason_name(c));
+            h->cancel_reason = c;
+            h->backend->terminate(h);
+        }
     }
     int r = h->backend->process(h, reterr);
     if (r < 0)
@@ -133,7 +151,8 @@ int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
 
 int fy_handle_wait(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, fy_error **reterr) {
     CHECK_HANDLE(h);
-    uint64_t until = timeout_usec == FY_UNLIMITED ? 0 : fy_now_usec() + timeout_usec;
+    uint64_t start = fy_now_usec();
+    uint64_t until = timeout_usec == FY_UNLIMITED || timeout_usec > UINT64_MAX - start ? 0 : start + timeout_usec;
     for (;;) {
         int r = fy_handle_process(h, ret_result, reterr);
         if (r != 0)
@@ -158,7 +177,7 @@ int fy_handle_wait(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, 
 int fy_handle_cancel(fy_handle *h, uint32_t reason, fy_error **reterr) {
     CHECK_HANDLE(h);
     if (!fy_cancel_reason_name(reason))
-        return err_set(reterr, FY_E_INVAL, FY_STEP_CANCEL, 0, NULL, "unknown cancellation reason %u", reason);
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CANCEL, 0, NULL, "unknown cancellation reason %u", reason);
     unsigned int expected = 0;
     if (atomic_compare_exchange_strong(&h->cancel_request, &expected, reason)) {
         uint64_t one = 1;

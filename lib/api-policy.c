@@ -290,7 +290,7 @@ int fy_policy_add_destination(fy_policy *policy, const char *host, uint32_t prot
         return r;
     snprintf(loc, sizeof(loc), "$.network.destinations[%zu].proto", policy->dests.n);
     if (!proto_name(proto))
-        return bad(reterr, loc, "unknown protocol");
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, loc, "unknown protocol %u", proto);
     snprintf(loc, sizeof(loc), "$.network.destinations[%zu].ports", policy->dests.n);
     if (port_min < 1 || port_max > 65535 || port_min > port_max)
         return bad(reterr, loc, "ports must be within 1..65535 with min <= max");
@@ -477,7 +477,7 @@ int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int f
                         fy_error **reterr) {
     CHECK_POLICY(policy);
     if (stream > FY_STDERR)
-        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "unknown stream %u", stream);
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown stream %u", stream);
     if (mode < FY_STDIO_NULL || mode > FY_STDIO_FILE)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown stdio mode %u", mode);
     if ((mode == FY_STDIO_FD) != (fd >= 0))

@@ -631,13 +631,21 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
+    if (pl->process_mode)
+        sigaddset(&set, FY_SIG_END_TREE);
     for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
         sigaddset(&set, forwarded[i]);
     struct timespec tick = {0, 250 * 1000 * 1000};
     for (;;) {
         siginfo_t si;
         int sig = sigtimedwait(&set, &si, &tick);
-        if (sig > 0 && sig != SIGCHLD && (pl->process_mode ? si.si_pid == getppid() : si.si_pid == 0)) {
+        if (sig == FY_SIG_END_TREE && si.si_pid == getppid()) {
+            /* Process mode's hard kill: nothing of the tree may survive. */
+            end_tree(pl);
+            syscall(SYS_exit_group, 1);
+        }
+        if (sig > 0 && sig != SIGCHLD && sig != FY_SIG_END_TREE &&
+            (pl->process_mode ? si.si_pid == getppid() : si.si_pid == 0)) {
             /* From the library (outside the namespace): to the whole tree. */
             if (pl->process_mode)
                 signal_descendants(sig);

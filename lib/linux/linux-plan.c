@@ -371,7 +371,10 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
                        "violations", pl->seccomp_notify ? "reported (user notification)" : "kill (SIGSYS)");
     json_object_set_new(o, "seccomp", sc);
     json_object_set_new(o, "landlock_abi", json_integer(pl->ll_handled ? pl->ll_abi : 0));
-    json_object_set_new(o, "capabilities", json_string("none (bounding, ambient, inheritable dropped; securebits locked)"));
+    json_object_set_new(o, "capabilities",
+                        json_string(pl->process_mode && !pl->as_root
+                                        ? "none (an unprivileged caller has none; ambient cleared, no_new_privs)"
+                                        : "none (bounding, ambient, inheritable dropped; securebits locked)"));
     json_object_set_new(o, "no_new_privs", json_true());
     json_object_set_new(o, "runtime_paths_skipped", skipped);
     json_object_set_new(o, "impure", json_boolean(pr->impure));
@@ -430,8 +433,23 @@ static int compile_process_mode(struct linux_plan *pl, struct builder *b, const 
     VEC_EACH(&p->toolchains, struct pol_toolchain, t) add_rule(b, t->host, LL_RO);
     VEC_EACH(&p->binds, struct pol_bind, bd) add_rule(b, bd->host, (bd->flags & FY_BIND_WRITABLE) ? rw : LL_RO);
     /* The attempt directory's rule is added per start (its name is new
-     * each time): see linux-spawn.c. */
-    pl->workdir = p->build ? plan_str(pl, p->build) : NULL; /* NULL: the attempt directory */
+     * each time): see linux-spawn.c. The working directory is the host path
+     * behind the policy's sandbox path; NULL: the attempt directory. */
+    const char *wd = p->workdir ? p->workdir : "/work/build";
+    const struct { const char *sandbox, *host; } roots[] = {
+        {"/work/source", p->source}, {"/work/build", p->build}, {"/work/output", p->output},
+    };
+    pl->workdir = NULL;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(roots) && !pl->workdir; i++) {
+        size_t n = strlen(roots[i].sandbox);
+        if (roots[i].host && strncmp(wd, roots[i].sandbox, n) == 0 && (wd[n] == '/' || !wd[n]))
+            pl->workdir = plan_fmt(pl, "%s%s", roots[i].host, wd + n);
+    }
+    VEC_EACH(&p->binds, struct pol_bind, bd) {
+        size_t n = strlen(bd->target);
+        if (!pl->workdir && strncmp(wd, bd->target, n) == 0 && (wd[n] == '/' || !wd[n]))
+            pl->workdir = plan_fmt(pl, "%s%s", bd->host, wd + n);
+    }
     return b->oom ? FY_E_NOMEM : 0;
 }
 
@@ -443,9 +461,15 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
                        "network mode %s is not enforced by this version of the Linux backend; use deny or allow",
                        net_mode_name(p->net_mode));
-    if (p->devices.n || p->gpu == FY_DEVICES_LEASED || p->usb == FY_DEVICES_LEASED) {
-        /* Leases are bound in below; nothing else to refuse. */
-    }
+    /* Never accept a limit nothing enforces. */
+    static const uint32_t unenforced[] = {FY_LIMIT_DISK, FY_LIMIT_FILES};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(unenforced); i++)
+        if (p->limit[unenforced[i]] != FY_UNLIMITED) {
+            char loc[48];
+            snprintf(loc, sizeof(loc), "$.resources.%s", limit_key(unenforced[i]));
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, loc,
+                           "resources.%s is not enforced by this version of the Linux backend", limit_key(unenforced[i]));
+        }
     struct linux_plan *pl = calloc(1, sizeof(*pl));
     if (!pl)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
@@ -485,6 +509,12 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
             pl->ll_scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */;
     }
     if (sel->backend == &linux_process_backend) {
+        if (p->net_mode != FY_NET_ALLOW) {
+            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
+                        "network mode %s needs a network namespace, which the process level does not have",
+                        net_mode_name(p->net_mode));
+            goto fail;
+        }
         if ((r = compile_process_mode(pl, &b, pr, skipped)) < 0)
             goto oom;
         goto hardening;

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/resource.h>
 
 #include "backend.h"
@@ -68,6 +69,11 @@ struct child_rlimit {
     int resource;
     struct rlimit lim;
 };
+
+/* Process mode: the library asks the sandbox's supervisor to end the whole
+ * tree with this signal (SIGKILL would only kill the supervisor and orphan
+ * the tree to the host's init). */
+#define FY_SIG_END_TREE (SIGRTMAX - 1)
 
 /* Immutable, built at fy_prepare. All strings live in the plan's arena. */
 struct linux_plan {

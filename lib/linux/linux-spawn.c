@@ -49,12 +49,14 @@ struct lx {
     uint32_t landlock_abi;
     enum kill_stage kill;
     uint64_t grace_deadline;
+    uint64_t hard_deadline;     /* process mode: SIGKILL the supervisor after this */
     uint64_t t_go, t_isolation, t_fs, t_exec, t_exit, t_reaped, t_eof;
     uint64_t output_bytes, output_cap;
     bool truncated;
     /* process mode: the per-attempt directory on the host */
     char *attempt_dir, *attempt_home, *attempt_tmp, *attempt_secrets;
     char *env_home, *env_tmpdir;
+    const char *spool_created[3]; /* spool files this start created (unlinked if it fails) */
     bool scratch_left; /* cleanup could not remove it all */
 };
 
@@ -215,6 +217,8 @@ static int setup_stdio(struct lx *x, const fy_prepared *pr, int stdin_secret, fy
                 int e = errno;
                 return err_set(reterr, err_from_errno(e), FY_STEP_OUTPUT, e, NULL, "cannot create %s: %s", s->path,
                                strerror(e));
+            } else {
+                x->spool_created[i] = s->path;
             }
             if (set_nonblock(x->drain_rd[i]) < 0 || epoll_watch(x, x->drain_rd[i]) < 0)
                 return sys_err(reterr, FY_STEP_OUTPUT, "output pipe");
@@ -339,15 +343,31 @@ static int map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
 
 /* ---- start ---- */
 
-static void hard_kill(struct lx *x) {
-    if (x->pidfd >= 0 && !x->reaped)
-        fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+#define END_TREE_BOUND_USEC 2000000 /* process mode: how long the supervisor gets */
+
+/* Ends the sandbox. With a pid namespace, killing its init kills the whole
+ * namespace; in process mode the supervisor (a child subreaper) is asked to
+ * kill and reap the tree, and is killed itself if it has not within a bound. */
+static void hard_kill(struct lx *x, const struct linux_plan *pl) {
+    if (x->pidfd >= 0 && !x->reaped) {
+        if (pl->process_mode && x->kill != KS_HARD) {
+            fy_sys_pidfd_send_signal(x->pidfd, FY_SIG_END_TREE, NULL, 0);
+            x->hard_deadline = fy_now_usec() + END_TREE_BOUND_USEC;
+        } else {
+            fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+        }
+    }
     x->kill = KS_HARD;
 }
 
-static void reap_blocking(struct lx *x) {
+static void reap_blocking(struct lx *x, const struct linux_plan *pl) {
     if (x->pidfd < 0 || x->reaped)
         return;
+    if (pl->process_mode) {
+        struct pollfd pfd = {.fd = x->pidfd, .events = POLLIN};
+        if (poll(&pfd, 1, END_TREE_BOUND_USEC / 1000) == 0)
+            fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+    }
     siginfo_t si;
     memset(&si, 0, sizeof(si));
     while (waitid(FY_P_PIDFD, (id_t)x->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
@@ -433,23 +453,23 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     sync[1] = status[0] = nsock[0] = -1;
 
     if (!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) {
-        hard_kill(x);
-        reap_blocking(x);
+        hard_kill(x, pl);
+        reap_blocking(x, pl);
         goto fail;
     }
     char go = 'g';
     if (write(x->sync_wr, &go, 1) != 1) {
         r = sys_err(reterr, FY_STEP_SPAWN, "starting the sandbox");
-        hard_kill(x);
-        reap_blocking(x);
+        hard_kill(x, pl);
+        reap_blocking(x, pl);
         goto fail;
     }
     x->t_go = fy_now_usec();
     if (set_nonblock(x->status_rd) < 0 || epoll_watch(x, x->status_rd) < 0 || epoll_watch(x, x->pidfd) < 0 ||
         (x->notify_sock >= 0 && (set_nonblock(x->notify_sock) < 0 || epoll_watch(x, x->notify_sock) < 0))) {
         r = sys_err(reterr, FY_STEP_SPAWN, "epoll_ctl");
-        hard_kill(x);
-        reap_blocking(x);
+        hard_kill(x, pl);
+        reap_blocking(x, pl);
         goto fail;
     }
     h->b = x;
@@ -461,6 +481,9 @@ fail:
         close_fd(&status[i]);
         close_fd(&nsock[i]);
     }
+    for (int i = 0; i < 3; i++)
+        if (x->spool_created[i])
+            unlink(x->spool_created[i]); /* nothing ran: leave no empty spool behind */
     lx_free(x);
     return r;
 }
@@ -471,6 +494,8 @@ uint64_t lx_next_deadline(fy_handle *h) {
     struct lx *x = h->b;
     if (x->kill == KS_SOFT)
         return x->grace_deadline;
+    if (x->kill == KS_HARD && x->hard_deadline && !x->reaped)
+        return x->hard_deadline;
     if (x->kill == KS_NONE && h->end == END_NONE)
         return h->deadline;
     return 0;
@@ -494,7 +519,7 @@ void lx_terminate(fy_handle *h) {
         return;
     uint64_t grace = h->pr->policy->limit[FY_LIMIT_GRACE];
     if (grace == 0) {
-        hard_kill(x);
+        hard_kill(x, h->pr->plan);
     } else {
         /* Soft: the sandbox's init forwards SIGTERM to the whole tree. */
         fy_sys_pidfd_send_signal(x->pidfd, SIGTERM, NULL, 0);
@@ -599,7 +624,7 @@ static void supervise_seccomp(fy_handle *h, struct lx *x) {
         resp.error = -EPERM;
         ioctl(x->notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
         /* A denied dangerous call ends the attempt at once. */
-        hard_kill(x);
+        hard_kill(x, h->pr->plan);
     }
 }
 
@@ -622,7 +647,7 @@ static void drain_output(fy_handle *h, struct lx *x, int i) {
             if (!x->truncated) {
                 x->truncated = true;
                 handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output");
-                hard_kill(x);
+                hard_kill(x, h->pr->plan);
             }
         }
         size_t off = 0;
@@ -632,7 +657,7 @@ static void drain_output(fy_handle *h, struct lx *x, int i) {
                 continue;
             if (w < 0) {
                 handle_end(h, END_INFRA, FY_STEP_OUTPUT, errno, "writing captured output: %s", strerror(errno));
-                hard_kill(x);
+                hard_kill(x, h->pr->plan);
                 break;
             }
             off += (size_t)w;
@@ -657,6 +682,16 @@ static void finish(fy_handle *h, struct lx *x) {
     r->backend = fy_strdup(h->backend->name);
     r->level = h->pr->sel.level;
     r->isolation_json = fy_strdup(pl->isolation_json);
+    if (r->isolation_json && pl->ll_handled && x->landlock_abi != pl->ll_abi) {
+        /* Report what the sandbox says it enforced, not what was planned. */
+        char *patched = NULL;
+        const char *key = strstr(r->isolation_json, "\"landlock_abi\":");
+        if (key && asprintf(&patched, "%.*s\"landlock_abi\":%u%s", (int)(key - r->isolation_json), r->isolation_json,
+                            x->landlock_abi, key + strcspn(key, ",}")) >= 0) {
+            free(r->isolation_json);
+            r->isolation_json = patched;
+        }
+    }
     r->output_bytes = x->output_bytes;
     r->truncated = x->truncated;
     if (x->exit_seen) {
@@ -757,9 +792,13 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         lx_terminate(h);
     }
     if (x->kill == KS_SOFT && now >= x->grace_deadline)
-        hard_kill(x);
+        hard_kill(x, h->pr->plan);
     if (x->child_error && x->kill == KS_NONE)
-        hard_kill(x); /* a failed setup leaves nothing half-built running */
+        hard_kill(x, h->pr->plan); /* a failed setup leaves nothing half-built running */
+    if (x->kill == KS_HARD && x->hard_deadline && now >= x->hard_deadline && !x->reaped) {
+        fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+        x->hard_deadline = 0;
+    }
     if (!x->reaped) {
         siginfo_t si;
         memset(&si, 0, sizeof(si));
@@ -789,8 +828,8 @@ void lx_destroy(fy_handle *h) {
     if (!x)
         return;
     if (!x->reaped) {
-        hard_kill(x);
-        reap_blocking(x);
+        hard_kill(x, h->pr->plan);
+        reap_blocking(x, h->pr->plan);
     }
     lx_free(x);
     h->b = NULL;
@@ -810,7 +849,14 @@ int lx_get_fd(fy_handle *h) { return ((struct lx *)h->b)->epfd; }
 
 int lx_stdio_fd(fy_handle *h, uint32_t stream) {
     struct lx *x = h->b;
-    return x->host_pipe[stream] >= 0 ? x->host_pipe[stream] : FY_E_STATE;
+    int fd = x->host_pipe[stream];
+    if (fd < 0)
+        return FY_E_STATE;
+    /* stdin's write end is handed over (the caller closes it to send EOF);
+     * stdout/stderr stay owned by the handle. */
+    if (stream == FY_STDIN)
+        x->host_pipe[FY_STDIN] = -1;
+    return fd;
 }
 
 /* ---- plan hooks for the backend table ---- */

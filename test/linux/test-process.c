@@ -58,6 +58,7 @@ static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
     int r = fy_prepare(p, NULL, argv, &pr, &e);
     ck_assert_msg(r == 0, "prepare: %s", fy_error_message(e));
     ck_assert_str_eq(fy_prepared_backend(pr), "linux-process");
+    ck_assert_int_eq(fy_prepared_is_impure(pr), 1);
     ck_assert_int_eq(fy_prepared_level(pr), FY_LEVEL_PROCESS);
     fy_handle *h = NULL;
     ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
@@ -172,6 +173,56 @@ START_TEST(test_userns_denied_host) {
 }
 END_TEST
 
+START_TEST(test_process_level_timeout_kills_tree) {
+    /* Without a pid namespace, killing the supervisor would orphan the tree
+     * to the host's init: the hard kill must end every process. */
+    deny_userns();
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 500000, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
+    const char *argv[] = {attack, "ignore-term", NULL};
+    char *out = NULL;
+    fy_result *res = run(p, argv, &out);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_TIMED_OUT);
+    ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 0);
+    free(out);
+    fy_result_free(res);
+    /* The same for fy_handle_free of a running attempt. */
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    for (int i = 0; i < 300 && count_procs_with("fy-attack ignore-term") < 2; i++) {
+        fy_handle_process(h, NULL, NULL);
+        usleep(10000);
+    }
+    ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 2);
+    fy_handle_free(h);
+    ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_process_level_refuses_network_deny) {
+    deny_userns();
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    const char *doc = "{\"network\": {\"mode\": \"deny\", \"dns\": \"none\"}, "
+                      "\"isolation\": {\"controls\": {\"netns\": \"prefer\"}}}";
+    ck_assert_int_eq(fy_policy_load_json(p, doc, strlen(doc), NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), FY_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "network namespace"));
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc < 2)
         return 2;
@@ -205,6 +256,8 @@ int main(int argc, char **argv) {
     TCase *tc = tcase_create("userns-denied");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_userns_denied_host);
+    tcase_add_test(tc, test_process_level_timeout_kills_tree);
+    tcase_add_test(tc, test_process_level_refuses_network_deny);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL); /* fork mode: the filter stays in the test child */

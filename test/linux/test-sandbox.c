@@ -667,6 +667,47 @@ START_TEST(test_pipe_mode_and_event_loop) {
 }
 END_TEST
 
+START_TEST(test_stdin_pipe_eof) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_PIPE, -1, NULL, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_PIPE, -1, NULL, NULL), 0);
+    const char *argv[] = {"/bin/cat", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    int in = fy_handle_get_stdio_fd(h, FY_STDIN);
+    ck_assert_int_ge(in, 0);
+    ck_assert_int_eq(fy_handle_get_stdio_fd(h, FY_STDIN), FY_E_STATE); /* handed over once */
+    ck_assert_int_eq(write(in, "echoed\n", 7), 7);
+    close(in); /* EOF: cat exits */
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    char buf[32] = {0};
+    ck_assert_int_eq(read(fy_handle_get_stdio_fd(h, FY_STDOUT), buf, sizeof(buf) - 1), 7);
+    ck_assert_str_eq(buf, "echoed\n");
+    fy_result_free(res);
+    fy_handle_free(h);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_violation_beats_timeout) {
+    /* A violation during a timeout's grace period is still reported. */
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 300000, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 5000000, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "trap '/opt/fy/fy-attack mount' TERM; sleep 10 & wait; sleep 5", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SANDBOX_VIOLATION, "outcome %s", fy_outcome_name((uint32_t)r.outcome));
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -790,6 +831,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_output_cap);
     tcase_add_test(tc, test_pipe_mode_and_event_loop);
     tcase_add_test(tc, test_no_fd_leak);
+    tcase_add_test(tc, test_stdin_pipe_eof);
+    tcase_add_test(tc, test_violation_beats_timeout);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
