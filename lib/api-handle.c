@@ -16,7 +16,7 @@
 static int end_rank(enum end_reason r) {
     switch (r) {
     case END_VIOLATION: return 4;
-    case END_RESOURCE: return 3;
+    case END_RESOURCE: case END_OOM: return 3;
     case END_INFRA: return 2;
     case END_TIMEOUT: case END_CANCEL: return 1;
     default: return 0;

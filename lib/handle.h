@@ -23,6 +23,12 @@ struct fy_result {
     uint64_t output_bytes;
     char *isolation_json;   /* JSON object text from the backend */
     char *backend;
+    /* usage: bit i of usage_known set when usage[i] (FY_USAGE_*) was measured */
+    uint32_t usage_known;
+    uint64_t usage[FY_USAGE_IO_WRITE_BYTES + 1];
+    const char *usage_source;  /* "cgroup v1", "cgroup v2", "rusage", ... */
+    uint64_t left[FY_LEFT_FILES + 1];
+    char *cgroup_json;      /* what enforced the limits, from the backend */
 };
 
 /* Why the library is ending an attempt early (first reason wins). */
@@ -32,6 +38,7 @@ enum end_reason {
     END_CANCEL,
     END_VIOLATION,
     END_RESOURCE,
+    END_OOM,
     END_INFRA,
 };
 

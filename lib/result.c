@@ -65,6 +65,7 @@ void result_unref(fy_result *r) {
         return;
     free(r->detail);
     free(r->isolation_json);
+    free(r->cgroup_json);
     free(r->backend);
     free(r);
 }
@@ -86,6 +87,26 @@ uint32_t fy_result_error_step(const fy_result *r) { return r ? r->err_step : FY_
 int64_t fy_result_error_os_code(const fy_result *r) { return r ? r->err_os : 0; }
 int fy_result_level(const fy_result *r) { return r ? (int)r->level : FY_E_INVAL; }
 int fy_result_output_truncated(const fy_result *r) { return r ? r->truncated : FY_E_INVAL; }
+
+int fy_result_usage(const fy_result *r, uint32_t what, uint64_t *ret_value) {
+    if (!r || !ret_value)
+        return FY_E_INVAL;
+    if (what < FY_USAGE_WALL_USEC || what > FY_USAGE_IO_WRITE_BYTES)
+        return FY_E_UNSUPPORTED;
+    if (!(r->usage_known & (1u << what)))
+        return FY_E_NOTFOUND;
+    *ret_value = r->usage[what];
+    return 0;
+}
+
+int fy_result_cleanup(const fy_result *r, uint32_t what, uint64_t *ret_count) {
+    if (!r || !ret_count)
+        return FY_E_INVAL;
+    if (what < FY_LEFT_PROCESSES || what > FY_LEFT_FILES)
+        return FY_E_UNSUPPORTED;
+    *ret_count = r->left[what];
+    return 0;
+}
 
 int fy_result_stage_usec(const fy_result *r, uint32_t stage, uint64_t *ret_usec) {
     if (!r || !ret_usec)
@@ -126,6 +147,25 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
     json_object_set_new(root, "output_bytes", json_integer((json_int_t)r->output_bytes));
     json_object_set_new(root, "output_truncated", json_boolean(r->truncated));
     json_object_set_new(root, "isolation", iso);
+    static const char *const usage_keys[] = {
+        [FY_USAGE_WALL_USEC] = "wall_usec", [FY_USAGE_CPU_USER_USEC] = "cpu_user_usec",
+        [FY_USAGE_CPU_SYSTEM_USEC] = "cpu_system_usec", [FY_USAGE_MEMORY_PEAK] = "memory_peak_bytes",
+        [FY_USAGE_IO_READ_BYTES] = "io_read_bytes", [FY_USAGE_IO_WRITE_BYTES] = "io_write_bytes",
+    };
+    json_t *us = json_object();
+    for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_IO_WRITE_BYTES; k++)
+        json_object_set_new(us, usage_keys[k],
+                            (r->usage_known & (1u << k)) ? json_integer((json_int_t)r->usage[k]) : json_null());
+    json_object_set_new(us, "source", r->usage_source ? json_string(r->usage_source) : json_null());
+    json_object_set_new(root, "usage", us);
+    json_t *cl = json_object();
+    json_object_set_new(cl, "processes_left", json_integer((json_int_t)r->left[FY_LEFT_PROCESSES]));
+    json_object_set_new(cl, "mounts_left", json_integer((json_int_t)r->left[FY_LEFT_MOUNTS]));
+    json_object_set_new(cl, "cgroups_left", json_integer((json_int_t)r->left[FY_LEFT_CGROUPS]));
+    json_object_set_new(cl, "files_left", json_integer((json_int_t)r->left[FY_LEFT_FILES]));
+    json_object_set_new(root, "cleanup", cl);
+    json_t *cgj = r->cgroup_json ? json_loads(r->cgroup_json, 0, NULL) : NULL;
+    json_object_set_new(root, "limits", cgj ? cgj : json_null());
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
     if (!s)

@@ -35,6 +35,20 @@
 #define FY_STAGE_OUTPUT     6  /* draining output after the workload exited */
 #define FY_STAGE_CLEANUP    7  /* killing what is left, reaping, releasing */
 
+/* Resource usage (fy_result_usage). */
+#define FY_USAGE_WALL_USEC        1  /* fy_start to the end of the attempt */
+#define FY_USAGE_CPU_USER_USEC    2  /* the sandbox's cgroup (all its processes) */
+#define FY_USAGE_CPU_SYSTEM_USEC  3
+#define FY_USAGE_MEMORY_PEAK      4  /* bytes */
+#define FY_USAGE_IO_READ_BYTES    5
+#define FY_USAGE_IO_WRITE_BYTES   6
+
+/* Cleanup witness (fy_result_cleanup): what was left after the attempt. */
+#define FY_LEFT_PROCESSES  1
+#define FY_LEFT_MOUNTS     2
+#define FY_LEFT_CGROUPS    3
+#define FY_LEFT_FILES      4
+
 FY_BEGIN_DECLS
 
 /* Immutable; owned by the caller; free with fy_result_free(). */
@@ -57,6 +71,11 @@ FY_API int64_t  fy_result_error_os_code(const fy_result *result);
 /* The isolation level actually achieved. */
 FY_API int fy_result_level(const fy_result *result);
 FY_API int fy_result_stage_usec(const fy_result *result, uint32_t stage, uint64_t *ret_usec);
+/* A usage figure; FY_E_NOTFOUND when this host could not measure it. */
+FY_API int fy_result_usage(const fy_result *result, uint32_t what, uint64_t *ret_value);
+/* How many of a kind were left behind after cleanup (all 0 on success of
+ * the cleanup; anything else is also reported as a cleanup failure). */
+FY_API int fy_result_cleanup(const fy_result *result, uint32_t what, uint64_t *ret_count);
 /* 1 when captured output hit FY_LIMIT_OUTPUT and was truncated. */
 FY_API int fy_result_output_truncated(const fy_result *result);
 /* The whole result, including the isolation achieved, as JSON. */

@@ -23,12 +23,12 @@ static bool common_enforce(const fy_caps *c, uint32_t control, const char **why)
     switch (control) {
     case FY_CONTROL_SECCOMP: return cap_for(c, FY_CAP_SECCOMP, why);
     case FY_CONTROL_LANDLOCK: return cap_for(c, FY_CAP_LANDLOCK, why);
-    case FY_CONTROL_MEMORY_LIMIT: case FY_CONTROL_PIDS_LIMIT: case FY_CONTROL_CPU_LIMIT:
+    case FY_CONTROL_MEMORY_LIMIT: return cap_for(c, FY_CAP_CGROUP_MEMORY, why);
+    case FY_CONTROL_PIDS_LIMIT: return cap_for(c, FY_CAP_CGROUP_PIDS, why);
+    case FY_CONTROL_CPU_LIMIT: return cap_for(c, FY_CAP_CGROUP_CPU, why);
     case FY_CONTROL_IO_LIMIT:
-        /* The host may have the controllers (see the probe), but this version
-         * of the backend does not place sandboxes in cgroups yet: never claim
-         * a limit nothing enforces. */
-        *why = "cgroup limits are not implemented by this version of the Linux backend";
+        /* io.max needs the device of the build directory; not written yet. */
+        *why = "io limits are not implemented by this version of the Linux backend";
         return false;
     default:
         *why = "unknown control";

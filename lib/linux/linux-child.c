@@ -480,6 +480,21 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     }
     if (chdir(pl->workdir ? pl->workdir : a->workdir) < 0)
         die(sfd, FY_STEP_EXEC, errno);
+    if (pl->cpus) {
+        /* Make the CPU quota visible: nproc and sched_getaffinity show it. */
+        cpu_set_t set, keep;
+        CPU_ZERO(&keep);
+        if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+            uint32_t n = 0;
+            for (int cpu = 0; cpu < CPU_SETSIZE && n < pl->cpus; cpu++)
+                if (CPU_ISSET(cpu, &set)) {
+                    CPU_SET(cpu, &keep);
+                    n++;
+                }
+            if (n && (uint32_t)CPU_COUNT(&set) > n)
+                sched_setaffinity(0, sizeof(keep), &keep);
+        }
+    }
     /* Capabilities: lock the securebits, empty the bounding and ambient
      * sets, switch ids, then empty every set explicitly. */
     /* (An unprivileged caller in process mode has no capabilities to drop

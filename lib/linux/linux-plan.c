@@ -115,6 +115,7 @@ void linux_plan_free(struct linux_plan *pl) {
     free(pl->ll_rules);
     free(pl->envp);
     free(pl->isolation_json);
+    free(pl->cgroup_json);
     free(pl);
 }
 
@@ -307,7 +308,7 @@ static int compile_env(struct linux_plan *pl, const fy_prepared *pr) {
     static const char *const defaults[][2] = {
         {"HOME", "/home/forgeyard"}, {"TMPDIR", "/tmp"}, {"USER", NULL}, {"LOGNAME", NULL},
     };
-    size_t n = pr->env.n + FY_ARRAY_SIZE(defaults) + 1;
+    size_t n = pr->env.n + FY_ARRAY_SIZE(defaults) + 3;
     pl->envp = calloc(n, sizeof(char *));
     if (!pl->envp)
         return FY_E_NOMEM;
@@ -328,6 +329,12 @@ static int compile_env(struct linux_plan *pl, const fy_prepared *pr) {
     }
     if (!pl->path_search)
         pl->path_search = "/usr/local/bin:/usr/bin:/bin";
+    /* The limits, visible to build tools that size their parallelism. */
+    if (pl->cpus && !(pl->envp[pl->nenv++] = plan_fmt(pl, "FORGEYARD_CPUS=%u", pl->cpus)))
+        return FY_E_NOMEM;
+    if (pl->cg.version_memory &&
+        !(pl->envp[pl->nenv++] = plan_fmt(pl, "FORGEYARD_MEMORY_LIMIT=%llu", (unsigned long long)pl->cg.memory)))
+        return FY_E_NOMEM;
     return 0;
 }
 
@@ -336,6 +343,73 @@ static void add_rlimit(struct linux_plan *pl, int res, uint64_t v) {
         return;
     rlim_t r = v == FY_UNLIMITED ? RLIM_INFINITY : (rlim_t)v;
     pl->rlimits[pl->nrlimits++] = (struct child_rlimit){res, {r, r}};
+}
+
+/* Resources: which cgroup hierarchy enforces which negotiated limit. */
+static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
+    const fy_policy *p = pr->policy;
+    const fy_caps *c = pr->caps;
+    const struct caps_host *h = &c->host;
+    struct cg_plan *cg = &pl->cg;
+    const struct selection *sel = &pr->sel;
+    cg->memory = p->limit[FY_LIMIT_MEMORY];
+    cg->swap = p->limit[FY_LIMIT_MEMORY_SWAP] == FY_UNLIMITED ? 0 : p->limit[FY_LIMIT_MEMORY_SWAP];
+    cg->pids = p->limit[FY_LIMIT_PIDS];
+    cg->cpu_millis = p->limit[FY_LIMIT_CPU_MILLIS];
+    cg->io_bps = p->limit[FY_LIMIT_IO_BPS];
+    static const struct { uint32_t control, cap, limit; int ctl; } map[] = {
+        {FY_CONTROL_MEMORY_LIMIT, FY_CAP_CGROUP_MEMORY, FY_LIMIT_MEMORY, CG_MEMORY},
+        {FY_CONTROL_PIDS_LIMIT, FY_CAP_CGROUP_PIDS, FY_LIMIT_PIDS, CG_PIDS},
+        {FY_CONTROL_CPU_LIMIT, FY_CAP_CGROUP_CPU, FY_LIMIT_CPU_MILLIS, CG_CPU},
+    };
+    uint32_t *versions[] = {&cg->version_memory, &cg->version_pids, &cg->version_cpu};
+    const char *v1dirs[] = {h->cg1_memory, h->cg1_pids, h->cg1_cpu};
+    bool any_v1 = false;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++) {
+        if (sel->control[map[i].control] != FY_CONTROL_STATE_ENFORCED || p->limit[map[i].limit] == FY_UNLIMITED)
+            continue;
+        int64_t v = 0;
+        fy_caps_value(c, map[i].cap, &v);
+        *versions[i] = (uint32_t)v;
+        if (v == 2) {
+            cg->v2_limits = true;
+        } else if (v == 1 && v1dirs[i]) {
+            cg->v1_parent[map[i].ctl] = v1dirs[i];
+            any_v1 = true;
+        }
+    }
+    /* A v2 cgroup, even without controllers (hybrid hosts), groups the whole
+     * tree for CLONE_INTO_CGROUP and cgroup.kill. */
+    if (h->cg2_dir && (caps_present(c, FY_CAP_CGROUP_V2) || caps_present(c, FY_CAP_CGROUP_KILL))) {
+        cg->v2_parent = h->cg2_dir;
+        cg->v2_group = caps_present(c, FY_CAP_CGROUP_KILL);
+    }
+    if (cg->v2_limits && !cg->v2_parent)
+        cg->v2_limits = false;
+    if (any_v1) {
+        if (h->cg1_cpuacct)
+            cg->v1_parent[CG_CPUACCT] = h->cg1_cpuacct;
+        if (h->cg1_freezer && !cg->v2_group)
+            cg->v1_parent[CG_FREEZER] = h->cg1_freezer;
+        cg->v1_memsw = h->cg1_memsw;
+    }
+    cg->enabled = any_v1 || cg->v2_limits || cg->v2_group;
+    if (cg->version_cpu && cg->cpu_millis != FY_UNLIMITED)
+        pl->cpus = (uint32_t)((cg->cpu_millis + 999) / 1000);
+    json_t *o = json_object();
+    if (!o)
+        return FY_E_NOMEM;
+    const char *names[] = {"memory", "pids", "cpu"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
+        json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u", *versions[i])
+                                                      : json_string(sel->control[map[i].control] == FY_CONTROL_STATE_DROPPED
+                                                                        ? "not enforced (dropped)" : "not enforced"));
+    json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
+                                                 : any_v1 ? "cgroup v1" : "pid namespace / subreaper only"));
+    json_object_set_new(o, "rlimits", json_string("nofile, core, fsize, stack"));
+    pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return pl->cgroup_json ? 0 : FY_E_NOMEM;
 }
 
 static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, json_t *skipped) {
@@ -660,7 +734,7 @@ hardening:
     add_rlimit(pl, RLIMIT_STACK, p->limit[FY_LIMIT_STACK]);
 
     pl->argv = pr->argv;
-    if (compile_env(pl, pr) < 0)
+    if (compile_cgroups(pl, pr) < 0 || compile_env(pl, pr) < 0)
         goto oom;
     if (compile_isolation_json(pl, pr, skipped) < 0) {
         skipped = NULL;

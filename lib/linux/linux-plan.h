@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "backend.h"
+#include "linux-cgroup.h"
 
 /* ---- mount operations, executed in order after pivot_root ---- */
 enum mount_kind {
@@ -112,8 +113,12 @@ struct linux_plan {
     char **envp;                 /* NULL-terminated; secrets are added per start */
     size_t nenv;
     const char *path_search;     /* PATH used to find argv[0] when it has no '/' */
+    /* resources */
+    struct cg_plan cg;
+    uint32_t cpus;               /* CPUs the workload's affinity is limited to (0: all) */
     /* what the result reports */
-    char *isolation_json;        /* namespaces, ids, seccomp, Landlock (compile-time view) */
+    char *isolation_json;
+    char *cgroup_json;           /* which mechanism enforces which limit */        /* namespaces, ids, seccomp, Landlock (compile-time view) */
     /* every allocation of the plan, freed together */
     void **allocs;
     size_t nallocs, capallocs;
@@ -134,6 +139,8 @@ struct child_args {
     const char *workdir;         /* process mode: the per-attempt directory (else plan->workdir) */
     const char *secrets_dir;     /* process mode: where secret files go (else /run/secrets) */
 };
+
+/* CPUs to pin the workload to (the CPU quota made visible); in linux-child. */
 
 struct child_secret {
     const char *file;            /* name under /run/secrets, or NULL */

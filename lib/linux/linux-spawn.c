@@ -53,6 +53,11 @@ struct lx {
     uint64_t t_go, t_isolation, t_fs, t_exec, t_exit, t_reaped, t_eof;
     uint64_t output_bytes, output_cap;
     bool truncated;
+    struct cg_run cg;
+    bool cg_into;               /* cloned straight into the v2 cgroup */
+    uint64_t next_poll;         /* cgroup events are polled while limits apply */
+    struct cg_usage usage;
+    int procs_left, cgroups_left;
     /* process mode: the per-attempt directory on the host */
     char *attempt_dir, *attempt_home, *attempt_tmp, *attempt_secrets;
     char *env_home, *env_tmpdir;
@@ -72,6 +77,7 @@ static struct lx *lx_new(void) {
     if (!x)
         return NULL;
     x->pidfd = x->epfd = x->timerfd = x->sync_wr = x->status_rd = -1;
+    x->cg.v2_fd = -1;
     x->notify_sock = x->notify_fd = -1;
     for (int i = 0; i < 3; i++)
         x->child_stdio[i] = x->host_pipe[i] = x->drain_rd[i] = x->spool_fd[i] = -1;
@@ -118,6 +124,13 @@ static void remove_attempt_dir(struct lx *x) {
 static void lx_free(struct lx *x) {
     if (!x)
         return;
+    if (x->cg.v2_fd >= 0)
+        close(x->cg.v2_fd);
+    x->cg.v2_fd = -1;
+    free(x->cg.name);
+    free(x->cg.v2_dir);
+    for (int c = 0; c < CG_NCTL; c++)
+        free(x->cg.v1_dir[c]);
     remove_attempt_dir(x);
     free(x->attempt_home);
     free(x->attempt_tmp);
@@ -343,12 +356,32 @@ static int map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
 
 /* ---- start ---- */
 
+/* Fallback when clone3 could not place the child: move it before it runs. */
+static int write_proc_cgroup(const char *dir, pid_t pid, fy_error **reterr) {
+    char path[4200], val[32];
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    snprintf(val, sizeof(val), "%d", (int)pid);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? write(fd, val, strlen(val)) : -1;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (n != (ssize_t)strlen(val))
+        return err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "placing the sandbox in %s: %s", dir,
+                       strerror(e));
+    return 0;
+}
+
 #define END_TREE_BOUND_USEC 2000000 /* process mode: how long the supervisor gets */
 
 /* Ends the sandbox. With a pid namespace, killing its init kills the whole
  * namespace; in process mode the supervisor (a child subreaper) is asked to
  * kill and reap the tree, and is killed itself if it has not within a bound. */
 static void hard_kill(struct lx *x, const struct linux_plan *pl) {
+    /* With a cgroup of its own the whole tree dies at once, whatever it did
+     * to escape the process tree. */
+    if (x->cg.v2_dir || x->cg.v1_dir[CG_FREEZER])
+        cg_kill(&pl->cg, &x->cg);
     if (x->pidfd >= 0 && !x->reaped) {
         if (pl->process_mode && x->kill != KS_HARD) {
             fy_sys_pidfd_send_signal(x->pidfd, FY_SIG_END_TREE, NULL, 0);
@@ -420,13 +453,22 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     a->workdir = x->attempt_dir;
     a->secrets_dir = pl->process_mode ? x->attempt_secrets : NULL;
 
+    /* The attempt's cgroups exist before the sandbox does, so that no
+     * process of it ever runs unaccounted. */
+    if ((r = cg_create(&pl->cg, &x->cg, reterr)) < 0)
+        goto fail;
     int pidfd = -1;
     struct fy_clone_args ca = {
         .flags = pl->clone_flags | CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND,
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
         .exit_signal = 0,
     };
+    if (x->cg.v2_fd >= 0) {
+        ca.flags |= FY_CLONE_INTO_CGROUP;
+        ca.cgroup = (uint64_t)x->cg.v2_fd;
+    }
     pid_t pid = fy_sys_clone3(&ca, sizeof(ca));
+    x->cg_into = pid >= 0 && x->cg.v2_fd >= 0;
     if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */
         pid = (pid_t)syscall(SYS_clone, (unsigned long)(pl->clone_flags | CLONE_PIDFD), 0, &pidfd, 0, 0);
@@ -452,6 +494,12 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     x->notify_sock = nsock[0];
     sync[1] = status[0] = nsock[0] = -1;
 
+    if ((r = cg_attach(&pl->cg, &x->cg, pid, reterr)) < 0 ||
+        (!x->cg_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0)) {
+        hard_kill(x, pl);
+        reap_blocking(x, pl);
+        goto fail;
+    }
     if (!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) {
         hard_kill(x, pl);
         reap_blocking(x, pl);
@@ -484,20 +532,24 @@ fail:
     for (int i = 0; i < 3; i++)
         if (x->spool_created[i])
             unlink(x->spool_created[i]); /* nothing ran: leave no empty spool behind */
+    cg_destroy(&pl->cg, &x->cg);
     lx_free(x);
     return r;
 }
 
 /* ---- deadlines ---- */
 
+static uint64_t earliest(uint64_t a, uint64_t b) { return !a ? b : !b ? a : a < b ? a : b; }
+
 uint64_t lx_next_deadline(fy_handle *h) {
     struct lx *x = h->b;
+    uint64_t poll_at = x->reaped ? 0 : x->next_poll;
     if (x->kill == KS_SOFT)
-        return x->grace_deadline;
+        return earliest(x->grace_deadline, poll_at);
     if (x->kill == KS_HARD && x->hard_deadline && !x->reaped)
         return x->hard_deadline;
     if (x->kill == KS_NONE && h->end == END_NONE)
-        return h->deadline;
+        return earliest(h->deadline, poll_at);
     return 0;
 }
 
@@ -715,6 +767,10 @@ static void finish(fy_handle *h, struct lx *x) {
             r->detail = fy_asprintf("%s: %s", fy_step_name(x->err_step), strerror(x->err_errno));
     } else if (h->end == END_VIOLATION) {
         r->outcome = FY_OUTCOME_SANDBOX_VIOLATION;
+    } else if (h->end == END_OOM || (x->usage.oom_kills && h->end == END_NONE)) {
+        r->outcome = FY_OUTCOME_OUT_OF_MEMORY;
+        if (!h->end_detail)
+            r->detail = fy_asprintf("memory limit of %llu bytes", (unsigned long long)pl->cg.memory);
     } else if (h->end == END_RESOURCE) {
         r->outcome = FY_OUTCOME_RESOURCE_EXCEEDED;
     } else if (h->end == END_INFRA) {
@@ -753,13 +809,30 @@ static void finish(fy_handle *h, struct lx *x) {
     uint64_t t_end = x->t_reaped ? x->t_reaped : t_clean;
     if (x->t_eof > t_end)
         r->stage[FY_STAGE_OUTPUT] = x->t_eof - t_end;
-    /* Cleanup: nothing of the sandbox lives outside its namespaces; release
-     * the library's side. */
+    /* Usage, from the sandbox's own cgroup where it has one. */
+    r->usage[FY_USAGE_WALL_USEC] = (x->t_reaped ? x->t_reaped : t_clean) - h->t_start;
+    r->usage_known = 1u << FY_USAGE_WALL_USEC;
+    if (x->usage.have_cpu) {
+        r->usage[FY_USAGE_CPU_USER_USEC] = x->usage.cpu_user_usec;
+        r->usage[FY_USAGE_CPU_SYSTEM_USEC] = x->usage.cpu_system_usec;
+        r->usage_known |= (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC);
+    }
+    if (x->usage.have_memory) {
+        r->usage[FY_USAGE_MEMORY_PEAK] = x->usage.memory_peak;
+        r->usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
+    }
+    r->usage_source = x->cg.v2_dir && pl->cg.v2_limits ? "cgroup v2" : pl->cg.enabled ? "cgroup v1" : NULL;
+    r->cgroup_json = fy_strdup(pl->cgroup_json);
+    /* Cleanup, witnessed: the cgroup must be empty, then it goes. Mounts
+     * lived only in the sandbox's mount namespace, which died with it. */
+    r->left[FY_LEFT_PROCESSES] = (uint64_t)cg_count_procs(&pl->cg, &x->cg);
+    r->left[FY_LEFT_CGROUPS] = (uint64_t)cg_destroy(&pl->cg, &x->cg);
     for (int i = 0; i < 3; i++)
         close_fd(&x->spool_fd[i]);
     close_fd(&x->notify_fd);
     close_fd(&x->sync_wr);
     remove_attempt_dir(x);
+    r->left[FY_LEFT_FILES] = x->scratch_left ? 1 : 0;
     if (x->scratch_left && !r->detail)
         r->detail = fy_strdup("cleanup: the attempt directory could not be removed completely");
     r->stage[FY_STAGE_CLEANUP] = fy_now_usec() - t_clean;
@@ -786,6 +859,20 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         if (x->drain_rd[i] >= 0)
             drain_output(h, x, i);
     uint64_t now = fy_now_usec();
+    if (h->pr->plan && ((const struct linux_plan *)h->pr->plan)->cg.enabled && !x->reaped) {
+        /* The cgroup says when a limit was hit; end the attempt at once. */
+        const struct linux_plan *cpl = h->pr->plan;
+        cg_usage(&cpl->cg, &x->cg, &x->usage);
+        if (x->usage.oom_kills && h->end == END_NONE) {
+            handle_end(h, END_OOM, FY_STEP_CGROUP_LIMIT, 0, "memory limit of %llu bytes",
+                       (unsigned long long)cpl->cg.memory);
+            hard_kill(x, cpl);
+        } else if (x->usage.pids_max_events && h->end == END_NONE) {
+            handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "pids");
+            hard_kill(x, cpl);
+        }
+        x->next_poll = now + 100000;
+    }
     if (x->kill == KS_NONE && h->end == END_NONE && h->deadline && now >= h->deadline) {
         handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
                    (unsigned long long)(h->pr->policy->limit[FY_LIMIT_WALL_TIME] / 1000));
@@ -831,6 +918,7 @@ void lx_destroy(fy_handle *h) {
         hard_kill(x, h->pr->plan);
         reap_blocking(x, h->pr->plan);
     }
+    cg_destroy(&((const struct linux_plan *)h->pr->plan)->cg, &x->cg);
     lx_free(x);
     h->b = NULL;
 }

@@ -195,6 +195,34 @@ int main(int argc, char **argv) {
         return cmd_connect_abstract(arg);
     if (!strcmp(c, "fds"))
         return cmd_fds();
+    if (!strcmp(c, "alloc")) {
+        /* Touch N MiB, one page at a time. */
+        long mib = atol(arg);
+        for (long i = 0; i < mib; i++) {
+            char *p = malloc(1 << 20);
+            if (!p)
+                return report(-1, "malloc");
+            for (int k = 0; k < (1 << 20); k += 4096)
+                p[k] = 1;
+        }
+        printf("ok allocated %ld MiB\n", mib);
+        return 0;
+    }
+    if (!strcmp(c, "forkbomb")) {
+        /* Bounded: at most N children, each sleeping; reports the first failure. */
+        long n = atol(arg);
+        for (long i = 0; i < n; i++) {
+            pid_t p = fork();
+            if (p < 0)
+                return report(-1, "fork");
+            if (p == 0) {
+                sleep(30);
+                _exit(0);
+            }
+        }
+        printf("ok forked %ld\n", n);
+        return 0;
+    }
     if (!strcmp(c, "daemon")) {
         /* Double fork into a new session, then the main process exits. */
         pid_t p = fork();

@@ -708,6 +708,117 @@ START_TEST(test_violation_beats_timeout) {
 }
 END_TEST
 
+/* ---- resource limits (cgroups; as root here, rootless has none) ---- */
+
+static bool cgroups_here(void) { return !rootless; }
+
+static int count_our_cgroups(void) {
+    const char *roots[] = {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct",
+                           "/sys/fs/cgroup/unified", "/sys/fs/cgroup/freezer"};
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "forgeyard-%d-", (int)getpid());
+    int n = 0;
+    for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+        DIR *d = opendir(roots[i]);
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+            n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+        if (d)
+            closedir(d);
+    }
+    return n;
+}
+
+START_TEST(test_memory_limit_oom) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 64u << 20, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_MEMORY_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+    if (!cgroups_here()) {
+        /* Without a cgroup a required memory limit is refused, never faked. */
+        const char *argv[] = {"/bin/true", NULL};
+        fy_prepared *pr = NULL;
+        fy_error *e = NULL;
+        ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), FY_E_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(fy_error_message(e), "memory-limit"));
+        fy_error_free(e);
+        fy_policy_free(p);
+        return;
+    }
+    struct run r;
+    run_attack(p, "alloc", "400", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_OUT_OF_MEMORY, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ck_assert_ptr_null(strstr(r.out, "ok allocated"));
+    uint64_t peak = 0, left = 1;
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_MEMORY_PEAK, &peak), 0);
+    ck_assert_uint_le(peak, 64u << 20);
+    ck_assert_int_eq(fy_result_cleanup(r.res, FY_LEFT_CGROUPS, &left), 0);
+    ck_assert_uint_eq(left, 0);
+    run_free(&r);
+    /* Under the limit the same program succeeds (the limit is the cause). */
+    run_attack(p, "alloc", "16", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    run_free(&r);
+    ck_assert_int_eq(count_our_cgroups(), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_fork_bomb_bounded_by_pids) {
+    if (!cgroups_here())
+        return;
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_PIDS, 32, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_PIDS_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+    struct run r;
+    run_attack(p, "forkbomb", "500", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s", fy_outcome_name((uint32_t)r.outcome));
+    ck_assert_str_eq(r.detail, "pids");
+    uint64_t left = 1;
+    fy_result_cleanup(r.res, FY_LEFT_PROCESSES, &left);
+    ck_assert_uint_eq(left, 0);
+    ck_assert_int_eq(count_procs_with("fy-attack forkbomb"), 0);
+    run_free(&r);
+    /* Well under the limit: fine. */
+    run_attack(p, "forkbomb", "5", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    run_free(&r);
+    ck_assert_int_eq(count_our_cgroups(), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_cpu_quota_visible) {
+    if (!cgroups_here())
+        return;
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, 1000, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_CPU_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "echo cpus=$FORGEYARD_CPUS nproc=$(nproc) mem=$FORGEYARD_MEMORY_LIMIT", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    ASSERT_OUT(&r, "cpus=1 nproc=1 mem=4294967296");
+    uint64_t cpu;
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_CPU_USER_USEC, &cpu), 0);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_tmpfs_fill_enospc) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_TMP_SIZE, 1u << 20, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "head -c 4000000 /dev/zero > /tmp/fill; echo status=$?; ls -l /tmp/fill", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ASSERT_OUT(&r, "No space left on device");
+    ASSERT_OUT(&r, "status=1");
+    ASSERT_OUT(&r, " 1048576 ");
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -833,6 +944,10 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_no_fd_leak);
     tcase_add_test(tc, test_stdin_pipe_eof);
     tcase_add_test(tc, test_violation_beats_timeout);
+    tcase_add_test(tc, test_memory_limit_oom);
+    tcase_add_test(tc, test_fork_bomb_bounded_by_pids);
+    tcase_add_test(tc, test_cpu_quota_visible);
+    tcase_add_test(tc, test_tmpfs_fill_enospc);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

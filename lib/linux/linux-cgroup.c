@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Per-attempt cgroups, v2 and the v1 fallback. Only children of our own
+ * cgroup (or of a subtree the host program delegated) are ever created,
+ * written and removed; our own cgroup and its ancestors are never touched. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "linux-cgroup.h"
+
+static const char *const ctl_names[CG_NCTL] = {"memory", "pids", "cpu", "cpuacct", "freezer", "blkio"};
+
+static int write_file(const char *dir, const char *file, const char *value) {
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, value, strlen(value));
+    int e = errno;
+    close(fd);
+    return n == (ssize_t)strlen(value) ? 0 : -(n < 0 ? e : EIO);
+}
+
+static int read_file(const char *dir, const char *file, char *buf, size_t len) {
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, len - 1);
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return -e;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+/* "key value" lines (memory.events, pids.events, cpu.stat, ...). */
+static bool read_key(const char *dir, const char *file, const char *key, uint64_t *out) {
+    char buf[4096];
+    if (read_file(dir, file, buf, sizeof(buf)) < 0)
+        return false;
+    size_t kl = strlen(key);
+    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
+            *out = strtoull(line + kl + 1, NULL, 10);
+            return true;
+        }
+    return false;
+}
+
+static bool read_u64(const char *dir, const char *file, uint64_t *out) {
+    char buf[64];
+    if (read_file(dir, file, buf, sizeof(buf)) < 0)
+        return false;
+    *out = strtoull(buf, NULL, 10);
+    return true;
+}
+
+static int limit_err(fy_error **reterr, const char *dir, const char *file, int e) {
+    return err_set(reterr, err_from_errno(e), FY_STEP_CGROUP_LIMIT, e, NULL, "cgroup limit %s/%s: %s", dir, file,
+                   strerror(e));
+}
+
+int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr) {
+    memset(run, 0, sizeof(*run));
+    run->v2_fd = -1;
+    if (!plan->enabled)
+        return 0;
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+        rnd = fy_now_usec();
+    run->name = fy_asprintf("forgeyard-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+    if (!run->name)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
+    int r = 0;
+    char val[64];
+    if (plan->v2_parent && (plan->v2_limits || plan->v2_group)) {
+        run->v2_dir = fy_asprintf("%s/%s", plan->v2_parent, run->name);
+        if (!run->v2_dir || mkdir(run->v2_dir, 0755) < 0) {
+            int e = run->v2_dir ? errno : ENOMEM;
+            free(run->v2_dir);
+            run->v2_dir = NULL;
+            r = err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "creating a cgroup under %s: %s",
+                        plan->v2_parent, strerror(e));
+            goto fail;
+        }
+        run->created = true;
+        if ((run->v2_fd = open(run->v2_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+            r = err_set(reterr, err_from_errno(errno), FY_STEP_CGROUP, errno, NULL, "%s: %s", run->v2_dir, strerror(errno));
+            goto fail;
+        }
+        if (plan->v2_limits) {
+            struct { bool on; const char *file; char value[64]; } w[5] = {{0}};
+            if (plan->version_memory == 2) {
+                w[0].on = w[1].on = true;
+                w[0].file = "memory.max";
+                snprintf(w[0].value, sizeof(w[0].value), "%llu", (unsigned long long)plan->memory);
+                w[1].file = "memory.swap.max";
+                snprintf(w[1].value, sizeof(w[1].value), "%llu", (unsigned long long)plan->swap);
+            }
+            if (plan->version_pids == 2) {
+                w[2].on = true;
+                w[2].file = "pids.max";
+                snprintf(w[2].value, sizeof(w[2].value), "%llu", (unsigned long long)plan->pids);
+            }
+            if (plan->version_cpu == 2) {
+                w[3].on = true;
+                w[3].file = "cpu.max";
+                snprintf(w[3].value, sizeof(w[3].value), "%llu 100000", (unsigned long long)(plan->cpu_millis * 100));
+            }
+            for (size_t i = 0; i < 5; i++) {
+                if (!w[i].on)
+                    continue;
+                int e = write_file(run->v2_dir, w[i].file, w[i].value);
+                /* Without swap accounting memory.swap.max is absent: swap is then not usable by the cgroup either. */
+                if (e == -ENOENT && i == 1)
+                    continue;
+                if (e < 0) {
+                    r = limit_err(reterr, run->v2_dir, w[i].file, -e);
+                    goto fail;
+                }
+            }
+        }
+    }
+    for (int c = 0; c < CG_NCTL; c++) {
+        if (!plan->v1_parent[c])
+            continue;
+        run->v1_dir[c] = fy_asprintf("%s/%s", plan->v1_parent[c], run->name);
+        if (!run->v1_dir[c] || mkdir(run->v1_dir[c], 0755) < 0) {
+            int e = run->v1_dir[c] ? errno : ENOMEM;
+            free(run->v1_dir[c]);
+            run->v1_dir[c] = NULL;
+            r = err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "creating a %s cgroup under %s: %s",
+                        ctl_names[c], plan->v1_parent[c], strerror(e));
+            goto fail;
+        }
+        run->created = true;
+        int e = 0;
+        switch (c) {
+        case CG_MEMORY:
+            snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->memory);
+            if ((e = write_file(run->v1_dir[c], "memory.limit_in_bytes", val)) < 0) {
+                r = limit_err(reterr, run->v1_dir[c], "memory.limit_in_bytes", -e);
+                goto fail;
+            }
+            if (plan->v1_memsw) {
+                snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->memory + plan->swap));
+                if ((e = write_file(run->v1_dir[c], "memory.memsw.limit_in_bytes", val)) < 0) {
+                    r = limit_err(reterr, run->v1_dir[c], "memory.memsw.limit_in_bytes", -e);
+                    goto fail;
+                }
+            }
+            break;
+        case CG_PIDS:
+            snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->pids);
+            if ((e = write_file(run->v1_dir[c], "pids.max", val)) < 0) {
+                r = limit_err(reterr, run->v1_dir[c], "pids.max", -e);
+                goto fail;
+            }
+            break;
+        case CG_CPU:
+            snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->cpu_millis * 100));
+            if ((e = write_file(run->v1_dir[c], "cpu.cfs_period_us", "100000")) < 0 ||
+                (e = write_file(run->v1_dir[c], "cpu.cfs_quota_us", val)) < 0) {
+                r = limit_err(reterr, run->v1_dir[c], "cpu.cfs_quota_us", -e);
+                goto fail;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+fail:
+    cg_destroy(plan, run);
+    return r;
+}
+
+int cg_attach(const struct cg_plan *plan, const struct cg_run *run, pid_t pid, fy_error **reterr) {
+    char val[32];
+    snprintf(val, sizeof(val), "%d", (int)pid);
+    for (int c = 0; c < CG_NCTL; c++) {
+        if (!run->v1_dir[c])
+            continue;
+        int e = write_file(run->v1_dir[c], "cgroup.procs", val);
+        if (e < 0)
+            return err_set(reterr, err_from_errno(-e), FY_STEP_CGROUP, -e, NULL, "placing the sandbox in %s: %s",
+                           run->v1_dir[c], strerror(-e));
+    }
+    (void)plan;
+    return 0;
+}
+
+static int count_pids_in(const char *dir) {
+    char buf[8192];
+    int n = read_file(dir, "cgroup.procs", buf, sizeof(buf));
+    if (n < 0)
+        return 0;
+    int count = 0;
+    for (int i = 0; i < n; i++)
+        count += buf[i] == '\n';
+    return count;
+}
+
+int cg_count_procs(const struct cg_plan *plan, const struct cg_run *run) {
+    int most = 0;
+    if (run->v2_dir) {
+        int n = count_pids_in(run->v2_dir);
+        most = n > most ? n : most;
+    }
+    for (int c = 0; c < CG_NCTL; c++)
+        if (run->v1_dir[c]) {
+            int n = count_pids_in(run->v1_dir[c]);
+            most = n > most ? n : most;
+        }
+    (void)plan;
+    return most;
+}
+
+static void kill_listed(const char *dir) {
+    char buf[16384];
+    int n = read_file(dir, "cgroup.procs", buf, sizeof(buf));
+    for (char *p = buf; n > 0 && *p;) {
+        pid_t pid = (pid_t)strtol(p, &p, 10);
+        if (pid > 0)
+            kill(pid, SIGKILL);
+        while (*p == '\n')
+            p++;
+    }
+}
+
+void cg_kill(const struct cg_plan *plan, const struct cg_run *run) {
+    if (run->v2_dir && write_file(run->v2_dir, "cgroup.kill", "1") == 0)
+        return;
+    /* v1: freeze so nothing forks while we kill, then thaw so the kills land. */
+    const char *fz = run->v1_dir[CG_FREEZER];
+    if (fz)
+        write_file(fz, "freezer.state", "FROZEN");
+    if (run->v2_dir)
+        kill_listed(run->v2_dir);
+    for (int c = 0; c < CG_NCTL; c++)
+        if (run->v1_dir[c])
+            kill_listed(run->v1_dir[c]);
+    if (fz)
+        write_file(fz, "freezer.state", "THAWED");
+    (void)plan;
+}
+
+void cg_usage(const struct cg_plan *plan, const struct cg_run *run, struct cg_usage *u) {
+    memset(u, 0, sizeof(*u));
+    if (run->v2_dir) {
+        uint64_t v;
+        if (read_key(run->v2_dir, "cpu.stat", "user_usec", &u->cpu_user_usec) &&
+            read_key(run->v2_dir, "cpu.stat", "system_usec", &u->cpu_system_usec))
+            u->have_cpu = true;
+        if (plan->version_memory == 2 && read_u64(run->v2_dir, "memory.peak", &v)) {
+            u->memory_peak = v;
+            u->have_memory = true;
+        }
+        if (plan->version_memory == 2)
+            read_key(run->v2_dir, "memory.events", "oom_kill", &u->oom_kills);
+        if (plan->version_pids == 2)
+            read_key(run->v2_dir, "pids.events", "max", &u->pids_max_events);
+    }
+    const char *mem = run->v1_dir[CG_MEMORY];
+    if (mem) {
+        if (read_u64(mem, "memory.max_usage_in_bytes", &u->memory_peak))
+            u->have_memory = true;
+        read_key(mem, "memory.oom_control", "oom_kill", &u->oom_kills);
+    }
+    if (run->v1_dir[CG_PIDS])
+        read_key(run->v1_dir[CG_PIDS], "pids.events", "max", &u->pids_max_events);
+    const char *acct = run->v1_dir[CG_CPUACCT];
+    uint64_t user_ns, sys_ns;
+    if (acct && !u->have_cpu && read_u64(acct, "cpuacct.usage_user", &user_ns) &&
+        read_u64(acct, "cpuacct.usage_sys", &sys_ns)) {
+        u->cpu_user_usec = user_ns / 1000;
+        u->cpu_system_usec = sys_ns / 1000;
+        u->have_cpu = true;
+    }
+}
+
+static int remove_dir(char **dir, const struct cg_plan *plan, const struct cg_run *run) {
+    if (!*dir)
+        return 0;
+    /* A cgroup can only go once it is empty: kill and retry, bounded. */
+    for (int i = 0; i < 200; i++) {
+        if (rmdir(*dir) == 0 || errno == ENOENT) {
+            free(*dir);
+            *dir = NULL;
+            return 0;
+        }
+        if (errno != EBUSY)
+            break;
+        cg_kill(plan, run);
+        usleep(5000);
+    }
+    return 1;
+}
+
+int cg_destroy(const struct cg_plan *plan, struct cg_run *run) {
+    int left = 0;
+    if (run->v2_fd >= 0) {
+        close(run->v2_fd);
+        run->v2_fd = -1;
+    }
+    for (int c = 0; c < CG_NCTL; c++)
+        left += remove_dir(&run->v1_dir[c], plan, run);
+    left += remove_dir(&run->v2_dir, plan, run);
+    if (!left) {
+        free(run->name);
+        run->name = NULL;
+    }
+    return left;
+}

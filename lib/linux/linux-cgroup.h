@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Per-attempt cgroups: cgroup v2 (a delegated subtree, CLONE_INTO_CGROUP,
+ * cgroup.kill, memory.events) and the cgroup v1 fallback of hybrid and
+ * legacy hosts (one directory per controller, the pid written before the
+ * workload runs, failcnt/oom_control, freezer-then-kill). */
+#ifndef FY_LINUX_CGROUP_H
+#define FY_LINUX_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "internal.h"
+
+enum cg_ctl { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_FREEZER, CG_BLKIO, CG_NCTL };
+
+/* Compiled at prepare: where and what. */
+struct cg_plan {
+    bool enabled;
+    /* v2: the parent directory (our own cgroup, or a delegated one) */
+    const char *v2_parent;
+    bool v2_limits;        /* memory/pids/cpu/io through v2 */
+    bool v2_group;         /* a v2 cgroup for CLONE_INTO_CGROUP and cgroup.kill */
+    /* v1: the parent directory per controller (NULL: not used) */
+    const char *v1_parent[CG_NCTL];
+    bool v1_memsw;
+    /* limits (FY_UNLIMITED: none) */
+    uint64_t memory, swap, pids, cpu_millis, io_bps;
+    uint32_t version_memory, version_pids, version_cpu, version_io; /* 0: not enforced */
+};
+
+/* Per attempt. */
+struct cg_run {
+    char *name;                 /* forgeyard-<pid>-<random> */
+    char *v2_dir;
+    int v2_fd;                  /* O_PATH directory fd for CLONE_INTO_CGROUP */
+    char *v1_dir[CG_NCTL];
+    bool created;
+};
+
+struct cg_usage {
+    bool have_cpu, have_memory, have_io;
+    uint64_t cpu_user_usec, cpu_system_usec, memory_peak, io_read, io_write;
+    uint64_t oom_kills, pids_max_events;
+};
+
+/* Creates the attempt's cgroups and writes the limits. On failure removes
+ * what it created and fills reterr (step FY_STEP_CGROUP / _CGROUP_LIMIT). */
+int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr);
+/* v1 only: places pid in every v1 cgroup (before the workload runs). */
+int cg_attach(const struct cg_plan *plan, const struct cg_run *run, pid_t pid, fy_error **reterr);
+/* Kills every process in the attempt's cgroups (cgroup.kill on v2;
+ * freeze, SIGKILL each task, thaw on v1). Idempotent. */
+void cg_kill(const struct cg_plan *plan, const struct cg_run *run);
+/* Number of processes still in the attempt's cgroups. */
+int cg_count_procs(const struct cg_plan *plan, const struct cg_run *run);
+void cg_usage(const struct cg_plan *plan, const struct cg_run *run, struct cg_usage *u);
+/* Removes the cgroups (killing what is left first); returns how many
+ * directories could not be removed. Idempotent. */
+int cg_destroy(const struct cg_plan *plan, struct cg_run *run);
+
+#endif

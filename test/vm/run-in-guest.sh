@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# Runs one program inside a throwaway QEMU microvm guest (TCG) whose kernel
+# mounts a pure cgroup2 hierarchy, and exits with the program's exit status.
+#
+#   test/vm/run-in-guest.sh [--timeout SECONDS] -- PROGRAM [ARGS...]
+#
+# Guest: Debian 12's stock kernel (linux-image-6.1.0-*-amd64, booted as an
+# uncompressed PVH vmlinux) plus a per-run initramfs holding busybox-static,
+# /init (guest-init.sh beside this file), PROGRAM with every shared library it
+# needs, and the files listed in FY_VM_FILES. No network devices, no disks.
+#
+# Exit status: PROGRAM's own, read from the marker line /init prints; 125 when
+# the guest reported none (setup failure, kernel panic, timeout, QEMU error).
+#
+# Environment (all optional):
+#   FY_VM_CACHE       cache dir (default $XDG_CACHE_HOME/forgeyard-vm, else
+#                     /var/tmp/forgeyard-vm); holds the extracted vmlinux only
+#   FY_VM_FILES       space-separated host paths (files or dirs) copied into the
+#                     guest at the same path; ELF files get their libraries too
+#   FY_VM_ENV         space-separated names of host variables to pass into the
+#                     guest (CK_*, ASAN_OPTIONS, UBSAN_OPTIONS, LSAN_OPTIONS and
+#                     MALLOC_PERTURB_ are passed when set, without asking)
+#   FY_VM_TIMEOUT     default for --timeout (300)
+#   FY_VM_MEMORY      guest RAM (default 1024M);  FY_VM_SMP  vCPUs (default 2)
+#   FY_VM_APPEND      extra kernel command-line words (e.g. mitigations=off)
+#   FY_QEMU           qemu-system-x86_64 to use (default: from PATH)
+#   FY_VM_KERNEL      use this PVH vmlinux instead of the cached Debian one
+#   FY_VM_KERNEL_DEB  build the cached vmlinux from this linux-image .deb
+#                     instead of fetching it (offline use)
+#   FY_VM_KEEP=1      keep the per-run work dir (initramfs tree, console log)
+#   FY_VM_VERBOSE=1   print the steps and the timings to stderr
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+me="run-in-guest"
+die() { echo "$me: error: $*" >&2; exit 125; }
+say() { [ "${FY_VM_VERBOSE:-0}" = 1 ] && echo "$me: $*" >&2 || true; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+timeout_s=${FY_VM_TIMEOUT:-300}
+while (($#)); do
+  case $1 in
+    --timeout) (($# >= 2)) || die "--timeout needs a value"; timeout_s=$2; shift 2 ;;
+    --timeout=*) timeout_s=${1#--timeout=}; shift ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) break ;;
+  esac
+done
+(($# >= 1)) || die "usage: $0 [--timeout SECONDS] -- PROGRAM [ARGS...]"
+[[ $timeout_s =~ ^[0-9]+$ && $timeout_s -gt 0 ]] || die "bad --timeout '$timeout_s'"
+
+qemu=${FY_QEMU:-$(command -v qemu-system-x86_64 || true)}
+[ -n "$qemu" ] && [ -x "$qemu" ] || die "qemu-system-x86_64 not found (apt-get install qemu-system-x86, or run scripts/deps.sh)"
+for tool in cpio readelf xz ldd flock; do
+  command -v "$tool" >/dev/null || die "'$tool' not found (run scripts/deps.sh)"
+done
+busybox=""
+for b in /bin/busybox /usr/bin/busybox "$(command -v busybox || true)"; do
+  [ -n "$b" ] && [ -x "$b" ] && { busybox=$b; break; }
+done
+[ -n "$busybox" ] || die "busybox not found (apt-get install busybox-static, or run scripts/deps.sh)"
+
+t_start=$(now)
+
+# ---------------------------------------------------------------- kernel ----
+cache=${FY_VM_CACHE:-}
+if [ -z "$cache" ]; then
+  if [ -n "${XDG_CACHE_HOME:-}" ]; then cache=$XDG_CACHE_HOME/forgeyard-vm; else cache=/var/tmp/forgeyard-vm; fi
+fi
+
+has_pvh_note() {
+  # XEN_ELFNOTE_PHYS32_ENTRY is Xen note type 18 (0x12); binutils 2.40 prints
+  # it as an unknown type, newer ones may name it.
+  readelf -n "$1" 2>/dev/null | grep -Eq '^[[:space:]]*Xen[[:space:]].*(\(0x00000012\)|PHYS32_ENTRY)'
+}
+
+# vmlinuz -> vmlinux: what the kernel's scripts/extract-vmlinux does for XZ:
+# find the XZ stream magic (fd 37 7a 58 5a 00) and decompress from there.
+extract_vmlinux() { # vmlinuz out
+  local off
+  for off in $(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$1" | cut -d: -f1); do
+    if tail -c +"$((off + 1))" "$1" | xz -dc --single-stream >"$2" 2>/dev/null &&
+       [ "$(head -c 4 "$2" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
+      return 0
+    fi
+  done
+  return 1
+}
+
+build_kernel_from_deb() { # deb destdir
+  local deb=$1 dest=$2 tmp
+  tmp=$(mktemp -d "$cache/.build.XXXXXX")
+  # Only ./boot is needed; a full `dpkg-deb -x` would write ~400 MB of modules.
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' './boot/config-*' ||
+    { rm -rf "$tmp"; die "cannot extract ./boot from $deb"; }
+  local vmlinuz
+  vmlinuz=$(ls "$tmp"/boot/vmlinuz-* 2>/dev/null | head -1)
+  [ -n "$vmlinuz" ] || { rm -rf "$tmp"; die "no /boot/vmlinuz-* in $deb"; }
+  extract_vmlinux "$vmlinuz" "$tmp/vmlinux" || { rm -rf "$tmp"; die "no XZ-compressed ELF kernel found in $vmlinuz"; }
+  has_pvh_note "$tmp/vmlinux" || { rm -rf "$tmp"; die "$vmlinuz: extracted vmlinux lacks the XEN_ELFNOTE_PHYS32_ENTRY (PVH) note"; }
+  mkdir -p "$dest"
+  mv "$tmp"/boot/config-* "$dest/config" 2>/dev/null || true
+  mv "$tmp/vmlinux" "$dest/vmlinux"
+  basename "$deb" >"$dest/source-deb"
+  rm -rf "$tmp"
+}
+
+ensure_kernel() {
+  if [ -n "${FY_VM_KERNEL:-}" ]; then
+    [ -f "$FY_VM_KERNEL" ] || die "FY_VM_KERNEL=$FY_VM_KERNEL does not exist"
+    kernel=$FY_VM_KERNEL
+    return
+  fi
+  mkdir -p "$cache" || die "cannot create cache dir $cache"
+  exec 9>"$cache/.lock"
+  flock 9
+  if [ -s "$cache/current" ] && [ -f "$cache/$(cat "$cache/current")/vmlinux" ]; then
+    kernel=$cache/$(cat "$cache/current")/vmlinux
+    exec 9>&-
+    return
+  fi
+  local t0 deb pkg ver name
+  t0=$(now)
+  if [ -n "${FY_VM_KERNEL_DEB:-}" ]; then
+    deb=$FY_VM_KERNEL_DEB
+    [ -f "$deb" ] || die "FY_VM_KERNEL_DEB=$deb does not exist"
+  else
+    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+          sed -n 's/^[[:space:]]*Depends:[[:space:]]*\(linux-image-[0-9][^[:space:]]*-amd64\)$/\1/p' | head -1)
+    [ -n "$pkg" ] || die "apt-cache does not know linux-image-amd64: run 'apt-get update' (scripts/deps.sh does it) or set FY_VM_KERNEL_DEB=/path/to/linux-image-6.1.0-*-amd64.deb"
+    ver=$(apt-cache policy "$pkg" | sed -n 's/^[[:space:]]*Candidate:[[:space:]]*//p')
+    deb=""
+    # Use apt's own download cache when it has exactly this version (offline-friendly).
+    local c
+    for c in /var/cache/apt/archives/"${pkg}_${ver//:/%3a}"_amd64.deb; do [ -f "$c" ] && deb=$c; done
+    if [ -z "$deb" ]; then
+      say "downloading $pkg ($ver) with apt-get download"
+      local dl
+      dl=$(mktemp -d "$cache/.dl.XXXXXX")
+      chmod 755 "$dl"
+      local aptopt=()
+      [ "$(id -u)" -eq 0 ] && aptopt=(-o APT::Sandbox::User=root)
+      (cd "$dl" && apt-get -q "${aptopt[@]}" download "$pkg" >"$dl/apt.log" 2>&1) ||
+        { cat "$dl/apt.log" >&2; rm -rf "$dl"; die "apt-get download $pkg failed (needs the Debian archive; offline: set FY_VM_KERNEL_DEB)"; }
+      deb=$(ls "$dl"/*.deb | head -1)
+    fi
+  fi
+  name=$(basename "$deb" .deb)
+  say "extracting $name"
+  build_kernel_from_deb "$deb" "$cache/$name"
+  [ -n "${dl:-}" ] && rm -rf "$dl"
+  echo "$name" >"$cache/current.tmp" && mv "$cache/current.tmp" "$cache/current"
+  kernel=$cache/$name/vmlinux
+  exec 9>&-
+  say "kernel ready in $(elapsed "$t0") s: $kernel"
+}
+
+kernel=""
+ensure_kernel
+
+# ------------------------------------------------------------- initramfs ----
+work=$(mktemp -d "${TMPDIR:-/tmp}/fy-vm.XXXXXX")
+cleanup() { if [ "${FY_VM_KEEP:-0}" = 1 ]; then echo "$me: kept $work" >&2; else rm -rf "$work"; fi; }
+trap cleanup EXIT
+root=$work/root
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,run,root,etc,fy,lib64}
+chmod 1777 "$root/tmp"
+t_initrd=$(now)
+
+is_elf() { [ -f "$1" ] && [ "$(head -c 4 "$1" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; }
+
+copy_one() { # host-path: copy content (symlinks followed) to the same path in the image
+  local src=$1 dst=$root$1
+  mkdir -p "$(dirname "$dst")"
+  rm -f "$dst"
+  cp -L --preserve=mode "$src" "$dst" || die "cannot copy $src into the guest image"
+}
+
+declare -A copied=()
+add_libs() { # ELF file: add its dynamic loader and the libraries ldd resolves
+  local f=$1 interp line lib
+  interp=$(readelf -l "$f" 2>/dev/null | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
+  if [ -n "$interp" ] && [ -z "${copied[$interp]:-}" ]; then copy_one "$interp"; copied[$interp]=1; fi
+  readelf -d "$f" 2>/dev/null | grep -q '(NEEDED)' || return 0
+  local out
+  out=$(ldd "$f" 2>&1) || { echo "$out" >&2; die "ldd $f failed"; }
+  while IFS= read -r line; do
+    case $line in
+      *"not found"*) die "$f: missing library: $line" ;;
+      *"=> /"*) lib=${line#*=> }; lib=${lib%% (*} ;;
+      [[:space:]]/*) lib=${line#"${line%%[![:space:]]*}"}; lib=${lib%% (*} ;;
+      *) continue ;;
+    esac
+    if [ -z "${copied[$lib]:-}" ]; then copy_one "$lib"; copied[$lib]=1; fi
+  done <<<"$out"
+}
+
+add_path() { # host path (file or dir), with libraries for ELF files
+  local p=$1
+  [ -e "$p" ] || die "FY_VM_FILES: $p does not exist"
+  case $p in /*) ;; *) p=$(cd "$(dirname "$p")" && pwd)/$(basename "$p") ;; esac
+  if [ -d "$p" ]; then
+    mkdir -p "$root$(dirname "$p")"
+    rm -rf "${root:?}$p"
+    cp -a "$p" "$root$p"
+    local f
+    while IFS= read -r -d '' f; do is_elf "$f" && add_libs "$f"; done < <(find "$p" -type f -print0)
+  else
+    copy_one "$p"
+    is_elf "$p" && add_libs "$p"
+  fi
+  return 0
+}
+
+# busybox and its applet links (PROGRAM and FY_VM_FILES may replace any of them)
+cp -L "$busybox" "$root/bin/busybox"
+is_elf "$busybox" && add_libs "$busybox"   # no-op for busybox-static
+while IFS= read -r applet; do
+  [ -n "$applet" ] && [ ! -e "$root/$applet" ] && { mkdir -p "$root/$(dirname "$applet")"; ln -s /bin/busybox "$root/$applet"; }
+done < <("$busybox" --list-full)
+ln -sf /bin/busybox "$root/bin/sh"
+
+# the program under test, at its absolute host path
+prog=$1; shift
+case $prog in
+  */*) [ -e "$prog" ] || die "$prog does not exist" ;;
+  *) p=$(type -P "$prog") || die "'$prog' not found in PATH"; prog=$p ;;
+esac
+prog=$(cd "$(dirname "$prog")" && pwd)/$(basename "$prog")
+[ -x "$prog" ] || die "$prog is not executable"
+add_path "$prog"
+for f in ${FY_VM_FILES:-}; do add_path "$f"; done
+
+# /init and its inputs
+cp "$here/guest-init.sh" "$root/init"
+chmod 755 "$root/init"
+sq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+{
+  printf 'set --'
+  printf ' %s' "$(sq "$prog")"
+  for a in "$@"; do printf ' %s' "$(sq "$a")"; done
+  printf '\n'
+} >"$root/fy/argv"
+{
+  names=" ${FY_VM_ENV:-} ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS MALLOC_PERTURB_ $(compgen -e | grep '^CK_' | tr '\n' ' ')"
+  for n in $names; do
+    [[ $n =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "FY_VM_ENV: bad variable name '$n'"
+    [ -n "${!n+set}" ] && printf 'export %s=%s\n' "$n" "$(sq "${!n}")"
+  done
+} >"$root/fy/env"
+nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+echo "$nonce" >"$root/fy/nonce"
+pwd >"$root/fy/cwd"
+mkdir -p "$root$(pwd)"
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' >"$root/etc/hosts"
+
+# uncompressed newc: the cheapest for the guest kernel to unpack under TCG
+(cd "$root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$work/initrd.cpio" ||
+  die "cpio failed"
+say "initramfs: $(du -h "$work/initrd.cpio" | cut -f1) in $(elapsed "$t_initrd") s"
+
+# ------------------------------------------------------------------ boot ----
+cmdline="console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init ${FY_VM_APPEND:-}"
+qemu_args=(
+  -M microvm,acpi=on -accel tcg
+  -m "${FY_VM_MEMORY:-1024M}" -smp "${FY_VM_SMP:-2}"
+  -nodefaults -no-user-config -nographic -no-reboot
+  -kernel "$kernel" -initrd "$work/initrd.cpio" -append "$cmdline"
+  -chardev stdio,id=con0,signal=off -serial chardev:con0
+)
+say "booting: $qemu ${qemu_args[*]}"
+t_boot=$(now)
+set +e
+timeout --foreground -k 5 "$timeout_s" "$qemu" "${qemu_args[@]}" </dev/null 2>"$work/qemu.err" | tee "$work/console.log"
+qrc=${PIPESTATUS[0]}
+set -e
+t_end=$(now)
+say "qemu exit $qrc after $(elapsed "$t_boot") s (total $(elapsed "$t_start") s)"
+[ -s "$work/qemu.err" ] && sed "s/^/$me: qemu: /" "$work/qemu.err" >&2
+
+rc=$(tr -d '\r' <"$work/console.log" | sed -n "s/.*FY-GUEST-EXIT=\([0-9][0-9]*\) run=$nonce.*/\1/p" | tail -1)
+if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
+  echo "$me: TIMEOUT: the guest did not finish within $timeout_s s; QEMU was killed" >&2
+  [ -n "$rc" ] && echo "$me: (the program had reported exit status $rc before the guest hung)" >&2
+  exit 125
+fi
+if [ -z "$rc" ]; then
+  if grep -aq "FY-GUEST-SETUP-FAILED" "$work/console.log"; then
+    echo "$me: guest setup failed (see the console output above)" >&2
+  else
+    echo "$me: the guest reported no exit status (qemu exit $qrc; kernel panic or crash? see the console output above)" >&2
+  fi
+  exit 125
+fi
+[ "$qrc" -eq 0 ] || echo "$me: warning: qemu exited with $qrc after the program reported $rc" >&2
+exit "$rc"
