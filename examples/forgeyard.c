@@ -39,6 +39,7 @@ static void usage(FILE *f) {
             "  policy check FILE            validate a policy file and negotiate it here\n"
             "  policy show FILE|--profile NAME\n"
             "                               print the canonical JSON of a policy\n"
+            "  gc [--state-dir DIR]         destroy what crashed host programs left behind\n"
             "  run [OPTIONS] -- COMMAND [ARG...]\n"
             "                               run a command in a fresh sandbox (see forgeyard(1))\n"
             "\n"
@@ -556,6 +557,15 @@ int main(int argc, char **argv) {
         return argc == 2 ? cmd_doctor() : (usage(stderr), EXIT_USAGE);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "gc") == 0 && (argc == 2 || (argc == 4 && strcmp(argv[2], "--state-dir") == 0))) {
+        uint64_t n = 0;
+        fy_error *err = NULL;
+        int r = fy_gc(argc == 4 ? argv[3] : NULL, 0, &n, &err);
+        printf("destroyed %llu orphaned sandbox%s\n", (unsigned long long)n, n == 1 ? "" : "es");
+        if (r < 0)
+            return report("gc", err, r), EXIT_FAIL;
+        return EXIT_OK;
+    }
     if (strcmp(cmd, "policy") == 0 && argc >= 3) {
         if (strcmp(argv[2], "check") == 0 && argc == 4)
             return cmd_policy_check(argv[3]);

@@ -508,6 +508,14 @@ int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int f
     return 0;
 }
 
+int fy_policy_set_state_dir(fy_policy *policy, const char *dir, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    int r;
+    if (dir && (r = check_host_path(dir, "$.state_dir", reterr)) < 0)
+        return r;
+    return replace_str(&policy->state_dir, dir, reterr);
+}
+
 /* ---- names ---- */
 
 const char *fy_control_name(uint32_t control) { return control_key(control); }

@@ -110,6 +110,8 @@ void policy_clear(fy_policy *p) {
 }
 
 void policy_clear_stdio(fy_policy *p) {
+    free(p->state_dir);
+    p->state_dir = NULL;
     for (int i = 0; i < 3; i++) {
         if (p->stdio[i].fd >= 0)
             close(p->stdio[i].fd);
@@ -155,6 +157,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     int pid = p->origin_pid;
     struct pol_stdio stdio[3];
     memcpy(stdio, p->stdio, sizeof(stdio));
+    char *state_dir = p->state_dir;
     policy_clear(p);
     fy_policy fresh = {0};
     struct vec vs[8] = {p->toolchains, p->binds, p->runtime_paths, p->env_set,
@@ -164,6 +167,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     p->env_allow = vs[4]; p->dests = vs[5]; p->devices = vs[6]; p->secrets = vs[7];
     p->origin_pid = pid;
     memcpy(p->stdio, stdio, sizeof(stdio));
+    p->state_dir = state_dir;
     p->level_floor = floor;
     p->profile = profile;
 
@@ -394,6 +398,7 @@ fy_policy *policy_dup(const fy_policy *s) {
     *p = *s;
     p->origin_pid = pid;
     p->source = p->build = p->output = p->workdir = p->hostname = NULL;
+    p->state_dir = NULL;
     for (int i = 0; i < 3; i++)
         p->stdio[i] = (struct pol_stdio){s->stdio[i].mode, -1, NULL};
     struct vec *vs[] = {&p->toolchains, &p->binds, &p->runtime_paths, &p->env_set,
@@ -406,6 +411,7 @@ fy_policy *policy_dup(const fy_policy *s) {
             ok = false;
         ok = ok && dup_str(&p->stdio[i].path, s->stdio[i].path);
     }
+    ok = ok && dup_str(&p->state_dir, s->state_dir);
     ok = ok && dup_str(&p->source, s->source) && dup_str(&p->build, s->build) &&
               dup_str(&p->output, s->output) && dup_str(&p->workdir, s->workdir) &&
               dup_str(&p->hostname, s->hostname);

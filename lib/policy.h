@@ -43,6 +43,7 @@ struct pol_stdio {
 struct fy_policy {
     int origin_pid;
     struct pol_stdio stdio[3];  /* host plumbing: not in JSON, kept across profile resets */
+    char *state_dir;            /* host plumbing too; NULL: the default */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];

@@ -44,6 +44,14 @@ FY_API int fy_handle_cancel(fy_handle *handle, uint32_t reason, fy_error **reter
  * copy of the host process it only releases memory. */
 FY_API void fy_handle_free(fy_handle *handle);
 
+/* Destroys the orphans of a host program that died with live sandboxes:
+ * every sandbox recorded in state_dir (NULL: the default, see
+ * fy_policy_set_state_dir) whose owner process is gone is killed, its
+ * cgroups and scratch directories are removed, and its record deleted.
+ * Sandboxes of live owners are left alone. *ret_destroyed (may be NULL)
+ * gets how many were destroyed. flags must be 0. */
+FY_API int fy_gc(const char *state_dir, uint64_t flags, uint64_t *ret_destroyed, fy_error **reterr);
+
 FY_END_DECLS
 
 #endif

@@ -180,6 +180,12 @@ FY_API int fy_policy_add_secret_file(fy_policy *policy, const char *name, uint32
 FY_API int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int fd, const char *path,
                                fy_error **reterr);
 
+/* Where live sandboxes are recorded so that fy_gc can destroy the orphans
+ * of a crashed host program. NULL selects the default
+ * (/run/forgeyard-sandbox as root, $XDG_RUNTIME_DIR/forgeyard-sandbox
+ * otherwise). Host plumbing: not part of policy files. */
+FY_API int fy_policy_set_state_dir(fy_policy *policy, const char *dir, fy_error **reterr);
+
 /* "userns", "memory-limit", ... (the keys of isolation.controls); NULL for
  * an unknown control. */
 FY_API const char *fy_control_name(uint32_t control);

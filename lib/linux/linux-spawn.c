@@ -23,6 +23,7 @@
 #include "handle.h"
 #include "linux-plan.h"
 #include "linux-seccomp.h"
+#include "linux-state.h"
 #include "linux-syscall.h"
 
 enum kill_stage { KS_NONE, KS_SOFT, KS_HARD };
@@ -53,6 +54,7 @@ struct lx {
     uint64_t t_go, t_isolation, t_fs, t_exec, t_exit, t_reaped, t_eof;
     uint64_t output_bytes, output_cap;
     bool truncated;
+    char *state_path;           /* our record in the state directory */
     struct cg_run cg;
     bool cg_into;               /* cloned straight into the v2 cgroup */
     uint64_t next_poll;         /* cgroup events are polled while limits apply */
@@ -84,46 +86,26 @@ static struct lx *lx_new(void) {
     return x;
 }
 
-/* Removes a directory tree the workload could write to, without ever
- * following a symlink it planted: every step is relative to an fd opened
- * with O_NOFOLLOW. Returns 0 when everything is gone. */
-static int remove_tree_at(int at, const char *name, int depth) {
-    if (depth > 256)
-        return -1;
-    if (unlinkat(at, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return -1;
-    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -1;
-    }
-    int r = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && remove_tree_at(dirfd(d), e->d_name, depth + 1) < 0)
-            r = -1;
-    closedir(d);
-    if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        r = -1;
-    return r;
-}
-
 static void remove_attempt_dir(struct lx *x) {
     if (!x->attempt_dir)
         return;
-    x->scratch_left = remove_tree_at(AT_FDCWD, x->attempt_dir, 0) < 0;
+    x->scratch_left = state_remove_tree(x->attempt_dir) < 0; /* never follows planted symlinks */
     free(x->attempt_dir);
     x->attempt_dir = NULL;
+}
+
+static void forget_state(struct lx *x) {
+    if (x->state_path) {
+        unlink(x->state_path);
+        free(x->state_path);
+        x->state_path = NULL;
+    }
 }
 
 static void lx_free(struct lx *x) {
     if (!x)
         return;
+    free(x->state_path);
     if (x->cg.v2_fd >= 0)
         close(x->cg.v2_fd);
     x->cg.v2_fd = -1;
@@ -500,6 +482,32 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         reap_blocking(x, pl);
         goto fail;
     }
+    /* Recorded before it runs: a crash of this process from here on leaves
+     * a record fy_gc can act on (the sandbox itself ends when we die). */
+    {
+        char defdir[4096];
+        const char *dir = h->pr->policy->state_dir;
+        if (!dir && (r = state_default_dir(defdir, sizeof(defdir))) == 0)
+            dir = defdir;
+        const char *cgs[CG_NCTL + 1];
+        size_t ncg = 0;
+        if (x->cg.v2_dir)
+            cgs[ncg++] = x->cg.v2_dir;
+        for (int c = 0; c < CG_NCTL; c++)
+            if (x->cg.v1_dir[c])
+                cgs[ncg++] = x->cg.v1_dir[c];
+        char name[96];
+        snprintf(name, sizeof(name), "%s", x->cg.name ? x->cg.name : "");
+        if (!x->cg.name)
+            snprintf(name, sizeof(name), "forgeyard-%d-%d", (int)getpid(), (int)pid);
+        if (!dir || (r = state_record(dir, name, pid, cgs, ncg, x->attempt_dir, &x->state_path, reterr)) < 0) {
+            if (!dir)
+                r = err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "no state directory");
+            hard_kill(x, pl);
+            reap_blocking(x, pl);
+            goto fail;
+        }
+    }
     if (!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) {
         hard_kill(x, pl);
         reap_blocking(x, pl);
@@ -533,6 +541,7 @@ fail:
         if (x->spool_created[i])
             unlink(x->spool_created[i]); /* nothing ran: leave no empty spool behind */
     cg_destroy(&pl->cg, &x->cg);
+    forget_state(x);
     lx_free(x);
     return r;
 }
@@ -833,6 +842,8 @@ static void finish(fy_handle *h, struct lx *x) {
     close_fd(&x->sync_wr);
     remove_attempt_dir(x);
     r->left[FY_LEFT_FILES] = x->scratch_left ? 1 : 0;
+    if (!r->left[FY_LEFT_CGROUPS] && !x->scratch_left)
+        forget_state(x); /* else the record stays for fy_gc */
     if (x->scratch_left && !r->detail)
         r->detail = fy_strdup("cleanup: the attempt directory could not be removed completely");
     r->stage[FY_STAGE_CLEANUP] = fy_now_usec() - t_clean;
@@ -918,7 +929,11 @@ void lx_destroy(fy_handle *h) {
         hard_kill(x, h->pr->plan);
         reap_blocking(x, h->pr->plan);
     }
-    cg_destroy(&((const struct linux_plan *)h->pr->plan)->cg, &x->cg);
+    if (cg_destroy(&((const struct linux_plan *)h->pr->plan)->cg, &x->cg) == 0) {
+        remove_attempt_dir(x);
+        if (!x->scratch_left)
+            forget_state(x);
+    }
     lx_free(x);
     h->b = NULL;
 }

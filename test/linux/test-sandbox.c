@@ -712,11 +712,11 @@ END_TEST
 
 static bool cgroups_here(void) { return !rootless; }
 
-static int count_our_cgroups(void) {
+static int count_cgroups_of(pid_t owner) {
     const char *roots[] = {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct",
                            "/sys/fs/cgroup/unified", "/sys/fs/cgroup/freezer"};
     char prefix[64];
-    snprintf(prefix, sizeof(prefix), "forgeyard-%d-", (int)getpid());
+    snprintf(prefix, sizeof(prefix), "forgeyard-%d-", (int)owner);
     int n = 0;
     for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
         DIR *d = opendir(roots[i]);
@@ -758,7 +758,7 @@ START_TEST(test_memory_limit_oom) {
     run_attack(p, "alloc", "16", &r);
     ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
     run_free(&r);
-    ck_assert_int_eq(count_our_cgroups(), 0);
+    ck_assert_int_eq(count_cgroups_of(getpid()), 0);
     fy_policy_free(p);
 }
 END_TEST
@@ -782,7 +782,7 @@ START_TEST(test_fork_bomb_bounded_by_pids) {
     run_attack(p, "forkbomb", "5", &r);
     ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
     run_free(&r);
-    ck_assert_int_eq(count_our_cgroups(), 0);
+    ck_assert_int_eq(count_cgroups_of(getpid()), 0);
     fy_policy_free(p);
 }
 END_TEST
@@ -815,6 +815,96 @@ START_TEST(test_tmpfs_fill_enospc) {
     ASSERT_OUT(&r, "status=1");
     ASSERT_OUT(&r, " 1048576 ");
     run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+static int count_files(const char *dir, const char *suffix) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name), sl = strlen(suffix);
+        n += l > sl && strcmp(e->d_name + l - sl, suffix) == 0;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(test_host_crash_then_gc) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state", scratch);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        /* A host program with three live sandboxes, about to be killed -9. */
+        close(ready[0]);
+        fy_policy *p = policy();
+        fy_policy_set_state_dir(p, state, NULL);
+        const char *argv[] = {"/bin/sleep", "654321", NULL};
+        fy_prepared *pr = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0)
+            _exit(1);
+        fy_handle *h[3];
+        for (int i = 0; i < 3; i++)
+            if (fy_start(pr, &h[i], NULL) < 0)
+                _exit(1);
+        for (int i = 0; i < 500 && count_procs_with("sleep 654321") < 3; i++) {
+            for (int k = 0; k < 3; k++)
+                fy_handle_process(h[k], NULL, NULL);
+            usleep(10000);
+        }
+        if (write(ready[1], "r", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    ck_assert_int_eq(count_procs_with("sleep 654321"), 3);
+    ck_assert_int_eq(count_files(state, ".state"), 3);
+    kill(host, SIGKILL);
+    waitpid(host, NULL, 0);
+    /* The sandboxes end with their owner (their init watches it)... */
+    for (int i = 0; i < 300 && count_procs_with("sleep 654321") > 0; i++)
+        usleep(10000);
+    ck_assert_int_eq(count_procs_with("sleep 654321"), 0);
+    /* ... and what they leave outside themselves is found and removed. */
+    uint64_t destroyed = 0;
+    fy_error *e = NULL;
+    int r = fy_gc(state, 0, &destroyed, &e);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(e));
+    ck_assert_uint_eq(destroyed, 3);
+    ck_assert_int_eq(count_files(state, ".state"), 0);
+    ck_assert_int_eq(count_cgroups_of(host), 0);
+    /* A second gc is a no-op. */
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
+    ck_assert_uint_eq(destroyed, 0);
+}
+END_TEST
+
+START_TEST(test_gc_leaves_live_owners_alone) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-live", scratch);
+    fy_policy *p = policy();
+    fy_policy_set_state_dir(p, state, NULL);
+    const char *argv[] = {"/bin/sleep", "543210", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    uint64_t destroyed = 9;
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
+    ck_assert_uint_eq(destroyed, 0);
+    ck_assert_int_eq(count_files(state, ".state"), 1);
+    fy_handle_free(h);
+    ck_assert_int_eq(count_files(state, ".state"), 0);
     fy_policy_free(p);
 }
 END_TEST
@@ -948,6 +1038,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_fork_bomb_bounded_by_pids);
     tcase_add_test(tc, test_cpu_quota_visible);
     tcase_add_test(tc, test_tmpfs_fill_enospc);
+    tcase_add_test(tc, test_host_crash_then_gc);
+    tcase_add_test(tc, test_gc_leaves_live_owners_alone);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

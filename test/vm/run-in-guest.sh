@@ -81,7 +81,8 @@ has_pvh_note() {
 extract_vmlinux() { # vmlinuz out
   local off
   for off in $(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$1" | cut -d: -f1); do
-    if tail -c +"$((off + 1))" "$1" | xz -dc --single-stream >"$2" 2>/dev/null &&
+    # (tail may die of SIGPIPE once xz has the whole stream: judge xz alone)
+    if xz -dc --single-stream < <(tail -c +"$((off + 1))" "$1") >"$2" 2>/dev/null &&
        [ "$(head -c 4 "$2" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
       return 0
     fi
@@ -218,7 +219,10 @@ add_path() { # host path (file or dir), with libraries for ELF files
 cp -L "$busybox" "$root/bin/busybox"
 is_elf "$busybox" && add_libs "$busybox"   # no-op for busybox-static
 while IFS= read -r applet; do
-  [ -n "$applet" ] && [ ! -e "$root/$applet" ] && { mkdir -p "$root/$(dirname "$applet")"; ln -s /bin/busybox "$root/$applet"; }
+  if [ -n "$applet" ] && [ ! -e "$root/$applet" ]; then
+    mkdir -p "$root/$(dirname "$applet")"
+    ln -s /bin/busybox "$root/$applet"
+  fi
 done < <("$busybox" --list-full)
 ln -sf /bin/busybox "$root/bin/sh"
 
@@ -244,10 +248,10 @@ sq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
   printf '\n'
 } >"$root/fy/argv"
 {
-  names=" ${FY_VM_ENV:-} ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS MALLOC_PERTURB_ $(compgen -e | grep '^CK_' | tr '\n' ' ')"
+  names=" ${FY_VM_ENV:-} ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS MALLOC_PERTURB_ $(compgen -e | grep '^CK_' | tr '\n' ' ' || true)"
   for n in $names; do
     [[ $n =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "FY_VM_ENV: bad variable name '$n'"
-    [ -n "${!n+set}" ] && printf 'export %s=%s\n' "$n" "$(sq "${!n}")"
+    if [ -n "${!n+set}" ]; then printf 'export %s=%s\n' "$n" "$(sq "${!n}")"; fi
   done
 } >"$root/fy/env"
 nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')

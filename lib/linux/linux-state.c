@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The state directory: one record per live sandbox, so that a restarted
+ * host program can find and destroy what a crashed predecessor left.
+ *
+ * A record is a small text file, written atomically (O_EXCL temp file +
+ * rename) in a 0700 directory the library owns:
+ *     forgeyard-state 1
+ *     owner PID STARTTIME        the host process that started the sandbox
+ *     sandbox PID STARTTIME      the sandbox's pid 1 (or supervisor)
+ *     cgroup PATH                zero or more
+ *     scratch PATH               zero or one
+ * Start times (field 22 of /proc/PID/stat) make pid reuse harmless. gc
+ * parses records strictly and only ever touches cgroups named forgeyard-*
+ * under /sys/fs/cgroup and scratch directories named forgeyard-attempt-*. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "linux-state.h"
+#include "linux-syscall.h"
+
+#define RECORD_MAX 8192
+
+int state_default_dir(char *buf, size_t len) {
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (geteuid() == 0)
+        n = snprintf(buf, len, "/run/forgeyard-sandbox");
+    else if (xdg && xdg[0] == '/')
+        n = snprintf(buf, len, "%s/forgeyard-sandbox", xdg);
+    else
+        n = snprintf(buf, len, "/tmp/forgeyard-sandbox-%u", (unsigned)geteuid());
+    return n > 0 && (size_t)n < len ? 0 : FY_E_RANGE;
+}
+
+uint64_t state_starttime(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* The command name may contain spaces and parentheses: skip past the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    for (int field = 3; field < 22 && p; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static bool alive_as(pid_t pid, uint64_t start) {
+    return pid > 0 && start && state_starttime(pid) == start;
+}
+
+int state_record(const char *dir, const char *name, pid_t sandbox_pid, const char *const *cgroups, size_t ncg,
+                 const char *scratch, char **ret_path, fy_error **reterr) {
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "state directory %s: %s", dir,
+                       strerror(errno));
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_printf(&sb, "forgeyard-state 1\nowner %d %llu\nsandbox %d %llu\n", (int)getpid(),
+                  (unsigned long long)state_starttime(getpid()), (int)sandbox_pid,
+                  (unsigned long long)state_starttime(sandbox_pid));
+    for (size_t i = 0; i < ncg; i++)
+        if (cgroups[i])
+            strbuf_printf(&sb, "cgroup %s\n", cgroups[i]);
+    if (scratch)
+        strbuf_printf(&sb, "scratch %s\n", scratch);
+    char *path = fy_asprintf("%s/%s.state", dir, name), *tmp = fy_asprintf("%s/.%s.tmp", dir, name);
+    int r = 0;
+    if (sb.oom || !path || !tmp) {
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+        goto out;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || write(fd, sb.buf, sb.len) != (ssize_t)sb.len || close(fd) < 0 || rename(tmp, path) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            unlink(tmp);
+        r = err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "recording the sandbox in %s: %s", dir,
+                    strerror(e));
+        goto out;
+    }
+    *ret_path = path;
+    path = NULL;
+out:
+    free(path);
+    free(tmp);
+    strbuf_free(&sb);
+    return r;
+}
+
+/* ---- gc ---- */
+
+static bool safe_cgroup(const char *p) {
+    const char *base = strrchr(p, '/');
+    return strncmp(p, "/sys/fs/cgroup/", 15) == 0 && !strstr(p, "/../") && !strstr(p, "/./") && base &&
+           strncmp(base + 1, "forgeyard-", 10) == 0 && !strchr(base + 1, '\n');
+}
+
+static bool safe_scratch(const char *p) {
+    const char *base = strrchr(p, '/');
+    return (strncmp(p, "/dev/shm/", 9) == 0 || strncmp(p, "/tmp/", 5) == 0) && base &&
+           base == strchr(p + 1, '/') && strncmp(base + 1, "forgeyard-attempt-", 18) == 0;
+}
+
+/* Strict parser; 0 or FY_E_INVAL. Exposed for the fuzzer. */
+int state_parse(const char *text, size_t len, struct state_record_view *out) {
+    memset(out, 0, sizeof(*out));
+    if (len > RECORD_MAX || memchr(text, '\0', len))
+        return FY_E_INVAL;
+    const char *p = text, *end = text + len;
+    if (len < 18 || strncmp(p, "forgeyard-state 1\n", 18) != 0)
+        return FY_E_INVAL;
+    p += 18;
+    bool have_owner = false, have_sandbox = false;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            return FY_E_INVAL;
+        size_t n = (size_t)(nl - p);
+        char line[4200];
+        if (n >= sizeof(line))
+            return FY_E_INVAL;
+        memcpy(line, p, n);
+        line[n] = '\0';
+        int pid = 0;
+        unsigned long long st = 0;
+        char tail;
+        if (sscanf(line, "owner %d %llu%c", &pid, &st, &tail) == 2 && !have_owner && pid > 0) {
+            out->owner = pid;
+            out->owner_start = st;
+            have_owner = true;
+        } else if (sscanf(line, "sandbox %d %llu%c", &pid, &st, &tail) == 2 && !have_sandbox && pid > 0) {
+            out->sandbox = pid;
+            out->sandbox_start = st;
+            have_sandbox = true;
+        } else if (strncmp(line, "cgroup ", 7) == 0 && safe_cgroup(line + 7) && out->ncg < 16) {
+            out->cgroups[out->ncg++] = p + 7;
+            out->cglen[out->ncg - 1] = n - 7;
+        } else if (strncmp(line, "scratch ", 8) == 0 && safe_scratch(line + 8) && !out->scratch) {
+            out->scratch = p + 8;
+            out->scratchlen = n - 8;
+        } else {
+            return FY_E_INVAL;
+        }
+        p = nl + 1;
+    }
+    return have_owner && have_sandbox ? 0 : FY_E_INVAL;
+}
+
+static int remove_tree_at(int at, const char *name, int depth) {
+    if (depth > 256)
+        return -1;
+    if (unlinkat(at, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -1;
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int r = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && remove_tree_at(dirfd(d), e->d_name, depth + 1) < 0)
+            r = -1;
+    closedir(d);
+    if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        r = -1;
+    return r;
+}
+
+int state_remove_tree(const char *path) { return remove_tree_at(AT_FDCWD, path, 0); }
+
+static void kill_cgroup(const char *dir) {
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t w = write(fd, "1", 1);
+        close(fd);
+        if (w == 1)
+            return;
+    }
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "re");
+    int pid;
+    while (f && fscanf(f, "%d", &pid) == 1)
+        kill(pid, SIGKILL);
+    if (f)
+        fclose(f);
+}
+
+static int destroy_record(const struct state_record_view *v) {
+    int left = 0;
+    /* The sandbox itself, only if it is still the process we recorded. */
+    if (v->sandbox && v->sandbox_start) {
+        int pfd = fy_sys_pidfd_open(v->sandbox, 0);
+        if (pfd >= 0) {
+            if (alive_as(v->sandbox, v->sandbox_start))
+                fy_sys_pidfd_send_signal(pfd, SIGKILL, NULL, 0);
+            close(pfd);
+        }
+    }
+    for (size_t i = 0; i < v->ncg; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%.*s", (int)v->cglen[i], v->cgroups[i]);
+        bool gone = false;
+        for (int k = 0; k < 100 && !gone; k++) {
+            gone = rmdir(dir) == 0 || errno == ENOENT;
+            if (!gone && errno == EBUSY) {
+                kill_cgroup(dir);
+                usleep(10000);
+            } else if (!gone) {
+                break;
+            }
+        }
+        left += !gone;
+    }
+    if (v->scratch) {
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%.*s", (int)v->scratchlen, v->scratch);
+        left += state_remove_tree(dir) < 0;
+    }
+    return left;
+}
+
+int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
+    uint64_t destroyed = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) {
+            if (ret_destroyed)
+                *ret_destroyed = 0;
+            return 0;
+        }
+        return err_set(reterr, err_from_errno(errno), FY_STEP_CLEANUP, errno, NULL, "%s: %s", dir, strerror(errno));
+    }
+    int r = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 7 || strcmp(e->d_name + n - 6, ".state") != 0)
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        char buf[RECORD_MAX + 1];
+        ssize_t len = read(fd, buf, sizeof(buf));
+        close(fd);
+        struct state_record_view v;
+        if (len < 0 || len > RECORD_MAX || state_parse(buf, (size_t)len, &v) < 0) {
+            if (!r)
+                r = err_set(reterr, FY_E_INVAL, FY_STEP_CLEANUP, 0, NULL, "%s/%s is not a valid state record", dir,
+                            e->d_name);
+            continue;
+        }
+        if (alive_as(v.owner, v.owner_start))
+            continue; /* its owner still runs: not an orphan */
+        if (destroy_record(&v) == 0) {
+            unlinkat(dirfd(d), e->d_name, 0);
+            destroyed++;
+        } else if (!r) {
+            r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, 0, NULL, "could not remove everything recorded in %s/%s",
+                        dir, e->d_name);
+        }
+    }
+    closedir(d);
+    if (ret_destroyed)
+        *ret_destroyed = destroyed;
+    return r;
+}

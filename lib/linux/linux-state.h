@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The state directory of live sandboxes and the orphan collector. */
+#ifndef FY_LINUX_STATE_H
+#define FY_LINUX_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "internal.h"
+
+/* A parsed record; the strings point into the parsed text (not terminated). */
+struct state_record_view {
+    pid_t owner, sandbox;
+    uint64_t owner_start, sandbox_start;
+    const char *cgroups[16];
+    size_t cglen[16], ncg;
+    const char *scratch;
+    size_t scratchlen;
+};
+
+int state_default_dir(char *buf, size_t len);
+uint64_t state_starttime(pid_t pid);
+/* Writes the record atomically; *ret_path gets the file to unlink later. */
+int state_record(const char *dir, const char *name, pid_t sandbox_pid, const char *const *cgroups, size_t ncg,
+                 const char *scratch, char **ret_path, fy_error **reterr);
+int state_parse(const char *text, size_t len, struct state_record_view *out);
+int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr);
+/* Removes a directory tree without following symlinks. */
+int state_remove_tree(const char *path);
+
+#endif
