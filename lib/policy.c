@@ -256,6 +256,11 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     return 0;
 }
 
+void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth) {
+    p->fault_step = step;
+    p->fault_nth = nth ? nth : 1;
+}
+
 bool policy_is_impure(const fy_policy *p) {
     return p->profile == FY_PROFILE_DEVELOPMENT || p->net_mode == FY_NET_ALLOW;
 }

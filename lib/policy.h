@@ -44,6 +44,7 @@ struct fy_policy {
     int origin_pid;
     struct pol_stdio stdio[3];  /* host plumbing: not in JSON, kept across profile resets */
     char *state_dir;            /* host plumbing too; NULL: the default */
+    uint32_t fault_step, fault_nth; /* tests only: fail the nth occurrence of a setup step */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];
@@ -81,6 +82,9 @@ int policy_apply_profile(fy_policy *p, uint32_t profile); /* resets to defaults 
 fy_policy *policy_dup(const fy_policy *p); /* deep copy; NULL on OOM */
 void policy_swap(fy_policy *a, fy_policy *b);
 bool policy_is_impure(const fy_policy *p);
+/* Tests only (never exported): make the nth occurrence of setup step `step`
+ * fail with ECANCELED, to prove every failure is typed and leaves nothing. */
+void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);
 void policy_remove_string(struct vec *v, const char *s);

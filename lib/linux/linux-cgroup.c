@@ -14,7 +14,19 @@
 
 #include "linux-cgroup.h"
 
+/* Fault injection (tests only; plan->fault_step is 0 otherwise). */
+struct cg_fault {
+    const struct cg_plan *plan;
+    uint32_t count;
+};
+
+static bool fault_hit(struct cg_fault *f, uint32_t step) {
+    return f && f->plan->fault_step == step && ++f->count >= f->plan->fault_nth;
+}
+
 static const char *const ctl_names[CG_NCTL] = {"memory", "pids", "cpu", "cpuacct", "freezer", "blkio"};
+
+static int write_limit(const char *dir, const char *file, const char *value, struct cg_fault *f);
 
 static int write_file(const char *dir, const char *file, const char *value) {
     char path[4200];
@@ -26,6 +38,12 @@ static int write_file(const char *dir, const char *file, const char *value) {
     int e = errno;
     close(fd);
     return n == (ssize_t)strlen(value) ? 0 : -(n < 0 ? e : EIO);
+}
+
+static int write_limit(const char *dir, const char *file, const char *value, struct cg_fault *f) {
+    if (fault_hit(f, FY_STEP_CGROUP_LIMIT))
+        return -ECANCELED;
+    return write_file(dir, file, value);
 }
 
 static int read_file(const char *dir, const char *file, char *buf, size_t len) {
@@ -70,7 +88,20 @@ static int limit_err(fy_error **reterr, const char *dir, const char *file, int e
                    strerror(e));
 }
 
+static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struct cg_fault *f, fy_error **reterr);
+
 int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr) {
+    struct cg_fault fault = {plan, 0};
+    int r = cg_create_inner(plan, run, plan->fault_step ? &fault : NULL, reterr);
+    /* A setup step failed: that is an infrastructure failure of the attempt. */
+    if (r < 0 && r != FY_E_NOMEM && reterr && *reterr)
+        (*reterr)->code = r = FY_E_INFRA;
+    else if (r < 0 && r != FY_E_NOMEM)
+        r = FY_E_INFRA;
+    return r;
+}
+
+static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struct cg_fault *f, fy_error **reterr) {
     memset(run, 0, sizeof(*run));
     run->v2_fd = -1;
     if (!plan->enabled)
@@ -85,8 +116,9 @@ int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr)
     char val[64];
     if (plan->v2_parent && (plan->v2_limits || plan->v2_group)) {
         run->v2_dir = fy_asprintf("%s/%s", plan->v2_parent, run->name);
-        if (!run->v2_dir || mkdir(run->v2_dir, 0755) < 0) {
-            int e = run->v2_dir ? errno : ENOMEM;
+        bool injected = run->v2_dir && fault_hit(f, FY_STEP_CGROUP);
+        if (!run->v2_dir || injected || mkdir(run->v2_dir, 0755) < 0) {
+            int e = !run->v2_dir ? ENOMEM : injected ? ECANCELED : errno;
             free(run->v2_dir);
             run->v2_dir = NULL;
             r = err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "creating a cgroup under %s: %s",
@@ -120,7 +152,7 @@ int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr)
             for (size_t i = 0; i < 5; i++) {
                 if (!w[i].on)
                     continue;
-                int e = write_file(run->v2_dir, w[i].file, w[i].value);
+                int e = write_limit(run->v2_dir, w[i].file, w[i].value, f);
                 /* Without swap accounting memory.swap.max is absent: swap is then not usable by the cgroup either. */
                 if (e == -ENOENT && i == 1)
                     continue;
@@ -135,8 +167,9 @@ int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr)
         if (!plan->v1_parent[c])
             continue;
         run->v1_dir[c] = fy_asprintf("%s/%s", plan->v1_parent[c], run->name);
-        if (!run->v1_dir[c] || mkdir(run->v1_dir[c], 0755) < 0) {
-            int e = run->v1_dir[c] ? errno : ENOMEM;
+        bool injected = run->v1_dir[c] && fault_hit(f, FY_STEP_CGROUP);
+        if (!run->v1_dir[c] || injected || mkdir(run->v1_dir[c], 0755) < 0) {
+            int e = !run->v1_dir[c] ? ENOMEM : injected ? ECANCELED : errno;
             free(run->v1_dir[c]);
             run->v1_dir[c] = NULL;
             r = err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "creating a %s cgroup under %s: %s",
@@ -148,13 +181,13 @@ int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr)
         switch (c) {
         case CG_MEMORY:
             snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->memory);
-            if ((e = write_file(run->v1_dir[c], "memory.limit_in_bytes", val)) < 0) {
+            if ((e = write_limit(run->v1_dir[c], "memory.limit_in_bytes", val, f)) < 0) {
                 r = limit_err(reterr, run->v1_dir[c], "memory.limit_in_bytes", -e);
                 goto fail;
             }
             if (plan->v1_memsw) {
                 snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->memory + plan->swap));
-                if ((e = write_file(run->v1_dir[c], "memory.memsw.limit_in_bytes", val)) < 0) {
+                if ((e = write_limit(run->v1_dir[c], "memory.memsw.limit_in_bytes", val, f)) < 0) {
                     r = limit_err(reterr, run->v1_dir[c], "memory.memsw.limit_in_bytes", -e);
                     goto fail;
                 }
@@ -162,15 +195,15 @@ int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr)
             break;
         case CG_PIDS:
             snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->pids);
-            if ((e = write_file(run->v1_dir[c], "pids.max", val)) < 0) {
+            if ((e = write_limit(run->v1_dir[c], "pids.max", val, f)) < 0) {
                 r = limit_err(reterr, run->v1_dir[c], "pids.max", -e);
                 goto fail;
             }
             break;
         case CG_CPU:
             snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->cpu_millis * 100));
-            if ((e = write_file(run->v1_dir[c], "cpu.cfs_period_us", "100000")) < 0 ||
-                (e = write_file(run->v1_dir[c], "cpu.cfs_quota_us", val)) < 0) {
+            if ((e = write_limit(run->v1_dir[c], "cpu.cfs_period_us", "100000", f)) < 0 ||
+                (e = write_limit(run->v1_dir[c], "cpu.cfs_quota_us", val, f)) < 0) {
                 r = limit_err(reterr, run->v1_dir[c], "cpu.cfs_quota_us", -e);
                 goto fail;
             }

@@ -77,6 +77,16 @@ __attribute__((noreturn)) static void die(int status_fd, uint32_t step, int err)
     __builtin_unreachable();
 }
 
+/* Tests only (plan->fault_step is 0 otherwise): fail the nth occurrence of
+ * a setup step as if the kernel had refused it, to prove that every failure
+ * is typed and leaves nothing behind. The counter lives in our own copy. */
+#define FAULT(a, step)                                                                            \
+    do {                                                                                          \
+        if ((a)->plan->fault_step == (step) &&                                                    \
+            ++((struct child_args *)(a))->fault_count >= (a)->plan->fault_nth)                    \
+            die((a)->status_fd, (step), ECANCELED);                                               \
+    } while (0)
+
 static size_t slen(const char *s) {
     size_t n = 0;
     while (s[n])
@@ -284,6 +294,7 @@ static void write_secrets(const struct child_args *a) {
         }
     if (!any)
         return;
+    FAULT(a, FY_STEP_SECRET);
     int r;
     const char *dir = a->secrets_dir ? a->secrets_dir : "/run/secrets";
     if (!a->secrets_dir) {
@@ -326,12 +337,14 @@ static void build_filesystem(const struct child_args *a) {
         die(sfd, FY_STEP_MOUNT, errno);
     if (mkdir("/tmp/.oldroot", 0700) < 0 || chdir("/tmp") < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    FAULT(a, FY_STEP_PIVOT_ROOT);
     if (syscall(SYS_pivot_root, ".", ".oldroot") < 0 || chdir("/") < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
     int oldroot = open("/.oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (oldroot < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
     for (size_t i = 0; i < pl->nops; i++) {
+        FAULT(a, pl->ops[i].step);
         int r = do_op(oldroot, pl, &pl->ops[i]);
         if (r < 0)
             die(sfd, pl->ops[i].step, -r);
@@ -462,6 +475,7 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     for (int i = 0; i < 3; i++)
         if (dup2(a->stdio[i], i) < 0)
             die(sfd, FY_STEP_SPAWN, errno);
+    FAULT(a, FY_STEP_RLIMIT);
     /* Nothing but 0, 1, 2 survives exec, whatever the host leaked. */
     if (fy_sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
         die(sfd, FY_STEP_SPAWN, errno);
@@ -500,6 +514,7 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     /* (An unprivileged caller in process mode has no capabilities to drop
      * and may not touch securebits; no_new_privs below covers exec.) */
     bool privileged = !pl->process_mode || pl->as_root;
+    FAULT(a, FY_STEP_CAPS);
     if (privileged &&
         prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
                                      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
@@ -516,8 +531,11 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
         die(sfd, FY_STEP_CAPS, -r);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         die(sfd, FY_STEP_CAPS, errno);
+    if (pl->ll_handled)
+        FAULT(a, FY_STEP_LANDLOCK);
     apply_landlock(pl, sfd, a->workdir);
     if (pl->bpf) {
+        FAULT(a, FY_STEP_SECCOMP);
         int fd = load_filter(pl->bpf, pl->bpf_len, pl->seccomp_notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
         if (fd < 0)
             die(sfd, FY_STEP_SECCOMP, errno);
@@ -530,6 +548,7 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* Execute: argv[0] as a path, or searched in the sandbox's PATH. */
     const char *cmd = pl->argv[0];
+    FAULT(a, FY_STEP_EXEC);
     send_msg(sfd, CM_EXEC, 0, 0, 0, now_usec());
     bool has_slash = false;
     for (const char *c = cmd; *c; c++)
@@ -757,16 +776,21 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         write_secrets(a);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
     } else {
+        FAULT(a, FY_STEP_UID_MAP);
         if (pl->as_root && (r = set_ids(pl->setup_uid, pl->setup_gid, true)) < 0)
             die(sfd, FY_STEP_UID_MAP, -r);
+        FAULT(a, FY_STEP_USERNS);
         if (pl->hostname && sethostname(pl->hostname, slen(pl->hostname)) < 0)
             die(sfd, FY_STEP_USERNS, errno);
-        if (pl->use_netns)
+        if (pl->use_netns) {
+            FAULT(a, FY_STEP_NETNS);
             loopback_up(sfd);
+        }
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
     }
+    FAULT(a, FY_STEP_SPAWN);
     pid_t w = fy_sys_fork();
     if (w < 0)
         die(sfd, FY_STEP_SPAWN, errno);

@@ -348,6 +348,8 @@ static void add_rlimit(struct linux_plan *pl, int res, uint64_t v) {
 /* Resources: which cgroup hierarchy enforces which negotiated limit. */
 static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     const fy_policy *p = pr->policy;
+    pl->cg.fault_step = p->fault_step;
+    pl->cg.fault_nth = p->fault_nth;
     const fy_caps *c = pr->caps;
     const struct caps_host *h = &c->host;
     struct cg_plan *cg = &pl->cg;
@@ -734,6 +736,8 @@ hardening:
     add_rlimit(pl, RLIMIT_STACK, p->limit[FY_LIMIT_STACK]);
 
     pl->argv = pr->argv;
+    pl->fault_step = p->fault_step;
+    pl->fault_nth = p->fault_nth;
     if (compile_cgroups(pl, pr) < 0 || compile_env(pl, pr) < 0)
         goto oom;
     if (compile_isolation_json(pl, pr, skipped) < 0) {

@@ -113,6 +113,8 @@ struct linux_plan {
     char **envp;                 /* NULL-terminated; secrets are added per start */
     size_t nenv;
     const char *path_search;     /* PATH used to find argv[0] when it has no '/' */
+    /* tests: an injected failure of the nth occurrence of a setup step */
+    uint32_t fault_step, fault_nth;
     /* resources */
     struct cg_plan cg;
     uint32_t cpus;               /* CPUs the workload's affinity is limited to (0: all) */
@@ -138,6 +140,7 @@ struct child_args {
     int stdin_secret;            /* index of the stdin secret or -1 */
     const char *workdir;         /* process mode: the per-attempt directory (else plan->workdir) */
     const char *secrets_dir;     /* process mode: where secret files go (else /run/secrets) */
+    uint32_t fault_count;        /* tests: occurrences of plan->fault_step so far */
 };
 
 /* CPUs to pin the workload to (the CPU quota made visible); in linux-child. */

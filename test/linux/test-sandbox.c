@@ -27,6 +27,8 @@
 
 #include <forgeyard/sandbox.h>
 
+#include "policy.h" /* policy_inject_fault: tests only */
+
 static char scratch[64];     /* this run's private directory under /tmp */
 static char attack[128];     /* fy-attack, copied into scratch */
 static bool rootless;
@@ -909,6 +911,78 @@ START_TEST(test_gc_leaves_live_owners_alone) {
 }
 END_TEST
 
+/* Fault injection: every setup step, failed at each of its occurrences,
+ * ends the attempt as an infrastructure failure naming that step, and leaves
+ * no process, cgroup or state record behind. */
+START_TEST(test_every_setup_failure_is_typed_and_clean) {
+    char state[160], secret[160];
+    snprintf(state, sizeof(state), "%s/state-faults", scratch);
+    snprintf(secret, sizeof(secret), "%s/fault-secret", scratch);
+    FILE *f = fopen(secret, "we");
+    fputs("s", f);
+    fclose(f);
+    static const uint32_t steps[] = {FY_STEP_CGROUP, FY_STEP_CGROUP_LIMIT, FY_STEP_UID_MAP, FY_STEP_USERNS,
+                                     FY_STEP_NETNS, FY_STEP_PIVOT_ROOT, FY_STEP_MOUNT, FY_STEP_DEV, FY_STEP_PROC,
+                                     FY_STEP_SECRET, FY_STEP_SPAWN, FY_STEP_RLIMIT, FY_STEP_CAPS, FY_STEP_LANDLOCK,
+                                     FY_STEP_SECCOMP, FY_STEP_EXEC};
+    int injected = 0;
+    for (size_t si = 0; si < sizeof(steps) / sizeof(steps[0]); si++) {
+        for (uint32_t nth = 1; nth <= 64; nth++) {
+            fy_policy *p = policy();
+            fy_policy_set_state_dir(p, state, NULL);
+            ck_assert_int_eq(fy_policy_add_secret_file(p, "k", FY_SECRET_FILE, "k", secret, NULL), 0);
+            if (cgroups_here()) {
+                fy_policy_set_limit(p, FY_LIMIT_MEMORY, 256u << 20, NULL);
+                fy_policy_set_control(p, FY_CONTROL_MEMORY_LIMIT, FY_MODE_REQUIRE, NULL);
+                fy_policy_set_control(p, FY_CONTROL_PIDS_LIMIT, FY_MODE_REQUIRE, NULL);
+            }
+            policy_inject_fault(p, steps[si], nth);
+            const char *argv[] = {"/bin/sleep", "0.01", NULL};
+            fy_prepared *pr = NULL;
+            ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+            fy_policy_free(p);
+            fy_handle *h = NULL;
+            fy_error *e = NULL;
+            int r = fy_start(pr, &h, &e);
+            fy_prepared_free(pr);
+            bool failed = false;
+            if (r < 0) {
+                /* Parent-side steps fail fy_start itself, typed. */
+                ck_assert_int_eq(r, FY_E_INFRA);
+                ck_assert_int_eq(fy_error_step(e), steps[si]);
+                ck_assert_int_eq(fy_error_os_code(e), ECANCELED);
+                fy_error_free(e);
+                failed = true;
+            } else {
+                fy_result *res = NULL;
+                ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+                if (fy_result_outcome(res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE) {
+                    ck_assert_msg(fy_result_error_step(res) == steps[si], "step %s (nth %u) reported as %s",
+                                  fy_step_name(steps[si]), nth, fy_step_name(fy_result_error_step(res)));
+                    ck_assert_int_eq(fy_result_error_os_code(res), ECANCELED);
+                    uint64_t left = 1;
+                    fy_result_cleanup(res, FY_LEFT_CGROUPS, &left);
+                    ck_assert_uint_eq(left, 0);
+                    failed = true;
+                } else {
+                    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED); /* no nth occurrence */
+                }
+                fy_result_free(res);
+                fy_handle_free(h);
+            }
+            ck_assert_int_eq(count_cgroups_of(getpid()), 0);
+            ck_assert_int_eq(count_files(state, ".state"), 0);
+            ck_assert_int_eq(count_files(state, ".tmp"), 0);
+            if (!failed)
+                break; /* every occurrence of this step has been failed once */
+            injected++;
+        }
+    }
+    ck_assert_int_gt(injected, 40); /* mounts, devices and proc steps alone are dozens */
+    unlink(secret);
+}
+END_TEST
+
 static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -1040,6 +1114,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
+    tcase_add_test(tc, test_every_setup_failure_is_typed_and_clean);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
