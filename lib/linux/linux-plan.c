@@ -537,15 +537,16 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
                        "network mode %s is not enforced by this version of the Linux backend; use deny or allow",
                        net_mode_name(p->net_mode));
-    /* Never accept a limit nothing enforces. */
-    static const uint32_t unenforced[] = {FY_LIMIT_DISK, FY_LIMIT_FILES};
-    for (size_t i = 0; i < FY_ARRAY_SIZE(unenforced); i++)
-        if (p->limit[unenforced[i]] != FY_UNLIMITED) {
-            char loc[48];
-            snprintf(loc, sizeof(loc), "$.resources.%s", limit_key(unenforced[i]));
-            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, loc,
-                           "resources.%s is not enforced by this version of the Linux backend", limit_key(unenforced[i]));
-        }
+    /* Disk and file-count quotas apply to the writable host-backed
+     * directories (tmpfs sizes bound the rest); with none, nothing would
+     * enforce them: refuse rather than pretend. */
+    bool any_host_rw = p->build || p->output || (p->source && p->source_writable);
+    VEC_EACH(&p->binds, struct pol_bind, bd) any_host_rw = any_host_rw || (bd->flags & FY_BIND_WRITABLE);
+    if ((p->limit[FY_LIMIT_DISK] != FY_UNLIMITED || p->limit[FY_LIMIT_FILES] != FY_UNLIMITED) && !any_host_rw)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0,
+                       p->limit[FY_LIMIT_DISK] != FY_UNLIMITED ? "$.resources.disk" : "$.resources.files",
+                       "a disk or file quota needs a writable host directory to apply to (build, output or a writable "
+                       "bind); tmpfs sizes bound everything else");
     struct linux_plan *pl = calloc(1, sizeof(*pl));
     if (!pl)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
@@ -735,6 +736,19 @@ hardening:
     add_rlimit(pl, RLIMIT_FSIZE, p->limit[FY_LIMIT_FSIZE]);
     add_rlimit(pl, RLIMIT_STACK, p->limit[FY_LIMIT_STACK]);
 
+    /* The disk watchdog's directories. */
+    pl->disk_quota = p->limit[FY_LIMIT_DISK];
+    pl->files_quota = p->limit[FY_LIMIT_FILES];
+    if (pl->disk_quota != FY_UNLIMITED || pl->files_quota != FY_UNLIMITED) {
+        if (p->build)
+            pl->watch_dirs[pl->nwatch++] = p->build;
+        if (p->output)
+            pl->watch_dirs[pl->nwatch++] = p->output;
+        if (p->source && p->source_writable)
+            pl->watch_dirs[pl->nwatch++] = p->source;
+        VEC_EACH(&p->binds, struct pol_bind, bd) if (bd->flags & FY_BIND_WRITABLE && pl->nwatch < FY_ARRAY_SIZE(pl->watch_dirs))
+            pl->watch_dirs[pl->nwatch++] = bd->host;
+    }
     pl->argv = pr->argv;
     pl->fault_step = p->fault_step;
     pl->fault_nth = p->fault_nth;

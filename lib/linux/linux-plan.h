@@ -117,6 +117,9 @@ struct linux_plan {
     uint32_t fault_step, fault_nth;
     /* resources */
     struct cg_plan cg;
+    const char *watch_dirs[2 + POLICY_MAX_BINDS]; /* writable host-backed dirs (disk watchdog) */
+    size_t nwatch;
+    uint64_t disk_quota, files_quota;             /* FY_UNLIMITED: none */
     uint32_t cpus;               /* CPUs the workload's affinity is limited to (0: all) */
     /* what the result reports */
     char *isolation_json;

@@ -24,6 +24,7 @@
 #include "linux-plan.h"
 #include "linux-seccomp.h"
 #include "linux-state.h"
+#include "linux-watch.h"
 #include "linux-syscall.h"
 
 enum kill_stage { KS_NONE, KS_SOFT, KS_HARD };
@@ -58,6 +59,7 @@ struct lx {
     struct cg_run cg;
     bool cg_into;               /* cloned straight into the v2 cgroup */
     uint64_t next_poll;         /* cgroup events are polled while limits apply */
+    uint64_t next_watch;        /* the disk watchdog's next walk */
     struct cg_usage usage;
     int procs_left, cgroups_left;
     /* process mode: the per-attempt directory on the host */
@@ -552,7 +554,7 @@ static uint64_t earliest(uint64_t a, uint64_t b) { return !a ? b : !b ? a : a < 
 
 uint64_t lx_next_deadline(fy_handle *h) {
     struct lx *x = h->b;
-    uint64_t poll_at = x->reaped ? 0 : x->next_poll;
+    uint64_t poll_at = x->reaped ? 0 : earliest(x->next_poll, ((const struct linux_plan *)h->pr->plan)->nwatch ? x->next_watch : 0);
     if (x->kill == KS_SOFT)
         return earliest(x->grace_deadline, poll_at);
     if (x->kill == KS_HARD && x->hard_deadline && !x->reaped)
@@ -591,6 +593,19 @@ void lx_terminate(fy_handle *h) {
 }
 
 /* ---- processing ---- */
+
+/* The disk watchdog: a walk of the writable host-backed directories. */
+static void check_disk(fy_handle *h, struct lx *x, const struct linux_plan *pl) {
+    struct watch_total t;
+    watch_measure(pl->watch_dirs, pl->nwatch, &t);
+    if (pl->disk_quota != FY_UNLIMITED && t.bytes > pl->disk_quota) {
+        handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "disk");
+        hard_kill(x, pl);
+    } else if (pl->files_quota != FY_UNLIMITED && t.files > pl->files_quota) {
+        handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "files");
+        hard_kill(x, pl);
+    }
+}
 
 static void read_status(fy_handle *h, struct lx *x) {
     for (;;) {
@@ -884,6 +899,11 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         }
         x->next_poll = now + 100000;
     }
+    const struct linux_plan *wpl = h->pr->plan;
+    if (wpl->nwatch && !x->reaped && now >= x->next_watch) {
+        check_disk(h, x, wpl);
+        x->next_watch = now + 500000;
+    }
     if (x->kill == KS_NONE && h->end == END_NONE && h->deadline && now >= h->deadline) {
         handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
                    (unsigned long long)(h->pr->policy->limit[FY_LIMIT_WALL_TIME] / 1000));
@@ -915,6 +935,8 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         return 0;
     if (!x->t_eof)
         x->t_eof = fy_now_usec();
+    if (wpl->nwatch && h->end == END_NONE)
+        check_disk(h, x, wpl); /* what the last interval wrote counts too */
     finish(h, x);
     if (!h->result)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_WAIT, 0, NULL, "out of memory");

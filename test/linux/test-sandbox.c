@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <forgeyard/sandbox.h>
@@ -983,6 +984,154 @@ START_TEST(test_every_setup_failure_is_typed_and_clean) {
 }
 END_TEST
 
+START_TEST(test_disk_and_file_quotas) {
+    char *build = workdir_for_sandbox("build-quota");
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_DISK, 1u << 20, NULL), 0);
+    const char *fill[] = {"/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do "
+                          "head -c 1000000 /dev/zero > f$i; sleep 0.2; done; echo wrote-all", NULL};
+    struct run r;
+    run_argv(p, fill, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s", fy_outcome_name((uint32_t)r.outcome));
+    ck_assert_str_eq(r.detail, "disk");
+    ck_assert_ptr_null(strstr(r.out, "wrote-all"));
+    run_free(&r);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_DISK, FY_UNLIMITED, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_FILES, 50, NULL), 0);
+    const char *many[] = {"/bin/sh", "-c", "mkdir many && cd many && i=0; while [ $i -lt 400 ]; do : > n$i; "
+                          "i=$((i+1)); done; sleep 1; echo made-all", NULL};
+    run_argv(p, many, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s", fy_outcome_name((uint32_t)r.outcome));
+    ck_assert_str_eq(r.detail, "files");
+    run_free(&r);
+    /* Without a writable host directory, a quota would bind nothing: refused. */
+    fy_policy *q = policy();
+    ck_assert_int_eq(fy_policy_set_limit(q, FY_LIMIT_DISK, 1u << 20, NULL), 0);
+    const char *t[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_prepare(q, NULL, t, &pr, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.resources.disk");
+    fy_error_free(e);
+    fy_policy_free(q);
+    fy_policy_free(p);
+    free(build);
+}
+END_TEST
+
+START_TEST(test_cancel_each_reason) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 100000, NULL), 0);
+    const char *argv[] = {"/bin/sleep", "30", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    for (uint32_t reason = FY_CANCEL_USER; reason <= FY_CANCEL_SHUTDOWN; reason++) {
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+        ck_assert_int_eq(fy_handle_cancel(h, reason, NULL), 0);
+        ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+        ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_CANCELLED);
+        ck_assert_int_eq(fy_result_cancel_reason(res), (int)reason);
+        char *json = NULL;
+        ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+        ck_assert_ptr_nonnull(strstr(json, fy_cancel_reason_name(reason)));
+        fy_free(json);
+        fy_result_free(res);
+        fy_handle_free(h);
+    }
+    ck_assert_int_eq(fy_handle_cancel(NULL, FY_CANCEL_USER, NULL), FY_E_INVAL);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+}
+END_TEST
+
+struct race_arg {
+    fy_handle *h;
+    useconds_t delay;
+};
+
+static void *race_cancel(void *arg) {
+    struct race_arg *a = arg;
+    usleep(a->delay);
+    fy_handle_cancel(a->h, FY_CANCEL_FAIL_FAST, NULL);
+    return NULL;
+}
+
+START_TEST(test_cancel_timeout_exit_races) {
+    /* Random timing: the workload's exit, the deadline and a cancel from
+     * another thread race; whatever wins, the outcome is one of them,
+     * never a mix (no cancel reason on a timeout, always one on a cancel). */
+    unsigned seed = (unsigned)getpid();
+    int seen[10] = {0};
+    for (int i = 0; i < 40; i++) {
+        fy_policy *p = policy();
+        char sleep_s[32];
+        snprintf(sleep_s, sizeof(sleep_s), "0.0%02d", rand_r(&seed) % 40);
+        fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 1000 + (uint64_t)(rand_r(&seed) % 40000), NULL);
+        fy_policy_set_limit(p, FY_LIMIT_GRACE, (uint64_t)(rand_r(&seed) % 20000), NULL);
+        const char *argv[] = {"/bin/sleep", sleep_s, NULL};
+        fy_prepared *pr = NULL;
+        ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+        fy_handle *h = NULL;
+        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+        fy_prepared_free(pr);
+        struct race_arg ra = {h, (useconds_t)(rand_r(&seed) % 40000)};
+        pthread_t t;
+        pthread_create(&t, NULL, race_cancel, &ra);
+        fy_result *res = NULL;
+        ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+        pthread_join(t, NULL);
+        int o = fy_result_outcome(res);
+        seen[o]++;
+        switch (o) {
+        case FY_OUTCOME_SUCCEEDED:
+            ck_assert_int_eq(fy_result_exit_code(res), 0);
+            ck_assert_int_eq(fy_result_cancel_reason(res), 0);
+            break;
+        case FY_OUTCOME_TIMED_OUT:
+            ck_assert_int_eq(fy_result_cancel_reason(res), 0);
+            break;
+        case FY_OUTCOME_CANCELLED:
+            ck_assert_int_eq(fy_result_cancel_reason(res), FY_CANCEL_FAIL_FAST);
+            break;
+        default:
+            ck_abort_msg("race produced outcome %s (%s)", fy_outcome_name((uint32_t)o), fy_result_detail(res));
+        }
+        fy_result_free(res);
+        fy_handle_free(h);
+        fy_policy_free(p);
+    }
+    ck_assert_int_eq(count_procs_with("sleep 0.0"), 0);
+    ck_assert_int_eq(count_cgroups_of(getpid()), 0);
+    ck_assert_int_gt(seen[FY_OUTCOME_TIMED_OUT] + seen[FY_OUTCOME_CANCELLED] + seen[FY_OUTCOME_SUCCEEDED], 0);
+}
+END_TEST
+
+START_TEST(test_stopped_tree_still_ends) {
+    /* A workload that forks, then stops itself (SIGSTOP) and its child:
+     * SIGTERM cannot reach them; the hard kill must, within grace + a bound. */
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 300000, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "sleep 432100 & kill -STOP $!; kill -STOP $$; sleep 432100", NULL};
+    uint64_t t0 = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    t0 = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+    struct run r;
+    run_argv(p, argv, &r);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t took = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000 - t0;
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_TIMED_OUT);
+    ck_assert_uint_lt(took, 3000000); /* wall 0.3 s + grace 0.2 s + a generous bound */
+    ck_assert_int_eq(count_procs_with("sleep 432100"), 0);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -1115,6 +1264,10 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
     tcase_add_test(tc, test_every_setup_failure_is_typed_and_clean);
+    tcase_add_test(tc, test_disk_and_file_quotas);
+    tcase_add_test(tc, test_cancel_each_reason);
+    tcase_add_test(tc, test_cancel_timeout_exit_races);
+    tcase_add_test(tc, test_stopped_tree_still_ends);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
