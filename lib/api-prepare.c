@@ -288,6 +288,13 @@ int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error *
     VEC_EACH(&prepared->env, struct pol_env, e) json_array_append_new(env, json_string(e->name));
     json_object_set_new(root, "environment", env);
     json_object_set_new(root, "policy", polj);
+    /* The backend's view of the plan (isolation, contract id), when it has one. */
+    if (prepared->plan && prepared->sel.backend->describe) {
+        json_t *d = json_loads(prepared->sel.backend->describe(prepared->plan), 0, NULL);
+        if (d)
+            json_object_update(root, d);
+        json_decref(d);
+    }
     char *out = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
     if (!out)

@@ -40,6 +40,8 @@ struct fy_backend_ops {
     int (*get_fd)(fy_handle *h);
     int (*stdio_fd)(fy_handle *h, uint32_t stream);
     uint64_t (*next_deadline)(fy_handle *h);
+    /* A JSON object with the plan's isolation and contract id (borrowed). */
+    const char *(*describe)(const void *plan);
 };
 
 /* backend.c: the table of compiled-in backends (meson decides which). */

@@ -29,6 +29,8 @@ struct fy_result {
     const char *usage_source;  /* "cgroup v1", "cgroup v2", "rusage", ... */
     uint64_t left[FY_LEFT_FILES + 1];
     char *cgroup_json;      /* what enforced the limits, from the backend */
+    char contract_id[65];   /* environment-contract id (hex SHA-256), "" when none */
+    char *kernel;           /* kernel release the attempt ran on */
 };
 
 /* Why the library is ending an attempt early (first reason wins). */

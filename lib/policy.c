@@ -261,6 +261,11 @@ void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth) {
     p->fault_nth = nth ? nth : 1;
 }
 
+void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) {
+    p->delay_stage = stage;
+    p->delay_usec = usec;
+}
+
 bool policy_is_impure(const fy_policy *p) {
     return p->profile == FY_PROFILE_DEVELOPMENT || p->net_mode == FY_NET_ALLOW;
 }

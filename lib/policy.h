@@ -45,6 +45,8 @@ struct fy_policy {
     struct pol_stdio stdio[3];  /* host plumbing: not in JSON, kept across profile resets */
     char *state_dir;            /* host plumbing too; NULL: the default */
     uint32_t fault_step, fault_nth; /* tests only: fail the nth occurrence of a setup step */
+    uint32_t delay_stage;           /* qualification only: sleep inside this FY_STAGE_* ... */
+    uint64_t delay_usec;            /* ... for this long */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];
@@ -85,6 +87,10 @@ bool policy_is_impure(const fy_policy *p);
 /* Tests only (never exported): make the nth occurrence of setup step `step`
  * fail with ECANCELED, to prove every failure is typed and leaves nothing. */
 void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth);
+/* Qualification only (never exported): a controlled delay inside one stage
+ * (FY_STAGE_ISOLATION, _FILESYSTEM, _EXEC, _OUTPUT, _CLEANUP), to prove the
+ * result attributes time to the right stage. */
+void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);
 void policy_remove_string(struct vec *v, const char *s);

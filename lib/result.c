@@ -66,6 +66,7 @@ void result_unref(fy_result *r) {
     free(r->detail);
     free(r->isolation_json);
     free(r->cgroup_json);
+    free(r->kernel);
     free(r->backend);
     free(r);
 }
@@ -128,7 +129,11 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
         json_decref(iso);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
     }
+    /* The evidence record (schema documented in forgeyard-sandbox(7)). */
     json_object_set_new(root, "version", json_integer(1));
+    json_object_set_new(root, "library", json_string(FY_VERSION_STRING));
+    json_object_set_new(root, "kernel", r->kernel ? json_string(r->kernel) : json_null());
+    json_object_set_new(root, "contract_id", r->contract_id[0] ? json_string(r->contract_id) : json_null());
     json_object_set_new(root, "outcome", json_string(fy_outcome_name(r->outcome)));
     json_object_set_new(root, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
     json_object_set_new(root, "signal", r->signal ? json_integer(r->signal) : json_null());

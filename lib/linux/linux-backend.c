@@ -75,6 +75,7 @@ const struct fy_backend_ops linux_namespace_backend = {
     .get_fd = lx_get_fd,
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
+    .describe = linux_plan_describe,
 };
 
 static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }
@@ -109,4 +110,5 @@ const struct fy_backend_ops linux_process_backend = {
     .get_fd = lx_get_fd,
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
+    .describe = linux_plan_describe,
 };

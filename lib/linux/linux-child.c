@@ -87,6 +87,15 @@ __attribute__((noreturn)) static void die(int status_fd, uint32_t step, int err)
             die((a)->status_fd, (step), ECANCELED);                                               \
     } while (0)
 
+/* Qualification only: a controlled delay inside one stage. */
+static void delay_in(const struct linux_plan *pl, uint32_t stage) {
+    if (pl->delay_stage != stage || !pl->delay_usec)
+        return;
+    struct timespec ts = {(time_t)(pl->delay_usec / 1000000u), (long)(pl->delay_usec % 1000000u) * 1000};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
 static size_t slen(const char *s) {
     size_t n = 0;
     while (s[n])
@@ -337,6 +346,7 @@ static void build_filesystem(const struct child_args *a) {
         die(sfd, FY_STEP_MOUNT, errno);
     if (mkdir("/tmp/.oldroot", 0700) < 0 || chdir("/tmp") < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    delay_in(pl, FY_STAGE_FILESYSTEM);
     FAULT(a, FY_STEP_PIVOT_ROOT);
     if (syscall(SYS_pivot_root, ".", ".oldroot") < 0 || chdir("/") < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
@@ -548,6 +558,7 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* Execute: argv[0] as a path, or searched in the sandbox's PATH. */
     const char *cmd = pl->argv[0];
+    delay_in(pl, FY_STAGE_EXEC);
     FAULT(a, FY_STEP_EXEC);
     send_msg(sfd, CM_EXEC, 0, 0, 0, now_usec());
     bool has_slash = false;
@@ -786,6 +797,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
             FAULT(a, FY_STEP_NETNS);
             loopback_up(sfd);
         }
+        delay_in(pl, FY_STAGE_ISOLATION);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());

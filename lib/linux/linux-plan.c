@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "linux-plan.h"
 #include "linux-seccomp.h"
@@ -116,6 +117,7 @@ void linux_plan_free(struct linux_plan *pl) {
     free(pl->envp);
     free(pl->isolation_json);
     free(pl->cgroup_json);
+    free(pl->describe_json);
     free(pl);
 }
 
@@ -459,6 +461,23 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
     return pl->isolation_json ? 0 : FY_E_NOMEM;
 }
 
+const char *linux_plan_describe(const void *plan) {
+    const struct linux_plan *pl = plan;
+    if (!pl->describe_json) {
+        /* Built lazily once; the plan is otherwise immutable. */
+        json_t *o = json_pack("{s:o,s:o,s:s}", "isolation", json_loads(pl->isolation_json, 0, NULL), "limits",
+                              json_loads(pl->cgroup_json ? pl->cgroup_json : "{}", 0, NULL), "contract_id",
+                              pl->contract_id);
+        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(o);
+        char *expected = NULL;
+        if (!__atomic_compare_exchange_n((char **)&pl->describe_json, &expected, s, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            free(s);
+    }
+    return pl->describe_json ? pl->describe_json : "{}";
+}
+
 /* The linux-process backend: no namespaces, so no private filesystem view;
  * Landlock (when present) confines the workload to the declared host paths,
  * seccomp and rlimits apply as in the namespace backend, a per-attempt
@@ -527,6 +546,31 @@ static int compile_process_mode(struct linux_plan *pl, struct builder *b, const 
             pl->workdir = plan_fmt(pl, "%s%s", bd->host, wd + n);
     }
     return b->oom ? FY_E_NOMEM : 0;
+}
+
+/* The environment contract: what an attempt of this plan runs in. Its id is
+ * stable for the same policy on the same host, and changes with anything
+ * that changes the isolation (backend, library, kernel, namespaces and id
+ * mode, seccomp profile and version, Landlock ABI, limits and how they are
+ * enforced, the canonical policy). */
+static int compile_contract(struct linux_plan *pl, const fy_prepared *pr) {
+    char *policy = policy_to_json(pr->policy);
+    char *text = policy ? fy_asprintf("forgeyard-contract 1\nbackend %s\nlibrary %s\nkernel %s\nisolation %s\n"
+                                      "limits %s\npolicy %s\n",
+                                      pr->sel.backend->name, FY_VERSION_STRING,
+                                      pr->caps->host.kernel_release ? pr->caps->host.kernel_release : "unknown",
+                                      pl->isolation_json, pl->cgroup_json ? pl->cgroup_json : "{}", policy)
+                        : NULL;
+    free(policy);
+    if (!text || sodium_init() < 0) {
+        free(text);
+        return FY_E_NOMEM;
+    }
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, (const unsigned char *)text, strlen(text));
+    free(text);
+    sodium_bin2hex(pl->contract_id, sizeof(pl->contract_id), h, sizeof(h));
+    return 0;
 }
 
 int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error **reterr) {
@@ -752,12 +796,16 @@ hardening:
     pl->argv = pr->argv;
     pl->fault_step = p->fault_step;
     pl->fault_nth = p->fault_nth;
+    pl->delay_stage = p->delay_stage;
+    pl->delay_usec = p->delay_usec;
     if (compile_cgroups(pl, pr) < 0 || compile_env(pl, pr) < 0)
         goto oom;
     if (compile_isolation_json(pl, pr, skipped) < 0) {
         skipped = NULL;
         goto oom;
     }
+    if (compile_contract(pl, pr) < 0)
+        goto oom;
     *ret = pl;
     return 0;
 oom:

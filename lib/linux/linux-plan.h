@@ -115,6 +115,8 @@ struct linux_plan {
     const char *path_search;     /* PATH used to find argv[0] when it has no '/' */
     /* tests: an injected failure of the nth occurrence of a setup step */
     uint32_t fault_step, fault_nth;
+    uint32_t delay_stage;        /* qualification: a controlled delay inside one stage */
+    uint64_t delay_usec;
     /* resources */
     struct cg_plan cg;
     const char *watch_dirs[2 + POLICY_MAX_BINDS]; /* writable host-backed dirs (disk watchdog) */
@@ -123,7 +125,9 @@ struct linux_plan {
     uint32_t cpus;               /* CPUs the workload's affinity is limited to (0: all) */
     /* what the result reports */
     char *isolation_json;
-    char *cgroup_json;           /* which mechanism enforces which limit */        /* namespaces, ids, seccomp, Landlock (compile-time view) */
+    char *cgroup_json;           /* which mechanism enforces which limit */
+    char contract_id[65];        /* SHA-256 of the environment contract (hex) */
+    char *describe_json;         /* linux_plan_describe, built once on first use */        /* namespaces, ids, seccomp, Landlock (compile-time view) */
     /* every allocation of the plan, freed together */
     void **allocs;
     size_t nallocs, capallocs;
@@ -160,6 +164,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *a);
 /* linux-spawn.c: the backend's run operations (see struct fy_backend_ops). */
 int linux_compile(fy_prepared *pr, fy_error **reterr);
 void linux_plan_free_hook(void *plan);
+const char *linux_plan_describe(const void *plan);
 int lx_start(fy_handle *h, fy_error **reterr);
 int lx_process(fy_handle *h, fy_error **reterr);
 void lx_terminate(fy_handle *h);

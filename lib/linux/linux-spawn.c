@@ -758,6 +758,8 @@ static void finish(fy_handle *h, struct lx *x) {
     r->backend = fy_strdup(h->backend->name);
     r->level = h->pr->sel.level;
     r->isolation_json = fy_strdup(pl->isolation_json);
+    memcpy(r->contract_id, pl->contract_id, sizeof(r->contract_id));
+    r->kernel = fy_strdup(h->pr->caps->host.kernel_release);
     if (r->isolation_json && pl->ll_handled && x->landlock_abi != pl->ll_abi) {
         /* Report what the sandbox says it enforced, not what was planned. */
         char *patched = NULL;
@@ -856,6 +858,8 @@ static void finish(fy_handle *h, struct lx *x) {
     close_fd(&x->notify_fd);
     close_fd(&x->sync_wr);
     remove_attempt_dir(x);
+    if (pl->delay_stage == FY_STAGE_CLEANUP && pl->delay_usec)
+        usleep((useconds_t)pl->delay_usec); /* qualification: attributed to cleanup */
     r->left[FY_LEFT_FILES] = x->scratch_left ? 1 : 0;
     if (!r->left[FY_LEFT_CGROUPS] && !x->scratch_left)
         forget_state(x); /* else the record stays for fy_gc */
@@ -933,8 +937,12 @@ int lx_process(fy_handle *h, fy_error **reterr) {
     arm_timer(h, x);
     if (!x->reaped || !x->status_eof || outputs_open(x))
         return 0;
-    if (!x->t_eof)
+    if (!x->t_eof) {
+        const struct linux_plan *dpl = h->pr->plan;
+        if (dpl->delay_stage == FY_STAGE_OUTPUT && dpl->delay_usec)
+            usleep((useconds_t)dpl->delay_usec); /* qualification: attributed to output capture */
         x->t_eof = fy_now_usec();
+    }
     if (wpl->nwatch && h->end == END_NONE)
         check_disk(h, x, wpl); /* what the last interval wrote counts too */
     finish(h, x);

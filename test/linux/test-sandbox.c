@@ -1132,6 +1132,47 @@ START_TEST(test_stopped_tree_still_ends) {
 }
 END_TEST
 
+static char *contract_of(fy_policy *p) {
+    const char *argv[] = {"/bin/true", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    const char *k = strstr(json, "\"contract_id\": \"");
+    ck_assert_ptr_nonnull(k);
+    char *id = strndup(k + 16, 64);
+    fy_free(json);
+    run_free(&r);
+    return id;
+}
+
+START_TEST(test_contract_id) {
+    /* The same policy on the same host: the same contract; any change to
+     * the isolation: another one. */
+    fy_policy *p = policy();
+    char *a = contract_of(p), *b = contract_of(p);
+    ck_assert_str_eq(a, b);
+    ck_assert_uint_eq(strlen(a), 64);
+    fy_policy *q = policy();
+    ck_assert_int_eq(fy_policy_set_control(q, FY_CONTROL_LANDLOCK, FY_MODE_OFF, NULL), 0);
+    char *c = contract_of(q);
+    ck_assert_str_ne(a, c);
+    fy_policy *w = policy();
+    ck_assert_int_eq(fy_policy_set_seccomp_class(w, FY_SECCOMP_NETWORKED_TEST, NULL), 0);
+    char *d = contract_of(w);
+    ck_assert_str_ne(a, d);
+    ck_assert_str_ne(c, d);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    fy_policy_free(p);
+    fy_policy_free(q);
+    fy_policy_free(w);
+}
+END_TEST
+
 static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -1268,6 +1309,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_cancel_each_reason);
     tcase_add_test(tc, test_cancel_timeout_exit_races);
     tcase_add_test(tc, test_stopped_tree_still_ends);
+    tcase_add_test(tc, test_contract_id);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
