@@ -37,11 +37,17 @@ const char *fy_level_name(uint32_t level) {
     return level < FY_ARRAY_SIZE(level_names) ? level_names[level] : NULL;
 }
 
-static int probe_now(uint64_t flags, fy_caps **ret, fy_error **reterr) {
+#define FY_PROBE_KNOWN (FY_PROBE_FRESH | FY_PROBE_NO_VM)
+
+static int probe_now_in(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_error **reterr) {
     fy_caps *c = caps_new();
     if (!c)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
     c->probe_flags = flags;
+    if (cgroup_dir && !(c->host.cg2_delegated = fy_strdup(cgroup_dir))) {
+        caps_free_internal(c);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
+    }
     uint64_t t0 = fy_now_usec();
     int r = 0;
 #if FY_HAVE_LINUX
@@ -61,6 +67,24 @@ static int probe_now(uint64_t flags, fy_caps **ret, fy_error **reterr) {
     return 0;
 }
 
+static int probe_now(uint64_t flags, fy_caps **ret, fy_error **reterr) {
+    return probe_now_in(flags, NULL, ret, reterr);
+}
+
+int fy_probe_cgroup(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_error **reterr) {
+    if (!ret || !cgroup_dir)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "ret or cgroup_dir is NULL");
+    if (flags & ~FY_PROBE_KNOWN)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "reserved probe flags set");
+    if (cgroup_dir[0] != '/')
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "cgroup_dir must be absolute");
+#if FY_HAVE_LINUX
+    return probe_now_in(flags & ~FY_PROBE_FRESH, cgroup_dir, ret, reterr);
+#else
+    return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROBE, 0, NULL, "cgroups exist on Linux only");
+#endif
+}
+
 /* The one piece of process-wide state: the cached probe, computed once per
  * flag set and immutable afterwards. */
 static struct probe_cache {
@@ -72,7 +96,6 @@ static struct probe_cache {
 static void probe_full_once(void) { cache[0].rc = probe_now(0, &cache[0].caps, NULL); }
 static void probe_novm_once(void) { cache[1].rc = probe_now(FY_PROBE_NO_VM, &cache[1].caps, NULL); }
 
-#define FY_PROBE_KNOWN (FY_PROBE_FRESH | FY_PROBE_NO_VM)
 
 int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
     if (!ret)

@@ -52,7 +52,7 @@ bool caps_present(const fy_caps *c, uint32_t cap) {
 
 #define HOST_STRINGS(X) \
     X(kernel_release) X(cgroup_mode) X(cg1_memory) X(cg1_pids) X(cg1_cpu) X(cg1_freezer) \
-    X(cg1_blkio) X(cg1_cpuacct) X(cg2_dir) X(qemu_path) X(oci_runtime) X(bwrap_path)
+    X(cg1_blkio) X(cg1_cpuacct) X(cg2_dir) X(cg2_delegated) X(qemu_path) X(oci_runtime) X(bwrap_path)
 
 void caps_free_internal(fy_caps *c) {
     if (!c)

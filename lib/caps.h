@@ -29,6 +29,7 @@ struct caps_host {
     bool cg1_memsw; /* memory.memsw.* present */
     /* cgroup v2: our own cgroup directory (mount + path) */
     char *cg2_dir;
+    char *cg2_delegated;  /* a cgroup v2 directory the host program delegated (fy_probe_cgroup) */
     char *qemu_path;      /* qemu-system-<arch> */
     char *oci_runtime;    /* crun or runc */
     char *bwrap_path;     /* for benchmarks and comparisons only */

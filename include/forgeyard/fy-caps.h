@@ -65,6 +65,12 @@ typedef struct fy_caps fy_caps;
 /* Runs the functional probe (or returns the cached result; the cache is
  * computed once per process). */
 FY_API int  fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr);
+/* The same probe (never cached), with a cgroup v2 directory the host
+ * program delegated to the library (for example a systemd scope with
+ * Delegate=yes): sandboxes get their cgroups as children of cgroup_dir,
+ * with the controllers its cgroup.subtree_control enables. Pass the
+ * returned caps to fy_prepare. */
+FY_API int fy_probe_cgroup(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_error **reterr);
 FY_API void fy_caps_free(fy_caps *caps);
 
 /* 1 when available, 0 when missing, FY_E_UNSUPPORTED for an unknown id. */

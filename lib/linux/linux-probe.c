@@ -38,6 +38,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -2264,6 +2265,21 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     if (cg_discover(&cg) < 0) {
         cg_free(&cg);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
+    }
+    if (c->host.cg2_delegated) {
+        /* The host program delegated a v2 subtree: sandboxes live there. */
+        struct statfs sfs;
+        if (statfs(c->host.cg2_delegated, &sfs) < 0 || sfs.f_type != 0x63677270 /* CGROUP2_SUPER_MAGIC */) {
+            int e = errno;
+            cg_free(&cg);
+            return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, e, NULL, "%s is not a cgroup v2 directory",
+                           c->host.cg2_delegated);
+        }
+        free(cg.cg2_dir);
+        if (!(cg.cg2_dir = fy_strdup(c->host.cg2_delegated))) {
+            cg_free(&cg);
+            return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
+        }
     }
     probe_cgroups(c, &cg, is_root);
     char **dst[CG__N] = { &c->host.cg1_memory, &c->host.cg1_pids, &c->host.cg1_cpu,

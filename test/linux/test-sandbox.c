@@ -1173,6 +1173,46 @@ START_TEST(test_contract_id) {
 }
 END_TEST
 
+START_TEST(test_delegated_cgroup) {
+    fy_caps *c = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_probe_cgroup(FY_PROBE_NO_VM, "/tmp", &c, &e), FY_E_INVAL); /* not a cgroup2 dir */
+    fy_error_free(e);
+    if (!cgroups_here() || access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) != 0)
+        return;
+    /* A subtree handed to the library: sandboxes live below it. */
+    char dir[96];
+    snprintf(dir, sizeof(dir), "/sys/fs/cgroup/unified/fy-delegated-test-%d", (int)getpid());
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    ck_assert_int_eq(fy_probe_cgroup(FY_PROBE_NO_VM, dir, &c, &e), 0);
+    ck_assert_int_eq(fy_caps_has(c, FY_CAP_CGROUP_KILL), 1);
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sleep", "321987", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, c, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    DIR *d = opendir(dir);
+    int children = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        children += !strncmp(de->d_name, "forgeyard-", 10);
+    if (d)
+        closedir(d);
+    ck_assert_int_eq(children, 1);
+    ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, NULL), 0);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_CANCELLED);
+    fy_result_free(res);
+    fy_handle_free(h);
+    ck_assert_int_eq(rmdir(dir), 0); /* empty again: the attempt's cgroup is gone */
+    fy_caps_free(c);
+    fy_policy_free(p);
+}
+END_TEST
+
 static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -1310,6 +1350,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_cancel_timeout_exit_races);
     tcase_add_test(tc, test_stopped_tree_still_ends);
     tcase_add_test(tc, test_contract_id);
+    tcase_add_test(tc, test_delegated_cgroup);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
