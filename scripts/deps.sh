@@ -7,6 +7,7 @@ pkgs=(
   gcc g++ clang libclang-rt-14-dev pkg-config meson ninja-build python3
   libseccomp-dev libcap-dev libarchive-dev libsodium-dev libjansson-dev
   check abigail-tools mandoc util-linux iproute2 cppcheck bubblewrap
+  qemu-system-x86 busybox-static cpio binutils xz-utils
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -2,7 +2,10 @@
 # Runs one program inside a throwaway QEMU microvm guest (TCG) whose kernel
 # mounts a pure cgroup2 hierarchy, and exits with the program's exit status.
 #
-#   test/vm/run-in-guest.sh [--timeout SECONDS] -- PROGRAM [ARGS...]
+#   test/vm/run-in-guest.sh [--timeout SECONDS] [--skip-missing] -- PROGRAM [ARGS...]
+#
+# --skip-missing: exit 77 (meson's "skipped") instead of 125 when QEMU or
+# another host tool is not installed.
 #
 # Guest: Debian 12's stock kernel (linux-image-6.1.0-*-amd64, booted as an
 # uncompressed PVH vmlinux) plus a per-run initramfs holding busybox-static,
@@ -11,6 +14,19 @@
 #
 # Exit status: PROGRAM's own, read from the marker line /init prints; 125 when
 # the guest reported none (setup failure, kernel panic, timeout, QEMU error).
+# The console (kernel "quiet", PROGRAM's stdout+stderr, the marker
+# "FY-GUEST-EXIT=<status> run=<nonce>") is copied to stdout; harness messages
+# go to stderr. PROGRAM's stdin is /dev/null.
+#
+# In the guest: root, tmpfs root (pivot_root works), proc, sysfs, devtmpfs,
+# devpts, tmpfs on /tmp /run /dev/shm, "lo" up, cgroup2 alone on
+# /sys/fs/cgroup (nsdelegate,memory_recursiveprot); PROGRAM runs in the leaf
+# cgroup /sys/fs/cgroup/runner, in its host working directory (created empty
+# unless shipped), with FY_TEST_CGROUP=/sys/fs/cgroup/forgeyard-tests (empty,
+# memory pids cpu io enabled for its children), FY_IN_GUEST=1, HOME=/root,
+# TMPDIR=/tmp, PATH=/usr/sbin:/usr/bin:/sbin:/bin (busybox applets). No
+# kernel modules are loaded (no overlayfs, virtio, ...); io.max has no
+# block device to name.
 #
 # Environment (all optional):
 #   FY_VM_CACHE       cache dir (default $XDG_CACHE_HOME/forgeyard-vm, else
@@ -23,6 +39,8 @@
 #   FY_VM_TIMEOUT     default for --timeout (300)
 #   FY_VM_MEMORY      guest RAM (default 1024M);  FY_VM_SMP  vCPUs (default 2)
 #   FY_VM_APPEND      extra kernel command-line words (e.g. mitigations=off)
+#   FY_VM_TSC_KHZ     guest TSC frequency in kHz (default: the host's, from
+#                     /proc/cpuinfo; see "Timekeeping" below)
 #   FY_QEMU           qemu-system-x86_64 to use (default: from PATH)
 #   FY_VM_KERNEL      use this PVH vmlinux instead of the cached Debian one
 #   FY_VM_KERNEL_DEB  build the cached vmlinux from this linux-image .deb
@@ -39,28 +57,34 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 timeout_s=${FY_VM_TIMEOUT:-300}
+skip_missing=0
 while (($#)); do
   case $1 in
     --timeout) (($# >= 2)) || die "--timeout needs a value"; timeout_s=$2; shift 2 ;;
     --timeout=*) timeout_s=${1#--timeout=}; shift ;;
+    --skip-missing) skip_missing=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
   esac
 done
-(($# >= 1)) || die "usage: $0 [--timeout SECONDS] -- PROGRAM [ARGS...]"
+(($# >= 1)) || die "usage: $0 [--timeout SECONDS] [--skip-missing] -- PROGRAM [ARGS...]"
 [[ $timeout_s =~ ^[0-9]+$ && $timeout_s -gt 0 ]] || die "bad --timeout '$timeout_s'"
 
+missing() { # a host tool is missing: skip (77) with --skip-missing, else fail
+  if [ "$skip_missing" = 1 ]; then echo "SKIP: $me: $* (scripts/deps.sh installs it)"; exit 77; fi
+  die "$* (run scripts/deps.sh)"
+}
 qemu=${FY_QEMU:-$(command -v qemu-system-x86_64 || true)}
-[ -n "$qemu" ] && [ -x "$qemu" ] || die "qemu-system-x86_64 not found (apt-get install qemu-system-x86, or run scripts/deps.sh)"
-for tool in cpio readelf xz ldd flock; do
-  command -v "$tool" >/dev/null || die "'$tool' not found (run scripts/deps.sh)"
+if [ -z "$qemu" ] || [ ! -x "$qemu" ]; then missing "qemu-system-x86_64 not found (package qemu-system-x86)"; fi
+for tool in cpio readelf xz ldd flock timeout; do
+  command -v "$tool" >/dev/null || missing "'$tool' not found"
 done
 busybox=""
 for b in /bin/busybox /usr/bin/busybox "$(command -v busybox || true)"; do
-  [ -n "$b" ] && [ -x "$b" ] && { busybox=$b; break; }
+  if [ -n "$b" ] && [ -x "$b" ]; then busybox=$b; break; fi
 done
-[ -n "$busybox" ] || die "busybox not found (apt-get install busybox-static, or run scripts/deps.sh)"
+[ -n "$busybox" ] || missing "busybox not found (package busybox-static)"
 
 t_start=$(now)
 
@@ -122,36 +146,54 @@ ensure_kernel() {
     exec 9>&-
     return
   fi
-  local t0 deb pkg ver name
+  # Leftovers of an interrupted build (only ever created under this lock).
+  rm -rf "$cache"/.dl.* "$cache"/.build.*
+  local t0 deb pkg ver name dl=""
   t0=$(now)
   if [ -n "${FY_VM_KERNEL_DEB:-}" ]; then
     deb=$FY_VM_KERNEL_DEB
     [ -f "$deb" ] || die "FY_VM_KERNEL_DEB=$deb does not exist"
   else
-    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-          sed -n 's/^[[:space:]]*Depends:[[:space:]]*\(linux-image-[0-9][^[:space:]]*-amd64\)$/\1/p' | head -1)
-    [ -n "$pkg" ] || die "apt-cache does not know linux-image-amd64: run 'apt-get update' (scripts/deps.sh does it) or set FY_VM_KERNEL_DEB=/path/to/linux-image-6.1.0-*-amd64.deb"
-    ver=$(apt-cache policy "$pkg" | sed -n 's/^[[:space:]]*Candidate:[[:space:]]*//p')
-    deb=""
-    # Use apt's own download cache when it has exactly this version (offline-friendly).
-    local c
-    for c in /var/cache/apt/archives/"${pkg}_${ver//:/%3a}"_amd64.deb; do [ -f "$c" ] && deb=$c; done
-    if [ -z "$deb" ]; then
-      say "downloading $pkg ($ver) with apt-get download"
-      local dl
-      dl=$(mktemp -d "$cache/.dl.XXXXXX")
-      chmod 755 "$dl"
-      local aptopt=()
-      [ "$(id -u)" -eq 0 ] && aptopt=(-o APT::Sandbox::User=root)
-      (cd "$dl" && apt-get -q "${aptopt[@]}" download "$pkg" >"$dl/apt.log" 2>&1) ||
-        { cat "$dl/apt.log" >&2; rm -rf "$dl"; die "apt-get download $pkg failed (needs the Debian archive; offline: set FY_VM_KERNEL_DEB)"; }
-      deb=$(ls "$dl"/*.deb | head -1)
-    fi
+    # The ABI package linux-image-amd64 depends on (linux-image-6.1.0-NN-amd64),
+    # at apt's candidate version. As root, one `apt-get update` is tried when
+    # the lists are missing or name a .deb the archive no longer has.
+    local try
+    for try in 1 2; do
+      pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+            sed -n 's/^[[:space:]]*Depends:[[:space:]]*\(linux-image-[0-9][^[:space:]]*-amd64\)$/\1/p' | head -1)
+      if [ -n "$pkg" ]; then
+        ver=$(apt-cache policy "$pkg" | sed -n 's/^[[:space:]]*Candidate:[[:space:]]*//p')
+        deb=""
+        # apt's own download cache may hold exactly this version (offline-friendly)
+        local c=/var/cache/apt/archives/${pkg}_${ver//:/%3a}_amd64.deb
+        if [ -f "$c" ]; then deb=$c; break; fi
+        say "downloading $pkg ($ver) with apt-get download"
+        dl=$(mktemp -d "$cache/.dl.XXXXXX")
+        chmod 755 "$dl"
+        local aptopt=()
+        if [ "$(id -u)" -eq 0 ]; then aptopt=(-o APT::Sandbox::User=root); fi
+        if (cd "$dl" && apt-get -q "${aptopt[@]}" download "$pkg" >"$dl/apt.log" 2>&1); then
+          deb=$(ls "$dl"/*.deb | head -1)
+          break
+        fi
+        cat "$dl/apt.log" >&2
+        rm -rf "$dl"; dl=""
+      fi
+      if [ "$try" = 1 ] && [ "$(id -u)" -eq 0 ]; then
+        echo "$me: refreshing the apt lists (apt-get update) to find the guest kernel" >&2
+        apt-get update -qq >&2 || true
+        continue
+      fi
+      if [ -z "$pkg" ]; then
+        die "apt-cache does not know linux-image-amd64: run 'apt-get update' (scripts/deps.sh does it) or set FY_VM_KERNEL_DEB=/path/to/linux-image-6.1.0-*-amd64.deb"
+      fi
+      die "apt-get download $pkg failed: the Debian archive is needed once, on first use (offline: set FY_VM_KERNEL_DEB or FY_VM_KERNEL)"
+    done
   fi
   name=$(basename "$deb" .deb)
   say "extracting $name"
   build_kernel_from_deb "$deb" "$cache/$name"
-  [ -n "${dl:-}" ] && rm -rf "$dl"
+  if [ -n "$dl" ]; then rm -rf "$dl"; fi
   echo "$name" >"$cache/current.tmp" && mv "$cache/current.tmp" "$cache/current"
   kernel=$cache/$name/vmlinux
   exec 9>&-
@@ -215,16 +257,11 @@ add_path() { # host path (file or dir), with libraries for ELF files
   return 0
 }
 
-# busybox and its applet links (PROGRAM and FY_VM_FILES may replace any of them)
+# busybox; /init runs `busybox --install -s`, which leaves alone any path that
+# PROGRAM or FY_VM_FILES put in the image (e.g. a real /bin/true).
 cp -L "$busybox" "$root/bin/busybox"
 is_elf "$busybox" && add_libs "$busybox"   # no-op for busybox-static
-while IFS= read -r applet; do
-  if [ -n "$applet" ] && [ ! -e "$root/$applet" ]; then
-    mkdir -p "$root/$(dirname "$applet")"
-    ln -s /bin/busybox "$root/$applet"
-  fi
-done < <("$busybox" --list-full)
-ln -sf /bin/busybox "$root/bin/sh"
+ln -s busybox "$root/bin/sh"
 
 # the program under test, at its absolute host path
 prog=$1; shift
@@ -257,6 +294,7 @@ sq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 echo "$nonce" >"$root/fy/nonce"
 pwd >"$root/fy/cwd"
+[ "${FY_VM_VERBOSE:-0}" = 1 ] && : >"$root/fy/verbose"
 mkdir -p "$root$(pwd)"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
@@ -268,7 +306,33 @@ printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' >"$root/etc/hosts"
 say "initramfs: $(du -h "$work/initrd.cpio" | cut -f1) in $(elapsed "$t_initrd") s"
 
 # ------------------------------------------------------------------ boot ----
-cmdline="console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init ${FY_VM_APPEND:-}"
+# Timekeeping under TCG: the guest's TSC is the host's TSC, but the kernel's
+# PIT calibration of it usually fails under TCG ("tsc: Unable to calibrate
+# against PIT ... could not calculate TSC khz"), and then boot hangs before
+# the console driver (QEMU 7.2 + Debian 6.1 guest: most runs on the 2-vCPU
+# builders, with or without pit=on). Tell it the frequency instead.
+# Where the host knows its TSC frequency exactly (tsc_known_freq, no APERF/MPERF
+# so "cpu MHz" is that frequency), also trust the TSC as clocksource: high
+# resolution timers and vDSO clock_gettime in the guest. Otherwise the guest
+# falls back to the jiffies clocksource (right rate, 4 ms resolution).
+tsc_args=""
+if [ -n "${FY_VM_TSC_KHZ:-}" ]; then
+  tsc_args="tsc_early_khz=$FY_VM_TSC_KHZ"
+else
+  mhz=$(sed -n 's/^cpu MHz[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1)
+  flags=" $(sed -n 's/^flags[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1) "
+  khz=$(awk -v m="${mhz:-0}" 'BEGIN { printf "%d", m * 1000 + 0.5 }')
+  [ "$khz" -gt 100000 ] || khz=2000000
+  tsc_args="tsc_early_khz=$khz"
+  case $flags in
+    *" aperfmperf "*) ;;
+    *" constant_tsc "*) case $flags in *" nonstop_tsc "*) case $flags in *" tsc_known_freq "*)
+      tsc_args="$tsc_args tsc=reliable" ;; esac ;; esac ;;
+  esac
+fi
+# cryptomgr.notests: skip the crypto self-tests (~0.8 s of guest boot under TCG).
+cmdline="console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init $tsc_args cryptomgr.notests ${FY_VM_APPEND:-}"
+# shellcheck disable=SC2054  # commas are QEMU's, inside single arguments
 qemu_args=(
   -M microvm,acpi=on -accel tcg
   -m "${FY_VM_MEMORY:-1024M}" -smp "${FY_VM_SMP:-2}"
@@ -282,7 +346,6 @@ set +e
 timeout --foreground -k 5 "$timeout_s" "$qemu" "${qemu_args[@]}" </dev/null 2>"$work/qemu.err" | tee "$work/console.log"
 qrc=${PIPESTATUS[0]}
 set -e
-t_end=$(now)
 say "qemu exit $qrc after $(elapsed "$t_boot") s (total $(elapsed "$t_start") s)"
 [ -s "$work/qemu.err" ] && sed "s/^/$me: qemu: /" "$work/qemu.err" >&2
 

@@ -1,0 +1,203 @@
+/* The cgroup v2 code path, on a real kernel with a pure cgroup2 hierarchy.
+ * This host is hybrid (its v2 has no controllers) and tests never change
+ * host mounts, so this runs inside a throwaway QEMU guest
+ * (test/vm/run-in-guest.sh) whose /init delegates FY_TEST_CGROUP with the
+ * memory, pids, cpu and io controllers. Outside such a guest it skips (77).
+ *
+ * The workloads are this very binary (bound read-only at /opt/fy). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <forgeyard/sandbox.h>
+
+static const char *delegated;
+static char self_dir[256];
+static fy_caps *caps;
+
+static int workload_main(int argc, char **argv) {
+    if (!strcmp(argv[1], "--alloc")) {
+        long mib = atol(argv[2]);
+        for (long i = 0; i < mib; i++) {
+            char *p = malloc(1 << 20);
+            if (!p)
+                return 3;
+            for (int k = 0; k < (1 << 20); k += 4096)
+                p[k] = 1;
+        }
+        printf("allocated %ld MiB\n", mib);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--fork")) {
+        long n = atol(argv[2]);
+        for (long i = 0; i < n; i++) {
+            pid_t p = fork();
+            if (p < 0)
+                return 4;
+            if (p == 0) {
+                sleep(20);
+                _exit(0);
+            }
+        }
+        return 0;
+    }
+    if (!strcmp(argv[1], "--cgroup")) {
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        char line[512];
+        while (f && fgets(line, sizeof(line), f))
+            fputs(line, stdout);
+        if (f)
+            fclose(f);
+        return 0;
+    }
+    (void)argc;
+    return 2;
+}
+
+static fy_result *run(fy_policy *p, const char *mode, const char *arg) {
+    char exe[300];
+    snprintf(exe, sizeof(exe), "/opt/fy/%s", "test-cgroup2");
+    const char *argv[] = {exe, mode, arg, NULL};
+    fy_policy_add_bind(p, self_dir, "/opt/fy", 0, NULL);
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    int r = fy_prepare(p, caps, argv, &pr, &e);
+    ck_assert_msg(r == 0, "prepare: %s", fy_error_message(e));
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, 60000000, &res, NULL), 1);
+    fy_handle_free(h);
+    return res;
+}
+
+static fy_policy *policy(void) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    /* The guest has no Landlock-relevant layout differences, but keep the
+     * test about cgroups: everything else as in standard-ci. */
+    return p;
+}
+
+static int children_of_delegated(void) {
+    DIR *d = opendir(delegated);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += !strncmp(e->d_name, "forgeyard-", 10);
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(test_caps_from_delegated_subtree) {
+    ck_assert_int_eq(fy_caps_has(caps, FY_CAP_CGROUP_V2), 1);
+    int64_t v = 0;
+    fy_caps_value(caps, FY_CAP_CGROUP_MEMORY, &v);
+    ck_assert_int_eq(v, 2);
+    fy_caps_value(caps, FY_CAP_CGROUP_PIDS, &v);
+    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(fy_caps_has(caps, FY_CAP_CGROUP_KILL), 1);
+    ck_assert_int_eq(fy_caps_has(caps, FY_CAP_CLONE_INTO_CGROUP), 1);
+}
+END_TEST
+
+START_TEST(test_v2_memory_oom) {
+    fy_policy *p = policy();
+    fy_policy_set_limit(p, FY_LIMIT_MEMORY, 48u << 20, NULL);
+    fy_policy_set_control(p, FY_CONTROL_MEMORY_LIMIT, FY_MODE_REQUIRE, NULL);
+    fy_result *res = run(p, "--alloc", "300");
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_OUT_OF_MEMORY, "outcome %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)));
+    char *json = NULL;
+    fy_result_to_json(res, &json, NULL);
+    ck_assert_ptr_nonnull(strstr(json, "\"memory\": \"cgroup v2\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"source\": \"cgroup v2\""));
+    fy_free(json);
+    uint64_t peak = 0;
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_MEMORY_PEAK, &peak), 0);
+    ck_assert_uint_le(peak, 48u << 20);
+    fy_result_free(res);
+    res = run(p, "--alloc", "8");
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    fy_result_free(res);
+    ck_assert_int_eq(children_of_delegated(), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_v2_pids) {
+    fy_policy *p = policy();
+    fy_policy_set_limit(p, FY_LIMIT_PIDS, 16, NULL);
+    fy_policy_set_control(p, FY_CONTROL_PIDS_LIMIT, FY_MODE_REQUIRE, NULL);
+    fy_result *res = run(p, "--fork", "200");
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_RESOURCE_EXCEEDED);
+    ck_assert_str_eq(fy_result_detail(res), "pids");
+    uint64_t left = 1;
+    fy_result_cleanup(res, FY_LEFT_CGROUPS, &left);
+    ck_assert_uint_eq(left, 0);
+    fy_result_free(res);
+    ck_assert_int_eq(children_of_delegated(), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_v2_placement_and_cpu) {
+    fy_policy *p = policy();
+    fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, 500, NULL);
+    fy_policy_set_control(p, FY_CONTROL_CPU_LIMIT, FY_MODE_REQUIRE, NULL);
+    fy_result *res = run(p, "--cgroup", "x");
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    uint64_t cpu = 0;
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_CPU_USER_USEC, &cpu), 0);
+    char *json = NULL;
+    fy_result_to_json(res, &json, NULL);
+    ck_assert_ptr_nonnull(strstr(json, "\"cpu\": \"cgroup v2\""));
+    fy_free(json);
+    fy_result_free(res);
+    ck_assert_int_eq(children_of_delegated(), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+    if (argc > 2 && argv[1][0] == '-' && argv[1][1] == '-')
+        return workload_main(argc, argv);
+    delegated = getenv("FY_TEST_CGROUP");
+    if (!delegated) {
+        fprintf(stderr, "FY_TEST_CGROUP is not set: run me in the guest (test/vm/run-in-guest.sh)\n");
+        return 77;
+    }
+    char exe[256];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return 1;
+    exe[n] = '\0';
+    snprintf(self_dir, sizeof(self_dir), "%.*s", (int)(strrchr(exe, '/') - exe), exe);
+    fy_error *e = NULL;
+    if (fy_probe_cgroup(FY_PROBE_NO_VM, delegated, &caps, &e) < 0) {
+        fprintf(stderr, "probe: %s\n", fy_error_message(e));
+        return 1;
+    }
+    Suite *s = suite_create("cgroup-v2");
+    TCase *tc = tcase_create("v2");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_caps_from_delegated_subtree);
+    tcase_add_test(tc, test_v2_memory_oom);
+    tcase_add_test(tc, test_v2_pids);
+    tcase_add_test(tc, test_v2_placement_and_cpu);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    fy_caps_free(caps);
+    printf("%d passed, %d failed\n", 4 - nf, nf);
+    return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
