@@ -40,6 +40,8 @@ static void usage(FILE *f) {
             "  policy show FILE|--profile NAME\n"
             "                               print the canonical JSON of a policy\n"
             "  gc [--state-dir DIR]         destroy what crashed host programs left behind\n"
+            "  test [--json] [--profile NAME]\n"
+            "                               qualify this host: probe the sandbox's boundary\n"
             "  run [OPTIONS] -- COMMAND [ARG...]\n"
             "                               run a command in a fresh sandbox (see forgeyard(1))\n"
             "\n"
@@ -318,7 +320,11 @@ __attribute__((format(printf, 3, 0))) static int apply_json(fy_policy *p, const 
     return 0;
 }
 
-static int check(int r, const char *opt, fy_error *err) {
+/* (err is read only after the call that fills it has run: argument
+ * evaluation order is unspecified, so the caller passes its address.) */
+static int check(int r, const char *opt, fy_error **errp) {
+    fy_error *err = *errp;
+    *errp = NULL;
     if (r >= 0)
         return 0;
     fprintf(stderr, "%s: %s: %s%s%s\n", prog, opt, fy_error_location(err) ? fy_error_location(err) : "",
@@ -369,7 +375,7 @@ static int cmd_run(int argc, char **argv) {
     }
     /* The profile is the base; a policy file applies on top of it (a
      * "profile" key inside the file resets to that profile first). */
-    if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", err) < 0)
+    if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", &err) < 0)
         return RUN_BAD_INVOCATION;
     if (policy_file) {
         size_t len;
@@ -403,21 +409,21 @@ static int cmd_run(int argc, char **argv) {
         } else if (strcmp(o, "--result") == 0) {
             result_file = v;
         } else if (strcmp(o, "--source") == 0) {
-            r = check(fy_policy_set_source(p, v, 0, &err), o, err);
+            r = check(fy_policy_set_source(p, v, 0, &err), o, &err);
         } else if (strcmp(o, "--build") == 0) {
-            r = check(fy_policy_set_build(p, v, &err), o, err);
+            r = check(fy_policy_set_build(p, v, &err), o, &err);
         } else if (strcmp(o, "--output") == 0) {
-            r = check(fy_policy_set_output(p, v, &err), o, err);
+            r = check(fy_policy_set_output(p, v, &err), o, &err);
         } else if (strcmp(o, "--bind") == 0 || strcmp(o, "--bind-ro") == 0) {
             if (split_eq(v, ':', &left, &right) < 0) {
                 fprintf(stderr, "%s: %s expects HOST:PATH\n", prog, o);
                 r = -1;
             } else {
                 r = check(fy_policy_add_bind(p, left, right, strcmp(o, "--bind") == 0 ? FY_BIND_WRITABLE : 0, &err), o,
-                          err);
+                          &err);
             }
         } else if (strcmp(o, "--workdir") == 0) {
-            r = check(fy_policy_set_workdir(p, v, &err), o, err);
+            r = check(fy_policy_set_workdir(p, v, &err), o, &err);
         } else if (strcmp(o, "--tmp-size") == 0) {
             r = apply_json(p, o, "{\"resources\": {\"tmp_size\": \"%s\"}}", v);
         } else if (strcmp(o, "--network") == 0) {
@@ -436,7 +442,7 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "%s: --env expects NAME=VALUE\n", prog);
                 r = -1;
             } else {
-                r = check(fy_policy_set_env(p, left, right, &err), o, err);
+                r = check(fy_policy_set_env(p, left, right, &err), o, &err);
             }
         } else if (strcmp(o, "--secret-env") == 0 || strcmp(o, "--secret-file") == 0) {
             bool env = strcmp(o, "--secret-env") == 0;
@@ -445,7 +451,7 @@ static int cmd_run(int argc, char **argv) {
                 r = -1;
             } else {
                 r = check(fy_policy_add_secret_file(p, left, env ? FY_SECRET_ENV : FY_SECRET_FILE, left, right, &err),
-                          o, err);
+                          o, &err);
             }
         } else if (strcmp(o, "--timeout") == 0) {
             r = apply_json(p, o, "{\"resources\": {\"wall_time\": \"%s\"}}", v);
@@ -485,9 +491,9 @@ static int cmd_run(int argc, char **argv) {
         goto bad;
     }
     err = NULL;
-    if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err), "stdout", err) < 0)
+    if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err), "stdout", &err) < 0)
         goto bad;
-    if (check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", err) < 0)
+    if (check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", &err) < 0)
         goto bad;
     fy_prepared *pr = NULL;
     int r = fy_prepare(p, NULL, (const char *const *)(argv + i), &pr, &err);
@@ -533,6 +539,62 @@ bad:
     return RUN_BAD_INVOCATION;
 }
 
+/* ---- forgeyard test ---- */
+
+static int cmd_test(int argc, char **argv) {
+    int json = 0;
+    const char *profile = "release";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc)
+            profile = argv[++i];
+        else {
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    int prof = fy_profile_from_name(profile);
+    if (prof < 0) {
+        fprintf(stderr, "%s: unknown profile \"%s\" (development, standard-ci, release, high-assurance)\n", prog,
+                profile);
+        return EXIT_USAGE;
+    }
+    fy_policy *p = NULL;
+    fy_qualify_report *rep = NULL;
+    fy_error *err = NULL;
+    int r = fy_policy_new((uint32_t)prof, &p, &err);
+    if (r >= 0)
+        r = fy_qualify(p, 0, &rep, &err);
+    fy_policy_free(p);
+    if (r < 0) {
+        report("test", err, r);
+        return r == FY_E_UNSUPPORTED ? EXIT_UNSUPPORTED : EXIT_FAIL;
+    }
+    int passed = fy_qualify_passed(rep);
+    if (json) {
+        char *s = NULL;
+        r = fy_qualify_to_json(rep, &s, &err);
+        fy_qualify_report_free(rep);
+        if (r < 0)
+            return report("test", err, r), EXIT_FAIL;
+        printf("%s\n", s);
+        fy_free(s);
+        return passed ? EXIT_OK : EXIT_FAIL;
+    }
+    int n = fy_qualify_probe_count(rep), failed = 0;
+    printf("%-28s %-6s %s\n", "PROBE", "RESULT", "EVIDENCE");
+    for (uint32_t i = 0; i < (uint32_t)n; i++) {
+        int ok = fy_qualify_probe_passed(rep, i) == 1;
+        failed += !ok;
+        printf("%-28s %-6s %s\n", fy_qualify_probe_id(rep, i), ok ? "PASS" : "FAIL", fy_qualify_probe_summary(rep, i));
+    }
+    printf("\nqualification suite %d, profile %s: %d of %d probes passed%s\n", FY_QUALIFY_SUITE_VERSION, profile,
+           n - failed, n, passed ? "" : " (see --json for the evidence)");
+    fy_qualify_report_free(rep);
+    return passed ? EXIT_OK : EXIT_FAIL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -557,6 +619,8 @@ int main(int argc, char **argv) {
         return argc == 2 ? cmd_doctor() : (usage(stderr), EXIT_USAGE);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "test") == 0)
+        return cmd_test(argc - 2, argv + 2);
     if (strcmp(cmd, "gc") == 0 && (argc == 2 || (argc == 4 && strcmp(argv[2], "--state-dir") == 0))) {
         uint64_t n = 0;
         fy_error *err = NULL;

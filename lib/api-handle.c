@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "observe.h"
 
 /* Which ending a result reports when several happen: a security event is
  * never hidden behind a timeout, a resource overrun not behind a cancel;
@@ -84,8 +85,14 @@ int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
     uint64_t wall = prepared->policy->limit[FY_LIMIT_WALL_TIME];
     if (wall != FY_UNLIMITED)
         h->deadline = h->t_start + wall;
+    const struct obs *obs = &prepared->policy->obs;
+    obs_span(obs, "executor.spawn", FY_SPAN_BEGIN, h->t_start, "{\"backend\":\"%s\"}", b->name);
+    obs_span(obs, "executor.wait", FY_SPAN_BEGIN, h->t_start, NULL);
     int r = b->start(h, reterr);
     if (r < 0) {
+        metrics_start_failure(obs->metrics, b->name, prepared->sel.level);
+        obs_span(obs, "executor.spawn", FY_SPAN_END, fy_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
+        obs_span(obs, "executor.wait", FY_SPAN_END, fy_now_usec(), NULL);
         handle_release(h);
         return r;
     }
@@ -118,7 +125,44 @@ int fy_handle_get_timeout_usec(fy_handle *h, uint64_t *ret_usec) {
     return 0;
 }
 
+/* Once per attempt, when its result exists: the spans measured inside the
+ * sandbox (with their own times), audit events and metrics. */
+static void report_result(fy_handle *h) {
+    const struct obs *obs = &h->pr->policy->obs;
+    const fy_result *r = h->result;
+    uint64_t t = h->t_start, iso = r->stage[FY_STAGE_ISOLATION], fs = r->stage[FY_STAGE_FILESYSTEM],
+             ex = r->stage[FY_STAGE_EXEC];
+    obs_span(obs, "sandbox.network", FY_SPAN_BEGIN, t, NULL);
+    obs_span(obs, "sandbox.network", FY_SPAN_END, t + iso, NULL);
+    obs_span(obs, "sandbox.mount", FY_SPAN_BEGIN, t + iso, NULL);
+    obs_span(obs, "sandbox.mount", FY_SPAN_END, t + iso + fs, NULL);
+    obs_span(obs, "executor.spawn", FY_SPAN_END, t + iso + fs + ex, NULL);
+    uint64_t end = fy_now_usec();
+    if (h->cancel_started) {
+        obs_span(obs, "executor.cancel", FY_SPAN_BEGIN, h->cancel_started, "{\"outcome\":\"%s\"}",
+                 fy_outcome_name(r->outcome));
+        obs_span(obs, "executor.cancel", FY_SPAN_END, end, NULL);
+    }
+    obs_span(obs, "sandbox.cleanup", FY_SPAN_BEGIN, end - r->stage[FY_STAGE_CLEANUP], NULL);
+    obs_span(obs, "sandbox.cleanup", FY_SPAN_END, end, NULL);
+    obs_span(obs, "executor.wait", FY_SPAN_END, end, "{\"outcome\":\"%s\"}", fy_outcome_name(r->outcome));
+    if (r->outcome == FY_OUTCOME_SANDBOX_VIOLATION)
+        obs_audit(obs, FY_AUDIT_VIOLATION, "%s", r->detail ? r->detail : "violation");
+    bool left = false;
+    for (int k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++)
+        left |= r->left[k] != 0;
+    if (left)
+        obs_audit(obs, FY_AUDIT_CLEANUP_FAILURE, "left after cleanup: %llu processes, %llu cgroups, %llu files",
+                  (unsigned long long)r->left[FY_LEFT_PROCESSES], (unsigned long long)r->left[FY_LEFT_CGROUPS],
+                  (unsigned long long)r->left[FY_LEFT_FILES]);
+    metrics_result(obs->metrics, h->backend->name, r);
+}
+
 static int finish(fy_handle *h, fy_result **ret_result) {
+    if (!h->reported) {
+        h->reported = true;
+        report_result(h);
+    }
     if (ret_result)
         *ret_result = result_ref(h->result);
     return 1;
@@ -136,6 +180,7 @@ int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
             /* EAGAIN: already consumed */
         }
         if (h->end == END_NONE) {
+            h->cancel_started = fy_now_usec();
             handle_end(h, END_CANCEL, FY_STEP_CANCEL, 0, "cancelled (%s)", fy_cancel_reason_name(c));
             h->cancel_reason = c;
             h->backend->terminate(h);

@@ -64,7 +64,14 @@ int fy_policy_load_json(fy_policy *policy, const char *json, size_t len, fy_erro
     fy_policy *copy = policy_dup(policy);
     if (!copy)
         return oom(reterr);
-    int r = policy_from_json(copy, json ? json : "", len, reterr); /* validates too */
+    fy_error *e = NULL;
+    int r = policy_from_json(copy, json ? json : "", len, &e); /* validates too */
+    if (r == FY_E_POLICY && e && e->message && strstr(e->message, "organization minimum"))
+        obs_audit(&policy->obs, FY_AUDIT_DOWNGRADE_REJECTED, "%s: %s", e->location ? e->location : "$", e->message);
+    if (reterr)
+        *reterr = e;
+    else
+        fy_error_free(e);
     if (r >= 0)
         policy_swap(policy, copy);
     policy_destroy(copy);

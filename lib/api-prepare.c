@@ -184,10 +184,14 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "policy or ret is NULL");
     if (policy->origin_pid != fy_getpid_cached() || (caps && caps->origin_pid != fy_getpid_cached()))
         return err_set(reterr, FY_E_FORKED, FY_STEP_PREPARE, 0, NULL, "object was created in another process");
-    int r = policy_validate(policy, reterr);
-    if (r < 0)
-        return r;
     uint64_t t0 = fy_now_usec();
+    const struct obs *obs = &policy->obs;
+    obs_span(obs, "sandbox.prepare", FY_SPAN_BEGIN, t0, NULL);
+    int r = policy_validate(policy, reterr);
+    if (r < 0) {
+        obs_span(obs, "sandbox.prepare", FY_SPAN_END, fy_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
+        return r;
+    }
     if (!caps && (r = caps_get_cached(&caps, reterr)) < 0)
         return r;
     fy_prepared *pr = calloc(1, sizeof(*pr));
@@ -210,9 +214,16 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     if (pr->sel.backend->compile && (r = pr->sel.backend->compile(pr, reterr)) < 0)
         goto fail;
     pr->prepare_usec = fy_now_usec() - t0;
+    metrics_prepare(obs->metrics, pr->sel.backend->name, pr->sel.level, pr->prepare_usec);
+    obs_span(obs, "sandbox.prepare", FY_SPAN_END, fy_now_usec(), "{\"backend\":\"%s\",\"level\":\"%s\"}",
+             pr->sel.backend->name, fy_level_name(pr->sel.level));
     *ret = pr;
     return 0;
 fail:
+    if (r == FY_E_UNSUPPORTED)
+        obs_audit(obs, FY_AUDIT_DOWNGRADE_REJECTED, "%s",
+                  reterr && *reterr ? fy_error_message(*reterr) : "the host cannot satisfy the policy");
+    obs_span(obs, "sandbox.prepare", FY_SPAN_END, fy_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
     prepared_destroy(pr);
     return r;
 }

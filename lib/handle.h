@@ -60,6 +60,8 @@ struct fy_handle {
     uint64_t t_start;                     /* CLOCK_MONOTONIC usec at fy_start */
     uint64_t deadline;                    /* wall-clock limit (0: none) */
     fy_result *result;                    /* set when finished */
+    bool reported;                        /* spans, audit and metrics emitted */
+    uint64_t cancel_started;              /* when the soft terminate of a cancel/timeout began */
 };
 
 /* Records the first reason to end the attempt; later ones are ignored. */

@@ -112,6 +112,8 @@ void policy_clear(fy_policy *p) {
 void policy_clear_stdio(fy_policy *p) {
     free(p->state_dir);
     p->state_dir = NULL;
+    metrics_unref(p->obs.metrics);
+    memset(&p->obs, 0, sizeof(p->obs));
     for (int i = 0; i < 3; i++) {
         if (p->stdio[i].fd >= 0)
             close(p->stdio[i].fd);
@@ -158,6 +160,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     struct pol_stdio stdio[3];
     memcpy(stdio, p->stdio, sizeof(stdio));
     char *state_dir = p->state_dir;
+    struct obs obs = p->obs;
     policy_clear(p);
     fy_policy fresh = {0};
     struct vec vs[8] = {p->toolchains, p->binds, p->runtime_paths, p->env_set,
@@ -168,6 +171,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     p->origin_pid = pid;
     memcpy(p->stdio, stdio, sizeof(stdio));
     p->state_dir = state_dir;
+    p->obs = obs;
     p->level_floor = floor;
     p->profile = profile;
 
@@ -422,6 +426,7 @@ fy_policy *policy_dup(const fy_policy *s) {
         ok = ok && dup_str(&p->stdio[i].path, s->stdio[i].path);
     }
     ok = ok && dup_str(&p->state_dir, s->state_dir);
+    metrics_ref(p->obs.metrics); /* the shallow copy took the pointer */
     ok = ok && dup_str(&p->source, s->source) && dup_str(&p->build, s->build) &&
               dup_str(&p->output, s->output) && dup_str(&p->workdir, s->workdir) &&
               dup_str(&p->hostname, s->hostname);

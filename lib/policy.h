@@ -5,6 +5,7 @@
 #define FY_POLICY_H
 
 #include "internal.h"
+#include "observe.h"
 
 /* A growable array of fixed-size items. */
 struct vec {
@@ -44,6 +45,7 @@ struct fy_policy {
     int origin_pid;
     struct pol_stdio stdio[3];  /* host plumbing: not in JSON, kept across profile resets */
     char *state_dir;            /* host plumbing too; NULL: the default */
+    struct obs obs;             /* observability callbacks and metrics (host plumbing) */
     uint32_t fault_step, fault_nth; /* tests only: fail the nth occurrence of a setup step */
     uint32_t delay_stage;           /* qualification only: sleep inside this FY_STAGE_* ... */
     uint64_t delay_usec;            /* ... for this long */

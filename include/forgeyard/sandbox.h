@@ -11,5 +11,7 @@
 #include "fy-prepared.h"
 #include "fy-result.h"
 #include "fy-handle.h"
+#include "fy-qualify.h"
+#include "fy-observe.h"
 
 #endif

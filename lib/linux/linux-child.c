@@ -783,7 +783,9 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         /* No namespaces: orphans of the tree must come back to us. */
         if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
             die(sfd, FY_STEP_SPAWN, errno);
+        delay_in(pl, FY_STAGE_ISOLATION);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
+        delay_in(pl, FY_STAGE_FILESYSTEM);
         write_secrets(a);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
     } else {

@@ -439,7 +439,11 @@ int lx_start(fy_handle *h, fy_error **reterr) {
 
     /* The attempt's cgroups exist before the sandbox does, so that no
      * process of it ever runs unaccounted. */
-    if ((r = cg_create(&pl->cg, &x->cg, reterr)) < 0)
+    const struct obs *obs = &h->pr->policy->obs;
+    obs_span(obs, "sandbox.resource", FY_SPAN_BEGIN, fy_now_usec(), NULL);
+    r = cg_create(&pl->cg, &x->cg, reterr);
+    obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":%s}", x->cg.name ? "true" : "false");
+    if (r < 0)
         goto fail;
     int pidfd = -1;
     struct fy_clone_args ca = {
@@ -580,6 +584,8 @@ void lx_terminate(fy_handle *h) {
     struct lx *x = h->b;
     if (x->kill != KS_NONE || x->reaped)
         return;
+    if (!h->cancel_started)
+        h->cancel_started = fy_now_usec();
     uint64_t grace = h->pr->policy->limit[FY_LIMIT_GRACE];
     if (grace == 0) {
         hard_kill(x, h->pr->plan);

@@ -112,10 +112,16 @@ static bool safe_cgroup(const char *p) {
            strncmp(base + 1, "forgeyard-", 10) == 0 && !strchr(base + 1, '\n');
 }
 
+/* Exactly /dev/shm/forgeyard-attempt-X or /tmp/forgeyard-attempt-X, where X
+ * has no '/': the directories the process level creates, nothing else. */
 static bool safe_scratch(const char *p) {
-    const char *base = strrchr(p, '/');
-    return (strncmp(p, "/dev/shm/", 9) == 0 || strncmp(p, "/tmp/", 5) == 0) && base &&
-           base == strchr(p + 1, '/') && strncmp(base + 1, "forgeyard-attempt-", 18) == 0;
+    static const char *const prefixes[] = {"/dev/shm/forgeyard-attempt-", "/tmp/forgeyard-attempt-"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t n = strlen(prefixes[i]);
+        if (strncmp(p, prefixes[i], n) == 0 && p[n] && !strchr(p + n, '/'))
+            return true;
+    }
+    return false;
 }
 
 /* Strict parser; 0 or FY_E_INVAL. Exposed for the fuzzer. */

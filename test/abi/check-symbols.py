@@ -49,6 +49,7 @@ def header_functions(paths, problems):
         # outside preprocessor lines, but be tolerant of braces).
         for stmt in re.split(r'[;{}]', code):
             stmt = ' '.join(stmt.split())
+            stmt = re.sub(r'^(?:FY_BEGIN_DECLS|FY_END_DECLS)\s*', '', stmt)
             if '(' not in stmt or stmt.startswith('typedef') or not stmt:
                 continue
             names = [n for n in re.findall(r'(' + IDENT + r')\s*\(', stmt)

@@ -1213,6 +1213,98 @@ START_TEST(test_delegated_cgroup) {
 }
 END_TEST
 
+struct seen_spans {
+    char names[64][32];
+    uint32_t phase[64];
+    uint64_t usec[64];
+    int n;
+    int audits[4];
+    char last_audit[256];
+};
+
+static void on_span(void *ud, const char *span, uint32_t phase, uint64_t usec, const char *attrs) {
+    struct seen_spans *s = ud;
+    ck_assert_ptr_nonnull(attrs);
+    ck_assert(attrs[0] == '{');
+    if (s->n < 64) {
+        snprintf(s->names[s->n], sizeof(s->names[0]), "%s", span);
+        s->phase[s->n] = phase;
+        s->usec[s->n] = usec;
+        s->n++;
+    }
+}
+
+static void on_audit(void *ud, uint32_t event, const char *detail) {
+    struct seen_spans *s = ud;
+    if (event < 4)
+        s->audits[event]++;
+    snprintf(s->last_audit, sizeof(s->last_audit), "%s", detail);
+}
+
+static bool span_ok(const struct seen_spans *s, const char *name) {
+    uint64_t b = 0, e = 0;
+    bool hb = false, he = false;
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->names[i], name)) {
+            if (s->phase[i] == FY_SPAN_BEGIN && !hb) {
+                hb = true;
+                b = s->usec[i];
+            } else if (s->phase[i] == FY_SPAN_END && !he) {
+                he = true;
+                e = s->usec[i];
+            }
+        }
+    return hb && he && e >= b;
+}
+
+START_TEST(test_observability) {
+    struct seen_spans seen;
+    memset(&seen, 0, sizeof(seen));
+    fy_metrics *m = NULL;
+    ck_assert_int_eq(fy_metrics_new(&m, NULL), 0);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_trace(p, on_span, &seen, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_audit(p, on_audit, &seen, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_metrics(p, m, NULL), 0);
+    const char *ok[] = {"/bin/true", NULL};
+    struct run r;
+    run_argv(p, ok, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    run_free(&r);
+    static const char *const spans[] = {"sandbox.prepare", "sandbox.resource", "sandbox.network", "sandbox.mount",
+                                        "executor.spawn", "executor.wait", "sandbox.cleanup"};
+    for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++)
+        ck_assert_msg(span_ok(&seen, spans[i]), "span %s missing or unbalanced", spans[i]);
+    /* A violation: audited; a cancel: the executor.cancel span. */
+    run_attack(p, "mount", "", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SANDBOX_VIOLATION);
+    run_free(&r);
+    ck_assert_int_eq(seen.audits[FY_AUDIT_VIOLATION], 1);
+    ck_assert_ptr_nonnull(strstr(seen.last_audit, "mount"));
+    seen.n = 0;
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 200000, NULL), 0);
+    const char *sl[] = {"/bin/sleep", "10", NULL};
+    run_argv(p, sl, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_TIMED_OUT);
+    run_free(&r);
+    ck_assert(span_ok(&seen, "executor.cancel"));
+    /* A policy asking for less than the organization minimum: audited. */
+    ck_assert_int_eq(fy_policy_set_level_floor(p, FY_LEVEL_NAMESPACE, NULL), 0);
+    const char *doc = "{\"isolation\": {\"min_level\": \"process\"}}";
+    ck_assert_int_eq(fy_policy_load_json(p, doc, strlen(doc), NULL), FY_E_POLICY);
+    ck_assert_int_eq(seen.audits[FY_AUDIT_DOWNGRADE_REJECTED], 1);
+    char *json = NULL;
+    ck_assert_int_eq(fy_metrics_to_json(m, &json, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(json, "\"sandbox_violations\": 1"));
+    ck_assert_ptr_nonnull(strstr(json, "\"executor_timeouts\": 1"));
+    ck_assert_ptr_nonnull(strstr(json, "\"executor\": \"linux-namespace\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"count\": 3"));
+    fy_free(json);
+    fy_policy_free(p);
+    fy_metrics_free(m); /* the last reference */
+}
+END_TEST
+
 static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -1351,6 +1443,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_stopped_tree_still_ends);
     tcase_add_test(tc, test_contract_id);
     tcase_add_test(tc, test_delegated_cgroup);
+    tcase_add_test(tc, test_observability);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

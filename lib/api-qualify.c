@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Public entry points: the qualification suite and its report. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "internal.h"
+
+#include "qualify.h"
+
+struct qualify_probe {
+    char *id, *summary;
+    bool passed;
+};
+
+struct fy_qualify_report {
+    bool passed;
+    size_t n;
+    struct qualify_probe *probes;
+    char *json;  /* rendered once: the report is immutable */
+};
+
+void fy_qualify_report_free(fy_qualify_report *r) {
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->probes[i].id);
+        free(r->probes[i].summary);
+    }
+    free(r->probes);
+    free(r->json);
+    free(r);
+}
+
+int fy_qualify(const fy_policy *policy, uint64_t flags, fy_qualify_report **ret, fy_error **reterr) {
+    if (!ret)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_NONE, 0, NULL, "ret is NULL");
+    *ret = NULL;
+    if (flags)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_NONE, 0, NULL, "reserved flags set");
+    json_t *root = NULL;
+    int r = qualify_run(policy, 0, NULL, NULL, &root, reterr);
+    if (r < 0)
+        return r;
+    fy_qualify_report *rep = calloc(1, sizeof(*rep));
+    json_t *probes = json_object_get(root, "probes");
+    size_t n = json_array_size(probes);
+    if (rep)
+        rep->probes = calloc(n ? n : 1, sizeof(*rep->probes));
+    if (!rep || !rep->probes)
+        goto oom;
+    rep->passed = json_is_true(json_object_get(root, "passed"));
+    for (size_t i = 0; i < n; i++, rep->n++) {
+        json_t *p = json_array_get(probes, i);
+        rep->probes[i].id = fy_strdup(json_string_value(json_object_get(p, "id")));
+        rep->probes[i].summary = fy_strdup(json_string_value(json_object_get(p, "summary")));
+        rep->probes[i].passed = json_is_true(json_object_get(p, "passed"));
+        if (!rep->probes[i].id || !rep->probes[i].summary) {
+            rep->n++;
+            goto oom;
+        }
+    }
+    if (!(rep->json = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
+        goto oom;
+    json_decref(root);
+    *ret = rep;
+    return 0;
+oom:
+    json_decref(root);
+    fy_qualify_report_free(rep);
+    return err_set(reterr, FY_E_NOMEM, FY_STEP_NONE, 0, NULL, "out of memory");
+}
+
+int fy_qualify_passed(const fy_qualify_report *r) { return r && r->passed ? 1 : 0; }
+
+int fy_qualify_to_json(const fy_qualify_report *r, char **ret_json, fy_error **reterr) {
+    if (!r || !ret_json)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_JSON, 0, NULL, "report or ret_json is NULL");
+    if (!(*ret_json = fy_strdup(r->json)))
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
+    return 0;
+}
+
+int fy_qualify_probe_count(const fy_qualify_report *r) { return r ? (int)r->n : FY_E_INVAL; }
+
+const char *fy_qualify_probe_id(const fy_qualify_report *r, uint32_t index) {
+    return r && index < r->n ? r->probes[index].id : NULL;
+}
+
+int fy_qualify_probe_passed(const fy_qualify_report *r, uint32_t index) {
+    if (!r)
+        return FY_E_INVAL;
+    return index < r->n ? (r->probes[index].passed ? 1 : 0) : FY_E_RANGE;
+}
+
+const char *fy_qualify_probe_summary(const fy_qualify_report *r, uint32_t index) {
+    return r && index < r->n ? r->probes[index].summary : NULL;
+}
