@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <grp.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <forgeyard/sandbox.h>
@@ -223,6 +225,66 @@ START_TEST(test_process_level_refuses_network_deny) {
 }
 END_TEST
 
+START_TEST(test_process_level_gc) {
+    /* The process level keeps scratch on the host: after a crash of its
+     * owner, fy_gc must find the record and remove the scratch. */
+    deny_userns();
+    char state[128];
+    snprintf(state, sizeof(state), "%s/state", scratch);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t host = fork();
+    if (host == 0) {
+        close(ready[0]);
+        fy_policy *p = NULL;
+        fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL);
+        fy_policy_set_state_dir(p, state, NULL);
+        const char *argv[] = {"/bin/sleep", "30", NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0)
+            _exit(1);
+        if (write(ready[1], "r", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    /* The record names the attempt's scratch directory. */
+    DIR *d = opendir(state);
+    struct dirent *e;
+    char scratch_dir[256] = "";
+    while (d && (e = readdir(d))) {
+        if (!strstr(e->d_name, ".state"))
+            continue;
+        char path[512], buf[4096] = {0};
+        snprintf(path, sizeof(path), "%s/%s", state, e->d_name);
+        FILE *f = fopen(path, "re");
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        char *sc = strstr(buf, "scratch ");
+        if (sc)
+            snprintf(scratch_dir, sizeof(scratch_dir), "%.*s", (int)strcspn(sc + 8, "\n"), sc + 8);
+    }
+    if (d)
+        closedir(d);
+    ck_assert_msg(scratch_dir[0] == '/', "no scratch in the record");
+    ck_assert_int_eq(access(scratch_dir, F_OK), 0);
+    kill(host, SIGKILL);
+    waitpid(host, NULL, 0);
+    uint64_t destroyed = 0;
+    fy_error *err = NULL;
+    int r = fy_gc(state, 0, &destroyed, &err);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(err));
+    ck_assert_uint_eq(destroyed, 1);
+    ck_assert_int_eq(access(scratch_dir, F_OK), -1);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc < 2)
         return 2;
@@ -258,6 +320,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_userns_denied_host);
     tcase_add_test(tc, test_process_level_timeout_kills_tree);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
+    tcase_add_test(tc, test_process_level_gc);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL); /* fork mode: the filter stays in the test child */
