@@ -26,10 +26,7 @@ static bool common_enforce(const fy_caps *c, uint32_t control, const char **why)
     case FY_CONTROL_MEMORY_LIMIT: return cap_for(c, FY_CAP_CGROUP_MEMORY, why);
     case FY_CONTROL_PIDS_LIMIT: return cap_for(c, FY_CAP_CGROUP_PIDS, why);
     case FY_CONTROL_CPU_LIMIT: return cap_for(c, FY_CAP_CGROUP_CPU, why);
-    case FY_CONTROL_IO_LIMIT:
-        /* io.max needs the device of the build directory; not written yet. */
-        *why = "io limits are not implemented by this version of the Linux backend";
-        return false;
+    case FY_CONTROL_IO_LIMIT: return cap_for(c, FY_CAP_CGROUP_IO, why);
     default:
         *why = "unknown control";
         return false;

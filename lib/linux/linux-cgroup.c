@@ -131,7 +131,7 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struc
             goto fail;
         }
         if (plan->v2_limits) {
-            struct { bool on; const char *file; char value[64]; } w[5] = {{0}};
+            struct { bool on; const char *file; char value[96]; } w[5] = {{0}};
             if (plan->version_memory == 2) {
                 w[0].on = w[1].on = true;
                 w[0].file = "memory.max";
@@ -148,6 +148,12 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struc
                 w[3].on = true;
                 w[3].file = "cpu.max";
                 snprintf(w[3].value, sizeof(w[3].value), "%llu 100000", (unsigned long long)(plan->cpu_millis * 100));
+            }
+            if (plan->version_io == 2) {
+                w[4].on = true;
+                w[4].file = "io.max";
+                snprintf(w[4].value, sizeof(w[4].value), "%u:%u rbps=%llu wbps=%llu", plan->io_major, plan->io_minor,
+                         (unsigned long long)plan->io_bps, (unsigned long long)plan->io_bps);
             }
             for (size_t i = 0; i < 5; i++) {
                 if (!w[i].on)
@@ -197,6 +203,14 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struc
             snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->pids);
             if ((e = write_limit(run->v1_dir[c], "pids.max", val, f)) < 0) {
                 r = limit_err(reterr, run->v1_dir[c], "pids.max", -e);
+                goto fail;
+            }
+            break;
+        case CG_BLKIO:
+            snprintf(val, sizeof(val), "%u:%u %llu", plan->io_major, plan->io_minor, (unsigned long long)plan->io_bps);
+            if ((e = write_limit(run->v1_dir[c], "blkio.throttle.read_bps_device", val, f)) < 0 ||
+                (e = write_limit(run->v1_dir[c], "blkio.throttle.write_bps_device", val, f)) < 0) {
+                r = limit_err(reterr, run->v1_dir[c], "blkio.throttle.*_bps_device", -e);
                 goto fail;
             }
             break;
@@ -312,6 +326,32 @@ void cg_usage(const struct cg_plan *plan, const struct cg_run *run, struct cg_us
     }
     if (run->v1_dir[CG_PIDS])
         read_key(run->v1_dir[CG_PIDS], "pids.events", "max", &u->pids_max_events);
+    /* io: v2 io.stat (rbytes=/wbytes= per device), v1 throttle service bytes. */
+    if (run->v2_dir && plan->version_io == 2) {
+        char buf[4096];
+        if (read_file(run->v2_dir, "io.stat", buf, sizeof(buf)) >= 0) {
+            for (char *p = buf; (p = strstr(p, "rbytes=")); p++)
+                u->io_read += strtoull(p + 7, NULL, 10);
+            for (char *p = buf; (p = strstr(p, "wbytes=")); p++)
+                u->io_write += strtoull(p + 7, NULL, 10);
+            u->have_io = true;
+        }
+    }
+    if (run->v1_dir[CG_BLKIO]) {
+        char buf[4096];
+        if (read_file(run->v1_dir[CG_BLKIO], "blkio.throttle.io_service_bytes", buf, sizeof(buf)) >= 0) {
+            for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                char *sp = strchr(line, ' ');
+                if (!sp || strncmp(line, "Total", 5) == 0)
+                    continue;
+                if (strncmp(sp + 1, "Read ", 5) == 0)
+                    u->io_read += strtoull(sp + 6, NULL, 10);
+                else if (strncmp(sp + 1, "Write ", 6) == 0)
+                    u->io_write += strtoull(sp + 7, NULL, 10);
+            }
+            u->have_io = true;
+        }
+    }
     const char *acct = run->v1_dir[CG_CPUACCT];
     uint64_t user_ns, sys_ns;
     if (acct && !u->have_cpu && read_u64(acct, "cpuacct.usage_user", &user_ns) &&

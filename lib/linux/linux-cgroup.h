@@ -27,6 +27,7 @@ struct cg_plan {
     /* limits (FY_UNLIMITED: none) */
     uint64_t memory, swap, pids, cpu_millis, io_bps;
     uint32_t version_memory, version_pids, version_cpu, version_io; /* 0: not enforced */
+    uint32_t io_major, io_minor;  /* the block device behind the workspace (io limits) */
     uint32_t fault_step, fault_nth; /* tests: injected failure */
 };
 

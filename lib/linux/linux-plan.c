@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -365,13 +366,30 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
         {FY_CONTROL_MEMORY_LIMIT, FY_CAP_CGROUP_MEMORY, FY_LIMIT_MEMORY, CG_MEMORY},
         {FY_CONTROL_PIDS_LIMIT, FY_CAP_CGROUP_PIDS, FY_LIMIT_PIDS, CG_PIDS},
         {FY_CONTROL_CPU_LIMIT, FY_CAP_CGROUP_CPU, FY_LIMIT_CPU_MILLIS, CG_CPU},
+        {FY_CONTROL_IO_LIMIT, FY_CAP_CGROUP_IO, FY_LIMIT_IO_BPS, CG_BLKIO},
     };
-    uint32_t *versions[] = {&cg->version_memory, &cg->version_pids, &cg->version_cpu};
-    const char *v1dirs[] = {h->cg1_memory, h->cg1_pids, h->cg1_cpu};
+    uint32_t *versions[] = {&cg->version_memory, &cg->version_pids, &cg->version_cpu, &cg->version_io};
+    const char *v1dirs[] = {h->cg1_memory, h->cg1_pids, h->cg1_cpu, h->cg1_blkio};
+    /* io limits apply to the block device behind the workspace, when there is one. */
+    const char *ws = p->build ? p->build : p->output ? p->output : p->source;
+    struct stat wst;
+    bool io_dev = false;
+    if (ws && stat(ws, &wst) == 0 && major(wst.st_dev) != 0) {
+        char sys[64];
+        snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(wst.st_dev), minor(wst.st_dev));
+        io_dev = access(sys, F_OK) == 0;
+        cg->io_major = major(wst.st_dev);
+        cg->io_minor = minor(wst.st_dev);
+    }
     bool any_v1 = false;
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++) {
         if (sel->control[map[i].control] != FY_CONTROL_STATE_ENFORCED || p->limit[map[i].limit] == FY_UNLIMITED)
             continue;
+        if (map[i].ctl == CG_BLKIO && !io_dev) {
+            if (p->control[FY_CONTROL_IO_LIMIT] == FY_MODE_REQUIRE)
+                return FY_E_UNSUPPORTED;
+            continue; /* preferred: nothing to throttle (tmpfs workspace); reported below */
+        }
         int64_t v = 0;
         fy_caps_value(c, map[i].cap, &v);
         *versions[i] = (uint32_t)v;
@@ -403,7 +421,7 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     json_t *o = json_object();
     if (!o)
         return FY_E_NOMEM;
-    const char *names[] = {"memory", "pids", "cpu"};
+    const char *names[] = {"memory", "pids", "cpu", "io"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
         json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u", *versions[i])
                                                       : json_string(sel->control[map[i].control] == FY_CONTROL_STATE_DROPPED
@@ -798,7 +816,12 @@ hardening:
     pl->fault_nth = p->fault_nth;
     pl->delay_stage = p->delay_stage;
     pl->delay_usec = p->delay_usec;
-    if (compile_cgroups(pl, pr) < 0 || compile_env(pl, pr) < 0)
+    if ((r = compile_cgroups(pl, pr)) == FY_E_UNSUPPORTED) {
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.isolation.controls.io-limit",
+                    "io-limit is required, but no block device is behind the workspace (build, output or source)");
+        goto fail;
+    }
+    if (r < 0 || compile_env(pl, pr) < 0)
         goto oom;
     if (compile_isolation_json(pl, pr, skipped) < 0) {
         skipped = NULL;

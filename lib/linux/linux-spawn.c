@@ -761,6 +761,8 @@ static void finish(fy_handle *h, struct lx *x) {
     if (!r)
         return; /* retried on the next call */
     const struct linux_plan *pl = h->pr->plan;
+    if (pl->cg.enabled)
+        cg_usage(&pl->cg, &x->cg, &x->usage); /* the final figures, OOM kills included */
     r->backend = fy_strdup(h->backend->name);
     r->level = h->pr->sel.level;
     r->isolation_json = fy_strdup(pl->isolation_json);
@@ -852,6 +854,11 @@ static void finish(fy_handle *h, struct lx *x) {
     if (x->usage.have_memory) {
         r->usage[FY_USAGE_MEMORY_PEAK] = x->usage.memory_peak;
         r->usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
+    }
+    if (x->usage.have_io) {
+        r->usage[FY_USAGE_IO_READ_BYTES] = x->usage.io_read;
+        r->usage[FY_USAGE_IO_WRITE_BYTES] = x->usage.io_write;
+        r->usage_known |= (1u << FY_USAGE_IO_READ_BYTES) | (1u << FY_USAGE_IO_WRITE_BYTES);
     }
     r->usage_source = x->cg.v2_dir && pl->cg.v2_limits ? "cgroup v2" : pl->cg.enabled ? "cgroup v1" : NULL;
     r->cgroup_json = fy_strdup(pl->cgroup_json);
