@@ -8,14 +8,26 @@
  *               --ro-bind /usr /usr (+ the /lib, /lib64, /bin symlinks of a
  *               merged-/usr system) --proc /proc --dev /dev --tmpfs /tmp
  *               --cap-drop ALL /usr/bin/true
+ *   runc        runc run of an OCI bundle whose rootfs is busybox-static
+ *               (runc's default spec, terminal off, cgroupsPath relative to
+ *               our own cgroups so nothing is created outside them)
+ *   throughput  1,000 release-profile attempts at concurrency 4 vs bwrap
+ *   file count  lifecycle with a 25,000-file source tree vs a 1-file tree
+ *   capture     1 GiB of stdout: FY_STDIO_FILE (library spool) and
+ *               FY_STDIO_PIPE vs a plain pipe drained by the host into a
+ *               file (all three write the same file system)
  *   memory      host RSS and PSS per concurrently running sandbox, N sleeping
+ *
+ * Everything it creates lives in one mkdtemp directory, removed at exit.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +86,9 @@ static int run_one(fy_prepared *pr) {
         exit(1);
     }
     int ok = fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED;
+    if (!ok)
+        fprintf(stderr, "fy-bench: attempt %s: exit %d, %s\n", fy_outcome_name((uint32_t)fy_result_outcome(res)),
+                fy_result_exit_code(res), fy_result_detail(res) ? fy_result_detail(res) : "");
     fy_result_free(res);
     fy_handle_free(h);
     return ok ? 0 : -1;
@@ -95,12 +110,286 @@ static long read_kb(const char *path, const char *key) {
     return v;
 }
 
+static char workdir[] = "/tmp/fy-bench-XXXXXX";
+
+static void die(const char *what, fy_error *e) {
+    fprintf(stderr, "fy-bench: %s: %s\n", what, e ? fy_error_message(e) : strerror(errno));
+    exit(1);
+}
+
+/* ---- runc: an OCI bundle with a busybox-static rootfs ---- */
+
+static int copy_file(const char *from, const char *to, mode_t mode) {
+    int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    char buf[65536];
+    ssize_t k = 0;
+    while (in >= 0 && out >= 0 && (k = read(in, buf, sizeof(buf))) > 0)
+        if (write(out, buf, (size_t)k) != k) {
+            k = -1;
+            break;
+        }
+    int ok = in >= 0 && out >= 0 && k == 0;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    return ok ? 0 : -1;
+}
+
+static int replace_once(char **buf, const char *from, const char *to) {
+    char *at = strstr(*buf, from);
+    if (!at)
+        return -1;
+    size_t head = (size_t)(at - *buf), fl = strlen(from), tl = strlen(to), total = strlen(*buf);
+    char *n = malloc(total - fl + tl + 1);
+    if (!n)
+        return -1;
+    memcpy(n, *buf, head);
+    memcpy(n + head, to, tl);
+    memcpy(n + head + tl, at + fl, total - head - fl + 1);
+    free(*buf);
+    *buf = n;
+    return 0;
+}
+
+/* Returns 0 and fills bundle/state, or -1 when runc or busybox is missing. */
+static int runc_setup(const char *runc, char *bundle, char *state, size_t n) {
+    char path[512], *cfg = NULL;
+    snprintf(bundle, n, "%s/bundle", workdir);
+    snprintf(state, n, "%s/runc-state", workdir);
+    snprintf(path, sizeof(path), "%s/rootfs", bundle);
+    if (mkdir(bundle, 0700) < 0 || mkdir(path, 0755) < 0)
+        return -1;
+    snprintf(path, sizeof(path), "%s/rootfs/bin", bundle);
+    if (mkdir(path, 0755) < 0)
+        return -1;
+    snprintf(path, sizeof(path), "%s/rootfs/bin/busybox", bundle);
+    if (copy_file("/bin/busybox", path, 0755) < 0)
+        return -1;
+    snprintf(path, sizeof(path), "%s/rootfs/bin/true", bundle);
+    if (symlink("busybox", path) < 0)
+        return -1;
+    char *spec_argv[] = {(char *)runc, "spec", "-b", bundle, NULL};
+    if (spawn_wait(spec_argv) != 0)
+        return -1;
+    snprintf(path, sizeof(path), "%s/config.json", bundle);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    cfg = calloc(1, 1 << 16);
+    size_t len = cfg ? fread(cfg, 1, (1 << 16) - 1, f) : 0;
+    fclose(f);
+    if (!cfg || len == 0)
+        return -1;
+    /* Not interactive; run /bin/true; cgroups relative to our own (a
+     * relative cgroupsPath is created under the caller's cgroup in each
+     * hierarchy, never next to it). */
+    char cg[128];
+    snprintf(cg, sizeof(cg), "\"linux\": {\n\t\t\"cgroupsPath\": \"fy-bench-runc-%d\",", (int)getpid());
+    if (replace_once(&cfg, "\"terminal\": true", "\"terminal\": false") < 0 ||
+        replace_once(&cfg, "\"sh\"\n", "\"/bin/true\"\n") < 0 || replace_once(&cfg, "\"linux\": {", cg) < 0) {
+        free(cfg);
+        return -1;
+    }
+    f = fopen(path, "we");
+    int ok = f && fputs(cfg, f) >= 0;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    free(cfg);
+    return ok ? 0 : -1;
+}
+
+/* ---- throughput: attempts per second at a fixed concurrency ---- */
+
+struct tp {
+    int count, failed;
+    char **bwrap_argv; /* NULL: forgeyard */
+};
+
+static void *tp_thread(void *arg) {
+    struct tp *t = arg;
+    const char *argv_true[] = {"/bin/true", NULL};
+    fy_policy *p = t->bwrap_argv ? NULL : release_policy();
+    for (int i = 0; i < t->count; i++) {
+        if (t->bwrap_argv) {
+            if (spawn_wait(t->bwrap_argv) != 0)
+                t->failed++;
+            continue;
+        }
+        fy_prepared *pr = NULL;
+        if (fy_prepare(p, NULL, argv_true, &pr, NULL) < 0 || run_one(pr) < 0)
+            t->failed++;
+        fy_prepared_free(pr);
+    }
+    fy_policy_free(p);
+    return NULL;
+}
+
+static double throughput(int total, int conc, char **bwrap_argv) {
+    pthread_t th[16];
+    struct tp t[16];
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < conc; i++) {
+        t[i] = (struct tp){total / conc + (i < total % conc), 0, bwrap_argv};
+        if (pthread_create(&th[i], NULL, tp_thread, &t[i]) != 0)
+            die("pthread_create", NULL);
+    }
+    int failed = 0;
+    for (int i = 0; i < conc; i++) {
+        pthread_join(th[i], NULL);
+        failed += t[i].failed;
+    }
+    if (failed)
+        fprintf(stderr, "fy-bench: %d of %d attempts failed\n", failed, total);
+    return total / ((now_ns() - t0) / 1e9);
+}
+
+/* ---- file count: a source tree of N files ---- */
+
+static void make_tree(const char *root, int files) {
+    char path[512];
+    if (mkdir(root, 0755) < 0)
+        die(root, NULL);
+    for (int d = 0; d * 100 < files; d++) {
+        snprintf(path, sizeof(path), "%s/d%03d", root, d);
+        if (mkdir(path, 0755) < 0)
+            die(path, NULL);
+        for (int i = d * 100; i < files && i < (d + 1) * 100; i++) {
+            snprintf(path, sizeof(path), "%s/d%03d/f%05d.c", root, d, i);
+            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (fd < 0 || write(fd, "int x;\n", 7) != 7)
+                die(path, NULL);
+            close(fd);
+        }
+    }
+}
+
+static fy_policy *source_policy(const char *src) {
+    fy_policy *p = release_policy();
+    fy_error *e = NULL;
+    if (fy_policy_set_source(p, src, 0, &e) < 0)
+        die("fy_policy_set_source", e);
+    return p;
+}
+
+static uint64_t lifecycle_ns(fy_policy *p, const char *const *argv) {
+    uint64_t t0 = now_ns();
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    if (fy_prepare(p, NULL, argv, &pr, &e) < 0)
+        die("fy_prepare", e);
+    if (run_one(pr) < 0)
+        exit(1);
+    fy_prepared_free(pr);
+    return now_ns() - t0;
+}
+
+/* ---- capture: 1 GiB of stdout ---- */
+
+#define CAPTURE_BYTES "1073741824"
+
+static uint64_t drain(int from, const char *to) {
+    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (out < 0)
+        die(to, NULL);
+    static char buf[1 << 16];
+    uint64_t total = 0;
+    ssize_t k;
+    while ((k = read(from, buf, sizeof(buf))) > 0 || (k < 0 && errno == EINTR)) {
+        if (k < 0)
+            continue;
+        if (write(out, buf, (size_t)k) != k)
+            die("write", NULL);
+        total += (uint64_t)k;
+    }
+    close(out);
+    return total;
+}
+
+static uint64_t capture_plain(const char *file) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        die("pipe", NULL);
+    char *argv[] = {"/usr/bin/head", "-c", CAPTURE_BYTES, "/dev/zero", NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    uint64_t t0 = now_ns();
+    pid_t pid;
+    if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0)
+        die("posix_spawn", NULL);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    uint64_t got = drain(fds[0], file);
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    uint64_t t = now_ns() - t0;
+    unlink(file);
+    if (got != 1073741824u)
+        die("plain pipe: short read", NULL);
+    return t;
+}
+
+static uint64_t capture_fy(uint32_t mode, const char *file) {
+    const char *argv[] = {"/usr/bin/head", "-c", CAPTURE_BYTES, "/dev/zero", NULL};
+    fy_policy *p = release_policy();
+    fy_error *e = NULL;
+    if (fy_policy_set_limit(p, FY_LIMIT_OUTPUT, 2ull << 30, &e) < 0 ||
+        fy_policy_set_stdio(p, FY_STDOUT, mode, -1, mode == FY_STDIO_FILE ? file : NULL, &e) < 0)
+        die("capture policy", e);
+    uint64_t t0 = now_ns();
+    fy_prepared *pr = NULL;
+    fy_handle *h = NULL;
+    fy_result *res = NULL;
+    if (fy_prepare(p, NULL, argv, &pr, &e) < 0 || fy_start(pr, &h, &e) < 0)
+        die("capture start", e);
+    if (mode == FY_STDIO_PIPE && drain(fy_handle_get_stdio_fd(h, FY_STDOUT), file) != 1073741824u)
+        die("capture: short pipe read", NULL);
+    if (fy_handle_wait(h, FY_UNLIMITED, &res, &e) != 1)
+        die("capture wait", e);
+    uint64_t t = now_ns() - t0;
+    struct stat sb;
+    if (fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED || fy_result_output_truncated(res) ||
+        stat(file, &sb) < 0 || sb.st_size != 1073741824)
+        die("capture: the sandbox did not deliver 1 GiB", NULL);
+    unlink(file);
+    fy_result_free(res);
+    fy_handle_free(h);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    return t;
+}
+
+static void cleanup_dirs(void) {
+    char *rm1[] = {"/bin/rm", "-rf", "--one-file-system", workdir, NULL};
+    spawn_wait(rm1);
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 200;
     int sleepers = argc > 2 ? atoi(argv[2]) : 200;
+    if (n < 1 || sleepers < 0) {
+        fprintf(stderr, "usage: fy-bench [RUNS] [SLEEPERS]\n");
+        return 2;
+    }
+    if (!mkdtemp(workdir))
+        die("mkdtemp", NULL);
+    atexit(cleanup_dirs);
+    /* The sandbox's identity is an unprivileged mapped uid: it must be able
+     * to traverse to the source trees. */
+    if (chmod(workdir, 0755) < 0)
+        die("chmod", NULL);
     const char *bwrap = access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : NULL;
+    const char *runc = access("/usr/sbin/runc", X_OK) == 0 ? "/usr/sbin/runc"
+                       : access("/usr/bin/runc", X_OK) == 0 ? "/usr/bin/runc" : NULL;
+    char bundle[256], runc_state[256];
+    if (runc && (getuid() != 0 || runc_setup(runc, bundle, runc_state, sizeof(bundle)) < 0)) {
+        fprintf(stderr, "fy-bench: runc needs root and /bin/busybox (busybox-static); skipping it\n");
+        runc = NULL;
+    }
     uint64_t *t_life = calloc((size_t)n, 8), *t_start = calloc((size_t)n, 8), *t_fork = calloc((size_t)n, 8),
-             *t_bwrap = calloc((size_t)n, 8);
+             *t_bwrap = calloc((size_t)n, 8), *t_runc = calloc((size_t)n, 8);
     const char *argv_true[] = {"/bin/true", NULL};
     char *fork_argv[] = {"/usr/bin/true", NULL};
     /* The flags, plus the merged-/usr symlinks the dynamic loader needs. */
@@ -108,6 +397,8 @@ int main(int argc, char **argv) {
                           "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
                           "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--cap-drop", "ALL",
                           "/usr/bin/true", NULL};
+    char runc_id[64];
+    char *runc_argv[] = {(char *)runc, "--root", runc_state, "run", "-b", bundle, runc_id, NULL};
     fy_caps *caps = NULL;
     fy_probe(FY_PROBE_NO_VM, &caps, NULL); /* warm the probe cache outside the timings */
     fy_caps_free(caps);
@@ -134,25 +425,83 @@ int main(int argc, char **argv) {
             bwrap = NULL;
         }
         uint64_t t4 = now_ns();
+        snprintf(runc_id, sizeof(runc_id), "fy-bench-%d-%d", (int)getpid(), i);
+        if (runc && spawn_wait(runc_argv) != 0) {
+            fprintf(stderr, "runc failed; skipping it\n");
+            runc = NULL;
+        }
+        uint64_t t5 = now_ns();
         t_life[i] = t1 - t0;
         t_start[i] = t2 - t1;
         t_fork[i] = t3 - t2;
         t_bwrap[i] = t4 - t3;
+        t_runc[i] = t5 - t4;
     }
     double life = median_ms(t_life, n), start = median_ms(t_start, n), fork = median_ms(t_fork, n);
+    double bw = bwrap ? median_ms(t_bwrap, n) : 0;
     printf("fy-bench: %d runs each, medians, %s\n", n, getuid() == 0 ? "as root" : "rootless");
-    printf("  %-34s %8.3f ms\n", "bare fork+exec /usr/bin/true", fork);
+    printf("  %-40s %9.3f ms\n", "bare fork+exec /usr/bin/true", fork);
+    if (bwrap)
+        printf("  %-40s %9.3f ms\n", "bwrap (strict flags)", bw);
+    else
+        printf("  bwrap not installed: no peer ratios\n");
+    if (runc)
+        printf("  %-40s %9.3f ms   ratio to bwrap %.2fx\n", "runc run (busybox bundle)", median_ms(t_runc, n),
+               bw > 0 ? median_ms(t_runc, n) / bw : 0);
+    printf("  %-40s %9.3f ms   ratio to bwrap %.2fx (target <= 0.50x)\n", "forgeyard lifecycle (release)", life,
+           bw > 0 ? life / bw : 0);
+    printf("  %-40s %9.3f ms   ratio to bwrap %.2fx\n", "forgeyard start+wait (shared plan)", start,
+           bw > 0 ? start / bw : 0);
+
+    /* Throughput: 1,000 attempts at concurrency 4. */
+    double fy_tp = throughput(1000, 4, NULL);
     if (bwrap) {
-        double bw = median_ms(t_bwrap, n);
-        printf("  %-34s %8.3f ms\n", "bwrap (strict flags)", bw);
-        printf("  %-34s %8.3f ms   ratio to bwrap %.2fx (target <= 0.50x)\n", "forgeyard lifecycle (release)", life,
-               life / bw);
-        printf("  %-34s %8.3f ms   ratio to bwrap %.2fx\n", "forgeyard start+wait (shared plan)", start, start / bw);
+        double bw_tp = throughput(1000, 4, bwrap_argv);
+        printf("  %-40s %9.1f /s   bwrap %.1f /s, ratio %.2fx (target >= 2x)\n",
+               "throughput, 1000 attempts, 4 at once", fy_tp, bw_tp, fy_tp / bw_tp);
     } else {
-        printf("  bwrap not installed: no peer ratio\n");
-        printf("  %-34s %8.3f ms\n", "forgeyard lifecycle (release)", life);
-        printf("  %-34s %8.3f ms\n", "forgeyard start+wait (shared plan)", start);
+        printf("  %-40s %9.1f /s\n", "throughput, 1000 attempts, 4 at once", fy_tp);
     }
+
+    /* File count: cost must not grow with the source tree. */
+    char small[300], big[300];
+    snprintf(small, sizeof(small), "%s/src-1", workdir);
+    snprintf(big, sizeof(big), "%s/src-25000", workdir);
+    make_tree(small, 1);
+    make_tree(big, 25000);
+    fy_policy *p_small = source_policy(small), *p_big = source_policy(big);
+    int fn = n < 100 ? n : 100;
+    uint64_t *t_small = calloc((size_t)fn, 8), *t_big = calloc((size_t)fn, 8);
+    const char *argv_ls[] = {"/bin/ls", "/work/source", NULL};
+    for (int i = 0; i < fn; i++) {
+        t_small[i] = lifecycle_ns(p_small, argv_ls);
+        t_big[i] = lifecycle_ns(p_big, argv_ls);
+    }
+    double ms_small = median_ms(t_small, fn), ms_big = median_ms(t_big, fn);
+    printf("  %-40s %9.3f ms   1-file tree %.3f ms, ratio %.2f (target <= 1.10)\n",
+           "lifecycle, 25,000-file source tree", ms_big, ms_small, ms_big / ms_small);
+    fy_policy_free(p_small);
+    fy_policy_free(p_big);
+
+    /* Capture: 1 GiB of stdout, three times each, interleaved. */
+    enum { CAP_RUNS = 3 };
+    uint64_t c_plain[CAP_RUNS], c_file[CAP_RUNS], c_pipe[CAP_RUNS];
+    char cap[300];
+    snprintf(cap, sizeof(cap), "%s/out", workdir);
+    for (int i = 0; i < CAP_RUNS; i++) {
+        c_plain[i] = capture_plain(cap);
+        c_file[i] = capture_fy(FY_STDIO_FILE, cap);
+        c_pipe[i] = capture_fy(FY_STDIO_PIPE, cap);
+    }
+    double m_plain = median_ms(c_plain, CAP_RUNS), m_file = median_ms(c_file, CAP_RUNS),
+           m_pipe = median_ms(c_pipe, CAP_RUNS);
+    printf("  %-40s %9.1f MiB/s   (the host drains it into a file)\n", "1 GiB stdout, plain pipe", 1024 / (m_plain / 1e3));
+    printf("  %-40s %9.1f MiB/s   ratio %.2fx (target >= 0.80x)\n", "1 GiB stdout, FY_STDIO_FILE capture",
+           1024 / (m_file / 1e3), m_plain / m_file);
+    printf("  %-40s %9.1f MiB/s   ratio %.2fx\n", "1 GiB stdout, FY_STDIO_PIPE", 1024 / (m_pipe / 1e3),
+           m_plain / m_pipe);
+    fflush(stdout);
+
     /* Memory: N sandboxes sleeping at once. */
     const char *argv_sleep[] = {"/bin/sleep", "60", NULL};
     fy_prepared *sleep_plan = NULL;
