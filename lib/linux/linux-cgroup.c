@@ -75,6 +75,24 @@ static bool read_key(const char *dir, const char *file, const char *key, uint64_
     return false;
 }
 
+/* Two keys of one "key value" file, read once. */
+static bool read_key2(const char *dir, const char *file, const char *k1, uint64_t *o1, const char *k2, uint64_t *o2) {
+    char buf[4096];
+    if (read_file(dir, file, buf, sizeof(buf)) < 0)
+        return false;
+    size_t l1 = strlen(k1), l2 = strlen(k2);
+    bool f1 = false, f2 = false;
+    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!f1 && strncmp(line, k1, l1) == 0 && line[l1] == ' ') {
+            *o1 = strtoull(line + l1 + 1, NULL, 10);
+            f1 = true;
+        } else if (!f2 && strncmp(line, k2, l2) == 0 && line[l2] == ' ') {
+            *o2 = strtoull(line + l2 + 1, NULL, 10);
+            f2 = true;
+        }
+    return f1 && f2;
+}
+
 static bool read_u64(const char *dir, const char *file, uint64_t *out) {
     char buf[64];
     if (read_file(dir, file, buf, sizeof(buf)) < 0)
@@ -306,8 +324,7 @@ void cg_usage(const struct cg_plan *plan, const struct cg_run *run, struct cg_us
     memset(u, 0, sizeof(*u));
     if (run->v2_dir) {
         uint64_t v;
-        if (read_key(run->v2_dir, "cpu.stat", "user_usec", &u->cpu_user_usec) &&
-            read_key(run->v2_dir, "cpu.stat", "system_usec", &u->cpu_system_usec))
+        if (read_key2(run->v2_dir, "cpu.stat", "user_usec", &u->cpu_user_usec, "system_usec", &u->cpu_system_usec))
             u->have_cpu = true;
         if (plan->version_memory == 2 && read_u64(run->v2_dir, "memory.peak", &v)) {
             u->memory_peak = v;

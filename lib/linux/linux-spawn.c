@@ -807,6 +807,10 @@ static void finish(fy_handle *h, struct lx *x) {
             r->detail = fy_asprintf("memory limit of %llu bytes", (unsigned long long)pl->cg.memory);
     } else if (h->end == END_RESOURCE) {
         r->outcome = FY_OUTCOME_RESOURCE_EXCEEDED;
+    } else if (x->usage.pids_max_events && h->end == END_NONE) {
+        /* The limit was hit between two polls: the final figures say so. */
+        r->outcome = FY_OUTCOME_RESOURCE_EXCEEDED;
+        r->detail = fy_strdup("pids");
     } else if (h->end == END_INFRA) {
         r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
         r->err_step = h->infra_step;
@@ -902,7 +906,7 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         if (x->drain_rd[i] >= 0)
             drain_output(h, x, i);
     uint64_t now = fy_now_usec();
-    if (h->pr->plan && ((const struct linux_plan *)h->pr->plan)->cg.enabled && !x->reaped) {
+    if (h->pr->plan && ((const struct linux_plan *)h->pr->plan)->cg.enabled && !x->reaped && now >= x->next_poll) {
         /* The cgroup says when a limit was hit; end the attempt at once. */
         const struct linux_plan *cpl = h->pr->plan;
         cg_usage(&cpl->cg, &x->cg, &x->usage);
