@@ -639,7 +639,7 @@ static int parse_secrets(fy_policy *p, const json_t *v, const char *loc, fy_erro
         if ((r = want(it, JSON_OBJECT, "an object", l, reterr)) < 0 || (r = check_keys(it, keys, l, reterr)) < 0)
             return r;
         const char *name, *target = NULL, *file = NULL;
-        uint32_t delivery;
+        uint32_t delivery = 0;
         json_t *f;
         sub(l2, l, "name");
         if (!(f = json_object_get(it, "name")))
