@@ -298,8 +298,8 @@ struct run_opts {
 
 /* Applies one JSON fragment through the library's own parser, so sizes and
  * durations are read exactly as in policy files. */
-__attribute__((format(printf, 3, 0))) static int apply_json(fy_policy *p, const char *opt, const char *fmt,
-                                                          const char *value) {
+/* fmt holds exactly one %s, replaced by value. */
+static int apply_json(fy_policy *p, const char *opt, const char *fmt, const char *value) {
     char *json = NULL;
     /* value is embedded as a JSON string: refuse characters that need escaping. */
     for (const char *c = value; *c; c++)
@@ -307,7 +307,8 @@ __attribute__((format(printf, 3, 0))) static int apply_json(fy_policy *p, const 
             fprintf(stderr, "%s: %s: invalid value \"%s\"\n", prog, opt, value);
             return -1;
         }
-    if (asprintf(&json, fmt, value) < 0)
+    const char *at = strstr(fmt, "%s");
+    if (!at || asprintf(&json, "%.*s%s%s", (int)(at - fmt), fmt, value, at + 2) < 0)
         return -1;
     fy_error *err = NULL;
     int r = fy_policy_load_json(p, json, strlen(json), &err);
