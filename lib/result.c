@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Results: construction, accessors, JSON. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,60 +119,221 @@ int fy_result_stage_usec(const fy_result *r, uint32_t stage, uint64_t *ret_usec)
     return 0;
 }
 
+/* Rendering an evidence record. A value that cannot be carried as it is
+ * (text that is not UTF-8, a count above the JSON integer range) is altered
+ * in a documented way and its member path is listed in "altered", so that no
+ * member is ever dropped and no alteration goes unnoticed. See
+ * forgeyard-sandbox(7), EVIDENCE RECORD. */
+#define ALTERED_MAX 32
+
+struct render {
+    const char *altered[ALTERED_MAX]; /* static member paths */
+    size_t naltered;
+    bool failed; /* a json_* allocation failed */
+};
+
+static void mark_altered(struct render *rd, const char *path) {
+    if (rd->naltered < ALTERED_MAX)
+        rd->altered[rd->naltered++] = path;
+}
+
+/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF) at s[0..n), or 0 when there is none. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+/* A string member: null for NULL; otherwise the text, with every byte that
+ * does not start a well-formed UTF-8 sequence replaced by U+FFFD (and the
+ * member listed in "altered"). NULL only when out of memory. */
+static json_t *text_value(struct render *rd, const char *path, const char *s, size_t n) {
+    if (!s)
+        return json_null();
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, l;
+    while (i < n && (l = utf8_seq_len(u + i, n - i)))
+        i += l;
+    if (i == n)
+        return json_stringn(s, n);
+    if (n > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *buf = malloc(3 * n + 1), *o = buf;
+    if (!buf)
+        return NULL;
+    for (i = 0; i < n;) {
+        l = utf8_seq_len(u + i, n - i);
+        if (l) {
+            memcpy(o, s + i, l);
+            o += l;
+            i += l;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    mark_altered(rd, path);
+    json_t *v = json_stringn(buf, (size_t)(o - buf));
+    free(buf);
+    return v;
+}
+
+/* A counter: JSON integers are signed 64-bit, so values above INT64_MAX are
+ * rendered as INT64_MAX and the member is listed in "altered". */
+static json_t *count_value(struct render *rd, const char *path, uint64_t v) {
+    if (v > (uint64_t)INT64_MAX) {
+        mark_altered(rd, path);
+        v = (uint64_t)INT64_MAX;
+    }
+    return json_integer((json_int_t)v);
+}
+
+/* The name of an enumerated value; "unknown" for a value without one. */
+static json_t *name_value(const char *name) { return json_string(name ? name : "unknown"); }
+
+static void put(struct render *rd, json_t *obj, const char *key, json_t *value) {
+    if (!obj || !value) {
+        json_decref(value);
+        rd->failed = true;
+    } else if (json_object_set_new(obj, key, value) < 0) {
+        rd->failed = true; /* json_object_set_new released value */
+    }
+}
+
+static int cmp_paths(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Parses a JSON object the backend recorded (isolation, limits). */
+static int load_object(const char *what, const char *text, json_t **ret, fy_error **reterr) {
+    json_error_t jerr;
+    json_t *v = json_loads(text, 0, &jerr);
+    if (!v && json_error_code(&jerr) == json_error_out_of_memory)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
+    if (!v)
+        return err_set(reterr, FY_E_INTERNAL, FY_STEP_JSON, 0, NULL,
+                       "the %s record is not valid JSON: %s (at byte %d)", what, jerr.text, jerr.position);
+    if (!json_is_object(v)) {
+        json_decref(v);
+        return err_set(reterr, FY_E_INTERNAL, FY_STEP_JSON, 0, NULL, "the %s record is not a JSON object", what);
+    }
+    *ret = v;
+    return 0;
+}
+
 int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
     if (!r || !ret_json)
         return err_set(reterr, FY_E_INVAL, FY_STEP_JSON, 0, NULL, "result or ret_json is NULL");
-    json_t *root = json_object(), *st = json_object();
-    json_t *iso = r->isolation_json ? json_loads(r->isolation_json, 0, NULL) : json_object();
-    if (!root || !st || !iso) {
-        json_decref(root);
-        json_decref(st);
-        json_decref(iso);
-        return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
-    }
-    /* The evidence record (schema documented in forgeyard-sandbox(7)). */
-    json_object_set_new(root, "version", json_integer(1));
-    json_object_set_new(root, "library", json_string(FY_VERSION_STRING));
-    json_object_set_new(root, "kernel", r->kernel ? json_string(r->kernel) : json_null());
-    json_object_set_new(root, "contract_id", r->contract_id[0] ? json_string(r->contract_id) : json_null());
-    json_object_set_new(root, "outcome", json_string(fy_outcome_name(r->outcome)));
-    json_object_set_new(root, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
-    json_object_set_new(root, "signal", r->signal ? json_integer(r->signal) : json_null());
-    json_object_set_new(root, "cancel_reason",
-                        r->cancel_reason ? json_string(fy_cancel_reason_name(r->cancel_reason)) : json_null());
-    json_object_set_new(root, "detail", r->detail ? json_string(r->detail) : json_null());
-    if (r->outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE) {
-        json_object_set_new(root, "error_step", json_string(fy_step_name(r->err_step)));
-        json_object_set_new(root, "error_os_code", json_integer(r->err_os));
-    }
-    json_object_set_new(root, "backend", r->backend ? json_string(r->backend) : json_null());
-    json_object_set_new(root, "level", json_string(fy_level_name(r->level)));
-    for (uint32_t s = FY_STAGE_PREPARE; s <= FY_STAGE_CLEANUP; s++)
-        json_object_set_new(st, stage_names[s], json_integer((json_int_t)r->stage[s]));
-    json_object_set_new(root, "stage_usec", st);
-    json_object_set_new(root, "output_bytes", json_integer((json_int_t)r->output_bytes));
-    json_object_set_new(root, "output_truncated", json_boolean(r->truncated));
-    json_object_set_new(root, "isolation", iso);
+    static const char *const stage_paths[] = {
+        [FY_STAGE_PREPARE] = "stage_usec.prepare",       [FY_STAGE_ISOLATION] = "stage_usec.isolation",
+        [FY_STAGE_FILESYSTEM] = "stage_usec.filesystem", [FY_STAGE_EXEC] = "stage_usec.exec",
+        [FY_STAGE_RUN] = "stage_usec.run",               [FY_STAGE_OUTPUT] = "stage_usec.output",
+        [FY_STAGE_CLEANUP] = "stage_usec.cleanup",
+    };
     static const char *const usage_keys[] = {
         [FY_USAGE_WALL_USEC] = "wall_usec", [FY_USAGE_CPU_USER_USEC] = "cpu_user_usec",
         [FY_USAGE_CPU_SYSTEM_USEC] = "cpu_system_usec", [FY_USAGE_MEMORY_PEAK] = "memory_peak_bytes",
         [FY_USAGE_IO_READ_BYTES] = "io_read_bytes", [FY_USAGE_IO_WRITE_BYTES] = "io_write_bytes",
     };
+    static const char *const usage_paths[] = {
+        [FY_USAGE_WALL_USEC] = "usage.wall_usec", [FY_USAGE_CPU_USER_USEC] = "usage.cpu_user_usec",
+        [FY_USAGE_CPU_SYSTEM_USEC] = "usage.cpu_system_usec", [FY_USAGE_MEMORY_PEAK] = "usage.memory_peak_bytes",
+        [FY_USAGE_IO_READ_BYTES] = "usage.io_read_bytes", [FY_USAGE_IO_WRITE_BYTES] = "usage.io_write_bytes",
+    };
+    static const char *const left_keys[] = {
+        [FY_LEFT_PROCESSES] = "processes_left", [FY_LEFT_MOUNTS] = "mounts_left",
+        [FY_LEFT_CGROUPS] = "cgroups_left", [FY_LEFT_FILES] = "files_left",
+    };
+    static const char *const left_paths[] = {
+        [FY_LEFT_PROCESSES] = "cleanup.processes_left", [FY_LEFT_MOUNTS] = "cleanup.mounts_left",
+        [FY_LEFT_CGROUPS] = "cleanup.cgroups_left", [FY_LEFT_FILES] = "cleanup.files_left",
+    };
+
+    /* The backend's own JSON first: a record that is not a JSON object is a
+     * library bug, reported as such rather than rendered as something else. */
+    json_t *iso = NULL, *lim = NULL;
+    int rc;
+    if (r->isolation_json && (rc = load_object("isolation", r->isolation_json, &iso, reterr)) < 0)
+        return rc;
+    if (r->cgroup_json && (rc = load_object("limits", r->cgroup_json, &lim, reterr)) < 0) {
+        json_decref(iso);
+        return rc;
+    }
+
+    struct render rd = {.naltered = 0};
+    json_t *root = json_object();
+    /* The evidence record (schema documented in forgeyard-sandbox(7)). */
+    put(&rd, root, "version", json_integer(1));
+    put(&rd, root, "library", json_string(FY_VERSION_STRING));
+    put(&rd, root, "kernel", text_value(&rd, "kernel", r->kernel, r->kernel ? strlen(r->kernel) : 0));
+    /* contract_id is a fixed buffer: never read past it, even unterminated. */
+    size_t cid_len = strnlen(r->contract_id, sizeof(r->contract_id));
+    put(&rd, root, "contract_id", cid_len ? text_value(&rd, "contract_id", r->contract_id, cid_len) : json_null());
+    put(&rd, root, "outcome", name_value(fy_outcome_name(r->outcome)));
+    put(&rd, root, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
+    put(&rd, root, "signal", r->signal ? json_integer(r->signal) : json_null());
+    put(&rd, root, "cancel_reason", r->cancel_reason ? name_value(fy_cancel_reason_name(r->cancel_reason)) : json_null());
+    put(&rd, root, "detail", text_value(&rd, "detail", r->detail, r->detail ? strlen(r->detail) : 0));
+    if (r->outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE) {
+        put(&rd, root, "error_step", name_value(fy_step_name(r->err_step)));
+        put(&rd, root, "error_os_code", json_integer(r->err_os));
+    }
+    put(&rd, root, "backend", text_value(&rd, "backend", r->backend, r->backend ? strlen(r->backend) : 0));
+    put(&rd, root, "level", name_value(fy_level_name(r->level)));
+    json_t *st = json_object();
+    for (uint32_t s = FY_STAGE_PREPARE; s <= FY_STAGE_CLEANUP; s++)
+        put(&rd, st, stage_names[s], count_value(&rd, stage_paths[s], r->stage[s]));
+    put(&rd, root, "stage_usec", st);
+    put(&rd, root, "output_bytes", count_value(&rd, "output_bytes", r->output_bytes));
+    put(&rd, root, "output_truncated", json_boolean(r->truncated));
+    put(&rd, root, "isolation", iso ? iso : json_object());
     json_t *us = json_object();
     for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_IO_WRITE_BYTES; k++)
-        json_object_set_new(us, usage_keys[k],
-                            (r->usage_known & (1u << k)) ? json_integer((json_int_t)r->usage[k]) : json_null());
-    json_object_set_new(us, "source", r->usage_source ? json_string(r->usage_source) : json_null());
-    json_object_set_new(root, "usage", us);
+        put(&rd, us, usage_keys[k],
+            (r->usage_known & (1u << k)) ? count_value(&rd, usage_paths[k], r->usage[k]) : json_null());
+    put(&rd, us, "source",
+        text_value(&rd, "usage.source", r->usage_source, r->usage_source ? strlen(r->usage_source) : 0));
+    put(&rd, root, "usage", us);
     json_t *cl = json_object();
-    json_object_set_new(cl, "processes_left", json_integer((json_int_t)r->left[FY_LEFT_PROCESSES]));
-    json_object_set_new(cl, "mounts_left", json_integer((json_int_t)r->left[FY_LEFT_MOUNTS]));
-    json_object_set_new(cl, "cgroups_left", json_integer((json_int_t)r->left[FY_LEFT_CGROUPS]));
-    json_object_set_new(cl, "files_left", json_integer((json_int_t)r->left[FY_LEFT_FILES]));
-    json_object_set_new(root, "cleanup", cl);
-    json_t *cgj = r->cgroup_json ? json_loads(r->cgroup_json, 0, NULL) : NULL;
-    json_object_set_new(root, "limits", cgj ? cgj : json_null());
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++)
+        put(&rd, cl, left_keys[k], count_value(&rd, left_paths[k], r->left[k]));
+    put(&rd, root, "cleanup", cl);
+    put(&rd, root, "limits", lim ? lim : json_null());
+    if (rd.naltered) {
+        qsort(rd.altered, rd.naltered, sizeof(rd.altered[0]), cmp_paths);
+        json_t *al = json_array();
+        for (size_t i = 0; i < rd.naltered; i++)
+            if (!al || json_array_append_new(al, json_string(rd.altered[i])) < 0)
+                rd.failed = true;
+        put(&rd, root, "altered", al);
+    }
+    char *s = rd.failed ? NULL : json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
     if (!s)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
