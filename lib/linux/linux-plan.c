@@ -416,6 +416,18 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
         cg->v1_memsw = h->cg1_memsw;
     }
     cg->enabled = any_v1 || cg->v2_limits || cg->v2_group;
+    /* No pids cgroup: RLIMIT_NPROC still bounds a fork bomb, because the
+     * kernel counts it per user namespace (ucounts, 5.14+) and every
+     * sandbox has its own. Weaker: no RESOURCE_EXCEEDED, fork just fails
+     * with EAGAIN. Only where the workload has its own user namespace: at
+     * the process level the count would be the host user's. */
+    unsigned kmaj = 0, kmin = 0;
+    if (h->kernel_release && sscanf(h->kernel_release, "%u.%u", &kmaj, &kmin) != 2)
+        kmaj = kmin = 0;
+    bool nproc = !cg->version_pids && cg->pids != FY_UNLIMITED && sel->backend == &linux_namespace_backend &&
+                 (kmaj > 5 || (kmaj == 5 && kmin >= 14));
+    if (nproc)
+        add_rlimit(pl, RLIMIT_NPROC, cg->pids);
     if (cg->version_cpu && cg->cpu_millis != FY_UNLIMITED)
         pl->cpus = (uint32_t)((cg->cpu_millis + 999) / 1000);
     json_t *o = json_object();
@@ -424,11 +436,14 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     const char *names[] = {"memory", "pids", "cpu", "io"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
         json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u", *versions[i])
-                                                      : json_string(sel->control[map[i].control] == FY_CONTROL_STATE_DROPPED
-                                                                        ? "not enforced (dropped)" : "not enforced"));
+                                         : nproc && map[i].ctl == CG_PIDS
+                                             ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
+                                                           "no resource-exceeded outcome)")
+                                         : json_string(sel->control[map[i].control] == FY_CONTROL_STATE_DROPPED
+                                                           ? "not enforced (dropped)" : "not enforced"));
     json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
                                                  : any_v1 ? "cgroup v1" : "pid namespace / subreaper only"));
-    json_object_set_new(o, "rlimits", json_string("nofile, core, fsize, stack"));
+    json_object_set_new(o, "rlimits", json_string(nproc ? "nofile, core, fsize, stack, nproc" : "nofile, core, fsize, stack"));
     pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return pl->cgroup_json ? 0 : FY_E_NOMEM;

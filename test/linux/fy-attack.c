@@ -30,6 +30,7 @@
 
 static const char *ename(int e) {
     switch (e) {
+    case EAGAIN: return "EAGAIN";
     case EPERM: return "EPERM";
     case EACCES: return "EACCES";
     case ENOENT: return "ENOENT";

@@ -795,6 +795,31 @@ START_TEST(test_fork_bomb_bounded_by_pids) {
 }
 END_TEST
 
+/* Rootless there is no pids cgroup; RLIMIT_NPROC, counted per user
+ * namespace, still bounds a fork bomb to this sandbox's own processes. */
+START_TEST(test_fork_bomb_bounded_without_cgroups) {
+    if (cgroups_here())
+        return;
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_PIDS, 32, NULL), 0);
+    struct run r;
+    run_attack(p, "forkbomb", "500", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_FAILED, "outcome %s", fy_outcome_name((uint32_t)r.outcome));
+    ck_assert_msg(strstr(r.out, "denied EAGAIN fork"), "output: %s", r.out);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(json, "rlimit nproc"));
+    free(json);
+    run_free(&r);
+    ck_assert_int_eq(count_procs_with("fy-attack forkbomb"), 0);
+    /* The count is the sandbox's own: another one still forks freely. */
+    run_attack(p, "forkbomb", "20", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_cpu_quota_visible) {
     if (!cgroups_here())
         return;
@@ -1479,6 +1504,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_violation_beats_timeout);
     tcase_add_test(tc, test_memory_limit_oom);
     tcase_add_test(tc, test_fork_bomb_bounded_by_pids);
+    tcase_add_test(tc, test_fork_bomb_bounded_without_cgroups);
     tcase_add_test(tc, test_cpu_quota_visible);
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_io_limit);
