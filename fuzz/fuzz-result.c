@@ -282,10 +282,11 @@ static void check_record(const fy_result *r, const char *out) {
                                               "stage_usec.filesystem", "stage_usec.exec", "stage_usec.run",
                                               "stage_usec.output", "stage_usec.cleanup"};
     static const char *const usages[] = {NULL, "wall_usec", "cpu_user_usec", "cpu_system_usec",
-                                         "memory_peak_bytes", "io_read_bytes", "io_write_bytes"};
+                                         "memory_peak_bytes", "io_read_bytes", "io_write_bytes", "processes"};
     static const char *const usage_paths[] = {NULL, "usage.wall_usec", "usage.cpu_user_usec",
                                               "usage.cpu_system_usec", "usage.memory_peak_bytes",
-                                              "usage.io_read_bytes", "usage.io_write_bytes"};
+                                              "usage.io_read_bytes", "usage.io_write_bytes",
+                                              "usage.processes"};
     static const char *const lefts[] = {NULL, "processes_left", "mounts_left", "cgroups_left", "files_left"};
     static const char *const left_paths[] = {NULL, "cleanup.processes_left", "cleanup.mounts_left",
                                              "cleanup.cgroups_left", "cleanup.files_left"};
@@ -351,8 +352,8 @@ static void check_record(const fy_result *r, const char *out) {
     json_decref(want);
 
     json_t *us = json_object_get(doc, "usage");
-    CHECK(json_is_object(us) && json_object_size(us) == 7);
-    for (uint32_t k = 1; k <= 6; k++) {
+    CHECK(json_is_object(us) && json_object_size(us) == 8);
+    for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_PROCESSES; k++) {
         v = json_object_get(us, usages[k]);
         if (r->usage_known & (1u << k))
             check_count(&e, v, usage_paths[k], r->usage[k]);

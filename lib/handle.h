@@ -25,7 +25,7 @@ struct fy_result {
     char *backend;
     /* usage: bit i of usage_known set when usage[i] (FY_USAGE_*) was measured */
     uint32_t usage_known;
-    uint64_t usage[FY_USAGE_IO_WRITE_BYTES + 1];
+    uint64_t usage[FY_USAGE_PROCESSES + 1];
     const char *usage_source;  /* "cgroup v1", "cgroup v2", "rusage", ... */
     uint64_t left[FY_LEFT_FILES + 1];
     char *cgroup_json;      /* what enforced the limits, from the backend */

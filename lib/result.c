@@ -93,7 +93,7 @@ int fy_result_output_truncated(const fy_result *r) { return r ? r->truncated : F
 int fy_result_usage(const fy_result *r, uint32_t what, uint64_t *ret_value) {
     if (!r || !ret_value)
         return FY_E_INVAL;
-    if (what < FY_USAGE_WALL_USEC || what > FY_USAGE_IO_WRITE_BYTES)
+    if (what < FY_USAGE_WALL_USEC || what > FY_USAGE_PROCESSES)
         return FY_E_UNSUPPORTED;
     if (!(r->usage_known & (1u << what)))
         return FY_E_NOTFOUND;
@@ -260,11 +260,13 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
         [FY_USAGE_WALL_USEC] = "wall_usec", [FY_USAGE_CPU_USER_USEC] = "cpu_user_usec",
         [FY_USAGE_CPU_SYSTEM_USEC] = "cpu_system_usec", [FY_USAGE_MEMORY_PEAK] = "memory_peak_bytes",
         [FY_USAGE_IO_READ_BYTES] = "io_read_bytes", [FY_USAGE_IO_WRITE_BYTES] = "io_write_bytes",
+        [FY_USAGE_PROCESSES] = "processes",
     };
     static const char *const usage_paths[] = {
         [FY_USAGE_WALL_USEC] = "usage.wall_usec", [FY_USAGE_CPU_USER_USEC] = "usage.cpu_user_usec",
         [FY_USAGE_CPU_SYSTEM_USEC] = "usage.cpu_system_usec", [FY_USAGE_MEMORY_PEAK] = "usage.memory_peak_bytes",
         [FY_USAGE_IO_READ_BYTES] = "usage.io_read_bytes", [FY_USAGE_IO_WRITE_BYTES] = "usage.io_write_bytes",
+        [FY_USAGE_PROCESSES] = "usage.processes",
     };
     static const char *const left_keys[] = {
         [FY_LEFT_PROCESSES] = "processes_left", [FY_LEFT_MOUNTS] = "mounts_left",
@@ -314,7 +316,7 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
     put(&rd, root, "output_truncated", json_boolean(r->truncated));
     put(&rd, root, "isolation", iso ? iso : json_object());
     json_t *us = json_object();
-    for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_IO_WRITE_BYTES; k++)
+    for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_PROCESSES; k++)
         put(&rd, us, usage_keys[k],
             (r->usage_known & (1u << k)) ? count_value(&rd, usage_paths[k], r->usage[k]) : json_null());
     put(&rd, us, "source",

@@ -42,6 +42,8 @@
 #define FY_USAGE_MEMORY_PEAK      4  /* bytes */
 #define FY_USAGE_IO_READ_BYTES    5
 #define FY_USAGE_IO_WRITE_BYTES   6
+#define FY_USAGE_PROCESSES        7  /* tasks (processes and threads) created in the
+                                        sandbox's pid namespace, the workload included */
 
 /* Cleanup witness (fy_result_cleanup): what was left after the attempt. */
 #define FY_LEFT_PROCESSES  1

@@ -653,6 +653,39 @@ static void end_tree(const struct linux_plan *pl) {
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
 
+/* Counting the tasks the sandbox created: the pid namespace's last
+ * allocated pid (ns_last_pid, as its pid 1 reads it) only grows, until it
+ * wraps at pid_max, after which allocation restarts at 300
+ * (RESERVED_PIDS). Re-read on every wake-up (at least every 250 ms), so a
+ * wrap is seen; the count is exact without wraps and close with them. */
+struct task_count {
+    int fd;
+    long pid_max, prev;
+    uint64_t total;
+};
+
+static long read_number(int fd) {
+    char buf[24];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0)
+        return -1;
+    long v = 0;
+    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+        v = v * 10 + (buf[i] - '0');
+    return v;
+}
+
+static void count_tasks(struct task_count *tc) {
+    long cur = tc->fd >= 0 ? read_number(tc->fd) : -1;
+    if (cur <= 0)
+        return;
+    if (cur >= tc->prev)
+        tc->total += (uint64_t)(cur - tc->prev);
+    else if (tc->pid_max > tc->prev)
+        tc->total += (uint64_t)(tc->pid_max - 1 - tc->prev) + (uint64_t)(cur >= 300 ? cur - 299 : 0);
+    tc->prev = cur;
+}
+
 __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_t work) {
     int sfd = a->status_fd;
     int sync_fd = a->sync_fd;
@@ -661,6 +694,16 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
     const struct linux_plan *pl = a->plan;
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     fcntl(sync_fd, F_SETFL, O_NONBLOCK);
+    /* Pid 1 is us: the first task counted is the workload. */
+    struct task_count tc = {-1, 0, 1, 0};
+    if (!pl->process_mode) {
+        int fd = open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            tc.pid_max = read_number(fd);
+            close(fd);
+        }
+        tc.fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+    }
     if (!pl->process_mode) {
         /* In process mode this is the library's own (host) identity and it
          * needs /proc to find the tree: it keeps no filter of its own. */
@@ -699,8 +742,12 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
         }
         int st;
         pid_t p;
+        count_tasks(&tc);
         while ((p = (pid_t)syscall(SYS_wait4, -1, &st, WNOHANG | __WALL, NULL)) > 0)
             if (p == work) {
+                count_tasks(&tc);
+                if (tc.fd >= 0)
+                    send_msg(sfd, CM_TASKS, 0, 0, 0, tc.total);
                 send_msg(sfd, CM_EXIT, 0, 0, (uint32_t)st, now_usec());
                 /* The workload is done: nothing it started may outlive it. */
                 end_tree(pl);

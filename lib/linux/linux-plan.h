@@ -57,6 +57,7 @@ enum child_msg_type {
     CM_EXEC,        /* value = usec just before execve */
     CM_EXIT,        /* aux = wait status of the workload, value = usec when reaped */
     CM_LANDLOCK,    /* aux = Landlock ABI actually enforced (0: none) */
+    CM_TASKS,       /* value = tasks created in the pid namespace (sent before CM_EXIT) */
 };
 struct child_msg {
     uint32_t type, step;

@@ -65,10 +65,11 @@
  * skipped (they have no number to filter). On a native architecture other than
  * x86-64 the arch-specific calls missing from the list fail safe with ENOSYS.
  *
- * Profile "init", version 1 (the sandbox's own pid 1): ALLOW wait4 waitid kill
- * rt_sigtimedwait rt_sigprocmask rt_sigreturn write read close exit exit_group
- * clock_gettime getpid restart_syscall; everything else, and every foreign
- * architecture, KILL_PROCESS.
+ * Profile "init", version 2 (the sandbox's own pid 1): ALLOW wait4 waitid kill
+ * rt_sigtimedwait rt_sigprocmask rt_sigreturn write read pread64 close exit
+ * exit_group clock_gettime getpid restart_syscall; everything else, and every
+ * foreign architecture, KILL_PROCESS. (Version 1 had no pread64; version 2
+ * re-reads the pid namespace's ns_last_pid to count the tasks created.)
  *
  * Changing any row (a name, an action, an argument rule) makes a new version:
  * bump FY_SECCOMP_PROFILE_VERSION and keep the old rows reproducible. Adding
@@ -110,7 +111,7 @@
 #include "linux-seccomp.h"
 
 #define FY_SECCOMP_PROFILE_VERSION 1u
-#define FY_SECCOMP_INIT_VERSION 1u
+#define FY_SECCOMP_INIT_VERSION 2u
 
 #ifndef CLONE_NEWUSER
 #  define CLONE_NEWUSER 0x10000000
@@ -261,10 +262,10 @@ static const struct sc_entry known[] = {
     U("file_setattr", 469, K_ALLOW),
 };
 
-/* Profile "init", version 1. */
+/* Profile "init", version 2. */
 static const char *const init_allowed[] = {
     "wait4", "waitid", "kill", "rt_sigtimedwait", "rt_sigprocmask", "rt_sigreturn", "write",
-    "read", "close", "exit", "exit_group", "clock_gettime", "getpid", "restart_syscall",
+    "read", "pread64", "close", "exit", "exit_group", "clock_gettime", "getpid", "restart_syscall",
 };
 
 #undef A

@@ -49,6 +49,8 @@ struct lx {
     int err_errno;
     int wstatus;
     uint32_t landlock_abi;
+    uint64_t tasks;             /* CM_TASKS: tasks created in the pid namespace */
+    bool have_tasks;
     enum kill_stage kill;
     uint64_t grace_deadline;
     uint64_t hard_deadline;     /* process mode: SIGKILL the supervisor after this */
@@ -651,6 +653,10 @@ static void read_status(fy_handle *h, struct lx *x) {
             x->wstatus = (int)m.aux;
             x->t_exit = m.value;
             break;
+        case CM_TASKS:
+            x->tasks = m.value;
+            x->have_tasks = true;
+            break;
         case CM_LANDLOCK:
             x->landlock_abi = m.aux;
             break;
@@ -863,6 +869,10 @@ static void finish(fy_handle *h, struct lx *x) {
         r->usage[FY_USAGE_IO_READ_BYTES] = x->usage.io_read;
         r->usage[FY_USAGE_IO_WRITE_BYTES] = x->usage.io_write;
         r->usage_known |= (1u << FY_USAGE_IO_READ_BYTES) | (1u << FY_USAGE_IO_WRITE_BYTES);
+    }
+    if (x->have_tasks) {
+        r->usage[FY_USAGE_PROCESSES] = x->tasks;
+        r->usage_known |= 1u << FY_USAGE_PROCESSES;
     }
     r->usage_source = x->cg.v2_dir && pl->cg.v2_limits ? "cgroup v2" : pl->cg.enabled ? "cgroup v1" : NULL;
     r->cgroup_json = fy_strdup(pl->cgroup_json);

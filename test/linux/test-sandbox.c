@@ -820,6 +820,24 @@ START_TEST(test_fork_bomb_bounded_without_cgroups) {
 }
 END_TEST
 
+/* Usage counts the tasks the sandbox created: the workload and its children. */
+START_TEST(test_usage_counts_processes) {
+    fy_policy *p = policy();
+    struct run r;
+    run_attack(p, "forkbomb", "5", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    uint64_t n = 0;
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_PROCESSES, &n), 0);
+    ck_assert_uint_eq(n, 6);
+    run_free(&r);
+    run_attack(p, "forkbomb", "0", &r);
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_PROCESSES, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_cpu_quota_visible) {
     if (!cgroups_here())
         return;
@@ -1505,6 +1523,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_memory_limit_oom);
     tcase_add_test(tc, test_fork_bomb_bounded_by_pids);
     tcase_add_test(tc, test_fork_bomb_bounded_without_cgroups);
+    tcase_add_test(tc, test_usage_counts_processes);
     tcase_add_test(tc, test_cpu_quota_visible);
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_io_limit);

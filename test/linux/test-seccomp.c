@@ -653,7 +653,7 @@ START_TEST(test_compile_api) {
     fy_seccomp_program_free(NULL);
     ck_assert_int_eq(fy_seccomp_compile_init(&p, NULL), 0);
     ck_assert_str_eq(p.name, "init");
-    ck_assert_uint_eq(p.version, 1);
+    ck_assert_uint_eq(p.version, 2);
     ck_assert(!p.notify);
     ck_assert_uint_lt(p.len, 64);
     fy_seccomp_program_free(&p);
