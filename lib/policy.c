@@ -265,6 +265,8 @@ void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth) {
     p->fault_nth = nth ? nth : 1;
 }
 
+void policy_test_legacy_cgroups(fy_policy *p) { p->test_legacy_cgroups = true; }
+
 void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) {
     p->delay_stage = stage;
     p->delay_usec = usec;

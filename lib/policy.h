@@ -49,6 +49,7 @@ struct fy_policy {
     uint32_t fault_step, fault_nth; /* tests only: fail the nth occurrence of a setup step */
     uint32_t delay_stage;           /* qualification only: sleep inside this FY_STAGE_* ... */
     uint64_t delay_usec;            /* ... for this long */
+    bool test_legacy_cgroups;       /* tests only: plan as on a host without cgroup v2 */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];
@@ -93,6 +94,10 @@ void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth);
  * (FY_STAGE_ISOLATION, _FILESYSTEM, _EXEC, _OUTPUT, _CLEANUP), to prove the
  * result attributes time to the right stage. */
 void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec);
+/* Tests only (never exported): ignore the cgroup v2 hierarchy, as on a
+ * legacy v1-only host, so the v1 freezer-then-kill teardown runs for real
+ * on a hybrid host. */
+void policy_test_legacy_cgroups(fy_policy *p);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);
 void policy_remove_string(struct vec *v, const char *s);

@@ -402,7 +402,8 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     }
     /* A v2 cgroup, even without controllers (hybrid hosts), groups the whole
      * tree for CLONE_INTO_CGROUP and cgroup.kill. */
-    if (h->cg2_dir && (caps_present(c, FY_CAP_CGROUP_V2) || caps_present(c, FY_CAP_CGROUP_KILL))) {
+    if (h->cg2_dir && !p->test_legacy_cgroups &&
+        (caps_present(c, FY_CAP_CGROUP_V2) || caps_present(c, FY_CAP_CGROUP_KILL))) {
         cg->v2_parent = h->cg2_dir;
         cg->v2_group = caps_present(c, FY_CAP_CGROUP_KILL);
     }

@@ -23,6 +23,8 @@
 
 #include <forgeyard/sandbox.h>
 
+#include "policy.h" /* policy_test_legacy_cgroups: tests only */
+
 static char scratch[64];
 static char attack[160];
 
@@ -52,7 +54,7 @@ static char *slurp(const char *path) {
 static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
     char path[128];
     static int n;
-    snprintf(path, sizeof(path), "%s/out-%d", scratch, ++n);
+    snprintf(path, sizeof(path), "%s/out-%d-%d", scratch, (int)getpid(), ++n);
     ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, path, NULL), 0);
     ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FILE, -1, path, NULL), 0);
     fy_prepared *pr = NULL;
@@ -63,7 +65,7 @@ static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
     ck_assert_int_eq(fy_prepared_is_impure(pr), 1);
     ck_assert_int_eq(fy_prepared_level(pr), FY_LEVEL_PROCESS);
     fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    { fy_error *se = NULL; int sr = fy_start(pr, &h, &se); ck_assert_msg(sr == 0, "start: %s", fy_error_message(se)); }
     fy_prepared_free(pr);
     fy_result *res = NULL;
     ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
@@ -71,6 +73,40 @@ static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
     *out = slurp(path);
     unlink(path);
     return res;
+}
+
+static int count_procs_with(const char *needle);
+
+/* How many processes matching needle sit in a v1 freezer cgroup of ours. */
+static int frozen_capable_with(const char *needle) {
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[64], buf[256] = {0}, cg[4096] = {0};
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        for (ssize_t i = 0; i < k; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        if (k <= 0 || !strstr(buf, needle))
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cgroup", e->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        k = read(fd, cg, sizeof(cg) - 1);
+        close(fd);
+        if (k > 0 && strstr(cg, ":freezer:/") && strstr(strstr(cg, ":freezer:/"), "forgeyard-"))
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
 }
 
 static int count_procs_with(const char *needle) {
@@ -208,6 +244,57 @@ START_TEST(test_process_level_timeout_kills_tree) {
 }
 END_TEST
 
+/* A legacy host (cgroup v1 only, no cgroup.kill): the teardown freezes the
+ * attempt's v1 cgroups, kills every listed task and thaws them. Forced here
+ * on a hybrid host; without a pid namespace the cgroup is what ends the
+ * tree, and a freezer left FROZEN would leave the processes behind. */
+START_TEST(test_process_level_v1_freezer_teardown) {
+    if (getuid() != 0)
+        return; /* no cgroup to create rootless */
+    deny_userns();
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_PIDS, 256, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_PIDS_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 500000, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
+    policy_test_legacy_cgroups(p);
+    const char *argv[] = {attack, "ignore-term", NULL};
+    char path[128];
+    snprintf(path, sizeof(path), "%s/freezer-out", scratch);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, path, NULL), 0);
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    for (int i = 0; i < 300 && count_procs_with("fy-attack ignore-term") < 2; i++) {
+        fy_handle_process(h, NULL, NULL);
+        usleep(10000);
+    }
+    /* Both the workload and its child are in the attempt's freezer cgroup. */
+    ck_assert_int_eq(frozen_capable_with("fy-attack ignore-term"), 2);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    fy_handle_free(h);
+    unlink(path);
+    char *out = NULL;
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_TIMED_OUT);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "\"tree\": \"cgroup v1\""), "%s", json);
+    fy_free(json);
+    ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 0);
+    uint64_t left = 1;
+    ck_assert_int_eq(fy_result_cleanup(res, FY_LEFT_CGROUPS, &left), 0);
+    ck_assert_uint_eq(left, 0);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_process_level_refuses_network_deny) {
     deny_userns();
     fy_policy *p = NULL;
@@ -320,6 +407,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_userns_denied_host);
     tcase_add_test(tc, test_process_level_timeout_kills_tree);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
+    tcase_add_test(tc, test_process_level_v1_freezer_teardown);
     tcase_add_test(tc, test_process_level_gc);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
