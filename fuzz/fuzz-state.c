@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (state_parse((const char *)data, size, &v) < 0)
         return 0;
     /* Accepted: every path must be one gc may touch. */
-    if (v.owner <= 0 || v.sandbox <= 0 || v.ncg > 16)
+    if (v.owner <= 0 || v.sandbox < 0 || (v.sandbox == 0 && v.sandbox_start) || v.ncg > 16)
         abort();
     for (size_t i = 0; i < v.ncg; i++) {
         if (!starts(v.cgroups[i], v.cglen[i], "/sys/fs/cgroup/") || memchr(v.cgroups[i], '\n', v.cglen[i]))

@@ -119,15 +119,34 @@ int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr)
     return r;
 }
 
-static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struct cg_fault *f, fy_error **reterr) {
-    memset(run, 0, sizeof(*run));
-    run->v2_fd = -1;
-    if (!plan->enabled)
-        return 0;
+char *cg_new_name(void) {
     uint64_t rnd = 0;
     if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
         rnd = fy_now_usec();
-    run->name = fy_asprintf("forgeyard-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+    return fy_asprintf("forgeyard-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+}
+
+size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out, size_t max) {
+    size_t n = 0;
+    if (!plan->enabled || !name)
+        return 0;
+    if (plan->v2_parent && (plan->v2_limits || plan->v2_group) && n < max)
+        out[n++] = fy_asprintf("%s/%s", plan->v2_parent, name);
+    for (int c = 0; c < CG_NCTL; c++)
+        if (plan->v1_parent[c] && n < max)
+            out[n++] = fy_asprintf("%s/%s", plan->v1_parent[c], name);
+    return n;
+}
+
+static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struct cg_fault *f, fy_error **reterr) {
+    char *name = run->name; /* chosen by the caller (cg_new_name), or NULL */
+    memset(run, 0, sizeof(*run));
+    run->v2_fd = -1;
+    run->name = name;
+    if (!plan->enabled)
+        return 0;
+    if (!run->name)
+        run->name = cg_new_name();
     if (!run->name)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
     int r = 0;

@@ -49,6 +49,12 @@ struct cg_usage {
 /* Creates the attempt's cgroups and writes the limits. On failure removes
  * what it created and fills reterr (step FY_STEP_CGROUP / _CGROUP_LIMIT). */
 int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr);
+/* A fresh name (forgeyard-<pid>-<random>); cg_create uses run->name when the
+ * caller set it, so that the directories can be recorded before they exist. */
+char *cg_new_name(void);
+/* The directories cg_create will make for name (allocated; the caller frees
+ * them); how many. */
+size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out, size_t max);
 /* v1 only: places pid in every v1 cgroup (before the workload runs). */
 int cg_attach(const struct cg_plan *plan, const struct cg_run *run, pid_t pid, fy_error **reterr);
 /* Kills every process in the attempt's cgroups (cgroup.kill on v2;

@@ -396,6 +396,45 @@ static void reap_blocking(struct lx *x, const struct linux_plan *pl) {
 
 static void arm_timer(fy_handle *h, struct lx *x);
 
+/* The attempt's record in the state directory, so that fy_gc can destroy
+ * what a crashed host process left. Written twice: before the cgroups
+ * exist, naming the directories about to be made and no process (pid 0),
+ * then with the sandbox's pid once it is placed. */
+static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
+    char defdir[4096];
+    const char *dir = h->pr->policy->state_dir;
+    int r = 0;
+    if (!dir && (r = state_default_dir(defdir, sizeof(defdir))) == 0)
+        dir = defdir;
+    if (!dir)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "no state directory");
+    char *planned[CG_NCTL + 1] = {0};
+    const char *cgs[CG_NCTL + 1];
+    size_t ncg = 0;
+    if (!pid) {
+        ncg = cg_planned_dirs(&pl->cg, x->cg.name, planned, FY_ARRAY_SIZE(planned));
+        for (size_t i = 0; i < ncg; i++) {
+            if (!planned[i])
+                r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+            cgs[i] = planned[i];
+        }
+    } else {
+        if (x->cg.v2_dir)
+            cgs[ncg++] = x->cg.v2_dir;
+        for (int c = 0; c < CG_NCTL; c++)
+            if (x->cg.v1_dir[c])
+                cgs[ncg++] = x->cg.v1_dir[c];
+    }
+    char *path = NULL;
+    if (r == 0 && (r = state_record(dir, x->cg.name, pid, cgs, ncg, x->attempt_dir, &path, reterr)) == 0) {
+        free(x->state_path);
+        x->state_path = path;
+    }
+    for (size_t i = 0; i < FY_ARRAY_SIZE(planned); i++)
+        free(planned[i]);
+    return r;
+}
+
 int lx_start(fy_handle *h, fy_error **reterr) {
     const fy_prepared *pr = h->pr;
     const struct linux_plan *pl = pr->plan;
@@ -415,6 +454,15 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     int stdin_secret;
     if (pl->process_mode && (r = setup_attempt_dir(x, pl, reterr)) < 0)
+        goto fail;
+    /* The record exists before anything else the attempt leaves on the
+     * host (cgroups, secrets, the sandbox): a crash from here on leaves
+     * nothing fy_gc cannot find. */
+    if (!(x->cg.name = cg_new_name())) {
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+        goto fail;
+    }
+    if ((r = record_state(h, x, pl, 0, reterr)) < 0)
         goto fail;
     if ((r = setup_secrets(x, pr, pl, &stdin_secret, reterr)) < 0 ||
         (r = setup_stdio(x, pr, stdin_secret, reterr)) < 0)
@@ -444,7 +492,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     const struct obs *obs = &h->pr->policy->obs;
     obs_span(obs, "sandbox.resource", FY_SPAN_BEGIN, fy_now_usec(), NULL);
     r = cg_create(&pl->cg, &x->cg, reterr);
-    obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":%s}", x->cg.name ? "true" : "false");
+    obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
     if (r < 0)
         goto fail;
     int pidfd = -1;
@@ -490,31 +538,12 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         reap_blocking(x, pl);
         goto fail;
     }
-    /* Recorded before it runs: a crash of this process from here on leaves
-     * a record fy_gc can act on (the sandbox itself ends when we die). */
-    {
-        char defdir[4096];
-        const char *dir = h->pr->policy->state_dir;
-        if (!dir && (r = state_default_dir(defdir, sizeof(defdir))) == 0)
-            dir = defdir;
-        const char *cgs[CG_NCTL + 1];
-        size_t ncg = 0;
-        if (x->cg.v2_dir)
-            cgs[ncg++] = x->cg.v2_dir;
-        for (int c = 0; c < CG_NCTL; c++)
-            if (x->cg.v1_dir[c])
-                cgs[ncg++] = x->cg.v1_dir[c];
-        char name[96];
-        snprintf(name, sizeof(name), "%s", x->cg.name ? x->cg.name : "");
-        if (!x->cg.name)
-            snprintf(name, sizeof(name), "forgeyard-%d-%d", (int)getpid(), (int)pid);
-        if (!dir || (r = state_record(dir, name, pid, cgs, ncg, x->attempt_dir, &x->state_path, reterr)) < 0) {
-            if (!dir)
-                r = err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "no state directory");
-            hard_kill(x, pl);
-            reap_blocking(x, pl);
-            goto fail;
-        }
+    /* The record again, now with the sandbox's pid (the sandbox itself
+     * ends when we die; the record is for what it leaves behind). */
+    if ((r = record_state(h, x, pl, pid, reterr)) < 0) {
+        hard_kill(x, pl);
+        reap_blocking(x, pl);
+        goto fail;
     }
     if (!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) {
         hard_kill(x, pl);

@@ -72,9 +72,10 @@ int state_record(const char *dir, const char *name, pid_t sandbox_pid, const cha
                        strerror(errno));
     struct strbuf sb;
     strbuf_init(&sb);
+    /* sandbox 0 0: recorded before the sandbox exists (nothing to kill). */
     strbuf_printf(&sb, "forgeyard-state 1\nowner %d %llu\nsandbox %d %llu\n", (int)getpid(),
                   (unsigned long long)state_starttime(getpid()), (int)sandbox_pid,
-                  (unsigned long long)state_starttime(sandbox_pid));
+                  (unsigned long long)(sandbox_pid > 0 ? state_starttime(sandbox_pid) : 0));
     for (size_t i = 0; i < ncg; i++)
         if (cgroups[i])
             strbuf_printf(&sb, "cgroup %s\n", cgroups[i]);
@@ -151,7 +152,8 @@ int state_parse(const char *text, size_t len, struct state_record_view *out) {
             out->owner = pid;
             out->owner_start = st;
             have_owner = true;
-        } else if (sscanf(line, "sandbox %d %llu%c", &pid, &st, &tail) == 2 && !have_sandbox && pid > 0) {
+        } else if (sscanf(line, "sandbox %d %llu%c", &pid, &st, &tail) == 2 && !have_sandbox && pid >= 0 &&
+                   (pid > 0 || st == 0)) {
             out->sandbox = pid;
             out->sandbox_start = st;
             have_sandbox = true;

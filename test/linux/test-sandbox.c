@@ -981,6 +981,55 @@ START_TEST(test_host_crash_then_gc) {
 }
 END_TEST
 
+/* A host program killed at a random moment while it starts sandboxes,
+ * over and over: whatever instant the crash hits (before, during or after
+ * the cgroups are made), fy_gc finds everything it left. */
+START_TEST(test_crash_anywhere_in_setup_then_gc) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-crash", scratch);
+    unsigned seed = (unsigned)getpid();
+    for (int round = 0; round < 12; round++) {
+        int ready[2];
+        ck_assert_int_eq(pipe(ready), 0);
+        pid_t host = fork();
+        ck_assert_int_ge(host, 0);
+        if (host == 0) {
+            close(ready[0]);
+            fy_policy *p = policy();
+            fy_policy_set_state_dir(p, state, NULL);
+            const char *argv[] = {"/bin/true", NULL};
+            fy_prepared *pr = NULL;
+            if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || write(ready[1], "r", 1) != 1)
+                _exit(1);
+            for (int i = 0; i < 100000; i++) {
+                fy_handle *h = NULL;
+                fy_result *res = NULL;
+                if (fy_start(pr, &h, NULL) == 0)
+                    fy_handle_wait(h, FY_UNLIMITED, &res, NULL);
+                fy_result_free(res);
+                fy_handle_free(h);
+            }
+            _exit(0);
+        }
+        close(ready[1]);
+        char c;
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        close(ready[0]);
+        usleep(2000 + rand_r(&seed) % 20000);
+        kill(host, SIGKILL);
+        waitpid(host, NULL, 0);
+        uint64_t destroyed = 0;
+        fy_error *e = NULL;
+        /* The sandbox of the moment ends with its owner; gc retries while
+         * its cgroup still holds the dying tree. */
+        int r = fy_gc(state, 0, &destroyed, &e);
+        ck_assert_msg(r == 0, "gc: %s", fy_error_message(e));
+        ck_assert_int_eq(count_files(state, ".state"), 0);
+        ck_assert_msg(count_cgroups_of(host) == 0, "round %d: cgroups of %d left", round, (int)host);
+    }
+}
+END_TEST
+
 START_TEST(test_gc_leaves_live_owners_alone) {
     char state[160];
     snprintf(state, sizeof(state), "%s/state-live", scratch);
@@ -1529,6 +1578,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
+    tcase_add_test(tc, test_crash_anywhere_in_setup_then_gc);
     tcase_add_test(tc, test_every_setup_failure_is_typed_and_clean);
     tcase_add_test(tc, test_disk_and_file_quotas);
     tcase_add_test(tc, test_cancel_each_reason);
