@@ -75,10 +75,9 @@ static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
     return res;
 }
 
-static int count_procs_with(const char *needle);
-
-/* How many processes matching needle sit in a v1 freezer cgroup of ours. */
-static int frozen_capable_with(const char *needle) {
+/* Processes whose command line contains needle; with in_freezer, only those
+ * that sit in a v1 freezer cgroup of ours (forgeyard-*). */
+static int procs_with(const char *needle, bool in_freezer) {
     DIR *d = opendir("/proc");
     int n = 0;
     struct dirent *e;
@@ -95,42 +94,24 @@ static int frozen_capable_with(const char *needle) {
                 buf[i] = ' ';
         if (k <= 0 || !strstr(buf, needle))
             continue;
-        snprintf(path, sizeof(path), "/proc/%s/cgroup", e->d_name);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        k = read(fd, cg, sizeof(cg) - 1);
-        close(fd);
-        if (k > 0 && strstr(cg, ":freezer:/") && strstr(strstr(cg, ":freezer:/"), "forgeyard-"))
-            n++;
+        if (in_freezer) {
+            snprintf(path, sizeof(path), "/proc/%s/cgroup", e->d_name);
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+            k = fd >= 0 ? read(fd, cg, sizeof(cg) - 1) : -1;
+            if (fd >= 0)
+                close(fd);
+            const char *fz = k > 0 ? strstr(cg, ":freezer:/") : NULL;
+            if (!fz || !strstr(fz, "forgeyard-"))
+                continue;
+        }
+        n++;
     }
     if (d)
         closedir(d);
     return n;
 }
 
-static int count_procs_with(const char *needle) {
-    DIR *d = opendir("/proc");
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[64], buf[256] = {0};
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t k = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        for (ssize_t i = 0; i < k; i++)
-            if (!buf[i])
-                buf[i] = ' ';
-        if (k > 0 && strstr(buf, needle))
-            n++;
-    }
-    if (d)
-        closedir(d);
-    return n;
-}
+static int count_procs_with(const char *needle) { return procs_with(needle, false); }
 
 START_TEST(test_userns_denied_host) {
     deny_userns();
@@ -274,7 +255,7 @@ START_TEST(test_process_level_v1_freezer_teardown) {
         usleep(10000);
     }
     /* Both the workload and its child are in the attempt's freezer cgroup. */
-    ck_assert_int_eq(frozen_capable_with("fy-attack ignore-term"), 2);
+    ck_assert_int_eq(procs_with("fy-attack ignore-term", true), 2);
     fy_result *res = NULL;
     ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
     fy_handle_free(h);
