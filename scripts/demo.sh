@@ -27,7 +27,9 @@ step() { printf '\n== %s\n' "$*"; }
 step "forgeyard version"; $fy version
 step "forgeyard doctor"; $fy doctor || true
 step "forgeyard policy check examples/policies/release-build.json"
-$fy policy check examples/policies/release-build.json | head -n 1
+# (the whole output, then its first line: a "| head" would SIGPIPE the CLI under pipefail)
+check=$($fy policy check examples/policies/release-build.json)
+printf '%s\n' "${check%%$'\n'*}"
 step "forgeyard run: compile the example in a release-profile sandbox"
 $fy run --policy examples/policies/release-build.json \
   --source "$work/source" --build "$work/build" --output "$work/output" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs missing Debian packages, builds, runs every
 # meson test (unit, linux, abi, docs, fuzz replay), then rebuilds with
-# ASan+UBSan and runs the unit and Linux suites under the sanitizers.
+# ASan+UBSan and runs the unit and Linux suites under the sanitizers, and
+# finally runs the demo (scripts/demo.sh) end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -37,4 +38,10 @@ rc=0
 run_suite build-test -Dbuildtype=debugoptimized || rc=1
 run_suite build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
   -- --suite unit --suite linux --suite fuzz || rc=1
+# The README's other command must keep working too: the demo, end to end.
+if bash scripts/demo.sh >build-test/demo.log 2>&1; then
+  echo "demo: passed"
+else
+  echo "demo: FAILED (build-test/demo.log):"; tail -n 20 build-test/demo.log; rc=1
+fi
 exit $rc
