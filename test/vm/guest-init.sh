@@ -70,6 +70,22 @@ hostname fy-guest
 ip link set lo up 2>/dev/null
 trace "mounted"
 
+# A real block device with a file system (a 64 MiB RAM disk, ext2 by the
+# ext4 driver) at /blk: what io.max throttles. FY_TEST_BLOCKDIR names it.
+if [ -f /lib/fy-modules/order ]; then
+	while read -r m; do
+		args=""
+		[ "$m" = brd.ko ] && args="rd_nr=1 rd_size=65536"
+		insmod /lib/fy-modules/$m $args || fail "insmod $m"
+	done </lib/fy-modules/order
+	[ -b /dev/ram0 ] || fail "brd made no /dev/ram0"
+	mke2fs -q /dev/ram0 >/dev/null || fail "mke2fs /dev/ram0"
+	mkdir -p /blk && mount -t ext4 /dev/ram0 /blk || { dmesg | tail -n 5; fail "mount /dev/ram0"; }
+	chmod 1777 /blk
+	export FY_TEST_BLOCKDIR=/blk
+	trace "block device ready"
+fi
+
 # Pure cgroup v2, mounted the way systemd mounts it.
 cg=/sys/fs/cgroup
 mount -t cgroup2 -o nosuid,nodev,noexec,nsdelegate,memory_recursiveprot cgroup2 $cg ||

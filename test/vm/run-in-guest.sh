@@ -24,9 +24,10 @@
 # cgroup /sys/fs/cgroup/runner, in its host working directory (created empty
 # unless shipped), with FY_TEST_CGROUP=/sys/fs/cgroup/forgeyard-tests (empty,
 # memory pids cpu io enabled for its children), FY_IN_GUEST=1, HOME=/root,
-# TMPDIR=/tmp, PATH=/usr/sbin:/usr/bin:/sbin:/bin (busybox applets). No
-# kernel modules are loaded (no overlayfs, virtio, ...); io.max has no
-# block device to name.
+# TMPDIR=/tmp, PATH=/usr/sbin:/usr/bin:/sbin:/bin (busybox applets). The
+# only kernel modules loaded are a RAM disk (brd, 64 MiB) and ext4 with its
+# dependencies: /dev/ram0 carries an ext2 file system mounted at /blk
+# (FY_TEST_BLOCKDIR), a real block device for io.max. No overlayfs, virtio.
 #
 # Environment (all optional):
 #   FY_VM_CACHE       cache dir (default $XDG_CACHE_HOME/forgeyard-vm, else
@@ -114,18 +115,26 @@ extract_vmlinux() { # vmlinuz out
   return 1
 }
 
+# The modules the guest loads, in load order (dependencies first): a RAM
+# block device and ext4 for it, so that io.max has a real device to throttle.
+guest_modules=(crypto/crc32c_generic.ko lib/crc16.ko fs/mbcache.ko fs/jbd2/jbd2.ko fs/ext4/ext4.ko drivers/block/brd.ko)
+
 build_kernel_from_deb() { # deb destdir
-  local deb=$1 dest=$2 tmp
+  local deb=$1 dest=$2 tmp m pats=()
   tmp=$(mktemp -d "$cache/.build.XXXXXX")
-  # Only ./boot is needed; a full `dpkg-deb -x` would write ~400 MB of modules.
-  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' './boot/config-*' ||
-    { rm -rf "$tmp"; die "cannot extract ./boot from $deb"; }
+  # ./boot and five modules; a full `dpkg-deb -x` would write ~400 MB of modules.
+  for m in "${guest_modules[@]}"; do pats+=("./lib/modules/*/kernel/$m"); done
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' './boot/config-*' "${pats[@]}" ||
+    { rm -rf "$tmp"; die "cannot extract ./boot and the guest modules from $deb"; }
   local vmlinuz
   vmlinuz=$(ls "$tmp"/boot/vmlinuz-* 2>/dev/null | head -1)
   [ -n "$vmlinuz" ] || { rm -rf "$tmp"; die "no /boot/vmlinuz-* in $deb"; }
   extract_vmlinux "$vmlinuz" "$tmp/vmlinux" || { rm -rf "$tmp"; die "no XZ-compressed ELF kernel found in $vmlinuz"; }
   has_pvh_note "$tmp/vmlinux" || { rm -rf "$tmp"; die "$vmlinuz: extracted vmlinux lacks the XEN_ELFNOTE_PHYS32_ENTRY (PVH) note"; }
-  mkdir -p "$dest"
+  mkdir -p "$dest/modules"
+  for m in "${guest_modules[@]}"; do
+    mv "$tmp"/lib/modules/*/kernel/"$m" "$dest/modules/" || { rm -rf "$tmp"; die "$deb has no $m"; }
+  done
   mv "$tmp"/boot/config-* "$dest/config" 2>/dev/null || true
   mv "$tmp/vmlinux" "$dest/vmlinux"
   basename "$deb" >"$dest/source-deb"
@@ -141,7 +150,8 @@ ensure_kernel() {
   mkdir -p "$cache" || die "cannot create cache dir $cache"
   exec 9>"$cache/.lock"
   flock 9
-  if [ -s "$cache/current" ] && [ -f "$cache/$(cat "$cache/current")/vmlinux" ]; then
+  if [ -s "$cache/current" ] && [ -f "$cache/$(cat "$cache/current")/vmlinux" ] &&
+     [ -f "$cache/$(cat "$cache/current")/modules/crc32c_generic.ko" ]; then
     kernel=$cache/$(cat "$cache/current")/vmlinux
     exec 9>&-
     return
@@ -256,6 +266,16 @@ add_path() { # host path (file or dir), with libraries for ELF files
   fi
   return 0
 }
+
+# the guest modules (cached with the kernel; none with FY_VM_KERNEL), in order
+kdir=$(dirname "$kernel")
+if [ -d "$kdir/modules" ]; then
+  mkdir -p "$root/lib/fy-modules"
+  for m in "${guest_modules[@]}"; do
+    cp "$kdir/modules/$(basename "$m")" "$root/lib/fy-modules/" || die "cannot copy module $m"
+    basename "$m" >>"$root/lib/fy-modules/order"
+  done
+fi
 
 # busybox; /init runs `busybox --install -s`, which leaves alone any path that
 # PROGRAM or FY_VM_FILES put in the image (e.g. a real /bin/true).

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <forgeyard/sandbox.h>
@@ -43,6 +46,27 @@ static int workload_main(int argc, char **argv) {
                 _exit(0);
             }
         }
+        return 0;
+    }
+    if (!strcmp(argv[1], "--write-direct")) {
+        /* N MiB to /work/build/f with O_DIRECT: every byte goes to the block
+         * device at write time, where io.max throttles it. */
+        long mib = atol(argv[2]);
+        int fd = open("/work/build/f", O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+        void *buf = NULL;
+        if (fd < 0 || posix_memalign(&buf, 4096, 1 << 20) != 0)
+            return 5;
+        memset(buf, 0x5a, 1 << 20);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (long i = 0; i < mib; i++)
+            if (write(fd, buf, 1 << 20) != 1 << 20)
+                return 6;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        close(fd);
+        free(buf);
+        printf("wrote %ld MiB in %ld ms\n", mib,
+               (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
         return 0;
     }
     if (!strcmp(argv[1], "--cgroup")) {
@@ -165,6 +189,55 @@ START_TEST(test_v2_placement_and_cpu) {
 }
 END_TEST
 
+/* io.max on a real block device (the guest's RAM disk with ext2 on it):
+ * 6 MiB of direct writes at 2 MiB/s take seconds, not milliseconds, and
+ * the usage counts them. */
+START_TEST(test_v2_io_max) {
+    const char *blk = getenv("FY_TEST_BLOCKDIR");
+    ck_assert_msg(blk != NULL, "FY_TEST_BLOCKDIR unset: the guest has no block device (FY_VM_KERNEL without modules?)");
+    char build[256], out[300];
+    snprintf(build, sizeof(build), "%s/build-io-%d", blk, (int)getpid());
+    ck_assert_int_eq(mkdir(build, 0777), 0);
+    ck_assert_int_eq(chmod(build, 0777), 0);
+    snprintf(out, sizeof(out), "/tmp/io-out-%d", (int)getpid());
+    long ms[2] = {0, 0};
+    for (int limited = 0; limited < 2; limited++) {
+        fy_policy *p = policy();
+        ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+        unlink(out);
+        ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL), 0);
+        if (limited) {
+            ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_IO_BPS, 2u << 20, NULL), 0);
+            ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+        }
+        fy_result *res = run(p, "--write-direct", "6");
+        ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "outcome %s exit %d",
+                      fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_exit_code(res));
+        FILE *f = fopen(out, "re");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fscanf(f, "wrote 6 MiB in %ld ms", &ms[limited]), 1);
+        fclose(f);
+        if (limited) {
+            char *json = NULL;
+            fy_result_to_json(res, &json, NULL);
+            ck_assert_msg(strstr(json, "\"io\": \"cgroup v2\""), "%s", json);
+            fy_free(json);
+            uint64_t w = 0;
+            ck_assert_int_eq(fy_result_usage(res, FY_USAGE_IO_WRITE_BYTES, &w), 0);
+            ck_assert_uint_ge(w, 6u << 20);
+        }
+        fy_result_free(res);
+        fy_policy_free(p);
+    }
+    printf("io.max: 6 MiB direct writes took %ld ms unlimited, %ld ms at 2 MiB/s\n", ms[0], ms[1]);
+    /* 6 MiB at 2 MiB/s is 3 s; allow for the throttle's first slice. */
+    ck_assert_msg(ms[1] >= 2000, "limited writes took only %ld ms", ms[1]);
+    ck_assert_msg(ms[1] > 2 * ms[0], "limited %ld ms vs unlimited %ld ms", ms[1], ms[0]);
+    unlink(out);
+    ck_assert_int_eq(children_of_delegated(), 0);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc > 2 && argv[1][0] == '-' && argv[1][1] == '-')
         return workload_main(argc, argv);
@@ -191,6 +264,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_v2_memory_oom);
     tcase_add_test(tc, test_v2_pids);
     tcase_add_test(tc, test_v2_placement_and_cpu);
+    tcase_add_test(tc, test_v2_io_max);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
@@ -198,6 +272,6 @@ int main(int argc, char **argv) {
     int nf = srunner_ntests_failed(sr);
     srunner_free(sr);
     fy_caps_free(caps);
-    printf("%d passed, %d failed\n", 4 - nf, nf);
+    printf("%d passed, %d failed\n", 5 - nf, nf);
     return nf ? EXIT_FAILURE : EXIT_SUCCESS;
 }
