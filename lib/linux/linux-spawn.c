@@ -26,6 +26,7 @@
 #include "linux-state.h"
 #include "linux-watch.h"
 #include "linux-syscall.h"
+#include <sys/resource.h>
 
 enum kill_stage { KS_NONE, KS_SOFT, KS_HARD };
 
@@ -50,6 +51,8 @@ struct lx {
     int wstatus;
     uint32_t landlock_abi;
     uint64_t tasks;             /* CM_TASKS: tasks created in the pid namespace */
+    struct rusage ru;           /* handed over when the sandbox was reaped */
+    bool have_ru;
     bool have_tasks;
     enum kill_stage kill;
     uint64_t grace_deadline;
@@ -379,6 +382,24 @@ static void hard_kill(struct lx *x, const struct linux_plan *pl) {
     x->kill = KS_HARD;
 }
 
+/* Reaps the sandbox (its pid 1, or the supervisor at the process level)
+ * through its pidfd, keeping the rusage the kernel hands over with it: the
+ * pid 1 reaped every task of the sandbox, so its rusage covers them all.
+ * 1 reaped, 0 still running (WNOHANG), -errno. */
+static int reap_pidfd(struct lx *x, int flags) {
+    siginfo_t si;
+    struct rusage ru;
+    memset(&si, 0, sizeof(si));
+    memset(&ru, 0, sizeof(ru));
+    if (syscall(SYS_waitid, FY_P_PIDFD, x->pidfd, &si, WEXITED | __WALL | flags, &ru) < 0)
+        return -errno;
+    if (si.si_pid == 0)
+        return 0;
+    x->ru = ru;
+    x->have_ru = true;
+    return 1;
+}
+
 static void reap_blocking(struct lx *x, const struct linux_plan *pl) {
     if (x->pidfd < 0 || x->reaped)
         return;
@@ -387,9 +408,7 @@ static void reap_blocking(struct lx *x, const struct linux_plan *pl) {
         if (poll(&pfd, 1, END_TREE_BOUND_USEC / 1000) == 0)
             fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
     }
-    siginfo_t si;
-    memset(&si, 0, sizeof(si));
-    while (waitid(FY_P_PIDFD, (id_t)x->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+    while (reap_pidfd(x, 0) == -EINTR)
         ;
     x->reaped = true;
 }
@@ -904,6 +923,16 @@ static void finish(fy_handle *h, struct lx *x) {
         r->usage_known |= 1u << FY_USAGE_PROCESSES;
     }
     r->usage_source = x->cg.v2_dir && pl->cg.v2_limits ? "cgroup v2" : pl->cg.enabled ? "cgroup v1" : NULL;
+    if (x->have_ru && !x->usage.have_cpu && !x->usage.have_memory) {
+        /* No cgroup measured them: the rusage of the sandbox's pid 1, which
+         * reaped every task. Its memory figure is the largest single
+         * process, not the sandbox's total. */
+        r->usage[FY_USAGE_CPU_USER_USEC] = (uint64_t)x->ru.ru_utime.tv_sec * 1000000u + (uint64_t)x->ru.ru_utime.tv_usec;
+        r->usage[FY_USAGE_CPU_SYSTEM_USEC] = (uint64_t)x->ru.ru_stime.tv_sec * 1000000u + (uint64_t)x->ru.ru_stime.tv_usec;
+        r->usage[FY_USAGE_MEMORY_PEAK] = (uint64_t)x->ru.ru_maxrss * 1024u;
+        r->usage_known |= (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC) | (1u << FY_USAGE_MEMORY_PEAK);
+        r->usage_source = "rusage";
+    }
     r->cgroup_json = fy_strdup(pl->cgroup_json);
     /* Cleanup, witnessed: the cgroup must be empty, then it goes. Mounts
      * lived only in the sandbox's mount namespace, which died with it. */
@@ -978,13 +1007,12 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         x->hard_deadline = 0;
     }
     if (!x->reaped) {
-        siginfo_t si;
-        memset(&si, 0, sizeof(si));
-        if (waitid(FY_P_PIDFD, (id_t)x->pidfd, &si, WEXITED | WNOHANG | __WALL) == 0 && si.si_pid != 0) {
+        int rr = reap_pidfd(x, WNOHANG);
+        if (rr == 1) {
             x->reaped = true;
             x->t_reaped = fy_now_usec();
             epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
-        } else if (errno == ECHILD) {
+        } else if (rr == -ECHILD) {
             x->reaped = true; /* cannot happen unless someone reaped our child */
         }
     }

@@ -838,6 +838,29 @@ START_TEST(test_usage_counts_processes) {
 }
 END_TEST
 
+/* CPU time and peak memory are always reported: from the cgroup as root,
+ * from the sandbox's pid 1 rusage (labelled) where there is no cgroup. */
+START_TEST(test_usage_without_cgroups_is_rusage) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    uint64_t user = 0, sys = 0, peak = 0;
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_CPU_USER_USEC, &user), 0);
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_CPU_SYSTEM_USEC, &sys), 0);
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_MEMORY_PEAK, &peak), 0);
+    ck_assert_uint_gt(user + sys, 10000); /* 30,000 shell iterations: well over 10 ms */
+    ck_assert_uint_gt(peak, 0);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    ck_assert_msg(strstr(json, cgroups_here() ? "\"source\": \"cgroup v1\"" : "\"source\": \"rusage\""), "%s", json);
+    free(json);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_cpu_quota_visible) {
     if (!cgroups_here())
         return;
@@ -1573,6 +1596,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_fork_bomb_bounded_by_pids);
     tcase_add_test(tc, test_fork_bomb_bounded_without_cgroups);
     tcase_add_test(tc, test_usage_counts_processes);
+    tcase_add_test(tc, test_usage_without_cgroups_is_rusage);
     tcase_add_test(tc, test_cpu_quota_visible);
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_io_limit);
