@@ -62,12 +62,9 @@ static int read_file(const char *dir, const char *file, char *buf, size_t len) {
 }
 
 /* "key value" lines (memory.events, pids.events, cpu.stat, ...). */
-static bool read_key(const char *dir, const char *file, const char *key, uint64_t *out) {
-    char buf[4096];
-    if (read_file(dir, file, buf, sizeof(buf)) < 0)
-        return false;
+static bool find_key(const char *buf, const char *key, uint64_t *out) {
     size_t kl = strlen(key);
-    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+    for (const char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
         if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
             *out = strtoull(line + kl + 1, NULL, 10);
             return true;
@@ -75,22 +72,15 @@ static bool read_key(const char *dir, const char *file, const char *key, uint64_
     return false;
 }
 
-/* Two keys of one "key value" file, read once. */
+static bool read_key(const char *dir, const char *file, const char *key, uint64_t *out) {
+    char buf[4096];
+    return read_file(dir, file, buf, sizeof(buf)) >= 0 && find_key(buf, key, out);
+}
+
+/* Two keys of one file, read once. */
 static bool read_key2(const char *dir, const char *file, const char *k1, uint64_t *o1, const char *k2, uint64_t *o2) {
     char buf[4096];
-    if (read_file(dir, file, buf, sizeof(buf)) < 0)
-        return false;
-    size_t l1 = strlen(k1), l2 = strlen(k2);
-    bool f1 = false, f2 = false;
-    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (!f1 && strncmp(line, k1, l1) == 0 && line[l1] == ' ') {
-            *o1 = strtoull(line + l1 + 1, NULL, 10);
-            f1 = true;
-        } else if (!f2 && strncmp(line, k2, l2) == 0 && line[l2] == ' ') {
-            *o2 = strtoull(line + l2 + 1, NULL, 10);
-            f2 = true;
-        }
-    return f1 && f2;
+    return read_file(dir, file, buf, sizeof(buf)) >= 0 && find_key(buf, k1, o1) && find_key(buf, k2, o2);
 }
 
 static bool read_u64(const char *dir, const char *file, uint64_t *out) {

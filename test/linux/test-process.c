@@ -192,6 +192,21 @@ START_TEST(test_userns_denied_host) {
 }
 END_TEST
 
+/* Starts fy-attack ignore-term and drives the handle until both of its
+ * processes (the workload and its child) run. */
+static fy_handle *start_ignore_term(fy_policy *p, const char *const *argv) {
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    for (int i = 0; i < 300 && count_procs_with("fy-attack ignore-term") < 2; i++) {
+        fy_handle_process(h, NULL, NULL);
+        usleep(10000);
+    }
+    return h;
+}
+
 START_TEST(test_process_level_timeout_kills_tree) {
     /* Without a pid namespace, killing the supervisor would orphan the tree
      * to the host's init: the hard kill must end every process. */
@@ -209,15 +224,7 @@ START_TEST(test_process_level_timeout_kills_tree) {
     free(out);
     fy_result_free(res);
     /* The same for fy_handle_free of a running attempt. */
-    fy_prepared *pr = NULL;
-    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
-    fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
-    fy_prepared_free(pr);
-    for (int i = 0; i < 300 && count_procs_with("fy-attack ignore-term") < 2; i++) {
-        fy_handle_process(h, NULL, NULL);
-        usleep(10000);
-    }
+    fy_handle *h = start_ignore_term(p, argv);
     ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 2);
     fy_handle_free(h);
     ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 0);
@@ -242,25 +249,12 @@ START_TEST(test_process_level_v1_freezer_teardown) {
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
     policy_test_legacy_cgroups(p);
     const char *argv[] = {attack, "ignore-term", NULL};
-    char path[128];
-    snprintf(path, sizeof(path), "%s/freezer-out", scratch);
-    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, path, NULL), 0);
-    fy_prepared *pr = NULL;
-    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
-    fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
-    fy_prepared_free(pr);
-    for (int i = 0; i < 300 && count_procs_with("fy-attack ignore-term") < 2; i++) {
-        fy_handle_process(h, NULL, NULL);
-        usleep(10000);
-    }
+    fy_handle *h = start_ignore_term(p, argv);
     /* Both the workload and its child are in the attempt's freezer cgroup. */
     ck_assert_int_eq(procs_with("fy-attack ignore-term", true), 2);
     fy_result *res = NULL;
     ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
     fy_handle_free(h);
-    unlink(path);
-    char *out = NULL;
     ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_TIMED_OUT);
     char *json = NULL;
     ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
@@ -270,7 +264,6 @@ START_TEST(test_process_level_v1_freezer_teardown) {
     uint64_t left = 1;
     ck_assert_int_eq(fy_result_cleanup(res, FY_LEFT_CGROUPS, &left), 0);
     ck_assert_uint_eq(left, 0);
-    free(out);
     fy_result_free(res);
     fy_policy_free(p);
 }
