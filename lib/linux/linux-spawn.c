@@ -61,6 +61,7 @@ struct lx {
     uint64_t output_bytes, output_cap;
     bool truncated;
     char *state_path;           /* our record in the state directory */
+    int state_fd;               /* ... open for appending the sandbox's pid */
     struct cg_run cg;
     bool cg_into;               /* cloned straight into the v2 cgroup */
     uint64_t next_poll;         /* cgroup events are polled while limits apply */
@@ -85,7 +86,7 @@ static struct lx *lx_new(void) {
     struct lx *x = calloc(1, sizeof(*x));
     if (!x)
         return NULL;
-    x->pidfd = x->epfd = x->timerfd = x->sync_wr = x->status_rd = -1;
+    x->pidfd = x->epfd = x->timerfd = x->sync_wr = x->status_rd = x->state_fd = -1;
     x->cg.v2_fd = -1;
     x->notify_sock = x->notify_fd = -1;
     for (int i = 0; i < 3; i++)
@@ -102,6 +103,7 @@ static void remove_attempt_dir(struct lx *x) {
 }
 
 static void forget_state(struct lx *x) {
+    close_fd(&x->state_fd);
     if (x->state_path) {
         unlink(x->state_path);
         free(x->state_path);
@@ -113,6 +115,7 @@ static void lx_free(struct lx *x) {
     if (!x)
         return;
     free(x->state_path);
+    close_fd(&x->state_fd);
     if (x->cg.v2_fd >= 0)
         close(x->cg.v2_fd);
     x->cg.v2_fd = -1;
@@ -416,10 +419,10 @@ static void reap_blocking(struct lx *x, const struct linux_plan *pl) {
 static void arm_timer(fy_handle *h, struct lx *x);
 
 /* The attempt's record in the state directory, so that fy_gc can destroy
- * what a crashed host process left. Written twice: before the cgroups
- * exist, naming the directories about to be made and no process (pid 0),
- * then with the sandbox's pid once it is placed. */
-static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
+ * what a crashed host process left: created before the cgroups exist,
+ * naming the directories about to be made and no process; the sandbox's
+ * pid is appended once it is placed (record_sandbox). */
+static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl, fy_error **reterr) {
     char defdir[4096];
     const char *dir = h->pr->policy->state_dir;
     int r = 0;
@@ -429,26 +432,14 @@ static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl,
         return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "no state directory");
     char *planned[CG_NCTL + 1] = {0};
     const char *cgs[CG_NCTL + 1];
-    size_t ncg = 0;
-    if (!pid) {
-        ncg = cg_planned_dirs(&pl->cg, x->cg.name, planned, FY_ARRAY_SIZE(planned));
-        for (size_t i = 0; i < ncg; i++) {
-            if (!planned[i])
-                r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
-            cgs[i] = planned[i];
-        }
-    } else {
-        if (x->cg.v2_dir)
-            cgs[ncg++] = x->cg.v2_dir;
-        for (int c = 0; c < CG_NCTL; c++)
-            if (x->cg.v1_dir[c])
-                cgs[ncg++] = x->cg.v1_dir[c];
+    size_t ncg = cg_planned_dirs(&pl->cg, x->cg.name, planned, FY_ARRAY_SIZE(planned));
+    for (size_t i = 0; i < ncg; i++) {
+        if (!planned[i])
+            r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+        cgs[i] = planned[i];
     }
-    char *path = NULL;
-    if (r == 0 && (r = state_record(dir, x->cg.name, pid, cgs, ncg, x->attempt_dir, &path, reterr)) == 0) {
-        free(x->state_path);
-        x->state_path = path;
-    }
+    if (r == 0)
+        r = state_record(dir, x->cg.name, cgs, ncg, x->attempt_dir, &x->state_path, &x->state_fd, reterr);
     for (size_t i = 0; i < FY_ARRAY_SIZE(planned); i++)
         free(planned[i]);
     return r;
@@ -481,7 +472,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         goto fail;
     }
-    if ((r = record_state(h, x, pl, 0, reterr)) < 0)
+    if ((r = record_state(h, x, pl, reterr)) < 0)
         goto fail;
     if ((r = setup_secrets(x, pr, pl, &stdin_secret, reterr)) < 0 ||
         (r = setup_stdio(x, pr, stdin_secret, reterr)) < 0)
@@ -559,7 +550,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     /* The record again, now with the sandbox's pid (the sandbox itself
      * ends when we die; the record is for what it leaves behind). */
-    if ((r = record_state(h, x, pl, pid, reterr)) < 0) {
+    if ((r = state_record_sandbox(x->state_fd, pid, reterr)) < 0) {
         hard_kill(x, pl);
         reap_blocking(x, pl);
         goto fail;

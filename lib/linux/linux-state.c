@@ -2,30 +2,40 @@
 /* The state directory: one record per live sandbox, so that a restarted
  * host program can find and destroy what a crashed predecessor left.
  *
- * A record is a small text file, written atomically (O_EXCL temp file +
- * rename) in a 0700 directory the library owns:
+ * A record is a small text file in a 0700 directory the library owns:
  *     forgeyard-state 1
  *     owner PID STARTTIME        the host process that started the sandbox
- *     sandbox PID STARTTIME      the sandbox's pid 1 (or supervisor)
+ *     sandbox 0 0                nothing to kill yet
  *     cgroup PATH                zero or more
  *     scratch PATH               zero or one
- * Start times (field 22 of /proc/PID/stat) make pid reuse harmless. gc
- * parses records strictly and only ever touches cgroups named forgeyard-*
- * under /sys/fs/cgroup and scratch directories named forgeyard-attempt-*. */
+ *     sandbox PID STARTTIME      appended once the sandbox exists: its pid 1
+ * It is created complete by one write (O_EXCL) and only ever appended to,
+ * never renamed over or rewritten: on a filesystem mounted with discard a
+ * replaced or truncated file costs a synchronous discard, and this is paid
+ * on every attempt. A reader ignores a last line not yet complete, and the
+ * last sandbox line wins. Start times (field 22 of /proc/PID/stat) make pid
+ * reuse harmless. gc parses records strictly and only ever touches cgroups
+ * named forgeyard-* under /sys/fs/cgroup and scratch directories named
+ * forgeyard-attempt-*. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "linux-state.h"
 #include "linux-syscall.h"
 
 #define RECORD_MAX 8192
+/* An empty record is a creator that died between creating it and writing
+ * it (before anything else existed); this old, it is not being written. */
+#define EMPTY_RECORD_GRACE_SEC 10
 
 int state_default_dir(char *buf, size_t len) {
     const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -61,48 +71,76 @@ uint64_t state_starttime(pid_t pid) {
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
+/* This process's start time, read once per process (a fork re-reads it). */
+static uint64_t own_starttime(void) {
+    static _Atomic int cached_pid;
+    static _Atomic uint64_t cached_start;
+    pid_t me = getpid();
+    if (atomic_load_explicit(&cached_pid, memory_order_acquire) == me)
+        return atomic_load_explicit(&cached_start, memory_order_relaxed);
+    uint64_t st = state_starttime(me);
+    if (st) {
+        atomic_store_explicit(&cached_start, st, memory_order_relaxed);
+        atomic_store_explicit(&cached_pid, me, memory_order_release);
+    }
+    return st;
+}
+
 static bool alive_as(pid_t pid, uint64_t start) {
     return pid > 0 && start && state_starttime(pid) == start;
 }
 
-int state_record(const char *dir, const char *name, pid_t sandbox_pid, const char *const *cgroups, size_t ncg,
-                 const char *scratch, char **ret_path, fy_error **reterr) {
+int state_record(const char *dir, const char *name, const char *const *cgroups, size_t ncg, const char *scratch,
+                 char **ret_path, int *ret_fd, fy_error **reterr) {
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "state directory %s: %s", dir,
                        strerror(errno));
     struct strbuf sb;
     strbuf_init(&sb);
     /* sandbox 0 0: recorded before the sandbox exists (nothing to kill). */
-    strbuf_printf(&sb, "forgeyard-state 1\nowner %d %llu\nsandbox %d %llu\n", (int)getpid(),
-                  (unsigned long long)state_starttime(getpid()), (int)sandbox_pid,
-                  (unsigned long long)(sandbox_pid > 0 ? state_starttime(sandbox_pid) : 0));
+    strbuf_printf(&sb, "forgeyard-state 1\nowner %d %llu\nsandbox 0 0\n", (int)getpid(),
+                  (unsigned long long)own_starttime());
     for (size_t i = 0; i < ncg; i++)
         if (cgroups[i])
             strbuf_printf(&sb, "cgroup %s\n", cgroups[i]);
     if (scratch)
         strbuf_printf(&sb, "scratch %s\n", scratch);
-    char *path = fy_asprintf("%s/%s.state", dir, name), *tmp = fy_asprintf("%s/.%s.tmp", dir, name);
-    int r = 0;
-    if (sb.oom || !path || !tmp) {
+    char *path = fy_asprintf("%s/%s.state", dir, name);
+    int r = 0, fd = -1;
+    if (sb.oom || !path) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         goto out;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write(fd, sb.buf, sb.len) != (ssize_t)sb.len || close(fd) < 0 || rename(tmp, path) < 0) {
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || write(fd, sb.buf, sb.len) != (ssize_t)sb.len) {
         int e = errno;
-        if (fd >= 0)
-            unlink(tmp);
+        if (fd >= 0) {
+            close(fd);
+            fd = -1;
+            unlink(path);
+        }
         r = err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "recording the sandbox in %s: %s", dir,
                     strerror(e));
         goto out;
     }
     *ret_path = path;
+    *ret_fd = fd;
     path = NULL;
 out:
     free(path);
-    free(tmp);
     strbuf_free(&sb);
     return r;
+}
+
+int state_record_sandbox(int fd, pid_t sandbox_pid, fy_error **reterr) {
+    char line[64];
+    int n = snprintf(line, sizeof(line), "sandbox %d %llu\n", (int)sandbox_pid,
+                     (unsigned long long)state_starttime(sandbox_pid));
+    if (write(fd, line, (size_t)n) != n) {
+        int e = errno ? errno : EIO;
+        return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "recording the sandbox: %s", strerror(e));
+    }
+    return 0;
 }
 
 /* ---- gc ---- */
@@ -138,7 +176,7 @@ int state_parse(const char *text, size_t len, struct state_record_view *out) {
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl)
-            return FY_E_INVAL;
+            break; /* an append still being written */
         size_t n = (size_t)(nl - p);
         char line[4200];
         if (n >= sizeof(line))
@@ -152,8 +190,9 @@ int state_parse(const char *text, size_t len, struct state_record_view *out) {
             out->owner = pid;
             out->owner_start = st;
             have_owner = true;
-        } else if (sscanf(line, "sandbox %d %llu%c", &pid, &st, &tail) == 2 && !have_sandbox && pid >= 0 &&
-                   (pid > 0 || st == 0)) {
+        } else if (sscanf(line, "sandbox %d %llu%c", &pid, &st, &tail) == 2 && pid >= 0 && (pid > 0 || st == 0) &&
+                   (!have_sandbox || out->sandbox == 0)) {
+            /* First "sandbox 0 0", then at most one appended with the pid. */
             out->sandbox = pid;
             out->sandbox_start = st;
             have_sandbox = true;
@@ -274,7 +313,15 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
             continue;
         char buf[RECORD_MAX + 1];
         ssize_t len = read(fd, buf, sizeof(buf));
+        struct stat st;
+        bool stale = len == 0 && fstat(fd, &st) == 0 && st.st_mtime + EMPTY_RECORD_GRACE_SEC < time(NULL);
         close(fd);
+        if (len == 0) {
+            /* Being written, or its creator died before writing anything. */
+            if (stale)
+                unlinkat(dirfd(d), e->d_name, 0);
+            continue;
+        }
         struct state_record_view v;
         if (len < 0 || len > RECORD_MAX || state_parse(buf, (size_t)len, &v) < 0) {
             if (!r)

@@ -21,9 +21,12 @@ struct state_record_view {
 
 int state_default_dir(char *buf, size_t len);
 uint64_t state_starttime(pid_t pid);
-/* Writes the record atomically; *ret_path gets the file to unlink later. */
-int state_record(const char *dir, const char *name, pid_t sandbox_pid, const char *const *cgroups, size_t ncg,
-                 const char *scratch, char **ret_path, fy_error **reterr);
+/* Creates the record (no sandbox yet) with one write; *ret_path gets the
+ * file to unlink later, *ret_fd an fd to append the sandbox to. */
+int state_record(const char *dir, const char *name, const char *const *cgroups, size_t ncg, const char *scratch,
+                 char **ret_path, int *ret_fd, fy_error **reterr);
+/* Appends the sandbox's pid (and start time) to a record. */
+int state_record_sandbox(int fd, pid_t sandbox_pid, fy_error **reterr);
 int state_parse(const char *text, size_t len, struct state_record_view *out);
 int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr);
 /* Removes a directory tree without following symlinks. */

@@ -1074,6 +1074,76 @@ START_TEST(test_gc_leaves_live_owners_alone) {
 }
 END_TEST
 
+/* The record is created once and appended to: "sandbox 0 0" (before any
+ * process exists), then the pid 1 of the sandbox, which is alive while the
+ * attempt runs. gc leaves a record being written (last line incomplete)
+ * alone, and drops an empty one only once it is old (a creator that died
+ * before its first write). */
+START_TEST(test_state_record_is_appended_not_rewritten) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-append", scratch);
+    fy_policy *p = policy();
+    fy_policy_set_state_dir(p, state, NULL);
+    const char *argv[] = {"/bin/sleep", "543211", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    DIR *d = opendir(state);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    char rec[512] = "";
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".state"))
+            snprintf(rec, sizeof(rec), "%s/%s", state, e->d_name);
+    closedir(d);
+    ck_assert_str_ne(rec, "");
+    char text[8192];
+    FILE *f = fopen(rec, "re");
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *first = strstr(text, "\nsandbox 0 0\n"), *last = strrchr(text, '\n');
+    ck_assert_ptr_nonnull(first);
+    *last = '\0';
+    last = strrchr(text, '\n');
+    int pid = 0;
+    unsigned long long start = 0;
+    ck_assert_msg(last && sscanf(last + 1, "sandbox %d %llu", &pid, &start) == 2, "record: %s", text);
+    ck_assert_int_gt(pid, 0);
+    ck_assert_int_eq(kill(pid, 0), 0);
+    ck_assert_uint_gt(start, 0);
+
+    /* A foreign record whose appended line is still incomplete: it parses
+     * (the owner is this live process, so gc leaves it). */
+    char path[300];
+    snprintf(path, sizeof(path), "%s/forgeyard-partial.state", state);
+    f = fopen(path, "we");
+    fprintf(f, "forgeyard-state 1\nowner %d %llu\nsandbox 0 0\nsandbox 12", (int)getpid(), 0ULL);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/forgeyard-empty.state", state);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    uint64_t destroyed = 9;
+    fy_error *err = NULL;
+    /* Start time 0 never matches: the partial record's owner is "gone". */
+    int r = fy_gc(state, 0, &destroyed, &err);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(err));
+    ck_assert_uint_eq(destroyed, 1); /* the partial record (nothing of it to kill) */
+    ck_assert_int_eq(access(path, F_OK), 0); /* a fresh empty record may still be being written */
+    struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
+    ck_assert_int_eq(access(path, F_OK), -1);
+    ck_assert_int_eq(count_files(state, ".state"), 1); /* the live sandbox's own */
+    fy_handle_free(h);
+    ck_assert_int_eq(count_files(state, ".state"), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* Fault injection: every setup step, failed at each of its occurrences,
  * ends the attempt as an infrastructure failure naming that step, and leaves
  * no process, cgroup or state record behind. */
@@ -1602,6 +1672,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
+    tcase_add_test(tc, test_state_record_is_appended_not_rewritten);
     tcase_add_test(tc, test_crash_anywhere_in_setup_then_gc);
     tcase_add_test(tc, test_every_setup_failure_is_typed_and_clean);
     tcase_add_test(tc, test_disk_and_file_quotas);
