@@ -96,11 +96,14 @@ static int limit_err(fy_error **reterr, const char *dir, const char *file, int e
                    strerror(e));
 }
 
-static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struct cg_fault *f, fy_error **reterr);
+static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsigned parts, struct cg_fault *f,
+                           fy_error **reterr);
 
-int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr) {
-    struct cg_fault fault = {plan, 0};
-    int r = cg_create_inner(plan, run, plan->fault_step ? &fault : NULL, reterr);
+int cg_create(const struct cg_plan *plan, struct cg_run *run, unsigned parts, fy_error **reterr) {
+    /* The nth fault counts across both parts, as one creation. */
+    struct cg_fault fault = {plan, (parts & CG_PART_V2) ? 0 : run->fault_count};
+    int r = cg_create_inner(plan, run, parts, plan->fault_step ? &fault : NULL, reterr);
+    run->fault_count = fault.count;
     /* A setup step failed: that is an infrastructure failure of the attempt. */
     if (r < 0 && r != FY_E_NOMEM && reterr && *reterr)
         (*reterr)->code = r = FY_E_INFRA;
@@ -128,11 +131,14 @@ size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out,
     return n;
 }
 
-static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struct cg_fault *f, fy_error **reterr) {
-    char *name = run->name; /* chosen by the caller (cg_new_name), or NULL */
-    memset(run, 0, sizeof(*run));
-    run->v2_fd = -1;
-    run->name = name;
+static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsigned parts, struct cg_fault *f,
+                           fy_error **reterr) {
+    if (parts & CG_PART_V2) {
+        char *name = run->name; /* chosen by the caller (cg_new_name), or NULL */
+        memset(run, 0, sizeof(*run));
+        run->v2_fd = -1;
+        run->name = name;
+    }
     if (!plan->enabled)
         return 0;
     if (!run->name)
@@ -141,7 +147,7 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struc
         return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
     int r = 0;
     char val[64];
-    if (plan->v2_parent && (plan->v2_limits || plan->v2_group)) {
+    if ((parts & CG_PART_V2) && plan->v2_parent && (plan->v2_limits || plan->v2_group)) {
         run->v2_dir = fy_asprintf("%s/%s", plan->v2_parent, run->name);
         bool injected = run->v2_dir && fault_hit(f, FY_STEP_CGROUP);
         if (!run->v2_dir || injected || mkdir(run->v2_dir, 0755) < 0) {
@@ -196,7 +202,7 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, struc
             }
         }
     }
-    for (int c = 0; c < CG_NCTL; c++) {
+    for (int c = 0; c < CG_NCTL && (parts & CG_PART_V1); c++) {
         if (!plan->v1_parent[c])
             continue;
         run->v1_dir[c] = fy_asprintf("%s/%s", plan->v1_parent[c], run->name);

@@ -38,6 +38,7 @@ struct cg_run {
     int v2_fd;                  /* O_PATH directory fd for CLONE_INTO_CGROUP */
     char *v1_dir[CG_NCTL];
     bool created;
+    uint32_t fault_count;       /* tests: fault points passed so far */
 };
 
 struct cg_usage {
@@ -46,9 +47,15 @@ struct cg_usage {
     uint64_t oom_kills, pids_max_events;
 };
 
-/* Creates the attempt's cgroups and writes the limits. On failure removes
- * what it created and fills reterr (step FY_STEP_CGROUP / _CGROUP_LIMIT). */
-int cg_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr);
+/* Creates the attempt's cgroups and writes the limits, in two parts: the
+ * v2 cgroup (CG_PART_V2, first: it resets run) before the sandbox is cloned
+ * straight into it, the v1 ones (CG_PART_V1) while the sandbox sets itself
+ * up, since placing a process in them means migrating it (cg_attach). On
+ * failure removes what it created and fills reterr (step FY_STEP_CGROUP /
+ * _CGROUP_LIMIT). */
+#define CG_PART_V2 1u
+#define CG_PART_V1 2u
+int cg_create(const struct cg_plan *plan, struct cg_run *run, unsigned parts, fy_error **reterr);
 /* A fresh name (forgeyard-<pid>-<random>); cg_create uses run->name when the
  * caller set it, so that the directories can be recorded before they exist. */
 char *cg_new_name(void);

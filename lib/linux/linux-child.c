@@ -28,6 +28,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -367,7 +368,20 @@ static void build_filesystem(const struct child_args *a) {
         die(sfd, FY_STEP_MOUNT, errno);
 }
 
-static void loopback_up(int sfd) {
+#ifndef SIOCGSKNS
+#  define SIOCGSKNS 0x894C
+#endif
+#define NET_HELPER_MAX_FD 120 /* its exit status carries the fd + 1: below die()'s 127 */
+
+/* The sandbox's network namespace, made by a helper process while init
+ * builds the filesystem: creating one costs about as much as all the
+ * mounts, and the two are independent. The helper shares init's fd table
+ * (CLONE_FILES), creates the namespace (owned by the sandbox's user
+ * namespace), brings lo up, and leaves an fd of it in the table, its
+ * number + 1 as its exit status; init joins it with setns. */
+__attribute__((noreturn)) static void net_helper(int sfd) {
+    if (unshare(CLONE_NEWNET) < 0)
+        die(sfd, FY_STEP_NETNS, errno);
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (s < 0)
         die(sfd, FY_STEP_NETNS, errno);
@@ -379,7 +393,39 @@ static void loopback_up(int sfd) {
     ifr.ifr_flags |= IFF_UP;
     if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
         die(sfd, FY_STEP_NETNS, errno);
+    int ns = ioctl(s, SIOCGSKNS, 0);
+    if (ns < 0)
+        die(sfd, FY_STEP_NETNS, errno);
+    if (ns > NET_HELPER_MAX_FD)
+        die(sfd, FY_STEP_NETNS, EMFILE);
     close(s);
+    syscall(SYS_exit, ns + 1);
+    __builtin_unreachable();
+}
+
+static pid_t start_net_helper(int sfd) {
+    pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)CLONE_FILES, 0, NULL, NULL, 0);
+    if (pid == 0)
+        net_helper(sfd);
+    if (pid < 0)
+        die(sfd, FY_STEP_NETNS, errno);
+    return pid;
+}
+
+static void join_net_helper(int sfd, pid_t helper) {
+    int st = 0;
+    long r;
+    do
+        r = syscall(SYS_wait4, helper, &st, __WALL, NULL);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        die(sfd, FY_STEP_NETNS, errno);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) < 1 || WEXITSTATUS(st) > NET_HELPER_MAX_FD + 1)
+        syscall(SYS_exit_group, 127); /* it reported why (or was killed with us) */
+    int ns = WEXITSTATUS(st) - 1;
+    if (setns(ns, CLONE_NEWNET) < 0)
+        die(sfd, FY_STEP_NETNS, errno);
+    close(ns);
 }
 
 /* ---- privileges ---- */
@@ -473,7 +519,7 @@ static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_w
     send_msg(sfd, CM_LANDLOCK, 0, 0, pl->ll_abi, 0);
 }
 
-/* ---- the workload (pid 2) ---- */
+/* ---- the workload (the first pid after init and its network helper) ---- */
 
 __attribute__((noreturn)) static void workload(const struct child_args *a) {
     const struct linux_plan *pl = a->plan;
@@ -694,8 +740,9 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
     const struct linux_plan *pl = a->plan;
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     fcntl(sync_fd, F_SETFL, O_NONBLOCK);
-    /* Pid 1 is us: the first task counted is the workload. */
-    struct task_count tc = {-1, 0, 1, 0};
+    /* The first task counted is the workload (pids before it were ours:
+     * pid 1 and the network helper). */
+    struct task_count tc = {-1, 0, work - 1, 0};
     if (!pl->process_mode) {
         int fd = open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
@@ -817,7 +864,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    /* Wait until the library has written our id maps. */
+    /* The first go-ahead: the library has written our id maps. */
     char go;
     ssize_t n;
     do
@@ -826,6 +873,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     if (n != 1)
         syscall(SYS_exit_group, 1);
     int r;
+    pid_t net_pid = 0;
     if (pl->process_mode) {
         /* No namespaces: orphans of the tree must come back to us. */
         if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
@@ -843,14 +891,27 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         if (pl->hostname && sethostname(pl->hostname, slen(pl->hostname)) < 0)
             die(sfd, FY_STEP_USERNS, errno);
         if (pl->use_netns) {
+            /* Ours to create (LX_CHILD_UNSHARES), by a helper, while we
+             * build the filesystem and the host makes our cgroups. */
             FAULT(a, FY_STEP_NETNS);
-            loopback_up(sfd);
+            net_pid = start_net_helper(sfd);
         }
         delay_in(pl, FY_STAGE_ISOLATION);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a);
+        if (net_pid > 0)
+            join_net_helper(sfd, net_pid);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
     }
+    /* The second go-ahead: we are in our cgroups (nothing arrives if the
+     * host failed or died: then there is nothing to run). */
+    do
+        n = read(a->sync_fd, &go, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        syscall(SYS_exit_group, 1);
+    if ((pl->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
+        die(sfd, FY_STEP_CGROUP, errno);
     FAULT(a, FY_STEP_SPAWN);
     pid_t w = fy_sys_fork();
     if (w < 0)

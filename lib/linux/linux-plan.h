@@ -136,6 +136,11 @@ struct linux_plan {
 
 /* Per-start data for the child: fds and the envp with secrets. Lives in
  * the parent; the child sees its copy-on-write copy. */
+/* Namespaces of clone_flags the child creates itself (unshare) rather than
+ * clone: the network one while the host makes its cgroups, the cgroup one
+ * once it has been placed in them. */
+#define LX_CHILD_UNSHARES (CLONE_NEWNET | CLONE_NEWCGROUP)
+
 struct child_args {
     const struct linux_plan *plan;
     int sync_fd;                 /* read: the parent's go-ahead after mapping ids */

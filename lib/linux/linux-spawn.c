@@ -63,7 +63,6 @@ struct lx {
     char *state_path;           /* our record in the state directory */
     int state_fd;               /* ... open for appending the sandbox's pid */
     struct cg_run cg;
-    bool cg_into;               /* cloned straight into the v2 cgroup */
     uint64_t next_poll;         /* cgroup events are polled while limits apply */
     uint64_t next_watch;        /* the disk watchdog's next walk */
     struct cg_usage usage;
@@ -348,7 +347,8 @@ static int map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
 
 /* ---- start ---- */
 
-/* Fallback when clone3 could not place the child: move it before it runs. */
+/* Fallback when clone3 could not place the child in its cgroup v2: move it
+ * before it starts the workload. */
 static int write_proc_cgroup(const char *dir, pid_t pid, fy_error **reterr) {
     char path[4200], val[32];
     snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
@@ -445,6 +445,19 @@ static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl,
     return r;
 }
 
+/* One go-ahead to the child (see lx_start). A child that already ended
+ * (EPIPE) is not an error here: it reported why on its status pipe, and
+ * the attempt's result carries that. */
+static int send_go(struct lx *x, fy_error **reterr) {
+    ssize_t n;
+    do
+        n = send(x->sync_wr, "g", 1, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 && !(n < 0 && (errno == EPIPE || errno == ECONNRESET)))
+        return sys_err(reterr, FY_STEP_SPAWN, "starting the sandbox");
+    return 0;
+}
+
 int lx_start(fy_handle *h, fy_error **reterr) {
     const fy_prepared *pr = h->pr;
     const struct linux_plan *pl = pr->plan;
@@ -477,7 +490,10 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     if ((r = setup_secrets(x, pr, pl, &stdin_secret, reterr)) < 0 ||
         (r = setup_stdio(x, pr, stdin_secret, reterr)) < 0)
         goto fail;
-    if (pipe2(sync, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0) {
+    /* sync: the two go-aheads to the child (a socket, so that writing to a
+     * child that already died is EPIPE without a SIGPIPE to the host), and
+     * the host's liveness for its init afterwards. */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0 || pipe2(status, O_CLOEXEC) < 0) {
         r = sys_err(reterr, FY_STEP_SPAWN, "pipe");
         goto fail;
     }
@@ -497,17 +513,25 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     a->workdir = x->attempt_dir;
     a->secrets_dir = pl->process_mode ? x->attempt_secrets : NULL;
 
-    /* The attempt's cgroups exist before the sandbox does, so that no
-     * process of it ever runs unaccounted. */
+    /* The start is a pipeline over two go-aheads. The child is cloned
+     * straight into its cgroup v2 (if it has one), without its network and
+     * cgroup namespaces (its own to create), and once its ids are mapped
+     * builds its network and filesystem while we create its v1 cgroups and
+     * migrate it into them: a migration waits for an RCU grace period
+     * whenever none happened recently (several ms here), and this is where
+     * that wait costs nothing. It forks nothing and executes nothing of the
+     * workload before the second go-ahead, so no process of the workload
+     * ever runs unaccounted; its cgroup namespace is made only then, rooted
+     * at its own cgroups. */
     const struct obs *obs = &h->pr->policy->obs;
     obs_span(obs, "sandbox.resource", FY_SPAN_BEGIN, fy_now_usec(), NULL);
-    r = cg_create(&pl->cg, &x->cg, reterr);
-    obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
-    if (r < 0)
+    if ((r = cg_create(&pl->cg, &x->cg, CG_PART_V2, reterr)) < 0) {
+        obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":false}");
         goto fail;
+    }
     int pidfd = -1;
     struct fy_clone_args ca = {
-        .flags = pl->clone_flags | CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND,
+        .flags = (pl->clone_flags & ~(uint64_t)LX_CHILD_UNSHARES) | CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND,
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
         .exit_signal = 0,
     };
@@ -516,10 +540,11 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         ca.cgroup = (uint64_t)x->cg.v2_fd;
     }
     pid_t pid = fy_sys_clone3(&ca, sizeof(ca));
-    x->cg_into = pid >= 0 && x->cg.v2_fd >= 0;
+    bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0;
     if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */
-        pid = (pid_t)syscall(SYS_clone, (unsigned long)(pl->clone_flags | CLONE_PIDFD), 0, &pidfd, 0, 0);
+        pid = (pid_t)syscall(SYS_clone, (unsigned long)((pl->clone_flags & ~(uint64_t)LX_CHILD_UNSHARES) | CLONE_PIDFD),
+                             0, &pidfd, 0, 0);
     }
     if (pid == 0)
         linux_child_main(a); /* never returns */
@@ -542,32 +567,23 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     x->notify_sock = nsock[0];
     sync[1] = status[0] = nsock[0] = -1;
 
-    if ((r = cg_attach(&pl->cg, &x->cg, pid, reterr)) < 0 ||
-        (!x->cg_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0)) {
-        hard_kill(x, pl);
-        reap_blocking(x, pl);
-        goto fail;
-    }
-    /* The record again, now with the sandbox's pid (the sandbox itself
-     * ends when we die; the record is for what it leaves behind). */
-    if ((r = state_record_sandbox(x->state_fd, pid, reterr)) < 0) {
-        hard_kill(x, pl);
-        reap_blocking(x, pl);
-        goto fail;
-    }
-    if (!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) {
-        hard_kill(x, pl);
-        reap_blocking(x, pl);
-        goto fail;
-    }
-    char go = 'g';
-    if (write(x->sync_wr, &go, 1) != 1) {
-        r = sys_err(reterr, FY_STEP_SPAWN, "starting the sandbox");
+    if ((!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) || (r = send_go(x, reterr)) < 0) {
         hard_kill(x, pl);
         reap_blocking(x, pl);
         goto fail;
     }
     x->t_go = fy_now_usec();
+    r = cg_create(&pl->cg, &x->cg, CG_PART_V1, reterr);
+    obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
+    /* The sandbox's pid goes into the record before the go-ahead: the
+     * sandbox itself ends when we die, the record is for what it leaves. */
+    if (r < 0 || (r = cg_attach(&pl->cg, &x->cg, pid, reterr)) < 0 ||
+        (!cloned_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0) ||
+        (r = state_record_sandbox(x->state_fd, pid, reterr)) < 0 || (r = send_go(x, reterr)) < 0) {
+        hard_kill(x, pl);
+        reap_blocking(x, pl);
+        goto fail;
+    }
     if (set_nonblock(x->status_rd) < 0 || epoll_watch(x, x->status_rd) < 0 || epoll_watch(x, x->pidfd) < 0 ||
         (x->notify_sock >= 0 && (set_nonblock(x->notify_sock) < 0 || epoll_watch(x, x->notify_sock) < 0))) {
         r = sys_err(reterr, FY_STEP_SPAWN, "epoll_ctl");

@@ -9,8 +9,8 @@
  *     cgroup PATH                zero or more
  *     scratch PATH               zero or one
  *     sandbox PID STARTTIME      appended once the sandbox exists: its pid 1
- * It is created complete by one write (O_EXCL) and only ever appended to,
- * never renamed over or rewritten: on a filesystem mounted with discard a
+ * It is written complete under a temporary name (O_EXCL), renamed to its
+ * own new name, and then only ever appended to, never replaced or rewritten: on a filesystem mounted with discard a
  * replaced or truncated file costs a synchronous discard, and this is paid
  * on every attempt. A reader ignores a last line not yet complete, and the
  * last sandbox line wins. Start times (field 22 of /proc/PID/stat) make pid
@@ -33,9 +33,9 @@
 #include "linux-syscall.h"
 
 #define RECORD_MAX 8192
-/* An empty record is a creator that died between creating it and writing
- * it (before anything else existed); this old, it is not being written. */
-#define EMPTY_RECORD_GRACE_SEC 10
+/* A temporary record is a creator that died before naming it (before
+ * anything else existed); this old, it is not being written. */
+#define TMP_RECORD_GRACE_SEC 10
 
 int state_default_dir(char *buf, size_t len) {
     const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -105,19 +105,21 @@ int state_record(const char *dir, const char *name, const char *const *cgroups, 
             strbuf_printf(&sb, "cgroup %s\n", cgroups[i]);
     if (scratch)
         strbuf_printf(&sb, "scratch %s\n", scratch);
-    char *path = fy_asprintf("%s/%s.state", dir, name);
+    char *path = fy_asprintf("%s/%s.state", dir, name), *tmp = fy_asprintf("%s/.%s.tmp", dir, name);
     int r = 0, fd = -1;
-    if (sb.oom || !path) {
+    if (sb.oom || !path || !tmp) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         goto out;
     }
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write(fd, sb.buf, sb.len) != (ssize_t)sb.len) {
+    /* Complete before it has its name (a rename to a new name: nothing is
+     * replaced, so nothing is flushed or discarded). */
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || write(fd, sb.buf, sb.len) != (ssize_t)sb.len || rename(tmp, path) < 0) {
         int e = errno;
         if (fd >= 0) {
             close(fd);
             fd = -1;
-            unlink(path);
+            unlink(tmp);
         }
         r = err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "recording the sandbox in %s: %s", dir,
                     strerror(e));
@@ -128,6 +130,7 @@ int state_record(const char *dir, const char *name, const char *const *cgroups, 
     path = NULL;
 out:
     free(path);
+    free(tmp);
     strbuf_free(&sb);
     return r;
 }
@@ -306,6 +309,13 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
+        struct stat st;
+        if (e->d_name[0] == '.' && n > 4 && strcmp(e->d_name + n - 4, ".tmp") == 0 &&
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            st.st_mtime + TMP_RECORD_GRACE_SEC < time(NULL)) {
+            unlinkat(dirfd(d), e->d_name, 0);
+            continue;
+        }
         if (n < 7 || strcmp(e->d_name + n - 6, ".state") != 0)
             continue;
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -313,15 +323,7 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
             continue;
         char buf[RECORD_MAX + 1];
         ssize_t len = read(fd, buf, sizeof(buf));
-        struct stat st;
-        bool stale = len == 0 && fstat(fd, &st) == 0 && st.st_mtime + EMPTY_RECORD_GRACE_SEC < time(NULL);
         close(fd);
-        if (len == 0) {
-            /* Being written, or its creator died before writing anything. */
-            if (stale)
-                unlinkat(dirfd(d), e->d_name, 0);
-            continue;
-        }
         struct state_record_view v;
         if (len < 0 || len > RECORD_MAX || state_parse(buf, (size_t)len, &v) < 0) {
             if (!r)

@@ -1076,9 +1076,9 @@ END_TEST
 
 /* The record is created once and appended to: "sandbox 0 0" (before any
  * process exists), then the pid 1 of the sandbox, which is alive while the
- * attempt runs. gc leaves a record being written (last line incomplete)
- * alone, and drops an empty one only once it is old (a creator that died
- * before its first write). */
+ * attempt runs. gc reads a record being appended to (last line
+ * incomplete), and drops a temporary one only once it is old (a creator
+ * that died before naming it). */
 START_TEST(test_state_record_is_appended_not_rewritten) {
     char state[160];
     snprintf(state, sizeof(state), "%s/state-append", scratch);
@@ -1122,7 +1122,7 @@ START_TEST(test_state_record_is_appended_not_rewritten) {
     f = fopen(path, "we");
     fprintf(f, "forgeyard-state 1\nowner %d %llu\nsandbox 0 0\nsandbox 12", (int)getpid(), 0ULL);
     fclose(f);
-    snprintf(path, sizeof(path), "%s/forgeyard-empty.state", state);
+    snprintf(path, sizeof(path), "%s/.forgeyard-unnamed.tmp", state);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     ck_assert_int_ge(fd, 0);
     close(fd);
@@ -1132,7 +1132,7 @@ START_TEST(test_state_record_is_appended_not_rewritten) {
     int r = fy_gc(state, 0, &destroyed, &err);
     ck_assert_msg(r == 0, "gc: %s", fy_error_message(err));
     ck_assert_uint_eq(destroyed, 1); /* the partial record (nothing of it to kill) */
-    ck_assert_int_eq(access(path, F_OK), 0); /* a fresh empty record may still be being written */
+    ck_assert_int_eq(access(path, F_OK), 0); /* a fresh one may still be being written */
     struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
     ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
     ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
