@@ -17,6 +17,8 @@
  *               FY_STDIO_PIPE vs a plain pipe drained by the host into a
  *               file (all three write the same file system)
  *   memory      host RSS and PSS per concurrently running sandbox, N sleeping
+ *   host size   lifecycle in a host with 1 GiB resident vs the same host small
+ *               (an embedding runner is rarely small)
  *
  * Everything it creates lives in one mkdtemp directory, removed at exit.
  */
@@ -555,6 +557,26 @@ int main(int argc, char **argv) {
     for (int i = 0; i < sleepers; i++)
         fy_handle_free(hs[i]);
     fy_prepared_free(sleep_plan);
+
+    /* Host size: the same lifecycle with 1 GiB resident in this process. */
+    int hn = n < 50 ? n : 50;
+    uint64_t *t_lean = calloc((size_t)hn, 8), *t_fat = calloc((size_t)hn, 8);
+    for (int i = 0; i < hn; i++)
+        t_lean[i] = lifecycle_ns(p, argv_true);
+    size_t ballast_len = (size_t)1 << 30;
+    char *ballast = malloc(ballast_len);
+    if (ballast) {
+        for (size_t off = 0; off < ballast_len; off += 4096)
+            ballast[off] = (char)off;
+        for (int i = 0; i < hn; i++)
+            t_fat[i] = lifecycle_ns(p, argv_true);
+        double lean = median_ms(t_lean, hn), fat = median_ms(t_fat, hn);
+        printf("  %-40s %9.3f ms   small host %.3f ms, ratio %.2f\n", "lifecycle, host with 1 GiB resident", fat,
+               lean, fat / lean);
+        free(ballast);
+    }
+    free(t_lean);
+    free(t_fat);
     fy_prepared_free(shared);
     fy_policy_free(p);
     return 0;

@@ -266,6 +266,7 @@ void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth) {
 }
 
 void policy_test_legacy_cgroups(fy_policy *p) { p->test_legacy_cgroups = true; }
+void policy_test_copy_init(fy_policy *p) { p->test_copy_init = true; }
 
 void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) {
     p->delay_stage = stage;

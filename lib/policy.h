@@ -50,6 +50,8 @@ struct fy_policy {
     uint32_t delay_stage;           /* qualification only: sleep inside this FY_STAGE_* ... */
     uint64_t delay_usec;            /* ... for this long */
     bool test_legacy_cgroups;       /* tests only: plan as on a host without cgroup v2 */
+    bool test_copy_init;            /* tests only: the init is a copy of the host, as where
+                                       forgeyard-init cannot be executed */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];
@@ -98,6 +100,7 @@ void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec);
  * legacy v1-only host, so the v1 freezer-then-kill teardown runs for real
  * on a hybrid host. */
 void policy_test_legacy_cgroups(fy_policy *p);
+void policy_test_copy_init(fy_policy *p);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);
 void policy_remove_string(struct vec *v, const char *s);

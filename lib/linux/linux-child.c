@@ -8,11 +8,19 @@
  * child). It interprets the plan built by linux-plan.c with raw system calls
  * and reports failures as fixed-size {step, errno} records.
  *
+ * Normally the cloned child shares the host's memory for a moment only:
+ * linux_exec_init executes forgeyard-init (this same file, built as a
+ * program of its own, linux-init-main.c) from a sealed memfd, and
+ * linux_child_main runs there on the packed plan. Where that program
+ * cannot be executed, linux_child_main runs in a copy of the host instead.
+ *
  * Process layout inside the new pid namespace:
- *   pid 1  this code: builds the sandbox, forks the workload, then stays as
- *          the minimal init that reaps, forwards the library's signals to the
- *          whole tree, and ends the tree when the workload exits;
- *   pid 2  the workload: hardens itself (rlimits, Landlock, capabilities,
+ *   pid 1  linux_child_main: builds the sandbox, forks the workload, then
+ *          stays as the minimal init that reaps, forwards the library's
+ *          signals to the whole tree, and ends the tree when the workload
+ *          exits;
+ *   pid 2  (network deny) the helper that makes the network namespace;
+ *   next   the workload: hardens itself (rlimits, Landlock, capabilities,
  *          no_new_privs, seccomp) and executes the command. */
 #include <errno.h>
 #include <fcntl.h>
@@ -808,6 +816,83 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
         }
     }
 }
+
+/* ---- forgeyard-init ---- */
+
+#ifndef FY_FREESTANDING
+#ifndef PR_CAP_AMBIENT_RAISE
+#  define PR_CAP_AMBIENT_RAISE 2
+#endif
+
+/* Runs in the child of clone(CLONE_VM | CLONE_VFORK): on the host's
+ * memory and stack while the host's thread waits, so it does nothing but
+ * system calls, and execs or exits. Its ids are not mapped yet, so an exec
+ * would drop its capabilities in the new user namespace: it keeps them as
+ * ambient ones (forgeyard-init takes its ids once the host mapped them). */
+#if defined(__SANITIZE_ADDRESS__)
+#  define FY_NO_ASAN __attribute__((no_sanitize_address))
+#else
+#  define FY_NO_ASAN
+#endif
+
+/* (Not instrumented: ASan's shadow is shared with the host too, and
+ * poisoning this frame there would leave stale poison below its stack.) */
+FY_NO_ASAN __attribute__((noreturn)) static void exec_init(const struct exec_init *e) {
+    int err = 0;
+    for (size_t i = 0; i < e->nkeep && !err; i++)
+        if (e->keep[i] >= 0 && syscall(SYS_fcntl, e->keep[i], F_SETFD, 0) < 0)
+            err = errno;
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (!err && syscall(SYS_capget, &hdr, data) < 0)
+        err = errno;
+    for (int i = 0; i < 2; i++)
+        data[i].inheritable = data[i].permitted;
+    if (!err && syscall(SYS_capset, &hdr, data) < 0)
+        err = errno;
+    for (int cap = 0; cap < 64 && !err; cap++) {
+        bool held = data[cap / 32].permitted & (1u << (cap % 32));
+        if (held && syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0 && errno != EINVAL)
+            err = errno;
+    }
+    static char *const no_env[] = {NULL};
+    if (!err) {
+        syscall(SYS_execveat, e->init_fd, "", e->argv, no_env, AT_EMPTY_PATH);
+        err = errno;
+    }
+    syscall(SYS_write, e->err_fd, &err, sizeof(err));
+    syscall(SYS_exit_group, 125);
+    __builtin_unreachable();
+}
+
+/* The child of CLONE_VM | CLONE_VFORK runs on our stack: it must never
+ * return from the function that cloned (its return would overwrite the
+ * return address we resume with), so the system call is inline, here. */
+FY_NO_ASAN __attribute__((noinline)) pid_t linux_clone_exec_init(struct fy_clone_args *ca, const struct exec_init *e) {
+    long ret;
+#if defined(__x86_64__)
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"((long)__NR_clone3), "D"(ca), "S"(sizeof(*ca))
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = __NR_clone3;
+    register long x0 __asm__("x0") = (long)ca;
+    register long x1 __asm__("x1") = (long)sizeof(*ca);
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
+    ret = x0;
+#else
+    ret = -ENOSYS; /* forgeyard-init is not built here */
+#endif
+    if (ret == 0)
+        exec_init(e);
+    if (ret < 0) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return (pid_t)ret;
+}
+#endif
 
 /* ---- entry ---- */
 

@@ -164,8 +164,24 @@ struct child_secret {
     size_t len;
 };
 
-/* linux-child.c: runs in the cloned child; never returns. */
+/* linux-child.c: runs in the cloned child (or forgeyard-init); never returns. */
 __attribute__((noreturn)) void linux_child_main(const struct child_args *a);
+
+/* What linux_clone_exec_init's child needs to execute forgeyard-init: fds
+ * to keep across the exec (all CLOEXEC in the host), the program's memfd,
+ * its argv, and a CLOEXEC pipe that gets errno if the exec fails (it then
+ * exits 125). */
+struct exec_init {
+    int init_fd;
+    int keep[8];
+    size_t nkeep;
+    char *const *argv;
+    int err_fd;
+};
+struct fy_clone_args;
+/* clone3 with ca (which must include CLONE_VM | CLONE_VFORK and no stack);
+ * the child executes forgeyard-init. Like clone3: the pid, or -1. */
+pid_t linux_clone_exec_init(struct fy_clone_args *ca, const struct exec_init *e);
 
 /* linux-spawn.c: the backend's run operations (see struct fy_backend_ops). */
 int linux_compile(fy_prepared *pr, fy_error **reterr);

@@ -16,11 +16,15 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "handle.h"
+#include "linux-pack.h"
 #include "linux-plan.h"
 #include "linux-seccomp.h"
 #include "linux-state.h"
@@ -445,6 +449,114 @@ static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl,
     return r;
 }
 
+/* ---- forgeyard-init ---- */
+
+extern const unsigned char fy_init_blob[];
+extern const size_t fy_init_blob_len;
+
+#ifndef MFD_NOEXEC_SEAL
+#  define MFD_NOEXEC_SEAL 0x0008U
+#endif
+#ifndef MFD_EXEC
+#  define MFD_EXEC 0x0010U
+#endif
+
+/* Set once an exec of forgeyard-init failed in this process (a host whose
+ * policy forbids executing memfds, say): from then on the init is a copy
+ * of the host, which works everywhere but costs in proportion to the
+ * host's size. */
+static atomic_bool exec_init_broken;
+
+/* A sealed memfd holding len bytes (exec: MFD_EXEC where the kernel knows
+ * it, else MFD_NOEXEC_SEAL), or -errno. */
+static int sealed_memfd(const char *name, const void *data, size_t len, bool exec) {
+    unsigned mode = exec ? MFD_EXEC : MFD_NOEXEC_SEAL;
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | mode);
+    if (fd < 0 && errno == EINVAL) /* before Linux 6.3 */
+        fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -errno;
+    const unsigned char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            close(fd);
+            return -e;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* Clones the sandbox executing forgeyard-init on the packed arguments.
+ * 1: it runs (*ret_pid; the pidfd went where ca says); 0: not possible
+ * here (nothing is left of the attempt): the caller clones a copy of
+ * itself instead; -1: clone failed (errno). */
+static int clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, int *pidfd, pid_t *ret_pid) {
+    if (!fy_init_blob_len || atomic_load(&exec_init_broken))
+        return 0;
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    if (lx_pack(a, &blob, &len) < 0)
+        return 0;
+    int plan_fd = sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
+    fy_explicit_bzero(blob, len);
+    free(blob);
+    int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", fy_init_blob, fy_init_blob_len, true) : -1;
+    int errp[2] = {-1, -1}, used = 0;
+    if (init_fd >= 0 && pipe2(errp, O_CLOEXEC) == 0) {
+        char fdnum[16];
+        snprintf(fdnum, sizeof(fdnum), "%d", plan_fd);
+        char *argv[] = {(char *)"forgeyard-init", fdnum, NULL};
+        struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1],
+                              .keep = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1],
+                                       a->stdio[2]},
+                              .nkeep = 7};
+        struct fy_clone_args c = *ca;
+        c.flags |= CLONE_VM | CLONE_VFORK;
+        pid_t pid = linux_clone_exec_init(&c, &e);
+        int clone_errno = errno;
+        close(errp[1]);
+        if (pid < 0) {
+            errno = clone_errno;
+            used = clone_errno == EINVAL || clone_errno == ENOSYS || clone_errno == E2BIG ? 0 : -1;
+        } else {
+            /* The exec closed the pipe's other end, or the child wrote why it failed. */
+            int child_err = 0;
+            ssize_t n;
+            do
+                n = read(errp[0], &child_err, sizeof(child_err));
+            while (n < 0 && errno == EINTR);
+            if (n == (ssize_t)sizeof(child_err)) {
+                siginfo_t si;
+                while (waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+                    ;
+                close(*pidfd);
+                *pidfd = -1;
+                atomic_store(&exec_init_broken, true);
+            } else {
+                *ret_pid = pid;
+                used = 1;
+            }
+        }
+        close(errp[0]);
+    }
+    if (plan_fd >= 0)
+        close(plan_fd);
+    if (init_fd >= 0)
+        close(init_fd);
+    return used;
+}
+
 /* One go-ahead to the child (see lx_start). A child that already ended
  * (EPIPE) is not an error here: it reported why on its status pipe, and
  * the attempt's result carries that. */
@@ -539,9 +651,12 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         ca.flags |= FY_CLONE_INTO_CGROUP;
         ca.cgroup = (uint64_t)x->cg.v2_fd;
     }
-    pid_t pid = fy_sys_clone3(&ca, sizeof(ca));
+    pid_t pid = -1;
+    int how = h->pr->policy->test_copy_init ? 0 : clone_exec_init(a, &ca, &pidfd, &pid);
+    if (how == 0)
+        pid = fy_sys_clone3(&ca, sizeof(ca));
     bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0;
-    if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+    if (how == 0 && pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */
         pid = (pid_t)syscall(SYS_clone, (unsigned long)((pl->clone_flags & ~(uint64_t)LX_CHILD_UNSHARES) | CLONE_PIDFD),
                              0, &pidfd, 0, 0);

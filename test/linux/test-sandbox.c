@@ -34,6 +34,7 @@
 static char scratch[64];     /* this run's private directory under /tmp */
 static char attack[128];     /* fy-attack, copied into scratch */
 static bool rootless;
+static bool copy_init; /* --copy-init: every sandbox with the fallback init */
 static int counter;
 
 /* ---- helpers ---- */
@@ -82,6 +83,8 @@ static fy_policy *policy(void) {
     ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, &e), 0);
     ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 60000000, NULL), 0);
+    if (copy_init)
+        policy_test_copy_init(p);
     return p;
 }
 
@@ -365,6 +368,130 @@ static int count_procs_with(const char *needle) {
         closedir(d);
     return n;
 }
+
+/* The sandbox's pid 1 (the child of this thread living in a pid namespace
+ * of its own), or 0. */
+static pid_t find_init(void) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
+    char *kids = slurp(path);
+    pid_t found = 0;
+    for (char *tok = kids ? strtok(kids, " \n") : NULL; tok && !found; tok = strtok(NULL, " \n")) {
+        snprintf(path, sizeof(path), "/proc/%s/status", tok);
+        char *st = slurp(path);
+        char *ns = st ? strstr(st, "NSpid:") : NULL;
+        if (ns) {
+            char *end = strchr(ns, '\n');
+            if (end)
+                *end = '\0';
+            char *last = strrchr(ns, '\t');
+            if (last && strcmp(last, "\t1") == 0 && strchr(ns, '\t') != last)
+                found = atoi(tok);
+        }
+        free(st);
+    }
+    free(kids);
+    return found;
+}
+
+/* Bytes of pid's memory read, and whether needle was among them (-1: its
+ * memory cannot be read from here). */
+static long scan_memory(pid_t pid, const char *needle, bool *found) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+    int mem = open(path, O_RDONLY | O_CLOEXEC);
+    if (mem < 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    char *maps = slurp(path);
+    long total = 0;
+    size_t nl = strlen(needle);
+    *found = false;
+    for (char *line = maps ? strtok(maps, "\n") : NULL; line && !*found; line = strtok(NULL, "\n")) {
+        unsigned long lo, hi;
+        char perms[8];
+        /* (Huge regions are sanitizer shadow, never data of ours.) */
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || strstr(line, "[vvar") ||
+            strstr(line, "[vsyscall]") || hi - lo > (1ul << 30))
+            continue;
+        static char buf[1 << 16];
+        for (unsigned long at = lo; at < hi && !*found; at += sizeof(buf) - nl) {
+            size_t want = hi - at < sizeof(buf) ? hi - at : sizeof(buf);
+            ssize_t k = pread(mem, buf, want, (off_t)at);
+            if (k <= 0)
+                break;
+            total += k;
+            *found = memmem(buf, (size_t)k, needle, nl) != NULL;
+            if ((size_t)k < sizeof(buf))
+                break;
+        }
+    }
+    free(maps);
+    close(mem);
+    return total;
+}
+
+/* Nothing of the host process's memory is inside the sandbox: its pid 1 is
+ * forgeyard-init, executed fresh, not a copy of the host (a copy would
+ * carry every secret the host holds: tokens, other attempts' secrets). The
+ * same check on the fallback init (a copy, root only: its memory belongs
+ * to the host's user namespace) proves the scan finds what is there. */
+START_TEST(test_host_memory_not_in_sandbox) {
+    if (copy_init)
+        return; /* this test chooses the init itself */
+    char *canary = malloc(4096);
+    snprintf(canary, 4096, "FY-HOST-MEMORY-CANARY-%d-%ld", (int)getpid(), (long)time(NULL));
+    char needle[96];
+    snprintf(needle, sizeof(needle), "%s", canary);
+    for (int copy = 0; copy < 2; copy++) {
+        fy_policy *p = policy();
+        if (copy)
+            policy_test_copy_init(p);
+        const char *argv[] = {"/bin/sleep", "543213", NULL};
+        fy_prepared *pr = NULL;
+        ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+        fy_handle *h = NULL;
+        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+        fy_prepared_free(pr);
+        for (int i = 0; i < 500 && count_procs_with("sleep 543213") < 1; i++) {
+            fy_handle_process(h, NULL, NULL);
+            usleep(10000);
+        }
+        ck_assert_int_eq(count_procs_with("sleep 543213"), 1);
+        pid_t init = find_init();
+        ck_assert_int_gt(init, 0);
+        bool found = true;
+        long bytes = scan_memory(init, needle, &found);
+        char path[64], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)init);
+        char *c = slurp(path);
+        if (c)
+            snprintf(comm, sizeof(comm), "%.*s", (int)strcspn(c, "\n"), c);
+        free(c);
+        fy_handle_cancel(h, FY_CANCEL_USER, NULL);
+        fy_result *res = NULL;
+        ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+        fy_result_free(res);
+        fy_handle_free(h);
+        fy_policy_free(p);
+        if (!copy && bytes < 0) {
+            /* Rootless: the init's memory is not ours to read, but it runs
+             * forgeyard-init, not a copy of us. */
+            ck_assert(rootless);
+            ck_assert_str_eq(comm, "forgeyard-init");
+        } else if (!copy) {
+            ck_assert_msg(bytes > 0, "could not read the init's memory");
+            ck_assert_msg(!found, "the host's memory is inside the sandbox's init");
+        } else if (bytes >= 0) {
+            ck_assert_msg(found, "the scan missed the host canary in a copied init (%ld bytes read)", bytes);
+        } else {
+            ck_assert(rootless);
+        }
+    }
+    explicit_bzero(canary, 4096);
+    free(canary);
+}
+END_TEST
 
 START_TEST(test_daemon_does_not_survive) {
     fy_policy *p = policy();
@@ -1620,6 +1747,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     rootless = want_rootless || getuid() != 0;
+    copy_init = argc > 2 && strcmp(argv[2], "--copy-init") == 0;
     if (getenv("FY_TEST_SCRATCH")) {
         snprintf(scratch, sizeof(scratch), "%s", getenv("FY_TEST_SCRATCH"));
         snprintf(attack, sizeof(attack), "%s/fy-attack", scratch);
@@ -1631,7 +1759,7 @@ int main(int argc, char **argv) {
     if (fy_probe(FY_PROBE_NO_VM, &caps, NULL) < 0)
         return 1;
     fy_caps_free(caps);
-    Suite *s = suite_create(rootless ? "sandbox-rootless" : "sandbox");
+    Suite *s = suite_create(rootless ? "sandbox-rootless" : copy_init ? "sandbox-copy-init" : "sandbox");
     TCase *tc = tcase_create("attacks");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_runs_and_reports);
@@ -1643,6 +1771,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_no_residue_between_attempts);
     tcase_add_test(tc, test_host_processes_invisible);
     tcase_add_test(tc, test_daemon_does_not_survive);
+    tcase_add_test(tc, test_host_memory_not_in_sandbox);
     tcase_add_test(tc, test_init_protected);
     tcase_add_test(tc, test_mknod_denied);
     tcase_add_test(tc, test_mount_is_violation);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* forgeyard-init: the sandbox's pid 1 as a program of its own. The library
+ * embeds it, writes it to a sealed memfd per attempt and executes it in
+ * the sandbox's fresh namespaces straight after clone (linux-child.c,
+ * linux_exec_init), so that the sandbox never holds a copy of the host
+ * process: starting one costs the same whatever the host's size, and no
+ * host memory (other attempts' secrets, tokens) is ever inside it.
+ *
+ * argv[1] is an fd of the packed arguments (linux-pack.h); everything else
+ * is linux_child_main, the same code the library runs when it cannot
+ * execute this program. */
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "linux-pack.h"
+
+__attribute__((noreturn)) static void fail(void) {
+    syscall(SYS_exit_group, 126);
+    __builtin_unreachable();
+}
+
+__attribute__((noreturn, used)) void fy_init_entry(long *sp);
+__attribute__((noreturn, used)) void fy_init_entry(long *sp) {
+    prctl(PR_SET_NAME, "forgeyard-init", 0, 0, 0); /* not "memfd:forgeyard" in ps */
+    long argc = sp[0];
+    char **argv = (char **)(sp + 1);
+    if (argc < 2 || !argv[1])
+        fail();
+    int fd = 0;
+    for (const char *p = argv[1]; *p; p++) {
+        if (*p < '0' || *p > '9' || fd > 100000)
+            fail();
+        fd = fd * 10 + (*p - '0');
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (64 << 20))
+        fail();
+    unsigned char *blob = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (blob == MAP_FAILED)
+        fail();
+    close(fd);
+    struct child_args *a = lx_unpack(blob, (size_t)st.st_size);
+    if (!a)
+        fail();
+    linux_child_main(a);
+}
