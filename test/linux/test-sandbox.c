@@ -369,6 +369,16 @@ static int count_procs_with(const char *needle) {
     return n;
 }
 
+/* Prepares and starts argv under p; the handle. */
+static fy_handle *start_argv(fy_policy *p, const char *const *argv) {
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    return h;
+}
+
 /* The sandbox's pid 1 (the child of this thread living in a pid namespace
  * of its own), or 0. */
 static pid_t find_init(void) {
@@ -448,11 +458,7 @@ START_TEST(test_host_memory_not_in_sandbox) {
         if (copy)
             policy_test_copy_init(p);
         const char *argv[] = {"/bin/sleep", "543213", NULL};
-        fy_prepared *pr = NULL;
-        ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
-        fy_handle *h = NULL;
-        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
-        fy_prepared_free(pr);
+        fy_handle *h = start_argv(p, argv);
         for (int i = 0; i < 500 && count_procs_with("sleep 543213") < 1; i++) {
             fy_handle_process(h, NULL, NULL);
             usleep(10000);
@@ -1186,11 +1192,7 @@ START_TEST(test_gc_leaves_live_owners_alone) {
     fy_policy *p = policy();
     fy_policy_set_state_dir(p, state, NULL);
     const char *argv[] = {"/bin/sleep", "543210", NULL};
-    fy_prepared *pr = NULL;
-    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
-    fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
-    fy_prepared_free(pr);
+    fy_handle *h = start_argv(p, argv);
     uint64_t destroyed = 9;
     ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
     ck_assert_uint_eq(destroyed, 0);
@@ -1212,11 +1214,7 @@ START_TEST(test_state_record_is_appended_not_rewritten) {
     fy_policy *p = policy();
     fy_policy_set_state_dir(p, state, NULL);
     const char *argv[] = {"/bin/sleep", "543211", NULL};
-    fy_prepared *pr = NULL;
-    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
-    fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
-    fy_prepared_free(pr);
+    fy_handle *h = start_argv(p, argv);
     DIR *d = opendir(state);
     ck_assert_ptr_nonnull(d);
     struct dirent *e;
