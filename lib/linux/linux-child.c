@@ -842,6 +842,9 @@ FY_NO_ASAN __attribute__((noreturn)) static void exec_init(const struct exec_ini
     for (size_t i = 0; i < e->nkeep && !err; i++)
         if (e->keep[i] >= 0 && syscall(SYS_fcntl, e->keep[i], F_SETFD, 0) < 0)
             err = errno;
+    /* The error pipe too: forgeyard-init reports there that it started. */
+    if (!err && syscall(SYS_fcntl, e->err_fd, F_SETFD, 0) < 0)
+        err = errno;
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
     if (!err && syscall(SYS_capget, &hdr, data) < 0)

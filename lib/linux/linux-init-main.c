@@ -6,9 +6,9 @@
  * process: starting one costs the same whatever the host's size, and no
  * host memory (other attempts' secrets, tokens) is ever inside it.
  *
- * argv[1] is an fd of the packed arguments (linux-pack.h); everything else
- * is linux_child_main, the same code the library runs when it cannot
- * execute this program. */
+ * argv[1] is an fd of the packed arguments (linux-pack.h), argv[2] a pipe
+ * to say it started on; everything else is linux_child_main, the same code
+ * the library runs when it cannot execute this program. */
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -24,19 +24,32 @@ __attribute__((noreturn)) static void fail(void) {
     __builtin_unreachable();
 }
 
+static int parse_fd(const char *s) {
+    int fd = 0;
+    if (!s || !*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || fd > 100000)
+            return -1;
+        fd = fd * 10 + (*s - '0');
+    }
+    return fd;
+}
+
 __attribute__((noreturn, used)) void fy_init_entry(long *sp);
 __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     prctl(PR_SET_NAME, "forgeyard-init", 0, 0, 0); /* not "memfd:forgeyard" in ps */
     long argc = sp[0];
     char **argv = (char **)(sp + 1);
-    if (argc < 2 || !argv[1])
+    if (argc < 3)
         fail();
-    int fd = 0;
-    for (const char *p = argv[1]; *p; p++) {
-        if (*p < '0' || *p > '9' || fd > 100000)
-            fail();
-        fd = fd * 10 + (*p - '0');
-    }
+    int fd = parse_fd(argv[1]), report = parse_fd(argv[2]);
+    if (fd < 0 || report < 0)
+        fail();
+    int started = 0;
+    if (write(report, &started, sizeof(started)) != (ssize_t)sizeof(started))
+        fail();
+    close(report);
     struct stat st;
     if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (64 << 20))
         fail();

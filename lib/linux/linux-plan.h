@@ -169,8 +169,10 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *a);
 
 /* What linux_clone_exec_init's child needs to execute forgeyard-init: fds
  * to keep across the exec (all CLOEXEC in the host), the program's memfd,
- * its argv, and a CLOEXEC pipe that gets errno if the exec fails (it then
- * exits 125). */
+ * its argv (argv[2] names err_fd), and a pipe that gets one int: errno if
+ * the exec failed (the child then exits 125), 0 from forgeyard-init once it
+ * runs. End of file without it: the child died (a host seccomp filter that
+ * kills on execveat, say). */
 struct exec_init {
     int init_fd;
     int keep[8];

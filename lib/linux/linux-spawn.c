@@ -514,9 +514,10 @@ static int clone_exec_init(const struct child_args *a, const struct fy_clone_arg
     int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", fy_init_blob, fy_init_blob_len, true) : -1;
     int errp[2] = {-1, -1}, used = 0;
     if (init_fd >= 0 && pipe2(errp, O_CLOEXEC) == 0) {
-        char fdnum[16];
+        char fdnum[16], errnum[16];
         snprintf(fdnum, sizeof(fdnum), "%d", plan_fd);
-        char *argv[] = {(char *)"forgeyard-init", fdnum, NULL};
+        snprintf(errnum, sizeof(errnum), "%d", errp[1]);
+        char *argv[] = {(char *)"forgeyard-init", fdnum, errnum, NULL};
         struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1],
                               .keep = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1],
                                        a->stdio[2]},
@@ -530,14 +531,16 @@ static int clone_exec_init(const struct child_args *a, const struct fy_clone_arg
             errno = clone_errno;
             used = clone_errno == EINVAL || clone_errno == ENOSYS || clone_errno == E2BIG ? 0 : -1;
         } else {
-            /* The exec closed the pipe's other end, or the child wrote why it failed. */
-            int child_err = 0;
+            /* 0 from forgeyard-init running, errno from a failed exec, or
+             * nothing from a child that died. */
+            int child_err = -1;
             ssize_t n;
             do
                 n = read(errp[0], &child_err, sizeof(child_err));
             while (n < 0 && errno == EINTR);
-            if (n == (ssize_t)sizeof(child_err)) {
+            if (n != (ssize_t)sizeof(child_err) || child_err != 0) {
                 siginfo_t si;
+                fy_sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
                 while (waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
                     ;
                 close(*pidfd);

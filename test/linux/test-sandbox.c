@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -496,6 +500,59 @@ START_TEST(test_host_memory_not_in_sandbox) {
     }
     explicit_bzero(canary, 4096);
     free(canary);
+}
+END_TEST
+
+/* A host that may not execute forgeyard-init (execveat refused with an
+ * error, or the caller killed for trying: a seccomp filter of the host's
+ * own) still gets its sandboxes, with the fallback init, and every attempt
+ * after the first goes straight to it. */
+START_TEST(test_exec_init_refused_falls_back) {
+    if (copy_init)
+        return;
+    static const uint32_t actions[] = {SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_KILL_PROCESS};
+    for (size_t ai = 0; ai < 2; ai++) {
+        pid_t host = fork();
+        ck_assert_int_ge(host, 0);
+        if (host == 0) {
+            struct sock_filter f[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, actions[ai]),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            };
+            struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+            if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(2);
+            for (int round = 0; round < 2; round++) {
+                fy_policy *p = policy();
+                char out[160];
+                snprintf(out, sizeof(out), "%s/fallback-%d-%zu-%d", scratch, (int)getpid(), ai, round);
+                fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
+                const char *argv[] = {"/bin/echo", "fallback-ok", NULL};
+                fy_prepared *pr = NULL;
+                fy_handle *h = NULL;
+                fy_result *res = NULL;
+                if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0 ||
+                    fy_handle_wait(h, 30000000, &res, NULL) != 1 || fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED)
+                    _exit(3 + round);
+                char *text = slurp(out);
+                unlink(out);
+                if (!text || strcmp(text, "fallback-ok\n") != 0)
+                    _exit(5);
+                free(text);
+                fy_result_free(res);
+                fy_handle_free(h);
+                fy_prepared_free(pr);
+                fy_policy_free(p);
+            }
+            _exit(0);
+        }
+        int st = 0;
+        ck_assert_int_eq(waitpid(host, &st, 0), host);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host with execveat %s: status 0x%x",
+                      ai ? "killing" : "refused", st);
+    }
 }
 END_TEST
 
@@ -1770,6 +1827,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_host_processes_invisible);
     tcase_add_test(tc, test_daemon_does_not_survive);
     tcase_add_test(tc, test_host_memory_not_in_sandbox);
+    tcase_add_test(tc, test_exec_init_refused_falls_back);
     tcase_add_test(tc, test_init_protected);
     tcase_add_test(tc, test_mknod_denied);
     tcase_add_test(tc, test_mount_is_violation);
