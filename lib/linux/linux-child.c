@@ -113,6 +113,13 @@ static size_t slen(const char *s) {
 }
 
 /* Writes the decimal form of v into buf; returns the end. */
+/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
+static void wipe(void *p, size_t n) {
+    volatile unsigned char *v = p;
+    while (n--)
+        *v++ = 0;
+}
+
 static char *put_uint(char *buf, unsigned long v) {
     char tmp[24];
     int n = 0;
@@ -1006,10 +1013,15 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         die(sfd, FY_STEP_SPAWN, errno);
     if (w == 0)
         workload(a);
-    /* Only the workload needs these. */
+    /* Only the workload needs these; its environment and the secrets'
+     * values (written to /run/secrets already) are wiped from our memory. */
     for (int i = 0; i < 3; i++)
         close(a->stdio[i]);
     if (a->notify_sock >= 0)
         close(a->notify_sock);
+    for (char **e = a->envp; e && *e; e++)
+        wipe(*e, slen(*e));
+    for (size_t i = 0; i < a->nsecrets; i++)
+        wipe((void *)a->secrets[i].value, a->secrets[i].len);
     init_loop(a, w);
 }

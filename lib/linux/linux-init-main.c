@@ -53,11 +53,21 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     struct stat st;
     if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (64 << 20))
         fail();
-    unsigned char *blob = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    /* A private copy, not a mapping of the memfd: once the host and we
+     * closed it, the secrets it carries are gone from the page cache and
+     * live only here, where linux_child_main wipes them after use. */
+    size_t len = (size_t)st.st_size;
+    unsigned char *blob = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (blob == MAP_FAILED)
         fail();
+    for (size_t got = 0; got < len;) {
+        ssize_t k = pread(fd, blob + got, len - got, (off_t)got);
+        if (k <= 0)
+            fail();
+        got += (size_t)k;
+    }
     close(fd);
-    struct child_args *a = lx_unpack(blob, (size_t)st.st_size);
+    struct child_args *a = lx_unpack(blob, len);
     if (!a)
         fail();
     linux_child_main(a);

@@ -461,6 +461,11 @@ START_TEST(test_host_memory_not_in_sandbox) {
         fy_policy *p = policy();
         if (copy)
             policy_test_copy_init(p);
+        /* A secret the init held on the workload's behalf: wiped once used. */
+        char secret[64];
+        snprintf(secret, sizeof(secret), "FY-SECRET-CANARY-%d-%d", (int)getpid(), copy);
+        ck_assert_int_eq(fy_policy_add_secret(p, "TOKEN", FY_SECRET_ENV, "TOKEN", (const unsigned char *)secret,
+                                              strlen(secret), NULL), 0);
         const char *argv[] = {"/bin/sleep", "543213", NULL};
         fy_handle *h = start_argv(p, argv);
         for (int i = 0; i < 500 && count_procs_with("sleep 543213") < 1; i++) {
@@ -470,8 +475,9 @@ START_TEST(test_host_memory_not_in_sandbox) {
         ck_assert_int_eq(count_procs_with("sleep 543213"), 1);
         pid_t init = find_init();
         ck_assert_int_gt(init, 0);
-        bool found = true;
+        bool found = true, secret_found = true;
         long bytes = scan_memory(init, needle, &found);
+        scan_memory(init, secret, &secret_found);
         char path[64], comm[32] = "";
         snprintf(path, sizeof(path), "/proc/%d/comm", (int)init);
         char *c = slurp(path);
@@ -492,6 +498,7 @@ START_TEST(test_host_memory_not_in_sandbox) {
         } else if (!copy) {
             ck_assert_msg(bytes > 0, "could not read the init's memory");
             ck_assert_msg(!found, "the host's memory is inside the sandbox's init");
+            ck_assert_msg(!secret_found, "the init still holds the secret it passed on");
         } else if (bytes >= 0) {
             ck_assert_msg(found, "the scan missed the host canary in a copied init (%ld bytes read)", bytes);
         } else {
