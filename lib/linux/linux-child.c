@@ -959,6 +959,13 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
+    /* The network namespace is ours to create (LX_CHILD_UNSHARES), by a
+     * helper, started first: it needs no mapped ids (we hold every
+     * capability of our user namespace), and it runs while the host maps
+     * them and makes our cgroups and while we build the filesystem. */
+    pid_t net_pid = 0;
+    if (!pl->process_mode && pl->use_netns)
+        net_pid = start_net_helper(sfd);
     /* The first go-ahead: the library has written our id maps. */
     char go;
     ssize_t n;
@@ -968,7 +975,6 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     if (n != 1)
         syscall(SYS_exit_group, 1);
     int r;
-    pid_t net_pid = 0;
     if (pl->process_mode) {
         /* No namespaces: orphans of the tree must come back to us. */
         if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
@@ -985,12 +991,8 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         FAULT(a, FY_STEP_USERNS);
         if (pl->hostname && sethostname(pl->hostname, slen(pl->hostname)) < 0)
             die(sfd, FY_STEP_USERNS, errno);
-        if (pl->use_netns) {
-            /* Ours to create (LX_CHILD_UNSHARES), by a helper, while we
-             * build the filesystem and the host makes our cgroups. */
+        if (pl->use_netns)
             FAULT(a, FY_STEP_NETNS);
-            net_pid = start_net_helper(sfd);
-        }
         delay_in(pl, FY_STAGE_ISOLATION);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a);
