@@ -750,10 +750,7 @@ static void count_tasks(struct task_count *tc) {
 __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_t work) {
     int sfd = a->status_fd;
     int sync_fd = a->sync_fd;
-    /* The workload may not read our memory (a copy of the host's): not
-     * dumpable, and its mm belongs to the host's user namespace. */
-    const struct linux_plan *pl = a->plan;
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    const struct linux_plan *pl = a->plan; /* (not dumpable since the first go-ahead) */
     fcntl(sync_fd, F_SETFL, O_NONBLOCK);
     /* The first task counted is the workload (pids before it were ours:
      * pid 1 and the network helper). */
@@ -974,6 +971,12 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     while (n < 0 && errno == EINTR);
     if (n != 1)
         syscall(SYS_exit_group, 1);
+    /* Not dumpable from here on (the host needed us dumpable to write our
+     * id maps as a rootless caller): forgeyard-init's memory belongs to our
+     * own user namespace, and the workload, once it runs, must never find
+     * a moment to read it through /proc/1/mem or ptrace. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
     int r;
     if (pl->process_mode) {
         /* No namespaces: orphans of the tree must come back to us. */
