@@ -875,7 +875,7 @@ FY_NO_ASAN __attribute__((noreturn)) static void exec_init(const struct exec_ini
 /* The child of CLONE_VM | CLONE_VFORK runs on our stack: it must never
  * return from the function that cloned (its return would overwrite the
  * return address we resume with), so the system call is inline, here. */
-FY_NO_ASAN __attribute__((noinline)) pid_t linux_clone_exec_init(struct fy_clone_args *ca, const struct exec_init *e) {
+FY_NO_ASAN __attribute__((noinline)) pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e) {
     long ret;
 #if defined(__x86_64__)
     __asm__ volatile("syscall"
@@ -891,6 +891,32 @@ FY_NO_ASAN __attribute__((noinline)) pid_t linux_clone_exec_init(struct fy_clone
 #else
     ret = -ENOSYS; /* forgeyard-init is not built here */
 #endif
+    e->used_clone3 = ret != -ENOSYS;
+    if (ret == -ENOSYS) {
+        /* No clone3 (an outer seccomp profile may refuse it, as container
+         * runtimes' defaults did): clone(2), without the cgroup placement
+         * and signal-handler reset only clone3 has. The pidfd goes through
+         * the parent-tid argument. */
+        unsigned long flags = (unsigned long)(ca->flags & ~(uint64_t)(FY_CLONE_INTO_CGROUP | FY_CLONE_CLEAR_SIGHAND));
+        long ptid = (long)ca->pidfd;
+#if defined(__x86_64__)
+        register long r10 __asm__("r10") = 0;
+        register long r8 __asm__("r8") = 0;
+        __asm__ volatile("syscall"
+                         : "=a"(ret)
+                         : "a"((long)__NR_clone), "D"(flags), "S"(0L), "d"(ptid), "r"(r10), "r"(r8)
+                         : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+        register long y8 __asm__("x8") = __NR_clone;
+        register long y0 __asm__("x0") = (long)flags;
+        register long y1 __asm__("x1") = 0;
+        register long y2 __asm__("x2") = ptid;
+        register long y3 __asm__("x3") = 0;
+        register long y4 __asm__("x4") = 0;
+        __asm__ volatile("svc 0" : "+r"(y0) : "r"(y8), "r"(y1), "r"(y2), "r"(y3), "r"(y4) : "memory");
+        ret = y0;
+#endif
+    }
     if (ret == 0)
         exec_init(e);
     if (ret < 0) {

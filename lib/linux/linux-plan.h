@@ -179,11 +179,13 @@ struct exec_init {
     size_t nkeep;
     char *const *argv;
     int err_fd;
+    bool used_clone3;  /* out: false when clone3 was missing and clone(2) served */
 };
 struct fy_clone_args;
-/* clone3 with ca (which must include CLONE_VM | CLONE_VFORK and no stack);
- * the child executes forgeyard-init. Like clone3: the pid, or -1. */
-pid_t linux_clone_exec_init(struct fy_clone_args *ca, const struct exec_init *e);
+/* clone3 with ca (which must include CLONE_VM | CLONE_VFORK and no stack),
+ * or clone(2) where clone3 is refused; the child executes forgeyard-init.
+ * Like clone3: the pid, or -1. */
+pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
 
 /* linux-spawn.c: the backend's run operations (see struct fy_backend_ops). */
 int linux_compile(fy_prepared *pr, fy_error **reterr);

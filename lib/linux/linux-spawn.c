@@ -501,7 +501,8 @@ static int sealed_memfd(const char *name, const void *data, size_t len, bool exe
  * 1: it runs (*ret_pid; the pidfd went where ca says); 0: not possible
  * here (nothing is left of the attempt): the caller clones a copy of
  * itself instead; -1: clone failed (errno). */
-static int clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, int *pidfd, pid_t *ret_pid) {
+static int clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, int *pidfd, pid_t *ret_pid,
+                           bool *ret_clone3) {
     if (!fy_init_blob_len || atomic_load(&exec_init_broken))
         return 0;
     unsigned char *blob = NULL;
@@ -526,6 +527,7 @@ static int clone_exec_init(const struct child_args *a, const struct fy_clone_arg
         c.flags |= CLONE_VM | CLONE_VFORK;
         pid_t pid = linux_clone_exec_init(&c, &e);
         int clone_errno = errno;
+        *ret_clone3 = e.used_clone3;
         close(errp[1]);
         if (pid < 0) {
             errno = clone_errno;
@@ -655,10 +657,11 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         ca.cgroup = (uint64_t)x->cg.v2_fd;
     }
     pid_t pid = -1;
-    int how = h->pr->policy->test_copy_init ? 0 : clone_exec_init(a, &ca, &pidfd, &pid);
+    bool via_clone3 = true;
+    int how = h->pr->policy->test_copy_init ? 0 : clone_exec_init(a, &ca, &pidfd, &pid, &via_clone3);
     if (how == 0)
         pid = fy_sys_clone3(&ca, sizeof(ca));
-    bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0;
+    bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0 && via_clone3;
     if (how == 0 && pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */
         pid = (pid_t)syscall(SYS_clone, (unsigned long)((pl->clone_flags & ~(uint64_t)LX_CHILD_UNSHARES) | CLONE_PIDFD),

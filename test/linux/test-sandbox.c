@@ -510,22 +510,31 @@ START_TEST(test_host_memory_not_in_sandbox) {
 }
 END_TEST
 
-/* A host that may not execute forgeyard-init (execveat refused with an
- * error, or the caller killed for trying: a seccomp filter of the host's
- * own) still gets its sandboxes, with the fallback init, and every attempt
- * after the first goes straight to it. */
-START_TEST(test_exec_init_refused_falls_back) {
+/* A host whose own seccomp filter gets in the way. execveat refused with
+ * an error, or the caller killed for trying: the sandboxes still run, with
+ * the fallback init, every attempt after the first straight away. clone3
+ * refused (ENOSYS, as container runtimes' default profiles once did): the
+ * init is still forgeyard-init, cloned with clone(2). */
+START_TEST(test_host_seccomp_filters) {
     if (copy_init)
         return;
-    static const uint32_t actions[] = {SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_KILL_PROCESS};
-    for (size_t ai = 0; ai < 2; ai++) {
+    static const struct {
+        int nr;
+        uint32_t action;
+        const char *init;
+    } cases[] = {
+        {__NR_execveat, SECCOMP_RET_ERRNO | EPERM, NULL},
+        {__NR_execveat, SECCOMP_RET_KILL_PROCESS, NULL},
+        {__NR_clone3, SECCOMP_RET_ERRNO | ENOSYS, "forgeyard-init"},
+    };
+    for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
         pid_t host = fork();
         ck_assert_int_ge(host, 0);
         if (host == 0) {
             struct sock_filter f[] = {
                 BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),
-                BPF_STMT(BPF_RET | BPF_K, actions[ai]),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)cases[ci].nr, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, cases[ci].action),
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
             };
             struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
@@ -534,19 +543,28 @@ START_TEST(test_exec_init_refused_falls_back) {
             for (int round = 0; round < 2; round++) {
                 fy_policy *p = policy();
                 char out[160];
-                snprintf(out, sizeof(out), "%s/fallback-%d-%zu-%d", scratch, (int)getpid(), ai, round);
+                snprintf(out, sizeof(out), "%s/hostfilter-%d-%zu-%d", scratch, (int)getpid(), ci, round);
                 fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
-                const char *argv[] = {"/bin/echo", "fallback-ok", NULL};
+                const char *argv[] = {"/bin/sh", "-c", "echo host-filter-ok; exec sleep 0.3", NULL};
                 fy_prepared *pr = NULL;
                 fy_handle *h = NULL;
                 fy_result *res = NULL;
-                if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0 ||
-                    fy_handle_wait(h, 30000000, &res, NULL) != 1 || fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED)
-                    _exit(3 + round);
+                if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0)
+                    _exit(3);
+                if (cases[ci].init) {
+                    char path[64], *comm = NULL;
+                    snprintf(path, sizeof(path), "/proc/%d/comm", (int)find_init());
+                    comm = slurp(path);
+                    if (!comm || strncmp(comm, cases[ci].init, strlen(cases[ci].init)) != 0)
+                        _exit(4);
+                    free(comm);
+                }
+                if (fy_handle_wait(h, 30000000, &res, NULL) != 1 || fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED)
+                    _exit(5);
                 char *text = slurp(out);
                 unlink(out);
-                if (!text || strcmp(text, "fallback-ok\n") != 0)
-                    _exit(5);
+                if (!text || strcmp(text, "host-filter-ok\n") != 0)
+                    _exit(6);
                 free(text);
                 fy_result_free(res);
                 fy_handle_free(h);
@@ -557,8 +575,7 @@ START_TEST(test_exec_init_refused_falls_back) {
         }
         int st = 0;
         ck_assert_int_eq(waitpid(host, &st, 0), host);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host with execveat %s: status 0x%x",
-                      ai ? "killing" : "refused", st);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host filter case %zu: status 0x%x", ci, st);
     }
 }
 END_TEST
@@ -1834,7 +1851,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_host_processes_invisible);
     tcase_add_test(tc, test_daemon_does_not_survive);
     tcase_add_test(tc, test_host_memory_not_in_sandbox);
-    tcase_add_test(tc, test_exec_init_refused_falls_back);
+    tcase_add_test(tc, test_host_seccomp_filters);
     tcase_add_test(tc, test_init_protected);
     tcase_add_test(tc, test_mknod_denied);
     tcase_add_test(tc, test_mount_is_violation);
