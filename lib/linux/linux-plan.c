@@ -488,6 +488,9 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
                                         ? "none (an unprivileged caller has none; ambient cleared, no_new_privs)"
                                         : "none (bounding, ambient, inheritable dropped; securebits locked)"));
     json_object_set_new(o, "no_new_privs", json_true());
+    /* How the sandbox's pid 1 came to be: per attempt (lx finish() says
+     * when it was the fallback). */
+    json_object_set_new(o, "init", json_string(LX_INIT_EXEC));
     json_object_set_new(o, "runtime_paths_skipped", skipped);
     json_object_set_new(o, "impure", json_boolean(pr->impure));
     pl->isolation_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);

@@ -136,6 +136,11 @@ struct linux_plan {
 
 /* Per-start data for the child: fds and the envp with secrets. Lives in
  * the parent; the child sees its copy-on-write copy. */
+/* The isolation record's "init": forgeyard-init executed (no host memory
+ * inside the sandbox), or the fallback, a fork of the host. */
+#define LX_INIT_EXEC "forgeyard-init (executed: no host memory in the sandbox)"
+#define LX_INIT_FORK "fork of the host process (copy-on-write)"
+
 /* Namespaces of clone_flags the child creates itself (unshare) rather than
  * clone: the network one while the host makes its cgroups, the cgroup one
  * once it has been placed in them. */

@@ -64,6 +64,7 @@ struct lx {
     uint64_t t_go, t_isolation, t_fs, t_exec, t_exit, t_reaped, t_eof;
     uint64_t output_bytes, output_cap;
     bool truncated;
+    bool init_forked;           /* pid 1 is the fallback: a fork of the host */
     char *state_path;           /* our record in the state directory */
     int state_fd;               /* ... open for appending the sandbox's pid */
     struct cg_run cg;
@@ -662,6 +663,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     if (how == 0)
         pid = fy_sys_clone3(&ca, sizeof(ca));
     bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0 && via_clone3;
+    x->init_forked = how == 0;
     if (how == 0 && pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */
         pid = (pid_t)syscall(SYS_clone, (unsigned long)((pl->clone_flags & ~(uint64_t)LX_CHILD_UNSHARES) | CLONE_PIDFD),
@@ -956,6 +958,15 @@ static void finish(fy_handle *h, struct lx *x) {
         const char *key = strstr(r->isolation_json, "\"landlock_abi\":");
         if (key && asprintf(&patched, "%.*s\"landlock_abi\":%u%s", (int)(key - r->isolation_json), r->isolation_json,
                             x->landlock_abi, key + strcspn(key, ",}")) >= 0) {
+            free(r->isolation_json);
+            r->isolation_json = patched;
+        }
+    }
+    const char *init_key = r->isolation_json ? strstr(r->isolation_json, "\"" LX_INIT_EXEC "\"") : NULL;
+    if (init_key && x->init_forked) {
+        char *patched = NULL;
+        if (asprintf(&patched, "%.*s\"" LX_INIT_FORK "\"%s", (int)(init_key - r->isolation_json), r->isolation_json,
+                     init_key + strlen(LX_INIT_EXEC) + 2) >= 0) {
             free(r->isolation_json);
             r->isolation_json = patched;
         }

@@ -487,6 +487,11 @@ START_TEST(test_host_memory_not_in_sandbox) {
         fy_handle_cancel(h, FY_CANCEL_USER, NULL);
         fy_result *res = NULL;
         ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+        char *json = NULL;
+        ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+        ck_assert_msg(strstr(json, copy ? "\"fork of the host process" : "\"forgeyard-init (executed"),
+                      "isolation record: %s", json);
+        free(json);
         fy_result_free(res);
         fy_handle_free(h);
         fy_policy_free(p);
