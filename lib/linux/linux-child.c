@@ -496,12 +496,23 @@ static int send_fd(int sock, int fd) {
     return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
-static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule) {
+/* The ruleset init builds while it waits for the network helper (the
+ * workload then only restricts itself with it), or -1. */
+static int prebuilt_ruleset = -1;
+
+/* A Landlock ruleset for the plan's rules (fd; -1 when Landlock is off). */
+static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule) {
     if (!pl->ll_handled)
-        return;
+        return -1;
     struct ll_attr attr = {pl->ll_handled, 0, pl->ll_scoped};
     size_t size = pl->ll_abi >= 6 ? sizeof(attr) : pl->ll_abi >= 4 ? 16 : 8;
     int rs = fy_sys_landlock_create_ruleset((const struct landlock_ruleset_attr *)&attr, size, 0);
+    if (rs >= 0 && rs < 3) {
+        /* Not where the workload's standard streams will go. */
+        int moved = fcntl(rs, F_DUPFD_CLOEXEC, 3);
+        close(rs);
+        rs = moved;
+    }
     if (rs < 0)
         die(sfd, FY_STEP_LANDLOCK, errno);
     for (size_t i = 0; i < pl->nll; i++) {
@@ -528,6 +539,13 @@ static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_w
             die(sfd, FY_STEP_LANDLOCK, errno);
         close(fd);
     }
+    return rs;
+}
+
+static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule) {
+    if (!pl->ll_handled)
+        return;
+    int rs = prebuilt_ruleset >= 0 ? prebuilt_ruleset : build_landlock(pl, sfd, a_workdir_rule);
     if (fy_sys_landlock_restrict_self(rs, 0) < 0)
         die(sfd, FY_STEP_LANDLOCK, errno);
     close(rs);
@@ -1025,6 +1043,8 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         delay_in(pl, FY_STAGE_ISOLATION);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a);
+        /* (The rules name paths of the filesystem just built.) */
+        prebuilt_ruleset = build_landlock(pl, sfd, NULL);
         if (net_pid > 0)
             join_net_helper(sfd, net_pid);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
@@ -1046,6 +1066,8 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         workload(a);
     /* Only the workload needs these; its environment and the secrets'
      * values (written to /run/secrets already) are wiped from our memory. */
+    if (prebuilt_ruleset >= 0)
+        close(prebuilt_ruleset);
     for (int i = 0; i < 3; i++)
         close(a->stdio[i]);
     if (a->notify_sock >= 0)
