@@ -29,6 +29,7 @@ static const char *const cap_names[FY_CAP_MAX_ + 1] = {
     [FY_CAP_FIRECRACKER] = "firecracker", [FY_CAP_CLOUD_HYPERVISOR] = "cloud-hypervisor",
     [FY_CAP_OCI_RUNTIME] = "oci-runtime", [FY_CAP_NFTABLES] = "nftables",
     [FY_CAP_PASTA] = "pasta",             [FY_CAP_CONFIDENTIAL_VM] = "confidential-vm",
+    [FY_CAP_EXEC_INIT] = "exec-init",
 };
 
 const char *fy_cap_name(uint32_t cap) { return cap <= FY_CAP_MAX_ ? cap_names[cap] : NULL; }

@@ -50,7 +50,9 @@
 #define FY_CAP_NFTABLES          33  /* nft usable for netns egress filtering (root) */
 #define FY_CAP_PASTA             34  /* pasta user-mode networking found */
 #define FY_CAP_CONFIDENTIAL_VM   35  /* SEV-SNP or TDX guest support */
-#define FY_CAP_MAX_               35 /* highest id known to this header (not an id) */
+#define FY_CAP_EXEC_INIT         36  /* the sandbox's pid 1 can be forgeyard-init, executed from a
+                                        sealed memfd (else a fork of the host process) */
+#define FY_CAP_MAX_               36 /* highest id known to this header (not an id) */
 
 /* Probe flags. */
 #define FY_PROBE_FRESH   (UINT64_C(1) << 0) /* ignore the process-wide cached probe */

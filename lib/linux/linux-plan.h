@@ -191,6 +191,8 @@ struct fy_clone_args;
  * or clone(2) where clone3 is refused; the child executes forgeyard-init.
  * Like clone3: the pid, or -1. */
 pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
+#include "linux-probe-init.h"
+
 
 /* linux-spawn.c: the backend's run operations (see struct fy_backend_ops). */
 int linux_compile(fy_prepared *pr, fy_error **reterr);

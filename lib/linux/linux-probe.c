@@ -49,6 +49,7 @@
 #include <linux/seccomp.h>
 
 #include "caps.h"
+#include "linux-probe-init.h"
 #include "linux-syscall.h"
 
 /* The unprivileged host range a root caller maps workloads to in the probe. */
@@ -1537,6 +1538,18 @@ static void probe_clone3(fy_caps *c) {
                  "status 0x%x)", (unsigned)ch.status);
 }
 
+static void probe_exec_init(fy_caps *c) {
+    char why[512];
+    if (lx_probe_exec_init(caps_present(c, FY_CAP_USERNS), why, sizeof(why))) {
+        caps_set(c, FY_CAP_EXEC_INIT, true, 1, "%s", why);
+        return;
+    }
+    caps_set(c, FY_CAP_EXEC_INIT, false, 0, "%s", why);
+    caps_set_hint(c, FY_CAP_EXEC_INIT, "allow executing sealed memfds (vm.memfd_noexec below 2, no LSM or "
+                  "seccomp rule against execveat): meanwhile the sandbox's pid 1 is a fork of this process, "
+                  "whose memory it then starts with, at a cost that grows with this process's size");
+}
+
 static void probe_openat2(fy_caps *c) {
     int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0) {
@@ -2258,6 +2271,7 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     probe_seccomp_landlock(c, &st);
     probe_pidfd(c);
     probe_clone3(c);
+    probe_exec_init(c);
     probe_openat2(c);
 
     struct cg_state cg;

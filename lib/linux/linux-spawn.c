@@ -563,6 +563,70 @@ static int clone_exec_init(const struct child_args *a, const struct fy_clone_arg
     return used;
 }
 
+/* The probe (linux-probe.c): executes forgeyard-init in its probe mode the
+ * way fy_start does (CLONE_VM | CLONE_VFORK, in a new user namespace when
+ * there are user namespaces). 1 and what ran in why, or 0 and why not. */
+int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
+    if (!fy_init_blob_len) {
+        snprintf(why, whylen, "forgeyard-init is not built for this architecture (x86-64 and aarch64 only)");
+        return 0;
+    }
+    int init_fd = sealed_memfd("forgeyard-init", fy_init_blob, fy_init_blob_len, true);
+    if (init_fd < 0) {
+        snprintf(why, whylen, "a sealed memfd for forgeyard-init: %s", strerror(-init_fd));
+        return 0;
+    }
+    int errp[2];
+    if (pipe2(errp, O_CLOEXEC) < 0) {
+        snprintf(why, whylen, "pipe2: %s", strerror(errno));
+        close(init_fd);
+        return 0;
+    }
+    char errnum[16];
+    snprintf(errnum, sizeof(errnum), "%d", errp[1]);
+    char *argv[] = {(char *)"forgeyard-init", (char *)"probe", errnum, NULL};
+    struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1], .nkeep = 0};
+    int pidfd = -1;
+    struct fy_clone_args ca = {
+        .flags = CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND | (userns ? CLONE_NEWUSER : 0),
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = 0,
+    };
+    ca.flags |= CLONE_VM | CLONE_VFORK;
+    pid_t pid = linux_clone_exec_init(&ca, &e);
+    int clone_errno = errno;
+    close(errp[1]);
+    int child_err = -1, ok = 0;
+    ssize_t n = -1;
+    if (pid > 0) {
+        do
+            n = read(errp[0], &child_err, sizeof(child_err));
+        while (n < 0 && errno == EINTR);
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        while (waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+            ;
+        ok = n == (ssize_t)sizeof(child_err) && child_err == 0 && si.si_code == CLD_EXITED && si.si_status == 0;
+        if (ok)
+            snprintf(why, whylen, "forgeyard-init (%zu bytes, embedded) executed from a sealed memfd%s%s",
+                     (size_t)fy_init_blob_len, userns ? " in a new user namespace" : "",
+                     e.used_clone3 ? "" : " (clone: no clone3)");
+        else if (n == (ssize_t)sizeof(child_err) && child_err > 0)
+            snprintf(why, whylen, "executing a sealed memfd: %s", strerror(child_err));
+        else
+            snprintf(why, whylen, "the child died before forgeyard-init ran (%s %d): an outer seccomp or "
+                     "security policy against execveat?", si.si_code == CLD_EXITED ? "exit" : "signal",
+                     si.si_status);
+        close(pidfd);
+    } else {
+        snprintf(why, whylen, "clone(CLONE_VM|CLONE_VFORK%s): %s", userns ? "|CLONE_NEWUSER" : "",
+                 strerror(clone_errno));
+    }
+    close(errp[0]);
+    close(init_fd);
+    return ok;
+}
+
 /* One go-ahead to the child (see lx_start). A child that already ended
  * (EPIPE) is not an error here: it reported why on its status pipe, and
  * the attempt's result carries that. */

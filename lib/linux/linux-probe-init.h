@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* For the probe: whether forgeyard-init can be executed on this host. */
+#ifndef FY_LINUX_PROBE_INIT_H
+#define FY_LINUX_PROBE_INIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* linux-spawn.c: executes forgeyard-init in its probe mode the way
+ * fy_start would. 1 and what ran in why, or 0 and why not. */
+int lx_probe_exec_init(bool userns, char *why, size_t whylen);
+
+#endif
