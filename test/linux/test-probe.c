@@ -215,6 +215,9 @@ START_TEST(test_host_truth) {
     ASSERT_PRESENT(c, FY_CAP_PIDFD);
     ASSERT_PRESENT(c, FY_CAP_CLONE3);
     ASSERT_PRESENT(c, FY_CAP_OPENAT2);
+#if defined(__x86_64__) || defined(__aarch64__)
+    ASSERT_PRESENT(c, FY_CAP_EXEC_INIT); /* (this host lets a sealed memfd be executed) */
+#endif
     long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, 1u);
     int64_t v = -1;
     ck_assert_int_eq(fy_caps_value(c, FY_CAP_LANDLOCK, &v), 0);
@@ -515,6 +518,11 @@ START_TEST(test_userns_denied) {
     /* clone3 hidden by the filter: reported, not crashed on */
     ck_assert_msg(r->state[FY_CAP_CLONE3] == 0, "%s", r->reason[FY_CAP_CLONE3]);
     ck_assert(strstr(r->reason[FY_CAP_CLONE3], "ENOSYS") != NULL);
+#if defined(__x86_64__) || defined(__aarch64__)
+    /* forgeyard-init still runs: clone(2), no user namespace */
+    ck_assert_msg(r->state[FY_CAP_EXEC_INIT] == 1, "%s", r->reason[FY_CAP_EXEC_INIT]);
+    ck_assert_msg(strstr(r->reason[FY_CAP_EXEC_INIT], "no clone3") != NULL, "%s", r->reason[FY_CAP_EXEC_INIT]);
+#endif
     if (is_root()) {
         /* root has CAP_SYS_ADMIN: namespaces without a user namespace still work */
         ck_assert_msg(r->state[FY_CAP_MOUNTNS] == 1, "%s", r->reason[FY_CAP_MOUNTNS]);
