@@ -790,8 +790,8 @@ fail:
     for (int i = 0; i < 3; i++)
         if (x->spool_created[i])
             unlink(x->spool_created[i]); /* nothing ran: leave no empty spool behind */
-    cg_destroy(&pl->cg, &x->cg);
-    forget_state(x);
+    if (cg_destroy(&pl->cg, &x->cg) == 0)
+        forget_state(x); /* else the record stays, for fy_gc */
     lx_free(x);
     return r;
 }
