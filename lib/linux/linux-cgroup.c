@@ -265,19 +265,25 @@ fail:
     return r;
 }
 
-int cg_attach(const struct cg_plan *plan, const struct cg_run *run, pid_t pid, fy_error **reterr) {
-    char val[32];
-    snprintf(val, sizeof(val), "%d", (int)pid);
+size_t cg_open_tasks(const struct cg_plan *plan, const struct cg_run *run, int *fds, size_t max, fy_error **reterr) {
+    size_t n = 0;
+    (void)plan;
     for (int c = 0; c < CG_NCTL; c++) {
         if (!run->v1_dir[c])
             continue;
-        int e = write_file(run->v1_dir[c], "cgroup.procs", val);
-        if (e < 0)
-            return err_set(reterr, err_from_errno(-e), FY_STEP_CGROUP, -e, NULL, "placing the sandbox in %s: %s",
-                           run->v1_dir[c], strerror(-e));
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/tasks", run->v1_dir[c]);
+        int fd = n < max ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+        if (fd < 0) {
+            int e = n < max ? errno : E2BIG;
+            for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+            err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "opening %s: %s", path, strerror(e));
+            return (size_t)-1;
+        }
+        fds[n++] = fd;
     }
-    (void)plan;
-    return 0;
+    return n;
 }
 
 static int count_pids_in(const char *dir) {

@@ -945,6 +945,47 @@ FY_NO_ASAN __attribute__((noinline)) pid_t linux_clone_exec_init(struct fy_clone
 }
 #endif
 
+/* The second go-ahead, with the tasks files of our v1 cgroups (opened by
+ * the host, cg_open_tasks): we move ourselves into each by writing "0",
+ * the one migration that does not wait for an RCU grace period. What we
+ * fork from here on is born in them. */
+static void receive_placement(int sync_fd, int sfd) {
+    char byte;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int) * LX_GO_MAX_FDS)];
+    } u;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof(u.buf);
+    ssize_t n;
+    do
+        n = recvmsg(sync_fd, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        syscall(SYS_exit_group, 1);
+    struct cmsghdr *c = msg.msg_controllen >= sizeof(struct cmsghdr) ? CMSG_FIRSTHDR(&msg) : NULL;
+    int err = (msg.msg_flags & MSG_CTRUNC) ? EMSGSIZE : 0;
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0)) {
+        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int fds[LX_GO_MAX_FDS];
+        if (nfd > LX_GO_MAX_FDS)
+            nfd = LX_GO_MAX_FDS;
+        memcpy(fds, CMSG_DATA(c), nfd * sizeof(int));
+        for (size_t i = 0; i < nfd; i++) {
+            if (!err && write(fds[i], "0", 1) != 1)
+                err = errno ? errno : EIO;
+            close(fds[i]);
+        }
+    }
+    if (err)
+        die(sfd, FY_STEP_CGROUP, err);
+}
+
 /* ---- entry ---- */
 
 /* The child inherited every fd of the host process, CLOEXEC or not, and the
@@ -1049,13 +1090,9 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
             join_net_helper(sfd, net_pid);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
     }
-    /* The second go-ahead: we are in our cgroups (nothing arrives if the
-     * host failed or died: then there is nothing to run). */
-    do
-        n = read(a->sync_fd, &go, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1)
-        syscall(SYS_exit_group, 1);
+    /* The second go-ahead: we move into our cgroups (nothing arrives if
+     * the host failed or died: then there is nothing to run). */
+    receive_placement(a->sync_fd, sfd);
     if ((pl->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
         die(sfd, FY_STEP_CGROUP, errno);
     FAULT(a, FY_STEP_SPAWN);

@@ -283,3 +283,4 @@ int __libc_current_sigrtmax(void) { return 64; }
 /* ---- sockets ---- */
 int socket(int d, int t, int p) { return (int)S3(SYS_socket, d, t, p); }
 ssize_t sendmsg(int fd, const struct msghdr *m, int f) { return S3(SYS_sendmsg, fd, m, f); }
+ssize_t recvmsg(int fd, struct msghdr *m, int f) { return S3(SYS_recvmsg, fd, m, f); }

@@ -146,6 +146,9 @@ struct linux_plan {
  * once it has been placed in them. */
 #define LX_CHILD_UNSHARES (CLONE_NEWNET | CLONE_NEWCGROUP)
 
+/* At most this many fds come with a go-ahead (the v1 cgroups' tasks files). */
+#define LX_GO_MAX_FDS 8
+
 struct child_args {
     const struct linux_plan *plan;
     int sync_fd;                 /* read: the parent's go-ahead after mapping ids */

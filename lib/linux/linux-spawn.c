@@ -627,13 +627,33 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
     return ok;
 }
 
-/* One go-ahead to the child (see lx_start). A child that already ended
- * (EPIPE) is not an error here: it reported why on its status pipe, and
- * the attempt's result carries that. */
-static int send_go(struct lx *x, fy_error **reterr) {
+/* One go-ahead to the child (see lx_start), with fds for it (the second
+ * one carries its v1 cgroups' tasks files: cg_open_tasks). A child that
+ * already ended (EPIPE) is not an error here: it reported why on its
+ * status pipe, and the attempt's result carries that. */
+static int send_go(struct lx *x, const int *fds, size_t nfds, fy_error **reterr) {
+    char byte = 'g';
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int) * LX_GO_MAX_FDS)];
+    } u;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (nfds > LX_GO_MAX_FDS)
+        return err_set(reterr, FY_E_INTERNAL, FY_STEP_SPAWN, 0, NULL, "too many fds for the sandbox");
+    if (nfds) {
+        memset(&u, 0, sizeof(u));
+        msg.msg_control = u.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
     ssize_t n;
     do
-        n = send(x->sync_wr, "g", 1, MSG_NOSIGNAL);
+        n = sendmsg(x->sync_wr, &msg, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     if (n != 1 && !(n < 0 && (errno == EPIPE || errno == ECONNRESET)))
         return sys_err(reterr, FY_STEP_SPAWN, "starting the sandbox");
@@ -754,7 +774,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     x->notify_sock = nsock[0];
     sync[1] = status[0] = nsock[0] = -1;
 
-    if ((!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) || (r = send_go(x, reterr)) < 0) {
+    if ((!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) || (r = send_go(x, NULL, 0, reterr)) < 0) {
         hard_kill(x, pl);
         reap_blocking(x, pl);
         goto fail;
@@ -763,14 +783,24 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     r = cg_create(&pl->cg, &x->cg, CG_PART_V1, reterr);
     obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
     /* The sandbox's pid goes into the record before the go-ahead: the
-     * sandbox itself ends when we die, the record is for what it leaves. */
-    if (r < 0 || (r = cg_attach(&pl->cg, &x->cg, pid, reterr)) < 0 ||
-        (!cloned_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0) ||
-        (r = state_record_sandbox(x->state_fd, pid, reterr)) < 0 || (r = send_go(x, reterr)) < 0) {
+     * sandbox itself ends when we die, the record is for what it leaves.
+     * With the go-ahead go its v1 cgroups' tasks files: it moves itself. */
+    int tasks[LX_GO_MAX_FDS];
+    size_t ntasks = 0;
+    if (r == 0 && (ntasks = cg_open_tasks(&pl->cg, &x->cg, tasks, LX_GO_MAX_FDS, reterr)) == (size_t)-1) {
+        ntasks = 0;
+        r = FY_E_INFRA;
+    }
+    if (r < 0 || (!cloned_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0) ||
+        (r = state_record_sandbox(x->state_fd, pid, reterr)) < 0 || (r = send_go(x, tasks, ntasks, reterr)) < 0) {
+        for (size_t i = 0; i < ntasks; i++)
+            close(tasks[i]);
         hard_kill(x, pl);
         reap_blocking(x, pl);
         goto fail;
     }
+    for (size_t i = 0; i < ntasks; i++)
+        close(tasks[i]);
     if (set_nonblock(x->status_rd) < 0 || epoll_watch(x, x->status_rd) < 0 || epoll_watch(x, x->pidfd) < 0 ||
         (x->notify_sock >= 0 && (set_nonblock(x->notify_sock) < 0 || epoll_watch(x, x->notify_sock) < 0))) {
         r = sys_err(reterr, FY_STEP_SPAWN, "epoll_ctl");
