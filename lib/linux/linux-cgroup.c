@@ -265,7 +265,8 @@ fail:
     return r;
 }
 
-size_t cg_open_tasks(const struct cg_plan *plan, const struct cg_run *run, int *fds, size_t max, fy_error **reterr) {
+int cg_open_tasks(const struct cg_plan *plan, const struct cg_run *run, int *fds, size_t max, size_t *ret_n,
+                  fy_error **reterr) {
     size_t n = 0;
     (void)plan;
     for (int c = 0; c < CG_NCTL; c++) {
@@ -278,12 +279,14 @@ size_t cg_open_tasks(const struct cg_plan *plan, const struct cg_run *run, int *
             int e = n < max ? errno : E2BIG;
             for (size_t i = 0; i < n; i++)
                 close(fds[i]);
-            err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "opening %s: %s", path, strerror(e));
-            return (size_t)-1;
+            /* A setup step failed: an infrastructure failure (as in cg_create). */
+            err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, e, NULL, "opening %s: %s", path, strerror(e));
+            return FY_E_INFRA;
         }
         fds[n++] = fd;
     }
-    return n;
+    *ret_n = n;
+    return 0;
 }
 
 static int count_pids_in(const char *dir) {

@@ -63,13 +63,14 @@ char *cg_new_name(void);
  * them); how many. */
 size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out, size_t max);
 /* v1 only: the `tasks` file of every v1 cgroup, opened for writing (fds,
- * how many; (size_t)-1 and reterr on failure). The sandbox's pid 1 moves
+ * *ret_n of them; 0, or FY_E_INFRA and reterr). The sandbox's pid 1 moves
  * itself by writing "0" to each: a thread moving itself through `tasks`
  * is the one migration that does not take the global threadgroup lock,
  * whose first writer after a quiet spell waits a whole RCU grace period
  * (5-17 ms measured here, on every attempt of a runner that is not busy).
  * The write is checked against the credentials of whoever opened it. */
-size_t cg_open_tasks(const struct cg_plan *plan, const struct cg_run *run, int *fds, size_t max, fy_error **reterr);
+int cg_open_tasks(const struct cg_plan *plan, const struct cg_run *run, int *fds, size_t max, size_t *ret_n,
+                  fy_error **reterr);
 /* Kills every process in the attempt's cgroups (cgroup.kill on v2;
  * freeze, SIGKILL each task, thaw on v1). Idempotent. */
 void cg_kill(const struct cg_plan *plan, const struct cg_run *run);

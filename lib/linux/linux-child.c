@@ -112,7 +112,6 @@ static size_t slen(const char *s) {
     return n;
 }
 
-/* Writes the decimal form of v into buf; returns the end. */
 /* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
 static void wipe(void *p, size_t n) {
     volatile unsigned char *v = p;
@@ -120,6 +119,7 @@ static void wipe(void *p, size_t n) {
         *v++ = 0;
 }
 
+/* Writes the decimal form of v into buf; returns the end. */
 static char *put_uint(char *buf, unsigned long v) {
     char tmp[24];
     int n = 0;
@@ -846,19 +846,19 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
 #  define PR_CAP_AMBIENT_RAISE 2
 #endif
 
-/* Runs in the child of clone(CLONE_VM | CLONE_VFORK): on the host's
- * memory and stack while the host's thread waits, so it does nothing but
- * system calls, and execs or exits. Its ids are not mapped yet, so an exec
- * would drop its capabilities in the new user namespace: it keeps them as
- * ambient ones (forgeyard-init takes its ids once the host mapped them). */
 #if defined(__SANITIZE_ADDRESS__)
 #  define FY_NO_ASAN __attribute__((no_sanitize_address))
 #else
 #  define FY_NO_ASAN
 #endif
 
-/* (Not instrumented: ASan's shadow is shared with the host too, and
- * poisoning this frame there would leave stale poison below its stack.) */
+/* Runs in the child of clone(CLONE_VM | CLONE_VFORK): on the host's
+ * memory and stack while the host's thread waits, so it does nothing but
+ * system calls, and execs or exits. Its ids are not mapped yet, so an exec
+ * would drop its capabilities in the new user namespace: it keeps them as
+ * ambient ones (forgeyard-init takes its ids once the host mapped them).
+ * Not instrumented: ASan's shadow is shared with the host too, and
+ * poisoning this frame there would leave stale poison below its stack. */
 FY_NO_ASAN __attribute__((noreturn)) static void exec_init(const struct exec_init *e) {
     int err = 0;
     for (size_t i = 0; i < e->nkeep && !err; i++)
@@ -945,11 +945,12 @@ FY_NO_ASAN __attribute__((noinline)) pid_t linux_clone_exec_init(struct fy_clone
 }
 #endif
 
-/* The second go-ahead, with the tasks files of our v1 cgroups (opened by
- * the host, cg_open_tasks): we move ourselves into each by writing "0",
- * the one migration that does not wait for an RCU grace period. What we
- * fork from here on is born in them. */
-static void receive_placement(int sync_fd, int sfd) {
+/* A go-ahead from the host (we exit if it failed or died: then nothing
+ * comes and there is nothing to run). The second one carries the tasks
+ * files of our v1 cgroups (opened by the host, cg_open_tasks): we move
+ * ourselves into each by writing "0", the one migration that does not
+ * wait for an RCU grace period. What we fork from then on is born in them. */
+static void receive_go(int sync_fd, int sfd) {
     char byte;
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
     union {
@@ -1049,13 +1050,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     if (!pl->process_mode && pl->use_netns)
         net_pid = start_net_helper(sfd);
     /* The first go-ahead: the library has written our id maps. */
-    char go;
-    ssize_t n;
-    do
-        n = read(a->sync_fd, &go, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1)
-        syscall(SYS_exit_group, 1);
+    receive_go(a->sync_fd, sfd);
     /* Not dumpable from here on (the host needed us dumpable to write our
      * id maps as a rootless caller): forgeyard-init's memory belongs to our
      * own user namespace, and the workload, once it runs, must never find
@@ -1090,9 +1085,8 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
             join_net_helper(sfd, net_pid);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
     }
-    /* The second go-ahead: we move into our cgroups (nothing arrives if
-     * the host failed or died: then there is nothing to run). */
-    receive_placement(a->sync_fd, sfd);
+    /* The second go-ahead: we move into our cgroups. */
+    receive_go(a->sync_fd, sfd);
     if ((pl->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
         die(sfd, FY_STEP_CGROUP, errno);
     FAULT(a, FY_STEP_SPAWN);

@@ -181,9 +181,10 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *a);
  * the exec failed (the child then exits 125), 0 from forgeyard-init once it
  * runs. End of file without it: the child died (a host seccomp filter that
  * kills on execveat, say). */
+#define LX_EXEC_INIT_MAX_KEEP 8
 struct exec_init {
     int init_fd;
-    int keep[8];
+    int keep[LX_EXEC_INIT_MAX_KEEP];
     size_t nkeep;
     char *const *argv;
     int err_fd;

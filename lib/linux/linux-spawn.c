@@ -498,6 +498,48 @@ static int sealed_memfd(const char *name, const void *data, size_t len, bool exe
     return fd;
 }
 
+/* Clones ca's child (CLONE_VM | CLONE_VFORK added) executing forgeyard-init
+ * from init_fd with argv[1] = arg1 and a pipe to say it started on; keep
+ * are the fds to keep across the exec. The pid, -1 when clone failed, or
+ * 0 when its pipe could not be made (both: errno). When the pid is valid, *ret_started is 0 once forgeyard-init runs, the errno of
+ * a failed exec, or -1 for a child that died first; *ret_clone3 says
+ * whether clone3 (not clone(2)) served. */
+static pid_t spawn_exec_init(const struct fy_clone_args *ca, int init_fd, const char *arg1, const int *keep,
+                             size_t nkeep, int *ret_started, bool *ret_clone3) {
+    int errp[2];
+    if (nkeep > LX_EXEC_INIT_MAX_KEEP) {
+        errno = E2BIG;
+        return 0;
+    }
+    if (pipe2(errp, O_CLOEXEC) < 0)
+        return 0;
+    char errnum[16];
+    snprintf(errnum, sizeof(errnum), "%d", errp[1]);
+    char *argv[] = {(char *)"forgeyard-init", (char *)arg1, errnum, NULL};
+    struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1], .nkeep = nkeep};
+    for (size_t i = 0; i < nkeep; i++)
+        e.keep[i] = keep[i];
+    struct fy_clone_args c = *ca;
+    c.flags |= CLONE_VM | CLONE_VFORK;
+    pid_t pid = linux_clone_exec_init(&c, &e);
+    int clone_errno = errno;
+    close(errp[1]);
+    *ret_clone3 = e.used_clone3;
+    *ret_started = -1;
+    if (pid > 0) {
+        int started = -1;
+        ssize_t n;
+        do
+            n = read(errp[0], &started, sizeof(started));
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof(started))
+            *ret_started = started;
+    }
+    close(errp[0]);
+    errno = clone_errno;
+    return pid;
+}
+
 /* Clones the sandbox executing forgeyard-init on the packed arguments.
  * 1: it runs (*ret_pid; the pidfd went where ca says); 0: not possible
  * here (nothing is left of the attempt): the caller clones a copy of
@@ -514,52 +556,36 @@ static int clone_exec_init(const struct child_args *a, const struct fy_clone_arg
     fy_explicit_bzero(blob, len);
     free(blob);
     int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", fy_init_blob, fy_init_blob_len, true) : -1;
-    int errp[2] = {-1, -1}, used = 0;
-    if (init_fd >= 0 && pipe2(errp, O_CLOEXEC) == 0) {
-        char fdnum[16], errnum[16];
+    int used = 0;
+    if (init_fd >= 0) {
+        char fdnum[16];
         snprintf(fdnum, sizeof(fdnum), "%d", plan_fd);
-        snprintf(errnum, sizeof(errnum), "%d", errp[1]);
-        char *argv[] = {(char *)"forgeyard-init", fdnum, errnum, NULL};
-        struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1],
-                              .keep = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1],
-                                       a->stdio[2]},
-                              .nkeep = 7};
-        struct fy_clone_args c = *ca;
-        c.flags |= CLONE_VM | CLONE_VFORK;
-        pid_t pid = linux_clone_exec_init(&c, &e);
-        int clone_errno = errno;
-        *ret_clone3 = e.used_clone3;
-        close(errp[1]);
-        if (pid < 0) {
-            errno = clone_errno;
-            used = clone_errno == EINVAL || clone_errno == ENOSYS || clone_errno == E2BIG ? 0 : -1;
+        const int keep[] = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1], a->stdio[2]};
+        int started;
+        pid_t pid = spawn_exec_init(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), &started, ret_clone3);
+        if (pid <= 0) {
+            used = pid < 0 && !(errno == EINVAL || errno == ENOSYS || errno == E2BIG) ? -1 : 0;
+        } else if (started != 0) {
+            /* The exec failed, or the child died first: this host will
+             * not run forgeyard-init. */
+            siginfo_t si;
+            fy_sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
+            while (waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+                ;
+            close(*pidfd);
+            *pidfd = -1;
+            atomic_store(&exec_init_broken, true);
         } else {
-            /* 0 from forgeyard-init running, errno from a failed exec, or
-             * nothing from a child that died. */
-            int child_err = -1;
-            ssize_t n;
-            do
-                n = read(errp[0], &child_err, sizeof(child_err));
-            while (n < 0 && errno == EINTR);
-            if (n != (ssize_t)sizeof(child_err) || child_err != 0) {
-                siginfo_t si;
-                fy_sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
-                while (waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
-                    ;
-                close(*pidfd);
-                *pidfd = -1;
-                atomic_store(&exec_init_broken, true);
-            } else {
-                *ret_pid = pid;
-                used = 1;
-            }
+            *ret_pid = pid;
+            used = 1;
         }
-        close(errp[0]);
     }
+    int e = errno;
     if (plan_fd >= 0)
         close(plan_fd);
     if (init_fd >= 0)
         close(init_fd);
+    errno = e;
     return used;
 }
 
@@ -576,53 +602,37 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
         snprintf(why, whylen, "a sealed memfd for forgeyard-init: %s", strerror(-init_fd));
         return 0;
     }
-    int errp[2];
-    if (pipe2(errp, O_CLOEXEC) < 0) {
-        snprintf(why, whylen, "pipe2: %s", strerror(errno));
-        close(init_fd);
-        return 0;
-    }
-    char errnum[16];
-    snprintf(errnum, sizeof(errnum), "%d", errp[1]);
-    char *argv[] = {(char *)"forgeyard-init", (char *)"probe", errnum, NULL};
-    struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1], .nkeep = 0};
-    int pidfd = -1;
+    int pidfd = -1, started;
+    bool clone3;
     struct fy_clone_args ca = {
         .flags = CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND | (userns ? CLONE_NEWUSER : 0),
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
         .exit_signal = 0,
     };
-    ca.flags |= CLONE_VM | CLONE_VFORK;
-    pid_t pid = linux_clone_exec_init(&ca, &e);
-    int clone_errno = errno;
-    close(errp[1]);
-    int child_err = -1, ok = 0;
-    ssize_t n = -1;
+    pid_t pid = spawn_exec_init(&ca, init_fd, "probe", NULL, 0, &started, &clone3);
+    int ok = 0;
     if (pid > 0) {
-        do
-            n = read(errp[0], &child_err, sizeof(child_err));
-        while (n < 0 && errno == EINTR);
         siginfo_t si;
         memset(&si, 0, sizeof(si));
         while (waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
             ;
-        ok = n == (ssize_t)sizeof(child_err) && child_err == 0 && si.si_code == CLD_EXITED && si.si_status == 0;
+        ok = started == 0 && si.si_code == CLD_EXITED && si.si_status == 0;
         if (ok)
             snprintf(why, whylen, "forgeyard-init (%zu bytes, embedded) executed from a sealed memfd%s%s",
                      (size_t)fy_init_blob_len, userns ? " in a new user namespace" : "",
-                     e.used_clone3 ? "" : " (clone: no clone3)");
-        else if (n == (ssize_t)sizeof(child_err) && child_err > 0)
-            snprintf(why, whylen, "executing a sealed memfd: %s", strerror(child_err));
+                     clone3 ? "" : " (clone: no clone3)");
+        else if (started > 0)
+            snprintf(why, whylen, "executing a sealed memfd: %s", strerror(started));
         else
             snprintf(why, whylen, "the child died before forgeyard-init ran (%s %d): an outer seccomp or "
                      "security policy against execveat?", si.si_code == CLD_EXITED ? "exit" : "signal",
                      si.si_status);
         close(pidfd);
+    } else if (pid == 0) {
+        snprintf(why, whylen, "pipe2: %s", strerror(errno));
     } else {
-        snprintf(why, whylen, "clone(CLONE_VM|CLONE_VFORK%s): %s", userns ? "|CLONE_NEWUSER" : "",
-                 strerror(clone_errno));
+        snprintf(why, whylen, "clone(CLONE_VM|CLONE_VFORK%s): %s", userns ? "|CLONE_NEWUSER" : "", strerror(errno));
     }
-    close(errp[0]);
     close(init_fd);
     return ok;
 }
@@ -718,13 +728,12 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     /* The start is a pipeline over two go-aheads. The child is cloned
      * straight into its cgroup v2 (if it has one), without its network and
      * cgroup namespaces (its own to create), and once its ids are mapped
-     * builds its network and filesystem while we create its v1 cgroups and
-     * migrate it into them: a migration waits for an RCU grace period
-     * whenever none happened recently (several ms here), and this is where
-     * that wait costs nothing. It forks nothing and executes nothing of the
-     * workload before the second go-ahead, so no process of the workload
-     * ever runs unaccounted; its cgroup namespace is made only then, rooted
-     * at its own cgroups. */
+     * builds its network and filesystem while we create its v1 cgroups.
+     * The second go-ahead carries their tasks files, and it moves itself
+     * into them (cg_open_tasks says why not us). It forks nothing and
+     * executes nothing of the workload before that, so no process of the
+     * workload ever runs unaccounted; its cgroup namespace is made only
+     * then, rooted at its own cgroups. */
     const struct obs *obs = &h->pr->policy->obs;
     obs_span(obs, "sandbox.resource", FY_SPAN_BEGIN, fy_now_usec(), NULL);
     if ((r = cg_create(&pl->cg, &x->cg, CG_PART_V2, reterr)) < 0) {
@@ -787,10 +796,8 @@ int lx_start(fy_handle *h, fy_error **reterr) {
      * With the go-ahead go its v1 cgroups' tasks files: it moves itself. */
     int tasks[LX_GO_MAX_FDS];
     size_t ntasks = 0;
-    if (r == 0 && (ntasks = cg_open_tasks(&pl->cg, &x->cg, tasks, LX_GO_MAX_FDS, reterr)) == (size_t)-1) {
-        ntasks = 0;
-        r = FY_E_INFRA;
-    }
+    if (r == 0)
+        r = cg_open_tasks(&pl->cg, &x->cg, tasks, LX_GO_MAX_FDS, &ntasks, reterr);
     if (r < 0 || (!cloned_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0) ||
         (r = state_record_sandbox(x->state_fd, pid, reterr)) < 0 || (r = send_go(x, tasks, ntasks, reterr)) < 0) {
         for (size_t i = 0; i < ntasks; i++)
@@ -1033,6 +1040,16 @@ static bool outputs_open(const struct lx *x) {
     return false;
 }
 
+/* Replaces len bytes of *json at at with text (kept as it was when out of
+ * memory: the planned value then stands). */
+static void splice_json(char **json, const char *at, size_t len, const char *text) {
+    char *patched = NULL;
+    if (asprintf(&patched, "%.*s%s%s", (int)(at - *json), *json, text, at + len) >= 0) {
+        free(*json);
+        *json = patched;
+    }
+}
+
 static void finish(fy_handle *h, struct lx *x) {
     uint64_t t_clean = fy_now_usec();
     fy_result *r = result_new();
@@ -1048,23 +1065,15 @@ static void finish(fy_handle *h, struct lx *x) {
     r->kernel = fy_strdup(h->pr->caps->host.kernel_release);
     if (r->isolation_json && pl->ll_handled && x->landlock_abi != pl->ll_abi) {
         /* Report what the sandbox says it enforced, not what was planned. */
-        char *patched = NULL;
         const char *key = strstr(r->isolation_json, "\"landlock_abi\":");
-        if (key && asprintf(&patched, "%.*s\"landlock_abi\":%u%s", (int)(key - r->isolation_json), r->isolation_json,
-                            x->landlock_abi, key + strcspn(key, ",}")) >= 0) {
-            free(r->isolation_json);
-            r->isolation_json = patched;
-        }
+        char abi[48];
+        snprintf(abi, sizeof(abi), "\"landlock_abi\":%u", x->landlock_abi);
+        if (key)
+            splice_json(&r->isolation_json, key, strcspn(key, ",}"), abi);
     }
     const char *init_key = r->isolation_json ? strstr(r->isolation_json, "\"" LX_INIT_EXEC "\"") : NULL;
-    if (init_key && x->init_forked) {
-        char *patched = NULL;
-        if (asprintf(&patched, "%.*s\"" LX_INIT_FORK "\"%s", (int)(init_key - r->isolation_json), r->isolation_json,
-                     init_key + strlen(LX_INIT_EXEC) + 2) >= 0) {
-            free(r->isolation_json);
-            r->isolation_json = patched;
-        }
-    }
+    if (init_key && x->init_forked)
+        splice_json(&r->isolation_json, init_key, strlen(LX_INIT_EXEC) + 2, "\"" LX_INIT_FORK "\"");
     r->output_bytes = x->output_bytes;
     r->truncated = x->truncated;
     if (x->exit_seen) {
