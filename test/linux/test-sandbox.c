@@ -955,15 +955,13 @@ static time_t started_at(pid_t pid) {
     return t;
 }
 
-/* The cgroups the sandboxes of owner left (forgeyard-OWNER-*). For a live
- * owner, only those made since it started: pid_max wraps, and an earlier
- * process with the same pid may have left some of its own. */
-static int count_cgroups_of(pid_t owner) {
+/* The cgroups named after owner (forgeyard-OWNER-*) made since `since`
+ * (0: all). */
+static int count_cgroups_since(pid_t owner, time_t since) {
     const char *roots[] = {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct",
                            "/sys/fs/cgroup/unified", "/sys/fs/cgroup/freezer"};
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "forgeyard-%d-", (int)owner);
-    time_t since = started_at(owner);
     int n = 0;
     for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
         DIR *d = opendir(roots[i]);
@@ -977,6 +975,12 @@ static int count_cgroups_of(pid_t owner) {
     }
     return n;
 }
+
+/* The cgroups the sandboxes of owner left. For a live owner, only those
+ * made since it started: pid_max wraps, and an earlier process with the
+ * same pid may have left some of its own. (A dead owner: all of them; see
+ * release_host.) */
+static int count_cgroups_of(pid_t owner) { return count_cgroups_since(owner, started_at(owner)); }
 
 START_TEST(test_memory_limit_oom) {
     fy_policy *p = policy();
@@ -1189,20 +1193,44 @@ static int count_files(const char *dir, const char *suffix) {
     return n;
 }
 
+/* Forks a host program held until release_host: 0 in the child (once
+ * released), its pid in the parent, with *go the end that releases it. */
+static pid_t fork_held(int *go) {
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char g;
+        close(p[1]);
+        if (read(p[0], &g, 1) != 1)
+            _exit(1);
+        close(p[0]);
+        return 0;
+    }
+    close(p[0]);
+    *go = p[1];
+    return pid;
+}
+
+/* Counts the cgroups named after a held host, then lets it start; the
+ * count. (pid_max wraps: what an earlier process with this pid left,
+ * whatever it was, is not this host's.) */
+static int release_host(pid_t host, int go) {
+    int before = count_cgroups_since(host, 0); /* as it will be counted once it is dead */
+    ck_assert_int_eq(write(go, "g", 1), 1);
+    close(go);
+    return before;
+}
+
 START_TEST(test_host_crash_then_gc) {
     char state[160];
     snprintf(state, sizeof(state), "%s/state", scratch);
     int ready[2];
     ck_assert_int_eq(pipe(ready), 0);
-    int go[2];
-    ck_assert_int_eq(pipe(go), 0);
-    pid_t host = fork();
-    ck_assert_int_ge(host, 0);
+    int go;
+    pid_t host = fork_held(&go);
     if (host == 0) {
-        char g;
-        close(go[1]);
-        if (read(go[0], &g, 1) != 1) /* until the parent has looked */
-            _exit(1);
         /* A host program with three live sandboxes, about to be killed -9. */
         close(ready[0]);
         fy_policy *p = policy();
@@ -1225,12 +1253,7 @@ START_TEST(test_host_crash_then_gc) {
         for (;;)
             pause();
     }
-    /* (pid_max wraps: cgroups an earlier process with this pid left, whatever
-     * it was, are not this host's: count them before letting it start.) */
-    int before = count_cgroups_of(host);
-    close(go[0]);
-    ck_assert_int_eq(write(go[1], "g", 1), 1);
-    close(go[1]);
+    int before = release_host(host, go);
     close(ready[1]);
     char c;
     ck_assert_int_eq(read(ready[0], &c, 1), 1);
@@ -1250,7 +1273,7 @@ START_TEST(test_host_crash_then_gc) {
     ck_assert_msg(r == 0, "gc: %s", fy_error_message(e));
     ck_assert_uint_eq(destroyed, 3);
     ck_assert_int_eq(count_files(state, ".state"), 0);
-    ck_assert_int_eq(count_cgroups_of(host), before);
+    ck_assert_int_eq(count_cgroups_since(host, 0), before);
     /* A second gc is a no-op. */
     ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
     ck_assert_uint_eq(destroyed, 0);
@@ -1267,15 +1290,9 @@ START_TEST(test_crash_anywhere_in_setup_then_gc) {
     for (int round = 0; round < 12; round++) {
         int ready[2];
         ck_assert_int_eq(pipe(ready), 0);
-        int go[2];
-        ck_assert_int_eq(pipe(go), 0);
-        pid_t host = fork();
-        ck_assert_int_ge(host, 0);
+        int go;
+        pid_t host = fork_held(&go);
         if (host == 0) {
-            char g;
-            close(go[1]);
-            if (read(go[0], &g, 1) != 1) /* until the parent has looked */
-                _exit(1);
             close(ready[0]);
             fy_policy *p = policy();
             fy_policy_set_state_dir(p, state, NULL);
@@ -1293,10 +1310,7 @@ START_TEST(test_crash_anywhere_in_setup_then_gc) {
             }
             _exit(0);
         }
-        int before = count_cgroups_of(host); /* (see test_host_crash_then_gc) */
-        close(go[0]);
-        ck_assert_int_eq(write(go[1], "g", 1), 1);
-        close(go[1]);
+        int before = release_host(host, go);
         close(ready[1]);
         char c;
         ck_assert_int_eq(read(ready[0], &c, 1), 1);
@@ -1311,7 +1325,7 @@ START_TEST(test_crash_anywhere_in_setup_then_gc) {
         int r = fy_gc(state, 0, &destroyed, &e);
         ck_assert_msg(r == 0, "gc: %s", fy_error_message(e));
         ck_assert_int_eq(count_files(state, ".state"), 0);
-        ck_assert_msg(count_cgroups_of(host) == before, "round %d: cgroups of %d left", round, (int)host);
+        ck_assert_msg(count_cgroups_since(host, 0) == before, "round %d: cgroups of %d left", round, (int)host);
     }
 }
 END_TEST
