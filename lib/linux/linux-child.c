@@ -15,13 +15,15 @@
  * cannot be executed, linux_child_main runs in a copy of the host instead.
  *
  * Process layout inside the new pid namespace:
- *   pid 1  linux_child_main: builds the sandbox, forks the workload, then
- *          stays as the minimal init that reaps, forwards the library's
- *          signals to the whole tree, and ends the tree when the workload
- *          exits;
- *   pid 2  (network deny) the helper that makes the network namespace;
- *   next   the workload: hardens itself (rlimits, Landlock, capabilities,
- *          no_new_privs, seccomp) and executes the command. */
+ *   pid 1  linux_child_main: builds the sandbox, releases the workload,
+ *          then stays as the minimal init that reaps, forwards the
+ *          library's signals to the whole tree, and ends the tree when the
+ *          workload exits;
+ *   pid 2  the workload, forked first (early_workload): makes the network
+ *          namespace and loads its seccomp filter while init builds the
+ *          filesystem, waits for init's go-ahead, hardens itself (cgroups,
+ *          rlimits, Landlock, capabilities, no_new_privs) and executes the
+ *          command. (Without namespaces init forks it at the end.) */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -352,7 +354,11 @@ static void write_secrets(const struct child_args *a) {
         die(a->status_fd, FY_STEP_SECRET, errno);
 }
 
-static void build_filesystem(const struct child_args *a) {
+static void join_netns(int ws, int sfd);
+
+/* ws: the socket to the workload process, whose network namespace we join
+ * before the old root goes (-1: none). */
+static void build_filesystem(const struct child_args *a, int ws) {
     const struct linux_plan *pl = a->plan;
     int sfd = a->status_fd;
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -377,6 +383,11 @@ static void build_filesystem(const struct child_args *a) {
     }
     write_secrets(a);
     close(oldroot);
+    /* Unmounting waits for an RCU grace period, and one that overlaps the
+     * creation of a network namespace (in the workload process) waits for
+     * most of it: the namespace first, then the unmount. */
+    if (ws >= 0)
+        join_netns(ws, sfd);
     if (umount2("/.oldroot", MNT_DETACH) < 0 || rmdir("/.oldroot") < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
     if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
@@ -386,15 +397,111 @@ static void build_filesystem(const struct child_args *a) {
 #ifndef SIOCGSKNS
 #  define SIOCGSKNS 0x894C
 #endif
-#define NET_HELPER_MAX_FD 120 /* its exit status carries the fd + 1: below die()'s 127 */
 
-/* The sandbox's network namespace, made by a helper process while init
- * builds the filesystem: creating one costs about as much as all the
- * mounts, and the two are independent. The helper shares init's fd table
- * (CLONE_FILES), creates the namespace (owned by the sandbox's user
- * namespace), brings lo up, and leaves an fd of it in the table, its
- * number + 1 as its exit status; init joins it with setns. */
-__attribute__((noreturn)) static void net_helper(int sfd) {
+/* ---- passing fds between the sandbox's processes ---- */
+
+/* One byte and up to n fds (SCM_RIGHTS); 0 or -1. */
+static int send_fds(int sock, char byte, const int *fds, size_t n) {
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * (LX_GO_MAX_FDS + 1))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (n > LX_GO_MAX_FDS + 1)
+        n = LX_GO_MAX_FDS + 1;
+    if (n) {
+        msg.msg_control = u.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+    }
+    ssize_t r;
+    do
+        r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    return r == 1 ? 0 : -1;
+}
+
+static int send_fd(int sock, int fd) { return send_fds(sock, 'S', &fd, 1); }
+
+/* The counterpart: the byte (or -1 at end of file or on an error), the fds
+ * (CLOEXEC) in fds[0..*n), *truncated if more came than max. */
+static int recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated) {
+    char byte = 0;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int) * (LX_GO_MAX_FDS + 1))];
+    } u;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof(u.buf);
+    *n = 0;
+    *truncated = false;
+    ssize_t r;
+    do
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (r < 0 && errno == EINTR);
+    if (r != 1)
+        return -1;
+    *truncated = (msg.msg_flags & MSG_CTRUNC) != 0;
+    struct cmsghdr *c = msg.msg_controllen >= sizeof(struct cmsghdr) ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0)) {
+        size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int all[LX_GO_MAX_FDS + 1];
+        if (got > LX_GO_MAX_FDS + 1)
+            got = LX_GO_MAX_FDS + 1;
+        memcpy(all, CMSG_DATA(c), got * sizeof(int));
+        for (size_t i = 0; i < got; i++) {
+            if (*n < max)
+                fds[(*n)++] = all[i];
+            else {
+                close(all[i]);
+                *truncated = true;
+            }
+        }
+    }
+    return (unsigned char)byte;
+}
+
+/* A go-ahead from the host (we exit if it failed or died: then nothing
+ * comes and there is nothing to run): the number of fds it carried into
+ * tasks (CLOEXEC). The second one carries the tasks files of our v1
+ * cgroups, opened by the host (cg_open_tasks). */
+static size_t receive_go(int sync_fd, int sfd, int *tasks) {
+    size_t n;
+    bool truncated;
+    if (recv_fds(sync_fd, tasks, LX_GO_MAX_FDS, &n, &truncated) < 0)
+        syscall(SYS_exit_group, 1);
+    if (truncated)
+        die(sfd, FY_STEP_CGROUP, EMSGSIZE);
+    return n;
+}
+
+/* Each process of ours moves itself into the v1 cgroups by writing "0" to
+ * their tasks files: the one migration that does not wait for an RCU grace
+ * period. What it forks from then on is born in them. */
+static void enter_cgroups(int sfd, const int *tasks, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (write(tasks[i], "0", 1) != 1)
+            die(sfd, FY_STEP_CGROUP, errno ? errno : EIO);
+}
+
+/* ---- the network namespace ---- */
+
+/* The sandbox's network namespace, owned by its user namespace, with lo
+ * up: an fd of it. The workload process makes it (early_workload), while
+ * init builds the filesystem: creating one costs about as much as all the
+ * mounts, and the two are independent. */
+static int make_netns(int sfd) {
     if (unshare(CLONE_NEWNET) < 0)
         die(sfd, FY_STEP_NETNS, errno);
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -411,36 +518,25 @@ __attribute__((noreturn)) static void net_helper(int sfd) {
     int ns = ioctl(s, SIOCGSKNS, 0);
     if (ns < 0)
         die(sfd, FY_STEP_NETNS, errno);
-    if (ns > NET_HELPER_MAX_FD)
-        die(sfd, FY_STEP_NETNS, EMFILE);
     close(s);
-    syscall(SYS_exit, ns + 1);
-    __builtin_unreachable();
+    return ns;
 }
 
-static pid_t start_net_helper(int sfd) {
-    pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)CLONE_FILES, 0, NULL, NULL, 0);
-    if (pid == 0)
-        net_helper(sfd);
-    if (pid < 0)
-        die(sfd, FY_STEP_NETNS, errno);
-    return pid;
-}
-
-static void join_net_helper(int sfd, pid_t helper) {
-    int st = 0;
-    long r;
-    do
-        r = syscall(SYS_wait4, helper, &st, __WALL, NULL);
-    while (r < 0 && errno == EINTR);
-    if (r < 0)
-        die(sfd, FY_STEP_NETNS, errno);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) < 1 || WEXITSTATUS(st) > NET_HELPER_MAX_FD + 1)
-        syscall(SYS_exit_group, 127); /* it reported why (or was killed with us) */
-    int ns = WEXITSTATUS(st) - 1;
-    if (setns(ns, CLONE_NEWNET) < 0)
-        die(sfd, FY_STEP_NETNS, errno);
-    close(ns);
+/* Init joins the workload's network namespace (so that /proc/1/net shows
+ * the sandbox's, not the host's): the workload process sends it once made
+ * (or no fd when the plan keeps the host's network). End of file: it died,
+ * having reported why. */
+static void join_netns(int ws, int sfd) {
+    int ns = -1;
+    size_t n;
+    bool truncated;
+    if (recv_fds(ws, &ns, 1, &n, &truncated) < 0)
+        syscall(SYS_exit_group, 127);
+    if (n == 1) {
+        if (setns(ns, CLONE_NEWNET) < 0)
+            die(sfd, FY_STEP_NETNS, errno);
+        close(ns);
+    }
 }
 
 /* ---- privileges ---- */
@@ -477,23 +573,6 @@ static int set_ids(uint32_t uid, uint32_t gid, bool drop_groups) {
 static int load_filter(const void *bpf, uint16_t len, unsigned int flags) {
     struct sock_fprog prog = {.len = len, .filter = (struct sock_filter *)bpf};
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
-}
-
-static int send_fd(int sock, int fd) {
-    char dummy = 'S';
-    struct iovec iov = {.iov_base = &dummy, .iov_len = 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
 /* The ruleset init builds while it waits for the network helper (the
@@ -553,6 +632,27 @@ static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_w
 }
 
 /* ---- the workload (the first pid after init and its network helper) ---- */
+
+/* The workload's seccomp filter (its listener, if any, to the library). */
+static bool filter_loaded;
+static void load_workload_filter(const struct child_args *a) {
+    const struct linux_plan *pl = a->plan;
+    int sfd = a->status_fd;
+    filter_loaded = true;
+    if (!pl->bpf)
+        return;
+    FAULT(a, FY_STEP_SECCOMP);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        die(sfd, FY_STEP_CAPS, errno);
+    int fd = load_filter(pl->bpf, pl->bpf_len, pl->seccomp_notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
+    if (fd < 0)
+        die(sfd, FY_STEP_SECCOMP, errno);
+    if (pl->seccomp_notify) {
+        if (send_fd(a->notify_sock, fd) < 0)
+            die(sfd, FY_STEP_SECCOMP, errno);
+        close(fd);
+    }
+}
 
 __attribute__((noreturn)) static void workload(const struct child_args *a) {
     const struct linux_plan *pl = a->plan;
@@ -623,17 +723,8 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     if (pl->ll_handled)
         FAULT(a, FY_STEP_LANDLOCK);
     apply_landlock(pl, sfd, a->workdir);
-    if (pl->bpf) {
-        FAULT(a, FY_STEP_SECCOMP);
-        int fd = load_filter(pl->bpf, pl->bpf_len, pl->seccomp_notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
-        if (fd < 0)
-            die(sfd, FY_STEP_SECCOMP, errno);
-        if (pl->seccomp_notify) {
-            if (send_fd(a->notify_sock, fd) < 0)
-                die(sfd, FY_STEP_SECCOMP, errno);
-            close(fd);
-        }
-    }
+    if (!filter_loaded)
+        load_workload_filter(a);
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* Execute: argv[0] as a path, or searched in the sandbox's PATH. */
     const char *cmd = pl->argv[0];
@@ -666,6 +757,77 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
         p = *e ? e + 1 : e;
     }
     die(sfd, FY_STEP_EXEC, saved);
+}
+
+/* A forked process starts on its parent's CPU, and an idle CPU does not
+ * pull it over for milliseconds (newly idle CPUs balance only after long
+ * idle spells): the workload process would wait for init to block, most of
+ * a start. So it starts on another CPU of ours, if we have one, and takes
+ * back the whole set (the workload's own) once its costly steps are done. */
+static cpu_set_t our_cpus;
+static bool have_cpus; /* (both set before the fork: the workload process has its own copy) */
+
+static void keep_apart(pid_t w) {
+    unsigned cpu = 0;
+    if (!have_cpus || syscall(SYS_getcpu, &cpu, NULL, NULL) < 0 || cpu >= CPU_SETSIZE)
+        return;
+    cpu_set_t others = our_cpus;
+    CPU_CLR(cpu, &others);
+    if (CPU_COUNT(&others) > 0)
+        sched_setaffinity(w, sizeof(others), &others); /* a hint: no harm if refused */
+}
+
+static void come_together(int sfd) {
+    if (have_cpus && sched_setaffinity(0, sizeof(our_cpus), &our_cpus) < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
+}
+
+/* The workload process with namespaces: forked by init before anything
+ * else, it makes the network namespace (init joins it) and loads its
+ * seccomp filter while init builds the filesystem, then waits for its
+ * go-ahead: the tasks files of its v1 cgroups (it moves itself, as init
+ * did) and the Landlock ruleset init built, and becomes the workload.
+ * Init's death (end of file) ends it; so does the pid namespace's. */
+__attribute__((noreturn)) static void early_workload(struct child_args *a, int ws) {
+    const struct linux_plan *pl = a->plan;
+    int sfd = a->status_fd;
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
+    int ns = pl->use_netns ? make_netns(sfd) : -1;
+    if (send_fds(ws, 'N', &ns, ns >= 0) < 0)
+        syscall(SYS_exit_group, 1);
+    if (ns >= 0)
+        close(ns);
+    /* The filter allows every call left before the exec (the setup
+     * sequence of workload() is part of each profile's contract). */
+    load_workload_filter(a);
+    come_together(sfd);
+    int fds[LX_GO_MAX_FDS + 1];
+    size_t n;
+    bool truncated;
+    int go = recv_fds(ws, fds, LX_GO_MAX_FDS + 1, &n, &truncated);
+    if (go < 0)
+        syscall(SYS_exit_group, 1);
+    if (truncated || (go == 'L' && !n))
+        die(sfd, FY_STEP_CGROUP, EMSGSIZE);
+    if (go == 'L') {
+        prebuilt_ruleset = fds[--n];
+        if (prebuilt_ruleset < 3) {
+            /* Not where the workload's standard streams will go. */
+            int moved = fcntl(prebuilt_ruleset, F_DUPFD_CLOEXEC, 3);
+            if (moved < 0)
+                die(sfd, FY_STEP_LANDLOCK, errno);
+            close(prebuilt_ruleset);
+            prebuilt_ruleset = moved;
+        }
+    }
+    enter_cgroups(sfd, fds, n);
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    close(ws);
+    if ((pl->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
+        die(sfd, FY_STEP_CGROUP, errno);
+    workload(a);
 }
 
 /* ---- the process tree without a pid namespace (linux-process) ---- */
@@ -770,8 +932,7 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
     int sync_fd = a->sync_fd;
     const struct linux_plan *pl = a->plan; /* (not dumpable since the first go-ahead) */
     fcntl(sync_fd, F_SETFL, O_NONBLOCK);
-    /* The first task counted is the workload (pids before it were ours:
-     * pid 1 and the network helper). */
+    /* The first task counted is the workload (pid 1 before it is ours). */
     struct task_count tc = {-1, 0, work - 1, 0};
     if (!pl->process_mode) {
         int fd = open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
@@ -945,48 +1106,6 @@ FY_NO_ASAN __attribute__((noinline)) pid_t linux_clone_exec_init(struct fy_clone
 }
 #endif
 
-/* A go-ahead from the host (we exit if it failed or died: then nothing
- * comes and there is nothing to run). The second one carries the tasks
- * files of our v1 cgroups (opened by the host, cg_open_tasks): we move
- * ourselves into each by writing "0", the one migration that does not
- * wait for an RCU grace period. What we fork from then on is born in them. */
-static void receive_go(int sync_fd, int sfd) {
-    char byte;
-    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int) * LX_GO_MAX_FDS)];
-    } u;
-    struct msghdr msg;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-    ssize_t n;
-    do
-        n = recvmsg(sync_fd, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    if (n != 1)
-        syscall(SYS_exit_group, 1);
-    struct cmsghdr *c = msg.msg_controllen >= sizeof(struct cmsghdr) ? CMSG_FIRSTHDR(&msg) : NULL;
-    int err = (msg.msg_flags & MSG_CTRUNC) ? EMSGSIZE : 0;
-    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0)) {
-        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int fds[LX_GO_MAX_FDS];
-        if (nfd > LX_GO_MAX_FDS)
-            nfd = LX_GO_MAX_FDS;
-        memcpy(fds, CMSG_DATA(c), nfd * sizeof(int));
-        for (size_t i = 0; i < nfd; i++) {
-            if (!err && write(fds[i], "0", 1) != 1)
-                err = errno ? errno : EIO;
-            close(fds[i]);
-        }
-    }
-    if (err)
-        die(sfd, FY_STEP_CGROUP, err);
-}
-
 /* ---- entry ---- */
 
 /* The child inherited every fd of the host process, CLOEXEC or not, and the
@@ -1042,15 +1161,32 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    /* The network namespace is ours to create (LX_CHILD_UNSHARES), by a
-     * helper, started first: it needs no mapped ids (we hold every
-     * capability of our user namespace), and it runs while the host maps
-     * them and makes our cgroups and while we build the filesystem. */
-    pid_t net_pid = 0;
-    if (!pl->process_mode && pl->use_netns)
-        net_pid = start_net_helper(sfd);
+    /* With namespaces the workload process is forked first of all, as pid
+     * 2 (early_workload): it makes the network namespace and loads its
+     * seccomp filter, the two costliest steps of a start, while the host
+     * maps our ids and makes our cgroups and while we build the
+     * filesystem; then it waits for its go-ahead from us. It needs no
+     * mapped ids for that: it holds every capability of our user
+     * namespace. */
+    int ws[2] = {-1, -1};
+    pid_t w = -1;
+    if (!pl->process_mode) {
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ws) < 0)
+            die(sfd, FY_STEP_SPAWN, errno);
+        have_cpus = sched_getaffinity(0, sizeof(our_cpus), &our_cpus) == 0;
+        w = fy_sys_fork();
+        if (w < 0)
+            die(sfd, FY_STEP_SPAWN, errno);
+        if (w == 0) {
+            close(ws[0]);
+            early_workload(a, ws[1]);
+        }
+        close(ws[1]);
+        keep_apart(w);
+    }
     /* The first go-ahead: the library has written our id maps. */
-    receive_go(a->sync_fd, sfd);
+    int tasks[LX_GO_MAX_FDS + 1];
+    receive_go(a->sync_fd, sfd, tasks);
     /* Not dumpable from here on (the host needed us dumpable to write our
      * id maps as a rootless caller): forgeyard-init's memory belongs to our
      * own user namespace, and the workload, once it runs, must never find
@@ -1078,23 +1214,35 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
             FAULT(a, FY_STEP_NETNS);
         delay_in(pl, FY_STAGE_ISOLATION);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
-        build_filesystem(a);
+        build_filesystem(a, ws[0]);
         /* (The rules name paths of the filesystem just built.) */
         prebuilt_ruleset = build_landlock(pl, sfd, NULL);
-        if (net_pid > 0)
-            join_net_helper(sfd, net_pid);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
     }
-    /* The second go-ahead: we move into our cgroups. */
-    receive_go(a->sync_fd, sfd);
+    /* The second go-ahead: we move into our cgroups, and so does the
+     * workload process, with the same tasks files. */
+    size_t ntasks = receive_go(a->sync_fd, sfd, tasks);
+    enter_cgroups(sfd, tasks, ntasks);
     if ((pl->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
         die(sfd, FY_STEP_CGROUP, errno);
     FAULT(a, FY_STEP_SPAWN);
-    pid_t w = fy_sys_fork();
-    if (w < 0)
-        die(sfd, FY_STEP_SPAWN, errno);
-    if (w == 0)
-        workload(a);
+    if (pl->process_mode) {
+        w = fy_sys_fork();
+        if (w < 0)
+            die(sfd, FY_STEP_SPAWN, errno);
+        if (w == 0)
+            workload(a);
+    } else {
+        /* Its go-ahead: the tasks files, then the Landlock ruleset. A
+         * workload process that is gone already reported why. */
+        if (prebuilt_ruleset >= 0)
+            tasks[ntasks] = prebuilt_ruleset;
+        if (send_fds(ws[0], prebuilt_ruleset >= 0 ? 'L' : 'G', tasks, ntasks + (prebuilt_ruleset >= 0)) < 0)
+            syscall(SYS_exit_group, 127);
+        close(ws[0]);
+    }
+    for (size_t i = 0; i < ntasks; i++)
+        close(tasks[i]);
     /* Only the workload needs these; its environment and the secrets'
      * values (written to /run/secrets already) are wiped from our memory. */
     if (prebuilt_ruleset >= 0)

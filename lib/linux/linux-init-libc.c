@@ -282,5 +282,6 @@ int __libc_current_sigrtmax(void) { return 64; }
 
 /* ---- sockets ---- */
 int socket(int d, int t, int p) { return (int)S3(SYS_socket, d, t, p); }
+int socketpair(int d, int t, int p, int sv[2]) { return (int)S4(SYS_socketpair, d, t, p, sv); }
 ssize_t sendmsg(int fd, const struct msghdr *m, int f) { return S3(SYS_sendmsg, fd, m, f); }
 ssize_t recvmsg(int fd, struct msghdr *m, int f) { return S3(SYS_recvmsg, fd, m, f); }
