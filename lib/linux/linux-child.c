@@ -355,6 +355,10 @@ static void write_secrets(const struct child_args *a) {
 }
 
 static void join_netns(int ws, int sfd);
+static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule);
+/* The ruleset init builds once the filesystem stands (the workload then
+ * only restricts itself with it), or -1. */
+static int prebuilt_ruleset = -1;
 
 /* ws: the socket to the workload process, whose network namespace we join
  * before the old root goes (-1: none). */
@@ -383,6 +387,8 @@ static void build_filesystem(const struct child_args *a, int ws) {
     }
     write_secrets(a);
     close(oldroot);
+    /* (The rules name paths of the filesystem just built.) */
+    prebuilt_ruleset = build_landlock(pl, sfd, NULL);
     /* Unmounting waits for an RCU grace period, and one that overlaps the
      * creation of a network namespace (in the workload process) waits for
      * most of it: the namespace first, then the unmount. */
@@ -575,10 +581,6 @@ static int load_filter(const void *bpf, uint16_t len, unsigned int flags) {
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
 }
 
-/* The ruleset init builds while it waits for the network helper (the
- * workload then only restricts itself with it), or -1. */
-static int prebuilt_ruleset = -1;
-
 /* A Landlock ruleset for the plan's rules (fd; -1 when Landlock is off). */
 static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule) {
     if (!pl->ll_handled)
@@ -654,20 +656,50 @@ static void load_workload_filter(const struct child_args *a) {
     }
 }
 
-__attribute__((noreturn)) static void workload(const struct child_args *a) {
+/* The workload's first steps, which need nothing from init (the workload
+ * process takes them before its go-ahead): its own session, its standard
+ * streams, no other fd across exec, and the securebits, bounding and
+ * ambient sets locked and emptied (its effective capabilities stay until
+ * workload(): it still makes its cgroup namespace). */
+static bool first_steps_taken;
+static void workload_first_steps(const struct child_args *a) {
     const struct linux_plan *pl = a->plan;
     int sfd = a->status_fd;
-    sigset_t none;
-    sigemptyset(&none);
+    first_steps_taken = true;
     if (setsid() < 0)
         die(sfd, FY_STEP_SPAWN, errno);
     for (int i = 0; i < 3; i++)
         if (dup2(a->stdio[i], i) < 0)
             die(sfd, FY_STEP_SPAWN, errno);
-    FAULT(a, FY_STEP_RLIMIT);
     /* Nothing but 0, 1, 2 survives exec, whatever the host leaked. */
     if (fy_sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
         die(sfd, FY_STEP_SPAWN, errno);
+    /* Capabilities: lock the securebits, empty the bounding and ambient
+     * sets (workload() switches ids, then empties every set explicitly). */
+    /* (An unprivileged caller in process mode has no capabilities to drop
+     * and may not touch securebits; no_new_privs below covers exec.) */
+    bool privileged = !pl->process_mode || pl->as_root;
+    FAULT(a, FY_STEP_CAPS);
+    if (privileged &&
+        prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                                     SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                                     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED, 0, 0, 0) < 0)
+        die(sfd, FY_STEP_CAPS, errno);
+    int r;
+    if (privileged && (r = drop_bounding_set()) < 0)
+        die(sfd, FY_STEP_CAPS, -r);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+        die(sfd, FY_STEP_CAPS, errno);
+}
+
+__attribute__((noreturn)) static void workload(const struct child_args *a) {
+    const struct linux_plan *pl = a->plan;
+    int sfd = a->status_fd;
+    sigset_t none;
+    sigemptyset(&none);
+    if (!first_steps_taken)
+        workload_first_steps(a);
+    FAULT(a, FY_STEP_RLIMIT);
     for (size_t i = 0; i < pl->nrlimits; i++) {
         /* rlimits are not namespaced: a hard limit can only be lowered. A
          * request above the host's hard limit gets the host's (stricter). */
@@ -698,22 +730,7 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
                 sched_setaffinity(0, sizeof(keep), &keep);
         }
     }
-    /* Capabilities: lock the securebits, empty the bounding and ambient
-     * sets, switch ids, then empty every set explicitly. */
-    /* (An unprivileged caller in process mode has no capabilities to drop
-     * and may not touch securebits; no_new_privs below covers exec.) */
-    bool privileged = !pl->process_mode || pl->as_root;
-    FAULT(a, FY_STEP_CAPS);
-    if (privileged &&
-        prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
-                                     SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
-                                     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED, 0, 0, 0) < 0)
-        die(sfd, FY_STEP_CAPS, errno);
     int r;
-    if (privileged && (r = drop_bounding_set()) < 0)
-        die(sfd, FY_STEP_CAPS, -r);
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
-        die(sfd, FY_STEP_CAPS, errno);
     if ((r = set_ids(pl->work_uid, pl->work_gid, pl->drop_groups)) < 0)
         die(sfd, FY_STEP_UID_MAP, -r);
     if ((r = set_caps(0)) < 0)
@@ -802,6 +819,15 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
      * sequence of workload() is part of each profile's contract). */
     load_workload_filter(a);
     come_together(sfd);
+    if (ws < 3) {
+        /* (0, 1 and 2 are about to become the standard streams.) */
+        int moved = fcntl(ws, F_DUPFD_CLOEXEC, 3);
+        if (moved < 0)
+            die(sfd, FY_STEP_SPAWN, errno);
+        close(ws);
+        ws = moved;
+    }
+    workload_first_steps(a);
     int fds[LX_GO_MAX_FDS + 1];
     size_t n;
     bool truncated;
@@ -1215,8 +1241,6 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         delay_in(pl, FY_STAGE_ISOLATION);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a, ws[0]);
-        /* (The rules name paths of the filesystem just built.) */
-        prebuilt_ruleset = build_landlock(pl, sfd, NULL);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
     }
     /* The second go-ahead: we move into our cgroups, and so does the
