@@ -421,6 +421,30 @@ static int remove_dir(char **dir, const struct cg_plan *plan, const struct cg_ru
     return 1;
 }
 
+/* rmdir succeeds only on a cgroup no task is in: that is the witness. */
+static int remove_if_empty(char **dir) {
+    if (!*dir)
+        return 0;
+    if (rmdir(*dir) == 0 || errno == ENOENT) {
+        free(*dir);
+        *dir = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+int cg_remove_empty(struct cg_run *run) {
+    int left = 0;
+    if (run->v2_fd >= 0) {
+        close(run->v2_fd);
+        run->v2_fd = -1;
+    }
+    for (int c = 0; c < CG_NCTL; c++)
+        left += remove_if_empty(&run->v1_dir[c]);
+    left += remove_if_empty(&run->v2_dir);
+    return left;
+}
+
 int cg_destroy(const struct cg_plan *plan, struct cg_run *run) {
     int left = 0;
     if (run->v2_fd >= 0) {

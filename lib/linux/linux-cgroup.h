@@ -77,6 +77,10 @@ void cg_kill(const struct cg_plan *plan, const struct cg_run *run);
 /* Number of processes still in the attempt's cgroups. */
 int cg_count_procs(const struct cg_plan *plan, const struct cg_run *run);
 void cg_usage(const struct cg_plan *plan, const struct cg_run *run, struct cg_usage *u);
+/* Removes every cgroup of the run that is empty (rmdir), without killing
+ * anything: how many are left (populated, or not removable). cg_destroy
+ * then deals with those. */
+int cg_remove_empty(struct cg_run *run);
 /* Removes the cgroups (killing what is left first); returns how many
  * directories could not be removed. Idempotent. */
 int cg_destroy(const struct cg_plan *plan, struct cg_run *run);

@@ -410,7 +410,8 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     if (cg->v2_limits && !cg->v2_parent)
         cg->v2_limits = false;
     if (any_v1) {
-        if (h->cg1_cpuacct)
+        /* CPU usage: a v2 cgroup has cpu.stat without any controller. */
+        if (h->cg1_cpuacct && !cg->v2_parent)
             cg->v1_parent[CG_CPUACCT] = h->cg1_cpuacct;
         if (h->cg1_freezer && !cg->v2_group)
             cg->v1_parent[CG_FREEZER] = h->cg1_freezer;

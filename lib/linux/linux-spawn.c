@@ -1178,7 +1178,8 @@ static void finish(fy_handle *h, struct lx *x) {
     r->cgroup_json = fy_strdup(pl->cgroup_json);
     /* Cleanup, witnessed: the cgroup must be empty, then it goes. Mounts
      * lived only in the sandbox's mount namespace, which died with it. */
-    r->left[FY_LEFT_PROCESSES] = (uint64_t)cg_count_procs(&pl->cg, &x->cg);
+    if (cg_remove_empty(&x->cg))
+        r->left[FY_LEFT_PROCESSES] = (uint64_t)cg_count_procs(&pl->cg, &x->cg);
     r->left[FY_LEFT_CGROUPS] = (uint64_t)cg_destroy(&pl->cg, &x->cg);
     for (int i = 0; i < 3; i++)
         close_fd(&x->spool_fd[i]);
