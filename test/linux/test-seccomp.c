@@ -644,7 +644,10 @@ START_TEST(test_compile_api) {
             ck_assert_uint_eq(p.version, 1);
             ck_assert(p.notify == (bool)n);
             ck_assert_uint_gt(p.len, 50);
-            ck_assert_uint_le(p.len, BPF_MAXINSNS);
+            /* Compact: the kernel converts and JITs it at every sandbox start
+             * (a rule per allowed call made 524 instructions and twice the
+             * cost; the layout in linux-seccomp.c keeps it near 140). */
+            ck_assert_uint_lt(p.len, 256);
             fy_seccomp_program_free(&p);
             ck_assert_ptr_null(p.filter);
             fy_seccomp_program_free(&p); /* idempotent */
