@@ -119,6 +119,7 @@ void linux_plan_free(struct linux_plan *pl) {
     free(pl->isolation_json);
     free(pl->cgroup_json);
     free(pl->describe_json);
+    free(pl->contract_id);
     free(pl);
 }
 
@@ -505,7 +506,7 @@ const char *linux_plan_describe(const void *plan) {
         /* Built lazily once; the plan is otherwise immutable. */
         json_t *o = json_pack("{s:o,s:o,s:s}", "isolation", json_loads(pl->isolation_json, 0, NULL), "limits",
                               json_loads(pl->cgroup_json ? pl->cgroup_json : "{}", 0, NULL), "contract_id",
-                              pl->contract_id);
+                              linux_plan_contract_id(pl));
         char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(o);
         char *expected = NULL;
@@ -590,9 +591,15 @@ static int compile_process_mode(struct linux_plan *pl, struct builder *b, const 
  * stable for the same policy on the same host, and changes with anything
  * that changes the isolation (backend, library, kernel, namespaces and id
  * mode, seccomp profile and version, Landlock ABI, limits and how they are
- * enforced, the canonical policy). */
-static int compile_contract(struct linux_plan *pl, const fy_prepared *pr) {
-    char *policy = policy_to_json(pr->policy);
+ * enforced, the canonical policy). Computed on first use, not by
+ * fy_prepare: hashing the canonical policy was a third of a prepare, and
+ * fy_start asks for it once the sandbox is on its way (the result needs it). */
+const char *linux_plan_contract_id(const struct linux_plan *pl) {
+    char *have = __atomic_load_n(&pl->contract_id, __ATOMIC_ACQUIRE);
+    if (have)
+        return have;
+    const fy_prepared *pr = pl->owner;
+    char *policy = pr ? policy_to_json(pr->policy) : NULL;
     char *text = policy ? fy_asprintf("forgeyard-contract 1\nbackend %s\nlibrary %s\nkernel %s\nisolation %s\n"
                                       "limits %s\npolicy %s\n",
                                       pr->sel.backend->name, FY_VERSION_STRING,
@@ -600,15 +607,23 @@ static int compile_contract(struct linux_plan *pl, const fy_prepared *pr) {
                                       pl->isolation_json, pl->cgroup_json ? pl->cgroup_json : "{}", policy)
                         : NULL;
     free(policy);
-    if (!text || sodium_init() < 0) {
+    char *hex = text ? malloc(crypto_hash_sha256_BYTES * 2 + 1) : NULL;
+    if (!hex || sodium_init() < 0) {
         free(text);
-        return FY_E_NOMEM;
+        free(hex);
+        return "";
     }
     unsigned char h[crypto_hash_sha256_BYTES];
     crypto_hash_sha256(h, (const unsigned char *)text, strlen(text));
     free(text);
-    sodium_bin2hex(pl->contract_id, sizeof(pl->contract_id), h, sizeof(h));
-    return 0;
+    sodium_bin2hex(hex, crypto_hash_sha256_BYTES * 2 + 1, h, sizeof(h));
+    char *expected = NULL;
+    if (!__atomic_compare_exchange_n((char **)&pl->contract_id, &expected, hex, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        free(hex);
+        return expected;
+    }
+    return hex;
 }
 
 int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error **reterr) {
@@ -847,8 +862,7 @@ hardening:
         skipped = NULL;
         goto oom;
     }
-    if (compile_contract(pl, pr) < 0)
-        goto oom;
+    pl->owner = pr;
     *ret = pl;
     return 0;
 oom:

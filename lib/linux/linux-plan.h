@@ -127,8 +127,9 @@ struct linux_plan {
     /* what the result reports */
     char *isolation_json;
     char *cgroup_json;           /* which mechanism enforces which limit */
-    char contract_id[65];        /* SHA-256 of the environment contract (hex) */
-    char *describe_json;         /* linux_plan_describe, built once on first use */        /* namespaces, ids, seccomp, Landlock (compile-time view) */
+    char *contract_id;           /* SHA-256 of the environment contract (hex): linux_plan_contract_id */
+    const void *owner;           /* the fy_prepared the plan belongs to (for the contract) */
+    char *describe_json;         /* linux_plan_describe, built once on first use */
     /* every allocation of the plan, freed together */
     void **allocs;
     size_t nallocs, capallocs;
@@ -202,6 +203,9 @@ pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
 int linux_compile(fy_prepared *pr, fy_error **reterr);
 void linux_plan_free_hook(void *plan);
 const char *linux_plan_describe(const void *plan);
+/* The plan's environment-contract id (64 hex digits), computed on first use
+ * (thread-safe): "" when out of memory. */
+const char *linux_plan_contract_id(const struct linux_plan *pl);
 int lx_start(fy_handle *h, fy_error **reterr);
 int lx_process(fy_handle *h, fy_error **reterr);
 void lx_terminate(fy_handle *h);

@@ -816,7 +816,13 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         goto fail;
     }
     h->b = x;
+    /* The first look at its cgroups in 100 ms, as every one after: one at
+     * once would take CPU from the start it is making (a limit hit before
+     * is reported all the same, from the final figures). */
+    x->next_poll = fy_now_usec() + 100000;
     arm_timer(h, x);
+    /* While the sandbox builds itself: the result will need it. */
+    (void)linux_plan_contract_id(pl);
     return 0;
 fail:
     for (int i = 0; i < 2; i++) {
@@ -1061,7 +1067,7 @@ static void finish(fy_handle *h, struct lx *x) {
     r->backend = fy_strdup(h->backend->name);
     r->level = h->pr->sel.level;
     r->isolation_json = fy_strdup(pl->isolation_json);
-    memcpy(r->contract_id, pl->contract_id, sizeof(r->contract_id));
+    snprintf(r->contract_id, sizeof(r->contract_id), "%s", linux_plan_contract_id(pl));
     r->kernel = fy_strdup(h->pr->caps->host.kernel_release);
     if (r->isolation_json && pl->ll_handled && x->landlock_abi != pl->ll_abi) {
         /* Report what the sandbox says it enforced, not what was planned. */
@@ -1216,6 +1222,18 @@ int lx_process(fy_handle *h, fy_error **reterr) {
     for (int i = 1; i < 3; i++)
         if (x->drain_rd[i] >= 0)
             drain_output(h, x, i);
+    /* Reaped first: a sandbox that has ended needs no poll of its cgroups
+     * (finish reads the final figures, OOM kills included). */
+    if (!x->reaped) {
+        int rr = reap_pidfd(x, WNOHANG);
+        if (rr == 1) {
+            x->reaped = true;
+            x->t_reaped = fy_now_usec();
+            epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
+        } else if (rr == -ECHILD) {
+            x->reaped = true; /* cannot happen unless someone reaped our child */
+        }
+    }
     uint64_t now = fy_now_usec();
     if (h->pr->plan && ((const struct linux_plan *)h->pr->plan)->cg.enabled && !x->reaped && now >= x->next_poll) {
         /* The cgroup says when a limit was hit; end the attempt at once. */
@@ -1248,16 +1266,6 @@ int lx_process(fy_handle *h, fy_error **reterr) {
     if (x->kill == KS_HARD && x->hard_deadline && now >= x->hard_deadline && !x->reaped) {
         fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
         x->hard_deadline = 0;
-    }
-    if (!x->reaped) {
-        int rr = reap_pidfd(x, WNOHANG);
-        if (rr == 1) {
-            x->reaped = true;
-            x->t_reaped = fy_now_usec();
-            epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
-        } else if (rr == -ECHILD) {
-            x->reaped = true; /* cannot happen unless someone reaped our child */
-        }
     }
     if (x->reaped && !x->status_eof)
         read_status(h, x);
