@@ -633,7 +633,7 @@ static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_w
     send_msg(sfd, CM_LANDLOCK, 0, 0, pl->ll_abi, 0);
 }
 
-/* ---- the workload (the first pid after init and its network helper) ---- */
+/* ---- the workload (pid 2: the first process init forks) ---- */
 
 /* The workload's seccomp filter (its listener, if any, to the library). */
 static bool filter_loaded;
