@@ -671,6 +671,48 @@ START_TEST(test_host_loopback_unreachable) {
 }
 END_TEST
 
+/* pid 1 (init) joins the network namespace its workload process makes:
+ * the workload must never read the host's sockets and interfaces through
+ * /proc/1/net (or its own). */
+START_TEST(test_no_host_network_in_proc) {
+    int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX};
+    char name[64];
+    snprintf(name, sizeof(name), "fy-canary-net-%d", (int)getpid());
+    memcpy(ua.sun_path + 1, name, strlen(name));
+    ck_assert_int_eq(bind(us, (struct sockaddr *)&ua, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))), 0);
+    ck_assert_int_eq(listen(us, 4), 0);
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c",
+                          "for f in /proc/1/net/unix /proc/self/net/unix /proc/1/net/dev /proc/self/net/dev; do "
+                          "echo \"== $f\"; cat $f 2>&1; done", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED || r.outcome == FY_OUTCOME_FAILED, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.out);
+    ck_assert_msg(!strstr(r.out, name), "a host socket is visible in the sandbox: %s", r.out);
+    /* Nor any interface of the host but lo. */
+    char *host = slurp("/proc/self/net/dev");
+    ck_assert_ptr_nonnull(host);
+    for (char *l = host; (l = strchr(l, '\n')); ) {
+        l++;
+        char *colon = strchr(l, ':'), *nl = strchr(l, '\n');
+        if (!colon || (nl && colon > nl))
+            continue;
+        while (*l == ' ')
+            l++;
+        char ifname[40];
+        snprintf(ifname, sizeof(ifname), "%.*s:", (int)(colon - l), l);
+        if (strcmp(ifname, "lo:") != 0)
+            ck_assert_msg(!strstr(r.out, ifname), "host interface %s is visible in the sandbox: %s", ifname, r.out);
+    }
+    free(host);
+    run_free(&r);
+    fy_policy_free(p);
+    close(us);
+}
+END_TEST
+
 /* ---- leaks ---- */
 
 START_TEST(test_fd_and_env_canaries) {
@@ -1922,6 +1964,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_quiet_denials);
     tcase_add_test(tc, test_foreign_abis_and_tiocsti);
     tcase_add_test(tc, test_host_loopback_unreachable);
+    tcase_add_test(tc, test_no_host_network_in_proc);
     tcase_add_test(tc, test_fd_and_env_canaries);
     tcase_add_test(tc, test_secrets);
     tcase_add_test(tc, test_exec_failure_is_typed);
