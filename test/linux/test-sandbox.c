@@ -1723,6 +1723,20 @@ START_TEST(test_delegated_cgroup) {
     fy_error_free(e);
     if (!cgroups_here() || access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) != 0)
         return;
+    /* An earlier run that failed between its mkdir and its rmdir left its
+     * (empty) subtree: ours to remove once its process is gone. */
+    DIR *root = opendir("/sys/fs/cgroup/unified");
+    struct dirent *de;
+    while (root && (de = readdir(root))) {
+        int pid = 0;
+        char stale[300];
+        if (sscanf(de->d_name, "fy-delegated-test-%d", &pid) == 1 && pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) {
+            snprintf(stale, sizeof(stale), "/sys/fs/cgroup/unified/%s", de->d_name);
+            rmdir(stale);
+        }
+    }
+    if (root)
+        closedir(root);
     /* A subtree handed to the library: sandboxes live below it. */
     char dir[96];
     snprintf(dir, sizeof(dir), "/sys/fs/cgroup/unified/fy-delegated-test-%d", (int)getpid());
@@ -1738,7 +1752,6 @@ START_TEST(test_delegated_cgroup) {
     fy_prepared_free(pr);
     DIR *d = opendir(dir);
     int children = 0;
-    struct dirent *de;
     while (d && (de = readdir(d)))
         children += !strncmp(de->d_name, "forgeyard-", 10);
     if (d)
