@@ -403,24 +403,6 @@ void cg_usage(const struct cg_plan *plan, const struct cg_run *run, struct cg_us
     }
 }
 
-static int remove_dir(char **dir, const struct cg_plan *plan, const struct cg_run *run) {
-    if (!*dir)
-        return 0;
-    /* A cgroup can only go once it is empty: kill and retry, bounded. */
-    for (int i = 0; i < 200; i++) {
-        if (rmdir(*dir) == 0 || errno == ENOENT) {
-            free(*dir);
-            *dir = NULL;
-            return 0;
-        }
-        if (errno != EBUSY)
-            break;
-        cg_kill(plan, run);
-        usleep(5000);
-    }
-    return 1;
-}
-
 /* rmdir succeeds only on a cgroup no task is in: that is the witness. */
 static int remove_if_empty(char **dir) {
     if (!*dir)
@@ -429,6 +411,21 @@ static int remove_if_empty(char **dir) {
         free(*dir);
         *dir = NULL;
         return 0;
+    }
+    return 1;
+}
+
+static int remove_dir(char **dir, const struct cg_plan *plan, const struct cg_run *run) {
+    if (!*dir)
+        return 0;
+    /* A cgroup can only go once it is empty: kill and retry, bounded. */
+    for (int i = 0; i < 200; i++) {
+        if (!remove_if_empty(dir))
+            return 0;
+        if (errno != EBUSY)
+            break;
+        cg_kill(plan, run);
+        usleep(5000);
     }
     return 1;
 }

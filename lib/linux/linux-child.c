@@ -404,6 +404,19 @@ static void build_filesystem(const struct child_args *a, int ws) {
 #  define SIOCGSKNS 0x894C
 #endif
 
+/* fd moved above the standard streams (0, 1, 2 are about to become the
+ * workload's): the same fd if it already is, else a CLOEXEC copy (the
+ * original closed), or -1 with errno. */
+static int above_stdio(int fd) {
+    if (fd < 0 || fd > 2)
+        return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return moved;
+}
+
 /* ---- passing fds between the sandbox's processes ---- */
 
 /* One byte and up to n fds (SCM_RIGHTS); 0 or -1. */
@@ -588,12 +601,7 @@ static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_wo
     struct ll_attr attr = {pl->ll_handled, 0, pl->ll_scoped};
     size_t size = pl->ll_abi >= 6 ? sizeof(attr) : pl->ll_abi >= 4 ? 16 : 8;
     int rs = fy_sys_landlock_create_ruleset((const struct landlock_ruleset_attr *)&attr, size, 0);
-    if (rs >= 0 && rs < 3) {
-        /* Not where the workload's standard streams will go. */
-        int moved = fcntl(rs, F_DUPFD_CLOEXEC, 3);
-        close(rs);
-        rs = moved;
-    }
+    rs = above_stdio(rs);
     if (rs < 0)
         die(sfd, FY_STEP_LANDLOCK, errno);
     for (size_t i = 0; i < pl->nll; i++) {
@@ -819,14 +827,8 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
      * sequence of workload() is part of each profile's contract). */
     load_workload_filter(a);
     come_together(sfd);
-    if (ws < 3) {
-        /* (0, 1 and 2 are about to become the standard streams.) */
-        int moved = fcntl(ws, F_DUPFD_CLOEXEC, 3);
-        if (moved < 0)
-            die(sfd, FY_STEP_SPAWN, errno);
-        close(ws);
-        ws = moved;
-    }
+    if ((ws = above_stdio(ws)) < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
     workload_first_steps(a);
     int fds[LX_GO_MAX_FDS + 1];
     size_t n;
@@ -836,17 +838,8 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
         syscall(SYS_exit_group, 1);
     if (truncated || (go == 'L' && !n))
         die(sfd, FY_STEP_CGROUP, EMSGSIZE);
-    if (go == 'L') {
-        prebuilt_ruleset = fds[--n];
-        if (prebuilt_ruleset < 3) {
-            /* Not where the workload's standard streams will go. */
-            int moved = fcntl(prebuilt_ruleset, F_DUPFD_CLOEXEC, 3);
-            if (moved < 0)
-                die(sfd, FY_STEP_LANDLOCK, errno);
-            close(prebuilt_ruleset);
-            prebuilt_ruleset = moved;
-        }
-    }
+    if (go == 'L')
+        prebuilt_ruleset = fds[--n]; /* above 2: the standard streams hold those */
     enter_cgroups(sfd, fds, n);
     for (size_t i = 0; i < n; i++)
         close(fds[i]);

@@ -500,6 +500,16 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
     return pl->isolation_json ? 0 : FY_E_NOMEM;
 }
 
+/* Publishes s in *slot, a string of an immutable plan built on first use,
+ * unless another thread was first: the one that stays (s freed if not it). */
+static const char *publish_once(char *const *slot, char *s) {
+    char *expected = NULL;
+    if (__atomic_compare_exchange_n((char **)slot, &expected, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return s;
+    free(s);
+    return expected;
+}
+
 const char *linux_plan_describe(const void *plan) {
     const struct linux_plan *pl = plan;
     if (!pl->describe_json) {
@@ -509,10 +519,8 @@ const char *linux_plan_describe(const void *plan) {
                               linux_plan_contract_id(pl));
         char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(o);
-        char *expected = NULL;
-        if (!__atomic_compare_exchange_n((char **)&pl->describe_json, &expected, s, false, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_ACQUIRE))
-            free(s);
+        if (s)
+            publish_once(&pl->describe_json, s);
     }
     return pl->describe_json ? pl->describe_json : "{}";
 }
@@ -617,13 +625,7 @@ const char *linux_plan_contract_id(const struct linux_plan *pl) {
     crypto_hash_sha256(h, (const unsigned char *)text, strlen(text));
     free(text);
     sodium_bin2hex(hex, crypto_hash_sha256_BYTES * 2 + 1, h, sizeof(h));
-    char *expected = NULL;
-    if (!__atomic_compare_exchange_n((char **)&pl->contract_id, &expected, hex, false, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE)) {
-        free(hex);
-        return expected;
-    }
-    return hex;
+    return publish_once(&pl->contract_id, hex);
 }
 
 int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error **reterr) {

@@ -864,7 +864,7 @@ static int self_check(const struct seccomp_program *prog, const struct profile_a
     /* Every number up to well past the table's largest: its entry's action
      * with zero arguments, or ENOSYS for the numbers the table does not name
      * (the prefix and libseccomp's program answer them in different places). */
-    static int table_nr[FY_ARRAY_SIZE(known)];
+    int table_nr[FY_ARRAY_SIZE(known)];
     int top = -1;
     for (size_t i = 0; i < FY_ARRAY_SIZE(known); i++) {
         table_nr[i] = entry_nr(&known[i]);

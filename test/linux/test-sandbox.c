@@ -644,6 +644,16 @@ END_TEST
 
 /* ---- network ---- */
 
+/* A listening abstract unix socket of the host (this test's netns) named name. */
+static int listen_abstract(const char *name) {
+    int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX};
+    memcpy(ua.sun_path + 1, name, strlen(name));
+    ck_assert_int_eq(bind(us, (struct sockaddr *)&ua, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))), 0);
+    ck_assert_int_eq(listen(us, 4), 0);
+    return us;
+}
+
 START_TEST(test_host_loopback_unreachable) {
     int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -654,13 +664,9 @@ START_TEST(test_host_loopback_unreachable) {
     char port[16];
     snprintf(port, sizeof(port), "%d", ntohs(a.sin_port));
     /* Abstract unix socket on the host. */
-    int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un ua = {.sun_family = AF_UNIX};
     char name[64];
     snprintf(name, sizeof(name), "fy-test-%d", (int)getpid());
-    memcpy(ua.sun_path + 1, name, strlen(name));
-    ck_assert_int_eq(bind(us, (struct sockaddr *)&ua, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))), 0);
-    ck_assert_int_eq(listen(us, 4), 0);
+    int us = listen_abstract(name);
     expect_denied("tcp", port, "ECONNREFUSED");
     expect_denied("abstract", name, "ECONNREFUSED");
     /* Nothing ever reached the listeners. */
@@ -675,13 +681,9 @@ END_TEST
  * the workload must never read the host's sockets and interfaces through
  * /proc/1/net (or its own). */
 START_TEST(test_no_host_network_in_proc) {
-    int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un ua = {.sun_family = AF_UNIX};
     char name[64];
     snprintf(name, sizeof(name), "fy-canary-net-%d", (int)getpid());
-    memcpy(ua.sun_path + 1, name, strlen(name));
-    ck_assert_int_eq(bind(us, (struct sockaddr *)&ua, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))), 0);
-    ck_assert_int_eq(listen(us, 4), 0);
+    int us = listen_abstract(name);
     fy_policy *p = policy();
     const char *argv[] = {"/bin/sh", "-c",
                           "for f in /proc/1/net/unix /proc/self/net/unix /proc/1/net/dev /proc/self/net/dev; do "
