@@ -1035,8 +1035,9 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
 /* Runs in the child of clone(CLONE_VM | CLONE_VFORK): on the host's
  * memory and stack while the host's thread waits, so it does nothing but
  * system calls, and execs or exits. Its ids are not mapped yet, so an exec
- * would drop its capabilities in the new user namespace: it keeps them as
- * ambient ones (forgeyard-init takes its ids once the host mapped them).
+ * would drop its capabilities in the new user namespace: it keeps those of
+ * e->ambient it holds as ambient ones (forgeyard-init takes its ids once
+ * the host mapped them).
  * Not instrumented: ASan's shadow is shared with the host too, and
  * poisoning this frame there would leave stale poison below its stack. */
 FY_NO_ASAN __attribute__((noreturn)) static void exec_init(const struct exec_init *e) {
@@ -1057,7 +1058,7 @@ FY_NO_ASAN __attribute__((noreturn)) static void exec_init(const struct exec_ini
         err = errno;
     for (int cap = 0; cap < 64 && !err; cap++) {
         bool held = data[cap / 32].permitted & (1u << (cap % 32));
-        if (held && syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0 && errno != EINVAL)
+        if (held && (e->ambient & (1ULL << cap)) && syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0 && errno != EINVAL)
             err = errno;
     }
     static char *const no_env[] = {NULL};

@@ -189,8 +189,19 @@ struct exec_init {
     size_t nkeep;
     char *const *argv;
     int err_fd;
+    uint64_t ambient;  /* the capabilities kept across the exec (those held) */
     bool used_clone3;  /* out: false when clone3 was missing and clone(2) served */
 };
+/* What forgeyard-init and the workload process need of their user
+ * namespace's capabilities before they drop them: mounts, namespaces and
+ * the host name (SYS_ADMIN), lo (NET_ADMIN), ids (SETUID, SETGID), the
+ * bounding set and securebits (SETPCAP), signals to the tree (KILL), and
+ * files of the new root (CHOWN, DAC_*, FOWNER, FSETID). Nothing else is
+ * kept across init's exec: each capability costs a credential change. */
+#define LX_INIT_CAPS                                                                                            \
+    ((1ULL << CAP_CHOWN) | (1ULL << CAP_DAC_OVERRIDE) | (1ULL << CAP_DAC_READ_SEARCH) | (1ULL << CAP_FOWNER) | \
+     (1ULL << CAP_FSETID) | (1ULL << CAP_KILL) | (1ULL << CAP_SETGID) | (1ULL << CAP_SETUID) |                  \
+     (1ULL << CAP_SETPCAP) | (1ULL << CAP_NET_ADMIN) | (1ULL << CAP_SYS_ADMIN))
 struct fy_clone_args;
 /* clone3 with ca (which must include CLONE_VM | CLONE_VFORK and no stack),
  * or clone(2) where clone3 is refused; the child executes forgeyard-init.

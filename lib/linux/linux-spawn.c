@@ -22,6 +22,7 @@
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "handle.h"
 #include "linux-pack.h"
@@ -516,7 +517,10 @@ static pid_t spawn_exec_init(const struct fy_clone_args *ca, int init_fd, const 
     char errnum[16];
     snprintf(errnum, sizeof(errnum), "%d", errp[1]);
     char *argv[] = {(char *)"forgeyard-init", (char *)arg1, errnum, NULL};
-    struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1], .nkeep = nkeep};
+    /* In a new user namespace, what init needs of it; else (the process
+     * level, a probe without one) what the host holds, as before the exec. */
+    uint64_t ambient = (ca->flags & CLONE_NEWUSER) ? LX_INIT_CAPS : ~0ULL;
+    struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1], .nkeep = nkeep, .ambient = ambient};
     for (size_t i = 0; i < nkeep; i++)
         e.keep[i] = keep[i];
     struct fy_clone_args c = *ca;
