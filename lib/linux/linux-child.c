@@ -419,8 +419,9 @@ static int above_stdio(int fd) {
 
 /* ---- passing fds between the sandbox's processes ---- */
 
-/* One byte and up to n fds (SCM_RIGHTS); 0 or -1. */
-static int send_fds(int sock, char byte, const int *fds, size_t n) {
+/* One byte and up to n fds (SCM_RIGHTS); 0 or -1 (errno). The host sends
+ * its go-aheads with it too (linux-spawn.c). */
+int lx_send_fds(int sock, char byte, const int *fds, size_t n) {
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
     union {
         char buf[CMSG_SPACE(sizeof(int) * (LX_GO_MAX_FDS + 1))];
@@ -443,10 +444,14 @@ static int send_fds(int sock, char byte, const int *fds, size_t n) {
     do
         r = sendmsg(sock, &msg, MSG_NOSIGNAL);
     while (r < 0 && errno == EINTR);
-    return r == 1 ? 0 : -1;
+    if (r == 1)
+        return 0;
+    if (r >= 0)
+        errno = EIO;
+    return -1;
 }
 
-static int send_fd(int sock, int fd) { return send_fds(sock, 'S', &fd, 1); }
+static int send_fd(int sock, int fd) { return lx_send_fds(sock, 'S', &fd, 1); }
 
 /* The counterpart: the byte (or -1 at end of file or on an error), the fds
  * (CLOEXEC) in fds[0..*n), *truncated if more came than max. */
@@ -819,7 +824,7 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die(sfd, FY_STEP_SPAWN, errno);
     int ns = pl->use_netns ? make_netns(sfd) : -1;
-    if (send_fds(ws, 'N', &ns, ns >= 0) < 0)
+    if (lx_send_fds(ws, 'N', &ns, ns >= 0) < 0)
         syscall(SYS_exit_group, 1);
     if (ns >= 0)
         close(ns);
@@ -1255,7 +1260,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
          * workload process that is gone already reported why. */
         if (prebuilt_ruleset >= 0)
             tasks[ntasks] = prebuilt_ruleset;
-        if (send_fds(ws[0], prebuilt_ruleset >= 0 ? 'L' : 'G', tasks, ntasks + (prebuilt_ruleset >= 0)) < 0)
+        if (lx_send_fds(ws[0], prebuilt_ruleset >= 0 ? 'L' : 'G', tasks, ntasks + (prebuilt_ruleset >= 0)) < 0)
             syscall(SYS_exit_group, 127);
         close(ws[0]);
     }

@@ -207,6 +207,9 @@ struct fy_clone_args;
  * or clone(2) where clone3 is refused; the child executes forgeyard-init.
  * Like clone3: the pid, or -1. */
 pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
+/* One byte and up to LX_GO_MAX_FDS + 1 fds (SCM_RIGHTS) on a socket: 0, or
+ * -1 and errno (the go-aheads, the network namespace's fd). */
+int lx_send_fds(int sock, char byte, const int *fds, size_t n);
 #include "linux-probe-init.h"
 
 

@@ -646,30 +646,10 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
  * already ended (EPIPE) is not an error here: it reported why on its
  * status pipe, and the attempt's result carries that. */
 static int send_go(struct lx *x, const int *fds, size_t nfds, fy_error **reterr) {
-    char byte = 'g';
-    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int) * LX_GO_MAX_FDS)];
-    } u;
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     if (nfds > LX_GO_MAX_FDS)
         return err_set(reterr, FY_E_INTERNAL, FY_STEP_SPAWN, 0, NULL, "too many fds for the sandbox");
-    if (nfds) {
-        memset(&u, 0, sizeof(u));
-        msg.msg_control = u.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-    }
-    ssize_t n;
-    do
-        n = sendmsg(x->sync_wr, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    if (n != 1 && !(n < 0 && (errno == EPIPE || errno == ECONNRESET)))
+    /* A sandbox already gone (EPIPE) reported why on its status pipe. */
+    if (lx_send_fds(x->sync_wr, 'g', fds, nfds) < 0 && errno != EPIPE && errno != ECONNRESET)
         return sys_err(reterr, FY_STEP_SPAWN, "starting the sandbox");
     return 0;
 }
