@@ -50,6 +50,7 @@
 
 #include "caps.h"
 #include "linux-probe-init.h"
+#include "linux-probe-util.h"
 #include "linux-syscall.h"
 
 /* The unprivileged host range a root caller maps workloads to in the probe. */
@@ -58,7 +59,6 @@
 
 #define NS_DEADLINE_MS 2000
 #define CHILD_DEADLINE_MS 1000
-#define KILL_GRACE_MS 1000
 #define REPORT_MAGIC 0x66797062u /* "fypb" */
 
 #define REASON_MAX 1024
@@ -66,30 +66,6 @@
 /* ------------------------------------------------------------------ */
 /* small helpers (parent side)                                        */
 /* ------------------------------------------------------------------ */
-
-static const char *ename(int e) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-    const char *s = strerrorname_np(e);
-    return s ? s : "unknown errno";
-#else
-    (void)e;
-    return "errno";
-#endif
-}
-
-static const char *edesc(int e) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-    const char *s = strerrordesc_np(e);
-    return s ? s : "unknown error";
-#else
-    (void)e;
-    return "see errno";
-#endif
-}
-
-/* "EPERM (Operation not permitted)" */
-#define EFMT "%s (%s)"
-#define EARG(e) ename(e), edesc(e)
 
 /* Appends to a fixed buffer; silently truncates. */
 FY_PRINTF(2, 3)
@@ -101,24 +77,6 @@ static void bappend(char buf[REASON_MAX], const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf + len, REASON_MAX - len, fmt, ap);
     va_end(ap);
-}
-
-static uint64_t deadline_after_ms(int ms) {
-    return fy_now_usec() + (uint64_t)ms * 1000u;
-}
-
-static int ms_left(uint64_t deadline) {
-    uint64_t now = fy_now_usec();
-    if (now >= deadline)
-        return 0;
-    uint64_t ms = (deadline - now + 999) / 1000;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
 }
 
 /* Reads a whole (small, pseudo) file. Returns 0 or -errno; *ret is
@@ -217,43 +175,6 @@ static bool is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-/* Looks a program up in $PATH and the usual system directories. Returns a
- * malloc'd absolute path or NULL. */
-static char *find_program(const char *name) {
-    static const char *const fallback[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
-                                            "/usr/bin", "/sbin", "/bin" };
-    const char *path = getenv("PATH");
-    char buf[PATH_MAX];
-    if (path) {
-        const char *p = path;
-        while (*p) {
-            const char *end = strchrnul(p, ':');
-            size_t n = (size_t)(end - p);
-            if (n > 0 && p[0] == '/' && n + strlen(name) + 2 < sizeof buf) {
-                memcpy(buf, p, n);
-                buf[n] = '/';
-                strcpy(buf + n + 1, name);
-                struct stat st;
-                if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-                    return fy_strdup(buf);
-            }
-            p = *end ? end + 1 : end;
-        }
-    }
-    for (size_t i = 0; i < FY_ARRAY_SIZE(fallback); i++) {
-        snprintf(buf, sizeof buf, "%s/%s", fallback[i], name);
-        struct stat st;
-        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-            return fy_strdup(buf);
-    }
-    return NULL;
-}
-
 /* Reads one "Key:\tvalue" line of /proc/self/status. */
 static bool status_field(const char *status, const char *key, char *out, size_t size) {
     size_t klen = strlen(key);
@@ -317,11 +238,8 @@ static void outer_seccomp_note(const struct self_status *st, char buf[REASON_MAX
 /* ------------------------------------------------------------------ */
 
 struct child {
-    pid_t pid;
-    int pidfd; /* -1 when pidfd_open is unavailable */
-    int rfd;   /* report pipe, read end */
-    bool reaped;
-    int status; /* wait status once reaped */
+    struct pu_proc p;
+    int rfd; /* report pipe, read end */
 };
 
 typedef void (*child_fn)(void *arg, int wfd);
@@ -330,8 +248,8 @@ typedef void (*child_fn)(void *arg, int wfd);
  * around the fork and stay blocked in the child. 0 or -errno. */
 static int child_start(struct child *c, child_fn fn, void *arg, int extra_close_in_child) {
     memset(c, 0, sizeof *c);
-    c->pid = -1;
-    c->pidfd = -1;
+    c->p.pid = -1;
+    c->p.pidfd = -1;
     c->rfd = -1;
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -359,9 +277,9 @@ static int child_start(struct child *c, child_fn fn, void *arg, int extra_close_
         close(p[0]);
         return -e;
     }
-    c->pid = pid;
+    c->p.pid = pid;
     c->rfd = p[0];
-    c->pidfd = pidfd;
+    c->p.pidfd = pidfd;
     return 0;
 }
 
@@ -371,7 +289,7 @@ static ssize_t read_deadline(int fd, void *buf, size_t len, uint64_t deadline) {
     size_t got = 0;
     while (got < len) {
         struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        int r = poll(&pfd, 1, ms_left(deadline));
+        int r = poll(&pfd, 1, pu_ms_left(deadline));
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -392,55 +310,15 @@ static ssize_t read_deadline(int fd, void *buf, size_t len, uint64_t deadline) {
     return (ssize_t)got;
 }
 
-/* Waits for the child to exit until the deadline. true when reaped. */
-static bool child_wait_until(struct child *c, uint64_t deadline) {
-    for (;;) {
-        int st;
-        pid_t r = waitpid(c->pid, &st, WNOHANG | __WALL);
-        if (r == c->pid) {
-            c->reaped = true;
-            c->status = st;
-            return true;
-        }
-        if (r < 0 && errno == ECHILD) {
-            /* Someone else reaped it (a host waitpid(-1)); nothing left. */
-            c->reaped = true;
-            c->status = -1;
-            return true;
-        }
-        int left = ms_left(deadline);
-        if (left <= 0)
-            return false;
-        if (c->pidfd >= 0) {
-            struct pollfd pfd = { .fd = c->pidfd, .events = POLLIN };
-            (void)poll(&pfd, 1, left);
-        } else {
-            sleep_ms(left < 2 ? left : 2);
-        }
-    }
-}
-
-/* Reaps the child: waits until the deadline, then SIGKILLs it and waits a
- * bounded grace period. Closes the fds. Returns true when the child was
- * reaped (false: it survived SIGKILL within the grace and is left behind). */
+/* Reaps the child (pu_finish: SIGKILL after the deadline, then a bounded
+ * grace) and closes its fds, the report pipe last. Returns true when the
+ * child was reaped. */
 static bool child_finish(struct child *c, uint64_t deadline, bool *ret_killed) {
-    bool killed = false;
-    if (c->pid > 0 && !child_wait_until(c, deadline)) {
-        if (c->pidfd >= 0)
-            (void)fy_sys_pidfd_send_signal(c->pidfd, SIGKILL, NULL, 0);
-        else
-            (void)kill(c->pid, SIGKILL);
-        killed = true;
-        (void)child_wait_until(c, deadline_after_ms(KILL_GRACE_MS));
-    }
-    if (ret_killed)
-        *ret_killed = killed;
+    bool reaped = pu_finish(&c->p, deadline, ret_killed);
     if (c->rfd >= 0)
         close(c->rfd);
-    if (c->pidfd >= 0)
-        close(c->pidfd);
-    c->rfd = c->pidfd = -1;
-    return c->pid <= 0 || c->reaped;
+    c->rfd = -1;
+    return reaped;
 }
 
 /* Async-signal-safe helpers for children. */
@@ -853,7 +731,7 @@ static void ns_run(bool is_root, bool may_skip_userns, struct ns_outcome *o) {
         a.sync_r = p2c[0];
     }
 
-    uint64_t deadline = deadline_after_ms(NS_DEADLINE_MS);
+    uint64_t deadline = pu_deadline_after_ms(NS_DEADLINE_MS);
     struct child c;
     /* The child must not keep the parent's ends: close them there. c2p[0]
      * and p2c[1] are CLOEXEC but fork keeps them, so the child closes
@@ -874,11 +752,11 @@ static void ns_run(bool is_root, bool may_skip_userns, struct ns_outcome *o) {
             char path[64], map[64];
             snprintf(map, sizeof map, "0 %u %u\n", PROBE_RANGE_START, PROBE_RANGE_COUNT);
             o->parent_map_tried = true;
-            snprintf(path, sizeof path, "/proc/%d/gid_map", (int)c.pid);
+            snprintf(path, sizeof path, "/proc/%d/gid_map", (int)c.p.pid);
             int e = write_existing(path, map);
             o->parent_map_file = "gid_map";
             if (e == 0) {
-                snprintf(path, sizeof path, "/proc/%d/uid_map", (int)c.pid);
+                snprintf(path, sizeof path, "/proc/%d/uid_map", (int)c.p.pid);
                 e = write_existing(path, map);
                 o->parent_map_file = "uid_map";
             }
@@ -903,7 +781,7 @@ static void ns_run(bool is_root, bool may_skip_userns, struct ns_outcome *o) {
     } else {
         snprintf(o->fail, sizeof o->fail,
                  "the namespace probe child exited without a report (wait status 0x%x)",
-                 (unsigned)c.status);
+                 (unsigned)c.p.status);
     }
 out:
     for (int i = 0; i < 2; i++) {
@@ -1264,7 +1142,7 @@ static void probe_seccomp_landlock(fy_caps *c, const struct self_status *st) {
     if (r < 0) {
         bappend(fail, "fork: " EFMT, EARG(-r));
     } else {
-        uint64_t deadline = deadline_after_ms(CHILD_DEADLINE_MS);
+        uint64_t deadline = pu_deadline_after_ms(CHILD_DEADLINE_MS);
         ssize_t n = read_deadline(ch.rfd, &rep, sizeof rep, deadline);
         bool killed = false;
         (void)child_finish(&ch, deadline, &killed);
@@ -1272,10 +1150,11 @@ static void probe_seccomp_landlock(fy_caps *c, const struct self_status *st) {
             if (killed || n == -ETIMEDOUT)
                 bappend(fail, "the seccomp/Landlock probe child did not report within %d ms",
                         CHILD_DEADLINE_MS);
-            else if (ch.reaped && ch.status != -1 && WIFSIGNALED(ch.status))
+            else if (ch.p.reaped && ch.p.status != -1 && WIFSIGNALED(ch.p.status))
                 bappend(fail, "the seccomp/Landlock probe child was killed by signal %d%s",
-                        WTERMSIG(ch.status),
-                        WTERMSIG(ch.status) == SIGSYS ? " (SIGSYS: an outer seccomp filter)" : "");
+                        WTERMSIG(ch.p.status),
+                        WTERMSIG(ch.p.status) == SIGSYS ? " (SIGSYS: an outer seccomp filter)"
+                                                        : "");
             else
                 bappend(fail, "the seccomp/Landlock probe child exited without a report");
             memset(&rep, 0, sizeof rep);
@@ -1403,12 +1282,11 @@ static pid_t fork_waiter(int *ret_wfd) {
 
 /* Bounded reap of a pid we own (SIGKILL after the deadline). */
 static void reap_pid(pid_t pid, int pidfd, int ms) {
-    struct child c;
-    memset(&c, 0, sizeof c);
-    c.pid = pid;
-    c.pidfd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : -1;
-    c.rfd = -1;
-    (void)child_finish(&c, deadline_after_ms(ms), NULL);
+    struct pu_proc p;
+    memset(&p, 0, sizeof p);
+    p.pid = pid;
+    p.pidfd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : -1;
+    (void)pu_finish(&p, pu_deadline_after_ms(ms), NULL);
 }
 
 static void probe_pidfd(fy_caps *c) {
@@ -1523,12 +1401,11 @@ static void probe_clone3(fy_caps *c) {
                       "seccomp profile (clone is used as the fallback)");
         return;
     }
-    struct child ch;
+    struct pu_proc ch;
     memset(&ch, 0, sizeof ch);
     ch.pid = pid;
     ch.pidfd = pidfd;
-    ch.rfd = -1;
-    (void)child_finish(&ch, deadline_after_ms(CHILD_DEADLINE_MS), NULL);
+    (void)pu_finish(&ch, pu_deadline_after_ms(CHILD_DEADLINE_MS), NULL);
     if (pidfd < 0)
         caps_set(c, FY_CAP_CLONE3, false, 0, "clone3 ran a child but returned no pidfd");
     else if (ch.reaped && ch.status != -1 && WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 42)
@@ -1790,7 +1667,7 @@ static int cg_rmdir(const char *dir) {
             return 0;
         if (errno != EBUSY)
             return -errno;
-        sleep_ms(2);
+        pu_sleep_ms(2);
     }
     return -EBUSY;
 }
@@ -1837,7 +1714,7 @@ static void cg1_test(struct cg_state *s, int i) {
         char p[PATH_MAX];
         v->ok = cg_write_check(child, "memory.limit_in_bytes", "268435456", "268435456", v->why);
         snprintf(p, sizeof p, "%s/memory.memsw.limit_in_bytes", child);
-        s->memsw = exists(p);
+        s->memsw = pu_exists(p);
         break;
     }
     case CG_PIDS:
@@ -1852,7 +1729,7 @@ static void cg1_test(struct cg_state *s, int i) {
     case CG_BLKIO: {
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/blkio.throttle.read_bps_device", child);
-        v->ok = exists(p);
+        v->ok = pu_exists(p);
         if (!v->ok)
             bappend(v->why, "%s: no blkio.throttle.read_bps_device (no throttling)", child);
         break;
@@ -1871,7 +1748,7 @@ static void cg1_test(struct cg_state *s, int i) {
 static void cg2_into_and_kill(struct cg_state *s, const char *child) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/cgroup.kill", child);
-    bool have_kill = exists(path);
+    bool have_kill = pu_exists(path);
     if (!have_kill)
         bappend(s->v2_kill_why, "%s does not exist (kernel < 5.14)", path);
 
@@ -1904,12 +1781,11 @@ static void cg2_into_and_kill(struct cg_state *s, const char *child) {
                 if (r < 0) {
                     bappend(s->v2_kill_why, "writing 1 to %s: " EFMT, path, EARG(-r));
                 } else {
-                    struct child ch;
+                    struct pu_proc ch;
                     memset(&ch, 0, sizeof ch);
                     ch.pid = pid;
                     ch.pidfd = pidfd;
-                    ch.rfd = -1;
-                    if (child_wait_until(&ch, deadline_after_ms(CHILD_DEADLINE_MS)) &&
+                    if (pu_wait_until(&ch, pu_deadline_after_ms(CHILD_DEADLINE_MS)) &&
                         ch.status != -1 && WIFSIGNALED(ch.status) &&
                         WTERMSIG(ch.status) == SIGKILL) {
                         s->v2_kill_ok = true;
@@ -1990,7 +1866,7 @@ static void cg2_test(struct cg_state *s) {
                                              s->v2_ctl_why[i]);
         } else {
             snprintf(path, sizeof path, "%s/%s", child, file[i]);
-            s->v2_ctl_ok[i] = exists(path);
+            s->v2_ctl_ok[i] = pu_exists(path);
             if (!s->v2_ctl_ok[i])
                 bappend(s->v2_ctl_why[i], "%s does not exist", path);
         }
@@ -1998,7 +1874,7 @@ static void cg2_test(struct cg_state *s) {
 
     /* cgroup.freeze (not a controller: present in every non-root v2 cgroup) */
     snprintf(path, sizeof path, "%s/cgroup.freeze", child);
-    if (!exists(path)) {
+    if (!pu_exists(path)) {
         bappend(s->v2_freeze_why, "%s does not exist (kernel < 5.2)", path);
     } else if (cg_write_check(child, "cgroup.freeze", "1", "1", s->v2_freeze_why)) {
         char ev[512];
@@ -2205,8 +2081,8 @@ static void probe_cgroups(fy_caps *c, struct cg_state *s, bool is_root) {
 /* ------------------------------------------------------------------ */
 
 static int probe_programs(fy_caps *c, bool is_root) {
-    char *crun = find_program("crun");
-    char *runc = crun ? NULL : find_program("runc");
+    char *crun = pu_find_program("crun");
+    char *runc = crun ? NULL : pu_find_program("runc");
     if (crun || runc) {
         c->host.oci_runtime = crun ? crun : runc;
         caps_set(c, FY_CAP_OCI_RUNTIME, true, 1, "%s found (not run by the probe)",
@@ -2217,7 +2093,7 @@ static int probe_programs(fy_caps *c, bool is_root) {
         caps_set_hint(c, FY_CAP_OCI_RUNTIME, "install crun (apt install crun) or runc");
     }
 
-    char *nft = find_program("nft");
+    char *nft = pu_find_program("nft");
     if (nft && is_root)
         caps_set(c, FY_CAP_NFTABLES, true, 1, "%s found and running as root (nft not run by "
                  "the probe)", nft);
@@ -2233,7 +2109,7 @@ static int probe_programs(fy_caps *c, bool is_root) {
     }
     free(nft);
 
-    char *pasta = find_program("pasta");
+    char *pasta = pu_find_program("pasta");
     if (pasta)
         caps_set(c, FY_CAP_PASTA, true, 1, "%s found (not run by the probe)", pasta);
     else {
@@ -2242,7 +2118,7 @@ static int probe_programs(fy_caps *c, bool is_root) {
     }
     free(pasta);
 
-    c->host.bwrap_path = find_program("bwrap");
+    c->host.bwrap_path = pu_find_program("bwrap");
     return 0;
 }
 

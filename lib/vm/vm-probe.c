@@ -40,12 +40,12 @@
 #endif
 
 #include "caps.h"
+#include "linux/linux-probe-util.h"
 #include "linux/linux-syscall.h"
 
 extern char **environ;
 
 #define KVM_DEADLINE_MS 1000
-#define KILL_GRACE_MS 1000
 #define QEMU_HELP_DEADLINE_MS 1000
 #define QEMU_TCG_DEADLINE_MS 1500
 #define REPORT_MAGIC 0x66796b76u /* "fykv" */
@@ -62,52 +62,6 @@ int vm_kvm_probe_code(const uint8_t *code, size_t len, int deadline_ms, char *re
 /* helpers                                                            */
 /* ------------------------------------------------------------------ */
 
-static const char *ename(int e) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-    const char *s = strerrorname_np(e);
-    return s ? s : "unknown errno";
-#else
-    (void)e;
-    return "errno";
-#endif
-}
-
-static const char *edesc(int e) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-    const char *s = strerrordesc_np(e);
-    return s ? s : "unknown error";
-#else
-    (void)e;
-    return "see errno";
-#endif
-}
-
-#define EFMT "%s (%s)"
-#define EARG(e) ename(e), edesc(e)
-
-static uint64_t deadline_after_ms(int ms) {
-    return fy_now_usec() + (uint64_t)ms * 1000u;
-}
-
-static int ms_left(uint64_t deadline) {
-    uint64_t now = fy_now_usec();
-    if (now >= deadline)
-        return 0;
-    uint64_t ms = (deadline - now + 999) / 1000;
-    return ms > INT_MAX ? INT_MAX : (int)ms;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-static bool exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 static bool read_flag(const char *path) {
     char b[8] = "";
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -116,85 +70,6 @@ static bool read_flag(const char *path) {
     ssize_t n = read(fd, b, sizeof b - 1);
     close(fd);
     return n > 0 && (b[0] == 'Y' || b[0] == 'y' || b[0] == '1');
-}
-
-static char *find_program(const char *name) {
-    static const char *const fallback[] = { "/usr/local/bin", "/usr/bin", "/usr/libexec",
-                                            "/usr/local/sbin", "/usr/sbin", "/bin" };
-    const char *path = getenv("PATH");
-    char buf[PATH_MAX];
-    struct stat st;
-    for (const char *p = path; p && *p;) {
-        const char *end = strchrnul(p, ':');
-        size_t n = (size_t)(end - p);
-        if (n > 0 && p[0] == '/' && n + strlen(name) + 2 < sizeof buf) {
-            memcpy(buf, p, n);
-            buf[n] = '/';
-            strcpy(buf + n + 1, name);
-            if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-                return fy_strdup(buf);
-        }
-        p = *end ? end + 1 : end;
-    }
-    for (size_t i = 0; i < FY_ARRAY_SIZE(fallback); i++) {
-        snprintf(buf, sizeof buf, "%s/%s", fallback[i], name);
-        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-            return fy_strdup(buf);
-    }
-    return NULL;
-}
-
-struct proc {
-    pid_t pid;
-    int pidfd;
-    bool reaped;
-    int status; /* -1: reaped by someone else */
-};
-
-static bool proc_wait_until(struct proc *p, uint64_t deadline) {
-    for (;;) {
-        int st;
-        pid_t r = waitpid(p->pid, &st, WNOHANG | __WALL);
-        if (r == p->pid) {
-            p->reaped = true;
-            p->status = st;
-            return true;
-        }
-        if (r < 0 && errno == ECHILD) {
-            p->reaped = true;
-            p->status = -1;
-            return true;
-        }
-        int left = ms_left(deadline);
-        if (left <= 0)
-            return false;
-        if (p->pidfd >= 0) {
-            struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-            (void)poll(&pfd, 1, left);
-        } else {
-            sleep_ms(left < 2 ? left : 2);
-        }
-    }
-}
-
-/* Waits until the deadline, then SIGKILL and a bounded grace. Closes the
- * pidfd. *ret_killed tells whether SIGKILL was needed; returns reaped. */
-static bool proc_finish(struct proc *p, uint64_t deadline, bool *ret_killed) {
-    bool killed = false;
-    if (p->pid > 0 && !proc_wait_until(p, deadline)) {
-        if (p->pidfd >= 0)
-            (void)fy_sys_pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
-        else
-            (void)kill(p->pid, SIGKILL);
-        killed = true;
-        (void)proc_wait_until(p, deadline_after_ms(KILL_GRACE_MS));
-    }
-    if (p->pidfd >= 0)
-        close(p->pidfd);
-    p->pidfd = -1;
-    if (ret_killed)
-        *ret_killed = killed;
-    return p->pid <= 0 || p->reaped;
 }
 
 /* ------------------------------------------------------------------ */
@@ -555,7 +430,7 @@ static int kvm_check(const struct kvm_args *a, int deadline_ms, char *reason, si
         snprintf(reason, size, "kvm: fork: " EFMT, EARG(fork_err));
         return 0;
     }
-    struct proc pr = { .pid = pid, .pidfd = pidfd };
+    struct pu_proc pr = { .pid = pid, .pidfd = pidfd };
     uint64_t deadline = t0 + (uint64_t)deadline_ms * 1000u;
 
     /* Read records until DONE, EOF or the deadline; keep the last one. */
@@ -565,7 +440,7 @@ static int kvm_check(const struct kvm_args *a, int deadline_ms, char *reason, si
     size_t got = 0;
     while (!done) {
         struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-        int r = poll(&pfd, 1, ms_left(deadline));
+        int r = poll(&pfd, 1, pu_ms_left(deadline));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
@@ -588,13 +463,13 @@ static int kvm_check(const struct kvm_args *a, int deadline_ms, char *reason, si
     }
     close(p[0]);
     bool killed = false;
-    bool reaped = proc_finish(&pr, done ? deadline_after_ms(KILL_GRACE_MS) : deadline, &killed);
+    bool reaped = pu_finish(&pr, done ? pu_deadline_after_ms(PU_KILL_GRACE_MS) : deadline, &killed);
     uint64_t elapsed_ms = (fy_now_usec() - t0) / 1000u;
     char tail[160] = "";
     if (killed)
         snprintf(tail, sizeof tail, reaped ? "; the probe child was SIGKILLed and reaped"
                  : "; the probe child did not die within %d ms of SIGKILL and was left to "
-                   "exit on its own (KVM_RUN not interruptible?)", KILL_GRACE_MS);
+                   "exit on its own (KVM_RUN not interruptible?)", PU_KILL_GRACE_MS);
 
     /* guest instructions per second measured in stage 2 (2 per loop iteration) */
     double mips = last.sample_usec > 0 ? 2.0 * SPEED_SAMPLE_ITERS / (double)last.sample_usec : 0;
@@ -729,7 +604,7 @@ static void run_capture(const char *const argv[], const char *stdin_data, int de
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
-    uint64_t deadline = deadline_after_ms(deadline_ms);
+    uint64_t deadline = pu_deadline_after_ms(deadline_ms);
     int r = posix_spawn(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
@@ -740,10 +615,10 @@ static void run_capture(const char *const argv[], const char *stdin_data, int de
         close(out[0]);
         return;
     }
-    struct proc pr = { .pid = pid, .pidfd = fy_sys_pidfd_open(pid, 0) };
+    struct pu_proc pr = { .pid = pid, .pidfd = fy_sys_pidfd_open(pid, 0) };
     for (;;) {
         struct pollfd pfd = { .fd = out[0], .events = POLLIN };
-        int pr_ = poll(&pfd, 1, ms_left(deadline));
+        int pr_ = poll(&pfd, 1, pu_ms_left(deadline));
         if (pr_ < 0 && errno == EINTR)
             continue;
         if (pr_ <= 0) {
@@ -764,7 +639,7 @@ static void run_capture(const char *const argv[], const char *stdin_data, int de
     res->out[res->len] = '\0';
     close(out[0]);
     bool killed = false;
-    (void)proc_finish(&pr, res->timed_out ? fy_now_usec() : deadline, &killed);
+    (void)pu_finish(&pr, res->timed_out ? fy_now_usec() : deadline, &killed);
     res->timed_out |= killed;
     res->status = pr.reaped ? pr.status : -1;
 }
@@ -825,7 +700,7 @@ static void probe_qemu(fy_caps *c) {
     char archbuf[32], name[64];
     const char *arch = qemu_arch(archbuf, sizeof archbuf);
     snprintf(name, sizeof name, "qemu-system-%s", arch ? arch : "x86_64");
-    char *path = find_program(name);
+    char *path = pu_find_program(name);
     if (!path) {
         caps_set(c, FY_CAP_QEMU, false, 0, "%s not found in PATH or /usr/bin", name);
         caps_set_hint(c, FY_CAP_QEMU, "install %s (Debian: apt install qemu-system-%s)", name,
@@ -933,7 +808,7 @@ static void probe_qemu(fy_caps *c) {
 /* ------------------------------------------------------------------ */
 
 static void probe_vmm(fy_caps *c, uint32_t cap, const char *prog, const char *hint, bool kvm_ok) {
-    char *p = find_program(prog);
+    char *p = pu_find_program(prog);
     if (p) {
         caps_set(c, cap, true, 1, "%s found (not run by the probe)%s", p,
                  kvm_ok ? "" : "; it needs KVM, which is not usable here");
@@ -959,18 +834,18 @@ static void probe_confidential(fy_caps *c, bool kvm_ok) {
     }
     if (snp || tdx)
         WHY("%s host support is enabled, but KVM is not usable", snp ? "SEV-SNP" : "TDX");
-    else if (exists("/sys/module/kvm_amd"))
+    else if (pu_exists("/sys/module/kvm_amd"))
         WHY("kvm_amd is loaded without SEV-SNP (parameters/sev_snp is not Y)");
-    else if (exists("/sys/module/kvm_intel"))
+    else if (pu_exists("/sys/module/kvm_intel"))
         WHY("kvm_intel is loaded without TDX (parameters/tdx is not Y)");
-    else if (exists("/sys/module/kvm_pvm"))
+    else if (pu_exists("/sys/module/kvm_pvm"))
         WHY("KVM comes from kvm_pvm (a paravirtual hypervisor): no SEV-SNP or TDX");
     else
         WHY("neither kvm_amd with SEV-SNP nor kvm_intel with TDX is loaded");
-    if (exists("/dev/sev-guest") || exists("/dev/tdx_guest") || exists("/dev/tdx-guest"))
+    if (pu_exists("/dev/sev-guest") || pu_exists("/dev/tdx_guest") || pu_exists("/dev/tdx-guest"))
         WHY("; this machine is itself a confidential guest (%s), which does not let it "
-            "launch confidential VMs", exists("/dev/sev-guest") ? "/dev/sev-guest"
-                                                                : "/dev/tdx_guest");
+            "launch confidential VMs", pu_exists("/dev/sev-guest") ? "/dev/sev-guest"
+                                                                   : "/dev/tdx_guest");
 #undef WHY
     caps_set(c, FY_CAP_CONFIDENTIAL_VM, false, 0, "%s", why);
     caps_set_hint(c, FY_CAP_CONFIDENTIAL_VM, "bare-metal AMD EPYC with SEV-SNP (kvm_amd "

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Helpers the functional probes (linux-probe.c, vm/vm-probe.c) share: errno
+ * names for reasons, millisecond deadlines, program lookup, and the bounded
+ * wait for a child process (reaped by its own pid, SIGKILLed after the
+ * deadline). All of it runs in the parent, never between fork and _exit. */
+#ifndef FY_LINUX_PROBE_UTIL_H
+#define FY_LINUX_PROBE_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* How long a SIGKILLed child is given to die before it is left behind. */
+#define PU_KILL_GRACE_MS 1000
+
+/* The errno's name ("EPERM") and description ("Operation not permitted"). */
+const char *pu_ename(int e);
+const char *pu_edesc(int e);
+
+/* "EPERM (Operation not permitted)" */
+#define EFMT "%s (%s)"
+#define EARG(e) pu_ename(e), pu_edesc(e)
+
+/* A CLOCK_MONOTONIC deadline (in microseconds) ms milliseconds from now. */
+uint64_t pu_deadline_after_ms(int ms);
+/* Milliseconds until the deadline, rounded up; 0 once it has passed. */
+int pu_ms_left(uint64_t deadline);
+/* Sleeps ms milliseconds, resuming after signals. */
+void pu_sleep_ms(int ms);
+
+/* Whether stat(path) succeeds (follows symlinks). */
+bool pu_exists(const char *path);
+
+/* Looks a program up in $PATH and the usual system directories. Returns a
+ * malloc'd absolute path or NULL. */
+char *pu_find_program(const char *name);
+
+/* A child process the probe owns. */
+struct pu_proc {
+    pid_t pid;
+    int pidfd;  /* -1 when pidfd_open is unavailable */
+    bool reaped;
+    int status; /* wait status once reaped; -1: reaped by someone else */
+};
+
+/* Waits for the child to exit until the deadline. true when reaped. */
+bool pu_wait_until(struct pu_proc *p, uint64_t deadline);
+
+/* Reaps the child: waits until the deadline, then SIGKILLs it and waits a
+ * bounded grace period (PU_KILL_GRACE_MS). Closes the pidfd. *ret_killed
+ * (when not NULL) tells whether SIGKILL was needed. Returns true when the
+ * child was reaped (false: it survived SIGKILL within the grace and is left
+ * behind). */
+bool pu_finish(struct pu_proc *p, uint64_t deadline, bool *ret_killed);
+
+#endif
