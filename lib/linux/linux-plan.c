@@ -204,36 +204,79 @@ static void add_rule(struct builder *b, const char *path, uint64_t access) {
     pl->nll++;
 }
 
-/* The runtime paths: symlinks (Debian's merged /usr) are recreated as
- * symlinks; directories and files are bound read-only; missing ones are
- * skipped (the isolation report lists what was mounted). */
+/* One host path of the read-only runtime: a symlink (Debian's merged /usr)
+ * is recreated as a symlink; a directory or a file is bound read-only; a
+ * missing one is listed in skipped (when given) and left out. */
+static int add_host_path(struct builder *b, const char *path, json_t *skipped, fy_error **reterr) {
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        if (skipped)
+            json_array_append_new(skipped, json_string(path));
+        return 0;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char target[4096];
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0) {
+            int e = errno;
+            return err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, NULL, "readlink %s: %s", path,
+                           strerror(e));
+        }
+        target[n] = '\0';
+        add_symlink(b, path, target);
+    } else if (S_ISDIR(st.st_mode)) {
+        add_bind(b, path, path, MF_READONLY);
+        add_rule(b, path, LL_RO);
+    } else if (S_ISREG(st.st_mode)) {
+        add_bind(b, path, path, MF_READONLY | MF_FILE);
+        add_rule(b, path, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE);
+    } else {
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.filesystem.runtime_paths",
+                       "runtime path %s is neither a directory, a file nor a symlink", path);
+    }
+    return 0;
+}
+
+/* The policy's runtime paths (the isolation report lists the missing ones). */
 static int add_runtime_paths(struct builder *b, const fy_policy *p, json_t *skipped, fy_error **reterr) {
     VEC_EACH(&p->runtime_paths, char *, it) {
-        const char *path = *it;
-        struct stat st;
-        if (lstat(path, &st) < 0) {
-            json_array_append_new(skipped, json_string(path));
-            continue;
-        }
-        if (S_ISLNK(st.st_mode)) {
-            char target[4096];
-            ssize_t n = readlink(path, target, sizeof(target) - 1);
-            if (n < 0) {
-                int e = errno;
-                return err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, NULL, "readlink %s: %s", path,
-                               strerror(e));
+        int r = add_host_path(b, *it, skipped, reterr);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Public, static host databases libc reads: service and protocol names
+ * (getservbyname, getaddrinfo with a service name, getprotobyname). */
+static const char *const etc_public[] = {"/etc/services", "/etc/protocols"};
+/* Where a workload may reach a network: the CA certificates its TLS clients
+ * verify servers with (Debian and derivatives, Fedora and RHEL, Arch,
+ * Alpine and the BSD-style single bundle). Certificates only: never
+ * /etc/ssl/private or any other part of /etc/ssl and /etc/pki. */
+static const char *const etc_trust[] = {
+    "/etc/ssl/certs", "/etc/ssl/cert.pem", "/etc/pki/tls/certs", "/etc/pki/tls/cert.pem",
+    "/etc/pki/ca-trust/extracted", "/etc/ca-certificates/extracted",
+};
+
+/* Both, in the plan (missing ones are left out quietly: they are not the
+ * policy's). process: as Landlock rules on the host's own files. */
+static int add_etc_extras(struct builder *b, const fy_policy *p, bool process, fy_error **reterr) {
+    const char *const *lists[] = {etc_public, p->net_mode != FY_NET_DENY ? etc_trust : NULL};
+    const size_t lens[] = {FY_ARRAY_SIZE(etc_public), FY_ARRAY_SIZE(etc_trust)};
+    for (size_t l = 0; l < FY_ARRAY_SIZE(lists); l++) {
+        for (size_t i = 0; lists[l] && i < lens[l]; i++) {
+            const char *path = lists[l][i];
+            struct stat st;
+            if (lstat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+                continue;
+            if (process) {
+                add_rule(b, path, S_ISREG(st.st_mode) ? LANDLOCK_ACCESS_FS_READ_FILE : LL_RO);
+                continue;
             }
-            target[n] = '\0';
-            add_symlink(b, path, target);
-        } else if (S_ISDIR(st.st_mode)) {
-            add_bind(b, path, path, MF_READONLY);
-            add_rule(b, path, LL_RO);
-        } else if (S_ISREG(st.st_mode)) {
-            add_bind(b, path, path, MF_READONLY | MF_FILE);
-            add_rule(b, path, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE);
-        } else {
-            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.filesystem.runtime_paths",
-                           "runtime path %s is neither a directory, a file nor a symlink", path);
+            int r = add_host_path(b, path, NULL, reterr);
+            if (r < 0)
+                return r;
         }
     }
     return 0;
@@ -563,6 +606,7 @@ static int compile_process_mode(struct linux_plan *pl, struct builder *b, const 
         add_rule(b, process_etc[i], LANDLOCK_ACCESS_FS_READ_FILE);
     if (p->dns == FY_DNS_HOST)
         add_rule(b, "/etc/resolv.conf", LANDLOCK_ACCESS_FS_READ_FILE);
+    (void)add_etc_extras(b, p, true, NULL); /* (rules only: it cannot fail) */
     for (size_t i = 0; i < FY_ARRAY_SIZE(process_dev); i++)
         add_rule(b, process_dev[i], LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LL_FS_TRUNCATE);
     add_rule(b, "/proc", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_WRITE_FILE);
@@ -715,7 +759,7 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
     add_file(&b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
     if (p->dns == FY_DNS_HOST)
         add_bind(&b, "/etc/resolv.conf", "/etc/resolv.conf", MF_READONLY | MF_FILE | MF_OPTIONAL);
-    if ((r = add_runtime_paths(&b, p, skipped, reterr)) < 0)
+    if ((r = add_etc_extras(&b, p, false, reterr)) < 0 || (r = add_runtime_paths(&b, p, skipped, reterr)) < 0)
         goto fail;
     add_rule(&b, "/etc", LL_RO);
 

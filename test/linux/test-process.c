@@ -145,12 +145,15 @@ START_TEST(test_userns_denied_host) {
     mkdir(outside, 0777);
     chmod(outside, 0777);
     ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
-    char script[1024];
+    char script[2048];
     snprintf(script, sizeof(script),
              "echo HOME=$HOME; pwd; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status;"
              " echo x > %s/pwned 2>/dev/null || echo OUTSIDE_DENIED;"
              " echo x > built && echo BUILD_RW; cat /etc/shadow 2>/dev/null || echo SHADOW_DENIED;"
              " ls %s >/dev/null 2>&1 || echo LIST_DENIED; echo x > $HOME/h && echo HOME_RW;"
+             " getent services http >/dev/null && echo SERVICES_OK;"
+             " cat /etc/ssl/certs/ca-certificates.crt >/dev/null 2>&1 && echo CERTS_OK;"
+             " cat /etc/ssl/openssl.cnf >/dev/null 2>&1 || echo SSL_CONFIG_DENIED;"
              " %s daemon 765432",
              outside, outside, attack);
     const char *sh[] = {"/bin/sh", "-c", script, NULL};
@@ -169,6 +172,13 @@ START_TEST(test_userns_denied_host) {
     ck_assert_ptr_nonnull(strstr(out, "SHADOW_DENIED"));
     ck_assert_ptr_nonnull(strstr(out, "LIST_DENIED"));
     ck_assert_ptr_nonnull(strstr(out, "HOME_RW"));
+    /* The host's service names, and (the development profile reaches the
+     * network) its CA certificates, but no other file of /etc/ssl. */
+    if (access("/etc/services", R_OK) == 0)
+        ck_assert_msg(strstr(out, "SERVICES_OK"), "%s", out);
+    if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
+        ck_assert_msg(strstr(out, "CERTS_OK"), "%s", out);
+    ck_assert_msg(strstr(out, "SSL_CONFIG_DENIED"), "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "ok daemonised"));
     /* The daemon did not survive the attempt, nor did its directory. */
     ck_assert_int_eq(count_procs_with("sleep 765432"), 0);

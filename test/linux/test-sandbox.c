@@ -715,6 +715,45 @@ START_TEST(test_no_host_network_in_proc) {
 }
 END_TEST
 
+/* The host's service and protocol databases are in /etc (libc reads them
+ * for names like "http"); its CA certificates only where a network can be
+ * reached; never its private keys nor anything else of /etc/ssl. */
+static void check_etc_extras(fy_policy *p, bool network) {
+    const char *argv[] = {"/bin/sh", "-c",
+                          "for f in /etc/services /etc/protocols /etc/ssl/certs /etc/ssl/private /etc/ssl/openssl.cnf; do"
+                          " test -e $f && echo HAS:$f; done; getent services http | tr -s ' ' | cut -d' ' -f2", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    struct stat st;
+    bool services = stat("/etc/services", &st) == 0;
+    ck_assert_msg(!strstr(r.out, "HAS:/etc/services") == !services, "%s", r.out);
+    ck_assert_msg(!strstr(r.out, "80/tcp") == !services, "%s", r.out);
+    ck_assert_msg(!strstr(r.out, "HAS:/etc/protocols") == !(stat("/etc/protocols", &st) == 0), "%s", r.out);
+    bool certs = network && stat("/etc/ssl/certs", &st) == 0;
+    ck_assert_msg(!strstr(r.out, "HAS:/etc/ssl/certs") == !certs, "%s", r.out);
+    ck_assert_msg(!strstr(r.out, "HAS:/etc/ssl/private"), "%s", r.out);
+    ck_assert_msg(!strstr(r.out, "HAS:/etc/ssl/openssl.cnf"), "%s", r.out);
+    run_free(&r);
+}
+
+START_TEST(test_etc_databases_and_trust) {
+    fy_policy *p = policy(); /* release: no network, no certificates */
+    check_etc_extras(p, false);
+    fy_policy_free(p);
+    p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    const char *allow = "{\"network\": {\"mode\": \"allow\", \"destinations\": []}, "
+                        "\"isolation\": {\"controls\": {\"netns\": \"off\"}}}";
+    fy_error *e = NULL;
+    ck_assert_msg(fy_policy_load_json(p, allow, strlen(allow), &e) == 0, "%s", fy_error_message(e));
+    if (copy_init)
+        policy_test_copy_init(p);
+    check_etc_extras(p, true);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* ---- leaks ---- */
 
 START_TEST(test_fd_and_env_canaries) {
@@ -1965,6 +2004,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_no_capabilities_no_new_privs);
     tcase_add_test(tc, test_layout_and_identity);
     tcase_add_test(tc, test_host_secrets_invisible);
+    tcase_add_test(tc, test_etc_databases_and_trust);
     tcase_add_test(tc, test_symlink_escapes);
     tcase_add_test(tc, test_source_read_only);
     tcase_add_test(tc, test_no_residue_between_attempts);
