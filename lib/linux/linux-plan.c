@@ -3,6 +3,7 @@
  * interprets (linux-plan.h): mount operations, id maps, Landlock rules,
  * seccomp BPF, rlimits, argv/envp. All allocation happens here. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -248,8 +249,35 @@ static int add_runtime_paths(struct builder *b, const fy_policy *p, json_t *skip
 }
 
 /* Public, static host databases libc reads: service and protocol names
- * (getservbyname, getaddrinfo with a service name, getprotobyname). */
+ * (getservbyname, getaddrinfo with a service name, getprotobyname). Copied
+ * into the sandbox's /etc as of fy_prepare: a file made in the new root
+ * costs less than a bind mount of one. */
 static const char *const etc_public[] = {"/etc/services", "/etc/protocols"};
+#define ETC_PUBLIC_MAX (1u << 20)
+
+/* A host text file (a regular one, at most max bytes), or NULL. */
+static char *read_text(const char *path, size_t max) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max &&
+        (buf = malloc((size_t)st.st_size + 1))) {
+        size_t got = 0;
+        ssize_t n;
+        while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                break;
+            got += (size_t)n;
+        }
+        buf[got] = '\0';
+    }
+    close(fd);
+    return buf;
+}
 /* Where a workload may reach a network: the CA certificates its TLS clients
  * verify servers with (Debian and derivatives, Fedora and RHEL, Arch,
  * Alpine and the BSD-style single bundle). Certificates only: never
@@ -262,7 +290,15 @@ static const char *const etc_trust[] = {
 /* Both, in the plan (missing ones are left out quietly: they are not the
  * policy's). process: as Landlock rules on the host's own files. */
 static int add_etc_extras(struct builder *b, const fy_policy *p, bool process, fy_error **reterr) {
-    const char *const *lists[] = {etc_public, p->net_mode != FY_NET_DENY ? etc_trust : NULL};
+    if (!process) {
+        for (size_t i = 0; i < FY_ARRAY_SIZE(etc_public); i++) {
+            char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
+            if (text)
+                add_file(b, etc_public[i], text, 0644);
+            free(text);
+        }
+    }
+    const char *const *lists[] = {process ? etc_public : NULL, p->net_mode != FY_NET_DENY ? etc_trust : NULL};
     const size_t lens[] = {FY_ARRAY_SIZE(etc_public), FY_ARRAY_SIZE(etc_trust)};
     for (size_t l = 0; l < FY_ARRAY_SIZE(lists); l++) {
         for (size_t i = 0; lists[l] && i < lens[l]; i++) {
