@@ -278,6 +278,7 @@ static char *read_text(const char *path, size_t max) {
     close(fd);
     return buf;
 }
+
 /* Where a workload may reach a network: the CA certificates its TLS clients
  * verify servers with (Debian and derivatives, Fedora and RHEL, Arch,
  * Alpine and the BSD-style single bundle). Certificates only: never
@@ -307,6 +308,8 @@ static int add_etc_extras(struct builder *b, const fy_policy *p, bool process, f
             if (lstat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
                 continue;
             if (process) {
+                /* (What a rule names is resolved when init applies it, and
+                 * a file keeps only a file's rights of LL_RO.) */
                 add_rule(b, path, S_ISREG(st.st_mode) ? LANDLOCK_ACCESS_FS_READ_FILE : LL_RO);
                 continue;
             }

@@ -145,6 +145,18 @@ START_TEST(test_userns_denied_host) {
     mkdir(outside, 0777);
     chmod(outside, 0777);
     ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    /* A runtime path that is a symlink to a file: readable (its Landlock
+     * rule takes a file's rights, not a directory's). */
+    char rt_file[128], rt_link[128];
+    snprintf(rt_file, sizeof(rt_file), "%s/rt-file", scratch);
+    snprintf(rt_link, sizeof(rt_link), "%s/rt-link", scratch);
+    FILE *rf = fopen(rt_file, "we");
+    ck_assert_ptr_nonnull(rf);
+    fputs("RUNTIME-FILE\n", rf);
+    fclose(rf);
+    chmod(rt_file, 0644);
+    ck_assert_int_eq(symlink(rt_file, rt_link), 0);
+    ck_assert_int_eq(fy_policy_add_runtime_path(p, rt_link, NULL), 0);
     char script[2048];
     snprintf(script, sizeof(script),
              "echo HOME=$HOME; pwd; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status;"
@@ -153,9 +165,9 @@ START_TEST(test_userns_denied_host) {
              " ls %s >/dev/null 2>&1 || echo LIST_DENIED; echo x > $HOME/h && echo HOME_RW;"
              " getent services http >/dev/null && echo SERVICES_OK;"
              " cat /etc/ssl/certs/ca-certificates.crt >/dev/null 2>&1 && echo CERTS_OK;"
-             " cat /etc/ssl/openssl.cnf >/dev/null 2>&1 || echo SSL_CONFIG_DENIED;"
+             " cat /etc/ssl/openssl.cnf >/dev/null 2>&1 || echo SSL_CONFIG_DENIED; cat %s;"
              " %s daemon 765432",
-             outside, outside, attack);
+             outside, outside, rt_link, attack);
     const char *sh[] = {"/bin/sh", "-c", script, NULL};
     char *out = NULL;
     fy_result *res = run(p, sh, &out);
@@ -179,6 +191,7 @@ START_TEST(test_userns_denied_host) {
     if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
         ck_assert_msg(strstr(out, "CERTS_OK"), "%s", out);
     ck_assert_msg(strstr(out, "SSL_CONFIG_DENIED"), "%s", out);
+    ck_assert_msg(strstr(out, "RUNTIME-FILE"), "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "ok daemonised"));
     /* The daemon did not survive the attempt, nor did its directory. */
     ck_assert_int_eq(count_procs_with("sleep 765432"), 0);
