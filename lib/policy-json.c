@@ -174,9 +174,22 @@ static int check_count(size_t n, const char *loc, fy_error **reterr) {
     return 0;
 }
 
+/* An object holding no keys but those in `allowed`. */
+static int want_object(const json_t *v, const char *const *allowed, const char *loc, fy_error **reterr) {
+    int r = want(v, JSON_OBJECT, "an object", loc, reterr);
+    return r < 0 ? r : check_keys(v, allowed, loc, reterr);
+}
+
+/* An array, or with t JSON_OBJECT a map, within its bound on entries. */
+static int want_bounded(const json_t *v, json_type t, const char *loc, fy_error **reterr) {
+    bool array = t == JSON_ARRAY;
+    int r = want(v, t, array ? "an array" : "an object", loc, reterr);
+    return r < 0 ? r : check_count(array ? json_array_size(v) : json_object_size(v), loc, reterr);
+}
+
 static int parse_paths_array(const json_t *v, const char *loc, struct vec *out, bool hostpath, fy_error **reterr) {
-    int r = want(v, JSON_ARRAY, "an array", loc, reterr);
-    if (r < 0 || (r = check_count(json_array_size(v), loc, reterr)) < 0)
+    int r = want_bounded(v, JSON_ARRAY, loc, reterr);
+    if (r < 0)
         return r;
     size_t i;
     json_t *it;
@@ -201,15 +214,14 @@ static void free_strings(struct vec *v) {
     v->n = 0;
 }
 
-static int set_opt_path(const json_t *v, const char *loc, char **field, fy_error **reterr) {
-    if (json_is_null(v)) {
-        free(*field);
-        *field = NULL;
-        return 0;
-    }
+/* The check_* signature shared by string validators. */
+typedef int (*check_fn)(const char *s, const char *loc, fy_error **reterr);
+
+/* Replaces *field with a copy of string v, which must pass check, if any. */
+static int set_string(const json_t *v, const char *loc, check_fn check, char **field, fy_error **reterr) {
     const char *s;
     int r = get_string(v, loc, &s, reterr);
-    if (r < 0 || (r = check_host_path(s, loc, reterr)) < 0)
+    if (r < 0 || (check && (r = check(s, loc, reterr)) < 0))
         return r;
     char *d = strdup(s);
     if (!d)
@@ -219,25 +231,84 @@ static int set_opt_path(const json_t *v, const char *loc, char **field, fy_error
     return 0;
 }
 
+/* A host path, or null for none. */
+static int set_opt_path(const json_t *v, const char *loc, char **field, fy_error **reterr) {
+    if (json_is_null(v)) {
+        free(*field);
+        *field = NULL;
+        return 0;
+    }
+    return set_string(v, loc, check_host_path, field, reterr);
+}
+
+/* ---- fields of an object: loc is the object's path, key the field's ---- */
+
+/* A field that must be present; its path goes to l. */
+static int need(const json_t *obj, const char *loc, const char *key, char *l, json_t **out, fy_error **reterr) {
+    sub(l, loc, key);
+    if (!(*out = json_object_get(obj, key)))
+        return bad(reterr, l, "missing");
+    return 0;
+}
+
+/* A string field that must be present and pass check, if any. */
+static int need_string(const json_t *obj, const char *loc, const char *key, check_fn check, const char **out,
+                       fy_error **reterr) {
+    char l[LOC_MAX];
+    json_t *f;
+    int r = need(obj, loc, key, l, &f, reterr);
+    if (r < 0 || (r = get_string(f, l, out, reterr)) < 0 || (check && (r = check(*out, l, reterr)) < 0))
+        return r;
+    return 0;
+}
+
+/* An optional field, or NULL; its path goes to l when present. The opt_*
+ * helpers below leave their output alone when the field is absent. */
+static json_t *opt(const json_t *obj, const char *loc, const char *key, char *l) {
+    json_t *f = json_object_get(obj, key);
+    if (f)
+        sub(l, loc, key);
+    return f;
+}
+
+static int opt_bool(const json_t *obj, const char *loc, const char *key, bool *out, fy_error **reterr) {
+    char l[LOC_MAX];
+    json_t *f = opt(obj, loc, key, l);
+    return f ? get_bool(f, l, out, reterr) : 0;
+}
+
+static int opt_enum(const json_t *obj, const char *loc, const char *key, const char *const *table, size_t n,
+                    uint32_t *out, fy_error **reterr) {
+    char l[LOC_MAX];
+    json_t *f = opt(obj, loc, key, l);
+    return f ? get_enum(f, table, n, l, out, reterr) : 0;
+}
+#define OPT_ENUM(obj, loc, key, table, out, e) opt_enum(obj, loc, key, table, FY_ARRAY_SIZE(table), out, e)
+
+/* A host path or null (for none), replacing *field. */
+static int opt_path(const json_t *obj, const char *loc, const char *key, char **field, fy_error **reterr) {
+    char l[LOC_MAX];
+    json_t *f = opt(obj, loc, key, l);
+    return f ? set_opt_path(f, l, field, reterr) : 0;
+}
+
+/* A string that passes check, if any, replacing *field with a copy. */
+static int opt_string(const json_t *obj, const char *loc, const char *key, check_fn check, char **field,
+                      fy_error **reterr) {
+    char l[LOC_MAX];
+    json_t *f = opt(obj, loc, key, l);
+    return f ? set_string(f, l, check, field, reterr) : 0;
+}
+
 static int parse_isolation(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"min_level", "preferred_level", "controls", NULL};
-    int r = want(o, JSON_OBJECT, "an object", loc, reterr);
-    if (r < 0 || (r = check_keys(o, keys, loc, reterr)) < 0)
+    int r = want_object(o, keys, loc, reterr);
+    if (r < 0 || (r = OPT_ENUM(o, loc, "min_level", level_names, &p->min_level, reterr)) < 0 ||
+        (r = OPT_ENUM(o, loc, "preferred_level", level_names, &p->preferred_level, reterr)) < 0)
         return r;
-    char l[LOC_MAX];
     json_t *v;
-    if ((v = json_object_get(o, "min_level"))) {
-        sub(l, loc, "min_level");
-        if ((r = GET_ENUM(v, level_names, l, &p->min_level, reterr)) < 0)
-            return r;
-    }
-    if ((v = json_object_get(o, "preferred_level"))) {
-        sub(l, loc, "preferred_level");
-        if ((r = GET_ENUM(v, level_names, l, &p->preferred_level, reterr)) < 0)
-            return r;
-    }
     if ((v = json_object_get(o, "controls"))) {
-        char cl[LOC_MAX];
+        char cl[LOC_MAX], l[LOC_MAX];
         sub(cl, loc, "controls");
         if ((r = want(v, JSON_OBJECT, "an object", cl, reterr)) < 0)
             return r;
@@ -260,8 +331,8 @@ static int parse_isolation(fy_policy *p, const json_t *o, const char *loc, fy_er
 static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"source", "build", "output", "toolchains", "binds",
                                        "runtime_paths", "workdir", "hostname", NULL};
-    int r = want(o, JSON_OBJECT, "an object", loc, reterr);
-    if (r < 0 || (r = check_keys(o, keys, loc, reterr)) < 0)
+    int r = want_object(o, keys, loc, reterr);
+    if (r < 0)
         return r;
     char l[LOC_MAX], l2[LOC_MAX];
     json_t *v;
@@ -277,27 +348,17 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
         sub(l2, l, "path");
         if (!w)
             return bad(reterr, l2, "missing (use \"source\": null for no source)");
-        if ((r = want(w, JSON_STRING, "a string", l2, reterr)) < 0 || (r = set_opt_path(w, l2, &p->source, reterr)) < 0)
-            return r;
-        if ((w = json_object_get(v, "writable"))) {
-            sub(l2, l, "writable");
-            if ((r = get_bool(w, l2, &p->source_writable, reterr)) < 0)
-                return r;
-        }
-    }
-    if ((v = json_object_get(o, "build"))) {
-        sub(l, loc, "build");
-        if ((r = set_opt_path(v, l, &p->build, reterr)) < 0)
+        if ((r = want(w, JSON_STRING, "a string", l2, reterr)) < 0 ||
+            (r = set_opt_path(w, l2, &p->source, reterr)) < 0 ||
+            (r = opt_bool(v, l, "writable", &p->source_writable, reterr)) < 0)
             return r;
     }
-    if ((v = json_object_get(o, "output"))) {
-        sub(l, loc, "output");
-        if ((r = set_opt_path(v, l, &p->output, reterr)) < 0)
-            return r;
-    }
+    if ((r = opt_path(o, loc, "build", &p->build, reterr)) < 0 ||
+        (r = opt_path(o, loc, "output", &p->output, reterr)) < 0)
+        return r;
     if ((v = json_object_get(o, "toolchains"))) {
         sub(l, loc, "toolchains");
-        if ((r = want(v, JSON_OBJECT, "an object", l, reterr)) < 0 || (r = check_count(json_object_size(v), l, reterr)) < 0)
+        if ((r = want_bounded(v, JSON_OBJECT, l, reterr)) < 0)
             return r;
         VEC_EACH(&p->toolchains, struct pol_toolchain, t) { free(t->name); free(t->host); }
         p->toolchains.n = 0;
@@ -316,40 +377,22 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
     if ((v = json_object_get(o, "binds"))) {
         static const char *const bkeys[] = {"host", "target", "writable", "optional", NULL};
         sub(l, loc, "binds");
-        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0 || (r = check_count(json_array_size(v), l, reterr)) < 0)
+        if ((r = want_bounded(v, JSON_ARRAY, l, reterr)) < 0)
             return r;
         VEC_EACH(&p->binds, struct pol_bind, b) { free(b->host); free(b->target); }
         p->binds.n = 0;
         size_t i;
         json_t *it;
         json_array_foreach(v, i, it) {
-            char bl[LOC_MAX];
-            idx(bl, l, i);
-            if ((r = want(it, JSON_OBJECT, "an object", bl, reterr)) < 0 || (r = check_keys(it, bkeys, bl, reterr)) < 0)
-                return r;
             const char *host = NULL, *target = NULL;
             bool writable = false, optional = false;
-            json_t *f;
-            sub(l2, bl, "host");
-            if (!(f = json_object_get(it, "host")))
-                return bad(reterr, l2, "missing");
-            if ((r = get_string(f, l2, &host, reterr)) < 0 || (r = check_host_path(host, l2, reterr)) < 0)
+            idx(l2, l, i);
+            if ((r = want_object(it, bkeys, l2, reterr)) < 0 ||
+                (r = need_string(it, l2, "host", check_host_path, &host, reterr)) < 0 ||
+                (r = need_string(it, l2, "target", check_sandbox_target, &target, reterr)) < 0 ||
+                (r = opt_bool(it, l2, "writable", &writable, reterr)) < 0 ||
+                (r = opt_bool(it, l2, "optional", &optional, reterr)) < 0)
                 return r;
-            sub(l2, bl, "target");
-            if (!(f = json_object_get(it, "target")))
-                return bad(reterr, l2, "missing");
-            if ((r = get_string(f, l2, &target, reterr)) < 0 || (r = check_sandbox_target(target, l2, reterr)) < 0)
-                return r;
-            if ((f = json_object_get(it, "writable"))) {
-                sub(l2, bl, "writable");
-                if ((r = get_bool(f, l2, &writable, reterr)) < 0)
-                    return r;
-            }
-            if ((f = json_object_get(it, "optional"))) {
-                sub(l2, bl, "optional");
-                if ((r = get_bool(f, l2, &optional, reterr)) < 0)
-                    return r;
-            }
             struct pol_bind *b = vec_push(&p->binds);
             if (!b)
                 return oom(reterr);
@@ -366,41 +409,22 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
         if ((r = parse_paths_array(v, l, &p->runtime_paths, true, reterr)) < 0)
             return r;
     }
-    if ((v = json_object_get(o, "workdir"))) {
-        const char *s;
-        sub(l, loc, "workdir");
-        if ((r = get_string(v, l, &s, reterr)) < 0)
-            return r;
-        char *d = strdup(s);
-        if (!d)
-            return oom(reterr);
-        free(p->workdir);
-        p->workdir = d;
-    }
-    if ((v = json_object_get(o, "hostname"))) {
-        const char *s;
-        sub(l, loc, "hostname");
-        if ((r = get_string(v, l, &s, reterr)) < 0 || (r = check_hostname(s, l, reterr)) < 0)
-            return r;
-        char *d = strdup(s);
-        if (!d)
-            return oom(reterr);
-        free(p->hostname);
-        p->hostname = d;
-    }
+    if ((r = opt_string(o, loc, "workdir", NULL, &p->workdir, reterr)) < 0 ||
+        (r = opt_string(o, loc, "hostname", check_hostname, &p->hostname, reterr)) < 0)
+        return r;
     return 0;
 }
 
 static int parse_environment(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"set", "allow", NULL};
-    int r = want(o, JSON_OBJECT, "an object", loc, reterr);
-    if (r < 0 || (r = check_keys(o, keys, loc, reterr)) < 0)
+    int r = want_object(o, keys, loc, reterr);
+    if (r < 0)
         return r;
     char l[LOC_MAX], l2[LOC_MAX];
     json_t *v;
     if ((v = json_object_get(o, "set"))) {
         sub(l, loc, "set");
-        if ((r = want(v, JSON_OBJECT, "an object", l, reterr)) < 0 || (r = check_count(json_object_size(v), l, reterr)) < 0)
+        if ((r = want_bounded(v, JSON_OBJECT, l, reterr)) < 0)
             return r;
         VEC_EACH(&p->env_set, struct pol_env, e) { free(e->name); free(e->value); }
         p->env_set.n = 0;
@@ -418,7 +442,7 @@ static int parse_environment(fy_policy *p, const json_t *o, const char *loc, fy_
     }
     if ((v = json_object_get(o, "allow"))) {
         sub(l, loc, "allow");
-        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0 || (r = check_count(json_array_size(v), l, reterr)) < 0)
+        if ((r = want_bounded(v, JSON_ARRAY, l, reterr)) < 0)
             return r;
         free_strings(&p->env_allow);
         size_t i;
@@ -439,51 +463,31 @@ static int parse_environment(fy_policy *p, const json_t *o, const char *loc, fy_
 
 static int parse_network(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"mode", "dns", "destinations", NULL};
-    int r = want(o, JSON_OBJECT, "an object", loc, reterr);
-    if (r < 0 || (r = check_keys(o, keys, loc, reterr)) < 0)
+    int r = want_object(o, keys, loc, reterr);
+    if (r < 0 || (r = OPT_ENUM(o, loc, "mode", net_mode_names, &p->net_mode, reterr)) < 0 ||
+        (r = OPT_ENUM(o, loc, "dns", dns_names, &p->dns, reterr)) < 0)
         return r;
-    char l[LOC_MAX], l2[LOC_MAX], l3[LOC_MAX];
     json_t *v;
-    if ((v = json_object_get(o, "mode"))) {
-        sub(l, loc, "mode");
-        if ((r = GET_ENUM(v, net_mode_names, l, &p->net_mode, reterr)) < 0)
-            return r;
-    }
-    if ((v = json_object_get(o, "dns"))) {
-        sub(l, loc, "dns");
-        if ((r = GET_ENUM(v, dns_names, l, &p->dns, reterr)) < 0)
-            return r;
-    }
     if ((v = json_object_get(o, "destinations"))) {
         static const char *const dkeys[] = {"host", "proto", "ports", NULL};
+        char l[LOC_MAX], l2[LOC_MAX], l3[LOC_MAX];
         sub(l, loc, "destinations");
-        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0 || (r = check_count(json_array_size(v), l, reterr)) < 0)
+        if ((r = want_bounded(v, JSON_ARRAY, l, reterr)) < 0)
             return r;
         VEC_EACH(&p->dests, struct pol_dest, d) free(d->host);
         p->dests.n = 0;
         size_t i;
         json_t *it;
         json_array_foreach(v, i, it) {
-            idx(l2, l, i);
-            if ((r = want(it, JSON_OBJECT, "an object", l2, reterr)) < 0 || (r = check_keys(it, dkeys, l2, reterr)) < 0)
-                return r;
             const char *host;
             uint32_t proto = FY_PROTO_TCP;
             json_t *f;
-            sub(l3, l2, "host");
-            if (!(f = json_object_get(it, "host")))
-                return bad(reterr, l3, "missing");
-            if ((r = get_string(f, l3, &host, reterr)) < 0 || (r = check_destination_host(host, l3, reterr)) < 0)
-                return r;
-            if ((f = json_object_get(it, "proto"))) {
-                sub(l3, l2, "proto");
-                if ((r = GET_ENUM(f, proto_names, l3, &proto, reterr)) < 0)
-                    return r;
-            }
-            sub(l3, l2, "ports");
-            if (!(f = json_object_get(it, "ports")))
-                return bad(reterr, l3, "missing");
-            if ((r = want(f, JSON_ARRAY, "an array [min, max]", l3, reterr)) < 0)
+            idx(l2, l, i);
+            if ((r = want_object(it, dkeys, l2, reterr)) < 0 ||
+                (r = need_string(it, l2, "host", check_destination_host, &host, reterr)) < 0 ||
+                (r = OPT_ENUM(it, l2, "proto", proto_names, &proto, reterr)) < 0 ||
+                (r = need(it, l2, "ports", l3, &f, reterr)) < 0 ||
+                (r = want(f, JSON_ARRAY, "an array [min, max]", l3, reterr)) < 0)
                 return r;
             if (json_array_size(f) != 2 || !json_is_integer(json_array_get(f, 0)) ||
                 !json_is_integer(json_array_get(f, 1)))
@@ -529,25 +533,16 @@ static int parse_resources(fy_policy *p, const json_t *o, const char *loc, fy_er
 
 static int parse_process(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"user", "seccomp", "id_range", NULL};
-    int r = want(o, JSON_OBJECT, "an object", loc, reterr);
-    if (r < 0 || (r = check_keys(o, keys, loc, reterr)) < 0)
+    int r = want_object(o, keys, loc, reterr);
+    if (r < 0 || (r = OPT_ENUM(o, loc, "user", user_names, &p->user, reterr)) < 0 ||
+        (r = OPT_ENUM(o, loc, "seccomp", seccomp_class_names, &p->seccomp_class, reterr)) < 0)
         return r;
-    char l[LOC_MAX], l2[LOC_MAX];
     json_t *v;
-    if ((v = json_object_get(o, "user"))) {
-        sub(l, loc, "user");
-        if ((r = GET_ENUM(v, user_names, l, &p->user, reterr)) < 0)
-            return r;
-    }
-    if ((v = json_object_get(o, "seccomp"))) {
-        sub(l, loc, "seccomp");
-        if ((r = GET_ENUM(v, seccomp_class_names, l, &p->seccomp_class, reterr)) < 0)
-            return r;
-    }
     if ((v = json_object_get(o, "id_range"))) {
         static const char *const ikeys[] = {"first", "count", NULL};
+        char l[LOC_MAX], l2[LOC_MAX];
         sub(l, loc, "id_range");
-        if ((r = want(v, JSON_OBJECT, "an object", l, reterr)) < 0 || (r = check_keys(v, ikeys, l, reterr)) < 0)
+        if ((r = want_object(v, ikeys, l, reterr)) < 0)
             return r;
         const char *names[] = {"first", "count"};
         uint32_t *fields[] = {&p->id_first, &p->id_count};
@@ -569,60 +564,44 @@ static int parse_process(fy_policy *p, const json_t *o, const char *loc, fy_erro
 
 static int parse_devices(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"allowed", "gpu", "usb", NULL};
-    int r = want(o, JSON_OBJECT, "an object", loc, reterr);
-    if (r < 0 || (r = check_keys(o, keys, loc, reterr)) < 0)
+    int r = want_object(o, keys, loc, reterr);
+    if (r < 0)
         return r;
-    char l[LOC_MAX], l2[LOC_MAX], l3[LOC_MAX];
     json_t *v;
     if ((v = json_object_get(o, "allowed"))) {
         static const char *const dkeys[] = {"path", "writable", NULL};
+        char l[LOC_MAX], l2[LOC_MAX];
         sub(l, loc, "allowed");
-        if ((r = want(v, JSON_ARRAY, "an array", l, reterr)) < 0 || (r = check_count(json_array_size(v), l, reterr)) < 0)
+        if ((r = want_bounded(v, JSON_ARRAY, l, reterr)) < 0)
             return r;
         VEC_EACH(&p->devices, struct pol_device, d) free(d->path);
         p->devices.n = 0;
         size_t i;
         json_t *it;
         json_array_foreach(v, i, it) {
-            idx(l2, l, i);
-            if ((r = want(it, JSON_OBJECT, "an object", l2, reterr)) < 0 || (r = check_keys(it, dkeys, l2, reterr)) < 0)
-                return r;
             const char *path;
             bool writable = false;
-            json_t *f;
-            sub(l3, l2, "path");
-            if (!(f = json_object_get(it, "path")))
-                return bad(reterr, l3, "missing");
-            if ((r = get_string(f, l3, &path, reterr)) < 0 || (r = check_device_path(path, l3, reterr)) < 0)
+            idx(l2, l, i);
+            if ((r = want_object(it, dkeys, l2, reterr)) < 0 ||
+                (r = need_string(it, l2, "path", check_device_path, &path, reterr)) < 0 ||
+                (r = opt_bool(it, l2, "writable", &writable, reterr)) < 0)
                 return r;
-            if ((f = json_object_get(it, "writable"))) {
-                sub(l3, l2, "writable");
-                if ((r = get_bool(f, l3, &writable, reterr)) < 0)
-                    return r;
-            }
             struct pol_device *d = vec_push(&p->devices);
             if (!d || !(d->path = strdup(path)))
                 return oom(reterr);
             d->writable = writable;
         }
     }
-    if ((v = json_object_get(o, "gpu"))) {
-        sub(l, loc, "gpu");
-        if ((r = GET_ENUM(v, devices_mode_names, l, &p->gpu, reterr)) < 0)
-            return r;
-    }
-    if ((v = json_object_get(o, "usb"))) {
-        sub(l, loc, "usb");
-        if ((r = GET_ENUM(v, devices_mode_names, l, &p->usb, reterr)) < 0)
-            return r;
-    }
+    if ((r = OPT_ENUM(o, loc, "gpu", devices_mode_names, &p->gpu, reterr)) < 0 ||
+        (r = OPT_ENUM(o, loc, "usb", devices_mode_names, &p->usb, reterr)) < 0)
+        return r;
     return 0;
 }
 
 static int parse_secrets(fy_policy *p, const json_t *v, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"name", "delivery", "target", "file", NULL};
-    int r = want(v, JSON_ARRAY, "an array", loc, reterr);
-    if (r < 0 || (r = check_count(json_array_size(v), loc, reterr)) < 0)
+    int r = want_bounded(v, JSON_ARRAY, loc, reterr);
+    if (r < 0)
         return r;
     VEC_EACH(&p->secrets, struct pol_secret, s) {
         free(s->name);
@@ -635,21 +614,13 @@ static int parse_secrets(fy_policy *p, const json_t *v, const char *loc, fy_erro
     json_t *it;
     json_array_foreach((json_t *)v, i, it) {
         char l[LOC_MAX], l2[LOC_MAX];
-        idx(l, loc, i);
-        if ((r = want(it, JSON_OBJECT, "an object", l, reterr)) < 0 || (r = check_keys(it, keys, l, reterr)) < 0)
-            return r;
         const char *name, *target = NULL, *file = NULL;
         uint32_t delivery = 0;
         json_t *f;
-        sub(l2, l, "name");
-        if (!(f = json_object_get(it, "name")))
-            return bad(reterr, l2, "missing");
-        if ((r = get_string(f, l2, &name, reterr)) < 0)
-            return r;
-        sub(l2, l, "delivery");
-        if (!(f = json_object_get(it, "delivery")))
-            return bad(reterr, l2, "missing");
-        if ((r = GET_ENUM(f, delivery_names, l2, &delivery, reterr)) < 0)
+        idx(l, loc, i);
+        if ((r = want_object(it, keys, l, reterr)) < 0 || (r = need_string(it, l, "name", NULL, &name, reterr)) < 0 ||
+            (r = need(it, l, "delivery", l2, &f, reterr)) < 0 ||
+            (r = GET_ENUM(f, delivery_names, l2, &delivery, reterr)) < 0)
             return r;
         sub(l2, l, "target");
         if ((f = json_object_get(it, "target")) && !json_is_null(f) && (r = get_string(f, l2, &target, reterr)) < 0)
@@ -683,9 +654,7 @@ int policy_from_json(fy_policy *p, const char *json, size_t len, fy_error **rete
         return bad(reterr, "$", "invalid JSON at line %d, column %d: %s", je.line, je.column, je.text);
     static const char *const keys[] = {"version", "profile", "isolation", "filesystem", "environment",
                                        "network", "resources", "process", "devices", "secrets", NULL};
-    int r = want(root, JSON_OBJECT, "an object", "$", reterr);
-    if (r >= 0)
-        r = check_keys(root, keys, "$", reterr);
+    int r = want_object(root, keys, "$", reterr);
     json_t *v;
     if (r >= 0 && (v = json_object_get(root, "version"))) {
         if (!json_is_integer(v))
