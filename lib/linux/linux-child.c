@@ -88,6 +88,14 @@ __attribute__((noreturn)) static void die(int status_fd, uint32_t step, int err)
     __builtin_unreachable();
 }
 
+/* The same for the plan's mount operation number op: the host names its
+ * paths in the result (CM_ERROR's aux is op + 1). */
+__attribute__((noreturn)) static void die_op(int status_fd, uint32_t step, int err, size_t op) {
+    send_msg(status_fd, CM_ERROR, step, err ? err : EIO, (uint32_t)op + 1, 0);
+    syscall(SYS_exit_group, 127);
+    __builtin_unreachable();
+}
+
 /* Tests only (plan->fault_step is 0 otherwise): fail the nth occurrence of
  * a setup step as if the kernel had refused it, to prove that every failure
  * is typed and leaves nothing behind. The counter lives in our own copy. */
@@ -383,7 +391,7 @@ static void build_filesystem(const struct child_args *a, int ws) {
         FAULT(a, pl->ops[i].step);
         int r = do_op(oldroot, pl, &pl->ops[i]);
         if (r < 0)
-            die(sfd, pl->ops[i].step, -r);
+            die_op(sfd, pl->ops[i].step, -r, i);
     }
     write_secrets(a);
     close(oldroot);

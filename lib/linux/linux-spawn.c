@@ -53,6 +53,7 @@ struct lx {
     bool reaped, status_eof, exec_seen, exit_seen, child_error;
     uint32_t err_step;
     int err_errno;
+    uint32_t err_op; /* the failed mount operation + 1, or 0 */
     int wstatus;
     uint32_t landlock_abi;
     uint64_t tasks;             /* CM_TASKS: tasks created in the pid namespace */
@@ -905,6 +906,7 @@ static void read_status(fy_handle *h, struct lx *x) {
                 x->child_error = true;
                 x->err_step = m.step;
                 x->err_errno = m.err;
+                x->err_op = m.aux;
             }
             break;
         case CM_STAGE:
@@ -1078,8 +1080,16 @@ static void finish(fy_handle *h, struct lx *x) {
         r->err_os = x->err_errno;
         r->exit_code = -1;
         r->signal = 0;
+        const struct mount_op *op = x->err_op && x->err_op <= pl->nops ? &pl->ops[x->err_op - 1] : NULL;
         if (x->err_step == FY_STEP_EXEC)
             r->detail = fy_asprintf("cannot execute %s: %s", pl->argv[0], strerror(x->err_errno));
+        else if (op && op->kind == MK_BIND)
+            r->detail = fy_asprintf("%s: %s /%s at %s: %s%s", fy_step_name(x->err_step),
+                                    (op->flags & MF_DEVICE) ? "device" : "host path", op->src, op->dst,
+                                    strerror(x->err_errno),
+                                    x->err_errno == ELOOP ? " (a symbolic link in a workspace path is refused)" : "");
+        else if (op)
+            r->detail = fy_asprintf("%s: %s: %s", fy_step_name(x->err_step), op->dst, strerror(x->err_errno));
         else if (x->err_errno == ELOOP && x->err_step == FY_STEP_MOUNT)
             r->detail = fy_asprintf("mount: a workspace path contains a symbolic link (refused): %s",
                                     strerror(x->err_errno));

@@ -290,6 +290,17 @@ START_TEST(test_symlink_escapes) {
     ck_assert_int_eq(r.outcome, FY_OUTCOME_INFRASTRUCTURE_FAILURE);
     ck_assert_int_eq(fy_result_error_step(r.res), FY_STEP_MOUNT);
     ck_assert_int_eq(fy_result_error_os_code(r.res), ELOOP);
+    /* The detail names the host path and where it was to go. */
+    ck_assert_msg(r.detail && strstr(r.detail, build_link) && strstr(r.detail, "/work/build"), "%s", r.detail);
+    run_free(&r);
+    /* A workspace path that does not exist: named too. */
+    char missing[200];
+    snprintf(missing, sizeof(missing), "%s/no-such-dir", scratch);
+    ck_assert_int_eq(fy_policy_set_build(p, missing, NULL), 0);
+    run_attack(p, "write", "/work/build/x", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_int_eq(fy_result_error_os_code(r.res), ENOENT);
+    ck_assert_msg(r.detail && strstr(r.detail, missing) && strstr(r.detail, "/work/build"), "%s", r.detail);
     run_free(&r);
     fy_policy_free(p);
     free(build);
