@@ -2,10 +2,14 @@
 /* forgeyard: the command-line client of libforgeyard-sandbox. A thin client
  * of the public API: nothing here is impossible for a host program. */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <forgeyard/sandbox.h>
 
@@ -357,6 +361,73 @@ static int run_outcome_status(const fy_result *res) {
     }
 }
 
+/* An operator's ^C (or a SIGTERM/SIGHUP from a supervisor) cancels the
+ * run instead of killing this process: the library then ends the sandbox
+ * and removes everything it made, and the result says CANCELLED. The
+ * handler only writes the signal's number to a pipe the wait loop polls. */
+static int stop_pipe[2] = {-1, -1};
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void on_stop_signal(int sig) {
+    int e = errno;
+    unsigned char c = (unsigned char)sig;
+    ssize_t n = write(stop_pipe[1], &c, 1);
+    (void)n;
+    errno = e;
+}
+
+static int catch_stop_signals(void) {
+    if (pipe(stop_pipe) < 0)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        fcntl(stop_pipe[i], F_SETFD, FD_CLOEXEC);
+        fcntl(stop_pipe[i], F_SETFL, O_NONBLOCK);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++) {
+        /* One ignored on arrival stays ignored (nohup, a shell's
+         * background job): whoever started us asked for that. */
+        struct sigaction old;
+        if (sigaction(stop_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        if (sigaction(stop_signals[i], &sa, NULL) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Drives the handle to its end, cancelling it at the first stop signal and
+ * freeing it (which kills and cleans up at once) at the second. 1 and the
+ * result; 0 when a second signal ended it without one; -1 on an error. */
+static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
+    int stops = 0;
+    for (;;) {
+        int r = fy_handle_process(h, res, err);
+        if (r != 0)
+            return r;
+        uint64_t usec = FY_UNLIMITED;
+        fy_handle_get_timeout_usec(h, &usec);
+        int ms = usec == FY_UNLIMITED ? -1 : (int)(usec > 60000000 ? 60000 : (usec + 999) / 1000);
+        struct pollfd pfd[2] = {{.fd = fy_handle_get_fd(h), .events = POLLIN}, {.fd = stop_pipe[0], .events = POLLIN}};
+        if (poll(pfd, 2, ms) < 0 && errno != EINTR)
+            return -1;
+        unsigned char sig;
+        while (read(stop_pipe[0], &sig, 1) == 1) {
+            if (stops++ == 0) {
+                fprintf(stderr, "%s: run: %s: cancelling the sandbox (again to kill it at once)\n", prog,
+                        strsignal(sig));
+                fy_handle_cancel(h, FY_CANCEL_USER, NULL);
+            } else {
+                return 0;
+            }
+        }
+    }
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL;
     int i = 0;
@@ -504,6 +575,11 @@ static int cmd_run(int argc, char **argv) {
         return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_BAD_INVOCATION;
     }
     fy_handle *h = NULL;
+    if (catch_stop_signals() < 0) {
+        fprintf(stderr, "%s: run: cannot catch signals: %s\n", prog, strerror(errno));
+        fy_prepared_free(pr);
+        return RUN_INFRASTRUCTURE;
+    }
     r = fy_start(pr, &h, &err);
     fy_prepared_free(pr);
     if (r < 0) {
@@ -511,8 +587,12 @@ static int cmd_run(int argc, char **argv) {
         return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_INFRASTRUCTURE;
     }
     fy_result *res = NULL;
-    r = fy_handle_wait(h, FY_UNLIMITED, &res, &err);
-    fy_handle_free(h);
+    r = wait_or_cancel(h, &res, &err);
+    fy_handle_free(h); /* (after a second signal: kills, reaps and cleans up) */
+    if (r == 0) {
+        fprintf(stderr, "%s: run: cancelled: the sandbox was killed\n", prog);
+        return RUN_CANCELLED;
+    }
     if (r < 0) {
         report("run", err, r);
         return RUN_INFRASTRUCTURE;

@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The forgeyard CLI as an operator uses it: exit statuses, a failed mount's
+# message, and ^C (SIGINT), which must cancel the run and leave nothing
+# behind (no process, cgroup or state record), once gracefully and once,
+# at a second signal, at once.  Usage: test-cli.sh FORGEYARD
+set -u
+fy=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+scratch=$(mktemp -d /tmp/fy-cli-XXXXXX) || exit 1
+trap 'rm -rf "$scratch"' EXIT
+mark="fy-cli-$$"   # unique in the workload's shell's command line
+
+# What a CLI run left behind: processes with our mark, cgroups and state
+# records named after the CLI's pid.
+residue() {
+    n=$(pgrep -f "$mark" | wc -l)
+    for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/memory/*/*/; do
+        for c in "$d"forgeyard-"$1"-*; do [ -d "$c" ] && n=$((n + 1)); done
+    done
+    for s in /run/forgeyard-sandbox/forgeyard-"$1"-*.state; do [ -e "$s" ] && n=$((n + 1)); done
+    echo "$n"
+}
+
+# Waits (bounded) until the CLI's sandbox runs the marked shell (the CLI's
+# own command line holds the mark too, after its path).
+wait_running() {
+    i=0
+    while [ "$(pgrep -f "^/bin/sh -c .*$mark" | wc -l)" -eq 0 ]; do
+        i=$((i + 1)); [ $i -gt 300 ] && fail "the sandbox never started"
+        sleep 0.02
+    done
+}
+
+# 1. The workload's own status.
+"$fy" run -- /bin/sh -c 'exit 3'; rc=$?
+[ $rc -eq 3 ] || fail "exit 3 gave $rc"
+
+# 2. A workspace path that does not exist: an infrastructure failure (245)
+# whose message names the path and where it was to go.
+out=$("$fy" run --build "$scratch/missing" -- /bin/true 2>&1); rc=$?
+[ $rc -eq 245 ] || fail "missing build directory gave $rc: $out"
+case $out in *"$scratch/missing at /work/build"*) ;; *) fail "message does not name the path: $out" ;; esac
+
+# 3. ^C: cancelled (241), the tree ended, nothing left. (A background job
+# of this shell would start with SIGINT ignored, which the CLI respects:
+# env gives it the default disposition, as a terminal's foreground job has.)
+env --default-signal=INT "$fy" run -- /bin/sh -c "sleep 30; : $mark" 2>"$scratch/err" &
+cli=$!
+wait_running
+kill -INT $cli
+wait $cli; rc=$?
+[ $rc -eq 241 ] || fail "SIGINT gave $rc: $(cat "$scratch/err")"
+grep -q "cancelled" "$scratch/err" || fail "no cancellation message: $(cat "$scratch/err")"
+[ "$(residue $cli)" -eq 0 ] || fail "SIGINT left $(residue $cli) things behind"
+
+# 4. A workload that ignores SIGTERM: a second ^C kills it at once, well
+# before the policy's grace period (10 s), and cleans up all the same.
+env --default-signal=INT "$fy" run -- /bin/sh -c "trap '' TERM INT HUP; sleep 30; : $mark" 2>"$scratch/err" &
+cli=$!
+wait_running
+start=$(date +%s)
+kill -INT $cli
+sleep 0.3
+kill -INT $cli
+wait $cli; rc=$?
+end=$(date +%s)
+[ $rc -eq 241 ] || fail "two SIGINTs gave $rc: $(cat "$scratch/err")"
+[ $((end - start)) -lt 5 ] || fail "the second SIGINT did not kill at once ($((end - start)) s)"
+[ "$(residue $cli)" -eq 0 ] || fail "two SIGINTs left $(residue $cli) things behind"
+
+# 5. SIGTERM (a supervisor stopping the CLI) cancels the same way.
+"$fy" run -- /bin/sh -c "sleep 30; : $mark" 2>"$scratch/err" &
+cli=$!
+wait_running
+kill -TERM $cli
+wait $cli; rc=$?
+[ $rc -eq 241 ] || fail "SIGTERM gave $rc: $(cat "$scratch/err")"
+[ "$(residue $cli)" -eq 0 ] || fail "SIGTERM left $(residue $cli) things behind"
+echo "cli: ok"
