@@ -508,6 +508,14 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "%s: --network is deny or allow\n", prog);
                 r = -1;
             }
+        } else if (strcmp(o, "--pty") == 0) {
+            if (strcmp(v, "private") != 0 && strcmp(v, "deny") != 0) {
+                fprintf(stderr, "%s: --pty is private or deny\n", prog);
+                r = -1;
+            } else {
+                r = check(fy_policy_set_pty(p, strcmp(v, "private") == 0 ? FY_DEVICES_PRIVATE : FY_DEVICES_DENY, &err),
+                          o, &err);
+            }
         } else if (strcmp(o, "--env") == 0) {
             if (split_eq(v, '=', &left, &right) < 0 && !(strchr(v, '=') && (left = strndup(v, (size_t)(strchr(v, '=') - v))) &&
                                                           (right = strchr(v, '=') + 1))) {

@@ -391,20 +391,28 @@ int fy_policy_add_device(fy_policy *policy, const char *host_path, int writable,
     return 0;
 }
 
+/* A device class's mode: one that name() knows, else FY_E_UNSUPPORTED at loc. */
+static int set_devices_mode(uint32_t *field, uint32_t mode, const char *(*name)(uint32_t), const char *loc,
+                            fy_error **reterr) {
+    if (!name(mode))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, loc, "unknown mode %u", mode);
+    *field = mode;
+    return 0;
+}
+
 int fy_policy_set_gpu(fy_policy *policy, uint32_t devices_mode, fy_error **reterr) {
     CHECK_POLICY(policy);
-    if (!devices_mode_name(devices_mode))
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, "$.devices.gpu", "unknown mode %u", devices_mode);
-    policy->gpu = devices_mode;
-    return 0;
+    return set_devices_mode(&policy->gpu, devices_mode, devices_mode_name, "$.devices.gpu", reterr);
 }
 
 int fy_policy_set_usb(fy_policy *policy, uint32_t devices_mode, fy_error **reterr) {
     CHECK_POLICY(policy);
-    if (!devices_mode_name(devices_mode))
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, "$.devices.usb", "unknown mode %u", devices_mode);
-    policy->usb = devices_mode;
-    return 0;
+    return set_devices_mode(&policy->usb, devices_mode, devices_mode_name, "$.devices.usb", reterr);
+}
+
+int fy_policy_set_pty(fy_policy *policy, uint32_t devices_mode, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    return set_devices_mode(&policy->pty, devices_mode, pty_mode_name, "$.devices.pty", reterr);
 }
 
 /* ---- secrets ---- */

@@ -66,6 +66,9 @@ NAME_FN(delivery_name, delivery_names)
 const char *const devices_mode_names[] = {[FY_DEVICES_DENY] = "deny", [FY_DEVICES_LEASED] = "leased"};
 NAME_FN(devices_mode_name, devices_mode_names)
 
+const char *const pty_mode_names[4] = {[FY_DEVICES_DENY] = "deny", [FY_DEVICES_PRIVATE] = "private"};
+NAME_FN(pty_mode_name, pty_mode_names)
+
 const char *const level_names[FY_LEVEL_CONFIDENTIAL_VM + 1] = {
     [FY_LEVEL_NONE] = "none",           [FY_LEVEL_PROCESS] = "process",
     [FY_LEVEL_NAMESPACE] = "namespace", [FY_LEVEL_CONTAINER] = "container",

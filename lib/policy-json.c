@@ -563,7 +563,7 @@ static int parse_process(fy_policy *p, const json_t *o, const char *loc, fy_erro
 }
 
 static int parse_devices(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
-    static const char *const keys[] = {"allowed", "gpu", "usb", NULL};
+    static const char *const keys[] = {"allowed", "gpu", "pty", "usb", NULL};
     int r = want_object(o, keys, loc, reterr);
     if (r < 0)
         return r;
@@ -593,7 +593,8 @@ static int parse_devices(fy_policy *p, const json_t *o, const char *loc, fy_erro
         }
     }
     if ((r = OPT_ENUM(o, loc, "gpu", devices_mode_names, &p->gpu, reterr)) < 0 ||
-        (r = OPT_ENUM(o, loc, "usb", devices_mode_names, &p->usb, reterr)) < 0)
+        (r = OPT_ENUM(o, loc, "usb", devices_mode_names, &p->usb, reterr)) < 0 ||
+        (r = OPT_ENUM(o, loc, "pty", pty_mode_names, &p->pty, reterr)) < 0)
         return r;
     return 0;
 }
@@ -783,6 +784,7 @@ char *policy_to_json(const fy_policy *p) {
     json_object_set_new(dev, "allowed", allowed);
     json_object_set_new(dev, "gpu", json_string(devices_mode_name(p->gpu)));
     json_object_set_new(dev, "usb", json_string(devices_mode_name(p->usb)));
+    json_object_set_new(dev, "pty", json_string(pty_mode_name(p->pty)));
     json_object_set_new(root, "devices", dev);
 
     json_t *secs = json_array();

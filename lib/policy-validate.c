@@ -639,6 +639,8 @@ static int validate_devices(const fy_policy *p, const json_t *doc, fy_error **re
         return bad(reterr, "$.devices.gpu", "unknown mode");
     if (!devices_mode_name(p->usb))
         return bad(reterr, "$.devices.usb", "unknown mode");
+    if (!pty_mode_name(p->pty))
+        return bad(reterr, "$.devices.pty", "unknown mode");
     if (p->gpu == FY_DEVICES_LEASED && !p->devices.n)
         return bad(reterr, pick(doc, "$.devices.gpu", "$.devices.allowed"), "gpu leased, but no device is leased in devices.allowed");
     if (p->usb == FY_DEVICES_LEASED && !p->devices.n)

@@ -217,7 +217,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     p->seccomp_class = FY_SECCOMP_GENERAL_BUILD;
     p->id_first = 100000;
     p->id_count = 65536;
-    p->gpu = p->usb = FY_DEVICES_DENY;
+    p->gpu = p->usb = p->pty = FY_DEVICES_DENY;
 
     switch (profile) {
     case FY_PROFILE_DEVELOPMENT:

@@ -75,7 +75,7 @@ struct fy_policy {
     uint32_t id_first, id_count;
     /* devices */
     struct vec devices;       /* struct pol_device */
-    uint32_t gpu, usb;
+    uint32_t gpu, usb, pty;
     /* secrets */
     struct vec secrets;       /* struct pol_secret */
 };
@@ -160,6 +160,7 @@ const char *user_name(uint32_t user);
 const char *seccomp_class_name(uint32_t cls);
 const char *delivery_name(uint32_t delivery);
 const char *devices_mode_name(uint32_t mode);
+const char *pty_mode_name(uint32_t mode);    /* "deny", "private" */
 /* The tables themselves, for reverse lookups with name_lookup(). */
 extern const char *const limit_keys[FY_LIMIT_MAX_ + 1];
 extern const char *const control_keys[FY_CONTROL_MAX_ + 1];
@@ -171,6 +172,7 @@ extern const char *const user_names[3];
 extern const char *const seccomp_class_names[3];
 extern const char *const delivery_names[4];
 extern const char *const devices_mode_names[3];
+extern const char *const pty_mode_names[4];
 extern const char *const level_names[FY_LEVEL_CONFIDENTIAL_VM + 1];
 extern const char *const profile_names[FY_PROFILE_HIGH_ASSURANCE + 1];
 #define NAME_LOOKUP(table, name) name_lookup(table, FY_ARRAY_SIZE(table), name)

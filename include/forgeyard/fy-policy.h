@@ -101,6 +101,8 @@
 /* Device classes (GPU, USB) policy. */
 #define FY_DEVICES_DENY    1
 #define FY_DEVICES_LEASED  2  /* only devices leased with fy_policy_add_device */
+#define FY_DEVICES_PRIVATE 3  /* pseudo-terminals (fy_policy_set_pty): an instance of the
+                                 sandbox's own (/dev/pts, /dev/ptmx), never the host's */
 
 FY_BEGIN_DECLS
 
@@ -163,6 +165,8 @@ FY_API int fy_policy_set_id_range(fy_policy *policy, uint32_t first_id, uint32_t
 FY_API int fy_policy_add_device(fy_policy *policy, const char *host_path, int writable, fy_error **reterr);
 FY_API int fy_policy_set_gpu(fy_policy *policy, uint32_t devices_mode, fy_error **reterr);
 FY_API int fy_policy_set_usb(fy_policy *policy, uint32_t devices_mode, fy_error **reterr);
+/* Pseudo-terminals: FY_DEVICES_DENY (the default) or FY_DEVICES_PRIVATE. */
+FY_API int fy_policy_set_pty(fy_policy *policy, uint32_t devices_mode, fy_error **reterr);
 
 /* Secrets. The value is copied into library memory that is wiped when the
  * policy (and everything made from it) is freed; it never appears in JSON,

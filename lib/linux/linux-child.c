@@ -284,6 +284,10 @@ static int do_op(int oldroot, const struct linux_plan *pl, const struct mount_op
         if ((r = mkdir_parent(op->dst)) < 0)
             return r;
         return symlink(op->src, op->dst) < 0 ? -errno : 0;
+    case MK_DEVPTS:
+        if ((r = mkdir_p(op->dst, 0755)) < 0)
+            return r;
+        return mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC, op->data) < 0 ? -errno : 0;
     case MK_TMPFS:
         if ((r = mkdir_p(op->dst, 0755)) < 0)
             return r;

@@ -768,6 +768,12 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
             pl->ll_scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */;
     }
     if (sel->backend == &linux_process_backend) {
+        if (p->pty == FY_DEVICES_PRIVATE) {
+            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_DEV, 0, "$.devices.pty",
+                        "pseudo-terminals of the sandbox's own need a mount namespace, which the process level "
+                        "does not have");
+            goto fail;
+        }
         if (p->net_mode != FY_NET_ALLOW) {
             r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
                         "network mode %s needs a network namespace, which the process level does not have",
@@ -820,6 +826,20 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
     if (!(opt = plan_fmt(pl, "mode=1777,size=%llu", (unsigned long long)p->limit[FY_LIMIT_SHM_SIZE])))
         goto oom;
     add_tmpfs(&b, "/dev/shm", opt, 0);
+    if (p->pty == FY_DEVICES_PRIVATE) {
+        /* Pseudo-terminals of the sandbox's own: a new devpts instance
+         * (never the host's), whose ptmx anyone may open; each terminal
+         * belongs to the process that made it. */
+        struct mount_op *pts = add_op(&b, MK_DEVPTS, 0, "/dev/pts");
+        if (pts) {
+            pts->step = FY_STEP_DEV;
+            if (!(pts->data = plan_str(pl, "newinstance,ptmxmode=0666,mode=0620")))
+                b.oom = true;
+        }
+        add_symlink(&b, "/dev/ptmx", "pts/ptmx");
+        add_rule(&b, "/dev/pts", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                     LANDLOCK_ACCESS_FS_READ_DIR | LL_FS_IOCTL_DEV);
+    }
     VEC_EACH(&p->devices, struct pol_device, d) {
         add_bind(&b, d->path, d->path, MF_DEVICE | MF_FILE | (d->writable ? 0 : MF_READONLY));
         add_rule(&b, d->path, LANDLOCK_ACCESS_FS_READ_FILE | (d->writable ? LANDLOCK_ACCESS_FS_WRITE_FILE : 0) |

@@ -23,6 +23,7 @@ enum mount_kind {
     MK_PROC,       /* mount a new procfs at dst */
     MK_MASK,       /* hide dst in /proc: /dev/null over a file, an empty ro tmpfs over a dir */
     MK_READONLY,   /* bind dst onto itself read-only (recursive) */
+    MK_DEVPTS,     /* mount a new devpts instance at dst (data: its options) */
 };
 
 #define MF_READONLY  (1u << 0)

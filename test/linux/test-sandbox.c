@@ -748,6 +748,31 @@ static void check_etc_extras(fy_policy *p, bool network) {
     run_free(&r);
 }
 
+/* No terminal by default; with pty private, terminals of the sandbox's own
+ * (a new devpts instance: none of the host's is there), usable by the
+ * workload. (TIOCSTI is a violation on any fd: test_foreign_abis_and_tiocsti.) */
+START_TEST(test_private_pty) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c",
+                          "ls /dev/pts; test -e /dev/ptmx && echo HAS_PTMX;"
+                          " script -qc 'tty; echo IN_PTY' /dev/null 2>&1; ls /dev/pts", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(!strstr(r.out, "HAS_PTMX") && !strstr(r.out, "IN_PTY"), "%s", r.out);
+    run_free(&r);
+    ck_assert_int_eq(fy_policy_set_pty(p, FY_DEVICES_PRIVATE, NULL), 0);
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ck_assert_msg(strstr(r.out, "HAS_PTMX") && strstr(r.out, "IN_PTY") && strstr(r.out, "/dev/pts/0"), "%s", r.out);
+    /* Before the workload made one, the instance held only ptmx: the
+     * host's terminals are not in it. */
+    ck_assert_msg(strncmp(r.out, "ptmx\n", 5) == 0, "%s", r.out);
+    run_free(&r);
+    ck_assert_int_eq(fy_policy_set_pty(p, 42, NULL), FY_E_UNSUPPORTED);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_etc_databases_and_trust) {
     fy_policy *p = policy(); /* release: no network, no certificates */
     check_etc_extras(p, false);
@@ -2016,6 +2041,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_layout_and_identity);
     tcase_add_test(tc, test_host_secrets_invisible);
     tcase_add_test(tc, test_etc_databases_and_trust);
+    tcase_add_test(tc, test_private_pty);
     tcase_add_test(tc, test_symlink_escapes);
     tcase_add_test(tc, test_source_read_only);
     tcase_add_test(tc, test_no_residue_between_attempts);

@@ -554,6 +554,8 @@ static const struct neg NEGS_TABLE[] = {
     NEG("unknown seccomp class", J({"process":{"seccomp":"networked-test"}}), J({"process":{"seccomp":"none"}}), "$.process.seccomp"),
     NEG("unknown gpu mode", J({"devices":{"gpu":"deny"}}), J({"devices":{"gpu":"shared"}}), "$.devices.gpu"),
     NEG("unknown usb mode", J({"devices":{"usb":"deny"}}), J({"devices":{"usb":"allow"}}), "$.devices.usb"),
+    NEG("pty leased", J({"devices":{"pty":"private"}}), J({"devices":{"pty":"leased"}}), "$.devices.pty"),
+    NEG("gpu private", J({"devices":{"gpu":"deny"}}), J({"devices":{"gpu":"private"}}), "$.devices.gpu"),
     NEG("unknown secret delivery", J({"secrets":[{"name":"tok","delivery":"file","target":"tok","file":"/etc/fy/tok"}]}), J({"secrets":[{"name":"tok","delivery":"argv","target":"tok","file":"/etc/fy/tok"}]}), "$.secrets[0].delivery"),
 
     /* ---- isolation: cross-field ---- */
@@ -1600,7 +1602,7 @@ static const char *const RES_KEYS[] = { "core", "cpu_millis", "disk", "files", "
                                         "stack", "tmp_size", "wall_time", "work_tmp_size", NULL };
 static const char *const PROC_KEYS[] = { "id_range", "seccomp", "user", NULL };
 static const char *const IDR_KEYS[] = { "count", "first", NULL };
-static const char *const DEV_KEYS[] = { "allowed", "gpu", "usb", NULL };
+static const char *const DEV_KEYS[] = { "allowed", "gpu", "pty", "usb", NULL };
 static const char *const BIND_KEYS[] = { "host", "optional", "target", "writable", NULL };
 static const char *const SOURCE_KEYS[] = { "path", "writable", NULL };
 static const char *const DEST_KEYS[] = { "host", "ports", "proto", NULL };
