@@ -211,7 +211,10 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     p->limit[FY_LIMIT_OUTPUT] = 1 * GiB;
     p->limit[FY_LIMIT_TMP_SIZE] = 1 * GiB;
     p->limit[FY_LIMIT_WORK_TMP_SIZE] = 1 * GiB;
-    p->limit[FY_LIMIT_HOME_SIZE] = 64 * MiB;
+    /* Build tools keep their caches under HOME (Go's build cache, pip, npm,
+     * ccache, Gradle, Bazel's output base): 64 MiB made them fail with
+     * ENOSPC. The memory cgroup bounds what tmpfs pages cost in any case. */
+    p->limit[FY_LIMIT_HOME_SIZE] = 1 * GiB;
     p->limit[FY_LIMIT_SHM_SIZE] = 64 * MiB;
     p->user = FY_USER_SANDBOX;
     p->seccomp_class = FY_SECCOMP_GENERAL_BUILD;
