@@ -42,6 +42,18 @@ out=$("$fy" run --build "$scratch/missing" -- /bin/true 2>&1); rc=$?
 [ $rc -eq 245 ] || fail "missing build directory gave $rc: $out"
 case $out in *"$scratch/missing at /work/build"*) ;; *) fail "message does not name the path: $out" ;; esac
 
+# 2b. As root, a build directory the sandbox's host user cannot write gets
+# a note with the fix before the run; a writable one gets none.
+if [ "$(id -u)" -eq 0 ]; then
+    mkdir -p "$scratch/rootdir" "$scratch/theirs"
+    chown 100001:100001 "$scratch/theirs"
+    out=$("$fy" run --build "$scratch/rootdir" -- /bin/true 2>&1)
+    case $out in *"note: --build $scratch/rootdir is not writable by host user 100001"*"chown 100001:100001"*) ;;
+        *) fail "no note for an unwritable build directory: $out" ;; esac
+    out=$("$fy" run --build "$scratch/theirs" -- /bin/true 2>&1)
+    case $out in *note:*) fail "a note for a writable build directory: $out" ;; esac
+fi
+
 # 3. ^C: cancelled (241), the tree ended, nothing left. (A background job
 # of this shell would start with SIGINT ignored, which the CLI respects:
 # env gives it the default disposition, as a terminal's foreground job has.)
