@@ -42,6 +42,12 @@ out=$("$fy" run --build "$scratch/missing" -- /bin/true 2>&1); rc=$?
 [ $rc -eq 245 ] || fail "missing build directory gave $rc: $out"
 case $out in *"$scratch/missing at /work/build"*) ;; *) fail "message does not name the path: $out" ;; esac
 
+# 2a. --pty private: a terminal of the sandbox's own; none without it.
+out=$("$fy" run --pty private -- /usr/bin/script -qc tty /dev/null 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--pty private gave $rc: $out"
+case $out in */dev/pts/0*) ;; *) fail "no terminal with --pty private: $out" ;; esac
+out=$("$fy" run -- /usr/bin/script -qc tty /dev/null 2>&1) && fail "a terminal without --pty: $out"
+
 # 2b. As root, a build directory the sandbox's host user cannot write gets
 # a note with the fix before the run; a writable one gets none.
 if [ "$(id -u)" -eq 0 ]; then
