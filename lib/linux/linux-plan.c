@@ -561,6 +561,9 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
                                                          ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
                                                                            : "host view, unconfined (no Landlock)")
                                                          : "private: fresh tmpfs root with the declared paths"));
+    json_object_set_new(o, "terminals", json_string(pr->policy->pty == FY_DEVICES_PRIVATE
+                                                        ? "private: a devpts instance of the sandbox's own"
+                                                        : "none"));
     json_t *sc = json_null();
     if (pl->bpf)
         sc = json_pack("{sssiss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
