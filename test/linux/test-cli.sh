@@ -42,6 +42,16 @@ out=$("$fy" run --build "$scratch/missing" -- /bin/true 2>&1); rc=$?
 [ $rc -eq 245 ] || fail "missing build directory gave $rc: $out"
 case $out in *"$scratch/missing at /work/build"*) ;; *) fail "message does not name the path: $out" ;; esac
 
+# 1b. Secrets from files: the command gets them, the result never holds them.
+printf 'S3CRET-%s' "$$" > "$scratch/token"
+out=$("$fy" run --secret-env TOKEN="$scratch/token" --secret-file tok="$scratch/token" --result "$scratch/r.json" \
+      -- /bin/sh -c 'printf "%s|" "$TOKEN"; cat /run/secrets/tok' 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "secrets run gave $rc: $out"
+[ "$out" = "S3CRET-$$|S3CRET-$$" ] || fail "the command did not get its secrets: $out"
+[ -s "$scratch/r.json" ] || fail "no result file"
+grep -q "S3CRET" "$scratch/r.json" && fail "a secret is in the result"
+grep -q '"outcome": "succeeded"' "$scratch/r.json" || fail "result: $(cat "$scratch/r.json")"
+
 # 2a. --pty private: a terminal of the sandbox's own; none without it.
 out=$("$fy" run --pty private -- /usr/bin/script -qc tty /dev/null 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "--pty private gave $rc: $out"
