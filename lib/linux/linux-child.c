@@ -82,18 +82,17 @@ static void send_msg(int fd, uint32_t type, uint32_t step, int err, uint32_t aux
     while (r < 0 && errno == EINTR);
 }
 
-__attribute__((noreturn)) static void die(int status_fd, uint32_t step, int err) {
-    send_msg(status_fd, CM_ERROR, step, err ? err : EIO, 0, 0);
+/* Reports that setup step failed (err) and exits. op: the plan's mount
+ * operation that failed, whose paths the host names in the result
+ * (CM_ERROR's aux is op + 1), or (size_t)-1 for none (aux 0: die()). */
+__attribute__((noreturn)) static void die_op(int status_fd, uint32_t step, int err, size_t op) {
+    send_msg(status_fd, CM_ERROR, step, err ? err : EIO, (uint32_t)(op + 1), 0);
     syscall(SYS_exit_group, 127);
     __builtin_unreachable();
 }
 
-/* The same for the plan's mount operation number op: the host names its
- * paths in the result (CM_ERROR's aux is op + 1). */
-__attribute__((noreturn)) static void die_op(int status_fd, uint32_t step, int err, size_t op) {
-    send_msg(status_fd, CM_ERROR, step, err ? err : EIO, (uint32_t)op + 1, 0);
-    syscall(SYS_exit_group, 127);
-    __builtin_unreachable();
+__attribute__((noreturn)) static void die(int status_fd, uint32_t step, int err) {
+    die_op(status_fd, step, err, (size_t)-1);
 }
 
 /* Tests only (plan->fault_step is 0 otherwise): fail the nth occurrence of

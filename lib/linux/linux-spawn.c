@@ -1090,9 +1090,6 @@ static void finish(fy_handle *h, struct lx *x) {
                                     x->err_errno == ELOOP ? " (a symbolic link in a workspace path is refused)" : "");
         else if (op)
             r->detail = fy_asprintf("%s: %s: %s", fy_step_name(x->err_step), op->dst, strerror(x->err_errno));
-        else if (x->err_errno == ELOOP && x->err_step == FY_STEP_MOUNT)
-            r->detail = fy_asprintf("mount: a workspace path contains a symbolic link (refused): %s",
-                                    strerror(x->err_errno));
         else
             r->detail = fy_asprintf("%s: %s", fy_step_name(x->err_step), strerror(x->err_errno));
     } else if (h->end == END_VIOLATION) {
