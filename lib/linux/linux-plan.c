@@ -288,35 +288,26 @@ static const char *const etc_trust[] = {
     "/etc/pki/ca-trust/extracted", "/etc/ca-certificates/extracted",
 };
 
-/* Both, in the plan (missing ones are left out quietly: they are not the
- * policy's). process: as Landlock rules on the host's own files. */
-static int add_etc_extras(struct builder *b, const fy_policy *p, bool process, fy_error **reterr) {
-    if (!process) {
-        for (size_t i = 0; i < FY_ARRAY_SIZE(etc_public); i++) {
-            char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
-            if (text)
-                add_file(b, etc_public[i], text, 0644);
-            free(text);
-        }
+/* Whether the host has path as a directory, a file or a symlink (*st). */
+static bool host_has(const char *path, struct stat *st) {
+    return lstat(path, st) == 0 && (S_ISDIR(st->st_mode) || S_ISREG(st->st_mode) || S_ISLNK(st->st_mode));
+}
+
+/* Both, in the new root (missing ones are left out quietly: they are not
+ * the policy's). At the process level the host's own files are read, and
+ * compile_process_mode names them in Landlock rules instead. */
+static int add_etc_extras(struct builder *b, const fy_policy *p, fy_error **reterr) {
+    for (size_t i = 0; i < FY_ARRAY_SIZE(etc_public); i++) {
+        char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
+        if (text)
+            add_file(b, etc_public[i], text, 0644);
+        free(text);
     }
-    const char *const *lists[] = {process ? etc_public : NULL, p->net_mode != FY_NET_DENY ? etc_trust : NULL};
-    const size_t lens[] = {FY_ARRAY_SIZE(etc_public), FY_ARRAY_SIZE(etc_trust)};
-    for (size_t l = 0; l < FY_ARRAY_SIZE(lists); l++) {
-        for (size_t i = 0; lists[l] && i < lens[l]; i++) {
-            const char *path = lists[l][i];
-            struct stat st;
-            if (lstat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
-                continue;
-            if (process) {
-                /* (What a rule names is resolved when init applies it, and
-                 * a file keeps only a file's rights of LL_RO.) */
-                add_rule(b, path, S_ISREG(st.st_mode) ? LANDLOCK_ACCESS_FS_READ_FILE : LL_RO);
-                continue;
-            }
-            int r = add_host_path(b, path, NULL, reterr);
-            if (r < 0)
-                return r;
-        }
+    for (size_t i = 0; p->net_mode != FY_NET_DENY && i < FY_ARRAY_SIZE(etc_trust); i++) {
+        struct stat st;
+        int r = host_has(etc_trust[i], &st) ? add_host_path(b, etc_trust[i], NULL, reterr) : 0;
+        if (r < 0)
+            return r;
     }
     return 0;
 }
@@ -616,6 +607,7 @@ const char *linux_plan_describe(const void *plan) {
  * directory on tmpfs (created at start) holds HOME, TMPDIR and secrets. */
 static const char *const process_etc[] = {
     "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/localtime", "/etc/ld.so.cache",
+    "/etc/services", "/etc/protocols", /* (etc_public) */
 };
 static const char *const process_dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
 
@@ -648,7 +640,14 @@ static int compile_process_mode(struct linux_plan *pl, struct builder *b, const 
         add_rule(b, process_etc[i], LANDLOCK_ACCESS_FS_READ_FILE);
     if (p->dns == FY_DNS_HOST)
         add_rule(b, "/etc/resolv.conf", LANDLOCK_ACCESS_FS_READ_FILE);
-    (void)add_etc_extras(b, p, true, NULL); /* (rules only: it cannot fail) */
+    /* CA certificates where the network is not denied (etc_trust; a rule
+     * names what it resolves to when init applies it, and a file keeps
+     * only a file's rights of LL_RO). */
+    for (size_t i = 0; p->net_mode != FY_NET_DENY && i < FY_ARRAY_SIZE(etc_trust); i++) {
+        struct stat st;
+        if (host_has(etc_trust[i], &st))
+            add_rule(b, etc_trust[i], S_ISREG(st.st_mode) ? LANDLOCK_ACCESS_FS_READ_FILE : LL_RO);
+    }
     for (size_t i = 0; i < FY_ARRAY_SIZE(process_dev); i++)
         add_rule(b, process_dev[i], LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LL_FS_TRUNCATE);
     add_rule(b, "/proc", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_WRITE_FILE);
@@ -807,7 +806,7 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
     add_file(&b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
     if (p->dns == FY_DNS_HOST)
         add_bind(&b, "/etc/resolv.conf", "/etc/resolv.conf", MF_READONLY | MF_FILE | MF_OPTIONAL);
-    if ((r = add_etc_extras(&b, p, false, reterr)) < 0 || (r = add_runtime_paths(&b, p, skipped, reterr)) < 0)
+    if ((r = add_etc_extras(&b, p, reterr)) < 0 || (r = add_runtime_paths(&b, p, skipped, reterr)) < 0)
         goto fail;
     add_rule(&b, "/etc", LL_RO);
 

@@ -136,8 +136,6 @@ struct linux_plan {
     size_t nallocs, capallocs;
 };
 
-/* Per-start data for the child: fds and the envp with secrets. Lives in
- * the parent; the child sees its copy-on-write copy. */
 /* The isolation record's "init": forgeyard-init executed (no host memory
  * inside the sandbox), or the fallback, a fork of the host. */
 #define LX_INIT_EXEC "forgeyard-init (executed: no host memory in the sandbox)"
@@ -151,6 +149,8 @@ struct linux_plan {
 /* At most this many fds come with a go-ahead (the v1 cgroups' tasks files). */
 #define LX_GO_MAX_FDS 8
 
+/* Per-start data for the child: fds and the envp with secrets. Lives in
+ * the parent; the child sees its copy-on-write copy. */
 struct child_args {
     const struct linux_plan *plan;
     int sync_fd;                 /* read: the parent's go-ahead after mapping ids */
@@ -212,7 +212,6 @@ pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
  * -1 and errno (the go-aheads, the network namespace's fd). */
 int lx_send_fds(int sock, char byte, const int *fds, size_t n);
 #include "linux-probe-init.h"
-
 
 /* linux-spawn.c: the backend's run operations (see struct fy_backend_ops). */
 int linux_compile(fy_prepared *pr, fy_error **reterr);

@@ -12,10 +12,11 @@
  * It is written complete under a temporary name (O_EXCL), renamed to its
  * own new name, and then only ever appended to, never replaced or
  * rewritten: on a filesystem mounted with discard a replaced or truncated
- * file costs a synchronous discard, and this is paid on every attempt. A reader ignores a last line not yet complete, and the
- * last sandbox line wins. Start times (field 22 of /proc/PID/stat) make pid
- * reuse harmless. gc parses records strictly and only ever touches cgroups
- * named forgeyard-* under /sys/fs/cgroup and scratch directories named
+ * file costs a synchronous discard, and this is paid on every attempt. A
+ * reader ignores a last line not yet complete, and the last sandbox line
+ * wins. Start times (field 22 of /proc/PID/stat) make pid reuse
+ * harmless. gc parses records strictly and only ever touches cgroups named
+ * forgeyard-* under /sys/fs/cgroup and scratch directories named
  * forgeyard-attempt-*. */
 #include <dirent.h>
 #include <errno.h>
