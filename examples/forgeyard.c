@@ -429,36 +429,40 @@ static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
     }
 }
 
-/* Run by root, the command runs as an unprivileged host uid of the
- * policy's id range (forgeyard(1)): a directory it is to write but cannot
- * would only show up as the command's own "Permission denied". Say so
- * first, with the fix. (The uid comes from the policy's canonical JSON.) */
-static void note_unwritable(const fy_policy *p, const char *opt, const char *dir) {
+/* The host uid the command runs as when we are root (forgeyard(1)): an
+ * unprivileged one of the policy's id range, read from its canonical JSON;
+ * -1 when we are not root or it cannot be told. */
+static long sandbox_host_uid(const fy_policy *p) {
     char *json = NULL;
-    struct stat st;
-    if (geteuid() != 0 || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || fy_policy_to_json(p, &json, NULL) < 0)
-        return;
+    if (geteuid() != 0 || fy_policy_to_json(p, &json, NULL) < 0)
+        return -1;
     const char *range = strstr(json, "\"id_range\"");
     const char *first = range ? strstr(range, "\"first\": ") : NULL;
-    if (first) {
-        unsigned long id = strtoul(first + strlen("\"first\": "), NULL, 10);
-        if (!strstr(json, "\"user\": \"fake-root\""))
-            id += 1;
-        bool can = ((unsigned long)st.st_uid == id && (st.st_mode & S_IWUSR)) ||
-                   ((unsigned long)st.st_gid == id && (st.st_mode & S_IWGRP)) || (st.st_mode & S_IWOTH);
-        if (!can)
-            fprintf(stderr,
-                    "%s: note: %s %s is not writable by host user %lu, which the command runs as "
-                    "(chown %lu:%lu it; see forgeyard(1))\n",
-                    prog, opt, dir, id, id, id);
-    }
+    long id = first ? (long)strtoul(first + strlen("\"first\": "), NULL, 10) : -1;
+    if (id >= 0 && !strstr(json, "\"user\": \"fake-root\""))
+        id += 1;
     fy_free(json);
+    return id;
+}
+
+/* A directory the command is to write but cannot would only show up as
+ * its own "Permission denied": say so first, with the fix. */
+static void note_unwritable(long id, const char *opt, const char *dir) {
+    struct stat st;
+    if (id < 0 || !dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return;
+    bool can = ((long)st.st_uid == id && (st.st_mode & S_IWUSR)) || ((long)st.st_gid == id && (st.st_mode & S_IWGRP)) ||
+               (st.st_mode & S_IWOTH);
+    if (!can)
+        fprintf(stderr,
+                "%s: note: %s %s is not writable by host user %ld, which the command runs as "
+                "(chown %ld:%ld it; see forgeyard(1))\n",
+                prog, opt, dir, id, id, id);
 }
 
 static int cmd_run(int argc, char **argv) {
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL;
-    const char *writable_opt[8], *writable_dir[8];
-    size_t nwritable = 0;
+    const char *build_dir = NULL, *output_dir = NULL; /* (as given: for note_unwritable) */
     int i = 0;
     /* First pass: the base (profile or policy file). */
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
@@ -511,13 +515,12 @@ static int cmd_run(int argc, char **argv) {
             result_file = v;
         } else if (strcmp(o, "--source") == 0) {
             r = check(fy_policy_set_source(p, v, 0, &err), o, &err);
-        } else if (strcmp(o, "--build") == 0 || strcmp(o, "--output") == 0) {
-            r = check(strcmp(o, "--build") == 0 ? fy_policy_set_build(p, v, &err) : fy_policy_set_output(p, v, &err), o,
-                      &err);
-            if (r == 0 && nwritable < sizeof(writable_dir) / sizeof(writable_dir[0])) {
-                writable_opt[nwritable] = o;
-                writable_dir[nwritable++] = v;
-            }
+        } else if (strcmp(o, "--build") == 0) {
+            if ((r = check(fy_policy_set_build(p, v, &err), o, &err)) == 0)
+                build_dir = v;
+        } else if (strcmp(o, "--output") == 0) {
+            if ((r = check(fy_policy_set_output(p, v, &err), o, &err)) == 0)
+                output_dir = v;
         } else if (strcmp(o, "--bind") == 0 || strcmp(o, "--bind-ro") == 0) {
             if (split_eq(v, ':', &left, &right) < 0) {
                 fprintf(stderr, "%s: %s expects HOST:PATH\n", prog, o);
@@ -602,8 +605,11 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "%s: run: no command (forgeyard run [OPTIONS] -- COMMAND [ARG...])\n", prog);
         goto bad;
     }
-    for (size_t k = 0; k < nwritable; k++)
-        note_unwritable(p, writable_opt[k], writable_dir[k]);
+    if (build_dir || output_dir) {
+        long uid = sandbox_host_uid(p);
+        note_unwritable(uid, "--build", build_dir);
+        note_unwritable(uid, "--output", output_dir);
+    }
     err = NULL;
     if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err), "stdout", &err) < 0)
         goto bad;
