@@ -911,11 +911,7 @@ START_TEST(test_cancel_from_another_thread) {
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
     const char *argv[] = {"/opt/fy/fy-attack", "ignore-term", NULL};
-    fy_prepared *pr = NULL;
-    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
-    fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
-    fy_prepared_free(pr);
+    fy_handle *h = start_argv(p, argv);
     pthread_t t;
     struct cancel_arg ca = {h};
     pthread_create(&t, NULL, cancel_later, &ca);
