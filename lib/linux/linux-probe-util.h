@@ -53,4 +53,13 @@ bool pu_wait_until(struct pu_proc *p, uint64_t deadline);
  * behind). */
 bool pu_finish(struct pu_proc *p, uint64_t deadline, bool *ret_killed);
 
+/* Runs argv[0] (an absolute path) with argv and envp, stdin from fd_in and
+ * stdout and stderr to fd_out, every other descriptor closed, default signal
+ * dispositions and an empty signal mask. Unlike posix_spawn, the child is
+ * invisible to the host's SIGCHLD disposition (exit signal 0: never reaped
+ * by a host that ignores SIGCHLD, never a call of its handler). Fills *p
+ * (pid and pidfd) and returns 0, or returns a positive errno (an exec
+ * failure included; the child is then already reaped). */
+int pu_spawn(const char *const *argv, char *const *envp, int fd_in, int fd_out, struct pu_proc *p);
+
 #endif

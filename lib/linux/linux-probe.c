@@ -261,7 +261,7 @@ static int child_start(struct child *c, child_fn fn, void *arg, int extra_close_
     pid_t pid = fy_sys_fork_pidfd(&pidfd);
     if (pid < 0 && errno == EINVAL) { /* kernel < 5.2 */
         pidfd = -1;
-        pid = fy_sys_fork();
+        pid = fy_sys_fork_quiet();
     }
     if (pid == 0) {
         close(p[0]);
@@ -534,7 +534,7 @@ static void ns_pid(struct ns_report *rep) {
         NS_FAIL(rep, NT_PID, OP_UNSHARE_PID, errno);
         return;
     }
-    pid_t g = fy_sys_fork();
+    pid_t g = fy_sys_fork_quiet();
     if (g < 0) {
         NS_FAIL(rep, NT_PID, OP_FORK, errno);
         return;
@@ -1261,7 +1261,7 @@ static pid_t fork_waiter(int *ret_wfd) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = fy_sys_fork();
+    pid_t pid = fy_sys_fork_quiet();
     if (pid == 0) {
         char b;
         close(p[1]);
@@ -1319,7 +1319,7 @@ static void probe_pidfd(fy_caps *c) {
     (void)poll(&pfd, 1, CHILD_DEADLINE_MS);
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    int r = waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG);
+    int r = waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | __WALL);
     int e = errno;
     close(wfd);
     if (r < 0 || si.si_pid != pid) {
@@ -1355,7 +1355,7 @@ static pid_t clone3_child(int cgroup_fd, bool hold, int *ret_pidfd, int *ret_wfd
     memset(&args, 0, sizeof args);
     args.flags = CLONE_PIDFD;
     args.pidfd = (uint64_t)(uintptr_t)&pidfd;
-    args.exit_signal = SIGCHLD;
+    args.exit_signal = 0; /* invisible to the host's SIGCHLD disposition */
     size_t size = 64; /* CLONE_ARGS_SIZE_VER0 */
     if (cgroup_fd >= 0) {
         args.flags |= FY_CLONE_INTO_CGROUP;

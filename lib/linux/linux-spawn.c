@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -597,6 +600,55 @@ static int clone_exec_init(const struct child_args *a, const struct fy_clone_arg
 /* The probe (linux-probe.c): executes forgeyard-init in its probe mode the
  * way fy_start does (CLONE_VM | CLONE_VFORK, in a new user namespace when
  * there are user namespaces). 1 and what ran in why, or 0 and why not. */
+/* What the exec-init probe's middle process reports. */
+struct exec_probe_report {
+    pid_t pid;     /* > 0 cloned; 0 no pipe; -1 clone failed */
+    int err;       /* errno of a failed clone or pipe */
+    int started;   /* 0 once forgeyard-init ran, else as spawn_exec_init */
+    int wcode, wstatus;
+    bool via_clone3;
+};
+
+/* The probe's middle process: a quiet child of the host that never executes
+ * anything (the kernel gives every process that executes a program SIGCHLD
+ * as its exit signal, so forgeyard-init runs one level down, as our child,
+ * with SIGCHLD at its default here). Raw system calls and stack only. */
+__attribute__((noreturn)) static void exec_probe_middle(bool userns, int init_fd, int wfd) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    (void)sigaction(SIGCHLD, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+    struct exec_probe_report rep;
+    memset(&rep, 0, sizeof(rep));
+    int pidfd = -1;
+    struct fy_clone_args ca = {
+        .flags = CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND | (userns ? CLONE_NEWUSER : 0),
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = SIGCHLD,
+    };
+    rep.pid = spawn_exec_init(&ca, init_fd, "probe", NULL, 0, &rep.started, &rep.via_clone3);
+    rep.err = errno;
+    if (rep.pid > 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        while (syscall(SYS_waitid, FY_P_PIDFD, pidfd, &si, WEXITED | __WALL, NULL) < 0 && errno == EINTR)
+            ;
+        rep.wcode = si.si_code;
+        rep.wstatus = si.si_status;
+    }
+    (void)syscall(SYS_write, wfd, &rep, sizeof(rep));
+    syscall(SYS_exit_group, 0);
+    __builtin_unreachable();
+}
+
+/* The probe (linux-probe.c): executes forgeyard-init in its probe mode the
+ * way fy_start does (CLONE_VM | CLONE_VFORK, in a new user namespace when
+ * there are user namespaces), from a middle process so that the host's
+ * SIGCHLD disposition and handlers never see it. 1 and what ran in why, or
+ * 0 and why not. */
 int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
     if (!fy_init_blob_len) {
         snprintf(why, whylen, "forgeyard-init is not built for this architecture (x86-64 and aarch64 only)");
@@ -607,38 +659,60 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
         snprintf(why, whylen, "a sealed memfd for forgeyard-init: %s", strerror(-init_fd));
         return 0;
     }
-    int pidfd = -1, started;
-    bool clone3;
-    struct fy_clone_args ca = {
-        .flags = CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND | (userns ? CLONE_NEWUSER : 0),
-        .pidfd = (uint64_t)(uintptr_t)&pidfd,
-        .exit_signal = 0,
-    };
-    pid_t pid = spawn_exec_init(&ca, init_fd, "probe", NULL, 0, &started, &clone3);
-    int ok = 0;
-    if (pid > 0) {
-        siginfo_t si;
-        memset(&si, 0, sizeof(si));
-        while (waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(why, whylen, "pipe2: %s", strerror(errno));
+        close(init_fd);
+        return 0;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int mfd = -1;
+    pid_t mid = fy_sys_fork_pidfd(&mfd);
+    if (mid == 0) {
+        syscall(SYS_close, p[0]);
+        exec_probe_middle(userns, init_fd, p[1]);
+    }
+    int fork_err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(p[1]);
+    close(init_fd);
+    struct exec_probe_report rep;
+    memset(&rep, 0, sizeof(rep));
+    ssize_t n = 0;
+    if (mid > 0) {
+        while ((n = read(p[0], &rep, sizeof(rep))) < 0 && errno == EINTR)
             ;
-        ok = started == 0 && si.si_code == CLD_EXITED && si.si_status == 0;
+        siginfo_t si;
+        while (waitid(FY_P_PIDFD, (id_t)mfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+            ;
+        close(mfd);
+    }
+    close(p[0]);
+    int ok = 0;
+    if (mid < 0) {
+        snprintf(why, whylen, "fork: %s", strerror(fork_err));
+    } else if (n != (ssize_t)sizeof(rep)) {
+        snprintf(why, whylen, "the probe's process died before it reported");
+    } else if (rep.pid > 0) {
+        ok = rep.started == 0 && rep.wcode == CLD_EXITED && rep.wstatus == 0;
         if (ok)
             snprintf(why, whylen, "forgeyard-init (%zu bytes, embedded) executed from a sealed memfd%s%s",
                      (size_t)fy_init_blob_len, userns ? " in a new user namespace" : "",
-                     clone3 ? "" : " (clone: no clone3)");
-        else if (started > 0)
-            snprintf(why, whylen, "executing a sealed memfd: %s", strerror(started));
+                     rep.via_clone3 ? "" : " (clone: no clone3)");
+        else if (rep.started > 0)
+            snprintf(why, whylen, "executing a sealed memfd: %s", strerror(rep.started));
         else
             snprintf(why, whylen, "the child died before forgeyard-init ran (%s %d): an outer seccomp or "
-                     "security policy against execveat?", si.si_code == CLD_EXITED ? "exit" : "signal",
-                     si.si_status);
-        close(pidfd);
-    } else if (pid == 0) {
-        snprintf(why, whylen, "pipe2: %s", strerror(errno));
+                     "security policy against execveat?", rep.wcode == CLD_EXITED ? "exit" : "signal",
+                     rep.wstatus);
+    } else if (rep.pid == 0) {
+        snprintf(why, whylen, "pipe2: %s", strerror(rep.err));
     } else {
-        snprintf(why, whylen, "clone(CLONE_VM|CLONE_VFORK%s): %s", userns ? "|CLONE_NEWUSER" : "", strerror(errno));
+        snprintf(why, whylen, "clone(CLONE_VM|CLONE_VFORK%s): %s", userns ? "|CLONE_NEWUSER" : "",
+                 strerror(rep.err));
     }
-    close(init_fd);
     return ok;
 }
 
@@ -1217,12 +1291,16 @@ int lx_process(fy_handle *h, fy_error **reterr) {
      * (finish reads the final figures, OOM kills included). */
     if (!x->reaped) {
         int rr = reap_pidfd(x, WNOHANG);
-        if (rr == 1) {
+        /* ECHILD: the host reaped our pid 1 (a SIGCHLD set to SIG_IGN has
+         * the kernel do it, a handler may waitpid(-1)): the kernel makes
+         * every process that executes a program, forgeyard-init included,
+         * send SIGCHLD at its exit whatever it was cloned with. Its end is
+         * known all the same (the pidfd is readable); only its rusage is
+         * lost, and the cgroup has the usage. */
+        if (rr == 1 || rr == -ECHILD) {
             x->reaped = true;
             x->t_reaped = fy_now_usec();
             epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
-        } else if (rr == -ECHILD) {
-            x->reaped = true; /* cannot happen unless someone reaped our child */
         }
     }
     uint64_t now = fy_now_usec();

@@ -117,7 +117,8 @@ static inline pid_t fy_sys_clone3(struct fy_clone_args *args, size_t size) {
 /* fork(2) as one raw clone: no atfork handlers run and glibc's fork
  * bookkeeping is skipped, so the child must stick to plain system calls (no
  * malloc, stdio or pthread functions: a lock held by another thread of the
- * parent stays held in the child). */
+ * parent stays held in the child). The child's exit sends SIGCHLD: only for
+ * children of the sandbox's own init, whose signal dispositions are ours. */
 static inline pid_t fy_sys_fork(void) {
 #if defined(__s390__) || defined(__CRIS__)
     return (pid_t)syscall(SYS_clone, 0, SIGCHLD, 0, 0, 0);
@@ -126,15 +127,25 @@ static inline pid_t fy_sys_fork(void) {
 #endif
 }
 
-/* The same with CLONE_PIDFD (Linux >= 5.2): the parent gets a CLOEXEC pidfd
- * in *ret_pidfd atomically, so a host that reaps with waitpid(-1) can never
- * make us signal a recycled pid. The pidfd pointer is the parent_tid argument,
- * the third on every architecture. EINVAL on older kernels. */
+/* The same for a child of the host process: its exit signal is 0, so the
+ * host's SIGCHLD disposition never sees it (a host that sets SIGCHLD to
+ * SIG_IGN would have the kernel reap it before we can, and a host's SIGCHLD
+ * handler would run for a child it does not know). Wait for it with __WALL
+ * (a child without SIGCHLD is a "clone" child to wait4/waitid). */
+static inline pid_t fy_sys_fork_quiet(void) {
+    return (pid_t)syscall(SYS_clone, 0, 0, 0, 0, 0);
+}
+
+/* fy_sys_fork_quiet with CLONE_PIDFD (Linux >= 5.2): the parent gets a
+ * CLOEXEC pidfd in *ret_pidfd atomically, so a host that reaps with
+ * waitpid(-1) can never make us signal a recycled pid. The pidfd pointer is
+ * the parent_tid argument, the third on every architecture. EINVAL on older
+ * kernels. */
 static inline pid_t fy_sys_fork_pidfd(int *ret_pidfd) {
 #if defined(__s390__) || defined(__CRIS__)
-    return (pid_t)syscall(SYS_clone, 0, CLONE_PIDFD | SIGCHLD, ret_pidfd, 0, 0);
+    return (pid_t)syscall(SYS_clone, 0, CLONE_PIDFD, ret_pidfd, 0, 0);
 #else
-    return (pid_t)syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, 0, ret_pidfd, 0, 0);
+    return (pid_t)syscall(SYS_clone, CLONE_PIDFD, 0, ret_pidfd, 0, 0);
 #endif
 }
 

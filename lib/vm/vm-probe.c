@@ -6,7 +6,7 @@
  * child creates a VM, runs `mov al,0x2a; out 0x10,al; hlt` in real mode and
  * then a 32-bit protected mode -> 64-bit long mode switch (the PVH kernel
  * entry path), under a deadline. A hung guest is SIGKILLed and reaped with a
- * bounded wait. QEMU is run (posix_spawn, stdin/stdout/stderr redirected,
+ * bounded wait. QEMU is run (pu_spawn: invisible to the host's SIGCHLD, stdin/stdout/stderr redirected,
  * deadline + SIGKILL) to list its accelerators and machines, and once with
  * -accel tcg and a QMP session on stdio to see TCG really start.
  *
@@ -18,7 +18,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,7 +414,7 @@ static int kvm_check(const struct kvm_args *a, int deadline_ms, char *reason, si
     pid_t pid = fy_sys_fork_pidfd(&pidfd);
     if (pid < 0 && errno == EINVAL) { /* kernel < 5.2 */
         pidfd = -1;
-        pid = fy_sys_fork();
+        pid = fy_sys_fork_quiet();
     }
     if (pid == 0) {
         close(p[0]);
@@ -587,27 +586,9 @@ static void run_capture(const char *const argv[], const char *stdin_data, int de
         close(in);
         return;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_adddup2(&fa, in, 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-#endif
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid = -1;
     uint64_t deadline = pu_deadline_after_ms(deadline_ms);
-    int r = posix_spawn(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
+    struct pu_proc pr;
+    int r = pu_spawn(argv, environ, in, out[1], &pr);
     close(in);
     close(out[1]);
     if (r != 0) {
@@ -615,7 +596,6 @@ static void run_capture(const char *const argv[], const char *stdin_data, int de
         close(out[0]);
         return;
     }
-    struct pu_proc pr = { .pid = pid, .pidfd = fy_sys_pidfd_open(pid, 0) };
     for (;;) {
         struct pollfd pfd = { .fd = out[0], .events = POLLIN };
         int pr_ = poll(&pfd, 1, pu_ms_left(deadline));

@@ -55,7 +55,7 @@ static int count_fds(void) {
 
 static bool no_children_left(void) {
     int st;
-    return waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD;
+    return waitpid(-1, &st, WNOHANG | __WALL) < 0 && errno == ECHILD;
 }
 
 static bool is_root(void) {
