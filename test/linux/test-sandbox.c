@@ -185,7 +185,11 @@ START_TEST(test_runs_and_reports) {
     ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
     ck_assert_ptr_nonnull(strstr(json, "\"general-build\""));
     ck_assert_ptr_nonnull(strstr(json, rootless ? "\"rootless\"" : "\"root\""));
-    ck_assert_ptr_nonnull(strstr(json, "\"landlock_abi\": 7"));
+    /* The Landlock ABI of this kernel, read independently. */
+    long abi = syscall(444 /* landlock_create_ruleset */, NULL, 0, 1u /* VERSION */);
+    char want[48];
+    snprintf(want, sizeof(want), "\"landlock_abi\": %ld", abi > 0 ? abi : 0);
+    ck_assert_msg(strstr(json, want) != NULL, "%s not in %s", want, json);
     fy_free(json);
     run_free(&r);
     const char *ok[] = {"/bin/true", NULL};
@@ -646,9 +650,35 @@ START_TEST(test_quiet_denials) {
 }
 END_TEST
 
+/* Whether this host runs 32-bit system calls at all: the attack program
+ * run directly, outside any sandbox. Where the kernel has no IA-32
+ * emulation (CONFIG_IA32_EMULATION off, ia32_emulation=0), `int $0x80`
+ * faults before any seccomp filter sees it, so there is nothing to prove. */
+static bool host_runs_i386(void) {
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execl(attack, "fy-attack", "i386", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(!(WIFEXITED(st) && WEXITSTATUS(st) == 127), "could not run %s on the host", attack);
+    return WIFEXITED(st);
+}
+
 START_TEST(test_foreign_abis_and_tiocsti) {
     expect_violation("x32", "x32");
-    expect_violation("i386", "i386");
+    if (host_runs_i386())
+        expect_violation("i386", "i386");
+    else
+        fprintf(stderr, "skipped: the i386 ABI probe (int $0x80 faults on this host outside any sandbox: "
+                        "no IA-32 emulation in its kernel)\n");
     expect_violation("tiocsti", "ioctl");
 }
 END_TEST
