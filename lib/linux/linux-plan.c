@@ -316,6 +316,10 @@ static const char *const proc_masked[] = {
     "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
     "/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg", "/proc/config.gz", "/proc/sysrq-trigger",
     "/proc/acpi", "/proc/asound", "/proc/scsi", "/proc/driver",
+    /* The host's disks, swap devices, interrupt counts (a keystroke and
+     * network timing channel) and kernel command line (cloud hosts put
+     * tokens there): none of the workload's business. */
+    "/proc/partitions", "/proc/diskstats", "/proc/swaps", "/proc/interrupts", "/proc/cmdline",
 };
 static const char *const proc_readonly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom"};

@@ -261,6 +261,23 @@ START_TEST(test_host_secrets_invisible) {
     expect_denied("read", "/etc/shadow", "ENOENT");
     expect_denied("read", cred, "ENOENT");
     expect_denied("read", "/root/.ssh/id_rsa", "ENOENT");
+    /* The host's block devices, swap devices, interrupt counts and kernel
+     * command line, as this host shows them, are not in the sandbox's
+     * /proc (each file is read whole: an empty read is the mask). */
+    static const char *const host_revealing[] = {"/proc/partitions", "/proc/diskstats", "/proc/swaps",
+                                                 "/proc/interrupts", "/proc/cmdline"};
+    for (size_t i = 0; i < sizeof(host_revealing) / sizeof(host_revealing[0]); i++) {
+        fy_policy *p = policy();
+        char script[160];
+        snprintf(script, sizeof(script), "wc -c < %s; echo done", host_revealing[i]);
+        const char *argv[] = {"/bin/sh", "-c", script, NULL};
+        struct run r;
+        run_argv(p, argv, &r);
+        ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED && strstr(r.out, "done"), "%s: %s", host_revealing[i], r.out);
+        ck_assert_msg(strncmp(r.out, "0\n", 2) == 0, "%s is readable in the sandbox: %s", host_revealing[i], r.out);
+        run_free(&r);
+        fy_policy_free(p);
+    }
     /* /proc/1/root is the sandbox's own root, not the host's. */
     expect_denied("read", "/proc/1/root/etc/shadow", "EACCES");
     unlink(cred);
