@@ -26,9 +26,19 @@
 #  define FY_END_DECLS
 #endif
 
-/* Defines fy_<type>_freep() for use with __attribute__((cleanup)). */
-#define FY_DEFINE_CLEANUP(type)                                              \
+/* Defines fy_<type>_freep() for use with __attribute__((cleanup)).
+ * It is a static inline function, so the macro exists in C99 and later, in
+ * C++, and in GNU C89 (gcc/clang -std=c89 or -ansi, as __inline__, which is
+ * also where the cleanup attribute exists). A strict C89 compiler without
+ * GNU extensions gets no FY_DEFINE_CLEANUP; the rest of the headers compile
+ * as C89 either way. */
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
+#  define FY_DEFINE_CLEANUP(type)                                            \
     static inline void type##_freep(type **p) { type##_free(*p); *p = NULL; }
+#elif defined(__GNUC__) || defined(__clang__)
+#  define FY_DEFINE_CLEANUP(type)                                            \
+    static __inline__ void type##_freep(type **p) { type##_free(*p); *p = NULL; }
+#endif
 
 /* The value of a limit that is not limited. */
 #define FY_UNLIMITED UINT64_MAX

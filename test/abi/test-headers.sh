@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Compile every public header on its own, as C (c99, c11) and as C++ (c++11,
-# c++17), with -pedantic -Werror -Wall -Wextra: each in a translation unit
-# that includes only that header (twice, to test the include guard).
+# Compile every public header on its own, as C (c89, c99, c11) and as C++
+# (c++98, c++11, c++17), with -pedantic -Werror -Wall -Wextra: each in a
+# translation unit that includes only that header (twice, to test the include
+# guard). sandbox.h's helper macros are expanded in each standard too
+# (FY_DEFINE_CLEANUP defines a static inline function: __inline__ in GNU C89).
 #
 #   CC=... CXX=... test-headers.sh INCLUDE_SRC_DIR HEADER...
 #
@@ -62,7 +64,7 @@ n=0
 for hdr in "$tmp"/forgeyard/*.h; do
     h=$(basename "$hdr")
     for lang in c cxx; do
-        if [ $lang = c ]; then ext=c; stds="c99 c11"; else ext=cc; stds="c++11 c++17"; fi
+        if [ $lang = c ]; then ext=c; stds="c89 c99 c11"; else ext=cc; stds="c++98 c++11 c++17"; fi
         tu="$tmp/tu-$h.$ext"
         {
             echo "#include <forgeyard/$h>"
@@ -82,7 +84,7 @@ done
 
 # The umbrella header with its helper macros actually expanded.
 for lang in c cxx; do
-    if [ $lang = c ]; then ext=c; stds="c99 c11"; else ext=cc; stds="c++11 c++17"; fi
+    if [ $lang = c ]; then ext=c; stds="c89 c99 c11"; else ext=cc; stds="c++98 c++11 c++17"; fi
     tu="$tmp/umbrella.$ext"
     cat > "$tu" <<'TU'
 #include <forgeyard/sandbox.h>
@@ -141,7 +143,7 @@ fi
 
 if [ "$fail" -ne 0 ]; then
     echo "test-headers: FAILED (see above). Public headers must compile on their own," >&2
-    echo "in C99 and C++11, with -pedantic -Werror -Wall -Wextra." >&2
+    echo "in C89, C99 and C++98, C++11, with -pedantic -Werror -Wall -Wextra." >&2
     exit 1
 fi
 echo "test-headers: $n compilations passed"
