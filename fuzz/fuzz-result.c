@@ -147,6 +147,8 @@ static void decode(fy_result *r, char **usage_source, const uint8_t *data, size_
             r->err_os = (int64_t)x;
         else if (key_is(k, kn, "output"))
             r->output_bytes = x;
+        else if (key_is(k, kn, "limit"))
+            r->output_limit = x;
         else if (key_is(k, kn, "truncated"))
             r->truncated = x != 0;
         else if (key_is(k, kn, "known"))
@@ -282,11 +284,12 @@ static void check_record(const fy_result *r, const char *out) {
                                               "stage_usec.filesystem", "stage_usec.exec", "stage_usec.run",
                                               "stage_usec.output", "stage_usec.cleanup"};
     static const char *const usages[] = {NULL, "wall_usec", "cpu_user_usec", "cpu_system_usec",
-                                         "memory_peak_bytes", "io_read_bytes", "io_write_bytes", "processes"};
+                                         "memory_peak_bytes", "io_read_bytes", "io_write_bytes", "processes",
+                                         "stdout_bytes", "stderr_bytes"};
     static const char *const usage_paths[] = {NULL, "usage.wall_usec", "usage.cpu_user_usec",
                                               "usage.cpu_system_usec", "usage.memory_peak_bytes",
                                               "usage.io_read_bytes", "usage.io_write_bytes",
-                                              "usage.processes"};
+                                              "usage.processes", "usage.stdout_bytes", "usage.stderr_bytes"};
     static const char *const lefts[] = {NULL, "processes_left", "mounts_left", "cgroups_left", "files_left"};
     static const char *const left_paths[] = {NULL, "cleanup.processes_left", "cleanup.mounts_left",
                                              "cleanup.cgroups_left", "cleanup.files_left"};
@@ -301,7 +304,7 @@ static void check_record(const fy_result *r, const char *out) {
     free(again);
 
     json_t *v;
-    size_t keys = 18;
+    size_t keys = 19;
     v = json_object_get(doc, "version");
     CHECK(json_is_integer(v) && json_integer_value(v) == 1);
     v = json_object_get(doc, "library");
@@ -344,6 +347,11 @@ static void check_record(const fy_result *r, const char *out) {
     check_count(&e, json_object_get(doc, "output_bytes"), "output_bytes", r->output_bytes);
     v = json_object_get(doc, "output_truncated");
     CHECK(json_is_boolean(v) && json_is_true(v) == r->truncated);
+    v = json_object_get(doc, "output_limit");
+    if (r->output_limit && r->output_limit != FY_UNLIMITED)
+        check_count(&e, v, "output_limit", r->output_limit);
+    else
+        CHECK(json_is_null(v));
 
     v = json_object_get(doc, "isolation");
     CHECK(json_is_object(v));
@@ -352,8 +360,8 @@ static void check_record(const fy_result *r, const char *out) {
     json_decref(want);
 
     json_t *us = json_object_get(doc, "usage");
-    CHECK(json_is_object(us) && json_object_size(us) == 8);
-    for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_PROCESSES; k++) {
+    CHECK(json_is_object(us) && json_object_size(us) == 10);
+    for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_STDERR_BYTES; k++) {
         v = json_object_get(us, usages[k]);
         if (r->usage_known & (1u << k))
             check_count(&e, v, usage_paths[k], r->usage[k]);

@@ -493,6 +493,9 @@ int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int f
     CHECK_POLICY(policy);
     if (stream > FY_STDERR)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown stream %u", stream);
+    if (mode == FY_STDIO_CALLBACK)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL,
+                       "FY_STDIO_CALLBACK is set with fy_policy_set_stdio_callback, which names the callback");
     if (mode < FY_STDIO_NULL || mode > FY_STDIO_FILE)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown stdio mode %u", mode);
     if ((mode == FY_STDIO_FD) != (fd >= 0))
@@ -519,7 +522,22 @@ int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int f
     if (s->fd >= 0)
         close(s->fd);
     free(s->path);
-    *s = (struct pol_stdio){mode, dup, p};
+    *s = (struct pol_stdio){mode, dup, p, NULL, NULL};
+    return 0;
+}
+
+int fy_policy_set_stdio_callback(fy_policy *policy, uint32_t stream, fy_output_fn fn, void *userdata,
+                                 fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (stream != FY_STDOUT && stream != FY_STDERR)
+        return err_set(reterr, stream == FY_STDIN ? FY_E_INVAL : FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL,
+                       stream == FY_STDIN ? "stdin cannot be an output callback" : "unknown stream %u", stream);
+    struct pol_stdio *s = &policy->stdio[stream];
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->path);
+    *s = fn ? (struct pol_stdio){FY_STDIO_CALLBACK, -1, NULL, fn, userdata}
+            : (struct pol_stdio){FY_STDIO_NULL, -1, NULL, NULL, NULL};
     return 0;
 }
 

@@ -21,11 +21,12 @@ struct fy_result {
     uint64_t stage[FY_STAGE_CLEANUP + 1];
     bool truncated;
     uint64_t output_bytes;
+    uint64_t output_limit;  /* FY_LIMIT_OUTPUT of the attempt (FY_UNLIMITED: none) */
     char *isolation_json;   /* JSON object text from the backend */
     char *backend;
     /* usage: bit i of usage_known set when usage[i] (FY_USAGE_*) was measured */
     uint32_t usage_known;
-    uint64_t usage[FY_USAGE_PROCESSES + 1];
+    uint64_t usage[FY_USAGE_STDERR_BYTES + 1];
     const char *usage_source;  /* "cgroup v1", "cgroup v2", "rusage", ... */
     uint64_t left[FY_LEFT_FILES + 1];
     char *cgroup_json;      /* what enforced the limits, from the backend */

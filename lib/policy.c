@@ -420,7 +420,7 @@ fy_policy *policy_dup(const fy_policy *s) {
     p->source = p->build = p->output = p->workdir = p->hostname = NULL;
     p->state_dir = NULL;
     for (int i = 0; i < 3; i++)
-        p->stdio[i] = (struct pol_stdio){s->stdio[i].mode, -1, NULL};
+        p->stdio[i] = (struct pol_stdio){s->stdio[i].mode, -1, NULL, s->stdio[i].fn, s->stdio[i].userdata};
     struct vec *vs[] = {&p->toolchains, &p->binds, &p->runtime_paths, &p->env_set,
                         &p->env_allow, &p->dests, &p->devices, &p->secrets};
     for (size_t i = 0; i < FY_ARRAY_SIZE(vs); i++)

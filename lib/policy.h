@@ -39,6 +39,7 @@ struct pol_stdio {
     uint32_t mode;  /* FY_STDIO_* */
     int fd;         /* FY_STDIO_FD: our duplicate, else -1 */
     char *path;     /* FY_STDIO_FILE */
+    fy_output_fn fn; void *userdata; /* FY_STDIO_CALLBACK */
 };
 
 struct fy_policy {

@@ -93,7 +93,7 @@ int fy_result_output_truncated(const fy_result *r) { return r ? r->truncated : F
 int fy_result_usage(const fy_result *r, uint32_t what, uint64_t *ret_value) {
     if (!r || !ret_value)
         return FY_E_INVAL;
-    if (what < FY_USAGE_WALL_USEC || what > FY_USAGE_PROCESSES)
+    if (what < FY_USAGE_WALL_USEC || what > FY_USAGE_STDERR_BYTES)
         return FY_E_UNSUPPORTED;
     if (!(r->usage_known & (1u << what)))
         return FY_E_NOTFOUND;
@@ -260,13 +260,15 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
         [FY_USAGE_WALL_USEC] = "wall_usec", [FY_USAGE_CPU_USER_USEC] = "cpu_user_usec",
         [FY_USAGE_CPU_SYSTEM_USEC] = "cpu_system_usec", [FY_USAGE_MEMORY_PEAK] = "memory_peak_bytes",
         [FY_USAGE_IO_READ_BYTES] = "io_read_bytes", [FY_USAGE_IO_WRITE_BYTES] = "io_write_bytes",
-        [FY_USAGE_PROCESSES] = "processes",
+        [FY_USAGE_PROCESSES] = "processes", [FY_USAGE_STDOUT_BYTES] = "stdout_bytes",
+        [FY_USAGE_STDERR_BYTES] = "stderr_bytes",
     };
     static const char *const usage_paths[] = {
         [FY_USAGE_WALL_USEC] = "usage.wall_usec", [FY_USAGE_CPU_USER_USEC] = "usage.cpu_user_usec",
         [FY_USAGE_CPU_SYSTEM_USEC] = "usage.cpu_system_usec", [FY_USAGE_MEMORY_PEAK] = "usage.memory_peak_bytes",
         [FY_USAGE_IO_READ_BYTES] = "usage.io_read_bytes", [FY_USAGE_IO_WRITE_BYTES] = "usage.io_write_bytes",
-        [FY_USAGE_PROCESSES] = "usage.processes",
+        [FY_USAGE_PROCESSES] = "usage.processes", [FY_USAGE_STDOUT_BYTES] = "usage.stdout_bytes",
+        [FY_USAGE_STDERR_BYTES] = "usage.stderr_bytes",
     };
     static const char *const left_keys[] = {
         [FY_LEFT_PROCESSES] = "processes_left", [FY_LEFT_MOUNTS] = "mounts_left",
@@ -314,9 +316,12 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
     put(&rd, root, "stage_usec", st);
     put(&rd, root, "output_bytes", count_value(&rd, "output_bytes", r->output_bytes));
     put(&rd, root, "output_truncated", json_boolean(r->truncated));
+    put(&rd, root, "output_limit",
+        r->output_limit && r->output_limit != FY_UNLIMITED ? count_value(&rd, "output_limit", r->output_limit)
+                                                            : json_null());
     put(&rd, root, "isolation", iso ? iso : json_object());
     json_t *us = json_object();
-    for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_PROCESSES; k++)
+    for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_STDERR_BYTES; k++)
         put(&rd, us, usage_keys[k],
             (r->usage_known & (1u << k)) ? count_value(&rd, usage_paths[k], r->usage[k]) : json_null());
     put(&rd, us, "source",

@@ -94,9 +94,13 @@
 
 #define FY_STDIO_NULL  1  /* /dev/null: the default for all three */
 #define FY_STDIO_FD    2  /* a host file descriptor, duplicated by the call */
-#define FY_STDIO_PIPE  3  /* a pipe; the host end is fy_handle_get_stdio_fd() */
+#define FY_STDIO_PIPE  3  /* a pipe; the host end is fy_handle_get_stdio_fd() (stdin's is handed
+                             over to the caller, who closes it to send end-of-file) */
 #define FY_STDIO_FILE  4  /* stdout/stderr: spooled by the library into a new host
                              file (created 0600, must not exist), capped by FY_LIMIT_OUTPUT */
+#define FY_STDIO_CALLBACK 5 /* stdout/stderr: read by the library as fy_handle_process runs and
+                               handed, live, to a callback (fy_policy_set_stdio_callback),
+                               counted and capped by FY_LIMIT_OUTPUT */
 
 /* Device classes (GPU, USB) policy. */
 #define FY_DEVICES_DENY    1
@@ -183,6 +187,18 @@ FY_API int fy_policy_add_secret_file(fy_policy *policy, const char *name, uint32
  * with FY_STDIO_FILE; the other argument must be -1 / NULL. */
 FY_API int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int fd, const char *path,
                                fy_error **reterr);
+
+/* Live output (FY_STDIO_CALLBACK): data and len are a chunk of the
+ * workload's stream (FY_STDOUT or FY_STDERR) as the library read it,
+ * borrowed for the call; a last call with data NULL and len 0 says the
+ * stream ended. Called on the thread in fy_handle_process or
+ * fy_handle_wait, never concurrently for one handle; it may call
+ * fy_handle_cancel, no other function of the same handle. */
+typedef void (*fy_output_fn)(void *userdata, uint32_t stream, const void *data, size_t len);
+/* Connects stdout or stderr to fn (mode FY_STDIO_CALLBACK). fn NULL sets
+ * the stream back to FY_STDIO_NULL. Host plumbing: not in policy files. */
+FY_API int fy_policy_set_stdio_callback(fy_policy *policy, uint32_t stream, fy_output_fn fn, void *userdata,
+                                        fy_error **reterr);
 
 /* Where live sandboxes are recorded so that fy_gc can destroy the orphans
  * of a crashed host program. NULL selects the default

@@ -44,6 +44,9 @@
 #define FY_USAGE_IO_WRITE_BYTES   6
 #define FY_USAGE_PROCESSES        7  /* tasks (processes and threads) created in the
                                         sandbox's pid namespace, the workload included */
+#define FY_USAGE_STDOUT_BYTES     8  /* output the library read and delivered (FY_STDIO_FILE and
+                                        FY_STDIO_CALLBACK streams; not counted otherwise) */
+#define FY_USAGE_STDERR_BYTES     9
 
 /* Cleanup witness (fy_result_cleanup): what was left after the attempt. */
 #define FY_LEFT_PROCESSES  1
@@ -78,7 +81,8 @@ FY_API int fy_result_usage(const fy_result *result, uint32_t what, uint64_t *ret
 /* How many of a kind were left behind after cleanup (all 0 on success of
  * the cleanup; anything else is also reported as a cleanup failure). */
 FY_API int fy_result_cleanup(const fy_result *result, uint32_t what, uint64_t *ret_count);
-/* 1 when captured output hit FY_LIMIT_OUTPUT and was truncated. */
+/* 1 when captured output (FY_STDIO_FILE, FY_STDIO_CALLBACK) hit
+ * FY_LIMIT_OUTPUT and was truncated. */
 FY_API int fy_result_output_truncated(const fy_result *result);
 /* The whole result, including the isolation achieved, as JSON. */
 FY_API int fy_result_to_json(const fy_result *result, char **ret_json, fy_error **reterr);

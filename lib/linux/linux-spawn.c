@@ -45,8 +45,9 @@ struct lx {
     int notify_sock, notify_fd;
     int child_stdio[3];     /* closed in the parent after clone */
     int host_pipe[3];       /* FY_STDIO_PIPE: the host's end */
-    int drain_rd[3];        /* FY_STDIO_FILE: the pipe we drain ... */
-    int spool_fd[3];        /* ... into this file */
+    int drain_rd[3];        /* FY_STDIO_FILE, FY_STDIO_CALLBACK: the pipe we drain ... */
+    int spool_fd[3];        /* ... into this file (FY_STDIO_FILE), or to the callback */
+    uint64_t stream_bytes[3]; /* what was delivered of each drained stream */
     char **envp;            /* plan envp + secret variables (secret strings in sodium memory) */
     unsigned char **secret_env;
     size_t nsecret_env;
@@ -215,6 +216,14 @@ static int setup_stdio(struct lx *x, const fy_prepared *pr, int stdin_secret, fy
                 return sys_err(reterr, FY_STEP_OUTPUT, "pipe");
             x->child_stdio[i] = i == 0 ? fds[0] : fds[1];
             x->host_pipe[i] = i == 0 ? fds[1] : fds[0];
+            break;
+        case FY_STDIO_CALLBACK:
+            if (pipe2(fds, O_CLOEXEC) < 0)
+                return sys_err(reterr, FY_STEP_OUTPUT, "pipe");
+            x->child_stdio[i] = fds[1];
+            x->drain_rd[i] = fds[0];
+            if (set_nonblock(x->drain_rd[i]) < 0 || epoll_watch(x, x->drain_rd[i]) < 0)
+                return sys_err(reterr, FY_STEP_OUTPUT, "output pipe");
             break;
         case FY_STDIO_FILE:
             if (pipe2(fds, O_CLOEXEC) < 0)
@@ -1061,17 +1070,29 @@ static void supervise_seccomp(fy_handle *h, struct lx *x) {
     }
 }
 
+/* The end of a drained stream: closed, and said to a callback. */
+static void end_stream(fy_handle *h, struct lx *x, int i) {
+    epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->drain_rd[i], NULL);
+    close_fd(&x->drain_rd[i]);
+    const struct pol_stdio *s = &h->pr->policy->stdio[i];
+    if (s->mode == FY_STDIO_CALLBACK && s->fn)
+        s->fn(s->userdata, (uint32_t)i, NULL, 0);
+}
+
 static void drain_output(fy_handle *h, struct lx *x, int i) {
     char buf[65536];
-    for (;;) {
+    const struct pol_stdio *s = &h->pr->policy->stdio[i];
+    /* A bounded number of reads per call: a workload that writes as fast
+     * as we read cannot keep the host's loop here (the fd stays readable,
+     * so the next fy_handle_process goes on). */
+    for (int rounds = 0; rounds < 64; rounds++) {
         ssize_t n = read(x->drain_rd[i], buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             return; /* EAGAIN */
         if (n == 0) {
-            epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->drain_rd[i], NULL);
-            close_fd(&x->drain_rd[i]);
+            end_stream(h, x, i);
             return;
         }
         size_t keep = (size_t)n;
@@ -1082,6 +1103,18 @@ static void drain_output(fy_handle *h, struct lx *x, int i) {
                 handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output");
                 hard_kill(x, h->pr->plan);
             }
+        }
+        if (s->mode == FY_STDIO_CALLBACK) {
+            if (keep && s->fn)
+                s->fn(s->userdata, (uint32_t)i, buf, keep);
+            x->output_bytes += keep;
+            x->stream_bytes[i] += keep;
+            if (x->truncated) {
+                /* Nothing more is delivered: the stream ends here. */
+                end_stream(h, x, i);
+                return;
+            }
+            continue;
         }
         size_t off = 0;
         while (off < keep) {
@@ -1096,6 +1129,7 @@ static void drain_output(fy_handle *h, struct lx *x, int i) {
             off += (size_t)w;
         }
         x->output_bytes += keep;
+        x->stream_bytes[i] += keep;
     }
 }
 
@@ -1142,6 +1176,7 @@ static void finish(fy_handle *h, struct lx *x) {
         splice_json(&r->isolation_json, init_key, strlen(LX_INIT_EXEC) + 2, "\"" LX_INIT_FORK "\"");
     r->output_bytes = x->output_bytes;
     r->truncated = x->truncated;
+    r->output_limit = x->output_cap;
     if (x->exit_seen) {
         if (WIFEXITED(x->wstatus))
             r->exit_code = WEXITSTATUS(x->wstatus);
@@ -1217,6 +1252,14 @@ static void finish(fy_handle *h, struct lx *x) {
     /* Usage, from the sandbox's own cgroup where it has one. */
     r->usage[FY_USAGE_WALL_USEC] = (x->t_reaped ? x->t_reaped : t_clean) - h->t_start;
     r->usage_known = 1u << FY_USAGE_WALL_USEC;
+    for (int i = 1; i < 3; i++) {
+        uint32_t mode = h->pr->policy->stdio[i].mode;
+        uint32_t k = i == 1 ? FY_USAGE_STDOUT_BYTES : FY_USAGE_STDERR_BYTES;
+        if (mode == FY_STDIO_FILE || mode == FY_STDIO_CALLBACK) {
+            r->usage[k] = x->stream_bytes[i];
+            r->usage_known |= 1u << k;
+        }
+    }
     if (x->usage.have_cpu) {
         r->usage[FY_USAGE_CPU_USER_USEC] = x->usage.cpu_user_usec;
         r->usage[FY_USAGE_CPU_SYSTEM_USEC] = x->usage.cpu_system_usec;

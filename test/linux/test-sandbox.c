@@ -1056,6 +1056,130 @@ START_TEST(test_pipe_mode_and_event_loop) {
 }
 END_TEST
 
+/* Live output for a runner agent: chunks reach the callback while the
+ * workload still runs, in the handle's own poll loop, counted per stream. */
+struct live {
+    char out[4096], err[4096];
+    size_t nout, nerr;
+    uint64_t total[3];
+    int ends[3];
+    int calls_after_end;
+};
+
+static void live_cb(void *ud, uint32_t stream, const void *data, size_t len) {
+    struct live *l = ud;
+    ck_assert(stream == FY_STDOUT || stream == FY_STDERR);
+    if (l->ends[stream])
+        l->calls_after_end++;
+    if (!data) {
+        ck_assert_uint_eq(len, 0);
+        l->ends[stream]++;
+        return;
+    }
+    char *buf = stream == FY_STDOUT ? l->out : l->err;
+    size_t *n = stream == FY_STDOUT ? &l->nout : &l->nerr;
+    size_t take = len < 4095 - *n ? len : 4095 - *n;
+    memcpy(buf + *n, data, take);
+    *n += take;
+    buf[*n] = '\0';
+    l->total[stream] += len;
+}
+
+START_TEST(test_live_output_callback) {
+    fy_policy *p = policy();
+    struct live l;
+    memset(&l, 0, sizeof(l));
+    ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDOUT, live_cb, &l, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDERR, live_cb, &l, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDIN, live_cb, &l, NULL), FY_E_INVAL);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_CALLBACK, -1, NULL, NULL), FY_E_INVAL);
+    /* The workload waits for a file the test makes only after it saw the
+     * first line: the line can only have come while it ran. */
+    char gate[400];
+    snprintf(gate, sizeof(gate), "%s/gate", scratch); /* /opt/fy/gate inside */
+    unlink(gate);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo first; echo to-stderr >&2; i=0; while [ ! -e /opt/fy/gate ] && [ $i -lt 3000 ]; do "
+                          "sleep 0.01; i=$((i+1)); done; echo second",
+                          NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    ck_assert_int_eq(fy_handle_get_stdio_fd(h, FY_STDOUT), FY_E_STATE);
+    fy_result *res = NULL;
+    bool saw_first_live = false;
+    for (int i = 0; i < 3000 && !res; i++) {
+        struct pollfd pf = {.fd = fy_handle_get_fd(h), .events = POLLIN};
+        poll(&pf, 1, 10);
+        ck_assert_int_ge(fy_handle_process(h, &res, NULL), 0);
+        if (!res && !saw_first_live && strstr(l.out, "first\n")) {
+            saw_first_live = true;
+            ck_assert_ptr_null(strstr(l.out, "second"));
+            int fd = open(gate, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+            ck_assert_int_ge(fd, 0);
+            close(fd);
+        }
+    }
+    ck_assert_msg(saw_first_live, "the first line did not arrive while the workload ran: %s", l.out);
+    ck_assert_ptr_nonnull(res);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    ck_assert_str_eq(l.out, "first\nsecond\n");
+    ck_assert_str_eq(l.err, "to-stderr\n");
+    ck_assert_int_eq(l.ends[FY_STDOUT], 1);
+    ck_assert_int_eq(l.ends[FY_STDERR], 1);
+    ck_assert_int_eq(l.calls_after_end, 0);
+    uint64_t n = 0;
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_STDOUT_BYTES, &n), 0);
+    ck_assert_uint_eq(n, 13);
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_STDERR_BYTES, &n), 0);
+    ck_assert_uint_eq(n, 10);
+    ck_assert_int_eq(fy_result_output_truncated(res), 0);
+    fy_result_free(res);
+    fy_handle_free(h);
+    unlink(gate);
+
+    /* Capped: exactly the cap is delivered, then the stream ends and the
+     * attempt is a resource overrun, reported with its limit. */
+    memset(&l, 0, sizeof(l));
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_OUTPUT, 100000, NULL), 0);
+    const char *flood[] = {"/bin/sh", "-c", "yes 0123456789 | head -c 10000000; echo done", NULL};
+    ck_assert_int_eq(fy_prepare(p, NULL, flood, &pr, NULL), 0);
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    ck_assert_int_eq(fy_handle_wait(h, 60000000, &res, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_RESOURCE_EXCEEDED);
+    ck_assert_str_eq(fy_result_detail(res), "output");
+    ck_assert_int_eq(fy_result_output_truncated(res), 1);
+    ck_assert_uint_eq(l.total[FY_STDOUT] + l.total[FY_STDERR], 100000);
+    ck_assert_int_eq(l.ends[FY_STDOUT], 1);
+    ck_assert_int_eq(l.calls_after_end, 0);
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_STDOUT_BYTES, &n), 0);
+    ck_assert_uint_eq(n, l.total[FY_STDOUT]);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(json, "\"output_limit\": 100000"));
+    ck_assert_ptr_nonnull(strstr(json, "\"stdout_bytes\""));
+    fy_free(json);
+    fy_result_free(res);
+    fy_handle_free(h);
+    /* Streams not drained by the library are not counted. */
+    ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDOUT, NULL, NULL, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDERR, NULL, NULL, NULL), 0);
+    const char *t[] = {"/bin/echo", "not counted", NULL};
+    ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, NULL), 0);
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    ck_assert_int_eq(fy_handle_wait(h, 60000000, &res, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_STDOUT_BYTES, &n), FY_E_NOTFOUND);
+    fy_result_free(res);
+    fy_handle_free(h);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_stdin_pipe_eof) {
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_PIPE, -1, NULL, NULL), 0);
@@ -2111,6 +2235,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_pipe_mode_and_event_loop);
     tcase_add_test(tc, test_no_fd_leak);
     tcase_add_test(tc, test_stdin_pipe_eof);
+    tcase_add_test(tc, test_live_output_callback);
     tcase_add_test(tc, test_violation_beats_timeout);
     tcase_add_test(tc, test_memory_limit_oom);
     tcase_add_test(tc, test_fork_bomb_bounded_by_pids);
