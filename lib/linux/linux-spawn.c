@@ -72,6 +72,7 @@ struct lx {
     bool truncated;
     bool init_forked;           /* pid 1 is the fallback: a fork of the host */
     char *state_path;           /* our record in the state directory */
+    char *state_dir;            /* ... and the directory, swept for orphans when we are freed */
     int state_fd;               /* ... open for appending the sandbox's pid */
     struct cg_run cg;
     uint64_t next_poll;         /* cgroup events are polled while limits apply */
@@ -125,6 +126,7 @@ static void lx_free(struct lx *x) {
     if (!x)
         return;
     free(x->state_path);
+    free(x->state_dir);
     close_fd(&x->state_fd);
     if (x->cg.v2_fd >= 0)
         close(x->cg.v2_fd);
@@ -457,6 +459,8 @@ static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl,
             r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         cgs[i] = planned[i];
     }
+    if (r == 0 && !(x->state_dir = fy_strdup(dir)))
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
     if (r == 0)
         r = state_record(dir, x->cg.name, cgs, ncg, x->attempt_dir, &x->state_path, &x->state_fd, reterr);
     for (size_t i = 0; i < FY_ARRAY_SIZE(planned); i++)
@@ -1411,6 +1415,13 @@ void lx_destroy(fy_handle *h) {
         if (!x->scratch_left)
             forget_state(x);
     }
+    /* A host that never calls fy_gc must not accumulate what crashed
+     * owners left (cgroups, scratch): the records of dead owners in our
+     * state directory are destroyed here, after our result, off the
+     * attempt's own path. Records of live owners are never touched; when
+     * there is nothing to do this is one directory scan. */
+    if (x->state_dir)
+        (void)state_gc(x->state_dir, NULL, NULL);
     lx_free(x);
     h->b = NULL;
 }

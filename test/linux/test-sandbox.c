@@ -1509,15 +1509,15 @@ static int release_host(pid_t host, int go) {
     return before;
 }
 
-START_TEST(test_host_crash_then_gc) {
-    char state[160];
-    snprintf(state, sizeof(state), "%s/state", scratch);
+/* A host program with n live sandboxes (sleep 654321) recorded in state,
+ * killed -9. Returns its pid; *ret_before is the count of its cgroups
+ * before it started any. */
+static pid_t crash_host_with_sandboxes(const char *state, int n, int *ret_before) {
     int ready[2];
     ck_assert_int_eq(pipe(ready), 0);
     int go;
     pid_t host = fork_held(&go);
     if (host == 0) {
-        /* A host program with three live sandboxes, about to be killed -9. */
         close(ready[0]);
         fy_policy *p = policy();
         fy_policy_set_state_dir(p, state, NULL);
@@ -1526,11 +1526,11 @@ START_TEST(test_host_crash_then_gc) {
         if (fy_prepare(p, NULL, argv, &pr, NULL) < 0)
             _exit(1);
         fy_handle *h[3];
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < n; i++)
             if (fy_start(pr, &h[i], NULL) < 0)
                 _exit(1);
-        for (int i = 0; i < 500 && count_procs_with("sleep 654321") < 3; i++) {
-            for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 500 && count_procs_with("sleep 654321") < n; i++) {
+            for (int k = 0; k < n; k++)
                 fy_handle_process(h[k], NULL, NULL);
             usleep(10000);
         }
@@ -1539,19 +1539,27 @@ START_TEST(test_host_crash_then_gc) {
         for (;;)
             pause();
     }
-    int before = release_host(host, go);
+    *ret_before = release_host(host, go);
     close(ready[1]);
     char c;
     ck_assert_int_eq(read(ready[0], &c, 1), 1);
     close(ready[0]);
-    ck_assert_int_eq(count_procs_with("sleep 654321"), 3);
-    ck_assert_int_eq(count_files(state, ".state"), 3);
+    ck_assert_int_eq(count_procs_with("sleep 654321"), n);
+    ck_assert_int_eq(count_files(state, ".state"), n);
     kill(host, SIGKILL);
     waitpid(host, NULL, 0);
     /* The sandboxes end with their owner (their init watches it)... */
     for (int i = 0; i < 300 && count_procs_with("sleep 654321") > 0; i++)
         usleep(10000);
     ck_assert_int_eq(count_procs_with("sleep 654321"), 0);
+    return host;
+}
+
+START_TEST(test_host_crash_then_gc) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state", scratch);
+    int before;
+    pid_t host = crash_host_with_sandboxes(state, 3, &before);
     /* ... and what they leave outside themselves is found and removed. */
     uint64_t destroyed = 0;
     fy_error *e = NULL;
@@ -1563,6 +1571,30 @@ START_TEST(test_host_crash_then_gc) {
     /* A second gc is a no-op. */
     ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
     ck_assert_uint_eq(destroyed, 0);
+}
+END_TEST
+
+/* A host that never runs fy_gc does not accumulate what dead owners left:
+ * the next attempt recorded in the same state directory removes it, after
+ * its own result (when its handle is freed). */
+START_TEST(test_orphans_reaped_by_next_attempt) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-next", scratch);
+    int before;
+    pid_t host = crash_host_with_sandboxes(state, 2, &before);
+    ck_assert_int_eq(count_files(state, ".state"), 2);
+    if (cgroups_here())
+        ck_assert_int_gt(count_cgroups_since(host, 0), before);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_state_dir(p, state, NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
+    run_free(&r);
+    fy_policy_free(p);
+    ck_assert_int_eq(count_files(state, ".state"), 0);
+    ck_assert_int_eq(count_cgroups_since(host, 0), before);
 }
 END_TEST
 
@@ -2246,6 +2278,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
+    tcase_add_test(tc, test_orphans_reaped_by_next_attempt);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
     tcase_add_test(tc, test_state_record_is_appended_not_rewritten);
     tcase_add_test(tc, test_crash_anywhere_in_setup_then_gc);
