@@ -142,7 +142,7 @@ static int get_number(const json_t *v, enum numkind kind, const char *loc, uint6
     size_t nunits = kind == NUM_SIZE ? FY_ARRAY_SIZE(size_units)
                     : kind == NUM_DURATION ? FY_ARRAY_SIZE(time_units) : FY_ARRAY_SIZE(count_units);
     size_t nd = strspn(s, "0123456789");
-    if (nd == 0 || nd > 20)
+    if (nd == 0)
         return bad(reterr, loc, "\"%s\" is not a %s", s,
                    kind == NUM_SIZE ? "size (e.g. 512MiB)" : kind == NUM_DURATION ? "duration (e.g. 30s)" : "count");
     const char *suffix = s + nd;
@@ -150,8 +150,17 @@ static int get_number(const json_t *v, enum numkind kind, const char *loc, uint6
     for (size_t i = 0; i < nunits && !u; i++)
         if (strcmp(units[i].name, suffix) == 0)
             u = &units[i];
-    if (!u)
-        return bad(reterr, loc, "\"%s\": unknown unit \"%s\"", s, suffix);
+    if (!u) {
+        struct strbuf sb;
+        strbuf_init(&sb);
+        for (size_t i = 0; i < nunits; i++)
+            if (units[i].name[0])
+                strbuf_printf(&sb, "%s%s", sb.len ? ", " : "", units[i].name);
+        int r = *suffix ? bad(reterr, loc, "\"%s\": unknown unit \"%s\" (units: %s)", s, suffix, sb.buf ? sb.buf : "")
+                        : bad(reterr, loc, "\"%s\": a unit is needed (%s)", s, sb.buf ? sb.buf : "");
+        strbuf_free(&sb);
+        return r;
+    }
     uint64_t n = 0;
     for (size_t i = 0; i < nd; i++) {
         if (n > (UINT64_MAX - 9) / 10)
