@@ -1,6 +1,7 @@
 /* The policy model: profiles, setters, canonical JSON round trip, copies,
  * all-or-nothing loading, secret hygiene. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,6 +233,73 @@ START_TEST(test_setter_errors_name_paths) {
 }
 END_TEST
 
+/* What the JSON parser refuses, said in our words: the JSON path where it
+ * can be told, line and column, never the parser's own text or flags. */
+START_TEST(test_parse_errors_in_our_words) {
+    /* (DOC: the length includes what follows a NUL byte) */
+#define DOC(s) s, sizeof(s) - 1
+    static const struct {
+        const char *doc;
+        size_t len;
+        const char *loc, *msg;
+    } cases[] = {
+        {DOC("{\"resources\": {\"memory\": 1e400}}"), "$.resources.memory",
+         "number 1e400 is out of range (line 1, column 26)"},
+        {DOC("{\"resources\": {\"memory\": 18446744073709551616}}"), "$.resources.memory",
+         "number 18446744073709551616 is out of range (line 1, column 26)"},
+        {DOC("{\"resources\": {\"disk\": -1e400}}"), "$.resources.disk",
+         "number -1e400 is out of range (line 1, column 24)"},
+        {DOC("{\"network\": {\"destinations\": [{\"host\": \"a.example\",\n  \"ports\": [1, 1e400]}]}}"),
+         "$.network.destinations[0].ports[1]", "number 1e400 is out of range (line 2, column 16)"},
+        {DOC("{\"filesystem\": {\"build\": \"/srv/a\\u0000b\"}}"), "$.filesystem.build",
+         "\\u0000 (NUL) is not allowed in a string (line 1, column 26)"},
+        {DOC("{\"environment\": {\"set\": {\"A\\u0000\": \"1\"}}}"), "$.environment.set",
+         "\\u0000 (NUL) is not allowed in a key (line 1, column 26)"},
+        {DOC("{\"network\": {\"dns\": \"none\",\n \"dns\": \"host\"}}"), "$.network.dns",
+         "this key appears twice in its object (line 2, column 2)"},
+        {DOC("{\"resources\": {\"pids\": 10,}}"), "$.resources",
+         "expected a key in double quotes, found '}' (line 1, column 27)"},
+        {DOC("{\"resources\" {}}"), "$.resources", "expected ':', found '{' (line 1, column 14)"},
+        {DOC("{\"version\": tru}"), "$.version", "expected a value, found 'tru' (line 1, column 13)"},
+        {DOC("{\"version\": 01}"), "$.version", "invalid number '01' (line 1, column 13)"},
+        {DOC("{\"version\": 1"), "$", "expected ',' or '}', found the end of the document (line 1, column 14)"},
+        {DOC("{\"version\": 1} x"), "$", "expected the end of the document, found 'x' (line 1, column 16)"},
+        {DOC("{\"filesystem\": {\"hostname\": \"a\tb\"}}"), "$.filesystem.hostname",
+         "control character U+0009 in a string (write it as \\u0009) (line 1, column 31)"},
+        {DOC("{\"environment\": {\"set\": {\"A\": \"\\ud800\"}}}"), "$.environment.set.A",
+         "\\ud800 in a string is half a surrogate pair (line 1, column 32)"},
+        {DOC("{\"environment\": {\"set\": {\"A\": \"\xff\"}}}"), "$.environment.set.A",
+         "invalid UTF-8 (byte 0xff) (line 1, column 32)"},
+        {DOC("{\"filesystem\": {\"hostname\": \"a\0b\"}}"), "$",
+         "policy document contains a NUL byte (line 1, column 31)"},
+    };
+#undef DOC
+    for (size_t i = 0; i < FY_ARRAY_SIZE(cases); i++) {
+        fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+        fy_error *e = NULL;
+        ck_assert_int_eq(fy_policy_load_json(p, cases[i].doc, cases[i].len, &e), FY_E_POLICY);
+        ck_assert_int_eq(fy_error_step(e), FY_STEP_POLICY);
+        ck_assert_msg(strcmp(fy_error_location(e), cases[i].loc) == 0 && strcmp(fy_error_message(e), cases[i].msg) == 0,
+                      "%s: got %s: %s", cases[i].doc, fy_error_location(e), fy_error_message(e));
+        fy_error_free(e);
+        fy_policy_free(p);
+    }
+    /* Nested too deeply to keep the path: "$", with line and column. */
+    char deep[3000];
+    size_t n = (size_t)snprintf(deep, sizeof(deep), "{\"version\": ");
+    memset(deep + n, '[', sizeof(deep) - n - 1);
+    deep[sizeof(deep) - 1] = '\0';
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_load_json(p, deep, strlen(deep), &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$");
+    ck_assert_msg(strncmp(fy_error_message(e), "nested too deeply (line 1, column ", 34) == 0, "%s",
+                  fy_error_message(e));
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("model");
@@ -242,6 +310,7 @@ int main(void) {
     tcase_add_test(tc, test_replace_semantics);
     tcase_add_test(tc, test_inline_secret_never_serialised);
     tcase_add_test(tc, test_setter_errors_name_paths);
+    tcase_add_test(tc, test_parse_errors_in_our_words);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
