@@ -2,6 +2,7 @@
 /* Public entry points: fy_prepare and the prepared plan. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -105,23 +106,26 @@ static int resolve_env(fy_prepared *pr, fy_error **reterr) {
 
 #define SECRET_MAX (1u << 20)
 
-static int read_secret_file(struct prep_secret *ps, fy_error **reterr) {
+/* Errors name the secret's "file" in the policy: $.secrets[i].file. */
+static int read_secret_file(struct prep_secret *ps, size_t i, fy_error **reterr) {
     const struct pol_secret *s = ps->decl;
+    char loc[48];
+    snprintf(loc, sizeof(loc), "$.secrets[%zu].file", i);
     int fd = open(s->host_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
     if (fd < 0) {
         int e = errno;
-        return err_set(reterr, err_from_errno(e), FY_STEP_SECRET, e, NULL, "secret %s: cannot open %s: %s", s->name,
+        return err_set(reterr, err_from_errno(e), FY_STEP_SECRET, e, loc, "secret %s: cannot open %s: %s", s->name,
                        s->host_path, strerror(e));
     }
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL, "secret %s: %s is not a regular file", s->name,
+        return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, loc, "secret %s: %s is not a regular file", s->name,
                        s->host_path);
     }
     if (st.st_size > SECRET_MAX) {
         close(fd);
-        return err_set(reterr, FY_E_RANGE, FY_STEP_SECRET, 0, NULL, "secret %s: %s is larger than %u bytes", s->name,
+        return err_set(reterr, FY_E_RANGE, FY_STEP_SECRET, 0, loc, "secret %s: %s is larger than %u bytes", s->name,
                        s->host_path, SECRET_MAX);
     }
     ps->value = secret_alloc(NULL, (size_t)st.st_size + 1);
@@ -137,7 +141,7 @@ static int read_secret_file(struct prep_secret *ps, fy_error **reterr) {
         if (n < 0) {
             int e = errno;
             close(fd);
-            return err_set(reterr, FY_E_IO, FY_STEP_SECRET, e, NULL, "secret %s: reading %s: %s", s->name,
+            return err_set(reterr, FY_E_IO, FY_STEP_SECRET, e, loc, "secret %s: reading %s: %s", s->name,
                            s->host_path, strerror(e));
         }
         if (n == 0)
@@ -145,7 +149,7 @@ static int read_secret_file(struct prep_secret *ps, fy_error **reterr) {
         len += (size_t)n;
         if (len > (size_t)st.st_size) {
             close(fd);
-            return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL, "secret %s: %s grew while being read",
+            return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, loc, "secret %s: %s grew while being read",
                            s->name, s->host_path);
         }
     }
@@ -166,7 +170,7 @@ static int load_secrets(fy_prepared *pr, fy_error **reterr) {
         ps->decl = vec_at(v, i);
         pr->nsecrets = i + 1;
         if (ps->decl->host_path) {
-            int r = read_secret_file(ps, reterr);
+            int r = read_secret_file(ps, i, reterr);
             if (r < 0)
                 return r;
         } else {

@@ -1,10 +1,12 @@
 /* The policy model: profiles, setters, canonical JSON round trip, copies,
  * all-or-nothing loading, secret hygiene. */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "policy.h"
 
 static fy_policy *policy(uint32_t profile) {
@@ -300,6 +302,39 @@ START_TEST(test_parse_errors_in_our_words) {
 }
 END_TEST
 
+/* A backend that can do anything, for fy_prepare without a host. */
+static bool any_usable(const fy_caps *c, struct strbuf *why) { return true; }
+static bool any_enforce(const fy_caps *c, uint32_t control, const char **why) { return true; }
+static const struct fy_backend_ops any_backend = {FY_BACKEND_OPS_VERSION, "test-any", FY_LEVEL_VIRTUAL_MACHINE, 1,
+                                                  any_usable, any_enforce};
+static const struct fy_backend_ops *const any_table[] = {&any_backend};
+
+static int prepare_any(const fy_policy *p, fy_error **e) {
+    fy_caps *c = caps_new();
+    fy_prepared *pr = NULL;
+    const char *const argv[] = {"/bin/true", NULL};
+    int r = prepare_with_table(any_table, 1, p, c, argv, &pr, e);
+    fy_prepared_free(pr);
+    fy_caps_free(c);
+    return r;
+}
+
+/* A secret file that cannot be read names the secret's "file" key. */
+START_TEST(test_secret_file_error_names_path) {
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_add_secret(p, "a", FY_SECRET_ENV, "A", "v", 1, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret_file(p, "b", FY_SECRET_ENV, "B", "/nonexistent/forgeyard/b", NULL), 0);
+    ck_assert_int_eq(prepare_any(p, &e), FY_E_NOTFOUND);
+    ck_assert_int_eq(fy_error_step(e), FY_STEP_SECRET);
+    ck_assert_int_eq(fy_error_os_code(e), ENOENT);
+    ck_assert_str_eq(fy_error_location(e), "$.secrets[1].file");
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "/nonexistent/forgeyard/b"));
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("model");
@@ -311,6 +346,7 @@ int main(void) {
     tcase_add_test(tc, test_inline_secret_never_serialised);
     tcase_add_test(tc, test_setter_errors_name_paths);
     tcase_add_test(tc, test_parse_errors_in_our_words);
+    tcase_add_test(tc, test_secret_file_error_names_path);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
