@@ -182,6 +182,27 @@ static int load_secrets(fy_prepared *pr, fy_error **reterr) {
     return 0;
 }
 
+/* Source, build and output are directories. One that is there as anything
+ * else (a file, a FIFO, a device) is refused here, early and by its policy
+ * path; a missing one is left to the start, which opens each without
+ * following symlinks and fails with the step and the path named. */
+static int check_workspace_dirs(const fy_policy *p, fy_error **reterr) {
+    const struct { const char *path, *loc; } dirs[] = {
+        {p->source, "$.filesystem.source.path"}, {p->build, "$.filesystem.build"}, {p->output, "$.filesystem.output"},
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(dirs); i++) {
+        struct stat st;
+        if (!dirs[i].path || stat(dirs[i].path, &st) < 0 || S_ISDIR(st.st_mode))
+            continue;
+        const char *kind = S_ISREG(st.st_mode) ? "a regular file" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISSOCK(st.st_mode) ? "a socket" : S_ISCHR(st.st_mode) ? "a character device"
+                           : S_ISBLK(st.st_mode) ? "a block device" : "something else";
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, ENOTDIR, dirs[i].loc, "%s is %s, not a directory",
+                       dirs[i].path, kind);
+    }
+    return 0;
+}
+
 int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
                        const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr) {
     if (!policy || !ret)
@@ -192,6 +213,8 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     const struct obs *obs = &policy->obs;
     obs_span(obs, "sandbox.prepare", FY_SPAN_BEGIN, t0, NULL);
     int r = policy_validate(policy, reterr);
+    if (r >= 0)
+        r = check_workspace_dirs(policy, reterr);
     if (r < 0) {
         obs_span(obs, "sandbox.prepare", FY_SPAN_END, fy_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
         return r;

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "policy.h"
@@ -319,6 +321,50 @@ static int prepare_any(const fy_policy *p, fy_error **e) {
     return r;
 }
 
+/* Source, build and output must be directories: one that is a file or a
+ * FIFO is refused at prepare, by its policy path; a missing one is left to
+ * the start (which names it with the mount step). */
+START_TEST(test_workspace_must_be_directories) {
+    char dir[] = "/tmp/fy-policy-XXXXXX", fifo[64], file[64], missing[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    snprintf(file, sizeof(file), "%s/file", dir);
+    snprintf(missing, sizeof(missing), "%s/missing", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_source(p, dir, 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, missing, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_output(p, dir, NULL), 0);
+    ck_assert_msg(prepare_any(p, &e) == 0, "%s", fy_error_message(e));
+    ck_assert_int_eq(fy_policy_set_build(p, fifo, NULL), 0);
+    ck_assert_int_eq(prepare_any(p, &e), FY_E_POLICY);
+    ck_assert_int_eq(fy_error_step(e), FY_STEP_PREPARE);
+    ck_assert_int_eq(fy_error_os_code(e), ENOTDIR);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.build");
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "is a FIFO, not a directory"));
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_set_build(p, NULL, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_source(p, file, 0, NULL), 0);
+    ck_assert_int_eq(prepare_any(p, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.source.path");
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "is a regular file, not a directory"));
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_set_source(p, NULL, 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_output(p, fifo, NULL), 0);
+    ck_assert_int_eq(prepare_any(p, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.output");
+    fy_error_free(e);
+    fy_policy_free(p);
+    unlink(fifo);
+    unlink(file);
+    rmdir(dir);
+}
+END_TEST
+
 /* A secret file that cannot be read names the secret's "file" key. */
 START_TEST(test_secret_file_error_names_path) {
     fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
@@ -346,6 +392,7 @@ int main(void) {
     tcase_add_test(tc, test_inline_secret_never_serialised);
     tcase_add_test(tc, test_setter_errors_name_paths);
     tcase_add_test(tc, test_parse_errors_in_our_words);
+    tcase_add_test(tc, test_workspace_must_be_directories);
     tcase_add_test(tc, test_secret_file_error_names_path);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
