@@ -33,6 +33,23 @@
 
 static const char *prog = "forgeyard";
 
+/* Which of fds 0, 1 and 2 were closed when we started (now /dev/null). */
+static bool std_closed[3];
+
+/* A closed standard stream (`forgeyard run ... >&-`) becomes /dev/null
+ * before anything else is opened: no file of ours (a policy file, a pipe)
+ * then takes fd 0, 1 or 2, and the command gets a stdout and a stderr. */
+static void fill_std_fds(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int n = open("/dev/null", O_RDWR | O_NOCTTY); /* (the lowest free fd: this one) */
+        if (n < 0)
+            return;
+        std_closed[fd] = true;
+    }
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: %s COMMAND [ARGS]\n"
@@ -75,6 +92,13 @@ static char *read_file(const char *path, size_t *ret_len) {
         fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
         return NULL;
     }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "%s: %s: is a directory, not a policy file\n", prog, path);
+        if (f != stdin)
+            fclose(f);
+        return NULL;
+    }
     size_t cap = (8u << 20) + 2, len = 0;
     char *buf = malloc(cap);
     if (buf) {
@@ -82,7 +106,7 @@ static char *read_file(const char *path, size_t *ret_len) {
         while (len < cap && (n = fread(buf + len, 1, cap - len, f)) > 0)
             len += n;
         if (ferror(f)) {
-            fprintf(stderr, "%s: %s: read error\n", prog, path);
+            fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
             free(buf);
             buf = NULL;
         }
@@ -228,6 +252,16 @@ static int cmd_doctor(void) {
     return ci >= FY_LEVEL_NAMESPACE ? EXIT_OK : EXIT_FAIL;
 }
 
+/* `forgeyard policy` with a missing or extra argument: its own usage. */
+static int policy_usage(const char *sub) {
+    if (strcmp(sub, "show") != 0)
+        fprintf(stderr, "usage: %s policy check FILE\n", prog);
+    if (strcmp(sub, "check") != 0)
+        fprintf(stderr, "usage: %s policy show FILE|--profile NAME\n", prog);
+    fprintf(stderr, "(FILE is a policy file, or - for the standard input; see forgeyard-policy(5))\n");
+    return EXIT_USAGE;
+}
+
 static int cmd_policy_check(const char *path) {
     fy_policy *p = NULL;
     int rc = load_policy(path, &p);
@@ -281,8 +315,7 @@ static int cmd_policy_show(int argc, char **argv) {
         if (rc != EXIT_OK)
             return rc;
     } else {
-        usage(stderr);
-        return EXIT_USAGE;
+        return policy_usage("show");
     }
     char *json = NULL;
     int r = fy_policy_to_json(p, &json, &err);
@@ -319,7 +352,7 @@ static int apply_json(fy_policy *p, const char *opt, const char *fmt, const char
     int r = fy_policy_load_json(p, json, strlen(json), &err);
     free(json);
     if (r < 0) {
-        fprintf(stderr, "%s: %s %s: %s\n", prog, opt, value, fy_error_message(err));
+        fprintf(stderr, "%s: %s %s: %s\n", prog, opt, *value ? value : "''", fy_error_message(err));
         fy_error_free(err);
         return -1;
     }
@@ -337,6 +370,42 @@ static int check(int r, const char *opt, fy_error **errp) {
             fy_error_location(err) ? ": " : "", fy_error_message(err));
     fy_error_free(err);
     return -1;
+}
+
+/* --source, --build, --output: a directory. One that is there as anything
+ * else (a file, a FIFO) is refused here; a missing one is left to the run,
+ * which names it and where it was to go. */
+static int want_directory(const char *opt, const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "%s: %s %s: not a directory (source, build and output are directories)\n", prog, opt, path);
+        return -1;
+    }
+    return 0;
+}
+
+/* An option's value the CLI refuses itself. */
+static int bad_value(const char *opt, const char *value, const char *why) {
+    fprintf(stderr, "%s: %s %s: %s\n", prog, opt, *value ? value : "''", why);
+    return -1;
+}
+
+/* --cpus: plain decimal (digits, at most one '.'; no sign, exponent, hex,
+ * inf or nan), above 0 and at most 1024, in thousandths rounded to the
+ * nearest; -1 when it is not that. */
+static long cpus_millis(const char *v) {
+    size_t ni = strspn(v, "0123456789"), nf = 0;
+    const char *f = v + ni;
+    if (*f == '.')
+        nf = strspn(++f, "0123456789");
+    if (ni + nf == 0 || f[nf] != '\0' || ni > 4)
+        return -1;
+    long m = ni ? strtol(v, NULL, 10) * 1000 : 0;
+    for (size_t k = 0; k < 3 && k < nf; k++)
+        m += (f[k] - '0') * (k == 0 ? 100 : k == 1 ? 10 : 1);
+    if (nf > 3 && f[3] >= '5')
+        m++;
+    return m >= 1 && m <= 1024000 ? m : -1;
 }
 
 static int split_eq(const char *arg, char sep, char **left, const char **right) {
@@ -514,12 +583,13 @@ static int cmd_run(int argc, char **argv) {
         } else if (strcmp(o, "--result") == 0) {
             result_file = v;
         } else if (strcmp(o, "--source") == 0) {
-            r = check(fy_policy_set_source(p, v, 0, &err), o, &err);
+            if ((r = want_directory(o, v)) == 0)
+                r = check(fy_policy_set_source(p, v, 0, &err), o, &err);
         } else if (strcmp(o, "--build") == 0) {
-            if ((r = check(fy_policy_set_build(p, v, &err), o, &err)) == 0)
+            if ((r = want_directory(o, v)) == 0 && (r = check(fy_policy_set_build(p, v, &err), o, &err)) == 0)
                 build_dir = v;
         } else if (strcmp(o, "--output") == 0) {
-            if ((r = check(fy_policy_set_output(p, v, &err), o, &err)) == 0)
+            if ((r = want_directory(o, v)) == 0 && (r = check(fy_policy_set_output(p, v, &err), o, &err)) == 0)
                 output_dir = v;
         } else if (strcmp(o, "--bind") == 0 || strcmp(o, "--bind-ro") == 0) {
             if (split_eq(v, ':', &left, &right) < 0) {
@@ -569,29 +639,35 @@ static int cmd_run(int argc, char **argv) {
                           o, &err);
             }
         } else if (strcmp(o, "--timeout") == 0) {
-            r = apply_json(p, o, "{\"resources\": {\"wall_time\": \"%s\"}}", v);
+            if (!*v)
+                r = bad_value(o, v, "expects a duration (e.g. 30s, 10m, 1h)");
+            else if (strspn(v, "0123456789") == strlen(v))
+                r = bad_value(o, v, "a unit is needed (e.g. 5s, 10m, 1h; us, ms, s, m, h or d)");
+            else
+                r = apply_json(p, o, "{\"resources\": {\"wall_time\": \"%s\"}}", v);
         } else if (strcmp(o, "--memory") == 0) {
             r = apply_json(p, o, "{\"resources\": {\"memory\": \"%s\"}, \"isolation\": {\"controls\": "
                                  "{\"memory-limit\": \"require\"}}}", v);
         } else if (strcmp(o, "--pids") == 0) {
-            if (strspn(v, "0123456789") != strlen(v) || !*v || strlen(v) > 12) {
-                fprintf(stderr, "%s: --pids expects a number\n", prog);
-                r = -1;
+            char n[24];
+            if (!*v || strspn(v, "0123456789") != strlen(v)) {
+                r = bad_value(o, v, "expects a whole number of processes (e.g. 512)");
+            } else if (strlen(v) > 12) {
+                r = bad_value(o, v, "too large");
             } else {
+                snprintf(n, sizeof(n), "%llu", strtoull(v, NULL, 10)); /* (JSON has no leading zeros) */
                 r = apply_json(p, o, "{\"resources\": {\"pids\": %s}, \"isolation\": {\"controls\": "
-                                     "{\"pids-limit\": \"require\"}}}", v);
+                                     "{\"pids-limit\": \"require\"}}}", n);
             }
         } else if (strcmp(o, "--cpus") == 0) {
-            char *end = NULL;
-            double cpus = strtod(v, &end);
-            if (!end || *end || cpus <= 0 || cpus > 1024) {
-                fprintf(stderr, "%s: --cpus expects a number of CPUs (e.g. 1.5)\n", prog);
-                r = -1;
+            long millis = cpus_millis(v);
+            char n[24];
+            if (millis < 0) {
+                r = bad_value(o, v, "expects a decimal number of CPUs above 0 and at most 1024 (e.g. 1.5)");
             } else {
-                char millis[32];
-                snprintf(millis, sizeof(millis), "%.0f", cpus * 1000);
+                snprintf(n, sizeof(n), "%ld", millis);
                 r = apply_json(p, o, "{\"resources\": {\"cpu_millis\": %s}, \"isolation\": {\"controls\": "
-                                     "{\"cpu-limit\": \"require\"}}}", millis);
+                                     "{\"cpu-limit\": \"require\"}}}", n);
             }
         } else {
             fprintf(stderr, "%s: unknown option %s\n", prog, o);
@@ -610,6 +686,8 @@ static int cmd_run(int argc, char **argv) {
         note_unwritable(uid, "--build", build_dir);
         note_unwritable(uid, "--output", output_dir);
     }
+    if (std_closed[1] && !std_closed[2])
+        fprintf(stderr, "%s: note: stdout is closed: the command's output goes to /dev/null\n", prog);
     err = NULL;
     if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err), "stdout", &err) < 0)
         goto bad;
@@ -725,6 +803,7 @@ static int cmd_test(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    fill_std_fds();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -759,11 +838,14 @@ int main(int argc, char **argv) {
             return report("gc", err, r), EXIT_FAIL;
         return EXIT_OK;
     }
-    if (strcmp(cmd, "policy") == 0 && argc >= 3) {
-        if (strcmp(argv[2], "check") == 0 && argc == 4)
+    if (strcmp(cmd, "policy") == 0) {
+        const char *sub = argc >= 3 ? argv[2] : "";
+        if (strcmp(sub, "check") == 0 && argc == 4)
             return cmd_policy_check(argv[3]);
-        if (strcmp(argv[2], "show") == 0)
+        if (strcmp(sub, "show") == 0 && argc >= 4)
             return cmd_policy_show(argc - 3, argv + 3);
+        if (strcmp(sub, "check") == 0 || strcmp(sub, "show") == 0 || argc == 2)
+            return policy_usage(sub);
     }
     fprintf(stderr, "%s: unknown command or arguments: %s\n", prog, cmd);
     usage(stderr);

@@ -70,6 +70,61 @@ if [ "$(id -u)" -eq 0 ]; then
     case $out in *note:*) fail "a note for a writable build directory: $out" ;; esac
 fi
 
+# 2c. Clear errors (no parser internals, the JSON path, the option's own
+# words): numbers out of range and \u0000 in a policy file ...
+printf '{"resources": {"memory": 1e400}}' > "$scratch/big.json"
+out=$("$fy" policy show "$scratch/big.json" 2>&1) && fail "1e400 accepted: $out"
+case $out in *'$.resources.memory: number 1e400 is out of range (line 1, column 26)'*) ;;
+    *) fail "1e400: $out" ;; esac
+printf '{"environment": {"set": {"A": "a\\u0000b"}}}' > "$scratch/nul.json"
+out=$("$fy" policy show "$scratch/nul.json" 2>&1) && fail "\\u0000 accepted: $out"
+case $out in *'$.environment.set.A: \u0000 (NUL) is not allowed in a string'*) ;; *) fail "\\u0000: $out" ;; esac
+case $out in *JSON_*|*near*) fail "parser internals: $out" ;; esac
+# ... a secret file that cannot be opened ...
+out=$("$fy" run --secret-env TOKEN="$scratch/no-token" -- /bin/true 2>&1) && fail "missing secret file: $out"
+case $out in *'$.secrets[0].file: '*"$scratch/no-token"*) ;; *) fail "missing secret file: $out" ;; esac
+# ... numbers the CLI reads itself: plain decimal only ...
+for v in nan 0x1 inf 1e999 '' -1 0 1025; do
+    out=$("$fy" run --cpus "$v" -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 246 ] || fail "--cpus '$v' gave $rc: $out"
+    case $out in *"expects a decimal number of CPUs"*) ;; *) fail "--cpus '$v': $out" ;; esac
+done
+out=$("$fy" run --timeout 5 -- /bin/true 2>&1) && fail "--timeout 5 accepted"
+case $out in *"--timeout 5: a unit is needed"*) ;; *) fail "--timeout 5: $out" ;; esac
+for v in 0x10 '' 5x -1 99999999999999999999999; do
+    out=$("$fy" run --pids "$v" -- /bin/true 2>&1) && fail "--pids '$v' accepted"
+    case $out in *"--pids "*": expects a whole number"*|*"--pids "*": too large"*) ;; *) fail "--pids '$v': $out" ;; esac
+done
+out=$("$fy" run --memory 0x10 -- /bin/true 2>&1) && fail "--memory 0x10 accepted"
+case $out in *'unknown unit "x10" (units: '*) ;; *) fail "--memory 0x10: $out" ;; esac
+"$fy" run --cpus 0.5 --pids 064 -- /bin/true || fail "--cpus 0.5 --pids 064 refused"
+# ... policy commands ...
+out=$("$fy" policy check "$scratch" 2>&1) && fail "policy check of a directory succeeded"
+case $out in *"$scratch: is a directory"*) ;; *) fail "policy check DIR: $out" ;; esac
+out=$("$fy" policy check 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "policy check without a file gave $rc"
+case $out in *"usage: forgeyard policy check FILE"*) ;; *) fail "policy check without a file: $out" ;; esac
+out=$("$fy" policy show 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "policy show without arguments gave $rc"
+case $out in *"usage: forgeyard policy show FILE|--profile NAME"*) ;; *) fail "policy show: $out" ;; esac
+# ... workspace paths that are not directories: the CLI's option, and the
+# library's check at prepare for a policy file ...
+mkfifo "$scratch/fifo"
+for o in --source --build --output; do
+    out=$("$fy" run $o "$scratch/fifo" -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 246 ] || fail "$o FIFO gave $rc: $out"
+    case $out in *"$o $scratch/fifo: not a directory"*) ;; *) fail "$o FIFO: $out" ;; esac
+done
+printf '{"filesystem": {"source": {"path": "%s"}}}' "$scratch/fifo" > "$scratch/fifo.json"
+out=$("$fy" policy check "$scratch/fifo.json" 2>&1) && fail "a FIFO as the source passed policy check"
+case $out in *"\$.filesystem.source.path: $scratch/fifo is a FIFO, not a directory"*) ;; *) fail "policy FIFO: $out" ;; esac
+# ... and closed standard streams: /dev/null instead, with a note.
+out=$("$fy" run -- /bin/sh -c 'echo out || exit 9; exit 5' 2>&1 >&-); rc=$?
+[ $rc -eq 5 ] || fail "closed stdout gave $rc: $out"
+case $out in *"note: stdout is closed"*) ;; *) fail "no note for a closed stdout: $out" ;; esac
+"$fy" run -- /bin/sh -c 'echo out || exit 9; echo err >&2 || exit 8; exit 5' >&- 2>&-; rc=$?
+[ $rc -eq 5 ] || fail "closed stdout and stderr gave $rc"
+
 # 3. ^C: cancelled (241), the tree ended, nothing left. (A background job
 # of this shell would start with SIGINT ignored, which the CLI respects:
 # env gives it the default disposition, as a terminal's foreground job has.)
