@@ -381,6 +381,72 @@ START_TEST(test_secret_file_error_names_path) {
 }
 END_TEST
 
+/* Entry i of list l of test_entry_limits_as_documented (distinct, valid). */
+static void limit_entry(struct strbuf *sb, size_t l, size_t i) {
+    switch (l) {
+    case 0: strbuf_printf(sb, "{\"host\": \"/srv/b%zu\", \"target\": \"/opt/b%zu\"}", i, i); break;
+    case 1: strbuf_printf(sb, "\"/opt/r%zu\"", i); break;
+    case 2: strbuf_printf(sb, "\"t%zu\": \"/opt/t%zu\"", i, i); break;
+    case 3: strbuf_printf(sb, "{\"path\": \"/dev/x%zu\"}", i); break;
+    case 4:
+        strbuf_printf(sb, "{\"name\": \"s%zu\", \"delivery\": \"file\", \"target\": \"f%zu\", \"file\": \"/srv/s\"}",
+                      i, i);
+        break;
+    case 5: strbuf_printf(sb, "\"A%zu\"", i); break;
+    case 6: strbuf_printf(sb, "{\"host\": \"h%zu.example\", \"ports\": [443, 443]}", i); break;
+    default: strbuf_printf(sb, "\"A%zu\": \"%zu\"", i, i); break;
+    }
+}
+
+/* The entry limits of forgeyard-policy(5), LIMITS (change both together):
+ * a document may hold exactly that many entries of each list, and one
+ * more is refused at the list's path. */
+START_TEST(test_entry_limits_as_documented) {
+    static const struct {
+        const char *loc, *head, *tail;
+        size_t max;
+    } lists[] = {
+        {"$.filesystem.binds", "{\"filesystem\": {\"binds\": [", "]}}", 256},
+        {"$.filesystem.runtime_paths", "{\"filesystem\": {\"runtime_paths\": [", "]}}", 256},
+        {"$.filesystem.toolchains", "{\"filesystem\": {\"toolchains\": {", "}}}", 256},
+        {"$.devices.allowed", "{\"devices\": {\"allowed\": [", "]}}", 256},
+        {"$.secrets", "{\"secrets\": [", "]}", 256},
+        {"$.environment.allow", "{\"environment\": {\"allow\": [", "]}}", 1024},
+        {"$.network.destinations", "{\"network\": {\"mode\": \"restricted\", \"destinations\": [", "]}}", 1024},
+        {"$.environment.set", "{\"environment\": {\"set\": {", "}}}", 4096},
+    };
+    for (size_t l = 0; l < FY_ARRAY_SIZE(lists); l++) {
+        for (size_t n = lists[l].max; n <= lists[l].max + 1; n++) {
+            struct strbuf sb;
+            strbuf_init(&sb);
+            strbuf_append(&sb, lists[l].head);
+            for (size_t i = 0; i < n; i++) {
+                if (i)
+                    strbuf_append(&sb, ", ");
+                limit_entry(&sb, l, i);
+            }
+            strbuf_append(&sb, lists[l].tail);
+            fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+            fy_error *e = NULL;
+            int r = fy_policy_load_json(p, sb.buf, sb.len, &e);
+            if (n == lists[l].max) {
+                ck_assert_msg(r == 0, "%zu entries at %s: %s: %s", n, lists[l].loc, fy_error_location(e),
+                              fy_error_message(e));
+            } else {
+                char want[64];
+                snprintf(want, sizeof(want), "at most %zu entries are allowed", lists[l].max);
+                ck_assert_int_eq(r, FY_E_POLICY);
+                ck_assert_str_eq(fy_error_location(e), lists[l].loc);
+                ck_assert_str_eq(fy_error_message(e), want);
+            }
+            fy_error_free(e);
+            fy_policy_free(p);
+            strbuf_free(&sb);
+        }
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("model");
@@ -394,6 +460,7 @@ int main(void) {
     tcase_add_test(tc, test_parse_errors_in_our_words);
     tcase_add_test(tc, test_workspace_must_be_directories);
     tcase_add_test(tc, test_secret_file_error_names_path);
+    tcase_add_test(tc, test_entry_limits_as_documented);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
