@@ -8,7 +8,6 @@
 
 #include "backend.h"
 #include "caps.h"
-#include "config.h"
 
 static const char *const cap_names[FY_CAP_MAX_ + 1] = {
     [FY_CAP_USERNS] = "userns",           [FY_CAP_MOUNTNS] = "mountns",
@@ -51,13 +50,9 @@ static int probe_now_in(uint64_t flags, const char *cgroup_dir, fy_caps **ret, f
     }
     uint64_t t0 = fy_now_usec();
     int r = 0;
-#if FY_HAVE_LINUX
-    r = linux_probe(c, flags, reterr);
-#endif
-#if FY_HAVE_VM
-    if (r >= 0 && !(flags & FY_PROBE_NO_VM))
-        r = vm_probe(c, flags, reterr);
-#endif
+    for (size_t f = 0; r >= 0 && fy_families[f]; f++)
+        if (fy_families[f]->probe)
+            r = fy_families[f]->probe(c, flags, reterr);
     if (r < 0) {
         caps_free_internal(c);
         return r;
@@ -79,11 +74,11 @@ int fy_probe_cgroup(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_er
         return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "reserved probe flags set");
     if (cgroup_dir[0] != '/')
         return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "cgroup_dir must be absolute");
-#if FY_HAVE_LINUX
-    return probe_now_in(flags & ~FY_PROBE_FRESH, cgroup_dir, ret, reterr);
-#else
-    return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROBE, 0, NULL, "cgroups exist on Linux only");
-#endif
+    for (size_t f = 0; fy_families[f]; f++)
+        if (fy_families[f]->delegated_cgroups)
+            return probe_now_in(flags & ~FY_PROBE_FRESH, cgroup_dir, ret, reterr);
+    return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROBE, 0, NULL,
+                   "no backend in this build uses cgroups (they exist on Linux only)");
 }
 
 /* The one piece of process-wide state: the cached probe, computed once per
@@ -188,18 +183,20 @@ int fy_caps_to_json(const fy_caps *caps, char **ret_json, fy_error **reterr) {
     json_object_set_new(root, "cgroup_mode", jstr_or_null(h->cgroup_mode));
     json_object_set_new(root, "max_level", json_string(fy_level_name((uint32_t)caps->max_level)));
     json_object_set_new(root, "probe_usec", json_integer((json_int_t)caps->probe_usec));
-    for (size_t b = 0; b < fy_backends_count; b++) {
+    const struct fy_backend_ops *table[FY_BACKENDS_MAX];
+    size_t nb = backends_collect(table, FY_BACKENDS_MAX);
+    for (size_t b = 0; b < nb; b++) {
         struct strbuf why;
         strbuf_init(&why);
-        bool ok = fy_backends[b]->usable(caps, &why);
+        bool ok = table[b]->usable(caps, &why);
         char *w = strbuf_steal(&why);
         json_t *bo = json_object();
         if (!bo) {
             free(w);
             goto oom;
         }
-        json_object_set_new(bo, "name", json_string(fy_backends[b]->name));
-        json_object_set_new(bo, "level", json_string(fy_level_name(fy_backends[b]->level)));
+        json_object_set_new(bo, "name", json_string(table[b]->name));
+        json_object_set_new(bo, "level", json_string(fy_level_name(table[b]->level)));
         json_object_set_new(bo, "usable", json_boolean(ok));
         json_object_set_new(bo, "missing", ok ? json_null() : jstr_or_null(w));
         free(w);

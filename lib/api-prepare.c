@@ -257,7 +257,9 @@ fail:
 
 int fy_prepare(const fy_policy *policy, const fy_caps *caps, const char *const *argv, fy_prepared **ret,
                fy_error **reterr) {
-    return prepare_with_table(fy_backends, fy_backends_count, policy, caps, argv, ret, reterr);
+    const struct fy_backend_ops *table[FY_BACKENDS_MAX];
+    size_t n = backends_collect(table, FY_BACKENDS_MAX);
+    return prepare_with_table(table, n, policy, caps, argv, ret, reterr);
 }
 
 #define CHECK_PREPARED(pr)                           \

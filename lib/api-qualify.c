@@ -5,8 +5,7 @@
 
 #include <jansson.h>
 
-#include "internal.h"
-
+#include "backend.h"
 #include "qualify.h"
 
 struct qualify_probe {
@@ -31,6 +30,18 @@ void fy_qualify_report_free(fy_qualify_report *r) {
     free(r->probes);
     free(r->json);
     free(r);
+}
+
+/* The suite of the first compiled-in folder that has one. */
+int qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
+                json_t **ret, fy_error **reterr) {
+    for (size_t f = 0; fy_families[f]; f++)
+        if (fy_families[f]->qualify)
+            return fy_families[f]->qualify(policy, groups, tmp_parent, plant_dirs, ret, reterr);
+    if (ret)
+        *ret = NULL;
+    return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NONE, 0, NULL,
+                   "no backend in this build has a qualification suite (the Linux backend has)");
 }
 
 int fy_qualify(const fy_policy *policy, uint64_t flags, fy_qualify_report **ret, fy_error **reterr) {

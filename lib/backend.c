@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The table of compiled-in backends. */
+/* The compiled-in backends, from the generated table of folders. */
 #include "backend.h"
-#include "config.h"
 
-const struct fy_backend_ops *const fy_backends[] = {
-#if FY_HAVE_LINUX
-    &linux_process_backend,
-    &linux_namespace_backend,
-#endif
-    NULL, /* keeps the array non-empty on platforms without a backend */
-};
-const size_t fy_backends_count = FY_ARRAY_SIZE(fy_backends) - 1;
+size_t backends_collect(const struct fy_backend_ops **out, size_t max) {
+    size_t n = 0;
+    for (size_t f = 0; fy_families[f]; f++)
+        for (const struct fy_backend_ops *const *b = fy_families[f]->backends; b && *b; b++)
+            if (n < max)
+                out[n++] = *b;
+    return n;
+}

@@ -44,9 +44,41 @@ struct fy_backend_ops {
     const char *(*describe)(const void *plan);
 };
 
-/* backend.c: the table of compiled-in backends (meson decides which). */
-extern const struct fy_backend_ops *const fy_backends[];
-extern const size_t fy_backends_count;
+/* One backend folder (lib/<name>/): what it probes, how it collects the
+ * orphans of crashed hosts, its qualification suite and the backends it
+ * provides. A folder registers itself: its meson.build adds its name to
+ * fy_families, and meson generates the table (gen-backend-table.py) of
+ * `fy_family_<name>` objects, which the folder defines in
+ * <name>-backend.c. Core never names a backend. */
+#define FY_BACKEND_FAMILY_VERSION 1
+
+struct json_t;
+
+struct fy_backend_family {
+    uint32_t version;
+    const char *name;   /* "linux", "vm" */
+    /* Fills what the folder knows of c (optional). Capabilities it skips
+     * because of flags it marks itself, with the reason. */
+    int (*probe)(fy_caps *c, uint64_t flags, fy_error **reterr);
+    /* Whether the probe honours a delegated cgroup v2 directory
+     * (fy_probe_cgroup). */
+    bool delegated_cgroups;
+    /* Destroys what crashed hosts left, recorded in state_dir (NULL: the
+     * folder's default); adds to *destroyed (optional). */
+    int (*gc)(const char *state_dir, uint64_t *destroyed, fy_error **reterr);
+    /* The qualification suite (fy_qualify; optional): groups QUALIFY_*. */
+    int (*qualify)(const fy_policy *policy, uint32_t groups, const char *tmp_parent,
+                   const char *const *plant_dirs, struct json_t **ret, fy_error **reterr);
+    const struct fy_backend_ops *const *backends; /* NULL-terminated; may be empty */
+};
+
+/* The generated table of compiled-in folders, NULL-terminated. */
+extern const struct fy_backend_family *const fy_families[];
+
+/* backend.c: every compiled-in backend, in table order, into out (at most
+ * max); returns how many. */
+#define FY_BACKENDS_MAX 16
+size_t backends_collect(const struct fy_backend_ops **out, size_t max);
 
 struct selection {
     const struct fy_backend_ops *backend;
@@ -65,9 +97,5 @@ void selection_free(struct selection *s);
  * pass a fake one). */
 int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
                        const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr);
-
-/* Backend descriptions (each in its own file). */
-extern const struct fy_backend_ops linux_namespace_backend;
-extern const struct fy_backend_ops linux_process_backend;
 
 #endif

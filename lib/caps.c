@@ -94,16 +94,15 @@ fy_caps *caps_dup(const fy_caps *src) {
 void caps_finish(fy_caps *c) {
     for (uint32_t i = 1; i <= FY_CAP_MAX_; i++)
         if (c->e[i].state == CAP_NOT_PROBED && !c->e[i].reason)
-            caps_set(c, i, false, 0, "%s",
-                     (c->probe_flags & FY_PROBE_NO_VM) && ((i >= FY_CAP_KVM && i <= FY_CAP_CLOUD_HYPERVISOR) || i == FY_CAP_CONFIDENTIAL_VM)
-                         ? "not probed (FY_PROBE_NO_VM)"
-                         : "not probed: no compiled-in probe for this platform");
+            caps_set(c, i, false, 0, "not probed: no compiled-in probe for this platform");
     c->max_level = FY_LEVEL_NONE;
-    for (size_t b = 0; b < fy_backends_count; b++) {
+    const struct fy_backend_ops *table[FY_BACKENDS_MAX];
+    size_t n = backends_collect(table, FY_BACKENDS_MAX);
+    for (size_t b = 0; b < n; b++) {
         struct strbuf why;
         strbuf_init(&why);
-        if (fy_backends[b]->usable(c, &why) && (int)fy_backends[b]->level > c->max_level)
-            c->max_level = (int)fy_backends[b]->level;
+        if (table[b]->usable(c, &why) && (int)table[b]->level > c->max_level)
+            c->max_level = (int)table[b]->level;
         strbuf_free(&why);
     }
 }

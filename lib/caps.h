@@ -58,8 +58,4 @@ int caps_get_cached(const fy_caps **ret, fy_error **reterr);
 /* Computes max_level from the backend table. */
 void caps_finish(fy_caps *c);
 
-/* Platform probes (compiled in per platform). Each fills what it knows. */
-int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
-int vm_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
-
 #endif

@@ -2,7 +2,9 @@
 /* Descriptions of the Linux backends for capability negotiation: what each
  * needs from the host and which controls it can enforce there. */
 #include "backend.h"
+#include "linux-backend.h"
 #include "linux-plan.h"
+#include "linux-state.h"
 
 static bool need(const fy_caps *c, uint32_t cap, struct strbuf *why) {
     if (caps_present(c, cap))
@@ -108,4 +110,35 @@ const struct fy_backend_ops linux_process_backend = {
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
+};
+
+/* fy_gc for this folder: the state directory (its default when NULL). */
+static int linux_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
+    char def[4096];
+    if (!state_dir) {
+        int r = state_default_dir(def, sizeof(def));
+        if (r < 0)
+            return err_set(reterr, r, FY_STEP_CLEANUP, 0, NULL, "no default state directory");
+        state_dir = def;
+    }
+    uint64_t n = 0;
+    int r = state_gc(state_dir, &n, reterr);
+    *destroyed += n;
+    return r;
+}
+
+static const struct fy_backend_ops *const linux_backends[] = {
+    &linux_process_backend,
+    &linux_namespace_backend,
+    NULL,
+};
+
+const struct fy_backend_family fy_family_linux = {
+    .version = FY_BACKEND_FAMILY_VERSION,
+    .name = "linux",
+    .probe = linux_probe,
+    .delegated_cgroups = true,
+    .gc = linux_gc,
+    .qualify = linux_qualify_run,
+    .backends = linux_backends,
 };

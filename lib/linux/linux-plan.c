@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "linux-backend.h"
 #include "linux-plan.h"
 #include "linux-seccomp.h"
 #include "linux-syscall.h"

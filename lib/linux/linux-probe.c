@@ -49,6 +49,7 @@
 #include <linux/seccomp.h>
 
 #include "caps.h"
+#include "linux-backend.h"
 #include "linux-probe-init.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"

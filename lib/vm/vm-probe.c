@@ -39,8 +39,9 @@
 #endif
 
 #include "caps.h"
-#include "linux/linux-probe-util.h"
-#include "linux/linux-syscall.h"
+#include "linux-probe-util.h"
+#include "linux-syscall.h"
+#include "vm-backend.h"
 
 extern char **environ;
 
@@ -50,12 +51,11 @@ extern char **environ;
 #define REPORT_MAGIC 0x66796b76u /* "fykv" */
 #define REASON_MAX 1024
 
-/* Internal, for the test suite: runs code as a real-mode guest at 0x1000
- * under deadline_ms and expects `out 0x10` of 0x2a followed by hlt. Returns
- * 1 when the guest did that, 0 when KVM is unusable or absent, with the
- * reason in reason[size]. Never leaves a child behind that it could reap. */
-int vm_kvm_probe_code(const uint8_t *code, size_t len, int deadline_ms, char *reason,
-                      size_t size);
+/* vm_kvm_probe_code (vm-backend.h), for the test suite: runs code as a
+ * real-mode guest at 0x1000 under deadline_ms and expects `out 0x10` of
+ * 0x2a followed by hlt. Returns 1 when the guest did that, 0 when KVM is
+ * unusable or absent, with the reason in reason[size]. Never leaves a child
+ * behind that it could reap. */
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                            */
@@ -839,8 +839,13 @@ static void probe_confidential(fy_caps *c, bool kvm_ok) {
 int vm_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     if (!c)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "vm_probe: no caps");
-    if (flags & FY_PROBE_NO_VM)
+    if (flags & FY_PROBE_NO_VM) {
+        static const uint32_t skipped[] = { FY_CAP_KVM, FY_CAP_QEMU, FY_CAP_QEMU_TCG, FY_CAP_QEMU_MICROVM,
+                                            FY_CAP_FIRECRACKER, FY_CAP_CLOUD_HYPERVISOR, FY_CAP_CONFIDENTIAL_VM };
+        for (size_t i = 0; i < FY_ARRAY_SIZE(skipped); i++)
+            caps_set(c, skipped[i], false, 0, "not probed (FY_PROBE_NO_VM)");
         return 0;
+    }
 
     /* mov al,0x2a; out 0x10,al; hlt */
     static const uint8_t real_mode[] = { 0xb0, 0x2a, 0xe6, 0x10, 0xf4 };

@@ -35,8 +35,7 @@
 #endif
 
 #if FY_HAVE_VM
-int vm_kvm_probe_code(const uint8_t *code, size_t len, int deadline_ms, char *reason,
-                      size_t size);
+#include "vm/vm-backend.h"
 #endif
 
 /* ---- helpers ---- */
@@ -326,15 +325,17 @@ START_TEST(test_host_truth) {
 END_TEST
 
 START_TEST(test_no_vm_flag) {
-    /* vm_probe with FY_PROBE_NO_VM does not touch the VM entries */
+    /* vm_probe with FY_PROBE_NO_VM probes nothing and says so itself */
     fy_caps *c = caps_new();
     ck_assert_ptr_nonnull(c);
 #if FY_HAVE_VM
     ck_assert_int_eq(vm_probe(c, FY_PROBE_NO_VM, NULL), 0);
+    for (uint32_t i = FY_CAP_KVM; i <= FY_CAP_CLOUD_HYPERVISOR; i++) {
+        ck_assert_int_eq(c->e[i].state, CAP_MISSING);
+        ck_assert_str_eq(c->e[i].reason, "not probed (FY_PROBE_NO_VM)");
+    }
+    ck_assert_int_eq(c->e[FY_CAP_CONFIDENTIAL_VM].state, CAP_MISSING);
 #endif
-    for (uint32_t i = FY_CAP_KVM; i <= FY_CAP_CLOUD_HYPERVISOR; i++)
-        ck_assert_int_eq(c->e[i].state, CAP_NOT_PROBED);
-    ck_assert_int_eq(c->e[FY_CAP_CONFIDENTIAL_VM].state, CAP_NOT_PROBED);
     ck_assert_ptr_null(c->host.qemu_path);
     caps_free_internal(c);
 

@@ -30,8 +30,8 @@
 #include "policy.h"
 
 #include "qualify.h"
+#include "linux-backend.h"
 
-#if FY_HAVE_LINUX
 
 #include <dirent.h>
 #include <errno.h>
@@ -1329,7 +1329,7 @@ static json_t *suite_cleanup(struct qctx *q) {
                      "cgroups_not_removable", cg_kept, "scratch_removed", sc_removed);
 }
 
-int qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
+int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
                 json_t **ret, fy_error **reterr) {
     if (!ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_NONE, 0, NULL, "ret is NULL");
@@ -1417,16 +1417,3 @@ int qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent
     *ret = root;
     return 0;
 }
-
-#else /* !FY_HAVE_LINUX */
-
-int qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
-                json_t **ret, fy_error **reterr) {
-    (void)policy, (void)groups, (void)tmp_parent, (void)plant_dirs;
-    if (ret)
-        *ret = NULL;
-    return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NONE, 0, NULL,
-                   "the qualification suite needs a Linux backend, which this build does not have");
-}
-
-#endif

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Linux folder's entries in its family (linux-backend.c): the probe,
+ * the orphan collector and the qualification suite. */
+#ifndef FY_LINUX_BACKEND_H
+#define FY_LINUX_BACKEND_H
+
+#include <jansson.h>
+
+#include "backend.h"
+
+/* The folder's two backends (linux-backend.c): the plan compiler tells
+ * them apart. */
+extern const struct fy_backend_ops linux_namespace_backend;
+extern const struct fy_backend_ops linux_process_backend;
+
+/* linux-probe.c: namespaces, cgroups, seccomp, Landlock, pidfd, ... */
+int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
+/* linux-qualify.c: the suite behind fy_qualify (groups QUALIFY_*). */
+int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
+                      json_t **ret, fy_error **reterr);
+
+#endif
