@@ -263,6 +263,15 @@ static int do_bind(int oldroot, const struct mount_op *op) {
         close(fd);
         return -e;
     }
+    /* What is bound is what was planned, checked on the opened file (a
+     * path swapped after fy_prepare is caught here): the workspace and
+     * toolchains are directories, and only a leased device is anything but
+     * a directory or a regular file (never a FIFO, a socket or a node). */
+    if (!(op->flags & MF_DEVICE) &&
+        ((op->flags & MF_DIR) ? !S_ISDIR(st.st_mode) : !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+        close(fd);
+        return -ENOTDIR;
+    }
     int r = S_ISDIR(st.st_mode) ? mkdir_p(op->dst, 0755) : create_file(op->dst, NULL, 0, 0644, 0, 0, false);
     if (r == -EEXIST)
         r = 0;

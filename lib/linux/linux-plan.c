@@ -888,16 +888,16 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
 
     /* The workspace: host directories, opened without following symlinks. */
     if (p->source) {
-        add_bind(&b, p->source, "/work/source", MF_NOFOLLOW | (p->source_writable ? 0 : MF_READONLY));
+        add_bind(&b, p->source, "/work/source", MF_NOFOLLOW | MF_DIR | (p->source_writable ? 0 : MF_READONLY));
         add_rule(&b, "/work/source", p->source_writable ? rw : LL_RO);
     }
     if (p->build)
-        add_bind(&b, p->build, "/work/build", MF_NOFOLLOW);
+        add_bind(&b, p->build, "/work/build", MF_NOFOLLOW | MF_DIR);
     else
         add_tmpfs(&b, "/work/build", work_tmpfs, 0);
     add_rule(&b, "/work/build", rw);
     if (p->output)
-        add_bind(&b, p->output, "/work/output", MF_NOFOLLOW);
+        add_bind(&b, p->output, "/work/output", MF_NOFOLLOW | MF_DIR);
     else
         add_tmpfs(&b, "/work/output", work_tmpfs, 0);
     add_rule(&b, "/work/output", rw);
@@ -905,7 +905,7 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
         char *dst = plan_fmt(pl, "/toolchains/%s", t->name);
         if (!dst)
             goto oom;
-        add_bind(&b, t->host, dst, MF_NOFOLLOW | MF_READONLY);
+        add_bind(&b, t->host, dst, MF_NOFOLLOW | MF_DIR | MF_READONLY);
         add_rule(&b, dst, LL_RO);
     }
     VEC_EACH(&p->binds, struct pol_bind, bd) {

@@ -33,6 +33,7 @@ enum mount_kind {
 #define MF_FILE      (1u << 4)  /* the source is a file: create a file mount point */
 #define MF_OWNED     (1u << 5)  /* chown dst to the workload ids after creating it */
 #define MF_NOEXEC    (1u << 6)
+#define MF_DIR       (1u << 7)  /* the source must be a directory (the workspace, toolchains) */
 
 struct mount_op {
     uint32_t kind, flags;

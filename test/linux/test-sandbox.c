@@ -323,6 +323,56 @@ START_TEST(test_symlink_escapes) {
     ck_assert_int_eq(fy_result_error_os_code(r.res), ENOENT);
     ck_assert_msg(r.detail && strstr(r.detail, missing) && strstr(r.detail, "/work/build"), "%s", r.detail);
     run_free(&r);
+    /* A workspace directory swapped for a FIFO between fy_prepare and the
+     * mount: what is opened is checked, nothing is bound. */
+    char *swapped = workdir_for_sandbox("build-swapped");
+    ck_assert_int_eq(fy_policy_set_build(p, swapped, NULL), 0);
+    for (uint32_t sfd = FY_STDOUT; sfd <= FY_STDERR; sfd++) /* no spool file of run_argv's */
+        ck_assert_int_eq(fy_policy_set_stdio(p, sfd, FY_STDIO_NULL, -1, NULL, NULL), 0);
+    const char *wargv[] = {"/opt/fy/fy-attack", "write", "/work/build/x", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, wargv, &pr, NULL), 0);
+    ck_assert_int_eq(rmdir(swapped), 0);
+    ck_assert_int_eq(mkfifo(swapped, 0666), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, 60000000, &res, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_int_eq(fy_result_error_step(res), FY_STEP_MOUNT);
+    ck_assert_int_eq(fy_result_error_os_code(res), ENOTDIR);
+    fy_result_free(res);
+    fy_handle_free(h);
+    unlink(swapped);
+    free(swapped);
+    /* A bind of a FIFO or a unix socket is never made (a socket bound in
+     * would be a channel to a host service). */
+    fy_policy_free(p);
+    p = policy();
+    char fifo[200], sock[200];
+    snprintf(fifo, sizeof(fifo), "%s/a-fifo", scratch);
+    snprintf(sock, sizeof(sock), "%s/a-sock", scratch);
+    ck_assert_int_eq(mkfifo(fifo, 0666), 0);
+    int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX};
+    snprintf(ua.sun_path, sizeof(ua.sun_path), "%s", sock);
+    ck_assert_int_eq(bind(us, (struct sockaddr *)&ua, sizeof(ua)), 0);
+    const char *special[] = {fifo, sock};
+    for (int i = 0; i < 2; i++) {
+        fy_policy *q = policy();
+        ck_assert_int_eq(fy_policy_add_bind(q, special[i], "/opt/special", 0, NULL), 0);
+        run_attack(q, "read", "/opt/special", &r);
+        ck_assert_msg(r.outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE, "%s: %s", special[i],
+                      fy_outcome_name((uint32_t)r.outcome));
+        ck_assert_int_eq(fy_result_error_step(r.res), FY_STEP_MOUNT);
+        ck_assert_int_eq(fy_result_error_os_code(r.res), ENOTDIR);
+        run_free(&r);
+        fy_policy_free(q);
+    }
+    close(us);
+    unlink(sock);
+    unlink(fifo);
     fy_policy_free(p);
     free(build);
     free(build2);
