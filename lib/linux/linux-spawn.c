@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 
+#include "attempt.h"
 #include "handle.h"
 #include "linux-pack.h"
 #include "linux-plan.h"
@@ -1154,151 +1155,109 @@ static void splice_json(char **json, const char *at, size_t len, const char *tex
     }
 }
 
+/* Reports what this backend observed of the attempt, after cleaning up;
+ * attempt.c decides the outcome and builds the result. */
 static void finish(fy_handle *h, struct lx *x) {
-    uint64_t t_clean = fy_now_usec();
     fy_result *r = result_new();
     if (!r)
         return; /* retried on the next call */
+    struct attempt_report rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.t_cleanup_begin = fy_now_usec();
     const struct linux_plan *pl = h->pr->plan;
     if (pl->cg.enabled)
         cg_usage(&pl->cg, &x->cg, &x->usage); /* the final figures, OOM kills included */
-    r->backend = fy_strdup(h->backend->name);
-    r->level = h->pr->sel.level;
-    r->isolation_json = fy_strdup(pl->isolation_json);
-    snprintf(r->contract_id, sizeof(r->contract_id), "%s", linux_plan_contract_id(pl));
-    r->kernel = fy_strdup(h->pr->caps->host.kernel_release);
-    if (r->isolation_json && pl->ll_handled && x->landlock_abi != pl->ll_abi) {
+    rep.isolation_json = fy_strdup(pl->isolation_json);
+    rep.limits_json = fy_strdup(pl->cgroup_json);
+    rep.contract_id = linux_plan_contract_id(pl);
+    if (rep.isolation_json && pl->ll_handled && x->landlock_abi != pl->ll_abi) {
         /* Report what the sandbox says it enforced, not what was planned. */
-        const char *key = strstr(r->isolation_json, "\"landlock_abi\":");
+        const char *key = strstr(rep.isolation_json, "\"landlock_abi\":");
         char abi[48];
         snprintf(abi, sizeof(abi), "\"landlock_abi\":%u", x->landlock_abi);
         if (key)
-            splice_json(&r->isolation_json, key, strcspn(key, ",}"), abi);
+            splice_json(&rep.isolation_json, key, strcspn(key, ",}"), abi);
     }
-    const char *init_key = r->isolation_json ? strstr(r->isolation_json, "\"" LX_INIT_EXEC "\"") : NULL;
+    const char *init_key = rep.isolation_json ? strstr(rep.isolation_json, "\"" LX_INIT_EXEC "\"") : NULL;
     if (init_key && x->init_forked)
-        splice_json(&r->isolation_json, init_key, strlen(LX_INIT_EXEC) + 2, "\"" LX_INIT_FORK "\"");
-    r->output_bytes = x->output_bytes;
-    r->truncated = x->truncated;
-    r->output_limit = x->output_cap;
-    if (x->exit_seen) {
-        if (WIFEXITED(x->wstatus))
-            r->exit_code = WEXITSTATUS(x->wstatus);
-        else if (WIFSIGNALED(x->wstatus))
-            r->signal = WTERMSIG(x->wstatus);
-    }
+        splice_json(&rep.isolation_json, init_key, strlen(LX_INIT_EXEC) + 2, "\"" LX_INIT_FORK "\"");
+
+    /* What happened. */
+    rep.exit_seen = x->exit_seen;
+    rep.wstatus = x->wstatus;
+    rep.sigsys_is_filter_kill = pl->bpf && !pl->seccomp_notify;
     if (x->child_error) {
-        r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
-        r->err_step = x->err_step;
-        r->err_os = x->err_errno;
-        r->exit_code = -1;
-        r->signal = 0;
+        rep.setup_failed = true;
+        rep.setup_step = x->err_step;
+        rep.setup_errno = x->err_errno;
         const struct mount_op *op = x->err_op && x->err_op <= pl->nops ? &pl->ops[x->err_op - 1] : NULL;
         if (x->err_step == FY_STEP_EXEC)
-            r->detail = fy_asprintf("cannot execute %s: %s", pl->argv[0], strerror(x->err_errno));
+            rep.setup_detail = fy_asprintf("cannot execute %s: %s", pl->argv[0], strerror(x->err_errno));
         else if (op && op->kind == MK_BIND)
-            r->detail = fy_asprintf("%s: %s /%s at %s: %s%s", fy_step_name(x->err_step),
-                                    (op->flags & MF_DEVICE) ? "device" : "host path", op->src, op->dst,
-                                    strerror(x->err_errno),
-                                    x->err_errno == ELOOP ? " (a symbolic link in a workspace path is refused)" : "");
+            rep.setup_detail = fy_asprintf("%s: %s /%s at %s: %s%s", fy_step_name(x->err_step),
+                                           (op->flags & MF_DEVICE) ? "device" : "host path", op->src, op->dst,
+                                           strerror(x->err_errno),
+                                           x->err_errno == ELOOP ? " (a symbolic link in a workspace path is refused)"
+                                                                 : "");
         else if (op)
-            r->detail = fy_asprintf("%s: %s: %s", fy_step_name(x->err_step), op->dst, strerror(x->err_errno));
-        else
-            r->detail = fy_asprintf("%s: %s", fy_step_name(x->err_step), strerror(x->err_errno));
-    } else if (h->end == END_VIOLATION) {
-        r->outcome = FY_OUTCOME_SANDBOX_VIOLATION;
-    } else if (h->end == END_OOM || (x->usage.oom_kills && h->end == END_NONE)) {
-        r->outcome = FY_OUTCOME_OUT_OF_MEMORY;
-        if (!h->end_detail)
-            r->detail = fy_asprintf("memory limit of %llu bytes", (unsigned long long)pl->cg.memory);
-    } else if (h->end == END_RESOURCE) {
-        r->outcome = FY_OUTCOME_RESOURCE_EXCEEDED;
-    } else if (x->usage.pids_max_events && h->end == END_NONE) {
-        /* The limit was hit between two polls: the final figures say so. */
-        r->outcome = FY_OUTCOME_RESOURCE_EXCEEDED;
-        r->detail = fy_strdup("pids");
-    } else if (h->end == END_INFRA) {
-        r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
-        r->err_step = h->infra_step;
-        r->err_os = h->infra_os;
-    } else if (h->end == END_TIMEOUT) {
-        r->outcome = FY_OUTCOME_TIMED_OUT;
-    } else if (h->end == END_CANCEL) {
-        r->outcome = FY_OUTCOME_CANCELLED;
-        r->cancel_reason = h->cancel_reason;
-    } else if (!x->exit_seen) {
-        r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
-        r->err_step = FY_STEP_WAIT;
-        r->detail = fy_strdup("the sandbox ended before reporting the workload's status");
-    } else if (WIFEXITED(x->wstatus)) {
-        r->outcome = WEXITSTATUS(x->wstatus) == 0 ? FY_OUTCOME_SUCCEEDED : FY_OUTCOME_FAILED;
-    } else if (WIFSIGNALED(x->wstatus) && WTERMSIG(x->wstatus) == SIGSYS && pl->bpf && !pl->seccomp_notify) {
-        r->outcome = FY_OUTCOME_SANDBOX_VIOLATION;
-        r->detail = fy_strdup("syscall (killed by the seccomp filter; this host cannot name it)");
-    } else {
-        r->outcome = FY_OUTCOME_SIGNALED;
+            rep.setup_detail = fy_asprintf("%s: %s: %s", fy_step_name(x->err_step), op->dst, strerror(x->err_errno));
     }
-    if (!r->detail && h->end_detail)
-        r->detail = fy_strdup(h->end_detail);
-    /* Stage times (all CLOCK_MONOTONIC, the same clock inside and out). */
-    uint64_t t_iso = x->t_isolation ? x->t_isolation : x->t_go;
-    r->stage[FY_STAGE_PREPARE] = h->pr->prepare_usec;
-    r->stage[FY_STAGE_ISOLATION] = t_iso > h->t_start ? t_iso - h->t_start : 0;
-    if (x->t_fs && x->t_fs >= t_iso)
-        r->stage[FY_STAGE_FILESYSTEM] = x->t_fs - t_iso;
-    if (x->t_exec && x->t_fs && x->t_exec >= x->t_fs)
-        r->stage[FY_STAGE_EXEC] = x->t_exec - x->t_fs;
-    if (x->t_exit && x->t_exec && x->t_exit >= x->t_exec)
-        r->stage[FY_STAGE_RUN] = x->t_exit - x->t_exec;
-    uint64_t t_end = x->t_reaped ? x->t_reaped : t_clean;
-    if (x->t_eof > t_end)
-        r->stage[FY_STAGE_OUTPUT] = x->t_eof - t_end;
-    /* Usage, from the sandbox's own cgroup where it has one. */
-    r->usage[FY_USAGE_WALL_USEC] = (x->t_reaped ? x->t_reaped : t_clean) - h->t_start;
-    r->usage_known = 1u << FY_USAGE_WALL_USEC;
+    rep.oom_killed = x->usage.oom_kills != 0;
+    rep.memory_limit = pl->cg.memory;
+    rep.pids_limit_hit = x->usage.pids_max_events != 0;
+
+    /* When (CLOCK_MONOTONIC, the same clock inside and out). */
+    rep.t_isolation = x->t_isolation ? x->t_isolation : x->t_go;
+    rep.t_filesystem = x->t_fs;
+    rep.t_exec = x->t_exec;
+    rep.t_exit = x->t_exit;
+    rep.t_ended = x->t_reaped;
+    rep.t_output_eof = x->t_eof;
+
+    /* Output and usage, from the sandbox's own cgroup where it has one. */
+    rep.output_bytes = x->output_bytes;
+    rep.output_truncated = x->truncated;
+    rep.output_limit = x->output_cap;
     for (int i = 1; i < 3; i++) {
         uint32_t mode = h->pr->policy->stdio[i].mode;
-        uint32_t k = i == 1 ? FY_USAGE_STDOUT_BYTES : FY_USAGE_STDERR_BYTES;
-        if (mode == FY_STDIO_FILE || mode == FY_STDIO_CALLBACK) {
-            r->usage[k] = x->stream_bytes[i];
-            r->usage_known |= 1u << k;
-        }
+        rep.stream_counted[i] = mode == FY_STDIO_FILE || mode == FY_STDIO_CALLBACK;
+        rep.stream_bytes[i] = x->stream_bytes[i];
     }
     if (x->usage.have_cpu) {
-        r->usage[FY_USAGE_CPU_USER_USEC] = x->usage.cpu_user_usec;
-        r->usage[FY_USAGE_CPU_SYSTEM_USEC] = x->usage.cpu_system_usec;
-        r->usage_known |= (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC);
+        rep.usage[FY_USAGE_CPU_USER_USEC] = x->usage.cpu_user_usec;
+        rep.usage[FY_USAGE_CPU_SYSTEM_USEC] = x->usage.cpu_system_usec;
+        rep.usage_known |= (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC);
     }
     if (x->usage.have_memory) {
-        r->usage[FY_USAGE_MEMORY_PEAK] = x->usage.memory_peak;
-        r->usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
+        rep.usage[FY_USAGE_MEMORY_PEAK] = x->usage.memory_peak;
+        rep.usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
     }
     if (x->usage.have_io) {
-        r->usage[FY_USAGE_IO_READ_BYTES] = x->usage.io_read;
-        r->usage[FY_USAGE_IO_WRITE_BYTES] = x->usage.io_write;
-        r->usage_known |= (1u << FY_USAGE_IO_READ_BYTES) | (1u << FY_USAGE_IO_WRITE_BYTES);
+        rep.usage[FY_USAGE_IO_READ_BYTES] = x->usage.io_read;
+        rep.usage[FY_USAGE_IO_WRITE_BYTES] = x->usage.io_write;
+        rep.usage_known |= (1u << FY_USAGE_IO_READ_BYTES) | (1u << FY_USAGE_IO_WRITE_BYTES);
     }
     if (x->have_tasks) {
-        r->usage[FY_USAGE_PROCESSES] = x->tasks;
-        r->usage_known |= 1u << FY_USAGE_PROCESSES;
+        rep.usage[FY_USAGE_PROCESSES] = x->tasks;
+        rep.usage_known |= 1u << FY_USAGE_PROCESSES;
     }
-    r->usage_source = x->cg.v2_dir && pl->cg.v2_limits ? "cgroup v2" : pl->cg.enabled ? "cgroup v1" : NULL;
+    rep.usage_source = x->cg.v2_dir && pl->cg.v2_limits ? "cgroup v2" : pl->cg.enabled ? "cgroup v1" : NULL;
     if (x->have_ru && !x->usage.have_cpu && !x->usage.have_memory) {
         /* No cgroup measured them: the rusage of the sandbox's pid 1, which
          * reaped every task. Its memory figure is the largest single
          * process, not the sandbox's total. */
-        r->usage[FY_USAGE_CPU_USER_USEC] = (uint64_t)x->ru.ru_utime.tv_sec * 1000000u + (uint64_t)x->ru.ru_utime.tv_usec;
-        r->usage[FY_USAGE_CPU_SYSTEM_USEC] = (uint64_t)x->ru.ru_stime.tv_sec * 1000000u + (uint64_t)x->ru.ru_stime.tv_usec;
-        r->usage[FY_USAGE_MEMORY_PEAK] = (uint64_t)x->ru.ru_maxrss * 1024u;
-        r->usage_known |= (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC) | (1u << FY_USAGE_MEMORY_PEAK);
-        r->usage_source = "rusage";
+        rep.usage[FY_USAGE_CPU_USER_USEC] = (uint64_t)x->ru.ru_utime.tv_sec * 1000000u + (uint64_t)x->ru.ru_utime.tv_usec;
+        rep.usage[FY_USAGE_CPU_SYSTEM_USEC] = (uint64_t)x->ru.ru_stime.tv_sec * 1000000u + (uint64_t)x->ru.ru_stime.tv_usec;
+        rep.usage[FY_USAGE_MEMORY_PEAK] = (uint64_t)x->ru.ru_maxrss * 1024u;
+        rep.usage_known |= (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC) | (1u << FY_USAGE_MEMORY_PEAK);
+        rep.usage_source = "rusage";
     }
-    r->cgroup_json = fy_strdup(pl->cgroup_json);
+
     /* Cleanup, witnessed: the cgroup must be empty, then it goes. Mounts
      * lived only in the sandbox's mount namespace, which died with it. */
     if (cg_remove_empty(&x->cg))
-        r->left[FY_LEFT_PROCESSES] = (uint64_t)cg_count_procs(&pl->cg, &x->cg);
-    r->left[FY_LEFT_CGROUPS] = (uint64_t)cg_destroy(&pl->cg, &x->cg);
+        rep.left[FY_LEFT_PROCESSES] = (uint64_t)cg_count_procs(&pl->cg, &x->cg);
+    rep.left[FY_LEFT_CGROUPS] = (uint64_t)cg_destroy(&pl->cg, &x->cg);
     for (int i = 0; i < 3; i++)
         close_fd(&x->spool_fd[i]);
     close_fd(&x->notify_fd);
@@ -1306,13 +1265,11 @@ static void finish(fy_handle *h, struct lx *x) {
     remove_attempt_dir(x);
     if (pl->delay_stage == FY_STAGE_CLEANUP && pl->delay_usec)
         usleep((useconds_t)pl->delay_usec); /* qualification: attributed to cleanup */
-    r->left[FY_LEFT_FILES] = x->scratch_left ? 1 : 0;
-    if (!r->left[FY_LEFT_CGROUPS] && !x->scratch_left)
+    rep.left[FY_LEFT_FILES] = x->scratch_left ? 1 : 0;
+    if (!rep.left[FY_LEFT_CGROUPS] && !x->scratch_left)
         forget_state(x); /* else the record stays for fy_gc */
-    if (x->scratch_left && !r->detail)
-        r->detail = fy_strdup("cleanup: the attempt directory could not be removed completely");
-    r->stage[FY_STAGE_CLEANUP] = fy_now_usec() - t_clean;
-    h->result = r;
+    rep.t_cleanup_end = fy_now_usec();
+    attempt_finish(h, &rep, r);
 }
 
 int lx_process(fy_handle *h, fy_error **reterr) {
