@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "prepared.h"
 
@@ -19,6 +20,8 @@ static void prepared_destroy(fy_prepared *pr) {
         return;
     if (pr->plan && pr->sel.backend && pr->sel.backend->plan_free)
         pr->sel.backend->plan_free(pr->plan);
+    plan_free(pr->neutral);
+    free(pr->contract_id);
     for (size_t i = 0; i < pr->nsecrets; i++)
         secret_release(pr->secrets[i].value);
     free(pr->secrets);
@@ -238,7 +241,9 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     if ((r = resolve_env(pr, reterr)) < 0 || (r = load_secrets(pr, reterr)) < 0)
         goto fail;
     pr->impure = policy_is_impure(pr->policy);
-    if (pr->sel.backend->compile && (r = pr->sel.backend->compile(pr, reterr)) < 0)
+    if ((r = plan_build(pr, reterr)) < 0)
+        goto fail;
+    if (pr->sel.backend->compile && (r = pr->sel.backend->compile(pr->neutral, pr->caps, &pr->plan, reterr)) < 0)
         goto fail;
     pr->prepare_usec = fy_now_usec() - t0;
     metrics_prepare(obs->metrics, pr->sel.backend->name, pr->sel.level, pr->prepare_usec);
@@ -328,12 +333,14 @@ int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error *
     VEC_EACH(&prepared->env, struct pol_env, e) json_array_append_new(env, json_string(e->name));
     json_object_set_new(root, "environment", env);
     json_object_set_new(root, "policy", polj);
-    /* The backend's view of the plan (isolation, contract id), when it has one. */
+    /* The backend's view of the plan (isolation, limits) and the contract
+     * id, when it has one. */
     if (prepared->plan && prepared->sel.backend->describe) {
         json_t *d = json_loads(prepared->sel.backend->describe(prepared->plan), 0, NULL);
         if (d)
             json_object_update(root, d);
         json_decref(d);
+        json_object_set_new(root, "contract_id", json_string(prepared_contract_id(prepared)));
     }
     char *out = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
@@ -341,4 +348,48 @@ int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error *
         return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
     *ret_json = out;
     return 0;
+}
+
+/* Publishes s in *slot (a string of an immutable object built on first
+ * use) unless another thread was first: the one that stays. */
+static const char *publish_once(char *const *slot, char *s) {
+    char *expected = NULL;
+    if (__atomic_compare_exchange_n((char **)slot, &expected, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return s;
+    free(s);
+    return expected;
+}
+
+/* The environment contract: what an attempt of this plan runs in. Its id is
+ * stable for the same policy on the same host, and changes with anything
+ * that changes the isolation (backend, library, kernel, what the backend
+ * enforces and how: namespaces and id mode, seccomp profile and version,
+ * Landlock ABI, limits and their mechanisms; the canonical policy).
+ * Computed on first use, not by fy_prepare: hashing the canonical policy
+ * was a third of a prepare, and fy_start asks for it once the sandbox is on
+ * its way (the result needs it). */
+const char *prepared_contract_id(const fy_prepared *pr) {
+    char *have = __atomic_load_n(&pr->contract_id, __ATOMIC_ACQUIRE);
+    if (have)
+        return have;
+    char *policy = policy_to_json(pr->policy);
+    const char *enforced = pr->plan && pr->sel.backend->describe ? pr->sel.backend->describe(pr->plan) : "{}";
+    char *text = policy ? fy_asprintf("forgeyard-contract 2\nbackend %s\nlibrary %s\nkernel %s\nenforced %s\n"
+                                      "policy %s\n",
+                                      pr->sel.backend->name, FY_VERSION_STRING,
+                                      pr->caps->host.kernel_release ? pr->caps->host.kernel_release : "unknown",
+                                      enforced, policy)
+                        : NULL;
+    free(policy);
+    char *hex = text ? malloc(crypto_hash_sha256_BYTES * 2 + 1) : NULL;
+    if (!hex || sodium_init() < 0) {
+        free(text);
+        free(hex);
+        return "";
+    }
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, (const unsigned char *)text, strlen(text));
+    free(text);
+    sodium_bin2hex(hex, crypto_hash_sha256_BYTES * 2 + 1, h, sizeof(h));
+    return publish_once(&pr->contract_id, hex);
 }

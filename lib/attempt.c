@@ -83,7 +83,7 @@ void attempt_finish(fy_handle *h, struct attempt_report *rep, fy_result *r) {
     r->backend = fy_strdup(h->backend->name);
     r->level = h->pr->sel.level;
     r->kernel = fy_strdup(h->pr->caps->host.kernel_release);
-    snprintf(r->contract_id, sizeof(r->contract_id), "%s", rep->contract_id ? rep->contract_id : "");
+    snprintf(r->contract_id, sizeof(r->contract_id), "%s", prepared_contract_id(h->pr));
     r->isolation_json = rep->isolation_json;
     r->cgroup_json = rep->limits_json;
     rep->isolation_json = rep->limits_json = NULL;

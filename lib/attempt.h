@@ -44,9 +44,8 @@ struct attempt_report {
     /* What was left after cleanup (FY_LEFT_*). */
     uint64_t left[FY_LEFT_FILES + 1];
     /* The isolation achieved and what enforced the limits (JSON objects,
-     * owned by the report), the contract id (copied). */
+     * owned by the report). */
     char *isolation_json, *limits_json;
-    const char *contract_id;
 };
 
 /* Fills r (from result_new, made before the backend began its cleanup so

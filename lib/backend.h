@@ -4,6 +4,7 @@
 #define FY_BACKEND_H
 
 #include "caps.h"
+#include "plan.h"
 #include "policy.h"
 
 
@@ -21,9 +22,11 @@ struct fy_backend_ops {
      * to a static or caps-owned string. */
     bool (*can_enforce)(const fy_caps *c, uint32_t control, const char **why);
     /* Optional from here on (NULL: the backend can negotiate but not run). */
-    /* Compiles the backend plan into pr->plan; rejects what the backend
-     * cannot enforce as the policy asks (FY_E_UNSUPPORTED). */
-    int (*compile)(fy_prepared *pr, fy_error **reterr);
+    /* Compiles the platform-neutral plan (plan.h) for this host into the
+     * backend's own plan (*ret, freed with plan_free); rejects what the
+     * backend cannot enforce as the plan asks (FY_E_UNSUPPORTED). The
+     * neutral plan outlives the backend's, which may point into it. */
+    int (*compile)(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);
     void (*plan_free)(void *plan);
     /* Starts the sandbox: fills h->b. */
     int (*start)(fy_handle *h, fy_error **reterr);
@@ -40,7 +43,8 @@ struct fy_backend_ops {
     int (*get_fd)(fy_handle *h);
     int (*stdio_fd)(fy_handle *h, uint32_t stream);
     uint64_t (*next_deadline)(fy_handle *h);
-    /* A JSON object with the plan's isolation and contract id (borrowed). */
+    /* A JSON object {"isolation": {...}, "limits": {...}}: what the plan
+     * will enforce and how (borrowed; part of the contract id). */
     const char *(*describe)(const void *plan);
 };
 

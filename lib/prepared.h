@@ -23,9 +23,16 @@ struct fy_prepared {
     struct selection sel;
     bool impure;
     uint64_t prepare_usec;  /* how long fy_prepare took */
+    struct fy_plan *neutral; /* the platform-neutral plan (plan.h) */
     void *plan;             /* the backend's compiled plan */
+    char *contract_id;      /* prepared_contract_id, built on first use */
     int refs;               /* the caller's reference + one per live handle (atomic) */
 };
+
+/* The environment contract id (hex SHA-256 of backend, library, kernel,
+ * what the backend enforces and the canonical policy): stable for the same
+ * policy on the same host. Built on first use ("" when out of memory). */
+const char *prepared_contract_id(const fy_prepared *pr);
 
 /* Handles keep the plan alive. */
 fy_prepared *prepared_ref(const fy_prepared *pr);

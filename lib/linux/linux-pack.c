@@ -102,8 +102,8 @@ int lx_pack(const struct child_args *a, unsigned char **ret_blob, size_t *ret_le
     memset(&pl.cg, 0, sizeof(pl.cg));
     memset(pl.watch_dirs, 0, sizeof(pl.watch_dirs));
     pl.nwatch = 0;
-    pl.isolation_json = pl.cgroup_json = pl.describe_json = pl.contract_id = NULL;
-    pl.owner = NULL;
+    pl.isolation_json = pl.cgroup_json = pl.describe_json = NULL;
+    pl.np = NULL;
     pl.allocs = NULL;
     pl.nallocs = pl.capallocs = 0;
     pl.envp = NULL; /* the child uses the per-start envp of its arguments */

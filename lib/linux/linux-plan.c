@@ -20,7 +20,6 @@
 #include "linux-plan.h"
 #include "linux-seccomp.h"
 #include "linux-syscall.h"
-#include "prepared.h"
 
 #define LL_FS_V1 ((1ULL << 13) - 1) /* EXECUTE .. MAKE_SYM */
 #define LL_FS_REFER (1ULL << 13)
@@ -121,7 +120,6 @@ void linux_plan_free(struct linux_plan *pl) {
     free(pl->isolation_json);
     free(pl->cgroup_json);
     free(pl->describe_json);
-    free(pl->contract_id);
     free(pl);
 }
 
@@ -206,125 +204,6 @@ static void add_rule(struct builder *b, const char *path, uint64_t access) {
     pl->nll++;
 }
 
-/* One host path of the read-only runtime: a symlink (Debian's merged /usr)
- * is recreated as a symlink; a directory or a file is bound read-only; a
- * missing one is listed in skipped (when given) and left out. */
-static int add_host_path(struct builder *b, const char *path, json_t *skipped, fy_error **reterr) {
-    struct stat st;
-    if (lstat(path, &st) < 0) {
-        if (skipped)
-            json_array_append_new(skipped, json_string(path));
-        return 0;
-    }
-    if (S_ISLNK(st.st_mode)) {
-        char target[4096];
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
-        if (n < 0) {
-            int e = errno;
-            return err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, NULL, "readlink %s: %s", path,
-                           strerror(e));
-        }
-        target[n] = '\0';
-        add_symlink(b, path, target);
-    } else if (S_ISDIR(st.st_mode)) {
-        add_bind(b, path, path, MF_READONLY);
-        add_rule(b, path, LL_RO);
-    } else if (S_ISREG(st.st_mode)) {
-        add_bind(b, path, path, MF_READONLY | MF_FILE);
-        add_rule(b, path, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE);
-    } else {
-        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.filesystem.runtime_paths",
-                       "runtime path %s is neither a directory, a file nor a symlink", path);
-    }
-    return 0;
-}
-
-/* The policy's runtime paths (the isolation report lists the missing ones). */
-static int add_runtime_paths(struct builder *b, const fy_policy *p, json_t *skipped, fy_error **reterr) {
-    VEC_EACH(&p->runtime_paths, char *, it) {
-        int r = add_host_path(b, *it, skipped, reterr);
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-/* Public, static host databases libc reads: service and protocol names
- * (getservbyname, getaddrinfo with a service name, getprotobyname). Copied
- * into the sandbox's /etc as of fy_prepare: a file made in the new root
- * costs less than a bind mount of one. */
-static const char *const etc_public[] = {"/etc/services", "/etc/protocols"};
-#define ETC_PUBLIC_MAX (1u << 20)
-
-/* A host text file (a regular one, at most max bytes), or NULL. */
-static char *read_text(const char *path, size_t max) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max &&
-        (buf = malloc((size_t)st.st_size + 1))) {
-        size_t got = 0;
-        ssize_t n;
-        while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                break;
-            got += (size_t)n;
-        }
-        buf[got] = '\0';
-    }
-    close(fd);
-    return buf;
-}
-
-/* Where a workload may reach a network: the CA certificates its TLS clients
- * verify servers with (Debian and derivatives, Fedora and RHEL, Arch,
- * Alpine and the BSD-style single bundle). Certificates only: never
- * /etc/ssl/private or any other part of /etc/ssl and /etc/pki. */
-static const char *const etc_trust[] = {
-    "/etc/ssl/certs", "/etc/ssl/cert.pem", "/etc/pki/tls/certs", "/etc/pki/tls/cert.pem",
-    "/etc/pki/ca-trust/extracted", "/etc/ca-certificates/extracted",
-};
-
-/* Whether the host has path as a directory, a file or a symlink (*st). */
-static bool host_has(const char *path, struct stat *st) {
-    return lstat(path, st) == 0 && (S_ISDIR(st->st_mode) || S_ISREG(st->st_mode) || S_ISLNK(st->st_mode));
-}
-
-/* Both, in the new root (missing ones are left out quietly: they are not
- * the policy's). At the process level the host's own files are read, and
- * compile_process_mode names them in Landlock rules instead. */
-static int add_etc_extras(struct builder *b, const fy_policy *p, fy_error **reterr) {
-    for (size_t i = 0; i < FY_ARRAY_SIZE(etc_public); i++) {
-        char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
-        if (text)
-            add_file(b, etc_public[i], text, 0644);
-        free(text);
-    }
-    for (size_t i = 0; p->net_mode != FY_NET_DENY && i < FY_ARRAY_SIZE(etc_trust); i++) {
-        struct stat st;
-        int r = host_has(etc_trust[i], &st) ? add_host_path(b, etc_trust[i], NULL, reterr) : 0;
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-static const char *const proc_masked[] = {
-    "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
-    "/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg", "/proc/config.gz", "/proc/sysrq-trigger",
-    "/proc/acpi", "/proc/asound", "/proc/scsi", "/proc/driver",
-    /* The host's disks, swap devices, interrupt counts (a keystroke and
-     * network timing channel) and kernel command line (cloud hosts put
-     * tokens there): none of the workload's business. */
-    "/proc/partitions", "/proc/diskstats", "/proc/swaps", "/proc/interrupts", "/proc/cmdline",
-};
-static const char *const proc_readonly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
-static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom"};
-
 static uint64_t ll_handled_for(uint32_t abi) {
     uint64_t h = LL_FS_V1;
     if (abi >= 2)
@@ -336,82 +215,41 @@ static uint64_t ll_handled_for(uint32_t abi) {
     return h;
 }
 
-static char *passwd_text(const struct linux_plan *pl) {
-    char *s = NULL;
-    if (pl->work_uid == 0) {
-        if (asprintf(&s, "root:x:0:0:root:/home/forgeyard:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n") < 0)
-            return NULL;
-    } else if (asprintf(&s,
-                        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                        "forgeyard:x:%u:%u:forgeyard:/home/forgeyard:/bin/sh\n"
-                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-                        pl->work_uid, pl->work_gid) < 0)
-        return NULL;
-    return s;
-}
-
-static char *group_text(const struct linux_plan *pl) {
-    char *s = NULL;
-    if (pl->work_gid == 0) {
-        if (asprintf(&s, "root:x:0:\nnogroup:x:65534:\n") < 0)
-            return NULL;
-    } else if (asprintf(&s, "root:x:0:\nforgeyard:x:%u:\nnogroup:x:65534:\n", pl->work_gid) < 0)
-        return NULL;
-    return s;
-}
-
-static int compile_ids(struct linux_plan *pl, const fy_prepared *pr) {
-    const fy_policy *p = pr->policy;
-    bool fake_root = p->user == FY_USER_FAKE_ROOT;
-    pl->as_root = pr->caps->host.is_root;
-    pl->work_uid = pl->work_gid = fake_root ? 0 : 1000;
+static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c) {
+    pl->as_root = c->host.is_root;
+    pl->work_uid = np->uid;
+    pl->work_gid = np->gid;
     if (pl->as_root) {
         /* Never host root: the sandbox's pid 1 and the workload get ids from
          * the unprivileged range, distinct ones when the range allows. */
         pl->drop_groups = true;
-        if (!fake_root && p->id_count >= 2) {
+        if (!np->fake_root && np->id_count >= 2) {
             pl->setup_uid = pl->setup_gid = 0;
-            snprintf(pl->uid_map, sizeof(pl->uid_map), "0 %u 1\n1000 %u 1\n", p->id_first, p->id_first + 1);
+            snprintf(pl->uid_map, sizeof(pl->uid_map), "0 %u 1\n%u %u 1\n", np->id_first, pl->work_uid,
+                     np->id_first + 1);
         } else {
             pl->setup_uid = pl->setup_gid = pl->work_uid;
-            snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, p->id_first);
+            snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, np->id_first);
         }
         memcpy(pl->gid_map, pl->uid_map, sizeof(pl->gid_map));
     } else {
         /* Rootless: only the caller's own ids can be mapped. */
         pl->setup_uid = pl->setup_gid = pl->work_uid;
-        snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, pr->caps->host.uid);
-        snprintf(pl->gid_map, sizeof(pl->gid_map), "%u %u 1\n", pl->work_gid, pr->caps->host.gid);
+        snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, c->host.uid);
+        snprintf(pl->gid_map, sizeof(pl->gid_map), "%u %u 1\n", pl->work_gid, c->host.gid);
     }
     return 0;
 }
 
-static int compile_env(struct linux_plan *pl, const fy_prepared *pr) {
-    static const char *const defaults[][2] = {
-        {"HOME", "/home/forgeyard"}, {"TMPDIR", "/tmp"}, {"USER", NULL}, {"LOGNAME", NULL},
-    };
-    size_t n = pr->env.n + FY_ARRAY_SIZE(defaults) + 3;
-    pl->envp = calloc(n, sizeof(char *));
+/* The plan's environment, then the limits this backend enforces, visible
+ * to build tools that size their parallelism. */
+static int compile_env(struct linux_plan *pl, const struct fy_plan *np) {
+    pl->envp = calloc(np->nenv + 3, sizeof(char *));
     if (!pl->envp)
         return FY_E_NOMEM;
-    const char *user = pl->work_uid == 0 ? "root" : "forgeyard";
-    VEC_EACH(&pr->env, struct pol_env, e) {
-        if (!(pl->envp[pl->nenv++] = plan_fmt(pl, "%s=%s", e->name, e->value)))
-            return FY_E_NOMEM;
-        if (strcmp(e->name, "PATH") == 0)
-            pl->path_search = e->value;
-    }
-    for (size_t i = 0; i < FY_ARRAY_SIZE(defaults); i++) {
-        bool set = false;
-        VEC_EACH(&pr->env, struct pol_env, e) set = set || strcmp(e->name, defaults[i][0]) == 0;
-        if (set)
-            continue;
-        if (!(pl->envp[pl->nenv++] = plan_fmt(pl, "%s=%s", defaults[i][0], defaults[i][1] ? defaults[i][1] : user)))
-            return FY_E_NOMEM;
-    }
-    if (!pl->path_search)
-        pl->path_search = "/usr/local/bin:/usr/bin:/bin";
-    /* The limits, visible to build tools that size their parallelism. */
+    for (size_t i = 0; i < np->nenv; i++)
+        pl->envp[pl->nenv++] = (char *)np->envp[i];
+    pl->path_search = np->path_search;
     if (pl->cpus && !(pl->envp[pl->nenv++] = plan_fmt(pl, "FORGEYARD_CPUS=%u", pl->cpus)))
         return FY_E_NOMEM;
     if (pl->cg.version_memory &&
@@ -428,19 +266,16 @@ static void add_rlimit(struct linux_plan *pl, int res, uint64_t v) {
 }
 
 /* Resources: which cgroup hierarchy enforces which negotiated limit. */
-static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
-    const fy_policy *p = pr->policy;
-    pl->cg.fault_step = p->fault_step;
-    pl->cg.fault_nth = p->fault_nth;
-    const fy_caps *c = pr->caps;
+static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c) {
+    pl->cg.fault_step = np->fault_step;
+    pl->cg.fault_nth = np->fault_nth;
     const struct caps_host *h = &c->host;
     struct cg_plan *cg = &pl->cg;
-    const struct selection *sel = &pr->sel;
-    cg->memory = p->limit[FY_LIMIT_MEMORY];
-    cg->swap = p->limit[FY_LIMIT_MEMORY_SWAP] == FY_UNLIMITED ? 0 : p->limit[FY_LIMIT_MEMORY_SWAP];
-    cg->pids = p->limit[FY_LIMIT_PIDS];
-    cg->cpu_millis = p->limit[FY_LIMIT_CPU_MILLIS];
-    cg->io_bps = p->limit[FY_LIMIT_IO_BPS];
+    cg->memory = np->limit[FY_LIMIT_MEMORY];
+    cg->swap = np->limit[FY_LIMIT_MEMORY_SWAP] == FY_UNLIMITED ? 0 : np->limit[FY_LIMIT_MEMORY_SWAP];
+    cg->pids = np->limit[FY_LIMIT_PIDS];
+    cg->cpu_millis = np->limit[FY_LIMIT_CPU_MILLIS];
+    cg->io_bps = np->limit[FY_LIMIT_IO_BPS];
     static const struct { uint32_t control, cap, limit; int ctl; } map[] = {
         {FY_CONTROL_MEMORY_LIMIT, FY_CAP_CGROUP_MEMORY, FY_LIMIT_MEMORY, CG_MEMORY},
         {FY_CONTROL_PIDS_LIMIT, FY_CAP_CGROUP_PIDS, FY_LIMIT_PIDS, CG_PIDS},
@@ -450,7 +285,7 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     uint32_t *versions[] = {&cg->version_memory, &cg->version_pids, &cg->version_cpu, &cg->version_io};
     const char *v1dirs[] = {h->cg1_memory, h->cg1_pids, h->cg1_cpu, h->cg1_blkio};
     /* io limits apply to the block device behind the workspace, when there is one. */
-    const char *ws = p->build ? p->build : p->output ? p->output : p->source;
+    const char *ws = np->build ? np->build : np->output ? np->output : np->source;
     struct stat wst;
     bool io_dev = false;
     if (ws && stat(ws, &wst) == 0 && major(wst.st_dev) != 0) {
@@ -462,10 +297,10 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     }
     bool any_v1 = false;
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++) {
-        if (sel->control[map[i].control] != FY_CONTROL_STATE_ENFORCED || p->limit[map[i].limit] == FY_UNLIMITED)
+        if (np->control[map[i].control] != FY_CONTROL_STATE_ENFORCED || np->limit[map[i].limit] == FY_UNLIMITED)
             continue;
         if (map[i].ctl == CG_BLKIO && !io_dev) {
-            if (p->control[FY_CONTROL_IO_LIMIT] == FY_MODE_REQUIRE)
+            if (np->control_mode[FY_CONTROL_IO_LIMIT] == FY_MODE_REQUIRE)
                 return FY_E_UNSUPPORTED;
             continue; /* preferred: nothing to throttle (tmpfs workspace); reported below */
         }
@@ -481,7 +316,7 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     }
     /* A v2 cgroup, even without controllers (hybrid hosts), groups the whole
      * tree for CLONE_INTO_CGROUP and cgroup.kill. */
-    if (h->cg2_dir && !p->test_legacy_cgroups &&
+    if (h->cg2_dir && !np->test_legacy_cgroups &&
         (caps_present(c, FY_CAP_CGROUP_V2) || caps_present(c, FY_CAP_CGROUP_KILL))) {
         cg->v2_parent = h->cg2_dir;
         cg->v2_group = caps_present(c, FY_CAP_CGROUP_KILL);
@@ -505,7 +340,7 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     unsigned kmaj = 0, kmin = 0;
     if (h->kernel_release && sscanf(h->kernel_release, "%u.%u", &kmaj, &kmin) != 2)
         kmaj = kmin = 0;
-    bool nproc = !cg->version_pids && cg->pids != FY_UNLIMITED && sel->backend == &linux_namespace_backend &&
+    bool nproc = !cg->version_pids && cg->pids != FY_UNLIMITED && np->backend == &linux_namespace_backend &&
                  (kmaj > 5 || (kmaj == 5 && kmin >= 14));
     if (nproc)
         add_rlimit(pl, RLIMIT_NPROC, cg->pids);
@@ -520,7 +355,7 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
                                          : nproc && map[i].ctl == CG_PIDS
                                              ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
                                                            "no resource-exceeded outcome)")
-                                         : json_string(sel->control[map[i].control] == FY_CONTROL_STATE_DROPPED
+                                         : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED
                                                            ? "not enforced (dropped)" : "not enforced"));
     json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
                                                  : any_v1 ? "cgroup v1" : "pid namespace / subreaper only"));
@@ -530,14 +365,16 @@ static int compile_cgroups(struct linux_plan *pl, const fy_prepared *pr) {
     return pl->cgroup_json ? 0 : FY_E_NOMEM;
 }
 
-static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, json_t *skipped) {
-    json_t *o = json_object(), *ns = json_array();
-    if (!o || !ns) {
+static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *np) {
+    json_t *o = json_object(), *ns = json_array(), *skipped = json_array();
+    if (!o || !ns || !skipped) {
         json_decref(o);
         json_decref(ns);
         json_decref(skipped);
         return FY_E_NOMEM;
     }
+    for (size_t i = 0; i < np->nruntime_skipped; i++)
+        json_array_append_new(skipped, json_string(np->runtime_skipped[i]));
     static const struct { uint64_t flag; const char *name; } nss[] = {
         {CLONE_NEWUSER, "user"}, {CLONE_NEWNS, "mount"}, {CLONE_NEWPID, "pid"}, {CLONE_NEWIPC, "ipc"},
         {CLONE_NEWUTS, "uts"}, {CLONE_NEWCGROUP, "cgroup"}, {CLONE_NEWNET, "net"},
@@ -557,7 +394,7 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
                                                          ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
                                                                            : "host view, unconfined (no Landlock)")
                                                          : "private: fresh tmpfs root with the declared paths"));
-    json_object_set_new(o, "terminals", json_string(pr->policy->pty == FY_DEVICES_PRIVATE
+    json_object_set_new(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
     json_t *sc = json_null();
@@ -575,7 +412,7 @@ static int compile_isolation_json(struct linux_plan *pl, const fy_prepared *pr, 
      * when it was the fallback). */
     json_object_set_new(o, "init", json_string(LX_INIT_EXEC));
     json_object_set_new(o, "runtime_paths_skipped", skipped);
-    json_object_set_new(o, "impure", json_boolean(pr->impure));
+    json_object_set_new(o, "impure", json_boolean(np->impure));
     pl->isolation_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return pl->isolation_json ? 0 : FY_E_NOMEM;
@@ -595,9 +432,8 @@ const char *linux_plan_describe(const void *plan) {
     const struct linux_plan *pl = plan;
     if (!pl->describe_json) {
         /* Built lazily once; the plan is otherwise immutable. */
-        json_t *o = json_pack("{s:o,s:o,s:s}", "isolation", json_loads(pl->isolation_json, 0, NULL), "limits",
-                              json_loads(pl->cgroup_json ? pl->cgroup_json : "{}", 0, NULL), "contract_id",
-                              linux_plan_contract_id(pl));
+        json_t *o = json_pack("{s:o,s:o}", "isolation", json_loads(pl->isolation_json, 0, NULL), "limits",
+                              json_loads(pl->cgroup_json ? pl->cgroup_json : "{}", 0, NULL));
         char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(o);
         if (s)
@@ -616,157 +452,235 @@ static const char *const process_etc[] = {
 };
 static const char *const process_dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
 
-static int compile_process_mode(struct linux_plan *pl, struct builder *b, const fy_prepared *pr, json_t *skipped) {
-    const fy_policy *p = pr->policy;
+/* The host path a sandbox path lies under at the process level (which
+ * remaps nothing): the workspace and binds of the plan, in that order. */
+static const char *host_path_for(struct linux_plan *pl, const struct fy_plan *np, const char *wd) {
+    static const uint32_t roles[] = {PR_SOURCE, PR_BUILD, PR_OUTPUT, PR_BIND};
+    for (size_t r = 0; r < FY_ARRAY_SIZE(roles); r++)
+        for (size_t i = 0; i < np->nentries; i++) {
+            const struct plan_entry *e = &np->entries[i];
+            if (e->kind != PE_HOST || e->role != roles[r])
+                continue;
+            size_t n = strlen(e->target);
+            if (strncmp(wd, e->target, n) == 0 && (wd[n] == '/' || !wd[n]))
+                return plan_fmt(pl, "%s%s", e->host, wd + n);
+        }
+    return NULL;
+}
+
+static int compile_process_mode(struct linux_plan *pl, struct builder *b, const struct fy_plan *np,
+                                const fy_caps *c) {
     uint64_t rw = ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV;
     pl->process_mode = true;
     pl->clone_flags = 0;
     pl->use_netns = false;
     pl->hostname = NULL; /* the host's UTS namespace is not ours to rename */
     /* Never host root: as root the workload gets an unprivileged host uid. */
-    pl->as_root = pr->caps->host.is_root;
+    pl->as_root = c->host.is_root;
     if (pl->as_root) {
-        pl->work_uid = p->id_count >= 2 ? p->id_first + 1 : p->id_first;
+        pl->work_uid = np->id_count >= 2 ? np->id_first + 1 : np->id_first;
         pl->work_gid = pl->work_uid;
         pl->drop_groups = true;
     } else {
-        pl->work_uid = pr->caps->host.uid;
-        pl->work_gid = pr->caps->host.gid;
+        pl->work_uid = c->host.uid;
+        pl->work_gid = c->host.gid;
     }
-    VEC_EACH(&p->runtime_paths, char *, it) {
-        struct stat st;
-        if (lstat(*it, &st) < 0)
-            json_array_append_new(skipped, json_string(*it));
-        else
-            add_rule(b, *it, S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ? LL_RO
-                                                                          : LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE);
+    /* The plan's host paths, where the host has them (no remapping: the
+     * workload sees them at their host paths), confined by Landlock. */
+    for (size_t i = 0; i < np->nentries; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        switch (e->role) {
+        case PR_RUNTIME:
+            if (e->kind == PE_SYMLINK || (e->kind == PE_HOST && !(e->flags & PLAN_FILE)))
+                add_rule(b, e->target, LL_RO);
+            else if (e->kind == PE_HOST)
+                add_rule(b, e->target, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE);
+            break;
+        case PR_RESOLV:
+            add_rule(b, e->host, LANDLOCK_ACCESS_FS_READ_FILE);
+            break;
+        case PR_TRUST:
+            /* A rule names what it resolves to when init applies it, and a
+             * file keeps only a file's rights of LL_RO. */
+            add_rule(b, e->target, e->kind == PE_HOST && (e->flags & PLAN_FILE) ? LANDLOCK_ACCESS_FS_READ_FILE : LL_RO);
+            break;
+        case PR_SOURCE: case PR_BUILD: case PR_OUTPUT: case PR_TOOLCHAIN: case PR_BIND:
+            if (e->kind == PE_HOST)
+                add_rule(b, e->host, (e->flags & PLAN_RO) ? LL_RO : rw);
+            break;
+        default:
+            break;
+        }
     }
     for (size_t i = 0; i < FY_ARRAY_SIZE(process_etc); i++)
         add_rule(b, process_etc[i], LANDLOCK_ACCESS_FS_READ_FILE);
-    if (p->dns == FY_DNS_HOST)
-        add_rule(b, "/etc/resolv.conf", LANDLOCK_ACCESS_FS_READ_FILE);
-    /* CA certificates where the network is not denied (etc_trust; a rule
-     * names what it resolves to when init applies it, and a file keeps
-     * only a file's rights of LL_RO). */
-    for (size_t i = 0; p->net_mode != FY_NET_DENY && i < FY_ARRAY_SIZE(etc_trust); i++) {
-        struct stat st;
-        if (host_has(etc_trust[i], &st))
-            add_rule(b, etc_trust[i], S_ISREG(st.st_mode) ? LANDLOCK_ACCESS_FS_READ_FILE : LL_RO);
-    }
     for (size_t i = 0; i < FY_ARRAY_SIZE(process_dev); i++)
         add_rule(b, process_dev[i], LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LL_FS_TRUNCATE);
     add_rule(b, "/proc", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_WRITE_FILE);
-    if (p->source)
-        add_rule(b, p->source, p->source_writable ? rw : LL_RO);
-    if (p->build)
-        add_rule(b, p->build, rw);
-    if (p->output)
-        add_rule(b, p->output, rw);
-    VEC_EACH(&p->toolchains, struct pol_toolchain, t) add_rule(b, t->host, LL_RO);
-    VEC_EACH(&p->binds, struct pol_bind, bd) add_rule(b, bd->host, (bd->flags & FY_BIND_WRITABLE) ? rw : LL_RO);
     /* The attempt directory's rule is added per start (its name is new
      * each time): see linux-spawn.c. The working directory is the host path
-     * behind the policy's sandbox path; NULL: the attempt directory. */
-    const char *wd = p->workdir ? p->workdir : "/work/build";
-    const struct { const char *sandbox, *host; } roots[] = {
-        {"/work/source", p->source}, {"/work/build", p->build}, {"/work/output", p->output},
-    };
-    pl->workdir = NULL;
-    for (size_t i = 0; i < FY_ARRAY_SIZE(roots) && !pl->workdir; i++) {
-        size_t n = strlen(roots[i].sandbox);
-        if (roots[i].host && strncmp(wd, roots[i].sandbox, n) == 0 && (wd[n] == '/' || !wd[n]))
-            pl->workdir = plan_fmt(pl, "%s%s", roots[i].host, wd + n);
-    }
-    VEC_EACH(&p->binds, struct pol_bind, bd) {
-        size_t n = strlen(bd->target);
-        if (!pl->workdir && strncmp(wd, bd->target, n) == 0 && (wd[n] == '/' || !wd[n]))
-            pl->workdir = plan_fmt(pl, "%s%s", bd->host, wd + n);
-    }
+     * behind the plan's sandbox path; NULL: the attempt directory. */
+    pl->workdir = host_path_for(pl, np, np->workdir);
     return b->oom ? FY_E_NOMEM : 0;
 }
 
-/* The environment contract: what an attempt of this plan runs in. Its id is
- * stable for the same policy on the same host, and changes with anything
- * that changes the isolation (backend, library, kernel, namespaces and id
- * mode, seccomp profile and version, Landlock ABI, limits and how they are
- * enforced, the canonical policy). Computed on first use, not by
- * fy_prepare: hashing the canonical policy was a third of a prepare, and
- * fy_start asks for it once the sandbox is on its way (the result needs it). */
-const char *linux_plan_contract_id(const struct linux_plan *pl) {
-    char *have = __atomic_load_n(&pl->contract_id, __ATOMIC_ACQUIRE);
-    if (have)
-        return have;
-    const fy_prepared *pr = pl->owner;
-    char *policy = pr ? policy_to_json(pr->policy) : NULL;
-    char *text = policy ? fy_asprintf("forgeyard-contract 1\nbackend %s\nlibrary %s\nkernel %s\nisolation %s\n"
-                                      "limits %s\npolicy %s\n",
-                                      pr->sel.backend->name, FY_VERSION_STRING,
-                                      pr->caps->host.kernel_release ? pr->caps->host.kernel_release : "unknown",
-                                      pl->isolation_json, pl->cgroup_json ? pl->cgroup_json : "{}", policy)
-                        : NULL;
-    free(policy);
-    char *hex = text ? malloc(crypto_hash_sha256_BYTES * 2 + 1) : NULL;
-    if (!hex || sodium_init() < 0) {
-        free(text);
-        free(hex);
-        return "";
-    }
-    unsigned char h[crypto_hash_sha256_BYTES];
-    crypto_hash_sha256(h, (const unsigned char *)text, strlen(text));
-    free(text);
-    sodium_bin2hex(hex, crypto_hash_sha256_BYTES * 2 + 1, h, sizeof(h));
-    return publish_once(&pl->contract_id, hex);
+/* "mode=0755[,uid=U,gid=G],size=N[,nr_inodes=I]" for a scratch entry. */
+static char *tmpfs_options(struct linux_plan *pl, const struct plan_entry *e) {
+    char owner[48] = "", inodes[32] = "";
+    if (e->flags & PLAN_OWNED)
+        snprintf(owner, sizeof(owner), ",uid=%u,gid=%u", pl->work_uid, pl->work_gid);
+    if (e->inodes)
+        snprintf(inodes, sizeof(inodes), ",nr_inodes=%u", e->inodes);
+    return plan_fmt(pl, "mode=%04o%s,size=%llu%s", e->mode, owner, (unsigned long long)e->size, inodes);
 }
 
-int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error **reterr) {
-    const fy_policy *p = pr->policy;
-    const fy_caps *c = pr->caps;
-    const struct selection *sel = &pr->sel;
-    if (p->net_mode == FY_NET_RESTRICTED || p->net_mode == FY_NET_FETCH_ONLY)
+/* The namespace level: the plan's layout as mount operations in a fresh
+ * tmpfs root, each with the Landlock rule of what it is. */
+static int compile_layout(struct linux_plan *pl, struct builder *b, const struct fy_plan *np) {
+    uint64_t rw = ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV;
+    snprintf(pl->tmpfs_root_opts, sizeof(pl->tmpfs_root_opts), "mode=0755,size=16m,nr_inodes=16384");
+    add_rule(b, "/", LANDLOCK_ACCESS_FS_READ_DIR);
+    bool etc_done = false;
+    for (size_t i = 0; i < np->nentries; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        bool etc_part = e->role == PR_ETC || e->role == PR_RESOLV || e->role == PR_TRUST || e->role == PR_RUNTIME;
+        if (!etc_part && !etc_done) {
+            add_rule(b, "/etc", LL_RO);
+            etc_done = true;
+        }
+        struct mount_op *op = NULL;
+        switch (e->kind) {
+        case PE_FILE:
+            add_file(b, e->target, e->content, e->mode);
+            break;
+        case PE_SYMLINK:
+            add_symlink(b, e->target, e->content);
+            break;
+        case PE_HOST: {
+            uint32_t f = ((e->flags & PLAN_RO) ? MF_READONLY : 0) | ((e->flags & PLAN_OPTIONAL) ? MF_OPTIONAL : 0) |
+                         ((e->flags & PLAN_WORKSPACE) ? MF_NOFOLLOW : 0) | ((e->flags & PLAN_DEVICE) ? MF_DEVICE : 0) |
+                         ((e->flags & PLAN_FILE) ? MF_FILE : 0) | ((e->flags & PLAN_DIR) ? MF_DIR : 0);
+            add_bind(b, e->host, e->target, f);
+            if (b->oom)
+                return FY_E_NOMEM;
+            op = &pl->ops[pl->nops - 1];
+            if (e->role == PR_DEV)
+                op->step = FY_STEP_DEV;
+            if (e->role == PR_DEVICE)
+                add_rule(b, e->target, LANDLOCK_ACCESS_FS_READ_FILE |
+                                           ((e->flags & PLAN_RO) ? 0 : LANDLOCK_ACCESS_FS_WRITE_FILE) | LL_FS_IOCTL_DEV);
+            else if (e->role == PR_RUNTIME || e->role == PR_TRUST)
+                add_rule(b, e->target, (e->flags & PLAN_FILE) ? LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE
+                                                              : LL_RO);
+            else if (e->role != PR_DEV && e->role != PR_RESOLV)
+                add_rule(b, e->target, (e->flags & PLAN_RO) ? LL_RO : rw);
+            break;
+        }
+        case PE_TMPFS: {
+            char *opt = tmpfs_options(pl, e);
+            if (!opt)
+                return FY_E_NOMEM;
+            add_tmpfs(b, e->target, opt, (e->flags & PLAN_NOEXEC) ? MF_NOEXEC : 0);
+            if (e->role != PR_DEV)
+                add_rule(b, e->target, rw);
+            break;
+        }
+        case PE_PROC:
+            if ((op = add_op(b, MK_PROC, 0, e->target)))
+                op->step = FY_STEP_PROC;
+            add_rule(b, e->target, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
+                                       LANDLOCK_ACCESS_FS_WRITE_FILE);
+            break;
+        case PE_PROC_HIDE: case PE_PROC_RO:
+            if ((op = add_op(b, e->kind == PE_PROC_HIDE ? MK_MASK : MK_READONLY,
+                             (e->flags & PLAN_OPTIONAL) ? MF_OPTIONAL : 0, e->target)))
+                op->step = FY_STEP_PROC;
+            break;
+        case PE_PTYS:
+            /* A new devpts instance (never the host's), whose ptmx anyone
+             * may open; each terminal belongs to the process that made it. */
+            if ((op = add_op(b, MK_DEVPTS, 0, e->target))) {
+                op->step = FY_STEP_DEV;
+                if (!(op->data = plan_str(pl, "newinstance,ptmxmode=0666,mode=0620")))
+                    b->oom = true;
+            }
+            add_rule(b, e->target, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                       LANDLOCK_ACCESS_FS_READ_DIR | LL_FS_IOCTL_DEV);
+            break;
+        default:
+            return FY_E_INTERNAL;
+        }
+        if (e->kind == PE_TMPFS && strcmp(e->target, "/dev") == 0)
+            add_rule(b, "/dev", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                    LANDLOCK_ACCESS_FS_READ_DIR | LL_FS_TRUNCATE);
+        if (b->oom)
+            return FY_E_NOMEM;
+    }
+    /* /run/secrets is written per start (linux-child.c). */
+    add_rule(b, "/run", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR);
+    pl->workdir = np->workdir;
+    return b->oom ? FY_E_NOMEM : 0;
+}
+
+int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_plan **ret, fy_error **reterr) {
+    if (np->net_mode == FY_NET_RESTRICTED || np->net_mode == FY_NET_FETCH_ONLY)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
                        "network mode %s is not enforced by this version of the Linux backend; use deny or allow",
-                       net_mode_name(p->net_mode));
+                       net_mode_name(np->net_mode));
     /* Disk and file-count quotas apply to the writable host-backed
      * directories (tmpfs sizes bound the rest); with none, nothing would
      * enforce them: refuse rather than pretend. */
-    bool any_host_rw = p->build || p->output || (p->source && p->source_writable);
-    VEC_EACH(&p->binds, struct pol_bind, bd) any_host_rw = any_host_rw || (bd->flags & FY_BIND_WRITABLE);
-    if ((p->limit[FY_LIMIT_DISK] != FY_UNLIMITED || p->limit[FY_LIMIT_FILES] != FY_UNLIMITED) && !any_host_rw)
+    bool any_host_rw = false;
+    for (size_t i = 0; i < np->nentries; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        any_host_rw = any_host_rw || (e->kind == PE_HOST && !(e->flags & PLAN_RO) &&
+                                      (e->role == PR_SOURCE || e->role == PR_BUILD || e->role == PR_OUTPUT ||
+                                       e->role == PR_BIND));
+    }
+    if ((np->limit[FY_LIMIT_DISK] != FY_UNLIMITED || np->limit[FY_LIMIT_FILES] != FY_UNLIMITED) && !any_host_rw)
         return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0,
-                       p->limit[FY_LIMIT_DISK] != FY_UNLIMITED ? "$.resources.disk" : "$.resources.files",
+                       np->limit[FY_LIMIT_DISK] != FY_UNLIMITED ? "$.resources.disk" : "$.resources.files",
                        "a disk or file quota needs a writable host directory to apply to (build, output or a writable "
                        "bind); tmpfs sizes bound everything else");
+    bool process_level = np->backend == &linux_process_backend;
+    if (process_level && np->pty == FY_DEVICES_PRIVATE)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_DEV, 0, "$.devices.pty",
+                       "pseudo-terminals of the sandbox's own need a mount namespace, which the process level "
+                       "does not have");
+    if (process_level && np->net_mode != FY_NET_ALLOW)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
+                       "network mode %s needs a network namespace, which the process level does not have",
+                       net_mode_name(np->net_mode));
+    if (process_level && np->fake_root)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_USERNS, 0, "$.process.user",
+                       "fake-root needs a user namespace, which the process level does not have");
+    if (!process_level && np->net_mode == FY_NET_DENY && !caps_present(c, FY_CAP_NETNS))
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, NULL,
+                       "network mode deny needs a network namespace: %s", fy_caps_reason(c, FY_CAP_NETNS));
     struct linux_plan *pl = calloc(1, sizeof(*pl));
     if (!pl)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    pl->np = np;
     struct builder b = {.pl = pl};
     int r = 0;
-    json_t *skipped = json_array();
-    if (!skipped)
-        goto oom;
 
     /* Namespaces: the negotiated controls decide. */
     pl->clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
-    if (sel->control[FY_CONTROL_IPCNS] == FY_CONTROL_STATE_ENFORCED)
+    if (np->control[FY_CONTROL_IPCNS] == FY_CONTROL_STATE_ENFORCED)
         pl->clone_flags |= CLONE_NEWIPC;
-    if (sel->control[FY_CONTROL_UTSNS] == FY_CONTROL_STATE_ENFORCED)
+    if (np->control[FY_CONTROL_UTSNS] == FY_CONTROL_STATE_ENFORCED)
         pl->clone_flags |= CLONE_NEWUTS;
-    if (sel->control[FY_CONTROL_CGROUPNS] == FY_CONTROL_STATE_ENFORCED)
+    if (np->control[FY_CONTROL_CGROUPNS] == FY_CONTROL_STATE_ENFORCED)
         pl->clone_flags |= CLONE_NEWCGROUP;
-    if (p->net_mode == FY_NET_DENY && sel->backend == &linux_namespace_backend) {
-        if (!caps_present(c, FY_CAP_NETNS)) {
-            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, NULL,
-                        "network mode deny needs a network namespace: %s", fy_caps_reason(c, FY_CAP_NETNS));
-            goto fail;
-        }
+    if (np->net_mode == FY_NET_DENY && !process_level) {
         pl->clone_flags |= CLONE_NEWNET;
         pl->use_netns = true;
     }
-    pl->hostname = (pl->clone_flags & CLONE_NEWUTS) ? plan_str(pl, p->hostname ? p->hostname : "forgeyard") : NULL;
-    compile_ids(pl, pr);
+    pl->hostname = (pl->clone_flags & CLONE_NEWUTS) ? (np->hostname ? np->hostname : "forgeyard") : NULL;
+    compile_ids(pl, np, c);
 
     /* Landlock: the same declared paths, as defence in depth. */
-    if (sel->control[FY_CONTROL_LANDLOCK] == FY_CONTROL_STATE_ENFORCED) {
+    if (np->control[FY_CONTROL_LANDLOCK] == FY_CONTROL_STATE_ENFORCED) {
         int64_t abi = 0;
         fy_caps_value(c, FY_CAP_LANDLOCK, &abi);
         pl->ll_abi = (uint32_t)abi;
@@ -774,157 +688,14 @@ int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error 
         if (pl->ll_abi >= 6)
             pl->ll_scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */;
     }
-    if (sel->backend == &linux_process_backend) {
-        if (p->pty == FY_DEVICES_PRIVATE) {
-            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_DEV, 0, "$.devices.pty",
-                        "pseudo-terminals of the sandbox's own need a mount namespace, which the process level "
-                        "does not have");
-            goto fail;
-        }
-        if (p->net_mode != FY_NET_ALLOW) {
-            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
-                        "network mode %s needs a network namespace, which the process level does not have",
-                        net_mode_name(p->net_mode));
-            goto fail;
-        }
-        if ((r = compile_process_mode(pl, &b, pr, skipped)) < 0)
-            goto oom;
-        goto hardening;
-    }
+    r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
+    if (r < 0)
+        goto oom;
 
-    /* ---- the filesystem, in mount order (parents before children) ---- */
-    char *opt;
-    snprintf(pl->tmpfs_root_opts, sizeof(pl->tmpfs_root_opts), "mode=0755,size=16m,nr_inodes=16384");
-    add_rule(&b, "/", LANDLOCK_ACCESS_FS_READ_DIR);
-    /* /etc: synthetic identity files, then approved runtime paths over it. */
-    char *pw = passwd_text(pl), *gr = group_text(pl);
-    if (!plan_keep(pl, pw) || !plan_keep(pl, gr))
-        goto oom;
-    add_file(&b, "/etc/passwd", pw, 0644);
-    add_file(&b, "/etc/group", gr, 0644);
-    char *hosts = plan_fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
-                           p->hostname ? p->hostname : "forgeyard");
-    if (!hosts)
-        goto oom;
-    add_file(&b, "/etc/hosts", hosts, 0644);
-    add_file(&b, "/etc/hostname", p->hostname ? p->hostname : "forgeyard", 0644);
-    add_file(&b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
-    if (p->dns == FY_DNS_HOST)
-        add_bind(&b, "/etc/resolv.conf", "/etc/resolv.conf", MF_READONLY | MF_FILE | MF_OPTIONAL);
-    if ((r = add_etc_extras(&b, p, reterr)) < 0 || (r = add_runtime_paths(&b, p, skipped, reterr)) < 0)
-        goto fail;
-    add_rule(&b, "/etc", LL_RO);
-
-    /* /dev: a minimal tmpfs with the harmless nodes bound from the host. */
-    add_tmpfs(&b, "/dev", "mode=0755,size=64k,nr_inodes=256", MF_NOEXEC);
-    for (size_t i = 0; i < FY_ARRAY_SIZE(dev_nodes); i++) {
-        char host[32], dst[32];
-        snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
-        snprintf(dst, sizeof(dst), "/dev/%s", dev_nodes[i]);
-        add_bind(&b, host, dst, MF_DEVICE | MF_FILE);
-        if (b.oom)
-            goto oom;
-        pl->ops[pl->nops - 1].step = FY_STEP_DEV;
-    }
-    add_symlink(&b, "/dev/fd", "/proc/self/fd");
-    add_symlink(&b, "/dev/stdin", "/proc/self/fd/0");
-    add_symlink(&b, "/dev/stdout", "/proc/self/fd/1");
-    add_symlink(&b, "/dev/stderr", "/proc/self/fd/2");
-    if (!(opt = plan_fmt(pl, "mode=1777,size=%llu", (unsigned long long)p->limit[FY_LIMIT_SHM_SIZE])))
-        goto oom;
-    add_tmpfs(&b, "/dev/shm", opt, 0);
-    if (p->pty == FY_DEVICES_PRIVATE) {
-        /* Pseudo-terminals of the sandbox's own: a new devpts instance
-         * (never the host's), whose ptmx anyone may open; each terminal
-         * belongs to the process that made it. */
-        struct mount_op *pts = add_op(&b, MK_DEVPTS, 0, "/dev/pts");
-        if (pts) {
-            pts->step = FY_STEP_DEV;
-            if (!(pts->data = plan_str(pl, "newinstance,ptmxmode=0666,mode=0620")))
-                b.oom = true;
-        }
-        add_symlink(&b, "/dev/ptmx", "pts/ptmx");
-        add_rule(&b, "/dev/pts", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-                                     LANDLOCK_ACCESS_FS_READ_DIR | LL_FS_IOCTL_DEV);
-    }
-    VEC_EACH(&p->devices, struct pol_device, d) {
-        add_bind(&b, d->path, d->path, MF_DEVICE | MF_FILE | (d->writable ? 0 : MF_READONLY));
-        add_rule(&b, d->path, LANDLOCK_ACCESS_FS_READ_FILE | (d->writable ? LANDLOCK_ACCESS_FS_WRITE_FILE : 0) |
-                                  LL_FS_IOCTL_DEV);
-    }
-    add_rule(&b, "/dev", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
-                             LL_FS_TRUNCATE);
-    add_rule(&b, "/dev/shm", ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV);
-
-    /* /proc: new instance for the pid namespace, sensitive parts masked. */
-    struct mount_op *op = add_op(&b, MK_PROC, 0, "/proc");
-    if (op)
-        op->step = FY_STEP_PROC;
-    for (size_t i = 0; i < FY_ARRAY_SIZE(proc_masked); i++)
-        if ((op = add_op(&b, MK_MASK, MF_OPTIONAL, proc_masked[i])))
-            op->step = FY_STEP_PROC;
-    for (size_t i = 0; i < FY_ARRAY_SIZE(proc_readonly); i++)
-        if ((op = add_op(&b, MK_READONLY, MF_OPTIONAL, proc_readonly[i])))
-            op->step = FY_STEP_PROC;
-    add_rule(&b, "/proc", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_WRITE_FILE);
-
-    /* Private scratch. */
-    uint64_t rw = ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV;
-    if (!(opt = plan_fmt(pl, "mode=1777,size=%llu", (unsigned long long)p->limit[FY_LIMIT_TMP_SIZE])))
-        goto oom;
-    add_tmpfs(&b, "/tmp", opt, 0);
-    add_rule(&b, "/tmp", rw);
-    if (!(opt = plan_fmt(pl, "mode=0700,uid=%u,gid=%u,size=%llu", pl->work_uid, pl->work_gid,
-                         (unsigned long long)p->limit[FY_LIMIT_HOME_SIZE])))
-        goto oom;
-    add_tmpfs(&b, "/home/forgeyard", opt, 0);
-    add_rule(&b, "/home/forgeyard", rw);
-    char *work_tmpfs = plan_fmt(pl, "mode=0755,uid=%u,gid=%u,size=%llu", pl->work_uid, pl->work_gid,
-                                (unsigned long long)p->limit[FY_LIMIT_WORK_TMP_SIZE]);
-    if (!work_tmpfs)
-        goto oom;
-    add_tmpfs(&b, "/work/tmp", work_tmpfs, 0);
-    add_rule(&b, "/work/tmp", rw);
-
-    /* The workspace: host directories, opened without following symlinks. */
-    if (p->source) {
-        add_bind(&b, p->source, "/work/source", MF_NOFOLLOW | MF_DIR | (p->source_writable ? 0 : MF_READONLY));
-        add_rule(&b, "/work/source", p->source_writable ? rw : LL_RO);
-    }
-    if (p->build)
-        add_bind(&b, p->build, "/work/build", MF_NOFOLLOW | MF_DIR);
-    else
-        add_tmpfs(&b, "/work/build", work_tmpfs, 0);
-    add_rule(&b, "/work/build", rw);
-    if (p->output)
-        add_bind(&b, p->output, "/work/output", MF_NOFOLLOW | MF_DIR);
-    else
-        add_tmpfs(&b, "/work/output", work_tmpfs, 0);
-    add_rule(&b, "/work/output", rw);
-    VEC_EACH(&p->toolchains, struct pol_toolchain, t) {
-        char *dst = plan_fmt(pl, "/toolchains/%s", t->name);
-        if (!dst)
-            goto oom;
-        add_bind(&b, t->host, dst, MF_NOFOLLOW | MF_DIR | MF_READONLY);
-        add_rule(&b, dst, LL_RO);
-    }
-    VEC_EACH(&p->binds, struct pol_bind, bd) {
-        bool w = bd->flags & FY_BIND_WRITABLE;
-        add_bind(&b, bd->host, bd->target,
-                 MF_NOFOLLOW | (w ? 0 : MF_READONLY) | ((bd->flags & FY_BIND_OPTIONAL) ? MF_OPTIONAL : 0));
-        add_rule(&b, bd->target, w ? rw : LL_RO);
-    }
-    /* /run/secrets is written per start (linux-child.c). */
-    add_rule(&b, "/run", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR);
-    if (b.oom)
-        goto oom;
-    pl->workdir = plan_str(pl, p->workdir ? p->workdir : "/work/build");
-
-hardening:
     /* Seccomp. */
-    if (sel->control[FY_CONTROL_SECCOMP] == FY_CONTROL_STATE_ENFORCED) {
+    if (np->control[FY_CONTROL_SECCOMP] == FY_CONTROL_STATE_ENFORCED) {
         bool notify = caps_present(c, FY_CAP_SECCOMP_NOTIFY);
-        const struct seccomp_program *prog = cached_program(p->seccomp_class, notify, false, reterr);
+        const struct seccomp_program *prog = cached_program(np->seccomp_class, notify, false, reterr);
         const struct seccomp_program *init = prog ? cached_program(0, false, true, reterr) : NULL;
         if (!prog || !init) {
             r = reterr && *reterr ? fy_error_code(*reterr) : FY_E_INTERNAL;
@@ -940,47 +711,40 @@ hardening:
     }
 
     /* rlimits (always). */
-    add_rlimit(pl, RLIMIT_NOFILE, p->limit[FY_LIMIT_NOFILE]);
-    add_rlimit(pl, RLIMIT_CORE, p->limit[FY_LIMIT_CORE]);
-    add_rlimit(pl, RLIMIT_FSIZE, p->limit[FY_LIMIT_FSIZE]);
-    add_rlimit(pl, RLIMIT_STACK, p->limit[FY_LIMIT_STACK]);
+    add_rlimit(pl, RLIMIT_NOFILE, np->limit[FY_LIMIT_NOFILE]);
+    add_rlimit(pl, RLIMIT_CORE, np->limit[FY_LIMIT_CORE]);
+    add_rlimit(pl, RLIMIT_FSIZE, np->limit[FY_LIMIT_FSIZE]);
+    add_rlimit(pl, RLIMIT_STACK, np->limit[FY_LIMIT_STACK]);
 
-    /* The disk watchdog's directories. */
-    pl->disk_quota = p->limit[FY_LIMIT_DISK];
-    pl->files_quota = p->limit[FY_LIMIT_FILES];
+    /* The disk watchdog's directories: the writable host-backed ones. */
+    pl->disk_quota = np->limit[FY_LIMIT_DISK];
+    pl->files_quota = np->limit[FY_LIMIT_FILES];
     if (pl->disk_quota != FY_UNLIMITED || pl->files_quota != FY_UNLIMITED) {
-        if (p->build)
-            pl->watch_dirs[pl->nwatch++] = p->build;
-        if (p->output)
-            pl->watch_dirs[pl->nwatch++] = p->output;
-        if (p->source && p->source_writable)
-            pl->watch_dirs[pl->nwatch++] = p->source;
-        VEC_EACH(&p->binds, struct pol_bind, bd) if (bd->flags & FY_BIND_WRITABLE && pl->nwatch < FY_ARRAY_SIZE(pl->watch_dirs))
-            pl->watch_dirs[pl->nwatch++] = bd->host;
+        static const uint32_t roles[] = {PR_BUILD, PR_OUTPUT, PR_SOURCE, PR_BIND};
+        for (size_t k = 0; k < FY_ARRAY_SIZE(roles); k++)
+            for (size_t i = 0; i < np->nentries && pl->nwatch < FY_ARRAY_SIZE(pl->watch_dirs); i++) {
+                const struct plan_entry *e = &np->entries[i];
+                if (e->role == roles[k] && e->kind == PE_HOST && !(e->flags & PLAN_RO))
+                    pl->watch_dirs[pl->nwatch++] = e->host;
+            }
     }
-    pl->argv = pr->argv;
-    pl->fault_step = p->fault_step;
-    pl->fault_nth = p->fault_nth;
-    pl->delay_stage = p->delay_stage;
-    pl->delay_usec = p->delay_usec;
-    if ((r = compile_cgroups(pl, pr)) == FY_E_UNSUPPORTED) {
+    pl->argv = (char **)np->argv;
+    pl->fault_step = np->fault_step;
+    pl->fault_nth = np->fault_nth;
+    pl->delay_stage = np->delay_stage;
+    pl->delay_usec = np->delay_usec;
+    if ((r = compile_cgroups(pl, np, c)) == FY_E_UNSUPPORTED) {
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.isolation.controls.io-limit",
                     "io-limit is required, but no block device is behind the workspace (build, output or source)");
         goto fail;
     }
-    if (r < 0 || compile_env(pl, pr) < 0)
+    if (r < 0 || compile_env(pl, np) < 0 || compile_isolation_json(pl, np) < 0)
         goto oom;
-    if (compile_isolation_json(pl, pr, skipped) < 0) {
-        skipped = NULL;
-        goto oom;
-    }
-    pl->owner = pr;
     *ret = pl;
     return 0;
 oom:
     r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
 fail:
-    json_decref(skipped);
     linux_plan_free(pl);
     return r;
 }

@@ -112,7 +112,7 @@ struct linux_plan {
     struct child_rlimit rlimits[CHILD_MAX_RLIMITS];
     size_t nrlimits;
     /* the command */
-    char **argv;                 /* borrowed from fy_prepared */
+    char **argv;                 /* borrowed from the neutral plan */
     char **envp;                 /* NULL-terminated; secrets are added per start */
     size_t nenv;
     const char *path_search;     /* PATH used to find argv[0] when it has no '/' */
@@ -129,8 +129,7 @@ struct linux_plan {
     /* what the result reports */
     char *isolation_json;
     char *cgroup_json;           /* which mechanism enforces which limit */
-    char *contract_id;           /* SHA-256 of the environment contract (hex): linux_plan_contract_id */
-    const void *owner;           /* the fy_prepared the plan belongs to (for the contract) */
+    const struct fy_plan *np;    /* the platform-neutral plan this was compiled from */
     char *describe_json;         /* linux_plan_describe, built once on first use */
     /* every allocation of the plan, freed together */
     void **allocs;
@@ -215,12 +214,9 @@ int lx_send_fds(int sock, char byte, const int *fds, size_t n);
 #include "linux-probe-init.h"
 
 /* linux-spawn.c: the backend's run operations (see struct fy_backend_ops). */
-int linux_compile(fy_prepared *pr, fy_error **reterr);
+int linux_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);
 void linux_plan_free_hook(void *plan);
 const char *linux_plan_describe(const void *plan);
-/* The plan's environment-contract id (64 hex digits), computed on first use
- * (thread-safe): "" when out of memory. */
-const char *linux_plan_contract_id(const struct linux_plan *pl);
 int lx_start(fy_handle *h, fy_error **reterr);
 int lx_process(fy_handle *h, fy_error **reterr);
 void lx_terminate(fy_handle *h);
@@ -231,7 +227,7 @@ int lx_stdio_fd(fy_handle *h, uint32_t stream);
 uint64_t lx_next_deadline(fy_handle *h);
 
 /* linux-plan.c */
-int linux_plan_compile(const fy_prepared *pr, struct linux_plan **ret, fy_error **reterr);
+int linux_plan_compile(const struct fy_plan *plan, const fy_caps *caps, struct linux_plan **ret, fy_error **reterr);
 void linux_plan_free(struct linux_plan *plan);
 
 #endif

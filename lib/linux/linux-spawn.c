@@ -123,6 +123,9 @@ static void forget_state(struct lx *x) {
     }
 }
 
+/* The platform-neutral plan the handle's sandbox was compiled from. */
+static const struct fy_plan *neutral(const fy_handle *h) { return ((const struct linux_plan *)h->pr->plan)->np; }
+
 static void lx_free(struct lx *x) {
     if (!x)
         return;
@@ -180,13 +183,12 @@ static int set_nonblock(int fd) {
 
 /* ---- setting up stdio and secrets ---- */
 
-static int setup_stdio(struct lx *x, const fy_prepared *pr, int stdin_secret, fy_error **reterr) {
-    const fy_policy *p = pr->policy;
+static int setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_error **reterr) {
     for (int i = 0; i < 3; i++) {
-        const struct pol_stdio *s = &p->stdio[i];
+        const struct plan_stdio *s = &np->stdio[i];
         int fds[2];
         if (i == 0 && stdin_secret >= 0) {
-            const struct prep_secret *ps = &pr->secrets[stdin_secret];
+            const struct plan_secret *ps = &np->secrets[stdin_secret];
             if (pipe2(fds, O_CLOEXEC) < 0)
                 return sys_err(reterr, FY_STEP_SECRET, "pipe");
             size_t want = ps->len + 4096;
@@ -234,8 +236,8 @@ static int setup_stdio(struct lx *x, const fy_prepared *pr, int stdin_secret, fy
             x->child_stdio[i] = fds[1];
             x->drain_rd[i] = fds[0];
             /* stdout and stderr may name the same file: share one spool fd. */
-            if (i == 2 && x->spool_fd[1] >= 0 && p->stdio[1].mode == FY_STDIO_FILE &&
-                strcmp(p->stdio[1].path, s->path) == 0) {
+            if (i == 2 && x->spool_fd[1] >= 0 && np->stdio[1].mode == FY_STDIO_FILE &&
+                strcmp(np->stdio[1].path, s->path) == 0) {
                 if ((x->spool_fd[2] = fcntl(x->spool_fd[1], F_DUPFD_CLOEXEC, 3)) < 0)
                     return sys_err(reterr, FY_STEP_OUTPUT, "dup");
             } else if ((x->spool_fd[i] = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_APPEND,
@@ -285,23 +287,23 @@ static int setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error
     return 0;
 }
 
-static int setup_secrets(struct lx *x, const fy_prepared *pr, const struct linux_plan *pl, int *stdin_secret,
+static int setup_secrets(struct lx *x, const struct fy_plan *np, const struct linux_plan *pl, int *stdin_secret,
                          fy_error **reterr) {
     *stdin_secret = -1;
     size_t nenv = 0;
-    for (size_t i = 0; i < pr->nsecrets; i++)
-        nenv += pr->secrets[i].decl->delivery == FY_SECRET_ENV;
+    for (size_t i = 0; i < np->nsecrets; i++)
+        nenv += np->secrets[i].delivery == FY_SECRET_ENV;
     x->envp = calloc(pl->nenv + nenv + 1, sizeof(char *));
     x->secret_env = calloc(nenv + 1, sizeof(unsigned char *));
-    x->secrets = calloc(pr->nsecrets + 1, sizeof(*x->secrets));
+    x->secrets = calloc(np->nsecrets + 1, sizeof(*x->secrets));
     if (!x->envp || !x->secret_env || !x->secrets)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SECRET, 0, NULL, "out of memory");
     size_t n = 0;
     for (size_t i = 0; i < pl->nenv; i++) {
         /* A secret variable replaces an explicitly set one of the same name. */
         bool shadowed = false;
-        for (size_t k = 0; k < pr->nsecrets; k++) {
-            const struct pol_secret *d = pr->secrets[k].decl;
+        for (size_t k = 0; k < np->nsecrets; k++) {
+            const struct plan_secret *d = &np->secrets[k];
             size_t tl = d->target ? strlen(d->target) : 0;
             shadowed |= d->delivery == FY_SECRET_ENV && strncmp(pl->envp[i], d->target, tl) == 0 &&
                         pl->envp[i][tl] == '=';
@@ -315,9 +317,8 @@ static int setup_secrets(struct lx *x, const fy_prepared *pr, const struct linux
         else
             x->envp[n++] = pl->envp[i];
     }
-    for (size_t i = 0; i < pr->nsecrets; i++) {
-        const struct prep_secret *ps = &pr->secrets[i];
-        const struct pol_secret *d = ps->decl;
+    for (size_t i = 0; i < np->nsecrets; i++) {
+        const struct plan_secret *ps = &np->secrets[i], *d = ps;
         if (d->delivery == FY_SECRET_ENV) {
             size_t tl = strlen(d->target);
             if (memchr(ps->value, 0, ps->len))
@@ -446,7 +447,7 @@ static void arm_timer(fy_handle *h, struct lx *x);
  * pid is appended once it is placed (record_sandbox). */
 static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl, fy_error **reterr) {
     char defdir[4096];
-    const char *dir = h->pr->policy->state_dir;
+    const char *dir = ((const struct linux_plan *)h->pr->plan)->np->state_dir;
     int r = 0;
     if (!dir && (r = state_default_dir(defdir, sizeof(defdir))) == 0)
         dir = defdir;
@@ -744,13 +745,13 @@ static int send_go(struct lx *x, const int *fds, size_t nfds, fy_error **reterr)
 }
 
 int lx_start(fy_handle *h, fy_error **reterr) {
-    const fy_prepared *pr = h->pr;
-    const struct linux_plan *pl = pr->plan;
+    const struct linux_plan *pl = h->pr->plan;
+    const struct fy_plan *np = pl->np;
     struct lx *x = lx_new();
     if (!x)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
     int r = 0, sync[2] = {-1, -1}, status[2] = {-1, -1}, nsock[2] = {-1, -1};
-    x->output_cap = pr->policy->limit[FY_LIMIT_OUTPUT];
+    x->output_cap = np->limit[FY_LIMIT_OUTPUT];
     if ((x->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (x->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
         r = sys_err(reterr, FY_STEP_SPAWN, "epoll/timerfd");
@@ -772,8 +773,8 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     if ((r = record_state(h, x, pl, reterr)) < 0)
         goto fail;
-    if ((r = setup_secrets(x, pr, pl, &stdin_secret, reterr)) < 0 ||
-        (r = setup_stdio(x, pr, stdin_secret, reterr)) < 0)
+    if ((r = setup_secrets(x, np, pl, &stdin_secret, reterr)) < 0 ||
+        (r = setup_stdio(x, np, stdin_secret, reterr)) < 0)
         goto fail;
     /* sync: the two go-aheads to the child (a socket, so that writing to a
      * child that already died is EPIPE without a SIGPIPE to the host), and
@@ -807,7 +808,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
      * executes nothing of the workload before that, so no process of the
      * workload ever runs unaccounted; its cgroup namespace is made only
      * then, rooted at its own cgroups. */
-    const struct obs *obs = &h->pr->policy->obs;
+    const struct obs *obs = np->obs;
     obs_span(obs, "sandbox.resource", FY_SPAN_BEGIN, fy_now_usec(), NULL);
     if ((r = cg_create(&pl->cg, &x->cg, CG_PART_V2, reterr)) < 0) {
         obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":false}");
@@ -825,7 +826,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     pid_t pid = -1;
     bool via_clone3 = true;
-    int how = h->pr->policy->test_copy_init ? 0 : clone_exec_init(a, &ca, &pidfd, &pid, &via_clone3);
+    int how = np->test_copy_init ? 0 : clone_exec_init(a, &ca, &pidfd, &pid, &via_clone3);
     if (how == 0)
         pid = fy_sys_clone3(&ca, sizeof(ca));
     bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0 && via_clone3;
@@ -895,7 +896,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     x->next_poll = fy_now_usec() + 100000;
     arm_timer(h, x);
     /* While the sandbox builds itself: the result will need it. */
-    (void)linux_plan_contract_id(pl);
+    (void)prepared_contract_id(h->pr);
     return 0;
 fail:
     for (int i = 0; i < 2; i++) {
@@ -946,7 +947,7 @@ void lx_terminate(fy_handle *h) {
         return;
     if (!h->cancel_started)
         h->cancel_started = fy_now_usec();
-    uint64_t grace = h->pr->policy->limit[FY_LIMIT_GRACE];
+    uint64_t grace = neutral(h)->limit[FY_LIMIT_GRACE];
     if (grace == 0) {
         hard_kill(x, h->pr->plan);
     } else {
@@ -1079,14 +1080,14 @@ static void supervise_seccomp(fy_handle *h, struct lx *x) {
 static void end_stream(fy_handle *h, struct lx *x, int i) {
     epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->drain_rd[i], NULL);
     close_fd(&x->drain_rd[i]);
-    const struct pol_stdio *s = &h->pr->policy->stdio[i];
+    const struct plan_stdio *s = &neutral(h)->stdio[i];
     if (s->mode == FY_STDIO_CALLBACK && s->fn)
         s->fn(s->userdata, (uint32_t)i, NULL, 0);
 }
 
 static void drain_output(fy_handle *h, struct lx *x, int i) {
     char buf[65536];
-    const struct pol_stdio *s = &h->pr->policy->stdio[i];
+    const struct plan_stdio *s = &neutral(h)->stdio[i];
     /* A bounded number of reads per call: a workload that writes as fast
      * as we read cannot keep the host's loop here (the fd stays readable,
      * so the next fy_handle_process goes on). */
@@ -1169,7 +1170,6 @@ static void finish(fy_handle *h, struct lx *x) {
         cg_usage(&pl->cg, &x->cg, &x->usage); /* the final figures, OOM kills included */
     rep.isolation_json = fy_strdup(pl->isolation_json);
     rep.limits_json = fy_strdup(pl->cgroup_json);
-    rep.contract_id = linux_plan_contract_id(pl);
     if (rep.isolation_json && pl->ll_handled && x->landlock_abi != pl->ll_abi) {
         /* Report what the sandbox says it enforced, not what was planned. */
         const char *key = strstr(rep.isolation_json, "\"landlock_abi\":");
@@ -1219,7 +1219,7 @@ static void finish(fy_handle *h, struct lx *x) {
     rep.output_truncated = x->truncated;
     rep.output_limit = x->output_cap;
     for (int i = 1; i < 3; i++) {
-        uint32_t mode = h->pr->policy->stdio[i].mode;
+        uint32_t mode = neutral(h)->stdio[i].mode;
         rep.stream_counted[i] = mode == FY_STDIO_FILE || mode == FY_STDIO_CALLBACK;
         rep.stream_bytes[i] = x->stream_bytes[i];
     }
@@ -1329,7 +1329,7 @@ int lx_process(fy_handle *h, fy_error **reterr) {
     }
     if (x->kill == KS_NONE && h->end == END_NONE && h->deadline && now >= h->deadline) {
         handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
-                   (unsigned long long)(h->pr->policy->limit[FY_LIMIT_WALL_TIME] / 1000));
+                   (unsigned long long)(neutral(h)->limit[FY_LIMIT_WALL_TIME] / 1000));
         lx_terminate(h);
     }
     if (x->kill == KS_SOFT && now >= x->grace_deadline)
@@ -1409,12 +1409,12 @@ int lx_stdio_fd(fy_handle *h, uint32_t stream) {
 
 /* ---- plan hooks for the backend table ---- */
 
-int linux_compile(fy_prepared *pr, fy_error **reterr) {
+int linux_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr) {
     struct linux_plan *pl = NULL;
-    int r = linux_plan_compile(pr, &pl, reterr);
+    int r = linux_plan_compile(plan, caps, &pl, reterr);
     if (r < 0)
         return r;
-    pr->plan = pl;
+    *ret = pl;
     return 0;
 }
 

@@ -34,7 +34,7 @@ static void world_init(struct world *w) {
     w->rep.t_ended = 2700;
     w->rep.t_cleanup_begin = 2800;
     w->rep.t_cleanup_end = 2900;
-    w->rep.contract_id = "abc";
+    w->pr.contract_id = (char *)"abc"; /* published: prepared_contract_id returns it */
 }
 
 static fy_result *finish(struct world *w) {

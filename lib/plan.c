@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Policy + selection -> the platform-neutral plan (plan.h): the default
+ * layout (/etc, /dev, /proc, scratch, HOME, the workspace under /work,
+ * toolchains, binds), the identity, the environment, limits, network,
+ * devices and secrets. Host facts the layout depends on (which runtime
+ * paths exist and what they are, the public /etc databases) are read here,
+ * once, at fy_prepare. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plan.h"
+#include "prepared.h"
+
+/* ---- the plan's arena ---- */
+
+static void *keep(struct fy_plan *pl, void *p) {
+    if (!p)
+        return NULL;
+    if (pl->nallocs == pl->capallocs) {
+        size_t cap = pl->capallocs ? pl->capallocs * 2 : 64;
+        void **n = realloc(pl->allocs, cap * sizeof(void *));
+        if (!n) {
+            free(p);
+            return NULL;
+        }
+        pl->allocs = n;
+        pl->capallocs = cap;
+    }
+    pl->allocs[pl->nallocs++] = p;
+    return p;
+}
+
+static const char *str(struct fy_plan *pl, const char *s) { return s ? keep(pl, strdup(s)) : NULL; }
+
+static const char *fmt(struct fy_plan *pl, const char *f, ...) FY_PRINTF(2, 3);
+static const char *fmt(struct fy_plan *pl, const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    char *s = NULL;
+    if (vasprintf(&s, f, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return keep(pl, s);
+}
+
+void plan_free(struct fy_plan *pl) {
+    if (!pl)
+        return;
+    for (size_t i = 0; i < pl->nallocs; i++)
+        free(pl->allocs[i]);
+    free(pl->allocs);
+    free(pl->entries);
+    free(pl);
+}
+
+const struct plan_entry *plan_find_role(const struct fy_plan *plan, uint32_t role) {
+    for (size_t i = 0; i < plan->nentries; i++)
+        if (plan->entries[i].role == role && plan->entries[i].kind == PE_HOST)
+            return &plan->entries[i];
+    return NULL;
+}
+
+/* ---- building the layout ---- */
+
+struct builder {
+    struct fy_plan *pl;
+    size_t cap;
+    bool oom;
+    const char **skipped;
+    size_t nskipped, capskipped;
+};
+
+static struct plan_entry *add(struct builder *b, uint32_t kind, uint32_t role, uint32_t flags, const char *target) {
+    struct fy_plan *pl = b->pl;
+    if (pl->nentries == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        struct plan_entry *n = realloc(pl->entries, cap * sizeof(*n));
+        if (!n) {
+            b->oom = true;
+            return NULL;
+        }
+        pl->entries = n;
+        b->cap = cap;
+    }
+    struct plan_entry *e = &pl->entries[pl->nentries++];
+    memset(e, 0, sizeof(*e));
+    e->kind = kind;
+    e->role = role;
+    e->flags = flags;
+    if (!(e->target = str(pl, target)))
+        b->oom = true;
+    return e;
+}
+
+static void add_host(struct builder *b, uint32_t role, const char *host, const char *target, uint32_t flags) {
+    struct plan_entry *e = add(b, PE_HOST, role, flags, target);
+    if (e && !(e->host = str(b->pl, host)))
+        b->oom = true;
+}
+
+static void add_file(struct builder *b, const char *target, const char *content, uint32_t mode) {
+    struct plan_entry *e = add(b, PE_FILE, PR_ETC, PLAN_RO, target);
+    if (!e)
+        return;
+    e->mode = mode;
+    if (!(e->content = str(b->pl, content)))
+        b->oom = true;
+}
+
+static void add_symlink(struct builder *b, uint32_t role, const char *target, const char *link) {
+    struct plan_entry *e = add(b, PE_SYMLINK, role, 0, target);
+    if (e && !(e->content = str(b->pl, link)))
+        b->oom = true;
+}
+
+static void add_tmpfs(struct builder *b, uint32_t role, const char *target, uint32_t mode, uint64_t size,
+                      uint32_t inodes, uint32_t flags) {
+    struct plan_entry *e = add(b, PE_TMPFS, role, flags, target);
+    if (!e)
+        return;
+    e->mode = mode;
+    e->size = size;
+    e->inodes = inodes;
+}
+
+static void add_skipped(struct builder *b, const char *path) {
+    if (b->nskipped == b->capskipped) {
+        size_t cap = b->capskipped ? b->capskipped * 2 : 8;
+        const char **n = realloc(b->skipped, cap * sizeof(*n));
+        if (!n) {
+            b->oom = true;
+            return;
+        }
+        b->skipped = n;
+        b->capskipped = cap;
+    }
+    if (!(b->skipped[b->nskipped++] = str(b->pl, path)))
+        b->oom = true;
+}
+
+/* One host path seen read-only at the same place: a symlink (Debian's
+ * merged /usr) is recreated as a symlink; a directory or a file is the
+ * host's; a missing one is listed as skipped (when asked) and left out. */
+static int add_host_path(struct builder *b, uint32_t role, const char *path, bool list_missing, fy_error **reterr) {
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        if (list_missing)
+            add_skipped(b, path);
+        return 0;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char target[4096];
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0) {
+            int e = errno;
+            return err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, NULL, "readlink %s: %s", path,
+                           strerror(e));
+        }
+        target[n] = '\0';
+        add_symlink(b, role, path, target);
+    } else if (S_ISDIR(st.st_mode)) {
+        add_host(b, role, path, path, PLAN_RO);
+    } else if (S_ISREG(st.st_mode)) {
+        add_host(b, role, path, path, PLAN_RO | PLAN_FILE);
+    } else {
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.filesystem.runtime_paths",
+                       "runtime path %s is neither a directory, a file nor a symlink", path);
+    }
+    return 0;
+}
+
+/* Public, static host databases libc reads: service and protocol names
+ * (getservbyname, getaddrinfo with a service name, getprotobyname). Copied
+ * into the sandbox's /etc as of fy_prepare. */
+static const char *const etc_public[] = {"/etc/services", "/etc/protocols"};
+#define ETC_PUBLIC_MAX (1u << 20)
+
+/* Where a workload may reach a network: the CA certificates its TLS clients
+ * verify servers with (Debian and derivatives, Fedora and RHEL, Arch,
+ * Alpine and the BSD-style single bundle). Certificates only: never
+ * /etc/ssl/private or any other part of /etc/ssl and /etc/pki. */
+static const char *const etc_trust[] = {
+    "/etc/ssl/certs", "/etc/ssl/cert.pem", "/etc/pki/tls/certs", "/etc/pki/tls/cert.pem",
+    "/etc/pki/ca-trust/extracted", "/etc/ca-certificates/extracted",
+};
+
+/* A host text file (a regular one, at most max bytes), or NULL. */
+static char *read_text(const char *path, size_t max) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max &&
+        (buf = malloc((size_t)st.st_size + 1))) {
+        size_t got = 0;
+        ssize_t n;
+        while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                break;
+            got += (size_t)n;
+        }
+        buf[got] = '\0';
+    }
+    close(fd);
+    return buf;
+}
+
+/* The host-revealing and tunable parts of the kernel's process view. */
+static const char *const proc_hidden[] = {
+    "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+    "/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg", "/proc/config.gz", "/proc/sysrq-trigger",
+    "/proc/acpi", "/proc/asound", "/proc/scsi", "/proc/driver",
+    /* The host's disks, swap devices, interrupt counts (a keystroke and
+     * network timing channel) and kernel command line (cloud hosts put
+     * tokens there): none of the workload's business. */
+    "/proc/partitions", "/proc/diskstats", "/proc/swaps", "/proc/interrupts", "/proc/cmdline",
+};
+static const char *const proc_readonly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
+/* The harmless device nodes every sandbox has. */
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom"};
+
+static const char *passwd_text(struct fy_plan *pl) {
+    if (pl->fake_root)
+        return fmt(pl, "root:x:0:0:root:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                   pl->home);
+    return fmt(pl,
+               "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+               "%s:x:%u:%u:%s:%s:/bin/sh\n"
+               "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+               pl->user, pl->uid, pl->gid, pl->user, pl->home);
+}
+
+static const char *group_text(struct fy_plan *pl) {
+    if (pl->fake_root)
+        return fmt(pl, "root:x:0:\nnogroup:x:65534:\n");
+    return fmt(pl, "root:x:0:\n%s:x:%u:\nnogroup:x:65534:\n", pl->user, pl->gid);
+}
+
+static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr) {
+    struct fy_plan *pl = b->pl;
+    /* /etc: synthetic identity and name-service files, the host's public
+     * databases, its CA certificates where the network is not denied, and
+     * the approved runtime paths over it. */
+    const char *hostname = p->hostname ? p->hostname : "forgeyard";
+    add_file(b, "/etc/passwd", passwd_text(pl), 0644);
+    add_file(b, "/etc/group", group_text(pl), 0644);
+    add_file(b, "/etc/hosts", fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n", hostname), 0644);
+    add_file(b, "/etc/hostname", hostname, 0644);
+    add_file(b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
+    if (p->dns == FY_DNS_HOST)
+        add_host(b, PR_RESOLV, "/etc/resolv.conf", "/etc/resolv.conf", PLAN_RO | PLAN_FILE | PLAN_OPTIONAL);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(etc_public); i++) {
+        char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
+        if (text)
+            add_file(b, etc_public[i], text, 0644);
+        free(text);
+    }
+    int r;
+    for (size_t i = 0; p->net_mode != FY_NET_DENY && i < FY_ARRAY_SIZE(etc_trust); i++) {
+        struct stat st;
+        if (lstat(etc_trust[i], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
+            (r = add_host_path(b, PR_TRUST, etc_trust[i], false, reterr)) < 0)
+            return r;
+    }
+    VEC_EACH(&p->runtime_paths, char *, it) {
+        if ((r = add_host_path(b, PR_RUNTIME, *it, true, reterr)) < 0)
+            return r;
+    }
+
+    /* /dev: the harmless nodes, the standard stream links, shared memory,
+     * pseudo-terminals of the sandbox's own on request, leased devices. */
+    add_tmpfs(b, PR_DEV, "/dev", 0755, 64 << 10, 256, PLAN_NOEXEC);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(dev_nodes); i++) {
+        char path[32];
+        snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+        add_host(b, PR_DEV, path, path, PLAN_DEVICE | PLAN_FILE);
+    }
+    add_symlink(b, PR_DEV, "/dev/fd", "/proc/self/fd");
+    add_symlink(b, PR_DEV, "/dev/stdin", "/proc/self/fd/0");
+    add_symlink(b, PR_DEV, "/dev/stdout", "/proc/self/fd/1");
+    add_symlink(b, PR_DEV, "/dev/stderr", "/proc/self/fd/2");
+    add_tmpfs(b, PR_SCRATCH, "/dev/shm", 01777, p->limit[FY_LIMIT_SHM_SIZE], 0, 0);
+    if (p->pty == FY_DEVICES_PRIVATE) {
+        add(b, PE_PTYS, PR_DEV, 0, "/dev/pts");
+        add_symlink(b, PR_DEV, "/dev/ptmx", "pts/ptmx");
+    }
+    VEC_EACH(&p->devices, struct pol_device, d)
+        add_host(b, PR_DEVICE, d->path, d->path, PLAN_DEVICE | PLAN_FILE | (d->writable ? 0 : PLAN_RO));
+
+    /* /proc: the sandbox's own, host-revealing entries hidden. */
+    add(b, PE_PROC, PR_PROC, 0, "/proc");
+    for (size_t i = 0; i < FY_ARRAY_SIZE(proc_hidden); i++)
+        add(b, PE_PROC_HIDE, PR_PROC, PLAN_OPTIONAL, proc_hidden[i]);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(proc_readonly); i++)
+        add(b, PE_PROC_RO, PR_PROC, PLAN_OPTIONAL, proc_readonly[i]);
+
+    /* Private scratch and HOME. */
+    add_tmpfs(b, PR_SCRATCH, "/tmp", 01777, p->limit[FY_LIMIT_TMP_SIZE], 0, 0);
+    add_tmpfs(b, PR_HOME, pl->home, 0700, p->limit[FY_LIMIT_HOME_SIZE], 0, PLAN_OWNED);
+    add_tmpfs(b, PR_SCRATCH, "/work/tmp", 0755, p->limit[FY_LIMIT_WORK_TMP_SIZE], 0, PLAN_OWNED);
+
+    /* The workspace: host directories, never reached through a symlink,
+     * or private scratch standing in for them. */
+    if (p->source)
+        add_host(b, PR_SOURCE, p->source, "/work/source",
+                 PLAN_WORKSPACE | PLAN_DIR | (p->source_writable ? 0 : PLAN_RO));
+    if (p->build)
+        add_host(b, PR_BUILD, p->build, "/work/build", PLAN_WORKSPACE | PLAN_DIR);
+    else
+        add_tmpfs(b, PR_BUILD, "/work/build", 0755, p->limit[FY_LIMIT_WORK_TMP_SIZE], 0, PLAN_OWNED);
+    if (p->output)
+        add_host(b, PR_OUTPUT, p->output, "/work/output", PLAN_WORKSPACE | PLAN_DIR);
+    else
+        add_tmpfs(b, PR_OUTPUT, "/work/output", 0755, p->limit[FY_LIMIT_WORK_TMP_SIZE], 0, PLAN_OWNED);
+    VEC_EACH(&p->toolchains, struct pol_toolchain, t) {
+        const char *dst = fmt(pl, "/toolchains/%s", t->name);
+        if (!dst)
+            return FY_E_NOMEM;
+        add_host(b, PR_TOOLCHAIN, t->host, dst, PLAN_WORKSPACE | PLAN_DIR | PLAN_RO);
+    }
+    VEC_EACH(&p->binds, struct pol_bind, bd)
+        add_host(b, PR_BIND, bd->host, bd->target,
+                 PLAN_WORKSPACE | ((bd->flags & FY_BIND_WRITABLE) ? 0 : PLAN_RO) |
+                     ((bd->flags & FY_BIND_OPTIONAL) ? PLAN_OPTIONAL : 0));
+    return b->oom ? FY_E_NOMEM : 0;
+}
+
+/* The environment: the policy's variables and the allowed host ones (as
+ * resolved into pr->env, sorted), then defaults for what they left unset. */
+static int build_env(struct fy_plan *pl, const fy_prepared *pr) {
+    const char *const defaults[][2] = {
+        {"HOME", pl->home}, {"TMPDIR", "/tmp"}, {"USER", pl->user}, {"LOGNAME", pl->user},
+    };
+    const char **envp = calloc(pr->env.n + FY_ARRAY_SIZE(defaults) + 1, sizeof(char *));
+    if (!keep(pl, (void *)envp))
+        return FY_E_NOMEM;
+    VEC_EACH(&pr->env, struct pol_env, e) {
+        if (!(envp[pl->nenv++] = fmt(pl, "%s=%s", e->name, e->value)))
+            return FY_E_NOMEM;
+        if (strcmp(e->name, "PATH") == 0)
+            pl->path_search = e->value;
+    }
+    for (size_t i = 0; i < FY_ARRAY_SIZE(defaults); i++) {
+        bool set = false;
+        VEC_EACH(&pr->env, struct pol_env, e) set = set || strcmp(e->name, defaults[i][0]) == 0;
+        if (!set && !(envp[pl->nenv++] = fmt(pl, "%s=%s", defaults[i][0], defaults[i][1])))
+            return FY_E_NOMEM;
+    }
+    if (!pl->path_search)
+        pl->path_search = "/usr/local/bin:/usr/bin:/bin";
+    pl->envp = envp;
+    return 0;
+}
+
+int plan_build(fy_prepared *pr, fy_error **reterr) {
+    const fy_policy *p = pr->policy;
+    struct fy_plan *pl = calloc(1, sizeof(*pl));
+    if (!pl)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    struct builder b = {.pl = pl};
+    int r = 0;
+    pl->backend = pr->sel.backend;
+    pl->level = pr->sel.level;
+    memcpy(pl->control, pr->sel.control, sizeof(pl->control));
+    memcpy(pl->control_mode, p->control, sizeof(pl->control_mode));
+    pl->impure = pr->impure;
+    pl->argv = pr->argv;
+    pl->argc = pr->argc;
+    /* Identity. */
+    pl->fake_root = p->user == FY_USER_FAKE_ROOT;
+    pl->uid = pl->gid = pl->fake_root ? 0 : 1000;
+    pl->user = pl->fake_root ? "root" : "forgeyard";
+    pl->home = "/home/forgeyard";
+    pl->id_first = p->id_first;
+    pl->id_count = p->id_count;
+    pl->hostname = p->hostname ? str(pl, p->hostname) : NULL;
+    pl->workdir = str(pl, p->workdir ? p->workdir : "/work/build");
+    /* The workspace's host directories. */
+    pl->source = p->source ? str(pl, p->source) : NULL;
+    pl->source_writable = p->source_writable;
+    pl->build = p->build ? str(pl, p->build) : NULL;
+    pl->output = p->output ? str(pl, p->output) : NULL;
+    if (!pl->workdir || (p->hostname && !pl->hostname) || (p->source && !pl->source) ||
+        (p->build && !pl->build) || (p->output && !pl->output))
+        goto oom;
+    if ((r = build_layout(&b, p, reterr)) < 0) {
+        if (r == FY_E_NOMEM)
+            goto oom;
+        goto fail;
+    }
+    pl->runtime_skipped = b.skipped;
+    pl->nruntime_skipped = b.nskipped;
+    if (b.skipped && !keep(pl, (void *)b.skipped)) {
+        b.skipped = NULL;
+        goto oom;
+    }
+    b.skipped = NULL;
+    if (build_env(pl, pr) < 0)
+        goto oom;
+    /* Limits, network, devices. */
+    memcpy(pl->limit, p->limit, sizeof(pl->limit));
+    pl->seccomp_class = p->seccomp_class;
+    pl->net_mode = p->net_mode;
+    pl->dns = p->dns;
+    if (p->dests.n) {
+        struct plan_dest *d = keep(pl, calloc(p->dests.n, sizeof(*d)));
+        if (!d)
+            goto oom;
+        VEC_EACH(&p->dests, struct pol_dest, it) {
+            d[pl->ndests] = (struct plan_dest){it->host, it->proto, it->port_min, it->port_max};
+            pl->ndests++;
+        }
+        pl->dests = d;
+    }
+    pl->gpu = p->gpu;
+    pl->usb = p->usb;
+    pl->pty = p->pty;
+    /* Secrets (values owned by pr), the standard streams, host plumbing. */
+    if (pr->nsecrets) {
+        struct plan_secret *s = keep(pl, calloc(pr->nsecrets, sizeof(*s)));
+        if (!s)
+            goto oom;
+        for (size_t i = 0; i < pr->nsecrets; i++) {
+            const struct pol_secret *d = pr->secrets[i].decl;
+            s[i] = (struct plan_secret){d->name, d->delivery, d->target, pr->secrets[i].value, pr->secrets[i].len};
+        }
+        pl->secrets = s;
+        pl->nsecrets = pr->nsecrets;
+    }
+    for (int i = 0; i < 3; i++) {
+        const struct pol_stdio *s = &p->stdio[i];
+        pl->stdio[i] = (struct plan_stdio){s->mode, s->fd, s->path, s->fn, s->userdata};
+    }
+    pl->state_dir = p->state_dir;
+    pl->obs = &p->obs;
+    pl->fault_step = p->fault_step;
+    pl->fault_nth = p->fault_nth;
+    pl->delay_stage = p->delay_stage;
+    pl->delay_usec = p->delay_usec;
+    pl->test_legacy_cgroups = p->test_legacy_cgroups;
+    pl->test_copy_init = p->test_copy_init;
+    pr->neutral = pl;
+    return 0;
+oom:
+    r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+fail:
+    free(b.skipped);
+    plan_free(pl);
+    return r;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The platform-neutral plan of an attempt (struct fy_plan): what runs, as
+ * whom, in which filesystem layout, with which environment, limits,
+ * network, devices and secrets. Core builds it once per fy_prepare from the
+ * policy and the negotiated selection (plan.c); it is immutable afterwards
+ * and is all a backend's compile and run operations read besides the
+ * capability snapshot. A backend decides only *how*: mounts or shares,
+ * Landlock or SBPL rules, cgroups or job objects. */
+#ifndef FY_PLAN_H
+#define FY_PLAN_H
+
+#include "internal.h"
+
+struct fy_backend_ops;
+struct obs;
+
+/* ---- the filesystem layout, in order (a parent before what is below it) ---- */
+enum plan_entry_kind {
+    PE_FILE = 1,   /* a file made at target with content and mode */
+    PE_SYMLINK,    /* target is a symbolic link to content */
+    PE_HOST,       /* the host path host, seen at target */
+    PE_TMPFS,      /* private scratch at target: size bytes, at most inodes entries (0: no limit), mode */
+    PE_PROC,       /* the sandbox's own process view at target */
+    PE_PROC_HIDE,  /* a host-revealing kernel entry, hidden (reads empty) where it exists */
+    PE_PROC_RO,    /* a kernel tunable tree, read-only where it exists */
+    PE_PTYS,       /* pseudo-terminals of the sandbox's own at target */
+};
+
+/* What an entry is for: backends that cannot remap paths (the process
+ * level, Seatbelt) or that materialise inputs (a VM) decide by role. */
+enum plan_role {
+    PR_ETC = 1,    /* generated identity and name-service files */
+    PR_RUNTIME,    /* an approved host runtime path (read-only) */
+    PR_TRUST,      /* CA certificates, where the network is not denied */
+    PR_RESOLV,     /* the host's resolver configuration (dns: host) */
+    PR_DEV,        /* the minimal device set and its directory */
+    PR_PROC,
+    PR_SCRATCH,    /* /tmp, /dev/shm, /work/tmp and tmpfs stand-ins for the workspace */
+    PR_HOME,
+    PR_SOURCE, PR_BUILD, PR_OUTPUT,
+    PR_TOOLCHAIN,
+    PR_BIND,       /* a bind the policy declared */
+    PR_DEVICE,     /* a leased device */
+};
+
+#define PLAN_RO        (1u << 0)  /* read-only */
+#define PLAN_OPTIONAL  (1u << 1)  /* PE_HOST: left out when missing at start */
+#define PLAN_WORKSPACE (1u << 2)  /* PE_HOST: a workspace path, never reached through a symlink */
+#define PLAN_DEVICE    (1u << 3)  /* PE_HOST: a device node */
+#define PLAN_FILE      (1u << 4)  /* PE_HOST: a regular file (else a directory) */
+#define PLAN_DIR       (1u << 5)  /* PE_HOST: must be a directory when opened */
+#define PLAN_NOEXEC    (1u << 6)  /* PE_TMPFS: nothing in it may be executed */
+#define PLAN_OWNED     (1u << 7)  /* PE_TMPFS: owned by the workload's ids (else root's) */
+
+struct plan_entry {
+    uint32_t kind, role, flags;
+    const char *target;   /* absolute, in the sandbox */
+    const char *host;     /* PE_HOST: absolute host path */
+    const char *content;  /* PE_FILE: the content; PE_SYMLINK: the link */
+    uint32_t mode;        /* PE_FILE, PE_TMPFS */
+    uint64_t size;        /* PE_TMPFS: bytes */
+    uint32_t inodes;      /* PE_TMPFS: 0 for the file system's default */
+};
+
+/* The workload's standard streams (host plumbing, not part of policies). */
+struct plan_stdio {
+    uint32_t mode;        /* FY_STDIO_* */
+    int fd;               /* FY_STDIO_FD: owned by the prepared plan */
+    const char *path;     /* FY_STDIO_FILE */
+    fy_output_fn fn;      /* FY_STDIO_CALLBACK */
+    void *userdata;
+};
+
+struct plan_secret {
+    const char *name;
+    uint32_t delivery;    /* FY_SECRET_* */
+    const char *target;   /* env name, file name under /run/secrets, or NULL */
+    const unsigned char *value; /* sodium memory owned by the prepared plan */
+    size_t len;
+};
+
+struct plan_dest { const char *host; uint32_t proto, port_min, port_max; };
+
+struct fy_plan {
+    /* What was negotiated. */
+    const struct fy_backend_ops *backend;
+    uint32_t level;                         /* FY_LEVEL_* */
+    uint8_t control[FY_CONTROL_MAX_ + 1];   /* FY_CONTROL_STATE_* */
+    uint8_t control_mode[FY_CONTROL_MAX_ + 1]; /* FY_MODE_* the policy asked */
+    bool impure;
+
+    /* The command. */
+    char *const *argv;
+    size_t argc;
+    const char *const *envp;   /* NULL-terminated: the policy's and the allowed host
+                                  variables, then HOME, TMPDIR, USER, LOGNAME defaults */
+    size_t nenv;
+    const char *path_search;   /* PATH that finds argv[0] when it has no '/' */
+    const char *workdir;       /* in the sandbox */
+    const char *hostname;
+
+    /* Identity inside: a non-root user (uid/gid 1000, "forgeyard") or fake
+     * root; HOME. A root host maps it into [id_first, id_first + id_count). */
+    bool fake_root;
+    uint32_t uid, gid;
+    const char *user, *home;
+    uint32_t id_first, id_count;
+
+    /* The filesystem. */
+    struct plan_entry *entries;
+    size_t nentries;
+    const char *const *runtime_skipped;   /* approved runtime paths this host lacks */
+    size_t nruntime_skipped;
+    /* The host directories of the workspace (NULL: a tmpfs stands in). */
+    const char *source, *build, *output;
+    bool source_writable;
+
+    /* Limits (FY_LIMIT_*; FY_UNLIMITED: none) and the seccomp class. */
+    uint64_t limit[FY_LIMIT_MAX_ + 1];
+    uint32_t seccomp_class;
+
+    /* Network. */
+    uint32_t net_mode, dns;
+    const struct plan_dest *dests;
+    size_t ndests;
+
+    /* Devices. */
+    uint32_t gpu, usb, pty;               /* FY_DEVICES_* */
+
+    /* Secrets, standard streams, state directory, observability. */
+    const struct plan_secret *secrets;
+    size_t nsecrets;
+    struct plan_stdio stdio[3];
+    const char *state_dir;                /* NULL: the backend's default */
+    const struct obs *obs;
+
+    /* Tests and qualification only. */
+    uint32_t fault_step, fault_nth;
+    uint32_t delay_stage;
+    uint64_t delay_usec;
+    bool test_legacy_cgroups, test_copy_init;
+
+    /* Every allocation of the plan, freed together. */
+    void **allocs;
+    size_t nallocs, capallocs;
+};
+
+struct fy_prepared;
+/* plan.c: the plan of pr (policy, selection, argv, environment, secrets
+ * resolved); into pr->neutral. */
+int plan_build(struct fy_prepared *pr, fy_error **reterr);
+void plan_free(struct fy_plan *plan);
+
+/* The PE_HOST entry of a role (PR_SOURCE, PR_BUILD, PR_OUTPUT), or NULL. */
+const struct plan_entry *plan_find_role(const struct fy_plan *plan, uint32_t role);
+
+#endif
