@@ -327,6 +327,24 @@ START_TEST(test_process_level_refuses_private_pty) {
 }
 END_TEST
 
+/* Fake root needs a user namespace: refused, never run as a non-root uid
+ * that the workload was told is root. */
+START_TEST(test_process_level_refuses_fake_root) {
+    deny_userns();
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_user(p, FY_USER_FAKE_ROOT, NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), FY_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "fake-root"));
+    ck_assert_str_eq(fy_error_location(e), "$.process.user");
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_process_level_gc) {
     /* The process level keeps scratch on the host: after a crash of its
      * owner, fy_gc must find the record and remove the scratch. */
@@ -423,6 +441,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_timeout_kills_tree);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
     tcase_add_test(tc, test_process_level_refuses_private_pty);
+    tcase_add_test(tc, test_process_level_refuses_fake_root);
     tcase_add_test(tc, test_process_level_v1_freezer_teardown);
     tcase_add_test(tc, test_process_level_gc);
     suite_add_tcase(s, tc);
