@@ -102,4 +102,9 @@ void selection_free(struct selection *s);
 int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
                        const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr);
 
+/* The running attempt (struct fy_handle: h->b is the backend's state) and
+ * the report a backend makes of it (attempt.h) are part of the seam: a
+ * backend folder needs no other core header. */
+#include "attempt.h"
+
 #endif

@@ -191,7 +191,7 @@ static void FY_PRINTF(6, 7) add_probe(struct qctx *q, const char *id, const char
 
 /* ---- attempts ---- */
 
-struct attempt {
+struct qa_attempt {
     char out_path[320];
     fy_handle *h;
     fy_result *res;
@@ -201,7 +201,7 @@ struct attempt {
     char *error;        /* why it could not be prepared, started or waited for */
 };
 
-static void attempt_free(struct attempt *a) {
+static void qa_free(struct qa_attempt *a) {
     fy_handle_free(a->h);
     fy_result_free(a->res);
     free(a->out);
@@ -213,7 +213,7 @@ static void attempt_free(struct attempt *a) {
 
 /* A copy of the caller's policy for one attempt: our stdio, our state
  * directory, bounded duration. state_dir NULL: the run's. */
-static fy_policy *attempt_policy(struct qctx *q, const char *state_dir, struct attempt *a) {
+static fy_policy *qa_policy(struct qctx *q, const char *state_dir, struct qa_attempt *a) {
     memset(a, 0, sizeof(*a));
     a->exit_code = -1;
     snprintf(a->out_path, sizeof(a->out_path), "%s/out-%u", q->dir, ++q->seq);
@@ -232,7 +232,7 @@ static fy_policy *attempt_policy(struct qctx *q, const char *state_dir, struct a
     return p;
 }
 
-static void attempt_fail(struct attempt *a, const char *what, int r, fy_error *e) {
+static void qa_fail(struct qa_attempt *a, const char *what, int r, fy_error *e) {
     free(a->error);
     a->error = fy_asprintf("%s: %s: %s", what, fy_error_name(r), e ? fy_error_message(e) : fy_strerror(r));
     fy_error_free(e);
@@ -240,7 +240,7 @@ static void attempt_fail(struct attempt *a, const char *what, int r, fy_error *e
 
 /* Prepares and starts /bin/sh -c script. Frees p. On failure the attempt
  * records why; the return value is the FY_E_* code. */
-static int attempt_start(fy_policy *p, const char *script, struct attempt *a, fy_prepared **ret_prepared) {
+static int qa_start(fy_policy *p, const char *script, struct qa_attempt *a, fy_prepared **ret_prepared) {
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     fy_prepared *pr = NULL;
     fy_error *e = NULL;
@@ -251,7 +251,7 @@ static int attempt_start(fy_policy *p, const char *script, struct attempt *a, fy
     int r = fy_prepare(p, NULL, argv, &pr, &e);
     fy_policy_free(p);
     if (r < 0) {
-        attempt_fail(a, "prepare", r, e);
+        qa_fail(a, "prepare", r, e);
         return r;
     }
     r = fy_start(pr, &a->h, &e);
@@ -260,7 +260,7 @@ static int attempt_start(fy_policy *p, const char *script, struct attempt *a, fy
     else
         fy_prepared_free(pr);
     if (r < 0) {
-        attempt_fail(a, "start", r, e);
+        qa_fail(a, "start", r, e);
         a->h = NULL;
     }
     return r;
@@ -281,7 +281,7 @@ static char *read_text(const char *path) {
     return buf;
 }
 
-static void attempt_collect(struct attempt *a) {
+static void qa_collect(struct qa_attempt *a) {
     fy_handle_free(a->h);
     a->h = NULL;
     a->outcome = fy_result_outcome(a->res);
@@ -295,10 +295,10 @@ static void attempt_collect(struct attempt *a) {
 
 /* Waits for the end of a started attempt (cancelling it when it overruns)
  * and collects its output. */
-static void attempt_finish(struct attempt *a) {
+static void qa_finish(struct qa_attempt *a) {
     if (!a->h || a->res) {
         if (a->res)
-            attempt_collect(a);
+            qa_collect(a);
         return;
     }
     fy_error *e = NULL;
@@ -310,12 +310,12 @@ static void attempt_finish(struct attempt *a) {
             a->error = fy_strdup("the attempt overran the suite's wait and was cancelled");
     }
     if (r != 1) {
-        attempt_fail(a, "wait", r < 0 ? r : FY_E_TIMEOUT, e);
+        qa_fail(a, "wait", r < 0 ? r : FY_E_TIMEOUT, e);
         fy_handle_free(a->h);
         a->h = NULL;
         return;
     }
-    attempt_collect(a);
+    qa_collect(a);
 }
 
 static bool file_contains(const char *path, const char *needle) {
@@ -327,7 +327,7 @@ static bool file_contains(const char *path, const char *needle) {
 
 /* Drives a running attempt until its output holds needle. false when it
  * ended first (its result is kept) or took too long. */
-static bool attempt_wait_output(struct attempt *a, const char *needle) {
+static bool qa_wait_output(struct qa_attempt *a, const char *needle) {
     uint64_t end = fy_now_usec() + READY_USEC;
     while (a->h && !a->res && fy_now_usec() < end) {
         if (file_contains(a->out_path, needle))
@@ -338,15 +338,15 @@ static bool attempt_wait_output(struct attempt *a, const char *needle) {
     return a->h && !a->res && file_contains(a->out_path, needle);
 }
 
-static int run_script(fy_policy *p, const char *script, struct attempt *a) {
-    int r = attempt_start(p, script, a, NULL);
+static int run_script(fy_policy *p, const char *script, struct qa_attempt *a) {
+    int r = qa_start(p, script, a, NULL);
     if (r >= 0)
-        attempt_finish(a);
+        qa_finish(a);
     return r;
 }
 
 /* The attempt's ending, for evidence. */
-static json_t *attempt_json(const struct attempt *a) {
+static json_t *qa_json(const struct qa_attempt *a) {
     json_t *o = json_object();
     json_object_set_new(o, "outcome", a->outcome ? json_string(fy_outcome_name((uint32_t)a->outcome)) : json_null());
     json_object_set_new(o, "exit_code", a->exit_code >= 0 ? json_integer(a->exit_code) : json_null());
@@ -529,8 +529,8 @@ static json_t *stage_json(const fy_result *res, uint64_t *stage) {
  * attempt achieves, and the stage times the stage probes compare with.
  * Fails the run when the policy cannot be prepared at all. */
 static int run_baseline(struct qctx *q, json_t *root, fy_error **reterr) {
-    struct attempt a;
-    fy_policy *p = attempt_policy(q, NULL, &a);
+    struct qa_attempt a;
+    fy_policy *p = qa_policy(q, NULL, &a);
     if (!p)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     const char *argv[] = {"/bin/sh", "-c", ":", NULL};
@@ -545,11 +545,11 @@ static int run_baseline(struct qctx *q, json_t *root, fy_error **reterr) {
     r = fy_start(pr, &a.h, &e);
     fy_prepared_free(pr);
     if (r < 0)
-        attempt_fail(&a, "start", r, e);
+        qa_fail(&a, "start", r, e);
     else
-        attempt_finish(&a);
+        qa_finish(&a);
     json_t *ev = json_object();
-    json_object_set_new(ev, "attempt", attempt_json(&a));
+    json_object_set_new(ev, "attempt", qa_json(&a));
     json_object_set_new(ev, "stage_usec", stage_json(a.res, q->base_stage));
     char *rj = NULL;
     if (a.res && fy_result_to_json(a.res, &rj, NULL) == 0) {
@@ -573,7 +573,7 @@ static int run_baseline(struct qctx *q, json_t *root, fy_error **reterr) {
               (unsigned long long)q->base_stage[FY_STAGE_ISOLATION],
               (unsigned long long)q->base_stage[FY_STAGE_FILESYSTEM], (unsigned long long)q->base_stage[FY_STAGE_EXEC],
               (unsigned long long)q->base_stage[FY_STAGE_RUN], (unsigned long long)q->base_stage[FY_STAGE_CLEANUP]);
-    attempt_free(&a);
+    qa_free(&a);
     return 0;
 }
 
@@ -594,15 +594,15 @@ static void probe_stage(struct qctx *q, uint32_t stage) {
     bool ok = false;
     uint64_t got[FY_STAGE_CLEANUP + 1] = {0};
     json_t *mis = NULL;
-    struct attempt a = {0};
+    struct qa_attempt a = {0};
     int tries;
     /* Timing on a shared host is noisy: one re-measurement is allowed, and
      * the evidence says how many were needed. */
     for (tries = 1; tries <= 2 && !ok; tries++) {
-        attempt_free(&a);
+        qa_free(&a);
         json_decref(mis);
         mis = json_array();
-        fy_policy *p = attempt_policy(q, NULL, &a);
+        fy_policy *p = qa_policy(q, NULL, &a);
         if (p)
             policy_inject_delay(p, stage, DELAY_USEC);
         run_script(p, ":", &a);
@@ -614,7 +614,7 @@ static void probe_stage(struct qctx *q, uint32_t stage) {
                 ok = false;
             }
     }
-    json_object_set_new(ev, "attempt", attempt_json(&a));
+    json_object_set_new(ev, "attempt", qa_json(&a));
     json_object_set_new(ev, "misattributed_to", mis);
     json_object_set_new(ev, "measurements", json_integer(tries - 1));
     json_object_set_new(ev, "tolerance_usec", json_integer(DELAY_USEC / 2));
@@ -630,7 +630,7 @@ static void probe_stage(struct qctx *q, uint32_t stage) {
         add_probe(q, id, name, false, ev, "%s %llu us with a %u us delay; delay seen in %zu other stage(s)",
                   stage_key[stage], (unsigned long long)got[stage], DELAY_USEC,
                   json_array_size(json_object_get(ev, "misattributed_to")));
-    attempt_free(&a);
+    qa_free(&a);
 }
 
 /* ---- 2. leakage ---- */
@@ -717,22 +717,22 @@ static void probe_leakage(struct qctx *q, int variant) {
                        "done\n" SCRIPT_START_MARKER
                        "for d in $seen; do [ -e \"$d/$n\" ] && echo \"file-seen $d\"; done\n");
     strbuf_append(&sb, endings[variant]);
-    struct attempt a, b;
-    fy_policy *p = attempt_policy(q, NULL, &a);
+    struct qa_attempt a, b;
+    fy_policy *p = qa_policy(q, NULL, &a);
     int host_during = -1;
     if (sb.oom) {
         fy_policy_free(p);
         a.error = fy_strdup("out of memory");
-    } else if (attempt_start(p, sb.buf, &a, NULL) >= 0 && variant == AFTER_CANCEL && attempt_wait_output(&a, "ready")) {
+    } else if (qa_start(p, sb.buf, &a, NULL) >= 0 && variant == AFTER_CANCEL && qa_wait_output(&a, "ready")) {
         host_during = host_marker_count(marker);
         fy_handle_cancel(a.h, FY_CANCEL_USER, NULL);
     }
     strbuf_free(&sb);
-    attempt_finish(&a);
+    qa_finish(&a);
     uint64_t gone_usec = 0;
     int host_after = host_marker_gone(marker, &gone_usec);
     const char *out = a.out ? a.out : "";
-    json_t *pa = attempt_json(&a), *planted = lines_with(out, "planted ");
+    json_t *pa = qa_json(&a), *planted = lines_with(out, "planted ");
     size_t i, nplanted = json_array_size(planted), nseen = 0;
     json_t *v;
     bool paths_ok = true;
@@ -754,7 +754,7 @@ static void probe_leakage(struct qctx *q, int variant) {
     json_object_set_new(ev, "planting_attempt", pa);
     if (variant == AFTER_CANCEL)
         json_object_set_new(ev, "host_processes_while_running", json_integer(host_during));
-    attempt_free(&a);
+    qa_free(&a);
 
     /* The later attempt looks for both, where they were planted. */
     strbuf_init(&sb);
@@ -764,7 +764,7 @@ static void probe_leakage(struct qctx *q, int variant) {
             strbuf_printf(&sb, " %s", json_string_value(v));
     strbuf_append(&sb, "; do if [ -e \"$d/$n\" ]; then echo \"file-seen $d\"; else echo \"file-absent $d\"; fi; done\n"
                        SCRIPT_FIND_MARKER "echo \"visible-processes $(ls -d /proc/[0-9]* | wc -l)\"\necho observed\n");
-    p = attempt_policy(q, NULL, &b);
+    p = qa_policy(q, NULL, &b);
     if (sb.oom) {
         fy_policy_free(p);
         b.error = fy_strdup("out of memory");
@@ -773,7 +773,7 @@ static void probe_leakage(struct qctx *q, int variant) {
     }
     strbuf_free(&sb);
     out = b.out ? b.out : "";
-    json_t *la = attempt_json(&b), *lseen = lines_with(out, "file-seen ");
+    json_t *la = qa_json(&b), *lseen = lines_with(out, "file-seen ");
     json_t *lp = lines_with(out, "proc-seen ");
     size_t nprocs = json_array_size(lp);
     json_decref(lp);
@@ -787,7 +787,7 @@ static void probe_leakage(struct qctx *q, int variant) {
         json_object_set_new(la, "output", output_json(out));
     size_t later_files = json_array_size(lseen);
     json_object_set_new(ev, "later_attempt", la);
-    attempt_free(&b);
+    qa_free(&b);
 
     /* And the host, at the same paths. */
     json_t *hf = json_array();
@@ -933,8 +933,8 @@ static void probe_reach(struct qctx *q) {
                   "echo reach-done\n",
                   secret, (unsigned)port, socks.buf ? socks.buf : "", (unsigned)port, socks.buf ? socks.buf : "");
     strbuf_free(&socks);
-    struct attempt a;
-    fy_policy *p = attempt_policy(q, NULL, &a);
+    struct qa_attempt a;
+    fy_policy *p = qa_policy(q, NULL, &a);
     if (sb.oom || !made || tfd < 0) {
         fy_policy_free(p);
         a.error = fy_strdup(!made ? "could not create the host-only file" : tfd < 0 ? "could not listen on 127.0.0.1"
@@ -952,7 +952,7 @@ static void probe_reach(struct qctx *q) {
     json_t *ev = json_object();
     json_object_set_new(ev, "path", json_string(secret));
     json_object_set_new(ev, "host_mode", json_string("0644 in a 0755 directory"));
-    json_object_set_new(ev, "attempt", attempt_json(&a));
+    json_object_set_new(ev, "attempt", qa_json(&a));
     int e1 = l1 ? line_errno(l1) : 0, e2 = l2 ? line_errno(l2) : 0;
     json_object_set_new(ev, "inside", l1 && line_rc(l1) != 0 ? errno_json(e1) : json_string(l1 ? "read" : "not run"));
     json_object_set_new(ev, "via_proc_1_root",
@@ -1007,7 +1007,7 @@ static void probe_reach(struct qctx *q) {
                  : "%zu socket(s) tried from inside (%zu of the host's exist): some reachable or not ENOENT",
               json_array_size(json_object_get(ev, "probed")),
               json_array_size(json_object_get(ev, "probed")) - (ufd >= 0 ? 1 : 0));
-    attempt_free(&a);
+    qa_free(&a);
     if (tfd >= 0)
         close(tfd);
     if (ufd >= 0)
@@ -1018,13 +1018,13 @@ static void probe_reach(struct qctx *q) {
  * script prints "op rc=N ..." unless the attempt is ended first. */
 static void probe_privileged(struct qctx *q, const char *id, const char *name, const char *what, const char *script,
                              const int *denials) {
-    struct attempt a;
-    fy_policy *p = attempt_policy(q, NULL, &a);
+    struct qa_attempt a;
+    fy_policy *p = qa_policy(q, NULL, &a);
     run_script(p, script, &a);
     const char *out = a.out ? a.out : "";
     json_t *ev = json_object();
     json_object_set_new(ev, "operation", json_string(what));
-    json_object_set_new(ev, "attempt", attempt_json(&a));
+    json_object_set_new(ev, "attempt", qa_json(&a));
     const char *l = find_line(out, "op ");
     bool ok = false;
     if (a.outcome == FY_OUTCOME_SANDBOX_VIOLATION) {
@@ -1056,7 +1056,7 @@ static void probe_privileged(struct qctx *q, const char *id, const char *name, c
             add_probe(q, id, name, false, ev, "%s: not denied, the kernel processed it (%s)", what,
                       errno_name(e) ? errno_name(e) : "unknown error");
     }
-    attempt_free(&a);
+    qa_free(&a);
 }
 
 #define NEED_PERL                                                                                 \
@@ -1105,18 +1105,18 @@ static void probe_residue_cancel(struct qctx *q) {
     char state[340], digits[16], marker[24], script[1024];
     snprintf(state, sizeof(state), "%s/state-cancel", q->dir);
     make_marker(digits, marker);
-    struct attempt a;
-    fy_policy *p = attempt_policy(q, state, &a);
+    struct qa_attempt a;
+    fy_policy *p = qa_policy(q, state, &a);
     json_t *ev = json_object(), *cgroups = json_array();
     int records = -1, host_during = -1;
     bool ready = false;
-    if (attempt_start(p, residue_script(script, sizeof(script), digits), &a, NULL) >= 0 &&
-        (ready = attempt_wait_output(&a, "ready"))) {
+    if (qa_start(p, residue_script(script, sizeof(script), digits), &a, NULL) >= 0 &&
+        (ready = qa_wait_output(&a, "ready"))) {
         records = read_records(state, cgroups);
         host_during = host_marker_count(marker);
         fy_handle_cancel(a.h, FY_CANCEL_USER, NULL);
     }
-    attempt_finish(&a);
+    qa_finish(&a);
     uint64_t gone_usec = 0;
     int host_after = host_marker_gone(marker, &gone_usec);
     json_t *during = json_object(), *after = json_object(), *witness = json_object();
@@ -1136,7 +1136,7 @@ static void probe_residue_cancel(struct qctx *q) {
     json_object_set_new(after, "cgroups_left", cg_left);
     json_object_set_new(after, "marker_processes", json_integer(host_after));
     json_object_set_new(after, "waited_usec", json_integer((json_int_t)gone_usec));
-    json_object_set_new(ev, "attempt", attempt_json(&a));
+    json_object_set_new(ev, "attempt", qa_json(&a));
     json_object_set_new(ev, "during", during);
     json_object_set_new(ev, "cleanup_witness", witness);
     json_object_set_new(ev, "after", after);
@@ -1154,7 +1154,7 @@ static void probe_residue_cancel(struct qctx *q) {
                   a.outcome ? fy_outcome_name((uint32_t)a.outcome) : "did not run", records_after,
                   json_array_size(cg_left), host_after, (unsigned long long)left[1], (unsigned long long)left[2],
                   (unsigned long long)left[3], (unsigned long long)left[4]);
-    attempt_free(&a);
+    qa_free(&a);
 }
 
 /* The forked "host program": starts a sandbox, says so, waits for SIGKILL. */
@@ -1166,10 +1166,10 @@ __attribute__((noreturn)) static void restart_child(struct qctx *q, const char *
     signal(SIGALRM, SIG_DFL);
     alarm(60); /* the parent kills us long before; this only bounds a lost child */
     char script[1024];
-    struct attempt a;
-    fy_policy *p = attempt_policy(q, state, &a);
-    if (attempt_start(p, residue_script(script, sizeof(script), digits), &a, NULL) < 0 ||
-        !attempt_wait_output(&a, "ready"))
+    struct qa_attempt a;
+    fy_policy *p = qa_policy(q, state, &a);
+    if (qa_start(p, residue_script(script, sizeof(script), digits), &a, NULL) < 0 ||
+        !qa_wait_output(&a, "ready"))
         _exit(2);
     if (write(ready_fd, "r", 1) != 1)
         _exit(3);
@@ -1233,8 +1233,8 @@ static void probe_residue_restart(struct qctx *q) {
     json_t *named = child > 0 ? cg_find(prefix) : json_array();
     int host_after = host_marker_count(marker);
     /* And the state directory is usable again. */
-    struct attempt a;
-    fy_policy *p = attempt_policy(q, state, &a);
+    struct qa_attempt a;
+    fy_policy *p = qa_policy(q, state, &a);
     run_script(p, ":", &a);
     int records_reuse = read_records(state, NULL);
 
@@ -1256,7 +1256,7 @@ static void probe_residue_restart(struct qctx *q) {
     json_object_set_new(after, "cgroups_found_by_name", json_pack("{s:s+,s:O}", "pattern", prefix, "*", "found", named));
     json_object_set_new(after, "marker_processes", json_integer(host_after));
     json_object_set_new(ev, "after_gc", after);
-    json_object_set_new(ev, "reuse", json_pack("{s:o,s:i}", "attempt", attempt_json(&a), "records_after", records_reuse));
+    json_object_set_new(ev, "reuse", json_pack("{s:o,s:i}", "attempt", qa_json(&a), "records_after", records_reuse));
     bool ok = ready && records == 1 && host_during > 0 && host_after_kill == 0 && gr >= 0 && records_after == 0 &&
               json_array_size(cg_left) == 0 && json_array_size(named) == 0 && n_named_before >= n_before &&
               host_after == 0 &&
@@ -1276,7 +1276,7 @@ static void probe_residue_restart(struct qctx *q) {
                   ready ? "ran" : "the forked host program never got its sandbox ready", records_after,
                   json_array_size(cg_left), json_array_size(named), (int)child, host_after);
     json_decref(named);
-    attempt_free(&a);
+    qa_free(&a);
 }
 
 /* ---- the run ---- */

@@ -11,6 +11,9 @@
  * fake-vm (VIRTUAL_MACHINE, cost 100): needs KVM or QEMU_TCG; enforces every
  *   control (the guest kernel does). */
 extern const struct fy_backend_ops fake_process, fake_namespace, fake_vm;
+/* fake-run (CONTAINER, cost 30; fake-run.c): usable everywhere, runs
+ *   nothing, goes through the whole lifecycle like a real backend. */
+extern const struct fy_backend_ops fake_run;
 extern const struct fy_backend_ops *const fake_table[3];
 
 /* A caps snapshot where every listed cap is present and all others missing
