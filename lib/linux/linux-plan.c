@@ -661,6 +661,7 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     if (!pl)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     pl->np = np;
+    pl->exec_init = caps_present(c, FY_CAP_EXEC_INIT);
     struct builder b = {.pl = pl};
     int r = 0;
 

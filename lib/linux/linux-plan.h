@@ -83,6 +83,7 @@ struct child_rlimit {
 struct linux_plan {
     /* namespaces and ids */
     bool process_mode;           /* the linux-process backend: no namespaces at all */
+    bool exec_init;              /* the probe executed forgeyard-init here (else pid 1 is a copy of the host) */
     uint64_t clone_flags;        /* CLONE_NEW* */
     bool use_netns;              /* CLONE_NEWNET: bring lo up */
     bool as_root;                /* the caller is root: map an unprivileged host range */

@@ -482,12 +482,6 @@ extern const size_t fy_init_blob_len;
 #  define MFD_EXEC 0x0010U
 #endif
 
-/* Set once an exec of forgeyard-init failed in this process (a host whose
- * policy forbids executing memfds, say): from then on the init is a copy
- * of the host, which works everywhere but costs in proportion to the
- * host's size. */
-static atomic_bool exec_init_broken;
-
 /* A sealed memfd holding len bytes (exec: MFD_EXEC where the kernel knows
  * it, else MFD_NOEXEC_SEAL), or -errno. */
 static int sealed_memfd(const char *name, const void *data, size_t len, bool exec) {
@@ -569,7 +563,10 @@ static pid_t spawn_exec_init(const struct fy_clone_args *ca, int init_fd, const 
  * itself instead; -1: clone failed (errno). */
 static int clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, int *pidfd, pid_t *ret_pid,
                            bool *ret_clone3) {
-    if (!fy_init_blob_len || atomic_load(&exec_init_broken))
+    /* Where the probe found that forgeyard-init cannot be executed (a host
+     * whose policy forbids executing memfds, say), the init is a copy of
+     * the host from the start: the plan says so (pl->exec_init). */
+    if (!fy_init_blob_len || !a->plan->exec_init)
         return 0;
     unsigned char *blob = NULL;
     size_t len = 0;
@@ -589,15 +586,16 @@ static int clone_exec_init(const struct child_args *a, const struct fy_clone_arg
         if (pid <= 0) {
             used = pid < 0 && !(errno == EINVAL || errno == ENOSYS || errno == E2BIG) ? -1 : 0;
         } else if (started != 0) {
-            /* The exec failed, or the child died first: this host will
-             * not run forgeyard-init. */
+            /* The exec failed, or the child died first, although the probe
+             * ran it: this attempt falls back to a copy of the host (a
+             * later attempt tries again; a new probe snapshot records the
+             * change for plans prepared from it). */
             siginfo_t si;
             fy_sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
             while (waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
                 ;
             close(*pidfd);
             *pidfd = -1;
-            atomic_store(&exec_init_broken, true);
         } else {
             *ret_pid = pid;
             used = 1;
