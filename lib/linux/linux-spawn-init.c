@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Linux backend's run operations (linux-spawn.h): forgeyard-init, the
+ * sandbox's pid 1, executed from a sealed memfd with its plan packed into
+ * another (lx_clone_exec_init), and the probe that finds whether this host
+ * allows it (lx_probe_exec_init), from a middle process that makes raw
+ * system calls only. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#include "linux-pack.h"
+#include "linux-plan.h"
+#include "linux-spawn.h"
+#include "linux-syscall.h"
+
+/* ---- forgeyard-init ---- */
+
+extern const unsigned char fy_init_blob[];
+extern const size_t fy_init_blob_len;
+
+#ifndef MFD_NOEXEC_SEAL
+#  define MFD_NOEXEC_SEAL 0x0008U
+#endif
+#ifndef MFD_EXEC
+#  define MFD_EXEC 0x0010U
+#endif
+
+/* A sealed memfd holding len bytes (exec: MFD_EXEC where the kernel knows
+ * it, else MFD_NOEXEC_SEAL), or -errno. */
+static int sealed_memfd(const char *name, const void *data, size_t len, bool exec) {
+    unsigned mode = exec ? MFD_EXEC : MFD_NOEXEC_SEAL;
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | mode);
+    if (fd < 0 && errno == EINVAL) /* before Linux 6.3 */
+        fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -errno;
+    const unsigned char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            close(fd);
+            return -e;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* Clones ca's child (CLONE_VM | CLONE_VFORK added) executing forgeyard-init
+ * from init_fd with argv[1] = arg1 and a pipe to say it started on; keep
+ * are the fds to keep across the exec. The pid, -1 when clone failed, or
+ * 0 when its pipe could not be made (both: errno). When the pid is valid, *ret_started is 0 once forgeyard-init runs, the errno of
+ * a failed exec, or -1 for a child that died first; *ret_clone3 says
+ * whether clone3 (not clone(2)) served. */
+static pid_t spawn_exec_init(const struct fy_clone_args *ca, int init_fd, const char *arg1, const int *keep,
+                             size_t nkeep, int *ret_started, bool *ret_clone3) {
+    int errp[2];
+    if (nkeep > LX_EXEC_INIT_MAX_KEEP) {
+        errno = E2BIG;
+        return 0;
+    }
+    if (pipe2(errp, O_CLOEXEC) < 0)
+        return 0;
+    char errnum[16];
+    snprintf(errnum, sizeof(errnum), "%d", errp[1]);
+    char *argv[] = {(char *)"forgeyard-init", (char *)arg1, errnum, NULL};
+    /* In a new user namespace, what init needs of it; else (the process
+     * level, a probe without one) what the host holds, as before the exec. */
+    uint64_t ambient = (ca->flags & CLONE_NEWUSER) ? LX_INIT_CAPS : ~0ULL;
+    struct exec_init e = {.init_fd = init_fd, .argv = argv, .err_fd = errp[1], .nkeep = nkeep, .ambient = ambient};
+    for (size_t i = 0; i < nkeep; i++)
+        e.keep[i] = keep[i];
+    struct fy_clone_args c = *ca;
+    c.flags |= CLONE_VM | CLONE_VFORK;
+    pid_t pid = linux_clone_exec_init(&c, &e);
+    int clone_errno = errno;
+    close(errp[1]);
+    *ret_clone3 = e.used_clone3;
+    *ret_started = -1;
+    if (pid > 0) {
+        int started = -1;
+        ssize_t n;
+        do
+            n = read(errp[0], &started, sizeof(started));
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof(started))
+            *ret_started = started;
+    }
+    close(errp[0]);
+    errno = clone_errno;
+    return pid;
+}
+
+/* Clones the sandbox executing forgeyard-init on the packed arguments.
+ * 1: it runs (*ret_pid; the pidfd went where ca says); 0: not possible
+ * here (nothing is left of the attempt): the caller clones a copy of
+ * itself instead; -1: clone failed (errno). */
+int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, int *pidfd, pid_t *ret_pid,
+                       bool *ret_clone3) {
+    /* Where the probe found that forgeyard-init cannot be executed (a host
+     * whose policy forbids executing memfds, say), the init is a copy of
+     * the host from the start: the plan says so (pl->exec_init). */
+    if (!fy_init_blob_len || !a->plan->exec_init)
+        return 0;
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    if (lx_pack(a, &blob, &len) < 0)
+        return 0;
+    int plan_fd = sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
+    fy_explicit_bzero(blob, len);
+    free(blob);
+    int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", fy_init_blob, fy_init_blob_len, true) : -1;
+    int used = 0;
+    if (init_fd >= 0) {
+        char fdnum[16];
+        snprintf(fdnum, sizeof(fdnum), "%d", plan_fd);
+        const int keep[] = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1], a->stdio[2]};
+        int started;
+        pid_t pid = spawn_exec_init(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), &started, ret_clone3);
+        if (pid <= 0) {
+            used = pid < 0 && !(errno == EINVAL || errno == ENOSYS || errno == E2BIG) ? -1 : 0;
+        } else if (started != 0) {
+            /* The exec failed, or the child died first, although the probe
+             * ran it: this attempt falls back to a copy of the host (a
+             * later attempt tries again; a new probe snapshot records the
+             * change for plans prepared from it). */
+            siginfo_t si;
+            fy_sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
+            while (waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+                ;
+            close(*pidfd);
+            *pidfd = -1;
+        } else {
+            *ret_pid = pid;
+            used = 1;
+        }
+    }
+    int e = errno;
+    if (plan_fd >= 0)
+        close(plan_fd);
+    if (init_fd >= 0)
+        close(init_fd);
+    errno = e;
+    return used;
+}
+
+/* The probe (linux-probe.c): executes forgeyard-init in its probe mode the
+ * way fy_start does (CLONE_VM | CLONE_VFORK, in a new user namespace when
+ * there are user namespaces). 1 and what ran in why, or 0 and why not. */
+/* What the exec-init probe's middle process reports. */
+struct exec_probe_report {
+    pid_t pid;     /* > 0 cloned; 0 no pipe; -1 clone failed */
+    int err;       /* errno of a failed clone or pipe */
+    int started;   /* 0 once forgeyard-init ran, else as spawn_exec_init */
+    int wcode, wstatus;
+    bool via_clone3;
+};
+
+/* The probe's middle process: a quiet child of the host that never executes
+ * anything (the kernel gives every process that executes a program SIGCHLD
+ * as its exit signal, so forgeyard-init runs one level down, as our child,
+ * with SIGCHLD at its default here). Raw system calls and stack only. */
+__attribute__((noreturn)) static void exec_probe_middle(bool userns, int init_fd, int wfd) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    (void)sigaction(SIGCHLD, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+    struct exec_probe_report rep;
+    memset(&rep, 0, sizeof(rep));
+    int pidfd = -1;
+    struct fy_clone_args ca = {
+        .flags = CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND | (userns ? CLONE_NEWUSER : 0),
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = SIGCHLD,
+    };
+    rep.pid = spawn_exec_init(&ca, init_fd, "probe", NULL, 0, &rep.started, &rep.via_clone3);
+    rep.err = errno;
+    if (rep.pid > 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        while (syscall(SYS_waitid, FY_P_PIDFD, pidfd, &si, WEXITED | __WALL, NULL) < 0 && errno == EINTR)
+            ;
+        rep.wcode = si.si_code;
+        rep.wstatus = si.si_status;
+    }
+    (void)syscall(SYS_write, wfd, &rep, sizeof(rep));
+    syscall(SYS_exit_group, 0);
+    __builtin_unreachable();
+}
+
+/* The probe (linux-probe.c): executes forgeyard-init in its probe mode the
+ * way fy_start does (CLONE_VM | CLONE_VFORK, in a new user namespace when
+ * there are user namespaces), from a middle process so that the host's
+ * SIGCHLD disposition and handlers never see it. 1 and what ran in why, or
+ * 0 and why not. */
+int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
+    if (!fy_init_blob_len) {
+        snprintf(why, whylen, "forgeyard-init is not built for this architecture (x86-64 and aarch64 only)");
+        return 0;
+    }
+    int init_fd = sealed_memfd("forgeyard-init", fy_init_blob, fy_init_blob_len, true);
+    if (init_fd < 0) {
+        snprintf(why, whylen, "a sealed memfd for forgeyard-init: %s", strerror(-init_fd));
+        return 0;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(why, whylen, "pipe2: %s", strerror(errno));
+        close(init_fd);
+        return 0;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int mfd = -1;
+    pid_t mid = fy_sys_fork_pidfd(&mfd);
+    if (mid == 0) {
+        syscall(SYS_close, p[0]);
+        exec_probe_middle(userns, init_fd, p[1]);
+    }
+    int fork_err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(p[1]);
+    close(init_fd);
+    struct exec_probe_report rep;
+    memset(&rep, 0, sizeof(rep));
+    ssize_t n = 0;
+    if (mid > 0) {
+        while ((n = read(p[0], &rep, sizeof(rep))) < 0 && errno == EINTR)
+            ;
+        siginfo_t si;
+        while (waitid(FY_P_PIDFD, (id_t)mfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+            ;
+        close(mfd);
+    }
+    close(p[0]);
+    int ok = 0;
+    if (mid < 0) {
+        snprintf(why, whylen, "fork: %s", strerror(fork_err));
+    } else if (n != (ssize_t)sizeof(rep)) {
+        snprintf(why, whylen, "the probe's process died before it reported");
+    } else if (rep.pid > 0) {
+        ok = rep.started == 0 && rep.wcode == CLD_EXITED && rep.wstatus == 0;
+        if (ok)
+            snprintf(why, whylen, "forgeyard-init (%zu bytes, embedded) executed from a sealed memfd%s%s",
+                     (size_t)fy_init_blob_len, userns ? " in a new user namespace" : "",
+                     rep.via_clone3 ? "" : " (clone: no clone3)");
+        else if (rep.started > 0)
+            snprintf(why, whylen, "executing a sealed memfd: %s", strerror(rep.started));
+        else
+            snprintf(why, whylen, "the child died before forgeyard-init ran (%s %d): an outer seccomp or "
+                     "security policy against execveat?", rep.wcode == CLD_EXITED ? "exit" : "signal",
+                     rep.wstatus);
+    } else if (rep.pid == 0) {
+        snprintf(why, whylen, "pipe2: %s", strerror(rep.err));
+    } else {
+        snprintf(why, whylen, "clone(CLONE_VM|CLONE_VFORK%s): %s", userns ? "|CLONE_NEWUSER" : "",
+                 strerror(rep.err));
+    }
+    return ok;
+}

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Linux backend's run operations (linux-spawn.h): the sandbox's
+ * standard streams, set up before the clone (host fds, pipes for the host,
+ * pipes we drain into spool files or a callback), the process level's
+ * per-attempt directory, the per-start environment with its secrets, and
+ * the live draining of output with its byte cap. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "handle.h"
+#include "linux-plan.h"
+#include "linux-spawn.h"
+
+/* ---- setting up stdio and secrets ---- */
+
+int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_error **reterr) {
+    for (int i = 0; i < 3; i++) {
+        const struct plan_stdio *s = &np->stdio[i];
+        int fds[2];
+        if (i == 0 && stdin_secret >= 0) {
+            const struct plan_secret *ps = &np->secrets[stdin_secret];
+            if (pipe2(fds, O_CLOEXEC) < 0)
+                return lx_sys_err(reterr, FY_STEP_SECRET, "pipe");
+            size_t want = ps->len + 4096;
+            if (ps->len && fcntl(fds[1], F_SETPIPE_SZ, (int)(want > 1048576 ? 1048576 : want)) < 0 &&
+                ps->len > 65536) {
+                close(fds[0]);
+                close(fds[1]);
+                return lx_sys_err(reterr, FY_STEP_SECRET, "cannot size the stdin pipe for the secret");
+            }
+            ssize_t w = ps->len ? write(fds[1], ps->value, ps->len) : 0;
+            close(fds[1]);
+            if (w < 0 || (size_t)w != ps->len) {
+                close(fds[0]);
+                return err_set(reterr, FY_E_IO, FY_STEP_SECRET, errno, NULL, "writing the stdin secret failed");
+            }
+            x->child_stdio[0] = fds[0];
+            continue;
+        }
+        switch (s->mode) {
+        case FY_STDIO_NULL:
+            if ((x->child_stdio[i] = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY)) < 0)
+                return lx_sys_err(reterr, FY_STEP_OUTPUT, "/dev/null");
+            break;
+        case FY_STDIO_FD:
+            if ((x->child_stdio[i] = fcntl(s->fd, F_DUPFD_CLOEXEC, 3)) < 0)
+                return lx_sys_err(reterr, FY_STEP_OUTPUT, "dup");
+            break;
+        case FY_STDIO_PIPE:
+            if (pipe2(fds, O_CLOEXEC) < 0)
+                return lx_sys_err(reterr, FY_STEP_OUTPUT, "pipe");
+            x->child_stdio[i] = i == 0 ? fds[0] : fds[1];
+            x->host_pipe[i] = i == 0 ? fds[1] : fds[0];
+            break;
+        case FY_STDIO_CALLBACK:
+            if (pipe2(fds, O_CLOEXEC) < 0)
+                return lx_sys_err(reterr, FY_STEP_OUTPUT, "pipe");
+            x->child_stdio[i] = fds[1];
+            x->drain_rd[i] = fds[0];
+            if (lx_set_nonblock(x->drain_rd[i]) < 0 || lx_epoll_watch(x, x->drain_rd[i]) < 0)
+                return lx_sys_err(reterr, FY_STEP_OUTPUT, "output pipe");
+            break;
+        case FY_STDIO_FILE:
+            if (pipe2(fds, O_CLOEXEC) < 0)
+                return lx_sys_err(reterr, FY_STEP_OUTPUT, "pipe");
+            x->child_stdio[i] = fds[1];
+            x->drain_rd[i] = fds[0];
+            /* stdout and stderr may name the same file: share one spool fd. */
+            if (i == 2 && x->spool_fd[1] >= 0 && np->stdio[1].mode == FY_STDIO_FILE &&
+                strcmp(np->stdio[1].path, s->path) == 0) {
+                if ((x->spool_fd[2] = fcntl(x->spool_fd[1], F_DUPFD_CLOEXEC, 3)) < 0)
+                    return lx_sys_err(reterr, FY_STEP_OUTPUT, "dup");
+            } else if ((x->spool_fd[i] = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_APPEND,
+                                              0600)) < 0) {
+                int e = errno;
+                return err_set(reterr, err_from_errno(e), FY_STEP_OUTPUT, e, NULL, "cannot create %s: %s", s->path,
+                               strerror(e));
+            } else {
+                x->spool_created[i] = s->path;
+            }
+            if (lx_set_nonblock(x->drain_rd[i]) < 0 || lx_epoll_watch(x, x->drain_rd[i]) < 0)
+                return lx_sys_err(reterr, FY_STEP_OUTPUT, "output pipe");
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Process mode: a private directory per attempt, on tmpfs when the host
+ * has /dev/shm, owned by the workload's uid, removed at cleanup. */
+int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr) {
+    char tmpl[] = "/dev/shm/forgeyard-attempt-XXXXXX";
+    char tmpl2[] = "/tmp/forgeyard-attempt-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    if (!d)
+        d = mkdtemp(tmpl2);
+    if (!d)
+        return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
+    x->attempt_dir = strdup(d);
+    x->attempt_home = fy_asprintf("%s/home", d);
+    x->attempt_tmp = fy_asprintf("%s/tmp", d);
+    x->attempt_secrets = fy_asprintf("%s/secrets", d);
+    x->env_home = fy_asprintf("HOME=%s/home", d);
+    x->env_tmpdir = fy_asprintf("TMPDIR=%s/tmp", d);
+    if (!x->attempt_dir || !x->attempt_home || !x->attempt_tmp || !x->attempt_secrets || !x->env_home ||
+        !x->env_tmpdir) {
+        if (!x->attempt_dir)
+            rmdir(d);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_MOUNT, 0, NULL, "out of memory");
+    }
+    const char *dirs[] = {x->attempt_home, x->attempt_tmp, x->attempt_secrets};
+    for (size_t i = 0; i < 3; i++)
+        if (mkdir(dirs[i], 0700) < 0 || (pl->as_root && chown(dirs[i], pl->work_uid, pl->work_gid) < 0))
+            return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
+    if (chmod(x->attempt_dir, 0711) < 0)
+        return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
+    return 0;
+}
+
+int lx_setup_secrets(struct lx *x, const struct fy_plan *np, const struct linux_plan *pl, int *stdin_secret,
+                     fy_error **reterr) {
+    *stdin_secret = -1;
+    size_t nenv = 0;
+    for (size_t i = 0; i < np->nsecrets; i++)
+        nenv += np->secrets[i].delivery == FY_SECRET_ENV;
+    x->envp = calloc(pl->nenv + nenv + 1, sizeof(char *));
+    x->secret_env = calloc(nenv + 1, sizeof(unsigned char *));
+    x->secrets = calloc(np->nsecrets + 1, sizeof(*x->secrets));
+    if (!x->envp || !x->secret_env || !x->secrets)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SECRET, 0, NULL, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < pl->nenv; i++) {
+        /* A secret variable replaces an explicitly set one of the same name. */
+        bool shadowed = false;
+        for (size_t k = 0; k < np->nsecrets; k++) {
+            const struct plan_secret *d = &np->secrets[k];
+            size_t tl = d->target ? strlen(d->target) : 0;
+            shadowed |= d->delivery == FY_SECRET_ENV && strncmp(pl->envp[i], d->target, tl) == 0 &&
+                        pl->envp[i][tl] == '=';
+        }
+        if (shadowed)
+            continue;
+        if (pl->process_mode && strncmp(pl->envp[i], "HOME=/home/forgeyard", 21) == 0)
+            x->envp[n++] = x->env_home;
+        else if (pl->process_mode && strcmp(pl->envp[i], "TMPDIR=/tmp") == 0)
+            x->envp[n++] = x->env_tmpdir;
+        else
+            x->envp[n++] = pl->envp[i];
+    }
+    for (size_t i = 0; i < np->nsecrets; i++) {
+        const struct plan_secret *ps = &np->secrets[i], *d = ps;
+        if (d->delivery == FY_SECRET_ENV) {
+            size_t tl = strlen(d->target);
+            if (memchr(ps->value, 0, ps->len))
+                return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL,
+                               "secret %s contains a NUL byte and cannot be an environment variable", d->name);
+            unsigned char *m = secret_alloc(NULL, tl + 1 + ps->len + 1);
+            if (!m)
+                return err_set(reterr, FY_E_NOMEM, FY_STEP_SECRET, 0, NULL, "out of memory");
+            memcpy(m, d->target, tl);
+            m[tl] = '=';
+            memcpy(m + tl + 1, ps->value, ps->len);
+            m[tl + 1 + ps->len] = '\0';
+            x->secret_env[x->nsecret_env++] = m;
+            x->envp[n++] = (char *)m;
+        } else if (d->delivery == FY_SECRET_FILE) {
+            x->secrets[x->args.nsecrets++] = (struct child_secret){d->target, ps->value, ps->len};
+        } else {
+            *stdin_secret = (int)i;
+        }
+    }
+    return 0;
+}
+
+/* ---- output ---- */
+
+/* The end of a drained stream: closed, and said to a callback. */
+static void end_stream(fy_handle *h, struct lx *x, int i) {
+    epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->drain_rd[i], NULL);
+    lx_close_fd(&x->drain_rd[i]);
+    const struct plan_stdio *s = &lx_neutral(h)->stdio[i];
+    if (s->mode == FY_STDIO_CALLBACK && s->fn)
+        s->fn(s->userdata, (uint32_t)i, NULL, 0);
+}
+
+void lx_drain_output(fy_handle *h, struct lx *x, int i) {
+    char buf[65536];
+    const struct plan_stdio *s = &lx_neutral(h)->stdio[i];
+    /* A bounded number of reads per call: a workload that writes as fast
+     * as we read cannot keep the host's loop here (the fd stays readable,
+     * so the next fy_handle_process goes on). */
+    for (int rounds = 0; rounds < 64; rounds++) {
+        ssize_t n = read(x->drain_rd[i], buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return; /* EAGAIN */
+        if (n == 0) {
+            end_stream(h, x, i);
+            return;
+        }
+        size_t keep = (size_t)n;
+        if (x->output_cap != FY_UNLIMITED && x->output_bytes + keep > x->output_cap) {
+            keep = x->output_cap > x->output_bytes ? (size_t)(x->output_cap - x->output_bytes) : 0;
+            if (!x->truncated) {
+                x->truncated = true;
+                handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output");
+                lx_hard_kill(x, h->pr->plan);
+            }
+        }
+        if (s->mode == FY_STDIO_CALLBACK) {
+            if (keep && s->fn)
+                s->fn(s->userdata, (uint32_t)i, buf, keep);
+            x->output_bytes += keep;
+            x->stream_bytes[i] += keep;
+            if (x->truncated) {
+                /* Nothing more is delivered: the stream ends here. */
+                end_stream(h, x, i);
+                return;
+            }
+            continue;
+        }
+        size_t off = 0;
+        while (off < keep) {
+            ssize_t w = write(x->spool_fd[i], buf + off, keep - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                handle_end(h, END_INFRA, FY_STEP_OUTPUT, errno, "writing captured output: %s", strerror(errno));
+                lx_hard_kill(x, h->pr->plan);
+                break;
+            }
+            off += (size_t)w;
+        }
+        x->output_bytes += keep;
+        x->stream_bytes[i] += keep;
+    }
+}
+
+bool lx_outputs_open(const struct lx *x) {
+    for (int i = 1; i < 3; i++)
+        if (x->drain_rd[i] >= 0)
+            return true;
+    return false;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the files of the Linux backend's run operations (the parent side)
+ * share: the per-attempt state, struct lx, and the helpers more than one of
+ * them calls. linux-spawn.c is the start pipeline, destroy and the ops
+ * glue; linux-spawn-io.c stdio, live output draining, secrets and the
+ * per-start environment; linux-spawn-init.c forgeyard-init in a sealed
+ * memfd, the clone/exec of the sandbox and the exec-init probe;
+ * linux-spawn-supervise.c the supervision loop, deadlines, terminate, hard
+ * kill and reap, and the report to attempt_finish. Private to lib/linux/. */
+#ifndef FY_LINUX_SPAWN_H
+#define FY_LINUX_SPAWN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "handle.h"
+#include "linux-plan.h"
+
+enum kill_stage { KS_NONE, KS_SOFT, KS_HARD };
+
+struct lx {
+    pid_t pid;
+    int pidfd, epfd, timerfd;
+    int sync_wr, status_rd;
+    int notify_sock, notify_fd;
+    int child_stdio[3];     /* closed in the parent after clone */
+    int host_pipe[3];       /* FY_STDIO_PIPE: the host's end */
+    int drain_rd[3];        /* FY_STDIO_FILE, FY_STDIO_CALLBACK: the pipe we drain ... */
+    int spool_fd[3];        /* ... into this file (FY_STDIO_FILE), or to the callback */
+    uint64_t stream_bytes[3]; /* what was delivered of each drained stream */
+    char **envp;            /* plan envp + secret variables (secret strings in sodium memory) */
+    unsigned char **secret_env;
+    size_t nsecret_env;
+    struct child_secret *secrets;
+    struct child_args args;
+    /* progress */
+    bool reaped, status_eof, exec_seen, exit_seen, child_error;
+    uint32_t err_step;
+    int err_errno;
+    uint32_t err_op; /* the failed mount operation + 1, or 0 */
+    int wstatus;
+    uint32_t landlock_abi;
+    uint64_t tasks;             /* CM_TASKS: tasks created in the pid namespace */
+    struct rusage ru;           /* handed over when the sandbox was reaped */
+    bool have_ru;
+    bool have_tasks;
+    enum kill_stage kill;
+    uint64_t grace_deadline;
+    uint64_t hard_deadline;     /* process mode: SIGKILL the supervisor after this */
+    uint64_t t_go, t_isolation, t_fs, t_exec, t_exit, t_reaped, t_eof;
+    uint64_t output_bytes, output_cap;
+    bool truncated;
+    bool init_forked;           /* pid 1 is the fallback: a fork of the host */
+    char *state_path;           /* our record in the state directory */
+    char *state_dir;            /* ... and the directory, swept for orphans when we are freed */
+    int state_fd;               /* ... open for appending the sandbox's pid */
+    struct cg_run cg;
+    uint64_t next_poll;         /* cgroup events are polled while limits apply */
+    uint64_t next_watch;        /* the disk watchdog's next walk */
+    struct cg_usage usage;
+    int procs_left, cgroups_left;
+    /* process mode: the per-attempt directory on the host */
+    char *attempt_dir, *attempt_home, *attempt_tmp, *attempt_secrets;
+    char *env_home, *env_tmpdir;
+    const char *spool_created[3]; /* spool files this start created (unlinked if it fails) */
+    bool scratch_left; /* cleanup could not remove it all */
+};
+
+/* linux-spawn.c */
+void lx_close_fd(int *fd);
+/* Removes the per-attempt directory (process mode), noting what was left. */
+void lx_remove_attempt_dir(struct lx *x);
+/* Closes and removes the attempt's record in the state directory. */
+void lx_forget_state(struct lx *x);
+/* The platform-neutral plan the handle's sandbox was compiled from. */
+const struct fy_plan *lx_neutral(const fy_handle *h);
+/* err_set for a failed system call (errno) at step. */
+int lx_sys_err(fy_error **reterr, uint32_t step, const char *what);
+int lx_epoll_watch(struct lx *x, int fd);
+int lx_set_nonblock(int fd);
+
+/* linux-spawn-io.c: set up before the clone (lx_start) */
+int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_error **reterr);
+int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr);
+int lx_setup_secrets(struct lx *x, const struct fy_plan *np, const struct linux_plan *pl, int *stdin_secret,
+                     fy_error **reterr);
+/* ... and driven by lx_process */
+void lx_drain_output(fy_handle *h, struct lx *x, int i);
+bool lx_outputs_open(const struct lx *x);
+
+/* linux-spawn-init.c: the sandbox cloned executing forgeyard-init; 1 it
+ * runs, 0 not possible here (clone a copy of the host), -1 clone failed. */
+int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, int *pidfd, pid_t *ret_pid,
+                       bool *ret_clone3);
+
+/* linux-spawn-supervise.c */
+void lx_hard_kill(struct lx *x, const struct linux_plan *pl);
+void lx_reap_blocking(struct lx *x, const struct linux_plan *pl);
+/* Arms the timerfd for lx_next_deadline. */
+void lx_arm_timer(fy_handle *h, struct lx *x);
+
+#endif
