@@ -56,7 +56,9 @@ static void usage(FILE *f) {
             "\n"
             "commands:\n"
             "  version                      print the CLI and library versions\n"
-            "  capabilities [--json]        what this host can enforce, and why not\n"
+            "  capabilities [--json] [--fresh]\n"
+            "                               what this host can enforce, and why not (--fresh:\n"
+            "                               probe again instead of reading the saved probe)\n"
             "  doctor                       what works, what is missing, how to fix it\n"
             "  policy check FILE            validate a policy file and negotiate it here\n"
             "  policy show FILE|--profile NAME\n"
@@ -142,17 +144,57 @@ static int cmd_version(void) {
     return EXIT_OK;
 }
 
-static int probe(fy_caps **ret) {
+/* Where the CLI keeps its probe snapshot between runs: FORGEYARD_CACHE_DIR,
+ * else the library's default (/run/forgeyard as root,
+ * $XDG_RUNTIME_DIR/forgeyard otherwise). */
+static const char *snapshot_dir(void) {
+    const char *d = getenv("FORGEYARD_CACHE_DIR");
+    return d && d[0] == '/' ? d : NULL;
+}
+
+/* The probe, from the persisted snapshot unless fresh. */
+static int probe_flags(uint64_t flags, fy_caps **ret) {
     fy_error *err = NULL;
-    int r = fy_probe(0, ret, &err);
+    int r = fy_probe_snapshot(flags, snapshot_dir(), ret, &err);
     if (r < 0)
         return report("probe", err, r), EXIT_FAIL;
     return EXIT_OK;
 }
 
-static int cmd_capabilities(int json) {
+static int probe(fy_caps **ret) { return probe_flags(0, ret); }
+
+/* After a refusal, or a failed start, on caps read from the saved probe:
+ * probe again (which saves the fresh probe) and let the caller renegotiate
+ * once. 1 when *caps is now a fresh probe, 0 when it already was one. */
+static int reprobe_once(fy_caps **caps) {
+    if (!*caps || fy_caps_from_snapshot(*caps) != 1)
+        return 0;
+    fy_caps *fresh = NULL;
+    if (probe_flags(FY_PROBE_NO_VM | FY_PROBE_FRESH, &fresh) != EXIT_OK)
+        return 0;
+    fprintf(stderr, "%s: note: a mechanism the saved probe of this host promised was not there; probed the "
+                    "host again\n", prog);
+    fy_caps_free(*caps);
+    *caps = fresh;
+    return 1;
+}
+
+/* A setup step whose failure a stale probe can explain (a mechanism), as
+ * opposed to the policy's own paths (mount) or the command (exec). */
+static bool mechanism_step(uint32_t step) {
+    switch (step) {
+    case FY_STEP_SPAWN: case FY_STEP_USERNS: case FY_STEP_UID_MAP: case FY_STEP_PIVOT_ROOT: case FY_STEP_PROC:
+    case FY_STEP_DEV: case FY_STEP_NETNS: case FY_STEP_CGROUP: case FY_STEP_CGROUP_LIMIT: case FY_STEP_SECCOMP:
+    case FY_STEP_LANDLOCK: case FY_STEP_CAPS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int cmd_capabilities(int json, bool fresh) {
     fy_caps *c = NULL;
-    if (probe(&c) != EXIT_OK)
+    if (probe_flags(fresh ? FY_PROBE_FRESH : 0, &c) != EXIT_OK)
         return EXIT_FAIL;
     if (json) {
         char *s = NULL;
@@ -529,7 +571,39 @@ static void note_unwritable(long id, const char *opt, const char *dir) {
                 prog, opt, dir, id, id, id);
 }
 
+static void run_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s run [OPTIONS] -- COMMAND [ARG...]\n"
+            "\n"
+            "  --profile NAME          development, standard-ci, release (default), high-assurance\n"
+            "  --policy FILE           a policy file (forgeyard-policy(5)) on top of the profile\n"
+            "  --source DIR            the source tree, read-only at /work/source\n"
+            "  --build DIR             read-write at /work/build (the working directory)\n"
+            "  --output DIR            read-write at /work/output\n"
+            "  --bind HOST:PATH        a writable bind; --bind-ro HOST:PATH a read-only one\n"
+            "  --workdir PATH          the working directory inside\n"
+            "  --env NAME=VALUE        an environment variable (nothing is inherited)\n"
+            "  --secret-env NAME=FILE  a secret as an environment variable\n"
+            "  --secret-file NAME=FILE a secret as /run/secrets/NAME\n"
+            "  --network deny|allow    the network (allow is the host's, impure)\n"
+            "  --pty private|deny      pseudo-terminals of the sandbox's own\n"
+            "  --timeout DURATION      wall-clock limit (30s, 10m, 1h)\n"
+            "  --grace DURATION        between the soft terminate and the kill (default 10s)\n"
+            "  --memory SIZE           memory limit (512M, 2G); --pids N; --cpus N (1.5)\n"
+            "  --tmp-size SIZE         size of /tmp\n"
+            "  --result FILE           write the result (evidence) as JSON\n"
+            "  --help                  this text\n"
+            "\n"
+            "The exit status is the command's, or 240-249 for what the sandbox did (forgeyard(1)).\n",
+            prog);
+}
+
 static int cmd_run(int argc, char **argv) {
+    for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++)
+        if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
+            run_usage(stdout);
+            return EXIT_OK;
+        }
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL;
     const char *build_dir = NULL, *output_dir = NULL; /* (as given: for note_unwritable) */
     int i = 0;
@@ -645,6 +719,13 @@ static int cmd_run(int argc, char **argv) {
                 r = bad_value(o, v, "a unit is needed (e.g. 5s, 10m, 1h; us, ms, s, m, h or d)");
             else
                 r = apply_json(p, o, "{\"resources\": {\"wall_time\": \"%s\"}}", v);
+        } else if (strcmp(o, "--grace") == 0) {
+            if (!*v)
+                r = bad_value(o, v, "expects a duration (e.g. 2s, 500ms)");
+            else if (strspn(v, "0123456789") == strlen(v))
+                r = bad_value(o, v, "a unit is needed (e.g. 2s, 500ms; us, ms, s, m, h or d)");
+            else
+                r = apply_json(p, o, "{\"resources\": {\"grace\": \"%s\"}}", v);
         } else if (strcmp(o, "--memory") == 0) {
             r = apply_json(p, o, "{\"resources\": {\"memory\": \"%s\"}, \"isolation\": {\"controls\": "
                                  "{\"memory-limit\": \"require\"}}}", v);
@@ -693,36 +774,89 @@ static int cmd_run(int argc, char **argv) {
         goto bad;
     if (check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", &err) < 0)
         goto bad;
+    /* The host's probe comes from the snapshot an earlier run saved (a
+     * probe costs more than a start); a snapshot is never trusted further
+     * than a fresh probe: a refusal, or a setup that failed before the
+     * command ran, is tried once more after a fresh probe when the host
+     * turned out to have changed. */
+    fy_caps *caps = NULL;
+    if (probe_flags(FY_PROBE_NO_VM, &caps) != EXIT_OK) {
+        fy_policy_free(p);
+        return RUN_INFRASTRUCTURE;
+    }
+    const char *const *cmd = (const char *const *)(argv + i);
     fy_prepared *pr = NULL;
-    int r = fy_prepare(p, NULL, (const char *const *)(argv + i), &pr, &err);
-    fy_policy_free(p);
+    int r = fy_prepare(p, caps, cmd, &pr, &err);
+    if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
+        fy_error_free(err);
+        err = NULL;
+        r = fy_prepare(p, caps, cmd, &pr, &err);
+    }
     if (r < 0) {
+        fy_policy_free(p);
+        fy_caps_free(caps);
         report("run", err, r);
         return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_BAD_INVOCATION;
     }
-    fy_handle *h = NULL;
     if (catch_stop_signals() < 0) {
         fprintf(stderr, "%s: run: cannot catch signals: %s\n", prog, strerror(errno));
         fy_prepared_free(pr);
+        fy_policy_free(p);
+        fy_caps_free(caps);
         return RUN_INFRASTRUCTURE;
-    }
-    r = fy_start(pr, &h, &err);
-    fy_prepared_free(pr);
-    if (r < 0) {
-        report("run", err, r);
-        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_INFRASTRUCTURE;
     }
     fy_result *res = NULL;
-    r = wait_or_cancel(h, &res, &err);
-    fy_handle_free(h); /* (after a second signal: kills, reaps and cleans up) */
-    if (r == 0) {
-        fprintf(stderr, "%s: run: cancelled: the sandbox was killed\n", prog);
-        return RUN_CANCELLED;
+    for (int attempt = 0;; attempt++) {
+        fy_handle *h = NULL;
+        r = fy_start(pr, &h, &err);
+        fy_prepared_free(pr);
+        pr = NULL;
+        if (r < 0 && r != FY_E_NOMEM && attempt == 0 && mechanism_step(fy_error_step(err)) && reprobe_once(&caps)) {
+            /* A mechanism the snapshot promised is not there: renegotiate. */
+            fy_error_free(err);
+            err = NULL;
+            if ((r = fy_prepare(p, caps, cmd, &pr, &err)) == 0)
+                continue;
+        }
+        if (r < 0) {
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            report("run", err, r);
+            return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_INFRASTRUCTURE;
+        }
+        r = wait_or_cancel(h, &res, &err);
+        fy_handle_free(h); /* (after a second signal: kills, reaps and cleans up) */
+        if (r == 0) {
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            fprintf(stderr, "%s: run: cancelled: the sandbox was killed\n", prog);
+            return RUN_CANCELLED;
+        }
+        if (r < 0) {
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            report("run", err, r);
+            return RUN_INFRASTRUCTURE;
+        }
+        /* Retried once, after a fresh probe, only when nothing of the
+         * command ran (a mechanism's setup step failed, the run stage never
+         * began) and the caps were the saved probe's. */
+        uint64_t ran = 1;
+        bool before_exec = fy_result_outcome(res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE &&
+                           mechanism_step(fy_result_error_step(res)) &&
+                           fy_result_stage_usec(res, FY_STAGE_RUN, &ran) == 0 && ran == 0;
+        if (attempt > 0 || !before_exec || !reprobe_once(&caps))
+            break;
+        if (fy_prepare(p, caps, cmd, &pr, &err) < 0) {
+            fy_error_free(err);
+            err = NULL;
+            break; /* the first result stands */
+        }
+        fy_result_free(res);
+        res = NULL;
     }
-    if (r < 0) {
-        report("run", err, r);
-        return RUN_INFRASTRUCTURE;
-    }
+    fy_policy_free(p);
+    fy_caps_free(caps);
     int status = run_outcome_status(res);
     int outcome = fy_result_outcome(res);
     if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
@@ -816,10 +950,17 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
         return argc == 2 ? cmd_version() : (usage(stderr), EXIT_USAGE);
     if (strcmp(cmd, "capabilities") == 0) {
-        if (argc == 2)
-            return cmd_capabilities(0);
-        if (argc == 3 && strcmp(argv[2], "--json") == 0)
-            return cmd_capabilities(1);
+        bool json = false, fresh = false, bad = false;
+        for (int k = 2; k < argc; k++) {
+            if (strcmp(argv[k], "--json") == 0)
+                json = true;
+            else if (strcmp(argv[k], "--fresh") == 0)
+                fresh = true;
+            else
+                bad = true;
+        }
+        if (!bad)
+            return cmd_capabilities(json, fresh);
         usage(stderr);
         return EXIT_USAGE;
     }

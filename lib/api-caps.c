@@ -128,6 +128,68 @@ int caps_get_cached(const fy_caps **ret, fy_error **reterr) {
     return 0;
 }
 
+/* ---- persisted snapshots ---- */
+
+/* The key: this build, the flags, and what every folder's probe depends on. */
+static char *snapshot_key(uint64_t flags) {
+    struct strbuf key;
+    strbuf_init(&key);
+    strbuf_printf(&key, "forgeyard-caps 1\nlibrary %s\ncaps %u\nflags %llu\n", FY_VERSION_STRING,
+                  (unsigned)FY_CAP_MAX_, (unsigned long long)flags);
+    for (size_t f = 0; fy_families[f]; f++) {
+        strbuf_printf(&key, "family %s\n", fy_families[f]->name);
+        if (fy_families[f]->fingerprint && fy_families[f]->fingerprint(&key) < 0) {
+            strbuf_free(&key);
+            return NULL;
+        }
+    }
+    return strbuf_steal(&key);
+}
+
+static const struct fy_backend_family *snapshot_store_family(void) {
+    for (size_t f = 0; fy_families[f]; f++)
+        if (fy_families[f]->snapshot_load && fy_families[f]->snapshot_store)
+            return fy_families[f];
+    return NULL;
+}
+
+int fy_probe_snapshot(uint64_t flags, const char *dir, fy_caps **ret, fy_error **reterr) {
+    if (!ret)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "ret is NULL");
+    if (flags & ~FY_PROBE_KNOWN)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL,
+                       "reserved probe flags 0x%llx set", (unsigned long long)(flags & ~FY_PROBE_KNOWN));
+    if (dir && dir[0] != '/')
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "dir must be absolute");
+    const struct fy_backend_family *store = snapshot_store_family();
+    uint64_t pflags = flags & ~FY_PROBE_FRESH;
+    char *key = store ? snapshot_key(pflags) : NULL;
+    if (key && !(flags & FY_PROBE_FRESH)) {
+        char *text = store->snapshot_load(dir, key, NULL);
+        fy_caps *c = text ? caps_deserialize(text, strlen(text)) : NULL;
+        free(text);
+        if (c && c->probe_flags == pflags) {
+            caps_finish(c);
+            c->from_snapshot = true;
+            free(key);
+            *ret = c;
+            return 0;
+        }
+        caps_free_internal(c);
+    }
+    int r = probe_now(pflags, ret, reterr);
+    if (r >= 0 && key) {
+        char *text = caps_serialize(*ret);
+        if (text)
+            (void)store->snapshot_store(dir, key, text); /* a snapshot is an optimisation */
+        free(text);
+    }
+    free(key);
+    return r;
+}
+
+int fy_caps_from_snapshot(const fy_caps *caps) { return caps && caps->from_snapshot ? 1 : 0; }
+
 /* A snapshot owns memory only, so a forked copy may free it too. */
 void fy_caps_free(fy_caps *caps) { caps_free_internal(caps); }
 
@@ -183,6 +245,7 @@ int fy_caps_to_json(const fy_caps *caps, char **ret_json, fy_error **reterr) {
     json_object_set_new(root, "cgroup_mode", jstr_or_null(h->cgroup_mode));
     json_object_set_new(root, "max_level", json_string(fy_level_name((uint32_t)caps->max_level)));
     json_object_set_new(root, "probe_usec", json_integer((json_int_t)caps->probe_usec));
+    json_object_set_new(root, "snapshot", json_boolean(caps->from_snapshot));
     const struct fy_backend_ops *table[FY_BACKENDS_MAX];
     size_t nb = backends_collect(table, FY_BACKENDS_MAX);
     for (size_t b = 0; b < nb; b++) {

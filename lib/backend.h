@@ -74,6 +74,15 @@ struct fy_backend_family {
     int (*qualify)(const fy_policy *policy, uint32_t groups, const char *tmp_parent,
                    const char *const *plant_dirs, struct json_t **ret, fy_error **reterr);
     const struct fy_backend_ops *const *backends; /* NULL-terminated; may be empty */
+    /* Persisted probe snapshots (fy_probe_snapshot; optional). fingerprint
+     * appends every host setting the folder's probe depends on, so that a
+     * snapshot is never trusted across a change of one. The folder that
+     * can store snapshots (one per build) loads the one made under key
+     * from dir (NULL: its default), verifying its owner and mode, and
+     * stores one: NULL / negative when there is none or it is refused. */
+    int (*fingerprint)(struct strbuf *key);
+    char *(*snapshot_load)(const char *dir, const char *key, fy_error **reterr);
+    int (*snapshot_store)(const char *dir, const char *key, const char *snapshot);
 };
 
 /* The generated table of compiled-in folders, NULL-terminated. */

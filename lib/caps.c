@@ -106,3 +106,99 @@ void caps_finish(fy_caps *c) {
         strbuf_free(&why);
     }
 }
+
+/* ---- the snapshot's own form (persisted probe snapshots) ---- */
+
+#include <jansson.h>
+
+#define HOST_JSON_STR(f) json_object_set_new(h, #f, c->host.f ? json_string(c->host.f) : json_null());
+
+char *caps_serialize(const fy_caps *c) {
+    json_t *root = json_object(), *ents = json_array(), *h = json_object();
+    if (!root || !ents || !h) {
+        json_decref(root);
+        json_decref(ents);
+        json_decref(h);
+        return NULL;
+    }
+    for (uint32_t i = 1; i <= FY_CAP_MAX_; i++) {
+        const struct cap_entry *e = &c->e[i];
+        json_array_append_new(ents, json_pack("[iIoo]", (int)e->state, (json_int_t)e->value,
+                                              e->reason ? json_string(e->reason) : json_null(),
+                                              e->hint ? json_string(e->hint) : json_null()));
+    }
+    HOST_STRINGS(HOST_JSON_STR)
+    json_object_set_new(h, "is_root", json_boolean(c->host.is_root));
+    json_object_set_new(h, "uid", json_integer(c->host.uid));
+    json_object_set_new(h, "gid", json_integer(c->host.gid));
+    json_object_set_new(h, "cg1_memsw", json_boolean(c->host.cg1_memsw));
+    json_object_set_new(root, "caps", json_integer(FY_CAP_MAX_));
+    json_object_set_new(root, "entries", ents);
+    json_object_set_new(root, "host", h);
+    json_object_set_new(root, "probe_flags", json_integer((json_int_t)c->probe_flags));
+    json_object_set_new(root, "probe_usec", json_integer((json_int_t)c->probe_usec));
+    char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(root);
+    return s;
+}
+#undef HOST_JSON_STR
+
+/* A string member: absent or null is NULL; anything else but a string fails. */
+static bool take_str(json_t *o, const char *key, char **out) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_string(v) || !(*out = fy_strdup(json_string_value(v))))
+        return false;
+    return true;
+}
+
+fy_caps *caps_deserialize(const char *text, size_t len) {
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    fy_caps *c = root ? caps_new() : NULL;
+    json_t *ents = json_object_get(root, "entries"), *h = json_object_get(root, "host");
+    json_t *n = json_object_get(root, "caps"), *fl = json_object_get(root, "probe_flags"),
+           *us = json_object_get(root, "probe_usec");
+    bool ok = c && json_is_array(ents) && json_is_object(h) && json_is_integer(n) &&
+              json_integer_value(n) == FY_CAP_MAX_ && json_array_size(ents) == FY_CAP_MAX_ && json_is_integer(fl) &&
+              json_is_integer(us);
+    for (uint32_t i = 1; ok && i <= FY_CAP_MAX_; i++) {
+        json_t *e = json_array_get(ents, i - 1);
+        json_t *st = json_array_get(e, 0), *val = json_array_get(e, 1), *re = json_array_get(e, 2),
+               *hi = json_array_get(e, 3);
+        ok = json_is_array(e) && json_array_size(e) == 4 && json_is_integer(st) && json_is_integer(val) &&
+             (json_integer_value(st) == CAP_MISSING || json_integer_value(st) == CAP_PRESENT) &&
+             (json_is_null(re) || json_is_string(re)) && (json_is_null(hi) || json_is_string(hi));
+        if (!ok)
+            break;
+        c->e[i].state = (uint8_t)json_integer_value(st);
+        c->e[i].value = (int64_t)json_integer_value(val);
+        ok = (json_is_null(re) || (c->e[i].reason = fy_strdup(json_string_value(re)))) &&
+             (json_is_null(hi) || (c->e[i].hint = fy_strdup(json_string_value(hi))));
+    }
+#define HOST_TAKE(f) ok = ok && take_str(h, #f, &c->host.f);
+    if (ok) {
+        HOST_STRINGS(HOST_TAKE)
+    }
+#undef HOST_TAKE
+    json_t *ir = json_object_get(h, "is_root"), *uid = json_object_get(h, "uid"), *gid = json_object_get(h, "gid"),
+           *ms = json_object_get(h, "cg1_memsw");
+    ok = ok && json_is_boolean(ir) && json_is_integer(uid) && json_is_integer(gid) && json_is_boolean(ms) &&
+         json_integer_value(uid) >= 0 && json_integer_value(uid) <= UINT32_MAX && json_integer_value(gid) >= 0 &&
+         json_integer_value(gid) <= UINT32_MAX && json_integer_value(fl) >= 0 && json_integer_value(us) >= 0;
+    if (ok) {
+        c->host.is_root = json_is_true(ir);
+        c->host.uid = (uint32_t)json_integer_value(uid);
+        c->host.gid = (uint32_t)json_integer_value(gid);
+        c->host.cg1_memsw = json_is_true(ms);
+        c->probe_flags = (uint64_t)json_integer_value(fl);
+        c->probe_usec = (uint64_t)json_integer_value(us);
+    }
+    json_decref(root);
+    if (!ok) {
+        caps_free_internal(c);
+        return NULL;
+    }
+    return c;
+}

@@ -39,6 +39,7 @@ struct fy_caps {
     int origin_pid;
     uint64_t probe_flags;
     uint64_t probe_usec; /* how long the probe took */
+    bool from_snapshot;  /* loaded from a persisted snapshot (fy_probe_snapshot) */
     struct cap_entry e[FY_CAP_MAX_ + 1];
     struct caps_host host;
     int max_level;
@@ -57,5 +58,11 @@ void caps_free_internal(fy_caps *c);
 int caps_get_cached(const fy_caps **ret, fy_error **reterr);
 /* Computes max_level from the backend table. */
 void caps_finish(fy_caps *c);
+/* Every fact of the snapshot as compact JSON (persisted snapshots), and
+ * back: strict, NULL on anything that is not exactly that form (the
+ * capability count must match this build's). max_level is recomputed by
+ * caps_finish. */
+char *caps_serialize(const fy_caps *c);
+fy_caps *caps_deserialize(const char *text, size_t len);
 
 #endif

@@ -73,6 +73,19 @@ FY_API int  fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr);
  * with the controllers its cgroup.subtree_control enables. Pass the
  * returned caps to fy_prepare. */
 FY_API int fy_probe_cgroup(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_error **reterr);
+/* The probe, persisted across processes (for short-lived hosts such as a
+ * CLI run per action): a snapshot made by an earlier probe of the same
+ * library build, user and host settings (boot, kernel, namespaces and
+ * cgroups, security restrictions, seccomp and capabilities of the caller,
+ * the programs found) is loaded from dir (NULL: /run/forgeyard as root,
+ * $XDG_RUNTIME_DIR/forgeyard otherwise), which must be owned by the caller
+ * with mode 0700; any other snapshot is ignored, and a fresh probe is made
+ * and stored. FY_PROBE_FRESH always probes (and stores). Never trust a
+ * snapshot further than a fresh probe: a start that fails before the
+ * command ran may be retried once after a fresh probe. */
+FY_API int fy_probe_snapshot(uint64_t flags, const char *dir, fy_caps **ret, fy_error **reterr);
+/* 1 when caps was loaded from a persisted snapshot, 0 when probed. */
+FY_API int fy_caps_from_snapshot(const fy_caps *caps);
 FY_API void fy_caps_free(fy_caps *caps);
 
 /* 1 when available, 0 when missing, FY_E_UNSUPPORTED for an unknown id. */

@@ -141,4 +141,7 @@ const struct fy_backend_family fy_family_linux = {
     .gc = linux_gc,
     .qualify = linux_qualify_run,
     .backends = linux_backends,
+    .fingerprint = linux_snapshot_fingerprint,
+    .snapshot_load = linux_snapshot_load,
+    .snapshot_store = linux_snapshot_store,
 };

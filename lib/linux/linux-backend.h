@@ -15,6 +15,10 @@ extern const struct fy_backend_ops linux_process_backend;
 
 /* linux-probe.c: namespaces, cgroups, seccomp, Landlock, pidfd, ... */
 int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
+/* linux-snapshot.c: persisted probe snapshots (struct fy_backend_family). */
+int linux_snapshot_fingerprint(struct strbuf *key);
+char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr);
+int linux_snapshot_store(const char *dir, const char *key, const char *snapshot);
 /* linux-qualify.c: the suite behind fy_qualify (groups QUALIFY_*). */
 int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
                       json_t **ret, fy_error **reterr);

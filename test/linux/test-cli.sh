@@ -10,6 +10,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 scratch=$(mktemp -d /tmp/fy-cli-XXXXXX) || exit 1
 trap 'rm -rf "$scratch"' EXIT
 mark="fy-cli-$$"   # unique in the workload's shell's command line
+# The CLI's saved probe goes to the scratch directory, never the host's /run.
+export FORGEYARD_CACHE_DIR="$scratch/cache"
+mkdir -m 0700 "$FORGEYARD_CACHE_DIR" || exit 1
 
 # What a CLI run left behind: processes with our mark, cgroups and state
 # records named after the CLI's pid.
@@ -160,4 +163,60 @@ kill -TERM $cli
 wait $cli; rc=$?
 [ $rc -eq 241 ] || fail "SIGTERM gave $rc: $(cat "$scratch/err")"
 [ "$(residue $cli)" -eq 0 ] || fail "SIGTERM left $(residue $cli) things behind"
+
+# 9. The saved probe: a second run reads it, --fresh does not; a planted
+# snapshot that claims too little or too much is caught by a fresh probe
+# (one note on stderr) and the run goes on as it should.
+"$fy" capabilities --json | grep -q '"snapshot": true' || fail "capabilities did not read the saved probe"
+"$fy" capabilities --fresh --json | grep -q '"snapshot": false' || fail "--fresh read the saved probe"
+"$fy" run -- /bin/true || fail "plain run failed"
+plant() { # CAP-INDEX STATE [HOST-KEY VALUE]: rewrite every saved snapshot
+    for f in "$FORGEYARD_CACHE_DIR"/caps-*.json; do
+        python3 - "$f" "$@" <<'PY' || exit 1
+import json, os, sys
+path, idx, state = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+text = open(path).read()
+key, snap = text.split("--\n", 1)
+doc = json.loads(snap)
+doc["entries"][idx - 1][0] = state
+if len(sys.argv) > 5:
+    doc["host"][sys.argv[4]] = sys.argv[5]
+tmp = path + ".new"
+fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+os.write(fd, (key + "--\n" + json.dumps(doc)).encode())
+os.close(fd)
+os.rename(tmp, path)
+PY
+    done
+}
+plant 1 1   # user namespaces "missing": release would be refused
+out=$("$fy" run -- /bin/sh -c 'echo ran' 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "a snapshot claiming too little refused the run ($rc): $out"
+case $out in *"probed the host again"*ran*) ;; *) fail "no note, or no run, after a stale snapshot: $out" ;; esac
+out=$("$fy" run -- /bin/sh -c 'echo ran' 2>&1); rc=$?
+case $out in *"probed the host again"*) fail "the fresh probe was not saved: $out" ;; esac
+if [ -d /sys/fs/cgroup/unified ] && [ "$(id -u)" -eq 0 ]; then
+    # cgroup-kill (25) "present" in a v2 directory that does not exist: the
+    # start fails before the command runs, a fresh probe renegotiates.
+    plant 25 2 cg2_dir /sys/fs/cgroup/unified/fy-no-such-cgroup-$$
+    out=$("$fy" run -- /bin/sh -c 'echo ran' 2>&1); rc=$?
+    [ $rc -eq 0 ] || fail "a snapshot claiming too much failed the run ($rc): $out"
+    case $out in *"probed the host again"*ran*) ;; *) fail "no note, or no run, after an overclaiming snapshot: $out" ;; esac
+fi
+# A saved probe in a directory others may write is never used.
+chmod 0755 "$FORGEYARD_CACHE_DIR"
+"$fy" capabilities --json | grep -q '"snapshot": false' || fail "a 0755 cache directory was trusted"
+chmod 0700 "$FORGEYARD_CACHE_DIR"
+
+# 10. run --help prints the run usage; --grace is a duration with a unit.
+"$fy" run --help | grep -q -- '--grace DURATION' || fail "run --help"
+out=$("$fy" run --grace 5 -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "--grace 5 gave $rc: $out"
+case $out in *"unit is needed"*) ;; *) fail "--grace 5: $out" ;; esac
+# A workload that ignores SIGTERM is killed 200 ms after its deadline, not
+# after the release profile's 10 s grace.
+"$fy" run --grace 200ms --timeout 1s --result "$scratch/grace.json" -- /bin/sh -c 'trap "" TERM; sleep 30'; rc=$?
+[ $rc -eq 124 ] || fail "--grace/--timeout run gave $rc"
+python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["usage"]["wall_usec"]; sys.exit(0 if w < 6000000 else 1)' \
+    "$scratch/grace.json" || fail "--grace was not applied: $(cat "$scratch/grace.json")"
 echo "cli: ok"

@@ -27,6 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "caps.h"
 #include "config.h"
 
@@ -572,6 +574,132 @@ START_TEST(test_kvm_hung_guest) {
 END_TEST
 #endif
 
+/* Persisted snapshots: loaded only from the caller's own 0700 directory,
+ * from its own 0600 file, under the same key; anything else is ignored and
+ * a fresh probe made. */
+static char *caps_json_without_timing(const fy_caps *c) {
+    char *j = NULL;
+    ck_assert_int_eq(fy_caps_to_json(c, &j, NULL), 0);
+    json_t *o = json_loads(j, 0, NULL);
+    free(j);
+    ck_assert_ptr_nonnull(o);
+    json_object_del(o, "probe_usec");
+    json_object_del(o, "snapshot");
+    char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+static int snapshot(const char *dir, uint64_t flags, char **ret_json) {
+    fy_caps *c = NULL;
+    fy_error *e = NULL;
+    int r = fy_probe_snapshot(flags, dir, &c, &e);
+    ck_assert_msg(r == 0, "%s", fy_error_message(e));
+    int from = fy_caps_from_snapshot(c);
+    if (ret_json)
+        *ret_json = caps_json_without_timing(c);
+    fy_caps_free(c);
+    return from;
+}
+
+static int count_snapshots(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        n += strncmp(de->d_name, "caps-", 5) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(test_persisted_snapshot) {
+    char dir[] = "/tmp/fy-snapshot-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(chmod(dir, 0700), 0);
+    char *a = NULL, *b = NULL;
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM, &a), 0);     /* probed, stored */
+    ck_assert_int_eq(count_snapshots(dir), 1);
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM, &b), 1);     /* loaded */
+    ck_assert_str_eq(a, b);                                      /* the same facts */
+    free(b);
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM | FY_PROBE_FRESH, NULL), 0); /* fresh: probed */
+    ck_assert_int_eq(snapshot(dir, 0, NULL), 0);                 /* another key: probed */
+    ck_assert_int_eq(count_snapshots(dir), 2);
+    /* The file: only the caller's own, 0600, never through a symlink. */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char file[512] = "";
+    while ((de = readdir(d)))
+        if (strncmp(de->d_name, "caps-", 5) == 0 && !file[0]) {
+            snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
+            struct stat st;
+            ck_assert_int_eq(stat(file, &st), 0);
+            ck_assert_int_eq(st.st_mode & 0777, 0600);
+        }
+    closedir(d);
+    /* Find the NO_VM one: the loaded one is the one whose key says flags 2. */
+    int nf = 0;
+    d = opendir(dir);
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "caps-", 5) != 0)
+            continue;
+        snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
+        ck_assert_int_eq(chmod(file, 0644), 0);
+        nf++;
+    }
+    closedir(d);
+    ck_assert_int_eq(nf, 2);
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM, NULL), 0);    /* group-readable: ignored, replaced */
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM, NULL), 1);
+    /* Garbage after a right key: ignored and replaced. */
+    d = opendir(dir);
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "caps-", 5) != 0)
+            continue;
+        snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
+        FILE *f = fopen(file, "r+e");
+        ck_assert_ptr_nonnull(f);
+        char buf[1 << 16];
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = '\0';
+        char *sep = strstr(buf, "--\n");
+        ck_assert_ptr_nonnull(sep);
+        ck_assert_int_eq(fseek(f, (long)(sep - buf) + 3, SEEK_SET), 0);
+        fputs("{\"caps\": 1}", f);
+        ck_assert_int_eq(ftruncate(fileno(f), (sep - buf) + 3 + 12), 0);
+        fclose(f);
+    }
+    closedir(d);
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM, NULL), 0);
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM, NULL), 1);
+    /* A directory others may enter is never used, and nothing is written there. */
+    char open_dir[] = "/tmp/fy-snapshot-open-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(open_dir));
+    ck_assert_int_eq(chmod(open_dir, 0755), 0);
+    ck_assert_int_eq(snapshot(open_dir, FY_PROBE_NO_VM, NULL), 0);
+    ck_assert_int_eq(count_snapshots(open_dir), 0);
+    ck_assert_int_eq(snapshot(open_dir, FY_PROBE_NO_VM, NULL), 0);
+    /* A symlink planted as the snapshot file: not followed. */
+    d = opendir(dir);
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "caps-", 5) != 0 || strstr(de->d_name, ".real"))
+            continue;
+        char target[600];
+        snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
+        snprintf(target, sizeof(target), "%s/real-%s", dir, de->d_name);
+        ck_assert_int_eq(rename(file, target), 0);
+        ck_assert_int_eq(symlink(target, file), 0);
+    }
+    closedir(d);
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM, NULL), 0);
+    free(a);
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, open_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_repeat_no_leaks) {
     /* run twice more: nothing accumulates */
     int fds = count_fds();
@@ -662,6 +790,7 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_kvm_hung_guest);
 #endif
     tcase_add_test(tc, test_repeat_no_leaks);
+    tcase_add_test(tc, test_persisted_snapshot);
     tcase_add_test(tc, test_threaded_host);
     suite_add_tcase(s, tc);
     return s;

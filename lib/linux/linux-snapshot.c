@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Persisted probe snapshots (fy_probe_snapshot): the host settings the
+ * Linux probe depends on (its part of the key), and the store: one file per
+ * key in a directory that must be the caller's own with mode 0700, each
+ * file the caller's with mode 0600, written whole (a temporary name, then
+ * rename), read without following symbolic links. A snapshot whose key text
+ * is not byte for byte this one is ignored. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "linux-backend.h"
+#include "linux-probe-util.h"
+
+#define SNAPSHOT_MAX (1u << 20)
+
+/* Appends "label: <first max bytes of path>" (or "label: -" when unreadable). */
+static void add_file(struct strbuf *key, const char *label, const char *path, size_t max) {
+    char buf[8192];
+    if (max > sizeof(buf) - 1)
+        max = sizeof(buf) - 1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    ssize_t n = fd >= 0 ? read(fd, buf, max) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n < 0) {
+        strbuf_printf(key, "%s: -\n", label);
+        return;
+    }
+    buf[n] = '\0';
+    strbuf_printf(key, "%s: %s\n", label, buf);
+}
+
+/* Lines of /proc/self/status that say what the caller may do. */
+static void add_status(struct strbuf *key) {
+    static const char *const fields[] = {"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:",
+                                         "CapAmb:", "NoNewPrivs:", "Seccomp:", "Seccomp_filters:"};
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f))
+        for (size_t i = 0; i < FY_ARRAY_SIZE(fields); i++)
+            if (strncmp(line, fields[i], strlen(fields[i])) == 0)
+                strbuf_printf(key, "status %s", line);
+    if (f)
+        fclose(f);
+}
+
+/* The cgroup and tmpfs-relevant mounts (what the cgroup probe reads). */
+static void add_mounts(struct strbuf *key) {
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[4096];
+    while (f && fgets(line, sizeof(line), f)) {
+        const char *dash = strstr(line, " - ");
+        if (dash && (strncmp(dash + 3, "cgroup", 6) == 0))
+            strbuf_printf(key, "mount %s", line);
+    }
+    if (f)
+        fclose(f);
+}
+
+static void add_link(struct strbuf *key, const char *label, const char *path) {
+    char buf[256];
+    ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    strbuf_printf(key, "%s: %s\n", label, n > 0 ? buf : "-");
+}
+
+/* A program the probes look for: where, and which build of it. */
+static void add_program(struct strbuf *key, const char *name) {
+    char *p = pu_find_program(name);
+    struct stat st;
+    if (p && stat(p, &st) == 0)
+        strbuf_printf(key, "program %s %s %llu %lld %lld\n", name, p, (unsigned long long)st.st_ino,
+                      (long long)st.st_size, (long long)st.st_mtime);
+    else
+        strbuf_printf(key, "program %s -\n", name);
+    free(p);
+}
+
+int linux_snapshot_fingerprint(struct strbuf *key) {
+    struct utsname u;
+    if (uname(&u) == 0)
+        strbuf_printf(key, "kernel %s %s %s\n", u.release, u.version, u.machine);
+    /* This very library file (a rebuild is another library). */
+    Dl_info info;
+    struct stat st;
+    if (dladdr((void *)linux_snapshot_fingerprint, &info) && info.dli_fname && stat(info.dli_fname, &st) == 0)
+        strbuf_printf(key, "library-file %s %llu %lld %lld\n", info.dli_fname, (unsigned long long)st.st_ino,
+                      (long long)st.st_size, (long long)st.st_mtime);
+    else
+        strbuf_printf(key, "library-file -\n");
+    add_file(key, "boot", "/proc/sys/kernel/random/boot_id", 64);
+    strbuf_printf(key, "ids %u %u %u %u\n", (unsigned)getuid(), (unsigned)geteuid(), (unsigned)getgid(),
+                  (unsigned)getegid());
+    add_status(key);
+    add_link(key, "ns-user", "/proc/self/ns/user");
+    add_link(key, "ns-pid", "/proc/self/ns/pid");
+    add_link(key, "ns-mnt", "/proc/self/ns/mnt");
+    add_link(key, "ns-cgroup", "/proc/self/ns/cgroup");
+    add_link(key, "ns-net", "/proc/self/ns/net");
+    add_file(key, "cgroup", "/proc/self/cgroup", 4096);
+    add_mounts(key);
+    add_file(key, "lsm", "/proc/self/attr/current", 256);
+    static const char *const sysctls[] = {
+        "/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces",
+        "/proc/sys/user/max_net_namespaces", "/proc/sys/user/max_mnt_namespaces", "/proc/sys/user/max_pid_namespaces",
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_unconfined", "/proc/sys/kernel/yama/ptrace_scope",
+        "/proc/sys/kernel/unprivileged_bpf_disabled", "/proc/sys/kernel/seccomp/actions_avail",
+        "/proc/sys/fs/cgroup", "/sys/kernel/security/lsm",
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(sysctls); i++)
+        add_file(key, sysctls[i], sysctls[i], 256);
+    long abi = syscall(444 /* landlock_create_ruleset */, NULL, 0, 1u);
+    strbuf_printf(key, "landlock %ld\n", abi);
+    static const char *const programs[] = {"crun", "runc", "nft", "pasta", "bwrap"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(programs); i++)
+        add_program(key, programs[i]);
+    return key->oom ? FY_E_NOMEM : 0;
+}
+
+/* ---- the store ---- */
+
+static int default_dir(char *buf, size_t len) {
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (geteuid() == 0)
+        n = snprintf(buf, len, "/run/forgeyard");
+    else if (xdg && xdg[0] == '/')
+        n = snprintf(buf, len, "%s/forgeyard", xdg);
+    else
+        return FY_E_NOTFOUND; /* no private runtime directory: no snapshots */
+    return n > 0 && (size_t)n < len ? 0 : FY_E_RANGE;
+}
+
+/* The directory, made when missing; refused unless it is a directory owned
+ * by us with no group or other permission. An fd, or negative. */
+static int open_dir(const char *dir, bool create) {
+    char def[4096];
+    if (!dir) {
+        if (default_dir(def, sizeof(def)) < 0)
+            return -1;
+        dir = def;
+    }
+    if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* caps-<first 32 hex digits of the key's SHA-256>.json */
+static int file_name(const char *key, char *name, size_t len) {
+    unsigned char h[crypto_hash_sha256_BYTES];
+    char hex[crypto_hash_sha256_BYTES * 2 + 1];
+    if (sodium_init() < 0)
+        return -1;
+    crypto_hash_sha256(h, (const unsigned char *)key, strlen(key));
+    sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+    return snprintf(name, len, "caps-%.32s.json", hex) < (int)len ? 0 : -1;
+}
+
+char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr) {
+    (void)reterr;
+    char name[64];
+    int dfd = file_name(key, name, sizeof(name)) < 0 ? -1 : open_dir(dir, false);
+    if (dfd < 0)
+        return NULL;
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    close(dfd);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
+        st.st_size > 0 && st.st_size <= SNAPSHOT_MAX && (buf = malloc((size_t)st.st_size + 1))) {
+        size_t got = 0;
+        ssize_t n;
+        while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                break;
+            got += (size_t)n;
+        }
+        buf[got] = '\0';
+        if (got != (size_t)st.st_size) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    close(fd);
+    if (!buf)
+        return NULL;
+    /* The file is the key, a line "--", then the snapshot. */
+    size_t kl = strlen(key);
+    char *snap = NULL;
+    if (strncmp(buf, key, kl) == 0 && strncmp(buf + kl, "--\n", 3) == 0)
+        snap = fy_strdup(buf + kl + 3);
+    free(buf);
+    return snap;
+}
+
+int linux_snapshot_store(const char *dir, const char *key, const char *snapshot) {
+    char name[64], tmp[96];
+    int dfd = file_name(key, name, sizeof(name)) < 0 ? -1 : open_dir(dir, true);
+    if (dfd < 0)
+        return FY_E_DENIED;
+    unsigned char rnd[8];
+    randombytes_buf(rnd, sizeof(rnd));
+    snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", name, rnd[0], rnd[1], rnd[2], rnd[3],
+             rnd[4], rnd[5], rnd[6], rnd[7]);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int r = fd < 0 ? FY_E_IO : 0;
+    const char *parts[] = {key, "--\n", snapshot};
+    for (size_t i = 0; r == 0 && i < FY_ARRAY_SIZE(parts); i++) {
+        size_t len = strlen(parts[i]), off = 0;
+        while (off < len) {
+            ssize_t w = write(fd, parts[i] + off, len - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                r = FY_E_IO;
+                break;
+            }
+            off += (size_t)w;
+        }
+    }
+    if (fd >= 0 && close(fd) < 0)
+        r = FY_E_IO;
+    if (fd >= 0 && (r < 0 || renameat(dfd, tmp, dfd, name) < 0)) {
+        unlinkat(dfd, tmp, 0);
+        r = FY_E_IO;
+    }
+    close(dfd);
+    return r;
+}
