@@ -79,8 +79,16 @@ static pid_t spawn_exec_init(const struct fy_clone_args *ca, int init_fd, const 
     }
     if (pipe2(errp, O_CLOEXEC) < 0)
         return 0;
+    /* The fd in decimal, without stdio: the exec-init probe calls this in
+     * a forked copy of a host that may be multi-threaded. */
     char errnum[16];
-    snprintf(errnum, sizeof(errnum), "%d", errp[1]);
+    size_t nd = 0;
+    char digits[16];
+    for (unsigned v = (unsigned)errp[1]; nd == 0 || v; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    for (size_t k = 0; k < nd; k++)
+        errnum[k] = digits[nd - 1 - k];
+    errnum[nd] = '\0';
     char *argv[] = {(char *)"forgeyard-init", (char *)arg1, errnum, NULL};
     /* In a new user namespace, what init needs of it; else (the process
      * level, a probe without one) what the host holds, as before the exec. */
