@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The helper programs the backends may use (linux-probe.c has the rules):
+ * an OCI runtime (crun, runc), nft, pasta and bwrap are looked up, never
+ * run. */
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "caps.h"
+#include "linux-probe-internal.h"
+#include "linux-probe-util.h"
+
+/* ------------------------------------------------------------------ */
+/* helper programs                                                    */
+/* ------------------------------------------------------------------ */
+
+int lp_probe_programs(fy_caps *c, bool is_root) {
+    char *crun = pu_find_program("crun");
+    char *runc = crun ? NULL : pu_find_program("runc");
+    if (crun || runc) {
+        c->host.oci_runtime = crun ? crun : runc;
+        caps_set(c, FY_CAP_OCI_RUNTIME, true, 1, "%s found (not run by the probe)",
+                 c->host.oci_runtime);
+    } else {
+        caps_set(c, FY_CAP_OCI_RUNTIME, false, 0, "neither crun nor runc found in PATH or the "
+                 "system directories");
+        caps_set_hint(c, FY_CAP_OCI_RUNTIME, "install crun (apt install crun) or runc");
+    }
+
+    char *nft = pu_find_program("nft");
+    if (nft && is_root)
+        caps_set(c, FY_CAP_NFTABLES, true, 1, "%s found and running as root (nft not run by "
+                 "the probe)", nft);
+    else if (nft) {
+        caps_set(c, FY_CAP_NFTABLES, false, 0, "%s found but not root: nftables filtering of a "
+                 "sandbox's veth needs CAP_NET_ADMIN on the host", nft);
+        caps_set_hint(c, FY_CAP_NFTABLES, "run as root or through the privileged helper, or use "
+                      "pasta for rootless restricted networking");
+    } else {
+        caps_set(c, FY_CAP_NFTABLES, false, 0, "nft not found in PATH or the system "
+                 "directories");
+        caps_set_hint(c, FY_CAP_NFTABLES, "install nftables (apt install nftables)");
+    }
+    free(nft);
+
+    char *pasta = pu_find_program("pasta");
+    if (pasta)
+        caps_set(c, FY_CAP_PASTA, true, 1, "%s found (not run by the probe)", pasta);
+    else {
+        caps_set(c, FY_CAP_PASTA, false, 0, "pasta not found in PATH or the system directories");
+        caps_set_hint(c, FY_CAP_PASTA, "install passt (apt install passt), which provides pasta");
+    }
+    free(pasta);
+
+    c->host.bwrap_path = pu_find_program("bwrap");
+    return 0;
+}
