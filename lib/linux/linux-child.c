@@ -1006,16 +1006,17 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
     for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
         sigaddset(&set, forwarded[i]);
     struct timespec tick = {0, 250 * 1000 * 1000};
+    struct { uint64_t utime, stime, maxrss; } used = {0, 0, 0};
     for (;;) {
         siginfo_t si;
         int sig = sigtimedwait(&set, &si, &tick);
-        if (sig == FY_SIG_END_TREE && si.si_pid == getppid()) {
+        if (sig == FY_SIG_END_TREE && si.si_pid == a->owner_pid) {
             /* Process mode's hard kill: nothing of the tree may survive. */
             end_tree(pl);
             syscall(SYS_exit_group, 1);
         }
         if (sig > 0 && sig != SIGCHLD && sig != FY_SIG_END_TREE &&
-            (pl->process_mode ? si.si_pid == getppid() : si.si_pid == 0)) {
+            (pl->process_mode ? si.si_pid == a->owner_pid : si.si_pid == 0)) {
             /* From the library (outside the namespace): to the whole tree. */
             if (pl->process_mode)
                 signal_descendants(sig);
@@ -1024,17 +1025,28 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
         }
         int st;
         pid_t p;
+        struct rusage ru;
         count_tasks(&tc);
-        while ((p = (pid_t)syscall(SYS_wait4, -1, &st, WNOHANG | __WALL, NULL)) > 0)
+        while ((p = (pid_t)syscall(SYS_wait4, -1, &st, WNOHANG | __WALL, &ru)) > 0) {
+            /* What the reaped used: the host's own reaper may take pid 1
+             * (a SIGCHLD set to SIG_IGN), and the kernel's figures with it. */
+            used.utime += (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
+            used.stime += (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+            if (ru.ru_maxrss > 0 && (uint64_t)ru.ru_maxrss > used.maxrss)
+                used.maxrss = (uint64_t)ru.ru_maxrss;
             if (p == work) {
                 count_tasks(&tc);
                 if (tc.fd >= 0)
                     send_msg(sfd, CM_TASKS, 0, 0, 0, tc.total);
+                send_msg(sfd, CM_RUSAGE, 0, 0, RU_USER_USEC, used.utime);
+                send_msg(sfd, CM_RUSAGE, 0, 0, RU_SYSTEM_USEC, used.stime);
+                send_msg(sfd, CM_RUSAGE, 0, 0, RU_MAXRSS_KIB, used.maxrss);
                 send_msg(sfd, CM_EXIT, 0, 0, (uint32_t)st, now_usec());
                 /* The workload is done: nothing it started may outlive it. */
                 end_tree(pl);
                 syscall(SYS_exit_group, 0);
             }
+        }
         char c;
         if (read(sync_fd, &c, 1) == 0) {
             /* The library's process is gone: end the sandbox with it. */

@@ -60,7 +60,11 @@ enum child_msg_type {
     CM_EXIT,        /* aux = wait status of the workload, value = usec when reaped */
     CM_LANDLOCK,    /* aux = Landlock ABI actually enforced (0: none) */
     CM_TASKS,       /* value = tasks created in the pid namespace (sent before CM_EXIT) */
+    CM_RUSAGE,      /* aux = RU_* below, value = what init reaped (sent before CM_EXIT) */
 };
+#define RU_USER_USEC   0
+#define RU_SYSTEM_USEC 1
+#define RU_MAXRSS_KIB  2
 struct child_msg {
     uint32_t type, step;
     int32_t err;
@@ -165,6 +169,7 @@ struct child_args {
     const char *workdir;         /* process mode: the per-attempt directory (else plan->workdir) */
     const char *secrets_dir;     /* process mode: where secret files go (else /run/secrets) */
     uint32_t fault_count;        /* tests: occurrences of plan->fault_step so far */
+    pid_t owner_pid;             /* the host process (signals from the library come from it) */
 };
 
 /* CPUs to pin the workload to (the CPU quota made visible); in linux-child. */

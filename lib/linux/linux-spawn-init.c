@@ -6,6 +6,7 @@
  * system calls only. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -150,9 +151,11 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
              * ran it: this attempt falls back to a copy of the host (a
              * later attempt tries again; a new probe snapshot records the
              * change for plans prepared from it). */
-            siginfo_t si;
             fy_sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
-            while (waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+            /* Its end is its pidfd's readability (a host that reaps every
+             * child may have taken it: waitid would say ECHILD). */
+            struct pollfd pfd = {.fd = *pidfd, .events = POLLIN};
+            while (poll(&pfd, 1, 5000) < 0 && errno == EINTR)
                 ;
             close(*pidfd);
             *pidfd = -1;

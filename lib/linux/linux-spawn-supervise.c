@@ -59,8 +59,21 @@ static int reap_pidfd(struct lx *x, int flags) {
     struct rusage ru;
     memset(&si, 0, sizeof(si));
     memset(&ru, 0, sizeof(ru));
-    if (syscall(SYS_waitid, FY_P_PIDFD, x->pidfd, &si, WEXITED | __WALL | flags, &ru) < 0)
-        return -errno;
+    if (syscall(SYS_waitid, FY_P_PIDFD, x->pidfd, &si, WEXITED | __WALL | flags, &ru) < 0) {
+        if (errno != ECHILD)
+            return -errno;
+        /* The host reaped our pid 1 (a SIGCHLD set to SIG_IGN has the
+         * kernel do it, a handler may waitpid(-1)): the kernel gives every
+         * process that executes a program, forgeyard-init included,
+         * SIGCHLD as its exit signal whatever it was cloned with. It has
+         * ended when its pidfd is readable; what it reaped came on the
+         * status pipe (CM_RUSAGE). */
+        struct pollfd pfd = {.fd = x->pidfd, .events = POLLIN};
+        int r = poll(&pfd, 1, (flags & WNOHANG) ? 0 : -1);
+        if (r < 0)
+            return -errno;
+        return r > 0 ? 1 : 0;
+    }
     if (si.si_pid == 0)
         return 0;
     x->ru = ru;
@@ -184,6 +197,15 @@ static void read_status(fy_handle *h, struct lx *x) {
         case CM_TASKS:
             x->tasks = m.value;
             x->have_tasks = true;
+            break;
+        case CM_RUSAGE:
+            x->have_init_ru = true;
+            if (m.aux == RU_USER_USEC)
+                x->init_ru.ru_utime = (struct timeval){(time_t)(m.value / 1000000u), (suseconds_t)(m.value % 1000000u)};
+            else if (m.aux == RU_SYSTEM_USEC)
+                x->init_ru.ru_stime = (struct timeval){(time_t)(m.value / 1000000u), (suseconds_t)(m.value % 1000000u)};
+            else if (m.aux == RU_MAXRSS_KIB)
+                x->init_ru.ru_maxrss = (long)m.value;
             break;
         case CM_LANDLOCK:
             x->landlock_abi = m.aux;
@@ -340,10 +362,15 @@ static void finish(fy_handle *h, struct lx *x) {
         rep.usage_known |= 1u << FY_USAGE_PROCESSES;
     }
     rep.usage_source = x->cg.v2_dir && pl->cg.v2_limits ? "cgroup v2" : pl->cg.enabled ? "cgroup v1" : NULL;
+    if (!x->have_ru && x->have_init_ru) {
+        x->ru = x->init_ru; /* the host reaped pid 1: what pid 1 said it reaped */
+        x->have_ru = true;
+    }
     if (x->have_ru && !x->usage.have_cpu && !x->usage.have_memory) {
-        /* No cgroup measured them: the rusage of the sandbox's pid 1, which
-         * reaped every task. Its memory figure is the largest single
-         * process, not the sandbox's total. */
+        /* No cgroup measured them: the rusage of what the sandbox's pid 1
+         * reaped (the kernel's when we reaped pid 1; else pid 1's own
+         * report). Its memory figure is the largest single process, not
+         * the sandbox's total. */
         rep.usage[FY_USAGE_CPU_USER_USEC] = (uint64_t)x->ru.ru_utime.tv_sec * 1000000u + (uint64_t)x->ru.ru_utime.tv_usec;
         rep.usage[FY_USAGE_CPU_SYSTEM_USEC] = (uint64_t)x->ru.ru_stime.tv_sec * 1000000u + (uint64_t)x->ru.ru_stime.tv_usec;
         rep.usage[FY_USAGE_MEMORY_PEAK] = (uint64_t)x->ru.ru_maxrss * 1024u;

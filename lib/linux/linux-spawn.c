@@ -255,6 +255,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     struct child_args *a = &x->args;
     a->plan = pl;
+    a->owner_pid = fy_getpid_cached();
     a->sync_fd = sync[0];
     a->status_fd = status[1];
     a->notify_sock = nsock[1];

@@ -43,7 +43,9 @@ struct lx {
     int wstatus;
     uint32_t landlock_abi;
     uint64_t tasks;             /* CM_TASKS: tasks created in the pid namespace */
-    struct rusage ru;           /* handed over when the sandbox was reaped */
+    struct rusage ru;
+    struct rusage init_ru;      /* what pid 1 reaped, as it reported it (CM_RUSAGE) */
+    bool have_init_ru;           /* handed over when the sandbox was reaped */
     bool have_ru;
     bool have_tasks;
     enum kill_stage kill;

@@ -467,27 +467,54 @@ static fy_handle *start_argv(fy_policy *p, const char *const *argv) {
 
 /* The sandbox's pid 1 (the child of this thread living in a pid namespace
  * of its own), or 0. */
-static pid_t find_init(void) {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
-    char *kids = slurp(path);
-    pid_t found = 0;
-    for (char *tok = kids ? strtok(kids, " \n") : NULL; tok && !found; tok = strtok(NULL, " \n")) {
-        snprintf(path, sizeof(path), "/proc/%s/status", tok);
-        char *st = slurp(path);
-        char *ns = st ? strstr(st, "NSpid:") : NULL;
-        if (ns) {
-            char *end = strchr(ns, '\n');
-            if (end)
-                *end = '\0';
-            char *last = strrchr(ns, '\t');
-            if (last && strcmp(last, "\t1") == 0 && strchr(ns, '\t') != last)
-                found = atoi(tok);
+/* The sandbox's pid 1, as the host sees it: the parent of the workload
+ * process whose command line holds needle (pid 1 is not the test's child:
+ * the library starts it detached), checked to be a pid 1 of its own pid
+ * namespace. Waits (bounded) for the workload to be there. */
+static pid_t find_init_of(const char *needle) {
+    for (int tries = 0; tries < 300; tries++) {
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        pid_t found = 0;
+        while (d && !found && (e = readdir(d))) {
+            if (e->d_name[0] < '0' || e->d_name[0] > '9')
+                continue;
+            char path[64], buf[256] = {0};
+            snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            ssize_t k = read(fd, buf, sizeof(buf) - 1);
+            close(fd);
+            for (ssize_t i = 0; i < k; i++)
+                if (!buf[i])
+                    buf[i] = ' ';
+            if (k <= 0 || !strstr(buf, needle))
+                continue;
+            snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+            char *st = slurp(path), *pp = st ? strstr(st, "\nPPid:") : NULL;
+            pid_t parent = pp ? (pid_t)atoi(pp + 7) : 0;
+            free(st);
+            snprintf(path, sizeof(path), "/proc/%d/status", (int)parent);
+            st = parent > 0 ? slurp(path) : NULL;
+            char *ns = st ? strstr(st, "NSpid:") : NULL;
+            if (ns) {
+                char *end = strchr(ns, '\n');
+                if (end)
+                    *end = '\0';
+                char *last = strrchr(ns, '\t');
+                if (last && strcmp(last, "\t1") == 0 && strchr(ns, '\t') != last)
+                    found = parent;
+            }
+            free(st);
         }
-        free(st);
+        if (d)
+            closedir(d);
+        if (found)
+            return found;
+        usleep(10000);
     }
-    free(kids);
-    return found;
+    return 0;
 }
 
 /* Bytes of pid's memory read, and whether needle was among them (-1: its
@@ -555,7 +582,7 @@ START_TEST(test_host_memory_not_in_sandbox) {
             usleep(10000);
         }
         ck_assert_int_eq(count_procs_with("sleep 543213"), 1);
-        pid_t init = find_init();
+        pid_t init = find_init_of("sleep 543213");
         ck_assert_int_gt(init, 0);
         bool found = true, secret_found = true;
         long bytes = scan_memory(init, needle, &found);
@@ -632,7 +659,10 @@ START_TEST(test_host_seccomp_filters) {
                 char out[160];
                 snprintf(out, sizeof(out), "%s/hostfilter-%d-%zu-%d", scratch, (int)getpid(), ci, round);
                 fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
-                const char *argv[] = {"/bin/sh", "-c", "echo host-filter-ok; exec sleep 0.3", NULL};
+                char script[96], marker[32];
+                snprintf(marker, sizeof(marker), "sleep 0.3%d", (int)getpid());
+                snprintf(script, sizeof(script), "echo host-filter-ok; exec %s", marker);
+                const char *argv[] = {"/bin/sh", "-c", script, NULL};
                 fy_prepared *pr = NULL;
                 fy_handle *h = NULL;
                 fy_result *res = NULL;
@@ -640,7 +670,7 @@ START_TEST(test_host_seccomp_filters) {
                     _exit(3);
                 if (cases[ci].init) {
                     char path[64], *comm = NULL;
-                    snprintf(path, sizeof(path), "/proc/%d/comm", (int)find_init());
+                    snprintf(path, sizeof(path), "/proc/%d/comm", (int)find_init_of(marker));
                     comm = slurp(path);
                     if (!comm || strncmp(comm, cases[ci].init, strlen(cases[ci].init)) != 0)
                         _exit(4);
