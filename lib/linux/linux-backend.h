@@ -13,7 +13,7 @@
 extern const struct fy_backend_ops linux_namespace_backend;
 extern const struct fy_backend_ops linux_process_backend;
 
-/* linux-probe.c: namespaces, cgroups, seccomp, Landlock, pidfd, ... */
+/* linux-probe*.c: namespaces, cgroups, seccomp, Landlock, pidfd, ... */
 int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
 /* linux-snapshot.c: persisted probe snapshots (struct fy_backend_family). */
 int linux_snapshot_fingerprint(struct strbuf *key);

@@ -219,7 +219,7 @@ pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
 int lx_send_fds(int sock, char byte, const int *fds, size_t n);
 #include "linux-probe-init.h"
 
-/* linux-spawn.c: the backend's run operations (see struct fy_backend_ops). */
+/* linux-spawn*.c: the backend's run operations (see struct fy_backend_ops). */
 int linux_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);
 void linux_plan_free_hook(void *plan);
 const char *linux_plan_describe(const void *plan);

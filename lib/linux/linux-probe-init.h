@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* linux-spawn.c: executes forgeyard-init in its probe mode the way
+/* linux-spawn-init.c: executes forgeyard-init in its probe mode the way
  * fy_start would. 1 and what ran in why, or 0 and why not. */
 int lx_probe_exec_init(bool userns, char *why, size_t whylen);
 
