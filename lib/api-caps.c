@@ -44,21 +44,21 @@ static int probe_now_in(uint64_t flags, const char *cgroup_dir, fy_caps **ret, f
     if (!c)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
     c->probe_flags = flags;
-    if (cgroup_dir && !(c->host.cg2_delegated = fy_strdup(cgroup_dir))) {
+    if (cgroup_dir && !(c->host.cg2_delegated = util_strdup(cgroup_dir))) {
         caps_free_internal(c);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
     }
-    uint64_t t0 = fy_now_usec();
+    uint64_t t0 = util_now_usec();
     int r = 0;
-    for (size_t f = 0; r >= 0 && fy_families[f]; f++)
-        if (fy_families[f]->probe)
-            r = fy_families[f]->probe(c, flags, reterr);
+    for (size_t f = 0; r >= 0 && backend_families[f]; f++)
+        if (backend_families[f]->probe)
+            r = backend_families[f]->probe(c, flags, reterr);
     if (r < 0) {
         caps_free_internal(c);
         return r;
     }
     caps_finish(c);
-    c->probe_usec = fy_now_usec() - t0;
+    c->probe_usec = util_now_usec() - t0;
     *ret = c;
     return 0;
 }
@@ -74,8 +74,8 @@ int fy_probe_cgroup(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_er
         return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "reserved probe flags set");
     if (cgroup_dir[0] != '/')
         return err_set(reterr, FY_E_INVAL, FY_STEP_PROBE, 0, NULL, "cgroup_dir must be absolute");
-    for (size_t f = 0; fy_families[f]; f++)
-        if (fy_families[f]->delegated_cgroups)
+    for (size_t f = 0; backend_families[f]; f++)
+        if (backend_families[f]->delegated_cgroups)
             return probe_now_in(flags & ~FY_PROBE_FRESH, cgroup_dir, ret, reterr);
     return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROBE, 0, NULL,
                    "no backend in this build uses cgroups (they exist on Linux only)");
@@ -136,9 +136,9 @@ static char *snapshot_key(uint64_t flags) {
     strbuf_init(&key);
     strbuf_printf(&key, "forgeyard-caps 1\nlibrary %s\ncaps %u\nflags %llu\n", FY_VERSION_STRING,
                   (unsigned)FY_CAP_MAX_, (unsigned long long)flags);
-    for (size_t f = 0; fy_families[f]; f++) {
-        strbuf_printf(&key, "family %s\n", fy_families[f]->name);
-        if (fy_families[f]->fingerprint && fy_families[f]->fingerprint(&key) < 0) {
+    for (size_t f = 0; backend_families[f]; f++) {
+        strbuf_printf(&key, "family %s\n", backend_families[f]->name);
+        if (backend_families[f]->fingerprint && backend_families[f]->fingerprint(&key) < 0) {
             strbuf_free(&key);
             return NULL;
         }
@@ -147,9 +147,9 @@ static char *snapshot_key(uint64_t flags) {
 }
 
 static const struct fy_backend_family *snapshot_store_family(void) {
-    for (size_t f = 0; fy_families[f]; f++)
-        if (fy_families[f]->snapshot_load && fy_families[f]->snapshot_store)
-            return fy_families[f];
+    for (size_t f = 0; backend_families[f]; f++)
+        if (backend_families[f]->snapshot_load && backend_families[f]->snapshot_store)
+            return backend_families[f];
     return NULL;
 }
 

@@ -10,11 +10,11 @@ int fy_gc(const char *state_dir, uint64_t flags, uint64_t *ret_destroyed, fy_err
     uint64_t destroyed = 0;
     bool any = false;
     int r = 0;
-    for (size_t f = 0; fy_families[f]; f++) {
-        if (!fy_families[f]->gc)
+    for (size_t f = 0; backend_families[f]; f++) {
+        if (!backend_families[f]->gc)
             continue;
         any = true;
-        int rf = fy_families[f]->gc(state_dir, &destroyed, r < 0 ? NULL : reterr);
+        int rf = backend_families[f]->gc(state_dir, &destroyed, r < 0 ? NULL : reterr);
         if (rf < 0 && r == 0)
             r = rf;
     }

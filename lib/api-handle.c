@@ -45,7 +45,7 @@ void handle_end(fy_handle *h, enum end_reason why, uint32_t step, int64_t os, co
     do {                                                                                       \
         if (!(h))                                                                              \
             return err_set(reterr, FY_E_INVAL, FY_STEP_WAIT, 0, NULL, "handle is NULL");       \
-        if ((h)->origin_pid != fy_getpid_cached())                                             \
+        if ((h)->origin_pid != util_getpid())                                             \
             return err_set(reterr, FY_E_FORKED, FY_STEP_WAIT, 0, NULL,                         \
                            "handle was created in another process");                           \
     } while (0)
@@ -62,7 +62,7 @@ static void handle_release(fy_handle *h) {
 int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
     if (!prepared || !ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SPAWN, 0, NULL, "prepared or ret is NULL");
-    if (prepared->origin_pid != fy_getpid_cached())
+    if (prepared->origin_pid != util_getpid())
         return err_set(reterr, FY_E_FORKED, FY_STEP_SPAWN, 0, NULL, "plan was prepared in another process");
     const struct fy_backend_ops *b = prepared->sel.backend;
     if (!b->start || !prepared->plan)
@@ -71,11 +71,11 @@ int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
     fy_handle *h = calloc(1, sizeof(*h));
     if (!h)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
-    h->origin_pid = fy_getpid_cached();
+    h->origin_pid = util_getpid();
     h->backend = b;
     h->pr = prepared_ref(prepared);
     atomic_init(&h->cancel_request, 0);
-    h->t_start = fy_now_usec();
+    h->t_start = util_now_usec();
     h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (h->wake_fd < 0) {
         int e = errno;
@@ -91,8 +91,8 @@ int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
     int r = b->start(h, reterr);
     if (r < 0) {
         metrics_start_failure(obs->metrics, b->name, prepared->sel.level);
-        obs_span(obs, "executor.spawn", FY_SPAN_END, fy_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
-        obs_span(obs, "executor.wait", FY_SPAN_END, fy_now_usec(), NULL);
+        obs_span(obs, "executor.spawn", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
+        obs_span(obs, "executor.wait", FY_SPAN_END, util_now_usec(), NULL);
         handle_release(h);
         return r;
     }
@@ -120,7 +120,7 @@ int fy_handle_get_timeout_usec(fy_handle *h, uint64_t *ret_usec) {
     if (!ret_usec)
         return FY_E_INVAL;
     uint64_t next = h->result ? 0 : h->backend->next_deadline(h);
-    uint64_t now = fy_now_usec();
+    uint64_t now = util_now_usec();
     *ret_usec = next == 0 ? FY_UNLIMITED : next > now ? next - now : 0;
     return 0;
 }
@@ -137,7 +137,7 @@ static void report_result(fy_handle *h) {
     obs_span(obs, "sandbox.mount", FY_SPAN_BEGIN, t + iso, NULL);
     obs_span(obs, "sandbox.mount", FY_SPAN_END, t + iso + fs, NULL);
     obs_span(obs, "executor.spawn", FY_SPAN_END, t + iso + fs + ex, NULL);
-    uint64_t end = fy_now_usec();
+    uint64_t end = util_now_usec();
     if (h->cancel_started) {
         obs_span(obs, "executor.cancel", FY_SPAN_BEGIN, h->cancel_started, "{\"outcome\":\"%s\"}",
                  fy_outcome_name(r->outcome));
@@ -180,7 +180,7 @@ int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
             /* EAGAIN: already consumed */
         }
         if (h->end == END_NONE) {
-            h->cancel_started = fy_now_usec();
+            h->cancel_started = util_now_usec();
             handle_end(h, END_CANCEL, FY_STEP_CANCEL, 0, "cancelled (%s)", fy_cancel_reason_name(c));
             h->cancel_reason = c;
             h->backend->terminate(h);
@@ -196,13 +196,13 @@ int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
 
 int fy_handle_wait(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, fy_error **reterr) {
     CHECK_HANDLE(h);
-    uint64_t start = fy_now_usec();
+    uint64_t start = util_now_usec();
     uint64_t until = timeout_usec == FY_UNLIMITED || timeout_usec > UINT64_MAX - start ? 0 : start + timeout_usec;
     for (;;) {
         int r = fy_handle_process(h, ret_result, reterr);
         if (r != 0)
             return r;
-        uint64_t now = fy_now_usec();
+        uint64_t now = util_now_usec();
         if (until && now >= until)
             return 0;
         uint64_t wait = until ? until - now : UINT64_MAX;
@@ -236,7 +236,7 @@ int fy_handle_cancel(fy_handle *h, uint32_t reason, fy_error **reterr) {
 void fy_handle_free(fy_handle *h) {
     if (!h)
         return;
-    if (h->origin_pid == fy_getpid_cached())
+    if (h->origin_pid == util_getpid())
         h->backend->destroy(h);
     else
         h->backend->forget(h); /* a forked copy: release memory only */

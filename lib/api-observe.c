@@ -8,7 +8,7 @@
     do {                                                                                     \
         if (!(p))                                                                            \
             return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "policy is NULL");   \
-        if ((p)->origin_pid != fy_getpid_cached())                                           \
+        if ((p)->origin_pid != util_getpid())                                           \
             return err_set(reterr, FY_E_FORKED, FY_STEP_POLICY, 0, NULL,                     \
                            "policy was created in another process");                         \
     } while (0)

@@ -14,7 +14,7 @@
     do {                                                                                     \
         if (!(p))                                                                            \
             return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "policy is NULL");   \
-        if ((p)->origin_pid != fy_getpid_cached())                                           \
+        if ((p)->origin_pid != util_getpid())                                           \
             return err_set(reterr, FY_E_FORKED, FY_STEP_POLICY, 0, NULL,                     \
                            "policy was created in another process");                         \
     } while (0)
@@ -32,7 +32,7 @@ static int bad(fy_error **reterr, const char *loc, const char *msg) {
 }
 
 static int replace_str(char **field, const char *value, fy_error **reterr) {
-    char *d = fy_strdup(value);
+    char *d = util_strdup(value);
     if (value && !d)
         return oom(reterr);
     free(*field);
@@ -329,7 +329,7 @@ int fy_policy_set_limit(fy_policy *policy, uint32_t limit, uint64_t value, fy_er
 int fy_policy_get_limit(const fy_policy *policy, uint32_t limit, uint64_t *ret_value) {
     if (!policy || !ret_value)
         return FY_E_INVAL;
-    if (policy->origin_pid != fy_getpid_cached())
+    if (policy->origin_pid != util_getpid())
         return FY_E_FORKED;
     if (limit == 0 || limit > FY_LIMIT_MAX_)
         return FY_E_UNSUPPORTED;
@@ -427,9 +427,9 @@ static int add_secret(fy_policy *policy, const char *name, uint32_t delivery, co
     if (!s)
         return oom(reterr);
     s->delivery = delivery;
-    s->name = fy_strdup(name);
-    s->target = fy_strdup(target);
-    s->host_path = fy_strdup(host_path);
+    s->name = util_strdup(name);
+    s->target = util_strdup(target);
+    s->host_path = util_strdup(host_path);
     s->len = len;
     if (value)
         s->value = secret_alloc(value, len);
@@ -512,7 +512,7 @@ int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int f
         int e = errno;
         return err_set(reterr, err_from_errno(e), FY_STEP_POLICY, e, NULL, "cannot duplicate fd %d: %s", fd, strerror(e));
     }
-    char *p = fy_strdup(path);
+    char *p = util_strdup(path);
     if (path && !p) {
         if (dup >= 0)
             close(dup);

@@ -210,16 +210,16 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
                        const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr) {
     if (!policy || !ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "policy or ret is NULL");
-    if (policy->origin_pid != fy_getpid_cached() || (caps && caps->origin_pid != fy_getpid_cached()))
+    if (policy->origin_pid != util_getpid() || (caps && caps->origin_pid != util_getpid()))
         return err_set(reterr, FY_E_FORKED, FY_STEP_PREPARE, 0, NULL, "object was created in another process");
-    uint64_t t0 = fy_now_usec();
+    uint64_t t0 = util_now_usec();
     const struct obs *obs = &policy->obs;
     obs_span(obs, "sandbox.prepare", FY_SPAN_BEGIN, t0, NULL);
     int r = policy_validate(policy, reterr);
     if (r >= 0)
         r = check_workspace_dirs(policy, reterr);
     if (r < 0) {
-        obs_span(obs, "sandbox.prepare", FY_SPAN_END, fy_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
+        obs_span(obs, "sandbox.prepare", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
         return r;
     }
     if (!caps && (r = caps_get_cached(&caps, reterr)) < 0)
@@ -227,7 +227,7 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     fy_prepared *pr = calloc(1, sizeof(*pr));
     if (!pr)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
-    pr->origin_pid = fy_getpid_cached();
+    pr->origin_pid = util_getpid();
     pr->refs = 1;
     vec_init(&pr->env, sizeof(struct pol_env));
     if ((r = copy_argv(pr, argv, reterr)) < 0)
@@ -245,9 +245,9 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
         goto fail;
     if (pr->sel.backend->compile && (r = pr->sel.backend->compile(pr->neutral, pr->caps, &pr->plan, reterr)) < 0)
         goto fail;
-    pr->prepare_usec = fy_now_usec() - t0;
+    pr->prepare_usec = util_now_usec() - t0;
     metrics_prepare(obs->metrics, pr->sel.backend->name, pr->sel.level, pr->prepare_usec);
-    obs_span(obs, "sandbox.prepare", FY_SPAN_END, fy_now_usec(), "{\"backend\":\"%s\",\"level\":\"%s\"}",
+    obs_span(obs, "sandbox.prepare", FY_SPAN_END, util_now_usec(), "{\"backend\":\"%s\",\"level\":\"%s\"}",
              pr->sel.backend->name, fy_level_name(pr->sel.level));
     *ret = pr;
     return 0;
@@ -255,7 +255,7 @@ fail:
     if (r == FY_E_UNSUPPORTED)
         obs_audit(obs, FY_AUDIT_DOWNGRADE_REJECTED, "%s",
                   reterr && *reterr ? fy_error_message(*reterr) : "the host cannot satisfy the policy");
-    obs_span(obs, "sandbox.prepare", FY_SPAN_END, fy_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
+    obs_span(obs, "sandbox.prepare", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
     prepared_destroy(pr);
     return r;
 }
@@ -271,12 +271,12 @@ int fy_prepare(const fy_policy *policy, const fy_caps *caps, const char *const *
     do {                                             \
         if (!(pr))                                   \
             return FY_E_INVAL;                       \
-        if ((pr)->origin_pid != fy_getpid_cached())  \
+        if ((pr)->origin_pid != util_getpid())  \
             return FY_E_FORKED;                      \
     } while (0)
 
 const char *fy_prepared_backend(const fy_prepared *prepared) {
-    if (!prepared || prepared->origin_pid != fy_getpid_cached())
+    if (!prepared || prepared->origin_pid != util_getpid())
         return NULL;
     return prepared->sel.backend->name;
 }
@@ -301,7 +301,7 @@ int fy_prepared_is_impure(const fy_prepared *prepared) {
 int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error **reterr) {
     if (!prepared || !ret_json)
         return err_set(reterr, FY_E_INVAL, FY_STEP_JSON, 0, NULL, "prepared or ret_json is NULL");
-    if (prepared->origin_pid != fy_getpid_cached())
+    if (prepared->origin_pid != util_getpid())
         return err_set(reterr, FY_E_FORKED, FY_STEP_JSON, 0, NULL, "object was created in another process");
     static const char *const state_names[] = {"off", "enforced", "dropped"};
     json_t *root = json_object(), *ctl = json_object(), *argv = json_array(), *env = json_array();
@@ -374,7 +374,7 @@ const char *prepared_contract_id(const fy_prepared *pr) {
         return have;
     char *policy = policy_to_json(pr->policy);
     const char *enforced = pr->plan && pr->sel.backend->describe ? pr->sel.backend->describe(pr->plan) : "{}";
-    char *text = policy ? fy_asprintf("forgeyard-contract 2\nbackend %s\nlibrary %s\nkernel %s\nenforced %s\n"
+    char *text = policy ? util_asprintf("forgeyard-contract 2\nbackend %s\nlibrary %s\nkernel %s\nenforced %s\n"
                                       "policy %s\n",
                                       pr->sel.backend->name, FY_VERSION_STRING,
                                       pr->caps->host.kernel_release ? pr->caps->host.kernel_release : "unknown",

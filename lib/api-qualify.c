@@ -35,9 +35,9 @@ void fy_qualify_report_free(fy_qualify_report *r) {
 /* The suite of the first compiled-in folder that has one. */
 int qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
                 json_t **ret, fy_error **reterr) {
-    for (size_t f = 0; fy_families[f]; f++)
-        if (fy_families[f]->qualify)
-            return fy_families[f]->qualify(policy, groups, tmp_parent, plant_dirs, ret, reterr);
+    for (size_t f = 0; backend_families[f]; f++)
+        if (backend_families[f]->qualify)
+            return backend_families[f]->qualify(policy, groups, tmp_parent, plant_dirs, ret, reterr);
     if (ret)
         *ret = NULL;
     return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NONE, 0, NULL,
@@ -64,8 +64,8 @@ int fy_qualify(const fy_policy *policy, uint64_t flags, fy_qualify_report **ret,
     rep->passed = json_is_true(json_object_get(root, "passed"));
     for (size_t i = 0; i < n; i++, rep->n++) {
         json_t *p = json_array_get(probes, i);
-        rep->probes[i].id = fy_strdup(json_string_value(json_object_get(p, "id")));
-        rep->probes[i].summary = fy_strdup(json_string_value(json_object_get(p, "summary")));
+        rep->probes[i].id = util_strdup(json_string_value(json_object_get(p, "id")));
+        rep->probes[i].summary = util_strdup(json_string_value(json_object_get(p, "summary")));
         rep->probes[i].passed = json_is_true(json_object_get(p, "passed"));
         if (!rep->probes[i].id || !rep->probes[i].summary) {
             rep->n++;
@@ -88,7 +88,7 @@ int fy_qualify_passed(const fy_qualify_report *r) { return r && r->passed ? 1 : 
 int fy_qualify_to_json(const fy_qualify_report *r, char **ret_json, fy_error **reterr) {
     if (!r || !ret_json)
         return err_set(reterr, FY_E_INVAL, FY_STEP_JSON, 0, NULL, "report or ret_json is NULL");
-    if (!(*ret_json = fy_strdup(r->json)))
+    if (!(*ret_json = util_strdup(r->json)))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
     return 0;
 }

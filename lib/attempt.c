@@ -35,20 +35,20 @@ static void decide(const fy_handle *h, const struct attempt_report *rep, fy_resu
         r->err_os = rep->setup_errno;
         r->exit_code = -1;
         r->signal = 0;
-        r->detail = rep->setup_detail ? fy_strdup(rep->setup_detail)
-                                      : fy_asprintf("%s: %s", fy_step_name(rep->setup_step), strerror(rep->setup_errno));
+        r->detail = rep->setup_detail ? util_strdup(rep->setup_detail)
+                                      : util_asprintf("%s: %s", fy_step_name(rep->setup_step), strerror(rep->setup_errno));
     } else if (h->end == END_VIOLATION) {
         r->outcome = FY_OUTCOME_SANDBOX_VIOLATION;
     } else if (h->end == END_OOM || (rep->oom_killed && h->end == END_NONE)) {
         r->outcome = FY_OUTCOME_OUT_OF_MEMORY;
         if (!h->end_detail)
-            r->detail = fy_asprintf("memory limit of %llu bytes", (unsigned long long)rep->memory_limit);
+            r->detail = util_asprintf("memory limit of %llu bytes", (unsigned long long)rep->memory_limit);
     } else if (h->end == END_RESOURCE) {
         r->outcome = FY_OUTCOME_RESOURCE_EXCEEDED;
     } else if (rep->pids_limit_hit && h->end == END_NONE) {
         /* The limit was hit between two polls: the final figures say so. */
         r->outcome = FY_OUTCOME_RESOURCE_EXCEEDED;
-        r->detail = fy_strdup("pids");
+        r->detail = util_strdup("pids");
     } else if (h->end == END_INFRA) {
         r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
         r->err_step = h->infra_step;
@@ -61,28 +61,28 @@ static void decide(const fy_handle *h, const struct attempt_report *rep, fy_resu
     } else if (!rep->exit_seen) {
         r->outcome = FY_OUTCOME_INFRASTRUCTURE_FAILURE;
         r->err_step = FY_STEP_WAIT;
-        r->detail = fy_strdup("the sandbox ended before reporting the workload's status");
+        r->detail = util_strdup("the sandbox ended before reporting the workload's status");
     } else if (WIFEXITED(rep->wstatus)) {
         r->outcome = WEXITSTATUS(rep->wstatus) == 0 ? FY_OUTCOME_SUCCEEDED : FY_OUTCOME_FAILED;
     } else if (WIFSIGNALED(rep->wstatus) && WTERMSIG(rep->wstatus) == SIGSYS && rep->sigsys_is_filter_kill) {
         r->outcome = FY_OUTCOME_SANDBOX_VIOLATION;
-        r->detail = fy_strdup("syscall (killed by the seccomp filter; this host cannot name it)");
+        r->detail = util_strdup("syscall (killed by the seccomp filter; this host cannot name it)");
     } else {
         r->outcome = FY_OUTCOME_SIGNALED;
     }
     if (!r->detail && h->end_detail)
-        r->detail = fy_strdup(h->end_detail);
+        r->detail = util_strdup(h->end_detail);
     if (!r->detail && r->left[FY_LEFT_FILES])
-        r->detail = fy_strdup("cleanup: the attempt directory could not be removed completely");
+        r->detail = util_strdup("cleanup: the attempt directory could not be removed completely");
 }
 
 /* b - a when both are known and in order, else 0. */
 static uint64_t span(uint64_t a, uint64_t b) { return a && b && b >= a ? b - a : 0; }
 
 void attempt_finish(fy_handle *h, struct attempt_report *rep, fy_result *r) {
-    r->backend = fy_strdup(h->backend->name);
+    r->backend = util_strdup(h->backend->name);
     r->level = h->pr->sel.level;
-    r->kernel = fy_strdup(h->pr->caps->host.kernel_release);
+    r->kernel = util_strdup(h->pr->caps->host.kernel_release);
     snprintf(r->contract_id, sizeof(r->contract_id), "%s", prepared_contract_id(h->pr));
     r->isolation_json = rep->isolation_json;
     r->cgroup_json = rep->limits_json;

@@ -4,8 +4,8 @@
 
 size_t backends_collect(const struct fy_backend_ops **out, size_t max) {
     size_t n = 0;
-    for (size_t f = 0; fy_families[f]; f++)
-        for (const struct fy_backend_ops *const *b = fy_families[f]->backends; b && *b; b++)
+    for (size_t f = 0; backend_families[f]; f++)
+        for (const struct fy_backend_ops *const *b = backend_families[f]->backends; b && *b; b++)
             if (n < max)
                 out[n++] = *b;
     return n;

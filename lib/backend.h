@@ -51,8 +51,8 @@ struct fy_backend_ops {
 /* One backend folder (lib/<name>/): what it probes, how it collects the
  * orphans of crashed hosts, its qualification suite and the backends it
  * provides. A folder registers itself: its meson.build adds its name to
- * fy_families, and meson generates the table (gen-backend-table.py) of
- * `fy_family_<name>` objects, which the folder defines in
+ * backend_families, and meson generates the table (gen-backend-table.py) of
+ * `family_<name>` objects, which the folder defines in
  * <name>-backend.c. Core never names a backend. */
 #define FY_BACKEND_FAMILY_VERSION 1
 
@@ -86,7 +86,7 @@ struct fy_backend_family {
 };
 
 /* The generated table of compiled-in folders, NULL-terminated. */
-extern const struct fy_backend_family *const fy_families[];
+extern const struct fy_backend_family *const backend_families[];
 
 /* backend.c: every compiled-in backend, in table order, into out (at most
  * max); returns how many. */

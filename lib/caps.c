@@ -10,7 +10,7 @@
 fy_caps *caps_new(void) {
     fy_caps *c = calloc(1, sizeof(*c));
     if (c)
-        c->origin_pid = fy_getpid_cached();
+        c->origin_pid = util_getpid();
     return c;
 }
 
@@ -76,12 +76,12 @@ fy_caps *caps_dup(const fy_caps *src) {
     c->origin_pid = pid;
     bool ok = true;
     for (size_t i = 0; i <= FY_CAP_MAX_; i++) {
-        c->e[i].reason = fy_strdup(src->e[i].reason);
-        c->e[i].hint = fy_strdup(src->e[i].hint);
+        c->e[i].reason = util_strdup(src->e[i].reason);
+        c->e[i].hint = util_strdup(src->e[i].hint);
         ok &= !src->e[i].reason || c->e[i].reason;
         ok &= !src->e[i].hint || c->e[i].hint;
     }
-#define DUP_HOST(f) c->host.f = fy_strdup(src->host.f); ok &= !src->host.f || c->host.f;
+#define DUP_HOST(f) c->host.f = util_strdup(src->host.f); ok &= !src->host.f || c->host.f;
     HOST_STRINGS(DUP_HOST)
 #undef DUP_HOST
     if (!ok) {
@@ -148,7 +148,7 @@ static bool take_str(json_t *o, const char *key, char **out) {
     json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v))
         return true;
-    if (!json_is_string(v) || !(*out = fy_strdup(json_string_value(v))))
+    if (!json_is_string(v) || !(*out = util_strdup(json_string_value(v))))
         return false;
     return true;
 }
@@ -174,8 +174,8 @@ fy_caps *caps_deserialize(const char *text, size_t len) {
             break;
         c->e[i].state = (uint8_t)json_integer_value(st);
         c->e[i].value = (int64_t)json_integer_value(val);
-        ok = (json_is_null(re) || (c->e[i].reason = fy_strdup(json_string_value(re)))) &&
-             (json_is_null(hi) || (c->e[i].hint = fy_strdup(json_string_value(hi))));
+        ok = (json_is_null(re) || (c->e[i].reason = util_strdup(json_string_value(re)))) &&
+             (json_is_null(hi) || (c->e[i].hint = util_strdup(json_string_value(hi))));
     }
 #define HOST_TAKE(f) ok = ok && take_str(h, #f, &c->host.f);
     if (ok) {

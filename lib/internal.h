@@ -47,14 +47,14 @@ void strbuf_printf(struct strbuf *sb, const char *fmt, ...) FY_PRINTF(2, 3);
 char *strbuf_steal(struct strbuf *sb);
 
 /* ---- misc (util.c) ---- */
-char *fy_strdup(const char *s);           /* NULL on NULL or OOM */
-char *fy_asprintf(const char *fmt, ...) FY_PRINTF(1, 2);
-void fy_explicit_bzero(void *p, size_t n);
-uint64_t fy_now_usec(void);                 /* CLOCK_MONOTONIC */
+char *util_strdup(const char *s);           /* NULL on NULL or OOM */
+char *util_asprintf(const char *fmt, ...) FY_PRINTF(1, 2);
+void util_bzero(void *p, size_t n);
+uint64_t util_now_usec(void);                 /* CLOCK_MONOTONIC */
 
 /* Process that created an object; objects refuse use after a host fork. */
-int fy_getpid_cached(void);
+int util_getpid(void);
 #define FY_CHECK_ORIGIN(obj) \
-    do { if ((obj)->origin_pid != fy_getpid_cached()) return FY_E_FORKED; } while (0)
+    do { if ((obj)->origin_pid != util_getpid()) return FY_E_FORKED; } while (0)
 
 #endif

@@ -3,7 +3,7 @@
 """Build libforgeyard-sandbox.a whose only global definitions are the exports.
 
 An archive of the internal objects would define every internal global
-(strbuf_init, vec_push, err_set, fy_asprintf...) in the host program's
+(strbuf_init, vec_push, err_set, util_asprintf...) in the host program's
 namespace, and a host with a function of the same name (git has its own
 strbuf_init) would fail to link. So, like the shared library's version
 script, the static library keeps only the names the version script exports:

@@ -645,7 +645,7 @@ static int parse_secrets(fy_policy *p, const json_t *v, const char *loc, fy_erro
             return oom(reterr);
         s->delivery = delivery;
         s->name = strdup(name);
-        s->target = fy_strdup(target);
+        s->target = util_strdup(target);
         s->host_path = strdup(file);
         if (!s->name || (target && !s->target) || !s->host_path)
             return oom(reterr);

@@ -405,18 +405,18 @@ static int validate_filesystem(const fy_policy *p, fy_error **reterr) {
         return err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory");
     }
     if (p->source)
-        r = add_target(t, &n, "/work/source", fy_strdup("$.filesystem.source"), reterr);
+        r = add_target(t, &n, "/work/source", util_strdup("$.filesystem.source"), reterr);
     if (r >= 0 && p->build)
-        r = add_target(t, &n, "/work/build", fy_strdup("$.filesystem.build"), reterr);
+        r = add_target(t, &n, "/work/build", util_strdup("$.filesystem.build"), reterr);
     if (r >= 0 && p->output)
-        r = add_target(t, &n, "/work/output", fy_strdup("$.filesystem.output"), reterr);
+        r = add_target(t, &n, "/work/output", util_strdup("$.filesystem.output"), reterr);
     for (size_t i = 0; r >= 0 && i < p->toolchains.n; i++) {
         const struct pol_toolchain *tc = vec_at(&p->toolchains, i);
-        char *loc = fy_asprintf("$.filesystem.toolchains.%s", tc->name);
+        char *loc = util_asprintf("$.filesystem.toolchains.%s", tc->name);
         if (!loc) { r = err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory"); break; }
         if ((r = check_simple_name(tc->name, "toolchain name", loc, reterr)) >= 0 &&
             (r = check_host_path(tc->host, loc, reterr)) >= 0 &&
-            (tc_targets[i] = fy_asprintf("/toolchains/%s", tc->name)) != NULL)
+            (tc_targets[i] = util_asprintf("/toolchains/%s", tc->name)) != NULL)
             r = add_target(t, &n, tc_targets[i], loc, reterr);
         else {
             if (r >= 0)
@@ -431,14 +431,14 @@ static int validate_filesystem(const fy_policy *p, fy_error **reterr) {
         snprintf(lt, sizeof(lt), "$.filesystem.binds[%zu].target", i);
         if ((r = check_host_path(b->host, lh, reterr)) >= 0 &&
             (r = check_sandbox_target(b->target, lt, reterr)) >= 0)
-            r = add_target(t, &n, b->target, fy_strdup(lt), reterr);
+            r = add_target(t, &n, b->target, util_strdup(lt), reterr);
     }
     for (size_t i = 0; r >= 0 && i < p->runtime_paths.n; i++) {
         const char *rp = *(char **)vec_at(&p->runtime_paths, i);
         char l[64];
         snprintf(l, sizeof(l), "$.filesystem.runtime_paths[%zu]", i);
         if ((r = check_host_path(rp, l, reterr)) >= 0 && (r = check_sandbox_target(rp, l, reterr)) >= 0)
-            r = add_target(t, &n, rp, fy_strdup(l), reterr);
+            r = add_target(t, &n, rp, util_strdup(l), reterr);
     }
     /* A mount inside another host-backed mount would need its mount point
      * created in a host directory: refused (list both at their own place). */
@@ -465,7 +465,7 @@ static int validate_environment(const fy_policy *p, const json_t *doc, fy_error 
     int r;
     for (size_t i = 0; i < p->env_set.n; i++) {
         const struct pol_env *e = vec_at(&p->env_set, i);
-        char *loc = fy_asprintf("$.environment.set.%s", e->name);
+        char *loc = util_asprintf("$.environment.set.%s", e->name);
         if (!loc)
             return err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory");
         r = check_env_name(e->name, loc, reterr);
@@ -485,7 +485,7 @@ static int validate_environment(const fy_policy *p, const json_t *doc, fy_error 
         if ((r = check_env_name(name, loc, reterr)) < 0)
             return r;
         if (policy_get_env(p, name)) {
-            char *l = fy_asprintf("$.environment.set.%s", name);
+            char *l = util_asprintf("$.environment.set.%s", name);
             r = bad(reterr, pick(doc, l ? l : "$.environment.set", loc),
                     "%s is both set and allowed from the host; choose one", name);
             free(l);

@@ -65,7 +65,7 @@ fy_policy *policy_alloc(void) {
     fy_policy *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    p->origin_pid = fy_getpid_cached();
+    p->origin_pid = util_getpid();
     for (int i = 0; i < 3; i++)
         p->stdio[i] = (struct pol_stdio){FY_STDIO_NULL, -1, NULL};
     vec_init(&p->toolchains, sizeof(struct pol_toolchain));
@@ -190,7 +190,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     for (size_t i = 0; i < FY_ARRAY_SIZE(runtime_base); i++)
         if (add_sorted_string(&p->runtime_paths, runtime_base[i]) < 0)
             return FY_E_NOMEM;
-    if (!(p->workdir = fy_strdup("/work/build")) || !(p->hostname = fy_strdup("forgeyard")))
+    if (!(p->workdir = util_strdup("/work/build")) || !(p->hostname = util_strdup("forgeyard")))
         return FY_E_NOMEM;
     if (policy_add_env(p, "PATH", "/usr/local/bin:/usr/bin:/bin") < 0 ||
         policy_add_env(p, "LANG", "C.UTF-8") < 0)

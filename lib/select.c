@@ -75,7 +75,7 @@ int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy
     out->backend = best_pref ? best_pref : best;
     out->level = out->backend->level;
     if (!best_pref) {
-        out->level_note = fy_asprintf("preferred %s isolation is not available here; running at %s",
+        out->level_note = util_asprintf("preferred %s isolation is not available here; running at %s",
                                       fy_level_name(want), fy_level_name(out->level));
         if (!out->level_note)
             return err_set(reterr, FY_E_NOMEM, FY_STEP_SELECT, 0, NULL, "out of memory");

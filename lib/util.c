@@ -10,9 +10,9 @@
 
 #include "internal.h"
 
-char *fy_strdup(const char *s) { return s ? strdup(s) : NULL; }
+char *util_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
-char *fy_asprintf(const char *fmt, ...) {
+char *util_asprintf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
@@ -22,12 +22,12 @@ char *fy_asprintf(const char *fmt, ...) {
     return s;
 }
 
-void fy_explicit_bzero(void *p, size_t n) {
+void util_bzero(void *p, size_t n) {
     if (p && n)
         sodium_memzero(p, n);
 }
 
-uint64_t fy_now_usec(void) {
+uint64_t util_now_usec(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
@@ -35,4 +35,4 @@ uint64_t fy_now_usec(void) {
 
 /* getpid() is a cheap syscall on current glibc (no caching), and its answer
  * is what the fork check needs: the process we run in now. */
-int fy_getpid_cached(void) { return (int)getpid(); }
+int util_getpid(void) { return (int)getpid(); }

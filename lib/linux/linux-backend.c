@@ -133,7 +133,7 @@ static const struct fy_backend_ops *const linux_backends[] = {
     NULL,
 };
 
-const struct fy_backend_family fy_family_linux = {
+const struct fy_backend_family family_linux = {
     .version = FY_BACKEND_FAMILY_VERSION,
     .name = "linux",
     .probe = linux_probe,

@@ -115,8 +115,8 @@ int cg_create(const struct cg_plan *plan, struct cg_run *run, unsigned parts, fy
 char *cg_new_name(void) {
     uint64_t rnd = 0;
     if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
-        rnd = fy_now_usec();
-    return fy_asprintf("forgeyard-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+        rnd = util_now_usec();
+    return util_asprintf("forgeyard-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
 }
 
 size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out, size_t max) {
@@ -124,10 +124,10 @@ size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out,
     if (!plan->enabled || !name)
         return 0;
     if (plan->v2_parent && (plan->v2_limits || plan->v2_group) && n < max)
-        out[n++] = fy_asprintf("%s/%s", plan->v2_parent, name);
+        out[n++] = util_asprintf("%s/%s", plan->v2_parent, name);
     for (int c = 0; c < CG_NCTL; c++)
         if (plan->v1_parent[c] && n < max)
-            out[n++] = fy_asprintf("%s/%s", plan->v1_parent[c], name);
+            out[n++] = util_asprintf("%s/%s", plan->v1_parent[c], name);
     return n;
 }
 
@@ -148,7 +148,7 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
     int r = 0;
     char val[64];
     if ((parts & CG_PART_V2) && plan->v2_parent && (plan->v2_limits || plan->v2_group)) {
-        run->v2_dir = fy_asprintf("%s/%s", plan->v2_parent, run->name);
+        run->v2_dir = util_asprintf("%s/%s", plan->v2_parent, run->name);
         bool injected = run->v2_dir && fault_hit(f, FY_STEP_CGROUP);
         if (!run->v2_dir || injected || mkdir(run->v2_dir, 0755) < 0) {
             int e = !run->v2_dir ? ENOMEM : injected ? ECANCELED : errno;
@@ -205,7 +205,7 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
     for (int c = 0; c < CG_NCTL && (parts & CG_PART_V1); c++) {
         if (!plan->v1_parent[c])
             continue;
-        run->v1_dir[c] = fy_asprintf("%s/%s", plan->v1_parent[c], run->name);
+        run->v1_dir[c] = util_asprintf("%s/%s", plan->v1_parent[c], run->name);
         bool injected = run->v1_dir[c] && fault_hit(f, FY_STEP_CGROUP);
         if (!run->v1_dir[c] || injected || mkdir(run->v1_dir[c], 0755) < 0) {
             int e = !run->v1_dir[c] ? ENOMEM : injected ? ECANCELED : errno;

@@ -214,7 +214,7 @@ static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
     uint64_t attr = MOUNT_ATTR_NOSUID | ((flags & MF_DEVICE) ? 0 : MOUNT_ATTR_NODEV) |
                     ((flags & MF_READONLY) ? MOUNT_ATTR_RDONLY : 0);
     if (have_mount_api) {
-        int tree = fy_sys_open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        int tree = sys_open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
         if (tree < 0 && (errno == ENOSYS || errno == EPERM)) {
             have_mount_api = false;
         } else if (tree < 0) {
@@ -222,8 +222,8 @@ static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
         } else {
             struct mount_attr ma = {.attr_set = attr};
             int r = 0;
-            if (fy_sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
-                fy_sys_move_mount(tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
+                sys_move_mount(tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 r = -errno;
             close(tree);
             return r;
@@ -251,7 +251,7 @@ static int do_bind(int oldroot, const struct mount_op *op) {
         /* An operator-approved runtime path: resolve it as the host would. */
         how.resolve |= RESOLVE_IN_ROOT;
     }
-    int fd = fy_sys_openat2(oldroot, op->src, &how, sizeof(how));
+    int fd = sys_openat2(oldroot, op->src, &how, sizeof(how));
     if (fd < 0) {
         if (errno == ENOENT && (op->flags & MF_OPTIONAL))
             return 0;
@@ -625,7 +625,7 @@ static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_wo
         return -1;
     struct ll_attr attr = {pl->ll_handled, 0, pl->ll_scoped};
     size_t size = pl->ll_abi >= 6 ? sizeof(attr) : pl->ll_abi >= 4 ? 16 : 8;
-    int rs = fy_sys_landlock_create_ruleset((const struct landlock_ruleset_attr *)&attr, size, 0);
+    int rs = sys_landlock_create_ruleset((const struct landlock_ruleset_attr *)&attr, size, 0);
     rs = above_stdio(rs);
     if (rs < 0)
         die(sfd, FY_STEP_LANDLOCK, errno);
@@ -641,7 +641,7 @@ static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_wo
         if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
             access &= FS_FILE_RIGHTS;
         struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
-        if (access && fy_sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+        if (access && sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
             die(sfd, FY_STEP_LANDLOCK, errno);
         close(fd);
     }
@@ -649,7 +649,7 @@ static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_wo
         /* The attempt directory (HOME, TMPDIR, secrets): read-write. */
         int fd = open(a_workdir_rule, O_PATH | O_CLOEXEC | O_DIRECTORY);
         struct landlock_path_beneath_attr pb = {.allowed_access = pl->ll_handled & ~(1ULL << 15), .parent_fd = fd};
-        if (fd < 0 || fy_sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+        if (fd < 0 || sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
             die(sfd, FY_STEP_LANDLOCK, errno);
         close(fd);
     }
@@ -660,7 +660,7 @@ static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_w
     if (!pl->ll_handled)
         return;
     int rs = prebuilt_ruleset >= 0 ? prebuilt_ruleset : build_landlock(pl, sfd, a_workdir_rule);
-    if (fy_sys_landlock_restrict_self(rs, 0) < 0)
+    if (sys_landlock_restrict_self(rs, 0) < 0)
         die(sfd, FY_STEP_LANDLOCK, errno);
     close(rs);
     send_msg(sfd, CM_LANDLOCK, 0, 0, pl->ll_abi, 0);
@@ -705,7 +705,7 @@ static void workload_first_steps(const struct child_args *a) {
         if (dup2(a->stdio[i], i) < 0)
             die(sfd, FY_STEP_SPAWN, errno);
     /* Nothing but 0, 1, 2 survives exec, whatever the host leaked. */
-    if (fy_sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    if (sys_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
         die(sfd, FY_STEP_SPAWN, errno);
     /* Capabilities: lock the securebits, empty the bounding and ambient
      * sets (workload() switches ids, then empties every set explicitly). */
@@ -1189,13 +1189,13 @@ static void tidy_fds(struct child_args *a) {
             first = nfd;
         kept[nkept++] = nfd;
     }
-    fy_sys_close_range(0, (unsigned)first - 1, 0);
+    sys_close_range(0, (unsigned)first - 1, 0);
     for (size_t i = 0; i < nkept; i++) {
         if (prev >= 0 && kept[i] > prev + 1)
-            fy_sys_close_range((unsigned)prev + 1, (unsigned)kept[i] - 1, 0);
+            sys_close_range((unsigned)prev + 1, (unsigned)kept[i] - 1, 0);
         prev = kept[i];
     }
-    fy_sys_close_range((unsigned)prev + 1, ~0U, 0);
+    sys_close_range((unsigned)prev + 1, ~0U, 0);
 }
 
 __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
@@ -1231,7 +1231,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ws) < 0)
             die(sfd, FY_STEP_SPAWN, errno);
         have_cpus = sched_getaffinity(0, sizeof(our_cpus), &our_cpus) == 0;
-        w = fy_sys_fork();
+        w = sys_fork();
         if (w < 0)
             die(sfd, FY_STEP_SPAWN, errno);
         if (w == 0) {
@@ -1282,7 +1282,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         die(sfd, FY_STEP_CGROUP, errno);
     FAULT(a, FY_STEP_SPAWN);
     if (pl->process_mode) {
-        w = fy_sys_fork();
+        w = sys_fork();
         if (w < 0)
             die(sfd, FY_STEP_SPAWN, errno);
         if (w == 0)

@@ -150,7 +150,7 @@ int lx_pack(const struct child_args *a, unsigned char **ret_blob, size_t *ret_le
     ca.secrets = AS_PTR(secs);
     if (p.oom) {
         if (p.buf)
-            fy_explicit_bzero(p.buf, p.cap);
+            util_bzero(p.buf, p.cap);
         free(p.buf);
         return FY_E_NOMEM;
     }

@@ -50,7 +50,7 @@ static struct bpf_cache bpf_cache[] = {
 #define BPF_ONCE(i) \
     static void bpf_once_##i(void) { \
         struct bpf_cache *b = &bpf_cache[i]; \
-        b->rc = b->init ? fy_seccomp_compile_init(&b->prog, NULL) : fy_seccomp_compile(b->cls, b->notify, &b->prog, NULL); \
+        b->rc = b->init ? sc_compile_init(&b->prog, NULL) : sc_compile(b->cls, b->notify, &b->prog, NULL); \
     }
 BPF_ONCE(0) BPF_ONCE(1) BPF_ONCE(2) BPF_ONCE(3) BPF_ONCE(4)
 static void (*const bpf_once_fn[])(void) = {bpf_once_0, bpf_once_1, bpf_once_2, bpf_once_3, bpf_once_4};
@@ -64,8 +64,8 @@ static const struct seccomp_program *cached_program(uint32_t cls, bool notify, b
         if (b->rc < 0) {
             /* Compile again to give the caller the error detail. */
             struct seccomp_program tmp = {0};
-            int r = init ? fy_seccomp_compile_init(&tmp, reterr) : fy_seccomp_compile(cls, notify, &tmp, reterr);
-            fy_seccomp_program_free(&tmp);
+            int r = init ? sc_compile_init(&tmp, reterr) : sc_compile(cls, notify, &tmp, reterr);
+            sc_program_free(&tmp);
             if (r >= 0)
                 err_set(reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL, "seccomp compilation failed once");
             return NULL;

@@ -71,8 +71,8 @@ static char *cg_join(const char *mnt, const char *mroot, const char *path) {
     while (*path == '/')
         path++;
     if (!*path)
-        return fy_strdup(mnt);
-    return fy_asprintf("%s%s%s", mnt, mnt[strlen(mnt) - 1] == '/' ? "" : "/", path);
+        return util_strdup(mnt);
+    return util_asprintf("%s%s%s", mnt, mnt[strlen(mnt) - 1] == '/' ? "" : "/", path);
 }
 
 /* Parses /proc/self/cgroup and /proc/self/mountinfo. -ENOMEM only. */
@@ -132,7 +132,7 @@ int lp_cg_discover(struct cg_state *s) {
                 char *d = s->cg2_in_proc ? cg_join(f[4], f[3], s->cg2_path) : NULL;
                 if (d || !s->cg2_mount) {
                     free(s->cg2_mount);
-                    if (!(s->cg2_mount = fy_strdup(f[4])))
+                    if (!(s->cg2_mount = util_strdup(f[4])))
                         ret = -ENOMEM;
                     s->cg2_dir = d;
                 }
@@ -164,7 +164,7 @@ void lp_cg_free(struct cg_state *s) {
 static void probe_name(char *buf, size_t size) {
     uint32_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
-        rnd = (uint32_t)(fy_now_usec() * 2654435761u);
+        rnd = (uint32_t)(util_now_usec() * 2654435761u);
     snprintf(buf, size, "fy-probe-%d-%08" PRIx32, (int)getpid(), rnd);
 }
 
@@ -410,7 +410,7 @@ void lp_probe_cgroups(fy_caps *c, struct cg_state *s, bool is_root) {
                        : s->any_v1            ? "v1"
                        : v2_mounted           ? "v2"
                                               : "none";
-    c->host.cgroup_mode = fy_strdup(mode);
+    c->host.cgroup_mode = util_strdup(mode);
 
     for (int i = 0; i < CG__N; i++)
         cg1_test(s, i);

@@ -85,7 +85,7 @@ static void sec_landlock(struct sec_report *rep) {
     struct landlock_ruleset_attr ra;
     memset(&ra, 0, sizeof ra);
     ra.handled_access_fs = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-    int rs = fy_sys_landlock_create_ruleset(&ra, sizeof ra, 0);
+    int rs = sys_landlock_create_ruleset(&ra, sizeof ra, 0);
     if (rs < 0) {
         SEC_FAIL(rep, ST_LANDLOCK, SOP_LL_CREATE, errno);
         return;
@@ -100,14 +100,14 @@ static void sec_landlock(struct sec_report *rep) {
     memset(&pb, 0, sizeof pb);
     pb.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
     pb.parent_fd = dir;
-    if (fy_sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0) {
+    if (sys_landlock_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0) {
         SEC_FAIL(rep, ST_LANDLOCK, SOP_LL_ADD, errno);
         close(dir);
         close(rs);
         return;
     }
     close(dir);
-    if (fy_sys_landlock_restrict_self(rs, 0) < 0) {
+    if (sys_landlock_restrict_self(rs, 0) < 0) {
         SEC_FAIL(rep, ST_LANDLOCK, SOP_LL_RESTRICT, errno);
         close(rs);
         return;
@@ -148,7 +148,7 @@ static void sec_child(void *arg, int wfd) {
 
     struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
     struct sock_fprog prog = { .len = 1, .filter = allow };
-    if (fy_sys_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) == 0) {
+    if (sys_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) == 0) {
         SEC_OK(&rep, ST_SECCOMP);
     } else if (errno == ENOSYS) {
         if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
@@ -160,13 +160,13 @@ static void sec_child(void *arg, int wfd) {
     }
 
     uint32_t act = SECCOMP_RET_USER_NOTIF;
-    if (fy_sys_seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &act) == 0)
+    if (sys_seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &act) == 0)
         SEC_OK(&rep, ST_NOTIF_AVAIL);
     else
         SEC_FAIL(&rep, ST_NOTIF_AVAIL, SOP_ACTION_AVAIL, errno);
 
     if (rep.r[ST_NOTIF_AVAIL].state == 1) {
-        int lfd = fy_sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        int lfd = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
         if (lfd < 0) {
             SEC_FAIL(&rep, ST_NOTIF_LISTENER, SOP_LISTENER, errno);
         } else {
@@ -188,7 +188,7 @@ static void sec_fmt_fail(const struct ns_result *r, char buf[REASON_MAX]) {
 
 void lp_probe_seccomp_landlock(fy_caps *c, const struct self_status *st) {
     /* Landlock ABI (no side effects: parent) */
-    int abi = fy_sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    int abi = sys_landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
     int abi_err = abi < 0 ? errno : 0;
 
     struct sec_args a = { .landlock_abi = abi > 0 ? abi : 0 };
@@ -319,7 +319,7 @@ static pid_t fork_waiter(int *ret_wfd) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = fy_sys_fork_quiet();
+    pid_t pid = sys_fork_quiet();
     if (pid == 0) {
         char b;
         close(p[1]);
@@ -354,7 +354,7 @@ void lp_probe_pidfd(fy_caps *c) {
         caps_set(c, FY_CAP_PIDFD, false, 0, "fork: " EFMT, EARG((int)-pid));
         return;
     }
-    int pidfd = fy_sys_pidfd_open(pid, 0);
+    int pidfd = sys_pidfd_open(pid, 0);
     if (pidfd < 0) {
         int e = errno;
         close(wfd);
@@ -364,7 +364,7 @@ void lp_probe_pidfd(fy_caps *c) {
         caps_set_hint(c, FY_CAP_PIDFD, "a kernel >= 5.4 (pidfd_open, waitid(P_PIDFD))");
         return;
     }
-    if (fy_sys_pidfd_send_signal(pidfd, SIGKILL, NULL, 0) < 0) {
+    if (sys_pidfd_send_signal(pidfd, SIGKILL, NULL, 0) < 0) {
         int e = errno;
         close(wfd);
         lp_reap_pid(pid, pidfd, CHILD_DEADLINE_MS);
@@ -423,7 +423,7 @@ pid_t lp_clone3_child(int cgroup_fd, bool hold, int *ret_pidfd, int *ret_wfd) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = fy_sys_clone3(&args, size);
+    pid_t pid = sys_clone3(&args, size);
     if (pid == 0) {
         if (hold) {
             char b;
@@ -495,7 +495,7 @@ void lp_probe_openat2(fy_caps *c) {
     memset(&how, 0, sizeof how);
     how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
     how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
-    int fd = fy_sys_openat2(root, ".", &how, sizeof how);
+    int fd = sys_openat2(root, ".", &how, sizeof how);
     if (fd < 0) {
         int e = errno;
         close(root);
@@ -508,7 +508,7 @@ void lp_probe_openat2(fy_caps *c) {
     close(fd);
     char why[REASON_MAX] = "";
     /* ".." from the dirfd must be refused with EXDEV. */
-    fd = fy_sys_openat2(root, "..", &how, sizeof how);
+    fd = sys_openat2(root, "..", &how, sizeof how);
     int e = errno;
     if (fd >= 0) {
         close(fd);
@@ -522,7 +522,7 @@ void lp_probe_openat2(fy_caps *c) {
     struct stat st;
     if (!why[0] && lstat("/proc/self", &st) == 0 && S_ISLNK(st.st_mode)) {
         sym_checked = true;
-        fd = fy_sys_openat2(root, "proc/self", &how, sizeof how);
+        fd = sys_openat2(root, "proc/self", &how, sizeof how);
         e = errno;
         if (fd >= 0) {
             close(fd);

@@ -129,37 +129,37 @@ struct ns_args {
     ((rep)->r[t].state = 2, (rep)->r[t].op = (o), (rep)->r[t].err = (e))
 
 static bool ns_mount_api(struct ns_report *rep, const char *target) {
-    int fs = fy_sys_fsopen("tmpfs", FSOPEN_CLOEXEC);
+    int fs = sys_fsopen("tmpfs", FSOPEN_CLOEXEC);
     if (fs < 0)
         return NS_FAIL(rep, NT_MOUNTAPI, OP_FSOPEN, errno), false;
-    if (fy_sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", "64k", 0) < 0) {
+    if (sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", "64k", 0) < 0) {
         NS_FAIL(rep, NT_MOUNTAPI, OP_FSCONFIG_SET, errno);
         close(fs);
         return false;
     }
-    if (fy_sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+    if (sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
         NS_FAIL(rep, NT_MOUNTAPI, OP_FSCONFIG_CREATE, errno);
         close(fs);
         return false;
     }
-    int mfd = fy_sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    int mfd = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     int e = errno;
     close(fs);
     if (mfd < 0)
         return NS_FAIL(rep, NT_MOUNTAPI, OP_FSMOUNT, e), false;
-    if (fy_sys_move_mount(mfd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+    if (sys_move_mount(mfd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
         NS_FAIL(rep, NT_MOUNTAPI, OP_MOVE_MOUNT, errno);
         close(mfd);
         return false;
     }
     close(mfd);
-    int tfd = fy_sys_open_tree(AT_FDCWD, target, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    int tfd = sys_open_tree(AT_FDCWD, target, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (tfd < 0)
         return NS_FAIL(rep, NT_MOUNTAPI, OP_OPEN_TREE, errno), false;
     struct mount_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.attr_set = MOUNT_ATTR_RDONLY;
-    if (fy_sys_mount_setattr(tfd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+    if (sys_mount_setattr(tfd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
         NS_FAIL(rep, NT_MOUNTAPI, OP_MOUNT_SETATTR, errno);
         close(tfd);
         return false;
@@ -240,7 +240,7 @@ static void ns_pid(struct ns_report *rep) {
         NS_FAIL(rep, NT_PID, OP_UNSHARE_PID, errno);
         return;
     }
-    pid_t g = fy_sys_fork_quiet();
+    pid_t g = sys_fork_quiet();
     if (g < 0) {
         NS_FAIL(rep, NT_PID, OP_FORK, errno);
         return;

@@ -226,10 +226,10 @@ int lp_child_start(struct child *c, child_fn fn, void *arg, int extra_close_in_c
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int pidfd = -1;
-    pid_t pid = fy_sys_fork_pidfd(&pidfd);
+    pid_t pid = sys_fork_pidfd(&pidfd);
     if (pid < 0 && errno == EINVAL) { /* kernel < 5.2 */
         pidfd = -1;
-        pid = fy_sys_fork_quiet();
+        pid = sys_fork_quiet();
     }
     if (pid == 0) {
         close(p[0]);
@@ -316,7 +316,7 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     c->host.uid = (uint32_t)getuid();
     c->host.gid = (uint32_t)getgid();
     struct utsname u;
-    if (uname(&u) == 0 && !(c->host.kernel_release = fy_strdup(u.release)))
+    if (uname(&u) == 0 && !(c->host.kernel_release = util_strdup(u.release)))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
 
     lp_probe_namespaces(c, is_root, has_sys_admin, &st);
@@ -342,7 +342,7 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
                            c->host.cg2_delegated);
         }
         free(cg.cg2_dir);
-        if (!(cg.cg2_dir = fy_strdup(c->host.cg2_delegated))) {
+        if (!(cg.cg2_dir = util_strdup(c->host.cg2_delegated))) {
             lp_cg_free(&cg);
             return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
         }

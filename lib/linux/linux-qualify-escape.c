@@ -206,7 +206,7 @@ static void probe_reach(struct qctx *q) {
     fy_policy *p = qa_policy(q, NULL, &a);
     if (sb.oom || !made || tfd < 0) {
         fy_policy_free(p);
-        a.error = fy_strdup(!made ? "could not create the host-only file" : tfd < 0 ? "could not listen on 127.0.0.1"
+        a.error = util_strdup(!made ? "could not create the host-only file" : tfd < 0 ? "could not listen on 127.0.0.1"
                                                                                   : "out of memory");
     } else {
         qa_run_script(p, sb.buf, &a);

@@ -95,7 +95,7 @@ static void probe_leakage(struct qctx *q, int variant) {
     int host_during = -1;
     if (sb.oom) {
         fy_policy_free(p);
-        a.error = fy_strdup("out of memory");
+        a.error = util_strdup("out of memory");
     } else if (qa_start(p, sb.buf, &a, NULL) >= 0 && variant == AFTER_CANCEL && qa_wait_output(&a, "ready")) {
         host_during = qa_host_marker_count(marker);
         fy_handle_cancel(a.h, FY_CANCEL_USER, NULL);
@@ -140,7 +140,7 @@ static void probe_leakage(struct qctx *q, int variant) {
     p = qa_policy(q, NULL, &b);
     if (sb.oom) {
         fy_policy_free(p);
-        b.error = fy_strdup("out of memory");
+        b.error = util_strdup("out of memory");
     } else {
         qa_run_script(p, sb.buf, &b);
     }

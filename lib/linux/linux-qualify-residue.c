@@ -39,7 +39,7 @@ static void cg_walk(int dfd, const char *path, const char *prefix, int depth, un
         (*budget)--;
         if (e->d_name[0] == '.' || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
             continue;
-        char *sub = fy_asprintf("%s/%s", path, e->d_name);
+        char *sub = util_asprintf("%s/%s", path, e->d_name);
         if (!sub)
             break;
         if (strncmp(e->d_name, prefix, pl) == 0)

@@ -67,7 +67,7 @@ static const char *const default_plant_dirs[] = {"/tmp", "/work/tmp", "/home/for
 uint64_t qa_rnd64(void) {
     uint64_t v = 0;
     if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-        v = fy_now_usec() ^ ((uint64_t)getpid() << 32);
+        v = util_now_usec() ^ ((uint64_t)getpid() << 32);
     return v;
 }
 
@@ -148,7 +148,7 @@ void qa_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) { policy_injec
 
 void qa_fail(struct qa_attempt *a, const char *what, int r, fy_error *e) {
     free(a->error);
-    a->error = fy_asprintf("%s: %s: %s", what, fy_error_name(r), e ? fy_error_message(e) : fy_strerror(r));
+    a->error = util_asprintf("%s: %s: %s", what, fy_error_name(r), e ? fy_error_message(e) : fy_strerror(r));
     fy_error_free(e);
 }
 
@@ -159,7 +159,7 @@ int qa_start(fy_policy *p, const char *script, struct qa_attempt *a, fy_prepared
     fy_prepared *pr = NULL;
     fy_error *e = NULL;
     if (!p) {
-        a->error = fy_strdup("out of memory");
+        a->error = util_strdup("out of memory");
         return FY_E_NOMEM;
     }
     int r = fy_prepare(p, NULL, argv, &pr, &e);
@@ -204,7 +204,7 @@ static void qa_collect(struct qa_attempt *a) {
     free(a->out);
     a->out = read_text(a->out_path);
     if (!a->out)
-        a->out = fy_strdup("");
+        a->out = util_strdup("");
 }
 
 /* Waits for the end of a started attempt (cancelling it when it overruns)
@@ -221,7 +221,7 @@ void qa_finish(struct qa_attempt *a) {
         fy_handle_cancel(a->h, FY_CANCEL_USER, NULL);
         r = fy_handle_wait(a->h, WAIT_USEC, &a->res, &e);
         if (!a->error)
-            a->error = fy_strdup("the attempt overran the suite's wait and was cancelled");
+            a->error = util_strdup("the attempt overran the suite's wait and was cancelled");
     }
     if (r != 1) {
         qa_fail(a, "wait", r < 0 ? r : FY_E_TIMEOUT, e);
@@ -242,8 +242,8 @@ static bool file_contains(const char *path, const char *needle) {
 /* Drives a running attempt until its output holds needle. false when it
  * ended first (its result is kept) or took too long. */
 bool qa_wait_output(struct qa_attempt *a, const char *needle) {
-    uint64_t end = fy_now_usec() + QA_READY_USEC;
-    while (a->h && !a->res && fy_now_usec() < end) {
+    uint64_t end = util_now_usec() + QA_READY_USEC;
+    while (a->h && !a->res && util_now_usec() < end) {
         if (file_contains(a->out_path, needle))
             return true;
         if (fy_handle_wait(a->h, 10000, &a->res, NULL) < 0)
@@ -321,11 +321,11 @@ int qa_host_marker_count(const char *marker) {
 /* Waits up to GONE_USEC for the marker to vanish from the host; returns
  * the count left and the time it took. */
 int qa_host_marker_gone(const char *marker, uint64_t *ret_usec) {
-    uint64_t t0 = fy_now_usec();
+    uint64_t t0 = util_now_usec();
     int n;
-    while ((n = qa_host_marker_count(marker)) > 0 && fy_now_usec() - t0 < GONE_USEC)
+    while ((n = qa_host_marker_count(marker)) > 0 && util_now_usec() - t0 < GONE_USEC)
         usleep(5000);
-    *ret_usec = fy_now_usec() - t0;
+    *ret_usec = util_now_usec() - t0;
     return n;
 }
 
@@ -342,7 +342,7 @@ static int read_records_full(const char *dir, json_t *cgroups, json_t *scratch) 
         if (e->d_name[0] == '.' || l < 7 || strcmp(e->d_name + l - 6, ".state") != 0)
             continue;
         n++;
-        char *path = fy_asprintf("%s/%s", dir, e->d_name);
+        char *path = util_asprintf("%s/%s", dir, e->d_name);
         char *text = path ? read_text(path) : NULL;
         for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
             json_t *to = strncmp(line, "cgroup ", 7) == 0 ? cgroups : strncmp(line, "scratch ", 8) == 0 ? scratch : NULL;
@@ -422,7 +422,7 @@ int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_
     if (!ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_NONE, 0, NULL, "ret is NULL");
     *ret = NULL;
-    if (policy && policy->origin_pid != fy_getpid_cached())
+    if (policy && policy->origin_pid != util_getpid())
         return err_set(reterr, FY_E_FORKED, FY_STEP_NONE, 0, NULL, "policy was created in another process");
     if (!tmp_parent)
         tmp_parent = "/tmp";
@@ -435,7 +435,7 @@ int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_
             return err_set(reterr, FY_E_INVAL, FY_STEP_NONE, 0, NULL, "unusable plant directory");
     if (!groups)
         groups = QUALIFY_STAGES | QUALIFY_LEAKAGE | QUALIFY_ESCAPE | QUALIFY_RESIDUE;
-    uint64_t t0 = fy_now_usec();
+    uint64_t t0 = util_now_usec();
     fy_policy *release = NULL;
     if (!policy) {
         int r = fy_policy_new(FY_PROFILE_RELEASE, &release, reterr);
@@ -492,7 +492,7 @@ int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_
     json_object_set_new(root, "passed", json_boolean(passed));
     json_object_set_new(root, "probes", q.probes);
     json_object_set_new(root, "suite_cleanup", cleanup);
-    json_object_set_new(root, "duration_usec", json_integer((json_int_t)(fy_now_usec() - t0)));
+    json_object_set_new(root, "duration_usec", json_integer((json_int_t)(util_now_usec() - t0)));
     *ret = root;
     return 0;
 }

@@ -909,14 +909,14 @@ static int self_check_init(const struct seccomp_program *prog, fy_error **reterr
 /* ---------------------------------------------------------------------------------- */
 /* public                                                                             */
 
-void fy_seccomp_program_free(struct seccomp_program *p) {
+void sc_program_free(struct seccomp_program *p) {
     if (!p)
         return;
     free(p->filter);
     memset(p, 0, sizeof(*p));
 }
 
-int fy_seccomp_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_error **reterr) {
+int sc_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_error **reterr) {
     if (!out)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SECCOMP, EINVAL, NULL, "seccomp: no output");
     memset(out, 0, sizeof(*out));
@@ -959,20 +959,20 @@ int fy_seccomp_compile(uint32_t cls, bool use_notify, struct seccomp_program *ou
     if (r >= 0)
         r = prepend(out, &pre, reterr);
     if (r < 0) {
-        fy_seccomp_program_free(out);
+        sc_program_free(out);
         return r;
     }
     out->notify = use_notify;
     out->name = name;
     out->version = FY_SECCOMP_PROFILE_VERSION;
     if ((r = self_check(out, &pa, reterr)) < 0) {
-        fy_seccomp_program_free(out);
+        sc_program_free(out);
         return r;
     }
     return 0;
 }
 
-int fy_seccomp_compile_init(struct seccomp_program *out, fy_error **reterr) {
+int sc_compile_init(struct seccomp_program *out, fy_error **reterr) {
     if (!out)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SECCOMP, EINVAL, NULL, "seccomp: no output");
     memset(out, 0, sizeof(*out));
@@ -999,14 +999,14 @@ int fy_seccomp_compile_init(struct seccomp_program *out, fy_error **reterr) {
         r = export_bpf(&b, out);
     seccomp_release(b.ctx);
     if (r < 0) {
-        fy_seccomp_program_free(out);
+        sc_program_free(out);
         return r;
     }
     out->notify = false;
     out->name = "init";
     out->version = FY_SECCOMP_INIT_VERSION;
     if ((r = self_check_init(out, reterr)) < 0) {
-        fy_seccomp_program_free(out);
+        sc_program_free(out);
         return r;
     }
     return 0;
@@ -1034,7 +1034,7 @@ static const struct {
 #endif
 };
 
-const char *fy_seccomp_syscall_name(uint32_t arch, int nr, char *buf, size_t len) {
+const char *sc_syscall_name(uint32_t arch, int nr, char *buf, size_t len) {
     if (!buf || len == 0)
         return "";
     uint32_t token = arch;
@@ -1068,7 +1068,7 @@ const char *fy_seccomp_syscall_name(uint32_t arch, int nr, char *buf, size_t len
     return buf;
 }
 
-int fy_seccomp_is_violation(uint32_t cls, uint32_t arch, int nr) {
+int sc_is_violation(uint32_t cls, uint32_t arch, int nr) {
     if (cls != FY_SECCOMP_GENERAL_BUILD && cls != FY_SECCOMP_NETWORKED_TEST)
         return 0;
     uint32_t native = seccomp_arch_native();

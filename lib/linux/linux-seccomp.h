@@ -25,28 +25,28 @@ struct seccomp_program {
 
 /* cls: FY_SECCOMP_GENERAL_BUILD or FY_SECCOMP_NETWORKED_TEST (include/forgeyard/fy-policy.h).
  * use_notify: SECCOMP_RET_USER_NOTIF available (probed); otherwise violations are SCMP_ACT_KILL_PROCESS.
- * On success *out owns a malloc'd program (free with fy_seccomp_program_free); on failure *out is
+ * On success *out owns a malloc'd program (free with sc_program_free); on failure *out is
  * left zeroed. FY_E_UNSUPPORTED when this libseccomp/kernel lacks the violation action.
  * Every program is checked against the profile's contract before it is returned (FY_E_INTERNAL
  * when it does not hold). Callable from any thread; takes a few milliseconds. */
-int fy_seccomp_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_error **reterr);
+int sc_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_error **reterr);
 
 /* The tiny filter for the sandbox's own pid 1 (reaps children, forwards signals, writes to a pipe, exits):
  * allow only wait4, waitid, kill, rt_sigtimedwait, rt_sigprocmask, rt_sigreturn, write, read, close, exit, exit_group,
  * clock_gettime, getpid, restart_syscall; everything else (and every foreign architecture) KILL_PROCESS. */
-int fy_seccomp_compile_init(struct seccomp_program *out, fy_error **reterr);
+int sc_compile_init(struct seccomp_program *out, fy_error **reterr);
 
 /* Frees p->filter and zeroes *p. NULL-safe, idempotent. */
-void fy_seccomp_program_free(struct seccomp_program *p);
+void sc_program_free(struct seccomp_program *p);
 
 /* Name of syscall nr on audit arch `arch` (from a seccomp_notif's data.arch/data.nr), e.g. "kexec_load",
  * "i386:mount", "x32:getpid"; writes into buf and returns it. Never fails (falls back to "syscall 123",
  * "i386:syscall 999"); the name is truncated to fit len. */
-const char *fy_seccomp_syscall_name(uint32_t arch, int nr, char *buf, size_t len);
+const char *sc_syscall_name(uint32_t arch, int nr, char *buf, size_t len);
 
 /* 1 if (arch, nr) is a call the profile treats as a violation (so the supervisor can tell), else 0.
  * Every foreign architecture and every x32 call is a violation. ioctl counts as one: only the
  * TIOCSTI/TIOCLINUX forms reach the supervisor. */
-int fy_seccomp_is_violation(uint32_t cls, uint32_t arch, int nr);
+int sc_is_violation(uint32_t cls, uint32_t arch, int nr);
 
 #endif

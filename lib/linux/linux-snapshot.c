@@ -212,7 +212,7 @@ char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr) {
     size_t kl = strlen(key);
     char *snap = NULL;
     if (strncmp(buf, key, kl) == 0 && strncmp(buf + kl, "--\n", 3) == 0)
-        snap = fy_strdup(buf + kl + 3);
+        snap = util_strdup(buf + kl + 3);
     free(buf);
     return snap;
 }

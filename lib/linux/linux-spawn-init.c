@@ -25,8 +25,8 @@
 
 /* ---- forgeyard-init ---- */
 
-extern const unsigned char fy_init_blob[];
-extern const size_t fy_init_blob_len;
+extern const unsigned char lx_init_blob[];
+extern const size_t lx_init_blob_len;
 
 #ifndef MFD_NOEXEC_SEAL
 #  define MFD_NOEXEC_SEAL 0x0008U
@@ -127,16 +127,16 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
     /* Where the probe found that forgeyard-init cannot be executed (a host
      * whose policy forbids executing memfds, say), the init is a copy of
      * the host from the start: the plan says so (pl->exec_init). */
-    if (!fy_init_blob_len || !a->plan->exec_init)
+    if (!lx_init_blob_len || !a->plan->exec_init)
         return 0;
     unsigned char *blob = NULL;
     size_t len = 0;
     if (lx_pack(a, &blob, &len) < 0)
         return 0;
     int plan_fd = sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
-    fy_explicit_bzero(blob, len);
+    util_bzero(blob, len);
     free(blob);
-    int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", fy_init_blob, fy_init_blob_len, true) : -1;
+    int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true) : -1;
     int used = 0;
     if (init_fd >= 0) {
         char fdnum[16];
@@ -151,7 +151,7 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
              * ran it: this attempt falls back to a copy of the host (a
              * later attempt tries again; a new probe snapshot records the
              * change for plans prepared from it). */
-            fy_sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
+            sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
             /* Its end is its pidfd's readability (a host that reaps every
              * child may have taken it: waitid would say ECHILD). */
             struct pollfd pfd = {.fd = *pidfd, .events = POLLIN};
@@ -226,11 +226,11 @@ __attribute__((noreturn)) static void exec_probe_middle(bool userns, int init_fd
  * SIGCHLD disposition and handlers never see it. 1 and what ran in why, or
  * 0 and why not. */
 int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
-    if (!fy_init_blob_len) {
+    if (!lx_init_blob_len) {
         snprintf(why, whylen, "forgeyard-init is not built for this architecture (x86-64 and aarch64 only)");
         return 0;
     }
-    int init_fd = sealed_memfd("forgeyard-init", fy_init_blob, fy_init_blob_len, true);
+    int init_fd = sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
     if (init_fd < 0) {
         snprintf(why, whylen, "a sealed memfd for forgeyard-init: %s", strerror(-init_fd));
         return 0;
@@ -245,7 +245,7 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int mfd = -1;
-    pid_t mid = fy_sys_fork_pidfd(&mfd);
+    pid_t mid = sys_fork_pidfd(&mfd);
     if (mid == 0) {
         syscall(SYS_close, p[0]);
         exec_probe_middle(userns, init_fd, p[1]);
@@ -275,7 +275,7 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
         ok = rep.started == 0 && rep.wcode == CLD_EXITED && rep.wstatus == 0;
         if (ok)
             snprintf(why, whylen, "forgeyard-init (%zu bytes, embedded) executed from a sealed memfd%s%s",
-                     (size_t)fy_init_blob_len, userns ? " in a new user namespace" : "",
+                     (size_t)lx_init_blob_len, userns ? " in a new user namespace" : "",
                      rep.via_clone3 ? "" : " (clone: no clone3)");
         else if (rep.started > 0)
             snprintf(why, whylen, "executing a sealed memfd: %s", strerror(rep.started));

@@ -102,11 +102,11 @@ int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **r
     if (!d)
         return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
     x->attempt_dir = strdup(d);
-    x->attempt_home = fy_asprintf("%s/home", d);
-    x->attempt_tmp = fy_asprintf("%s/tmp", d);
-    x->attempt_secrets = fy_asprintf("%s/secrets", d);
-    x->env_home = fy_asprintf("HOME=%s/home", d);
-    x->env_tmpdir = fy_asprintf("TMPDIR=%s/tmp", d);
+    x->attempt_home = util_asprintf("%s/home", d);
+    x->attempt_tmp = util_asprintf("%s/tmp", d);
+    x->attempt_secrets = util_asprintf("%s/secrets", d);
+    x->env_home = util_asprintf("HOME=%s/home", d);
+    x->env_tmpdir = util_asprintf("TMPDIR=%s/tmp", d);
     if (!x->attempt_dir || !x->attempt_home || !x->attempt_tmp || !x->attempt_secrets || !x->env_home ||
         !x->env_tmpdir) {
         if (!x->attempt_dir)

@@ -41,10 +41,10 @@ void lx_hard_kill(struct lx *x, const struct linux_plan *pl) {
         cg_kill(&pl->cg, &x->cg);
     if (x->pidfd >= 0 && !x->reaped) {
         if (pl->process_mode && x->kill != KS_HARD) {
-            fy_sys_pidfd_send_signal(x->pidfd, FY_SIG_END_TREE, NULL, 0);
-            x->hard_deadline = fy_now_usec() + END_TREE_BOUND_USEC;
+            sys_pidfd_send_signal(x->pidfd, FY_SIG_END_TREE, NULL, 0);
+            x->hard_deadline = util_now_usec() + END_TREE_BOUND_USEC;
         } else {
-            fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+            sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
         }
     }
     x->kill = KS_HARD;
@@ -87,7 +87,7 @@ void lx_reap_blocking(struct lx *x, const struct linux_plan *pl) {
     if (pl->process_mode) {
         struct pollfd pfd = {.fd = x->pidfd, .events = POLLIN};
         if (poll(&pfd, 1, END_TREE_BOUND_USEC / 1000) == 0)
-            fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+            sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
     }
     while (reap_pidfd(x, 0) == -EINTR)
         ;
@@ -127,15 +127,15 @@ void lx_terminate(fy_handle *h) {
     if (x->kill != KS_NONE || x->reaped)
         return;
     if (!h->cancel_started)
-        h->cancel_started = fy_now_usec();
+        h->cancel_started = util_now_usec();
     uint64_t grace = lx_neutral(h)->limit[FY_LIMIT_GRACE];
     if (grace == 0) {
         lx_hard_kill(x, h->pr->plan);
     } else {
         /* Soft: the sandbox's init forwards SIGTERM to the whole tree. */
-        fy_sys_pidfd_send_signal(x->pidfd, SIGTERM, NULL, 0);
+        sys_pidfd_send_signal(x->pidfd, SIGTERM, NULL, 0);
         x->kill = KS_SOFT;
-        x->grace_deadline = fy_now_usec() + grace;
+        x->grace_deadline = util_now_usec() + grace;
     }
     lx_arm_timer(h, x);
 }
@@ -255,7 +255,7 @@ static void supervise_seccomp(fy_handle *h, struct lx *x) {
             return;
         }
         char name[96];
-        fy_seccomp_syscall_name(req.data.arch, req.data.nr, name, sizeof(name));
+        sc_syscall_name(req.data.arch, req.data.nr, name, sizeof(name));
         handle_end(h, END_VIOLATION, FY_STEP_SECCOMP, 0, "syscall %s", name);
         memset(&resp, 0, sizeof(resp));
         resp.id = req.id;
@@ -284,12 +284,12 @@ static void finish(fy_handle *h, struct lx *x) {
         return; /* retried on the next call */
     struct attempt_report rep;
     memset(&rep, 0, sizeof(rep));
-    rep.t_cleanup_begin = fy_now_usec();
+    rep.t_cleanup_begin = util_now_usec();
     const struct linux_plan *pl = h->pr->plan;
     if (pl->cg.enabled)
         cg_usage(&pl->cg, &x->cg, &x->usage); /* the final figures, OOM kills included */
-    rep.isolation_json = fy_strdup(pl->isolation_json);
-    rep.limits_json = fy_strdup(pl->cgroup_json);
+    rep.isolation_json = util_strdup(pl->isolation_json);
+    rep.limits_json = util_strdup(pl->cgroup_json);
     if (rep.isolation_json && pl->ll_handled && x->landlock_abi != pl->ll_abi) {
         /* Report what the sandbox says it enforced, not what was planned. */
         const char *key = strstr(rep.isolation_json, "\"landlock_abi\":");
@@ -312,15 +312,15 @@ static void finish(fy_handle *h, struct lx *x) {
         rep.setup_errno = x->err_errno;
         const struct mount_op *op = x->err_op && x->err_op <= pl->nops ? &pl->ops[x->err_op - 1] : NULL;
         if (x->err_step == FY_STEP_EXEC)
-            rep.setup_detail = fy_asprintf("cannot execute %s: %s", pl->argv[0], strerror(x->err_errno));
+            rep.setup_detail = util_asprintf("cannot execute %s: %s", pl->argv[0], strerror(x->err_errno));
         else if (op && op->kind == MK_BIND)
-            rep.setup_detail = fy_asprintf("%s: %s /%s at %s: %s%s", fy_step_name(x->err_step),
+            rep.setup_detail = util_asprintf("%s: %s /%s at %s: %s%s", fy_step_name(x->err_step),
                                            (op->flags & MF_DEVICE) ? "device" : "host path", op->src, op->dst,
                                            strerror(x->err_errno),
                                            x->err_errno == ELOOP ? " (a symbolic link in a workspace path is refused)"
                                                                  : "");
         else if (op)
-            rep.setup_detail = fy_asprintf("%s: %s: %s", fy_step_name(x->err_step), op->dst, strerror(x->err_errno));
+            rep.setup_detail = util_asprintf("%s: %s: %s", fy_step_name(x->err_step), op->dst, strerror(x->err_errno));
     }
     rep.oom_killed = x->usage.oom_kills != 0;
     rep.memory_limit = pl->cg.memory;
@@ -393,7 +393,7 @@ static void finish(fy_handle *h, struct lx *x) {
     rep.left[FY_LEFT_FILES] = x->scratch_left ? 1 : 0;
     if (!rep.left[FY_LEFT_CGROUPS] && !x->scratch_left)
         lx_forget_state(x); /* else the record stays for fy_gc */
-    rep.t_cleanup_end = fy_now_usec();
+    rep.t_cleanup_end = util_now_usec();
     attempt_finish(h, &rep, r);
 }
 
@@ -428,11 +428,11 @@ int lx_process(fy_handle *h, fy_error **reterr) {
          * lost, and the cgroup has the usage. */
         if (rr == 1 || rr == -ECHILD) {
             x->reaped = true;
-            x->t_reaped = fy_now_usec();
+            x->t_reaped = util_now_usec();
             epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
         }
     }
-    uint64_t now = fy_now_usec();
+    uint64_t now = util_now_usec();
     if (h->pr->plan && ((const struct linux_plan *)h->pr->plan)->cg.enabled && !x->reaped && now >= x->next_poll) {
         /* The cgroup says when a limit was hit; end the attempt at once. */
         const struct linux_plan *cpl = h->pr->plan;
@@ -462,7 +462,7 @@ int lx_process(fy_handle *h, fy_error **reterr) {
     if (x->child_error && x->kill == KS_NONE)
         lx_hard_kill(x, h->pr->plan); /* a failed setup leaves nothing half-built running */
     if (x->kill == KS_HARD && x->hard_deadline && now >= x->hard_deadline && !x->reaped) {
-        fy_sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+        sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
         x->hard_deadline = 0;
     }
     if (x->reaped && !x->status_eof)
@@ -474,7 +474,7 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         const struct linux_plan *dpl = h->pr->plan;
         if (dpl->delay_stage == FY_STAGE_OUTPUT && dpl->delay_usec)
             usleep((useconds_t)dpl->delay_usec); /* qualification: attributed to output capture */
-        x->t_eof = fy_now_usec();
+        x->t_eof = util_now_usec();
     }
     if (wpl->nwatch && h->end == END_NONE)
         check_disk(h, x, wpl); /* what the last interval wrote counts too */

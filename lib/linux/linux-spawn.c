@@ -188,7 +188,7 @@ static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl,
             r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         cgs[i] = planned[i];
     }
-    if (r == 0 && !(x->state_dir = fy_strdup(dir)))
+    if (r == 0 && !(x->state_dir = util_strdup(dir)))
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
     if (r == 0)
         r = state_record(dir, x->cg.name, cgs, ncg, x->attempt_dir, &x->state_path, &x->state_fd, reterr);
@@ -255,7 +255,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     struct child_args *a = &x->args;
     a->plan = pl;
-    a->owner_pid = fy_getpid_cached();
+    a->owner_pid = util_getpid();
     a->sync_fd = sync[0];
     a->status_fd = status[1];
     a->notify_sock = nsock[1];
@@ -276,9 +276,9 @@ int lx_start(fy_handle *h, fy_error **reterr) {
      * workload ever runs unaccounted; its cgroup namespace is made only
      * then, rooted at its own cgroups. */
     const struct obs *obs = np->obs;
-    obs_span(obs, "sandbox.resource", FY_SPAN_BEGIN, fy_now_usec(), NULL);
+    obs_span(obs, "sandbox.resource", FY_SPAN_BEGIN, util_now_usec(), NULL);
     if ((r = cg_create(&pl->cg, &x->cg, CG_PART_V2, reterr)) < 0) {
-        obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":false}");
+        obs_span(obs, "sandbox.resource", FY_SPAN_END, util_now_usec(), "{\"cgroups\":false}");
         goto fail;
     }
     int pidfd = -1;
@@ -295,7 +295,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     bool via_clone3 = true;
     int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &pidfd, &pid, &via_clone3);
     if (how == 0)
-        pid = fy_sys_clone3(&ca, sizeof(ca));
+        pid = sys_clone3(&ca, sizeof(ca));
     bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0 && via_clone3;
     x->init_forked = how == 0;
     if (how == 0 && pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
@@ -329,9 +329,9 @@ int lx_start(fy_handle *h, fy_error **reterr) {
         lx_reap_blocking(x, pl);
         goto fail;
     }
-    x->t_go = fy_now_usec();
+    x->t_go = util_now_usec();
     r = cg_create(&pl->cg, &x->cg, CG_PART_V1, reterr);
-    obs_span(obs, "sandbox.resource", FY_SPAN_END, fy_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
+    obs_span(obs, "sandbox.resource", FY_SPAN_END, util_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
     /* The sandbox's pid goes into the record before the go-ahead: the
      * sandbox itself ends when we die, the record is for what it leaves.
      * With the go-ahead go its v1 cgroups' tasks files: it moves itself. */
@@ -360,7 +360,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     /* The first look at its cgroups in 100 ms, as every one after: one at
      * once would take CPU from the start it is making (a limit hit before
      * is reported all the same, from the final figures). */
-    x->next_poll = fy_now_usec() + 100000;
+    x->next_poll = util_now_usec() + 100000;
     lx_arm_timer(h, x);
     /* While the sandbox builds itself: the result will need it. */
     (void)prepared_contract_id(h->pr);

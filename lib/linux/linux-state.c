@@ -106,7 +106,7 @@ int state_record(const char *dir, const char *name, const char *const *cgroups, 
             strbuf_printf(&sb, "cgroup %s\n", cgroups[i]);
     if (scratch)
         strbuf_printf(&sb, "scratch %s\n", scratch);
-    char *path = fy_asprintf("%s/%s.state", dir, name), *tmp = fy_asprintf("%s/.%s.tmp", dir, name);
+    char *path = util_asprintf("%s/%s.state", dir, name), *tmp = util_asprintf("%s/.%s.tmp", dir, name);
     int r = 0, fd = -1;
     if (sb.oom || !path || !tmp) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
@@ -265,10 +265,10 @@ static int destroy_record(const struct state_record_view *v) {
     int left = 0;
     /* The sandbox itself, only if it is still the process we recorded. */
     if (v->sandbox && v->sandbox_start) {
-        int pfd = fy_sys_pidfd_open(v->sandbox, 0);
+        int pfd = sys_pidfd_open(v->sandbox, 0);
         if (pfd >= 0) {
             if (alive_as(v->sandbox, v->sandbox_start))
-                fy_sys_pidfd_send_signal(pfd, SIGKILL, NULL, 0);
+                sys_pidfd_send_signal(pfd, SIGKILL, NULL, 0);
             close(pfd);
         }
     }

@@ -37,7 +37,7 @@ static int vm_fingerprint(struct strbuf *key) {
     return key->oom ? FY_E_NOMEM : 0;
 }
 
-const struct fy_backend_family fy_family_vm = {
+const struct fy_backend_family family_vm = {
     .version = FY_BACKEND_FAMILY_VERSION,
     .name = "vm",
     .probe = vm_probe,

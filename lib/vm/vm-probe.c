@@ -409,12 +409,12 @@ static int kvm_check(const struct kvm_args *a, int deadline_ms, char *reason, si
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    uint64_t t0 = fy_now_usec();
+    uint64_t t0 = util_now_usec();
     int pidfd = -1;
-    pid_t pid = fy_sys_fork_pidfd(&pidfd);
+    pid_t pid = sys_fork_pidfd(&pidfd);
     if (pid < 0 && errno == EINVAL) { /* kernel < 5.2 */
         pidfd = -1;
-        pid = fy_sys_fork_quiet();
+        pid = sys_fork_quiet();
     }
     if (pid == 0) {
         close(p[0]);
@@ -463,7 +463,7 @@ static int kvm_check(const struct kvm_args *a, int deadline_ms, char *reason, si
     close(p[0]);
     bool killed = false;
     bool reaped = pu_finish(&pr, done ? pu_deadline_after_ms(PU_KILL_GRACE_MS) : deadline, &killed);
-    uint64_t elapsed_ms = (fy_now_usec() - t0) / 1000u;
+    uint64_t elapsed_ms = (util_now_usec() - t0) / 1000u;
     char tail[160] = "";
     if (killed)
         snprintf(tail, sizeof tail, reaped ? "; the probe child was SIGKILLed and reaped"
@@ -619,7 +619,7 @@ static void run_capture(const char *const argv[], const char *stdin_data, int de
     res->out[res->len] = '\0';
     close(out[0]);
     bool killed = false;
-    (void)pu_finish(&pr, res->timed_out ? fy_now_usec() : deadline, &killed);
+    (void)pu_finish(&pr, res->timed_out ? util_now_usec() : deadline, &killed);
     res->timed_out |= killed;
     res->status = pr.reaped ? pr.status : -1;
 }

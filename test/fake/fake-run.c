@@ -51,7 +51,7 @@ static int fr_start(fy_handle *h, fy_error **reterr) {
     const char *const *argv = (const char *const *)fp->np->argv;
     fr->hang = strcmp(argv[0], "hang") == 0;
     fr->exit_code = argv[1] ? atoi(argv[1]) : 0;
-    fr->t_begin = fy_now_usec();
+    fr->t_begin = util_now_usec();
     h->b = fr;
     return 0;
 }
@@ -70,9 +70,9 @@ static int fr_process(fy_handle *h, fy_error **reterr) {
     rep.exit_seen = true;
     rep.wstatus = fr->hang ? SIGKILL : (fr->exit_code & 0xff) << 8;
     rep.t_isolation = rep.t_filesystem = rep.t_exec = fr->t_begin;
-    rep.t_exit = rep.t_ended = rep.t_cleanup_begin = rep.t_cleanup_end = fy_now_usec();
-    rep.isolation_json = fy_asprintf("{\"backend\":\"fake-run\",\"entries\":%zu}", fp->np->nentries);
-    rep.limits_json = fy_strdup("{}");
+    rep.t_exit = rep.t_ended = rep.t_cleanup_begin = rep.t_cleanup_end = util_now_usec();
+    rep.isolation_json = util_asprintf("{\"backend\":\"fake-run\",\"entries\":%zu}", fp->np->nentries);
+    rep.limits_json = util_strdup("{}");
     attempt_finish(h, &rep, r);
     return 1;
 }

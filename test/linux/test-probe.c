@@ -341,9 +341,9 @@ START_TEST(test_no_vm_flag) {
     ck_assert_ptr_null(c->host.qemu_path);
     caps_free_internal(c);
 
-    uint64_t t0 = fy_now_usec();
+    uint64_t t0 = util_now_usec();
     c = probe(FY_PROBE_FRESH | FY_PROBE_NO_VM);
-    ck_assert_msg(fy_now_usec() - t0 < 1500000, "a NO_VM probe should be quick");
+    ck_assert_msg(util_now_usec() - t0 < 1500000, "a NO_VM probe should be quick");
     ASSERT_PRESENT(c, FY_CAP_USERNS);
     ASSERT_MISSING(c, FY_CAP_KVM);
     ck_assert_ptr_null(c->host.qemu_path);
@@ -549,9 +549,9 @@ START_TEST(test_kvm_hung_guest) {
     int fds = count_fds();
     static const uint8_t spin[] = { 0xeb, 0xfe }; /* jmp $ */
     char reason[1024];
-    uint64_t t0 = fy_now_usec();
+    uint64_t t0 = util_now_usec();
     int r = vm_kvm_probe_code(spin, sizeof spin, 300, reason, sizeof reason);
-    uint64_t ms = (fy_now_usec() - t0) / 1000;
+    uint64_t ms = (util_now_usec() - t0) / 1000;
     ck_assert_int_eq(r, 0);
     ck_assert_msg(strstr(reason, "kvm: unusable") != NULL, "%s", reason);
     ck_assert_msg(strstr(reason, "3 instructions within 300 ms") != NULL, "%s", reason);

@@ -86,7 +86,7 @@ typedef void (*child_fn)(void);
 
 struct spec {
     const struct seccomp_program *prog; /* NULL: no filter (a control run) */
-    uint32_t cls;                       /* for fy_seccomp_is_violation */
+    uint32_t cls;                       /* for sc_is_violation */
     uid_t uid;                          /* (uid_t)-1: keep ours */
     child_fn before_load;               /* optional, runs before the filter */
     child_fn body;                      /* runs under the filter */
@@ -216,8 +216,8 @@ static void supervise_one(int listener, const struct spec *s, struct run *r) {
         struct notif_rec *n = &r->notifs[r->n_notifs++];
         n->nr = req.data.nr;
         n->arch = req.data.arch;
-        fy_seccomp_syscall_name(req.data.arch, req.data.nr, n->name, sizeof(n->name));
-        n->violation = fy_seccomp_is_violation(s->cls, req.data.arch, req.data.nr);
+        sc_syscall_name(req.data.arch, req.data.nr, n->name, sizeof(n->name));
+        n->violation = sc_is_violation(s->cls, req.data.arch, req.data.nr);
     }
     struct seccomp_notif_resp resp;
     memset(&resp, 0, sizeof(resp));
@@ -310,7 +310,7 @@ static void assert_sigsys(const struct run *r, const char *what) {
 static struct seccomp_program compile(uint32_t cls, bool notify) {
     struct seccomp_program p;
     fy_error *e = NULL;
-    int r = fy_seccomp_compile(cls, notify, &p, &e);
+    int r = sc_compile(cls, notify, &p, &e);
     ck_assert_msg(r == 0, "compile: %s", e ? fy_error_message(e) : "?");
     fy_error_free(e);
     return p;
@@ -629,11 +629,11 @@ static bool probe_i386(void) {
 START_TEST(test_compile_api) {
     struct seccomp_program p;
     fy_error *e = NULL;
-    ck_assert_int_eq(fy_seccomp_compile(99, false, &p, &e), FY_E_INVAL);
+    ck_assert_int_eq(sc_compile(99, false, &p, &e), FY_E_INVAL);
     ck_assert_int_eq(fy_error_step(e), FY_STEP_SECCOMP);
     ck_assert_ptr_null(p.filter);
     fy_error_free(e);
-    ck_assert_int_eq(fy_seccomp_compile(FY_SECCOMP_GENERAL_BUILD, false, NULL, NULL), FY_E_INVAL);
+    ck_assert_int_eq(sc_compile(FY_SECCOMP_GENERAL_BUILD, false, NULL, NULL), FY_E_INVAL);
 
     static const uint32_t classes[] = { FY_SECCOMP_GENERAL_BUILD, FY_SECCOMP_NETWORKED_TEST };
     static const char *const names[] = { "general-build", "networked-test" };
@@ -648,65 +648,65 @@ START_TEST(test_compile_api) {
              * (a rule per allowed call made 524 instructions and twice the
              * cost; the layout in linux-seccomp.c keeps it near 140). */
             ck_assert_uint_lt(p.len, 256);
-            fy_seccomp_program_free(&p);
+            sc_program_free(&p);
             ck_assert_ptr_null(p.filter);
-            fy_seccomp_program_free(&p); /* idempotent */
+            sc_program_free(&p); /* idempotent */
         }
     }
-    fy_seccomp_program_free(NULL);
-    ck_assert_int_eq(fy_seccomp_compile_init(&p, NULL), 0);
+    sc_program_free(NULL);
+    ck_assert_int_eq(sc_compile_init(&p, NULL), 0);
     ck_assert_str_eq(p.name, "init");
     ck_assert_uint_eq(p.version, 2);
     ck_assert(!p.notify);
     ck_assert_uint_lt(p.len, 64);
-    fy_seccomp_program_free(&p);
+    sc_program_free(&p);
 }
 END_TEST
 
 START_TEST(test_compile_is_fast) {
     struct seccomp_program p = compile(FY_SECCOMP_GENERAL_BUILD, true); /* warm libseccomp up */
-    fy_seccomp_program_free(&p);
+    sc_program_free(&p);
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 10; i++) {
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
         p = compile(i & 1 ? FY_SECCOMP_NETWORKED_TEST : FY_SECCOMP_GENERAL_BUILD, i & 2);
         clock_gettime(CLOCK_MONOTONIC, &b);
-        fy_seccomp_program_free(&p);
+        sc_program_free(&p);
         uint64_t us = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000u + (uint64_t)(b.tv_nsec - a.tv_nsec) / 1000;
         if (us < best)
             best = us;
     }
-    fprintf(stderr, "fy_seccomp_compile: best of 10: %llu us\n", (unsigned long long)best);
+    fprintf(stderr, "sc_compile: best of 10: %llu us\n", (unsigned long long)best);
     ck_assert_msg(best < 50000, "compiling took %llu us", (unsigned long long)best);
 }
 END_TEST
 
 START_TEST(test_names) {
     char b[64];
-    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, SYS_kexec_load, b, sizeof(b)), "kexec_load");
-    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_I386, 21, b, sizeof(b)), "i386:mount");
-    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, 0x40000000 | 39, b, sizeof(b)), "x32:getpid");
-    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, 462, b, sizeof(b)), "mseal");
-    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, 1000, b, sizeof(b)), "syscall 1000");
-    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_I386, 9999, b, sizeof(b)), "i386:syscall 9999");
-    ck_assert_str_eq(fy_seccomp_syscall_name(0x1234, 5, b, sizeof(b)), "arch 0x00001234:syscall 5");
-    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, SYS_kexec_load, b, 5), "kexe");
-    ck_assert_str_eq(fy_seccomp_syscall_name(AUDIT_ARCH_X86_64, 1, NULL, 0), "");
+    ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_X86_64, SYS_kexec_load, b, sizeof(b)), "kexec_load");
+    ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_I386, 21, b, sizeof(b)), "i386:mount");
+    ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_X86_64, 0x40000000 | 39, b, sizeof(b)), "x32:getpid");
+    ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_X86_64, 462, b, sizeof(b)), "mseal");
+    ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_X86_64, 1000, b, sizeof(b)), "syscall 1000");
+    ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_I386, 9999, b, sizeof(b)), "i386:syscall 9999");
+    ck_assert_str_eq(sc_syscall_name(0x1234, 5, b, sizeof(b)), "arch 0x00001234:syscall 5");
+    ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_X86_64, SYS_kexec_load, b, 5), "kexe");
+    ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_X86_64, 1, NULL, 0), "");
 
     const uint32_t g = FY_SECCOMP_GENERAL_BUILD, n = FY_SECCOMP_NETWORKED_TEST;
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_mount), 1);
-    ck_assert_int_eq(fy_seccomp_is_violation(n, AUDIT_ARCH_X86_64, SYS_kexec_load), 1);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_ioctl), 1);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, 467 /* open_tree_attr */), 1);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_getpid), 0);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_bpf), 0);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, SYS_ptrace), 0);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, 1000), 0);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, -1), 0);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_X86_64, 0x40000000 | 39), 1);
-    ck_assert_int_eq(fy_seccomp_is_violation(g, AUDIT_ARCH_I386, 20), 1);
-    ck_assert_int_eq(fy_seccomp_is_violation(99, AUDIT_ARCH_X86_64, SYS_mount), 0);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, SYS_mount), 1);
+    ck_assert_int_eq(sc_is_violation(n, AUDIT_ARCH_X86_64, SYS_kexec_load), 1);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, SYS_ioctl), 1);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, 467 /* open_tree_attr */), 1);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, SYS_getpid), 0);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, SYS_bpf), 0);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, SYS_ptrace), 0);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, 1000), 0);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, -1), 0);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_X86_64, 0x40000000 | 39), 1);
+    ck_assert_int_eq(sc_is_violation(g, AUDIT_ARCH_I386, 20), 1);
+    ck_assert_int_eq(sc_is_violation(99, AUDIT_ARCH_X86_64, SYS_mount), 0);
 }
 END_TEST
 
@@ -716,7 +716,7 @@ static void run_allowed(uint32_t cls, bool notify, uid_t uid) {
     struct spec s = { &p, cls, uid, NULL, body_allowed_and_quiet };
     struct run r;
     run_child(&s, &r);
-    fy_seccomp_program_free(&p);
+    sc_program_free(&p);
     assert_clean(&r, "allowed and quiet denials");
     ck_assert_msg(r.got_listener == notify, "listener fd: %d", r.got_listener);
     ck_assert_msg(r.n_notifs == 0, "unexpected notification for %s", r.n_notifs ? r.notifs[0].name : "");
@@ -756,7 +756,7 @@ static void run_violations(uint32_t cls) {
     struct spec s = { &p, cls, (uid_t)-1, NULL, body_violations };
     struct run r;
     run_child(&s, &r);
-    fy_seccomp_program_free(&p);
+    sc_program_free(&p);
     assert_clean(&r, "violations");
     ck_assert(r.got_listener);
     static const char *const want[] = { "mount", "kexec_load", "init_module", "ioctl", "ioctl",
@@ -806,13 +806,13 @@ START_TEST(test_violations_kill) {
         assert_sigsys(&r, what[i]);
         ck_assert(!r.got_listener);
     }
-    fy_seccomp_program_free(&p);
+    sc_program_free(&p);
 }
 END_TEST
 
 START_TEST(test_init_profile) {
     struct seccomp_program p;
-    ck_assert_int_eq(fy_seccomp_compile_init(&p, NULL), 0);
+    ck_assert_int_eq(sc_compile_init(&p, NULL), 0);
     struct spec s = { &p, 0, (uid_t)-1, init_before, body_init };
     struct run r;
     run_child(&s, &r);
@@ -829,7 +829,7 @@ START_TEST(test_init_profile) {
     run_child(&s, &r);
     assert_sigsys(&r, "init: x32");
 #endif
-    fy_seccomp_program_free(&p);
+    sc_program_free(&p);
 }
 END_TEST
 

@@ -48,11 +48,11 @@ const char *pu_edesc(int e) {
 #endif
 
 uint64_t pu_deadline_after_ms(int ms) {
-    return fy_now_usec() + (uint64_t)ms * 1000u;
+    return util_now_usec() + (uint64_t)ms * 1000u;
 }
 
 int pu_ms_left(uint64_t deadline) {
-    uint64_t now = fy_now_usec();
+    uint64_t now = util_now_usec();
     if (now >= deadline)
         return 0;
     uint64_t ms = (deadline - now + 999) / 1000;
@@ -88,14 +88,14 @@ char *pu_find_program(const char *name) {
             buf[n] = '/';
             strcpy(buf + n + 1, name);
             if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-                return fy_strdup(buf);
+                return util_strdup(buf);
         }
         p = *end ? end + 1 : end;
     }
     for (size_t i = 0; i < FY_ARRAY_SIZE(fallback); i++) {
         snprintf(buf, sizeof buf, "%s/%s", fallback[i], name);
         if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-            return fy_strdup(buf);
+            return util_strdup(buf);
     }
     return NULL;
 }
@@ -131,7 +131,7 @@ bool pu_finish(struct pu_proc *p, uint64_t deadline, bool *ret_killed) {
     bool killed = false;
     if (p->pid > 0 && !pu_wait_until(p, deadline)) {
         if (p->pidfd >= 0)
-            (void)fy_sys_pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
+            (void)sys_pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
         else
             (void)kill(p->pid, SIGKILL);
         killed = true;
@@ -192,7 +192,7 @@ __attribute__((noreturn)) static void spawn_middle(const char *const *argv, char
     int out = fd_out > 2 ? fd_out : (int)syscall(SYS_fcntl, fd_out, F_DUPFD_CLOEXEC, 3);
     int efd = errfd > 2 ? errfd : (int)syscall(SYS_fcntl, errfd, F_DUPFD_CLOEXEC, 3);
     pid_t self = (pid_t)syscall(SYS_getpid);
-    pid_t pid = in < 0 || out < 0 || efd < 0 ? -1 : fy_sys_fork();
+    pid_t pid = in < 0 || out < 0 || efd < 0 ? -1 : sys_fork();
     if (pid == 0)
         spawn_exec(argv, envp, in, out, efd, self);
     if (pid < 0) {
@@ -234,10 +234,10 @@ int pu_spawn(const char *const *argv, char *const *envp, int fd_in, int fd_out, 
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int pidfd = -1;
-    pid_t pid = fy_sys_fork_pidfd(&pidfd);
+    pid_t pid = sys_fork_pidfd(&pidfd);
     if (pid < 0 && errno == EINVAL) { /* kernel < 5.2 */
         pidfd = -1;
-        pid = fy_sys_fork_quiet();
+        pid = sys_fork_quiet();
     }
     if (pid == 0) {
         syscall(SYS_close, ep[0]);

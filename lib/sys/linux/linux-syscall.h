@@ -110,7 +110,7 @@ struct fy_clone_args {
 
 /* clone3 without a new stack: returns like fork (0 in the child). The child
  * shares no memory with the parent and must only use async-signal-safe calls. */
-static inline pid_t fy_sys_clone3(struct fy_clone_args *args, size_t size) {
+static inline pid_t sys_clone3(struct fy_clone_args *args, size_t size) {
     return (pid_t)syscall(__NR_clone3, args, size);
 }
 
@@ -119,7 +119,7 @@ static inline pid_t fy_sys_clone3(struct fy_clone_args *args, size_t size) {
  * malloc, stdio or pthread functions: a lock held by another thread of the
  * parent stays held in the child). The child's exit sends SIGCHLD: only for
  * children of the sandbox's own init, whose signal dispositions are ours. */
-static inline pid_t fy_sys_fork(void) {
+static inline pid_t sys_fork(void) {
 #if defined(__s390__) || defined(__CRIS__)
     return (pid_t)syscall(SYS_clone, 0, SIGCHLD, 0, 0, 0);
 #else
@@ -132,16 +132,16 @@ static inline pid_t fy_sys_fork(void) {
  * SIG_IGN would have the kernel reap it before we can, and a host's SIGCHLD
  * handler would run for a child it does not know). Wait for it with __WALL
  * (a child without SIGCHLD is a "clone" child to wait4/waitid). */
-static inline pid_t fy_sys_fork_quiet(void) {
+static inline pid_t sys_fork_quiet(void) {
     return (pid_t)syscall(SYS_clone, 0, 0, 0, 0, 0);
 }
 
-/* fy_sys_fork_quiet with CLONE_PIDFD (Linux >= 5.2): the parent gets a
+/* sys_fork_quiet with CLONE_PIDFD (Linux >= 5.2): the parent gets a
  * CLOEXEC pidfd in *ret_pidfd atomically, so a host that reaps with
  * waitpid(-1) can never make us signal a recycled pid. The pidfd pointer is
  * the parent_tid argument, the third on every architecture. EINVAL on older
  * kernels. */
-static inline pid_t fy_sys_fork_pidfd(int *ret_pidfd) {
+static inline pid_t sys_fork_pidfd(int *ret_pidfd) {
 #if defined(__s390__) || defined(__CRIS__)
     return (pid_t)syscall(SYS_clone, 0, CLONE_PIDFD, ret_pidfd, 0, 0);
 #else
@@ -152,21 +152,21 @@ static inline pid_t fy_sys_fork_pidfd(int *ret_pidfd) {
 /* ---- pidfd ---- */
 #define FY_P_PIDFD ((idtype_t)3)
 
-static inline int fy_sys_pidfd_open(pid_t pid, unsigned int flags) {
+static inline int sys_pidfd_open(pid_t pid, unsigned int flags) {
     return (int)syscall(__NR_pidfd_open, pid, flags);
 }
 
-static inline int fy_sys_pidfd_send_signal(int pidfd, int sig, siginfo_t *info,
+static inline int sys_pidfd_send_signal(int pidfd, int sig, siginfo_t *info,
                                            unsigned int flags) {
     return (int)syscall(__NR_pidfd_send_signal, pidfd, sig, info, flags);
 }
 
-static inline int fy_sys_pidfd_getfd(int pidfd, int targetfd, unsigned int flags) {
+static inline int sys_pidfd_getfd(int pidfd, int targetfd, unsigned int flags) {
     return (int)syscall(__NR_pidfd_getfd, pidfd, targetfd, flags);
 }
 
 /* ---- openat2 ---- */
-static inline int fy_sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size) {
+static inline int sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size) {
     return (int)syscall(__NR_openat2, dirfd, path, how, size);
 }
 
@@ -178,7 +178,7 @@ static inline int fy_sys_openat2(int dirfd, const char *path, struct open_how *h
 #  define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-static inline int fy_sys_close_range(unsigned int first, unsigned int last, unsigned int flags) {
+static inline int sys_close_range(unsigned int first, unsigned int last, unsigned int flags) {
     return (int)syscall(__NR_close_range, first, last, flags);
 }
 
@@ -246,33 +246,33 @@ struct mount_attr {
 };
 #endif
 
-static inline int fy_sys_fsopen(const char *fsname, unsigned int flags) {
+static inline int sys_fsopen(const char *fsname, unsigned int flags) {
     return (int)syscall(__NR_fsopen, fsname, flags);
 }
 
-static inline int fy_sys_fsconfig(int fd, unsigned int cmd, const char *key, const void *value,
+static inline int sys_fsconfig(int fd, unsigned int cmd, const char *key, const void *value,
                                   int aux) {
     return (int)syscall(__NR_fsconfig, fd, cmd, key, value, aux);
 }
 
-static inline int fy_sys_fsmount(int fd, unsigned int flags, unsigned int attr_flags) {
+static inline int sys_fsmount(int fd, unsigned int flags, unsigned int attr_flags) {
     return (int)syscall(__NR_fsmount, fd, flags, attr_flags);
 }
 
-static inline int fy_sys_fspick(int dirfd, const char *path, unsigned int flags) {
+static inline int sys_fspick(int dirfd, const char *path, unsigned int flags) {
     return (int)syscall(__NR_fspick, dirfd, path, flags);
 }
 
-static inline int fy_sys_move_mount(int from_dirfd, const char *from_path, int to_dirfd,
+static inline int sys_move_mount(int from_dirfd, const char *from_path, int to_dirfd,
                                     const char *to_path, unsigned int flags) {
     return (int)syscall(__NR_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags);
 }
 
-static inline int fy_sys_open_tree(int dirfd, const char *path, unsigned int flags) {
+static inline int sys_open_tree(int dirfd, const char *path, unsigned int flags) {
     return (int)syscall(__NR_open_tree, dirfd, path, flags);
 }
 
-static inline int fy_sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
+static inline int sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
                                        struct mount_attr *attr, size_t size) {
     return (int)syscall(__NR_mount_setattr, dirfd, path, flags, attr, size);
 }
@@ -282,22 +282,22 @@ static inline int fy_sys_mount_setattr(int dirfd, const char *path, unsigned int
 #  define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #endif
 
-static inline int fy_sys_landlock_create_ruleset(const struct landlock_ruleset_attr *attr,
+static inline int sys_landlock_create_ruleset(const struct landlock_ruleset_attr *attr,
                                                  size_t size, uint32_t flags) {
     return (int)syscall(__NR_landlock_create_ruleset, attr, size, flags);
 }
 
-static inline int fy_sys_landlock_add_rule(int ruleset_fd, enum landlock_rule_type type,
+static inline int sys_landlock_add_rule(int ruleset_fd, enum landlock_rule_type type,
                                            const void *attr, uint32_t flags) {
     return (int)syscall(__NR_landlock_add_rule, ruleset_fd, type, attr, flags);
 }
 
-static inline int fy_sys_landlock_restrict_self(int ruleset_fd, uint32_t flags) {
+static inline int sys_landlock_restrict_self(int ruleset_fd, uint32_t flags) {
     return (int)syscall(__NR_landlock_restrict_self, ruleset_fd, flags);
 }
 
 /* ---- seccomp ---- */
-static inline int fy_sys_seccomp(unsigned int op, unsigned int flags, void *args) {
+static inline int sys_seccomp(unsigned int op, unsigned int flags, void *args) {
     return (int)syscall(SYS_seccomp, op, flags, args);
 }
 
