@@ -118,11 +118,191 @@ static pid_t spawn_exec_init(const struct fy_clone_args *ca, int init_fd, const 
     return pid;
 }
 
+/* ---- the reaper middle ---- */
+
+struct reaper_start {
+    pid_t pid;      /* as spawn_exec_init */
+    int started;
+    int err;
+    bool clone3;
+};
+struct reaper_end {
+    int status;     /* pid 1's wait status, -1 when it was not ours to wait for */
+    struct rusage ru;
+};
+
+/* Closes every fd but keep1 and keep2 (raw system calls). */
+static void close_all_but(int keep1, int keep2) {
+    int lo = keep1 < keep2 ? keep1 : keep2, hi = keep1 < keep2 ? keep2 : keep1;
+    if (syscall(SYS_close_range, 0U, (unsigned)lo - 1, 0U) < 0 || syscall(SYS_close_range, (unsigned)lo + 1,
+                                                                          (unsigned)hi - 1, 0U) < 0 ||
+        syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0U) < 0)
+        for (int fd = 0; fd < 65536; fd++)
+            if (fd != keep1 && fd != keep2)
+                (void)syscall(SYS_close, fd);
+}
+
+/* The middle (a quiet fork of the host: async-signal-safe calls only). It
+ * starts pid 1 as the host would, says how that went, lets go of every fd
+ * of the host (other attempts' pipes among them: their sandboxes must see
+ * their host's end), waits for the host to hold pid 1's pidfd, reaps pid 1
+ * with its rusage, says so, and exits. Its own exit signal is 0. */
+__attribute__((noreturn)) static void reaper_main(const struct fy_clone_args *ca, int init_fd, const char *fdnum,
+                                                 const int *keep, size_t nkeep, int wr, int go) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    (void)sigaction(SIGCHLD, &sa, NULL);
+    struct reaper_start st = {0};
+    int pidfd = -1;
+    struct fy_clone_args c = *ca;
+    c.pidfd = (uint64_t)(uintptr_t)&pidfd;
+    st.pid = spawn_exec_init(&c, init_fd, fdnum, keep, nkeep, &st.started, &st.clone3);
+    st.err = errno;
+    if (st.pid > 0 && st.started != 0)
+        (void)sys_pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+    (void)syscall(SYS_write, wr, &st, sizeof(st));
+    close_all_but(wr, go);
+    char b;
+    while (syscall(SYS_read, go, &b, 1) < 0 && errno == EINTR)
+        ;
+    struct reaper_end end;
+    memset(&end, 0, sizeof(end));
+    end.status = -1;
+    if (st.pid > 0) {
+        int ws = 0;
+        long r;
+        while ((r = syscall(SYS_wait4, st.pid, &ws, __WALL, &end.ru)) < 0 && errno == EINTR)
+            ;
+        if (r == st.pid)
+            end.status = ws;
+    }
+    (void)syscall(SYS_write, wr, &end, sizeof(end));
+    syscall(SYS_exit_group, 0);
+    __builtin_unreachable();
+}
+
+/* Starts pid 1 through the reaper middle. As spawn_exec_init, plus
+ * *ret_pidfd (pid 1's, opened here) and the middle's state in rp. */
+static pid_t spawn_via_reaper(const struct fy_clone_args *ca, int init_fd, const char *fdnum, const int *keep,
+                              size_t nkeep, int *ret_started, bool *ret_clone3, int *ret_pidfd, struct lx_reaper *rp) {
+    int rep[2] = {-1, -1}, go[2] = {-1, -1};
+    *ret_started = -1;
+    if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
+        int e = errno;
+        if (rep[0] >= 0) {
+            close(rep[0]);
+            close(rep[1]);
+        }
+        errno = e;
+        return 0;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int mfd = -1;
+    pid_t mid = sys_fork_pidfd(&mfd);
+    if (mid < 0 && errno == EINVAL) { /* kernel < 5.2 */
+        mfd = -1;
+        mid = sys_fork_quiet();
+    }
+    if (mid == 0) {
+        syscall(SYS_close, rep[0]);
+        syscall(SYS_close, go[1]);
+        reaper_main(ca, init_fd, fdnum, keep, nkeep, rep[1], go[0]);
+    }
+    int fork_err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(rep[1]);
+    close(go[0]);
+    if (mid < 0) {
+        close(rep[0]);
+        close(go[1]);
+        errno = fork_err;
+        return -1;
+    }
+    rp->pid = mid;
+    rp->pidfd = mfd >= 0 ? mfd : sys_pidfd_open(mid, 0);
+    rp->rd = rep[0];
+    rp->go = go[1];
+    struct reaper_start st;
+    ssize_t n;
+    while ((n = read(rp->rd, &st, sizeof(st))) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)sizeof(st)) {
+        errno = EIO; /* the middle died first */
+        return -1;
+    }
+    *ret_clone3 = st.clone3;
+    *ret_started = st.started;
+    if (st.pid > 0) {
+        /* pid 1 cannot be reaped (nor its pid reused) before the go. */
+        *ret_pidfd = sys_pidfd_open(st.pid, 0);
+        if (*ret_pidfd < 0)
+            st.started = st.started ? st.started : errno;
+        *ret_started = st.started;
+    }
+    if (write(rp->go, "g", 1) != 1) {
+        /* (the middle is gone: it reaps nothing then) */
+    }
+    errno = st.err;
+    return st.pid;
+}
+
+/* The end the middle saw: pid 1's rusage into *ru (true), after which the
+ * middle is reaped. Bounded: a middle that says nothing in time is killed. */
+bool lx_reaper_finish(struct lx_reaper *rp, struct rusage *ru) {
+    bool have = false;
+    if (rp->rd >= 0) {
+        struct pollfd pfd = {.fd = rp->rd, .events = POLLIN};
+        struct reaper_end end;
+        if (poll(&pfd, 1, 5000) == 1 && read(rp->rd, &end, sizeof(end)) == (ssize_t)sizeof(end) && end.status != -1) {
+            *ru = end.ru;
+            have = true;
+        }
+        close(rp->rd);
+        rp->rd = -1;
+    }
+    if (rp->go >= 0) {
+        close(rp->go);
+        rp->go = -1;
+    }
+    if (rp->pid > 0) {
+        if (rp->pidfd >= 0) {
+            struct pollfd pfd = {.fd = rp->pidfd, .events = POLLIN};
+            if (poll(&pfd, 1, 5000) == 0)
+                sys_pidfd_send_signal(rp->pidfd, SIGKILL, NULL, 0);
+        }
+        siginfo_t si;
+        while (waitid(P_PID, (id_t)rp->pid, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+            ;
+        rp->pid = -1;
+    }
+    if (rp->pidfd >= 0) {
+        close(rp->pidfd);
+        rp->pidfd = -1;
+    }
+    return have;
+}
+
+/* Whether the host's SIGCHLD is anything but its default (ignored, a
+ * handler, SA_NOCLDWAIT): then pid 1, which executes a program and so
+ * raises SIGCHLD at its end, is started by the reaper middle. With the
+ * default, a SIGCHLD changes nothing and is not delivered to any code. */
+static bool sigchld_seen(void) {
+    struct sigaction sa;
+    if (sigaction(SIGCHLD, NULL, &sa) < 0)
+        return true;
+    return sa.sa_handler != SIG_DFL || (sa.sa_flags & SA_NOCLDWAIT);
+}
+
 /* Clones the sandbox executing forgeyard-init on the packed arguments.
- * 1: it runs (*ret_pid; the pidfd went where ca says); 0: not possible
- * here (nothing is left of the attempt): the caller clones a copy of
- * itself instead; -1: clone failed (errno). */
-int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, int *pidfd, pid_t *ret_pid,
+ * 1: it runs (*ret_pid; the pidfd went where ca says, or, through the
+ * reaper middle, is opened here); 0: not possible here (nothing is left of
+ * the attempt): the caller clones a copy of itself instead; -1: clone
+ * failed (errno). */
+int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, struct lx_reaper *reaper,
+                       int *pidfd, pid_t *ret_pid,
                        bool *ret_clone3) {
     /* Where the probe found that forgeyard-init cannot be executed (a host
      * whose policy forbids executing memfds, say), the init is a copy of
@@ -143,22 +323,34 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
         snprintf(fdnum, sizeof(fdnum), "%d", plan_fd);
         const int keep[] = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1], a->stdio[2]};
         int started;
-        pid_t pid = spawn_exec_init(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), &started, ret_clone3);
+        bool hide = reaper && sigchld_seen();
+        pid_t pid = hide ? spawn_via_reaper(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), &started, ret_clone3,
+                                            pidfd, reaper)
+                         : spawn_exec_init(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), &started, ret_clone3);
         if (pid <= 0) {
             used = pid < 0 && !(errno == EINVAL || errno == ENOSYS || errno == E2BIG) ? -1 : 0;
+            if (hide) {
+                int e = errno;
+                (void)lx_reaper_finish(reaper, &(struct rusage){0});
+                errno = e;
+            }
         } else if (started != 0) {
             /* The exec failed, or the child died first, although the probe
              * ran it: this attempt falls back to a copy of the host (a
              * later attempt tries again; a new probe snapshot records the
              * change for plans prepared from it). */
-            sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
-            /* Its end is its pidfd's readability (a host that reaps every
-             * child may have taken it: waitid would say ECHILD). */
-            struct pollfd pfd = {.fd = *pidfd, .events = POLLIN};
-            while (poll(&pfd, 1, 5000) < 0 && errno == EINTR)
-                ;
-            close(*pidfd);
+            if (*pidfd >= 0) {
+                sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
+                /* Ours: reaped here (a host that reaps every child may have
+                 * taken it: ECHILD). The reaper middle's: it reaps it. */
+                siginfo_t si;
+                while (!hide && waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+                    ;
+                close(*pidfd);
+            }
             *pidfd = -1;
+            if (hide)
+                (void)lx_reaper_finish(reaper, &(struct rusage){0});
         } else {
             *ret_pid = pid;
             used = 1;

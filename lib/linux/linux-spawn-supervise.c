@@ -362,6 +362,9 @@ static void finish(fy_handle *h, struct lx *x) {
         rep.usage_known |= 1u << FY_USAGE_PROCESSES;
     }
     rep.usage_source = x->cg.v2_dir && pl->cg.v2_limits ? "cgroup v2" : pl->cg.enabled ? "cgroup v1" : NULL;
+    /* pid 1 started by the reaper middle: it reaped pid 1, with its rusage. */
+    if (x->reaper.pid > 0 && lx_reaper_finish(&x->reaper, &x->ru))
+        x->have_ru = true;
     if (!x->have_ru && x->have_init_ru) {
         x->ru = x->init_ru; /* the host reaped pid 1: what pid 1 said it reaped */
         x->have_ru = true;

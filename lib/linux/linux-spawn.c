@@ -44,6 +44,7 @@ static struct lx *lx_new(void) {
     x->pidfd = x->epfd = x->timerfd = x->sync_wr = x->status_rd = x->state_fd = -1;
     x->cg.v2_fd = -1;
     x->notify_sock = x->notify_fd = -1;
+    x->reaper = (struct lx_reaper){-1, -1, -1, -1};
     for (int i = 0; i < 3; i++)
         x->child_stdio[i] = x->host_pipe[i] = x->drain_rd[i] = x->spool_fd[i] = -1;
     return x;
@@ -89,6 +90,11 @@ static void lx_free(struct lx *x) {
     free(x->env_home);
     free(x->env_tmpdir);
     lx_close_fd(&x->pidfd);
+    /* (The reaper middle was waited for where the attempt ended; a forked
+     * copy of the host only lets go of its fds.) */
+    lx_close_fd(&x->reaper.rd);
+    lx_close_fd(&x->reaper.go);
+    lx_close_fd(&x->reaper.pidfd);
     lx_close_fd(&x->epfd);
     lx_close_fd(&x->timerfd);
     lx_close_fd(&x->sync_wr);
@@ -294,7 +300,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     pid_t pid = -1;
     bool via_clone3 = true;
-    int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &pidfd, &pid, &via_clone3);
+    int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &x->reaper, &pidfd, &pid, &via_clone3);
     if (how == 0)
         pid = sys_clone3(&ca, sizeof(ca));
     bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0 && via_clone3;
@@ -377,6 +383,7 @@ fail:
             unlink(x->spool_created[i]); /* nothing ran: leave no empty spool behind */
     if (cg_destroy(&pl->cg, &x->cg) == 0)
         lx_forget_state(x); /* else the record stays, for fy_gc */
+    (void)lx_reaper_finish(&x->reaper, &x->ru);
     lx_free(x);
     return r;
 }
@@ -391,6 +398,7 @@ void lx_destroy(fy_handle *h) {
         lx_hard_kill(x, h->pr->plan);
         lx_reap_blocking(x, h->pr->plan);
     }
+    (void)lx_reaper_finish(&x->reaper, &x->ru);
     if (cg_destroy(&((const struct linux_plan *)h->pr->plan)->cg, &x->cg) == 0) {
         lx_remove_attempt_dir(x);
         if (!x->scratch_left)

@@ -20,6 +20,18 @@
 
 enum kill_stage { KS_NONE, KS_SOFT, KS_HARD };
 
+/* The middle process that is the sandbox's pid 1's parent when the host's
+ * SIGCHLD is not at its default (linux-spawn-init.c): a quiet fork of the
+ * host (no exit signal, executes nothing), so that pid 1's exit, a SIGCHLD
+ * (it executed forgeyard-init), reaches the middle and never the host's
+ * disposition or handlers. */
+struct lx_reaper {
+    pid_t pid;
+    int pidfd;   /* of the middle (ours to reap) */
+    int rd;      /* its report: pid 1's start, then its end (status, rusage) */
+    int go;      /* a byte (or EOF): we hold pid 1's pidfd, it may reap */
+};
+
 struct lx {
     pid_t pid;
     int pidfd, epfd, timerfd;
@@ -43,6 +55,7 @@ struct lx {
     int wstatus;
     uint32_t landlock_abi;
     uint64_t tasks;             /* CM_TASKS: tasks created in the pid namespace */
+    struct lx_reaper reaper;    /* pid.. -1 / fds -1: pid 1 is our child */
     struct rusage ru;
     struct rusage init_ru;      /* what pid 1 reaped, as it reported it (CM_RUSAGE) */
     bool have_init_ru;           /* handed over when the sandbox was reaped */
@@ -94,7 +107,15 @@ bool lx_outputs_open(const struct lx *x);
 
 /* linux-spawn-init.c: the sandbox cloned executing forgeyard-init; 1 it
  * runs, 0 not possible here (clone a copy of the host), -1 clone failed. */
-int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, int *pidfd, pid_t *ret_pid,
+/* The reaper middle's end (linux-spawn-init.c): pid 1's rusage into *ru
+ * when the middle reaped it (true); the middle is reaped, its fds closed
+ * (idempotent). */
+bool lx_reaper_finish(struct lx_reaper *rp, struct rusage *ru);
+/* reaper: when not NULL, pid 1 is started by a middle process (struct
+ * lx_reaper) whose state goes there; *pidfd is then pid 1's pidfd opened
+ * from here. */
+int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, struct lx_reaper *reaper,
+                       int *pidfd, pid_t *ret_pid,
                        bool *ret_clone3);
 
 /* linux-spawn-supervise.c */
