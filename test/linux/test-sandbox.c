@@ -39,6 +39,7 @@ static char scratch[64];     /* this run's private directory under /tmp */
 static char attack[128];     /* fy-attack, copied into scratch */
 static bool rootless;
 static bool copy_init; /* --copy-init: every sandbox with the fallback init */
+static volatile sig_atomic_t sigchld_count; /* --sigchld-handler: SIGCHLDs the test process got */
 static int counter;
 
 /* ---- helpers ---- */
@@ -172,7 +173,10 @@ START_TEST(test_runs_and_reports) {
     fy_policy *p = policy();
     const char *argv[] = {"/bin/sh", "-c", "echo hello; id -u; exit 7", NULL};
     struct run r;
+    sig_atomic_t signals_before = sigchld_count;
     run_argv(p, argv, &r);
+    /* (With --sigchld-handler: no child of the library reached the handler.) */
+    ck_assert_int_eq(sigchld_count, signals_before);
     ck_assert_int_eq(r.outcome, FY_OUTCOME_FAILED);
     ck_assert_int_eq(r.exit_code, 7);
     ASSERT_OUT(&r, "hello\n1000\n");
@@ -2272,6 +2276,11 @@ static void remove_tree(const char *dir) {
         fprintf(stderr, "could not remove %s\n", dir);
 }
 
+static void count_sigchld(int sig) {
+    (void)sig;
+    sigchld_count++;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s FY-ATTACK [--rootless]\n", argv[0]);
@@ -2301,6 +2310,20 @@ int main(int argc, char **argv) {
     }
     rootless = want_rootless || getuid() != 0;
     copy_init = argc > 2 && strcmp(argv[2], "--copy-init") == 0;
+    /* --sigchld-handler: every attack again from a host that handles
+     * SIGCHLD, so that every sandbox's pid 1 is started by the reaper
+     * middle process (its own path through start, cancel, kill and
+     * cleanup). The handler counts; the tests' own waitpid calls still
+     * find their children. */
+    bool sigchld_handler = argc > 2 && strcmp(argv[2], "--sigchld-handler") == 0;
+    if (sigchld_handler) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = count_sigchld;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGCHLD, &sa, NULL);
+    }
     if (getenv("FY_TEST_SCRATCH")) {
         snprintf(scratch, sizeof(scratch), "%s", getenv("FY_TEST_SCRATCH"));
         snprintf(attack, sizeof(attack), "%s/fy-attack", scratch);
@@ -2312,7 +2335,10 @@ int main(int argc, char **argv) {
     if (fy_probe(FY_PROBE_NO_VM, &caps, NULL) < 0)
         return 1;
     fy_caps_free(caps);
-    Suite *s = suite_create(rootless ? "sandbox-rootless" : copy_init ? "sandbox-copy-init" : "sandbox");
+    Suite *s = suite_create(rootless           ? "sandbox-rootless"
+                            : copy_init        ? "sandbox-copy-init"
+                            : sigchld_handler  ? "sandbox-sigchld-handler"
+                                               : "sandbox");
     TCase *tc = tcase_create("attacks");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_runs_and_reports);
