@@ -5,7 +5,7 @@
  * prctl(PR_SET_NO_NEW_PRIVS) and the raw seccomp(2) system call.
  *
  * The rules of each profile version are the table at the top of
- * linux-seccomp.c; that table is the contract. */
+ * linux-seccomp-profiles.c; that table is the contract. */
 #ifndef FY_LINUX_SECCOMP_H
 #define FY_LINUX_SECCOMP_H
 

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the seccomp files share, and nothing else includes: the known table and the argument
+ * rules of the profiles (linux-seccomp-profiles.c, where the contract is written), the
+ * compiler (linux-seccomp.c), its self check (linux-seccomp-check.c) and the naming of calls
+ * (linux-seccomp-names.c). */
+#ifndef FY_LINUX_SECCOMP_INTERNAL_H
+#define FY_LINUX_SECCOMP_INTERNAL_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/seccomp.h>
+
+#include "linux-seccomp.h"
+
+/* The versions of the profiles of linux-seccomp-profiles.c (its contract says when to bump
+ * them). */
+#define FY_SECCOMP_PROFILE_VERSION 1u
+#define FY_SECCOMP_INIT_VERSION 2u
+
+#ifndef CLONE_NEWUSER
+#  define CLONE_NEWUSER 0x10000000
+#endif
+#ifndef SECCOMP_RET_KILL_PROCESS
+#  define SECCOMP_RET_KILL_PROCESS 0x80000000U
+#endif
+#ifndef SECCOMP_RET_USER_NOTIF
+#  define SECCOMP_RET_USER_NOTIF 0x7fc00000U
+#endif
+
+#define X32_BIT 0x40000000u
+
+enum sc_kind {
+    K_ALLOW,       /* ALLOW */
+    K_VIOLATION,   /* VIOLATION */
+    K_EPERM,       /* ERRNO(EPERM) */
+    K_ENOSYS,      /* ERRNO(ENOSYS): known, answered like an unknown call */
+    K_PTRACE,      /* ERRNO(EPERM) in general-build, ALLOW in networked-test */
+    K_IOCTL,       /* VIOLATION for TIOCSTI/TIOCLINUX, else ALLOW */
+    K_PERSONALITY, /* ALLOW for the three safe personas, else ERRNO(EPERM) */
+    K_SOCKET,      /* ALLOW for the four families, else ERRNO(EAFNOSUPPORT) */
+    K_NEWUSER,     /* clone/unshare: ERRNO(EPERM) with CLONE_NEWUSER, else ALLOW */
+};
+
+struct sc_entry {
+    const char *name;
+    int16_t unified_nr; /* the asm-generic unified number (>= 424), or -1 */
+    uint8_t kind;
+    uint8_t flags_arg;  /* K_NEWUSER: which argument holds the clone flags */
+};
+
+/* The sizes are spelled out so that FY_ARRAY_SIZE works in every file; the definitions in
+ * linux-seccomp-profiles.c take theirs from their initializers, so a table that does not
+ * match its size here does not compile. */
+#define SC_KNOWN_COUNT 365
+#define SC_INIT_ALLOWED_COUNT 15
+
+/* The known table, version 1 (linux-seccomp-profiles.c). */
+extern const struct sc_entry sc_known[SC_KNOWN_COUNT];
+/* Profile "init", version 2: the calls it allows. */
+extern const char *const sc_init_allowed[SC_INIT_ALLOWED_COUNT];
+/* Argument values of the argument rules. */
+extern const uint32_t sc_personality_ok[3];
+extern const uint32_t sc_socket_families_ok[4]; /* ascending */
+extern const uint32_t sc_ioctl_violations[2];
+
+/* The number of a known-table entry on the native architecture, or -1 when it has none. */
+int sc_entry_nr(const struct sc_entry *e);
+
+/* The actions one profile (and host) gives the rows whose action varies. */
+struct profile_actions {
+    uint32_t violation;    /* SECCOMP_RET_USER_NOTIF or SECCOMP_RET_KILL_PROCESS */
+    uint32_t badarch;      /* the action foreign architectures get */
+    bool ptrace_allowed;
+};
+
+/* SECCOMP_RET_ERRNO with errno e. */
+uint32_t sc_ret_errno(int e);
+/* Whether v is one of set[0..n). */
+bool sc_in_u32(const uint32_t *set, size_t n, uint32_t v);
+/* The contract, as a plain function: the action for a call of entry e with arguments args. */
+uint32_t sc_contract_action(const struct profile_actions *pa, const struct sc_entry *e,
+                            const uint64_t *args);
+
+/* The self check (linux-seccomp-check.c): runs prog through a cBPF interpreter and holds it to
+ * the contract; 0, or FY_E_INTERNAL (set in *reterr) when it does not hold. */
+int sc_self_check(const struct seccomp_program *prog, const struct profile_actions *pa,
+                  fy_error **reterr);
+/* The same for profile "init". */
+int sc_self_check_init(const struct seccomp_program *prog, fy_error **reterr);
+
+#endif
