@@ -149,6 +149,12 @@ extern const struct policy_count_limit policy_count_limits[];
 /* policy-json.c */
 int policy_from_json(fy_policy *p, const char *json, size_t len, fy_error **reterr);
 char *policy_to_json(const fy_policy *p); /* NULL on OOM */
+/* policy-json-errors.c: jansson's refusal of doc in the policy's terms
+ * (FY_E_POLICY at a JSON path, with line and column); the 1-based line and
+ * column (in characters) of byte offset at. */
+struct json_error_t;
+int policy_json_syntax_error(const char *doc, size_t len, const struct json_error_t *je, fy_error **reterr);
+void policy_json_line_col(const char *doc, size_t at, int *line, int *col);
 
 /* names.c: enum <-> string tables used by JSON, the CLI and messages. */
 const char *limit_key(uint32_t limit);       /* JSON key in "resources" */
