@@ -46,7 +46,20 @@ void strbuf_printf(struct strbuf *sb, const char *fmt, ...) FY_PRINTF(2, 3);
 /* Returns the string (owned by the caller) or NULL on OOM; resets sb. */
 char *strbuf_steal(struct strbuf *sb);
 
+/* ---- arena (util.c): allocations freed together (immutable plans) ---- */
+struct arena {
+    void **items;
+    size_t n, cap;
+};
+void *arena_keep(struct arena *a, void *p);   /* p, or NULL (p freed) on OOM; NULL in, NULL out */
+char *arena_strdup(struct arena *a, const char *s); /* NULL for NULL or OOM */
+char *arena_printf(struct arena *a, const char *fmt, ...) FY_PRINTF(2, 3);
+void arena_free(struct arena *a);             /* frees every item; the arena is empty again */
+
 /* ---- misc (util.c) ---- */
+/* The whole of a regular file of at most max bytes, NUL-terminated
+ * (malloc'd), or NULL (not regular, too large, short read, OOM). */
+char *util_read_fd(int fd, size_t max);
 char *util_strdup(const char *s);           /* NULL on NULL or OOM */
 char *util_asprintf(const char *fmt, ...) FY_PRINTF(1, 2);
 void util_bzero(void *p, size_t n);

@@ -18,42 +18,14 @@
 
 /* ---- the plan's arena ---- */
 
-static void *keep(struct fy_plan *pl, void *p) {
-    if (!p)
-        return NULL;
-    if (pl->nallocs == pl->capallocs) {
-        size_t cap = pl->capallocs ? pl->capallocs * 2 : 64;
-        void **n = realloc(pl->allocs, cap * sizeof(void *));
-        if (!n) {
-            free(p);
-            return NULL;
-        }
-        pl->allocs = n;
-        pl->capallocs = cap;
-    }
-    pl->allocs[pl->nallocs++] = p;
-    return p;
-}
-
-static const char *str(struct fy_plan *pl, const char *s) { return s ? keep(pl, strdup(s)) : NULL; }
-
-static const char *fmt(struct fy_plan *pl, const char *f, ...) FY_PRINTF(2, 3);
-static const char *fmt(struct fy_plan *pl, const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    if (vasprintf(&s, f, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return keep(pl, s);
-}
+static void *keep(struct fy_plan *pl, void *p) { return arena_keep(&pl->arena, p); }
+static const char *str(struct fy_plan *pl, const char *s) { return arena_strdup(&pl->arena, s); }
+#define fmt(pl, ...) ((const char *)arena_printf(&(pl)->arena, __VA_ARGS__))
 
 void plan_free(struct fy_plan *pl) {
     if (!pl)
         return;
-    for (size_t i = 0; i < pl->nallocs; i++)
-        free(pl->allocs[i]);
-    free(pl->allocs);
+    arena_free(&pl->arena);
     free(pl->entries);
     free(pl);
 }
@@ -192,25 +164,10 @@ static const char *const etc_trust[] = {
 /* A host text file (a regular one, at most max bytes), or NULL. */
 static char *read_text(const char *path, size_t max) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max &&
-        (buf = malloc((size_t)st.st_size + 1))) {
-        size_t got = 0;
-        ssize_t n;
-        while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                break;
-            got += (size_t)n;
-        }
-        buf[got] = '\0';
-    }
-    close(fd);
-    return buf;
+    char *text = fd >= 0 ? util_read_fd(fd, max) : NULL;
+    if (fd >= 0)
+        close(fd);
+    return text;
 }
 
 /* The host-revealing and tunable parts of the kernel's process view. */

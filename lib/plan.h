@@ -141,8 +141,7 @@ struct fy_plan {
     bool test_legacy_cgroups, test_copy_init;
 
     /* Every allocation of the plan, freed together. */
-    void **allocs;
-    size_t nallocs, capallocs;
+    struct arena arena;
 };
 
 struct fy_prepared;

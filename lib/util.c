@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Small helpers without a better home. */
+#include <stdarg.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,3 +39,63 @@ uint64_t util_now_usec(void) {
 /* getpid() is a cheap syscall on current glibc (no caching), and its answer
  * is what the fork check needs: the process we run in now. */
 int util_getpid(void) { return (int)getpid(); }
+
+void *arena_keep(struct arena *a, void *p) {
+    if (!p)
+        return NULL;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        void **items = realloc(a->items, cap * sizeof(void *));
+        if (!items) {
+            free(p);
+            return NULL;
+        }
+        a->items = items;
+        a->cap = cap;
+    }
+    a->items[a->n++] = p;
+    return p;
+}
+
+char *arena_strdup(struct arena *a, const char *s) { return s ? arena_keep(a, strdup(s)) : NULL; }
+
+char *arena_printf(struct arena *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return arena_keep(a, s);
+}
+
+void arena_free(struct arena *a) {
+    for (size_t i = 0; i < a->n; i++)
+        free(a->items[i]);
+    free(a->items);
+    a->items = NULL;
+    a->n = a->cap = 0;
+}
+
+char *util_read_fd(int fd, size_t max) {
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size > max)
+        return NULL;
+    size_t size = (size_t)st.st_size, got = 0;
+    char *buf = malloc(size + 1);
+    while (buf && got < size) {
+        ssize_t n = read(fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (buf && got != size) {
+        free(buf);
+        return NULL;
+    }
+    if (buf)
+        buf[got] = '\0';
+    return buf;
+}

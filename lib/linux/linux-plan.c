@@ -78,42 +78,13 @@ static const struct seccomp_program *cached_program(uint32_t cls, bool notify, b
 
 /* ---- allocation: every piece of the plan is tracked and freed together ---- */
 
-static void *plan_keep(struct linux_plan *pl, void *p) {
-    if (!p)
-        return NULL;
-    if (pl->nallocs == pl->capallocs) {
-        size_t cap = pl->capallocs ? pl->capallocs * 2 : 64;
-        void **n = realloc(pl->allocs, cap * sizeof(void *));
-        if (!n) {
-            free(p);
-            return NULL;
-        }
-        pl->allocs = n;
-        pl->capallocs = cap;
-    }
-    pl->allocs[pl->nallocs++] = p;
-    return p;
-}
-
-static char *plan_str(struct linux_plan *pl, const char *s) { return plan_keep(pl, s ? strdup(s) : NULL); }
-
-static char *plan_fmt(struct linux_plan *pl, const char *fmt, ...) FY_PRINTF(2, 3);
-static char *plan_fmt(struct linux_plan *pl, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return plan_keep(pl, s);
-}
+static char *plan_str(struct linux_plan *pl, const char *s) { return arena_strdup(&pl->arena, s); }
+#define plan_fmt(pl, ...) arena_printf(&(pl)->arena, __VA_ARGS__)
 
 void linux_plan_free(struct linux_plan *pl) {
     if (!pl)
         return;
-    for (size_t i = 0; i < pl->nallocs; i++)
-        free(pl->allocs[i]);
-    free(pl->allocs);
+    arena_free(&pl->arena);
     free(pl->ops);
     free(pl->ll_rules);
     free(pl->envp);

@@ -137,8 +137,7 @@ struct linux_plan {
     const struct fy_plan *np;    /* the platform-neutral plan this was compiled from */
     char *describe_json;         /* linux_plan_describe, built once on first use */
     /* every allocation of the plan, freed together */
-    void **allocs;
-    size_t nallocs, capallocs;
+    struct arena arena;
 };
 
 /* The isolation record's "init": forgeyard-init executed (no host memory

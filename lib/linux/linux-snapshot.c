@@ -188,23 +188,8 @@ char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr) {
         return NULL;
     struct stat st;
     char *buf = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
-        st.st_size > 0 && st.st_size <= SNAPSHOT_MAX && (buf = malloc((size_t)st.st_size + 1))) {
-        size_t got = 0;
-        ssize_t n;
-        while (got < (size_t)st.st_size && (n = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                break;
-            got += (size_t)n;
-        }
-        buf[got] = '\0';
-        if (got != (size_t)st.st_size) {
-            free(buf);
-            buf = NULL;
-        }
-    }
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077))
+        buf = util_read_fd(fd, SNAPSHOT_MAX);
     close(fd);
     if (!buf)
         return NULL;
