@@ -434,7 +434,9 @@ START_TEST(test_host_processes_invisible) {
 }
 END_TEST
 
-static int count_procs_with(const char *needle) {
+/* Processes whose command line holds needle: how many, and the first one's
+ * pid (when first is not NULL). */
+static int procs_with(const char *needle, pid_t *first) {
     DIR *d = opendir("/proc");
     int n = 0;
     struct dirent *e;
@@ -451,13 +453,15 @@ static int count_procs_with(const char *needle) {
         for (ssize_t i = 0; i < k; i++)
             if (!buf[i])
                 buf[i] = ' ';
-        if (k > 0 && strstr(buf, needle))
-            n++;
+        if (k > 0 && strstr(buf, needle) && n++ == 0 && first)
+            *first = atoi(e->d_name);
     }
     if (d)
         closedir(d);
     return n;
 }
+
+static int count_procs_with(const char *needle) { return procs_with(needle, NULL); }
 
 /* Prepares and starts argv under p; the handle. */
 static fy_handle *start_argv(fy_policy *p, const char *const *argv) {
@@ -472,50 +476,34 @@ static fy_handle *start_argv(fy_policy *p, const char *const *argv) {
 /* The sandbox's pid 1 (the child of this thread living in a pid namespace
  * of its own), or 0. */
 /* The sandbox's pid 1, as the host sees it: the parent of the workload
- * process whose command line holds needle (pid 1 is not the test's child:
- * the library starts it detached), checked to be a pid 1 of its own pid
- * namespace. Waits (bounded) for the workload to be there. */
+ * process whose command line holds needle (pid 1 is not always the test's
+ * child: where the host handles SIGCHLD a reaper middle starts it),
+ * checked to be a pid 1 of its own pid namespace. Waits (bounded) for the
+ * workload to be there. */
 static pid_t find_init_of(const char *needle) {
     for (int tries = 0; tries < 300; tries++) {
-        DIR *d = opendir("/proc");
-        struct dirent *e;
-        pid_t found = 0;
-        while (d && !found && (e = readdir(d))) {
-            if (e->d_name[0] < '0' || e->d_name[0] > '9')
-                continue;
-            char path[64], buf[256] = {0};
-            snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-            int fd = open(path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0)
-                continue;
-            ssize_t k = read(fd, buf, sizeof(buf) - 1);
-            close(fd);
-            for (ssize_t i = 0; i < k; i++)
-                if (!buf[i])
-                    buf[i] = ' ';
-            if (k <= 0 || !strstr(buf, needle))
-                continue;
-            snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+        pid_t work = 0;
+        if (procs_with(needle, &work) > 0) {
+            char path[64];
+            snprintf(path, sizeof(path), "/proc/%d/status", (int)work);
             char *st = slurp(path), *pp = st ? strstr(st, "\nPPid:") : NULL;
             pid_t parent = pp ? (pid_t)atoi(pp + 7) : 0;
             free(st);
             snprintf(path, sizeof(path), "/proc/%d/status", (int)parent);
             st = parent > 0 ? slurp(path) : NULL;
             char *ns = st ? strstr(st, "NSpid:") : NULL;
+            bool init = false;
             if (ns) {
                 char *end = strchr(ns, '\n');
                 if (end)
                     *end = '\0';
                 char *last = strrchr(ns, '\t');
-                if (last && strcmp(last, "\t1") == 0 && strchr(ns, '\t') != last)
-                    found = parent;
+                init = last && strcmp(last, "\t1") == 0 && strchr(ns, '\t') != last;
             }
             free(st);
+            if (init)
+                return parent;
         }
-        if (d)
-            closedir(d);
-        if (found)
-            return found;
         usleep(10000);
     }
     return 0;
