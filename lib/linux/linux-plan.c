@@ -402,11 +402,12 @@ static const char *publish_once(char *const *slot, char *s) {
 const char *linux_plan_describe(const void *plan) {
     const struct linux_plan *pl = plan;
     if (!pl->describe_json) {
-        /* Built lazily once; the plan is otherwise immutable. */
-        json_t *o = json_pack("{s:o,s:o}", "isolation", json_loads(pl->isolation_json, 0, NULL), "limits",
-                              json_loads(pl->cgroup_json ? pl->cgroup_json : "{}", 0, NULL));
-        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-        json_decref(o);
+        /* Built lazily once; the plan is otherwise immutable. Both parts
+         * are compact JSON objects with sorted keys already, so joining
+         * them is the canonical form ("isolation" < "limits") without a
+         * parse (the contract id asks for this once per prepared plan). */
+        char *s = util_asprintf("{\"isolation\":%s,\"limits\":%s}", pl->isolation_json ? pl->isolation_json : "{}",
+                                pl->cgroup_json ? pl->cgroup_json : "{}");
         if (s)
             publish_once(&pl->describe_json, s);
     }
