@@ -8,5 +8,5 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 if [ -d build-bench/meson-private ]; then meson setup --reconfigure build-bench --buildtype=release >/dev/null
 else meson setup build-bench --buildtype=release >/dev/null; fi
-meson compile -C build-bench bench/fy-bench >/dev/null
+meson compile -C build-bench bench/fy-bench examples/forgeyard >/dev/null
 exec ./build-bench/bench/fy-bench "$@"
