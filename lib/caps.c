@@ -50,9 +50,55 @@ bool caps_present(const fy_caps *c, uint32_t cap) {
     return c && cap > 0 && cap <= FY_CAP_MAX_ && c->e[cap].state == CAP_PRESENT;
 }
 
-#define HOST_STRINGS(X) \
-    X(kernel_release) X(cgroup_mode) X(cg1_memory) X(cg1_pids) X(cg1_cpu) X(cg1_freezer) \
-    X(cg1_blkio) X(cg1_cpuacct) X(cg2_dir) X(cg2_delegated) X(qemu_path) X(oci_runtime) X(bwrap_path)
+#define HOST_STRINGS(X) X(kernel_release) X(cgroup_mode) X(cg2_delegated)
+
+int caps_set_fact(fy_caps *c, const char *key, const char *value) {
+    for (size_t i = 0; i < c->host.nfacts; i++)
+        if (strcmp(c->host.facts[i].key, key) == 0) {
+            char *v = value ? util_strdup(value) : NULL;
+            if (value && !v)
+                return FY_E_NOMEM;
+            free(c->host.facts[i].value);
+            if (v) {
+                c->host.facts[i].value = v;
+            } else {
+                free(c->host.facts[i].key);
+                c->host.facts[i] = c->host.facts[--c->host.nfacts];
+            }
+            return 0;
+        }
+    if (!value)
+        return 0;
+    struct caps_fact *n = realloc(c->host.facts, (c->host.nfacts + 1) * sizeof(*n));
+    if (!n)
+        return FY_E_NOMEM;
+    c->host.facts = n;
+    char *k = util_strdup(key), *v = util_strdup(value);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return FY_E_NOMEM;
+    }
+    c->host.facts[c->host.nfacts++] = (struct caps_fact){k, v};
+    return 0;
+}
+
+const char *caps_fact(const fy_caps *c, const char *key) {
+    for (size_t i = 0; c && i < c->host.nfacts; i++)
+        if (strcmp(c->host.facts[i].key, key) == 0)
+            return c->host.facts[i].value;
+    return NULL;
+}
+
+static void free_facts(struct caps_host *h) {
+    for (size_t i = 0; i < h->nfacts; i++) {
+        free(h->facts[i].key);
+        free(h->facts[i].value);
+    }
+    free(h->facts);
+    h->facts = NULL;
+    h->nfacts = 0;
+}
 
 void caps_free_internal(fy_caps *c) {
     if (!c)
@@ -64,6 +110,7 @@ void caps_free_internal(fy_caps *c) {
 #define FREE_HOST(f) free(c->host.f);
     HOST_STRINGS(FREE_HOST)
 #undef FREE_HOST
+    free_facts(&c->host);
     free(c);
 }
 
@@ -84,6 +131,10 @@ fy_caps *caps_dup(const fy_caps *src) {
 #define DUP_HOST(f) c->host.f = util_strdup(src->host.f); ok &= !src->host.f || c->host.f;
     HOST_STRINGS(DUP_HOST)
 #undef DUP_HOST
+    c->host.facts = NULL;
+    c->host.nfacts = 0;
+    for (size_t i = 0; ok && i < src->host.nfacts; i++)
+        ok = caps_set_fact(c, src->host.facts[i].key, src->host.facts[i].value) == 0;
     if (!ok) {
         caps_free_internal(c);
         return NULL;
@@ -131,7 +182,10 @@ char *caps_serialize(const fy_caps *c) {
     json_object_set_new(h, "is_root", json_boolean(c->host.is_root));
     json_object_set_new(h, "uid", json_integer(c->host.uid));
     json_object_set_new(h, "gid", json_integer(c->host.gid));
-    json_object_set_new(h, "cg1_memsw", json_boolean(c->host.cg1_memsw));
+    json_t *facts = json_object();
+    for (size_t i = 0; facts && i < c->host.nfacts; i++)
+        json_object_set_new(facts, c->host.facts[i].key, json_string(c->host.facts[i].value));
+    json_object_set_new(h, "facts", facts);
     json_object_set_new(root, "caps", json_integer(FY_CAP_MAX_));
     json_object_set_new(root, "entries", ents);
     json_object_set_new(root, "host", h);
@@ -183,15 +237,22 @@ fy_caps *caps_deserialize(const char *text, size_t len) {
     }
 #undef HOST_TAKE
     json_t *ir = json_object_get(h, "is_root"), *uid = json_object_get(h, "uid"), *gid = json_object_get(h, "gid"),
-           *ms = json_object_get(h, "cg1_memsw");
-    ok = ok && json_is_boolean(ir) && json_is_integer(uid) && json_is_integer(gid) && json_is_boolean(ms) &&
+           *facts = json_object_get(h, "facts");
+    ok = ok && json_is_boolean(ir) && json_is_integer(uid) && json_is_integer(gid) && json_is_object(facts) &&
          json_integer_value(uid) >= 0 && json_integer_value(uid) <= UINT32_MAX && json_integer_value(gid) >= 0 &&
          json_integer_value(gid) <= UINT32_MAX && json_integer_value(fl) >= 0 && json_integer_value(us) >= 0;
     if (ok) {
         c->host.is_root = json_is_true(ir);
         c->host.uid = (uint32_t)json_integer_value(uid);
         c->host.gid = (uint32_t)json_integer_value(gid);
-        c->host.cg1_memsw = json_is_true(ms);
+        const char *fk;
+        json_t *fv;
+        json_object_foreach(facts, fk, fv) {
+            if (!json_is_string(fv) || caps_set_fact(c, fk, json_string_value(fv)) != 0) {
+                ok = false;
+                break;
+            }
+        }
         c->probe_flags = (uint64_t)json_integer_value(fl);
         c->probe_usec = (uint64_t)json_integer_value(us);
     }

@@ -18,21 +18,22 @@ struct cap_entry {
     char *hint;   /* how to fix, when missing */
 };
 
-/* Facts the backends need beyond yes/no (paths found by the probe). */
+/* A fact a backend folder's probe found (a path, a flag) for its own
+ * compile: named by the folder ("linux.cg1_memory"), opaque to core, which
+ * only keeps, copies and persists it. */
+struct caps_fact {
+    char *key, *value;
+};
+
+/* What the host is, beyond yes/no. */
 struct caps_host {
     bool is_root;         /* effective uid 0 with CAP_SYS_ADMIN */
     uint32_t uid, gid;    /* real ids of the caller */
     char *kernel_release; /* uname -r */
-    char *cgroup_mode;    /* "v2", "v1", "hybrid", "none" */
-    /* cgroup v1: mount point + our own cgroup path, per controller */
-    char *cg1_memory, *cg1_pids, *cg1_cpu, *cg1_freezer, *cg1_blkio, *cg1_cpuacct;
-    bool cg1_memsw; /* memory.memsw.* present */
-    /* cgroup v2: our own cgroup directory (mount + path) */
-    char *cg2_dir;
-    char *cg2_delegated;  /* a cgroup v2 directory the host program delegated (fy_probe_cgroup) */
-    char *qemu_path;      /* qemu-system-<arch> */
-    char *oci_runtime;    /* crun or runc */
-    char *bwrap_path;     /* for benchmarks and comparisons only */
+    char *cgroup_mode;    /* "v2", "v1", "hybrid", "none" (reported by fy_caps_to_json) */
+    char *cg2_delegated;  /* the cgroup v2 directory the host program delegated (fy_probe_cgroup) */
+    struct caps_fact *facts;
+    size_t nfacts;
 };
 
 struct fy_caps {
@@ -51,6 +52,10 @@ void caps_set(fy_caps *c, uint32_t cap, bool present, int64_t value, const char 
     FY_PRINTF(5, 6);
 void caps_set_hint(fy_caps *c, uint32_t cap, const char *hint_fmt, ...) FY_PRINTF(3, 4);
 bool caps_present(const fy_caps *c, uint32_t cap);
+/* A backend fact: set (copied; value NULL removes it; FY_E_NOMEM) and read
+ * (NULL when absent). */
+int caps_set_fact(fy_caps *c, const char *key, const char *value);
+const char *caps_fact(const fy_caps *c, const char *key);
 /* Deep copy (used to hand the cached snapshot out). NULL on OOM. */
 fy_caps *caps_dup(const fy_caps *c);
 void caps_free_internal(fy_caps *c);

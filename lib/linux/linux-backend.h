@@ -8,6 +8,21 @@
 
 #include "backend.h"
 
+/* The facts the Linux probe records for the Linux plan (caps_fact): the
+ * cgroup v1 hierarchies (mount point + our own cgroup path), whether v1
+ * memory has memsw, our own cgroup v2 directory (or the delegated one),
+ * the OCI runtime and bwrap found. */
+#define LX_FACT_CG1_MEMORY  "linux.cg1_memory"
+#define LX_FACT_CG1_PIDS    "linux.cg1_pids"
+#define LX_FACT_CG1_CPU     "linux.cg1_cpu"
+#define LX_FACT_CG1_FREEZER "linux.cg1_freezer"
+#define LX_FACT_CG1_BLKIO   "linux.cg1_blkio"
+#define LX_FACT_CG1_CPUACCT "linux.cg1_cpuacct"
+#define LX_FACT_CG1_MEMSW   "linux.cg1_memsw"   /* "1" when present */
+#define LX_FACT_CG2_DIR     "linux.cg2_dir"
+#define LX_FACT_OCI_RUNTIME "linux.oci_runtime"
+#define LX_FACT_BWRAP       "linux.bwrap"
+
 /* The folder's two backends (linux-backend.c): the plan compiler tells
  * them apart. */
 extern const struct fy_backend_ops linux_namespace_backend;

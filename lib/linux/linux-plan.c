@@ -254,7 +254,10 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         {FY_CONTROL_IO_LIMIT, FY_CAP_CGROUP_IO, FY_LIMIT_IO_BPS, CG_BLKIO},
     };
     uint32_t *versions[] = {&cg->version_memory, &cg->version_pids, &cg->version_cpu, &cg->version_io};
-    const char *v1dirs[] = {h->cg1_memory, h->cg1_pids, h->cg1_cpu, h->cg1_blkio};
+    const char *v1dirs[] = {caps_fact(c, LX_FACT_CG1_MEMORY), caps_fact(c, LX_FACT_CG1_PIDS),
+                            caps_fact(c, LX_FACT_CG1_CPU), caps_fact(c, LX_FACT_CG1_BLKIO)};
+    const char *cg2_dir = caps_fact(c, LX_FACT_CG2_DIR), *cg1_cpuacct = caps_fact(c, LX_FACT_CG1_CPUACCT),
+               *cg1_freezer = caps_fact(c, LX_FACT_CG1_FREEZER);
     /* io limits apply to the block device behind the workspace, when there is one. */
     const char *ws = np->build ? np->build : np->output ? np->output : np->source;
     struct stat wst;
@@ -287,20 +290,20 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     }
     /* A v2 cgroup, even without controllers (hybrid hosts), groups the whole
      * tree for CLONE_INTO_CGROUP and cgroup.kill. */
-    if (h->cg2_dir && !np->test_legacy_cgroups &&
+    if (cg2_dir && !np->test_legacy_cgroups &&
         (caps_present(c, FY_CAP_CGROUP_V2) || caps_present(c, FY_CAP_CGROUP_KILL))) {
-        cg->v2_parent = h->cg2_dir;
+        cg->v2_parent = cg2_dir;
         cg->v2_group = caps_present(c, FY_CAP_CGROUP_KILL);
     }
     if (cg->v2_limits && !cg->v2_parent)
         cg->v2_limits = false;
     if (any_v1) {
         /* CPU usage: a v2 cgroup has cpu.stat without any controller. */
-        if (h->cg1_cpuacct && !cg->v2_parent)
-            cg->v1_parent[CG_CPUACCT] = h->cg1_cpuacct;
-        if (h->cg1_freezer && !cg->v2_group)
-            cg->v1_parent[CG_FREEZER] = h->cg1_freezer;
-        cg->v1_memsw = h->cg1_memsw;
+        if (cg1_cpuacct && !cg->v2_parent)
+            cg->v1_parent[CG_CPUACCT] = cg1_cpuacct;
+        if (cg1_freezer && !cg->v2_group)
+            cg->v1_parent[CG_FREEZER] = cg1_freezer;
+        cg->v1_memsw = caps_fact(c, LX_FACT_CG1_MEMSW) != NULL;
     }
     cg->enabled = any_v1 || cg->v2_limits || cg->v2_group;
     /* No pids cgroup: RLIMIT_NPROC still bounds a fork bomb, because the

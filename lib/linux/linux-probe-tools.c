@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "caps.h"
+#include "linux-backend.h"
 #include "linux-probe-internal.h"
 #include "linux-probe-util.h"
 
@@ -17,9 +18,9 @@ int lp_probe_programs(fy_caps *c, bool is_root) {
     char *crun = pu_find_program("crun");
     char *runc = crun ? NULL : pu_find_program("runc");
     if (crun || runc) {
-        c->host.oci_runtime = crun ? crun : runc;
-        caps_set(c, FY_CAP_OCI_RUNTIME, true, 1, "%s found (not run by the probe)",
-                 c->host.oci_runtime);
+        (void)caps_set_fact(c, LX_FACT_OCI_RUNTIME, crun ? crun : runc);
+        caps_set(c, FY_CAP_OCI_RUNTIME, true, 1, "%s found (not run by the probe)", crun ? crun : runc);
+        free(crun ? crun : runc);
     } else {
         caps_set(c, FY_CAP_OCI_RUNTIME, false, 0, "neither crun nor runc found in PATH or the "
                  "system directories");
@@ -51,6 +52,8 @@ int lp_probe_programs(fy_caps *c, bool is_root) {
     }
     free(pasta);
 
-    c->host.bwrap_path = pu_find_program("bwrap");
+    char *bwrap = pu_find_program("bwrap");
+    (void)caps_set_fact(c, LX_FACT_BWRAP, bwrap);
+    free(bwrap);
     return 0;
 }

@@ -348,17 +348,15 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
         }
     }
     lp_probe_cgroups(c, &cg, is_root);
-    char **dst[CG__N] = { &c->host.cg1_memory, &c->host.cg1_pids, &c->host.cg1_cpu,
-                          &c->host.cg1_freezer, &c->host.cg1_blkio, &c->host.cg1_cpuacct };
-    for (int i = 0; i < CG__N; i++) {
-        *dst[i] = cg.v1[i].dir;
-        cg.v1[i].dir = NULL;
-    }
-    c->host.cg1_memsw = cg.memsw;
-    c->host.cg2_dir = cg.cg2_dir;
-    cg.cg2_dir = NULL;
+    static const char *const keys[CG__N] = { LX_FACT_CG1_MEMORY, LX_FACT_CG1_PIDS, LX_FACT_CG1_CPU,
+                                             LX_FACT_CG1_FREEZER, LX_FACT_CG1_BLKIO, LX_FACT_CG1_CPUACCT };
+    int fr = 0;
+    for (int i = 0; i < CG__N; i++)
+        fr |= caps_set_fact(c, keys[i], cg.v1[i].dir);
+    fr |= caps_set_fact(c, LX_FACT_CG1_MEMSW, cg.memsw ? "1" : NULL);
+    fr |= caps_set_fact(c, LX_FACT_CG2_DIR, cg.cg2_dir);
     lp_cg_free(&cg);
-    if (!c->host.cgroup_mode)
+    if (fr || !c->host.cgroup_mode)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
 
     return lp_probe_programs(c, is_root);

@@ -7,6 +7,9 @@
 
 #include "backend.h"
 
+/* The QEMU binary the probe found and tried (caps_fact). */
+#define VM_FACT_QEMU "vm.qemu_path"
+
 /* vm-probe.c. With FY_PROBE_NO_VM it marks its capabilities not probed. */
 int vm_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
 /* vm-probe.c: runs code as a KVM guest under a deadline (tests use it). */

@@ -692,11 +692,12 @@ static void probe_qemu(fy_caps *c) {
         caps_set(c, FY_CAP_QEMU_MICROVM, false, 0, "needs QEMU: %s not found", name);
         return;
     }
-    c->host.qemu_path = path;
+    (void)caps_set_fact(c, VM_FACT_QEMU, path);
 
     struct run_result *res = malloc(sizeof *res);
     if (!res) {
         caps_set(c, FY_CAP_QEMU, true, 1, "%s found (not run: out of memory)", path);
+        free(path);
         return;
     }
     char why[REASON_MAX], ex[128], line[256];
@@ -781,6 +782,7 @@ static void probe_qemu(fy_caps *c) {
     else
         caps_set(c, FY_CAP_QEMU, true, 1, "%s found, but it did not run its help commands",
                  path);
+    free(path);
 }
 
 /* ------------------------------------------------------------------ */

@@ -170,7 +170,7 @@ wait $cli; rc=$?
 "$fy" capabilities --json | grep -q '"snapshot": true' || fail "capabilities did not read the saved probe"
 "$fy" capabilities --fresh --json | grep -q '"snapshot": false' || fail "--fresh read the saved probe"
 "$fy" run -- /bin/true || fail "plain run failed"
-plant() { # CAP-INDEX STATE [HOST-KEY VALUE]: rewrite every saved snapshot
+plant() { # CAP-INDEX STATE [FACT VALUE]: rewrite every saved snapshot
     for f in "$FORGEYARD_CACHE_DIR"/caps-*.json; do
         python3 - "$f" "$@" <<'PY' || exit 1
 import json, os, sys
@@ -180,7 +180,7 @@ key, snap = text.split("--\n", 1)
 doc = json.loads(snap)
 doc["entries"][idx - 1][0] = state
 if len(sys.argv) > 5:
-    doc["host"][sys.argv[4]] = sys.argv[5]
+    doc["host"]["facts"][sys.argv[4]] = sys.argv[5]
 tmp = path + ".new"
 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 os.write(fd, (key + "--\n" + json.dumps(doc)).encode())
@@ -198,7 +198,7 @@ case $out in *"probed the host again"*) fail "the fresh probe was not saved: $ou
 if [ -d /sys/fs/cgroup/unified ] && [ "$(id -u)" -eq 0 ]; then
     # cgroup-kill (25) "present" in a v2 directory that does not exist: the
     # start fails before the command runs, a fresh probe renegotiates.
-    plant 25 2 cg2_dir /sys/fs/cgroup/unified/fy-no-such-cgroup-$$
+    plant 25 2 linux.cg2_dir /sys/fs/cgroup/unified/fy-no-such-cgroup-$$
     out=$("$fy" run -- /bin/sh -c 'echo ran' 2>&1); rc=$?
     [ $rc -eq 0 ] || fail "a snapshot claiming too much failed the run ($rc): $out"
     case $out in *"probed the host again"*ran*) ;; *) fail "no note, or no run, after an overclaiming snapshot: $out" ;; esac

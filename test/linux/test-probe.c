@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "caps.h"
+#include "linux/linux-backend.h"
 #include "config.h"
 
 #ifndef __NR_landlock_create_ruleset
@@ -38,6 +39,8 @@
 
 #if FY_HAVE_VM
 #include "vm/vm-backend.h"
+#else
+#define VM_FACT_QEMU "vm.qemu_path"
 #endif
 
 /* ---- helpers ---- */
@@ -150,11 +153,10 @@ static int leftovers_in(const char *dir, pid_t pid) {
 }
 
 static int leftovers(const fy_caps *c, pid_t pid) {
-    const struct caps_host *h = &c->host;
-    return leftovers_in(h->cg1_memory, pid) + leftovers_in(h->cg1_pids, pid) +
-           leftovers_in(h->cg1_cpu, pid) + leftovers_in(h->cg1_freezer, pid) +
-           leftovers_in(h->cg1_blkio, pid) + leftovers_in(h->cg1_cpuacct, pid) +
-           leftovers_in(h->cg2_dir, pid);
+    return leftovers_in(caps_fact(c, LX_FACT_CG1_MEMORY), pid) + leftovers_in(caps_fact(c, LX_FACT_CG1_PIDS), pid) +
+           leftovers_in(caps_fact(c, LX_FACT_CG1_CPU), pid) + leftovers_in(caps_fact(c, LX_FACT_CG1_FREEZER), pid) +
+           leftovers_in(caps_fact(c, LX_FACT_CG1_BLKIO), pid) + leftovers_in(caps_fact(c, LX_FACT_CG1_CPUACCT), pid) +
+           leftovers_in(caps_fact(c, LX_FACT_CG2_DIR), pid);
 }
 
 static fy_caps *probe(uint64_t flags) {
@@ -271,18 +273,18 @@ START_TEST(test_host_truth) {
                 ck_assert_int_eq(v, 1);
                 ck_assert_int_eq(fy_caps_value(c, FY_CAP_CGROUP_CPU, &v), 0);
                 ck_assert_int_eq(v, 1);
-                ck_assert_ptr_nonnull(c->host.cg1_memory);
-                ck_assert_ptr_nonnull(c->host.cg1_pids);
-                ck_assert_ptr_nonnull(c->host.cg1_cpu);
+                ck_assert_ptr_nonnull(caps_fact(c, LX_FACT_CG1_MEMORY));
+                ck_assert_ptr_nonnull(caps_fact(c, LX_FACT_CG1_PIDS));
+                ck_assert_ptr_nonnull(caps_fact(c, LX_FACT_CG1_CPU));
             }
         }
     }
-    if (c->host.cg1_memory) {
+    const char *cg1_memory = caps_fact(c, LX_FACT_CG1_MEMORY);
+    if (cg1_memory) {
         /* our own memory cgroup, as /proc/self/cgroup says */
-        ck_assert(strncmp(c->host.cg1_memory, "/sys/fs/cgroup/", 15) == 0 ||
-                  c->host.cg1_memory[0] == '/');
+        ck_assert(strncmp(cg1_memory, "/sys/fs/cgroup/", 15) == 0 || cg1_memory[0] == '/');
         struct stat st;
-        ck_assert_int_eq(stat(c->host.cg1_memory, &st), 0);
+        ck_assert_int_eq(stat(cg1_memory, &st), 0);
     }
 
 #if FY_HAVE_VM
@@ -305,7 +307,7 @@ START_TEST(test_host_truth) {
     if (program_exists(qemu_name())) {
         ASSERT_PRESENT(c, FY_CAP_QEMU);
         ASSERT_PRESENT(c, FY_CAP_QEMU_TCG);
-        ck_assert_ptr_nonnull(c->host.qemu_path);
+        ck_assert_ptr_nonnull(caps_fact(c, VM_FACT_QEMU));
     } else {
         ASSERT_MISSING(c, FY_CAP_QEMU);
     }
@@ -316,7 +318,7 @@ START_TEST(test_host_truth) {
                   (unsigned long long)c->probe_usec);
 #endif
     if (program_exists("bwrap"))
-        ck_assert_ptr_nonnull(c->host.bwrap_path);
+        ck_assert_ptr_nonnull(caps_fact(c, LX_FACT_BWRAP));
     if (!program_exists("crun") && !program_exists("runc"))
         ASSERT_MISSING(c, FY_CAP_OCI_RUNTIME);
 
@@ -338,7 +340,7 @@ START_TEST(test_no_vm_flag) {
     }
     ck_assert_int_eq(c->e[FY_CAP_CONFIDENTIAL_VM].state, CAP_MISSING);
 #endif
-    ck_assert_ptr_null(c->host.qemu_path);
+    ck_assert_ptr_null(caps_fact(c, VM_FACT_QEMU));
     caps_free_internal(c);
 
     uint64_t t0 = util_now_usec();
@@ -346,7 +348,7 @@ START_TEST(test_no_vm_flag) {
     ck_assert_msg(util_now_usec() - t0 < 1500000, "a NO_VM probe should be quick");
     ASSERT_PRESENT(c, FY_CAP_USERNS);
     ASSERT_MISSING(c, FY_CAP_KVM);
-    ck_assert_ptr_null(c->host.qemu_path);
+    ck_assert_ptr_null(caps_fact(c, VM_FACT_QEMU));
     fy_caps_free(c);
 }
 END_TEST
