@@ -1198,6 +1198,15 @@ static void tidy_fds(struct child_args *a) {
     sys_close_range((unsigned)prev + 1, ~0U, 0);
 }
 
+/* The workload's environment and the secrets' values, wiped from our
+ * memory once the workload process has its own copy. */
+static void wipe_workload_inputs(const struct child_args *a) {
+    for (char **e = a->envp; e && *e; e++)
+        wipe(*e, slen(*e));
+    for (size_t i = 0; i < a->nsecrets; i++)
+        wipe((void *)a->secrets[i].value, a->secrets[i].len);
+}
+
 __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     /* Our copy-on-write copy of the arguments: ours to renumber. */
     struct child_args copy = *args;
@@ -1287,7 +1296,13 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
             die(sfd, FY_STEP_SPAWN, errno);
         if (w == 0)
             workload(a);
+        wipe_workload_inputs(a);
     } else {
+        /* The workload process (forked early) has its own copy of its
+         * environment and the secrets' values (file secrets are written to
+         * /run/secrets already): ours are wiped before it may run, so no
+         * moment exists where it runs and we still hold them. */
+        wipe_workload_inputs(a);
         /* Its go-ahead: the tasks files, then the Landlock ruleset. A
          * workload process that is gone already reported why. */
         if (prebuilt_ruleset >= 0)
@@ -1298,17 +1313,12 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     }
     for (size_t i = 0; i < ntasks; i++)
         close(tasks[i]);
-    /* Only the workload needs these; its environment and the secrets'
-     * values (written to /run/secrets already) are wiped from our memory. */
+    /* Only the workload needs these. */
     if (prebuilt_ruleset >= 0)
         close(prebuilt_ruleset);
     for (int i = 0; i < 3; i++)
         close(a->stdio[i]);
     if (a->notify_sock >= 0)
         close(a->notify_sock);
-    for (char **e = a->envp; e && *e; e++)
-        wipe(*e, slen(*e));
-    for (size_t i = 0; i < a->nsecrets; i++)
-        wipe((void *)a->secrets[i].value, a->secrets[i].len);
     init_loop(a, w);
 }
