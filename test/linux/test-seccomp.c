@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@
 
 #include "forgeyard/fy-policy.h"
 #include "linux/linux-seccomp.h"
+#include "linux/linux-seccomp-internal.h" /* sc_self_check */
 
 #define CHILD_DEADLINE_MS 5000
 #define MAX_NOTIFS 32
@@ -682,6 +684,79 @@ START_TEST(test_compile_is_fast) {
 }
 END_TEST
 
+/* The self check is what makes a libseccomp that compiles differently fail
+ * closed: every return of the compiled program changed to another action,
+ * and a program cut short or jumping past its end, must each be refused. */
+START_TEST(test_self_check_catches_mutations) {
+    struct seccomp_program p = compile(FY_SECCOMP_GENERAL_BUILD, false);
+    const struct profile_actions pa = {
+        .violation = SECCOMP_RET_KILL_PROCESS, .badarch = SECCOMP_RET_KILL_PROCESS,
+        .ptrace_allowed = false,
+    };
+    ck_assert_int_eq(sc_self_check(&p, &pa, NULL), 0);
+    struct sock_filter *f = p.filter;
+    unsigned rets = 0;
+    for (size_t i = 0; i < p.len; i++) {
+        if (f[i].code != (BPF_RET | BPF_K))
+            continue;
+        uint32_t k = f[i].k;
+        f[i].k = k == SECCOMP_RET_ALLOW ? sc_ret_errno(EPERM) : SECCOMP_RET_ALLOW;
+        fy_error *e = NULL;
+        ck_assert_msg(sc_self_check(&p, &pa, &e) == FY_E_INTERNAL,
+                      "return %zu of %zu (0x%08x -> 0x%08x) changed, and the self check passed",
+                      i, p.len, k, f[i].k);
+        ck_assert_int_eq(fy_error_step(e), FY_STEP_SECCOMP);
+        fy_error_free(e);
+        f[i].k = k;
+        rets++;
+    }
+    ck_assert_uint_gt(rets, 4);
+    ck_assert_int_eq(sc_self_check(&p, &pa, NULL), 0);
+    /* Cut short: the sweep falls off the end. */
+    size_t len = p.len;
+    p.len = len / 2;
+    ck_assert_int_eq(sc_self_check(&p, &pa, NULL), FY_E_INTERNAL);
+    p.len = len;
+    /* The first instruction jumps past the end. */
+    struct sock_filter first = f[0];
+    f[0] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, (uint32_t)len, 0, 0);
+    ck_assert_int_eq(sc_self_check(&p, &pa, NULL), FY_E_INTERNAL);
+    f[0] = first;
+    ck_assert_int_eq(sc_self_check(&p, &pa, NULL), 0);
+
+    /* One number let through in front of the program: a gap the table does
+     * not name, then one past its largest number. */
+    int top = -1, gap = -1;
+    for (int nr = 0; nr < 4000; nr++) {
+        bool named = false;
+        for (size_t i = 0; i < FY_ARRAY_SIZE(sc_known) && !named; i++)
+            named = sc_entry_nr(&sc_known[i]) == nr;
+        if (named)
+            top = nr;
+        else if (gap < 0 && nr > 0)
+            gap = nr;
+    }
+    ck_assert_int_gt(gap, 0);
+    ck_assert_int_lt(gap, top);
+    const int through[] = { gap, top + 1, top + 60 };
+    for (size_t t = 0; t < FY_ARRAY_SIZE(through); t++) {
+        struct seccomp_program q = p;
+        struct sock_filter *g = calloc(p.len + 3, sizeof(*g));
+        ck_assert_ptr_nonnull(g);
+        g[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        g[1] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)through[t], 0, 1);
+        g[2] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        memcpy(g + 3, p.filter, p.len * sizeof(*g));
+        q.filter = g;
+        q.len = p.len + 3;
+        ck_assert_msg(sc_self_check(&q, &pa, NULL) == FY_E_INTERNAL,
+                      "number %d let through, and the self check passed", through[t]);
+        free(g);
+    }
+    sc_program_free(&p);
+}
+END_TEST
+
 START_TEST(test_names) {
     char b[64];
     ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_X86_64, SYS_kexec_load, b, sizeof(b)), "kexec_load");
@@ -839,6 +914,7 @@ int main(void) {
     tcase_add_test(tc, test_compile_api);
     tcase_add_test(tc, test_compile_is_fast);
     tcase_add_test(tc, test_names);
+    tcase_add_test(tc, test_self_check_catches_mutations);
     suite_add_tcase(s, tc);
     tc = tcase_create("kernel");
     tcase_set_timeout(tc, 60);
