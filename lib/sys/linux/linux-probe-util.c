@@ -70,6 +70,18 @@ bool pu_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
+/* Whether dir is one of the entries of the colon-separated list. */
+static bool in_path_list(const char *list, const char *dir) {
+    size_t dl = strlen(dir);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchrnul(p, ':');
+        if ((size_t)(end - p) == dl && memcmp(p, dir, dl) == 0)
+            return true;
+        p = *end ? end + 1 : end;
+    }
+    return false;
+}
+
 char *pu_find_program(const char *name) {
     /* The system directories of both probes: the Linux probe's helper
      * programs (crun, runc, nft, pasta, bwrap) and the VM probe's VMMs
@@ -93,6 +105,8 @@ char *pu_find_program(const char *name) {
         p = *end ? end + 1 : end;
     }
     for (size_t i = 0; i < FY_ARRAY_SIZE(fallback); i++) {
+        if (in_path_list(path, fallback[i]))
+            continue; /* looked at already */
         snprintf(buf, sizeof buf, "%s/%s", fallback[i], name);
         if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
             return util_strdup(buf);
