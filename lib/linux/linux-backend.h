@@ -22,6 +22,10 @@
 #define LX_FACT_CG2_DIR     "linux.cg2_dir"
 #define LX_FACT_OCI_RUNTIME "linux.oci_runtime"
 #define LX_FACT_BWRAP       "linux.bwrap"
+/* The compiled seccomp programs in their saved form (sc_program_save), so
+ * that a persisted probe snapshot spares a new process libseccomp's work;
+ * the plan holds each to the self check before use. The key of one. */
+void lx_seccomp_fact_key(char *buf, size_t len, uint32_t cls, bool notify, bool init);
 
 /* The folder's two backends (linux-backend.c): the plan compiler tells
  * them apart. */

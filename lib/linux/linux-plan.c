@@ -27,55 +27,6 @@
 #define LL_FS_IOCTL_DEV (1ULL << 15)
 #define LL_RO (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 
-/* ---- compiled seccomp programs ----
- * Compiling a profile costs a few milliseconds of libseccomp; the result
- * depends only on (class, notify), so each is compiled once per process and
- * is immutable afterwards (like the probe cache: the only process-wide
- * state, never mutated after it is built). */
-struct bpf_cache {
-    pthread_once_t once;
-    uint32_t cls;
-    bool notify, init;
-    struct seccomp_program prog;
-    int rc;
-};
-static struct bpf_cache bpf_cache[] = {
-    {PTHREAD_ONCE_INIT, FY_SECCOMP_GENERAL_BUILD, false, false, {0}, 0},
-    {PTHREAD_ONCE_INIT, FY_SECCOMP_GENERAL_BUILD, true, false, {0}, 0},
-    {PTHREAD_ONCE_INIT, FY_SECCOMP_NETWORKED_TEST, false, false, {0}, 0},
-    {PTHREAD_ONCE_INIT, FY_SECCOMP_NETWORKED_TEST, true, false, {0}, 0},
-    {PTHREAD_ONCE_INIT, 0, false, true, {0}, 0},
-};
-
-#define BPF_ONCE(i) \
-    static void bpf_once_##i(void) { \
-        struct bpf_cache *b = &bpf_cache[i]; \
-        b->rc = b->init ? sc_compile_init(&b->prog, NULL) : sc_compile(b->cls, b->notify, &b->prog, NULL); \
-    }
-BPF_ONCE(0) BPF_ONCE(1) BPF_ONCE(2) BPF_ONCE(3) BPF_ONCE(4)
-static void (*const bpf_once_fn[])(void) = {bpf_once_0, bpf_once_1, bpf_once_2, bpf_once_3, bpf_once_4};
-
-static const struct seccomp_program *cached_program(uint32_t cls, bool notify, bool init, fy_error **reterr) {
-    for (size_t i = 0; i < FY_ARRAY_SIZE(bpf_cache); i++) {
-        struct bpf_cache *b = &bpf_cache[i];
-        if (b->init != init || (!init && (b->cls != cls || b->notify != notify)))
-            continue;
-        pthread_once(&b->once, bpf_once_fn[i]);
-        if (b->rc < 0) {
-            /* Compile again to give the caller the error detail. */
-            struct seccomp_program tmp = {0};
-            int r = init ? sc_compile_init(&tmp, reterr) : sc_compile(cls, notify, &tmp, reterr);
-            sc_program_free(&tmp);
-            if (r >= 0)
-                err_set(reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL, "seccomp compilation failed once");
-            return NULL;
-        }
-        return &b->prog;
-    }
-    err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SECCOMP, 0, NULL, "unknown seccomp class %u", cls);
-    return NULL;
-}
-
 /* ---- allocation: every piece of the plan is tracked and freed together ---- */
 
 static char *plan_str(struct linux_plan *pl, const char *s) { return arena_strdup(&pl->arena, s); }
@@ -670,9 +621,15 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
 
     /* Seccomp. */
     if (np->control[FY_CONTROL_SECCOMP] == FY_CONTROL_STATE_ENFORCED) {
+        /* Compiled once per process, or taken from the probe's saved form
+         * (a snapshot) once it passes the self check (linux-seccomp-store.c). */
         bool notify = caps_present(c, FY_CAP_SECCOMP_NOTIFY);
-        const struct seccomp_program *prog = cached_program(np->seccomp_class, notify, false, reterr);
-        const struct seccomp_program *init = prog ? cached_program(0, false, true, reterr) : NULL;
+        char key[64];
+        lx_seccomp_fact_key(key, sizeof(key), np->seccomp_class, notify, false);
+        const struct seccomp_program *prog =
+            sc_program_get(np->seccomp_class, notify, false, caps_fact(c, key), reterr);
+        lx_seccomp_fact_key(key, sizeof(key), 0, false, true);
+        const struct seccomp_program *init = prog ? sc_program_get(0, false, true, caps_fact(c, key), reterr) : NULL;
         if (!prog || !init) {
             r = reterr && *reterr ? fy_error_code(*reterr) : FY_E_INTERNAL;
             goto fail;

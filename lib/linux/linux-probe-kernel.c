@@ -14,6 +14,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -25,9 +27,12 @@
 #include <linux/seccomp.h>
 
 #include "caps.h"
+#include "forgeyard/fy-policy.h"
+#include "linux-backend.h"
 #include "linux-probe-init.h"
 #include "linux-probe-internal.h"
 #include "linux-probe-util.h"
+#include "linux-seccomp.h"
 #include "linux-syscall.h"
 
 /* ------------------------------------------------------------------ */
@@ -538,4 +543,36 @@ void lp_probe_openat2(fy_caps *c) {
     else
         caps_set(c, FY_CAP_OPENAT2, true, 1, "openat2 with RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH "
                  "works: \"..\" gave EXDEV%s", sym_checked ? ", a symlink gave ELOOP" : "");
+}
+
+/* ---- saved seccomp programs ---- */
+
+void lx_seccomp_fact_key(char *buf, size_t len, uint32_t cls, bool notify, bool init) {
+    if (init)
+        snprintf(buf, len, "linux.seccomp.init");
+    else
+        snprintf(buf, len, "linux.seccomp.%u.%s", (unsigned)cls, notify ? "notify" : "kill");
+}
+
+int lp_record_seccomp_programs(fy_caps *c) {
+    if (!caps_present(c, FY_CAP_SECCOMP))
+        return 0;
+    bool notify = caps_present(c, FY_CAP_SECCOMP_NOTIFY);
+    static const uint32_t classes[] = { FY_SECCOMP_GENERAL_BUILD, FY_SECCOMP_NETWORKED_TEST };
+    for (size_t i = 0; i <= FY_ARRAY_SIZE(classes); i++) {
+        bool init = i == FY_ARRAY_SIZE(classes);
+        uint32_t cls = init ? 0 : classes[i];
+        /* One that does not compile is not recorded: the plan reports why. */
+        const struct seccomp_program *p = sc_program_get(cls, init ? false : notify, init, NULL, NULL);
+        if (!p)
+            continue;
+        char key[64];
+        lx_seccomp_fact_key(key, sizeof(key), cls, init ? false : notify, init);
+        char *saved = sc_program_save(p);
+        int r = saved ? caps_set_fact(c, key, saved) : FY_E_NOMEM;
+        free(saved);
+        if (r < 0)
+            return r;
+    }
+    return 0;
 }

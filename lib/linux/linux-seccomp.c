@@ -406,6 +406,7 @@ int sc_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_er
     out->notify = use_notify;
     out->name = name;
     out->version = FY_SECCOMP_PROFILE_VERSION;
+    out->badarch = pa.badarch;
     if ((r = sc_self_check(out, &pa, reterr)) < 0) {
         sc_program_free(out);
         return r;
@@ -446,6 +447,7 @@ int sc_compile_init(struct seccomp_program *out, fy_error **reterr) {
     out->notify = false;
     out->name = "init";
     out->version = FY_SECCOMP_INIT_VERSION;
+    out->badarch = badarch;
     if ((r = sc_self_check_init(out, reterr)) < 0) {
         sc_program_free(out);
         return r;

@@ -21,6 +21,7 @@ struct seccomp_program {
     bool notify;      /* violations return SECCOMP_RET_USER_NOTIF (load with SECCOMP_FILTER_FLAG_NEW_LISTENER) */
     const char *name; /* static: "general-build", "networked-test", "init" */
     uint32_t version; /* profile version, 1 */
+    uint32_t badarch; /* the action for a foreign architecture (the violation's, or KILL_PROCESS) */
 };
 
 /* cls: FY_SECCOMP_GENERAL_BUILD or FY_SECCOMP_NETWORKED_TEST (include/forgeyard/fy-policy.h).
@@ -35,6 +36,23 @@ int sc_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_er
  * allow only wait4, waitid, kill, rt_sigtimedwait, rt_sigprocmask, rt_sigreturn, write, read, close, exit, exit_group,
  * clock_gettime, getpid, restart_syscall; everything else (and every foreign architecture) KILL_PROCESS. */
 int sc_compile_init(struct seccomp_program *out, fy_error **reterr);
+
+/* The process-wide program for (cls, notify), or the init program when init: made once per
+ * process (never freed; immutable afterwards), from saved (sc_program_save's form, may be
+ * NULL) when it decodes and passes the same self check as a compiled program, else
+ * compiled. NULL with *reterr set when it cannot be compiled. Thread-safe. */
+const struct seccomp_program *sc_program_get(uint32_t cls, bool notify, bool init, const char *saved,
+                                             fy_error **reterr);
+
+/* The saved form of p (a string: version, foreign-architecture action, base64 BPF) for a
+ * probe snapshot; malloc'd, NULL on OOM. */
+char *sc_program_save(const struct seccomp_program *p);
+
+/* A saved form decoded into *out and held to this library's contract for (cls, notify) or
+ * init (the self check of sc_compile; the foreign-architecture action must be the
+ * violation's or KILL_PROCESS): 0, or -1 with *out zeroed. */
+int sc_program_from_saved(uint32_t cls, bool notify, bool init, const char *saved,
+                          struct seccomp_program *out);
 
 /* Frees p->filter and zeroes *p. NULL-safe, idempotent. */
 void sc_program_free(struct seccomp_program *p);

@@ -757,6 +757,88 @@ START_TEST(test_self_check_catches_mutations) {
 }
 END_TEST
 
+/* The saved form a probe snapshot carries: what was saved comes back byte
+ * for byte, and a saved form that is changed in any way that matters (a
+ * return, the foreign-architecture action, the class, the encoding) is
+ * refused, so the store compiles the program instead. */
+static char *resave(const char *saved, size_t insn, uint32_t k, const char *badarch) {
+    struct seccomp_program p = {0};
+    ck_assert_int_eq(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, false, false, saved, &p), 0);
+    if (insn < p.len)
+        ((struct sock_filter *)p.filter)[insn].k = k;
+    char *out = sc_program_save(&p);
+    ck_assert_ptr_nonnull(out);
+    if (badarch)
+        memcpy(out + 3, badarch, 8);
+    sc_program_free(&p);
+    return out;
+}
+
+START_TEST(test_saved_programs) {
+    struct seccomp_program p = compile(FY_SECCOMP_GENERAL_BUILD, false), q;
+    char *saved = sc_program_save(&p);
+    ck_assert_ptr_nonnull(saved);
+    ck_assert_int_eq(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, false, false, saved, &q), 0);
+    ck_assert_uint_eq(q.len, p.len);
+    ck_assert_int_eq(memcmp(q.filter, p.filter, p.len * sizeof(struct sock_filter)), 0);
+    ck_assert_uint_eq(q.badarch, p.badarch);
+    ck_assert_str_eq(q.name, "general-build");
+    ck_assert(!q.notify);
+    sc_program_free(&q);
+
+    /* Another class, the notify variant, the init profile: each its own contract. */
+    ck_assert_int_eq(sc_program_from_saved(FY_SECCOMP_NETWORKED_TEST, false, false, saved, &q), -1);
+    ck_assert_ptr_null(q.filter);
+    ck_assert_int_eq(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, true, false, saved, &q), -1);
+    ck_assert_int_eq(sc_program_from_saved(0, false, true, saved, &q), -1);
+    ck_assert_int_eq(sc_program_from_saved(99, false, false, saved, &q), -1);
+
+    /* Every return changed to ALLOW (or from ALLOW to EPERM). */
+    for (size_t i = 0; i < p.len; i++) {
+        const struct sock_filter *f = &((const struct sock_filter *)p.filter)[i];
+        if (f->code != (BPF_RET | BPF_K))
+            continue;
+        char *bad = resave(saved, i, f->k == SECCOMP_RET_ALLOW ? sc_ret_errno(EPERM) : SECCOMP_RET_ALLOW, NULL);
+        ck_assert_msg(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, false, false, bad, &q) == -1,
+                      "a saved program with return %zu changed was accepted", i);
+        free(bad);
+    }
+    /* Foreign architectures allowed, or answered with an errno. */
+    char *bad = resave(saved, SIZE_MAX, 0, "7fff0000");
+    ck_assert_int_eq(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, false, false, bad, &q), -1);
+    free(bad);
+    bad = resave(saved, SIZE_MAX, 0, "00050001");
+    ck_assert_int_eq(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, false, false, bad, &q), -1);
+    free(bad);
+    /* One instruction that allows everything; broken encodings; another version. */
+    static const char *const junk[] = {
+        "v1 80000000 BgAAAAAA/38=", "v1 80000000 ", "v1 80000000 !!!!", "v2 80000000 BgAAAAAA/38=",
+        "v1 zz BgAAAAAA/38=", "", "v1",
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(junk); i++)
+        ck_assert_msg(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, false, false, junk[i], &q) == -1,
+                      "\"%s\" was accepted", junk[i]);
+    ck_assert_int_eq(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, false, false, NULL, &q), -1);
+    /* Cut short by one instruction. */
+    struct seccomp_program shorter = p;
+    shorter.len = p.len - 1;
+    bad = sc_program_save(&shorter);
+    ck_assert_int_eq(sc_program_from_saved(FY_SECCOMP_GENERAL_BUILD, false, false, bad, &q), -1);
+    free(bad);
+    free(saved);
+    sc_program_free(&p);
+
+    struct seccomp_program in;
+    ck_assert_int_eq(sc_compile_init(&in, NULL), 0);
+    saved = sc_program_save(&in);
+    ck_assert_int_eq(sc_program_from_saved(0, false, true, saved, &q), 0);
+    ck_assert_str_eq(q.name, "init");
+    sc_program_free(&q);
+    free(saved);
+    sc_program_free(&in);
+}
+END_TEST
+
 START_TEST(test_names) {
     char b[64];
     ck_assert_str_eq(sc_syscall_name(AUDIT_ARCH_X86_64, SYS_kexec_load, b, sizeof(b)), "kexec_load");
@@ -915,6 +997,7 @@ int main(void) {
     tcase_add_test(tc, test_compile_is_fast);
     tcase_add_test(tc, test_names);
     tcase_add_test(tc, test_self_check_catches_mutations);
+    tcase_add_test(tc, test_saved_programs);
     suite_add_tcase(s, tc);
     tc = tcase_create("kernel");
     tcase_set_timeout(tc, 60);
