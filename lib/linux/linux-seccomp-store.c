@@ -68,7 +68,8 @@ int sc_program_from_saved(uint32_t cls, bool notify, bool init, const char *save
         free(bin);
         return -1;
     }
-    out->filter = bin;
+    unsigned char *fit = realloc(bin, got); /* ~1 KiB of the 32 KiB buffer */
+    out->filter = fit ? fit : bin;
     out->len = got / sizeof(struct sock_filter);
     out->badarch = badarch;
     int r;
