@@ -69,7 +69,9 @@ int sc_program_from_saved(uint32_t cls, bool notify, bool init, const char *save
         return -1;
     }
     unsigned char *fit = realloc(bin, got); /* ~1 KiB of the 32 KiB buffer */
-    out->filter = fit ? fit : bin;
+    if (fit)
+        bin = fit;
+    out->filter = bin;
     out->len = got / sizeof(struct sock_filter);
     out->badarch = badarch;
     int r;
