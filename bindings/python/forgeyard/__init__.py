@@ -1,0 +1,640 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Python binding of libforgeyard-sandbox over its C ABI (ctypes only).
+
+    import forgeyard as fy
+
+    caps = fy.probe()
+    with fy.Policy(fy.Profile.RELEASE) as pol:
+        pol.load_json({"resources": {"wall_time": "60s"}})
+        pol.set_stdio(fy.Stream.OUT, fy.StdioMode.FILE, path="/tmp/out.txt")
+        with pol.prepare(["/bin/sh", "-c", "echo hi"], caps) as plan, plan.start() as h:
+            with h.wait(timeout=60) as res:
+                print(res.outcome.name, res.exit_code, res.to_dict())
+
+Every failing call raises forgeyard.Error. Every C object is owned by one
+Python object and freed exactly once: by close(), by leaving its `with`
+block, or (as a fallback) when it is garbage collected.
+"""
+import ctypes
+import json as _json
+import os
+import threading
+import weakref
+
+from . import _lib
+from ._lib import lib as _c
+from ._constants import (CONSTANTS, CONSTANTS_PATH, ENUMS, ErrorCode, Step, Level, Cap, Profile,
+                         Control, ControlState, Mode, Limit, Net, Dns, Stream, StdioMode, Outcome,
+                         CancelReason, Stage, Usage, Left, ProbeFlag)
+
+# Every FY_* constant of the headers as a module attribute (forgeyard.FY_E_POLICY, ...).
+globals().update(CONSTANTS)
+
+LIBRARY_PATH = _lib.loaded_path or _lib.path
+
+# The constants must describe the library loaded: same major version (the
+# ABI), and no newer minor than the library (new constants need new code).
+_lib_version = _c.fy_version()
+if "FY_VERSION" in CONSTANTS and (CONSTANTS["FY_VERSION"] >> 16 != _lib_version >> 16
+                                  or CONSTANTS["FY_VERSION"] >> 8 > _lib_version >> 8):
+    raise ImportError("forgeyard: %s is for version %#x, the library %s is version %#x"
+                      % (CONSTANTS_PATH, CONSTANTS["FY_VERSION"], LIBRARY_PATH, _lib_version))
+UNLIMITED = CONSTANTS["FY_UNLIMITED"]
+
+__all__ = ["Error", "Caps", "Policy", "Prepared", "Handle", "Result", "probe", "version",
+           "version_string", "CONSTANTS", "CONSTANTS_PATH", "LIBRARY_PATH", "UNLIMITED"] + \
+          [e.__name__ for e in ENUMS] + sorted(CONSTANTS)
+
+
+def _s(b):
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+def _b(s, what="argument"):
+    if s is None:
+        return None
+    if isinstance(s, bytes):
+        return s
+    if isinstance(s, os.PathLike):
+        s = os.fspath(s)
+        if isinstance(s, bytes):
+            return s
+    if not isinstance(s, str):
+        raise TypeError("%s: expected str, bytes or path, got %s" % (what, type(s).__name__))
+    return s.encode("utf-8")
+
+
+def _enum_or_int(enum_cls, v):
+    try:
+        return enum_cls(v)
+    except ValueError:
+        return v
+
+
+def _usec(timeout):
+    """Seconds (int/float) -> microseconds; None -> FY_UNLIMITED."""
+    if timeout is None:
+        return UNLIMITED
+    if timeout < 0:
+        raise ValueError("timeout must be >= 0 seconds or None")
+    return min(int(timeout * 1000000), UNLIMITED - 1)
+
+
+class Error(Exception):
+    """A failed libforgeyard-sandbox call.
+
+    code (negative FY_E_*, as ErrorCode when known), code_name ("FY_E_POLICY"),
+    step (FY_STEP_*, as Step when known), step_name ("policy"), message,
+    os_code (errno or 0), location (the JSON path of a policy error, e.g.
+    "$.resources.memory", else None), function (the C function that failed).
+    """
+
+    def __init__(self, code, step=0, message=None, os_code=0, location=None, function=None):
+        self.code = _enum_or_int(ErrorCode, code)
+        self.code_name = _s(_c.fy_error_name(code)) or str(code)
+        self.step = _enum_or_int(Step, step)
+        self.step_name = _s(_c.fy_step_name(step))
+        self.message = message if message is not None else (_s(_c.fy_strerror(code)) or "")
+        self.os_code = os_code
+        self.location = location
+        self.function = function
+        super().__init__(str(self))
+
+    path = property(lambda self: self.location, doc="alias of location")
+
+    def __str__(self):
+        s = self.code_name
+        if self.function:
+            s = "%s: %s" % (self.function, s)
+        if self.location:
+            s += " at " + self.location
+        s += ": " + self.message
+        if self.step:
+            s += " (step %s)" % (self.step_name or int(self.step))
+        if self.os_code:
+            s += " [os error %d]" % self.os_code
+        return s
+
+    @classmethod
+    def _take(cls, errp, rc, function):
+        """Builds an Error from an fy_error * (which it frees) or from rc alone."""
+        if not errp:
+            return cls(rc, function=function)
+        try:
+            code = _c.fy_error_code(errp)
+            return cls(code if code < 0 else rc, _c.fy_error_step(errp), _s(_c.fy_error_message(errp)),
+                       _c.fy_error_os_code(errp), _s(_c.fy_error_location(errp)), function)
+        finally:
+            _c.fy_error_free(errp)
+
+
+def _call(fn, *args):
+    """Calls fn(*args, &err); raises Error when it returns < 0. Frees the error."""
+    err = _lib.fy_error_p()
+    rc = fn(*args, ctypes.byref(err))
+    if rc < 0:
+        raise Error._take(err, rc, fn.__name__)
+    if err:  # not expected on success; never leak it
+        _c.fy_error_free(err)
+    return rc
+
+
+def _check(rc, function):
+    """For the calls without an fy_error ** (accessors): rc < 0 raises."""
+    if rc < 0:
+        raise Error(rc, function=function)
+    return rc
+
+
+def _call_json(fn, obj):
+    out = ctypes.c_void_p()
+    _call(fn, obj, ctypes.byref(out))
+    try:
+        return ctypes.string_at(out.value).decode("utf-8") if out.value else ""
+    finally:
+        _c.fy_free(out)
+
+
+def _finalize(freefn, ptr):
+    if ptr:
+        freefn(ptr)
+
+
+class _Owned:
+    """One C object, freed exactly once (close(), `with`, or garbage collection)."""
+    _free = None
+
+    def _own(self, ptr):
+        self._ptr = ptr
+        # weakref.finalize runs at most once: close() and the GC path share it.
+        self._fin = weakref.finalize(self, _finalize, type(self)._free, ptr)
+
+    @property
+    def _p(self):
+        p = getattr(self, "_ptr", None)
+        if p is None or not p:
+            raise ValueError("%s is closed" % type(self).__name__)
+        return p
+
+    @property
+    def closed(self):
+        return getattr(self, "_ptr", None) is None
+
+    def close(self):
+        fin = getattr(self, "_fin", None)
+        if fin is not None:
+            self._ptr = None
+            fin()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Capabilities
+
+def _cap(cap):
+    if isinstance(cap, str):
+        key = cap.upper().replace("-", "_")
+        try:
+            return Cap[key]
+        except KeyError:
+            for c in Cap:
+                if _s(_c.fy_cap_name(c)) == cap:
+                    return c
+            raise ValueError("unknown capability %r" % cap) from None
+    return int(cap)
+
+
+class Caps(_Owned):
+    """A capability snapshot (fy_caps). Get one with probe()."""
+    _free = staticmethod(_c.fy_caps_free)
+
+    def __init__(self, ptr):
+        self._own(ptr)
+
+    def has(self, cap):
+        """True when the host has cap (a Cap, its int, or a name: "userns", "USERNS")."""
+        return bool(_check(_c.fy_caps_has(self._p, _cap(cap)), "fy_caps_has"))
+
+    def value(self, cap):
+        """The capability's value (e.g. the Landlock ABI), or None when absent."""
+        v = ctypes.c_int64()
+        rc = _c.fy_caps_value(self._p, _cap(cap), ctypes.byref(v))
+        if rc < 0:
+            if rc == CONSTANTS["FY_E_NOTFOUND"]:
+                return None
+            raise Error(rc, function="fy_caps_value")
+        return v.value
+
+    def reason(self, cap):
+        return _s(_c.fy_caps_reason(self._p, _cap(cap)))
+
+    def hint(self, cap):
+        return _s(_c.fy_caps_hint(self._p, _cap(cap)))
+
+    @property
+    def max_level(self):
+        return _enum_or_int(Level, _check(_c.fy_caps_max_level(self._p), "fy_caps_max_level"))
+
+    @property
+    def from_snapshot(self):
+        return bool(_check(_c.fy_caps_from_snapshot(self._p), "fy_caps_from_snapshot"))
+
+    def to_json(self):
+        return _call_json(_c.fy_caps_to_json, self._p)
+
+    def to_dict(self):
+        return _json.loads(self.to_json())
+
+
+def probe(flags=0, snapshot_dir=None, snapshot=False):
+    """fy_probe (or, with snapshot=True, fy_probe_snapshot in snapshot_dir) -> Caps."""
+    ret = _lib.fy_caps_p()
+    if snapshot:
+        _call(_c.fy_probe_snapshot, int(flags), _b(snapshot_dir), ctypes.byref(ret))
+    else:
+        _call(_c.fy_probe, int(flags), ctypes.byref(ret))
+    return Caps(ret)
+
+
+# ---------------------------------------------------------------------------
+# Policy
+
+def _profile(profile):
+    if isinstance(profile, str):
+        rc = _c.fy_profile_from_name(_b(profile))
+        if rc < 0:
+            raise Error(rc, CONSTANTS["FY_STEP_POLICY"], "unknown profile %r" % profile,
+                        function="fy_profile_from_name")
+        return rc
+    return int(profile)
+
+
+class _Keep:
+    """Python callables the C side holds pointers to: kept alive as long as any
+    policy, plan or handle made from them lives."""
+
+    def __init__(self):
+        self.items = {}
+
+
+class Policy(_Owned):
+    """A mutable policy builder (fy_policy). profile: a Profile, its int or its name."""
+    _free = staticmethod(_c.fy_policy_free)
+
+    def __init__(self, profile=Profile.STANDARD_CI, json=None):
+        ret = _lib.fy_policy_p()
+        _call(_c.fy_policy_new, _profile(profile), ctypes.byref(ret))
+        self._own(ret)
+        self._keep = _Keep()
+        if json is not None:
+            try:
+                self.load_json(json)
+            except BaseException:
+                self.close()
+                raise
+
+    @classmethod
+    def from_json(cls, doc, profile=Profile.STANDARD_CI):
+        """A policy of profile with the JSON document (str, bytes or dict) applied."""
+        return cls(profile, json=doc)
+
+    def load_json(self, doc):
+        """fy_policy_load_json: all or nothing; errors carry the JSON path (Error.location)."""
+        if isinstance(doc, (dict, list)):
+            doc = _json.dumps(doc)
+        data = _b(doc, "json")
+        _call(_c.fy_policy_load_json, self._p, data, len(data))
+        return self
+
+    def to_json(self):
+        return _call_json(_c.fy_policy_to_json, self._p)
+
+    def to_dict(self):
+        return _json.loads(self.to_json())
+
+    def validate(self):
+        _call(_c.fy_policy_validate, self._p)
+        return self
+
+    def set_isolation(self, min_level, preferred_level):
+        _call(_c.fy_policy_set_isolation, self._p, int(min_level), int(preferred_level))
+        return self
+
+    def set_level_floor(self, level):
+        _call(_c.fy_policy_set_level_floor, self._p, int(level))
+        return self
+
+    def set_control(self, control, mode):
+        _call(_c.fy_policy_set_control, self._p, int(control), int(mode))
+        return self
+
+    def set_limit(self, limit, value):
+        _call(_c.fy_policy_set_limit, self._p, int(limit), int(value))
+        return self
+
+    def get_limit(self, limit):
+        v = ctypes.c_uint64()
+        _check(_c.fy_policy_get_limit(self._p, int(limit), ctypes.byref(v)), "fy_policy_get_limit")
+        return v.value
+
+    def add_bind(self, host_path, target, flags=0):
+        _call(_c.fy_policy_add_bind, self._p, _b(host_path), _b(target), int(flags))
+        return self
+
+    def set_workdir(self, path):
+        _call(_c.fy_policy_set_workdir, self._p, _b(path))
+        return self
+
+    def set_env(self, name, value):
+        _call(_c.fy_policy_set_env, self._p, _b(name), _b(value))
+        return self
+
+    def set_network(self, mode):
+        _call(_c.fy_policy_set_network, self._p, int(mode))
+        return self
+
+    def set_state_dir(self, path):
+        """Where live sandboxes are recorded (None: the library's default)."""
+        _call(_c.fy_policy_set_state_dir, self._p, _b(path))
+        return self
+
+    def set_stdio(self, stream, mode, fd=-1, path=None):
+        """fy_policy_set_stdio. StdioMode.FD duplicates fd (the caller keeps its own);
+        StdioMode.FILE creates path (must not exist); StdioMode.PIPE: read the host end
+        with Handle.stdio_fd()."""
+        if hasattr(fd, "fileno"):
+            fd = fd.fileno()
+        _call(_c.fy_policy_set_stdio, self._p, int(stream), int(mode), int(fd), _b(path))
+        self._keep.items.pop(int(stream), None)
+        return self
+
+    def set_stdio_callback(self, stream, fn):
+        """Live output (StdioMode.CALLBACK): fn(stream, data) with data bytes, and a last
+        call with data None when the stream ended. Called on the thread in Handle.wait()
+        or Handle.process(). Exceptions it raises are printed and otherwise ignored.
+        fn None sets the stream back to StdioMode.NULL."""
+        stream = int(stream)
+        if fn is None:
+            _call(_c.fy_policy_set_stdio_callback, self._p, stream, _lib.fy_output_fn(), None)
+            self._keep.items.pop(stream, None)
+            return self
+
+        def trampoline(_userdata, s, data, length):
+            fn(_enum_or_int(Stream, s), None if not data else ctypes.string_at(data, length))
+
+        cfn = _lib.fy_output_fn(trampoline)
+        _call(_c.fy_policy_set_stdio_callback, self._p, stream, cfn, None)
+        self._keep.items[stream] = cfn
+        return self
+
+    def prepare(self, argv, caps=None):
+        """fy_prepare -> Prepared. caps None: the library's cached probe."""
+        if isinstance(argv, (str, bytes)):
+            raise TypeError("argv must be a sequence of strings, not a single string")
+        args = [_b(a, "argv") for a in argv]
+        arr = (ctypes.c_char_p * (len(args) + 1))(*args, None)
+        ret = _lib.fy_prepared_p()
+        _call(_c.fy_prepare, self._p, caps._p if caps is not None else None, arr, ctypes.byref(ret))
+        return Prepared(ret, dict(self._keep.items))
+
+    def run(self, argv, caps=None, timeout=None):
+        """prepare + start + wait. Returns the Result; on timeout the attempt is
+        cancelled (CancelReason.USER) and its cancelled result returned."""
+        with self.prepare(argv, caps) as plan, plan.start() as h:
+            res = h.wait(timeout)
+            if res is None:
+                h.cancel()
+                res = h.wait(None)
+            return res
+
+
+# ---------------------------------------------------------------------------
+# Plan, handle, result
+
+class Prepared(_Owned):
+    """An immutable, negotiated plan (fy_prepared). Can start many attempts."""
+    _free = staticmethod(_c.fy_prepared_free)
+
+    def __init__(self, ptr, keep=None):
+        self._own(ptr)
+        self._keep = keep or {}
+
+    @property
+    def backend(self):
+        return _s(_c.fy_prepared_backend(self._p))
+
+    @property
+    def level(self):
+        return _enum_or_int(Level, _check(_c.fy_prepared_level(self._p), "fy_prepared_level"))
+
+    def control(self, control):
+        """ControlState of a Control after negotiation."""
+        return _enum_or_int(ControlState, _check(_c.fy_prepared_control(self._p, int(control)),
+                                                 "fy_prepared_control"))
+
+    @property
+    def is_impure(self):
+        return bool(_check(_c.fy_prepared_is_impure(self._p), "fy_prepared_is_impure"))
+
+    def to_json(self):
+        return _call_json(_c.fy_prepared_to_json, self._p)
+
+    def to_dict(self):
+        return _json.loads(self.to_json())
+
+    def start(self):
+        """fy_start -> Handle (returns at once)."""
+        ret = _lib.fy_handle_p()
+        _call(_c.fy_start, self._p, ctypes.byref(ret))
+        return Handle(ret, self._keep)
+
+
+class Handle(_Owned):
+    """A running attempt (fy_handle). close() (fy_handle_free) of a handle still
+    running kills the sandbox at once, without a grace period and without a result
+    (fy_handle_free(3)): cancel() and wait() first to let the workload stop."""
+    _free = staticmethod(_c.fy_handle_free)
+
+    def __init__(self, ptr, keep=None):
+        self._own(ptr)
+        self._keep = keep or {}
+        self._lock = threading.Lock()
+
+    def fileno(self):
+        """fy_handle_get_fd: readable when process() has work to do (owned by the handle)."""
+        return _check(_c.fy_handle_get_fd(self._p), "fy_handle_get_fd")
+
+    def stdio_fd(self, stream):
+        """fy_handle_get_stdio_fd for a StdioMode.PIPE stream. For Stream.OUT/ERR the fd
+        stays owned by the handle (do not close it); for Stream.IN it is handed over:
+        the caller must close it (os.close) to send end-of-file."""
+        return _check(_c.fy_handle_get_stdio_fd(self._p, int(stream)), "fy_handle_get_stdio_fd")
+
+    def stdin(self):
+        """The stdin pipe as a binary file object the caller owns (close() = EOF)."""
+        return os.fdopen(self.stdio_fd(Stream.IN), "wb")
+
+    @property
+    def timeout(self):
+        """Seconds until the next library deadline, or None when there is none."""
+        v = ctypes.c_uint64()
+        rc = _check(_c.fy_handle_get_timeout_usec(self._p, ctypes.byref(v)), "fy_handle_get_timeout_usec")
+        if rc == 0 or v.value == UNLIMITED:
+            return None
+        return v.value / 1e6
+
+    def process(self):
+        """fy_handle_process: does the pending work; Result when over, else None."""
+        res = _lib.fy_result_p()
+        rc = _call(_c.fy_handle_process, self._p, ctypes.byref(res))
+        return Result(res) if rc == 1 and res else None
+
+    def wait(self, timeout=None):
+        """fy_handle_wait: Result when the attempt is over, None when timeout (seconds;
+        None: no limit) passed first. Releases the GIL: cancel() from another thread works."""
+        res = _lib.fy_result_p()
+        rc = _call(_c.fy_handle_wait, self._p, _usec(timeout), ctypes.byref(res))
+        return Result(res) if rc == 1 and res else None
+
+    def cancel(self, reason=CancelReason.USER):
+        """fy_handle_cancel: asks the attempt to end (soft, then hard after the grace)."""
+        _call(_c.fy_handle_cancel, self._p, int(reason))
+
+
+class Result(_Owned):
+    """The typed result of one attempt (fy_result)."""
+    _free = staticmethod(_c.fy_result_free)
+
+    def __init__(self, ptr):
+        self._own(ptr)
+
+    @property
+    def outcome(self):
+        return _enum_or_int(Outcome, _check(_c.fy_result_outcome(self._p), "fy_result_outcome"))
+
+    @property
+    def outcome_name(self):
+        return _s(_c.fy_outcome_name(int(self.outcome)))
+
+    @property
+    def exit_code(self):
+        """0..255 when the workload exited, else None."""
+        rc = _c.fy_result_exit_code(self._p)
+        if rc == CONSTANTS["FY_E_STATE"]:
+            return None
+        return _check(rc, "fy_result_exit_code")
+
+    @property
+    def signal(self):
+        return _check(_c.fy_result_signal(self._p), "fy_result_signal")
+
+    @property
+    def cancel_reason(self):
+        """A CancelReason for Outcome.CANCELLED, else None."""
+        rc = _check(_c.fy_result_cancel_reason(self._p), "fy_result_cancel_reason")
+        return _enum_or_int(CancelReason, rc) if rc else None
+
+    @property
+    def detail(self):
+        return _s(_c.fy_result_detail(self._p))
+
+    @property
+    def error_step(self):
+        return _enum_or_int(Step, _c.fy_result_error_step(self._p))
+
+    @property
+    def error_os_code(self):
+        return _c.fy_result_error_os_code(self._p)
+
+    @property
+    def level(self):
+        return _enum_or_int(Level, _check(_c.fy_result_level(self._p), "fy_result_level"))
+
+    def _u64(self, fn, what, name):
+        v = ctypes.c_uint64()
+        rc = fn(self._p, int(what), ctypes.byref(v))
+        if rc == CONSTANTS["FY_E_NOTFOUND"]:
+            return None
+        _check(rc, name)
+        return v.value
+
+    def stage_usec(self, stage):
+        """Duration of a Stage in microseconds, None when not recorded."""
+        return self._u64(_c.fy_result_stage_usec, stage, "fy_result_stage_usec")
+
+    def usage(self, what):
+        """A Usage figure, None when this host could not measure it."""
+        return self._u64(_c.fy_result_usage, what, "fy_result_usage")
+
+    def cleanup(self, what):
+        """How many of a Left kind were left behind after cleanup."""
+        return self._u64(_c.fy_result_cleanup, what, "fy_result_cleanup")
+
+    @property
+    def output_truncated(self):
+        return bool(_check(_c.fy_result_output_truncated(self._p), "fy_result_output_truncated"))
+
+    def to_json(self):
+        return _call_json(_c.fy_result_to_json, self._p)
+
+    def to_dict(self):
+        return _json.loads(self.to_json())
+
+    def __repr__(self):
+        if self.closed:
+            return "<forgeyard.Result closed>"
+        return "<forgeyard.Result %s exit_code=%r>" % (self.outcome_name, self.exit_code)
+
+
+# ---------------------------------------------------------------------------
+# Names and version
+
+def version():
+    """fy_version(): (major << 16 | minor << 8 | micro) of the loaded library."""
+    return _c.fy_version()
+
+
+def version_string():
+    return _s(_c.fy_version_string())
+
+
+def error_name(code):
+    return _s(_c.fy_error_name(int(code)))
+
+
+def strerror(code):
+    return _s(_c.fy_strerror(int(code)))
+
+
+def step_name(step):
+    return _s(_c.fy_step_name(int(step)))
+
+
+def cap_name(cap):
+    return _s(_c.fy_cap_name(int(cap)))
+
+
+def level_name(level):
+    return _s(_c.fy_level_name(int(level)))
+
+
+def control_name(control):
+    return _s(_c.fy_control_name(int(control)))
+
+
+def profile_name(profile):
+    return _s(_c.fy_profile_name(int(profile)))
+
+
+def outcome_name(outcome):
+    return _s(_c.fy_outcome_name(int(outcome)))
+
+
+def cancel_reason_name(reason):
+    return _s(_c.fy_cancel_reason_name(int(reason)))

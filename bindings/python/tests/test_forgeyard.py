@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Tests of the ctypes binding against the built library (bounded: every wait
+has a timeout; no network; files only under pytest's tmp_path)."""
+import os
+import threading
+import time
+
+import pytest
+
+import forgeyard as fy
+
+WAIT = 30  # seconds: upper bound of every wait
+
+
+def fds():
+    return sorted(os.listdir("/proc/self/fd"))
+
+
+def run(policy, argv):
+    with policy.prepare(argv) as plan, plan.start() as h:
+        res = h.wait(timeout=WAIT)
+        assert res is not None, "attempt did not end within %ss" % WAIT
+        return res
+
+
+def test_constants_come_from_json():
+    assert fy.CONSTANTS_PATH and os.path.exists(fy.CONSTANTS_PATH)
+    assert fy.FY_E_POLICY == fy.ErrorCode.POLICY < 0
+    assert fy.Outcome.SUCCEEDED == fy.CONSTANTS["FY_OUTCOME_SUCCEEDED"]
+    assert fy.version() == fy.FY_VERSION
+    assert fy.version_string() == "%d.%d.%d" % (fy.FY_VERSION_MAJOR, fy.FY_VERSION_MINOR,
+                                                fy.FY_VERSION_MICRO)
+    assert fy.outcome_name(fy.Outcome.TIMED_OUT) == "timed-out"
+    assert fy.error_name(fy.ErrorCode.POLICY) == "FY_E_POLICY"
+
+
+def test_probe():
+    with fy.probe() as caps:
+        d = caps.to_dict()
+        assert "capabilities" in d
+        assert isinstance(caps.max_level, fy.Level)
+        assert caps.has(fy.Cap.SECCOMP) in (True, False)
+        assert caps.has("userns") == caps.has(fy.Cap.USERNS)
+        if not caps.has(fy.Cap.FIRECRACKER):
+            assert caps.value(fy.Cap.FIRECRACKER) in (None, 0)
+    assert caps.closed
+    with pytest.raises(ValueError):
+        caps.to_json()
+    caps.close()  # a second close is a no-op
+
+
+def test_policy_json_error_has_path():
+    with fy.Policy(fy.Profile.RELEASE) as p:
+        with pytest.raises(fy.Error) as ei:
+            p.load_json({"resources": {"memory": "lots"}})
+        e = ei.value
+        assert isinstance(e, Exception)
+        assert e.code == fy.ErrorCode.POLICY and e.code_name == "FY_E_POLICY"
+        assert e.step == fy.Step.POLICY and e.step_name == "policy"
+        assert e.location == "$.resources.memory"
+        assert e.message and "$.resources.memory" in str(e)
+        assert e.os_code == 0
+        with pytest.raises(fy.Error) as ei:
+            p.load_json("{not json")
+        assert ei.value.code == fy.ErrorCode.POLICY
+        # all or nothing: the policy still works
+        assert p.to_dict()["profile"] == "release"
+
+
+def test_policy_profiles_and_json_round_trip():
+    for prof in fy.Profile:
+        with fy.Policy(prof) as p:
+            assert p.to_dict()["profile"] == fy.profile_name(prof)
+    with fy.Policy.from_json('{"resources": {"memory": "512MiB"}}', profile="standard-ci") as p:
+        assert p.get_limit(fy.Limit.MEMORY) == 512 << 20
+    with pytest.raises(fy.Error) as ei:
+        fy.Policy("no-such-profile")
+    assert ei.value.code == fy.ErrorCode.NOTFOUND
+
+
+def test_error_fields_from_bad_argv(policy):
+    with pytest.raises(fy.Error) as ei:
+        policy.prepare([""])
+    e = ei.value
+    assert e.code == fy.ErrorCode.INVAL
+    assert isinstance(e.step, int) and e.message
+    assert e.function == "fy_prepare"
+
+
+def test_true_exits_0(policy):
+    before = fds()
+    with run(policy, ["/bin/true"]) as res:
+        assert res.outcome == fy.Outcome.SUCCEEDED
+        assert res.outcome_name == "succeeded"
+        assert res.exit_code == 0
+        assert res.signal == 0 and res.cancel_reason is None
+        assert res.cleanup(fy.Left.PROCESSES) == 0
+    assert fds() == before
+
+
+def test_exit_code_3(policy):
+    with run(policy, ["/bin/sh", "-c", "exit 3"]) as res:
+        assert res.outcome == fy.Outcome.FAILED
+        assert res.exit_code == 3
+
+
+def test_result_json_keys(policy):
+    with run(policy, ["/bin/true"]) as res:
+        d = res.to_dict()
+    for key in ("outcome", "exit_code", "signal", "cancel_reason", "level", "backend", "isolation",
+                "usage", "stage_usec", "cleanup", "contract_id", "version"):
+        assert key in d, key
+    assert d["outcome"] == "succeeded" and d["exit_code"] == 0
+
+
+def test_prepared_plan(policy):
+    with policy.prepare(["/bin/true"]) as plan:
+        assert plan.backend
+        assert isinstance(plan.level, fy.Level)
+        assert plan.control(fy.Control.SECCOMP) in tuple(fy.ControlState)
+        assert plan.is_impure is False
+        assert "backend" in plan.to_dict()
+
+
+def test_stdout_to_file(policy, tmp_path):
+    out = tmp_path / "out.txt"
+    policy.set_stdio(fy.Stream.OUT, fy.StdioMode.FILE, path=str(out))
+    with run(policy, ["/bin/sh", "-c", "echo hello-from-sandbox"]) as res:
+        assert res.outcome == fy.Outcome.SUCCEEDED
+        assert res.usage(fy.Usage.STDOUT_BYTES) == len("hello-from-sandbox\n")
+    assert out.read_text() == "hello-from-sandbox\n"
+
+
+def test_stdout_pipe(policy):
+    policy.set_stdio(fy.Stream.OUT, fy.StdioMode.PIPE)
+    before = fds()
+    with policy.prepare(["/bin/sh", "-c", "echo through-the-pipe"]) as plan, plan.start() as h:
+        fd = h.stdio_fd(fy.Stream.OUT)
+        data = b""
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            chunk = os.read(fd, 4096)  # the workload exits: EOF
+            if not chunk:
+                break
+            data += chunk
+        with h.wait(timeout=WAIT) as res:
+            assert res.outcome == fy.Outcome.SUCCEEDED
+    assert data == b"through-the-pipe\n"
+    assert fds() == before
+
+
+def test_stdout_callback(policy):
+    got = []
+    policy.set_stdio_callback(fy.Stream.OUT, lambda stream, data: got.append((stream, data)))
+    with run(policy, ["/bin/sh", "-c", "echo live"]) as res:
+        assert res.outcome == fy.Outcome.SUCCEEDED
+    assert b"".join(d for _, d in got if d) == b"live\n"
+    assert got[-1] == (fy.Stream.OUT, None)
+
+
+def test_cancel_sleep(policy):
+    with policy.prepare(["/bin/sleep", "30"]) as plan, plan.start() as h:
+        assert h.wait(timeout=0.2) is None  # still running
+        t0 = time.monotonic()
+        h.cancel(fy.CancelReason.SUPERSEDED)
+        with h.wait(timeout=WAIT) as res:
+            assert res is not None
+            assert res.outcome == fy.Outcome.CANCELLED
+            assert res.cancel_reason == fy.CancelReason.SUPERSEDED
+            assert res.exit_code is None
+            assert res.to_dict()["cancel_reason"] == "superseded"
+        assert time.monotonic() - t0 < 10
+
+
+def test_cancel_from_another_thread(policy):
+    with policy.prepare(["/bin/sleep", "30"]) as plan, plan.start() as h:
+        timer = threading.Timer(0.3, h.cancel)
+        timer.start()
+        try:
+            t0 = time.monotonic()
+            with h.wait(timeout=WAIT) as res:
+                assert res.outcome == fy.Outcome.CANCELLED
+                assert res.cancel_reason == fy.CancelReason.USER
+            assert time.monotonic() - t0 < 10
+        finally:
+            timer.cancel()
+
+
+def test_wall_time_limit(policy):
+    policy.set_limit(fy.Limit.WALL_TIME, 300000)
+    with run(policy, ["/bin/sleep", "30"]) as res:
+        assert res.outcome == fy.Outcome.TIMED_OUT
+
+
+def test_run_helper_and_process_loop(policy):
+    with policy.run(["/bin/true"], timeout=WAIT) as res:
+        assert res.exit_code == 0
+    import select
+    with policy.prepare(["/bin/true"]) as plan, plan.start() as h:
+        res = None
+        deadline = time.monotonic() + WAIT
+        while res is None and time.monotonic() < deadline:
+            select.select([h.fileno()], [], [], 0.05)
+            res = h.process()
+        assert res is not None and res.outcome == fy.Outcome.SUCCEEDED
+        res.close()
+
+
+def test_objects_freed_once_and_no_fd_leak(policy):
+    before = fds()
+    for _ in range(3):
+        plan = policy.prepare(["/bin/true"])
+        h = plan.start()
+        res = h.wait(timeout=WAIT)
+        res.close(); res.close()
+        h.close(); h.close()
+        plan.close(); plan.close()
+    # garbage collection as the fallback
+    plan = policy.prepare(["/bin/true"])
+    h = plan.start()
+    res = h.wait(timeout=WAIT)
+    del res, h, plan
+    import gc
+    gc.collect()
+    assert fds() == before
