@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <forgeyard/sandbox.h>
@@ -56,9 +57,10 @@ static void usage(FILE *f) {
             "\n"
             "commands:\n"
             "  version                      print the CLI and library versions\n"
-            "  capabilities [--json] [--fresh]\n"
+            "  capabilities [--json|--platform-properties] [--fresh]\n"
             "                               what this host can enforce, and why not (--fresh:\n"
-            "                               probe again instead of reading the saved probe)\n"
+            "                               probe again instead of reading the saved probe;\n"
+            "                               --platform-properties: key=value lines for schedulers)\n"
             "  doctor                       what works, what is missing, how to fix it\n"
             "  policy check FILE            validate a policy file and negotiate it here\n"
             "  policy show FILE|--profile NAME\n"
@@ -192,10 +194,17 @@ static bool mechanism_step(uint32_t step) {
     }
 }
 
+static int cmd_platform_properties(const fy_caps *c);
+
 static int cmd_capabilities(int json, bool fresh) {
     fy_caps *c = NULL;
     if (probe_flags(fresh ? FY_PROBE_FRESH : 0, &c) != EXIT_OK)
         return EXIT_FAIL;
+    if (json == 2) {
+        int r = cmd_platform_properties(c);
+        fy_caps_free(c);
+        return r;
+    }
     if (json) {
         char *s = NULL;
         fy_error *err = NULL;
@@ -216,6 +225,105 @@ static int cmd_capabilities(int json, bool fresh) {
     }
     printf("\nstrongest isolation here: %s\n", fy_level_name((uint32_t)fy_caps_max_level(c)));
     fy_caps_free(c);
+    return EXIT_OK;
+}
+
+/* ---- capabilities --platform-properties ---- */
+
+/* Whether a policy of profile, changed by tweak, negotiates on this host
+ * (fy_prepare of /bin/true; nothing runs). 1 and *backend (a static name),
+ * 0 when refused, negative when the policy cannot be made. */
+struct tweak {
+    uint32_t level; /* 0: the profile's own isolation; else min = preferred = level */
+    uint32_t net;   /* 0: the profile's own network mode */
+};
+
+static int negotiates(const fy_caps *c, uint32_t profile, struct tweak t, const char **backend,
+                      fy_prepared **keep) {
+    fy_policy *p = NULL;
+    fy_prepared *pr = NULL;
+    fy_error *err = NULL;
+    const char *const argv[] = {"/bin/true", NULL};
+    int r = fy_policy_new(profile, &p, &err);
+    if (r >= 0 && t.level)
+        r = fy_policy_set_isolation(p, t.level, t.level, &err);
+    if (r >= 0 && t.net) {
+        r = fy_policy_set_network(p, t.net, &err);
+        /* Restricted egress needs a destination; none is contacted here. */
+        if (r >= 0 && t.net != FY_NET_DENY && t.net != FY_NET_ALLOW)
+            r = fy_policy_add_destination(p, "192.0.2.1", FY_PROTO_TCP, 443, 443, &err);
+    }
+    if (r < 0) {
+        fy_policy_free(p);
+        fy_error_free(err);
+        return r;
+    }
+    r = fy_prepare(p, c, argv, &pr, &err);
+    fy_policy_free(p);
+    fy_error_free(err);
+    if (r < 0)
+        return 0;
+    if (backend)
+        *backend = fy_prepared_backend(pr);
+    if (keep)
+        *keep = pr;
+    else
+        fy_prepared_free(pr);
+    return 1;
+}
+
+/* Appends name to a comma-separated list (bounded). */
+static void list_add(char *buf, size_t len, const char *name) {
+    size_t n = strlen(buf);
+    snprintf(buf + n, len - n, "%s%s", n ? "," : "", name);
+}
+
+/* What a scheduler matches on (Bazel's exec_properties, a runner's labels):
+ * each value is what this host negotiates, never what a probe merely saw
+ * (QEMU installed is not a VM backend that runs). */
+static int cmd_platform_properties(const fy_caps *c) {
+    struct utsname u;
+    if (uname(&u) < 0)
+        return perror("uname"), EXIT_FAIL;
+    char levels[256] = "", profiles[256] = "", nets[128] = "", controls[512] = "";
+    const char *vm = "none", *container = "none";
+    for (uint32_t l = FY_LEVEL_PROCESS; l <= FY_LEVEL_CONFIDENTIAL_VM; l++) {
+        const char *b = NULL;
+        if (negotiates(c, FY_PROFILE_STANDARD_CI, (struct tweak){l, 0}, &b, NULL) == 1) {
+            list_add(levels, sizeof(levels), fy_level_name(l));
+            if (l == FY_LEVEL_VIRTUAL_MACHINE)
+                vm = b;
+            if (l == FY_LEVEL_CONTAINER)
+                container = b;
+        }
+    }
+    for (uint32_t prof = 1; fy_profile_name(prof); prof++)
+        if (negotiates(c, prof, (struct tweak){0, 0}, NULL, NULL) == 1)
+            list_add(profiles, sizeof(profiles), fy_profile_name(prof));
+    /* Egress modes that are enforced (host network is not enforcement). */
+    static const struct { uint32_t mode; const char *name; } modes[] = {
+        {FY_NET_DENY, "deny"}, {FY_NET_RESTRICTED, "restricted"}, {FY_NET_FETCH_ONLY, "fetch-only"},
+    };
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        if (negotiates(c, FY_PROFILE_RELEASE, (struct tweak){0, modes[i].mode}, NULL, NULL) == 1)
+            list_add(nets, sizeof(nets), modes[i].name);
+    fy_prepared *rel = NULL;
+    if (negotiates(c, FY_PROFILE_RELEASE, (struct tweak){0, 0}, NULL, &rel) == 1) {
+        for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++)
+            if (fy_prepared_control(rel, ctl) == FY_CONTROL_STATE_ENFORCED)
+                list_add(controls, sizeof(controls), fy_control_name(ctl));
+        fy_prepared_free(rel);
+    }
+    printf("OSFamily=%s\n", u.sysname);
+    printf("cpu=%s\n", u.machine);
+    printf("forgeyard-version=%s\n", fy_version_string());
+    printf("sandbox-level=%s\n", fy_level_name((uint32_t)fy_caps_max_level(c)));
+    printf("sandbox-levels=%s\n", levels[0] ? levels : "none");
+    printf("sandbox-profiles=%s\n", profiles[0] ? profiles : "none");
+    printf("container=%s\n", container);
+    printf("vm=%s\n", vm);
+    printf("network=%s\n", nets[0] ? nets : "none");
+    printf("release-controls=%s\n", controls[0] ? controls : "none");
     return EXIT_OK;
 }
 
@@ -950,11 +1058,17 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
         return argc == 2 ? cmd_version() : (usage(stderr), EXIT_USAGE);
     if (strcmp(cmd, "capabilities") == 0) {
-        bool json = false, fresh = false, bad = false;
+        int json = 0;
+        bool fresh = false, bad = false;
         for (int k = 2; k < argc; k++) {
-            if (strcmp(argv[k], "--json") == 0)
-                json = true;
-            else if (strcmp(argv[k], "--fresh") == 0)
+            /* json: 1 for --json, 2 for --platform-properties; not both. */
+            int want = strcmp(argv[k], "--json") == 0                  ? 1
+                       : strcmp(argv[k], "--platform-properties") == 0 ? 2
+                                                                        : 0;
+            if (want) {
+                bad |= json && json != want;
+                json = want;
+            } else if (strcmp(argv[k], "--fresh") == 0)
                 fresh = true;
             else
                 bad = true;

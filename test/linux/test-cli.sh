@@ -239,6 +239,29 @@ chmod 0755 "$FORGEYARD_CACHE_DIR"
 "$fy" capabilities --json | grep -q '"snapshot": false' || fail "a 0755 cache directory was trusted"
 chmod 0700 "$FORGEYARD_CACHE_DIR"
 
+# 11. capabilities --platform-properties: key=value lines a scheduler matches
+# on, each what this host negotiates: a profile is listed exactly when a run
+# of it works, the level is the one `capabilities` reports.
+# (--fresh: section 9 left a planted snapshot under the capabilities' key)
+props=$("$fy" capabilities --platform-properties --fresh) || fail "--platform-properties failed"
+printf '%s\n' "$props" | grep -qvE '^[A-Za-z-]+=[A-Za-z0-9_.,-]+$' && fail "a malformed property line: $props"
+prop() { printf '%s\n' "$props" | sed -n "s/^$1=//p"; }
+[ "$(prop OSFamily)" = "$(uname -s)" ] || fail "OSFamily: $props"
+[ "$(prop cpu)" = "$(uname -m)" ] || fail "cpu: $props"
+strongest=$("$fy" capabilities --fresh | sed -n 's/^strongest isolation here: //p')
+[ -n "$strongest" ] && [ "$(prop sandbox-level)" = "$strongest" ] || fail "sandbox-level $(prop sandbox-level) vs $strongest"
+case ",$(prop sandbox-levels)," in *",$strongest,"*) ;; *) fail "sandbox-levels lacks $strongest: $props" ;; esac
+for profile in development standard-ci release high-assurance; do
+    listed=no
+    case ",$(prop sandbox-profiles)," in *",$profile,"*) listed=yes ;; esac
+    ran=no
+    "$fy" run --profile "$profile" -- /bin/true >/dev/null 2>&1 && ran=yes
+    [ $listed = $ran ] || fail "profile $profile: listed $listed, ran $ran: $props"
+done
+case ",$(prop network)," in *",deny,"*) ;; *) fail "network deny not listed: $props" ;; esac
+[ "$(prop vm)" = none ] || case ",$(prop sandbox-levels)," in *",virtual-machine,"*) ;; *) fail "vm without the level: $props" ;; esac
+"$fy" capabilities --json --platform-properties >/dev/null 2>&1 && fail "--json with --platform-properties was accepted"
+
 # 10. run --help prints the run usage; --grace is a duration with a unit.
 "$fy" run --help | grep -q -- '--grace DURATION' || fail "run --help"
 out=$("$fy" run --grace 5 -- /bin/true 2>&1); rc=$?
