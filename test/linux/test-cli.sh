@@ -170,17 +170,17 @@ wait $cli; rc=$?
 "$fy" capabilities --json | grep -q '"snapshot": true' || fail "capabilities did not read the saved probe"
 "$fy" capabilities --fresh --json | grep -q '"snapshot": false' || fail "--fresh read the saved probe"
 "$fy" run -- /bin/true || fail "plain run failed"
-plant() { # CAP-INDEX STATE [FACT VALUE]: rewrite every saved snapshot
+# rewrite PYTHON [ARG...]: runs PYTHON on every saved snapshot's document
+# (`doc`, with `args`), then writes it back whole, as the library would.
+rewrite() {
+    code=$1; shift
     for f in "$FORGEYARD_CACHE_DIR"/caps-*.json; do
-        python3 - "$f" "$@" <<'PY' || exit 1
+        python3 - "$f" "$code" "$@" <<'PY' || return 1
 import json, os, sys
-path, idx, state = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-text = open(path).read()
-key, snap = text.split("--\n", 1)
+path, code, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+key, snap = open(path).read().split("--\n", 1)
 doc = json.loads(snap)
-doc["entries"][idx - 1][0] = state
-if len(sys.argv) > 5:
-    doc["host"]["facts"][sys.argv[4]] = sys.argv[5]
+exec(code)
 tmp = path + ".new"
 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 os.write(fd, (key + "--\n" + json.dumps(doc)).encode())
@@ -188,6 +188,12 @@ os.close(fd)
 os.rename(tmp, path)
 PY
     done
+}
+plant() { # CAP-INDEX STATE [FACT VALUE]: rewrite every saved snapshot
+    rewrite '
+doc["entries"][int(args[0]) - 1][0] = int(args[1])
+if len(args) > 3:
+    doc["host"]["facts"][args[2]] = args[3]' "$@" || exit 1
 }
 plant 1 1   # user namespaces "missing": release would be refused
 out=$("$fy" run -- /bin/sh -c 'echo ran' 2>&1); rc=$?
@@ -207,25 +213,13 @@ fi
 # contract before use: planted programs that allow everything are dropped
 # (the profile is compiled again) and a forbidden call is still refused.
 "$fy" run -- /bin/true || fail "plain run failed"
-for f in "$FORGEYARD_CACHE_DIR"/caps-*.json; do
-    python3 - "$f" <<'PY' || fail "planting seccomp programs"
-import json, os, sys
-path = sys.argv[1]
-key, snap = open(path).read().split("--\n", 1)
-doc = json.loads(snap)
+rewrite '
 facts = doc["host"]["facts"]
 names = [k for k in facts if k.startswith("linux.seccomp.")]
 if not names:
-    sys.exit("no saved seccomp program in " + path)
+    sys.exit("no saved seccomp program")
 for k in names:
-    facts[k] = facts[k][:12] + "BgAAAAAA/38="  # one instruction: RET ALLOW
-tmp = path + ".new"
-fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-os.write(fd, (key + "--\n" + json.dumps(doc)).encode())
-os.close(fd)
-os.rename(tmp, path)
-PY
-done
+    facts[k] = facts[k][:12] + "BgAAAAAA/38="  # one instruction: RET ALLOW' || fail "planting seccomp programs"
 "$fy" capabilities --json | grep -q '"snapshot": true' || fail "the planted snapshot was not read"
 out=$("$fy" run -- python3 -c 'import ctypes; ctypes.CDLL(None).syscall(246, 0, 0, 0, 0); print("returned")' 2>&1); rc=$?
 # (x86-64 numbers; the violation ends the attempt, whatever the call answered)
