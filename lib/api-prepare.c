@@ -350,15 +350,6 @@ int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error *
     return 0;
 }
 
-/* Publishes s in *slot (a string of an immutable object built on first
- * use) unless another thread was first: the one that stays. */
-static const char *publish_once(char *const *slot, char *s) {
-    char *expected = NULL;
-    if (__atomic_compare_exchange_n((char **)slot, &expected, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return s;
-    free(s);
-    return expected;
-}
 
 /* The environment contract: what an attempt of this plan runs in. Its id is
  * stable for the same policy on the same host, and changes with anything
@@ -391,5 +382,5 @@ const char *prepared_contract_id(const fy_prepared *pr) {
     crypto_hash_sha256(h, (const unsigned char *)text, strlen(text));
     free(text);
     sodium_bin2hex(hex, crypto_hash_sha256_BYTES * 2 + 1, h, sizeof(h));
-    return publish_once(&pr->contract_id, hex);
+    return util_publish_once(&pr->contract_id, hex);
 }

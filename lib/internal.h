@@ -64,6 +64,10 @@ char *util_strdup(const char *s);           /* NULL on NULL or OOM */
 char *util_asprintf(const char *fmt, ...) FY_PRINTF(1, 2);
 void util_bzero(void *p, size_t n);
 uint64_t util_now_usec(void);                 /* CLOCK_MONOTONIC */
+/* Publishes s in *slot (a string member of an otherwise immutable object,
+ * built on first use) unless another thread was first: returns the one that
+ * stays; s is freed when it is not. */
+const char *util_publish_once(char *const *slot, char *s);
 
 /* Process that created an object; objects refuse use after a host fork. */
 int util_getpid(void);

@@ -15,14 +15,25 @@
 
 char *util_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
+static char *vformat(const char *fmt, va_list ap) {
+    char *s = NULL;
+    return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
 char *util_asprintf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    char *s = vformat(fmt, ap);
     va_end(ap);
     return s;
+}
+
+const char *util_publish_once(char *const *slot, char *s) {
+    char *expected = NULL;
+    if (__atomic_compare_exchange_n((char **)slot, &expected, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return s;
+    free(s);
+    return expected;
 }
 
 void util_bzero(void *p, size_t n) {
@@ -62,9 +73,7 @@ char *arena_strdup(struct arena *a, const char *s) { return s ? arena_keep(a, st
 char *arena_printf(struct arena *a, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    char *s = vformat(fmt, ap);
     va_end(ap);
     return arena_keep(a, s);
 }

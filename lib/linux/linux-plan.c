@@ -343,16 +343,6 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     return pl->isolation_json ? 0 : FY_E_NOMEM;
 }
 
-/* Publishes s in *slot, a string of an immutable plan built on first use,
- * unless another thread was first: the one that stays (s freed if not it). */
-static const char *publish_once(char *const *slot, char *s) {
-    char *expected = NULL;
-    if (__atomic_compare_exchange_n((char **)slot, &expected, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return s;
-    free(s);
-    return expected;
-}
-
 const char *linux_plan_describe(const void *plan) {
     const struct linux_plan *pl = plan;
     if (!pl->describe_json) {
@@ -363,7 +353,7 @@ const char *linux_plan_describe(const void *plan) {
         char *s = util_asprintf("{\"isolation\":%s,\"limits\":%s}", pl->isolation_json ? pl->isolation_json : "{}",
                                 pl->cgroup_json ? pl->cgroup_json : "{}");
         if (s)
-            publish_once(&pl->describe_json, s);
+            util_publish_once(&pl->describe_json, s);
     }
     return pl->describe_json ? pl->describe_json : "{}";
 }

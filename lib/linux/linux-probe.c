@@ -226,11 +226,7 @@ int lp_child_start(struct child *c, child_fn fn, void *arg, int extra_close_in_c
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int pidfd = -1;
-    pid_t pid = sys_fork_pidfd(&pidfd);
-    if (pid < 0 && errno == EINVAL) { /* kernel < 5.2 */
-        pidfd = -1;
-        pid = sys_fork_quiet();
-    }
+    pid_t pid = sys_fork_quiet_pidfd(&pidfd);
     if (pid == 0) {
         close(p[0]);
         if (extra_close_in_child >= 0)

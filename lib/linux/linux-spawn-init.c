@@ -201,11 +201,7 @@ static pid_t spawn_via_reaper(const struct fy_clone_args *ca, int init_fd, const
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int mfd = -1;
-    pid_t mid = sys_fork_pidfd(&mfd);
-    if (mid < 0 && errno == EINVAL) { /* kernel < 5.2 */
-        mfd = -1;
-        mid = sys_fork_quiet();
-    }
+    pid_t mid = sys_fork_quiet_pidfd(&mfd);
     if (mid == 0) {
         syscall(SYS_close, rep[0]);
         syscall(SYS_close, go[1]);

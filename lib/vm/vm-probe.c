@@ -411,11 +411,7 @@ static int kvm_check(const struct kvm_args *a, int deadline_ms, char *reason, si
     pthread_sigmask(SIG_SETMASK, &all, &old);
     uint64_t t0 = util_now_usec();
     int pidfd = -1;
-    pid_t pid = sys_fork_pidfd(&pidfd);
-    if (pid < 0 && errno == EINVAL) { /* kernel < 5.2 */
-        pidfd = -1;
-        pid = sys_fork_quiet();
-    }
+    pid_t pid = sys_fork_quiet_pidfd(&pidfd);
     if (pid == 0) {
         close(p[0]);
         kvm_child(a, p[1]);

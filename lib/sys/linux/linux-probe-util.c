@@ -248,11 +248,7 @@ int pu_spawn(const char *const *argv, char *const *envp, int fd_in, int fd_out, 
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int pidfd = -1;
-    pid_t pid = sys_fork_pidfd(&pidfd);
-    if (pid < 0 && errno == EINVAL) { /* kernel < 5.2 */
-        pidfd = -1;
-        pid = sys_fork_quiet();
-    }
+    pid_t pid = sys_fork_quiet_pidfd(&pidfd);
     if (pid == 0) {
         syscall(SYS_close, ep[0]);
         spawn_middle(argv, envp, fd_in, fd_out, ep[1]);

@@ -149,6 +149,19 @@ static inline pid_t sys_fork_pidfd(int *ret_pidfd) {
 #endif
 }
 
+/* sys_fork_pidfd, or on a kernel without CLONE_PIDFD (< 5.2, EINVAL)
+ * sys_fork_quiet with *ret_pidfd -1: for children the caller can also wait
+ * for by pid. */
+static inline pid_t sys_fork_quiet_pidfd(int *ret_pidfd) {
+    *ret_pidfd = -1;
+    pid_t pid = sys_fork_pidfd(ret_pidfd);
+    if (pid < 0 && errno == EINVAL) {
+        *ret_pidfd = -1;
+        pid = sys_fork_quiet();
+    }
+    return pid;
+}
+
 /* ---- pidfd ---- */
 #define FY_P_PIDFD ((idtype_t)3)
 
