@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Public entry points: the capability probe and its snapshot. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,12 @@ int fy_probe_snapshot(uint64_t flags, const char *dir, fy_caps **ret, fy_error *
         caps_free_internal(c);
     }
     int r = probe_now(pflags, ret, reterr);
+    for (size_t f = 0; r >= 0 && key && backend_families[f]; f++)
+        if (backend_families[f]->snapshot_extras && backend_families[f]->snapshot_extras(*ret) < 0) {
+            caps_free_internal(*ret);
+            *ret = NULL;
+            r = err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
+        }
     if (r >= 0 && key) {
         char *text = caps_serialize(*ret);
         if (text)

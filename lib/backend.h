@@ -83,6 +83,11 @@ struct fy_backend_family {
     int (*fingerprint)(struct strbuf *key);
     char *(*snapshot_load)(const char *dir, const char *key, fy_error **reterr);
     int (*snapshot_store)(const char *dir, const char *key, const char *snapshot);
+    /* Optional, for any folder: adds to a fresh probe that is about to be
+     * persisted the facts a new process would otherwise compute again (the
+     * Linux folder: its compiled seccomp programs, which its plan checks
+     * before use). Negative only on OOM. */
+    int (*snapshot_extras)(fy_caps *c);
 };
 
 /* The generated table of compiled-in folders, NULL-terminated. */

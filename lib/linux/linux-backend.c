@@ -144,4 +144,5 @@ const struct fy_backend_family family_linux = {
     .fingerprint = linux_snapshot_fingerprint,
     .snapshot_load = linux_snapshot_load,
     .snapshot_store = linux_snapshot_store,
+    .snapshot_extras = linux_snapshot_extras,
 };

@@ -38,6 +38,9 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
 int linux_snapshot_fingerprint(struct strbuf *key);
 char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr);
 int linux_snapshot_store(const char *dir, const char *key, const char *snapshot);
+/* linux-probe-kernel.c: the compiled seccomp programs, in their saved form
+ * (lx_seccomp_fact_key), for a probe about to be persisted. */
+int linux_snapshot_extras(fy_caps *c);
 /* linux-qualify.c: the suite behind fy_qualify (groups QUALIFY_*). */
 int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
                       json_t **ret, fy_error **reterr);

@@ -97,8 +97,6 @@ void lp_probe_pidfd(fy_caps *c);
 void lp_probe_clone3(fy_caps *c);
 void lp_probe_exec_init(fy_caps *c);
 void lp_probe_openat2(fy_caps *c);
-/* Records the compiled seccomp programs in their saved form (lx_seccomp_fact_key). */
-int lp_record_seccomp_programs(fy_caps *c);
 
 /* linux-probe-kernel.c, also used by the cgroup probe: */
 /* Bounded reap of a pid we own (SIGKILL after the deadline). */

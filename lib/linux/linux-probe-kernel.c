@@ -554,7 +554,7 @@ void lx_seccomp_fact_key(char *buf, size_t len, uint32_t cls, bool notify, bool 
         snprintf(buf, len, "linux.seccomp.%u.%s", (unsigned)cls, notify ? "notify" : "kill");
 }
 
-int lp_record_seccomp_programs(fy_caps *c) {
+int linux_snapshot_extras(fy_caps *c) {
     if (!caps_present(c, FY_CAP_SECCOMP))
         return 0;
     bool notify = caps_present(c, FY_CAP_SECCOMP_NOTIFY);

@@ -321,8 +321,6 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     lp_probe_clone3(c);
     lp_probe_exec_init(c);
     lp_probe_openat2(c);
-    if (lp_record_seccomp_programs(c) < 0)
-        return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
 
     struct cg_state cg;
     memset(&cg, 0, sizeof cg);

@@ -4,8 +4,9 @@
  * A program depends only on (class, notify), so each is made once per process and is
  * immutable afterwards (like the probe cache: the only process-wide state, never mutated
  * after it is filled, never freed). It is made either by compiling it (sc_compile, which
- * self checks) or from its saved form, which the probe records in the capabilities so that
- * a persisted probe snapshot (fy_probe_snapshot) spares a new process libseccomp's work.
+ * self checks) or from its saved form, which a probe about to be persisted records in the
+ * capabilities (linux_snapshot_extras), so that a persisted probe snapshot
+ * (fy_probe_snapshot) spares a new process libseccomp's work.
  *
  * A saved program is never trusted: it is decoded, bounded and held to this library's own
  * contract by the same self check as a compiled one (sc_self_check: every number, the
