@@ -900,6 +900,16 @@ static int cmd_run(int argc, char **argv) {
         err = NULL;
         r = fy_prepare(p, caps, cmd, &pr, &err);
     }
+    fy_caps *full = NULL;
+    if (r == FY_E_UNSUPPORTED && probe_flags(0, &full) == EXIT_OK) {
+        /* The VM probes are skipped to keep a start fast; a policy that
+         * needs a virtual machine (high-assurance) gets them. */
+        fy_error_free(err);
+        err = NULL;
+        fy_caps_free(caps);
+        caps = full;
+        r = fy_prepare(p, caps, cmd, &pr, &err);
+    }
     if (r < 0) {
         fy_policy_free(p);
         fy_caps_free(caps);

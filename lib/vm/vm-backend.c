@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The VM folder's registration: a probe, no backend that runs workloads
- * yet (issue: the virtual-machine backend). */
+/* The VM folder's registration: its probe and the QEMU microvm backend (a
+ * fresh guest per attempt, vm-plan.c and vm-run.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -8,8 +8,83 @@
 
 #include "linux-probe-util.h"
 #include "vm-backend.h"
+#include "vm-run.h"
 
-static const struct fy_backend_ops *const vm_backends[] = { NULL };
+static bool need(const fy_caps *c, uint32_t cap, struct strbuf *why) {
+    if (caps_present(c, cap))
+        return true;
+    strbuf_printf(why, "%s%s: %s", why->len ? "; " : "", fy_cap_name(cap), fy_caps_reason(c, cap));
+    return false;
+}
+
+static bool cap_for(const fy_caps *c, uint32_t cap, const char **why) {
+    if (caps_present(c, cap))
+        return true;
+    *why = fy_caps_reason(c, cap);
+    return false;
+}
+
+/* QEMU with microvm and an accelerator, and what the VMM's own namespace
+ * sandbox needs (it is run through the library's namespace backend). */
+static bool qemu_usable(const fy_caps *c, struct strbuf *why) {
+    bool ok = need(c, FY_CAP_QEMU, why);
+    ok &= need(c, FY_CAP_QEMU_MICROVM, why);
+    if (!caps_present(c, FY_CAP_KVM))
+        ok &= need(c, FY_CAP_QEMU_TCG, why);
+    ok &= need(c, FY_CAP_USERNS, why);
+    ok &= need(c, FY_CAP_MOUNTNS, why);
+    ok &= need(c, FY_CAP_PIDNS, why);
+    ok &= need(c, FY_CAP_NETNS, why);
+    ok &= need(c, FY_CAP_PIDFD, why);
+    return ok;
+}
+
+/* The guest is its own kernel: the namespaces' separations hold by
+ * construction (nothing of the host is visible in the guest but the
+ * read-only directories the plan approves); limits are the guest's cgroup
+ * v2; the system-call filter and Landlock confine the VMM, which is the
+ * only host process the workload can reach. */
+static bool qemu_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
+    switch (control) {
+    case FY_CONTROL_USERNS: case FY_CONTROL_MOUNTNS: case FY_CONTROL_PIDNS: case FY_CONTROL_NETNS:
+    case FY_CONTROL_IPCNS: case FY_CONTROL_UTSNS: case FY_CONTROL_CGROUPNS: case FY_CONTROL_UID_RANGE:
+    case FY_CONTROL_MEMORY_LIMIT: case FY_CONTROL_PIDS_LIMIT: case FY_CONTROL_CPU_LIMIT:
+        return true;
+    case FY_CONTROL_SECCOMP: return cap_for(c, FY_CAP_SECCOMP, why);
+    case FY_CONTROL_LANDLOCK: return true; /* the guest has no host file system to confine */
+    case FY_CONTROL_IO_LIMIT:
+        *why = "the virtual-machine backend does not limit I/O yet";
+        return false;
+#ifdef FY_CONTROL_HW_VIRT
+    case FY_CONTROL_HW_VIRT: return cap_for(c, FY_CAP_KVM, why);
+#endif
+    default:
+        *why = "unknown control";
+        return false;
+    }
+}
+
+const struct fy_backend_ops vm_qemu_backend = {
+    .version = FY_BACKEND_OPS_VERSION,
+    .name = "vm-qemu",
+    .level = FY_LEVEL_VIRTUAL_MACHINE,
+    .cost = 1000,
+    .usable = qemu_usable,
+    .can_enforce = qemu_can_enforce,
+    .compile = vm_compile,
+    .plan_free = vm_plan_free,
+    .start = vm_start,
+    .process = vm_process,
+    .terminate = vm_terminate,
+    .destroy = vm_destroy,
+    .forget = vm_forget,
+    .get_fd = vm_get_fd,
+    .stdio_fd = vm_stdio_fd,
+    .next_deadline = vm_next_deadline,
+    .describe = vm_describe,
+};
+
+static const struct fy_backend_ops *const vm_backends[] = { &vm_qemu_backend, NULL };
 
 /* What the VM probe depends on, for persisted snapshots: /dev/kvm and the
  * VMM programs (which build of each). */
@@ -41,6 +116,7 @@ const struct fy_backend_family family_vm = {
     .version = FY_BACKEND_FAMILY_VERSION,
     .name = "vm",
     .probe = vm_probe,
+    .gc = vm_gc,
     .backends = vm_backends,
     .fingerprint = vm_fingerprint,
 };

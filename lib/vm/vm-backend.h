@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The VM folder's entries in its family (vm-backend.c). No VM backend runs
- * workloads yet: the folder contributes its probe (KVM judged by running
- * guest code, QEMU/Firecracker/cloud-hypervisor found and tried). */
+/* The VM folder's entries in its family (vm-backend.c): its probe (KVM
+ * judged by running guest code, QEMU/Firecracker/cloud-hypervisor found and
+ * tried) and the QEMU microvm backend (vm-run.h). */
 #ifndef FY_VM_BACKEND_H
 #define FY_VM_BACKEND_H
 

@@ -1,0 +1,788 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* forgeyard-vm-agent: /init of the guest of the VM backend. A static
+ * program (glibc's libc.a) embedded in the library and put in the
+ * initramfs. It loads the virtio modules, opens the control port
+ * ("fy.ctl"), says hello, receives one RUN (vm-proto.h), applies the plan
+ * again inside the guest (mounts, read-only workspace parts, a minimal
+ * /dev, cgroup v2 limits, uid/gid, no network device but lo), runs the
+ * command with its streams forwarded, reports its end and usage, sends the
+ * writable workspace back as tar streams and powers the guest off. It runs
+ * exactly one command: the VM is destroyed after it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vm-proto.h"
+
+#define AGENT_VERSION "forgeyard-vm-agent 1"
+#define CG "/sys/fs/cgroup"
+
+static int ctl = -1;     /* the control port */
+static int console = -1; /* diagnostics */
+
+static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logmsg(const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof(buf) - 2)
+        n = (int)sizeof(buf) - 2;
+    buf[n++] = '\n';
+    if (console >= 0 && write(console, "fy-agent: ", 10) >= 0 && write(console, buf, (size_t)n) < 0)
+        return;
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int send_frame(uint8_t type, uint16_t flags, const void *p, size_t len) {
+    uint8_t h[VMP_HDR];
+    if (ctl < 0 || len > VMP_MAX_FRAME)
+        return -1;
+    vmp_header(h, type, flags, (uint32_t)len);
+    if (write_all(ctl, h, sizeof(h)) < 0)
+        return -1;
+    return len ? write_all(ctl, p, len) : 0;
+}
+
+static void power_off(void) __attribute__((noreturn));
+static void power_off(void) {
+    sync();
+    reboot(RB_POWER_OFF);
+    for (;;)
+        pause();
+}
+
+static void fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void fail(int err, const char *fmt, ...) {
+    uint8_t buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf((char *)buf + 4, sizeof(buf) - 4, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n > sizeof(buf) - 5)
+        n = (int)sizeof(buf) - 5;
+    vmp_put_u32(buf, (uint32_t)err);
+    logmsg("setup failed: %s: %s", (char *)buf + 4, strerror(err));
+    send_frame(VMP_SETUP_FAIL, 0, buf, 4 + (size_t)n);
+    power_off();
+}
+
+static int write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int r = write_all(fd, text, strlen(text));
+    int e = errno;
+    close(fd);
+    errno = e;
+    return r;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+/* ---- boot: modules and the control port ---- */
+
+static void load_modules(void) {
+    FILE *f = fopen("/.fy/modules/order", "re");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!line[0])
+            continue;
+        char path[320];
+        snprintf(path, sizeof(path), "/.fy/modules/%s", line);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            fail(errno, "open module %s", line);
+        if (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)
+            fail(errno, "load module %s", line);
+        close(fd);
+    }
+    fclose(f);
+}
+
+/* The virtio-serial port named fy.ctl, as /dev/vportNpM (udev is absent:
+ * made from its dev number). */
+static int open_port(void) {
+    for (int tries = 0; tries < 500; tries++) {
+        DIR *d = opendir("/sys/class/virtio-ports");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char p[512], name[64] = "", dev[32] = "";
+            snprintf(p, sizeof(p), "/sys/class/virtio-ports/%s/name", e->d_name);
+            FILE *f = fopen(p, "re");
+            if (!f)
+                continue;
+            if (!fgets(name, sizeof(name), f))
+                name[0] = '\0';
+            fclose(f);
+            name[strcspn(name, "\n")] = '\0';
+            if (strcmp(name, "fy.ctl") != 0)
+                continue;
+            snprintf(p, sizeof(p), "/sys/class/virtio-ports/%s/dev", e->d_name);
+            f = fopen(p, "re");
+            if (!f || !fgets(dev, sizeof(dev), f)) {
+                if (f)
+                    fclose(f);
+                continue;
+            }
+            fclose(f);
+            unsigned maj, min;
+            if (sscanf(dev, "%u:%u", &maj, &min) != 2)
+                continue;
+            closedir(d);
+            unlink("/.fy-ctl");
+            if (mknod("/.fy-ctl", S_IFCHR | 0600, makedev(maj, min)) < 0)
+                return -1;
+            int fd = open("/.fy-ctl", O_RDWR | O_CLOEXEC | O_NOCTTY);
+            unlink("/.fy-ctl");
+            return fd;
+        }
+        if (d)
+            closedir(d);
+        usleep(10000);
+    }
+    errno = ENODEV;
+    return -1;
+}
+
+/* ---- the RUN message ---- */
+
+#define MAXV 4096
+struct run {
+    char *argv[MAXV + 1], *envp[MAXV + 1];
+    size_t argc, envc;
+    const char *cwd, *path, *hostname;
+    uint32_t uid, gid;
+    uint64_t memory, pids, cpu, output_max;
+};
+
+static char *dupn(const uint8_t *p, uint32_t n) {
+    char *s = malloc((size_t)n + 1);
+    if (!s)
+        fail(ENOMEM, "out of memory");
+    memcpy(s, p, n);
+    s[n] = '\0';
+    return s;
+}
+
+static void mount_9p(const char *tag, const char *target) {
+    if (mkdir_p(target, 0755) < 0)
+        fail(errno, "mkdir %s", target);
+    if (mount(tag, target, "9p", MS_RDONLY | MS_NOSUID | MS_NODEV,
+              "trans=virtio,version=9p2000.L,cache=loose,msize=262144") < 0)
+        fail(errno, "mount the runtime path %s (9p %s)", target, tag);
+}
+
+static void mount_tmpfs(const char *target, uint32_t mode, uint64_t size, bool owned, const struct run *r) {
+    char opt[128];
+    if (mkdir_p(target, 0755) < 0)
+        fail(errno, "mkdir %s", target);
+    if (size)
+        snprintf(opt, sizeof(opt), "mode=%o,size=%llu", mode, (unsigned long long)size);
+    else
+        snprintf(opt, sizeof(opt), "mode=%o", mode);
+    if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, opt) < 0)
+        fail(errno, "mount tmpfs on %s", target);
+    if (owned && chown(target, r->uid, r->gid) < 0)
+        fail(errno, "chown %s", target);
+}
+
+static void make_readonly(const char *target) {
+    if (mount(target, target, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+        mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+        fail(errno, "make %s read-only", target);
+}
+
+struct collect {
+    uint32_t which;
+    const char *dir;
+};
+static struct collect collects[2];
+static size_t ncollect;
+
+static void parse_run(const uint8_t *p, size_t len, struct run *r) {
+    struct vmp_rec_iter it = {p, len, 0};
+    uint8_t tag;
+    const uint8_t *d;
+    uint32_t n;
+    int k;
+    /* Mounts wait until the command's records are all read (tmpfs owned by uid). */
+    struct { uint8_t tag; const uint8_t *d; uint32_t n; } later[256];
+    size_t nlater = 0;
+    while ((k = vmp_rec_next(&it, &tag, &d, &n)) == 1) {
+        switch (tag) {
+        case VMR_ARG:
+            if (r->argc == MAXV)
+                fail(E2BIG, "too many arguments");
+            r->argv[r->argc++] = dupn(d, n);
+            break;
+        case VMR_ENV:
+            if (r->envc == MAXV)
+                fail(E2BIG, "too many variables");
+            r->envp[r->envc++] = dupn(d, n);
+            break;
+        case VMR_CWD: r->cwd = dupn(d, n); break;
+        case VMR_PATH: r->path = dupn(d, n); break;
+        case VMR_HOSTNAME: r->hostname = dupn(d, n); break;
+        case VMR_UID: if (n == 4) r->uid = vmp_get_u32(d); break;
+        case VMR_GID: if (n == 4) r->gid = vmp_get_u32(d); break;
+        case VMR_MEMORY: if (n == 8) r->memory = vmp_get_u64(d); break;
+        case VMR_PIDS: if (n == 8) r->pids = vmp_get_u64(d); break;
+        case VMR_CPU: if (n == 8) r->cpu = vmp_get_u64(d); break;
+        case VMR_OUTPUT_MAX: if (n == 8) r->output_max = vmp_get_u64(d); break;
+        case VMR_COLLECT:
+            if (n > 4 && ncollect < 2)
+                collects[ncollect++] = (struct collect){vmp_get_u32(d), dupn(d + 4, n - 4)};
+            break;
+        case VMR_MOUNT9P: case VMR_TMPFS: case VMR_RO:
+            if (nlater == 256)
+                fail(E2BIG, "too many mounts");
+            later[nlater].tag = tag;
+            later[nlater].d = d;
+            later[nlater].n = n;
+            nlater++;
+            break;
+        default:
+            break;
+        }
+    }
+    if (k < 0 || r->argc == 0)
+        fail(EINVAL, "malformed RUN message");
+    for (size_t i = 0; i < nlater; i++) {
+        d = later[i].d;
+        n = later[i].n;
+        if (later[i].tag == VMR_MOUNT9P) {
+            char *s = dupn(d, n);
+            size_t tl = strlen(s);
+            if (tl + 1 >= n + 1u)
+                fail(EINVAL, "malformed mount record");
+            mount_9p(s, s + tl + 1);
+            free(s);
+        } else if (later[i].tag == VMR_TMPFS) {
+            if (n < 17)
+                fail(EINVAL, "malformed tmpfs record");
+            char *t = dupn(d + 16, n - 16);
+            mount_tmpfs(t, vmp_get_u32(d), vmp_get_u64(d + 8), vmp_get_u32(d + 4) != 0, r);
+            free(t);
+        } else {
+            char *t = dupn(d, n);
+            make_readonly(t);
+            free(t);
+        }
+    }
+}
+
+/* ---- the guest's own enforcement ---- */
+
+static void minimal_dev(void) {
+    /* A fresh /dev: the harmless nodes only (the control port and the
+     * console stay out of the workload's reach). */
+    if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536") < 0)
+        fail(errno, "mount /dev");
+    static const struct { const char *name; unsigned maj, min; } nodes[] = {
+        {"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0},
+    };
+    for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+        char p[64];
+        snprintf(p, sizeof(p), "/dev/%s", nodes[i].name);
+        if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0 || chmod(p, 0666) < 0)
+            fail(errno, "mknod %s", p);
+    }
+    if (symlink("/proc/self/fd", "/dev/fd") < 0 || symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
+        symlink("/proc/self/fd/1", "/dev/stdout") < 0 || symlink("/proc/self/fd/2", "/dev/stderr") < 0)
+        fail(errno, "symlinks in /dev");
+    if (mkdir("/dev/shm", 01777) < 0 || mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+        fail(errno, "mount /dev/shm");
+    if (mkdir("/dev/pts", 0755) < 0 || mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                                             "newinstance,ptmxmode=0666,mode=620") < 0 ||
+        symlink("pts/ptmx", "/dev/ptmx") < 0)
+        fail(errno, "mount /dev/pts");
+}
+
+static void lo_up(void) {
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags |= IFF_UP;
+        ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    close(s);
+}
+
+static void setup_cgroup(const struct run *r) {
+    char v[64];
+    if (mount("cgroup2", CG, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        fail(errno, "mount cgroup2");
+    if (write_file(CG "/cgroup.subtree_control", "+memory +pids +cpu") < 0)
+        fail(errno, "enable the cgroup controllers");
+    if (mkdir(CG "/w", 0755) < 0)
+        fail(errno, "mkdir the workload's cgroup");
+    if (r->memory) {
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)r->memory);
+        if (write_file(CG "/w/memory.max", v) < 0)
+            fail(errno, "memory.max");
+        write_file(CG "/w/memory.swap.max", "0");
+        write_file(CG "/w/memory.oom.group", "1");
+    }
+    if (r->pids) {
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)r->pids);
+        if (write_file(CG "/w/pids.max", v) < 0)
+            fail(errno, "pids.max");
+    }
+    if (r->cpu) {
+        snprintf(v, sizeof(v), "%llu 100000", (unsigned long long)(r->cpu * 100));
+        if (write_file(CG "/w/cpu.max", v) < 0)
+            fail(errno, "cpu.max");
+    }
+}
+
+static uint64_t cg_key(const char *file, const char *key) {
+    char buf[1024];
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    size_t kl = strlen(key);
+    for (char *p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+            return strtoull(p + kl + 1, NULL, 10);
+    return 0;
+}
+
+/* ---- the command ---- */
+
+static uint64_t now_usec(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void exec_child(const struct run *r, int in, int out, int err, int report) {
+    /* The workload: its own session, the guest cgroup, the plan's ids. */
+    setsid();
+    if (write_file(CG "/w/cgroup.procs", "0") < 0)
+        goto fail;
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        goto fail;
+    if (setgroups(0, NULL) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 || setresuid(r->uid, r->uid, r->uid) < 0)
+        goto fail;
+    if (r->cwd && chdir(r->cwd) < 0)
+        goto fail;
+    const char *file = r->argv[0];
+    if (strchr(file, '/')) {
+        execve(file, r->argv, r->envp);
+    } else {
+        const char *path = r->path ? r->path : "/usr/bin:/bin";
+        char buf[PATH_MAX];
+        int last = ENOENT;
+        for (const char *p = path; ; ) {
+            const char *c = strchr(p, ':');
+            size_t l = c ? (size_t)(c - p) : strlen(p);
+            if (l && snprintf(buf, sizeof(buf), "%.*s/%s", (int)l, p, file) < (int)sizeof(buf)) {
+                execve(buf, r->argv, r->envp);
+                if (errno != ENOENT)
+                    last = errno;
+            }
+            if (!c)
+                break;
+            p = c + 1;
+        }
+        errno = last;
+    }
+fail:;
+    int e = errno;
+    if (write(report, &e, sizeof(e)) < 0)
+        _exit(127);
+    _exit(127);
+}
+
+/* ---- tar of a writable workspace directory (ustar; files and dirs) ---- */
+
+static uint8_t tarbuf[VMP_MAX_FRAME];
+static size_t tarlen;
+static uint64_t tarsent, tarmax;
+static uint16_t tarwhich;
+static int tarover;
+
+static void tar_flush(void) {
+    if (tarlen && send_frame(VMP_TAR, tarwhich, tarbuf, tarlen) < 0)
+        power_off();
+    tarlen = 0;
+}
+
+static void tar_put(const void *p, size_t n) {
+    const uint8_t *b = p;
+    if (tarsent + n > tarmax) {
+        tarover = 1;
+        return;
+    }
+    tarsent += n;
+    while (n) {
+        size_t c = sizeof(tarbuf) - tarlen < n ? sizeof(tarbuf) - tarlen : n;
+        memcpy(tarbuf + tarlen, b, c);
+        tarlen += c;
+        b += c;
+        n -= c;
+        if (tarlen == sizeof(tarbuf))
+            tar_flush();
+    }
+}
+
+static int tar_header(const char *rel, const struct stat *st, char type) {
+    uint8_t h[512];
+    memset(h, 0, sizeof(h));
+    size_t l = strlen(rel);
+    const char *name = rel, *prefix = "";
+    char pre[156];
+    if (l > 100) {
+        const char *cut = NULL;
+        for (const char *s = rel; *s; s++)
+            if (*s == '/' && (size_t)(s - rel) <= 155 && l - (size_t)(s - rel) - 1 <= 100)
+                cut = s;
+        if (!cut)
+            return -1;
+        snprintf(pre, sizeof(pre), "%.*s", (int)(cut - rel), rel);
+        prefix = pre;
+        name = cut + 1;
+    }
+    memcpy(h, name, strlen(name));
+    snprintf((char *)h + 100, 8, "%07o", (unsigned)(st->st_mode & 07777));
+    snprintf((char *)h + 108, 8, "%07o", 0u);
+    snprintf((char *)h + 116, 8, "%07o", 0u);
+    snprintf((char *)h + 124, 12, "%011llo", type == '0' ? (unsigned long long)st->st_size : 0ull);
+    snprintf((char *)h + 136, 12, "%011llo", (unsigned long long)(st->st_mtime > 0 ? st->st_mtime : 0));
+    memset(h + 148, ' ', 8);
+    h[156] = (uint8_t)type;
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    memcpy(h + 345, prefix, strlen(prefix));
+    unsigned sum = 0;
+    for (size_t i = 0; i < 512; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+    tar_put(h, sizeof(h));
+    return 0;
+}
+
+static void tar_tree(int dirfd, const char *rel, int depth) {
+    if (depth > 64 || tarover)
+        return;
+    DIR *d = fdopendir(dirfd);
+    if (!d) {
+        close(dirfd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) && !tarover) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof(path))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            char dpath[PATH_MAX + 1];
+            snprintf(dpath, sizeof(dpath), "%s/", path);
+            if (tar_header(dpath, &st, '5') < 0)
+                continue;
+            int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0)
+                tar_tree(sub, path, depth + 1);
+        } else if (S_ISREG(st.st_mode)) {
+            int fd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            if (tar_header(path, &st, '0') < 0) {
+                close(fd);
+                continue;
+            }
+            uint64_t left = (uint64_t)st.st_size;
+            static uint8_t buf[65536];
+            while (left && !tarover) {
+                ssize_t n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
+                if (n <= 0)
+                    memset(buf, 0, (size_t)(n = (ssize_t)(left < sizeof(buf) ? left : sizeof(buf))));
+                tar_put(buf, (size_t)n);
+                left -= (uint64_t)n;
+            }
+            close(fd);
+            size_t pad = (size_t)((512 - st.st_size % 512) % 512);
+            memset(buf, 0, pad);
+            tar_put(buf, pad);
+        }
+        /* Symlinks, devices, FIFOs and sockets are not sent back. */
+    }
+    closedir(d);
+}
+
+static void send_tree(uint32_t which, const char *dir, uint64_t max) {
+    tarwhich = (uint16_t)which;
+    tarlen = 0;
+    tarmax = max;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0)
+        tar_tree(fd, "", 0);
+    static const uint8_t zero[1024];
+    if (!tarover)
+        tar_put(zero, sizeof(zero));
+    tar_flush();
+    send_frame(VMP_TAR_END, tarwhich, tarover ? "over" : "", tarover ? 4 : 0);
+}
+
+/* ---- main ---- */
+
+int main(void) {
+    if (getpid() != 1)
+        return 2;
+    chmod("/", 0755);
+    mkdir("/proc", 0555);
+    mkdir("/sys", 0555);
+    mkdir("/dev", 0755);
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
+    console = open("/dev/console", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    load_modules();
+    ctl = open_port();
+    if (ctl < 0)
+        fail(errno, "open the control port fy.ctl");
+    /* The host's side needs no more of /dev: the workload gets a fresh one. */
+    umount2("/dev", MNT_DETACH);
+    minimal_dev();
+    lo_up();
+    if (send_frame(VMP_HELLO, 0, AGENT_VERSION, strlen(AGENT_VERSION)) < 0)
+        power_off();
+
+    static struct vmp_dec dec;
+    vmp_dec_init(&dec);
+    struct vmp_frame f;
+    static struct run run;
+    for (;;) {
+        int k = vmp_next(&dec, &f);
+        if (k < 0)
+            fail(EPROTO, "control stream: %s", dec.error);
+        if (k == 1 && f.type == VMP_RUN)
+            break;
+        if (k == 1)
+            continue;
+        size_t room = vmp_room(&dec);
+        ssize_t n = read(ctl, dec.buf + dec.have, room);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            power_off();
+        vmp_added(&dec, (size_t)n);
+    }
+    parse_run(f.data, f.len, &run);
+    if (run.hostname && sethostname(run.hostname, strlen(run.hostname)) < 0)
+        fail(errno, "sethostname");
+    setup_cgroup(&run);
+    if (!run.output_max)
+        run.output_max = UINT64_MAX;
+
+    int pin[2], pout[2], perr[2], prep[2];
+    if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
+        pipe2(prep, O_CLOEXEC) < 0)
+        fail(errno, "pipe");
+    uint64_t t_exec = now_usec();
+    pid_t child = fork();
+    if (child < 0)
+        fail(errno, "fork");
+    if (child == 0)
+        exec_child(&run, pin[0], pout[1], perr[1], prep[1]);
+    close(pin[0]);
+    close(pout[1]);
+    close(perr[1]);
+    close(prep[1]);
+    int e = 0;
+    ssize_t rn = read(prep[0], &e, sizeof(e));
+    close(prep[0]);
+    if (rn == (ssize_t)sizeof(e)) {
+        waitpid(child, NULL, 0);
+        fail(e, "execute %s", run.argv[0]);
+    }
+    fcntl(pin[1], F_SETFL, O_NONBLOCK);
+
+    /* Forward: control -> stdin, signals; stdout/stderr -> control. */
+    static uint8_t inq[1 << 20];
+    size_t inq_len = 0;
+    bool in_eof = false;
+    int fds[2] = {pout[0], perr[0]};
+    int status = 0;
+    bool exited = false;
+    struct rusage ru;
+    memset(&ru, 0, sizeof(ru));
+    uint64_t t_exit = 0;
+    while (!exited || fds[0] >= 0 || fds[1] >= 0) {
+        struct pollfd p[4] = {{ctl, POLLIN, 0}, {fds[0], POLLIN, 0}, {fds[1], POLLIN, 0},
+                              {pin[1], inq_len ? POLLOUT : 0, 0}};
+        if (!exited) {
+            pid_t w = wait4(child, &status, WNOHANG, &ru);
+            if (w == child) {
+                exited = true;
+                t_exit = now_usec();
+                continue;
+            }
+        }
+        int pr = poll(p, 4, exited ? -1 : 20);
+        if (pr < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i] < 0 || !(p[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            static uint8_t buf[VMP_MAX_FRAME];
+            ssize_t n = read(fds[i], buf, sizeof(buf));
+            if (n > 0) {
+                if (send_frame(i == 0 ? VMP_STDOUT : VMP_STDERR, 0, buf, (size_t)n) < 0)
+                    power_off();
+            } else if (n == 0 || errno != EINTR) {
+                close(fds[i]);
+                fds[i] = -1;
+            }
+        }
+        if (p[0].revents & POLLIN) {
+            size_t room = vmp_room(&dec);
+            ssize_t n = read(ctl, dec.buf + dec.have, room);
+            if (n == 0)
+                power_off(); /* the host is gone */
+            if (n > 0)
+                vmp_added(&dec, (size_t)n);
+            int k;
+            while ((k = vmp_next(&dec, &f)) == 1) {
+                if (f.type == VMP_STDIN && !in_eof && pin[1] >= 0) {
+                    size_t c = f.len < sizeof(inq) - inq_len ? f.len : sizeof(inq) - inq_len;
+                    memcpy(inq + inq_len, f.data, c);
+                    inq_len += c;
+                } else if (f.type == VMP_STDIN_EOF) {
+                    in_eof = true;
+                } else if (f.type == VMP_SIGNAL && f.len == 4 && !exited) {
+                    kill(-child, (int)vmp_get_u32(f.data));
+                }
+            }
+            if (k < 0)
+                power_off();
+        }
+        if (pin[1] >= 0 && inq_len && (p[3].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t n = write(pin[1], inq, inq_len);
+            if (n > 0) {
+                memmove(inq, inq + n, inq_len - (size_t)n);
+                inq_len -= (size_t)n;
+            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                inq_len = 0;
+                close(pin[1]);
+                pin[1] = -1;
+            }
+        }
+        if (pin[1] >= 0 && in_eof && !inq_len) {
+            close(pin[1]);
+            pin[1] = -1;
+        }
+        if (exited && pin[1] >= 0) {
+            close(pin[1]);
+            pin[1] = -1;
+        }
+    }
+    /* Whatever the workload left running in its cgroup ends with it. */
+    write_file(CG "/w/cgroup.kill", "1");
+
+    struct vmp_exit ex = {0};
+    if (WIFEXITED(status)) {
+        ex.kind = 1;
+        ex.code = (uint32_t)WEXITSTATUS(status);
+    } else {
+        ex.kind = 2;
+        ex.code = (uint32_t)WTERMSIG(status);
+    }
+    ex.oom_kills = (uint32_t)cg_key(CG "/w/memory.events", "oom_kill");
+    ex.pids_max = (uint32_t)cg_key(CG "/w/pids.events", "max");
+    ex.utime_usec = (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
+    ex.stime_usec = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+    ex.maxrss_kb = (uint64_t)ru.ru_maxrss;
+    ex.run_usec = t_exit > t_exec ? t_exit - t_exec : 0;
+    uint8_t buf[VMP_EXIT_LEN];
+    vmp_put_exit(buf, &ex);
+    if (send_frame(VMP_EXIT, 0, buf, sizeof(buf)) < 0)
+        power_off();
+    uint64_t budget = run.output_max;
+    for (size_t i = 0; i < ncollect; i++) {
+        tarsent = 0;
+        tarover = 0;
+        send_tree(collects[i].which, collects[i].dir, budget);
+        budget = budget > tarsent ? budget - tarsent : 0;
+    }
+    send_frame(VMP_DONE, 0, NULL, 0);
+    power_off();
+}

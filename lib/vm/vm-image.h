@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The guest's images: the PVH vmlinux extracted from the host's Debian
+ * kernel package and the agent's initramfs, both cached by digest under the
+ * cache root, and the per-attempt initramfs (vm-image.c). */
+#ifndef FY_VM_IMAGE_H
+#define FY_VM_IMAGE_H
+
+#include "internal.h"
+
+struct vm_kernel {
+    char release[128];
+    char dir[4096];            /* cache directory holding vmlinux */
+    char vmlinux[4096];        /* its path */
+    char vmlinuz_path[4096];   /* where it came from */
+    char digest[65];           /* sha256 of vmlinux */
+    char initrd[4096];         /* the cached agent initramfs */
+    char initrd_digest[65];    /* sha256 of it */
+};
+
+/* The cache root: $FORGEYARD_VM_CACHE (tests), /var/cache/forgeyard/vm as
+ * root, $XDG_CACHE_HOME/forgeyard/vm (or ~/.cache/forgeyard/vm) otherwise. */
+int vm_cache_root(char *buf, size_t len);
+/* Finds the guest kernel (/boot/vmlinuz-R with /lib/modules/R, or
+ * $FORGEYARD_VM_KERNEL), extracts and caches its vmlinux and modules, and
+ * builds and caches the agent initramfs. FY_E_UNSUPPORTED when there is no
+ * usable kernel. */
+int vm_kernel_get(struct vm_kernel *k, fy_error **reterr);
+
+/* A cpio (newc) archive being written to an fd. */
+struct cpio {
+    int fd;
+    uint64_t bytes;
+    uint32_t ino;
+    uint32_t uid, gid;         /* of the entries added from now on */
+    void *hash;                /* crypto_hash_sha256_state, when hashing */
+    int err;                   /* sticky errno */
+};
+void cpio_begin(struct cpio *c, int fd, void *hash);
+void cpio_add(struct cpio *c, const char *name, uint32_t mode, const void *data, uint64_t len);
+/* A regular file's content from an fd (len bytes). */
+void cpio_add_fd(struct cpio *c, const char *name, uint32_t mode, int fd, uint64_t len);
+int cpio_end(struct cpio *c);
+
+#endif

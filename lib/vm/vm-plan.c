@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The neutral plan compiled for a per-attempt QEMU microvm (vm-run.h):
+ * which host directories reach the guest read-only (9p, served by the
+ * sandboxed VMM), the RUN message the agent receives, the guest's size, and
+ * what describe() says is enforced and how. What the VM cannot give as the
+ * plan asks is refused here with FY_E_UNSUPPORTED. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm-backend.h"
+#include "vm-proto.h"
+#include "vm-run.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+struct rec {
+    struct strbuf sb;
+};
+
+static void rec(struct strbuf *sb, uint8_t tag, const void *p, size_t n) {
+    uint8_t h[5];
+    h[0] = tag;
+    vmp_put_u32(h + 1, (uint32_t)n);
+    strbuf_appendn(sb, (const char *)h, 5);
+    if (n)
+        strbuf_appendn(sb, p, n);
+}
+
+static void rec_str(struct strbuf *sb, uint8_t tag, const char *s) { rec(sb, tag, s, strlen(s)); }
+
+static void rec_u32(struct strbuf *sb, uint8_t tag, uint32_t v) {
+    uint8_t b[4];
+    vmp_put_u32(b, v);
+    rec(sb, tag, b, 4);
+}
+
+static void rec_u64(struct strbuf *sb, uint8_t tag, uint64_t v) {
+    uint8_t b[8];
+    vmp_put_u64(b, v);
+    rec(sb, tag, b, 8);
+}
+
+void vm_plan_free(void *plan) {
+    struct vm_plan *pl = plan;
+    if (!pl)
+        return;
+    free((char *)pl->qemu);
+    for (size_t i = 0; i < pl->nmounts; i++) {
+        free((char *)pl->mounts[i].host);
+        free((char *)pl->mounts[i].target);
+    }
+    free(pl->mounts);
+    free(pl->isolation_json);
+    free(pl->limits_json);
+    free(pl->describe_json);
+    free(pl->run_msg);
+    free(pl->cmdline);
+    free(pl);
+}
+
+static int unsupported(fy_error **reterr, const char *what) {
+    return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL,
+                   "the virtual-machine backend cannot give %s (not implemented)", what);
+}
+
+static int add_mount(struct vm_plan *pl, const char *host, const char *target) {
+    struct vm_mount *m = realloc(pl->mounts, (pl->nmounts + 1) * sizeof(*m));
+    if (!m)
+        return FY_E_NOMEM;
+    pl->mounts = m;
+    m[pl->nmounts].host = util_strdup(host);
+    m[pl->nmounts].target = util_strdup(target);
+    pl->nmounts++;
+    return m[pl->nmounts - 1].host && m[pl->nmounts - 1].target ? 0 : FY_E_NOMEM;
+}
+
+/* The TSC frequency of the host, so that the guest kernel skips its
+ * calibration (a large part of a TCG boot). */
+static unsigned long tsc_khz(void) {
+    FILE *f = fopen("/proc/cpuinfo", "re");
+    if (!f)
+        return 0;
+    char line[512];
+    double mhz = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "cpu MHz : %lf", &mhz) == 1)
+            break;
+    fclose(f);
+    return mhz > 100 ? (unsigned long)(mhz * 1000 + 0.5) : 0;
+}
+
+static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
+    json_t *iso = json_object(), *mounts = json_array(), *lim = json_object();
+    if (!iso || !mounts || !lim) {
+        json_decref(iso);
+        json_decref(mounts);
+        json_decref(lim);
+        return FY_E_NOMEM;
+    }
+    for (size_t i = 0; i < pl->nmounts; i++)
+        json_array_append_new(mounts, json_string(pl->mounts[i].target));
+    json_object_set_new(iso, "vmm", json_string("qemu microvm"));
+    json_object_set_new(iso, "accelerator", json_string(pl->kvm ? "kvm" : "tcg"));
+    json_object_set_new(iso, "vmm_confinement",
+                        json_string("the library's own namespace sandbox (public API): network denied, QEMU's "
+                                    "runtime paths and the attempt's images read-only, no other host path"
+                                    " (/dev/kvm only with KVM)"));
+    json_object_set_new(iso, "kernel", json_pack("{ssssss}", "release", pl->k.release, "vmlinux_sha256",
+                                                 pl->k.digest, "source", pl->k.vmlinuz_path));
+    json_object_set_new(iso, "initramfs_sha256", json_string(pl->k.initrd_digest));
+    json_object_set_new(iso, "template", json_null());
+    json_object_set_new(iso, "boot", json_string("cold boot per attempt (no template)"));
+    json_object_set_new(iso, "guest_memory", json_integer((json_int_t)pl->guest_mem));
+    json_object_set_new(iso, "guest_cpus", json_integer(pl->smp));
+    json_object_set_new(iso, "control", json_string("framed protocol v1 over a virtio-serial port"));
+    json_object_set_new(iso, "network", json_string("deny: no network device in the guest, loopback only"));
+    json_object_set_new(iso, "filesystem",
+                        json_string("guest initramfs root; approved host directories read-only over 9p served by "
+                                    "the sandboxed VMM; build and output copied in and returned as tar, "
+                                    "parsed on the host in user space"));
+    json_object_set_new(iso, "readonly_mounts", mounts);
+    json_object_set_new(iso, "workload_uid", json_integer(np->uid));
+    json_object_set_new(iso, "user", json_string(np->fake_root ? "fake-root (guest root)" : "forgeyard"));
+    json_object_set_new(iso, "impure", json_boolean(np->impure));
+    pl->isolation_json = json_dumps(iso, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(iso);
+    uint64_t mem = np->limit[FY_LIMIT_MEMORY], pids = np->limit[FY_LIMIT_PIDS], cpu = np->limit[FY_LIMIT_CPU_MILLIS];
+    json_object_set_new(lim, "memory", json_string(mem != FY_UNLIMITED ? "guest cgroup v2 memory.max (and the "
+                                                                           "guest's RAM)" : "guest RAM only"));
+    json_object_set_new(lim, "pids", json_string(pids != FY_UNLIMITED ? "guest cgroup v2 pids.max" : "not enforced"));
+    json_object_set_new(lim, "cpu", json_string(cpu != FY_UNLIMITED ? "guest cgroup v2 cpu.max and the guest's CPUs"
+                                                                    : "the guest's CPUs"));
+    json_object_set_new(lim, "wall_time", json_string("host: the VMM is killed at the deadline"));
+    json_object_set_new(lim, "output", json_string("host: captured streams and returned trees counted"));
+    json_object_set_new(lim, "tree", json_string("the VM (the VMM's namespace sandbox and its cgroup)"));
+    pl->limits_json = json_dumps(lim, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(lim);
+    return pl->isolation_json && pl->limits_json ? 0 : FY_E_NOMEM;
+}
+
+int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr) {
+    *ret = NULL;
+    /* What this backend does not do yet: refused, never approximated. */
+    if (np->nsecrets)
+        return unsupported(reterr, "secrets");
+    if (np->source && np->source_writable)
+        return unsupported(reterr, "a writable source directory");
+    if (np->stdio[FY_STDIN].mode == FY_STDIO_PIPE || np->stdio[FY_STDOUT].mode == FY_STDIO_PIPE ||
+        np->stdio[FY_STDERR].mode == FY_STDIO_PIPE)
+        return unsupported(reterr, "FY_STDIO_PIPE streams");
+    if (np->net_mode != FY_NET_DENY)
+        return unsupported(reterr, "a network other than deny");
+    const char *qemu = caps_fact(caps, VM_FACT_QEMU);
+    if (!qemu)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL, "no QEMU found by the probe");
+    struct vm_plan *pl = calloc(1, sizeof(*pl));
+    if (!pl)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    pl->np = np;
+    pl->kvm = caps_present(caps, FY_CAP_KVM);
+    int r = 0;
+    if (!(pl->qemu = util_strdup(qemu)))
+        goto oom;
+    for (size_t i = 0; i < np->nentries; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        if (e->kind != PE_HOST)
+            continue;
+        if (e->role == PR_DEVICE) {
+            r = unsupported(reterr, "leased devices");
+            goto fail;
+        }
+        if (e->role == PR_DEV)
+            continue; /* the agent makes the harmless nodes itself */
+        if (e->role == PR_BUILD || e->role == PR_OUTPUT)
+            continue; /* copied in and returned (vm-run.c) */
+        if (!(e->flags & PLAN_RO) && !(e->flags & PLAN_FILE)) {
+            r = unsupported(reterr, "a writable bind");
+            goto fail;
+        }
+        if (e->flags & PLAN_FILE)
+            continue; /* a small file: copied into the attempt's initramfs */
+        if ((r = add_mount(pl, e->host, e->target)) < 0)
+            goto oom;
+    }
+    if (pl->nmounts > 16) {
+        r = unsupported(reterr, "more than 16 read-only host directories");
+        goto fail;
+    }
+    if ((r = vm_kernel_get(&pl->k, reterr)) < 0)
+        goto fail;
+    /* The guest: RAM for the workload's limit plus the kernel, agent and
+     * the initramfs root; one CPU unless the policy allows more. */
+    uint64_t mem = np->limit[FY_LIMIT_MEMORY];
+    pl->guest_mem = mem == FY_UNLIMITED ? 1024 * MiB : mem + 256 * MiB;
+    if (pl->guest_mem < 512 * MiB)
+        pl->guest_mem = 512 * MiB;
+    if (pl->guest_mem > 16384 * MiB) {
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL, "memory limit too large for a guest");
+        goto fail;
+    }
+    pl->guest_mem = (pl->guest_mem + MiB - 1) & ~(MiB - 1);
+    uint64_t cpu = np->limit[FY_LIMIT_CPU_MILLIS];
+    pl->smp = cpu != FY_UNLIMITED && cpu > 1000 ? 2 : 1;
+
+    /* The RUN message. */
+    struct strbuf sb;
+    strbuf_init(&sb);
+    for (size_t i = 0; i < np->argc; i++)
+        rec_str(&sb, VMR_ARG, np->argv[i]);
+    for (size_t i = 0; i < np->nenv; i++)
+        rec_str(&sb, VMR_ENV, np->envp[i]);
+    rec_str(&sb, VMR_CWD, np->workdir);
+    rec_str(&sb, VMR_PATH, np->path_search);
+    rec_str(&sb, VMR_HOSTNAME, np->hostname ? np->hostname : "forgeyard");
+    rec_u32(&sb, VMR_UID, np->uid);
+    rec_u32(&sb, VMR_GID, np->gid);
+    if (mem != FY_UNLIMITED)
+        rec_u64(&sb, VMR_MEMORY, mem);
+    if (np->limit[FY_LIMIT_PIDS] != FY_UNLIMITED)
+        rec_u64(&sb, VMR_PIDS, np->limit[FY_LIMIT_PIDS]);
+    if (cpu != FY_UNLIMITED)
+        rec_u64(&sb, VMR_CPU, cpu);
+    if (np->limit[FY_LIMIT_OUTPUT] != FY_UNLIMITED)
+        rec_u64(&sb, VMR_OUTPUT_MAX, np->limit[FY_LIMIT_OUTPUT]);
+    for (size_t i = 0; i < pl->nmounts; i++) {
+        char tag[16];
+        snprintf(tag, sizeof(tag), "r%zu", i);
+        size_t tl = strlen(tag), ml = strlen(pl->mounts[i].target);
+        char *buf = malloc(tl + 1 + ml);
+        if (!buf) {
+            strbuf_free(&sb);
+            goto oom;
+        }
+        memcpy(buf, tag, tl + 1);
+        memcpy(buf + tl + 1, pl->mounts[i].target, ml);
+        rec(&sb, VMR_MOUNT9P, buf, tl + 1 + ml);
+        free(buf);
+    }
+    for (size_t i = 0; i < np->nentries; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        if (e->kind != PE_TMPFS || strncmp(e->target, "/dev", 4) == 0)
+            continue;
+        size_t tl = strlen(e->target);
+        uint8_t *buf = malloc(16 + tl);
+        if (!buf) {
+            strbuf_free(&sb);
+            goto oom;
+        }
+        vmp_put_u32(buf, e->mode);
+        vmp_put_u32(buf + 4, (e->flags & PLAN_OWNED) ? 1 : 0);
+        vmp_put_u64(buf + 8, e->size == FY_UNLIMITED ? 0 : e->size);
+        memcpy(buf + 16, e->target, tl);
+        rec(&sb, VMR_TMPFS, buf, 16 + tl);
+        free(buf);
+    }
+    if (np->build) {
+        uint8_t buf[4 + 16];
+        vmp_put_u32(buf, VMP_DIR_BUILD);
+        memcpy(buf + 4, "/work/build", 11);
+        rec(&sb, VMR_COLLECT, buf, 15);
+    }
+    if (np->output) {
+        uint8_t buf[4 + 16];
+        vmp_put_u32(buf, VMP_DIR_OUTPUT);
+        memcpy(buf + 4, "/work/output", 12);
+        rec(&sb, VMR_COLLECT, buf, 16);
+    }
+    if (sb.oom) {
+        strbuf_free(&sb);
+        goto oom;
+    }
+    if (sb.len > VMP_MAX_FRAME) {
+        strbuf_free(&sb);
+        r = err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, NULL, "the command and environment exceed %u bytes",
+                    VMP_MAX_FRAME);
+        goto fail;
+    }
+    pl->run_len = sb.len;
+    pl->run_msg = strbuf_steal(&sb);
+    if (!pl->run_msg)
+        goto oom;
+    unsigned long khz = tsc_khz();
+    char tsc[64] = "";
+    if (khz)
+        snprintf(tsc, sizeof(tsc), " tsc_early_khz=%lu", khz);
+    pl->cmdline = util_asprintf("console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init "
+                                "cryptomgr.notests random.trust_cpu=on%s", tsc);
+    if (!pl->cmdline || build_json(pl, np) < 0)
+        goto oom;
+    *ret = pl;
+    return 0;
+oom:
+    r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+fail:
+    vm_plan_free(pl);
+    return r;
+}
+
+const char *vm_describe(const void *plan) {
+    const struct vm_plan *pl = plan;
+    if (!pl->describe_json) {
+        char *s = util_asprintf("{\"isolation\":%s,\"limits\":%s}", pl->isolation_json ? pl->isolation_json : "{}",
+                                pl->limits_json ? pl->limits_json : "{}");
+        if (s)
+            util_publish_once(&pl->describe_json, s);
+    }
+    return pl->describe_json ? pl->describe_json : "{}";
+}

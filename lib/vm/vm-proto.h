@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The control protocol between the host and the guest agent, over one
+ * virtio-serial port: framed, versioned, length-prefixed. Shared by the
+ * library (vm-run.c, which decodes what an untrusted guest sends) and the
+ * guest agent (guest/vm-agent.c); it depends on nothing but libc's string
+ * functions, so that both can link it.
+ *
+ * A frame is a 12-byte header, little-endian:
+ *   u32 magic "FYVM", u8 version, u8 type, u16 flags, u32 length
+ * followed by length bytes of payload (at most VMP_MAX_FRAME). A decoder
+ * refuses any other magic, version, unknown type or larger length: the
+ * stream is then dead (a protocol error is never resynchronised). */
+#ifndef FY_VM_PROTO_H
+#define FY_VM_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VMP_MAGIC 0x4d565946u /* "FYVM" little-endian */
+#define VMP_VERSION 1
+#define VMP_HDR 12
+#define VMP_MAX_FRAME (64u << 10)
+
+/* Guest to host. */
+enum {
+    VMP_HELLO = 1,      /* the agent is up: text "forgeyard-vm-agent <version>" */
+    VMP_STDOUT = 2,     /* a chunk of the workload's stdout */
+    VMP_STDERR = 3,
+    VMP_EXIT = 4,       /* struct vmp_exit (vmp_put_exit / vmp_get_exit) */
+    VMP_TAR = 5,        /* a chunk of a tar stream of a writable workspace dir; flags: VMP_DIR_* */
+    VMP_TAR_END = 6,    /* that stream ended (flags: VMP_DIR_*) */
+    VMP_SETUP_FAIL = 7, /* u32 errno, then text: the command never ran */
+    VMP_DONE = 8,       /* nothing follows; the agent powers the guest off */
+    VMP_LOG = 9,        /* diagnostic text of the agent (what it enforced) */
+    /* Host to guest. */
+    VMP_RUN = 32,       /* the command: records (vmp_rec_*) */
+    VMP_STDIN = 33,
+    VMP_STDIN_EOF = 34,
+    VMP_SIGNAL = 35,    /* u32 signal for the workload's process group */
+};
+#define VMP_TYPE_MAX 35
+
+/* Which workspace directory a tar stream carries. */
+#define VMP_DIR_BUILD 1
+#define VMP_DIR_OUTPUT 2
+
+/* RUN records: u8 tag, u32 length, bytes. */
+enum {
+    VMR_ARG = 1,      /* one argv string */
+    VMR_ENV = 2,      /* NAME=value */
+    VMR_CWD = 3,
+    VMR_PATH = 4,     /* PATH that finds argv[0] */
+    VMR_UID = 5,      /* u32 */
+    VMR_GID = 6,      /* u32 */
+    VMR_MEMORY = 7,   /* u64 bytes (memory.max), 0: none */
+    VMR_PIDS = 8,     /* u64 (pids.max), 0: none */
+    VMR_CPU = 9,      /* u64 millicpus (cpu.max), 0: none */
+    VMR_HOSTNAME = 10,
+    VMR_MOUNT9P = 11, /* "tag\0target": a read-only host runtime directory */
+    VMR_TMPFS = 12,   /* u32 mode, u32 owned, u64 size, target */
+    VMR_RO = 13,      /* a directory made read-only (bind remount) */
+    VMR_COLLECT = 14, /* u32 VMP_DIR_*, then the directory to send back as tar */
+    VMR_OUTPUT_MAX = 15, /* u64: bytes of tar the agent may send at most */
+};
+
+struct vmp_exit {
+    uint32_t kind;          /* 1 exited, 2 killed by a signal */
+    uint32_t code;          /* exit status or signal */
+    uint32_t oom_kills;     /* the guest cgroup's memory.events oom_kill */
+    uint32_t pids_max;      /* its pids.events max */
+    uint64_t utime_usec, stime_usec, maxrss_kb;
+    uint64_t run_usec;      /* guest time from exec to exit */
+    uint64_t memory_peak;   /* bytes (memory.peak when the guest kernel has it, else 0) */
+};
+#define VMP_EXIT_LEN 56
+
+/* ---- the stream decoder ---- */
+struct vmp_frame {
+    uint8_t type;
+    uint16_t flags;
+    uint32_t len;
+    const uint8_t *data;    /* borrowed until the next vmp_next */
+};
+
+struct vmp_dec {
+    uint8_t buf[VMP_HDR + VMP_MAX_FRAME];
+    size_t have;            /* bytes buffered */
+    size_t consumed;        /* bytes of buf already handed out */
+    uint64_t total;         /* bytes fed so far */
+    uint64_t frames;
+    const char *error;      /* sticky: static text */
+};
+
+void vmp_dec_init(struct vmp_dec *d);
+/* Room left for raw bytes: fill buf + have up to this many, then call
+ * vmp_added. Compacts first. */
+size_t vmp_room(struct vmp_dec *d);
+void vmp_added(struct vmp_dec *d, size_t n);
+/* Copies up to n bytes in (vmp_room, then vmp_added); returns how many. */
+size_t vmp_feed(struct vmp_dec *d, const void *p, size_t n);
+/* 1: *f is the next complete frame; 0: more bytes needed; -1: protocol
+ * error (d->error says which; sticky). */
+int vmp_next(struct vmp_dec *d, struct vmp_frame *f);
+
+/* ---- encoding ---- */
+void vmp_header(uint8_t out[VMP_HDR], uint8_t type, uint16_t flags, uint32_t len);
+void vmp_put_u32(uint8_t *p, uint32_t v);
+void vmp_put_u64(uint8_t *p, uint64_t v);
+uint32_t vmp_get_u32(const uint8_t *p);
+uint64_t vmp_get_u64(const uint8_t *p);
+void vmp_put_exit(uint8_t out[VMP_EXIT_LEN], const struct vmp_exit *e);
+/* 0, or -1 when the payload is not a valid exit record. */
+int vmp_get_exit(const uint8_t *p, size_t len, struct vmp_exit *e);
+
+/* ---- RUN records ---- */
+struct vmp_rec_iter {
+    const uint8_t *p;
+    size_t len, off;
+};
+/* 1: a record (*tag, *data, *dlen); 0: the end; -1: malformed. */
+int vmp_rec_next(struct vmp_rec_iter *it, uint8_t *tag, const uint8_t **data, uint32_t *dlen);
+
+#endif

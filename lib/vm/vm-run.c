@@ -1,0 +1,1109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One attempt in a fresh QEMU microvm (vm-run.h). start() writes the
+ * attempt's initramfs (the cached agent image plus the attempt's files and
+ * writable workspace), then runs QEMU through the library's own namespace
+ * sandbox, using only the public API: the VMM sees its runtime paths, the
+ * attempt's images and the approved directories it serves read-only, no
+ * network, and /dev/kvm only when KVM is used. The control port is QEMU's
+ * stdio chardev, a socket pair with this process. process() decodes the
+ * guest's frames (bounded: frame size, output, deadlines), delivers the
+ * streams, unpacks the returned trees in user space, and finishes when the
+ * guest is done and the VMM's sandbox has ended and been cleaned up. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "forgeyard/sandbox.h"
+#include "vm-backend.h"
+#include "vm-proto.h"
+#include "vm-run.h"
+#include "vm-tar.h"
+
+#define SEC UINT64_C(1000000)
+#define MiB (UINT64_C(1) << 20)
+#define HELLO_TIMEOUT (120 * SEC) /* cold boot under TCG on a loaded host */
+#define DONE_GRACE (10 * SEC)     /* from the agent's DONE to the VMM's exit */
+#define CONSOLE_KEEP 16384
+#define FILE_COPY_MAX (8 * MiB)
+#define WORKSPACE_COPY_MAX (512 * MiB)
+
+struct vm {
+    struct vm_plan *pl;
+    int epfd, timerfd, sock, console_fd;
+    char console[CONSOLE_KEEP + 1];  /* the console's last bytes */
+    size_t console_len;
+    char dir[4096];                /* the attempt directory */
+    fy_handle *vmm;                /* QEMU's sandbox */
+    fy_result *vmm_result;
+    struct vmp_dec *dec;
+    struct vmt *tar[3];            /* VMP_DIR_BUILD, VMP_DIR_OUTPUT */
+    bool tar_done[3];
+    int out_fd[3];                 /* FY_STDIO_FILE files we made */
+    int in_fd;                     /* stdin to forward (FY_STDIO_FD), -1 when done */
+    bool in_polled;
+    bool hello, run_sent, exit_seen, done, setup_failed, killed, sock_eof;
+    struct vmp_exit ex;
+    int setup_errno;
+    char *setup_detail;
+    uint64_t t_qemu, t_hello, t_run, t_exit, t_done, t_ended, t_cleanup;
+    uint64_t hello_deadline, done_deadline;
+    uint64_t out_bytes, out_limit, stream_bytes[3], tar_bytes;
+    bool truncated;
+    struct strbuf log;             /* the agent's LOG text (bounded) */
+};
+
+static const struct fy_plan *neutral(fy_handle *h) { return ((struct vm_plan *)h->pr->plan)->np; }
+
+/* ---- the attempt directory ---- */
+
+static uint64_t proc_starttime(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    /* field 22 (starttime); p points at the end of field 2 */
+    int field = 2;
+    for (; *p && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    return strtoull(p, NULL, 10);
+}
+
+/* Removes a flat attempt directory; 0 when it is gone. */
+static int remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    if (rmdir(dir) < 0 && errno != ENOENT)
+        return -1;
+    struct stat st;
+    return lstat(dir, &st) == 0 ? -1 : 0;
+}
+
+static int attempts_dir(char *buf, size_t len) {
+    char root[4096];
+    if (vm_cache_root(root, sizeof(root)) < 0)
+        return -1;
+    int n = snprintf(buf, len, "%s/attempts", root);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+static int make_attempt_dir(struct vm *v, fy_error **reterr) {
+    char base[4096];
+    if (attempts_dir(base, sizeof(base)) < 0)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "attempt directory path too long");
+    char root[4096];
+    vm_cache_root(root, sizeof(root));
+    if ((mkdir(root, 0711) < 0 && errno != EEXIST) || (mkdir(base, 0711) < 0 && errno != EEXIST)) {
+        /* the parents of root exist once a kernel was cached (compile) */
+        int e = errno;
+        return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "mkdir %s: %s", base, strerror(e));
+    }
+    uint64_t rnd = 0;
+    int ufd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (ufd < 0 || read(ufd, &rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd))
+        rnd = util_now_usec();
+    if (ufd >= 0)
+        close(ufd);
+    pid_t me = getpid();
+    snprintf(v->dir, sizeof(v->dir), "%s/a-%d-%llu-%016llx", base, (int)me,
+             (unsigned long long)proc_starttime(me), (unsigned long long)rnd);
+    /* 0755: QEMU's sandbox runs as an unprivileged id; the parent (0711, not listable)
+     * keeps everyone else out. */
+    if (mkdir(v->dir, 0755) < 0) {
+        int e = errno;
+        v->dir[0] = '\0';
+        return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "mkdir the attempt directory: %s",
+                       strerror(e));
+    }
+    return 0;
+}
+
+int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
+    (void)state_dir; /* QEMU's sandboxes are recorded there by their own backend */
+    (void)reterr;
+    char base[4096];
+    if (attempts_dir(base, sizeof(base)) < 0)
+        return 0;
+    DIR *d = opendir(base);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid;
+        unsigned long long start;
+        if (sscanf(e->d_name, "a-%d-%llu-", &pid, &start) != 2)
+            continue;
+        if (pid > 0 && proc_starttime(pid) == start)
+            continue; /* its owner lives */
+        char p[4400];
+        snprintf(p, sizeof(p), "%s/%s", base, e->d_name);
+        if (remove_dir(p) == 0 && destroyed)
+            (*destroyed)++;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* ---- the attempt's initramfs ---- */
+
+struct emitted {
+    char **dirs;
+    size_t n, cap;
+};
+
+static bool emitted_has(struct emitted *em, const char *d) {
+    for (size_t i = 0; i < em->n; i++)
+        if (!strcmp(em->dirs[i], d))
+            return true;
+    return false;
+}
+
+/* Emits the ancestors of an absolute path (not the path itself). */
+static void emit_parents(struct cpio *c, struct emitted *em, const char *abs) {
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", abs + 1);
+    for (char *p = buf; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        if (!emitted_has(em, buf)) {
+            cpio_add(c, buf, 040755, NULL, 0);
+            if (em->n == em->cap) {
+                size_t cap = em->cap ? em->cap * 2 : 32;
+                char **n = realloc(em->dirs, cap * sizeof(*n));
+                if (!n) {
+                    c->err = ENOMEM;
+                    return;
+                }
+                em->dirs = n;
+                em->cap = cap;
+            }
+            if (!(em->dirs[em->n] = util_strdup(buf))) {
+                c->err = ENOMEM;
+                return;
+            }
+            em->n++;
+        }
+        *p = '/';
+    }
+}
+
+/* Copies a host tree (regular files, directories, symlinks) under name,
+ * owned by uid:gid, never following a symlink. */
+static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, uint32_t gid, uint64_t *budget,
+                      int depth) {
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        c->err = c->err ? c->err : errno;
+        return;
+    }
+    struct dirent *e;
+    while (!c->err && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[4096];
+        if (snprintf(path, sizeof(path), "%s/%s", name, e->d_name) >= (int)sizeof(path)) {
+            c->err = ENAMETOOLONG;
+            break;
+        }
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode) && depth < 64) {
+            cpio_add(c, path, 040000 | (st.st_mode & 0755) | 0700, NULL, 0);
+            int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0)
+                copy_tree(c, sub, path, uid, gid, budget, depth + 1);
+        } else if (S_ISREG(st.st_mode)) {
+            if ((uint64_t)st.st_size > *budget) {
+                c->err = EFBIG;
+                break;
+            }
+            *budget -= (uint64_t)st.st_size;
+            int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+            if (fd < 0)
+                continue;
+            cpio_add_fd(c, path, 0100000 | (st.st_mode & 0755) | 0600, fd, (uint64_t)st.st_size);
+            close(fd);
+        } else if (S_ISLNK(st.st_mode)) {
+            char t[4096];
+            ssize_t n = readlinkat(dirfd(d), e->d_name, t, sizeof(t) - 1);
+            if (n > 0)
+                cpio_add(c, path, 0120777, t, (uint64_t)n);
+        }
+    }
+    closedir(d);
+}
+
+static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid);
+
+static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reterr) {
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/initrd", v->dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "create %s: %s", path,
+                       strerror(errno));
+    /* The cached agent image first, then the attempt's archive (the kernel
+     * unpacks concatenated archives in order). */
+    int src = open(v->pl->k.initrd, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int r = 0;
+    if (src < 0 || fstat(src, &st) < 0) {
+        r = -errno;
+    } else {
+        off_t off = 0;
+        while (off < st.st_size) {
+            ssize_t n = sendfile(fd, src, &off, (size_t)(st.st_size - off));
+            if (n <= 0) {
+                r = n < 0 ? -errno : -EIO;
+                break;
+            }
+        }
+    }
+    if (src >= 0)
+        close(src);
+    if (r < 0) {
+        close(fd);
+        return err_set(reterr, err_from_errno(-r), FY_STEP_SPAWN, -r, NULL, "copy the agent initramfs: %s",
+                       strerror(-r));
+    }
+    /* Pad to 4 bytes (the cached image is) and add ours. */
+    struct cpio c;
+    cpio_begin(&c, fd, NULL);
+    struct emitted em = {0};
+    const char *fail_what = NULL;
+    for (size_t i = 0; i < np->nentries && !c.err; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        if (strncmp(e->target, "/dev/", 5) == 0 || !strcmp(e->target, "/dev"))
+            continue;
+        if (e->kind == PE_FILE) {
+            emit_parents(&c, &em, e->target);
+            cpio_add(&c, e->target + 1, 0100000 | (e->mode & 07777), e->content, strlen(e->content));
+        } else if (e->kind == PE_SYMLINK) {
+            emit_parents(&c, &em, e->target);
+            cpio_add(&c, e->target + 1, 0120777, e->content, strlen(e->content));
+        } else if (e->kind == PE_HOST && (e->flags & PLAN_FILE) && e->role != PR_DEV && e->role != PR_DEVICE) {
+            int ffd = open(e->host, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            if (ffd < 0 || fstat(ffd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > FILE_COPY_MAX) {
+                if (ffd >= 0)
+                    close(ffd);
+                if (e->flags & PLAN_OPTIONAL)
+                    continue;
+                fail_what = e->host;
+                c.err = ffd < 0 ? errno : EFBIG;
+                break;
+            }
+            emit_parents(&c, &em, e->target);
+            cpio_add_fd(&c, e->target + 1, 0100444, ffd, (uint64_t)st.st_size);
+            close(ffd);
+        } else if (e->kind == PE_HOST && (e->role == PR_BUILD || e->role == PR_OUTPUT)) {
+            emit_parents(&c, &em, e->target);
+            cpio_uid_set(&c, np->uid, np->gid);
+            cpio_add(&c, e->target + 1, 040755, NULL, 0);
+            int dfd = open(e->host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (dfd < 0) {
+                fail_what = e->host;
+                c.err = errno;
+            } else {
+                uint64_t budget = WORKSPACE_COPY_MAX;
+                copy_tree(&c, dfd, e->target + 1, np->uid, np->gid, &budget, 0);
+                if (c.err)
+                    fail_what = e->host;
+            }
+            cpio_uid_set(&c, 0, 0);
+        }
+    }
+    r = cpio_end(&c);
+    for (size_t i = 0; i < em.n; i++)
+        free(em.dirs[i]);
+    free(em.dirs);
+    if (close(fd) < 0 && !r)
+        r = -errno;
+    if (r < 0)
+        return err_set(reterr, err_from_errno(-r), FY_STEP_SPAWN, -r, NULL, "the attempt's initramfs%s%s: %s",
+                       fail_what ? ": " : "", fail_what ? fail_what : "", strerror(-r));
+    return 0;
+}
+
+/* cpio entries of the writable workspace belong to the workload's ids. */
+static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid) {
+    c->uid = uid;
+    c->gid = gid;
+    return 0;
+}
+
+/* ---- QEMU in the library's own sandbox ---- */
+
+static int qemu_argv(struct vm *v, struct strbuf *args, const char ***ret) {
+    const struct vm_plan *pl = v->pl;
+    /* one NUL-separated buffer, split afterwards */
+#define A(...) do { strbuf_printf(args, __VA_ARGS__); strbuf_appendn(args, "", 1); } while (0)
+    A("%s", pl->qemu);
+    A("-M");
+    A("microvm,acpi=on");
+    A("-accel");
+    A(pl->kvm ? "kvm" : "tcg,tb-size=64");
+    if (pl->kvm) {
+        A("-cpu");
+        A("host");
+    }
+    A("-m");
+    A("%lluM", (unsigned long long)(pl->guest_mem / MiB));
+    A("-smp");
+    A("%u", pl->smp);
+    A("-nodefaults");
+    A("-no-user-config");
+    A("-display");
+    A("none");
+    A("-no-reboot");
+    A("-sandbox");
+    A("on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
+    A("-kernel");
+    A("/fy/k/vmlinux");
+    A("-initrd");
+    A("/fy/a/initrd");
+    A("-append");
+    A("%s", pl->cmdline);
+    /* The console to stderr: a pipe this process drains (made writable
+     * for the sandbox's user, which reopens it). */
+    A("-chardev");
+    A("file,id=con,path=/proc/self/fd/2");
+    A("-serial");
+    A("chardev:con");
+    A("-device");
+    A("virtio-serial-device");
+    A("-chardev");
+    A("stdio,id=ctl,signal=off");
+    A("-device");
+    A("virtserialport,chardev=ctl,name=fy.ctl");
+    for (size_t i = 0; i < pl->nmounts; i++) {
+        A("-fsdev");
+        A("local,id=r%zu,path=/fy/m%zu,security_model=none,readonly=on", i, i);
+        A("-device");
+        A("virtio-9p-device,fsdev=r%zu,mount_tag=r%zu", i, i);
+    }
+#undef A
+    if (args->oom)
+        return FY_E_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < args->len; i++)
+        n += args->buf[i] == '\0';
+    const char **argv = calloc(n + 1, sizeof(char *));
+    if (!argv)
+        return FY_E_NOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < args->len; i += strlen(args->buf + i) + 1)
+        argv[k++] = args->buf + i;
+    *ret = argv;
+    return 0;
+}
+
+static int start_vmm(fy_handle *h, struct vm *v, int qemu_sock, int console_wr, fy_error **reterr) {
+    const struct fy_plan *np = neutral(h);
+    fy_policy *p = NULL;
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    struct strbuf args;
+    strbuf_init(&args);
+    const char **argv = NULL;
+    char kdir[4200];
+    snprintf(kdir, sizeof(kdir), "%s", v->pl->k.dir);
+    int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e);
+    if (r >= 0)
+        r = fy_policy_set_isolation(p, FY_LEVEL_NAMESPACE, FY_LEVEL_NAMESPACE, &e);
+    if (r >= 0)
+        r = fy_policy_set_network(p, FY_NET_DENY, &e);
+    if (r >= 0)
+        r = fy_policy_add_bind(p, v->dir, "/fy/a", 0, &e);
+    if (r >= 0)
+        r = fy_policy_add_bind(p, kdir, "/fy/k", 0, &e);
+    for (size_t i = 0; r >= 0 && i < v->pl->nmounts; i++) {
+        char t[32];
+        snprintf(t, sizeof(t), "/fy/m%zu", i);
+        r = fy_policy_add_bind(p, v->pl->mounts[i].host, t, 0, &e);
+    }
+    if (r >= 0 && v->pl->kvm)
+        r = fy_policy_add_device(p, "/dev/kvm", 1, &e);
+    uint64_t wall = np->limit[FY_LIMIT_WALL_TIME];
+    if (r >= 0)
+        r = fy_policy_set_limit(p, FY_LIMIT_MEMORY, v->pl->guest_mem + 512 * MiB, &e);
+    if (r >= 0)
+        r = fy_policy_set_limit(p, FY_LIMIT_PIDS, 256, &e);
+    if (r >= 0)
+        r = fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, wall == FY_UNLIMITED ? FY_UNLIMITED : wall + 60 * SEC, &e);
+    if (r >= 0)
+        r = fy_policy_set_limit(p, FY_LIMIT_GRACE, 0, &e);
+    if (r >= 0)
+        r = fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, qemu_sock, NULL, &e);
+    if (r >= 0)
+        r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, qemu_sock, NULL, &e);
+    if (r >= 0)
+        r = fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, console_wr, NULL, &e);
+    if (r >= 0 && np->state_dir)
+        r = fy_policy_set_state_dir(p, np->state_dir, &e);
+    if (r >= 0)
+        r = qemu_argv(v, &args, &argv);
+    if (r >= 0)
+        r = fy_prepare(p, h->pr->caps, argv, &pr, &e);
+    if (r >= 0 && strcmp(fy_prepared_backend(pr), "linux-namespace") != 0)
+        r = FY_E_UNSUPPORTED; /* never a VM inside a VM, never less than namespaces */
+    if (r >= 0)
+        r = fy_start(pr, &v->vmm, &e);
+    if (r < 0)
+        r = err_set(reterr, r == FY_E_NOMEM ? FY_E_NOMEM : FY_E_INFRA, FY_STEP_SPAWN, e ? fy_error_os_code(e) : 0,
+                    NULL, "starting QEMU in its namespace sandbox: %s",
+                    e ? fy_error_message(e) : "its sandbox is not the namespace backend");
+    fy_error_free(e);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    free(argv);
+    strbuf_free(&args);
+    return r;
+}
+
+/* ---- start ---- */
+
+static void vm_free_state(struct vm *v) {
+    for (int i = 0; i < 3; i++) {
+        if (v->tar[i]) {
+            vmt_free(v->tar[i]);
+            free(v->tar[i]);
+        }
+        if (v->out_fd[i] >= 0)
+            close(v->out_fd[i]);
+    }
+    if (v->epfd >= 0)
+        close(v->epfd);
+    if (v->timerfd >= 0)
+        close(v->timerfd);
+    if (v->sock >= 0)
+        close(v->sock);
+    if (v->console_fd >= 0)
+        close(v->console_fd);
+    if (v->vmm_result)
+        fy_result_free(v->vmm_result);
+    free(v->dec);
+    free(v->setup_detail);
+    strbuf_free(&v->log);
+    free(v);
+}
+
+static int watch(struct vm *v, int fd) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+    return epoll_ctl(v->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int open_tar(struct vm *v, const struct fy_plan *np, int which, fy_error **reterr) {
+    const char *host = which == VMP_DIR_BUILD ? np->build : np->output;
+    if (!host)
+        return 0;
+    int fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "open %s: %s", host,
+                       strerror(errno));
+    v->tar[which] = calloc(1, sizeof(struct vmt));
+    if (!v->tar[which] || vmt_init(v->tar[which], fd) < 0) {
+        close(fd);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    }
+    return 0;
+}
+
+int vm_start(fy_handle *h, fy_error **reterr) {
+    const struct fy_plan *np = neutral(h);
+    struct vm *v = calloc(1, sizeof(*v));
+    if (!v)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    v->pl = h->pr->plan;
+    v->epfd = v->timerfd = v->sock = v->in_fd = v->console_fd = -1;
+    for (int i = 0; i < 3; i++)
+        v->out_fd[i] = -1;
+    strbuf_init(&v->log);
+    v->out_limit = np->limit[FY_LIMIT_OUTPUT];
+    int r;
+    int sp[2] = {-1, -1};
+    if (!(v->dec = malloc(sizeof(*v->dec)))) {
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+        goto fail;
+    }
+    vmp_dec_init(v->dec);
+    v->epfd = epoll_create1(EPOLL_CLOEXEC);
+    v->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (v->epfd < 0 || v->timerfd < 0 || watch(v, v->timerfd) < 0 || watch(v, h->wake_fd) < 0) {
+        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "epoll: %s", strerror(errno));
+        goto fail;
+    }
+    /* The captured streams. */
+    for (int i = 1; i < 3; i++) {
+        if (np->stdio[i].mode != FY_STDIO_FILE)
+            continue;
+        v->out_fd[i] = open(np->stdio[i].path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+        if (v->out_fd[i] < 0) {
+            r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "create %s: %s",
+                        np->stdio[i].path, strerror(errno));
+            goto fail;
+        }
+    }
+    if (np->stdio[FY_STDIN].mode == FY_STDIO_FD)
+        v->in_fd = np->stdio[FY_STDIN].fd;
+    if ((r = open_tar(v, np, VMP_DIR_BUILD, reterr)) < 0 || (r = open_tar(v, np, VMP_DIR_OUTPUT, reterr)) < 0)
+        goto fail;
+    if ((r = make_attempt_dir(v, reterr)) < 0)
+        goto fail;
+    if ((r = write_initrd(v, np, reterr)) < 0)
+        goto fail;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "socketpair: %s", strerror(errno));
+        goto fail;
+    }
+    v->sock = sp[0];
+    /* Writes to the guest never block forever (a guest that stops reading). */
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(v->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int cp[2];
+    if (pipe2(cp, O_CLOEXEC) < 0) {
+        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "pipe: %s", strerror(errno));
+        close(sp[1]);
+        goto fail;
+    }
+    v->console_fd = cp[0];
+    fcntl(cp[0], F_SETFL, O_NONBLOCK);
+    fchmod(cp[1], 0622);
+    r = start_vmm(h, v, sp[1], cp[1], reterr);
+    close(sp[1]);
+    close(cp[1]);
+    if (r < 0)
+        goto fail;
+    v->t_qemu = util_now_usec();
+    v->hello_deadline = v->t_qemu + HELLO_TIMEOUT;
+    if (watch(v, v->sock) < 0 || watch(v, v->console_fd) < 0 || watch(v, fy_handle_get_fd(v->vmm)) < 0) {
+        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "epoll: %s", strerror(errno));
+        goto fail;
+    }
+    if (v->in_fd >= 0 && watch(v, v->in_fd) == 0)
+        v->in_polled = true;
+    h->b = v;
+    return 0;
+fail:
+    if (v->vmm)
+        fy_handle_free(v->vmm);
+    v->vmm = NULL;
+    if (v->dir[0])
+        remove_dir(v->dir);
+    vm_free_state(v);
+    return r;
+}
+
+/* ---- process ---- */
+
+static void kill_vmm(fy_handle *h, struct vm *v) {
+    if (!h->cancel_started)
+        h->cancel_started = util_now_usec();
+    if (v->vmm && !v->vmm_result && !v->killed)
+        fy_handle_cancel(v->vmm, FY_CANCEL_USER, NULL);
+    v->killed = true;
+}
+
+static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n) {
+    uint8_t hd[VMP_HDR];
+    vmp_header(hd, type, 0, (uint32_t)n);
+    struct iovec iov[2] = {{hd, sizeof(hd)}, {(void *)p, n}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = n ? 2 : 1};
+    size_t want = sizeof(hd) + n, done = 0;
+    while (done < want) {
+        ssize_t w = sendmsg(v->sock, &m, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+        while (w > 0 && m.msg_iovlen) {
+            if ((size_t)w >= m.msg_iov[0].iov_len) {
+                w -= (ssize_t)m.msg_iov[0].iov_len;
+                m.msg_iov++;
+                m.msg_iovlen--;
+            } else {
+                m.msg_iov[0].iov_base = (char *)m.msg_iov[0].iov_base + w;
+                m.msg_iov[0].iov_len -= (size_t)w;
+                w = 0;
+            }
+        }
+    }
+    return 0;
+}
+
+static void deliver(fy_handle *h, struct vm *v, int stream, const uint8_t *p, size_t n) {
+    const struct plan_stdio *s = &neutral(h)->stdio[stream];
+    if (s->mode == FY_STDIO_NULL || !n)
+        return;
+    if (s->mode == FY_STDIO_FILE || s->mode == FY_STDIO_CALLBACK) {
+        if (v->out_limit != FY_UNLIMITED && v->out_bytes + n > v->out_limit) {
+            n = v->out_bytes < v->out_limit ? (size_t)(v->out_limit - v->out_bytes) : 0;
+            v->truncated = true;
+            handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output");
+            kill_vmm(h, v);
+        }
+        v->out_bytes += n;
+        v->stream_bytes[stream] += n;
+        if (!n)
+            return;
+    }
+    if (s->mode == FY_STDIO_CALLBACK) {
+        s->fn(s->userdata, (uint32_t)stream, p, n);
+        return;
+    }
+    int fd = s->mode == FY_STDIO_FILE ? v->out_fd[stream] : s->fd;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (s->mode == FY_STDIO_FILE)
+                handle_end(h, END_INFRA, FY_STEP_OUTPUT, errno, "writing captured output: %s", strerror(errno));
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void protocol_error(fy_handle *h, struct vm *v, const char *why) {
+    handle_end(h, END_INFRA, FY_STEP_WAIT, EPROTO, "guest agent protocol error: %s", why);
+    kill_vmm(h, v);
+}
+
+static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
+    if (!v->hello && f->type != VMP_HELLO)
+        return protocol_error(h, v, "a frame before the agent's hello");
+    switch (f->type) {
+    case VMP_HELLO: {
+        static const char want[] = "forgeyard-vm-agent 1";
+        if (v->hello || f->len != sizeof(want) - 1 || memcmp(f->data, want, f->len) != 0)
+            return protocol_error(h, v, "unexpected hello");
+        v->hello = true;
+        v->t_hello = util_now_usec();
+        if (send_guest(v, VMP_RUN, v->pl->run_msg, v->pl->run_len) < 0) {
+            handle_end(h, END_INFRA, FY_STEP_EXEC, errno, "sending the command to the guest: %s", strerror(errno));
+            kill_vmm(h, v);
+            return;
+        }
+        v->run_sent = true;
+        v->t_run = util_now_usec();
+        if (v->in_fd < 0 || neutral(h)->stdio[FY_STDIN].mode != FY_STDIO_FD)
+            send_guest(v, VMP_STDIN_EOF, NULL, 0);
+        return;
+    }
+    case VMP_STDOUT:
+    case VMP_STDERR:
+        if (v->exit_seen)
+            return protocol_error(h, v, "output after the exit");
+        deliver(h, v, f->type == VMP_STDOUT ? 1 : 2, f->data, f->len);
+        return;
+    case VMP_EXIT:
+        if (v->exit_seen || vmp_get_exit(f->data, f->len, &v->ex) < 0)
+            return protocol_error(h, v, "bad exit record");
+        v->exit_seen = true;
+        v->t_exit = util_now_usec();
+        return;
+    case VMP_TAR:
+    case VMP_TAR_END: {
+        if (!v->exit_seen || f->flags < 1 || f->flags > 2 || !v->tar[f->flags] || v->tar_done[f->flags])
+            return protocol_error(h, v, "an unexpected tree");
+        struct vmt *t = v->tar[f->flags];
+        if (f->type == VMP_TAR) {
+            v->tar_bytes += f->len;
+            if (v->out_limit != FY_UNLIMITED && v->tar_bytes > v->out_limit) {
+                handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output (returned files)");
+                kill_vmm(h, v);
+                return;
+            }
+            if (vmt_feed(t, f->data, f->len) < 0)
+                return protocol_error(h, v, t->error);
+        } else {
+            v->tar_done[f->flags] = true;
+            if (f->len == 4 && !memcmp(f->data, "over", 4)) {
+                handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output (returned files)");
+                return;
+            }
+            if (vmt_end(t) < 0)
+                return protocol_error(h, v, t->error);
+        }
+        return;
+    }
+    case VMP_SETUP_FAIL:
+        if (f->len < 4 || v->setup_failed)
+            return protocol_error(h, v, "bad setup failure record");
+        v->setup_failed = true;
+        v->setup_errno = (int)vmp_get_u32(f->data);
+        free(v->setup_detail);
+        v->setup_detail = util_asprintf("in the guest: %.*s", (int)(f->len - 4 > 512 ? 512 : f->len - 4),
+                                        (const char *)f->data + 4);
+        for (char *c = v->setup_detail; c && *c; c++)
+            if ((unsigned char)*c < 0x20)
+                *c = '?';
+        return;
+    case VMP_DONE:
+        if (!v->exit_seen)
+            return protocol_error(h, v, "done before the exit");
+        for (int i = 1; i < 3; i++)
+            if (v->tar[i] && !v->tar_done[i] && h->end == END_NONE)
+                return protocol_error(h, v, "a workspace tree was not returned");
+        v->done = true;
+        v->t_done = util_now_usec();
+        v->done_deadline = v->t_done + DONE_GRACE;
+        return;
+    case VMP_LOG:
+        if (v->log.len < 4096)
+            strbuf_appendn(&v->log, (const char *)f->data, f->len > 1024 ? 1024 : f->len);
+        return;
+    default:
+        return protocol_error(h, v, "a host-to-guest frame from the guest");
+    }
+}
+
+static void read_guest(fy_handle *h, struct vm *v) {
+    /* Bounded work per call: at most 1 MiB, then back to the loop. */
+    for (int rounds = 0; rounds < 16 && !v->sock_eof && !v->killed; rounds++) {
+        size_t room = vmp_room(v->dec);
+        ssize_t n = recv(v->sock, v->dec->buf + v->dec->have, room, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        if (n == 0) {
+            v->sock_eof = true;
+            epoll_ctl(v->epfd, EPOLL_CTL_DEL, v->sock, NULL);
+            break;
+        }
+        vmp_added(v->dec, (size_t)n);
+        struct vmp_frame f;
+        int k;
+        while (!v->killed && (k = vmp_next(v->dec, &f)) == 1)
+            on_frame(h, v, &f);
+        if (k < 0 && !v->killed)
+            protocol_error(h, v, v->dec->error);
+    }
+}
+
+static void forward_stdin(fy_handle *h, struct vm *v) {
+    if (v->in_fd < 0 || !v->run_sent || v->killed)
+        return;
+    uint8_t buf[16384];
+    ssize_t n = read(v->in_fd, buf, sizeof(buf));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n > 0) {
+        if (send_guest(v, VMP_STDIN, buf, (size_t)n) < 0)
+            n = 0;
+        else
+            return;
+    }
+    if (v->in_polled)
+        epoll_ctl(v->epfd, EPOLL_CTL_DEL, v->in_fd, NULL);
+    v->in_fd = -1;
+    send_guest(v, VMP_STDIN_EOF, NULL, 0);
+    (void)h;
+}
+
+static uint64_t earliest(uint64_t a, uint64_t b) { return !a ? b : !b ? a : a < b ? a : b; }
+
+uint64_t vm_next_deadline(fy_handle *h) {
+    struct vm *v = h->b;
+    if (v->vmm_result)
+        return 0;
+    uint64_t t = 0;
+    if (!v->killed && h->end == END_NONE)
+        t = earliest(h->deadline, v->hello ? 0 : v->hello_deadline);
+    if (v->done)
+        t = earliest(t, v->done_deadline);
+    if (v->in_fd >= 0 && !v->in_polled && v->run_sent)
+        t = earliest(t, util_now_usec()); /* a regular file: read on */
+    uint64_t u;
+    if (v->vmm && fy_handle_get_timeout_usec(v->vmm, &u) >= 0 && u != FY_UNLIMITED)
+        t = earliest(t, util_now_usec() + u);
+    return t;
+}
+
+static void arm(fy_handle *h, struct vm *v) {
+    uint64_t t = vm_next_deadline(h);
+    struct itimerspec its = {0};
+    if (t) {
+        its.it_value.tv_sec = (time_t)(t / SEC);
+        its.it_value.tv_nsec = (long)(t % SEC) * 1000;
+        if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+            its.it_value.tv_nsec = 1;
+    }
+    timerfd_settime(v->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void drain_console(struct vm *v) {
+    for (int i = 0; i < 64 && v->console_fd >= 0; i++) {
+        char buf[4096];
+        ssize_t n = read(v->console_fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (n < 0 && errno != EAGAIN)) {
+            epoll_ctl(v->epfd, EPOLL_CTL_DEL, v->console_fd, NULL);
+            close(v->console_fd);
+            v->console_fd = -1;
+        }
+        if (n <= 0)
+            return;
+        if (v->console_len + (size_t)n > CONSOLE_KEEP) {
+            size_t drop = v->console_len + (size_t)n - CONSOLE_KEEP;
+            if (drop > v->console_len)
+                drop = v->console_len;
+            memmove(v->console, v->console + drop, v->console_len - drop);
+            v->console_len -= drop;
+        }
+        size_t c = (size_t)n > CONSOLE_KEEP ? CONSOLE_KEEP : (size_t)n;
+        memcpy(v->console + v->console_len, buf + (size_t)n - c, c);
+        v->console_len += c;
+    }
+}
+
+/* The console's last bytes, printable, for a panic or a failed boot. */
+static char *console_tail(struct vm *v, bool *panic) {
+    v->console[v->console_len] = '\0';
+    for (size_t i = 0; i < v->console_len; i++)
+        if (!v->console[i])
+            v->console[i] = ' ';
+    char *pn = strstr(v->console, "Kernel panic");
+    *panic = pn != NULL;
+    const char *from = pn ? pn : v->console + (v->console_len > 400 ? v->console_len - 400 : 0);
+    char *out = util_strdup(from);
+    if (out) {
+        if (strlen(out) > 400)
+            out[400] = '\0';
+        for (char *c = out; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+                *c = ' ';
+    }
+    return out;
+}
+
+static void finish(fy_handle *h, struct vm *v) {
+    const struct fy_plan *np = neutral(h);
+    fy_result *r = result_new();
+    struct attempt_report rep = {0};
+    if (!v->done && !v->exit_seen && !v->setup_failed && h->end == END_NONE) {
+        bool panic;
+        char *tail = console_tail(v, &panic);
+        if (panic)
+            handle_end(h, END_INFRA, FY_STEP_WAIT, 0, "guest kernel panic: %s", tail ? tail : "");
+        else if (!v->hello) {
+            const char *d = v->vmm_result ? fy_result_detail(v->vmm_result) : NULL;
+            handle_end(h, END_INFRA, FY_STEP_SPAWN, 0,
+                       "the VM ended before its agent answered (VMM: %s, exit %d%s%s)%s%s",
+                       v->vmm_result ? fy_outcome_name((uint32_t)fy_result_outcome(v->vmm_result)) : "?",
+                       v->vmm_result ? fy_result_exit_code(v->vmm_result) : -1, d ? ": " : "", d ? d : "",
+                       tail && *tail ? "; console: " : "", tail && *tail ? tail : "");
+        }
+        else
+            handle_end(h, END_INFRA, FY_STEP_WAIT, 0, "the VM ended before its agent reported the command's end");
+        free(tail);
+    }
+    rep.exit_seen = v->exit_seen;
+    if (v->exit_seen)
+        rep.wstatus = v->ex.kind == 1 ? (int)(v->ex.code << 8) : (int)v->ex.code;
+    if (v->setup_failed) {
+        rep.setup_failed = true;
+        rep.setup_step = FY_STEP_EXEC;
+        rep.setup_errno = v->setup_errno;
+        rep.setup_detail = v->setup_detail;
+        v->setup_detail = NULL;
+    }
+    rep.oom_killed = v->ex.oom_kills > 0;
+    rep.memory_limit = np->limit[FY_LIMIT_MEMORY];
+    rep.pids_limit_hit = v->ex.pids_max > 0;
+    rep.t_isolation = v->t_qemu;
+    rep.t_filesystem = v->t_hello;
+    rep.t_exec = v->t_run;
+    rep.t_exit = v->t_exit;
+    rep.t_ended = v->t_ended;
+    rep.t_output_eof = v->t_done ? v->t_done : v->t_ended;
+    rep.output_bytes = v->out_bytes;
+    rep.output_limit = v->out_limit;
+    rep.output_truncated = v->truncated;
+    for (int i = 1; i < 3; i++) {
+        uint32_t m = np->stdio[i].mode;
+        rep.stream_counted[i] = m == FY_STDIO_FILE || m == FY_STDIO_CALLBACK;
+        rep.stream_bytes[i] = v->stream_bytes[i];
+        if (m == FY_STDIO_CALLBACK)
+            np->stdio[i].fn(np->stdio[i].userdata, (uint32_t)i, NULL, 0);
+    }
+    if (v->exit_seen) {
+        rep.usage[FY_USAGE_CPU_USER_USEC] = v->ex.utime_usec;
+        rep.usage[FY_USAGE_CPU_SYSTEM_USEC] = v->ex.stime_usec;
+        rep.usage_known = (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC);
+        if (v->ex.maxrss_kb) {
+            rep.usage[FY_USAGE_MEMORY_PEAK] = v->ex.maxrss_kb * 1024;
+            rep.usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
+        }
+        rep.usage_source = "guest rusage";
+    }
+    /* Cleanup, witnessed: the VMM's sandbox reported its own leftovers;
+     * the attempt directory must be gone. */
+    rep.t_cleanup_begin = util_now_usec();
+    if (v->vmm_result) {
+        for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++) {
+            uint64_t n = 0;
+            if (fy_result_cleanup(v->vmm_result, k, &n) >= 0)
+                rep.left[k] += n;
+        }
+    }
+    /* What the guest returned, with digests. */
+    json_t *iso = json_loads(v->pl->isolation_json, 0, NULL), *outs = json_array();
+    if (iso && outs) {
+        for (int i = 1; i < 3; i++) {
+            if (!v->tar[i])
+                continue;
+            for (size_t k = 0; k < v->tar[i]->nlisted; k++)
+                json_array_append_new(outs, json_pack("{sssssI}", "path", v->tar[i]->listed[k].path, "dir",
+                                                      i == VMP_DIR_BUILD ? "build" : "output", "sha256",
+                                                      v->tar[i]->listed[k].sha256,
+                                                      (json_int_t)v->tar[i]->listed[k].size));
+        }
+        json_object_set(iso, "returned_files", outs);
+        rep.isolation_json = json_dumps(iso, JSON_COMPACT | JSON_SORT_KEYS);
+    }
+    json_decref(outs);
+    json_decref(iso);
+    rep.limits_json = util_strdup(v->pl->limits_json);
+    for (int i = 1; i < 3; i++)
+        if (v->out_fd[i] >= 0) {
+            close(v->out_fd[i]);
+            v->out_fd[i] = -1;
+        }
+    if (v->dir[0] && remove_dir(v->dir) < 0)
+        rep.left[FY_LEFT_FILES]++;
+    v->dir[0] = '\0';
+    rep.t_cleanup_end = util_now_usec();
+    attempt_finish(h, &rep, r);
+}
+
+int vm_process(fy_handle *h, fy_error **reterr) {
+    struct vm *v = h->b;
+    if (h->result)
+        return 1;
+    uint64_t drain;
+    if (read(v->timerfd, &drain, sizeof(drain)) < 0) {
+        /* EAGAIN: not expired */
+    }
+    if (!v->sock_eof)
+        read_guest(h, v);
+    drain_console(v);
+    if (v->in_fd >= 0)
+        forward_stdin(h, v);
+    uint64_t now = util_now_usec();
+    if (!v->killed && h->end == END_NONE && h->deadline && now >= h->deadline) {
+        handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
+                   (unsigned long long)(neutral(h)->limit[FY_LIMIT_WALL_TIME] / 1000));
+        kill_vmm(h, v);
+    }
+    if (!v->killed && !v->hello && now >= v->hello_deadline) {
+        handle_end(h, END_INFRA, FY_STEP_SPAWN, ETIMEDOUT, "the guest agent did not answer within %llu s",
+                   (unsigned long long)(HELLO_TIMEOUT / SEC));
+        kill_vmm(h, v);
+    }
+    if (v->done && !v->vmm_result && now >= v->done_deadline)
+        kill_vmm(h, v); /* the guest said it was done but did not power off */
+    if (v->vmm && !v->vmm_result) {
+        fy_result *res = NULL;
+        fy_error *e = NULL;
+        int r = fy_handle_process(v->vmm, &res, &e);
+        if (r < 0) {
+            int code = r;
+            r = err_set(reterr, code, FY_STEP_WAIT, fy_error_os_code(e), NULL, "the VMM's sandbox: %s",
+                        e ? fy_error_message(e) : "error");
+            fy_error_free(e);
+            return r;
+        }
+        if (r == 1) {
+            v->vmm_result = res;
+            v->t_ended = util_now_usec();
+            /* What the guest sent last is still in the socket. */
+            if (!v->sock_eof)
+                read_guest(h, v);
+            drain_console(v);
+            fy_handle_free(v->vmm);
+            v->vmm = NULL;
+        }
+    }
+    if (!v->vmm_result) {
+        arm(h, v);
+        return 0;
+    }
+    finish(h, v);
+    if (!h->result)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_WAIT, 0, NULL, "out of memory");
+    return 1;
+}
+
+void vm_terminate(fy_handle *h) {
+    struct vm *v = h->b;
+    if (!v)
+        return;
+    kill_vmm(h, v);
+    arm(h, v);
+}
+
+void vm_destroy(fy_handle *h) {
+    struct vm *v = h->b;
+    if (!v)
+        return;
+    if (v->vmm)
+        fy_handle_free(v->vmm); /* kills and reaps QEMU's sandbox */
+    v->vmm = NULL;
+    if (v->dir[0])
+        remove_dir(v->dir);
+    vm_free_state(v);
+    h->b = NULL;
+}
+
+void vm_forget(fy_handle *h) {
+    struct vm *v = h->b;
+    if (!v)
+        return;
+    if (v->vmm)
+        fy_handle_free(v->vmm); /* in a forked copy: memory only */
+    v->vmm = NULL;
+    v->dir[0] = '\0';
+    vm_free_state(v);
+    h->b = NULL;
+}
+
+int vm_get_fd(fy_handle *h) { return ((struct vm *)h->b)->epfd; }
+
+int vm_stdio_fd(fy_handle *h, uint32_t stream) {
+    (void)h;
+    (void)stream;
+    return FY_E_STATE;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The QEMU microvm backend's plan and attempt (vm-run.c, vm-plan.c). */
+#ifndef FY_VM_RUN_H
+#define FY_VM_RUN_H
+
+#include "backend.h"
+#include "vm-image.h"
+
+struct vm_mount { const char *host, *target; };
+
+struct vm_plan {
+    const struct fy_plan *np;     /* borrowed: outlives this plan */
+    struct vm_kernel k;
+    bool kvm;
+    const char *qemu;             /* owned */
+    uint64_t guest_mem;           /* bytes of guest RAM */
+    unsigned smp;
+    struct vm_mount *mounts;      /* read-only host dirs over 9p (owned array) */
+    size_t nmounts;
+    char *isolation_json, *limits_json, *describe_json;
+    char *run_msg;                /* the RUN payload (owned) */
+    size_t run_len;
+    char *cmdline;                /* the guest kernel command line */
+};
+
+/* vm-plan.c */
+int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);
+void vm_plan_free(void *plan);
+const char *vm_describe(const void *plan);
+
+/* vm-run.c */
+int vm_start(fy_handle *h, fy_error **reterr);
+int vm_process(fy_handle *h, fy_error **reterr);
+void vm_terminate(fy_handle *h);
+void vm_destroy(fy_handle *h);
+void vm_forget(fy_handle *h);
+int vm_get_fd(fy_handle *h);
+int vm_stdio_fd(fy_handle *h, uint32_t stream);
+uint64_t vm_next_deadline(fy_handle *h);
+int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr);
+
+#endif

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The host's reader of a guest's tar streams (vm-tar.h). Everything in the
+ * stream is untrusted: sizes and checksums are checked before use, and a
+ * path is created one component at a time with openat(O_NOFOLLOW) from the
+ * destination, so that nothing lands outside it whatever the host directory
+ * holds. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vm-tar.h"
+
+int vmt_init(struct vmt *t, int root) {
+    memset(t, 0, sizeof(*t));
+    t->root = root;
+    t->out = -1;
+    t->hash = malloc(sizeof(crypto_hash_sha256_state));
+    return t->hash ? 0 : -1;
+}
+
+void vmt_free(struct vmt *t) {
+    if (t->out >= 0)
+        close(t->out);
+    if (t->root >= 0)
+        close(t->root);
+    t->out = t->root = -1;
+    free(t->hash);
+    t->hash = NULL;
+}
+
+static int fail(struct vmt *t, const char *why, int os) {
+    if (!t->error) {
+        t->error = why;
+        t->os_error = os;
+    }
+    return -1;
+}
+
+bool vmt_path_ok(const char *path) {
+    size_t len = strlen(path);
+    if (len == 0 || len >= 256 || path[0] == '/')
+        return false;
+    int depth = 0;
+    for (const char *p = path; *p;) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 0 || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        if (++depth > VMT_MAX_DEPTH)
+            return false;
+        if (!e)
+            break;
+        p = e + 1;
+        if (!*p) /* one trailing slash (a directory) */
+            break;
+    }
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)path[i] < 0x20)
+            return false;
+    return true;
+}
+
+/* An octal field: digits, then spaces or NULs. */
+static int octal(const uint8_t *f, size_t n, uint64_t *v) {
+    size_t i = 0;
+    uint64_t x = 0;
+    while (i < n && f[i] == ' ')
+        i++;
+    size_t digits = 0;
+    for (; i < n && f[i] >= '0' && f[i] <= '7'; i++, digits++) {
+        if (x >> 60)
+            return -1;
+        x = x * 8 + (uint64_t)(f[i] - '0');
+    }
+    if (!digits)
+        return -1;
+    for (; i < n; i++)
+        if (f[i] != ' ' && f[i] != '\0')
+            return -1;
+    *v = x;
+    return 0;
+}
+
+/* The parent directory of path (its last component in *leaf), walked from
+ * the root without following symlinks; missing directories made. */
+static int walk_parent(struct vmt *t, char *path, char **leaf) {
+    int fd = dup(t->root);
+    if (fd < 0)
+        return -errno;
+    char *p = path;
+    for (;;) {
+        char *e = strchr(p, '/');
+        if (!e || !e[1]) {
+            if (e)
+                *e = '\0';
+            *leaf = p;
+            return fd;
+        }
+        *e = '\0';
+        if (mkdirat(fd, p, 0755) < 0 && errno != EEXIST) {
+            int er = errno;
+            close(fd);
+            return -er;
+        }
+        int n = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int er = errno;
+        close(fd);
+        if (n < 0)
+            return -er;
+        fd = n;
+        p = e + 1;
+    }
+}
+
+static int begin_entry(struct vmt *t) {
+    const uint8_t *h = t->hdr;
+    uint64_t sum, size, mode;
+    if (octal(h + 148, 8, &sum) < 0)
+        return fail(t, "tar header: bad checksum field", 0);
+    uint64_t s = 0;
+    for (size_t i = 0; i < 512; i++)
+        s += (i >= 148 && i < 156) ? ' ' : h[i];
+    if (s != sum)
+        return fail(t, "tar header: checksum mismatch", 0);
+    if (memcmp(h + 257, "ustar", 5) != 0)
+        return fail(t, "tar header: not ustar", 0);
+    if (octal(h + 124, 12, &size) < 0 || octal(h + 100, 8, &mode) < 0)
+        return fail(t, "tar header: bad size or mode", 0);
+    if (++t->entries > VMT_MAX_ENTRIES)
+        return fail(t, "too many tar entries", 0);
+    char name[101], prefix[156];
+    memcpy(name, h, 100);
+    name[100] = '\0';
+    memcpy(prefix, h + 345, 155);
+    prefix[155] = '\0';
+    char path[260];
+    int n = prefix[0] ? snprintf(path, sizeof(path), "%s/%s", prefix, name) : snprintf(path, sizeof(path), "%s", name);
+    if (n < 0 || (size_t)n >= sizeof(path) || !vmt_path_ok(path))
+        return fail(t, "tar entry: refused path", 0);
+    uint8_t type = h[156];
+    t->left = size;
+    t->pad = (512 - size % 512) % 512;
+    if (type == '5') {
+        if (size)
+            return fail(t, "tar entry: directory with data", 0);
+        if (t->root < 0)
+            return 0;
+        char *leaf;
+        int dfd = walk_parent(t, path, &leaf);
+        if (dfd < 0)
+            return fail(t, "tar entry: cannot reach its directory", -dfd);
+        int r = mkdirat(dfd, leaf, 0755);
+        int er = errno;
+        if (r < 0 && er == EEXIST) {
+            int c = openat(dfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            er = errno;
+            r = c < 0 ? -1 : 0;
+            if (c >= 0)
+                close(c);
+        }
+        close(dfd);
+        return r < 0 ? fail(t, "tar entry: cannot make a directory", er) : 0;
+    }
+    if (type != '0' && type != '\0') {
+        t->skipped++; /* not a regular file: its data is skipped, nothing made */
+        return 0;
+    }
+    t->files++;
+    snprintf(t->cur.path, sizeof(t->cur.path), "%s", path);
+    t->cur.size = size;
+    crypto_hash_sha256_init(t->hash);
+    if (t->root < 0)
+        return 0;
+    char *leaf;
+    int dfd = walk_parent(t, path, &leaf);
+    if (dfd < 0)
+        return fail(t, "tar entry: cannot reach its directory", -dfd);
+    t->out = openat(dfd, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                    (mode_t)(mode & 0755) | 0600);
+    int er = errno;
+    close(dfd);
+    if (t->out < 0)
+        return fail(t, "tar entry: cannot create the file", er);
+    struct stat st;
+    if (fstat(t->out, &st) < 0 || !S_ISREG(st.st_mode))
+        return fail(t, "tar entry: not a regular file on the host", EEXIST);
+    return 0;
+}
+
+static void end_file(struct vmt *t) {
+    unsigned char d[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256_final(t->hash, d);
+    static const char x[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof(d); i++) {
+        t->cur.sha256[2 * i] = x[d[i] >> 4];
+        t->cur.sha256[2 * i + 1] = x[d[i] & 15];
+    }
+    t->cur.sha256[64] = '\0';
+    if (t->nlisted < VMT_LISTED)
+        t->listed[t->nlisted++] = t->cur;
+    if (t->out >= 0)
+        close(t->out);
+    t->out = -1;
+    t->cur.path[0] = '\0';
+}
+
+int vmt_feed(struct vmt *t, const uint8_t *p, size_t n) {
+    if (t->error)
+        return -1;
+    while (n) {
+        if (t->ended) {
+            /* Only zero padding may follow the end. */
+            for (size_t i = 0; i < n; i++)
+                if (p[i])
+                    return fail(t, "data after the end of the tar stream", 0);
+            return 0;
+        }
+        if (t->left) {
+            size_t c = n < t->left ? n : (size_t)t->left;
+            if (t->cur.path[0]) {
+                crypto_hash_sha256_update(t->hash, p, c);
+                if (t->out >= 0) {
+                    size_t done = 0;
+                    while (done < c) {
+                        ssize_t w = write(t->out, p + done, c - done);
+                        if (w < 0 && errno == EINTR)
+                            continue;
+                        if (w <= 0)
+                            return fail(t, "writing an output file", w < 0 ? errno : EIO);
+                        done += (size_t)w;
+                    }
+                }
+                t->bytes += c;
+            }
+            p += c;
+            n -= c;
+            t->left -= c;
+            if (!t->left && t->cur.path[0])
+                end_file(t);
+            continue;
+        }
+        if (t->pad) {
+            size_t c = n < t->pad ? n : (size_t)t->pad;
+            p += c;
+            n -= c;
+            t->pad -= c;
+            continue;
+        }
+        size_t c = 512 - t->hdr_have < n ? 512 - t->hdr_have : n;
+        memcpy(t->hdr + t->hdr_have, p, c);
+        t->hdr_have += c;
+        p += c;
+        n -= c;
+        if (t->hdr_have < 512)
+            continue;
+        t->hdr_have = 0;
+        bool zero = true;
+        for (size_t i = 0; i < 512 && zero; i++)
+            zero = t->hdr[i] == 0;
+        if (zero) {
+            if (++t->zero_blocks == 2)
+                t->ended = true;
+            continue;
+        }
+        if (t->zero_blocks)
+            return fail(t, "tar: a lone zero block", 0);
+        if (begin_entry(t) < 0)
+            return -1;
+        if (!t->left && t->cur.path[0])
+            end_file(t);
+    }
+    return 0;
+}
+
+int vmt_end(struct vmt *t) {
+    if (t->error)
+        return -1;
+    if (!t->ended)
+        return fail(t, "the tar stream ended early", 0);
+    return 0;
+}

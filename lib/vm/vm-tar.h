@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The host's reader of the tar streams a guest sends back (vm-tar.c):
+ * ustar, regular files and directories only, every path checked (relative,
+ * no "..", no empty part, bounded length and depth), created fd-relative
+ * under the destination without following any symlink, each file's SHA-256
+ * recorded. A guest-written file system is never mounted. */
+#ifndef FY_VM_TAR_H
+#define FY_VM_TAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VMT_MAX_ENTRIES 100000
+#define VMT_MAX_DEPTH 64
+#define VMT_LISTED 256 /* files whose digest the result lists */
+
+struct vmt_file {
+    char path[256];
+    uint64_t size;
+    char sha256[65];
+};
+
+struct vmt {
+    int root;                  /* destination dirfd (owned); -1: parse only (fuzzing) */
+    uint8_t hdr[512];
+    size_t hdr_have;
+    uint64_t left;             /* data bytes of the current entry */
+    uint64_t pad;              /* padding after it */
+    int out;                   /* the file being written, or -1 */
+    void *hash;                /* its crypto_hash_sha256_state */
+    struct vmt_file cur;
+    uint64_t entries, files, bytes, skipped;
+    int zero_blocks;
+    bool ended;
+    const char *error;         /* sticky: static text */
+    int os_error;
+    struct vmt_file listed[VMT_LISTED];
+    size_t nlisted;
+};
+
+/* root: an O_DIRECTORY fd the reader takes over, or -1. */
+int vmt_init(struct vmt *t, int root);
+/* Feeds stream bytes; -1 on a malformed stream or a refused entry (t->error). */
+int vmt_feed(struct vmt *t, const uint8_t *p, size_t n);
+/* The stream is over: -1 when it ended inside an entry. */
+int vmt_end(struct vmt *t);
+void vmt_free(struct vmt *t);
+/* A relative path a guest may name (exported for the fuzzer and tests). */
+bool vmt_path_ok(const char *path);
+
+#endif
