@@ -25,6 +25,38 @@
 extern const unsigned char vm_agent_blob[];
 extern const size_t vm_agent_blob_len;
 
+/* The agent: the embedded one, or (tests of a misbehaving guest) the
+ * static program $FORGEYARD_VM_AGENT names. */
+struct agent {
+    const unsigned char *data;
+    size_t len;
+    char *owned;
+};
+
+static int agent_get(struct agent *a) {
+    const char *o = getenv("FORGEYARD_VM_AGENT");
+    a->owned = NULL;
+    a->data = vm_agent_blob;
+    a->len = vm_agent_blob_len;
+    if (!o || o[0] != '/')
+        return 0;
+    int fd = open(o, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return -e;
+    }
+    a->owned = util_read_fd(fd, 64u << 20);
+    close(fd);
+    if (!a->owned)
+        return -EIO;
+    a->data = (const unsigned char *)a->owned;
+    a->len = (size_t)st.st_size;
+    return 0;
+}
+
 /* Loaded in this order by the agent (each after what it needs). */
 static const char *const guest_modules[] = {
     "drivers/virtio/virtio_ring.ko", "drivers/virtio/virtio.ko", "drivers/virtio/virtio_mmio.ko",
@@ -300,7 +332,8 @@ static int read_text(const char *path, char *buf, size_t len) {
 }
 
 /* The agent's initramfs: /init, the module list and the modules. */
-static int build_initrd(const char *release, const char *tmpdir, char digest[65], fy_error **reterr) {
+static int build_initrd(const char *release, const struct agent *ag, const char *tmpdir, char digest[65],
+                        fy_error **reterr) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/initrd.cpio", tmpdir);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -314,7 +347,7 @@ static int build_initrd(const char *release, const char *tmpdir, char digest[65]
     static const char *const dirs[] = {"dev", "proc", "sys", ".fy", ".fy/modules"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(dirs); i++)
         cpio_add(&c, dirs[i], 040755, NULL, 0);
-    cpio_add(&c, "init", 0100755, vm_agent_blob, vm_agent_blob_len);
+    cpio_add(&c, "init", 0100755, ag->data, ag->len);
     struct strbuf order;
     strbuf_init(&order);
     int r = 0;
@@ -385,11 +418,47 @@ static int fill(struct vm_kernel *k, const char *dir) {
     return 0;
 }
 
+static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **reterr);
+
 int vm_kernel_get(struct vm_kernel *k, fy_error **reterr) {
+    struct agent ag;
+    int r = agent_get(&ag);
+    if (r < 0)
+        return err_set(reterr, FY_E_NOTFOUND, FY_STEP_PREPARE, -r, NULL, "FORGEYARD_VM_AGENT: %s", strerror(-r));
+    r = kernel_get(k, &ag, reterr);
+    free(ag.owned);
+    return r;
+}
+
+/* An entry of the same kernel made for another agent: its vmlinux is
+ * linked, not extracted again. */
+static int reuse_vmlinux(const char *root, const char *kkey, const char *tmp, char digest[65]) {
+    DIR *d = opendir(root);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    char prefix[80];
+    snprintf(prefix, sizeof(prefix), "kernel-%s-", kkey);
+    int r = -1;
+    while (r < 0 && (e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char from[4400], to[4400], dg[4400];
+        snprintf(dg, sizeof(dg), "%s/%s/vmlinux.sha256", root, e->d_name);
+        snprintf(from, sizeof(from), "%s/%s/vmlinux", root, e->d_name);
+        snprintf(to, sizeof(to), "%s/vmlinux", tmp);
+        if (read_text(dg, digest, 65) == 0 && strlen(digest) == 64 && link(from, to) == 0)
+            r = 0;
+    }
+    closedir(d);
+    return r;
+}
+
+static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **reterr) {
     memset(k, 0, sizeof(*k));
     if (sodium_init() < 0)
         return err_set(reterr, FY_E_INTERNAL, FY_STEP_PREPARE, 0, NULL, "libsodium failed to initialise");
-    if (!vm_agent_blob_len)
+    if (!ag->len)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL,
                        "this build has no guest agent (unsupported architecture)");
     int r = find_vmlinuz(k->vmlinuz_path, sizeof(k->vmlinuz_path), k->release, sizeof(k->release));
@@ -404,13 +473,14 @@ int vm_kernel_get(struct vm_kernel *k, fy_error **reterr) {
     /* The cache entry is named by the source's identity and by this
      * build's agent: a new kernel or a new agent is a new entry. */
     unsigned char h[crypto_hash_sha256_BYTES];
-    char key[512], keyhex[65], ah[65], root[4096], dir[4200];
-    crypto_hash_sha256(h, vm_agent_blob, vm_agent_blob_len);
+    char key[512], keyhex[65], kkey[65], ah[65], root[4096], dir[4200];
+    crypto_hash_sha256(h, ag->data, ag->len);
     hex(h, sizeof(h), ah);
-    snprintf(key, sizeof(key), "%s %llu %lld %lld.%09ld %s %s", k->vmlinuz_path, (unsigned long long)st.st_ino,
-             (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, k->release, ah);
+    snprintf(key, sizeof(key), "%s %llu %lld %lld.%09ld %s", k->vmlinuz_path, (unsigned long long)st.st_ino,
+             (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, k->release);
     crypto_hash_sha256(h, (const unsigned char *)key, strlen(key));
-    hex(h, 16, keyhex);
+    hex(h, 12, kkey);
+    snprintf(keyhex, sizeof(keyhex), "%s-%.16s", kkey, ah);
     if ((r = vm_cache_root(root, sizeof(root))) < 0)
         return err_set(reterr, r, FY_STEP_PREPARE, 0, NULL, "cache root path too long");
     snprintf(dir, sizeof(dir), "%s/kernel-%s", root, keyhex);
@@ -450,16 +520,20 @@ int vm_kernel_get(struct vm_kernel *k, fy_error **reterr) {
         close(lfd);
         return err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, NULL, "mkdir %s: %s", tmp, strerror(e));
     }
-    int zfd = open(k->vmlinuz_path, O_RDONLY | O_CLOEXEC);
+    int zfd = reuse_vmlinux(root, kkey, tmp, k->digest) == 0 ? -2 : open(k->vmlinuz_path, O_RDONLY | O_CLOEXEC);
     unsigned char *z = MAP_FAILED;
-    if (zfd >= 0 && fstat(zfd, &st) == 0 && st.st_size > 0)
+    if (zfd == -2) {
+        /* linked from an entry of the same kernel */
+    } else if (zfd >= 0 && fstat(zfd, &st) == 0 && st.st_size > 0)
         z = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, zfd, 0);
     if (zfd >= 0)
         close(zfd);
     char p[4300];
     snprintf(p, sizeof(p), "%s/vmlinux", tmp);
-    int ofd = z == MAP_FAILED ? -1 : open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (ofd < 0) {
+    int ofd = zfd == -2 ? -2 : z == MAP_FAILED ? -1 : open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (ofd == -2) {
+        /* nothing to extract */
+    } else if (ofd < 0) {
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, errno, NULL, "read the guest kernel %s: %s",
                     k->vmlinuz_path, strerror(errno));
     } else {
@@ -475,7 +549,7 @@ int vm_kernel_get(struct vm_kernel *k, fy_error **reterr) {
     if (z != MAP_FAILED)
         munmap(z, (size_t)st.st_size);
     if (!r)
-        r = build_initrd(k->release, tmp, k->initrd_digest, reterr);
+        r = build_initrd(k->release, ag, tmp, k->initrd_digest, reterr);
     if (!r) {
         snprintf(p, sizeof(p), "%s/vmlinux.sha256", tmp);
         int a = write_text(p, k->digest);

@@ -986,9 +986,9 @@ static void finish(fy_handle *h, struct vm *v) {
             if (!v->tar[i])
                 continue;
             for (size_t k = 0; k < v->tar[i]->nlisted; k++)
-                json_array_append_new(outs, json_pack("{sssssI}", "path", v->tar[i]->listed[k].path, "dir",
+                json_array_append_new(outs, json_pack("{sssssssI}", "path", v->tar[i]->listed[k].path, "dir",
                                                       i == VMP_DIR_BUILD ? "build" : "output", "sha256",
-                                                      v->tar[i]->listed[k].sha256,
+                                                      v->tar[i]->listed[k].sha256, "size",
                                                       (json_int_t)v->tar[i]->listed[k].size));
         }
         json_object_set(iso, "returned_files", outs);

@@ -602,6 +602,55 @@ static void send_tree(uint32_t which, const char *dir, uint64_t max) {
     send_frame(VMP_TAR_END, tarwhich, tarover ? "over" : "", tarover ? 4 : 0);
 }
 
+#ifdef VM_AGENT_MISBEHAVE
+/* Tests only (test/vm): a guest that misbehaves as argv[0] says, to check
+ * that the host turns each into a typed result within its deadline. */
+static void misbehave(const char *how) {
+    static uint8_t buf[VMP_MAX_FRAME];
+    if (!strcmp(how, "garbage")) {
+        for (size_t i = 0; i < sizeof(buf); i++)
+            buf[i] = (uint8_t)(i * 7 + 3);
+        for (int i = 0; i < 10000; i++)
+            if (write_all(ctl, buf, sizeof(buf)) < 0)
+                break;
+    } else if (!strcmp(how, "flood")) {
+        memset(buf, 'x', sizeof(buf));
+        for (int i = 0; i < 1000000; i++)
+            if (send_frame(VMP_STDOUT, 0, buf, sizeof(buf)) < 0)
+                break;
+    } else if (!strcmp(how, "hugeframe")) {
+        uint8_t h[VMP_HDR];
+        vmp_header(h, VMP_STDOUT, 0, 0x7fffffffu);
+        write_all(ctl, h, sizeof(h));
+    } else if (!strcmp(how, "badexit")) {
+        struct vmp_exit ex = {.kind = 1, .code = 999};
+        uint8_t b[VMP_EXIT_LEN];
+        vmp_put_exit(b, &ex);
+        send_frame(VMP_EXIT, 0, b, sizeof(b));
+    } else if (!strcmp(how, "escape")) {
+        struct vmp_exit ex = {.kind = 1, .code = 0};
+        uint8_t b[VMP_EXIT_LEN];
+        vmp_put_exit(b, &ex);
+        send_frame(VMP_EXIT, 0, b, sizeof(b));
+        struct stat st = {.st_mode = 0100644, .st_size = 5};
+        tarwhich = VMP_DIR_OUTPUT;
+        tarmax = UINT64_MAX;
+        tar_header("../escaped", &st, '0');
+        tar_put("evil\n", 5);
+        static const uint8_t zero[1024 + 507];
+        tar_put(zero, sizeof(zero));
+        tar_flush();
+        send_frame(VMP_TAR_END, VMP_DIR_OUTPUT, NULL, 0);
+        send_frame(VMP_DONE, 0, NULL, 0);
+    } else if (!strcmp(how, "panic")) {
+        exit(3); /* init exits: the guest kernel panics */
+    }
+    /* "silent" and everything after: never answer again. */
+    for (;;)
+        pause();
+}
+#endif
+
 /* ---- main ---- */
 
 int main(void) {
@@ -647,6 +696,9 @@ int main(void) {
         vmp_added(&dec, (size_t)n);
     }
     parse_run(f.data, f.len, &run);
+#ifdef VM_AGENT_MISBEHAVE
+    misbehave(run.argv[0]);
+#endif
     if (run.hostname && sethostname(run.hostname, strlen(run.hostname)) < 0)
         fail(errno, "sethostname");
     setup_cgroup(&run);
@@ -687,7 +739,9 @@ int main(void) {
     memset(&ru, 0, sizeof(ru));
     uint64_t t_exit = 0;
     while (!exited || fds[0] >= 0 || fds[1] >= 0) {
-        struct pollfd p[4] = {{ctl, POLLIN, 0}, {fds[0], POLLIN, 0}, {fds[1], POLLIN, 0},
+        /* Flow control: the port is read while stdin's queue has room. */
+        bool inq_room = inq_len + VMP_MAX_FRAME <= sizeof(inq);
+        struct pollfd p[4] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0}, {fds[1], POLLIN, 0},
                               {pin[1], inq_len ? POLLOUT : 0, 0}};
         if (!exited) {
             pid_t w = wait4(child, &status, WNOHANG, &ru);
@@ -720,8 +774,11 @@ int main(void) {
                 power_off(); /* the host is gone */
             if (n > 0)
                 vmp_added(&dec, (size_t)n);
-            int k;
-            while ((k = vmp_next(&dec, &f)) == 1) {
+        }
+        {
+            /* Frames that came with the RUN are already buffered. */
+            int k = 0;
+            while (inq_len + VMP_MAX_FRAME <= sizeof(inq) && (k = vmp_next(&dec, &f)) == 1) {
                 if (f.type == VMP_STDIN && !in_eof && pin[1] >= 0) {
                     size_t c = f.len < sizeof(inq) - inq_len ? f.len : sizeof(inq) - inq_len;
                     memcpy(inq + inq_len, f.data, c);

@@ -1,0 +1,577 @@
+/* The virtual-machine backend (lib/vm), end to end under TCG: every test
+ * boots a real QEMU microvm with the Debian kernel and the guest agent, and
+ * asserts the typed result. Skipped (77) only where QEMU or the guest
+ * kernel is absent, and says so.
+ *
+ *   test-vm-backend BAD_AGENT     (a static agent built with misbehaviours)
+ *
+ * The kernel/initramfs cache is a directory of this run (FORGEYARD_VM_CACHE),
+ * removed at the end. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <forgeyard/sandbox.h>
+#include <jansson.h>
+
+static char scratch[64];
+static char cache[128];
+static const char *bad_agent;
+static fy_caps *caps;
+
+/* ---- helpers ---- */
+
+struct cap {
+    char buf[2][65536];
+    size_t len[2];
+    bool ended[2];
+    fy_handle *cancel_on; /* cancel once "started" was printed */
+};
+
+static void on_output(void *ud, uint32_t stream, const void *data, size_t len) {
+    struct cap *c = ud;
+    int i = stream == FY_STDOUT ? 0 : 1;
+    if (!data) {
+        c->ended[i] = true;
+        return;
+    }
+    size_t room = sizeof(c->buf[i]) - 1 - c->len[i];
+    if (len > room)
+        len = room;
+    memcpy(c->buf[i] + c->len[i], data, len);
+    c->len[i] += len;
+    c->buf[i][c->len[i]] = '\0';
+}
+
+static fy_policy *vm_policy(void) {
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_HIGH_ASSURANCE, &p, &e), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 256u << 20, &e), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 120 * 1000000ull, &e), 0);
+    return p;
+}
+
+static fy_result *run(fy_policy *p, const char *const *argv, struct cap *c, fy_handle **hp, int *prep_rc) {
+    fy_error *e = NULL;
+    if (c) {
+        memset(c, 0, sizeof(*c));
+        ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDOUT, on_output, c, &e), 0);
+        ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDERR, on_output, c, &e), 0);
+    }
+    fy_prepared *pr = NULL;
+    int r = fy_prepare(p, caps, argv, &pr, &e);
+    if (prep_rc) {
+        *prep_rc = r;
+        if (r < 0) {
+            fy_error_free(e);
+            return NULL;
+        }
+    }
+    if (r < 0)
+        ck_abort_msg("prepare: %s", fy_error_message(e));
+    ck_assert_str_eq(fy_prepared_backend(pr), "vm-qemu");
+    fy_handle *h = NULL;
+    if (fy_start(pr, &h, &e) < 0)
+        ck_abort_msg("start: %s", fy_error_message(e));
+    fy_prepared_free(pr);
+    if (hp)
+        *hp = h;
+    fy_result *res = NULL;
+    for (;;) {
+        int w = fy_handle_wait(h, 200000, &res, &e);
+        if (w < 0)
+            ck_abort_msg("wait: %s", fy_error_message(e));
+        if (w == 1)
+            break;
+        if (c && c->cancel_on && strstr(c->buf[0], "started")) {
+            fy_handle_cancel(h, FY_CANCEL_USER, NULL);
+            c->cancel_on = NULL;
+        }
+    }
+    fy_handle_free(h);
+    return res;
+}
+
+static const char *detail(const fy_result *r) {
+    const char *d = fy_result_detail(r);
+    return d ? d : "(none)";
+}
+
+/* The result's "isolation" object (a new reference). */
+static json_t *isolation(const fy_result *r) {
+    char *j = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_result_to_json(r, &j, &e), 0);
+    json_t *root = json_loads(j, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    fy_free(j);
+    json_t *iso = json_incref(json_object_get(root, "isolation"));
+    json_decref(root);
+    ck_assert_ptr_nonnull(iso);
+    return iso;
+}
+
+static const char *jstr(json_t *o, const char *key) {
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* Nothing of an attempt is left: no attempt directory, no QEMU. */
+static void assert_nothing_left(const fy_result *r) {
+    for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++) {
+        uint64_t n = 99;
+        ck_assert_int_eq(fy_result_cleanup(r, k, &n), 0);
+        ck_assert_msg(n == 0, "left %u: %llu", k, (unsigned long long)n);
+    }
+    char d[256];
+    snprintf(d, sizeof(d), "%s/attempts", cache);
+    DIR *dir = opendir(d);
+    ck_assert_ptr_nonnull(dir);
+    struct dirent *e;
+    while ((e = readdir(dir)))
+        ck_assert_msg(e->d_name[0] == '.', "attempt directory left: %s", e->d_name);
+    closedir(dir);
+    /* No QEMU of ours: its command line names our cache. */
+    DIR *proc = opendir("/proc");
+    while (proc && (e = readdir(proc))) {
+        char p[300], buf[4096];
+        snprintf(p, sizeof(p), "/proc/%s/cmdline", e->d_name);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        ck_assert_msg(!strstr(buf, "qemu-system") || !strstr(buf + strlen(buf) + 1, "microvm"),
+                      "a QEMU microvm is still running: pid %s", e->d_name);
+    }
+    if (proc)
+        closedir(proc);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_exit_streams_env_net) {
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    char in[128];
+    snprintf(in, sizeof(in), "%s/stdin", scratch);
+    FILE *f = fopen(in, "we");
+    fputs("from-stdin\n", f);
+    fclose(f);
+    int fd = open(in, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, fd, NULL, &e), 0);
+    close(fd);
+    ck_assert_int_eq(fy_policy_set_env(p, "GREETING", "hi there", &e), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "cat; echo \"out $GREETING uid=$(id -u) pwd=$PWD host=$(hostname)\"; "
+                          "echo \"net: $(ls /sys/class/net | tr '\\n' ' ')\"; echo to-stderr >&2; exit 7",
+                          NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_FAILED, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r));
+    ck_assert_int_eq(fy_result_exit_code(r), 7);
+    ck_assert_msg(strstr(c.buf[0], "from-stdin\n"), "stdout: %s", c.buf[0]);
+    ck_assert_msg(strstr(c.buf[0], "out hi there uid=1000 pwd=/work/build host=forgeyard"), "stdout: %s", c.buf[0]);
+    /* Network deny: the guest has no device but the loopback. */
+    ck_assert_msg(strstr(c.buf[0], "net: lo \n"), "stdout: %s", c.buf[0]);
+    ck_assert_str_eq(c.buf[1], "to-stderr\n");
+    ck_assert(c.ended[0] && c.ended[1]);
+    ck_assert_int_eq(fy_result_level(r), FY_LEVEL_VIRTUAL_MACHINE);
+    json_t *iso = isolation(r);
+    ck_assert(!strcmp(jstr(iso, "accelerator"), "tcg") || !strcmp(jstr(iso, "accelerator"), "kvm"));
+    ck_assert_int_eq(strlen(jstr(json_object_get(iso, "kernel"), "vmlinux_sha256")), 64);
+    ck_assert_int_eq(strlen(jstr(iso, "initramfs_sha256")), 64);
+    ck_assert_msg(strstr(jstr(iso, "vmm_confinement"), "namespace sandbox"), "%s", jstr(iso, "vmm_confinement"));
+    json_decref(iso);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_workspace) {
+    /* Source read-only in the guest (and untouched on the host); build
+     * and output writable and returned, with digests. */
+    char src[128], bld[128], out[128], path[256];
+    snprintf(src, sizeof(src), "%s/src", scratch);
+    snprintf(bld, sizeof(bld), "%s/build", scratch);
+    snprintf(out, sizeof(out), "%s/out", scratch);
+    mkdir(src, 0755);
+    mkdir(bld, 0755);
+    mkdir(out, 0755);
+    snprintf(path, sizeof(path), "%s/input.txt", src);
+    FILE *f = fopen(path, "we");
+    fputs("source-data\n", f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/prev.txt", bld);
+    f = fopen(path, "we");
+    fputs("previous-build\n", f);
+    fclose(f);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_source(p, src, 0, &e), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
+    ck_assert_int_eq(fy_policy_set_output(p, out, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "cat /work/source/input.txt; cat /work/build/prev.txt; "
+                          "if touch /work/source/new 2>/dev/null; then echo SOURCE-WRITABLE; fi; "
+                          "mkdir -p /work/output/sub && echo result > /work/output/sub/r.txt && "
+                          "echo built > /work/build/obj.o && ln -s /etc/passwd /work/output/link",
+                          NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    ck_assert_msg(strstr(c.buf[0], "source-data\nprevious-build\n"), "stdout: %s", c.buf[0]);
+    ck_assert_msg(!strstr(c.buf[0], "SOURCE-WRITABLE"), "the source was writable in the guest");
+    snprintf(path, sizeof(path), "%s/new", src);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    snprintf(path, sizeof(path), "%s/sub/r.txt", out);
+    char *t = slurp(path);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t, "result\n");
+    free(t);
+    snprintf(path, sizeof(path), "%s/obj.o", bld);
+    t = slurp(path);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t, "built\n");
+    free(t);
+    /* Symbolic links are not returned. */
+    snprintf(path, sizeof(path), "%s/link", out);
+    struct stat st;
+    ck_assert_int_ne(lstat(path, &st), 0);
+    json_t *iso = isolation(r);
+    json_t *files = json_object_get(iso, "returned_files"), *it;
+    size_t i;
+    bool found = false;
+    json_array_foreach(files, i, it) {
+        if (!strcmp(jstr(it, "path"), "sub/r.txt")) {
+            found = true;
+            ck_assert_str_eq(jstr(it, "dir"), "output");
+            /* sha256("result\n"), as the host computed it from what it wrote */
+            ck_assert_str_eq(jstr(it, "sha256"), "5656fafa00d4f294bcb606cf4f7d4fa877390e46f583e8b3c8744ace104a31d1");
+            ck_assert_int_eq(json_integer_value(json_object_get(it, "size")), 7);
+        }
+    }
+    ck_assert_msg(found, "sub/r.txt is not among the returned files");
+    json_decref(iso);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_timeout) {
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 8 * 1000000ull, &e), 0);
+    const char *argv[] = {"/bin/sleep", "1000", NULL};
+    time_t t0 = time(NULL);
+    fy_result *r = run(p, argv, NULL, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_TIMED_OUT, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r));
+    ck_assert_int_le(time(NULL) - t0, 20);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_cancel) {
+    fy_policy *p = vm_policy();
+    const char *argv[] = {"/bin/sh", "-c", "echo started; exec sleep 1000", NULL};
+    struct cap c;
+    memset(&c, 0, sizeof(c));
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDOUT, on_output, &c, &e), 0);
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, caps, argv, &pr, &e), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, &e), 0);
+    fy_prepared_free(pr);
+    fy_result *r = NULL;
+    bool cancelled = false;
+    for (;;) {
+        int w = fy_handle_wait(h, 100000, &r, &e);
+        ck_assert_int_ge(w, 0);
+        if (w == 1)
+            break;
+        if (!cancelled && strstr(c.buf[0], "started")) {
+            ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, &e), 0);
+            cancelled = true;
+        }
+    }
+    fy_handle_free(h);
+    ck_assert(cancelled);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_CANCELLED, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r));
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_oom) {
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 64u << 20, &e), 0);
+    /* 200 MiB of distinct pages in the guest, over its 64 MiB limit. */
+    const char *argv[] = {"/usr/bin/python3", "-c", "b = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+                          NULL};
+    fy_result *r = run(p, argv, NULL, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_OUT_OF_MEMORY, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r));
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_exec_failure) {
+    fy_policy *p = vm_policy();
+    const char *argv[] = {"/no/such/program", NULL};
+    fy_result *r = run(p, argv, NULL, NULL, NULL);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_int_eq(fy_result_error_step(r), FY_STEP_EXEC);
+    ck_assert_int_eq(fy_result_error_os_code(r), ENOENT);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_attempts_leave_nothing) {
+    /* A few attempts in a row: each a fresh VM, nothing left after any. */
+    for (int i = 0; i < 4; i++) {
+        fy_policy *p = vm_policy();
+        const char *argv[] = {"/bin/true", NULL};
+        fy_result *r = run(p, argv, NULL, NULL, NULL);
+        ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "attempt %d: %s", i, detail(r));
+        assert_nothing_left(r);
+        fy_result_free(r);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
+/* ---- a guest agent that misbehaves ---- */
+
+static fy_result *run_bad(const char *how, uint64_t wall_sec) {
+    setenv("FORGEYARD_VM_AGENT", bad_agent, 1);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, wall_sec * 1000000ull, &e), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_OUTPUT, 1u << 20, &e), 0);
+    char out[128];
+    snprintf(out, sizeof(out), "%s/bad-out-%s", scratch, how);
+    mkdir(out, 0755);
+    ck_assert_int_eq(fy_policy_set_output(p, out, &e), 0);
+    const char *argv[] = {how, NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    unsetenv("FORGEYARD_VM_AGENT");
+    fy_policy_free(p);
+    assert_nothing_left(r);
+    return r;
+}
+
+START_TEST(test_bad_garbage) {
+    fy_result *r = run_bad("garbage", 60);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_msg(strstr(detail(r), "protocol error"), "%s", detail(r));
+    fy_result_free(r);
+}
+END_TEST
+
+START_TEST(test_bad_hugeframe) {
+    fy_result *r = run_bad("hugeframe", 60);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_msg(strstr(detail(r), "frame too large"), "%s", detail(r));
+    fy_result_free(r);
+}
+END_TEST
+
+START_TEST(test_bad_flood) {
+    fy_result *r = run_bad("flood", 60);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_RESOURCE_EXCEEDED, "%s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r));
+    ck_assert_int_eq(fy_result_output_truncated(r), 1);
+    fy_result_free(r);
+}
+END_TEST
+
+START_TEST(test_bad_silent) {
+    time_t t0 = time(NULL);
+    fy_result *r = run_bad("silent", 10);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_TIMED_OUT);
+    ck_assert_int_le(time(NULL) - t0, 25);
+    fy_result_free(r);
+}
+END_TEST
+
+START_TEST(test_bad_exit_record) {
+    fy_result *r = run_bad("badexit", 60);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_msg(strstr(detail(r), "bad exit record"), "%s", detail(r));
+    fy_result_free(r);
+}
+END_TEST
+
+START_TEST(test_bad_escape) {
+    fy_result *r = run_bad("escape", 60);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_msg(strstr(detail(r), "refused path"), "%s", detail(r));
+    char p[160];
+    snprintf(p, sizeof(p), "%s/escaped", scratch);
+    ck_assert_int_ne(access(p, F_OK), 0);
+    fy_result_free(r);
+}
+END_TEST
+
+START_TEST(test_bad_panic) {
+    fy_result *r = run_bad("panic", 60);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_msg(strstr(detail(r), "guest kernel panic"), "%s", detail(r));
+    fy_result_free(r);
+}
+END_TEST
+
+/* ---- no VM needed ---- */
+
+START_TEST(test_gc) {
+    char d[256];
+    snprintf(d, sizeof(d), "%s/attempts/a-999999999-1-0000000000000000", cache);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    char f[300];
+    snprintf(f, sizeof(f), "%s/initrd", d);
+    close(open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    uint64_t n = 0;
+    fy_error *e = NULL;
+    char state[128];
+    snprintf(state, sizeof(state), "%s/state", scratch);
+    mkdir(state, 0700);
+    ck_assert_int_eq(fy_gc(state, 0, &n, &e), 0);
+    ck_assert_uint_ge(n, 1);
+    ck_assert_int_ne(access(d, F_OK), 0);
+}
+END_TEST
+
+START_TEST(test_unsupported) {
+    /* What the backend cannot give is refused, never approximated. */
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_add_secret(p, "token", FY_SECRET_ENV, "TOKEN", "v", 1, &e), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    int rc = 0;
+    fy_result *r = run(p, argv, NULL, NULL, &rc);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(rc, FY_E_UNSUPPORTED);
+    fy_policy_free(p);
+}
+END_TEST
+
+static void rm_rf(const char *path) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/rm", "rm", "-rf", "--one-file-system", path, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s BAD_AGENT\n", argv[0]);
+        return 2;
+    }
+    bad_agent = argv[1];
+    if (access("/usr/bin/qemu-system-x86_64", X_OK) != 0) {
+        printf("SKIP: qemu-system-x86_64 is not installed (Debian: qemu-system-x86)\n");
+        return 77;
+    }
+    strcpy(scratch, "/tmp/fy-vm-test.XXXXXX");
+    if (!mkdtemp(scratch))
+        return 1;
+    chmod(scratch, 0755);
+    snprintf(cache, sizeof(cache), "%s/cache", scratch);
+    setenv("FORGEYARD_VM_CACHE", cache, 1);
+    fy_error *e = NULL;
+    if (fy_probe(0, &caps, &e) < 0) {
+        fprintf(stderr, "probe: %s\n", fy_error_message(e));
+        return 1;
+    }
+    /* The guest kernel: absent, the backend refuses (its own test). */
+    fy_policy *p = NULL;
+    fy_policy_new(FY_PROFILE_HIGH_ASSURANCE, &p, NULL);
+    const char *probe_argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    int r = fy_prepare(p, caps, probe_argv, &pr, &e);
+    fy_policy_free(p);
+    if (r < 0) {
+        const char *m = fy_error_message(e);
+        if (strstr(m, "no guest kernel") || strstr(m, "qemu")) {
+            printf("SKIP: %s\n", m);
+            rm_rf(scratch);
+            return 77;
+        }
+        fprintf(stderr, "prepare: %s\n", m);
+        return 1;
+    }
+    fy_prepared_free(pr);
+
+    Suite *s = suite_create("vm");
+    TCase *tc = tcase_create("vm");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_unsupported);
+    tcase_add_test(tc, test_exit_streams_env_net);
+    tcase_add_test(tc, test_workspace);
+    tcase_add_test(tc, test_exec_failure);
+    tcase_add_test(tc, test_timeout);
+    tcase_add_test(tc, test_cancel);
+    tcase_add_test(tc, test_oom);
+    tcase_add_test(tc, test_attempts_leave_nothing);
+    tcase_add_test(tc, test_bad_garbage);
+    tcase_add_test(tc, test_bad_hugeframe);
+    tcase_add_test(tc, test_bad_flood);
+    tcase_add_test(tc, test_bad_silent);
+    tcase_add_test(tc, test_bad_exit_record);
+    tcase_add_test(tc, test_bad_escape);
+    tcase_add_test(tc, test_bad_panic);
+    tcase_add_test(tc, test_gc);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK); /* the probe belongs to this process */
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    fy_caps_free(caps);
+    rm_rf(scratch);
+    return failed ? 1 : 0;
+}
