@@ -722,7 +722,8 @@ char *policy_to_json(const fy_policy *p) {
     json_object_set_new(iso, "min_level", json_string(level_names[p->min_level]));
     json_object_set_new(iso, "preferred_level", json_string(level_names[p->preferred_level]));
     for (uint32_t c = 1; c <= FY_CONTROL_MAX_; c++)
-        json_object_set_new(ctl, control_key(c), json_string(mode_name(p->control[c])));
+        if (c <= FY_CONTROL_UID_RANGE || p->control[c] != FY_MODE_OFF) /* 0.1 documents stay as they were */
+            json_object_set_new(ctl, control_key(c), json_string(mode_name(p->control[c])));
     json_object_set_new(iso, "controls", ctl);
     json_object_set_new(root, "isolation", iso);
 

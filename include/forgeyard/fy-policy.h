@@ -28,7 +28,9 @@
 #define FY_CONTROL_CPU_LIMIT     12
 #define FY_CONTROL_IO_LIMIT      13
 #define FY_CONTROL_UID_RANGE     14  /* workload mapped away from the caller's own uid */
-#define FY_CONTROL_MAX_          14  /* not a control */
+#define FY_CONTROL_HW_VIRT       15  /* 0.2: a virtual machine run with hardware virtualization (KVM),
+                                        not emulated (TCG); only a VM backend can enforce it */
+#define FY_CONTROL_MAX_          15  /* not a control */
 
 #define FY_MODE_OFF      0
 #define FY_MODE_PREFER   1

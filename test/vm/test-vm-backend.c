@@ -497,6 +497,27 @@ START_TEST(test_unsupported) {
 }
 END_TEST
 
+START_TEST(test_hw_virt_required) {
+    /* A policy that requires hardware virtualization is refused where KVM
+     * is not usable, naming it; where it is, the guest runs under KVM. */
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_HW_VIRT, FY_MODE_REQUIRE, &e), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    int r = fy_prepare(p, caps, argv, &pr, &e);
+    if (fy_caps_has(caps, FY_CAP_KVM) == 1) {
+        ck_assert_int_eq(r, 0);
+        fy_prepared_free(pr);
+    } else {
+        ck_assert_int_eq(r, FY_E_UNSUPPORTED);
+        ck_assert_msg(strstr(fy_error_message(e), "hardware-virtualization"), "%s", fy_error_message(e));
+        fy_error_free(e);
+    }
+    fy_policy_free(p);
+}
+END_TEST
+
 static void rm_rf(const char *path) {
     pid_t pid = fork();
     if (pid == 0) {
@@ -550,6 +571,7 @@ int main(int argc, char **argv) {
     TCase *tc = tcase_create("vm");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_unsupported);
+    tcase_add_test(tc, test_hw_virt_required);
     tcase_add_test(tc, test_exit_streams_env_net);
     tcase_add_test(tc, test_workspace);
     tcase_add_test(tc, test_exec_failure);

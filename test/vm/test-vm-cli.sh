@@ -1,0 +1,29 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `forgeyard run --profile high-assurance` on this host: a real microvm
+# (KVM when usable, else TCG), exit statuses and output through the CLI.
+# Skipped (77) only where QEMU or the guest kernel is absent.
+#   test-vm-cli.sh FORGEYARD
+set -eu
+cli=$1
+command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 is not installed"; exit 77; }
+ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "SKIP: no guest kernel (/boot/vmlinuz-*; Debian: linux-image-amd64)"; exit 77; }
+tmp=$(mktemp -d /tmp/fy-vm-cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+chmod 755 "$tmp"
+export FORGEYARD_VM_CACHE="$tmp/cache" XDG_RUNTIME_DIR="$tmp"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$cli" run --profile high-assurance --result "$tmp/true.json" -- /bin/true || fail "/bin/true exited $?"
+grep -q '"level": "virtual-machine"' "$tmp/true.json" || fail "not a VM: $(cat "$tmp/true.json")"
+grep -q '"backend": "vm-qemu"' "$tmp/true.json" || fail "not vm-qemu"
+grep -q '"accelerator": "\(tcg\|kvm\)"' "$tmp/true.json" || fail "no accelerator in the result"
+
+set +e
+out=$("$cli" run --profile high-assurance -- /bin/sh -c 'echo in-guest $(uname -r); exit 3' 2>"$tmp/err")
+rc=$?
+set -e
+[ "$rc" = 3 ] || fail "exit status $rc, not 3: $(cat "$tmp/err")"
+case $out in "in-guest "*) ;; *) fail "stdout: $out" ;; esac
+[ -z "$(ls -A "$tmp/cache/attempts")" ] || fail "attempt directories left: $(ls "$tmp/cache/attempts")"
+echo "ok: forgeyard run --profile high-assurance (guest kernel ${out#in-guest })"
