@@ -8,6 +8,7 @@ pkgs=(
   libseccomp-dev libcap-dev libarchive-dev libsodium-dev libjansson-dev
   check abigail-tools mandoc util-linux iproute2 cppcheck bubblewrap
   qemu-system-x86 busybox-static cpio binutils xz-utils
+  linux-image-amd64 liblzma-dev  # the VM backend's guest kernel (lib/vm), its vmlinux extraction
   python3-pytest  # the Python binding's tests (bindings/python)
   runc  # only for fy-bench: the OCI peer
 )
