@@ -992,6 +992,13 @@ static void finish(fy_handle *h, struct vm *v) {
                                                       (json_int_t)v->tar[i]->listed[k].size));
         }
         json_object_set(iso, "returned_files", outs);
+        /* What the agent said it enforced: the guest's word, bounded and
+         * printable, never a basis for a decision. */
+        for (size_t i = 0; i < v->log.len; i++)
+            if ((unsigned char)v->log.buf[i] < 0x20 || (unsigned char)v->log.buf[i] > 0x7e)
+                v->log.buf[i] = ' ';
+        if (v->log.len && !v->log.oom)
+            json_object_set_new(iso, "guest_report", json_stringn(v->log.buf, v->log.len));
         rep.isolation_json = json_dumps(iso, JSON_COMPACT | JSON_SORT_KEYS);
     }
     json_decref(outs);

@@ -209,6 +209,10 @@ START_TEST(test_exit_streams_env_net) {
     ck_assert_int_eq(strlen(jstr(json_object_get(iso, "kernel"), "vmlinux_sha256")), 64);
     ck_assert_int_eq(strlen(jstr(iso, "initramfs_sha256")), 64);
     ck_assert_msg(strstr(jstr(iso, "vmm_confinement"), "namespace sandbox"), "%s", jstr(iso, "vmm_confinement"));
+    /* The agent's report of what it enforced in the guest. */
+    ck_assert_msg(strstr(jstr(iso, "guest_report"), "uid=1000 gid=1000 cgroup=/w memory.max=268435456 "),
+                  "%s", jstr(iso, "guest_report"));
+    ck_assert_msg(strstr(jstr(iso, "guest_report"), "network-devices=lo "), "%s", jstr(iso, "guest_report"));
     json_decref(iso);
     assert_nothing_left(r);
     fy_result_free(r);

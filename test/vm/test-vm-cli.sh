@@ -26,4 +26,16 @@ set -e
 [ "$rc" = 3 ] || fail "exit status $rc, not 3: $(cat "$tmp/err")"
 case $out in "in-guest "*) ;; *) fail "stdout: $out" ;; esac
 [ -z "$(ls -A "$tmp/cache/attempts")" ] || fail "attempt directories left: $(ls "$tmp/cache/attempts")"
-echo "ok: forgeyard run --profile high-assurance (guest kernel ${out#in-guest })"
+kver=${out#in-guest }
+
+# Unprivileged: the VMM's namespace sandbox is rootless, the cache the user's.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  mkdir "$tmp/u"
+  chown 65534:65534 "$tmp/u"
+  out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$tmp/u" \
+        XDG_CACHE_HOME="$tmp/u/.cache" XDG_RUNTIME_DIR="$tmp/u" \
+        "$cli" run --profile high-assurance -- /bin/sh -c 'echo rootless $(id -u)') || fail "rootless run: $?"
+  [ "$out" = "rootless 1000" ] || fail "rootless stdout: $out"
+  [ -z "$(ls -A "$tmp/u/.cache/forgeyard/vm/attempts")" ] || fail "rootless attempt directories left"
+fi
+echo "ok: forgeyard run --profile high-assurance (guest kernel $kver)"

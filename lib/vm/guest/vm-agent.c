@@ -419,6 +419,45 @@ static uint64_t cg_key(const char *file, const char *key) {
     return 0;
 }
 
+/* What the agent enforces, as the guest sees it (the host records it as
+ * the guest's report). */
+static void report_enforced(const struct run *r) {
+    char text[1024], nets[256] = "";
+    DIR *d = opendir("/sys/class/net");
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.' && strlen(nets) + strlen(e->d_name) + 2 < sizeof(nets)) {
+            strcat(nets, nets[0] ? "," : "");
+            strcat(nets, e->d_name);
+        }
+    if (d)
+        closedir(d);
+    char mem[32] = "max", pids[32] = "max", cpu[48] = "max";
+    FILE *f;
+    if ((f = fopen(CG "/w/memory.max", "re"))) {
+        if (!fgets(mem, sizeof(mem), f))
+            mem[0] = '\0';
+        fclose(f);
+    }
+    if ((f = fopen(CG "/w/pids.max", "re"))) {
+        if (!fgets(pids, sizeof(pids), f))
+            pids[0] = '\0';
+        fclose(f);
+    }
+    if ((f = fopen(CG "/w/cpu.max", "re"))) {
+        if (!fgets(cpu, sizeof(cpu), f))
+            cpu[0] = '\0';
+        fclose(f);
+    }
+    mem[strcspn(mem, "\n")] = pids[strcspn(pids, "\n")] = cpu[strcspn(cpu, "\n")] = '\0';
+    int n = snprintf(text, sizeof(text),
+                     "uid=%u gid=%u cgroup=/w memory.max=%s pids.max=%s cpu.max=%s network-devices=%s "
+                     "dev=minimal-tmpfs",
+                     r->uid, r->gid, mem, pids, cpu, nets);
+    if (n > 0)
+        send_frame(VMP_LOG, 0, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+}
+
 /* ---- the command ---- */
 
 static uint64_t now_usec(void) {
@@ -702,6 +741,7 @@ int main(void) {
     if (run.hostname && sethostname(run.hostname, strlen(run.hostname)) < 0)
         fail(errno, "sethostname");
     setup_cgroup(&run);
+    report_enforced(&run);
     if (!run.output_max)
         run.output_max = UINT64_MAX;
 
