@@ -128,6 +128,29 @@ static const char *jstr(json_t *o, const char *key) {
     return s ? s : "";
 }
 
+/* Whether a QEMU of this backend runs (its command line names the
+ * attempt's initramfs as the VMM's sandbox sees it). Other QEMUs (other
+ * tests) do not count. */
+static bool our_qemu_running(void) {
+    bool found = false;
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    while (proc && (de = readdir(proc))) {
+        char p[300], buf[4096];
+        snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (k > 0 && memmem(buf, (size_t)k, "/fy/a/initrd", 12))
+            found = true;
+    }
+    if (proc)
+        closedir(proc);
+    return found;
+}
+
 /* Nothing of an attempt is left: no attempt directory, no QEMU. */
 static void assert_nothing_left(const fy_result *r) {
     for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++) {
@@ -143,24 +166,7 @@ static void assert_nothing_left(const fy_result *r) {
     while ((e = readdir(dir)))
         ck_assert_msg(e->d_name[0] == '.', "attempt directory left: %s", e->d_name);
     closedir(dir);
-    /* No QEMU of ours: its command line names our cache. */
-    DIR *proc = opendir("/proc");
-    while (proc && (e = readdir(proc))) {
-        char p[300], buf[4096];
-        snprintf(p, sizeof(p), "/proc/%s/cmdline", e->d_name);
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = '\0';
-        ck_assert_msg(!strstr(buf, "qemu-system") || !strstr(buf + strlen(buf) + 1, "microvm"),
-                      "a QEMU microvm is still running: pid %s", e->d_name);
-    }
-    if (proc)
-        closedir(proc);
+    ck_assert_msg(!our_qemu_running(), "a QEMU microvm of this backend is still running");
 }
 
 static char *slurp(const char *path) {
@@ -188,9 +194,19 @@ START_TEST(test_exit_streams_env_net) {
     ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, fd, NULL, &e), 0);
     close(fd);
     ck_assert_int_eq(fy_policy_set_env(p, "GREETING", "hi there", &e), 0);
+    /* A host file outside every approved path, and the host's processes:
+     * neither is visible in the guest. */
+    char secret[128];
+    snprintf(secret, sizeof(secret), "%s/secret", scratch);
+    close(open(secret, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    ck_assert_int_eq(fy_policy_set_env(p, "SECRET", secret, &e), 0);
     const char *argv[] = {"/bin/sh", "-c",
                           "cat; echo \"out $GREETING uid=$(id -u) pwd=$PWD host=$(hostname)\"; "
-                          "echo \"net: $(ls /sys/class/net | tr '\\n' ' ')\"; echo to-stderr >&2; exit 7",
+                          "echo \"net: $(ls /sys/class/net | tr '\\n' ' ')\"; "
+                          "for f in /etc/shadow \"$SECRET\"; do [ -e \"$f\" ] && echo \"HOST-FILE-VISIBLE $f\"; done; "
+                          "echo \"pid1: $(tr '\\0' ' ' </proc/1/cmdline) host-procs: "
+                          "$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'test-vm-backen[d]')\"; "
+                          "echo to-stderr >&2; exit 7",
                           NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);
@@ -201,6 +217,9 @@ START_TEST(test_exit_streams_env_net) {
     ck_assert_msg(strstr(c.buf[0], "out hi there uid=1000 pwd=/work/build host=forgeyard"), "stdout: %s", c.buf[0]);
     /* Network deny: the guest has no device but the loopback. */
     ck_assert_msg(strstr(c.buf[0], "net: lo \n"), "stdout: %s", c.buf[0]);
+    ck_assert_msg(!strstr(c.buf[0], "HOST-FILE-VISIBLE"), "stdout: %s", c.buf[0]);
+    /* pid 1 is the agent; no process of the host (this test) is seen. */
+    ck_assert_msg(strstr(c.buf[0], "pid1: /init  host-procs: 0\n"), "stdout: %s", c.buf[0]);
     ck_assert_str_eq(c.buf[1], "to-stderr\n");
     ck_assert(c.ended[0] && c.ended[1]);
     ck_assert_int_eq(fy_result_level(r), FY_LEVEL_VIRTUAL_MACHINE);
@@ -501,6 +520,64 @@ START_TEST(test_unsupported) {
 }
 END_TEST
 
+START_TEST(test_dead_host_gc) {
+    /* The host program dies (SIGKILL) while its VM runs: fy_gc destroys
+     * the VMM's sandbox and removes the attempt directory. */
+    char state[160], ready[160];
+    snprintf(state, sizeof(state), "%s/state-dead", scratch);
+    snprintf(ready, sizeof(ready), "%s/ready", scratch);
+    mkdir(state, 0700);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        fy_policy *p = vm_policy();
+        fy_error *e = NULL;
+        fy_caps *c2 = NULL;
+        int out = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fy_probe(0, &c2, &e) < 0 || fy_policy_set_state_dir(p, state, &e) < 0 ||
+            fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, out, NULL, &e) < 0)
+            _exit(2);
+        const char *argv[] = {"/bin/sh", "-c", "echo started; exec sleep 1000", NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        if (fy_prepare(p, c2, argv, &pr, &e) < 0 || fy_start(pr, &h, &e) < 0)
+            _exit(3);
+        fy_result *r = NULL;
+        fy_handle_wait(h, FY_UNLIMITED, &r, &e);
+        _exit(4);
+    }
+    /* Wait until the command runs in the guest, then kill the host. */
+    bool started = false;
+    for (int i = 0; i < 1200 && !started; i++) {
+        char *t = slurp(ready);
+        started = t && strstr(t, "started");
+        free(t);
+        if (!started)
+            usleep(100000);
+    }
+    ck_assert_msg(started, "the guest never ran the command");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    uint64_t n = 0;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_gc(state, 0, &n, &e), 0);
+    ck_assert_uint_ge(n, 2); /* the VMM's sandbox and the attempt directory */
+    /* QEMU is gone (its sandbox was killed) and so is every attempt directory. */
+    bool qemu = true;
+    for (int i = 0; i < 100 && (qemu = our_qemu_running()); i++)
+        usleep(100000);
+    ck_assert_msg(!qemu, "a QEMU of the dead host is still running");
+    char d[256];
+    snprintf(d, sizeof(d), "%s/attempts", cache);
+    DIR *dir = opendir(d);
+    struct dirent *de;
+    while (dir && (de = readdir(dir)))
+        ck_assert_msg(de->d_name[0] == '.', "attempt directory left: %s", de->d_name);
+    if (dir)
+        closedir(dir);
+}
+END_TEST
+
 START_TEST(test_hw_virt_required) {
     /* A policy that requires hardware virtualization is refused where KVM
      * is not usable, naming it; where it is, the guest runs under KVM. */
@@ -591,6 +668,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_bad_escape);
     tcase_add_test(tc, test_bad_panic);
     tcase_add_test(tc, test_gc);
+    tcase_add_test(tc, test_dead_host_gc);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK); /* the probe belongs to this process */
