@@ -136,6 +136,7 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(lim, "wall_time", json_string("host: the VMM is killed at the deadline"));
     json_object_set_new(lim, "output", json_string("host: captured streams and returned trees counted"));
     json_object_set_new(lim, "tree", json_string("the VM (the VMM's namespace sandbox and its cgroup)"));
+    json_object_set_new(lim, "rlimits", json_string("nofile, core, fsize, stack (set in the guest)"));
     pl->limits_json = json_dumps(lim, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(lim);
     return pl->isolation_json && pl->limits_json ? 0 : FY_E_NOMEM;
@@ -223,6 +224,18 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         rec_u64(&sb, VMR_PIDS, np->limit[FY_LIMIT_PIDS]);
     if (cpu != FY_UNLIMITED)
         rec_u64(&sb, VMR_CPU, cpu);
+    static const struct { uint32_t limit, which; } rl[] = {
+        {FY_LIMIT_NOFILE, VMP_RLIMIT_NOFILE}, {FY_LIMIT_FSIZE, VMP_RLIMIT_FSIZE},
+        {FY_LIMIT_STACK, VMP_RLIMIT_STACK}, {FY_LIMIT_CORE, VMP_RLIMIT_CORE},
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(rl); i++) {
+        if (np->limit[rl[i].limit] == FY_UNLIMITED)
+            continue;
+        uint8_t b[12];
+        vmp_put_u32(b, rl[i].which);
+        vmp_put_u64(b + 4, np->limit[rl[i].limit]);
+        rec(&sb, VMR_RLIMIT, b, sizeof(b));
+    }
     if (np->limit[FY_LIMIT_OUTPUT] != FY_UNLIMITED)
         rec_u64(&sb, VMR_OUTPUT_MAX, np->limit[FY_LIMIT_OUTPUT]);
     for (size_t i = 0; i < pl->nmounts; i++) {

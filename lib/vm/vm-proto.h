@@ -40,6 +40,12 @@ enum {
 };
 #define VMP_TYPE_MAX 35
 
+/* The resource limits a RUN may set (not the guest's RLIMIT_* numbers). */
+#define VMP_RLIMIT_NOFILE 1
+#define VMP_RLIMIT_FSIZE 2
+#define VMP_RLIMIT_STACK 3
+#define VMP_RLIMIT_CORE 4
+
 /* Which workspace directory a tar stream carries. */
 #define VMP_DIR_BUILD 1
 #define VMP_DIR_OUTPUT 2
@@ -61,6 +67,7 @@ enum {
     VMR_RO = 13,      /* a directory made read-only (bind remount) */
     VMR_COLLECT = 14, /* u32 VMP_DIR_*, then the directory to send back as tar */
     VMR_OUTPUT_MAX = 15, /* u64: bytes of tar the agent may send at most */
+    VMR_RLIMIT = 16,  /* u32 VMP_RLIMIT_*, u64 value: set in the workload before exec */
 };
 
 struct vmp_exit {

@@ -200,13 +200,14 @@ START_TEST(test_exit_streams_env_net) {
     snprintf(secret, sizeof(secret), "%s/secret", scratch);
     close(open(secret, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
     ck_assert_int_eq(fy_policy_set_env(p, "SECRET", secret, &e), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_NOFILE, 123, &e), 0);
     const char *argv[] = {"/bin/sh", "-c",
                           "cat; echo \"out $GREETING uid=$(id -u) pwd=$PWD host=$(hostname)\"; "
                           "echo \"net: $(ls /sys/class/net | tr '\\n' ' ')\"; "
                           "for f in /etc/shadow \"$SECRET\"; do [ -e \"$f\" ] && echo \"HOST-FILE-VISIBLE $f\"; done; "
                           "echo \"pid1: $(tr '\\0' ' ' </proc/1/cmdline) host-procs: "
                           "$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'test-vm-backen[d]')\"; "
-                          "echo to-stderr >&2; exit 7",
+                          "echo \"nofile=$(ulimit -n)\"; echo to-stderr >&2; exit 7",
                           NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);
@@ -217,6 +218,7 @@ START_TEST(test_exit_streams_env_net) {
     ck_assert_msg(strstr(c.buf[0], "out hi there uid=1000 pwd=/work/build host=forgeyard"), "stdout: %s", c.buf[0]);
     /* Network deny: the guest has no device but the loopback. */
     ck_assert_msg(strstr(c.buf[0], "net: lo \n"), "stdout: %s", c.buf[0]);
+    ck_assert_msg(strstr(c.buf[0], "nofile=123\n"), "stdout: %s", c.buf[0]);
     ck_assert_msg(!strstr(c.buf[0], "HOST-FILE-VISIBLE"), "stdout: %s", c.buf[0]);
     /* pid 1 is the agent; no process of the host (this test) is seen. */
     ck_assert_msg(strstr(c.buf[0], "pid1: /init  host-procs: 0\n"), "stdout: %s", c.buf[0]);

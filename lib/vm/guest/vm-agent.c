@@ -216,6 +216,8 @@ struct run {
     const char *cwd, *path, *hostname;
     uint32_t uid, gid;
     uint64_t memory, pids, cpu, output_max;
+    uint64_t rlim[5];     /* VMP_RLIMIT_*; 0: not set */
+    bool rlim_set[5];
 };
 
 static char *dupn(const uint8_t *p, uint32_t n) {
@@ -292,6 +294,12 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
         case VMR_PIDS: if (n == 8) r->pids = vmp_get_u64(d); break;
         case VMR_CPU: if (n == 8) r->cpu = vmp_get_u64(d); break;
         case VMR_OUTPUT_MAX: if (n == 8) r->output_max = vmp_get_u64(d); break;
+        case VMR_RLIMIT:
+            if (n == 12 && vmp_get_u32(d) >= 1 && vmp_get_u32(d) <= 4) {
+                r->rlim[vmp_get_u32(d)] = vmp_get_u64(d + 4);
+                r->rlim_set[vmp_get_u32(d)] = true;
+            }
+            break;
         case VMR_COLLECT:
             if (n > 4 && ncollect < 2)
                 collects[ncollect++] = (struct collect){vmp_get_u32(d), dupn(d + 4, n - 4)};
@@ -473,6 +481,12 @@ static void exec_child(const struct run *r, int in, int out, int err, int report
         goto fail;
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
         goto fail;
+    static const int res[5] = {0, RLIMIT_NOFILE, RLIMIT_FSIZE, RLIMIT_STACK, RLIMIT_CORE};
+    for (int i = 1; i <= 4; i++) {
+        struct rlimit rl = {r->rlim[i], r->rlim[i]};
+        if (r->rlim_set[i] && setrlimit(res[i], &rl) < 0)
+            goto fail;
+    }
     if (setgroups(0, NULL) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 || setresuid(r->uid, r->uid, r->uid) < 0)
         goto fail;
     if (r->cwd && chdir(r->cwd) < 0)
