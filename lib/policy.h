@@ -53,7 +53,6 @@ struct fy_policy {
     bool test_legacy_cgroups;       /* tests only: plan as on a host without cgroup v2 */
     bool test_copy_init;            /* tests only: the init is a copy of the host, as where
                                        forgeyard-init cannot be executed */
-    bool env_exact;                 /* actions: no default variable (HOME, TMPDIR, USER, LOGNAME) */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];
@@ -67,6 +66,8 @@ struct fy_policy {
     /* environment */
     struct vec env_set;       /* struct pol_env, sorted by name */
     struct vec env_allow;     /* char *, in order */
+    bool env_exact;           /* environment.defaults false: no HOME, TMPDIR, USER, LOGNAME
+                                 default and no FORGEYARD_* variable (actions, wrappers) */
     /* network */
     uint32_t net_mode, dns;
     struct vec dests;         /* struct pol_dest */
