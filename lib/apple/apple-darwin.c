@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <fts.h>
 #include <limits.h>
+#include <pwd.h>
 #include <sandbox.h>
 #include <signal.h>
 #include <spawn.h>
@@ -195,7 +196,9 @@ static int make_attempt(struct apple_run *x, const struct apple_plan *ap, fy_err
         } else if (e->kind == PE_HOST) {
             struct stat st;
             if (lstat(e->host, &st) < 0) {
-                if ((e->flags & PLAN_OPTIONAL) && errno == ENOENT)
+                /* optional paths, and the minimal device set's nodes macOS
+                 * lacks (/dev/full): left out (their rules match nothing) */
+                if (((e->flags & PLAN_OPTIONAL) || e->role == PR_DEV) && errno == ENOENT)
                     continue;
                 return setup_err(reterr, errno, FY_STEP_MOUNT, "host path", e->host);
             }
@@ -283,7 +286,9 @@ static int take_uid(struct apple_run *x, const struct apple_plan *ap, fy_error *
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
             return setup_err(reterr, errno, FY_STEP_UID_MAP, "open", path);
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        /* Never a uid an account of this Mac has: its processes would be
+         * killed with the attempt's. */
+        if (getpwuid(np->id_first + i) == NULL && flock(fd, LOCK_EX | LOCK_NB) == 0) {
             x->uid_lock = fd;
             x->uid = x->gid = np->id_first + i;
             x->dedicated = true;

@@ -706,9 +706,12 @@ int apple_compile(const struct fy_plan *np, const fy_caps *c, void **ret, fy_err
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     ap->np = np;
     if (np->control[FY_CONTROL_UID_RANGE] == FY_CONTROL_STATE_ENFORCED) {
-        if (np->id_count < 1 || np->id_first == 0) {
+        /* macOS accounts are below 1000 (users from 501): a dedicated uid
+         * is never one of them, since every process of it is killed. */
+        if (np->id_count < 1 || np->id_first < APPLE_MIN_DEDICATED_UID) {
             apple_plan_free(ap);
-            return refuse(reterr, FY_STEP_UID_MAP, "$.process.id_range", "a dedicated uid needs a non-empty id range");
+            return refuse(reterr, FY_STEP_UID_MAP, "$.process.id_range",
+                          "a dedicated uid needs a non-empty id range starting at 1000 or above");
         }
         ap->dedicated_uid = true;
         ap->uid = ap->gid = np->id_first;

@@ -90,6 +90,11 @@ struct apple_plan {
 
 /* The placeholder attempt directory of compile-time checks (as long as a
  * real one may be: the size check holds for it). */
+/* The lowest uid a dedicated-uid attempt may run as (and kill every process
+ * of): macOS's own accounts and its users (from 501) are below it; the
+ * Darwin half also skips any uid an account has. */
+#define APPLE_MIN_DEDICATED_UID 1000
+
 #define APPLE_ATTEMPT_PLACEHOLDER \
     "/private/var/folders/xx/xxxxxxxxxxxxxxxxxxxxxxxxxxxx/T/forgeyard-XXXXXXXXXXXXXXXX"
 

@@ -636,6 +636,13 @@ START_TEST(test_refusals) {
     ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_MEMORY_LIMIT, FY_MODE_REQUIRE, NULL), 0);
     prepare_rc(p, false, FY_E_UNSUPPORTED, NULL);
     fy_policy_free(p);
+    p = mac_policy(FY_PROFILE_STANDARD_CI); /* never a uid of the Mac's accounts */
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_UID_RANGE, FY_MODE_REQUIRE, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_id_range(p, 501, 10, NULL), 0);
+    prepare_rc(p, true, FY_E_UNSUPPORTED, "$.process.id_range");
+    ck_assert_int_eq(fy_policy_set_id_range(p, 1000, 1, NULL), 0);
+    fy_prepared_free(prepare_rc(p, true, 0, NULL));
+    fy_policy_free(p);
     p = mac_policy(FY_PROFILE_STANDARD_CI); /* a dedicated uid needs root */
     ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_UID_RANGE, FY_MODE_REQUIRE, NULL), 0);
     prepare_rc(p, false, FY_E_UNSUPPORTED, NULL);
