@@ -467,8 +467,12 @@ int apple_profile(const struct apple_plan *ap, const char *attempt, char **ret, 
     emit_strings(&sb, "(allow mach-lookup", "global-name", mach_base, FY_ARRAY_SIZE(mach_base));
     if (np->net_mode != FY_NET_DENY)
         emit_strings(&sb, "(allow mach-lookup", "global-name", mach_trust, FY_ARRAY_SIZE(mach_trust));
-    if (np->dns == FY_DNS_HOST && np->net_mode != FY_NET_DENY)
+    if (np->dns == FY_DNS_HOST && np->net_mode != FY_NET_DENY) {
+        /* The resolver: mDNSResponder's mach service and its socket. */
         emit_strings(&sb, "(allow mach-lookup", "global-name", mach_dns, FY_ARRAY_SIZE(mach_dns));
+        strbuf_append(&sb, "(allow network-outbound (remote unix-socket (path-literal "
+                           "\"/private/var/run/mDNSResponder\")))\n");
+    }
     if (g.n[C_META]) /* derived from the others: in path order */
         qsort(g.r[C_META], g.n[C_META], sizeof(struct rule), rule_cmp);
     static const int order[] = {C_META, C_READ, C_EXEC, C_WRITE, C_DEV, C_IOCTL};

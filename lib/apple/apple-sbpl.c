@@ -112,7 +112,8 @@ static const char *const unfiltered_ok[] = {
 };
 /* Filters whose one argument is a string. */
 static const char *const string_filters[] = {
-    "literal", "subpath", "prefix", "path", "global-name", "local-name", "sysctl-name", "sysctl-name-prefix",
+    "literal", "subpath", "prefix", "path", "path-literal", "global-name", "local-name", "sysctl-name",
+    "sysctl-name-prefix",
 };
 
 struct ck {
@@ -231,8 +232,15 @@ static int check_filter(struct ck *k, int depth) {
         if (next(k, &a, &an) != T_ATOM ||
             !(atom_is(a, an, "ip") || atom_is(a, an, "tcp") || atom_is(a, an, "udp") || atom_is(a, an, "unix-socket")))
             return fail(k, "remote/local takes ip, tcp, udp or unix-socket", at);
-        if (next(k, &a, &an) != T_STRING)
+        if (atom_is(a, an, "unix-socket")) { /* (remote unix-socket (path-literal "...")) */
+            const char *b;
+            size_t bn;
+            if (next(k, &a, &an) != T_OPEN || next(k, &a, &an) != T_ATOM || !atom_is(a, an, "path-literal") ||
+                next(k, &b, &bn) != T_STRING || next(k, &b, &bn) != T_CLOSE)
+                return fail(k, "unix-socket takes (path-literal \"...\")", at);
+        } else if (next(k, &a, &an) != T_STRING) {
             return fail(k, "remote/local takes an address string", at);
+        }
     } else if (atom_is(s, n, "target")) {
         if (next(k, &a, &an) != T_ATOM || !(atom_is(a, an, "same-sandbox") || atom_is(a, an, "self")))
             return fail(k, "target takes same-sandbox or self", at);

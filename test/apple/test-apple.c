@@ -264,6 +264,9 @@ START_TEST(test_checker) {
         {HEAD "(allow file-read* (regex #\"^/dev/ttys[0-9]+\"))", NULL},
         {HEAD "(allow mach-lookup (global-name \"com.apple.x\") (with no-log))", NULL},
         {HEAD "(allow signal (target same-sandbox))", NULL},
+        {HEAD "(allow network-outbound (remote unix-socket (path-literal \"/private/var/run/x\")))", NULL},
+        {HEAD "(allow network-outbound (remote unix-socket \"/private/var/run/x\"))", "path-literal"},
+        {HEAD "(allow network-outbound (remote unix-socket (literal \"/x\")))", "path-literal"},
         {"", "the profile must hold"},
         {"(version 1)", "the profile must hold"},
         {HEAD "(allow file-read* (subpath \"/usr\")", "unbalanced '('"},
@@ -1098,6 +1101,7 @@ START_TEST(test_fields_reach_the_profile) {
     np->dns = FY_DNS_HOST;
     t = profile_of(np, false, 0, NULL);
     ck_assert_ptr_nonnull(strstr(t, "(global-name \"com.apple.dnssd.service\")"));
+    ck_assert_ptr_nonnull(strstr(t, "(remote unix-socket (path-literal \"/private/var/run/mDNSResponder\"))"));
     free(t);
     np->net_mode = FY_NET_RESTRICTED;
     struct plan_dest d = {"localhost", FY_PROTO_UDP, 53, 53};
