@@ -242,7 +242,7 @@ static void add_dev_link(struct gen *g, const char *target) {
         gen_fail(g, FY_E_UNSUPPORTED, "$.devices", "device link %s has no macOS equivalent", target);
 }
 
-static void gen_entry(struct gen *g, const struct fy_plan *np, const struct plan_entry *e, const char *attempt) {
+static void gen_entry(struct gen *g, const struct plan_entry *e, const char *attempt) {
     bool file = (e->flags & PLAN_FILE) != 0, ro = (e->flags & PLAN_RO) != 0;
     switch (e->kind) {
     case PE_FILE:
@@ -306,7 +306,6 @@ static void gen_entry(struct gen *g, const struct fy_plan *np, const struct plan
     default:
         gen_fail(g, FY_E_UNSUPPORTED, NULL, "%s: a plan entry kind unknown to the apple backend", e->target);
     }
-    (void)np;
 }
 
 /* Read-only paths that lie under a writable subpath are denied writes
@@ -437,7 +436,7 @@ int apple_profile(const struct apple_plan *ap, const char *attempt, char **ret, 
                        "the attempt directory %s is not a resolved canonical path", attempt);
     struct gen g = {0};
     for (size_t i = 0; i < np->nentries && !g.err; i++)
-        gen_entry(&g, np, &np->entries[i], attempt);
+        gen_entry(&g, &np->entries[i], attempt);
     for (size_t i = 0; i < np->nsecrets && !g.err; i++) {
         if (np->secrets[i].delivery != FY_SECRET_FILE)
             continue;

@@ -345,6 +345,17 @@ START_TEST(test_golden_files_check) {
         ck_assert_ptr_nonnull(strstr(text, "(deny file-write-setugid)\n"));
         ck_assert_ptr_null(strstr(text, "no-sandbox"));
         ck_assert_ptr_null(strstr(text, "iokit-open"));
+        /* and the checker is not vacuous on it: a lost ')' or an extra
+         * (allow default) is caught */
+        char *cut = strrchr(text, ')');
+        const char *why;
+        size_t off;
+        *cut = ' ';
+        ck_assert_int_eq(sbpl_check(text, strlen(text), &why, &off), -1);
+        *cut = ')';
+        char *more = util_asprintf("%s(allow default)\n", text);
+        ck_assert_int_eq(sbpl_check(more, strlen(more), &why, &off), -1);
+        free(more);
         free(text);
         free(path);
         n++;
