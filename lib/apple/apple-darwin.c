@@ -302,6 +302,9 @@ static int take_uid(struct apple_run *x, const struct apple_plan *ap, fy_error *
 
 /* ---- start ---- */
 
+/* <sys/syslimits.h>'s OPEN_MAX: the largest RLIMIT_NOFILE setrlimit takes. */
+#define APPLE_OPEN_MAX 10240
+
 static int rlimit_resource(uint32_t limit) {
     switch (limit) {
     case FY_LIMIT_NOFILE: return RLIMIT_NOFILE;
@@ -323,8 +326,14 @@ static void child(const struct apple_plan *ap, const struct apple_run *x, const 
     }
     for (size_t i = 0; i < ap->nrlimits; i++) {
         uint64_t v = ap->rlimits[i].value;
+        if (v == FY_UNLIMITED)
+            continue; /* not limited by the plan: the host's own limit stays (macOS refuses raising some) */
+        /* macOS refuses RLIMIT_NOFILE above OPEN_MAX (EINVAL): the lower
+         * limit is applied, never none. */
+        if (ap->rlimits[i].limit == FY_LIMIT_NOFILE && v > APPLE_OPEN_MAX)
+            v = APPLE_OPEN_MAX;
         struct rlimit rl;
-        rl.rlim_cur = rl.rlim_max = v == FY_UNLIMITED ? RLIM_INFINITY : (rlim_t)v;
+        rl.rlim_cur = rl.rlim_max = (rlim_t)v;
         if (setrlimit(rlimit_resource(ap->rlimits[i].limit), &rl) < 0) {
             ce = (struct child_err){FY_STEP_RLIMIT, errno, "setrlimit"};
             goto fail;
