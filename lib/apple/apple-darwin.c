@@ -302,9 +302,6 @@ static int take_uid(struct apple_run *x, const struct apple_plan *ap, fy_error *
 
 /* ---- start ---- */
 
-/* <sys/syslimits.h>'s OPEN_MAX: the largest RLIMIT_NOFILE setrlimit takes. */
-#define APPLE_OPEN_MAX 10240
-
 static int rlimit_resource(uint32_t limit) {
     switch (limit) {
     case FY_LIMIT_NOFILE: return RLIMIT_NOFILE;
@@ -328,10 +325,6 @@ static void child(const struct apple_plan *ap, const struct apple_run *x, const 
         uint64_t v = ap->rlimits[i].value;
         if (v == FY_UNLIMITED)
             continue; /* not limited by the plan: the host's own limit stays (macOS refuses raising some) */
-        /* macOS refuses RLIMIT_NOFILE above OPEN_MAX (EINVAL): the lower
-         * limit is applied, never none. */
-        if (ap->rlimits[i].limit == FY_LIMIT_NOFILE && v > APPLE_OPEN_MAX)
-            v = APPLE_OPEN_MAX;
         struct rlimit rl;
         rl.rlim_cur = rl.rlim_max = (rlim_t)v;
         if (setrlimit(rlimit_resource(ap->rlimits[i].limit), &rl) < 0) {

@@ -683,7 +683,7 @@ static char *describe(const struct apple_plan *ap) {
     for (size_t i = 0; lim && i < ap->nrlimits; i++) {
         uint64_t v = ap->rlimits[i].value;
         json_object_set_new(lim, rl_names[ap->rlimits[i].limit],
-                            v == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)v));
+                            v == FY_UNLIMITED ? json_string("the host's") : json_integer((json_int_t)v));
     }
     if (lim) {
         json_object_set_new(lim, "memory", json_string("unenforced"));
@@ -720,8 +720,12 @@ int apple_compile(const struct fy_plan *np, const fy_caps *c, void **ret, fy_err
         ap->uid = ap->gid = np->id_first;
     }
     static const uint32_t rl[] = {FY_LIMIT_NOFILE, FY_LIMIT_FSIZE, FY_LIMIT_STACK, FY_LIMIT_CORE};
-    for (size_t i = 0; i < FY_ARRAY_SIZE(rl); i++)
-        ap->rlimits[ap->nrlimits++] = (struct apple_rlimit){rl[i], np->limit[rl[i]]};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(rl); i++) {
+        uint64_t v = np->limit[rl[i]];
+        if (rl[i] == FY_LIMIT_NOFILE && v > APPLE_OPEN_MAX)
+            v = APPLE_OPEN_MAX;
+        ap->rlimits[ap->nrlimits++] = (struct apple_rlimit){rl[i], v};
+    }
     /* The profile is made per attempt (it names the attempt's directory);
      * made once here with the longest placeholder, so that whatever the
      * plan holds that SBPL cannot express is refused at prepare. */

@@ -75,7 +75,7 @@ bool apple_vm_can_enforce(const fy_caps *c, uint32_t control, const char **why);
  * so it is made at start: apple_profile). */
 struct apple_rlimit {
     uint32_t limit;   /* FY_LIMIT_NOFILE, _FSIZE, _STACK, _CORE */
-    uint64_t value;   /* FY_UNLIMITED: infinity */
+    uint64_t value;   /* FY_UNLIMITED: not set (the host's limit stays) */
 };
 struct apple_plan {
     const struct fy_plan *np;
@@ -94,6 +94,11 @@ struct apple_plan {
  * of): macOS's own accounts and its users (from 501) are below it; the
  * Darwin half also skips any uid an account has. */
 #define APPLE_MIN_DEDICATED_UID 1000
+
+/* <sys/syslimits.h>'s OPEN_MAX: macOS refuses RLIMIT_NOFILE above it
+ * (EINVAL), so a larger plan limit is applied as this one (lower, never
+ * none; describe() says so). */
+#define APPLE_OPEN_MAX 10240
 
 #define APPLE_ATTEMPT_PLACEHOLDER \
     "/private/var/folders/xx/xxxxxxxxxxxxxxxxxxxxxxxxxxxx/T/forgeyard-XXXXXXXXXXXXXXXX"

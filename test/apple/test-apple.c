@@ -1020,12 +1020,12 @@ START_TEST(test_limits) {
         free(b);
         fy_prepared *pr = prepare(p);
         struct fy_plan *np = pr->neutral;
-        np->limit[l] = 12345;
+        np->limit[l] = 4321;
         fy_caps *c = caps(false);
         void *ap = NULL;
         fy_error *e = NULL;
         int r = apple_compile(np, c, &ap, &e);
-        fy_caps_free(c);
+        fy_caps *c2 = c;
         switch (apple_limit_how[l]) {
         case AH_REFUSED:
             ck_assert_msg(r == FY_E_UNSUPPORTED, "limit %s not refused", limit_key(l));
@@ -1036,9 +1036,20 @@ START_TEST(test_limits) {
                 const struct apple_plan *a = ap;
                 bool found = false;
                 for (size_t i = 0; i < a->nrlimits; i++)
-                    found = found || (a->rlimits[i].limit == l && a->rlimits[i].value == 12345);
+                    found = found || (a->rlimits[i].limit == l && a->rlimits[i].value == 4321);
                 ck_assert_msg(found, "limit %s: no rlimit", limit_key(l));
-                ck_assert_ptr_nonnull(strstr(apple_describe(ap), ":12345"));
+                ck_assert_ptr_nonnull(strstr(apple_describe(ap), ":4321"));
+                /* unlimited: the host's limit stays, and describe() says so */
+                np->limit[l] = FY_UNLIMITED;
+                apple_plan_free(ap);
+                ck_assert_int_eq(apple_compile(np, c2, &ap, NULL), 0);
+                ck_assert_ptr_nonnull(strstr(apple_describe(ap), "\"the host's\""));
+                if (l == FY_LIMIT_NOFILE) { /* above OPEN_MAX macOS refuses it: the lower one, said so */
+                    np->limit[l] = 65536;
+                    apple_plan_free(ap);
+                    ck_assert_int_eq(apple_compile(np, c2, &ap, NULL), 0);
+                    ck_assert_ptr_nonnull(strstr(apple_describe(ap), "\"rlimit-nofile\":10240"));
+                }
             }
             break;
         case AH_CONTROL: {
@@ -1059,6 +1070,7 @@ START_TEST(test_limits) {
         default:
             ck_abort_msg("limit %s: unexpected handling %d", limit_key(l), apple_limit_how[l]);
         }
+        fy_caps_free(c);
         fy_error_free(e);
         apple_plan_free(ap);
         fy_prepared_free(pr);
