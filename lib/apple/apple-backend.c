@@ -23,6 +23,7 @@ const struct fy_backend_ops apple_seatbelt_backend = {
     .stdio_fd = apple_stdio_fd,
     .next_deadline = apple_next_deadline,
     .describe = apple_describe,
+    .workload_ids = apple_workload_ids,
 };
 
 /* Negotiation only: usable() says which tool was found and that it is not

@@ -559,7 +559,8 @@ char **apple_env(const struct fy_plan *np, const char *attempt) {
     for (size_t i = 0; i < np->nenv; i++) {
         const char *v = np->envp[i];
         char *moved = NULL;
-        if ((strncmp(v, "HOME=", 5) == 0 || strncmp(v, "TMPDIR=", 7) == 0)) {
+        /* An exact environment (an action's) is passed as declared. */
+        if (!np->env_exact && (strncmp(v, "HOME=", 5) == 0 || strncmp(v, "TMPDIR=", 7) == 0)) {
             const char *val = strchr(v, '=') + 1;
             char *host = apple_host_path(np, attempt, val);
             if (host) {
@@ -572,7 +573,7 @@ char **apple_env(const struct fy_plan *np, const char *attempt) {
         if (!(env[n++] = moved ? moved : util_strdup(v)))
             goto oom;
     }
-    for (size_t i = 0; i < FY_ARRAY_SIZE(ws); i++) {
+    for (size_t i = 0; i < FY_ARRAY_SIZE(ws) && !np->env_exact; i++) {
         char *dir = role_dir(np, attempt, ws[i].role);
         if (!dir)
             continue;
@@ -596,6 +597,15 @@ void apple_plan_free(void *plan) {
     free(ap->describe_json);
     free(ap->checked_profile);
     free(ap);
+}
+
+int apple_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid) {
+    const struct apple_plan *ap = plan;
+    if (ap->dedicated_uid)
+        return FY_E_UNSUPPORTED; /* a uid of the range, chosen per attempt at start */
+    *uid = ap->host_uid;
+    *gid = ap->host_gid;
+    return 0;
 }
 
 const char *apple_describe(const void *plan) {
@@ -708,6 +718,8 @@ int apple_compile(const struct fy_plan *np, const fy_caps *c, void **ret, fy_err
     if (!ap)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     ap->np = np;
+    ap->host_uid = c->host.uid;
+    ap->host_gid = c->host.gid;
     if (np->control[FY_CONTROL_UID_RANGE] == FY_CONTROL_STATE_ENFORCED) {
         /* macOS accounts are below 1000 (users from 501): a dedicated uid
          * is never one of them, since every process of it is killed. */

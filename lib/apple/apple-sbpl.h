@@ -79,8 +79,9 @@ struct apple_rlimit {
 };
 struct apple_plan {
     const struct fy_plan *np;
-    bool dedicated_uid;          /* run as uid/gid (host root, uid-range enforced) */
-    uint32_t uid, gid;
+    bool dedicated_uid;          /* run as a uid of the plan's range (host root, uid-range enforced) */
+    uint32_t uid, gid;           /* the range's first */
+    uint32_t host_uid, host_gid; /* the caller's, who runs the workload otherwise */
     struct apple_rlimit rlimits[4];
     size_t nrlimits;
     char *describe_json;
@@ -106,6 +107,9 @@ struct apple_plan {
 int apple_compile(const struct fy_plan *np, const fy_caps *c, void **ret, fy_error **reterr);
 void apple_plan_free(void *plan);
 const char *apple_describe(const void *plan);
+/* struct fy_backend_ops.workload_ids: the caller's ids; FY_E_UNSUPPORTED
+ * with a dedicated uid (chosen per attempt). */
+int apple_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid);
 
 /* The profile of one attempt whose private directory is attempt (absolute,
  * canonical, resolved): scratch, generated files and secrets live under

@@ -415,6 +415,8 @@ START_TEST(test_golden_release) {
     const char *d = apple_describe(pr->plan);
     ck_assert_ptr_nonnull(strstr(d, "\"identity\":\"dedicated-uid\""));
     ck_assert_ptr_nonnull(strstr(d, "\"uid\":100000"));
+    uint32_t uid, gid; /* chosen per attempt: no ids to give at prepare */
+    ck_assert_int_eq(apple_workload_ids(pr->plan, &uid, &gid), FY_E_UNSUPPORTED);
     fy_prepared_free(pr);
     free(src);
     free(tc);
@@ -856,6 +858,7 @@ static const struct field plan_fields[] = {
     {"envp", AH_SPAWN, "apple_env: HOME and TMPDIR moved to the attempt"},
     {"nenv", AH_SPAWN, "apple_env"},
     {"path_search", AH_SPAWN, "finds argv[0]"},
+    {"env_exact", AH_SPAWN, "apple_env then adds and moves nothing: test_env_and_paths"},
     {"workdir", AH_SPAWN, "apple_host_path"},
     {"hostname", AH_DENIED, "not renamed (the host's); kern.hostname is not in the sysctl allowlist"},
     {"fake_root", AH_REFUSED, "no user namespace"},
@@ -1254,6 +1257,20 @@ START_TEST(test_env_and_paths) {
     }
     ck_assert(home && tmp && fsrc && fout && lang);
     apple_env_free(env);
+    /* An exact environment (an action's): as declared, nothing added or moved. */
+    pr->neutral->env_exact = true;
+    env = apple_env(np, ATTEMPT);
+    ck_assert_ptr_nonnull(env);
+    size_t n = 0;
+    for (; env[n]; n++)
+        ck_assert_str_eq(env[n], np->envp[n]);
+    ck_assert_uint_eq(n, np->nenv);
+    apple_env_free(env);
+    /* The ids that own what the workload writes: the caller's. */
+    uint32_t uid = 1, gid = 1;
+    ck_assert_int_eq(apple_workload_ids(pr->plan, &uid, &gid), 0);
+    ck_assert_uint_eq(uid, 0); /* caps() is a fresh snapshot: host ids 0 */
+    ck_assert_uint_eq(gid, 0);
     free(s1);
     fy_prepared_free(pr);
     free(src);
