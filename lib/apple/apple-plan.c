@@ -45,6 +45,7 @@ const uint8_t apple_control_how[FY_CONTROL_MAX_ + 1] = {
     [FY_CONTROL_PIDS_LIMIT] = AH_CONTROL, [FY_CONTROL_CPU_LIMIT] = AH_CONTROL,
     [FY_CONTROL_IO_LIMIT] = AH_CONTROL,
     [FY_CONTROL_UID_RANGE] = AH_SPAWN,  /* a dedicated uid (the range's first id) when root */
+    [FY_CONTROL_HW_VIRT] = AH_CONTROL,  /* Seatbelt runs no virtual machine */
 };
 
 uint8_t apple_kind_how(uint32_t kind) {
@@ -103,6 +104,9 @@ bool apple_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
         return false;
     case FY_CONTROL_SECCOMP: case FY_CONTROL_LANDLOCK:
         *why = "a Linux mechanism; Seatbelt's profile is the apple backend's filter";
+        return false;
+    case FY_CONTROL_HW_VIRT:
+        *why = "the Seatbelt backend runs no virtual machine";
         return false;
     default:
         *why = "macOS has no namespaces";
