@@ -125,6 +125,8 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(iso, "workload_uid", json_integer(np->uid));
     json_object_set_new(iso, "user", json_string(np->fake_root ? "fake-root (guest root)" : "forgeyard"));
     json_object_set_new(iso, "impure", json_boolean(np->impure));
+    json_object_set_new(iso, "secrets", json_string("in the RUN message only (never on the host's disk): "
+                                                    "environment, or /run/secrets on a tmpfs of the guest"));
     pl->isolation_json = json_dumps(iso, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(iso);
     uint64_t mem = np->limit[FY_LIMIT_MEMORY], pids = np->limit[FY_LIMIT_PIDS], cpu = np->limit[FY_LIMIT_CPU_MILLIS];
@@ -145,8 +147,9 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
 int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr) {
     *ret = NULL;
     /* What this backend does not do yet: refused, never approximated. */
-    if (np->nsecrets)
-        return unsupported(reterr, "secrets");
+    for (size_t i = 0; i < np->nsecrets; i++)
+        if (np->secrets[i].delivery != FY_SECRET_ENV && np->secrets[i].delivery != FY_SECRET_FILE)
+            return unsupported(reterr, "a secret on standard input");
     if (np->source && np->source_writable)
         return unsupported(reterr, "a writable source directory");
     if (np->stdio[FY_STDIN].mode == FY_STDIO_PIPE || np->stdio[FY_STDOUT].mode == FY_STDIO_PIPE ||

@@ -68,6 +68,7 @@ enum {
     VMR_COLLECT = 14, /* u32 VMP_DIR_*, then the directory to send back as tar */
     VMR_OUTPUT_MAX = 15, /* u64: bytes of tar the agent may send at most */
     VMR_RLIMIT = 16,  /* u32 VMP_RLIMIT_*, u64 value: set in the workload before exec */
+    VMR_SECRET_FILE = 17, /* "name\0value": a file (0400, the workload's) in /run/secrets */
 };
 
 struct vmp_exit {

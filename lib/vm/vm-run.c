@@ -659,6 +659,42 @@ static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n) {
     return 0;
 }
 
+/* The RUN: the plan's records, then the secrets (env and file), which
+ * exist only in this buffer, wiped once sent. */
+static int send_run(fy_handle *h, struct vm *v) {
+    const struct fy_plan *np = neutral(h);
+    size_t len = v->pl->run_len;
+    for (size_t i = 0; i < np->nsecrets; i++)
+        len += 5 + strlen(np->secrets[i].target ? np->secrets[i].target : np->secrets[i].name) + 1 +
+               np->secrets[i].len;
+    if (len > VMP_MAX_FRAME) {
+        errno = E2BIG;
+        return -1;
+    }
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return -1;
+    memcpy(buf, v->pl->run_msg, v->pl->run_len);
+    size_t off = v->pl->run_len;
+    for (size_t i = 0; i < np->nsecrets; i++) {
+        const struct plan_secret *s = &np->secrets[i];
+        const char *name = s->target ? s->target : s->name;
+        size_t nl = strlen(name);
+        buf[off] = s->delivery == FY_SECRET_ENV ? VMR_ENV : VMR_SECRET_FILE;
+        vmp_put_u32(buf + off + 1, (uint32_t)(nl + 1 + s->len));
+        memcpy(buf + off + 5, name, nl);
+        buf[off + 5 + nl] = s->delivery == FY_SECRET_ENV ? '=' : '\0';
+        memcpy(buf + off + 5 + nl + 1, s->value, s->len);
+        off += 5 + nl + 1 + s->len;
+    }
+    int r = send_guest(v, VMP_RUN, buf, off);
+    int e = errno;
+    util_bzero(buf, len);
+    free(buf);
+    errno = e;
+    return r;
+}
+
 static void deliver(fy_handle *h, struct vm *v, int stream, const uint8_t *p, size_t n) {
     const struct plan_stdio *s = &neutral(h)->stdio[stream];
     if (s->mode == FY_STDIO_NULL || !n)
@@ -709,7 +745,7 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
             return protocol_error(h, v, "unexpected hello");
         v->hello = true;
         v->t_hello = util_now_usec();
-        if (send_guest(v, VMP_RUN, v->pl->run_msg, v->pl->run_len) < 0) {
+        if (send_run(h, v) < 0) {
             handle_end(h, END_INFRA, FY_STEP_EXEC, errno, "sending the command to the guest: %s", strerror(errno));
             kill_vmm(h, v);
             return;

@@ -241,6 +241,32 @@ START_TEST(test_exit_streams_env_net) {
 }
 END_TEST
 
+START_TEST(test_secrets) {
+    /* Environment and file secrets reach the guest; the value is nowhere in
+     * the result, the attempt directory never holds it. */
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_add_secret(p, "token", FY_SECRET_ENV, "TOKEN", "s3cr3t-env", 10, &e), 0);
+    ck_assert_int_eq(fy_policy_add_secret(p, "key", FY_SECRET_FILE, "key.txt", "s3cr3t-file", 11, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo \"env=$TOKEN\"; echo \"file=$(cat /run/secrets/key.txt)\"; "
+                          "stat -c '%a %u' /run/secrets/key.txt /run/secrets",
+                          NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    ck_assert_str_eq(c.buf[0], "env=s3cr3t-env\nfile=s3cr3t-file\n400 1000\n500 1000\n");
+    char *j = NULL;
+    ck_assert_int_eq(fy_result_to_json(r, &j, &e), 0);
+    ck_assert_ptr_null(strstr(j, "s3cr3t"));
+    fy_free(j);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_workspace) {
     /* Source read-only in the guest (and untouched on the host); build
      * and output writable and returned, with digests. */
@@ -512,7 +538,7 @@ START_TEST(test_unsupported) {
     /* What the backend cannot give is refused, never approximated. */
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
-    ck_assert_int_eq(fy_policy_add_secret(p, "token", FY_SECRET_ENV, "TOKEN", "v", 1, &e), 0);
+    ck_assert_int_eq(fy_policy_add_secret(p, "token", FY_SECRET_STDIN, NULL, "v", 1, &e), 0);
     const char *argv[] = {"/bin/true", NULL};
     int rc = 0;
     fy_result *r = run(p, argv, NULL, NULL, &rc);
@@ -657,6 +683,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_hw_virt_required);
     tcase_add_test(tc, test_exit_streams_env_net);
     tcase_add_test(tc, test_workspace);
+    tcase_add_test(tc, test_secrets);
     tcase_add_test(tc, test_exec_failure);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_cancel);

@@ -257,6 +257,29 @@ static void make_readonly(const char *target) {
         fail(errno, "make %s read-only", target);
 }
 
+/* A file secret: /run/secrets/NAME, 0400, the workload's; the directory a
+ * tmpfs of its own (0500 once written). */
+static void write_secret(const uint8_t *d, uint32_t n, const struct run *r) {
+    static bool mounted;
+    const uint8_t *z = memchr(d, 0, n);
+    if (!z || z == d || z - d > 100 || memchr(d, '/', (size_t)(z - d)))
+        fail(EINVAL, "malformed secret record");
+    if (!mounted) {
+        if (mkdir_p("/run/secrets", 0755) < 0 ||
+            mount("tmpfs", "/run/secrets", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,nr_inodes=1024") < 0)
+            fail(errno, "mount /run/secrets");
+        mounted = true;
+    }
+    char path[160];
+    snprintf(path, sizeof(path), "/run/secrets/%.*s", (int)(z - d), (const char *)d);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+    if (fd < 0 || write_all(fd, z + 1, n - (size_t)(z - d) - 1) < 0 || fchown(fd, r->uid, r->gid) < 0)
+        fail(errno, "write the secret file %s", path);
+    close(fd);
+    if (chown("/run/secrets", r->uid, r->gid) < 0 || chmod("/run/secrets", 0500) < 0)
+        fail(errno, "/run/secrets");
+}
+
 struct collect {
     uint32_t which;
     const char *dir;
@@ -304,7 +327,7 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
             if (n > 4 && ncollect < 2)
                 collects[ncollect++] = (struct collect){vmp_get_u32(d), dupn(d + 4, n - 4)};
             break;
-        case VMR_MOUNT9P: case VMR_TMPFS: case VMR_RO:
+        case VMR_MOUNT9P: case VMR_TMPFS: case VMR_RO: case VMR_SECRET_FILE:
             if (nlater == 256)
                 fail(E2BIG, "too many mounts");
             later[nlater].tag = tag;
@@ -328,6 +351,8 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
                 fail(EINVAL, "malformed mount record");
             mount_9p(s, s + tl + 1);
             free(s);
+        } else if (later[i].tag == VMR_SECRET_FILE) {
+            write_secret(d, n, r);
         } else if (later[i].tag == VMR_TMPFS) {
             if (n < 17)
                 fail(EINVAL, "malformed tmpfs record");
