@@ -189,11 +189,13 @@ static int probe(fy_caps **ret) { return probe_flags(0, ret); }
 /* After a refusal, or a failed start, on caps read from the saved probe:
  * probe again (which saves the fresh probe) and let the caller renegotiate
  * once. 1 when *caps is now a fresh probe, 0 when it already was one. */
+static uint64_t run_vm_flag = FY_PROBE_NO_VM; /* 0 once a run needed the VM probes */
+
 static int reprobe_once(fy_caps **caps) {
     if (!*caps || fy_caps_from_snapshot(*caps) != 1)
         return 0;
     fy_caps *fresh = NULL;
-    if (probe_flags(FY_PROBE_NO_VM | FY_PROBE_FRESH, &fresh) != EXIT_OK)
+    if (probe_flags(run_vm_flag | FY_PROBE_FRESH, &fresh) != EXIT_OK)
         return 0;
     fprintf(stderr, "%s: note: a mechanism the saved probe of this host promised was not there; probed the "
                     "host again\n", prog);
@@ -717,19 +719,21 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
     }
     fy_prepared *pr = NULL;
     int r = fy_prepare(p, caps, cmd, &pr, &err);
-    if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
-        fy_error_free(err);
-        err = NULL;
-        r = fy_prepare(p, caps, cmd, &pr, &err);
-    }
     fy_caps *full = NULL;
     if (r == FY_E_UNSUPPORTED && probe_flags(0, &full) == EXIT_OK) {
         /* The VM probes are skipped to keep a start fast; a policy that
-         * needs a virtual machine (high-assurance) gets them. */
+         * needs a virtual machine (high-assurance) gets them (from their
+         * own saved probe), and so does a fresh probe below. */
         fy_error_free(err);
         err = NULL;
         fy_caps_free(caps);
         caps = full;
+        run_vm_flag = 0;
+        r = fy_prepare(p, caps, cmd, &pr, &err);
+    }
+    if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
+        fy_error_free(err);
+        err = NULL;
         r = fy_prepare(p, caps, cmd, &pr, &err);
     }
     if (r < 0) {
