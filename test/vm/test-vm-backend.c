@@ -17,7 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +33,7 @@
 static char scratch[64];
 static char cache[128];
 static const char *bad_agent;
+static const char *attack; /* fy-attack (test/linux), or NULL */
 static fy_caps *caps;
 
 /* ---- helpers ---- */
@@ -261,6 +267,58 @@ START_TEST(test_secrets) {
     ck_assert_int_eq(fy_result_to_json(r, &j, &e), 0);
     ck_assert_ptr_null(strstr(j, "s3cr3t"));
     fy_free(j);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_attack_probes) {
+    /* The attack suite's probes that matter for a VM, run in the guest as
+     * the workload (uid 1000): each must be denied, with the exact error. */
+    if (!attack)
+        return;
+    /* Listeners on the host's loopback that the guest must not reach. */
+    int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(tcp, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(listen(tcp, 4), 0);
+    socklen_t al = sizeof(a);
+    getsockname(tcp, (struct sockaddr *)&a, &al);
+    int ab = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un u = {.sun_family = AF_UNIX};
+    const char *abname = "fy-vm-test-abstract";
+    memcpy(u.sun_path + 1, abname, strlen(abname));
+    ck_assert_int_eq(bind(ab, (struct sockaddr *)&u, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(abname))), 0);
+    ck_assert_int_eq(listen(ab, 4), 0);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    char dir[512], script[2048];
+    snprintf(dir, sizeof(dir), "%s", attack);
+    *strrchr(dir, '/') = '\0';
+    ck_assert_int_eq(fy_policy_add_runtime_path(p, dir, &e), 0);
+    snprintf(script, sizeof(script),
+             "A=%s; for t in 'read /etc/shadow' 'write /usr/fy-vm-probe' 'mount' 'remount' 'init_module' "
+             "'finit_module' 'kexec' 'ptrace-init' 'settime' 'kill 1' 'tcp %d' 'abstract %s'; do "
+             "$A $t; done; $A fds",
+             attack, ntohs(a.sin_port), abname);
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    close(tcp);
+    close(ab);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    static const char *const want[] = {
+        "denied ENOENT /etc/shadow", "denied EROFS /usr/fy-vm-probe", "denied EPERM mount",
+        "denied EPERM remount rw", "denied EPERM init_module", "denied EPERM finit_module",
+        "denied EPERM kexec_load", "denied EPERM ptrace pid 1", "denied EPERM clock_settime",
+        "denied EPERM kill", "denied ECONNREFUSED connect 127.0.0.1", "denied ECONNREFUSED",
+        "fds 0 1 2\n",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        ck_assert_msg(strstr(c.buf[0], want[i]), "no \"%s\" in:\n%s", want[i], c.buf[0]);
+    ck_assert_msg(!strstr(c.buf[0], "ok "), "a probe succeeded:\n%s", c.buf[0]);
     assert_nothing_left(r);
     fy_result_free(r);
     fy_policy_free(p);
@@ -638,10 +696,11 @@ static void rm_rf(const char *path) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s BAD_AGENT\n", argv[0]);
+        fprintf(stderr, "usage: %s BAD_AGENT [FY_ATTACK]\n", argv[0]);
         return 2;
     }
     bad_agent = argv[1];
+    attack = argc > 2 ? argv[2] : NULL;
     if (access("/usr/bin/qemu-system-x86_64", X_OK) != 0) {
         printf("SKIP: qemu-system-x86_64 is not installed (Debian: qemu-system-x86)\n");
         return 77;
@@ -684,6 +743,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_exit_streams_env_net);
     tcase_add_test(tc, test_workspace);
     tcase_add_test(tc, test_secrets);
+    tcase_add_test(tc, test_attack_probes);
     tcase_add_test(tc, test_exec_failure);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_cancel);
