@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "vm-backend.h"
 #include "vm-proto.h"
@@ -186,6 +187,9 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         }
         if (e->flags & PLAN_FILE)
             continue; /* a small file: copied into the attempt's initramfs */
+        struct stat st;
+        if ((e->flags & PLAN_OPTIONAL) && stat(e->host, &st) < 0)
+            continue; /* an optional directory this host lacks */
         if ((r = add_mount(pl, e->host, e->target)) < 0)
             goto oom;
     }

@@ -664,6 +664,33 @@ START_TEST(test_dead_host_gc) {
 }
 END_TEST
 
+START_TEST(test_bad_kernel) {
+    /* A missing or corrupt guest kernel is refused at prepare, named. */
+    char bogus[160];
+    snprintf(bogus, sizeof(bogus), "%s/vmlinuz-0.0-bogus", scratch);
+    const char *argv[] = {"/bin/true", NULL};
+    for (int corrupt = 0; corrupt < 2; corrupt++) {
+        if (corrupt) {
+            FILE *f = fopen(bogus, "we");
+            for (int i = 0; i < 4096; i++)
+                fputc(i * 31 % 251, f);
+            fputs("\xfd" "7zXZ", f); /* a magic without a stream */
+            fclose(f);
+        }
+        setenv("FORGEYARD_VM_KERNEL", bogus, 1);
+        fy_policy *p = vm_policy();
+        fy_error *e = NULL;
+        fy_prepared *pr = NULL;
+        int r = fy_prepare(p, caps, argv, &pr, &e);
+        unsetenv("FORGEYARD_VM_KERNEL");
+        ck_assert_int_eq(r, FY_E_UNSUPPORTED);
+        ck_assert_msg(strstr(fy_error_message(e), bogus), "%s", fy_error_message(e));
+        fy_error_free(e);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
 START_TEST(test_hw_virt_required) {
     /* A policy that requires hardware virtualization is refused where KVM
      * is not usable, naming it; where it is, the guest runs under KVM. */
@@ -740,6 +767,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_unsupported);
     tcase_add_test(tc, test_hw_virt_required);
+    tcase_add_test(tc, test_bad_kernel);
     tcase_add_test(tc, test_exit_streams_env_net);
     tcase_add_test(tc, test_workspace);
     tcase_add_test(tc, test_secrets);
