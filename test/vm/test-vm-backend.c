@@ -213,7 +213,8 @@ START_TEST(test_exit_streams_env_net) {
                           "for f in /etc/shadow \"$SECRET\"; do [ -e \"$f\" ] && echo \"HOST-FILE-VISIBLE $f\"; done; "
                           "echo \"pid1: $(tr '\\0' ' ' </proc/1/cmdline) host-procs: "
                           "$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'test-vm-backen[d]')\"; "
-                          "echo \"nofile=$(ulimit -n)\"; echo to-stderr >&2; exit 7",
+                          "echo \"nofile=$(ulimit -n)\"; echo to-stderr >&2; "
+                          "(sleep 1000 &) ; exit 7",
                           NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);

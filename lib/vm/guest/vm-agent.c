@@ -827,6 +827,9 @@ int main(void) {
             if (w == child) {
                 exited = true;
                 t_exit = now_usec();
+                /* As in the namespace backend: the command's end is the
+                 * tree's end (a daemon holding its output open included). */
+                write_file(CG "/w/cgroup.kill", "1");
                 continue;
             }
         }
