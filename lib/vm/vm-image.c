@@ -420,6 +420,66 @@ static int fill(struct vm_kernel *k, const char *dir) {
 
 static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **reterr);
 
+/* Whether an entry's recorded source ("PATH INO SIZE MTIME RELEASE") still
+ * names the same file. */
+static bool source_current(const char *text) {
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", text);
+    char *f[4];
+    for (int i = 3; i >= 0; i--) {
+        char *sp = strrchr(buf, ' ');
+        if (!sp)
+            return false;
+        *sp = '\0';
+        f[i] = sp + 1;
+    }
+    struct stat st;
+    if (stat(buf, &st) < 0)
+        return false;
+    char now[128];
+    snprintf(now, sizeof(now), "%llu %lld %lld.%09ld", (unsigned long long)st.st_ino, (long long)st.st_size,
+             (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    char was[128];
+    snprintf(was, sizeof(was), "%s %s %s", f[0], f[1], f[2]);
+    return strcmp(now, was) == 0;
+}
+
+int vm_cache_prune(void) {
+    char root[4096];
+    if (vm_cache_root(root, sizeof(root)) < 0)
+        return 0;
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "kernel-", 7) != 0)
+            continue;
+        char p[4400], text[1024];
+        snprintf(p, sizeof(p), "%s/%s/source", root, e->d_name);
+        if (read_text(p, text, sizeof(text)) == 0 && source_current(text))
+            continue;
+        if (read_text(p, text, sizeof(text)) < 0) {
+            /* no record: an entry being built (renamed into place complete) */
+            continue;
+        }
+        snprintf(p, sizeof(p), "%s/%s", root, e->d_name);
+        DIR *sd = opendir(p);
+        if (sd) {
+            struct dirent *f;
+            while ((f = readdir(sd)))
+                if (f->d_name[0] != '.')
+                    unlinkat(dirfd(sd), f->d_name, 0);
+            closedir(sd);
+        }
+        if (rmdir(p) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 int vm_kernel_get(struct vm_kernel *k, fy_error **reterr) {
     struct agent ag;
     int r = agent_get(&ag);

@@ -26,6 +26,10 @@ int vm_cache_root(char *buf, size_t len);
  * usable kernel. */
 int vm_kernel_get(struct vm_kernel *k, fy_error **reterr);
 
+/* Removes the cache entries whose source kernel is gone or changed (a
+ * kernel package upgraded or removed); returns how many. */
+int vm_cache_prune(void);
+
 /* A cpio (newc) archive being written to an fd. */
 struct cpio {
     int fd;

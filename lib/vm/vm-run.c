@@ -148,6 +148,7 @@ static int make_attempt_dir(struct vm *v, fy_error **reterr) {
 int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
     (void)state_dir; /* QEMU's sandboxes are recorded there by their own backend */
     (void)reterr;
+    vm_cache_prune(); /* kernels a package upgrade replaced: not orphans, not counted */
     char base[4096];
     if (attempts_dir(base, sizeof(base)) < 0)
         return 0;

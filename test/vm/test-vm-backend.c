@@ -587,9 +587,31 @@ START_TEST(test_gc) {
     char state[128];
     snprintf(state, sizeof(state), "%s/state", scratch);
     mkdir(state, 0700);
+    /* A cached kernel whose package is gone is pruned; the current one stays. */
+    char old[256], src[300];
+    snprintf(old, sizeof(old), "%s/kernel-000000000000000000000000-0000000000000000", cache);
+    ck_assert_int_eq(mkdir(old, 0755), 0);
+    snprintf(src, sizeof(src), "%s/source", old);
+    FILE *f2 = fopen(src, "we");
+    fputs("/boot/vmlinuz-0.0-removed 12 34 56.000000000 0.0-removed", f2);
+    fclose(f2);
+    size_t kernels_before = 0;
+    DIR *cd = opendir(cache);
+    struct dirent *ce;
+    while ((ce = readdir(cd)))
+        kernels_before += strncmp(ce->d_name, "kernel-", 7) == 0;
+    closedir(cd);
     ck_assert_int_eq(fy_gc(state, 0, &n, &e), 0);
     ck_assert_uint_ge(n, 1);
     ck_assert_int_ne(access(d, F_OK), 0);
+    ck_assert_int_ne(access(old, F_OK), 0);
+    size_t kernels_after = 0;
+    cd = opendir(cache);
+    while ((ce = readdir(cd)))
+        kernels_after += strncmp(ce->d_name, "kernel-", 7) == 0;
+    closedir(cd);
+    ck_assert_uint_eq(kernels_after, kernels_before - 1);
+    ck_assert_uint_ge(kernels_after, 1);
 }
 END_TEST
 
