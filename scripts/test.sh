@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs missing Debian packages, builds, runs every
 # meson test (unit, linux, abi, docs, fuzz replay), then rebuilds with
-# ASan+UBSan and runs the unit and Linux suites under the sanitizers, and
+# ASan+UBSan and runs the unit, Linux, apple, VM and fuzz suites under the sanitizers, and
 # finally runs the demo (scripts/demo.sh) end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +37,7 @@ PY
 rc=0
 run_suite build-test -Dbuildtype=debugoptimized || rc=1
 run_suite build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-  -- --suite unit --suite linux --suite apple --suite fuzz || rc=1
+  -- --suite unit --suite linux --suite apple --suite vm --suite fuzz || rc=1
 # The README's other command must keep working too: the demo, end to end.
 # (Its saved probe goes to the build directory, not the host's /run.)
 if FORGEYARD_CACHE_DIR="$PWD/build-test/fy-cache" bash scripts/demo.sh >build-test/demo.log 2>&1; then
