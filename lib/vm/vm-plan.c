@@ -148,9 +148,6 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
 int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr) {
     *ret = NULL;
     /* What this backend does not do yet: refused, never approximated. */
-    for (size_t i = 0; i < np->nsecrets; i++)
-        if (np->secrets[i].delivery != FY_SECRET_ENV && np->secrets[i].delivery != FY_SECRET_FILE)
-            return unsupported(reterr, "a secret on standard input");
     if (np->source && np->source_writable)
         return unsupported(reterr, "a writable source directory");
     if (np->stdio[FY_STDIN].mode == FY_STDIO_PIPE || np->stdio[FY_STDOUT].mode == FY_STDIO_PIPE ||

@@ -666,8 +666,9 @@ static int send_run(fy_handle *h, struct vm *v) {
     const struct fy_plan *np = neutral(h);
     size_t len = v->pl->run_len;
     for (size_t i = 0; i < np->nsecrets; i++)
-        len += 5 + strlen(np->secrets[i].target ? np->secrets[i].target : np->secrets[i].name) + 1 +
-               np->secrets[i].len;
+        if (np->secrets[i].delivery != FY_SECRET_STDIN)
+            len += 5 + strlen(np->secrets[i].target ? np->secrets[i].target : np->secrets[i].name) + 1 +
+                   np->secrets[i].len;
     if (len > VMP_MAX_FRAME) {
         errno = E2BIG;
         return -1;
@@ -679,6 +680,8 @@ static int send_run(fy_handle *h, struct vm *v) {
     size_t off = v->pl->run_len;
     for (size_t i = 0; i < np->nsecrets; i++) {
         const struct plan_secret *s = &np->secrets[i];
+        if (s->delivery == FY_SECRET_STDIN)
+            continue; /* sent as the workload's standard input */
         const char *name = s->target ? s->target : s->name;
         size_t nl = strlen(name);
         buf[off] = s->delivery == FY_SECRET_ENV ? VMR_ENV : VMR_SECRET_FILE;
@@ -753,7 +756,19 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
         }
         v->run_sent = true;
         v->t_run = util_now_usec();
-        if (v->in_fd < 0 || neutral(h)->stdio[FY_STDIN].mode != FY_STDIO_FD)
+        const struct fy_plan *np = neutral(h);
+        for (size_t i = 0; i < np->nsecrets; i++) {
+            /* A secret on standard input is all of it, as in the namespace backend. */
+            const struct plan_secret *s = &np->secrets[i];
+            if (s->delivery != FY_SECRET_STDIN)
+                continue;
+            for (size_t off = 0; off < s->len; off += VMP_MAX_FRAME)
+                send_guest(v, VMP_STDIN, s->value + off, s->len - off < VMP_MAX_FRAME ? s->len - off : VMP_MAX_FRAME);
+            if (v->in_fd >= 0 && v->in_polled)
+                epoll_ctl(v->epfd, EPOLL_CTL_DEL, v->in_fd, NULL);
+            v->in_fd = -1;
+        }
+        if (v->in_fd < 0 || np->stdio[FY_STDIN].mode != FY_STDIO_FD)
             send_guest(v, VMP_STDIN_EOF, NULL, 0);
         return;
     }

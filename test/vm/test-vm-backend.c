@@ -255,15 +255,16 @@ START_TEST(test_secrets) {
     fy_error *e = NULL;
     ck_assert_int_eq(fy_policy_add_secret(p, "token", FY_SECRET_ENV, "TOKEN", "s3cr3t-env", 10, &e), 0);
     ck_assert_int_eq(fy_policy_add_secret(p, "key", FY_SECRET_FILE, "key.txt", "s3cr3t-file", 11, &e), 0);
+    ck_assert_int_eq(fy_policy_add_secret(p, "in", FY_SECRET_STDIN, NULL, "s3cr3t-stdin\n", 13, &e), 0);
     const char *argv[] = {"/bin/sh", "-c",
-                          "echo \"env=$TOKEN\"; echo \"file=$(cat /run/secrets/key.txt)\"; "
+                          "echo \"env=$TOKEN\"; echo \"file=$(cat /run/secrets/key.txt)\"; echo \"stdin=$(cat)\"; "
                           "stat -c '%a %u' /run/secrets/key.txt /run/secrets",
                           NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);
     ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s: %s / %s",
                   fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
-    ck_assert_str_eq(c.buf[0], "env=s3cr3t-env\nfile=s3cr3t-file\n400 1000\n500 1000\n");
+    ck_assert_str_eq(c.buf[0], "env=s3cr3t-env\nfile=s3cr3t-file\nstdin=s3cr3t-stdin\n400 1000\n500 1000\n");
     char *j = NULL;
     ck_assert_int_eq(fy_result_to_json(r, &j, &e), 0);
     ck_assert_ptr_null(strstr(j, "s3cr3t"));
@@ -619,7 +620,10 @@ START_TEST(test_unsupported) {
     /* What the backend cannot give is refused, never approximated. */
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
-    ck_assert_int_eq(fy_policy_add_secret(p, "token", FY_SECRET_STDIN, NULL, "v", 1, &e), 0);
+    char wdir[160];
+    snprintf(wdir, sizeof(wdir), "%s/writable-bind", scratch);
+    mkdir(wdir, 0755);
+    ck_assert_int_eq(fy_policy_add_bind(p, wdir, "/work/extra", FY_BIND_WRITABLE, &e), 0);
     const char *argv[] = {"/bin/true", NULL};
     int rc = 0;
     fy_result *r = run(p, argv, NULL, NULL, &rc);
