@@ -10,6 +10,7 @@ pkgs=(
   qemu-system-x86 busybox-static cpio binutils xz-utils
   python3-pytest  # the Python binding's tests (bindings/python)
   runc  # only for fy-bench: the OCI peer
+  umoci zstd  # test/oci: the independent image producer, zstd layers
 )
 missing=()
 for p in "${pkgs[@]}"; do
