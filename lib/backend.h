@@ -46,6 +46,9 @@ struct fy_backend_ops {
     /* A JSON object {"isolation": {...}, "limits": {...}}: what the plan
      * will enforce and how (borrowed; part of the contract id). */
     const char *(*describe)(const void *plan);
+    /* Runs the plan's container image as its root (image_layers): a policy
+     * with an image selects only such a backend, one without never does. */
+    bool images;
 };
 
 /* One backend folder (lib/<name>/): what it probes, how it collects the

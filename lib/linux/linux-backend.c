@@ -77,6 +77,29 @@ const struct fy_backend_ops linux_namespace_backend = {
     .describe = linux_plan_describe,
 };
 
+/* The container level: the namespace machinery over a verified image
+ * (lib/oci, through the neutral plan) as an overlay root. */
+const struct fy_backend_ops linux_container_backend = {
+    .version = FY_BACKEND_OPS_VERSION,
+    .name = "linux-container",
+    .level = FY_LEVEL_CONTAINER,
+    .cost = 25,
+    .usable = ns_usable,
+    .can_enforce = ns_can_enforce,
+    .compile = linux_compile,
+    .plan_free = linux_plan_free_hook,
+    .start = lx_start,
+    .process = lx_process,
+    .terminate = lx_terminate,
+    .destroy = lx_destroy,
+    .forget = lx_forget,
+    .get_fd = lx_get_fd,
+    .stdio_fd = lx_stdio_fd,
+    .next_deadline = lx_next_deadline,
+    .describe = linux_plan_describe,
+    .images = true,
+};
+
 static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }
 
 static bool proc_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
@@ -130,6 +153,7 @@ static int linux_gc(const char *state_dir, uint64_t *destroyed, fy_error **reter
 static const struct fy_backend_ops *const linux_backends[] = {
     &linux_process_backend,
     &linux_namespace_backend,
+    &linux_container_backend,
     NULL,
 };
 

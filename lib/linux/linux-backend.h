@@ -30,6 +30,7 @@ void lx_seccomp_fact_key(char *buf, size_t len, uint32_t cls, bool notify, bool 
 /* The folder's two backends (linux-backend.c): the plan compiler tells
  * them apart. */
 extern const struct fy_backend_ops linux_namespace_backend;
+extern const struct fy_backend_ops linux_container_backend;
 extern const struct fy_backend_ops linux_process_backend;
 
 /* linux-probe*.c: namespaces, cgroups, seccomp, Landlock, pidfd, ... */

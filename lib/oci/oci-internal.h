@@ -27,7 +27,6 @@ struct archive *oci_archive_new_outer(int fd, fy_error **reterr);
 void oci_archive_free_outer(struct archive *a);
 int oci_archive_seek(struct archive *a, const char *name);
 
-bool oci_digest_valid(const char *d);
 void oci_digest_hex(const unsigned char h[32], char out[OCI_DIGEST_LEN + 1]);
 
 #endif

@@ -49,6 +49,7 @@ struct layer_ctx {
     int root;
     struct oci_limits lim;
     bool refuse_setid, may_trusted;
+    uint32_t id_first, id_count;   /* owner shift (0: none) */
     uint64_t entries, bytes;
     struct dirfix *fix;
     size_t nfix, capfix;
@@ -145,6 +146,9 @@ static int fail_os(struct layer_ctx *c, const char *entry, const char *what, int
                    strerror(e));
 }
 
+static int shift_owner(struct layer_ctx *c, struct archive_entry *e, int pfd, const char *leaf, const char *entry,
+                       fy_error **reterr);
+
 /* ---- names ---- */
 
 /* The entry name in, normalised into out: relative, no "", "." or ".."
@@ -206,7 +210,7 @@ static int open_parent(struct layer_ctx *c, char *path, bool create, const char 
         if (fd < 0 && errno == ENOENT && create) {
             if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
                 r = fail_os(c, entry, "creating a parent of", errno, reterr);
-            else
+            else if ((r = shift_owner(c, NULL, cur, p, entry, reterr)) == 0)
                 fd = sys_openat2(cur, p, &how, sizeof(how));
         }
         if (fd < 0 && !r) {
@@ -270,6 +274,20 @@ static int write_all_at(int fd, const void *buf, size_t len, off_t off) {
 
 /* ---- one entry ---- */
 
+/* The entry's owner, shifted into the range (see struct oci_opts). */
+static int shift_owner(struct layer_ctx *c, struct archive_entry *e, int pfd, const char *leaf, const char *entry,
+                       fy_error **reterr) {
+    if (!c->id_count)
+        return 0;
+    uint64_t u = e ? (uint64_t)archive_entry_uid(e) : 0, g = e ? (uint64_t)archive_entry_gid(e) : 0;
+    uint32_t over = c->id_count > 65534 ? 65534 : 0;
+    uid_t hu = c->id_first + (u < c->id_count ? (uint32_t)u : over);
+    gid_t hg = c->id_first + (g < c->id_count ? (uint32_t)g : over);
+    if (fchownat(pfd, leaf, hu, hg, AT_SYMLINK_NOFOLLOW) < 0)
+        return fail_os(c, entry, "setting the owner of", errno, reterr);
+    return 0;
+}
+
 static int put_file(struct layer_ctx *c, struct archive_entry *e, int pfd, const char *leaf, mode_t mode,
                     const char *entry, fy_error **reterr) {
     int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
@@ -307,6 +325,10 @@ static int put_file(struct layer_ctx *c, struct archive_entry *e, int pfd, const
     }
     /* Holes stay holes: the size is set, never written. */
     struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = archive_entry_mtime(e)}};
+    if ((r = shift_owner(c, e, pfd, leaf, entry, reterr)) < 0) {
+        close(fd);
+        return r;
+    }
     if (ftruncate(fd, (off_t)size) < 0 || fchmod(fd, mode) < 0 || futimens(fd, ts) < 0) {
         r = fail_os(c, entry, "finishing", errno, reterr);
         close(fd);
@@ -404,6 +426,8 @@ static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **re
         r = clear_leaf(c, pfd, leaf, true, entry, reterr);
         if (r == 0 && mkdirat(pfd, leaf, 0700) < 0)
             r = fail_os(c, entry, "creating the directory", errno, reterr);
+        if (r >= 0 && shift_owner(c, e, pfd, leaf, entry, reterr) < 0)
+            r = FY_E_IO;
         if (r >= 0) {
             r = 0;
             if (c->nfix == c->capfix) {
@@ -432,6 +456,8 @@ static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **re
                         c->blob, entry);
         else if ((r = clear_leaf(c, pfd, leaf, false, entry, reterr)) == 0 && symlinkat(target, pfd, leaf) < 0)
             r = fail_os(c, entry, "creating the symbolic link", errno, reterr);
+        if (r == 0)
+            r = shift_owner(c, e, pfd, leaf, entry, reterr);
         if (r == 0) {
             struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = archive_entry_mtime(e)}};
             (void)utimensat(pfd, leaf, ts, AT_SYMLINK_NOFOLLOW);
@@ -439,6 +465,8 @@ static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **re
     } else if (type == AE_IFIFO) {
         if ((r = clear_leaf(c, pfd, leaf, false, entry, reterr)) == 0 && mknodat(pfd, leaf, S_IFIFO | (mode & 0777), 0) < 0)
             r = fail_os(c, entry, "creating the fifo", errno, reterr);
+        if (r == 0)
+            r = shift_owner(c, e, pfd, leaf, entry, reterr);
     } else if (type == AE_IFSOCK) {
         r = 0; /* a socket in a tar is meaningless: skipped */
     } else {
@@ -568,6 +596,9 @@ out:
 /* ---- the cache ---- */
 
 char *oci_cache_dir(void) {
+    const char *o = getenv("FORGEYARD_IMAGE_CACHE");
+    if (o && o[0] == '/')
+        return util_strdup(o);
     if (geteuid() == 0)
         return util_strdup("/var/cache/forgeyard/images");
     const char *x = getenv("XDG_CACHE_HOME");
@@ -581,6 +612,7 @@ char *oci_cache_dir(void) {
 
 struct cache {
     char *path;
+    char layers_name[48];
     int root, layers, tmp, locks, gc;
 };
 
@@ -614,8 +646,9 @@ static int subdir(int root, const char *name, mode_t mode) {
     return openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-static int cache_open(const char *dir, struct cache *k, fy_error **reterr) {
+static int cache_open(const char *dir, const char *layers, struct cache *k, fy_error **reterr) {
     *k = (struct cache){.root = -1, .layers = -1, .tmp = -1, .locks = -1, .gc = -1};
+    snprintf(k->layers_name, sizeof(k->layers_name), "%s", layers);
     k->path = dir ? util_strdup(dir) : oci_cache_dir();
     if (!k->path)
         return err_set(reterr, dir ? FY_E_NOMEM : FY_E_NOTFOUND, FY_STEP_IMAGE, 0, NULL,
@@ -637,7 +670,7 @@ static int cache_open(const char *dir, struct cache *k, fy_error **reterr) {
         cache_close(k);
         return r;
     }
-    if ((k->layers = subdir(k->root, "layers", 0755)) < 0 || (k->tmp = subdir(k->root, "tmp", 0700)) < 0 ||
+    if ((k->layers = subdir(k->root, layers, 0755)) < 0 || (k->tmp = subdir(k->root, "tmp", 0700)) < 0 ||
         (k->locks = subdir(k->root, "locks", 0700)) < 0 ||
         (k->gc = openat(k->root, "gc.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
         int e = errno;
@@ -759,6 +792,8 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
     }
     limits_default(&c->lim, o ? &o->limits : NULL);
     c->refuse_setid = o && o->refuse_setid;
+    c->id_first = o ? o->id_first : 0;
+    c->id_count = o ? o->id_count : 0;
     c->may_trusted = geteuid() == 0;
     c->progress = o ? o->progress : NULL;
     c->userdata = o ? o->userdata : NULL;
@@ -771,7 +806,7 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
     int r = 0;
     for (size_t i = 0; i < img->nlayers && r == 0; i++) {
         const char *key = img->diff_ids[i] + 7;
-        if (!(img->layer_dirs[i] = util_asprintf("%s/layers/%s", k->path, key))) {
+        if (!(img->layer_dirs[i] = util_asprintf("%s/%s/%s", k->path, k->layers_name, key))) {
             r = err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
             break;
         }
@@ -836,7 +871,15 @@ int oci_unpack(const char *refstr, const struct oci_opts *opts, struct oci_image
         return r;
     if ((r = oci_src_open(&src, &ref, reterr)) < 0 || (r = oci_resolve_src(&src, &img, reterr)) < 0)
         goto out;
-    if ((r = cache_open(opts ? opts->cache_dir : NULL, &k, reterr)) < 0)
+    char layers[48] = "layers";
+    if (opts && opts->id_count) {
+        if (geteuid() != 0) {
+            r = err_set(reterr, FY_E_DENIED, FY_STEP_IMAGE, 0, NULL, "shifting image owners needs root");
+            goto out;
+        }
+        snprintf(layers, sizeof(layers), "layers-%u-%u", opts->id_first, opts->id_count);
+    }
+    if ((r = cache_open(opts ? opts->cache_dir : NULL, layers, &k, reterr)) < 0)
         goto out;
     if (flock_retry(k.gc, LOCK_SH) < 0) {
         r = err_set(reterr, FY_E_IO, FY_STEP_IMAGE, errno, k.path, "locking the image cache: %s", strerror(errno));
@@ -855,7 +898,7 @@ out:
 }
 
 struct gc_item {
-    char name[72];
+    char dir[48], name[72];
     time_t used;
     uint64_t bytes;
 };
@@ -865,9 +908,46 @@ static int gc_cmp(const void *a, const void *b) {
     return x->used < y->used ? -1 : x->used > y->used;
 }
 
+/* Appends the layers of the directory name (layers or layers-F-C) to *items. */
+static int gc_collect(int root, const char *name, struct gc_item **items, size_t *n, size_t *cap, uint64_t *total) {
+    int fd = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (strlen(de->d_name) != 64 || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? 2 * *cap : 64;
+            struct gc_item *ni = realloc(*items, nc * sizeof(*ni));
+            if (!ni) {
+                r = -1;
+                break;
+            }
+            *items = ni;
+            *cap = nc;
+        }
+        struct gc_item *it = &(*items)[*n];
+        snprintf(it->dir, sizeof(it->dir), "%s", name);
+        snprintf(it->name, sizeof(it->name), "%s", de->d_name);
+        it->used = st.st_mtim.tv_sec;
+        it->bytes = tree_bytes(dirfd(d), de->d_name, 0);
+        *total += it->bytes;
+        (*n)++;
+    }
+    closedir(d);
+    return r;
+}
+
 int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *removed, fy_error **reterr) {
     struct cache k;
-    int r = cache_open(dir, &k, reterr);
+    int r = cache_open(dir, "layers", &k, reterr);
     if (r < 0)
         return r;
     if (flock_retry(k.gc, LOCK_EX) < 0) {
@@ -885,31 +965,20 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
             failed += remove_tree(k.tmp, de->d_name, 0) < 0;
     if (d)
         closedir(d);
+    else
+        failed++;
     struct gc_item *items = NULL;
     size_t n = 0, cap = 0;
     uint64_t total = 0, count = 0;
-    fd = fcntl(k.layers, F_DUPFD_CLOEXEC, 3);
+    fd = fcntl(k.root, F_DUPFD_CLOEXEC, 3);
     d = fd >= 0 ? fdopendir(fd) : NULL;
-    while (d && (de = readdir(d))) {
-        struct stat st;
-        if (strlen(de->d_name) != 64 || fstatat(k.layers, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-        if (n == cap) {
-            struct gc_item *ni = realloc(items, (cap = cap ? 2 * cap : 64) * sizeof(*ni));
-            if (!ni) {
-                failed++;
-                break;
-            }
-            items = ni;
-        }
-        snprintf(items[n].name, sizeof(items[n].name), "%s", de->d_name);
-        items[n].used = st.st_mtim.tv_sec;
-        items[n].bytes = tree_bytes(k.layers, de->d_name, 0);
-        total += items[n].bytes;
-        n++;
-    }
+    while (d && (de = readdir(d)))
+        if ((!strcmp(de->d_name, "layers") || !strncmp(de->d_name, "layers-", 7)) && strlen(de->d_name) < 48)
+            failed += gc_collect(k.root, de->d_name, &items, &n, &cap, &total) < 0;
     if (d)
         closedir(d);
+    else
+        failed++;
     if (n)
         qsort(items, n, sizeof(*items), gc_cmp);
     time_t now = time(NULL);
@@ -917,13 +986,14 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
         bool old = max_age_sec != UINT64_MAX && (uint64_t)(now - items[i].used) >= max_age_sec;
         if (!old && total <= max_bytes)
             continue;
-        char lockname[96];
-        snprintf(lockname, sizeof(lockname), "%s.lock", items[i].name);
-        if (remove_tree(k.layers, items[i].name, 0) < 0) {
+        int lfd = openat(k.root, items[i].dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (lfd < 0 || remove_tree(lfd, items[i].name, 0) < 0) {
             failed++;
+            if (lfd >= 0)
+                close(lfd);
             continue;
         }
-        (void)unlinkat(k.locks, lockname, 0);
+        close(lfd);
         total -= items[i].bytes;
         count++;
     }

@@ -60,6 +60,7 @@ struct oci_ref {
 /* Parses a reference; FY_E_INVAL (step FY_STEP_IMAGE) when malformed. */
 int oci_ref_parse(const char *s, struct oci_ref *out, fy_error **reterr);
 void oci_ref_free(struct oci_ref *r);
+bool oci_digest_valid(const char *d); /* "sha256:" and 64 lowercase hex digits */
 
 /* What an unpack may take, per layer (0: the default). */
 struct oci_limits {
@@ -86,6 +87,12 @@ struct oci_opts {
     const char *cache_dir;  /* NULL: oci_cache_dir() */
     struct oci_limits limits;
     bool refuse_setid;      /* setuid/setgid entries: FY_E_UNSAFE (else the bits are stripped) */
+    /* Root only: owners shifted into the host range [id_first, id_first +
+     * id_count) (image uid u -> id_first + u; ids past the range -> the
+     * range's 65534 or its first), for a sandbox that maps the range from
+     * 0; such layers live in their own cache directory,
+     * layers-<first>-<count>/. 0: owners are not kept (the cache owner's). */
+    uint32_t id_first, id_count;
     oci_progress_fn progress;
     void *userdata;
 };
