@@ -10,6 +10,7 @@ static int unsupported(fy_error **reterr) {
 }
 
 char *oci_cache_dir(void) { return NULL; }
+bool oci_is_root(void) { return false; }
 int oci_resolve(const char *ref, struct oci_image **ret, fy_error **reterr) { *ret = NULL; return unsupported(reterr); }
 int oci_unpack(const char *ref, const struct oci_opts *opts, struct oci_image **ret, fy_error **reterr) {
     *ret = NULL;

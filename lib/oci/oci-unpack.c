@@ -595,6 +595,8 @@ out:
 
 /* ---- the cache ---- */
 
+bool oci_is_root(void) { return geteuid() == 0; }
+
 char *oci_cache_dir(void) {
     const char *o = getenv("FORGEYARD_IMAGE_CACHE");
     if (o && o[0] == '/')

@@ -122,6 +122,8 @@ void oci_image_free(struct oci_image *img);
 /* The cache root: /var/cache/forgeyard/images for root, else
  * $XDG_CACHE_HOME/forgeyard/images or ~/.cache/forgeyard/images (malloc'd). */
 char *oci_cache_dir(void);
+/* Whether this process unpacks as root (owners can be shifted). */
+bool oci_is_root(void);
 
 /* Reads and verifies the manifest and config of ref (layers are not read). */
 int oci_resolve(const char *ref, struct oci_image **ret, fy_error **reterr);
