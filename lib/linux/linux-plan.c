@@ -639,6 +639,22 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         if (pl->ll_abi >= 6)
             pl->ll_scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */;
     }
+    /* As root the sandbox opens the image's layers as one of the range's
+     * ids: every directory above them must let others through. */
+    for (size_t i = 0; pl->as_root && i < np->nimage_layers; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s", np->image_layers[i]);
+        for (char *slash = strrchr(path, '/'); slash && slash != path; slash = strrchr(path, '/')) {
+            *slash = '\0';
+            struct stat st;
+            if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+                r = err_set(reterr, FY_E_DENIED, FY_STEP_MOUNT, EACCES, NULL,
+                            "the image cache is not reachable by the sandbox's ids: %s is mode %04o (others need x)",
+                            path, (unsigned)(st.st_mode & 07777));
+                goto fail;
+            }
+        }
+    }
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
     if (r == FY_E_RANGE) {
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_MOUNT, 0, NULL,

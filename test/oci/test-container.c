@@ -120,6 +120,12 @@ START_TEST(test_run) {
     ck_assert_int_eq(fy_result_level(r.res), FY_LEVEL_CONTAINER);
     ck_assert_msg(strstr(r.json, digest), "the digest is not in the evidence: %s", r.json);
     ck_assert_msg(strstr(r.json, "\"container\""), "%s", r.json);
+    /* The cleanup witness: nothing of the attempt is left. */
+    for (uint32_t what = FY_LEFT_PROCESSES; what <= FY_LEFT_FILES; what++) {
+        uint64_t left = 99;
+        ck_assert_int_eq(fy_result_cleanup(r.res, what, &left), 0);
+        ck_assert_uint_eq(left, 0);
+    }
     run_free(&r);
     /* A second attempt: the first one's write is gone (a fresh upper). */
     run(p, argv, &r);
@@ -132,6 +138,14 @@ START_TEST(test_run) {
     ASSERT_OUT(&r, "cmd-from-image in /srv");
     run_free(&r);
     fy_policy_free(p);
+    /* As root the layers were unpacked with the image's owners shifted into
+     * the id range the sandbox maps from 0 (image root -> 100000). */
+    if (!rootless) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "test \"$(stat -c %%u %s/cache/layers-100000-65536/*/bin/busybox)\" = 100000",
+                 scratch);
+        ck_assert_msg(system(cmd) == 0, "%s", cmd);
+    }
     /* Nothing of the attempts is left on the host: no overlay mount, no upper. */
     ck_assert_int_eq(count_lines("/proc/self/mountinfo", "overlay"), mounts_before);
 }
