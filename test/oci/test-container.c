@@ -197,7 +197,32 @@ START_TEST(test_policy_rules) {
     ck_assert_int_eq(fy_policy_to_json(p, &out, NULL), 0);
     ck_assert_ptr_nonnull(strstr(out, tagged));
     fy_free(out);
-    /* A tampered image fails at prepare, typed, naming the blob. */
+    fy_policy_free(p);
+    /* A tampered image fails at prepare, typed, naming the blob; nothing runs. */
+    char bad[600], cmd[1400];
+    snprintf(bad, sizeof(bad), "%s/img-tampered", scratch);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s/img' '%s' && for f in '%s'/blobs/sha256/*; do "
+             "if [ $(stat -c %%s \"$f\") -gt 100000 ]; then printf X | dd of=\"$f\" bs=1 seek=5000 conv=notrunc "
+             "2>/dev/null; fi; done", bad, scratch, bad, bad);
+    ck_assert_int_eq(system(cmd), 0);
+    char tampered[800];
+    snprintf(tampered, sizeof(tampered), "oci:%s@%s", bad, digest);
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_image(p, tampered, NULL), 0);
+    /* A cache of its own: the good image's layers are not reused by diff_id. */
+    char own[700];
+    snprintf(own, sizeof(own), "%s/cache-tampered", scratch);
+    setenv("FORGEYARD_IMAGE_CACHE", own, 1);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    int r = fy_prepare(p, NULL, argv, &pr, &e);
+    snprintf(own, sizeof(own), "%s/cache", scratch);
+    setenv("FORGEYARD_IMAGE_CACHE", own, 1);
+    ck_assert_msg(r == FY_E_INTEGRITY, "%d: %s", r, e ? fy_error_message(e) : "");
+    ck_assert_int_eq(fy_error_step(e), FY_STEP_IMAGE);
+    ck_assert_ptr_nonnull(strstr(fy_error_location(e), "sha256:"));
+    ck_assert_ptr_null(pr);
+    fy_error_free(e);
     fy_policy_free(p);
 }
 END_TEST
