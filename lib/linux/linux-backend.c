@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Descriptions of the Linux backends for capability negotiation: what each
  * needs from the host and which controls it can enforce there. */
+#include <string.h>
+
 #include "backend.h"
 #include "linux-backend.h"
 #include "linux-plan.h"
@@ -78,13 +80,23 @@ const struct fy_backend_ops linux_namespace_backend = {
 };
 
 /* The container level: the namespace machinery over a verified image
- * (lib/oci, through the neutral plan) as an overlay root. */
+ * (lib/oci, through the neutral plan) as an overlay root, which the probe
+ * made once (lp_probe_overlay). */
+static bool ctr_usable(const fy_caps *c, struct strbuf *why) {
+    bool ok = ns_usable(c, why);
+    const char *f = caps_fact(c, LX_FACT_OVERLAY);
+    if (!f || strcmp(f, "ok") != 0) {
+        strbuf_printf(why, "%soverlay root: %s", why->len ? "; " : "", f ? f : "not probed");
+        ok = false;
+    }
+    return ok;
+}
 const struct fy_backend_ops linux_container_backend = {
     .version = FY_BACKEND_OPS_VERSION,
     .name = "linux-container",
     .level = FY_LEVEL_CONTAINER,
     .cost = 25,
-    .usable = ns_usable,
+    .usable = ctr_usable,
     .can_enforce = ns_can_enforce,
     .compile = linux_compile,
     .plan_free = linux_plan_free_hook,

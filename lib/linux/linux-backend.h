@@ -22,6 +22,7 @@
 #define LX_FACT_CG2_DIR     "linux.cg2_dir"
 #define LX_FACT_OCI_RUNTIME "linux.oci_runtime"
 #define LX_FACT_BWRAP       "linux.bwrap"
+#define LX_FACT_OVERLAY     "linux.overlay"     /* "ok", or why an overlay root cannot be made */
 /* The compiled seccomp programs in their saved form (sc_program_save), so
  * that a persisted probe snapshot spares a new process libseccomp's work;
  * the plan holds each to the self check before use. The key of one. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "forgeyard/sandbox.h"
+#include "caps.h"
 #include "oci.h"
 
 static const char *mkimage, *attack;
@@ -227,6 +228,27 @@ START_TEST(test_policy_rules) {
 }
 END_TEST
 
+/* The overlay root is a probed capability: the probe found it here, and a
+ * host whose probe did not is refused at prepare, saying why (never run at
+ * a weaker level). */
+START_TEST(test_overlay_probed) {
+    fy_caps *caps = NULL;
+    ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM, &caps, NULL), 0);
+    ck_assert_str_eq(caps_fact(caps, "linux.overlay"), "ok");
+    ck_assert_int_eq(caps_set_fact(caps, "linux.overlay", "simulated: no user xattrs on tmpfs"), 0);
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_prepare(p, caps, argv, &pr, &e), FY_E_UNSUPPORTED);
+    ck_assert_msg(strstr(fy_error_message(e), "overlay root: simulated"), "%s", fy_error_message(e));
+    ck_assert_ptr_null(pr);
+    fy_error_free(e);
+    fy_policy_free(p);
+    fy_caps_free(caps);
+}
+END_TEST
+
 /* The attack helper inside the image: the same attacks fail as in the
  * namespace backend. */
 START_TEST(test_attacks) {
@@ -343,6 +365,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_run);
     tcase_add_test(tc, test_root_is_mapped);
     tcase_add_test(tc, test_attacks);
+    tcase_add_test(tc, test_overlay_probed);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
