@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "oci/oci.h"
 #include "prepared.h"
 
 extern char **environ;
@@ -21,6 +22,7 @@ static void prepared_destroy(fy_prepared *pr) {
     if (pr->plan && pr->sel.backend && pr->sel.backend->plan_free)
         pr->sel.backend->plan_free(pr->plan);
     plan_free(pr->neutral);
+    oci_image_free(pr->image);
     free(pr->contract_id);
     for (size_t i = 0; i < pr->nsecrets; i++)
         secret_release(pr->secrets[i].value);

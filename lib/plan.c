@@ -356,7 +356,7 @@ static int build_image(struct fy_plan *pl, const fy_prepared *pr, struct oci_ima
     struct oci_image *img = NULL;
     /* As root the sandbox maps the whole id range from 0 (the container
      * level): the image's owners are shifted into it. */
-    struct oci_opts o = {0};
+    struct oci_opts o = {.hold = true};
     if (pr->caps->host.is_root) {
         o.id_first = pr->policy->id_first;
         o.id_count = pr->policy->id_count;
@@ -501,7 +501,7 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     pl->test_legacy_cgroups = p->test_legacy_cgroups;
     pl->test_copy_init = p->test_copy_init;
     pr->neutral = pl;
-    oci_image_free(img);
+    pr->image = img; /* its layer locks live as long as the prepared plan (and its handles) */
     return 0;
 oom:
     r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");

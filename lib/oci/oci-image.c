@@ -496,6 +496,10 @@ void oci_image_free(struct oci_image *img) {
     free(img->config.os);
     free(img->config.arch);
     free(img->config_json);
+    for (size_t i = 0; img->lock_fds && i < img->nlock_fds; i++)
+        if (img->lock_fds[i] >= 0)
+            close(img->lock_fds[i]);
+    free(img->lock_fds);
     free(img);
 }
 

@@ -805,6 +805,15 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
     }
     limits_default(&c->lim, o ? &o->limits : NULL);
     c->refuse_setid = o && o->refuse_setid;
+    if (o && o->hold) {
+        if (!(img->lock_fds = malloc(img->nlayers * sizeof(int) + 1))) {
+            free(c);
+            return err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
+        }
+        img->nlock_fds = img->nlayers;
+        for (size_t i = 0; i < img->nlayers; i++)
+            img->lock_fds[i] = -1;
+    }
     c->id_first = o ? o->id_first : 0;
     c->id_count = o ? o->id_count : 0;
     c->may_trusted = geteuid() == 0;
@@ -823,20 +832,30 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
             r = err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
             break;
         }
-        char lockname[96], stage[96];
-        snprintf(lockname, sizeof(lockname), "%s.lock", key);
+        /* One lock per layer (per cache directory): exclusive while it is
+         * made, shared while it is used (a prepared plan holds it: gc skips
+         * the layer). A layer present is only ever locked shared, so a
+         * process that holds one may prepare the same image again. */
+        char lockname[160], stage[96];
+        snprintf(lockname, sizeof(lockname), "%s.%s.lock", k->layers_name, key);
         int lfd = openat(k->locks, lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (lfd < 0 || flock_retry(lfd, LOCK_EX) < 0) {
+        struct stat st;
+        bool present = fstatat(k->layers, key, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        if (lfd < 0 || flock_retry(lfd, present ? LOCK_SH : LOCK_EX) < 0) {
             r = err_set(reterr, err_from_errno(errno), FY_STEP_IMAGE, errno, k->path, "locking layer %s: %s", key,
                         strerror(errno));
             if (lfd >= 0)
                 close(lfd);
             break;
         }
-        struct stat st;
-        if (fstatat(k->layers, key, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+        if (present || (fstatat(k->layers, key, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
             (void)utimensat(k->layers, key, NULL, AT_SYMLINK_NOFOLLOW); /* used now (gc) */
-            close(lfd);
+            if (!present)
+                (void)flock_retry(lfd, LOCK_SH);
+            if (img->lock_fds)
+                img->lock_fds[i] = lfd;
+            else
+                close(lfd);
             continue;
         }
         uint32_t rnd = randombytes_random();
@@ -867,7 +886,10 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
         oci_archive_free_outer(c->outer);
         /* Staging never survives, whether published (gone already) or not. */
         (void)remove_tree(k->tmp, stage, 0);
-        close(lfd);
+        if (r == 0 && img->lock_fds && flock_retry(lfd, LOCK_SH) == 0)
+            img->lock_fds[i] = lfd;
+        else
+            close(lfd);
     }
     free(c);
     return r;
@@ -999,14 +1021,28 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
         bool old = max_age_sec != UINT64_MAX && (uint64_t)(now - items[i].used) >= max_age_sec;
         if (!old && total <= max_bytes)
             continue;
+        /* A layer a prepared plan holds (shared lock) is in use: kept. */
+        char lockname[160];
+        snprintf(lockname, sizeof(lockname), "%s.%s.lock", items[i].dir, items[i].name);
+        int held = openat(k.locks, lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (held < 0 || flock(held, LOCK_EX | LOCK_NB) < 0) {
+            if (held < 0 || errno != EWOULDBLOCK)
+                failed++;
+            if (held >= 0)
+                close(held);
+            continue;
+        }
         int lfd = openat(k.root, items[i].dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (lfd < 0 || remove_tree(lfd, items[i].name, 0) < 0) {
             failed++;
             if (lfd >= 0)
                 close(lfd);
+            close(held);
             continue;
         }
         close(lfd);
+        (void)unlinkat(k.locks, lockname, 0);
+        close(held);
         total -= items[i].bytes;
         count++;
     }

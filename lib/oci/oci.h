@@ -93,6 +93,9 @@ struct oci_opts {
      * 0; such layers live in their own cache directory,
      * layers-<first>-<count>/. 0: owners are not kept (the cache owner's). */
     uint32_t id_first, id_count;
+    /* Keep a shared lock on every layer (oci_image.lock_fds) until the
+     * image is freed: gc leaves those layers alone. */
+    bool hold;
     oci_progress_fn progress;
     void *userdata;
 };
@@ -116,6 +119,8 @@ struct oci_image {
     char **layer_paths;     /* docker-archive: the layers' files in the archive (else NULL) */
     struct oci_config config;
     char *config_json;      /* the verified config blob */
+    int *lock_fds;          /* opts.hold: one shared flock per layer (-1: none), closed by oci_image_free */
+    size_t nlock_fds;
 };
 void oci_image_free(struct oci_image *img);
 

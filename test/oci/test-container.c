@@ -249,6 +249,35 @@ START_TEST(test_overlay_probed) {
 }
 END_TEST
 
+/* gc leaves alone the layers a prepared plan holds (and so a running
+ * attempt's lowers); once the plan is freed they go. */
+START_TEST(test_gc_keeps_held) {
+    char cache[700];
+    snprintf(cache, sizeof(cache), "%s/cache", scratch);
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, argv, &pr, &e) == 0, "%s", fy_error_message(e));
+    uint64_t removed = 99;
+    ck_assert_int_eq(fy_image_gc(cache, 0, 0, &removed, &e), 0);
+    ck_assert_uint_eq(removed, 0);
+    fy_handle *h = NULL;
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, &e), 0);
+    fy_prepared_free(pr); /* the handle keeps the plan, hence the layers */
+    ck_assert_int_eq(fy_image_gc(cache, 0, 0, &removed, &e), 0);
+    ck_assert_uint_eq(removed, 0);
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    fy_result_free(res);
+    fy_handle_free(h);
+    ck_assert_int_eq(fy_image_gc(cache, 0, 0, &removed, &e), 0);
+    ck_assert_uint_eq(removed, 2);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* The attack helper inside the image: the same attacks fail as in the
  * namespace backend. */
 START_TEST(test_attacks) {
@@ -366,6 +395,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_root_is_mapped);
     tcase_add_test(tc, test_attacks);
     tcase_add_test(tc, test_overlay_probed);
+    tcase_add_test(tc, test_gc_keeps_held); /* last: it empties the cache */
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
