@@ -334,7 +334,7 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
         if (klen == 4 && strncmp(img_env[i], "PATH", 4) == 0)
             pl->path_search = envp[pl->nenv - 1] + 5;
     }
-    for (size_t i = 0; i < FY_ARRAY_SIZE(defaults); i++) {
+    for (size_t i = 0; !pr->policy->env_exact && i < FY_ARRAY_SIZE(defaults); i++) {
         bool set = false;
         for (size_t k = 0; k < pl->nenv; k++)
             set = set || (strncmp(envp[k], defaults[i][0], strlen(defaults[i][0])) == 0 &&
@@ -345,6 +345,7 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
     if (!pl->path_search)
         pl->path_search = "/usr/local/bin:/usr/bin:/bin";
     pl->envp = envp;
+    pl->env_exact = pr->policy->env_exact;
     return 0;
 }
 

@@ -14,5 +14,6 @@
 #include "fy-qualify.h"
 #include "fy-observe.h"
 #include "fy-image.h"
+#include "fy-action.h"
 
 #endif

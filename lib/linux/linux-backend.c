@@ -77,6 +77,7 @@ const struct fy_backend_ops linux_namespace_backend = {
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
+    .workload_ids = linux_plan_workload_ids,
 };
 
 /* The container level: the namespace machinery over a verified image
@@ -109,6 +110,7 @@ const struct fy_backend_ops linux_container_backend = {
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
+    .workload_ids = linux_plan_workload_ids,
     .images = true,
 };
 
@@ -145,6 +147,7 @@ const struct fy_backend_ops linux_process_backend = {
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
+    .workload_ids = linux_plan_workload_ids,
 };
 
 /* fy_gc for this folder: the state directory (its default when NULL). */
