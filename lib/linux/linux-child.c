@@ -375,6 +375,9 @@ static void write_secrets(const struct child_args *a) {
 }
 
 static void join_netns(int ws, int sfd);
+/* Restricted: the network namespace, kept for the host (linux-net.c). */
+static bool keep_netns;
+static int netns_for_host = -1;
 static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule);
 /* The ruleset init builds once the filesystem stands (the workload then
  * only restricts itself with it), or -1. */
@@ -412,6 +415,7 @@ static void build_filesystem(const struct child_args *a, int ws) {
     /* Unmounting waits for an RCU grace period, and one that overlaps the
      * creation of a network namespace (in the workload process) waits for
      * most of it: the namespace first, then the unmount. */
+    keep_netns = pl->net_router;
     if (ws >= 0)
         join_netns(ws, sfd);
     if (umount2("/.oldroot", MNT_DETACH) < 0 || rmdir("/.oldroot") < 0)
@@ -579,7 +583,10 @@ static void join_netns(int ws, int sfd) {
     if (n == 1) {
         if (setns(ns, CLONE_NEWNET) < 0)
             die(sfd, FY_STEP_NETNS, errno);
-        close(ns);
+        if (keep_netns)
+            netns_for_host = ns;
+        else
+            close(ns);
     }
 }
 
@@ -1282,6 +1289,12 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a, ws[0]);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
+        if (pl->net_router) {
+            /* The host links it to the router before our second go-ahead. */
+            if (netns_for_host < 0 || lx_send_fds(a->sync_fd, 'N', &netns_for_host, 1) < 0)
+                die(sfd, FY_STEP_NETNS, netns_for_host < 0 ? EBADF : errno);
+            close(netns_for_host);
+        }
     }
     /* The second go-ahead: we move into our cgroups, and so does the
      * workload process, with the same tasks files. */

@@ -13,6 +13,8 @@
 #include "backend.h"
 #include "linux-cgroup.h"
 
+struct lxn_plan;
+
 /* ---- mount operations, executed in order after pivot_root ---- */
 enum mount_kind {
     MK_TMPFS = 1,  /* mount a tmpfs at dst with data options */
@@ -90,6 +92,9 @@ struct linux_plan {
     bool exec_init;              /* the probe executed forgeyard-init here (else pid 1 is a copy of the host) */
     uint64_t clone_flags;        /* CLONE_NEW* */
     bool use_netns;              /* CLONE_NEWNET: bring lo up */
+    bool net_router;             /* restricted: init sends the host its network namespace
+                                    (linux-net.c links it to a router) before the second go-ahead */
+    struct lxn_plan *net;        /* restricted: the router's plan (host side only) */
     bool as_root;                /* the caller is root: map an unprivileged host range */
     char uid_map[96], gid_map[96];
     uint32_t setup_uid, setup_gid;     /* ids of the sandbox's pid 1 inside */

@@ -45,6 +45,7 @@ static struct lx *lx_new(void) {
     x->cg.v2_fd = -1;
     x->notify_sock = x->notify_fd = -1;
     x->reaper = (struct lx_reaper){-1, -1, -1, -1};
+    lxn_run_init(&x->net);
     for (int i = 0; i < 3; i++)
         x->child_stdio[i] = x->host_pipe[i] = x->drain_rd[i] = x->spool_fd[i] = -1;
     return x;
@@ -84,6 +85,7 @@ static void lx_free(struct lx *x) {
     for (int c = 0; c < CG_NCTL; c++)
         free(x->cg.v1_dir[c]);
     lx_remove_attempt_dir(x);
+    x->net_left += lxn_teardown(&x->net);
     free(x->attempt_home);
     free(x->attempt_tmp);
     free(x->attempt_secrets);
@@ -344,6 +346,18 @@ int lx_start(fy_handle *h, fy_error **reterr) {
      * With the go-ahead go its v1 cgroups' tasks files: it moves itself. */
     int tasks[LX_GO_MAX_FDS];
     size_t ntasks = 0;
+    /* Restricted: the sandbox's init sends its network namespace once it
+     * stands; its link to the router is made before the workload may run. */
+    if (r == 0 && pl->net_router) {
+        int ns = lxn_recv_netns(x->sync_wr, 30000);
+        if (ns < 0)
+            r = err_set(reterr, err_from_errno(-ns), FY_STEP_NETNS, -ns, NULL,
+                        "restricted network: the sandbox's network namespace did not come: %s", strerror(-ns));
+        else {
+            r = lxn_setup(&x->net, pl->net, ns, reterr);
+            close(ns);
+        }
+    }
     if (r == 0)
         r = cg_open_tasks(&pl->cg, &x->cg, tasks, LX_GO_MAX_FDS, &ntasks, reterr);
     if (r < 0 || (!cloned_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0) ||
