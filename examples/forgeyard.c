@@ -376,6 +376,48 @@ static int doctor_profile(const fy_caps *c, uint32_t profile) {
     return level;
 }
 
+/* 1 when the sysctl file reads "1", 0 when "0", -1 when unreadable. */
+static int read_flag(const char *path) {
+    char b[8] = "";
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(b, 1, sizeof(b) - 1, f);
+    fclose(f);
+    return n ? b[0] == '1' : -1;
+}
+
+/* The network modes: whether each prepares here (standard-ci), and what
+ * restricted needs of the host that the library never sets itself. */
+static void doctor_network(const fy_caps *c) {
+    static const struct { uint32_t mode; const char *name; } modes[] = {
+        {FY_NET_DENY, "deny"}, {FY_NET_RESTRICTED, "restricted"}, {FY_NET_FETCH_ONLY, "fetch-only"},
+    };
+    printf("\nNetwork modes on this host (standard-ci)\n");
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        fy_policy *p = NULL;
+        fy_prepared *pr = NULL;
+        fy_error *err = NULL;
+        const char *const argv[] = {"/bin/true", NULL};
+        int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &err);
+        if (r >= 0 && modes[i].mode != FY_NET_DENY)
+            r = fy_policy_add_destination(p, "192.0.2.1", FY_PROTO_TCP, 443, 443, &err); /* (never contacted) */
+        if (r >= 0)
+            r = fy_policy_set_network(p, modes[i].mode, &err);
+        if (r >= 0)
+            r = fy_prepare(p, c, argv, &pr, &err);
+        printf("  %-15s %s  %s\n", modes[i].name, r >= 0 ? "ok " : "NO ", r >= 0 ? "enforced" : fy_error_message(err));
+        fy_error_free(err);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+    }
+    int f4 = read_flag("/proc/sys/net/ipv4/ip_forward"), f6 = read_flag("/proc/sys/net/ipv6/conf/all/forwarding");
+    printf("  restricted, uplink the host's namespace (the default): the host must forward and masquerade\n"
+           "  100.127.0.0/16 (or the link subnet set) towards its network; this host forwards IPv4: %s, IPv6: %s.\n"
+           "  The library never changes that; --network-uplink names another namespace.\n",
+           f4 < 0 ? "unknown" : f4 ? "yes" : "no", f6 < 0 ? "unknown" : f6 ? "yes" : "no");
+}
+
 static int cmd_doctor(void) {
     fy_caps *c = NULL;
     if (probe(&c) != EXIT_OK)
@@ -397,6 +439,7 @@ static int cmd_doctor(void) {
     doctor_profile(c, FY_PROFILE_RELEASE);
     doctor_profile(c, FY_PROFILE_DEVELOPMENT);
     doctor_profile(c, FY_PROFILE_HIGH_ASSURANCE);
+    doctor_network(c);
     printf("\nStrongest isolation available: %s\n", fy_level_name((uint32_t)fy_caps_max_level(c)));
     fy_caps_free(c);
     return ci >= FY_LEVEL_NAMESPACE ? EXIT_OK : EXIT_FAIL;

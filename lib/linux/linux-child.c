@@ -65,6 +65,11 @@
 struct ll_attr { /* struct landlock_ruleset_attr as of ABI 6 */
     uint64_t handled_access_fs, handled_access_net, scoped;
 };
+struct ll_net_port { /* struct landlock_net_port_attr (ABI 4) */
+    uint64_t allowed_access, port;
+};
+#define LL_RULE_NET_PORT 2
+#define LL_NET_CONNECT_TCP (1ULL << 1)
 
 /* ---- tiny async-signal-safe helpers ---- */
 
@@ -630,12 +635,19 @@ static int load_filter(const void *bpf, uint16_t len, unsigned int flags) {
 static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule) {
     if (!pl->ll_handled)
         return -1;
-    struct ll_attr attr = {pl->ll_handled, 0, pl->ll_scoped};
+    /* Restricted: TCP connect only to the plan's ports (ABI >= 4), a layer
+     * under the router's rules that also covers the loopback. */
+    struct ll_attr attr = {pl->ll_handled, pl->nll_tcp_ports ? LL_NET_CONNECT_TCP : 0, pl->ll_scoped};
     size_t size = pl->ll_abi >= 6 ? sizeof(attr) : pl->ll_abi >= 4 ? 16 : 8;
     int rs = sys_landlock_create_ruleset((const struct landlock_ruleset_attr *)&attr, size, 0);
     rs = above_stdio(rs);
     if (rs < 0)
         die(sfd, FY_STEP_LANDLOCK, errno);
+    for (size_t i = 0; i < pl->nll_tcp_ports && i < LX_LL_MAX_TCP_PORTS; i++) {
+        struct ll_net_port np = {LL_NET_CONNECT_TCP, pl->ll_tcp_ports[i]};
+        if (sys_landlock_add_rule(rs, (enum landlock_rule_type)LL_RULE_NET_PORT, &np, 0) < 0)
+            die(sfd, FY_STEP_LANDLOCK, errno);
+    }
     for (size_t i = 0; i < pl->nll; i++) {
         int fd = open(pl->ll_rules[i].path, O_PATH | O_CLOEXEC);
         if (fd < 0) {

@@ -425,7 +425,35 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     return 0;
 }
 
-char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, uint32_t landlock_abi) {
+void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
+    pl->nll_tcp_ports = 0;
+    if (!pl->ll_handled || pl->ll_abi < 4)
+        return;
+    uint16_t ports[LX_LL_MAX_TCP_PORTS];
+    uint32_t n = 0;
+    for (size_t i = 0; i < np->nnet_rules; i++) {
+        const struct plan_net_rule *r = &np->net_rules[i];
+        if (r->proto != FY_PROTO_TCP)
+            continue;
+        for (uint32_t p = r->port_min; p <= r->port_max; p++) {
+            bool have = false;
+            for (uint32_t k = 0; k < n && !have; k++)
+                have = ports[k] == p;
+            if (have)
+                continue;
+            if (n == LX_LL_MAX_TCP_PORTS)
+                return; /* too many: the layer is left out, and reported so */
+            ports[n++] = (uint16_t)p;
+        }
+    }
+    /* No TCP rule at all: every connect refused, which is what the plan says. */
+    if (n == 0)
+        ports[n++] = 0; /* port 0: connect(2) to it never succeeds anyway */
+    memcpy(pl->ll_tcp_ports, ports, n * sizeof(ports[0]));
+    pl->nll_tcp_ports = n;
+}
+
+char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl) {
     json_t *o = json_object(), *rules = json_array();
     if (!o || !rules) {
         json_decref(o);
@@ -445,8 +473,10 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, uint32_t
     json_object_set_new(o, "uplink", json_string(lp->uplink ? lp->uplink : "host"));
     json_object_set_new(o, "dns", json_string(np->dns == FY_DNS_HOST ? "host resolv.conf (reachable only if listed)"
                                                                      : "hosts-file: allowed names resolved at prepare, no resolver"));
-    json_object_set_new(o, "landlock_tcp", json_string(landlock_abi >= 4 ? "connect limited to the allowed TCP ports"
-                                                                          : "none (needs Landlock ABI 4)"));
+    json_object_set_new(o, "landlock_tcp",
+                        json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the allowed ports, the loopback included"
+                                    : !pl->ll_handled || pl->ll_abi < 4 ? "none (needs Landlock ABI 4)"
+                                                                         : "none (more allowed TCP ports than it takes rules for)"));
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return s;

@@ -46,7 +46,10 @@ struct lxn_run {
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr);
 /* The "network" member of the isolation record (JSON text, malloc'd). */
-char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, uint32_t landlock_abi);
+char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl);
+/* Landlock's TCP connect layer: pl->ll_tcp_ports from the plan's TCP rules
+ * (after pl->ll_abi is known; left out above LX_LL_MAX_TCP_PORTS ports). */
+void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np);
 
 /* At start, between the clone and the second go-ahead: sandbox_ns is the
  * sandbox's network namespace (an fd). On failure nothing is left. */

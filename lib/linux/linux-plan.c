@@ -314,7 +314,7 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     json_object_set_new(o, "gid_map", pl->process_mode ? json_null() : json_string(pl->gid_map));
     json_object_set_new(o, "workload_uid", json_integer(pl->work_uid));
     json_object_set_new(o, "user", json_string(pl->work_uid == 0 ? "fake-root" : "forgeyard"));
-    char *net = pl->net ? lxn_describe(pl->net, np, pl->ll_handled ? pl->ll_abi : 0) : NULL;
+    char *net = pl->net ? lxn_describe(pl->net, np, pl) : NULL;
     json_t *netj = net ? json_loads(net, 0, NULL) : NULL;
     free(net);
     if (pl->net && !netj) {
@@ -626,6 +626,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         if (pl->ll_abi >= 6)
             pl->ll_scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */;
     }
+    if (pl->net)
+        lxn_landlock_ports(pl, np);
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
     if (r < 0)
         goto oom;

@@ -15,6 +15,10 @@
 
 struct lxn_plan;
 
+/* Landlock's TCP layer takes one rule per port: above this many the layer
+ * is left out (and reported so). */
+#define LX_LL_MAX_TCP_PORTS 64
+
 /* ---- mount operations, executed in order after pivot_root ---- */
 enum mount_kind {
     MK_TMPFS = 1,  /* mount a tmpfs at dst with data options */
@@ -112,6 +116,8 @@ struct linux_plan {
     uint64_t ll_handled;         /* handled_access_fs (0: no Landlock) */
     uint32_t ll_abi;
     uint64_t ll_scoped;          /* LANDLOCK_SCOPE_* (ABI >= 6) */
+    uint32_t nll_tcp_ports;      /* restricted (ABI >= 4): TCP connect allowed only to these ports */
+    uint16_t ll_tcp_ports[LX_LL_MAX_TCP_PORTS];
     const void *bpf;             /* struct sock_filter[]: the shared compiled profile */
     uint16_t bpf_len;
     bool seccomp_notify;

@@ -5,7 +5,8 @@
  *   fy-netprobe tcp ADDR PORT    connect, send "hi", expect "echo:hi"
  *   fy-netprobe udp ADDR PORT    send "hi", expect "echo:hi" within 1.5 s
  *   fy-netprobe icmp ADDR        an ICMP echo (datagram socket, else raw)
- *   fy-netprobe resolve NAME     getaddrinfo: prints the first address */
+ *   fy-netprobe resolve NAME     getaddrinfo: prints the first address
+ *   fy-netprobe loopback PORT    listen on 127.0.0.1:PORT, connect to it */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -73,6 +74,20 @@ int main(int argc, char **argv) {
         inet_ntop(res->ai_family, p, a, sizeof(a));
         printf("%s\n", a);
         freeaddrinfo(res);
+        return 0;
+    }
+    if (strcmp(argv[1], "loopback") == 0) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2])),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+        if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0) {
+            printf("listen: %s\n", strerror(errno));
+            return 2;
+        }
+        if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0) {
+            printf("connect: %s\n", strerror(errno));
+            return 1;
+        }
         return 0;
     }
     int port = argc > 3 ? atoi(argv[3]) : 0;

@@ -89,6 +89,8 @@ t icmp4 icmp 198.51.100.1
 t icmp6 icmp 2001:db8::1
 t router-itself tcp 100.64.0.1 8080
 t router6-itself tcp fd66:7973::1 8080
+t loopback-allowed loopback 8080
+t loopback-landlock loopback 9090
 IN
 run --allow 198.51.100.1:8080 --allow 198.51.100.1:9090/udp --allow '[2001:db8::1]:8080' \
     -- /bin/sh /opt/fyprobe/probes.sh >"$TMP/out" 2>"$TMP/err"
@@ -100,7 +102,7 @@ while read -r name res; do
     *) [ "$res" = 1 ] && ok "$name blocked" || bad "$name: expected blocked, got rc $res";;
     esac
 done <"$TMP/out"
-[ "$(wc -l <"$TMP/out")" = 14 ] || bad "expected 14 probe results, got $(wc -l <"$TMP/out")"
+[ "$(wc -l <"$TMP/out")" = 16 ] || bad "expected 16 probe results, got $(wc -l <"$TMP/out")"
 nothing_left "probe sandbox"
 
 # 2. A workload that rewrites its own namespace's addresses and routes
@@ -138,10 +140,17 @@ if grep -q "^resolve 198.51.100.1$" "$TMP/out" && grep -q "^other 1$" "$TMP/out"
 else
     bad "names"; cat "$TMP/out" "$TMP/err"
 fi
+# UDP only: Landlock refuses every TCP connect (the loopback too); UDP goes.
+run --allow 198.51.100.1:9090/udp -- /bin/sh -c '/opt/fyprobe/fy-netprobe udp 198.51.100.1 9090 >/dev/null; echo "udp $?";
+    /opt/fyprobe/fy-netprobe loopback 8080 >/dev/null; echo "loopback $?"' >"$TMP/out" 2>"$TMP/err"
+grep -q "^udp 0$" "$TMP/out" && grep -q "^loopback 1$" "$TMP/out" && ok "UDP-only plan: UDP answers, no TCP connect" ||
+    { bad "UDP-only plan"; cat "$TMP/out" "$TMP/err"; }
 # The resolved rules are in the evidence (describe, contract id).
 run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/result.json" -- /bin/true
 grep -q '198.51.100.1/32 tcp 8080-8080' "$TMP/result.json" && ok "evidence names the resolved rule" ||
     { bad "evidence lacks the rule"; head -c 2000 "$TMP/result.json"; }
+grep -q 'connect(2) over TCP only to the allowed ports' "$TMP/result.json" && ok "evidence reports the Landlock TCP layer" ||
+    echo "note: no Landlock TCP layer reported (kernel without Landlock ABI 4?)"
 
 # 4. Bad input: each refused before anything runs, typed, named.
 expect_refused() { # what, status, message part, options...
