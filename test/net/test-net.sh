@@ -186,7 +186,24 @@ else
 fi
 nothing_left "refusals"
 
-# 5. Many attempts leave nothing.
+# 5. A host process killed mid-attempt leaves nothing either: the router
+#    namespace is held by its fd only, and the kernel removes it and its
+#    veths (the uplink's end with them) when the process is gone.
+"$FY" run --profile standard-ci --network restricted --network-uplink "/run/netns/$NS" \
+    --allow 198.51.100.1:8080 -- /bin/sleep 60 >/dev/null 2>&1 &
+host=$!
+for _ in $(seq 100); do ip -n "$NS" -o link show | grep -q ': fy' && break; sleep 0.1; done
+if ip -n "$NS" -o link show | grep -q ': fy'; then
+    kill -9 $host
+    wait $host 2>/dev/null
+    for _ in $(seq 100); do ip -n "$NS" -o link show | grep -q ': fy' || break; sleep 0.1; done
+    "$FY" gc >/dev/null 2>&1
+    nothing_left "host killed mid-attempt"
+else
+    bad "the attempt's uplink veth never appeared"; kill -9 $host; wait $host 2>/dev/null
+fi
+
+# 6. Many attempts leave nothing.
 N=${FY_NET_ATTEMPTS:-50}
 okn=0
 for i in $(seq "$N"); do
