@@ -149,6 +149,8 @@ grep -q "^udp 0$" "$TMP/out" && grep -q "^loopback 1$" "$TMP/out" && ok "UDP-onl
 run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/result.json" -- /bin/true
 grep -q '198.51.100.1/32 tcp 8080-8080' "$TMP/result.json" && ok "evidence names the resolved rule" ||
     { bad "evidence lacks the rule"; head -c 2000 "$TMP/result.json"; }
+grep -q '"network_left": *0' "$TMP/result.json" && ok "the cleanup witness counts no network object left" ||
+    { bad "no network_left 0 in the result"; grep -o '"cleanup":{[^}]*}' "$TMP/result.json"; }
 grep -q 'connect(2) over TCP only to the allowed ports' "$TMP/result.json" && ok "evidence reports the Landlock TCP layer" ||
     echo "note: no Landlock TCP layer reported (kernel without Landlock ABI 4?)"
 
