@@ -262,10 +262,13 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
         qsort(rs.v, rs.n, sizeof(*rs.v), rule_cmp);
         size_t k = 0;
         for (size_t i = 0; i < rs.n; i++) {
-            struct plan_net_rule a = rs.v[i], b = k ? rs.v[k - 1] : a;
-            a.dest = b.dest;
-            if (k && memcmp(&a, &b, sizeof(a)) == 0)
-                continue;
+            /* The same tuple from two destinations: the first one names it. */
+            struct plan_net_rule a = rs.v[i];
+            if (k) {
+                a.dest = rs.v[k - 1].dest;
+                if (rule_cmp(&a, &rs.v[k - 1]) == 0)
+                    continue;
+            }
             rs.v[k++] = rs.v[i];
         }
         rs.n = k;

@@ -38,7 +38,9 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -336,6 +338,14 @@ static void link6(uint8_t out[16], uint32_t slot, uint8_t host) {
 
 /* ---- prepare ---- */
 
+/* Zeroes the bits of the 4-byte a beyond prefix. */
+static void mask(uint8_t a[4], unsigned prefix) {
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned bits = prefix >= 8 * (i + 1) ? 8 : prefix > 8 * i ? prefix - 8 * i : 0;
+        a[i] &= (uint8_t)(0xff00u >> bits);
+    }
+}
+
 static int parse_subnet(const char *s, uint32_t *base, uint32_t *len) {
     unsigned a, b, c, d, l;
     char tail;
@@ -368,8 +378,24 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     /* No rule may reach the router's own links. */
     for (size_t i = 0; i < np->nnet_rules; i++) {
         const struct plan_net_rule *r = &np->net_rules[i];
-        if (r->family != 4)
+        if (r->family == 6) {
+            /* fd66:7973::/32 holds both IPv6 links. */
+            static const uint8_t links6[4] = {0xfd, 0x66, 0x79, 0x73};
+            uint8_t a6[4];
+            memcpy(a6, r->addr, 4);
+            mask(a6, r->prefix < 32 ? r->prefix : 32);
+            uint8_t l6[4];
+            memcpy(l6, links6, 4);
+            mask(l6, r->prefix < 32 ? r->prefix : 32);
+            if (memcmp(a6, l6, 4) == 0) {
+                char loc[64];
+                snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", r->dest);
+                return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                               "destination \"%s\" overlaps the sandbox's IPv6 links (fd66:7973::/32)",
+                               np->dests[r->dest].host);
+            }
             continue;
+        }
         uint32_t a = (uint32_t)r->addr[0] << 24 | (uint32_t)r->addr[1] << 16 | (uint32_t)r->addr[2] << 8 | r->addr[3];
         unsigned common = r->prefix < out->link_len ? r->prefix : out->link_len;
         unsigned common2 = r->prefix < 30 ? r->prefix : 30;
@@ -486,7 +512,27 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
 
 void lxn_run_init(struct lxn_run *run) {
     memset(run, 0, sizeof(*run));
-    run->router_fd = run->uplink_fd = -1;
+    run->router_fd = run->uplink_fd = run->slot_lock = -1;
+}
+
+/* Reserves slot of the link subnet among every attempt of every process
+ * using this uplink: an abstract unix socket bound in the uplink
+ * namespace (abstract names are per namespace, and the kernel frees one
+ * with its socket, a crashed process's included). 0, -EADDRINUSE, -errno. */
+static int reserve_slot(struct lxn_run *run, const struct lxn_plan *lp, uint32_t slot) {
+    int s = socket_in(run->uplink_fd, AF_UNIX, SOCK_DGRAM, 0);
+    if (s < 0)
+        return s;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "forgeyard/net-link/%08x/%u/%u", lp->link_base,
+                     lp->link_len, slot);
+    if (bind(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) < 0) {
+        int e = errno;
+        close(s);
+        return -e;
+    }
+    run->slot_lock = s;
+    return 0;
 }
 
 static int ns_fail(fy_error **reterr, int e, const char *what) {
@@ -573,8 +619,15 @@ int lxn_setup(struct lxn_run *run, const struct lxn_plan *lp, int sandbox_ns, fy
             r = ns_fail(reterr, -(u1 < 0 ? u1 : u2), "listing the uplink's addresses");
             goto fail;
         }
-        if (!u1 && !u2)
-            break;
+        if (!u1 && !u2) {
+            int l = reserve_slot(run, lp, slot);
+            if (l == 0)
+                break;
+            if (l != -EADDRINUSE) {
+                r = ns_fail(reterr, -l, "reserving a link of the uplink");
+                goto fail;
+            }
+        }
         if (tries > 64) {
             r = err_set(reterr, FY_E_RANGE, FY_STEP_NETNS, 0, "$.network.host",
                         "restricted network: no free /30 found in the link subnet");
@@ -671,7 +724,9 @@ unsigned lxn_teardown(struct lxn_run *run) {
         close(run->router_fd);
     if (run->uplink_fd >= 0)
         close(run->uplink_fd);
-    run->router_fd = run->uplink_fd = -1;
+    if (run->slot_lock >= 0)
+        close(run->slot_lock);
+    run->router_fd = run->uplink_fd = run->slot_lock = -1;
     return left;
 }
 

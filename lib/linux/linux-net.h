@@ -39,6 +39,7 @@ struct lxn_run {
     int uplink_fd;              /* the uplink namespace (-1: none) */
     char uplink_if[16];         /* the router's peer in the uplink namespace ("": none) */
     uint32_t slot;              /* which /30 of the link subnet */
+    int slot_lock;              /* an abstract socket in the uplink namespace that reserves the slot */
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,

@@ -168,6 +168,7 @@ expect_refused "::/0" 246 "matches every address" --allow '[::/0]:80'
 expect_refused "the host's loopback" 246 "an address of this host" --allow 127.0.0.0/8:80
 expect_refused "an unresolvable name" 246 "does not resolve" --network-hosts "$TMP/hosts" --allow nosuch.fake.test:80
 expect_refused "the router's link subnet" 246 "overlaps the sandbox's links" --allow 100.127.0.0/24:80
+expect_refused "the IPv6 links" 246 "overlaps the sandbox's IPv6 links" --allow '[fd66:7973:1::/48]:80'
 many=()
 for i in $(seq 1 1030); do many+=(--allow "198.51.$((i / 250)).$((i % 250 + 1)):80"); done
 expect_refused "1,030 destinations" 246 "network.destinations" "${many[@]}"
@@ -205,7 +206,19 @@ else
     bad "the attempt's uplink veth never appeared"; kill -9 $host; wait $host 2>/dev/null
 fi
 
-# 6. Many attempts leave nothing.
+# 6. Concurrent attempts on one uplink each get a link of their own.
+pids=()
+for i in $(seq 8); do
+    run --allow 198.51.100.1:8080 -- /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 >"$TMP/par.$i" 2>&1 &
+    pids+=($!)
+done
+okp=0
+for i in "${!pids[@]}"; do wait "${pids[$i]}" && okp=$((okp + 1)); done
+[ $okp = 8 ] && ok "8 concurrent attempts reached the allowed destination" ||
+    { bad "only $okp of 8 concurrent attempts got through"; cat "$TMP"/par.*; }
+nothing_left "8 concurrent attempts"
+
+# 7. Many attempts leave nothing.
 N=${FY_NET_ATTEMPTS:-50}
 okn=0
 for i in $(seq "$N"); do
