@@ -149,6 +149,17 @@ grep -q "^udp 0$" "$TMP/out" && grep -q "^loopback 1$" "$TMP/out" && ok "UDP-onl
 run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/result.json" -- /bin/true
 grep -q '198.51.100.1/32 tcp 8080-8080' "$TMP/result.json" && ok "evidence names the resolved rule" ||
     { bad "evidence lacks the rule"; head -c 2000 "$TMP/result.json"; }
+# The same policy whose name resolves elsewhere is another contract.
+printf '198.51.100.2 echo.fake.test\n' >"$TMP/hosts2"
+run --network-hosts "$TMP/hosts2" --allow echo.fake.test:8080 --result "$TMP/result2.json" -- /bin/true
+run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/result3.json" -- /bin/true
+cid() { grep -o '"contract_id": *"[0-9a-f]*"' "$1"; }
+if [ -n "$(cid "$TMP/result.json")" ] && [ "$(cid "$TMP/result.json")" != "$(cid "$TMP/result2.json")" ] &&
+    [ "$(cid "$TMP/result.json")" = "$(cid "$TMP/result3.json")" ]; then
+    ok "the contract id follows the resolved rules"
+else
+    bad "contract ids: $(cid "$TMP/result.json") / $(cid "$TMP/result2.json") / $(cid "$TMP/result3.json")"
+fi
 grep -q '"network_left": *0' "$TMP/result.json" && ok "the cleanup witness counts no network object left" ||
     { bad "no network_left 0 in the result"; grep -o '"cleanup":{[^}]*}' "$TMP/result.json"; }
 grep -q 'connect(2) over TCP only to the allowed ports' "$TMP/result.json" && ok "evidence reports the Landlock TCP layer" ||
