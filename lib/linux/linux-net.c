@@ -700,6 +700,11 @@ fail:
     return r;
 }
 
+void lxn_forget(struct lxn_run *run) {
+    run->uplink_if[0] = 0;
+    (void)lxn_teardown(run);
+}
+
 unsigned lxn_teardown(struct lxn_run *run) {
     unsigned left = 0;
     if (run->uplink_if[0] && run->uplink_fd >= 0) {

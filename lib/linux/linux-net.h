@@ -59,6 +59,8 @@ int lxn_setup(struct lxn_run *run, const struct lxn_plan *lp, int sandbox_ns, fy
  * could not be removed (0: the uplink veth is gone, witnessed). */
 unsigned lxn_teardown(struct lxn_run *run);
 void lxn_run_init(struct lxn_run *run);
+/* In a forked copy of the host: lets go of the fds, removes nothing. */
+void lxn_forget(struct lxn_run *run);
 /* The sandbox's network namespace as its init sends it ('N' and the fd) on
  * the go-ahead socket: the fd, or -errno (-ETIMEDOUT, -EPIPE: it died). */
 int lxn_recv_netns(int sock, int timeout_ms);

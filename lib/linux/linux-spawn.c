@@ -438,8 +438,10 @@ void lx_forget(fy_handle *h) {
     /* In a forked copy of the host: the fds are copies, closing them does not
      * affect the parent's sandbox; never signal it. */
     struct lx *x = h->b;
-    if (x)
+    if (x) {
         x->reaped = true;
+        lxn_forget(&x->net); /* the parent's links are the parent's to remove */
+    }
     lx_free(x);
     h->b = NULL;
 }
