@@ -105,6 +105,28 @@ done <"$TMP/out"
 [ "$(wc -l <"$TMP/out")" = 16 ] || bad "expected 16 probe results, got $(wc -l <"$TMP/out")"
 nothing_left "probe sandbox"
 
+# 1b. The host's loopback stays out of reach (a listener of this test on
+#     the host's 127.0.0.1, allowed port or not: the sandbox's 127.0.0.1 is
+#     its own).
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(30)
+try:
+    s.accept(); open(sys.argv[1] + ".hit", "w").write("x")
+except OSError:
+    pass
+' "$TMP/hostport" &
+HL=$!
+for _ in $(seq 50); do [ -s "$TMP/hostport" ] && break; sleep 0.1; done
+hp=$(cat "$TMP/hostport")
+run --allow "198.51.100.1:$hp" -- /opt/fyprobe/fy-netprobe tcp 127.0.0.1 "$hp" >/dev/null 2>&1
+st=$?
+kill $HL 2>/dev/null; wait $HL 2>/dev/null
+[ $st = 1 ] && [ ! -e "$TMP/hostport.hit" ] && ok "the host's loopback is out of reach" ||
+    bad "the host's loopback listener was reached (status $st)"
+
 # 2. A workload that rewrites its own namespace's addresses and routes
 #    reaches nothing more: the rules are in the router, out of its reach.
 cat >"$TMP/probe/rewire.sh" <<'IN'
