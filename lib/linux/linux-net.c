@@ -512,7 +512,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
 
 void lxn_run_init(struct lxn_run *run) {
     memset(run, 0, sizeof(*run));
-    run->router_fd = run->uplink_fd = run->slot_lock = -1;
+    run->router_fd = run->uplink_fd = run->slot_lock = run->nft_out = -1;
 }
 
 /* Reserves slot of the link subnet among every attempt of every process
@@ -548,35 +548,43 @@ static int spawn_nft(void *p) {
     return e ? -e : 0;
 }
 
-static int run_nft(const struct lxn_plan *lp, int router, fy_error **reterr) {
-    int in = memfd_create("fy-nft-in", MFD_CLOEXEC), out = memfd_create("fy-nft-out", MFD_CLOEXEC);
+/* nft -f with the ruleset, started in the router namespace and left to run
+ * (lxn_finish waits for it): it costs most of the router's set-up, and the
+ * sandbox builds itself meanwhile. */
+static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
+    int in = memfd_create("fy-nft-in", MFD_CLOEXEC);
+    run->nft_out = memfd_create("fy-nft-out", MFD_CLOEXEC);
     int r = 0;
     size_t len = strlen(lp->ruleset);
-    if (in < 0 || out < 0 || write(in, lp->ruleset, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
+    if (in < 0 || run->nft_out < 0 || write(in, lp->ruleset, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
         r = ns_fail(reterr, errno, "nft input");
-        goto done;
+    } else {
+        struct nft_args a = {lp->nft, in, run->nft_out, &run->nft};
+        if ((r = in_netns(run->router_fd, spawn_nft, &a)) < 0)
+            r = ns_fail(reterr, -r, "running nft");
+        else
+            run->nft_running = true;
     }
-    struct pu_proc proc;
-    struct nft_args a = {lp->nft, in, out, &proc};
-    if ((r = in_netns(router, spawn_nft, &a)) < 0) {
-        r = ns_fail(reterr, -r, "running nft");
-        goto done;
-    }
-    bool killed = false;
-    bool reaped = pu_finish(&proc, pu_deadline_after_ms(NFT_DEADLINE_MS), &killed);
-    if (!reaped || killed || !WIFEXITED(proc.status) || WEXITSTATUS(proc.status) != 0) {
-        char msg[512] = "";
-        ssize_t n = pread(out, msg, sizeof(msg) - 1, 0);
-        msg[n > 0 ? n : 0] = 0;
-        r = err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL, "restricted network: nft failed%s: %s",
-                    killed ? " (killed at its deadline)" : "", msg);
-    }
-done:
     if (in >= 0)
         close(in);
-    if (out >= 0)
-        close(out);
     return r;
+}
+
+/* Waits for nft (at most NFT_DEADLINE_MS, then kills it): 0 once its rules
+ * stand, else the error with what nft said. */
+static int finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) {
+    if (!run->nft_running)
+        return 0;
+    bool killed = false;
+    bool reaped = pu_finish(&run->nft, deadline, &killed);
+    run->nft_running = !reaped;
+    if (reaped && !killed && WIFEXITED(run->nft.status) && WEXITSTATUS(run->nft.status) == 0)
+        return 0;
+    char msg[512] = "";
+    ssize_t n = run->nft_out >= 0 ? pread(run->nft_out, msg, sizeof(msg) - 1, 0) : 0;
+    msg[n > 0 ? n : 0] = 0;
+    return err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL, "restricted network: nft failed%s: %s",
+                   killed ? " (killed at its deadline)" : "", msg);
 }
 
 static int open_uplink(const struct lxn_plan *lp) {
@@ -584,9 +592,9 @@ static int open_uplink(const struct lxn_plan *lp) {
     return fd < 0 ? -errno : fd;
 }
 
-int lxn_setup(struct lxn_run *run, const struct lxn_plan *lp, int sandbox_ns, fy_error **reterr) {
+int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
-    int r = 0, rs = -1, us = -1, ss = -1;
+    int r = 0, rs = -1, us = -1;
     if ((run->uplink_fd = open_uplink(lp)) < 0) {
         r = ns_fail(reterr, -run->uplink_fd, lp->uplink ? lp->uplink : "the host's network namespace");
         goto fail;
@@ -595,23 +603,27 @@ int lxn_setup(struct lxn_run *run, const struct lxn_plan *lp, int sandbox_ns, fy
         r = ns_fail(reterr, -run->router_fd, "creating the router namespace");
         goto fail;
     }
-    if ((rs = nl_open(run->router_fd)) < 0 || (us = nl_open(run->uplink_fd)) < 0 || (ss = nl_open(sandbox_ns)) < 0) {
-        r = ns_fail(reterr, -(rs < 0 ? rs : us < 0 ? us : ss), "netlink socket");
+    /* The rules first (forwarding stays off until they stand: lxn_finish). */
+    if ((r = start_nft(run, lp, reterr)) < 0)
+        goto fail;
+    if ((rs = nl_open(run->router_fd)) < 0 || (us = nl_open(run->uplink_fd)) < 0) {
+        r = ns_fail(reterr, -(rs < 0 ? rs : us), "netlink socket");
         goto fail;
     }
-    /* The sandbox's link. */
+    /* The uplink's link: a free /30 of the link subnet (random slots; one
+     * whose addresses are on the uplink already, or that another attempt
+     * reserved, is skipped). */
     int e;
-    if ((e = link_veth(rs, LXN_ROUTER_SB_IF, LXN_SANDBOX_IF, sandbox_ns)) < 0) {
-        r = ns_fail(reterr, -e, "veth to the sandbox");
-        goto fail;
-    }
-    /* The uplink's: a free /30 of the link subnet (random slots; an address
-     * already on the uplink is skipped). */
     uint32_t nslots = 1u << (30 - lp->link_len), slot = 0;
     for (int tries = 0;; tries++) {
+        if (tries > 64) {
+            r = err_set(reterr, FY_E_RANGE, FY_STEP_NETNS, 0, "$.network.host",
+                        "restricted network: no free /30 found in the link subnet");
+            goto fail;
+        }
         uint32_t rnd = 0;
         if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-            rnd = (uint32_t)getpid() ^ (uint32_t)tries;
+            rnd = (uint32_t)getpid() ^ (uint32_t)tries * 2654435761u;
         slot = rnd % nslots;
         uint32_t up_side = htonl(lp->link_base + 4 * slot + 1), router_side = htonl(lp->link_base + 4 * slot + 2);
         int u1 = addr_in_use(us, up_side), u2 = u1 == 0 ? addr_in_use(us, router_side) : u1;
@@ -619,18 +631,13 @@ int lxn_setup(struct lxn_run *run, const struct lxn_plan *lp, int sandbox_ns, fy
             r = ns_fail(reterr, -(u1 < 0 ? u1 : u2), "listing the uplink's addresses");
             goto fail;
         }
-        if (!u1 && !u2) {
-            int l = reserve_slot(run, lp, slot);
-            if (l == 0)
-                break;
-            if (l != -EADDRINUSE) {
-                r = ns_fail(reterr, -l, "reserving a link of the uplink");
-                goto fail;
-            }
-        }
-        if (tries > 64) {
-            r = err_set(reterr, FY_E_RANGE, FY_STEP_NETNS, 0, "$.network.host",
-                        "restricted network: no free /30 found in the link subnet");
+        if (u1 || u2)
+            continue;
+        int l = reserve_slot(run, lp, slot);
+        if (l == 0)
+            break;
+        if (l != -EADDRINUSE) {
+            r = ns_fail(reterr, -l, "reserving a link of the uplink");
             goto fail;
         }
     }
@@ -648,37 +655,69 @@ int lxn_setup(struct lxn_run *run, const struct lxn_plan *lp, int sandbox_ns, fy
         r = ns_fail(reterr, -e, "veth to the uplink");
         goto fail;
     }
-    int i_sb = ifindex_in(run->router_fd, LXN_ROUTER_SB_IF), i_up = ifindex_in(run->router_fd, LXN_ROUTER_UP_IF);
-    int i_eth = ifindex_in(sandbox_ns, LXN_SANDBOX_IF), i_upl = ifindex_in(run->uplink_fd, run->uplink_if);
-    if (i_sb < 0 || i_up < 0 || i_eth < 0 || i_upl < 0) {
-        r = ns_fail(reterr, -(i_sb < 0 ? i_sb : i_up < 0 ? i_up : i_eth < 0 ? i_eth : i_upl), "interface index");
+    int i_up = ifindex_in(run->router_fd, LXN_ROUTER_UP_IF), i_upl = ifindex_in(run->uplink_fd, run->uplink_if);
+    if (i_up < 0 || i_upl < 0) {
+        r = ns_fail(reterr, -(i_up < 0 ? i_up : i_upl), "interface index");
         goto fail;
     }
-    uint32_t a_sbr = htonl(SB_ROUTER4), a_sbs = htonl(SB_SANDBOX4);
     uint32_t a_upl = htonl(lp->link_base + 4 * slot + 1), a_upr = htonl(lp->link_base + 4 * slot + 2);
     uint8_t u6l[16], u6r[16];
     link6(u6l, slot, 1);
     link6(u6r, slot, 2);
-    struct sysctl_args fw4 = {run->router_fd, "/proc/sys/net/ipv4/ip_forward"};
-    struct sysctl_args fw6 = {run->router_fd, "/proc/sys/net/ipv6/conf/all/forwarding"};
     const char *what = NULL;
-    /* The rules first: the router forwards nothing before they stand. */
-    if ((r = run_nft(lp, run->router_fd, reterr)) < 0)
-        goto fail;
-    if ((e = in_netns(run->router_fd, write_sysctl, &fw4)) < 0 || (e = in_netns(run->router_fd, write_sysctl, &fw6)) < 0)
-        what = "forwarding in the router namespace";
-    else if ((e = addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0 ||
-             (e = addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
+    if ((e = addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
         what = "router addresses";
     else if ((e = addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
         what = "uplink addresses";
-    else if ((e = addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 || (e = addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
-        what = "sandbox addresses";
-    else if ((e = link_up(rs, LXN_ROUTER_SB_IF)) < 0 || (e = link_up(rs, LXN_ROUTER_UP_IF)) < 0 ||
-             (e = link_up(us, run->uplink_if)) < 0 || (e = link_up(ss, LXN_SANDBOX_IF)) < 0)
+    else if ((e = link_up(rs, LXN_ROUTER_UP_IF)) < 0 || (e = link_up(us, run->uplink_if)) < 0)
         what = "links up";
     else if ((e = route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = route_default(rs, i_up, AF_INET6, u6l)) < 0)
         what = "router routes";
+    if (what) {
+        r = ns_fail(reterr, -e, what);
+        goto fail;
+    }
+    close(rs);
+    close(us);
+    return 0;
+fail:
+    if (rs >= 0)
+        close(rs);
+    if (us >= 0)
+        close(us);
+    (void)lxn_teardown(run);
+    return r;
+}
+
+int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
+    int r = 0, rs = -1, ss = -1, e;
+    if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
+        goto fail;
+    if ((rs = nl_open(run->router_fd)) < 0 || (ss = nl_open(sandbox_ns)) < 0) {
+        r = ns_fail(reterr, -(rs < 0 ? rs : ss), "netlink socket");
+        goto fail;
+    }
+    if ((e = link_veth(rs, LXN_ROUTER_SB_IF, LXN_SANDBOX_IF, sandbox_ns)) < 0) {
+        r = ns_fail(reterr, -e, "veth to the sandbox");
+        goto fail;
+    }
+    int i_sb = ifindex_in(run->router_fd, LXN_ROUTER_SB_IF), i_eth = ifindex_in(sandbox_ns, LXN_SANDBOX_IF);
+    if (i_sb < 0 || i_eth < 0) {
+        r = ns_fail(reterr, -(i_sb < 0 ? i_sb : i_eth), "interface index");
+        goto fail;
+    }
+    uint32_t a_sbr = htonl(SB_ROUTER4), a_sbs = htonl(SB_SANDBOX4);
+    struct sysctl_args fw4 = {run->router_fd, "/proc/sys/net/ipv4/ip_forward"};
+    struct sysctl_args fw6 = {run->router_fd, "/proc/sys/net/ipv6/conf/all/forwarding"};
+    const char *what = NULL;
+    if ((e = in_netns(run->router_fd, write_sysctl, &fw4)) < 0 || (e = in_netns(run->router_fd, write_sysctl, &fw6)) < 0)
+        what = "forwarding in the router namespace";
+    else if ((e = addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
+        what = "router addresses";
+    else if ((e = addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 || (e = addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
+        what = "sandbox addresses";
+    else if ((e = link_up(rs, LXN_ROUTER_SB_IF)) < 0 || (e = link_up(ss, LXN_SANDBOX_IF)) < 0)
+        what = "links up";
     else if ((e = route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 || (e = route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
         what = "sandbox routes";
     if (what) {
@@ -686,14 +725,11 @@ int lxn_setup(struct lxn_run *run, const struct lxn_plan *lp, int sandbox_ns, fy
         goto fail;
     }
     close(rs);
-    close(us);
     close(ss);
     return 0;
 fail:
     if (rs >= 0)
         close(rs);
-    if (us >= 0)
-        close(us);
     if (ss >= 0)
         close(ss);
     (void)lxn_teardown(run);
@@ -707,6 +743,14 @@ void lxn_forget(struct lxn_run *run) {
 
 unsigned lxn_teardown(struct lxn_run *run) {
     unsigned left = 0;
+    if (run->nft_running) {
+        /* A start that failed before waiting for it: nft is ended. */
+        (void)pu_finish(&run->nft, pu_deadline_after_ms(0), NULL);
+        run->nft_running = false;
+    }
+    if (run->nft_out >= 0)
+        close(run->nft_out);
+    run->nft_out = -1;
     if (run->uplink_if[0] && run->uplink_fd >= 0) {
         /* Deleting our end in the uplink takes its peer (in the router) too;
          * then the witness: the name is gone from the uplink. */

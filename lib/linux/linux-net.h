@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "linux-probe-util.h"
 
 struct linux_plan;
 struct fy_plan;
@@ -40,6 +41,9 @@ struct lxn_run {
     char uplink_if[16];         /* the router's peer in the uplink namespace ("": none) */
     uint32_t slot;              /* which /30 of the link subnet */
     int slot_lock;              /* an abstract socket in the uplink namespace that reserves the slot */
+    struct pu_proc nft;         /* nft -f, started by lxn_begin, waited for by lxn_finish */
+    bool nft_running;
+    int nft_out;                /* what nft said (a memfd) */
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,
@@ -52,9 +56,14 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
  * (after pl->ll_abi is known; left out above LX_LL_MAX_TCP_PORTS ports). */
 void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np);
 
-/* At start, between the clone and the second go-ahead: sandbox_ns is the
- * sandbox's network namespace (an fd). On failure nothing is left. */
-int lxn_setup(struct lxn_run *run, const struct lxn_plan *lp, int sandbox_ns, fy_error **reterr);
+/* At start, before the clone: the router namespace, its rules (nft, left
+ * running), its uplink veth, addresses and route; forwarding stays off.
+ * On failure nothing is left. */
+int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr);
+/* Between the clone and the second go-ahead, sandbox_ns the sandbox's
+ * network namespace: once nft's rules stand, forwarding on, the veth to
+ * the sandbox with its addresses and routes. On failure nothing is left. */
+int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 /* Removes what lxn_setup made (idempotent): the number of objects that
  * could not be removed (0: the uplink veth is gone, witnessed). */
 unsigned lxn_teardown(struct lxn_run *run);

@@ -248,6 +248,9 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     if ((r = record_state(h, x, pl, reterr)) < 0)
         goto fail;
+    /* Restricted: the router, while nothing else waits for it (linux-net.c). */
+    if (pl->net_router && (r = lxn_begin(&x->net, pl->net, reterr)) < 0)
+        goto fail;
     if ((r = lx_setup_secrets(x, np, pl, &stdin_secret, reterr)) < 0 ||
         (r = lx_setup_stdio(x, np, stdin_secret, reterr)) < 0)
         goto fail;
@@ -354,7 +357,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
             r = err_set(reterr, err_from_errno(-ns), FY_STEP_NETNS, -ns, NULL,
                         "restricted network: the sandbox's network namespace did not come: %s", strerror(-ns));
         else {
-            r = lxn_setup(&x->net, pl->net, ns, reterr);
+            r = lxn_finish(&x->net, ns, reterr);
             close(ns);
         }
     }
