@@ -7,9 +7,9 @@
 # sandbox tries is an address of that namespace or of the sandbox's own
 # links. Removed at the end, even on failure (trap).
 #
-#   test-net.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY
+#   test-net.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY [TEST-NET-API]
 set -u
-FY=$1 PROBE=$2 ECHO=$3
+FY=$1 PROBE=$2 ECHO=$3 API=${4:-}
 if [ "$(id -u)" != 0 ]; then echo "SKIP: network mode restricted needs root"; exit 77; fi
 command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
@@ -251,7 +251,16 @@ for i in "${!pids[@]}"; do wait "${pids[$i]}" && okp=$((okp + 1)); done
     { bad "only $okp of 8 concurrent attempts got through"; cat "$TMP"/par.*; }
 nothing_left "8 concurrent attempts"
 
-# 7. Many attempts leave nothing.
+# 7. Through the API: cancel, a forked copy, unusable uplinks.
+if [ -n "$API" ]; then
+    timeout 300 "$API" "/run/netns/$NS" "$TMP/probe" >"$TMP/api.out" 2>&1
+    st=$?
+    cat "$TMP/api.out"
+    [ $st = 0 ] || bad "the API test failed ($st)"
+    nothing_left "API attempts"
+fi
+
+# 8. Many attempts leave nothing.
 N=${FY_NET_ATTEMPTS:-50}
 okn=0
 for i in $(seq "$N"); do
