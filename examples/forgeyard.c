@@ -70,6 +70,9 @@ static void usage(FILE *f) {
             "                               qualify this host: probe the sandbox's boundary\n"
             "  run [OPTIONS] -- COMMAND [ARG...]\n"
             "                               run a command in a fresh sandbox (see forgeyard(1))\n"
+            "  action run ACTION.json [OPTIONS]\n"
+            "                               run a hermetic action: declared inputs in, declared\n"
+            "                               outputs out (see forgeyard-action(5))\n"
             "\n"
             "See forgeyard(1), forgeyard-policy(5) and forgeyard-sandbox(7).\n",
             prog);
@@ -119,6 +122,20 @@ static char *read_file(const char *path, size_t *ret_len) {
         fclose(f);
     *ret_len = len;
     return buf;
+}
+
+/* A policy file applied on top of p (reports its errors). */
+static int load_policy_onto(fy_policy *p, const char *path) {
+    size_t len;
+    char *json = read_file(path, &len);
+    if (!json)
+        return -1;
+    fy_error *err = NULL;
+    int r = fy_policy_load_json(p, json, len, &err);
+    free(json);
+    if (r < 0)
+        report(path, err, r);
+    return r < 0 ? -1 : 0;
 }
 
 static int load_policy(const char *path, fy_policy **ret) {
@@ -1114,6 +1131,174 @@ bad:
     return RUN_BAD_INVOCATION;
 }
 
+/* ---- forgeyard action run ---- */
+
+static void action_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s action run ACTION.json [OPTIONS]\n"
+            "\n"
+            "  --profile NAME          development, standard-ci, release (default), high-assurance\n"
+            "  --policy FILE           a policy file (forgeyard-policy(5)) on top of the profile\n"
+            "  --output-dir DIR        where the declared outputs go (overrides the action's)\n"
+            "  --stdout FILE           keep the action's stdout there (a new file); --stderr FILE\n"
+            "  --result FILE           write the ActionResult record there instead of stdout\n"
+            "  --help                  this text\n"
+            "\n"
+            "The action format is forgeyard-action(5). The exit status is the command's, or\n"
+            "240-249 for what the sandbox did (forgeyard(1)).\n",
+            prog);
+}
+
+static int action_status(const fy_action_result *res) {
+    switch (fy_action_result_outcome(res)) {
+    case FY_OUTCOME_SANDBOX_VIOLATION: return RUN_SANDBOX_VIOLATION;
+    case FY_OUTCOME_RESOURCE_EXCEEDED: return RUN_RESOURCE_EXCEEDED;
+    default: return run_outcome_status(fy_action_result_sandbox(res));
+    }
+}
+
+static int cmd_action(int argc, char **argv) {
+    if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+        action_usage(argc < 1 ? stderr : stdout);
+        return argc < 1 ? RUN_BAD_INVOCATION : EXIT_OK;
+    }
+    if (strcmp(argv[0], "run") != 0 || argc < 2) {
+        action_usage(stderr);
+        return RUN_BAD_INVOCATION;
+    }
+    const char *file = argv[1], *profile = NULL, *policy_file = NULL, *result_file = NULL, *outdir = NULL;
+    const char *streams[3] = {NULL, NULL, NULL};
+    for (int i = 2; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            action_usage(stdout);
+            return EXIT_OK;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, o);
+            return RUN_BAD_INVOCATION;
+        }
+        const char *v = argv[++i];
+        if (strcmp(o, "--profile") == 0)
+            profile = v;
+        else if (strcmp(o, "--policy") == 0)
+            policy_file = v;
+        else if (strcmp(o, "--result") == 0)
+            result_file = v;
+        else if (strcmp(o, "--output-dir") == 0)
+            outdir = v;
+        else if (strcmp(o, "--stdout") == 0)
+            streams[1] = v;
+        else if (strcmp(o, "--stderr") == 0)
+            streams[2] = v;
+        else {
+            fprintf(stderr, "%s: action run: unknown option %s\n", prog, o);
+            return RUN_BAD_INVOCATION;
+        }
+    }
+    size_t len;
+    char *json = read_file(file, &len);
+    if (!json)
+        return RUN_BAD_INVOCATION;
+    fy_action *a = NULL;
+    fy_policy *p = NULL;
+    fy_caps *caps = NULL;
+    fy_error *err = NULL;
+    int r = fy_action_from_json(json, len, &a, &err);
+    free(json);
+    if (r < 0) {
+        report(file, err, r);
+        return RUN_BAD_INVOCATION;
+    }
+    char *abs[4] = {NULL, NULL, NULL, NULL};
+    const char *paths[4] = {outdir, NULL, streams[1], streams[2]};
+    for (int k = 0; k < 4; k++)
+        if (paths[k] && paths[k][0] != '/') {
+            char cwd[4096];
+            if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs[k], "%s/%s", cwd, paths[k]) < 0)
+                abs[k] = NULL;
+            paths[k] = abs[k] ? abs[k] : paths[k];
+        }
+    if ((paths[0] && (r = fy_action_set_output_directory(a, paths[0], &err)) < 0) ||
+        (paths[2] && (r = fy_action_set_stdio_path(a, 1, paths[2], &err)) < 0) ||
+        (paths[3] && (r = fy_action_set_stdio_path(a, 2, paths[3], &err)) < 0)) {
+        for (int k = 0; k < 4; k++)
+            free(abs[k]);
+        fy_action_free(a);
+        report("action run", err, r);
+        return RUN_BAD_INVOCATION;
+    }
+    for (int k = 0; k < 4; k++)
+        free(abs[k]);
+    int prof = FY_PROFILE_RELEASE;
+    if (profile && (prof = fy_profile_from_name(profile)) < 0) {
+        fprintf(stderr, "%s: unknown profile \"%s\"\n", prog, profile);
+        fy_action_free(a);
+        return RUN_BAD_INVOCATION;
+    }
+    if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", &err) < 0 ||
+        (policy_file && load_policy_onto(p, policy_file) < 0)) {
+        fy_policy_free(p);
+        fy_action_free(a);
+        return RUN_BAD_INVOCATION;
+    }
+    if (probe(&caps) != EXIT_OK || catch_stop_signals() < 0) {
+        fy_policy_free(p);
+        fy_action_free(a);
+        fy_caps_free(caps);
+        return RUN_INFRASTRUCTURE;
+    }
+    fy_action_attempt *t = NULL;
+    r = fy_action_start(a, p, caps, &t, &err);
+    if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
+        fy_error_free(err);
+        err = NULL;
+        r = fy_action_start(a, p, caps, &t, &err);
+    }
+    fy_policy_free(p);
+    fy_caps_free(caps);
+    fy_action_free(a);
+    if (r < 0) {
+        report("action run", err, r);
+        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : r == FY_E_INVAL ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
+    }
+    fy_result *sres = NULL;
+    int w = wait_or_cancel(fy_action_attempt_handle(t), &sres, &err);
+    fy_result_free(sres);
+    if (w <= 0) {
+        fy_action_attempt_free(t);
+        if (w == 0) {
+            fprintf(stderr, "%s: action run: cancelled: the sandbox was killed\n", prog);
+            return RUN_CANCELLED;
+        }
+        report("action run", err, FY_E_IO);
+        return RUN_INFRASTRUCTURE;
+    }
+    fy_action_result *res = NULL;
+    r = fy_action_finish(t, &res, &err);
+    fy_action_attempt_free(t);
+    if (r < 0) {
+        report("action run", err, r);
+        return RUN_INFRASTRUCTURE;
+    }
+    int status = action_status(res);
+    int outcome = fy_action_result_outcome(res);
+    if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
+        fprintf(stderr, "%s: action run: %s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
+                fy_action_result_detail(res) ? ": " : "", fy_action_result_detail(res) ? fy_action_result_detail(res) : "");
+    char *rj = NULL;
+    if (fy_action_result_to_json(res, &rj, NULL) == 0) {
+        FILE *f = result_file ? fopen(result_file, "we") : stdout;
+        if (!f || fprintf(f, "%s\n", rj) < 0 || (f != stdout ? fclose(f) : fflush(f)) != 0) {
+            fprintf(stderr, "%s: cannot write %s: %s\n", prog, result_file ? result_file : "the result", strerror(errno));
+            status = status ? status : EXIT_FAIL;
+        }
+        fy_free(rj);
+    }
+    fy_action_result_free(res);
+    return status;
+}
+
 /* ---- forgeyard test ---- */
 
 static int cmd_test(int argc, char **argv) {
@@ -1208,6 +1393,8 @@ int main(int argc, char **argv) {
         return argc == 2 ? cmd_doctor() : (usage(stderr), EXIT_USAGE);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "action") == 0)
+        return cmd_action(argc - 2, argv + 2);
     if (strcmp(cmd, "test") == 0)
         return cmd_test(argc - 2, argv + 2);
     if (strcmp(cmd, "gc") == 0 && (argc == 2 || (argc == 4 && strcmp(argv[2], "--state-dir") == 0))) {

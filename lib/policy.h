@@ -54,6 +54,7 @@ struct fy_policy {
     bool test_legacy_cgroups;       /* tests only: plan as on a host without cgroup v2 */
     bool test_copy_init;            /* tests only: the init is a copy of the host, as where
                                        forgeyard-init cannot be executed */
+    bool env_exact;                 /* actions: no default variable (HOME, TMPDIR, USER, LOGNAME) */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];

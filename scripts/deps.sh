@@ -10,6 +10,7 @@ pkgs=(
   nftables  # network mode restricted: the router namespace's rules (nft -f)
   qemu-system-x86 busybox-static cpio binutils xz-utils
   python3-pytest  # the Python binding's tests (bindings/python)
+  libacl1-dev libzstd-dev liblz4-dev  # libarchive's static dependencies (the static-link test)
   runc  # only for fy-bench: the OCI peer
 )
 missing=()
