@@ -37,13 +37,15 @@ SRV=$!
 for _ in $(seq 50); do [ -s "$TMP/ready" ] && break; sleep 0.1; done
 [ -s "$TMP/ready" ] || { echo "echo server did not start"; cat "$TMP/server.log"; exit 1; }
 
-# What the host has before: nothing of it may change.
+# What the host has before: nothing of it may change. (Only what could be
+# ours is compared, links and routes of the library's names and subnets:
+# other programs on a shared host may add their own meanwhile.)
 host_state() {
-    ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
+    ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^(fy[0-9a-f]{8}|sb|up)$' | sort
     nft list ruleset 2>&1
     cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding
-    ip route show table all 2>/dev/null | grep -v '^local\|^broadcast\|^multicast' | sort
-    ip netns list | grep -v "^$NS" | sort
+    ip route show table all 2>/dev/null | grep -E '100\.(64|127)\.|fd66:7973|dev fy[0-9a-f]{8}' | sort
+    ip -6 route show table all 2>/dev/null | grep -E 'fd66:7973|dev fy[0-9a-f]{8}' | sort
 }
 host_state >"$TMP/host.before"
 uplink_state() {
