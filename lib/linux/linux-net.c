@@ -217,7 +217,27 @@ static int link_veth(int s, const char *name, const char *peer_name, int peer_ns
     return nl_talk(s, &m);
 }
 
+/* No IPv6 link-local address on our links: its duplicate address
+ * detection would hold IPv6 back for a second after the link goes up (the
+ * global addresses are made without it, IFA_F_NODAD). Before link_up. */
+static int link_no_ll(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *af = nl_nest(&m, IFLA_AF_SPEC);
+    struct rtattr *in6 = nl_nest(&m, AF_INET6);
+    uint8_t mode = IN6_ADDR_GEN_MODE_NONE;
+    nl_attr(&m, IFLA_INET6_ADDR_GEN_MODE, &mode, sizeof(mode));
+    nl_nest_end(&m, in6);
+    nl_nest_end(&m, af);
+    return nl_talk(s, &m);
+}
+
 static int link_up(int s, const char *name) {
+    int e = link_no_ll(s, name);
+    if (e < 0 && e != -EAFNOSUPPORT && e != -EOPNOTSUPP)
+        return e;
     struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP, .ifi_change = IFF_UP};
     struct nlmsg m;
     nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));

@@ -15,6 +15,8 @@
 
 #include <forgeyard/sandbox.h>
 
+#include "policy.h" /* policy_inject_fault: tests only */
+
 static int failed;
 #define CHECK(c, ...)                                                   \
     do {                                                                \
@@ -29,6 +31,8 @@ static int failed;
 static const char *uplink, *probe_dir;
 static fy_caps *caps;
 
+static uint32_t fault_step;
+
 static fy_prepared *prepare(const char *up, const char *const *argv) {
     fy_policy *p = NULL;
     fy_error *e = NULL;
@@ -42,6 +46,8 @@ static fy_prepared *prepare(const char *up, const char *const *argv) {
         r = fy_policy_set_network_host(p, FY_NETHOST_UPLINK, up, &e);
     if (r >= 0)
         r = fy_policy_add_bind(p, probe_dir, "/opt/fyprobe", FY_BIND_READ_ONLY, &e);
+    if (fault_step)
+        policy_inject_fault(p, fault_step, 1);
     if (r >= 0)
         r = fy_prepare(p, caps, argv, &pr, &e);
     CHECK(r >= 0, "prepare: %s", fy_error_message(e));
@@ -128,7 +134,22 @@ int main(int argc, char **argv) {
     fy_prepared_free(pr);
     printf("ok: a forked copy's free leaves the parent's links alone\n");
 
-    /* 4. Uplinks that cannot serve: typed errors at start, nothing made. */
+    /* 4. The sandbox fails before its namespace stands (an injected
+     *    pivot_root failure): its own error is the result, the router that
+     *    was waiting for it is removed. */
+    fault_step = FY_STEP_PIVOT_ROOT;
+    pr = prepare(uplink, reach);
+    fault_step = 0;
+    res = pr ? run(pr, false, false) : NULL;
+    CHECK(res && fy_result_outcome(res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE &&
+              fy_result_error_step(res) == FY_STEP_PIVOT_ROOT,
+          "fault: outcome %s, step %s", res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none",
+          res ? fy_step_name(fy_result_error_step(res)) : "none");
+    fy_result_free(res);
+    fy_prepared_free(pr);
+    printf("ok: a sandbox that fails before its namespace stands: its own error, network_left 0\n");
+
+    /* 5. Uplinks that cannot serve: typed errors at start, nothing made. */
     static const struct { const char *path; int code; } bad[] = {
         {"/nonexistent/forgeyard-netns", FY_E_NOTFOUND},
         {"/etc/hostname", FY_E_INVAL}, /* a file, not a network namespace */
