@@ -6,7 +6,8 @@
  *   fy-netprobe udp ADDR PORT    send "hi", expect "echo:hi" within 1.5 s
  *   fy-netprobe icmp ADDR        an ICMP echo (datagram socket, else raw)
  *   fy-netprobe resolve NAME     getaddrinfo: prints the first address
- *   fy-netprobe loopback PORT    listen on 127.0.0.1:PORT, connect to it */
+ *   fy-netprobe loopback PORT    listen on 127.0.0.1:PORT, connect to it
+ *   fy-netprobe abstract NAME    connect to the abstract unix socket NAME */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -17,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static int addr_of(const char *s, int port, struct sockaddr_storage *ss, socklen_t *len) {
@@ -74,6 +77,19 @@ int main(int argc, char **argv) {
         inet_ntop(res->ai_family, p, a, sizeof(a));
         printf("%s\n", a);
         freeaddrinfo(res);
+        return 0;
+    }
+    if (strcmp(argv[1], "abstract") == 0) {
+        struct sockaddr_un u = {.sun_family = AF_UNIX};
+        size_t n = strlen(argv[2]);
+        if (n >= sizeof(u.sun_path) - 1)
+            return 2;
+        memcpy(u.sun_path + 1, argv[2], n);
+        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (s < 0 || connect(s, (struct sockaddr *)&u, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
+            printf("connect: %s\n", strerror(errno));
+            return 1;
+        }
         return 0;
     }
     if (strcmp(argv[1], "loopback") == 0) {

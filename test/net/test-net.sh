@@ -128,6 +128,24 @@ st=$?
 kill $HL 2>/dev/null; wait $HL 2>/dev/null
 [ $st = 1 ] && [ ! -e "$TMP/hostport.hit" ] && ok "the host's loopback is out of reach" ||
     bad "the host's loopback listener was reached (status $st)"
+# ... and so are the host's abstract unix sockets.
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + sys.argv[1]); s.listen(4)
+open(sys.argv[2], "w").write("ready")
+s.settimeout(30)
+try:
+    s.accept(); open(sys.argv[2] + ".hit", "w").write("x")
+except OSError:
+    pass
+' "fy-net-test-$$" "$TMP/abstract" &
+HL=$!
+for _ in $(seq 50); do [ -s "$TMP/abstract" ] && break; sleep 0.1; done
+run --allow 198.51.100.1:8080 -- /opt/fyprobe/fy-netprobe abstract "fy-net-test-$$" >/dev/null 2>&1
+st=$?
+kill $HL 2>/dev/null; wait $HL 2>/dev/null
+[ $st = 1 ] && [ ! -e "$TMP/abstract.hit" ] && ok "the host's abstract unix sockets are out of reach" ||
+    bad "the host's abstract socket was reached (status $st)"
 
 # 2. A workload that rewrites its own namespace's addresses and routes
 #    reaches nothing more: the rules are in the router, out of its reach.
