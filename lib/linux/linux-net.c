@@ -217,9 +217,10 @@ static int link_veth(int s, const char *name, const char *peer_name, int peer_ns
     return nl_talk(s, &m);
 }
 
-/* No IPv6 link-local address on our links: its duplicate address
- * detection would hold IPv6 back for a second after the link goes up (the
- * global addresses are made without it, IFA_F_NODAD). Before link_up. */
+/* No IPv6 link-local address on our links: nothing here uses one (the
+ * routes name the global addresses, made without duplicate address
+ * detection, IFA_F_NODAD), so none sits tentative, and the sandbox has no
+ * fe80:: address to reach the router's by. Before link_up. */
 static int link_no_ll(int s, const char *name) {
     struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
     struct nlmsg m;
