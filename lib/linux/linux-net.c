@@ -31,6 +31,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,6 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <stddef.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
