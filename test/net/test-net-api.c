@@ -32,6 +32,7 @@ static const char *uplink, *probe_dir;
 static fy_caps *caps;
 
 static uint32_t fault_step;
+static bool copy_init;
 
 static fy_prepared *prepare(const char *up, const char *const *argv) {
     fy_policy *p = NULL;
@@ -48,6 +49,8 @@ static fy_prepared *prepare(const char *up, const char *const *argv) {
         r = fy_policy_add_bind(p, probe_dir, "/opt/fyprobe", FY_BIND_READ_ONLY, &e);
     if (fault_step)
         policy_inject_fault(p, fault_step, 1);
+    if (copy_init)
+        policy_test_copy_init(p);
     if (r >= 0)
         r = fy_prepare(p, caps, argv, &pr, &e);
     CHECK(r >= 0, "prepare: %s", fy_error_message(e));
@@ -114,6 +117,18 @@ int main(int argc, char **argv) {
     fy_free(json);
     fy_prepared_free(pr);
     printf("ok: an attempt through the API reaches the destination, network_left 0\n");
+
+    /* 1b. The same where forgeyard-init cannot be executed (pid 1 is a
+     *     copy of the host): its netns goes to the host the same way. */
+    copy_init = true;
+    pr = prepare(uplink, reach);
+    copy_init = false;
+    res = pr ? run(pr, false, false) : NULL;
+    CHECK(res && fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "copy-init: outcome %s",
+          res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none");
+    fy_result_free(res);
+    fy_prepared_free(pr);
+    printf("ok: with the fallback init too\n");
 
     /* 2. Cancelled while it runs. */
     pr = prepare(uplink, idle);
