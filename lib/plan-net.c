@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -184,6 +185,12 @@ static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl,
     for (struct ifaddrs *i = ifs; i && r == 0; i = i->ifa_next) {
         if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
             continue;
+        /* A loopback address is never the host's from inside: on Linux the
+         * sandbox has a loopback of its own (a rule for it reaches nothing
+         * through the router), and where a backend shares the host's
+         * loopback (Seatbelt), "localhost" is all it can name. */
+        if (i->ifa_flags & IFF_LOOPBACK)
+            continue;
         unsigned fam = i->ifa_addr->sa_family == AF_INET ? 4 : 6;
         const uint8_t *a = fam == 4 ? (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr
                                     : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
@@ -252,12 +259,12 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
                         d->host, hosts_path ? "not in the hosts file " : "the host's resolver: ",
                         hosts_path ? hosts_path : why, "");
         }
-        if (rs.n > PLAN_NET_MAX_RULES)
+        if (rs.n > NET_RULES_MAX)
             break;
     }
-    if (r == 0 && rs.n > PLAN_NET_MAX_RULES)
+    if (r == 0 && rs.n > NET_RULES_MAX)
         r = err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, "$.network.destinations",
-                    "the destinations resolve to more than %u address rules", PLAN_NET_MAX_RULES);
+                    "the destinations resolve to more than %u address rules", NET_RULES_MAX);
     if (r == 0 && rs.n) {
         qsort(rs.v, rs.n, sizeof(*rs.v), rule_cmp);
         size_t k = 0;

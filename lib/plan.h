@@ -92,7 +92,7 @@ struct plan_net_rule {
     uint32_t dest;         /* index into fy_plan.dests it came from */
 };
 /* At most this many rules after resolution (a name may have many addresses). */
-#define PLAN_NET_MAX_RULES 4096
+#define NET_RULES_MAX 4096
 
 struct fy_plan {
     /* What was negotiated. */
@@ -178,7 +178,7 @@ void plan_free(struct fy_plan *plan);
 /* plan-net.c: under restricted, pl->net_rules and pl->net_hosts from the
  * policy's destinations (names resolved through FY_NETHOST_HOSTS_FILE or
  * the host's resolver), checked: no rule may cover an address of this
- * host, at most PLAN_NET_MAX_RULES. Nothing to do under other modes. */
+ * host, at most NET_RULES_MAX. Nothing to do under other modes. */
 int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr);
 /* The rule as text: "198.51.100.7/32 tcp 80-80" (buf of 80 bytes). */
 const char *plan_net_rule_text(const struct plan_net_rule *r, char *buf, size_t len);
