@@ -3,6 +3,7 @@
  * of the public API: nothing here is impossible for a host program. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -67,6 +68,12 @@ static void usage(FILE *f) {
             "  policy show FILE|--profile NAME\n"
             "                               print the canonical JSON of a policy\n"
             "  gc [--state-dir DIR]         destroy what crashed host programs left behind\n"
+            "  gc --images                  collect the image cache (as image gc)\n"
+            "  image inspect REF            verify an image's manifest and config, print them as JSON\n"
+            "  image unpack [--cache DIR] REF\n"
+            "                               verify and unpack an image into the layer cache\n"
+            "  image gc [--cache DIR] [--max-age DURATION] [--max-size SIZE]\n"
+            "                               remove unused layers (default: unused for 30 days)\n"
             "  test [--json] [--profile NAME]\n"
             "                               qualify this host: probe the sandbox's boundary\n"
             "  run [OPTIONS] -- COMMAND [ARG...]\n"
@@ -399,6 +406,48 @@ static int doctor_profile(const fy_caps *c, uint32_t profile) {
     return level;
 }
 
+/* 1 when the sysctl file reads "1", 0 when "0", -1 when unreadable. */
+static int read_flag(const char *path) {
+    char b[8] = "";
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(b, 1, sizeof(b) - 1, f);
+    fclose(f);
+    return n ? b[0] == '1' : -1;
+}
+
+/* The network modes: whether each prepares here (standard-ci), and what
+ * restricted needs of the host that the library never sets itself. */
+static void doctor_network(const fy_caps *c) {
+    static const struct { uint32_t mode; const char *name; } modes[] = {
+        {FY_NET_DENY, "deny"}, {FY_NET_RESTRICTED, "restricted"}, {FY_NET_FETCH_ONLY, "fetch-only"},
+    };
+    printf("\nNetwork modes on this host (standard-ci)\n");
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        fy_policy *p = NULL;
+        fy_prepared *pr = NULL;
+        fy_error *err = NULL;
+        const char *const argv[] = {"/bin/true", NULL};
+        int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &err);
+        if (r >= 0 && modes[i].mode != FY_NET_DENY)
+            r = fy_policy_add_destination(p, "192.0.2.1", FY_PROTO_TCP, 443, 443, &err); /* (never contacted) */
+        if (r >= 0)
+            r = fy_policy_set_network(p, modes[i].mode, &err);
+        if (r >= 0)
+            r = fy_prepare(p, c, argv, &pr, &err);
+        printf("  %-15s %s  %s\n", modes[i].name, r >= 0 ? "ok " : "NO ", r >= 0 ? "enforced" : fy_error_message(err));
+        fy_error_free(err);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+    }
+    int f4 = read_flag("/proc/sys/net/ipv4/ip_forward"), f6 = read_flag("/proc/sys/net/ipv6/conf/all/forwarding");
+    printf("  restricted, uplink the host's namespace (the default): the host must forward and masquerade\n"
+           "  100.127.0.0/16 (or the link subnet set) towards its network; this host forwards IPv4: %s, IPv6: %s.\n"
+           "  The library never changes that; --network-uplink names another namespace.\n",
+           f4 < 0 ? "unknown" : f4 ? "yes" : "no", f6 < 0 ? "unknown" : f6 ? "yes" : "no");
+}
+
 static int cmd_doctor(void) {
     fy_caps *c = NULL;
     if (probe(&c) != EXIT_OK)
@@ -420,6 +469,7 @@ static int cmd_doctor(void) {
     doctor_profile(c, FY_PROFILE_RELEASE);
     doctor_profile(c, FY_PROFILE_DEVELOPMENT);
     doctor_profile(c, FY_PROFILE_HIGH_ASSURANCE);
+    doctor_network(c);
     printf("\nStrongest isolation available: %s\n", fy_level_name((uint32_t)fy_caps_max_level(c)));
     fy_caps_free(c);
     return ci >= FY_LEVEL_NAMESPACE ? EXIT_OK : EXIT_FAIL;
@@ -590,6 +640,54 @@ static int split_eq(const char *arg, char sep, char **left, const char **right) 
     return *left ? 0 : -1;
 }
 
+/* --allow HOST[:PORT[-PORT]][/udp|/tcp]: HOST a name, an IPv4 address or
+ * block, or an IPv6 address or block in brackets. */
+static int add_allow(fy_policy *p, const char *v) {
+    char host[300];
+    const char *rest;
+    uint32_t proto = FY_PROTO_TCP;
+    size_t n = strlen(v);
+    if (n > 4 && (strcmp(v + n - 4, "/udp") == 0 || strcmp(v + n - 4, "/tcp") == 0)) {
+        proto = strcmp(v + n - 4, "/udp") == 0 ? FY_PROTO_UDP : FY_PROTO_TCP;
+        n -= 4;
+    }
+    if (v[0] == '[') {
+        const char *e = memchr(v, ']', n);
+        if (!e || (size_t)(e - v - 1) >= sizeof(host))
+            return bad_value("--allow", v, "an IPv6 address goes in brackets: [2001:db8::1]:443");
+        snprintf(host, sizeof(host), "%.*s", (int)(e - v - 1), v + 1);
+        rest = e + 1;
+    } else {
+        size_t h = strcspn(v, ":");
+        if (h > n)
+            h = n;
+        if (h >= sizeof(host))
+            return bad_value("--allow", v, "host too long");
+        snprintf(host, sizeof(host), "%.*s", (int)h, v);
+        rest = v + h;
+    }
+    unsigned long lo = 1, hi = 65535;
+    size_t left = n - (size_t)(rest - v);
+    if (left && rest[0] != ':')
+        return bad_value("--allow", v, "expects HOST[:PORT[-PORT]][/udp]");
+    if (left) {
+        char ports[32], *end = NULL;
+        if (left - 1 == 0 || left - 1 >= sizeof(ports))
+            return bad_value("--allow", v, "bad port");
+        snprintf(ports, sizeof(ports), "%.*s", (int)(left - 1), rest + 1);
+        if (strspn(ports, "0123456789-") != strlen(ports))
+            return bad_value("--allow", v, "a port is a number from 1 to 65535 (or a range LO-HI)");
+        lo = hi = strtoul(ports, &end, 10);
+        if (*end == '-')
+            hi = strtoul(end + 1, &end, 10);
+        if (*end)
+            return bad_value("--allow", v, "bad port range");
+    }
+    fy_error *err = NULL;
+    return check(fy_policy_add_destination(p, host, proto, (uint32_t)(lo > 65535 ? 65536 : lo),
+                                           (uint32_t)(hi > 65535 ? 65536 : hi), &err), "--allow", &err);
+}
+
 static int run_outcome_status(const fy_result *res) {
     switch (fy_result_outcome(res)) {
     case FY_OUTCOME_SUCCEEDED:
@@ -700,6 +798,106 @@ static void note_unwritable(long id, const char *opt, const char *dir) {
                 "%s: note: %s %s is not writable by host user %ld, which the command runs as "
                 "(chown %ld:%ld it; see forgeyard(1))\n",
                 prog, opt, dir, id, id, id);
+}
+
+/* ---- images ---- */
+
+static void progress_bar(void *userdata, uint32_t layer, uint32_t nlayers, uint64_t done, uint64_t total) {
+    bool *drawn = userdata;
+    int pct = total ? (int)(done * 100 / total) : 100, fill = pct / 4;
+    char bar[26];
+    memset(bar, '#', (size_t)fill);
+    memset(bar + fill, '.', (size_t)(25 - fill));
+    bar[25] = '\0';
+    fprintf(stderr, "\rlayer %u/%u [%s] %3d%% %.1f/%.1f MB", layer + 1, nlayers, bar, pct, (double)done / 1e6,
+            (double)total / 1e6);
+    *drawn = true;
+}
+
+/* Verifies and unpacks ref; a progress bar only when stderr is a terminal. */
+static int image_unpack(const char *ref, const char *cache, char **json) {
+    bool drawn = false, tty = isatty(2);
+    fy_error *err = NULL;
+    int r = fy_image_unpack(ref, cache, tty ? progress_bar : NULL, &drawn, json, &err);
+    if (drawn)
+        fputc('\n', stderr);
+    if (r < 0) {
+        report("image", err, r);
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+/* "30s", "10m", "2h", "30d" -> seconds; -1 when malformed. */
+static long long parse_age(const char *v) {
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || n < 0)
+        return -1;
+    long long mul = !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : -1;
+    return mul < 0 || n > LLONG_MAX / mul ? -1 : n * mul;
+}
+
+/* "500M", "2G", "1024" -> bytes; -1 when malformed. */
+static long long parse_size(const char *v) {
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || n < 0)
+        return -1;
+    long long mul = !*end ? 1 : !strcmp(end, "K") ? 1LL << 10 : !strcmp(end, "M") ? 1LL << 20 : !strcmp(end, "G") ? 1LL << 30 : -1;
+    return mul < 0 || n > LLONG_MAX / mul ? -1 : n * mul;
+}
+
+static int image_usage(void) {
+    fprintf(stderr, "usage: %s image inspect REF\n"
+                    "       %s image unpack [--cache DIR] REF\n"
+                    "       %s image gc [--cache DIR] [--max-age DURATION] [--max-size SIZE]\n", prog, prog, prog);
+    return EXIT_USAGE;
+}
+
+static int cmd_image(int argc, char **argv) {
+    const char *sub = argc ? argv[0] : "", *cache = NULL, *ref = NULL;
+    uint64_t max_age = 30ull * 86400 * 1000000, max_size = FY_UNLIMITED;
+    for (int k = 1; k < argc; k++) {
+        if (strcmp(argv[k], "--cache") == 0 && k + 1 < argc) {
+            cache = argv[++k];
+        } else if (strcmp(argv[k], "--max-age") == 0 && k + 1 < argc) {
+            long long s = parse_age(argv[++k]);
+            if (s < 0)
+                return (void)bad_value("--max-age", argv[k], "expects a duration (30s, 10m, 2h, 30d)"), EXIT_USAGE;
+            max_age = (uint64_t)s * 1000000;
+        } else if (strcmp(argv[k], "--max-size") == 0 && k + 1 < argc) {
+            long long b = parse_size(argv[++k]);
+            if (b < 0)
+                return (void)bad_value("--max-size", argv[k], "expects a size (500M, 2G)"), EXIT_USAGE;
+            max_size = (uint64_t)b;
+        } else if (argv[k][0] != '-' && !ref) {
+            ref = argv[k];
+        } else {
+            return image_usage();
+        }
+    }
+    fy_error *err = NULL;
+    char *json = NULL;
+    int r;
+    if (strcmp(sub, "inspect") == 0 && ref && !cache) {
+        if ((r = fy_image_inspect(ref, &json, &err)) < 0)
+            return report("image inspect", err, r), EXIT_FAIL;
+    } else if (strcmp(sub, "unpack") == 0 && ref) {
+        if (image_unpack(ref, cache, &json) != EXIT_OK)
+            return EXIT_FAIL;
+    } else if (strcmp(sub, "gc") == 0 && !ref) {
+        uint64_t n = 0;
+        if ((r = fy_image_gc(cache, max_size, max_age, &n, &err)) < 0)
+            return report("image gc", err, r), EXIT_FAIL;
+        printf("removed %llu image layer%s\n", (unsigned long long)n, n == 1 ? "" : "s");
+        return EXIT_OK;
+    } else {
+        return image_usage();
+    }
+    printf("%s\n", json);
+    fy_free(json);
+    return EXIT_OK;
 }
 
 /* Runs cmd under p (taken: freed here) to its end, as `run` does: the saved
@@ -832,10 +1030,19 @@ static void run_usage(FILE *f) {
             "  --output DIR            read-write at /work/output\n"
             "  --bind HOST:PATH        a writable bind; --bind-ro HOST:PATH a read-only one\n"
             "  --workdir PATH          the working directory inside\n"
+            "  --image REF             run in a container image (oci:DIR@sha256:..., oci-archive:FILE@...,\n"
+            "                          docker-archive:FILE@...); the command may then be empty (its Cmd)\n"
             "  --env NAME=VALUE        an environment variable (nothing is inherited)\n"
             "  --secret-env NAME=FILE  a secret as an environment variable\n"
             "  --secret-file NAME=FILE a secret as /run/secrets/NAME\n"
-            "  --network deny|allow    the network (allow is the host's, impure)\n"
+            "  --network deny|allow|restricted\n"
+            "                          the network (allow is the host's, impure; restricted: only\n"
+            "                          the --allow destinations, as root; not under release)\n"
+            "  --allow DEST            restricted: HOST[:PORT[-PORT]][/udp] (HOST a name, an IPv4\n"
+            "                          address or block, or [IPv6] in brackets; no port: all)\n"
+            "  --network-uplink PATH   restricted: the network namespace the router's uplink goes\n"
+            "                          into (/run/netns/NAME; default: the host's)\n"
+            "  --network-hosts FILE    restricted: resolve --allow names with this hosts file\n"
             "  --pty private|deny      pseudo-terminals of the sandbox's own\n"
             "  --timeout DURATION      wall-clock limit (30s, 10m, 1h)\n"
             "  --grace DURATION        between the soft terminate and the kill (default 10s)\n"
@@ -856,6 +1063,10 @@ static int cmd_run(int argc, char **argv) {
         }
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL;
     const char *build_dir = NULL, *output_dir = NULL; /* (as given: for note_unwritable) */
+    const char *image = NULL;
+    const char *allows[2048];
+    size_t nallow = 0;
+    bool restricted = false;
     int i = 0;
     /* First pass: the base (profile or policy file). */
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
@@ -925,16 +1136,30 @@ static int cmd_run(int argc, char **argv) {
             }
         } else if (strcmp(o, "--workdir") == 0) {
             r = check(fy_policy_set_workdir(p, v, &err), o, &err);
+        } else if (strcmp(o, "--image") == 0) {
+            if ((r = check(fy_policy_set_image(p, v, &err), o, &err)) == 0)
+                image = v;
         } else if (strcmp(o, "--tmp-size") == 0) {
             r = apply_json(p, o, "{\"resources\": {\"tmp_size\": \"%s\"}}", v);
+        } else if (strcmp(o, "--allow") == 0) {
+            r = nallow < sizeof(allows) / sizeof(allows[0]) ? 0 : bad_value(o, v, "too many destinations");
+            if (r == 0)
+                allows[nallow++] = v;
+        } else if (strcmp(o, "--network-uplink") == 0) {
+            r = check(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, v, &err), o, &err);
+        } else if (strcmp(o, "--network-hosts") == 0) {
+            r = check(fy_policy_set_network_host(p, FY_NETHOST_HOSTS_FILE, v, &err), o, &err);
+        } else if (strcmp(o, "--network") == 0 && strcmp(v, "restricted") == 0) {
+            restricted = true; /* applied with the --allow destinations, after the options */
         } else if (strcmp(o, "--network") == 0) {
+            restricted = false;
             if (strcmp(v, "deny") == 0)
                 r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}}", v);
             else if (strcmp(v, "allow") == 0)
                 r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"destinations\": []}, "
                                      "\"isolation\": {\"controls\": {\"netns\": \"off\"}}}", v);
             else {
-                fprintf(stderr, "%s: --network is deny or allow\n", prog);
+                fprintf(stderr, "%s: --network is deny, allow or restricted\n", prog);
                 r = -1;
             }
         } else if (strcmp(o, "--pty") == 0) {
@@ -1008,9 +1233,29 @@ static int cmd_run(int argc, char **argv) {
         if (r < 0)
             goto bad;
     }
-    if (i >= argc) {
+    if (i >= argc && !image) {
         fprintf(stderr, "%s: run: no command (forgeyard run [OPTIONS] -- COMMAND [ARG...])\n", prog);
         goto bad;
+    }
+    /* The image first, with a progress bar on a terminal (fy_prepare then
+     * finds its layers in the cache). */
+    if (image && image_unpack(image, NULL, NULL) != EXIT_OK) {
+        fy_policy_free(p);
+        return RUN_BAD_INVOCATION;
+    }
+    if (nallow && !restricted) {
+        fprintf(stderr, "%s: --allow needs --network restricted\n", prog);
+        goto bad;
+    }
+    if (restricted) {
+        if (apply_json(p, "--network", "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}}", "deny") < 0)
+            goto bad;
+        for (size_t k = 0; k < nallow; k++)
+            if (add_allow(p, allows[k]) < 0)
+                goto bad;
+        err = NULL;
+        if (check(fy_policy_set_network(p, FY_NET_RESTRICTED, &err), "--network", &err) < 0)
+            goto bad;
     }
     if (build_dir || output_dir) {
         long uid = sandbox_host_uid(p);
@@ -1098,6 +1343,28 @@ static int hand_dir(const char *path, const struct stat *st, int type, struct FT
         return 1;
     }
     return 0;
+}
+
+/* As root, wrap hands the execution root's directories to the sandbox's
+ * uid: never a system tree or a home, whatever directory it is run in. */
+static bool disposable_root(const char *root) {
+    static const char *const system_trees[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                                               "/libx32", "/boot", "/dev", "/proc", "/sys", "/run", "/root",
+                                               "/var/lib", "/var/log", "/var/spool", "/var/mail", "/snap"};
+    for (size_t i = 0; i < sizeof(system_trees) / sizeof(system_trees[0]); i++) {
+        size_t n = strlen(system_trees[i]);
+        if (strncmp(root, system_trees[i], n) == 0 && (root[n] == '\0' || root[n] == '/'))
+            return false;
+    }
+    int depth = 0;
+    for (const char *c = root; *c; c++)
+        depth += *c == '/' && c[1] && c[1] != '/';
+    if (depth < 2)
+        return false;
+    if (strncmp(root, "/home/", 6) == 0 && !strchr(root + 6, '/'))
+        return false; /* a user's home itself */
+    const char *home = getenv("HOME");
+    return !home || strcmp(home, root) != 0;
 }
 
 static int cmd_wrap(int argc, char **argv) {
@@ -1232,6 +1499,11 @@ static int cmd_wrap(int argc, char **argv) {
     free(workdir);
     if (r < 0)
         goto bad;
+    if (geteuid() == 0 && !disposable_root(root)) {
+        fprintf(stderr, "%s: wrap: %s is not an execution root that can be handed to the sandbox's uid "
+                        "(a system directory, a home, or fewer than two levels deep)\n", prog, root);
+        goto bad;
+    }
     if (geteuid() == 0 && (wrap_uid = sandbox_host_uid(p)) >= 0) {
         /* The root, and with --hand-over the writable binds too (a runner's
          * file-command directory). */
@@ -1526,6 +1798,12 @@ int main(int argc, char **argv) {
         return cmd_action(argc - 2, argv + 2);
     if (strcmp(cmd, "test") == 0)
         return cmd_test(argc - 2, argv + 2);
+    if (strcmp(cmd, "image") == 0)
+        return cmd_image(argc - 2, argv + 2);
+    if (strcmp(cmd, "gc") == 0 && argc == 3 && strcmp(argv[2], "--images") == 0) {
+        char *gcargv[] = {(char *)"gc", NULL};
+        return cmd_image(1, gcargv);
+    }
     if (strcmp(cmd, "gc") == 0 && (argc == 2 || (argc == 4 && strcmp(argv[2], "--state-dir") == 0))) {
         uint64_t n = 0;
         fy_error *err = NULL;

@@ -230,6 +230,21 @@ int fy_policy_set_hostname(fy_policy *policy, const char *hostname, fy_error **r
     return r < 0 ? r : replace_str(&policy->hostname, hostname, reterr);
 }
 
+int fy_policy_set_image(fy_policy *policy, const char *ref, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (ref) {
+        int r = check_image_ref(ref, "$.filesystem.image", reterr);
+        if (r < 0)
+            return r;
+        if ((policy->profile == FY_PROFILE_RELEASE || policy->profile == FY_PROFILE_HIGH_ASSURANCE) &&
+            !strstr(ref, "@sha256:"))
+            return err_set(reterr, FY_E_POLICY, FY_STEP_POLICY, 0, "$.filesystem.image",
+                           "the %s profile runs images by digest only (REF@sha256:...), not %s",
+                           fy_profile_name(policy->profile), ref);
+    }
+    return replace_str(&policy->image, ref, reterr);
+}
+
 /* ---- environment ---- */
 
 int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy_error **reterr) {
@@ -309,6 +324,29 @@ int fy_policy_add_destination(fy_policy *policy, const char *host, uint32_t prot
     }
     *d = (struct pol_dest){h, proto, port_min, port_max};
     return 0;
+}
+
+int fy_policy_set_network_host(fy_policy *policy, uint32_t setting, const char *value, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (setting < 1 || setting > FY_NETHOST_MAX_)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown network host setting %u", setting);
+    int r;
+    if (value && setting != FY_NETHOST_LINK_SUBNET && (r = check_host_path(value, "$.network.host", reterr)) < 0)
+        return r;
+    if (value && setting == FY_NETHOST_LINK_SUBNET) {
+        unsigned a, b, c, d, len;
+        char tail;
+        if (sscanf(value, "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &len, &tail) != 5 || a > 255 || b > 255 ||
+            c > 255 || d > 255 || len < 16 || len > 24 ||
+            ((((uint32_t)a << 24 | b << 16 | c << 8 | d) << len) & 0xffffffffu) != 0)
+            return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, "$.network.host",
+                           "\"%s\" is not an IPv4 block from a /16 to a /24 (host bits zero)", value);
+        uint32_t base = (uint32_t)a << 24 | b << 16 | c << 8 | d, own = UINT32_C(0x64400000); /* 100.64.0.0 */
+        if ((base >> (32 - len)) == (own >> (32 - len)))
+            return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, "$.network.host",
+                           "the block covers 100.64.0.0/30, the sandbox's own link; pick another one");
+    }
+    return replace_str(&policy->net_host[setting], value, reterr);
 }
 
 /* ---- resources ---- */

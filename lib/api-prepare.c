@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "oci/oci.h"
+#include "plan.h"
 #include "prepared.h"
 
 extern char **environ;
@@ -21,6 +23,7 @@ static void prepared_destroy(fy_prepared *pr) {
     if (pr->plan && pr->sel.backend && pr->sel.backend->plan_free)
         pr->sel.backend->plan_free(pr->plan);
     plan_free(pr->neutral);
+    oci_image_free(pr->image);
     free(pr->contract_id);
     for (size_t i = 0; i < pr->nsecrets; i++)
         secret_release(pr->secrets[i].value);
@@ -54,7 +57,10 @@ void prepared_unref(fy_prepared *pr) {
 /* The caller's reference; running handles keep their own. */
 void fy_prepared_free(fy_prepared *prepared) { prepared_unref(prepared); }
 
-static int copy_argv(fy_prepared *pr, const char *const *argv, fy_error **reterr) {
+static int copy_argv(fy_prepared *pr, const char *const *argv, bool image, fy_error **reterr) {
+    if (image && (!argv || !argv[0])) /* the image's Entrypoint and Cmd (plan.c) */
+        return (pr->argv = calloc(1, sizeof(char *))) ? 0 : err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL,
+                                                                    "out of memory");
     if (!argv || !argv[0])
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "argv is empty");
     if (!argv[0][0])
@@ -230,7 +236,7 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     pr->origin_pid = util_getpid();
     pr->refs = 1;
     vec_init(&pr->env, sizeof(struct pol_env));
-    if ((r = copy_argv(pr, argv, reterr)) < 0)
+    if ((r = copy_argv(pr, argv, policy->image != NULL, reterr)) < 0)
         goto fail;
     if (!(pr->policy = policy_dup(policy)) || !(pr->caps = caps_dup(caps))) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
@@ -367,12 +373,23 @@ const char *prepared_contract_id(const fy_prepared *pr) {
         return have;
     char *policy = policy_to_json(pr->policy);
     const char *enforced = pr->plan && pr->sel.backend->describe ? pr->sel.backend->describe(pr->plan) : "{}";
-    char *text = policy ? util_asprintf("forgeyard-contract 2\nbackend %s\nlibrary %s\nkernel %s\nenforced %s\n"
-                                      "policy %s\n",
-                                      pr->sel.backend->name, FY_VERSION_STRING,
-                                      pr->caps->host.kernel_release ? pr->caps->host.kernel_release : "unknown",
-                                      enforced, policy)
-                        : NULL;
+    /* The network plan's resolved rules, whatever the backend describes:
+     * the same names resolving elsewhere is another contract. */
+    struct strbuf net;
+    strbuf_init(&net);
+    for (size_t i = 0; pr->neutral && i < pr->neutral->nnet_rules; i++) {
+        char t[96];
+        strbuf_printf(&net, "%s%s", i ? ", " : "", plan_net_rule_text(&pr->neutral->net_rules[i], t, sizeof(t)));
+    }
+    char *text = policy && !net.oom
+                     ? util_asprintf("forgeyard-contract 2\nbackend %s\nlibrary %s\nkernel %s\nenforced %s\n"
+                                     "policy %s\n%s%s%s",
+                                     pr->sel.backend->name, FY_VERSION_STRING,
+                                     pr->caps->host.kernel_release ? pr->caps->host.kernel_release : "unknown",
+                                     enforced, policy, net.len ? "network " : "", net.len ? net.buf : "",
+                                     net.len ? "\n" : "")
+                     : NULL;
+    strbuf_free(&net);
     free(policy);
     char *hex = text ? malloc(crypto_hash_sha256_BYTES * 2 + 1) : NULL;
     if (!hex || sodium_init() < 0) {

@@ -67,6 +67,16 @@
 #define FY_DNS_NONE        1  /* no resolver configured */
 #define FY_DNS_HOST        2  /* the host's resolvers (only where egress allows them) */
 
+/* Host settings of the network modes restricted and fetch-only
+ * (fy_policy_set_network_host): host plumbing, not part of policy JSON. */
+#define FY_NETHOST_UPLINK       1  /* network namespace file (/run/netns/NAME) the per-attempt router's
+                                      uplink is created in; NULL: the host's own namespace */
+#define FY_NETHOST_HOSTS_FILE   2  /* a file in /etc/hosts format that resolves destination names at
+                                      fy_prepare instead of the host's resolver */
+#define FY_NETHOST_LINK_SUBNET  3  /* IPv4 block (a /16 to a /24) the router's uplink links take a /30
+                                      from; NULL: 100.127.0.0/16 */
+#define FY_NETHOST_MAX_         3  /* not a setting */
+
 /* Destination protocols (fy_policy_add_destination). */
 #define FY_PROTO_TCP  1
 #define FY_PROTO_UDP  2
@@ -143,6 +153,11 @@ FY_API int fy_policy_add_bind(fy_policy *policy, const char *host_path, const ch
 FY_API int fy_policy_add_runtime_path(fy_policy *policy, const char *path, fy_error **reterr);
 FY_API int fy_policy_set_workdir(fy_policy *policy, const char *path, fy_error **reterr);
 FY_API int fy_policy_set_hostname(fy_policy *policy, const char *hostname, fy_error **reterr);
+/* Runs the command in a container image (isolation level CONTAINER):
+ * "oci:DIR@sha256:...", "oci-archive:FILE@sha256:..." or
+ * "docker-archive:FILE[@sha256:...]"; NULL removes it. The release and
+ * high-assurance profiles refuse a reference without a digest. */
+FY_API int fy_policy_set_image(fy_policy *policy, const char *ref, fy_error **reterr);
 
 /* Environment: cleared by default. */
 FY_API int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy_error **reterr);
@@ -156,6 +171,9 @@ FY_API int fy_policy_set_dns(fy_policy *policy, uint32_t dns, fy_error **reterr)
 /* host: a host name, an IPv4/IPv6 address or a CIDR block. */
 FY_API int fy_policy_add_destination(fy_policy *policy, const char *host, uint32_t proto,
                                      uint32_t port_min, uint32_t port_max, fy_error **reterr);
+/* A host setting of the network modes that reach destinations (FY_NETHOST_*);
+ * value NULL restores the default. */
+FY_API int fy_policy_set_network_host(fy_policy *policy, uint32_t setting, const char *value, fy_error **reterr);
 
 /* Resources. */
 FY_API int fy_policy_set_limit(fy_policy *policy, uint32_t limit, uint64_t value, fy_error **reterr);
