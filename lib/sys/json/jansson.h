@@ -10,8 +10,8 @@
  * text of error messages, number formatting) test/json/json-diff.c holds
  * this implementation to the system libjansson byte for byte.
  *
- * Not provided: file/callback loading and dumping, unpack, iterators,
- * custom allocators, json_real_precision, JSON_ENSURE_ASCII.
+ * Not provided: file/callback loading and dumping, json_unpack, iterator
+ * functions, deep copies, custom allocators, JSON_EMBED.
  */
 #ifndef FY_SYS_JSON_JANSSON_H
 #define FY_SYS_JSON_JANSSON_H
@@ -192,7 +192,6 @@ json_t *json_loadb(const char *buffer, size_t buflen, size_t flags, json_error_t
 #define JSON_ENCODE_ANY 0x200
 #define JSON_ESCAPE_SLASH 0x400
 #define JSON_REAL_PRECISION(n) (((n) & 0x1F) << 11)
-#define JSON_EMBED 0x10000
 
 char *json_dumps(const json_t *json, size_t flags);
 
