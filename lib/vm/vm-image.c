@@ -123,7 +123,7 @@ static void put(struct cpio *c, const void *p, size_t n) {
     c->bytes += n;
     if (c->hash)
         crypto_hash_sha256_update(c->hash, p, n);
-    while (n && !c->err) {
+    while (n && !c->err && c->fd >= 0) {
         ssize_t w = write(c->fd, b, n);
         if (w < 0 && errno == EINTR)
             continue;
@@ -334,10 +334,11 @@ static int read_text(const char *path, char *buf, size_t len) {
 /* The agent's initramfs: /init, the module list and the modules. */
 static int build_initrd(const char *release, const struct agent *ag, const char *tmpdir, char digest[65],
                         fy_error **reterr) {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/initrd.cpio", tmpdir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
+    char path[4200] = "(memory)";
+    if (tmpdir)
+        snprintf(path, sizeof(path), "%s/initrd.cpio", tmpdir);
+    int fd = tmpdir ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
+    if (tmpdir && fd < 0)
         return err_set(reterr, err_from_errno(errno), FY_STEP_PREPARE, errno, NULL, "create %s: %s", path,
                        strerror(errno));
     crypto_hash_sha256_state hs;
@@ -391,7 +392,7 @@ static int build_initrd(const char *release, const struct agent *ag, const char 
     }
     strbuf_free(&order);
     int e = cpio_end(&c);
-    if (close(fd) < 0 && !e)
+    if (fd >= 0 && close(fd) < 0 && !e)
         e = -errno;
     if (!r && e < 0)
         r = err_set(reterr, err_from_errno(-e), FY_STEP_PREPARE, -e, NULL, "write %s: %s", path, strerror(-e));
@@ -411,6 +412,9 @@ static int fill(struct vm_kernel *k, const char *dir) {
         return -1;
     snprintf(p, sizeof(p), "%s/initrd.sha256", dir);
     if (read_text(p, k->initrd_digest, sizeof(k->initrd_digest)) < 0 || strlen(k->initrd_digest) != 64)
+        return -1;
+    snprintf(p, sizeof(p), "%s/vmlinuz.sha256", dir);
+    if (read_text(p, k->vmlinuz_digest, sizeof(k->vmlinuz_digest)) < 0 || strlen(k->vmlinuz_digest) != 64)
         return -1;
     struct stat st;
     if (stat(k->vmlinux, &st) < 0 || stat(k->initrd, &st) < 0)
@@ -478,6 +482,87 @@ int vm_cache_prune(void) {
     }
     closedir(d);
     return n;
+}
+
+/* The SHA-256 of a file (hex). */
+static int hash_file(const char *path, char out[65]) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    crypto_hash_sha256_state hs;
+    crypto_hash_sha256_init(&hs);
+    unsigned char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        crypto_hash_sha256_update(&hs, buf, (unsigned long long)n);
+    int e = errno;
+    close(fd);
+    if (n < 0) {
+        errno = e;
+        return -1;
+    }
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256_final(&hs, h);
+    hex(h, sizeof(h), out);
+    return 0;
+}
+
+/* The cache entry's directory for a kernel and an agent (kernel_get's key). */
+static int entry_dir(struct vm_kernel *k, const struct agent *ag, char *dir, size_t dlen, char kkey[65],
+                     char *key, size_t klen, fy_error **reterr) {
+    int r = find_vmlinuz(k->vmlinuz_path, sizeof(k->vmlinuz_path), k->release, sizeof(k->release));
+    if (r < 0)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, -r, NULL,
+                       "no guest kernel: /boot/vmlinuz-R with /lib/modules/R (Debian: apt-get install "
+                       "linux-image-amd64)");
+    struct stat st;
+    if (stat(k->vmlinuz_path, &st) < 0)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, errno, NULL, "guest kernel %s: %s",
+                       k->vmlinuz_path, strerror(errno));
+    unsigned char h[crypto_hash_sha256_BYTES];
+    char ah[65], root[4096], keyhex[65];
+    crypto_hash_sha256(h, ag->data, ag->len);
+    hex(h, sizeof(h), ah);
+    snprintf(key, klen, "%s %llu %lld %lld.%09ld %s", k->vmlinuz_path, (unsigned long long)st.st_ino,
+             (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, k->release);
+    crypto_hash_sha256(h, (const unsigned char *)key, strlen(key));
+    hex(h, 12, kkey);
+    snprintf(keyhex, sizeof(keyhex), "%s-%.16s", kkey, ah);
+    if ((r = vm_cache_root(root, sizeof(root))) < 0)
+        return err_set(reterr, r, FY_STEP_PREPARE, 0, NULL, "cache root path too long");
+    snprintf(dir, dlen, "%s/kernel-%s", root, keyhex);
+    return 0;
+}
+
+int vm_kernel_identify(struct vm_kernel *k, fy_error **reterr) {
+    memset(k, 0, sizeof(*k));
+    if (sodium_init() < 0)
+        return err_set(reterr, FY_E_INTERNAL, FY_STEP_PREPARE, 0, NULL, "libsodium failed to initialise");
+    struct agent ag;
+    int r = agent_get(&ag);
+    if (r < 0)
+        return err_set(reterr, FY_E_NOTFOUND, FY_STEP_PREPARE, -r, NULL, "FORGEYARD_VM_AGENT: %s", strerror(-r));
+    if (!ag.len) {
+        free(ag.owned);
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL,
+                       "this build has no guest agent (unsupported architecture)");
+    }
+    char dir[4200], kkey[65], key[512];
+    if ((r = entry_dir(k, &ag, dir, sizeof(dir), kkey, key, sizeof(key), reterr)) == 0 && fill(k, dir) != 0) {
+        /* Not cached: computed in memory, nothing written (fy_prepare
+         * has no side effect on the host; the first start caches it). */
+        struct vm_kernel id = *k;
+        memset(k, 0, sizeof(*k));
+        memcpy(k->release, id.release, sizeof(k->release));
+        memcpy(k->vmlinuz_path, id.vmlinuz_path, sizeof(k->vmlinuz_path));
+        if (hash_file(k->vmlinuz_path, k->vmlinuz_digest) < 0)
+            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, errno, NULL, "read the guest kernel %s: %s",
+                        k->vmlinuz_path, strerror(errno));
+        else
+            r = build_initrd(k->release, &ag, NULL, k->initrd_digest, reterr);
+    }
+    free(ag.owned);
+    return r;
 }
 
 int vm_kernel_get(struct vm_kernel *k, fy_error **reterr) {
@@ -563,6 +648,16 @@ static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **re
         close(lfd);
         return 0;
     }
+    /* An entry of an older format (or a half-removed one): rebuilt. */
+    DIR *od = opendir(dir);
+    if (od) {
+        struct dirent *e;
+        while ((e = readdir(od)))
+            if (e->d_name[0] != '.')
+                unlinkat(dirfd(od), e->d_name, 0);
+        closedir(od);
+        rmdir(dir);
+    }
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s/.build-%d", root, (int)getpid());
     /* A stale build of ours: remove its files (flat directory). */
@@ -610,9 +705,14 @@ static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **re
         munmap(z, (size_t)st.st_size);
     if (!r)
         r = build_initrd(k->release, ag, tmp, k->initrd_digest, reterr);
+    if (!r && hash_file(k->vmlinuz_path, k->vmlinuz_digest) < 0)
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, errno, NULL, "read the guest kernel %s: %s",
+                    k->vmlinuz_path, strerror(errno));
     if (!r) {
+        snprintf(p, sizeof(p), "%s/vmlinuz.sha256", tmp);
+        int z2 = write_text(p, k->vmlinuz_digest);
         snprintf(p, sizeof(p), "%s/vmlinux.sha256", tmp);
-        int a = write_text(p, k->digest);
+        int a = write_text(p, k->digest) | z2;
         snprintf(p, sizeof(p), "%s/initrd.sha256", tmp);
         int b = write_text(p, k->initrd_digest);
         snprintf(p, sizeof(p), "%s/source", tmp);
@@ -621,7 +721,8 @@ static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **re
             r = err_set(reterr, FY_E_IO, FY_STEP_PREPARE, errno, NULL, "store the guest kernel in %s", dir);
     }
     if (r) {
-        static const char *const files[] = {"vmlinux", "initrd.cpio", "vmlinux.sha256", "initrd.sha256", "source"};
+        static const char *const files[] = {"vmlinux", "initrd.cpio", "vmlinux.sha256", "initrd.sha256", "source",
+                                            "vmlinuz.sha256"};
         for (size_t i = 0; i < FY_ARRAY_SIZE(files); i++) {
             snprintf(p, sizeof(p), "%s/%s", tmp, files[i]);
             unlink(p);

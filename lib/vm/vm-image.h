@@ -12,7 +12,8 @@ struct vm_kernel {
     char dir[4096];            /* cache directory holding vmlinux */
     char vmlinux[4096];        /* its path */
     char vmlinuz_path[4096];   /* where it came from */
-    char digest[65];           /* sha256 of vmlinux */
+    char digest[65];           /* sha256 of vmlinux (vm_kernel_get only) */
+    char vmlinuz_digest[65];   /* sha256 of the vmlinuz it comes from */
     char initrd[4096];         /* the cached agent initramfs */
     char initrd_digest[65];    /* sha256 of it */
 };
@@ -20,6 +21,11 @@ struct vm_kernel {
 /* The cache root: $FORGEYARD_VM_CACHE (tests), /var/cache/forgeyard/vm as
  * root, $XDG_CACHE_HOME/forgeyard/vm (or ~/.cache/forgeyard/vm) otherwise. */
 int vm_cache_root(char *buf, size_t len);
+/* The guest kernel's and the agent initramfs's identity (the vmlinuz's
+ * and the initramfs's SHA-256, the release), for the contract id, without
+ * writing anything: read from the cache when it has the entry, computed in
+ * memory otherwise. FY_E_UNSUPPORTED when there is no guest kernel. */
+int vm_kernel_identify(struct vm_kernel *k, fy_error **reterr);
 /* Finds the guest kernel (/boot/vmlinuz-R with /lib/modules/R, or
  * $FORGEYARD_VM_KERNEL), extracts and caches its vmlinux and modules, and
  * builds and caches the agent initramfs. FY_E_UNSUPPORTED when there is no

@@ -109,8 +109,8 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
                         json_string("the library's own namespace sandbox (public API): network denied, QEMU's "
                                     "runtime paths and the attempt's images read-only, no other host path"
                                     " (/dev/kvm only with KVM)"));
-    json_object_set_new(iso, "kernel", json_pack("{ssssss}", "release", pl->k.release, "vmlinux_sha256",
-                                                 pl->k.digest, "source", pl->k.vmlinuz_path));
+    json_object_set_new(iso, "kernel", json_pack("{ssssss}", "release", pl->k.release, "vmlinuz_sha256",
+                                                 pl->k.vmlinuz_digest, "source", pl->k.vmlinuz_path));
     json_object_set_new(iso, "initramfs_sha256", json_string(pl->k.initrd_digest));
     json_object_set_new(iso, "template", json_null());
     json_object_set_new(iso, "boot", json_string("cold boot per attempt (no template)"));
@@ -194,7 +194,7 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         r = unsupported(reterr, "more than 16 read-only host directories");
         goto fail;
     }
-    if ((r = vm_kernel_get(&pl->k, reterr)) < 0)
+    if ((r = vm_kernel_identify(&pl->k, reterr)) < 0)
         goto fail;
     /* The guest: RAM for the workload's limit plus the kernel, agent and
      * the initramfs root; one CPU unless the policy allows more. */

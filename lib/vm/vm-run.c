@@ -41,6 +41,7 @@
 
 struct vm {
     struct vm_plan *pl;
+    struct vm_kernel k;            /* the cached kernel and initramfs this attempt boots */
     int epfd, timerfd, sock, console_fd;
     char console[CONSOLE_KEEP + 1];  /* the console's last bytes */
     size_t console_len;
@@ -273,7 +274,7 @@ static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reter
                        strerror(errno));
     /* The cached agent image first, then the attempt's archive (the kernel
      * unpacks concatenated archives in order). */
-    int src = open(v->pl->k.initrd, O_RDONLY | O_CLOEXEC);
+    int src = open(v->k.initrd, O_RDONLY | O_CLOEXEC);
     struct stat st;
     int r = 0;
     if (src < 0 || fstat(src, &st) < 0) {
@@ -435,7 +436,7 @@ static int start_vmm(fy_handle *h, struct vm *v, int qemu_sock, int console_wr, 
     strbuf_init(&args);
     const char **argv = NULL;
     char kdir[4200];
-    snprintf(kdir, sizeof(kdir), "%s", v->pl->k.dir);
+    snprintf(kdir, sizeof(kdir), "%s", v->k.dir);
     int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e);
     if (r >= 0)
         r = fy_policy_set_isolation(p, FY_LEVEL_NAMESPACE, FY_LEVEL_NAMESPACE, &e);
@@ -576,6 +577,16 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         v->in_fd = np->stdio[FY_STDIN].fd;
     if ((r = open_tar(v, np, VMP_DIR_BUILD, reterr)) < 0 || (r = open_tar(v, np, VMP_DIR_OUTPUT, reterr)) < 0)
         goto fail;
+    /* The kernel and initramfs, cached at the first start (fy_prepare
+     * writes nothing); what the plan named must be what boots. */
+    if ((r = vm_kernel_get(&v->k, reterr)) < 0)
+        goto fail;
+    if (strcmp(v->k.initrd_digest, v->pl->k.initrd_digest) != 0 ||
+        strcmp(v->k.vmlinuz_digest, v->pl->k.vmlinuz_digest) != 0) {
+        r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
+                    "the guest kernel or agent changed since fy_prepare (prepare again)");
+        goto fail;
+    }
     if ((r = make_attempt_dir(v, reterr)) < 0)
         goto fail;
     if ((r = write_initrd(v, np, reterr)) < 0)
@@ -1044,6 +1055,9 @@ static void finish(fy_handle *h, struct vm *v) {
                                                       (json_int_t)v->tar[i]->listed[k].size));
         }
         json_object_set(iso, "returned_files", outs);
+        json_t *kern = json_object_get(iso, "kernel");
+        if (json_is_object(kern))
+            json_object_set_new(kern, "vmlinux_sha256", json_string(v->k.digest));
         /* What the agent said it enforced: the guest's word, bounded and
          * printable, never a basis for a decision. */
         for (size_t i = 0; i < v->log.len; i++)

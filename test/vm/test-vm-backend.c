@@ -692,12 +692,26 @@ START_TEST(test_dead_host_gc) {
 END_TEST
 
 START_TEST(test_bad_kernel) {
-    /* A missing or corrupt guest kernel is refused at prepare, named. */
-    char bogus[160];
-    snprintf(bogus, sizeof(bogus), "%s/vmlinuz-0.0-bogus", scratch);
+    /* A missing guest kernel is refused at prepare; a corrupt one (with
+     * its release's modules present) at start, which extracts it; both
+     * typed and named. */
     const char *argv[] = {"/bin/true", NULL};
+    char release[128] = "";
+    DIR *bd = opendir("/boot");
+    struct dirent *be;
+    while (bd && (be = readdir(bd)))
+        if (!strncmp(be->d_name, "vmlinuz-", 8) && !release[0])
+            snprintf(release, sizeof(release), "%s", be->d_name + 8);
+    if (bd)
+        closedir(bd);
+    ck_assert(release[0]);
     for (int corrupt = 0; corrupt < 2; corrupt++) {
+        char bogus[300];
+        snprintf(bogus, sizeof(bogus), "%s/%s/vmlinuz-%s", scratch, corrupt ? "corrupt" : "missing", release);
         if (corrupt) {
+            char d[200];
+            snprintf(d, sizeof(d), "%s/corrupt", scratch);
+            mkdir(d, 0755);
             FILE *f = fopen(bogus, "we");
             for (int i = 0; i < 4096; i++)
                 fputc(i * 31 % 251, f);
@@ -708,13 +722,39 @@ START_TEST(test_bad_kernel) {
         fy_policy *p = vm_policy();
         fy_error *e = NULL;
         fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
         int r = fy_prepare(p, caps, argv, &pr, &e);
+        int rp = r;
+        if (corrupt && r == 0)
+            r = fy_start(pr, &h, &e);
         unsetenv("FORGEYARD_VM_KERNEL");
+        fy_prepared_free(pr);
+        ck_assert_int_eq(rp, corrupt ? 0 : FY_E_UNSUPPORTED);
+        ck_assert_ptr_null(h);
         ck_assert_int_eq(r, FY_E_UNSUPPORTED);
         ck_assert_msg(strstr(fy_error_message(e), bogus), "%s", fy_error_message(e));
         fy_error_free(e);
         fy_policy_free(p);
     }
+}
+END_TEST
+
+START_TEST(test_prepare_writes_nothing) {
+    /* fy_prepare (and so forgeyard doctor) names the kernel and initramfs
+     * by digest without writing the cache: the first start does. */
+    char fresh[160];
+    snprintf(fresh, sizeof(fresh), "%s/fresh-cache", scratch);
+    setenv("FORGEYARD_VM_CACHE", fresh, 1);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    int r = fy_prepare(p, caps, argv, &pr, &e);
+    setenv("FORGEYARD_VM_CACHE", cache, 1);
+    ck_assert_msg(r == 0, "%s", e ? fy_error_message(e) : "");
+    ck_assert_int_ne(access(fresh, F_OK), 0);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
 }
 END_TEST
 
@@ -794,6 +834,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_unsupported);
     tcase_add_test(tc, test_hw_virt_required);
+    tcase_add_test(tc, test_prepare_writes_nothing);
     tcase_add_test(tc, test_bad_kernel);
     tcase_add_test(tc, test_exit_streams_env_net);
     tcase_add_test(tc, test_workspace);
