@@ -11,9 +11,8 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "os.h"
 #include "prepared.h"
-
-extern char **environ;
 
 static void prepared_destroy(fy_prepared *pr) {
     if (!pr)
@@ -81,7 +80,7 @@ static int copy_argv(fy_prepared *pr, const char *const *argv, fy_error **reterr
 
 static const char *host_env(const char *name) {
     size_t n = strlen(name);
-    for (char **e = environ; e && *e; e++)
+    for (char **e = os_environ(); e && *e; e++)
         if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
             return *e + n + 1;
     return NULL;
