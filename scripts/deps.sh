@@ -10,6 +10,7 @@ pkgs=(
   qemu-system-x86 busybox-static cpio binutils xz-utils
   python3-pytest  # the Python binding's tests (bindings/python)
   runc  # only for fy-bench: the OCI peer
+  gcc-mingw-w64-x86-64 wine64  # the Windows cross build and its tests under Wine (test/windows)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -619,6 +619,62 @@ static bool t_host_dies(void) {
     return ok;
 }
 
+/* forgeyard.exe (next to this program) with args; its exit status, its
+ * stdout and stderr in out. */
+static int run_cli(const char *args, char *out, size_t size) {
+    char cli[MAX_PATH], cmd[MAX_PATH * 2 + 256];
+    snprintf(cli, sizeof(cli), "%s", self);
+    char *slash = strrchr(cli, '\\');
+    snprintf(slash ? slash + 1 : cli, sizeof(cli) - (size_t)(slash ? slash + 1 - cli : 0), "forgeyard.exe");
+    snprintf(cmd, sizeof(cmd), "\"%s\" %s", cli, args);
+    SECURITY_ATTRIBUTES sa = {sizeof(sa), NULL, TRUE};
+    HANDLE rd, wr;
+    if (!CreatePipe(&rd, &wr, &sa, 0))
+        return -1;
+    SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0);
+    STARTUPINFOA si = {sizeof(si)};
+    si.dwFlags = STARTF_USESTDHANDLES;
+    si.hStdOutput = si.hStdError = wr;
+    si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+    PROCESS_INFORMATION pi;
+    BOOL ok = CreateProcessA(cli, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi);
+    CloseHandle(wr);
+    DWORD total = 0, got = 0, code = (DWORD)-1;
+    if (ok) {
+        while (total < size - 1 && ReadFile(rd, out + total, (DWORD)(size - 1 - total), &got, NULL) && got)
+            total += got;
+        WaitForSingleObject(pi.hProcess, 60000);
+        GetExitCodeProcess(pi.hProcess, &code);
+        CloseHandle(pi.hProcess);
+        CloseHandle(pi.hThread);
+    }
+    out[total] = 0;
+    CloseHandle(rd);
+    return ok ? (int)code : -1;
+}
+
+static bool t_cli(void) {
+    bool ok = true;
+    static char out[65536];
+    char args[MAX_PATH + 128];
+    int rc = run_cli("capabilities", out, sizeof(out));
+    CHECK(rc == 0 && strstr(out, "windows.job-kill-on-close") && strstr(out, "strongest isolation here: process"),
+          "capabilities %d: %s", rc, out);
+    rc = run_cli("doctor", out, sizeof(out));
+    /* 1: this host cannot run standard-ci (forgeyard(1)) */
+    CHECK(rc == 1 && strstr(out, "development     ok") && strstr(out, "windows.job-memory-limit"), "doctor %d: %s", rc, out);
+    snprintf(args, sizeof(args), "run --profile development -- \"%s\" child print cli-out cli-err", self);
+    rc = run_cli(args, out, sizeof(out));
+    CHECK(rc == 0 && strstr(out, "cli-out") && strstr(out, "cli-err"), "run %d: %s", rc, out);
+    snprintf(args, sizeof(args), "run --profile development -- \"%s\" child exit 5", self);
+    CHECK((rc = run_cli(args, out, sizeof(out))) == 5, "run exit %d: %s", rc, out);
+    snprintf(args, sizeof(args), "run --profile development --timeout 1s -- \"%s\" child sleep 30000", self);
+    CHECK((rc = run_cli(args, out, sizeof(out))) == 124, "run timeout %d: %s", rc, out);
+    snprintf(args, sizeof(args), "run --profile release -- \"%s\" child exit 0", self);
+    CHECK((rc = run_cli(args, out, sizeof(out))) == 247 && strstr(out, "FY_E_UNSUPPORTED"), "release %d: %s", rc, out);
+    return ok;
+}
+
 int main(int argc, char **argv) {
     GetModuleFileNameA(NULL, self, sizeof(self));
     if (argc > 2 && !strcmp(argv[1], "child"))
@@ -649,6 +705,7 @@ int main(int argc, char **argv) {
         {"network deny is refused", t_network_refused},
         {"a missing program is a typed setup failure", t_not_found},
         {"the workspace is private and removed", t_workspace},
+        {"forgeyard.exe capabilities, doctor, run", t_cli},
     };
     const char *only = argc > 1 ? argv[1] : NULL;
     printf("# %s\n", wine ? wine : "Windows");
