@@ -36,6 +36,8 @@ struct wstream {
 
 struct wx {
     HANDLE job, iocp, monitor, process, work, token;
+    HANDLE cancel_wait; /* sets work when fy_handle_cancel sets the handle's wakeup */
+    HANDLE deadline_timer; /* sets work at the wall-clock limit */
     void *sid;
     wchar_t workspace[MAX_PATH];
     bool have_workspace;
@@ -369,6 +371,12 @@ static wchar_t *env_block(const struct win_plan *wp, const wchar_t *ws) {
     return blk;
 }
 
+/* A cancel from another thread, or the wall-clock deadline. */
+static VOID CALLBACK on_cancel(PVOID arg, BOOLEAN timed_out) {
+    (void)timed_out;
+    SetEvent(((struct wx *)arg)->work);
+}
+
 static void setup_failure(struct wx *x, uint32_t step, DWORD e, char *detail) {
     x->setup_failed = true;
     x->setup_step = step;
@@ -388,6 +396,21 @@ int win_start(fy_handle *h, fy_error **reterr) {
     x->output_cap = wp->output;
     if (!(x->work = CreateEventW(NULL, TRUE, TRUE, NULL)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, GetLastError(), "CreateEvent");
+    /* The handle's own waitable (fy_handle_get_fd) also wakes at a cancel
+     * from another thread: core sets its wakeup event (once per handle). */
+    if (!RegisterWaitForSingleObject(&x->cancel_wait, (HANDLE)(intptr_t)h->wake_fd, on_cancel, x, INFINITE,
+                                     WT_EXECUTEONLYONCE)) {
+        x->cancel_wait = NULL;
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, GetLastError(), "RegisterWaitForSingleObject");
+    }
+    if (h->deadline) {
+        uint64_t now = util_now_usec(), ms = h->deadline > now ? (h->deadline - now + 999) / 1000 : 0;
+        if (!CreateTimerQueueTimer(&x->deadline_timer, NULL, on_cancel, x, ms > 0xfffffff0u ? 0xfffffff0u : (DWORD)ms,
+                                   0, WT_EXECUTEONLYONCE)) {
+            x->deadline_timer = NULL;
+            return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, GetLastError(), "CreateTimerQueueTimer");
+        }
+    }
 
     /* The principal, then its workspace (ACL'd to it), then the job. */
     DWORD e = win_restricted_token(&x->token, &x->sid, 0);
@@ -707,6 +730,12 @@ static void release(struct wx *x, bool kill) {
         free(s->buf);
         s->buf = NULL;
     }
+    if (x->deadline_timer)
+        DeleteTimerQueueTimer(NULL, x->deadline_timer, INVALID_HANDLE_VALUE);
+    x->deadline_timer = NULL;
+    if (x->cancel_wait)
+        UnregisterWaitEx(x->cancel_wait, INVALID_HANDLE_VALUE); /* and its callback is over */
+    x->cancel_wait = NULL;
     if (x->monitor) {
         PostQueuedCompletionStatus(x->iocp, 0, KEY_QUIT, NULL);
         WaitForSingleObject(x->monitor, 5000);

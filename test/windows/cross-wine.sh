@@ -20,6 +20,18 @@ if [ ! -d "$dir/meson-private" ]; then
 fi
 ninja -C "$dir" -j2 >"$dir.build.log" 2>&1 || { tail -n 60 "$dir.build.log"; exit 1; }
 echo "cross build: $(ls "$dir"/lib/*.dll "$dir"/lib/*.dll.a "$dir"/examples/*.exe | xargs -n1 basename | tr '\n' ' ')"
+# The DLL exports exactly the public API of the version script (the same
+# symbol set as on Linux; functions without a Windows meaning are there
+# and return FY_E_UNSUPPORTED).
+exports=$(x86_64-w64-mingw32-objdump -p "$dir"/lib/libforgeyard-sandbox-0.dll |
+  sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | grep -oE '\] [A-Za-z_0-9]+' | awk '$2 != "Table" {print $2}' | sort)
+expected=$(grep -oE 'fy_[a-z0-9_]+' "$src"/lib/forgeyard-sandbox.sym | sort -u)
+if [ "$exports" != "$expected" ]; then
+  echo "FAIL: the DLL's exports differ from lib/forgeyard-sandbox.sym:"
+  diff <(echo "$expected") <(echo "$exports") || true
+  exit 1
+fi
+echo "exports: $(echo "$exports" | wc -l) functions, as lib/forgeyard-sandbox.sym"
 rc=0
 meson test -C "$dir" --no-rebuild --suite windows --print-errorlogs || rc=$?
 grep -E '^(ok|not ok|#)' "$dir/meson-logs/testlog.txt" || true

@@ -395,6 +395,55 @@ static bool t_cancel_tree(void) {
     return ok;
 }
 
+static DWORD WINAPI cancel_later(LPVOID arg) {
+    Sleep(300);
+    fy_handle_cancel(arg, FY_CANCEL_SHUTDOWN, NULL);
+    return 0;
+}
+
+/* An event loop that waits on fy_handle_get_fd alone wakes at a cancel
+ * made by another thread (the waitable is a HANDLE on Windows). */
+static bool loop_on_fd(bool by_thread) {
+    bool ok = true;
+    struct run r;
+    if (!policy_new(&r))
+        return false;
+    if (!by_thread)
+        one_second(r.policy);
+    if (!prepare(&r, "sleep 60000") || !start(&r)) {
+        CHECK(0, "start: %s", r.error);
+        run_free(&r);
+        return false;
+    }
+    HANDLE th = by_thread ? CreateThread(NULL, 0, cancel_later, r.h, 0, NULL) : NULL;
+    int done = 0;
+    for (int i = 0; i < 100 && done == 0; i++) {
+        HANDLE w = (HANDLE)(intptr_t)fy_handle_get_fd(r.h);
+        DWORD wr = WaitForSingleObject(w, 10000);
+        CHECK(wr == WAIT_OBJECT_0, "the handle's waitable did not wake (%lu)", (unsigned long)wr);
+        if (wr != WAIT_OBJECT_0)
+            break;
+        done = fy_handle_process(r.h, &r.res, NULL);
+    }
+    if (th) {
+        WaitForSingleObject(th, 5000);
+        CloseHandle(th);
+    }
+    if (by_thread)
+        CHECK(done == 1 && r.res && fy_result_outcome(r.res) == FY_OUTCOME_CANCELLED &&
+                  fy_result_cancel_reason(r.res) == FY_CANCEL_SHUTDOWN,
+              "done %d outcome %d", done, r.res ? fy_result_outcome(r.res) : -1);
+    else
+        CHECK(done == 1 && r.res && fy_result_outcome(r.res) == FY_OUTCOME_TIMED_OUT, "done %d outcome %d", done,
+              r.res ? fy_result_outcome(r.res) : -1);
+    run_free(&r);
+    return ok;
+}
+
+static bool t_cancel_thread(void) { return loop_on_fd(true); }
+/* ... and at the wall-clock limit. */
+static bool t_deadline_wakes(void) { return loop_on_fd(false); }
+
 /* Nothing outlives the attempt: a grandchild whose parent exited. */
 static bool t_orphan(void) {
     bool ok = true;
@@ -696,6 +745,8 @@ int main(int argc, char **argv) {
         {"stdout spooled to a file", t_spool},
         {"timeout kills the tree", t_timeout_tree},
         {"cancel kills the tree", t_cancel_tree},
+        {"a cancel from another thread wakes the handle's waitable", t_cancel_thread},
+        {"the wall-clock limit wakes the handle's waitable", t_deadline_wakes},
         {"nothing outlives the attempt", t_orphan},
         {"only listed handles are inherited", t_handles},
         {"kill on close when the host dies", t_host_dies},
