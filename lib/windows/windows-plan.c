@@ -84,8 +84,11 @@ void win_plan_free(void *plan) {
         return;
     free(wp->app);
     free(wp->cmdline);
-    for (size_t i = 0; i < wp->nvars; i++)
+    for (size_t i = 0; i < wp->nvars; i++) {
+        if (wp->vars[i]) /* secrets are among them: wiped, as sodium memory is */
+            util_bzero(wp->vars[i], wcslen(wp->vars[i]) * sizeof(wchar_t));
         free(wp->vars[i]);
+    }
     free(wp->vars);
     free(wp->cwd);
     free(wp->describe_json);

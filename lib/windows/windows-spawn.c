@@ -495,6 +495,12 @@ int win_start(fy_handle *h, fy_error **reterr) {
                                   CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW,
                               blk, wp->cwd ? wp->cwd : x->workspace, &si.StartupInfo, &pi);
     e = ok ? 0 : (blk && cmd) ? GetLastError() : ERROR_NOT_ENOUGH_MEMORY;
+    if (blk) { /* it holds the secrets delivered in the environment */
+        size_t n = 0;
+        while (blk[n] || blk[n + 1])
+            n++;
+        util_bzero(blk, (n + 2) * sizeof(wchar_t));
+    }
     free(blk);
     free(cmd);
     DeleteProcThreadAttributeList(al);
