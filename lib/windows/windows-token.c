@@ -47,6 +47,34 @@ static DWORD well_known(WELL_KNOWN_SID_TYPE type, PSID *ret) {
     return 0;
 }
 
+static DWORD grant_default_dacl(HANDLE token, PSID sid) {
+    DWORD len = 0;
+    GetTokenInformation(token, TokenDefaultDacl, NULL, 0, &len);
+    TOKEN_DEFAULT_DACL *dd = len ? malloc(len) : NULL;
+    if (!dd)
+        return len ? ERROR_NOT_ENOUGH_MEMORY : GetLastError();
+    DWORD e = 0;
+    PACL acl = NULL;
+    if (!GetTokenInformation(token, TokenDefaultDacl, dd, len, &len)) {
+        e = GetLastError();
+    } else {
+        EXPLICIT_ACCESS_W ea = {0};
+        ea.grfAccessPermissions = GENERIC_ALL;
+        ea.grfAccessMode = GRANT_ACCESS;
+        ea.Trustee.TrusteeForm = TRUSTEE_IS_SID;
+        ea.Trustee.TrusteeType = TRUSTEE_IS_UNKNOWN;
+        ea.Trustee.ptstrName = (LPWSTR)sid;
+        if ((e = SetEntriesInAclW(1, &ea, dd->DefaultDacl, &acl)) == ERROR_SUCCESS) {
+            TOKEN_DEFAULT_DACL nd = {acl};
+            if (!SetTokenInformation(token, TokenDefaultDacl, &nd, sizeof(nd)))
+                e = GetLastError();
+        }
+    }
+    LocalFree(acl);
+    free(dd);
+    return e;
+}
+
 unsigned long win_restricted_token(void **ret_token, void **ret_sid, unsigned long integrity_rid) {
     HANDLE self = NULL, token = NULL;
     PSID admins = NULL, me = NULL, restrict_sids[5] = {0};
@@ -70,6 +98,13 @@ unsigned long win_restricted_token(void **ret_token, void **ret_sid, unsigned lo
         e = GetLastError();
         goto out;
     }
+    /* The objects the workload creates (its process, threads, files
+     * without an explicit DACL) get the token's default DACL; with
+     * restricting SIDs each access is checked twice, so it must grant the
+     * attempt's SID and RESTRICTED too, or the workload cannot open what
+     * it made (as Chromium's AddSidToDefaultDacl). */
+    if ((e = grant_default_dacl(token, me)) || (e = grant_default_dacl(token, restrict_sids[4])))
+        goto out;
     if (integrity_rid) {
         SID_IDENTIFIER_AUTHORITY ml = SECURITY_MANDATORY_LABEL_AUTHORITY;
         PSID il = NULL;
