@@ -78,12 +78,13 @@ static const struct fy_backend_ops *const windows_backends[] = {
     NULL,
 };
 
-/* No gc: nothing of an attempt outlives its host process (the job is
- * killed when its last handle closes, the host's included at its death);
- * only a workspace directory can stay, under %TEMP%\forgeyard-*. */
+/* gc: nothing of an attempt outlives its host process (the job is
+ * killed when its last handle closes, the host's included at its death)
+ * but its workspace directory, which fy_gc removes (win_gc). */
 const struct fy_backend_family family_windows = {
     .version = FY_BACKEND_FAMILY_VERSION,
     .name = "windows",
     .probe = win_probe,
+    .gc = win_gc,
     .backends = windows_backends,
 };

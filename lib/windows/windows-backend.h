@@ -82,5 +82,11 @@ void win_forget(fy_handle *h);
 int win_get_fd(fy_handle *h);
 int win_stdio_fd(fy_handle *h, uint32_t stream);
 uint64_t win_next_deadline(fy_handle *h);
+/* Where workspaces are made: state_dir (a policy host path) or %TEMP%,
+ * with a trailing '\\'. 0 or a Win32 error. */
+#define WIN_WORKSPACE_PREFIX L"forgeyard-"
+unsigned long win_workspace_parent(const char *state_dir, wchar_t out[260]);
+/* fy_gc: the workspaces of dead hosts. */
+int win_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr);
 
 #endif

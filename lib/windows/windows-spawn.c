@@ -417,12 +417,12 @@ int win_start(fy_handle *h, fy_error **reterr) {
     if (e)
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CAPS, e, "CreateRestrictedToken");
     wchar_t tmp[MAX_PATH];
-    DWORD tl = GetTempPathW(MAX_PATH, tmp);
     static LONG counter;
-    if (tl == 0 || tl > MAX_PATH - 64)
-        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(), "GetTempPath");
-    _snwprintf(x->workspace, MAX_PATH, L"%lsforgeyard-%lu-%ld-%llu", tmp, (unsigned long)GetCurrentProcessId(),
-               (long)InterlockedIncrement(&counter), (unsigned long long)util_now_usec());
+    if ((e = win_workspace_parent(np->state_dir, tmp)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "the workspaces' directory");
+    _snwprintf(x->workspace, MAX_PATH, L"%ls" WIN_WORKSPACE_PREFIX L"%lu-%ld-%llu", tmp,
+               (unsigned long)GetCurrentProcessId(), (long)InterlockedIncrement(&counter),
+               (unsigned long long)util_now_usec());
     x->workspace[MAX_PATH - 1] = 0;
     if ((e = win_make_private_dir(x->workspace, x->sid)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "creating the attempt's workspace");
@@ -774,3 +774,65 @@ void win_destroy(fy_handle *h) {
 }
 
 void win_forget(fy_handle *h) { win_destroy(h); }
+
+/* ---- the orphans of dead hosts ---- */
+
+unsigned long win_workspace_parent(const char *state_dir, wchar_t out[MAX_PATH]) {
+    if (state_dir) {
+        wchar_t *w = win_host_path(state_dir);
+        size_t n = w ? wcslen(w) : 0;
+        if (!w || n > MAX_PATH - 80) {
+            free(w);
+            return w ? ERROR_FILENAME_EXCED_RANGE : ERROR_NOT_ENOUGH_MEMORY;
+        }
+        wcscpy(out, w);
+        if (n && out[n - 1] != L'\\')
+            wcscat(out, L"\\");
+        free(w);
+        return 0;
+    }
+    DWORD tl = GetTempPathW(MAX_PATH, out);
+    return tl == 0 || tl > MAX_PATH - 80 ? (GetLastError() ? GetLastError() : ERROR_FILENAME_EXCED_RANGE) : 0;
+}
+
+/* Nothing of an attempt outlives its host but its workspace (the job
+ * dies with the host's handle): the workspaces of hosts that are gone
+ * are removed. A host is gone when its pid names no process, or an ended
+ * one; a pid in use (even reused by another program) keeps the directory. */
+int win_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
+    wchar_t parent[MAX_PATH], pat[MAX_PATH + 32];
+    DWORD e = win_workspace_parent(state_dir, parent);
+    if (e)
+        return err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, (int64_t)e, NULL, "the workspaces' directory");
+    _snwprintf(pat, MAX_PATH + 32, L"%ls" WIN_WORKSPACE_PREFIX L"*", parent);
+    pat[MAX_PATH + 31] = 0;
+    WIN32_FIND_DATAW fd;
+    HANDLE f = FindFirstFileW(pat, &fd);
+    if (f == INVALID_HANDLE_VALUE)
+        return 0;
+    int r = 0;
+    size_t plen = wcslen(WIN_WORKSPACE_PREFIX);
+    do {
+        wchar_t *end = NULL;
+        unsigned long pid = wcstoul(fd.cFileName + plen, &end, 10);
+        if (!(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) || end == fd.cFileName + plen || *end != L'-' ||
+            pid == GetCurrentProcessId())
+            continue;
+        HANDLE p = OpenProcess(SYNCHRONIZE, FALSE, (DWORD)pid);
+        bool gone = !p ? GetLastError() == ERROR_INVALID_PARAMETER : WaitForSingleObject(p, 0) == WAIT_OBJECT_0;
+        if (p)
+            CloseHandle(p);
+        if (!gone)
+            continue;
+        wchar_t dir[MAX_PATH + 32];
+        _snwprintf(dir, MAX_PATH + 32, L"%ls%ls", parent, fd.cFileName);
+        dir[MAX_PATH + 31] = 0;
+        if (win_remove_tree(dir) == 0)
+            (*destroyed)++;
+        else if (r == 0)
+            r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, (int64_t)GetLastError(), NULL,
+                        "a dead host's workspace could not be removed completely");
+    } while (FindNextFileW(f, &fd));
+    FindClose(f);
+    return r;
+}

@@ -666,6 +666,23 @@ static int host_die(void) {
     return 3;
 }
 
+/* How many workspaces of host pid are in %TEMP%. */
+static int host_workspaces(DWORD pid) {
+    char tmp[MAX_PATH], pat[MAX_PATH + 64];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(pat, sizeof(pat), "%sforgeyard-%lu-*", tmp, (unsigned long)pid);
+    WIN32_FIND_DATAA fd;
+    HANDLE f = FindFirstFileA(pat, &fd);
+    int n = 0;
+    if (f != INVALID_HANDLE_VALUE) {
+        do
+            n++;
+        while (FindNextFileA(f, &fd));
+        FindClose(f);
+    }
+    return n;
+}
+
 static bool t_host_dies(void) {
     bool ok = true;
     SECURITY_ATTRIBUTES sa = {sizeof(sa), NULL, TRUE};
@@ -696,6 +713,16 @@ static bool t_host_dies(void) {
     CHECK(pids_of(buf, pids, 1) == 1 && pids[0], "'%s'", buf);
     if (pids[0])
         CHECK(pid_dead(pids[0]), "the tree of a dead host lives on: %lu", pids[0]);
+    /* What stays is the dead host's workspace; fy_gc removes it. */
+    int before = started ? host_workspaces(pi.dwProcessId) : 0;
+    CHECK(before == 1, "workspaces of the dead host: %d", before);
+    uint64_t destroyed = 0;
+    fy_error *e = NULL;
+    int rc = fy_gc(NULL, 0, &destroyed, &e);
+    CHECK(rc == 0 && destroyed >= 1, "fy_gc %d, %llu destroyed: %s", rc, (unsigned long long)destroyed,
+          e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    CHECK(!started || host_workspaces(pi.dwProcessId) == 0, "the dead host's workspace is still there");
     return ok;
 }
 
@@ -780,7 +807,7 @@ int main(int argc, char **argv) {
         {"the wall-clock limit wakes the handle's waitable", t_deadline_wakes},
         {"nothing outlives the attempt", t_orphan},
         {"only listed handles are inherited", t_handles},
-        {"kill on close when the host dies", t_host_dies},
+        {"kill on close when the host dies; fy_gc removes its workspace", t_host_dies},
         {"process limit", t_process_limit},
         {"memory limit", t_memory_limit},
         {"a required unverified limit is refused", t_required_unverified},
