@@ -98,6 +98,12 @@ static int child(int argc, char **argv) {
         printf("%s\n", p ? "allocated" : "refused");
         return 0;
     }
+    if (!strcmp(what, "args")) { /* each argument, bracketed */
+        for (int i = 3; i < argc; i++)
+            printf("[%s]", argv[i]);
+        printf("\n");
+        return 0;
+    }
     if (!strcmp(what, "env") && argc > 3) {
         const char *v = getenv(argv[3]);
         printf("%s=%s\n", argv[3], v ? v : "(unset)");
@@ -651,6 +657,24 @@ static bool t_environment(void) {
     return ok;
 }
 
+/* The argv survives CreateProcess's single command line: quoted by the
+ * MSVCRT rules and parsed back by the workload's C runtime. */
+static bool t_quoting(void) {
+    bool ok = true;
+    struct run r;
+    const char *argv[] = {self, "child", "args", "two words", "", "say \"hi\"", "back\\slash\\", "tail\\\"q",
+                          "\\\\server\\share", "tab\there", NULL};
+    const char *want = "[two words][][say \"hi\"][back\\slash\\][tail\\\"q][\\\\server\\share][tab\there]";
+    CHECK(policy_new(&r), "policy");
+    fy_error *e = NULL;
+    int rc = fy_prepare(r.policy, caps, argv, &r.pr, &e);
+    fy_error_free(e);
+    CHECK(rc == 0 && start(&r) && wait_end(&r), "run %d: %s", rc, r.error);
+    CHECK(!strncmp(r.out.buf, want, strlen(want)), "got %s want %s", r.out.buf, want);
+    run_free(&r);
+    return ok;
+}
+
 /* Kill on close when the host dies: a host process starts a tree and is
  * killed without freeing anything; the tree must die with it. */
 static int host_die(void) {
@@ -815,6 +839,7 @@ int main(int argc, char **argv) {
         {"a missing program is a typed setup failure", t_not_found},
         {"the workspace is private and removed", t_workspace},
         {"environment, secrets, no host variables", t_environment},
+        {"arguments with spaces, quotes and backslashes", t_quoting},
         {"forgeyard.exe capabilities, doctor, run", t_cli},
     };
     const char *only = argc > 1 ? argv[1] : NULL;
