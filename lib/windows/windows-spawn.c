@@ -38,6 +38,7 @@ struct wx {
     HANDLE job, iocp, monitor, process, work, token;
     HANDLE cancel_wait; /* sets work when fy_handle_cancel sets the handle's wakeup */
     HANDLE deadline_timer; /* sets work at the wall-clock limit */
+    volatile LONG timer_fired;
     void *sid;
     wchar_t workspace[MAX_PATH];
     bool have_workspace;
@@ -54,7 +55,7 @@ struct wx {
     uint32_t setup_step;
     int setup_errno;
     char *setup_detail;
-    bool exit_seen, killed, finished;
+    bool main_ended, exit_seen, killed, finished;
     DWORD exit_code;
     uint64_t t_job, t_ws, t_exec, t_exit, t_ended, t_eof;
     uint64_t output_bytes, output_cap, stream_bytes[3];
@@ -371,10 +372,33 @@ static wchar_t *env_block(const struct win_plan *wp, const wchar_t *ws) {
     return blk;
 }
 
-/* A cancel from another thread, or the wall-clock deadline. */
+/* A cancel from another thread. */
 static VOID CALLBACK on_cancel(PVOID arg, BOOLEAN timed_out) {
     (void)timed_out;
     SetEvent(((struct wx *)arg)->work);
+}
+
+static VOID CALLBACK on_deadline(PVOID arg, BOOLEAN timed_out) {
+    (void)timed_out;
+    struct wx *x = arg;
+    InterlockedExchange(&x->timer_fired, 1);
+    SetEvent(x->work);
+}
+
+/* A one-shot timer at h->deadline (again when one fired early: the timer
+ * queue's clock is not util_now_usec's). 0 or a Win32 error. */
+static DWORD arm_deadline(fy_handle *h, struct wx *x) {
+    if (x->deadline_timer)
+        DeleteTimerQueueTimer(NULL, x->deadline_timer, INVALID_HANDLE_VALUE); /* its callback is over */
+    x->deadline_timer = NULL;
+    InterlockedExchange(&x->timer_fired, 0);
+    uint64_t now = util_now_usec(), ms = h->deadline > now ? (h->deadline - now + 999) / 1000 + 1 : 0;
+    if (!CreateTimerQueueTimer(&x->deadline_timer, NULL, on_deadline, x, ms > 0xfffffff0u ? 0xfffffff0u : (DWORD)ms, 0,
+                               WT_EXECUTEONLYONCE)) {
+        x->deadline_timer = NULL;
+        return GetLastError();
+    }
+    return 0;
 }
 
 static void setup_failure(struct wx *x, uint32_t step, DWORD e, char *detail) {
@@ -403,17 +427,12 @@ int win_start(fy_handle *h, fy_error **reterr) {
         x->cancel_wait = NULL;
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, GetLastError(), "RegisterWaitForSingleObject");
     }
-    if (h->deadline) {
-        uint64_t now = util_now_usec(), ms = h->deadline > now ? (h->deadline - now + 999) / 1000 : 0;
-        if (!CreateTimerQueueTimer(&x->deadline_timer, NULL, on_cancel, x, ms > 0xfffffff0u ? 0xfffffff0u : (DWORD)ms,
-                                   0, WT_EXECUTEONLYONCE)) {
-            x->deadline_timer = NULL;
-            return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, GetLastError(), "CreateTimerQueueTimer");
-        }
-    }
+    DWORD e = h->deadline ? arm_deadline(h, x) : 0;
+    if (e)
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, e, "CreateTimerQueueTimer");
 
     /* The principal, then its workspace (ACL'd to it), then the job. */
-    DWORD e = win_restricted_token(&x->token, &x->sid, 0);
+    e = win_restricted_token(&x->token, &x->sid, 0);
     if (e)
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CAPS, e, "CreateRestrictedToken");
     wchar_t tmp[MAX_PATH];
@@ -670,11 +689,23 @@ int win_process(fy_handle *h, fy_error **reterr) {
         handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "pids");
         kill_tree(x);
     }
-    if (!x->exit_seen && WaitForSingleObject(x->process, 0) == WAIT_OBJECT_0) {
-        x->exit_seen = GetExitCodeProcess(x->process, &x->exit_code) != 0;
+    if (!x->main_ended && WaitForSingleObject(x->process, 0) == WAIT_OBJECT_0) {
+        x->main_ended = true;
         x->t_exit = util_now_usec();
+        /* Its own exit code, unless we killed it (the ending says why:
+         * a timeout, a cancel, a limit; a killed process has no status of
+         * its own, as a signalled one on Linux). */
+        if (!x->killed)
+            x->exit_seen = GetExitCodeProcess(x->process, &x->exit_code) != 0;
         /* Nothing outlives the workload's main process. */
         kill_tree(x);
+    }
+    if (h->end == END_NONE && h->deadline && now < h->deadline && x->timer_fired) {
+        DWORD te = arm_deadline(h, x);
+        if (te) {
+            handle_end(h, END_INFRA, FY_STEP_WAIT, (int64_t)te, "the wall-clock timer could not be set again");
+            win_terminate(h);
+        }
     }
     if (h->end == END_NONE && h->deadline && now >= h->deadline) {
         handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
@@ -683,9 +714,9 @@ int win_process(fy_handle *h, fy_error **reterr) {
     }
     /* The tree is gone when the port said so (or the job counts none:
      * a message can only be late, never wrong). */
-    if (!zero && x->exit_seen && active_processes(x) == 0)
+    if (!zero && x->main_ended && active_processes(x) == 0)
         zero = true;
-    if (!zero || !x->exit_seen)
+    if (!zero || !x->main_ended)
         return 0;
     if (!x->t_ended)
         x->t_ended = util_now_usec();

@@ -363,9 +363,12 @@ static bool t_timeout_tree(void) {
     bool ok = true;
     struct run r;
     CHECK(run_args(&r, "tree 3 60000", eight_seconds), "run: %s", r.error);
-    if (r.res)
+    if (r.res) {
         CHECK(fy_result_outcome(r.res) == FY_OUTCOME_TIMED_OUT, "outcome %d (%s)", fy_result_outcome(r.res),
               fy_result_detail(r.res) ? fy_result_detail(r.res) : "");
+        CHECK(fy_result_exit_code(r.res) == FY_E_STATE, "a killed workload has no exit code of its own: %d",
+              fy_result_exit_code(r.res));
+    }
     unsigned long pids[8];
     int n = pids_of(r.out.buf, pids, 8);
     /* (how many were up when the limit struck depends on the host's load) */
