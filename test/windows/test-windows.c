@@ -98,6 +98,20 @@ static int child(int argc, char **argv) {
         printf("%s\n", p ? "allocated" : "refused");
         return 0;
     }
+    if (!strcmp(what, "breakaway") && argc > 3) { /* a grandchild asking to leave the job */
+        char cmd[MAX_PATH + 64];
+        snprintf(cmd, sizeof(cmd), "\"%s\" child sleep %s", self, argv[3]);
+        STARTUPINFOA si = {sizeof(si)};
+        PROCESS_INFORMATION pi;
+        if (CreateProcessA(self, cmd, NULL, NULL, FALSE, CREATE_BREAKAWAY_FROM_JOB, NULL, NULL, &si, &pi)) {
+            printf("pid %lu\n", (unsigned long)pi.dwProcessId);
+            CloseHandle(pi.hThread);
+            CloseHandle(pi.hProcess);
+        } else {
+            printf("refused %lu\n", (unsigned long)GetLastError());
+        }
+        return 0;
+    }
     if (!strcmp(what, "args")) { /* each argument, bracketed */
         for (int i = 3; i < argc; i++)
             printf("[%s]", argv[i]);
@@ -466,6 +480,22 @@ static bool t_orphan(void) {
     unsigned long pids[2];
     CHECK(pids_of(r.out.buf, pids, 2) == 1, "'%s'", r.out.buf);
     CHECK(pid_dead(pids[0]), "the orphan %lu is alive", pids[0]);
+    run_free(&r);
+    return ok;
+}
+
+/* No breakaway: a grandchild created with CREATE_BREAKAWAY_FROM_JOB is
+ * refused, or stays in the job and dies with it. */
+static bool t_breakaway(void) {
+    bool ok = true;
+    struct run r;
+    CHECK(run_args(&r, "breakaway 60000", NULL), "run: %s", r.error);
+    unsigned long pids[1] = {0};
+    bool refused = !strncmp(r.out.buf, "refused", 7);
+    CHECK(refused || pids_of(r.out.buf, pids, 1) == 1, "'%s'", r.out.buf);
+    if (!refused && pids[0])
+        CHECK(pid_dead(pids[0]), "a grandchild that asked to break away lives on: %lu", pids[0]);
+    printf("# breakaway: %.*s\n", (int)strcspn(r.out.buf, "\r\n"), r.out.buf);
     run_free(&r);
     return ok;
 }
@@ -868,6 +898,7 @@ int main(int argc, char **argv) {
         {"the wall-clock limit wakes the handle's waitable", t_deadline_wakes},
         {"nothing outlives the attempt", t_orphan},
         {"only listed handles are inherited", t_handles},
+        {"no breakaway from the job", t_breakaway},
         {"kill on close when the host dies; fy_gc removes its workspace", t_host_dies},
         {"process limit", t_process_limit},
         {"memory limit", t_memory_limit},
