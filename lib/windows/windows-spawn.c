@@ -21,6 +21,7 @@
 #define KEY_QUIT 2
 #define EXIT_KILLED 0xC000013Au /* STATUS_CONTROL_C_EXIT: what a killed tree exits with */
 #define STREAM_BUFFER_MAX (1u << 20)
+#define DRAIN_USEC 5000000u /* how long output may go on after the tree is gone */
 
 struct wstream {
     HANDLE rd;          /* host end, read by the thread */
@@ -39,6 +40,8 @@ struct wx {
     HANDLE cancel_wait; /* sets work when fy_handle_cancel sets the handle's wakeup */
     HANDLE deadline_timer; /* sets work at the wall-clock limit */
     volatile LONG timer_fired;
+    HANDLE drain_timer;  /* wakes the handle when the output's grace is over */
+    bool drain_cut;
     void *sid;
     wchar_t workspace[MAX_PATH];
     bool have_workspace;
@@ -718,11 +721,29 @@ int win_process(fy_handle *h, fy_error **reterr) {
         zero = true;
     if (!zero || !x->main_ended)
         return 0;
-    if (!x->t_ended)
+    if (!x->t_ended) {
         x->t_ended = util_now_usec();
+        /* The pipes end when every writer is gone; one held outside the
+         * tree (a handle duplicated into another process) must not keep
+         * the attempt alive: a bounded wait, then the readers stop. */
+        if (!CreateTimerQueueTimer(&x->drain_timer, NULL, on_cancel, x, (DWORD)(DRAIN_USEC / 1000) + 1, 0,
+                                   WT_EXECUTEONLYONCE))
+            x->drain_timer = NULL;
+    }
+    bool open = false;
     for (int i = 1; i < 3; i++)
-        if (x->out[i].thread && !x->out[i].done)
-            return 0; /* the pipes end when every writer is gone */
+        open |= x->out[i].thread && !x->out[i].done;
+    /* (the timer's clock is not ours: 100 ms of slack, or an early tick
+     * would leave nothing to wake us again) */
+    if (open && now + 100000 >= x->t_ended + DRAIN_USEC && !x->drain_cut) {
+        x->drain_cut = true;
+        for (int i = 1; i < 3; i++)
+            if (x->out[i].thread)
+                CancelSynchronousIo(x->out[i].thread);
+        handle_end(h, END_INFRA, FY_STEP_OUTPUT, 0, "output pipes held open after the sandbox ended; reading stopped");
+    }
+    if (open)
+        return 0;
     if (!x->t_eof)
         x->t_eof = util_now_usec();
     finish(h, x);
@@ -738,7 +759,14 @@ int win_get_fd(fy_handle *h) {
 
 int win_stdio_fd(fy_handle *h, uint32_t stream) { return FY_E_STATE; }
 
-uint64_t win_next_deadline(fy_handle *h) { return h->end == END_NONE && !h->result ? h->deadline : 0; }
+uint64_t win_next_deadline(fy_handle *h) {
+    struct wx *x = h->b;
+    if (h->result)
+        return 0;
+    if (x->t_ended && !x->drain_cut)
+        return x->t_ended + DRAIN_USEC;
+    return h->end == END_NONE ? h->deadline : 0;
+}
 
 /* ---- the end ---- */
 
@@ -770,6 +798,9 @@ static void release(struct wx *x, bool kill) {
     if (x->deadline_timer)
         DeleteTimerQueueTimer(NULL, x->deadline_timer, INVALID_HANDLE_VALUE);
     x->deadline_timer = NULL;
+    if (x->drain_timer)
+        DeleteTimerQueueTimer(NULL, x->drain_timer, INVALID_HANDLE_VALUE);
+    x->drain_timer = NULL;
     if (x->cancel_wait)
         UnregisterWaitEx(x->cancel_wait, INVALID_HANDLE_VALUE); /* and its callback is over */
     x->cancel_wait = NULL;

@@ -112,6 +112,16 @@ static int child(int argc, char **argv) {
         }
         return 0;
     }
+    if (!strcmp(what, "leak-stdout") && argc > 3) { /* our stdout into the host process */
+        HANDLE host = OpenProcess(PROCESS_DUP_HANDLE, FALSE, (DWORD)strtoul(argv[3], NULL, 10)), there = NULL;
+        if (host && DuplicateHandle(GetCurrentProcess(), GetStdHandle(STD_OUTPUT_HANDLE), host, &there, 0, FALSE,
+                                    DUPLICATE_SAME_ACCESS))
+            printf("leaked %llu\n", (unsigned long long)(uintptr_t)there);
+        else
+            printf("refused %lu\n", (unsigned long)GetLastError());
+        fflush(stdout);
+        return 0;
+    }
     if (!strcmp(what, "args")) { /* each argument, bracketed */
         for (int i = 3; i < argc; i++)
             printf("[%s]", argv[i]);
@@ -496,6 +506,29 @@ static bool t_breakaway(void) {
     if (!refused && pids[0])
         CHECK(pid_dead(pids[0]), "a grandchild that asked to break away lives on: %lu", pids[0]);
     printf("# breakaway: %.*s\n", (int)strcspn(r.out.buf, "\r\n"), r.out.buf);
+    run_free(&r);
+    return ok;
+}
+
+/* A pipe end held outside the tree (here: duplicated into the host
+ * itself) does not keep the attempt alive: it ends, a bounded while after
+ * the tree, as an infrastructure failure at the output step. */
+static bool t_pipe_held(void) {
+    bool ok = true;
+    struct run r;
+    char args[64];
+    snprintf(args, sizeof(args), "leak-stdout %lu", (unsigned long)GetCurrentProcessId());
+    CHECK(run_args(&r, args, NULL), "run: %s", r.error);
+    const char *l = strstr(r.out.buf, "leaked ");
+    printf("# %.*s\n", (int)strcspn(r.out.buf, "\r\n"), r.out.buf);
+    if (l) {
+        CHECK(r.res && fy_result_outcome(r.res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE &&
+                  fy_result_error_step(r.res) == FY_STEP_OUTPUT,
+              "outcome %d step %u", r.res ? fy_result_outcome(r.res) : -1, r.res ? fy_result_error_step(r.res) : 0);
+        CloseHandle((HANDLE)(uintptr_t)strtoull(l + 7, NULL, 10));
+    } else {
+        CHECK(!strncmp(r.out.buf, "refused", 7), "'%s'", r.out.buf); /* Windows: the token may forbid it */
+    }
     run_free(&r);
     return ok;
 }
@@ -899,6 +932,7 @@ int main(int argc, char **argv) {
         {"nothing outlives the attempt", t_orphan},
         {"only listed handles are inherited", t_handles},
         {"no breakaway from the job", t_breakaway},
+        {"a pipe held outside the tree does not keep the attempt alive", t_pipe_held},
         {"kill on close when the host dies; fy_gc removes its workspace", t_host_dies},
         {"process limit", t_process_limit},
         {"memory limit", t_memory_limit},
