@@ -166,8 +166,6 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
         if (np->secrets[i].delivery != FY_SECRET_ENV)
             return unsupported(reterr, FY_STEP_SECRET, "$.secrets",
                                "only environment delivery of secrets is implemented on Windows");
-    if (np->stdio[0].mode == FY_STDIO_PIPE || np->stdio[1].mode == FY_STDIO_PIPE || np->stdio[2].mode == FY_STDIO_PIPE)
-        return unsupported(reterr, FY_STEP_SPAWN, "$.stdio", "FY_STDIO_PIPE is not implemented on Windows");
     if (!np->argc)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "empty command");
 

@@ -7,6 +7,7 @@
  * breakaway, and reports through an I/O completion port, which a monitor
  * thread turns into the handle's waitable event. Only the three standard
  * handles are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST). */
+#include <fcntl.h>
 #include <io.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,7 @@ struct wx {
     uint32_t new_processes;
     struct wstream out[3];
     HANDLE child_std[3];
+    int host_fd[3];     /* FY_STDIO_PIPE: the host's end, a CRT descriptor (-1: none) */
     /* The owner's view. */
     bool setup_failed;
     uint32_t setup_step;
@@ -328,6 +330,19 @@ static DWORD make_stdio(fy_handle *h, struct wx *x, int i) {
         x->child_std[i] = wr;
         return 0;
     }
+    case FY_STDIO_PIPE: {
+        HANDLE rd, wr;
+        if (!CreatePipe(&rd, &wr, &inherit, 0))
+            return GetLastError();
+        HANDLE mine = i == 0 ? wr : rd;
+        SetHandleInformation(mine, HANDLE_FLAG_INHERIT, 0);
+        x->child_std[i] = i == 0 ? rd : wr;
+        if ((x->host_fd[i] = _open_osfhandle((intptr_t)mine, i == 0 ? 0 : _O_RDONLY)) < 0) {
+            CloseHandle(mine);
+            return ERROR_TOO_MANY_OPEN_FILES;
+        }
+        return 0;
+    }
     default: /* FY_STDIO_NULL */
         x->child_std[i] = CreateFileW(L"NUL", i == 0 ? GENERIC_READ : GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE,
                                       &inherit, OPEN_EXISTING, 0, NULL);
@@ -417,6 +432,8 @@ int win_start(fy_handle *h, fy_error **reterr) {
     struct wx *x = calloc(1, sizeof(*x));
     if (!x)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    for (int i = 0; i < 3; i++)
+        x->host_fd[i] = -1;
     InitializeCriticalSection(&x->lock);
     InitializeConditionVariable(&x->drained);
     x->lock_ready = true;
@@ -757,7 +774,17 @@ int win_get_fd(fy_handle *h) {
     return (int)(intptr_t)x->work;
 }
 
-int win_stdio_fd(fy_handle *h, uint32_t stream) { return FY_E_STATE; }
+int win_stdio_fd(fy_handle *h, uint32_t stream) {
+    struct wx *x = h->b;
+    int fd = x->host_fd[stream];
+    if (fd < 0)
+        return FY_E_STATE;
+    /* stdin's write end is handed over (the caller closes it to send
+     * end-of-file); stdout's and stderr's stay the handle's. */
+    if (stream == FY_STDIN)
+        x->host_fd[FY_STDIN] = -1;
+    return fd;
+}
 
 uint64_t win_next_deadline(fy_handle *h) {
     struct wx *x = h->b;
@@ -809,8 +836,12 @@ static void release(struct wx *x, bool kill) {
         WaitForSingleObject(x->monitor, 5000);
         close_h(&x->monitor);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         close_h(&x->child_std[i]);
+        if (x->host_fd[i] >= 0)
+            _close(x->host_fd[i]);
+        x->host_fd[i] = -1;
+    }
     close_h(&x->process);
     close_h(&x->job); /* kill on close: the last word, whatever happened before */
     close_h(&x->iocp);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
+#include <io.h>
 
 #include <forgeyard/sandbox.h>
 
@@ -120,6 +121,13 @@ static int child(int argc, char **argv) {
         else
             printf("refused %lu\n", (unsigned long)GetLastError());
         fflush(stdout);
+        return 0;
+    }
+    if (!strcmp(what, "cat")) { /* stdin to stdout */
+        char buf[256];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0)
+            fwrite(buf, 1, n, stdout);
         return 0;
     }
     if (!strcmp(what, "args")) { /* each argument, bracketed */
@@ -375,6 +383,43 @@ static bool t_spool(void) {
     CHECK(to_file_rc == 0, "set_stdio %d", to_file_rc);
     CHECK(!strcmp(buf, "spooled"), "spool '%s'", buf);
     DeleteFileA(win_path);
+    run_free(&r);
+    return ok;
+}
+
+static void pipes(fy_policy *p) {
+    fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_PIPE, -1, NULL, NULL);
+    fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_PIPE, -1, NULL, NULL);
+}
+
+/* FY_STDIO_PIPE: the host writes stdin (and closes it for end-of-file)
+ * and reads stdout through CRT descriptors. */
+static bool t_pipes(void) {
+    bool ok = true;
+    struct run r;
+    if (!policy_new(&r))
+        return false;
+    pipes(r.policy);
+    if (!prepare(&r, "cat") || !start(&r)) {
+        CHECK(0, "start: %s", r.error);
+        run_free(&r);
+        return false;
+    }
+    int in = fy_handle_get_stdio_fd(r.h, FY_STDIN), out = fy_handle_get_stdio_fd(r.h, FY_STDOUT);
+    CHECK(in >= 0 && out >= 0, "fds %d %d", in, out);
+    CHECK(fy_handle_get_stdio_fd(r.h, FY_STDIN) == FY_E_STATE, "stdin's end is handed over once");
+    if (in >= 0) {
+        CHECK(_write(in, "through-the-pipe", 16) == 16, "write");
+        _close(in);
+    }
+    char buf[64] = {0};
+    int got = 0, n;
+    while (out >= 0 && got < (int)sizeof(buf) - 1 && (n = _read(out, buf + got, sizeof(buf) - 1 - got)) > 0)
+        got += n;
+    CHECK(!strcmp(buf, "through-the-pipe"), "read '%s'", buf);
+    CHECK(wait_end(&r), "wait: %s", r.error);
+    if (r.res)
+        CHECK(fy_result_outcome(r.res) == FY_OUTCOME_SUCCEEDED, "outcome %d", fy_result_outcome(r.res));
     run_free(&r);
     return ok;
 }
@@ -925,6 +970,7 @@ int main(int argc, char **argv) {
         {"exit codes", t_exit_codes},
         {"stdout and stderr capture", t_output},
         {"stdout spooled to a file", t_spool},
+        {"stdin and stdout through pipes", t_pipes},
         {"timeout kills the tree", t_timeout_tree},
         {"cancel kills the tree", t_cancel_tree},
         {"a cancel from another thread wakes the handle's waitable", t_cancel_thread},
