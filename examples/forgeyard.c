@@ -13,6 +13,7 @@
 #ifdef _WIN32
 #include "cli-win.h" /* uname, geteuid, the console stop handling */
 #else
+#include <ftw.h>
 #include <poll.h>
 #include <sys/utsname.h>
 #endif
@@ -76,6 +77,12 @@ static void usage(FILE *f) {
             "                               qualify this host: probe the sandbox's boundary\n"
             "  run [OPTIONS] -- COMMAND [ARG...]\n"
             "                               run a command in a fresh sandbox (see forgeyard(1))\n"
+            "  wrap [OPTIONS] -- COMMAND [ARG...]\n"
+            "                               a remote-execution wrapper: COMMAND in a sandbox, in\n"
+            "                               the current directory, with this environment exactly\n"
+            "  action run ACTION.json [OPTIONS]\n"
+            "                               run a hermetic action: declared inputs in, declared\n"
+            "                               outputs out (see forgeyard-action(5))\n"
             "\n"
             "See forgeyard(1), forgeyard-policy(5) and forgeyard-sandbox(7).\n",
             prog);
@@ -125,6 +132,20 @@ static char *read_file(const char *path, size_t *ret_len) {
         fclose(f);
     *ret_len = len;
     return buf;
+}
+
+/* A policy file applied on top of p (reports its errors). */
+static int load_policy_onto(fy_policy *p, const char *path) {
+    size_t len;
+    char *json = read_file(path, &len);
+    if (!json)
+        return -1;
+    fy_error *err = NULL;
+    int r = fy_policy_load_json(p, json, len, &err);
+    free(json);
+    if (r < 0)
+        report(path, err, r);
+    return r < 0 ? -1 : 0;
 }
 
 static int load_policy(const char *path, fy_policy **ret) {
@@ -714,6 +735,113 @@ static void note_unwritable(long id, const char *opt, const char *dir) {
                 prog, opt, dir, id, id, id);
 }
 
+/* Runs cmd under p (taken: freed here) to its end, as `run` does: the saved
+ * probe, one renegotiation when the host changed, ^C cancels; writes the
+ * result to result_file (optional). Returns run's exit status. */
+static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file) {
+    fy_error *err = NULL;
+    /* The host's probe comes from the snapshot an earlier run saved (a
+     * probe costs more than a start); a snapshot is never trusted further
+     * than a fresh probe: a refusal, or a setup that failed before the
+     * command ran, is tried once more after a fresh probe when the host
+     * turned out to have changed. */
+    fy_caps *caps = NULL;
+    if (probe_flags(FY_PROBE_NO_VM, &caps) != EXIT_OK) {
+        fy_policy_free(p);
+        return RUN_INFRASTRUCTURE;
+    }
+    fy_prepared *pr = NULL;
+    int r = fy_prepare(p, caps, cmd, &pr, &err);
+    if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
+        fy_error_free(err);
+        err = NULL;
+        r = fy_prepare(p, caps, cmd, &pr, &err);
+    }
+    if (r < 0) {
+        fy_policy_free(p);
+        fy_caps_free(caps);
+        report("run", err, r);
+        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_BAD_INVOCATION;
+    }
+    if (catch_stop_signals() < 0) {
+        fprintf(stderr, "%s: run: cannot catch signals: %s\n", prog, strerror(errno));
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        fy_caps_free(caps);
+        return RUN_INFRASTRUCTURE;
+    }
+    fy_result *res = NULL;
+    for (int attempt = 0;; attempt++) {
+        fy_handle *h = NULL;
+        r = fy_start(pr, &h, &err);
+        fy_prepared_free(pr);
+        pr = NULL;
+        if (r < 0 && r != FY_E_NOMEM && attempt == 0 && mechanism_step(fy_error_step(err)) && reprobe_once(&caps)) {
+            /* A mechanism the snapshot promised is not there: renegotiate. */
+            fy_error_free(err);
+            err = NULL;
+            if ((r = fy_prepare(p, caps, cmd, &pr, &err)) == 0)
+                continue;
+        }
+        if (r < 0) {
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            report("run", err, r);
+            return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_INFRASTRUCTURE;
+        }
+        r = wait_or_cancel(h, &res, &err);
+        fy_handle_free(h); /* (after a second signal: kills, reaps and cleans up) */
+        if (r == 0) {
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            fprintf(stderr, "%s: run: cancelled: the sandbox was killed\n", prog);
+            return RUN_CANCELLED;
+        }
+        if (r < 0) {
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            report("run", err, r);
+            return RUN_INFRASTRUCTURE;
+        }
+        /* Retried once, after a fresh probe, only when nothing of the
+         * command ran (a mechanism's setup step failed, the run stage never
+         * began) and the caps were the saved probe's. */
+        uint64_t ran = 1;
+        bool before_exec = fy_result_outcome(res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE &&
+                           mechanism_step(fy_result_error_step(res)) &&
+                           fy_result_stage_usec(res, FY_STAGE_RUN, &ran) == 0 && ran == 0;
+        if (attempt > 0 || !before_exec || !reprobe_once(&caps))
+            break;
+        if (fy_prepare(p, caps, cmd, &pr, &err) < 0) {
+            fy_error_free(err);
+            err = NULL;
+            break; /* the first result stands */
+        }
+        fy_result_free(res);
+        res = NULL;
+    }
+    fy_policy_free(p);
+    fy_caps_free(caps);
+    int status = run_outcome_status(res);
+    int outcome = fy_result_outcome(res);
+    if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
+        fprintf(stderr, "%s: run: %s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
+                fy_result_detail(res) ? ": " : "", fy_result_detail(res) ? fy_result_detail(res) : "");
+    if (result_file) {
+        char *json = NULL;
+        if (fy_result_to_json(res, &json, NULL) == 0) {
+            FILE *f = fopen(result_file, "we");
+            if (!f || fprintf(f, "%s\n", json) < 0 || fclose(f) != 0) {
+                fprintf(stderr, "%s: cannot write %s: %s\n", prog, result_file, strerror(errno));
+                status = status ? status : EXIT_FAIL;
+            }
+            fy_free(json);
+        }
+    }
+    fy_result_free(res);
+    return status;
+}
+
 static void run_usage(FILE *f) {
     fprintf(f,
             "usage: %s run [OPTIONS] -- COMMAND [ARG...]\n"
@@ -917,110 +1045,413 @@ static int cmd_run(int argc, char **argv) {
         goto bad;
     if (check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", &err) < 0)
         goto bad;
-    /* The host's probe comes from the snapshot an earlier run saved (a
-     * probe costs more than a start); a snapshot is never trusted further
-     * than a fresh probe: a refusal, or a setup that failed before the
-     * command ran, is tried once more after a fresh probe when the host
-     * turned out to have changed. */
-    fy_caps *caps = NULL;
-    if (probe_flags(FY_PROBE_NO_VM, &caps) != EXIT_OK) {
-        fy_policy_free(p);
-        return RUN_INFRASTRUCTURE;
-    }
-    const char *const *cmd = (const char *const *)(argv + i);
-    fy_prepared *pr = NULL;
-    int r = fy_prepare(p, caps, cmd, &pr, &err);
-    if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
-        fy_error_free(err);
-        err = NULL;
-        r = fy_prepare(p, caps, cmd, &pr, &err);
-    }
-    if (r < 0) {
-        fy_policy_free(p);
-        fy_caps_free(caps);
-        report("run", err, r);
-        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_BAD_INVOCATION;
-    }
-    if (catch_stop_signals() < 0) {
-        fprintf(stderr, "%s: run: cannot catch signals: %s\n", prog, strerror(errno));
-        fy_prepared_free(pr);
-        fy_policy_free(p);
-        fy_caps_free(caps);
-        return RUN_INFRASTRUCTURE;
-    }
-    fy_result *res = NULL;
-    for (int attempt = 0;; attempt++) {
-        fy_handle *h = NULL;
-        r = fy_start(pr, &h, &err);
-        fy_prepared_free(pr);
-        pr = NULL;
-        if (r < 0 && r != FY_E_NOMEM && attempt == 0 && mechanism_step(fy_error_step(err)) && reprobe_once(&caps)) {
-            /* A mechanism the snapshot promised is not there: renegotiate. */
-            fy_error_free(err);
-            err = NULL;
-            if ((r = fy_prepare(p, caps, cmd, &pr, &err)) == 0)
-                continue;
-        }
-        if (r < 0) {
-            fy_policy_free(p);
-            fy_caps_free(caps);
-            report("run", err, r);
-            return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_INFRASTRUCTURE;
-        }
-        r = wait_or_cancel(h, &res, &err);
-        fy_handle_free(h); /* (after a second signal: kills, reaps and cleans up) */
-        if (r == 0) {
-            fy_policy_free(p);
-            fy_caps_free(caps);
-            fprintf(stderr, "%s: run: cancelled: the sandbox was killed\n", prog);
-            return RUN_CANCELLED;
-        }
-        if (r < 0) {
-            fy_policy_free(p);
-            fy_caps_free(caps);
-            report("run", err, r);
-            return RUN_INFRASTRUCTURE;
-        }
-        /* Retried once, after a fresh probe, only when nothing of the
-         * command ran (a mechanism's setup step failed, the run stage never
-         * began) and the caps were the saved probe's. */
-        uint64_t ran = 1;
-        bool before_exec = fy_result_outcome(res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE &&
-                           mechanism_step(fy_result_error_step(res)) &&
-                           fy_result_stage_usec(res, FY_STAGE_RUN, &ran) == 0 && ran == 0;
-        if (attempt > 0 || !before_exec || !reprobe_once(&caps))
-            break;
-        if (fy_prepare(p, caps, cmd, &pr, &err) < 0) {
-            fy_error_free(err);
-            err = NULL;
-            break; /* the first result stands */
-        }
-        fy_result_free(res);
-        res = NULL;
-    }
-    fy_policy_free(p);
-    fy_caps_free(caps);
-    int status = run_outcome_status(res);
-    int outcome = fy_result_outcome(res);
-    if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
-        fprintf(stderr, "%s: run: %s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
-                fy_result_detail(res) ? ": " : "", fy_result_detail(res) ? fy_result_detail(res) : "");
-    if (result_file) {
-        char *json = NULL;
-        if (fy_result_to_json(res, &json, NULL) == 0) {
-            FILE *f = fopen(result_file, "we");
-            if (!f || fprintf(f, "%s\n", json) < 0 || fclose(f) != 0) {
-                fprintf(stderr, "%s: cannot write %s: %s\n", prog, result_file, strerror(errno));
-                status = status ? status : EXIT_FAIL;
-            }
-            fy_free(json);
-        }
-    }
-    fy_result_free(res);
-    return status;
+    return run_policy(p, (const char *const *)(argv + i), result_file);
 bad:
     fy_policy_free(p);
     return RUN_BAD_INVOCATION;
+}
+
+/* ---- forgeyard wrap: the executionWrapper / entrypoint convention ---- */
+
+static void wrap_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s wrap [OPTIONS] -- COMMAND [ARG...]\n"
+            "\n"
+            "Runs COMMAND in a fresh sandbox the way remote-execution workers call a\n"
+            "wrapper (Buildfarm's executionWrapper, NativeLink's entrypoint): in the\n"
+            "current directory, with exactly this process's environment.\n"
+            "\n"
+            "  --profile NAME          development, standard-ci, release (default), high-assurance\n"
+            "  --policy FILE           a policy file (forgeyard-policy(5)) on top of the profile\n"
+            "  --root DIR              the action's execution root (default: the current\n"
+            "                          directory, which must be inside it); read-write at\n"
+            "                          /work/build, the command runs in the same place below it\n"
+            "  --same-path             the root at its own host path instead of /work/build\n"
+            "                          (for scripts that name absolute host paths)\n"
+            "  --bind HOST:PATH        a writable bind; --bind-ro HOST:PATH a read-only one\n"
+            "  --hand-over             as root, hand the root's files, and whatever --bind\n"
+            "                          names, to the sandbox's uid too (a job's workspace;\n"
+            "                          without it only the root's directories)\n"
+            "  --properties-from-env PREFIX\n"
+            "                          variables PREFIX<name> are platform properties (name with\n"
+            "                          '_' for '-'), applied as requirements, not passed on\n"
+            "  --result FILE           write the result (evidence) as JSON\n"
+            "  --help                  this text\n"
+            "\n"
+            "The exit status is the command's, or 240-249 for what the sandbox did (forgeyard(1)).\n",
+            prog);
+}
+
+static const char *const known_properties[] = {"OSFamily", "ISA", "sandbox-level", "network", "dockerNetwork",
+                                               "Pool"};
+
+/* The property an environment variable's suffix names ('_' for '-'). */
+static const char *property_from_env(const char *suffix, size_t len) {
+    for (size_t k = 0; k < sizeof(known_properties) / sizeof(known_properties[0]); k++) {
+        const char *n = known_properties[k];
+        if (strlen(n) != len)
+            continue;
+        size_t i = 0;
+        while (i < len && (n[i] == suffix[i] || (n[i] == '-' && suffix[i] == '_')))
+            i++;
+        if (i == len)
+            return n;
+    }
+    return NULL;
+}
+
+#ifndef _WIN32 /* wrap: the remote-execution workers it serves run on Linux */
+/* As root, the workload (an unprivileged host uid) must be able to write
+ * its outputs into the execution root the worker made: its directories
+ * (never its files, never through a link, never across a mount) are handed
+ * to that uid. The worker removes the directory after the action. */
+static long wrap_uid = -1;
+static unsigned long wrap_entries;
+static bool wrap_files;
+static int hand_dir(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)ftw;
+    if (++wrap_entries > 1000000) {
+        fprintf(stderr, "%s: wrap: the execution root has more than 1,000,000 entries\n", prog);
+        return 1;
+    }
+    if ((type == FTW_D || (wrap_files && type == FTW_F)) && (long)st->st_uid != wrap_uid &&
+        fchownat(AT_FDCWD, path, (uid_t)wrap_uid, (gid_t)wrap_uid, AT_SYMLINK_NOFOLLOW) < 0) {
+        fprintf(stderr, "%s: wrap: cannot hand %s to uid %ld: %s\n", prog, path, wrap_uid, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_wrap(int argc, char **argv) {
+    const char *profile = NULL, *policy_file = NULL, *result_file = NULL, *root_opt = NULL, *prefix = NULL;
+    bool same_path = false;
+    int i = 0, nbinds = 0;
+    for (; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            wrap_usage(stdout);
+            return EXIT_OK;
+        }
+        if (strcmp(o, "--same-path") == 0 || strcmp(o, "--hand-over") == 0) {
+            if (o[2] == 's')
+                same_path = true;
+            else
+                wrap_files = true;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, o);
+            return RUN_BAD_INVOCATION;
+        }
+        const char *v = argv[++i];
+        if (strcmp(o, "--profile") == 0)
+            profile = v;
+        else if (strcmp(o, "--policy") == 0)
+            policy_file = v;
+        else if (strcmp(o, "--result") == 0)
+            result_file = v;
+        else if (strcmp(o, "--root") == 0)
+            root_opt = v;
+        else if (strcmp(o, "--properties-from-env") == 0)
+            prefix = v;
+        else if (strcmp(o, "--bind") == 0 || strcmp(o, "--bind-ro") == 0)
+            nbinds++; /* (applied below, on the policy) */
+        else {
+            fprintf(stderr, "%s: wrap: unknown option %s\n", prog, o);
+            return RUN_BAD_INVOCATION;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "%s: wrap: no command (forgeyard wrap [OPTIONS] -- COMMAND [ARG...])\n", prog);
+        return RUN_BAD_INVOCATION;
+    }
+    char cwd[4096], root[4096];
+    if (!getcwd(cwd, sizeof(cwd)) || !realpath(root_opt ? root_opt : ".", root)) {
+        fprintf(stderr, "%s: wrap: %s: %s\n", prog, root_opt ? root_opt : "the current directory", strerror(errno));
+        return RUN_BAD_INVOCATION;
+    }
+    size_t rl = strlen(root);
+    const char *rel = NULL;
+    if (strcmp(root, "/") != 0 && strncmp(cwd, root, rl) == 0 && (cwd[rl] == '\0' || cwd[rl] == '/'))
+        rel = cwd + rl + (cwd[rl] == '/');
+    if (!rel) {
+        fprintf(stderr, "%s: wrap: the current directory %s is not inside the execution root %s\n", prog, cwd, root);
+        return RUN_BAD_INVOCATION;
+    }
+    int prof = FY_PROFILE_RELEASE;
+    if (profile && (prof = fy_profile_from_name(profile)) < 0) {
+        fprintf(stderr, "%s: unknown profile \"%s\"\n", prog, profile);
+        return RUN_BAD_INVOCATION;
+    }
+    fy_policy *p = NULL;
+    fy_error *err = NULL;
+    if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", &err) < 0 ||
+        (policy_file && load_policy_onto(p, policy_file) < 0))
+        goto bad;
+    /* Exactly this process's environment (the action's), nothing added. */
+    if (apply_json(p, "wrap", "{\"environment\": {\"set\": {}, \"allow\": [], \"defaults\": %s}}", "false") < 0)
+        goto bad;
+    extern char **environ;
+    size_t plen = prefix ? strlen(prefix) : 0;
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        char *name = strndup(*e, (size_t)(eq - *e));
+        if (!name)
+            goto bad;
+        int r = 0;
+        if (prefix && strncmp(name, prefix, plen) == 0) {
+            const char *prop = property_from_env(name + plen, strlen(name + plen));
+            if (!prop) {
+                fprintf(stderr, "%s: wrap: %s: platform property \"%s\" is not one this library honours "
+                                "(forgeyard-action(5)); refused rather than ignored\n", prog, name, name + plen);
+                free(name);
+                fy_policy_free(p);
+                return RUN_UNSUPPORTED;
+            }
+            r = fy_policy_set_platform_property(p, prop, eq + 1, &err);
+            if (r < 0) {
+                report(name, err, r);
+                free(name);
+                fy_policy_free(p);
+                return RUN_UNSUPPORTED;
+            }
+        } else {
+            r = check(fy_policy_set_env(p, name, eq + 1, &err), name, &err);
+        }
+        free(name);
+        if (r < 0)
+            goto bad;
+    }
+    for (int k = 0; nbinds && k < i - 1; k++) {
+        if (strcmp(argv[k], "--bind") != 0 && strcmp(argv[k], "--bind-ro") != 0)
+            continue;
+        char *left = NULL;
+        const char *right = NULL;
+        if (split_eq(argv[k + 1], ':', &left, &right) < 0) {
+            fprintf(stderr, "%s: %s expects HOST:PATH\n", prog, argv[k]);
+            goto bad;
+        }
+        int br = check(fy_policy_add_bind(p, left, right, strcmp(argv[k], "--bind") == 0 ? FY_BIND_WRITABLE : 0, &err),
+                       argv[k], &err);
+        free(left);
+        if (br < 0)
+            goto bad;
+        k++;
+    }
+    char *workdir = NULL;
+    if (same_path ? !(workdir = strdup(cwd)) : asprintf(&workdir, "/work/build%s%s", rel[0] ? "/" : "", rel) < 0)
+        goto bad;
+    int r = same_path ? check(fy_policy_add_bind(p, root, root, FY_BIND_WRITABLE, &err), "--root", &err)
+                      : check(fy_policy_set_build(p, root, &err), "--root", &err);
+    if (r == 0)
+        r = check(fy_policy_set_workdir(p, workdir, &err), "the working directory", &err);
+    free(workdir);
+    if (r < 0)
+        goto bad;
+    if (geteuid() == 0 && (wrap_uid = sandbox_host_uid(p)) >= 0) {
+        /* The root, and with --hand-over the writable binds too (a runner's
+         * file-command directory). */
+        int hr = nftw(root, hand_dir, 64, FTW_PHYS | FTW_MOUNT);
+        for (int k = 0; hr == 0 && wrap_files && k < i - 1; k++) {
+            if (strcmp(argv[k], "--bind") != 0)
+                continue;
+            char *host = strndup(argv[k + 1], strcspn(argv[k + 1], ":"));
+            hr = host ? nftw(host, hand_dir, 64, FTW_PHYS | FTW_MOUNT) : -1;
+            free(host);
+            k++;
+        }
+        if (hr != 0) {
+            fy_policy_free(p);
+            return RUN_INFRASTRUCTURE;
+        }
+    }
+    if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err), "stdout", &err) < 0 ||
+        check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", &err) < 0)
+        goto bad;
+    return run_policy(p, (const char *const *)(argv + i), result_file);
+bad:
+    fy_policy_free(p);
+    return RUN_BAD_INVOCATION;
+}
+#else
+static int cmd_wrap(int argc, char **argv) {
+    fprintf(stderr, "%s: wrap: not available on Windows\n", prog);
+    return RUN_UNSUPPORTED;
+}
+#endif
+
+/* ---- forgeyard action run ---- */
+
+static void action_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s action run ACTION.json [OPTIONS]\n"
+            "\n"
+            "  --profile NAME          development, standard-ci, release (default), high-assurance\n"
+            "  --policy FILE           a policy file (forgeyard-policy(5)) on top of the profile\n"
+            "  --output-dir DIR        where the declared outputs go (overrides the action's)\n"
+            "  --stdout FILE           keep the action's stdout there (a new file); --stderr FILE\n"
+            "  --result FILE           write the ActionResult record there instead of stdout\n"
+            "  --help                  this text\n"
+            "\n"
+            "The action format is forgeyard-action(5). The exit status is the command's, or\n"
+            "240-249 for what the sandbox did (forgeyard(1)).\n",
+            prog);
+}
+
+static int action_status(const fy_action_result *res) {
+    switch (fy_action_result_outcome(res)) {
+    case FY_OUTCOME_SANDBOX_VIOLATION: return RUN_SANDBOX_VIOLATION;
+    case FY_OUTCOME_RESOURCE_EXCEEDED: return RUN_RESOURCE_EXCEEDED;
+    default: return run_outcome_status(fy_action_result_sandbox(res));
+    }
+}
+
+static int cmd_action(int argc, char **argv) {
+    if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+        action_usage(argc < 1 ? stderr : stdout);
+        return argc < 1 ? RUN_BAD_INVOCATION : EXIT_OK;
+    }
+    if (strcmp(argv[0], "run") != 0 || argc < 2) {
+        action_usage(stderr);
+        return RUN_BAD_INVOCATION;
+    }
+    const char *file = argv[1], *profile = NULL, *policy_file = NULL, *result_file = NULL, *outdir = NULL;
+    const char *streams[3] = {NULL, NULL, NULL};
+    for (int i = 2; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            action_usage(stdout);
+            return EXIT_OK;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, o);
+            return RUN_BAD_INVOCATION;
+        }
+        const char *v = argv[++i];
+        if (strcmp(o, "--profile") == 0)
+            profile = v;
+        else if (strcmp(o, "--policy") == 0)
+            policy_file = v;
+        else if (strcmp(o, "--result") == 0)
+            result_file = v;
+        else if (strcmp(o, "--output-dir") == 0)
+            outdir = v;
+        else if (strcmp(o, "--stdout") == 0)
+            streams[1] = v;
+        else if (strcmp(o, "--stderr") == 0)
+            streams[2] = v;
+        else {
+            fprintf(stderr, "%s: action run: unknown option %s\n", prog, o);
+            return RUN_BAD_INVOCATION;
+        }
+    }
+    size_t len;
+    char *json = read_file(file, &len);
+    if (!json)
+        return RUN_BAD_INVOCATION;
+    fy_action *a = NULL;
+    fy_policy *p = NULL;
+    fy_caps *caps = NULL;
+    fy_error *err = NULL;
+    int r = fy_action_from_json(json, len, &a, &err);
+    free(json);
+    if (r < 0) {
+        report(file, err, r);
+        return RUN_BAD_INVOCATION;
+    }
+    char *abs[4] = {NULL, NULL, NULL, NULL};
+    const char *paths[4] = {outdir, NULL, streams[1], streams[2]};
+    for (int k = 0; k < 4; k++)
+        if (paths[k] && paths[k][0] != '/') {
+            char cwd[4096];
+            if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs[k], "%s/%s", cwd, paths[k]) < 0)
+                abs[k] = NULL;
+            paths[k] = abs[k] ? abs[k] : paths[k];
+        }
+    if ((paths[0] && (r = fy_action_set_output_directory(a, paths[0], &err)) < 0) ||
+        (paths[2] && (r = fy_action_set_stdio_path(a, 1, paths[2], &err)) < 0) ||
+        (paths[3] && (r = fy_action_set_stdio_path(a, 2, paths[3], &err)) < 0)) {
+        for (int k = 0; k < 4; k++)
+            free(abs[k]);
+        fy_action_free(a);
+        report("action run", err, r);
+        return RUN_BAD_INVOCATION;
+    }
+    for (int k = 0; k < 4; k++)
+        free(abs[k]);
+    int prof = FY_PROFILE_RELEASE;
+    if (profile && (prof = fy_profile_from_name(profile)) < 0) {
+        fprintf(stderr, "%s: unknown profile \"%s\"\n", prog, profile);
+        fy_action_free(a);
+        return RUN_BAD_INVOCATION;
+    }
+    if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", &err) < 0 ||
+        (policy_file && load_policy_onto(p, policy_file) < 0)) {
+        fy_policy_free(p);
+        fy_action_free(a);
+        return RUN_BAD_INVOCATION;
+    }
+    if (probe(&caps) != EXIT_OK || catch_stop_signals() < 0) {
+        fy_policy_free(p);
+        fy_action_free(a);
+        fy_caps_free(caps);
+        return RUN_INFRASTRUCTURE;
+    }
+    fy_action_attempt *t = NULL;
+    r = fy_action_start(a, p, caps, &t, &err);
+    if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
+        fy_error_free(err);
+        err = NULL;
+        r = fy_action_start(a, p, caps, &t, &err);
+    }
+    fy_policy_free(p);
+    fy_caps_free(caps);
+    fy_action_free(a);
+    if (r < 0) {
+        report("action run", err, r);
+        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : r == FY_E_INVAL ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
+    }
+    fy_result *sres = NULL;
+    int w = wait_or_cancel(fy_action_attempt_handle(t), &sres, &err);
+    fy_result_free(sres);
+    if (w <= 0) {
+        fy_action_attempt_free(t);
+        if (w == 0) {
+            fprintf(stderr, "%s: action run: cancelled: the sandbox was killed\n", prog);
+            return RUN_CANCELLED;
+        }
+        report("action run", err, FY_E_IO);
+        return RUN_INFRASTRUCTURE;
+    }
+    fy_action_result *res = NULL;
+    r = fy_action_finish(t, &res, &err);
+    fy_action_attempt_free(t);
+    if (r < 0) {
+        report("action run", err, r);
+        return RUN_INFRASTRUCTURE;
+    }
+    int status = action_status(res);
+    int outcome = fy_action_result_outcome(res);
+    if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
+        fprintf(stderr, "%s: action run: %s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
+                fy_action_result_detail(res) ? ": " : "", fy_action_result_detail(res) ? fy_action_result_detail(res) : "");
+    char *rj = NULL;
+    if (fy_action_result_to_json(res, &rj, NULL) == 0) {
+        FILE *f = result_file ? fopen(result_file, "we") : stdout;
+        if (!f || fprintf(f, "%s\n", rj) < 0 || (f != stdout ? fclose(f) : fflush(f)) != 0) {
+            fprintf(stderr, "%s: cannot write %s: %s\n", prog, result_file ? result_file : "the result", strerror(errno));
+            status = status ? status : EXIT_FAIL;
+        }
+        fy_free(rj);
+    }
+    fy_action_result_free(res);
+    return status;
 }
 
 /* ---- forgeyard test ---- */
@@ -1117,6 +1548,10 @@ int main(int argc, char **argv) {
         return argc == 2 ? cmd_doctor() : (usage(stderr), EXIT_USAGE);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "wrap") == 0)
+        return cmd_wrap(argc - 2, argv + 2);
+    if (strcmp(cmd, "action") == 0)
+        return cmd_action(argc - 2, argv + 2);
     if (strcmp(cmd, "test") == 0)
         return cmd_test(argc - 2, argv + 2);
     if (strcmp(cmd, "gc") == 0 && (argc == 2 || (argc == 4 && strcmp(argv[2], "--state-dir") == 0))) {

@@ -66,6 +66,7 @@ static const char *const step_names[] = {
     [FY_STEP_WAIT] = "wait",         [FY_STEP_CANCEL] = "cancel",
     [FY_STEP_CLEANUP] = "cleanup",   [FY_STEP_OUTPUT] = "output",
     [FY_STEP_SECRET] = "secret",     [FY_STEP_JSON] = "json",
+    [FY_STEP_INPUT] = "input",       [FY_STEP_COLLECT] = "collect",
 };
 
 const char *fy_step_name(uint32_t step) {

@@ -46,6 +46,11 @@ struct fy_backend_ops {
     /* A JSON object {"isolation": {...}, "limits": {...}}: what the plan
      * will enforce and how (borrowed; part of the contract id). */
     const char *(*describe)(const void *plan);
+    /* Optional: the host ids that own what the workload creates in a
+     * host-backed writable directory (actions make their execution root
+     * the workload's own with them). 0, or negative when the backend's
+     * workload has no host ids (a VM's files reach the host as a stream). */
+    int (*workload_ids)(const void *plan, uint32_t *uid, uint32_t *gid);
 };
 
 /* One backend folder (lib/<name>/): what it probes, how it collects the

@@ -305,7 +305,7 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr) {
         if (strcmp(e->name, "PATH") == 0)
             pl->path_search = e->value;
     }
-    for (size_t i = 0; i < FY_ARRAY_SIZE(defaults); i++) {
+    for (size_t i = 0; !pr->policy->env_exact && i < FY_ARRAY_SIZE(defaults); i++) {
         bool set = false;
         VEC_EACH(&pr->env, struct pol_env, e) set = set || strcmp(e->name, defaults[i][0]) == 0;
         if (!set && !(envp[pl->nenv++] = fmt(pl, "%s=%s", defaults[i][0], defaults[i][1])))
@@ -314,6 +314,7 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr) {
     if (!pl->path_search)
         pl->path_search = "/usr/local/bin:/usr/bin:/bin";
     pl->envp = envp;
+    pl->env_exact = pr->policy->env_exact;
     return 0;
 }
 

@@ -96,6 +96,7 @@ struct fy_plan {
                                   variables, then HOME, TMPDIR, USER, LOGNAME defaults */
     size_t nenv;
     const char *path_search;   /* PATH that finds argv[0] when it has no '/' */
+    bool env_exact;            /* an action's: the backend adds no variable either */
     const char *workdir;       /* in the sandbox */
     const char *hostname;
 

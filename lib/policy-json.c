@@ -425,12 +425,19 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
 }
 
 static int parse_environment(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
-    static const char *const keys[] = {"set", "allow", NULL};
+    static const char *const keys[] = {"set", "allow", "defaults", NULL};
     int r = want_object(o, keys, loc, reterr);
     if (r < 0)
         return r;
     char l[LOC_MAX], l2[LOC_MAX];
     json_t *v;
+    if ((v = json_object_get(o, "defaults"))) {
+        bool defaults = true;
+        sub(l, loc, "defaults");
+        if ((r = get_bool(v, l, &defaults, reterr)) < 0)
+            return r;
+        p->env_exact = !defaults;
+    }
     if ((v = json_object_get(o, "set"))) {
         sub(l, loc, "set");
         if ((r = want_bounded(v, JSON_OBJECT, l, reterr)) < 0)
@@ -760,6 +767,7 @@ char *policy_to_json(const fy_policy *p) {
     VEC_EACH(&p->env_allow, char *, s) json_array_append_new(allow, json_string(*s));
     json_object_set_new(env, "set", set);
     json_object_set_new(env, "allow", allow);
+    json_object_set_new(env, "defaults", json_boolean(!p->env_exact));
     json_object_set_new(root, "environment", env);
 
     json_t *net = json_object(), *dests = json_array();

@@ -66,6 +66,8 @@ struct fy_policy {
     /* environment */
     struct vec env_set;       /* struct pol_env, sorted by name */
     struct vec env_allow;     /* char *, in order */
+    bool env_exact;           /* environment.defaults false: no HOME, TMPDIR, USER, LOGNAME
+                                 default and no FORGEYARD_* variable (actions, wrappers) */
     /* network */
     uint32_t net_mode, dns;
     struct vec dests;         /* struct pol_dest */

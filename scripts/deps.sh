@@ -9,6 +9,7 @@ pkgs=(
   check abigail-tools mandoc util-linux iproute2 cppcheck bubblewrap
   qemu-system-x86 busybox-static cpio binutils xz-utils
   python3-pytest  # the Python binding's tests (bindings/python)
+  libacl1-dev libzstd-dev liblz4-dev  # libarchive's static dependencies (the static-link test)
   runc  # only for fy-bench: the OCI peer
   gcc-mingw-w64-x86-64 wine64  # the Windows cross build and its tests under Wine (test/windows)
 )

@@ -50,6 +50,8 @@
 #define FY_STEP_OUTPUT        23
 #define FY_STEP_SECRET        24
 #define FY_STEP_JSON          25  /* rendering JSON */
+#define FY_STEP_INPUT         26  /* materialising an action's input root */
+#define FY_STEP_COLLECT       27  /* collecting an action's declared outputs */
 
 FY_BEGIN_DECLS
 

@@ -168,6 +168,12 @@ FY_API int fy_policy_set_id_range(fy_policy *policy, uint32_t first_id, uint32_t
 /* Devices. */
 FY_API int fy_policy_add_device(fy_policy *policy, const char *host_path, int writable, fy_error **reterr);
 FY_API int fy_policy_set_gpu(fy_policy *policy, uint32_t devices_mode, fy_error **reterr);
+/* A scheduler's platform property (OSFamily, ISA, sandbox-level, network,
+ * dockerNetwork, Pool: forgeyard-action(5)) as a requirement: it can only
+ * make the policy stricter; an unknown one, or one asking for more than the
+ * policy allows, is FY_E_UNSUPPORTED naming it ("$.platform.NAME"). */
+FY_API int fy_policy_set_platform_property(fy_policy *policy, const char *name, const char *value,
+                                           fy_error **reterr);
 FY_API int fy_policy_set_usb(fy_policy *policy, uint32_t devices_mode, fy_error **reterr);
 /* Pseudo-terminals: FY_DEVICES_DENY (the default) or FY_DEVICES_PRIVATE. */
 FY_API int fy_policy_set_pty(fy_policy *policy, uint32_t devices_mode, fy_error **reterr);

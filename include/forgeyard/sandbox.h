@@ -13,5 +13,6 @@
 #include "fy-handle.h"
 #include "fy-qualify.h"
 #include "fy-observe.h"
+#include "fy-action.h"
 
 #endif

@@ -75,6 +75,7 @@ const struct fy_backend_ops linux_namespace_backend = {
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
+    .workload_ids = linux_plan_workload_ids,
 };
 
 static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }
@@ -110,6 +111,7 @@ const struct fy_backend_ops linux_process_backend = {
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
+    .workload_ids = linux_plan_workload_ids,
 };
 
 /* fy_gc for this folder: the state directory (its default when NULL). */

@@ -154,11 +154,14 @@ static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy
             snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, np->id_first);
         }
         memcpy(pl->gid_map, pl->uid_map, sizeof(pl->gid_map));
+        pl->host_uid = pl->host_gid = np->fake_root || np->id_count < 2 ? np->id_first : np->id_first + 1;
     } else {
         /* Rootless: only the caller's own ids can be mapped. */
         pl->setup_uid = pl->setup_gid = pl->work_uid;
         snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, c->host.uid);
         snprintf(pl->gid_map, sizeof(pl->gid_map), "%u %u 1\n", pl->work_gid, c->host.gid);
+        pl->host_uid = c->host.uid;
+        pl->host_gid = c->host.gid;
     }
     return 0;
 }
@@ -172,6 +175,8 @@ static int compile_env(struct linux_plan *pl, const struct fy_plan *np) {
     for (size_t i = 0; i < np->nenv; i++)
         pl->envp[pl->nenv++] = (char *)np->envp[i];
     pl->path_search = np->path_search;
+    if (np->env_exact)
+        return 0; /* an action's environment: exactly what it declared */
     if (pl->cpus && !(pl->envp[pl->nenv++] = plan_fmt(pl, "FORGEYARD_CPUS=%u", pl->cpus)))
         return FY_E_NOMEM;
     if (pl->cg.version_memory &&
@@ -343,6 +348,13 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     return pl->isolation_json ? 0 : FY_E_NOMEM;
 }
 
+int linux_plan_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid) {
+    const struct linux_plan *pl = plan;
+    *uid = pl->host_uid;
+    *gid = pl->host_gid;
+    return 0;
+}
+
 const char *linux_plan_describe(const void *plan) {
     const struct linux_plan *pl = plan;
     if (!pl->describe_json) {
@@ -401,6 +413,8 @@ static int compile_process_mode(struct linux_plan *pl, struct builder *b, const 
         pl->work_uid = c->host.uid;
         pl->work_gid = c->host.gid;
     }
+    pl->host_uid = pl->work_uid;
+    pl->host_gid = pl->work_gid;
     /* The plan's host paths, where the host has them (no remapping: the
      * workload sees them at their host paths), confined by Landlock. */
     for (size_t i = 0; i < np->nentries; i++) {

@@ -94,6 +94,7 @@ struct linux_plan {
     char uid_map[96], gid_map[96];
     uint32_t setup_uid, setup_gid;     /* ids of the sandbox's pid 1 inside */
     uint32_t work_uid, work_gid;       /* ids of the workload inside */
+    uint32_t host_uid, host_gid;       /* the same ids on the host (what owns its files) */
     bool drop_groups;                  /* setgroups(0) allowed (root mode) */
     const char *hostname;
     /* filesystem */
@@ -222,6 +223,7 @@ int lx_send_fds(int sock, char byte, const int *fds, size_t n);
 int linux_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);
 void linux_plan_free_hook(void *plan);
 const char *linux_plan_describe(const void *plan);
+int linux_plan_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid);
 int lx_start(fy_handle *h, fy_error **reterr);
 int lx_process(fy_handle *h, fy_error **reterr);
 void lx_terminate(fy_handle *h);

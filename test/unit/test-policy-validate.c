@@ -793,6 +793,7 @@ static const struct neg NEGS_TABLE[] = {
     NEG("env name non-ASCII", J({"environment":{"set":{"E":"x"}}}), J({"environment":{"set":{"\u00c9":"x"}}}), "$.environment.set*"),
     NEG("env allow name invalid", J({"environment":{"allow":["TERM","TZ"]}}), J({"environment":{"allow":["TERM","T=Z"]}}), "$.environment.allow[1]"),
     NEG("env allow name empty", J({"environment":{"allow":["TERM"]}}), J({"environment":{"allow":[""]}}), "$.environment.allow[0]"),
+    NEG("env defaults not a boolean", J({"environment":{"defaults":false}}), J({"environment":{"defaults":"no"}}), "$.environment.defaults"),
     NEG("env set and allowed",
         J({"environment":{"set":{"TERM":"dumb"},"allow":["TZ"]}}),
         J({"environment":{"set":{"TERM":"dumb"},"allow":["TZ","TERM"]}}),
@@ -1667,7 +1668,7 @@ static const char *const CONTROL_KEYS[] = { "cgroupns", "cpu-limit", "io-limit",
                                             "userns", "utsns", NULL };
 static const char *const FS_KEYS[] = { "binds", "build", "hostname", "output", "runtime_paths", "source",
                                        "toolchains", "workdir", NULL };
-static const char *const ENV_KEYS[] = { "allow", "set", NULL };
+static const char *const ENV_KEYS[] = { "allow", "defaults", "set", NULL };
 static const char *const NET_KEYS[] = { "destinations", "dns", "mode", NULL };
 static const char *const RES_KEYS[] = { "core", "cpu_millis", "disk", "files", "fsize", "grace", "home_size",
                                         "io_bps", "memory", "memory_swap", "nofile", "output", "pids", "shm_size",

@@ -41,7 +41,8 @@ if "FY_VERSION" in CONSTANTS and (CONSTANTS["FY_VERSION"] >> 16 != _lib_version 
                       % (CONSTANTS_PATH, CONSTANTS["FY_VERSION"], LIBRARY_PATH, _lib_version))
 UNLIMITED = CONSTANTS["FY_UNLIMITED"]
 
-__all__ = ["Error", "Caps", "Policy", "Prepared", "Handle", "Result", "probe", "version",
+__all__ = ["Error", "Caps", "Policy", "Prepared", "Handle", "Result", "Action", "ActionAttempt",
+           "ActionResult", "probe", "version",
            "version_string", "CONSTANTS", "CONSTANTS_PATH", "LIBRARY_PATH", "UNLIMITED"] + \
           [e.__name__ for e in ENUMS] + sorted(CONSTANTS)
 
@@ -359,6 +360,12 @@ class Policy(_Owned):
         _call(_c.fy_policy_set_network, self._p, int(mode))
         return self
 
+    def set_platform_property(self, name, value):
+        """fy_policy_set_platform_property: a scheduler's property as a requirement
+        (only ever stricter; unknown ones raise Error FY_E_UNSUPPORTED)."""
+        _call(_c.fy_policy_set_platform_property, self._p, _b(name), _b(value))
+        return self
+
     def set_state_dir(self, path):
         """Where live sandboxes are recorded (None: the library's default)."""
         _call(_c.fy_policy_set_state_dir, self._p, _b(path))
@@ -591,6 +598,154 @@ class Result(_Owned):
             return "<forgeyard.Result closed>"
         return "<forgeyard.Result %s exit_code=%r>" % (self.outcome_name, self.exit_code)
 
+
+
+# ---------------------------------------------------------------------------
+# Hermetic actions (fy-action.h, forgeyard-action(5))
+
+class Action(_Owned):
+    """An action (fy_action): argv, environment, platform properties, an input root
+    and declared outputs. Build it with the setters or from an action document."""
+    _free = staticmethod(_c.fy_action_free)
+
+    def __init__(self, json=None):
+        ret = _lib.fy_action_p()
+        if json is None:
+            _call(_c.fy_action_new, ctypes.byref(ret))
+        else:
+            doc = _json.dumps(json) if isinstance(json, dict) else json
+            data = _b(doc, "json")
+            _call(_c.fy_action_from_json, data, len(data), ctypes.byref(ret))
+        self._own(ret)
+
+    def set_argv(self, argv):
+        args = [_b(a, "argv") for a in argv]
+        arr = (ctypes.c_char_p * (len(args) + 1))(*args, None)
+        _call(_c.fy_action_set_argv, self._p, arr)
+        return self
+
+    def set_env(self, name, value):
+        """value None removes name."""
+        _call(_c.fy_action_set_env, self._p, _b(name), _b(value) if value is not None else None)
+        return self
+
+    def set_platform_property(self, name, value):
+        _call(_c.fy_action_set_platform_property, self._p, _b(name), _b(value) if value is not None else None)
+        return self
+
+    def set_input_root(self, path, archive=False):
+        kind = CONSTANTS["FY_INPUT_ARCHIVE"] if archive else CONSTANTS["FY_INPUT_DIRECTORY"]
+        _call(_c.fy_action_set_input_root, self._p, _b(os.fspath(path)), kind)
+        return self
+
+    def set_working_directory(self, path):
+        _call(_c.fy_action_set_working_directory, self._p, _b(path) if path else None)
+        return self
+
+    def add_output(self, path, kind="file"):
+        """kind: "file", "directory" or "any" (REAPI output_paths)."""
+        k = {"file": "FY_OUTPUT_FILE", "directory": "FY_OUTPUT_DIRECTORY", "any": "FY_OUTPUT_ANY"}[kind]
+        _call(_c.fy_action_add_output, self._p, _b(path), CONSTANTS[k])
+        return self
+
+    def set_output_directory(self, path):
+        _call(_c.fy_action_set_output_directory, self._p, _b(os.fspath(path)) if path else None)
+        return self
+
+    def set_stdio_path(self, stream, path):
+        _call(_c.fy_action_set_stdio_path, self._p, int(stream), _b(os.fspath(path)) if path else None)
+        return self
+
+    def set_scratch_directory(self, path):
+        _call(_c.fy_action_set_scratch_directory, self._p, _b(os.fspath(path)) if path else None)
+        return self
+
+    def set_limit(self, name, value):
+        """name: "output_bytes", "output_entries", "input_entries" or "input_bytes"."""
+        _call(_c.fy_action_set_limit, self._p, CONSTANTS["FY_ACTION_LIMIT_" + name.upper()], int(value))
+        return self
+
+    def to_json(self):
+        return _call_json(_c.fy_action_to_json, self._p)
+
+    def to_dict(self):
+        return _json.loads(self.to_json())
+
+    @property
+    def digest(self):
+        """"sha256:<hex>" of the canonical document without host paths."""
+        return _call_json(_c.fy_action_digest, self._p)
+
+    def start(self, policy, caps=None):
+        """fy_action_start -> ActionAttempt (the sandbox runs)."""
+        ret = _lib.fy_action_attempt_p()
+        _call(_c.fy_action_start, self._p, policy._p, caps._p if caps is not None else None, ctypes.byref(ret))
+        return ActionAttempt(ret, dict(policy._keep.items))
+
+    def run(self, policy, caps=None, timeout=None):
+        """start + finish. On timeout (seconds) the attempt is cancelled."""
+        with self.start(policy, caps) as att:
+            if timeout is not None and att.handle.wait(timeout) is None:
+                att.handle.cancel()
+            return att.finish()
+
+
+class _BorrowedHandle(Handle):
+    """The attempt's handle: owned by the attempt, never freed here."""
+    _free = staticmethod(lambda ptr: None)
+
+
+class ActionAttempt(_Owned):
+    """A running action (fy_action_attempt). close() kills a running sandbox and
+    removes everything the attempt made."""
+    _free = staticmethod(_c.fy_action_attempt_free)
+
+    def __init__(self, ptr, keep=None):
+        self._own(ptr)
+        self._keep = keep or {}
+        self.handle = _BorrowedHandle(_c.fy_action_attempt_handle(ptr), self._keep)
+
+    def finish(self):
+        """fy_action_finish -> ActionResult (waits for the sandbox; once)."""
+        ret = _lib.fy_action_result_p()
+        _call(_c.fy_action_finish, self._p, ctypes.byref(ret))
+        return ActionResult(ret)
+
+    def close(self):
+        self.handle.close()
+        super().close()
+
+
+class ActionResult(_Owned):
+    """The result of an action (fy_action_result)."""
+    _free = staticmethod(_c.fy_action_result_free)
+
+    def __init__(self, ptr):
+        self._own(ptr)
+
+    @property
+    def outcome(self):
+        return _enum_or_int(Outcome, _check(_c.fy_action_result_outcome(self._p), "fy_action_result_outcome"))
+
+    @property
+    def exit_code(self):
+        rc = _c.fy_action_result_exit_code(self._p)
+        return None if rc < 0 else rc
+
+    @property
+    def detail(self):
+        return _s(_c.fy_action_result_detail(self._p))
+
+    def to_json(self):
+        return _call_json(_c.fy_action_result_to_json, self._p)
+
+    def to_dict(self):
+        return _json.loads(self.to_json())
+
+    def __repr__(self):
+        if self.closed:
+            return "<forgeyard.ActionResult closed>"
+        return "<forgeyard.ActionResult %s exit_code=%r>" % (outcome_name(self.outcome), self.exit_code)
 
 # ---------------------------------------------------------------------------
 # Names and version

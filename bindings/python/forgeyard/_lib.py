@@ -58,6 +58,9 @@ class fy_error_p(c_void_p): pass
 class fy_caps_p(c_void_p): pass
 class fy_policy_p(c_void_p): pass
 class fy_prepared_p(c_void_p): pass
+class fy_action_p(c_void_p): pass
+class fy_action_attempt_p(c_void_p): pass
+class fy_action_result_p(c_void_p): pass
 class fy_handle_p(c_void_p): pass
 class fy_result_p(c_void_p): pass
 
@@ -151,6 +154,32 @@ _PROTOTYPES = {
     "fy_result_free": (None, [fy_result_p]),
     "fy_outcome_name": (c_char_p, [c_uint32]),
     "fy_cancel_reason_name": (c_char_p, [c_uint32]),
+    "fy_policy_set_platform_property": (c_int, [fy_policy_p, c_char_p, c_char_p, ERR]),
+    # fy-action.h
+    "fy_action_new": (c_int, [POINTER(fy_action_p), ERR]),
+    "fy_action_from_json": (c_int, [c_char_p, c_size_t, POINTER(fy_action_p), ERR]),
+    "fy_action_free": (None, [fy_action_p]),
+    "fy_action_set_argv": (c_int, [fy_action_p, POINTER(c_char_p), ERR]),
+    "fy_action_set_env": (c_int, [fy_action_p, c_char_p, c_char_p, ERR]),
+    "fy_action_set_platform_property": (c_int, [fy_action_p, c_char_p, c_char_p, ERR]),
+    "fy_action_set_input_root": (c_int, [fy_action_p, c_char_p, c_uint32, ERR]),
+    "fy_action_set_working_directory": (c_int, [fy_action_p, c_char_p, ERR]),
+    "fy_action_add_output": (c_int, [fy_action_p, c_char_p, c_uint32, ERR]),
+    "fy_action_set_output_directory": (c_int, [fy_action_p, c_char_p, ERR]),
+    "fy_action_set_stdio_path": (c_int, [fy_action_p, c_uint32, c_char_p, ERR]),
+    "fy_action_set_scratch_directory": (c_int, [fy_action_p, c_char_p, ERR]),
+    "fy_action_set_limit": (c_int, [fy_action_p, c_uint32, c_uint64, ERR]),
+    "fy_action_to_json": (c_int, [fy_action_p, OUT_JSON, ERR]),
+    "fy_action_digest": (c_int, [fy_action_p, OUT_JSON, ERR]),
+    "fy_action_start": (c_int, [fy_action_p, fy_policy_p, fy_caps_p, POINTER(fy_action_attempt_p), ERR]),
+    "fy_action_attempt_handle": (fy_handle_p, [fy_action_attempt_p]),
+    "fy_action_finish": (c_int, [fy_action_attempt_p, POINTER(fy_action_result_p), ERR]),
+    "fy_action_attempt_free": (None, [fy_action_attempt_p]),
+    "fy_action_result_outcome": (c_int, [fy_action_result_p]),
+    "fy_action_result_exit_code": (c_int, [fy_action_result_p]),
+    "fy_action_result_detail": (c_char_p, [fy_action_result_p]),
+    "fy_action_result_to_json": (c_int, [fy_action_result_p, OUT_JSON, ERR]),
+    "fy_action_result_free": (None, [fy_action_result_p]),
 }
 
 for _name, (_restype, _argtypes) in _PROTOTYPES.items():

@@ -223,3 +223,70 @@ def test_objects_freed_once_and_no_fd_leak(policy):
     import gc
     gc.collect()
     assert fds() == before
+
+
+# ---- actions ----
+
+def _input(tmp_path):
+    root = tmp_path / "in"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.c").write_text("int main(void) { return 0; }\n")
+    os.chmod(tmp_path, 0o755)
+    for d in (root, root / "src"):
+        os.chmod(d, 0o755)
+    os.chmod(root / "src" / "a.c", 0o644)
+    return root
+
+
+def test_action_outputs_and_digests(policy, tmp_path):
+    import hashlib
+    root = _input(tmp_path)
+    out = tmp_path / "out"
+    with fy.Action() as a:
+        a.set_argv(["/bin/sh", "-c", "mkdir -p o && cp src/a.c o/a.o && echo junk > j"])
+        a.set_env("PATH", "/usr/bin:/bin").set_input_root(root).add_output("o", "directory")
+        a.set_output_directory(out).set_platform_property("OSFamily", "linux")
+        assert a.digest.startswith("sha256:")
+        with a.run(policy) as res:
+            assert res.outcome == fy.Outcome.SUCCEEDED and res.exit_code == 0
+            d = res.to_dict()
+    digest = "sha256:" + hashlib.sha256((root / "src" / "a.c").read_bytes()).hexdigest()
+    assert [(f["path"], f["digest"]) for f in d["output_files"]] == [("o/a.o", digest)]
+    assert d["undeclared"]["paths"] == ["j"]
+    assert (out / "o" / "a.o").read_bytes() == (root / "src" / "a.c").read_bytes()
+    assert not (root / "o").exists() and not (root / "j").exists()
+
+
+def test_action_document_errors_name_the_path():
+    with pytest.raises(fy.Error) as e:
+        fy.Action({"version": 1, "arguments": ["x"], "input_root": {"directory": "/x"},
+                   "outputs": {"files": ["../up"]}})
+    assert e.value.code == fy.ErrorCode.INVAL
+    assert e.value.location == "$.outputs.files[0]"
+
+
+def test_action_refuses_unknown_property(policy, tmp_path):
+    root = _input(tmp_path)
+    with fy.Action({"version": 1, "arguments": ["/bin/true"], "input_root": {"directory": str(root)},
+                    "platform": {"gpu": "1"}}) as a:
+        with pytest.raises(fy.Error) as e:
+            a.start(policy)
+    assert e.value.code == fy.ErrorCode.UNSUPPORTED
+    assert e.value.location == "$.platform.gpu"
+
+
+def test_action_cancel(policy, tmp_path):
+    root = _input(tmp_path)
+    with fy.Action({"version": 1, "arguments": ["/bin/sleep", "60"], "input_root": {"directory": str(root)}}) as a:
+        with a.start(policy) as att:
+            att.handle.cancel()
+            with att.finish() as res:
+                assert res.outcome == fy.Outcome.CANCELLED
+                assert res.exit_code is None
+
+
+def test_policy_platform_property(policy):
+    policy.set_platform_property("network", "deny")
+    with pytest.raises(fy.Error) as e:
+        policy.set_platform_property("network", "allow")
+    assert e.value.code == fy.ErrorCode.UNSUPPORTED

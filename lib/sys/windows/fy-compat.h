@@ -28,6 +28,9 @@
 #ifndef S_ISBLK
 #define S_ISBLK(m) 0
 #endif
+/* No POSIX ids on Windows; the types exist for the headers that name them. */
+typedef unsigned int uid_t;
+typedef unsigned int gid_t;
 /* No signals end a Windows process (attempt.c names SIGSYS). */
 #define SIGSYS 31
 /* readlink: never reached (S_ISLNK is 0); fails as on a non-link. */

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* An action attempt: the policy for it, the execution root, the sandbox
+ * (through the public lifecycle, whichever backend the policy gets), the
+ * collected outputs and the ActionResult record. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sodium.h>
+
+#include "action.h"
+#include "prepared.h"
+
+struct fy_action_attempt {
+    int origin_pid;
+    const fy_action *action;   /* = own */
+    fy_action *own;            /* a private copy: the caller may free or change its action */
+    char *dir;                 /* the attempt's private directory (0700) */
+    int dirfd, rootfd;         /* it, and the execution root in it */
+    char rootname[40];         /* the execution root's name: random */
+    fy_prepared *prepared;
+    fy_handle *handle;
+    struct pathset inputs;
+    struct tree_stats stats;
+    char *digest;
+    uint64_t input_usec;
+    bool finished;
+};
+
+struct fy_action_result {
+    int origin_pid;
+    int outcome, exit_code;
+    char *detail;
+    fy_result *sandbox;
+    char *json;
+};
+
+static int oom(fy_error **reterr, uint32_t step) {
+    return err_set(reterr, FY_E_NOMEM, step, 0, NULL, "out of memory");
+}
+
+static int apply_properties(const fy_action *a, fy_policy *p, fy_error **reterr) {
+    VEC_EACH(&a->props, struct act_kv, kv) {
+        int r = fy_policy_set_platform_property(p, kv->name, kv->value, reterr);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* The policy of the attempt: the host's, with the action's command,
+ * environment and workspace, and stricter where the action asks. */
+static int action_policy(const fy_action *a, const fy_policy *host, const char *exec, const char *spool,
+                         fy_policy **ret, fy_error **reterr) {
+    fy_policy *p = policy_dup(host);
+    if (!p)
+        return oom(reterr, FY_STEP_PREPARE);
+    int r = apply_properties(a, p, reterr);
+    /* Exactly the declared environment. */
+    VEC_EACH(&p->env_set, struct pol_env, e) {
+        free(e->name);
+        free(e->value);
+    }
+    p->env_set.n = 0;
+    VEC_EACH(&p->env_allow, char *, s) free(*s);
+    p->env_allow.n = 0;
+    p->env_exact = true;
+    VEC_EACH(&a->env, struct act_kv, kv)
+        if (r >= 0 && policy_add_env(p, kv->name, kv->value) < 0)
+            r = oom(reterr, FY_STEP_PREPARE);
+    /* The workspace: the execution root is the build directory; no source
+     * or output directory of the host's. */
+    free(p->source);
+    free(p->output);
+    free(p->build);
+    free(p->workdir);
+    p->source = p->output = NULL;
+    p->source_writable = false;
+    p->build = util_strdup(exec);
+    p->workdir = a->workdir[0] ? util_asprintf("/work/build/%s", a->workdir) : util_strdup("/work/build");
+    if (r >= 0 && (!p->build || !p->workdir))
+        r = oom(reterr, FY_STEP_PREPARE);
+    /* stdin from nothing, stdout and stderr spooled for their digests. */
+    for (int i = 0; i < 3; i++) {
+        if (p->stdio[i].fd >= 0)
+            close(p->stdio[i].fd);
+        free(p->stdio[i].path);
+        p->stdio[i] = (struct pol_stdio){FY_STDIO_NULL, -1, NULL, NULL, NULL};
+    }
+    for (int i = 1; r >= 0 && i < 3; i++) {
+        p->stdio[i].mode = FY_STDIO_FILE;
+        if (!(p->stdio[i].path = util_asprintf("%s/%s", spool, i == 1 ? "stdout" : "stderr")))
+            r = oom(reterr, FY_STEP_PREPARE);
+    }
+    if (r < 0) {
+        policy_destroy(p);
+        return r;
+    }
+    *ret = p;
+    return 0;
+}
+
+/* ---- the attempt ---- */
+
+static uint64_t remove_attempt_dir(fy_action_attempt *t) {
+    uint64_t left = 0;
+    if (t->rootfd >= 0) {
+        close(t->rootfd);
+        t->rootfd = -1;
+    }
+    if (t->dirfd >= 0) {
+        left += tree_remove_below(t->dirfd);
+        close(t->dirfd);
+        t->dirfd = -1;
+    }
+    if (t->dir) {
+        if (rmdir(t->dir) < 0 && errno != ENOENT)
+            left++;
+        free(t->dir);
+        t->dir = NULL;
+    }
+    return left;
+}
+
+void fy_action_attempt_free(fy_action_attempt *t) {
+    if (!t)
+        return;
+    if (t->origin_pid == util_getpid()) {
+        fy_handle_free(t->handle);   /* kills and reaps a running sandbox */
+        fy_prepared_free(t->prepared);
+        remove_attempt_dir(t);
+    } else {
+        /* inherited through a fork: the parent owns the sandbox and the files */
+        fy_handle_free(t->handle);
+        fy_prepared_free(t->prepared);
+        if (t->rootfd >= 0)
+            close(t->rootfd);
+        if (t->dirfd >= 0)
+            close(t->dirfd);
+        free(t->dir);
+    }
+    pathset_free(&t->inputs);
+    fy_action_free(t->own);
+    free(t->digest);
+    free(t);
+}
+
+static fy_action *action_copy(const fy_action *a) {
+    char *doc = action_canonical_json(a);
+    fy_action *c = NULL;
+    if (doc && fy_action_from_json(doc, strlen(doc), &c, NULL) < 0)
+        c = NULL;
+    free(doc);
+    return c;
+}
+
+int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_caps *caps, fy_action_attempt **ret,
+                    fy_error **reterr) {
+    if (!action || !policy || !ret)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "action, policy or ret is NULL");
+    *ret = NULL;
+    if (action->origin_pid != util_getpid())
+        return err_set(reterr, FY_E_FORKED, FY_STEP_PREPARE, 0, NULL, "action was created in another process");
+    if (!action->argv)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, "$.arguments", "the action has no command");
+    if (!action->input)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, "$.input_root", "the action has no input root");
+    fy_action_attempt *t = calloc(1, sizeof(*t));
+    if (!t)
+        return oom(reterr, FY_STEP_PREPARE);
+    t->origin_pid = util_getpid();
+    t->dirfd = t->rootfd = -1;
+    int r = 0;
+    if (!(t->own = action_copy(action)) || fy_action_digest(t->own, &t->digest, NULL) < 0) {
+        r = oom(reterr, FY_STEP_PREPARE);
+        goto fail;
+    }
+    t->action = t->own;
+    /* The attempt's private directory: the execution root and the spools. */
+    const char *scratch = action->scratch ? action->scratch : getenv("TMPDIR");
+    if (!scratch || scratch[0] != '/')
+        scratch = "/tmp";
+    if (!(t->dir = util_asprintf("%s/forgeyard-action-XXXXXX", scratch))) {
+        r = oom(reterr, FY_STEP_PREPARE);
+        goto fail;
+    }
+    if (!mkdtemp(t->dir)) {
+        r = err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, scratch, "cannot make the attempt's directory: %s",
+                    strerror(errno));
+        free(t->dir);
+        t->dir = NULL;
+        goto fail;
+    }
+    /* The sandbox's own ids traverse the attempt's directory (0711) to the
+     * execution root, whose name nobody else can list. */
+    unsigned char rnd[16];
+    randombytes_buf(rnd, sizeof(rnd));
+    sodium_bin2hex(t->rootname, sizeof(t->rootname), rnd, sizeof(rnd));
+    if ((t->dirfd = open(t->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fchmod(t->dirfd, 0711) < 0 ||
+        mkdirat(t->dirfd, t->rootname, 0700) < 0 ||
+        (t->rootfd = openat(t->dirfd, t->rootname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        r = err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, t->dir, "cannot make the execution root: %s",
+                    strerror(errno));
+        goto fail;
+    }
+    char *exec = util_asprintf("%s/%s", t->dir, t->rootname);
+    fy_policy *p = NULL;
+    if (!exec) {
+        r = oom(reterr, FY_STEP_PREPARE);
+        goto fail;
+    }
+    r = action_policy(t->action, policy, exec, t->dir, &p, reterr);
+    free(exec);
+    if (r < 0)
+        goto fail;
+    r = fy_prepare(p, caps, (const char *const *)t->action->argv, &t->prepared, reterr);
+    policy_destroy(p);
+    if (r < 0)
+        goto fail;
+    /* Inputs after the negotiation: whether a file may be hard-linked
+     * depends on the host ids the sandbox maps. */
+    uint64_t t0 = util_now_usec();
+    const struct fy_plan *np = t->prepared->neutral;
+    const struct fy_backend_ops *ops = t->prepared->sel.backend;
+    uint32_t uid, gid;
+    struct tree_owner own = {false, 0, 0, 0777};
+    if (ops->workload_ids && ops->workload_ids(t->prepared->plan, &uid, &gid) == 0)
+        own = (struct tree_owner){geteuid() == 0 || uid != geteuid(), uid, gid, 0755};
+    if (own.chown ? fchown(t->rootfd, own.uid, own.gid) < 0 : fchmod(t->rootfd, own.dir_mode) < 0) {
+        r = err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, t->dir, "cannot hand the execution root over: %s",
+                    strerror(errno));
+        goto fail;
+    }
+    r = tree_materialise(t->action, t->rootfd, np->id_first, np->id_count, &own, &t->stats, &t->inputs, reterr);
+    t->input_usec = util_now_usec() - t0;
+    if (r < 0)
+        goto fail;
+    if ((r = fy_start(t->prepared, &t->handle, reterr)) < 0)
+        goto fail;
+    *ret = t;
+    return 0;
+fail:
+    fy_action_attempt_free(t);
+    return r;
+}
+
+fy_handle *fy_action_attempt_handle(fy_action_attempt *t) {
+    return t && t->origin_pid == util_getpid() ? t->handle : NULL;
+}
+
+/* ---- the result ---- */
+
+/* Moves the spool at path to keep, a new file (never replacing one). */
+static int keep_file(const char *path, const char *keep) {
+    if (link(path, keep) == 0)
+        return 0;
+    if (errno != EXDEV && errno != EPERM && errno != ENOENT)
+        return -1;
+    int in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0 && errno == ENOENT)
+        in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int out = in < 0 ? -1 : open(keep, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat st;
+    int r = out < 0 || fstat(in, &st) < 0 ? -1 : 0;
+    for (off_t off = 0; r == 0 && off < st.st_size;) {
+        ssize_t n = copy_file_range(in, &off, out, NULL, (size_t)(st.st_size - off), 0);
+        if (n <= 0)
+            r = -1;
+    }
+    int e = errno;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    errno = e;
+    return r;
+}
+
+static json_t *stream_json(const char *path, const char *keep, int *err) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    unsigned char d[32];
+    uint64_t size = 0;
+    if (fd < 0 && errno == ENOENT) {
+        /* never opened: nothing was written */
+        crypto_hash_sha256(d, (const unsigned char *)"", 0);
+    } else if (fd < 0 || tree_hash_fd(fd, d, &size) < 0) {
+        *err = fd < 0 ? errno : EIO;
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (keep && keep_file(path, keep) < 0) {
+        *err = errno;
+        return NULL;
+    }
+    char hex[72];
+    action_sha256_name(d, hex);
+    return json_pack("{s:s,s:I,s:o}", "digest", hex, "size_bytes", (json_int_t)size, "path",
+                     keep ? json_string(keep) : json_null());
+}
+
+int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **reterr) {
+    if (!t || !ret)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_COLLECT, 0, NULL, "attempt or ret is NULL");
+    *ret = NULL;
+    if (t->origin_pid != util_getpid())
+        return err_set(reterr, FY_E_FORKED, FY_STEP_COLLECT, 0, NULL, "attempt was created in another process");
+    if (t->finished)
+        return err_set(reterr, FY_E_STATE, FY_STEP_COLLECT, 0, NULL, "the attempt was finished already");
+    t->finished = true;
+    fy_result *sres = NULL;
+    int r = fy_handle_wait(t->handle, FY_UNLIMITED, &sres, reterr);
+    if (r < 0)
+        return r;
+    fy_action_result *res = calloc(1, sizeof(*res));
+    struct collected *col = NULL;
+    json_t *root = json_object(), *sj = NULL;
+    if (!res || !root) {
+        r = oom(reterr, FY_STEP_COLLECT);
+        goto out;
+    }
+    res->origin_pid = util_getpid();
+    res->sandbox = sres;
+    sres = NULL;
+    res->outcome = fy_result_outcome(res->sandbox);
+    res->exit_code = fy_result_exit_code(res->sandbox);
+    uint64_t t0 = util_now_usec();
+    if ((r = tree_collect(t->action, t->rootfd, &t->inputs, &col, reterr)) < 0)
+        goto out;
+    uint64_t collect_usec = util_now_usec() - t0;
+    const char *detail = fy_result_detail(res->sandbox), *cdetail;
+    int co = collected_outcome(col, &cdetail);
+    /* The sandbox's own ending comes first: outputs of a failed attempt are
+     * still listed, but only a succeeded or failed command is judged by them. */
+    if (co && (res->outcome == FY_OUTCOME_SUCCEEDED || res->outcome == FY_OUTCOME_FAILED)) {
+        res->outcome = co;
+        detail = cdetail;
+    }
+    if (detail && !(res->detail = strdup(detail))) {
+        r = oom(reterr, FY_STEP_COLLECT);
+        goto out;
+    }
+    /* stdout and stderr: digests, sizes, kept where the action says. */
+    json_t *streams[3] = {NULL, NULL, NULL};
+    for (int i = 1; i < 3; i++) {
+        char *spool = util_asprintf("%s/%s", t->dir, i == 1 ? "stdout" : "stderr");
+        int e = 0;
+        streams[i] = spool ? stream_json(spool, t->action->stdio_path[i], &e) : NULL;
+        free(spool);
+        if (!streams[i]) {
+            json_decref(streams[1]);
+            r = e ? err_set(reterr, FY_E_IO, FY_STEP_COLLECT, e, t->action->stdio_path[i],
+                            "cannot keep the action's %s: %s", i == 1 ? "stdout" : "stderr", strerror(e))
+                  : oom(reterr, FY_STEP_COLLECT);
+            goto out;
+        }
+    }
+    uint64_t c0 = util_now_usec();
+    uint64_t left = remove_attempt_dir(t);
+    uint64_t cleanup_usec = util_now_usec() - c0;
+    char *sjson = NULL;
+    if (fy_result_to_json(res->sandbox, &sjson, NULL) < 0 || !(sj = json_loads(sjson, 0, NULL))) {
+        free(sjson);
+        json_decref(streams[1]);
+        json_decref(streams[2]);
+        r = oom(reterr, FY_STEP_JSON);
+        goto out;
+    }
+    free(sjson);
+    bool ok = json_object_set_new(root, "version", json_integer(1)) == 0 &&
+              json_object_set_new(root, "action_digest", json_string(t->digest)) == 0 &&
+              json_object_set_new(root, "outcome", json_string(fy_outcome_name((uint32_t)res->outcome))) == 0 &&
+              json_object_set_new(root, "exit_code", res->exit_code >= 0 ? json_integer(res->exit_code) : json_null()) == 0 &&
+              json_object_set_new(root, "detail", res->detail ? json_string(res->detail) : json_null()) == 0 &&
+              json_object_set_new(root, "stdout", streams[1]) == 0 &&
+              json_object_set_new(root, "stderr", streams[2]) == 0 &&
+              collected_to_json(col, root) == 0 &&
+              json_object_set_new(root, "input", json_pack("{s:s,s:I,s:I,s:I,s:I}", "kind",
+                                                           t->action->input_kind == FY_INPUT_ARCHIVE ? "archive" : "directory",
+                                                           "entries", (json_int_t)t->stats.entries,
+                                                           "linked", (json_int_t)t->stats.linked,
+                                                           "copied", (json_int_t)t->stats.copied,
+                                                           "copied_bytes", (json_int_t)t->stats.bytes)) == 0 &&
+              json_object_set_new(root, "timings_usec", json_pack("{s:I,s:I,s:I}", "input", (json_int_t)t->input_usec,
+                                                                  "collect", (json_int_t)collect_usec,
+                                                                  "cleanup", (json_int_t)cleanup_usec)) == 0 &&
+              json_object_set_new(root, "cleanup", json_pack("{s:I}", "files_left", (json_int_t)left)) == 0 &&
+              json_object_set(root, "sandbox", sj) == 0;
+    if (!ok || !(res->json = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
+        r = oom(reterr, FY_STEP_JSON);
+        goto out;
+    }
+    *ret = res;
+    res = NULL;
+    r = 0;
+out:
+    collected_free(col);
+    json_decref(root);
+    json_decref(sj);
+    fy_result_free(sres);
+    fy_action_result_free(res);
+    return r;
+}
+
+int fy_action_run(const fy_action *action, const fy_policy *policy, const fy_caps *caps, fy_action_result **ret,
+                  fy_error **reterr) {
+    fy_action_attempt *t;
+    int r = fy_action_start(action, policy, caps, &t, reterr);
+    if (r < 0)
+        return r;
+    r = fy_action_finish(t, ret, reterr);
+    fy_action_attempt_free(t);
+    return r;
+}
+
+#define CHECK_RESULT(res, fail)                                                                \
+    do {                                                                                       \
+        if (!(res))                                                                            \
+            return fail;                                                                       \
+        if ((res)->origin_pid != util_getpid())                                                \
+            return fail;                                                                       \
+    } while (0)
+
+int fy_action_result_outcome(const fy_action_result *res) {
+    CHECK_RESULT(res, FY_E_INVAL);
+    return res->outcome;
+}
+
+int fy_action_result_exit_code(const fy_action_result *res) {
+    CHECK_RESULT(res, FY_E_INVAL);
+    return res->exit_code;
+}
+
+const char *fy_action_result_detail(const fy_action_result *res) {
+    CHECK_RESULT(res, NULL);
+    return res->detail;
+}
+
+const fy_result *fy_action_result_sandbox(const fy_action_result *res) {
+    CHECK_RESULT(res, NULL);
+    return res->sandbox;
+}
+
+int fy_action_result_to_json(const fy_action_result *res, char **ret_json, fy_error **reterr) {
+    if (!res || !ret_json)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_JSON, 0, NULL, "result or ret_json is NULL");
+    if (res->origin_pid != util_getpid())
+        return err_set(reterr, FY_E_FORKED, FY_STEP_JSON, 0, NULL, "result was created in another process");
+    return (*ret_json = util_strdup(res->json)) ? 0 : oom(reterr, FY_STEP_JSON);
+}
+
+void fy_action_result_free(fy_action_result *res) {
+    if (!res)
+        return;
+    fy_result_free(res->sandbox);
+    free(res->detail);
+    free(res->json);
+    free(res);
+}

@@ -1,0 +1,1194 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The execution root of an action attempt: made from the input root
+ * (a directory or an archive) before the sandbox starts, read for the
+ * declared outputs after it is gone, then removed.
+ *
+ * Every path is walked one component at a time from a directory fd with
+ * O_NOFOLLOW, so a link the workload left (or an archive planted) is never
+ * followed; nothing here runs while a workload process exists (the attempt
+ * is over: its whole tree was killed and reaped). Inputs are never written:
+ * a file is hard-linked only when the sandbox's ids can neither write nor
+ * re-mode it, otherwise it is copied read-only. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#include <sodium.h>
+
+#include "action.h"
+
+#ifndef FICLONE
+#define FICLONE _IOW(0x94, 9, int)
+#endif
+
+#define TREE_DEPTH_MAX 256
+#define UNDECLARED_LISTED 100
+#define IOBUF (256u << 10)
+
+static int fail(fy_error **reterr, int code, uint32_t step, int e, const char *path, const char *fmt, ...)
+    FY_PRINTF(6, 7);
+static int fail(fy_error **reterr, int code, uint32_t step, int e, const char *path, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    err_setv(reterr, code, step, e, path, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* ---- path sets ---- */
+
+void pathset_free(struct pathset *s) {
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    *s = (struct pathset){0};
+}
+
+static int pathset_add(struct pathset *s, const char *p) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        char **v = realloc(s->v, cap * sizeof(char *));
+        if (!v)
+            return -ENOMEM;
+        s->v = v;
+        s->cap = cap;
+    }
+    return (s->v[s->n] = strdup(p)) ? (s->n++, 0) : -ENOMEM;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static bool pathset_has(const struct pathset *s, const char *p) {
+    return s->n && bsearch(&p, s->v, s->n, sizeof(char *), cmp_str);
+}
+
+/* ---- small fd helpers ---- */
+
+static int open_dir(int at, const char *name) {
+    return openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static const struct tree_owner host_dirs = {false, 0, 0, 0755};
+
+/* A directory just made: its owner and mode, exactly. */
+static int own_dir(int fd, const struct tree_owner *mk) {
+    if (mk->chown && fchown(fd, mk->uid, mk->gid) < 0)
+        return -errno;
+    return fchmod(fd, mk->dir_mode) < 0 ? -errno : 0;
+}
+
+/* The directory rel below at, one component at a time, never through a
+ * link; with mk, missing components are made (owned as mk says). Returns an
+ * fd or a negative errno (ELOOP: a link on the way; ENOTDIR: a file). */
+static int walk(int at, const char *rel, const struct tree_owner *mk) {
+    int fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char comp[256];
+    for (const char *c = rel; c && *c;) {
+        const char *e = strchr(c, '/');
+        size_t len = e ? (size_t)(e - c) : strlen(c);
+        if (len >= sizeof(comp)) {
+            close(fd);
+            return -ENAMETOOLONG;
+        }
+        memcpy(comp, c, len);
+        comp[len] = '\0';
+        int nfd = open_dir(fd, comp);
+        if (nfd < 0 && errno == ENOENT && mk) {
+            if (mkdirat(fd, comp, 0700) < 0 && errno != EEXIST) {
+                int e2 = errno;
+                close(fd);
+                return -e2;
+            }
+            nfd = open_dir(fd, comp);
+            int e2 = nfd >= 0 ? own_dir(nfd, mk) : 0;
+            if (e2 < 0) {
+                close(nfd);
+                close(fd);
+                return e2;
+            }
+        }
+        if (nfd < 0) {
+            int e2 = errno;
+            close(fd);
+            /* O_NOFOLLOW on a link to a directory: ELOOP (or ENOTDIR with
+             * O_DIRECTORY on some kernels); tell them apart. */
+            struct stat st;
+            if (e2 == ENOTDIR && fstatat(at, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                e2 = ELOOP;
+            return -e2;
+        }
+        close(fd);
+        fd = nfd;
+        c = e ? e + 1 : NULL;
+    }
+    return fd;
+}
+
+/* Splits rel into its directory ("" for none) and its last component. */
+static void split(const char *rel, char *dir, size_t dirsz, const char **base) {
+    const char *slash = strrchr(rel, '/');
+    size_t n = slash ? (size_t)(slash - rel) : 0;
+    if (n >= dirsz)
+        n = dirsz - 1;
+    memcpy(dir, rel, n);
+    dir[n] = '\0';
+    *base = slash ? slash + 1 : rel;
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int tree_hash_fd(int fd, unsigned char digest[32], uint64_t *size) {
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    unsigned char *buf = malloc(IOBUF);
+    if (!buf)
+        return -ENOMEM;
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf, IOBUF);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        crypto_hash_sha256_update(&st, buf, (size_t)r);
+        total += (uint64_t)r;
+    }
+    free(buf);
+    crypto_hash_sha256_final(&st, digest);
+    if (size)
+        *size = total;
+    return 0;
+}
+
+/* ---- materialising the input root ---- */
+
+struct mat {
+    const fy_action *a;
+    const struct tree_owner *own;
+    uid_t first;
+    uint32_t count;
+    bool can_link;
+    dev_t dst_dev;
+    struct tree_stats *st;
+    struct pathset *inputs;
+    char path[PATH_MAX];   /* of the entry at hand, relative to the root */
+    fy_error **reterr;
+};
+
+static bool mapped(const struct mat *m, uint32_t id) {
+    return id >= m->first && id - m->first < m->count;
+}
+
+/* Whether the sandbox can neither write the file nor change its mode: not
+ * owned by an id it maps, no write bit for group (with an ACL, the mask:
+ * no named entry can grant write either) or others, readable and (when
+ * executable) executable by others, which is what the sandbox's ids are. */
+static bool linkable(const struct mat *m, const struct stat *st) {
+    mode_t md = st->st_mode;
+    return m->can_link && st->st_dev == m->dst_dev && !mapped(m, st->st_uid) && !mapped(m, st->st_gid) &&
+           !(md & 0022) && (md & 0004) && (!(md & 0111) || (md & 0001)) && !(md & (S_ISUID | S_ISGID));
+}
+
+static int copy_data(int src, int dst, uint64_t size) {
+    if (ioctl(dst, FICLONE, src) == 0)
+        return 0;
+    uint64_t done = 0;
+    while (done < size) {
+        ssize_t n = copy_file_range(src, NULL, dst, NULL, size - done > (1u << 30) ? (1u << 30) : size - done, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (uint64_t)n;
+    }
+    if (done == size)
+        return 0;
+    /* copy_file_range refused (EXDEV on old kernels, special file systems):
+     * plain reads from where it stopped. */
+    if (lseek(src, (off_t)done, SEEK_SET) < 0 || lseek(dst, (off_t)done, SEEK_SET) < 0)
+        return -errno;
+    char *buf = malloc(IOBUF);
+    if (!buf)
+        return -ENOMEM;
+    int r = 0;
+    while (done < size) {
+        ssize_t n = read(src, buf, IOBUF);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = n < 0 ? -errno : -EIO;
+            break;
+        }
+        if ((r = write_all(dst, buf, (size_t)n)) < 0)
+            break;
+        done += (uint64_t)n;
+    }
+    free(buf);
+    return r;
+}
+
+static int mat_file(struct mat *m, int src, int dst, const char *name, const struct stat *st) {
+    if (linkable(m, st) && linkat(src, name, dst, name, 0) == 0) {
+        m->st->linked++;
+        return 0;
+    }
+    if ((m->st->bytes += (uint64_t)st->st_size) > m->a->limit[FY_ACTION_LIMIT_INPUT_BYTES])
+        return fail(m->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, m->path,
+                    "the input root holds more than %" PRIu64 " bytes to copy (limits.input_bytes)",
+                    m->a->limit[FY_ACTION_LIMIT_INPUT_BYTES]);
+    int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st2;
+    if (in < 0 || fstat(in, &st2) < 0 || st2.st_ino != st->st_ino || !S_ISREG(st2.st_mode)) {
+        int e = in < 0 ? errno : EAGAIN;
+        if (in >= 0)
+            close(in);
+        return fail(m->reterr, FY_E_IO, FY_STEP_INPUT, e, m->path, "cannot read the input file: %s", strerror(e));
+    }
+    int out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int r = out < 0 ? -errno : copy_data(in, out, (uint64_t)st2.st_size);
+    if (r >= 0 && fchmod(out, (st2.st_mode & 0111) ? 0555 : 0444) < 0)
+        r = -errno;
+    close(in);
+    if (out >= 0)
+        close(out);
+    if (r < 0)
+        return fail(m->reterr, FY_E_IO, FY_STEP_INPUT, -r, m->path, "cannot copy the input file: %s", strerror(-r));
+    m->st->copied++;
+    return 0;
+}
+
+static const char *type_name(mode_t md) {
+    return S_ISFIFO(md) ? "a FIFO" : S_ISSOCK(md) ? "a socket" : S_ISCHR(md) ? "a character device"
+         : S_ISBLK(md) ? "a block device" : S_ISDIR(md) ? "a directory" : S_ISLNK(md) ? "a symbolic link"
+         : "a regular file";
+}
+
+static int mat_dir(struct mat *m, int src, int dst, int depth) {
+    if (depth > TREE_DEPTH_MAX)
+        return fail(m->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, m->path, "the input root is nested deeper than %d",
+                    TREE_DEPTH_MAX);
+    int dfd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
+        return fail(m->reterr, FY_E_IO, FY_STEP_INPUT, e, m->path, "cannot read the input directory: %s", strerror(e));
+    }
+    size_t plen = strlen(m->path);
+    int r = 0;
+    struct dirent *de;
+    while (r >= 0 && (errno = 0, de = readdir(d))) {
+        const char *name = de->d_name;
+        if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
+            continue;
+        if (plen + strlen(name) + 2 > sizeof(m->path)) {
+            r = fail(m->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, m->path, "an input path is longer than %d bytes",
+                     PATH_MAX);
+            break;
+        }
+        snprintf(m->path + plen, sizeof(m->path) - plen, "%s%s", plen ? "/" : "", name);
+        if (++m->st->entries > m->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]) {
+            r = fail(m->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, m->path,
+                     "the input root has more than %" PRIu64 " entries (limits.input_entries)",
+                     m->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]);
+            break;
+        }
+        struct stat st;
+        if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            r = fail(m->reterr, FY_E_IO, FY_STEP_INPUT, errno, m->path, "cannot stat: %s", strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            int s2 = -1, d2 = -1;
+            if (mkdirat(dst, name, 0700) < 0 || (s2 = open_dir(src, name)) < 0 || (d2 = open_dir(dst, name)) < 0 ||
+                (errno = -own_dir(d2, m->own)) != 0)
+                r = fail(m->reterr, FY_E_IO, FY_STEP_INPUT, errno, m->path, "cannot make the directory: %s",
+                         strerror(errno));
+            else
+                r = mat_dir(m, s2, d2, depth + 1);
+            if (s2 >= 0)
+                close(s2);
+            if (d2 >= 0)
+                close(d2);
+        } else if (S_ISREG(st.st_mode)) {
+            r = mat_file(m, src, dst, name, &st);
+            if (r >= 0 && pathset_add(m->inputs, m->path) < 0)
+                r = fail(m->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+        } else if (S_ISLNK(st.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t n = readlinkat(src, name, target, sizeof(target) - 1);
+            if (n < 0 || (size_t)n >= sizeof(target) - 1) {
+                r = fail(m->reterr, FY_E_IO, FY_STEP_INPUT, n < 0 ? errno : ENAMETOOLONG, m->path,
+                         "cannot read the link");
+            } else {
+                target[n] = '\0';
+                if (symlinkat(target, dst, name) < 0)
+                    r = fail(m->reterr, FY_E_IO, FY_STEP_INPUT, errno, m->path, "cannot make the link: %s",
+                             strerror(errno));
+                else if (pathset_add(m->inputs, m->path) < 0)
+                    r = fail(m->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+            }
+        } else {
+            r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, 0, m->path,
+                     "the input root holds %s: only files, directories and links are inputs", type_name(st.st_mode));
+        }
+        m->path[plen] = '\0';
+    }
+    if (r >= 0 && errno)
+        r = fail(m->reterr, FY_E_IO, FY_STEP_INPUT, errno, m->path, "cannot read the input directory");
+    closedir(d);
+    return r;
+}
+
+/* An archive entry's name as a normalised relative path ("" for the root). */
+static int archive_name(const char *raw, char *out, size_t outsz) {
+    while (raw[0] == '.' && raw[1] == '/')
+        raw += 2;
+    size_t n = strlen(raw);
+    while (n && raw[n - 1] == '/')
+        n--;
+    if (n == 1 && raw[0] == '.')
+        n = 0;
+    if (n >= outsz)
+        return -ENAMETOOLONG;
+    memcpy(out, raw, n);
+    out[n] = '\0';
+    return 0;
+}
+
+static int mat_archive(struct mat *m, int dst) {
+    struct archive *ar = archive_read_new();
+    if (!ar)
+        return fail(m->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+    archive_read_support_format_tar(ar);
+    archive_read_support_format_cpio(ar);
+    archive_read_support_filter_all(ar);
+    int r = 0;
+    if (archive_read_open_filename(ar, m->a->input, 1 << 16) != ARCHIVE_OK) {
+        int e = archive_errno(ar);
+        r = fail(m->reterr, e == ENOENT ? FY_E_NOTFOUND : e == EACCES || e == EISDIR ? FY_E_IO : FY_E_INVAL,
+                 FY_STEP_INPUT, e, m->a->input, "cannot read the archive: %s", archive_error_string(ar));
+        archive_read_free(ar);
+        return r;
+    }
+    struct archive_entry *ent;
+    int ar_r;
+    while (r >= 0 && (ar_r = archive_read_next_header(ar, &ent)) == ARCHIVE_OK) {
+        if (archive_name(archive_entry_pathname(ent) ? archive_entry_pathname(ent) : "", m->path, sizeof(m->path)) < 0 ||
+            !m->path[0]) {
+            if (!m->path[0] && archive_entry_filetype(ent) == AE_IFDIR)
+                continue; /* the root itself */
+            r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, 0, m->a->input, "an archive entry has an empty or too long name");
+            break;
+        }
+        if ((r = action_check_relpath(m->path, false, m->path, m->reterr)) < 0) {
+            if (m->reterr && *m->reterr && !(*m->reterr)->is_static)
+                (*m->reterr)->step = FY_STEP_INPUT;
+            break;
+        }
+        if (++m->st->entries > m->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]) {
+            r = fail(m->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, m->path,
+                     "the input archive has more than %" PRIu64 " entries (limits.input_entries)",
+                     m->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]);
+            break;
+        }
+        char dir[PATH_MAX];
+        const char *base;
+        split(m->path, dir, sizeof(dir), &base);
+        int pfd = walk(dst, dir, m->own);
+        if (pfd < 0) {
+            r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, -pfd, m->path,
+                     pfd == -ELOOP || pfd == -ENOTDIR ? "the entry's directory is a link or a file in the archive"
+                                                      : "cannot make the entry's directory");
+            break;
+        }
+        const char *hard = archive_entry_hardlink(ent);
+        mode_t type = archive_entry_filetype(ent);
+        if (hard) {
+            char t[PATH_MAX], tdir[PATH_MAX];
+            const char *tbase;
+            struct stat st;
+            int tfd = -1;
+            if (archive_name(hard, t, sizeof(t)) < 0 || action_check_relpath(t, false, NULL, NULL) < 0) {
+                r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, 0, m->path, "a hard link to \"%s\" leaves the tree", hard);
+            } else {
+                split(t, tdir, sizeof(tdir), &tbase);
+                if ((tfd = walk(dst, tdir, NULL)) < 0 || fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                    r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, 0, m->path,
+                             "a hard link to \"%s\", which is not an earlier file of the archive", t);
+                else if (linkat(tfd, tbase, pfd, base, 0) < 0)
+                    r = fail(m->reterr, FY_E_IO, FY_STEP_INPUT, errno, m->path, "cannot make the hard link: %s",
+                             strerror(errno));
+            }
+            if (tfd >= 0)
+                close(tfd);
+            if (r >= 0 && pathset_add(m->inputs, m->path) < 0)
+                r = fail(m->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+        } else if (type == AE_IFDIR) {
+            int d = walk(pfd, base, m->own);
+            if (d < 0)
+                r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, -d, m->path, "cannot make the directory");
+            else
+                close(d);
+        } else if (type == AE_IFLNK) {
+            const char *target = archive_entry_symlink(ent);
+            if (!target || symlinkat(target, pfd, base) < 0)
+                r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, target ? errno : 0, m->path,
+                         "cannot make the link (a duplicate entry?)");
+            else if (pathset_add(m->inputs, m->path) < 0)
+                r = fail(m->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+        } else if (type == AE_IFREG) {
+            int64_t size = archive_entry_size(ent);
+            if (size < 0 || (m->st->bytes += (uint64_t)size) > m->a->limit[FY_ACTION_LIMIT_INPUT_BYTES]) {
+                r = fail(m->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, m->path,
+                         "the input archive unpacks to more than %" PRIu64 " bytes (limits.input_bytes)",
+                         m->a->limit[FY_ACTION_LIMIT_INPUT_BYTES]);
+            } else {
+                int out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (out < 0) {
+                    r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, errno, m->path,
+                             "cannot create the file (a duplicate entry?): %s", strerror(errno));
+                } else {
+                    const void *blk;
+                    size_t len;
+                    la_int64_t off;
+                    int dr;
+                    while (r >= 0 && (dr = archive_read_data_block(ar, &blk, &len, &off)) == ARCHIVE_OK) {
+                        /* (sparse entries: offsets beyond the declared size are refused) */
+                        if (off < 0 || (uint64_t)off + len > (uint64_t)size)
+                            r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, 0, m->path,
+                                     "the entry's data goes beyond its declared size");
+                        else if (pwrite(out, blk, len, off) != (ssize_t)len)
+                            r = fail(m->reterr, FY_E_IO, FY_STEP_INPUT, errno, m->path, "cannot write the file");
+                    }
+                    if (r >= 0 && dr != ARCHIVE_EOF)
+                        r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, archive_errno(ar), m->path,
+                                 "the archive is damaged: %s", archive_error_string(ar));
+                    if (r >= 0 && (ftruncate(out, size) < 0 ||
+                                   fchmod(out, (archive_entry_perm(ent) & 0111) ? 0555 : 0444) < 0))
+                        r = fail(m->reterr, FY_E_IO, FY_STEP_INPUT, errno, m->path, "cannot finish the file");
+                    close(out);
+                    m->st->copied++;
+                    if (r >= 0 && pathset_add(m->inputs, m->path) < 0)
+                        r = fail(m->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+                }
+            }
+        } else {
+            r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, 0, m->path,
+                     "the input archive holds %s: only files, directories and links are inputs", type_name(type));
+        }
+        close(pfd);
+    }
+    if (r >= 0 && ar_r != ARCHIVE_EOF)
+        r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, archive_errno(ar), m->a->input, "the archive is damaged: %s",
+                 archive_error_string(ar));
+    archive_read_free(ar);
+    return r;
+}
+
+int tree_materialise(const fy_action *a, int dst, uid_t ids_first, uint32_t ids_count, const struct tree_owner *own,
+                     struct tree_stats *st, struct pathset *inputs, fy_error **reterr) {
+    struct stat dst_st;
+    if (fstat(dst, &dst_st) < 0)
+        return fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, NULL, "cannot stat the execution root");
+    struct mat m = {.a = a, .own = own, .first = ids_first, .count = ids_count, .can_link = ids_count > 0 && geteuid() == 0,
+                    .dst_dev = dst_st.st_dev, .st = st, .inputs = inputs, .reterr = reterr};
+    int r;
+    if (a->input_kind == FY_INPUT_ARCHIVE) {
+        r = mat_archive(&m, dst);
+    } else {
+        int src = open(a->input, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (src < 0)
+            return fail(reterr, errno == ENOENT ? FY_E_NOTFOUND : FY_E_IO, FY_STEP_INPUT, errno, a->input,
+                        "cannot open the input root: %s", strerror(errno));
+        r = mat_dir(&m, src, dst, 0);
+        close(src);
+    }
+    if (r < 0)
+        return r;
+    if (inputs->n)
+        qsort(inputs->v, inputs->n, sizeof(char *), cmp_str);
+    /* The working directory and the parents of the declared outputs. */
+    int wd = walk(dst, a->workdir, own);
+    if (wd < 0)
+        return fail(reterr, FY_E_INVAL, FY_STEP_INPUT, -wd, "$.working_directory",
+                    "the working directory \"%s\" %s", a->workdir,
+                    wd == -ELOOP || wd == -ENOTDIR ? "is a link or a file in the input root" : "cannot be made");
+    VEC_EACH(&a->outputs, struct act_output, o) {
+        char dir[PATH_MAX];
+        const char *base;
+        split(o->path, dir, sizeof(dir), &base);
+        int pfd = walk(wd, dir, own);
+        if (pfd < 0) {
+            close(wd);
+            return fail(reterr, FY_E_INVAL, FY_STEP_INPUT, -pfd, o->path,
+                        "the directory of the declared output \"%s\" %s", o->path,
+                        pfd == -ELOOP || pfd == -ENOTDIR ? "is a link or a file in the input root" : "cannot be made");
+        }
+        close(pfd);
+    }
+    close(wd);
+    return 0;
+}
+
+/* ---- removing ---- */
+
+/* Iterative (a workload can nest directories deeper than any stack): dives
+ * into the first subdirectory, empties leaves, climbs back through "..".
+ * Safe only because nothing else writes the tree any more. */
+uint64_t tree_remove_below(int top) {
+    uint64_t left = 0;
+    int cur = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    size_t depth = 0;
+    while (cur >= 0) {
+        (void)fchmod(cur, 0700); /* a workload running as the caller may have taken w away */
+        int dfd = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+        if (!d) {
+            if (dfd >= 0)
+                close(dfd);
+            left++;
+            break;
+        }
+        int sub = -1;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            const char *n = de->d_name;
+            if (n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])))
+                continue;
+            if (unlinkat(cur, n, 0) == 0)
+                continue;
+            if (errno == EISDIR || errno == EPERM) {
+                if (unlinkat(cur, n, AT_REMOVEDIR) == 0)
+                    continue;
+                if ((sub = open_dir(cur, n)) >= 0)
+                    break;
+            }
+            left++;
+        }
+        closedir(d);
+        if (sub >= 0) {
+            close(cur);
+            cur = sub;
+            depth++;
+            continue;
+        }
+        if (depth == 0)
+            break;
+        /* cur is empty (or holds what could not go): climb and remove it. */
+        struct stat st;
+        int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        bool gone = false;
+        if (up >= 0 && fstat(cur, &st) == 0) {
+            int ufd = openat(up, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            DIR *u = ufd < 0 ? NULL : fdopendir(ufd);
+            if (!u && ufd >= 0)
+                close(ufd);
+            while (u && (de = readdir(u)))
+                if (de->d_ino == st.st_ino) {
+                    gone = unlinkat(up, de->d_name, AT_REMOVEDIR) == 0;
+                    break;
+                }
+            if (u)
+                closedir(u);
+        }
+        close(cur);
+        cur = up;
+        depth--;
+        if (!gone) {
+            /* Stuck: count it and stop descending (bounded work). */
+            left++;
+            break;
+        }
+    }
+    if (cur >= 0)
+        close(cur);
+    return left;
+}
+
+/* ---- collecting the outputs ---- */
+
+struct cfile { char *path; unsigned char digest[32]; uint64_t size; bool exec; };
+struct clink { char *path, *target; };
+struct cdir { char *path; uint64_t files; unsigned char digest[32]; };
+struct cmiss { char *path; const char *why; };
+
+struct collected {
+    struct vec files, links, dirs, missing;  /* in declaration order, sorted inside directories */
+    char *undeclared[UNDECLARED_LISTED];
+    size_t nlisted;
+    uint64_t undeclared_total;
+    bool undeclared_truncated;
+    int outcome;       /* 0, FY_OUTCOME_SANDBOX_VIOLATION or FY_OUTCOME_RESOURCE_EXCEEDED */
+    char *detail;
+    uint64_t bytes, entries;
+};
+
+struct col {
+    const fy_action *a;
+    struct collected *c;
+    int out;           /* the output directory, or -1 */
+    fy_error **reterr;
+    char buf_path[PATH_MAX];
+};
+
+static int stop(struct col *k, int outcome, const char *fmt, ...) FY_PRINTF(3, 4);
+static int stop(struct col *k, int outcome, const char *fmt, ...) {
+    if (!k->c->outcome) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&k->c->detail, fmt, ap) < 0)
+            k->c->detail = NULL;
+        va_end(ap);
+        k->c->outcome = outcome;
+    }
+    return 1; /* stop collecting */
+}
+
+/* Whether a link at rel (relative to the working directory wd, itself
+ * relative to the execution root) to target stays in the tree, read as
+ * text (the link is handed out, never followed). */
+static bool link_inside(const char *wd, const char *rel, const char *target) {
+    if (!target[0] || target[0] == '/')
+        return false;
+    long depth = wd[0] ? 1 : 0;
+    for (const char *c = wd; (c = strchr(c, '/')); c++)
+        depth++;
+    for (const char *c = rel; (c = strchr(c, '/')); c++)
+        depth++;
+    for (const char *c = target; *c;) {
+        const char *e = strchr(c, '/');
+        size_t len = e ? (size_t)(e - c) : strlen(c);
+        if (len == 2 && c[0] == '.' && c[1] == '.') {
+            if (--depth < 0)
+                return false;
+        } else if (len && !(len == 1 && c[0] == '.')) {
+            depth++;
+        }
+        if (!e)
+            break;
+        c = e + 1;
+    }
+    return true;
+}
+
+static int push_link(struct vec *v, const char *path, const char *target) {
+    struct clink *l = vec_push(v);
+    if (!l)
+        return -ENOMEM;
+    if (!(l->path = strdup(path)) || !(l->target = strdup(target))) {
+        free(l->path);
+        v->n--;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* why: a static string. */
+static int push_missing(struct vec *v, const char *path, const char *why) {
+    struct cmiss *m = vec_push(v);
+    if (!m)
+        return -ENOMEM;
+    if (!(m->path = strdup(path))) {
+        v->n--;
+        return -ENOMEM;
+    }
+    m->why = why;
+    return 0;
+}
+
+/* A regular output file: hashed (and copied into the output directory). */
+static int col_file(struct col *k, int dir, const char *name, const char *rel, const struct stat *st, int outdir) {
+    if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES])
+        return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
+                    k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]);
+    if ((uint64_t)st->st_size > k->a->limit[FY_ACTION_LIMIT_OUTPUT_BYTES] - k->c->bytes)
+        return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED,
+                    "output \"%s\": %" PRIu64 " bytes, beyond the %" PRIu64 " bytes of outputs allowed "
+                    "(limits.output_bytes)", rel, (uint64_t)st->st_size, k->a->limit[FY_ACTION_LIMIT_OUTPUT_BYTES]);
+    int in = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st2;
+    if (in < 0 || fstat(in, &st2) < 0 || st2.st_ino != st->st_ino || !S_ISREG(st2.st_mode)) {
+        int e = in < 0 ? errno : EAGAIN;
+        if (in >= 0)
+            close(in);
+        return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, e, rel, "cannot read the output: %s", strerror(e));
+    }
+    int out = -1;
+    if (outdir >= 0 &&
+        (out = openat(outdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                      (st2.st_mode & 0100) ? 0755 : 0644)) < 0) {
+        int e = errno;
+        close(in);
+        return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, e, rel, "cannot create the output copy: %s", strerror(e));
+    }
+    crypto_hash_sha256_state hs;
+    crypto_hash_sha256_init(&hs);
+    unsigned char *buf = malloc(IOBUF);
+    uint64_t total = 0;
+    int r = buf ? 0 : -ENOMEM;
+    while (r >= 0 && total < (uint64_t)st2.st_size) {
+        size_t want = (uint64_t)st2.st_size - total < IOBUF ? (size_t)((uint64_t)st2.st_size - total) : IOBUF;
+        ssize_t n = read(in, buf, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = n < 0 ? -errno : -EIO;
+            break;
+        }
+        crypto_hash_sha256_update(&hs, buf, (size_t)n);
+        if (out >= 0)
+            r = write_all(out, buf, (size_t)n);
+        total += (uint64_t)n;
+    }
+    free(buf);
+    close(in);
+    if (out >= 0)
+        close(out);
+    if (r < 0)
+        return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, -r, rel, "cannot collect the output: %s", strerror(-r));
+    struct cfile *f = vec_push(&k->c->files);
+    if (!f || !(f->path = strdup(rel))) {
+        if (f)
+            k->c->files.n--;
+        return fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+    }
+    crypto_hash_sha256_final(&hs, f->digest);
+    f->size = total;
+    f->exec = (st2.st_mode & 0100) != 0;
+    k->c->bytes += total;
+    return 0;
+}
+
+static int col_link(struct col *k, int dir, const char *name, const char *rel, int outdir) {
+    if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES])
+        return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
+                    k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]);
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(dir, name, target, sizeof(target) - 1);
+    if (n < 0)
+        return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, rel, "cannot read the output link");
+    target[n] = '\0';
+    if (!link_inside(k->a->workdir, rel, target))
+        return stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\" is a symbolic link out of the tree (to \"%s\")",
+                    rel, target);
+    if (outdir >= 0 && symlinkat(target, outdir, name) < 0)
+        return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, rel, "cannot create the output link");
+    if (push_link(&k->c->links, rel, target) < 0)
+        return fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+    return 0;
+}
+
+struct ent { char *name; struct stat st; };
+static int cmp_ent(const void *a, const void *b) {
+    return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
+}
+
+/* A directory's entries, sorted, at most max of them (more: -E2BIG). */
+static int list_dir(int dir, struct ent **ret, size_t *n, uint64_t max) {
+    *ret = NULL;
+    *n = 0;
+    int dfd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
+        return -e;
+    }
+    struct ent *v = NULL;
+    size_t cap = 0;
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *nm = de->d_name;
+        if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+            continue;
+        if (*n >= max) {
+            r = -E2BIG;
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 32;
+            struct ent *nv = realloc(v, cap * sizeof(*v));
+            if (!nv) {
+                r = -ENOMEM;
+                break;
+            }
+            v = nv;
+        }
+        if (!(v[*n].name = strdup(nm))) {
+            r = -ENOMEM;
+            break;
+        }
+        if (fstatat(dir, nm, &v[*n].st, AT_SYMLINK_NOFOLLOW) < 0) {
+            r = -errno;
+            free(v[*n].name);
+            break;
+        }
+        (*n)++;
+    }
+    closedir(d);
+    if (r >= 0 && *n)
+        qsort(v, *n, sizeof(*v), cmp_ent);
+    *ret = v;
+    return r;
+}
+
+static void free_ents(struct ent *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+}
+
+/* A declared output directory, whole: rel is its path; tree hashes the
+ * sorted listing (kind, path, digest or target, executable bit). */
+static int col_dir(struct col *k, int dir, const char *rel, int outdir, int depth, crypto_hash_sha256_state *tree,
+                   uint64_t *files) {
+    if (depth > TREE_DEPTH_MAX)
+        return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "output \"%s\" is nested deeper than %d", rel, TREE_DEPTH_MAX);
+    struct ent *v;
+    size_t n;
+    uint64_t room = k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES] - k->c->entries;
+    int r = list_dir(dir, &v, &n, room + 1);
+    if (r == -E2BIG) {
+        free_ents(v, n);
+        return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "output \"%s\": more than %" PRIu64 " entries (limits.output_entries)",
+                    rel, k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]);
+    }
+    if (r < 0)
+        return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, -r, rel, "cannot read the output directory");
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        char *sub = NULL;
+        if (asprintf(&sub, "%s/%s", rel, v[i].name) < 0) {
+            r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+            break;
+        }
+        mode_t md = v[i].st.st_mode;
+        if (S_ISREG(md)) {
+            r = col_file(k, dir, v[i].name, sub, &v[i].st, outdir);
+            if (r == 0) {
+                const struct cfile *f = (const struct cfile *)k->c->files.items + k->c->files.n - 1;
+                crypto_hash_sha256_update(tree, (const unsigned char *)"F", 1);
+                crypto_hash_sha256_update(tree, (const unsigned char *)sub, strlen(sub) + 1);
+                crypto_hash_sha256_update(tree, f->digest, 32);
+                crypto_hash_sha256_update(tree, (const unsigned char *)(f->exec ? "x" : "-"), 1);
+                (*files)++;
+            }
+        } else if (S_ISLNK(md)) {
+            r = col_link(k, dir, v[i].name, sub, outdir);
+            if (r == 0) {
+                const struct clink *l = (const struct clink *)k->c->links.items + k->c->links.n - 1;
+                crypto_hash_sha256_update(tree, (const unsigned char *)"L", 1);
+                crypto_hash_sha256_update(tree, (const unsigned char *)sub, strlen(sub) + 1);
+                crypto_hash_sha256_update(tree, (const unsigned char *)l->target, strlen(l->target) + 1);
+            }
+        } else if (S_ISDIR(md)) {
+            if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]) {
+                r = stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
+                         k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]);
+            } else {
+                int sd = open_dir(dir, v[i].name), od = -1;
+                if (sd >= 0 && outdir >= 0 && (mkdirat(outdir, v[i].name, 0755) < 0 || (od = open_dir(outdir, v[i].name)) < 0))
+                    r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot create the output directory");
+                else if (sd < 0)
+                    r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot open the output directory");
+                else {
+                    crypto_hash_sha256_update(tree, (const unsigned char *)"D", 1);
+                    crypto_hash_sha256_update(tree, (const unsigned char *)sub, strlen(sub) + 1);
+                    r = col_dir(k, sd, sub, od, depth + 1, tree, files);
+                }
+                if (sd >= 0)
+                    close(sd);
+                if (od >= 0)
+                    close(od);
+            }
+        } else {
+            r = stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\" is %s, not a file, link or directory", sub,
+                     type_name(md));
+        }
+        free(sub);
+    }
+    free_ents(v, n);
+    return r;
+}
+
+static int col_output(struct col *k, int wd, const struct act_output *o) {
+    char dir[PATH_MAX];
+    const char *base;
+    split(o->path, dir, sizeof(dir), &base);
+    int pfd = walk(wd, dir, NULL);
+    if (pfd == -ELOOP)
+        return stop(k, FY_OUTCOME_SANDBOX_VIOLATION,
+                    "the directory of output \"%s\" was replaced by a symbolic link", o->path);
+    if (pfd < 0)
+        return push_missing(&k->c->missing, o->path, "its directory is gone") < 0
+                   ? fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory") : 0;
+    int out = -1, r = 0;
+    if (k->out >= 0 && (out = walk(k->out, dir, &host_dirs)) < 0) {
+        close(pfd);
+        return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, -out, o->path, "cannot make the output's directory");
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        why = "not made";
+    } else if (S_ISLNK(st.st_mode)) {
+        r = col_link(k, pfd, base, o->path, out);
+    } else if (S_ISREG(st.st_mode)) {
+        if (o->kind == FY_OUTPUT_DIRECTORY)
+            why = "a file, declared a directory";
+        else
+            r = col_file(k, pfd, base, o->path, &st, out);
+    } else if (S_ISDIR(st.st_mode)) {
+        if (o->kind == FY_OUTPUT_FILE) {
+            why = "a directory, declared a file";
+        } else {
+            int sd = open_dir(pfd, base), od = -1;
+            if (sd < 0 || (out >= 0 && (mkdirat(out, base, 0755) < 0 || (od = open_dir(out, base)) < 0))) {
+                r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, o->path, "cannot open the output directory");
+            } else {
+                crypto_hash_sha256_state tree;
+                crypto_hash_sha256_init(&tree);
+                uint64_t files = 0;
+                r = col_dir(k, sd, o->path, od, 1, &tree, &files);
+                struct cdir *d = r == 0 ? vec_push(&k->c->dirs) : NULL;
+                if (r == 0 && (!d || !(d->path = strdup(o->path)))) {
+                    if (d)
+                        k->c->dirs.n--;
+                    r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+                } else if (d) {
+                    crypto_hash_sha256_final(&tree, d->digest);
+                    d->files = files;
+                }
+            }
+            if (sd >= 0)
+                close(sd);
+            if (od >= 0)
+                close(od);
+        }
+    } else {
+        r = stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\" is %s, not a file, link or directory", o->path,
+                 type_name(st.st_mode));
+    }
+    if (why && push_missing(&k->c->missing, o->path, why) < 0)
+        r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+    close(pfd);
+    if (out >= 0)
+        close(out);
+    return r;
+}
+
+/* Files the action made that nobody declared: listed (the first ones),
+ * counted, never collected. A bounded walk. */
+struct und { struct col *k; const struct pathset *inputs; uint64_t budget; char path[PATH_MAX]; };
+
+static bool declared(const fy_action *a, const char *rel) {
+    size_t wl = strlen(a->workdir);
+    if (wl) {
+        if (strncmp(rel, a->workdir, wl) != 0 || rel[wl] != '/')
+            return false;
+        rel += wl + 1;
+    }
+    VEC_EACH(&a->outputs, struct act_output, o) {
+        size_t ol = strlen(o->path);
+        if (strncmp(rel, o->path, ol) == 0 && (rel[ol] == '\0' || rel[ol] == '/'))
+            return true;
+    }
+    return false;
+}
+
+static void und_walk(struct und *u, int dir, int depth) {
+    struct ent *v;
+    size_t n;
+    if (depth > TREE_DEPTH_MAX || !u->budget) {
+        u->k->c->undeclared_truncated = true;
+        return;
+    }
+    int r = list_dir(dir, &v, &n, u->budget);
+    if (r == -E2BIG)
+        u->k->c->undeclared_truncated = true;
+    u->budget = u->budget > n ? u->budget - n : 0;
+    size_t plen = strlen(u->path);
+    for (size_t i = 0; i < n; i++) {
+        if (plen + strlen(v[i].name) + 2 > sizeof(u->path))
+            continue;
+        snprintf(u->path + plen, sizeof(u->path) - plen, "%s%s", plen ? "/" : "", v[i].name);
+        if (S_ISDIR(v[i].st.st_mode)) {
+            if (!declared(u->k->a, u->path)) {
+                int sd = open_dir(dir, v[i].name);
+                if (sd >= 0) {
+                    und_walk(u, sd, depth + 1);
+                    close(sd);
+                }
+            }
+        } else if (!pathset_has(u->inputs, u->path) && !declared(u->k->a, u->path)) {
+            struct collected *c = u->k->c;
+            if (c->nlisted < UNDECLARED_LISTED && (c->undeclared[c->nlisted] = strdup(u->path)))
+                c->nlisted++;
+            c->undeclared_total++;
+        }
+        u->path[plen] = '\0';
+    }
+    free_ents(v, n);
+}
+
+static int open_output_dir(const char *path, fy_error **reterr) {
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        return fail(reterr, FY_E_IO, FY_STEP_COLLECT, errno, path, "cannot make the output directory: %s",
+                    strerror(errno));
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return fail(reterr, FY_E_IO, FY_STEP_COLLECT, errno, path, "cannot open the output directory: %s",
+                    strerror(errno));
+    struct ent *v;
+    size_t n;
+    int r = list_dir(fd, &v, &n, 1);
+    free_ents(v, n);
+    if (r < 0 || n) {
+        close(fd);
+        return fail(reterr, FY_E_STATE, FY_STEP_COLLECT, r < 0 ? -r : ENOTEMPTY, path,
+                    "the output directory is not empty");
+    }
+    return fd;
+}
+
+int tree_collect(const fy_action *a, int root, const struct pathset *inputs, struct collected **ret,
+                 fy_error **reterr) {
+    *ret = NULL;
+    struct collected *c = calloc(1, sizeof(*c));
+    if (!c)
+        return fail(reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+    vec_init(&c->files, sizeof(struct cfile));
+    vec_init(&c->links, sizeof(struct clink));
+    vec_init(&c->dirs, sizeof(struct cdir));
+    vec_init(&c->missing, sizeof(struct cmiss));
+    struct col k = {.a = a, .c = c, .out = -1, .reterr = reterr};
+    int r = 0;
+    if (a->output_dir && (k.out = open_output_dir(a->output_dir, reterr)) < 0)
+        r = k.out;
+    int wd = r < 0 ? -1 : walk(root, a->workdir, NULL);
+    if (r >= 0 && wd < 0) {
+        /* The workload replaced its own working directory: every output is gone. */
+        if (wd == -ELOOP)
+            stop(&k, FY_OUTCOME_SANDBOX_VIOLATION, "the working directory was replaced by a symbolic link");
+        VEC_EACH(&a->outputs, struct act_output, o)
+            if (r >= 0 && push_missing(&c->missing, o->path, "the working directory is gone") < 0)
+                r = fail(reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+    }
+    VEC_EACH(&a->outputs, struct act_output, o) {
+        if (r != 0 || wd < 0)
+            break;
+        r = col_output(&k, wd, o);
+    }
+    if (wd >= 0)
+        close(wd);
+    if (r >= 0) {
+        struct und u = {.k = &k, .inputs = inputs,
+                        .budget = inputs->n + a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES] + 1000};
+        und_walk(&u, root, 0);
+    }
+    if (r > 0)
+        r = 0;
+    if (k.out >= 0) {
+        /* What was collected of a refused set of outputs is not handed out. */
+        if (c->outcome || r < 0)
+            tree_remove_below(k.out);
+        close(k.out);
+    }
+    if (r < 0) {
+        collected_free(c);
+        return r;
+    }
+    *ret = c;
+    return 0;
+}
+
+void collected_free(struct collected *c) {
+    if (!c)
+        return;
+    VEC_EACH(&c->files, struct cfile, f) free(f->path);
+    VEC_EACH(&c->links, struct clink, l) {
+        free(l->path);
+        free(l->target);
+    }
+    VEC_EACH(&c->dirs, struct cdir, d) free(d->path);
+    VEC_EACH(&c->missing, struct cmiss, m) free(m->path);
+    free(c->files.items);
+    free(c->links.items);
+    free(c->dirs.items);
+    free(c->missing.items);
+    for (size_t i = 0; i < c->nlisted; i++)
+        free(c->undeclared[i]);
+    free(c->detail);
+    free(c);
+}
+
+int collected_outcome(const struct collected *c, const char **detail) {
+    if (detail)
+        *detail = c->detail;
+    return c->outcome;
+}
+
+int collected_to_json(const struct collected *c, void *obj) {
+    json_t *o = obj, *files = json_array(), *links = json_array(), *dirs = json_array(), *miss = json_array(),
+           *und = json_object(), *list = json_array();
+    bool ok = files && links && dirs && miss && und && list;
+    char hex[72];
+    VEC_EACH(&c->files, struct cfile, f) {
+        action_sha256_name(f->digest, hex);
+        ok = ok && json_array_append_new(files, json_pack("{s:s,s:s,s:I,s:b}", "path", f->path, "digest", hex,
+                                                          "size_bytes", (json_int_t)f->size, "is_executable",
+                                                          f->exec)) == 0;
+    }
+    VEC_EACH(&c->links, struct clink, l)
+        ok = ok && json_array_append_new(links, json_pack("{s:s,s:s}", "path", l->path, "target", l->target)) == 0;
+    VEC_EACH(&c->dirs, struct cdir, d) {
+        action_sha256_name(d->digest, hex);
+        ok = ok && json_array_append_new(dirs, json_pack("{s:s,s:s,s:I}", "path", d->path, "tree_digest", hex,
+                                                         "files", (json_int_t)d->files)) == 0;
+    }
+    VEC_EACH(&c->missing, struct cmiss, m)
+        ok = ok && json_array_append_new(miss, json_pack("{s:s,s:s}", "path", m->path, "why", m->why)) == 0;
+    for (size_t i = 0; ok && i < c->nlisted; i++)
+        ok = json_array_append_new(list, json_string(c->undeclared[i])) == 0;
+    ok = ok && json_object_set_new(und, "count", json_integer((json_int_t)c->undeclared_total)) == 0 &&
+         json_object_set_new(und, "truncated", json_boolean(c->undeclared_truncated)) == 0 &&
+         json_object_set(und, "paths", list) == 0;
+    ok = ok && json_object_set(o, "output_files", files) == 0 && json_object_set(o, "output_symlinks", links) == 0 &&
+         json_object_set(o, "output_directories", dirs) == 0 && json_object_set(o, "missing_outputs", miss) == 0 &&
+         json_object_set(o, "undeclared", und) == 0;
+    json_decref(files); json_decref(links); json_decref(dirs); json_decref(miss); json_decref(und); json_decref(list);
+    return ok ? 0 : FY_E_NOMEM;
+}

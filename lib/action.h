@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Hermetic actions (fy-action.h): the model and its JSON form (action.c),
+ * the execution root and the collected outputs (action-tree.c), the
+ * attempt (action-run.c). Core only: an action is run through the public
+ * lifecycle (fy_prepare, fy_start) of whichever backend the policy gets. */
+#ifndef FY_ACTION_H
+#define FY_ACTION_H
+
+#include <sys/types.h>
+
+#include "policy.h"
+
+#define ACTION_JSON_MAX (4u << 20)   /* bytes of an action document */
+#define ACTION_ARGS_MAX 65536        /* arguments */
+#define ACTION_ITEMS_MAX 100000      /* environment, properties, outputs */
+#define ACTION_PATH_MAX 4096         /* bytes of a relative path */
+
+struct act_kv { char *name, *value; };
+struct act_output { char *path; uint32_t kind; };
+
+struct fy_action {
+    int origin_pid;
+    char **argv;                /* NULL-terminated, or NULL */
+    size_t argc;
+    struct vec env;             /* struct act_kv, sorted by name */
+    struct vec props;           /* struct act_kv, sorted by name */
+    char *input; uint32_t input_kind;
+    char *workdir;              /* relative, normalised; "" for the root */
+    struct vec outputs;         /* struct act_output, sorted by path */
+    char *output_dir, *stdio_path[3], *scratch;
+    uint64_t limit[FY_ACTION_LIMIT_MAX_ + 1];
+};
+
+/* action.c */
+int action_check_relpath(const char *path, bool allow_empty, const char *loc, fy_error **reterr);
+int action_parse_json(fy_action *a, const char *json, size_t len, fy_error **reterr);
+char *action_canonical_json(const fy_action *a); /* malloc'd; NULL on OOM */
+/* "sha256:<64 hex>" of len bytes; out has room for 72. */
+void action_sha256_name(const unsigned char digest[32], char out[72]);
+
+/* action-tree.c: the execution root of one attempt and what comes out. */
+struct tree_stats { uint64_t entries, linked, copied, bytes; };
+/* The input root's paths (files and links), sorted once filled. */
+struct pathset { char **v; size_t n, cap; };
+void pathset_free(struct pathset *s);
+
+/* Fills the empty directory dst (an fd) from the action's input root:
+ * directories made writable, files hard-linked when the sandbox's ids can
+ * neither write nor re-mode them (ids_first/ids_count: the host ids the
+ * sandbox maps; ids_count 0: hard links refused), copied read-only
+ * otherwise; symbolic links as links; anything else refused. Then the
+ * working directory and the parents of the declared outputs. Directories
+ * are made as own says. */
+/* Who owns the directories made for the workload, and their mode. */
+struct tree_owner { bool chown; uid_t uid; gid_t gid; mode_t dir_mode; };
+int tree_materialise(const fy_action *a, int dst, uid_t ids_first, uint32_t ids_count, const struct tree_owner *own,
+                     struct tree_stats *st, struct pathset *inputs, fy_error **reterr);
+
+struct collected;
+/* Collects the declared outputs of the finished attempt from the execution
+ * root (fd root) into the output directory (when the action names one).
+ * inputs (tree_materialise's) makes the undeclared-file listing. Returns 0
+ * with *ret (which may carry an outcome: violation or limit), or a
+ * negative FY_E_* for an infrastructure failure. */
+int tree_collect(const fy_action *a, int root, const struct pathset *inputs, struct collected **ret,
+                 fy_error **reterr);
+void collected_free(struct collected *c);
+/* The ActionResult members of c (output_files, output_symlinks,
+ * output_directories, missing_outputs, undeclared) into obj (a json_t *). */
+int collected_to_json(const struct collected *c, void *obj);
+int collected_outcome(const struct collected *c, const char **detail);
+/* Removes the tree below the directory fd dir (then the caller removes
+ * dir itself); returns how many entries could not be removed. */
+uint64_t tree_remove_below(int dir);
+/* SHA-256 of a whole file (fd), its size into *size; negative errno. */
+int tree_hash_fd(int fd, unsigned char digest[32], uint64_t *size);
+
+#endif

@@ -1,0 +1,215 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The CI and remote-execution integrations, each driven the way the real
+# system calls it (none of these systems is in Debian's archive, so the
+# calling conventions are reproduced exactly; docs/integrations.md says so):
+#   1. Buildfarm's executionWrapper: the wrapper gets the command as its
+#      arguments, in the action's working directory, with the action's
+#      environment; inputs are hard links into the worker's CAS.
+#   2. NativeLink's entrypoint: the same, with platform properties as
+#      environment variables.
+#   3. GitLab Runner's custom executor: config, prepare, run SCRIPT STAGE,
+#      cleanup, CUSTOM_ENV_* and the two failure exit codes.
+#   4. A GitHub Actions step (`shell: forgeyard-step {0}`).
+#   5. `forgeyard action run` on an action document.
+# Usage: test-integrations.sh FORGEYARD INTEGRATIONS_DIR [--rootless]
+set -u
+fy=$1
+idir=$2
+mode=${3:-}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+if [ "$mode" = "--rootless" ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "SKIP: the rootless pass starts as root"; exit 77; }
+    # The library's objects must be readable by uid 65534: a copy of the CLI
+    # and its library in a directory of its own.
+    t=$(mktemp -d /tmp/fy-integ-rl-XXXXXX) || exit 1
+    trap 'rm -rf "$t"' EXIT
+    # (the CLI finds its library at $ORIGIN/../lib, as when installed)
+    mkdir "$t/bin" "$t/lib" && cp "$fy" "$t/bin/forgeyard" &&
+        cp -P "$(dirname "$fy")"/../lib/libforgeyard-sandbox.so.0 "$(dirname "$fy")"/../lib/libforgeyard-sandbox.so.0.*[0-9] "$t/lib/" && cp -r "$idir" "$t/integrations" || exit 1
+    chown -R 65534:65534 "$t" && chmod 0755 "$t"
+    setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH=/usr/bin:/bin \
+        HOME="$t" TMPDIR="$t" sh "$0" "$t/bin/forgeyard" "$t/integrations" --as-user
+    exit $?
+fi
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/fy-integ-XXXXXX") || exit 1
+trap 'rm -rf "$scratch"' EXIT
+chmod 0755 "$scratch"
+export FORGEYARD_CACHE_DIR="$scratch/cache"
+mkdir -m 0700 "$FORGEYARD_CACHE_DIR" || exit 1
+root=0; [ "$(id -u)" -eq 0 ] && root=1
+
+# A worker's content-addressed store and an execution root made from it by
+# hard links, read-only, as Buildfarm and NativeLink materialise inputs.
+mkdir -p "$scratch/cas" "$scratch/exec/src" "$scratch/exec/bazel-out/k8/bin" || exit 1
+printf 'int main(void) { return 0; }\n' > "$scratch/cas/f1"
+printf '#!/bin/sh\necho tool\n' > "$scratch/cas/f2"
+chmod 0444 "$scratch/cas/f1"; chmod 0555 "$scratch/cas/f2"
+ln "$scratch/cas/f1" "$scratch/exec/src/a.c" && ln "$scratch/cas/f2" "$scratch/exec/src/tool" || exit 1
+cas_sum() { cat "$scratch/cas/f1" "$scratch/cas/f2" | sha256sum; stat -c "%a %u %g %s %Y" "$scratch/cas/f1" "$scratch/cas/f2"; }
+before=$(cas_sum)
+
+# ---- 1. Buildfarm's executionWrapper ----
+cd "$scratch/exec" || exit 1
+out=$(env -i PATH=/usr/bin:/bin LANG=C.UTF-8 ACTION_VAR=1 "$fy" wrap -- /bin/sh -c '
+    cat src/a.c > bazel-out/k8/bin/a.o && ./src/tool > bazel-out/k8/bin/tool.out &&
+    env | sort > bazel-out/k8/bin/env.txt
+    echo tamper >> src/a.c 2>/dev/null; chmod 666 src/a.c 2>/dev/null; rm -f src/tool; exit 0' 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "buildfarm: wrapper gave $rc: $out"
+cmp -s bazel-out/k8/bin/a.o "$scratch/cas/f1" || fail "buildfarm: output a.o is wrong"
+[ "$(cat bazel-out/k8/bin/tool.out)" = tool ] || fail "buildfarm: tool output is wrong"
+# Exactly the action's environment (the shell adds PWD); nothing of ours.
+exp=$(printf 'ACTION_VAR=1\nLANG=C.UTF-8\nPATH=/usr/bin:/bin\nPWD=/work/build\n')
+[ "$(cat bazel-out/k8/bin/env.txt)" = "$exp" ] || fail "buildfarm: environment: $(cat bazel-out/k8/bin/env.txt)"
+# As root the workload is an unprivileged uid that owns nothing of the
+# worker's: the CAS cannot change. Rootless, the workload runs as the
+# worker's own uid (the only one a user namespace can map), which owns the
+# CAS files: that is the documented limit of `wrap` (docs/integrations.md;
+# `forgeyard action run` copies such inputs instead).
+if [ $root -eq 1 ]; then
+    [ "$(cas_sum)" = "$before" ] || fail "buildfarm: the CAS changed"
+else
+    chmod 0644 "$scratch/cas/f1"; printf 'int main(void) { return 0; }\n' > "$scratch/cas/f1"; chmod 0444 "$scratch/cas/f1"
+    before=$(cas_sum)
+fi
+ln -f "$scratch/cas/f2" "$scratch/exec/src/tool"
+# The command's exit status, and a working directory below the root.
+env -i PATH=/usr/bin:/bin "$fy" wrap -- /bin/sh -c 'exit 7'; rc=$?
+[ $rc -eq 7 ] || fail "buildfarm: exit 7 gave $rc"
+cd "$scratch/exec/src" || exit 1
+out=$(env -i PATH=/usr/bin:/bin "$fy" wrap --root "$scratch/exec" -- /bin/sh -c 'pwd; cat a.c >/dev/null' 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = /work/build/src ] || fail "buildfarm: working directory below the root: $rc $out"
+cd / && out=$(env -i "$fy" wrap --root "$scratch/exec" -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "buildfarm: a working directory outside the root gave $rc: $out"
+cd "$scratch/exec" || exit 1
+# The network stays the policy's: a listener this test started on the
+# host's loopback is not reachable (the sandbox has a loopback of its own).
+port_file="$scratch/port"
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(20)
+try: s.accept()
+except OSError: pass' "$port_file" &
+lpid=$!
+i=0; while [ ! -s "$port_file" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+port=$(cat "$port_file")
+out=$(env -i PATH=/usr/bin:/bin "$fy" wrap -- /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(); s.settimeout(2)
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1]))); print("reached")
+except OSError as e:
+    print("blocked", e.errno)' "$port" 2>&1)
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+case $out in blocked*) ;; *) fail "buildfarm: the host's loopback listener was reached: $out" ;; esac
+
+# ---- 2. NativeLink's entrypoint: platform properties as environment ----
+out=$(env -i PATH=/usr/bin:/bin FYP_OSFamily=linux FYP_sandbox_level=namespace FYP_network=deny FYP_Pool=x \
+      "$fy" wrap --properties-from-env FYP_ -- /bin/sh -c 'env | grep -c ^FYP_ || true' 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = 0 ] || fail "nativelink: properties: $rc $out"
+out=$(env -i PATH=/usr/bin:/bin FYP_gpu=1 "$fy" wrap --properties-from-env FYP_ -- /bin/true 2>&1); rc=$?
+[ $rc -eq 247 ] || fail "nativelink: an unknown property gave $rc: $out"
+case $out in *'"gpu"'*) ;; *) fail "nativelink: the refusal does not name the property: $out" ;; esac
+out=$(env -i PATH=/usr/bin:/bin FYP_network=allow "$fy" wrap --properties-from-env FYP_ -- /bin/true 2>&1); rc=$?
+[ $rc -eq 247 ] || fail "nativelink: a wider network gave $rc: $out"
+out=$(env -i PATH=/usr/bin:/bin FYP_sandbox_level=confidential-vm "$fy" wrap --properties-from-env FYP_ -- /bin/true 2>&1)
+rc=$?
+[ $rc -eq 247 ] || fail "nativelink: a level this host lacks gave $rc: $out"
+[ "$(cas_sum)" = "$before" ] || fail "nativelink: the CAS changed"
+
+# ---- 3. GitLab Runner's custom executor ----
+gl="$idir/gitlab/forgeyard-gitlab-executor"
+export FORGEYARD="$fy" FORGEYARD_GITLAB_BASE="$scratch/gitlab"
+mkdir -p "$scratch/gitlab" "$scratch/runner-tmp"
+export CUSTOM_ENV_CI_RUNNER_ID=7 CUSTOM_ENV_CI_JOB_ID=4242 CUSTOM_ENV_CI_PROJECT_PATH=group/project
+cfg=$("$gl" config) || fail "gitlab: config failed"
+bdir=$(printf '%s' "$cfg" | python3 -c 'import json,sys; c=json.load(sys.stdin); assert c["driver"]["name"] == "forgeyard"; assert not c["builds_dir_is_shared"]; print(c["builds_dir"])') ||
+    fail "gitlab: config printed $cfg"
+export BUILD_FAILURE_EXIT_CODE=91 SYSTEM_FAILURE_EXIT_CODE=92
+"$gl" prepare || fail "gitlab: prepare failed"
+[ -d "$bdir" ] || fail "gitlab: no builds directory $bdir"
+cat > "$scratch/runner-tmp/script." <<EOF
+#!/usr/bin/env bash
+set -eo pipefail
+mkdir -p "$bdir/group/project" && cd "$bdir/group/project"
+echo built > artifact.txt
+test ! -e "$scratch/cas/f1"   # nothing of the host's but the job's directories
+EOF
+"$gl" run "$scratch/runner-tmp/script." build_script; rc=$?
+[ $rc -eq 0 ] || fail "gitlab: build_script gave $rc"
+[ "$(cat "$bdir/group/project/artifact.txt")" = built ] || fail "gitlab: the artifact is missing"
+printf '#!/usr/bin/env bash\nexit 3\n' > "$scratch/runner-tmp/fail."
+"$gl" run "$scratch/runner-tmp/fail." step_script; rc=$?
+[ $rc -eq 91 ] || fail "gitlab: a failing script gave $rc, not BUILD_FAILURE_EXIT_CODE"
+printf '{"version": 1, "bogus": true}' > "$scratch/bad-policy.json"
+FORGEYARD_GITLAB_POLICY="$scratch/bad-policy.json" "$gl" run "$scratch/runner-tmp/script." build_script 2>/dev/null; rc=$?
+[ $rc -eq 92 ] || fail "gitlab: an invalid policy gave $rc, not SYSTEM_FAILURE_EXIT_CODE"
+"$gl" run "$scratch/runner-tmp/script." 'x/y' 2>/dev/null; rc=$?
+[ $rc -eq 92 ] || fail "gitlab: a stage name with a slash gave $rc"
+CUSTOM_ENV_CI_JOB_ID='1;rm' "$gl" prepare 2>/dev/null; rc=$?
+[ $rc -eq 92 ] || fail "gitlab: a job id that is not a number gave $rc"
+"$gl" cleanup || fail "gitlab: cleanup failed"
+[ ! -e "$scratch/gitlab/runner-7-job-4242" ] || fail "gitlab: cleanup left the job directory"
+unset CUSTOM_ENV_CI_RUNNER_ID CUSTOM_ENV_CI_JOB_ID CUSTOM_ENV_CI_PROJECT_PATH BUILD_FAILURE_EXIT_CODE SYSTEM_FAILURE_EXIT_CODE
+
+# ---- 4. A GitHub Actions step ----
+ws="$scratch/_work/repo/repo" cmds="$scratch/_work/_temp/_runner_file_commands"
+mkdir -p "$ws" "$cmds" || exit 1
+printf 'checked out\n' > "$ws/README"
+: > "$cmds/set_output_1"; : > "$cmds/set_env_1"; : > "$cmds/step_summary_1"
+cat > "$scratch/_work/_temp/step1.sh" <<'EOF'
+echo "result=42" >> "$GITHUB_OUTPUT"
+echo "## done" >> "$GITHUB_STEP_SUMMARY"
+echo more >> README
+echo built > out.txt
+test -z "${HOST_ONLY:-}"
+test "$(pwd)" = "$GITHUB_WORKSPACE"
+EOF
+cd "$ws" || exit 1
+HOST_ONLY=secret
+step() {
+    env -i PATH=/usr/bin:/bin HOME="$scratch" GITHUB_WORKSPACE="$ws" GITHUB_OUTPUT="$cmds/set_output_1" \
+        GITHUB_ENV="$cmds/set_env_1" GITHUB_STEP_SUMMARY="$cmds/step_summary_1" FORGEYARD="$fy" \
+        sh "$idir/github/forgeyard-step" "$1"
+}
+out=$(step "$scratch/_work/_temp/step1.sh" 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "github: the step gave $rc: $out"
+grep -qx 'result=42' "$cmds/set_output_1" || fail "github: GITHUB_OUTPUT: $(cat "$cmds/set_output_1")"
+grep -qx '## done' "$cmds/step_summary_1" || fail "github: the step summary is missing"
+[ "$(cat "$ws/out.txt")" = built ] && grep -qx more "$ws/README" || fail "github: the workspace was not written"
+printf 'false\necho not-reached > "$GITHUB_WORKSPACE/after"\n' > "$scratch/_work/_temp/step2.sh"
+step "$scratch/_work/_temp/step2.sh" >/dev/null 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "github: a failing step gave $rc (bash -e)"
+[ ! -e "$ws/after" ] || fail "github: the step went on after a failing command"
+
+# ---- 5. forgeyard action run ----
+cd "$scratch" || exit 1
+cat > action.json <<EOF
+{"version": 1, "arguments": ["/bin/sh", "-c", "mkdir -p out && cat src/a.c > out/a.o && echo stray > junk"],
+ "environment": {"PATH": "/usr/bin:/bin"}, "platform": {"OSFamily": "linux"},
+ "input_root": {"directory": "$scratch/exec"}, "outputs": {"files": ["out/a.o"]}}
+EOF
+"$fy" action run action.json --output-dir "$scratch/action-out" --result "$scratch/ar.json"; rc=$?
+[ $rc -eq 0 ] || fail "action run gave $rc"
+cmp -s "$scratch/action-out/out/a.o" "$scratch/cas/f1" || fail "action run: the output is wrong"
+python3 - "$scratch/ar.json" "$scratch/cas/f1" <<'EOF' || fail "action run: the ActionResult is wrong"
+import hashlib, json, sys
+r = json.load(open(sys.argv[1]))
+d = "sha256:" + hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+assert r["outcome"] == "succeeded" and r["exit_code"] == 0, r
+assert [f["digest"] for f in r["output_files"]] == [d], r["output_files"]
+assert r["undeclared"]["paths"] == ["junk"], r["undeclared"]
+assert r["cleanup"]["files_left"] == 0
+assert r["sandbox"]["contract_id"]
+EOF
+printf '{"version": 1, "arguments": ["x"], "input_root": {"directory": "%s"}, "outputs": {"files": ["../x"]}}' \
+    "$scratch/exec" > bad.json
+out=$("$fy" action run bad.json 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "action run: a bad document gave $rc"
+case $out in *'$.outputs.files[0]'*) ;; *) fail "action run: the error does not name the path: $out" ;; esac
+[ "$(cas_sum)" = "$before" ] || fail "the CAS changed"
+echo "integrations: all passed ($( [ $root -eq 1 ] && echo root || echo "uid $(id -u)" ))"

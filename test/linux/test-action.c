@@ -1,0 +1,750 @@
+/* Hermetic actions (fy-action.h), run for real: declared outputs come back
+ * with the right digests, the input root is never changed whatever the
+ * action does, undeclared writes reach nothing the host keeps, hostile
+ * outputs and hostile archives are refused with typed results, platform
+ * properties only tighten. As root, and with --rootless as uid 65534. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <sodium.h>
+
+#include <forgeyard/sandbox.h>
+
+static char scratch[64];
+static bool rootless;
+static int counter;
+
+/* ---- helpers ---- */
+
+/* A new path in the scratch directory: name-PID-N (suffix appended; each
+ * test runs in its own forked process). */
+static char *path_in(const char *name, const char *suffix) {
+    char *p = NULL;
+    if (asprintf(&p, "%s/%s-%d-%d%s", scratch, name, (int)getpid(), ++counter, suffix) < 0)
+        abort();
+    return p;
+}
+
+static void write_file(const char *path, const char *content, mode_t mode) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    close(fd);
+    chmod(path, mode);
+}
+
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+static void sha_hex(const void *data, size_t len, char out[72]) {
+    unsigned char d[32];
+    crypto_hash_sha256(d, data, len);
+    memcpy(out, "sha256:", 7);
+    sodium_bin2hex(out + 7, 65, d, 32);
+}
+
+/* An input root: src/a.c, src/b.h, tool.sh (executable), link -> src/a.c,
+ * empty dir, all readable by everyone, owned by the caller. */
+static char *make_input(void) {
+    char *d = path_in("in", "");
+    char sub[512];
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    snprintf(sub, sizeof(sub), "%s/src", d);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    snprintf(sub, sizeof(sub), "%s/empty", d);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    snprintf(sub, sizeof(sub), "%s/src/a.c", d);
+    write_file(sub, "int main(void) { return 0; }\n", 0644);
+    snprintf(sub, sizeof(sub), "%s/src/b.h", d);
+    write_file(sub, "#define B 1\n", 0644);
+    snprintf(sub, sizeof(sub), "%s/tool.sh", d);
+    write_file(sub, "#!/bin/sh\necho tool\n", 0755);
+    snprintf(sub, sizeof(sub), "%s/link", d);
+    ck_assert_int_eq(symlink("src/a.c", sub), 0);
+    return d;
+}
+
+/* A digest of a whole tree: names, types, modes, owners, sizes, contents
+ * and link targets, in sorted order. */
+static void tree_digest_rec(crypto_hash_sha256_state *st, const char *dir) {
+    struct dirent **list;
+    int n = scandir(dir, &list, NULL, alphasort);
+    ck_assert_int_ge(n, 0);
+    for (int i = 0; i < n; i++) {
+        const char *name = list[i]->d_name;
+        if (strcmp(name, ".") && strcmp(name, "..")) {
+            char p[1024];
+            snprintf(p, sizeof(p), "%s/%s", dir, name);
+            struct stat s;
+            ck_assert_int_eq(lstat(p, &s), 0);
+            char meta[256];
+            snprintf(meta, sizeof(meta), "%s|%o|%u|%u|%lld|%lld.%09ld\n", name, (unsigned)s.st_mode, (unsigned)s.st_uid,
+                     (unsigned)s.st_gid, (long long)s.st_size, (long long)s.st_mtim.tv_sec, s.st_mtim.tv_nsec);
+            crypto_hash_sha256_update(st, (const unsigned char *)meta, strlen(meta));
+            if (S_ISDIR(s.st_mode)) {
+                tree_digest_rec(st, p);
+            } else if (S_ISLNK(s.st_mode)) {
+                char t[1024];
+                ssize_t k = readlink(p, t, sizeof(t));
+                ck_assert_int_ge(k, 0);
+                crypto_hash_sha256_update(st, (const unsigned char *)t, (size_t)k);
+            } else if (S_ISREG(s.st_mode)) {
+                char *c = read_all(p);
+                ck_assert_ptr_nonnull(c);
+                crypto_hash_sha256_update(st, (const unsigned char *)c, strlen(c));
+                free(c);
+            }
+        }
+        free(list[i]);
+    }
+    free(list);
+}
+
+static void tree_digest(const char *dir, unsigned char out[32]) {
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    tree_digest_rec(&st, dir);
+    crypto_hash_sha256_final(&st, out);
+}
+
+static fy_policy *policy(void) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    return p;
+}
+
+/* An action on the input directory input: body is the rest of the document. */
+static fy_action *action_json(const char *body, const char *input) {
+    char *doc = NULL;
+    ck_assert_int_ge(asprintf(&doc, "{\"version\": 1, \"input_root\": {\"directory\": \"%s\"}, %s", input, body), 0);
+    fy_action *a = NULL;
+    fy_error *err = NULL;
+    int r = fy_action_from_json(doc, strlen(doc), &a, &err);
+    if (r < 0)
+        fprintf(stderr, "action: %s: %s\n", fy_error_location(err), fy_error_message(err));
+    ck_assert_int_eq(r, 0);
+    free(doc);
+    return a;
+}
+
+static fy_action_result *run(fy_action *a, fy_policy *p) {
+    fy_action_result *res = NULL;
+    fy_error *err = NULL;
+    int r = fy_action_run(a, p, NULL, &res, &err);
+    if (r < 0)
+        fprintf(stderr, "action run: %s: %s\n", fy_error_location(err) ? fy_error_location(err) : "",
+                fy_error_message(err));
+    ck_assert_int_eq(r, 0);
+    fy_error_free(err);
+    return res;
+}
+
+static char *result_json(const fy_action_result *res) {
+    char *j = NULL;
+    ck_assert_int_eq(fy_action_result_to_json(res, &j, NULL), 0);
+    return j;
+}
+
+/* No attempt directory of ours is left in the scratch directory. */
+static void assert_no_attempt_left(const char *dir) {
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        ck_assert_msg(strncmp(de->d_name, "forgeyard-action-", 17) != 0, "left behind: %s/%s", dir, de->d_name);
+    closedir(d);
+}
+
+static char *make_dir(const char *name) {
+    char *d = path_in(name, "");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    return d;
+}
+
+
+/* ---- the contract ---- */
+
+START_TEST(test_outputs_and_digests) {
+    char *in = make_input(), *out = path_in("out", ""), *sc = make_dir("scratch");
+    fy_action *a = action_json(
+        "\"arguments\": [\"/bin/sh\", \"-c\", \"mkdir -p gen/sub && printf hello > gen/x && cp tool.sh bin/t && "
+        "printf deep > gen/sub/y && ln -s x gen/l && printf junk > stray && echo out; echo err >&2\"],"
+        "\"environment\": {\"PATH\": \"/usr/bin:/bin\"},"
+        "\"outputs\": {\"files\": [\"bin/t\", \"missing/file\"], \"directories\": [\"gen\"]}}", in);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    ck_assert_int_eq(fy_action_result_exit_code(res), 0);
+    char hx[72], line[400];
+    sha_hex("hello", 5, hx);
+    snprintf(line, sizeof(line), "\"path\": \"gen/x\",\n      \"digest\": \"%s\",\n      \"size_bytes\": 5", hx);
+    ck_assert_msg(strstr(j, line), "%s", j);
+    sha_hex("#!/bin/sh\necho tool\n", 20, hx);
+    snprintf(line, sizeof(line), "\"path\": \"bin/t\",\n      \"digest\": \"%s\",\n      \"size_bytes\": 20,\n"
+             "      \"is_executable\": true", hx);
+    ck_assert_msg(strstr(j, line), "%s", j);
+    ck_assert_msg(strstr(j, "\"path\": \"gen/l\",\n      \"target\": \"x\""), "%s", j);
+    ck_assert_msg(strstr(j, "\"path\": \"missing/file\",\n      \"why\": \"not made\""), "%s", j);
+    ck_assert_msg(strstr(j, "\"paths\": [\n      \"stray\"\n    ]"), "%s", j);
+    sha_hex("out\n", 4, hx);
+    ck_assert_msg(strstr(j, hx), "stdout digest: %s", j);
+    /* The copies in the output directory, and nothing else. */
+    char p2[512];
+    snprintf(p2, sizeof(p2), "%s/gen/x", out);
+    char *c = read_all(p2);
+    ck_assert_str_eq(c, "hello");
+    free(c);
+    snprintf(p2, sizeof(p2), "%s/gen/sub/y", out);
+    c = read_all(p2);
+    ck_assert_str_eq(c, "deep");
+    free(c);
+    struct stat st;
+    snprintf(p2, sizeof(p2), "%s/bin/t", out);
+    ck_assert_int_eq(stat(p2, &st), 0);
+    ck_assert(st.st_mode & 0100);
+    snprintf(p2, sizeof(p2), "%s/stray", out);
+    ck_assert_int_ne(access(p2, F_OK), 0);
+    snprintf(p2, sizeof(p2), "%s/src", out);
+    ck_assert_int_ne(access(p2, F_OK), 0);
+    /* As root, readable inputs owned by nobody the sandbox maps are linked. */
+    if (!rootless)
+        ck_assert_msg(strstr(j, "\"linked\": 3"), "%s", j);
+    else
+        ck_assert_msg(strstr(j, "\"linked\": 0"), "%s", j);
+    assert_no_attempt_left(sc);
+    fy_free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(out); free(sc);
+}
+END_TEST
+
+START_TEST(test_exact_environment) {
+    char *in = make_input(), *sc = make_dir("scratch"), *so = path_in("stdout", "");
+    setenv("FY_TEST_HOST_SECRET", "must-not-leak", 1);
+    fy_action *a = action_json("\"arguments\": [\"/usr/bin/env\"], \"environment\": {\"A\": \"1\", \"B\": \"two\"}}",
+                               in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_stdio_path(a, 1, so, NULL), 0);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_env(p, "POLICY_VAR", "x", NULL), 0);
+    ck_assert_int_eq(fy_policy_allow_env(p, "FY_TEST_HOST_SECRET", NULL), 0);
+    fy_action_result *res = run(a, p);
+    ck_assert_int_eq(fy_action_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    char *c = read_all(so);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(c, "A=1\nB=two\n");
+    free(c);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc); free(so);
+}
+END_TEST
+
+START_TEST(test_same_action_same_digests) {
+    char *in = make_input(), *sc = make_dir("scratch");
+    fy_action *a = action_json(
+        "\"arguments\": [\"/bin/sh\", \"-c\", \"mkdir -p o && cat src/a.c src/b.h > o/cat && date +%s%N > stamp\"],"
+        "\"outputs\": {\"paths\": [\"o\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *r1 = run(a, p), *r2 = run(a, p);
+    char *j1 = result_json(r1), *j2 = result_json(r2);
+    const char *t1 = strstr(j1, "\"tree_digest\""), *t2 = strstr(j2, "\"tree_digest\"");
+    ck_assert_ptr_nonnull(t1);
+    ck_assert_ptr_nonnull(t2);
+    ck_assert_int_eq(strncmp(t1, t2, 90), 0);
+    const char *d1 = strstr(j1, "\"action_digest\""), *d2 = strstr(j2, "\"action_digest\"");
+    ck_assert_int_eq(strncmp(d1, d2, 90), 0);
+    fy_free(j1); fy_free(j2);
+    fy_action_result_free(r1);
+    fy_action_result_free(r2);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc);
+}
+END_TEST
+
+/* Everything a workload can try against its inputs, from inside. */
+START_TEST(test_inputs_never_written) {
+    char *in = make_input(), *sc = make_dir("scratch");
+    unsigned char before[32], after[32];
+    tree_digest(in, before);
+    fy_action *a = action_json(
+        "\"arguments\": [\"/bin/sh\", \"-c\", \""
+        "for f in src/a.c src/b.h tool.sh link; do echo x >> $f; true > $f; chmod 777 $f; touch -d 2001-01-01 $f; done 2>/dev/null; "
+        "ln src/a.c hard 2>/dev/null && echo y >> hard 2>/dev/null; "
+        "rm -rf src; mkdir src; echo replaced > src/a.c; echo new > empty/new; rm -f tool.sh; ln -s /etc tool.sh; "
+        "exit 0\"]}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    ck_assert_int_eq(fy_action_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    tree_digest(in, after);
+    ck_assert_msg(memcmp(before, after, 32) == 0, "the input root changed");
+    assert_no_attempt_left(sc);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc);
+}
+END_TEST
+
+/* A world-writable or mapped-owner input is copied, never linked. */
+START_TEST(test_writable_input_copied) {
+    if (rootless)
+        return; /* rootless copies every file anyway (test_outputs_and_digests) */
+    char *in = make_input(), *sc = make_dir("scratch");
+    char f[512];
+    snprintf(f, sizeof(f), "%s/src/a.c", in);
+    chmod(f, 0666);
+    snprintf(f, sizeof(f), "%s/src/b.h", in);
+    ck_assert_int_eq(chown(f, 100001, 100001), 0); /* the workload's host id */
+    unsigned char before[32], after[32];
+    tree_digest(in, before);
+    fy_action *a = action_json(
+        "\"arguments\": [\"/bin/sh\", \"-c\", \"echo x >> src/a.c; chmod 666 src/b.h; echo y >> src/b.h; exit 0\"]}",
+        in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(strstr(j, "\"linked\": 1") && strstr(j, "\"copied\": 2"), "%s", j);
+    tree_digest(in, after);
+    ck_assert_msg(memcmp(before, after, 32) == 0, "the input root changed");
+    fy_free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc);
+}
+END_TEST
+
+/* ---- hostile outputs ---- */
+
+static void expect_outcome(const char *cmd, const char *outputs, int outcome, const char *detail_part) {
+    char *in = make_input(), *out = path_in("out", ""), *sc = make_dir("scratch");
+    char *doc = NULL;
+    ck_assert_int_ge(asprintf(&doc, "{\"version\": 1, \"input_root\": {\"directory\": \"%s\"}, "
+                                    "\"arguments\": [\"/bin/sh\", \"-c\", \"%s\"], \"outputs\": %s, "
+                                    "\"limits\": {\"output_entries\": 500, \"output_bytes\": 1048576}}",
+                              in, cmd, outputs), 0);
+    fy_action *a = NULL;
+    ck_assert_int_eq(fy_action_from_json(doc, strlen(doc), &a, NULL), 0);
+    free(doc);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == outcome, "%s", j);
+    ck_assert_msg(fy_action_result_detail(res) && strstr(fy_action_result_detail(res), detail_part), "%s", j);
+    /* Refused outputs are not handed out: the output directory is empty. */
+    DIR *d = opendir(out);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)))
+        n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    closedir(d);
+    ck_assert_int_eq(n, 0);
+    assert_no_attempt_left(sc);
+    fy_free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(out); free(sc);
+}
+
+START_TEST(test_output_link_outside) {
+    expect_outcome("ln -s /etc/shadow o", "{\"files\": [\"o\"]}", FY_OUTCOME_SANDBOX_VIOLATION, "out of the tree");
+    expect_outcome("mkdir d && ln -s ../../../../../etc d/up", "{\"directories\": [\"d\"]}",
+                   FY_OUTCOME_SANDBOX_VIOLATION, "out of the tree");
+    expect_outcome("rm -rf parent && ln -s /etc parent", "{\"files\": [\"parent/shadow\"]}",
+                   FY_OUTCOME_SANDBOX_VIOLATION, "symbolic link");
+}
+END_TEST
+
+START_TEST(test_output_special_files) {
+    expect_outcome("mkfifo f", "{\"files\": [\"f\"]}", FY_OUTCOME_SANDBOX_VIOLATION, "a FIFO");
+    expect_outcome("mkdir d && mkfifo d/f", "{\"directories\": [\"d\"]}", FY_OUTCOME_SANDBOX_VIOLATION, "a FIFO");
+    expect_outcome("python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\\\"s\\\")'",
+                   "{\"files\": [\"s\"]}", FY_OUTCOME_SANDBOX_VIOLATION, "a socket");
+}
+END_TEST
+
+START_TEST(test_output_limits) {
+    /* 600 entries against a limit of 500: stopped, nothing handed out. */
+    expect_outcome("mkdir d && cd d && seq 1 600 | xargs touch", "{\"directories\": [\"d\"]}",
+                   FY_OUTCOME_RESOURCE_EXCEEDED, "entries");
+    /* A 100 GiB sparse file against 1 MiB: refused before a byte is read. */
+    expect_outcome("truncate -s 100G big", "{\"files\": [\"big\"]}", FY_OUTCOME_RESOURCE_EXCEEDED, "bytes");
+    /* Many small files beyond the byte limit together. */
+    expect_outcome("mkdir d && for i in 1 2 3; do head -c 400000 /dev/zero > d/$i; done", "{\"directories\": [\"d\"]}",
+                   FY_OUTCOME_RESOURCE_EXCEEDED, "bytes");
+}
+END_TEST
+
+/* ---- archives ---- */
+
+struct ent { const char *name; int type; const char *data; const char *link; int64_t size; };
+
+static char *make_archive(const struct ent *ents, size_t n) {
+    char *path = path_in("archive", ".tar.gz");
+    struct archive *ar = archive_write_new();
+    archive_write_set_format_pax_restricted(ar);
+    archive_write_add_filter_gzip(ar);
+    ck_assert_int_eq(archive_write_open_filename(ar, path), ARCHIVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, ents[i].name);
+        archive_entry_set_perm(e, ents[i].type == AE_IFDIR ? 0755 : 0644);
+        if (ents[i].type == -1) {
+            archive_entry_set_filetype(e, AE_IFREG);
+            archive_entry_set_hardlink(e, ents[i].link);
+        } else {
+            archive_entry_set_filetype(e, (unsigned)ents[i].type);
+        }
+        if (ents[i].type == AE_IFLNK)
+            archive_entry_set_symlink(e, ents[i].link);
+        int64_t size = ents[i].size ? ents[i].size : ents[i].data ? (int64_t)strlen(ents[i].data) : 0;
+        if (ents[i].type == AE_IFREG)
+            archive_entry_set_size(e, size);
+        ck_assert_int_eq(archive_write_header(ar, e), ARCHIVE_OK);
+        if (ents[i].data)
+            archive_write_data(ar, ents[i].data, strlen(ents[i].data));
+        archive_entry_free(e);
+    }
+    archive_write_close(ar);
+    archive_write_free(ar);
+    return path;
+}
+
+static fy_action *archive_action(const char *archive, const char *cmd) {
+    char *doc = NULL;
+    ck_assert_int_ge(asprintf(&doc, "{\"version\": 1, \"input_root\": {\"archive\": \"%s\"}, "
+                                    "\"arguments\": [\"/bin/sh\", \"-c\", \"%s\"], \"outputs\": {\"files\": [\"r\"]},"
+                                    "\"limits\": {\"input_bytes\": 1048576}}", archive, cmd), 0);
+    fy_action *a = NULL;
+    ck_assert_int_eq(fy_action_from_json(doc, strlen(doc), &a, NULL), 0);
+    free(doc);
+    return a;
+}
+
+START_TEST(test_archive_input) {
+    const struct ent ents[] = {
+        {"./src/", AE_IFDIR, NULL, NULL, 0},
+        {"./src/a.txt", AE_IFREG, "alpha\n", NULL, 0},
+        {"./src/l", AE_IFLNK, NULL, "a.txt", 0},
+        {"./src/h", -1, NULL, "./src/a.txt", 0},
+    };
+    char *ar = make_archive(ents, sizeof(ents) / sizeof(ents[0]));
+    char *sc = make_dir("scratch");
+    fy_action *a = archive_action(ar, "cat src/a.txt src/l src/h > r");
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    char hx[72];
+    sha_hex("alpha\nalpha\nalpha\n", 18, hx);
+    ck_assert_msg(strstr(j, hx), "%s", j);
+    assert_no_attempt_left(sc);
+    fy_free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(ar); free(sc);
+}
+END_TEST
+
+/* Each refused at start with a typed error; nothing written outside. */
+static void expect_archive_refused(const struct ent *ents, size_t n, int code, const char *part) {
+    char *ar = make_archive(ents, n), *sc = make_dir("scratch");
+    char canary[512];
+    snprintf(canary, sizeof(canary), "%s/canary-%d", scratch, counter);
+    fy_action *a = archive_action(ar, "true");
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_attempt *t = NULL;
+    fy_error *err = NULL;
+    int r = fy_action_start(a, p, NULL, &t, &err);
+    ck_assert_msg(r == code, "got %d: %s", r, err ? fy_error_message(err) : "");
+    ck_assert_int_eq(fy_error_step(err), FY_STEP_INPUT);
+    ck_assert_msg(strstr(fy_error_message(err), part), "%s", fy_error_message(err));
+    ck_assert_ptr_null(t);
+    assert_no_attempt_left(sc);
+    ck_assert_int_ne(access(canary, F_OK), 0);
+    ck_assert_int_ne(access("/tmp/fy-action-test-escape", F_OK), 0);
+    fy_error_free(err);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(ar); free(sc);
+}
+
+START_TEST(test_archive_hostile) {
+    const struct ent dotdot[] = {{"../../../../tmp/fy-action-test-escape", AE_IFREG, "x", NULL, 0}};
+    expect_archive_refused(dotdot, 1, FY_E_INVAL, "\"..\"");
+    const struct ent absolute[] = {{"/tmp/fy-action-test-escape", AE_IFREG, "x", NULL, 0}};
+    expect_archive_refused(absolute, 1, FY_E_INVAL, "absolute");
+    const struct ent through_link[] = {{"d", AE_IFLNK, NULL, "/tmp", 0},
+                                       {"d/fy-action-test-escape", AE_IFREG, "x", NULL, 0}};
+    expect_archive_refused(through_link, 2, FY_E_INVAL, "link");
+    const struct ent hard_out[] = {{"shadow", -1, NULL, "/etc/shadow", 0}};
+    expect_archive_refused(hard_out, 1, FY_E_INVAL, "hard link");
+    const struct ent hard_up[] = {{"shadow", -1, NULL, "../../etc/shadow", 0}};
+    expect_archive_refused(hard_up, 1, FY_E_INVAL, "hard link");
+    const struct ent dev[] = {{"null", AE_IFCHR, NULL, NULL, 0}};
+    expect_archive_refused(dev, 1, FY_E_INVAL, "character device");
+    const struct ent fifo[] = {{"p", AE_IFIFO, NULL, NULL, 0}};
+    expect_archive_refused(fifo, 1, FY_E_INVAL, "FIFO");
+    /* Declared 2 GiB (a bomb's promise) against an input limit of 1 MiB. */
+    const struct ent big[] = {{"big", AE_IFREG, NULL, NULL, 2ll << 30}};
+    expect_archive_refused(big, 1, FY_E_RANGE, "input_bytes");
+    const struct ent dup[] = {{"f", AE_IFREG, "1", NULL, 0}, {"f", AE_IFREG, "2", NULL, 0}};
+    expect_archive_refused(dup, 2, FY_E_INVAL, "duplicate");
+}
+END_TEST
+
+START_TEST(test_archive_truncated) {
+    const struct ent ents[] = {{"f", AE_IFREG, "0123456789abcdef0123456789abcdef", NULL, 0}};
+    char *ar = make_archive(ents, 1);
+    ck_assert_int_eq(truncate(ar, 40), 0);
+    char *sc = make_dir("scratch");
+    fy_action *a = archive_action(ar, "true");
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_attempt *t = NULL;
+    fy_error *err = NULL;
+    ck_assert_int_eq(fy_action_start(a, p, NULL, &t, &err), FY_E_INVAL);
+    ck_assert_int_eq(fy_error_step(err), FY_STEP_INPUT);
+    assert_no_attempt_left(sc);
+    fy_error_free(err);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(ar); free(sc);
+}
+END_TEST
+
+/* ---- properties and documents ---- */
+
+static void expect_start_error(const char *props, int code, const char *loc) {
+    char *in = make_input();
+    char *doc = NULL;
+    ck_assert_int_ge(asprintf(&doc, "{\"version\": 1, \"input_root\": {\"directory\": \"%s\"}, "
+                                    "\"arguments\": [\"/bin/true\"], \"platform\": %s}", in, props), 0);
+    fy_action *a = NULL;
+    ck_assert_int_eq(fy_action_from_json(doc, strlen(doc), &a, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_attempt *t = NULL;
+    fy_error *err = NULL;
+    ck_assert_int_eq(fy_action_start(a, p, NULL, &t, &err), code);
+    ck_assert_msg(fy_error_location(err) && strcmp(fy_error_location(err), loc) == 0, "%s: %s",
+                  fy_error_location(err), fy_error_message(err));
+    fy_error_free(err);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(doc);
+    free(in);
+}
+
+START_TEST(test_platform_properties) {
+    expect_start_error("{\"gpu\": \"1\"}", FY_E_UNSUPPORTED, "$.platform.gpu");
+    expect_start_error("{\"OSFamily\": \"windows\"}", FY_E_UNSUPPORTED, "$.platform.OSFamily");
+    expect_start_error("{\"ISA\": \"sparc\"}", FY_E_UNSUPPORTED, "$.platform.ISA");
+    /* release denies the network: an action cannot widen it */
+    expect_start_error("{\"network\": \"allow\"}", FY_E_UNSUPPORTED, "$.platform.network");
+    expect_start_error("{\"dockerNetwork\": \"standard\"}", FY_E_UNSUPPORTED, "$.platform.dockerNetwork");
+    /* a level this host does not have: refused, never run weaker */
+    char *in = make_input();
+    char *doc = NULL;
+    ck_assert_int_ge(asprintf(&doc, "{\"version\": 1, \"input_root\": {\"directory\": \"%s\"}, "
+                                    "\"arguments\": [\"/bin/true\"], \"platform\": {\"sandbox-level\": "
+                                    "\"confidential-vm\", \"OSFamily\": \"Linux\", \"Pool\": \"default\"}}", in), 0);
+    fy_action *a = NULL;
+    ck_assert_int_eq(fy_action_from_json(doc, strlen(doc), &a, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_attempt *t = NULL;
+    ck_assert_int_eq(fy_action_start(a, p, NULL, &t, NULL), FY_E_UNSUPPORTED);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(doc);
+    free(in);
+}
+END_TEST
+
+static void expect_parse_error(const char *doc, const char *loc) {
+    fy_action *a = NULL;
+    fy_error *err = NULL;
+    ck_assert_int_eq(fy_action_from_json(doc, strlen(doc), &a, &err), FY_E_INVAL);
+    ck_assert_ptr_null(a);
+    ck_assert_msg(fy_error_location(err) && strncmp(fy_error_location(err), loc, strlen(loc)) == 0, "%s: %s: %s",
+                  doc, fy_error_location(err), fy_error_message(err));
+    fy_error_free(err);
+}
+
+START_TEST(test_documents) {
+    expect_parse_error("[]", "$");
+    expect_parse_error("{\"version\": 1", "$ (line");
+    expect_parse_error("{\"version\": 2, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}}", "$.version");
+    expect_parse_error("{\"version\": 1, \"input_root\": {\"directory\": \"/x\"}}", "$.arguments");
+    expect_parse_error("{\"version\": 1, \"arguments\": [], \"input_root\": {\"directory\": \"/x\"}}", "$.arguments");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\", 3], \"input_root\": {\"directory\": \"/x\"}}",
+                       "$.arguments[1]");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"rel\"}}",
+                       "$.input_root.directory");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/\", \"archive\": \"/a\"}}",
+                       "$.input_root");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, \"extra\": 1}",
+                       "$.extra");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, "
+                       "\"outputs\": {\"files\": [\"a\", \"../b\"]}}", "$.outputs.files[1]");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, "
+                       "\"outputs\": {\"files\": [\"/abs\"]}}", "$.outputs.files[0]");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, "
+                       "\"outputs\": {\"files\": [\"a//b\"]}}", "$.outputs.files[0]");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, "
+                       "\"outputs\": {\"directories\": [\"a\"], \"files\": [\"a/b\"]}}", "$.outputs.directories[0]");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, "
+                       "\"environment\": {\"A=B\": \"x\"}}", "$.environment");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, "
+                       "\"working_directory\": \"../up\"}", "$.working_directory");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, "
+                       "\"limits\": {\"output_bytes\": 0}}", "$.limits.output_bytes");
+    expect_parse_error("{\"version\": 1, \"arguments\": [\"x\"], \"input_root\": {\"directory\": \"/x\"}, "
+                       "\"version\": 1}", "$");
+    /* The canonical form reads back to the same document and digest. */
+    const char *doc = "{\"version\": 1, \"arguments\": [\"b\", \"a\"], \"input_root\": {\"directory\": \"/x\"}, "
+                      "\"outputs\": {\"files\": [\"z\", \"y\"]}, \"environment\": {\"B\": \"1\", \"A\": \"2\"}}";
+    fy_action *a = NULL, *b = NULL;
+    ck_assert_int_eq(fy_action_from_json(doc, strlen(doc), &a, NULL), 0);
+    char *j = NULL, *d1 = NULL, *d2 = NULL;
+    ck_assert_int_eq(fy_action_to_json(a, &j, NULL), 0);
+    ck_assert_int_eq(fy_action_from_json(j, strlen(j), &b, NULL), 0);
+    ck_assert_int_eq(fy_action_digest(a, &d1, NULL), 0);
+    ck_assert_int_eq(fy_action_digest(b, &d2, NULL), 0);
+    ck_assert_str_eq(d1, d2);
+    ck_assert_int_eq(strncmp(d1, "sha256:", 7), 0);
+    /* Host paths are not part of the digest; the command is. */
+    ck_assert_int_eq(fy_action_set_output_directory(b, "/elsewhere", NULL), 0);
+    fy_free(d2);
+    ck_assert_int_eq(fy_action_digest(b, &d2, NULL), 0);
+    ck_assert_str_eq(d1, d2);
+    ck_assert_int_eq(fy_action_set_env(b, "C", "3", NULL), 0);
+    fy_free(d2);
+    ck_assert_int_eq(fy_action_digest(b, &d2, NULL), 0);
+    ck_assert_str_ne(d1, d2);
+    fy_free(j); fy_free(d1); fy_free(d2);
+    fy_action_free(a);
+    fy_action_free(b);
+}
+END_TEST
+
+/* An attempt handle works like any handle: cancel it, and nothing is left. */
+START_TEST(test_cancel) {
+    char *in = make_input(), *sc = make_dir("scratch");
+    fy_action *a = action_json("\"arguments\": [\"/bin/sleep\", \"60\"]}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_attempt *t = NULL;
+    ck_assert_int_eq(fy_action_start(a, p, NULL, &t, NULL), 0);
+    ck_assert_int_eq(fy_handle_cancel(fy_action_attempt_handle(t), FY_CANCEL_USER, NULL), 0);
+    fy_action_result *res = NULL;
+    ck_assert_int_eq(fy_action_finish(t, &res, NULL), 0);
+    ck_assert_int_eq(fy_action_result_outcome(res), FY_OUTCOME_CANCELLED);
+    ck_assert_int_eq(fy_action_finish(t, &res, NULL), FY_E_STATE);
+    fy_action_attempt_free(t);
+    assert_no_attempt_left(sc);
+    fy_action_result_free(res);
+    /* freed while running: killed, removed */
+    ck_assert_int_eq(fy_action_start(a, p, NULL, &t, NULL), 0);
+    fy_action_attempt_free(t);
+    assert_no_attempt_left(sc);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+    bool want_rootless = argc > 1 && strcmp(argv[1], "--rootless") == 0;
+    if (sodium_init() < 0)
+        return 1;
+    if (want_rootless && getuid() == 0 && !getenv("FY_TEST_SCRATCH")) {
+        snprintf(scratch, sizeof(scratch), "/tmp/fy-action-test-XXXXXX");
+        if (!mkdtemp(scratch) || chown(scratch, 65534, 65534) < 0)
+            return 1;
+        setenv("FY_TEST_SCRATCH", scratch, 1);
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+            return 1;
+        execv("/proc/self/exe", argv);
+        return 1;
+    }
+    if (want_rootless && !getenv("FY_TEST_SCRATCH")) {
+        fprintf(stderr, "not root: the rootless variant runs when the suite runs as root\n");
+        return 77;
+    }
+    rootless = want_rootless || getuid() != 0;
+    if (getenv("FY_TEST_SCRATCH")) {
+        snprintf(scratch, sizeof(scratch), "%s", getenv("FY_TEST_SCRATCH"));
+    } else {
+        snprintf(scratch, sizeof(scratch), "/tmp/fy-action-test-XXXXXX");
+        if (!mkdtemp(scratch))
+            return 1;
+        chmod(scratch, 0755);
+    }
+    umask(022);
+    Suite *s = suite_create(rootless ? "action-rootless" : "action");
+    TCase *tc = tcase_create("actions");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_outputs_and_digests);
+    tcase_add_test(tc, test_exact_environment);
+    tcase_add_test(tc, test_same_action_same_digests);
+    tcase_add_test(tc, test_inputs_never_written);
+    tcase_add_test(tc, test_writable_input_copied);
+    tcase_add_test(tc, test_output_link_outside);
+    tcase_add_test(tc, test_output_special_files);
+    tcase_add_test(tc, test_output_limits);
+    tcase_add_test(tc, test_archive_input);
+    tcase_add_test(tc, test_archive_hostile);
+    tcase_add_test(tc, test_archive_truncated);
+    tcase_add_test(tc, test_platform_properties);
+    tcase_add_test(tc, test_documents);
+    tcase_add_test(tc, test_cancel);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (!failed) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", scratch);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", scratch);
+    }
+    return failed ? 1 : 0;
+}
