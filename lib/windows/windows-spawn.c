@@ -7,6 +7,7 @@
  * breakaway, and reports through an I/O completion port, which a monitor
  * thread turns into the handle's waitable event. Only the three standard
  * handles are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST). */
+#include <errno.h>
 #include <fcntl.h>
 #include <io.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ struct wstream {
     size_t len;
     bool eof;           /* the thread saw the end (under lock) */
     bool done;          /* delivered everything and said so */
+    bool lost;          /* output was dropped for want of memory (under lock) */
     HANDLE spool;       /* FY_STDIO_FILE: the file */
     struct wx *x;
     int index;
@@ -139,6 +141,8 @@ static DWORD WINAPI reader_main(LPVOID arg) {
             memcpy(nb + s->len, tmp, n);
             s->buf = nb;
             s->len += n;
+        } else {
+            s->lost = true; /* said by drain(), never dropped silently */
         }
         LeaveCriticalSection(&x->lock);
         SetEvent(x->work);
@@ -164,11 +168,15 @@ static void drain(fy_handle *h, struct wx *x, int i) {
     EnterCriticalSection(&x->lock);
     char *buf = s->buf;
     size_t len = s->len;
-    bool eof = s->eof;
+    bool eof = s->eof, lost = s->lost;
     s->buf = NULL;
     s->len = 0;
     WakeAllConditionVariable(&x->drained);
     LeaveCriticalSection(&x->lock);
+    if (lost && h->end == END_NONE) {
+        handle_end(h, END_INFRA, FY_STEP_OUTPUT, ENOMEM, "output lost: out of memory while reading it");
+        win_terminate(h);
+    }
     size_t keep = len;
     if (x->output_cap != FY_UNLIMITED && x->output_bytes + keep > x->output_cap) {
         keep = x->output_cap > x->output_bytes ? (size_t)(x->output_cap - x->output_bytes) : 0;
