@@ -24,6 +24,8 @@
  *   CLI         forgeyard run --profile release -- /usr/bin/true as whole
  *               processes, with the saved probe and probing each run, vs
  *               bwrap and the library lifecycle
+ *   action      a 10,000-file input root and 100 declared outputs vs the
+ *               same command with binds; collecting them vs sha256sum
  *
  * Everything it creates lives in one mkdtemp directory, removed at exit.
  */
@@ -671,6 +673,85 @@ int main(int argc, char **argv) {
     } else {
         printf("  forgeyard CLI not built next to fy-bench (../examples/forgeyard): no CLI rows\n");
     }
+    /* Actions (issue 19): a 10,000-file input root and 100 declared outputs
+     * of 100 KiB, against the same command in the namespace sandbox with
+     * the tree bound read-only and an empty writable build directory. The
+     * target: at most 1.3x. And hashing the outputs: the action's collect
+     * step against sha256sum over the same files in the same run (target:
+     * at least 0.9x sha256sum's speed). */
+    {
+        char in[600], bdir[600], odir[600], sh[1200];
+        snprintf(in, sizeof(in), "%s/action-in", workdir);
+        make_tree(in, 10000);
+        const char *script = "mkdir -p out && head -c 10240000 /dev/urandom > blob && split -b 102400 -a 3 blob out/o "
+                             "&& rm -f blob";
+        const char *act_argv[] = {"/bin/sh", "-c", script, NULL};
+        char *doc = NULL;
+        if (asprintf(&doc, "{\"version\": 1, \"arguments\": [\"/bin/sh\", \"-c\", \"%s\"], \"environment\": "
+                           "{\"PATH\": \"/usr/bin:/bin\"}, \"input_root\": {\"directory\": \"%s\"}, "
+                           "\"outputs\": {\"directories\": [\"out\"]}, \"scratch_directory\": \"%s\"}",
+                     script, in, workdir) < 0)
+            die("asprintf", NULL);
+        fy_action *act = NULL;
+        fy_error *e = NULL;
+        if (fy_action_from_json(doc, strlen(doc), &act, &e) < 0)
+            die("fy_action_from_json", e);
+        free(doc);
+        int an = n < 30 ? n : 30;
+        uint64_t *t_act = calloc((size_t)an, 8), *t_bind = calloc((size_t)an, 8), *t_col = calloc((size_t)an, 8),
+                 *t_sha = calloc((size_t)an, 8);
+        fy_policy *bp = source_policy(in);
+        for (int i = 0; i < an; i++) {
+            snprintf(odir, sizeof(odir), "%s/action-out-%d", workdir, i);
+            if (fy_action_set_output_directory(act, odir, &e) < 0)
+                die("fy_action_set_output_directory", e);
+            uint64_t a = now_ns();
+            fy_action_result *res = NULL;
+            if (fy_action_run(act, p, NULL, &res, &e) < 0 || fy_action_result_outcome(res) != FY_OUTCOME_SUCCEEDED)
+                die("fy_action_run", e);
+            uint64_t b = now_ns();
+            char *rj = NULL;
+            if (fy_action_result_to_json(res, &rj, NULL) == 0) {
+                const char *c = strstr(rj, "\"collect\": ");
+                t_col[i] = c ? strtoull(c + 11, NULL, 10) * 1000 : 0;
+                fy_free(rj);
+            }
+            fy_action_result_free(res);
+            /* the same command with binds: the tree read-only, a fresh build directory */
+            snprintf(bdir, sizeof(bdir), "%s/bind-build-%d", workdir, i);
+            if (mkdir(bdir, 0755) < 0 || (getuid() == 0 && chown(bdir, 100001, 100001) < 0))
+                die("mkdir", NULL);
+            fy_policy *q = fy_policy_new(FY_PROFILE_RELEASE, &q, NULL) == 0 ? q : NULL;
+            if (!q || fy_policy_set_source(q, in, 0, NULL) < 0 || fy_policy_set_build(q, bdir, NULL) < 0)
+                die("policy", NULL);
+            uint64_t c0 = now_ns();
+            (void)lifecycle_ns(q, act_argv);
+            t_bind[i] = now_ns() - c0;
+            fy_policy_free(q);
+            /* sha256sum over the action's outputs */
+            snprintf(sh, sizeof(sh), "%s/out", odir);
+            char *sha_argv[] = {"/bin/sh", "-c", "cd \"$0\" && exec sha256sum o* > /dev/null", sh, NULL};
+            uint64_t d = now_ns();
+            if (spawn_wait(sha_argv) != 0)
+                die("sha256sum", NULL);
+            t_sha[i] = now_ns() - d;
+            t_act[i] = b - a;
+            snprintf(sh, sizeof(sh), "rm -rf -- '%s' '%s'", odir, bdir);
+            if (system(sh) != 0)
+                die("rm", NULL);
+        }
+        double m_act = median_ms(t_act, an), m_bind = median_ms(t_bind, an), m_col = median_ms(t_col, an),
+               m_sha = median_ms(t_sha, an);
+        printf("  %-40s %9.3f ms   binds %.3f ms, ratio %.2fx (target <= 1.3x)\n",
+               "action: 10,000 inputs, 100 outputs", m_act, m_bind, m_act / m_bind);
+        printf("  %-40s %9.3f ms   sha256sum %.3f ms: speed %.2fx sha256sum's (target >= 0.9x; collect also\n"
+               "  %-40s              copies the outputs and lists the undeclared files)\n",
+               "action: collect 10 MB of outputs", m_col, m_sha, m_sha / m_col, "");
+        free(t_act); free(t_bind); free(t_col); free(t_sha);
+        fy_policy_free(bp);
+        fy_action_free(act);
+    }
+
     fy_prepared_free(shared);
     fy_policy_free(p);
     return 0;

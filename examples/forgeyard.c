@@ -1122,6 +1122,28 @@ static int hand_dir(const char *path, const struct stat *st, int type, struct FT
     return 0;
 }
 
+/* As root, wrap hands the execution root's directories to the sandbox's
+ * uid: never a system tree or a home, whatever directory it is run in. */
+static bool disposable_root(const char *root) {
+    static const char *const system_trees[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                                               "/libx32", "/boot", "/dev", "/proc", "/sys", "/run", "/root",
+                                               "/var/lib", "/var/log", "/var/spool", "/var/mail", "/snap"};
+    for (size_t i = 0; i < sizeof(system_trees) / sizeof(system_trees[0]); i++) {
+        size_t n = strlen(system_trees[i]);
+        if (strncmp(root, system_trees[i], n) == 0 && (root[n] == '\0' || root[n] == '/'))
+            return false;
+    }
+    int depth = 0;
+    for (const char *c = root; *c; c++)
+        depth += *c == '/' && c[1] && c[1] != '/';
+    if (depth < 2)
+        return false;
+    if (strncmp(root, "/home/", 6) == 0 && !strchr(root + 6, '/'))
+        return false; /* a user's home itself */
+    const char *home = getenv("HOME");
+    return !home || strcmp(home, root) != 0;
+}
+
 static int cmd_wrap(int argc, char **argv) {
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL, *root_opt = NULL, *prefix = NULL;
     bool same_path = false;
@@ -1254,6 +1276,11 @@ static int cmd_wrap(int argc, char **argv) {
     free(workdir);
     if (r < 0)
         goto bad;
+    if (geteuid() == 0 && !disposable_root(root)) {
+        fprintf(stderr, "%s: wrap: %s is not an execution root that can be handed to the sandbox's uid "
+                        "(a system directory, a home, or fewer than two levels deep)\n", prog, root);
+        goto bad;
+    }
     if (geteuid() == 0 && (wrap_uid = sandbox_host_uid(p)) >= 0) {
         /* The root, and with --hand-over the writable binds too (a runner's
          * file-command directory). */

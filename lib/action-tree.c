@@ -27,6 +27,7 @@
 #include <sodium.h>
 
 #include "action.h"
+#include "digest.h"
 
 #ifndef FICLONE
 #define FICLONE _IOW(0x94, 9, int)
@@ -164,11 +165,12 @@ static int write_all(int fd, const void *p, size_t n) {
 }
 
 int tree_hash_fd(int fd, unsigned char digest[32], uint64_t *size) {
-    crypto_hash_sha256_state st;
-    crypto_hash_sha256_init(&st);
+    struct digest st;
     unsigned char *buf = malloc(IOBUF);
-    if (!buf)
+    if (!buf || digest_init(&st) < 0) {
+        free(buf);
         return -ENOMEM;
+    }
     uint64_t total = 0;
     for (;;) {
         ssize_t r = read(fd, buf, IOBUF);
@@ -177,15 +179,16 @@ int tree_hash_fd(int fd, unsigned char digest[32], uint64_t *size) {
         if (r < 0) {
             int e = errno;
             free(buf);
+            digest_abandon(&st);
             return -e;
         }
         if (r == 0)
             break;
-        crypto_hash_sha256_update(&st, buf, (size_t)r);
+        digest_update(&st, buf, (size_t)r);
         total += (uint64_t)r;
     }
     free(buf);
-    crypto_hash_sha256_final(&st, digest);
+    digest_final(&st, digest);
     if (size)
         *size = total;
     return 0;
@@ -753,11 +756,10 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
         close(in);
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, e, rel, "cannot create the output copy: %s", strerror(e));
     }
-    crypto_hash_sha256_state hs;
-    crypto_hash_sha256_init(&hs);
+    struct digest hs = {NULL};
     unsigned char *buf = malloc(IOBUF);
     uint64_t total = 0;
-    int r = buf ? 0 : -ENOMEM;
+    int r = buf && digest_init(&hs) == 0 ? 0 : -ENOMEM;
     while (r >= 0 && total < (uint64_t)st2.st_size) {
         size_t want = (uint64_t)st2.st_size - total < IOBUF ? (size_t)((uint64_t)st2.st_size - total) : IOBUF;
         ssize_t n = read(in, buf, want);
@@ -767,7 +769,7 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
             r = n < 0 ? -errno : -EIO;
             break;
         }
-        crypto_hash_sha256_update(&hs, buf, (size_t)n);
+        digest_update(&hs, buf, (size_t)n);
         if (out >= 0)
             r = write_all(out, buf, (size_t)n);
         total += (uint64_t)n;
@@ -776,15 +778,18 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
     close(in);
     if (out >= 0)
         close(out);
-    if (r < 0)
+    if (r < 0) {
+        digest_abandon(&hs);
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, -r, rel, "cannot collect the output: %s", strerror(-r));
+    }
     struct cfile *f = vec_push(&k->c->files);
     if (!f || !(f->path = strdup(rel))) {
         if (f)
             k->c->files.n--;
+        digest_abandon(&hs);
         return fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
     }
-    crypto_hash_sha256_final(&hs, f->digest);
+    digest_final(&hs, f->digest);
     f->size = total;
     f->exec = (st2.st_mode & 0100) != 0;
     k->c->bytes += total;

@@ -685,7 +685,7 @@ int policy_from_json(fy_policy *p, const char *json, size_t len, fy_error **rete
                     json_integer_value(v));
     }
     if (r >= 0 && (v = json_object_get(root, "profile"))) {
-        uint32_t prof;
+        uint32_t prof = 0;
         r = GET_ENUM(v, profile_names, "$.profile", &prof, reterr);
         if (r >= 0 && policy_apply_profile(p, prof) < 0)
             r = oom(reterr);

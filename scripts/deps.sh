@@ -10,6 +10,7 @@ pkgs=(
   qemu-system-x86 busybox-static cpio binutils xz-utils
   python3-pytest  # the Python binding's tests (bindings/python)
   libacl1-dev libzstd-dev liblz4-dev  # libarchive's static dependencies (the static-link test)
+  libssl-dev  # libcrypto: bulk SHA-256 with the CPU's SHA extensions (lib/digest.c)
   runc  # only for fy-bench: the OCI peer
   gcc-mingw-w64-x86-64 wine64  # the Windows cross build and its tests under Wine (test/windows)
 )

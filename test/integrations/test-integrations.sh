@@ -83,6 +83,16 @@ out=$(env -i PATH=/usr/bin:/bin "$fy" wrap --root "$scratch/exec" -- /bin/sh -c 
 [ $rc -eq 0 ] && [ "$out" = /work/build/src ] || fail "buildfarm: working directory below the root: $rc $out"
 cd / && out=$(env -i "$fy" wrap --root "$scratch/exec" -- /bin/true 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "buildfarm: a working directory outside the root gave $rc: $out"
+# As root, wrap never hands a system tree to the sandbox's uid, wherever it
+# is run.
+if [ $root -eq 1 ]; then
+    etc_owner=$(stat -c %u:%g /etc)
+    out=$(cd /etc && env -i PATH=/usr/bin:/bin "$fy" wrap -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 246 ] || fail "buildfarm: wrap in /etc gave $rc: $out"
+    [ "$(stat -c %u:%g /etc)" = "$etc_owner" ] || fail "buildfarm: /etc changed owner"
+    out=$(cd "$scratch" && env -i PATH=/usr/bin:/bin "$fy" wrap --root / -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 246 ] || fail "buildfarm: wrap --root / gave $rc: $out"
+fi
 cd "$scratch/exec" || exit 1
 # The network stays the policy's: a listener this test started on the
 # host's loopback is not reachable (the sandbox has a loopback of its own).

@@ -160,8 +160,12 @@ static fy_action_result *run(fy_action *a, fy_policy *p) {
 
 static char *result_json(const fy_action_result *res) {
     char *j = NULL;
-    ck_assert_int_eq(fy_action_result_to_json(res, &j, NULL), 0);
-    return j;
+    int r = fy_action_result_to_json(res, &j, NULL);
+    ck_assert_int_eq(r, 0);
+    char *copy = strdup(j);
+    free(j);
+    ck_assert_ptr_nonnull(copy);
+    return copy;
 }
 
 /* No attempt directory of ours is left in the scratch directory. */
@@ -234,7 +238,7 @@ START_TEST(test_outputs_and_digests) {
     else
         ck_assert_msg(strstr(j, "\"linked\": 0"), "%s", j);
     assert_no_attempt_left(sc);
-    fy_free(j);
+    free(j);
     fy_action_result_free(res);
     fy_action_free(a);
     fy_policy_free(p);
@@ -280,7 +284,7 @@ START_TEST(test_same_action_same_digests) {
     ck_assert_int_eq(strncmp(t1, t2, 90), 0);
     const char *d1 = strstr(j1, "\"action_digest\""), *d2 = strstr(j2, "\"action_digest\"");
     ck_assert_int_eq(strncmp(d1, d2, 90), 0);
-    fy_free(j1); fy_free(j2);
+    free(j1); free(j2);
     fy_action_result_free(r1);
     fy_action_result_free(r2);
     fy_action_free(a);
@@ -336,7 +340,7 @@ START_TEST(test_writable_input_copied) {
     ck_assert_msg(strstr(j, "\"linked\": 1") && strstr(j, "\"copied\": 2"), "%s", j);
     tree_digest(in, after);
     ck_assert_msg(memcmp(before, after, 32) == 0, "the input root changed");
-    fy_free(j);
+    free(j);
     fy_action_result_free(res);
     fy_action_free(a);
     fy_policy_free(p);
@@ -373,7 +377,7 @@ static void expect_outcome(const char *cmd, const char *outputs, int outcome, co
     closedir(d);
     ck_assert_int_eq(n, 0);
     assert_no_attempt_left(sc);
-    fy_free(j);
+    free(j);
     fy_action_result_free(res);
     fy_action_free(a);
     fy_policy_free(p);
@@ -474,7 +478,7 @@ START_TEST(test_archive_input) {
     sha_hex("alpha\nalpha\nalpha\n", 18, hx);
     ck_assert_msg(strstr(j, hx), "%s", j);
     assert_no_attempt_left(sc);
-    fy_free(j);
+    free(j);
     fy_action_result_free(res);
     fy_action_free(a);
     fy_policy_free(p);
@@ -676,8 +680,9 @@ START_TEST(test_cancel) {
     fy_action_result *res = NULL;
     ck_assert_int_eq(fy_action_finish(t, &res, NULL), 0);
     ck_assert_int_eq(fy_action_result_outcome(res), FY_OUTCOME_CANCELLED);
-    fy_action_result *again = NULL; /* (finish sets *ret to NULL first: not res) */
+    fy_action_result *again = NULL;
     ck_assert_int_eq(fy_action_finish(t, &again, NULL), FY_E_STATE);
+    ck_assert_ptr_null(again);
     fy_action_attempt_free(t);
     assert_no_attempt_left(sc);
     fy_action_result_free(res);
