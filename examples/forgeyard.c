@@ -3,6 +3,7 @@
  * of the public API: nothing here is impossible for a host program. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -73,6 +74,12 @@ static void usage(FILE *f) {
             "  policy show FILE|--profile NAME\n"
             "                               print the canonical JSON of a policy\n"
             "  gc [--state-dir DIR]         destroy what crashed host programs left behind\n"
+            "  gc --images                  collect the image cache (as image gc)\n"
+            "  image inspect REF            verify an image's manifest and config, print them as JSON\n"
+            "  image unpack [--cache DIR] REF\n"
+            "                               verify and unpack an image into the layer cache\n"
+            "  image gc [--cache DIR] [--max-age DURATION] [--max-size SIZE]\n"
+            "                               remove unused layers (default: unused for 30 days)\n"
             "  test [--json] [--profile NAME]\n"
             "                               qualify this host: probe the sandbox's boundary\n"
             "  run [OPTIONS] -- COMMAND [ARG...]\n"
@@ -735,6 +742,106 @@ static void note_unwritable(long id, const char *opt, const char *dir) {
                 prog, opt, dir, id, id, id);
 }
 
+/* ---- images ---- */
+
+static void progress_bar(void *userdata, uint32_t layer, uint32_t nlayers, uint64_t done, uint64_t total) {
+    bool *drawn = userdata;
+    int pct = total ? (int)(done * 100 / total) : 100, fill = pct / 4;
+    char bar[26];
+    memset(bar, '#', (size_t)fill);
+    memset(bar + fill, '.', (size_t)(25 - fill));
+    bar[25] = '\0';
+    fprintf(stderr, "\rlayer %u/%u [%s] %3d%% %.1f/%.1f MB", layer + 1, nlayers, bar, pct, (double)done / 1e6,
+            (double)total / 1e6);
+    *drawn = true;
+}
+
+/* Verifies and unpacks ref; a progress bar only when stderr is a terminal. */
+static int image_unpack(const char *ref, const char *cache, char **json) {
+    bool drawn = false, tty = isatty(2);
+    fy_error *err = NULL;
+    int r = fy_image_unpack(ref, cache, tty ? progress_bar : NULL, &drawn, json, &err);
+    if (drawn)
+        fputc('\n', stderr);
+    if (r < 0) {
+        report("image", err, r);
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+/* "30s", "10m", "2h", "30d" -> seconds; -1 when malformed. */
+static long long parse_age(const char *v) {
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || n < 0)
+        return -1;
+    long long mul = !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : -1;
+    return mul < 0 || n > LLONG_MAX / mul ? -1 : n * mul;
+}
+
+/* "500M", "2G", "1024" -> bytes; -1 when malformed. */
+static long long parse_size(const char *v) {
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || n < 0)
+        return -1;
+    long long mul = !*end ? 1 : !strcmp(end, "K") ? 1LL << 10 : !strcmp(end, "M") ? 1LL << 20 : !strcmp(end, "G") ? 1LL << 30 : -1;
+    return mul < 0 || n > LLONG_MAX / mul ? -1 : n * mul;
+}
+
+static int image_usage(void) {
+    fprintf(stderr, "usage: %s image inspect REF\n"
+                    "       %s image unpack [--cache DIR] REF\n"
+                    "       %s image gc [--cache DIR] [--max-age DURATION] [--max-size SIZE]\n", prog, prog, prog);
+    return EXIT_USAGE;
+}
+
+static int cmd_image(int argc, char **argv) {
+    const char *sub = argc ? argv[0] : "", *cache = NULL, *ref = NULL;
+    uint64_t max_age = 30ull * 86400 * 1000000, max_size = FY_UNLIMITED;
+    for (int k = 1; k < argc; k++) {
+        if (strcmp(argv[k], "--cache") == 0 && k + 1 < argc) {
+            cache = argv[++k];
+        } else if (strcmp(argv[k], "--max-age") == 0 && k + 1 < argc) {
+            long long s = parse_age(argv[++k]);
+            if (s < 0)
+                return (void)bad_value("--max-age", argv[k], "expects a duration (30s, 10m, 2h, 30d)"), EXIT_USAGE;
+            max_age = (uint64_t)s * 1000000;
+        } else if (strcmp(argv[k], "--max-size") == 0 && k + 1 < argc) {
+            long long b = parse_size(argv[++k]);
+            if (b < 0)
+                return (void)bad_value("--max-size", argv[k], "expects a size (500M, 2G)"), EXIT_USAGE;
+            max_size = (uint64_t)b;
+        } else if (argv[k][0] != '-' && !ref) {
+            ref = argv[k];
+        } else {
+            return image_usage();
+        }
+    }
+    fy_error *err = NULL;
+    char *json = NULL;
+    int r;
+    if (strcmp(sub, "inspect") == 0 && ref && !cache) {
+        if ((r = fy_image_inspect(ref, &json, &err)) < 0)
+            return report("image inspect", err, r), EXIT_FAIL;
+    } else if (strcmp(sub, "unpack") == 0 && ref) {
+        if (image_unpack(ref, cache, &json) != EXIT_OK)
+            return EXIT_FAIL;
+    } else if (strcmp(sub, "gc") == 0 && !ref) {
+        uint64_t n = 0;
+        if ((r = fy_image_gc(cache, max_size, max_age, &n, &err)) < 0)
+            return report("image gc", err, r), EXIT_FAIL;
+        printf("removed %llu image layer%s\n", (unsigned long long)n, n == 1 ? "" : "s");
+        return EXIT_OK;
+    } else {
+        return image_usage();
+    }
+    printf("%s\n", json);
+    fy_free(json);
+    return EXIT_OK;
+}
+
 /* Runs cmd under p (taken: freed here) to its end, as `run` does: the saved
  * probe, one renegotiation when the host changed, ^C cancels; writes the
  * result to result_file (optional). Returns run's exit status. */
@@ -853,6 +960,8 @@ static void run_usage(FILE *f) {
             "  --output DIR            read-write at /work/output\n"
             "  --bind HOST:PATH        a writable bind; --bind-ro HOST:PATH a read-only one\n"
             "  --workdir PATH          the working directory inside\n"
+            "  --image REF             run in a container image (oci:DIR@sha256:..., oci-archive:FILE@...,\n"
+            "                          docker-archive:FILE@...); the command may then be empty (its Cmd)\n"
             "  --env NAME=VALUE        an environment variable (nothing is inherited)\n"
             "  --secret-env NAME=FILE  a secret as an environment variable\n"
             "  --secret-file NAME=FILE a secret as /run/secrets/NAME\n"
@@ -877,6 +986,7 @@ static int cmd_run(int argc, char **argv) {
         }
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL;
     const char *build_dir = NULL, *output_dir = NULL; /* (as given: for note_unwritable) */
+    const char *image = NULL;
     int i = 0;
     /* First pass: the base (profile or policy file). */
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
@@ -946,6 +1056,9 @@ static int cmd_run(int argc, char **argv) {
             }
         } else if (strcmp(o, "--workdir") == 0) {
             r = check(fy_policy_set_workdir(p, v, &err), o, &err);
+        } else if (strcmp(o, "--image") == 0) {
+            if ((r = check(fy_policy_set_image(p, v, &err), o, &err)) == 0)
+                image = v;
         } else if (strcmp(o, "--tmp-size") == 0) {
             r = apply_json(p, o, "{\"resources\": {\"tmp_size\": \"%s\"}}", v);
         } else if (strcmp(o, "--network") == 0) {
@@ -1029,9 +1142,15 @@ static int cmd_run(int argc, char **argv) {
         if (r < 0)
             goto bad;
     }
-    if (i >= argc) {
+    if (i >= argc && !image) {
         fprintf(stderr, "%s: run: no command (forgeyard run [OPTIONS] -- COMMAND [ARG...])\n", prog);
         goto bad;
+    }
+    /* The image first, with a progress bar on a terminal (fy_prepare then
+     * finds its layers in the cache). */
+    if (image && image_unpack(image, NULL, NULL) != EXIT_OK) {
+        fy_policy_free(p);
+        return RUN_BAD_INVOCATION;
     }
     if (build_dir || output_dir) {
         long uid = sandbox_host_uid(p);
@@ -1581,6 +1700,12 @@ int main(int argc, char **argv) {
         return cmd_action(argc - 2, argv + 2);
     if (strcmp(cmd, "test") == 0)
         return cmd_test(argc - 2, argv + 2);
+    if (strcmp(cmd, "image") == 0)
+        return cmd_image(argc - 2, argv + 2);
+    if (strcmp(cmd, "gc") == 0 && argc == 3 && strcmp(argv[2], "--images") == 0) {
+        char *gcargv[] = {(char *)"gc", NULL};
+        return cmd_image(1, gcargv);
+    }
     if (strcmp(cmd, "gc") == 0 && (argc == 2 || (argc == 4 && strcmp(argv[2], "--state-dir") == 0))) {
         uint64_t n = 0;
         fy_error *err = NULL;

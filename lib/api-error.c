@@ -36,6 +36,8 @@ static const struct {
     {FY_E_RANGE, "FY_E_RANGE", "value out of range"},
     {FY_E_INFRA, "FY_E_INFRA", "sandbox setup step failed"},
     {FY_E_INTERNAL, "FY_E_INTERNAL", "internal error"},
+    {FY_E_INTEGRITY, "FY_E_INTEGRITY", "content does not match its digest"},
+    {FY_E_UNSAFE, "FY_E_UNSAFE", "input refused as unsafe"},
 };
 
 const char *fy_strerror(int code) {
@@ -67,6 +69,7 @@ static const char *const step_names[] = {
     [FY_STEP_CLEANUP] = "cleanup",   [FY_STEP_OUTPUT] = "output",
     [FY_STEP_SECRET] = "secret",     [FY_STEP_JSON] = "json",
     [FY_STEP_INPUT] = "input",       [FY_STEP_COLLECT] = "collect",
+    [FY_STEP_IMAGE] = "image",
 };
 
 const char *fy_step_name(uint32_t step) {

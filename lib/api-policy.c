@@ -231,6 +231,21 @@ int fy_policy_set_hostname(fy_policy *policy, const char *hostname, fy_error **r
     return r < 0 ? r : replace_str(&policy->hostname, hostname, reterr);
 }
 
+int fy_policy_set_image(fy_policy *policy, const char *ref, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (ref) {
+        int r = check_image_ref(ref, "$.filesystem.image", reterr);
+        if (r < 0)
+            return r;
+        if ((policy->profile == FY_PROFILE_RELEASE || policy->profile == FY_PROFILE_HIGH_ASSURANCE) &&
+            !strstr(ref, "@sha256:"))
+            return err_set(reterr, FY_E_POLICY, FY_STEP_POLICY, 0, "$.filesystem.image",
+                           "the %s profile runs images by digest only (REF@sha256:...), not %s",
+                           fy_profile_name(policy->profile), ref);
+    }
+    return replace_str(&policy->image, ref, reterr);
+}
+
 /* ---- environment ---- */
 
 int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy_error **reterr) {

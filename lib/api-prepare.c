@@ -12,6 +12,7 @@
 #include <sodium.h>
 
 #include "os.h"
+#include "oci/oci.h"
 #include "prepared.h"
 
 static void prepared_destroy(fy_prepared *pr) {
@@ -20,6 +21,7 @@ static void prepared_destroy(fy_prepared *pr) {
     if (pr->plan && pr->sel.backend && pr->sel.backend->plan_free)
         pr->sel.backend->plan_free(pr->plan);
     plan_free(pr->neutral);
+    oci_image_free(pr->image);
     free(pr->contract_id);
     for (size_t i = 0; i < pr->nsecrets; i++)
         secret_release(pr->secrets[i].value);
@@ -53,7 +55,10 @@ void prepared_unref(fy_prepared *pr) {
 /* The caller's reference; running handles keep their own. */
 void fy_prepared_free(fy_prepared *prepared) { prepared_unref(prepared); }
 
-static int copy_argv(fy_prepared *pr, const char *const *argv, fy_error **reterr) {
+static int copy_argv(fy_prepared *pr, const char *const *argv, bool image, fy_error **reterr) {
+    if (image && (!argv || !argv[0])) /* the image's Entrypoint and Cmd (plan.c) */
+        return (pr->argv = calloc(1, sizeof(char *))) ? 0 : err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL,
+                                                                    "out of memory");
     if (!argv || !argv[0])
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "argv is empty");
     if (!argv[0][0])
@@ -229,7 +234,7 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     pr->origin_pid = util_getpid();
     pr->refs = 1;
     vec_init(&pr->env, sizeof(struct pol_env));
-    if ((r = copy_argv(pr, argv, reterr)) < 0)
+    if ((r = copy_argv(pr, argv, policy->image != NULL, reterr)) < 0)
         goto fail;
     if (!(pr->policy = policy_dup(policy)) || !(pr->caps = caps_dup(caps))) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");

@@ -51,6 +51,9 @@ struct fy_backend_ops {
      * the workload's own with them). 0, or negative when the backend's
      * workload has no host ids (a VM's files reach the host as a stream). */
     int (*workload_ids)(const void *plan, uint32_t *uid, uint32_t *gid);
+    /* Runs the plan's container image as its root (image_layers): a policy
+     * with an image selects only such a backend, one without never does. */
+    bool images;
 };
 
 /* One backend folder (lib/<name>/): what it probes, how it collects the

@@ -149,10 +149,12 @@ void caps_finish(fy_caps *c) {
     c->max_level = FY_LEVEL_NONE;
     const struct fy_backend_ops *table[FY_BACKENDS_MAX];
     size_t n = backends_collect(table, FY_BACKENDS_MAX);
+    /* The strongest level a policy gets here; a backend that runs only
+     * container images (the container level) needs a policy with one. */
     for (size_t b = 0; b < n; b++) {
         struct strbuf why;
         strbuf_init(&why);
-        if (table[b]->usable(c, &why) && (int)table[b]->level > c->max_level)
+        if (!table[b]->images && table[b]->usable(c, &why) && (int)table[b]->level > c->max_level)
             c->max_level = (int)table[b]->level;
         strbuf_free(&why);
     }

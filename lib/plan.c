@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "oci/oci.h"
 #include "plan.h"
+#include "caps.h"
 #include "prepared.h"
 
 /* ---- the plan's arena ---- */
@@ -207,27 +209,35 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
      * databases, its CA certificates where the network is not denied, and
      * the approved runtime paths over it. */
     const char *hostname = p->hostname ? p->hostname : "forgeyard";
-    add_file(b, "/etc/passwd", passwd_text(pl), 0644);
-    add_file(b, "/etc/group", group_text(pl), 0644);
+    /* A container image brings its own /etc and runtime: only the host
+     * name, hosts and (dns: host) the resolver come from the plan. */
+    bool image = pl->nimage_layers > 0;
+    if (!image) {
+        add_file(b, "/etc/passwd", passwd_text(pl), 0644);
+        add_file(b, "/etc/group", group_text(pl), 0644);
+    }
     add_file(b, "/etc/hosts", fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n", hostname), 0644);
     add_file(b, "/etc/hostname", hostname, 0644);
-    add_file(b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
+    if (!image)
+        add_file(b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
     if (p->dns == FY_DNS_HOST)
         add_host(b, PR_RESOLV, "/etc/resolv.conf", "/etc/resolv.conf", PLAN_RO | PLAN_FILE | PLAN_OPTIONAL);
-    for (size_t i = 0; i < FY_ARRAY_SIZE(etc_public); i++) {
+    for (size_t i = 0; !image && i < FY_ARRAY_SIZE(etc_public); i++) {
         char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
         if (text)
             add_file(b, etc_public[i], text, 0644);
         free(text);
     }
     int r;
-    for (size_t i = 0; p->net_mode != FY_NET_DENY && i < FY_ARRAY_SIZE(etc_trust); i++) {
+    for (size_t i = 0; !image && p->net_mode != FY_NET_DENY && i < FY_ARRAY_SIZE(etc_trust); i++) {
         struct stat st;
         if (lstat(etc_trust[i], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
             (r = add_host_path(b, PR_TRUST, etc_trust[i], false, reterr)) < 0)
             return r;
     }
     VEC_EACH(&p->runtime_paths, char *, it) {
+        if (image)
+            break;
         if ((r = add_host_path(b, PR_RUNTIME, *it, true, reterr)) < 0)
             return r;
     }
@@ -292,11 +302,21 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
 
 /* The environment: the policy's variables and the allowed host ones (as
  * resolved into pr->env, sorted), then defaults for what they left unset. */
-static int build_env(struct fy_plan *pl, const fy_prepared *pr) {
+static bool env_has(const fy_prepared *pr, const char *name, size_t len) {
+    VEC_EACH(&pr->env, struct pol_env, e) if (strlen(e->name) == len && strncmp(e->name, name, len) == 0) return true;
+    return false;
+}
+
+/* img_env: the image's declared environment ("K=V"; NULL: none), under
+ * the policy's: a variable the policy sets or allows wins. */
+static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img_env) {
     const char *const defaults[][2] = {
         {"HOME", pl->home}, {"TMPDIR", "/tmp"}, {"USER", pl->user}, {"LOGNAME", pl->user},
     };
-    const char **envp = calloc(pr->env.n + FY_ARRAY_SIZE(defaults) + 1, sizeof(char *));
+    size_t nimg = 0;
+    while (img_env && img_env[nimg])
+        nimg++;
+    const char **envp = calloc(pr->env.n + nimg + FY_ARRAY_SIZE(defaults) + 1, sizeof(char *));
     if (!keep(pl, (void *)envp))
         return FY_E_NOMEM;
     VEC_EACH(&pr->env, struct pol_env, e) {
@@ -305,9 +325,20 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr) {
         if (strcmp(e->name, "PATH") == 0)
             pl->path_search = e->value;
     }
+    for (size_t i = 0; i < nimg; i++) {
+        size_t klen = strcspn(img_env[i], "=");
+        if (env_has(pr, img_env[i], klen))
+            continue;
+        if (!(envp[pl->nenv++] = str(pl, img_env[i])))
+            return FY_E_NOMEM;
+        if (klen == 4 && strncmp(img_env[i], "PATH", 4) == 0)
+            pl->path_search = envp[pl->nenv - 1] + 5;
+    }
     for (size_t i = 0; !pr->policy->env_exact && i < FY_ARRAY_SIZE(defaults); i++) {
         bool set = false;
-        VEC_EACH(&pr->env, struct pol_env, e) set = set || strcmp(e->name, defaults[i][0]) == 0;
+        for (size_t k = 0; k < pl->nenv; k++)
+            set = set || (strncmp(envp[k], defaults[i][0], strlen(defaults[i][0])) == 0 &&
+                          envp[k][strlen(defaults[i][0])] == '=');
         if (!set && !(envp[pl->nenv++] = fmt(pl, "%s=%s", defaults[i][0], defaults[i][1])))
             return FY_E_NOMEM;
     }
@@ -318,12 +349,72 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr) {
     return 0;
 }
 
+/* The policy's container image, verified and unpacked (lib/oci/), merged
+ * under the policy: its layers and digest; its Entrypoint + Cmd and
+ * WorkingDir when the command is empty; a root User is the sandbox's mapped
+ * root (fake root), never the host's; its Env is merged in build_env. */
+static int build_image(struct fy_plan *pl, const fy_prepared *pr, struct oci_image **ret, fy_error **reterr) {
+    struct oci_image *img = NULL;
+    /* As root the sandbox maps the whole id range from 0 (the container
+     * level): the image's owners are shifted into it. */
+    struct oci_opts o = {.hold = true};
+    if (pr->caps->host.is_root) {
+        o.id_first = pr->policy->id_first;
+        o.id_count = pr->policy->id_count;
+    }
+    int r = oci_unpack(pr->policy->image, &o, &img, reterr);
+    if (r < 0)
+        return r;
+    *ret = img;
+    const char **layers = keep(pl, calloc(img->nlayers + 1, sizeof(char *)));
+    if (!layers || !(pl->image_digest = str(pl, img->manifest_digest)))
+        return FY_E_NOMEM;
+    for (size_t i = 0; i < img->nlayers; i++)
+        if (!(layers[i] = str(pl, img->layer_dirs[i])))
+            return FY_E_NOMEM;
+    pl->image_layers = layers;
+    pl->nimage_layers = img->nlayers;
+    if (img->nlayers == 0)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_IMAGE, 0, img->manifest_digest, "image %s has no layers",
+                       img->manifest_digest);
+    const char *u = img->config.user;
+    if (u && (!strcmp(u, "0") || !strcmp(u, "root") || !strncmp(u, "0:", 2) || !strncmp(u, "root:", 5))) {
+        pl->fake_root = true;
+        pl->uid = pl->gid = 0;
+        pl->user = "root";
+    }
+    if (pr->argc == 0) {
+        size_t n = 0, k = 0;
+        for (char **v = img->config.entrypoint; v && *v; v++)
+            n++;
+        for (char **v = img->config.cmd; v && *v; v++)
+            n++;
+        if (n == 0)
+            return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL,
+                           "no command, and image %s has no Entrypoint or Cmd", img->manifest_digest);
+        char **argv = keep(pl, calloc(n + 1, sizeof(char *)));
+        if (!argv)
+            return FY_E_NOMEM;
+        char **parts[] = {img->config.entrypoint, img->config.cmd};
+        for (size_t i = 0; i < 2; i++)
+            for (char **v = parts[i]; v && *v; v++)
+                if (!(argv[k++] = (char *)str(pl, *v)))
+                    return FY_E_NOMEM;
+        pl->argv = argv;
+        pl->argc = n;
+        if (img->config.workdir && !(pl->workdir = str(pl, img->config.workdir)))
+            return FY_E_NOMEM;
+    }
+    return 0;
+}
+
 int plan_build(fy_prepared *pr, fy_error **reterr) {
     const fy_policy *p = pr->policy;
     struct fy_plan *pl = calloc(1, sizeof(*pl));
     if (!pl)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     struct builder b = {.pl = pl};
+    struct oci_image *img = NULL;
     int r = 0;
     pl->backend = pr->sel.backend;
     pl->level = pr->sel.level;
@@ -341,6 +432,11 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     pl->id_count = p->id_count;
     pl->hostname = p->hostname ? str(pl, p->hostname) : NULL;
     pl->workdir = str(pl, p->workdir ? p->workdir : "/work/build");
+    if (p->image && (r = build_image(pl, pr, &img, reterr)) < 0) {
+        if (r == FY_E_NOMEM)
+            goto oom;
+        goto fail;
+    }
     /* The workspace's host directories. */
     pl->source = p->source ? str(pl, p->source) : NULL;
     pl->source_writable = p->source_writable;
@@ -361,7 +457,7 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
         goto oom;
     }
     b.skipped = NULL;
-    if (build_env(pl, pr) < 0)
+    if (build_env(pl, pr, img ? img->config.env : NULL) < 0)
         goto oom;
     /* Limits, network, devices. */
     memcpy(pl->limit, p->limit, sizeof(pl->limit));
@@ -406,10 +502,12 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     pl->test_legacy_cgroups = p->test_legacy_cgroups;
     pl->test_copy_init = p->test_copy_init;
     pr->neutral = pl;
+    pr->image = img; /* its layer locks live as long as the prepared plan (and its handles) */
     return 0;
 oom:
     r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
 fail:
+    oci_image_free(img);
     free(b.skipped);
     plan_free(pl);
     return r;

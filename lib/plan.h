@@ -115,6 +115,12 @@ struct fy_plan {
     /* The host directories of the workspace (NULL: a tmpfs stands in). */
     const char *source, *build, *output;
     bool source_writable;
+    /* The container image (FY_LEVEL_CONTAINER; NULL / 0 otherwise): its
+     * verified, unpacked layer directories, lowest first, and its manifest
+     * digest (a docker-archive's: its config digest). */
+    const char *const *image_layers;
+    size_t nimage_layers;
+    const char *image_digest;
 
     /* Limits (FY_LIMIT_*; FY_UNLIMITED: none) and the seccomp class. */
     uint64_t limit[FY_LIMIT_MAX_ + 1];

@@ -339,7 +339,7 @@ static int parse_isolation(fy_policy *p, const json_t *o, const char *loc, fy_er
 
 static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
     static const char *const keys[] = {"source", "build", "output", "toolchains", "binds",
-                                       "runtime_paths", "workdir", "hostname", NULL};
+                                       "runtime_paths", "workdir", "hostname", "image", NULL};
     int r = want_object(o, keys, loc, reterr);
     if (r < 0)
         return r;
@@ -419,7 +419,8 @@ static int parse_filesystem(fy_policy *p, const json_t *o, const char *loc, fy_e
             return r;
     }
     if ((r = opt_string(o, loc, "workdir", NULL, &p->workdir, reterr)) < 0 ||
-        (r = opt_string(o, loc, "hostname", check_hostname, &p->hostname, reterr)) < 0)
+        (r = opt_string(o, loc, "hostname", check_hostname, &p->hostname, reterr)) < 0 ||
+        (r = opt_string(o, loc, "image", check_image_ref, &p->image, reterr)) < 0)
         return r;
     return 0;
 }
@@ -760,6 +761,8 @@ char *policy_to_json(const fy_policy *p) {
     json_object_set_new(fs, "runtime_paths", rps);
     json_object_set_new(fs, "workdir", jstr(p->workdir));
     json_object_set_new(fs, "hostname", jstr(p->hostname));
+    if (p->image)
+        json_object_set_new(fs, "image", json_string(p->image));
     json_object_set_new(root, "filesystem", fs);
 
     json_t *env = json_object(), *set = json_object(), *allow = json_array();

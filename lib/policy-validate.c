@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "oci/oci.h"
 #include "policy.h"
 
 #define PATH_MAX_LEN 4095
@@ -451,6 +452,8 @@ static int validate_filesystem(const fy_policy *p, fy_error **reterr) {
         r = check_workdir(p, p->workdir, "$.filesystem.workdir", reterr);
     if (r >= 0 && p->hostname)
         r = check_hostname(p->hostname, "$.filesystem.hostname", reterr);
+    if (r >= 0 && p->image)
+        r = check_image_ref(p->image, "$.filesystem.image", reterr);
     for (size_t i = 0; i < n; i++)
         free(t[i].loc);
     for (size_t i = 0; i < p->toolchains.n; i++)
@@ -458,6 +461,18 @@ static int validate_filesystem(const fy_policy *p, fy_error **reterr) {
     free(t);
     free(tc_targets);
     return r;
+}
+
+int check_image_ref(const char *ref, const char *loc, fy_error **reterr) {
+    struct oci_ref r;
+    fy_error *e = NULL;
+    if (oci_ref_parse(ref, &r, &e) < 0) {
+        int code = bad(reterr, loc, "%s", fy_error_message(e));
+        fy_error_free(e);
+        return code;
+    }
+    oci_ref_free(&r);
+    return 0;
 }
 
 static int validate_environment(const fy_policy *p, const json_t *doc, fy_error **reterr) {
@@ -595,6 +610,9 @@ static int validate_profile_rules(const fy_policy *p, const json_t *doc, fy_erro
     if (p->env_allow.n)
         return bad(reterr, pick(doc, "$.environment.allow", "$.profile"),
                    "the %s profile inherits nothing from the host environment", pn);
+    if (p->image && !strstr(p->image, "@sha256:"))
+        return bad(reterr, pick(doc, "$.filesystem.image", "$.profile"),
+                   "the %s profile runs images by digest only (REF@sha256:...), not %s", pn, p->image);
     return 0;
 }
 

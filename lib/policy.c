@@ -86,7 +86,8 @@ void policy_clear(fy_policy *p) {
     free(p->output);
     free(p->workdir);
     free(p->hostname);
-    p->source = p->build = p->output = p->workdir = p->hostname = NULL;
+    free(p->image);
+    p->source = p->build = p->output = p->workdir = p->hostname = p->image = NULL;
     VEC_EACH(&p->toolchains, struct pol_toolchain, t) { free(t->name); free(t->host); }
     VEC_EACH(&p->binds, struct pol_bind, b) { free(b->host); free(b->target); }
     VEC_EACH(&p->runtime_paths, char *, s) free(*s);
@@ -418,7 +419,7 @@ fy_policy *policy_dup(const fy_policy *s) {
      * failure the copy's pointers are NULLed first so cleanup is safe. */
     *p = *s;
     p->origin_pid = pid;
-    p->source = p->build = p->output = p->workdir = p->hostname = NULL;
+    p->source = p->build = p->output = p->workdir = p->hostname = p->image = NULL;
     p->state_dir = NULL;
     for (int i = 0; i < 3; i++)
         p->stdio[i] = (struct pol_stdio){s->stdio[i].mode, -1, NULL, s->stdio[i].fn, s->stdio[i].userdata};
@@ -436,7 +437,7 @@ fy_policy *policy_dup(const fy_policy *s) {
     metrics_ref(p->obs.metrics); /* the shallow copy took the pointer */
     ok = ok && dup_str(&p->source, s->source) && dup_str(&p->build, s->build) &&
               dup_str(&p->output, s->output) && dup_str(&p->workdir, s->workdir) &&
-              dup_str(&p->hostname, s->hostname);
+              dup_str(&p->hostname, s->hostname) && dup_str(&p->image, s->image);
     ok = ok && dup_vec(&p->toolchains, &s->toolchains) && dup_vec(&p->binds, &s->binds) &&
          dup_vec(&p->runtime_paths, &s->runtime_paths) && dup_vec(&p->env_set, &s->env_set) &&
          dup_vec(&p->env_allow, &s->env_allow) && dup_vec(&p->dests, &s->dests) &&

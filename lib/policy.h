@@ -63,6 +63,7 @@ struct fy_policy {
     struct vec binds;         /* struct pol_bind, in insertion order */
     struct vec runtime_paths; /* char *, in order */
     char *workdir, *hostname;
+    char *image;              /* a container image reference (lib/oci/oci.h), or NULL */
     /* environment */
     struct vec env_set;       /* struct pol_env, sorted by name */
     struct vec env_allow;     /* char *, in order */
@@ -120,6 +121,8 @@ void secret_release(unsigned char *m);
 int check_host_path(const char *path, const char *loc, fy_error **reterr);
 int check_sandbox_target(const char *path, const char *loc, fy_error **reterr);
 int check_env_name(const char *name, const char *loc, fy_error **reterr);
+/* A container image reference (oci:, oci-archive:, docker-archive:). */
+int check_image_ref(const char *ref, const char *loc, fy_error **reterr);
 int check_env_value(const char *value, const char *loc, fy_error **reterr);
 int check_simple_name(const char *name, const char *what, const char *loc, fy_error **reterr);
 int check_hostname(const char *name, const char *loc, fy_error **reterr);

@@ -5,6 +5,8 @@
 
 #include "backend.h"
 
+struct oci_image;
+
 struct prep_secret {
     const struct pol_secret *decl; /* in prepared->policy */
     unsigned char *value;          /* sodium_malloc'd; wiped on free */
@@ -26,6 +28,7 @@ struct fy_prepared {
     struct fy_plan *neutral; /* the platform-neutral plan (plan.h) */
     void *plan;             /* the backend's compiled plan */
     char *contract_id;      /* prepared_contract_id, built on first use */
+    struct oci_image *image; /* the policy's image (lib/oci): holds its layers against gc */
     int refs;               /* the caller's reference + one per live handle (atomic) */
 };
 

@@ -40,6 +40,11 @@ int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy
     strbuf_init(&why);
     for (size_t i = 0; i < n; i++) {
         const struct fy_backend_ops *b = table[i];
+        if (!!p->image != b->images) {
+            strbuf_printf(&why, "%s%s: %s", why.len ? "; " : "", b->name,
+                          p->image ? "runs no container image" : "runs container images only");
+            continue;
+        }
         if (b->level < need) {
             strbuf_printf(&why, "%s%s: gives %s isolation, the policy requires %s", why.len ? "; " : "", b->name,
                           fy_level_name(b->level), fy_level_name(need));

@@ -22,6 +22,8 @@
 #define FY_E_RANGE         (-11) /* a value is out of range or too large */
 #define FY_E_INFRA         (-12) /* a sandbox setup step failed; see fy_error_step() */
 #define FY_E_INTERNAL      (-13) /* a bug in the library */
+#define FY_E_INTEGRITY     (-14) /* content does not match its digest (an image blob, a diff_id) */
+#define FY_E_UNSAFE        (-15) /* input refused as hostile: an image entry reaching outside its layer, a device */
 
 /* Steps: where a failure happened. Never renumbered. */
 #define FY_STEP_NONE          0
@@ -52,6 +54,7 @@
 #define FY_STEP_JSON          25  /* rendering JSON */
 #define FY_STEP_INPUT         26  /* materialising an action's input root */
 #define FY_STEP_COLLECT       27  /* collecting an action's declared outputs */
+#define FY_STEP_IMAGE         28  /* resolving, verifying or unpacking a container image */
 
 FY_BEGIN_DECLS
 

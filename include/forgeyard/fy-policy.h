@@ -141,6 +141,11 @@ FY_API int fy_policy_add_bind(fy_policy *policy, const char *host_path, const ch
 FY_API int fy_policy_add_runtime_path(fy_policy *policy, const char *path, fy_error **reterr);
 FY_API int fy_policy_set_workdir(fy_policy *policy, const char *path, fy_error **reterr);
 FY_API int fy_policy_set_hostname(fy_policy *policy, const char *hostname, fy_error **reterr);
+/* Runs the command in a container image (isolation level CONTAINER):
+ * "oci:DIR@sha256:...", "oci-archive:FILE@sha256:..." or
+ * "docker-archive:FILE[@sha256:...]"; NULL removes it. The release and
+ * high-assurance profiles refuse a reference without a digest. */
+FY_API int fy_policy_set_image(fy_policy *policy, const char *ref, fy_error **reterr);
 
 /* Environment: cleared by default. */
 FY_API int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy_error **reterr);

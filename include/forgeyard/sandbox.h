@@ -13,6 +13,7 @@
 #include "fy-handle.h"
 #include "fy-qualify.h"
 #include "fy-observe.h"
+#include "fy-image.h"
 #include "fy-action.h"
 
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Descriptions of the Linux backends for capability negotiation: what each
  * needs from the host and which controls it can enforce there. */
+#include <string.h>
+
 #include "backend.h"
 #include "linux-backend.h"
 #include "linux-plan.h"
@@ -78,6 +80,40 @@ const struct fy_backend_ops linux_namespace_backend = {
     .workload_ids = linux_plan_workload_ids,
 };
 
+/* The container level: the namespace machinery over a verified image
+ * (lib/oci, through the neutral plan) as an overlay root, which the probe
+ * made once (lp_probe_overlay). */
+static bool ctr_usable(const fy_caps *c, struct strbuf *why) {
+    bool ok = ns_usable(c, why);
+    const char *f = caps_fact(c, LX_FACT_OVERLAY);
+    if (!f || strcmp(f, "ok") != 0) {
+        strbuf_printf(why, "%soverlay root: %s", why->len ? "; " : "", f ? f : "not probed");
+        ok = false;
+    }
+    return ok;
+}
+const struct fy_backend_ops linux_container_backend = {
+    .version = FY_BACKEND_OPS_VERSION,
+    .name = "linux-container",
+    .level = FY_LEVEL_CONTAINER,
+    .cost = 25,
+    .usable = ctr_usable,
+    .can_enforce = ns_can_enforce,
+    .compile = linux_compile,
+    .plan_free = linux_plan_free_hook,
+    .start = lx_start,
+    .process = lx_process,
+    .terminate = lx_terminate,
+    .destroy = lx_destroy,
+    .forget = lx_forget,
+    .get_fd = lx_get_fd,
+    .stdio_fd = lx_stdio_fd,
+    .next_deadline = lx_next_deadline,
+    .describe = linux_plan_describe,
+    .workload_ids = linux_plan_workload_ids,
+    .images = true,
+};
+
 static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }
 
 static bool proc_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
@@ -132,6 +168,7 @@ static int linux_gc(const char *state_dir, uint64_t *destroyed, fy_error **reter
 static const struct fy_backend_ops *const linux_backends[] = {
     &linux_process_backend,
     &linux_namespace_backend,
+    &linux_container_backend,
     NULL,
 };
 

@@ -22,6 +22,7 @@
 #define LX_FACT_CG2_DIR     "linux.cg2_dir"
 #define LX_FACT_OCI_RUNTIME "linux.oci_runtime"
 #define LX_FACT_BWRAP       "linux.bwrap"
+#define LX_FACT_OVERLAY     "linux.overlay"     /* "ok", or why an overlay root cannot be made */
 /* The compiled seccomp programs in their saved form (sc_program_save), so
  * that a persisted probe snapshot spares a new process libseccomp's work;
  * the plan holds each to the self check before use. The key of one. */
@@ -30,6 +31,7 @@ void lx_seccomp_fact_key(char *buf, size_t len, uint32_t cls, bool notify, bool 
 /* The folder's two backends (linux-backend.c): the plan compiler tells
  * them apart. */
 extern const struct fy_backend_ops linux_namespace_backend;
+extern const struct fy_backend_ops linux_container_backend;
 extern const struct fy_backend_ops linux_process_backend;
 
 /* linux-probe*.c: namespaces, cgroups, seccomp, Landlock, pidfd, ... */

@@ -387,11 +387,40 @@ static void build_filesystem(const struct child_args *a, int ws) {
     int sfd = a->status_fd;
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         die(sfd, FY_STEP_MOUNT, errno);
-    /* The new root: a fresh tmpfs, mounted on /tmp of this private namespace. */
+    /* The new root: a fresh tmpfs, mounted on /tmp of this private namespace
+     * (the container level: an overlay of the image's layers whose upper is
+     * in that tmpfs). */
+    /* The layers are opened first (the tmpfs may hide where they are) and
+     * named to overlayfs through their fds. */
+    int lfd[LX_MAX_LAYERS];
+    size_t nl = 0;
+    char opts[4096] = "lowerdir=";
+    char *o = opts + slen(opts);
+    for (; pl->overlay_lowers && pl->overlay_lowers[nl] && nl < LX_MAX_LAYERS; nl++) {
+        if ((lfd[nl] = open(pl->overlay_lowers[nl], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+            die(sfd, FY_STEP_MOUNT, errno);
+        memcpy(o, "/proc/self/fd/", 14);
+        o = put_uint(o + 14, (unsigned long)lfd[nl]);
+        *o++ = ':';
+    }
+    if (nl) {
+        static const char tail[] = ",upperdir=/tmp/.upper,workdir=/tmp/.work,userxattr";
+        memcpy(o - 1, tail, sizeof(tail));
+    }
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, pl->tmpfs_root_opts) < 0)
         die(sfd, FY_STEP_MOUNT, errno);
-    if (mkdir("/tmp/.oldroot", 0700) < 0 || chdir("/tmp") < 0)
+    if (nl) {
+        if (mkdir("/tmp/.upper", 0755) < 0 || mkdir("/tmp/.work", 0700) < 0 || mkdir("/tmp/.root", 0755) < 0)
+            die(sfd, FY_STEP_MOUNT, errno);
+        if (mount("overlay", "/tmp/.root", "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+            die(sfd, FY_STEP_MOUNT, errno);
+        while (nl > 0)
+            close(lfd[--nl]);
+        if (chdir("/tmp/.root") < 0 || mkdir(".oldroot", 0700) < 0)
+            die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    } else if (mkdir("/tmp/.oldroot", 0700) < 0 || chdir("/tmp") < 0) {
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    }
     delay_in(pl, FY_STAGE_FILESYSTEM);
     FAULT(a, FY_STEP_PIVOT_ROOT);
     if (syscall(SYS_pivot_root, ".", ".oldroot") < 0 || chdir("/") < 0)
@@ -416,7 +445,8 @@ static void build_filesystem(const struct child_args *a, int ws) {
         join_netns(ws, sfd);
     if (umount2("/.oldroot", MNT_DETACH) < 0 || rmdir("/.oldroot") < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
-    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+    /* A container's root stays writable: its upper is this attempt's own. */
+    if (!pl->overlay_lowers && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
         die(sfd, FY_STEP_MOUNT, errno);
 }
 

@@ -110,6 +110,7 @@ int lx_pack(const struct child_args *a, unsigned char **ret_blob, size_t *ret_le
     pl.seccomp_name = NULL;
     pl.hostname = AS_PTR(put_str(&p, src->hostname));
     pl.workdir = AS_PTR(put_str(&p, src->workdir));
+    pl.overlay_lowers = AS_PTR(put_strv(&p, src->overlay_lowers));
     pl.path_search = AS_PTR(put_str(&p, src->path_search));
     pl.argv = AS_PTR(put_strv(&p, src->argv));
     pl.bpf = AS_PTR(src->bpf ? put(&p, src->bpf, (size_t)src->bpf_len * 8) : 0);
@@ -231,6 +232,7 @@ struct child_args *lx_unpack(unsigned char *blob, size_t len) {
     a->plan = pl;
     pl->hostname = at_str(&u, pl->hostname);
     pl->workdir = at_str(&u, pl->workdir);
+    pl->overlay_lowers = pl->overlay_lowers ? at_strv(&u, pl->overlay_lowers) : NULL;
     pl->path_search = at_str(&u, pl->path_search);
     pl->argv = at_strv(&u, pl->argv);
     pl->bpf = at(&u, pl->bpf, (size_t)pl->bpf_len * 8);

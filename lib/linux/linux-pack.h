@@ -11,7 +11,7 @@
 #include "linux-plan.h"
 
 #define LX_PACK_MAGIC 0x46594950u /* "FYIP" */
-#define LX_PACK_VERSION 1u
+#define LX_PACK_VERSION 2u
 
 /* Host side: a malloc'ed blob (the caller wipes and frees it: it holds the
  * secrets). 0 or FY_E_NOMEM. */

@@ -145,7 +145,14 @@ static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy
         /* Never host root: the sandbox's pid 1 and the workload get ids from
          * the unprivileged range, distinct ones when the range allows. */
         pl->drop_groups = true;
-        if (!np->fake_root && np->id_count >= 2) {
+        bool whole_range = np->nimage_layers && np->id_count > pl->work_uid && np->id_count > pl->work_gid;
+        if (whole_range) {
+            /* A container: the whole range from 0, as the image's owners
+             * were shifted into it (lib/oci), so that the image's root is
+             * the sandbox's root and its files keep their owners. */
+            pl->setup_uid = pl->setup_gid = 0;
+            snprintf(pl->uid_map, sizeof(pl->uid_map), "0 %u %u\n", np->id_first, np->id_count);
+        } else if (!np->fake_root && np->id_count >= 2) {
             pl->setup_uid = pl->setup_gid = 0;
             snprintf(pl->uid_map, sizeof(pl->uid_map), "0 %u 1\n%u %u 1\n", np->id_first, pl->work_uid,
                      np->id_first + 1);
@@ -155,6 +162,11 @@ static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy
         }
         memcpy(pl->gid_map, pl->uid_map, sizeof(pl->gid_map));
         pl->host_uid = pl->host_gid = np->fake_root || np->id_count < 2 ? np->id_first : np->id_first + 1;
+        if (whole_range) {
+            /* The container's whole range: inside id u is the host's id_first + u. */
+            pl->host_uid = np->id_first + pl->work_uid;
+            pl->host_gid = np->id_first + pl->work_gid;
+        }
     } else {
         /* Rootless: only the caller's own ids can be mapped. */
         pl->setup_uid = pl->setup_gid = pl->work_uid;
@@ -270,7 +282,7 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     unsigned kmaj = 0, kmin = 0;
     if (h->kernel_release && sscanf(h->kernel_release, "%u.%u", &kmaj, &kmin) != 2)
         kmaj = kmin = 0;
-    bool nproc = !cg->version_pids && cg->pids != FY_UNLIMITED && np->backend == &linux_namespace_backend &&
+    bool nproc = !cg->version_pids && cg->pids != FY_UNLIMITED && (np->backend == &linux_namespace_backend || np->backend == &linux_container_backend) &&
                  (kmaj > 5 || (kmaj == 5 && kmin >= 14));
     if (nproc)
         add_rlimit(pl, RLIMIT_NPROC, cg->pids);
@@ -323,7 +335,13 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     json_object_set_new(o, "filesystem", json_string(pl->process_mode
                                                          ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
                                                                            : "host view, unconfined (no Landlock)")
+                                                         : np->nimage_layers
+                                                         ? "container image: overlay of its read-only layers, a fresh "
+                                                           "tmpfs upper per attempt, with the declared paths"
                                                          : "private: fresh tmpfs root with the declared paths"));
+    if (np->image_digest)
+        json_object_set_new(o, "image", json_pack("{sssi}", "digest", np->image_digest, "layers",
+                                                  (json_int_t)np->nimage_layers));
     json_object_set_new(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
@@ -469,7 +487,29 @@ static char *tmpfs_options(struct linux_plan *pl, const struct plan_entry *e) {
 static int compile_layout(struct linux_plan *pl, struct builder *b, const struct fy_plan *np) {
     uint64_t rw = ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV;
     snprintf(pl->tmpfs_root_opts, sizeof(pl->tmpfs_root_opts), "mode=0755,size=16m,nr_inodes=16384");
-    add_rule(b, "/", LANDLOCK_ACCESS_FS_READ_DIR);
+    if (np->nimage_layers) {
+        /* The image is the root: its read-only layers under an upper of
+         * this attempt's own in the root tmpfs (sized as /tmp), which goes
+         * with the mount namespace. overlayfs lists lowerdir top first;
+         * userxattr: the sandbox mounts it in its user namespace, where
+         * whiteouts and opaque directories are read from user.overlay.* (the
+         * layer cache stores them so, lib/oci). */
+        uint64_t sz = np->limit[FY_LIMIT_TMP_SIZE];
+        snprintf(pl->tmpfs_root_opts, sizeof(pl->tmpfs_root_opts), "mode=0755,size=%llu",
+                 (unsigned long long)(sz == FY_UNLIMITED || sz == 0 ? 1ull << 30 : sz));
+        if (np->nimage_layers > LX_MAX_LAYERS)
+            return FY_E_RANGE;
+        char **lowers = arena_keep(&pl->arena, calloc(np->nimage_layers + 1, sizeof(char *)));
+        if (!lowers)
+            return FY_E_NOMEM;
+        for (size_t i = 0; i < np->nimage_layers; i++)
+            lowers[i] = (char *)np->image_layers[np->nimage_layers - 1 - i];
+        pl->overlay_lowers = lowers;
+        /* The whole root is the attempt's own copy of the image. */
+        add_rule(b, "/", rw | LANDLOCK_ACCESS_FS_EXECUTE);
+    } else {
+        add_rule(b, "/", LANDLOCK_ACCESS_FS_READ_DIR);
+    }
     bool etc_done = false;
     for (size_t i = 0; i < np->nentries; i++) {
         const struct plan_entry *e = &np->entries[i];
@@ -619,7 +659,29 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         if (pl->ll_abi >= 6)
             pl->ll_scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */;
     }
+    /* As root the sandbox opens the image's layers as one of the range's
+     * ids: every directory above them must let others through. */
+    for (size_t i = 0; pl->as_root && i < np->nimage_layers; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s", np->image_layers[i]);
+        for (char *slash = strrchr(path, '/'); slash && slash != path; slash = strrchr(path, '/')) {
+            *slash = '\0';
+            struct stat st;
+            if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+                r = err_set(reterr, FY_E_DENIED, FY_STEP_MOUNT, EACCES, NULL,
+                            "the image cache is not reachable by the sandbox's ids: %s is mode %04o (others need x)",
+                            path, (unsigned)(st.st_mode & 07777));
+                goto fail;
+            }
+        }
+    }
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
+    if (r == FY_E_RANGE) {
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_MOUNT, 0, NULL,
+                    "the image has %zu layers; one overlay mount here takes at most %d", np->nimage_layers,
+                    LX_MAX_LAYERS);
+        goto fail;
+    }
     if (r < 0)
         goto oom;
 

@@ -101,6 +101,10 @@ struct linux_plan {
     struct mount_op *ops;
     size_t nops;
     char tmpfs_root_opts[64];
+    /* The container level: the image's read-only layer directories, top
+     * first, NULL-terminated, under an overlay whose upper is in the root
+     * tmpfs (NULL: a plain tmpfs root). */
+    char **overlay_lowers;
     const char *workdir;
     /* hardening */
     struct ll_rule *ll_rules;
@@ -150,6 +154,9 @@ struct linux_plan {
  * clone: the network one while the host makes its cgroups, the cgroup one
  * once it has been placed in them. */
 #define LX_CHILD_UNSHARES (CLONE_NEWNET | CLONE_NEWCGROUP)
+
+/* At most this many image layers (each one an fd while the overlay is mounted). */
+#define LX_MAX_LAYERS 128
 
 /* At most this many fds come with a go-ahead (the v1 cgroups' tasks files). */
 #define LX_GO_MAX_FDS 8

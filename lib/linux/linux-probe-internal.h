@@ -88,6 +88,8 @@ struct ns_result {
 
 /* linux-probe-ns.c: user namespace and id map, mount namespace and mount
  * API, UTS, IPC, network, cgroup and pid namespaces; uid range. */
+/* linux-probe-overlay.c: the container level's overlay root (LX_FACT_OVERLAY). */
+void lp_probe_overlay(fy_caps *c);
 void lp_probe_namespaces(fy_caps *c, bool is_root, bool has_sys_admin,
                          const struct self_status *st);
 

@@ -321,6 +321,10 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     lp_probe_clone3(c);
     lp_probe_exec_init(c);
     lp_probe_openat2(c);
+    if (caps_present(c, FY_CAP_USERNS) && caps_present(c, FY_CAP_MOUNTNS))
+        lp_probe_overlay(c);
+    else
+        (void)caps_set_fact(c, LX_FACT_OVERLAY, "needs a user and a mount namespace");
 
     struct cg_state cg;
     memset(&cg, 0, sizeof cg);

@@ -876,6 +876,10 @@ static const struct field plan_fields[] = {
     {"build", AH_PROFILE, "mirrored by the PR_BUILD entry"},
     {"output", AH_PROFILE, "mirrored by the PR_OUTPUT entry"},
     {"source_writable", AH_PROFILE, "mirrored by the PR_SOURCE entry's PLAN_RO"},
+    {"image_layers", AH_DENIED, "never set here: a policy with an image selects only a backend with ops.images "
+                                "(lib/select.c), which apple is not"},
+    {"nimage_layers", AH_DENIED, "as image_layers"},
+    {"image_digest", AH_DENIED, "as image_layers"},
     {"limit", AH_SPAWN, "per limit: test_limits"},
     {"seccomp_class", AH_CONTROL, "the seccomp control, never enforced here"},
     {"net_mode", AH_PROFILE, "network rules"},

@@ -11,6 +11,11 @@
   seam: backend.h, internal.h (utilities), caps.h (what a probe fills),
   handle.h and attempt.h (the running attempt and its report). Never
   another backend folder's headers.
+- A service folder (lib/oci/: the image service; no <name>-backend.c, no
+  ops) is core's helper, not a backend: core may include its one public
+  header (oci/oci.h), backend folders may not; the service folder itself
+  includes only internal.h, the public headers, lib/sys/<os>/ headers and
+  its own headers.
 - The fake backend of the unit tests (test/fake/) includes backend.h only.
 
 Edges that break the rule today and are being removed (issue 20's neutral
@@ -24,6 +29,8 @@ import re
 import sys
 
 SEAM = {'backend.h', 'internal.h', 'caps.h', 'handle.h', 'attempt.h'}
+# Service folders and the one header of each that core may include.
+SERVICES = {'oci': 'oci.h'}
 # (file, header): the qualification suite drives whole attempts through the
 # policy API, as a host program would.
 DEBTS = {
@@ -70,6 +77,8 @@ def main():
             continue
         for h in includes(os.path.join(lib, f)):
             base = os.path.basename(h)
+            if any(h == '%s/%s' % (d, hd) for d, hd in SERVICES.items()):
+                continue
             if '/' in h and not h.startswith('forgeyard/'):
                 problems.append('lib/%s includes "%s": core includes no backend or sys header' % (f, h))
             elif base in folder_headers and base not in core_headers:
@@ -112,6 +121,25 @@ def main():
                                         % (rel(path), h, ', '.join(sorted(SEAM))))
                     else:
                         problems.append('%s includes "%s", which is not in the tree' % (rel(path), h))
+    # Service folders.
+    for svc in sorted(SERVICES):
+        sdir = os.path.join(lib, svc)
+        if not os.path.isdir(sdir):
+            continue
+        if os.path.exists(os.path.join(sdir, svc + '-backend.c')):
+            problems.append('lib/%s/ is a service folder: it has no %s-backend.c' % (svc, svc))
+        for f in sorted(os.listdir(sdir)):
+            if not f.endswith(('.c', '.h')):
+                continue
+            for h in includes(os.path.join(sdir, f)):
+                base = os.path.basename(h)
+                where = folder_headers.get(base)
+                if h.startswith('forgeyard/') or base == 'internal.h':
+                    continue
+                if where and (where == svc or where.startswith('sys' + os.sep)):
+                    continue
+                problems.append('lib/%s/%s includes %s: a service folder uses internal.h, the public headers, '
+                                'lib/sys/ and its own headers only' % (svc, f, h))
     # The fake backend.
     fake = os.path.join(root, 'test', 'fake')
     for f in sorted(os.listdir(fake)):

@@ -77,6 +77,24 @@ static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
 
 /* Processes whose command line contains needle; with in_freezer, only those
  * that sit in a v1 freezer cgroup of ours (forgeyard-*). */
+/* Whether the process (a /proc entry name) can be this test process's: a
+ * process in another host's forgeyard cgroup is another test run's (several
+ * suites may run on one machine); one in none is counted (rootless
+ * sandboxes have no cgroup of their own). A process cannot leave its
+ * sandbox's cgroup, so one that escaped its sandbox is still counted. */
+static bool of_this_run(const char *pid) {
+    char path[64], cg[4096] = {0}, mine[48];
+    snprintf(path, sizeof(path), "/proc/%s/cgroup", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t k = fd >= 0 ? read(fd, cg, sizeof(cg) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (k <= 0 || !strstr(cg, "/forgeyard-"))
+        return true;
+    snprintf(mine, sizeof(mine), "/forgeyard-%d-", (int)getpid());
+    return strstr(cg, mine) != NULL;
+}
+
 static int procs_with(const char *needle, bool in_freezer) {
     DIR *d = opendir("/proc");
     int n = 0;
@@ -92,7 +110,7 @@ static int procs_with(const char *needle, bool in_freezer) {
         for (ssize_t i = 0; i < k; i++)
             if (!buf[i])
                 buf[i] = ' ';
-        if (k <= 0 || !strstr(buf, needle))
+        if (k <= 0 || !strstr(buf, needle) || !of_this_run(e->d_name))
             continue;
         if (in_freezer) {
             snprintf(path, sizeof(path), "/proc/%s/cgroup", e->d_name);

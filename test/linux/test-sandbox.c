@@ -436,6 +436,29 @@ END_TEST
 
 /* Processes whose command line holds needle: how many, and the first one's
  * pid (when first is not NULL). */
+/* Whether the process (a /proc entry name) can be this test process's: a
+ * process in another host's forgeyard cgroup is another test run's (several
+ * suites may run on one machine); one in none is counted (rootless
+ * sandboxes have no cgroup of their own). A process cannot leave its
+ * sandbox's cgroup, so one that escaped its sandbox is still counted. */
+static pid_t held_hosts[8]; /* host programs this test forked (fork_held) */
+static size_t nheld;
+
+static bool of_this_run(const char *pid) {
+    char path[64], cg[4096] = {0}, mine[48];
+    snprintf(path, sizeof(path), "/proc/%s/cgroup", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t k = fd >= 0 ? read(fd, cg, sizeof(cg) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (k <= 0 || !strstr(cg, "/forgeyard-"))
+        return true;
+    snprintf(mine, sizeof(mine), "/forgeyard-%d-", (int)getpid());
+    for (size_t i = 0; !strstr(cg, mine) && i < nheld; i++)
+        snprintf(mine, sizeof(mine), "/forgeyard-%d-", (int)held_hosts[i]);
+    return strstr(cg, mine) != NULL;
+}
+
 static int procs_with(const char *needle, pid_t *first) {
     DIR *d = opendir("/proc");
     int n = 0;
@@ -453,7 +476,7 @@ static int procs_with(const char *needle, pid_t *first) {
         for (ssize_t i = 0; i < k; i++)
             if (!buf[i])
                 buf[i] = ' ';
-        if (k > 0 && strstr(buf, needle) && n++ == 0 && first)
+        if (k > 0 && strstr(buf, needle) && of_this_run(e->d_name) && n++ == 0 && first)
             *first = atoi(e->d_name);
     }
     if (d)
@@ -1568,6 +1591,8 @@ static pid_t fork_held(int *go) {
     }
     close(p[0]);
     *go = p[1];
+    if (nheld < sizeof(held_hosts) / sizeof(held_hosts[0]))
+        held_hosts[nheld++] = pid;
     return pid;
 }
 

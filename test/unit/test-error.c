@@ -11,7 +11,7 @@ START_TEST(test_codes_are_stable) {
     ck_assert_int_eq(FY_E_INVAL, -1);
     ck_assert_int_eq(FY_E_POLICY, -6);
     ck_assert_int_eq(FY_E_INTERNAL, -13);
-    for (int c = FY_E_INTERNAL; c <= 0; c++) {
+    for (int c = FY_E_UNSAFE; c <= 0; c++) {
         ck_assert_str_ne(fy_error_name(c), "unknown");
         ck_assert_str_ne(fy_strerror(c), "unknown");
         ck_assert(strncmp(fy_error_name(c), "FY_", 3) == 0);
@@ -23,7 +23,7 @@ START_TEST(test_codes_are_stable) {
 END_TEST
 
 START_TEST(test_steps) {
-    for (uint32_t s = FY_STEP_NONE; s <= FY_STEP_JSON; s++)
+    for (uint32_t s = FY_STEP_NONE; s <= FY_STEP_IMAGE; s++)
         ck_assert_str_ne(fy_step_name(s), "unknown");
     ck_assert_str_eq(fy_step_name(FY_STEP_MOUNT), "mount");
     ck_assert_str_eq(fy_step_name(9999), "unknown");

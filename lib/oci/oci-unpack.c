@@ -1,0 +1,1057 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Verified, bounded, hostile-safe layer unpacking into the content-addressed
+ * cache (the rules are in oci.h).
+ *
+ * One layer is three readers in a chain: the blob (a layout file or an
+ * archive member; every byte hashed: the layer digest), a decompressor
+ * (libarchive, format "raw", filters gzip/zstd/none only, never an external
+ * program; every byte hashed: the diff_id, and bounded: stream bytes and
+ * ratio), and a tar reader whose entries are created one by one relative
+ * to the staging directory fd. The entry becomes visible in layers/ only
+ * after both digests matched, syncfs(2) and rename(2). */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "oci-internal.h"
+
+#define PATH_BUF 4097
+#define RESOLVE_STRICT (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+
+struct dirfix {
+    char *path;
+    mode_t mode;
+    struct timespec mtime;
+};
+
+struct layer_ctx {
+    /* Source of the compressed blob. */
+    int blob_fd;
+    struct archive *outer;
+    /* The chain. */
+    struct archive *dec, *tar;
+    crypto_hash_sha256_state hc, hu;
+    uint64_t ncomp, nunc, expect_comp; /* expect_comp: 0 when unknown */
+    bool dec_failed;
+    bool same;                 /* no compression: the diff_id is the blob's digest (hashed once) */
+    const char *bound;         /* "stream" / "ratio" when a read callback stopped */
+    /* Target. */
+    int root;
+    struct oci_limits lim;
+    bool refuse_setid, may_trusted;
+    uint32_t id_first, id_count;   /* owner shift (0: none) */
+    uint64_t entries, bytes;
+    struct dirfix *fix;
+    size_t nfix, capfix;
+    const char *blob;          /* digest or archive path, for messages */
+    /* Progress. */
+    oci_progress_fn progress;
+    void *userdata;
+    uint32_t layer, nlayers;
+    uint64_t done_base, total, last_report;
+    unsigned char cbuf[65536], ubuf[65536];
+};
+
+/* ---- the read chain ---- */
+
+static la_ssize_t comp_read(struct archive *a, void *ud, const void **buf) {
+    struct layer_ctx *c = ud;
+    la_ssize_t n;
+    if (c->outer) {
+        n = archive_read_data(c->outer, c->cbuf, sizeof(c->cbuf));
+    } else {
+        do
+            n = read(c->blob_fd, c->cbuf, sizeof(c->cbuf));
+        while (n < 0 && errno == EINTR);
+    }
+    if (n < 0) {
+        c->dec_failed = true;
+        archive_set_error(a, EIO, "truncated: reading the layer blob failed");
+        return -1;
+    }
+    crypto_hash_sha256_update(&c->hc, c->cbuf, (unsigned long long)n);
+    c->ncomp += (uint64_t)n;
+    if (c->expect_comp && c->ncomp > c->expect_comp) {
+        c->bound = "size";
+        archive_set_error(a, EFBIG, "the blob is larger than its descriptor");
+        return -1;
+    }
+    if (c->progress && (c->ncomp - c->last_report >= (1u << 20) || n == 0)) {
+        c->last_report = c->ncomp;
+        c->progress(c->userdata, c->layer, c->nlayers, c->done_base + c->ncomp, c->total);
+    }
+    *buf = c->cbuf;
+    return n;
+}
+
+static la_ssize_t unc_read(struct archive *a, void *ud, const void **buf) {
+    struct layer_ctx *c = ud;
+    la_ssize_t n = archive_read_data(c->dec, c->ubuf, sizeof(c->ubuf));
+    if (n < 0) {
+        c->dec_failed = true;
+        archive_set_error(a, EIO, "%s", archive_error_string(c->dec) ? archive_error_string(c->dec) : "decompression failed");
+        return -1;
+    }
+    if (!c->same)
+        crypto_hash_sha256_update(&c->hu, c->ubuf, (unsigned long long)n);
+    c->nunc += (uint64_t)n;
+    if (c->nunc > c->lim.stream_bytes) {
+        c->bound = "stream";
+    } else if (c->nunc > c->lim.ratio_floor && c->nunc / (c->ncomp ? c->ncomp : 1) > c->lim.ratio) {
+        c->bound = "ratio";
+    }
+    if (c->bound) {
+        archive_set_error(a, ERANGE, "bound");
+        return -1;
+    }
+    *buf = c->ubuf;
+    return n;
+}
+
+/* ---- errors ---- */
+
+static int fail_stream(struct layer_ctx *c, struct archive *a, fy_error **reterr) {
+    if (c->bound && strcmp(c->bound, "size") == 0)
+        return err_set(reterr, FY_E_INTEGRITY, FY_STEP_IMAGE, 0, c->blob,
+                       "size: layer %s is larger than its descriptor's %llu bytes", c->blob,
+                       (unsigned long long)c->expect_comp);
+    if (c->bound && strcmp(c->bound, "stream") == 0)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, c->blob,
+                       "bytes: layer %s decompresses to more than %llu bytes", c->blob,
+                       (unsigned long long)c->lim.stream_bytes);
+    if (c->bound)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, c->blob,
+                       "ratio: layer %s decompresses more than %llu:1 (%llu bytes from %llu): a compression bomb",
+                       c->blob, (unsigned long long)c->lim.ratio, (unsigned long long)c->nunc,
+                       (unsigned long long)c->ncomp);
+    const char *m = archive_error_string(a);
+    return err_set(reterr, FY_E_INTEGRITY, FY_STEP_IMAGE, 0, c->blob, "truncated: layer %s is truncated or corrupt: %s",
+                   c->blob, m ? m : "unreadable");
+}
+
+#define UNSAFE(reason, fmt, ...) \
+    err_set(reterr, FY_E_UNSAFE, FY_STEP_IMAGE, 0, entry, reason ": layer %s: " fmt, c->blob, __VA_ARGS__)
+
+static int fail_os(struct layer_ctx *c, const char *entry, const char *what, int e, fy_error **reterr) {
+    return err_set(reterr, err_from_errno(e), FY_STEP_IMAGE, e, entry, "layer %s: %s %s: %s", c->blob, what, entry,
+                   strerror(e));
+}
+
+static int shift_owner(struct layer_ctx *c, struct archive_entry *e, int pfd, const char *leaf, const char *entry,
+                       fy_error **reterr);
+
+/* ---- names ---- */
+
+/* The entry name in, normalised into out: relative, no "", "." or ".."
+ * component; 0, or a typed refusal. */
+static int norm_name(struct layer_ctx *c, const char *entry, char out[PATH_BUF], fy_error **reterr) {
+    if (!entry)
+        return err_set(reterr, FY_E_UNSAFE, FY_STEP_IMAGE, 0, NULL, "path: layer %s: an entry without a name", c->blob);
+    size_t len = strlen(entry);
+    if (len > c->lim.path_max)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, NULL, "path: layer %s: an entry name of %zu bytes (at most %llu)",
+                       c->blob, len, (unsigned long long)c->lim.path_max);
+    if (entry[0] == '/')
+        return UNSAFE("absolute", "the entry %s is absolute", entry);
+    size_t o = 0;
+    const char *p = entry;
+    while (*p) {
+        const char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return UNSAFE("traversal", "the entry %s climbs out with ..", entry);
+        if (n && !(n == 1 && p[0] == '.')) {
+            if (o)
+                out[o++] = '/';
+            memcpy(out + o, p, n);
+            o += n;
+        }
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Opens the directory that holds path's last component (creating missing
+ * directories when create), never through a symlink or outside the layer;
+ * *leaf points into path. Returns the fd or a negative error. */
+static int open_parent(struct layer_ctx *c, char *path, bool create, const char **leaf, const char *entry,
+                       fy_error **reterr) {
+    char *slash = strrchr(path, '/');
+    int cur = fcntl(c->root, F_DUPFD_CLOEXEC, 3);
+    if (cur < 0)
+        return fail_os(c, entry, "duplicating the layer fd for", errno, reterr);
+    if (!slash) {
+        *leaf = path;
+        return cur;
+    }
+    *slash = '\0';
+    *leaf = slash + 1;
+    char *p = path;
+    int r = 0;
+    while (p && *p) {
+        char *next = strchr(p, '/');
+        if (next)
+            *next = '\0';
+        /* No O_NOFOLLOW: RESOLVE_NO_SYMLINKS makes a symlink, last component too, ELOOP. */
+        struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_STRICT};
+        int fd = sys_openat2(cur, p, &how, sizeof(how));
+        if (fd < 0 && errno == ENOENT && create) {
+            if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
+                r = fail_os(c, entry, "creating a parent of", errno, reterr);
+            else if ((r = shift_owner(c, NULL, cur, p, entry, reterr)) == 0)
+                fd = sys_openat2(cur, p, &how, sizeof(how));
+        }
+        if (fd < 0 && !r) {
+            if (errno == ELOOP || errno == EXDEV)
+                r = UNSAFE("symlink", "the entry %s would be reached through the symbolic link %s", entry, p);
+            else if (errno == ENOTDIR)
+                r = UNSAFE("notdir", "the entry %s is below %s, which is not a directory", entry, p);
+            else if (errno == ENOENT)
+                r = UNSAFE("hardlink", "the link target %s is not in the layer", entry);
+            else
+                r = fail_os(c, entry, "opening a parent of", errno, reterr);
+        }
+        if (next)
+            *next = '/';
+        if (r) {
+            close(cur);
+            *slash = '/';
+            return r;
+        }
+        close(cur);
+        cur = fd;
+        p = next ? next + 1 : NULL;
+    }
+    *slash = '/';
+    return cur;
+}
+
+/* Removes what is at leaf so that an entry can take its place; 1 when keep_dir
+ * and a directory is there (kept), 0 when the place is free. */
+static int clear_leaf(struct layer_ctx *c, int pfd, const char *leaf, bool keep_dir, const char *entry,
+                      fy_error **reterr) {
+    struct stat st;
+    if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : fail_os(c, entry, "inspecting", errno, reterr);
+    if (S_ISDIR(st.st_mode)) {
+        if (keep_dir)
+            return 1;
+        if (unlinkat(pfd, leaf, AT_REMOVEDIR) < 0)
+            return fail_os(c, entry, "replacing the directory", errno, reterr);
+        return 0;
+    }
+    if (unlinkat(pfd, leaf, 0) < 0)
+        return fail_os(c, entry, "replacing", errno, reterr);
+    return 0;
+}
+
+static int write_all_at(int fd, const void *buf, size_t len, off_t off) {
+    const char *p = buf;
+    while (len) {
+        ssize_t n = pwrite(fd, p, len, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        off += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* ---- one entry ---- */
+
+/* The entry's owner, shifted into the range (see struct oci_opts). */
+static int shift_owner(struct layer_ctx *c, struct archive_entry *e, int pfd, const char *leaf, const char *entry,
+                       fy_error **reterr) {
+    if (!c->id_count)
+        return 0;
+    uint64_t u = e ? (uint64_t)archive_entry_uid(e) : 0, g = e ? (uint64_t)archive_entry_gid(e) : 0;
+    uint32_t over = c->id_count > 65534 ? 65534 : 0;
+    uid_t hu = c->id_first + (u < c->id_count ? (uint32_t)u : over);
+    gid_t hg = c->id_first + (g < c->id_count ? (uint32_t)g : over);
+    if (fchownat(pfd, leaf, hu, hg, AT_SYMLINK_NOFOLLOW) < 0)
+        return fail_os(c, entry, "setting the owner of", errno, reterr);
+    return 0;
+}
+
+static int put_file(struct layer_ctx *c, struct archive_entry *e, int pfd, const char *leaf, mode_t mode,
+                    const char *entry, fy_error **reterr) {
+    int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+    if (size < 0)
+        size = 0;
+    if ((uint64_t)size > c->lim.layer_bytes - c->bytes)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, entry,
+                       "bytes: layer %s: the entry %s (%lld bytes) takes the layer past its bound of %llu bytes",
+                       c->blob, entry, (long long)size, (unsigned long long)c->lim.layer_bytes);
+    c->bytes += (uint64_t)size;
+    int r = clear_leaf(c, pfd, leaf, false, entry, reterr);
+    if (r < 0)
+        return r;
+    int fd = openat(pfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return fail_os(c, entry, "creating", errno, reterr);
+    const void *buf;
+    size_t len;
+    la_int64_t off;
+    while ((r = archive_read_data_block(c->tar, &buf, &len, &off)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+        if (off < 0 || (uint64_t)off + len > (uint64_t)size) {
+            close(fd);
+            return err_set(reterr, FY_E_INTEGRITY, FY_STEP_IMAGE, 0, entry,
+                           "corrupt: layer %s: the data of %s runs past its size", c->blob, entry);
+        }
+        if (len && write_all_at(fd, buf, len, (off_t)off) < 0) {
+            r = fail_os(c, entry, "writing", errno, reterr);
+            close(fd);
+            return r;
+        }
+    }
+    if (r != ARCHIVE_EOF) {
+        close(fd);
+        return fail_stream(c, c->tar, reterr);
+    }
+    /* Holes stay holes: the size is set, never written. */
+    struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = archive_entry_mtime(e)}};
+    if ((r = shift_owner(c, e, pfd, leaf, entry, reterr)) < 0) {
+        close(fd);
+        return r;
+    }
+    if (ftruncate(fd, (off_t)size) < 0 || fchmod(fd, mode) < 0 || futimens(fd, ts) < 0) {
+        r = fail_os(c, entry, "finishing", errno, reterr);
+        close(fd);
+        return r;
+    }
+    close(fd);
+    return 0;
+}
+
+static int put_hardlink(struct layer_ctx *c, const char *target, int pfd, const char *leaf, const char *entry,
+                        fy_error **reterr) {
+    char tpath[PATH_BUF];
+    int r = norm_name(c, target, tpath, reterr);
+    if (r < 0)
+        return r;
+    if (!tpath[0])
+        return UNSAFE("hardlink", "the entry %s links to the layer's root", entry);
+    const char *tleaf;
+    int tfd = open_parent(c, tpath, false, &tleaf, target, reterr);
+    if (tfd < 0)
+        return tfd;
+    struct stat st;
+    if (fstatat(tfd, tleaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode)) {
+        close(tfd);
+        return UNSAFE("hardlink", "the entry %s links to %s, which is not a file already in the layer", entry, target);
+    }
+    if (tfd == pfd || (strcmp(tleaf, leaf) == 0 && strcmp(tpath, entry) == 0)) {
+        close(tfd);
+        return 0;
+    }
+    r = clear_leaf(c, pfd, leaf, false, entry, reterr);
+    if (r == 0 && linkat(tfd, tleaf, pfd, leaf, 0) < 0)
+        r = fail_os(c, entry, "linking", errno, reterr);
+    close(tfd);
+    return r;
+}
+
+static int put_whiteout(struct layer_ctx *c, int pfd, const char *leaf, const char *entry, fy_error **reterr) {
+    if (strcmp(leaf, ".wh..wh..opq") == 0) {
+        int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            return fail_os(c, entry, "opening the opaque directory of", errno, reterr);
+        int r = 0;
+        if (fsetxattr(dfd, "user.overlay.opaque", "y", 1, 0) < 0)
+            r = err_set(reterr, errno == EPERM || errno == EACCES ? FY_E_DENIED : FY_E_UNSUPPORTED, FY_STEP_IMAGE,
+                        errno, entry, "layer %s: marking %s opaque: user.overlay.opaque: %s (the cache's file "
+                        "system needs user xattrs)", c->blob, entry, strerror(errno));
+        /* For an overlay mounted without userxattr (init user namespace). */
+        if (!r && c->may_trusted)
+            (void)fsetxattr(dfd, "trusted.overlay.opaque", "y", 1, 0);
+        close(dfd);
+        return r;
+    }
+    const char *name = leaf + 4;
+    if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return UNSAFE("whiteout", "the whiteout %s names no entry of its directory", entry);
+    int r = clear_leaf(c, pfd, name, false, entry, reterr);
+    if (r < 0)
+        return r;
+    if (mknodat(pfd, name, S_IFCHR | 0, makedev(0, 0)) < 0)
+        return fail_os(c, entry, "making the whiteout", errno, reterr);
+    return 0;
+}
+
+static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **reterr) {
+    const char *entry = archive_entry_pathname(e);
+    char path[PATH_BUF];
+    int r = norm_name(c, entry, path, reterr);
+    if (r < 0)
+        return r;
+    mode_t type = archive_entry_filetype(e);
+    const char *hard = archive_entry_hardlink(e);
+    mode_t mode = archive_entry_perm(e) & 07777;
+    if (mode & (S_ISUID | S_ISGID)) {
+        if (c->refuse_setid && !hard)
+            return UNSAFE("setid", "the entry %s is setuid or setgid (mode %04o)", entry, (unsigned)mode);
+        mode &= ~(mode_t)(S_ISUID | S_ISGID);
+    }
+    if (!hard && (type == AE_IFCHR || type == AE_IFBLK))
+        return UNSAFE("device", "the entry %s is a device node (%u:%u): devices are never unpacked", entry,
+                      (unsigned)archive_entry_rdevmajor(e), (unsigned)archive_entry_rdevminor(e));
+    if (!path[0])
+        return 0; /* the layer's root ("./"): its mode stays the cache's */
+    const char *leaf;
+    int pfd = open_parent(c, path, true, &leaf, entry, reterr);
+    if (pfd < 0)
+        return pfd;
+    if (strncmp(leaf, ".wh.", 4) == 0) {
+        r = put_whiteout(c, pfd, leaf, entry, reterr);
+    } else if (hard) {
+        r = put_hardlink(c, hard, pfd, leaf, entry, reterr);
+    } else if (type == AE_IFREG) {
+        r = put_file(c, e, pfd, leaf, mode, entry, reterr);
+    } else if (type == AE_IFDIR) {
+        r = clear_leaf(c, pfd, leaf, true, entry, reterr);
+        if (r == 0 && mkdirat(pfd, leaf, 0700) < 0)
+            r = fail_os(c, entry, "creating the directory", errno, reterr);
+        if (r >= 0 && shift_owner(c, e, pfd, leaf, entry, reterr) < 0)
+            r = FY_E_IO;
+        if (r >= 0) {
+            r = 0;
+            if (c->nfix == c->capfix) {
+                size_t ncap = c->capfix ? 2 * c->capfix : 64;
+                struct dirfix *n = realloc(c->fix, ncap * sizeof(*n));
+                if (!n)
+                    r = err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
+                else
+                    c->fix = n, c->capfix = ncap;
+            }
+            if (!r) {
+                struct dirfix *f = &c->fix[c->nfix];
+                f->path = util_strdup(path);
+                f->mode = mode;
+                f->mtime = (struct timespec){.tv_sec = archive_entry_mtime(e)};
+                if (f->path)
+                    c->nfix++;
+                else
+                    r = err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
+            }
+        }
+    } else if (type == AE_IFLNK) {
+        const char *target = archive_entry_symlink(e);
+        if (!target || !target[0] || strlen(target) > c->lim.path_max)
+            r = err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, entry, "path: layer %s: the symbolic link %s has a bad target",
+                        c->blob, entry);
+        else if ((r = clear_leaf(c, pfd, leaf, false, entry, reterr)) == 0 && symlinkat(target, pfd, leaf) < 0)
+            r = fail_os(c, entry, "creating the symbolic link", errno, reterr);
+        if (r == 0)
+            r = shift_owner(c, e, pfd, leaf, entry, reterr);
+        if (r == 0) {
+            struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = archive_entry_mtime(e)}};
+            (void)utimensat(pfd, leaf, ts, AT_SYMLINK_NOFOLLOW);
+        }
+    } else if (type == AE_IFIFO) {
+        if ((r = clear_leaf(c, pfd, leaf, false, entry, reterr)) == 0 && mknodat(pfd, leaf, S_IFIFO | (mode & 0777), 0) < 0)
+            r = fail_os(c, entry, "creating the fifo", errno, reterr);
+        if (r == 0)
+            r = shift_owner(c, e, pfd, leaf, entry, reterr);
+    } else if (type == AE_IFSOCK) {
+        r = 0; /* a socket in a tar is meaningless: skipped */
+    } else {
+        r = UNSAFE("type", "the entry %s has an unknown type %o", entry, (unsigned)type);
+    }
+    close(pfd);
+    return r < 0 ? r : 0;
+}
+
+/* Directory modes and times, deepest first, once nothing more is written below. */
+static int fix_dirs(struct layer_ctx *c, fy_error **reterr) {
+    for (size_t i = c->nfix; i-- > 0;) {
+        struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, .resolve = RESOLVE_STRICT};
+        int fd = sys_openat2(c->root, c->fix[i].path, &how, sizeof(how));
+        if (fd < 0)
+            continue; /* replaced or whited out later in the layer */
+        struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, c->fix[i].mtime};
+        int r = fchmod(fd, c->fix[i].mode | S_IRWXU) < 0 || futimens(fd, ts) < 0 ? -1 : 0;
+        int e = errno;
+        close(fd);
+        if (r < 0)
+            return fail_os(c, c->fix[i].path, "setting the mode of", e, reterr);
+    }
+    return 0;
+}
+
+static int extract(struct layer_ctx *c, const char *diff_id, const char *digest, fy_error **reterr) {
+    crypto_hash_sha256_init(&c->hc);
+    crypto_hash_sha256_init(&c->hu);
+    int r = 0;
+    c->dec = archive_read_new();
+    c->tar = archive_read_new();
+    if (!c->dec || !c->tar) {
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
+        goto out;
+    }
+    /* Only built-in decoders: archive_read_support_filter_all would run
+     * external programs (lrzip, lzop, grzip) for some formats. */
+    if (archive_read_support_filter_gzip(c->dec) != ARCHIVE_OK ||
+        archive_read_support_filter_zstd(c->dec) != ARCHIVE_OK ||
+        archive_read_support_filter_none(c->dec) != ARCHIVE_OK || archive_read_support_format_raw(c->dec) != ARCHIVE_OK ||
+        archive_read_support_format_tar(c->tar) != ARCHIVE_OK || archive_read_support_filter_none(c->tar) != ARCHIVE_OK) {
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_IMAGE, 0, c->blob,
+                    "this libarchive has no built-in gzip or zstd decoder: %s", archive_error_string(c->dec));
+        goto out;
+    }
+    struct archive_entry *e;
+    if (archive_read_open(c->dec, c, NULL, comp_read, NULL) != ARCHIVE_OK ||
+        archive_read_next_header(c->dec, &e) != ARCHIVE_OK) {
+        r = fail_stream(c, c->dec, reterr);
+        goto out;
+    }
+    /* An uncompressed layer is one stream: both digests are the same hash. */
+    c->same = archive_filter_count(c->dec) == 1 && archive_filter_code(c->dec, 0) == ARCHIVE_FILTER_NONE;
+    if (archive_read_open(c->tar, c, NULL, unc_read, NULL) != ARCHIVE_OK) {
+        r = fail_stream(c, c->tar, reterr);
+        goto out;
+    }
+    for (;;) {
+        int k = archive_read_next_header(c->tar, &e);
+        if (k == ARCHIVE_EOF)
+            break;
+        if (k < ARCHIVE_WARN) {
+            r = fail_stream(c, c->tar, reterr);
+            goto out;
+        }
+        if (++c->entries > c->lim.entries) {
+            r = err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, c->blob, "entries: layer %s has more than %llu entries",
+                        c->blob, (unsigned long long)c->lim.entries);
+            goto out;
+        }
+        if ((r = put_entry(c, e, reterr)) < 0)
+            goto out;
+    }
+    /* Everything after the tar's end still counts for both digests. */
+    la_ssize_t n;
+    while ((n = archive_read_data(c->dec, c->ubuf, sizeof(c->ubuf))) > 0) {
+        if (!c->same)
+            crypto_hash_sha256_update(&c->hu, c->ubuf, (unsigned long long)n);
+        if ((c->nunc += (uint64_t)n) > c->lim.stream_bytes) {
+            c->bound = "stream";
+            n = -1;
+            break;
+        }
+    }
+    if (n < 0) {
+        r = fail_stream(c, c->dec, reterr);
+        goto out;
+    }
+    const void *dummy;
+    while ((n = comp_read(c->dec, c, &dummy)) > 0)
+        ;
+    if (n < 0) {
+        r = fail_stream(c, c->dec, reterr);
+        goto out;
+    }
+    unsigned char h[32];
+    char got[OCI_DIGEST_LEN + 1];
+    crypto_hash_sha256_final(&c->hc, h);
+    oci_digest_hex(h, got);
+    char comp[OCI_DIGEST_LEN + 1];
+    memcpy(comp, got, sizeof(comp));
+    if (digest && digest[0] && strcmp(got, digest)) {
+        r = err_set(reterr, FY_E_INTEGRITY, FY_STEP_IMAGE, 0, digest, "digest: layer blob %s has digest %s", digest, got);
+        goto out;
+    }
+    if (c->expect_comp && c->ncomp != c->expect_comp) {
+        r = err_set(reterr, FY_E_INTEGRITY, FY_STEP_IMAGE, 0, c->blob, "size: layer %s is %llu bytes, its descriptor says %llu",
+                    c->blob, (unsigned long long)c->ncomp, (unsigned long long)c->expect_comp);
+        goto out;
+    }
+    if (c->same) {
+        memcpy(got, comp, sizeof(got));
+    } else {
+        crypto_hash_sha256_final(&c->hu, h);
+        oci_digest_hex(h, got);
+    }
+    if (strcmp(got, diff_id)) {
+        r = err_set(reterr, FY_E_INTEGRITY, FY_STEP_IMAGE, 0, diff_id,
+                    "diff_id: layer %s uncompresses to %s, the config says %s", c->blob, got, diff_id);
+        goto out;
+    }
+    r = fix_dirs(c, reterr);
+out:
+    archive_read_free(c->tar);
+    archive_read_free(c->dec);
+    c->tar = c->dec = NULL;
+    for (size_t i = 0; i < c->nfix; i++)
+        free(c->fix[i].path);
+    free(c->fix);
+    c->fix = NULL;
+    c->nfix = c->capfix = 0;
+    return r;
+}
+
+/* ---- the cache ---- */
+
+bool oci_is_root(void) { return geteuid() == 0; }
+
+char *oci_cache_dir(void) {
+    const char *o = getenv("FORGEYARD_IMAGE_CACHE");
+    if (o && o[0] == '/')
+        return util_strdup(o);
+    if (geteuid() == 0)
+        return util_strdup("/var/cache/forgeyard/images");
+    const char *x = getenv("XDG_CACHE_HOME");
+    if (x && x[0] == '/')
+        return util_asprintf("%s/forgeyard/images", x);
+    const char *home = getenv("HOME");
+    if (home && home[0] == '/')
+        return util_asprintf("%s/.cache/forgeyard/images", home);
+    return NULL;
+}
+
+struct cache {
+    char *path;
+    char layers_name[48];
+    int root, layers, tmp, locks, gc;
+};
+
+static void cache_close(struct cache *k) {
+    int *fds[] = {&k->root, &k->layers, &k->tmp, &k->locks, &k->gc};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(fds); i++)
+        if (*fds[i] >= 0)
+            close(*fds[i]), *fds[i] = -1;
+    free(k->path);
+    k->path = NULL;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+    char buf[PATH_BUF];
+    if (strlen(path) >= sizeof(buf))
+        return -1;
+    strcpy(buf, path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int subdir(int root, const char *name, mode_t mode) {
+    if (mkdirat(root, name, mode) < 0 && errno != EEXIST)
+        return -1;
+    return openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int cache_open(const char *dir, const char *layers, struct cache *k, fy_error **reterr) {
+    *k = (struct cache){.root = -1, .layers = -1, .tmp = -1, .locks = -1, .gc = -1};
+    snprintf(k->layers_name, sizeof(k->layers_name), "%s", layers);
+    k->path = dir ? util_strdup(dir) : oci_cache_dir();
+    if (!k->path)
+        return err_set(reterr, dir ? FY_E_NOMEM : FY_E_NOTFOUND, FY_STEP_IMAGE, 0, NULL,
+                       "no image cache directory (neither root, nor XDG_CACHE_HOME or HOME set)");
+    struct stat st;
+    if (k->path[0] != '/' || mkdir_p(k->path, 0755) < 0 ||
+        (k->root = open(k->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(k->root, &st) < 0) {
+        int e = errno;
+        int r = err_set(reterr, k->path[0] != '/' ? FY_E_INVAL : err_from_errno(e), FY_STEP_IMAGE, e, k->path,
+                        "image cache %s: %s", k->path, k->path[0] != '/' ? "not absolute" : strerror(e));
+        cache_close(k);
+        return r;
+    }
+    /* Another user who can write here could plant a layer under its digest. */
+    if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+        int r = err_set(reterr, FY_E_DENIED, FY_STEP_IMAGE, 0, k->path,
+                        "image cache %s is owned by uid %u or writable by others: not trusted", k->path,
+                        (unsigned)st.st_uid);
+        cache_close(k);
+        return r;
+    }
+    if ((k->layers = subdir(k->root, layers, 0755)) < 0 || (k->tmp = subdir(k->root, "tmp", 0700)) < 0 ||
+        (k->locks = subdir(k->root, "locks", 0700)) < 0 ||
+        (k->gc = openat(k->root, "gc.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
+        int e = errno;
+        int r = err_set(reterr, err_from_errno(e), FY_STEP_IMAGE, e, k->path, "image cache %s: %s", k->path, strerror(e));
+        cache_close(k);
+        return r;
+    }
+    return 0;
+}
+
+static int flock_retry(int fd, int op) {
+    int r;
+    do
+        r = flock(fd, op);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+/* Removes name under at (a tree, never following a symlink), making
+ * directories writable first; depth-bounded. */
+static int remove_tree(int at, const char *name, int depth) {
+    if (unlinkat(at, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if ((errno != EISDIR && errno != EPERM) || depth > 4200)
+        return -1;
+    if (fchmodat(at, name, 0700, 0) < 0 && errno != EPERM)
+        return -1;
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && remove_tree(dirfd(d), de->d_name, depth + 1) < 0)
+            r = -1;
+    closedir(d);
+    if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        r = -1;
+    return r;
+}
+
+static uint64_t tree_bytes(int at, const char *name, int depth) {
+    struct stat st;
+    if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    uint64_t n = (uint64_t)st.st_blocks * 512;
+    if (!S_ISDIR(st.st_mode) || depth > 4200)
+        return n;
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return n;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            n += tree_bytes(dirfd(d), de->d_name, depth + 1);
+    closedir(d);
+    return n;
+}
+
+static void limits_default(struct oci_limits *l, const struct oci_limits *in) {
+    *l = in ? *in : (struct oci_limits){0};
+    if (!l->layer_bytes)
+        l->layer_bytes = OCI_DEFAULT_LAYER_BYTES;
+    if (!l->stream_bytes)
+        l->stream_bytes = OCI_DEFAULT_STREAM_BYTES;
+    if (!l->entries)
+        l->entries = OCI_DEFAULT_ENTRIES;
+    if (!l->path_max || l->path_max > PATH_BUF - 1)
+        l->path_max = PATH_BUF - 1;
+    if (!l->ratio)
+        l->ratio = OCI_DEFAULT_RATIO;
+    if (!l->ratio_floor)
+        l->ratio_floor = OCI_DEFAULT_RATIO_FLOOR;
+}
+
+/* Opens layer i's compressed stream into c (blob_fd or outer). */
+static int open_layer(struct oci_src *src, const struct oci_image *img, size_t i, struct layer_ctx *c,
+                      fy_error **reterr) {
+    char name[PATH_BUF];
+    if (img->layer_paths)
+        snprintf(name, sizeof(name), "%s", img->layer_paths[i]);
+    else
+        snprintf(name, sizeof(name), "blobs/sha256/%s", img->layer_digests[i] + 7);
+    c->blob = img->layer_paths ? img->layer_paths[i] : img->layer_digests[i];
+    if (src->ref->transport == OCI_LAYOUT) {
+        struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+        c->blob_fd = sys_openat2(src->fd, name, &how, sizeof(how));
+        struct stat st;
+        if (c->blob_fd < 0 || fstat(c->blob_fd, &st) < 0 || !S_ISREG(st.st_mode))
+            return err_set(reterr, c->blob_fd < 0 ? err_from_errno(errno) : FY_E_INVAL, FY_STEP_IMAGE, errno, c->blob,
+                           "image %s: layer %s: %s", src->ref->path, name,
+                           c->blob_fd < 0 ? strerror(errno) : "not a regular file");
+        return 0;
+    }
+    if (!(c->outer = oci_archive_new_outer(src->fd, reterr)))
+        return FY_E_IO;
+    if (oci_archive_seek(c->outer, name) < 0)
+        return err_set(reterr, FY_E_NOTFOUND, FY_STEP_IMAGE, 0, c->blob, "image %s: no layer %s in the archive",
+                       src->ref->path, name);
+    return 0;
+}
+
+static int unpack_layers(struct oci_src *src, struct oci_image *img, const struct oci_opts *o, struct cache *k,
+                         fy_error **reterr) {
+    struct layer_ctx *c = calloc(1, sizeof(*c));
+    if (!c || !(img->layer_dirs = calloc(img->nlayers + 1, sizeof(char *)))) {
+        free(c);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
+    }
+    limits_default(&c->lim, o ? &o->limits : NULL);
+    c->refuse_setid = o && o->refuse_setid;
+    if (o && o->hold) {
+        if (!(img->lock_fds = malloc(img->nlayers * sizeof(int) + 1))) {
+            free(c);
+            return err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
+        }
+        img->nlock_fds = img->nlayers;
+        for (size_t i = 0; i < img->nlayers; i++)
+            img->lock_fds[i] = -1;
+    }
+    c->id_first = o ? o->id_first : 0;
+    c->id_count = o ? o->id_count : 0;
+    c->may_trusted = geteuid() == 0;
+    c->progress = o ? o->progress : NULL;
+    c->userdata = o ? o->userdata : NULL;
+    c->nlayers = (uint32_t)img->nlayers;
+    for (size_t i = 0; i < img->nlayers; i++) {
+        struct stat st;
+        if (fstatat(k->layers, img->diff_ids[i] + 7, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            c->total += img->layer_sizes[i];
+    }
+    int r = 0;
+    for (size_t i = 0; i < img->nlayers && r == 0; i++) {
+        const char *key = img->diff_ids[i] + 7;
+        if (!(img->layer_dirs[i] = util_asprintf("%s/%s/%s", k->path, k->layers_name, key))) {
+            r = err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
+            break;
+        }
+        /* One lock per layer (per cache directory): exclusive while it is
+         * made, shared while it is used (a prepared plan holds it: gc skips
+         * the layer). A layer present is only ever locked shared, so a
+         * process that holds one may prepare the same image again. */
+        char lockname[160], stage[96];
+        snprintf(lockname, sizeof(lockname), "%s.%s.lock", k->layers_name, key);
+        int lfd = openat(k->locks, lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        struct stat st;
+        bool present = fstatat(k->layers, key, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        if (lfd < 0 || flock_retry(lfd, present ? LOCK_SH : LOCK_EX) < 0) {
+            r = err_set(reterr, err_from_errno(errno), FY_STEP_IMAGE, errno, k->path, "locking layer %s: %s", key,
+                        strerror(errno));
+            if (lfd >= 0)
+                close(lfd);
+            break;
+        }
+        if (present || (fstatat(k->layers, key, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
+            (void)utimensat(k->layers, key, NULL, AT_SYMLINK_NOFOLLOW); /* used now (gc) */
+            if (!present)
+                (void)flock_retry(lfd, LOCK_SH);
+            if (img->lock_fds)
+                img->lock_fds[i] = lfd;
+            else
+                close(lfd);
+            continue;
+        }
+        uint32_t rnd = randombytes_random();
+        snprintf(stage, sizeof(stage), "%s.%08x", key, rnd);
+        c->root = -1;
+        c->blob_fd = -1;
+        c->outer = NULL;
+        c->layer = (uint32_t)i;
+        c->expect_comp = img->layer_sizes[i];
+        c->ncomp = c->nunc = c->entries = c->bytes = c->last_report = 0;
+        c->dec_failed = false;
+        c->bound = NULL;
+        if (mkdirat(k->tmp, stage, 0755) < 0 ||
+            (c->root = openat(k->tmp, stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            r = err_set(reterr, err_from_errno(errno), FY_STEP_IMAGE, errno, k->path, "staging layer %s: %s", key,
+                        strerror(errno));
+        } else if ((r = open_layer(src, img, i, c, reterr)) == 0 &&
+                   (r = extract(c, img->diff_ids[i], img->layer_digests[i], reterr)) == 0) {
+            if (syncfs(c->root) < 0 || renameat(k->tmp, stage, k->layers, key) < 0 || fsync(k->layers) < 0)
+                r = err_set(reterr, err_from_errno(errno), FY_STEP_IMAGE, errno, k->path, "publishing layer %s: %s",
+                            key, strerror(errno));
+        }
+        c->done_base += img->layer_sizes[i];
+        if (c->root >= 0)
+            close(c->root);
+        if (c->blob_fd >= 0)
+            close(c->blob_fd);
+        oci_archive_free_outer(c->outer);
+        /* Staging never survives, whether published (gone already) or not. */
+        (void)remove_tree(k->tmp, stage, 0);
+        if (r == 0 && img->lock_fds && flock_retry(lfd, LOCK_SH) == 0)
+            img->lock_fds[i] = lfd;
+        else
+            close(lfd);
+    }
+    free(c);
+    return r;
+}
+
+int oci_unpack(const char *refstr, const struct oci_opts *opts, struct oci_image **ret, fy_error **reterr) {
+    struct oci_ref ref;
+    struct oci_src src = {.fd = -1};
+    struct cache k = {.root = -1, .layers = -1, .tmp = -1, .locks = -1, .gc = -1};
+    struct oci_image *img = NULL;
+    *ret = NULL;
+    int r = oci_ref_parse(refstr, &ref, reterr);
+    if (r < 0)
+        return r;
+    if ((r = oci_src_open(&src, &ref, reterr)) < 0 || (r = oci_resolve_src(&src, &img, reterr)) < 0)
+        goto out;
+    char layers[48] = "layers";
+    if (opts && opts->id_count) {
+        if (geteuid() != 0) {
+            r = err_set(reterr, FY_E_DENIED, FY_STEP_IMAGE, 0, NULL, "shifting image owners needs root");
+            goto out;
+        }
+        snprintf(layers, sizeof(layers), "layers-%u-%u", opts->id_first, opts->id_count);
+    }
+    if ((r = cache_open(opts ? opts->cache_dir : NULL, layers, &k, reterr)) < 0)
+        goto out;
+    if (flock_retry(k.gc, LOCK_SH) < 0) {
+        r = err_set(reterr, FY_E_IO, FY_STEP_IMAGE, errno, k.path, "locking the image cache: %s", strerror(errno));
+        goto out;
+    }
+    r = unpack_layers(&src, img, opts, &k, reterr);
+out:
+    cache_close(&k);
+    oci_src_close(&src);
+    oci_ref_free(&ref);
+    if (r < 0)
+        oci_image_free(img);
+    else
+        *ret = img;
+    return r;
+}
+
+struct gc_item {
+    char dir[48], name[72];
+    time_t used;
+    uint64_t bytes;
+};
+
+static int gc_cmp(const void *a, const void *b) {
+    const struct gc_item *x = a, *y = b;
+    return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/* Appends the layers of the directory name (layers or layers-F-C) to *items. */
+static int gc_collect(int root, const char *name, struct gc_item **items, size_t *n, size_t *cap, uint64_t *total) {
+    int fd = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (strlen(de->d_name) != 64 || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? 2 * *cap : 64;
+            struct gc_item *ni = realloc(*items, nc * sizeof(*ni));
+            if (!ni) {
+                r = -1;
+                break;
+            }
+            *items = ni;
+            *cap = nc;
+        }
+        struct gc_item *it = &(*items)[*n];
+        snprintf(it->dir, sizeof(it->dir), "%s", name);
+        snprintf(it->name, sizeof(it->name), "%s", de->d_name);
+        it->used = st.st_mtim.tv_sec;
+        it->bytes = tree_bytes(dirfd(d), de->d_name, 0);
+        *total += it->bytes;
+        (*n)++;
+    }
+    closedir(d);
+    return r;
+}
+
+int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *removed, fy_error **reterr) {
+    struct cache k;
+    int r = cache_open(dir, "layers", &k, reterr);
+    if (r < 0)
+        return r;
+    if (flock_retry(k.gc, LOCK_EX) < 0) {
+        r = err_set(reterr, FY_E_IO, FY_STEP_IMAGE, errno, k.path, "locking the image cache: %s", strerror(errno));
+        cache_close(&k);
+        return r;
+    }
+    /* Nobody unpacks now: whatever is staged was left by a crash. */
+    int fd = fcntl(k.tmp, F_DUPFD_CLOEXEC, 3);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    struct dirent *de;
+    int failed = 0;
+    while (d && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            failed += remove_tree(k.tmp, de->d_name, 0) < 0;
+    if (d)
+        closedir(d);
+    else
+        failed++;
+    struct gc_item *items = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0, count = 0;
+    fd = fcntl(k.root, F_DUPFD_CLOEXEC, 3);
+    d = fd >= 0 ? fdopendir(fd) : NULL;
+    while (d && (de = readdir(d)))
+        if ((!strcmp(de->d_name, "layers") || !strncmp(de->d_name, "layers-", 7)) && strlen(de->d_name) < 48)
+            failed += gc_collect(k.root, de->d_name, &items, &n, &cap, &total) < 0;
+    if (d)
+        closedir(d);
+    else
+        failed++;
+    if (n)
+        qsort(items, n, sizeof(*items), gc_cmp);
+    time_t now = time(NULL);
+    for (size_t i = 0; i < n; i++) {
+        bool old = max_age_sec != UINT64_MAX && (uint64_t)(now - items[i].used) >= max_age_sec;
+        if (!old && total <= max_bytes)
+            continue;
+        /* A layer a prepared plan holds (shared lock) is in use: kept. */
+        char lockname[160];
+        snprintf(lockname, sizeof(lockname), "%s.%s.lock", items[i].dir, items[i].name);
+        int held = openat(k.locks, lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (held < 0 || flock(held, LOCK_EX | LOCK_NB) < 0) {
+            if (held < 0 || errno != EWOULDBLOCK)
+                failed++;
+            if (held >= 0)
+                close(held);
+            continue;
+        }
+        int lfd = openat(k.root, items[i].dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (lfd < 0 || remove_tree(lfd, items[i].name, 0) < 0) {
+            failed++;
+            if (lfd >= 0)
+                close(lfd);
+            close(held);
+            continue;
+        }
+        close(lfd);
+        (void)unlinkat(k.locks, lockname, 0);
+        close(held);
+        total -= items[i].bytes;
+        count++;
+    }
+    free(items);
+    if (removed)
+        *removed = count;
+    if (failed)
+        r = err_set(reterr, FY_E_IO, FY_STEP_IMAGE, 0, k.path, "image cache %s: %d entries could not be removed",
+                    k.path, failed);
+    cache_close(&k);
+    return r;
+}

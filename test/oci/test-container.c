@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The container level end to end: a busybox image made here (mkimage.py)
+ * is run by digest through fy_prepare/fy_start (backend linux-container):
+ * exit code, stdout, image files visible, the image config merged under
+ * the policy, a fresh upper per attempt, nothing left afterwards (mounts,
+ * directories), level "container" and the digest in the evidence; the
+ * attack helper (fy-attack) run inside the image.
+ *
+ *   test-container MKIMAGE.PY FY-ATTACK [--rootless] */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "forgeyard/sandbox.h"
+#include "caps.h"
+#include "oci.h"
+
+static const char *mkimage, *attack;
+static char scratch[256], digest[OCI_DIGEST_LEN + 1], ref[1024];
+static bool rootless;
+static int counter;
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return strdup("");
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+static int count_lines(const char *path, const char *needle) {
+    FILE *f = fopen(path, "re");
+    char line[4096];
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+struct run {
+    fy_result *res;
+    int outcome, exit_code;
+    char *out, *json;
+};
+
+static fy_policy *policy(uint32_t profile) {
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_new(profile, &p, &e), 0);
+    ck_assert_msg(fy_policy_set_image(p, ref, &e) == 0, "%s", fy_error_message(e));
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 60000000, NULL), 0);
+    return p;
+}
+
+static void run(fy_policy *p, const char *const *argv, struct run *r) {
+    char out[512];
+    snprintf(out, sizeof(out), "%s/out-%d", scratch, ++counter);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FILE, -1, out, NULL), 0);
+    fy_prepared *pr = NULL;
+    int rc = fy_prepare(p, NULL, argv, &pr, &e);
+    ck_assert_msg(rc == 0, "prepare: %s", fy_error_message(e));
+    ck_assert_str_eq(fy_prepared_backend(pr), "linux-container");
+    ck_assert_int_eq(fy_prepared_level(pr), FY_LEVEL_CONTAINER);
+    fy_handle *h = NULL;
+    rc = fy_start(pr, &h, &e);
+    ck_assert_msg(rc == 0, "start: %s", fy_error_message(e));
+    fy_prepared_free(pr);
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &r->res, NULL), 1);
+    fy_handle_free(h);
+    r->outcome = fy_result_outcome(r->res);
+    r->exit_code = fy_result_exit_code(r->res);
+    r->out = slurp(out);
+    ck_assert_int_eq(fy_result_to_json(r->res, &r->json, NULL), 0);
+    unlink(out);
+}
+
+static void run_free(struct run *r) {
+    fy_result_free(r->res);
+    free(r->out);
+    fy_free(r->json);
+}
+
+#define ASSERT_OUT(r, needle) \
+    ck_assert_msg(strstr((r)->out, needle), "expected \"%s\" in output: %s", needle, (r)->out)
+
+START_TEST(test_run) {
+    int mounts_before = count_lines("/proc/self/mountinfo", "overlay");
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    /* The image's files, its Env under the policy's, a write to the image's
+     * root, then the exit status. */
+    ck_assert_int_eq(fy_policy_set_env(p, "IMG", "policy", NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "cat /etc/motd; echo IMG=$IMG ONLY=$ONLY; test -x /bin/busybox && echo busybox-ok; "
+                          "test -e /bin/bash || echo no-host-bash; test -e /fresh && echo upper-not-fresh; "
+                          "echo x > /fresh && echo wrote-root; id -u; exit 7",
+                          NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_FAILED && r.exit_code == 7, "outcome %d exit %d: %s / %s", r.outcome,
+                  r.exit_code, r.out, r.json);
+    ASSERT_OUT(&r, "hello from the image");
+    ASSERT_OUT(&r, "IMG=policy ONLY=image");
+    ASSERT_OUT(&r, "busybox-ok");
+    ASSERT_OUT(&r, "no-host-bash");
+    ck_assert_msg(!strstr(r.out, "upper-not-fresh"), "%s", r.out);
+    ck_assert_int_eq(fy_result_level(r.res), FY_LEVEL_CONTAINER);
+    ck_assert_msg(strstr(r.json, digest), "the digest is not in the evidence: %s", r.json);
+    ck_assert_msg(strstr(r.json, "\"container\""), "%s", r.json);
+    /* The cleanup witness: nothing of the attempt is left. */
+    for (uint32_t what = FY_LEFT_PROCESSES; what <= FY_LEFT_FILES; what++) {
+        uint64_t left = 99;
+        ck_assert_int_eq(fy_result_cleanup(r.res, what, &left), 0);
+        ck_assert_uint_eq(left, 0);
+    }
+    run_free(&r);
+    /* A second attempt: the first one's write is gone (a fresh upper). */
+    run(p, argv, &r);
+    ck_assert_msg(!strstr(r.out, "upper-not-fresh"), "%s", r.out);
+    run_free(&r);
+    /* The image's Cmd and WorkingDir when the command is empty. */
+    const char *empty[] = {NULL};
+    run(p, empty, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "outcome %d: %s", r.outcome, r.out);
+    ASSERT_OUT(&r, "cmd-from-image in /srv");
+    run_free(&r);
+    fy_policy_free(p);
+    /* As root the layers were unpacked with the image's owners shifted into
+     * the id range the sandbox maps from 0 (image root -> 100000). */
+    if (!rootless) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "test \"$(stat -c %%u %s/cache/layers-100000-65536/*/bin/busybox)\" = 100000",
+                 scratch);
+        ck_assert_msg(system(cmd) == 0, "%s", cmd);
+    }
+    /* Nothing of the attempts is left on the host: no overlay mount, no upper. */
+    ck_assert_int_eq(count_lines("/proc/self/mountinfo", "overlay"), mounts_before);
+}
+END_TEST
+
+/* An image's root user is the sandbox's mapped root, never the host's. */
+START_TEST(test_root_is_mapped) {
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    const char *argv[] = {"/bin/sh", "-c", "id -u; cat /proc/self/uid_map", NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "outcome %d: %s", r.outcome, r.out);
+    ck_assert_msg(strncmp(r.out, "0\n", 2) == 0, "%s", r.out);
+    /* The uid map does not map the host's root: "0 <host id> 1" with host id != 0. */
+    unsigned inside = 1, outside = 0, count = 0;
+    ck_assert_int_eq(sscanf(strchr(r.out, '\n') + 1, "%u %u %u", &inside, &outside, &count), 3);
+    ck_assert_uint_eq(inside, 0);
+    ck_assert_uint_ne(outside, 0);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* A strict profile refuses an image without a digest; a policy with an
+ * image never falls back to the namespace level. */
+START_TEST(test_policy_rules) {
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    char tagged[600];
+    snprintf(tagged, sizeof(tagged), "oci:%s/img:latest", scratch);
+    ck_assert_int_eq(fy_policy_set_image(p, tagged, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.image");
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_eq(fy_policy_set_image(p, "docker://busybox", &e), FY_E_POLICY);
+    fy_error_free(e);
+    fy_policy_free(p);
+    char json[1200];
+    snprintf(json, sizeof(json), "{\"profile\": \"release\", \"filesystem\": {\"image\": \"%s\"}}", tagged);
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_load_json(p, json, strlen(json), &e), FY_E_POLICY);
+    fy_error_free(e);
+    e = NULL;
+    /* Development accepts the tag; the policy's JSON keeps the image. */
+    snprintf(json, sizeof(json), "{\"profile\": \"development\", \"filesystem\": {\"image\": \"%s\"}}", tagged);
+    ck_assert_msg(fy_policy_load_json(p, json, strlen(json), &e) == 0, "%s", fy_error_message(e));
+    char *out = NULL;
+    ck_assert_int_eq(fy_policy_to_json(p, &out, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, tagged));
+    fy_free(out);
+    fy_policy_free(p);
+    /* A tampered image fails at prepare, typed, naming the blob; nothing runs. */
+    char bad[600], cmd[1400];
+    snprintf(bad, sizeof(bad), "%s/img-tampered", scratch);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s/img' '%s' && for f in '%s'/blobs/sha256/*; do "
+             "if [ $(stat -c %%s \"$f\") -gt 100000 ]; then printf X | dd of=\"$f\" bs=1 seek=5000 conv=notrunc "
+             "2>/dev/null; fi; done", bad, scratch, bad, bad);
+    ck_assert_int_eq(system(cmd), 0);
+    char tampered[800];
+    snprintf(tampered, sizeof(tampered), "oci:%s@%s", bad, digest);
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_image(p, tampered, NULL), 0);
+    /* A cache of its own: the good image's layers are not reused by diff_id. */
+    char own[700];
+    snprintf(own, sizeof(own), "%s/cache-tampered", scratch);
+    setenv("FORGEYARD_IMAGE_CACHE", own, 1);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    int r = fy_prepare(p, NULL, argv, &pr, &e);
+    snprintf(own, sizeof(own), "%s/cache", scratch);
+    setenv("FORGEYARD_IMAGE_CACHE", own, 1);
+    ck_assert_msg(r == FY_E_INTEGRITY, "%d: %s", r, e ? fy_error_message(e) : "");
+    ck_assert_int_eq(fy_error_step(e), FY_STEP_IMAGE);
+    ck_assert_ptr_nonnull(strstr(fy_error_location(e), "sha256:"));
+    ck_assert_ptr_null(pr);
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* The overlay root is a probed capability: the probe found it here, and a
+ * host whose probe did not is refused at prepare, saying why (never run at
+ * a weaker level). */
+START_TEST(test_overlay_probed) {
+    fy_caps *caps = NULL;
+    ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM, &caps, NULL), 0);
+    ck_assert_str_eq(caps_fact(caps, "linux.overlay"), "ok");
+    ck_assert_int_eq(caps_set_fact(caps, "linux.overlay", "simulated: no user xattrs on tmpfs"), 0);
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_prepare(p, caps, argv, &pr, &e), FY_E_UNSUPPORTED);
+    ck_assert_msg(strstr(fy_error_message(e), "overlay root: simulated"), "%s", fy_error_message(e));
+    ck_assert_ptr_null(pr);
+    fy_error_free(e);
+    fy_policy_free(p);
+    fy_caps_free(caps);
+}
+END_TEST
+
+/* gc leaves alone the layers a prepared plan holds (and so a running
+ * attempt's lowers); once the plan is freed they go. */
+START_TEST(test_gc_keeps_held) {
+    char cache[700];
+    snprintf(cache, sizeof(cache), "%s/cache", scratch);
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, argv, &pr, &e) == 0, "%s", fy_error_message(e));
+    uint64_t removed = 99;
+    ck_assert_int_eq(fy_image_gc(cache, 0, 0, &removed, &e), 0);
+    ck_assert_uint_eq(removed, 0);
+    fy_handle *h = NULL;
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, &e), 0);
+    fy_prepared_free(pr); /* the handle keeps the plan, hence the layers */
+    ck_assert_int_eq(fy_image_gc(cache, 0, 0, &removed, &e), 0);
+    ck_assert_uint_eq(removed, 0);
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    fy_result_free(res);
+    fy_handle_free(h);
+    ck_assert_int_eq(fy_image_gc(cache, 0, 0, &removed, &e), 0);
+    ck_assert_uint_eq(removed, 2);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* The attack helper inside the image: the same attacks fail as in the
+ * namespace backend. */
+START_TEST(test_attacks) {
+    static const struct { const char *cmd, *arg, *denied; } attacks[] = {
+        /* denied: the errno the attack must see; NULL: a reported violation */
+        {"mknod", "/tmp/sda", "EPERM"}, {"ptrace-init", "", "EPERM"}, {"kill", "1", "EPERM"},
+        {"read", "/proc/1/mem", "EACCES"}, {"bpf", "", "EPERM"}, {"keyctl", "", "EPERM"},
+        {"unshare-user", "", "EPERM"}, {"io_uring", "", "ENOSYS"},
+        {"mount", "", NULL}, {"remount", "", NULL}, {"init_module", "", NULL}, {"kexec", "", NULL},
+        {"open_by_handle", "", NULL}, {"x32", "", NULL},
+    };
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    for (size_t i = 0; i < sizeof(attacks) / sizeof(attacks[0]); i++) {
+        const char *argv[] = {"/fy-attack", attacks[i].cmd, attacks[i].arg, NULL};
+        struct run r;
+        run(p, argv, &r);
+        if (attacks[i].denied) {
+            char want[64];
+            snprintf(want, sizeof(want), "denied %s", attacks[i].denied);
+            ck_assert_msg(strstr(r.out, want), "%s %s: want %s, got %s", attacks[i].cmd, attacks[i].arg, want, r.out);
+        } else {
+            ck_assert_msg(r.outcome == FY_OUTCOME_SANDBOX_VIOLATION, "%s: outcome %d: %s", attacks[i].cmd, r.outcome,
+                          r.out);
+        }
+        run_free(&r);
+    }
+    fy_policy_free(p);
+}
+END_TEST
+
+static void make_image(void) {
+    char spec[4096], specpath[512], cmd[2048], out[512];
+    snprintf(spec, sizeof(spec),
+             "{\"config\": {\"Env\": [\"PATH=/bin\", \"IMG=image\", \"ONLY=image\"], \"Cmd\": [\"/bin/sh\", \"-c\", "
+             "\"echo cmd-from-image in $(pwd)\"], \"WorkingDir\": \"/srv\", \"User\": \"0\"}, "
+             "\"layers\": [{\"busybox\": true}, {\"entries\": [{\"name\": \"etc/motd\", \"data\": "
+             "\"hello from the image\\n\"}, {\"name\": \"srv\", \"type\": \"dir\"}, {\"name\": \"fy-attack\", "
+             "\"from\": \"%s\", \"mode\": 493}]}]}", attack);
+    snprintf(specpath, sizeof(specpath), "%s/spec.json", scratch);
+    snprintf(out, sizeof(out), "%s/img", scratch);
+    FILE *f = fopen(specpath, "w");
+    fputs(spec, f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' '%s'", mkimage, out, specpath);
+    FILE *pp = popen(cmd, "r");
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, pp);
+    buf[n] = '\0';
+    if (pclose(pp) != 0) {
+        fprintf(stderr, "mkimage failed\n");
+        exit(1);
+    }
+    json_t *j = json_loads(buf, 0, NULL);
+    snprintf(digest, sizeof(digest), "%s", json_string_value(json_object_get(j, "manifest")));
+    json_decref(j);
+    snprintf(ref, sizeof(ref), "oci:%s/img@%s", scratch, digest);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s MKIMAGE.PY FY-ATTACK [--rootless]\n", argv[0]);
+        return 2;
+    }
+    mkimage = argv[1];
+    attack = argv[2];
+    bool want_rootless = argc > 3 && strcmp(argv[3], "--rootless") == 0;
+    if (want_rootless && getuid() == 0) {
+        char tmpl[] = "/tmp/fy-ctr-rootless-XXXXXX";
+        if (!mkdtemp(tmpl) || chown(tmpl, 65534, 65534) < 0 || chmod(tmpl, 0755) < 0)
+            return 1;
+        /* The helper must be readable by uid 65534. */
+        char cp[512];
+        snprintf(cp, sizeof(cp), "cp '%s' '%s/fy-attack' && chmod 755 '%s/fy-attack'", attack, tmpl, tmpl);
+        if (system(cp) != 0)
+            return 1;
+        setenv("FY_CTR_SCRATCH", tmpl, 1);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                _exit(1);
+            setenv("HOME", tmpl, 1);
+            execv("/proc/self/exe", argv);
+            _exit(1);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        snprintf(cp, sizeof(cp), "rm -rf '%s'", tmpl);
+        if (system(cp) != 0)
+            return 1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    }
+    if (want_rootless && !getenv("FY_CTR_SCRATCH"))
+        return 77;
+    rootless = getuid() != 0;
+    const char *given = getenv("FY_CTR_SCRATCH");
+    if (given) {
+        snprintf(scratch, sizeof(scratch), "%s", given);
+        static char a[600];
+        snprintf(a, sizeof(a), "%s/fy-attack", given);
+        attack = a;
+    } else {
+        snprintf(scratch, sizeof(scratch), "/tmp/fy-ctr-XXXXXX");
+        if (!mkdtemp(scratch) || chmod(scratch, 0755) < 0)
+            return 1;
+    }
+    char cache[600];
+    snprintf(cache, sizeof(cache), "%s/cache", scratch);
+    setenv("FORGEYARD_IMAGE_CACHE", cache, 1);
+    make_image();
+    Suite *s = suite_create(rootless ? "container-rootless" : "container");
+    TCase *tc = tcase_create("container");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_policy_rules);
+    tcase_add_test(tc, test_run);
+    tcase_add_test(tc, test_root_is_mapped);
+    tcase_add_test(tc, test_attacks);
+    tcase_add_test(tc, test_overlay_probed);
+    tcase_add_test(tc, test_gc_keeps_held); /* last: it empties the cache */
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (!given) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+        if (system(cmd) != 0)
+            failed++;
+    }
+    return failed ? 1 : 0;
+}
