@@ -568,6 +568,52 @@ static void bench_container(const char *runc, const char *bundle, const char *ru
     unsetenv("FORGEYARD_IMAGE_CACHE");
 }
 
+/* ---- network mode restricted (root): its lifecycle against deny's ---- */
+
+/* A namespace of our own as the router's uplink (198.51.100.1 on its
+ * loopback): never the host's, never a packet out. */
+static void bench_restricted(int runs) {
+    if (getuid() != 0 || access("/usr/sbin/ip", X_OK) != 0) {
+        printf("  restricted: needs root and ip(8): no row\n");
+        return;
+    }
+    char name[64], path[128];
+    snprintf(name, sizeof(name), "fy-bench-%d", (int)getpid());
+    snprintf(path, sizeof(path), "/run/netns/%s", name);
+    char *add[] = {"/usr/sbin/ip", "netns", "add", name, NULL};
+    char *lo[] = {"/usr/sbin/ip", "-n", name, "link", "set", "lo", "up", NULL};
+    char *addr[] = {"/usr/sbin/ip", "-n", name, "addr", "add", "198.51.100.1/24", "dev", "lo", NULL};
+    char *del[] = {"/usr/sbin/ip", "netns", "del", name, NULL};
+    if (spawn_wait(add) != 0 || spawn_wait(lo) != 0 || spawn_wait(addr) != 0) {
+        printf("  restricted: could not make the uplink namespace: no row\n");
+        spawn_wait(del);
+        return;
+    }
+    fy_policy *deny = NULL, *restricted = NULL;
+    fy_error *e = NULL;
+    if (fy_policy_new(FY_PROFILE_STANDARD_CI, &deny, &e) < 0 || fy_policy_new(FY_PROFILE_STANDARD_CI, &restricted, &e) < 0 ||
+        fy_policy_add_destination(restricted, "198.51.100.1", FY_PROTO_TCP, 80, 80, &e) < 0 ||
+        fy_policy_set_network(restricted, FY_NET_RESTRICTED, &e) < 0 ||
+        fy_policy_set_network_host(restricted, FY_NETHOST_UPLINK, path, &e) < 0) {
+        spawn_wait(del);
+        die("restricted policy", e);
+    }
+    const char *argv_true[] = {"/bin/true", NULL};
+    uint64_t *t_deny = calloc((size_t)runs, 8), *t_res = calloc((size_t)runs, 8);
+    for (int i = 0; i < runs; i++) {
+        t_deny[i] = lifecycle_ns(deny, argv_true);
+        t_res[i] = lifecycle_ns(restricted, argv_true);
+    }
+    double md = median_ms(t_deny, runs), mr = median_ms(t_res, runs);
+    printf("  %-40s %9.3f ms   deny (standard-ci) %.3f ms, ratio %.2fx (target <= 1.50x)\n",
+           "lifecycle, network restricted (nft)", mr, md, mr / md);
+    free(t_deny);
+    free(t_res);
+    fy_policy_free(deny);
+    fy_policy_free(restricted);
+    spawn_wait(del);
+}
+
 int main(int argc, char **argv) {
     bool container_only = argc > 1 && strcmp(argv[1], "--container") == 0;
     if (container_only) {
@@ -956,6 +1002,7 @@ int main(int argc, char **argv) {
     }
 
     bench_container(runc, bundle, runc_state, n < 50 ? n : 50);
+    bench_restricted(n < 100 ? n : 100);
     fy_prepared_free(shared);
     fy_policy_free(p);
     return 0;

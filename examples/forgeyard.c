@@ -436,6 +436,48 @@ static int doctor_profile(const fy_caps *c, uint32_t profile) {
     return level;
 }
 
+/* 1 when the sysctl file reads "1", 0 when "0", -1 when unreadable. */
+static int read_flag(const char *path) {
+    char b[8] = "";
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(b, 1, sizeof(b) - 1, f);
+    fclose(f);
+    return n ? b[0] == '1' : -1;
+}
+
+/* The network modes: whether each prepares here (standard-ci), and what
+ * restricted needs of the host that the library never sets itself. */
+static void doctor_network(const fy_caps *c) {
+    static const struct { uint32_t mode; const char *name; } modes[] = {
+        {FY_NET_DENY, "deny"}, {FY_NET_RESTRICTED, "restricted"}, {FY_NET_FETCH_ONLY, "fetch-only"},
+    };
+    printf("\nNetwork modes on this host (standard-ci)\n");
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        fy_policy *p = NULL;
+        fy_prepared *pr = NULL;
+        fy_error *err = NULL;
+        const char *const argv[] = {"/bin/true", NULL};
+        int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &err);
+        if (r >= 0 && modes[i].mode != FY_NET_DENY)
+            r = fy_policy_add_destination(p, "192.0.2.1", FY_PROTO_TCP, 443, 443, &err); /* (never contacted) */
+        if (r >= 0)
+            r = fy_policy_set_network(p, modes[i].mode, &err);
+        if (r >= 0)
+            r = fy_prepare(p, c, argv, &pr, &err);
+        printf("  %-15s %s  %s\n", modes[i].name, r >= 0 ? "ok " : "NO ", r >= 0 ? "enforced" : fy_error_message(err));
+        fy_error_free(err);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+    }
+    int f4 = read_flag("/proc/sys/net/ipv4/ip_forward"), f6 = read_flag("/proc/sys/net/ipv6/conf/all/forwarding");
+    printf("  restricted, uplink the host's namespace (the default): the host must forward and masquerade\n"
+           "  100.127.0.0/16 (or the link subnet set) towards its network; this host forwards IPv4: %s, IPv6: %s.\n"
+           "  The library never changes that; --network-uplink names another namespace.\n",
+           f4 < 0 ? "unknown" : f4 ? "yes" : "no", f6 < 0 ? "unknown" : f6 ? "yes" : "no");
+}
+
 static int cmd_doctor(void) {
     fy_caps *c = NULL;
     if (probe(&c) != EXIT_OK)
@@ -458,6 +500,7 @@ static int cmd_doctor(void) {
     doctor_profile(c, FY_PROFILE_RELEASE);
     doctor_profile(c, FY_PROFILE_DEVELOPMENT);
     doctor_profile(c, FY_PROFILE_HIGH_ASSURANCE);
+    doctor_network(c);
     printf("\nStrongest isolation available: %s\n", fy_level_name((uint32_t)fy_caps_max_level(c)));
     fy_caps_free(c);
     return ci >= FY_LEVEL_NAMESPACE ? EXIT_OK : EXIT_FAIL;
@@ -626,6 +669,54 @@ static int split_eq(const char *arg, char sep, char **left, const char **right) 
     *left = strndup(arg, (size_t)(e - arg));
     *right = e + 1;
     return *left ? 0 : -1;
+}
+
+/* --allow HOST[:PORT[-PORT]][/udp|/tcp]: HOST a name, an IPv4 address or
+ * block, or an IPv6 address or block in brackets. */
+static int add_allow(fy_policy *p, const char *v) {
+    char host[300];
+    const char *rest;
+    uint32_t proto = FY_PROTO_TCP;
+    size_t n = strlen(v);
+    if (n > 4 && (strcmp(v + n - 4, "/udp") == 0 || strcmp(v + n - 4, "/tcp") == 0)) {
+        proto = strcmp(v + n - 4, "/udp") == 0 ? FY_PROTO_UDP : FY_PROTO_TCP;
+        n -= 4;
+    }
+    if (v[0] == '[') {
+        const char *e = memchr(v, ']', n);
+        if (!e || (size_t)(e - v - 1) >= sizeof(host))
+            return bad_value("--allow", v, "an IPv6 address goes in brackets: [2001:db8::1]:443");
+        snprintf(host, sizeof(host), "%.*s", (int)(e - v - 1), v + 1);
+        rest = e + 1;
+    } else {
+        size_t h = strcspn(v, ":");
+        if (h > n)
+            h = n;
+        if (h >= sizeof(host))
+            return bad_value("--allow", v, "host too long");
+        snprintf(host, sizeof(host), "%.*s", (int)h, v);
+        rest = v + h;
+    }
+    unsigned long lo = 1, hi = 65535;
+    size_t left = n - (size_t)(rest - v);
+    if (left && rest[0] != ':')
+        return bad_value("--allow", v, "expects HOST[:PORT[-PORT]][/udp]");
+    if (left) {
+        char ports[32], *end = NULL;
+        if (left - 1 == 0 || left - 1 >= sizeof(ports))
+            return bad_value("--allow", v, "bad port");
+        snprintf(ports, sizeof(ports), "%.*s", (int)(left - 1), rest + 1);
+        if (strspn(ports, "0123456789-") != strlen(ports))
+            return bad_value("--allow", v, "a port is a number from 1 to 65535 (or a range LO-HI)");
+        lo = hi = strtoul(ports, &end, 10);
+        if (*end == '-')
+            hi = strtoul(end + 1, &end, 10);
+        if (*end)
+            return bad_value("--allow", v, "bad port range");
+    }
+    fy_error *err = NULL;
+    return check(fy_policy_add_destination(p, host, proto, (uint32_t)(lo > 65535 ? 65536 : lo),
+                                           (uint32_t)(hi > 65535 ? 65536 : hi), &err), "--allow", &err);
 }
 
 static int run_outcome_status(const fy_result *res) {
@@ -965,7 +1056,14 @@ static void run_usage(FILE *f) {
             "  --env NAME=VALUE        an environment variable (nothing is inherited)\n"
             "  --secret-env NAME=FILE  a secret as an environment variable\n"
             "  --secret-file NAME=FILE a secret as /run/secrets/NAME\n"
-            "  --network deny|allow    the network (allow is the host's, impure)\n"
+            "  --network deny|allow|restricted\n"
+            "                          the network (allow is the host's, impure; restricted: only\n"
+            "                          the --allow destinations, as root; not under release)\n"
+            "  --allow DEST            restricted: HOST[:PORT[-PORT]][/udp] (HOST a name, an IPv4\n"
+            "                          address or block, or [IPv6] in brackets; no port: all)\n"
+            "  --network-uplink PATH   restricted: the network namespace the router's uplink goes\n"
+            "                          into (/run/netns/NAME; default: the host's)\n"
+            "  --network-hosts FILE    restricted: resolve --allow names with this hosts file\n"
             "  --pty private|deny      pseudo-terminals of the sandbox's own\n"
             "  --timeout DURATION      wall-clock limit (30s, 10m, 1h)\n"
             "  --grace DURATION        between the soft terminate and the kill (default 10s)\n"
@@ -987,6 +1085,9 @@ static int cmd_run(int argc, char **argv) {
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL;
     const char *build_dir = NULL, *output_dir = NULL; /* (as given: for note_unwritable) */
     const char *image = NULL;
+    const char *allows[2048];
+    size_t nallow = 0;
+    bool restricted = false;
     int i = 0;
     /* First pass: the base (profile or policy file). */
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
@@ -1061,14 +1162,25 @@ static int cmd_run(int argc, char **argv) {
                 image = v;
         } else if (strcmp(o, "--tmp-size") == 0) {
             r = apply_json(p, o, "{\"resources\": {\"tmp_size\": \"%s\"}}", v);
+        } else if (strcmp(o, "--allow") == 0) {
+            r = nallow < sizeof(allows) / sizeof(allows[0]) ? 0 : bad_value(o, v, "too many destinations");
+            if (r == 0)
+                allows[nallow++] = v;
+        } else if (strcmp(o, "--network-uplink") == 0) {
+            r = check(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, v, &err), o, &err);
+        } else if (strcmp(o, "--network-hosts") == 0) {
+            r = check(fy_policy_set_network_host(p, FY_NETHOST_HOSTS_FILE, v, &err), o, &err);
+        } else if (strcmp(o, "--network") == 0 && strcmp(v, "restricted") == 0) {
+            restricted = true; /* applied with the --allow destinations, after the options */
         } else if (strcmp(o, "--network") == 0) {
+            restricted = false;
             if (strcmp(v, "deny") == 0)
                 r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}}", v);
             else if (strcmp(v, "allow") == 0)
                 r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"destinations\": []}, "
                                      "\"isolation\": {\"controls\": {\"netns\": \"off\"}}}", v);
             else {
-                fprintf(stderr, "%s: --network is deny or allow\n", prog);
+                fprintf(stderr, "%s: --network is deny, allow or restricted\n", prog);
                 r = -1;
             }
         } else if (strcmp(o, "--pty") == 0) {
@@ -1151,6 +1263,20 @@ static int cmd_run(int argc, char **argv) {
     if (image && image_unpack(image, NULL, NULL) != EXIT_OK) {
         fy_policy_free(p);
         return RUN_BAD_INVOCATION;
+    }
+    if (nallow && !restricted) {
+        fprintf(stderr, "%s: --allow needs --network restricted\n", prog);
+        goto bad;
+    }
+    if (restricted) {
+        if (apply_json(p, "--network", "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}}", "deny") < 0)
+            goto bad;
+        for (size_t k = 0; k < nallow; k++)
+            if (add_allow(p, allows[k]) < 0)
+                goto bad;
+        err = NULL;
+        if (check(fy_policy_set_network(p, FY_NET_RESTRICTED, &err), "--network", &err) < 0)
+            goto bad;
     }
     if (build_dir || output_dir) {
         long uid = sandbox_host_uid(p);

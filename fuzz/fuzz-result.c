@@ -290,9 +290,11 @@ static void check_record(const fy_result *r, const char *out) {
                                               "usage.cpu_system_usec", "usage.memory_peak_bytes",
                                               "usage.io_read_bytes", "usage.io_write_bytes",
                                               "usage.processes", "usage.stdout_bytes", "usage.stderr_bytes"};
-    static const char *const lefts[] = {NULL, "processes_left", "mounts_left", "cgroups_left", "files_left"};
+    static const char *const lefts[] = {NULL, "processes_left", "mounts_left", "cgroups_left", "files_left",
+                                        "network_left"};
     static const char *const left_paths[] = {NULL, "cleanup.processes_left", "cleanup.mounts_left",
-                                             "cleanup.cgroups_left", "cleanup.files_left"};
+                                             "cleanup.cgroups_left", "cleanup.files_left",
+                                             "cleanup.network_left"};
     struct expect e = {.naltered = 0};
     json_error_t jerr;
     json_t *doc = json_loads(out, JSON_REJECT_DUPLICATES, &jerr);
@@ -372,8 +374,8 @@ static void check_record(const fy_result *r, const char *out) {
                r->usage_source ? strlen(r->usage_source) : 0);
 
     json_t *cl = json_object_get(doc, "cleanup");
-    CHECK(json_is_object(cl) && json_object_size(cl) == 4);
-    for (size_t k = 1; k <= 4; k++)
+    CHECK(json_is_object(cl) && json_object_size(cl) == 5);
+    for (size_t k = 1; k <= 5; k++)
         check_count(&e, json_object_get(cl, lefts[k]), left_paths[k], r->left[k]);
 
     v = json_object_get(doc, "limits");

@@ -147,12 +147,12 @@ static void report_result(fy_handle *h) {
     if (r->outcome == FY_OUTCOME_SANDBOX_VIOLATION)
         obs_audit(obs, FY_AUDIT_VIOLATION, "%s", r->detail ? r->detail : "violation");
     bool left = false;
-    for (int k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++)
+    for (int k = FY_LEFT_PROCESSES; k <= FY_LEFT_NETWORK; k++)
         left |= r->left[k] != 0;
     if (left)
-        obs_audit(obs, FY_AUDIT_CLEANUP_FAILURE, "left after cleanup: %llu processes, %llu cgroups, %llu files",
+        obs_audit(obs, FY_AUDIT_CLEANUP_FAILURE, "left after cleanup: %llu processes, %llu cgroups, %llu files, %llu network objects",
                   (unsigned long long)r->left[FY_LEFT_PROCESSES], (unsigned long long)r->left[FY_LEFT_CGROUPS],
-                  (unsigned long long)r->left[FY_LEFT_FILES]);
+                  (unsigned long long)r->left[FY_LEFT_FILES], (unsigned long long)r->left[FY_LEFT_NETWORK]);
     metrics_result(obs->metrics, h->backend->name, r);
 }
 

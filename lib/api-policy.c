@@ -327,6 +327,29 @@ int fy_policy_add_destination(fy_policy *policy, const char *host, uint32_t prot
     return 0;
 }
 
+int fy_policy_set_network_host(fy_policy *policy, uint32_t setting, const char *value, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (setting < 1 || setting > FY_NETHOST_MAX_)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown network host setting %u", setting);
+    int r;
+    if (value && setting != FY_NETHOST_LINK_SUBNET && (r = check_host_path(value, "$.network.host", reterr)) < 0)
+        return r;
+    if (value && setting == FY_NETHOST_LINK_SUBNET) {
+        unsigned a, b, c, d, len;
+        char tail;
+        if (sscanf(value, "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &len, &tail) != 5 || a > 255 || b > 255 ||
+            c > 255 || d > 255 || len < 16 || len > 24 ||
+            ((((uint32_t)a << 24 | b << 16 | c << 8 | d) << len) & 0xffffffffu) != 0)
+            return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, "$.network.host",
+                           "\"%s\" is not an IPv4 block from a /16 to a /24 (host bits zero)", value);
+        uint32_t base = (uint32_t)a << 24 | b << 16 | c << 8 | d, own = UINT32_C(0x64400000); /* 100.64.0.0 */
+        if ((base >> (32 - len)) == (own >> (32 - len)))
+            return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, "$.network.host",
+                           "the block covers 100.64.0.0/30, the sandbox's own link; pick another one");
+    }
+    return replace_str(&policy->net_host[setting], value, reterr);
+}
+
 /* ---- resources ---- */
 
 int fy_policy_set_limit(fy_policy *policy, uint32_t limit, uint64_t value, fy_error **reterr) {

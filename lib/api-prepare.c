@@ -13,6 +13,7 @@
 
 #include "os.h"
 #include "oci/oci.h"
+#include "plan.h"
 #include "prepared.h"
 
 static void prepared_destroy(fy_prepared *pr) {
@@ -369,12 +370,23 @@ const char *prepared_contract_id(const fy_prepared *pr) {
         return have;
     char *policy = policy_to_json(pr->policy);
     const char *enforced = pr->plan && pr->sel.backend->describe ? pr->sel.backend->describe(pr->plan) : "{}";
-    char *text = policy ? util_asprintf("forgeyard-contract 2\nbackend %s\nlibrary %s\nkernel %s\nenforced %s\n"
-                                      "policy %s\n",
-                                      pr->sel.backend->name, FY_VERSION_STRING,
-                                      pr->caps->host.kernel_release ? pr->caps->host.kernel_release : "unknown",
-                                      enforced, policy)
-                        : NULL;
+    /* The network plan's resolved rules, whatever the backend describes:
+     * the same names resolving elsewhere is another contract. */
+    struct strbuf net;
+    strbuf_init(&net);
+    for (size_t i = 0; pr->neutral && i < pr->neutral->nnet_rules; i++) {
+        char t[96];
+        strbuf_printf(&net, "%s%s", i ? ", " : "", plan_net_rule_text(&pr->neutral->net_rules[i], t, sizeof(t)));
+    }
+    char *text = policy && !net.oom
+                     ? util_asprintf("forgeyard-contract 2\nbackend %s\nlibrary %s\nkernel %s\nenforced %s\n"
+                                     "policy %s\n%s%s%s",
+                                     pr->sel.backend->name, FY_VERSION_STRING,
+                                     pr->caps->host.kernel_release ? pr->caps->host.kernel_release : "unknown",
+                                     enforced, policy, net.len ? "network " : "", net.len ? net.buf : "",
+                                     net.len ? "\n" : "")
+                     : NULL;
+    strbuf_free(&net);
     free(policy);
     char *hex = text ? malloc(crypto_hash_sha256_BYTES * 2 + 1) : NULL;
     if (!hex || sodium_init() < 0) {

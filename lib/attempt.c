@@ -74,6 +74,8 @@ static void decide(const fy_handle *h, const struct attempt_report *rep, fy_resu
         r->detail = util_strdup(h->end_detail);
     if (!r->detail && r->left[FY_LEFT_FILES])
         r->detail = util_strdup("cleanup: the attempt directory could not be removed completely");
+    if (!r->detail && r->left[FY_LEFT_NETWORK])
+        r->detail = util_strdup("cleanup: a network link of the attempt could not be removed");
 }
 
 /* b - a when both are known and in order, else 0. */

@@ -42,7 +42,7 @@ struct attempt_report {
     uint64_t usage[FY_USAGE_STDERR_BYTES + 1];
     const char *usage_source;    /* static: "cgroup v2", "cgroup v1", "rusage" */
     /* What was left after cleanup (FY_LEFT_*). */
-    uint64_t left[FY_LEFT_FILES + 1];
+    uint64_t left[FY_LEFT_NETWORK + 1];
     /* The isolation achieved and what enforced the limits (JSON objects,
      * owned by the report). */
     char *isolation_json, *limits_json;

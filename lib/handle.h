@@ -28,7 +28,7 @@ struct fy_result {
     uint32_t usage_known;
     uint64_t usage[FY_USAGE_STDERR_BYTES + 1];
     const char *usage_source;  /* "cgroup v1", "cgroup v2", "rusage", ... */
-    uint64_t left[FY_LEFT_FILES + 1];
+    uint64_t left[FY_LEFT_NETWORK + 1];
     char *cgroup_json;      /* what enforced the limits, from the backend */
     char contract_id[65];   /* environment-contract id (hex SHA-256), "" when none */
     char *kernel;           /* kernel release the attempt ran on */

@@ -133,7 +133,7 @@ void metrics_result(fy_metrics *m, const char *backend, const fy_result *r) {
         g->oom += r->outcome == FY_OUTCOME_OUT_OF_MEMORY;
         g->start_failures += r->outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE;
         bool left = false;
-        for (int k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++)
+        for (int k = FY_LEFT_PROCESSES; k <= FY_LEFT_NETWORK; k++)
             left |= r->left[k] != 0;
         g->cleanup_failures += left;
         if ((r->usage_known & (1u << FY_USAGE_MEMORY_PEAK)) && r->usage[FY_USAGE_MEMORY_PEAK] > g->peak_memory)

@@ -216,12 +216,19 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
         add_file(b, "/etc/passwd", passwd_text(pl), 0644);
         add_file(b, "/etc/group", group_text(pl), 0644);
     }
-    add_file(b, "/etc/hosts", fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n", hostname), 0644);
+    add_file(b, "/etc/hosts", fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n%s", hostname,
+                                  pl->net_hosts ? pl->net_hosts : ""), 0644);
     add_file(b, "/etc/hostname", hostname, 0644);
     if (!image)
         add_file(b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
     if (p->dns == FY_DNS_HOST)
         add_host(b, PR_RESOLV, "/etc/resolv.conf", "/etc/resolv.conf", PLAN_RO | PLAN_FILE | PLAN_OPTIONAL);
+    else if (p->net_mode == FY_NET_RESTRICTED)
+        /* No resolver: the allowed names are in /etc/hosts, resolved at
+         * fy_prepare (DNS cannot carry data out through other names). */
+        add_file(b, "/etc/resolv.conf",
+                 "# forgeyard: network restricted; the allowed names are in /etc/hosts, no resolver\n"
+                 "options attempts:1 timeout:1\n", 0644);
     for (size_t i = 0; !image && i < FY_ARRAY_SIZE(etc_public); i++) {
         char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
         if (text)
@@ -445,6 +452,24 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     if (!pl->workdir || (p->hostname && !pl->hostname) || (p->source && !pl->source) ||
         (p->build && !pl->build) || (p->output && !pl->output))
         goto oom;
+    /* The network first: the layout's /etc/hosts carries its names. */
+    pl->net_mode = p->net_mode;
+    pl->dns = p->dns;
+    if (p->dests.n) {
+        struct plan_dest *d = keep(pl, calloc(p->dests.n, sizeof(*d)));
+        if (!d)
+            goto oom;
+        VEC_EACH(&p->dests, struct pol_dest, it) {
+            d[pl->ndests] = (struct plan_dest){it->host, it->proto, it->port_min, it->port_max};
+            pl->ndests++;
+        }
+        pl->dests = d;
+    }
+    if ((r = plan_net_build(pl, p, reterr)) < 0) {
+        if (r == FY_E_NOMEM)
+            goto oom;
+        goto fail;
+    }
     if ((r = build_layout(&b, p, reterr)) < 0) {
         if (r == FY_E_NOMEM)
             goto oom;
@@ -462,18 +487,6 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     /* Limits, network, devices. */
     memcpy(pl->limit, p->limit, sizeof(pl->limit));
     pl->seccomp_class = p->seccomp_class;
-    pl->net_mode = p->net_mode;
-    pl->dns = p->dns;
-    if (p->dests.n) {
-        struct plan_dest *d = keep(pl, calloc(p->dests.n, sizeof(*d)));
-        if (!d)
-            goto oom;
-        VEC_EACH(&p->dests, struct pol_dest, it) {
-            d[pl->ndests] = (struct plan_dest){it->host, it->proto, it->port_min, it->port_max};
-            pl->ndests++;
-        }
-        pl->dests = d;
-    }
     pl->gpu = p->gpu;
     pl->usb = p->usb;
     pl->pty = p->pty;

@@ -81,6 +81,19 @@ struct plan_secret {
 
 struct plan_dest { const char *host; uint32_t proto, port_min, port_max; };
 
+/* One allowed tuple of the network plan (restricted): the destinations,
+ * names resolved at fy_prepare, as address/prefix, protocol and ports. */
+struct plan_net_rule {
+    uint8_t family;        /* 4 or 6 */
+    uint8_t prefix;        /* 0 < prefix <= 32 or 128 */
+    uint8_t addr[16];      /* network order; host bits zero */
+    uint32_t proto;        /* FY_PROTO_* */
+    uint32_t port_min, port_max;
+    uint32_t dest;         /* index into fy_plan.dests it came from */
+};
+/* At most this many rules after resolution (a name may have many addresses). */
+#define NET_RULES_MAX 4096
+
 struct fy_plan {
     /* What was negotiated. */
     const struct fy_backend_ops *backend;
@@ -130,6 +143,11 @@ struct fy_plan {
     uint32_t net_mode, dns;
     const struct plan_dest *dests;
     size_t ndests;
+    const struct plan_net_rule *net_rules; /* restricted: the resolved allowlist (plan-net.c) */
+    size_t nnet_rules;
+    const char *net_hosts;     /* restricted: "ADDR\tNAME\n" lines for the sandbox's /etc/hosts */
+    const char *net_uplink;    /* FY_NETHOST_UPLINK (NULL: the host's namespace) */
+    const char *net_link_subnet; /* FY_NETHOST_LINK_SUBNET (NULL: the backend's default) */
 
     /* Devices. */
     uint32_t gpu, usb, pty;               /* FY_DEVICES_* */
@@ -156,6 +174,14 @@ struct fy_prepared;
  * resolved); into pr->neutral. */
 int plan_build(struct fy_prepared *pr, fy_error **reterr);
 void plan_free(struct fy_plan *plan);
+
+/* plan-net.c: under restricted, pl->net_rules and pl->net_hosts from the
+ * policy's destinations (names resolved through FY_NETHOST_HOSTS_FILE or
+ * the host's resolver), checked: no rule may cover an address of this
+ * host, at most NET_RULES_MAX. Nothing to do under other modes. */
+int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr);
+/* The rule as text: "198.51.100.7/32 tcp 80-80" (buf of 80 bytes). */
+const char *plan_net_rule_text(const struct plan_net_rule *r, char *buf, size_t len);
 
 /* The PE_HOST entry of a role (PR_SOURCE, PR_BUILD, PR_OUTPUT), or NULL. */
 const struct plan_entry *plan_find_role(const struct fy_plan *plan, uint32_t role);

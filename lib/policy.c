@@ -114,6 +114,10 @@ void policy_clear(fy_policy *p) {
 void policy_clear_stdio(fy_policy *p) {
     free(p->state_dir);
     p->state_dir = NULL;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(p->net_host); i++) {
+        free(p->net_host[i]);
+        p->net_host[i] = NULL;
+    }
     metrics_unref(p->obs.metrics);
     memset(&p->obs, 0, sizeof(p->obs));
     for (int i = 0; i < 3; i++) {
@@ -162,6 +166,8 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     struct pol_stdio stdio[3];
     memcpy(stdio, p->stdio, sizeof(stdio));
     char *state_dir = p->state_dir;
+    char *net_host[FY_ARRAY_SIZE(p->net_host)];
+    memcpy(net_host, p->net_host, sizeof(net_host));
     struct obs obs = p->obs;
     policy_clear(p);
     fy_policy fresh = {0};
@@ -173,6 +179,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     p->origin_pid = pid;
     memcpy(p->stdio, stdio, sizeof(stdio));
     p->state_dir = state_dir;
+    memcpy(p->net_host, net_host, sizeof(net_host));
     p->obs = obs;
     p->level_floor = floor;
     p->profile = profile;
@@ -421,6 +428,7 @@ fy_policy *policy_dup(const fy_policy *s) {
     p->origin_pid = pid;
     p->source = p->build = p->output = p->workdir = p->hostname = p->image = NULL;
     p->state_dir = NULL;
+    memset(p->net_host, 0, sizeof(p->net_host));
     for (int i = 0; i < 3; i++)
         p->stdio[i] = (struct pol_stdio){s->stdio[i].mode, -1, NULL, s->stdio[i].fn, s->stdio[i].userdata};
     struct vec *vs[] = {&p->toolchains, &p->binds, &p->runtime_paths, &p->env_set,
@@ -434,6 +442,8 @@ fy_policy *policy_dup(const fy_policy *s) {
         ok = ok && dup_str(&p->stdio[i].path, s->stdio[i].path);
     }
     ok = ok && dup_str(&p->state_dir, s->state_dir);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(p->net_host); i++)
+        ok = ok && dup_str(&p->net_host[i], s->net_host[i]);
     metrics_ref(p->obs.metrics); /* the shallow copy took the pointer */
     ok = ok && dup_str(&p->source, s->source) && dup_str(&p->build, s->build) &&
               dup_str(&p->output, s->output) && dup_str(&p->workdir, s->workdir) &&

@@ -46,6 +46,7 @@ struct fy_policy {
     int origin_pid;
     struct pol_stdio stdio[3];  /* host plumbing: not in JSON, kept across profile resets */
     char *state_dir;            /* host plumbing too; NULL: the default */
+    char *net_host[FY_NETHOST_MAX_ + 1]; /* host plumbing: fy_policy_set_network_host (FY_NETHOST_*) */
     struct obs obs;             /* observability callbacks and metrics (host plumbing) */
     uint32_t fault_step, fault_nth; /* tests only: fail the nth occurrence of a setup step */
     uint32_t delay_stage;           /* qualification only: sleep inside this FY_STAGE_* ... */

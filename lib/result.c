@@ -104,7 +104,7 @@ int fy_result_usage(const fy_result *r, uint32_t what, uint64_t *ret_value) {
 int fy_result_cleanup(const fy_result *r, uint32_t what, uint64_t *ret_count) {
     if (!r || !ret_count)
         return FY_E_INVAL;
-    if (what < FY_LEFT_PROCESSES || what > FY_LEFT_FILES)
+    if (what < FY_LEFT_PROCESSES || what > FY_LEFT_NETWORK)
         return FY_E_UNSUPPORTED;
     *ret_count = r->left[what];
     return 0;
@@ -272,11 +272,12 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
     };
     static const char *const left_keys[] = {
         [FY_LEFT_PROCESSES] = "processes_left", [FY_LEFT_MOUNTS] = "mounts_left",
-        [FY_LEFT_CGROUPS] = "cgroups_left", [FY_LEFT_FILES] = "files_left",
+        [FY_LEFT_CGROUPS] = "cgroups_left", [FY_LEFT_FILES] = "files_left", [FY_LEFT_NETWORK] = "network_left",
     };
     static const char *const left_paths[] = {
         [FY_LEFT_PROCESSES] = "cleanup.processes_left", [FY_LEFT_MOUNTS] = "cleanup.mounts_left",
         [FY_LEFT_CGROUPS] = "cleanup.cgroups_left", [FY_LEFT_FILES] = "cleanup.files_left",
+        [FY_LEFT_NETWORK] = "cleanup.network_left",
     };
 
     /* The backend's own JSON first: a record that is not a JSON object is a
@@ -328,7 +329,7 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
         text_value(&rd, "usage.source", r->usage_source, r->usage_source ? strlen(r->usage_source) : 0));
     put(&rd, root, "usage", us);
     json_t *cl = json_object();
-    for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++)
+    for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_NETWORK; k++)
         put(&rd, cl, left_keys[k], count_value(&rd, left_paths[k], r->left[k]));
     put(&rd, root, "cleanup", cl);
     put(&rd, root, "limits", lim ? lim : json_null());

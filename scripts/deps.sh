@@ -7,6 +7,7 @@ pkgs=(
   gcc g++ clang libclang-rt-14-dev pkg-config meson ninja-build python3
   libseccomp-dev libcap-dev libarchive-dev libsodium-dev libjansson-dev
   check abigail-tools mandoc util-linux iproute2 cppcheck bubblewrap
+  nftables  # network mode restricted: the router namespace's rules (nft -f)
   qemu-system-x86 busybox-static cpio binutils xz-utils
   python3-pytest  # the Python binding's tests (bindings/python)
   libacl1-dev libzstd-dev liblz4-dev  # libarchive's static dependencies (the static-link test)

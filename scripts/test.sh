@@ -37,7 +37,7 @@ PY
 rc=0
 run_suite build-test -Dbuildtype=debugoptimized || rc=1
 run_suite build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-  -- --suite unit --suite linux --suite apple --suite oci --suite fuzz || rc=1
+  -- --suite unit --suite linux --suite apple --suite oci --suite fuzz --suite net || rc=1
 # The README's other command must keep working too: the demo, end to end.
 # (Its saved probe goes to the build directory, not the host's /run.)
 if FORGEYARD_CACHE_DIR="$PWD/build-test/fy-cache" bash scripts/demo.sh >build-test/demo.log 2>&1; then

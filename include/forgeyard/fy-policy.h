@@ -65,6 +65,16 @@
 #define FY_DNS_NONE        1  /* no resolver configured */
 #define FY_DNS_HOST        2  /* the host's resolvers (only where egress allows them) */
 
+/* Host settings of the network modes restricted and fetch-only
+ * (fy_policy_set_network_host): host plumbing, not part of policy JSON. */
+#define FY_NETHOST_UPLINK       1  /* network namespace file (/run/netns/NAME) the per-attempt router's
+                                      uplink is created in; NULL: the host's own namespace */
+#define FY_NETHOST_HOSTS_FILE   2  /* a file in /etc/hosts format that resolves destination names at
+                                      fy_prepare instead of the host's resolver */
+#define FY_NETHOST_LINK_SUBNET  3  /* IPv4 block (a /16 to a /24) the router's uplink links take a /30
+                                      from; NULL: 100.127.0.0/16 */
+#define FY_NETHOST_MAX_         3  /* not a setting */
+
 /* Destination protocols (fy_policy_add_destination). */
 #define FY_PROTO_TCP  1
 #define FY_PROTO_UDP  2
@@ -159,6 +169,9 @@ FY_API int fy_policy_set_dns(fy_policy *policy, uint32_t dns, fy_error **reterr)
 /* host: a host name, an IPv4/IPv6 address or a CIDR block. */
 FY_API int fy_policy_add_destination(fy_policy *policy, const char *host, uint32_t proto,
                                      uint32_t port_min, uint32_t port_max, fy_error **reterr);
+/* A host setting of the network modes that reach destinations (FY_NETHOST_*);
+ * value NULL restores the default. */
+FY_API int fy_policy_set_network_host(fy_policy *policy, uint32_t setting, const char *value, fy_error **reterr);
 
 /* Resources. */
 FY_API int fy_policy_set_limit(fy_policy *policy, uint32_t limit, uint64_t value, fy_error **reterr);

@@ -53,6 +53,7 @@
 #define FY_LEFT_MOUNTS     2
 #define FY_LEFT_CGROUPS    3
 #define FY_LEFT_FILES      4
+#define FY_LEFT_NETWORK    5  /* network objects: an attempt's veths and router namespace */
 
 FY_BEGIN_DECLS
 

@@ -65,6 +65,11 @@
 struct ll_attr { /* struct landlock_ruleset_attr as of ABI 6 */
     uint64_t handled_access_fs, handled_access_net, scoped;
 };
+struct ll_net_port { /* struct landlock_net_port_attr (ABI 4) */
+    uint64_t allowed_access, port;
+};
+#define LL_RULE_NET_PORT 2
+#define LL_NET_CONNECT_TCP (1ULL << 1)
 
 /* ---- tiny async-signal-safe helpers ---- */
 
@@ -375,6 +380,9 @@ static void write_secrets(const struct child_args *a) {
 }
 
 static void join_netns(int ws, int sfd);
+/* Restricted: the network namespace, kept for the host (linux-net.c). */
+static bool keep_netns;
+static int netns_for_host = -1;
 static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule);
 /* The ruleset init builds once the filesystem stands (the workload then
  * only restricts itself with it), or -1. */
@@ -441,6 +449,7 @@ static void build_filesystem(const struct child_args *a, int ws) {
     /* Unmounting waits for an RCU grace period, and one that overlaps the
      * creation of a network namespace (in the workload process) waits for
      * most of it: the namespace first, then the unmount. */
+    keep_netns = pl->net_router;
     if (ws >= 0)
         join_netns(ws, sfd);
     if (umount2("/.oldroot", MNT_DETACH) < 0 || rmdir("/.oldroot") < 0)
@@ -609,7 +618,10 @@ static void join_netns(int ws, int sfd) {
     if (n == 1) {
         if (setns(ns, CLONE_NEWNET) < 0)
             die(sfd, FY_STEP_NETNS, errno);
-        close(ns);
+        if (keep_netns)
+            netns_for_host = ns;
+        else
+            close(ns);
     }
 }
 
@@ -653,12 +665,19 @@ static int load_filter(const void *bpf, uint16_t len, unsigned int flags) {
 static int build_landlock(const struct linux_plan *pl, int sfd, const char *a_workdir_rule) {
     if (!pl->ll_handled)
         return -1;
-    struct ll_attr attr = {pl->ll_handled, 0, pl->ll_scoped};
+    /* Restricted: TCP connect only to the plan's ports (ABI >= 4), a layer
+     * under the router's rules that also covers the loopback. */
+    struct ll_attr attr = {pl->ll_handled, pl->nll_tcp_ports ? LL_NET_CONNECT_TCP : 0, pl->ll_scoped};
     size_t size = pl->ll_abi >= 6 ? sizeof(attr) : pl->ll_abi >= 4 ? 16 : 8;
     int rs = sys_landlock_create_ruleset((const struct landlock_ruleset_attr *)&attr, size, 0);
     rs = above_stdio(rs);
     if (rs < 0)
         die(sfd, FY_STEP_LANDLOCK, errno);
+    for (size_t i = 0; i < pl->nll_tcp_ports && i < LX_LL_MAX_TCP_PORTS; i++) {
+        struct ll_net_port np = {LL_NET_CONNECT_TCP, pl->ll_tcp_ports[i]};
+        if (sys_landlock_add_rule(rs, (enum landlock_rule_type)LL_RULE_NET_PORT, &np, 0) < 0)
+            die(sfd, FY_STEP_LANDLOCK, errno);
+    }
     for (size_t i = 0; i < pl->nll; i++) {
         int fd = open(pl->ll_rules[i].path, O_PATH | O_CLOEXEC);
         if (fd < 0) {
@@ -1312,6 +1331,12 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a, ws[0]);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
+        if (pl->net_router) {
+            /* The host links it to the router before our second go-ahead. */
+            if (netns_for_host < 0 || lx_send_fds(a->sync_fd, 'N', &netns_for_host, 1) < 0)
+                die(sfd, FY_STEP_NETNS, netns_for_host < 0 ? EBADF : errno);
+            close(netns_for_host);
+        }
     }
     /* The second go-ahead: we move into our cgroups, and so does the
      * workload process, with the same tasks files. */

@@ -18,6 +18,7 @@
 
 #include "linux-backend.h"
 #include "linux-plan.h"
+#include "linux-net.h"
 #include "linux-seccomp.h"
 #include "linux-syscall.h"
 
@@ -330,8 +331,16 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     json_object_set_new(o, "gid_map", pl->process_mode ? json_null() : json_string(pl->gid_map));
     json_object_set_new(o, "workload_uid", json_integer(pl->work_uid));
     json_object_set_new(o, "user", json_string(pl->work_uid == 0 ? "fake-root" : "forgeyard"));
-    json_object_set_new(o, "network", json_string(pl->use_netns ? "deny: own network namespace, loopback only"
-                                                                : "host network (no network namespace)"));
+    char *net = pl->net ? lxn_describe(pl->net, np, pl) : NULL;
+    json_t *netj = net ? json_loads(net, 0, NULL) : NULL;
+    free(net);
+    if (pl->net && !netj) {
+        json_decref(o);
+        return FY_E_NOMEM;
+    }
+    json_object_set_new(o, "network", netj ? netj
+                                           : json_string(pl->use_netns ? "deny: own network namespace, loopback only"
+                                                                       : "host network (no network namespace)"));
     json_object_set_new(o, "filesystem", json_string(pl->process_mode
                                                          ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
                                                                            : "host view, unconfined (no Landlock)")
@@ -593,10 +602,10 @@ static int compile_layout(struct linux_plan *pl, struct builder *b, const struct
 }
 
 int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_plan **ret, fy_error **reterr) {
-    if (np->net_mode == FY_NET_RESTRICTED || np->net_mode == FY_NET_FETCH_ONLY)
+    if (np->net_mode == FY_NET_FETCH_ONLY)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
-                       "network mode %s is not enforced by this version of the Linux backend; use deny or allow",
-                       net_mode_name(np->net_mode));
+                       "network mode fetch-only needs the per-attempt forward proxy, which this version of the Linux "
+                       "backend does not have; use restricted (as root), deny or allow");
     /* Disk and file-count quotas apply to the writable host-backed
      * directories (tmpfs sizes bound the rest); with none, nothing would
      * enforce them: refuse rather than pretend. */
@@ -624,9 +633,11 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     if (process_level && np->fake_root)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_USERNS, 0, "$.process.user",
                        "fake-root needs a user namespace, which the process level does not have");
-    if (!process_level && np->net_mode == FY_NET_DENY && !caps_present(c, FY_CAP_NETNS))
+    if (!process_level && (np->net_mode == FY_NET_DENY || np->net_mode == FY_NET_RESTRICTED) &&
+        !caps_present(c, FY_CAP_NETNS))
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, NULL,
-                       "network mode deny needs a network namespace: %s", fy_caps_reason(c, FY_CAP_NETNS));
+                       "network mode %s needs a network namespace: %s", net_mode_name(np->net_mode),
+                       fy_caps_reason(c, FY_CAP_NETNS));
     struct linux_plan *pl = calloc(1, sizeof(*pl));
     if (!pl)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
@@ -649,6 +660,16 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     }
     pl->hostname = (pl->clone_flags & CLONE_NEWUTS) ? (np->hostname ? np->hostname : "forgeyard") : NULL;
     compile_ids(pl, np, c);
+    if (np->net_mode == FY_NET_RESTRICTED && !process_level) {
+        /* Its own network namespace, linked to a router (linux-net.c). */
+        if (!(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
+            goto oom;
+        if ((r = lxn_compile(pl->net, pl, np, pl->as_root, reterr)) < 0)
+            goto fail;
+        pl->clone_flags |= CLONE_NEWNET;
+        pl->use_netns = true;
+        pl->net_router = true;
+    }
 
     /* Landlock: the same declared paths, as defence in depth. */
     if (np->control[FY_CONTROL_LANDLOCK] == FY_CONTROL_STATE_ENFORCED) {
@@ -675,6 +696,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
             }
         }
     }
+    if (pl->net)
+        lxn_landlock_ports(pl, np);
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
     if (r == FY_E_RANGE) {
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_MOUNT, 0, NULL,

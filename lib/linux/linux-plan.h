@@ -13,6 +13,12 @@
 #include "backend.h"
 #include "linux-cgroup.h"
 
+struct lxn_plan;
+
+/* Landlock's TCP layer takes one rule per port: above this many the layer
+ * is left out (and reported so). */
+#define LX_LL_MAX_TCP_PORTS 64
+
 /* ---- mount operations, executed in order after pivot_root ---- */
 enum mount_kind {
     MK_TMPFS = 1,  /* mount a tmpfs at dst with data options */
@@ -90,6 +96,9 @@ struct linux_plan {
     bool exec_init;              /* the probe executed forgeyard-init here (else pid 1 is a copy of the host) */
     uint64_t clone_flags;        /* CLONE_NEW* */
     bool use_netns;              /* CLONE_NEWNET: bring lo up */
+    bool net_router;             /* restricted: init sends the host its network namespace
+                                    (linux-net.c links it to a router) before the second go-ahead */
+    struct lxn_plan *net;        /* restricted: the router's plan (host side only) */
     bool as_root;                /* the caller is root: map an unprivileged host range */
     char uid_map[96], gid_map[96];
     uint32_t setup_uid, setup_gid;     /* ids of the sandbox's pid 1 inside */
@@ -112,6 +121,8 @@ struct linux_plan {
     uint64_t ll_handled;         /* handled_access_fs (0: no Landlock) */
     uint32_t ll_abi;
     uint64_t ll_scoped;          /* LANDLOCK_SCOPE_* (ABI >= 6) */
+    uint32_t nll_tcp_ports;      /* restricted (ABI >= 4): TCP connect allowed only to these ports */
+    uint16_t ll_tcp_ports[LX_LL_MAX_TCP_PORTS];
     const void *bpf;             /* struct sock_filter[]: the shared compiled profile */
     uint16_t bpf_len;
     bool seccomp_notify;

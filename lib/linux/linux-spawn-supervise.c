@@ -391,6 +391,10 @@ static void finish(fy_handle *h, struct lx *x) {
     lx_close_fd(&x->notify_fd);
     lx_close_fd(&x->sync_wr);
     lx_remove_attempt_dir(x);
+    /* Restricted: the router namespace and its links go now that nothing
+     * of the sandbox runs (linux-net.c witnesses the uplink veth's end). */
+    x->net_left += lxn_teardown(&x->net);
+    rep.left[FY_LEFT_NETWORK] = x->net_left;
     if (pl->delay_stage == FY_STAGE_CLEANUP && pl->delay_usec)
         usleep((useconds_t)pl->delay_usec); /* qualification: attributed to cleanup */
     rep.left[FY_LEFT_FILES] = x->scratch_left ? 1 : 0;

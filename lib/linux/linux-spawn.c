@@ -45,6 +45,7 @@ static struct lx *lx_new(void) {
     x->cg.v2_fd = -1;
     x->notify_sock = x->notify_fd = -1;
     x->reaper = (struct lx_reaper){-1, -1, -1, -1};
+    lxn_run_init(&x->net);
     for (int i = 0; i < 3; i++)
         x->child_stdio[i] = x->host_pipe[i] = x->drain_rd[i] = x->spool_fd[i] = -1;
     return x;
@@ -84,6 +85,7 @@ static void lx_free(struct lx *x) {
     for (int c = 0; c < CG_NCTL; c++)
         free(x->cg.v1_dir[c]);
     lx_remove_attempt_dir(x);
+    x->net_left += lxn_teardown(&x->net);
     free(x->attempt_home);
     free(x->attempt_tmp);
     free(x->attempt_secrets);
@@ -246,6 +248,9 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     if ((r = record_state(h, x, pl, reterr)) < 0)
         goto fail;
+    /* Restricted: the router, while nothing else waits for it (linux-net.c). */
+    if (pl->net_router && (r = lxn_begin(&x->net, pl->net, reterr)) < 0)
+        goto fail;
     if ((r = lx_setup_secrets(x, np, pl, &stdin_secret, reterr)) < 0 ||
         (r = lx_setup_stdio(x, np, stdin_secret, reterr)) < 0)
         goto fail;
@@ -344,6 +349,22 @@ int lx_start(fy_handle *h, fy_error **reterr) {
      * With the go-ahead go its v1 cgroups' tasks files: it moves itself. */
     int tasks[LX_GO_MAX_FDS];
     size_t ntasks = 0;
+    /* Restricted: the sandbox's init sends its network namespace once it
+     * stands; its link to the router is made before the workload may run. */
+    if (r == 0 && pl->net_router) {
+        int ns = lxn_recv_netns(x->sync_wr, 30000);
+        if (ns == -EPIPE) {
+            /* The sandbox ended before its namespace stood: it reported why
+             * on its status pipe, and the attempt's result carries that (as
+             * for a go-ahead it can no longer read). Nothing of it runs. */
+        } else if (ns < 0) {
+            r = err_set(reterr, err_from_errno(-ns), FY_STEP_NETNS, -ns, NULL,
+                        "restricted network: the sandbox's network namespace did not come: %s", strerror(-ns));
+        } else {
+            r = lxn_finish(&x->net, ns, reterr);
+            close(ns);
+        }
+    }
     if (r == 0)
         r = cg_open_tasks(&pl->cg, &x->cg, tasks, LX_GO_MAX_FDS, &ntasks, reterr);
     if (r < 0 || (!cloned_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0) ||
@@ -424,8 +445,10 @@ void lx_forget(fy_handle *h) {
     /* In a forked copy of the host: the fds are copies, closing them does not
      * affect the parent's sandbox; never signal it. */
     struct lx *x = h->b;
-    if (x)
+    if (x) {
         x->reaped = true;
+        lxn_forget(&x->net); /* the parent's links are the parent's to remove */
+    }
     lx_free(x);
     h->b = NULL;
 }

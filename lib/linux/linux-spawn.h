@@ -17,6 +17,7 @@
 
 #include "handle.h"
 #include "linux-plan.h"
+#include "linux-net.h"
 
 enum kill_stage { KS_NONE, KS_SOFT, KS_HARD };
 
@@ -81,6 +82,8 @@ struct lx {
     char *env_home, *env_tmpdir;
     const char *spool_created[3]; /* spool files this start created (unlinked if it fails) */
     bool scratch_left; /* cleanup could not remove it all */
+    struct lxn_run net;  /* restricted: the router and its links (linux-net.c) */
+    unsigned net_left;   /* ... what its teardown could not remove */
 };
 
 /* linux-spawn.c */

@@ -703,6 +703,16 @@ static bool t_network_refused(void) {
     CHECK(!prepare(&r, "exit 0"), "prepared with network deny");
     CHECK(r.rc == FY_E_UNSUPPORTED && strstr(r.error, "network"), "rc %d: %s", r.rc, r.error);
     run_free(&r);
+    /* restricted (destinations only): refused too, typed */
+    CHECK(policy_new(&r), "policy");
+    fy_policy_set_dns(r.policy, FY_DNS_NONE, NULL);
+    fy_policy_set_control(r.policy, FY_CONTROL_NETNS, FY_MODE_PREFER, NULL);
+    fy_policy_set_network(r.policy, FY_NET_RESTRICTED, NULL);
+    fy_policy_add_destination(r.policy, "192.0.2.1", FY_PROTO_TCP, 443, 443, NULL);
+    CHECK(!prepare(&r, "exit 0"), "prepared with network restricted");
+    CHECK(r.rc == FY_E_UNSUPPORTED, "restricted: rc %d: %s", r.rc, r.error);
+    printf("# restricted: %s\n", r.error);
+    run_free(&r);
     return ok;
 }
 
@@ -983,7 +993,7 @@ int main(int argc, char **argv) {
         {"process limit", t_process_limit},
         {"memory limit", t_memory_limit},
         {"a required unverified limit is refused", t_required_unverified},
-        {"network deny is refused", t_network_refused},
+        {"network deny and restricted are refused", t_network_refused},
         {"a missing program is a typed setup failure", t_not_found},
         {"the workspace is private and removed", t_workspace},
         {"environment, secrets, no host variables", t_environment},

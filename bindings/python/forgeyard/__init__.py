@@ -24,7 +24,7 @@ import weakref
 from . import _lib
 from ._lib import lib as _c
 from ._constants import (CONSTANTS, CONSTANTS_PATH, ENUMS, ErrorCode, Step, Level, Cap, Profile,
-                         Control, ControlState, Mode, Limit, Net, Dns, Stream, StdioMode, Outcome,
+                         Control, ControlState, Mode, Limit, Net, Dns, NetHost, Proto, Stream, StdioMode, Outcome,
                          CancelReason, Stage, Usage, Left, ProbeFlag)
 
 # Every FY_* constant of the headers as a module attribute (forgeyard.FY_E_POLICY, ...).
@@ -364,6 +364,22 @@ class Policy(_Owned):
         """fy_policy_set_platform_property: a scheduler's property as a requirement
         (only ever stricter; unknown ones raise Error FY_E_UNSUPPORTED)."""
         _call(_c.fy_policy_set_platform_property, self._p, _b(name), _b(value))
+        return self
+
+    def set_dns(self, dns):
+        _call(_c.fy_policy_set_dns, self._p, int(dns))
+        return self
+
+    def add_destination(self, host, proto=None, port_min=1, port_max=None):
+        """fy_policy_add_destination: a name, an address or a CIDR block; Proto.TCP by default;
+        port_max defaults to port_min."""
+        _call(_c.fy_policy_add_destination, self._p, _b(host), int(Proto.TCP if proto is None else proto),
+              int(port_min), int(port_min if port_max is None else port_max))
+        return self
+
+    def set_network_host(self, setting, value):
+        """fy_policy_set_network_host: NetHost.UPLINK, HOSTS_FILE or LINK_SUBNET (None: the default)."""
+        _call(_c.fy_policy_set_network_host, self._p, int(setting), _b(value))
         return self
 
     def set_state_dir(self, path):

@@ -96,6 +96,8 @@ Mode = _enum("Mode", "FY_MODE_")
 Limit = _enum("Limit", "FY_LIMIT_")
 Net = _enum("Net", "FY_NET_")
 Dns = _enum("Dns", "FY_DNS_")
+NetHost = _enum("NetHost", "FY_NETHOST_", exclude=("FY_NETHOST_MAX_",))
+Proto = _enum("Proto", "FY_PROTO_")
 Stream = _enum("Stream", "FY_STD", exclude=("FY_STDIO_",))  # IN, OUT, ERR
 StdioMode = _enum("StdioMode", "FY_STDIO_")
 Outcome = _enum("Outcome", "FY_OUTCOME_")
@@ -105,5 +107,5 @@ Usage = _enum("Usage", "FY_USAGE_")
 Left = _enum("Left", "FY_LEFT_")
 ProbeFlag = _enum("ProbeFlag", "FY_PROBE_")
 
-ENUMS = [ErrorCode, Step, Level, Cap, Profile, Control, ControlState, Mode, Limit, Net, Dns, Stream,
+ENUMS = [ErrorCode, Step, Level, Cap, Profile, Control, ControlState, Mode, Limit, Net, Dns, NetHost, Proto, Stream,
          StdioMode, Outcome, CancelReason, Stage, Usage, Left, ProbeFlag]

@@ -67,6 +67,20 @@ def test_policy_json_error_has_path():
         assert p.to_dict()["profile"] == "release"
 
 
+def test_network_restricted_settings():
+    with fy.Policy(fy.Profile.STANDARD_CI) as p:
+        p.add_destination("198.51.100.7", fy.Proto.TCP, 443).set_network(fy.Net.RESTRICTED)
+        p.set_network_host(fy.NetHost.LINK_SUBNET, "10.99.0.0/16").set_network_host(fy.NetHost.LINK_SUBNET, None)
+        d = p.to_dict()["network"]
+        assert d["mode"] == "restricted" and d["destinations"][0]["ports"] == [443, 443]
+        with pytest.raises(fy.Error) as ei:
+            p.set_network_host(fy.NetHost.LINK_SUBNET, "100.64.0.0/16")  # covers the sandbox's own link
+        assert ei.value.code == fy.ErrorCode.INVAL and ei.value.location == "$.network.host"
+        with pytest.raises(fy.Error) as ei:
+            p.add_destination("198.51.100.7", fy.Proto.TCP, 0)
+        assert ei.value.code == fy.ErrorCode.POLICY and ei.value.location == "$.network.destinations[1].ports"
+
+
 def test_policy_profiles_and_json_round_trip():
     for prof in fy.Profile:
         with fy.Policy(prof) as p:

@@ -1,0 +1,852 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Network mode restricted as root (linux-net.h has the topology).
+ *
+ *   sandbox netns            router netns (ours, host user ns)        uplink netns
+ *   eth0 100.64.0.2/30 ----- sb 100.64.0.1/30                          (FY_NETHOST_UPLINK
+ *        fd66:7973::2/64        fd66:7973::1/64                         or the host's)
+ *                               up  LINK+2/30 ---------------------- fyXXXXXXXX LINK+1/30
+ *                                   fd66:7973:1:SLOT::2/64              fd66:7973:1:SLOT::1/64
+ *
+ * The router forwards (its own sysctls: the host's are never touched) only
+ * new flows from sb to up that match a rule of the plan, established and
+ * related ones back, and masquerades what leaves on up: the uplink needs
+ * no route to the sandbox, only its side of the link (its connected
+ * route). Everything else is dropped: TCP, UDP, ICMP, raw, both families.
+ * The router runs no process; it lives as long as our fd of it, so a host
+ * that crashes leaves nothing (the kernel destroys the namespace and its
+ * veths with the last reference).
+ *
+ * Configuration is rtnetlink over plain sockets, each created in its
+ * namespace by the calling thread (setns there and back: only this
+ * thread's namespace changes, and only for the socket call); the rules go
+ * in with nft -f, run in the router namespace. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_link.h>
+#include <linux/nsfs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "linux-net.h"
+#include "linux-plan.h"
+#include "linux-probe-util.h"
+
+#define NFT_DEADLINE_MS 10000
+
+/* ---- namespaces of the calling thread ---- */
+
+/* fn(arg) run with the calling thread in namespace ns, then back. A thread
+ * that cannot come back must not go on in the wrong namespace. */
+static int in_netns(int ns, int (*fn)(void *), void *arg) {
+    int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self < 0)
+        return -errno;
+    if (setns(ns, CLONE_NEWNET) < 0) {
+        int e = errno;
+        close(self);
+        return -e;
+    }
+    int r = fn(arg);
+    if (setns(self, CLONE_NEWNET) < 0)
+        abort();
+    close(self);
+    return r;
+}
+
+struct sock_args { int domain, type, proto; };
+static int make_socket(void *p) {
+    const struct sock_args *a = p;
+    int s = socket(a->domain, a->type | SOCK_CLOEXEC, a->proto);
+    return s < 0 ? -errno : s;
+}
+static int socket_in(int ns, int domain, int type, int proto) {
+    struct sock_args a = {domain, type, proto};
+    return in_netns(ns, make_socket, &a);
+}
+
+/* A new network namespace owned by our (the host's) user namespace. */
+static int make_ns(void *p) {
+    (void)p;
+    if (unshare(CLONE_NEWNET) < 0)
+        return -errno;
+    int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+static int new_netns(void) {
+    int cur = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (cur < 0)
+        return -errno;
+    int r = in_netns(cur, make_ns, NULL); /* (comes back to cur) */
+    close(cur);
+    return r;
+}
+
+static bool same_ns(int a, int b) {
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* A sysctl of the router namespace: written only after checking that the
+ * thread is in it (never the host's). */
+struct sysctl_args { int ns; const char *path; };
+static int write_sysctl(void *p) {
+    const struct sysctl_args *a = p;
+    int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self < 0)
+        return -errno;
+    bool ok = same_ns(self, a->ns);
+    close(self);
+    if (!ok)
+        return -EXDEV;
+    int fd = open(a->path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t w = write(fd, "1", 1);
+    int e = errno;
+    close(fd);
+    return w == 1 ? 0 : -(w < 0 ? e : EIO);
+}
+
+/* ---- rtnetlink ---- */
+
+struct nlmsg {
+    union {
+        struct nlmsghdr h;
+        char buf[1024];
+    } u;
+};
+
+static void *nl_tail(struct nlmsg *m) { return m->u.buf + NLMSG_ALIGN(m->u.h.nlmsg_len); }
+
+static void nl_init(struct nlmsg *m, uint16_t type, uint16_t flags, const void *hdr, size_t hlen) {
+    memset(m, 0, sizeof(*m));
+    m->u.h.nlmsg_len = (uint32_t)NLMSG_LENGTH(hlen);
+    m->u.h.nlmsg_type = type;
+    m->u.h.nlmsg_flags = (uint16_t)(NLM_F_REQUEST | flags);
+    memcpy(NLMSG_DATA(&m->u.h), hdr, hlen);
+}
+
+static struct rtattr *nl_attr(struct nlmsg *m, uint16_t type, const void *data, size_t len) {
+    struct rtattr *a = nl_tail(m);
+    a->rta_type = type;
+    a->rta_len = (uint16_t)RTA_LENGTH(len);
+    if (len)
+        memcpy(RTA_DATA(a), data, len);
+    m->u.h.nlmsg_len = NLMSG_ALIGN(m->u.h.nlmsg_len) + RTA_ALIGN(a->rta_len);
+    return a;
+}
+static struct rtattr *nl_nest(struct nlmsg *m, uint16_t type) { return nl_attr(m, type, NULL, 0); }
+static void nl_nest_end(struct nlmsg *m, struct rtattr *a) {
+    a->rta_len = (uint16_t)((char *)nl_tail(m) - (char *)a);
+}
+
+/* Sends m and reads its acknowledgement: 0 or -errno. */
+static int nl_talk(int s, struct nlmsg *m) {
+    static uint32_t seq;
+    m->u.h.nlmsg_flags |= NLM_F_ACK;
+    m->u.h.nlmsg_seq = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+    if (sendto(s, m, m->u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = recv(s, buf, sizeof(buf), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+            if (h->nlmsg_seq != m->u.h.nlmsg_seq)
+                continue;
+            if (h->nlmsg_type == NLMSG_ERROR) {
+                const struct nlmsgerr *e = NLMSG_DATA(h);
+                return e->error;
+            }
+        }
+    }
+}
+
+static int nl_open(int ns) {
+    int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+    if (s < 0)
+        return s;
+    struct timeval tv = {5, 0};
+    (void)setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return s;
+}
+
+/* A veth pair: name here, peer in namespace peer_ns as peer_name. */
+static int link_veth(int s, const char *name, const char *peer_name, int peer_ns) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *li = nl_nest(&m, IFLA_LINKINFO);
+    nl_attr(&m, IFLA_INFO_KIND, "veth", 5);
+    struct rtattr *data = nl_nest(&m, IFLA_INFO_DATA);
+    struct rtattr *peer = nl_nest(&m, VETH_INFO_PEER);
+    struct ifinfomsg *pifi = nl_tail(&m);
+    memset(pifi, 0, sizeof(*pifi));
+    m.u.h.nlmsg_len += NLMSG_ALIGN(sizeof(*pifi));
+    nl_attr(&m, IFLA_IFNAME, peer_name, strlen(peer_name) + 1);
+    uint32_t fd = (uint32_t)peer_ns;
+    nl_attr(&m, IFLA_NET_NS_FD, &fd, sizeof(fd));
+    nl_nest_end(&m, peer);
+    nl_nest_end(&m, data);
+    nl_nest_end(&m, li);
+    return nl_talk(s, &m);
+}
+
+/* No IPv6 link-local address on our links: nothing here uses one (the
+ * routes name the global addresses, made without duplicate address
+ * detection, IFA_F_NODAD), so none sits tentative, and the sandbox has no
+ * fe80:: address to reach the router's by. Before link_up. */
+static int link_no_ll(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *af = nl_nest(&m, IFLA_AF_SPEC);
+    struct rtattr *in6 = nl_nest(&m, AF_INET6);
+    uint8_t mode = IN6_ADDR_GEN_MODE_NONE;
+    nl_attr(&m, IFLA_INET6_ADDR_GEN_MODE, &mode, sizeof(mode));
+    nl_nest_end(&m, in6);
+    nl_nest_end(&m, af);
+    return nl_talk(s, &m);
+}
+
+static int link_up(int s, const char *name) {
+    int e = link_no_ll(s, name);
+    if (e < 0 && e != -EAFNOSUPPORT && e != -EOPNOTSUPP)
+        return e;
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP, .ifi_change = IFF_UP};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    return nl_talk(s, &m);
+}
+
+static int link_del(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_DELLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    return nl_talk(s, &m);
+}
+
+/* Whether the link exists: 1, 0, or -errno. */
+static int link_exists(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_GETLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    /* (The answer comes before the acknowledgement; nl_talk skips it.) */
+    int r = nl_talk(s, &m);
+    return r == 0 ? 1 : r == -ENODEV ? 0 : r;
+}
+
+static int ifindex_in(int ns, const char *name) {
+    int s = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
+    if (s < 0)
+        return s;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+    int r = ioctl(s, SIOCGIFINDEX, &ifr) < 0 ? -errno : ifr.ifr_ifindex;
+    close(s);
+    return r;
+}
+
+static int addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix) {
+    struct ifaddrmsg ifa = {.ifa_family = (uint8_t)family, .ifa_prefixlen = (uint8_t)prefix,
+                            .ifa_flags = family == AF_INET6 ? IFA_F_NODAD : 0, .ifa_index = (uint32_t)ifindex};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
+    size_t len = family == AF_INET ? 4 : 16;
+    nl_attr(&m, IFA_LOCAL, addr, len);
+    nl_attr(&m, IFA_ADDRESS, addr, len);
+    if (family == AF_INET6) {
+        uint32_t fl = IFA_F_NODAD;
+        nl_attr(&m, IFA_FLAGS, &fl, sizeof(fl));
+    }
+    return nl_talk(s, &m);
+}
+
+static int route_default(int s, int ifindex, int family, const void *gw) {
+    struct rtmsg rt = {.rtm_family = (uint8_t)family, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
+                       .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof(rt));
+    nl_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
+    uint32_t oif = (uint32_t)ifindex;
+    nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
+    return nl_talk(s, &m);
+}
+
+/* Whether any interface of the namespace has the IPv4 address a (network
+ * order): 1, 0, or -errno. */
+static int addr_in_use(int s, uint32_t a) {
+    struct ifaddrmsg ifa = {.ifa_family = AF_INET};
+    struct nlmsg m;
+    static uint32_t seq = 1u << 30;
+    nl_init(&m, RTM_GETADDR, NLM_F_DUMP, &ifa, sizeof(ifa));
+    m.u.h.nlmsg_seq = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+    if (sendto(s, &m, m.u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    char buf[16384];
+    int found = 0;
+    for (;;) {
+        ssize_t n = recv(s, buf, sizeof(buf), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+            if (h->nlmsg_seq != m.u.h.nlmsg_seq)
+                continue;
+            if (h->nlmsg_type == NLMSG_DONE)
+                return found;
+            if (h->nlmsg_type == NLMSG_ERROR)
+                return ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+            if (h->nlmsg_type != RTM_NEWADDR)
+                continue;
+            const struct ifaddrmsg *am = NLMSG_DATA(h);
+            int alen = (int)IFA_PAYLOAD(h);
+            for (const struct rtattr *ra = IFA_RTA(am); RTA_OK(ra, alen); ra = RTA_NEXT(ra, alen))
+                if ((ra->rta_type == IFA_LOCAL || ra->rta_type == IFA_ADDRESS) && RTA_PAYLOAD(ra) == 4 &&
+                    memcmp(RTA_DATA(ra), &a, 4) == 0)
+                    found = 1;
+        }
+    }
+}
+
+/* ---- addresses ---- */
+
+static const uint8_t sb_router6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 1};
+static const uint8_t sb_sandbox6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 2};
+#define SB_ROUTER4  0x64400001u /* 100.64.0.1 */
+#define SB_SANDBOX4 0x64400002u /* 100.64.0.2 */
+
+static void link6(uint8_t out[16], uint32_t slot, uint8_t host) {
+    static const uint8_t base[16] = {0xfd, 0x66, 0x79, 0x73, 0, 1};
+    memcpy(out, base, 16);
+    out[6] = (uint8_t)(slot >> 8);
+    out[7] = (uint8_t)slot;
+    out[15] = host;
+}
+
+/* ---- prepare ---- */
+
+/* Zeroes the bits of the 4-byte a beyond prefix. */
+static void mask(uint8_t a[4], unsigned prefix) {
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned bits = prefix >= 8 * (i + 1) ? 8 : prefix > 8 * i ? prefix - 8 * i : 0;
+        a[i] &= (uint8_t)(0xff00u >> bits);
+    }
+}
+
+static int parse_subnet(const char *s, uint32_t *base, uint32_t *len) {
+    unsigned a, b, c, d, l;
+    char tail;
+    if (sscanf(s, "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &l, &tail) != 5 || a > 255 || b > 255 || c > 255 ||
+        d > 255 || l < 16 || l > 24)
+        return -1;
+    *base = (uint32_t)a << 24 | b << 16 | c << 8 | d;
+    *len = l;
+    return 0;
+}
+
+int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
+                fy_error **reterr) {
+    memset(out, 0, sizeof(*out));
+    if (!is_root)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
+                       "network mode restricted is enforced by nftables in a router namespace, which needs root; "
+                       "the rootless user-mode stack (pasta) is not implemented in this version");
+    char *nft = pu_find_program("nft");
+    if (!nft)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
+                       "network mode restricted needs nft (apt install nftables)");
+    out->nft = arena_strdup(&pl->arena, nft);
+    free(nft);
+    out->uplink = np->net_uplink;
+    if (parse_subnet(np->net_link_subnet ? np->net_link_subnet : LXN_DEFAULT_LINK_SUBNET, &out->link_base,
+                     &out->link_len) < 0)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.host", "bad link subnet %s",
+                       np->net_link_subnet);
+    /* No rule may reach the router's own links. */
+    for (size_t i = 0; i < np->nnet_rules; i++) {
+        const struct plan_net_rule *r = &np->net_rules[i];
+        if (r->family == 6) {
+            /* fd66:7973::/32 holds both IPv6 links. */
+            static const uint8_t links6[4] = {0xfd, 0x66, 0x79, 0x73};
+            uint8_t a6[4];
+            memcpy(a6, r->addr, 4);
+            mask(a6, r->prefix < 32 ? r->prefix : 32);
+            uint8_t l6[4];
+            memcpy(l6, links6, 4);
+            mask(l6, r->prefix < 32 ? r->prefix : 32);
+            if (memcmp(a6, l6, 4) == 0) {
+                char loc[64];
+                snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", r->dest);
+                return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                               "destination \"%s\" overlaps the sandbox's IPv6 links (fd66:7973::/32)",
+                               np->dests[r->dest].host);
+            }
+            continue;
+        }
+        uint32_t a = (uint32_t)r->addr[0] << 24 | (uint32_t)r->addr[1] << 16 | (uint32_t)r->addr[2] << 8 | r->addr[3];
+        unsigned common = r->prefix < out->link_len ? r->prefix : out->link_len;
+        unsigned common2 = r->prefix < 30 ? r->prefix : 30;
+        bool hits_link = common == 0 || (a >> (32 - common)) == (out->link_base >> (32 - common));
+        bool hits_sb = common2 == 0 || (a >> (32 - common2)) == (SB_ROUTER4 >> (32 - common2));
+        if (hits_link || hits_sb) {
+            char loc[64];
+            snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", r->dest);
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "destination \"%s\" overlaps the sandbox's links (%s, 100.64.0.0/30)", np->dests[r->dest].host,
+                           np->net_link_subnet ? np->net_link_subnet : LXN_DEFAULT_LINK_SUBNET);
+        }
+    }
+    struct strbuf b;
+    strbuf_init(&b);
+    strbuf_append(&b,
+                  "table inet forgeyard {\n"
+                  " chain forward {\n"
+                  "  type filter hook forward priority 0; policy drop;\n"
+                  "  ct state established,related accept\n"
+                  "  iifname != \"" LXN_ROUTER_SB_IF "\" drop\n"
+                  "  oifname != \"" LXN_ROUTER_UP_IF "\" drop\n"
+                  "  meta nfproto ipv4 ip saddr != 100.64.0.2 drop\n"
+                  "  meta nfproto ipv6 ip6 saddr != fd66:7973::2 drop\n"
+                  "  ct state != new drop\n");
+    for (size_t i = 0; i < np->nnet_rules; i++) {
+        const struct plan_net_rule *r = &np->net_rules[i];
+        char a[INET6_ADDRSTRLEN];
+        inet_ntop(r->family == 4 ? AF_INET : AF_INET6, r->addr, a, sizeof(a));
+        const char *proto = r->proto == FY_PROTO_UDP ? "udp" : "tcp";
+        strbuf_printf(&b, "  %s daddr %s/%u %s dport %u-%u accept\n", r->family == 4 ? "ip" : "ip6", a, r->prefix,
+                      proto, r->port_min, r->port_max);
+    }
+    strbuf_append(&b,
+                  " }\n"
+                  " chain input {\n"
+                  "  type filter hook input priority 0; policy drop;\n"
+                  "  icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n"
+                  " }\n"
+                  " chain postrouting {\n"
+                  "  type nat hook postrouting priority srcnat; policy accept;\n"
+                  "  oifname \"" LXN_ROUTER_UP_IF "\" masquerade\n"
+                  " }\n"
+                  "}\n");
+    if (b.oom) {
+        strbuf_free(&b);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    }
+    out->ruleset = arena_strdup(&pl->arena, b.buf);
+    strbuf_free(&b);
+    if (!out->ruleset || !out->nft)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    return 0;
+}
+
+void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
+    pl->nll_tcp_ports = 0;
+    if (!pl->ll_handled || pl->ll_abi < 4)
+        return;
+    uint16_t ports[LX_LL_MAX_TCP_PORTS];
+    uint32_t n = 0;
+    for (size_t i = 0; i < np->nnet_rules; i++) {
+        const struct plan_net_rule *r = &np->net_rules[i];
+        if (r->proto != FY_PROTO_TCP)
+            continue;
+        for (uint32_t p = r->port_min; p <= r->port_max; p++) {
+            bool have = false;
+            for (uint32_t k = 0; k < n && !have; k++)
+                have = ports[k] == p;
+            if (have)
+                continue;
+            if (n == LX_LL_MAX_TCP_PORTS)
+                return; /* too many: the layer is left out, and reported so */
+            ports[n++] = (uint16_t)p;
+        }
+    }
+    /* No TCP rule at all: every connect refused, which is what the plan says. */
+    if (n == 0)
+        ports[n++] = 0; /* port 0: connect(2) to it never succeeds anyway */
+    memcpy(pl->ll_tcp_ports, ports, n * sizeof(ports[0]));
+    pl->nll_tcp_ports = n;
+}
+
+char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl) {
+    json_t *o = json_object(), *rules = json_array();
+    if (!o || !rules) {
+        json_decref(o);
+        json_decref(rules);
+        return NULL;
+    }
+    for (size_t i = 0; i < np->nnet_rules; i++) {
+        char t[96];
+        json_array_append_new(rules, json_string(plan_net_rule_text(&np->net_rules[i], t, sizeof(t))));
+    }
+    json_object_set_new(o, "mode", json_string("restricted"));
+    json_object_set_new(o, "enforcement",
+                        json_string("nftables in a per-attempt router namespace owned by the host's user namespace "
+                                    "(veth, forward only to the rules, masquerade; everything else dropped: TCP, UDP, "
+                                    "ICMP, raw, IPv4 and IPv6)"));
+    json_object_set_new(o, "rules", rules);
+    json_object_set_new(o, "uplink", json_string(lp->uplink ? lp->uplink : "host"));
+    json_object_set_new(o, "dns", json_string(np->dns == FY_DNS_HOST ? "host resolv.conf (reachable only if listed)"
+                                                                     : "hosts-file: allowed names resolved at prepare, no resolver"));
+    json_object_set_new(o, "landlock_tcp",
+                        json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the allowed ports, the loopback included"
+                                    : !pl->ll_handled || pl->ll_abi < 4 ? "none (needs Landlock ABI 4)"
+                                                                         : "none (more allowed TCP ports than it takes rules for)"));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return s;
+}
+
+/* ---- start ---- */
+
+void lxn_run_init(struct lxn_run *run) {
+    memset(run, 0, sizeof(*run));
+    run->router_fd = run->uplink_fd = run->slot_lock = run->nft_out = -1;
+}
+
+/* Reserves slot of the link subnet among every attempt of every process
+ * using this uplink: an abstract unix socket bound in the uplink
+ * namespace (abstract names are per namespace, and the kernel frees one
+ * with its socket, a crashed process's included). 0, -EADDRINUSE, -errno. */
+static int reserve_slot(struct lxn_run *run, const struct lxn_plan *lp, uint32_t slot) {
+    int s = socket_in(run->uplink_fd, AF_UNIX, SOCK_DGRAM, 0);
+    if (s < 0)
+        return s;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "forgeyard/net-link/%08x/%u/%u", lp->link_base,
+                     lp->link_len, slot);
+    if (bind(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) < 0) {
+        int e = errno;
+        close(s);
+        return -e;
+    }
+    run->slot_lock = s;
+    return 0;
+}
+
+static int ns_fail(fy_error **reterr, int e, const char *what) {
+    return err_set(reterr, err_from_errno(e), FY_STEP_NETNS, e, NULL, "restricted network: %s: %s", what, strerror(e));
+}
+
+struct nft_args { const char *nft; int in, out; struct pu_proc *proc; };
+static int spawn_nft(void *p) {
+    struct nft_args *a = p;
+    const char *argv[] = {a->nft, "-f", "-", NULL};
+    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    int e = pu_spawn(argv, envp, a->in, a->out, a->proc);
+    return e ? -e : 0;
+}
+
+/* nft -f with the ruleset, started in the router namespace and left to run
+ * (lxn_finish waits for it): it costs most of the router's set-up, and the
+ * sandbox builds itself meanwhile. */
+static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
+    int in = memfd_create("fy-nft-in", MFD_CLOEXEC);
+    run->nft_out = memfd_create("fy-nft-out", MFD_CLOEXEC);
+    int r = 0;
+    size_t len = strlen(lp->ruleset);
+    if (in < 0 || run->nft_out < 0 || write(in, lp->ruleset, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
+        r = ns_fail(reterr, errno, "nft input");
+    } else {
+        struct nft_args a = {lp->nft, in, run->nft_out, &run->nft};
+        if ((r = in_netns(run->router_fd, spawn_nft, &a)) < 0)
+            r = ns_fail(reterr, -r, "running nft");
+        else
+            run->nft_running = true;
+    }
+    if (in >= 0)
+        close(in);
+    return r;
+}
+
+/* Waits for nft (at most NFT_DEADLINE_MS, then kills it): 0 once its rules
+ * stand, else the error with what nft said. */
+static int finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) {
+    if (!run->nft_running)
+        return 0;
+    bool killed = false;
+    bool reaped = pu_finish(&run->nft, deadline, &killed);
+    run->nft_running = !reaped;
+    if (reaped && !killed && WIFEXITED(run->nft.status) && WEXITSTATUS(run->nft.status) == 0)
+        return 0;
+    char msg[512] = "";
+    ssize_t n = run->nft_out >= 0 ? pread(run->nft_out, msg, sizeof(msg) - 1, 0) : 0;
+    msg[n > 0 ? n : 0] = 0;
+    return err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL, "restricted network: nft failed%s: %s",
+                   killed ? " (killed at its deadline)" : "", msg);
+}
+
+static int open_uplink(const struct lxn_plan *lp) {
+    int fd = open(lp->uplink ? lp->uplink : "/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
+    lxn_run_init(run);
+    int r = 0, rs = -1, us = -1;
+    if ((run->uplink_fd = open_uplink(lp)) < 0) {
+        r = ns_fail(reterr, -run->uplink_fd, lp->uplink ? lp->uplink : "the host's network namespace");
+        goto fail;
+    }
+    if ((run->router_fd = new_netns()) < 0) {
+        r = ns_fail(reterr, -run->router_fd, "creating the router namespace");
+        goto fail;
+    }
+    /* The rules first (forwarding stays off until they stand: lxn_finish). */
+    if ((r = start_nft(run, lp, reterr)) < 0)
+        goto fail;
+    if ((rs = nl_open(run->router_fd)) < 0 || (us = nl_open(run->uplink_fd)) < 0) {
+        r = ns_fail(reterr, -(rs < 0 ? rs : us), "netlink socket");
+        goto fail;
+    }
+    /* The uplink's link: a free /30 of the link subnet (random slots; one
+     * whose addresses are on the uplink already, or that another attempt
+     * reserved, is skipped). */
+    int e;
+    uint32_t nslots = 1u << (30 - lp->link_len), slot = 0;
+    for (int tries = 0;; tries++) {
+        if (tries > 64) {
+            r = err_set(reterr, FY_E_RANGE, FY_STEP_NETNS, 0, "$.network.host",
+                        "restricted network: no free /30 found in the link subnet");
+            goto fail;
+        }
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+            rnd = (uint32_t)getpid() ^ (uint32_t)tries * 2654435761u;
+        slot = rnd % nslots;
+        uint32_t up_side = htonl(lp->link_base + 4 * slot + 1), router_side = htonl(lp->link_base + 4 * slot + 2);
+        int u1 = addr_in_use(us, up_side), u2 = u1 == 0 ? addr_in_use(us, router_side) : u1;
+        if (u1 < 0 || u2 < 0) {
+            r = ns_fail(reterr, -(u1 < 0 ? u1 : u2), "listing the uplink's addresses");
+            goto fail;
+        }
+        if (u1 || u2)
+            continue;
+        int l = reserve_slot(run, lp, slot);
+        if (l == 0)
+            break;
+        if (l != -EADDRINUSE) {
+            r = ns_fail(reterr, -l, "reserving a link of the uplink");
+            goto fail;
+        }
+    }
+    run->slot = slot;
+    snprintf(run->uplink_if, sizeof(run->uplink_if), "fy%08x", (unsigned)(slot ^ ((uint32_t)getpid() << 14)));
+    for (int tries = 0; (e = link_veth(rs, LXN_ROUTER_UP_IF, run->uplink_if, run->uplink_fd)) == -EEXIST && tries < 8;
+         tries++) {
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+            rnd = (uint32_t)tries * 2654435761u;
+        snprintf(run->uplink_if, sizeof(run->uplink_if), "fy%08x", (unsigned)rnd);
+    }
+    if (e < 0) {
+        run->uplink_if[0] = 0;
+        r = ns_fail(reterr, -e, "veth to the uplink");
+        goto fail;
+    }
+    int i_up = ifindex_in(run->router_fd, LXN_ROUTER_UP_IF), i_upl = ifindex_in(run->uplink_fd, run->uplink_if);
+    if (i_up < 0 || i_upl < 0) {
+        r = ns_fail(reterr, -(i_up < 0 ? i_up : i_upl), "interface index");
+        goto fail;
+    }
+    uint32_t a_upl = htonl(lp->link_base + 4 * slot + 1), a_upr = htonl(lp->link_base + 4 * slot + 2);
+    uint8_t u6l[16], u6r[16];
+    link6(u6l, slot, 1);
+    link6(u6r, slot, 2);
+    const char *what = NULL;
+    if ((e = addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
+        what = "router addresses";
+    else if ((e = addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
+        what = "uplink addresses";
+    else if ((e = link_up(rs, LXN_ROUTER_UP_IF)) < 0 || (e = link_up(us, run->uplink_if)) < 0)
+        what = "links up";
+    else if ((e = route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = route_default(rs, i_up, AF_INET6, u6l)) < 0)
+        what = "router routes";
+    if (what) {
+        r = ns_fail(reterr, -e, what);
+        goto fail;
+    }
+    close(rs);
+    close(us);
+    return 0;
+fail:
+    if (rs >= 0)
+        close(rs);
+    if (us >= 0)
+        close(us);
+    (void)lxn_teardown(run);
+    return r;
+}
+
+int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
+    int r = 0, rs = -1, ss = -1, e;
+    if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
+        goto fail;
+    if ((rs = nl_open(run->router_fd)) < 0 || (ss = nl_open(sandbox_ns)) < 0) {
+        r = ns_fail(reterr, -(rs < 0 ? rs : ss), "netlink socket");
+        goto fail;
+    }
+    if ((e = link_veth(rs, LXN_ROUTER_SB_IF, LXN_SANDBOX_IF, sandbox_ns)) < 0) {
+        r = ns_fail(reterr, -e, "veth to the sandbox");
+        goto fail;
+    }
+    int i_sb = ifindex_in(run->router_fd, LXN_ROUTER_SB_IF), i_eth = ifindex_in(sandbox_ns, LXN_SANDBOX_IF);
+    if (i_sb < 0 || i_eth < 0) {
+        r = ns_fail(reterr, -(i_sb < 0 ? i_sb : i_eth), "interface index");
+        goto fail;
+    }
+    uint32_t a_sbr = htonl(SB_ROUTER4), a_sbs = htonl(SB_SANDBOX4);
+    struct sysctl_args fw4 = {run->router_fd, "/proc/sys/net/ipv4/ip_forward"};
+    struct sysctl_args fw6 = {run->router_fd, "/proc/sys/net/ipv6/conf/all/forwarding"};
+    const char *what = NULL;
+    if ((e = in_netns(run->router_fd, write_sysctl, &fw4)) < 0 || (e = in_netns(run->router_fd, write_sysctl, &fw6)) < 0)
+        what = "forwarding in the router namespace";
+    else if ((e = addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
+        what = "router addresses";
+    else if ((e = addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 || (e = addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
+        what = "sandbox addresses";
+    else if ((e = link_up(rs, LXN_ROUTER_SB_IF)) < 0 || (e = link_up(ss, LXN_SANDBOX_IF)) < 0)
+        what = "links up";
+    else if ((e = route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 || (e = route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
+        what = "sandbox routes";
+    if (what) {
+        r = ns_fail(reterr, -e, what);
+        goto fail;
+    }
+    close(rs);
+    close(ss);
+    return 0;
+fail:
+    if (rs >= 0)
+        close(rs);
+    if (ss >= 0)
+        close(ss);
+    (void)lxn_teardown(run);
+    return r;
+}
+
+void lxn_forget(struct lxn_run *run) {
+    run->uplink_if[0] = 0;
+    (void)lxn_teardown(run);
+}
+
+unsigned lxn_teardown(struct lxn_run *run) {
+    unsigned left = 0;
+    if (run->nft_running) {
+        /* A start that failed before waiting for it: nft is ended. */
+        (void)pu_finish(&run->nft, pu_deadline_after_ms(0), NULL);
+        run->nft_running = false;
+    }
+    if (run->nft_out >= 0)
+        close(run->nft_out);
+    run->nft_out = -1;
+    if (run->uplink_if[0] && run->uplink_fd >= 0) {
+        /* Deleting our end in the uplink takes its peer (in the router) too;
+         * then the witness: the name is gone from the uplink. */
+        int s = nl_open(run->uplink_fd);
+        if (s >= 0) {
+            int e = link_del(s, run->uplink_if);
+            if (e < 0 && e != -ENODEV)
+                left++;
+            else if (link_exists(s, run->uplink_if) != 0)
+                left++;
+            close(s);
+        } else {
+            left++;
+        }
+        run->uplink_if[0] = 0;
+    }
+    /* The router namespace (and the sandbox's veth end in it) goes with
+     * its last reference: ours, since it is never mounted. */
+    if (run->router_fd >= 0)
+        close(run->router_fd);
+    if (run->uplink_fd >= 0)
+        close(run->uplink_fd);
+    if (run->slot_lock >= 0)
+        close(run->slot_lock);
+    run->router_fd = run->uplink_fd = run->slot_lock = -1;
+    return left;
+}
+
+int lxn_recv_netns(int sock, int timeout_ms) {
+    struct pollfd pfd = {.fd = sock, .events = POLLIN};
+    int p;
+    do
+        p = poll(&pfd, 1, timeout_ms);
+    while (p < 0 && errno == EINTR);
+    if (p == 0)
+        return -ETIMEDOUT;
+    if (p < 0)
+        return -errno;
+    char byte = 0;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int) * 2)];
+    } u;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof(u.buf);
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    int fd = -1;
+    struct cmsghdr *c = n == 1 && msg.msg_controllen >= sizeof(struct cmsghdr) ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+        size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int fds[2] = {-1, -1};
+        memcpy(fds, CMSG_DATA(c), (got > 2 ? 2 : got) * sizeof(int));
+        fd = fds[0];
+        if (got > 1 && fds[1] >= 0)
+            close(fds[1]);
+    }
+    if (n != 1 || byte != 'N' || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        return n == 0 ? -EPIPE : -EPROTO;
+    }
+    /* It must be a network namespace. */
+    if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
+        close(fd);
+        return -EPROTO;
+    }
+    return fd;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Network mode restricted as root (linux-net.c): the sandbox's network
+ * namespace gets a veth to a per-attempt router namespace that the library
+ * creates and owns (its user namespace is the host's, so nothing the
+ * workload gains inside its own can touch it), whose nftables rules
+ * forward only the plan's tuples (struct plan_net_rule) to its uplink, a
+ * veth into the namespace the host program names (FY_NETHOST_UPLINK) or
+ * the host's own. Everything is per attempt: made between the clone and the
+ * second go-ahead, removed at cleanup. */
+#ifndef FY_LINUX_NET_H
+#define FY_LINUX_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "linux-probe-util.h"
+
+struct linux_plan;
+struct fy_plan;
+
+/* The sandbox's own link (fixed: each pair of namespaces is private). */
+#define LXN_SANDBOX_IF   "eth0"
+#define LXN_ROUTER_SB_IF "sb"
+#define LXN_ROUTER_UP_IF "up"
+#define LXN_DEFAULT_LINK_SUBNET "100.127.0.0/16"
+
+/* What linux_plan_compile keeps for a restricted plan. */
+struct lxn_plan {
+    const char *nft;            /* the nft program (absolute) */
+    const char *ruleset;        /* nft -f input for the router namespace */
+    const char *uplink;         /* namespace file, or NULL: the host's */
+    uint32_t link_base;         /* host order */
+    uint32_t link_len;          /* 16..24 */
+};
+
+/* Per attempt. */
+struct lxn_run {
+    int router_fd;              /* the router namespace (-1: none) */
+    int uplink_fd;              /* the uplink namespace (-1: none) */
+    char uplink_if[16];         /* the router's peer in the uplink namespace ("": none) */
+    uint32_t slot;              /* which /30 of the link subnet */
+    int slot_lock;              /* an abstract socket in the uplink namespace that reserves the slot */
+    struct pu_proc nft;         /* nft -f, started by lxn_begin, waited for by lxn_finish */
+    bool nft_running;
+    int nft_out;                /* what nft said (a memfd) */
+};
+
+/* At fy_prepare (linux_plan_compile): checks what restricted needs (root,
+ * nft) and builds the ruleset; FY_E_UNSUPPORTED naming what is missing. */
+int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
+                fy_error **reterr);
+/* The "network" member of the isolation record (JSON text, malloc'd). */
+char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl);
+/* Landlock's TCP connect layer: pl->ll_tcp_ports from the plan's TCP rules
+ * (after pl->ll_abi is known; left out above LX_LL_MAX_TCP_PORTS ports). */
+void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np);
+
+/* At start, before the clone: the router namespace, its rules (nft, left
+ * running), its uplink veth, addresses and route; forwarding stays off.
+ * On failure nothing is left. */
+int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr);
+/* Between the clone and the second go-ahead, sandbox_ns the sandbox's
+ * network namespace: once nft's rules stand, forwarding on, the veth to
+ * the sandbox with its addresses and routes. On failure nothing is left. */
+int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
+/* Removes what lxn_setup made (idempotent): the number of objects that
+ * could not be removed (0: the uplink veth is gone, witnessed). */
+unsigned lxn_teardown(struct lxn_run *run);
+void lxn_run_init(struct lxn_run *run);
+/* In a forked copy of the host: lets go of the fds, removes nothing. */
+void lxn_forget(struct lxn_run *run);
+/* The sandbox's network namespace as its init sends it ('N' and the fd) on
+ * the go-ahead socket: the fd, or -errno (-ETIMEDOUT, -EPIPE: it died). */
+int lxn_recv_netns(int sock, int timeout_ms);
+
+#endif

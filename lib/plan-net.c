@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The network plan of network mode restricted, built once at fy_prepare for
+ * every backend: the policy's destinations with their names resolved (an
+ * /etc/hosts-format file the host program names, FY_NETHOST_HOSTS_FILE, or
+ * the host's resolver), as address/prefix/protocol/port rules, sorted and
+ * without duplicates so that the same allowlist gives the same contract id
+ * whatever order a resolver answers in. Backends enforce exactly these
+ * rules (Linux: nftables in a per-attempt router namespace, linux-net.c)
+ * and the sandbox's /etc/hosts carries the resolved names. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "plan.h"
+#include "policy.h"
+
+#define HOSTS_FILE_MAX (4u << 20)
+
+struct rules {
+    struct plan_net_rule *v;
+    size_t n, cap;
+};
+
+static int push(struct rules *rs, const struct plan_net_rule *r) {
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 32;
+        struct plan_net_rule *v = realloc(rs->v, cap * sizeof(*v));
+        if (!v)
+            return FY_E_NOMEM;
+        rs->v = v;
+        rs->cap = cap;
+    }
+    rs->v[rs->n++] = *r;
+    return 0;
+}
+
+static void mask(uint8_t *addr, unsigned prefix, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; i++) {
+        unsigned bits = prefix >= 8 * (i + 1) ? 8 : prefix > 8 * i ? prefix - 8 * i : 0;
+        addr[i] &= (uint8_t)(0xff00u >> bits);
+    }
+}
+
+/* Whether rule r covers the address a of family (4 or 6). */
+static bool covers(const struct plan_net_rule *r, unsigned family, const uint8_t *a) {
+    if (r->family != family)
+        return false;
+    uint8_t m[16];
+    memcpy(m, a, family == 4 ? 4 : 16);
+    mask(m, r->prefix, family == 4 ? 4 : 16);
+    return memcmp(m, r->addr, family == 4 ? 4 : 16) == 0;
+}
+
+const char *plan_net_rule_text(const struct plan_net_rule *r, char *buf, size_t len) {
+    char a[INET6_ADDRSTRLEN];
+    inet_ntop(r->family == 4 ? AF_INET : AF_INET6, r->addr, a, sizeof(a));
+    snprintf(buf, len, "%s/%u %s %u-%u", a, r->prefix, r->proto == FY_PROTO_UDP ? "udp" : "tcp", r->port_min,
+             r->port_max);
+    return buf;
+}
+
+static int rule_cmp(const void *pa, const void *pb) {
+    const struct plan_net_rule *a = pa, *b = pb;
+    if (a->family != b->family)
+        return a->family < b->family ? -1 : 1;
+    int c = memcmp(a->addr, b->addr, sizeof(a->addr));
+    if (c)
+        return c;
+#define CMP(f) if (a->f != b->f) return a->f < b->f ? -1 : 1
+    CMP(prefix);
+    CMP(proto);
+    CMP(port_min);
+    CMP(port_max);
+    CMP(dest);
+#undef CMP
+    return 0;
+}
+
+/* Every address the hosts file gives name, pushed as /32 or /128 rules of d. */
+static int resolve_in_file(const char *text, const char *name, struct plan_net_rule tmpl, struct rules *rs,
+                           size_t *found) {
+    const char *line = text;
+    while (line && *line) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+        if (n < sizeof(buf)) {
+            memcpy(buf, line, n);
+            buf[n] = 0;
+            char *hash = strchr(buf, '#');
+            if (hash)
+                *hash = 0;
+            char *save = NULL, *addr = strtok_r(buf, " \t\r", &save), *tok;
+            bool match = false;
+            while (addr && (tok = strtok_r(NULL, " \t\r", &save)))
+                match = match || strcasecmp(tok, name) == 0;
+            struct plan_net_rule r = tmpl;
+            if (match && inet_pton(AF_INET, addr, r.addr) == 1) {
+                r.family = 4;
+                r.prefix = 32;
+            } else if (match && inet_pton(AF_INET6, addr, r.addr) == 1) {
+                r.family = 6;
+                r.prefix = 128;
+            } else {
+                match = false;
+            }
+            if (match) {
+                if (push(rs, &r) < 0)
+                    return FY_E_NOMEM;
+                (*found)++;
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+static int resolve_with_host(const char *name, struct plan_net_rule tmpl, struct rules *rs, size_t *found,
+                             const char **why) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int g = getaddrinfo(name, NULL, &hints, &res);
+    if (g != 0) {
+        *why = gai_strerror(g);
+        return 0;
+    }
+    int r = 0;
+    for (struct addrinfo *ai = res; ai && r == 0; ai = ai->ai_next) {
+        struct plan_net_rule x = tmpl;
+        if (ai->ai_family == AF_INET) {
+            x.family = 4;
+            x.prefix = 32;
+            memcpy(x.addr, &((const struct sockaddr_in *)(const void *)ai->ai_addr)->sin_addr, 4);
+        } else if (ai->ai_family == AF_INET6) {
+            x.family = 6;
+            x.prefix = 128;
+            memcpy(x.addr, &((const struct sockaddr_in6 *)(const void *)ai->ai_addr)->sin6_addr, 16);
+        } else {
+            continue;
+        }
+        if ((r = push(rs, &x)) == 0)
+            (*found)++;
+    }
+    freeaddrinfo(res);
+    return r;
+}
+
+static char *read_hosts_file(const char *path, int *err) {
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        *err = errno;
+        return NULL;
+    }
+    char *buf = malloc(HOSTS_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, HOSTS_FILE_MAX + 1, f) : 0;
+    *err = !buf ? ENOMEM : ferror(f) ? EIO : n > HOSTS_FILE_MAX ? EFBIG : 0;
+    fclose(f);
+    if (*err) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+/* No rule may cover an address of this host (its loopback included): the
+ * router forwards to its uplink, which by default is the host itself. */
+static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl, fy_error **reterr) {
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) < 0) {
+        int e = errno;
+        return err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, NULL, "listing this host's addresses: %s",
+                       strerror(e));
+    }
+    int r = 0;
+    for (struct ifaddrs *i = ifs; i && r == 0; i = i->ifa_next) {
+        if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+            continue;
+        /* A loopback address is never the host's from inside: on Linux the
+         * sandbox has a loopback of its own (a rule for it reaches nothing
+         * through the router), and where a backend shares the host's
+         * loopback (Seatbelt), "localhost" is all it can name. */
+        if (i->ifa_flags & IFF_LOOPBACK)
+            continue;
+        unsigned fam = i->ifa_addr->sa_family == AF_INET ? 4 : 6;
+        const uint8_t *a = fam == 4 ? (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr
+                                    : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
+        for (size_t k = 0; k < rs->n && r == 0; k++)
+            if (covers(&rs->v[k], fam, a)) {
+                char as[INET6_ADDRSTRLEN], loc[64];
+                inet_ntop(fam == 4 ? AF_INET : AF_INET6, a, as, sizeof(as));
+                snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", rs->v[k].dest);
+                r = err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                            "destination \"%s\" covers %s, an address of this host (%s): the sandbox would reach "
+                            "the host itself",
+                            pl->dests[rs->v[k].dest].host, as, i->ifa_name);
+            }
+    }
+    freeifaddrs(ifs);
+    return r;
+}
+
+int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
+    if (pl->net_mode != FY_NET_RESTRICTED)
+        return 0;
+    pl->net_uplink = p->net_host[FY_NETHOST_UPLINK] ? arena_strdup(&pl->arena, p->net_host[FY_NETHOST_UPLINK]) : NULL;
+    pl->net_link_subnet = p->net_host[FY_NETHOST_LINK_SUBNET]
+                              ? arena_strdup(&pl->arena, p->net_host[FY_NETHOST_LINK_SUBNET]) : NULL;
+    if ((p->net_host[FY_NETHOST_UPLINK] && !pl->net_uplink) ||
+        (p->net_host[FY_NETHOST_LINK_SUBNET] && !pl->net_link_subnet))
+        return FY_E_NOMEM;
+    const char *hosts_path = p->net_host[FY_NETHOST_HOSTS_FILE];
+    char *hosts = NULL;
+    struct rules rs = {0};
+    struct strbuf lines;
+    strbuf_init(&lines);
+    int r = 0;
+    for (size_t i = 0; i < pl->ndests && r == 0; i++) {
+        const struct plan_dest *d = &pl->dests[i];
+        struct plan_net_rule t = {.proto = d->proto, .port_min = d->port_min, .port_max = d->port_max,
+                                  .dest = (uint32_t)i};
+        char addr[260];
+        const char *slash = strchr(d->host, '/');
+        snprintf(addr, sizeof(addr), "%.*s", slash ? (int)(slash - d->host) : (int)strlen(d->host), d->host);
+        if (inet_pton(AF_INET, addr, t.addr) == 1 || inet_pton(AF_INET6, addr, t.addr) == 1) {
+            t.family = strchr(addr, ':') ? 6 : 4;
+            t.prefix = (uint8_t)(slash ? atoi(slash + 1) : t.family == 4 ? 32 : 128);
+            mask(t.addr, t.prefix, t.family == 4 ? 4 : 16);
+            r = push(&rs, &t);
+            continue;
+        }
+        /* A name: every address it has. */
+        size_t found = 0;
+        const char *why = "no address";
+        if (hosts_path) {
+            int e = 0;
+            if (!hosts && !(hosts = read_hosts_file(hosts_path, &e))) {
+                r = err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, "$.network.host",
+                            "reading the hosts file %s: %s", hosts_path, strerror(e));
+                break;
+            }
+            r = resolve_in_file(hosts, d->host, t, &rs, &found);
+        } else {
+            r = resolve_with_host(d->host, t, &rs, &found, &why);
+        }
+        if (r == 0 && !found) {
+            char loc[64];
+            snprintf(loc, sizeof(loc), "$.network.destinations[%zu].host", i);
+            r = err_set(reterr, FY_E_NOTFOUND, FY_STEP_PREPARE, 0, loc, "destination \"%s\" does not resolve (%s%s%s)",
+                        d->host, hosts_path ? "not in the hosts file " : "the host's resolver: ",
+                        hosts_path ? hosts_path : why, "");
+        }
+        if (rs.n > NET_RULES_MAX)
+            break;
+    }
+    if (r == 0 && rs.n > NET_RULES_MAX)
+        r = err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, "$.network.destinations",
+                    "the destinations resolve to more than %u address rules", NET_RULES_MAX);
+    if (r == 0 && rs.n) {
+        qsort(rs.v, rs.n, sizeof(*rs.v), rule_cmp);
+        size_t k = 0;
+        for (size_t i = 0; i < rs.n; i++) {
+            /* The same tuple from two destinations: the first one names it. */
+            struct plan_net_rule a = rs.v[i];
+            if (k) {
+                a.dest = rs.v[k - 1].dest;
+                if (rule_cmp(&a, &rs.v[k - 1]) == 0)
+                    continue;
+            }
+            rs.v[k++] = rs.v[i];
+        }
+        rs.n = k;
+        r = check_own_addresses(&rs, pl, reterr);
+    }
+    /* The names for the sandbox's /etc/hosts, in rule order. */
+    for (size_t i = 0; r == 0 && i < rs.n; i++) {
+        const char *host = pl->dests[rs.v[i].dest].host;
+        char a[INET6_ADDRSTRLEN], line[INET6_ADDRSTRLEN + 300];
+        bool is_addr = strchr(host, '/') || inet_pton(AF_INET, host, line) == 1 || inet_pton(AF_INET6, host, line) == 1;
+        if (is_addr)
+            continue;
+        inet_ntop(rs.v[i].family == 4 ? AF_INET : AF_INET6, rs.v[i].addr, a, sizeof(a));
+        snprintf(line, sizeof(line), "%s\t%s\n", a, host);
+        if (!strstr(lines.buf ? lines.buf : "", line))
+            strbuf_append(&lines, line);
+    }
+    free(hosts);
+    if (r == 0 && (lines.oom || !(pl->net_hosts = arena_strdup(&pl->arena, lines.buf ? lines.buf : ""))))
+        r = FY_E_NOMEM;
+    strbuf_free(&lines);
+    if (r == 0 && rs.n && !(pl->net_rules = arena_keep(&pl->arena, rs.v)))
+        return FY_E_NOMEM;
+    if (r < 0) {
+        free(rs.v);
+        return r;
+    }
+    if (!rs.n)
+        free(rs.v);
+    pl->nnet_rules = rs.n;
+    return 0;
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Runs inside a sandbox of the network tests (test-net.sh): tries one
+ * destination and says whether it answered. Exit 0: an answer came; 1: no
+ * answer (refused, timed out, unreachable); 2: usage.
+ *   fy-netprobe tcp ADDR PORT    connect, send "hi", expect "echo:hi"
+ *   fy-netprobe udp ADDR PORT    send "hi", expect "echo:hi" within 1.5 s
+ *   fy-netprobe icmp ADDR        an ICMP echo (datagram socket, else raw)
+ *   fy-netprobe resolve NAME     getaddrinfo: prints the first address
+ *   fy-netprobe loopback PORT    listen on 127.0.0.1:PORT, connect to it
+ *   fy-netprobe abstract NAME    connect to the abstract unix socket NAME */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdbool.h>
+#include <netinet/in.h>
+#include <netinet/ip_icmp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int addr_of(const char *s, int port, struct sockaddr_storage *ss, socklen_t *len) {
+    memset(ss, 0, sizeof(*ss));
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, s, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *len = sizeof(*a4);
+        return AF_INET;
+    }
+    if (inet_pton(AF_INET6, s, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof(*a6);
+        return AF_INET6;
+    }
+    return -1;
+}
+
+static int wait_in(int s, int ms) {
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    return poll(&p, 1, ms) == 1;
+}
+
+static int expect_echo(int s, int ms) {
+    char buf[64] = "";
+    if (!wait_in(s, ms))
+        return 1;
+    ssize_t n = recv(s, buf, sizeof(buf) - 1, 0);
+    if (n <= 0)
+        return 1;
+    buf[n] = 0;
+    printf("%s\n", buf);
+    return strncmp(buf, "echo:hi", 7) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3)
+        return 2;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (strcmp(argv[1], "resolve") == 0) {
+        struct addrinfo *res = NULL, hints = {.ai_socktype = SOCK_STREAM};
+        int g = getaddrinfo(argv[2], NULL, &hints, &res);
+        if (g) {
+            printf("unresolved: %s\n", gai_strerror(g));
+            return 1;
+        }
+        char a[INET6_ADDRSTRLEN] = "";
+        void *p = res->ai_family == AF_INET ? (void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr
+                                            : (void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr;
+        inet_ntop(res->ai_family, p, a, sizeof(a));
+        printf("%s\n", a);
+        freeaddrinfo(res);
+        return 0;
+    }
+    if (strcmp(argv[1], "abstract") == 0) {
+        struct sockaddr_un u = {.sun_family = AF_UNIX};
+        size_t n = strlen(argv[2]);
+        if (n >= sizeof(u.sun_path) - 1)
+            return 2;
+        memcpy(u.sun_path + 1, argv[2], n);
+        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (s < 0 || connect(s, (struct sockaddr *)&u, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
+            printf("connect: %s\n", strerror(errno));
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(argv[1], "loopback") == 0) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2])),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+        if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0) {
+            printf("listen: %s\n", strerror(errno));
+            return 2;
+        }
+        if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0) {
+            printf("connect: %s\n", strerror(errno));
+            return 1;
+        }
+        return 0;
+    }
+    int port = argc > 3 ? atoi(argv[3]) : 0;
+    int fam = addr_of(argv[2], port, &ss, &len);
+    if (fam < 0)
+        return 2;
+    if (strcmp(argv[1], "tcp") == 0 || strcmp(argv[1], "udp") == 0) {
+        bool tcp = strcmp(argv[1], "tcp") == 0;
+        int s = socket(fam, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK, 0);
+        if (s < 0)
+            return 1;
+        if (connect(s, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+            printf("connect: %s\n", strerror(errno));
+            return 1;
+        }
+        if (tcp) {
+            struct pollfd p = {.fd = s, .events = POLLOUT};
+            int err = 0;
+            socklen_t el = sizeof(err);
+            if (poll(&p, 1, 2000) != 1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+                printf("connect: %s\n", err ? strerror(err) : "timed out");
+                return 1;
+            }
+        }
+        if (send(s, "hi", 2, 0) != 2) {
+            printf("send: %s\n", strerror(errno));
+            return 1;
+        }
+        return expect_echo(s, tcp ? 2000 : 1500);
+    }
+    if (strcmp(argv[1], "icmp") == 0) {
+        int proto = fam == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+        int s = socket(fam, SOCK_DGRAM, proto);
+        if (s < 0)
+            s = socket(fam, SOCK_RAW, proto);
+        if (s < 0) {
+            printf("icmp socket: %s\n", strerror(errno));
+            return 1;
+        }
+        unsigned char pkt[16] = {fam == AF_INET ? ICMP_ECHO : 128, 0};
+        if (sendto(s, pkt, sizeof(pkt), 0, (struct sockaddr *)&ss, len) < 0) {
+            printf("icmp send: %s\n", strerror(errno));
+            return 1;
+        }
+        if (!wait_in(s, 1500)) {
+            printf("icmp: no reply\n");
+            return 1;
+        }
+        printf("icmp: reply\n");
+        return 0;
+    }
+    return 2;
+}

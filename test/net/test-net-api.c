@@ -1,0 +1,187 @@
+/* Network mode restricted through the library's API (run by test-net.sh,
+ * which makes the fake internet namespace and checks afterwards that
+ * nothing of these attempts is left): the witness of a normal end, a
+ * cancelled attempt, a forked copy of the host that frees its copy of the
+ * handle (the parent's links stay), and uplinks that cannot be used (a
+ * typed error at start, nothing half-made).
+ *
+ *   test-net-api UPLINK_NETNS_PATH PROBE_DIR */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <forgeyard/sandbox.h>
+
+#include "policy.h" /* policy_inject_fault: tests only */
+
+static int failed;
+#define CHECK(c, ...)                                                   \
+    do {                                                                \
+        if (!(c)) {                                                     \
+            printf("FAIL: %s:%d: ", __FILE__, __LINE__);                \
+            printf(__VA_ARGS__);                                        \
+            printf("\n");                                               \
+            failed = 1;                                                 \
+        }                                                               \
+    } while (0)
+
+static const char *uplink, *probe_dir;
+static fy_caps *caps;
+
+static uint32_t fault_step;
+static bool copy_init;
+
+static fy_prepared *prepare(const char *up, const char *const *argv) {
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    fy_prepared *pr = NULL;
+    int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e);
+    if (r >= 0)
+        r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e);
+    if (r >= 0)
+        r = fy_policy_set_network(p, FY_NET_RESTRICTED, &e);
+    if (r >= 0)
+        r = fy_policy_set_network_host(p, FY_NETHOST_UPLINK, up, &e);
+    if (r >= 0)
+        r = fy_policy_add_bind(p, probe_dir, "/opt/fyprobe", FY_BIND_READ_ONLY, &e);
+    if (fault_step)
+        policy_inject_fault(p, fault_step, 1);
+    if (copy_init)
+        policy_test_copy_init(p);
+    if (r >= 0)
+        r = fy_prepare(p, caps, argv, &pr, &e);
+    CHECK(r >= 0, "prepare: %s", fy_error_message(e));
+    fy_error_free(e);
+    fy_policy_free(p);
+    return pr;
+}
+
+static fy_result *run(fy_prepared *pr, bool cancel, bool fork_copy) {
+    fy_handle *h = NULL;
+    fy_result *res = NULL;
+    fy_error *e = NULL;
+    if (fy_start(pr, &h, &e) < 0) {
+        CHECK(0, "start: %s", fy_error_message(e));
+        fy_error_free(e);
+        return NULL;
+    }
+    if (fork_copy) {
+        pid_t c = fork();
+        if (c == 0) {
+            fy_handle_free(h); /* a copy: must leave the parent's sandbox and links alone */
+            _exit(0);
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+    }
+    if (cancel) {
+        usleep(200000);
+        fy_handle_cancel(h, FY_CANCEL_RUN_CANCELLED, NULL);
+    }
+    CHECK(fy_handle_wait(h, 60000000, &res, &e) == 1, "wait: %s", fy_error_message(e));
+    fy_error_free(e);
+    fy_handle_free(h);
+    uint64_t left = 99;
+    CHECK(res && fy_result_cleanup(res, FY_LEFT_NETWORK, &left) == 0 && left == 0, "network objects left: %llu",
+          (unsigned long long)left);
+    return res;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3)
+        return 2;
+    uplink = argv[1];
+    probe_dir = argv[2];
+    fy_error *e = NULL;
+    if (fy_probe(FY_PROBE_NO_VM, &caps, &e) < 0) {
+        printf("probe: %s\n", fy_error_message(e));
+        return 1;
+    }
+    const char *reach[] = {"/opt/fyprobe/fy-netprobe", "tcp", "198.51.100.1", "8080", NULL};
+    const char *late[] = {"/bin/sh", "-c", "sleep 1; exec /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080", NULL};
+    const char *idle[] = {"/bin/sleep", "30", NULL};
+
+    /* 1. An ordinary attempt: through, and witnessed clean. */
+    fy_prepared *pr = prepare(uplink, reach);
+    fy_result *res = pr ? run(pr, false, false) : NULL;
+    CHECK(res && fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "reach: outcome %s",
+          res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none");
+    fy_result_free(res);
+    /* The plan's evidence carries the rules. */
+    char *json = NULL;
+    CHECK(pr && fy_prepared_to_json(pr, &json, NULL) == 0 && strstr(json, "198.51.100.1/32 tcp 8080-8080"),
+          "the prepared plan's JSON lacks the rule");
+    fy_free(json);
+    fy_prepared_free(pr);
+    printf("ok: an attempt through the API reaches the destination, network_left 0\n");
+
+    /* 1b. The same where forgeyard-init cannot be executed (pid 1 is a
+     *     copy of the host): its netns goes to the host the same way. */
+    copy_init = true;
+    pr = prepare(uplink, reach);
+    copy_init = false;
+    res = pr ? run(pr, false, false) : NULL;
+    CHECK(res && fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "copy-init: outcome %s",
+          res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none");
+    fy_result_free(res);
+    fy_prepared_free(pr);
+    printf("ok: with the fallback init too\n");
+
+    /* 2. Cancelled while it runs. */
+    pr = prepare(uplink, idle);
+    res = pr ? run(pr, true, false) : NULL;
+    CHECK(res && fy_result_outcome(res) == FY_OUTCOME_CANCELLED, "cancel: outcome %s",
+          res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none");
+    fy_result_free(res);
+    fy_prepared_free(pr);
+    printf("ok: a cancelled attempt, network_left 0\n");
+
+    /* 3. A forked copy of the host frees its handle; the parent's sandbox
+     *    still reaches the destination afterwards. */
+    pr = prepare(uplink, late);
+    res = pr ? run(pr, false, true) : NULL;
+    CHECK(res && fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "fork: outcome %s (exit %d)",
+          res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none", res ? fy_result_exit_code(res) : -1);
+    fy_result_free(res);
+    fy_prepared_free(pr);
+    printf("ok: a forked copy's free leaves the parent's links alone\n");
+
+    /* 4. The sandbox fails before its namespace stands (an injected
+     *    pivot_root failure): its own error is the result, the router that
+     *    was waiting for it is removed. */
+    fault_step = FY_STEP_PIVOT_ROOT;
+    pr = prepare(uplink, reach);
+    fault_step = 0;
+    res = pr ? run(pr, false, false) : NULL;
+    CHECK(res && fy_result_outcome(res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE &&
+              fy_result_error_step(res) == FY_STEP_PIVOT_ROOT,
+          "fault: outcome %s, step %s", res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none",
+          res ? fy_step_name(fy_result_error_step(res)) : "none");
+    fy_result_free(res);
+    fy_prepared_free(pr);
+    printf("ok: a sandbox that fails before its namespace stands: its own error, network_left 0\n");
+
+    /* 5. Uplinks that cannot serve: typed errors at start, nothing made. */
+    static const struct { const char *path; int code; } bad[] = {
+        {"/nonexistent/forgeyard-netns", FY_E_NOTFOUND},
+        {"/etc/hostname", FY_E_INVAL}, /* a file, not a network namespace */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        pr = prepare(bad[i].path, reach);
+        fy_handle *h = NULL;
+        int r = pr ? fy_start(pr, &h, &e) : 0;
+        CHECK(r == bad[i].code && fy_error_step(e) == FY_STEP_NETNS, "uplink %s: %d (%s), want %d at netns",
+              bad[i].path, r, e ? fy_error_message(e) : "", bad[i].code);
+        if (h)
+            fy_handle_free(h);
+        fy_error_free(e);
+        e = NULL;
+        fy_prepared_free(pr);
+    }
+    printf("ok: unusable uplinks refused at start, typed\n");
+    fy_caps_free(caps);
+    return failed;
+}

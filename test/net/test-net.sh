@@ -1,0 +1,352 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Network mode restricted, end to end, as root: a fake "internet" in a
+# network namespace this test makes (198.51.100.0/24, 2001:db8::/32 on its
+# loopback, TCP and UDP echo servers it starts) is the router's uplink
+# (--network-uplink). No packet goes anywhere else: every destination a
+# sandbox tries is an address of that namespace or of the sandbox's own
+# links. Removed at the end, even on failure (trap).
+#
+#   test-net.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY [TEST-NET-API]
+set -u
+FY=$1 PROBE=$2 ECHO=$3 API=${4:-}
+if [ "$(id -u)" != 0 ]; then echo "SKIP: network mode restricted needs root"; exit 77; fi
+command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+
+NS=fyt-net-$$-$RANDOM
+TMP=$(mktemp -d /tmp/fy-net.XXXXXX)
+SRV=
+fail=0
+cleanup() {
+    [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+    ip netns del "$NS" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+bad() { echo "FAIL: $*"; fail=1; }
+ok() { echo "ok: $*"; }
+
+ip netns add "$NS" || exit 1
+ip -n "$NS" link set lo up
+for a in 198.51.100.1/24 198.51.100.2/32; do ip -n "$NS" addr add $a dev lo; done
+for a in 2001:db8::1/64 2001:db8::2/128; do ip -n "$NS" addr add $a dev lo nodad; done
+ip netns exec "$NS" timeout 580 python3 "$ECHO" "$TMP/ready" 570 8080 9090 >"$TMP/server.log" 2>&1 &
+SRV=$!
+for _ in $(seq 50); do [ -s "$TMP/ready" ] && break; sleep 0.1; done
+[ -s "$TMP/ready" ] || { echo "echo server did not start"; cat "$TMP/server.log"; exit 1; }
+
+# What the host has before: nothing of it may change. (Only what could be
+# ours is compared, links and routes of the library's names and subnets:
+# other programs on a shared host may add their own meanwhile.)
+host_state() {
+    ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^(fy[0-9a-f]{8}|sb|up)$' | sort
+    nft list ruleset 2>&1
+    cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding
+    ip route show table all 2>/dev/null | grep -E '100\.(64|127)\.|fd66:7973|dev fy[0-9a-f]{8}' | sort
+    ip -6 route show table all 2>/dev/null | grep -E 'fd66:7973|dev fy[0-9a-f]{8}' | sort
+}
+host_state >"$TMP/host.before"
+uplink_state() {
+    ip -n "$NS" -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
+    ip -n "$NS" route show table all | sort
+    ip -n "$NS" -6 route show table all | sort
+    ip -n "$NS" addr show | grep -c inet
+}
+uplink_state >"$TMP/uplink.before"
+nothing_left() {
+    host_state >"$TMP/host.after"
+    uplink_state >"$TMP/uplink.after"
+    if ! cmp -s "$TMP/host.before" "$TMP/host.after"; then
+        bad "$1: the host changed"; diff "$TMP/host.before" "$TMP/host.after"
+    elif ! cmp -s "$TMP/uplink.before" "$TMP/uplink.after"; then
+        bad "$1: something stayed in the uplink namespace"; diff "$TMP/uplink.before" "$TMP/uplink.after"
+    else
+        ok "$1: nothing left (no veth, route, address, namespace or rule; host unchanged)"
+    fi
+}
+
+mkdir "$TMP/probe" && cp "$PROBE" "$TMP/probe/fy-netprobe" && chmod 755 "$TMP" "$TMP/probe"
+run() {
+    timeout 120 "$FY" run --profile standard-ci --network restricted --network-uplink "/run/netns/$NS" \
+        --bind-ro "$TMP/probe:/opt/fyprobe" "$@"
+}
+
+# 1. One sandbox, every probe: the allowed tuples answer, nothing else does.
+cat >"$TMP/probe/probes.sh" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+# (An allowed probe gets a second try: a first packet may meet a link the
+# kernel has not finished bringing up; a blocked one never does better.)
+t() {
+    name=$1; shift
+    o=$("$P" "$@" 2>&1); rc=$?
+    case $name in *-allowed) [ $rc = 0 ] || { o="$o / again: $("$P" "$@" 2>&1)"; rc=$?; };; esac
+    echo "$name $rc"; echo "$name: $o" >&2
+}
+t tcp4-allowed tcp 198.51.100.1 8080
+t udp4-allowed udp 198.51.100.1 9090
+t tcp6-allowed tcp 2001:db8::1 8080
+t tcp4-other-allowed tcp 198.51.100.2 9090
+t tcp4-other-port tcp 198.51.100.1 9090
+t udp4-other-port udp 198.51.100.1 8080
+t tcp4-other-addr tcp 198.51.100.2 8080
+t udp4-other-addr udp 198.51.100.2 9090
+t tcp6-other-port tcp 2001:db8::1 9090
+t udp6-blocked udp 2001:db8::1 8080
+t tcp6-other-addr tcp 2001:db8::2 8080
+t icmp4 icmp 198.51.100.1
+t icmp6 icmp 2001:db8::1
+t router-itself tcp 100.64.0.1 8080
+t router6-itself tcp fd66:7973::1 8080
+t loopback-allowed loopback 8080
+t loopback-landlock loopback 7070
+IN
+# (198.51.100.2:9090 is allowed so that Landlock, which only knows ports,
+# lets TCP to port 9090 through: the router alone must stop the others.)
+run --allow 198.51.100.1:8080 --allow 198.51.100.1:9090/udp --allow '[2001:db8::1]:8080' \
+    --allow 198.51.100.2:9090 -- /bin/sh /opt/fyprobe/probes.sh >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc = 0 ] || { bad "probe sandbox exited $rc"; cat "$TMP/err"; }
+while read -r name res; do
+    case $name in
+    *-allowed) [ "$res" = 0 ] && ok "$name answers" || { bad "$name: no answer (rc $res)"; grep "^$name:" "$TMP/err"; };;
+    *) [ "$res" = 1 ] && ok "$name blocked" || bad "$name: expected blocked, got rc $res";;
+    esac
+done <"$TMP/out"
+[ "$(wc -l <"$TMP/out")" = 17 ] || bad "expected 17 probe results, got $(wc -l <"$TMP/out")"
+nothing_left "probe sandbox"
+
+# 1b. The host's loopback stays out of reach (a listener of this test on
+#     the host's 127.0.0.1, allowed port or not: the sandbox's 127.0.0.1 is
+#     its own).
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(30)
+try:
+    s.accept(); open(sys.argv[1] + ".hit", "w").write("x")
+except OSError:
+    pass
+' "$TMP/hostport" &
+HL=$!
+for _ in $(seq 50); do [ -s "$TMP/hostport" ] && break; sleep 0.1; done
+hp=$(cat "$TMP/hostport")
+run --allow "198.51.100.1:$hp" -- /opt/fyprobe/fy-netprobe tcp 127.0.0.1 "$hp" >/dev/null 2>&1
+st=$?
+kill $HL 2>/dev/null; wait $HL 2>/dev/null
+[ $st = 1 ] && [ ! -e "$TMP/hostport.hit" ] && ok "the host's loopback is out of reach" ||
+    bad "the host's loopback listener was reached (status $st)"
+# ... and so are the host's abstract unix sockets.
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + sys.argv[1]); s.listen(4)
+open(sys.argv[2], "w").write("ready")
+s.settimeout(30)
+try:
+    s.accept(); open(sys.argv[2] + ".hit", "w").write("x")
+except OSError:
+    pass
+' "fy-net-test-$$" "$TMP/abstract" &
+HL=$!
+for _ in $(seq 50); do [ -s "$TMP/abstract" ] && break; sleep 0.1; done
+run --allow 198.51.100.1:8080 -- /opt/fyprobe/fy-netprobe abstract "fy-net-test-$$" >/dev/null 2>&1
+st=$?
+kill $HL 2>/dev/null; wait $HL 2>/dev/null
+[ $st = 1 ] && [ ! -e "$TMP/abstract.hit" ] && ok "the host's abstract unix sockets are out of reach" ||
+    bad "the host's abstract socket was reached (status $st)"
+
+# 2. A workload that rewrites its own namespace's addresses and routes
+#    reaches nothing more: the rules are in the router, out of its reach.
+cat >"$TMP/probe/rewire.sh" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+for ip in /sbin/ip /usr/sbin/ip /bin/ip /usr/bin/ip; do [ -x $ip ] && break; done
+$ip addr add 198.51.100.50/24 dev eth0 2>/dev/null
+$ip addr add 100.64.0.2/32 dev lo 2>/dev/null
+$ip route add 198.51.100.0/24 dev eth0 2>/dev/null
+$ip route replace default dev eth0 2>/dev/null
+"$P" tcp 198.51.100.1 9090 >/dev/null 2>&1; echo "tcp-other-port $?"
+"$P" tcp 198.51.100.2 8080 >/dev/null 2>&1; echo "tcp-other-addr $?"
+"$P" tcp 198.51.100.1 8080 >/dev/null 2>&1; echo "tcp-allowed $?"
+IN
+run --allow 198.51.100.1:8080 --allow 198.51.100.2:9090 -- /bin/sh /opt/fyprobe/rewire.sh >"$TMP/out" 2>"$TMP/err"
+grep -q "^tcp-other-port 1$" "$TMP/out" && grep -q "^tcp-other-addr 1$" "$TMP/out" &&
+    ok "rewired sandbox: still blocked" || { bad "rewired sandbox reached more"; cat "$TMP/out" "$TMP/err"; }
+nothing_left "rewired sandbox"
+
+# 2b. Even with full control of its own network namespace (this test,
+#     root, plays a workload that gained CAP_NET_ADMIN there), it reaches
+#     nothing more: first with addresses of the fake internet on eth0 and
+#     routes straight at it (the allowed tuple still works, nothing else
+#     does), then with a spoofed source address (nothing at all goes).
+cat >"$TMP/probe/owned.sh" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+wait_for() { for _ in $(seq 100); do [ -e /opt/fyprobe/$1 ] && return 0; sleep 0.1; done; echo "no $1"; exit 3; }
+wait_for go
+"$P" tcp 198.51.100.1 8080 >/dev/null 2>&1; echo "allowed $?"
+"$P" tcp 198.51.100.1 9090 >/dev/null 2>&1; echo "tcp-other-port $?"
+"$P" tcp 198.51.100.2 8080 >/dev/null 2>&1; echo "tcp-other-addr $?"
+"$P" udp 198.51.100.1 9090 >/dev/null 2>&1; echo "udp-other $?"
+"$P" tcp 2001:db8::1 9090 >/dev/null 2>&1; echo "tcp6-other $?"
+echo phase1
+wait_for go2
+"$P" tcp 198.51.100.1 8080 >/dev/null 2>&1; echo "spoofed-allowed $?"
+IN
+rm -f "$TMP/probe/go" "$TMP/probe/go2"
+run --allow 198.51.100.1:8080 --allow 198.51.100.2:9090 -- /bin/sh /opt/fyprobe/owned.sh >"$TMP/out" 2>"$TMP/err" &
+owner=$!
+wl=
+for _ in $(seq 100); do wl=$(pgrep -f "^/bin/sh /opt/fyprobe/owned.sh" | head -1); [ -n "$wl" ] && break; sleep 0.1; done
+: >"$TMP/nsenter.err"
+if [ -n "$wl" ]; then
+    nsenter -t "$wl" -n sh -c '
+        ip addr add 198.51.100.77/24 dev eth0
+        ip -6 addr add 2001:db8::77/64 dev eth0 nodad
+        ip route add 198.51.100.0/25 via 100.64.0.1 dev eth0
+        ip -6 route add 2001:db8::/64 via fd66:7973::1 dev eth0' 2>>"$TMP/nsenter.err"
+fi
+touch "$TMP/probe/go"
+for _ in $(seq 200); do grep -q phase1 "$TMP/out" && break; sleep 0.1; done
+[ -n "$wl" ] && nsenter -t "$wl" -n sh -c '
+    ip addr add 100.64.0.9/32 dev eth0
+    ip route replace default via 100.64.0.1 dev eth0 src 100.64.0.9
+    ip route replace 198.51.100.0/25 via 100.64.0.1 dev eth0 src 100.64.0.9' 2>>"$TMP/nsenter.err"
+touch "$TMP/probe/go2"
+wait $owner
+if [ -s "$TMP/nsenter.err" ] || [ -z "$wl" ]; then
+    bad "could not rewire the sandbox's namespace (pid '$wl'): $(cat "$TMP/nsenter.err")"
+elif grep -q "^allowed 0$" "$TMP/out" && grep -q "^tcp-other-port 1$" "$TMP/out" &&
+    grep -q "^tcp-other-addr 1$" "$TMP/out" && grep -q "^udp-other 1$" "$TMP/out" &&
+    grep -q "^tcp6-other 1$" "$TMP/out" && grep -q "^spoofed-allowed 1$" "$TMP/out"; then
+    ok "a sandbox namespace rewired with full privilege reaches nothing more, and nothing with a spoofed source"
+else
+    bad "rewired with privilege"; cat "$TMP/out" "$TMP/err"
+fi
+nothing_left "privileged rewiring"
+
+# 3. Names: resolved at prepare through the host program's hosts file, in
+#    the sandbox's /etc/hosts; no resolver inside for anything else.
+printf '198.51.100.1 echo.fake.test\n198.51.100.2 other.fake.test\n' >"$TMP/hosts"
+cat >"$TMP/probe/names.sh" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+echo "resolve $("$P" resolve echo.fake.test)"
+"$P" resolve other.fake.test >/dev/null 2>&1; echo "other $?"
+grep -c nameserver /etc/resolv.conf
+"$P" tcp 198.51.100.1 8080 >/dev/null 2>&1; echo "tcp $?"
+IN
+run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 -- /bin/sh /opt/fyprobe/names.sh >"$TMP/out" 2>"$TMP/err"
+if grep -q "^resolve 198.51.100.1$" "$TMP/out" && grep -q "^other 1$" "$TMP/out" && grep -qx 0 "$TMP/out" &&
+    grep -q "^tcp 0$" "$TMP/out"; then
+    ok "names: the allowed one resolves in the sandbox, others do not, no nameserver"
+else
+    bad "names"; cat "$TMP/out" "$TMP/err"
+fi
+# UDP only: Landlock refuses every TCP connect (the loopback too); UDP goes.
+run --allow 198.51.100.1:9090/udp -- /bin/sh -c '/opt/fyprobe/fy-netprobe udp 198.51.100.1 9090 >/dev/null; echo "udp $?";
+    /opt/fyprobe/fy-netprobe loopback 8080 >/dev/null; echo "loopback $?"' >"$TMP/out" 2>"$TMP/err"
+grep -q "^udp 0$" "$TMP/out" && grep -q "^loopback 1$" "$TMP/out" && ok "UDP-only plan: UDP answers, no TCP connect" ||
+    { bad "UDP-only plan"; cat "$TMP/out" "$TMP/err"; }
+# The resolved rules are in the evidence (describe, contract id).
+run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/result.json" -- /bin/true
+grep -q '198.51.100.1/32 tcp 8080-8080' "$TMP/result.json" && ok "evidence names the resolved rule" ||
+    { bad "evidence lacks the rule"; head -c 2000 "$TMP/result.json"; }
+# The same policy whose name resolves elsewhere is another contract.
+printf '198.51.100.2 echo.fake.test\n' >"$TMP/hosts2"
+run --network-hosts "$TMP/hosts2" --allow echo.fake.test:8080 --result "$TMP/result2.json" -- /bin/true
+run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/result3.json" -- /bin/true
+cid() { grep -o '"contract_id": *"[0-9a-f]*"' "$1"; }
+if [ -n "$(cid "$TMP/result.json")" ] && [ "$(cid "$TMP/result.json")" != "$(cid "$TMP/result2.json")" ] &&
+    [ "$(cid "$TMP/result.json")" = "$(cid "$TMP/result3.json")" ]; then
+    ok "the contract id follows the resolved rules"
+else
+    bad "contract ids: $(cid "$TMP/result.json") / $(cid "$TMP/result2.json") / $(cid "$TMP/result3.json")"
+fi
+grep -q '"network_left": *0' "$TMP/result.json" && ok "the cleanup witness counts no network object left" ||
+    { bad "no network_left 0 in the result"; grep -o '"cleanup":{[^}]*}' "$TMP/result.json"; }
+grep -q 'connect(2) over TCP only to the allowed ports' "$TMP/result.json" && ok "evidence reports the Landlock TCP layer" ||
+    echo "note: no Landlock TCP layer reported (kernel without Landlock ABI 4?)"
+
+# 4. Bad input: each refused before anything runs, typed, named.
+expect_refused() { # what, status, message part, options...
+    local what=$1 want=$2 msg=$3; shift 3
+    run "$@" -- /bin/true >/dev/null 2>"$TMP/err"
+    local st=$?
+    if [ "$st" = "$want" ] && grep -q -- "$msg" "$TMP/err"; then ok "$what refused ($st)"
+    else bad "$what: status $st, wanted $want with \"$msg\""; cat "$TMP/err"; fi
+}
+expect_refused "port 0" 246 "ports must be within" --allow 198.51.100.1:0
+expect_refused "0.0.0.0/0" 246 "matches every address" --allow 0.0.0.0/0:80
+expect_refused "::/0" 246 "matches every address" --allow '[::/0]:80'
+expect_refused "the host's loopback" 246 "an address of this host" --allow 127.0.0.0/8:80
+expect_refused "an unresolvable name" 246 "does not resolve" --network-hosts "$TMP/hosts" --allow nosuch.fake.test:80
+expect_refused "the router's link subnet" 246 "overlaps the sandbox's links" --allow 100.127.0.0/24:80
+expect_refused "the IPv6 links" 246 "overlaps the sandbox's IPv6 links" --allow '[fd66:7973:1::/48]:80'
+many=()
+for i in $(seq 1 1030); do many+=(--allow "198.51.$((i / 250)).$((i % 250 + 1)):80"); done
+expect_refused "1,030 destinations" 246 "network.destinations" "${many[@]}"
+printf '{"network": {"mode": "fetch-only", "destinations": [{"host": "198.51.100.1", "ports": [80, 80]}]}}' >"$TMP/fetch.json"
+timeout 60 "$FY" run --profile standard-ci --policy "$TMP/fetch.json" -- /bin/true >/dev/null 2>"$TMP/err"
+st=$?
+[ $st = 247 ] && grep -q "fetch-only needs the per-attempt forward proxy" "$TMP/err" && ok "fetch-only refused as unsupported" ||
+    { bad "fetch-only: status $st"; cat "$TMP/err"; }
+# Rootless: refused, never weaker (where uid 65534 can run the program).
+if command -v setpriv >/dev/null && setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null; then
+    HOME=/tmp setpriv --reuid 65534 --regid 65534 --clear-groups timeout 60 "$FY" run --profile standard-ci \
+        --network restricted --allow 198.51.100.1:8080 -- /bin/true >/dev/null 2>"$TMP/err"
+    st=$?
+    [ $st = 247 ] && grep -q "needs root" "$TMP/err" && ok "rootless restricted refused as unsupported" ||
+        { bad "rootless: status $st"; cat "$TMP/err"; }
+else
+    echo "note: uid 65534 cannot run $FY here; the rootless refusal is not checked"
+fi
+nothing_left "refusals"
+
+# 5. A host process killed mid-attempt leaves nothing either: the router
+#    namespace is held by its fd only, and the kernel removes it and its
+#    veths (the uplink's end with them) when the process is gone.
+"$FY" run --profile standard-ci --network restricted --network-uplink "/run/netns/$NS" \
+    --allow 198.51.100.1:8080 -- /bin/sleep 60 >/dev/null 2>&1 &
+host=$!
+for _ in $(seq 100); do ip -n "$NS" -o link show | grep -q ': fy' && break; sleep 0.1; done
+if ip -n "$NS" -o link show | grep -q ': fy'; then
+    kill -9 $host
+    wait $host 2>/dev/null
+    for _ in $(seq 100); do ip -n "$NS" -o link show | grep -q ': fy' || break; sleep 0.1; done
+    "$FY" gc >/dev/null 2>&1
+    nothing_left "host killed mid-attempt"
+else
+    bad "the attempt's uplink veth never appeared"; kill -9 $host; wait $host 2>/dev/null
+fi
+
+# 6. Concurrent attempts on one uplink each get a link of their own.
+pids=()
+for i in $(seq 8); do
+    run --allow 198.51.100.1:8080 -- /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 >"$TMP/par.$i" 2>&1 &
+    pids+=($!)
+done
+okp=0
+for i in "${!pids[@]}"; do wait "${pids[$i]}" && okp=$((okp + 1)); done
+[ $okp = 8 ] && ok "8 concurrent attempts reached the allowed destination" ||
+    { bad "only $okp of 8 concurrent attempts got through"; cat "$TMP"/par.*; }
+nothing_left "8 concurrent attempts"
+
+# 7. Through the API: cancel, a forked copy, unusable uplinks.
+if [ -n "$API" ]; then
+    timeout 300 "$API" "/run/netns/$NS" "$TMP/probe" >"$TMP/api.out" 2>&1
+    st=$?
+    cat "$TMP/api.out"
+    [ $st = 0 ] || bad "the API test failed ($st)"
+    nothing_left "API attempts"
+fi
+
+# 8. Many attempts leave nothing.
+N=${FY_NET_ATTEMPTS:-50}
+okn=0
+for i in $(seq "$N"); do
+    run --allow 198.51.100.1:8080 -- /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 >/dev/null 2>&1 && okn=$((okn + 1))
+done
+[ $okn = "$N" ] && ok "$N attempts reached the allowed destination" || bad "only $okn of $N attempts got through"
+nothing_left "$N attempts"
+
+exit $fail

@@ -1,0 +1,188 @@
+/* The network plan of mode restricted (lib/plan-net.c), white-box: names
+ * resolved through a hosts file the test writes (never the host's
+ * resolver), rules sorted and deduplicated, the sandbox's /etc/hosts lines,
+ * and each refusal typed with its JSON path. No sandbox, no packet. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plan.h"
+#include "policy.h"
+
+static char hosts_path[64];
+
+static void write_hosts(const char *text) {
+    FILE *f = fopen(hosts_path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void setup(void) {
+    snprintf(hosts_path, sizeof(hosts_path), "/tmp/fy-netplan-%d.hosts", (int)getpid());
+    write_hosts("# test\n198.51.100.7 mirror.test alias.test\n2001:db8::7 mirror.test\n198.51.100.8 other.test\n");
+}
+static void teardown(void) { unlink(hosts_path); }
+
+/* Builds the network plan of dests (host, proto, lo, hi) under restricted. */
+struct d { const char *host; uint32_t proto, lo, hi; };
+static int build(const struct d *ds, size_t n, struct fy_plan *pl, fy_error **e) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_HOSTS_FILE, hosts_path, NULL), 0);
+    struct plan_dest *pd = calloc(n, sizeof(*pd));
+    for (size_t i = 0; i < n; i++)
+        pd[i] = (struct plan_dest){ds[i].host, ds[i].proto, ds[i].lo, ds[i].hi};
+    memset(pl, 0, sizeof(*pl));
+    pl->net_mode = FY_NET_RESTRICTED;
+    pl->dests = pd;
+    pl->ndests = n;
+    int r = plan_net_build(pl, p, e);
+    fy_policy_free(p);
+    return r;
+}
+static void done(struct fy_plan *pl) {
+    free((void *)pl->dests);
+    arena_free(&pl->arena);
+}
+
+START_TEST(test_names_resolve_sorted_and_deduplicated) {
+    struct d ds[] = {
+        {"mirror.test", FY_PROTO_TCP, 443, 443},
+        {"198.51.100.0/24", FY_PROTO_UDP, 53, 53},
+        {"alias.test", FY_PROTO_TCP, 443, 443},          /* the same tuple as mirror.test's IPv4 */
+        {"2001:db8::/33", FY_PROTO_TCP, 8000, 8099},
+        {"198.51.100.9/24", FY_PROTO_TCP, 80, 80},       /* host bits cleared */
+    };
+    struct fy_plan pl;
+    fy_error *e = NULL;
+    ck_assert_msg(build(ds, 5, &pl, &e) == 0, "%s", fy_error_message(e));
+    const char *want[] = {"198.51.100.0/24 tcp 80-80", "198.51.100.0/24 udp 53-53", "198.51.100.7/32 tcp 443-443",
+                          "2001:db8::/33 tcp 8000-8099", "2001:db8::7/128 tcp 443-443"};
+    ck_assert_uint_eq(pl.nnet_rules, 5);
+    for (size_t i = 0; i < 5; i++) {
+        char t[96];
+        ck_assert_str_eq(plan_net_rule_text(&pl.net_rules[i], t, sizeof(t)), want[i]);
+    }
+    ck_assert_uint_eq(pl.net_rules[2].dest, 0); /* the first destination names a shared tuple */
+    ck_assert_str_eq(pl.net_hosts, "198.51.100.7\tmirror.test\n2001:db8::7\tmirror.test\n");
+    done(&pl);
+}
+END_TEST
+
+START_TEST(test_refusals_are_typed_and_named) {
+    struct fy_plan pl;
+    fy_error *e = NULL;
+    struct d unresolved[] = {{"mirror.test", FY_PROTO_TCP, 443, 443}, {"nosuch.test", FY_PROTO_TCP, 80, 80}};
+    ck_assert_int_eq(build(unresolved, 2, &pl, &e), FY_E_NOTFOUND);
+    ck_assert_str_eq(fy_error_location(e), "$.network.destinations[1].host");
+    ck_assert_int_eq(fy_error_step(e), FY_STEP_PREPARE);
+    fy_error_free(e);
+    e = NULL;
+    done(&pl);
+
+    struct d own[] = {{"127.0.0.0/8", FY_PROTO_TCP, 80, 80}};
+    ck_assert_int_eq(build(own, 1, &pl, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.network.destinations[0].host");
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "an address of this host"));
+    fy_error_free(e);
+    e = NULL;
+    done(&pl);
+
+    struct d own6[] = {{"::1", FY_PROTO_UDP, 53, 53}};
+    ck_assert_int_eq(build(own6, 1, &pl, &e), FY_E_POLICY);
+    fy_error_free(e);
+    e = NULL;
+    done(&pl);
+
+    /* A name with 5,000 addresses: more rules than a plan may hold. */
+    FILE *f = fopen(hosts_path, "w");
+    for (int i = 0; i < 5000; i++)
+        fprintf(f, "10.%d.%d.1 many.test\n", 20 + i / 250, i % 250);
+    fclose(f);
+    struct d many[] = {{"many.test", FY_PROTO_TCP, 443, 443}};
+    ck_assert_int_eq(build(many, 1, &pl, &e), FY_E_RANGE);
+    ck_assert_str_eq(fy_error_location(e), "$.network.destinations");
+    fy_error_free(e);
+    e = NULL;
+    done(&pl);
+
+    /* A hosts file that is not there. */
+    unlink(hosts_path);
+    struct d gone[] = {{"mirror.test", FY_PROTO_TCP, 443, 443}};
+    ck_assert_int_eq(build(gone, 1, &pl, &e), FY_E_NOTFOUND);
+    ck_assert_str_eq(fy_error_location(e), "$.network.host");
+    fy_error_free(e);
+    done(&pl);
+}
+END_TEST
+
+START_TEST(test_other_modes_have_no_rules) {
+    struct d ds[] = {{"nosuch.test", FY_PROTO_TCP, 80, 80}};
+    struct fy_plan pl;
+    fy_error *e = NULL;
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    memset(&pl, 0, sizeof(pl));
+    pl.net_mode = FY_NET_FETCH_ONLY; /* (refused by the backends; nothing resolved for it) */
+    pl.dests = (const struct plan_dest *)&(struct plan_dest){ds[0].host, ds[0].proto, 80, 80};
+    pl.ndests = 1;
+    ck_assert_int_eq(plan_net_build(&pl, p, &e), 0);
+    ck_assert_uint_eq(pl.nnet_rules, 0);
+    ck_assert_ptr_null(pl.net_hosts);
+    fy_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_host_settings) {
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_network_host(p, 0, "/x", &e), FY_E_UNSUPPORTED);
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_MAX_ + 1, "/x", &e), FY_E_UNSUPPORTED);
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, "relative/ns", &e), FY_E_POLICY);
+    fy_error_free(e);
+    e = NULL;
+    static const char *const bad_subnets[] = {"100.127.0.0/8", "100.127.0.0/25", "100.127.0.1/16", "100.64.0.0/16",
+                                              "100.64.0.0/24", "300.1.0.0/16", "100.127.0.0", "100.127.0.0/16x"};
+    for (size_t i = 0; i < sizeof(bad_subnets) / sizeof(bad_subnets[0]); i++) {
+        ck_assert_msg(fy_policy_set_network_host(p, FY_NETHOST_LINK_SUBNET, bad_subnets[i], &e) == FY_E_INVAL, "%s",
+                      bad_subnets[i]);
+        ck_assert_str_eq(fy_error_location(e), "$.network.host");
+        fy_error_free(e);
+        e = NULL;
+    }
+    ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_LINK_SUBNET, "10.99.0.0/16", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, "/run/netns/x", NULL), 0);
+    /* Host plumbing: kept across a profile reset, copied with the policy. */
+    const char *reset = "{\"profile\": \"standard-ci\"}";
+    ck_assert_int_eq(fy_policy_load_json(p, reset, strlen(reset), NULL), 0);
+    ck_assert_str_eq(p->net_host[FY_NETHOST_LINK_SUBNET], "10.99.0.0/16");
+    ck_assert_str_eq(p->net_host[FY_NETHOST_UPLINK], "/run/netns/x");
+    ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, NULL, NULL), 0);
+    ck_assert_ptr_null(p->net_host[FY_NETHOST_UPLINK]);
+    fy_policy_free(p);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("netplan");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_names_resolve_sorted_and_deduplicated);
+    tcase_add_test(tc, test_refusals_are_typed_and_named);
+    tcase_add_test(tc, test_other_modes_have_no_rules);
+    tcase_add_test(tc, test_host_settings);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
