@@ -27,7 +27,6 @@
 #include <sodium.h>
 
 #include "action.h"
-#include "digest.h"
 
 #ifndef FICLONE
 #define FICLONE _IOW(0x94, 9, int)

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* SHA-256 of bulk data through libcrypto's EVP interface (digest.h). */
+/* SHA-256 of bulk data through libcrypto's EVP interface (internal.h). */
 #include <openssl/evp.h>
 
-#include "digest.h"
 #include "internal.h"
 
 int digest_init(struct digest *d) {

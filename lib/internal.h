@@ -73,6 +73,16 @@ uint64_t util_now_usec(void);                 /* CLOCK_MONOTONIC */
  * stays; s is freed when it is not. */
 const char *util_publish_once(char *const *slot, char *s);
 
+/* ---- SHA-256 of bulk data (digest.c) ----
+ * OpenSSL's libcrypto, which uses the CPU's SHA extensions where there are
+ * some (about 4x libsodium's portable code on the project's hosts): files,
+ * archives, layers, outputs. Short strings keep using libsodium. */
+struct digest { void *ctx; };
+int digest_init(struct digest *d);            /* 0, or FY_E_NOMEM */
+void digest_update(struct digest *d, const void *data, size_t len);
+void digest_final(struct digest *d, unsigned char out[32]); /* writes 32 bytes, releases d */
+void digest_abandon(struct digest *d);         /* releases d without a result; NULL-safe, idempotent */
+
 /* Process that created an object; objects refuse use after a host fork. */
 int util_getpid(void);
 #define FY_CHECK_ORIGIN(obj) \

@@ -38,6 +38,8 @@ rc=0
 run_suite build-test -Dbuildtype=debugoptimized || rc=1
 run_suite build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
   -- --suite unit --suite linux --suite apple --suite oci --suite fuzz --suite net || rc=1
+# The in-tree JSON library (lib/sys/json, what the Windows cross build uses) in place of jansson.
+run_suite build-bundled -Dbundled_json=true -- --suite unit --suite fuzz --suite json || rc=1
 # The README's other command must keep working too: the demo, end to end.
 # (Its saved probe goes to the build directory, not the host's /run.)
 if FORGEYARD_CACHE_DIR="$PWD/build-test/fy-cache" bash scripts/demo.sh >build-test/demo.log 2>&1; then

@@ -349,14 +349,14 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
                                                            "tmpfs upper per attempt, with the declared paths"
                                                          : "private: fresh tmpfs root with the declared paths"));
     if (np->image_digest)
-        json_object_set_new(o, "image", json_pack("{sssi}", "digest", np->image_digest, "layers",
+        json_object_set_new(o, "image", json_pack("{sssI}", "digest", np->image_digest, "layers",
                                                   (json_int_t)np->nimage_layers));
     json_object_set_new(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
     json_t *sc = json_null();
     if (pl->bpf)
-        sc = json_pack("{sssiss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
+        sc = json_pack("{sssIss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
                        "violations", pl->seccomp_notify ? "reported (user notification)" : "kill (SIGSYS)");
     json_object_set_new(o, "seccomp", sc);
     json_object_set_new(o, "landlock_abi", json_integer(pl->ll_handled ? pl->ll_abi : 0));

@@ -11,10 +11,10 @@
  * after both digests matched, syncfs(2) and rename(2). */
 #include <archive.h>
 #include <archive_entry.h>
+#include <sodium.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +41,7 @@ struct layer_ctx {
     struct archive *outer;
     /* The chain. */
     struct archive *dec, *tar;
-    crypto_hash_sha256_state hc, hu;
+    struct digest hc, hu;      /* the blob, the uncompressed stream */
     uint64_t ncomp, nunc, expect_comp; /* expect_comp: 0 when unknown */
     bool dec_failed;
     bool same;                 /* no compression: the diff_id is the blob's digest (hashed once) */
@@ -80,7 +80,7 @@ static la_ssize_t comp_read(struct archive *a, void *ud, const void **buf) {
         archive_set_error(a, EIO, "truncated: reading the layer blob failed");
         return -1;
     }
-    crypto_hash_sha256_update(&c->hc, c->cbuf, (unsigned long long)n);
+    digest_update(&c->hc, c->cbuf, (size_t)n);
     c->ncomp += (uint64_t)n;
     if (c->expect_comp && c->ncomp > c->expect_comp) {
         c->bound = "size";
@@ -104,7 +104,7 @@ static la_ssize_t unc_read(struct archive *a, void *ud, const void **buf) {
         return -1;
     }
     if (!c->same)
-        crypto_hash_sha256_update(&c->hu, c->ubuf, (unsigned long long)n);
+        digest_update(&c->hu, c->ubuf, (size_t)n);
     c->nunc += (uint64_t)n;
     if (c->nunc > c->lim.stream_bytes) {
         c->bound = "stream";
@@ -496,9 +496,12 @@ static int fix_dirs(struct layer_ctx *c, fy_error **reterr) {
 }
 
 static int extract(struct layer_ctx *c, const char *diff_id, const char *digest, fy_error **reterr) {
-    crypto_hash_sha256_init(&c->hc);
-    crypto_hash_sha256_init(&c->hu);
     int r = 0;
+    c->hc.ctx = c->hu.ctx = NULL;
+    if (digest_init(&c->hc) < 0 || digest_init(&c->hu) < 0) {
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
+        goto out;
+    }
     c->dec = archive_read_new();
     c->tar = archive_read_new();
     if (!c->dec || !c->tar) {
@@ -547,7 +550,7 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
     la_ssize_t n;
     while ((n = archive_read_data(c->dec, c->ubuf, sizeof(c->ubuf))) > 0) {
         if (!c->same)
-            crypto_hash_sha256_update(&c->hu, c->ubuf, (unsigned long long)n);
+            digest_update(&c->hu, c->ubuf, (size_t)n);
         if ((c->nunc += (uint64_t)n) > c->lim.stream_bytes) {
             c->bound = "stream";
             n = -1;
@@ -567,7 +570,7 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
     }
     unsigned char h[32];
     char got[OCI_DIGEST_LEN + 1];
-    crypto_hash_sha256_final(&c->hc, h);
+    digest_final(&c->hc, h);
     oci_digest_hex(h, got);
     char comp[OCI_DIGEST_LEN + 1];
     memcpy(comp, got, sizeof(comp));
@@ -583,7 +586,7 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
     if (c->same) {
         memcpy(got, comp, sizeof(got));
     } else {
-        crypto_hash_sha256_final(&c->hu, h);
+        digest_final(&c->hu, h);
         oci_digest_hex(h, got);
     }
     if (strcmp(got, diff_id)) {
@@ -593,6 +596,8 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
     }
     r = fix_dirs(c, reterr);
 out:
+    digest_abandon(&c->hc);
+    digest_abandon(&c->hu);
     archive_read_free(c->tar);
     archive_read_free(c->dec);
     c->tar = c->dec = NULL;
