@@ -138,6 +138,24 @@ st=$?
 kill $HL 2>/dev/null; wait $HL 2>/dev/null
 [ $st = 1 ] && [ ! -e "$TMP/hostport.hit" ] && ok "the host's loopback is out of reach" ||
     bad "the host's loopback listener was reached (status $st)"
+# Even with the loopback allowed by name: the sandbox's 127.0.0.1 is its own.
+python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(20)
+try:
+    c, _ = s.accept(); open(sys.argv[1] + ".hit", "w").write("hit")
+except OSError:
+    pass' "$TMP/hostport2" &
+HL=$!
+for _ in $(seq 50); do [ -s "$TMP/hostport2" ] && break; sleep 0.1; done
+hp2=$(cat "$TMP/hostport2")
+run --allow "127.0.0.1:$hp2" -- /opt/fyprobe/fy-netprobe tcp 127.0.0.1 "$hp2" >/dev/null 2>&1
+st=$?
+kill $HL 2>/dev/null; wait $HL 2>/dev/null
+[ $st = 1 ] && [ ! -e "$TMP/hostport2.hit" ] && ok "an allowed 127.0.0.1 still never reaches the host's loopback" ||
+    bad "an allowed 127.0.0.1 reached the host's loopback listener (status $st)"
 # ... and so are the host's abstract unix sockets.
 python3 -c '
 import socket, sys
@@ -278,7 +296,12 @@ expect_refused() { # what, status, message part, options...
 expect_refused "port 0" 246 "ports must be within" --allow 198.51.100.1:0
 expect_refused "0.0.0.0/0" 246 "matches every address" --allow 0.0.0.0/0:80
 expect_refused "::/0" 246 "matches every address" --allow '[::/0]:80'
-expect_refused "the host's loopback" 246 "an address of this host" --allow 127.0.0.0/8:80
+# An address of one of the host's own interfaces is refused; loopback is not
+# the host's from inside (see above: allowing it reaches only the sandbox's own).
+hostaddr=$(ip -4 -o addr show scope global 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -1)
+if [ -n "$hostaddr" ]; then
+    expect_refused "the host's own address" 246 "an address of this host" --allow "$hostaddr:80"
+fi
 expect_refused "an unresolvable name" 246 "does not resolve" --network-hosts "$TMP/hosts" --allow nosuch.fake.test:80
 expect_refused "the router's link subnet" 246 "overlaps the sandbox's links" --allow 100.127.0.0/24:80
 expect_refused "the IPv6 links" 246 "overlaps the sandbox's IPv6 links" --allow '[fd66:7973:1::/48]:80'
