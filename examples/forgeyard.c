@@ -4,16 +4,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
-#include <ftw.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include "cli-win.h" /* uname, geteuid, the console stop handling */
+#else
+#include <ftw.h>
+#include <poll.h>
+#include <sys/utsname.h>
+#endif
 
 #include <forgeyard/sandbox.h>
 
@@ -43,6 +47,7 @@ static bool std_closed[3];
  * before anything else is opened: no file of ours (a policy file, a pipe)
  * then takes fd 0, 1 or 2, and the command gets a stdout and a stderr. */
 static void fill_std_fds(void) {
+#ifndef _WIN32 /* (the CRT's standard streams: nothing takes their numbers) */
     for (int fd = 0; fd <= 2; fd++) {
         if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
             continue;
@@ -51,6 +56,7 @@ static void fill_std_fds(void) {
             return;
         std_closed[fd] = true;
     }
+#endif
 }
 
 static void usage(FILE *f) {
@@ -226,6 +232,31 @@ static bool mechanism_step(uint32_t step) {
 
 static int cmd_platform_properties(const fy_caps *c);
 
+/* What a backend folder's probe verified per control (the "controls" of
+ * fy_caps_to_json, where there are any: Windows), one per line. */
+static void print_controls(const fy_caps *c) {
+    char *s = NULL;
+    if (fy_caps_to_json(c, &s, NULL) < 0)
+        return;
+    const char *p = strstr(s, "\"controls\": {");
+    if (p) {
+        printf("\n%-34s %s\n", "CONTROL", "VERDICT");
+        for (p = strchr(p, '{') + 1; (p = strpbrk(p, "\"}")) && *p == '"';) {
+            const char *k = p + 1, *ke = strchr(k, '"');
+            const char *v = ke ? strstr(ke, ": \"") : NULL;
+            if (!v)
+                break;
+            v += 3;
+            const char *ve = v;
+            while (*ve && !(*ve == '"' && ve[-1] != '\\'))
+                ve++;
+            printf("%-34.*s %.*s\n", (int)(ke - k), k, (int)(ve - v), v);
+            p = *ve ? ve + 1 : ve;
+        }
+    }
+    fy_free(s);
+}
+
 static int cmd_capabilities(int json, bool fresh) {
     fy_caps *c = NULL;
     if (probe_flags(fresh ? FY_PROBE_FRESH : 0, &c) != EXIT_OK)
@@ -253,6 +284,7 @@ static int cmd_capabilities(int json, bool fresh) {
         printf("%-18s %-9s %-6lld %s\n", fy_cap_name(cap), fy_caps_has(c, cap) == 1 ? "yes" : "no",
                (long long)v, fy_caps_reason(c, cap));
     }
+    print_controls(c);
     printf("\nstrongest isolation here: %s\n", fy_level_name((uint32_t)fy_caps_max_level(c)));
     fy_caps_free(c);
     return EXIT_OK;
@@ -464,6 +496,7 @@ static int cmd_doctor(void) {
                 printf("       %-18s fix: %s\n", "", hint);
         }
     }
+    print_controls(c);
     printf("\nProfiles on this host\n");
     int ci = doctor_profile(c, FY_PROFILE_STANDARD_CI);
     doctor_profile(c, FY_PROFILE_RELEASE);
@@ -706,6 +739,7 @@ static int run_outcome_status(const fy_result *res) {
  * run instead of killing this process: the library then ends the sandbox
  * and removes everything it made, and the result says CANCELLED. The
  * handler only writes the signal's number to a pipe the wait loop polls. */
+#ifndef _WIN32
 static int stop_pipe[2] = {-1, -1};
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
@@ -768,6 +802,7 @@ static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
         }
     }
 }
+#endif
 
 /* The host uid the command runs as when we are root (forgeyard(1)): an
  * unprivileged one of the policy's id range, read from its canonical JSON;
@@ -1324,6 +1359,7 @@ static const char *property_from_env(const char *suffix, size_t len) {
     return NULL;
 }
 
+#ifndef _WIN32 /* wrap: the remote-execution workers it serves run on Linux */
 /* As root, the workload (an unprivileged host uid) must be able to write
  * its outputs into the execution root the worker made: its directories
  * (never its files, never through a link, never across a mount) are handed
@@ -1529,6 +1565,12 @@ bad:
     fy_policy_free(p);
     return RUN_BAD_INVOCATION;
 }
+#else
+static int cmd_wrap(int argc, char **argv) {
+    fprintf(stderr, "%s: wrap: not available on Windows\n", prog);
+    return RUN_UNSUPPORTED;
+}
+#endif
 
 /* ---- forgeyard action run ---- */
 

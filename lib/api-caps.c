@@ -287,6 +287,14 @@ int fy_caps_to_json(const fy_caps *caps, char **ret_json, fy_error **reterr) {
     }
     json_object_set_new(root, "capabilities", capo);
     capo = NULL;
+    /* What a backend folder's probe verified per control ("report.<name>"
+     * facts: "enforced: ...", "requested-unverified: ...", ...). */
+    json_t *ctl = NULL;
+    for (size_t i = 0; i < h->nfacts; i++)
+        if (!strncmp(h->facts[i].key, "report.", 7) && (ctl || (ctl = json_object())))
+            json_object_set_new(ctl, h->facts[i].key + 7, json_string(h->facts[i].value));
+    if (ctl)
+        json_object_set_new(root, "controls", ctl);
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
     if (!s)

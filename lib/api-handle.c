@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Public entry points: starting, driving, cancelling and freeing a sandbox. */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "handle.h"
 #include "observe.h"
+#include "os.h"
 
 /* Which ending a result reports when several happen: a security event is
  * never hidden behind a timeout, a resource overrun not behind a cancel;
@@ -52,7 +50,7 @@ void handle_end(fy_handle *h, enum end_reason why, uint32_t step, int64_t os, co
 
 static void handle_release(fy_handle *h) {
     if (h->wake_fd >= 0)
-        close(h->wake_fd);
+        os_wake_close(h->wake_fd);
     free(h->end_detail);
     result_unref(h->result);
     prepared_unref(h->pr);
@@ -76,9 +74,9 @@ int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
     h->pr = prepared_ref(prepared);
     atomic_init(&h->cancel_request, 0);
     h->t_start = util_now_usec();
-    h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    h->wake_fd = os_wake_open();
     if (h->wake_fd < 0) {
-        int e = errno;
+        int e = -h->wake_fd;
         handle_release(h);
         return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "eventfd: %s", strerror(e));
     }
@@ -175,10 +173,7 @@ int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
     uint32_t c = atomic_load(&h->cancel_request);
     if (c) {
         /* Always consume the wakeup, or the handle fd stays readable. */
-        uint64_t drain;
-        if (read(h->wake_fd, &drain, sizeof(drain)) < 0) {
-            /* EAGAIN: already consumed */
-        }
+        os_wake_drain(h->wake_fd);
         if (h->end == END_NONE) {
             h->cancel_started = util_now_usec();
             handle_end(h, END_CANCEL, FY_STEP_CANCEL, 0, "cancelled (%s)", fy_cancel_reason_name(c));
@@ -210,10 +205,8 @@ int fy_handle_wait(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, 
         if (next && next - (next > now ? now : next) < wait)
             wait = next > now ? next - now : 0;
         int ms = wait == UINT64_MAX ? -1 : (int)((wait + 999) / 1000 > 60000 ? 60000 : (wait + 999) / 1000);
-        struct pollfd pfd[2] = {{.fd = h->backend->get_fd(h), .events = POLLIN},
-                                {.fd = h->wake_fd, .events = POLLIN}};
-        if (poll(pfd, 2, ms) < 0 && errno != EINTR) {
-            int e = errno;
+        int e = -os_wait2(h->backend->get_fd(h), h->wake_fd, ms);
+        if (e) {
             return err_set(reterr, err_from_errno(e), FY_STEP_WAIT, e, NULL, "poll: %s", strerror(e));
         }
     }
@@ -225,10 +218,7 @@ int fy_handle_cancel(fy_handle *h, uint32_t reason, fy_error **reterr) {
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CANCEL, 0, NULL, "unknown cancellation reason %u", reason);
     unsigned int expected = 0;
     if (atomic_compare_exchange_strong(&h->cancel_request, &expected, reason)) {
-        uint64_t one = 1;
-        if (write(h->wake_fd, &one, sizeof(one)) < 0) {
-            /* the eventfd counter is saturated: a wakeup is already pending */
-        }
+        os_wake_signal(h->wake_fd);
     }
     return 0;
 }

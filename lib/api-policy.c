@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "os.h"
 #include "policy.h"
 
 #define CHECK_POLICY(p)                                                                      \
@@ -546,8 +547,8 @@ int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int f
     if (path && (r = check_host_path(path, "$.stdio", reterr)) < 0)
         return r;
     int dup = -1;
-    if (fd >= 0 && (dup = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-        int e = errno;
+    if (fd >= 0 && (dup = os_dup_cloexec(fd)) < 0) {
+        int e = -dup;
         return err_set(reterr, err_from_errno(e), FY_STEP_POLICY, e, NULL, "cannot duplicate fd %d: %s", fd, strerror(e));
     }
     char *p = util_strdup(path);

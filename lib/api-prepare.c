@@ -11,11 +11,10 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "os.h"
 #include "oci/oci.h"
 #include "plan.h"
 #include "prepared.h"
-
-extern char **environ;
 
 static void prepared_destroy(fy_prepared *pr) {
     if (!pr)
@@ -87,7 +86,7 @@ static int copy_argv(fy_prepared *pr, const char *const *argv, bool image, fy_er
 
 static const char *host_env(const char *name) {
     size_t n = strlen(name);
-    for (char **e = environ; e && *e; e++)
+    for (char **e = os_environ(); e && *e; e++)
         if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
             return *e + n + 1;
     return NULL;

@@ -10,7 +10,11 @@
 
 #include "forgeyard/sandbox.h"
 
+#ifdef __MINGW32__ /* the C99 printf of mingw-w64 (__USE_MINGW_ANSI_STDIO) */
+#define FY_PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
+#else
 #define FY_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#endif
 #define FY_UNUSED __attribute__((unused))
 #define FY_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

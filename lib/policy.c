@@ -7,6 +7,7 @@
 
 #include <sodium.h>
 
+#include "os.h"
 #include "policy.h"
 
 /* ---- vec ---- */
@@ -436,7 +437,7 @@ fy_policy *policy_dup(const fy_policy *s) {
         vec_init(vs[i], vs[i]->size);
     bool ok = true;
     for (int i = 0; i < 3; i++) {
-        if (s->stdio[i].fd >= 0 && (p->stdio[i].fd = fcntl(s->stdio[i].fd, F_DUPFD_CLOEXEC, 3)) < 0)
+        if (s->stdio[i].fd >= 0 && (p->stdio[i].fd = os_dup_cloexec(s->stdio[i].fd)) < 0)
             ok = false;
         ok = ok && dup_str(&p->stdio[i].path, s->stdio[i].path);
     }

@@ -15,6 +15,7 @@ pkgs=(
   libssl-dev  # libcrypto: bulk SHA-256 with the CPU's SHA extensions (lib/digest.c)
   runc  # only for fy-bench: the OCI peer
   umoci zstd  # test/oci: the independent image producer, zstd layers
+  gcc-mingw-w64-x86-64 wine64  # the Windows cross build and its tests under Wine (test/windows)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The OS layer: the few calls of core whose form differs between POSIX and
+ * Windows. lib/sys/posix/posix-os.c or lib/sys/windows/win-os.c implements
+ * them (meson picks one by host system); core calls nothing else that is
+ * POSIX-only. A "waitable" is an int: a file descriptor on POSIX, the value
+ * of a HANDLE on Windows (handles fit in 32 bits by the Windows ABI). */
+#ifndef FY_OS_H
+#define FY_OS_H
+
+/* A wakeup object that fy_handle_cancel sets from any thread: a
+ * non-blocking eventfd / a manual-reset event. Returns a waitable, or
+ * -errno. */
+int os_wake_open(void);
+void os_wake_signal(int w);
+/* Consumes a pending wakeup (none pending: nothing happens). */
+void os_wake_drain(int w);
+void os_wake_close(int w);
+/* Blocks until a or b is ready (readable / signalled) or ms pass (-1:
+ * no limit); 0, or -errno (an interrupted wait is 0). */
+int os_wait2(int a, int b, int ms);
+/* A close-on-exec (non-inheritable) duplicate of fd, at least 3 where the
+ * OS numbers so, or -errno. */
+int os_dup_cloexec(int fd);
+/* The host program's environment (NULL-terminated "NAME=value"). */
+char **os_environ(void);
+
+#endif

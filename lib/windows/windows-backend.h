@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Windows backend (process level): a job object around the workload's
+ * whole process tree, a restricted token, a per-attempt workspace with an
+ * explicit ACL. Internal to lib/windows/. */
+#ifndef FY_WINDOWS_BACKEND_H
+#define FY_WINDOWS_BACKEND_H
+
+#include <wchar.h>
+
+#include "backend.h"
+
+/* The probe's verdicts, one per control, as caps facts "report.<name>"
+ * (fy_caps_to_json shows them under "controls"): one of these words, then
+ * ": " and what was seen. */
+#define WIN_ENFORCED "enforced"
+#define WIN_UNVERIFIED "requested-unverified"
+#define WIN_UNAVAILABLE "unavailable"
+
+#define WIN_R_JOB "report.windows.job-kill-on-close"
+#define WIN_R_JOB_LIST "report.windows.job-list"
+#define WIN_R_PROCESSES "report.windows.job-process-limit"
+#define WIN_R_MEMORY "report.windows.job-memory-limit"
+#define WIN_R_CPU "report.windows.job-cpu-rate"
+#define WIN_R_TOKEN "report.windows.restricted-token"
+#define WIN_R_INTEGRITY "report.windows.integrity-level"
+#define WIN_R_ACL "report.windows.workspace-acl"
+#define WIN_R_APPCONTAINER "report.windows.appcontainer"
+#define WIN_R_NETWORK "report.windows.network"
+#define WIN_R_FILESYSTEM "report.windows.filesystem"
+#define WIN_F_WINE "windows.wine"  /* the Wine version when running under Wine */
+
+/* Whether the fact key says "enforced" (the verdict's first word). */
+bool win_verdict_enforced(const fy_caps *c, const char *key);
+
+/* windows-probe.c: the family's probe (functional checks). */
+int win_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
+/* The Wine version, or NULL on Windows (ntdll!wine_get_version). */
+const char *win_wine_version(void);
+
+/* windows-token.c: a restricted copy of the caller's primary token
+ * (DISABLE_MAX_PRIVILEGE, Administrators deny-only, restricting SIDs: the
+ * attempt's own SID, Everyone, Users, Authenticated Users, RESTRICTED),
+ * at integrity rid (0: unchanged; SECURITY_MANDATORY_LOW_RID...). The
+ * attempt's SID is returned in *ret_sid (LocalFree). 0 or a Win32 error. */
+unsigned long win_restricted_token(void **ret_token, void **ret_sid, unsigned long integrity_rid);
+/* A directory whose DACL is protected (nothing inherited) and grants full
+ * control to the caller, SYSTEM and sid only. 0 or a Win32 error. */
+unsigned long win_make_private_dir(const wchar_t *path, void *sid);
+/* Removes a directory tree (best effort); 0 when nothing is left. */
+int win_remove_tree(const wchar_t *path);
+
+/* windows-plan.c */
+struct win_plan {
+    wchar_t *app;        /* resolved program (NULL: not found) */
+    wchar_t *cmdline;    /* the argv, quoted by the MSVCRT rules */
+    wchar_t **vars;      /* "NAME=value" (workspace-dependent ones added at start) */
+    size_t nvars;
+    wchar_t *cwd;        /* a host directory, or NULL: the attempt's workspace */
+    uint64_t memory, pids, cpu_millis, output;
+    bool want_memory, want_pids, want_cpu; /* asked (any mode) */
+    char *describe_json;
+};
+int win_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);
+void win_plan_free(void *plan);
+const char *win_describe(const void *plan);
+/* UTF-8 to UTF-16 (malloc'd), NULL on bad input or OOM. */
+wchar_t *win_wide(const char *s);
+/* A policy's host path on Windows: "/C:/dir/sub" (the form core's path
+ * checks accept: absolute, with the drive as first component) is
+ * "C:\\dir\\sub"; other paths keep their form, with '\\' separators. */
+char *win_host_path_utf8(const char *path);
+wchar_t *win_host_path(const char *path);
+/* Quotes one argument by the MSVCRT rules into sb (UTF-8). */
+void win_quote_arg(struct strbuf *sb, const char *arg);
+
+/* windows-spawn.c */
+int win_start(fy_handle *h, fy_error **reterr);
+int win_process(fy_handle *h, fy_error **reterr);
+void win_terminate(fy_handle *h);
+void win_destroy(fy_handle *h);
+void win_forget(fy_handle *h);
+int win_get_fd(fy_handle *h);
+int win_stdio_fd(fy_handle *h, uint32_t stream);
+uint64_t win_next_deadline(fy_handle *h);
+/* Where workspaces are made: state_dir (a policy host path) or %TEMP%,
+ * with a trailing '\\'. 0 or a Win32 error. */
+#define WIN_WORKSPACE_PREFIX L"forgeyard-"
+unsigned long win_workspace_parent(const char *state_dir, wchar_t out[260]);
+/* fy_gc: the workspaces of dead hosts. */
+int win_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr);
+
+#endif

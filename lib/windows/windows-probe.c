@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Windows probe: every control tested by what it does, not by whether
+ * the call that asks for it succeeds (Wine accepts many it ignores). Each
+ * verdict is a caps fact "report.windows.<control>" (shown by
+ * fy_caps_to_json under "controls"): "enforced: ..." only when a check
+ * that would fail without enforcement passed; "requested-unverified: ..."
+ * when the host accepts the request but the check could not prove it;
+ * "unavailable: ..." when the host refuses or lacks it. The probe's
+ * children are created suspended and never run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+#include "windows-backend.h"
+
+const char *win_wine_version(void) {
+    HMODULE nt = GetModuleHandleW(L"ntdll.dll");
+    FARPROC f = nt ? GetProcAddress(nt, "wine_get_version") : NULL;
+    return f ? ((const char *(*)(void))(void (*)(void))f)() : NULL;
+}
+
+static int verdict(fy_caps *c, const char *key, const char *state, const char *fmt, ...) FY_PRINTF(4, 5);
+static int verdict(fy_caps *c, const char *key, const char *state, const char *fmt, ...) {
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    char *v = util_asprintf("%s: %s", state, detail);
+    int r = v ? caps_set_fact(c, key, v) : FY_E_NOMEM;
+    free(v);
+    return r;
+}
+
+/* A child that never runs: the system's cmd.exe, created suspended, in
+ * job (by PROC_THREAD_ATTRIBUTE_JOB_LIST when use_list, else not). */
+static HANDLE suspended_child(HANDLE job, bool use_list, DWORD *err) {
+    wchar_t app[MAX_PATH + 16];
+    UINT n = GetSystemDirectoryW(app, MAX_PATH);
+    if (n == 0 || n >= MAX_PATH) {
+        *err = GetLastError();
+        return NULL;
+    }
+    wcscat(app, L"\\cmd.exe");
+    wchar_t cmd[] = L"cmd.exe /c exit 0";
+    SIZE_T asz = 0;
+    LPPROC_THREAD_ATTRIBUTE_LIST al = NULL;
+    STARTUPINFOEXW si;
+    memset(&si, 0, sizeof(si));
+    si.StartupInfo.cb = sizeof(si);
+    DWORD flags = CREATE_SUSPENDED | CREATE_NO_WINDOW;
+    if (use_list) {
+        InitializeProcThreadAttributeList(NULL, 1, 0, &asz);
+        al = malloc(asz);
+        if (!al || !InitializeProcThreadAttributeList(al, 1, 0, &asz) ||
+            !UpdateProcThreadAttribute(al, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST, &job, sizeof(job), NULL, NULL)) {
+            *err = GetLastError();
+            free(al);
+            return NULL;
+        }
+        si.lpAttributeList = al;
+        flags |= EXTENDED_STARTUPINFO_PRESENT;
+    }
+    PROCESS_INFORMATION pi;
+    memset(&pi, 0, sizeof(pi));
+    BOOL ok = CreateProcessW(app, cmd, NULL, NULL, FALSE, flags, NULL, NULL, &si.StartupInfo, &pi);
+    *err = ok ? 0 : GetLastError();
+    if (al) {
+        DeleteProcThreadAttributeList(al);
+        free(al);
+    }
+    if (!ok)
+        return NULL;
+    CloseHandle(pi.hThread);
+    return pi.hProcess;
+}
+
+static void reap(HANDLE *p) {
+    if (*p) {
+        TerminateProcess(*p, 1);
+        WaitForSingleObject(*p, 2000);
+        CloseHandle(*p);
+        *p = NULL;
+    }
+}
+
+static HANDLE job_with(DWORD flags, DWORD procs, SIZE_T memory) {
+    HANDLE job = CreateJobObjectW(NULL, NULL);
+    if (!job)
+        return NULL;
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION li;
+    memset(&li, 0, sizeof(li));
+    li.BasicLimitInformation.LimitFlags = flags;
+    li.BasicLimitInformation.ActiveProcessLimit = procs;
+    li.JobMemoryLimit = memory;
+    if (!SetInformationJobObject(job, JobObjectExtendedLimitInformation, &li, sizeof(li))) {
+        CloseHandle(job);
+        return NULL;
+    }
+    return job;
+}
+
+/* Kill on close: a suspended child in the job dies when the job's only
+ * handle is closed. Also whether the JOB_LIST attribute places it. */
+static int probe_job(fy_caps *c) {
+    DWORD e = 0;
+    HANDLE job = job_with(JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, 0, 0);
+    if (!job)
+        return verdict(c, WIN_R_JOB, WIN_UNAVAILABLE, "CreateJobObject/SetInformationJobObject failed (error %lu)",
+                       (unsigned long)GetLastError());
+    HANDLE p = suspended_child(job, true, &e);
+    bool via_list = p != NULL;
+    BOOL in = FALSE;
+    if (p && (!IsProcessInJob(p, job, &in) || !in))
+        via_list = false;
+    if (!via_list) {
+        reap(&p);
+        int r = verdict(c, WIN_R_JOB_LIST, WIN_UNAVAILABLE,
+                        "PROC_THREAD_ATTRIBUTE_JOB_LIST did not place the child (error %lu); the backend assigns "
+                        "the suspended child instead", (unsigned long)e);
+        if (r < 0 || !(p = suspended_child(NULL, false, &e)) || !AssignProcessToJobObject(job, p)) {
+            DWORD ae = e ? e : GetLastError();
+            reap(&p);
+            CloseHandle(job);
+            return r < 0 ? r : verdict(c, WIN_R_JOB, WIN_UNAVAILABLE, "a suspended child could not be put in a job "
+                                       "(error %lu)", (unsigned long)ae);
+        }
+    } else {
+        int r = verdict(c, WIN_R_JOB_LIST, WIN_ENFORCED, "a child created with the attribute is in the job");
+        if (r < 0) {
+            reap(&p);
+            CloseHandle(job);
+            return r;
+        }
+    }
+    CloseHandle(job);
+    DWORD w = WaitForSingleObject(p, 3000);
+    reap(&p);
+    if (w == WAIT_OBJECT_0)
+        return verdict(c, WIN_R_JOB, WIN_ENFORCED, "closing the job's last handle killed the process in it");
+    return verdict(c, WIN_R_JOB, WIN_UNVERIFIED, "closing the job's last handle left its process running");
+}
+
+/* ActiveProcessLimit 1: a second process must not join. */
+static int probe_processes(fy_caps *c) {
+    DWORD e = 0;
+    HANDLE job = job_with(JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_ACTIVE_PROCESS, 1, 0);
+    if (!job)
+        return verdict(c, WIN_R_PROCESSES, WIN_UNAVAILABLE, "the host refused JOB_OBJECT_LIMIT_ACTIVE_PROCESS (error %lu)",
+                       (unsigned long)GetLastError());
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION back;
+    memset(&back, 0, sizeof(back));
+    QueryInformationJobObject(job, JobObjectExtendedLimitInformation, &back, sizeof(back), NULL);
+    bool rb = (back.BasicLimitInformation.LimitFlags & JOB_OBJECT_LIMIT_ACTIVE_PROCESS) &&
+              back.BasicLimitInformation.ActiveProcessLimit == 1;
+    HANDLE a = suspended_child(NULL, false, &e), b = suspended_child(NULL, false, &e);
+    bool a_in = a && AssignProcessToJobObject(job, a);
+    bool b_in = b && AssignProcessToJobObject(job, b);
+    DWORD be = b_in ? 0 : GetLastError();
+    reap(&a);
+    reap(&b);
+    CloseHandle(job);
+    if (!a_in)
+        return verdict(c, WIN_R_PROCESSES, WIN_UNAVAILABLE, "no child could be put in a job (error %lu)", (unsigned long)e);
+    if (!b_in)
+        return verdict(c, WIN_R_PROCESSES, WIN_ENFORCED, "a second process was refused by a limit of 1 (error %lu)%s",
+                       (unsigned long)be, rb ? "; the limit reads back" : "");
+    return verdict(c, WIN_R_PROCESSES, WIN_UNVERIFIED,
+                   "a limit of 1 was accepted but a second process joined the job; the limit %s",
+                   rb ? "reads back" : "does not read back");
+}
+
+/* JobMemoryLimit 32 MiB: committing 256 MiB in a process of the job must fail. */
+static int probe_memory(fy_caps *c) {
+    DWORD e = 0;
+    const SIZE_T limit = 32u << 20, ask = 256u << 20;
+    HANDLE job = job_with(JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_JOB_MEMORY, 0, limit);
+    if (!job)
+        return verdict(c, WIN_R_MEMORY, WIN_UNAVAILABLE, "the host refused JOB_OBJECT_LIMIT_JOB_MEMORY (error %lu)",
+                       (unsigned long)GetLastError());
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION back;
+    memset(&back, 0, sizeof(back));
+    QueryInformationJobObject(job, JobObjectExtendedLimitInformation, &back, sizeof(back), NULL);
+    bool rb = (back.BasicLimitInformation.LimitFlags & JOB_OBJECT_LIMIT_JOB_MEMORY) && back.JobMemoryLimit == limit;
+    HANDLE p = suspended_child(NULL, false, &e);
+    bool in = p && AssignProcessToJobObject(job, p);
+    void *mem = in ? VirtualAllocEx(p, NULL, ask, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE) : NULL;
+    DWORD me = mem ? 0 : GetLastError();
+    reap(&p);
+    CloseHandle(job);
+    if (!in)
+        return verdict(c, WIN_R_MEMORY, WIN_UNAVAILABLE, "no child could be put in a job (error %lu)", (unsigned long)e);
+    if (!mem)
+        return verdict(c, WIN_R_MEMORY, WIN_ENFORCED, "committing 256 MiB under a 32 MiB job limit failed (error %lu)%s",
+                       (unsigned long)me, rb ? "; the limit reads back" : "");
+    return verdict(c, WIN_R_MEMORY, WIN_UNVERIFIED,
+                   "a 32 MiB job limit was accepted but 256 MiB were committed in the job; the limit %s",
+                   rb ? "reads back" : "does not read back");
+}
+
+/* The CPU rate hard cap: its effect is not measured (no timed probe); it
+ * is enforced when Windows (not Wine) accepts it and reads it back. */
+static int probe_cpu(fy_caps *c) {
+    HANDLE job = CreateJobObjectW(NULL, NULL);
+    if (!job)
+        return verdict(c, WIN_R_CPU, WIN_UNAVAILABLE, "CreateJobObject failed (error %lu)", (unsigned long)GetLastError());
+    JOBOBJECT_CPU_RATE_CONTROL_INFORMATION cr, cb;
+    memset(&cr, 0, sizeof(cr));
+    memset(&cb, 0, sizeof(cb));
+    cr.ControlFlags = JOB_OBJECT_CPU_RATE_CONTROL_ENABLE | JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP;
+    cr.CpuRate = 5000;
+    bool set = SetInformationJobObject(job, JobObjectCpuRateControlInformation, &cr, sizeof(cr));
+    DWORD e = set ? 0 : GetLastError();
+    bool rb = set && QueryInformationJobObject(job, JobObjectCpuRateControlInformation, &cb, sizeof(cb), NULL) &&
+              cb.CpuRate == cr.CpuRate && (cb.ControlFlags & JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP);
+    CloseHandle(job);
+    if (!set)
+        return verdict(c, WIN_R_CPU, WIN_UNAVAILABLE, "the host rejected a CPU rate hard cap (error %lu)", (unsigned long)e);
+    if (rb && !win_wine_version())
+        return verdict(c, WIN_R_CPU, WIN_ENFORCED, "a hard cap was accepted and reads back (its effect is not timed)");
+    return verdict(c, WIN_R_CPU, WIN_UNVERIFIED, "a hard cap was accepted but %s",
+                   rb ? "this is Wine, which does not schedule by it" : "does not read back");
+}
+
+/* The restricted token: what the token says about itself, and what an
+ * access check under it does. */
+static bool token_is_restricted(HANDLE tok, DWORD *nprivs, bool *admin_deny_only) {
+    BYTE buf[4096];
+    DWORD len = 0;
+    *nprivs = 0xffffffffu;
+    *admin_deny_only = false;
+    if (GetTokenInformation(tok, TokenPrivileges, buf, sizeof(buf), &len))
+        *nprivs = ((TOKEN_PRIVILEGES *)buf)->PrivilegeCount;
+    BYTE asid[SECURITY_MAX_SID_SIZE];
+    DWORD alen = sizeof(asid);
+    if (CreateWellKnownSid(WinBuiltinAdministratorsSid, NULL, asid, &alen) &&
+        GetTokenInformation(tok, TokenGroups, buf, sizeof(buf), &len)) {
+        const TOKEN_GROUPS *g = (const TOKEN_GROUPS *)buf;
+        bool member = false;
+        for (DWORD i = 0; i < g->GroupCount; i++)
+            if (EqualSid(g->Groups[i].Sid, asid)) {
+                member = true;
+                *admin_deny_only = (g->Groups[i].Attributes & SE_GROUP_USE_FOR_DENY_ONLY) != 0;
+            }
+        if (!member)
+            *admin_deny_only = true; /* not an administrator at all */
+    }
+    return IsTokenRestricted(tok) != 0;
+}
+
+/* Under the restricted token (impersonated), creating a file in dir. */
+static DWORD write_as(HANDLE tok, const wchar_t *dir) {
+    HANDLE imp = NULL;
+    if (!DuplicateTokenEx(tok, TOKEN_IMPERSONATE | TOKEN_QUERY, NULL, SecurityImpersonation, TokenImpersonation, &imp))
+        return GetLastError();
+    wchar_t path[MAX_PATH + 16];
+    _snwprintf(path, MAX_PATH + 16, L"%ls\\probe", dir);
+    path[MAX_PATH + 15] = 0;
+    DWORD e = 0;
+    if (!SetThreadToken(NULL, imp)) {
+        e = GetLastError();
+    } else {
+        HANDLE f = CreateFileW(path, GENERIC_WRITE, 0, NULL, CREATE_NEW, FILE_FLAG_DELETE_ON_CLOSE, NULL);
+        e = f == INVALID_HANDLE_VALUE ? GetLastError() : 0;
+        if (f != INVALID_HANDLE_VALUE)
+            CloseHandle(f);
+        RevertToSelf();
+    }
+    CloseHandle(imp);
+    DeleteFileW(path);
+    return e;
+}
+
+static int probe_token(fy_caps *c) {
+    void *tok = NULL, *sid = NULL;
+    DWORD e = win_restricted_token(&tok, &sid, 0);
+    if (e)
+        return verdict(c, WIN_R_TOKEN, WIN_UNAVAILABLE, "CreateRestrictedToken failed (error %lu)", (unsigned long)e);
+    DWORD nprivs;
+    bool deny;
+    bool restricted = token_is_restricted(tok, &nprivs, &deny);
+    /* Two directories: one granted to the caller only (the restricting
+     * SIDs must keep the workload out), one granted to the attempt's SID
+     * too (the workspace: it must get in). */
+    wchar_t tmp[MAX_PATH], mine[MAX_PATH + 64], ws[MAX_PATH + 64];
+    DWORD tl = GetTempPathW(MAX_PATH, tmp);
+    int r = 0;
+    if (tl == 0 || tl > MAX_PATH - 64) {
+        r = verdict(c, WIN_R_ACL, WIN_UNAVAILABLE, "no temporary directory (error %lu)", (unsigned long)GetLastError());
+    } else {
+        unsigned long long t = util_now_usec();
+        _snwprintf(mine, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-a", tmp, (unsigned long)GetCurrentProcessId(), t);
+        _snwprintf(ws, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-b", tmp, (unsigned long)GetCurrentProcessId(), t);
+        DWORD e1 = win_make_private_dir(mine, NULL), e2 = win_make_private_dir(ws, sid);
+        DWORD denied = e1 ? e1 : write_as(tok, mine), allowed = e2 ? e2 : write_as(tok, ws);
+        if (!e1)
+            win_remove_tree(mine);
+        if (!e2)
+            win_remove_tree(ws);
+        if (e1 || e2)
+            r = verdict(c, WIN_R_ACL, WIN_UNAVAILABLE, "a directory with an explicit DACL could not be made (errors "
+                        "%lu, %lu)", (unsigned long)e1, (unsigned long)e2);
+        else if (denied == ERROR_ACCESS_DENIED && allowed == 0)
+            r = verdict(c, WIN_R_ACL, WIN_ENFORCED, "the restricted workload can write its workspace and not a directory "
+                        "granted to the caller only");
+        else
+            r = verdict(c, WIN_R_ACL, WIN_UNVERIFIED, "explicit DACLs are set, but under the restricted token a "
+                        "directory granted to the caller only %s (error %lu) and the workspace %s (error %lu)",
+                        denied ? "refused a write" : "took a write", (unsigned long)denied,
+                        allowed ? "refused a write" : "took a write", (unsigned long)allowed);
+    }
+    if (r >= 0) {
+        if (restricted && nprivs <= 1 && deny)
+            r = verdict(c, WIN_R_TOKEN, WIN_ENFORCED, "restricted (restricting SIDs), %lu privilege(s) left, "
+                        "Administrators deny-only", (unsigned long)nprivs);
+        else
+            r = verdict(c, WIN_R_TOKEN, WIN_UNVERIFIED, "CreateRestrictedToken succeeded but the token says: "
+                        "restricted %s, %lu privilege(s) left, Administrators %s", restricted ? "yes" : "no",
+                        (unsigned long)nprivs, deny ? "deny-only or absent" : "enabled");
+    }
+    CloseHandle(tok);
+    LocalFree(sid);
+    if (r < 0)
+        return r;
+
+    /* Integrity: a low-integrity token must read back low. */
+    tok = NULL;
+    sid = NULL;
+    e = win_restricted_token(&tok, &sid, SECURITY_MANDATORY_LOW_RID);
+    if (e)
+        return verdict(c, WIN_R_INTEGRITY, WIN_UNAVAILABLE, "a low-integrity token could not be made (error %lu)",
+                       (unsigned long)e);
+    BYTE buf[256];
+    DWORD len = 0, rid = 0;
+    if (GetTokenInformation(tok, TokenIntegrityLevel, buf, sizeof(buf), &len)) {
+        PSID s = ((TOKEN_MANDATORY_LABEL *)buf)->Label.Sid;
+        rid = *GetSidSubAuthority(s, *GetSidSubAuthorityCount(s) - 1);
+    }
+    CloseHandle(tok);
+    LocalFree(sid);
+    if (rid == SECURITY_MANDATORY_LOW_RID)
+        return verdict(c, WIN_R_INTEGRITY, WIN_ENFORCED, "a low-integrity token reads back low (not applied: no policy "
+                       "field asks for it yet)");
+    return verdict(c, WIN_R_INTEGRITY, WIN_UNVERIFIED, "setting low integrity succeeded but the token reads back "
+                   "0x%lx (not applied: no policy field asks for it yet)", (unsigned long)rid);
+}
+
+static int probe_appcontainer(fy_caps *c) {
+    HMODULE ue = LoadLibraryExW(L"userenv.dll", NULL, LOAD_LIBRARY_SEARCH_SYSTEM32);
+    FARPROC f = ue ? GetProcAddress(ue, "CreateAppContainerProfile") : NULL;
+    if (ue)
+        FreeLibrary(ue);
+    if (!f)
+        return verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "userenv.dll has no CreateAppContainerProfile");
+    return verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE,
+                   "the profile API is present, but this backend does not launch in an AppContainer yet");
+}
+
+static void host_facts(fy_caps *c) {
+    RTL_OSVERSIONINFOW v;
+    memset(&v, 0, sizeof(v));
+    v.dwOSVersionInfoSize = sizeof(v);
+    HMODULE nt = GetModuleHandleW(L"ntdll.dll");
+    FARPROC f = nt ? GetProcAddress(nt, "RtlGetVersion") : NULL;
+    if (f)
+        ((LONG(WINAPI *)(RTL_OSVERSIONINFOW *))(void (*)(void))f)(&v);
+    const char *wine = win_wine_version();
+    free(c->host.kernel_release);
+    c->host.kernel_release = util_asprintf("Windows %lu.%lu.%lu%s%s%s", (unsigned long)v.dwMajorVersion,
+                                           (unsigned long)v.dwMinorVersion, (unsigned long)v.dwBuildNumber,
+                                           wine ? " (Wine " : "", wine ? wine : "", wine ? ")" : "");
+    free(c->host.cgroup_mode);
+    c->host.cgroup_mode = util_strdup("none");
+    c->host.is_root = false;
+    if (wine)
+        caps_set_fact(c, WIN_F_WINE, wine);
+}
+
+int win_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
+    host_facts(c);
+    int r = probe_job(c);
+    if (r >= 0)
+        r = probe_processes(c);
+    if (r >= 0)
+        r = probe_memory(c);
+    if (r >= 0)
+        r = probe_cpu(c);
+    if (r >= 0)
+        r = probe_token(c);
+    if (r >= 0)
+        r = probe_appcontainer(c);
+    if (r >= 0)
+        r = verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no AppContainer or firewall rule: the workload has the host's "
+                    "network");
+    if (r >= 0)
+        r = verdict(c, WIN_R_FILESYSTEM, WIN_UNAVAILABLE, "the process level sees the host's files; writes are "
+                    "limited only by the restricted token's access checks (restricted-token, workspace-acl)");
+    if (r < 0)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
+    return 0;
+}

@@ -1,0 +1,939 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Running an attempt on Windows. The workload is created suspended with a
+ * restricted token, in a job object (PROC_THREAD_ATTRIBUTE_JOB_LIST, or
+ * assigned before it is resumed where that attribute is missing), checked
+ * to be in the job, and only then resumed. The job kills the whole tree
+ * when its last handle closes (ours: also when the host dies), allows no
+ * breakaway, and reports through an I/O completion port, which a monitor
+ * thread turns into the handle's waitable event. Only the three standard
+ * handles are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST). */
+#include <errno.h>
+#include <fcntl.h>
+#include <io.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+#include <jansson.h>
+
+#include "windows-backend.h"
+
+#define KEY_JOB 1
+#define KEY_QUIT 2
+#define EXIT_KILLED 0xC000013Au /* STATUS_CONTROL_C_EXIT: what a killed tree exits with */
+#define STREAM_BUFFER_MAX (1u << 20)
+#define DRAIN_USEC 5000000u /* how long output may go on after the tree is gone */
+
+struct wstream {
+    HANDLE rd;          /* host end, read by the thread */
+    HANDLE thread;
+    char *buf;          /* read, not yet delivered (under lock) */
+    size_t len;
+    bool eof;           /* the thread saw the end (under lock) */
+    bool done;          /* delivered everything and said so */
+    bool lost;          /* output was dropped for want of memory (under lock) */
+    HANDLE spool;       /* FY_STDIO_FILE: the file */
+    struct wx *x;
+    int index;
+};
+
+struct wx {
+    HANDLE job, iocp, monitor, process, work, token;
+    HANDLE cancel_wait; /* sets work when fy_handle_cancel sets the handle's wakeup */
+    HANDLE deadline_timer; /* sets work at the wall-clock limit */
+    volatile LONG timer_fired;
+    HANDLE drain_timer;  /* wakes the handle when the output's grace is over */
+    bool drain_cut;
+    void *sid;
+    wchar_t workspace[MAX_PATH];
+    bool have_workspace;
+    CRITICAL_SECTION lock;
+    CONDITION_VARIABLE drained;
+    bool lock_ready;
+    /* What the monitor saw (under lock). */
+    bool zero, mem_limit, proc_limit;
+    uint32_t new_processes;
+    struct wstream out[3];
+    HANDLE child_std[3];
+    int host_fd[3];     /* FY_STDIO_PIPE: the host's end, a CRT descriptor (-1: none) */
+    /* The owner's view. */
+    bool setup_failed;
+    uint32_t setup_step;
+    int setup_errno;
+    char *setup_detail;
+    bool main_ended, exit_seen, killed, finished;
+    DWORD exit_code;
+    uint64_t t_job, t_ws, t_exec, t_exit, t_ended, t_eof;
+    uint64_t output_bytes, output_cap, stream_bytes[3];
+    bool truncated;
+    char *iso_json, *lim_json;
+};
+
+
+static void close_h(HANDLE *hp) {
+    if (*hp && *hp != INVALID_HANDLE_VALUE)
+        CloseHandle(*hp);
+    *hp = NULL;
+}
+
+static int errno_of(DWORD e) {
+    switch (e) {
+    case ERROR_FILE_NOT_FOUND: case ERROR_PATH_NOT_FOUND: case ERROR_BAD_EXE_FORMAT: return ENOENT;
+    case ERROR_ACCESS_DENIED: case ERROR_PRIVILEGE_NOT_HELD: return EACCES;
+    case ERROR_NOT_ENOUGH_MEMORY: case ERROR_OUTOFMEMORY: case ERROR_COMMITMENT_LIMIT: return ENOMEM;
+    case ERROR_NOT_ENOUGH_QUOTA: return EAGAIN;
+    default: return EIO;
+    }
+}
+
+static const struct fy_plan *neutral(const fy_handle *h) { return h->pr->neutral; }
+
+/* ---- threads ---- */
+
+static DWORD WINAPI monitor_main(LPVOID arg) {
+    struct wx *x = arg;
+    for (;;) {
+        DWORD msg = 0;
+        ULONG_PTR key = 0;
+        LPOVERLAPPED ov = NULL;
+        if (!GetQueuedCompletionStatus(x->iocp, &msg, &key, &ov, INFINITE)) {
+            if (GetLastError() == ERROR_ABANDONED_WAIT_0 || GetLastError() == ERROR_INVALID_HANDLE)
+                return 0;
+            continue;
+        }
+        if (key == KEY_QUIT)
+            return 0;
+        if (key != KEY_JOB)
+            continue;
+        EnterCriticalSection(&x->lock);
+        switch (msg) {
+        case JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO: x->zero = true; break;
+        case JOB_OBJECT_MSG_NEW_PROCESS: x->new_processes++; break;
+        case JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT: x->proc_limit = true; break;
+        case JOB_OBJECT_MSG_JOB_MEMORY_LIMIT: case JOB_OBJECT_MSG_PROCESS_MEMORY_LIMIT: x->mem_limit = true; break;
+        default: break;
+        }
+        LeaveCriticalSection(&x->lock);
+        SetEvent(x->work);
+    }
+}
+
+static DWORD WINAPI reader_main(LPVOID arg) {
+    struct wstream *s = arg;
+    struct wx *x = s->x;
+    char tmp[65536];
+    for (;;) {
+        DWORD n = 0;
+        BOOL ok = ReadFile(s->rd, tmp, sizeof(tmp), &n, NULL);
+        EnterCriticalSection(&x->lock);
+        if (!ok || n == 0) {
+            s->eof = true;
+            LeaveCriticalSection(&x->lock);
+            SetEvent(x->work);
+            return 0;
+        }
+        /* Back-pressure: the workload waits while the host is behind. */
+        while (s->len > STREAM_BUFFER_MAX && !x->finished)
+            SleepConditionVariableCS(&x->drained, &x->lock, 100);
+        char *nb = realloc(s->buf, s->len + n);
+        if (nb) {
+            memcpy(nb + s->len, tmp, n);
+            s->buf = nb;
+            s->len += n;
+        } else {
+            s->lost = true; /* said by drain(), never dropped silently */
+        }
+        LeaveCriticalSection(&x->lock);
+        SetEvent(x->work);
+    }
+}
+
+/* ---- output ---- */
+
+static void end_stream(fy_handle *h, struct wx *x, int i) {
+    struct wstream *s = &x->out[i];
+    if (s->done)
+        return;
+    s->done = true;
+    const struct plan_stdio *ps = &neutral(h)->stdio[i];
+    if (ps->mode == FY_STDIO_CALLBACK && ps->fn)
+        ps->fn(ps->userdata, (uint32_t)i, NULL, 0);
+}
+
+static void drain(fy_handle *h, struct wx *x, int i) {
+    struct wstream *s = &x->out[i];
+    if (!s->thread || s->done)
+        return;
+    EnterCriticalSection(&x->lock);
+    char *buf = s->buf;
+    size_t len = s->len;
+    bool eof = s->eof, lost = s->lost;
+    s->buf = NULL;
+    s->len = 0;
+    WakeAllConditionVariable(&x->drained);
+    LeaveCriticalSection(&x->lock);
+    if (lost && h->end == END_NONE) {
+        handle_end(h, END_INFRA, FY_STEP_OUTPUT, ENOMEM, "output lost: out of memory while reading it");
+        win_terminate(h);
+    }
+    size_t keep = len;
+    if (x->output_cap != FY_UNLIMITED && x->output_bytes + keep > x->output_cap) {
+        keep = x->output_cap > x->output_bytes ? (size_t)(x->output_cap - x->output_bytes) : 0;
+        if (!x->truncated) {
+            x->truncated = true;
+            handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output");
+            win_terminate(h);
+        }
+    }
+    const struct plan_stdio *ps = &neutral(h)->stdio[i];
+    if (ps->mode == FY_STDIO_CALLBACK) {
+        if (keep && ps->fn)
+            ps->fn(ps->userdata, (uint32_t)i, buf, keep);
+    } else if (keep) {
+        DWORD w = 0;
+        for (size_t off = 0; off < keep; off += w)
+            if (!WriteFile(s->spool, buf + off, (DWORD)(keep - off), &w, NULL)) {
+                handle_end(h, END_INFRA, FY_STEP_OUTPUT, (int64_t)GetLastError(), "writing captured output");
+                win_terminate(h);
+                break;
+            }
+    }
+    x->output_bytes += keep;
+    x->stream_bytes[i] += keep;
+    free(buf);
+    if (eof || (x->truncated && ps->mode == FY_STDIO_CALLBACK))
+        end_stream(h, x, i);
+}
+
+/* ---- start ---- */
+
+static int fail(fy_handle *h, struct wx *x, fy_error **reterr, int code, uint32_t step, DWORD e, const char *what) {
+    int r = err_set(reterr, code, step, (int64_t)e, NULL, "%s: Windows error %lu", what, (unsigned long)e);
+    h->b = x;
+    win_destroy(h);
+    return r;
+}
+
+/* The job's limits, set and read back. A limit the selection says is
+ * enforced must read back as set, or the attempt does not start. */
+static int make_job(fy_handle *h, struct wx *x, const struct win_plan *wp, fy_error **reterr) {
+    const struct fy_plan *np = neutral(h);
+    if (!(x->job = CreateJobObjectW(NULL, NULL)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP, GetLastError(), "CreateJobObject");
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION li;
+    memset(&li, 0, sizeof(li));
+    li.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION;
+    if (wp->want_pids) {
+        li.BasicLimitInformation.LimitFlags |= JOB_OBJECT_LIMIT_ACTIVE_PROCESS;
+        li.BasicLimitInformation.ActiveProcessLimit = wp->pids > 0xffffffffu ? 0xffffffffu : (DWORD)wp->pids;
+    }
+    if (wp->want_memory) {
+        li.BasicLimitInformation.LimitFlags |= JOB_OBJECT_LIMIT_JOB_MEMORY;
+        li.JobMemoryLimit = (SIZE_T)wp->memory;
+    }
+    if (!SetInformationJobObject(x->job, JobObjectExtendedLimitInformation, &li, sizeof(li)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP_LIMIT, GetLastError(), "SetInformationJobObject (limits)");
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION back;
+    memset(&back, 0, sizeof(back));
+    bool got = QueryInformationJobObject(x->job, JobObjectExtendedLimitInformation, &back, sizeof(back), NULL);
+    DWORD bf = got ? back.BasicLimitInformation.LimitFlags : 0;
+    bool rb_kill = (bf & JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE) && !(bf & (JOB_OBJECT_LIMIT_BREAKAWAY_OK |
+                                                                        JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK));
+    bool rb_pids = (bf & JOB_OBJECT_LIMIT_ACTIVE_PROCESS) &&
+                   back.BasicLimitInformation.ActiveProcessLimit == li.BasicLimitInformation.ActiveProcessLimit;
+    bool rb_mem = (bf & JOB_OBJECT_LIMIT_JOB_MEMORY) && back.JobMemoryLimit == li.JobMemoryLimit;
+    if (wp->want_pids && np->control[FY_CONTROL_PIDS_LIMIT] == FY_CONTROL_STATE_ENFORCED && !rb_pids)
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP_LIMIT, 0, "the job did not keep its active-process limit");
+    if (wp->want_memory && np->control[FY_CONTROL_MEMORY_LIMIT] == FY_CONTROL_STATE_ENFORCED && !rb_mem)
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP_LIMIT, 0, "the job did not keep its memory limit");
+    bool cpu_set = false, rb_cpu = false;
+    if (wp->want_cpu) {
+        SYSTEM_INFO si;
+        GetSystemInfo(&si);
+        JOBOBJECT_CPU_RATE_CONTROL_INFORMATION cr;
+        memset(&cr, 0, sizeof(cr));
+        cr.ControlFlags = JOB_OBJECT_CPU_RATE_CONTROL_ENABLE | JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP;
+        /* CpuRate: 1/100 of a percent of all processors. */
+        uint64_t rate = wp->cpu_millis * 10u / (si.dwNumberOfProcessors ? si.dwNumberOfProcessors : 1);
+        cr.CpuRate = rate < 1 ? 1 : rate > 10000 ? 10000 : (DWORD)rate;
+        cpu_set = SetInformationJobObject(x->job, JobObjectCpuRateControlInformation, &cr, sizeof(cr));
+        JOBOBJECT_CPU_RATE_CONTROL_INFORMATION cb;
+        memset(&cb, 0, sizeof(cb));
+        rb_cpu = cpu_set && QueryInformationJobObject(x->job, JobObjectCpuRateControlInformation, &cb, sizeof(cb), NULL) &&
+                 cb.CpuRate == cr.CpuRate && (cb.ControlFlags & JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP);
+        if (np->control[FY_CONTROL_CPU_LIMIT] == FY_CONTROL_STATE_ENFORCED && !rb_cpu)
+            return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP_LIMIT, cpu_set ? 0 : GetLastError(),
+                        "the job did not keep its CPU rate cap");
+    }
+    /* No desktop, clipboard, global atoms or handles of other processes'
+     * windows (UI restrictions; not claimed: reported as requested). */
+    JOBOBJECT_BASIC_UI_RESTRICTIONS ui = {JOB_OBJECT_UILIMIT_DESKTOP | JOB_OBJECT_UILIMIT_DISPLAYSETTINGS |
+                                          JOB_OBJECT_UILIMIT_EXITWINDOWS | JOB_OBJECT_UILIMIT_GLOBALATOMS |
+                                          JOB_OBJECT_UILIMIT_HANDLES | JOB_OBJECT_UILIMIT_READCLIPBOARD |
+                                          JOB_OBJECT_UILIMIT_SYSTEMPARAMETERS | JOB_OBJECT_UILIMIT_WRITECLIPBOARD};
+    bool ui_set = SetInformationJobObject(x->job, JobObjectBasicUIRestrictions, &ui, sizeof(ui));
+    if (!(x->iocp = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 1)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP, GetLastError(), "CreateIoCompletionPort");
+    JOBOBJECT_ASSOCIATE_COMPLETION_PORT port = {(PVOID)(ULONG_PTR)KEY_JOB, x->iocp};
+    if (!SetInformationJobObject(x->job, JobObjectAssociateCompletionPortInformation, &port, sizeof(port)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP, GetLastError(), "associating the job's completion port");
+
+    /* What this attempt's job holds, per limit: enforced (the probe proved
+     * it on this host and it read back), else requested-unverified. */
+    json_t *o = json_object();
+    const char *wine = win_wine_version();
+    json_object_set_new(o, "job", json_pack("{sbsbss}", "kill_on_close_read_back", rb_kill, "ui_restrictions_accepted",
+                                            ui_set, "host", wine ? "wine" : "windows"));
+#define LIMIT(key, want, value, rb, ctl, mech)                                                                   \
+    json_object_set_new(o, key, !(want) ? json_null()                                                           \
+                                        : json_pack("{sIsssssb}", "value", (json_int_t)(value), "mechanism", mech, \
+                                                    "state", np->control[ctl] == FY_CONTROL_STATE_ENFORCED       \
+                                                                 ? WIN_ENFORCED : WIN_UNVERIFIED,               \
+                                                    "read_back", rb))
+    LIMIT("memory", wp->want_memory, wp->memory, rb_mem, FY_CONTROL_MEMORY_LIMIT, "job memory limit");
+    LIMIT("processes", wp->want_pids, wp->pids, rb_pids, FY_CONTROL_PIDS_LIMIT, "job active-process limit");
+    LIMIT("cpu_millis", wp->want_cpu, wp->cpu_millis, rb_cpu, FY_CONTROL_CPU_LIMIT,
+          cpu_set ? "job CPU rate hard cap" : "job CPU rate hard cap (rejected by this host)");
+#undef LIMIT
+    json_object_set_new(o, "wall_time", json_string("library timer, TerminateJobObject"));
+    x->lim_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return 0;
+}
+
+static HANDLE inheritable_dup(HANDLE src) {
+    HANDLE d = NULL;
+    if (!src || src == INVALID_HANDLE_VALUE ||
+        !DuplicateHandle(GetCurrentProcess(), src, GetCurrentProcess(), &d, 0, TRUE, DUPLICATE_SAME_ACCESS))
+        return NULL;
+    return d;
+}
+
+/* The child's end of stream i (inheritable), and the host's side. */
+static DWORD make_stdio(fy_handle *h, struct wx *x, int i) {
+    const struct plan_stdio *ps = &neutral(h)->stdio[i];
+    SECURITY_ATTRIBUTES inherit = {sizeof(inherit), NULL, TRUE};
+    switch (ps->mode) {
+    case FY_STDIO_FD:
+        x->child_std[i] = inheritable_dup((HANDLE)_get_osfhandle(ps->fd));
+        return x->child_std[i] ? 0 : ERROR_INVALID_HANDLE;
+    case FY_STDIO_FILE: case FY_STDIO_CALLBACK: {
+        if (ps->mode == FY_STDIO_FILE) {
+            wchar_t *wpath = win_host_path(ps->path);
+            if (!wpath)
+                return ERROR_INVALID_PARAMETER;
+            x->out[i].spool = CreateFileW(wpath, GENERIC_WRITE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+            free(wpath);
+            if (x->out[i].spool == INVALID_HANDLE_VALUE) {
+                x->out[i].spool = NULL;
+                return GetLastError();
+            }
+        }
+        HANDLE rd, wr;
+        if (!CreatePipe(&rd, &wr, &inherit, 0))
+            return GetLastError();
+        SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0);
+        x->out[i].rd = rd;
+        x->child_std[i] = wr;
+        return 0;
+    }
+    case FY_STDIO_PIPE: {
+        HANDLE rd, wr;
+        if (!CreatePipe(&rd, &wr, &inherit, 0))
+            return GetLastError();
+        HANDLE mine = i == 0 ? wr : rd;
+        SetHandleInformation(mine, HANDLE_FLAG_INHERIT, 0);
+        x->child_std[i] = i == 0 ? rd : wr;
+        if ((x->host_fd[i] = _open_osfhandle((intptr_t)mine, i == 0 ? 0 : _O_RDONLY)) < 0) {
+            CloseHandle(mine);
+            return ERROR_TOO_MANY_OPEN_FILES;
+        }
+        return 0;
+    }
+    default: /* FY_STDIO_NULL */
+        x->child_std[i] = CreateFileW(L"NUL", i == 0 ? GENERIC_READ : GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE,
+                                      &inherit, OPEN_EXISTING, 0, NULL);
+        if (x->child_std[i] == INVALID_HANDLE_VALUE) {
+            x->child_std[i] = NULL;
+            return GetLastError();
+        }
+        return 0;
+    }
+}
+
+/* The UTF-16 environment block, sorted as Windows expects (case-blind). */
+static int cmp_var(const void *a, const void *b) { return _wcsicmp(*(wchar_t *const *)a, *(wchar_t *const *)b); }
+
+static wchar_t *env_block(const struct win_plan *wp, const wchar_t *ws) {
+    size_t n = wp->nvars + 6;
+    wchar_t **all = calloc(n, sizeof(*all));
+    wchar_t extra[6][MAX_PATH + 16];
+    static const wchar_t *const fmt[] = {L"HOME=%ls", L"USERPROFILE=%ls", L"TEMP=%ls\\tmp", L"TMP=%ls\\tmp",
+                                         L"TMPDIR=%ls\\tmp", L"FORGEYARD_WORKSPACE=%ls"};
+    if (!all)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < wp->nvars; i++)
+        all[k++] = wp->vars[i];
+    for (size_t i = 0; i < 6; i++) {
+        _snwprintf(extra[i], MAX_PATH + 16, fmt[i], ws);
+        extra[i][MAX_PATH + 15] = 0;
+        all[k++] = extra[i];
+    }
+    qsort(all, k, sizeof(*all), cmp_var);
+    size_t total = 1;
+    for (size_t i = 0; i < k; i++)
+        total += wcslen(all[i]) + 1;
+    wchar_t *blk = malloc(total * sizeof(wchar_t)), *p = blk;
+    if (blk) {
+        for (size_t i = 0; i < k; i++) {
+            size_t l = wcslen(all[i]) + 1;
+            memcpy(p, all[i], l * sizeof(wchar_t));
+            p += l;
+        }
+        *p = 0;
+    }
+    free(all);
+    return blk;
+}
+
+/* A cancel from another thread. */
+static VOID CALLBACK on_cancel(PVOID arg, BOOLEAN timed_out) {
+    (void)timed_out;
+    SetEvent(((struct wx *)arg)->work);
+}
+
+static VOID CALLBACK on_deadline(PVOID arg, BOOLEAN timed_out) {
+    (void)timed_out;
+    struct wx *x = arg;
+    InterlockedExchange(&x->timer_fired, 1);
+    SetEvent(x->work);
+}
+
+/* A one-shot timer at h->deadline (again when one fired early: the timer
+ * queue's clock is not util_now_usec's). 0 or a Win32 error. */
+static DWORD arm_deadline(fy_handle *h, struct wx *x) {
+    if (x->deadline_timer)
+        DeleteTimerQueueTimer(NULL, x->deadline_timer, INVALID_HANDLE_VALUE); /* its callback is over */
+    x->deadline_timer = NULL;
+    InterlockedExchange(&x->timer_fired, 0);
+    uint64_t now = util_now_usec(), ms = h->deadline > now ? (h->deadline - now + 999) / 1000 + 1 : 0;
+    if (!CreateTimerQueueTimer(&x->deadline_timer, NULL, on_deadline, x, ms > 0xfffffff0u ? 0xfffffff0u : (DWORD)ms, 0,
+                               WT_EXECUTEONLYONCE)) {
+        x->deadline_timer = NULL;
+        return GetLastError();
+    }
+    return 0;
+}
+
+static void setup_failure(struct wx *x, uint32_t step, DWORD e, char *detail) {
+    x->setup_failed = true;
+    x->setup_step = step;
+    x->setup_errno = errno_of(e);
+    x->setup_detail = detail;
+}
+
+int win_start(fy_handle *h, fy_error **reterr) {
+    const struct win_plan *wp = h->pr->plan;
+    const struct fy_plan *np = neutral(h);
+    struct wx *x = calloc(1, sizeof(*x));
+    if (!x)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    for (int i = 0; i < 3; i++)
+        x->host_fd[i] = -1;
+    InitializeCriticalSection(&x->lock);
+    InitializeConditionVariable(&x->drained);
+    x->lock_ready = true;
+    x->output_cap = wp->output;
+    if (!(x->work = CreateEventW(NULL, TRUE, TRUE, NULL)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, GetLastError(), "CreateEvent");
+    /* The handle's own waitable (fy_handle_get_fd) also wakes at a cancel
+     * from another thread: core sets its wakeup event (once per handle). */
+    if (!RegisterWaitForSingleObject(&x->cancel_wait, (HANDLE)(intptr_t)h->wake_fd, on_cancel, x, INFINITE,
+                                     WT_EXECUTEONLYONCE)) {
+        x->cancel_wait = NULL;
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, GetLastError(), "RegisterWaitForSingleObject");
+    }
+    DWORD e = h->deadline ? arm_deadline(h, x) : 0;
+    if (e)
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, e, "CreateTimerQueueTimer");
+
+    /* The principal, then its workspace (ACL'd to it), then the job. */
+    e = win_restricted_token(&x->token, &x->sid, 0);
+    if (e)
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CAPS, e, "CreateRestrictedToken");
+    wchar_t tmp[MAX_PATH];
+    static LONG counter;
+    if ((e = win_workspace_parent(np->state_dir, tmp)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "the workspaces' directory");
+    _snwprintf(x->workspace, MAX_PATH, L"%ls" WIN_WORKSPACE_PREFIX L"%lu-%ld-%llu", tmp,
+               (unsigned long)GetCurrentProcessId(), (long)InterlockedIncrement(&counter),
+               (unsigned long long)util_now_usec());
+    x->workspace[MAX_PATH - 1] = 0;
+    if ((e = win_make_private_dir(x->workspace, x->sid)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "creating the attempt's workspace");
+    x->have_workspace = true;
+    wchar_t sub[MAX_PATH + 8];
+    _snwprintf(sub, MAX_PATH + 8, L"%ls\\tmp", x->workspace);
+    sub[MAX_PATH + 7] = 0;
+    if (!CreateDirectoryW(sub, NULL))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(), "creating the workspace's tmp");
+    x->t_ws = util_now_usec();
+    int r = make_job(h, x, wp, reterr);
+    if (r < 0)
+        return r;
+    x->t_job = util_now_usec();
+    for (int i = 0; i < 3; i++)
+        if ((e = make_stdio(h, x, i)))
+            return fail(h, x, reterr, FY_E_IO, FY_STEP_SPAWN, e, "setting up the standard streams");
+
+    const char *tokv = caps_fact(h->pr->caps, WIN_R_TOKEN), *aclv = caps_fact(h->pr->caps, WIN_R_ACL);
+    json_t *iso = json_pack("{ss ss ss ss ss ss ss sb}",
+        "tree", "job object: kill on close, no breakaway, created suspended and assigned before it runs",
+        "handles", "only the standard streams are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST)",
+        "identity", tokv ? tokv : "not probed", "workspace", aclv ? aclv : "not probed",
+        "network", "host network (no AppContainer, no firewall rule)",
+        "filesystem", "host view with the restricted token's access (paths are not remapped)",
+        "namespaces", "unavailable: Windows has none", "impure", np->impure);
+    x->iso_json = iso ? json_dumps(iso, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(iso);
+
+    if (!wp->app) {
+        setup_failure(x, FY_STEP_EXEC, ERROR_FILE_NOT_FOUND,
+                      util_asprintf("cannot execute %s: not found", np->argv[0]));
+        SetEvent(x->work);
+        h->b = x;
+        return 0;
+    }
+
+    /* The attribute list: the handles to inherit, and the job. */
+    SIZE_T asz = 0;
+    InitializeProcThreadAttributeList(NULL, 2, 0, &asz);
+    LPPROC_THREAD_ATTRIBUTE_LIST al = malloc(asz);
+    if (!al || !InitializeProcThreadAttributeList(al, 2, 0, &asz)) {
+        free(al);
+        return fail(h, x, reterr, FY_E_NOMEM, FY_STEP_SPAWN, GetLastError(), "InitializeProcThreadAttributeList");
+    }
+    HANDLE inherit[3] = {x->child_std[0], x->child_std[1], x->child_std[2]};
+    bool ok = UpdateProcThreadAttribute(al, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, inherit, sizeof(inherit), NULL, NULL);
+    if (!ok) {
+        e = GetLastError();
+        DeleteProcThreadAttributeList(al);
+        free(al);
+        return fail(h, x, reterr, FY_E_UNSUPPORTED, FY_STEP_SPAWN, e, "PROC_THREAD_ATTRIBUTE_HANDLE_LIST");
+    }
+    bool job_list = UpdateProcThreadAttribute(al, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST, &x->job, sizeof(x->job), NULL, NULL);
+    STARTUPINFOEXW si;
+    memset(&si, 0, sizeof(si));
+    si.StartupInfo.cb = sizeof(si);
+    si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+    si.StartupInfo.hStdInput = x->child_std[0];
+    si.StartupInfo.hStdOutput = x->child_std[1];
+    si.StartupInfo.hStdError = x->child_std[2];
+    si.lpAttributeList = al;
+    wchar_t *blk = env_block(wp, x->workspace);
+    wchar_t *cmd = _wcsdup(wp->cmdline);
+    PROCESS_INFORMATION pi;
+    memset(&pi, 0, sizeof(pi));
+    ok = blk && cmd &&
+         CreateProcessAsUserW(x->token, wp->app, cmd, NULL, NULL, TRUE,
+                              CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT | EXTENDED_STARTUPINFO_PRESENT |
+                                  CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW,
+                              blk, wp->cwd ? wp->cwd : x->workspace, &si.StartupInfo, &pi);
+    e = ok ? 0 : (blk && cmd) ? GetLastError() : ERROR_NOT_ENOUGH_MEMORY;
+    if (blk) { /* it holds the secrets delivered in the environment */
+        size_t n = 0;
+        while (blk[n] || blk[n + 1])
+            n++;
+        util_bzero(blk, (n + 2) * sizeof(wchar_t));
+    }
+    free(blk);
+    free(cmd);
+    DeleteProcThreadAttributeList(al);
+    free(al);
+    for (int i = 0; i < 3; i++)
+        close_h(&x->child_std[i]); /* the child has its own now */
+    if (!ok) {
+        setup_failure(x, FY_STEP_EXEC, e, util_asprintf("cannot execute %s: Windows error %lu", np->argv[0],
+                                                        (unsigned long)e));
+        for (int i = 1; i < 3; i++)
+            close_h(&x->out[i].rd);
+        SetEvent(x->work);
+        h->b = x;
+        return 0;
+    }
+    x->process = pi.hProcess;
+    /* Before it runs: in the job, or it never runs. */
+    BOOL in_job = FALSE;
+    if (!job_list && !AssignProcessToJobObject(x->job, pi.hProcess))
+        e = GetLastError();
+    if (!IsProcessInJob(pi.hProcess, x->job, &in_job) || !in_job) {
+        TerminateProcess(pi.hProcess, EXIT_KILLED);
+        CloseHandle(pi.hThread);
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP, e ? e : GetLastError(),
+                    "the workload could not be put in its job before it ran");
+    }
+    h->b = x;
+    if (!(x->monitor = CreateThread(NULL, 0, monitor_main, x, 0, NULL))) {
+        e = GetLastError();
+        TerminateProcess(pi.hProcess, EXIT_KILLED);
+        CloseHandle(pi.hThread);
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, e, "CreateThread");
+    }
+    for (int i = 1; i < 3; i++) {
+        struct wstream *s = &x->out[i];
+        s->x = x;
+        s->index = i;
+        if (s->rd && !(s->thread = CreateThread(NULL, 0, reader_main, s, 0, NULL))) {
+            e = GetLastError();
+            TerminateProcess(pi.hProcess, EXIT_KILLED);
+            CloseHandle(pi.hThread);
+            return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, e, "CreateThread");
+        }
+    }
+    ResumeThread(pi.hThread);
+    CloseHandle(pi.hThread);
+    x->t_exec = util_now_usec();
+    return 0;
+}
+
+/* ---- running ---- */
+
+static void kill_tree(struct wx *x) {
+    if (x->job && !x->killed) {
+        x->killed = true;
+        TerminateJobObject(x->job, EXIT_KILLED);
+    }
+}
+
+void win_terminate(fy_handle *h) {
+    struct wx *x = h->b;
+    if (!h->cancel_started)
+        h->cancel_started = util_now_usec();
+    /* No soft stage: a console program has no signal to ask it to stop
+     * that reaches it without a shared console; the grace is not used. */
+    kill_tree(x);
+}
+
+static uint32_t active_processes(struct wx *x) {
+    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION ba;
+    if (!x->job || !QueryInformationJobObject(x->job, JobObjectBasicAccountingInformation, &ba, sizeof(ba), NULL))
+        return 0;
+    return ba.ActiveProcesses;
+}
+
+static void finish(fy_handle *h, struct wx *x) {
+    fy_result *r = result_new();
+    if (!r)
+        return;
+    struct attempt_report rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.t_cleanup_begin = util_now_usec();
+    const struct win_plan *wp = h->pr->plan;
+    rep.isolation_json = x->iso_json;
+    rep.limits_json = x->lim_json;
+    x->iso_json = x->lim_json = NULL;
+    rep.exit_seen = x->exit_seen;
+    rep.wstatus = (int)x->exit_code;
+    if (x->setup_failed) {
+        rep.setup_failed = true;
+        rep.setup_step = x->setup_step;
+        rep.setup_errno = x->setup_errno;
+        rep.setup_detail = x->setup_detail;
+        x->setup_detail = NULL;
+    }
+    EnterCriticalSection(&x->lock);
+    rep.oom_killed = x->mem_limit;
+    rep.pids_limit_hit = x->proc_limit;
+    LeaveCriticalSection(&x->lock);
+    rep.memory_limit = wp->memory;
+    rep.t_isolation = x->t_job;
+    rep.t_filesystem = x->t_job;
+    rep.t_exec = x->t_exec;
+    rep.t_exit = x->t_exit;
+    rep.t_ended = x->t_ended;
+    rep.t_output_eof = x->t_eof;
+    rep.output_bytes = x->output_bytes;
+    rep.output_truncated = x->truncated;
+    rep.output_limit = x->output_cap;
+    for (int i = 1; i < 3; i++) {
+        uint32_t mode = neutral(h)->stdio[i].mode;
+        rep.stream_counted[i] = mode == FY_STDIO_FILE || mode == FY_STDIO_CALLBACK;
+        rep.stream_bytes[i] = x->stream_bytes[i];
+    }
+    /* Usage from the job's accounting. Wine counts processes but reports
+     * zero times and no peak: those are left unknown there, not 0. */
+    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION ba;
+    if (x->job && QueryInformationJobObject(x->job, JobObjectBasicAccountingInformation, &ba, sizeof(ba), NULL)) {
+        rep.usage[FY_USAGE_PROCESSES] = ba.TotalProcesses;
+        rep.usage_known |= 1u << FY_USAGE_PROCESSES;
+        if (!win_wine_version()) {
+            rep.usage[FY_USAGE_CPU_USER_USEC] = (uint64_t)ba.TotalUserTime.QuadPart / 10u;
+            rep.usage[FY_USAGE_CPU_SYSTEM_USEC] = (uint64_t)ba.TotalKernelTime.QuadPart / 10u;
+            rep.usage_known |= (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC);
+            JOBOBJECT_EXTENDED_LIMIT_INFORMATION li;
+            if (QueryInformationJobObject(x->job, JobObjectExtendedLimitInformation, &li, sizeof(li), NULL)) {
+                rep.usage[FY_USAGE_MEMORY_PEAK] = li.PeakJobMemoryUsed;
+                rep.usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
+            }
+        }
+        rep.usage_source = "job object";
+    }
+    /* Cleanup, witnessed: nothing left in the job, the workspace gone. */
+    rep.left[FY_LEFT_PROCESSES] = active_processes(x);
+    for (int i = 0; i < 3; i++)
+        close_h(&x->out[i].spool);
+    if (x->have_workspace) {
+        rep.left[FY_LEFT_FILES] = win_remove_tree(x->workspace) < 0 ? 1 : 0;
+        x->have_workspace = rep.left[FY_LEFT_FILES] != 0;
+    }
+    rep.t_cleanup_end = util_now_usec();
+    attempt_finish(h, &rep, r);
+    x->finished = true;
+}
+
+int win_process(fy_handle *h, fy_error **reterr) {
+    struct wx *x = h->b;
+    if (h->result)
+        return 1;
+    ResetEvent(x->work); /* first: whatever happens from here on sets it again */
+    for (int i = 1; i < 3; i++)
+        drain(h, x, i);
+    uint64_t now = util_now_usec();
+    if (x->setup_failed) {
+        kill_tree(x);
+        finish(h, x);
+        return h->result ? 1 : err_set(reterr, FY_E_NOMEM, FY_STEP_WAIT, 0, NULL, "out of memory");
+    }
+    EnterCriticalSection(&x->lock);
+    bool zero = x->zero, mem = x->mem_limit, procs = x->proc_limit;
+    LeaveCriticalSection(&x->lock);
+    if (mem && h->end == END_NONE) {
+        handle_end(h, END_OOM, FY_STEP_CGROUP_LIMIT, 0, "memory limit of %llu bytes (job memory limit)",
+                   (unsigned long long)((const struct win_plan *)h->pr->plan)->memory);
+        kill_tree(x);
+    } else if (procs && h->end == END_NONE) {
+        handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "pids");
+        kill_tree(x);
+    }
+    if (!x->main_ended && WaitForSingleObject(x->process, 0) == WAIT_OBJECT_0) {
+        x->main_ended = true;
+        x->t_exit = util_now_usec();
+        /* Its own exit code, unless we killed it (the ending says why:
+         * a timeout, a cancel, a limit; a killed process has no status of
+         * its own, as a signalled one on Linux). */
+        if (!x->killed)
+            x->exit_seen = GetExitCodeProcess(x->process, &x->exit_code) != 0;
+        /* Nothing outlives the workload's main process. */
+        kill_tree(x);
+    }
+    if (h->end == END_NONE && h->deadline && now < h->deadline && x->timer_fired) {
+        DWORD te = arm_deadline(h, x);
+        if (te) {
+            handle_end(h, END_INFRA, FY_STEP_WAIT, (int64_t)te, "the wall-clock timer could not be set again");
+            win_terminate(h);
+        }
+    }
+    if (h->end == END_NONE && h->deadline && now >= h->deadline) {
+        handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
+                   (unsigned long long)(neutral(h)->limit[FY_LIMIT_WALL_TIME] / 1000));
+        win_terminate(h);
+    }
+    /* The tree is gone when the port said so (or the job counts none:
+     * a message can only be late, never wrong). */
+    if (!zero && x->main_ended && active_processes(x) == 0)
+        zero = true;
+    if (!zero || !x->main_ended)
+        return 0;
+    if (!x->t_ended) {
+        x->t_ended = util_now_usec();
+        /* The pipes end when every writer is gone; one held outside the
+         * tree (a handle duplicated into another process) must not keep
+         * the attempt alive: a bounded wait, then the readers stop. */
+        if (!CreateTimerQueueTimer(&x->drain_timer, NULL, on_cancel, x, (DWORD)(DRAIN_USEC / 1000) + 1, 0,
+                                   WT_EXECUTEONLYONCE))
+            x->drain_timer = NULL;
+    }
+    bool open = false;
+    for (int i = 1; i < 3; i++)
+        open |= x->out[i].thread && !x->out[i].done;
+    /* (the timer's clock is not ours: 100 ms of slack, or an early tick
+     * would leave nothing to wake us again) */
+    if (open && now + 100000 >= x->t_ended + DRAIN_USEC && !x->drain_cut) {
+        x->drain_cut = true;
+        for (int i = 1; i < 3; i++)
+            if (x->out[i].thread)
+                CancelSynchronousIo(x->out[i].thread);
+        handle_end(h, END_INFRA, FY_STEP_OUTPUT, 0, "output pipes held open after the sandbox ended; reading stopped");
+    }
+    if (open)
+        return 0;
+    if (!x->t_eof)
+        x->t_eof = util_now_usec();
+    finish(h, x);
+    if (!h->result)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_WAIT, 0, NULL, "out of memory");
+    return 1;
+}
+
+int win_get_fd(fy_handle *h) {
+    struct wx *x = h->b;
+    return (int)(intptr_t)x->work;
+}
+
+int win_stdio_fd(fy_handle *h, uint32_t stream) {
+    struct wx *x = h->b;
+    int fd = x->host_fd[stream];
+    if (fd < 0)
+        return FY_E_STATE;
+    /* stdin's write end is handed over (the caller closes it to send
+     * end-of-file); stdout's and stderr's stay the handle's. */
+    if (stream == FY_STDIN)
+        x->host_fd[FY_STDIN] = -1;
+    return fd;
+}
+
+uint64_t win_next_deadline(fy_handle *h) {
+    struct wx *x = h->b;
+    if (h->result)
+        return 0;
+    if (x->t_ended && !x->drain_cut)
+        return x->t_ended + DRAIN_USEC;
+    return h->end == END_NONE ? h->deadline : 0;
+}
+
+/* ---- the end ---- */
+
+static void release(struct wx *x, bool kill) {
+    if (kill)
+        kill_tree(x);
+    if (x->lock_ready) {
+        EnterCriticalSection(&x->lock);
+        x->finished = true; /* no reader waits for the host any more */
+        WakeAllConditionVariable(&x->drained);
+        LeaveCriticalSection(&x->lock);
+    }
+    if (x->process && kill)
+        WaitForSingleObject(x->process, 5000);
+    for (int i = 1; i < 3; i++) {
+        struct wstream *s = &x->out[i];
+        if (s->thread) {
+            if (WaitForSingleObject(s->thread, 5000) != WAIT_OBJECT_0) {
+                CancelSynchronousIo(s->thread);
+                WaitForSingleObject(s->thread, 5000);
+            }
+            close_h(&s->thread);
+        }
+        close_h(&s->rd);
+        close_h(&s->spool);
+        free(s->buf);
+        s->buf = NULL;
+    }
+    if (x->deadline_timer)
+        DeleteTimerQueueTimer(NULL, x->deadline_timer, INVALID_HANDLE_VALUE);
+    x->deadline_timer = NULL;
+    if (x->drain_timer)
+        DeleteTimerQueueTimer(NULL, x->drain_timer, INVALID_HANDLE_VALUE);
+    x->drain_timer = NULL;
+    if (x->cancel_wait)
+        UnregisterWaitEx(x->cancel_wait, INVALID_HANDLE_VALUE); /* and its callback is over */
+    x->cancel_wait = NULL;
+    if (x->monitor) {
+        PostQueuedCompletionStatus(x->iocp, 0, KEY_QUIT, NULL);
+        WaitForSingleObject(x->monitor, 5000);
+        close_h(&x->monitor);
+    }
+    for (int i = 0; i < 3; i++) {
+        close_h(&x->child_std[i]);
+        if (x->host_fd[i] >= 0)
+            _close(x->host_fd[i]);
+        x->host_fd[i] = -1;
+    }
+    close_h(&x->process);
+    close_h(&x->job); /* kill on close: the last word, whatever happened before */
+    close_h(&x->iocp);
+    close_h(&x->token);
+    close_h(&x->work);
+    if (x->have_workspace)
+        win_remove_tree(x->workspace);
+    LocalFree(x->sid);
+    free(x->setup_detail);
+    free(x->iso_json);
+    free(x->lim_json);
+    if (x->lock_ready)
+        DeleteCriticalSection(&x->lock);
+    free(x);
+}
+
+void win_destroy(fy_handle *h) {
+    struct wx *x = h->b;
+    if (!x)
+        return;
+    h->b = NULL;
+    release(x, true);
+}
+
+void win_forget(fy_handle *h) { win_destroy(h); }
+
+/* ---- the orphans of dead hosts ---- */
+
+unsigned long win_workspace_parent(const char *state_dir, wchar_t out[MAX_PATH]) {
+    if (state_dir) {
+        wchar_t *w = win_host_path(state_dir);
+        size_t n = w ? wcslen(w) : 0;
+        if (!w || n > MAX_PATH - 80) {
+            free(w);
+            return w ? ERROR_FILENAME_EXCED_RANGE : ERROR_NOT_ENOUGH_MEMORY;
+        }
+        wcscpy(out, w);
+        if (n && out[n - 1] != L'\\')
+            wcscat(out, L"\\");
+        free(w);
+        return 0;
+    }
+    DWORD tl = GetTempPathW(MAX_PATH, out);
+    return tl == 0 || tl > MAX_PATH - 80 ? (GetLastError() ? GetLastError() : ERROR_FILENAME_EXCED_RANGE) : 0;
+}
+
+/* Nothing of an attempt outlives its host but its workspace (the job
+ * dies with the host's handle): the workspaces of hosts that are gone
+ * are removed. A host is gone when its pid names no process, or an ended
+ * one; a pid in use (even reused by another program) keeps the directory. */
+int win_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
+    wchar_t parent[MAX_PATH], pat[MAX_PATH + 32];
+    DWORD e = win_workspace_parent(state_dir, parent);
+    if (e)
+        return err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, (int64_t)e, NULL, "the workspaces' directory");
+    _snwprintf(pat, MAX_PATH + 32, L"%ls" WIN_WORKSPACE_PREFIX L"*", parent);
+    pat[MAX_PATH + 31] = 0;
+    WIN32_FIND_DATAW fd;
+    HANDLE f = FindFirstFileW(pat, &fd);
+    if (f == INVALID_HANDLE_VALUE)
+        return 0;
+    int r = 0;
+    size_t plen = wcslen(WIN_WORKSPACE_PREFIX);
+    do {
+        wchar_t *end = NULL;
+        unsigned long pid = wcstoul(fd.cFileName + plen, &end, 10);
+        if (!(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) || end == fd.cFileName + plen || *end != L'-' ||
+            pid == GetCurrentProcessId())
+            continue;
+        HANDLE p = OpenProcess(SYNCHRONIZE, FALSE, (DWORD)pid);
+        bool gone = !p ? GetLastError() == ERROR_INVALID_PARAMETER : WaitForSingleObject(p, 0) == WAIT_OBJECT_0;
+        if (p)
+            CloseHandle(p);
+        if (!gone)
+            continue;
+        wchar_t dir[MAX_PATH + 32];
+        _snwprintf(dir, MAX_PATH + 32, L"%ls%ls", parent, fd.cFileName);
+        dir[MAX_PATH + 31] = 0;
+        if (win_remove_tree(dir) == 0)
+            (*destroyed)++;
+        else if (r == 0)
+            r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, (int64_t)GetLastError(), NULL,
+                        "a dead host's workspace could not be removed completely");
+    } while (FindNextFileW(f, &fd));
+    FindClose(f);
+    return r;
+}

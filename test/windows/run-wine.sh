@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs a Windows test program under wine64 in a throwaway WINEPREFIX:
+#   run-wine.sh PROGRAM.exe DLL_DIR CLI.exe [ARGS...]
+# Skips (77) when wine64 is absent. The prefix is made once per run
+# (wineboot takes most of the time) and removed with every Wine process
+# of it (wineserver -k) at the end.
+set -euo pipefail
+exe=$1 dlldir=$2 cli=$3
+shift 3
+wine=""
+for w in "${WINE64:-}" wine64 /usr/lib/wine/wine64; do
+  if [ -n "$w" ] && command -v "$w" >/dev/null 2>&1; then wine=$(command -v "$w"); break; fi
+done
+if [ -z "$wine" ]; then
+  echo "1..0 # SKIP wine64 is not installed (apt-get install wine64)"
+  exit 77
+fi
+wineserver="$(dirname "$wine")/wineserver"
+command -v "$wineserver" >/dev/null 2>&1 || wineserver=wineserver
+prefix=$(mktemp -d "${TMPDIR:-/tmp}/fy-wine.XXXXXX")
+cleanup() {
+  WINEPREFIX="$prefix" "$wineserver" -k >/dev/null 2>&1 || true
+  rm -rf "$prefix"
+}
+trap cleanup EXIT
+export WINEPREFIX="$prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" DISPLAY=
+"$wine" wineboot -i >/dev/null 2>&1 || true
+# The library's DLL and the CLI next to the program, as installed.
+cp "$dlldir"/*.dll "$cli" "$(dirname "$exe")/"
+"$wine" "$exe" "$@" 2>&1 | tr -d '\r'
+exit "${PIPESTATUS[0]}"
