@@ -295,20 +295,31 @@ START_TEST(test_attack_probes) {
     ck_assert_int_eq(listen(ab, 4), 0);
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
-    char dir[512], script[2048];
-    snprintf(dir, sizeof(dir), "%s", attack);
-    *strrchr(dir, '/') = '\0';
+    /* The helper reaches the guest as a runtime path: a copy in a directory
+     * of its own outside /tmp (the guest's /tmp is its own tmpfs, and the
+     * build tree may be anywhere, /tmp included). */
+    char dir[512], copy[600], script[2048];
+    snprintf(dir, sizeof(dir), "/var/tmp/fy-vm-attack-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(chmod(dir, 0755), 0);
+    snprintf(copy, sizeof(copy), "%s/fy-attack", dir);
+    char cmd[1400];
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s'", attack, copy, copy);
+    ck_assert_int_eq(system(cmd), 0);
     ck_assert_int_eq(fy_policy_add_runtime_path(p, dir, &e), 0);
     snprintf(script, sizeof(script),
              "A=%s; for t in 'read /etc/shadow' 'write /usr/fy-vm-probe' 'mount' 'remount' 'init_module' "
              "'finit_module' 'kexec' 'ptrace-init' 'settime' 'kill 1' 'tcp %d' 'abstract %s'; do "
              "$A $t; done; $A fds",
-             attack, ntohs(a.sin_port), abname);
+             copy, ntohs(a.sin_port), abname);
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);
     close(tcp);
     close(ab);
+    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
     ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s: %s / %s",
                   fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
     static const char *const want[] = {
