@@ -1121,18 +1121,8 @@ static int cmd_run(int argc, char **argv) {
      * "profile" key inside the file resets to that profile first). */
     if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", &err) < 0)
         return RUN_BAD_INVOCATION;
-    if (policy_file) {
-        size_t len;
-        char *json = read_file(policy_file, &len);
-        if (!json)
-            goto bad;
-        int lr = fy_policy_load_json(p, json, len, &err);
-        free(json);
-        if (lr < 0) {
-            report(policy_file, err, lr);
-            goto bad;
-        }
-    }
+    if (policy_file && load_policy_onto(p, policy_file) < 0)
+        goto bad;
     for (i = 0; i < argc; i++) {
         const char *o = argv[i];
         if (strcmp(o, "--") == 0) {

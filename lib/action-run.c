@@ -267,19 +267,14 @@ static int keep_file(const char *path, const char *keep) {
         in = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int out = in < 0 ? -1 : open(keep, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     struct stat st;
-    int r = out < 0 || fstat(in, &st) < 0 ? -1 : 0;
-    for (off_t off = 0; r == 0 && off < st.st_size;) {
-        ssize_t n = copy_file_range(in, &off, out, NULL, (size_t)(st.st_size - off), 0);
-        if (n <= 0)
-            r = -1;
-    }
-    int e = errno;
+    int r = out < 0 || fstat(in, &st) < 0 ? -errno : tree_copy_data(in, out, (uint64_t)st.st_size);
+    int e = r < 0 ? -r : 0;
     if (in >= 0)
         close(in);
     if (out >= 0)
         close(out);
     errno = e;
-    return r;
+    return r < 0 ? -1 : 0;
 }
 
 static json_t *stream_json(const char *path, const char *keep, int *err) {

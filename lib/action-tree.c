@@ -222,7 +222,7 @@ static bool linkable(const struct mat *m, const struct stat *st) {
            !(md & 0022) && (md & 0004) && (!(md & 0111) || (md & 0001)) && !(md & (S_ISUID | S_ISGID));
 }
 
-static int copy_data(int src, int dst, uint64_t size) {
+int tree_copy_data(int src, int dst, uint64_t size) {
     if (ioctl(dst, FICLONE, src) == 0)
         return 0;
     uint64_t done = 0;
@@ -278,7 +278,7 @@ static int mat_file(struct mat *m, int src, int dst, const char *name, const str
         return fail(m->reterr, FY_E_IO, FY_STEP_INPUT, e, m->path, "cannot read the input file: %s", strerror(e));
     }
     int out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int r = out < 0 ? -errno : copy_data(in, out, (uint64_t)st2.st_size);
+    int r = out < 0 ? -errno : tree_copy_data(in, out, (uint64_t)st2.st_size);
     if (r >= 0 && fchmod(out, (st2.st_mode & 0111) ? 0555 : 0444) < 0)
         r = -errno;
     close(in);

@@ -72,6 +72,9 @@ int collected_outcome(const struct collected *c, const char **detail);
 /* Removes the tree below the directory fd dir (then the caller removes
  * dir itself); returns how many entries could not be removed. */
 uint64_t tree_remove_below(int dir);
+/* Copies size bytes from src to dst (both at offset 0): a reflink where the
+ * file system can, else copy_file_range, else reads; 0 or a negative errno. */
+int tree_copy_data(int src, int dst, uint64_t size);
 /* SHA-256 of a whole file (fd), its size into *size; negative errno. */
 int tree_hash_fd(int fd, unsigned char digest[32], uint64_t *size);
 
