@@ -58,6 +58,11 @@ static void handle_release(fy_handle *h) {
 }
 
 int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
+    return handle_start(prepared, NULL, NULL, ret, reterr);
+}
+
+int handle_start(const fy_prepared *prepared, void *shell, const uint64_t *claim_usec, fy_handle **ret,
+                 fy_error **reterr) {
     if (!prepared || !ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SPAWN, 0, NULL, "prepared or ret is NULL");
     if (prepared->origin_pid != util_getpid())
@@ -67,8 +72,11 @@ int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SPAWN, 0, NULL,
                        "the %s backend cannot run workloads in this build", b->name);
     fy_handle *h = calloc(1, sizeof(*h));
-    if (!h)
+    if (!h) {
+        if (shell)
+            (void)b->shell_discard(shell); /* consumed, started or not */
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    }
     h->origin_pid = util_getpid();
     h->backend = b;
     h->pr = prepared_ref(prepared);
@@ -77,6 +85,8 @@ int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
     h->wake_fd = os_wake_open();
     if (h->wake_fd < 0) {
         int e = -h->wake_fd;
+        if (shell)
+            (void)b->shell_discard(shell);
         handle_release(h);
         return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "eventfd: %s", strerror(e));
     }
@@ -86,7 +96,11 @@ int fy_start(const fy_prepared *prepared, fy_handle **ret, fy_error **reterr) {
     const struct obs *obs = &prepared->policy->obs;
     obs_span(obs, "executor.spawn", FY_SPAN_BEGIN, h->t_start, "{\"backend\":\"%s\"}", b->name);
     obs_span(obs, "executor.wait", FY_SPAN_BEGIN, h->t_start, NULL);
-    int r = b->start(h, reterr);
+    if (shell) {
+        h->prestarted = true;
+        h->claim_usec = *claim_usec;
+    }
+    int r = shell ? b->start_shell(h, shell, reterr) : b->start(h, reterr);
     if (r < 0) {
         metrics_start_failure(obs->metrics, b->name, prepared->sel.level);
         obs_span(obs, "executor.spawn", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));

@@ -106,6 +106,8 @@ void attempt_finish(fy_handle *h, struct attempt_report *rep, fy_result *r) {
     uint64_t t_end = rep->t_ended ? rep->t_ended : rep->t_cleanup_begin;
     r->stage[FY_STAGE_OUTPUT] = rep->t_output_eof > t_end ? rep->t_output_eof - t_end : 0;
     r->stage[FY_STAGE_CLEANUP] = span(rep->t_cleanup_begin, rep->t_cleanup_end);
+    r->stage[FY_STAGE_CLAIM] = h->claim_usec;
+    r->prestarted = h->prestarted;
 
     /* Usage: the wall time from fy_start to the sandbox's end, the
      * delivered output of each counted stream, and what the backend

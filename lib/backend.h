@@ -54,6 +54,23 @@ struct fy_backend_ops {
     /* Runs the plan's container image as its root (image_layers): a policy
      * with an image selects only such a backend, one without never does. */
     bool images;
+    /* Optional: pre-started shells (fy_shells_new(3), api-shells.c). A
+     * shell holds nothing of any attempt: no host path, plan, secret,
+     * environment or workload byte. shell_make starts one shaped by plan
+     * (it leaves by itself after idle_ms unclaimed); shell_fits says
+     * whether plan may claim it (the same namespaces, ids, cgroup parents:
+     * what it was made with); shell_gone whether it ended or stopped
+     * waiting (then it may only be discarded); shell_discard kills and
+     * reaps it and removes what it holds, returning what it could not
+     * remove (0: witnessed gone); shell_forget releases memory and fds only
+     * (a forked copy of the host); start_shell is start claiming the shell,
+     * which it consumes, started or not. */
+    int (*shell_make)(const void *plan, uint32_t idle_ms, void **ret, fy_error **reterr);
+    bool (*shell_fits)(const void *shell, const void *plan);
+    bool (*shell_gone)(void *shell);
+    uint32_t (*shell_discard)(void *shell);
+    void (*shell_forget)(void *shell);
+    int (*start_shell)(fy_handle *h, void *shell, fy_error **reterr);
 };
 
 /* One backend folder (lib/<name>/): what it probes, how it collects the

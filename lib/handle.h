@@ -18,7 +18,8 @@ struct fy_result {
     uint32_t err_step;
     int64_t err_os;
     uint32_t level;
-    uint64_t stage[FY_STAGE_CLEANUP + 1];
+    uint64_t stage[FY_STAGE_CLAIM + 1];
+    bool prestarted;        /* ran in a pre-started shell */
     bool truncated;
     uint64_t output_bytes;
     uint64_t output_limit;  /* FY_LIMIT_OUTPUT of the attempt (FY_UNLIMITED: none) */
@@ -63,11 +64,18 @@ struct fy_handle {
     fy_result *result;                    /* set when finished */
     bool reported;                        /* spans, audit and metrics emitted */
     uint64_t cancel_started;              /* when the soft terminate of a cancel/timeout began */
+    bool prestarted;                      /* started in a claimed pre-started shell */
+    uint64_t claim_usec;                  /* ... and how long taking it took */
 };
 
 /* Records the first reason to end the attempt; later ones are ignored. */
 void handle_end(fy_handle *h, enum end_reason why, uint32_t step, int64_t os, const char *fmt, ...)
     FY_PRINTF(5, 6);
+
+/* api-handle.c: fy_start, or (shell not NULL) start_shell on a shell taken
+ * in claim_usec, which is consumed either way (api-shells.c). */
+int handle_start(const fy_prepared *prepared, void *shell, const uint64_t *claim_usec, fy_handle **ret,
+                 fy_error **reterr);
 
 /* result.c */
 fy_result *result_new(void);

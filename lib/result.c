@@ -36,6 +36,7 @@ static const char *const stage_names[] = {
     [FY_STAGE_FILESYSTEM] = "filesystem", [FY_STAGE_EXEC] = "exec",
     [FY_STAGE_RUN] = "run",           [FY_STAGE_OUTPUT] = "output",
     [FY_STAGE_CLEANUP] = "cleanup",
+    [FY_STAGE_CLAIM] = "claim",
 };
 
 const char *fy_outcome_name(uint32_t outcome) {
@@ -110,10 +111,12 @@ int fy_result_cleanup(const fy_result *r, uint32_t what, uint64_t *ret_count) {
     return 0;
 }
 
+int fy_result_prestarted(const fy_result *r) { return r ? r->prestarted : FY_E_INVAL; }
+
 int fy_result_stage_usec(const fy_result *r, uint32_t stage, uint64_t *ret_usec) {
     if (!r || !ret_usec)
         return FY_E_INVAL;
-    if (stage < FY_STAGE_PREPARE || stage > FY_STAGE_CLEANUP)
+    if (stage < FY_STAGE_PREPARE || stage > FY_STAGE_CLAIM)
         return FY_E_UNSUPPORTED;
     *ret_usec = r->stage[stage];
     return 0;
@@ -254,7 +257,7 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
         [FY_STAGE_PREPARE] = "stage_usec.prepare",       [FY_STAGE_ISOLATION] = "stage_usec.isolation",
         [FY_STAGE_FILESYSTEM] = "stage_usec.filesystem", [FY_STAGE_EXEC] = "stage_usec.exec",
         [FY_STAGE_RUN] = "stage_usec.run",               [FY_STAGE_OUTPUT] = "stage_usec.output",
-        [FY_STAGE_CLEANUP] = "stage_usec.cleanup",
+        [FY_STAGE_CLEANUP] = "stage_usec.cleanup",     [FY_STAGE_CLAIM] = "stage_usec.claim",
     };
     static const char *const usage_keys[] = {
         [FY_USAGE_WALL_USEC] = "wall_usec", [FY_USAGE_CPU_USER_USEC] = "cpu_user_usec",
@@ -312,7 +315,7 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
     put(&rd, root, "backend", text_value(&rd, "backend", r->backend, r->backend ? strlen(r->backend) : 0));
     put(&rd, root, "level", name_value(fy_level_name(r->level)));
     json_t *st = json_object();
-    for (uint32_t s = FY_STAGE_PREPARE; s <= FY_STAGE_CLEANUP; s++)
+    for (uint32_t s = FY_STAGE_PREPARE; s <= FY_STAGE_CLAIM; s++)
         put(&rd, st, stage_names[s], count_value(&rd, stage_paths[s], r->stage[s]));
     put(&rd, root, "stage_usec", st);
     put(&rd, root, "output_bytes", count_value(&rd, "output_bytes", r->output_bytes));
@@ -320,7 +323,12 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
     put(&rd, root, "output_limit",
         r->output_limit && r->output_limit != FY_UNLIMITED ? count_value(&rd, "output_limit", r->output_limit)
                                                             : json_null());
-    put(&rd, root, "isolation", iso ? iso : json_object());
+    if (!iso)
+        iso = json_object();
+    /* Whether the sandbox was a pre-started shell is the attempt's fact,
+     * not the plan's: core adds it to what the backend reported. */
+    put(&rd, iso, "prestarted", json_boolean(r->prestarted));
+    put(&rd, root, "isolation", iso);
     json_t *us = json_object();
     for (uint32_t k = FY_USAGE_WALL_USEC; k <= FY_USAGE_STDERR_BYTES; k++)
         put(&rd, us, usage_keys[k],

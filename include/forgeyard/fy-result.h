@@ -34,6 +34,7 @@
 #define FY_STAGE_RUN        5  /* the workload itself, exec to exit */
 #define FY_STAGE_OUTPUT     6  /* draining output after the workload exited */
 #define FY_STAGE_CLEANUP    7  /* killing what is left, reaping, releasing */
+#define FY_STAGE_CLAIM      8  /* 0.2: taking a pre-started shell (fy_start_shell); 0 when none was taken */
 
 /* Resource usage (fy_result_usage). */
 #define FY_USAGE_WALL_USEC        1  /* fy_start to the end of the attempt */
@@ -77,6 +78,9 @@ FY_API int64_t  fy_result_error_os_code(const fy_result *result);
 /* The isolation level actually achieved. */
 FY_API int fy_result_level(const fy_result *result);
 FY_API int fy_result_stage_usec(const fy_result *result, uint32_t stage, uint64_t *ret_usec);
+/* 0.2: 1 when the attempt ran in a pre-started shell (fy_start_shell), 0
+ * when its sandbox was made from nothing, FY_E_INVAL for NULL. */
+FY_API int fy_result_prestarted(const fy_result *result);
 /* A usage figure; FY_E_NOTFOUND when this host could not measure it. */
 FY_API int fy_result_usage(const fy_result *result, uint32_t what, uint64_t *ret_value);
 /* How many of a kind were left behind after cleanup (all 0 on success of

@@ -15,5 +15,6 @@
 #include "fy-observe.h"
 #include "fy-image.h"
 #include "fy-action.h"
+#include "fy-shells.h"
 
 #endif

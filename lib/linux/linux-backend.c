@@ -78,6 +78,12 @@ const struct fy_backend_ops linux_namespace_backend = {
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
     .workload_ids = linux_plan_workload_ids,
+    .shell_make = linux_shell_make,
+    .shell_fits = linux_shell_fits,
+    .shell_gone = linux_shell_gone,
+    .shell_discard = lx_shell_discard,
+    .shell_forget = linux_shell_forget,
+    .start_shell = lx_start_shell,
 };
 
 /* The container level: the namespace machinery over a verified image
@@ -112,6 +118,12 @@ const struct fy_backend_ops linux_container_backend = {
     .describe = linux_plan_describe,
     .workload_ids = linux_plan_workload_ids,
     .images = true,
+    .shell_make = linux_shell_make,
+    .shell_fits = linux_shell_fits,
+    .shell_gone = linux_shell_gone,
+    .shell_discard = lx_shell_discard,
+    .shell_forget = linux_shell_forget,
+    .start_shell = lx_start_shell,
 };
 
 static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }

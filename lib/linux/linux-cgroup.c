@@ -131,6 +131,45 @@ size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out,
     return n;
 }
 
+/* The limits of the run's v2 cgroup (plan->v2_limits). */
+static int v2_write_limits(const struct cg_plan *plan, const struct cg_run *run, struct cg_fault *f, fy_error **reterr) {
+    struct { bool on; const char *file; char value[96]; } w[5] = {{0}};
+    if (plan->version_memory == 2) {
+        w[0].on = w[1].on = true;
+        w[0].file = "memory.max";
+        snprintf(w[0].value, sizeof(w[0].value), "%llu", (unsigned long long)plan->memory);
+        w[1].file = "memory.swap.max";
+        snprintf(w[1].value, sizeof(w[1].value), "%llu", (unsigned long long)plan->swap);
+    }
+    if (plan->version_pids == 2) {
+        w[2].on = true;
+        w[2].file = "pids.max";
+        snprintf(w[2].value, sizeof(w[2].value), "%llu", (unsigned long long)plan->pids);
+    }
+    if (plan->version_cpu == 2) {
+        w[3].on = true;
+        w[3].file = "cpu.max";
+        snprintf(w[3].value, sizeof(w[3].value), "%llu 100000", (unsigned long long)(plan->cpu_millis * 100));
+    }
+    if (plan->version_io == 2) {
+        w[4].on = true;
+        w[4].file = "io.max";
+        snprintf(w[4].value, sizeof(w[4].value), "%u:%u rbps=%llu wbps=%llu", plan->io_major, plan->io_minor,
+                 (unsigned long long)plan->io_bps, (unsigned long long)plan->io_bps);
+    }
+    for (size_t i = 0; i < 5; i++) {
+        if (!w[i].on)
+            continue;
+        int e = write_limit(run->v2_dir, w[i].file, w[i].value, f);
+        /* Without swap accounting memory.swap.max is absent: swap is then not usable by the cgroup either. */
+        if (e == -ENOENT && i == 1)
+            continue;
+        if (e < 0)
+            return limit_err(reterr, run->v2_dir, w[i].file, -e);
+    }
+    return 0;
+}
+
 static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsigned parts, struct cg_fault *f,
                            fy_error **reterr) {
     if (parts & CG_PART_V2) {
@@ -163,45 +202,12 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
             r = err_set(reterr, err_from_errno(errno), FY_STEP_CGROUP, errno, NULL, "%s: %s", run->v2_dir, strerror(errno));
             goto fail;
         }
-        if (plan->v2_limits) {
-            struct { bool on; const char *file; char value[96]; } w[5] = {{0}};
-            if (plan->version_memory == 2) {
-                w[0].on = w[1].on = true;
-                w[0].file = "memory.max";
-                snprintf(w[0].value, sizeof(w[0].value), "%llu", (unsigned long long)plan->memory);
-                w[1].file = "memory.swap.max";
-                snprintf(w[1].value, sizeof(w[1].value), "%llu", (unsigned long long)plan->swap);
-            }
-            if (plan->version_pids == 2) {
-                w[2].on = true;
-                w[2].file = "pids.max";
-                snprintf(w[2].value, sizeof(w[2].value), "%llu", (unsigned long long)plan->pids);
-            }
-            if (plan->version_cpu == 2) {
-                w[3].on = true;
-                w[3].file = "cpu.max";
-                snprintf(w[3].value, sizeof(w[3].value), "%llu 100000", (unsigned long long)(plan->cpu_millis * 100));
-            }
-            if (plan->version_io == 2) {
-                w[4].on = true;
-                w[4].file = "io.max";
-                snprintf(w[4].value, sizeof(w[4].value), "%u:%u rbps=%llu wbps=%llu", plan->io_major, plan->io_minor,
-                         (unsigned long long)plan->io_bps, (unsigned long long)plan->io_bps);
-            }
-            for (size_t i = 0; i < 5; i++) {
-                if (!w[i].on)
-                    continue;
-                int e = write_limit(run->v2_dir, w[i].file, w[i].value, f);
-                /* Without swap accounting memory.swap.max is absent: swap is then not usable by the cgroup either. */
-                if (e == -ENOENT && i == 1)
-                    continue;
-                if (e < 0) {
-                    r = limit_err(reterr, run->v2_dir, w[i].file, -e);
-                    goto fail;
-                }
-            }
-        }
+        if (plan->v2_limits && !(parts & CG_PART_V2_BARE) && (r = v2_write_limits(plan, run, f, reterr)) < 0)
+            goto fail;
     }
+    /* A pre-started shell's cgroup, made bare, gets its limits at the claim. */
+    if ((parts & CG_PART_V2_LIMITS) && run->v2_dir && plan->v2_limits && (r = v2_write_limits(plan, run, f, reterr)) < 0)
+        goto fail;
     for (int c = 0; c < CG_NCTL && (parts & CG_PART_V1); c++) {
         if (!plan->v1_parent[c])
             continue;

@@ -55,6 +55,11 @@ struct cg_usage {
  * _CGROUP_LIMIT). */
 #define CG_PART_V2 1u
 #define CG_PART_V1 2u
+/* With CG_PART_V2: the directory only, no limits (a pre-started shell is
+ * cloned into it before any plan exists: linux-shell.c). */
+#define CG_PART_V2_BARE 4u
+/* The limits of the v2 cgroup made bare (the shell's, at its claim). */
+#define CG_PART_V2_LIMITS 8u
 int cg_create(const struct cg_plan *plan, struct cg_run *run, unsigned parts, fy_error **reterr);
 /* A fresh name (forgeyard-<pid>-<random>); cg_create uses run->name when the
  * caller set it, so that the directories can be recorded before they exist. */

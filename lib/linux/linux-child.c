@@ -512,9 +512,7 @@ int lx_send_fds(int sock, char byte, const int *fds, size_t n) {
 
 static int send_fd(int sock, int fd) { return lx_send_fds(sock, 'S', &fd, 1); }
 
-/* The counterpart: the byte (or -1 at end of file or on an error), the fds
- * (CLOEXEC) in fds[0..*n), *truncated if more came than max. */
-static int recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated) {
+int lx_recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated) {
     char byte = 0;
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
     union {
@@ -562,7 +560,7 @@ static int recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated) 
 static size_t receive_go(int sync_fd, int sfd, int *tasks) {
     size_t n;
     bool truncated;
-    if (recv_fds(sync_fd, tasks, LX_GO_MAX_FDS, &n, &truncated) < 0)
+    if (lx_recv_fds(sync_fd, tasks, LX_GO_MAX_FDS, &n, &truncated) < 0)
         syscall(SYS_exit_group, 1);
     if (truncated)
         die(sfd, FY_STEP_CGROUP, EMSGSIZE);
@@ -613,7 +611,7 @@ static void join_netns(int ws, int sfd) {
     int ns = -1;
     size_t n;
     bool truncated;
-    if (recv_fds(ws, &ns, 1, &n, &truncated) < 0)
+    if (lx_recv_fds(ws, &ns, 1, &n, &truncated) < 0)
         syscall(SYS_exit_group, 127);
     if (n == 1) {
         if (setns(ns, CLONE_NEWNET) < 0)
@@ -907,7 +905,7 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
     int fds[LX_GO_MAX_FDS + 1];
     size_t n;
     bool truncated;
-    int go = recv_fds(ws, fds, LX_GO_MAX_FDS + 1, &n, &truncated);
+    int go = lx_recv_fds(ws, fds, LX_GO_MAX_FDS + 1, &n, &truncated);
     if (go < 0)
         syscall(SYS_exit_group, 1);
     if (truncated || (go == 'L' && !n))
@@ -1299,9 +1297,11 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         close(ws[1]);
         keep_apart(w);
     }
-    /* The first go-ahead: the library has written our id maps. */
+    /* The first go-ahead: the library has written our id maps (a
+     * pre-started shell had it before its claim). */
     int tasks[LX_GO_MAX_FDS + 1];
-    receive_go(a->sync_fd, sfd, tasks);
+    if (!a->prestarted)
+        receive_go(a->sync_fd, sfd, tasks);
     /* Not dumpable from here on (the host needed us dumpable to write our
      * id maps as a rootless caller): forgeyard-init's memory belongs to our
      * own user namespace, and the workload, once it runs, must never find

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "linux-pack.h"
+#include "linux-syscall.h"
 
 __attribute__((noreturn)) static void fail(void) {
     syscall(SYS_exit_group, 126);
@@ -37,6 +40,105 @@ static int parse_fd(const char *s) {
     return fd;
 }
 
+/* The packed arguments in the sealed memfd fd (closed), or NULL. A
+ * private copy, not a mapping of the memfd: once the host and we closed
+ * it, the secrets it carries are gone from the page cache and live only
+ * here, where linux_child_main wipes them after use. */
+static struct child_args *read_packed(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (64 << 20))
+        return NULL;
+    size_t len = (size_t)st.st_size;
+    unsigned char *blob = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (blob == MAP_FAILED)
+        return NULL;
+    for (size_t got = 0; got < len;) {
+        ssize_t k = pread(fd, blob + got, len - got, (off_t)got);
+        if (k <= 0)
+            return NULL;
+        got += (size_t)k;
+    }
+    close(fd);
+    return lx_unpack(blob, len);
+}
+
+/* "shell:<sync fd>:<idle ms>" */
+static bool parse_shell(const char *s, int *sync_fd, uint32_t *idle_ms) {
+    static const char pre[] = "shell:";
+    for (size_t i = 0; i < sizeof(pre) - 1; i++)
+        if (s[i] != pre[i])
+            return false;
+    s += sizeof(pre) - 1;
+    long v[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        for (; *s >= '0' && *s <= '9'; s++)
+            if ((v[k] = v[k] * 10 + (*s - '0')) > 100000000L)
+                return false;
+        if (*s != (k == 0 ? ':' : '\0'))
+            return false;
+        s++;
+    }
+    *sync_fd = (int)v[0];
+    *idle_ms = (uint32_t)v[1];
+    return true;
+}
+
+/* A pre-started shell (linux-shell.c): fresh namespaces and this init,
+ * holding nothing of any attempt. It keeps only its socket to the host,
+ * waits for its ids to be mapped, stops being dumpable, and waits for one
+ * claim: the packed arguments in a sealed memfd and the attempt's fds
+ * (its status pipe, the seccomp notification socket when the plan has
+ * one, then the standard streams the plan names). It then is a sandbox's
+ * init like any other. At end of file (the host is gone or discarded it),
+ * at a message it does not expect, or after idle_ms without a claim, it
+ * exits, and with it the pid namespace. It never executes anything. */
+__attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms) {
+    /* Only the socket stays. */
+    if (sync < 3 || sys_close_range(0, (unsigned)sync - 1, 0) < 0 || sys_close_range((unsigned)sync + 1, ~0U, 0) < 0)
+        fail();
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    int fds[LX_GO_MAX_FDS + 1];
+    size_t n;
+    bool truncated;
+    if (lx_recv_fds(sync, fds, LX_GO_MAX_FDS + 1, &n, &truncated) != 'g' || n || truncated)
+        fail();
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        fail();
+    struct pollfd p = {.fd = sync, .events = POLLIN};
+    struct timespec ts = {.tv_sec = idle_ms / 1000, .tv_nsec = (long)(idle_ms % 1000) * 1000000L};
+    long r;
+    do
+        r = syscall(SYS_ppoll, &p, 1, &ts, NULL, 8);
+    while (r < 0 && errno == EINTR);
+    if (r != 1)
+        syscall(SYS_exit_group, 0); /* idle: nothing was ever in it */
+    if (lx_recv_fds(sync, fds, LX_GO_MAX_FDS + 1, &n, &truncated) != 'C' || truncated || n < 2)
+        fail();
+    struct child_args *a = read_packed(fds[0]);
+    if (!a)
+        fail();
+    /* The fds came in the order of the fields the host set. */
+    size_t k = 1;
+    a->status_fd = fds[k++];
+    if (a->notify_sock >= 0)
+        a->notify_sock = k < n ? fds[k++] : -1;
+    for (int i = 0; i < 3; i++)
+        if (a->stdio[i] >= 0)
+            a->stdio[i] = k < n ? fds[k++] : -1;
+    if (k != n || a->notify_sock < -1)
+        fail();
+    for (int i = 0; i < 3; i++)
+        if (a->stdio[i] < -1)
+            fail();
+    a->sync_fd = sync;
+    a->prestarted = true;
+    linux_child_main(a);
+}
+
 __attribute__((noreturn, used)) void fy_init_entry(long *sp);
 __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     prctl(PR_SET_NAME, "forgeyard-init", 0, 0, 0); /* not "memfd:forgeyard" in ps */
@@ -53,6 +155,15 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
         int started = 0, report = parse_fd(argv[2]);
         syscall(SYS_exit_group, report >= 0 && write(report, &started, sizeof(started)) == sizeof(started) ? 0 : 126);
     }
+    int shell_sync;
+    uint32_t idle_ms;
+    if (parse_shell(argv[1], &shell_sync, &idle_ms)) {
+        int started = 0, report = parse_fd(argv[2]);
+        if (report < 0 || write(report, &started, sizeof(started)) != (ssize_t)sizeof(started))
+            fail();
+        close(report);
+        shell_main(shell_sync, idle_ms);
+    }
     int fd = parse_fd(argv[1]), report = parse_fd(argv[2]);
     if (fd < 0 || report < 0)
         fail();
@@ -60,24 +171,7 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     if (write(report, &started, sizeof(started)) != (ssize_t)sizeof(started))
         fail();
     close(report);
-    struct stat st;
-    if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (64 << 20))
-        fail();
-    /* A private copy, not a mapping of the memfd: once the host and we
-     * closed it, the secrets it carries are gone from the page cache and
-     * live only here, where linux_child_main wipes them after use. */
-    size_t len = (size_t)st.st_size;
-    unsigned char *blob = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (blob == MAP_FAILED)
-        fail();
-    for (size_t got = 0; got < len;) {
-        ssize_t k = pread(fd, blob + got, len - got, (off_t)got);
-        if (k <= 0)
-            fail();
-        got += (size_t)k;
-    }
-    close(fd);
-    struct child_args *a = lx_unpack(blob, len);
+    struct child_args *a = read_packed(fd);
     if (!a)
         fail();
     linux_child_main(a);

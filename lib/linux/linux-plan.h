@@ -188,6 +188,7 @@ struct child_args {
     const char *secrets_dir;     /* process mode: where secret files go (else /run/secrets) */
     uint32_t fault_count;        /* tests: occurrences of plan->fault_step so far */
     pid_t owner_pid;             /* the host process (signals from the library come from it) */
+    bool prestarted;             /* a pre-started shell claimed (linux-shell.c): its ids are mapped */
 };
 
 /* CPUs to pin the workload to (the CPU quota made visible); in linux-child. */
@@ -232,6 +233,9 @@ struct fy_clone_args;
  * or clone(2) where clone3 is refused; the child executes forgeyard-init.
  * Like clone3: the pid, or -1. */
 pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
+/* The counterpart of lx_send_fds: the byte (or -1 at end of file or on an
+ * error), the fds (CLOEXEC) in fds[0..*n), *truncated if more came than max. */
+int lx_recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated);
 /* One byte and up to LX_GO_MAX_FDS + 1 fds (SCM_RIGHTS) on a socket: 0, or
  * -1 and errno (the go-aheads, the network namespace's fd). */
 int lx_send_fds(int sock, char byte, const int *fds, size_t n);
@@ -243,6 +247,13 @@ void linux_plan_free_hook(void *plan);
 const char *linux_plan_describe(const void *plan);
 int linux_plan_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid);
 int lx_start(fy_handle *h, fy_error **reterr);
+/* Pre-started shells (linux-shell.c; the ops of backend.h). */
+int lx_start_shell(fy_handle *h, void *shell, fy_error **reterr);
+int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **reterr);
+bool linux_shell_fits(const void *shell, const void *plan);
+bool linux_shell_gone(void *shell);
+uint32_t lx_shell_discard(void *shell);
+void linux_shell_forget(void *shell);
 int lx_process(fy_handle *h, fy_error **reterr);
 void lx_terminate(fy_handle *h);
 void lx_destroy(fy_handle *h);

@@ -292,6 +292,58 @@ static bool sigchld_seen(void) {
     return sa.sa_handler != SIG_DFL || (sa.sa_flags & SA_NOCLDWAIT);
 }
 
+int lx_packed_memfd(const struct child_args *a) {
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    if (lx_pack(a, &blob, &len) < 0)
+        return -ENOMEM;
+    int fd = sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
+    util_bzero(blob, len);
+    free(blob);
+    return fd;
+}
+
+/* Executes forgeyard-init from init_fd as ca's child with argv[1] = arg1
+ * and the fds keep, directly or through the reaper middle (when reaper is
+ * not NULL and the host's SIGCHLD is not at its default). 1: it runs
+ * (*ret_pid, *pidfd); 0: not possible here; -1: clone failed (errno). */
+static int exec_init_as(const struct fy_clone_args *ca, int init_fd, const char *arg1, const int *keep, size_t nkeep,
+                        struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
+    int used = 0, started;
+    bool hide = reaper && sigchld_seen();
+    pid_t pid = hide ? spawn_via_reaper(ca, init_fd, arg1, keep, nkeep, &started, ret_clone3, pidfd, reaper)
+                     : spawn_exec_init(ca, init_fd, arg1, keep, nkeep, &started, ret_clone3);
+    if (pid <= 0) {
+        used = pid < 0 && !(errno == EINVAL || errno == ENOSYS || errno == E2BIG) ? -1 : 0;
+        if (hide) {
+            int e = errno;
+            (void)lx_reaper_finish(reaper, &(struct rusage){0});
+            errno = e;
+        }
+    } else if (started != 0) {
+        /* The exec failed, or the child died first, although the probe
+         * ran it: this attempt falls back to a copy of the host (a
+         * later attempt tries again; a new probe snapshot records the
+         * change for plans prepared from it). */
+        if (*pidfd >= 0) {
+            sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
+            /* Ours: reaped here (a host that reaps every child may have
+             * taken it: ECHILD). The reaper middle's: it reaps it. */
+            siginfo_t si;
+            while (!hide && waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+                ;
+            close(*pidfd);
+        }
+        *pidfd = -1;
+        if (hide)
+            (void)lx_reaper_finish(reaper, &(struct rusage){0});
+    } else {
+        *ret_pid = pid;
+        used = 1;
+    }
+    return used;
+}
+
 /* Clones the sandbox executing forgeyard-init on the packed arguments.
  * 1: it runs (*ret_pid; the pidfd went where ca says, or, through the
  * reaper middle, is opened here); 0: not possible here (nothing is left of
@@ -305,52 +357,14 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
      * the host from the start: the plan says so (pl->exec_init). */
     if (!lx_init_blob_len || !a->plan->exec_init)
         return 0;
-    unsigned char *blob = NULL;
-    size_t len = 0;
-    if (lx_pack(a, &blob, &len) < 0)
-        return 0;
-    int plan_fd = sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
-    util_bzero(blob, len);
-    free(blob);
+    int plan_fd = lx_packed_memfd(a);
     int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true) : -1;
     int used = 0;
     if (init_fd >= 0) {
         char fdnum[16];
         snprintf(fdnum, sizeof(fdnum), "%d", plan_fd);
         const int keep[] = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1], a->stdio[2]};
-        int started;
-        bool hide = reaper && sigchld_seen();
-        pid_t pid = hide ? spawn_via_reaper(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), &started, ret_clone3,
-                                            pidfd, reaper)
-                         : spawn_exec_init(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), &started, ret_clone3);
-        if (pid <= 0) {
-            used = pid < 0 && !(errno == EINVAL || errno == ENOSYS || errno == E2BIG) ? -1 : 0;
-            if (hide) {
-                int e = errno;
-                (void)lx_reaper_finish(reaper, &(struct rusage){0});
-                errno = e;
-            }
-        } else if (started != 0) {
-            /* The exec failed, or the child died first, although the probe
-             * ran it: this attempt falls back to a copy of the host (a
-             * later attempt tries again; a new probe snapshot records the
-             * change for plans prepared from it). */
-            if (*pidfd >= 0) {
-                sys_pidfd_send_signal(*pidfd, SIGKILL, NULL, 0); /* if it lives on, confused */
-                /* Ours: reaped here (a host that reaps every child may have
-                 * taken it: ECHILD). The reaper middle's: it reaps it. */
-                siginfo_t si;
-                while (!hide && waitid(FY_P_PIDFD, (id_t)*pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
-                    ;
-                close(*pidfd);
-            }
-            *pidfd = -1;
-            if (hide)
-                (void)lx_reaper_finish(reaper, &(struct rusage){0});
-        } else {
-            *ret_pid = pid;
-            used = 1;
-        }
+        used = exec_init_as(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), reaper, pidfd, ret_pid, ret_clone3);
     }
     int e = errno;
     if (plan_fd >= 0)
@@ -359,6 +373,27 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
         close(init_fd);
     errno = e;
     return used;
+}
+
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, struct lx_reaper *reaper,
+                        int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
+    if (!lx_init_blob_len) {
+        errno = ENOEXEC;
+        return -1;
+    }
+    int init_fd = sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
+    if (init_fd < 0) {
+        errno = -init_fd;
+        return -1;
+    }
+    char arg1[48];
+    snprintf(arg1, sizeof(arg1), "shell:%d:%u", sync_fd, (unsigned)idle_ms);
+    const int keep[] = {sync_fd};
+    int used = exec_init_as(ca, init_fd, arg1, keep, FY_ARRAY_SIZE(keep), reaper, pidfd, ret_pid, ret_clone3);
+    int e = errno;
+    close(init_fd);
+    errno = used == 0 ? (e ? e : ENOEXEC) : e;
+    return used == 1 ? 1 : -1;
 }
 
 /* The probe (linux-probe.c): executes forgeyard-init in its probe mode the

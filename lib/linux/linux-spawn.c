@@ -146,7 +146,7 @@ static int write_proc_file(pid_t pid, const char *name, const char *text) {
     return w == (ssize_t)strlen(text) ? 0 : -(w < 0 ? e : EIO);
 }
 
-static int map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
+int lx_map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
     int r;
     if (!pl->as_root && (r = write_proc_file(pid, "setgroups", "deny")) < 0)
         return err_set(reterr, err_from_errno(-r), FY_STEP_UID_MAP, -r, NULL, "setgroups deny: %s", strerror(-r));
@@ -162,7 +162,7 @@ static int map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
 
 /* Fallback when clone3 could not place the child in its cgroup v2: move it
  * before it starts the workload. */
-static int write_proc_cgroup(const char *dir, pid_t pid, fy_error **reterr) {
+int lx_write_proc_cgroup(const char *dir, pid_t pid, fy_error **reterr) {
     char path[4200], val[32];
     snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
     snprintf(val, sizeof(val), "%d", (int)pid);
@@ -181,9 +181,10 @@ static int write_proc_cgroup(const char *dir, pid_t pid, fy_error **reterr) {
  * what a crashed host process left: created before the cgroups exist,
  * naming the directories about to be made and no process; the sandbox's
  * pid is appended once it is placed (record_sandbox). */
-static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl, fy_error **reterr) {
+int lx_record_state(const struct linux_plan *pl, const char *name, const char *scratch, char **ret_dir,
+                    char **ret_path, int *ret_fd, fy_error **reterr) {
     char defdir[4096];
-    const char *dir = ((const struct linux_plan *)h->pr->plan)->np->state_dir;
+    const char *dir = pl->np->state_dir;
     int r = 0;
     if (!dir && (r = state_default_dir(defdir, sizeof(defdir))) == 0)
         dir = defdir;
@@ -191,16 +192,16 @@ static int record_state(fy_handle *h, struct lx *x, const struct linux_plan *pl,
         return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "no state directory");
     char *planned[CG_NCTL + 1] = {0};
     const char *cgs[CG_NCTL + 1];
-    size_t ncg = cg_planned_dirs(&pl->cg, x->cg.name, planned, FY_ARRAY_SIZE(planned));
+    size_t ncg = cg_planned_dirs(&pl->cg, name, planned, FY_ARRAY_SIZE(planned));
     for (size_t i = 0; i < ncg; i++) {
         if (!planned[i])
             r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         cgs[i] = planned[i];
     }
-    if (r == 0 && !(x->state_dir = util_strdup(dir)))
+    if (r == 0 && !(*ret_dir = util_strdup(dir)))
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
     if (r == 0)
-        r = state_record(dir, x->cg.name, cgs, ncg, x->attempt_dir, &x->state_path, &x->state_fd, reterr);
+        r = state_record(dir, name, cgs, ncg, scratch, ret_path, ret_fd, reterr);
     for (size_t i = 0; i < FY_ARRAY_SIZE(planned); i++)
         free(planned[i]);
     return r;
@@ -219,13 +220,61 @@ static int send_go(struct lx *x, const int *fds, size_t nfds, fy_error **reterr)
     return 0;
 }
 
-int lx_start(fy_handle *h, fy_error **reterr) {
+/* Hands a claimed shell its attempt in one message, which is also its
+ * first go-ahead (its ids were mapped when it was made): the packed
+ * arguments in a sealed memfd, the status pipe, the seccomp notification
+ * socket (when the plan has one) and the standard streams the plan names,
+ * in that order (linux-init-main.c). The v2 cgroup it was made in gets the
+ * plan's limits first. */
+static int claim_shell(struct lx *x, const struct linux_plan *pl, int status[2], int nsock[2], fy_error **reterr) {
+    int r = cg_create(&pl->cg, &x->cg, CG_PART_V2_LIMITS, reterr);
+    if (r < 0)
+        return r;
+    const struct child_args *a = &x->args;
+    int plan_fd = lx_packed_memfd(a);
+    if (plan_fd < 0)
+        return err_set(reterr, err_from_errno(-plan_fd), FY_STEP_SPAWN, -plan_fd, NULL,
+                       "the sandbox's arguments in a sealed memfd: %s", strerror(-plan_fd));
+    int fds[6];
+    size_t n = 0;
+    fds[n++] = plan_fd;
+    fds[n++] = status[1];
+    if (nsock[1] >= 0)
+        fds[n++] = nsock[1];
+    for (int i = 0; i < 3; i++)
+        if (a->stdio[i] >= 0)
+            fds[n++] = a->stdio[i];
+    int sent = lx_send_fds(x->sync_wr, 'C', fds, n), e = errno;
+    close(plan_fd);
+    if (sent < 0)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, e, NULL, "the pre-started shell ended before its claim: %s",
+                       strerror(e));
+    lx_close_fd(&status[1]);
+    lx_close_fd(&nsock[1]);
+    for (int i = 0; i < 3; i++)
+        lx_close_fd(&x->child_stdio[i]);
+    x->status_rd = status[0];
+    x->notify_sock = nsock[0];
+    status[0] = nsock[0] = -1;
+    return 0;
+}
+
+/* The start pipeline, from nothing (sh NULL) or claiming the pre-started
+ * shell sh (linux-shell.c), which it consumes either way. */
+static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     const struct linux_plan *pl = h->pr->plan;
     const struct fy_plan *np = pl->np;
     struct lx *x = lx_new();
-    if (!x)
+    if (!x) {
+        if (sh)
+            (void)lx_shell_discard(sh);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    }
     int r = 0, sync[2] = {-1, -1}, status[2] = {-1, -1}, nsock[2] = {-1, -1};
+    /* A claimed shell's process, socket, cgroup and record become the
+     * attempt's: from here on they are released as the attempt's. */
+    if (sh)
+        lx_shell_adopt(sh, x);
     x->output_cap = np->limit[FY_LIMIT_OUTPUT];
     if ((x->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (x->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
@@ -242,11 +291,11 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     /* The record exists before anything else the attempt leaves on the
      * host (cgroups, secrets, the sandbox): a crash from here on leaves
      * nothing fy_gc cannot find. */
-    if (!(x->cg.name = cg_new_name())) {
+    if (!sh && !(x->cg.name = cg_new_name())) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         goto fail;
     }
-    if ((r = record_state(h, x, pl, reterr)) < 0)
+    if (!sh && (r = lx_record_state(pl, x->cg.name, x->attempt_dir, &x->state_dir, &x->state_path, &x->state_fd, reterr)) < 0)
         goto fail;
     /* Restricted: the router, while nothing else waits for it (linux-net.c). */
     if (pl->net_router && (r = lxn_begin(&x->net, pl->net, reterr)) < 0)
@@ -257,7 +306,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     /* sync: the two go-aheads to the child (a socket, so that writing to a
      * child that already died is EPIPE without a SIGPIPE to the host), and
      * the host's liveness for its init afterwards. */
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0 || pipe2(status, O_CLOEXEC) < 0) {
+    if ((!sh && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0) || pipe2(status, O_CLOEXEC) < 0) {
         r = lx_sys_err(reterr, FY_STEP_SPAWN, "pipe");
         goto fail;
     }
@@ -289,6 +338,14 @@ int lx_start(fy_handle *h, fy_error **reterr) {
      * then, rooted at its own cgroups. */
     const struct obs *obs = np->obs;
     obs_span(obs, "sandbox.resource", FY_SPAN_BEGIN, util_now_usec(), NULL);
+    bool cloned_into = false;
+    if (sh) {
+        if ((r = claim_shell(x, pl, status, nsock, reterr)) < 0) {
+            obs_span(obs, "sandbox.resource", FY_SPAN_END, util_now_usec(), "{\"cgroups\":false}");
+            goto fail;
+        }
+        goto claimed;
+    }
     if ((r = cg_create(&pl->cg, &x->cg, CG_PART_V2, reterr)) < 0) {
         obs_span(obs, "sandbox.resource", FY_SPAN_END, util_now_usec(), "{\"cgroups\":false}");
         goto fail;
@@ -308,7 +365,7 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &x->reaper, &pidfd, &pid, &via_clone3);
     if (how == 0)
         pid = sys_clone3(&ca, sizeof(ca));
-    bool cloned_into = pid >= 0 && x->cg.v2_fd >= 0 && via_clone3;
+    cloned_into = pid >= 0 && x->cg.v2_fd >= 0 && via_clone3;
     x->init_forked = how == 0;
     if (how == 0 && pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */
@@ -336,11 +393,12 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     x->notify_sock = nsock[0];
     sync[1] = status[0] = nsock[0] = -1;
 
-    if ((!pl->process_mode && (r = map_ids(pl, pid, reterr)) < 0) || (r = send_go(x, NULL, 0, reterr)) < 0) {
+    if ((!pl->process_mode && (r = lx_map_ids(pl, pid, reterr)) < 0) || (r = send_go(x, NULL, 0, reterr)) < 0) {
         lx_hard_kill(x, pl);
         lx_reap_blocking(x, pl);
         goto fail;
     }
+claimed:
     x->t_go = util_now_usec();
     r = cg_create(&pl->cg, &x->cg, CG_PART_V1, reterr);
     obs_span(obs, "sandbox.resource", FY_SPAN_END, util_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
@@ -367,8 +425,8 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     }
     if (r == 0)
         r = cg_open_tasks(&pl->cg, &x->cg, tasks, LX_GO_MAX_FDS, &ntasks, reterr);
-    if (r < 0 || (!cloned_into && x->cg.v2_dir && (r = write_proc_cgroup(x->cg.v2_dir, pid, reterr)) < 0) ||
-        (r = state_record_sandbox(x->state_fd, pid, reterr)) < 0 || (r = send_go(x, tasks, ntasks, reterr)) < 0) {
+    if (r < 0 || (!sh && !cloned_into && x->cg.v2_dir && (r = lx_write_proc_cgroup(x->cg.v2_dir, x->pid, reterr)) < 0) ||
+        (!sh && (r = state_record_sandbox(x->state_fd, x->pid, reterr)) < 0) || (r = send_go(x, tasks, ntasks, reterr)) < 0) {
         for (size_t i = 0; i < ntasks; i++)
             close(tasks[i]);
         lx_hard_kill(x, pl);
@@ -394,6 +452,11 @@ int lx_start(fy_handle *h, fy_error **reterr) {
     (void)prepared_contract_id(h->pr);
     return 0;
 fail:
+    if (sh && x->pid > 0 && !x->reaped) {
+        /* The claimed shell: used or not, it is never handed out again. */
+        lx_hard_kill(x, pl);
+        lx_reap_blocking(x, pl);
+    }
     for (int i = 0; i < 2; i++) {
         lx_close_fd(&sync[i]);
         lx_close_fd(&status[i]);
@@ -408,6 +471,10 @@ fail:
     lx_free(x);
     return r;
 }
+
+int lx_start(fy_handle *h, fy_error **reterr) { return start_from(h, NULL, reterr); }
+
+int lx_start_shell(fy_handle *h, void *shell, fy_error **reterr) { return start_from(h, shell, reterr); }
 
 #define SWEEP_INTERVAL_USEC (60u * 1000u * 1000u)
 

@@ -86,8 +86,37 @@ struct lx {
     unsigned net_left;   /* ... what its teardown could not remove */
 };
 
+/* A pre-started shell (linux-shell.c): forgeyard-init in fresh namespaces,
+ * ids mapped, in a bare v2 cgroup of its own (when the plan has one) and
+ * recorded in the state directory, waiting for one claim; it holds
+ * nothing of any attempt. Its key is what it was made with. */
+struct lx_shell {
+    pid_t pid;
+    int pidfd;
+    int sync;                   /* our end of its socket */
+    struct lx_reaper reaper;    /* pid 1's parent when the host's SIGCHLD is not at its default */
+    struct cg_run cg;           /* its name, and its v2 cgroup when the plan has one */
+    char *state_dir, *state_path;
+    int state_fd;
+    char *key;
+};
+/* The shell's process, socket, cgroup and record become the attempt's x;
+ * the shell is freed. */
+void lx_shell_adopt(struct lx_shell *sh, struct lx *x);
+
 /* linux-spawn.c */
 void lx_close_fd(int *fd);
+/* The attempt's (or a shell's) record in the state directory, so that
+ * fy_gc can destroy what a crashed host process left: created before the
+ * cgroups exist, naming the directories about to be made (cgroups named
+ * name, the scratch directory) and no process; the sandbox's pid is
+ * appended once it is placed (state_record_sandbox). */
+int lx_record_state(const struct linux_plan *pl, const char *name, const char *scratch, char **ret_dir,
+                    char **ret_path, int *ret_fd, fy_error **reterr);
+/* Writes the plan's id maps for pid (setgroups deny first when rootless). */
+int lx_map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr);
+/* Places pid in the v2 cgroup dir (when clone3 could not). */
+int lx_write_proc_cgroup(const char *dir, pid_t pid, fy_error **reterr);
 /* Removes the per-attempt directory (process mode), noting what was left. */
 void lx_remove_attempt_dir(struct lx *x);
 /* Closes and removes the attempt's record in the state directory. */
@@ -120,6 +149,17 @@ bool lx_reaper_finish(struct lx_reaper *rp, struct rusage *ru);
 int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, struct lx_reaper *reaper,
                        int *pidfd, pid_t *ret_pid,
                        bool *ret_clone3);
+
+/* The packed arguments (linux-pack.h) in a sealed memfd (they hold the
+ * secrets: the copy in our memory is wiped), or -errno. */
+int lx_packed_memfd(const struct child_args *a);
+/* A pre-started shell (linux-shell.c): forgeyard-init executed as ca's
+ * child in its shell mode, holding only sync_fd (its socket to us), which
+ * it leaves by itself after idle_ms without a claim. 1: it runs (*ret_pid,
+ * *pidfd; through the reaper middle when the host's SIGCHLD is not at its
+ * default); -1 and errno. */
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, struct lx_reaper *reaper,
+                        int *pidfd, pid_t *ret_pid, bool *ret_clone3);
 
 /* linux-spawn-supervise.c */
 void lx_hard_kill(struct lx *x, const struct linux_plan *pl);

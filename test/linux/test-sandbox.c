@@ -93,6 +93,43 @@ static fy_policy *policy(void) {
     return p;
 }
 
+/* --shells: every sandbox of the suite starts in a pre-started shell (a
+ * set made for its plan, filled, claimed, freed), so that every attack
+ * also runs against a claimed shell. Plans that cannot have shells (the
+ * fallback init) start as before, and say so. */
+static bool shells;
+
+static bool last_prestarted; /* whether the last start_attempt claimed a shell */
+
+static int start_attempt(const fy_prepared *pr, fy_handle **h, fy_error **e) {
+    last_prestarted = false;
+    if (!shells)
+        return fy_start(pr, h, e);
+    fy_shells *set = NULL;
+    fy_error *why = NULL;
+    int made = fy_shells_new(pr, 1, 30000000, &set, &why);
+    if (made == 0)
+        made = fy_shells_fill(set, &why);
+    if (made != 1) {
+        /* Refused, typed: the fallback init (copy-init), a host filter
+         * against executing forgeyard-init, a setup step the test makes
+         * fail (the shell's own cgroup, say). */
+        ck_assert_msg(made < 0 && made != FY_E_INVAL && fy_error_message(why)[0], "shells: %d", made);
+        fy_error_free(why);
+        fy_shells_free(set);
+        return fy_start(pr, h, e);
+    }
+    int r = fy_start_shell(pr, set, h, e);
+    uint64_t claimed = 0, ready = 1;
+    ck_assert_int_eq(fy_shells_stat(set, FY_SHELLS_CLAIMED, &claimed), 0);
+    ck_assert_int_eq(fy_shells_stat(set, FY_SHELLS_READY, &ready), 0);
+    fy_shells_free(set);
+    ck_assert_int_eq(claimed, 1);
+    ck_assert_int_eq(ready, 0);
+    last_prestarted = true;
+    return r;
+}
+
 struct run {
     fy_result *res;
     int outcome, exit_code;
@@ -111,12 +148,13 @@ static void run_argv(fy_policy *p, const char *const *argv, struct run *r) {
     int rc = fy_prepare(p, NULL, argv, &pr, &e);
     ck_assert_msg(rc == 0, "prepare: %s", fy_error_message(e));
     fy_handle *h = NULL;
-    rc = fy_start(pr, &h, &e);
+    rc = start_attempt(pr, &h, &e);
     ck_assert_msg(rc == 0, "start: %s", fy_error_message(e));
     fy_prepared_free(pr);
     ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &r->res, NULL), 1);
     fy_handle_free(h);
     r->outcome = fy_result_outcome(r->res);
+    ck_assert_int_eq(fy_result_prestarted(r->res), last_prestarted);
     r->exit_code = fy_result_exit_code(r->res);
     r->detail = fy_result_detail(r->res);
     r->out = slurp(out);
@@ -339,7 +377,7 @@ START_TEST(test_symlink_escapes) {
     ck_assert_int_eq(rmdir(swapped), 0);
     ck_assert_int_eq(mkfifo(swapped, 0666), 0);
     fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     fy_result *res = NULL;
     ck_assert_int_eq(fy_handle_wait(h, 60000000, &res, NULL), 1);
@@ -491,7 +529,7 @@ static fy_handle *start_argv(fy_policy *p, const char *const *argv) {
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
     fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     return h;
 }
@@ -681,7 +719,7 @@ START_TEST(test_host_seccomp_filters) {
                 fy_prepared *pr = NULL;
                 fy_handle *h = NULL;
                 fy_result *res = NULL;
-                if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0)
+                if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
                     _exit(3);
                 if (cases[ci].init) {
                     char path[64], *comm = NULL;
@@ -1076,7 +1114,7 @@ START_TEST(test_free_kills_running) {
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
     fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     /* Let it exec, then free without waiting. */
     for (int i = 0; i < 200 && count_procs_with("sleep 876543") == 0; i++) {
@@ -1119,7 +1157,7 @@ START_TEST(test_pipe_mode_and_event_loop) {
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
     fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     int out = fy_handle_get_stdio_fd(h, FY_STDOUT);
     ck_assert_int_ge(out, 0);
@@ -1200,7 +1238,7 @@ START_TEST(test_live_output_callback) {
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
     fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     ck_assert_int_eq(fy_handle_get_stdio_fd(h, FY_STDOUT), FY_E_STATE);
     fy_result *res = NULL;
@@ -1241,7 +1279,7 @@ START_TEST(test_live_output_callback) {
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_OUTPUT, 100000, NULL), 0);
     const char *flood[] = {"/bin/sh", "-c", "yes 0123456789 | head -c 10000000; echo done", NULL};
     ck_assert_int_eq(fy_prepare(p, NULL, flood, &pr, NULL), 0);
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     ck_assert_int_eq(fy_handle_wait(h, 60000000, &res, NULL), 1);
     ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_RESOURCE_EXCEEDED);
@@ -1264,7 +1302,7 @@ START_TEST(test_live_output_callback) {
     ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDERR, NULL, NULL, NULL), 0);
     const char *t[] = {"/bin/echo", "not counted", NULL};
     ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, NULL), 0);
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     ck_assert_int_eq(fy_handle_wait(h, 60000000, &res, NULL), 1);
     ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
@@ -1283,7 +1321,7 @@ START_TEST(test_stdin_pipe_eof) {
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
     fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     int in = fy_handle_get_stdio_fd(h, FY_STDIN);
     ck_assert_int_ge(in, 0);
@@ -1624,7 +1662,7 @@ static pid_t crash_host_with_sandboxes(const char *state, int n, int *ret_before
             _exit(1);
         fy_handle *h[3];
         for (int i = 0; i < n; i++)
-            if (fy_start(pr, &h[i], NULL) < 0)
+            if (start_attempt(pr, &h[i], NULL) < 0)
                 _exit(1);
         for (int i = 0; i < 500 && count_procs_with("sleep 654321") < n; i++) {
             for (int k = 0; k < n; k++)
@@ -1718,7 +1756,7 @@ START_TEST(test_crash_anywhere_in_setup_then_gc) {
             for (int i = 0; i < 100000; i++) {
                 fy_handle *h = NULL;
                 fy_result *res = NULL;
-                if (fy_start(pr, &h, NULL) == 0)
+                if (start_attempt(pr, &h, NULL) == 0)
                     fy_handle_wait(h, FY_UNLIMITED, &res, NULL);
                 fy_result_free(res);
                 fy_handle_free(h);
@@ -1860,7 +1898,7 @@ START_TEST(test_every_setup_failure_is_typed_and_clean) {
             fy_policy_free(p);
             fy_handle *h = NULL;
             fy_error *e = NULL;
-            int r = fy_start(pr, &h, &e);
+            int r = start_attempt(pr, &h, &e);
             fy_prepared_free(pr);
             bool failed = false;
             if (r < 0) {
@@ -1945,7 +1983,7 @@ START_TEST(test_cancel_each_reason) {
     for (uint32_t reason = FY_CANCEL_USER; reason <= FY_CANCEL_SHUTDOWN; reason++) {
         fy_handle *h = NULL;
         fy_result *res = NULL;
-        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+        ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
         ck_assert_int_eq(fy_handle_cancel(h, reason, NULL), 0);
         ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
         ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_CANCELLED);
@@ -1991,7 +2029,7 @@ START_TEST(test_cancel_timeout_exit_races) {
         fy_prepared *pr = NULL;
         ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
         fy_handle *h = NULL;
-        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+        ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
         fy_prepared_free(pr);
         struct race_arg ra = {h, (useconds_t)(rand_r(&seed) % 40000)};
         pthread_t t;
@@ -2121,7 +2159,7 @@ START_TEST(test_delegated_cgroup) {
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, c, argv, &pr, NULL), 0);
     fy_handle *h = NULL;
-    ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
     fy_prepared_free(pr);
     DIR *d = opendir(dir);
     int children = 0;
@@ -2253,7 +2291,7 @@ START_TEST(test_no_fd_leak) {
     for (int i = 0; i < 40; i++) {
         fy_handle *h = NULL;
         fy_result *res = NULL;
-        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+        ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
         ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
         ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
         fy_result_free(res);
@@ -2323,6 +2361,7 @@ int main(int argc, char **argv) {
     }
     rootless = want_rootless || getuid() != 0;
     copy_init = argc > 2 && strcmp(argv[2], "--copy-init") == 0;
+    shells = argc > 2 && strcmp(argv[2], "--shells") == 0;
     /* --sigchld-handler: every attack again from a host that handles
      * SIGCHLD, so that every sandbox's pid 1 is started by the reaper
      * middle process (its own path through start, cancel, kill and
@@ -2351,6 +2390,7 @@ int main(int argc, char **argv) {
     Suite *s = suite_create(rootless           ? "sandbox-rootless"
                             : copy_init        ? "sandbox-copy-init"
                             : sigchld_handler  ? "sandbox-sigchld-handler"
+                            : shells           ? "sandbox-shells"
                                                : "sandbox");
     TCase *tc = tcase_create("attacks");
     tcase_set_timeout(tc, 120);
