@@ -91,15 +91,19 @@ static fy_policy *release_policy(void) {
     return p;
 }
 
-static int run_one(fy_prepared *pr) {
+/* One attempt; with shells, in a pre-started shell of the set, which is
+ * refilled while the attempt runs (as a runner agent would: the refill is
+ * part of what is timed). */
+static int run_one_in(fy_prepared *pr, fy_shells *shells) {
     fy_handle *h = NULL;
     fy_result *res = NULL;
     fy_error *e = NULL;
-    if (fy_start(pr, &h, &e) < 0 || fy_handle_wait(h, FY_UNLIMITED, &res, &e) != 1) {
+    if (fy_start_shell(pr, shells, &h, &e) < 0 || (shells && fy_shells_fill(shells, &e) < 0) ||
+        fy_handle_wait(h, FY_UNLIMITED, &res, &e) != 1) {
         fprintf(stderr, "run: %s\n", fy_error_message(e));
         exit(1);
     }
-    int ok = fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED;
+    int ok = fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED && fy_result_prestarted(res) == (shells != NULL);
     if (!ok)
         fprintf(stderr, "fy-bench: attempt %s: exit %d, %s\n", fy_outcome_name((uint32_t)fy_result_outcome(res)),
                 fy_result_exit_code(res), fy_result_detail(res) ? fy_result_detail(res) : "");
@@ -107,6 +111,8 @@ static int run_one(fy_prepared *pr) {
     fy_handle_free(h);
     return ok ? 0 : -1;
 }
+
+static int run_one(fy_prepared *pr) { return run_one_in(pr, NULL); }
 
 static long read_kb(const char *path, const char *key) {
     FILE *f = fopen(path, "re");
@@ -647,7 +653,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     uint64_t *t_life = calloc((size_t)n, 8), *t_start = calloc((size_t)n, 8), *t_fork = calloc((size_t)n, 8),
-             *t_bwrap = calloc((size_t)n, 8), *t_runc = calloc((size_t)n, 8);
+             *t_bwrap = calloc((size_t)n, 8), *t_runc = calloc((size_t)n, 8), *t_shell = calloc((size_t)n, 8);
     const char *argv_true[] = {"/bin/true", NULL};
     char *fork_argv[] = {"/usr/bin/true", NULL};
     /* The flags, plus the merged-/usr symlinks the dynamic loader needs. */
@@ -664,6 +670,15 @@ int main(int argc, char **argv) {
     fy_prepared *shared = NULL;
     if (fy_prepare(p, NULL, argv_true, &shared, NULL) < 0)
         return 1;
+    /* Pre-started shells (fy_shells_new): one kept ready, refilled by each
+     * attempt while it runs. */
+    fy_shells *shells = NULL;
+    fy_error *se = NULL;
+    if (fy_shells_new(shared, 1, 60000000, &shells, &se) < 0 || fy_shells_fill(shells, &se) < 0) {
+        fprintf(stderr, "fy-bench: no pre-started shells here: %s\n", fy_error_message(se));
+        fy_shells_free(shells);
+        shells = NULL;
+    }
     /* Interleave the contenders so that drift hits all of them alike. */
     for (int i = 0; i < n; i++) {
         uint64_t t0 = now_ns();
@@ -689,6 +704,13 @@ int main(int argc, char **argv) {
             runc = NULL;
         }
         uint64_t t5 = now_ns();
+        if (shells) {
+            fy_prepared *spr = NULL;
+            if (fy_prepare(p, NULL, argv_true, &spr, NULL) < 0 || run_one_in(spr, shells) < 0)
+                return 1;
+            fy_prepared_free(spr);
+        }
+        t_shell[i] = now_ns() - t5;
         t_life[i] = t1 - t0;
         t_start[i] = t2 - t1;
         t_fork[i] = t3 - t2;
@@ -710,6 +732,19 @@ int main(int argc, char **argv) {
            bw > 0 ? life / bw : 0);
     printf("  %-40s %9.3f ms   ratio to bwrap %.2fx\n", "forgeyard start+wait (shared plan)", start,
            bw > 0 ? start / bw : 0);
+    if (shells) {
+        double sh = median_ms(t_shell, n);
+        printf("  %-40s %9.3f ms   ratio to bwrap %.2fx (target <= 0.50x)\n", "lifecycle, pre-started shell (+refill)",
+               sh, bw > 0 ? sh / bw : 0);
+        uint64_t made = 0, claimed = 0, discarded = 0, left = 0;
+        fy_shells_stat(shells, FY_SHELLS_MADE, &made);
+        fy_shells_stat(shells, FY_SHELLS_CLAIMED, &claimed);
+        fy_shells_stat(shells, FY_SHELLS_DISCARDED, &discarded);
+        fy_shells_stat(shells, FY_SHELLS_LEFT, &left);
+        printf("  %-40s made %llu, claimed %llu, discarded %llu, left %llu\n", "  shells",
+               (unsigned long long)made, (unsigned long long)claimed, (unsigned long long)discarded,
+               (unsigned long long)left);
+    }
 
     /* The same after 50 ms of idleness each, as a runner that is not busy
      * sees it: nothing is warm (RCU grace periods, caches, CPU idle states). */

@@ -582,24 +582,30 @@ static void enter_cgroups(int sfd, const int *tasks, size_t n) {
  * up: an fd of it. The workload process makes it (early_workload), while
  * init builds the filesystem: creating one costs about as much as all the
  * mounts, and the two are independent. */
-static int make_netns(int sfd) {
+int lx_netns_new(void) {
     if (unshare(CLONE_NEWNET) < 0)
-        die(sfd, FY_STEP_NETNS, errno);
+        return -errno;
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (s < 0)
-        die(sfd, FY_STEP_NETNS, errno);
+        return -errno;
     struct ifreq ifr;
     memset(&ifr, 0, sizeof(ifr));
     memcpy(ifr.ifr_name, "lo", 3);
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-        die(sfd, FY_STEP_NETNS, errno);
-    ifr.ifr_flags |= IFF_UP;
-    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-        die(sfd, FY_STEP_NETNS, errno);
-    int ns = ioctl(s, SIOCGSKNS, 0);
-    if (ns < 0)
-        die(sfd, FY_STEP_NETNS, errno);
+    int ns = -1;
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags |= IFF_UP;
+        if (ioctl(s, SIOCSIFFLAGS, &ifr) == 0)
+            ns = ioctl(s, SIOCGSKNS, 0);
+    }
+    int e = errno;
     close(s);
+    return ns >= 0 ? ns : -e;
+}
+
+static int make_netns(int sfd) {
+    int ns = lx_netns_new();
+    if (ns < 0)
+        die(sfd, FY_STEP_NETNS, -ns);
     return ns;
 }
 
@@ -890,7 +896,8 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
     int sfd = a->status_fd;
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die(sfd, FY_STEP_SPAWN, errno);
-    int ns = pl->use_netns ? make_netns(sfd) : -1;
+    /* (A pre-started shell made it already: we are in it.) */
+    int ns = pl->use_netns && !a->netns_made ? make_netns(sfd) : -1;
     if (lx_send_fds(ws, 'N', &ns, ns >= 0) < 0)
         syscall(SYS_exit_group, 1);
     if (ns >= 0)

@@ -62,27 +62,28 @@ static struct child_args *read_packed(int fd) {
     return lx_unpack(blob, len);
 }
 
-/* "shell:<sync fd>:<idle ms>" */
-static bool parse_shell(const char *s, int *sync_fd, uint32_t *idle_ms) {
+/* "shell:<sync fd>:<idle ms>:<network namespace 0/1>" */
+static bool parse_shell(const char *s, int *sync_fd, uint32_t *idle_ms, bool *netns) {
     static const char pre[] = "shell:";
     for (size_t i = 0; i < sizeof(pre) - 1; i++)
         if (s[i] != pre[i])
             return false;
     s += sizeof(pre) - 1;
-    long v[2] = {0, 0};
-    for (int k = 0; k < 2; k++) {
+    long v[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
         if (*s < '0' || *s > '9')
             return false;
         for (; *s >= '0' && *s <= '9'; s++)
             if ((v[k] = v[k] * 10 + (*s - '0')) > 100000000L)
                 return false;
-        if (*s != (k == 0 ? ':' : '\0'))
+        if (*s != (k < 2 ? ':' : '\0'))
             return false;
         s++;
     }
     *sync_fd = (int)v[0];
     *idle_ms = (uint32_t)v[1];
-    return true;
+    *netns = v[2] == 1;
+    return v[2] <= 1;
 }
 
 /* A pre-started shell (linux-shell.c): fresh namespaces and this init,
@@ -91,10 +92,12 @@ static bool parse_shell(const char *s, int *sync_fd, uint32_t *idle_ms) {
  * claim: the packed arguments in a sealed memfd and the attempt's fds
  * (its status pipe, the seccomp notification socket when the plan has
  * one, then the standard streams the plan names). It then is a sandbox's
- * init like any other. At end of file (the host is gone or discarded it),
+ * init like any other. With netns, it makes the sandbox's network
+ * namespace (lo up, nothing else) once its ids are mapped: the plans that
+ * may claim it (the host's key) have one of their own and no router. At end of file (the host is gone or discarded it),
  * at a message it does not expect, or after idle_ms without a claim, it
  * exits, and with it the pid namespace. It never executes anything. */
-__attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms) {
+__attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, bool netns) {
     /* Only the socket stays. */
     if (sync < 3 || sys_close_range(0, (unsigned)sync - 1, 0) < 0 || sys_close_range((unsigned)sync + 1, ~0U, 0) < 0)
         fail();
@@ -108,6 +111,12 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms) {
         fail();
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         fail();
+    if (netns) {
+        int ns = lx_netns_new();
+        if (ns < 0)
+            fail();
+        close(ns);
+    }
     struct pollfd p = {.fd = sync, .events = POLLIN};
     struct timespec ts = {.tv_sec = idle_ms / 1000, .tv_nsec = (long)(idle_ms % 1000) * 1000000L};
     long r;
@@ -134,8 +143,11 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms) {
     for (int i = 0; i < 3; i++)
         if (a->stdio[i] < -1)
             fail();
+    if (netns != (a->plan->use_netns && !a->plan->net_router))
+        fail();
     a->sync_fd = sync;
     a->prestarted = true;
+    a->netns_made = netns;
     linux_child_main(a);
 }
 
@@ -157,12 +169,13 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     }
     int shell_sync;
     uint32_t idle_ms;
-    if (parse_shell(argv[1], &shell_sync, &idle_ms)) {
+    bool netns;
+    if (parse_shell(argv[1], &shell_sync, &idle_ms, &netns)) {
         int started = 0, report = parse_fd(argv[2]);
         if (report < 0 || write(report, &started, sizeof(started)) != (ssize_t)sizeof(started))
             fail();
         close(report);
-        shell_main(shell_sync, idle_ms);
+        shell_main(shell_sync, idle_ms, netns);
     }
     int fd = parse_fd(argv[1]), report = parse_fd(argv[2]);
     if (fd < 0 || report < 0)

@@ -189,6 +189,7 @@ struct child_args {
     uint32_t fault_count;        /* tests: occurrences of plan->fault_step so far */
     pid_t owner_pid;             /* the host process (signals from the library come from it) */
     bool prestarted;             /* a pre-started shell claimed (linux-shell.c): its ids are mapped */
+    bool netns_made;             /* ... and it made the network namespace (lo up), which we are in */
 };
 
 /* CPUs to pin the workload to (the CPU quota made visible); in linux-child. */
@@ -236,6 +237,9 @@ pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
 /* The counterpart of lx_send_fds: the byte (or -1 at end of file or on an
  * error), the fds (CLOEXEC) in fds[0..*n), *truncated if more came than max. */
 int lx_recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated);
+/* A new network namespace for the calling process, lo up: an fd of it, or
+ * -errno. */
+int lx_netns_new(void);
 /* One byte and up to LX_GO_MAX_FDS + 1 fds (SCM_RIGHTS) on a socket: 0, or
  * -1 and errno (the go-aheads, the network namespace's fd). */
 int lx_send_fds(int sock, char byte, const int *fds, size_t n);

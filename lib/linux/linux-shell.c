@@ -26,6 +26,11 @@
 #include "linux-state.h"
 #include "linux-syscall.h"
 
+/* Whether the shell makes the sandbox's network namespace in advance: an
+ * own namespace with only lo (a restricted plan's is linked to its router
+ * at the start, by the host: made then). */
+static bool shell_netns(const struct linux_plan *pl) { return pl->use_netns && !pl->net_router; }
+
 /* What a shell is made with: a plan may claim it only when its own key is
  * the same (namespaces, ids, cgroup parents, state directory, how init is
  * started). Everything else of a plan is applied after the claim. */
@@ -37,7 +42,7 @@ static char *shell_key(const struct linux_plan *pl) {
                   pl->cg.v2_group, pl->cg.v2_limits);
     for (int c = 0; c < CG_NCTL; c++)
         strbuf_printf(&b, " v1=%s", pl->cg.v1_parent[c] ? pl->cg.v1_parent[c] : "-");
-    strbuf_printf(&b, " state=%s", pl->np->state_dir ? pl->np->state_dir : "-");
+    strbuf_printf(&b, " state=%s netns=%d", pl->np->state_dir ? pl->np->state_dir : "-", shell_netns(pl));
     return strbuf_steal(&b);
 }
 
@@ -174,7 +179,7 @@ int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **
         ca.cgroup = (uint64_t)sh->cg.v2_fd;
     }
     bool via_clone3 = true;
-    if (lx_clone_exec_shell(&ca, sync[0], idle_ms, &sh->reaper, &sh->pidfd, &sh->pid, &via_clone3) < 0) {
+    if (lx_clone_exec_shell(&ca, sync[0], idle_ms, shell_netns(pl), &sh->reaper, &sh->pidfd, &sh->pid, &via_clone3) < 0) {
         r = lx_sys_err(reterr, FY_STEP_USERNS, "starting a pre-started shell");
         goto fail;
     }

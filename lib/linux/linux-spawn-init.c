@@ -375,8 +375,8 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
     return used;
 }
 
-int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, struct lx_reaper *reaper,
-                        int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns,
+                        struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
     if (!lx_init_blob_len) {
         errno = ENOEXEC;
         return -1;
@@ -387,7 +387,7 @@ int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t id
         return -1;
     }
     char arg1[48];
-    snprintf(arg1, sizeof(arg1), "shell:%d:%u", sync_fd, (unsigned)idle_ms);
+    snprintf(arg1, sizeof(arg1), "shell:%d:%u:%d", sync_fd, (unsigned)idle_ms, netns ? 1 : 0);
     const int keep[] = {sync_fd};
     int used = exec_init_as(ca, init_fd, arg1, keep, FY_ARRAY_SIZE(keep), reaper, pidfd, ret_pid, ret_clone3);
     int e = errno;

@@ -155,11 +155,12 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
 int lx_packed_memfd(const struct child_args *a);
 /* A pre-started shell (linux-shell.c): forgeyard-init executed as ca's
  * child in its shell mode, holding only sync_fd (its socket to us), which
- * it leaves by itself after idle_ms without a claim. 1: it runs (*ret_pid,
+ * it leaves by itself after idle_ms without a claim; with netns it makes
+ * the sandbox's network namespace in advance. 1: it runs (*ret_pid,
  * *pidfd; through the reaper middle when the host's SIGCHLD is not at its
  * default); -1 and errno. */
-int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, struct lx_reaper *reaper,
-                        int *pidfd, pid_t *ret_pid, bool *ret_clone3);
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns,
+                        struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3);
 
 /* linux-spawn-supervise.c */
 void lx_hard_kill(struct lx *x, const struct linux_plan *pl);

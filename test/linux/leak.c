@@ -4,7 +4,11 @@
  * processes of the sandboxes, cgroups, state records, fds, and that the
  * host program's RSS did not grow beyond a small allowance.
  *
- *   ./build/test/linux/fy-leak [ATTEMPTS]      (default 10000) */
+ * With --shells every attempt starts in a pre-started shell of one set
+ * (fy_shells_new), refilled after each start, and the set is freed at the
+ * end: nothing of the shells may be left either.
+ *
+ *   ./build/test/linux/fy-leak [ATTEMPTS] [--shells]      (default 10000) */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,6 +24,7 @@ static int attempts = 10000;
 static atomic_int next_i, outcomes[10], errors;
 static fy_prepared *plans[6];
 static char state[64];
+static fy_shells *shells; /* --shells */
 
 static long rss_kb(void) {
     FILE *f = fopen("/proc/self/status", "re");
@@ -46,6 +51,29 @@ static int count_dir(const char *dir, const char *prefix) {
 
 static int count_fds(void) { return count_dir("/proc/self/fd", ""); }
 
+/* Processes whose parent is this one (sandboxes' inits, shells). */
+static int count_children(void) {
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], buf[512];
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "re") : NULL;
+        if (f && fgets(buf, sizeof(buf), f)) {
+            const char *close_paren = strrchr(buf, ')');
+            int ppid = 0;
+            if (close_paren && sscanf(close_paren + 2, "%*c %d", &ppid) == 1 && ppid == (int)getpid())
+                n++;
+        }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
 static void *worker(void *arg) {
     (void)arg;
     int i;
@@ -54,10 +82,12 @@ static void *worker(void *arg) {
         int plan = kind <= 3 ? 0 : kind <= 5 ? 1 : kind - 4;
         fy_handle *h = NULL;
         fy_result *res = NULL;
-        if (fy_start(plans[plan], &h, NULL) < 0) {
+        if (fy_start_shell(plans[plan], shells, &h, NULL) < 0) {
             atomic_fetch_add(&errors, 1);
             continue;
         }
+        if (shells && fy_shells_fill(shells, NULL) < 0)
+            atomic_fetch_add(&errors, 1);
         if (kind == 7)
             fy_handle_cancel(h, FY_CANCEL_RUN_CANCELLED, NULL);
         if (fy_handle_wait(h, 60000000, &res, NULL) != 1)
@@ -71,8 +101,13 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1)
-        attempts = atoi(argv[1]);
+    bool with_shells = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--shells") == 0)
+            with_shells = true;
+        else
+            attempts = atoi(argv[i]);
+    }
     snprintf(state, sizeof(state), "/tmp/fy-leak-state-%d", (int)getpid());
     const char *argvs[6][4] = {
         {"/bin/true", NULL},
@@ -110,11 +145,24 @@ int main(int argc, char **argv) {
     memset(outcomes, 0, sizeof(outcomes));
     long rss0 = rss_kb();
     int fds0 = count_fds();
+    if (with_shells) {
+        fy_error *e = NULL;
+        if (fy_shells_new(plans[0], 2, 60000000, &shells, &e) < 0 || fy_shells_fill(shells, &e) < 0) {
+            fprintf(stderr, "shells: %s\n", fy_error_message(e));
+            return 1;
+        }
+    }
     pthread_t t[2];
     for (int k = 0; k < 2; k++)
         pthread_create(&t[k], NULL, worker, NULL);
     for (int k = 0; k < 2; k++)
         pthread_join(t[k], NULL);
+    uint64_t claimed = 0, shells_left = 0;
+    if (shells) {
+        fy_shells_stat(shells, FY_SHELLS_CLAIMED, &claimed);
+        fy_shells_free(shells); /* every shell discarded, witnessed */
+        shells = NULL;
+    }
     long rss1 = rss_kb();
     int fds1 = count_fds();
     char prefix[64];
@@ -123,17 +171,22 @@ int main(int argc, char **argv) {
              count_dir("/sys/fs/cgroup/unified", prefix) + count_dir("/sys/fs/cgroup/cpu", prefix);
     int recs = count_dir(state, "forgeyard-");
     int children = count_dir("/proc/self/task", "") - 1; /* threads other than us: none expected */
+    int procs = count_children();
     printf("fy-leak: %d attempts: succeeded %d, failed %d, timed-out %d, cancelled %d, violation %d, "
            "out-of-memory %d, errors %d\n",
            attempts, outcomes[FY_OUTCOME_SUCCEEDED], outcomes[FY_OUTCOME_FAILED], outcomes[FY_OUTCOME_TIMED_OUT],
            outcomes[FY_OUTCOME_CANCELLED], outcomes[FY_OUTCOME_SANDBOX_VIOLATION], outcomes[FY_OUTCOME_OUT_OF_MEMORY],
            errors);
-    printf("  left: cgroups %d, state records %d, extra threads %d; fds %d -> %d; RSS %ld -> %ld KiB\n", cg, recs,
-           children, fds0, fds1, rss0, rss1);
+    if (with_shells)
+        printf("  shells: %llu attempts in a claimed shell (of %d)\n", (unsigned long long)claimed, attempts + 20);
+    printf("  left: processes %d, cgroups %d, state records %d, extra threads %d; fds %d -> %d; RSS %ld -> %ld KiB\n",
+           procs, cg, recs, children, fds0, fds1, rss0, rss1);
     for (int k = 0; k < 6; k++)
         fy_prepared_free(plans[k]);
     rmdir(state);
-    bool ok = !errors && !cg && !recs && fds0 == fds1 && rss1 - rss0 < 2048 &&
+    (void)shells_left;
+    bool ok = !errors && !procs && !cg && !recs && fds0 == fds1 && rss1 - rss0 < 2048 &&
+              (!with_shells || claimed >= (uint64_t)attempts) &&
               outcomes[FY_OUTCOME_SUCCEEDED] + outcomes[FY_OUTCOME_FAILED] + outcomes[FY_OUTCOME_TIMED_OUT] +
                       outcomes[FY_OUTCOME_CANCELLED] + outcomes[FY_OUTCOME_SANDBOX_VIOLATION] +
                       outcomes[FY_OUTCOME_OUT_OF_MEMORY] == attempts;

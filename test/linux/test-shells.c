@@ -1,0 +1,551 @@
+/* Pre-started shells (fy_shells_new(3)): a claimed shell gives the same
+ * attempt as a start from nothing; a shell holds nothing of any attempt
+ * before its claim; and every discard rule (idle, its own exit, mismatch,
+ * fork, free, the library's unload, the host's exit) leaves nothing: no
+ * process, cgroup or state record. As root, and with --rootless as uid
+ * 65534. (The whole attack suite also runs in claimed shells:
+ * test-sandbox --shells.) */
+#include <check.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <forgeyard/sandbox.h>
+
+static char scratch[64];
+static char state[128];
+static const char *libpath; /* the shared library, for the unload test */
+static bool rootless;
+
+/* ---- what a shell leaves ---- */
+
+/* The pids of this process's children named forgeyard-init (shells, or
+ * sandboxes' inits); how many, the first in *first, its state in *st. */
+static int shells_of_ours(pid_t *first, char *st) {
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof(buf), f)) {
+            char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+            int ppid = 0;
+            char state_ch = '?';
+            if (open_paren && close_paren && sscanf(close_paren + 2, "%c %d", &state_ch, &ppid) == 2 &&
+                ppid == (int)getpid() && strncmp(open_paren + 1, "forgeyard-init)", 15) == 0) {
+                if (n == 0 && first)
+                    *first = (pid_t)atoi(e->d_name);
+                if (n == 0 && st)
+                    *st = state_ch;
+                n++;
+            }
+        }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int count_prefix(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Cgroups this process made (forgeyard-<pid>-*), wherever the library
+ * makes them on this host. */
+static int cgroups_of_ours(void) {
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "forgeyard-%d-", (int)getpid());
+    static const char *const dirs[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids",
+                                       "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+        n += count_prefix(dirs[i], prefix);
+    return n;
+}
+
+static int records(void) { return count_prefix(state, "forgeyard-"); }
+
+static void expect_nothing_left(void) {
+    ck_assert_int_eq(shells_of_ours(NULL, NULL), 0);
+    ck_assert_int_eq(cgroups_of_ours(), 0);
+    ck_assert_int_eq(records(), 0);
+}
+
+static uint64_t stat_of(fy_shells *s, uint32_t what) {
+    uint64_t v = 0;
+    ck_assert_int_eq(fy_shells_stat(s, what, &v), 0);
+    return v;
+}
+
+/* ---- plans ---- */
+
+static fy_policy *policy(void) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_state_dir(p, state, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 30000000, NULL), 0);
+    return p;
+}
+
+static fy_prepared *prepare(fy_policy *p, const char *const *argv) {
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    int r = fy_prepare(p, NULL, argv, &pr, &e);
+    ck_assert_msg(r == 0, "prepare: %s", fy_error_message(e));
+    return pr;
+}
+
+static fy_prepared *prepare_true(void) {
+    const char *argv[] = {"/bin/true", NULL};
+    fy_policy *p = policy();
+    fy_prepared *pr = prepare(p, argv);
+    fy_policy_free(p);
+    return pr;
+}
+
+static fy_shells *filled(fy_prepared *shape, uint32_t count, uint64_t idle_usec) {
+    fy_shells *s = NULL;
+    fy_error *e = NULL;
+    int r = fy_shells_new(shape, count, idle_usec, &s, &e);
+    ck_assert_msg(r == 0, "fy_shells_new: %s", fy_error_message(e));
+    r = fy_shells_fill(s, &e);
+    ck_assert_msg(r == (int)count, "fy_shells_fill: %d %s", r, fy_error_message(e));
+    return s;
+}
+
+/* One attempt of pr through the set; its result. */
+static fy_result *run(const fy_prepared *pr, fy_shells *s) {
+    fy_handle *h = NULL;
+    fy_result *res = NULL;
+    fy_error *e = NULL;
+    int r = fy_start_shell(pr, s, &h, &e);
+    ck_assert_msg(r == 0, "start: %s", fy_error_message(e));
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    fy_handle_free(h);
+    return res;
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_claimed_shell_is_the_same_attempt) {
+    char out[160];
+    snprintf(out, sizeof(out), "%s/claimed-out", scratch);
+    const char *argv[] = {"/bin/sh", "-c", "echo \"$CANARY_ENV\"; cat /run/secrets/tok; id -u; hostname", NULL};
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_env(p, "CANARY_ENV", "env-canary-7d1f", NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret(p, "tok", FY_SECRET_FILE, "tok", (const unsigned char *)"sec-canary-91ab", 15,
+                                          NULL),
+                     0);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL), 0);
+    fy_prepared *pr = prepare(p, argv);
+    fy_shells *s = filled(pr, 1, 30000000);
+    /* Cold, then in the shell: the same outcome, output and contract. */
+    fy_result *cold = run(pr, NULL);
+    char cold_out[512];
+    snprintf(cold_out, sizeof(cold_out), "%s", slurp(out, NULL));
+    unlink(out);
+    fy_result *warm = run(pr, s);
+    ck_assert_int_eq(fy_result_outcome(cold), FY_OUTCOME_SUCCEEDED);
+    ck_assert_int_eq(fy_result_outcome(warm), FY_OUTCOME_SUCCEEDED);
+    ck_assert_str_eq(slurp(out, NULL), cold_out);
+    ck_assert_ptr_nonnull(strstr(cold_out, "env-canary-7d1f\nsec-canary-91ab"));
+    ck_assert_int_eq(fy_result_prestarted(cold), 0);
+    ck_assert_int_eq(fy_result_prestarted(warm), 1);
+    uint64_t claim = 1;
+    ck_assert_int_eq(fy_result_stage_usec(cold, FY_STAGE_CLAIM, &claim), 0);
+    ck_assert_int_eq(claim, 0);
+    char *jc = NULL, *jw = NULL;
+    ck_assert_int_eq(fy_result_to_json(cold, &jc, NULL), 0);
+    ck_assert_int_eq(fy_result_to_json(warm, &jw, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(jc, "\"prestarted\": false"));
+    ck_assert_ptr_nonnull(strstr(jw, "\"prestarted\": true"));
+    ck_assert_ptr_nonnull(strstr(jw, "\"claim\":"));
+    const char *cid = strstr(jc, "\"contract_id\"");
+    ck_assert_ptr_nonnull(cid);
+    char cid_text[90];
+    snprintf(cid_text, sizeof(cid_text), "%.84s", cid);
+    ck_assert_ptr_nonnull(strstr(jw, cid_text));
+    free(jc);
+    free(jw);
+    uint64_t left[FY_LEFT_NETWORK + 1] = {0};
+    for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_NETWORK; k++) {
+        ck_assert_int_eq(fy_result_cleanup(warm, k, &left[k]), 0);
+        ck_assert_int_eq(left[k], 0);
+    }
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_CLAIMED), 1);
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_READY), 0);
+    /* Used once: a second attempt through the empty set starts cold. */
+    unlink(out);
+    fy_result *again = run(pr, s);
+    ck_assert_int_eq(fy_result_prestarted(again), 0);
+    fy_result_free(again);
+    fy_result_free(cold);
+    fy_result_free(warm);
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    unlink(out);
+    expect_nothing_left();
+}
+END_TEST
+
+/* Before its claim a shell is forgeyard-init with one socket, no
+ * environment, no child, and none of the plan in its memory, although the
+ * plan it was shaped by has an environment canary and a secret. */
+START_TEST(test_shell_holds_nothing_before_its_claim) {
+    const char *argv[] = {"/bin/true", NULL};
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_env(p, "CANARY_ENV", "env-canary-5c3e", NULL), 0);
+    ck_assert_int_eq(fy_policy_add_secret(p, "tok", FY_SECRET_ENV, "TOKEN", (const unsigned char *)"sec-canary-44d0",
+                                          15, NULL),
+                     0);
+    fy_prepared *pr = prepare(p, argv);
+    fy_shells *s = filled(pr, 1, 30000000);
+    pid_t sh = 0;
+    ck_assert_int_eq(shells_of_ours(&sh, NULL), 1);
+    char path[128];
+    size_t len = 0;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)sh);
+    char *cmd = slurp(path, &len);
+    ck_assert_ptr_nonnull(cmd);
+    ck_assert_str_eq(cmd, "forgeyard-init");
+    ck_assert_int_eq(strncmp(cmd + strlen(cmd) + 1, "shell:", 6), 0);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)sh, (int)sh);
+    char *kids = slurp(path, NULL);
+    ck_assert_msg(!kids || !kids[0], "the shell has children: %s", kids);
+    if (!rootless) {
+        /* (Only root may look inside: the shell is not dumpable.) */
+        snprintf(path, sizeof(path), "/proc/%d/environ", (int)sh);
+        ck_assert_ptr_nonnull(slurp(path, &len));
+        ck_assert_int_eq(len, 0);
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int)sh);
+        ck_assert_int_eq(count_prefix(path, "") - 2, 1); /* "." and ".." */
+        /* Its whole writable memory, searched for the plan's canaries. */
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int)sh);
+        FILE *maps = fopen(path, "re");
+        snprintf(path, sizeof(path), "/proc/%d/mem", (int)sh);
+        int mem = open(path, O_RDONLY | O_CLOEXEC);
+        ck_assert_ptr_nonnull(maps);
+        ck_assert_int_ge(mem, 0);
+        char line[512];
+        size_t scanned = 0;
+        while (fgets(line, sizeof(line), maps)) {
+            unsigned long lo, hi;
+            char perms[5];
+            if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3 || perms[0] != 'r' || hi - lo > (64ul << 20))
+                continue;
+            char *buf = malloc(hi - lo);
+            ssize_t n = pread(mem, buf, hi - lo, (off_t)lo);
+            for (ssize_t i = 0; n > 0 && i + 15 <= n; i++)
+                ck_assert_msg(memcmp(buf + i, "env-canary-5c3e", 15) && memcmp(buf + i, "sec-canary-44d0", 15),
+                              "a canary of the plan is in the shell before its claim");
+            scanned += n > 0 ? (size_t)n : 0;
+            free(buf);
+        }
+        fclose(maps);
+        close(mem);
+        ck_assert_uint_gt(scanned, 4096);
+    }
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    expect_nothing_left();
+}
+END_TEST
+
+START_TEST(test_idle_shells_are_discarded) {
+    fy_prepared *pr = prepare_true();
+    fy_shells *s = filled(pr, 2, 50000);
+    ck_assert_int_eq(shells_of_ours(NULL, NULL), 2);
+    usleep(120000);
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_READY), 0);
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_DISCARDED), 2);
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_LEFT), 0);
+    expect_nothing_left();
+    /* A start through the set is then cold. */
+    fy_result *r = run(pr, s);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_SUCCEEDED);
+    ck_assert_int_eq(fy_result_prestarted(r), 0);
+    fy_result_free(r);
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+    expect_nothing_left();
+}
+END_TEST
+
+/* A host that never calls again: the shell leaves by itself (two seconds
+ * after its idle limit) and waits, a zombie, to be reaped and witnessed. */
+START_TEST(test_shell_leaves_by_itself) {
+    fy_prepared *pr = prepare_true();
+    fy_shells *s = filled(pr, 1, 1000);
+    char st = '?';
+    for (int i = 0; i < 60 && !(shells_of_ours(NULL, &st) == 1 && st == 'Z'); i++)
+        usleep(100000);
+    ck_assert_int_eq(st, 'Z');
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_READY), 0);
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_DISCARDED), 1);
+    expect_nothing_left();
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+}
+END_TEST
+
+/* A plan that needs what the shell was not made with never gets it: the
+ * shell is discarded and the attempt starts cold. Limits, environment and
+ * command are the attempt's and fit. */
+START_TEST(test_mismatch_discards) {
+    fy_prepared *shape = prepare_true();
+    const char *argv[] = {"/bin/sh", "-c", "exit 3", NULL};
+    /* Different command, environment and limits: fits. */
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_env(p, "X", "1", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_PIDS, 77, NULL), 0);
+    fy_prepared *fits = prepare(p, argv);
+    fy_policy_free(p);
+    /* Another network (the host's: no network namespace of its own). */
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_state_dir(p, state, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_network(p, FY_NET_ALLOW, NULL), 0);
+    fy_prepared *net = prepare(p, argv);
+    fy_policy_free(p);
+    /* Another state directory. */
+    char other[160];
+    snprintf(other, sizeof(other), "%s/other-state", scratch);
+    p = policy();
+    ck_assert_int_eq(fy_policy_set_state_dir(p, other, NULL), 0);
+    fy_prepared *dir = prepare(p, argv);
+    fy_policy_free(p);
+
+    fy_shells *s = filled(shape, 1, 30000000);
+    fy_result *r = run(fits, s);
+    ck_assert_int_eq(fy_result_prestarted(r), 1);
+    ck_assert_int_eq(fy_result_exit_code(r), 3);
+    fy_result_free(r);
+    const fy_prepared *misfits[] = {net, dir};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(fy_shells_fill(s, NULL), 1);
+        uint64_t before = stat_of(s, FY_SHELLS_DISCARDED);
+        r = run(misfits[i], s);
+        ck_assert_int_eq(fy_result_prestarted(r), 0);
+        ck_assert_int_eq(fy_result_exit_code(r), 3);
+        ck_assert_int_eq(stat_of(s, FY_SHELLS_DISCARDED), before + 1);
+        ck_assert_int_eq(stat_of(s, FY_SHELLS_READY), 0);
+        fy_result_free(r);
+    }
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_LEFT), 0);
+    fy_shells_free(s);
+    fy_prepared_free(fits);
+    fy_prepared_free(net);
+    fy_prepared_free(dir);
+    fy_prepared_free(shape);
+    rmdir(other);
+    expect_nothing_left();
+}
+END_TEST
+
+/* A forked copy of the host gets FY_E_FORKED and lets go of its copies; the
+ * shells stay the parent's, alive and claimable. */
+START_TEST(test_fork_forgets) {
+    fy_prepared *pr = prepare_true();
+    fy_shells *s = filled(pr, 1, 30000000);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        uint64_t v = 0;
+        fy_handle *h = NULL;
+        int bad = 0;
+        bad += fy_shells_stat(s, FY_SHELLS_READY, &v) != FY_E_FORKED;
+        bad += fy_start_shell(pr, s, &h, NULL) != FY_E_FORKED;
+        bad += fy_shells_fill(s, NULL) != FY_E_FORKED;
+        fy_shells_free(s);
+        _exit(bad);
+    }
+    int ws = 0;
+    ck_assert_int_eq(waitpid(c, &ws, 0), c);
+    ck_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    ck_assert_int_eq(stat_of(s, FY_SHELLS_READY), 1);
+    fy_result *r = run(pr, s);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_SUCCEEDED);
+    ck_assert_int_eq(fy_result_prestarted(r), 1);
+    fy_result_free(r);
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+    expect_nothing_left();
+}
+END_TEST
+
+START_TEST(test_free_is_witnessed) {
+    fy_prepared *pr = prepare_true();
+    fy_shells *s = filled(pr, 3, 30000000);
+    ck_assert_int_eq(shells_of_ours(NULL, NULL), 3);
+    ck_assert_int_eq(records(), 3);
+    fy_shells_free(s);
+    fy_shells_free(NULL);
+    fy_prepared_free(pr);
+    expect_nothing_left();
+}
+END_TEST
+
+START_TEST(test_bad_arguments) {
+    fy_prepared *pr = prepare_true();
+    fy_shells *s = NULL;
+    ck_assert_int_eq(fy_shells_new(NULL, 1, 1000000, &s, NULL), FY_E_INVAL);
+    ck_assert_int_eq(fy_shells_new(pr, 0, 1000000, &s, NULL), FY_E_RANGE);
+    ck_assert_int_eq(fy_shells_new(pr, 65, 1000000, &s, NULL), FY_E_RANGE);
+    ck_assert_int_eq(fy_shells_new(pr, 1, 10, &s, NULL), FY_E_RANGE);
+    ck_assert_int_eq(fy_shells_new(pr, 1, 3601ull * 1000000, &s, NULL), FY_E_RANGE);
+    ck_assert_int_eq(fy_shells_fill(NULL, NULL), FY_E_INVAL);
+    ck_assert_int_eq(fy_shells_new(pr, 1, 1000000, &s, NULL), 0);
+    uint64_t v;
+    ck_assert_int_eq(fy_shells_stat(s, 99, &v), FY_E_UNSUPPORTED);
+    ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_READY, NULL), FY_E_INVAL);
+    ck_assert_int_eq(fy_result_prestarted(NULL), FY_E_INVAL);
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+}
+END_TEST
+
+/* The library unloaded (dlclose of a copy of it loaded on its own) and the
+ * host's exit each discard every shell: a child host makes shells through
+ * the shared library, unloads it or exits, and nothing of them is left. */
+static void child_host(bool unload) {
+    void *lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        _exit(10);
+    int (*pnew)(int, fy_policy **, fy_error **) = (int (*)(int, fy_policy **, fy_error **))dlsym(lib, "fy_policy_new");
+    int (*pstate)(fy_policy *, const char *, fy_error **) =
+        (int (*)(fy_policy *, const char *, fy_error **))dlsym(lib, "fy_policy_set_state_dir");
+    int (*prep)(const fy_policy *, const fy_caps *, const char *const *, fy_prepared **, fy_error **) =
+        (int (*)(const fy_policy *, const fy_caps *, const char *const *, fy_prepared **, fy_error **))dlsym(
+            lib, "fy_prepare");
+    int (*snew)(const fy_prepared *, uint32_t, uint64_t, fy_shells **, fy_error **) =
+        (int (*)(const fy_prepared *, uint32_t, uint64_t, fy_shells **, fy_error **))dlsym(lib, "fy_shells_new");
+    int (*sfill)(fy_shells *, fy_error **) = (int (*)(fy_shells *, fy_error **))dlsym(lib, "fy_shells_fill");
+    if (!pnew || !pstate || !prep || !snew || !sfill)
+        _exit(11);
+    fy_policy *p = NULL;
+    fy_prepared *pr = NULL;
+    fy_shells *s = NULL;
+    const char *argv[] = {"/bin/true", NULL};
+    if (pnew(FY_PROFILE_RELEASE, &p, NULL) < 0 || pstate(p, state, NULL) < 0 || prep(p, NULL, argv, &pr, NULL) < 0 ||
+        snew(pr, 2, 30000000, &s, NULL) < 0 || sfill(s, NULL) != 2)
+        _exit(12);
+    if (shells_of_ours(NULL, NULL) != 2)
+        _exit(13);
+    if (!unload)
+        exit(0); /* the library's destructor runs at exit */
+    dlclose(lib);
+    /* Unloaded: the shells are gone, reaped by the library before it went. */
+    _exit(shells_of_ours(NULL, NULL) == 0 && records() == 0 ? 0 : 14);
+}
+
+START_TEST(test_unload_and_exit_discard) {
+    for (int unload = 1; unload >= 0; unload--) {
+        pid_t c = fork();
+        ck_assert_int_ge(c, 0);
+        if (c == 0)
+            child_host(unload);
+        int ws = 0;
+        ck_assert_int_eq(waitpid(c, &ws, 0), c);
+        ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "child host (%s): status %d",
+                      unload ? "unload" : "exit", WEXITSTATUS(ws));
+        /* Nothing the child's shells held is left (the shells were its
+         * children: their records and cgroups name its pid). */
+        ck_assert_int_eq(records(), 0);
+    }
+}
+END_TEST
+
+static void remove_scratch(void) {
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", scratch);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s LIBFORGEYARD.so [--rootless]\n", argv[0]);
+        return 2;
+    }
+    libpath = argv[1];
+    bool want_rootless = argc > 2 && strcmp(argv[2], "--rootless") == 0;
+    if (want_rootless && getuid() == 0 && !getenv("FY_TEST_SCRATCH")) {
+        snprintf(scratch, sizeof(scratch), "/tmp/fy-shells-XXXXXX");
+        if (!mkdtemp(scratch) || chown(scratch, 65534, 65534) < 0)
+            return 1;
+        setenv("FY_TEST_SCRATCH", scratch, 1);
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+            return 1;
+        execv("/proc/self/exe", argv);
+        return 1;
+    }
+    if (want_rootless && !getenv("FY_TEST_SCRATCH"))
+        return 77;
+    rootless = getuid() != 0;
+    if (getenv("FY_TEST_SCRATCH")) {
+        snprintf(scratch, sizeof(scratch), "%s", getenv("FY_TEST_SCRATCH"));
+    } else {
+        snprintf(scratch, sizeof(scratch), "/tmp/fy-shells-XXXXXX");
+        if (!mkdtemp(scratch))
+            return 1;
+    }
+    snprintf(state, sizeof(state), "%s/state", scratch);
+    Suite *s = suite_create(rootless ? "shells-rootless" : "shells");
+    TCase *tc = tcase_create("shells");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_claimed_shell_is_the_same_attempt);
+    tcase_add_test(tc, test_shell_holds_nothing_before_its_claim);
+    tcase_add_test(tc, test_idle_shells_are_discarded);
+    tcase_add_test(tc, test_shell_leaves_by_itself);
+    tcase_add_test(tc, test_mismatch_discards);
+    tcase_add_test(tc, test_fork_forgets);
+    tcase_add_test(tc, test_free_is_witnessed);
+    tcase_add_test(tc, test_bad_arguments);
+    tcase_add_test(tc, test_unload_and_exit_discard);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (!getenv("FY_TEST_SCRATCH") || rootless)
+        remove_scratch();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
