@@ -25,7 +25,7 @@ from . import _lib
 from ._lib import lib as _c
 from ._constants import (CONSTANTS, CONSTANTS_PATH, ENUMS, ErrorCode, Step, Level, Cap, Profile,
                          Control, ControlState, Mode, Limit, Net, Dns, NetHost, Proto, Stream, StdioMode, Outcome,
-                         CancelReason, Stage, Usage, Left, ProbeFlag)
+                         CancelReason, Stage, Usage, Left, ProbeFlag, ShellsStat)
 
 # Every FY_* constant of the headers as a module attribute (forgeyard.FY_E_POLICY, ...).
 globals().update(CONSTANTS)
@@ -41,7 +41,7 @@ if "FY_VERSION" in CONSTANTS and (CONSTANTS["FY_VERSION"] >> 16 != _lib_version 
                       % (CONSTANTS_PATH, CONSTANTS["FY_VERSION"], LIBRARY_PATH, _lib_version))
 UNLIMITED = CONSTANTS["FY_UNLIMITED"]
 
-__all__ = ["Error", "Caps", "Policy", "Prepared", "Handle", "Result", "Action", "ActionAttempt",
+__all__ = ["Error", "Caps", "Policy", "Prepared", "Handle", "Result", "Shells", "Action", "ActionAttempt",
            "ActionResult", "probe", "version",
            "version_string", "CONSTANTS", "CONSTANTS_PATH", "LIBRARY_PATH", "UNLIMITED"] + \
           [e.__name__ for e in ENUMS] + sorted(CONSTANTS)
@@ -471,11 +471,39 @@ class Prepared(_Owned):
     def to_dict(self):
         return _json.loads(self.to_json())
 
-    def start(self):
-        """fy_start -> Handle (returns at once)."""
+    def start(self, shells=None):
+        """fy_start -> Handle (returns at once); with shells (a Shells set), in one
+        of its pre-started shells when one fits (fy_start_shell)."""
         ret = _lib.fy_handle_p()
-        _call(_c.fy_start, self._p, ctypes.byref(ret))
+        if shells is None:
+            _call(_c.fy_start, self._p, ctypes.byref(ret))
+        else:
+            _call(_c.fy_start_shell, self._p, shells._p, ctypes.byref(ret))
         return Handle(ret, self._keep)
+
+
+class Shells(_Owned):
+    """A host-owned set of pre-started sandbox shells (fy_shells_new(3)) shaped like
+    `prepared`: up to `count` kept ready by fill(), each discarded after `idle`
+    seconds unclaimed. Prepared.start(shells=...) claims one. close() discards every
+    shell (witnessed)."""
+    _free = staticmethod(_c.fy_shells_free)
+
+    def __init__(self, prepared, count=1, idle=60.0):
+        ret = _lib.fy_shells_p()
+        _call(_c.fy_shells_new, prepared._p, int(count), _usec(idle), ctypes.byref(ret))
+        self._own(ret)
+        self._prepared = prepared  # the set keeps its own reference; this keeps the object
+
+    def fill(self):
+        """fy_shells_fill: makes shells until `count` are ready; how many are ready."""
+        return _call(_c.fy_shells_fill, self._p)
+
+    def stat(self, what):
+        """A ShellsStat counter (READY, MADE, CLAIMED, DISCARDED, LEFT)."""
+        v = ctypes.c_uint64()
+        _check(_c.fy_shells_stat(self._p, int(what), ctypes.byref(v)), "fy_shells_stat")
+        return v.value
 
 
 class Handle(_Owned):
@@ -602,6 +630,11 @@ class Result(_Owned):
     @property
     def output_truncated(self):
         return bool(_check(_c.fy_result_output_truncated(self._p), "fy_result_output_truncated"))
+
+    @property
+    def prestarted(self):
+        """Whether the attempt ran in a pre-started shell (fy_result_prestarted)."""
+        return bool(_check(_c.fy_result_prestarted(self._p), "fy_result_prestarted"))
 
     def to_json(self):
         return _call_json(_c.fy_result_to_json, self._p)

@@ -106,6 +106,7 @@ Stage = _enum("Stage", "FY_STAGE_")
 Usage = _enum("Usage", "FY_USAGE_")
 Left = _enum("Left", "FY_LEFT_")
 ProbeFlag = _enum("ProbeFlag", "FY_PROBE_")
+ShellsStat = _enum("ShellsStat", "FY_SHELLS_")
 
 ENUMS = [ErrorCode, Step, Level, Cap, Profile, Control, ControlState, Mode, Limit, Net, Dns, NetHost, Proto, Stream,
-         StdioMode, Outcome, CancelReason, Stage, Usage, Left, ProbeFlag]
+         StdioMode, Outcome, CancelReason, Stage, Usage, Left, ProbeFlag, ShellsStat]

@@ -63,6 +63,7 @@ class fy_action_attempt_p(c_void_p): pass
 class fy_action_result_p(c_void_p): pass
 class fy_handle_p(c_void_p): pass
 class fy_result_p(c_void_p): pass
+class fy_shells_p(c_void_p): pass
 
 
 ERR = POINTER(fy_error_p)
@@ -153,6 +154,13 @@ _PROTOTYPES = {
     "fy_result_usage": (c_int, [fy_result_p, c_uint32, POINTER(c_uint64)]),
     "fy_result_cleanup": (c_int, [fy_result_p, c_uint32, POINTER(c_uint64)]),
     "fy_result_output_truncated": (c_int, [fy_result_p]),
+    "fy_result_prestarted": (c_int, [fy_result_p]),
+    # fy-shells.h
+    "fy_shells_new": (c_int, [fy_prepared_p, c_uint32, c_uint64, POINTER(fy_shells_p), ERR]),
+    "fy_shells_fill": (c_int, [fy_shells_p, ERR]),
+    "fy_start_shell": (c_int, [fy_prepared_p, fy_shells_p, POINTER(fy_handle_p), ERR]),
+    "fy_shells_stat": (c_int, [fy_shells_p, c_uint32, POINTER(c_uint64)]),
+    "fy_shells_free": (None, [fy_shells_p]),
     "fy_result_to_json": (c_int, [fy_result_p, OUT_JSON, ERR]),
     "fy_result_free": (None, [fy_result_p]),
     "fy_outcome_name": (c_char_p, [c_uint32]),

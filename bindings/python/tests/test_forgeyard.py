@@ -127,6 +127,25 @@ def test_result_json_keys(policy):
     assert d["outcome"] == "succeeded" and d["exit_code"] == 0
 
 
+def test_pre_started_shells(policy):
+    before = fds()
+    with policy.prepare(["/bin/sh", "-c", "exit 4"]) as plan, fy.Shells(plan, count=2, idle=30) as shells:
+        assert shells.fill() == 2
+        assert shells.stat(fy.ShellsStat.READY) == 2
+        with plan.start(shells=shells) as h:
+            res = h.wait(timeout=WAIT)
+        assert res.exit_code == 4 and res.prestarted
+        assert res.stage_usec(fy.Stage.CLAIM) is not None
+        assert res.to_dict()["isolation"]["prestarted"] is True
+        res.close()
+        assert shells.stat(fy.ShellsStat.CLAIMED) == 1
+        with plan.start() as h:
+            res = h.wait(timeout=WAIT)
+        assert not res.prestarted
+        res.close()
+    assert fds() == before
+
+
 def test_prepared_plan(policy):
     with policy.prepare(["/bin/true"]) as plan:
         assert plan.backend
