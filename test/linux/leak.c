@@ -51,6 +51,17 @@ static int count_dir(const char *dir, const char *prefix) {
 
 static int count_fds(void) { return count_dir("/proc/self/fd", ""); }
 
+/* Mounts in this process's (the host's) mount namespace. */
+static int count_mounts(void) {
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    int n = 0, c;
+    while (f && (c = fgetc(f)) != EOF)
+        n += c == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
 /* Processes whose parent is this one (sandboxes' inits, shells). */
 static int count_children(void) {
     DIR *d = opendir("/proc");
@@ -144,7 +155,7 @@ int main(int argc, char **argv) {
     atomic_store(&next_i, 0);
     memset(outcomes, 0, sizeof(outcomes));
     long rss0 = rss_kb();
-    int fds0 = count_fds();
+    int fds0 = count_fds(), mounts0 = count_mounts();
     if (with_shells) {
         fy_error *e = NULL;
         if (fy_shells_new(plans[0], 2, 60000000, &shells, &e) < 0 || fy_shells_fill(shells, &e) < 0) {
@@ -164,7 +175,7 @@ int main(int argc, char **argv) {
         shells = NULL;
     }
     long rss1 = rss_kb();
-    int fds1 = count_fds();
+    int fds1 = count_fds(), mounts1 = count_mounts();
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "forgeyard-%d-", (int)getpid());
     int cg = count_dir("/sys/fs/cgroup/pids", prefix) + count_dir("/sys/fs/cgroup/cpuacct", prefix) +
@@ -179,13 +190,14 @@ int main(int argc, char **argv) {
            errors);
     if (with_shells)
         printf("  shells: %llu attempts in a claimed shell (of %d)\n", (unsigned long long)claimed, attempts + 20);
-    printf("  left: processes %d, cgroups %d, state records %d, extra threads %d; fds %d -> %d; RSS %ld -> %ld KiB\n",
-           procs, cg, recs, children, fds0, fds1, rss0, rss1);
+    printf("  left: processes %d, cgroups %d, state records %d, extra threads %d; fds %d -> %d; host mounts %d -> %d; "
+           "RSS %ld -> %ld KiB\n",
+           procs, cg, recs, children, fds0, fds1, mounts0, mounts1, rss0, rss1);
     for (int k = 0; k < 6; k++)
         fy_prepared_free(plans[k]);
     rmdir(state);
     (void)shells_left;
-    bool ok = !errors && !procs && !cg && !recs && fds0 == fds1 && rss1 - rss0 < 2048 &&
+    bool ok = !errors && !procs && !cg && !recs && fds0 == fds1 && mounts0 == mounts1 && rss1 - rss0 < 2048 &&
               (!with_shells || claimed >= (uint64_t)attempts) &&
               outcomes[FY_OUTCOME_SUCCEEDED] + outcomes[FY_OUTCOME_FAILED] + outcomes[FY_OUTCOME_TIMED_OUT] +
                       outcomes[FY_OUTCOME_CANCELLED] + outcomes[FY_OUTCOME_SANDBOX_VIOLATION] +
