@@ -5,7 +5,7 @@
  *
  * Input: lines "KEY VALUE". Numeric keys take a decimal or 0x-hex value,
  * optionally negative (taken modulo 2^64, then cut to the field's width):
- *   outcome exit signal cancel level step os output truncated known
+ *   outcome exit signal cancel level step os output truncated known prestarted
  *   stage.N usage.N left.N            (N indexes the field's array)
  * String keys take the rest of the line, with \n, \\ and \xHH escapes; any
  * other byte is taken as it is. A result string is a C string, so a NUL
@@ -151,6 +151,8 @@ static void decode(fy_result *r, char **usage_source, const uint8_t *data, size_
             r->output_limit = x;
         else if (key_is(k, kn, "truncated"))
             r->truncated = x != 0;
+        else if (key_is(k, kn, "prestarted"))
+            r->prestarted = x != 0;
         else if (key_is(k, kn, "known"))
             r->usage_known = (uint32_t)x;
         else if (indexed(k, kn, "stage.", FY_ARRAY_SIZE(r->stage), &i))
@@ -279,10 +281,10 @@ static json_t *backend_object(const char *text) {
 
 static void check_record(const fy_result *r, const char *out) {
     static const char *const stages[] = {NULL, "prepare", "isolation", "filesystem", "exec", "run", "output",
-                                         "cleanup"};
+                                         "cleanup", "claim"};
     static const char *const stage_paths[] = {NULL, "stage_usec.prepare", "stage_usec.isolation",
                                               "stage_usec.filesystem", "stage_usec.exec", "stage_usec.run",
-                                              "stage_usec.output", "stage_usec.cleanup"};
+                                              "stage_usec.output", "stage_usec.cleanup", "stage_usec.claim"};
     static const char *const usages[] = {NULL, "wall_usec", "cpu_user_usec", "cpu_system_usec",
                                          "memory_peak_bytes", "io_read_bytes", "io_write_bytes", "processes",
                                          "stdout_bytes", "stderr_bytes"};
@@ -343,8 +345,8 @@ static void check_record(const fy_result *r, const char *out) {
     check_name(json_object_get(doc, "level"), fy_level_name(r->level));
 
     json_t *st = json_object_get(doc, "stage_usec");
-    CHECK(json_is_object(st) && json_object_size(st) == 7);
-    for (size_t s = 1; s <= 7; s++)
+    CHECK(json_is_object(st) && json_object_size(st) == 8);
+    for (size_t s = 1; s <= 8; s++)
         check_count(&e, json_object_get(st, stages[s]), stage_paths[s], r->stage[s]);
     check_count(&e, json_object_get(doc, "output_bytes"), "output_bytes", r->output_bytes);
     v = json_object_get(doc, "output_truncated");
@@ -358,7 +360,9 @@ static void check_record(const fy_result *r, const char *out) {
     v = json_object_get(doc, "isolation");
     CHECK(json_is_object(v));
     json_t *want = r->isolation_json ? backend_object(r->isolation_json) : json_object();
-    CHECK(want && json_equal(v, want));
+    /* Core adds whether the sandbox was a pre-started shell (its value wins). */
+    CHECK(want && json_object_set_new(want, "prestarted", json_boolean(r->prestarted)) == 0);
+    CHECK(json_equal(v, want));
     json_decref(want);
 
     json_t *us = json_object_get(doc, "usage");
