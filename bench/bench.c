@@ -709,6 +709,13 @@ int main(int argc, char **argv) {
             return 1;
         fy_prepared_free(pr);
         uint64_t t1 = now_ns();
+        /* The shells right after the cold lifecycle, in the same conditions
+         * (not after runc, whose teardown work lingers). */
+        if (shells) {
+            t_shell[i] = shell_lifecycle_ns(p, argv_true, shells, false);
+            t_shell_busy[i] = shell_lifecycle_ns(p, argv_true, shells, true);
+        }
+        uint64_t t1s = now_ns();
         if (run_one(shared) < 0)
             return 1;
         uint64_t t2 = now_ns();
@@ -726,12 +733,8 @@ int main(int argc, char **argv) {
             runc = NULL;
         }
         uint64_t t5 = now_ns();
-        if (shells) {
-            t_shell[i] = shell_lifecycle_ns(p, argv_true, shells, false);
-            t_shell_busy[i] = shell_lifecycle_ns(p, argv_true, shells, true);
-        }
         t_life[i] = t1 - t0;
-        t_start[i] = t2 - t1;
+        t_start[i] = t2 - t1s;
         t_fork[i] = t3 - t2;
         t_bwrap[i] = t4 - t3;
         t_runc[i] = t5 - t4;
