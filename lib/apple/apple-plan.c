@@ -46,6 +46,7 @@ const uint8_t apple_control_how[FY_CONTROL_MAX_ + 1] = {
     [FY_CONTROL_IO_LIMIT] = AH_CONTROL,
     [FY_CONTROL_UID_RANGE] = AH_SPAWN,  /* a dedicated uid (the range's first id) when root */
     [FY_CONTROL_HW_VIRT] = AH_CONTROL,  /* Seatbelt runs no virtual machine */
+    [FY_CONTROL_DEVICES] = AH_CONTROL,  /* no device allowlist of the kernel's */
 };
 
 uint8_t apple_kind_how(uint32_t kind) {
@@ -107,6 +108,9 @@ bool apple_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
         return false;
     case FY_CONTROL_HW_VIRT:
         *why = "the Seatbelt backend runs no virtual machine";
+        return false;
+    case FY_CONTROL_DEVICES:
+        *why = "macOS has no device cgroup: a leased device could not be enforced";
         return false;
     default:
         *why = "macOS has no namespaces";
