@@ -31,6 +31,13 @@
 
 static char scratch[64];
 static bool rootless;
+/* --guest: inside the QEMU guest of test/vm (pure cgroup v2, a delegated
+ * FY_TEST_CGROUP, no fuse or tun module): only the kernel's rule, with the
+ * nodes the guest has. */
+static bool guest;
+/* The nodes of the kernel-rule test: leased read-write, leased read-only,
+ * not leased. */
+static const char *node_rw = "/dev/fuse", *node_ro, *node_unleased = "/dev/net/tun";
 
 /* A loop device to lease read-only: loop-control, else loop0. */
 static const char *loop_node(void) {
@@ -76,7 +83,9 @@ static char *slurp(const char *path) {
 static fy_caps *caps_with(const char *drop_fact) {
     fy_caps *c = NULL;
     fy_error *e = NULL;
-    ck_assert_msg(fy_probe(FY_PROBE_NO_VM, &c, &e) == 0, "probe: %s", fy_error_message(e));
+    const char *delegated = guest ? getenv("FY_TEST_CGROUP") : NULL;
+    int r = delegated ? fy_probe_cgroup(FY_PROBE_NO_VM, delegated, &c, &e) : fy_probe(FY_PROBE_NO_VM, &c, &e);
+    ck_assert_msg(r == 0, "probe: %s", fy_error_message(e));
     if (drop_fact)
         ck_assert_int_eq(caps_set_fact(c, drop_fact, NULL), 0);
     return c;
@@ -180,7 +189,7 @@ END_TEST
 
 START_TEST(test_leased_bpf) {
     fy_caps *c = caps_with(NULL);
-    bool have = caps_fact(c, LX_FACT_DEV_BPF) != NULL, expected = caps_fact(c, LX_FACT_CG2_DIR) != NULL;
+    bool have = caps_fact(c, LX_FACT_DEV_BPF) != NULL, expected = guest || caps_fact(c, LX_FACT_CG2_DIR) != NULL;
     ck_assert_msg(have || !expected, "the host has the mechanism, the probe did not find it: %s",
                   caps_fact(c, LX_FACT_DEV_REPORT));
     fy_caps_free(c);
@@ -232,7 +241,10 @@ enum { J_FUSE_RW, J_TUN_R, J_TUN_RW, J_LOOP_R, J_LOOP_RW, J_NULL_RW, J_MKNOD_TUN
 /* A child of ours, root on the host, moves itself into the cgroup (procs
  * file) and opens the host's own nodes: only the device cgroup stands
  * between it and them. */
-static void joined_checks(const char *cgdir, const char *procs, const char *loop, int res[J_N]) {
+static void joined_checks(const char *cgdir, const char *procs, int res[J_N]) {
+    struct stat st_rw, st_un;
+    ck_assert_int_eq(stat(node_rw, &st_rw), 0);
+    ck_assert_int_eq(stat(node_unleased, &st_un), 0);
     int pfd[2];
     ck_assert_int_eq(pipe(pfd), 0);
     char mk1[128], mk2[128], path[4200];
@@ -248,22 +260,19 @@ static void joined_checks(const char *cgdir, const char *procs, const char *loop
         if (fd < 0 || write(fd, "0", 1) != 1)
             _exit(3);
         close(fd);
-        static const struct { const char *path; int flags; } o[J_N] = {
-            [J_FUSE_RW] = {"/dev/fuse", O_RDWR}, [J_TUN_R] = {"/dev/net/tun", O_RDONLY},
-            [J_TUN_RW] = {"/dev/net/tun", O_RDWR}, [J_NULL_RW] = {"/dev/null", O_RDWR},
+        const struct { const char *path; int flags; } o[J_N] = {
+            [J_FUSE_RW] = {node_rw, O_RDWR}, [J_TUN_R] = {node_unleased, O_RDONLY},
+            [J_TUN_RW] = {node_unleased, O_RDWR}, [J_NULL_RW] = {"/dev/null", O_RDWR},
+            [J_LOOP_R] = {node_ro, O_RDONLY}, [J_LOOP_RW] = {node_ro, O_RDWR},
         };
         for (int i = 0; i < J_N; i++) {
             const char *pth = o[i].path;
             int fl = o[i].flags;
-            if (i == J_LOOP_R || i == J_LOOP_RW) {
-                pth = loop;
-                fl = i == J_LOOP_R ? O_RDONLY : O_RDWR;
-            }
             if (i == J_MKNOD_TUN || i == J_MKNOD_FUSE) {
                 /* Root may make any node: here the cgroup says no (the
                  * list has no "m"), leased numbers included. */
-                int m = mknod(i == J_MKNOD_TUN ? mk1 : mk2, S_IFCHR | 0600,
-                              i == J_MKNOD_TUN ? makedev(10, 200) : makedev(10, 229));
+                const struct stat *sn = i == J_MKNOD_TUN ? &st_un : &st_rw;
+                int m = mknod(i == J_MKNOD_TUN ? mk1 : mk2, (sn->st_mode & S_IFMT) | 0600, sn->st_rdev);
                 r[i] = m == 0 ? 0 : errno;
                 continue;
             }
@@ -272,7 +281,7 @@ static void joined_checks(const char *cgdir, const char *procs, const char *loop
                 continue;
             }
             /* O_NONBLOCK: nothing waits; the loop device is only opened. */
-            int f = open(pth, fl | O_CLOEXEC | O_NONBLOCK);
+            int f = open(pth, fl | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
             r[i] = f >= 0 ? 0 : errno;
             if (f >= 0)
                 close(f);
@@ -296,10 +305,10 @@ static void kernel_rule(const char *drop, const char *parent_fact, const char *p
     ck_assert_ptr_nonnull(parent);
     char parent_copy[4096];
     snprintf(parent_copy, sizeof(parent_copy), "%s", parent);
-    const char *loop = loop_node();
+    const char *loop = node_ro;
     fy_policy *p = new_policy();
     /* fuse read-write, the loop device read-only; tun not leased. */
-    ck_assert_int_eq(fy_policy_add_device(p, "/dev/fuse", 1, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_device(p, node_rw, 1, NULL), 0);
     if (loop)
         ck_assert_int_eq(fy_policy_add_device(p, loop, 0, NULL), 0);
     char out[128];
@@ -312,7 +321,7 @@ static void kernel_rule(const char *drop, const char *parent_fact, const char *p
     char cgdir[4200];
     ck_assert_msg(find_attempt_cgroup(parent_copy, cgdir, sizeof(cgdir)), "no attempt cgroup under %s", parent_copy);
     int res[J_N];
-    joined_checks(cgdir, procs, loop, res);
+    joined_checks(cgdir, procs, res);
     ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, NULL), 0);
     fy_result *r = NULL;
     ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &r, NULL), 1);
@@ -337,7 +346,7 @@ static void kernel_rule(const char *drop, const char *parent_fact, const char *p
 
     /* The control: the same process outside any attempt opens them all
      * (so EPERM above is the list, not the host). */
-    int fd = open("/dev/net/tun", O_RDONLY | O_CLOEXEC);
+    int fd = open(node_unleased, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     ck_assert_int_ge(fd, 0);
     close(fd);
 }
@@ -356,13 +365,24 @@ END_TEST
 
 START_TEST(test_kernel_rule_bpf) {
     fy_caps *c = caps_with(NULL);
-    bool have = caps_fact(c, LX_FACT_DEV_BPF) != NULL, expected = caps_fact(c, LX_FACT_CG2_DIR) != NULL;
+    bool have = caps_fact(c, LX_FACT_DEV_BPF) != NULL, expected = guest || caps_fact(c, LX_FACT_CG2_DIR) != NULL;
     ck_assert_msg(have || !expected, "the host has the mechanism, the probe did not find it: %s",
                   caps_fact(c, LX_FACT_DEV_REPORT));
     fy_caps_free(c);
     if (!have)
         return; /* this host has no such mechanism */
-    kernel_rule(LX_FACT_DEV_V1, LX_FACT_CG2_DIR, "cgroup.procs");
+    kernel_rule(guest ? NULL : LX_FACT_DEV_V1, LX_FACT_CG2_DIR, "cgroup.procs");
+}
+END_TEST
+
+/* In the pure cgroup v2 guest: no v1 mechanism, the program verified. */
+START_TEST(test_guest_mechanism) {
+    fy_caps *c = caps_with(NULL);
+    ck_assert_ptr_null(caps_fact(c, LX_FACT_DEV_V1));
+    ck_assert_msg(caps_fact(c, LX_FACT_DEV_BPF) != NULL, "%s", caps_fact(c, LX_FACT_DEV_REPORT));
+    ck_assert_msg(strstr(caps_fact(c, LX_FACT_DEV_REPORT), "cgroup v2 device program"), "%s",
+                  caps_fact(c, LX_FACT_DEV_REPORT));
+    fy_caps_free(c);
 }
 END_TEST
 
@@ -499,6 +519,20 @@ END_TEST
 
 int main(int argc, char **argv) {
     rootless = argc > 1 && strcmp(argv[1], "--rootless") == 0;
+    guest = argc > 1 && strcmp(argv[1], "--guest") == 0;
+    if (guest) {
+        if (!getenv("FY_IN_GUEST") || !getenv("FY_TEST_CGROUP")) {
+            fprintf(stderr, "test-devices --guest: run me in the guest (test/vm/run-in-guest.sh)\n");
+            return 2;
+        }
+        /* The guest's devtmpfs: the kernel log (1:11) leased read-write,
+         * the RAM disk (brd) read-only, the console not leased. */
+        node_rw = "/dev/kmsg";
+        node_ro = "/dev/ram0";
+        node_unleased = "/dev/console";
+    } else {
+        node_ro = loop_node();
+    }
     if (getenv("FY_TEST_SCRATCH")) {
         snprintf(scratch, sizeof(scratch), "%s", getenv("FY_TEST_SCRATCH"));
     } else {
@@ -516,7 +550,7 @@ int main(int argc, char **argv) {
         execv("/proc/self/exe", argv);
         return 1;
     }
-    if (!have_node("/dev/fuse") || !have_node("/dev/net/tun")) {
+    if (!have_node(node_rw) || !have_node(node_unleased) || (guest && !have_node(node_ro))) {
         fprintf(stderr, "test-devices: /dev/fuse or /dev/net/tun is missing on this host\n");
         return 77;
     }
@@ -525,6 +559,9 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 120);
     if (rootless) {
         tcase_add_test(tc, test_rootless_refused);
+    } else if (guest) {
+        tcase_add_test(tc, test_guest_mechanism);
+        tcase_add_test(tc, test_kernel_rule_bpf);
     } else {
         tcase_add_test(tc, test_leased_v1);
         tcase_add_test(tc, test_leased_bpf);
