@@ -3,6 +3,7 @@
  * controller or a cgroup v2 device program, and the probe of both. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,8 @@
 #include <linux/bpf.h>
 
 #include "linux-devices.h"
+#include "linux-probe-util.h"
+#include "linux-syscall.h"
 
 /* ---- rules ---- */
 
@@ -230,9 +233,18 @@ static bool verify(const char *dir, const char *procs_file, char *why, size_t wh
         whyf(why, whylen, "path too long");
         return false;
     }
-    pid_t pid = fork();
+    /* A quiet child (exit signal 0, signals blocked across the fork): the
+     * host's SIGCHLD disposition never sees it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int pidfd = -1;
+    pid_t pid = sys_fork_quiet_pidfd(&pidfd);
+    int fe = errno;
+    if (pid != 0)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
-        whyf(why, whylen, "fork: %s", strerror(errno));
+        whyf(why, whylen, "fork: %s", strerror(fe));
         return false;
     }
     if (pid == 0) {
@@ -247,15 +259,9 @@ static bool verify(const char *dir, const char *procs_file, char *why, size_t wh
             _exit(12);
         _exit(errno == EPERM ? 0 : 13);
     }
-    int st = 0;
-    pid_t w = 0;
-    for (int i = 0; i < 2000 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
-        usleep(1000);
-    if (w == 0) {
-        kill(pid, SIGKILL);
-        w = waitpid(pid, &st, 0);
-    }
-    int code = w == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    struct pu_proc ch = {.pid = pid, .pidfd = pidfd};
+    bool reaped = pu_finish(&ch, pu_deadline_after_ms(2000), NULL);
+    int code = reaped && ch.status != -1 && WIFEXITED(ch.status) ? WEXITSTATUS(ch.status) : -1;
     static const char *const what[] = {
         [10] = "could not place a process in it", [11] = "/dev/null (allowed) could not be opened",
         [12] = "/dev/zero (not allowed) was opened", [13] = "opening /dev/zero failed, but not with EPERM",
