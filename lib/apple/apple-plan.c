@@ -46,7 +46,7 @@ const uint8_t apple_control_how[FY_CONTROL_MAX_ + 1] = {
     [FY_CONTROL_IO_LIMIT] = AH_CONTROL,
     [FY_CONTROL_UID_RANGE] = AH_SPAWN,  /* a dedicated uid (the range's first id) when root */
     [FY_CONTROL_HW_VIRT] = AH_CONTROL,  /* Seatbelt runs no virtual machine */
-    [FY_CONTROL_DEVICES] = AH_CONTROL,  /* no device allowlist of the kernel's */
+    [FY_CONTROL_DEVICES] = AH_PROFILE,  /* the profile's literal device paths (PR_DEV, PR_DEVICE) */
 };
 
 uint8_t apple_kind_how(uint32_t kind) {
@@ -110,8 +110,10 @@ bool apple_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
         *why = "the Seatbelt backend runs no virtual machine";
         return false;
     case FY_CONTROL_DEVICES:
-        *why = "macOS has no device cgroup: a leased device could not be enforced";
-        return false;
+        /* The kernel's list here is Seatbelt's: the deny-default profile
+         * allows the standard nodes and each leased path by literal (a
+         * read-only lease for reading only), devfs has no other names. */
+        return true;
     default:
         *why = "macOS has no namespaces";
         return false;

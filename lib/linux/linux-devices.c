@@ -167,7 +167,11 @@ static int bpf_apply(const char *dir, const struct lx_dev_rule *rules, size_t n,
     }
     size_t cnt = lx_dev_bpf_compile(rules, n, insns, max);
     char log[1024] = "";
-    LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_buf = log, .log_size = sizeof(log), .log_level = 0);
+    struct bpf_prog_load_opts opts; /* what LIBBPF_OPTS() makes: zeroed, sized */
+    memset(&opts, 0, sizeof(opts));
+    opts.sz = sizeof(opts);
+    opts.log_buf = log;
+    opts.log_size = sizeof(log);
     int prog = cnt ? bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, "fy_devices", "GPL", insns, cnt, &opts) : -E2BIG;
     free(insns);
     if (prog < 0) {
