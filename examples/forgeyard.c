@@ -1079,6 +1079,10 @@ static void run_usage(FILE *f) {
             "                          into (/run/netns/NAME; default: the host's)\n"
             "  --network-hosts FILE    restricted: resolve --allow names with this hosts file\n"
             "  --pty private|deny      pseudo-terminals of the sandbox's own\n"
+            "  --device PATH           lease a host device node (/dev/fuse), read-write; the kernel's\n"
+            "                          device cgroup enforces the list (root only); --device-ro PATH\n"
+            "  --gpu PATH              lease a GPU node (/dev/nvidia0, /dev/dri/renderD128): --device\n"
+            "                          and the GPU class set to leased\n"
             "  --timeout DURATION      wall-clock limit (30s, 10m, 1h)\n"
             "  --grace DURATION        between the soft terminate and the kill (default 10s)\n"
             "  --memory SIZE           memory limit (512M, 2G); --pids N; --cpus N (1.5)\n"
@@ -1187,6 +1191,10 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "%s: --network is deny, allow or restricted\n", prog);
                 r = -1;
             }
+        } else if (strcmp(o, "--device") == 0 || strcmp(o, "--device-ro") == 0 || strcmp(o, "--gpu") == 0) {
+            r = check(fy_policy_add_device(p, v, strcmp(o, "--device-ro") != 0, &err), o, &err);
+            if (r == 0 && strcmp(o, "--gpu") == 0)
+                r = check(fy_policy_set_gpu(p, FY_DEVICES_LEASED, &err), o, &err);
         } else if (strcmp(o, "--pty") == 0) {
             if (strcmp(v, "private") != 0 && strcmp(v, "deny") != 0) {
                 fprintf(stderr, "%s: --pty is private or deny\n", prog);

@@ -324,10 +324,11 @@ int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error *
     json_object_set_new(root, "impure", json_boolean(prepared->impure));
     json_object_set_new(root, "level_note", s->level_note ? json_string(s->level_note) : json_null());
     for (uint32_t c = 1; c <= FY_CONTROL_MAX_; c++) {
-        if (c > FY_CONTROL_UID_RANGE && prepared->policy->control[c] == FY_MODE_OFF)
+        uint8_t mode = policy_control_mode(prepared->policy, c);
+        if (c > FY_CONTROL_UID_RANGE && mode == FY_MODE_OFF)
             continue; /* controls added after 0.1 appear when asked for */
         json_t *o = json_object();
-        json_object_set_new(o, "mode", json_string(mode_name(prepared->policy->control[c])));
+        json_object_set_new(o, "mode", json_string(mode_name(mode)));
         json_object_set_new(o, "state", json_string(state_names[s->control[c]]));
         json_object_set_new(o, "why", s->dropped_why[c] ? json_string(s->dropped_why[c]) : json_null());
         json_object_set_new(ctl, control_key(c), o);

@@ -426,7 +426,8 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     pl->backend = pr->sel.backend;
     pl->level = pr->sel.level;
     memcpy(pl->control, pr->sel.control, sizeof(pl->control));
-    memcpy(pl->control_mode, p->control, sizeof(pl->control_mode));
+    for (uint32_t c = 0; c <= FY_CONTROL_MAX_; c++)
+        pl->control_mode[c] = c ? policy_control_mode(p, c) : 0;
     pl->impure = pr->impure;
     pl->argv = pr->argv;
     pl->argc = pr->argc;

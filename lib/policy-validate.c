@@ -659,6 +659,20 @@ static int validate_devices(const fy_policy *p, const json_t *doc, fy_error **re
         return bad(reterr, "$.devices.usb", "unknown mode");
     if (!pty_mode_name(p->pty))
         return bad(reterr, "$.devices.pty", "unknown mode");
+    /* A device class is leased only when the policy says so: a GPU (or
+     * USB) node in devices.allowed needs devices.gpu (.usb) "leased". */
+    for (size_t i = 0; i < p->devices.n; i++) {
+        const char *path = ((const struct pol_device *)vec_at(&p->devices, i))->path;
+        bool gpu = strncmp(path, "/dev/nvidia", 11) == 0 || strncmp(path, "/dev/dri/", 9) == 0 ||
+                   strcmp(path, "/dev/kfd") == 0;
+        bool usb = strncmp(path, "/dev/bus/usb/", 13) == 0;
+        char loc[64];
+        snprintf(loc, sizeof(loc), "$.devices.allowed[%zu].path", i);
+        if (gpu && p->gpu != FY_DEVICES_LEASED)
+            return bad(reterr, loc, "%s is a GPU node: leasing it needs devices.gpu \"leased\"", path);
+        if (usb && p->usb != FY_DEVICES_LEASED)
+            return bad(reterr, loc, "%s is a USB node: leasing it needs devices.usb \"leased\"", path);
+    }
     if (p->gpu == FY_DEVICES_LEASED && !p->devices.n)
         return bad(reterr, pick(doc, "$.devices.gpu", "$.devices.allowed"), "gpu leased, but no device is leased in devices.allowed");
     if (p->usb == FY_DEVICES_LEASED && !p->devices.n)

@@ -162,6 +162,15 @@ struct json_error_t;
 int policy_json_syntax_error(const char *doc, size_t len, const struct json_error_t *je, fy_error **reterr);
 void policy_json_line_col(const char *doc, size_t at, int *line, int *col);
 
+/* The mode a control is negotiated with: what the policy asks, except that
+ * a leased device makes the device allowlist (FY_CONTROL_DEVICES) required:
+ * a lease is never bound where the kernel would not enforce the list. */
+static inline uint8_t policy_control_mode(const fy_policy *p, uint32_t control) {
+    if (control == FY_CONTROL_DEVICES && p->devices.n)
+        return FY_MODE_REQUIRE;
+    return p->control[control];
+}
+
 /* names.c: enum <-> string tables used by JSON, the CLI and messages. */
 const char *limit_key(uint32_t limit);       /* JSON key in "resources" */
 const char *control_key(uint32_t control);   /* JSON key in "isolation.controls" */

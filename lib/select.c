@@ -19,7 +19,7 @@ static int missing_requirements(const struct fy_backend_ops *b, const fy_policy 
                                 struct strbuf *why) {
     int n = 0;
     for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++) {
-        if (p->control[ctl] != FY_MODE_REQUIRE)
+        if (policy_control_mode(p, ctl) != FY_MODE_REQUIRE)
             continue;
         const char *w = NULL;
         if (b->can_enforce(c, ctl, &w))
@@ -86,7 +86,7 @@ int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy
             return err_set(reterr, FY_E_NOMEM, FY_STEP_SELECT, 0, NULL, "out of memory");
     }
     for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++) {
-        if (p->control[ctl] == FY_MODE_OFF) {
+        if (policy_control_mode(p, ctl) == FY_MODE_OFF) {
             out->control[ctl] = FY_CONTROL_STATE_OFF;
             continue;
         }

@@ -7,6 +7,7 @@ pkgs=(
   gcc g++ clang libclang-rt-14-dev pkg-config meson ninja-build python3
   libseccomp-dev libcap-dev libarchive-dev libsodium-dev libjansson-dev
   check abigail-tools mandoc util-linux iproute2 cppcheck bubblewrap
+  libbpf-dev  # device leasing on cgroup v2: the device program (lib/linux/linux-devices.c)
   nftables  # network mode restricted: the router namespace's rules (nft -f)
   qemu-system-x86 busybox-static cpio binutils xz-utils
   linux-image-amd64 liblzma-dev  # the VM backend's guest kernel (lib/vm), its vmlinux extraction

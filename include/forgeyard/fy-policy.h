@@ -30,7 +30,10 @@
 #define FY_CONTROL_UID_RANGE     14  /* workload mapped away from the caller's own uid */
 #define FY_CONTROL_HW_VIRT       15  /* 0.2: a virtual machine run with hardware virtualization (KVM),
                                         not emulated (TCG); only a VM backend can enforce it */
-#define FY_CONTROL_MAX_          15  /* not a control */
+#define FY_CONTROL_DEVICES       16  /* 0.2: the kernel's device allowlist (device cgroup): only the
+                                        standard nodes and the leased ones may be opened; required
+                                        whenever a device is leased (fy_policy_add_device) */
+#define FY_CONTROL_MAX_          16  /* not a control */
 
 #define FY_MODE_OFF      0
 #define FY_MODE_PREFER   1

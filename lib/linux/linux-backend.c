@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "linux-backend.h"
+#include "linux-devices.h"
 #include "linux-plan.h"
 #include "linux-state.h"
 
@@ -55,6 +56,13 @@ static bool ns_can_enforce(const fy_caps *c, uint32_t control, const char **why)
     case FY_CONTROL_UTSNS: return cap_for(c, FY_CAP_UTSNS, why);
     case FY_CONTROL_CGROUPNS: return cap_for(c, FY_CAP_CGROUPNS, why);
     case FY_CONTROL_UID_RANGE: return cap_for(c, FY_CAP_UID_RANGE, why);
+    case FY_CONTROL_DEVICES:
+        /* The probe placed a process under a list and saw it enforced. */
+        if (caps_fact(c, LX_FACT_DEV_V1) || (caps_fact(c, LX_FACT_DEV_BPF) && caps_fact(c, LX_FACT_CG2_DIR)))
+            return true;
+        *why = caps_fact(c, LX_FACT_DEV_REPORT) ? caps_fact(c, LX_FACT_DEV_REPORT)
+                                                : "the probe did not look for a device cgroup";
+        return false;
     default: return common_enforce(c, control, why);
     }
 }
@@ -136,6 +144,9 @@ static bool proc_can_enforce(const fy_caps *c, uint32_t control, const char **wh
         return false;
     case FY_CONTROL_UID_RANGE:
         *why = "the linux-process backend has no user namespace to map ids in";
+        return false;
+    case FY_CONTROL_DEVICES:
+        *why = "the linux-process backend has no /dev of the sandbox's own to lease devices into";
         return false;
     default: return common_enforce(c, control, why);
     }

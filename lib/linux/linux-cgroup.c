@@ -24,7 +24,7 @@ static bool fault_hit(struct cg_fault *f, uint32_t step) {
     return f && f->plan->fault_step == step && ++f->count >= f->plan->fault_nth;
 }
 
-static const char *const ctl_names[CG_NCTL] = {"memory", "pids", "cpu", "cpuacct", "freezer", "blkio"};
+static const char *const ctl_names[CG_NCTL] = {"memory", "pids", "cpu", "cpuacct", "freezer", "blkio", "devices"};
 
 static int write_limit(const char *dir, const char *file, const char *value, struct cg_fault *f);
 
@@ -99,6 +99,19 @@ static int limit_err(fy_error **reterr, const char *dir, const char *file, int e
 static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsigned parts, struct cg_fault *f,
                            fy_error **reterr);
 
+/* The device allowlist on the attempt's v1 devices cgroup or v2 cgroup. */
+static int apply_devices(const struct cg_plan *plan, const char *v1_dir, const char *v2_dir, struct cg_fault *f,
+                         fy_error **reterr) {
+    char why[1024] = "";
+    int e = fault_hit(f, FY_STEP_DEVICE) ? -ECANCELED
+                                         : lx_dev_apply((enum lx_dev_mech)plan->dev_mech, v1_dir, v2_dir,
+                                                        plan->dev_rules, plan->ndev_rules, why, sizeof(why));
+    if (e < 0)
+        return err_set(reterr, err_from_errno(-e), FY_STEP_DEVICE, -e, NULL, "device allowlist: %s",
+                       why[0] ? why : strerror(-e));
+    return 0;
+}
+
 int cg_create(const struct cg_plan *plan, struct cg_run *run, unsigned parts, fy_error **reterr) {
     /* The nth fault counts across both parts, as one creation. */
     struct cg_fault fault = {plan, (parts & CG_PART_V2) ? 0 : run->fault_count};
@@ -123,7 +136,7 @@ size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out,
     size_t n = 0;
     if (!plan->enabled || !name)
         return 0;
-    if (plan->v2_parent && (plan->v2_limits || plan->v2_group) && n < max)
+    if (plan->v2_parent && (plan->v2_limits || plan->v2_group || plan->v2_devices) && n < max)
         out[n++] = util_asprintf("%s/%s", plan->v2_parent, name);
     for (int c = 0; c < CG_NCTL; c++)
         if (plan->v1_parent[c] && n < max)
@@ -186,7 +199,7 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
         return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
     int r = 0;
     char val[64];
-    if ((parts & CG_PART_V2) && plan->v2_parent && (plan->v2_limits || plan->v2_group)) {
+    if ((parts & CG_PART_V2) && plan->v2_parent && (plan->v2_limits || plan->v2_group || plan->v2_devices)) {
         run->v2_dir = util_asprintf("%s/%s", plan->v2_parent, run->name);
         bool injected = run->v2_dir && fault_hit(f, FY_STEP_CGROUP);
         if (!run->v2_dir || injected || mkdir(run->v2_dir, 0755) < 0) {
@@ -202,12 +215,25 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
             r = err_set(reterr, err_from_errno(errno), FY_STEP_CGROUP, errno, NULL, "%s: %s", run->v2_dir, strerror(errno));
             goto fail;
         }
-        if (plan->v2_limits && !(parts & CG_PART_V2_BARE) && (r = v2_write_limits(plan, run, f, reterr)) < 0)
+        /* The device program goes on before the sandbox is cloned into the
+         * cgroup: nothing of it ever runs without the list. (A pre-started
+         * shell's bare cgroup gets it at the claim, below: before anything
+         * of the attempt runs in it; the shell itself opens no device.) */
+        if (!(parts & CG_PART_V2_BARE)) {
+            if (plan->dev_mech == LX_DEV_BPF && (r = apply_devices(plan, NULL, run->v2_dir, f, reterr)) < 0)
+                goto fail;
+            if (plan->v2_limits && (r = v2_write_limits(plan, run, f, reterr)) < 0)
+                goto fail;
+        }
+    }
+    /* A pre-started shell's cgroup, made bare, gets its device list and
+     * limits at the claim. */
+    if ((parts & CG_PART_V2_LIMITS) && run->v2_dir) {
+        if (plan->dev_mech == LX_DEV_BPF && (r = apply_devices(plan, NULL, run->v2_dir, f, reterr)) < 0)
+            goto fail;
+        if (plan->v2_limits && (r = v2_write_limits(plan, run, f, reterr)) < 0)
             goto fail;
     }
-    /* A pre-started shell's cgroup, made bare, gets its limits at the claim. */
-    if ((parts & CG_PART_V2_LIMITS) && run->v2_dir && plan->v2_limits && (r = v2_write_limits(plan, run, f, reterr)) < 0)
-        goto fail;
     for (int c = 0; c < CG_NCTL && (parts & CG_PART_V1); c++) {
         if (!plan->v1_parent[c])
             continue;
@@ -252,6 +278,10 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
                 r = limit_err(reterr, run->v1_dir[c], "blkio.throttle.*_bps_device", -e);
                 goto fail;
             }
+            break;
+        case CG_DEVICES:
+            if ((r = apply_devices(plan, run->v1_dir[c], NULL, f, reterr)) < 0)
+                goto fail;
             break;
         case CG_CPU:
             snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->cpu_millis * 100));

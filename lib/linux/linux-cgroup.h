@@ -11,8 +11,9 @@
 #include <sys/types.h>
 
 #include "internal.h"
+#include "linux-devices.h"
 
-enum cg_ctl { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_FREEZER, CG_BLKIO, CG_NCTL };
+enum cg_ctl { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_FREEZER, CG_BLKIO, CG_DEVICES, CG_NCTL };
 
 /* Compiled at prepare: where and what. */
 struct cg_plan {
@@ -28,6 +29,13 @@ struct cg_plan {
     uint64_t memory, swap, pids, cpu_millis, io_bps;
     uint32_t version_memory, version_pids, version_cpu, version_io; /* 0: not enforced */
     uint32_t io_major, io_minor;  /* the block device behind the workspace (io limits) */
+    /* The device allowlist (FY_CONTROL_DEVICES): LX_DEV_V1 writes it to the
+     * v1 devices cgroup (v1_parent[CG_DEVICES]), LX_DEV_BPF attaches it to
+     * the v2 cgroup (v2_devices makes one even without limits). */
+    uint32_t dev_mech;
+    bool v2_devices;
+    const struct lx_dev_rule *dev_rules;
+    size_t ndev_rules;
     uint32_t fault_step, fault_nth; /* tests: injected failure */
 };
 

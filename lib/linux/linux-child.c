@@ -277,6 +277,11 @@ static int do_bind(int oldroot, const struct mount_op *op) {
         close(fd);
         return -ENOTDIR;
     }
+    /* A device (a standard node, a lease) is a character or block node. */
+    if ((op->flags & MF_DEVICE) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) {
+        close(fd);
+        return -ENODEV;
+    }
     int r = S_ISDIR(st.st_mode) ? mkdir_p(op->dst, 0755) : create_file(op->dst, NULL, 0, 0644, 0, 0, false);
     if (r == -EEXIST)
         r = 0;

@@ -266,6 +266,14 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     }
     if (cg->v2_limits && !cg->v2_parent)
         cg->v2_limits = false;
+    /* The device allowlist: a v1 devices cgroup, or a program on a v2 one. */
+    if (cg->dev_mech == LX_DEV_V1) {
+        cg->v1_parent[CG_DEVICES] = caps_fact(c, LX_FACT_DEV_V1);
+        any_v1 = true;
+    } else if (cg->dev_mech == LX_DEV_BPF) {
+        cg->v2_parent = cg2_dir;
+        cg->v2_devices = true;
+    }
     if (any_v1) {
         /* CPU usage: a v2 cgroup has cpu.stat without any controller. */
         if (cg1_cpuacct && !cg->v2_parent)
@@ -274,7 +282,7 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
             cg->v1_parent[CG_FREEZER] = cg1_freezer;
         cg->v1_memsw = caps_fact(c, LX_FACT_CG1_MEMSW) != NULL;
     }
-    cg->enabled = any_v1 || cg->v2_limits || cg->v2_group;
+    cg->enabled = any_v1 || cg->v2_limits || cg->v2_group || cg->v2_devices;
     /* No pids cgroup: RLIMIT_NPROC still bounds a fork bomb, because the
      * kernel counts it per user namespace (ucounts, 5.14+) and every
      * sandbox has its own. Weaker: no RESOURCE_EXCEEDED, fork just fails
@@ -306,6 +314,124 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return pl->cgroup_json ? 0 : FY_E_NOMEM;
+}
+
+/* The device allowlist (FY_CONTROL_DEVICES): the standard nodes, private
+ * terminals and every lease, each checked here to be a device node itself
+ * (opened O_PATH, no symlink anywhere on the way, fstat'ed by fd: the
+ * numbers the kernel's list allows are those of the node the plan names).
+ * The child checks the node again when it binds it, and the kernel refuses
+ * any other number whatever the sandbox finds or makes in its /dev. */
+static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c, fy_error **reterr) {
+    struct cg_plan *cg = &pl->cg;
+    json_t *o = json_object(), *leased = json_array();
+    if (!o || !leased) {
+        json_decref(o);
+        json_decref(leased);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    }
+    json_object_set_new(o, "leased", leased);
+    int r = 0;
+    if (np->control[FY_CONTROL_DEVICES] != FY_CONTROL_STATE_ENFORCED) {
+        json_object_set_new(o, "allowlist", json_string(np->control[FY_CONTROL_DEVICES] == FY_CONTROL_STATE_DROPPED
+                                                            ? "none (dropped): only the standard nodes are bound"
+                                                            : "none: only the standard nodes are bound"));
+        goto out;
+    }
+    const char *cg2_dir = caps_fact(c, LX_FACT_CG2_DIR);
+    size_t nleases = 0;
+    for (size_t i = 0; i < np->nentries; i++)
+        nleases += np->entries[i].kind == PE_HOST && np->entries[i].role == PR_DEVICE;
+    if (caps_fact(c, LX_FACT_DEV_V1)) {
+        cg->dev_mech = LX_DEV_V1;
+    } else if (caps_fact(c, LX_FACT_DEV_BPF) && cg2_dir && !np->test_legacy_cgroups) {
+        cg->dev_mech = LX_DEV_BPF;
+    } else {
+        const char *rep = caps_fact(c, LX_FACT_DEV_REPORT);
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_DEVICE, 0, nleases ? "$.devices.allowed" : NULL,
+                    "the device allowlist cannot be enforced here (%s)%s",
+                    rep ? rep : "the probe found no device cgroup",
+                    nleases ? ": a leased device is never bound without it" : "");
+        goto out;
+    }
+    json_object_set_new(o, "allowlist", json_string(cg->dev_mech == LX_DEV_V1
+                                                        ? "cgroup v1 devices controller (devices.deny a, devices.allow)"
+                                                        : "cgroup v2 device program (BPF_PROG_TYPE_CGROUP_DEVICE, libbpf)"));
+    struct lx_dev_rule *rules = arena_keep(&pl->arena, calloc(LX_DEV_MAX_RULES, sizeof(*rules)));
+    if (!rules) {
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+        goto out;
+    }
+    size_t n = lx_dev_standard_rules(rules, LX_DEV_MAX_RULES, np->pty == FY_DEVICES_PRIVATE);
+    json_t *std = json_array();
+    for (size_t i = 0; std && i < n; i++) {
+        char line[64];
+        lx_dev_rule_format(&rules[i], line, sizeof(line));
+        json_array_append_new(std, json_string(line));
+    }
+    json_object_set_new(o, "standard", std);
+    size_t k = 0;
+    for (size_t i = 0; i < np->nentries; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        if (e->kind != PE_HOST || e->role != PR_DEVICE)
+            continue;
+        char loc[64];
+        snprintf(loc, sizeof(loc), "$.devices.allowed[%zu].path", k++);
+        struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                               .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+        int fd = sys_openat2(AT_FDCWD, e->host, &how, sizeof(how));
+        if (fd < 0 && (errno == ENOSYS || errno == E2BIG))
+            fd = open(e->host, O_PATH | O_NOFOLLOW | O_CLOEXEC); /* before 5.6: the last component only */
+        struct stat st;
+        int err = fd < 0 ? errno : fstat(fd, &st) < 0 ? errno : 0;
+        if (fd >= 0)
+            close(fd);
+        if (err == ENOENT) {
+            r = err_set(reterr, FY_E_NOTFOUND, FY_STEP_DEVICE, err, loc, "leased device %s does not exist on this host",
+                        e->host);
+            goto out;
+        }
+        if (err == ELOOP || (!err && S_ISLNK(st.st_mode))) {
+            r = err_set(reterr, FY_E_UNSAFE, FY_STEP_DEVICE, ELOOP, loc,
+                        "leased device %s is, or is reached through, a symbolic link: a lease names the node itself",
+                        e->host);
+            goto out;
+        }
+        if (err) {
+            r = err_set(reterr, err_from_errno(err), FY_STEP_DEVICE, err, loc, "leased device %s: %s", e->host,
+                        strerror(err));
+            goto out;
+        }
+        if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) {
+            r = err_set(reterr, FY_E_UNSAFE, FY_STEP_DEVICE, 0, loc,
+                        "leased device %s is not a device node (%s)", e->host,
+                        S_ISDIR(st.st_mode) ? "a directory" : S_ISREG(st.st_mode) ? "a regular file" : "not a node");
+            goto out;
+        }
+        if (n >= LX_DEV_MAX_RULES) {
+            r = err_set(reterr, FY_E_RANGE, FY_STEP_DEVICE, 0, loc, "too many device rules");
+            goto out;
+        }
+        struct lx_dev_rule *rule = &rules[n++];
+        *rule = (struct lx_dev_rule){S_ISBLK(st.st_mode) ? 'b' : 'c',
+                                     (uint8_t)(LX_DEV_READ | ((e->flags & PLAN_RO) ? 0 : LX_DEV_WRITE)),
+                                     major(st.st_rdev), minor(st.st_rdev)};
+        char node[32];
+        snprintf(node, sizeof(node), "%c %u:%u", rule->type, rule->major, rule->minor);
+        json_array_append_new(leased, json_pack("{ssssss}", "path", e->host, "node", node, "access",
+                                                (e->flags & PLAN_RO) ? "r" : "rw"));
+    }
+    cg->dev_rules = rules;
+    cg->ndev_rules = n;
+out:
+    if (r == 0) {
+        char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!s || !(pl->devices_json = plan_str(pl, s)))
+            r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+        free(s);
+    }
+    json_decref(o);
+    return r;
 }
 
 static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *np) {
@@ -351,6 +477,7 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     if (np->image_digest)
         json_object_set_new(o, "image", json_pack("{sssI}", "digest", np->image_digest, "layers",
                                                   (json_int_t)np->nimage_layers));
+    json_object_set_new(o, "devices", pl->devices_json ? json_loads(pl->devices_json, 0, NULL) : json_null());
     json_object_set_new(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
@@ -537,7 +664,7 @@ static int compile_layout(struct linux_plan *pl, struct builder *b, const struct
             break;
         case PE_HOST: {
             uint32_t f = ((e->flags & PLAN_RO) ? MF_READONLY : 0) | ((e->flags & PLAN_OPTIONAL) ? MF_OPTIONAL : 0) |
-                         ((e->flags & PLAN_WORKSPACE) ? MF_NOFOLLOW : 0) | ((e->flags & PLAN_DEVICE) ? MF_DEVICE : 0) |
+                         ((e->flags & PLAN_WORKSPACE) || e->role == PR_DEVICE ? MF_NOFOLLOW : 0) | ((e->flags & PLAN_DEVICE) ? MF_DEVICE : 0) |
                          ((e->flags & PLAN_FILE) ? MF_FILE : 0) | ((e->flags & PLAN_DIR) ? MF_DIR : 0);
             add_bind(b, e->host, e->target, f);
             if (b->oom)
@@ -755,6 +882,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     pl->fault_nth = np->fault_nth;
     pl->delay_stage = np->delay_stage;
     pl->delay_usec = np->delay_usec;
+    if (!process_level && (r = compile_devices(pl, np, c, reterr)) < 0)
+        goto fail;
     if ((r = compile_cgroups(pl, np, c)) == FY_E_UNSUPPORTED) {
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.isolation.controls.io-limit",
                     "io-limit is required, but no block device is behind the workspace (build, output or source)");

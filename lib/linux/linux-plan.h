@@ -150,6 +150,7 @@ struct linux_plan {
     /* what the result reports */
     char *isolation_json;
     char *cgroup_json;           /* which mechanism enforces which limit */
+    const char *devices_json;    /* the device allowlist and the leases (arena) */
     const struct fy_plan *np;    /* the platform-neutral plan this was compiled from */
     char *describe_json;         /* linux_plan_describe, built once on first use */
     /* every allocation of the plan, freed together */

@@ -79,6 +79,7 @@ static char *cg_join(const char *mnt, const char *mroot, const char *path) {
 int lp_cg_discover(struct cg_state *s) {
     char *cg = NULL, *mi = NULL;
     char *v1_path[CG__N] = { 0 };
+    char *dev_path = NULL;
     int ret = 0;
     if (lp_read_file("/proc/self/cgroup", &cg, 1u << 20) < 0)
         cg = NULL;
@@ -101,6 +102,8 @@ int lp_cg_discover(struct cg_state *s) {
                 for (int i = 0; i < CG__N; i++)
                     if (list_has(ctls, cg1_name[i]))
                         v1_path[i] = (char *)path;
+                if (list_has(ctls, "devices"))
+                    dev_path = (char *)path;
             }
         }
         l = nl ? nl + 1 : NULL;
@@ -137,6 +140,8 @@ int lp_cg_discover(struct cg_state *s) {
                     s->cg2_dir = d;
                 }
             } else if (strcmp(fstype, "cgroup") == 0 && super) {
+                if (list_has(super, "devices") && dev_path && !s->dev1_dir)
+                    s->dev1_dir = cg_join(f[4], f[3], dev_path);
                 for (int i = 0; i < CG__N; i++) {
                     if (!list_has(super, cg1_name[i]))
                         continue;
@@ -157,6 +162,7 @@ int lp_cg_discover(struct cg_state *s) {
 void lp_cg_free(struct cg_state *s) {
     free(s->cg2_mount);
     free(s->cg2_dir);
+    free(s->dev1_dir);
     for (int i = 0; i < CG__N; i++)
         free(s->v1[i].dir);
 }

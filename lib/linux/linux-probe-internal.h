@@ -129,6 +129,7 @@ struct cg_state {
     char cg2_path[PATH_MAX];
     bool cg2_in_proc;     /* /proc/self/cgroup has a 0:: line */
     struct cg1_ctl v1[CG__N];
+    char *dev1_dir;       /* our v1 devices cgroup (linux-devices.c probes it; owned) */
     bool memsw;
     /* v2 results */
     char v2_controllers[256]; /* our cgroup's cgroup.controllers */

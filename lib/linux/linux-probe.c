@@ -47,6 +47,7 @@
 
 #include "caps.h"
 #include "linux-backend.h"
+#include "linux-devices.h"
 #include "linux-probe-internal.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"
@@ -355,6 +356,8 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
         fr |= caps_set_fact(c, keys[i], cg.v1[i].dir);
     fr |= caps_set_fact(c, LX_FACT_CG1_MEMSW, cg.memsw ? "1" : NULL);
     fr |= caps_set_fact(c, LX_FACT_CG2_DIR, cg.cg2_dir);
+    /* The device allowlist (FY_CONTROL_DEVICES): v1 devices, v2 program. */
+    fr |= lx_dev_probe(c, cg.dev1_dir, cg.cg2_dir);
     lp_cg_free(&cg);
     if (fr || !c->host.cgroup_mode)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");

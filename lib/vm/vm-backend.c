@@ -55,6 +55,11 @@ static bool qemu_can_enforce(const fy_caps *c, uint32_t control, const char **wh
     case FY_CONTROL_IO_LIMIT:
         *why = "the virtual-machine backend does not limit I/O yet";
         return false;
+#ifdef FY_CONTROL_DEVICES
+    case FY_CONTROL_DEVICES:
+        *why = "the virtual-machine backend passes no host device into its guest";
+        return false;
+#endif
 #ifdef FY_CONTROL_HW_VIRT
     case FY_CONTROL_HW_VIRT: return cap_for(c, FY_CAP_KVM, why);
 #endif

@@ -47,6 +47,9 @@ static bool job_can_enforce(const fy_caps *c, uint32_t control, const char **why
     case FY_CONTROL_UID_RANGE:
         *why = "the windows-job backend runs the workload as the caller (a restricted token), not as another user";
         return false;
+    case FY_CONTROL_DEVICES:
+        *why = "the windows-job backend has no device allowlist: a leased device could not be enforced";
+        return false;
     default:
         *why = "unknown control";
         return false;

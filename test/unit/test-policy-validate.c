@@ -1043,7 +1043,7 @@ static const struct pfield PFIELDS[] = {
     { "bind target", J({"filesystem":{"binds":[{"host":"/srv/a","target":"/opt/a"},{"host":"/srv/b","target":"%s"}]}}), "/opt/b", "$.filesystem.binds[1].target", PF_TARGET },
     { "runtime path", J({"filesystem":{"runtime_paths":["/bin","%s"]}}), "/usr/lib", "$.filesystem.runtime_paths[1]", PF_HOST | PF_TARGET },
     { "workdir", J({"filesystem":{"workdir":"%s"}}), "/work/build", "$.filesystem.workdir", 0 },
-    { "device", J({"devices":{"allowed":[{"path":"%s","writable":false}]}}), "/dev/dri", "$.devices.allowed[0].path", 0 },
+    { "device", J({"devices":{"allowed":[{"path":"%s","writable":false}]}}), "/dev/snd", "$.devices.allowed[0].path", 0 },
     { "secret file", J({"secrets":[{"name":"tok","delivery":"file","target":"tok","file":"%s"}]}), "/etc/fy", "$.secrets[0].file", PF_HOST },
 };
 #define N_PFIELDS (sizeof(PFIELDS) / sizeof(PFIELDS[0]))

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The kernel's device allowlist (linux-devices.h): cgroup v1 devices
+ * controller or a cgroup v2 device program, and the probe of both. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+
+#include "linux-devices.h"
+#include "linux-probe-util.h"
+#include "linux-syscall.h"
+
+/* ---- rules ---- */
+
+size_t lx_dev_standard_rules(struct lx_dev_rule *out, size_t max, bool ptys) {
+    /* /dev/null zero full random urandom (lib/plan.c binds exactly these). */
+    static const uint32_t mem_minor[] = {3, 5, 7, 8, 9};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(mem_minor) / sizeof(mem_minor[0]) && n < max; i++)
+        out[n++] = (struct lx_dev_rule){'c', LX_DEV_READ | LX_DEV_WRITE, 1, mem_minor[i]};
+    if (ptys) {
+        /* The sandbox's own devpts instance: its ptmx (5:2) and its
+         * terminals (UNIX98 pty slaves, majors 136-143). */
+        if (n < max)
+            out[n++] = (struct lx_dev_rule){'c', LX_DEV_READ | LX_DEV_WRITE, 5, 2};
+        for (uint32_t m = 136; m <= 143 && n < max; m++)
+            out[n++] = (struct lx_dev_rule){'c', LX_DEV_READ | LX_DEV_WRITE, m, LX_DEV_ANY};
+    }
+    return n;
+}
+
+void lx_dev_rule_format(const struct lx_dev_rule *r, char *buf, size_t len) {
+    char maj[16], min[16];
+    if (r->major == LX_DEV_ANY)
+        snprintf(maj, sizeof(maj), "*");
+    else
+        snprintf(maj, sizeof(maj), "%u", r->major);
+    if (r->minor == LX_DEV_ANY)
+        snprintf(min, sizeof(min), "*");
+    else
+        snprintf(min, sizeof(min), "%u", r->minor);
+    snprintf(buf, len, "%c %s:%s %s%s%s", r->type, maj, min, (r->access & LX_DEV_READ) ? "r" : "",
+             (r->access & LX_DEV_WRITE) ? "w" : "", (r->access & LX_DEV_MKNOD) ? "m" : "");
+}
+
+static void whyf(char *why, size_t len, const char *fmt, ...) FY_PRINTF(3, 4);
+static void whyf(char *why, size_t len, const char *fmt, ...) {
+    if (!why || !len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- cgroup v1 ---- */
+
+static int write_str(const char *dir, const char *file, const char *value) {
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
+        return -ENAMETOOLONG;
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t w = write(fd, value, strlen(value));
+    int e = errno;
+    close(fd);
+    return w == (ssize_t)strlen(value) ? 0 : -(w < 0 ? e : EIO);
+}
+
+static int v1_apply(const char *dir, const struct lx_dev_rule *rules, size_t n, char *why, size_t whylen) {
+    /* Deny everything first (a new child inherits "a *:* rwm" from the
+     * root), then allow rule by rule: one rule per write. */
+    int r = write_str(dir, "devices.deny", "a");
+    if (r < 0) {
+        whyf(why, whylen, "writing \"a\" to %s/devices.deny: %s", dir, strerror(-r));
+        return r;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char line[64];
+        lx_dev_rule_format(&rules[i], line, sizeof(line));
+        if ((r = write_str(dir, "devices.allow", line)) < 0) {
+            whyf(why, whylen, "writing \"%s\" to %s/devices.allow: %s", line, dir, strerror(-r));
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* ---- cgroup v2 device program ---- */
+
+#define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
+#define LDX_W(d, s, o)      INSN(BPF_LDX | BPF_W | BPF_MEM, d, s, o, 0)
+#define MOV_REG(d, s)       INSN(BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0)
+#define MOV_IMM(d, i)       INSN(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
+#define AND_IMM(d, i)       INSN(BPF_ALU64 | BPF_AND | BPF_K, d, 0, 0, i)
+#define RSH_IMM(d, i)       INSN(BPF_ALU64 | BPF_RSH | BPF_K, d, 0, 0, i)
+#define JNE_IMM(d, i, o)    INSN(BPF_JMP | BPF_JNE | BPF_K, d, 0, o, i)
+#define EXIT()              INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
+
+/* struct bpf_cgroup_dev_ctx { u32 access_type (access << 16 | type); u32
+ * major; u32 minor; }. r2 = type, r3 = access, r4 = major, r5 = minor;
+ * each rule is a block that returns 1 (allow) when it matches and jumps
+ * to the next block otherwise; past the last, 0 (deny). */
+size_t lx_dev_bpf_compile(const struct lx_dev_rule *rules, size_t n, void *out, size_t max) {
+    struct bpf_insn *p = out;
+    size_t k = 0;
+#define EMIT(x)                 \
+    do {                        \
+        if (k >= max)           \
+            return 0;           \
+        p[k++] = (x);           \
+    } while (0)
+    EMIT(LDX_W(BPF_REG_2, BPF_REG_1, 0));
+    EMIT(MOV_REG(BPF_REG_3, BPF_REG_2));
+    EMIT(AND_IMM(BPF_REG_2, 0xffff));
+    EMIT(RSH_IMM(BPF_REG_3, 16));
+    EMIT(LDX_W(BPF_REG_4, BPF_REG_1, 4));
+    EMIT(LDX_W(BPF_REG_5, BPF_REG_1, 8));
+    for (size_t i = 0; i < n; i++) {
+        const struct lx_dev_rule *r = &rules[i];
+        int32_t type = r->type == 'b' ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR;
+        /* Block length: type test, major test, minor test, access test (3),
+         * allow (2). A failed test jumps over what is left of the block. */
+        int len = 1 + (r->major != LX_DEV_ANY) + (r->minor != LX_DEV_ANY) + 3 + 2;
+        int left = len - 1;
+        EMIT(JNE_IMM(BPF_REG_2, type, (int16_t)left));
+        if (r->major != LX_DEV_ANY) {
+            left--;
+            EMIT(JNE_IMM(BPF_REG_4, (int32_t)r->major, (int16_t)left));
+        }
+        if (r->minor != LX_DEV_ANY) {
+            left--;
+            EMIT(JNE_IMM(BPF_REG_5, (int32_t)r->minor, (int16_t)left));
+        }
+        /* Every access asked for must be allowed: (access & ~allowed) == 0. */
+        EMIT(MOV_REG(BPF_REG_1, BPF_REG_3));
+        EMIT(AND_IMM(BPF_REG_1, (int32_t)(~(uint32_t)r->access & 7u)));
+        left -= 2;
+        EMIT(JNE_IMM(BPF_REG_1, 0, (int16_t)(left - 1)));
+        EMIT(MOV_IMM(BPF_REG_0, 1));
+        EMIT(EXIT());
+    }
+    EMIT(MOV_IMM(BPF_REG_0, 0));
+    EMIT(EXIT());
+#undef EMIT
+    return k;
+}
+
+static int bpf_apply(const char *dir, const struct lx_dev_rule *rules, size_t n, char *why, size_t whylen) {
+    size_t max = 8 + n * 9;
+    struct bpf_insn *insns = calloc(max, sizeof(*insns));
+    if (!insns) {
+        whyf(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    size_t cnt = lx_dev_bpf_compile(rules, n, insns, max);
+    char log[1024] = "";
+    struct bpf_prog_load_opts opts; /* what LIBBPF_OPTS() makes: zeroed, sized */
+    memset(&opts, 0, sizeof(opts));
+    opts.sz = sizeof(opts);
+    opts.log_buf = log;
+    opts.log_size = sizeof(log);
+    int prog = cnt ? bpf_prog_load(BPF_PROG_TYPE_CGROUP_DEVICE, "fy_devices", "GPL", insns, cnt, &opts) : -E2BIG;
+    free(insns);
+    if (prog < 0) {
+        int e = prog == -1 ? errno : -prog;
+        whyf(why, whylen, "loading a device program (BPF_PROG_TYPE_CGROUP_DEVICE): %s%s%s", strerror(e),
+             log[0] ? ": " : "", log);
+        return -e;
+    }
+    int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg < 0) {
+        int e = errno;
+        close(prog);
+        whyf(why, whylen, "opening %s: %s", dir, strerror(e));
+        return -e;
+    }
+    /* ALLOW_MULTI: the programs of every ancestor run too, and all must
+     * allow; the cgroup keeps the program until it is removed. */
+    int r = bpf_prog_attach(prog, cg, BPF_CGROUP_DEVICE, BPF_F_ALLOW_MULTI);
+    int e = r < 0 ? (r == -1 ? errno : -r) : 0;
+    close(cg);
+    close(prog);
+    if (e) {
+        whyf(why, whylen, "attaching the device program to %s: %s", dir, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+int lx_dev_apply(enum lx_dev_mech mech, const char *v1_dir, const char *v2_dir, const struct lx_dev_rule *rules,
+                 size_t n, char *why, size_t whylen) {
+    if (n > LX_DEV_MAX_RULES) {
+        whyf(why, whylen, "%zu device rules (at most %d)", n, LX_DEV_MAX_RULES);
+        return -E2BIG;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((rules[i].type != 'c' && rules[i].type != 'b') || (rules[i].access & ~7u)) {
+            whyf(why, whylen, "device rule %zu is malformed", i);
+            return -EINVAL;
+        }
+    switch (mech) {
+    case LX_DEV_V1:
+        if (v1_dir)
+            return v1_apply(v1_dir, rules, n, why, whylen);
+        break;
+    case LX_DEV_BPF:
+        if (v2_dir)
+            return bpf_apply(v2_dir, rules, n, why, whylen);
+        break;
+    default:
+        break;
+    }
+    whyf(why, whylen, "no device cgroup mechanism for this cgroup");
+    return -EINVAL;
+}
+
+/* ---- the probe ---- */
+
+/* A process placed in dir (through its procs_file) opens /dev/null and is
+ * refused /dev/zero with EPERM. Async-signal-safe in the child. */
+static bool verify(const char *dir, const char *procs_file, char *why, size_t whylen) {
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, procs_file) >= sizeof(path)) {
+        whyf(why, whylen, "path too long");
+        return false;
+    }
+    /* A quiet child (exit signal 0, signals blocked across the fork): the
+     * host's SIGCHLD disposition never sees it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int pidfd = -1;
+    pid_t pid = sys_fork_quiet_pidfd(&pidfd);
+    int fe = errno;
+    if (pid != 0)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        whyf(why, whylen, "fork: %s", strerror(fe));
+        return false;
+    }
+    if (pid == 0) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1)
+            _exit(10);
+        close(fd);
+        if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+            _exit(11);
+        close(fd);
+        if ((fd = open("/dev/zero", O_RDONLY | O_CLOEXEC)) >= 0)
+            _exit(12);
+        _exit(errno == EPERM ? 0 : 13);
+    }
+    struct pu_proc ch = {.pid = pid, .pidfd = pidfd};
+    bool reaped = pu_finish(&ch, pu_deadline_after_ms(2000), NULL);
+    int code = reaped && ch.status != -1 && WIFEXITED(ch.status) ? WEXITSTATUS(ch.status) : -1;
+    static const char *const what[] = {
+        [10] = "could not place a process in it", [11] = "/dev/null (allowed) could not be opened",
+        [12] = "/dev/zero (not allowed) was opened", [13] = "opening /dev/zero failed, but not with EPERM",
+    };
+    if (code == 0)
+        return true;
+    whyf(why, whylen, "%s: %s", dir, code >= 10 && code <= 13 ? what[code] : "the check process failed");
+    return false;
+}
+
+static int rmdir_retry(const char *dir) {
+    for (int i = 0; i < 100; i++) {
+        if (rmdir(dir) == 0 || errno == ENOENT)
+            return 0;
+        if (errno != EBUSY)
+            break;
+        usleep(2000);
+    }
+    return -errno;
+}
+
+/* One mechanism: a child of parent, the /dev/null-only list, the check. */
+static bool probe_one(enum lx_dev_mech mech, const char *parent, char *why, size_t whylen) {
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+        rnd = (uint32_t)getpid() * 2654435761u;
+    char child[4200];
+    if ((size_t)snprintf(child, sizeof(child), "%s/fy-probe-dev-%d-%08x", parent, (int)getpid(), rnd) >=
+        sizeof(child)) {
+        whyf(why, whylen, "path too long");
+        return false;
+    }
+    if (mkdir(child, 0755) < 0) {
+        whyf(why, whylen, "mkdir %s: %s", child, strerror(errno));
+        return false;
+    }
+    static const struct lx_dev_rule only_null = {'c', LX_DEV_READ | LX_DEV_WRITE, 1, 3};
+    bool ok = lx_dev_apply(mech, child, child, &only_null, 1, why, whylen) == 0 &&
+              verify(child, mech == LX_DEV_V1 ? "tasks" : "cgroup.procs", why, whylen);
+    int r = rmdir_retry(child);
+    if (r < 0) {
+        size_t l = strlen(why);
+        whyf(why + l, whylen - l, "%srmdir %s: %s", l ? "; " : "", child, strerror(-r));
+        ok = false;
+    }
+    return ok;
+}
+
+int lx_dev_probe(fy_caps *c, const char *v1_dir, const char *cg2_dir) {
+    char why1[512] = "", why2[1024] = "";
+    bool v1 = false, bpf = false;
+    if (v1_dir)
+        v1 = probe_one(LX_DEV_V1, v1_dir, why1, sizeof(why1));
+    else
+        whyf(why1, sizeof(why1), "no cgroup v1 devices hierarchy holds our process");
+    if (cg2_dir)
+        bpf = probe_one(LX_DEV_BPF, cg2_dir, why2, sizeof(why2));
+    else
+        whyf(why2, sizeof(why2), "no cgroup v2 directory of ours");
+    int r = 0;
+    r |= caps_set_fact(c, LX_FACT_DEV_V1, v1 ? v1_dir : NULL);
+    r |= caps_set_fact(c, LX_FACT_DEV_BPF, bpf ? "1" : NULL);
+    char *report;
+    if (v1 || bpf)
+        report = util_asprintf("enforced: %s%s%s%s%s (in a child cgroup allowing /dev/null only, a process opened "
+                               "it and was refused /dev/zero with EPERM)",
+                               v1 ? "cgroup v1 devices controller under " : "", v1 ? v1_dir : "",
+                               v1 && bpf ? "; " : "", bpf ? "cgroup v2 device program (libbpf) under " : "",
+                               bpf ? cg2_dir : "");
+    else
+        report = util_asprintf("unavailable: cgroup v1 devices: %s; cgroup v2 device program: %s (a device cgroup "
+                               "needs root, CAP_SYS_ADMIN or CAP_BPF with CAP_NET_ADMIN)",
+                               why1, why2);
+    r |= report ? caps_set_fact(c, LX_FACT_DEV_REPORT, report) : FY_E_NOMEM;
+    free(report);
+    return r ? FY_E_NOMEM : 0;
+}
