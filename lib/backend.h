@@ -54,6 +54,10 @@ struct fy_backend_ops {
     /* Runs the plan's container image as its root (image_layers): a policy
      * with an image selects only such a backend, one without never does. */
     bool images;
+    /* Optional: whether the compiled plan mounts the neutral plan's
+     * build_lower as an overlay at /work/build (upper: build). NULL or
+     * false: build is bound as any workspace directory. */
+    bool (*build_overlaid)(const void *plan);
 };
 
 /* One backend folder (lib/<name>/): what it probes, how it collects the

@@ -78,6 +78,7 @@ const struct fy_backend_ops linux_namespace_backend = {
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
     .workload_ids = linux_plan_workload_ids,
+    .build_overlaid = linux_plan_build_overlaid,
 };
 
 /* The container level: the namespace machinery over a verified image
@@ -111,6 +112,7 @@ const struct fy_backend_ops linux_container_backend = {
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
     .workload_ids = linux_plan_workload_ids,
+    .build_overlaid = linux_plan_build_overlaid,
     .images = true,
 };
 
