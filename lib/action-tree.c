@@ -951,6 +951,30 @@ static int push_missing(struct vec *v, const char *path, const char *why) {
 }
 
 /* A regular output file: hashed (and copied into the output directory). */
+/* An overlay's upper holds only inodes of its own (copy-up makes new ones;
+ * metacopy and index are off), so a declared output file of the finished
+ * attempt, singly linked, is moved into the output directory instead of
+ * copied (same file system): then made the caller's, as a copy would be,
+ * mode 0644 or 0755, without the extended attributes (ACLs included) the
+ * workload may have set. Anything refused: moved back, and copied. */
+static bool move_output(int dir, const char *name, int outdir, int fd, const struct stat *st) {
+    if (renameat2(dir, name, outdir, name, RENAME_NOREPLACE) < 0)
+        return false;
+    struct stat now;
+    bool ok = fstatat(outdir, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st->st_ino &&
+              now.st_dev == st->st_dev;
+    char names[4096];
+    ssize_t n = ok ? flistxattr(fd, names, sizeof(names)) : -1;
+    ok = ok && n >= 0;
+    for (ssize_t i = 0; ok && i < n; i += (ssize_t)strlen(names + i) + 1)
+        ok = fremovexattr(fd, names + i) == 0 || errno == ENODATA;
+    ok = ok && (geteuid() != 0 || fchown(fd, geteuid(), getegid()) == 0) &&
+         fchmod(fd, (st->st_mode & 0100) ? 0755 : 0644) == 0 && flistxattr(fd, names, sizeof(names)) == 0;
+    if (!ok && renameat2(outdir, name, dir, name, RENAME_NOREPLACE) < 0)
+        (void)unlinkat(outdir, name, 0); /* never leave a half-made output */
+    return ok;
+}
+
 static int col_file(struct col *k, int dir, const char *name, const char *rel, const struct stat *st, int outdir) {
     if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES])
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
@@ -968,7 +992,8 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, e, rel, "cannot read the output: %s", strerror(e));
     }
     int out = -1;
-    if (outdir >= 0 &&
+    bool moved = k->overlay && outdir >= 0 && st2.st_nlink == 1 && move_output(dir, name, outdir, in, &st2);
+    if (outdir >= 0 && !moved &&
         (out = openat(outdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                       (st2.st_mode & 0100) ? 0755 : 0644)) < 0) {
         int e = errno;

@@ -298,7 +298,9 @@ static int open_host_dir(int oldroot, const char *rel) {
  * in this namespace only. redirect_dir and metacopy stay off (a renamed
  * merged directory is copied by the workload's tools: EXDEV), no index, no
  * xino; userxattr: whiteouts and opaque directories as user.overlay.*
- * xattrs, which overlayfs never lets the workload set. nosuid, nodev. */
+ * xattrs, which overlayfs never lets the workload set. volatile: the upper
+ * lives for one attempt, so overlayfs never syncs it (an unmount would
+ * otherwise sync the whole upper file system). nosuid, nodev. */
 static int do_overlay(int oldroot, const struct mount_op *op) {
     int lower = open_host_dir(oldroot, op->src), upper = -1, work = -1, fs = -1, mnt = -1, r = 0;
     struct stat st;
@@ -317,6 +319,7 @@ static int do_overlay(int oldroot, const struct mount_op *op) {
              sys_fsconfig(fs, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
              sys_fsconfig(fs, FSCONFIG_SET_STRING, "index", "off", 0) < 0 ||
              sys_fsconfig(fs, FSCONFIG_SET_STRING, "xino", "off", 0) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 ||
              sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
              (mnt = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0)
         r = -errno;

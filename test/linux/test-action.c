@@ -453,7 +453,7 @@ START_TEST(test_outputs_already_in_inputs) {
     tree_digest(in, before);
     fy_action *a = action_json(
         "\"arguments\": [\"/bin/sh\", \"-c\", \"rm src/b.h && rm -f src/a.c && printf new > src/a.c && "
-        "printf more > src/n && printf e > empty/e && printf stray > stray\"],"
+        "printf more > src/n && chmod 6777 src/n && printf e > empty/e && printf stray > stray\"],"
         "\"outputs\": {\"files\": [\"keep.txt\"], \"directories\": [\"src\", \"empty\"]}}", in);
     ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
     ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
@@ -484,6 +484,14 @@ START_TEST(test_outputs_already_in_inputs) {
     c = read_all(sub);
     ck_assert_str_eq(c, "kept\n");
     free(c);
+    /* A collected file is the caller's, 0644 or 0755, whatever the
+     * workload made of it (an overlay's outputs are moved, not copied). */
+    struct stat st;
+    snprintf(sub, sizeof(sub), "%s/src/n", out);
+    ck_assert_int_eq(lstat(sub, &st), 0);
+    ck_assert_msg((st.st_mode & 07777) == 0755 && st.st_uid == geteuid() && st.st_gid == getegid(),
+                  "mode %o uid %u", (unsigned)st.st_mode, (unsigned)st.st_uid);
+    ck_assert_int_eq(st.st_nlink, 1);
     tree_digest(in, after);
     ck_assert_msg(memcmp(before, after, 32) == 0, "the input root changed");
     assert_no_attempt_left(sc);
