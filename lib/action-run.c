@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -195,7 +196,11 @@ static int ask_overlay(fy_action_attempt *t, fy_policy *p, struct pathset *dirs,
     int r = tree_scan_lower(a, t->lowerfd, &t->stats, dirs, &ok, reterr);
     if (r < 0 || !ok)
         return r;
-    char *real = realpath(a->input, NULL);
+    /* overlayfs keeps its whiteouts and opaque marks in user xattrs of the
+     * upper: the scratch directory's file system must take them. */
+    bool xattrs = fsetxattr(t->rootfd, "user.forgeyard.probe", "1", 1, 0) == 0 &&
+                  fremovexattr(t->rootfd, "user.forgeyard.probe") == 0;
+    char *real = xattrs ? realpath(a->input, NULL) : NULL;
     struct stat st;
     if (!real || fstat(t->lowerfd, &st) < 0 || !ancestors_searchable(real)) {
         free(real);
