@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -24,6 +26,9 @@ struct fy_action_attempt {
     char *dir;                 /* the attempt's private directory (0700) */
     int dirfd, rootfd;         /* it, and the execution root in it */
     char rootname[40];         /* the execution root's name: random */
+    char workname[48];         /* overlayfs's work directory beside it */
+    int lowerfd;               /* the input directory, the overlay's lower (-1: materialised) */
+    bool overlay;              /* the execution root is an overlay's upper (the backend mounts it) */
     fy_prepared *prepared;
     fy_handle *handle;
     struct pathset inputs;
@@ -110,6 +115,10 @@ static int action_policy(const fy_action *a, const fy_policy *host, const char *
 
 static uint64_t remove_attempt_dir(fy_action_attempt *t) {
     uint64_t left = 0;
+    if (t->lowerfd >= 0) {
+        close(t->lowerfd);
+        t->lowerfd = -1;
+    }
     if (t->rootfd >= 0) {
         close(t->rootfd);
         t->rootfd = -1;
@@ -143,12 +152,66 @@ void fy_action_attempt_free(fy_action_attempt *t) {
             close(t->rootfd);
         if (t->dirfd >= 0)
             close(t->dirfd);
+        if (t->lowerfd >= 0)
+            close(t->lowerfd);
         free(t->dir);
     }
     pathset_free(&t->inputs);
     fy_action_free(t->own);
     free(t->digest);
     free(t);
+}
+
+/* Whether the sandbox's ids can search every directory above path (the
+ * sandbox opens an overlay's lower with them): others may, or, rootless,
+ * the caller owns it and may (the user namespace keeps no groups). */
+static bool ancestors_searchable(const char *path) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return false;
+    for (char *slash = strrchr(buf, '/'); slash; slash = strrchr(buf, '/')) {
+        *slash = '\0';
+        struct stat st;
+        if (stat(buf[0] ? buf : "/", &st) < 0)
+            return false;
+        bool own = geteuid() != 0 && st.st_uid == geteuid();
+        if (!(st.st_mode & (own ? S_IXUSR : S_IXOTH)))
+            return false;
+        if (!buf[0])
+            break;
+    }
+    return true;
+}
+
+/* The overlay path, asked for before fy_prepare: the input directory
+ * opened and walked once (what tree_materialise would refuse is refused
+ * here), and, when the sandbox's ids reach all of it, the policy's
+ * build_lower and build_work. The backend then says whether it mounts it. */
+static int ask_overlay(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, fy_error **reterr) {
+    const fy_action *a = t->action;
+    if ((t->lowerfd = open(a->input, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return err_set(reterr, errno == ENOENT ? FY_E_NOTFOUND : FY_E_IO, FY_STEP_INPUT, errno, a->input,
+                       "cannot open the input root: %s", strerror(errno));
+    bool ok = false;
+    int r = tree_scan_lower(a, t->lowerfd, &t->stats, dirs, &ok, reterr);
+    if (r < 0 || !ok)
+        return r;
+    /* overlayfs keeps its whiteouts and opaque marks in user xattrs of the
+     * upper: the scratch directory's file system must take them. */
+    bool xattrs = fsetxattr(t->rootfd, "user.forgeyard.probe", "1", 1, 0) == 0 &&
+                  fremovexattr(t->rootfd, "user.forgeyard.probe") == 0;
+    char *real = xattrs ? realpath(a->input, NULL) : NULL;
+    struct stat st;
+    if (!real || fstat(t->lowerfd, &st) < 0 || !ancestors_searchable(real)) {
+        free(real);
+        return 0;
+    }
+    p->build_lower = real;
+    p->build_lower_dev = (uint64_t)st.st_dev;
+    p->build_lower_ino = (uint64_t)st.st_ino;
+    if (!(p->build_work = util_asprintf("%s/%s", t->dir, t->workname)))
+        return oom(reterr, FY_STEP_PREPARE);
+    return 0;
 }
 
 static fy_action *action_copy(const fy_action *a) {
@@ -175,7 +238,7 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
     if (!t)
         return oom(reterr, FY_STEP_PREPARE);
     t->origin_pid = util_getpid();
-    t->dirfd = t->rootfd = -1;
+    t->dirfd = t->rootfd = t->lowerfd = -1;
     int r = 0;
     if (!(t->own = action_copy(action)) || fy_action_digest(t->own, &t->digest, NULL) < 0) {
         r = oom(reterr, FY_STEP_PREPARE);
@@ -202,6 +265,7 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
     unsigned char rnd[16];
     randombytes_buf(rnd, sizeof(rnd));
     sodium_bin2hex(t->rootname, sizeof(t->rootname), rnd, sizeof(rnd));
+    snprintf(t->workname, sizeof(t->workname), "%s.work", t->rootname);
     if ((t->dirfd = open(t->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fchmod(t->dirfd, 0711) < 0 ||
         mkdirat(t->dirfd, t->rootname, 0700) < 0 ||
         (t->rootfd = openat(t->dirfd, t->rootname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -219,13 +283,24 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
     free(exec);
     if (r < 0)
         goto fail;
-    r = fy_prepare(p, caps, (const char *const *)t->action->argv, &t->prepared, reterr);
-    policy_destroy(p);
-    if (r < 0)
+    struct pathset dirs = {0};
+    uint64_t t0 = util_now_usec();
+    if (t->action->input_kind != FY_INPUT_ARCHIVE && !p->test_no_build_overlay && (r = ask_overlay(t, p, &dirs, reterr)) < 0) {
+        pathset_free(&dirs);
+        policy_destroy(p);
         goto fail;
+    }
+    uint64_t scan_usec = util_now_usec() - t0;
+    r = fy_prepare(p, caps, (const char *const *)t->action->argv, &t->prepared, reterr);
+    bool asked = p->build_lower != NULL;
+    policy_destroy(p);
+    if (r < 0) {
+        pathset_free(&dirs);
+        goto fail;
+    }
     /* Inputs after the negotiation: whether a file may be hard-linked
      * depends on the host ids the sandbox maps. */
-    uint64_t t0 = util_now_usec();
+    t0 = util_now_usec();
     const struct fy_plan *np = t->prepared->neutral;
     const struct fy_backend_ops *ops = t->prepared->sel.backend;
     uint32_t uid, gid;
@@ -237,8 +312,31 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
                     strerror(errno));
         goto fail;
     }
-    r = tree_materialise(t->action, t->rootfd, np->id_first, np->id_count, &own, &t->stats, &t->inputs, reterr);
-    t->input_usec = util_now_usec() - t0;
+    t->overlay = asked && ops->build_overlaid && ops->build_overlaid(t->prepared->plan);
+    if (t->overlay) {
+        /* The backend mounts the input directory under this upper: a
+         * skeleton of its directories, and overlayfs's work directory, both
+         * the sandbox's own (its pid 1 mounts them). */
+        int wfd = -1;
+        if (mkdirat(t->dirfd, t->workname, 0700) < 0 ||
+            (wfd = openat(t->dirfd, t->workname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+            (own.chown && fchown(wfd, own.uid, own.gid) < 0)) {
+            r = err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, t->dir, "cannot make the overlay's work directory: %s",
+                        strerror(errno));
+        } else {
+            r = tree_skeleton(t->action, t->lowerfd, t->rootfd, &dirs, &own, &t->stats, reterr);
+        }
+        if (wfd >= 0)
+            close(wfd);
+    } else {
+        if (t->lowerfd >= 0)
+            close(t->lowerfd);
+        t->lowerfd = -1;
+        t->stats = (struct tree_stats){0};
+        r = tree_materialise(t->action, t->rootfd, np->id_first, np->id_count, &own, &t->stats, &t->inputs, reterr);
+    }
+    pathset_free(&dirs);
+    t->input_usec = util_now_usec() - t0 + scan_usec;
     if (r < 0)
         goto fail;
     if ((r = fy_start(t->prepared, &t->handle, reterr)) < 0)
@@ -328,7 +426,7 @@ int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **re
     res->outcome = fy_result_outcome(res->sandbox);
     res->exit_code = fy_result_exit_code(res->sandbox);
     uint64_t t0 = util_now_usec();
-    if ((r = tree_collect(t->action, t->rootfd, &t->inputs, &col, reterr)) < 0)
+    if ((r = tree_collect(t->action, t->rootfd, t->lowerfd, &t->inputs, &col, reterr)) < 0)
         goto out;
     uint64_t collect_usec = util_now_usec() - t0;
     const char *detail = fy_result_detail(res->sandbox), *cdetail;
@@ -378,8 +476,9 @@ int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **re
               json_object_set_new(root, "stdout", streams[1]) == 0 &&
               json_object_set_new(root, "stderr", streams[2]) == 0 &&
               collected_to_json(col, root) == 0 &&
-              json_object_set_new(root, "input", json_pack("{s:s,s:I,s:I,s:I,s:I}", "kind",
+              json_object_set_new(root, "input", json_pack("{s:s,s:s,s:I,s:I,s:I,s:I}", "kind",
                                                            t->action->input_kind == FY_INPUT_ARCHIVE ? "archive" : "directory",
+                                                           "root", t->overlay ? "overlay" : "materialised",
                                                            "entries", (json_int_t)t->stats.entries,
                                                            "linked", (json_int_t)t->stats.linked,
                                                            "copied", (json_int_t)t->stats.copied,

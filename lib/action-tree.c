@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -564,6 +565,217 @@ int tree_materialise(const fy_action *a, int dst, uid_t ids_first, uint32_t ids_
     return 0;
 }
 
+/* ---- the overlay path: the input directory as a read-only lower ---- */
+
+/* Whether the sandbox's ids reach an entry of the lower as they would its
+ * materialised form (where a copy is readable): others may read (and
+ * search or execute where any may), or, rootless, the caller owns it (the
+ * workload runs as the caller's uid) and may. */
+static bool reachable(const struct stat *st, bool caller_owns) {
+    mode_t md = st->st_mode;
+    if (S_ISLNK(md))
+        return true;
+    bool own = caller_owns && st->st_uid == geteuid();
+    mode_t r = own ? 0400 : 0004, x = own ? 0100 : 0001;
+    if (S_ISDIR(md))
+        return (md & r) && (md & x);
+    return (md & r) && (!(md & 0111) || (md & x));
+}
+
+struct scan {
+    const fy_action *a;
+    struct tree_stats *st;
+    struct pathset *dirs;
+    bool caller_owns, ok;
+    char path[PATH_MAX];
+    fy_error **reterr;
+};
+
+static int scan_dir(struct scan *s, int src, int depth) {
+    if (depth > TREE_DEPTH_MAX)
+        return fail(s->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, s->path, "the input root is nested deeper than %d",
+                    TREE_DEPTH_MAX);
+    int dfd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
+        return fail(s->reterr, FY_E_IO, FY_STEP_INPUT, e, s->path, "cannot read the input directory: %s", strerror(e));
+    }
+    size_t plen = strlen(s->path);
+    int r = 0;
+    struct dirent *de;
+    while (r >= 0 && (errno = 0, de = readdir(d))) {
+        const char *name = de->d_name;
+        if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
+            continue;
+        if (plen + strlen(name) + 2 > sizeof(s->path)) {
+            r = fail(s->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, s->path, "an input path is longer than %d bytes",
+                     PATH_MAX);
+            break;
+        }
+        snprintf(s->path + plen, sizeof(s->path) - plen, "%s%s", plen ? "/" : "", name);
+        if (++s->st->entries > s->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]) {
+            r = fail(s->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, s->path,
+                     "the input root has more than %" PRIu64 " entries (limits.input_entries)",
+                     s->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]);
+            break;
+        }
+        struct stat st;
+        if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            r = fail(s->reterr, FY_E_IO, FY_STEP_INPUT, errno, s->path, "cannot stat: %s", strerror(errno));
+        } else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+            r = fail(s->reterr, FY_E_INVAL, FY_STEP_INPUT, 0, s->path,
+                     "the input root holds %s: only files, directories and links are inputs", type_name(st.st_mode));
+        } else {
+            s->ok = s->ok && reachable(&st, s->caller_owns);
+            if (S_ISDIR(st.st_mode)) {
+                int sub = open_dir(src, name);
+                if (sub < 0)
+                    r = fail(s->reterr, FY_E_IO, FY_STEP_INPUT, errno, s->path, "cannot open the input directory: %s",
+                             strerror(errno));
+                else if (pathset_add(s->dirs, s->path) < 0)
+                    r = fail(s->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+                else
+                    r = scan_dir(s, sub, depth + 1);
+                if (sub >= 0)
+                    close(sub);
+            }
+        }
+        s->path[plen] = '\0';
+    }
+    if (r >= 0 && errno)
+        r = fail(s->reterr, FY_E_IO, FY_STEP_INPUT, errno, s->path, "cannot read the input directory");
+    closedir(d);
+    return r;
+}
+
+int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct pathset *dirs, bool *overlayable,
+                    fy_error **reterr) {
+    struct stat top;
+    struct scan s = {.a = a, .st = st, .dirs = dirs, .caller_owns = geteuid() != 0, .ok = true, .reterr = reterr};
+    if (fstat(src, &top) < 0)
+        return fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, a->input, "cannot stat the input root");
+    s.ok = reachable(&top, s.caller_owns);
+    int r = scan_dir(&s, src, 0);
+    *overlayable = r >= 0 && s.ok;
+    return r;
+}
+
+/* Copies the lower's entry name (in the directory fds src, dst) into the
+ * upper: a file read-only (as materialised), a link as a link, a directory
+ * whole (its directories exist already: the skeleton has them all). */
+static int seed(const fy_action *a, int src, int dst, const char *name, const struct tree_owner *own,
+                struct tree_stats *st, int depth, fy_error **reterr) {
+    struct stat sb;
+    if (fstatat(src, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, name, "cannot stat the input");
+    if (S_ISLNK(sb.st_mode)) {
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(src, name, target, sizeof(target) - 1);
+        if (n < 0 || (size_t)n >= sizeof(target) - 1)
+            return fail(reterr, FY_E_IO, FY_STEP_INPUT, n < 0 ? errno : ENAMETOOLONG, name, "cannot read the link");
+        target[n] = '\0';
+        if (symlinkat(target, dst, name) < 0)
+            return fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, name, "cannot make the link: %s", strerror(errno));
+        return 0;
+    }
+    if (S_ISREG(sb.st_mode)) {
+        struct mat m = {.a = a, .own = own, .st = st, .reterr = reterr};
+        snprintf(m.path, sizeof(m.path), "%s", name);
+        return mat_file(&m, src, dst, name, &sb);
+    }
+    if (!S_ISDIR(sb.st_mode) || depth > TREE_DEPTH_MAX)
+        return fail(reterr, FY_E_INVAL, FY_STEP_INPUT, 0, name, "cannot seed the declared output");
+    int s2 = open_dir(src, name), d2 = s2 < 0 ? -1 : walk(dst, name, own);
+    DIR *d = NULL;
+    int r = 0;
+    if (s2 < 0 || d2 < 0) {
+        r = fail(reterr, FY_E_IO, FY_STEP_INPUT, s2 < 0 ? errno : -d2, name, "cannot open the declared output");
+    } else {
+        int dfd = openat(s2, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (!(d = dfd < 0 ? NULL : fdopendir(dfd))) {
+            if (dfd >= 0)
+                close(dfd);
+            r = fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, name, "cannot read the input directory");
+        }
+    }
+    struct dirent *de;
+    while (r >= 0 && d && (de = readdir(d)))
+        if (!(de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))))
+            r = seed(a, s2, d2, de->d_name, own, st, depth + 1, reterr);
+    if (d)
+        closedir(d);
+    if (s2 >= 0)
+        close(s2);
+    if (d2 >= 0)
+        close(d2);
+    return r;
+}
+
+int tree_skeleton(const fy_action *a, int lower, int upper, const struct pathset *dirs, const struct tree_owner *own,
+                  struct tree_stats *st, fy_error **reterr) {
+    /* Every directory of the lower, the sandbox's own: the merged
+     * directory takes the upper's owner and mode, so the workload may make
+     * files anywhere (as in a materialised root) while every file stays
+     * the lower's until overlayfs copies it up. */
+    for (size_t i = 0; i < dirs->n; i++) {
+        int fd = -1, e = 0;
+        if (mkdirat(upper, dirs->v[i], 0700) < 0 ||
+            (fd = openat(upper, dirs->v[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            e = errno;
+        else
+            e = -own_dir(fd, own);
+        if (fd >= 0)
+            close(fd);
+        if (e)
+            return fail(reterr, FY_E_IO, FY_STEP_INPUT, e, dirs->v[i], "cannot make the directory: %s", strerror(e));
+    }
+    /* The working directory and the parents of the declared outputs, as
+     * tree_materialise makes them: never where the lower has a file or a
+     * link (the merged view would show the upper's directory instead). */
+    int lw = walk(lower, a->workdir, NULL);
+    if (lw == -ELOOP || lw == -ENOTDIR)
+        return fail(reterr, FY_E_INVAL, FY_STEP_INPUT, -lw, "$.working_directory",
+                    "the working directory \"%s\" is a link or a file in the input root", a->workdir);
+    int wd = walk(upper, a->workdir, own);
+    if (wd < 0) {
+        if (lw >= 0)
+            close(lw);
+        return fail(reterr, FY_E_INVAL, FY_STEP_INPUT, -wd, "$.working_directory",
+                    "the working directory \"%s\" cannot be made", a->workdir);
+    }
+    int r = 0;
+    VEC_EACH(&a->outputs, struct act_output, o) {
+        char dir[PATH_MAX];
+        const char *base;
+        split(o->path, dir, sizeof(dir), &base);
+        int lp = lw >= 0 ? walk(lw, dir, NULL) : -ENOENT;
+        int pfd = lp == -ELOOP || lp == -ENOTDIR ? lp : walk(wd, dir, own);
+        if (pfd < 0) {
+            r = fail(reterr, FY_E_INVAL, FY_STEP_INPUT, -pfd, o->path, "the directory of the declared output \"%s\" %s",
+                     o->path, pfd == -ELOOP || pfd == -ENOTDIR ? "is a link or a file in the input root"
+                                                               : "cannot be made");
+        } else if (lp >= 0) {
+            /* A declared output the lower has already: the upper gets its
+             * copy, so that what is collected from the upper alone is what
+             * the workload saw (minus what it removed: whiteouts). */
+            r = seed(a, lp, pfd, base, own, st, 0, reterr);
+        }
+        if (lp >= 0)
+            close(lp);
+        if (pfd >= 0)
+            close(pfd);
+        if (r < 0)
+            break;
+    }
+    if (lw >= 0)
+        close(lw);
+    close(wd);
+    return r;
+}
+
 /* ---- removing ---- */
 
 /* Iterative (a workload can nest directories deeper than any stack): dives
@@ -594,7 +806,11 @@ uint64_t tree_remove_below(int top) {
             if (errno == EISDIR || errno == EPERM) {
                 if (unlinkat(cur, n, AT_REMOVEDIR) == 0)
                     continue;
-                if ((sub = open_dir(cur, n)) >= 0)
+                /* (overlayfs leaves its work directory mode 0) */
+                if ((sub = open_dir(cur, n)) < 0 && errno == EACCES &&
+                    fchmodat(cur, n, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+                    sub = open_dir(cur, n);
+                if (sub >= 0)
                     break;
             }
             left++;
@@ -641,6 +857,9 @@ uint64_t tree_remove_below(int top) {
 
 /* ---- collecting the outputs ---- */
 
+/* An overlay's mark of a removed lower entry (a 0/0 character device). */
+static bool whiteout(const struct stat *st) { return S_ISCHR(st->st_mode) && st->st_rdev == 0; }
+
 struct cfile { char *path; unsigned char digest[32]; uint64_t size; bool exec; };
 struct clink { char *path, *target; };
 struct cdir { char *path; uint64_t files; unsigned char digest[32]; };
@@ -661,6 +880,7 @@ struct col {
     const fy_action *a;
     struct collected *c;
     int out;           /* the output directory, or -1 */
+    bool overlay;      /* the root is an overlay's upper: whiteouts are removed entries */
     fy_error **reterr;
     char buf_path[PATH_MAX];
 };
@@ -731,6 +951,30 @@ static int push_missing(struct vec *v, const char *path, const char *why) {
 }
 
 /* A regular output file: hashed (and copied into the output directory). */
+/* An overlay's upper holds only inodes of its own (copy-up makes new ones;
+ * metacopy and index are off), so a declared output file of the finished
+ * attempt, singly linked, is moved into the output directory instead of
+ * copied (same file system): then made the caller's, as a copy would be,
+ * mode 0644 or 0755, without the extended attributes (ACLs included) the
+ * workload may have set. Anything refused: moved back, and copied. */
+static bool move_output(int dir, const char *name, int outdir, int fd, const struct stat *st) {
+    if (renameat2(dir, name, outdir, name, RENAME_NOREPLACE) < 0)
+        return false;
+    struct stat now;
+    bool ok = fstatat(outdir, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st->st_ino &&
+              now.st_dev == st->st_dev;
+    char names[4096];
+    ssize_t n = ok ? flistxattr(fd, names, sizeof(names)) : -1;
+    ok = ok && n >= 0;
+    for (ssize_t i = 0; ok && i < n; i += (ssize_t)strlen(names + i) + 1)
+        ok = fremovexattr(fd, names + i) == 0 || errno == ENODATA;
+    ok = ok && (geteuid() != 0 || fchown(fd, geteuid(), getegid()) == 0) &&
+         fchmod(fd, (st->st_mode & 0100) ? 0755 : 0644) == 0 && flistxattr(fd, names, sizeof(names)) == 0;
+    if (!ok && renameat2(outdir, name, dir, name, RENAME_NOREPLACE) < 0)
+        (void)unlinkat(outdir, name, 0); /* never leave a half-made output */
+    return ok;
+}
+
 static int col_file(struct col *k, int dir, const char *name, const char *rel, const struct stat *st, int outdir) {
     if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES])
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
@@ -748,7 +992,8 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, e, rel, "cannot read the output: %s", strerror(e));
     }
     int out = -1;
-    if (outdir >= 0 &&
+    bool moved = k->overlay && outdir >= 0 && st2.st_nlink == 1 && move_output(dir, name, outdir, in, &st2);
+    if (outdir >= 0 && !moved &&
         (out = openat(outdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                       (st2.st_mode & 0100) ? 0755 : 0644)) < 0) {
         int e = errno;
@@ -900,7 +1145,9 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
             break;
         }
         mode_t md = v[i].st.st_mode;
-        if (S_ISREG(md)) {
+        if (k->overlay && whiteout(&v[i].st)) {
+            /* removed by the workload: not there */
+        } else if (S_ISREG(md)) {
             r = col_file(k, dir, v[i].name, sub, &v[i].st, outdir);
             if (r == 0) {
                 const struct cfile *f = (const struct cfile *)k->c->files.items + k->c->files.n - 1;
@@ -966,7 +1213,7 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
     }
     struct stat st;
     const char *why = NULL;
-    if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || (k->overlay && whiteout(&st))) {
         why = "not made";
     } else if (S_ISLNK(st.st_mode)) {
         r = col_link(k, pfd, base, o->path, out);
@@ -1018,6 +1265,12 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
  * counted, never collected. A bounded walk. */
 struct und { struct col *k; const struct pathset *inputs; uint64_t budget; char path[PATH_MAX]; };
 
+/* Whether the upper's directory hides the lower's (user.overlay.opaque). */
+static bool opaque(int dir) {
+    char v[2];
+    return fgetxattr(dir, "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y';
+}
+
 static bool declared(const fy_action *a, const char *rel) {
     size_t wl = strlen(a->workdir);
     if (wl) {
@@ -1033,7 +1286,9 @@ static bool declared(const fy_action *a, const char *rel) {
     return false;
 }
 
-static void und_walk(struct und *u, int dir, int depth) {
+/* lower: the same directory of the overlay's lower (-1: none, or not an
+ * overlay), where a file of the upper is an input the workload changed. */
+static void und_walk(struct und *u, int dir, int lower, int depth) {
     struct ent *v;
     size_t n;
     if (depth > TREE_DEPTH_MAX || !u->budget) {
@@ -1049,15 +1304,23 @@ static void und_walk(struct und *u, int dir, int depth) {
         if (plen + strlen(v[i].name) + 2 > sizeof(u->path))
             continue;
         snprintf(u->path + plen, sizeof(u->path) - plen, "%s%s", plen ? "/" : "", v[i].name);
+        struct stat lst;
+        bool input = u->k->overlay ? lower >= 0 && fstatat(lower, v[i].name, &lst, AT_SYMLINK_NOFOLLOW) == 0
+                                   : pathset_has(u->inputs, u->path);
         if (S_ISDIR(v[i].st.st_mode)) {
             if (!declared(u->k->a, u->path)) {
                 int sd = open_dir(dir, v[i].name);
+                int ld = sd >= 0 && lower >= 0 && !opaque(sd) ? open_dir(lower, v[i].name) : -1;
                 if (sd >= 0) {
-                    und_walk(u, sd, depth + 1);
+                    und_walk(u, sd, ld, depth + 1);
                     close(sd);
                 }
+                if (ld >= 0)
+                    close(ld);
             }
-        } else if (!pathset_has(u->inputs, u->path) && !declared(u->k->a, u->path)) {
+        } else if (u->k->overlay && whiteout(&v[i].st)) {
+            /* an input the workload removed */
+        } else if (!input && !declared(u->k->a, u->path)) {
             struct collected *c = u->k->c;
             if (c->nlisted < UNDECLARED_LISTED && (c->undeclared[c->nlisted] = strdup(u->path)))
                 c->nlisted++;
@@ -1088,7 +1351,7 @@ static int open_output_dir(const char *path, fy_error **reterr) {
     return fd;
 }
 
-int tree_collect(const fy_action *a, int root, const struct pathset *inputs, struct collected **ret,
+int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, struct collected **ret,
                  fy_error **reterr) {
     *ret = NULL;
     struct collected *c = calloc(1, sizeof(*c));
@@ -1098,7 +1361,7 @@ int tree_collect(const fy_action *a, int root, const struct pathset *inputs, str
     vec_init(&c->links, sizeof(struct clink));
     vec_init(&c->dirs, sizeof(struct cdir));
     vec_init(&c->missing, sizeof(struct cmiss));
-    struct col k = {.a = a, .c = c, .out = -1, .reterr = reterr};
+    struct col k = {.a = a, .c = c, .out = -1, .overlay = lower >= 0, .reterr = reterr};
     int r = 0;
     if (a->output_dir && (k.out = open_output_dir(a->output_dir, reterr)) < 0)
         r = k.out;
@@ -1121,7 +1384,7 @@ int tree_collect(const fy_action *a, int root, const struct pathset *inputs, str
     if (r >= 0) {
         struct und u = {.k = &k, .inputs = inputs,
                         .budget = inputs->n + a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES] + 1000};
-        und_walk(&u, root, 0);
+        und_walk(&u, root, lower >= 0 && !opaque(root) ? lower : -1, 0);
     }
     if (r > 0)
         r = 0;

@@ -56,13 +56,30 @@ struct tree_owner { bool chown; uid_t uid; gid_t gid; mode_t dir_mode; };
 int tree_materialise(const fy_action *a, int dst, uid_t ids_first, uint32_t ids_count, const struct tree_owner *own,
                      struct tree_stats *st, struct pathset *inputs, fy_error **reterr);
 
+/* The overlay path (the backend mounts the input directory as the
+ * read-only lower of an overlay whose upper is the execution root):
+ * tree_scan_lower walks the input directory (fd src) as tree_materialise
+ * would, refusing what it refuses, counting entries, listing its
+ * directories (parents first) into dirs, and says whether the sandbox's
+ * ids reach every entry as they would reach its materialised form
+ * (*overlayable; false: materialise instead). tree_skeleton then makes
+ * every directory of dirs in the empty upper (fd), owned as own says, the
+ * working directory and the outputs' parents, and copies into the upper
+ * the declared outputs the lower already has. */
+int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct pathset *dirs, bool *overlayable,
+                    fy_error **reterr);
+int tree_skeleton(const fy_action *a, int lower, int upper, const struct pathset *dirs, const struct tree_owner *own,
+                  struct tree_stats *st, fy_error **reterr);
+
 struct collected;
 /* Collects the declared outputs of the finished attempt from the execution
  * root (fd root) into the output directory (when the action names one).
- * inputs (tree_materialise's) makes the undeclared-file listing. Returns 0
+ * inputs (tree_materialise's) makes the undeclared-file listing; with
+ * lower >= 0 the root is an overlay's upper over that lower instead:
+ * whiteouts are removed entries, and a file the lower has is an input. Returns 0
  * with *ret (which may carry an outcome: violation or limit), or a
  * negative FY_E_* for an infrastructure failure. */
-int tree_collect(const fy_action *a, int root, const struct pathset *inputs, struct collected **ret,
+int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, struct collected **ret,
                  fy_error **reterr);
 void collected_free(struct collected *c);
 /* The ActionResult members of c (output_files, output_symlinks,

@@ -54,6 +54,10 @@ struct fy_backend_ops {
     /* Runs the plan's container image as its root (image_layers): a policy
      * with an image selects only such a backend, one without never does. */
     bool images;
+    /* Optional: whether the compiled plan mounts the neutral plan's
+     * build_lower as an overlay at /work/build (upper: build). NULL or
+     * false: build is bound as any workspace directory. */
+    bool (*build_overlaid)(const void *plan);
     /* Optional: pre-started shells (fy_shells_new(3), api-shells.c). A
      * shell holds nothing of any attempt: no host path, plan, secret,
      * environment or workload byte. shell_make starts one shaped by plan

@@ -449,6 +449,14 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     pl->source = p->source ? str(pl, p->source) : NULL;
     pl->source_writable = p->source_writable;
     pl->build = p->build ? str(pl, p->build) : NULL;
+    if (p->build && p->build_lower && p->build_work) {
+        pl->build_lower = str(pl, p->build_lower);
+        pl->build_work = str(pl, p->build_work);
+        pl->build_lower_dev = p->build_lower_dev;
+        pl->build_lower_ino = p->build_lower_ino;
+        if (!pl->build_lower || !pl->build_work)
+            goto oom;
+    }
     pl->output = p->output ? str(pl, p->output) : NULL;
     if (!pl->workdir || (p->hostname && !pl->hostname) || (p->source && !pl->source) ||
         (p->build && !pl->build) || (p->output && !pl->output))

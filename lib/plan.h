@@ -128,6 +128,15 @@ struct fy_plan {
     /* The host directories of the workspace (NULL: a tmpfs stands in). */
     const char *source, *build, *output;
     bool source_writable;
+    /* An action's execution root: where the backend can (its
+     * build_overlaid op says so for the compiled plan), /work/build is an
+     * overlay mounted inside the sandbox, with the host directory
+     * build_lower (opened there and checked to be the inode
+     * build_lower_dev/ino) as its read-only lower layer, the host directory
+     * build as its upper and build_work as overlayfs's work directory.
+     * NULL: build is bound as usual (the action then fills it itself). */
+    const char *build_lower, *build_work;
+    uint64_t build_lower_dev, build_lower_ino;
     /* The container image (FY_LEVEL_CONTAINER; NULL / 0 otherwise): its
      * verified, unpacked layer directories, lowest first, and its manifest
      * digest (a docker-archive's: its config digest). */

@@ -83,11 +83,14 @@ fy_policy *policy_alloc(void) {
 void policy_clear(fy_policy *p) {
     free(p->source);
     free(p->build);
+    free(p->build_lower);
+    free(p->build_work);
     free(p->output);
     free(p->workdir);
     free(p->hostname);
     free(p->image);
     p->source = p->build = p->output = p->workdir = p->hostname = p->image = NULL;
+    p->build_lower = p->build_work = NULL;
     VEC_EACH(&p->toolchains, struct pol_toolchain, t) { free(t->name); free(t->host); }
     VEC_EACH(&p->binds, struct pol_bind, b) { free(b->host); free(b->target); }
     VEC_EACH(&p->runtime_paths, char *, s) free(*s);
@@ -279,6 +282,7 @@ void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth) {
 
 void policy_test_legacy_cgroups(fy_policy *p) { p->test_legacy_cgroups = true; }
 void policy_test_copy_init(fy_policy *p) { p->test_copy_init = true; }
+void policy_test_no_build_overlay(fy_policy *p) { p->test_no_build_overlay = true; }
 
 void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) {
     p->delay_stage = stage;
@@ -427,6 +431,7 @@ fy_policy *policy_dup(const fy_policy *s) {
     *p = *s;
     p->origin_pid = pid;
     p->source = p->build = p->output = p->workdir = p->hostname = p->image = NULL;
+    p->build_lower = p->build_work = NULL;
     p->state_dir = NULL;
     memset(p->net_host, 0, sizeof(p->net_host));
     for (int i = 0; i < 3; i++)
@@ -447,7 +452,8 @@ fy_policy *policy_dup(const fy_policy *s) {
     metrics_ref(p->obs.metrics); /* the shallow copy took the pointer */
     ok = ok && dup_str(&p->source, s->source) && dup_str(&p->build, s->build) &&
               dup_str(&p->output, s->output) && dup_str(&p->workdir, s->workdir) &&
-              dup_str(&p->hostname, s->hostname) && dup_str(&p->image, s->image);
+              dup_str(&p->hostname, s->hostname) && dup_str(&p->image, s->image) &&
+              dup_str(&p->build_lower, s->build_lower) && dup_str(&p->build_work, s->build_work);
     ok = ok && dup_vec(&p->toolchains, &s->toolchains) && dup_vec(&p->binds, &s->binds) &&
          dup_vec(&p->runtime_paths, &s->runtime_paths) && dup_vec(&p->env_set, &s->env_set) &&
          dup_vec(&p->env_allow, &s->env_allow) && dup_vec(&p->dests, &s->dests) &&

@@ -54,12 +54,20 @@ struct fy_policy {
     bool test_legacy_cgroups;       /* tests only: plan as on a host without cgroup v2 */
     bool test_copy_init;            /* tests only: the init is a copy of the host, as where
                                        forgeyard-init cannot be executed */
+    bool test_no_build_overlay;     /* tests only: an action materialises its root even where
+                                       the backend could mount it as an overlay */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];
     /* filesystem */
     char *source; bool source_writable;
     char *build, *output;
+    /* An action's execution root (not in the JSON form): build_lower, a
+     * host directory (the inode build_lower_dev/ino), is to be the read-only
+     * lower of an overlay at /work/build whose upper is build and whose
+     * overlayfs work directory is build_work, where the backend can. */
+    char *build_lower, *build_work;
+    uint64_t build_lower_dev, build_lower_ino;
     struct vec toolchains;    /* struct pol_toolchain, sorted by name */
     struct vec binds;         /* struct pol_bind, in insertion order */
     struct vec runtime_paths; /* char *, in order */
@@ -106,6 +114,7 @@ void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec);
  * on a hybrid host. */
 void policy_test_legacy_cgroups(fy_policy *p);
 void policy_test_copy_init(fy_policy *p);
+void policy_test_no_build_overlay(fy_policy *p);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);
 void policy_remove_string(struct vec *v, const char *s);

@@ -291,6 +291,52 @@ static int do_bind(int oldroot, const struct mount_op *op) {
     return r;
 }
 
+/* A directory of the old root, never through a symbolic link (ELOOP). */
+static int open_host_dir(int oldroot, const char *rel) {
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
+    return sys_openat2(oldroot, rel, &how, sizeof(how));
+}
+
+/* An action's execution root: an overlay whose layers are named by the fds
+ * opened here (the lower checked to be the inode the host walked), mounted
+ * in this namespace only. redirect_dir and metacopy stay off (a renamed
+ * merged directory is copied by the workload's tools: EXDEV), no index, no
+ * xino; userxattr: whiteouts and opaque directories as user.overlay.*
+ * xattrs, which overlayfs never lets the workload set. volatile: the upper
+ * lives for one attempt, so overlayfs never syncs it (an unmount would
+ * otherwise sync the whole upper file system). nosuid, nodev. */
+static int do_overlay(int oldroot, const struct mount_op *op) {
+    int lower = open_host_dir(oldroot, op->src), upper = -1, work = -1, fs = -1, mnt = -1, r = 0;
+    struct stat st;
+    if (lower < 0 || fstat(lower, &st) < 0)
+        r = -errno;
+    else if ((uint64_t)st.st_dev != op->dev || (uint64_t)st.st_ino != op->ino)
+        r = -ESTALE;
+    else if ((upper = open_host_dir(oldroot, op->data)) < 0 || (work = open_host_dir(oldroot, op->aux)) < 0 ||
+             (fs = sys_fsopen("overlay", FSOPEN_CLOEXEC)) < 0)
+        r = -errno;
+    else if (sys_fsconfig(fs, FSCONFIG_SET_FD, "lowerdir+", NULL, lower) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_FD, "upperdir", NULL, upper) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_FD, "workdir", NULL, work) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_STRING, "redirect_dir", "nofollow", 0) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_STRING, "index", "off", 0) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_STRING, "xino", "off", 0) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 ||
+             sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+             (mnt = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0)
+        r = -errno;
+    else if ((r = mkdir_p(op->dst, 0755)) >= 0 && sys_move_mount(mnt, "", AT_FDCWD, op->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        r = -errno;
+    int fds[] = {lower, upper, work, fs, mnt};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return r;
+}
+
 static int do_op(int oldroot, const struct linux_plan *pl, const struct mount_op *op) {
     int r;
     switch (op->kind) {
@@ -313,6 +359,8 @@ static int do_op(int oldroot, const struct linux_plan *pl, const struct mount_op
                      MS_NOSUID | MS_NODEV | ((op->flags & MF_NOEXEC) ? MS_NOEXEC : 0), op->data) < 0 ? -errno : 0;
     case MK_BIND:
         return do_bind(oldroot, op);
+    case MK_OVERLAY:
+        return do_overlay(oldroot, op);
     case MK_PROC:
         if ((r = mkdir_p(op->dst, 0555)) < 0)
             return r;

@@ -122,6 +122,7 @@ int lx_pack(const struct child_args *a, unsigned char **ret_blob, size_t *ret_le
         op.src = AS_PTR(op.kind == MK_FILE ? put_bytes0(&p, op.src, op.src_len) : put_str(&p, op.src));
         op.dst = AS_PTR(put_str(&p, op.dst));
         op.data = AS_PTR(put_str(&p, op.data));
+        op.aux = AS_PTR(put_str(&p, op.aux));
         if (!p.oom)
             memcpy(p.buf + ops + i * sizeof(op), &op, sizeof(op));
     }
@@ -244,6 +245,7 @@ struct child_args *lx_unpack(unsigned char *blob, size_t len) {
         op->src = op->kind == MK_FILE ? at(&u, op->src, op->src_len + 1) : at_str(&u, op->src);
         op->dst = at_str(&u, op->dst);
         op->data = at_str(&u, op->data);
+        op->aux = at_str(&u, op->aux);
     }
     pl->ll_rules = pl->nll ? at(&u, pl->ll_rules, pl->nll * sizeof(struct ll_rule)) : NULL;
     for (size_t i = 0; pl->ll_rules && i < pl->nll; i++)

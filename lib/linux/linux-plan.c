@@ -666,7 +666,20 @@ static int compile_layout(struct linux_plan *pl, struct builder *b, const struct
             uint32_t f = ((e->flags & PLAN_RO) ? MF_READONLY : 0) | ((e->flags & PLAN_OPTIONAL) ? MF_OPTIONAL : 0) |
                          ((e->flags & PLAN_WORKSPACE) || e->role == PR_DEVICE ? MF_NOFOLLOW : 0) | ((e->flags & PLAN_DEVICE) ? MF_DEVICE : 0) |
                          ((e->flags & PLAN_FILE) ? MF_FILE : 0) | ((e->flags & PLAN_DIR) ? MF_DIR : 0);
-            add_bind(b, e->host, e->target, f);
+            if (e->role == PR_BUILD && pl->build_overlay) {
+                /* An action's execution root: its input directory under
+                 * an upper of the attempt's own, mounted in here. */
+                if ((op = add_op(b, MK_OVERLAY, MF_DIR, e->target)) &&
+                    (!(op->src = plan_str(pl, np->build_lower + 1)) || !(op->data = plan_str(pl, e->host + 1)) ||
+                     !(op->aux = plan_str(pl, np->build_work + 1))))
+                    b->oom = true;
+                if (op) {
+                    op->dev = np->build_lower_dev;
+                    op->ino = np->build_lower_ino;
+                }
+            } else {
+                add_bind(b, e->host, e->target, f);
+            }
             if (b->oom)
                 return FY_E_NOMEM;
             op = &pl->ops[pl->nops - 1];
@@ -726,6 +739,28 @@ static int compile_layout(struct linux_plan *pl, struct builder *b, const struct
     add_rule(b, "/run", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR);
     pl->workdir = np->workdir;
     return b->oom ? FY_E_NOMEM : 0;
+}
+
+/* Whether an action's execution root can be an overlay here: asked for
+ * (absolute host paths), the probe mounted one in a user namespace
+ * (LX_FACT_OVERLAY), and the kernel names layers by fd (overlayfs's
+ * "lowerdir+", "upperdir" and "workdir" through FSCONFIG_SET_FD: Linux
+ * 6.13), so that what is mounted is exactly the directory opened and
+ * checked. Otherwise the action materialises its root (as good, slower). */
+static bool overlay_build_usable(const struct fy_plan *np, const fy_caps *c) {
+    if (!np->build_lower || !np->build_work || !np->build || np->build_lower[0] != '/' ||
+        np->build_work[0] != '/' || np->build[0] != '/')
+        return false;
+    const char *f = caps_fact(c, LX_FACT_OVERLAY);
+    unsigned major = 0, minor = 0;
+    const char *rel = c->host.kernel_release;
+    return f && strcmp(f, "ok") == 0 && rel && sscanf(rel, "%u.%u", &major, &minor) == 2 &&
+           (major > 6 || (major == 6 && minor >= 13));
+}
+
+bool linux_plan_build_overlaid(const void *plan) {
+    const struct linux_plan *pl = plan;
+    return pl->build_overlay;
 }
 
 int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_plan **ret, fy_error **reterr) {
@@ -825,6 +860,7 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     }
     if (pl->net)
         lxn_landlock_ports(pl, np);
+    pl->build_overlay = !process_level && overlay_build_usable(np, c);
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
     if (r == FY_E_RANGE) {
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_MOUNT, 0, NULL,

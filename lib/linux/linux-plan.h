@@ -30,6 +30,8 @@ enum mount_kind {
     MK_MASK,       /* hide dst in /proc: /dev/null over a file, an empty ro tmpfs over a dir */
     MK_READONLY,   /* bind dst onto itself read-only (recursive) */
     MK_DEVPTS,     /* mount a new devpts instance at dst (data: its options) */
+    MK_OVERLAY,    /* an action's execution root at dst: an overlay of host src (read-only lower, the
+                      inode dev/ino) with host data as upper and host aux as work directory */
 };
 
 #define MF_READONLY  (1u << 0)
@@ -47,7 +49,9 @@ struct mount_op {
     const char *src;        /* MK_BIND: host path without the leading '/'; MK_SYMLINK: target; MK_FILE: content */
     size_t src_len;         /* MK_FILE */
     const char *dst;        /* absolute, inside the sandbox */
-    const char *data;       /* MK_TMPFS options */
+    const char *data;       /* MK_TMPFS options; MK_OVERLAY: the upper (host path, relative) */
+    const char *aux;        /* MK_OVERLAY: the work directory (host path, relative) */
+    uint64_t dev, ino;      /* MK_OVERLAY: what the lower must be */
     uint32_t step;          /* FY_STEP_* reported on failure */
 };
 
@@ -114,6 +118,8 @@ struct linux_plan {
      * first, NULL-terminated, under an overlay whose upper is in the root
      * tmpfs (NULL: a plain tmpfs root). */
     char **overlay_lowers;
+    /* An action's execution root is an overlay (MK_OVERLAY), not a bind. */
+    bool build_overlay;
     const char *workdir;
     /* hardening */
     struct ll_rule *ll_rules;
@@ -251,6 +257,8 @@ int linux_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, f
 void linux_plan_free_hook(void *plan);
 const char *linux_plan_describe(const void *plan);
 int linux_plan_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid);
+/* Whether the plan mounts an action's execution root as an overlay (MK_OVERLAY). */
+bool linux_plan_build_overlaid(const void *plan);
 int lx_start(fy_handle *h, fy_error **reterr);
 /* Pre-started shells (linux-shell.c; the ops of backend.h). */
 int lx_start_shell(fy_handle *h, void *shell, fy_error **reterr);

@@ -882,6 +882,11 @@ static const struct field plan_fields[] = {
                                 "(lib/select.c), which apple is not"},
     {"nimage_layers", AH_DENIED, "as image_layers"},
     {"image_digest", AH_DENIED, "as image_layers"},
+    {"build_lower", AH_DENIED, "no build_overlaid op: build is bound as usual, and the action layer materialises "
+                               "the input root into it (lib/action-run.c)"},
+    {"build_work", AH_DENIED, "as build_lower"},
+    {"build_lower_dev", AH_DENIED, "as build_lower"},
+    {"build_lower_ino", AH_DENIED, "as build_lower"},
     {"limit", AH_SPAWN, "per limit: test_limits"},
     {"seccomp_class", AH_CONTROL, "the seccomp control, never enforced here"},
     {"net_mode", AH_PROFILE, "network rules"},

@@ -2,7 +2,10 @@
  * with the right digests, the input root is never changed whatever the
  * action does, undeclared writes reach nothing the host keeps, hostile
  * outputs and hostile archives are refused with typed results, platform
- * properties only tighten. As root, and with --rootless as uid 65534. */
+ * properties only tighten. As root, and with --rootless as uid 65534.
+ * Every test runs twice: with the execution root the backend mounts as an
+ * overlay of the input directory where this host can (tcase "actions"),
+ * and with it materialised file by file (tcase "materialised"). */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -21,9 +25,18 @@
 
 #include <forgeyard/sandbox.h>
 
+#include "policy.h" /* policy_test_no_build_overlay: tests only */
+
 static char scratch[64];
 static bool rootless;
 static int counter;
+/* This host mounts an action's input directory as an overlay: the
+ * container level is usable (the probe's overlay works) and the kernel
+ * names overlay layers by fd (6.13). */
+static bool overlay_here;
+/* The tcase "materialised": the attempt is told not to ask for it. */
+static bool materialise;
+static void set_materialise(void) { materialise = true; }
 
 /* ---- helpers ---- */
 
@@ -129,7 +142,27 @@ static void tree_digest(const char *dir, unsigned char out[32]) {
 static fy_policy *policy(void) {
     fy_policy *p = NULL;
     ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    if (materialise)
+        policy_test_no_build_overlay(p);
     return p;
+}
+
+/* Whether a directory input root is mounted as an overlay in this tcase. */
+static bool overlaid(void) { return overlay_here && !materialise; }
+
+/* The result says which path made the execution root, and it is the one
+ * expected here. */
+static void assert_root(const char *j, bool overlay) {
+    ck_assert_msg(strstr(j, overlay ? "\"root\": \"overlay\"" : "\"root\": \"materialised\""), "%s", j);
+}
+
+/* Nothing of the attempt is mounted in the host's namespace. */
+static void assert_no_mount_of(const char *dir) {
+    char *m = read_all("/proc/self/mountinfo");
+    ck_assert_ptr_nonnull(m);
+    ck_assert_msg(!strstr(m, dir), "a mount under %s: %s", dir, m);
+    ck_assert_msg(!strstr(m, "forgeyard-action-"), "an attempt's mount: %s", m);
+    free(m);
 }
 
 /* An action on the input directory input: body is the rest of the document. */
@@ -232,11 +265,15 @@ START_TEST(test_outputs_and_digests) {
     ck_assert_int_ne(access(p2, F_OK), 0);
     snprintf(p2, sizeof(p2), "%s/src", out);
     ck_assert_int_ne(access(p2, F_OK), 0);
-    /* As root, readable inputs owned by nobody the sandbox maps are linked. */
-    if (!rootless)
+    /* As root, readable inputs owned by nobody the sandbox maps are linked
+     * (materialised); an overlay links and copies nothing. */
+    assert_root(j, overlaid());
+    if (!rootless && !overlaid())
         ck_assert_msg(strstr(j, "\"linked\": 3"), "%s", j);
     else
         ck_assert_msg(strstr(j, "\"linked\": 0"), "%s", j);
+    if (overlaid())
+        ck_assert_msg(strstr(j, "\"copied\": 0"), "%s", j);
     assert_no_attempt_left(sc);
     free(j);
     fy_action_result_free(res);
@@ -337,7 +374,11 @@ START_TEST(test_writable_input_copied) {
     fy_policy *p = policy();
     fy_action_result *res = run(a, p);
     char *j = result_json(res);
-    ck_assert_msg(strstr(j, "\"linked\": 1") && strstr(j, "\"copied\": 2"), "%s", j);
+    assert_root(j, overlaid());
+    if (overlaid())
+        ck_assert_msg(strstr(j, "\"linked\": 0") && strstr(j, "\"copied\": 0"), "%s", j);
+    else
+        ck_assert_msg(strstr(j, "\"linked\": 1") && strstr(j, "\"copied\": 2"), "%s", j);
     tree_digest(in, after);
     ck_assert_msg(memcmp(before, after, 32) == 0, "the input root changed");
     free(j);
@@ -345,6 +386,152 @@ START_TEST(test_writable_input_copied) {
     fy_action_free(a);
     fy_policy_free(p);
     free(in); free(sc);
+}
+END_TEST
+
+/* Every operation a workload has on a file, tried on every input (and on
+ * every input directory), from inside: the input root is unchanged (names,
+ * modes, owners, times, contents), the workload saw its own changes where
+ * it was allowed to make them, nothing of the attempt is left or mounted. */
+START_TEST(test_every_input_attacked) {
+    char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
+    char sub[512];
+    snprintf(sub, sizeof(sub), "%s/src/deep", in);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    snprintf(sub, sizeof(sub), "%s/src/deep/c.txt", in);
+    write_file(sub, "deep input\n", 0644);
+    unsigned char before[32], after[32];
+    tree_digest(in, before);
+    fy_action *a = action_json(
+        "\"arguments\": [\"/bin/sh\", \"-c\", \""
+        "mkdir -p report; "
+        "for f in $(find . -path ./report -prune -o ! -type d -print); do "
+        "  chmod 666 $f; echo w >> $f; true > $f; truncate -s 1 $f; touch -d 2001-01-01 $f; "
+        "  ln $f $f.hl && echo hl >> $f.hl; "
+        "  mv $f $f.mv && mv $f.mv $f; mv $f $f.gone; rm -f $f.gone $f.hl; "
+        "done 2>/dev/null; "
+        "for d in $(find . -mindepth 1 -type d ! -name report); do chmod 777 $d; touch $d/planted; "
+        "  mv $d $d.mv && mv $d.mv $d; done 2>/dev/null; "
+        "rm -rf src empty tool.sh link 2>/dev/null; ls -A > report/left; "
+        "exit 0\"],"
+        "\"environment\": {\"PATH\": \"/usr/bin:/bin\"},"
+        "\"outputs\": {\"directories\": [\"report\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    assert_root(j, overlaid());
+    tree_digest(in, after);
+    ck_assert_msg(memcmp(before, after, 32) == 0, "the input root changed: %s", j);
+    /* Inside, the removals took effect (on the workload's view only). */
+    snprintf(sub, sizeof(sub), "%s/report/left", out);
+    char *left = read_all(sub);
+    ck_assert_ptr_nonnull(left);
+    ck_assert_msg(!strstr(left, "src") && !strstr(left, "tool.sh"), "left: %s", left);
+    free(left);
+    ck_assert_msg(strstr(j, "\"files_left\": 0") && strstr(j, "\"mounts_left\": 0"), "%s", j);
+    assert_no_attempt_left(sc);
+    assert_no_mount_of(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc); free(out);
+}
+END_TEST
+
+/* Declared outputs the input root has already: collected as the workload
+ * left them (untouched: the input's content; changed or removed: so). */
+START_TEST(test_outputs_already_in_inputs) {
+    char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
+    char sub[512];
+    snprintf(sub, sizeof(sub), "%s/keep.txt", in);
+    write_file(sub, "kept\n", 0644);
+    unsigned char before[32], after[32];
+    tree_digest(in, before);
+    fy_action *a = action_json(
+        "\"arguments\": [\"/bin/sh\", \"-c\", \"rm src/b.h && rm -f src/a.c && printf new > src/a.c && "
+        "printf more > src/n && chmod 6777 src/n && printf e > empty/e && printf stray > stray\"],"
+        "\"outputs\": {\"files\": [\"keep.txt\"], \"directories\": [\"src\", \"empty\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    assert_root(j, overlaid());
+    char hx[72], line[400];
+    sha_hex("kept\n", 5, hx);
+    snprintf(line, sizeof(line), "\"path\": \"keep.txt\",\n      \"digest\": \"%s\"", hx);
+    ck_assert_msg(strstr(j, line), "%s", j);
+    sha_hex("new", 3, hx);
+    snprintf(line, sizeof(line), "\"path\": \"src/a.c\",\n      \"digest\": \"%s\"", hx);
+    ck_assert_msg(strstr(j, line), "%s", j);
+    ck_assert_msg(strstr(j, "\"path\": \"src/n\""), "%s", j);
+    ck_assert_msg(strstr(j, "\"path\": \"empty/e\""), "%s", j);
+    ck_assert_msg(!strstr(j, "src/b.h"), "a removed input collected: %s", j);
+    /* Exactly the stray file is undeclared (a changed input is not). */
+    ck_assert_msg(strstr(j, "\"count\": 1") && strstr(j, "\"stray\""), "%s", j);
+    snprintf(sub, sizeof(sub), "%s/src/b.h", out);
+    ck_assert_int_ne(access(sub, F_OK), 0);
+    snprintf(sub, sizeof(sub), "%s/src/a.c", out);
+    char *c = read_all(sub);
+    ck_assert_str_eq(c, "new");
+    free(c);
+    snprintf(sub, sizeof(sub), "%s/keep.txt", out);
+    c = read_all(sub);
+    ck_assert_str_eq(c, "kept\n");
+    free(c);
+    /* A collected file is the caller's, 0644 or 0755, whatever the
+     * workload made of it (an overlay's outputs are moved, not copied). */
+    struct stat st;
+    snprintf(sub, sizeof(sub), "%s/src/n", out);
+    ck_assert_int_eq(lstat(sub, &st), 0);
+    ck_assert_msg((st.st_mode & 07777) == 0755 && st.st_uid == geteuid() && st.st_gid == getegid(),
+                  "mode %o uid %u", (unsigned)st.st_mode, (unsigned)st.st_uid);
+    ck_assert_int_eq(st.st_nlink, 1);
+    tree_digest(in, after);
+    ck_assert_msg(memcmp(before, after, 32) == 0, "the input root changed");
+    assert_no_attempt_left(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc); free(out);
+}
+END_TEST
+
+/* As root, an input the sandbox's ids could not read through an overlay
+ * (not readable by others) makes the attempt materialise instead, where
+ * its read-only copy is readable: the same contract either way. */
+START_TEST(test_unreachable_input_materialised) {
+    if (rootless)
+        return; /* rootless, the caller's own files are the workload's */
+    char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
+    char sub[512];
+    snprintf(sub, sizeof(sub), "%s/src/private.h", in);
+    write_file(sub, "private\n", 0600);
+    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\", \"cat src/private.h > got\"],"
+                               "\"outputs\": {\"files\": [\"got\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    assert_root(j, false);
+    snprintf(sub, sizeof(sub), "%s/got", out);
+    char *c = read_all(sub);
+    ck_assert_str_eq(c, "private\n");
+    free(c);
+    assert_no_attempt_left(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc); free(out);
 }
 END_TEST
 
@@ -724,9 +911,28 @@ int main(int argc, char **argv) {
         chmod(scratch, 0755);
     }
     umask(022);
+    /* The overlay path is expected where the probe's overlay works and the
+     * kernel takes layers by fd. */
+    fy_caps *caps = NULL;
+    char *cj = NULL;
+    struct utsname un;
+    unsigned major = 0, minor = 0;
+    if (fy_probe(0, &caps, NULL) == 0 && fy_caps_to_json(caps, &cj, NULL) == 0 && uname(&un) == 0 &&
+        sscanf(un.release, "%u.%u", &major, &minor) == 2) {
+        const char *ctr = strstr(cj, "\"name\": \"linux-container\"");
+        const char *end = ctr ? strchr(ctr, '}') : NULL, *usable = ctr ? strstr(ctr, "\"usable\": true") : NULL;
+        overlay_here = usable && end && usable < end && (major > 6 || (major == 6 && minor >= 13));
+    }
+    fy_free(cj);
+    fy_caps_free(caps);
+    fprintf(stderr, "directory inputs: %s\n", overlay_here ? "overlay, and materialised (tcase materialised)"
+                                                            : "materialised (no overlay here)");
     Suite *s = suite_create(rootless ? "action-rootless" : "action");
     TCase *tc = tcase_create("actions");
+    TCase *tm = tcase_create("materialised");
+    tcase_add_checked_fixture(tm, set_materialise, NULL);
     tcase_set_timeout(tc, 120);
+    tcase_set_timeout(tm, 120);
     tcase_add_test(tc, test_outputs_and_digests);
     tcase_add_test(tc, test_exact_environment);
     tcase_add_test(tc, test_same_action_same_digests);
@@ -741,7 +947,21 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_platform_properties);
     tcase_add_test(tc, test_documents);
     tcase_add_test(tc, test_cancel);
+    tcase_add_test(tc, test_every_input_attacked);
+    tcase_add_test(tc, test_outputs_already_in_inputs);
+    tcase_add_test(tc, test_unreachable_input_materialised);
+    /* The directory-input tests again, materialised. */
+    tcase_add_test(tm, test_outputs_and_digests);
+    tcase_add_test(tm, test_same_action_same_digests);
+    tcase_add_test(tm, test_inputs_never_written);
+    tcase_add_test(tm, test_writable_input_copied);
+    tcase_add_test(tm, test_output_link_outside);
+    tcase_add_test(tm, test_output_special_files);
+    tcase_add_test(tm, test_every_input_attacked);
+    tcase_add_test(tm, test_outputs_already_in_inputs);
+    tcase_add_test(tm, test_cancel);
     suite_add_tcase(s, tc);
+    suite_add_tcase(s, tm);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
