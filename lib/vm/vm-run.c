@@ -157,6 +157,24 @@ int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
     (void)state_dir; /* QEMU's sandboxes are recorded there by their own backend */
     (void)reterr;
     vm_cache_prune(); /* kernels a package upgrade replaced: not orphans, not counted */
+    /* A template being made by a host that died: its build directory
+     * and state file (never used: only a complete entry is renamed in). */
+    char tdir[4096];
+    DIR *td = vm_template_dir(tdir, sizeof(tdir)) == 0 ? opendir(tdir) : NULL;
+    struct dirent *te;
+    while (td && (te = readdir(td))) {
+        int pid = 0;
+        if (sscanf(te->d_name, ".build-%d-", &pid) != 1 && sscanf(te->d_name, ".state-%d-", &pid) != 1)
+            continue;
+        if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char p[4400];
+        snprintf(p, sizeof(p), "%s/%s", tdir, te->d_name);
+        if ((te->d_name[1] == 's' ? unlink(p) : remove_dir(p)) == 0 && destroyed)
+            (*destroyed)++;
+    }
+    if (td)
+        closedir(td);
     char base[4096];
     if (attempts_dir(base, sizeof(base)) < 0)
         return 0;
