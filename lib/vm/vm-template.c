@@ -64,13 +64,21 @@ int vm_template_key(struct vm_plan *pl) {
                  (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     else
         snprintf(qemu, sizeof(qemu), "%s -", pl->qemu);
+    /* The command line without tsc_early_khz: it only spares a booting
+     * guest its calibration, and "cpu MHz" moves on hosts that scale
+     * their clock (a template per reading would be useless). */
+    char cmdline[1024];
+    snprintf(cmdline, sizeof(cmdline), "%s", pl->cmdline);
+    char *tsc = strstr(cmdline, " tsc_early_khz=");
+    if (tsc)
+        *tsc = '\0';
     free(pl->template_inputs);
     pl->template_inputs = util_asprintf("%s\nvmlinuz_sha256 %s\ninitramfs_sha256 %s\nqemu %s\n"
                                         "machine microvm,acpi=on accel=%s memory=%lluM cpus=%u 9p=%zu\n"
                                         "cmdline %s\n",
                                         TEMPLATE_FORMAT, pl->k.vmlinuz_digest, pl->k.initrd_digest, qemu,
                                         pl->kvm ? "kvm" : "tcg", (unsigned long long)(pl->guest_mem / MiB),
-                                        pl->smp, pl->nmounts, pl->cmdline);
+                                        pl->smp, pl->nmounts, cmdline);
     if (!pl->template_inputs)
         return FY_E_NOMEM;
     struct digest d;
@@ -322,6 +330,7 @@ static void console_text(int fd, char *buf, size_t len) {
 static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, const fy_caps *caps,
                          const char *state_dir, const char *build, int sfd, char *why, size_t wlen) {
     int qs[2] = {-1, -1}, cs[2] = {-1, -1}, cp[2] = {-1, -1};
+    struct vmp_dec *dec = NULL;
     fy_handle *vmm = NULL;
     fy_error *e = NULL;
     int r = -1;
@@ -345,8 +354,12 @@ static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, co
     close(cp[1]);
     qs[1] = cs[1] = cp[1] = -1;
     /* The agent's hello: the guest is up, nothing else will happen in it. */
-    static struct vmp_dec dec;
-    vmp_dec_init(&dec);
+    dec = malloc(sizeof(*dec));
+    if (!dec) {
+        snprintf(why, wlen, "out of memory");
+        goto out;
+    }
+    vmp_dec_init(dec);
     uint64_t deadline = util_now_usec() + 120 * SEC;
     bool hello = false;
     char console[2048] = "";
@@ -372,16 +385,16 @@ static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, co
         }
         if (!(p[0].revents & (POLLIN | POLLHUP)))
             continue;
-        ssize_t n = recv(cs[0], dec.buf + dec.have, vmp_room(&dec), MSG_DONTWAIT);
+        ssize_t n = recv(cs[0], dec->buf + dec->have, vmp_room(dec), MSG_DONTWAIT);
         if (n <= 0) {
             if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 continue;
             snprintf(why, wlen, "the template's control port closed before the hello");
             goto out;
         }
-        vmp_added(&dec, (size_t)n);
+        vmp_added(dec, (size_t)n);
         struct vmp_frame f;
-        int kk = vmp_next(&dec, &f);
+        int kk = vmp_next(dec, &f);
         if (kk < 0 || (kk == 1 && (f.type != VMP_HELLO || f.len != 20 ||
                                    memcmp(f.data, "forgeyard-vm-agent 1", 20) != 0))) {
             snprintf(why, wlen, "the template's agent did not say hello");
@@ -442,6 +455,7 @@ static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, co
     fy_result_free(res);
     r = 0;
 out:
+    free(dec);
     fy_error_free(e);
     fy_handle_free(vmm); /* kills and reaps it when still running */
     for (int i = 0; i < 2; i++) {
