@@ -1123,51 +1123,76 @@ int main(int argc, char **argv) {
     bench_container(runc, bundle, runc_state, n < 50 ? n : 50);
     bench_restricted(n < 100 ? n : 100);
 
-    /* The virtual-machine backend (issue 12): cold-boot attempts of
-     * /bin/true (a fresh QEMU microvm each; templates are not written yet),
-     * against the namespace lifecycle in the same run. Where the guest's
-     * time goes: VMM start to the agent's hello, then the command. */
+    /* The virtual-machine backend (issue 12): attempts of /bin/true
+     * restored from a template (the issue's target: p50 <= 179 ms, p99 <=
+     * 203 ms under TCG) against cold boots, each a fresh QEMU microvm,
+     * and the namespace lifecycle, all in this run. The template is made
+     * by a first attempt outside the timings. */
     {
         fy_policy *vp = NULL;
         fy_caps *vc = NULL;
-        fy_prepared *vpr = NULL;
+        fy_prepared *vpr = NULL, *cold = NULL;
         if (fy_probe(0, &vc, NULL) == 0 && fy_policy_new(FY_PROFILE_HIGH_ASSURANCE, &vp, NULL) == 0 &&
+            fy_policy_set_limit(vp, FY_LIMIT_MEMORY, 256u << 20, NULL) == 0 &&
             fy_prepare(vp, vc, argv_true, &vpr, NULL) == 0) {
-            int vn = n < 5 ? n : 5;
-            uint64_t *t_vm = calloc((size_t)vn, 8), *t_hello = calloc((size_t)vn, 8),
-                     *t_run = calloc((size_t)vn, 8), *t_ns = calloc((size_t)vn, 8);
-            if (!t_vm || !t_hello || !t_run || !t_ns)
+            setenv("FORGEYARD_VM_TEMPLATE", "off", 1);
+            int cr = fy_prepare(vp, vc, argv_true, &cold, NULL);
+            unsetenv("FORGEYARD_VM_TEMPLATE");
+            if (cr < 0)
+                die("vm cold prepare", NULL);
+            int cn = n < 5 ? n : 5, tn = n < 100 ? n : 100;
+            uint64_t *t_cold = calloc((size_t)cn, 8), *t_tm = calloc((size_t)tn + 1, 8),
+                     *t_ns = calloc((size_t)tn, 8), *t_verify = calloc((size_t)tn + 1, 8);
+            if (!t_cold || !t_tm || !t_ns || !t_verify)
                 die("calloc", NULL);
-            for (int i = 0; i < vn; i++) {
+            uint64_t made_ms = 0;
+            for (int i = -1; i < tn + cn; i++) {
+                bool is_cold = i >= tn;
                 uint64_t a = now_ns();
                 fy_handle *h = NULL;
                 fy_result *r = NULL;
                 fy_error *e = NULL;
-                if (fy_start(vpr, &h, &e) < 0 || fy_handle_wait(h, FY_UNLIMITED, &r, &e) != 1 ||
+                if (fy_start(is_cold ? cold : vpr, &h, &e) < 0 || fy_handle_wait(h, FY_UNLIMITED, &r, &e) != 1 ||
                     fy_result_outcome(r) != FY_OUTCOME_SUCCEEDED)
                     die("vm attempt", e);
-                t_vm[i] = now_ns() - a;
-                uint64_t us = 0;
-                fy_result_stage_usec(r, FY_STAGE_FILESYSTEM, &us);
-                t_hello[i] = us * 1000;
-                fy_result_stage_usec(r, FY_STAGE_RUN, &us);
-                t_run[i] = us * 1000;
+                uint64_t dt = now_ns() - a;
+                if (i < 0)
+                    made_ms = dt / 1000000;
+                else if (is_cold)
+                    t_cold[i - tn] = dt;
+                else
+                    t_tm[i] = dt;
+                if (i >= 0 && !is_cold) {
+                    /* the template's digest check (overlapped with QEMU's load) */
+                    char *j = NULL;
+                    fy_result_to_json(r, &j, NULL);
+                    const char *v = j ? strstr(j, "\"verify_usec\":") : NULL;
+                    t_verify[i] = v ? strtoull(v + 14, NULL, 10) * 1000 : 0;
+                    fy_free(j);
+                }
                 fy_result_free(r);
                 fy_handle_free(h);
-                t_ns[i] = lifecycle_ns(p, argv_true);
+                if (i >= 0 && !is_cold)
+                    t_ns[i] = lifecycle_ns(p, argv_true);
             }
-            double m_vm = median_ms(t_vm, vn), m_ns = median_ms(t_ns, vn);
+            double m_ns = median_ms(t_ns, tn), m_cold = median_ms(t_cold, cn);
+            double p50 = median_ms(t_tm, tn); /* sorts t_tm */
+            double p99 = t_tm[(size_t)((tn - 1) * 99 / 100)] / 1e6;
             const char *acc = fy_caps_has(vc, FY_CAP_KVM) == 1 ? "kvm" : "tcg";
-            printf("  %-40s %9.3f ms   %.1fx the namespace lifecycle (%.3f ms); VMM start to agent hello %.0f ms,\n"
-                   "  %-40s              the command %.0f ms (%s, cold boot; the template target is not attempted)\n",
-                   "vm-qemu attempt (/bin/true)", m_vm, m_vm / m_ns, m_ns, median_ms(t_hello, vn), "",
-                   median_ms(t_run, vn), acc);
+            printf("  %-40s %9.3f ms   p99 %.3f ms over %d (%s; target p50 <= 179 ms, p99 <= 203 ms: %s);\n"
+                   "  %-40s              %.1fx faster than a cold boot (%.3f ms, p50 of %d), %.1fx the namespace\n"
+                   "  %-40s              lifecycle (%.3f ms); digest check of the state %.0f ms (overlapped);\n"
+                   "  %-40s              making the template took %llu ms (once)\n",
+                   "vm-qemu attempt from a template (p50)", p50, p99, tn, acc,
+                   p50 <= 179 && p99 <= 203 ? "met" : "missed", "", m_cold / p50, m_cold, cn, p50 / m_ns, "", m_ns,
+                   median_ms(t_verify, tn), "", (unsigned long long)made_ms);
             if (access("/usr/bin/runsc", X_OK) != 0)
                 printf("  runsc not installed (Debian: runsc): no gVisor row\n");
-            free(t_vm); free(t_hello); free(t_run); free(t_ns);
+            free(t_cold); free(t_tm); free(t_ns); free(t_verify);
         } else {
             printf("  the virtual-machine backend does not run here (QEMU or a guest kernel missing): no VM row\n");
         }
+        fy_prepared_free(cold);
         fy_prepared_free(vpr);
         fy_policy_free(vp);
         fy_caps_free(vc);

@@ -14,6 +14,7 @@
 #include "vm-backend.h"
 #include "vm-proto.h"
 #include "vm-run.h"
+#include "vm-template.h"
 
 #define MiB (UINT64_C(1) << 20)
 
@@ -59,6 +60,7 @@ void vm_plan_free(void *plan) {
     free(pl->describe_json);
     free(pl->run_msg);
     free(pl->cmdline);
+    free(pl->template_inputs);
     free(pl);
 }
 
@@ -112,8 +114,17 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(iso, "kernel", json_pack("{ssssss}", "release", pl->k.release, "vmlinuz_sha256",
                                                  pl->k.vmlinuz_digest, "source", pl->k.vmlinuz_path));
     json_object_set_new(iso, "initramfs_sha256", json_string(pl->k.initrd_digest));
-    json_object_set_new(iso, "template", json_null());
-    json_object_set_new(iso, "boot", json_string("cold boot per attempt (no template)"));
+    if (pl->use_template) {
+        json_object_set_new(iso, "template", json_pack("{ssss}", "key", pl->template_key, "inputs",
+                                                       pl->template_inputs));
+        json_object_set_new(iso, "boot", json_string("template restore: a fresh QEMU per attempt restores the "
+                                                     "template's saved state into RAM of its own, then the guest "
+                                                     "RNG is reseeded and its clock set before the attempt's "
+                                                     "files and command are sent"));
+    } else {
+        json_object_set_new(iso, "template", json_null());
+        json_object_set_new(iso, "boot", json_string("cold boot per attempt (templates off: FORGEYARD_VM_TEMPLATE)"));
+    }
     json_object_set_new(iso, "guest_memory", json_integer((json_int_t)pl->guest_mem));
     json_object_set_new(iso, "guest_cpus", json_integer(pl->smp));
     json_object_set_new(iso, "control", json_string("framed protocol v1 over a virtio-serial port"));
@@ -304,8 +315,15 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     if (khz)
         snprintf(tsc, sizeof(tsc), " tsc_early_khz=%lu", khz);
     pl->cmdline = util_asprintf("console=ttyS0 quiet loglevel=1 panic=-1 reboot=t rdinit=/init "
-                                "cryptomgr.notests random.trust_cpu=on%s", tsc);
-    if (!pl->cmdline || build_json(pl, np) < 0)
+                                "cryptomgr.notests random.trust_cpu=on init_on_free=1%s", tsc);
+    if (!pl->cmdline)
+        goto oom;
+    /* Templates unless the host turned them off (FORGEYARD_VM_TEMPLATE=off). */
+    const char *tm = getenv("FORGEYARD_VM_TEMPLATE");
+    pl->use_template = !(tm && !strcmp(tm, "off"));
+    if (pl->use_template && vm_template_key(pl) < 0)
+        goto oom;
+    if (build_json(pl, np) < 0)
         goto oom;
     *ret = pl;
     return 0;

@@ -37,8 +37,17 @@ enum {
     VMP_STDIN = 33,
     VMP_STDIN_EOF = 34,
     VMP_SIGNAL = 35,    /* u32 signal for the workload's process group */
+    /* After a template restore (vm-template.c), before anything of the
+     * attempt: u64 the host's CLOCK_REALTIME in usec, then VMP_SEED_LEN
+     * bytes of fresh host randomness. The agent mixes them into the guest
+     * kernel's pool, forces a CRNG reseed, sets the clock, and answers with
+     * its HELLO again. */
+    VMP_RESEED = 36,
+    VMP_FILES = 37,     /* a chunk of the attempt's files: a cpio (newc) stream */
+    VMP_FILES_END = 38, /* that stream ended: the agent has unpacked it all */
 };
-#define VMP_TYPE_MAX 35
+#define VMP_TYPE_MAX 38
+#define VMP_SEED_LEN 64
 
 /* The resource limits a RUN may set (not the guest's RLIMIT_* numbers). */
 #define VMP_RLIMIT_NOFILE 1

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -30,6 +32,7 @@
 #include "vm-proto.h"
 #include "vm-run.h"
 #include "vm-tar.h"
+#include "vm-template.h"
 
 #define SEC UINT64_C(1000000)
 #define MiB (UINT64_C(1) << 20)
@@ -63,6 +66,10 @@ struct vm {
     uint64_t out_bytes, out_limit, stream_bytes[3], tar_bytes;
     bool truncated;
     struct strbuf log;             /* the agent's LOG text (bounded) */
+    struct vm_template tmpl;       /* restored from (tmpl.fd >= 0 until QEMU has it) */
+    bool from_template;
+    char *cold_why;                /* why a template plan booted cold */
+    int files_fd;                  /* the attempt's files (cpio) to send after a restore */
 };
 
 static const struct fy_plan *neutral(fy_handle *h) { return ((struct vm_plan *)h->pr->plan)->np; }
@@ -150,6 +157,24 @@ int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
     (void)state_dir; /* QEMU's sandboxes are recorded there by their own backend */
     (void)reterr;
     vm_cache_prune(); /* kernels a package upgrade replaced: not orphans, not counted */
+    /* A template being made by a host that died: its build directory
+     * and state file (never used: only a complete entry is renamed in). */
+    char tdir[4096];
+    DIR *td = vm_template_dir(tdir, sizeof(tdir)) == 0 ? opendir(tdir) : NULL;
+    struct dirent *te;
+    while (td && (te = readdir(td))) {
+        int pid = 0;
+        if (sscanf(te->d_name, ".build-%d-", &pid) != 1 && sscanf(te->d_name, ".state-%d-", &pid) != 1)
+            continue;
+        if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char p[4400];
+        snprintf(p, sizeof(p), "%s/%s", tdir, te->d_name);
+        if ((te->d_name[1] == 's' ? unlink(p) : remove_dir(p)) == 0 && destroyed)
+            (*destroyed)++;
+    }
+    if (td)
+        closedir(td);
     char base[4096];
     if (attempts_dir(base, sizeof(base)) < 0)
         return 0;
@@ -264,6 +289,8 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
 }
 
 static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid);
+static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret);
+static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n);
 
 static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reterr) {
     char path[4200];
@@ -297,6 +324,23 @@ static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reter
                        strerror(-r));
     }
     /* Pad to 4 bytes (the cached image is) and add ours. */
+    const char *fail_what = NULL;
+    r = write_attempt_archive(np, fd, &fail_what);
+    if (close(fd) < 0 && !r)
+        r = -errno;
+    if (r < 0)
+        return err_set(reterr, err_from_errno(-r), FY_STEP_SPAWN, -r, NULL, "the attempt's initramfs%s%s: %s",
+                       fail_what ? ": " : "", fail_what ? fail_what : "", strerror(-r));
+    return 0;
+}
+
+/* The attempt's own archive: the plan's files and symbolic links, small
+ * approved runtime files, the build and output trees (owned by the
+ * workload's ids). Appended to the initramfs of a cold boot, sent over the
+ * control port after a template restore. 0 or -errno (*fail_what: which). */
+static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret) {
+    struct stat st;
+    int r;
     struct cpio c;
     cpio_begin(&c, fd, NULL);
     struct emitted em = {0};
@@ -346,12 +390,8 @@ static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reter
     for (size_t i = 0; i < em.n; i++)
         free(em.dirs[i]);
     free(em.dirs);
-    if (close(fd) < 0 && !r)
-        r = -errno;
-    if (r < 0)
-        return err_set(reterr, err_from_errno(-r), FY_STEP_SPAWN, -r, NULL, "the attempt's initramfs%s%s: %s",
-                       fail_what ? ": " : "", fail_what ? fail_what : "", strerror(-r));
-    return 0;
+    *fail_what_ret = fail_what;
+    return r;
 }
 
 /* cpio entries of the writable workspace belong to the workload's ids. */
@@ -363,9 +403,11 @@ static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid) {
 
 /* ---- QEMU in the library's own sandbox ---- */
 
-static int qemu_argv(struct vm *v, struct strbuf *args, const char ***ret) {
-    const struct vm_plan *pl = v->pl;
-    /* one NUL-separated buffer, split afterwards */
+int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const char ***ret) {
+    /* one NUL-separated buffer, split afterwards. The machine (everything
+     * but the chardevs' backends, the monitor and -incoming) is the same
+     * in the three modes: a template's state restores only into the same
+     * machine. */
 #define A(...) do { strbuf_printf(args, __VA_ARGS__); strbuf_appendn(args, "", 1); } while (0)
     A("%s", pl->qemu);
     A("-M");
@@ -390,7 +432,7 @@ static int qemu_argv(struct vm *v, struct strbuf *args, const char ***ret) {
     A("-kernel");
     A("/fy/k/vmlinux");
     A("-initrd");
-    A("/fy/a/initrd");
+    A(mode == VM_BOOT_COLD ? "/fy/a/initrd" : "/fy/k/initrd.cpio");
     A("-append");
     A("%s", pl->cmdline);
     /* The console to stderr: a pipe this process drains (made writable
@@ -402,7 +444,9 @@ static int qemu_argv(struct vm *v, struct strbuf *args, const char ***ret) {
     A("-device");
     A("virtio-serial-device");
     A("-chardev");
-    A("stdio,id=ctl,signal=off");
+    /* The control port: QEMU's stdio (cold), or its stdout, a socket (a
+     * template's stdin is its monitor or the state it restores). */
+    A(mode == VM_BOOT_COLD ? "stdio,id=ctl,signal=off" : "socket,id=ctl,fd=1");
     A("-device");
     A("virtserialport,chardev=ctl,name=fy.ctl");
     for (size_t i = 0; i < pl->nmounts; i++) {
@@ -410,6 +454,19 @@ static int qemu_argv(struct vm *v, struct strbuf *args, const char ***ret) {
         A("local,id=r%zu,path=/fy/m%zu,security_model=none,readonly=on", i, i);
         A("-device");
         A("virtio-9p-device,fsdev=r%zu,mount_tag=r%zu", i, i);
+    }
+    if (mode == VM_BOOT_MAKE) {
+        /* QMP on stdin (a socket); the state records no run state, so that
+         * a restore runs at once (the template is saved stopped). */
+        A("-chardev");
+        A("socket,id=mon,fd=0");
+        A("-mon");
+        A("chardev=mon,mode=control");
+        A("-global");
+        A("migration.store-global-state=off");
+    } else if (mode == VM_BOOT_RESTORE) {
+        A("-incoming");
+        A("fd:0");
     }
 #undef A
     if (args->oom)
@@ -427,35 +484,34 @@ static int qemu_argv(struct vm *v, struct strbuf *args, const char ***ret) {
     return 0;
 }
 
-static int start_vmm(fy_handle *h, struct vm *v, int qemu_sock, int console_wr, fy_error **reterr) {
-    const struct fy_plan *np = neutral(h);
+int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reterr) {
+    const struct vm_plan *pl = sp->pl;
     fy_policy *p = NULL;
     fy_prepared *pr = NULL;
     fy_error *e = NULL;
     struct strbuf args;
     strbuf_init(&args);
     const char **argv = NULL;
-    char kdir[4200];
-    snprintf(kdir, sizeof(kdir), "%s", v->k.dir);
+    *ret = NULL;
     int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e);
     if (r >= 0)
         r = fy_policy_set_isolation(p, FY_LEVEL_NAMESPACE, FY_LEVEL_NAMESPACE, &e);
     if (r >= 0)
         r = fy_policy_set_network(p, FY_NET_DENY, &e);
+    if (r >= 0 && sp->attempt_dir)
+        r = fy_policy_add_bind(p, sp->attempt_dir, "/fy/a", 0, &e);
     if (r >= 0)
-        r = fy_policy_add_bind(p, v->dir, "/fy/a", 0, &e);
-    if (r >= 0)
-        r = fy_policy_add_bind(p, kdir, "/fy/k", 0, &e);
-    for (size_t i = 0; r >= 0 && i < v->pl->nmounts; i++) {
+        r = fy_policy_add_bind(p, sp->kernel_dir, "/fy/k", 0, &e);
+    for (size_t i = 0; r >= 0 && i < pl->nmounts; i++) {
         char t[32];
         snprintf(t, sizeof(t), "/fy/m%zu", i);
-        r = fy_policy_add_bind(p, v->pl->mounts[i].host, t, 0, &e);
+        r = fy_policy_add_bind(p, sp->mount_stub ? sp->mount_stub : pl->mounts[i].host, t, 0, &e);
     }
-    if (r >= 0 && v->pl->kvm)
+    if (r >= 0 && pl->kvm)
         r = fy_policy_add_device(p, "/dev/kvm", 1, &e);
-    uint64_t wall = np->limit[FY_LIMIT_WALL_TIME];
+    uint64_t wall = sp->wall;
     if (r >= 0)
-        r = fy_policy_set_limit(p, FY_LIMIT_MEMORY, v->pl->guest_mem + 512 * MiB, &e);
+        r = fy_policy_set_limit(p, FY_LIMIT_MEMORY, pl->guest_mem + 512 * MiB, &e);
     if (r >= 0)
         r = fy_policy_set_limit(p, FY_LIMIT_PIDS, 256, &e);
     if (r >= 0)
@@ -463,21 +519,21 @@ static int start_vmm(fy_handle *h, struct vm *v, int qemu_sock, int console_wr, 
     if (r >= 0)
         r = fy_policy_set_limit(p, FY_LIMIT_GRACE, 0, &e);
     if (r >= 0)
-        r = fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, qemu_sock, NULL, &e);
+        r = fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, sp->in, NULL, &e);
     if (r >= 0)
-        r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, qemu_sock, NULL, &e);
+        r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, sp->out, NULL, &e);
     if (r >= 0)
-        r = fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, console_wr, NULL, &e);
-    if (r >= 0 && np->state_dir)
-        r = fy_policy_set_state_dir(p, np->state_dir, &e);
+        r = fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, sp->err, NULL, &e);
+    if (r >= 0 && sp->state_dir)
+        r = fy_policy_set_state_dir(p, sp->state_dir, &e);
     if (r >= 0)
-        r = qemu_argv(v, &args, &argv);
+        r = vm_qemu_argv(pl, sp->mode, &args, &argv);
     if (r >= 0)
-        r = fy_prepare(p, h->pr->caps, argv, &pr, &e);
+        r = fy_prepare(p, sp->caps, argv, &pr, &e);
     if (r >= 0 && strcmp(fy_prepared_backend(pr), "linux-namespace") != 0)
         r = FY_E_UNSUPPORTED; /* never a VM inside a VM, never less than namespaces */
     if (r >= 0)
-        r = fy_start(pr, &v->vmm, &e);
+        r = fy_start(pr, ret, &e);
     if (r < 0)
         r = err_set(reterr, r == FY_E_NOMEM ? FY_E_NOMEM : FY_E_INFRA, FY_STEP_SPAWN, e ? fy_error_os_code(e) : 0,
                     NULL, "starting QEMU in its namespace sandbox: %s",
@@ -488,6 +544,16 @@ static int start_vmm(fy_handle *h, struct vm *v, int qemu_sock, int console_wr, 
     free(argv);
     strbuf_free(&args);
     return r;
+}
+
+static int start_vmm(fy_handle *h, struct vm *v, int in, int out, int console_wr, fy_error **reterr) {
+    struct vm_vmm_spec sp = {
+        .pl = v->pl, .caps = h->pr->caps, .state_dir = neutral(h)->state_dir,
+        .mode = v->from_template ? VM_BOOT_RESTORE : VM_BOOT_COLD,
+        .attempt_dir = v->dir[0] ? v->dir : NULL, .kernel_dir = v->k.dir,
+        .wall = neutral(h)->limit[FY_LIMIT_WALL_TIME], .in = in, .out = out, .err = console_wr,
+    };
+    return vm_vmm_start(&sp, &v->vmm, reterr);
 }
 
 /* ---- start ---- */
@@ -511,6 +577,11 @@ static void vm_free_state(struct vm *v) {
         close(v->console_fd);
     if (v->vmm_result)
         fy_result_free(v->vmm_result);
+    if (v->tmpl.fd >= 0)
+        close(v->tmpl.fd);
+    if (v->files_fd >= 0)
+        close(v->files_fd);
+    free(v->cold_why);
     free(v->dec);
     free(v->setup_detail);
     strbuf_free(&v->log);
@@ -544,7 +615,7 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     if (!v)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
     v->pl = h->pr->plan;
-    v->epfd = v->timerfd = v->sock = v->in_fd = v->console_fd = -1;
+    v->epfd = v->timerfd = v->sock = v->in_fd = v->console_fd = v->files_fd = v->tmpl.fd = -1;
     for (int i = 0; i < 3; i++)
         v->out_fd[i] = -1;
     strbuf_init(&v->log);
@@ -587,32 +658,115 @@ int vm_start(fy_handle *h, fy_error **reterr) {
                     "the guest kernel or agent changed since fy_prepare (prepare again)");
         goto fail;
     }
-    if ((r = make_attempt_dir(v, reterr)) < 0)
-        goto fail;
-    if ((r = write_initrd(v, np, reterr)) < 0)
-        goto fail;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "socketpair: %s", strerror(errno));
-        goto fail;
+    if (v->pl->use_template) {
+        /* The template, verified or made; a cache that is not this user's
+         * alone is refused; any other failure boots cold, and says why. */
+        fy_error *te = NULL;
+        r = vm_template_get(v->pl, &v->k, h->pr->caps, np->state_dir, true, &v->tmpl, &te);
+        if (r == FY_E_UNSAFE) {
+            r = err_set(reterr, r, fy_error_step(te), fy_error_os_code(te), NULL, "%s", fy_error_message(te));
+            fy_error_free(te);
+            goto fail;
+        }
+        if (r < 0) {
+            v->cold_why = util_strdup(te ? fy_error_message(te) : "no template");
+            v->tmpl.fd = -1;
+        }
+        fy_error_free(te);
     }
-    v->sock = sp[0];
-    /* Writes to the guest never block forever (a guest that stops reading). */
-    struct timeval tv = {.tv_sec = 5};
-    setsockopt(v->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    int cp[2];
-    if (pipe2(cp, O_CLOEXEC) < 0) {
-        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "pipe: %s", strerror(errno));
+    if (v->tmpl.fd >= 0) {
+        /* The attempt's files travel over the control port, after the
+         * restore and the reseed; nothing of the attempt is on disk. */
+        v->from_template = true;
+        v->files_fd = memfd_create("fy-vm-files", MFD_CLOEXEC);
+        const char *what = NULL;
+        int x = v->files_fd < 0 ? -errno : write_attempt_archive(np, v->files_fd, &what);
+        if (x < 0) {
+            r = err_set(reterr, err_from_errno(-x), FY_STEP_SPAWN, -x, NULL, "the attempt's files%s%s: %s",
+                        what ? ": " : "", what ? what : "", strerror(-x));
+            goto fail;
+        }
+    } else {
+        if ((r = make_attempt_dir(v, reterr)) < 0)
+            goto fail;
+        if ((r = write_initrd(v, np, reterr)) < 0)
+            goto fail;
+    }
+    for (int tries = 0;; tries++) {
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+            r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "socketpair: %s",
+                        strerror(errno));
+            goto fail;
+        }
+        v->sock = sp[0];
+        /* Writes to the guest never block forever (a guest that stops reading). */
+        struct timeval tv = {.tv_sec = 5};
+        setsockopt(v->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        int cp[2];
+        if (pipe2(cp, O_CLOEXEC) < 0) {
+            r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "pipe: %s", strerror(errno));
+            close(sp[1]);
+            goto fail;
+        }
+        v->console_fd = cp[0];
+        fcntl(cp[0], F_SETFL, O_NONBLOCK);
+        fchmod(cp[1], 0622);
+        r = v->from_template ? start_vmm(h, v, v->tmpl.fd, sp[1], cp[1], reterr)
+                             : start_vmm(h, v, sp[1], sp[1], cp[1], reterr);
         close(sp[1]);
-        goto fail;
+        close(cp[1]);
+        if (r < 0)
+            goto fail;
+        /* QEMU loads the state while its digest is checked here; the guest
+         * is sent nothing before it matched. A template that fails is
+         * removed and made again, once. */
+        if (v->from_template && vm_template_check(&v->tmpl) < 0) {
+            char why[256];
+            memcpy(why, v->tmpl.refused, sizeof(why));
+            fy_handle_free(v->vmm);
+            v->vmm = NULL;
+            close(v->sock);
+            close(v->console_fd);
+            v->sock = v->console_fd = -1;
+            close(v->tmpl.fd);
+            v->tmpl.fd = -1;
+            vm_template_discard(v->pl);
+            if (tries > 0) {
+                r = err_set(reterr, FY_E_INTEGRITY, FY_STEP_SPAWN, 0, NULL, "the VM template fails its check: %s",
+                            why);
+                goto fail;
+            }
+            fy_error *te = NULL;
+            r = vm_template_get(v->pl, &v->k, h->pr->caps, np->state_dir, false, &v->tmpl, &te);
+            if (r < 0) {
+                r = err_set(reterr, r, fy_error_step(te), fy_error_os_code(te), NULL, "%s", fy_error_message(te));
+                fy_error_free(te);
+                goto fail;
+            }
+            memcpy(v->tmpl.refused, why, sizeof(why));
+            continue;
+        }
+        break;
     }
-    v->console_fd = cp[0];
-    fcntl(cp[0], F_SETFL, O_NONBLOCK);
-    fchmod(cp[1], 0622);
-    r = start_vmm(h, v, sp[1], cp[1], reterr);
-    close(sp[1]);
-    close(cp[1]);
-    if (r < 0)
-        goto fail;
+    if (v->tmpl.fd >= 0) {
+        close(v->tmpl.fd); /* QEMU has its own */
+        v->tmpl.fd = -1;
+    }
+    if (v->from_template) {
+        /* Before anything else reaches the restored guest: fresh
+         * randomness and the time (read by the agent once restored). */
+        uint8_t seed[8 + VMP_SEED_LEN];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        vmp_put_u64(seed, (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec / 1000);
+        int ok = getrandom(seed + 8, VMP_SEED_LEN, 0) == VMP_SEED_LEN ? 0 : -1;
+        if (ok < 0 || send_guest(v, VMP_RESEED, seed, sizeof(seed)) < 0) {
+            util_bzero(seed, sizeof(seed));
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, errno, NULL, "reseeding the restored guest failed");
+            goto fail;
+        }
+        util_bzero(seed, sizeof(seed));
+    }
     v->t_qemu = util_now_usec();
     v->hello_deadline = v->t_qemu + HELLO_TIMEOUT;
     if (watch(v, v->sock) < 0 || watch(v, v->console_fd) < 0 || watch(v, fy_handle_get_fd(v->vmm)) < 0) {
@@ -710,6 +864,35 @@ static int send_run(fy_handle *h, struct vm *v) {
     return r;
 }
 
+/* The attempt's archive after a restore, in frames, then its end. */
+static int send_files(struct vm *v) {
+    static const size_t chunk = VMP_MAX_FRAME;
+    uint8_t *buf = malloc(chunk);
+    if (!buf)
+        return -1;
+    off_t off = 0;
+    for (;;) {
+        ssize_t n = pread(v->files_fd, buf, chunk, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(buf);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        if (send_guest(v, VMP_FILES, buf, (size_t)n) < 0) {
+            free(buf);
+            return -1;
+        }
+        off += n;
+    }
+    free(buf);
+    close(v->files_fd);
+    v->files_fd = -1;
+    return send_guest(v, VMP_FILES_END, NULL, 0);
+}
+
 static void deliver(fy_handle *h, struct vm *v, int stream, const uint8_t *p, size_t n) {
     const struct plan_stdio *s = &neutral(h)->stdio[stream];
     if (s->mode == FY_STDIO_NULL || !n)
@@ -759,6 +942,12 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
         if (v->hello || f->len != sizeof(want) - 1 || memcmp(f->data, want, f->len) != 0)
             return protocol_error(h, v, "unexpected hello");
         v->hello = true;
+        if (v->from_template && send_files(v) < 0) {
+            handle_end(h, END_INFRA, FY_STEP_MOUNT, errno, "sending the attempt's files to the guest: %s",
+                       strerror(errno));
+            kill_vmm(h, v);
+            return;
+        }
         v->t_hello = util_now_usec();
         if (send_run(h, v) < 0) {
             handle_end(h, END_INFRA, FY_STEP_EXEC, errno, "sending the command to the guest: %s", strerror(errno));
@@ -1055,6 +1244,22 @@ static void finish(fy_handle *h, struct vm *v) {
                                                       (json_int_t)v->tar[i]->listed[k].size));
         }
         json_object_set(iso, "returned_files", outs);
+        if (v->from_template) {
+            json_t *tm = json_object_get(iso, "template");
+            if (json_is_object(tm)) {
+                json_object_set_new(tm, "state_sha256", json_string(v->tmpl.state_sha256));
+                json_object_set_new(tm, "state_bytes", json_integer((json_int_t)v->tmpl.state_size));
+                json_object_set_new(tm, "made_by_this_attempt", json_boolean(v->tmpl.made));
+                json_object_set_new(tm, "verify_usec", json_integer((json_int_t)v->tmpl.verify_usec));
+                json_object_set_new(tm, "refused_before",
+                                    v->tmpl.refused[0] ? json_string(v->tmpl.refused) : json_null());
+                json_object_set_new(tm, "reseeded", json_true());
+            }
+        } else if (v->pl->use_template) {
+            json_object_set_new(iso, "template", json_null());
+            json_object_set_new(iso, "boot", json_sprintf("cold boot (the template could not be had: %s)",
+                                                          v->cold_why ? v->cold_why : "?"));
+        }
         json_t *kern = json_object_get(iso, "kernel");
         if (json_is_object(kern))
             json_object_set_new(kern, "vmlinux_sha256", json_string(v->k.digest));

@@ -21,7 +21,29 @@ struct vm_plan {
     char *run_msg;                /* the RUN payload (owned) */
     size_t run_len;
     char *cmdline;                /* the guest kernel command line */
+    bool use_template;            /* restore from a template (vm-template.c) unless it cannot be had */
+    char template_key[65];        /* its name: SHA-256 of the inputs below */
+    char *template_inputs;        /* what the key hashes (text, owned) */
 };
+
+/* How QEMU is started: a cold boot of the attempt's initramfs, the boot
+ * of a template that is then saved, or the restore of a template. */
+enum { VM_BOOT_COLD, VM_BOOT_MAKE, VM_BOOT_RESTORE };
+
+/* QEMU in the library's own namespace sandbox (vm-run.c). */
+struct vm_vmm_spec {
+    const struct vm_plan *pl;
+    const fy_caps *caps;
+    const char *state_dir;        /* or NULL */
+    int mode;                     /* VM_BOOT_* */
+    const char *attempt_dir;      /* bound at /fy/a (cold boot), or NULL */
+    const char *kernel_dir;       /* bound at /fy/k */
+    const char *mount_stub;       /* bound at every /fy/mN instead of the plan's directories, or NULL */
+    uint64_t wall;                /* usec or FY_UNLIMITED */
+    int in, out, err;             /* QEMU's stdin, stdout, stderr */
+};
+int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const char ***ret);
+int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reterr);
 
 /* vm-plan.c */
 int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);

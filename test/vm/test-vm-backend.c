@@ -134,10 +134,26 @@ static const char *jstr(json_t *o, const char *key) {
     return s ? s : "";
 }
 
-/* Whether a QEMU of this backend runs (its command line names the
- * attempt's initramfs as the VMM's sandbox sees it). Other QEMUs (other
- * tests) do not count. */
-static bool our_qemu_running(void) {
+static pid_t parent_of(pid_t pid) {
+    char p[64], buf[1024];
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    char *c = strrchr(buf, ')');
+    int pp = 0;
+    if (!c || sscanf(c + 2, "%*c %d", &pp) != 1)
+        return 0;
+    return pp;
+}
+
+/* Whether a QEMU of this backend runs below process `root` (its command
+ * line names the control port fy.ctl and the kernel as the VMM's sandbox
+ * sees it); QEMUs of other programs on this machine do not count. */
+static bool qemu_below(pid_t root) {
     bool found = false;
     DIR *proc = opendir("/proc");
     struct dirent *de;
@@ -149,13 +165,18 @@ static bool our_qemu_running(void) {
             continue;
         ssize_t k = read(fd, buf, sizeof(buf) - 1);
         close(fd);
-        if (k > 0 && memmem(buf, (size_t)k, "/fy/a/initrd", 12))
-            found = true;
+        if (k <= 0 || !memmem(buf, (size_t)k, "name=fy.ctl", 11) || !memmem(buf, (size_t)k, "/fy/k/vmlinux", 13))
+            continue;
+        for (pid_t a = (pid_t)atoi(de->d_name); a > 1; a = parent_of(a))
+            if (a == root)
+                found = true;
     }
     if (proc)
         closedir(proc);
     return found;
 }
+
+static bool our_qemu_running(void) { return qemu_below(getpid()); }
 
 /* Nothing of an attempt is left: no attempt directory, no QEMU. */
 static void assert_nothing_left(const fy_result *r) {
@@ -173,6 +194,35 @@ static void assert_nothing_left(const fy_result *r) {
         ck_assert_msg(e->d_name[0] == '.', "attempt directory left: %s", e->d_name);
     closedir(dir);
     ck_assert_msg(!our_qemu_running(), "a QEMU microvm of this backend is still running");
+    /* No half-made template and no copy of one: the templates directory
+     * holds its lock and complete entries only; this process holds no
+     * attempt file (memfd) and no socket of an attempt. */
+    snprintf(d, sizeof(d), "%s/templates", cache);
+    dir = opendir(d);
+    while (dir && (e = readdir(dir)))
+        ck_assert_msg(strncmp(e->d_name, ".build-", 7) && strncmp(e->d_name, ".state-", 7),
+                      "template build left: %s", e->d_name);
+    if (dir)
+        closedir(dir);
+    dir = opendir("/proc/self/fd");
+    while ((e = readdir(dir))) {
+        char l[256], t[256];
+        snprintf(l, sizeof(l), "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(l, t, sizeof(t) - 1);
+        t[n > 0 ? n : 0] = '\0';
+        ck_assert_msg(!strstr(t, "fy-vm-files") && !strstr(t, "templates/"), "an attempt's file is still open: %s", t);
+    }
+    closedir(dir);
+}
+
+static int count_fds(void) {
+    int n = 0;
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *e;
+    while ((e = readdir(dir)))
+        n += e->d_name[0] != '.';
+    closedir(dir);
+    return n;
 }
 
 static char *slurp(const char *path) {
@@ -188,7 +238,12 @@ static char *slurp(const char *path) {
 
 /* ---- tests ---- */
 
-START_TEST(test_exit_streams_env_net) {
+static char template_key[65], template_sha[65];
+
+/* The contract, cold or restored from a template: the same results. */
+static void exit_streams_env_net(bool cold) {
+    if (cold)
+        setenv("FORGEYARD_VM_TEMPLATE", "off", 1);
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
     char in[128];
@@ -218,6 +273,7 @@ START_TEST(test_exit_streams_env_net) {
                           NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);
+    unsetenv("FORGEYARD_VM_TEMPLATE");
     ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_FAILED, "outcome %s: %s",
                   fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r));
     ck_assert_int_eq(fy_result_exit_code(r), 7);
@@ -241,10 +297,171 @@ START_TEST(test_exit_streams_env_net) {
     ck_assert_msg(strstr(jstr(iso, "guest_report"), "uid=1000 gid=1000 cgroup=/w memory.max=268435456 "),
                   "%s", jstr(iso, "guest_report"));
     ck_assert_msg(strstr(jstr(iso, "guest_report"), "network-devices=lo "), "%s", jstr(iso, "guest_report"));
+    /* Which boot it was, said plainly. */
+    json_t *tm = json_object_get(iso, "template");
+    if (cold) {
+        ck_assert(json_is_null(tm));
+        ck_assert_msg(!strncmp(jstr(iso, "boot"), "cold boot", 9), "%s", jstr(iso, "boot"));
+    } else {
+        ck_assert_msg(!strncmp(jstr(iso, "boot"), "template restore", 16), "%s", jstr(iso, "boot"));
+        ck_assert_int_eq(strlen(jstr(tm, "key")), 64);
+        ck_assert_int_eq(strlen(jstr(tm, "state_sha256")), 64);
+        ck_assert(json_is_true(json_object_get(tm, "reseeded")));
+        ck_assert_msg(strstr(jstr(tm, "inputs"), jstr(iso, "initramfs_sha256")), "%s", jstr(tm, "inputs"));
+        ck_assert_msg(strstr(jstr(iso, "guest_report"), "RNG reseeded"), "%s", jstr(iso, "guest_report"));
+    }
     json_decref(iso);
     assert_nothing_left(r);
     fy_result_free(r);
     fy_policy_free(p);
+}
+
+START_TEST(test_exit_streams_env_net_cold) { exit_streams_env_net(true); }
+END_TEST
+
+START_TEST(test_exit_streams_env_net) { exit_streams_env_net(false); }
+END_TEST
+
+/* One template attempt; *out its stdout, the template's key and state
+ * digest in the globals. */
+static fy_result *template_run(const char *script, struct cap *c) {
+    fy_policy *p = vm_policy();
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    fy_result *r = run(p, argv, c, NULL, NULL);
+    fy_policy_free(p);
+    json_t *iso = isolation(r);
+    json_t *tm = json_object_get(iso, "template");
+    ck_assert_msg(json_is_object(tm), "boot: %s", jstr(iso, "boot"));
+    snprintf(template_key, sizeof(template_key), "%s", jstr(tm, "key"));
+    snprintf(template_sha, sizeof(template_sha), "%s", jstr(tm, "state_sha256"));
+    json_decref(iso);
+    return r;
+}
+
+static const char *template_refused(const fy_result *r, bool *made) {
+    static char why[512];
+    json_t *iso = isolation(r);
+    json_t *tm = json_object_get(iso, "template");
+    snprintf(why, sizeof(why), "%s", json_string_value(json_object_get(tm, "refused_before")) ?
+                                         json_string_value(json_object_get(tm, "refused_before")) : "");
+    *made = json_is_true(json_object_get(tm, "made_by_this_attempt"));
+    json_decref(iso);
+    return why;
+}
+
+START_TEST(test_template_attempts_apart) {
+    /* Two attempts restored from one template: neither sees the other's
+     * files, their random bytes differ (the RNG was reseeded), the guest
+     * clock is the host's, and nothing is left (no QEMU, no file, no fd). */
+    const char *script = "for f in /tmp/mark /home/forgeyard/mark /work/build/mark; do [ -e $f ] && echo SEEN $f; done; "
+                         "touch /tmp/mark /home/forgeyard/mark /work/build/mark; "
+                         "echo rnd $(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'); echo now $(date +%s)";
+    struct cap c1, c2;
+    fy_result *r1 = template_run(script, &c1);
+    char key1[65], sha1[65];
+    memcpy(key1, template_key, sizeof(key1));
+    memcpy(sha1, template_sha, sizeof(sha1));
+    int fds = count_fds();
+    fy_result *r2 = template_run(script, &c2);
+    ck_assert_int_eq(count_fds(), fds);
+    ck_assert_msg(fy_result_outcome(r1) == FY_OUTCOME_SUCCEEDED && fy_result_outcome(r2) == FY_OUTCOME_SUCCEEDED,
+                  "%s / %s", detail(r1), detail(r2));
+    ck_assert_str_eq(key1, template_key);
+    ck_assert_str_eq(sha1, template_sha);
+    ck_assert_msg(!strstr(c1.buf[0], "SEEN") && !strstr(c2.buf[0], "SEEN"), "%s\n%s", c1.buf[0], c2.buf[0]);
+    const char *a = strstr(c1.buf[0], "rnd "), *b = strstr(c2.buf[0], "rnd ");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_ge(strcspn(a, "\n"), 4 + 64);
+    ck_assert_msg(strncmp(a, b, 4 + 64) != 0, "the same random bytes in two attempts: %s", a);
+    for (int i = 0; i < 2; i++) {
+        const char *n = strstr(i ? c2.buf[0] : c1.buf[0], "now ");
+        ck_assert_ptr_nonnull(n);
+        long long t = atoll(n + 4), host = (long long)time(NULL);
+        ck_assert_msg(t > host - 120 && t <= host + 5, "guest clock %lld, host %lld", t, host);
+    }
+    assert_nothing_left(r1);
+    assert_nothing_left(r2);
+    fy_result_free(r1);
+    fy_result_free(r2);
+}
+END_TEST
+
+static void template_entry(char *buf, size_t len, const char *file) {
+    snprintf(buf, len, "%s/templates/%s/%s", cache, template_key, file);
+}
+
+START_TEST(test_template_corrupt_refused) {
+    /* A template whose state was changed (one byte), truncated or
+     * replaced under a manifest naming another key is refused by its
+     * check, removed and made again; the attempt runs from the new one. */
+    struct cap c;
+    fy_result *r = template_run("true", &c);
+    fy_result_free(r);
+    char state[512], man[512];
+    template_entry(state, sizeof(state), "state");
+    template_entry(man, sizeof(man), "manifest");
+    static const char *const want[] = {"state digest mismatch", "state: wrong size", "another key"};
+    for (int how = 0; how < 3; how++) {
+        if (how == 0) {
+            int fd = open(state, O_WRONLY | O_CLOEXEC);
+            ck_assert_int_ge(fd, 0);
+            ck_assert_int_eq(pwrite(fd, "\x5a\xa5", 2, 4096), 2);
+            close(fd);
+        } else if (how == 1) {
+            ck_assert_int_eq(truncate(state, 100000), 0);
+        } else {
+            char *t = slurp(man);
+            ck_assert_ptr_nonnull(t);
+            memcpy(t + 4, "0000", 4); /* "key 0000..." */
+            FILE *f = fopen(man, "we");
+            fputs(t, f);
+            fclose(f);
+            free(t);
+        }
+        r = template_run("echo ran", &c);
+        ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s", detail(r));
+        ck_assert_str_eq(c.buf[0], "ran\n");
+        bool made = false;
+        const char *why = template_refused(r, &made);
+        ck_assert_msg(strstr(why, want[how]), "refused: \"%s\", wanted \"%s\"", why, want[how]);
+        ck_assert(made);
+        assert_nothing_left(r);
+        fy_result_free(r);
+    }
+}
+END_TEST
+
+START_TEST(test_template_cache_refused) {
+    /* A templates directory with the wrong mode or owner is refused: the
+     * attempt does not start (typed), and nothing was used from it. */
+    char d[256];
+    snprintf(d, sizeof(d), "%s/templates", cache);
+    mkdir(d, 0700);
+    for (int how = 0; how < 2; how++) {
+        if (how == 0)
+            ck_assert_int_eq(chmod(d, 0755), 0);
+        else
+            ck_assert_int_eq(chown(d, 65534, 65534), 0);
+        fy_policy *p = vm_policy();
+        fy_error *e = NULL;
+        const char *argv[] = {"/bin/true", NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        ck_assert_int_eq(fy_prepare(p, caps, argv, &pr, &e), 0);
+        int rc = fy_start(pr, &h, &e);
+        if (how == 0)
+            chmod(d, 0700);
+        else
+            ck_assert_int_eq(chown(d, getuid(), getgid()), 0);
+        ck_assert_int_eq(rc, FY_E_UNSAFE);
+        ck_assert_ptr_null(h);
+        ck_assert_msg(strstr(fy_error_message(e), how ? "wrong owner" : "wrong mode"), "%s", fy_error_message(e));
+        fy_error_free(e);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        ck_assert_msg(!our_qemu_running(), "a QEMU runs after a refused start");
+    }
 }
 END_TEST
 
@@ -526,6 +743,12 @@ static fy_result *run_bad(const char *how, uint64_t wall_sec) {
 
 START_TEST(test_bad_garbage) {
     fy_result *r = run_bad("garbage", 60);
+    /* Another agent (initramfs) is another template. */
+    json_t *iso = isolation(r);
+    const char *k = jstr(json_object_get(iso, "template"), "key");
+    ck_assert_int_eq(strlen(k), 64);
+    ck_assert_msg(!template_key[0] || strcmp(k, template_key) != 0, "the same template for another initramfs");
+    json_decref(iso);
     ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
     ck_assert_msg(strstr(detail(r), "protocol error"), "%s", detail(r));
     fy_result_free(r);
@@ -680,16 +903,57 @@ START_TEST(test_dead_host_gc) {
             usleep(100000);
     }
     ck_assert_msg(started, "the guest never ran the command");
+    ck_assert(qemu_below(pid));
+    /* QEMU's pids, to follow them once their host is dead */
+    pid_t qemus[16];
+    int nq = 0;
+    DIR *pd = opendir("/proc");
+    struct dirent *pe;
+    while (pd && (pe = readdir(pd)) && nq < 16) {
+        pid_t q = (pid_t)atoi(pe->d_name);
+        char cp[300], cb[4096];
+        snprintf(cp, sizeof(cp), "/proc/%d/cmdline", (int)q);
+        int cfd = q > 0 ? open(cp, O_RDONLY | O_CLOEXEC) : -1;
+        if (cfd < 0)
+            continue;
+        ssize_t k = read(cfd, cb, sizeof(cb) - 1);
+        close(cfd);
+        if (k <= 0 || !memmem(cb, (size_t)k, "name=fy.ctl", 11))
+            continue;
+        for (pid_t a = q; a > 1; a = parent_of(a))
+            if (a == pid) {
+                qemus[nq++] = q;
+                break;
+            }
+    }
+    if (pd)
+        closedir(pd);
+    ck_assert_int_ge(nq, 1);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     uint64_t n = 0;
     fy_error *e = NULL;
     ck_assert_int_eq(fy_gc(state, 0, &n, &e), 0);
-    ck_assert_uint_ge(n, 2); /* the VMM's sandbox and the attempt directory */
+    ck_assert_uint_ge(n, 1); /* the VMM's sandbox (and a cold boot's attempt directory) */
     /* QEMU is gone (its sandbox was killed) and so is every attempt directory. */
     bool qemu = true;
-    for (int i = 0; i < 100 && (qemu = our_qemu_running()); i++)
-        usleep(100000);
+    for (int i = 0; i < 100 && qemu; i++) {
+        qemu = false;
+        for (int k = 0; k < nq; k++) {
+            char sp[64], sb[512] = "";
+            snprintf(sp, sizeof(sp), "/proc/%d/stat", (int)qemus[k]);
+            int sfd = open(sp, O_RDONLY | O_CLOEXEC);
+            ssize_t m = sfd >= 0 ? read(sfd, sb, sizeof(sb) - 1) : 0;
+            if (sfd >= 0)
+                close(sfd);
+            sb[m > 0 ? m : 0] = '\0';
+            char *c = strrchr(sb, ')');
+            if (c && c[2] != 'Z' && c[2] != 'X')
+                qemu = true; /* still running (a zombie is dead) */
+        }
+        if (qemu)
+            usleep(100000);
+    }
     ck_assert_msg(!qemu, "a QEMU of the dead host is still running");
     char d[256];
     snprintf(d, sizeof(d), "%s/attempts", cache);
@@ -847,7 +1111,11 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_hw_virt_required);
     tcase_add_test(tc, test_prepare_writes_nothing);
     tcase_add_test(tc, test_bad_kernel);
+    tcase_add_test(tc, test_exit_streams_env_net_cold);
     tcase_add_test(tc, test_exit_streams_env_net);
+    tcase_add_test(tc, test_template_attempts_apart);
+    tcase_add_test(tc, test_template_corrupt_refused);
+    tcase_add_test(tc, test_template_cache_refused);
     tcase_add_test(tc, test_workspace);
     tcase_add_test(tc, test_secrets);
     tcase_add_test(tc, test_attack_probes);

@@ -18,6 +18,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 grep -q '"level": "virtual-machine"' "$tmp/true.json" || fail "not a VM: $(cat "$tmp/true.json")"
 grep -q '"backend": "vm-qemu"' "$tmp/true.json" || fail "not vm-qemu"
 grep -q '"accelerator": "\(tcg\|kvm\)"' "$tmp/true.json" || fail "no accelerator in the result"
+# Restored from a template (made by this first run), in a 0700 cache of its own.
+grep -q '"boot": "template restore' "$tmp/true.json" || fail "not restored from a template: $(grep '"boot"' "$tmp/true.json")"
+[ "$(stat -c %a "$tmp/cache/templates")" = 700 ] || fail "templates directory mode $(stat -c %a "$tmp/cache/templates")"
 
 set +e
 out=$("$cli" run --profile high-assurance -- /bin/sh -c 'echo in-guest $(uname -r); exit 3' 2>"$tmp/err")
@@ -34,8 +37,11 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   chown 65534:65534 "$tmp/u"
   out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$tmp/u" \
         XDG_CACHE_HOME="$tmp/u/.cache" XDG_RUNTIME_DIR="$tmp/u" \
-        "$cli" run --profile high-assurance -- /bin/sh -c 'echo rootless $(id -u)') || fail "rootless run: $?"
+        "$cli" run --profile high-assurance --result "$tmp/u/r.json" -- /bin/sh -c 'echo rootless $(id -u)') ||
+    fail "rootless run: $?"
   [ "$out" = "rootless 1000" ] || fail "rootless stdout: $out"
+  grep -q '"boot": "template restore' "$tmp/u/r.json" || fail "rootless: not restored from a template"
+  [ "$(stat -c %u:%a "$tmp/u/.cache/forgeyard/vm/templates")" = 65534:700 ] || fail "rootless templates directory"
   [ -z "$(ls -A "$tmp/u/.cache/forgeyard/vm/attempts")" ] || fail "rootless attempt directories left"
 fi
 echo "ok: forgeyard run --profile high-assurance (guest kernel $kver)"

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/random.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -364,6 +365,177 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
             make_readonly(t);
             free(t);
         }
+    }
+}
+
+/* ---- after a template restore (vm-proto.h VMP_RESEED, VMP_FILES) ---- */
+
+/* Every guest restored from one template starts with the same kernel RNG
+ * state: fresh host randomness is mixed in and a CRNG reseed forced
+ * before anything of the attempt runs; the clock is set to the host's. */
+static void reseed(const uint8_t *d, uint32_t n) {
+    if (n != 8 + VMP_SEED_LEN)
+        fail(EINVAL, "malformed reseed record");
+    struct {
+        int entropy_count, buf_size;
+        uint8_t buf[VMP_SEED_LEN];
+    } info;
+    info.entropy_count = VMP_SEED_LEN * 8;
+    info.buf_size = VMP_SEED_LEN;
+    memcpy(info.buf, d + 8, VMP_SEED_LEN);
+    int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        fail(errno, "open /dev/urandom");
+    int r = ioctl(fd, RNDADDENTROPY, &info);
+    int e = errno;
+    memset(info.buf, 0, sizeof(info.buf));
+    __asm__ volatile("" ::: "memory");
+    if (r < 0 || ioctl(fd, RNDRESEEDCRNG) < 0) {
+        e = r < 0 ? e : errno;
+        close(fd);
+        fail(e, "reseed the guest's random number generator");
+    }
+    close(fd);
+    uint64_t us = vmp_get_u64(d);
+    struct timespec ts = {.tv_sec = (time_t)(us / 1000000u), .tv_nsec = (long)(us % 1000000u) * 1000};
+    if (clock_settime(CLOCK_REALTIME, &ts) < 0)
+        fail(errno, "set the guest clock");
+}
+
+/* The attempt's files: a cpio (newc) stream unpacked as it comes, as the
+ * kernel unpacks an initramfs (directories, regular files, symbolic links,
+ * with their modes and owners); a name that is absolute or has a ".."
+ * component ends the attempt. */
+static struct {
+    uint8_t hdr[112 + PATH_MAX];
+    size_t have, need;           /* header bytes held / wanted (110 + name, padded) */
+    uint32_t mode, uid, gid;
+    uint64_t size, left;
+    size_t pad;                  /* padding after the data still to skip */
+    int fd;                      /* the regular file being written */
+    char link[PATH_MAX];
+    size_t linklen;
+    bool in_data, done;
+} cp = {.fd = -1};
+
+static uint32_t hex8(const uint8_t *p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        int c = p[i], d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                        : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            fail(EINVAL, "malformed cpio header");
+        v = v << 4 | (uint32_t)d;
+    }
+    return v;
+}
+
+static const char *cp_name(void) { return (const char *)cp.hdr + 110; }
+
+static void cp_entry_end(void) {
+    const char *name = cp_name();
+    if (cp.fd >= 0) {
+        if (fchown(cp.fd, cp.uid, cp.gid) < 0 || fchmod(cp.fd, cp.mode & 07777) < 0)
+            fail(errno, "set the owner of %s", name);
+        close(cp.fd);
+        cp.fd = -1;
+    } else if ((cp.mode & S_IFMT) == S_IFLNK) {
+        cp.link[cp.linklen] = '\0';
+        unlink(name);
+        if (symlink(cp.link, name) < 0 || lchown(name, cp.uid, cp.gid) < 0)
+            fail(errno, "symlink %s", name);
+    }
+    cp.in_data = false;
+}
+
+static void cp_entry_begin(void) {
+    const uint8_t *h = cp.hdr;
+    const char *name = cp_name();
+    if (!strcmp(name, "TRAILER!!!")) {
+        cp.done = true;
+        return;
+    }
+    if (name[0] == '/' || !strcmp(name, "..") || !strncmp(name, "../", 3) || strstr(name, "/../") ||
+        (strlen(name) >= 3 && !strcmp(name + strlen(name) - 3, "/..")))
+        fail(EINVAL, "a refused name in the attempt's files");
+    cp.mode = hex8(h + 14);
+    cp.uid = hex8(h + 22);
+    cp.gid = hex8(h + 30);
+    cp.size = hex8(h + 54);
+    cp.left = cp.size;
+    cp.pad = (size_t)((4 - cp.size % 4) % 4);
+    cp.linklen = 0;
+    switch (cp.mode & S_IFMT) {
+    case S_IFDIR:
+        if (mkdir(name, cp.mode & 07777) < 0 && errno != EEXIST)
+            fail(errno, "mkdir %s", name);
+        if (chown(name, cp.uid, cp.gid) < 0 || chmod(name, cp.mode & 07777) < 0)
+            fail(errno, "set the owner of %s", name);
+        break;
+    case S_IFREG:
+        unlink(name);
+        cp.fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (cp.fd < 0)
+            fail(errno, "create %s", name);
+        break;
+    case S_IFLNK:
+        if (cp.size >= sizeof(cp.link))
+            fail(ENAMETOOLONG, "symlink %s", name);
+        break;
+    default:
+        break; /* skipped */
+    }
+    cp.in_data = true;
+    if (!cp.left)
+        cp_entry_end();
+}
+
+static void files_feed(const uint8_t *p, size_t n) {
+    while (n) {
+        if (cp.done)
+            fail(EINVAL, "bytes after the end of the attempt's files");
+        if (!cp.in_data && !cp.pad) {
+            /* the header, then the name to its 4-byte boundary */
+            size_t want = cp.have < 110 ? 110 - cp.have : cp.need - cp.have;
+            size_t c = n < want ? n : want;
+            memcpy(cp.hdr + cp.have, p, c);
+            cp.have += c;
+            p += c;
+            n -= c;
+            if (cp.have == 110) {
+                if (memcmp(cp.hdr, "070701", 6) != 0)
+                    fail(EINVAL, "malformed cpio header");
+                uint32_t ns = hex8(cp.hdr + 94);
+                if (ns < 2 || ns > PATH_MAX)
+                    fail(ENAMETOOLONG, "a name in the attempt's files");
+                cp.need = (110 + ns + 3) & ~(size_t)3;
+            }
+            if (cp.have > 110 && cp.have == cp.need) {
+                cp.hdr[110 + hex8(cp.hdr + 94) - 1] = '\0';
+                cp.have = 0;
+                cp_entry_begin();
+            }
+            continue;
+        }
+        if (cp.in_data) {
+            size_t c = n < cp.left ? n : (size_t)cp.left;
+            if (cp.fd >= 0 && write_all(cp.fd, p, c) < 0)
+                fail(errno, "write %s", cp_name());
+            if ((cp.mode & S_IFMT) == S_IFLNK) {
+                memcpy(cp.link + cp.linklen, p, c);
+                cp.linklen += c;
+            }
+            cp.left -= c;
+            p += c;
+            n -= c;
+            if (!cp.left)
+                cp_entry_end();
+            continue;
+        }
+        size_t c = n < cp.pad ? n : cp.pad;
+        cp.pad -= c;
+        p += c;
+        n -= c;
     }
 }
 
@@ -763,6 +935,20 @@ int main(void) {
             fail(EPROTO, "control stream: %s", dec.error);
         if (k == 1 && f.type == VMP_RUN)
             break;
+        if (k == 1 && f.type == VMP_RESEED) {
+            /* restored from a template: reseeded, then up again */
+            reseed(f.data, f.len);
+            static const char msg[] = "restored from a template: RNG reseeded (RNDADDENTROPY 512 bits, "
+                                      "RNDRESEEDCRNG), clock set; ";
+            if (send_frame(VMP_HELLO, 0, AGENT_VERSION, strlen(AGENT_VERSION)) < 0 ||
+                send_frame(VMP_LOG, 0, msg, sizeof(msg) - 1) < 0)
+                power_off();
+        } else if (k == 1 && f.type == VMP_FILES) {
+            files_feed(f.data, f.len);
+        } else if (k == 1 && f.type == VMP_FILES_END) {
+            if (!cp.done || cp.have || cp.in_data || cp.pad)
+                fail(EINVAL, "the attempt's files ended early");
+        }
         if (k == 1)
             continue;
         size_t room = vmp_room(&dec);

@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Templates (vm-template.h). A template is made once per machine: the
+ * kernel and the agent's initramfs (by digest), the QEMU build (its
+ * binary's identity), the accelerator, the guest's memory and CPUs, the
+ * number of 9p devices and the kernel command line; their SHA-256 names
+ * it. QEMU boots the agent's initramfs alone, with no host directory
+ * behind its 9p devices (an empty directory of the build stands in); once
+ * the agent said hello, it is stopped and its state, the guest RAM
+ * included, is written by QEMU's migration to a file descriptor this
+ * process passed over QMP (getfd: Debian 12's QEMU 7.2 has no file:
+ * migration, and its seccomp sandbox forbids exec:). Nothing of an attempt
+ * exists yet: no host path, plan, secret, environment or workload byte.
+ *
+ * The cache is <cache root>/templates, a directory of this user with mode
+ * 0700 (anything else is refused, not repaired). An entry is written in a
+ * directory of its own and renamed into place complete, with a manifest
+ * naming its key, the state's SHA-256 and size; every use checks the
+ * state's owner, mode, size and SHA-256 against it, and an entry that
+ * fails is removed and made again. Every attempt restores the state into a
+ * fresh QEMU (-incoming fd:0) whose RAM is its own (anonymous, filled from
+ * the stream): no guest memory is shared between attempts, even read-only. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "forgeyard/sandbox.h"
+#include "vm-proto.h"
+#include "vm-template.h"
+
+#define SEC UINT64_C(1000000)
+#define MiB (UINT64_C(1) << 20)
+#define TEMPLATE_FORMAT "forgeyard vm template 1"
+
+static void hex(const unsigned char *h, size_t n, char *out) {
+    static const char d[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = d[h[i] >> 4];
+        out[2 * i + 1] = d[h[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int vm_template_dir(char *buf, size_t len) {
+    char root[4096];
+    if (vm_cache_root(root, sizeof(root)) < 0)
+        return FY_E_RANGE;
+    int n = snprintf(buf, len, "%s/templates", root);
+    return n > 0 && (size_t)n < len ? 0 : FY_E_RANGE;
+}
+
+int vm_template_key(struct vm_plan *pl) {
+    struct stat st;
+    char qemu[512];
+    if (stat(pl->qemu, &st) == 0)
+        snprintf(qemu, sizeof(qemu), "%s %llu %lld %lld.%09ld", pl->qemu, (unsigned long long)st.st_ino,
+                 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    else
+        snprintf(qemu, sizeof(qemu), "%s -", pl->qemu);
+    /* The command line without tsc_early_khz: it only spares a booting
+     * guest its calibration, and "cpu MHz" moves on hosts that scale
+     * their clock (a template per reading would be useless). */
+    char cmdline[1024];
+    snprintf(cmdline, sizeof(cmdline), "%s", pl->cmdline);
+    char *tsc = strstr(cmdline, " tsc_early_khz=");
+    if (tsc)
+        *tsc = '\0';
+    free(pl->template_inputs);
+    pl->template_inputs = util_asprintf("%s\nvmlinuz_sha256 %s\ninitramfs_sha256 %s\nqemu %s\n"
+                                        "machine microvm,acpi=on accel=%s memory=%lluM cpus=%u 9p=%zu\n"
+                                        "cmdline %s\n",
+                                        TEMPLATE_FORMAT, pl->k.vmlinuz_digest, pl->k.initrd_digest, qemu,
+                                        pl->kvm ? "kvm" : "tcg", (unsigned long long)(pl->guest_mem / MiB),
+                                        pl->smp, pl->nmounts, cmdline);
+    if (!pl->template_inputs)
+        return FY_E_NOMEM;
+    struct digest d;
+    unsigned char h[32];
+    if (digest_init(&d) < 0)
+        return FY_E_NOMEM;
+    digest_update(&d, pl->template_inputs, strlen(pl->template_inputs));
+    digest_final(&d, h);
+    hex(h, sizeof(h), pl->template_key);
+    return 0;
+}
+
+/* The cache directory must be this user's alone. */
+static int check_dir(const char *dir, fy_error **reterr) {
+    struct stat st;
+    if (lstat(dir, &st) < 0)
+        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "template cache %s: %s", dir,
+                       strerror(errno));
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+        return err_set(reterr, FY_E_UNSAFE, FY_STEP_SPAWN, 0, NULL,
+                       "the template cache %s is refused: %s (mode %04o, owner %u; it must be a directory of "
+                       "uid %u with mode 0700)",
+                       dir, !S_ISDIR(st.st_mode) ? "not a directory" : st.st_uid != geteuid() ? "wrong owner"
+                                                                                              : "wrong mode",
+                       (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)geteuid());
+    return 0;
+}
+
+static int hash_fd(int fd, uint64_t size, char out[65]) {
+    struct digest d;
+    if (digest_init(&d) < 0)
+        return -ENOMEM;
+    size_t cap = 1u << 20;
+    unsigned char *buf = malloc(cap);
+    if (!buf) {
+        digest_abandon(&d);
+        return -ENOMEM;
+    }
+    uint64_t off = 0;
+    while (off < size) {
+        ssize_t n = pread(fd, buf, size - off < cap ? (size_t)(size - off) : cap, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            free(buf);
+            digest_abandon(&d);
+            return -e;
+        }
+        digest_update(&d, buf, (size_t)n);
+        off += (uint64_t)n;
+    }
+    free(buf);
+    unsigned char h[32];
+    digest_final(&d, h);
+    hex(h, sizeof(h), out);
+    return 0;
+}
+
+static void remove_entry(const char *dir) {
+    static const char *const files[] = {"state", "manifest"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(files); i++) {
+        char p[4400];
+        snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+/* 1: a verified template (t->fd); 0: none or refused (t->refused says why). */
+static int verify(const char *entry, const struct vm_plan *pl, struct vm_template *t, bool defer) {
+    char p[4400], text[1024];
+    snprintf(p, sizeof(p), "%s/manifest", entry);
+    int mfd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (mfd < 0) {
+        if (errno != ENOENT)
+            snprintf(t->refused, sizeof(t->refused), "manifest: %s", strerror(errno));
+        return 0;
+    }
+    ssize_t n = read(mfd, text, sizeof(text) - 1);
+    close(mfd);
+    text[n > 0 ? n : 0] = '\0';
+    char key[65] = "", sha[65] = "";
+    unsigned long long size = 0;
+    if (sscanf(text, "key %64s state_sha256 %64s state_size %llu", key, sha, &size) != 3 || strlen(key) != 64 ||
+        strlen(sha) != 64) {
+        snprintf(t->refused, sizeof(t->refused), "malformed manifest");
+        return 0;
+    }
+    if (strcmp(key, pl->template_key) != 0) {
+        snprintf(t->refused, sizeof(t->refused), "the manifest names another key (%.16s)", key);
+        return 0;
+    }
+    snprintf(p, sizeof(p), "%s/state", entry);
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        snprintf(t->refused, sizeof(t->refused), "state: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    const char *bad = !S_ISREG(st.st_mode) ? "not a regular file" : st.st_uid != geteuid() ? "wrong owner"
+                      : (st.st_mode & 022) ? "writable by others" : (uint64_t)st.st_size != size ? "wrong size" : NULL;
+    if (bad) {
+        snprintf(t->refused, sizeof(t->refused), "state: %s", bad);
+        close(fd);
+        return 0;
+    }
+    memcpy(t->state_sha256, sha, sizeof(t->state_sha256));
+    t->state_size = size;
+    t->fd = fd;
+    t->digest_pending = true;
+    if (!defer && vm_template_check(t) < 0) {
+        close(t->fd);
+        t->fd = -1;
+        return 0;
+    }
+    return 1;
+}
+
+int vm_template_check(struct vm_template *t) {
+    if (!t->digest_pending)
+        return 0;
+    uint64_t t0 = util_now_usec();
+    char got[65];
+    int r = hash_fd(t->fd, t->state_size, got);
+    t->verify_usec = util_now_usec() - t0;
+    if (r < 0 || strcmp(got, t->state_sha256) != 0) {
+        snprintf(t->refused, sizeof(t->refused), r < 0 ? "state unreadable: %s" : "state digest mismatch (%s)",
+                 r < 0 ? strerror(-r) : got);
+        return FY_E_INTEGRITY;
+    }
+    t->digest_pending = false;
+    return 0;
+}
+
+void vm_template_discard(const struct vm_plan *pl) {
+    char tdir[4096], entry[4400];
+    if (vm_template_dir(tdir, sizeof(tdir)) < 0)
+        return;
+    snprintf(entry, sizeof(entry), "%s/%s", tdir, pl->template_key);
+    remove_entry(entry);
+}
+
+/* ---- QMP, just enough ---- */
+
+struct qmp {
+    int fd;
+    char buf[65536];
+    size_t len;
+    uint64_t deadline;
+};
+
+/* The next line that is not an event, parsed. */
+static json_t *qmp_read(struct qmp *q) {
+    for (;;) {
+        char *nl = memchr(q->buf, '\n', q->len);
+        if (nl) {
+            size_t l = (size_t)(nl - q->buf) + 1;
+            json_t *j = json_loadb(q->buf, l, 0, NULL);
+            memmove(q->buf, q->buf + l, q->len - l);
+            q->len -= l;
+            if (j && json_object_get(j, "event")) {
+                json_decref(j);
+                continue;
+            }
+            if (j)
+                return j;
+            continue;
+        }
+        if (q->len == sizeof(q->buf))
+            return NULL;
+        uint64_t now = util_now_usec();
+        if (now >= q->deadline)
+            return NULL;
+        struct pollfd p = {q->fd, POLLIN, 0};
+        int k = poll(&p, 1, (int)((q->deadline - now) / 1000 + 1));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return NULL;
+        ssize_t n = recv(q->fd, q->buf + q->len, sizeof(q->buf) - q->len, 0);
+        if (n <= 0)
+            return NULL;
+        q->len += (size_t)n;
+    }
+}
+
+/* 0 and *ret (may be NULL) the "return" member, or -1 and why. */
+static int qmp_cmd(struct qmp *q, const char *cmd, int pass_fd, json_t **ret, char *why, size_t wlen) {
+    struct iovec iov = {(void *)cmd, strlen(cmd)};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (pass_fd >= 0) {
+        memset(&u, 0, sizeof(u));
+        m.msg_control = u.b;
+        m.msg_controllen = sizeof(u.b);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
+    if (sendmsg(q->fd, &m, MSG_NOSIGNAL) != (ssize_t)iov.iov_len) {
+        snprintf(why, wlen, "QMP %s: send: %s", cmd, strerror(errno));
+        return -1;
+    }
+    json_t *j = qmp_read(q);
+    if (!j) {
+        snprintf(why, wlen, "QMP %s: no answer", cmd);
+        return -1;
+    }
+    json_t *err = json_object_get(j, "error");
+    if (err) {
+        const char *d = json_string_value(json_object_get(err, "desc"));
+        snprintf(why, wlen, "QMP %s: %s", cmd, d ? d : "error");
+        json_decref(j);
+        return -1;
+    }
+    if (ret)
+        *ret = json_incref(json_object_get(j, "return"));
+    json_decref(j);
+    return 0;
+}
+
+/* ---- making one ---- */
+
+static void console_text(int fd, char *buf, size_t len) {
+    size_t have = 0;
+    for (;;) {
+        char b[4096];
+        ssize_t n = read(fd, b, sizeof(b));
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n; i++) {
+            if (have + 1 >= len)
+                memmove(buf, buf + len / 2, have -= len / 2);
+            buf[have++] = (b[i] >= 0x20 && b[i] < 0x7f) ? b[i] : ' ';
+        }
+    }
+    buf[have] = '\0';
+}
+
+/* Boots the template's guest until its agent's hello; saves it to sfd. */
+static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, const fy_caps *caps,
+                         const char *state_dir, const char *build, int sfd, char *why, size_t wlen) {
+    int qs[2] = {-1, -1}, cs[2] = {-1, -1}, cp[2] = {-1, -1};
+    struct vmp_dec *dec = NULL;
+    fy_handle *vmm = NULL;
+    fy_error *e = NULL;
+    int r = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qs) < 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cs) < 0 || pipe2(cp, O_CLOEXEC) < 0) {
+        snprintf(why, wlen, "socketpair: %s", strerror(errno));
+        goto out;
+    }
+    fcntl(cp[0], F_SETFL, O_NONBLOCK);
+    fchmod(cp[1], 0622);
+    struct vm_vmm_spec sp = {
+        .pl = pl, .caps = caps, .state_dir = state_dir, .mode = VM_BOOT_MAKE, .kernel_dir = k->dir,
+        .mount_stub = build, .wall = 300 * SEC, .in = qs[1], .out = cs[1], .err = cp[1],
+    };
+    if (vm_vmm_start(&sp, &vmm, &e) < 0) {
+        snprintf(why, wlen, "%s", e ? fy_error_message(e) : "starting QEMU");
+        goto out;
+    }
+    close(qs[1]);
+    close(cs[1]);
+    close(cp[1]);
+    qs[1] = cs[1] = cp[1] = -1;
+    /* The agent's hello: the guest is up, nothing else will happen in it. */
+    dec = malloc(sizeof(*dec));
+    if (!dec) {
+        snprintf(why, wlen, "out of memory");
+        goto out;
+    }
+    vmp_dec_init(dec);
+    uint64_t deadline = util_now_usec() + 120 * SEC;
+    bool hello = false;
+    char console[2048] = "";
+    while (!hello) {
+        uint64_t now = util_now_usec();
+        if (now >= deadline) {
+            snprintf(why, wlen, "the template's guest agent did not answer within 120 s");
+            goto out;
+        }
+        struct pollfd p[2] = {{cs[0], POLLIN, 0}, {fy_handle_get_fd(vmm), POLLIN, 0}};
+        poll(p, 2, 200);
+        char tmp[1024];
+        console_text(cp[0], tmp, sizeof(tmp));
+        if (tmp[0])
+            snprintf(console, sizeof(console), "%s", tmp);
+        fy_result *res = NULL;
+        if (fy_handle_process(vmm, &res, NULL) == 1) {
+            snprintf(why, wlen, "the template's QEMU ended before its agent answered (%s)%s%s",
+                     fy_result_detail(res) ? fy_result_detail(res) : "no detail", console[0] ? "; console: " : "",
+                     console);
+            fy_result_free(res);
+            goto out;
+        }
+        if (!(p[0].revents & (POLLIN | POLLHUP)))
+            continue;
+        ssize_t n = recv(cs[0], dec->buf + dec->have, vmp_room(dec), MSG_DONTWAIT);
+        if (n <= 0) {
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            snprintf(why, wlen, "the template's control port closed before the hello");
+            goto out;
+        }
+        vmp_added(dec, (size_t)n);
+        struct vmp_frame f;
+        int kk = vmp_next(dec, &f);
+        if (kk < 0 || (kk == 1 && (f.type != VMP_HELLO || f.len != 20 ||
+                                   memcmp(f.data, "forgeyard-vm-agent 1", 20) != 0))) {
+            snprintf(why, wlen, "the template's agent did not say hello");
+            goto out;
+        }
+        hello = kk == 1;
+    }
+    struct qmp *q = calloc(1, sizeof(*q));
+    if (!q) {
+        snprintf(why, wlen, "out of memory");
+        goto out;
+    }
+    q->fd = qs[0];
+    q->deadline = util_now_usec() + 60 * SEC;
+    json_t *greeting = qmp_read(q), *st = NULL;
+    bool ok = greeting != NULL;
+    json_decref(greeting);
+    if (!ok)
+        snprintf(why, wlen, "no QMP greeting");
+    ok = ok && qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}", -1, NULL, why, wlen) == 0;
+    ok = ok && qmp_cmd(q, "{\"execute\":\"stop\"}", -1, NULL, why, wlen) == 0;
+    ok = ok && qmp_cmd(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"fy-state\"}}", sfd, NULL, why, wlen) == 0;
+    ok = ok && qmp_cmd(q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:fy-state\"}}", -1, NULL, why, wlen) == 0;
+    while (ok) {
+        json_decref(st);
+        st = NULL;
+        if (qmp_cmd(q, "{\"execute\":\"query-migrate\"}", -1, &st, why, wlen) < 0) {
+            ok = false;
+            break;
+        }
+        const char *s = json_string_value(json_object_get(st, "status"));
+        if (s && !strcmp(s, "completed"))
+            break;
+        if (!s || !strcmp(s, "failed") || !strcmp(s, "cancelled")) {
+            const char *d = json_string_value(json_object_get(st, "error-desc"));
+            snprintf(why, wlen, "saving the template failed: %s", d ? d : s ? s : "no status");
+            ok = false;
+            break;
+        }
+        if (util_now_usec() >= q->deadline) {
+            snprintf(why, wlen, "saving the template took more than 60 s");
+            ok = false;
+            break;
+        }
+        usleep(5000);
+    }
+    json_decref(st);
+    if (ok)
+        qmp_cmd(q, "{\"execute\":\"quit\"}", -1, NULL, why, wlen);
+    free(q);
+    if (!ok)
+        goto out;
+    fy_result *res = NULL;
+    if (fy_handle_wait(vmm, 30 * SEC, &res, NULL) != 1) {
+        snprintf(why, wlen, "the template's QEMU did not quit");
+        goto out;
+    }
+    fy_result_free(res);
+    r = 0;
+out:
+    free(dec);
+    fy_error_free(e);
+    fy_handle_free(vmm); /* kills and reaps it when still running */
+    for (int i = 0; i < 2; i++) {
+        if (qs[i] >= 0)
+            close(qs[i]);
+        if (cs[i] >= 0)
+            close(cs[i]);
+        if (cp[i] >= 0)
+            close(cp[i]);
+    }
+    return r;
+}
+
+static int make(const char *tdir, const char *entry, const struct vm_plan *pl, const struct vm_kernel *k,
+                const fy_caps *caps, const char *state_dir, struct vm_template *t, fy_error **reterr) {
+    uint64_t t0 = util_now_usec();
+    char build[4400], p[4500], why[512] = "";
+    snprintf(build, sizeof(build), "%s/.build-%d-%llu", tdir, (int)getpid(), (unsigned long long)t0);
+    if (mkdir(build, 0700) < 0)
+        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "mkdir %s: %s", build,
+                       strerror(errno));
+    /* An empty directory stands in for every 9p directory: QEMU needs
+     * one; the guest mounts nothing before an attempt. It is outside the
+     * 0700 templates directory, where QEMU's sandbox can reach it. */
+    char stub[4400], root[4096];
+    vm_cache_root(root, sizeof(root));
+    snprintf(stub, sizeof(stub), "%s/empty", root);
+    if (mkdir(stub, 0755) < 0 && errno != EEXIST) {
+        int e = errno;
+        rmdir(build);
+        return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "mkdir %s: %s", stub, strerror(e));
+    }
+    char statep[4500];
+    snprintf(statep, sizeof(statep), "%s/.state-%d-%llu", tdir, (int)getpid(), (unsigned long long)t0);
+    int sfd = open(statep, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int r = sfd < 0 ? -1 : boot_and_save(pl, k, caps, state_dir, stub, sfd, why, sizeof(why));
+    if (sfd < 0)
+        snprintf(why, sizeof(why), "create %s: %s", statep, strerror(errno));
+    struct stat st;
+    char sha[65];
+    if (r == 0 && (fsync(sfd) < 0 || fstat(sfd, &st) < 0 || st.st_size == 0)) {
+        snprintf(why, sizeof(why), "the saved state is empty or unwritable");
+        r = -1;
+    }
+    if (r == 0 && hash_fd(sfd, (uint64_t)st.st_size, sha) < 0) {
+        snprintf(why, sizeof(why), "read back the saved state");
+        r = -1;
+    }
+    if (sfd >= 0)
+        close(sfd);
+    if (r == 0) {
+        /* state, then the manifest, then the whole directory renamed into place */
+        snprintf(p, sizeof(p), "%s/state", build);
+        char *man = util_asprintf("key %s\nstate_sha256 %s\nstate_size %llu\n%s", pl->template_key, sha,
+                                  (unsigned long long)st.st_size, pl->template_inputs);
+        char mp[4500];
+        snprintf(mp, sizeof(mp), "%s/manifest", build);
+        int mfd = man ? open(mp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+        bool ok = mfd >= 0 && write(mfd, man, strlen(man)) == (ssize_t)strlen(man) && fsync(mfd) == 0;
+        if (mfd >= 0)
+            close(mfd);
+        free(man);
+        if (!ok || rename(statep, p) < 0) {
+            snprintf(why, sizeof(why), "write the template: %s", strerror(errno));
+            r = -1;
+        } else {
+            remove_entry(entry);
+            if (rename(build, entry) < 0) {
+                snprintf(why, sizeof(why), "rename the template into place: %s", strerror(errno));
+                r = -1;
+            }
+        }
+    }
+    unlink(statep);
+    remove_entry(build);
+    t->make_usec = util_now_usec() - t0;
+    if (r < 0)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL, "making the VM template: %s", why);
+    t->made = true;
+    return 0;
+}
+
+int vm_template_get(const struct vm_plan *pl, const struct vm_kernel *k, const fy_caps *caps, const char *state_dir,
+                    bool defer_digest, struct vm_template *t, fy_error **reterr) {
+    memset(t, 0, sizeof(*t));
+    t->fd = -1;
+    char tdir[4096], root[4096], entry[4400];
+    if (vm_template_dir(tdir, sizeof(tdir)) < 0 || vm_cache_root(root, sizeof(root)) < 0)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "template cache path too long");
+    if (mkdir(root, 0711) < 0 && errno != EEXIST)
+        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "mkdir %s: %s", root,
+                       strerror(errno));
+    if (mkdir(tdir, 0700) < 0 && errno != EEXIST)
+        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "mkdir %s: %s", tdir,
+                       strerror(errno));
+    int r = check_dir(tdir, reterr);
+    if (r < 0)
+        return r;
+    snprintf(entry, sizeof(entry), "%s/%s", tdir, pl->template_key);
+    if (verify(entry, pl, t, defer_digest) == 1)
+        return 0;
+    /* Made (or remade) under the cache's lock; another process may have
+     * done it meanwhile. */
+    char lock[4200];
+    snprintf(lock, sizeof(lock), "%s/.lock", tdir);
+    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
+        int e = errno;
+        if (lfd >= 0)
+            close(lfd);
+        return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "lock %s: %s", lock, strerror(e));
+    }
+    char refused[256];
+    memcpy(refused, t->refused, sizeof(refused));
+    t->refused[0] = '\0';
+    if (verify(entry, pl, t, defer_digest) == 1) {
+        close(lfd);
+        return 0;
+    }
+    if (!t->refused[0])
+        memcpy(t->refused, refused, sizeof(refused));
+    remove_entry(entry);
+    r = make(tdir, entry, pl, k, caps, state_dir, t, reterr);
+    if (r == 0) {
+        char kept[256];
+        memcpy(kept, t->refused, sizeof(kept));
+        bool made = t->made;
+        uint64_t mu = t->make_usec;
+        if (verify(entry, pl, t, false) != 1)
+            r = err_set(reterr, FY_E_INTEGRITY, FY_STEP_SPAWN, 0, NULL, "the VM template just made fails its check: %s",
+                        t->refused);
+        memcpy(t->refused, kept, sizeof(kept));
+        t->made = made;
+        t->make_usec = mu;
+    }
+    close(lfd);
+    return r;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Templates of the VM backend (vm-template.c): a guest booted until its
+ * agent is up, before anything of an attempt exists, saved once (QEMU's
+ * migration stream, the guest RAM included) and restored by every attempt
+ * into a fresh QEMU with RAM of its own. */
+#ifndef FY_VM_TEMPLATE_H
+#define FY_VM_TEMPLATE_H
+
+#include "vm-run.h"
+
+struct vm_template {
+    int fd;                  /* the verified state, read-only, at offset 0; -1 when none */
+    char state_sha256[65];
+    uint64_t state_size;
+    bool made;               /* made by this start */
+    bool digest_pending;     /* owner, mode and size checked; the SHA-256 not yet (vm_template_check) */
+    char refused[256];       /* why a cached one was refused and remade, or "" */
+    uint64_t verify_usec, make_usec;
+};
+
+/* The plan's template key and the text it hashes (vm_compile). */
+int vm_template_key(struct vm_plan *pl);
+/* The template for the plan's machine, from the per-user cache (a 0700
+ * directory of this user, else FY_E_UNSAFE) with its digest checked, or
+ * made now (under a lock, written then renamed). */
+int vm_template_get(const struct vm_plan *pl, const struct vm_kernel *k, const fy_caps *caps, const char *state_dir,
+                    bool defer_digest, struct vm_template *t, fy_error **reterr);
+/* With defer_digest, a cached template comes back with only its owner,
+ * mode, size and manifest checked: the caller starts QEMU reading it and
+ * checks the SHA-256 meanwhile (vm_template_check), before the restored
+ * guest is sent anything. */
+int vm_template_check(struct vm_template *t);
+/* Removes the plan's template (it failed its check). */
+void vm_template_discard(const struct vm_plan *pl);
+/* The templates directory under the cache root. */
+int vm_template_dir(char *buf, size_t len);
+
+#endif
