@@ -337,7 +337,7 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
      * overrides (the policy's and the image's same names are left out). */
     bool fetch = pl->net_mode == FY_NET_FETCH_ONLY;
     for (size_t i = 0; fetch && i < FY_ARRAY_SIZE(proxy_env); i++)
-        if (!(envp[pl->nenv++] = fmt(pl, "%s=%s", proxy_env[i], PLAN_PROXY_URL)))
+        if (!(envp[pl->nenv++] = fmt(pl, "%s=%s", proxy_env[i], NET_PROXY_URL)))
             return FY_E_NOMEM;
     VEC_EACH(&pr->env, struct pol_env, e) {
         bool taken = false;

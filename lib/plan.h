@@ -97,8 +97,8 @@ struct plan_net_rule {
 /* fetch-only: where every backend's proxy listens inside the sandbox, and
  * the network environment the plan gives the workload (HTTP_PROXY,
  * HTTPS_PROXY and their lower-case forms; nothing else is added). */
-#define PLAN_PROXY_PORT 3128
-#define PLAN_PROXY_URL  "http://127.0.0.1:3128"
+#define NET_PROXY_PORT 3128
+#define NET_PROXY_URL  "http://127.0.0.1:3128"
 
 struct fy_plan {
     /* What was negotiated. */

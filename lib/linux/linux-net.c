@@ -378,7 +378,7 @@ static int parse_subnet(const char *s, uint32_t *base, uint32_t *len) {
     return 0;
 }
 
-_Static_assert(LXP_PORT == PLAN_PROXY_PORT, "the proxy listens where the plan's network env points");
+_Static_assert(LXP_PORT == NET_PROXY_PORT, "the proxy listens where the plan's network env points");
 
 /* Fetch-only: the proxy's allowlist from the plan (destinations and the
  * addresses their names resolved to at fy_prepare), its Landlock ports and

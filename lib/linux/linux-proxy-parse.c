@@ -334,7 +334,7 @@ long lxp_rewrite(const struct lxp_req *rq, const char *buf, const char *inject, 
         puts0(&o, "/");
     put(&o, buf + rq->path_off, rq->path_len);
     puts0(&o, " HTTP/1.1\r\n");
-    const char *line = memchr(buf, '\n', rq->head_len) + 1;
+    const char *line = (const char *)memchr(buf, '\n', rq->head_len) + 1;
     const char *end = buf + rq->head_len - 2;
     while (line < end) {
         const char *le = memchr(line, '\r', (size_t)(end - line) + 2);

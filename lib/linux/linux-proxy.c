@@ -607,6 +607,15 @@ __attribute__((noreturn)) static void proxy_loop(struct proxy *px) {
 #  define LXP_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #endif
 
+#if defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define FY_PROXY_SANITIZED 1
+#  endif
+#endif
+#ifndef FY_PROXY_SANITIZED
+#  define FY_PROXY_SANITIZED 0
+#endif
+
 #ifdef LXP_AUDIT_ARCH
 #  define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 static int install_seccomp(void) {
@@ -629,6 +638,12 @@ static int install_seccomp(void) {
         ALLOW(__NR_accept4), ALLOW(__NR_connect), ALLOW(__NR_getsockopt), ALLOW(__NR_shutdown),
         ALLOW(__NR_clock_gettime), ALLOW(__NR_exit), ALLOW(__NR_exit_group), ALLOW(__NR_rt_sigreturn),
         ALLOW(__NR_restart_syscall),
+#  if defined(__SANITIZE_ADDRESS__) || FY_PROXY_SANITIZED
+        /* A sanitizer build's interceptors and allocator (never in a plain build). */
+        ALLOW(__NR_sigaltstack), ALLOW(__NR_mmap), ALLOW(__NR_munmap), ALLOW(__NR_madvise), ALLOW(__NR_getpid),
+        ALLOW(__NR_gettid), ALLOW(__NR_sched_yield), ALLOW(__NR_futex), ALLOW(__NR_rt_sigprocmask),
+        ALLOW(__NR_prctl), ALLOW(__NR_mprotect),
+#  endif
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
     };
     struct sock_fprog prog = {.len = (unsigned short)(sizeof(f) / sizeof(f[0])), .filter = f};
@@ -874,6 +889,15 @@ int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns,
 }
 
 unsigned lxp_stop(struct lxp_run *run) {
+    if (run->pid > 0 && !run->ended) {
+        /* Did it end before we end it? (a crash, its seccomp filter) */
+        struct pu_proc p = {.pid = run->pid, .pidfd = run->pidfd};
+        if (pu_wait_until(&p, pu_deadline_after_ms(0))) {
+            run->ended = true;
+            run->died_status = p.status;
+            run->died = true;
+        }
+    }
     if (run->alive_wr >= 0)
         close(run->alive_wr);
     run->alive_wr = -1;
@@ -934,6 +958,14 @@ char *lxp_report(const struct lxp_run *run) {
     json_object_set_new(px, "listen", json_string("127.0.0.1:3128 in the sandbox's network namespace"));
     json_object_set_new(px, "confinement", conf);
     json_object_set_new(px, "ended", json_boolean(run->pid <= 0 || run->ended));
+    char how[64] = "killed at cleanup";
+    if (run->died && run->died_status >= 0 && WIFSIGNALED(run->died_status))
+        snprintf(how, sizeof(how), "died before cleanup: signal %d", WTERMSIG(run->died_status));
+    else if (run->died && run->died_status >= 0)
+        snprintf(how, sizeof(how), "died before cleanup: exit status %d", WEXITSTATUS(run->died_status));
+    else if (run->died)
+        snprintf(how, sizeof(how), "died before cleanup");
+    json_object_set_new(px, "end", json_string(how));
     json_object_set_new(o, "mode", json_string("fetch-only"));
     json_object_set_new(o, "proxy", px);
     json_object_set_new(o, "requests", reqs);

@@ -108,6 +108,8 @@ struct lxp_run {
     struct lxp_audit *audit;       /* shared mapping (NULL: none) */
     bool ended;                    /* reaped: the witness */
     bool killed;
+    bool died;                     /* it had ended before lxp_stop (died_status: how) */
+    int died_status;
 };
 
 void lxp_run_init(struct lxp_run *run);

@@ -129,6 +129,7 @@ assert len(find(method="CONNECT", host="127.0.0.1", port=p2, decision="refused",
 assert all(q["bytes_down"] > 0 for q in find(decision="allowed")), reqs
 assert len(reqs) == 7 and net["requests_dropped"] == 0, reqs
 assert net["proxy"]["ended"] is True
+assert net["proxy"]["end"] == "killed at cleanup", net["proxy"]  # it never died under its own filter
 conf = net["proxy"]["confinement"]
 for c in ("uid-65534-no-capabilities", "no-new-privileges", "seccomp-allowlist", "landlock-no-filesystem"):
     assert c in conf, conf
@@ -218,6 +219,7 @@ json "$TMP/r2.json" <<'PY' || bad "the hostile requests' audit log is wrong"
 import json, sys
 net = json.load(open(sys.argv[1]))["network"]
 reqs = net["requests"]
+assert net["proxy"]["end"] == "killed at cleanup", net["proxy"]
 assert len(reqs) == 256, len(reqs)
 assert net["requests_dropped"] > 0, net["requests_dropped"]
 statuses = {q["status"] for q in reqs if q["decision"] == "refused"}
