@@ -478,6 +478,8 @@ static void doctor_network(const fy_caps *c) {
            "  100.127.0.0/16 (or the link subnet set) towards its network; this host forwards IPv4: %s, IPv6: %s.\n"
            "  The library never changes that; --network-uplink names another namespace.\n",
            f4 < 0 ? "unknown" : f4 ? "yes" : "no", f6 < 0 ? "unknown" : f6 ? "yes" : "no");
+    printf("  fetch-only: the proxy connects from the host's own namespace (or, as root, --network-uplink);\n"
+           "  it needs no host setting and no package.\n");
 }
 
 static int cmd_doctor(void) {

@@ -229,7 +229,49 @@ print("ok: the audit log keeps at most 256 records and counts the rest (%d dropp
 PY
 proxy_gone "$TMP/r2.json" "hostile requests"
 
-# 3. Bad input: typed errors, nothing started.
+# 3. Nothing survives: 20 attempts in a row, every proxy gone; a host
+# killed mid-attempt takes its proxy with it (the proxy's liveness pipe).
+pids=
+for i in $(seq 20); do
+    run "$TMP/loop.json" --allow "mirror.test:$P1" -- curl -sS -m 10 -o /dev/null http://mirror.test:$P1/loop$i \
+        >/dev/null 2>&1 || bad "attempt $i of the loop failed"
+    pids="$pids $(json "$TMP/loop.json" <<'PY'
+import json, sys
+print(json.load(open(sys.argv[1]))["network"]["proxy"]["pid"])
+PY
+)"
+done
+left=0
+for pid in $pids; do
+    [ -e "/proc/$pid" ] && [ "$(cat /proc/$pid/comm 2>/dev/null)" = fy-proxy ] && left=$((left + 1))
+done
+[ $left = 0 ] && [ "$(echo $pids | wc -w)" = 20 ] && ok "20 attempts: every proxy gone" || bad "$left proxies left after 20 attempts"
+# (no timeout(1) in between: the proxy's parent must be this process; the
+# workload's sleep bounds it)
+"$FY" run --profile standard-ci --network fetch-only --network-hosts "$TMP/hosts" --allow "mirror.test:$P1" \
+    -- sleep 60 >/dev/null 2>&1 &
+host=$!
+proxy=
+for _ in $(seq 100); do
+    proxy=$(pgrep -P $host -x fy-proxy) && break
+    sleep 0.1
+done
+if [ -z "$proxy" ]; then
+    bad "no proxy under the host process"
+    kill $host 2>/dev/null
+else
+    kill -9 $host
+    wait $host 2>/dev/null
+    gone=no
+    for _ in $(seq 50); do
+        if [ ! -e "/proc/$proxy" ] || [ "$(cat /proc/$proxy/comm 2>/dev/null)" != fy-proxy ]; then gone=yes; break; fi
+        sleep 0.1
+    done
+    [ $gone = yes ] && ok "a host killed mid-attempt takes its proxy (pid $proxy) with it" \
+        || { bad "the proxy (pid $proxy) outlived its killed host"; kill -9 "$proxy" 2>/dev/null; }
+fi
+
+# 4. Bad input: typed errors, nothing started.
 expect_err() { # WHAT PATTERN ARGS...
     local what=$1 pat=$2; shift 2
     timeout 60 "$FY" run --profile standard-ci --network fetch-only --network-hosts "$TMP/hosts" "$@" -- true \
@@ -249,7 +291,7 @@ printf 'mirror.test:%s Bad Name: x\n' $P1 >"$TMP/creds2"
 expect_err "a credential with a bad header name" "bad header name" --allow "mirror.test:$P1" --network-credentials "$TMP/creds2"
 expect_err "an unresolvable name" "does not resolve" --allow "nowhere.test:$P1"
 
-# 4. Rootless, as uid 65534: the same proxy, without the uid switch.
+# 5. Rootless, as uid 65534: the same proxy, without the uid switch.
 if setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null; then
     mkdir "$TMP/nobody" && chown 65534:65534 "$TMP/nobody"
     cp "$TMP/creds" "$TMP/nobody/creds" && chown 65534:65534 "$TMP/nobody/creds"
