@@ -902,7 +902,7 @@ unsigned lxn_teardown(struct lxn_run *run) {
     /* A report the previous call made and nobody took (a failed start). */
     free(run->report);
     run->report = NULL;
-    if (run->proxy.pid > 0) {
+    if (run->proxy.pid > 0 || run->proxy.audit) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */
         left += lxp_stop(&run->proxy);

@@ -697,6 +697,19 @@ struct child_args {
 __attribute__((noreturn)) static void proxy_main(const struct child_args *a) {
     uint32_t conf = 0;
     (void)prctl(PR_SET_NAME, "fy-proxy", 0, 0, 0);
+    /* The host's signal handlers are not ours: every signal to its default,
+     * SIGPIPE ignored (a client that goes away is EPIPE, not our end), and
+     * nothing blocked. Raw rt_sigaction: the kernel's struct, no restorer
+     * needed without handlers. */
+    struct { unsigned long handler, flags, restorer, mask; } act = {0, 0, 0, 0};
+    for (int sig = 1; sig < 65; sig++) {
+        if (sig == SIGKILL || sig == SIGSTOP)
+            continue;
+        act.handler = sig == SIGPIPE ? (unsigned long)(uintptr_t)SIG_IGN : (unsigned long)(uintptr_t)SIG_DFL;
+        (void)syscall(SYS_rt_sigaction, sig, &act, NULL, 8);
+    }
+    uint64_t none_mask = 0;
+    (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none_mask, NULL, 8);
     /* Only what the loop needs stays open. */
     if (dup2(a->listen_fd, 3) < 0 || dup2(a->alive_rd, 4) < 0 || (a->uplink_fd >= 0 && dup2(a->uplink_fd, 5) < 0))
         syscall(SYS_exit_group, 10);

@@ -29,11 +29,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         out = ("ok %d %s body=%d\n" % (port, self.path, len(body))).encode()
+        if self.path.startswith("/big"):
+            out = b"x" * (8 << 20)  # more than any socket buffer holds
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
-        self.wfile.write(out)
+        try:
+            self.wfile.write(out)
+        except OSError:
+            pass
 
     do_GET = do_POST = do_PUT = do_HEAD = handle_one
 

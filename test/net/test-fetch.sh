@@ -181,6 +181,26 @@ for name, raw in cases.items():
     print(name, ask(raw))
 # Smuggling: a second request behind a Content-Length body, to a refused port.
 print("smuggle", ask(("GET http://mirror.test:%d/first HTTP/1.1\r\nContent-Length: 4\r\n\r\nbodyGET http://127.0.0.1:%d/smuggled HTTP/1.1\r\n\r\n" % (P1, P2)).encode()))
+# Clients that reset their connection before the answer: the proxy's write
+# fails (EPIPE), which must not end it (SIGPIPE ignored in the proxy).
+import struct
+for i in range(30):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.sendall(("GET http://mirror.test:%d/reset%d HTTP/1.1\r\n" % (P1, i)).encode() + b"X: " + b"y" * 5000)
+    s.sendall(b"\r\n\r\n")
+    s.close()
+for i in range(5):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.sendall(("CONNECT mirror.test:%d HTTP/1.1\r\n\r\n" % P1).encode())
+    s.recv(1000)
+    s.sendall(("GET /big%d HTTP/1.0\r\n\r\n" % i).encode())
+    s.recv(1000)
+    s.close()
+import time
+time.sleep(0.5)
+print("after-reset", ask(("GET http://127.0.0.1:%d/x HTTP/1.1\r\n\r\n" % P2).encode()))
 # Too many connections at once: the ones beyond the proxy's bound get 503.
 held = [socket.create_connection(("127.0.0.1", 3128), timeout=10) for _ in range(70)]
 busy = 0
@@ -212,6 +232,8 @@ grep -q "^smuggle HTTP/1.[01] 200" "$TMP/w2.out" && ok "the request in front of 
 [ ! -s "$TMP/log/$P2.log" ] && ok "the smuggled request reached no one" || bad "the smuggled request reached port $P2"
 [ "$(grep -c '^GET /first' "$TMP/log/$P1.log")" = 1 ] && ! grep -q smuggled "$TMP/log/$P1.log" \
     && ok "the allowed destination saw only the first request" || bad "the allowed destination saw the smuggled request"
+grep -q "^after-reset HTTP/1.1 403" "$TMP/w2.out" && ok "clients that reset before the answer do not end the proxy" \
+    || bad "the proxy did not survive clients that reset"
 busy=$(sed -n 's/^busy //p' "$TMP/w2.out")
 [ "${busy:-0}" -ge 6 ] && ok "connections beyond the bound get 503 ($busy of 70)" || bad "no connection bound (busy=$busy)"
 grep -q "^done" "$TMP/w2.out" || bad "the hostile workload did not finish"
