@@ -36,7 +36,7 @@
 #include "linux-proxy.h"
 #include "linux-syscall.h"
 
-#define BUF_SIZE (32 * 1024)
+#define BUF_SIZE (256 * 1024)
 
 /* ---- host side: credentials ---- */
 
@@ -738,7 +738,7 @@ __attribute__((noreturn)) static void proxy_main(const struct child_args *a) {
     (void)setrlimit(RLIMIT_FSIZE, &none);
     (void)setrlimit(RLIMIT_NOFILE, &files);
     struct proxy *px = mmap(NULL, sizeof(struct proxy) + (size_t)LXP_CONN_MAX * 2 * BUF_SIZE,
-                            PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                            PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (px == MAP_FAILED)
         syscall(SYS_exit_group, 13);
     char *bufs = (char *)px + sizeof(struct proxy);
