@@ -37,6 +37,8 @@
 #include "linux-syscall.h"
 
 #define BUF_SIZE (256 * 1024)
+#define LXP_PIPE_BYTES (64 * 1024) /* a pipe's default capacity */
+#define LXP_PIPE_MAX (1024 * 1024)  /* asked for (pipe-max-size's default) */
 
 /* ---- host side: credentials ---- */
 
@@ -155,6 +157,8 @@ struct conn {
     size_t c2u_len, c2u_off, u2c_len, u2c_off;
     uint64_t body_left;            /* client bytes still forwarded upstream */
     bool tunnel, client_eof, upstream_eof, up_shut;
+    int pipe_r, pipe_w;            /* upstream -> client through the kernel (splice), -1: none */
+    size_t in_pipe, pipe_cap;
     uint64_t deadline_ms;
 };
 
@@ -207,7 +211,12 @@ static void conn_close(struct proxy *px, struct conn *c) {
         close(c->cfd);
     if (c->ufd >= 0)
         close(c->ufd);
-    c->cfd = c->ufd = -1;
+    if (c->pipe_r >= 0)
+        close(c->pipe_r);
+    if (c->pipe_w >= 0)
+        close(c->pipe_w);
+    c->cfd = c->ufd = c->pipe_r = c->pipe_w = -1;
+    c->in_pipe = 0;
     c->state = C_FREE;
     (void)px;
 }
@@ -380,6 +389,15 @@ static void connected(struct proxy *px, struct conn *c) {
     }
     c->state = C_RELAY;
     c->deadline_ms = mono_ms() + LXP_IDLE_TIMEOUT_MS;
+    /* The response goes through a pipe with splice(2): no copy through
+     * this process (without a pipe, through u2c). */
+    int pp[2];
+    if (pipe2(pp, O_NONBLOCK | O_CLOEXEC) == 0) {
+        c->pipe_r = pp[0];
+        c->pipe_w = pp[1];
+        int cap = fcntl(pp[1], F_SETPIPE_SZ, LXP_PIPE_MAX);
+        c->pipe_cap = cap > 0 ? (size_t)cap : LXP_PIPE_BYTES;
+    }
     if (c->tunnel) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         memcpy(c->u2c, ok, sizeof(ok) - 1);
@@ -434,8 +452,32 @@ static void relay(struct proxy *px, struct conn *c, short cev, short uev) {
         (void)shutdown(c->ufd, SHUT_WR);
         c->up_shut = true;
     }
-    /* upstream -> client */
-    if ((uev & (POLLIN | POLLHUP | POLLERR)) && !c->upstream_eof && c->u2c_len < BUF_SIZE && c->ufd >= 0) {
+    /* upstream -> client: through the pipe once u2c (the proxy's own
+     * answer line) is out, in order */
+    bool via_pipe = c->pipe_r >= 0 && c->u2c_len == 0;
+    if (via_pipe && (uev & (POLLIN | POLLHUP | POLLERR)) && !c->upstream_eof && c->in_pipe < c->pipe_cap &&
+        c->ufd >= 0) {
+        ssize_t n = splice(c->ufd, NULL, c->pipe_w, NULL, c->pipe_cap - c->in_pipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+        if (n > 0) {
+            c->in_pipe += (size_t)n;
+            progress = true;
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+            c->upstream_eof = true;
+        }
+    }
+    if (via_pipe && (cev & (POLLOUT | POLLERR | POLLHUP)) && c->in_pipe) {
+        ssize_t n = splice(c->pipe_r, NULL, c->cfd, NULL, c->in_pipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+        if (n > 0) {
+            c->in_pipe -= (size_t)n;
+            account(px, c, false, (size_t)n);
+            progress = true;
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            conn_close(px, c);
+            return;
+        }
+    }
+    if (!via_pipe && (uev & (POLLIN | POLLHUP | POLLERR)) && !c->upstream_eof && c->u2c_len < BUF_SIZE &&
+        c->ufd >= 0 && c->pipe_r < 0) {
         ssize_t n = read(c->ufd, c->u2c + c->u2c_len, BUF_SIZE - c->u2c_len);
         if (n > 0) {
             c->u2c_len += (size_t)n;
@@ -457,7 +499,7 @@ static void relay(struct proxy *px, struct conn *c, short cev, short uev) {
     }
     if (c->u2c_off == c->u2c_len)
         c->u2c_off = c->u2c_len = 0;
-    if (c->upstream_eof && c->u2c_len == 0) {
+    if (c->upstream_eof && c->u2c_len == 0 && c->in_pipe == 0) {
         conn_close(px, c); /* the destination is done: so is the client */
         return;
     }
@@ -504,7 +546,7 @@ static void accept_one(struct proxy *px) {
     c->c2u = c2u;
     c->u2c = u2c;
     c->cfd = fd;
-    c->ufd = -1;
+    c->ufd = c->pipe_r = c->pipe_w = -1;
     c->rec = -1;
     c->state = C_HEAD;
     c->deadline_ms = mono_ms() + LXP_HEAD_TIMEOUT_MS;
@@ -551,9 +593,10 @@ __attribute__((noreturn)) static void proxy_loop(struct proxy *px) {
             else {
                 if (!c->client_eof && c->c2u_len < BUF_SIZE && (c->tunnel || c->body_left))
                     ce |= POLLIN;
-                if (c->u2c_off < c->u2c_len)
+                if (c->u2c_off < c->u2c_len || c->in_pipe)
                     ce |= POLLOUT;
-                if (!c->upstream_eof && c->u2c_len < BUF_SIZE)
+                if (!c->upstream_eof && (c->pipe_r >= 0 ? c->u2c_len == 0 && c->in_pipe < c->pipe_cap
+                                                        : c->u2c_len < BUF_SIZE))
                     ue |= POLLIN;
                 if (c->c2u_off < c->c2u_len)
                     ue |= POLLOUT;
@@ -637,7 +680,8 @@ static int install_seccomp(void) {
 #  endif
         ALLOW(__NR_accept4), ALLOW(__NR_connect), ALLOW(__NR_getsockopt), ALLOW(__NR_shutdown),
         ALLOW(__NR_clock_gettime), ALLOW(__NR_exit), ALLOW(__NR_exit_group), ALLOW(__NR_rt_sigreturn),
-        ALLOW(__NR_restart_syscall),
+        ALLOW(__NR_restart_syscall), ALLOW(__NR_pipe2), ALLOW(__NR_splice),
+        ALLOW(__NR_fcntl), /* F_SETPIPE_SZ (no file can be opened: no open call is allowed) */
 #  if defined(__SANITIZE_ADDRESS__) || FY_PROXY_SANITIZED
         /* A sanitizer build's interceptors and allocator (never in a plain build). */
         ALLOW(__NR_sigaltstack), ALLOW(__NR_mmap), ALLOW(__NR_munmap), ALLOW(__NR_madvise), ALLOW(__NR_getpid),
@@ -733,7 +777,7 @@ __attribute__((noreturn)) static void proxy_main(const struct child_args *a) {
         conf |= LXP_CONF_UID;
     }
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    struct rlimit none = {0, 0}, files = {2 * LXP_CONN_MAX + 8, 2 * LXP_CONN_MAX + 8};
+    struct rlimit none = {0, 0}, files = {4 * LXP_CONN_MAX + 8, 4 * LXP_CONN_MAX + 8};
     (void)setrlimit(RLIMIT_CORE, &none);
     (void)setrlimit(RLIMIT_FSIZE, &none);
     (void)setrlimit(RLIMIT_NOFILE, &files);
@@ -748,7 +792,7 @@ __attribute__((noreturn)) static void proxy_main(const struct child_args *a) {
     px->alive_fd = 4;
     px->t0 = mono_us();
     for (int i = 0; i < LXP_CONN_MAX; i++) {
-        px->conn[i].cfd = px->conn[i].ufd = -1;
+        px->conn[i].cfd = px->conn[i].ufd = px->conn[i].pipe_r = px->conn[i].pipe_w = -1;
         px->conn[i].c2u = bufs + (size_t)i * 2 * BUF_SIZE;
         px->conn[i].u2c = px->conn[i].c2u + BUF_SIZE;
     }

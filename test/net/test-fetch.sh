@@ -69,6 +69,8 @@ echo "other-name: \$(curl -sS -m 10 -o /dev/null -w '%{http_code}' http://other.
 echo "tunnel: \$(curl -sS -m 10 -p http://mirror.test:$P1/t 2>&1)"
 echo "tunnel2: \$(curl -sS -m 10 -p -o /dev/null -w '%{http_code}' http://127.0.0.1:$P2/never 2>&1; echo " rc=\$?")"
 echo "own-auth: \$(curl -sS -m 10 -H 'Authorization: Bearer from-the-workload' http://mirror.test:$P1/own 2>&1)"
+echo "big: \$(curl -sS -m 60 -o /dev/null -w '%{size_download}' http://mirror.test:$P1/big 2>&1)"
+echo "big-tunnel: \$(curl -sS -m 60 -p -o /dev/null -w '%{size_download}' http://mirror.test:$P1/big 2>&1)"
 echo "direct: \$(curl -sS -m 5 --noproxy '*' http://127.0.0.1:$P1/direct 2>&1 | head -c 200; echo " rc=\$?")"
 echo "resolve: \$(getent hosts mirror.test || echo none)"
 # Everything the workload can read that could hold the credential: its
@@ -91,6 +93,8 @@ grep -qx "HTTP_PROXY=http://127.0.0.1:3128" "$TMP/w1.out" && grep -qx "https_pro
 grep -q "^get1: ok $P1 /a body=0" "$TMP/w1.out" && ok "an allowed name:port answers through the proxy" \
     || bad "allowed GET failed"
 grep -q "^get-literal: ok $P3 /lit" "$TMP/w1.out" && ok "an allowed address:port answers" || bad "allowed literal failed"
+grep -q "^big: 8388608$" "$TMP/w1.out" && grep -q "^big-tunnel: 8388608$" "$TMP/w1.out" \
+    && ok "8 MiB arrive whole, forwarded and tunnelled" || bad "a large download was cut short"
 grep -q "^get2: 403" "$TMP/w1.out" && ok "another port is refused (403)" || bad "the other port was not refused"
 grep -q "^other-name: 403" "$TMP/w1.out" && ok "another name for the same address is refused" || bad "other name not refused"
 grep -q "^tunnel: ok $P1 /t" "$TMP/w1.out" && ok "CONNECT to an allowed host:port tunnels" || bad "CONNECT failed"
@@ -100,9 +104,9 @@ grep -q "^direct: .*rc=0" "$TMP/w1.out" && grep -q "^direct: ok" "$TMP/w1.out" &
     || ok "without the proxy nothing is reachable (the sandbox's loopback only)"
 grep -q "^resolve: none" "$TMP/w1.out" && ok "the sandbox resolves no destination name itself" || bad "a name resolved inside"
 [ ! -s "$TMP/log/$P2.log" ] && ok "the refused destination was never contacted" || bad "port $P2 saw a request"
-grep -c "^GET /" "$TMP/log/$P1.log" | grep -qx 3 && ok "the allowed destination saw exactly the 3 allowed requests" \
+grep -c "^GET /" "$TMP/log/$P1.log" | grep -qx 5 && ok "the allowed destination saw exactly the 5 allowed requests" \
     || { bad "the allowed destination saw other requests"; cat "$TMP/log/$P1.log"; }
-[ "$(grep -c "Authorization: Bearer $TOKEN" "$TMP/log/$P1.log")" = 2 ] \
+[ "$(grep -c "Authorization: Bearer $TOKEN" "$TMP/log/$P1.log")" = 3 ] \
     && ok "the credential was injected into the plain-HTTP requests to mirror.test:$P1" \
     || { bad "credential not injected"; cat "$TMP/log/$P1.log"; }
 grep -q "from-the-workload" "$TMP/log/$P1.log" && bad "the workload's own Authorization went through" \
@@ -120,14 +124,15 @@ reqs = net["requests"]
 def find(**kw):
     return [q for q in reqs if all(q.get(k) == v for k, v in kw.items())]
 assert net["mode"] == "fetch-only"
-assert len(find(method="GET", host="mirror.test", port=p1, decision="allowed", credential_injected=True)) == 2, reqs
+assert len(find(method="GET", host="mirror.test", port=p1, decision="allowed", credential_injected=True)) == 3, reqs
 assert len(find(method="GET", host="127.0.0.1", port=p3, decision="allowed", credential_injected=False)) == 1
 assert len(find(method="GET", host="127.0.0.1", port=p2, decision="refused", status=403)) == 1
 assert len(find(method="GET", host="other.test", port=p1, decision="refused", status=403)) == 1
-assert len(find(method="CONNECT", host="mirror.test", port=p1, decision="allowed")) == 1
+assert len(find(method="CONNECT", host="mirror.test", port=p1, decision="allowed")) == 2
+assert max(q["bytes_down"] for q in reqs) > 8 << 20, reqs
 assert len(find(method="CONNECT", host="127.0.0.1", port=p2, decision="refused", status=403)) == 1
 assert all(q["bytes_down"] > 0 for q in find(decision="allowed")), reqs
-assert len(reqs) == 7 and net["requests_dropped"] == 0, reqs
+assert len(reqs) == 9 and net["requests_dropped"] == 0, reqs
 assert net["proxy"]["ended"] is True
 assert net["proxy"]["end"] == "killed at cleanup", net["proxy"]  # it never died under its own filter
 conf = net["proxy"]["confinement"]
