@@ -273,6 +273,17 @@ for pid in $pids; do
     [ -e "/proc/$pid" ] && [ "$(cat /proc/$pid/comm 2>/dev/null)" = fy-proxy ] && left=$((left + 1))
 done
 [ $left = 0 ] && [ "$(echo $pids | wc -w)" = 20 ] && ok "20 attempts: every proxy gone" || bad "$left proxies left after 20 attempts"
+# 6 at once: each its own proxy and listener, each answered.
+par=
+for i in $(seq 6); do
+    run "$TMP/par$i.json" --allow "mirror.test:$P1" -- curl -sS -m 20 http://mirror.test:$P1/par$i >"$TMP/par$i.out" 2>&1 &
+    par="$par $!"
+done
+wait $par
+okpar=0
+for i in $(seq 6); do grep -q "^ok $P1 /par$i " "$TMP/par$i.out" && okpar=$((okpar + 1)); done
+[ $okpar = 6 ] && ok "6 concurrent attempts each reach the destination through their own proxy" \
+    || bad "concurrent attempts: $okpar of 6 answered"
 # (no timeout(1) in between: the proxy's parent must be this process; the
 # workload's sleep bounds it)
 "$FY" run --profile standard-ci --network fetch-only --network-hosts "$TMP/hosts" --allow "mirror.test:$P1" \
