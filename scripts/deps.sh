@@ -8,6 +8,7 @@ pkgs=(
   libseccomp-dev libcap-dev libarchive-dev libsodium-dev libjansson-dev
   check abigail-tools mandoc util-linux iproute2 cppcheck bubblewrap
   nftables  # network mode restricted: the router namespace's rules (nft -f)
+  curl  # test/net: the fetch-only workload (through the proxy) and fy-bench's direct peer
   qemu-system-x86 busybox-static cpio binutils xz-utils
   linux-image-amd64 liblzma-dev  # the VM backend's guest kernel (lib/vm), its vmlinux extraction
   python3-pytest  # the Python binding's tests (bindings/python)
