@@ -34,6 +34,10 @@
  *               the runc bundle's rootfs, run by digest from the layer
  *               cache (/bin/true, release profile) vs runc run of the
  *               bundle; first unpack of a 100 MiB layer vs tar -x of it
+ *   fetch-only  (also alone: fy-bench --fetch [RUNS]) 1 GiB over HTTP from
+ *               a listener of its own on 127.0.0.1: curl in a fetch-only
+ *               sandbox through the proxy (whole attempt) vs curl on the
+ *               host straight to it
  *
  * Everything it creates lives in one mkdtemp directory, removed at exit.
  */
@@ -46,6 +50,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -755,7 +762,102 @@ static void bench_actions(fy_policy *p, int an) {
     umount2(tmp, MNT_DETACH);
 }
 
+/* ---- network mode fetch-only: the proxy's throughput ---- */
+
+/* An HTTP server on 127.0.0.1 (this process's own listener, nothing else
+ * is contacted) that answers every request with FETCH_BYTES. */
+#define FETCH_BYTES (1024LL << 20)
+struct fetch_srv { int fd; };
+static void *fetch_server(void *arg) {
+    struct fetch_srv *s = arg;
+    static char buf[1 << 20];
+    memset(buf, 'x', sizeof(buf));
+    for (;;) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        char req[4096];
+        size_t n = 0;
+        while (n < sizeof(req) - 1) {
+            ssize_t r = read(c, req + n, sizeof(req) - 1 - n);
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+            req[n] = 0;
+            if (strstr(req, "\r\n\r\n"))
+                break;
+        }
+        char head[128];
+        int hl = snprintf(head, sizeof(head), "HTTP/1.0 200 OK\r\nContent-Length: %lld\r\n\r\n", FETCH_BYTES);
+        bool ok = write(c, head, (size_t)hl) == hl;
+        for (long long left = FETCH_BYTES; ok && left > 0;) {
+            ssize_t w = write(c, buf, (size_t)(left < (long long)sizeof(buf) ? left : (long long)sizeof(buf)));
+            ok = w > 0;
+            left -= w > 0 ? w : 0;
+        }
+        close(c);
+    }
+}
+
+/* 1 GiB over HTTP from a listener on 127.0.0.1: curl in a fetch-only
+ * sandbox through the proxy (the whole attempt, start and cleanup
+ * included) against the same curl on the host, straight to it. */
+static void bench_fetch(int runs) {
+    if (access("/usr/bin/curl", X_OK) != 0) {
+        printf("  fetch-only: needs curl: no row\n");
+        return;
+    }
+    struct fetch_srv s = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    pthread_t th;
+    if (s.fd < 0 || bind(s.fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s.fd, 8) < 0 ||
+        getsockname(s.fd, (struct sockaddr *)&sa, &sl) < 0 || pthread_create(&th, NULL, fetch_server, &s) != 0)
+        die("fetch server", NULL);
+    pthread_detach(th);
+    unsigned port = ntohs(sa.sin_port);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/", port);
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    if (fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e) < 0 ||
+        fy_policy_add_destination(p, "127.0.0.1", FY_PROTO_TCP, port, port, &e) < 0 ||
+        fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e) < 0)
+        die("fetch-only policy", e);
+    const char *argv_fetch[] = {"/usr/bin/curl", "-sSf", "-o", "/dev/null", url, NULL};
+    char *argv_direct[] = {"/usr/bin/curl", "-sSf", "--noproxy", "*", "-o", "/dev/null", url, NULL};
+    /* The download's share of an attempt: the same attempt fetching nothing
+     * (curl of a URL no destination allows: the proxy's 403) is taken off. */
+    char url_none[64];
+    snprintf(url_none, sizeof(url_none), "http://127.0.0.1:%u/", port == 65535 ? 1 : port + 1);
+    const char *argv_none[] = {"/usr/bin/curl", "-sS", "-o", "/dev/null", url_none, NULL};
+    uint64_t *t_proxy = calloc((size_t)runs, 8), *t_direct = calloc((size_t)runs, 8), *t_none = calloc((size_t)runs, 8);
+    for (int i = 0; i < runs; i++) {
+        uint64_t t0 = now_ns();
+        if (spawn_wait(argv_direct) != 0)
+            die("curl (direct)", NULL);
+        t_direct[i] = now_ns() - t0;
+        t_proxy[i] = lifecycle_ns(p, argv_fetch);
+        t_none[i] = lifecycle_ns(p, argv_none);
+    }
+    double mp = median_ms(t_proxy, runs), md = median_ms(t_direct, runs), mn = median_ms(t_none, runs);
+    printf("  %-40s %9.3f ms   %.0f MiB/s; direct %.3f ms (%.0f MiB/s): %.2fx (target >= 0.80x)\n",
+           "fetch-only: 1 GiB through the proxy", mp, 1024 / (mp / 1000), md, 1024 / (md / 1000), md / mp);
+    printf("  %-40s %9.3f ms   %.0f MiB/s: %.2fx direct (the attempt without a download, %.3f ms, taken off)\n",
+           "fetch-only: the download alone", mp - mn, 1024 / ((mp - mn) / 1000), md / (mp - mn), mn);
+    free(t_proxy);
+    free(t_direct);
+    free(t_none);
+    fy_policy_free(p);
+    close(s.fd); /* (the server thread ends at its next accept) */
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--fetch") == 0) {
+        /* Only the fetch-only row: fy-bench --fetch [RUNS] */
+        bench_fetch(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 5);
+        return 0;
+    }
     bool container_only = argc > 1 && strcmp(argv[1], "--container") == 0;
     bool action_only = argc > 1 && strcmp(argv[1], "--action") == 0;
     if (container_only || action_only) {
@@ -1122,6 +1224,7 @@ int main(int argc, char **argv) {
 
     bench_container(runc, bundle, runc_state, n < 50 ? n : 50);
     bench_restricted(n < 100 ? n : 100);
+    bench_fetch(n < 5 ? n : 5);
 
     /* The virtual-machine backend (issue 12): attempts of /bin/true
      * restored from a template (the issue's target: p50 <= 179 ms, p99 <=

@@ -478,6 +478,8 @@ static void doctor_network(const fy_caps *c) {
            "  100.127.0.0/16 (or the link subnet set) towards its network; this host forwards IPv4: %s, IPv6: %s.\n"
            "  The library never changes that; --network-uplink names another namespace.\n",
            f4 < 0 ? "unknown" : f4 ? "yes" : "no", f6 < 0 ? "unknown" : f6 ? "yes" : "no");
+    printf("  fetch-only: the proxy connects from the host's own namespace (or, as root, --network-uplink);\n"
+           "  it needs no host setting and no package.\n");
 }
 
 static int cmd_doctor(void) {
@@ -1070,14 +1072,19 @@ static void run_usage(FILE *f) {
             "  --env NAME=VALUE        an environment variable (nothing is inherited)\n"
             "  --secret-env NAME=FILE  a secret as an environment variable\n"
             "  --secret-file NAME=FILE a secret as /run/secrets/NAME\n"
-            "  --network deny|allow|restricted\n"
+            "  --network deny|allow|restricted|fetch-only\n"
             "                          the network (allow is the host's, impure; restricted: only\n"
-            "                          the --allow destinations, as root; not under release)\n"
+            "                          the --allow destinations, as root; not under release;\n"
+            "                          fetch-only: only through a per-attempt HTTP(S) proxy at\n"
+            "                          $HTTP_PROXY to the --allow HOST:PORT destinations)\n"
             "  --allow DEST            restricted: HOST[:PORT[-PORT]][/udp] (HOST a name, an IPv4\n"
             "                          address or block, or [IPv6] in brackets; no port: all)\n"
             "  --network-uplink PATH   restricted: the network namespace the router's uplink goes\n"
             "                          into (/run/netns/NAME; default: the host's)\n"
-            "  --network-hosts FILE    restricted: resolve --allow names with this hosts file\n"
+            "  --network-hosts FILE    restricted, fetch-only: resolve --allow names with this hosts file\n"
+            "  --network-credentials FILE\n"
+            "                          fetch-only: lines \"HOST:PORT Name: value\" (mode 0600); the\n"
+            "                          proxy adds the header to plain-HTTP requests to HOST:PORT\n"
             "  --pty private|deny      pseudo-terminals of the sandbox's own\n"
             "  --device PATH           lease a host device node (/dev/fuse), read-write; the kernel's\n"
             "                          device cgroup enforces the list (root only); --device-ro PATH\n"
@@ -1105,7 +1112,7 @@ static int cmd_run(int argc, char **argv) {
     const char *image = NULL;
     const char *allows[2048];
     size_t nallow = 0;
-    bool restricted = false;
+    uint32_t restricted = 0; /* FY_NET_RESTRICTED or FY_NET_FETCH_ONLY, applied after the options */
     int i = 0;
     /* First pass: the base (profile or policy file). */
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
@@ -1178,17 +1185,21 @@ static int cmd_run(int argc, char **argv) {
             r = check(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, v, &err), o, &err);
         } else if (strcmp(o, "--network-hosts") == 0) {
             r = check(fy_policy_set_network_host(p, FY_NETHOST_HOSTS_FILE, v, &err), o, &err);
+        } else if (strcmp(o, "--network-credentials") == 0) {
+            r = check(fy_policy_set_network_host(p, FY_NETHOST_CREDENTIALS, v, &err), o, &err);
         } else if (strcmp(o, "--network") == 0 && strcmp(v, "restricted") == 0) {
-            restricted = true; /* applied with the --allow destinations, after the options */
+            restricted = FY_NET_RESTRICTED; /* applied with the --allow destinations, after the options */
+        } else if (strcmp(o, "--network") == 0 && strcmp(v, "fetch-only") == 0) {
+            restricted = FY_NET_FETCH_ONLY;
         } else if (strcmp(o, "--network") == 0) {
-            restricted = false;
+            restricted = 0;
             if (strcmp(v, "deny") == 0)
                 r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}}", v);
             else if (strcmp(v, "allow") == 0)
                 r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"destinations\": []}, "
                                      "\"isolation\": {\"controls\": {\"netns\": \"off\"}}}", v);
             else {
-                fprintf(stderr, "%s: --network is deny, allow or restricted\n", prog);
+                fprintf(stderr, "%s: --network is deny, allow, restricted or fetch-only\n", prog);
                 r = -1;
             }
         } else if (strcmp(o, "--device") == 0 || strcmp(o, "--device-ro") == 0 || strcmp(o, "--gpu") == 0) {
@@ -1277,7 +1288,7 @@ static int cmd_run(int argc, char **argv) {
         return RUN_BAD_INVOCATION;
     }
     if (nallow && !restricted) {
-        fprintf(stderr, "%s: --allow needs --network restricted\n", prog);
+        fprintf(stderr, "%s: --allow needs --network restricted or fetch-only\n", prog);
         goto bad;
     }
     if (restricted) {
@@ -1287,7 +1298,7 @@ static int cmd_run(int argc, char **argv) {
             if (add_allow(p, allows[k]) < 0)
                 goto bad;
         err = NULL;
-        if (check(fy_policy_set_network(p, FY_NET_RESTRICTED, &err), "--network", &err) < 0)
+        if (check(fy_policy_set_network(p, restricted, &err), "--network", &err) < 0)
             goto bad;
     }
     if (build_dir || output_dir) {

@@ -14,7 +14,8 @@ void attempt_report_clear(struct attempt_report *rep) {
     free(rep->setup_detail);
     free(rep->isolation_json);
     free(rep->limits_json);
-    rep->setup_detail = rep->isolation_json = rep->limits_json = NULL;
+    free(rep->network_json);
+    rep->setup_detail = rep->isolation_json = rep->limits_json = rep->network_json = NULL;
 }
 
 /* The outcome, with this precedence: a setup failure (nothing ran as
@@ -88,7 +89,8 @@ void attempt_finish(fy_handle *h, struct attempt_report *rep, fy_result *r) {
     snprintf(r->contract_id, sizeof(r->contract_id), "%s", prepared_contract_id(h->pr));
     r->isolation_json = rep->isolation_json;
     r->cgroup_json = rep->limits_json;
-    rep->isolation_json = rep->limits_json = NULL;
+    r->network_json = rep->network_json;
+    rep->isolation_json = rep->limits_json = rep->network_json = NULL;
     r->output_bytes = rep->output_bytes;
     r->truncated = rep->output_truncated;
     r->output_limit = rep->output_limit;

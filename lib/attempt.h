@@ -46,6 +46,8 @@ struct attempt_report {
     /* The isolation achieved and what enforced the limits (JSON objects,
      * owned by the report). */
     char *isolation_json, *limits_json;
+    /* The result's "network" record (fetch-only: the proxy and its audit log), or NULL. */
+    char *network_json;
 };
 
 /* Fills r (from result_new, made before the backend began its cleanup so

@@ -31,6 +31,7 @@ struct fy_result {
     const char *usage_source;  /* "cgroup v1", "cgroup v2", "rusage", ... */
     uint64_t left[FY_LEFT_NETWORK + 1];
     char *cgroup_json;      /* what enforced the limits, from the backend */
+    char *network_json;     /* the "network" record (fetch-only: proxy, requests), or NULL */
     char contract_id[65];   /* environment-contract id (hex SHA-256), "" when none */
     char *kernel;           /* kernel release the attempt ran on */
 };

@@ -210,8 +210,12 @@ static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl,
 }
 
 int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
-    if (pl->net_mode != FY_NET_RESTRICTED)
+    if (pl->net_mode != FY_NET_RESTRICTED && pl->net_mode != FY_NET_FETCH_ONLY)
         return 0;
+    bool fetch = pl->net_mode == FY_NET_FETCH_ONLY;
+    if (p->net_host[FY_NETHOST_CREDENTIALS] &&
+        !(pl->net_credentials = arena_strdup(&pl->arena, p->net_host[FY_NETHOST_CREDENTIALS])))
+        return FY_E_NOMEM;
     pl->net_uplink = p->net_host[FY_NETHOST_UPLINK] ? arena_strdup(&pl->arena, p->net_host[FY_NETHOST_UPLINK]) : NULL;
     pl->net_link_subnet = p->net_host[FY_NETHOST_LINK_SUBNET]
                               ? arena_strdup(&pl->arena, p->net_host[FY_NETHOST_LINK_SUBNET]) : NULL;
@@ -269,10 +273,13 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
         qsort(rs.v, rs.n, sizeof(*rs.v), rule_cmp);
         size_t k = 0;
         for (size_t i = 0; i < rs.n; i++) {
-            /* The same tuple from two destinations: the first one names it. */
+            /* The same tuple from two destinations: the first one names it
+             * (under fetch-only each keeps its own: the proxy connects to a
+             * name's addresses by the name the request gives). */
             struct plan_net_rule a = rs.v[i];
             if (k) {
-                a.dest = rs.v[k - 1].dest;
+                if (!fetch)
+                    a.dest = rs.v[k - 1].dest;
                 if (rule_cmp(&a, &rs.v[k - 1]) == 0)
                     continue;
             }
@@ -281,8 +288,9 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
         rs.n = k;
         r = check_own_addresses(&rs, pl, reterr);
     }
-    /* The names for the sandbox's /etc/hosts, in rule order. */
-    for (size_t i = 0; r == 0 && i < rs.n; i++) {
+    /* The names for the sandbox's /etc/hosts, in rule order (none under
+     * fetch-only: the workload names hosts only to the proxy). */
+    for (size_t i = 0; r == 0 && !fetch && i < rs.n; i++) {
         const char *host = pl->dests[rs.v[i].dest].host;
         char a[INET6_ADDRSTRLEN], line[INET6_ADDRSTRLEN + 300];
         bool is_addr = strchr(host, '/') || inet_pton(AF_INET, host, line) == 1 || inet_pton(AF_INET6, host, line) == 1;

@@ -229,6 +229,11 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
         add_file(b, "/etc/resolv.conf",
                  "# forgeyard: network restricted; the allowed names are in /etc/hosts, no resolver\n"
                  "options attempts:1 timeout:1\n", 0644);
+    else if (p->net_mode == FY_NET_FETCH_ONLY)
+        /* No resolver, no names: the proxy (HTTP_PROXY) takes host names. */
+        add_file(b, "/etc/resolv.conf",
+                 "# forgeyard: network fetch-only; names go to the proxy (HTTP_PROXY), no resolver\n"
+                 "options attempts:1 timeout:1\n", 0644);
     for (size_t i = 0; !image && i < FY_ARRAY_SIZE(etc_public); i++) {
         char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
         if (text)
@@ -323,10 +328,23 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
     size_t nimg = 0;
     while (img_env && img_env[nimg])
         nimg++;
-    const char **envp = calloc(pr->env.n + nimg + FY_ARRAY_SIZE(defaults) + 1, sizeof(char *));
+    static const char *const proxy_env[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+    const char **envp = calloc(pr->env.n + nimg + FY_ARRAY_SIZE(defaults) + FY_ARRAY_SIZE(proxy_env) + 1,
+                               sizeof(char *));
     if (!keep(pl, (void *)envp))
         return FY_E_NOMEM;
+    /* fetch-only: the network's declared environment, which nothing else
+     * overrides (the policy's and the image's same names are left out). */
+    bool fetch = pl->net_mode == FY_NET_FETCH_ONLY;
+    for (size_t i = 0; fetch && i < FY_ARRAY_SIZE(proxy_env); i++)
+        if (!(envp[pl->nenv++] = fmt(pl, "%s=%s", proxy_env[i], NET_PROXY_URL)))
+            return FY_E_NOMEM;
     VEC_EACH(&pr->env, struct pol_env, e) {
+        bool taken = false;
+        for (size_t i = 0; fetch && i < FY_ARRAY_SIZE(proxy_env); i++)
+            taken = taken || strcmp(e->name, proxy_env[i]) == 0;
+        if (taken)
+            continue;
         if (!(envp[pl->nenv++] = fmt(pl, "%s=%s", e->name, e->value)))
             return FY_E_NOMEM;
         if (strcmp(e->name, "PATH") == 0)
@@ -335,6 +353,11 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
     for (size_t i = 0; i < nimg; i++) {
         size_t klen = strcspn(img_env[i], "=");
         if (env_has(pr, img_env[i], klen))
+            continue;
+        bool taken = false;
+        for (size_t k = 0; fetch && k < FY_ARRAY_SIZE(proxy_env); k++)
+            taken = taken || (strlen(proxy_env[k]) == klen && strncmp(img_env[i], proxy_env[k], klen) == 0);
+        if (taken)
             continue;
         if (!(envp[pl->nenv++] = str(pl, img_env[i])))
             return FY_E_NOMEM;

@@ -94,6 +94,12 @@ struct plan_net_rule {
 /* At most this many rules after resolution (a name may have many addresses). */
 #define NET_RULES_MAX 4096
 
+/* fetch-only: where every backend's proxy listens inside the sandbox, and
+ * the network environment the plan gives the workload (HTTP_PROXY,
+ * HTTPS_PROXY and their lower-case forms; nothing else is added). */
+#define NET_PROXY_PORT 3128
+#define NET_PROXY_URL  "http://127.0.0.1:3128"
+
 struct fy_plan {
     /* What was negotiated. */
     const struct fy_backend_ops *backend;
@@ -157,6 +163,8 @@ struct fy_plan {
     const char *net_hosts;     /* restricted: "ADDR\tNAME\n" lines for the sandbox's /etc/hosts */
     const char *net_uplink;    /* FY_NETHOST_UPLINK (NULL: the host's namespace) */
     const char *net_link_subnet; /* FY_NETHOST_LINK_SUBNET (NULL: the backend's default) */
+    const char *net_credentials; /* fetch-only: FY_NETHOST_CREDENTIALS, a host file the proxy's
+                                    credentials come from (NULL: none) */
 
     /* Devices. */
     uint32_t gpu, usb, pty;               /* FY_DEVICES_* */
@@ -184,7 +192,8 @@ struct fy_prepared;
 int plan_build(struct fy_prepared *pr, fy_error **reterr);
 void plan_free(struct fy_plan *plan);
 
-/* plan-net.c: under restricted, pl->net_rules and pl->net_hosts from the
+/* plan-net.c: under restricted and fetch-only, pl->net_rules (and under
+ * restricted pl->net_hosts) from the
  * policy's destinations (names resolved through FY_NETHOST_HOSTS_FILE or
  * the host's resolver), checked: no rule may cover an address of this
  * host, at most NET_RULES_MAX. Nothing to do under other modes. */

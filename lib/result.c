@@ -68,6 +68,7 @@ void result_unref(fy_result *r) {
     free(r->detail);
     free(r->isolation_json);
     free(r->cgroup_json);
+    free(r->network_json);
     free(r->kernel);
     free(r->backend);
     free(r);
@@ -285,12 +286,17 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
 
     /* The backend's own JSON first: a record that is not a JSON object is a
      * library bug, reported as such rather than rendered as something else. */
-    json_t *iso = NULL, *lim = NULL;
+    json_t *iso = NULL, *lim = NULL, *net = NULL;
     int rc;
     if (r->isolation_json && (rc = load_object("isolation", r->isolation_json, &iso, reterr)) < 0)
         return rc;
     if (r->cgroup_json && (rc = load_object("limits", r->cgroup_json, &lim, reterr)) < 0) {
         json_decref(iso);
+        return rc;
+    }
+    if (r->network_json && (rc = load_object("network", r->network_json, &net, reterr)) < 0) {
+        json_decref(iso);
+        json_decref(lim);
         return rc;
     }
 
@@ -341,6 +347,8 @@ int fy_result_to_json(const fy_result *r, char **ret_json, fy_error **reterr) {
         put(&rd, cl, left_keys[k], count_value(&rd, left_paths[k], r->left[k]));
     put(&rd, root, "cleanup", cl);
     put(&rd, root, "limits", lim ? lim : json_null());
+    if (net)
+        put(&rd, root, "network", net);
     if (rd.naltered) {
         qsort(rd.altered, rd.naltered, sizeof(rd.altered[0]), cmp_paths);
         json_t *al = json_array();

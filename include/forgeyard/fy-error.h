@@ -56,6 +56,7 @@
 #define FY_STEP_COLLECT       27  /* collecting an action's declared outputs */
 #define FY_STEP_IMAGE         28  /* resolving, verifying or unpacking a container image */
 #define FY_STEP_DEVICE        29  /* a leased device: checking the host node, the device cgroup */
+#define FY_STEP_PROXY         31  /* the fetch-only network's per-attempt proxy */
 
 FY_BEGIN_DECLS
 

@@ -78,7 +78,10 @@
                                       fy_prepare instead of the host's resolver */
 #define FY_NETHOST_LINK_SUBNET  3  /* IPv4 block (a /16 to a /24) the router's uplink links take a /30
                                       from; NULL: 100.127.0.0/16 */
-#define FY_NETHOST_MAX_         3  /* not a setting */
+#define FY_NETHOST_CREDENTIALS  4  /* fetch-only: a file (mode 0600) of lines "HOST:PORT Name: value" whose
+                                      header the proxy adds to plain-HTTP requests to that destination; never
+                                      visible inside the sandbox */
+#define FY_NETHOST_MAX_         4  /* not a setting */
 
 /* Destination protocols (fy_policy_add_destination). */
 #define FY_PROTO_TCP  1

@@ -378,9 +378,83 @@ static int parse_subnet(const char *s, uint32_t *base, uint32_t *len) {
     return 0;
 }
 
+_Static_assert(LXP_PORT == NET_PROXY_PORT, "the proxy listens where the plan's network env points");
+
+/* Fetch-only: the proxy's allowlist from the plan (destinations and the
+ * addresses their names resolved to at fy_prepare), its Landlock ports and
+ * the credentials file. */
+static int compile_fetch(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
+                         fy_error **reterr) {
+    out->mode = FY_NET_FETCH_ONLY;
+    out->uplink = np->net_uplink;
+    if (np->net_uplink && !is_root)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, "$.network.host",
+                       "fetch-only with an uplink namespace needs root (the proxy joins it); without one the "
+                       "proxy connects from the host's network");
+    if (np->dns == FY_DNS_HOST)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.dns",
+                       "dns host contradicts fetch-only: the sandbox reaches nothing but the proxy, which resolves "
+                       "the destinations' names itself (at fy_prepare)");
+    if (np->ndests > LXP_DESTS_MAX)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, "$.network.destinations",
+                       "fetch-only takes at most %u destinations", LXP_DESTS_MAX);
+    struct lxp_config *cfg = arena_keep(&pl->arena, calloc(1, sizeof(*cfg)));
+    struct lxp_dest *dests = cfg ? arena_keep(&pl->arena, calloc(np->ndests ? np->ndests : 1, sizeof(*dests))) : NULL;
+    if (!cfg || !dests)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    cfg->dests = dests;
+    bool too_many_ports = false;
+    for (size_t i = 0; i < np->ndests; i++) {
+        const struct plan_dest *d = &np->dests[i];
+        char loc[64];
+        snprintf(loc, sizeof(loc), "$.network.destinations[%zu]", i);
+        if (d->proto != FY_PROTO_TCP)
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "fetch-only reaches destinations over HTTP(S) through its proxy: TCP only");
+        if (strchr(d->host, '/') || strlen(d->host) > LXP_HOST_MAX)
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "fetch-only destinations are host names or single addresses (the proxy matches "
+                           "host:port); a CIDR block needs network mode restricted");
+        struct lxp_dest *x = &dests[cfg->ndests++];
+        for (size_t k = 0; d->host[k]; k++)
+            x->host[k] = (char)((d->host[k] >= 'A' && d->host[k] <= 'Z') ? d->host[k] - 'A' + 'a' : d->host[k]);
+        x->port_min = d->port_min;
+        x->port_max = d->port_max;
+        for (size_t k = 0; k < np->nnet_rules; k++) {
+            const struct plan_net_rule *r = &np->net_rules[k];
+            if (r->dest != i || x->naddr == LXP_ADDRS_MAX)
+                continue;
+            x->addr[x->naddr].family = r->family;
+            memcpy(x->addr[x->naddr].addr, r->addr, 16);
+            x->naddr++;
+        }
+        for (uint32_t p = d->port_min; p <= d->port_max && !too_many_ports; p++) {
+            bool have = false;
+            for (uint32_t k = 0; k < cfg->nports && !have; k++)
+                have = cfg->ports[k] == p;
+            if (have)
+                continue;
+            if (cfg->nports == FY_ARRAY_SIZE(cfg->ports))
+                too_many_ports = true;
+            else
+                cfg->ports[cfg->nports++] = (uint16_t)p;
+        }
+    }
+    if (too_many_ports)
+        cfg->nports = 0; /* the proxy's Landlock TCP layer is left out, and reported so */
+    int r;
+    if (np->net_credentials && (r = lxp_load_credentials(cfg, np->net_credentials, &pl->arena, reterr)) < 0)
+        return r;
+    out->proxy = cfg;
+    return 0;
+}
+
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr) {
     memset(out, 0, sizeof(*out));
+    if (np->net_mode == FY_NET_FETCH_ONLY)
+        return compile_fetch(out, pl, np, is_root, reterr);
+    out->mode = FY_NET_RESTRICTED;
     if (!is_root)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
                        "network mode restricted is enforced by nftables in a router namespace, which needs root; "
@@ -476,6 +550,12 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
     pl->nll_tcp_ports = 0;
     if (!pl->ll_handled || pl->ll_abi < 4)
         return;
+    if (np->net_mode == FY_NET_FETCH_ONLY) {
+        /* Only the proxy's port, on the sandbox's own loopback. */
+        pl->ll_tcp_ports[0] = LXP_PORT;
+        pl->nll_tcp_ports = 1;
+        return;
+    }
     uint16_t ports[LX_LL_MAX_TCP_PORTS];
     uint32_t n = 0;
     for (size_t i = 0; i < np->nnet_rules; i++) {
@@ -511,6 +591,38 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
         char t[96];
         json_array_append_new(rules, json_string(plan_net_rule_text(&np->net_rules[i], t, sizeof(t))));
     }
+    if (lp->mode == FY_NET_FETCH_ONLY) {
+        json_t *dests = json_array();
+        for (uint32_t i = 0; dests && i < lp->proxy->ndests; i++) {
+            const struct lxp_dest *d = &lp->proxy->dests[i];
+            char t[LXP_HOST_MAX + 32];
+            if (d->port_min == d->port_max)
+                snprintf(t, sizeof(t), "%s:%u", d->host, d->port_min);
+            else
+                snprintf(t, sizeof(t), "%s:%u-%u", d->host, d->port_min, d->port_max);
+            json_array_append_new(dests, json_string(t));
+        }
+        json_object_set_new(o, "mode", json_string("fetch-only"));
+        json_object_set_new(o, "enforcement",
+                            json_string("own network namespace with only its loopback; an HTTP(S) forward proxy "
+                                        "outside the sandbox (confined: uid 65534 as root, no capabilities, "
+                                        "no new privileges, Landlock, seccomp) listens on 127.0.0.1:3128 inside "
+                                        "it and connects only to the allowlisted host:port at the addresses "
+                                        "resolved at prepare; CONNECT is a tunnel, TLS is never terminated"));
+        json_object_set_new(o, "proxy", json_string(LXP_URL));
+        json_object_set_new(o, "allowlist", dests);
+        json_object_set_new(o, "rules", rules);
+        json_object_set_new(o, "credentials", json_integer(lp->proxy->ncreds));
+        json_object_set_new(o, "uplink", json_string(lp->uplink ? lp->uplink : "host"));
+        json_object_set_new(o, "dns", json_string("none: no resolver and no destination names in /etc/hosts; "
+                                                  "the proxy resolves nothing (names resolved at prepare)"));
+        json_object_set_new(o, "landlock_tcp",
+                            json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the proxy's port"
+                                                          : "none (needs Landlock ABI 4)"));
+        char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(o);
+        return s;
+    }
     json_object_set_new(o, "mode", json_string("restricted"));
     json_object_set_new(o, "enforcement",
                         json_string("nftables in a per-attempt router namespace owned by the host's user namespace "
@@ -534,6 +646,13 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
 void lxn_run_init(struct lxn_run *run) {
     memset(run, 0, sizeof(*run));
     run->router_fd = run->uplink_fd = run->slot_lock = run->nft_out = -1;
+    lxp_run_init(&run->proxy);
+}
+
+char *lxn_take_report(struct lxn_run *run) {
+    char *r = run->report;
+    run->report = NULL;
+    return r;
 }
 
 /* Reserves slot of the link subnet among every attempt of every process
@@ -615,7 +734,15 @@ static int open_uplink(const struct lxn_plan *lp) {
 
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
+    run->lp = lp;
     int r = 0, rs = -1, us = -1;
+    if (lp->mode == FY_NET_FETCH_ONLY) {
+        /* Nothing before the clone: the proxy needs the sandbox's namespace. */
+        if (lp->uplink && (run->uplink_fd = open_uplink(lp)) < 0)
+            return err_set(reterr, err_from_errno(-run->uplink_fd), FY_STEP_PROXY, -run->uplink_fd, "$.network.host",
+                           "fetch-only proxy: the uplink %s: %s", lp->uplink, strerror(-run->uplink_fd));
+        return 0;
+    }
     if ((run->uplink_fd = open_uplink(lp)) < 0) {
         r = ns_fail(reterr, -run->uplink_fd, lp->uplink ? lp->uplink : "the host's network namespace");
         goto fail;
@@ -712,6 +839,11 @@ fail:
 
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     int r = 0, rs = -1, ss = -1, e;
+    if (run->lp && run->lp->mode == FY_NET_FETCH_ONLY) {
+        if ((r = lxp_start(&run->proxy, run->lp->proxy, sandbox_ns, run->uplink_fd, reterr)) < 0)
+            (void)lxn_teardown(run);
+        return r;
+    }
     if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
         goto fail;
     if ((rs = nl_open(run->router_fd)) < 0 || (ss = nl_open(sandbox_ns)) < 0) {
@@ -759,11 +891,26 @@ fail:
 
 void lxn_forget(struct lxn_run *run) {
     run->uplink_if[0] = 0;
+    lxp_forget(&run->proxy); /* the parent's proxy is the parent's to end */
+    free(run->report);
+    run->report = NULL;
     (void)lxn_teardown(run);
 }
 
 unsigned lxn_teardown(struct lxn_run *run) {
     unsigned left = 0;
+    /* A report the previous call made and nobody took (a failed start). */
+    free(run->report);
+    run->report = NULL;
+    if (run->proxy.pid > 0 || run->proxy.audit) {
+        /* Fetch-only: the proxy ends (reaped: the witness), then its audit
+         * table becomes the result's record. */
+        left += lxp_stop(&run->proxy);
+        if (!run->report)
+            run->report = lxp_report(&run->proxy);
+        lxp_release(&run->proxy);
+        lxp_run_init(&run->proxy);
+    }
     if (run->nft_running) {
         /* A start that failed before waiting for it: nft is ended. */
         (void)pu_finish(&run->nft, pu_deadline_after_ms(0), NULL);

@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "linux-probe-util.h"
+#include "linux-proxy.h"
 
 struct linux_plan;
 struct fy_plan;
@@ -32,6 +33,8 @@ struct lxn_plan {
     const char *uplink;         /* namespace file, or NULL: the host's */
     uint32_t link_base;         /* host order */
     uint32_t link_len;          /* 16..24 */
+    uint32_t mode;              /* FY_NET_RESTRICTED or FY_NET_FETCH_ONLY */
+    struct lxp_config *proxy;   /* fetch-only: what the proxy enforces (linux-proxy.h) */
 };
 
 /* Per attempt. */
@@ -44,10 +47,15 @@ struct lxn_run {
     struct pu_proc nft;         /* nft -f, started by lxn_begin, waited for by lxn_finish */
     bool nft_running;
     int nft_out;                /* what nft said (a memfd) */
+    const struct lxn_plan *lp;  /* set by lxn_begin */
+    struct lxp_run proxy;       /* fetch-only: the attempt's proxy */
+    char *report;               /* fetch-only: the result's "network" record, made at teardown */
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,
- * nft) and builds the ruleset; FY_E_UNSUPPORTED naming what is missing. */
+ * nft) and builds the ruleset, or for fetch-only the proxy's allowlist and
+ * credentials (FY_NETHOST_CREDENTIALS); FY_E_UNSUPPORTED naming what is
+ * missing. */
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr);
 /* The "network" member of the isolation record (JSON text, malloc'd). */
@@ -65,9 +73,13 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
  * the sandbox with its addresses and routes. On failure nothing is left. */
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 /* Removes what lxn_setup made (idempotent): the number of objects that
- * could not be removed (0: the uplink veth is gone, witnessed). */
+ * could not be removed (0: the uplink veth is gone, the proxy reaped:
+ * witnessed). */
 unsigned lxn_teardown(struct lxn_run *run);
 void lxn_run_init(struct lxn_run *run);
+/* After lxn_teardown: the result's "network" record (JSON object text,
+ * the caller's to free), or NULL (no proxy ran). */
+char *lxn_take_report(struct lxn_run *run);
 /* In a forked copy of the host: lets go of the fds, removes nothing. */
 void lxn_forget(struct lxn_run *run);
 /* The sandbox's network namespace as its init sends it ('N' and the fd) on

@@ -764,10 +764,6 @@ bool linux_plan_build_overlaid(const void *plan) {
 }
 
 int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_plan **ret, fy_error **reterr) {
-    if (np->net_mode == FY_NET_FETCH_ONLY)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
-                       "network mode fetch-only needs the per-attempt forward proxy, which this version of the Linux "
-                       "backend does not have; use restricted (as root), deny or allow");
     /* Disk and file-count quotas apply to the writable host-backed
      * directories (tmpfs sizes bound the rest); with none, nothing would
      * enforce them: refuse rather than pretend. */
@@ -795,7 +791,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     if (process_level && np->fake_root)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_USERNS, 0, "$.process.user",
                        "fake-root needs a user namespace, which the process level does not have");
-    if (!process_level && (np->net_mode == FY_NET_DENY || np->net_mode == FY_NET_RESTRICTED) &&
+    if (!process_level &&
+        (np->net_mode == FY_NET_DENY || np->net_mode == FY_NET_RESTRICTED || np->net_mode == FY_NET_FETCH_ONLY) &&
         !caps_present(c, FY_CAP_NETNS))
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, NULL,
                        "network mode %s needs a network namespace: %s", net_mode_name(np->net_mode),
@@ -822,8 +819,10 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     }
     pl->hostname = (pl->clone_flags & CLONE_NEWUTS) ? (np->hostname ? np->hostname : "forgeyard") : NULL;
     compile_ids(pl, np, c);
-    if (np->net_mode == FY_NET_RESTRICTED && !process_level) {
-        /* Its own network namespace, linked to a router (linux-net.c). */
+    if ((np->net_mode == FY_NET_RESTRICTED || np->net_mode == FY_NET_FETCH_ONLY) && !process_level) {
+        /* Its own network namespace, linked to a router (linux-net.c), or
+         * under fetch-only with only the proxy's listener in it
+         * (linux-proxy.c). */
         if (!(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
             goto oom;
         if ((r = lxn_compile(pl->net, pl, np, pl->as_root, reterr)) < 0)

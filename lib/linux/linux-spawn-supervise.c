@@ -395,6 +395,7 @@ static void finish(fy_handle *h, struct lx *x) {
      * of the sandbox runs (linux-net.c witnesses the uplink veth's end). */
     x->net_left += lxn_teardown(&x->net);
     rep.left[FY_LEFT_NETWORK] = x->net_left;
+    rep.network_json = lxn_take_report(&x->net); /* fetch-only: the proxy's audit log */
     if (pl->delay_stage == FY_STAGE_CLEANUP && pl->delay_usec)
         usleep((useconds_t)pl->delay_usec); /* qualification: attributed to cleanup */
     rep.left[FY_LEFT_FILES] = x->scratch_left ? 1 : 0;

@@ -898,6 +898,7 @@ static const struct field plan_fields[] = {
     {"net_hosts", AH_PROFILE, "in the generated /etc/hosts entry, read from the attempt's files"},
     {"net_uplink", AH_DENIED, "Linux router plumbing: Seatbelt filters in the host's own stack"},
     {"net_link_subnet", AH_DENIED, "as net_uplink"},
+    {"net_credentials", AH_DENIED, "fetch-only's proxy credentials: fetch-only is refused here (no proxy)"},
     {"gpu", AH_REFUSED, "IOKit user clients"},
     {"usb", AH_REFUSED, "IOKit user clients"},
     {"pty", AH_REFUSED, "no private devpts"},

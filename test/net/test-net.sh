@@ -308,11 +308,29 @@ expect_refused "the IPv6 links" 246 "overlaps the sandbox's IPv6 links" --allow 
 many=()
 for i in $(seq 1 1030); do many+=(--allow "198.51.$((i / 250)).$((i % 250 + 1)):80"); done
 expect_refused "1,030 destinations" 246 "network.destinations" "${many[@]}"
-printf '{"network": {"mode": "fetch-only", "destinations": [{"host": "198.51.100.1", "ports": [80, 80]}]}}' >"$TMP/fetch.json"
-timeout 60 "$FY" run --profile standard-ci --policy "$TMP/fetch.json" -- /bin/true >/dev/null 2>"$TMP/err"
+# fetch-only through the same uplink: the proxy joins it (as root) and
+# tunnels to the fake internet's echo server; another address is refused
+# by the proxy itself (test/net/test-fetch.sh covers the rest).
+cat >"$TMP/probe/fetch.py" <<'IN'
+import socket
+def tunnel(host):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(b"CONNECT %s:8080 HTTP/1.1\r\n\r\n" % host.encode())
+    head = s.recv(200)
+    if not head.startswith(b"HTTP/1.1 200"):
+        return head.split(b"\r\n")[0].decode()
+    s.sendall(b"ping")
+    return s.recv(100).decode()
+print("allowed", tunnel("198.51.100.1"))
+print("other", tunnel("198.51.100.2"))
+IN
+timeout 60 "$FY" run --profile standard-ci --network fetch-only --allow 198.51.100.1:8080 \
+    --network-uplink "/run/netns/$NS" --bind-ro "$TMP/probe:/opt/fyprobe" -- python3 /opt/fyprobe/fetch.py \
+    >"$TMP/fetch.out" 2>&1
 st=$?
-[ $st = 247 ] && grep -q "fetch-only needs the per-attempt forward proxy" "$TMP/err" && ok "fetch-only refused as unsupported" ||
-    { bad "fetch-only: status $st"; cat "$TMP/err"; }
+[ $st = 0 ] && grep -qx "allowed echo:ping" "$TMP/fetch.out" && grep -qx "other HTTP/1.1 403 Forbidden" "$TMP/fetch.out" &&
+    ok "fetch-only through the uplink: the allowed destination tunnels, another address is refused" ||
+    { bad "fetch-only through the uplink: status $st"; cat "$TMP/fetch.out"; }
 # Rootless: refused, never weaker (where uid 65534 can run the program).
 if command -v setpriv >/dev/null && setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null; then
     HOME=/tmp setpriv --reuid 65534 --regid 65534 --clear-groups timeout 60 "$FY" run --profile standard-ci \

@@ -32,6 +32,7 @@ static void teardown(void) { unlink(hosts_path); }
 
 /* Builds the network plan of dests (host, proto, lo, hi) under restricted. */
 struct d { const char *host; uint32_t proto, lo, hi; };
+static uint32_t build_mode = FY_NET_RESTRICTED;
 static int build(const struct d *ds, size_t n, struct fy_plan *pl, fy_error **e) {
     fy_policy *p = NULL;
     ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
@@ -40,7 +41,7 @@ static int build(const struct d *ds, size_t n, struct fy_plan *pl, fy_error **e)
     for (size_t i = 0; i < n; i++)
         pd[i] = (struct plan_dest){ds[i].host, ds[i].proto, ds[i].lo, ds[i].hi};
     memset(pl, 0, sizeof(*pl));
-    pl->net_mode = FY_NET_RESTRICTED;
+    pl->net_mode = build_mode;
     pl->dests = pd;
     pl->ndests = n;
     int r = plan_net_build(pl, p, e);
@@ -134,6 +135,31 @@ START_TEST(test_refusals_are_typed_and_named) {
 }
 END_TEST
 
+/* fetch-only: names resolved as under restricted, but each destination
+ * keeps its own rules (the proxy connects by the name the request gives)
+ * and the sandbox's /etc/hosts gets no name. */
+START_TEST(test_fetch_only_keeps_each_name) {
+    struct d ds[] = {{"mirror.test", FY_PROTO_TCP, 443, 443}, {"alias.test", FY_PROTO_TCP, 443, 443}};
+    struct fy_plan pl;
+    fy_error *e = NULL;
+    build_mode = FY_NET_FETCH_ONLY;
+    ck_assert_int_eq(build(ds, 2, &pl, &e), 0);
+    build_mode = FY_NET_RESTRICTED;
+    /* mirror.test: 198.51.100.7 and 2001:db8::7; alias.test: 198.51.100.7 */
+    ck_assert_uint_eq(pl.nnet_rules, 3);
+    unsigned for_alias = 0;
+    for (size_t i = 0; i < pl.nnet_rules; i++)
+        for_alias += pl.net_rules[i].dest == 1;
+    ck_assert_uint_eq(for_alias, 1);
+    ck_assert(!pl.net_hosts || !*pl.net_hosts);
+    done(&pl);
+    /* The same under restricted: one rule names both. */
+    ck_assert_int_eq(build(ds, 2, &pl, &e), 0);
+    ck_assert_uint_eq(pl.nnet_rules, 2);
+    done(&pl);
+}
+END_TEST
+
 START_TEST(test_other_modes_have_no_rules) {
     struct d ds[] = {{"nosuch.test", FY_PROTO_TCP, 80, 80}};
     struct fy_plan pl;
@@ -141,12 +167,16 @@ START_TEST(test_other_modes_have_no_rules) {
     fy_policy *p = NULL;
     ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
     memset(&pl, 0, sizeof(pl));
-    pl.net_mode = FY_NET_FETCH_ONLY; /* (refused by the backends; nothing resolved for it) */
-    pl.dests = (const struct plan_dest *)&(struct plan_dest){ds[0].host, ds[0].proto, 80, 80};
-    pl.ndests = 1;
-    ck_assert_int_eq(plan_net_build(&pl, p, &e), 0);
-    ck_assert_uint_eq(pl.nnet_rules, 0);
-    ck_assert_ptr_null(pl.net_hosts);
+    /* (deny and allow take no destinations; nothing is resolved for them) */
+    for (uint32_t mode = FY_NET_DENY; mode <= FY_NET_ALLOW; mode += FY_NET_ALLOW - FY_NET_DENY) {
+        memset(&pl, 0, sizeof(pl));
+        pl.net_mode = mode;
+        pl.dests = (const struct plan_dest *)&(struct plan_dest){ds[0].host, ds[0].proto, 80, 80};
+        pl.ndests = 1;
+        ck_assert_int_eq(plan_net_build(&pl, p, &e), 0);
+        ck_assert_uint_eq(pl.nnet_rules, 0);
+        ck_assert_ptr_null(pl.net_hosts);
+    }
     fy_policy_free(p);
 }
 END_TEST
@@ -192,6 +222,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_names_resolve_sorted_and_deduplicated);
     tcase_add_test(tc, test_refusals_are_typed_and_named);
+    tcase_add_test(tc, test_fetch_only_keeps_each_name);
     tcase_add_test(tc, test_other_modes_have_no_rules);
     tcase_add_test(tc, test_host_settings);
     suite_add_tcase(s, tc);

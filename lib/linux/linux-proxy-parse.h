@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The fetch-only proxy's request parser (linux-proxy-parse.c): pure
+ * functions over a buffer, no allocation, no system call, so that the
+ * proxy process can run them under its seccomp filter and a libFuzzer
+ * target (fuzz/fuzz-proxy.c) can drive them directly.
+ *
+ * What is accepted, and nothing else (everything else is refused with a
+ * status, never guessed at):
+ * - a head of at most LXP_HEAD_MAX bytes, lines ending in CRLF (a bare CR
+ *   or LF is refused), at most LXP_HEADERS_MAX header lines, no obs-fold;
+ * - "CONNECT host:port HTTP/1.x" (authority form; the port is required);
+ * - "METHOD http://host[:port]/path HTTP/1.x" (absolute form, plain HTTP
+ *   only: https goes through CONNECT; no user info, no fragment);
+ * - header names that are tokens with the colon right after them, values
+ *   without control characters but tab;
+ * - on a forwarded request, at most one Content-Length (digits only) and
+ *   no Transfer-Encoding (a chunked request body is refused with 411:
+ *   with one framing only, nothing can be smuggled behind the body).
+ */
+#ifndef FY_LINUX_PROXY_PARSE_H
+#define FY_LINUX_PROXY_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LXP_HEAD_MAX      8192
+#define LXP_HEADERS_MAX   64
+#define LXP_HOST_MAX      255
+#define LXP_BODY_MAX      (UINT64_C(1) << 40)
+
+enum { LXP_CONNECT = 1, LXP_FORWARD = 2 };
+
+struct lxp_req {
+    int kind;                   /* LXP_CONNECT or LXP_FORWARD */
+    char method[16];
+    char host[LXP_HOST_MAX + 1]; /* lower case; an IPv6 address without its brackets */
+    bool host_v6;               /* host was a bracketed IPv6 literal */
+    uint32_t port;
+    size_t head_len;            /* through the blank line */
+    size_t path_off, path_len;  /* LXP_FORWARD: origin form ("/" when the target had no path) */
+    bool path_root;             /* the target had no path: "/" is sent */
+    uint64_t content_length;    /* LXP_FORWARD: the body's length (0: none) */
+};
+
+/* Parses the head at the start of buf[0..len). Returns the head's length
+ * (> 0) once complete, 0 when more bytes are needed (len < LXP_HEAD_MAX
+ * and no blank line yet), or -STATUS (400, 405, 411, 414, 431, 501, 505)
+ * with *why a static reason. */
+int lxp_parse(const char *buf, size_t len, struct lxp_req *rq, const char **why);
+
+/* The head sent upstream for an LXP_FORWARD request: the request line in
+ * origin form, the client's headers without the hop-by-hop and proxy ones
+ * (Connection, Keep-Alive, Proxy-*, TE, Trailer, Upgrade), without Host and
+ * without any header named like the injected one, then Host (the
+ * target's), "Connection: close" and inject ("Name: value", or NULL).
+ * Returns its length, or -1 if it does not fit in cap. */
+long lxp_rewrite(const struct lxp_req *rq, const char *buf, const char *inject, char *out, size_t cap);
+
+/* Whether name (len bytes) is an HTTP token (a header name). */
+bool lxp_is_token(const char *name, size_t len);
+
+#endif

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Network mode fetch-only on Linux: the per-attempt HTTP(S) forward proxy.
+ *
+ * Design (docs/network.md has the operator's view):
+ * - The sandbox gets a network namespace of its own with only its loopback
+ *   (as under deny). Between the clone and the second go-ahead, a short-
+ *   lived helper joins the sandbox's user and network namespaces, creates
+ *   a TCP listening socket on 127.0.0.1:LXP_PORT there and hands it back.
+ *   The socket lives in the sandbox's namespace (the only address the
+ *   workload can reach), but its fd is held only by the proxy process,
+ *   which runs outside the sandbox: no forwarder inside, no unix socket in
+ *   the sandbox's filesystem, nothing of the proxy the workload can touch.
+ * - The proxy is a fork of the host (a quiet clone: no SIGCHLD, waited for
+ *   by pidfd) that never executes anything. Before it accepts anything it
+ *   confines itself: its outbound namespace (the uplink, FY_NETHOST_UPLINK,
+ *   or the host's), then as root uid/gid 65534 with no capability, no
+ *   supplementary group; no core dumps, not dumpable, no new privileges,
+ *   Landlock with no filesystem access at all and TCP connect only to the
+ *   allowed ports (ABI 4+), rlimits (files, no file size), and a seccomp
+ *   allowlist of the few calls its loop makes (no open, no exec).
+ * - It connects only to the addresses the plan resolved at fy_prepare for
+ *   the named host (it resolves nothing itself), never terminates TLS
+ *   (CONNECT is a byte tunnel), and writes every decision to an audit table
+ *   in a shared mapping the host reads once it has ended.
+ * - It dies with the host (a pipe whose write end only the host holds) and
+ *   at cleanup (SIGKILL by pidfd, reaped: the witness).
+ */
+#ifndef FY_LINUX_PROXY_H
+#define FY_LINUX_PROXY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "internal.h"
+#include "linux-proxy-parse.h"
+
+#define LXP_PORT          3128
+#define LXP_URL           "http://127.0.0.1:3128"
+#define LXP_CONN_MAX      64      /* concurrent client connections */
+#define LXP_AUDIT_MAX     256     /* audit records kept (then counted as dropped) */
+#define LXP_ADDRS_MAX     16      /* addresses per destination */
+#define LXP_DESTS_MAX     256
+#define LXP_INJECT_MAX    1024    /* "Name: value" of a credential */
+#define LXP_CREDS_MAX     64
+#define LXP_HEAD_TIMEOUT_MS  10000
+#define LXP_CONNECT_TIMEOUT_MS 10000
+#define LXP_IDLE_TIMEOUT_MS  60000
+
+struct lxp_addr {
+    uint8_t family; /* 4 or 6 */
+    uint8_t addr[16];
+};
+
+struct lxp_dest {
+    char host[LXP_HOST_MAX + 1];   /* lower case; an address as text */
+    uint32_t port_min, port_max;
+    uint32_t naddr;
+    struct lxp_addr addr[LXP_ADDRS_MAX];
+};
+
+struct lxp_cred {
+    char host[LXP_HOST_MAX + 1];
+    uint32_t port;
+    char inject[LXP_INJECT_MAX];   /* "Name: value" */
+};
+
+/* What the proxy enforces (built at fy_prepare, read-only afterwards). */
+struct lxp_config {
+    uint32_t ndests;
+    struct lxp_dest *dests;
+    uint32_t ncreds;
+    struct lxp_cred *creds;
+    uint16_t ports[64];            /* Landlock connect ports (nports 0: too many, left out) */
+    uint32_t nports;
+};
+
+struct lxp_audit_rec {
+    uint64_t t_usec;               /* since the proxy started */
+    char method[16];
+    char host[LXP_HOST_MAX + 1];
+    uint32_t port;
+    uint16_t status;               /* the proxy's own answer (0: the destination's) */
+    uint8_t allowed, credential;
+    char reason[72];
+    uint64_t bytes_up, bytes_down;
+};
+
+struct lxp_audit {
+    uint32_t n, dropped;
+    uint32_t confinement;          /* LXP_CONF_* the proxy applied */
+    uint32_t ready;
+    struct lxp_audit_rec rec[LXP_AUDIT_MAX];
+};
+
+#define LXP_CONF_UID       (1u << 0)  /* uid/gid 65534, no capabilities */
+#define LXP_CONF_NNP       (1u << 1)
+#define LXP_CONF_LL_FS     (1u << 2)
+#define LXP_CONF_LL_NET    (1u << 3)
+#define LXP_CONF_SECCOMP   (1u << 4)
+#define LXP_CONF_UPLINK    (1u << 5)
+
+/* Per attempt. */
+struct lxp_run {
+    pid_t pid;
+    int pidfd;
+    int alive_wr;                  /* the proxy exits when this closes */
+    struct lxp_audit *audit;       /* shared mapping (NULL: none) */
+    bool ended;                    /* reaped: the witness */
+    bool killed;
+    bool died;                     /* it had ended before lxp_stop (died_status: how) */
+    int died_status;
+};
+
+void lxp_run_init(struct lxp_run *run);
+/* Parses the credentials file (lines "HOST:PORT Name: value", '#'
+ * comments) into cfg: the file must be a regular file not readable by
+ * group or others; every HOST:PORT must be one of the destinations.
+ * Returns 0 or a typed error. */
+int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena *arena, fy_error **reterr);
+/* Starts the proxy for the sandbox's network namespace sandbox_ns:
+ * its listener on 127.0.0.1:LXP_PORT inside it, its outbound side in
+ * uplink_fd (-1: the host's). On failure nothing is left. */
+int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr);
+/* Ends the proxy (SIGKILL, reaped): 0 when it is gone (witnessed), else 1.
+ * Idempotent. The audit table stays readable until lxp_release. */
+unsigned lxp_stop(struct lxp_run *run);
+/* The "network" record of the result (JSON text, malloc'd; NULL on OOM):
+ * mode, proxy (pid, confinement, ended), requests, requests_dropped. */
+char *lxp_report(const struct lxp_run *run);
+void lxp_release(struct lxp_run *run);
+/* In a forked copy of the host: drops the fds, ends nothing. */
+void lxp_forget(struct lxp_run *run);
+
+#endif
