@@ -29,6 +29,9 @@ struct cg_plan {
     uint32_t version_memory, version_pids, version_cpu, version_io; /* 0: not enforced */
     uint32_t io_major, io_minor;  /* the block device behind the workspace (io limits) */
     uint32_t fault_step, fault_nth; /* tests: injected failure */
+    /* The privileged helper's socket when it makes the v1 cgroups (an
+     * unprivileged host: forgeyard-sandbox-helper(8)), else NULL. */
+    const char *helper;
 };
 
 /* Per attempt. */
@@ -39,6 +42,7 @@ struct cg_run {
     char *v1_dir[CG_NCTL];
     bool created;
     uint32_t fault_count;       /* tests: fault points passed so far */
+    char *helper;               /* the helper that made the v1 cgroups (a copy), or NULL */
 };
 
 struct cg_usage {

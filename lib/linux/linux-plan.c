@@ -18,6 +18,7 @@
 
 #include "linux-backend.h"
 #include "linux-plan.h"
+#include "linux-helper.h"
 #include "linux-net.h"
 #include "linux-seccomp.h"
 #include "linux-syscall.h"
@@ -266,7 +267,12 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     }
     if (cg->v2_limits && !cg->v2_parent)
         cg->v2_limits = false;
-    if (any_v1) {
+    /* The privileged helper makes the v1 cgroups of an unprivileged host
+     * (forgeyard-sandbox-helper(8)): the probe offered them through it. */
+    const char *helper = caps_fact(c, LX_FACT_HELPER_SOCKET);
+    if (any_v1 && helper) {
+        cg->helper = helper;
+    } else if (any_v1) {
         /* CPU usage: a v2 cgroup has cpu.stat without any controller. */
         if (cg1_cpuacct && !cg->v2_parent)
             cg->v1_parent[CG_CPUACCT] = cg1_cpuacct;
@@ -294,7 +300,9 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         return FY_E_NOMEM;
     const char *names[] = {"memory", "pids", "cpu", "io"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
-        json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u", *versions[i])
+        json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u%s", *versions[i],
+                                                                     cg->helper && *versions[i] == 1
+                                                                         ? " (privileged helper)" : "")
                                          : nproc && map[i].ctl == CG_PIDS
                                              ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
                                                            "no resource-exceeded outcome)")
@@ -302,6 +310,9 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                                            ? "not enforced (dropped)" : "not enforced"));
     json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
                                                  : any_v1 ? "cgroup v1" : "pid namespace / subreaper only"));
+    if (cg->helper)
+        json_object_set_new(o, "helper", json_sprintf("v1 cgroups created and limited by the privileged helper at %s",
+                                                      cg->helper));
     json_object_set_new(o, "rlimits", json_string(nproc ? "nofile, core, fsize, stack, nproc" : "nofile, core, fsize, stack"));
     pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);

@@ -47,6 +47,7 @@
 
 #include "caps.h"
 #include "linux-backend.h"
+#include "linux-helper.h"
 #include "linux-probe-internal.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"
@@ -356,6 +357,9 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     fr |= caps_set_fact(c, LX_FACT_CG1_MEMSW, cg.memsw ? "1" : NULL);
     fr |= caps_set_fact(c, LX_FACT_CG2_DIR, cg.cg2_dir);
     lp_cg_free(&cg);
+    /* Unprivileged: the limits root would set, through the privileged helper. */
+    if (!is_root && !fr)
+        lx_helper_probe(c);
     if (fr || !c->host.cgroup_mode)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
 
