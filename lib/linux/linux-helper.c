@@ -66,6 +66,8 @@ int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fy
             off += (size_t)n;
         else if (n < 0 && (errno == EAGAIN || errno == EINTR))
             r = wait_fd(fd, POLLOUT, deadline);
+        else if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+            break; /* refused before it read us (a peer check): its typed reply is there to read */
         else
             r = n < 0 ? -errno : -EIO;
     }
@@ -96,6 +98,23 @@ int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fy
     return r;
 }
 
+static const uint32_t helper_caps[] = {FY_CAP_CGROUP_MEMORY, FY_CAP_CGROUP_PIDS, FY_CAP_CGROUP_CPU};
+
+/* The helper could not give us limits: each missing limit's hint says so. */
+static void note_absent(fy_caps *c, const char *why) {
+    for (size_t i = 0; i < FY_ARRAY_SIZE(helper_caps); i++) {
+        if (caps_present(c, helper_caps[i]))
+            continue;
+        const char *old = c->e[helper_caps[i]].hint;
+        char *h = util_asprintf("%s%sor have forgeyard-sandbox-helper(8) serve this uid (%s)", old ? old : "",
+                                old ? "; " : "", why);
+        if (h) {
+            caps_set_hint(c, helper_caps[i], "%s", h);
+            free(h);
+        }
+    }
+}
+
 void lx_helper_probe(fy_caps *c) {
     const char *path = lx_helper_socket();
     struct stat st;
@@ -105,6 +124,7 @@ void lx_helper_probe(fy_caps *c) {
         snprintf(why, sizeof(why), "no privileged helper: %s %s", path,
                  se == ENOENT ? "does not exist" : se ? strerror(se) : "is not a socket");
         (void)caps_set_fact(c, LX_FACT_HELPER, why);
+        note_absent(c, why);
         return;
     }
     struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
@@ -113,12 +133,14 @@ void lx_helper_probe(fy_caps *c) {
     if (r < 0) {
         snprintf(why, sizeof(why), "privileged helper at %s unreachable: %s", path, strerror(-r));
         (void)caps_set_fact(c, LX_FACT_HELPER, why);
+        note_absent(c, why);
         return;
     }
     if (rep.type == FYH_T_ERROR) {
         snprintf(why, sizeof(why), "privileged helper at %s refused us (%s): %s", path,
                  fyh_err_name(rep.u.error.code), rep.u.error.text);
         (void)caps_set_fact(c, LX_FACT_HELPER, why);
+        note_absent(c, why);
         return;
     }
     /* Which controllers we lack and the helper offers: those come from it. */
@@ -155,11 +177,17 @@ void lx_helper_probe(fy_caps *c) {
         }
         int k = ctl[i].bit == FYH_CTL_MEMORY ? 0 : ctl[i].bit == FYH_CTL_PIDS ? 1 : 2;
         (void)caps_set_fact(c, ctl[i].fact, rep.u.welcome.parent[k]);
+        char budget[96] = "";
+        if (ctl[i].bit == FYH_CTL_MEMORY)
+            snprintf(budget, sizeof(budget), "; at most %llu bytes per attempt",
+                     (unsigned long long)rep.u.welcome.max_memory);
+        else if (ctl[i].bit == FYH_CTL_PIDS)
+            snprintf(budget, sizeof(budget), "; at most %llu pids per attempt",
+                     (unsigned long long)rep.u.welcome.max_pids);
         caps_set(c, ctl[i].cap, true, 1, "cgroup v1 %s through the privileged helper at %s (created, limited and "
-                 "removed by it below %s; at most %llu%s per attempt)", ctl[i].name, path, rep.u.welcome.parent[k],
-                 (unsigned long long)(ctl[i].bit == FYH_CTL_MEMORY ? rep.u.welcome.max_memory
-                                      : ctl[i].bit == FYH_CTL_PIDS ? rep.u.welcome.max_pids : 0),
-                 ctl[i].bit == FYH_CTL_MEMORY ? " bytes" : ctl[i].bit == FYH_CTL_PIDS ? " pids" : " (no cap)");
+                 "removed by it below %s%s)", ctl[i].name, path, rep.u.welcome.parent[k], budget);
+        free(c->e[ctl[i].cap].hint); /* nothing to fix */
+        c->e[ctl[i].cap].hint = NULL;
     }
     (void)caps_set_fact(c, LX_FACT_HELPER_SOCKET, path);
 }

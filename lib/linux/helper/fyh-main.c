@@ -911,7 +911,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     gc(true);
-    int lfd = listen_fd >= 0 ? listen_fd : make_socket(socket_path);
+    int lfd = listen_fd >= 0 ? listen_fd : socket_path ? make_socket(socket_path) : -1;
     if (lfd < 0 || sfd < 0) {
         teardown_subtree();
         return 1;
