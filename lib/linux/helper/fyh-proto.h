@@ -36,7 +36,7 @@
 
 /* The default socket (forgeyard-sandbox-helper(8)); FORGEYARD_HELPER_SOCKET
  * overrides it for the library. */
-#define FYH_DEFAULT_SOCKET "/run/forgeyard/helper.sock"
+#define FYH_DEFAULT_SOCKET "/run/forgeyard-helper/helper.sock"
 
 enum fyh_type {
     FYH_T_HELLO = 1,  /* -> FYH_T_WELCOME: the peer's budget and parents */
