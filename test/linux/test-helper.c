@@ -261,6 +261,27 @@ START_TEST(hello_allowed) {
     struct stat st;
     ck_assert_int_eq(stat(want, &st), 0);
     ck_assert_uint_eq(st.st_uid, 0); /* the uid's parent is the helper's, not the peer's */
+    /* The helper keeps only CAP_CHOWN and CAP_KILL effective (CAP_DAC_OVERRIDE permitted, for its
+     * subtree in a cgroup root), bounding set included, under no_new_privs. */
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)helper_pid);
+    FILE *f = fopen(path, "re");
+    ck_assert_ptr_nonnull(f);
+    int seen = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "CapEff:", 7) == 0) { /* CAP_CHOWN, CAP_KILL */
+            ck_assert_msg(strtoull(line + 7, NULL, 16) == 0x21, "%s", line);
+            seen++;
+        } else if (strncmp(line, "CapPrm:", 7) == 0 || strncmp(line, "CapBnd:", 7) == 0) { /* and CAP_DAC_OVERRIDE */
+            ck_assert_msg(strtoull(line + 7, NULL, 16) == 0x23, "%s", line);
+            seen++;
+        } else if (strncmp(line, "NoNewPrivs:", 11) == 0) {
+            ck_assert_int_eq(atoi(line + 11), 1);
+            seen++;
+        }
+    }
+    fclose(f);
+    ck_assert_int_eq(seen, 4);
 }
 END_TEST
 

@@ -22,6 +22,7 @@
  * uid), and nothing else in the cgroup (limits, subtree) is the peer's to
  * change. Cgroups whose creator has exited are killed and removed (gc). */
 #include <dirent.h>
+#include <linux/capability.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -100,6 +102,46 @@ static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Root, but only with what the work needs: CAP_CHOWN (the tasks files) and
+ * CAP_KILL (what is left in a cgroup being removed). The attempt cgroups are
+ * made in directories the helper made, root's own, so no capability is
+ * needed to make and write them; CAP_DAC_OVERRIDE stays permitted, not
+ * effective, for the one step that needs it: the subtree's own directory in
+ * a cgroup root (mode 0555), at start and at exit (raise_dac). Everything
+ * else is gone, from the bounding set too, under no_new_privs (the helper
+ * runs no program anyway). */
+#define CAPS_WORK ((1u << CAP_CHOWN) | (1u << CAP_KILL))
+#define CAPS_ALL (CAPS_WORK | (1u << CAP_DAC_OVERRIDE))
+
+static int set_caps(uint32_t effective) {
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0}};
+    data[0].effective = effective;
+    data[0].permitted = CAPS_ALL;
+    return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
+}
+
+static void raise_dac(bool on) {
+    (void)set_caps(on ? CAPS_ALL : CAPS_WORK);
+}
+
+static int drop_privileges(void) {
+    for (unsigned long cap = 0; cap <= 63; cap++) {
+        if (cap < 32 && (CAPS_ALL & (1u << cap)))
+            continue;
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+            return -errno;
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -errno;
+    int e = set_caps(CAPS_WORK);
+    if (e < 0)
+        return e;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        return -errno;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -404,7 +446,9 @@ static int setup_subtree(void) {
         if (!H.base[c][0])
             continue;
         snprintf(H.subtree[c], sizeof(H.subtree[c]), "%s/%s", H.base[c], H.subtree_name);
+        raise_dac(true);
         int e = mkdir_owned(H.subtree[c]);
+        raise_dac(false);
         if (e < 0) {
             logf_("%s: %s (%s controller not offered)", H.subtree[c], strerror(-e), ctl_name[c]);
             H.subtree[c][0] = '\0';
@@ -448,7 +492,9 @@ static void teardown_subtree(void) {
             uid_dir(dir, sizeof(dir), c, H.allow[a].uid);
             rmdir(dir);
         }
+        raise_dac(true);
         rmdir(H.subtree[c]);
+        raise_dac(false);
     }
 }
 
@@ -904,6 +950,11 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &sigs, NULL);
     int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 
+    int pe = drop_privileges();
+    if (pe < 0) {
+        logf_("dropping capabilities: %s", strerror(-pe));
+        return 1;
+    }
     discover();
     if (setup_subtree() < 0) {
         logf_("no cgroup v1 memory, pids or cpu hierarchy to create a subtree in");
