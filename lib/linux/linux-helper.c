@@ -189,5 +189,10 @@ void lx_helper_probe(fy_caps *c) {
         free(c->e[ctl[i].cap].hint); /* nothing to fix */
         c->e[ctl[i].cap].hint = NULL;
     }
+    char num[32];
+    snprintf(num, sizeof(num), "%llu", (unsigned long long)rep.u.welcome.max_memory);
+    (void)caps_set_fact(c, LX_FACT_HELPER_MAX_MEMORY, num);
+    snprintf(num, sizeof(num), "%llu", (unsigned long long)rep.u.welcome.max_pids);
+    (void)caps_set_fact(c, LX_FACT_HELPER_MAX_PIDS, num);
     (void)caps_set_fact(c, LX_FACT_HELPER_SOCKET, path);
 }

@@ -12,6 +12,8 @@
 
 #define LX_FACT_HELPER        "linux.helper"        /* what the probe found, in words */
 #define LX_FACT_HELPER_SOCKET "linux.helper_socket" /* set only when the helper serves us */
+#define LX_FACT_HELPER_MAX_MEMORY "linux.helper_max_memory" /* our budget per attempt (decimal) */
+#define LX_FACT_HELPER_MAX_PIDS   "linux.helper_max_pids"
 
 /* FORGEYARD_HELPER_SOCKET when set (an absolute path), else FYH_DEFAULT_SOCKET. */
 const char *lx_helper_socket(void);

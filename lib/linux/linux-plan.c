@@ -207,7 +207,7 @@ static void add_rlimit(struct linux_plan *pl, int res, uint64_t v) {
 }
 
 /* Resources: which cgroup hierarchy enforces which negotiated limit. */
-static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c) {
+static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c, fy_error **reterr) {
     pl->cg.fault_step = np->fault_step;
     pl->cg.fault_nth = np->fault_nth;
     const struct caps_host *h = &c->host;
@@ -272,6 +272,17 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     const char *helper = caps_fact(c, LX_FACT_HELPER_SOCKET);
     if (any_v1 && helper) {
         cg->helper = helper;
+        /* Over the uid's budget: the helper would refuse at start; say so now. */
+        const char *bm = caps_fact(c, LX_FACT_HELPER_MAX_MEMORY), *bp = caps_fact(c, LX_FACT_HELPER_MAX_PIDS);
+        uint64_t max_mem = bm ? strtoull(bm, NULL, 10) : FY_UNLIMITED, max_pids = bp ? strtoull(bp, NULL, 10) : FY_UNLIMITED;
+        if (cg->version_memory == 1 && cg->memory > max_mem)
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.resources.memory",
+                           "memory %llu bytes is over this uid's budget at the privileged helper (%llu bytes per attempt)",
+                           (unsigned long long)cg->memory, (unsigned long long)max_mem);
+        if (cg->version_pids == 1 && cg->pids > max_pids)
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.resources.pids",
+                           "pids %llu is over this uid's budget at the privileged helper (%llu per attempt)",
+                           (unsigned long long)cg->pids, (unsigned long long)max_pids);
     } else if (any_v1) {
         /* CPU usage: a v2 cgroup has cpu.stat without any controller. */
         if (cg1_cpuacct && !cg->v2_parent)
@@ -766,7 +777,15 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     pl->fault_nth = np->fault_nth;
     pl->delay_stage = np->delay_stage;
     pl->delay_usec = np->delay_usec;
-    if ((r = compile_cgroups(pl, np, c)) == FY_E_UNSUPPORTED) {
+    fy_error *cgerr = NULL;
+    if ((r = compile_cgroups(pl, np, c, &cgerr)) == FY_E_UNSUPPORTED) {
+        if (cgerr) { /* a budget of the privileged helper */
+            if (reterr)
+                *reterr = cgerr;
+            else
+                fy_error_free(cgerr);
+            goto fail;
+        }
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.isolation.controls.io-limit",
                     "io-limit is required, but no block device is behind the workspace (build, output or source)");
         goto fail;

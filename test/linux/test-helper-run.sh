@@ -5,8 +5,8 @@
 # limit and why; with the test's own helper (its own socket directory and
 # cgroup subtree) the probe offers the limits through it, `forgeyard run
 # --memory 64M` runs in the namespace backend with a real cgroup limit, a
-# memory hog ends out-of-memory, a request over the uid's budget is refused
-# (typed), and nothing is left: no attempt cgroup, and once the helper is
+# memory hog ends out-of-memory, a limit over the uid's budget is refused
+# at prepare (typed), and nothing is left: no attempt cgroup, and once the helper is
 # stopped, no subtree and no socket.   Usage: test-helper-run.sh FORGEYARD HELPER
 set -u
 fy=$1
@@ -86,10 +86,12 @@ PY
 out=$(as_runner "$fy" run --memory 64M --pids 100 -- /bin/sh -c 'echo fine' 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$out" = fine ] || fail "a normal run gave $rc: $out"
 
-# 5. Over the uid's budget (256M per attempt): refused by the helper, typed.
+# 5. Over the uid's budget (256M per attempt): refused at prepare (247), typed and
+# located, before anything is asked of the helper.
 out=$(as_runner "$fy" run --memory 512M -- /bin/true 2>&1); rc=$?
-[ $rc -eq 245 ] || fail "over budget gave $rc: $out"
-case $out in *over-budget*) ;; *) fail "over budget: $out" ;; esac
+[ $rc -eq 247 ] || fail "over budget gave $rc: $out"
+case $out in *'$.resources.memory: memory '*"over this uid's budget at the privileged helper"*) ;;
+    *) fail "over budget: $out" ;; esac
 
 # 6. Nothing left of any attempt; then the helper stops and removes its subtree.
 n=$(find "$mine" -mindepth 2 -maxdepth 2 -type d -name 'forgeyard-*' | wc -l)

@@ -139,7 +139,9 @@ static int drop_privileges(void) {
     int e = set_caps(CAPS_WORK);
     if (e < 0)
         return e;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    /* (Not PR_SET_DUMPABLE 0: no peer can ptrace a root process anyway, and
+     * LeakSanitizer's tracer in the sanitizer builds needs it dumpable.) */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return -errno;
     return 0;
 }
