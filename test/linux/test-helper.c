@@ -676,6 +676,55 @@ START_TEST(refuses_to_run) {
 }
 END_TEST
 
+/* --listen-fd: a listening socket made by whoever starts the helper (systemd
+ * socket activation, or a root parent) is served the same way. */
+START_TEST(listen_fd_mode) {
+    char path[128], sub[80];
+    snprintf(path, sizeof(path), "%s/activated.sock", tmpdir);
+    snprintf(sub, sizeof(sub), "%s-l", subtree);
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(chmod(path, 0666), 0);
+    ck_assert_int_eq(listen(l, 16), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (dup2(l, 3) != 3)
+            _exit(126);
+        int fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execl(helper_bin, helper_bin, "--listen-fd", "3", "--allow", "65534:1:16M:64", "--subtree", sub, (char *)NULL);
+        _exit(127);
+    }
+    close(l);
+    char saved[128];
+    snprintf(saved, sizeof(saved), "%s", sock);
+    snprintf(sock, sizeof(sock), "%s", path); /* call_as talks to sock */
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    int rc = -1;
+    for (int i = 0; i < 100 && rc != 0; i++) { /* the helper accepts once it has set up */
+        rc = call_as(UID_A, &req, &rep);
+        if (rc != 0)
+            usleep(20000);
+    }
+    snprintf(sock, sizeof(sock), "%s", saved);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    ck_assert_uint_eq(rep.u.welcome.max_memory, 16u << 20);
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    char dir[700];
+    struct stat dst;
+    snprintf(dir, sizeof(dir), "%.*s/%s", (int)(strlen(memroot) - strlen(subtree) - 1), memroot, sub);
+    ck_assert_msg(stat(dir, &dst) < 0, "%s left", dir);
+    unlink(path);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s HELPER\n", argv[0]);
@@ -716,6 +765,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, remove_kills_and_witnesses);
     tcase_add_test(tc, flood);
     tcase_add_test(tc, refuses_to_run);
+    tcase_add_test(tc, listen_fd_mode);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
