@@ -64,7 +64,7 @@ static pid_t start_helper(const char *bin, const char *extra_allow) {
         if (fd >= 0)
             dup2(fd, 2);
         execl(bin, bin, "--socket", sock, "--allow", "65534:2:128M:4096", "--allow", extra_allow, "--subtree",
-              subtree, "--timeout-ms", "300", "--max-connections", "16", (char *)NULL);
+              subtree, "--timeout-ms", "2000", "--max-connections", "16", (char *)NULL);
         _exit(127);
     }
     /* bounded wait for the socket */
@@ -606,7 +606,12 @@ START_TEST(flood) {
     close(p[0]);
     ck_assert_uint_eq(typed[0], 5000);
     ck_assert_uint_eq(typed[1], 5000);
-    /* more idle connections than --max-connections 16: the extra ones are told busy */
+    /* More idle connections than --max-connections 16 from one uid: it gets
+     * half the slots, the extra ones are told busy, and while it holds them
+     * another allowed uid is still served. */
+    int sync[2], go[2];
+    ck_assert_int_eq(pipe(sync), 0);
+    ck_assert_int_eq(pipe(go), 0);
     pid_t pid = fork();
     if (pid == 0) {
         if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
@@ -618,8 +623,10 @@ START_TEST(flood) {
             snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
             if (connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0)
                 _exit(3);
-            usleep(2000);
         }
+        char c = 1;
+        (void)!write(sync[1], &c, 1);
+        (void)!read(go[0], &c, 1);
         for (int i = 0; i < 40; i++) {
             struct pollfd pf = {fds[i], POLLIN, 0};
             uint8_t in[FYH_MAX_MESSAGE];
@@ -632,8 +639,15 @@ START_TEST(flood) {
         }
         for (int i = 0; i < 40; i++)
             close(fds[i]);
-        _exit(busy >= 20 ? 0 : 10);
+        _exit(busy == 32 ? 0 : 10);
     }
+    char c;
+    ck_assert_int_eq(read(sync[0], &c, 1), 1);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(call_as(UID_B, &req, &rep), 0);
+    ck_assert_msg(rep.type == FYH_T_WELCOME, "uid B not served while A holds its slots: %s",
+                  rep.type == FYH_T_ERROR ? fyh_err_name(rep.u.error.code) : "?");
+    ck_assert_int_eq(write(go[1], &c, 1), 1);
     int st;
     waitpid(pid, &st, 0);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "busy status %d", st);

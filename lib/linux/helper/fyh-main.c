@@ -770,6 +770,15 @@ static void accept_one(int lfd, struct conn *conns) {
         close(fd);
         return;
     }
+    /* One uid holds at most half the slots: an allowed peer cannot starve the others. */
+    size_t mine = 0;
+    for (size_t i = 0; i < H.max_conns; i++)
+        mine += conns[i].fd >= 0 && conns[i].uid == cr.uid;
+    if (H.max_conns > 1 && mine >= H.max_conns / 2) {
+        refuse_fd(fd, FYH_E_BUSY, EAGAIN, "too many connections from this uid");
+        close(fd);
+        return;
+    }
     for (size_t i = 0; i < H.max_conns; i++)
         if (conns[i].fd < 0) {
             conns[i].fd = fd;
