@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "linux-cgroup.h"
+#include "linux-helper.h"
 
 /* Fault injection (tests only; plan->fault_step is 0 otherwise). */
 struct cg_fault {
@@ -183,6 +184,72 @@ static int v2_write_limits(const struct cg_plan *plan, const struct cg_run *run,
     return 0;
 }
 
+/* The v1 cgroups through the privileged helper: it creates them below its
+ * directory for our uid, writes the limits, and lets us move our own
+ * processes in (cg_open_tasks works as with our own cgroups). */
+static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr) {
+    static const struct { int ctl; uint32_t bit; } map[] = {
+        {CG_MEMORY, FYH_CTL_MEMORY}, {CG_PIDS, FYH_CTL_PIDS}, {CG_CPU, FYH_CTL_CPU}};
+    struct fyh_msg req = {.type = FYH_T_CREATE}, rep;
+    if (strlen(run->name) > FYH_NAME_MAX)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, ENAMETOOLONG, NULL, "cgroup name %s too long", run->name);
+    memcpy(req.u.create.name, run->name, strlen(run->name) + 1);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
+        if (plan->v1_parent[map[i].ctl])
+            req.u.create.controllers |= map[i].bit;
+    if (plan->version_memory == 1) {
+        req.u.create.memory = plan->memory;
+        req.u.create.swap = plan->swap;
+    }
+    if (plan->version_pids == 1)
+        req.u.create.pids = plan->pids;
+    if (plan->version_cpu == 1)
+        req.u.create.cpu_millis = plan->cpu_millis;
+    int r = lx_helper_call(plan->helper, &req, &rep, 5000);
+    if (r < 0)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, -r, NULL, "the privileged helper at %s: %s", plan->helper,
+                       strerror(-r));
+    if (rep.type == FYH_T_ERROR)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, (int)rep.u.error.os_errno, NULL,
+                       "the privileged helper at %s refused the attempt's cgroup (%s): %s", plan->helper,
+                       fyh_err_name(rep.u.error.code), rep.u.error.text);
+    if (!(run->helper = util_strdup(plan->helper)))
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
+    run->created = true;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++) {
+        if (!(rep.u.created.controllers & map[i].bit))
+            continue;
+        int k = map[i].bit == FYH_CTL_MEMORY ? 0 : map[i].bit == FYH_CTL_PIDS ? 1 : 2;
+        if (!(run->v1_dir[map[i].ctl] = util_strdup(rep.u.created.dir[k]))) {
+            cg_destroy(plan, run);
+            return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
+        }
+    }
+    return 0;
+}
+
+/* Asks the helper to remove the attempt's v1 cgroups (it kills what is left
+ * of ours in them): how many directories are left. */
+static int helper_remove(struct cg_run *run) {
+    int had = 0;
+    for (int c = 0; c < CG_NCTL; c++)
+        had += run->v1_dir[c] != NULL;
+    if (!had)
+        return 0;
+    struct fyh_msg req = {.type = FYH_T_REMOVE}, rep;
+    snprintf(req.u.remove.name, sizeof(req.u.remove.name), "%s", run->name);
+    int r = lx_helper_call(run->helper, &req, &rep, 5000);
+    bool gone = r == 0 && ((rep.type == FYH_T_REMOVED && rep.u.removed.left == 0) ||
+                           (rep.type == FYH_T_ERROR && rep.u.error.code == FYH_E_NOT_FOUND));
+    if (!gone)
+        return r == 0 && rep.type == FYH_T_REMOVED ? (int)rep.u.removed.left : had;
+    for (int c = 0; c < CG_NCTL; c++) {
+        free(run->v1_dir[c]);
+        run->v1_dir[c] = NULL;
+    }
+    return 0;
+}
+
 static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsigned parts, struct cg_fault *f,
                            fy_error **reterr) {
     if (parts & CG_PART_V2) {
@@ -233,6 +300,15 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
             goto fail;
         if (plan->v2_limits && (r = v2_write_limits(plan, run, f, reterr)) < 0)
             goto fail;
+    }
+    if ((parts & CG_PART_V1) && plan->helper) {
+        if (fault_hit(f, FY_STEP_CGROUP)) {
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, ECANCELED, NULL, "injected");
+            goto fail;
+        }
+        if ((r = helper_create(plan, run, reterr)) < 0)
+            goto fail;
+        return 0;
     }
     for (int c = 0; c < CG_NCTL && (parts & CG_PART_V1); c++) {
         if (!plan->v1_parent[c])
@@ -472,7 +548,9 @@ int cg_remove_empty(struct cg_run *run) {
         close(run->v2_fd);
         run->v2_fd = -1;
     }
-    for (int c = 0; c < CG_NCTL; c++)
+    if (run->helper)
+        left += helper_remove(run);
+    for (int c = 0; c < CG_NCTL && !run->helper; c++)
         left += remove_if_empty(&run->v1_dir[c]);
     left += remove_if_empty(&run->v2_dir);
     return left;
@@ -484,12 +562,18 @@ int cg_destroy(const struct cg_plan *plan, struct cg_run *run) {
         close(run->v2_fd);
         run->v2_fd = -1;
     }
-    for (int c = 0; c < CG_NCTL; c++)
+    if (run->helper) {
+        cg_kill(plan, run); /* our own processes; the helper kills what is left */
+        left += helper_remove(run);
+    }
+    for (int c = 0; c < CG_NCTL && !run->helper; c++)
         left += remove_dir(&run->v1_dir[c], plan, run);
     left += remove_dir(&run->v2_dir, plan, run);
     if (!left) {
         free(run->name);
         run->name = NULL;
+        free(run->helper);
+        run->helper = NULL;
     }
     return left;
 }

@@ -37,6 +37,9 @@ struct cg_plan {
     const struct lx_dev_rule *dev_rules;
     size_t ndev_rules;
     uint32_t fault_step, fault_nth; /* tests: injected failure */
+    /* The privileged helper's socket when it makes the v1 cgroups (an
+     * unprivileged host: forgeyard-sandbox-helper(8)), else NULL. */
+    const char *helper;
 };
 
 /* Per attempt. */
@@ -47,6 +50,7 @@ struct cg_run {
     char *v1_dir[CG_NCTL];
     bool created;
     uint32_t fault_count;       /* tests: fault points passed so far */
+    char *helper;               /* the helper that made the v1 cgroups (a copy), or NULL */
 };
 
 struct cg_usage {

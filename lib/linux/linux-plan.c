@@ -18,6 +18,7 @@
 
 #include "linux-backend.h"
 #include "linux-plan.h"
+#include "linux-helper.h"
 #include "linux-net.h"
 #include "linux-seccomp.h"
 #include "linux-syscall.h"
@@ -206,7 +207,7 @@ static void add_rlimit(struct linux_plan *pl, int res, uint64_t v) {
 }
 
 /* Resources: which cgroup hierarchy enforces which negotiated limit. */
-static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c) {
+static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c, fy_error **reterr) {
     pl->cg.fault_step = np->fault_step;
     pl->cg.fault_nth = np->fault_nth;
     const struct caps_host *h = &c->host;
@@ -274,7 +275,23 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         cg->v2_parent = cg2_dir;
         cg->v2_devices = true;
     }
-    if (any_v1) {
+    /* The privileged helper makes the v1 cgroups of an unprivileged host
+     * (forgeyard-sandbox-helper(8)): the probe offered them through it. */
+    const char *helper = caps_fact(c, LX_FACT_HELPER_SOCKET);
+    if (any_v1 && helper) {
+        cg->helper = helper;
+        /* Over the uid's budget: the helper would refuse at start; say so now. */
+        const char *bm = caps_fact(c, LX_FACT_HELPER_MAX_MEMORY), *bp = caps_fact(c, LX_FACT_HELPER_MAX_PIDS);
+        uint64_t max_mem = bm ? strtoull(bm, NULL, 10) : FY_UNLIMITED, max_pids = bp ? strtoull(bp, NULL, 10) : FY_UNLIMITED;
+        if (cg->version_memory == 1 && cg->memory > max_mem)
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.resources.memory",
+                           "memory %llu bytes is over this uid's budget at the privileged helper (%llu bytes per attempt)",
+                           (unsigned long long)cg->memory, (unsigned long long)max_mem);
+        if (cg->version_pids == 1 && cg->pids > max_pids)
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.resources.pids",
+                           "pids %llu is over this uid's budget at the privileged helper (%llu per attempt)",
+                           (unsigned long long)cg->pids, (unsigned long long)max_pids);
+    } else if (any_v1) {
         /* CPU usage: a v2 cgroup has cpu.stat without any controller. */
         if (cg1_cpuacct && !cg->v2_parent)
             cg->v1_parent[CG_CPUACCT] = cg1_cpuacct;
@@ -302,7 +319,9 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         return FY_E_NOMEM;
     const char *names[] = {"memory", "pids", "cpu", "io"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
-        json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u", *versions[i])
+        json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u%s", *versions[i],
+                                                                     cg->helper && *versions[i] == 1
+                                                                         ? " (privileged helper)" : "")
                                          : nproc && map[i].ctl == CG_PIDS
                                              ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
                                                            "no resource-exceeded outcome)")
@@ -310,6 +329,9 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                                            ? "not enforced (dropped)" : "not enforced"));
     json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
                                                  : any_v1 ? "cgroup v1" : "pid namespace / subreaper only"));
+    if (cg->helper)
+        json_object_set_new(o, "helper", json_sprintf("v1 cgroups created and limited by the privileged helper at %s",
+                                                      cg->helper));
     json_object_set_new(o, "rlimits", json_string(nproc ? "nofile, core, fsize, stack, nproc" : "nofile, core, fsize, stack"));
     pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
@@ -919,7 +941,15 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     pl->delay_usec = np->delay_usec;
     if (!process_level && (r = compile_devices(pl, np, c, reterr)) < 0)
         goto fail;
-    if ((r = compile_cgroups(pl, np, c)) == FY_E_UNSUPPORTED) {
+    fy_error *cgerr = NULL;
+    if ((r = compile_cgroups(pl, np, c, &cgerr)) == FY_E_UNSUPPORTED) {
+        if (cgerr) { /* a budget of the privileged helper */
+            if (reterr)
+                *reterr = cgerr;
+            else
+                fy_error_free(cgerr);
+            goto fail;
+        }
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.isolation.controls.io-limit",
                     "io-limit is required, but no block device is behind the workspace (build, output or source)");
         goto fail;

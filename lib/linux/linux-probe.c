@@ -48,6 +48,7 @@
 #include "caps.h"
 #include "linux-backend.h"
 #include "linux-devices.h"
+#include "linux-helper.h"
 #include "linux-probe-internal.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"
@@ -359,6 +360,9 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     /* The device allowlist (FY_CONTROL_DEVICES): v1 devices, v2 program. */
     fr |= lx_dev_probe(c, cg.dev1_dir, cg.cg2_dir);
     lp_cg_free(&cg);
+    /* Unprivileged: the limits root would set, through the privileged helper. */
+    if (!is_root && !fr)
+        lx_helper_probe(c);
     if (fr || !c->host.cgroup_mode)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
 

@@ -20,6 +20,7 @@
 #include <sodium.h>
 
 #include "linux-backend.h"
+#include "linux-helper.h"
 #include "linux-probe-util.h"
 
 #define SNAPSHOT_MAX (1u << 20)
@@ -123,6 +124,13 @@ int linux_snapshot_fingerprint(struct strbuf *key) {
         add_file(key, sysctls[i], sysctls[i], 256);
     long abi = syscall(444 /* landlock_create_ruleset */, NULL, 0, 1u);
     strbuf_printf(key, "landlock %ld\n", abi);
+    /* The privileged helper's socket (a restarted helper is a new socket). */
+    const char *helper = lx_helper_socket();
+    struct stat hst;
+    if (stat(helper, &hst) == 0)
+        strbuf_printf(key, "helper %s %llu %lld\n", helper, (unsigned long long)hst.st_ino, (long long)hst.st_mtime);
+    else
+        strbuf_printf(key, "helper %s -\n", helper);
     static const char *const programs[] = {"crun", "runc", "nft", "pasta", "bwrap"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(programs); i++)
         add_program(key, programs[i]);

@@ -1,0 +1,66 @@
+/* Fuzz target: the privileged helper's message decoder (fyh-proto.c), the
+ * first code that reads what an unprivileged peer sends to a root process.
+ * Aborts when the decoder accepts a message that breaks a rule the helper
+ * relies on (a name outside forgeyard-<pid>-<16 hex>, a mask beyond the
+ * controllers, a length that is not the bytes given, a string with a control
+ * character or a relative or dot-dot directory), when the header decoder and
+ * the whole-message decoder disagree, or when an accepted message does not
+ * encode back to the very same bytes. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linux/helper/fyh-proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int printable(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+            return 0;
+    return 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    struct fyh_msg m;
+    struct fyh_header h;
+    int e = fyh_decode(data, size, &m);
+    int eh = fyh_decode_header(data, size, &h);
+    if (e < 0) {
+        if (e < -FYH_E__MAX || (eh < 0 && e != eh))
+            abort();
+        return 0;
+    }
+    if (eh < 0 || size != FYH_HEADER + h.length || h.length > FYH_MAX_PAYLOAD || m.type != h.type)
+        abort();
+    switch (m.type) {
+    case FYH_T_CREATE:
+        if (!fyh_valid_name(m.u.create.name) || !m.u.create.controllers || (m.u.create.controllers & ~FYH_CTL_ALL))
+            abort();
+        if ((m.u.create.controllers & FYH_CTL_MEMORY) && !m.u.create.memory)
+            abort();
+        break;
+    case FYH_T_REMOVE:
+        if (!fyh_valid_name(m.u.remove.name))
+            abort();
+        break;
+    case FYH_T_CREATED:
+        for (int i = 0; i < FYH_NCTL; i++)
+            if (m.u.created.dir[i][0] && (m.u.created.dir[i][0] != '/' || strstr(m.u.created.dir[i], "/..") ||
+                                          !printable(m.u.created.dir[i])))
+                abort();
+        break;
+    case FYH_T_ERROR:
+        if (!m.u.error.code || m.u.error.code > FYH_E__MAX || !printable(m.u.error.text))
+            abort();
+        break;
+    default:
+        break;
+    }
+    /* Accepted: the canonical encoding is these bytes. */
+    uint8_t out[FYH_MAX_MESSAGE];
+    int n = fyh_encode(&m, out, sizeof(out));
+    if (n < 0 || (size_t)n != size || memcmp(out, data, size) != 0)
+        abort();
+    return 0;
+}

@@ -1,0 +1,1055 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* forgeyard-sandbox-helper(8): the small privileged helper that does for an
+ * unprivileged host program what only root can (today: per-attempt cgroup v1
+ * memory, pids and cpu limits).
+ *
+ * Started by the operator as root (a systemd unit, or a root parent): never
+ * setuid, it refuses to run when it is. One single-threaded poll loop serves
+ * a unix socket; every connection's SO_PEERCRED uid is checked against the
+ * allowlist (the helper's only configuration: which uids may ask, and each
+ * one's budget), then exactly one request is read within a deadline, decoded
+ * and validated (fyh-proto.c), answered with a typed reply, and the
+ * connection closed. No shell, no environment, no project config, no secret
+ * ever reaches it.
+ *
+ * Cgroups: below the helper's own cgroup in each v1 hierarchy it creates a
+ * subtree (--subtree, default forgeyard-helper) with one directory per
+ * allowed uid (uid-N, whose limits are the uid's whole budget), and in it
+ * the attempt cgroups the uid asks for. Its own cgroup and its ancestors
+ * are never written. An attempt cgroup's `tasks` and `cgroup.procs` are
+ * chowned to the peer: the kernel then lets the peer move into it only
+ * processes of its own uid (cgroup v1 checks the writer against the task's
+ * uid), and nothing else in the cgroup (limits, subtree) is the peer's to
+ * change. Cgroups whose creator has exited are killed and removed (gc). */
+#include <dirent.h>
+#include <linux/capability.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fyh-proto.h"
+
+#define MAX_ALLOW 64
+#define MAX_CONNS_DEFAULT 64
+#define MAX_ENTRIES 1024
+
+static const char *const ctl_name[FYH_NCTL] = {"memory", "pids", "cpu"};
+
+struct allow {
+    uid_t uid;
+    uint32_t max_cgroups;
+    uint64_t max_memory, max_pids;
+};
+
+struct entry {
+    bool used;
+    uid_t uid;
+    char name[FYH_NAME_MAX + 1];
+    int creator; /* pidfd of the peer that created it (-1: from an earlier run) */
+};
+
+struct conn {
+    int fd;
+    uid_t uid;
+    pid_t pid;
+    const struct allow *allow;
+    uint64_t deadline;
+    size_t got;
+    uint8_t buf[FYH_MAX_MESSAGE];
+};
+
+static struct {
+    struct allow allow[MAX_ALLOW];
+    size_t nallow;
+    char subtree_name[64];
+    char base[FYH_NCTL][PATH_MAX];    /* our own cgroup per controller ("" if none) */
+    char subtree[FYH_NCTL][PATH_MAX]; /* base/subtree_name */
+    uint32_t controllers;
+    bool memsw;
+    struct entry entries[MAX_ENTRIES];
+    size_t max_conns;
+    uint64_t timeout_ms;
+    bool verbose;
+    unsigned long served, refused;
+} H;
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("forgeyard-sandbox-helper: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Root, but only with what the work needs: CAP_CHOWN (the tasks files) and
+ * CAP_KILL (what is left in a cgroup being removed). The attempt cgroups are
+ * made in directories the helper made, root's own, so no capability is
+ * needed to make and write them; CAP_DAC_OVERRIDE stays permitted, not
+ * effective, for the one step that needs it: the subtree's own directory in
+ * a cgroup root (mode 0555), at start and at exit (raise_dac). Everything
+ * else is gone, from the bounding set too, under no_new_privs (the helper
+ * runs no program anyway). */
+#define CAPS_WORK ((1u << CAP_CHOWN) | (1u << CAP_KILL))
+#define CAPS_ALL (CAPS_WORK | (1u << CAP_DAC_OVERRIDE))
+
+static int set_caps(uint32_t effective) {
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0}};
+    data[0].effective = effective;
+    data[0].permitted = CAPS_ALL;
+    return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
+}
+
+static void raise_dac(bool on) {
+    (void)set_caps(on ? CAPS_ALL : CAPS_WORK);
+}
+
+static int drop_privileges(void) {
+    for (unsigned long cap = 0; cap <= 63; cap++) {
+        if (cap < 32 && (CAPS_ALL & (1u << cap)))
+            continue;
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+            return -errno;
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -errno;
+    int e = set_caps(CAPS_WORK);
+    if (e < 0)
+        return e;
+    /* (Not PR_SET_DUMPABLE 0: no peer can ptrace a root process anyway, and
+     * LeakSanitizer's tracer in the sanitizer builds needs it dumpable.) */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return -errno;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* configuration                                                       */
+
+static bool parse_size(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k')
+        mul = 1ull << 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1ull << 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1ull << 30, end++;
+    if (errno || *end || v == 0 || v > (1ull << 60) / mul)
+        return false;
+    *out = v * mul;
+    return true;
+}
+
+/* UID:CGROUPS:MEMORY:PIDS, e.g. 65534:4:1G:1024 (also space-separated in a file). */
+static bool parse_allow(char *spec) {
+    for (char *p = spec; *p; p++)
+        if (*p == ' ' || *p == '\t')
+            *p = ':';
+    char *f[5] = {0};
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(spec, ":", &save); t && n < 5; t = strtok_r(NULL, ":", &save))
+        f[n++] = t;
+    uint64_t uid, count, mem, pids;
+    if (n != 4 || H.nallow >= MAX_ALLOW || !parse_size(f[1], &count) || count > MAX_ENTRIES ||
+        !parse_size(f[2], &mem) || !parse_size(f[3], &pids) || pids > (1u << 22))
+        return false;
+    char *end;
+    errno = 0;
+    uid = strtoull(f[0], &end, 10);
+    if (errno || *end || f[0][0] < '0' || f[0][0] > '9' || uid == 0 || uid >= 0xffffffffu)
+        return false; /* root needs no helper; -1 is no uid */
+    for (size_t i = 0; i < H.nallow; i++)
+        if (H.allow[i].uid == (uid_t)uid)
+            return false;
+    H.allow[H.nallow++] = (struct allow){(uid_t)uid, (uint32_t)count, mem, pids};
+    return true;
+}
+
+/* The allowlist file: root-owned, written by nobody else; lines as --allow,
+ * '#' comments. */
+static bool load_allow_file(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+        logf_("%s: not a regular file owned by root and writable by root only", path);
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return false;
+    }
+    char line[256];
+    int n = 0;
+    bool ok = true;
+    while (ok && fgets(line, sizeof(line), f)) {
+        n++;
+        char *h = strchr(line, '#');
+        if (h)
+            *h = '\0';
+        line[strcspn(line, "\r\n")] = '\0';
+        char *s = line + strspn(line, " \t");
+        if (!*s)
+            continue;
+        if (!parse_allow(s)) {
+            logf_("%s:%d: expected UID CGROUPS MEMORY PIDS (uid > 0, not repeated)", path, n);
+            ok = false;
+        }
+    }
+    fclose(f);
+    return ok;
+}
+
+static const struct allow *find_allow(uid_t uid) {
+    for (size_t i = 0; i < H.nallow; i++)
+        if (H.allow[i].uid == uid)
+            return &H.allow[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* cgroups                                                             */
+
+static int write_file(const char *dir, const char *file, const char *value) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, value, strlen(value));
+    int e = errno;
+    close(fd);
+    return n == (ssize_t)strlen(value) ? 0 : -(n < 0 ? e : EIO);
+}
+
+static int write_u64(const char *dir, const char *file, uint64_t v) {
+    char val[32];
+    snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+    return write_file(dir, file, val);
+}
+
+/* Our own v1 cgroup directory for each controller: /proc/self/cgroup joined
+ * with the cgroup mounts of /proc/self/mountinfo. */
+static void discover(void) {
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[4096];
+    char path[FYH_NCTL][PATH_MAX] = {{0}};
+    while (f && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        for (char *save = NULL, *t = strtok_r(c1 + 1, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            for (int i = 0; i < FYH_NCTL; i++)
+                if (strcmp(t, ctl_name[i]) == 0)
+                    snprintf(path[i], sizeof(path[i]), "%s", c2 + 1);
+    }
+    if (f)
+        fclose(f);
+    f = fopen("/proc/self/mountinfo", "re");
+    while (f && fgets(line, sizeof(line), f)) {
+        /* id parent maj:min root mountpoint opts [optional...] - fstype source superopts */
+        char *fld[6] = {0}, *save = NULL, *dash = strstr(line, " - ");
+        if (!dash)
+            continue;
+        *dash = '\0';
+        int n = 0;
+        for (char *t = strtok_r(line, " ", &save); t && n < 6; t = strtok_r(NULL, " ", &save))
+            fld[n++] = t;
+        char *fstype = strtok_r(dash + 3, " ", &save), *src = strtok_r(NULL, " ", &save),
+             *super = strtok_r(NULL, " \n", &save);
+        (void)src;
+        if (n < 5 || !fstype || !super || strcmp(fstype, "cgroup") != 0)
+            continue;
+        for (char *s2 = NULL, *t = strtok_r(super, ",", &s2); t; t = strtok_r(NULL, ",", &s2))
+            for (int i = 0; i < FYH_NCTL; i++) {
+                size_t rl = strlen(fld[3]);
+                if (strcmp(t, ctl_name[i]) != 0 || !path[i][0] || H.base[i][0])
+                    continue;
+                /* the mount must show our cgroup: its root is a prefix of our path */
+                if (strcmp(fld[3], "/") == 0)
+                    rl = 0;
+                else if (strncmp(path[i], fld[3], rl) != 0 || (path[i][rl] && path[i][rl] != '/'))
+                    continue;
+                if (strchr(fld[4], '\\')) /* an escaped mount point: not ours to guess */
+                    continue;
+                snprintf(H.base[i], sizeof(H.base[i]), "%s%s", fld[4], strcmp(path[i] + rl, "/") ? path[i] + rl : "");
+            }
+    }
+    if (f)
+        fclose(f);
+}
+
+static int mkdir_owned(const char *dir) {
+    struct stat st;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    if (lstat(dir, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+        return -EPERM;
+    return 0;
+}
+
+static void uid_dir(char *out, size_t len, int ctl, uid_t uid) {
+    snprintf(out, len, "%s/uid-%u", H.subtree[ctl], (unsigned)uid);
+}
+
+static void attempt_dir(char *out, size_t len, int ctl, uid_t uid, const char *name) {
+    snprintf(out, len, "%s/uid-%u/%s", H.subtree[ctl], (unsigned)uid, name);
+}
+
+/* SIGKILL every process of the peer listed in dir, through pidfds (a pid
+ * read from cgroup.procs may be reused before the signal: a pidfd cannot). */
+static void kill_procs(const char *dir, uid_t uid) {
+    char path[PATH_MAX + 32], buf[8192];
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    for (char *p = buf, *end; *p; p = end) {
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        while (*end == '\n')
+            end++;
+        int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+        if (pfd < 0)
+            continue;
+        char proc[64];
+        struct stat st;
+        snprintf(proc, sizeof(proc), "/proc/%ld", pid);
+        if (stat(proc, &st) == 0 && st.st_uid == uid)
+            syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+        close(pfd);
+    }
+}
+
+/* Removes the attempt cgroup name of uid in every hierarchy: kills what is
+ * left, rmdir (which only an empty cgroup allows), bounded retries; the
+ * witness is lstat's ENOENT afterwards. How many directories are left. */
+static uint32_t remove_attempt(uid_t uid, const char *name) {
+    uint32_t left = 0;
+    for (int c = 0; c < FYH_NCTL; c++) {
+        if (!(H.controllers & (1u << c)))
+            continue;
+        char dir[PATH_MAX + 128];
+        attempt_dir(dir, sizeof(dir), c, uid, name);
+        for (int i = 0; i < 40 && rmdir(dir) < 0 && errno == EBUSY; i++) {
+            kill_procs(dir, uid);
+            usleep(5000);
+        }
+        struct stat st;
+        if (lstat(dir, &st) == 0 || errno != ENOENT)
+            left++;
+    }
+    return left;
+}
+
+static struct entry *find_entry(uid_t uid, const char *name) {
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        if (H.entries[i].used && H.entries[i].uid == uid && strcmp(H.entries[i].name, name) == 0)
+            return &H.entries[i];
+    return NULL;
+}
+
+static void drop_entry(struct entry *e) {
+    if (e->creator >= 0)
+        close(e->creator);
+    memset(e, 0, sizeof(*e));
+    e->creator = -1;
+}
+
+static uint32_t count_entries(uid_t uid) {
+    uint32_t n = 0;
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        n += H.entries[i].used && H.entries[i].uid == uid;
+    return n;
+}
+
+/* gc: attempt cgroups whose creator has exited (its pidfd polls readable),
+ * and, at startup (all == true), every empty attempt cgroup an earlier run
+ * left behind. */
+static void gc(bool all) {
+    for (size_t i = 0; i < MAX_ENTRIES; i++) {
+        struct entry *e = &H.entries[i];
+        if (!e->used || e->creator < 0)
+            continue;
+        struct pollfd p = {e->creator, POLLIN, 0};
+        if (poll(&p, 1, 0) == 1) {
+            uint32_t left = remove_attempt(e->uid, e->name);
+            if (H.verbose || left)
+                logf_("gc: uid %u %s (creator exited): %u left", (unsigned)e->uid, e->name, left);
+            if (!left)
+                drop_entry(e);
+        }
+    }
+    if (!all)
+        return;
+    for (size_t a = 0; a < H.nallow; a++)
+        for (int c = 0; c < FYH_NCTL; c++) {
+            if (!(H.controllers & (1u << c)))
+                continue;
+            char dir[PATH_MAX + 32];
+            uid_dir(dir, sizeof(dir), c, H.allow[a].uid);
+            DIR *d = opendir(dir);
+            for (struct dirent *de; d && (de = readdir(d));)
+                if (de->d_type == DT_DIR && fyh_valid_name(de->d_name)) {
+                    char sub[PATH_MAX + 128];
+                    snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+                    if (rmdir(sub) == 0)
+                        logf_("gc: removed stale %s", sub);
+                }
+            if (d)
+                closedir(d);
+        }
+}
+
+/* The subtree and one directory per allowed uid, whose limits are the uid's
+ * whole budget (every attempt cgroup of the uid is below it). */
+static int setup_subtree(void) {
+    for (int c = 0; c < FYH_NCTL; c++) {
+        if (!H.base[c][0])
+            continue;
+        snprintf(H.subtree[c], sizeof(H.subtree[c]), "%s/%s", H.base[c], H.subtree_name);
+        raise_dac(true);
+        int e = mkdir_owned(H.subtree[c]);
+        raise_dac(false);
+        if (e < 0) {
+            logf_("%s: %s (%s controller not offered)", H.subtree[c], strerror(-e), ctl_name[c]);
+            H.subtree[c][0] = '\0';
+            continue;
+        }
+        bool ok = true;
+        for (size_t a = 0; ok && a < H.nallow; a++) {
+            char dir[PATH_MAX + 32];
+            uid_dir(dir, sizeof(dir), c, H.allow[a].uid);
+            if ((e = mkdir_owned(dir)) < 0) {
+                logf_("%s: %s", dir, strerror(-e));
+                ok = false;
+                break;
+            }
+            const struct allow *al = &H.allow[a];
+            if (c == 0)
+                e = write_u64(dir, "memory.limit_in_bytes", al->max_memory * al->max_cgroups);
+            else if (c == 1)
+                e = write_u64(dir, "pids.max", al->max_pids * al->max_cgroups);
+            if (e < 0) {
+                logf_("%s: limit: %s", dir, strerror(-e));
+                ok = false;
+            }
+        }
+        if (ok)
+            H.controllers |= 1u << c;
+    }
+    char memsw[PATH_MAX + 64];
+    snprintf(memsw, sizeof(memsw), "%s/memory.memsw.limit_in_bytes", H.subtree[0]);
+    H.memsw = H.subtree[0][0] && access(memsw, F_OK) == 0;
+    return H.controllers ? 0 : -1;
+}
+
+/* At exit: the empty directories we made (live attempts keep theirs). */
+static void teardown_subtree(void) {
+    for (int c = 0; c < FYH_NCTL; c++) {
+        if (!H.subtree[c][0])
+            continue;
+        for (size_t a = 0; a < H.nallow; a++) {
+            char dir[PATH_MAX + 32];
+            uid_dir(dir, sizeof(dir), c, H.allow[a].uid);
+            rmdir(dir);
+        }
+        raise_dac(true);
+        rmdir(H.subtree[c]);
+        raise_dac(false);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* requests                                                            */
+
+static void set_error(struct fyh_msg *rep, uint32_t code, int os, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void set_error(struct fyh_msg *rep, uint32_t code, int os, const char *fmt, ...) {
+    memset(rep, 0, sizeof(*rep));
+    rep->type = FYH_T_ERROR;
+    rep->u.error.code = code;
+    rep->u.error.os_errno = os > 0 && os < 4096 ? (uint32_t)os : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->u.error.text, sizeof(rep->u.error.text), fmt, ap);
+    va_end(ap);
+    for (char *p = rep->u.error.text; *p; p++) /* printable only, as the codec wants */
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+            *p = '?';
+}
+
+static void do_hello(const struct conn *c, struct fyh_msg *rep) {
+    memset(rep, 0, sizeof(*rep));
+    rep->type = FYH_T_WELCOME;
+    rep->u.welcome.uid = (uint32_t)c->uid;
+    rep->u.welcome.max_cgroups = c->allow->max_cgroups;
+    rep->u.welcome.max_memory = c->allow->max_memory;
+    rep->u.welcome.max_pids = c->allow->max_pids;
+    rep->u.welcome.controllers = H.controllers;
+    for (int i = 0; i < FYH_NCTL; i++)
+        if (H.controllers & (1u << i))
+            uid_dir(rep->u.welcome.parent[i], sizeof(rep->u.welcome.parent[i]), i, c->uid);
+}
+
+static void do_create(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+    const struct allow *al = c->allow;
+    uint32_t want = req->u.create.controllers;
+    const char *name = req->u.create.name;
+    if (want & ~H.controllers) {
+        set_error(rep, FYH_E_SYSTEM, EOPNOTSUPP, "controllers 0x%x asked, this helper offers 0x%x", want,
+                  H.controllers);
+        return;
+    }
+    if (((want & FYH_CTL_MEMORY) && req->u.create.memory > al->max_memory) ||
+        ((want & FYH_CTL_PIDS) && req->u.create.pids > al->max_pids)) {
+        set_error(rep, FYH_E_BUDGET, 0, "uid %u may ask for at most %llu bytes of memory and %llu pids per attempt",
+                  (unsigned)c->uid, (unsigned long long)al->max_memory, (unsigned long long)al->max_pids);
+        return;
+    }
+    if (!(want & FYH_CTL_MEMORY) && (H.controllers & FYH_CTL_MEMORY))
+        want |= FYH_CTL_MEMORY; /* every attempt cgroup is bounded by the uid's budget */
+    if (count_entries(c->uid) >= al->max_cgroups) {
+        set_error(rep, FYH_E_BUDGET, 0, "uid %u already has %u attempt cgroups (its budget)", (unsigned)c->uid,
+                  al->max_cgroups);
+        return;
+    }
+    if (find_entry(c->uid, name)) {
+        set_error(rep, FYH_E_EXISTS, EEXIST, "%s exists", name);
+        return;
+    }
+    struct entry *slot = NULL;
+    for (size_t i = 0; i < MAX_ENTRIES && !slot; i++)
+        if (!H.entries[i].used)
+            slot = &H.entries[i];
+    if (!slot) {
+        set_error(rep, FYH_E_BUDGET, 0, "the helper's table is full");
+        return;
+    }
+    memset(rep, 0, sizeof(*rep));
+    rep->type = FYH_T_CREATED;
+    uint32_t made = 0;
+    int err = 0;
+    const char *what = "mkdir";
+    for (int i = 0; i < FYH_NCTL && !err; i++) {
+        if (!(want & (1u << i)))
+            continue;
+        char *dir = rep->u.created.dir[i];
+        attempt_dir(dir, FYH_PATH_MAX + 1, i, c->uid, name);
+        if (strlen(dir) >= FYH_PATH_MAX) {
+            err = ENAMETOOLONG;
+            break;
+        }
+        if (mkdir(dir, 0755) < 0) {
+            err = errno;
+            break;
+        }
+        made |= 1u << i;
+        rep->u.created.controllers |= 1u << i;
+        int e = 0;
+        if (i == 0) {
+            uint64_t mem = req->u.create.memory ? req->u.create.memory : al->max_memory;
+            what = "memory.limit_in_bytes";
+            e = write_u64(dir, what, mem);
+            if (!e && H.memsw) {
+                what = "memory.memsw.limit_in_bytes";
+                e = write_u64(dir, what, mem + (req->u.create.swap < al->max_memory ? req->u.create.swap : 0));
+            }
+        } else if (i == 1) {
+            what = "pids.max";
+            e = write_u64(dir, what, req->u.create.pids);
+        } else {
+            what = "cpu.cfs_quota_us";
+            e = write_u64(dir, "cpu.cfs_period_us", 100000);
+            if (!e)
+                e = write_u64(dir, what, req->u.create.cpu_millis * 100);
+        }
+        /* The peer may move its own processes in (the kernel checks the uid), nothing more. */
+        int dfd = e ? -1 : open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (!e && (dfd < 0 || fchownat(dfd, "tasks", c->uid, (gid_t)-1, 0) < 0 ||
+                   fchownat(dfd, "cgroup.procs", c->uid, (gid_t)-1, 0) < 0)) {
+            what = "chown tasks";
+            e = -errno;
+        }
+        if (dfd >= 0)
+            close(dfd);
+        if (e < 0)
+            err = -e;
+    }
+    if (err) {
+        uint32_t left = 0;
+        if (made)
+            left = remove_attempt(c->uid, name);
+        set_error(rep, err == EEXIST ? FYH_E_EXISTS : FYH_E_SYSTEM, err, "%s %s: %s%s", what, name, strerror(err),
+                  left ? " (and a directory could not be removed)" : "");
+        return;
+    }
+    slot->used = true;
+    slot->uid = c->uid;
+    snprintf(slot->name, sizeof(slot->name), "%s", name);
+    slot->creator = (int)syscall(SYS_pidfd_open, c->pid, 0);
+}
+
+static void do_remove(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+    const char *name = req->u.remove.name;
+    struct entry *e = find_entry(c->uid, name);
+    if (!e) {
+        /* From an earlier run of the helper: still only below the peer's own uid directory. */
+        bool any = false;
+        for (int i = 0; i < FYH_NCTL && !any; i++) {
+            char dir[PATH_MAX + 128];
+            struct stat st;
+            attempt_dir(dir, sizeof(dir), i, c->uid, name);
+            any = (H.controllers & (1u << i)) && lstat(dir, &st) == 0;
+        }
+        if (!any) {
+            set_error(rep, FYH_E_NOT_FOUND, ENOENT, "uid %u has no attempt cgroup %s", (unsigned)c->uid, name);
+            return;
+        }
+    }
+    memset(rep, 0, sizeof(*rep));
+    rep->type = FYH_T_REMOVED;
+    rep->u.removed.left = remove_attempt(c->uid, name);
+    if (e && !rep->u.removed.left)
+        drop_entry(e);
+}
+
+/* ------------------------------------------------------------------ */
+/* connections                                                         */
+
+static void send_reply(int fd, const struct fyh_msg *rep) {
+    uint8_t out[FYH_MAX_MESSAGE];
+    int n = fyh_encode(rep, out, sizeof(out));
+    if (n < 0) {
+        struct fyh_msg e;
+        set_error(&e, FYH_E_SYSTEM, EIO, "reply could not be encoded");
+        n = fyh_encode(&e, out, sizeof(out));
+    }
+    if (n > 0) /* small; a peer that does not read it loses it */
+        (void)send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void refuse_fd(int fd, uint32_t code, int os, const char *text) {
+    struct fyh_msg rep;
+    set_error(&rep, code, os, "%s", text);
+    send_reply(fd, &rep);
+    H.refused++;
+}
+
+static void conn_close(struct conn *c) {
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* A whole request is in c->buf: decode (validated again, whatever the peer
+ * checked), act, reply. */
+static void handle(struct conn *c) {
+    struct fyh_msg req, rep;
+    int e = fyh_decode(c->buf, c->got, &req);
+    if (e < 0) {
+        refuse_fd(c->fd, (uint32_t)-e, 0, fyh_err_name((uint32_t)-e));
+        return;
+    }
+    switch (req.type) {
+    case FYH_T_HELLO:
+        do_hello(c, &rep);
+        break;
+    case FYH_T_CREATE:
+        do_create(c, &req, &rep);
+        break;
+    case FYH_T_REMOVE:
+        do_remove(c, &req, &rep);
+        break;
+    default:
+        set_error(&rep, FYH_E_TYPE, 0, "type 0x%x is not a request", req.type);
+        break;
+    }
+    if (rep.type == FYH_T_ERROR)
+        H.refused++;
+    else
+        H.served++;
+    if (H.verbose)
+        logf_("uid %u pid %d: request %u -> %s", (unsigned)c->uid, (int)c->pid, req.type,
+              rep.type == FYH_T_ERROR ? fyh_err_name(rep.u.error.code) : "ok");
+    send_reply(c->fd, &rep);
+}
+
+/* Reads what is there; true when the connection is finished (answered or refused). */
+static bool conn_read(struct conn *c) {
+    size_t want = FYH_HEADER;
+    if (c->got >= FYH_HEADER) {
+        struct fyh_header h;
+        int e = fyh_decode_header(c->buf, c->got, &h);
+        if (e < 0) {
+            refuse_fd(c->fd, (uint32_t)-e, 0, fyh_err_name((uint32_t)-e));
+            return true;
+        }
+        want = FYH_HEADER + h.length;
+    }
+    ssize_t n = recv(c->fd, c->buf + c->got, want - c->got, MSG_DONTWAIT);
+    if (n < 0)
+        return errno != EAGAIN && errno != EINTR;
+    if (n == 0) {
+        if (c->got) /* closed mid-message: a truncated request */
+            refuse_fd(c->fd, FYH_E_MALFORMED, 0, "truncated request");
+        return true;
+    }
+    c->got += (size_t)n;
+    if (c->got == FYH_HEADER) { /* check the header before waiting for a payload */
+        struct fyh_header h;
+        int e = fyh_decode_header(c->buf, c->got, &h);
+        if (e < 0) {
+            refuse_fd(c->fd, (uint32_t)-e, 0, fyh_err_name((uint32_t)-e));
+            return true;
+        }
+        want = FYH_HEADER + h.length;
+    }
+    if (c->got == want && c->got >= FYH_HEADER) {
+        handle(c);
+        return true;
+    }
+    return false;
+}
+
+static void accept_one(int lfd, struct conn *conns) {
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0)
+        return;
+    struct ucred cr;
+    socklen_t len = sizeof(cr);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || len != sizeof(cr)) {
+        refuse_fd(fd, FYH_E_DENIED, errno, "no peer credentials");
+        close(fd);
+        return;
+    }
+    const struct allow *al = find_allow(cr.uid);
+    if (!al) {
+        char text[96];
+        snprintf(text, sizeof(text), "uid %u is not in the helper's allowlist", (unsigned)cr.uid);
+        refuse_fd(fd, FYH_E_DENIED, EACCES, text);
+        close(fd);
+        return;
+    }
+    /* One uid holds at most half the slots: an allowed peer cannot starve the others. */
+    size_t mine = 0;
+    for (size_t i = 0; i < H.max_conns; i++)
+        mine += conns[i].fd >= 0 && conns[i].uid == cr.uid;
+    if (H.max_conns > 1 && mine >= H.max_conns / 2) {
+        refuse_fd(fd, FYH_E_BUSY, EAGAIN, "too many connections from this uid");
+        close(fd);
+        return;
+    }
+    for (size_t i = 0; i < H.max_conns; i++)
+        if (conns[i].fd < 0) {
+            conns[i].fd = fd;
+            conns[i].uid = cr.uid;
+            conns[i].pid = cr.pid;
+            conns[i].allow = al;
+            conns[i].got = 0;
+            conns[i].deadline = now_ms() + H.timeout_ms;
+            return;
+        }
+    refuse_fd(fd, FYH_E_BUSY, EAGAIN, "too many connections");
+    close(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* the socket                                                          */
+
+/* The socket's directory must be root's and written by nobody else: then
+ * nobody can swap the socket for theirs. */
+static int make_socket(const char *path) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (path[0] != '/' || strlen(path) >= sizeof(sa.sun_path)) {
+        logf_("%s: the socket path must be absolute and shorter than %zu bytes", path, sizeof(sa.sun_path));
+        return -1;
+    }
+    char dir[sizeof(sa.sun_path)];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat st;
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+        logf_("%s: the socket's directory must exist, be owned by root and be writable by root only", dir);
+        return -1;
+    }
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            logf_("%s exists and is not a socket", path);
+            return -1;
+        }
+        /* Another helper answering there? Then it is not ours to take. */
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+            close(probe);
+            logf_("%s: another process is listening there", path);
+            return -1;
+        }
+        if (probe >= 0)
+            close(probe);
+        unlink(path);
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    /* 0666: who may ask is the allowlist's (SO_PEERCRED) to say, and a
+     * refused uid gets a typed reply rather than EACCES. */
+    mode_t old = umask(0111);
+    int r = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (r < 0 || listen(fd, 128) < 0) {
+        logf_("%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void usage(FILE *f) {
+    fputs("usage: forgeyard-sandbox-helper (--socket PATH | --listen-fd N) (--allow UID:CGROUPS:MEMORY:PIDS |\n"
+          "                                --allow-file FILE)... [--subtree NAME] [--max-connections N]\n"
+          "                                [--timeout-ms N] [--verbose]\n"
+          "Runs as root, started by the operator (never setuid); see forgeyard-sandbox-helper(8).\n",
+          f);
+}
+
+int main(int argc, char **argv) {
+    const char *socket_path = NULL;
+    int listen_fd = -1;
+    snprintf(H.subtree_name, sizeof(H.subtree_name), "forgeyard-helper");
+    H.max_conns = MAX_CONNS_DEFAULT;
+    H.timeout_ms = 2000;
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        H.entries[i].creator = -1;
+
+    /* Never setuid or setgid, never for anyone but root. */
+    struct stat self;
+    if (getuid() != geteuid() || getgid() != getegid() ||
+        (stat("/proc/self/exe", &self) == 0 && (self.st_mode & (S_ISUID | S_ISGID)))) {
+        fputs("forgeyard-sandbox-helper: refusing to run setuid or setgid: the operator starts it as root\n", stderr);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("forgeyard-sandbox-helper protocol %u\n", FYH_VERSION);
+            return 0;
+        } else if (strcmp(a, "--verbose") == 0) {
+            H.verbose = true;
+            continue;
+        }
+        if (!v) {
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        char *end;
+        if (strcmp(a, "--socket") == 0) {
+            socket_path = v;
+        } else if (strcmp(a, "--listen-fd") == 0) {
+            listen_fd = (int)strtol(v, &end, 10);
+            if (*end || listen_fd < 3) {
+                usage(stderr);
+                return 2;
+            }
+        } else if (strcmp(a, "--allow") == 0) {
+            char spec[128];
+            snprintf(spec, sizeof(spec), "%s", v);
+            if (!parse_allow(spec)) {
+                logf_("--allow %s: expected UID:CGROUPS:MEMORY:PIDS (uid > 0, not repeated)", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--allow-file") == 0) {
+            if (!load_allow_file(v))
+                return 2;
+        } else if (strcmp(a, "--subtree") == 0) {
+            bool ok = v[0] && v[0] != '.' && strlen(v) < sizeof(H.subtree_name);
+            for (const char *p = v; ok && *p; p++)
+                ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                     *p == '-' || *p == '_' || *p == '.';
+            if (!ok) {
+                logf_("--subtree %s: letters, digits, - _ . only", v);
+                return 2;
+            }
+            snprintf(H.subtree_name, sizeof(H.subtree_name), "%s", v);
+        } else if (strcmp(a, "--max-connections") == 0) {
+            H.max_conns = strtoul(v, &end, 10);
+            if (*end || H.max_conns < 1 || H.max_conns > 1024) {
+                usage(stderr);
+                return 2;
+            }
+        } else if (strcmp(a, "--timeout-ms") == 0) {
+            H.timeout_ms = strtoull(v, &end, 10);
+            if (*end || H.timeout_ms < 10 || H.timeout_ms > 60000) {
+                usage(stderr);
+                return 2;
+            }
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!socket_path == (listen_fd < 0) || H.nallow == 0) {
+        usage(stderr);
+        return 2;
+    }
+    if (geteuid() != 0) {
+        logf_("must be started as root by the operator");
+        return 2;
+    }
+    /* Nothing of whoever started us: no environment, no stray fds. */
+    clearenv();
+    umask(022);
+    syscall(SYS_close_range, 3, listen_fd > 3 ? listen_fd - 1 : 2, 0);
+    if (listen_fd >= 0)
+        syscall(SYS_close_range, listen_fd + 1, ~0u, 0);
+    else
+        syscall(SYS_close_range, 3, ~0u, 0);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    sigprocmask(SIG_BLOCK, &sigs, NULL);
+    int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    int pe = drop_privileges();
+    if (pe < 0) {
+        logf_("dropping capabilities: %s", strerror(-pe));
+        return 1;
+    }
+    discover();
+    if (setup_subtree() < 0) {
+        logf_("no cgroup v1 memory, pids or cpu hierarchy to create a subtree in");
+        teardown_subtree();
+        return 1;
+    }
+    gc(true);
+    int lfd = listen_fd >= 0 ? listen_fd : socket_path ? make_socket(socket_path) : -1;
+    if (lfd < 0 || sfd < 0) {
+        teardown_subtree();
+        return 1;
+    }
+    if (listen_fd >= 0)
+        fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
+    logf_("serving %s for %zu uid(s); controllers:%s%s%s; subtree %s", socket_path ? socket_path : "--listen-fd",
+          H.nallow, (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
+          (H.controllers & 4) ? " cpu" : "", H.subtree[0][0] ? H.subtree[0] : H.subtree[1]);
+
+    struct conn *conns = calloc(H.max_conns, sizeof(*conns));
+    struct pollfd *pfd = calloc(H.max_conns + 2, sizeof(*pfd));
+    if (!conns || !pfd)
+        return 1;
+    for (size_t i = 0; i < H.max_conns; i++)
+        conns[i].fd = -1;
+    bool stop = false;
+    uint64_t last_gc = now_ms();
+    while (!stop) {
+        size_t n = 0;
+        pfd[n++] = (struct pollfd){lfd, POLLIN, 0};
+        pfd[n++] = (struct pollfd){sfd, POLLIN, 0};
+        uint64_t now = now_ms(), next = now + 1000;
+        for (size_t i = 0; i < H.max_conns; i++)
+            if (conns[i].fd >= 0) {
+                pfd[n++] = (struct pollfd){conns[i].fd, POLLIN, 0};
+                if (conns[i].deadline < next)
+                    next = conns[i].deadline;
+            }
+        int r = poll(pfd, n, (int)(next > now ? next - now : 0));
+        if (r < 0 && errno != EINTR)
+            break;
+        if (pfd[1].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) > 0)
+                stop = true;
+        }
+        /* connections first, then new ones (so a flood cannot starve them) */
+        for (size_t k = 2; k < n; k++) {
+            if (!pfd[k].revents)
+                continue;
+            for (size_t i = 0; i < H.max_conns; i++)
+                if (conns[i].fd == pfd[k].fd) {
+                    if (conn_read(&conns[i]))
+                        conn_close(&conns[i]);
+                    break;
+                }
+        }
+        for (int burst = 0; burst < 64 && (pfd[0].revents & POLLIN); burst++) {
+            struct pollfd one = {lfd, POLLIN, 0};
+            if (burst && poll(&one, 1, 0) != 1)
+                break;
+            accept_one(lfd, conns);
+        }
+        now = now_ms();
+        for (size_t i = 0; i < H.max_conns; i++)
+            if (conns[i].fd >= 0 && conns[i].deadline <= now) {
+                refuse_fd(conns[i].fd, FYH_E_TIMEOUT, ETIMEDOUT, "no whole request in time");
+                conn_close(&conns[i]);
+            }
+        if (now - last_gc >= 1000) {
+            gc(false);
+            last_gc = now;
+        }
+    }
+    for (size_t i = 0; i < H.max_conns; i++)
+        if (conns[i].fd >= 0)
+            conn_close(&conns[i]);
+    free(conns);
+    free(pfd);
+    gc(false);
+    teardown_subtree();
+    logf_("stopped: %lu request(s) served, %lu refused", H.served, H.refused);
+    if (socket_path)
+        unlink(socket_path);
+    close(lfd);
+    close(sfd);
+    return 0;
+}

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The helper protocol's codec (fyh-proto.h has the format). */
+#include <string.h>
+
+#include "fyh-proto.h"
+
+#define LIMIT_MAX (UINT64_C(1) << 60) /* bytes, pids, millis: anything above is nonsense */
+
+struct rd {
+    const uint8_t *p;
+    size_t left;
+    int bad;
+};
+
+static uint64_t get(struct rd *r, size_t n) {
+    uint64_t v = 0;
+    if (r->bad || r->left < n) {
+        r->bad = 1;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)r->p[i] << (8 * i);
+    r->p += n;
+    r->left -= n;
+    return v;
+}
+
+/* A u16-prefixed printable-ASCII string of at most max bytes into out. */
+static void get_str(struct rd *r, char *out, size_t max) {
+    size_t n = (size_t)get(r, 2);
+    out[0] = '\0';
+    if (r->bad)
+        return;
+    if (n > max || n > r->left) {
+        r->bad = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (r->p[i] < 0x20 || r->p[i] > 0x7e) {
+            r->bad = 1;
+            return;
+        }
+    memcpy(out, r->p, n);
+    out[n] = '\0';
+    r->p += n;
+    r->left -= n;
+}
+
+struct wr {
+    uint8_t *p;
+    size_t left;
+    int bad;
+};
+
+static void put(struct wr *w, uint64_t v, size_t n) {
+    if (w->bad || w->left < n) {
+        w->bad = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        w->p[i] = (uint8_t)(v >> (8 * i));
+    w->p += n;
+    w->left -= n;
+}
+
+static void put_str(struct wr *w, const char *s, size_t max) {
+    size_t n = strlen(s);
+    if (n > max) {
+        w->bad = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            w->bad = 1;
+    put(w, n, 2);
+    if (w->bad || w->left < n) {
+        w->bad = 1;
+        return;
+    }
+    memcpy(w->p, s, n);
+    w->p += n;
+    w->left -= n;
+}
+
+int fyh_valid_name(const char *name) {
+    static const char prefix[] = "forgeyard-";
+    size_t n = strlen(name), i = sizeof(prefix) - 1, digits = 0, hex = 0;
+    if (n > FYH_NAME_MAX || strncmp(name, prefix, i) != 0)
+        return 0;
+    for (; name[i] >= '0' && name[i] <= '9'; i++)
+        digits++;
+    if (digits == 0 || digits > 10 || name[i++] != '-')
+        return 0;
+    for (; (name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'); i++)
+        hex++;
+    return hex == 16 && name[i] == '\0';
+}
+
+static int known_type(uint16_t t) {
+    switch (t) {
+    case FYH_T_HELLO: case FYH_T_CREATE: case FYH_T_REMOVE: case FYH_T_WELCOME: case FYH_T_CREATED:
+    case FYH_T_REMOVED: case FYH_T_ERROR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int fyh_decode_header(const uint8_t *buf, size_t len, struct fyh_header *h) {
+    struct rd r = {buf, len, 0};
+    h->magic = (uint32_t)get(&r, 4);
+    h->version = (uint16_t)get(&r, 2);
+    h->type = (uint16_t)get(&r, 2);
+    h->length = (uint32_t)get(&r, 4);
+    h->flags = (uint32_t)get(&r, 4);
+    if (r.bad)
+        return -FYH_E_MALFORMED;
+    if (h->magic != FYH_MAGIC)
+        return -FYH_E_MAGIC;
+    if (h->version != FYH_VERSION)
+        return -FYH_E_VERSION;
+    if (h->flags != 0)
+        return -FYH_E_FLAGS;
+    if (h->length > FYH_MAX_PAYLOAD)
+        return -FYH_E_TOO_BIG;
+    if (!known_type(h->type))
+        return -FYH_E_TYPE;
+    return 0;
+}
+
+static int limit_ok(uint64_t v) {
+    return v <= LIMIT_MAX;
+}
+
+int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
+    struct fyh_header h;
+    memset(m, 0, sizeof(*m));
+    int e = fyh_decode_header(buf, len, &h);
+    if (e < 0)
+        return e;
+    if (len != FYH_HEADER + (size_t)h.length)
+        return -FYH_E_MALFORMED;
+    struct rd r = {buf + FYH_HEADER, h.length, 0};
+    m->type = h.type;
+    switch (h.type) {
+    case FYH_T_HELLO:
+        break;
+    case FYH_T_CREATE:
+        get_str(&r, m->u.create.name, FYH_NAME_MAX);
+        m->u.create.controllers = (uint32_t)get(&r, 4);
+        m->u.create.memory = get(&r, 8);
+        m->u.create.swap = get(&r, 8);
+        m->u.create.pids = get(&r, 8);
+        m->u.create.cpu_millis = get(&r, 8);
+        if (r.bad)
+            break;
+        if (!fyh_valid_name(m->u.create.name))
+            return -FYH_E_NAME;
+        if (m->u.create.controllers == 0 || (m->u.create.controllers & ~FYH_CTL_ALL) ||
+            !limit_ok(m->u.create.memory) || !limit_ok(m->u.create.swap) || !limit_ok(m->u.create.pids) ||
+            !limit_ok(m->u.create.cpu_millis) ||
+            ((m->u.create.controllers & FYH_CTL_MEMORY) && m->u.create.memory == 0) ||
+            ((m->u.create.controllers & FYH_CTL_PIDS) && m->u.create.pids == 0) ||
+            ((m->u.create.controllers & FYH_CTL_CPU) && m->u.create.cpu_millis == 0))
+            return -FYH_E_MALFORMED;
+        break;
+    case FYH_T_REMOVE:
+        get_str(&r, m->u.remove.name, FYH_NAME_MAX);
+        if (!r.bad && !fyh_valid_name(m->u.remove.name))
+            return -FYH_E_NAME;
+        break;
+    case FYH_T_WELCOME:
+        m->u.welcome.uid = (uint32_t)get(&r, 4);
+        m->u.welcome.max_cgroups = (uint32_t)get(&r, 4);
+        m->u.welcome.controllers = (uint32_t)get(&r, 4);
+        m->u.welcome.max_memory = get(&r, 8);
+        m->u.welcome.max_pids = get(&r, 8);
+        for (int i = 0; i < FYH_NCTL; i++)
+            get_str(&r, m->u.welcome.parent[i], FYH_PATH_MAX);
+        if (!r.bad && (m->u.welcome.controllers & ~FYH_CTL_ALL))
+            return -FYH_E_MALFORMED;
+        for (int i = 0; !r.bad && i < FYH_NCTL; i++)
+            if (!(m->u.welcome.controllers & (1u << i)) != !m->u.welcome.parent[i][0] ||
+                (m->u.welcome.parent[i][0] && m->u.welcome.parent[i][0] != '/'))
+                return -FYH_E_MALFORMED;
+        break;
+    case FYH_T_CREATED:
+        m->u.created.controllers = (uint32_t)get(&r, 4);
+        for (int i = 0; i < FYH_NCTL; i++)
+            get_str(&r, m->u.created.dir[i], FYH_PATH_MAX);
+        if (!r.bad && (m->u.created.controllers == 0 || (m->u.created.controllers & ~FYH_CTL_ALL)))
+            return -FYH_E_MALFORMED;
+        for (int i = 0; !r.bad && i < FYH_NCTL; i++)
+            if (!(m->u.created.controllers & (1u << i)) != !m->u.created.dir[i][0] ||
+                (m->u.created.dir[i][0] && m->u.created.dir[i][0] != '/') || strstr(m->u.created.dir[i], "/.."))
+                return -FYH_E_MALFORMED;
+        break;
+    case FYH_T_REMOVED:
+        m->u.removed.left = (uint32_t)get(&r, 4);
+        break;
+    case FYH_T_ERROR:
+        m->u.error.code = (uint32_t)get(&r, 4);
+        m->u.error.os_errno = (uint32_t)get(&r, 4);
+        get_str(&r, m->u.error.text, FYH_MSG_MAX);
+        if (!r.bad && (m->u.error.code == 0 || m->u.error.code > FYH_E__MAX || m->u.error.os_errno > 4095))
+            return -FYH_E_MALFORMED;
+        break;
+    default:
+        return -FYH_E_TYPE;
+    }
+    if (r.bad || r.left != 0)
+        return -FYH_E_MALFORMED;
+    return 0;
+}
+
+int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
+    if (cap < FYH_HEADER)
+        return -FYH_E_TOO_BIG;
+    size_t room = cap - FYH_HEADER < FYH_MAX_PAYLOAD ? cap - FYH_HEADER : FYH_MAX_PAYLOAD;
+    struct wr w = {buf + FYH_HEADER, room, 0};
+    switch (m->type) {
+    case FYH_T_HELLO:
+        break;
+    case FYH_T_CREATE:
+        put_str(&w, m->u.create.name, FYH_NAME_MAX);
+        put(&w, m->u.create.controllers, 4);
+        put(&w, m->u.create.memory, 8);
+        put(&w, m->u.create.swap, 8);
+        put(&w, m->u.create.pids, 8);
+        put(&w, m->u.create.cpu_millis, 8);
+        break;
+    case FYH_T_REMOVE:
+        put_str(&w, m->u.remove.name, FYH_NAME_MAX);
+        break;
+    case FYH_T_WELCOME:
+        put(&w, m->u.welcome.uid, 4);
+        put(&w, m->u.welcome.max_cgroups, 4);
+        put(&w, m->u.welcome.controllers, 4);
+        put(&w, m->u.welcome.max_memory, 8);
+        put(&w, m->u.welcome.max_pids, 8);
+        for (int i = 0; i < FYH_NCTL; i++)
+            put_str(&w, m->u.welcome.parent[i], FYH_PATH_MAX);
+        break;
+    case FYH_T_CREATED:
+        put(&w, m->u.created.controllers, 4);
+        for (int i = 0; i < FYH_NCTL; i++)
+            put_str(&w, m->u.created.dir[i], FYH_PATH_MAX);
+        break;
+    case FYH_T_REMOVED:
+        put(&w, m->u.removed.left, 4);
+        break;
+    case FYH_T_ERROR:
+        put(&w, m->u.error.code, 4);
+        put(&w, m->u.error.os_errno, 4);
+        put_str(&w, m->u.error.text, FYH_MSG_MAX);
+        break;
+    default:
+        return -FYH_E_TYPE;
+    }
+    if (w.bad)
+        return -FYH_E_TOO_BIG;
+    size_t len = room - w.left;
+    struct wr h = {buf, FYH_HEADER, 0};
+    put(&h, FYH_MAGIC, 4);
+    put(&h, FYH_VERSION, 2);
+    put(&h, m->type, 2);
+    put(&h, len, 4);
+    put(&h, 0, 4);
+    /* What we send must be what the other end accepts. */
+    struct fyh_msg check;
+    int e = fyh_decode(buf, FYH_HEADER + len, &check);
+    return e < 0 ? e : (int)(FYH_HEADER + len);
+}
+
+const char *fyh_err_name(uint32_t code) {
+    static const char *const names[] = {
+        [FYH_E_MALFORMED] = "malformed", [FYH_E_MAGIC] = "bad-magic", [FYH_E_VERSION] = "bad-version",
+        [FYH_E_TOO_BIG] = "too-big", [FYH_E_TYPE] = "bad-type", [FYH_E_DENIED] = "denied",
+        [FYH_E_BUDGET] = "over-budget", [FYH_E_NAME] = "bad-name", [FYH_E_EXISTS] = "exists",
+        [FYH_E_NOT_FOUND] = "not-found", [FYH_E_BUSY] = "busy", [FYH_E_TIMEOUT] = "timeout",
+        [FYH_E_SYSTEM] = "system", [FYH_E_FLAGS] = "bad-flags",
+    };
+    return code >= 1 && code <= FYH_E__MAX ? names[code] : "unknown";
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The privileged helper's wire protocol (forgeyard-sandbox-helper(8)).
+ *
+ * One request per connection, one reply. Every message is a 16-byte header
+ * followed by at most FYH_MAX_PAYLOAD bytes:
+ *
+ *   u32 magic   FYH_MAGIC ("FYH1" as little-endian bytes)
+ *   u16 version FYH_VERSION
+ *   u16 type    FYH_T_* (requests < 0x8000, replies >= 0x8000)
+ *   u32 length  payload bytes, <= FYH_MAX_PAYLOAD
+ *   u32 flags   0 (anything else is refused)
+ *
+ * Integers are little-endian; strings are u16 length + bytes (no NUL,
+ * printable ASCII only). A decoder never trusts a length: every field is
+ * bounds-checked against the bytes received, a payload must be consumed
+ * exactly, and each type has its own value rules (fyh_decode). Both ends
+ * decode with the same code; the helper validates every request again on
+ * receipt, whatever the client library checked before sending it.
+ *
+ * No libc beyond memcpy/strlen: this file is compiled into the library, the
+ * helper and the fuzz target. */
+#ifndef FY_HELPER_PROTO_H
+#define FY_HELPER_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FYH_MAGIC 0x31485946u /* "FYH1" */
+#define FYH_VERSION 1u
+#define FYH_HEADER 16u
+#define FYH_MAX_PAYLOAD 2048u
+#define FYH_MAX_MESSAGE (FYH_HEADER + FYH_MAX_PAYLOAD)
+#define FYH_NAME_MAX 64u  /* an attempt cgroup's name */
+#define FYH_PATH_MAX 400u /* a directory in a reply */
+#define FYH_MSG_MAX 200u  /* an error reply's text */
+
+/* The default socket (forgeyard-sandbox-helper(8)); FORGEYARD_HELPER_SOCKET
+ * overrides it for the library. */
+#define FYH_DEFAULT_SOCKET "/run/forgeyard-helper/helper.sock"
+
+enum fyh_type {
+    FYH_T_HELLO = 1,  /* -> FYH_T_WELCOME: the peer's budget and parents */
+    FYH_T_CREATE = 2, /* -> FYH_T_CREATED: an attempt cgroup with limits */
+    FYH_T_REMOVE = 3, /* -> FYH_T_REMOVED: kill what is left, rmdir, witnessed */
+    FYH_T_WELCOME = 0x8001,
+    FYH_T_CREATED = 0x8002,
+    FYH_T_REMOVED = 0x8003,
+    FYH_T_ERROR = 0x80ff,
+};
+
+/* Typed refusals (FYH_T_ERROR's code). Never renumbered. */
+enum fyh_err {
+    FYH_E_MALFORMED = 1, /* payload does not decode (truncated, trailing bytes, bad string) */
+    FYH_E_MAGIC = 2,
+    FYH_E_VERSION = 3,
+    FYH_E_TOO_BIG = 4,   /* length over FYH_MAX_PAYLOAD */
+    FYH_E_TYPE = 5,      /* unknown or reply type sent as a request */
+    FYH_E_DENIED = 6,    /* the peer's uid is not in the allowlist */
+    FYH_E_BUDGET = 7,    /* over the peer's budget (count, memory, pids) */
+    FYH_E_NAME = 8,      /* a name outside what the peer may touch */
+    FYH_E_EXISTS = 9,
+    FYH_E_NOT_FOUND = 10,
+    FYH_E_BUSY = 11,     /* too many connections at once */
+    FYH_E_TIMEOUT = 12,  /* the request did not arrive in time */
+    FYH_E_SYSTEM = 13,   /* the kernel refused (os_errno says why) */
+    FYH_E_FLAGS = 14,
+    FYH_E__MAX = 14,
+};
+
+/* Controllers (bit masks). */
+#define FYH_CTL_MEMORY 1u
+#define FYH_CTL_PIDS 2u
+#define FYH_CTL_CPU 4u
+#define FYH_CTL_ALL 7u
+#define FYH_NCTL 3
+
+struct fyh_header {
+    uint32_t magic;
+    uint16_t version, type;
+    uint32_t length, flags;
+};
+
+/* Decoded messages: strings point into a copy owned by the struct. */
+struct fyh_msg {
+    uint16_t type;
+    union {
+        struct { /* CREATE */
+            char name[FYH_NAME_MAX + 1];
+            uint32_t controllers;
+            uint64_t memory, swap, pids, cpu_millis; /* 0: not asked */
+        } create;
+        struct { /* REMOVE */
+            char name[FYH_NAME_MAX + 1];
+        } remove;
+        struct { /* WELCOME */
+            uint32_t uid, max_cgroups, controllers;
+            uint64_t max_memory, max_pids;
+            char parent[FYH_NCTL][FYH_PATH_MAX + 1]; /* per controller bit, "" if absent */
+        } welcome;
+        struct { /* CREATED */
+            uint32_t controllers;
+            char dir[FYH_NCTL][FYH_PATH_MAX + 1];
+        } created;
+        struct { /* REMOVED */
+            uint32_t left; /* directories that could not be removed */
+        } removed;
+        struct { /* ERROR */
+            uint32_t code, os_errno;
+            char text[FYH_MSG_MAX + 1];
+        } error;
+    } u;
+};
+
+/* Header: 0, or -FYH_E_* (magic, version, flags, too big, type unknown). */
+int fyh_decode_header(const uint8_t *buf, size_t len, struct fyh_header *h);
+/* A whole message (header + payload, exactly len bytes): 0 or -FYH_E_*.
+ * Every value rule is checked here (names, masks, ranges). */
+int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m);
+/* Encodes m into buf (FYH_MAX_MESSAGE bytes): the length, or -FYH_E_* when a
+ * field breaks the rules (the encoder refuses what the decoder would). */
+int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap);
+/* An attempt cgroup's name: forgeyard-<digits>-<16 hex digits>. */
+int fyh_valid_name(const char *name);
+const char *fyh_err_name(uint32_t code);
+
+#endif

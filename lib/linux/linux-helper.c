@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The privileged helper's client (linux-helper.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "linux-backend.h"
+#include "linux-helper.h"
+
+const char *lx_helper_socket(void) {
+    const char *s = getenv("FORGEYARD_HELPER_SOCKET");
+    return s && s[0] == '/' ? s : FYH_DEFAULT_SOCKET;
+}
+
+static uint64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Waits for fd to be ready for events until deadline: 0 or -errno. */
+static int wait_fd(int fd, short events, uint64_t deadline) {
+    for (;;) {
+        uint64_t now = mono_ms();
+        if (now >= deadline)
+            return -ETIMEDOUT;
+        struct pollfd p = {fd, events, 0};
+        int r = poll(&p, 1, (int)(deadline - now));
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -errno;
+    }
+}
+
+int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fyh_msg *rep, int timeout_ms) {
+    uint8_t buf[FYH_MAX_MESSAGE];
+    int len = fyh_encode(req, buf, sizeof(buf));
+    if (len < 0)
+        return -EINVAL;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(socket_path) >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
+    memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
+    int r = 0;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        r = -errno;
+        if (r == -EINPROGRESS || r == -EAGAIN)
+            r = wait_fd(fd, POLLOUT, deadline);
+    }
+    for (size_t off = 0; r == 0 && off < (size_t)len;) {
+        ssize_t n = send(fd, buf + off, (size_t)len - off, MSG_NOSIGNAL);
+        if (n > 0)
+            off += (size_t)n;
+        else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            r = wait_fd(fd, POLLOUT, deadline);
+        else if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+            break; /* refused before it read us (a peer check): its typed reply is there to read */
+        else
+            r = n < 0 ? -errno : -EIO;
+    }
+    size_t got = 0, want = FYH_HEADER;
+    while (r == 0 && got < want) {
+        ssize_t n = recv(fd, buf + got, want - got, 0);
+        if (n > 0) {
+            got += (size_t)n;
+            if (got == FYH_HEADER) {
+                struct fyh_header h;
+                if (fyh_decode_header(buf, got, &h) < 0)
+                    r = -EPROTO;
+                else
+                    want = FYH_HEADER + h.length;
+            }
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            r = wait_fd(fd, POLLIN, deadline);
+        } else {
+            r = n < 0 ? -errno : -ECONNRESET;
+        }
+    }
+    close(fd);
+    if (r == 0 && fyh_decode(buf, got, rep) < 0)
+        r = -EPROTO;
+    /* A reply to a request is its answer or a typed refusal, nothing else. */
+    if (r == 0 && rep->type != FYH_T_ERROR && rep->type != (uint16_t)(req->type | 0x8000u))
+        r = -EPROTO;
+    return r;
+}
+
+static const uint32_t helper_caps[] = {FY_CAP_CGROUP_MEMORY, FY_CAP_CGROUP_PIDS, FY_CAP_CGROUP_CPU};
+
+/* The helper could not give us limits: each missing limit's hint says so. */
+static void note_absent(fy_caps *c, const char *why) {
+    for (size_t i = 0; i < FY_ARRAY_SIZE(helper_caps); i++) {
+        if (caps_present(c, helper_caps[i]))
+            continue;
+        const char *old = c->e[helper_caps[i]].hint;
+        char *h = util_asprintf("%s%sor have forgeyard-sandbox-helper(8) serve this uid (%s)", old ? old : "",
+                                old ? "; " : "", why);
+        if (h) {
+            caps_set_hint(c, helper_caps[i], "%s", h);
+            free(h);
+        }
+    }
+}
+
+void lx_helper_probe(fy_caps *c) {
+    const char *path = lx_helper_socket();
+    struct stat st;
+    int se = stat(path, &st) < 0 ? errno : 0;
+    if (se || !S_ISSOCK(st.st_mode)) {
+        char why[512];
+        snprintf(why, sizeof(why), "no privileged helper: %s %s", path,
+                 se == ENOENT ? "does not exist" : se ? strerror(se) : "is not a socket");
+        (void)caps_set_fact(c, LX_FACT_HELPER, why);
+        note_absent(c, why);
+        return;
+    }
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    int r = lx_helper_call(path, &req, &rep, 1000);
+    char why[1024];
+    if (r < 0) {
+        snprintf(why, sizeof(why), "privileged helper at %s unreachable: %s", path, strerror(-r));
+        (void)caps_set_fact(c, LX_FACT_HELPER, why);
+        note_absent(c, why);
+        return;
+    }
+    if (rep.type == FYH_T_ERROR) {
+        snprintf(why, sizeof(why), "privileged helper at %s refused us (%s): %s", path,
+                 fyh_err_name(rep.u.error.code), rep.u.error.text);
+        (void)caps_set_fact(c, LX_FACT_HELPER, why);
+        note_absent(c, why);
+        return;
+    }
+    /* Which controllers we lack and the helper offers: those come from it. */
+    static const struct { uint32_t cap, bit; const char *fact, *name; } ctl[] = {
+        {FY_CAP_CGROUP_MEMORY, FYH_CTL_MEMORY, LX_FACT_CG1_MEMORY, "memory"},
+        {FY_CAP_CGROUP_PIDS, FYH_CTL_PIDS, LX_FACT_CG1_PIDS, "pids"},
+        {FY_CAP_CGROUP_CPU, FYH_CTL_CPU, LX_FACT_CG1_CPU, "cpu"},
+    };
+    bool any_local = false;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(ctl); i++)
+        any_local |= caps_present(c, ctl[i].cap);
+    char offered[64] = "";
+    for (size_t i = 0; i < FY_ARRAY_SIZE(ctl); i++)
+        if (rep.u.welcome.controllers & ctl[i].bit)
+            snprintf(offered + strlen(offered), sizeof(offered) - strlen(offered), "%s%s", offered[0] ? " " : "",
+                     ctl[i].name);
+    snprintf(why, sizeof(why), "privileged helper at %s serves uid %u: cgroup v1 %s; budget %u attempt cgroups, "
+             "%llu bytes of memory and %llu pids each%s", path, rep.u.welcome.uid, offered[0] ? offered : "(none)",
+             rep.u.welcome.max_cgroups, (unsigned long long)rep.u.welcome.max_memory,
+             (unsigned long long)rep.u.welcome.max_pids,
+             any_local ? " (not used: this host already gives us cgroup limits)" : "");
+    (void)caps_set_fact(c, LX_FACT_HELPER, why);
+    if (any_local || !rep.u.welcome.controllers)
+        return;
+    /* One mechanism for all of an attempt's v1 cgroups: the helper's. */
+    static const char *const local_only[] = {LX_FACT_CG1_FREEZER, LX_FACT_CG1_BLKIO, LX_FACT_CG1_CPUACCT,
+                                             LX_FACT_CG1_MEMSW};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(local_only); i++)
+        (void)caps_set_fact(c, local_only[i], NULL);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(ctl); i++) {
+        if (!(rep.u.welcome.controllers & ctl[i].bit)) {
+            (void)caps_set_fact(c, ctl[i].fact, NULL);
+            continue;
+        }
+        int k = ctl[i].bit == FYH_CTL_MEMORY ? 0 : ctl[i].bit == FYH_CTL_PIDS ? 1 : 2;
+        (void)caps_set_fact(c, ctl[i].fact, rep.u.welcome.parent[k]);
+        char budget[96] = "";
+        if (ctl[i].bit == FYH_CTL_MEMORY)
+            snprintf(budget, sizeof(budget), "; at most %llu bytes per attempt",
+                     (unsigned long long)rep.u.welcome.max_memory);
+        else if (ctl[i].bit == FYH_CTL_PIDS)
+            snprintf(budget, sizeof(budget), "; at most %llu pids per attempt",
+                     (unsigned long long)rep.u.welcome.max_pids);
+        caps_set(c, ctl[i].cap, true, 1, "cgroup v1 %s through the privileged helper at %s (created, limited and "
+                 "removed by it below %s%s)", ctl[i].name, path, rep.u.welcome.parent[k], budget);
+        free(c->e[ctl[i].cap].hint); /* nothing to fix */
+        c->e[ctl[i].cap].hint = NULL;
+    }
+    char num[32];
+    snprintf(num, sizeof(num), "%llu", (unsigned long long)rep.u.welcome.max_memory);
+    (void)caps_set_fact(c, LX_FACT_HELPER_MAX_MEMORY, num);
+    snprintf(num, sizeof(num), "%llu", (unsigned long long)rep.u.welcome.max_pids);
+    (void)caps_set_fact(c, LX_FACT_HELPER_MAX_PIDS, num);
+    (void)caps_set_fact(c, LX_FACT_HELPER_SOCKET, path);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The client side of the privileged helper (forgeyard-sandbox-helper(8)):
+ * where its socket is, one request and its reply, and what the probe
+ * learns from it. */
+#ifndef FY_LINUX_HELPER_H
+#define FY_LINUX_HELPER_H
+
+#include <stddef.h>
+
+#include "helper/fyh-proto.h"
+#include "internal.h"
+
+#define LX_FACT_HELPER        "linux.helper"        /* what the probe found, in words */
+#define LX_FACT_HELPER_SOCKET "linux.helper_socket" /* set only when the helper serves us */
+#define LX_FACT_HELPER_MAX_MEMORY "linux.helper_max_memory" /* our budget per attempt (decimal) */
+#define LX_FACT_HELPER_MAX_PIDS   "linux.helper_max_pids"
+
+/* FORGEYARD_HELPER_SOCKET when set (an absolute path), else FYH_DEFAULT_SOCKET. */
+const char *lx_helper_socket(void);
+/* One request, one reply (which may be FYH_T_ERROR: a typed refusal), with
+ * a deadline of timeout_ms for the whole exchange. 0, or -errno when the
+ * helper could not be reached or answered nothing that decodes. */
+int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fyh_msg *rep, int timeout_ms);
+/* The probe's part, for an unprivileged caller: asks the helper (if its
+ * socket exists) for our budget and, when it serves us, offers the cgroup
+ * v1 controllers the host denies us through it (caps and facts). */
+void lx_helper_probe(fy_caps *c);
+
+#endif

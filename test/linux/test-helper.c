@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* forgeyard-sandbox-helper(8), attacked. The test starts its own helper (as
+ * root, on a socket in its own temporary directory, with its own cgroup
+ * subtree below the test's cgroup), talks to it as allowed and refused
+ * uids, with well-formed and hostile messages, and a flood of connections;
+ * every refusal must be a typed reply, nothing may be created by a refused
+ * request, and the helper must keep serving. At the end the helper is
+ * stopped and its subtree must be gone.
+ *
+ *   test-helper HELPER-BINARY */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "linux/linux-helper.h"
+
+#define UID_A 65534 /* allowed */
+#define UID_B 65533 /* allowed, another budget */
+#define UID_X 65532 /* not in the allowlist */
+
+static const char *helper_bin;
+static char tmpdir[64], sock[128], subtree[64], log_path[128];
+static char memroot[512]; /* the memory subtree: <our memory cgroup>/<subtree> */
+static pid_t helper_pid = -1;
+
+/* ------------------------------------------------------------------ */
+
+static bool our_memory_cgroup(char *out, size_t len) {
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[1024];
+    bool ok = false;
+    while (f && fgets(line, sizeof(line), f)) {
+        char *p = strstr(line, ":memory:");
+        if (p) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(out, len, "/sys/fs/cgroup/memory%s", strcmp(p + 8, "/") ? p + 8 : "");
+            ok = true;
+        }
+    }
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+static pid_t start_helper(const char *bin, const char *extra_allow) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execl(bin, bin, "--socket", sock, "--allow", "65534:2:128M:4096", "--allow", extra_allow, "--subtree",
+              subtree, "--timeout-ms", "2000", "--max-connections", "16", (char *)NULL);
+        _exit(127);
+    }
+    /* bounded wait for the socket */
+    for (int i = 0; i < 500; i++) {
+        struct stat st;
+        if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+            return pid;
+        usleep(10000);
+    }
+    return pid;
+}
+
+/* Raw bytes to the helper, optionally closing our writing half; the reply
+ * decoded into rep. 0, or -1 when no decodable reply came. */
+static int raw_exchange(const void *buf, size_t len, bool shut_wr, struct fyh_msg *rep) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return -1;
+    }
+    if (len)
+        (void)!send(fd, buf, len, MSG_NOSIGNAL);
+    if (shut_wr)
+        shutdown(fd, SHUT_WR);
+    uint8_t in[FYH_MAX_MESSAGE];
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = recv(fd, in + got, sizeof(in) - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got && fyh_decode(in, got, rep) == 0 ? 0 : -1;
+}
+
+/* One request as uid (a child drops to it): the call's result; *rep the reply. */
+static int call_as(uid_t uid, const struct fyh_msg *req, struct fyh_msg *rep) {
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        struct fyh_msg r;
+        memset(&r, 0, sizeof(r));
+        int rc = -EPERM;
+        if (uid == 0 || (setgroups(0, NULL) == 0 && setresgid(uid, uid, uid) == 0 && setresuid(uid, uid, uid) == 0))
+            rc = lx_helper_call(sock, req, &r, 5000);
+        (void)!write(p[1], &rc, sizeof(rc));
+        (void)!write(p[1], &r, sizeof(r));
+        _exit(0);
+    }
+    close(p[1]);
+    int rc = -EIO;
+    ck_assert_int_eq(read(p[0], &rc, sizeof(rc)), sizeof(rc));
+    ck_assert_int_eq(read(p[0], rep, sizeof(*rep)), sizeof(*rep));
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    return rc;
+}
+
+static void create_req(struct fyh_msg *m, const char *name, uint64_t memory, uint64_t pids) {
+    memset(m, 0, sizeof(*m));
+    m->type = FYH_T_CREATE;
+    snprintf(m->u.create.name, sizeof(m->u.create.name), "%s", name);
+    m->u.create.controllers = FYH_CTL_MEMORY | FYH_CTL_PIDS;
+    m->u.create.memory = memory;
+    m->u.create.pids = pids;
+}
+
+static void remove_req(struct fyh_msg *m, const char *name) {
+    memset(m, 0, sizeof(*m));
+    m->type = FYH_T_REMOVE;
+    snprintf(m->u.remove.name, sizeof(m->u.remove.name), "%s", name);
+}
+
+/* Attempt cgroups below the memory subtree, every uid. */
+static int count_attempts(void) {
+    int n = 0;
+    DIR *d = opendir(memroot);
+    for (struct dirent *de; d && (de = readdir(d));) {
+        if (strncmp(de->d_name, "uid-", 4) != 0)
+            continue;
+        char sub[1024];
+        snprintf(sub, sizeof(sub), "%s/%s", memroot, de->d_name);
+        DIR *u = opendir(sub);
+        for (struct dirent *e; u && (e = readdir(u));)
+            n += e->d_type == DT_DIR && strncmp(e->d_name, "forgeyard-", 10) == 0;
+        if (u)
+            closedir(u);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void expect_error(int rc, const struct fyh_msg *rep, uint32_t code) {
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rep->type, FYH_T_ERROR);
+    ck_assert_msg(rep->u.error.code == code, "expected %s, got %s (%s)", fyh_err_name(code),
+                  fyh_err_name(rep->u.error.code), rep->u.error.text);
+}
+
+static void helper_alive(void) {
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(call_as(UID_A, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    ck_assert_int_eq(kill(helper_pid, 0), 0);
+}
+
+/* A header with the given fields, then payload bytes. */
+static size_t header(uint8_t *b, uint32_t magic, uint16_t version, uint16_t type, uint32_t length, uint32_t flags) {
+    uint32_t v[] = {magic, version, type, length, flags};
+    size_t sz[] = {4, 2, 2, 4, 4}, off = 0;
+    for (size_t i = 0; i < 5; i++)
+        for (size_t k = 0; k < sz[i]; k++)
+            b[off++] = (uint8_t)(v[i] >> (8 * k));
+    return off;
+}
+
+/* ------------------------------------------------------------------ */
+/* the codec alone                                                     */
+
+START_TEST(codec_round_trip) {
+    struct fyh_msg in[6], out;
+    uint8_t buf[FYH_MAX_MESSAGE];
+    memset(in, 0, sizeof(in));
+    in[0].type = FYH_T_HELLO;
+    create_req(&in[1], "forgeyard-123-0123456789abcdef", 1 << 26, 100);
+    in[1].u.create.controllers |= FYH_CTL_CPU;
+    in[1].u.create.cpu_millis = 1500;
+    remove_req(&in[2], "forgeyard-9-fedcba9876543210");
+    in[3].type = FYH_T_WELCOME;
+    in[3].u.welcome.uid = 65534;
+    in[3].u.welcome.controllers = FYH_CTL_MEMORY | FYH_CTL_CPU;
+    snprintf(in[3].u.welcome.parent[0], FYH_PATH_MAX, "/sys/fs/cgroup/memory/x/uid-65534");
+    snprintf(in[3].u.welcome.parent[2], FYH_PATH_MAX, "/sys/fs/cgroup/cpu/x/uid-65534");
+    in[3].u.welcome.max_memory = 1ull << 40;
+    in[4].type = FYH_T_REMOVED;
+    in[4].u.removed.left = 2;
+    in[5].type = FYH_T_ERROR;
+    in[5].u.error.code = FYH_E_BUDGET;
+    in[5].u.error.os_errno = 12;
+    snprintf(in[5].u.error.text, FYH_MSG_MAX, "over budget");
+    for (size_t i = 0; i < 6; i++) {
+        int n = fyh_encode(&in[i], buf, sizeof(buf));
+        ck_assert_int_gt(n, (int)FYH_HEADER - 1);
+        ck_assert_int_eq(fyh_decode(buf, (size_t)n, &out), 0);
+        ck_assert_int_eq(memcmp(&in[i], &out, sizeof(out)), 0);
+        /* every shorter prefix and one byte more are refused */
+        for (int k = 0; k < n; k++)
+            ck_assert_int_lt(fyh_decode(buf, (size_t)k, &out), 0);
+        buf[n] = 0;
+        ck_assert_int_eq(fyh_decode(buf, (size_t)n + 1, &out), -FYH_E_MALFORMED);
+    }
+    /* the encoder refuses what the decoder would */
+    struct fyh_msg bad;
+    create_req(&bad, "../../escape", 1, 1);
+    ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
+    create_req(&bad, "forgeyard-1-0123456789abcdef", 0, 1); /* memory asked, no limit */
+    ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
+}
+END_TEST
+
+START_TEST(codec_names) {
+    ck_assert(fyh_valid_name("forgeyard-1-0123456789abcdef"));
+    static const char *const bad[] = {"", "forgeyard-", "forgeyard--0123456789abcdef", "forgeyard-1-0123456789abcde",
+                                      "forgeyard-1-0123456789abcdef0", "forgeyard-1-0123456789ABCDEF",
+                                      "forgeyard-1-0123456789abcdef/..", "../forgeyard-1-0123456789abcdef",
+                                      "forgeyard-1/0123456789abcdef", "forgeyard-12345678901-0123456789abcdef"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(bad); i++)
+        ck_assert_msg(!fyh_valid_name(bad[i]), "%s accepted", bad[i]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* the helper                                                          */
+
+START_TEST(hello_allowed) {
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(call_as(UID_A, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    ck_assert_uint_eq(rep.u.welcome.uid, UID_A);
+    ck_assert_uint_eq(rep.u.welcome.max_cgroups, 2);
+    ck_assert_uint_eq(rep.u.welcome.max_memory, 128u << 20);
+    ck_assert(rep.u.welcome.controllers & FYH_CTL_MEMORY);
+    char want[1024];
+    snprintf(want, sizeof(want), "%s/uid-%u", memroot, UID_A);
+    ck_assert_str_eq(rep.u.welcome.parent[0], want);
+    struct stat st;
+    ck_assert_int_eq(stat(want, &st), 0);
+    ck_assert_uint_eq(st.st_uid, 0); /* the uid's parent is the helper's, not the peer's */
+    /* The helper keeps only CAP_CHOWN and CAP_KILL effective (CAP_DAC_OVERRIDE permitted, for its
+     * subtree in a cgroup root), bounding set included, under no_new_privs. */
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)helper_pid);
+    FILE *f = fopen(path, "re");
+    ck_assert_ptr_nonnull(f);
+    int seen = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "CapEff:", 7) == 0) { /* CAP_CHOWN, CAP_KILL */
+            ck_assert_msg(strtoull(line + 7, NULL, 16) == 0x21, "%s", line);
+            seen++;
+        } else if (strncmp(line, "CapPrm:", 7) == 0 || strncmp(line, "CapBnd:", 7) == 0) { /* and CAP_DAC_OVERRIDE */
+            ck_assert_msg(strtoull(line + 7, NULL, 16) == 0x23, "%s", line);
+            seen++;
+        } else if (strncmp(line, "NoNewPrivs:", 11) == 0) {
+            ck_assert_int_eq(atoi(line + 11), 1);
+            seen++;
+        }
+    }
+    fclose(f);
+    ck_assert_int_eq(seen, 4);
+}
+END_TEST
+
+START_TEST(wrong_peer_uid) {
+    struct fyh_msg rep, req;
+    uid_t who[] = {0, UID_X};
+    for (size_t i = 0; i < 2; i++) {
+        req = (struct fyh_msg){.type = FYH_T_HELLO};
+        expect_error(call_as(who[i], &req, &rep), &rep, FYH_E_DENIED);
+        create_req(&req, "forgeyard-1-0123456789abcdef", 1 << 20, 10);
+        expect_error(call_as(who[i], &req, &rep), &rep, FYH_E_DENIED);
+    }
+    ck_assert_int_eq(count_attempts(), 0);
+    helper_alive();
+}
+END_TEST
+
+START_TEST(hostile_headers) {
+    uint8_t b[FYH_MAX_MESSAGE + 64];
+    struct fyh_msg rep;
+    memset(b, 0, sizeof(b));
+    /* These come from root, who is refused before any byte is read: the
+     * header checks need an allowed uid, so a child of uid A sends them. */
+    struct { uint32_t magic; uint16_t version, type; uint32_t length, flags; size_t extra; bool shut; uint32_t want; }
+    cases[] = {
+        {0xdeadbeef, 1, FYH_T_HELLO, 0, 0, 0, false, FYH_E_MAGIC},
+        {FYH_MAGIC, 2, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
+        {FYH_MAGIC, 0, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
+        {FYH_MAGIC, 1, FYH_T_HELLO, FYH_MAX_PAYLOAD + 1, 0, 0, false, FYH_E_TOO_BIG},
+        {FYH_MAGIC, 1, FYH_T_HELLO, 0xffffffffu, 0, 0, false, FYH_E_TOO_BIG},
+        {FYH_MAGIC, 1, 77, 0, 0, 0, false, FYH_E_TYPE},
+        {FYH_MAGIC, 1, FYH_T_WELCOME, 0, 0, 0, false, FYH_E_MALFORMED}, /* a reply type, empty */
+        {FYH_MAGIC, 1, FYH_T_HELLO, 0, 1, 0, false, FYH_E_FLAGS},
+        {FYH_MAGIC, 1, FYH_T_HELLO, 4, 0, 4, false, FYH_E_MALFORMED},   /* a HELLO with a payload */
+        {FYH_MAGIC, 1, FYH_T_CREATE, 100, 0, 50, true, FYH_E_MALFORMED}, /* truncated payload */
+        {FYH_MAGIC, 1, FYH_T_CREATE, 3, 0, 3, false, FYH_E_MALFORMED},   /* a string cut short */
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(cases); i++) {
+        size_t n = header(b, cases[i].magic, cases[i].version, cases[i].type, cases[i].length, cases[i].flags);
+        memset(b + n, 0x41, cases[i].extra);
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct fyh_msg r;
+            memset(&r, 0, sizeof(r));
+            int rc = -1;
+            if (setgroups(0, NULL) == 0 && setresgid(UID_A, UID_A, UID_A) == 0 && setresuid(UID_A, UID_A, UID_A) == 0)
+                rc = raw_exchange(b, n + cases[i].extra, cases[i].shut, &r);
+            (void)!write(p[1], &rc, sizeof(rc));
+            (void)!write(p[1], &r, sizeof(r));
+            _exit(0);
+        }
+        close(p[1]);
+        int rc = -1;
+        ck_assert_int_eq(read(p[0], &rc, sizeof(rc)), sizeof(rc));
+        ck_assert_int_eq(read(p[0], &rep, sizeof(rep)), sizeof(rep));
+        close(p[0]);
+        waitpid(pid, NULL, 0);
+        ck_assert_msg(rc == 0, "case %zu: no typed reply", i);
+        ck_assert_int_eq(rep.type, FYH_T_ERROR);
+        ck_assert_msg(rep.u.error.code == cases[i].want, "case %zu: expected %s, got %s", i,
+                      fyh_err_name(cases[i].want), fyh_err_name(rep.u.error.code));
+    }
+    ck_assert_int_eq(count_attempts(), 0);
+    helper_alive();
+}
+END_TEST
+
+/* A connection that sends nothing: refused at the deadline, typed. */
+START_TEST(silent_connection) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct fyh_msg r;
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+        struct timeval tv = {10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+            _exit(3);
+        uint8_t in[FYH_MAX_MESSAGE];
+        ssize_t n = recv(fd, in, sizeof(in), MSG_WAITALL);
+        _exit(n > 0 && fyh_decode(in, (size_t)n, &r) == 0 && r.type == FYH_T_ERROR &&
+                      r.u.error.code == FYH_E_TIMEOUT ? 0 : 4);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    helper_alive();
+}
+END_TEST
+
+START_TEST(names_outside) {
+    struct fyh_msg req, rep;
+    static const char *const names[] = {"../../../x", "forgeyard-1-0123456789abcdef/../../uid-65533",
+                                        "uid-65533", ".", "forgeyard-1-0123456789abcde\n"};
+    uint8_t b[FYH_MAX_MESSAGE];
+    for (size_t i = 0; i < FY_ARRAY_SIZE(names); i++) {
+        /* hand-encoded: the library's encoder would refuse to send these */
+        size_t n = FYH_HEADER, nl = strlen(names[i]);
+        b[n++] = (uint8_t)nl;
+        b[n++] = 0;
+        memcpy(b + n, names[i], nl);
+        n += nl;
+        memset(b + n, 0, 36);
+        b[n] = FYH_CTL_PIDS;
+        b[n + 20] = 5; /* pids */
+        n += 36;
+        header(b, FYH_MAGIC, 1, FYH_T_CREATE, (uint32_t)(n - FYH_HEADER), 0);
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct fyh_msg r;
+            memset(&r, 0, sizeof(r));
+            int rc = -1;
+            if (setgroups(0, NULL) == 0 && setresgid(UID_A, UID_A, UID_A) == 0 && setresuid(UID_A, UID_A, UID_A) == 0)
+                rc = raw_exchange(b, n, false, &r);
+            (void)!write(p[1], &rc, sizeof(rc));
+            (void)!write(p[1], &r, sizeof(r));
+            _exit(0);
+        }
+        close(p[1]);
+        int rc = -1;
+        ck_assert_int_eq(read(p[0], &rc, sizeof(rc)), sizeof(rc));
+        ck_assert_int_eq(read(p[0], &rep, sizeof(rep)), sizeof(rep));
+        close(p[0]);
+        waitpid(pid, NULL, 0);
+        ck_assert_int_eq(rc, 0);
+        ck_assert_int_eq(rep.type, FYH_T_ERROR);
+        ck_assert_msg(rep.u.error.code == FYH_E_NAME || rep.u.error.code == FYH_E_MALFORMED, "%s: %s", names[i],
+                      fyh_err_name(rep.u.error.code));
+    }
+    ck_assert_int_eq(count_attempts(), 0);
+    /* Another uid's cgroup: B makes one, A can neither remove nor re-create it. */
+    const char *name = "forgeyard-77-00000000000000b1";
+    create_req(&req, name, 1 << 24, 10);
+    ck_assert_int_eq(call_as(UID_B, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_CREATED);
+    char bdir[1024];
+    snprintf(bdir, sizeof(bdir), "%s/uid-%u/%s", memroot, UID_B, name);
+    ck_assert_str_eq(rep.u.created.dir[0], bdir);
+    remove_req(&req, name);
+    expect_error(call_as(UID_A, &req, &rep), &rep, FYH_E_NOT_FOUND);
+    struct stat st;
+    ck_assert_int_eq(stat(bdir, &st), 0);
+    /* A's tasks file is A's: B cannot move a process into A's cgroup, nor A into B's */
+    char tasks[1100];
+    snprintf(tasks, sizeof(tasks), "%s/tasks", bdir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        _exit(open(tasks, O_WRONLY) < 0 && errno == EACCES ? 0 : 1);
+    }
+    int ws;
+    waitpid(pid, &ws, 0);
+    ck_assert_int_eq(WEXITSTATUS(ws), 0);
+    remove_req(&req, name);
+    ck_assert_int_eq(call_as(UID_B, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_REMOVED);
+    ck_assert_uint_eq(rep.u.removed.left, 0);
+    ck_assert_int_eq(stat(bdir, &st), -1);
+    ck_assert_int_eq(count_attempts(), 0);
+}
+END_TEST
+
+/* A's budget: two cgroups of at most 128M and 4096 pids each. */
+START_TEST(budget) {
+    struct fyh_msg req, rep;
+    create_req(&req, "forgeyard-1-00000000000000a1", (128u << 20) + 1, 10);
+    expect_error(call_as(UID_A, &req, &rep), &rep, FYH_E_BUDGET);
+    create_req(&req, "forgeyard-1-00000000000000a1", 1 << 20, 4097);
+    expect_error(call_as(UID_A, &req, &rep), &rep, FYH_E_BUDGET);
+    ck_assert_int_eq(count_attempts(), 0);
+    /* A child of uid A makes three requests, checks what it got, moves
+     * itself into the first cgroup and exits: the helper's gc must then
+     * remove both cgroups of the exited creator. */
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        struct fyh_msg q, r;
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        const char *names[] = {"forgeyard-1-00000000000000a1", "forgeyard-1-00000000000000a2",
+                               "forgeyard-1-00000000000000a3", "forgeyard-1-00000000000000a1"};
+        uint32_t got[6] = {0};
+        for (int i = 0; i < 3; i++) {
+            create_req(&q, names[i], 1 << 24, 10);
+            got[i] = lx_helper_call(sock, &q, &r, 5000) == 0 ? (r.type == FYH_T_ERROR ? r.u.error.code : 0) : 99;
+        }
+        /* the limits the helper wrote, and the tasks file is ours */
+        char path[1024], val[64] = "";
+        snprintf(path, sizeof(path), "%s/uid-%u/%s/memory.limit_in_bytes", memroot, UID_A, names[0]);
+        int fd = open(path, O_RDONLY);
+        if (fd >= 0) {
+            (void)!read(fd, val, sizeof(val) - 1);
+            close(fd);
+        }
+        got[3] = (uint32_t)strtoull(val, NULL, 10) == (1u << 24) ? 0 : 98;
+        /* we can move ourselves in (the kernel checks our uid); the limit is not ours to change */
+        snprintf(path, sizeof(path), "%s/uid-%u/%s/tasks", memroot, UID_A, names[0]);
+        fd = open(path, O_WRONLY);
+        got[4] = fd >= 0 && write(fd, "0", 1) == 1 ? 0 : 97;
+        if (fd >= 0)
+            close(fd);
+        snprintf(path, sizeof(path), "%s/uid-%u/%s/memory.limit_in_bytes", memroot, UID_A, names[0]);
+        got[5] = open(path, O_WRONLY) < 0 && errno == EACCES ? 0 : 96;
+        (void)!write(p[1], got, sizeof(got));
+        _exit(0);
+    }
+    close(p[1]);
+    uint32_t got[6];
+    ck_assert_int_eq(read(p[0], got, sizeof(got)), sizeof(got));
+    close(p[0]);
+    ck_assert_uint_eq(got[0], 0);
+    ck_assert_uint_eq(got[1], 0);
+    ck_assert_uint_eq(got[2], FYH_E_BUDGET); /* the third is over the count */
+    ck_assert_uint_eq(got[3], 0);
+    ck_assert_uint_eq(got[4], 0);
+    ck_assert_uint_eq(got[5], 0);
+    waitpid(pid, NULL, 0);
+    /* its creator has exited: the helper's gc removes both (bounded wait) */
+    for (int i = 0; i < 100 && count_attempts() > 0; i++)
+        usleep(50000);
+    ck_assert_int_eq(count_attempts(), 0);
+    helper_alive();
+}
+END_TEST
+
+/* Remove: the helper kills what is left of the peer's in the cgroup; the
+ * directory is witnessed gone. */
+START_TEST(remove_kills_and_witnesses) {
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        struct fyh_msg q, r;
+        const char *name = "forgeyard-2-00000000000000c1";
+        create_req(&q, name, 1 << 24, 10);
+        if (lx_helper_call(sock, &q, &r, 5000) != 0 || r.type != FYH_T_CREATED)
+            _exit(3);
+        pid_t sleeper = fork();
+        if (sleeper == 0) {
+            char path[1100];
+            snprintf(path, sizeof(path), "%s/tasks", r.u.created.dir[0]);
+            int fd = open(path, O_WRONLY);
+            if (fd < 0 || write(fd, "0", 1) != 1)
+                _exit(4);
+            close(fd);
+            for (int i = 0; i < 600; i++) /* bounded: 60 s */
+                usleep(100000);
+            _exit(5);
+        }
+        usleep(200000);
+        remove_req(&q, name);
+        uint32_t out[2] = {99, 99};
+        if (lx_helper_call(sock, &q, &r, 5000) == 0 && r.type == FYH_T_REMOVED)
+            out[0] = r.u.removed.left;
+        int st = 0;
+        waitpid(sleeper, &st, 0);
+        out[1] = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : 1;
+        (void)!write(p[1], out, sizeof(out));
+        _exit(0);
+    }
+    close(p[1]);
+    uint32_t out[2];
+    ck_assert_int_eq(read(p[0], out, sizeof(out)), sizeof(out));
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    ck_assert_uint_eq(out[0], 0);
+    ck_assert_uint_eq(out[1], 0);
+    ck_assert_int_eq(count_attempts(), 0);
+}
+END_TEST
+
+/* 10,000 hostile connections, quick ones: refused uids, garbage from an
+ * allowed uid, and more open at once than the helper takes. Every one gets
+ * a typed reply, nothing is created, the helper keeps serving. */
+START_TEST(flood) {
+    uint8_t garbage[64];
+    for (size_t i = 0; i < sizeof(garbage); i++)
+        garbage[i] = (uint8_t)(i * 37 + 11);
+    /* as root (not allowed) and as A (allowed, garbage): 5,000 each, in two children */
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            close(p[0]);
+            if (k == 1 && (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A)))
+                _exit(2);
+            uint32_t typed = 0;
+            for (int i = 0; i < 5000; i++) {
+                struct fyh_msg r;
+                uint8_t msg[80];
+                size_t n = (size_t)(i % 60) + 1;
+                memcpy(msg, garbage, n);
+                if (i % 3 == 0) /* a valid-looking header announcing too much */
+                    n = header(msg, FYH_MAGIC, 1, FYH_T_CREATE, 1u << 20, 0);
+                typed += raw_exchange(msg, n, true, &r) == 0 && r.type == FYH_T_ERROR;
+            }
+            (void)!write(p[1], &typed, sizeof(typed));
+            _exit(0);
+        }
+    }
+    close(p[1]);
+    uint32_t typed[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(read(p[0], &typed[k], sizeof(typed[k])), sizeof(typed[k]));
+        waitpid(kids[k], NULL, 0);
+    }
+    close(p[0]);
+    ck_assert_uint_eq(typed[0], 5000);
+    ck_assert_uint_eq(typed[1], 5000);
+    /* More idle connections than --max-connections 16 from one uid: it gets
+     * half the slots, the extra ones are told busy, and while it holds them
+     * another allowed uid is still served. */
+    int sync[2], go[2];
+    ck_assert_int_eq(pipe(sync), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        int fds[40], busy = 0;
+        for (int i = 0; i < 40; i++) {
+            fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            struct sockaddr_un sa = {.sun_family = AF_UNIX};
+            snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+            if (connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                _exit(3);
+        }
+        char c = 1;
+        (void)!write(sync[1], &c, 1);
+        (void)!read(go[0], &c, 1);
+        for (int i = 0; i < 40; i++) {
+            struct pollfd pf = {fds[i], POLLIN, 0};
+            uint8_t in[FYH_MAX_MESSAGE];
+            struct fyh_msg r;
+            if (poll(&pf, 1, 2000) == 1) {
+                ssize_t n = recv(fds[i], in, sizeof(in), 0);
+                busy += n > 0 && fyh_decode(in, (size_t)n, &r) == 0 && r.type == FYH_T_ERROR &&
+                        r.u.error.code == FYH_E_BUSY;
+            }
+        }
+        for (int i = 0; i < 40; i++)
+            close(fds[i]);
+        _exit(busy == 32 ? 0 : 10);
+    }
+    char c;
+    ck_assert_int_eq(read(sync[0], &c, 1), 1);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(call_as(UID_B, &req, &rep), 0);
+    ck_assert_msg(rep.type == FYH_T_WELCOME, "uid B not served while A holds its slots: %s",
+                  rep.type == FYH_T_ERROR ? fyh_err_name(rep.u.error.code) : "?");
+    ck_assert_int_eq(write(go[1], &c, 1), 1);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "busy status %d", st);
+    ck_assert_int_eq(count_attempts(), 0);
+    helper_alive();
+}
+END_TEST
+
+/* Never setuid; never anyone but root; a socket directory others can write is refused. */
+START_TEST(refuses_to_run) {
+    char copy[128], bad[128], cmd[600];
+    snprintf(copy, sizeof(copy), "%s/helper-suid", tmpdir);
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 4755 '%s'", helper_bin, copy, copy);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "'%s' --socket %s/s2 --allow 65534:1:1M:1 2>/dev/null", copy, tmpdir);
+    int st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "setuid copy ran: %d", st);
+    unlink(copy);
+    snprintf(cmd, sizeof(cmd), "setpriv --reuid 65534 --regid 65534 --clear-groups '%s' --socket %s/s2 "
+             "--allow 65534:1:1M:1 2>/dev/null", helper_bin, tmpdir);
+    st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "ran as uid 65534: %d", st);
+    snprintf(bad, sizeof(bad), "%s/open", tmpdir);
+    ck_assert_int_eq(mkdir(bad, 0777), 0);
+    ck_assert_int_eq(chmod(bad, 0777), 0);
+    snprintf(cmd, sizeof(cmd), "'%s' --socket %s/s --allow 65534:1:1M:1 --subtree %s-x 2>/dev/null", helper_bin, bad,
+             subtree);
+    st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "world-writable socket directory accepted: %d", st);
+    struct stat sst;
+    snprintf(cmd, sizeof(cmd), "%s/s", bad);
+    ck_assert_int_eq(stat(cmd, &sst), -1);
+    rmdir(bad);
+    /* a second helper on a live socket does not take it over */
+    snprintf(cmd, sizeof(cmd), "'%s' --socket %s --allow 65534:1:1M:1 --subtree %s-y 2>/dev/null", helper_bin, sock,
+             subtree);
+    st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "a live socket taken over: %d", st);
+    helper_alive();
+}
+END_TEST
+
+/* --listen-fd: a listening socket made by whoever starts the helper (systemd
+ * socket activation, or a root parent) is served the same way. */
+START_TEST(listen_fd_mode) {
+    char path[128], sub[80];
+    snprintf(path, sizeof(path), "%s/activated.sock", tmpdir);
+    snprintf(sub, sizeof(sub), "%s-l", subtree);
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(chmod(path, 0666), 0);
+    ck_assert_int_eq(listen(l, 16), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (dup2(l, 3) != 3)
+            _exit(126);
+        int fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execl(helper_bin, helper_bin, "--listen-fd", "3", "--allow", "65534:1:16M:64", "--subtree", sub, (char *)NULL);
+        _exit(127);
+    }
+    close(l);
+    char saved[128];
+    snprintf(saved, sizeof(saved), "%s", sock);
+    snprintf(sock, sizeof(sock), "%s", path); /* call_as talks to sock */
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    int rc = -1;
+    for (int i = 0; i < 100 && rc != 0; i++) { /* the helper accepts once it has set up */
+        rc = call_as(UID_A, &req, &rep);
+        if (rc != 0)
+            usleep(20000);
+    }
+    snprintf(sock, sizeof(sock), "%s", saved);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    ck_assert_uint_eq(rep.u.welcome.max_memory, 16u << 20);
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    char dir[700];
+    struct stat dst;
+    snprintf(dir, sizeof(dir), "%.*s/%s", (int)(strlen(memroot) - strlen(subtree) - 1), memroot, sub);
+    ck_assert_msg(stat(dir, &dst) < 0, "%s left", dir);
+    unlink(path);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s HELPER\n", argv[0]);
+        return 2;
+    }
+    helper_bin = argv[1];
+    if (geteuid() != 0) {
+        printf("SKIP: the helper test needs root (it starts the helper)\n");
+        return 77;
+    }
+    char mem[400];
+    if (!our_memory_cgroup(mem, sizeof(mem)) || access(mem, W_OK) != 0) {
+        printf("SKIP: no cgroup v1 memory hierarchy here\n");
+        return 77;
+    }
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/fy-helper-XXXXXX");
+    if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
+        return 1;
+    snprintf(sock, sizeof(sock), "%s/helper.sock", tmpdir);
+    snprintf(log_path, sizeof(log_path), "%s/helper.log", tmpdir);
+    snprintf(subtree, sizeof(subtree), "fy-helper-test-%d", (int)getpid());
+    snprintf(memroot, sizeof(memroot), "%s/%s", mem, subtree);
+    helper_pid = start_helper(helper_bin, "65533:1:64M:100");
+
+    Suite *s = suite_create("helper");
+    TCase *tc = tcase_create("codec");
+    tcase_add_test(tc, codec_round_trip);
+    tcase_add_test(tc, codec_names);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("helper");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, hello_allowed);
+    tcase_add_test(tc, wrong_peer_uid);
+    tcase_add_test(tc, hostile_headers);
+    tcase_add_test(tc, silent_connection);
+    tcase_add_test(tc, names_outside);
+    tcase_add_test(tc, budget);
+    tcase_add_test(tc, remove_kills_and_witnesses);
+    tcase_add_test(tc, flood);
+    tcase_add_test(tc, refuses_to_run);
+    tcase_add_test(tc, listen_fd_mode);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+
+    /* Stop the helper: it removes its subtree, which must then be gone. */
+    kill(helper_pid, SIGTERM);
+    int st;
+    waitpid(helper_pid, &st, 0);
+    struct stat sst;
+    bool left = stat(memroot, &sst) == 0;
+    bool sock_left = stat(sock, &sst) == 0;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "cat '%s' >&2", log_path);
+    if (failed || left || sock_left)
+        (void)!system(cmd);
+    if (left) {
+        fprintf(stderr, "FAIL: %s is left after the helper stopped\n", memroot);
+        failed++;
+    }
+    if (sock_left) {
+        fprintf(stderr, "FAIL: the socket is left after the helper stopped\n");
+        failed++;
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "FAIL: the helper ended with status %d\n", st);
+        failed++;
+    }
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    (void)!system(cmd);
+    return failed ? 1 : 0;
+}
