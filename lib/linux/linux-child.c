@@ -1314,15 +1314,10 @@ static void wipe_workload_inputs(const struct child_args *a) {
         wipe((void *)a->secrets[i].value, a->secrets[i].len);
 }
 
-__attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
-    /* Our copy-on-write copy of the arguments: ours to renumber. */
-    struct child_args copy = *args;
-    struct child_args *a = &copy;
-    tidy_fds(a);
-    const struct linux_plan *pl = a->plan;
-    int sfd = a->status_fd;
+void lx_default_signals(void) {
     /* Host signal handlers must never run here (clone3 cleared them where
-     * CLONE_CLEAR_SIGHAND exists; this covers the fallback). */
+     * CLONE_CLEAR_SIGHAND exists; this covers the fallback, and the
+     * dispositions an exec keeps: ignored signals). Everything blocked. */
     for (int sig = 1; sig < 65; sig++) {
         if (sig == SIGKILL || sig == SIGSTOP)
             continue;
@@ -1334,6 +1329,18 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
+}
+
+__attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
+    /* Our copy-on-write copy of the arguments: ours to renumber. */
+    struct child_args copy = *args;
+    struct child_args *a = &copy;
+    tidy_fds(a);
+    const struct linux_plan *pl = a->plan;
+    int sfd = a->status_fd;
+    /* (A pre-started shell did this before its claim.) */
+    if (!a->prestarted)
+        lx_default_signals();
     /* With namespaces the workload process is forked first of all, as pid
      * 2 (early_workload): it makes the network namespace and loads its
      * seccomp filter, the two costliest steps of a start, while the host

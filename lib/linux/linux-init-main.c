@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -101,9 +100,7 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
     /* Only the socket stays. */
     if (sync < 3 || sys_close_range(0, (unsigned)sync - 1, 0) < 0 || sys_close_range((unsigned)sync + 1, ~0U, 0) < 0)
         fail();
-    sigset_t all;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
+    lx_default_signals();
     int fds[LX_GO_MAX_FDS + 1];
     size_t n;
     bool truncated;

@@ -244,6 +244,9 @@ pid_t linux_clone_exec_init(struct fy_clone_args *ca, struct exec_init *e);
 /* The counterpart of lx_send_fds: the byte (or -1 at end of file or on an
  * error), the fds (CLOEXEC) in fds[0..*n), *truncated if more came than max. */
 int lx_recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated);
+/* Every signal to its default disposition, and all blocked (the sandbox's
+ * init, before anything else). */
+void lx_default_signals(void);
 /* A new network namespace for the calling process, lo up: an fd of it, or
  * -errno. */
 int lx_netns_new(void);
