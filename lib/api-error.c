@@ -70,6 +70,7 @@ static const char *const step_names[] = {
     [FY_STEP_SECRET] = "secret",     [FY_STEP_JSON] = "json",
     [FY_STEP_INPUT] = "input",       [FY_STEP_COLLECT] = "collect",
     [FY_STEP_IMAGE] = "image",
+    [FY_STEP_RUNTIME] = "runtime",
 };
 
 const char *fy_step_name(uint32_t step) {

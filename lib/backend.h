@@ -54,6 +54,13 @@ struct fy_backend_ops {
     /* Runs the plan's container image as its root (image_layers): a policy
      * with an image selects only such a backend, one without never does. */
     bool images;
+    /* An external runtime's backend (NULL: the library's own): selected
+     * only when the policy names this runtime (fy_policy_set_runtime),
+     * never by cost. known_issues (optional): the unfixed vulnerabilities
+     * of the runtime the probe found (NULL: none known); such a backend is
+     * refused unless the policy acknowledged them. */
+    const char *runtime;
+    const char *(*known_issues)(const fy_caps *c);
 };
 
 /* One backend folder (lib/<name>/): what it probes, how it collects the

@@ -55,6 +55,7 @@
 #define FY_STEP_INPUT         26  /* materialising an action's input root */
 #define FY_STEP_COLLECT       27  /* collecting an action's declared outputs */
 #define FY_STEP_IMAGE         28  /* resolving, verifying or unpacking a container image */
+#define FY_STEP_RUNTIME       33  /* an external OCI runtime (runc): its bundle, run, delete */
 
 FY_BEGIN_DECLS
 

@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "linux-backend.h"
 #include "linux-plan.h"
+#include "linux-runc.h"
 #include "linux-state.h"
 
 static bool need(const fy_caps *c, uint32_t cap, struct strbuf *why) {
@@ -86,7 +87,7 @@ const struct fy_backend_ops linux_namespace_backend = {
 static bool ctr_usable(const fy_caps *c, struct strbuf *why) {
     bool ok = ns_usable(c, why);
     const char *f = caps_fact(c, LX_FACT_OVERLAY);
-    if (!f || strcmp(f, "ok") != 0) {
+    if (!f || (strcmp(f, "ok") != 0 && strncmp(f, LX_OVERLAY_DISK, strlen(LX_OVERLAY_DISK)) != 0)) {
         strbuf_printf(why, "%soverlay root: %s", why->len ? "; " : "", f ? f : "not probed");
         ok = false;
     }
@@ -169,6 +170,8 @@ static const struct fy_backend_ops *const linux_backends[] = {
     &linux_process_backend,
     &linux_namespace_backend,
     &linux_container_backend,
+    &linux_runc_backend,
+    &linux_crun_backend,
     NULL,
 };
 

@@ -114,6 +114,8 @@ struct linux_plan {
      * first, NULL-terminated, under an overlay whose upper is in the root
      * tmpfs (NULL: a plain tmpfs root). */
     char **overlay_lowers;
+    bool overlay_disk;           /* ... whose upper is on disk instead, in the attempt's directory
+                                    (child_args.workdir): tmpfs lacks user xattrs (linux-upper.c) */
     const char *workdir;
     /* hardening */
     struct ll_rule *ll_rules;
@@ -151,6 +153,7 @@ struct linux_plan {
     char *isolation_json;
     char *cgroup_json;           /* which mechanism enforces which limit */
     const struct fy_plan *np;    /* the platform-neutral plan this was compiled from */
+    const void *ext;             /* the OCI runtime adapter's additions (linux-runc.c), else NULL */
     char *describe_json;         /* linux_plan_describe, built once on first use */
     /* every allocation of the plan, freed together */
     struct arena arena;
