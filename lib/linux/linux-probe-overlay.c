@@ -19,6 +19,7 @@
 
 #include "linux-backend.h"
 #include "linux-probe-internal.h"
+#include "linux-state.h"
 
 #define OV_DEADLINE_MS 3000
 #define OV_MAGIC 0x4f564c59u
@@ -150,16 +151,7 @@ void lp_probe_overlay(fy_caps *c) {
     }
     a.disk = dir;
     ov_run(&a, why_disk, sizeof why_disk);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "%s/w/work", dir);
-    (void)rmdir(cmd);
-    const char *const parts[] = {"u/d/y", "u/d", "u/f", "u", "w", NULL};
-    for (size_t i = 0; parts[i]; i++) {
-        snprintf(cmd, sizeof cmd, "%s/%s", dir, parts[i]);
-        if (unlink(cmd) < 0)
-            (void)rmdir(cmd);
-    }
-    (void)rmdir(dir);
+    (void)state_remove_tree(dir); /* the child's mount namespace, with the overlay, died with it */
     char fact[2 * REASON_MAX + 64];
     if (!why_disk[0])
         snprintf(fact, sizeof fact, LX_OVERLAY_DISK "tmpfs upper: %s", why);

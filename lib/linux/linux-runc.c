@@ -665,7 +665,7 @@ __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
     memcpy(o, head, sizeof(head) - 1);
     o += sizeof(head) - 1;
     size_t nl = 0;
-    for (; m->lowers[nl] && nl < LX_MAX_LAYERS; nl++) {
+    for (; nl < LX_MAX_LAYERS && m->lowers[nl]; nl++) {
         int fd = (int)syscall(SYS_open, m->lowers[nl], O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
         if (fd < 0)
             middle_fail(m, FY_STEP_MOUNT);

@@ -882,6 +882,7 @@ static const struct field plan_fields[] = {
                                 "(lib/select.c), which apple is not"},
     {"nimage_layers", AH_DENIED, "as image_layers"},
     {"image_digest", AH_DENIED, "as image_layers"},
+    {"test_overlay_disk", AH_DENIED, "a container's upper on disk: only with image_layers, never set here"},
     {"limit", AH_SPAWN, "per limit: test_limits"},
     {"seccomp_class", AH_CONTROL, "the seccomp control, never enforced here"},
     {"net_mode", AH_PROFILE, "network rules"},
