@@ -162,7 +162,12 @@ static int linux_gc(const char *state_dir, uint64_t *destroyed, fy_error **reter
     }
     uint64_t n = 0;
     int r = state_gc(state_dir, &n, reterr);
+    /* The OCI runtime adapter's bundles (their own directory, not records). */
+    int left = linux_runc_gc(&n);
     *destroyed += n;
+    if (r >= 0 && left)
+        r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, 0, NULL, "%d things of crashed runc attempts could not be removed",
+                    left);
     return r;
 }
 

@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -852,6 +853,27 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
         }
     }
 
+    /* What a crash of this host would leave: the attempt's cgroups, in the
+     * bundle (runc_gc reads them; runc's own are in its state). */
+    {
+        struct strbuf cgs;
+        strbuf_init(&cgs);
+        if (x->cg.v2_dir)
+            strbuf_printf(&cgs, "%s\n", x->cg.v2_dir);
+        for (int c = 0; c < CG_NCTL; c++)
+            if (x->cg.v1_dir[c])
+                strbuf_printf(&cgs, "%s\n", x->cg.v1_dir[c]);
+        char f[4200];
+        snprintf(f, sizeof(f), "%s/cgroups", r->bundle);
+        int e = cgs.oom ? -ENOMEM : write_all(f, cgs.buf ? cgs.buf : "", 0600);
+        strbuf_free(&cgs);
+        if (e < 0) {
+            errno = -e;
+            rc = lx_sys_err(reterr, FY_STEP_RUNTIME, "recording the attempt's cgroups");
+            goto out;
+        }
+    }
+
     /* The overlay (the middle opens the layers). */
     m.lowers = pl->overlay_lowers;
     if ((size_t)snprintf(m.overlay_tail, sizeof(m.overlay_tail), ",upperdir=%s,workdir=%s,userxattr", paths[3],
@@ -1389,6 +1411,111 @@ static int runc_start(fy_handle *h, fy_error **reterr) {
     if (r < 0)
         runc_destroy(h); /* nothing of a failed start stays */
     return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* orphans                                                            */
+/* ------------------------------------------------------------------ */
+
+/* The bundles of hosts that died (RX_RUN_DIR/forgeyard-<pid>-<hex> whose
+ * pid is gone): every process of the attempt's cgroups killed (the middle,
+ * the runtime, the container), `runc delete --force`, the cgroups and the
+ * bundle removed. A bundle whose host lives is never touched. */
+int linux_runc_gc(uint64_t *destroyed) {
+    DIR *d = opendir(RX_RUN_DIR);
+    if (!d)
+        return 0;
+    int left = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = 0;
+        char hex[64];
+        if (sscanf(e->d_name, "forgeyard-%d-%63[0-9a-f]", &pid, hex) != 2 || pid <= 0)
+            continue;
+        char p[4200];
+        snprintf(p, sizeof(p), "/proc/%d", pid);
+        if (pu_exists(p))
+            continue; /* its host lives (or the pid was reused: left for later) */
+        struct rx r = {.bundle = util_asprintf(RX_RUN_DIR "/%s", e->d_name), .id = util_strdup(e->d_name)};
+        char *cgs = NULL;
+        if (r.bundle) {
+            snprintf(p, sizeof(p), "%s/cgroups", r.bundle);
+            int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            cgs = fd >= 0 ? util_read_fd(fd, 1 << 16) : NULL;
+            if (fd >= 0)
+                close(fd);
+        }
+        /* Frozen where a v1 freezer is among them, then everything killed. */
+        for (int round = 0; round < 2 && cgs; round++)
+            for (char *line = cgs; *line;) {
+                size_t len = strcspn(line, "\n");
+                char dir[4200];
+                snprintf(dir, sizeof(dir), "%.*s", (int)len, line);
+                if (round == 0 && strstr(dir, "/freezer/")) {
+                    snprintf(p, sizeof(p), "%s/freezer.state", dir);
+                    int fd = open(p, O_WRONLY | O_CLOEXEC);
+                    if (fd >= 0) {
+                        (void)!write(fd, "FROZEN", 6);
+                        close(fd);
+                    }
+                }
+                if (round == 1) {
+                    signal_listed(dir, SIGKILL);
+                    snprintf(p, sizeof(p), "%s/%s", dir, r.id ? r.id : "");
+                    signal_listed(p, SIGKILL);
+                    if (strstr(dir, "/freezer/")) {
+                        snprintf(p, sizeof(p), "%s/freezer.state", dir);
+                        int fd = open(p, O_WRONLY | O_CLOEXEC);
+                        if (fd >= 0) {
+                            (void)!write(fd, "THAWED", 6);
+                            close(fd);
+                        }
+                    }
+                }
+                line += len;
+                while (*line == '\n')
+                    line++;
+            }
+        const char *rt = pu_exists("/usr/sbin/runc") ? "/usr/sbin/runc" : "/usr/bin/runc";
+        char *found = pu_find_program("runc");
+        struct runc_plan rp = {.runtime = "runc", .path = found ? found : rt};
+        bool gone = r.bundle && r.id && runtime_delete(&rp, &r);
+        free(found);
+        if (r.id)
+            left += runtime_cgroups_left(r.id);
+        /* The container's cgroup below each of the attempt's, then the attempt's
+         * (a killed task leaves its cgroup a moment later: a few tries). */
+        for (int tries = 0; cgs && tries < 50; tries++) {
+            int busy = 0;
+            for (char *line = cgs; *line;) {
+                size_t len = strcspn(line, "\n");
+                char dir[4200];
+                snprintf(dir, sizeof(dir), "%.*s", (int)len, line);
+                snprintf(p, sizeof(p), "%s/%s", dir, r.id ? r.id : "");
+                if (rmdir(p) < 0 && errno != ENOENT)
+                    busy++;
+                if (rmdir(dir) < 0 && errno != ENOENT)
+                    busy++;
+                line += len;
+                while (*line == '\n')
+                    line++;
+            }
+            if (!busy)
+                break;
+            if (tries == 49)
+                left += busy;
+            pu_sleep_ms(10);
+        }
+        if (r.bundle && (state_remove_tree(r.bundle) < 0 || pu_exists(r.bundle)))
+            left++;
+        if (gone)
+            (*destroyed)++;
+        free(cgs);
+        free(r.bundle);
+        free(r.id);
+    }
+    closedir(d);
+    return left;
 }
 
 static int runc_get_fd(fy_handle *h) { return ((struct rx *)h->b)->x.epfd; }

@@ -19,6 +19,10 @@
 /* linux-runc.c: finds and judges runc and crun (FY_CAP_OCI_RUNTIME). */
 void lp_probe_runtimes(fy_caps *c, bool is_root);
 
+/* linux-runc.c: the bundles of hosts that died (fy_gc): destroyed, counted
+ * in *destroyed; how many things could not be removed. */
+int linux_runc_gc(uint64_t *destroyed);
+
 extern const struct fy_backend_ops linux_runc_backend;
 extern const struct fy_backend_ops linux_crun_backend;
 

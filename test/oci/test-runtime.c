@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -373,6 +375,57 @@ START_TEST(test_memory_limit) {
 }
 END_TEST
 
+/* A host that dies mid-attempt leaves runc's container running; fy_gc
+ * destroys it: its processes, runc's state, every cgroup, the bundle. */
+START_TEST(test_orphan) {
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
+        const char *argv[] = {"/bin/sh", "-c", "echo up; sleep 100", NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        int out[2];
+        if (pipe(out) < 0 || fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, out[1], NULL, NULL) < 0 ||
+            fy_prepare(p, NULL, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0)
+            _exit(1);
+        char c;
+        if (read(out[0], &c, 1) != 1) /* the command runs */
+            _exit(1);
+        (void)!write(ready[1], "y", 1);
+        raise(SIGKILL); /* the host crashes: no cleanup */
+        _exit(1);
+    }
+    close(ready[1]);
+    char c = 0;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    int st;
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    ck_assert(WIFSIGNALED(st));
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "ls -d /run/forgeyard-runtime/forgeyard-%d-* >/dev/null 2>&1", (int)child);
+    ck_assert_msg(system(cmd) == 0, "the crashed host left no bundle to collect");
+    snprintf(cmd, sizeof(cmd), "find /sys/fs/cgroup -maxdepth 6 -type d -name 'forgeyard-%d-*' | grep -q .",
+             (int)child);
+    ck_assert_msg(system(cmd) == 0, "the crashed host's container has no cgroup");
+    char state[300];
+    snprintf(state, sizeof(state), "%s/gc-state", scratch);
+    ck_assert_int_eq(mkdir(state, 0700), 0);
+    uint64_t destroyed = 0;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_gc(state, 0, &destroyed, &e) == 0, "%s", fy_error_message(e));
+    ck_assert_uint_ge(destroyed, 1);
+    snprintf(cmd, sizeof(cmd), "ls -d /run/forgeyard-runtime/forgeyard-%d-* >/dev/null 2>&1", (int)child);
+    ck_assert_msg(system(cmd) != 0, "the bundle is still there");
+    snprintf(cmd, sizeof(cmd), "find /sys/fs/cgroup -maxdepth 6 -type d -name 'forgeyard-%d-*' | grep -q .",
+             (int)child);
+    ck_assert_msg(system(cmd) != 0, "a cgroup of the crashed attempt is left (so may be its processes)");
+}
+END_TEST
+
 static void make_image(void) {
     char spec[4096], specpath[512], cmd[2048], out[512];
     snprintf(spec, sizeof(spec),
@@ -425,6 +478,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_run);
     tcase_add_test(tc, test_deadline_cancel);
     tcase_add_test(tc, test_memory_limit);
+    tcase_add_test(tc, test_orphan);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
