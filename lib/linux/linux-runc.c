@@ -573,7 +573,7 @@ struct rx {
     char *bundle;            /* RX_RUN_DIR/<id> */
     char *id;                /* the container id = the attempt's cgroup name */
     int err_rd;              /* the middle's setup failure: struct rx_err */
-    bool err_seen, runtime_error, killed_tree;
+    bool err_seen, killed_tree;
     uint32_t err_step;
     int err_errno;
     char *runtime_msg;       /* runc's own error, from its log */

@@ -271,6 +271,8 @@ START_TEST(test_run) {
              "cat /etc/motd; echo IMG=$IMG ONLY=$ONLY; test -e /fresh && echo upper-not-fresh; "
              "echo x > /fresh && echo wrote-root; "
              "if echo hi | nc -w 2 127.0.0.1 %u; then echo NET-REACHED; else echo net-denied; fi; "
+             /* the control: nc works, on the container's own loopback */
+             "nc -l -p 5555 > /tmp/got & sleep 0.3; echo ping | nc -w 1 127.0.0.1 5555 && echo lo-ok; "
              "ls /sys/class/net 2>/dev/null; cat /proc/net/dev | grep -c : ; "
              "grep -q CapEff:.0000000000000000 /proc/self/status && echo no-caps; "
              "grep -q 'NoNewPrivs:.1' /proc/self/status && echo nnp; exit 7",
@@ -286,6 +288,7 @@ START_TEST(test_run) {
     ASSERT_OUT(&r, "IMG=policy ONLY=image");
     ASSERT_OUT(&r, "wrote-root");
     ASSERT_OUT(&r, "net-denied");
+    ASSERT_OUT(&r, "lo-ok");
     ASSERT_OUT(&r, "no-caps");
     ASSERT_OUT(&r, "nnp");
     ck_assert_msg(!strstr(r.out, "NET-REACHED") && !strstr(r.out, "upper-not-fresh"), "%s", r.out);
