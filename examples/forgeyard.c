@@ -1069,6 +1069,9 @@ static void run_usage(FILE *f) {
             "  --workdir PATH          the working directory inside\n"
             "  --image REF             run in a container image (oci:DIR@sha256:..., oci-archive:FILE@...,\n"
             "                          docker-archive:FILE@...); the command may then be empty (its Cmd)\n"
+            "  --runtime NAME[,accept-known-issues]\n"
+            "                          run the image through an external OCI runtime (runc), only if the\n"
+            "                          probe found it usable; known unfixed CVEs must be accepted\n"
             "  --env NAME=VALUE        an environment variable (nothing is inherited)\n"
             "  --secret-env NAME=FILE  a secret as an environment variable\n"
             "  --secret-file NAME=FILE a secret as /run/secrets/NAME\n"
@@ -1175,6 +1178,17 @@ static int cmd_run(int argc, char **argv) {
         } else if (strcmp(o, "--image") == 0) {
             if ((r = check(fy_policy_set_image(p, v, &err), o, &err)) == 0)
                 image = v;
+        } else if (strcmp(o, "--runtime") == 0) {
+            const char *comma = strchr(v, ',');
+            uint32_t rflags = 0;
+            if (comma && strcmp(comma + 1, "accept-known-issues") == 0)
+                rflags = FY_RUNTIME_ACCEPT_KNOWN_ISSUES;
+            else if (comma)
+                r = bad_value(o, v, "NAME or NAME,accept-known-issues");
+            char name[65];
+            snprintf(name, sizeof(name), "%.*s", comma ? (int)(comma - v) : (int)strlen(v), v);
+            if (r == 0)
+                r = check(fy_policy_set_runtime(p, name, rflags, &err), o, &err);
         } else if (strcmp(o, "--tmp-size") == 0) {
             r = apply_json(p, o, "{\"resources\": {\"tmp_size\": \"%s\"}}", v);
         } else if (strcmp(o, "--allow") == 0) {

@@ -71,6 +71,7 @@ static const char *const step_names[] = {
     [FY_STEP_INPUT] = "input",       [FY_STEP_COLLECT] = "collect",
     [FY_STEP_IMAGE] = "image",       [FY_STEP_DEVICE] = "device",
     [FY_STEP_PROXY] = "proxy",
+    [FY_STEP_RUNTIME] = "runtime",
 };
 
 const char *fy_step_name(uint32_t step) {

@@ -246,6 +246,20 @@ int fy_policy_set_image(fy_policy *policy, const char *ref, fy_error **reterr) {
     return replace_str(&policy->image, ref, reterr);
 }
 
+int fy_policy_set_runtime(fy_policy *policy, const char *name, uint32_t flags, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (flags & ~(uint32_t)FY_RUNTIME_ACCEPT_KNOWN_ISSUES)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, "$.isolation.runtime", "unknown runtime flags 0x%x",
+                       (unsigned)flags);
+    if (name && (!*name || strlen(name) > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(name)))
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, "$.isolation.runtime",
+                       "a runtime name is a short lower-case word (\"runc\"), not \"%s\"", name);
+    int r = replace_str(&policy->runtime, name, reterr);
+    if (r >= 0)
+        policy->runtime_flags = name ? flags : 0;
+    return r;
+}
+
 /* ---- environment ---- */
 
 int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy_error **reterr) {

@@ -75,6 +75,13 @@ struct fy_backend_ops {
     uint32_t (*shell_discard)(void *shell);
     void (*shell_forget)(void *shell);
     int (*start_shell)(fy_handle *h, void *shell, fy_error **reterr);
+    /* An external runtime's backend (NULL: the library's own): selected
+     * only when the policy names this runtime (fy_policy_set_runtime),
+     * never by cost. known_issues (optional): the unfixed vulnerabilities
+     * of the runtime the probe found (NULL: none known); such a backend is
+     * refused unless the policy acknowledged them. */
+    const char *runtime;
+    const char *(*known_issues)(const fy_caps *c);
 };
 
 /* One backend folder (lib/<name>/): what it probes, how it collects the

@@ -545,6 +545,7 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     pl->delay_stage = p->delay_stage;
     pl->delay_usec = p->delay_usec;
     pl->test_legacy_cgroups = p->test_legacy_cgroups;
+    pl->test_overlay_disk = p->test_overlay_disk;
     pl->test_copy_init = p->test_copy_init;
     pr->neutral = pl;
     pr->image = img; /* its layer locks live as long as the prepared plan (and its handles) */

@@ -89,7 +89,8 @@ void policy_clear(fy_policy *p) {
     free(p->workdir);
     free(p->hostname);
     free(p->image);
-    p->source = p->build = p->output = p->workdir = p->hostname = p->image = NULL;
+    free(p->runtime);
+    p->source = p->build = p->output = p->workdir = p->hostname = p->image = p->runtime = NULL;
     p->build_lower = p->build_work = NULL;
     VEC_EACH(&p->toolchains, struct pol_toolchain, t) { free(t->name); free(t->host); }
     VEC_EACH(&p->binds, struct pol_bind, b) { free(b->host); free(b->target); }
@@ -281,6 +282,7 @@ void policy_inject_fault(fy_policy *p, uint32_t step, uint32_t nth) {
 }
 
 void policy_test_legacy_cgroups(fy_policy *p) { p->test_legacy_cgroups = true; }
+void policy_test_overlay_disk(fy_policy *p) { p->test_overlay_disk = true; }
 void policy_test_copy_init(fy_policy *p) { p->test_copy_init = true; }
 void policy_test_no_build_overlay(fy_policy *p) { p->test_no_build_overlay = true; }
 
@@ -430,7 +432,7 @@ fy_policy *policy_dup(const fy_policy *s) {
      * failure the copy's pointers are NULLed first so cleanup is safe. */
     *p = *s;
     p->origin_pid = pid;
-    p->source = p->build = p->output = p->workdir = p->hostname = p->image = NULL;
+    p->source = p->build = p->output = p->workdir = p->hostname = p->image = p->runtime = NULL;
     p->build_lower = p->build_work = NULL;
     p->state_dir = NULL;
     memset(p->net_host, 0, sizeof(p->net_host));
@@ -453,7 +455,8 @@ fy_policy *policy_dup(const fy_policy *s) {
     ok = ok && dup_str(&p->source, s->source) && dup_str(&p->build, s->build) &&
               dup_str(&p->output, s->output) && dup_str(&p->workdir, s->workdir) &&
               dup_str(&p->hostname, s->hostname) && dup_str(&p->image, s->image) &&
-              dup_str(&p->build_lower, s->build_lower) && dup_str(&p->build_work, s->build_work);
+              dup_str(&p->build_lower, s->build_lower) && dup_str(&p->build_work, s->build_work) &&
+              dup_str(&p->runtime, s->runtime);
     ok = ok && dup_vec(&p->toolchains, &s->toolchains) && dup_vec(&p->binds, &s->binds) &&
          dup_vec(&p->runtime_paths, &s->runtime_paths) && dup_vec(&p->env_set, &s->env_set) &&
          dup_vec(&p->env_allow, &s->env_allow) && dup_vec(&p->dests, &s->dests) &&

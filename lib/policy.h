@@ -52,6 +52,7 @@ struct fy_policy {
     uint32_t delay_stage;           /* qualification only: sleep inside this FY_STAGE_* ... */
     uint64_t delay_usec;            /* ... for this long */
     bool test_legacy_cgroups;       /* tests only: plan as on a host without cgroup v2 */
+    bool test_overlay_disk;         /* tests only: a container's upper on disk, as where tmpfs lacks user xattrs */
     bool test_copy_init;            /* tests only: the init is a copy of the host, as where
                                        forgeyard-init cannot be executed */
     bool test_no_build_overlay;     /* tests only: an action materialises its root even where
@@ -73,6 +74,8 @@ struct fy_policy {
     struct vec runtime_paths; /* char *, in order */
     char *workdir, *hostname;
     char *image;              /* a container image reference (lib/oci/oci.h), or NULL */
+    char *runtime;            /* an external OCI runtime named by the host ("runc"), or NULL */
+    uint32_t runtime_flags;   /* FY_RUNTIME_* */
     /* environment */
     struct vec env_set;       /* struct pol_env, sorted by name */
     struct vec env_allow;     /* char *, in order */
@@ -113,6 +116,7 @@ void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec);
  * legacy v1-only host, so the v1 freezer-then-kill teardown runs for real
  * on a hybrid host. */
 void policy_test_legacy_cgroups(fy_policy *p);
+void policy_test_overlay_disk(fy_policy *p);
 void policy_test_copy_init(fy_policy *p);
 void policy_test_no_build_overlay(fy_policy *p);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */

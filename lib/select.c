@@ -45,6 +45,21 @@ int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy
                           p->image ? "runs no container image" : "runs container images only");
             continue;
         }
+        if (!!b->runtime != !!p->runtime || (b->runtime && strcmp(b->runtime, p->runtime) != 0)) {
+            if (b->runtime)
+                strbuf_printf(&why, "%s%s: used only when the policy names the runtime %s", why.len ? "; " : "",
+                              b->name, b->runtime);
+            else
+                strbuf_printf(&why, "%s%s: the policy names the external runtime %s", why.len ? "; " : "", b->name,
+                              p->runtime);
+            continue;
+        }
+        const char *issues = b->known_issues ? b->known_issues(c) : NULL;
+        if (issues && !(p->runtime_flags & FY_RUNTIME_ACCEPT_KNOWN_ISSUES)) {
+            strbuf_printf(&why, "%s%s: %s (accept them with FY_RUNTIME_ACCEPT_KNOWN_ISSUES)", why.len ? "; " : "",
+                          b->name, issues);
+            continue;
+        }
         if (b->level < need) {
             strbuf_printf(&why, "%s%s: gives %s isolation, the policy requires %s", why.len ? "; " : "", b->name,
                           fy_level_name(b->level), fy_level_name(need));

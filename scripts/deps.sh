@@ -15,7 +15,8 @@ pkgs=(
   python3-pytest  # the Python binding's tests (bindings/python)
   libacl1-dev libzstd-dev liblz4-dev  # libarchive's static dependencies (the static-link test)
   libssl-dev  # libcrypto: bulk SHA-256 with the CPU's SHA extensions (lib/digest.c)
-  runc  # only for fy-bench: the OCI peer
+  runc  # fy-bench's OCI peer, and the oci-runc adapter (test/oci runtime)
+  crun  # test/oci runtime: the probe's crun verdict checked against crun itself
   umoci zstd  # test/oci: the independent image producer, zstd layers
   gcc-mingw-w64-x86-64 wine64  # the Windows cross build and its tests under Wine (test/windows)
 )

@@ -57,6 +57,7 @@
 #define FY_STEP_IMAGE         28  /* resolving, verifying or unpacking a container image */
 #define FY_STEP_DEVICE        29  /* a leased device: checking the host node, the device cgroup */
 #define FY_STEP_PROXY         31  /* the fetch-only network's per-attempt proxy */
+#define FY_STEP_RUNTIME       33  /* an external OCI runtime (runc): its bundle, run, delete */
 
 FY_BEGIN_DECLS
 

@@ -164,6 +164,13 @@ FY_API int fy_policy_set_hostname(fy_policy *policy, const char *hostname, fy_er
  * "docker-archive:FILE[@sha256:...]"; NULL removes it. The release and
  * high-assurance profiles refuse a reference without a digest. */
 FY_API int fy_policy_set_image(fy_policy *policy, const char *ref, fy_error **reterr);
+/* Runs the container image through an external OCI runtime ("runc"), never
+ * chosen otherwise; NULL goes back to the library's own machinery. Only a
+ * backend of that runtime is selected, and only when the probe found it
+ * usable. A runtime with known unfixed vulnerabilities (the probe says
+ * which) is refused unless flags has FY_RUNTIME_ACCEPT_KNOWN_ISSUES. */
+#define FY_RUNTIME_ACCEPT_KNOWN_ISSUES (1u << 0)
+FY_API int fy_policy_set_runtime(fy_policy *policy, const char *name, uint32_t flags, fy_error **reterr);
 
 /* Environment: cleared by default. */
 FY_API int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy_error **reterr);

@@ -7,6 +7,7 @@
 #include "linux-backend.h"
 #include "linux-devices.h"
 #include "linux-plan.h"
+#include "linux-runc.h"
 #include "linux-state.h"
 
 static bool need(const fy_caps *c, uint32_t cap, struct strbuf *why) {
@@ -101,7 +102,7 @@ const struct fy_backend_ops linux_namespace_backend = {
 static bool ctr_usable(const fy_caps *c, struct strbuf *why) {
     bool ok = ns_usable(c, why);
     const char *f = caps_fact(c, LX_FACT_OVERLAY);
-    if (!f || strcmp(f, "ok") != 0) {
+    if (!f || (strcmp(f, "ok") != 0 && strncmp(f, LX_OVERLAY_DISK, strlen(LX_OVERLAY_DISK)) != 0)) {
         strbuf_printf(why, "%soverlay root: %s", why->len ? "; " : "", f ? f : "not probed");
         ok = false;
     }
@@ -186,7 +187,12 @@ static int linux_gc(const char *state_dir, uint64_t *destroyed, fy_error **reter
     }
     uint64_t n = 0;
     int r = state_gc(state_dir, &n, reterr);
+    /* The OCI runtime adapter's bundles (their own directory, not records). */
+    int left = linux_runc_gc(&n);
     *destroyed += n;
+    if (r >= 0 && left)
+        r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, 0, NULL, "%d things of crashed runc attempts could not be removed",
+                    left);
     return r;
 }
 
@@ -194,6 +200,8 @@ static const struct fy_backend_ops *const linux_backends[] = {
     &linux_process_backend,
     &linux_namespace_backend,
     &linux_container_backend,
+    &linux_runc_backend,
+    &linux_crun_backend,
     NULL,
 };
 

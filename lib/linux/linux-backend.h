@@ -22,7 +22,10 @@
 #define LX_FACT_CG2_DIR     "linux.cg2_dir"
 #define LX_FACT_OCI_RUNTIME "linux.oci_runtime"
 #define LX_FACT_BWRAP       "linux.bwrap"
-#define LX_FACT_OVERLAY     "linux.overlay"     /* "ok", or why an overlay root cannot be made */
+#define LX_FACT_OVERLAY     "linux.overlay"     /* "ok", LX_OVERLAY_DISK..., or why an overlay root cannot be made */
+/* The fact's prefix when the upper must go on disk (a tmpfs in a user
+ * namespace without user xattrs, before Linux 6.6), then why. */
+#define LX_OVERLAY_DISK     "disk upper: "
 /* The compiled seccomp programs in their saved form (sc_program_save), so
  * that a persisted probe snapshot spares a new process libseccomp's work;
  * the plan holds each to the self check before use. The key of one. */

@@ -464,19 +464,48 @@ static void build_filesystem(const struct child_args *a, int ws) {
         o = put_uint(o + 14, (unsigned long)lfd[nl]);
         *o++ = ':';
     }
-    if (nl) {
+    int ufd = -1, wfd = -1;
+    if (nl && pl->overlay_disk && a->workdir) {
+        /* The upper on disk, in the attempt's directory (linux-upper.c),
+         * opened (like the layers) before the tmpfs may hide it. */
+        char p[4096];
+        size_t wl = slen(a->workdir);
+        if (wl + 8 > sizeof(p))
+            die(sfd, FY_STEP_MOUNT, E2BIG);
+        memcpy(p, a->workdir, wl);
+        memcpy(p + wl, "/upper", 7);
+        ufd = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        memcpy(p + wl, "/work", 6);
+        wfd = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ufd < 0 || wfd < 0)
+            die(sfd, FY_STEP_MOUNT, errno);
+        static const char up[] = ",upperdir=/proc/self/fd/", wk[] = ",workdir=/proc/self/fd/", xa[] = ",userxattr";
+        if ((size_t)(opts + sizeof(opts) - o) < sizeof(up) + sizeof(wk) + sizeof(xa) + 24)
+            die(sfd, FY_STEP_MOUNT, E2BIG);
+        o--;
+        memcpy(o, up, sizeof(up) - 1);
+        o = put_uint(o + sizeof(up) - 1, (unsigned long)ufd);
+        memcpy(o, wk, sizeof(wk) - 1);
+        o = put_uint(o + sizeof(wk) - 1, (unsigned long)wfd);
+        memcpy(o, xa, sizeof(xa));
+    } else if (nl) {
         static const char tail[] = ",upperdir=/tmp/.upper,workdir=/tmp/.work,userxattr";
         memcpy(o - 1, tail, sizeof(tail));
     }
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, pl->tmpfs_root_opts) < 0)
         die(sfd, FY_STEP_MOUNT, errno);
     if (nl) {
-        if (mkdir("/tmp/.upper", 0755) < 0 || mkdir("/tmp/.work", 0700) < 0 || mkdir("/tmp/.root", 0755) < 0)
+        if ((!pl->overlay_disk && (mkdir("/tmp/.upper", 0755) < 0 || mkdir("/tmp/.work", 0700) < 0)) ||
+            mkdir("/tmp/.root", 0755) < 0)
             die(sfd, FY_STEP_MOUNT, errno);
         if (mount("overlay", "/tmp/.root", "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
             die(sfd, FY_STEP_MOUNT, errno);
         while (nl > 0)
             close(lfd[--nl]);
+        if (ufd >= 0)
+            close(ufd);
+        if (wfd >= 0)
+            close(wfd);
         if (chdir("/tmp/.root") < 0 || mkdir(".oldroot", 0700) < 0)
             die(sfd, FY_STEP_PIVOT_ROOT, errno);
     } else if (mkdir("/tmp/.oldroot", 0700) < 0 || chdir("/tmp") < 0) {

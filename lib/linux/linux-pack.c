@@ -104,6 +104,7 @@ int lx_pack(const struct child_args *a, unsigned char **ret_blob, size_t *ret_le
     pl.nwatch = 0;
     pl.isolation_json = pl.cgroup_json = pl.describe_json = NULL;
     pl.np = NULL;
+    pl.ext = NULL;
     pl.net = NULL;
     pl.arena = (struct arena){NULL, 0, 0};
     pl.envp = NULL; /* the child uses the per-start envp of its arguments */

@@ -493,8 +493,12 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
                                                          ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
                                                                            : "host view, unconfined (no Landlock)")
                                                          : np->nimage_layers
-                                                         ? "container image: overlay of its read-only layers, a fresh "
-                                                           "tmpfs upper per attempt, with the declared paths"
+                                                         ? (pl->overlay_disk
+                                                                ? "container image: overlay of its read-only layers, a fresh "
+                                                                  "upper per attempt on disk (tmpfs lacks user xattrs), "
+                                                                  "with the declared paths"
+                                                                : "container image: overlay of its read-only layers, a fresh "
+                                                                  "tmpfs upper per attempt, with the declared paths")
                                                          : "private: fresh tmpfs root with the declared paths"));
     if (np->image_digest)
         json_object_set_new(o, "image", json_pack("{sssI}", "digest", np->image_digest, "layers",
@@ -883,6 +887,10 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         lxn_landlock_ports(pl, np);
     pl->build_overlay = !process_level && overlay_build_usable(np, c);
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
+    if (r >= 0 && pl->overlay_lowers) {
+        const char *ov = caps_fact(c, LX_FACT_OVERLAY);
+        pl->overlay_disk = np->test_overlay_disk || (ov && strncmp(ov, LX_OVERLAY_DISK, strlen(LX_OVERLAY_DISK)) == 0);
+    }
     if (r == FY_E_RANGE) {
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_MOUNT, 0, NULL,
                     "the image has %zu layers; one overlay mount here takes at most %d", np->nimage_layers,

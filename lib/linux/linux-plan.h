@@ -120,6 +120,8 @@ struct linux_plan {
     char **overlay_lowers;
     /* An action's execution root is an overlay (MK_OVERLAY), not a bind. */
     bool build_overlay;
+    bool overlay_disk;           /* ... whose upper is on disk instead, in the attempt's directory
+                                    (child_args.workdir): tmpfs lacks user xattrs (linux-upper.c) */
     const char *workdir;
     /* hardening */
     struct ll_rule *ll_rules;
@@ -158,6 +160,7 @@ struct linux_plan {
     char *cgroup_json;           /* which mechanism enforces which limit */
     const char *devices_json;    /* the device allowlist and the leases (arena) */
     const struct fy_plan *np;    /* the platform-neutral plan this was compiled from */
+    const void *ext;             /* the OCI runtime adapter's additions (linux-runc.c), else NULL */
     char *describe_json;         /* linux_plan_describe, built once on first use */
     /* every allocation of the plan, freed together */
     struct arena arena;

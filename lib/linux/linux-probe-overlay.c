@@ -19,6 +19,7 @@
 
 #include "linux-backend.h"
 #include "linux-probe-internal.h"
+#include "linux-state.h"
 
 #define OV_DEADLINE_MS 3000
 #define OV_MAGIC 0x4f564c59u
@@ -55,6 +56,7 @@ static int write_file(const char *path, const char *s) {
 
 struct ov_args {
     char uid_map[32], gid_map[32];
+    const char *disk; /* NULL: upper and work in the tmpfs; else in this directory on disk */
 };
 
 static void ov_child(void *arg, int wfd) {
@@ -71,13 +73,18 @@ static void ov_child(void *arg, int wfd) {
     if (mount("fy-probe", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") < 0)
         FAIL(OV_TMPFS);
     int fd;
-    if (mkdir("/tmp/l", 0755) < 0 || mkdir("/tmp/l/d", 0755) < 0 || mkdir("/tmp/u", 0755) < 0 ||
-        mkdir("/tmp/w", 0755) < 0 || mkdir("/tmp/m", 0755) < 0 ||
+    char u[4200] = "/tmp/u", w[4200] = "/tmp/w", opts[8600];
+    if (a->disk) {
+        snprintf(u, sizeof u, "%s/u", a->disk);
+        snprintf(w, sizeof w, "%s/w", a->disk);
+    }
+    snprintf(opts, sizeof opts, "lowerdir=/tmp/l,upperdir=%s,workdir=%s,userxattr", u, w);
+    if (mkdir("/tmp/l", 0755) < 0 || mkdir("/tmp/l/d", 0755) < 0 || mkdir(u, 0755) < 0 ||
+        mkdir(w, 0755) < 0 || mkdir("/tmp/m", 0755) < 0 ||
         (fd = open("/tmp/l/d/x", O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0 ||
         close(fd) < 0 || (fd = open("/tmp/l/f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0 || close(fd) < 0)
         FAIL(OV_DIRS);
-    if (mount("overlay", "/tmp/m", "overlay", MS_NOSUID | MS_NODEV,
-              "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w,userxattr") < 0)
+    if (mount("overlay", "/tmp/m", "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
         FAIL(OV_MOUNT);
     if (unlink("/tmp/m/f") < 0)
         FAIL(OV_WHITEOUT);
@@ -88,8 +95,7 @@ static void ov_child(void *arg, int wfd) {
      * mark was really stored, not merely cached). */
     struct stat st;
     if (umount2("/tmp/m", 0) < 0 ||
-        mount("overlay", "/tmp/m", "overlay", MS_NOSUID | MS_NODEV,
-              "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w,userxattr") < 0)
+        mount("overlay", "/tmp/m", "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
         FAIL(OV_MOUNT);
     if (lstat("/tmp/m/d/x", &st) == 0 || lstat("/tmp/m/f", &st) == 0) {
         errno = 0;
@@ -101,28 +107,55 @@ static void ov_child(void *arg, int wfd) {
     lp_cw_report(wfd, &rep, sizeof rep);
 }
 
-void lp_probe_overlay(fy_caps *c) {
-    struct ov_args a;
-    snprintf(a.uid_map, sizeof a.uid_map, "0 %u 1\n", (unsigned)geteuid());
-    snprintf(a.gid_map, sizeof a.gid_map, "0 %u 1\n", (unsigned)getegid());
-    char why[REASON_MAX] = "";
+/* One run of ov_child: "" when it worked, else why into why. */
+static void ov_run(struct ov_args *a, char *why, size_t len) {
+    why[0] = '\0';
     struct child ch;
     uint64_t deadline = pu_deadline_after_ms(OV_DEADLINE_MS);
-    int r = lp_child_start(&ch, ov_child, &a, -1);
+    int r = lp_child_start(&ch, ov_child, a, -1);
     if (r < 0) {
-        snprintf(why, sizeof why, "fork: " EFMT, EARG(-r));
+        snprintf(why, len, "fork: " EFMT, EARG(-r));
     } else {
         struct ov_report rep;
         ssize_t n = lp_read_deadline(ch.rfd, &rep, sizeof rep, deadline);
         bool killed = false;
         lp_child_finish(&ch, deadline, &killed);
         if (n != (ssize_t)sizeof rep || rep.magic != OV_MAGIC)
-            snprintf(why, sizeof why, "the overlay probe child did not report within %d ms%s", OV_DEADLINE_MS,
+            snprintf(why, len, "the overlay probe child did not report within %d ms%s", OV_DEADLINE_MS,
                      killed ? " (killed)" : "");
         else if (rep.op > 0 && rep.op < OV__N && rep.err)
-            snprintf(why, sizeof why, "%s failed: " EFMT, ov_op_name[rep.op], EARG(rep.err));
+            snprintf(why, len, "%s failed: " EFMT, ov_op_name[rep.op], EARG(rep.err));
         else if (rep.op > 0 && rep.op < OV__N)
-            snprintf(why, sizeof why, "%s", ov_op_name[rep.op]);
+            snprintf(why, len, "%s", ov_op_name[rep.op]);
     }
-    (void)caps_set_fact(c, LX_FACT_OVERLAY, why[0] ? why : "ok");
+}
+
+/* The upper on disk (LX_OVERLAY_DISK...) where a tmpfs one fails: user
+ * xattrs on tmpfs in a user namespace came with Linux 6.6; a disk file
+ * system has had them. Probed in a directory of /var/tmp (on disk on
+ * usual hosts), removed after. */
+void lp_probe_overlay(fy_caps *c) {
+    struct ov_args a = {.disk = NULL};
+    snprintf(a.uid_map, sizeof a.uid_map, "0 %u 1\n", (unsigned)geteuid());
+    snprintf(a.gid_map, sizeof a.gid_map, "0 %u 1\n", (unsigned)getegid());
+    char why[REASON_MAX] = "", why_disk[REASON_MAX] = "";
+    ov_run(&a, why, sizeof why);
+    if (!why[0]) {
+        (void)caps_set_fact(c, LX_FACT_OVERLAY, "ok");
+        return;
+    }
+    char dir[] = "/var/tmp/forgeyard-overlay-probe-XXXXXX";
+    if (!mkdtemp(dir)) {
+        (void)caps_set_fact(c, LX_FACT_OVERLAY, why);
+        return;
+    }
+    a.disk = dir;
+    ov_run(&a, why_disk, sizeof why_disk);
+    (void)state_remove_tree(dir); /* the child's mount namespace, with the overlay, died with it */
+    char fact[2 * REASON_MAX + 64];
+    if (!why_disk[0])
+        snprintf(fact, sizeof fact, LX_OVERLAY_DISK "tmpfs upper: %s", why);
+    else
+        snprintf(fact, sizeof fact, "%s; with a disk upper: %s", why, why_disk);
+    (void)caps_set_fact(c, LX_FACT_OVERLAY, fact);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The helper programs the backends may use (linux-probe.c has the rules):
- * an OCI runtime (crun, runc), nft, pasta and bwrap are looked up, never
- * run. */
+ * nft, pasta and bwrap are looked up, never run; the OCI runtimes (crun,
+ * runc) are asked their version and judged (linux-runc.c). */
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -9,23 +9,14 @@
 #include "linux-backend.h"
 #include "linux-probe-internal.h"
 #include "linux-probe-util.h"
+#include "linux-runc.h"
 
 /* ------------------------------------------------------------------ */
 /* helper programs                                                    */
 /* ------------------------------------------------------------------ */
 
 int lp_probe_programs(fy_caps *c, bool is_root) {
-    char *crun = pu_find_program("crun");
-    char *runc = crun ? NULL : pu_find_program("runc");
-    if (crun || runc) {
-        (void)caps_set_fact(c, LX_FACT_OCI_RUNTIME, crun ? crun : runc);
-        caps_set(c, FY_CAP_OCI_RUNTIME, true, 1, "%s found (not run by the probe)", crun ? crun : runc);
-        free(crun ? crun : runc);
-    } else {
-        caps_set(c, FY_CAP_OCI_RUNTIME, false, 0, "neither crun nor runc found in PATH or the "
-                 "system directories");
-        caps_set_hint(c, FY_CAP_OCI_RUNTIME, "install crun (apt install crun) or runc");
-    }
+    lp_probe_runtimes(c, is_root);
 
     char *nft = pu_find_program("nft");
     if (nft && is_root)

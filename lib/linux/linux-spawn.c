@@ -288,6 +288,8 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     int stdin_secret;
     if (pl->process_mode && (r = lx_setup_attempt_dir(x, pl, reterr)) < 0)
         goto fail;
+    if (pl->overlay_disk && (r = lx_setup_upper_dir(x, pl, reterr)) < 0)
+        goto fail;
     /* The record exists before anything else the attempt leaves on the
      * host (cgroups, secrets, the sandbox): a crash from here on leaves
      * nothing fy_gc cannot find. */

@@ -131,6 +131,9 @@ int lx_set_nonblock(int fd);
 /* linux-spawn-io.c: set up before the clone (lx_start) */
 int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_error **reterr);
 int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr);
+/* linux-upper.c: a container's upper and work directories on disk (as
+ * x->attempt_dir, removed with it). */
+int lx_setup_upper_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr);
 int lx_setup_secrets(struct lx *x, const struct fy_plan *np, const struct linux_plan *pl, int *stdin_secret,
                      fy_error **reterr);
 /* ... and driven by lx_process */

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@
 
 #define PATH_BUF 4097
 #define RESOLVE_STRICT (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+
+#define CRING 4 /* buffers of the blob's ring */
 
 struct dirfix {
     char *path;
@@ -60,19 +63,89 @@ struct layer_ctx {
     void *userdata;
     uint32_t layer, nlayers;
     uint64_t done_base, total, last_report;
-    unsigned char cbuf[65536], ubuf[65536];
+    /* The blob's bytes, read into a ring of buffers that a second thread
+     * hashes while this one extracts (the hash is over exactly the bytes
+     * extracted: each buffer is hashed where it was read into, and reused
+     * only once hashed and no longer libarchive's). Without the thread
+     * (pthread_create failed) comp_read hashes them itself. */
+    pthread_t hasher;
+    bool threaded, hasher_stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t filled, hashed;        /* buffers read, buffers hashed */
+    size_t clen[CRING];
+    unsigned char cbuf[CRING][65536], ubuf[65536];
 };
 
 /* ---- the read chain ---- */
 
+static void *hasher_main(void *arg) {
+    struct layer_ctx *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (c->hashed == c->filled && !c->hasher_stop)
+            pthread_cond_wait(&c->cv, &c->mu);
+        if (c->hashed == c->filled)
+            break; /* stopped, and nothing left */
+        size_t slot = (size_t)(c->hashed % CRING), len = c->clen[slot];
+        pthread_mutex_unlock(&c->mu);
+        digest_update(&c->hc, c->cbuf[slot], len);
+        pthread_mutex_lock(&c->mu);
+        c->hashed++;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+static void hasher_start(struct layer_ctx *c) {
+    c->filled = c->hashed = 0;
+    c->hasher_stop = false;
+    c->threaded = pthread_mutex_init(&c->mu, NULL) == 0;
+    if (c->threaded && pthread_cond_init(&c->cv, NULL) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        c->threaded = false;
+    }
+    if (c->threaded && pthread_create(&c->hasher, NULL, hasher_main, c) != 0) {
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
+        c->threaded = false;
+    }
+}
+
+/* Waits until every buffer read is hashed, and ends the thread
+ * (idempotent): c->hc is then complete. */
+static void hasher_finish(struct layer_ctx *c) {
+    if (!c->threaded)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->hasher_stop = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->hasher, NULL);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    c->threaded = false;
+}
+
 static la_ssize_t comp_read(struct archive *a, void *ud, const void **buf) {
     struct layer_ctx *c = ud;
     la_ssize_t n;
+    size_t slot = (size_t)(c->filled % CRING);
+    if (c->threaded) {
+        /* The slot's last buffer (CRING reads ago: libarchive holds only
+         * the one returned last) must be hashed before it is reused. */
+        pthread_mutex_lock(&c->mu);
+        while (c->filled >= CRING && c->hashed < c->filled - (CRING - 1))
+            pthread_cond_wait(&c->cv, &c->mu);
+        pthread_mutex_unlock(&c->mu);
+    }
+    unsigned char *cb = c->cbuf[slot];
     if (c->outer) {
-        n = archive_read_data(c->outer, c->cbuf, sizeof(c->cbuf));
+        n = archive_read_data(c->outer, cb, sizeof(c->cbuf[0]));
     } else {
         do
-            n = read(c->blob_fd, c->cbuf, sizeof(c->cbuf));
+            n = read(c->blob_fd, cb, sizeof(c->cbuf[0]));
         while (n < 0 && errno == EINTR);
     }
     if (n < 0) {
@@ -80,7 +153,15 @@ static la_ssize_t comp_read(struct archive *a, void *ud, const void **buf) {
         archive_set_error(a, EIO, "truncated: reading the layer blob failed");
         return -1;
     }
-    digest_update(&c->hc, c->cbuf, (size_t)n);
+    if (c->threaded) {
+        pthread_mutex_lock(&c->mu);
+        c->clen[slot] = (size_t)n;
+        c->filled++;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        digest_update(&c->hc, cb, (size_t)n);
+    }
     c->ncomp += (uint64_t)n;
     if (c->expect_comp && c->ncomp > c->expect_comp) {
         c->bound = "size";
@@ -91,7 +172,7 @@ static la_ssize_t comp_read(struct archive *a, void *ud, const void **buf) {
         c->last_report = c->ncomp;
         c->progress(c->userdata, c->layer, c->nlayers, c->done_base + c->ncomp, c->total);
     }
-    *buf = c->cbuf;
+    *buf = cb;
     return n;
 }
 
@@ -336,6 +417,12 @@ static int put_file(struct layer_ctx *c, struct archive_entry *e, int pfd, const
         close(fd);
         return r;
     }
+    /* Start writing the file back now, without waiting: the syncfs before
+     * the layer is published then waits for what is left, not for all of
+     * it (durability is still that syncfs's; this only overlaps the disk
+     * with the rest of the extraction). */
+    if (size > 0)
+        (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
     close(fd);
     return 0;
 }
@@ -498,10 +585,12 @@ static int fix_dirs(struct layer_ctx *c, fy_error **reterr) {
 static int extract(struct layer_ctx *c, const char *diff_id, const char *digest, fy_error **reterr) {
     int r = 0;
     c->hc.ctx = c->hu.ctx = NULL;
+    c->threaded = false;
     if (digest_init(&c->hc) < 0 || digest_init(&c->hu) < 0) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
         goto out;
     }
+    hasher_start(c);
     c->dec = archive_read_new();
     c->tar = archive_read_new();
     if (!c->dec || !c->tar) {
@@ -570,6 +659,7 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
     }
     unsigned char h[32];
     char got[OCI_DIGEST_LEN + 1];
+    hasher_finish(c);
     digest_final(&c->hc, h);
     oci_digest_hex(h, got);
     char comp[OCI_DIGEST_LEN + 1];
@@ -596,6 +686,7 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
     }
     r = fix_dirs(c, reterr);
 out:
+    hasher_finish(c);
     digest_abandon(&c->hc);
     digest_abandon(&c->hu);
     archive_read_free(c->tar);

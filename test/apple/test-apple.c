@@ -887,6 +887,7 @@ static const struct field plan_fields[] = {
     {"build_work", AH_DENIED, "as build_lower"},
     {"build_lower_dev", AH_DENIED, "as build_lower"},
     {"build_lower_ino", AH_DENIED, "as build_lower"},
+    {"test_overlay_disk", AH_DENIED, "a container's upper on disk: only with image_layers, never set here"},
     {"limit", AH_SPAWN, "per limit: test_limits"},
     {"seccomp_class", AH_CONTROL, "the seccomp control, never enforced here"},
     {"net_mode", AH_PROFILE, "network rules"},

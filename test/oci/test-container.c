@@ -8,6 +8,7 @@
  *
  *   test-container MKIMAGE.PY FY-ATTACK [--rootless] */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,6 +23,7 @@
 #include "forgeyard/sandbox.h"
 #include "caps.h"
 #include "oci.h"
+#include "policy.h"
 
 static const char *mkimage, *attack;
 static char scratch[256], digest[OCI_DIGEST_LEN + 1], ref[1024];
@@ -148,6 +150,86 @@ START_TEST(test_run) {
         ck_assert_msg(system(cmd) == 0, "%s", cmd);
     }
     /* Nothing of the attempts is left on the host: no overlay mount, no upper. */
+    ck_assert_int_eq(count_lines("/proc/self/mountinfo", "overlay"), mounts_before);
+}
+END_TEST
+
+/* The upper on disk (kernels whose tmpfs has no user xattrs in a user
+ * namespace, before 6.6; forced here by the test hook, which changes where
+ * the upper lives, nothing of what is enforced): whiteouts and opaque
+ * directories work, the upper is a per-attempt directory under the cache,
+ * and it is gone afterwards, witnessed. */
+START_TEST(test_disk_upper) {
+    int mounts_before = count_lines("/proc/self/mountinfo", "overlay");
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    policy_test_overlay_disk(p);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "grep -o 'upperdir=[^,]*' /proc/self/mountinfo; rm /etc/motd; "
+                          "test -e /etc/motd && echo whiteout-failed; rm -rf /srv; mkdir /srv; "
+                          "test -z \"$(ls -A /srv)\" && echo opaque-ok; echo x > /fresh && cat /fresh; exit 4",
+                          NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_FAILED && r.exit_code == 4, "outcome %d exit %d: %s / %s", r.outcome,
+                  r.exit_code, r.out, r.json);
+    /* The upper is named to overlayfs by fd (opened before the root tmpfs
+     * may hide it), not the tmpfs's /tmp/.upper. */
+    ASSERT_OUT(&r, "upperdir=/proc/self/fd/");
+    ck_assert_msg(!strstr(r.out, "/tmp/.upper"), "%s", r.out);
+    ASSERT_OUT(&r, "opaque-ok");
+    ASSERT_OUT(&r, "x\n");
+    ck_assert_msg(!strstr(r.out, "whiteout-failed"), "%s", r.out);
+    ck_assert_msg(strstr(r.json, "upper per attempt on disk"), "%s", r.json);
+    for (uint32_t what = FY_LEFT_PROCESSES; what <= FY_LEFT_FILES; what++) {
+        uint64_t left = 99;
+        ck_assert_int_eq(fy_result_cleanup(r.res, what, &left), 0);
+        ck_assert_uint_eq(left, 0);
+    }
+    run_free(&r);
+    /* While an attempt runs, what it writes to its root is in its
+     * directory under CACHE/uppers on the host. */
+    {
+        const char *slow[] = {"/bin/sh", "-c", "echo x > /fresh-on-disk; sleep 3", NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_NULL, -1, NULL, NULL), 0);
+        ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_NULL, -1, NULL, NULL), 0);
+        ck_assert_int_eq(fy_prepare(p, NULL, slow, &pr, NULL), 0);
+        ck_assert_int_eq(fy_start(pr, &h, NULL), 0);
+        fy_prepared_free(pr);
+        char cmd[700];
+        snprintf(cmd, sizeof(cmd), "test -e %s/cache/uppers/*/upper/fresh-on-disk", scratch);
+        bool seen = false;
+        for (int i = 0; i < 40 && !seen; i++) {
+            if (fy_handle_wait(h, 50000, &res, NULL) == 1)
+                break;
+            seen = system(cmd) == 0;
+        }
+        if (!res)
+            ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+        fy_handle_free(h);
+        ck_assert_msg(seen, "the root's write never showed in CACHE/uppers/*/upper");
+        ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+        fy_result_free(res);
+    }
+    /* The next attempt starts from the image again (a fresh upper). */
+    const char *again[] = {"/bin/sh", "-c", "cat /etc/motd; test -e /fresh && echo upper-not-fresh; exit 0", NULL};
+    run(p, again, &r);
+    ASSERT_OUT(&r, "hello from the image");
+    ck_assert_msg(!strstr(r.out, "upper-not-fresh"), "%s", r.out);
+    run_free(&r);
+    fy_policy_free(p);
+    char uppers[600];
+    snprintf(uppers, sizeof(uppers), "%s/cache/uppers", scratch);
+    DIR *d = opendir(uppers);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    ck_assert_int_eq(n, 0);
     ck_assert_int_eq(count_lines("/proc/self/mountinfo", "overlay"), mounts_before);
 }
 END_TEST
@@ -393,6 +475,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_policy_rules);
     tcase_add_test(tc, test_run);
     tcase_add_test(tc, test_root_is_mapped);
+    tcase_add_test(tc, test_disk_upper);
     tcase_add_test(tc, test_attacks);
     tcase_add_test(tc, test_overlay_probed);
     tcase_add_test(tc, test_gc_keeps_held); /* last: it empties the cache */
