@@ -93,7 +93,8 @@ static bool parse_shell(const char *s, int *sync_fd, uint32_t *idle_ms, bool *ne
  * one, then the standard streams the plan names). It then is a sandbox's
  * init like any other. With netns, it makes the sandbox's network
  * namespace (lo up, nothing else) once its ids are mapped: the plans that
- * may claim it (the host's key) have one of their own and no router. At end of file (the host is gone or discarded it),
+ * may claim it (the host's key) have one of their own and no router. It
+ * then says it is ready ('R'): the host hands out no shell before that. At end of file (the host is gone or discarded it),
  * at a message it does not expect, or after idle_ms without a claim, it
  * exits, and with it the pid namespace. It never executes anything. */
 __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, bool netns) {
@@ -114,6 +115,9 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
             fail();
         close(ns);
     }
+    /* Ready: the host hands out only a shell that said so. */
+    if (lx_send_fds(sync, 'R', NULL, 0) < 0)
+        fail();
     struct pollfd p = {.fd = sync, .events = POLLIN};
     struct timespec ts = {.tv_sec = idle_ms / 1000, .tv_nsec = (long)(idle_ms % 1000) * 1000000L};
     long r;

@@ -194,6 +194,18 @@ int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **
         r = lx_sys_err(reterr, FY_STEP_SPAWN, "the pre-started shell's go-ahead");
         goto fail;
     }
+    /* It says when it is ready (its network namespace made): a shell
+     * that failed on the way is never handed out. Bounded. */
+    struct pollfd p = {.fd = sh->sync, .events = POLLIN};
+    char byte = 0;
+    int pr;
+    while ((pr = poll(&p, 1, 10000)) < 0 && errno == EINTR)
+        ;
+    if (pr != 1 || recv(sh->sync, &byte, 1, MSG_DONTWAIT) != 1 || byte != 'R') {
+        r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, pr == 0 ? ETIMEDOUT : EPIPE, NULL,
+                    "the pre-started shell %s before it was ready", pr == 0 ? "did not answer" : "ended");
+        goto fail;
+    }
     *ret = sh;
     return 0;
 fail:
