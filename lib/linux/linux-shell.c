@@ -49,6 +49,9 @@ static char *shell_key(const struct linux_plan *pl) {
 static const char *shell_refusal(const struct linux_plan *pl) {
     if (pl->process_mode)
         return "the linux-process backend has no namespaces to make in advance";
+    if (pl->overlay_disk)
+        return "a container whose upper is on disk records that directory when its attempt starts, which a "
+               "shell made before it could not";
     if (!pl->exec_init || pl->np->test_copy_init)
         return "the sandbox's init is a copy of the host here (forgeyard-init cannot be executed), and a copy "
                "made in advance would hold the host's memory of that moment";
