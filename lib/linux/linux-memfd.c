@@ -18,7 +18,7 @@
 
 /* A sealed memfd holding len bytes (exec: MFD_EXEC where the kernel knows
  * it, else MFD_NOEXEC_SEAL), or -errno. */
-int sealed_memfd(const char *name, const void *data, size_t len, bool exec) {
+int lx_sealed_memfd(const char *name, const void *data, size_t len, bool exec) {
     unsigned mode = exec ? MFD_EXEC : MFD_NOEXEC_SEAL;
     int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | mode);
     if (fd < 0 && errno == EINVAL) /* before Linux 6.3 */

@@ -7,6 +7,6 @@
 
 /* A sealed memfd (close-on-exec) holding len bytes of data (exec: MFD_EXEC
  * where the kernel knows it, else MFD_NOEXEC_SEAL), or -errno. */
-int sealed_memfd(const char *name, const void *data, size_t len, bool exec);
+int lx_sealed_memfd(const char *name, const void *data, size_t len, bool exec);
 
 #endif

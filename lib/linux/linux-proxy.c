@@ -249,7 +249,7 @@ static int pack_config(const struct lxp_config *cfg, uint32_t flags) {
         memcpy(blob + sizeof(*h), cfg->dests, dl);
     if (cl)
         memcpy(blob + sizeof(*h) + dl, cfg->creds, cl);
-    int fd = sealed_memfd("fy-proxy-config", blob, len, false);
+    int fd = lx_sealed_memfd("fy-proxy-config", blob, len, false);
     explicit_bzero(blob, len); /* the credentials */
     free(blob);
     return fd;
@@ -312,7 +312,7 @@ int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns,
     if (pipe2(alive, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
         goto fail_errno;
     what = "a sealed memfd of its program";
-    if ((prog = sealed_memfd("fy-proxy", lx_proxy_blob, lx_proxy_blob_len, true)) < 0) {
+    if ((prog = lx_sealed_memfd("fy-proxy", lx_proxy_blob, lx_proxy_blob_len, true)) < 0) {
         e = -prog;
         goto fail;
     }

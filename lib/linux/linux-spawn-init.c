@@ -261,7 +261,7 @@ int lx_packed_memfd(const struct child_args *a) {
     size_t len = 0;
     if (lx_pack(a, &blob, &len) < 0)
         return -ENOMEM;
-    int fd = sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
+    int fd = lx_sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
     util_bzero(blob, len);
     free(blob);
     return fd;
@@ -322,7 +322,7 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
     if (!lx_init_blob_len || !a->plan->exec_init)
         return 0;
     int plan_fd = lx_packed_memfd(a);
-    int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true) : -1;
+    int init_fd = plan_fd >= 0 ? lx_sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true) : -1;
     int used = 0;
     if (init_fd >= 0) {
         char fdnum[16];
@@ -345,7 +345,7 @@ int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t id
         errno = ENOEXEC;
         return -1;
     }
-    int init_fd = sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
+    int init_fd = lx_sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
     if (init_fd < 0) {
         errno = -init_fd;
         return -1;
@@ -417,7 +417,7 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
         snprintf(why, whylen, "forgeyard-init is not built for this architecture (x86-64 and aarch64 only)");
         return 0;
     }
-    int init_fd = sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
+    int init_fd = lx_sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
     if (init_fd < 0) {
         snprintf(why, whylen, "a sealed memfd for forgeyard-init: %s", strerror(-init_fd));
         return 0;
