@@ -387,6 +387,15 @@ static int compile_fetch(struct lxn_plan *out, struct linux_plan *pl, const stru
                          fy_error **reterr) {
     out->mode = FY_NET_FETCH_ONLY;
     out->uplink = np->net_uplink;
+    if (!lxp_program_available())
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, "$.network.mode",
+                       "fetch-only needs its proxy program (fy-proxy), which is built for x86-64 and aarch64 only: "
+                       "the proxy is never a copy of the host process");
+    if (!pl->exec_init)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, "$.network.mode",
+                       "fetch-only executes its proxy program from a sealed memfd, which this host does not allow "
+                       "(capability exec-init: forgeyard doctor says why); the proxy is never a copy of the host "
+                       "process");
     if (np->net_uplink && !is_root)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, "$.network.host",
                        "fetch-only with an uplink namespace needs root (the proxy joins it); without one the "

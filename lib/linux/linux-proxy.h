@@ -10,14 +10,23 @@
  *   workload can reach), but its fd is held only by the proxy process,
  *   which runs outside the sandbox: no forwarder inside, no unix socket in
  *   the sandbox's filesystem, nothing of the proxy the workload can touch.
- * - The proxy is a fork of the host (a quiet clone: no SIGCHLD, waited for
- *   by pidfd) that never executes anything. Before it accepts anything it
- *   confines itself: its outbound namespace (the uplink, FY_NETHOST_UPLINK,
- *   or the host's), then as root uid/gid 65534 with no capability, no
- *   supplementary group; no core dumps, not dumpable, no new privileges,
- *   Landlock with no filesystem access at all and TCP connect only to the
- *   allowed ports (ABI 4+), rlimits (files, no file size), and a seccomp
- *   allowlist of the few calls its loop makes (no open, no exec).
+ * - The proxy is a program of its own (linux-proxy-main.c, fy-proxy),
+ *   embedded in the library like forgeyard-init and executed from a sealed
+ *   memfd by a quiet clone of the host (no SIGCHLD, waited for by pidfd),
+ *   with an empty environment: it never holds a copy of the host process
+ *   (its environment, other attempts' secrets and credentials, the
+ *   embedding runner's tokens), so that a flaw in its request parser hands
+ *   the workload nothing of the host's memory. It gets its listener, the
+ *   liveness pipe, the uplink namespace, its audit table and a sealed memfd
+ *   of its packed configuration (the allowlist with the addresses resolved
+ *   at fy_prepare, this attempt's own credentials, the Landlock ports) at
+ *   fixed descriptors. Before it accepts anything it confines itself: its
+ *   outbound namespace (the uplink, FY_NETHOST_UPLINK, or the host's), then
+ *   as root uid/gid 65534 with no capability, no supplementary group; no
+ *   core dumps, not dumpable, no new privileges, Landlock with no
+ *   filesystem access at all and TCP connect only to the allowed ports
+ *   (ABI 4+), rlimits (files, no file size), and a seccomp allowlist of the
+ *   few calls its loop makes (no open, no exec, no mmap).
  * - It connects only to the addresses the plan resolved at fy_prepare for
  *   the named host (it resolves nothing itself), never terminates TLS
  *   (CONNECT is a byte tunnel), and writes every decision to an audit table
@@ -93,6 +102,37 @@ struct lxp_audit {
     struct lxp_audit_rec rec[LXP_AUDIT_MAX];
 };
 
+/* The configuration as the proxy program receives it (a sealed memfd):
+ * this header, then ndests struct lxp_dest, then ncreds struct lxp_cred. */
+struct lxp_packed {
+    uint32_t magic;
+    uint32_t flags;                /* LXP_PACK_* */
+    uint32_t ndests, ncreds, nports;
+    uint16_t ports[64];
+};
+#define LXP_PACKED_MAGIC  0x46595058u /* "FYPX" */
+#define LXP_PACKED_MAX    (sizeof(struct lxp_packed) + LXP_DESTS_MAX * sizeof(struct lxp_dest) + \
+                           LXP_CREDS_MAX * sizeof(struct lxp_cred))
+#define LXP_PACK_AS_ROOT  (1u << 0)  /* switch to uid/gid 65534 */
+#define LXP_PACK_UPLINK   (1u << 1)  /* fd 7 is the uplink network namespace */
+
+/* Whether d allows host (lower case) and port. */
+static inline bool lxp_host_matches(const struct lxp_dest *d, const char *host, uint32_t port) {
+    if (port < d->port_min || port > d->port_max)
+        return false;
+    size_t i = 0;
+    for (; d->host[i] && host[i]; i++) {
+        char a = d->host[i], b = host[i];
+        if (a >= 'A' && a <= 'Z')
+            a = (char)(a - 'A' + 'a');
+        if (b >= 'A' && b <= 'Z')
+            b = (char)(b - 'A' + 'a');
+        if (a != b)
+            return false;
+    }
+    return d->host[i] == host[i];
+}
+
 #define LXP_CONF_UID       (1u << 0)  /* uid/gid 65534, no capabilities */
 #define LXP_CONF_NNP       (1u << 1)
 #define LXP_CONF_LL_FS     (1u << 2)
@@ -118,6 +158,9 @@ void lxp_run_init(struct lxp_run *run);
  * group or others; every HOST:PORT must be one of the destinations.
  * Returns 0 or a typed error. */
 int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena *arena, fy_error **reterr);
+/* Whether the proxy program is built in (x86-64 and aarch64): fetch-only
+ * needs it. */
+bool lxp_program_available(void);
 /* Starts the proxy for the sandbox's network namespace sandbox_ns:
  * its listener on 127.0.0.1:LXP_PORT inside it, its outbound side in
  * uplink_fd (-1: the host's). On failure nothing is left. */

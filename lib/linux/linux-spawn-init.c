@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 
+#include "linux-memfd.h"
 #include "linux-pack.h"
 #include "linux-plan.h"
 #include "linux-spawn.h"
@@ -27,43 +28,6 @@
 
 extern const unsigned char lx_init_blob[];
 extern const size_t lx_init_blob_len;
-
-#ifndef MFD_NOEXEC_SEAL
-#  define MFD_NOEXEC_SEAL 0x0008U
-#endif
-#ifndef MFD_EXEC
-#  define MFD_EXEC 0x0010U
-#endif
-
-/* A sealed memfd holding len bytes (exec: MFD_EXEC where the kernel knows
- * it, else MFD_NOEXEC_SEAL), or -errno. */
-static int sealed_memfd(const char *name, const void *data, size_t len, bool exec) {
-    unsigned mode = exec ? MFD_EXEC : MFD_NOEXEC_SEAL;
-    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | mode);
-    if (fd < 0 && errno == EINVAL) /* before Linux 6.3 */
-        fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
-        return -errno;
-    const unsigned char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : EIO;
-            close(fd);
-            return -e;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    return fd;
-}
 
 /* Clones ca's child (CLONE_VM | CLONE_VFORK added) executing forgeyard-init
  * from init_fd with argv[1] = arg1 and a pipe to say it started on; keep
@@ -297,7 +261,7 @@ int lx_packed_memfd(const struct child_args *a) {
     size_t len = 0;
     if (lx_pack(a, &blob, &len) < 0)
         return -ENOMEM;
-    int fd = sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
+    int fd = lx_sealed_memfd("forgeyard-plan", blob, len, false); /* holds the secrets: wiped here */
     util_bzero(blob, len);
     free(blob);
     return fd;
@@ -358,7 +322,7 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
     if (!lx_init_blob_len || !a->plan->exec_init)
         return 0;
     int plan_fd = lx_packed_memfd(a);
-    int init_fd = plan_fd >= 0 ? sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true) : -1;
+    int init_fd = plan_fd >= 0 ? lx_sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true) : -1;
     int used = 0;
     if (init_fd >= 0) {
         char fdnum[16];
@@ -381,7 +345,7 @@ int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t id
         errno = ENOEXEC;
         return -1;
     }
-    int init_fd = sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
+    int init_fd = lx_sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
     if (init_fd < 0) {
         errno = -init_fd;
         return -1;
@@ -453,7 +417,7 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
         snprintf(why, whylen, "forgeyard-init is not built for this architecture (x86-64 and aarch64 only)");
         return 0;
     }
-    int init_fd = sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
+    int init_fd = lx_sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
     if (init_fd < 0) {
         snprintf(why, whylen, "a sealed memfd for forgeyard-init: %s", strerror(-init_fd));
         return 0;

@@ -6,9 +6,9 @@
 # loopback. Nothing else is contacted. Root for the whole test (the rootless
 # part runs as uid 65534 through setpriv).
 #
-#   test-fetch.sh FORGEYARD HTTP-SERVER.PY
+#   test-fetch.sh FORGEYARD HTTP-SERVER.PY TEST-PROXY-MEMORY
 set -u
-FY=$1 HTTPD=$2
+FY=$1 HTTPD=$2 MEMTEST=$3
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the fetch-only test switches to uid 65534, which needs root"; exit 77; fi
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 command -v curl >/dev/null || { echo "SKIP: curl missing"; exit 77; }
@@ -145,6 +145,16 @@ assert r["cleanup"]["network_left"] == 0 and r["cleanup"]["processes_left"] == 0
 print("ok: the audit log has every request, allowed and refused, with status, bytes and credential flag")
 PY
 proxy_gone "$TMP/r1.json" "fetch-only as root"
+
+# 1b. The proxy holds nothing of the host process: canaries in the host's
+# memory (its environment, a policy secret, another prepared attempt's
+# credential for another destination) are nowhere in the proxy's readable
+# memory, its executable is the sealed memfd, its environment empty.
+FY_TEST_RUNNER_TOKEN="fyc-runner-token-$RANDOM$RANDOM-$$" timeout 120 "$MEMTEST" "$TMP/hosts" $P1 $P3 "$TMP" \
+    >"$TMP/mem.out" 2>&1
+rc=$?
+cat "$TMP/mem.out"
+[ $rc = 0 ] && ok "the proxy's memory holds none of the host's secrets" || bad "proxy memory test exited $rc"
 
 # 2. Hostile requests to the proxy: each refused with its status, none
 # forwarded, a smuggled second request never reaches anyone.
