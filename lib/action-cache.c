@@ -25,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +97,7 @@ static void close_fd(int *fd) {
 }
 
 void action_cache_close(struct act_cache *c) {
-    int *fds[] = {&c->root, &c->entries, &c->seals, &c->locks, &c->tmp, &c->archive, &c->lock, &c->entry};
+    int *fds[] = {&c->root, &c->entries, &c->seals, &c->locks, &c->tmp, &c->memos, &c->archive, &c->lock, &c->entry};
     for (size_t i = 0; i < FY_ARRAY_SIZE(fds); i++)
         close_fd(fds[i]);
     free(c->dir);
@@ -135,9 +136,69 @@ static int relock(struct act_cache *c, int op) {
     return r < 0 ? -errno : 0;
 }
 
+/* The archive's SHA-256 remembered by the file's identity (device,
+ * inode, size, mtime and ctime, as git's index remembers a file): any
+ * write to the file, or a new file in its place, moves its ctime, which
+ * user space cannot set. Remembered only for a file whose ctime is older
+ * than the hash by more than any timestamp granularity, so that a write
+ * racing the hash cannot leave the same ctime behind. An entry is still
+ * unpacked only from bytes whose SHA-256 is checked again as they are
+ * read. */
+#define MEMO_MAGIC "forgeyard-action-archive 1 "
+#define MEMO_SETTLE_SEC 2
+
+static void memo_name(const struct stat *st, char name[64]) {
+    snprintf(name, 64, "%" PRIx64 "-%" PRIx64, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+}
+
+static int memo_line(const struct stat *st, const char *hex, char *buf, size_t len) {
+    return snprintf(buf, len, MEMO_MAGIC "%" PRIu64 " %" PRId64 ".%09ld %" PRId64 ".%09ld %s\n", (uint64_t)st->st_size,
+                    (int64_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, (int64_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec,
+                    hex);
+}
+
+static bool memo_get(struct act_cache *c, const struct stat *st) {
+    char name[64], buf[256], want[256];
+    memo_name(st, name);
+    int fd = openat(c->memos, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 65)
+        return false;
+    buf[n] = '\0';
+    /* the line this file would have, with the remembered digest */
+    char hex[65];
+    memcpy(hex, buf + n - 65, 64);
+    hex[64] = '\0';
+    int wl = memo_line(st, hex, want, sizeof(want));
+    size_t got = 0;
+    return wl == n && memcmp(buf, want, (size_t)n) == 0 &&
+           sodium_hex2bin(c->digest, 32, hex, 64, NULL, &got, NULL) == 0 && got == 32;
+}
+
+static void memo_put(struct act_cache *c, const struct stat *st, time_t hashed) {
+    struct stat now;
+    if (st->st_ctim.tv_sec + MEMO_SETTLE_SEC >= hashed || fstat(c->archive, &now) < 0 ||
+        now.st_ctim.tv_sec != st->st_ctim.tv_sec || now.st_ctim.tv_nsec != st->st_ctim.tv_nsec)
+        return;
+    char name[64], hex[65], buf[256], tmp[96];
+    memo_name(st, name);
+    sodium_bin2hex(hex, sizeof(hex), c->digest, 32);
+    int n = memo_line(st, hex, buf, sizeof(buf));
+    snprintf(tmp, sizeof(tmp), "memo.%08x", randombytes_random());
+    int fd = openat(c->tmp, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    bool ok = n > 0 && write(fd, buf, (size_t)n) == n;
+    close(fd);
+    if (!ok || renameat(c->tmp, tmp, c->memos, name) < 0)
+        (void)unlinkat(c->tmp, tmp, 0);
+}
+
 int action_cache_open(const fy_action *a, struct act_cache *c, fy_error **reterr) {
-    *c = (struct act_cache){.root = -1, .entries = -1, .seals = -1, .locks = -1, .tmp = -1, .archive = -1, .lock = -1,
-                            .entry = -1};
+    *c = (struct act_cache){.root = -1, .entries = -1, .seals = -1, .locks = -1, .tmp = -1, .memos = -1, .archive = -1,
+                            .lock = -1, .entry = -1};
     if (!(c->dir = cache_dir()))
         return 0; /* no cache here: unpacked per attempt */
     int r = mkdir_parents(c->dir);
@@ -153,6 +214,8 @@ int action_cache_open(const fy_action *a, struct act_cache *c, fy_error **reterr
         r = c->locks = trusted_dir(c->root, "locks", 0700);
     if (r >= 0)
         r = c->tmp = trusted_dir(c->root, "tmp", 0700);
+    if (r >= 0)
+        r = c->memos = trusted_dir(c->root, "archives", 0700);
     if (r < 0) {
         int e = -r;
         r = err_set(reterr, e == EPERM ? FY_E_DENIED : FY_E_IO, FY_STEP_INPUT, e, c->dir,
@@ -174,9 +237,13 @@ int action_cache_open(const fy_action *a, struct act_cache *c, fy_error **reterr
         action_cache_close(c);
         return err_set(reterr, FY_E_INVAL, FY_STEP_INPUT, 0, a->input, "the input archive is not a regular file");
     }
-    if ((r = tree_hash_fd(c->archive, c->digest, NULL)) < 0) {
-        action_cache_close(c);
-        return err_set(reterr, FY_E_IO, FY_STEP_INPUT, -r, a->input, "cannot read the archive: %s", strerror(-r));
+    if (!(c->remembered = memo_get(c, &st))) {
+        time_t start = time(NULL);
+        if ((r = tree_hash_fd(c->archive, c->digest, NULL)) < 0) {
+            action_cache_close(c);
+            return err_set(reterr, FY_E_IO, FY_STEP_INPUT, -r, a->input, "cannot read the archive: %s", strerror(-r));
+        }
+        memo_put(c, &st, start);
     }
     sodium_bin2hex(c->key, sizeof(c->key), c->digest, sizeof(c->digest));
     if ((r = lock_entry(c, LOCK_SH)) < 0) {

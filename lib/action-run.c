@@ -514,13 +514,15 @@ int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **re
               json_object_set_new(root, "stdout", streams[1]) == 0 &&
               json_object_set_new(root, "stderr", streams[2]) == 0 &&
               collected_to_json(col, root) == 0 &&
-              json_object_set_new(root, "input", json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:I}", "kind",
+              json_object_set_new(root, "input", json_pack("{s:s,s:s,s:o,s:o,s:o,s:I,s:I,s:I,s:I}", "kind",
                                                            t->action->input_kind == FY_INPUT_ARCHIVE ? "archive" : "directory",
                                                            "root", t->overlay ? "overlay" : "materialised",
                                                            "cache", t->cache_open && t->cache.state
                                                                         ? json_string(t->cache.state) : json_null(),
                                                            "archive_digest", adigest[0] ? json_string(adigest)
                                                                                         : json_null(),
+                                                           "archive_digest_remembered",
+                                                           adigest[0] ? json_boolean(t->cache.remembered) : json_null(),
                                                            "entries", (json_int_t)t->stats.entries,
                                                            "linked", (json_int_t)t->stats.linked,
                                                            "copied", (json_int_t)t->stats.copied,

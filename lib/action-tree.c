@@ -673,18 +673,18 @@ struct scan {
     bool ok;
     int r;
     fy_error *err;
-    crypto_hash_sha256_state *seal;    /* NULL: no seal */
+    struct digest *seal;               /* NULL: no seal */
     char path[PATH_MAX];
 };
 
 /* One entry into the seal: what any change to it (content, mode, owner,
  * links, a replacement) changes: ctime cannot be set from user space. */
-static void seal_entry(crypto_hash_sha256_state *h, const char *path, const struct stat *st) {
+static void seal_entry(struct digest *h, const char *path, const struct stat *st) {
     uint64_t f[10] = {st->st_mode, st->st_uid, st->st_gid, (uint64_t)st->st_size, st->st_ino, st->st_nlink,
                       (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_ctim.tv_sec,
                       (uint64_t)st->st_ctim.tv_nsec};
-    crypto_hash_sha256_update(h, (const unsigned char *)path, strlen(path) + 1);
-    crypto_hash_sha256_update(h, (const unsigned char *)f, sizeof(f));
+    digest_update(h, path, strlen(path) + 1);
+    digest_update(h, f, sizeof(f));
 }
 
 static int scan_fail(struct scan *s, int code, int e, const char *fmt, ...) FY_PRINTF(4, 5);
@@ -808,9 +808,12 @@ static void *scan_worker(void *arg) {
     struct scan *s = &w->s;
     struct scan_shared *sh = s->sh;
     for (size_t i; s->r >= 0 && !atomic_load(&sh->stop) && (i = atomic_fetch_add(&sh->next, 1)) < sh->ntop;) {
-        crypto_hash_sha256_state h;
+        struct digest h = {NULL};
         if (sh->top_seal) {
-            crypto_hash_sha256_init(&h);
+            if (digest_init(&h) < 0) {
+                scan_fail(s, FY_E_NOMEM, 0, "out of memory");
+                break;
+            }
             s->seal = &h;
         }
         snprintf(s->path, sizeof(s->path), "%s", sh->top[i]);
@@ -824,7 +827,7 @@ static void *scan_worker(void *arg) {
         if (sub >= 0)
             close(sub);
         if (sh->top_seal)
-            crypto_hash_sha256_final(&h, sh->top_seal[i]);
+            digest_final(&h, sh->top_seal[i]);
         s->seal = NULL;
     }
     return NULL;
@@ -849,9 +852,9 @@ int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct p
     }
     int r = 0;
     bool root_ok = true;
-    crypto_hash_sha256_state rs;
-    if (seal)
-        crypto_hash_sha256_init(&rs);
+    struct digest rs = {NULL};
+    if (seal && digest_init(&rs) < 0)
+        return fail(reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
     {
         /* The root's own entries here; its directories listed for the workers. */
         w[0].s.seal = seal ? &rs : NULL;
@@ -899,9 +902,9 @@ int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct p
         pathset_free(&w[i].s.dirs);
     }
     if (seal) {
-        for (size_t i = 0; r >= 0 && i < sh.ntop; i++)
-            crypto_hash_sha256_update(&rs, sh.top_seal[i], 32);
-        crypto_hash_sha256_final(&rs, seal);
+        for (size_t i = 0; r >= 0 && sh.top_seal && i < sh.ntop; i++)
+            digest_update(&rs, sh.top_seal[i], 32);
+        digest_final(&rs, seal);
     }
     for (size_t i = 0; i < sh.ntop; i++)
         free(sh.top[i]);

@@ -85,10 +85,11 @@ int tree_skeleton(const fy_action *a, int lower, int upper, const struct pathset
  * content-addressed cache (the rules are at the top of action-cache.c). */
 struct act_cache {
     char *dir, *entry_path;   /* the cache (NULL: none here), the entry in use */
-    int root, entries, seals, locks, tmp, archive, lock, entry;
+    int root, entries, seals, locks, tmp, memos, archive, lock, entry;
     unsigned char digest[32]; /* the archive's SHA-256 */
     char key[65];
     const char *state;        /* "hit", "built", "rebuilt" */
+    bool remembered;          /* the digest was the one remembered for the file, not hashed */
 };
 /* Opens the cache (refused unless the caller's and written by nobody
  * else: FY_E_DENIED), hashes the archive, holds the entry's lock shared.

@@ -873,6 +873,45 @@ START_TEST(test_archive_cache) {
 }
 END_TEST
 
+/* The archive's digest is remembered by the file's identity once its
+ * ctime has settled; a write to the archive in place (same size, same
+ * path) is seen at once. */
+START_TEST(test_archive_cache_remembered) {
+    const struct ent ents[] = {{"./a.txt", AE_IFREG, "alpha\n", NULL, 0}};
+    char *ar = make_archive(ents, 1);
+    sleep(3); /* older than the settle time: the digest may be remembered */
+    run_cached(ar, "cat a.txt > r", "built", "alpha\n");
+    char *sc = make_dir("scratch");
+    fy_action *a = archive_action(ar, "cat a.txt > r");
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(strstr(j, "\"cache\": \"hit\"") && strstr(j, "\"archive_digest_remembered\": true"), "%s", j);
+    free(j);
+    fy_action_result_free(res);
+    /* The same archive with beta for alpha, written over it in place. */
+    const struct ent other[] = {{"./a.txt", AE_IFREG, "beta!\n", NULL, 0}};
+    char *ar2 = make_archive(other, 1), cmd[1200];
+    struct stat s1, s2;
+    ck_assert_int_eq(stat(ar, &s1), 0);
+    ck_assert_int_eq(stat(ar2, &s2), 0);
+    snprintf(cmd, sizeof(cmd), "dd if='%s' of='%s' conv=notrunc status=none", ar2, ar);
+    ck_assert_int_eq(system(cmd), 0);
+    res = run(a, p);
+    j = result_json(res);
+    char hx[72];
+    sha_hex("beta!\n", 6, hx);
+    ck_assert_msg(strstr(j, hx) && strstr(j, "\"archive_digest_remembered\": false") &&
+                  strstr(j, "\"cache\": \"built\""), "%s", j);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(ar); free(ar2); free(sc);
+}
+END_TEST
+
 /* Entries unused for 14 days are collected when another is made. */
 START_TEST(test_archive_cache_gc) {
     const struct ent e1[] = {{"./old.txt", AE_IFREG, "old\n", NULL, 0}};
@@ -1154,6 +1193,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_archive_truncated);
     tcase_add_test(tc, test_archive_cache);
     tcase_add_test(tc, test_archive_cache_gc);
+    tcase_add_test(tc, test_archive_cache_remembered);
     tcase_add_test(tc, test_archive_cache_attacked);
     tcase_add_test(tc, test_platform_properties);
     tcase_add_test(tc, test_documents);
