@@ -433,6 +433,7 @@ static int mat_archive(struct mat *m, int dst, int fd, const unsigned char *expe
         r = fail(m->reterr, e == ENOENT ? FY_E_NOTFOUND : e == EACCES || e == EISDIR ? FY_E_IO : FY_E_INVAL,
                  FY_STEP_INPUT, e, m->a->input, "cannot read the archive: %s", archive_error_string(ar));
         archive_read_free(ar);
+        free(src);
         return r;
     }
     struct archive_entry *ent;
