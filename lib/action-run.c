@@ -29,6 +29,8 @@ struct fy_action_attempt {
     char workname[48];         /* overlayfs's work directory beside it */
     int lowerfd;               /* the input directory, the overlay's lower (-1: materialised) */
     bool overlay;              /* the execution root is an overlay's upper (the backend mounts it) */
+    bool cache_open;
+    struct act_cache cache;    /* an archive's unpacked tree (its lock held for the attempt) */
     fy_prepared *prepared;
     fy_handle *handle;
     struct pathset inputs;
@@ -156,6 +158,8 @@ void fy_action_attempt_free(fy_action_attempt *t) {
             close(t->lowerfd);
         free(t->dir);
     }
+    if (t->cache_open)
+        action_cache_close(&t->cache);
     pathset_free(&t->inputs);
     fy_action_free(t->own);
     free(t->digest);
@@ -187,20 +191,16 @@ static bool ancestors_searchable(const char *path) {
  * opened and walked once (what tree_materialise would refuse is refused
  * here), and, when the sandbox's ids reach all of it, the policy's
  * build_lower and build_work. The backend then says whether it mounts it. */
-static int ask_overlay(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, fy_error **reterr) {
-    const fy_action *a = t->action;
-    if ((t->lowerfd = open(a->input, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return err_set(reterr, errno == ENOENT ? FY_E_NOTFOUND : FY_E_IO, FY_STEP_INPUT, errno, a->input,
-                       "cannot open the input root: %s", strerror(errno));
-    bool ok = false;
-    int r = tree_scan_lower(a, t->lowerfd, &t->stats, dirs, &ok, reterr);
-    if (r < 0 || !ok)
-        return r;
+/* The overlay path, asked for before fy_prepare, once the lower (fd
+ * t->lowerfd, the host path lower) was walked and found reachable: the
+ * policy's build_lower and build_work. The backend then says whether it
+ * mounts it. */
+static int offer_overlay(fy_action_attempt *t, fy_policy *p, const char *lower, fy_error **reterr) {
     /* overlayfs keeps its whiteouts and opaque marks in user xattrs of the
      * upper: the scratch directory's file system must take them. */
     bool xattrs = fsetxattr(t->rootfd, "user.forgeyard.probe", "1", 1, 0) == 0 &&
                   fremovexattr(t->rootfd, "user.forgeyard.probe") == 0;
-    char *real = xattrs ? realpath(a->input, NULL) : NULL;
+    char *real = xattrs ? realpath(lower, NULL) : NULL;
     struct stat st;
     if (!real || fstat(t->lowerfd, &st) < 0 || !ancestors_searchable(real)) {
         free(real);
@@ -212,6 +212,36 @@ static int ask_overlay(fy_action_attempt *t, fy_policy *p, struct pathset *dirs,
     if (!(p->build_work = util_asprintf("%s/%s", t->dir, t->workname)))
         return oom(reterr, FY_STEP_PREPARE);
     return 0;
+}
+
+/* A directory input: opened and walked once (what tree_materialise would
+ * refuse is refused here), offered as the lower when the sandbox's ids
+ * reach all of it. */
+static int ask_overlay(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, fy_error **reterr) {
+    const fy_action *a = t->action;
+    if ((t->lowerfd = open(a->input, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return err_set(reterr, errno == ENOENT ? FY_E_NOTFOUND : FY_E_IO, FY_STEP_INPUT, errno, a->input,
+                       "cannot open the input root: %s", strerror(errno));
+    bool ok = false;
+    int r = tree_scan_lower(a, t->lowerfd, &t->stats, dirs, &ok, NULL, reterr);
+    if (r < 0 || !ok)
+        return r;
+    return offer_overlay(t, p, a->input, reterr);
+}
+
+/* An archive: its tree from the cache (made there if missing or refused),
+ * then as a directory input. No cache here: unpacked per attempt. */
+static int ask_cache(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, fy_error **reterr) {
+    int r = action_cache_open(t->action, &t->cache, reterr);
+    t->cache_open = true;
+    if (r < 0 || !t->cache.dir)
+        return r;
+    bool ok = false;
+    if ((r = action_cache_entry(&t->cache, t->action, dirs, &t->stats, &ok, reterr)) < 0)
+        return r;
+    if ((t->lowerfd = fcntl(t->cache.entry, F_DUPFD_CLOEXEC, 3)) < 0)
+        return err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, t->cache.entry_path, "cannot open the cache entry");
+    return ok && !p->test_no_build_overlay ? offer_overlay(t, p, t->cache.entry_path, reterr) : 0;
 }
 
 static fy_action *action_copy(const fy_action *a) {
@@ -285,7 +315,11 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
         goto fail;
     struct pathset dirs = {0};
     uint64_t t0 = util_now_usec();
-    if (t->action->input_kind != FY_INPUT_ARCHIVE && !p->test_no_build_overlay && (r = ask_overlay(t, p, &dirs, reterr)) < 0) {
+    if (t->action->input_kind == FY_INPUT_ARCHIVE)
+        r = ask_cache(t, p, &dirs, reterr);
+    else if (!p->test_no_build_overlay)
+        r = ask_overlay(t, p, &dirs, reterr);
+    if (r < 0) {
         pathset_free(&dirs);
         policy_destroy(p);
         goto fail;
@@ -333,7 +367,8 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
             close(t->lowerfd);
         t->lowerfd = -1;
         t->stats = (struct tree_stats){0};
-        r = tree_materialise(t->action, t->rootfd, np->id_first, np->id_count, &own, &t->stats, &t->inputs, reterr);
+        r = tree_materialise(t->action, t->cache_open ? t->cache.entry : -1, t->rootfd, np->id_first, np->id_count,
+                             &own, &t->stats, &t->inputs, reterr);
     }
     pathset_free(&dirs);
     t->input_usec = util_now_usec() - t0 + scan_usec;
@@ -459,6 +494,9 @@ int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **re
     uint64_t c0 = util_now_usec();
     uint64_t left = remove_attempt_dir(t);
     uint64_t cleanup_usec = util_now_usec() - c0;
+    char adigest[72] = "";
+    if (t->cache_open && t->cache.dir)
+        action_sha256_name(t->cache.digest, adigest);
     char *sjson = NULL;
     if (fy_result_to_json(res->sandbox, &sjson, NULL) < 0 || !(sj = json_loads(sjson, 0, NULL))) {
         free(sjson);
@@ -476,9 +514,15 @@ int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **re
               json_object_set_new(root, "stdout", streams[1]) == 0 &&
               json_object_set_new(root, "stderr", streams[2]) == 0 &&
               collected_to_json(col, root) == 0 &&
-              json_object_set_new(root, "input", json_pack("{s:s,s:s,s:I,s:I,s:I,s:I}", "kind",
+              json_object_set_new(root, "input", json_pack("{s:s,s:s,s:o,s:o,s:o,s:I,s:I,s:I,s:I}", "kind",
                                                            t->action->input_kind == FY_INPUT_ARCHIVE ? "archive" : "directory",
                                                            "root", t->overlay ? "overlay" : "materialised",
+                                                           "cache", t->cache_open && t->cache.state
+                                                                        ? json_string(t->cache.state) : json_null(),
+                                                           "archive_digest", adigest[0] ? json_string(adigest)
+                                                                                        : json_null(),
+                                                           "archive_digest_remembered",
+                                                           adigest[0] ? json_boolean(t->cache.remembered) : json_null(),
                                                            "entries", (json_int_t)t->stats.entries,
                                                            "linked", (json_int_t)t->stats.linked,
                                                            "copied", (json_int_t)t->stats.copied,

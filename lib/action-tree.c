@@ -14,11 +14,15 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -389,19 +393,47 @@ static int archive_name(const char *raw, char *out, size_t outsz) {
     return 0;
 }
 
-static int mat_archive(struct mat *m, int dst) {
+/* The archive's bytes, as libarchive reads them, hashed on the way. */
+struct arsrc { int fd; crypto_hash_sha256_state *h; char buf[1 << 16]; };
+
+static la_ssize_t arsrc_read(struct archive *ar, void *data, const void **blk) {
+    struct arsrc *s = data;
+    ssize_t n;
+    do
+        n = read(s->fd, s->buf, sizeof(s->buf));
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (ar)
+            archive_set_error(ar, errno, "cannot read the archive");
+        return -1;
+    }
+    if (s->h)
+        crypto_hash_sha256_update(s->h, (const unsigned char *)s->buf, (size_t)n);
+    *blk = s->buf;
+    return n;
+}
+
+static int mat_archive(struct mat *m, int dst, int fd, const unsigned char *expect) {
     struct archive *ar = archive_read_new();
-    if (!ar)
+    crypto_hash_sha256_state h;
+    struct arsrc *src = malloc(sizeof(*src));
+    if (!ar || !src) {
+        archive_read_free(ar);
+        free(src);
         return fail(m->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+    }
+    crypto_hash_sha256_init(&h);
+    *src = (struct arsrc){.fd = fd, .h = expect ? &h : NULL};
     archive_read_support_format_tar(ar);
     archive_read_support_format_cpio(ar);
     archive_read_support_filter_all(ar);
     int r = 0;
-    if (archive_read_open_filename(ar, m->a->input, 1 << 16) != ARCHIVE_OK) {
+    if (archive_read_open(ar, src, NULL, arsrc_read, NULL) != ARCHIVE_OK) {
         int e = archive_errno(ar);
         r = fail(m->reterr, e == ENOENT ? FY_E_NOTFOUND : e == EACCES || e == EISDIR ? FY_E_IO : FY_E_INVAL,
                  FY_STEP_INPUT, e, m->a->input, "cannot read the archive: %s", archive_error_string(ar));
         archive_read_free(ar);
+        free(src);
         return r;
     }
     struct archive_entry *ent;
@@ -517,19 +549,50 @@ static int mat_archive(struct mat *m, int dst) {
         r = fail(m->reterr, FY_E_INVAL, FY_STEP_INPUT, archive_errno(ar), m->a->input, "the archive is damaged: %s",
                  archive_error_string(ar));
     archive_read_free(ar);
+    if (r >= 0 && expect) {
+        /* What follows the last entry counts too: the digest is the file's. */
+        const void *blk;
+        la_ssize_t n;
+        while ((n = arsrc_read(NULL, src, &blk)) > 0)
+            ;
+        unsigned char got[32];
+        crypto_hash_sha256_final(&h, got);
+        if (n < 0 || sodium_memcmp(got, expect, 32) != 0)
+            r = fail(m->reterr, FY_E_STATE, FY_STEP_INPUT, n < 0 ? errno : 0, m->a->input,
+                     "the archive changed while it was read");
+    }
+    free(src);
     return r;
 }
 
-int tree_materialise(const fy_action *a, int dst, uid_t ids_first, uint32_t ids_count, const struct tree_owner *own,
-                     struct tree_stats *st, struct pathset *inputs, fy_error **reterr) {
+int tree_unpack(const fy_action *a, int fd, const unsigned char digest[32], int dst, const struct tree_owner *own,
+                struct tree_stats *st, fy_error **reterr) {
+    struct pathset inputs = {0};
+    struct mat m = {.a = a, .own = own, .st = st, .inputs = &inputs, .reterr = reterr};
+    int r = mat_archive(&m, dst, fd, digest);
+    pathset_free(&inputs);
+    return r;
+}
+
+int tree_materialise(const fy_action *a, int from, int dst, uid_t ids_first, uint32_t ids_count,
+                     const struct tree_owner *own, struct tree_stats *st, struct pathset *inputs, fy_error **reterr) {
     struct stat dst_st;
     if (fstat(dst, &dst_st) < 0)
         return fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, NULL, "cannot stat the execution root");
     struct mat m = {.a = a, .own = own, .first = ids_first, .count = ids_count, .can_link = ids_count > 0 && geteuid() == 0,
                     .dst_dev = dst_st.st_dev, .st = st, .inputs = inputs, .reterr = reterr};
     int r;
-    if (a->input_kind == FY_INPUT_ARCHIVE) {
-        r = mat_archive(&m, dst);
+    if (from >= 0) {
+        /* never linked: a link would change the cache entry's inodes */
+        m.can_link = false;
+        r = mat_dir(&m, from, dst, 0);
+    } else if (a->input_kind == FY_INPUT_ARCHIVE) {
+        int fd = open(a->input, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+            return fail(reterr, errno == ENOENT ? FY_E_NOTFOUND : FY_E_IO, FY_STEP_INPUT, errno, a->input,
+                        "cannot read the archive: %s", strerror(errno));
+        r = mat_archive(&m, dst, fd, NULL);
+        close(fd);
     } else {
         int src = open(a->input, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (src < 0)
@@ -571,95 +634,285 @@ int tree_materialise(const fy_action *a, int dst, uid_t ids_first, uint32_t ids_
  * materialised form (where a copy is readable): others may read (and
  * search or execute where any may), or, rootless, the caller owns it (the
  * workload runs as the caller's uid) and may. */
-static bool reachable(const struct stat *st, bool caller_owns) {
+static bool reachable(const struct stat *st, bool caller_owns, uid_t euid) {
     mode_t md = st->st_mode;
     if (S_ISLNK(md))
         return true;
-    bool own = caller_owns && st->st_uid == geteuid();
+    bool own = caller_owns && st->st_uid == euid;
     mode_t r = own ? 0400 : 0004, x = own ? 0100 : 0001;
     if (S_ISDIR(md))
         return (md & r) && (md & x);
     return (md & r) && (!(md & 0111) || (md & x));
 }
 
-struct scan {
+/* The walk is the overlay path's whole per-file cost: one getdents64 per
+ * directory into a large buffer, one fstatat per entry (the verdict needs
+ * the type, mode and owner of every entry; nothing cheaper tells them), a
+ * path built only for directories, errors and seals, and the input root's
+ * top-level directories shared between this thread and one helper (the
+ * walk is syscall-bound: two threads halve it on an idle second core). */
+struct ld64 { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; };
+#define DENTS_BUF (32u << 10)
+#define SCAN_THREADS 2
+
+struct scan_shared {
     const fy_action *a;
-    struct tree_stats *st;
-    struct pathset *dirs;
-    bool caller_owns, ok;
-    char path[PATH_MAX];
-    fy_error **reterr;
+    bool caller_owns;
+    uid_t euid;
+    atomic_uint_fast64_t entries;
+    atomic_bool stop;
+    /* the top-level directories, handed out by next */
+    char **top;
+    size_t ntop;
+    atomic_size_t next;
+    unsigned char (*top_seal)[32];   /* one digest per top-level directory, or NULL */
 };
 
-static int scan_dir(struct scan *s, int src, int depth) {
-    if (depth > TREE_DEPTH_MAX)
-        return fail(s->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, s->path, "the input root is nested deeper than %d",
-                    TREE_DEPTH_MAX);
-    int dfd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-    if (!d) {
-        int e = errno;
-        if (dfd >= 0)
-            close(dfd);
-        return fail(s->reterr, FY_E_IO, FY_STEP_INPUT, e, s->path, "cannot read the input directory: %s", strerror(e));
+struct scan {
+    struct scan_shared *sh;
+    struct pathset dirs;               /* this worker's, parents first */
+    bool ok;
+    int r;
+    fy_error *err;
+    struct digest *seal;               /* NULL: no seal */
+    char path[PATH_MAX];
+};
+
+/* One entry into the seal: what any change to it (content, mode, owner,
+ * links, a replacement) changes: ctime cannot be set from user space. */
+static void seal_entry(struct digest *h, const char *path, const struct stat *st) {
+    uint64_t f[10] = {st->st_mode, st->st_uid, st->st_gid, (uint64_t)st->st_size, st->st_ino, st->st_nlink,
+                      (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_ctim.tv_sec,
+                      (uint64_t)st->st_ctim.tv_nsec};
+    digest_update(h, path, strlen(path) + 1);
+    digest_update(h, f, sizeof(f));
+}
+
+static int scan_fail(struct scan *s, int code, int e, const char *fmt, ...) FY_PRINTF(4, 5);
+static int scan_fail(struct scan *s, int code, int e, const char *fmt, ...) {
+    if (!s->err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err_setv(&s->err, code, FY_STEP_INPUT, e, s->path, fmt, ap);
+        va_end(ap);
     }
-    size_t plen = strlen(s->path);
-    int r = 0;
-    struct dirent *de;
-    while (r >= 0 && (errno = 0, de = readdir(d))) {
-        const char *name = de->d_name;
-        if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
-            continue;
-        if (plen + strlen(name) + 2 > sizeof(s->path)) {
-            r = fail(s->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, s->path, "an input path is longer than %d bytes",
-                     PATH_MAX);
-            break;
+    atomic_store(&s->sh->stop, true);
+    return s->r = code;
+}
+
+static int scan_dir(struct scan *s, int src, int depth, bool top);
+
+/* The entry name of the directory src, whose path is s->path[0..plen). */
+static int scan_entry(struct scan *s, int src, const char *name, size_t plen, int depth, bool top) {
+    const struct scan_shared *sh = s->sh;
+    size_t nl = strlen(name);
+    if (plen + nl + 2 > sizeof(s->path))
+        return scan_fail(s, FY_E_RANGE, 0, "an input path is longer than %d bytes", PATH_MAX);
+    /* the path, in place (cheap); read only for directories, errors, seals */
+    char *p = s->path + plen;
+    if (plen)
+        *p++ = '/';
+    memcpy(p, name, nl + 1);
+    struct stat st;
+    if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return scan_fail(s, FY_E_IO, errno, "cannot stat: %s", strerror(errno));
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+        return scan_fail(s, FY_E_INVAL, 0, "the input root holds %s: only files, directories and links are inputs",
+                         type_name(st.st_mode));
+    s->ok = s->ok && reachable(&st, sh->caller_owns, sh->euid);
+    if (s->seal)
+        seal_entry(s->seal, s->path, &st);
+    if (!S_ISDIR(st.st_mode))
+        return 0;
+    if (top) {
+        /* the walk of a top-level directory waits for the workers */
+        if (s->sh->ntop % 64 == 0) {
+            char **v = realloc(s->sh->top, (s->sh->ntop + 64) * sizeof(char *));
+            if (!v)
+                return scan_fail(s, FY_E_NOMEM, 0, "out of memory");
+            s->sh->top = v;
         }
-        snprintf(s->path + plen, sizeof(s->path) - plen, "%s%s", plen ? "/" : "", name);
-        if (++s->st->entries > s->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]) {
-            r = fail(s->reterr, FY_E_RANGE, FY_STEP_INPUT, 0, s->path,
-                     "the input root has more than %" PRIu64 " entries (limits.input_entries)",
-                     s->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]);
-            break;
-        }
-        struct stat st;
-        if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            r = fail(s->reterr, FY_E_IO, FY_STEP_INPUT, errno, s->path, "cannot stat: %s", strerror(errno));
-        } else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-            r = fail(s->reterr, FY_E_INVAL, FY_STEP_INPUT, 0, s->path,
-                     "the input root holds %s: only files, directories and links are inputs", type_name(st.st_mode));
-        } else {
-            s->ok = s->ok && reachable(&st, s->caller_owns);
-            if (S_ISDIR(st.st_mode)) {
-                int sub = open_dir(src, name);
-                if (sub < 0)
-                    r = fail(s->reterr, FY_E_IO, FY_STEP_INPUT, errno, s->path, "cannot open the input directory: %s",
-                             strerror(errno));
-                else if (pathset_add(s->dirs, s->path) < 0)
-                    r = fail(s->reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
-                else
-                    r = scan_dir(s, sub, depth + 1);
-                if (sub >= 0)
-                    close(sub);
-            }
-        }
-        s->path[plen] = '\0';
+        if (!(s->sh->top[s->sh->ntop] = strdup(name)))
+            return scan_fail(s, FY_E_NOMEM, 0, "out of memory");
+        s->sh->ntop++;
+        return 0;
     }
-    if (r >= 0 && errno)
-        r = fail(s->reterr, FY_E_IO, FY_STEP_INPUT, errno, s->path, "cannot read the input directory");
-    closedir(d);
+    int sub = open_dir(src, name);
+    if (sub < 0)
+        return scan_fail(s, FY_E_IO, errno, "cannot open the input directory: %s", strerror(errno));
+    int r = pathset_add(&s->dirs, s->path) < 0 ? scan_fail(s, FY_E_NOMEM, 0, "out of memory")
+                                               : scan_dir(s, sub, depth + 1, false);
+    close(sub);
     return r;
 }
 
+static int scan_dir(struct scan *s, int src, int depth, bool top) {
+    if (depth > TREE_DEPTH_MAX)
+        return scan_fail(s, FY_E_RANGE, 0, "the input root is nested deeper than %d", TREE_DEPTH_MAX);
+    int dfd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return scan_fail(s, FY_E_IO, errno, "cannot read the input directory: %s", strerror(errno));
+    /* The whole listing first (a recursion below reads its own). */
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int r = 0;
+    for (;;) {
+        if (cap - len < DENTS_BUF) {
+            char *nb = realloc(buf, cap + DENTS_BUF);
+            if (!nb) {
+                r = scan_fail(s, FY_E_NOMEM, 0, "out of memory");
+                break;
+            }
+            buf = nb;
+            cap += DENTS_BUF;
+        }
+        long n = syscall(SYS_getdents64, dfd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = scan_fail(s, FY_E_IO, errno, "cannot read the input directory: %s", strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(dfd);
+    /* Counted a directory at a time (one shared counter, seldom touched). */
+    uint64_t count = 0;
+    for (size_t o = 0; r >= 0 && o < len;) {
+        const struct ld64 *e = (const struct ld64 *)(buf + o);
+        o += e->reclen;
+        count += !(e->name[0] == '.' && (!e->name[1] || (e->name[1] == '.' && !e->name[2])));
+    }
+    if (r >= 0 && atomic_fetch_add(&s->sh->entries, count) + count > s->sh->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES])
+        r = scan_fail(s, FY_E_RANGE, 0, "the input root has more than %" PRIu64 " entries (limits.input_entries)",
+                      s->sh->a->limit[FY_ACTION_LIMIT_INPUT_ENTRIES]);
+    size_t plen = strlen(s->path);
+    for (size_t o = 0; r >= 0 && o < len && !atomic_load_explicit(&s->sh->stop, memory_order_relaxed);) {
+        const struct ld64 *e = (const struct ld64 *)(buf + o);
+        o += e->reclen;
+        const char *nm = e->name;
+        if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+            continue;
+        r = scan_entry(s, src, nm, plen, depth, top);
+        s->path[plen] = '\0';
+    }
+    free(buf);
+    return r < 0 ? r : s->r;
+}
+
+struct worker { struct scan s; int root; };
+
+static void *scan_worker(void *arg) {
+    struct worker *w = arg;
+    struct scan *s = &w->s;
+    struct scan_shared *sh = s->sh;
+    for (size_t i; s->r >= 0 && !atomic_load(&sh->stop) && (i = atomic_fetch_add(&sh->next, 1)) < sh->ntop;) {
+        struct digest h = {NULL};
+        if (sh->top_seal) {
+            if (digest_init(&h) < 0) {
+                scan_fail(s, FY_E_NOMEM, 0, "out of memory");
+                break;
+            }
+            s->seal = &h;
+        }
+        snprintf(s->path, sizeof(s->path), "%s", sh->top[i]);
+        int sub = open_dir(w->root, sh->top[i]);
+        if (sub < 0)
+            scan_fail(s, FY_E_IO, errno, "cannot open the input directory: %s", strerror(errno));
+        else if (pathset_add(&s->dirs, s->path) < 0)
+            scan_fail(s, FY_E_NOMEM, 0, "out of memory");
+        else
+            scan_dir(s, sub, 1, false);
+        if (sub >= 0)
+            close(sub);
+        if (sh->top_seal)
+            digest_final(&h, sh->top_seal[i]);
+        s->seal = NULL;
+    }
+    return NULL;
+}
+
 int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct pathset *dirs, bool *overlayable,
-                    fy_error **reterr) {
+                    unsigned char seal[32], fy_error **reterr) {
     struct stat top;
-    struct scan s = {.a = a, .st = st, .dirs = dirs, .caller_owns = geteuid() != 0, .ok = true, .reterr = reterr};
+    *overlayable = false;
     if (fstat(src, &top) < 0)
         return fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, a->input, "cannot stat the input root");
-    s.ok = reachable(&top, s.caller_owns);
-    int r = scan_dir(&s, src, 0);
-    *overlayable = r >= 0 && s.ok;
+    struct scan_shared sh = {.a = a, .caller_owns = geteuid() != 0, .euid = geteuid()};
+    atomic_init(&sh.entries, 0);
+    atomic_init(&sh.stop, false);
+    atomic_init(&sh.next, 0);
+    struct worker w[SCAN_THREADS];
+    memset(w, 0, sizeof(w));
+    for (int i = 0; i < SCAN_THREADS; i++) {
+        w[i].s.sh = &sh;
+        w[i].s.ok = true;
+        w[i].root = src;
+    }
+    int r = 0;
+    bool root_ok = true;
+    struct digest rs = {NULL};
+    if (seal && digest_init(&rs) < 0)
+        return fail(reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+    {
+        /* The root's own entries here; its directories listed for the workers. */
+        w[0].s.seal = seal ? &rs : NULL;
+        scan_dir(&w[0].s, src, 0, true);
+        w[0].s.seal = NULL;
+        root_ok = w[0].s.ok;
+        w[0].s.ok = true;
+    }
+    if (w[0].s.r >= 0 && sh.ntop) {
+        if (seal && !(sh.top_seal = calloc(sh.ntop, 32)))
+            r = fail(reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+        pthread_t th[SCAN_THREADS];
+        int started = 0;
+        if (r >= 0) {
+            /* The helper takes no signal of the host's. */
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
+            for (int i = 1; i < SCAN_THREADS && sh.ntop > 1; i++, started++)
+                if (pthread_create(&th[i], NULL, scan_worker, &w[i]) != 0)
+                    break; /* the walk is the same without it */
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            scan_worker(&w[0]);
+            for (int i = 1; i <= started; i++)
+                pthread_join(th[i], NULL);
+        }
+    }
+    /* The first failure (a worker's order), else the lists, parents first. */
+    for (int i = 0; i < SCAN_THREADS && r >= 0; i++)
+        if (w[i].s.r < 0) {
+            r = w[i].s.r;
+            if (reterr && !*reterr)
+                *reterr = w[i].s.err;
+            else
+                fy_error_free(w[i].s.err);
+            w[i].s.err = NULL;
+        }
+    bool ok = root_ok && reachable(&top, sh.caller_owns, sh.euid);
+    for (int i = 0; i < SCAN_THREADS; i++) {
+        ok = ok && w[i].s.ok;
+        for (size_t j = 0; r >= 0 && j < w[i].s.dirs.n; j++)
+            if (pathset_add(dirs, w[i].s.dirs.v[j]) < 0)
+                r = fail(reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
+        fy_error_free(w[i].s.err);
+        pathset_free(&w[i].s.dirs);
+    }
+    if (seal) {
+        for (size_t i = 0; r >= 0 && sh.top_seal && i < sh.ntop; i++)
+            digest_update(&rs, sh.top_seal[i], 32);
+        digest_final(&rs, seal);
+    }
+    for (size_t i = 0; i < sh.ntop; i++)
+        free(sh.top[i]);
+    free(sh.top);
+    free(sh.top_seal);
+    st->entries += atomic_load(&sh.entries);
+    *overlayable = r >= 0 && ok;
     return r;
 }
 

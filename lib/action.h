@@ -53,8 +53,16 @@ void pathset_free(struct pathset *s);
  * are made as own says. */
 /* Who owns the directories made for the workload, and their mode. */
 struct tree_owner { bool chown; uid_t uid; gid_t gid; mode_t dir_mode; };
-int tree_materialise(const fy_action *a, int dst, uid_t ids_first, uint32_t ids_count, const struct tree_owner *own,
+/* from >= 0: a directory to materialise instead of the action's input
+ * root (the archive's unpacked cache entry). */
+int tree_materialise(const fy_action *a, int from, int dst, uid_t ids_first, uint32_t ids_count, const struct tree_owner *own,
                      struct tree_stats *st, struct pathset *inputs, fy_error **reterr);
+
+/* Unpacks the archive (fd, at offset 0) of the action into the empty
+ * directory dst, refusing what tree_materialise refuses, and checks that
+ * the bytes read were the file whose SHA-256 is digest (FY_E_STATE). */
+int tree_unpack(const fy_action *a, int fd, const unsigned char digest[32], int dst, const struct tree_owner *own,
+                struct tree_stats *st, fy_error **reterr);
 
 /* The overlay path (the backend mounts the input directory as the
  * read-only lower of an overlay whose upper is the execution root):
@@ -66,10 +74,35 @@ int tree_materialise(const fy_action *a, int dst, uid_t ids_first, uint32_t ids_
  * every directory of dirs in the empty upper (fd), owned as own says, the
  * working directory and the outputs' parents, and copies into the upper
  * the declared outputs the lower already has. */
+/* With seal, also the SHA-256 of every entry's path, type, mode, owner,
+ * size, inode, link count, mtime and ctime, in directory order. */
 int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct pathset *dirs, bool *overlayable,
-                    fy_error **reterr);
+                    unsigned char seal[32], fy_error **reterr);
 int tree_skeleton(const fy_action *a, int lower, int upper, const struct pathset *dirs, const struct tree_owner *own,
                   struct tree_stats *st, fy_error **reterr);
+
+/* action-cache.c: archive input roots unpacked once, per user, into a
+ * content-addressed cache (the rules are at the top of action-cache.c). */
+struct act_cache {
+    char *dir, *entry_path;   /* the cache (NULL: none here), the entry in use */
+    int root, entries, seals, locks, tmp, memos, archive, lock, entry;
+    unsigned char digest[32]; /* the archive's SHA-256 */
+    char key[65];
+    const char *state;        /* "hit", "built", "rebuilt" */
+    bool remembered;          /* the digest was the one remembered for the file, not hashed */
+};
+/* Opens the cache (refused unless the caller's and written by nobody
+ * else: FY_E_DENIED), hashes the archive, holds the entry's lock shared.
+ * With no cache directory here, c->dir stays NULL. */
+int action_cache_open(const fy_action *a, struct act_cache *c, fy_error **reterr);
+/* The entry of the archive, walked as tree_scan_lower walks (dirs, st,
+ * *overlayable as it fills them) and checked against its seal; made (or
+ * made again, when refused) from the archive. Then c->entry (an fd) and
+ * c->entry_path name it, and the lock held shared keeps it until
+ * action_cache_close. */
+int action_cache_entry(struct act_cache *c, const fy_action *a, struct pathset *dirs, struct tree_stats *st,
+                       bool *overlayable, fy_error **reterr);
+void action_cache_close(struct act_cache *c);
 
 struct collected;
 /* Collects the declared outputs of the finished attempt from the execution

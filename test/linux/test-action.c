@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -393,6 +394,20 @@ END_TEST
  * every input directory), from inside: the input root is unchanged (names,
  * modes, owners, times, contents), the workload saw its own changes where
  * it was allowed to make them, nothing of the attempt is left or mounted. */
+/* Every input written, truncated, re-moded, linked, renamed and removed
+ * from inside; what is left listed in report/left. */
+#define ATTACK                                                                                    \
+    "mkdir -p report; "                                                                           \
+    "for f in $(find . -path ./report -prune -o ! -type d -print); do "                           \
+    "  chmod 666 $f; echo w >> $f; true > $f; truncate -s 1 $f; touch -d 2001-01-01 $f; "        \
+    "  ln $f $f.hl && echo hl >> $f.hl; "                                                         \
+    "  mv $f $f.mv && mv $f.mv $f; mv $f $f.gone; rm -f $f.gone $f.hl; "                          \
+    "done 2>/dev/null; "                                                                          \
+    "for d in $(find . -mindepth 1 -type d ! -name report); do chmod 777 $d; touch $d/planted; "  \
+    "  mv $d $d.mv && mv $d.mv $d; done 2>/dev/null; "                                            \
+    "rm -rf src empty tool.sh link 2>/dev/null; ls -A > report/left; "                            \
+    "exit 0"
+
 START_TEST(test_every_input_attacked) {
     char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
     char sub[512];
@@ -403,17 +418,7 @@ START_TEST(test_every_input_attacked) {
     unsigned char before[32], after[32];
     tree_digest(in, before);
     fy_action *a = action_json(
-        "\"arguments\": [\"/bin/sh\", \"-c\", \""
-        "mkdir -p report; "
-        "for f in $(find . -path ./report -prune -o ! -type d -print); do "
-        "  chmod 666 $f; echo w >> $f; true > $f; truncate -s 1 $f; touch -d 2001-01-01 $f; "
-        "  ln $f $f.hl && echo hl >> $f.hl; "
-        "  mv $f $f.mv && mv $f.mv $f; mv $f $f.gone; rm -f $f.gone $f.hl; "
-        "done 2>/dev/null; "
-        "for d in $(find . -mindepth 1 -type d ! -name report); do chmod 777 $d; touch $d/planted; "
-        "  mv $d $d.mv && mv $d.mv $d; done 2>/dev/null; "
-        "rm -rf src empty tool.sh link 2>/dev/null; ls -A > report/left; "
-        "exit 0\"],"
+        "\"arguments\": [\"/bin/sh\", \"-c\", \"" ATTACK "\"],"
         "\"environment\": {\"PATH\": \"/usr/bin:/bin\"},"
         "\"outputs\": {\"directories\": [\"report\"]}}", in);
     ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
@@ -743,6 +748,245 @@ END_TEST
 
 /* ---- properties and documents ---- */
 
+
+/* ---- the archive cache ---- */
+
+static char cache_dir[128];
+
+/* The cache entry of the archive at path: CACHE/entries/<its SHA-256>, and
+ * its seal. */
+static void entry_of(const char *archive, char *entry, char *seal, size_t len) {
+    FILE *f = fopen(archive, "re");
+    ck_assert_ptr_nonnull(f);
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    unsigned char buf[4096], d[32];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+        crypto_hash_sha256_update(&st, buf, n);
+    fclose(f);
+    crypto_hash_sha256_final(&st, d);
+    char hex[65];
+    sodium_bin2hex(hex, sizeof(hex), d, 32);
+    snprintf(entry, len, "%s/entries/%s", cache_dir, hex);
+    snprintf(seal, len, "%s/seals/%s", cache_dir, hex);
+}
+
+/* Runs the archive action; its outcome succeeded, its cache state the one
+ * expected, its output r the digest of want. */
+static void run_cached(const char *ar, const char *cmd, const char *state, const char *want) {
+    char *sc = make_dir("scratch");
+    fy_action *a = archive_action(ar, cmd);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res), exp[64], hx[72];
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    snprintf(exp, sizeof(exp), "\"cache\": \"%s\"", state);
+    ck_assert_msg(strstr(j, exp), "expected %s: %s", exp, j);
+    ck_assert_msg(strstr(j, "\"archive_digest\": \"sha256:"), "%s", j);
+    /* from the cache, as a directory input: an overlay where this host can */
+    assert_root(j, overlay_here);
+    sha_hex(want, strlen(want), hx);
+    ck_assert_msg(strstr(j, hx), "output not %s: %s", want, j);
+    assert_no_attempt_left(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(sc);
+}
+
+static void chmod_tree(const char *dir, mode_t dmode) {
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "find '%s' -type d -exec chmod %o {} +", dir, (unsigned)dmode);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(test_archive_cache) {
+    const struct ent ents[] = {
+        {"./src/", AE_IFDIR, NULL, NULL, 0},
+        {"./src/a.txt", AE_IFREG, "alpha\n", NULL, 0},
+    };
+    char *ar = make_archive(ents, 2);
+    char entry[512], seal[512], file[600];
+    entry_of(ar, entry, seal, sizeof(entry));
+    run_cached(ar, "cat src/a.txt > r", "built", "alpha\n");
+    /* read-only for everyone, the caller's */
+    struct stat st;
+    snprintf(file, sizeof(file), "%s/src/a.txt", entry);
+    ck_assert_int_eq(stat(file, &st), 0);
+    ck_assert_int_eq(st.st_uid, geteuid());
+    ck_assert_int_eq(st.st_mode & 0222, 0);
+    run_cached(ar, "cat src/a.txt > r", "hit", "alpha\n");
+
+    /* An input changed in the cache (content: its ctime moves): refused,
+     * made again from the archive. */
+    ck_assert_int_eq(chmod(file, 0644), 0);
+    write_file(file, "evil!\n", 0444);
+    run_cached(ar, "cat src/a.txt > r", "rebuilt", "alpha\n");
+    run_cached(ar, "cat src/a.txt > r", "hit", "alpha\n");
+
+    /* A file added to a cached directory: refused. */
+    snprintf(file, sizeof(file), "%s/src", entry);
+    ck_assert_int_eq(chmod(file, 0755), 0);
+    snprintf(file, sizeof(file), "%s/src/planted", entry);
+    write_file(file, "x\n", 0444);
+    run_cached(ar, "cat src/a.txt > r; test -e src/planted && echo planted >> r; true", "rebuilt", "alpha\n");
+
+    /* A tree planted under the key with a seal of its own making: refused. */
+    char cmd[1400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s/src' && echo evil > '%s/src/a.txt' && "
+             "printf 'forgeyard-action-cache 1 %%064d\\n' 0 > '%s'", entry, entry, entry, seal);
+    chmod_tree(entry, 0755);
+    ck_assert_int_eq(system(cmd), 0);
+    run_cached(ar, "cat src/a.txt > r", "rebuilt", "alpha\n");
+
+    /* Half-made (published, never sealed): refused. */
+    ck_assert_int_eq(unlink(seal), 0);
+    run_cached(ar, "cat src/a.txt > r", "rebuilt", "alpha\n");
+
+    /* An entry of another owner: refused (as root: another uid owns it). */
+    if (geteuid() == 0) {
+        snprintf(cmd, sizeof(cmd), "chown -R 65534:65534 '%s'", entry);
+        ck_assert_int_eq(system(cmd), 0);
+        run_cached(ar, "cat src/a.txt > r", "rebuilt", "alpha\n");
+    }
+
+    /* A cache others may write is not trusted: a typed refusal. */
+    ck_assert_int_eq(chmod(cache_dir, 0777), 0);
+    char *sc = make_dir("scratch");
+    fy_action *a = archive_action(ar, "cat src/a.txt > r");
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = NULL;
+    fy_error *err = NULL;
+    int r = fy_action_run(a, p, NULL, &res, &err);
+    ck_assert_int_eq(chmod(cache_dir, 0711), 0);
+    ck_assert_int_eq(r, FY_E_DENIED);
+    ck_assert_msg(strstr(fy_error_message(err), "not trusted"), "%s", fy_error_message(err));
+    fy_error_free(err);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(sc);
+    free(ar);
+}
+END_TEST
+
+/* The archive's digest is remembered by the file's identity once its
+ * ctime has settled; a write to the archive in place (same size, same
+ * path) is seen at once. */
+START_TEST(test_archive_cache_remembered) {
+    const struct ent ents[] = {{"./a.txt", AE_IFREG, "alpha\n", NULL, 0}};
+    char *ar = make_archive(ents, 1);
+    sleep(3); /* older than the settle time: the digest may be remembered */
+    run_cached(ar, "cat a.txt > r", "built", "alpha\n");
+    char *sc = make_dir("scratch");
+    fy_action *a = archive_action(ar, "cat a.txt > r");
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(strstr(j, "\"cache\": \"hit\"") && strstr(j, "\"archive_digest_remembered\": true"), "%s", j);
+    free(j);
+    fy_action_result_free(res);
+    /* The same archive with beta for alpha, written over it in place. */
+    const struct ent other[] = {{"./a.txt", AE_IFREG, "beta!\n", NULL, 0}};
+    char *ar2 = make_archive(other, 1), cmd[1200];
+    struct stat s1, s2;
+    ck_assert_int_eq(stat(ar, &s1), 0);
+    ck_assert_int_eq(stat(ar2, &s2), 0);
+    snprintf(cmd, sizeof(cmd), "dd if='%s' of='%s' conv=notrunc status=none", ar2, ar);
+    ck_assert_int_eq(system(cmd), 0);
+    res = run(a, p);
+    j = result_json(res);
+    char hx[72];
+    sha_hex("beta!\n", 6, hx);
+    ck_assert_msg(strstr(j, hx) && strstr(j, "\"archive_digest_remembered\": false") &&
+                  strstr(j, "\"cache\": \"built\""), "%s", j);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(ar); free(ar2); free(sc);
+}
+END_TEST
+
+/* Entries unused for 14 days are collected when another is made. */
+START_TEST(test_archive_cache_gc) {
+    const struct ent e1[] = {{"./old.txt", AE_IFREG, "old\n", NULL, 0}};
+    const struct ent e2[] = {{"./new.txt", AE_IFREG, "new\n", NULL, 0}};
+    char *a1 = make_archive(e1, 1), *a2 = make_archive(e2, 1);
+    char entry[512], seal[512];
+    entry_of(a1, entry, seal, sizeof(entry));
+    run_cached(a1, "cat old.txt > r", "built", "old\n");
+    struct timespec old[2] = {{time(NULL) - 15 * 86400, 0}, {time(NULL) - 15 * 86400, 0}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, seal, old, 0), 0);
+    run_cached(a2, "cat new.txt > r", "built", "new\n");
+    struct stat st;
+    ck_assert_int_ne(stat(entry, &st), 0);
+    ck_assert_int_ne(stat(seal, &st), 0);
+    free(a1);
+    free(a2);
+}
+END_TEST
+
+/* Inputs from the cache, attacked from inside: the entry is unchanged
+ * (its tree digest, and its seal: the next run hits). */
+START_TEST(test_archive_cache_attacked) {
+    const struct ent ents[] = {
+        {"./src/", AE_IFDIR, NULL, NULL, 0},
+        {"./src/a.c", AE_IFREG, "int main(void) { return 0; }\n", NULL, 0},
+        {"./src/deep/", AE_IFDIR, NULL, NULL, 0},
+        {"./src/deep/c.txt", AE_IFREG, "deep input\n", NULL, 0},
+        {"./tool.sh", AE_IFREG, "#!/bin/sh\necho tool\n", NULL, 0},
+        {"./link", AE_IFLNK, NULL, "src/a.c", 0},
+        {"./hard", -1, NULL, "./src/a.c", 0},
+    };
+    char *ar = make_archive(ents, sizeof(ents) / sizeof(ents[0]));
+    char entry[512], seal[512];
+    entry_of(ar, entry, seal, sizeof(entry));
+    run_cached(ar, "cat src/a.c > r", "built", "int main(void) { return 0; }\n");
+    unsigned char before[32], after[32];
+    tree_digest(entry, before);
+    char *sc = make_dir("scratch"), *out = path_in("out", "");
+    char *doc = NULL;
+    ck_assert_int_ge(asprintf(&doc, "{\"version\": 1, \"input_root\": {\"archive\": \"%s\"}, "
+                                    "\"arguments\": [\"/bin/sh\", \"-c\", \"" ATTACK "\"],"
+                                    "\"environment\": {\"PATH\": \"/usr/bin:/bin\"},"
+                                    "\"outputs\": {\"directories\": [\"report\"]}}", ar), 0);
+    fy_action *a = NULL;
+    ck_assert_int_eq(fy_action_from_json(doc, strlen(doc), &a, NULL), 0);
+    free(doc);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    ck_assert_msg(strstr(j, "\"cache\": \"hit\""), "%s", j);
+    assert_root(j, overlay_here);
+    char sub[600];
+    snprintf(sub, sizeof(sub), "%s/report/left", out);
+    char *left = read_all(sub);
+    ck_assert_ptr_nonnull(left);
+    ck_assert_msg(!strstr(left, "src") && !strstr(left, "tool.sh"), "left: %s", left);
+    free(left);
+    tree_digest(entry, after);
+    ck_assert_msg(memcmp(before, after, 32) == 0, "the cache entry changed: %s", j);
+    assert_no_attempt_left(sc);
+    assert_no_mount_of(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    /* sealed as before: the next run uses it */
+    run_cached(ar, "cat src/deep/c.txt > r", "hit", "deep input\n");
+    free(ar); free(sc); free(out);
+}
+END_TEST
+
+
 static void expect_start_error(const char *props, int code, const char *loc) {
     char *in = make_input();
     char *doc = NULL;
@@ -911,6 +1155,9 @@ int main(int argc, char **argv) {
         chmod(scratch, 0755);
     }
     umask(022);
+    /* The archive cache: this run's own. */
+    snprintf(cache_dir, sizeof(cache_dir), "%s/action-cache", scratch);
+    setenv("FORGEYARD_ACTION_CACHE", cache_dir, 1);
     /* The overlay path is expected where the probe's overlay works and the
      * kernel takes layers by fd. */
     fy_caps *caps = NULL;
@@ -944,6 +1191,10 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_archive_input);
     tcase_add_test(tc, test_archive_hostile);
     tcase_add_test(tc, test_archive_truncated);
+    tcase_add_test(tc, test_archive_cache);
+    tcase_add_test(tc, test_archive_cache_gc);
+    tcase_add_test(tc, test_archive_cache_remembered);
+    tcase_add_test(tc, test_archive_cache_attacked);
     tcase_add_test(tc, test_platform_properties);
     tcase_add_test(tc, test_documents);
     tcase_add_test(tc, test_cancel);
