@@ -207,16 +207,21 @@ int fy_shells_stat(fy_shells *s, uint32_t what, uint64_t *ret_value) {
     return r;
 }
 
-void fy_shells_free(fy_shells *s) {
-    if (!s)
-        return;
-    registry_remove(s);
+/* Every shell of the set discarded (forgotten in a forked copy). */
+static void discard_all(fy_shells *s) {
     pthread_mutex_lock(&s->mu);
     if (s->origin_pid != util_getpid())
         forget_all(s);
     while (s->nready)
         discard_at(s, s->nready - 1);
     pthread_mutex_unlock(&s->mu);
+}
+
+void fy_shells_free(fy_shells *s) {
+    if (!s)
+        return;
+    registry_remove(s);
+    discard_all(s);
     pthread_mutex_destroy(&s->mu);
     prepared_unref(s->shape);
     free(s);
@@ -227,13 +232,7 @@ void fy_shells_free(fy_shells *s) {
  * frees one later finds it empty. */
 __attribute__((destructor)) static void shells_unload(void) {
     pthread_mutex_lock(&all_mu);
-    for (fy_shells *s = all_sets; s; s = s->next) {
-        pthread_mutex_lock(&s->mu);
-        if (s->origin_pid != util_getpid())
-            forget_all(s);
-        while (s->nready)
-            discard_at(s, s->nready - 1);
-        pthread_mutex_unlock(&s->mu);
-    }
+    for (fy_shells *s = all_sets; s; s = s->next)
+        discard_all(s);
     pthread_mutex_unlock(&all_mu);
 }

@@ -68,6 +68,11 @@ static bool ns_can_enforce(const fy_caps *c, uint32_t control, const char **why)
     }
 }
 
+/* Pre-started shells (linux-shell.c): the namespace and container levels. */
+#define LX_SHELL_OPS                                                                                          \
+    .shell_make = linux_shell_make, .shell_fits = linux_shell_fits, .shell_gone = linux_shell_gone,            \
+    .shell_discard = lx_shell_discard, .shell_forget = linux_shell_forget, .start_shell = lx_start_shell
+
 const struct fy_backend_ops linux_namespace_backend = {
     .version = FY_BACKEND_OPS_VERSION,
     .name = "linux-namespace",
@@ -88,12 +93,7 @@ const struct fy_backend_ops linux_namespace_backend = {
     .describe = linux_plan_describe,
     .workload_ids = linux_plan_workload_ids,
     .build_overlaid = linux_plan_build_overlaid,
-    .shell_make = linux_shell_make,
-    .shell_fits = linux_shell_fits,
-    .shell_gone = linux_shell_gone,
-    .shell_discard = lx_shell_discard,
-    .shell_forget = linux_shell_forget,
-    .start_shell = lx_start_shell,
+    LX_SHELL_OPS,
 };
 
 /* The container level: the namespace machinery over a verified image
@@ -129,12 +129,7 @@ const struct fy_backend_ops linux_container_backend = {
     .workload_ids = linux_plan_workload_ids,
     .build_overlaid = linux_plan_build_overlaid,
     .images = true,
-    .shell_make = linux_shell_make,
-    .shell_fits = linux_shell_fits,
-    .shell_gone = linux_shell_gone,
-    .shell_discard = lx_shell_discard,
-    .shell_forget = linux_shell_forget,
-    .start_shell = lx_start_shell,
+    LX_SHELL_OPS,
 };
 
 static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }
