@@ -469,7 +469,8 @@ static int runc_compile_as(const char *runtime, const struct fy_plan *np, const 
                            "uts", "type", "mount", "type", "user", "type", "cgroup");
     json_t *map = json_pack("[{sIsIsI}]", "containerID", (json_int_t)0, "hostID", (json_int_t)np->id_first, "size",
                             (json_int_t)np->id_count);
-    json_t *gmap = json_deep_copy(map);
+    json_t *gmap = json_pack("[{sIsIsI}]", "containerID", (json_int_t)0, "hostID", (json_int_t)np->id_first, "size",
+                             (json_int_t)np->id_count);
     /* Only the devices runc makes by default; limits are the attempt
      * cgroup's (the library's), which runc's cgroup lies under. */
     json_t *linux_o = json_pack("{sososososososs}", "namespaces", ns, "uidMappings", map, "gidMappings", gmap,
