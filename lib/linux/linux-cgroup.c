@@ -250,6 +250,18 @@ static int helper_remove(struct cg_run *run) {
     return 0;
 }
 
+/* What the plan puts on the run's v2 cgroup, the same whether the cgroup
+ * is made for the attempt or was a shell's: the device program, then the
+ * limits. */
+static int v2_controls(const struct cg_plan *plan, const struct cg_run *run, struct cg_fault *f, fy_error **reterr) {
+    int r = 0;
+    if (plan->dev_mech == LX_DEV_BPF && (r = apply_devices(plan, NULL, run->v2_dir, f, reterr)) < 0)
+        return r;
+    if (plan->v2_limits && (r = v2_write_limits(plan, run, f, reterr)) < 0)
+        return r;
+    return 0;
+}
+
 static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsigned parts, struct cg_fault *f,
                            fy_error **reterr) {
     if (parts & CG_PART_V2) {
@@ -286,21 +298,12 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
          * cgroup: nothing of it ever runs without the list. (A pre-started
          * shell's bare cgroup gets it at the claim, below: before anything
          * of the attempt runs in it; the shell itself opens no device.) */
-        if (!(parts & CG_PART_V2_BARE)) {
-            if (plan->dev_mech == LX_DEV_BPF && (r = apply_devices(plan, NULL, run->v2_dir, f, reterr)) < 0)
-                goto fail;
-            if (plan->v2_limits && (r = v2_write_limits(plan, run, f, reterr)) < 0)
-                goto fail;
-        }
-    }
-    /* A pre-started shell's cgroup, made bare, gets its device list and
-     * limits at the claim. */
-    if ((parts & CG_PART_V2_LIMITS) && run->v2_dir) {
-        if (plan->dev_mech == LX_DEV_BPF && (r = apply_devices(plan, NULL, run->v2_dir, f, reterr)) < 0)
-            goto fail;
-        if (plan->v2_limits && (r = v2_write_limits(plan, run, f, reterr)) < 0)
+        if (!(parts & CG_PART_V2_BARE) && (r = v2_controls(plan, run, f, reterr)) < 0)
             goto fail;
     }
+    /* A pre-started shell's cgroup, made bare, gets them at the claim. */
+    if ((parts & CG_PART_V2_LIMITS) && run->v2_dir && (r = v2_controls(plan, run, f, reterr)) < 0)
+        goto fail;
     if ((parts & CG_PART_V1) && plan->helper) {
         if (fault_hit(f, FY_STEP_CGROUP)) {
             r = err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, ECANCELED, NULL, "injected");
