@@ -68,8 +68,13 @@ static bool ns_can_enforce(const fy_caps *c, uint32_t control, const char **why)
     }
 }
 
-/* Pre-started shells (linux-shell.c): the namespace and container levels. */
-#define LX_SHELL_OPS                                                                                          \
+/* The run operations the namespace and container levels share: one
+ * machinery (linux-spawn*.c), pre-started shells (linux-shell.c) included. */
+#define LX_NS_RUN_OPS                                                                                          \
+    .compile = linux_compile, .plan_free = linux_plan_free_hook, .start = lx_start, .process = lx_process,      \
+    .terminate = lx_terminate, .destroy = lx_destroy, .forget = lx_forget, .get_fd = lx_get_fd,                 \
+    .stdio_fd = lx_stdio_fd, .next_deadline = lx_next_deadline, .describe = linux_plan_describe,                \
+    .workload_ids = linux_plan_workload_ids, .build_overlaid = linux_plan_build_overlaid,                       \
     .shell_make = linux_shell_make, .shell_fits = linux_shell_fits, .shell_gone = linux_shell_gone,            \
     .shell_discard = lx_shell_discard, .shell_forget = linux_shell_forget, .start_shell = lx_start_shell
 
@@ -80,20 +85,7 @@ const struct fy_backend_ops linux_namespace_backend = {
     .cost = 20,
     .usable = ns_usable,
     .can_enforce = ns_can_enforce,
-    .compile = linux_compile,
-    .plan_free = linux_plan_free_hook,
-    .start = lx_start,
-    .process = lx_process,
-    .terminate = lx_terminate,
-    .destroy = lx_destroy,
-    .forget = lx_forget,
-    .get_fd = lx_get_fd,
-    .stdio_fd = lx_stdio_fd,
-    .next_deadline = lx_next_deadline,
-    .describe = linux_plan_describe,
-    .workload_ids = linux_plan_workload_ids,
-    .build_overlaid = linux_plan_build_overlaid,
-    LX_SHELL_OPS,
+    LX_NS_RUN_OPS,
 };
 
 /* The container level: the namespace machinery over a verified image
@@ -115,21 +107,8 @@ const struct fy_backend_ops linux_container_backend = {
     .cost = 25,
     .usable = ctr_usable,
     .can_enforce = ns_can_enforce,
-    .compile = linux_compile,
-    .plan_free = linux_plan_free_hook,
-    .start = lx_start,
-    .process = lx_process,
-    .terminate = lx_terminate,
-    .destroy = lx_destroy,
-    .forget = lx_forget,
-    .get_fd = lx_get_fd,
-    .stdio_fd = lx_stdio_fd,
-    .next_deadline = lx_next_deadline,
-    .describe = linux_plan_describe,
-    .workload_ids = linux_plan_workload_ids,
-    .build_overlaid = linux_plan_build_overlaid,
+    LX_NS_RUN_OPS,
     .images = true,
-    LX_SHELL_OPS,
 };
 
 static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, FY_CAP_PIDFD, why); }
