@@ -31,6 +31,8 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "lazy.h"
+
 #include "action.h"
 
 #ifndef FICLONE
@@ -414,6 +416,9 @@ static la_ssize_t arsrc_read(struct archive *ar, void *data, const void **blk) {
 }
 
 static int mat_archive(struct mat *m, int dst, int fd, const unsigned char *expect) {
+    if (lazy_open(&lazy_archive) < 0)
+        return fail(m->reterr, FY_E_UNSUPPORTED, FY_STEP_INPUT, 0, m->a->input,
+                    "an archive input needs libarchive, which cannot be loaded: %s", lazy_archive.why);
     struct archive *ar = archive_read_new();
     crypto_hash_sha256_state h;
     struct arsrc *src = malloc(sizeof(*src));
@@ -424,10 +429,22 @@ static int mat_archive(struct mat *m, int dst, int fd, const unsigned char *expe
     }
     crypto_hash_sha256_init(&h);
     *src = (struct arsrc){.fd = fd, .h = expect ? &h : NULL};
-    archive_read_support_format_tar(ar);
-    archive_read_support_format_cpio(ar);
-    archive_read_support_filter_all(ar);
+    /* Only decoders built into libarchive: for a filter it lacks, or with
+     * archive_read_support_filter_all (lrzip, lzop, grzip), it would run an
+     * external program on the host over the untrusted archive (ARCHIVE_WARN
+     * says so). */
     int r = 0;
+    if (archive_read_support_format_tar(ar) != ARCHIVE_OK || archive_read_support_format_cpio(ar) != ARCHIVE_OK ||
+        archive_read_support_filter_none(ar) != ARCHIVE_OK || archive_read_support_filter_gzip(ar) != ARCHIVE_OK ||
+        archive_read_support_filter_bzip2(ar) != ARCHIVE_OK || archive_read_support_filter_xz(ar) != ARCHIVE_OK ||
+        archive_read_support_filter_zstd(ar) != ARCHIVE_OK || archive_read_support_filter_lz4(ar) != ARCHIVE_OK) {
+        r = fail(m->reterr, FY_E_UNSUPPORTED, FY_STEP_INPUT, 0, m->a->input,
+                 "this libarchive lacks a built-in decoder (tar, cpio, gzip, bzip2, xz, zstd, lz4): %s",
+                 archive_error_string(ar) ? archive_error_string(ar) : "no reason given");
+        archive_read_free(ar);
+        free(src);
+        return r;
+    }
     if (archive_read_open(ar, src, NULL, arsrc_read, NULL) != ARCHIVE_OK) {
         int e = archive_errno(ar);
         r = fail(m->reterr, e == ENOENT ? FY_E_NOTFOUND : e == EACCES || e == EISDIR ? FY_E_IO : FY_E_INVAL,

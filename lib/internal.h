@@ -77,7 +77,7 @@ const char *util_publish_once(char *const *slot, char *s);
  * OpenSSL's libcrypto, which uses the CPU's SHA extensions where there are
  * some (about 4x libsodium's portable code on the project's hosts): files,
  * archives, layers, outputs. Short strings keep using libsodium. */
-struct digest { void *ctx; };
+struct digest { void *ctx; int sodium; }; /* sodium: libcrypto could not be loaded (lazy.h) */
 int digest_init(struct digest *d);            /* 0, or FY_E_NOMEM */
 void digest_update(struct digest *d, const void *data, size_t len);
 void digest_final(struct digest *d, unsigned char out[32]); /* writes 32 bytes, releases d */

@@ -17,6 +17,8 @@
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 
+#include "lazy.h"
+
 #include "linux-devices.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"
@@ -159,6 +161,10 @@ size_t lx_dev_bpf_compile(const struct lx_dev_rule *rules, size_t n, void *out, 
 }
 
 static int bpf_apply(const char *dir, const struct lx_dev_rule *rules, size_t n, char *why, size_t whylen) {
+    if (lazy_open(&lazy_bpf) < 0) {
+        whyf(why, whylen, "libbpf cannot be loaded: %s", lazy_bpf.why);
+        return -ENOSYS;
+    }
     size_t max = 8 + n * 9;
     struct bpf_insn *insns = calloc(max, sizeof(*insns));
     if (!insns) {

@@ -16,6 +16,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "lazy.h"
+
 #include "oci-internal.h"
 
 #define JSON_BLOB_MAX (4u << 20) /* a manifest, index or config */
@@ -88,6 +90,11 @@ static int outer_close(struct archive *a, void *ud) {
 }
 
 struct archive *oci_archive_new_outer(int fd, fy_error **reterr) {
+    if (lazy_open(&lazy_archive) < 0) {
+        err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_IMAGE, 0, NULL, "an image archive needs libarchive, which cannot be loaded: %s",
+                lazy_archive.why);
+        return NULL;
+    }
     struct archive *a = archive_read_new();
     struct outer_src *o = malloc(sizeof(*o));
     if (!a || !o) {

@@ -25,6 +25,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "lazy.h"
+
 #include "oci-internal.h"
 
 #define PATH_BUF 4097
@@ -591,6 +593,11 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
         goto out;
     }
     hasher_start(c);
+    if (lazy_open(&lazy_archive) < 0) {
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_IMAGE, 0, NULL,
+                    "unpacking a layer needs libarchive, which cannot be loaded: %s", lazy_archive.why);
+        goto out;
+    }
     c->dec = archive_read_new();
     c->tar = archive_read_new();
     if (!c->dec || !c->tar) {

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lazy.h"
+
 #include "vm-image.h"
 
 extern const unsigned char vm_agent_blob[];
@@ -256,6 +258,8 @@ static bool has_pvh_note(const unsigned char *p, size_t len) {
 /* Decompresses the first XZ stream of z that yields an ELF with the PVH
  * note; writes it to fd. */
 static int extract_vmlinux(const unsigned char *z, size_t zlen, int fd, char digest[65]) {
+    if (lazy_open(&lazy_lzma) < 0)
+        return -ELIBACC; /* liblzma cannot be loaded: lazy_lzma.why */
     static const unsigned char magic[6] = {0xfd, '7', 'z', 'X', 'Z', 0};
     for (size_t off = 0; off + 6 <= zlen; off++) {
         if (memcmp(z + off, magic, 6) != 0)
@@ -696,10 +700,14 @@ static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **re
         if (close(ofd) < 0 && !x)
             x = -EIO;
         if (x < 0)
-            r = err_set(reterr, x == -ENOEXEC ? FY_E_UNSUPPORTED : err_from_errno(-x), FY_STEP_PREPARE, -x, NULL,
-                        x == -ENOEXEC ? "%s holds no XZ-compressed PVH vmlinux (XEN_ELFNOTE_PHYS32_ENTRY)"
-                                      : "extracting the vmlinux of %s failed",
-                        k->vmlinuz_path);
+            r = x == -ELIBACC
+                    ? err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL,
+                              "extracting the vmlinux of %s needs liblzma, which cannot be loaded: %s", k->vmlinuz_path,
+                              lazy_lzma.why)
+                    : err_set(reterr, x == -ENOEXEC ? FY_E_UNSUPPORTED : err_from_errno(-x), FY_STEP_PREPARE, -x, NULL,
+                              x == -ENOEXEC ? "%s holds no XZ-compressed PVH vmlinux (XEN_ELFNOTE_PHYS32_ENTRY)"
+                                            : "extracting the vmlinux of %s failed",
+                              k->vmlinuz_path);
     }
     if (z != MAP_FAILED)
         munmap(z, (size_t)st.st_size);

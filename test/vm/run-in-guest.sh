@@ -78,7 +78,7 @@ missing() { # a host tool is missing: skip (77) with --skip-missing, else fail
 }
 qemu=${FY_QEMU:-$(command -v qemu-system-x86_64 || true)}
 if [ -z "$qemu" ] || [ ! -x "$qemu" ]; then missing "qemu-system-x86_64 not found (package qemu-system-x86)"; fi
-for tool in cpio readelf xz ldd flock timeout; do
+for tool in cpio readelf strings xz ldd flock timeout; do
   command -v "$tool" >/dev/null || missing "'$tool' not found"
 done
 busybox=""
@@ -248,6 +248,27 @@ add_libs() { # ELF file: add its dynamic loader and the libraries ldd resolves
     esac
     if [ -z "${copied[$lib]:-}" ]; then copy_one "$lib"; copied[$lib]=1; fi
   done <<<"$out"
+  add_dlopened "$f"
+}
+
+# Libraries the program dlopen()s by soname (the library loads libarchive,
+# libcrypto, libbpf and liblzma on first use, lib/lazy.h): every soname string
+# in the file that the host's loader cache resolves, with its own libraries.
+add_dlopened() {
+  local f=$1 so path
+  for so in $(strings -n 6 "$f" | grep -E '^lib[A-Za-z0-9_+-]+\.so\.[0-9][0-9.]*$' | sort -u); do
+    path=$(ldconfig -p | awk -v s="$so" '$1 == s && /x86-64/ && !p { p = $NF } END { print p }')
+    [ -n "$path" ] || continue
+    path=$(readlink -f "$path")
+    if [ -z "${copied[$path]:-}" ]; then
+      copied[$path]=1
+      mkdir -p "$root$(dirname "$path")"
+      cp --preserve=mode "$path" "$root$path" || die "cannot copy $path into the guest image"
+      # the soname the program asks for, beside the file it names
+      [ -e "$root$(dirname "$path")/$so" ] || ln -s "$(basename "$path")" "$root$(dirname "$path")/$so"
+      add_libs "$path"
+    fi
+  done
 }
 
 add_path() { # host path (file or dir), with libraries for ELF files
