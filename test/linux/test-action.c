@@ -746,6 +746,58 @@ START_TEST(test_archive_truncated) {
 }
 END_TEST
 
+/* An archive compressed with a format libarchive decodes only by running a
+ * program (lrzip, grzip; lzop without liblzo2) is refused: no host program
+ * ever parses an untrusted input archive. Fake decoders first in PATH would
+ * leave a mark if they ran. */
+START_TEST(test_archive_no_external_decoder) {
+    char *bin = make_dir("fakebin");
+    char mark[512], script[600], prog[512];
+    snprintf(mark, sizeof(mark), "%s/decoder-ran", bin);
+    snprintf(script, sizeof(script), "#!/bin/sh\ntouch %s\ncat\n", mark);
+    static const char *const decoders[] = {"lrzip", "grzip", "lzop"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(prog, sizeof(prog), "%s/%s", bin, decoders[i]);
+        write_file(prog, script, 0755);
+    }
+    const char *old = getenv("PATH");
+    char *saved = strdup(old ? old : "/usr/bin:/bin"), *path = NULL;
+    ck_assert_int_ge(asprintf(&path, "%s:%s", bin, saved), 0);
+    setenv("PATH", path, 1);
+    /* The magic numbers libarchive's bidders look for, then filler. */
+    static const unsigned char lrz[] = {'L', 'R', 'Z', 'I', 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const unsigned char grz[] = {'G', 'R', 'Z', 'i', 'p', 'I', 'I', 0, 2, 4, ':', ')', 0, 0, 0, 0};
+    static const unsigned char lzo[] = {0x89, 'L', 'Z', 'O', 0, 0x0d, 0x0a, 0x1a, 0x0a, 0x10, 0x30, 0x20, 0xa0,
+                                        0x09, 0x40, 0x01, 0x05, 0x03, 0, 0, 0x01, 0, 0, 0x81, 0xa4, 0, 0};
+    const struct { const unsigned char *b; size_t n; } files[] = {{lrz, sizeof(lrz)}, {grz, sizeof(grz)}, {lzo, sizeof(lzo)}};
+    for (size_t i = 0; i < 3; i++) {
+        char *ar = path_in("ext", ".bin"), *sc = make_dir("scratch");
+        int fd = open(ar, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, files[i].b, files[i].n), (ssize_t)files[i].n);
+        char filler[4096] = {0};
+        ck_assert_int_eq(write(fd, filler, sizeof(filler)), (ssize_t)sizeof(filler));
+        close(fd);
+        fy_action *a = archive_action(ar, "true");
+        ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+        fy_policy *p = policy();
+        fy_action_attempt *t = NULL;
+        fy_error *err = NULL;
+        int r = fy_action_start(a, p, NULL, &t, &err);
+        ck_assert_msg(r < 0, "%s: an archive only an external program decodes was accepted", decoders[i]);
+        ck_assert_ptr_null(t);
+        ck_assert_msg(access(mark, F_OK) != 0, "%s: a host program ran over the untrusted archive", decoders[i]);
+        assert_no_attempt_left(sc);
+        fy_error_free(err);
+        fy_action_free(a);
+        fy_policy_free(p);
+        free(ar); free(sc);
+    }
+    setenv("PATH", saved, 1);
+    free(saved); free(path); free(bin);
+}
+END_TEST
+
 /* ---- properties and documents ---- */
 
 
@@ -1191,6 +1243,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_archive_input);
     tcase_add_test(tc, test_archive_hostile);
     tcase_add_test(tc, test_archive_truncated);
+    tcase_add_test(tc, test_archive_no_external_decoder);
     tcase_add_test(tc, test_archive_cache);
     tcase_add_test(tc, test_archive_cache_gc);
     tcase_add_test(tc, test_archive_cache_remembered);
