@@ -925,6 +925,73 @@ static void bench_fetch(int runs) {
     close(s.fd); /* (the server thread ends at its next accept) */
 }
 
+/* The CLI, as CI systems call it per action (whole processes): with the
+ * probe snapshot it saves (FORGEYARD_CACHE_DIR, 0700), and with a cache
+ * directory it must refuse (0755: a fresh probe every run), against bwrap
+ * and the library lifecycle in the same interleaved run. The target: the CLI
+ * costs at most 0.10 of a bwrap run more than the library lifecycle. Also
+ * alone: fy-bench --cli [RUNS]. */
+static void bench_cli(fy_policy *p, const char **argv_true, char **bwrap_argv, int n) {
+    const char *bwrap = bwrap_argv ? bwrap_argv[0] : NULL;
+    char cli[4096];
+    ssize_t cl = readlink("/proc/self/exe", cli, sizeof(cli) - 64);
+    char *slash = cl > 0 ? (cli[cl] = '\0', strrchr(cli, '/')) : NULL;
+    if (slash) {
+        snprintf(slash, sizeof(cli) - (size_t)(slash - cli), "/../examples/forgeyard");
+    }
+    if (slash && access(cli, X_OK) == 0) {
+        char cache[600], nocache[600];
+        snprintf(cache, sizeof(cache), "%s/cli-cache", workdir);
+        snprintf(nocache, sizeof(nocache), "%s/cli-open", workdir);
+        if (mkdir(cache, 0700) < 0 || mkdir(nocache, 0700) < 0 || chmod(nocache, 0755) < 0)
+            die("mkdir", NULL);
+        char *cli_argv[] = {cli, "run", "--profile", "release", "--", "/usr/bin/true", NULL};
+        int cn = n < 100 ? n : 100;
+        uint64_t *t_cli = calloc((size_t)cn, 8), *t_cold = calloc((size_t)cn, 8), *t_lib = calloc((size_t)cn, 8),
+                 *t_bw = calloc((size_t)cn, 8);
+        setenv("FORGEYARD_CACHE_DIR", cache, 1);
+        spawn_wait(cli_argv); /* saves the snapshot */
+        for (int i = 0; i < cn; i++) {
+            uint64_t a = now_ns();
+            setenv("FORGEYARD_CACHE_DIR", cache, 1);
+            if (spawn_wait(cli_argv) != 0)
+                die("forgeyard run", NULL);
+            uint64_t b = now_ns();
+            setenv("FORGEYARD_CACHE_DIR", nocache, 1);
+            if (spawn_wait(cli_argv) != 0)
+                die("forgeyard run", NULL);
+            uint64_t c = now_ns();
+            t_lib[i] = lifecycle_ns(p, argv_true);
+            uint64_t d = now_ns();
+            if (bwrap && spawn_wait(bwrap_argv) != 0)
+                die("bwrap", NULL);
+            uint64_t e = now_ns();
+            t_cli[i] = b - a;
+            t_cold[i] = c - b;
+            t_bw[i] = e - d;
+        }
+        unsetenv("FORGEYARD_CACHE_DIR");
+        double m_cli = median_ms(t_cli, cn), m_cold = median_ms(t_cold, cn), m_lib = median_ms(t_lib, cn),
+               m_bw = bwrap ? median_ms(t_bw, cn) : 0;
+        if (m_bw > 0) {
+            printf("  %-40s %9.3f ms   ratio to bwrap %.2fx; above the library lifecycle (%.2fx): %.2f of a bwrap "
+                   "run (target <= 0.10)\n", "forgeyard run (CLI, saved probe)", m_cli, m_cli / m_bw, m_lib / m_bw,
+                   (m_cli - m_lib) / m_bw);
+            printf("  %-40s %9.3f ms   ratio to bwrap %.2fx\n", "forgeyard run (CLI, probing each run)", m_cold,
+                   m_cold / m_bw);
+        } else {
+            printf("  %-40s %9.3f ms   probing each run %.3f ms, library lifecycle %.3f ms\n",
+                   "forgeyard run (CLI, saved probe)", m_cli, m_cold, m_lib);
+        }
+        free(t_cli);
+        free(t_cold);
+        free(t_lib);
+        free(t_bw);
+    } else {
+        printf("  forgeyard CLI not built next to fy-bench (../examples/forgeyard): no CLI rows\n");
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--fetch") == 0) {
         /* Only the fetch-only row: fy-bench --fetch [RUNS] */
@@ -933,7 +1000,8 @@ int main(int argc, char **argv) {
     }
     bool container_only = argc > 1 && strcmp(argv[1], "--container") == 0;
     bool action_only = argc > 1 && strcmp(argv[1], "--action") == 0;
-    if (container_only || action_only) {
+    bool cli_only = argc > 1 && strcmp(argv[1], "--cli") == 0;
+    if (container_only || action_only || cli_only) {
         argv++;
         argc--;
     }
@@ -966,6 +1034,21 @@ int main(int argc, char **argv) {
         fy_policy *ap = release_policy();
         bench_actions(ap, n);
         fy_policy_free(ap);
+        return 0;
+    }
+    if (cli_only) {
+        printf("fy-bench --cli: %d runs each, interleaved, medians, %s\n", n, getuid() == 0 ? "as root" : "rootless");
+        fy_caps *cc = NULL;
+        fy_probe(FY_PROBE_NO_VM, &cc, NULL);
+        fy_caps_free(cc);
+        fy_policy *cp = release_policy();
+        char *bw_argv[] = {(char *)bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr",
+                           "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
+                           "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--cap-drop",
+                           "ALL", "/usr/bin/true", NULL};
+        const char *at[] = {"/bin/true", NULL};
+        bench_cli(cp, at, bwrap ? bw_argv : NULL, n);
+        fy_policy_free(cp);
         return 0;
     }
     if (container_only) {
@@ -1230,69 +1313,7 @@ int main(int argc, char **argv) {
     free(t_lean);
     free(t_fat);
 
-    /* The CLI, as CI systems call it per action (whole processes): with the
-     * probe snapshot it saves (FORGEYARD_CACHE_DIR, 0700), and with a cache
-     * directory it must refuse (0755: a fresh probe every run), against
-     * bwrap and the library lifecycle in the same interleaved run. The
-     * target: the CLI costs at most 0.10 of a bwrap run more than the
-     * library lifecycle. */
-    char cli[4096];
-    ssize_t cl = readlink("/proc/self/exe", cli, sizeof(cli) - 64);
-    char *slash = cl > 0 ? (cli[cl] = '\0', strrchr(cli, '/')) : NULL;
-    if (slash) {
-        snprintf(slash, sizeof(cli) - (size_t)(slash - cli), "/../examples/forgeyard");
-    }
-    if (slash && access(cli, X_OK) == 0) {
-        char cache[600], nocache[600];
-        snprintf(cache, sizeof(cache), "%s/cli-cache", workdir);
-        snprintf(nocache, sizeof(nocache), "%s/cli-open", workdir);
-        if (mkdir(cache, 0700) < 0 || mkdir(nocache, 0700) < 0 || chmod(nocache, 0755) < 0)
-            die("mkdir", NULL);
-        char *cli_argv[] = {cli, "run", "--profile", "release", "--", "/usr/bin/true", NULL};
-        int cn = n < 100 ? n : 100;
-        uint64_t *t_cli = calloc((size_t)cn, 8), *t_cold = calloc((size_t)cn, 8), *t_lib = calloc((size_t)cn, 8),
-                 *t_bw = calloc((size_t)cn, 8);
-        setenv("FORGEYARD_CACHE_DIR", cache, 1);
-        spawn_wait(cli_argv); /* saves the snapshot */
-        for (int i = 0; i < cn; i++) {
-            uint64_t a = now_ns();
-            setenv("FORGEYARD_CACHE_DIR", cache, 1);
-            if (spawn_wait(cli_argv) != 0)
-                die("forgeyard run", NULL);
-            uint64_t b = now_ns();
-            setenv("FORGEYARD_CACHE_DIR", nocache, 1);
-            if (spawn_wait(cli_argv) != 0)
-                die("forgeyard run", NULL);
-            uint64_t c = now_ns();
-            t_lib[i] = lifecycle_ns(p, argv_true);
-            uint64_t d = now_ns();
-            if (bwrap && spawn_wait(bwrap_argv) != 0)
-                die("bwrap", NULL);
-            uint64_t e = now_ns();
-            t_cli[i] = b - a;
-            t_cold[i] = c - b;
-            t_bw[i] = e - d;
-        }
-        unsetenv("FORGEYARD_CACHE_DIR");
-        double m_cli = median_ms(t_cli, cn), m_cold = median_ms(t_cold, cn), m_lib = median_ms(t_lib, cn),
-               m_bw = bwrap ? median_ms(t_bw, cn) : 0;
-        if (m_bw > 0) {
-            printf("  %-40s %9.3f ms   ratio to bwrap %.2fx; above the library lifecycle (%.2fx): %.2f of a bwrap "
-                   "run (target <= 0.10)\n", "forgeyard run (CLI, saved probe)", m_cli, m_cli / m_bw, m_lib / m_bw,
-                   (m_cli - m_lib) / m_bw);
-            printf("  %-40s %9.3f ms   ratio to bwrap %.2fx\n", "forgeyard run (CLI, probing each run)", m_cold,
-                   m_cold / m_bw);
-        } else {
-            printf("  %-40s %9.3f ms   probing each run %.3f ms, library lifecycle %.3f ms\n",
-                   "forgeyard run (CLI, saved probe)", m_cli, m_cold, m_lib);
-        }
-        free(t_cli);
-        free(t_cold);
-        free(t_lib);
-        free(t_bw);
-    } else {
-        printf("  forgeyard CLI not built next to fy-bench (../examples/forgeyard): no CLI rows\n");
-    }
+    bench_cli(p, argv_true, bwrap ? bwrap_argv : NULL, n);
     bench_actions(p, n < 30 ? n : 30);
 
     bench_container(runc, bundle, runc_state, n < 50 ? n : 50);
