@@ -83,16 +83,49 @@ int fy_probe_cgroup(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_er
 }
 
 /* The one piece of process-wide state: the cached probe, computed once per
- * flag set and immutable afterwards. */
+ * flag set (again, a minute later at the earliest, when it was
+ * inconclusive) and immutable afterwards. */
 static struct probe_cache {
-    pthread_once_t once;
     fy_caps *caps;
     int rc;
-} cache[2] = {{PTHREAD_ONCE_INIT, NULL, 0}, {PTHREAD_ONCE_INIT, NULL, 0}};
+    bool done;
+    uint64_t at_usec; /* when it was probed */
+} cache[2];
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Probes a cache entry replaced: callers of caps_get_cached may still hold
+ * them (borrowed, immutable), so they live as long as the process. */
+#define CACHE_RETIRED_MAX 16
+static fy_caps *cache_retired[CACHE_RETIRED_MAX];
+static size_t cache_nretired;
+/* An inconclusive probe (a probe child timed out even on its retry: a busy
+ * host, not a missing mechanism) is probed again by a later call once this
+ * long has passed, instead of deciding for the process's whole life. */
+#define CACHE_INCONCLUSIVE_USEC (60ull * 1000000)
 
-static void probe_full_once(void) { cache[0].rc = probe_now(0, &cache[0].caps, NULL); }
-static void probe_novm_once(void) { cache[1].rc = probe_now(FY_PROBE_NO_VM, &cache[1].caps, NULL); }
-
+/* The cached probe of flags (0 or FY_PROBE_NO_VM), made or remade under the
+ * lock. Its rc; *caps borrowed. */
+static int cache_get(uint64_t flags, const fy_caps **caps) {
+    struct probe_cache *pc = (flags & FY_PROBE_NO_VM) ? &cache[1] : &cache[0];
+    pthread_mutex_lock(&cache_mu);
+    bool stale = pc->done && pc->rc >= 0 && pc->caps->inconclusive && cache_nretired < CACHE_RETIRED_MAX &&
+                 util_now_usec() - pc->at_usec >= CACHE_INCONCLUSIVE_USEC;
+    if (!pc->done || stale) {
+        fy_caps *c = NULL;
+        int rc = probe_now(flags, &c, NULL);
+        if (stale && rc >= 0)
+            cache_retired[cache_nretired++] = pc->caps;
+        if (!pc->done || rc >= 0) {
+            pc->caps = c;
+            pc->rc = rc;
+        }
+        pc->done = true;
+        pc->at_usec = util_now_usec();
+    }
+    int rc = pc->rc;
+    *caps = pc->caps;
+    pthread_mutex_unlock(&cache_mu);
+    return rc;
+}
 
 int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
     if (!ret)
@@ -102,11 +135,10 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
                        "reserved probe flags 0x%llx set", (unsigned long long)(flags & ~FY_PROBE_KNOWN));
     if (flags & FY_PROBE_FRESH)
         return probe_now(flags & ~FY_PROBE_FRESH, ret, reterr);
-    struct probe_cache *pc = (flags & FY_PROBE_NO_VM) ? &cache[1] : &cache[0];
-    pthread_once(&pc->once, (flags & FY_PROBE_NO_VM) ? probe_novm_once : probe_full_once);
-    if (pc->rc < 0) /* retry uncached to give the caller the error detail */
+    const fy_caps *cached = NULL;
+    if (cache_get(flags & FY_PROBE_NO_VM, &cached) < 0) /* retry uncached to give the caller the error detail */
         return probe_now(flags, ret, reterr);
-    fy_caps *c = caps_dup(pc->caps);
+    fy_caps *c = caps_dup(cached);
     if (!c)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
     *ret = c;
@@ -117,15 +149,14 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
  * compiled-in backend runs virtual machines yet, so negotiation needs no
  * VM probe (which can take a second where KVM is slow). */
 int caps_get_cached(const fy_caps **ret, fy_error **reterr) {
-    struct probe_cache *pc = &cache[1];
-    pthread_once(&pc->once, probe_novm_once);
-    if (pc->rc < 0) {
+    const fy_caps *cached = NULL;
+    if (cache_get(FY_PROBE_NO_VM, &cached) < 0) {
         fy_caps *tmp = NULL;
         int r = probe_now(FY_PROBE_NO_VM, &tmp, reterr);
         caps_free_internal(tmp);
         return r < 0 ? r : FY_E_INTERNAL;
     }
-    *ret = pc->caps;
+    *ret = cached;
     return 0;
 }
 
@@ -185,7 +216,9 @@ int fy_probe_snapshot(uint64_t flags, const char *dir, fy_caps **ret, fy_error *
             *ret = NULL;
             r = err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
         }
-    if (r >= 0 && key) {
+    /* An inconclusive probe is not saved: a busy host at probe time must not
+     * decide for every later process. */
+    if (r >= 0 && key && !(*ret)->inconclusive) {
         char *text = caps_serialize(*ret);
         if (text)
             (void)store->snapshot_store(dir, key, text); /* a snapshot is an optimisation */
@@ -253,6 +286,7 @@ int fy_caps_to_json(const fy_caps *caps, char **ret_json, fy_error **reterr) {
     json_object_set_new(root, "max_level", json_string(fy_level_name((uint32_t)caps->max_level)));
     json_object_set_new(root, "probe_usec", json_integer((json_int_t)caps->probe_usec));
     json_object_set_new(root, "snapshot", json_boolean(caps->from_snapshot));
+    json_object_set_new(root, "inconclusive", json_boolean(caps->inconclusive));
     const struct fy_backend_ops *table[FY_BACKENDS_MAX];
     size_t nb = backends_collect(table, FY_BACKENDS_MAX);
     for (size_t b = 0; b < nb; b++) {

@@ -41,6 +41,7 @@ struct fy_caps {
     uint64_t probe_flags;
     uint64_t probe_usec; /* how long the probe took */
     bool from_snapshot;  /* loaded from a persisted snapshot (fy_probe_snapshot) */
+    bool inconclusive;   /* a probe child did not report even on its retry (a loaded host): never saved */
     struct cap_entry e[FY_CAP_MAX_ + 1];
     struct caps_host host;
     int max_level;

@@ -14,6 +14,16 @@
 #include "linux-probe-util.h"
 
 #define CHILD_DEADLINE_MS 1000
+
+/* A probe child that does not report in time says the host was busy, not
+ * that a mechanism is missing: it is run once more with lp_retry_factor
+ * times its deadline, and a probe in which one timed out twice is marked
+ * inconclusive (fy_probe_snapshot never saves it). attempt 0 or 1; the
+ * white-box tests set lp_first_try_ms (0: every first try times out) and
+ * lp_retry_factor. */
+extern int lp_first_try_ms;
+extern int lp_retry_factor;
+int lp_try_deadline_ms(int base_ms, int attempt);
 #define REPORT_MAGIC 0x66797062u /* "fypb" */
 
 #define REASON_MAX 1024

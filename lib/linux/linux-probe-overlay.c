@@ -108,11 +108,13 @@ static void ov_child(void *arg, int wfd) {
     lp_cw_report(wfd, &rep, sizeof rep);
 }
 
-/* One run of ov_child: "" when it worked, else why into why. */
-static void ov_run(struct ov_args *a, char *why, size_t len) {
+/* One run of ov_child: "" when it worked, else why into why; true when
+ * the child did not report in time. */
+static bool ov_run_once(struct ov_args *a, int ms, char *why, size_t len) {
     why[0] = '\0';
+    bool timed_out = false;
     struct child ch;
-    uint64_t deadline = pu_deadline_after_ms(OV_DEADLINE_MS);
+    uint64_t deadline = pu_deadline_after_ms(ms);
     int r = lp_child_start(&ch, ov_child, a, -1);
     if (r < 0) {
         snprintf(why, len, "fork: " EFMT, EARG(-r));
@@ -121,14 +123,23 @@ static void ov_run(struct ov_args *a, char *why, size_t len) {
         ssize_t n = lp_read_deadline(ch.rfd, &rep, sizeof rep, deadline);
         bool killed = false;
         lp_child_finish(&ch, deadline, &killed);
-        if (n != (ssize_t)sizeof rep || rep.magic != OV_MAGIC)
-            snprintf(why, len, "the overlay probe child did not report within %d ms%s", OV_DEADLINE_MS,
+        if (n != (ssize_t)sizeof rep || rep.magic != OV_MAGIC) {
+            timed_out = killed || n == -ETIMEDOUT;
+            snprintf(why, len, "the overlay probe child did not report within %d ms%s", ms,
                      killed ? " (killed)" : "");
-        else if (rep.op > 0 && rep.op < OV__N && rep.err)
+        } else if (rep.op > 0 && rep.op < OV__N && rep.err)
             snprintf(why, len, "%s failed: " EFMT, ov_op_name[rep.op], EARG(rep.err));
         else if (rep.op > 0 && rep.op < OV__N)
             snprintf(why, len, "%s", ov_op_name[rep.op]);
     }
+    return timed_out;
+}
+
+/* ov_run_once, retried once with a longer deadline when it timed out. */
+static void ov_run(fy_caps *c, struct ov_args *a, char *why, size_t len) {
+    if (ov_run_once(a, lp_try_deadline_ms(OV_DEADLINE_MS, 0), why, len) &&
+        ov_run_once(a, lp_try_deadline_ms(OV_DEADLINE_MS, 1), why, len))
+        c->inconclusive = true;
 }
 
 /* The upper on disk (LX_OVERLAY_DISK...) where a tmpfs one fails: user
@@ -140,7 +151,7 @@ void lp_probe_overlay(fy_caps *c) {
     snprintf(a.uid_map, sizeof a.uid_map, "0 %u 1\n", (unsigned)geteuid());
     snprintf(a.gid_map, sizeof a.gid_map, "0 %u 1\n", (unsigned)getegid());
     char why[REASON_MAX] = "", why_disk[REASON_MAX] = "";
-    ov_run(&a, why, sizeof why);
+    ov_run(c, &a, why, sizeof why);
     if (!why[0]) {
         (void)caps_set_fact(c, LX_FACT_OVERLAY, "ok");
         return;
@@ -151,7 +162,7 @@ void lp_probe_overlay(fy_caps *c) {
         return;
     }
     a.disk = dir;
-    ov_run(&a, why_disk, sizeof why_disk);
+    ov_run(c, &a, why_disk, sizeof why_disk);
     (void)state_remove_tree(dir); /* the child's mount namespace, with the overlay, died with it */
     char fact[2 * REASON_MAX + 64];
     if (!why_disk[0])

@@ -57,6 +57,15 @@
 /* small helpers (parent side)                                        */
 /* ------------------------------------------------------------------ */
 
+int lp_first_try_ms = -1;
+int lp_retry_factor = 8;
+
+int lp_try_deadline_ms(int base_ms, int attempt) {
+    if (attempt == 0)
+        return lp_first_try_ms >= 0 ? lp_first_try_ms : base_ms;
+    return base_ms * lp_retry_factor;
+}
+
 /* Appends to a fixed buffer; silently truncates. */
 FY_PRINTF(2, 3)
 void lp_bappend(char buf[REASON_MAX], const char *fmt, ...) {

@@ -31,6 +31,7 @@
 
 #include "caps.h"
 #include "linux/linux-backend.h"
+#include "linux/linux-probe-internal.h"
 #include "config.h"
 
 #ifndef __NR_landlock_create_ruleset
@@ -615,6 +616,46 @@ static int count_snapshots(const char *dir) {
     return n;
 }
 
+/* A probe child that does not report in time says the host is busy, not
+ * that a mechanism is missing: it runs again with a longer deadline and the
+ * verdicts are those of a normal probe. Where it times out twice the probe
+ * is inconclusive, says so, and is never saved for later processes. */
+START_TEST(test_busy_host) {
+    fy_caps *normal = NULL, *retried = NULL, *lost = NULL;
+    ck_assert_int_eq(fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &normal, NULL), 0);
+    ck_assert(!normal->inconclusive);
+    lp_first_try_ms = 0; /* every first try times out */
+    ck_assert_int_eq(fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &retried, NULL), 0);
+    ck_assert(!retried->inconclusive);
+    for (uint32_t i = 1; i <= FY_CAP_MAX_; i++)
+        ck_assert_msg(caps_present(normal, i) == caps_present(retried, i), "%s differs after a retry: %s",
+                      fy_cap_name(i), retried->e[i].reason ? retried->e[i].reason : "");
+    ck_assert_str_eq(caps_fact(normal, "linux.overlay") ? caps_fact(normal, "linux.overlay") : "-",
+                     caps_fact(retried, "linux.overlay") ? caps_fact(retried, "linux.overlay") : "-");
+    lp_retry_factor = 0; /* and every retry */
+    ck_assert_int_eq(fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &lost, NULL), 0);
+    ck_assert(lost->inconclusive);
+    ck_assert(!caps_present(lost, FY_CAP_USERNS));
+    ck_assert_msg(lost->e[FY_CAP_USERNS].reason && strstr(lost->e[FY_CAP_USERNS].reason, "did not report within"),
+                  "%s", lost->e[FY_CAP_USERNS].reason ? lost->e[FY_CAP_USERNS].reason : "");
+    char *j = NULL;
+    ck_assert_int_eq(fy_caps_to_json(lost, &j, NULL), 0);
+    ck_assert_msg(strstr(j, "\"inconclusive\": true"), "%s", j);
+    free(j);
+    char dir[] = "/tmp/fy-snapshot-busy-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    fy_caps *snap = NULL;
+    ck_assert_int_eq(fy_probe_snapshot(FY_PROBE_NO_VM, dir, &snap, NULL), 0);
+    ck_assert(snap->inconclusive);
+    ck_assert_int_eq(count_snapshots(dir), 0); /* not saved */
+    fy_caps_free(snap);
+    ck_assert_int_eq(rmdir(dir), 0);
+    fy_caps_free(normal);
+    fy_caps_free(retried);
+    fy_caps_free(lost);
+}
+END_TEST
+
 START_TEST(test_persisted_snapshot) {
     char dir[] = "/tmp/fy-snapshot-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -793,6 +834,7 @@ static Suite *probe_suite(void) {
 #endif
     tcase_add_test(tc, test_repeat_no_leaks);
     tcase_add_test(tc, test_persisted_snapshot);
+    tcase_add_test(tc, test_busy_host);
     tcase_add_test(tc, test_threaded_host);
     suite_add_tcase(s, tc);
     return s;
