@@ -193,7 +193,7 @@ static size_t header(uint8_t *b, uint32_t magic, uint16_t version, uint16_t type
 /* the codec alone                                                     */
 
 START_TEST(codec_round_trip) {
-    struct fyh_msg in[6], out;
+    struct fyh_msg in[11], out;
     uint8_t buf[FYH_MAX_MESSAGE];
     memset(in, 0, sizeof(in));
     in[0].type = FYH_T_HELLO;
@@ -207,17 +207,39 @@ START_TEST(codec_round_trip) {
     snprintf(in[3].u.welcome.parent[0], FYH_PATH_MAX, "/sys/fs/cgroup/memory/x/uid-65534");
     snprintf(in[3].u.welcome.parent[2], FYH_PATH_MAX, "/sys/fs/cgroup/cpu/x/uid-65534");
     in[3].u.welcome.max_memory = 1ull << 40;
+    in[3].u.welcome.offers = FYH_OFFER_NET;
+    snprintf(in[3].u.welcome.uplink, FYH_UPLINK_MAX, "/run/netns/egress");
     in[4].type = FYH_T_REMOVED;
     in[4].u.removed.left = 2;
     in[5].type = FYH_T_ERROR;
     in[5].u.error.code = FYH_E_BUDGET;
     in[5].u.error.os_errno = 12;
     snprintf(in[5].u.error.text, FYH_MSG_MAX, "over budget");
-    for (size_t i = 0; i < 6; i++) {
+    /* version 2: the network messages */
+    in[6].type = FYH_T_NET_CREATE;
+    snprintf(in[6].u.net_create.name, FYH_NAME_MAX, "forgeyard-7-0123456789abcdef");
+    in[6].u.net_create.nrules = 2;
+    in[6].u.net_create.rule[0] = (struct fyh_net_rule){4, 24, FYH_PROTO_TCP, 80, 443, {198, 51, 100, 0}};
+    in[6].u.net_create.rule[1] = (struct fyh_net_rule){6, 32, FYH_PROTO_UDP, 53, 53, {0x20, 0x01, 0x0d, 0xb8}};
+    in[7].type = FYH_T_NET_REMOVE;
+    snprintf(in[7].u.net_remove.name, FYH_NAME_MAX, "forgeyard-7-0123456789abcdef");
+    in[8].type = FYH_T_NET_CREATED;
+    snprintf(in[8].u.net_created.uplink, FYH_UPLINK_MAX, "host");
+    snprintf(in[8].u.net_created.link, sizeof(in[8].u.net_created.link), "fy0123abcd");
+    in[9].type = FYH_T_NET_REMOVED;
+    in[9].u.net_removed.left = 1;
+    /* a version-1 WELCOME (what a version-1 client asked for): no offers field */
+    in[10] = in[3];
+    in[10].version = 1;
+    in[10].u.welcome.offers = 0;
+    memset(in[10].u.welcome.uplink, 0, sizeof(in[10].u.welcome.uplink));
+    for (size_t i = 0; i < FY_ARRAY_SIZE(in); i++) {
+        if (!in[i].version)
+            in[i].version = FYH_VERSION; /* (what the decoder fills in) */
         int n = fyh_encode(&in[i], buf, sizeof(buf));
         ck_assert_int_gt(n, (int)FYH_HEADER - 1);
         ck_assert_int_eq(fyh_decode(buf, (size_t)n, &out), 0);
-        ck_assert_int_eq(memcmp(&in[i], &out, sizeof(out)), 0);
+        ck_assert_msg(memcmp(&in[i], &out, sizeof(out)) == 0, "message %zu changed in a round trip", i);
         /* every shorter prefix and one byte more are refused */
         for (int k = 0; k < n; k++)
             ck_assert_int_lt(fyh_decode(buf, (size_t)k, &out), 0);
@@ -229,6 +251,41 @@ START_TEST(codec_round_trip) {
     create_req(&bad, "../../escape", 1, 1);
     ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
     create_req(&bad, "forgeyard-1-0123456789abcdef", 0, 1); /* memory asked, no limit */
+    ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
+    /* network messages are version 2 only */
+    bad = in[6];
+    bad.version = 1;
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_TYPE);
+    /* rules: host bits past the prefix, a bad family, proto, prefix or ports; too many */
+    static const struct fyh_net_rule bad_rules[] = {
+        {4, 24, FYH_PROTO_TCP, 80, 80, {198, 51, 100, 1}},  /* host bits */
+        {4, 32, FYH_PROTO_TCP, 80, 80, {198, 51, 100, 1, 1}}, /* bytes past an IPv4 address */
+        {5, 8, FYH_PROTO_TCP, 80, 80, {10}},
+        {4, 33, FYH_PROTO_TCP, 80, 80, {10}},
+        {6, 129, FYH_PROTO_TCP, 80, 80, {0x20}},
+        {4, 8, 1 /* icmp */, 80, 80, {10}},
+        {4, 8, FYH_PROTO_TCP, 0, 80, {10}},
+        {4, 8, FYH_PROTO_UDP, 81, 80, {10}},
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(bad_rules); i++) {
+        bad = in[6];
+        bad.u.net_create.rule[1] = bad_rules[i];
+        ck_assert_msg(fyh_encode(&bad, buf, sizeof(buf)) < 0, "bad rule %zu encoded", i);
+        /* and the decoder refuses the bytes, written by hand */
+        bad.u.net_create.rule[1] = in[6].u.net_create.rule[1];
+        int n = fyh_encode(&bad, buf, sizeof(buf));
+        ck_assert_int_gt(n, 0);
+        uint8_t *r1 = buf + n - 23; /* the last rule: family prefix proto min(2) max(2) addr(16) */
+        r1[0] = bad_rules[i].family;
+        r1[1] = bad_rules[i].prefix;
+        r1[2] = bad_rules[i].proto;
+        r1[3] = (uint8_t)bad_rules[i].port_min, r1[4] = (uint8_t)(bad_rules[i].port_min >> 8);
+        r1[5] = (uint8_t)bad_rules[i].port_max, r1[6] = (uint8_t)(bad_rules[i].port_max >> 8);
+        memcpy(r1 + 7, bad_rules[i].addr, 16);
+        ck_assert_msg(fyh_decode(buf, (size_t)n, &out) == -FYH_E_MALFORMED, "bad rule %zu decoded", i);
+    }
+    bad = in[6];
+    bad.u.net_create.nrules = FYH_NET_RULES_MAX + 1;
     ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
 }
 END_TEST
@@ -308,7 +365,8 @@ START_TEST(hostile_headers) {
     struct { uint32_t magic; uint16_t version, type; uint32_t length, flags; size_t extra; bool shut; uint32_t want; }
     cases[] = {
         {0xdeadbeef, 1, FYH_T_HELLO, 0, 0, 0, false, FYH_E_MAGIC},
-        {FYH_MAGIC, 2, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
+        {FYH_MAGIC, 3, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
+        {FYH_MAGIC, 1, FYH_T_NET_CREATE, 0, 0, 0, false, FYH_E_TYPE}, /* a version-2 type in version 1 */
         {FYH_MAGIC, 0, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
         {FYH_MAGIC, 1, FYH_T_HELLO, FYH_MAX_PAYLOAD + 1, 0, 0, false, FYH_E_TOO_BIG},
         {FYH_MAGIC, 1, FYH_T_HELLO, 0xffffffffu, 0, 0, false, FYH_E_TOO_BIG},
