@@ -41,7 +41,33 @@ static int wait_fd(int fd, short events, uint64_t deadline) {
     }
 }
 
+/* The first bytes of the request, with fd (if any) as SCM_RIGHTS. */
+static ssize_t send_first(int sock, const uint8_t *buf, size_t len, int fd) {
+    struct iovec iov = {(void *)buf, len};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        memset(&u, 0, sizeof(u));
+        mh.msg_control = u.b;
+        mh.msg_controllen = sizeof(u.b);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    return sendmsg(sock, &mh, MSG_NOSIGNAL);
+}
+
 int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fyh_msg *rep, int timeout_ms) {
+    return lx_helper_call_fd(socket_path, req, -1, rep, timeout_ms);
+}
+
+int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pass_fd, struct fyh_msg *rep,
+                      int timeout_ms) {
     uint8_t buf[FYH_MAX_MESSAGE];
     int len = fyh_encode(req, buf, sizeof(buf));
     if (len < 0)
@@ -61,7 +87,8 @@ int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fy
             r = wait_fd(fd, POLLOUT, deadline);
     }
     for (size_t off = 0; r == 0 && off < (size_t)len;) {
-        ssize_t n = send(fd, buf + off, (size_t)len - off, MSG_NOSIGNAL);
+        ssize_t n = off == 0 ? send_first(fd, buf, (size_t)len, pass_fd)
+                             : send(fd, buf + off, (size_t)len - off, MSG_NOSIGNAL);
         if (n > 0)
             off += (size_t)n;
         else if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -129,6 +156,10 @@ void lx_helper_probe(fy_caps *c) {
     }
     struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
     int r = lx_helper_call(path, &req, &rep, 1000);
+    if (r == 0 && rep.type == FYH_T_ERROR && rep.u.error.code == FYH_E_VERSION) {
+        req.version = 1; /* a version-1 helper: its cgroups, no network */
+        r = lx_helper_call(path, &req, &rep, 1000);
+    }
     char why[1024];
     if (r < 0) {
         snprintf(why, sizeof(why), "privileged helper at %s unreachable: %s", path, strerror(-r));
@@ -163,6 +194,12 @@ void lx_helper_probe(fy_caps *c) {
              (unsigned long long)rep.u.welcome.max_pids,
              any_local ? " (not used: this host already gives us cgroup limits)" : "");
     (void)caps_set_fact(c, LX_FACT_HELPER, why);
+    /* Restricted networking through it (linux-net-helper.c), whatever
+     * the cgroups: the uplink it routes to, in its words. */
+    if (rep.u.welcome.offers & FYH_OFFER_NET) {
+        (void)caps_set_fact(c, LX_FACT_HELPER_NET, rep.u.welcome.uplink);
+        (void)caps_set_fact(c, LX_FACT_HELPER_NET_SOCKET, path);
+    }
     if (any_local || !rep.u.welcome.controllers)
         return;
     /* One mechanism for all of an attempt's v1 cgroups: the helper's. */

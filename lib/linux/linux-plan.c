@@ -851,6 +851,12 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
          * (linux-proxy.c). */
         if (!(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
             goto oom;
+        if (!pl->as_root && caps_fact(c, LX_FACT_HELPER_NET_SOCKET)) {
+            pl->net_helper = arena_strdup(&pl->arena, caps_fact(c, LX_FACT_HELPER_NET_SOCKET));
+            pl->net_helper_uplink = arena_strdup(&pl->arena, caps_fact(c, LX_FACT_HELPER_NET));
+            if (!pl->net_helper || !pl->net_helper_uplink)
+                goto oom;
+        }
         if ((r = lxn_compile(pl->net, pl, np, pl->as_root, reterr)) < 0)
             goto fail;
         pl->clone_flags |= CLONE_NEWNET;
