@@ -794,7 +794,33 @@ static void refuse_fd(int fd, uint32_t code, int os, const char *text) {
     refuse_v(fd, FYH_VERSION_MIN, code, os, text);
 }
 
+/* What the peer sent and we did not read: read (bounded, never waiting)
+ * and dropped, descriptors closed, so that closing does not reset the
+ * connection before the peer reads our reply. */
+static void drain(int fd) {
+    for (int i = 0; i < 4; i++) {
+        uint8_t junk[FYH_MAX_MESSAGE];
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int) * 8)];
+        } u;
+        struct iovec iov = {junk, sizeof(junk)};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+                for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+                    int x;
+                    memcpy(&x, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+                    close(x);
+                }
+        if (n <= 0)
+            break;
+    }
+}
+
 static void conn_close(struct conn *c) {
+    drain(c->fd);
     close(c->fd);
     c->fd = -1;
     if (c->passed >= 0)
