@@ -13,6 +13,7 @@
 
 #include "caps.h"
 #include "linux-backend.h"
+#include "linux-devices.h"
 #include "linux-helper.h"
 
 const char *lx_helper_socket(void) {
@@ -225,6 +226,16 @@ void lx_helper_probe(fy_caps *c) {
                  "removed by it below %s%s)", ctl[i].name, path, rep.u.welcome.parent[k], budget);
         free(c->e[ctl[i].cap].hint); /* nothing to fix */
         c->e[ctl[i].cap].hint = NULL;
+    }
+    /* The device allowlist through it (FY_CONTROL_DEVICES): a v1 devices
+     * cgroup per attempt that it makes with the plan's list (the helper
+     * has the capability the writes need; we do not). */
+    if (rep.u.welcome.controllers & FYH_CTL_DEVICES) {
+        (void)caps_set_fact(c, LX_FACT_DEV_V1, rep.u.welcome.parent[3]);
+        char rp[FYH_PATH_MAX + 200];
+        snprintf(rp, sizeof(rp), "cgroup v1 devices controller through the privileged helper at %s (below %s)", path,
+                 rep.u.welcome.parent[3]);
+        (void)caps_set_fact(c, LX_FACT_DEV_REPORT, rp);
     }
     char num[32];
     snprintf(num, sizeof(num), "%llu", (unsigned long long)rep.u.welcome.max_memory);

@@ -49,7 +49,7 @@
 #define MAX_CONNS_DEFAULT 64
 #define MAX_ENTRIES 1024
 
-static const char *const ctl_name[FYH_NCTL] = {"memory", "pids", "cpu"};
+static const char *const ctl_name[FYH_NCTL] = {"memory", "pids", "cpu", "devices"};
 
 struct allow {
     uid_t uid;
@@ -81,6 +81,7 @@ struct conn {
     uint64_t deadline;
     size_t got;
     int passed;     /* a descriptor that came with the request (-1: none) */
+    uint16_t version; /* the request's, once decoded */
     bool extra_fds; /* more than one came, or one came after the first bytes */
     uint8_t buf[FYH_MAX_MESSAGE];
 };
@@ -147,6 +148,13 @@ static void raise_dac(bool on) {
 
 static void raise_net(bool on) {
     (void)set_caps(on ? CAPS_WORK | fyh_net_caps() : CAPS_WORK);
+}
+
+/* cgroup v1 devices.allow and devices.deny take CAP_SYS_ADMIN: permitted
+ * only when there is a devices hierarchy, effective only for those writes. */
+#define CAP_DEVICES (1u << CAP_SYS_ADMIN)
+static void raise_devices(bool on) {
+    (void)set_caps(on ? CAPS_WORK | CAP_DEVICES : CAPS_WORK);
 }
 
 static int drop_privileges(void) {
@@ -499,7 +507,9 @@ static int setup_subtree(void) {
                 break;
             }
             const struct allow *al = &H.allow[a];
-            if (c == 0)
+            if (c == 3)
+                e = 0; /* devices: each attempt's own list, below */
+            else if (c == 0)
                 e = write_u64(dir, "memory.limit_in_bytes", al->max_memory * al->max_cgroups);
             else if (c == 1)
                 e = write_u64(dir, "pids.max", al->max_pids * al->max_cgroups);
@@ -564,8 +574,10 @@ static void do_hello(const struct conn *c, struct fyh_msg *rep) {
     rep->u.welcome.max_memory = c->allow->max_memory;
     rep->u.welcome.max_pids = c->allow->max_pids;
     rep->u.welcome.controllers = H.controllers;
+    if (c->version < 2) /* (version 1 knows no devices) */
+        rep->u.welcome.controllers &= ~FYH_CTL_DEVICES;
     for (int i = 0; i < FYH_NCTL; i++)
-        if (H.controllers & (1u << i))
+        if (rep->u.welcome.controllers & (1u << i))
             uid_dir(rep->u.welcome.parent[i], sizeof(rep->u.welcome.parent[i]), i, c->uid);
 }
 
@@ -635,6 +647,26 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
         } else if (i == 1) {
             what = "pids.max";
             e = write_u64(dir, what, req->u.create.pids);
+        } else if (i == 3) {
+            /* Nothing but the peer's list: deny all, then allow each rule
+             * (any rule is only a narrowing: the peer's processes outside
+             * this cgroup have no device list at all). */
+            raise_devices(true);
+            what = "devices.deny";
+            e = write_file(dir, what, "a");
+            for (uint32_t k = 0; !e && k < req->u.create.ndev; k++) {
+                const struct fyh_dev_rule *d = &req->u.create.dev[k];
+                char line[64], maj[16] = "*", min[16] = "*";
+                if (d->major != FYH_DEV_ANY)
+                    snprintf(maj, sizeof(maj), "%u", d->major);
+                if (d->minor != FYH_DEV_ANY)
+                    snprintf(min, sizeof(min), "%u", d->minor);
+                snprintf(line, sizeof(line), "%c %s:%s %s%s%s", d->type, maj, min, (d->access & 2) ? "r" : "",
+                         (d->access & 4) ? "w" : "", (d->access & 1) ? "m" : "");
+                what = "devices.allow";
+                e = write_file(dir, what, line);
+            }
+            raise_devices(false);
         } else {
             what = "cpu.cfs_quota_us";
             e = write_u64(dir, "cpu.cfs_period_us", 100000);
@@ -848,6 +880,7 @@ static void handle(struct conn *c) {
                           : "this request takes no descriptor");
         return;
     }
+    c->version = req.version;
     switch (req.type) {
     case FYH_T_HELLO:
         do_hello(c, &rep);
@@ -1167,12 +1200,14 @@ int main(int argc, char **argv) {
         caps_permitted |= fyh_net_caps();
         fyh_net_raise = raise_net;
     }
+    discover();
+    if (H.base[3][0])
+        caps_permitted |= CAP_DEVICES;
     int pe = drop_privileges();
     if (pe < 0) {
         logf_("dropping capabilities: %s", strerror(-pe));
         return 1;
     }
-    discover();
     if (setup_subtree() < 0) {
         logf_("no cgroup v1 memory, pids or cpu hierarchy to create a subtree in");
         teardown_subtree();
@@ -1186,9 +1221,10 @@ int main(int argc, char **argv) {
     }
     if (listen_fd >= 0)
         fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
-    logf_("serving %s for %zu uid(s); network: %s; controllers:%s%s%s; subtree %s",
-          socket_path ? socket_path : "--listen-fd", H.nallow, H.net ? fyh_net_uplink() : "not offered", (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
-          (H.controllers & 4) ? " cpu" : "", H.subtree[0][0] ? H.subtree[0] : H.subtree[1]);
+    logf_("serving %s for %zu uid(s); network: %s; controllers:%s%s%s%s; subtree %s",
+          socket_path ? socket_path : "--listen-fd", H.nallow, H.net ? fyh_net_uplink() : "not offered",
+          (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
+          (H.controllers & 4) ? " cpu" : "", (H.controllers & 8) ? " devices" : "", H.subtree[0][0] ? H.subtree[0] : H.subtree[1]);
 
     struct conn *conns = calloc(H.max_conns, sizeof(*conns));
     struct pollfd *pfd = calloc(H.max_conns + 2, sizeof(*pfd));

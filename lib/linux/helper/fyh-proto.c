@@ -105,6 +105,13 @@ int fyh_valid_link(const char *name) {
     return 1;
 }
 
+int fyh_valid_dev_rule(const struct fyh_dev_rule *d) {
+    return (d->type == 'c' || d->type == 'b') && d->access >= 1 && d->access <= 7;
+}
+
+static int nctl(uint16_t version) { return version >= 2 ? FYH_NCTL : FYH_NCTL_V1; }
+static uint32_t ctl_mask(uint16_t version) { return version >= 2 ? FYH_CTL_ALL : FYH_CTL_MEMORY | FYH_CTL_PIDS | FYH_CTL_CPU; }
+
 int fyh_valid_rule(const struct fyh_net_rule *r) {
     unsigned bytes = r->family == 4 ? 4 : r->family == 6 ? 16 : 0;
     if (!bytes || r->prefix > 8 * bytes || (r->proto != FYH_PROTO_TCP && r->proto != FYH_PROTO_UDP) ||
@@ -178,11 +185,26 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
         m->u.create.swap = get(&r, 8);
         m->u.create.pids = get(&r, 8);
         m->u.create.cpu_millis = get(&r, 8);
+        if (h.version >= 2) {
+            m->u.create.ndev = (uint32_t)get(&r, 2);
+            if (!r.bad && m->u.create.ndev > FYH_DEV_RULES_MAX)
+                return -FYH_E_MALFORMED;
+            for (uint32_t i = 0; !r.bad && i < m->u.create.ndev; i++) {
+                struct fyh_dev_rule *d = &m->u.create.dev[i];
+                d->type = (uint8_t)get(&r, 1);
+                d->access = (uint8_t)get(&r, 1);
+                d->major = (uint32_t)get(&r, 4);
+                d->minor = (uint32_t)get(&r, 4);
+                if (!r.bad && !fyh_valid_dev_rule(d))
+                    return -FYH_E_MALFORMED;
+            }
+        }
         if (r.bad)
             break;
         if (!fyh_valid_name(m->u.create.name))
             return -FYH_E_NAME;
-        if (m->u.create.controllers == 0 || (m->u.create.controllers & ~FYH_CTL_ALL) ||
+        if (m->u.create.controllers == 0 || (m->u.create.controllers & ~ctl_mask(h.version)) ||
+            !(m->u.create.controllers & FYH_CTL_DEVICES) != !m->u.create.ndev ||
             !limit_ok(m->u.create.memory) || !limit_ok(m->u.create.swap) || !limit_ok(m->u.create.pids) ||
             !limit_ok(m->u.create.cpu_millis) ||
             ((m->u.create.controllers & FYH_CTL_MEMORY) && m->u.create.memory == 0) ||
@@ -201,11 +223,11 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
         m->u.welcome.controllers = (uint32_t)get(&r, 4);
         m->u.welcome.max_memory = get(&r, 8);
         m->u.welcome.max_pids = get(&r, 8);
-        for (int i = 0; i < FYH_NCTL; i++)
+        for (int i = 0; i < nctl(h.version); i++)
             get_str(&r, m->u.welcome.parent[i], FYH_PATH_MAX);
-        if (!r.bad && (m->u.welcome.controllers & ~FYH_CTL_ALL))
+        if (!r.bad && (m->u.welcome.controllers & ~ctl_mask(h.version)))
             return -FYH_E_MALFORMED;
-        for (int i = 0; !r.bad && i < FYH_NCTL; i++)
+        for (int i = 0; !r.bad && i < nctl(h.version); i++)
             if (!(m->u.welcome.controllers & (1u << i)) != !m->u.welcome.parent[i][0] ||
                 (m->u.welcome.parent[i][0] && m->u.welcome.parent[i][0] != '/'))
                 return -FYH_E_MALFORMED;
@@ -253,11 +275,11 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
         break;
     case FYH_T_CREATED:
         m->u.created.controllers = (uint32_t)get(&r, 4);
-        for (int i = 0; i < FYH_NCTL; i++)
+        for (int i = 0; i < nctl(h.version); i++)
             get_str(&r, m->u.created.dir[i], FYH_PATH_MAX);
-        if (!r.bad && (m->u.created.controllers == 0 || (m->u.created.controllers & ~FYH_CTL_ALL)))
+        if (!r.bad && (m->u.created.controllers == 0 || (m->u.created.controllers & ~ctl_mask(h.version))))
             return -FYH_E_MALFORMED;
-        for (int i = 0; !r.bad && i < FYH_NCTL; i++)
+        for (int i = 0; !r.bad && i < nctl(h.version); i++)
             if (!(m->u.created.controllers & (1u << i)) != !m->u.created.dir[i][0] ||
                 (m->u.created.dir[i][0] && m->u.created.dir[i][0] != '/') || strstr(m->u.created.dir[i], "/.."))
                 return -FYH_E_MALFORMED;
@@ -300,6 +322,17 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
         put(&w, m->u.create.swap, 8);
         put(&w, m->u.create.pids, 8);
         put(&w, m->u.create.cpu_millis, 8);
+        if (version >= 2) {
+            if (m->u.create.ndev > FYH_DEV_RULES_MAX)
+                return -FYH_E_TOO_BIG;
+            put(&w, m->u.create.ndev, 2);
+            for (uint32_t i = 0; i < m->u.create.ndev; i++) {
+                put(&w, m->u.create.dev[i].type, 1);
+                put(&w, m->u.create.dev[i].access, 1);
+                put(&w, m->u.create.dev[i].major, 4);
+                put(&w, m->u.create.dev[i].minor, 4);
+            }
+        }
         break;
     case FYH_T_REMOVE:
         put_str(&w, m->u.remove.name, FYH_NAME_MAX);
@@ -310,7 +343,7 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
         put(&w, m->u.welcome.controllers, 4);
         put(&w, m->u.welcome.max_memory, 8);
         put(&w, m->u.welcome.max_pids, 8);
-        for (int i = 0; i < FYH_NCTL; i++)
+        for (int i = 0; i < nctl(version); i++)
             put_str(&w, m->u.welcome.parent[i], FYH_PATH_MAX);
         if (version >= 2) {
             put(&w, m->u.welcome.offers, 4);
@@ -345,7 +378,7 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
         break;
     case FYH_T_CREATED:
         put(&w, m->u.created.controllers, 4);
-        for (int i = 0; i < FYH_NCTL; i++)
+        for (int i = 0; i < nctl(version); i++)
             put_str(&w, m->u.created.dir[i], FYH_PATH_MAX);
         break;
     case FYH_T_REMOVED:

@@ -27,9 +27,11 @@
 
 #define FYH_MAGIC 0x31485946u /* "FYH1" */
 /* Version 1: HELLO, CREATE, REMOVE. Version 2 adds the network requests
- * (NET_CREATE, NET_REMOVE) and two fields at the end of WELCOME (what else
- * the helper offers, and its uplink); a version-1 message decodes as it
- * always did, and a version-2 type in a version-1 header is FYH_E_TYPE. */
+ * (NET_CREATE, NET_REMOVE), two fields at the end of WELCOME (what else
+ * the helper offers, and its uplink), and the devices controller: a fourth
+ * directory in WELCOME and CREATED, and CREATE's device rules at its end.
+ * A version-1 message decodes as it always did; a version-2 type in a
+ * version-1 header is FYH_E_TYPE, the devices bit there FYH_E_MALFORMED. */
 #define FYH_VERSION 2u
 #define FYH_VERSION_MIN 1u
 #define FYH_HEADER 16u
@@ -83,12 +85,25 @@ enum fyh_err {
     FYH_E__MAX = 16,
 };
 
-/* Controllers (bit masks). */
+/* Controllers (bit masks; devices from version 2). */
 #define FYH_CTL_MEMORY 1u
 #define FYH_CTL_PIDS 2u
 #define FYH_CTL_CPU 4u
-#define FYH_CTL_ALL 7u
-#define FYH_NCTL 3
+#define FYH_CTL_DEVICES 8u
+#define FYH_CTL_ALL 15u
+#define FYH_NCTL 4     /* directories per message (version 2) */
+#define FYH_NCTL_V1 3  /* ... in version 1 */
+#define FYH_DEV_RULES_MAX 128u
+
+/* A device rule of CREATE (version 2): what the attempt's devices cgroup
+ * allows after "a" is denied. Access bits as the kernel's BPF_DEVCG_ACC_*
+ * (mknod 1, read 2, write 4); FYH_DEV_ANY for any major or minor. */
+#define FYH_DEV_ANY 0xffffffffu
+struct fyh_dev_rule {
+    uint8_t type;   /* 'c' or 'b' */
+    uint8_t access; /* 1..7 */
+    uint32_t major, minor;
+};
 
 /* What else a helper offers (WELCOME, version 2). */
 #define FYH_OFFER_NET 1u
@@ -120,6 +135,8 @@ struct fyh_msg {
             char name[FYH_NAME_MAX + 1];
             uint32_t controllers;
             uint64_t memory, swap, pids, cpu_millis; /* 0: not asked */
+            uint32_t ndev;                           /* version 2: with FYH_CTL_DEVICES, >= 1 */
+            struct fyh_dev_rule dev[FYH_DEV_RULES_MAX];
         } create;
         struct { /* REMOVE */
             char name[FYH_NAME_MAX + 1];
@@ -172,6 +189,8 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap);
 int fyh_valid_name(const char *name);
 /* A rule's own consistency (family, prefix, host bits, proto, ports): 1/0. */
 int fyh_valid_rule(const struct fyh_net_rule *r);
+/* A device rule's own consistency: 1/0. */
+int fyh_valid_dev_rule(const struct fyh_dev_rule *d);
 /* A link name of NET_CREATED: fy + 8 hex digits. */
 int fyh_valid_link(const char *name);
 const char *fyh_err_name(uint32_t code);
