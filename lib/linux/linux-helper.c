@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The privileged helper's client (linux-helper.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,22 @@
 
 const char *lx_helper_socket(void) {
     const char *s = getenv("FORGEYARD_HELPER_SOCKET");
-    return s && s[0] == '/' ? s : FYH_DEFAULT_SOCKET;
+    return s && (s[0] == '/' || lx_helper_control_fd(s) >= 0) ? s : FYH_DEFAULT_SOCKET;
+}
+
+int lx_helper_control_fd(const char *where) {
+    if (strncmp(where, "fd:", 3) != 0 || where[3] < '0' || where[3] > '9')
+        return -1;
+    char *end;
+    long n = strtol(where + 3, &end, 10);
+    return *end || n < 0 || n > 1000000 ? -1 : (int)n;
+}
+
+int lx_helper_stat(const char *where, struct stat *st) {
+    int fd = lx_helper_control_fd(where);
+    if (fd >= 0)
+        return fstat(fd, st) < 0 ? -errno : 0;
+    return stat(where, st) < 0 ? -errno : 0;
 }
 
 static uint64_t mono_ms(void) {
@@ -43,7 +59,7 @@ static int wait_fd(int fd, short events, uint64_t deadline) {
 }
 
 /* The first bytes of the request, with fd (if any) as SCM_RIGHTS. */
-static ssize_t send_first(int sock, const uint8_t *buf, size_t len, int fd) {
+static ssize_t send_first_flags(int sock, const uint8_t *buf, size_t len, int fd, int flags) {
     struct iovec iov = {(void *)buf, len};
     union {
         struct cmsghdr h;
@@ -60,7 +76,11 @@ static ssize_t send_first(int sock, const uint8_t *buf, size_t len, int fd) {
         c->cmsg_len = CMSG_LEN(sizeof(int));
         memcpy(CMSG_DATA(c), &fd, sizeof(int));
     }
-    return sendmsg(sock, &mh, MSG_NOSIGNAL);
+    return sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+}
+
+static ssize_t send_first(int sock, const uint8_t *buf, size_t len, int fd) {
+    return send_first_flags(sock, buf, len, fd, 0);
 }
 
 int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fyh_msg *rep, int timeout_ms) {
@@ -73,19 +93,45 @@ int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pa
     int len = fyh_encode(req, buf, sizeof(buf));
     if (len < 0)
         return -EINVAL;
+    uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
+    int r = 0, fd;
+    int ctl = lx_helper_control_fd(socket_path);
+    if (ctl >= 0) {
+        /* Socketpair mode: a fresh pair of ours, one end sent to the helper
+         * over the control socket (its credentials are ours, as at connect). */
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+            return -errno;
+        fd = pair[0];
+        for (;;) {
+            ssize_t n = send_first_flags(ctl, (const uint8_t *)"C", 1, pair[1], MSG_DONTWAIT);
+            if (n == 1)
+                break;
+            if (n < 0 && (errno == EAGAIN || errno == EINTR) && (r = wait_fd(ctl, POLLOUT, deadline)) == 0)
+                continue;
+            r = r ? r : n < 0 ? -errno : -EIO;
+            break;
+        }
+        close(pair[1]);
+        if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+            r = -errno;
+        if (r < 0) {
+            close(fd);
+            return r;
+        }
+    } else {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(socket_path) >= sizeof(sa.sun_path))
         return -ENAMETOOLONG;
     memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;
-    uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
-    int r = 0;
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         r = -errno;
         if (r == -EINPROGRESS || r == -EAGAIN)
             r = wait_fd(fd, POLLOUT, deadline);
+    }
     }
     for (size_t off = 0; r == 0 && off < (size_t)len;) {
         ssize_t n = off == 0 ? send_first(fd, buf, (size_t)len, pass_fd)
@@ -146,7 +192,7 @@ static void note_absent(fy_caps *c, const char *why) {
 void lx_helper_probe(fy_caps *c) {
     const char *path = lx_helper_socket();
     struct stat st;
-    int se = stat(path, &st) < 0 ? errno : 0;
+    int se = -lx_helper_stat(path, &st);
     if (se || !S_ISSOCK(st.st_mode)) {
         char why[512];
         snprintf(why, sizeof(why), "no privileged helper: %s %s", path,

@@ -801,6 +801,87 @@ START_TEST(listen_fd_mode) {
 }
 END_TEST
 
+/* Socketpair mode: a root host spawns the helper over a socketpair (no
+ * listening socket anywhere); a connection is a fresh socketpair whose one
+ * end goes over the control socket, its credentials are its maker's (an
+ * allowed uid served, root refused), anything but a unix stream socket sent
+ * there is dropped, and when the host closes its end the helper stops and
+ * removes its subtree by itself. */
+START_TEST(socketpair_mode) {
+    char sub[80];
+    snprintf(sub, sizeof(sub), "%s-p", subtree);
+    int ctl[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (dup2(ctl[1], 3) != 3)
+            _exit(126);
+        int fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execl(helper_bin, helper_bin, "--connection-fd", "3", "--allow", "65534:1:16M:64", "--subtree", sub,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(ctl[1]);
+    ck_assert_int_eq(fcntl(ctl[0], F_SETFD, 0), 0); /* the uid-A children below use it */
+    char saved[128];
+    snprintf(saved, sizeof(saved), "%s", sock);
+    snprintf(sock, sizeof(sock), "fd:%d", ctl[0]); /* call_as talks to sock */
+    ck_assert_int_eq(lx_helper_control_fd(sock), ctl[0]);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    int rc = call_as(UID_A, &req, &rep);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(rep.type == FYH_T_WELCOME, "%s", rep.type == FYH_T_ERROR ? rep.u.error.text : "?");
+    ck_assert_uint_eq(rep.u.welcome.uid, UID_A);
+    ck_assert_uint_eq(rep.u.welcome.max_memory, 16u << 20);
+    /* root made this pair: not in the allowlist, refused (typed) */
+    rc = call_as(0, &req, &rep);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rep.type, FYH_T_ERROR);
+    ck_assert_uint_eq(rep.u.error.code, FYH_E_DENIED);
+    /* a file and a datagram socket sent as connections: dropped, the helper goes on */
+    int junk[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC), socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+    for (int i = 0; i < 2; i++) {
+        char byte = 'C';
+        struct iovec iov = {&byte, 1};
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int))];
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &junk[i], sizeof(int));
+        ck_assert_int_eq(sendmsg(ctl[0], &mh, MSG_NOSIGNAL), 1);
+        close(junk[i]);
+    }
+    rc = call_as(UID_A, &req, &rep);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    /* the host goes: so does the helper, cleanly, its subtree with it */
+    snprintf(sock, sizeof(sock), "%s", saved);
+    close(ctl[0]);
+    int st = 0;
+    pid_t w = 0;
+    for (int i = 0; i < 500 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
+        usleep(10000);
+    if (w != pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    ck_assert_msg(w == pid, "the helper did not stop when its host closed the control socket");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    char dir[700];
+    struct stat dst;
+    snprintf(dir, sizeof(dir), "%.*s/%s", (int)(strlen(memroot) - strlen(subtree) - 1), memroot, sub);
+    ck_assert_msg(stat(dir, &dst) < 0, "%s left", dir);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s HELPER\n", argv[0]);
@@ -842,6 +923,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, flood);
     tcase_add_test(tc, refuses_to_run);
     tcase_add_test(tc, listen_fd_mode);
+    tcase_add_test(tc, socketpair_mode);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -976,10 +976,59 @@ static bool conn_read(struct conn *c) {
     return false;
 }
 
+static void admit(int fd, struct conn *conns);
+
 static void accept_one(int lfd, struct conn *conns) {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0)
-        return;
+    if (fd >= 0)
+        admit(fd, conns);
+}
+
+/* Socketpair mode (--connection-fd): the host that spawned us sends, on
+ * the control socket, one byte per connection with one end of a fresh
+ * socketpair of its own (SCM_RIGHTS). Each is a connection like an
+ * accepted one: its SO_PEERCRED are those of the process that made the
+ * pair, checked against the allowlist as always. false once the host
+ * closed its end (we stop then). */
+static bool control_read(int ctl, struct conn *conns) {
+    for (int burst = 0; burst < 64; burst++) {
+        char bytes[8];
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int) * 8)];
+        } u;
+        struct iovec iov = {bytes, sizeof(bytes)};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        ssize_t n = recvmsg(ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n == 0)
+            return false;
+        if (n < 0)
+            return errno == EAGAIN || errno == EINTR;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                continue;
+            for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+                int type = 0, domain = 0;
+                socklen_t tl = sizeof(type), dl = sizeof(domain);
+                /* only a unix stream socket is a connection; anything else is closed unread */
+                if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+                    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) < 0 || domain != AF_UNIX ||
+                    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+                    H.refused++;
+                    close(fd);
+                    continue;
+                }
+                admit(fd, conns);
+            }
+        }
+    }
+    return true;
+}
+
+/* A new connection (accepted, or sent in socketpair mode): peer checks, a slot. */
+static void admit(int fd, struct conn *conns) {
     struct ucred cr;
     socklen_t len = sizeof(cr);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || len != sizeof(cr)) {
@@ -1080,13 +1129,14 @@ static void usage(FILE *f) {
     fputs("usage: forgeyard-sandbox-helper (--socket PATH | --listen-fd N) (--allow UID:CGROUPS:MEMORY:PIDS |\n"
           "                                --allow-file FILE)... [--subtree NAME] [--max-connections N]\n"
           "                                [--timeout-ms N] [--net-uplink NETNS-FILE|host] [--verbose]\n"
+          "       forgeyard-sandbox-helper --connection-fd N ...  (spawned by a root host over a socketpair)\n"
           "Runs as root, started by the operator (never setuid); see forgeyard-sandbox-helper(8).\n",
           f);
 }
 
 int main(int argc, char **argv) {
     const char *socket_path = NULL, *net_uplink = NULL;
-    int listen_fd = -1;
+    int listen_fd = -1, control_fd = -1;
     snprintf(H.subtree_name, sizeof(H.subtree_name), "forgeyard-helper");
     H.max_conns = MAX_CONNS_DEFAULT;
     H.timeout_ms = 2000;
@@ -1120,9 +1170,10 @@ int main(int argc, char **argv) {
         char *end;
         if (strcmp(a, "--socket") == 0) {
             socket_path = v;
-        } else if (strcmp(a, "--listen-fd") == 0) {
-            listen_fd = (int)strtol(v, &end, 10);
-            if (*end || listen_fd < 3) {
+        } else if (strcmp(a, "--listen-fd") == 0 || strcmp(a, "--connection-fd") == 0) {
+            int *which = a[2] == 'l' ? &listen_fd : &control_fd;
+            *which = (int)strtol(v, &end, 10);
+            if (*end || *which < 3) {
                 usage(stderr);
                 return 2;
             }
@@ -1165,7 +1216,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!socket_path == (listen_fd < 0) || H.nallow == 0) {
+    if ((socket_path != NULL) + (listen_fd >= 0) + (control_fd >= 0) != 1 || H.nallow == 0) {
         usage(stderr);
         return 2;
     }
@@ -1176,6 +1227,21 @@ int main(int argc, char **argv) {
     /* Nothing of whoever started us: no environment, no stray fds. */
     clearenv();
     umask(022);
+    if (control_fd >= 0) {
+        /* The control socket must be a unix socket, and ours alone: its
+         * other end is the host's (the operator's root parent made the pair). */
+        int type = 0;
+        socklen_t tl = sizeof(type);
+        struct sockaddr_un sa;
+        socklen_t al = sizeof(sa);
+        if (getsockopt(control_fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+            (type != SOCK_SEQPACKET && type != SOCK_STREAM && type != SOCK_DGRAM) ||
+            getsockname(control_fd, (struct sockaddr *)&sa, &al) < 0 || sa.sun_family != AF_UNIX) {
+            logf_("--connection-fd %d: not a unix socket", control_fd);
+            return 2;
+        }
+        listen_fd = control_fd;
+    }
     syscall(SYS_close_range, 3, listen_fd > 3 ? listen_fd - 1 : 2, 0);
     if (listen_fd >= 0)
         syscall(SYS_close_range, listen_fd + 1, ~0u, 0);
@@ -1222,7 +1288,7 @@ int main(int argc, char **argv) {
     if (listen_fd >= 0)
         fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
     logf_("serving %s for %zu uid(s); network: %s; controllers:%s%s%s%s; subtree %s",
-          socket_path ? socket_path : "--listen-fd", H.nallow, H.net ? fyh_net_uplink() : "not offered",
+          socket_path ? socket_path : control_fd >= 0 ? "--connection-fd" : "--listen-fd", H.nallow, H.net ? fyh_net_uplink() : "not offered",
           (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
           (H.controllers & 4) ? " cpu" : "", (H.controllers & 8) ? " devices" : "", H.subtree[0][0] ? H.subtree[0] : H.subtree[1]);
 
@@ -1263,6 +1329,11 @@ int main(int argc, char **argv) {
                         conn_close(&conns[i]);
                     break;
                 }
+        }
+        if (control_fd >= 0 && pfd[0].revents) {
+            if (!control_read(lfd, conns) || (pfd[0].revents & (POLLHUP | POLLERR) && !(pfd[0].revents & POLLIN)))
+                stop = true; /* the host closed its end: it is gone, and so are we */
+            pfd[0].revents = 0;
         }
         for (int burst = 0; burst < 64 && (pfd[0].revents & POLLIN); burst++) {
             struct pollfd one = {lfd, POLLIN, 0};
