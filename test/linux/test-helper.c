@@ -79,7 +79,13 @@ static pid_t start_helper(const char *bin, const char *extra_allow) {
 
 /* Raw bytes to the helper, optionally closing our writing half; the reply
  * decoded into rep. 0, or -1 when no decodable reply came. */
+static int raw_exchange_fd(const void *buf, size_t len, bool shut_wr, int pass_fd, struct fyh_msg *rep);
 static int raw_exchange(const void *buf, size_t len, bool shut_wr, struct fyh_msg *rep) {
+    return raw_exchange_fd(buf, len, shut_wr, -1, rep);
+}
+
+/* The same, with pass_fd (>= 0) sent along with the bytes (SCM_RIGHTS). */
+static int raw_exchange_fd(const void *buf, size_t len, bool shut_wr, int pass_fd, struct fyh_msg *rep) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
@@ -89,8 +95,23 @@ static int raw_exchange(const void *buf, size_t len, bool shut_wr, struct fyh_ms
         close(fd);
         return -1;
     }
-    if (len)
+    if (len && pass_fd >= 0) {
+        struct iovec iov = {(void *)buf, len};
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int))];
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+        (void)!sendmsg(fd, &mh, MSG_NOSIGNAL);
+    } else if (len) {
         (void)!send(fd, buf, len, MSG_NOSIGNAL);
+    }
     if (shut_wr)
         shutdown(fd, SHUT_WR);
     uint8_t in[FYH_MAX_MESSAGE];
@@ -128,6 +149,18 @@ static int call_as(uid_t uid, const struct fyh_msg *req, struct fyh_msg *rep) {
     close(p[0]);
     waitpid(pid, NULL, 0);
     return rc;
+}
+
+static int count_fds(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
 }
 
 static void create_req(struct fyh_msg *m, const char *name, uint64_t memory, uint64_t pids) {
@@ -635,7 +668,9 @@ START_TEST(flood) {
     uint8_t garbage[64];
     for (size_t i = 0; i < sizeof(garbage); i++)
         garbage[i] = (uint8_t)(i * 37 + 11);
-    /* as root (not allowed) and as A (allowed, garbage): 5,000 each, in two children */
+    /* as root (not allowed) and as A (allowed, garbage): 5,000 each, in two children;
+     * every fifth one carries a descriptor, which the helper must close */
+    int fds_before = count_fds(helper_pid);
     int p[2];
     ck_assert_int_eq(pipe(p), 0);
     pid_t kids[2];
@@ -646,6 +681,7 @@ START_TEST(flood) {
             if (k == 1 && (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A)))
                 _exit(2);
             uint32_t typed = 0;
+            int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
             for (int i = 0; i < 5000; i++) {
                 struct fyh_msg r;
                 uint8_t msg[80];
@@ -653,7 +689,7 @@ START_TEST(flood) {
                 memcpy(msg, garbage, n);
                 if (i % 3 == 0) /* a valid-looking header announcing too much */
                     n = header(msg, FYH_MAGIC, 1, FYH_T_CREATE, 1u << 20, 0);
-                typed += raw_exchange(msg, n, true, &r) == 0 && r.type == FYH_T_ERROR;
+                typed += raw_exchange_fd(msg, n, true, i % 5 == 1 ? null_fd : -1, &r) == 0 && r.type == FYH_T_ERROR;
             }
             (void)!write(p[1], &typed, sizeof(typed));
             _exit(0);
@@ -668,6 +704,7 @@ START_TEST(flood) {
     close(p[0]);
     ck_assert_uint_eq(typed[0], 5000);
     ck_assert_uint_eq(typed[1], 5000);
+    ck_assert_int_eq(count_fds(helper_pid), fds_before); /* no descriptor kept, none leaked */
     /* More idle connections than --max-connections 16 from one uid: it gets
      * half the slots, the extra ones are told busy, and while it holds them
      * another allowed uid is still served. */
