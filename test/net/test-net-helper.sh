@@ -234,6 +234,71 @@ as_runner python3 "$TMP/hostile.py" "$SOCK" "/run/netns/$NS" >"$TMP/hostile.out"
     { bad "hostile requests"; cat "$TMP/hostile.out"; }
 nothing_left "hostile requests"
 
+# 5b. The raw protocol from a user namespace of the runner's own (unshare
+#     -Urn): its own network namespaces are accepted (eth0 appears there
+#     with the sandbox's address), the same name twice is "exists" (9), the
+#     fifth router over the budget of 4 is "over-budget" (7), each removal
+#     says 0 left, a second removal "not-found" (10).
+cat >"$TMP/budget.py" <<'PY'
+import ctypes, os, socket, struct, subprocess, sys
+sock = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+def msg(typ, payload):
+    return struct.pack("<IHHII", 0x31485946, 2, typ, len(payload), 0) + payload
+def name(i):
+    return ("forgeyard-%d-%016x" % (os.getpid(), i)).encode()
+def net_create(n):
+    rule = struct.pack("<BBBHH", 4, 32, 6, 8080, 8080) + bytes([198, 51, 100, 1]) + bytes(12)
+    return msg(4, struct.pack("<H", len(n)) + n + struct.pack("<H", 1) + rule)
+def net_remove(n):
+    return msg(5, struct.pack("<H", len(n)) + n)
+def ask(data, fds=()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock)
+    socket.send_fds(s, [data], list(fds)) if fds else s.sendall(data)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        got += b
+    s.close()
+    typ = struct.unpack("<H", got[6:8])[0]
+    if typ == 0x80ff:
+        return ("error", struct.unpack("<I", got[16:20])[0])
+    if typ == 0x8005:
+        return ("removed", struct.unpack("<I", got[16:20])[0])
+    return ("ok", typ)
+nss = []
+for i in range(5):
+    if libc.unshare(0x40000000) != 0:  # CLONE_NEWNET, in our own user namespace
+        sys.exit("unshare: %d" % ctypes.get_errno())
+    nss.append(os.open("/proc/self/ns/net", os.O_RDONLY))
+bad = 0
+def want(what, got, exp):
+    global bad
+    print(f"{what}: {got} (want {exp})")
+    bad |= got != exp
+want("router 0", ask(net_create(name(0)), [nss[0]]), ("ok", 0x8004))
+want("same name again", ask(net_create(name(0)), [nss[4]]), ("error", 9))
+for i in range(1, 4):
+    want(f"router {i}", ask(net_create(name(i)), [nss[i]]), ("ok", 0x8004))
+want("fifth router", ask(net_create(name(4)), [nss[4]]), ("error", 7))
+# router 3's namespace: its eth0 is the sandbox side of the link
+libc.setns(nss[3], 0x40000000)
+addrs = subprocess.run(["ip", "-o", "-4", "addr", "show", "dev", "eth0"], capture_output=True, text=True).stdout
+want("eth0 in our namespace has the sandbox's address", "100.64.0.2/30" in addrs, True)
+for i in range(4):
+    want(f"remove {i}", ask(net_remove(name(i))), ("removed", 0))
+want("remove again", ask(net_remove(name(0))), ("error", 10))
+sys.exit(1 if bad else 0)
+PY
+command -v unshare >/dev/null && command -v ip >/dev/null || bad "unshare or ip missing"
+as_runner unshare -Urn python3 "$TMP/budget.py" "$SOCK" >"$TMP/budget.out" 2>&1 &&
+    ok "the runner's own namespaces: routers made, exists, over budget, removed witnessed" ||
+    { bad "routers through the raw protocol"; cat "$TMP/budget.out"; }
+nothing_left "routers through the raw protocol"
+
 # 6. The helper stops: nothing of it left.
 kill $HPID; wait $HPID; st=$?; HPID=
 [ $st = 0 ] || bad "the helper ended with $st"
