@@ -1274,11 +1274,12 @@ int main(int argc, char **argv) {
         logf_("dropping capabilities: %s", strerror(-pe));
         return 1;
     }
-    if (setup_subtree() < 0) {
-        logf_("no cgroup v1 memory, pids or cpu hierarchy to create a subtree in");
+    if (setup_subtree() < 0 && !H.net) {
+        logf_("no cgroup v1 memory, pids or cpu hierarchy to create a subtree in (and no --net-uplink)");
         teardown_subtree();
         return 1;
     }
+    /* (A cgroup v2 host with --net-uplink: networking only, no cgroups.) */
     gc(true);
     int lfd = listen_fd >= 0 ? listen_fd : socket_path ? make_socket(socket_path) : -1;
     if (lfd < 0 || sfd < 0) {
