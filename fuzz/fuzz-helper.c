@@ -3,7 +3,10 @@
  * Aborts when the decoder accepts a message that breaks a rule the helper
  * relies on (a name outside forgeyard-<pid>-<16 hex>, a mask beyond the
  * controllers, a length that is not the bytes given, a string with a control
- * character or a relative or dot-dot directory), when the header decoder and
+ * character or a relative or dot-dot directory, a network rule with host
+ * bits, a bad family, protocol or port range, a device rule that is not a
+ * devices.allow line, a version-2 message in a version-1 header), when the
+ * header decoder and
  * the whole-message decoder disagree, or when an accepted message does not
  * encode back to the very same bytes. */
 #include <stdint.h>
@@ -39,9 +42,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         if ((m.u.create.controllers & FYH_CTL_MEMORY) && !m.u.create.memory)
             abort();
+        /* devices (version 2 only): a list exactly when asked, each rule a valid devices.allow line */
+        if ((m.u.create.controllers & FYH_CTL_DEVICES) && (m.version < 2 || !m.u.create.ndev))
+            abort();
+        if (m.u.create.ndev > FYH_DEV_RULES_MAX || (!(m.u.create.controllers & FYH_CTL_DEVICES) && m.u.create.ndev))
+            abort();
+        for (uint32_t i = 0; i < m.u.create.ndev; i++)
+            if (!fyh_valid_dev_rule(&m.u.create.dev[i]))
+                abort();
         break;
     case FYH_T_REMOVE:
         if (!fyh_valid_name(m.u.remove.name))
+            abort();
+        break;
+    case FYH_T_NET_CREATE: /* version 2: the helper builds nft text from these */
+        if (m.version < 2 || !fyh_valid_name(m.u.net_create.name) || m.u.net_create.nrules > FYH_NET_RULES_MAX)
+            abort();
+        for (uint32_t i = 0; i < m.u.net_create.nrules; i++)
+            if (!fyh_valid_rule(&m.u.net_create.rule[i]))
+                abort();
+        break;
+    case FYH_T_NET_REMOVE:
+        if (m.version < 2 || !fyh_valid_name(m.u.net_remove.name))
+            abort();
+        break;
+    case FYH_T_NET_CREATED:
+        if (!fyh_valid_link(m.u.net_created.link) || !printable(m.u.net_created.uplink))
             abort();
         break;
     case FYH_T_CREATED:

@@ -189,8 +189,9 @@ static int v2_write_limits(const struct cg_plan *plan, const struct cg_run *run,
  * processes in (cg_open_tasks works as with our own cgroups). */
 static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_error **reterr) {
     static const struct { int ctl; uint32_t bit; } map[] = {
-        {CG_MEMORY, FYH_CTL_MEMORY}, {CG_PIDS, FYH_CTL_PIDS}, {CG_CPU, FYH_CTL_CPU}};
-    struct fyh_msg req = {.type = FYH_T_CREATE}, rep;
+        {CG_MEMORY, FYH_CTL_MEMORY}, {CG_PIDS, FYH_CTL_PIDS}, {CG_CPU, FYH_CTL_CPU}, {CG_DEVICES, FYH_CTL_DEVICES}};
+    static const struct fyh_msg req_zero = {.type = FYH_T_CREATE};
+    struct fyh_msg req = req_zero, rep;
     if (strlen(run->name) > FYH_NAME_MAX)
         return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, ENAMETOOLONG, NULL, "cgroup name %s too long", run->name);
     memcpy(req.u.create.name, run->name, strlen(run->name) + 1);
@@ -205,6 +206,18 @@ static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_erro
         req.u.create.pids = plan->pids;
     if (plan->version_cpu == 1)
         req.u.create.cpu_millis = plan->cpu_millis;
+    /* The device allowlist: the helper denies all, then allows these. */
+    if (req.u.create.controllers & FYH_CTL_DEVICES) {
+        if (plan->dev_mech != LX_DEV_V1 || plan->ndev_rules == 0 || plan->ndev_rules > FYH_DEV_RULES_MAX)
+            return err_set(reterr, FY_E_INFRA, FY_STEP_DEVICE, E2BIG, NULL,
+                           "device allowlist: the privileged helper takes 1 to %u rules, the plan has %zu",
+                           FYH_DEV_RULES_MAX, plan->ndev_rules);
+        req.u.create.ndev = (uint32_t)plan->ndev_rules;
+        for (size_t i = 0; i < plan->ndev_rules; i++)
+            req.u.create.dev[i] = (struct fyh_dev_rule){(uint8_t)plan->dev_rules[i].type,
+                                                        plan->dev_rules[i].access, plan->dev_rules[i].major,
+                                                        plan->dev_rules[i].minor};
+    }
     int r = lx_helper_call(plan->helper, &req, &rep, 5000);
     if (r < 0)
         return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, -r, NULL, "the privileged helper at %s: %s", plan->helper,
@@ -219,7 +232,7 @@ static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_erro
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++) {
         if (!(rep.u.created.controllers & map[i].bit))
             continue;
-        int k = map[i].bit == FYH_CTL_MEMORY ? 0 : map[i].bit == FYH_CTL_PIDS ? 1 : 2;
+        int k = __builtin_ctz(map[i].bit);
         if (!(run->v1_dir[map[i].ctl] = util_strdup(rep.u.created.dir[k]))) {
             cg_destroy(plan, run);
             return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");

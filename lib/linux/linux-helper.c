@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The privileged helper's client (linux-helper.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +14,27 @@
 
 #include "caps.h"
 #include "linux-backend.h"
+#include "linux-devices.h"
 #include "linux-helper.h"
 
 const char *lx_helper_socket(void) {
     const char *s = getenv("FORGEYARD_HELPER_SOCKET");
-    return s && s[0] == '/' ? s : FYH_DEFAULT_SOCKET;
+    return s && (s[0] == '/' || lx_helper_control_fd(s) >= 0) ? s : FYH_DEFAULT_SOCKET;
+}
+
+int lx_helper_control_fd(const char *where) {
+    if (strncmp(where, "fd:", 3) != 0 || where[3] < '0' || where[3] > '9')
+        return -1;
+    char *end;
+    long n = strtol(where + 3, &end, 10);
+    return *end || n < 0 || n > 1000000 ? -1 : (int)n;
+}
+
+int lx_helper_stat(const char *where, struct stat *st) {
+    int fd = lx_helper_control_fd(where);
+    if (fd >= 0)
+        return fstat(fd, st) < 0 ? -errno : 0;
+    return stat(where, st) < 0 ? -errno : 0;
 }
 
 static uint64_t mono_ms(void) {
@@ -41,27 +58,84 @@ static int wait_fd(int fd, short events, uint64_t deadline) {
     }
 }
 
+/* The first bytes of the request, with fd (if any) as SCM_RIGHTS. */
+static ssize_t send_first_flags(int sock, const uint8_t *buf, size_t len, int fd, int flags) {
+    struct iovec iov = {(void *)buf, len};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        memset(&u, 0, sizeof(u));
+        mh.msg_control = u.b;
+        mh.msg_controllen = sizeof(u.b);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    return sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+}
+
+static ssize_t send_first(int sock, const uint8_t *buf, size_t len, int fd) {
+    return send_first_flags(sock, buf, len, fd, 0);
+}
+
 int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fyh_msg *rep, int timeout_ms) {
+    return lx_helper_call_fd(socket_path, req, -1, rep, timeout_ms);
+}
+
+int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pass_fd, struct fyh_msg *rep,
+                      int timeout_ms) {
     uint8_t buf[FYH_MAX_MESSAGE];
     int len = fyh_encode(req, buf, sizeof(buf));
     if (len < 0)
         return -EINVAL;
+    uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
+    int r = 0, fd;
+    int ctl = lx_helper_control_fd(socket_path);
+    if (ctl >= 0) {
+        /* Socketpair mode: a fresh pair of ours, one end sent to the helper
+         * over the control socket (its credentials are ours, as at connect). */
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+            return -errno;
+        fd = pair[0];
+        for (;;) {
+            ssize_t n = send_first_flags(ctl, (const uint8_t *)"C", 1, pair[1], MSG_DONTWAIT);
+            if (n == 1)
+                break;
+            if (n < 0 && (errno == EAGAIN || errno == EINTR) && (r = wait_fd(ctl, POLLOUT, deadline)) == 0)
+                continue;
+            r = r ? r : n < 0 ? -errno : -EIO;
+            break;
+        }
+        close(pair[1]);
+        if (r == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+            r = -errno;
+        if (r < 0) {
+            close(fd);
+            return r;
+        }
+    } else {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(socket_path) >= sizeof(sa.sun_path))
         return -ENAMETOOLONG;
     memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;
-    uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
-    int r = 0;
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         r = -errno;
         if (r == -EINPROGRESS || r == -EAGAIN)
             r = wait_fd(fd, POLLOUT, deadline);
     }
+    }
     for (size_t off = 0; r == 0 && off < (size_t)len;) {
-        ssize_t n = send(fd, buf + off, (size_t)len - off, MSG_NOSIGNAL);
+        ssize_t n = off == 0 ? send_first(fd, buf, (size_t)len, pass_fd)
+                             : send(fd, buf + off, (size_t)len - off, MSG_NOSIGNAL);
         if (n > 0)
             off += (size_t)n;
         else if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -118,7 +192,7 @@ static void note_absent(fy_caps *c, const char *why) {
 void lx_helper_probe(fy_caps *c) {
     const char *path = lx_helper_socket();
     struct stat st;
-    int se = stat(path, &st) < 0 ? errno : 0;
+    int se = -lx_helper_stat(path, &st);
     if (se || !S_ISSOCK(st.st_mode)) {
         char why[512];
         snprintf(why, sizeof(why), "no privileged helper: %s %s", path,
@@ -129,6 +203,10 @@ void lx_helper_probe(fy_caps *c) {
     }
     struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
     int r = lx_helper_call(path, &req, &rep, 1000);
+    if (r == 0 && rep.type == FYH_T_ERROR && rep.u.error.code == FYH_E_VERSION) {
+        req.version = 1; /* a version-1 helper: its cgroups, no network */
+        r = lx_helper_call(path, &req, &rep, 1000);
+    }
     char why[1024];
     if (r < 0) {
         snprintf(why, sizeof(why), "privileged helper at %s unreachable: %s", path, strerror(-r));
@@ -163,6 +241,12 @@ void lx_helper_probe(fy_caps *c) {
              (unsigned long long)rep.u.welcome.max_pids,
              any_local ? " (not used: this host already gives us cgroup limits)" : "");
     (void)caps_set_fact(c, LX_FACT_HELPER, why);
+    /* Restricted networking through it (linux-net-helper.c), whatever
+     * the cgroups: the uplink it routes to, in its words. */
+    if (rep.u.welcome.offers & FYH_OFFER_NET) {
+        (void)caps_set_fact(c, LX_FACT_HELPER_NET, rep.u.welcome.uplink);
+        (void)caps_set_fact(c, LX_FACT_HELPER_NET_SOCKET, path);
+    }
     if (any_local || !rep.u.welcome.controllers)
         return;
     /* One mechanism for all of an attempt's v1 cgroups: the helper's. */
@@ -188,6 +272,16 @@ void lx_helper_probe(fy_caps *c) {
                  "removed by it below %s%s)", ctl[i].name, path, rep.u.welcome.parent[k], budget);
         free(c->e[ctl[i].cap].hint); /* nothing to fix */
         c->e[ctl[i].cap].hint = NULL;
+    }
+    /* The device allowlist through it (FY_CONTROL_DEVICES): a v1 devices
+     * cgroup per attempt that it makes with the plan's list (the helper
+     * has the capability the writes need; we do not). */
+    if (rep.u.welcome.controllers & FYH_CTL_DEVICES) {
+        (void)caps_set_fact(c, LX_FACT_DEV_V1, rep.u.welcome.parent[3]);
+        char rp[FYH_PATH_MAX + 200];
+        snprintf(rp, sizeof(rp), "cgroup v1 devices controller through the privileged helper at %s (below %s)", path,
+                 rep.u.welcome.parent[3]);
+        (void)caps_set_fact(c, LX_FACT_DEV_REPORT, rp);
     }
     char num[32];
     snprintf(num, sizeof(num), "%llu", (unsigned long long)rep.u.welcome.max_memory);

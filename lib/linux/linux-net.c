@@ -464,6 +464,9 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     if (np->net_mode == FY_NET_FETCH_ONLY)
         return compile_fetch(out, pl, np, is_root, reterr);
     out->mode = FY_NET_RESTRICTED;
+    /* Unprivileged with a privileged helper that offers it: its router. */
+    if (!is_root && pl->net_helper)
+        return lxnh_compile(out, pl, np, reterr);
     if (!is_root)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
                        "network mode restricted is enforced by nftables in a router namespace, which needs root; "
@@ -637,8 +640,11 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                         json_string("nftables in a per-attempt router namespace owned by the host's user namespace "
                                     "(veth, forward only to the rules, masquerade; everything else dropped: TCP, UDP, "
                                     "ICMP, raw, IPv4 and IPv6)"));
+    if (lp->helper) /* (linux-net-helper.c) */
+        json_object_set_new(o, "helper", json_sprintf("router namespace, veths and nft rules made and removed by the "
+                                                      "privileged helper at %s", lp->helper));
     json_object_set_new(o, "rules", rules);
-    json_object_set_new(o, "uplink", json_string(lp->uplink ? lp->uplink : "host"));
+    json_object_set_new(o, "uplink", json_string(lp->helper ? lp->helper_uplink : lp->uplink ? lp->uplink : "host"));
     json_object_set_new(o, "dns", json_string(np->dns == FY_DNS_HOST ? "host resolv.conf (reachable only if listed)"
                                                                      : "hosts-file: allowed names resolved at prepare, no resolver"));
     json_object_set_new(o, "landlock_tcp",
@@ -744,6 +750,8 @@ static int open_uplink(const struct lxn_plan *lp) {
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
     run->lp = lp;
+    if (lp->helper)
+        return 0; /* the helper makes it all once the sandbox's namespace exists (lxnh_finish) */
     int r = 0, rs = -1, us = -1;
     if (lp->mode == FY_NET_FETCH_ONLY) {
         /* Nothing before the clone: the proxy needs the sandbox's namespace. */
@@ -848,6 +856,8 @@ fail:
 
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     int r = 0, rs = -1, ss = -1, e;
+    if (run->lp && run->lp->helper)
+        return lxnh_finish(run, sandbox_ns, reterr);
     if (run->lp && run->lp->mode == FY_NET_FETCH_ONLY) {
         if ((r = lxp_start(&run->proxy, run->lp->proxy, sandbox_ns, run->uplink_fd, reterr)) < 0)
             (void)lxn_teardown(run);
@@ -900,6 +910,7 @@ fail:
 
 void lxn_forget(struct lxn_run *run) {
     run->uplink_if[0] = 0;
+    run->helper_name[0] = 0; /* the parent's router at the helper is the parent's to remove */
     lxp_forget(&run->proxy); /* the parent's proxy is the parent's to end */
     free(run->report);
     run->report = NULL;
@@ -911,6 +922,8 @@ unsigned lxn_teardown(struct lxn_run *run) {
     /* A report the previous call made and nobody took (a failed start). */
     free(run->report);
     run->report = NULL;
+    if (run->helper_name[0])
+        left += lxnh_teardown(run);
     if (run->proxy.pid > 0 || run->proxy.audit) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */

@@ -35,6 +35,13 @@ struct lxn_plan {
     uint32_t link_len;          /* 16..24 */
     uint32_t mode;              /* FY_NET_RESTRICTED or FY_NET_FETCH_ONLY */
     struct lxp_config *proxy;   /* fetch-only: what the proxy enforces (linux-proxy.h) */
+    /* Restricted for an unprivileged caller through the privileged helper
+     * (linux-net-helper.c): its socket and uplink; the rules go to it as
+     * tuples (np's, kept by the prepared object). NULL: not through it. */
+    const char *helper;
+    const char *helper_uplink;
+    const struct plan_net_rule *rules;
+    size_t nrules;
 };
 
 /* Per attempt. */
@@ -50,6 +57,8 @@ struct lxn_run {
     const struct lxn_plan *lp;  /* set by lxn_begin */
     struct lxp_run proxy;       /* fetch-only: the attempt's proxy */
     char *report;               /* fetch-only: the result's "network" record, made at teardown */
+    char helper_name[72];       /* through the helper: the attempt's router there ("": none) */
+    char helper_link[16];       /* its veth in the helper's uplink */
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,
@@ -82,6 +91,12 @@ void lxn_run_init(struct lxn_run *run);
 char *lxn_take_report(struct lxn_run *run);
 /* In a forked copy of the host: lets go of the fds, removes nothing. */
 void lxn_forget(struct lxn_run *run);
+/* Through the privileged helper (linux-net-helper.c): restricted for an
+ * unprivileged caller when the probe found a helper offering it. */
+int lxnh_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, fy_error **reterr);
+int lxnh_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
+unsigned lxnh_teardown(struct lxn_run *run);
+
 /* The sandbox's network namespace as its init sends it ('N' and the fd) on
  * the go-ahead socket: the fd, or -errno (-ETIMEDOUT, -EPIPE: it died). */
 int lxn_recv_netns(int sock, int timeout_ms);

@@ -379,6 +379,9 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
     json_object_set_new(o, "allowlist", json_string(cg->dev_mech == LX_DEV_V1
                                                         ? "cgroup v1 devices controller (devices.deny a, devices.allow)"
                                                         : "cgroup v2 device program (BPF_PROG_TYPE_CGROUP_DEVICE, libbpf)"));
+    if (cg->dev_mech == LX_DEV_V1 && !c->host.is_root && caps_fact(c, LX_FACT_HELPER_SOCKET))
+        json_object_set_new(o, "helper", json_sprintf("the devices cgroup made and its list written by the privileged "
+                                                      "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
     struct lx_dev_rule *rules = arena_keep(&pl->arena, calloc(LX_DEV_MAX_RULES, sizeof(*rules)));
     if (!rules) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
@@ -851,6 +854,12 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
          * (linux-proxy.c). */
         if (!(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
             goto oom;
+        if (!pl->as_root && caps_fact(c, LX_FACT_HELPER_NET_SOCKET)) {
+            pl->net_helper = arena_strdup(&pl->arena, caps_fact(c, LX_FACT_HELPER_NET_SOCKET));
+            pl->net_helper_uplink = arena_strdup(&pl->arena, caps_fact(c, LX_FACT_HELPER_NET));
+            if (!pl->net_helper || !pl->net_helper_uplink)
+                goto oom;
+        }
         if ((r = lxn_compile(pl->net, pl, np, pl->as_root, reterr)) < 0)
             goto fail;
         pl->clone_flags |= CLONE_NEWNET;

@@ -103,6 +103,9 @@ struct linux_plan {
     bool net_router;             /* restricted: init sends the host its network namespace
                                     (linux-net.c links it to a router) before the second go-ahead */
     struct lxn_plan *net;        /* restricted: the router's plan (host side only) */
+    const char *net_helper;      /* unprivileged: the privileged helper's socket when it offers
+                                    restricted networking (linux-net-helper.c), else NULL */
+    const char *net_helper_uplink;
     bool as_root;                /* the caller is root: map an unprivileged host range */
     char uid_map[96], gid_map[96];
     uint32_t setup_uid, setup_gid;     /* ids of the sandbox's pid 1 inside */

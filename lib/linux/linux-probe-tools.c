@@ -7,6 +7,7 @@
 
 #include "caps.h"
 #include "linux-backend.h"
+#include "linux-helper.h"
 #include "linux-probe-internal.h"
 #include "linux-probe-util.h"
 #include "linux-runc.h"
@@ -19,7 +20,11 @@ int lp_probe_programs(fy_caps *c, bool is_root) {
     lp_probe_runtimes(c, is_root);
 
     char *nft = pu_find_program("nft");
-    if (nft && is_root)
+    const char *helper_net = is_root ? NULL : caps_fact(c, LX_FACT_HELPER_NET);
+    if (helper_net) /* (linux-helper.c asked it: restricted networking comes from it) */
+        caps_set(c, FY_CAP_NFTABLES, true, 1, "through the privileged helper at %s (its router namespace, veths "
+                 "and nft rules per attempt; uplink: %s)", caps_fact(c, LX_FACT_HELPER_NET_SOCKET), helper_net);
+    else if (nft && is_root)
         caps_set(c, FY_CAP_NFTABLES, true, 1, "%s found and running as root (nft not run by "
                  "the probe)", nft);
     else if (nft) {

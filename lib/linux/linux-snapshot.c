@@ -127,7 +127,7 @@ int linux_snapshot_fingerprint(struct strbuf *key) {
     /* The privileged helper's socket (a restarted helper is a new socket). */
     const char *helper = lx_helper_socket();
     struct stat hst;
-    if (stat(helper, &hst) == 0)
+    if (lx_helper_stat(helper, &hst) == 0)
         strbuf_printf(key, "helper %s %llu %lld\n", helper, (unsigned long long)hst.st_ino, (long long)hst.st_mtime);
     else
         strbuf_printf(key, "helper %s -\n", helper);

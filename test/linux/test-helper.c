@@ -79,7 +79,13 @@ static pid_t start_helper(const char *bin, const char *extra_allow) {
 
 /* Raw bytes to the helper, optionally closing our writing half; the reply
  * decoded into rep. 0, or -1 when no decodable reply came. */
+static int raw_exchange_fd(const void *buf, size_t len, bool shut_wr, int pass_fd, struct fyh_msg *rep);
 static int raw_exchange(const void *buf, size_t len, bool shut_wr, struct fyh_msg *rep) {
+    return raw_exchange_fd(buf, len, shut_wr, -1, rep);
+}
+
+/* The same, with pass_fd (>= 0) sent along with the bytes (SCM_RIGHTS). */
+static int raw_exchange_fd(const void *buf, size_t len, bool shut_wr, int pass_fd, struct fyh_msg *rep) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
@@ -89,8 +95,23 @@ static int raw_exchange(const void *buf, size_t len, bool shut_wr, struct fyh_ms
         close(fd);
         return -1;
     }
-    if (len)
+    if (len && pass_fd >= 0) {
+        struct iovec iov = {(void *)buf, len};
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int))];
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+        (void)!sendmsg(fd, &mh, MSG_NOSIGNAL);
+    } else if (len) {
         (void)!send(fd, buf, len, MSG_NOSIGNAL);
+    }
     if (shut_wr)
         shutdown(fd, SHUT_WR);
     uint8_t in[FYH_MAX_MESSAGE];
@@ -128,6 +149,18 @@ static int call_as(uid_t uid, const struct fyh_msg *req, struct fyh_msg *rep) {
     close(p[0]);
     waitpid(pid, NULL, 0);
     return rc;
+}
+
+static int count_fds(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
 }
 
 static void create_req(struct fyh_msg *m, const char *name, uint64_t memory, uint64_t pids) {
@@ -193,7 +226,7 @@ static size_t header(uint8_t *b, uint32_t magic, uint16_t version, uint16_t type
 /* the codec alone                                                     */
 
 START_TEST(codec_round_trip) {
-    struct fyh_msg in[6], out;
+    struct fyh_msg in[11], out;
     uint8_t buf[FYH_MAX_MESSAGE];
     memset(in, 0, sizeof(in));
     in[0].type = FYH_T_HELLO;
@@ -207,17 +240,39 @@ START_TEST(codec_round_trip) {
     snprintf(in[3].u.welcome.parent[0], FYH_PATH_MAX, "/sys/fs/cgroup/memory/x/uid-65534");
     snprintf(in[3].u.welcome.parent[2], FYH_PATH_MAX, "/sys/fs/cgroup/cpu/x/uid-65534");
     in[3].u.welcome.max_memory = 1ull << 40;
+    in[3].u.welcome.offers = FYH_OFFER_NET;
+    snprintf(in[3].u.welcome.uplink, FYH_UPLINK_MAX, "/run/netns/egress");
     in[4].type = FYH_T_REMOVED;
     in[4].u.removed.left = 2;
     in[5].type = FYH_T_ERROR;
     in[5].u.error.code = FYH_E_BUDGET;
     in[5].u.error.os_errno = 12;
     snprintf(in[5].u.error.text, FYH_MSG_MAX, "over budget");
-    for (size_t i = 0; i < 6; i++) {
+    /* version 2: the network messages */
+    in[6].type = FYH_T_NET_CREATE;
+    snprintf(in[6].u.net_create.name, FYH_NAME_MAX, "forgeyard-7-0123456789abcdef");
+    in[6].u.net_create.nrules = 2;
+    in[6].u.net_create.rule[0] = (struct fyh_net_rule){4, 24, FYH_PROTO_TCP, 80, 443, {198, 51, 100, 0}};
+    in[6].u.net_create.rule[1] = (struct fyh_net_rule){6, 32, FYH_PROTO_UDP, 53, 53, {0x20, 0x01, 0x0d, 0xb8}};
+    in[7].type = FYH_T_NET_REMOVE;
+    snprintf(in[7].u.net_remove.name, FYH_NAME_MAX, "forgeyard-7-0123456789abcdef");
+    in[8].type = FYH_T_NET_CREATED;
+    snprintf(in[8].u.net_created.uplink, FYH_UPLINK_MAX, "host");
+    snprintf(in[8].u.net_created.link, sizeof(in[8].u.net_created.link), "fy0123abcd");
+    in[9].type = FYH_T_NET_REMOVED;
+    in[9].u.net_removed.left = 1;
+    /* a version-1 WELCOME (what a version-1 client asked for): no offers field */
+    in[10] = in[3];
+    in[10].version = 1;
+    in[10].u.welcome.offers = 0;
+    memset(in[10].u.welcome.uplink, 0, sizeof(in[10].u.welcome.uplink));
+    for (size_t i = 0; i < FY_ARRAY_SIZE(in); i++) {
+        if (!in[i].version)
+            in[i].version = FYH_VERSION; /* (what the decoder fills in) */
         int n = fyh_encode(&in[i], buf, sizeof(buf));
         ck_assert_int_gt(n, (int)FYH_HEADER - 1);
         ck_assert_int_eq(fyh_decode(buf, (size_t)n, &out), 0);
-        ck_assert_int_eq(memcmp(&in[i], &out, sizeof(out)), 0);
+        ck_assert_msg(memcmp(&in[i], &out, sizeof(out)) == 0, "message %zu changed in a round trip", i);
         /* every shorter prefix and one byte more are refused */
         for (int k = 0; k < n; k++)
             ck_assert_int_lt(fyh_decode(buf, (size_t)k, &out), 0);
@@ -229,6 +284,41 @@ START_TEST(codec_round_trip) {
     create_req(&bad, "../../escape", 1, 1);
     ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
     create_req(&bad, "forgeyard-1-0123456789abcdef", 0, 1); /* memory asked, no limit */
+    ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
+    /* network messages are version 2 only */
+    bad = in[6];
+    bad.version = 1;
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_TYPE);
+    /* rules: host bits past the prefix, a bad family, proto, prefix or ports; too many */
+    static const struct fyh_net_rule bad_rules[] = {
+        {4, 24, FYH_PROTO_TCP, 80, 80, {198, 51, 100, 1}},  /* host bits */
+        {4, 32, FYH_PROTO_TCP, 80, 80, {198, 51, 100, 1, 1}}, /* bytes past an IPv4 address */
+        {5, 8, FYH_PROTO_TCP, 80, 80, {10}},
+        {4, 33, FYH_PROTO_TCP, 80, 80, {10}},
+        {6, 129, FYH_PROTO_TCP, 80, 80, {0x20}},
+        {4, 8, 1 /* icmp */, 80, 80, {10}},
+        {4, 8, FYH_PROTO_TCP, 0, 80, {10}},
+        {4, 8, FYH_PROTO_UDP, 81, 80, {10}},
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(bad_rules); i++) {
+        bad = in[6];
+        bad.u.net_create.rule[1] = bad_rules[i];
+        ck_assert_msg(fyh_encode(&bad, buf, sizeof(buf)) < 0, "bad rule %zu encoded", i);
+        /* and the decoder refuses the bytes, written by hand */
+        bad.u.net_create.rule[1] = in[6].u.net_create.rule[1];
+        int n = fyh_encode(&bad, buf, sizeof(buf));
+        ck_assert_int_gt(n, 0);
+        uint8_t *r1 = buf + n - 23; /* the last rule: family prefix proto min(2) max(2) addr(16) */
+        r1[0] = bad_rules[i].family;
+        r1[1] = bad_rules[i].prefix;
+        r1[2] = bad_rules[i].proto;
+        r1[3] = (uint8_t)bad_rules[i].port_min, r1[4] = (uint8_t)(bad_rules[i].port_min >> 8);
+        r1[5] = (uint8_t)bad_rules[i].port_max, r1[6] = (uint8_t)(bad_rules[i].port_max >> 8);
+        memcpy(r1 + 7, bad_rules[i].addr, 16);
+        ck_assert_msg(fyh_decode(buf, (size_t)n, &out) == -FYH_E_MALFORMED, "bad rule %zu decoded", i);
+    }
+    bad = in[6];
+    bad.u.net_create.nrules = FYH_NET_RULES_MAX + 1;
     ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
 }
 END_TEST
@@ -262,7 +352,11 @@ START_TEST(hello_allowed) {
     ck_assert_int_eq(stat(want, &st), 0);
     ck_assert_uint_eq(st.st_uid, 0); /* the uid's parent is the helper's, not the peer's */
     /* The helper keeps only CAP_CHOWN and CAP_KILL effective (CAP_DAC_OVERRIDE permitted, for its
-     * subtree in a cgroup root), bounding set included, under no_new_privs. */
+     * subtree in a cgroup root, and CAP_SYS_ADMIN where there is a v1 devices hierarchy, for
+     * devices.allow; no CAP_NET_ADMIN without --net-uplink), bounding set included, under
+     * no_new_privs. */
+    bool devices = access("/sys/fs/cgroup/devices", F_OK) == 0;
+    uint64_t permitted = 0x23 | (devices ? 1ull << 21 : 0);
     char path[64], line[256];
     snprintf(path, sizeof(path), "/proc/%d/status", (int)helper_pid);
     FILE *f = fopen(path, "re");
@@ -273,7 +367,7 @@ START_TEST(hello_allowed) {
             ck_assert_msg(strtoull(line + 7, NULL, 16) == 0x21, "%s", line);
             seen++;
         } else if (strncmp(line, "CapPrm:", 7) == 0 || strncmp(line, "CapBnd:", 7) == 0) { /* and CAP_DAC_OVERRIDE */
-            ck_assert_msg(strtoull(line + 7, NULL, 16) == 0x23, "%s", line);
+            ck_assert_msg(strtoull(line + 7, NULL, 16) == permitted, "%s", line);
             seen++;
         } else if (strncmp(line, "NoNewPrivs:", 11) == 0) {
             ck_assert_int_eq(atoi(line + 11), 1);
@@ -308,7 +402,8 @@ START_TEST(hostile_headers) {
     struct { uint32_t magic; uint16_t version, type; uint32_t length, flags; size_t extra; bool shut; uint32_t want; }
     cases[] = {
         {0xdeadbeef, 1, FYH_T_HELLO, 0, 0, 0, false, FYH_E_MAGIC},
-        {FYH_MAGIC, 2, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
+        {FYH_MAGIC, 3, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
+        {FYH_MAGIC, 1, FYH_T_NET_CREATE, 0, 0, 0, false, FYH_E_TYPE}, /* a version-2 type in version 1 */
         {FYH_MAGIC, 0, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
         {FYH_MAGIC, 1, FYH_T_HELLO, FYH_MAX_PAYLOAD + 1, 0, 0, false, FYH_E_TOO_BIG},
         {FYH_MAGIC, 1, FYH_T_HELLO, 0xffffffffu, 0, 0, false, FYH_E_TOO_BIG},
@@ -573,7 +668,9 @@ START_TEST(flood) {
     uint8_t garbage[64];
     for (size_t i = 0; i < sizeof(garbage); i++)
         garbage[i] = (uint8_t)(i * 37 + 11);
-    /* as root (not allowed) and as A (allowed, garbage): 5,000 each, in two children */
+    /* as root (not allowed) and as A (allowed, garbage): 5,000 each, in two children;
+     * every fifth one carries a descriptor, which the helper must close */
+    int fds_before = count_fds(helper_pid);
     int p[2];
     ck_assert_int_eq(pipe(p), 0);
     pid_t kids[2];
@@ -584,6 +681,7 @@ START_TEST(flood) {
             if (k == 1 && (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A)))
                 _exit(2);
             uint32_t typed = 0;
+            int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
             for (int i = 0; i < 5000; i++) {
                 struct fyh_msg r;
                 uint8_t msg[80];
@@ -591,7 +689,7 @@ START_TEST(flood) {
                 memcpy(msg, garbage, n);
                 if (i % 3 == 0) /* a valid-looking header announcing too much */
                     n = header(msg, FYH_MAGIC, 1, FYH_T_CREATE, 1u << 20, 0);
-                typed += raw_exchange(msg, n, true, &r) == 0 && r.type == FYH_T_ERROR;
+                typed += raw_exchange_fd(msg, n, true, i % 5 == 1 ? null_fd : -1, &r) == 0 && r.type == FYH_T_ERROR;
             }
             (void)!write(p[1], &typed, sizeof(typed));
             _exit(0);
@@ -606,6 +704,7 @@ START_TEST(flood) {
     close(p[0]);
     ck_assert_uint_eq(typed[0], 5000);
     ck_assert_uint_eq(typed[1], 5000);
+    ck_assert_int_eq(count_fds(helper_pid), fds_before); /* no descriptor kept, none leaked */
     /* More idle connections than --max-connections 16 from one uid: it gets
      * half the slots, the extra ones are told busy, and while it holds them
      * another allowed uid is still served. */
@@ -739,6 +838,87 @@ START_TEST(listen_fd_mode) {
 }
 END_TEST
 
+/* Socketpair mode: a root host spawns the helper over a socketpair (no
+ * listening socket anywhere); a connection is a fresh socketpair whose one
+ * end goes over the control socket, its credentials are its maker's (an
+ * allowed uid served, root refused), anything but a unix stream socket sent
+ * there is dropped, and when the host closes its end the helper stops and
+ * removes its subtree by itself. */
+START_TEST(socketpair_mode) {
+    char sub[80];
+    snprintf(sub, sizeof(sub), "%s-p", subtree);
+    int ctl[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (dup2(ctl[1], 3) != 3)
+            _exit(126);
+        int fd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execl(helper_bin, helper_bin, "--connection-fd", "3", "--allow", "65534:1:16M:64", "--subtree", sub,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(ctl[1]);
+    ck_assert_int_eq(fcntl(ctl[0], F_SETFD, 0), 0); /* the uid-A children below use it */
+    char saved[128];
+    snprintf(saved, sizeof(saved), "%s", sock);
+    snprintf(sock, sizeof(sock), "fd:%d", ctl[0]); /* call_as talks to sock */
+    ck_assert_int_eq(lx_helper_control_fd(sock), ctl[0]);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    int rc = call_as(UID_A, &req, &rep);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(rep.type == FYH_T_WELCOME, "%s", rep.type == FYH_T_ERROR ? rep.u.error.text : "?");
+    ck_assert_uint_eq(rep.u.welcome.uid, UID_A);
+    ck_assert_uint_eq(rep.u.welcome.max_memory, 16u << 20);
+    /* root made this pair: not in the allowlist, refused (typed) */
+    rc = call_as(0, &req, &rep);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rep.type, FYH_T_ERROR);
+    ck_assert_uint_eq(rep.u.error.code, FYH_E_DENIED);
+    /* a file and a datagram socket sent as connections: dropped, the helper goes on */
+    int junk[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC), socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+    for (int i = 0; i < 2; i++) {
+        char byte = 'C';
+        struct iovec iov = {&byte, 1};
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int))];
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &junk[i], sizeof(int));
+        ck_assert_int_eq(sendmsg(ctl[0], &mh, MSG_NOSIGNAL), 1);
+        close(junk[i]);
+    }
+    rc = call_as(UID_A, &req, &rep);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    /* the host goes: so does the helper, cleanly, its subtree with it */
+    snprintf(sock, sizeof(sock), "%s", saved);
+    close(ctl[0]);
+    int st = 0;
+    pid_t w = 0;
+    for (int i = 0; i < 500 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
+        usleep(10000);
+    if (w != pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    ck_assert_msg(w == pid, "the helper did not stop when its host closed the control socket");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    char dir[700];
+    struct stat dst;
+    snprintf(dir, sizeof(dir), "%.*s/%s", (int)(strlen(memroot) - strlen(subtree) - 1), memroot, sub);
+    ck_assert_msg(stat(dir, &dst) < 0, "%s left", dir);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s HELPER\n", argv[0]);
@@ -780,6 +960,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, flood);
     tcase_add_test(tc, refuses_to_run);
     tcase_add_test(tc, listen_fd_mode);
+    tcase_add_test(tc, socketpair_mode);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

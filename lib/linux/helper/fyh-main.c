@@ -42,13 +42,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fyh-net.h"
 #include "fyh-proto.h"
 
 #define MAX_ALLOW 64
 #define MAX_CONNS_DEFAULT 64
 #define MAX_ENTRIES 1024
 
-static const char *const ctl_name[FYH_NCTL] = {"memory", "pids", "cpu"};
+static const char *const ctl_name[FYH_NCTL] = {"memory", "pids", "cpu", "devices"};
 
 struct allow {
     uid_t uid;
@@ -63,6 +64,15 @@ struct entry {
     int creator; /* pidfd of the peer that created it (-1: from an earlier run) */
 };
 
+/* An attempt's router (fyh-net.c), made for uid's sandbox. */
+struct net_entry {
+    bool used;
+    uid_t uid;
+    char name[FYH_NAME_MAX + 1];
+    int creator; /* pidfd of the peer that asked */
+    struct fyh_net_attempt net;
+};
+
 struct conn {
     int fd;
     uid_t uid;
@@ -70,6 +80,9 @@ struct conn {
     const struct allow *allow;
     uint64_t deadline;
     size_t got;
+    int passed;     /* a descriptor that came with the request (-1: none) */
+    uint16_t version; /* the request's, once decoded */
+    bool extra_fds; /* more than one came, or one came after the first bytes */
     uint8_t buf[FYH_MAX_MESSAGE];
 };
 
@@ -82,6 +95,8 @@ static struct {
     uint32_t controllers;
     bool memsw;
     struct entry entries[MAX_ENTRIES];
+    struct net_entry nets[MAX_ENTRIES];
+    bool net; /* --net-uplink given and usable */
     size_t max_conns;
     uint64_t timeout_ms;
     bool verbose;
@@ -114,12 +129,16 @@ static uint64_t now_ms(void) {
  * runs no program anyway). */
 #define CAPS_WORK ((1u << CAP_CHOWN) | (1u << CAP_KILL))
 #define CAPS_ALL (CAPS_WORK | (1u << CAP_DAC_OVERRIDE))
+/* With --net-uplink, CAP_NET_ADMIN and CAP_SYS_ADMIN (a new network
+ * namespace, setns) stay permitted too, effective only while a router is
+ * made or removed (fyh_net_raise). */
+static uint32_t caps_permitted = CAPS_ALL;
 
 static int set_caps(uint32_t effective) {
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2] = {{0}};
     data[0].effective = effective;
-    data[0].permitted = CAPS_ALL;
+    data[0].permitted = caps_permitted;
     return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
 }
 
@@ -127,9 +146,20 @@ static void raise_dac(bool on) {
     (void)set_caps(on ? CAPS_ALL : CAPS_WORK);
 }
 
+static void raise_net(bool on) {
+    (void)set_caps(on ? CAPS_WORK | fyh_net_caps() : CAPS_WORK);
+}
+
+/* cgroup v1 devices.allow and devices.deny take CAP_SYS_ADMIN: permitted
+ * only when there is a devices hierarchy, effective only for those writes. */
+#define CAP_DEVICES (1u << CAP_SYS_ADMIN)
+static void raise_devices(bool on) {
+    (void)set_caps(on ? CAPS_WORK | CAP_DEVICES : CAPS_WORK);
+}
+
 static int drop_privileges(void) {
     for (unsigned long cap = 0; cap <= 63; cap++) {
-        if (cap < 32 && (CAPS_ALL & (1u << cap)))
+        if (cap < 32 && (caps_permitted & (1u << cap)))
             continue;
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
             return -errno;
@@ -420,6 +450,17 @@ static void gc(bool all) {
                 drop_entry(e);
         }
     }
+    for (size_t i = 0; i < MAX_ENTRIES; i++) {
+        struct net_entry *n = &H.nets[i];
+        struct pollfd p = {n->creator, POLLIN, 0};
+        if (!n->used || poll(&p, 1, 0) != 1)
+            continue;
+        uint32_t left = fyh_net_remove(&n->net);
+        if (H.verbose || left)
+            logf_("gc: uid %u %s router (creator exited): %u left", (unsigned)n->uid, n->name, left);
+        close(n->creator);
+        memset(n, 0, sizeof(*n));
+    }
     if (!all)
         return;
     for (size_t a = 0; a < H.nallow; a++)
@@ -466,7 +507,9 @@ static int setup_subtree(void) {
                 break;
             }
             const struct allow *al = &H.allow[a];
-            if (c == 0)
+            if (c == 3)
+                e = 0; /* devices: each attempt's own list, below */
+            else if (c == 0)
                 e = write_u64(dir, "memory.limit_in_bytes", al->max_memory * al->max_cgroups);
             else if (c == 1)
                 e = write_u64(dir, "pids.max", al->max_pids * al->max_cgroups);
@@ -522,13 +565,19 @@ static void set_error(struct fyh_msg *rep, uint32_t code, int os, const char *fm
 static void do_hello(const struct conn *c, struct fyh_msg *rep) {
     memset(rep, 0, sizeof(*rep));
     rep->type = FYH_T_WELCOME;
+    if (H.net) {
+        rep->u.welcome.offers = FYH_OFFER_NET;
+        snprintf(rep->u.welcome.uplink, sizeof(rep->u.welcome.uplink), "%s", fyh_net_uplink());
+    }
     rep->u.welcome.uid = (uint32_t)c->uid;
     rep->u.welcome.max_cgroups = c->allow->max_cgroups;
     rep->u.welcome.max_memory = c->allow->max_memory;
     rep->u.welcome.max_pids = c->allow->max_pids;
     rep->u.welcome.controllers = H.controllers;
+    if (c->version < 2) /* (version 1 knows no devices) */
+        rep->u.welcome.controllers &= ~FYH_CTL_DEVICES;
     for (int i = 0; i < FYH_NCTL; i++)
-        if (H.controllers & (1u << i))
+        if (rep->u.welcome.controllers & (1u << i))
             uid_dir(rep->u.welcome.parent[i], sizeof(rep->u.welcome.parent[i]), i, c->uid);
 }
 
@@ -598,6 +647,26 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
         } else if (i == 1) {
             what = "pids.max";
             e = write_u64(dir, what, req->u.create.pids);
+        } else if (i == 3) {
+            /* Nothing but the peer's list: deny all, then allow each rule
+             * (any rule is only a narrowing: the peer's processes outside
+             * this cgroup have no device list at all). */
+            raise_devices(true);
+            what = "devices.deny";
+            e = write_file(dir, what, "a");
+            for (uint32_t k = 0; !e && k < req->u.create.ndev; k++) {
+                const struct fyh_dev_rule *d = &req->u.create.dev[k];
+                char line[64], maj[16] = "*", min[16] = "*";
+                if (d->major != FYH_DEV_ANY)
+                    snprintf(maj, sizeof(maj), "%u", d->major);
+                if (d->minor != FYH_DEV_ANY)
+                    snprintf(min, sizeof(min), "%u", d->minor);
+                snprintf(line, sizeof(line), "%c %s:%s %s%s%s", d->type, maj, min, (d->access & 2) ? "r" : "",
+                         (d->access & 4) ? "w" : "", (d->access & 1) ? "m" : "");
+                what = "devices.allow";
+                e = write_file(dir, what, line);
+            }
+            raise_devices(false);
         } else {
             what = "cpu.cfs_quota_us";
             e = write_u64(dir, "cpu.cfs_period_us", 100000);
@@ -654,12 +723,84 @@ static void do_remove(const struct conn *c, const struct fyh_msg *req, struct fy
         drop_entry(e);
 }
 
+static struct net_entry *find_net(uid_t uid, const char *name) {
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        if (H.nets[i].used && H.nets[i].uid == uid && strcmp(H.nets[i].name, name) == 0)
+            return &H.nets[i];
+    return NULL;
+}
+
+/* The router for the peer's sandbox namespace, which came as c->passed. */
+static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+    const char *name = req->u.net_create.name;
+    char why[FYH_MSG_MAX + 1] = "";
+    if (!H.net) {
+        set_error(rep, FYH_E_UNOFFERED, EOPNOTSUPP, "this helper offers no network (started without --net-uplink)");
+        return;
+    }
+    if (fyh_net_check_ns(c->passed, c->uid, why, sizeof(why)) < 0) {
+        set_error(rep, FYH_E_FD, EPERM, "%s", why);
+        return;
+    }
+    uint32_t mine = 0;
+    struct net_entry *slot = NULL;
+    for (size_t i = 0; i < MAX_ENTRIES; i++) {
+        mine += H.nets[i].used && H.nets[i].uid == c->uid;
+        if (!H.nets[i].used && !slot)
+            slot = &H.nets[i];
+    }
+    if (mine >= c->allow->max_cgroups || !slot) {
+        set_error(rep, FYH_E_BUDGET, 0, "uid %u already has %u routers (its budget)", (unsigned)c->uid, mine);
+        return;
+    }
+    if (find_net(c->uid, name)) {
+        set_error(rep, FYH_E_EXISTS, EEXIST, "%s has a router", name);
+        return;
+    }
+    int os = 0;
+    int e = fyh_net_create(&slot->net, c->passed, req->u.net_create.rule, req->u.net_create.nrules, &os, why,
+                           sizeof(why));
+    if (e < 0) {
+        set_error(rep, (uint32_t)-e, os, "%s", why);
+        return;
+    }
+    slot->used = true;
+    slot->uid = c->uid;
+    snprintf(slot->name, sizeof(slot->name), "%s", name);
+    slot->creator = (int)syscall(SYS_pidfd_open, c->pid, 0);
+    memset(rep, 0, sizeof(*rep));
+    rep->type = FYH_T_NET_CREATED;
+    snprintf(rep->u.net_created.uplink, sizeof(rep->u.net_created.uplink), "%s", fyh_net_uplink());
+    snprintf(rep->u.net_created.link, sizeof(rep->u.net_created.link), "%s", slot->net.link);
+}
+
+static void do_net_remove(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+    struct net_entry *n = find_net(c->uid, req->u.net_remove.name);
+    if (!n) {
+        set_error(rep, FYH_E_NOT_FOUND, ENOENT, "uid %u has no router %s", (unsigned)c->uid, req->u.net_remove.name);
+        return;
+    }
+    memset(rep, 0, sizeof(*rep));
+    rep->type = FYH_T_NET_REMOVED;
+    rep->u.net_removed.left = fyh_net_remove(&n->net);
+    if (n->creator >= 0)
+        close(n->creator);
+    memset(n, 0, sizeof(*n));
+}
+
 /* ------------------------------------------------------------------ */
 /* connections                                                         */
 
 static void send_reply(int fd, const struct fyh_msg *rep) {
     uint8_t out[FYH_MAX_MESSAGE];
     int n = fyh_encode(rep, out, sizeof(out));
+    if (n == -FYH_E_TYPE && rep->version < 2) {
+        /* (a version-2 refusal code to a version-1 request: say it in version 1's words) */
+        struct fyh_msg e;
+        set_error(&e, FYH_E_SYSTEM, 0, "%s", rep->u.error.text);
+        e.version = rep->version;
+        n = fyh_encode(&e, out, sizeof(out));
+    }
     if (n < 0) {
         struct fyh_msg e;
         set_error(&e, FYH_E_SYSTEM, EIO, "reply could not be encoded");
@@ -669,16 +810,55 @@ static void send_reply(int fd, const struct fyh_msg *rep) {
         (void)send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-static void refuse_fd(int fd, uint32_t code, int os, const char *text) {
+/* A refusal in version 1 (which every client decodes) unless the request
+ * was version 2: codes above version 1's become FYH_E_SYSTEM there. */
+static void refuse_v(int fd, uint16_t version, uint32_t code, int os, const char *text) {
     struct fyh_msg rep;
     set_error(&rep, code, os, "%s", text);
+    rep.version = version >= FYH_VERSION_MIN && version <= FYH_VERSION ? version : FYH_VERSION_MIN;
+    if (rep.version < 2 && code > FYH_E_FLAGS)
+        rep.u.error.code = FYH_E_SYSTEM;
     send_reply(fd, &rep);
     H.refused++;
 }
 
+static void refuse_fd(int fd, uint32_t code, int os, const char *text) {
+    refuse_v(fd, FYH_VERSION_MIN, code, os, text);
+}
+
+/* What the peer sent and we did not read: read (bounded, never waiting)
+ * and dropped, descriptors closed, so that closing does not reset the
+ * connection before the peer reads our reply. */
+static void drain(int fd) {
+    for (int i = 0; i < 4; i++) {
+        uint8_t junk[FYH_MAX_MESSAGE];
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int) * 8)];
+        } u;
+        struct iovec iov = {junk, sizeof(junk)};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+                for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+                    int x;
+                    memcpy(&x, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+                    close(x);
+                }
+        if (n <= 0)
+            break;
+    }
+}
+
 static void conn_close(struct conn *c) {
+    drain(c->fd);
     close(c->fd);
     c->fd = -1;
+    if (c->passed >= 0)
+        close(c->passed);
+    c->passed = -1;
+    c->extra_fds = false;
 }
 
 /* A whole request is in c->buf: decode (validated again, whatever the peer
@@ -686,10 +866,21 @@ static void conn_close(struct conn *c) {
 static void handle(struct conn *c) {
     struct fyh_msg req, rep;
     int e = fyh_decode(c->buf, c->got, &req);
+    uint16_t version = (uint16_t)(c->buf[4] | c->buf[5] << 8);
     if (e < 0) {
-        refuse_fd(c->fd, (uint32_t)-e, 0, fyh_err_name((uint32_t)-e));
+        refuse_v(c->fd, version, (uint32_t)-e, 0, fyh_err_name((uint32_t)-e));
         return;
     }
+    /* A descriptor comes with NET_CREATE, exactly one, with its first bytes. */
+    bool wants_fd = req.type == FYH_T_NET_CREATE;
+    if (c->extra_fds || wants_fd != (c->passed >= 0)) {
+        refuse_v(c->fd, version, FYH_E_FD, EBADF,
+                 wants_fd ? "NET_CREATE needs exactly one descriptor (the sandbox's network namespace), sent "
+                            "with the message's first bytes"
+                          : "this request takes no descriptor");
+        return;
+    }
+    c->version = req.version;
     switch (req.type) {
     case FYH_T_HELLO:
         do_hello(c, &rep);
@@ -699,6 +890,12 @@ static void handle(struct conn *c) {
         break;
     case FYH_T_REMOVE:
         do_remove(c, &req, &rep);
+        break;
+    case FYH_T_NET_CREATE:
+        do_net_create(c, &req, &rep);
+        break;
+    case FYH_T_NET_REMOVE:
+        do_net_remove(c, &req, &rep);
         break;
     default:
         set_error(&rep, FYH_E_TYPE, 0, "type 0x%x is not a request", req.type);
@@ -711,6 +908,9 @@ static void handle(struct conn *c) {
     if (H.verbose)
         logf_("uid %u pid %d: request %u -> %s", (unsigned)c->uid, (int)c->pid, req.type,
               rep.type == FYH_T_ERROR ? fyh_err_name(rep.u.error.code) : "ok");
+    rep.version = req.version;
+    if (rep.type == FYH_T_ERROR && req.version < 2 && rep.u.error.code > FYH_E_FLAGS)
+        rep.u.error.code = FYH_E_SYSTEM;
     send_reply(c->fd, &rep);
 }
 
@@ -726,9 +926,34 @@ static bool conn_read(struct conn *c) {
         }
         want = FYH_HEADER + h.length;
     }
-    ssize_t n = recv(c->fd, c->buf + c->got, want - c->got, MSG_DONTWAIT);
+    /* recvmsg: a descriptor may come along (NET_CREATE's namespace); any
+     * other, a second one, or one after the first bytes is refused. */
+    struct iovec iov = {c->buf + c->got, want - c->got};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int) * 4)];
+    } u;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+    ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0)
         return errno != EAGAIN && errno != EINTR;
+    if (mh.msg_flags & MSG_CTRUNC)
+        c->extra_fds = true; /* (the kernel closed what did not fit) */
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (c->passed < 0 && c->got == 0 && i == 0)
+                c->passed = fd;
+            else {
+                close(fd);
+                c->extra_fds = true;
+            }
+        }
+    }
     if (n == 0) {
         if (c->got) /* closed mid-message: a truncated request */
             refuse_fd(c->fd, FYH_E_MALFORMED, 0, "truncated request");
@@ -751,10 +976,59 @@ static bool conn_read(struct conn *c) {
     return false;
 }
 
+static void admit(int fd, struct conn *conns);
+
 static void accept_one(int lfd, struct conn *conns) {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0)
-        return;
+    if (fd >= 0)
+        admit(fd, conns);
+}
+
+/* Socketpair mode (--connection-fd): the host that spawned us sends, on
+ * the control socket, one byte per connection with one end of a fresh
+ * socketpair of its own (SCM_RIGHTS). Each is a connection like an
+ * accepted one: its SO_PEERCRED are those of the process that made the
+ * pair, checked against the allowlist as always. false once the host
+ * closed its end (we stop then). */
+static bool control_read(int ctl, struct conn *conns) {
+    for (int burst = 0; burst < 64; burst++) {
+        char bytes[8];
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int) * 8)];
+        } u;
+        struct iovec iov = {bytes, sizeof(bytes)};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        ssize_t n = recvmsg(ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n == 0)
+            return false;
+        if (n < 0)
+            return errno == EAGAIN || errno == EINTR;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                continue;
+            for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+                int type = 0, domain = 0;
+                socklen_t tl = sizeof(type), dl = sizeof(domain);
+                /* only a unix stream socket is a connection; anything else is closed unread */
+                if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+                    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) < 0 || domain != AF_UNIX ||
+                    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+                    H.refused++;
+                    close(fd);
+                    continue;
+                }
+                admit(fd, conns);
+            }
+        }
+    }
+    return true;
+}
+
+/* A new connection (accepted, or sent in socketpair mode): peer checks, a slot. */
+static void admit(int fd, struct conn *conns) {
     struct ucred cr;
     socklen_t len = sizeof(cr);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || len != sizeof(cr)) {
@@ -786,6 +1060,8 @@ static void accept_one(int lfd, struct conn *conns) {
             conns[i].pid = cr.pid;
             conns[i].allow = al;
             conns[i].got = 0;
+            conns[i].passed = -1;
+            conns[i].extra_fds = false;
             conns[i].deadline = now_ms() + H.timeout_ms;
             return;
         }
@@ -852,14 +1128,15 @@ static int make_socket(const char *path) {
 static void usage(FILE *f) {
     fputs("usage: forgeyard-sandbox-helper (--socket PATH | --listen-fd N) (--allow UID:CGROUPS:MEMORY:PIDS |\n"
           "                                --allow-file FILE)... [--subtree NAME] [--max-connections N]\n"
-          "                                [--timeout-ms N] [--verbose]\n"
+          "                                [--timeout-ms N] [--net-uplink NETNS-FILE|host] [--verbose]\n"
+          "       forgeyard-sandbox-helper --connection-fd N ...  (spawned by a root host over a socketpair)\n"
           "Runs as root, started by the operator (never setuid); see forgeyard-sandbox-helper(8).\n",
           f);
 }
 
 int main(int argc, char **argv) {
-    const char *socket_path = NULL;
-    int listen_fd = -1;
+    const char *socket_path = NULL, *net_uplink = NULL;
+    int listen_fd = -1, control_fd = -1;
     snprintf(H.subtree_name, sizeof(H.subtree_name), "forgeyard-helper");
     H.max_conns = MAX_CONNS_DEFAULT;
     H.timeout_ms = 2000;
@@ -893,9 +1170,10 @@ int main(int argc, char **argv) {
         char *end;
         if (strcmp(a, "--socket") == 0) {
             socket_path = v;
-        } else if (strcmp(a, "--listen-fd") == 0) {
-            listen_fd = (int)strtol(v, &end, 10);
-            if (*end || listen_fd < 3) {
+        } else if (strcmp(a, "--listen-fd") == 0 || strcmp(a, "--connection-fd") == 0) {
+            int *which = a[2] == 'l' ? &listen_fd : &control_fd;
+            *which = (int)strtol(v, &end, 10);
+            if (*end || *which < 3) {
                 usage(stderr);
                 return 2;
             }
@@ -909,6 +1187,8 @@ int main(int argc, char **argv) {
         } else if (strcmp(a, "--allow-file") == 0) {
             if (!load_allow_file(v))
                 return 2;
+        } else if (strcmp(a, "--net-uplink") == 0) {
+            net_uplink = v;
         } else if (strcmp(a, "--subtree") == 0) {
             bool ok = v[0] && v[0] != '.' && strlen(v) < sizeof(H.subtree_name);
             for (const char *p = v; ok && *p; p++)
@@ -936,7 +1216,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!socket_path == (listen_fd < 0) || H.nallow == 0) {
+    if ((socket_path != NULL) + (listen_fd >= 0) + (control_fd >= 0) != 1 || H.nallow == 0) {
         usage(stderr);
         return 2;
     }
@@ -947,6 +1227,21 @@ int main(int argc, char **argv) {
     /* Nothing of whoever started us: no environment, no stray fds. */
     clearenv();
     umask(022);
+    if (control_fd >= 0) {
+        /* The control socket must be a unix socket, and ours alone: its
+         * other end is the host's (the operator's root parent made the pair). */
+        int type = 0;
+        socklen_t tl = sizeof(type);
+        struct sockaddr_un sa;
+        socklen_t al = sizeof(sa);
+        if (getsockopt(control_fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+            (type != SOCK_SEQPACKET && type != SOCK_STREAM && type != SOCK_DGRAM) ||
+            getsockname(control_fd, (struct sockaddr *)&sa, &al) < 0 || sa.sun_family != AF_UNIX) {
+            logf_("--connection-fd %d: not a unix socket", control_fd);
+            return 2;
+        }
+        listen_fd = control_fd;
+    }
     syscall(SYS_close_range, 3, listen_fd > 3 ? listen_fd - 1 : 2, 0);
     if (listen_fd >= 0)
         syscall(SYS_close_range, listen_fd + 1, ~0u, 0);
@@ -961,17 +1256,30 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &sigs, NULL);
     int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 
+    if (net_uplink) {
+        char why[256];
+        if (fyh_net_init(net_uplink, why, sizeof(why)) < 0) {
+            logf_("--net-uplink %s: %s", net_uplink, why);
+            return 1;
+        }
+        H.net = true;
+        caps_permitted |= fyh_net_caps();
+        fyh_net_raise = raise_net;
+    }
+    discover();
+    if (H.base[3][0])
+        caps_permitted |= CAP_DEVICES;
     int pe = drop_privileges();
     if (pe < 0) {
         logf_("dropping capabilities: %s", strerror(-pe));
         return 1;
     }
-    discover();
-    if (setup_subtree() < 0) {
-        logf_("no cgroup v1 memory, pids or cpu hierarchy to create a subtree in");
+    if (setup_subtree() < 0 && !H.net) {
+        logf_("no cgroup v1 memory, pids or cpu hierarchy to create a subtree in (and no --net-uplink)");
         teardown_subtree();
         return 1;
     }
+    /* (A cgroup v2 host with --net-uplink: networking only, no cgroups.) */
     gc(true);
     int lfd = listen_fd >= 0 ? listen_fd : socket_path ? make_socket(socket_path) : -1;
     if (lfd < 0 || sfd < 0) {
@@ -980,16 +1288,17 @@ int main(int argc, char **argv) {
     }
     if (listen_fd >= 0)
         fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
-    logf_("serving %s for %zu uid(s); controllers:%s%s%s; subtree %s", socket_path ? socket_path : "--listen-fd",
-          H.nallow, (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
-          (H.controllers & 4) ? " cpu" : "", H.subtree[0][0] ? H.subtree[0] : H.subtree[1]);
+    logf_("serving %s for %zu uid(s); network: %s; controllers:%s%s%s%s; subtree %s",
+          socket_path ? socket_path : control_fd >= 0 ? "--connection-fd" : "--listen-fd", H.nallow, H.net ? fyh_net_uplink() : "not offered",
+          (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
+          (H.controllers & 4) ? " cpu" : "", (H.controllers & 8) ? " devices" : "", H.subtree[0][0] ? H.subtree[0] : H.subtree[1]);
 
     struct conn *conns = calloc(H.max_conns, sizeof(*conns));
     struct pollfd *pfd = calloc(H.max_conns + 2, sizeof(*pfd));
     if (!conns || !pfd)
         return 1;
     for (size_t i = 0; i < H.max_conns; i++)
-        conns[i].fd = -1;
+        conns[i].fd = conns[i].passed = -1;
     bool stop = false;
     uint64_t last_gc = now_ms();
     while (!stop) {
@@ -1022,6 +1331,11 @@ int main(int argc, char **argv) {
                     break;
                 }
         }
+        if (control_fd >= 0 && pfd[0].revents) {
+            if (!control_read(lfd, conns) || (pfd[0].revents & (POLLHUP | POLLERR) && !(pfd[0].revents & POLLIN)))
+                stop = true; /* the host closed its end: it is gone, and so are we */
+            pfd[0].revents = 0;
+        }
         for (int burst = 0; burst < 64 && (pfd[0].revents & POLLIN); burst++) {
             struct pollfd one = {lfd, POLLIN, 0};
             if (burst && poll(&one, 1, 0) != 1)
@@ -1043,6 +1357,16 @@ int main(int argc, char **argv) {
         if (conns[i].fd >= 0)
             conn_close(&conns[i]);
     free(conns);
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        if (H.nets[i].used) {
+            uint32_t left = fyh_net_remove(&H.nets[i].net);
+            if (left)
+                logf_("uid %u %s: %u network object(s) could not be removed", (unsigned)H.nets[i].uid,
+                      H.nets[i].name, left);
+            if (H.nets[i].creator >= 0)
+                close(H.nets[i].creator);
+            H.nets[i].used = false;
+        }
     free(pfd);
     gc(false);
     teardown_subtree();

@@ -5,7 +5,7 @@
  * followed by at most FYH_MAX_PAYLOAD bytes:
  *
  *   u32 magic   FYH_MAGIC ("FYH1" as little-endian bytes)
- *   u16 version FYH_VERSION
+ *   u16 version FYH_VERSION_MIN..FYH_VERSION (a reply carries its request's)
  *   u16 type    FYH_T_* (requests < 0x8000, replies >= 0x8000)
  *   u32 length  payload bytes, <= FYH_MAX_PAYLOAD
  *   u32 flags   0 (anything else is refused)
@@ -26,13 +26,22 @@
 #include <stdint.h>
 
 #define FYH_MAGIC 0x31485946u /* "FYH1" */
-#define FYH_VERSION 1u
+/* Version 1: HELLO, CREATE, REMOVE. Version 2 adds the network requests
+ * (NET_CREATE, NET_REMOVE), two fields at the end of WELCOME (what else
+ * the helper offers, and its uplink), and the devices controller: a fourth
+ * directory in WELCOME and CREATED, and CREATE's device rules at its end.
+ * A version-1 message decodes as it always did; a version-2 type in a
+ * version-1 header is FYH_E_TYPE, the devices bit there FYH_E_MALFORMED. */
+#define FYH_VERSION 2u
+#define FYH_VERSION_MIN 1u
 #define FYH_HEADER 16u
 #define FYH_MAX_PAYLOAD 2048u
 #define FYH_MAX_MESSAGE (FYH_HEADER + FYH_MAX_PAYLOAD)
 #define FYH_NAME_MAX 64u  /* an attempt cgroup's name */
 #define FYH_PATH_MAX 400u /* a directory in a reply */
 #define FYH_MSG_MAX 200u  /* an error reply's text */
+#define FYH_NET_RULES_MAX 64u /* allowed tuples of one NET_CREATE */
+#define FYH_UPLINK_MAX 120u   /* the uplink's description in WELCOME / NET_CREATED */
 
 /* The default socket (forgeyard-sandbox-helper(8)); FORGEYARD_HELPER_SOCKET
  * overrides it for the library. */
@@ -42,9 +51,16 @@ enum fyh_type {
     FYH_T_HELLO = 1,  /* -> FYH_T_WELCOME: the peer's budget and parents */
     FYH_T_CREATE = 2, /* -> FYH_T_CREATED: an attempt cgroup with limits */
     FYH_T_REMOVE = 3, /* -> FYH_T_REMOVED: kill what is left, rmdir, witnessed */
+    /* Version 2. NET_CREATE carries one descriptor (SCM_RIGHTS, with the
+     * message's first bytes): the sandbox's network namespace, which must
+     * be owned by a user namespace the peer's uid owns. */
+    FYH_T_NET_CREATE = 4, /* -> FYH_T_NET_CREATED: router namespace, veths, nft allowlist */
+    FYH_T_NET_REMOVE = 5, /* -> FYH_T_NET_REMOVED: the uplink veth deleted, witnessed */
     FYH_T_WELCOME = 0x8001,
     FYH_T_CREATED = 0x8002,
     FYH_T_REMOVED = 0x8003,
+    FYH_T_NET_CREATED = 0x8004,
+    FYH_T_NET_REMOVED = 0x8005,
     FYH_T_ERROR = 0x80ff,
 };
 
@@ -64,15 +80,45 @@ enum fyh_err {
     FYH_E_TIMEOUT = 12,  /* the request did not arrive in time */
     FYH_E_SYSTEM = 13,   /* the kernel refused (os_errno says why) */
     FYH_E_FLAGS = 14,
-    FYH_E__MAX = 14,
+    FYH_E_FD = 15,       /* a descriptor missing, extra, of the wrong kind or not the peer's to name */
+    FYH_E_UNOFFERED = 16, /* this helper was not started to do that (no --net-uplink) */
+    FYH_E__MAX = 16,
 };
 
-/* Controllers (bit masks). */
+/* Controllers (bit masks; devices from version 2). */
 #define FYH_CTL_MEMORY 1u
 #define FYH_CTL_PIDS 2u
 #define FYH_CTL_CPU 4u
-#define FYH_CTL_ALL 7u
-#define FYH_NCTL 3
+#define FYH_CTL_DEVICES 8u
+#define FYH_CTL_ALL 15u
+#define FYH_NCTL 4     /* directories per message (version 2) */
+#define FYH_NCTL_V1 3  /* ... in version 1 */
+#define FYH_DEV_RULES_MAX 128u
+
+/* A device rule of CREATE (version 2): what the attempt's devices cgroup
+ * allows after "a" is denied. Access bits as the kernel's BPF_DEVCG_ACC_*
+ * (mknod 1, read 2, write 4); FYH_DEV_ANY for any major or minor. */
+#define FYH_DEV_ANY 0xffffffffu
+struct fyh_dev_rule {
+    uint8_t type;   /* 'c' or 'b' */
+    uint8_t access; /* 1..7 */
+    uint32_t major, minor;
+};
+
+/* What else a helper offers (WELCOME, version 2). */
+#define FYH_OFFER_NET 1u
+#define FYH_OFFER_ALL 1u
+
+/* A rule of NET_CREATE: new flows to addr/prefix, proto, ports. */
+#define FYH_PROTO_TCP 6u
+#define FYH_PROTO_UDP 17u
+struct fyh_net_rule {
+    uint8_t family; /* 4 or 6 */
+    uint8_t prefix; /* <= 32 or 128; the address has no bits beyond it */
+    uint8_t proto;  /* FYH_PROTO_* */
+    uint16_t port_min, port_max; /* 1 <= min <= max */
+    uint8_t addr[16];            /* IPv4 in the first 4 bytes, the rest 0 */
+};
 
 struct fyh_header {
     uint32_t magic;
@@ -83,11 +129,14 @@ struct fyh_header {
 /* Decoded messages: strings point into a copy owned by the struct. */
 struct fyh_msg {
     uint16_t type;
+    uint16_t version; /* decoded: the header's; to encode: 0 means FYH_VERSION */
     union {
         struct { /* CREATE */
             char name[FYH_NAME_MAX + 1];
             uint32_t controllers;
             uint64_t memory, swap, pids, cpu_millis; /* 0: not asked */
+            uint32_t ndev;                           /* version 2: with FYH_CTL_DEVICES, >= 1 */
+            struct fyh_dev_rule dev[FYH_DEV_RULES_MAX];
         } create;
         struct { /* REMOVE */
             char name[FYH_NAME_MAX + 1];
@@ -96,7 +145,24 @@ struct fyh_msg {
             uint32_t uid, max_cgroups, controllers;
             uint64_t max_memory, max_pids;
             char parent[FYH_NCTL][FYH_PATH_MAX + 1]; /* per controller bit, "" if absent */
+            uint32_t offers;                 /* version 2: FYH_OFFER_* */
+            char uplink[FYH_UPLINK_MAX + 1]; /* version 2: with FYH_OFFER_NET, where traffic goes */
         } welcome;
+        struct { /* NET_CREATE (+ the namespace's descriptor) */
+            char name[FYH_NAME_MAX + 1];
+            uint32_t nrules;
+            struct fyh_net_rule rule[FYH_NET_RULES_MAX];
+        } net_create;
+        struct { /* NET_REMOVE */
+            char name[FYH_NAME_MAX + 1];
+        } net_remove;
+        struct { /* NET_CREATED */
+            char uplink[FYH_UPLINK_MAX + 1]; /* the uplink namespace, in words */
+            char link[16];                   /* the uplink's veth: fyXXXXXXXX */
+        } net_created;
+        struct { /* NET_REMOVED */
+            uint32_t left; /* objects that could not be removed */
+        } net_removed;
         struct { /* CREATED */
             uint32_t controllers;
             char dir[FYH_NCTL][FYH_PATH_MAX + 1];
@@ -121,6 +187,12 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m);
 int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap);
 /* An attempt cgroup's name: forgeyard-<digits>-<16 hex digits>. */
 int fyh_valid_name(const char *name);
+/* A rule's own consistency (family, prefix, host bits, proto, ports): 1/0. */
+int fyh_valid_rule(const struct fyh_net_rule *r);
+/* A device rule's own consistency: 1/0. */
+int fyh_valid_dev_rule(const struct fyh_dev_rule *d);
+/* A link name of NET_CREATED: fy + 8 hex digits. */
+int fyh_valid_link(const char *name);
 const char *fyh_err_name(uint32_t code);
 
 #endif

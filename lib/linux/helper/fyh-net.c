@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The helper's restricted networking (fyh-net.h). The topology is
+ * lib/linux/linux-net.c's, so that root runs and helper runs look alike and
+ * share an uplink:
+ *
+ *   sandbox netns (peer's)   router netns (ours, host user ns)        uplink netns
+ *   eth0 100.64.0.2/30 ----- sb 100.64.0.1/30                          (--net-uplink:
+ *        fd66:7973::2/64        fd66:7973::1/64                         a file, or host)
+ *                               up  LINK+2/30 ---------------------- fyXXXXXXXX LINK+1/30
+ *                                   fd66:7973:1:SLOT::2/64              fd66:7973:1:SLOT::1/64
+ *
+ * The router forwards only new flows from sb to up that match a rule,
+ * established ones back, masquerades on up, drops everything else (TCP,
+ * UDP, ICMP, raw, both families) and accepts nothing for itself but
+ * neighbour discovery. Its rules are text the helper writes from decoded,
+ * validated tuples, fed to nft (a fixed root-owned program, empty
+ * environment) on stdin inside the router namespace: nothing the peer sends
+ * is ever parsed by nft, so no `include`, no file name, no other table.
+ *
+ * The helper is single-threaded: it enters a namespace (setns) only to make
+ * a socket there or to start nft there, and comes back at once. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/nsfs.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fyh-net.h"
+
+#define LINK_BASE 0x647f0000u /* 100.127.0.0/16: lib/linux/linux-net.h's LXN_DEFAULT_LINK_SUBNET */
+#define LINK_LEN 16u
+#define SB_ROUTER4 0x64400001u  /* 100.64.0.1 */
+#define SB_SANDBOX4 0x64400002u /* 100.64.0.2 */
+#define NFT_DEADLINE_MS 10000
+
+void (*fyh_net_raise)(bool on);
+
+static struct {
+    bool ready;
+    int self;   /* our own network namespace */
+    int uplink; /* the uplink's */
+    char uplink_name[FYH_UPLINK_MAX + 1];
+    char nft[64];
+} N = {.self = -1, .uplink = -1};
+
+uint32_t fyh_net_caps(void) { return (1u << 12) /* CAP_NET_ADMIN */ | (1u << 21) /* CAP_SYS_ADMIN */; }
+
+const char *fyh_net_uplink(void) { return N.ready ? N.uplink_name : NULL; }
+
+/* ---- namespaces ---- */
+
+static void back_home(void) {
+    if (setns(N.self, CLONE_NEWNET) < 0)
+        abort(); /* never go on in the wrong namespace */
+}
+
+static int socket_in(int ns, int domain, int type, int proto) {
+    if (setns(ns, CLONE_NEWNET) < 0)
+        return -errno;
+    int s = socket(domain, type | SOCK_CLOEXEC, proto);
+    int e = errno;
+    back_home();
+    return s < 0 ? -e : s;
+}
+
+static int new_netns(void) {
+    if (unshare(CLONE_NEWNET) < 0)
+        return -errno;
+    int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    int e = errno;
+    back_home();
+    return fd < 0 ? -e : fd;
+}
+
+static bool same_file(int a, int b) {
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* ---- rtnetlink ---- */
+
+struct nlmsg {
+    union {
+        struct nlmsghdr h;
+        char buf[1024];
+    } u;
+};
+
+static void *nl_tail(struct nlmsg *m) { return m->u.buf + NLMSG_ALIGN(m->u.h.nlmsg_len); }
+
+static void nl_init(struct nlmsg *m, uint16_t type, uint16_t flags, const void *hdr, size_t hlen) {
+    memset(m, 0, sizeof(*m));
+    m->u.h.nlmsg_len = (uint32_t)NLMSG_LENGTH(hlen);
+    m->u.h.nlmsg_type = type;
+    m->u.h.nlmsg_flags = (uint16_t)(NLM_F_REQUEST | NLM_F_ACK | flags);
+    memcpy(NLMSG_DATA(&m->u.h), hdr, hlen);
+}
+
+static struct rtattr *nl_attr(struct nlmsg *m, uint16_t type, const void *data, size_t len) {
+    struct rtattr *a = nl_tail(m);
+    a->rta_type = type;
+    a->rta_len = (uint16_t)RTA_LENGTH(len);
+    if (len)
+        memcpy(RTA_DATA(a), data, len);
+    m->u.h.nlmsg_len = NLMSG_ALIGN(m->u.h.nlmsg_len) + RTA_ALIGN(a->rta_len);
+    return a;
+}
+
+static void nl_end(struct nlmsg *m, struct rtattr *a) { a->rta_len = (uint16_t)((char *)nl_tail(m) - (char *)a); }
+
+/* Sends m, reads its acknowledgement: 0 or -errno. */
+static int nl_talk(int s, struct nlmsg *m) {
+    static uint32_t seq;
+    m->u.h.nlmsg_seq = ++seq;
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+    if (sendto(s, m, m->u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    char buf[8192];
+    for (;;) {
+        ssize_t n = recv(s, buf, sizeof(buf), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n))
+            if (h->nlmsg_seq == m->u.h.nlmsg_seq && h->nlmsg_type == NLMSG_ERROR)
+                return ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+    }
+}
+
+static int nl_open(int ns) {
+    int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+    if (s >= 0) {
+        struct timeval tv = {5, 0};
+        (void)setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    }
+    return s;
+}
+
+static int link_veth(int s, const char *name, const char *peer, int peer_ns) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *li = nl_attr(&m, IFLA_LINKINFO, NULL, 0);
+    nl_attr(&m, IFLA_INFO_KIND, "veth", 5);
+    struct rtattr *data = nl_attr(&m, IFLA_INFO_DATA, NULL, 0);
+    struct rtattr *pa = nl_attr(&m, VETH_INFO_PEER, NULL, 0);
+    struct ifinfomsg *pifi = nl_tail(&m);
+    memset(pifi, 0, sizeof(*pifi));
+    m.u.h.nlmsg_len += NLMSG_ALIGN(sizeof(*pifi));
+    nl_attr(&m, IFLA_IFNAME, peer, strlen(peer) + 1);
+    uint32_t fd = (uint32_t)peer_ns;
+    nl_attr(&m, IFLA_NET_NS_FD, &fd, sizeof(fd));
+    nl_end(&m, pa);
+    nl_end(&m, data);
+    nl_end(&m, li);
+    return nl_talk(s, &m);
+}
+
+/* Up, without an IPv6 link-local address (nothing here uses one). */
+static int link_up(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *af = nl_attr(&m, IFLA_AF_SPEC, NULL, 0);
+    struct rtattr *in6 = nl_attr(&m, AF_INET6, NULL, 0);
+    uint8_t mode = IN6_ADDR_GEN_MODE_NONE;
+    nl_attr(&m, IFLA_INET6_ADDR_GEN_MODE, &mode, sizeof(mode));
+    nl_end(&m, in6);
+    nl_end(&m, af);
+    int e = nl_talk(s, &m);
+    if (e < 0 && e != -EAFNOSUPPORT && e != -EOPNOTSUPP)
+        return e;
+    ifi.ifi_flags = ifi.ifi_change = IFF_UP;
+    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    return nl_talk(s, &m);
+}
+
+static int link_del(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_DELLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    return nl_talk(s, &m);
+}
+
+static int link_exists(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_GETLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    int r = nl_talk(s, &m);
+    return r == 0 ? 1 : r == -ENODEV ? 0 : r;
+}
+
+static int ifindex(int ns, const char *name) {
+    int s = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
+    if (s < 0)
+        return s;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+    int r = ioctl(s, SIOCGIFINDEX, &ifr) < 0 ? -errno : ifr.ifr_ifindex;
+    close(s);
+    return r;
+}
+
+static int addr_add(int s, int idx, int family, const void *addr, unsigned prefix) {
+    struct ifaddrmsg ifa = {.ifa_family = (uint8_t)family, .ifa_prefixlen = (uint8_t)prefix,
+                            .ifa_flags = family == AF_INET6 ? IFA_F_NODAD : 0, .ifa_index = (uint32_t)idx};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
+    size_t len = family == AF_INET ? 4 : 16;
+    nl_attr(&m, IFA_LOCAL, addr, len);
+    nl_attr(&m, IFA_ADDRESS, addr, len);
+    if (family == AF_INET6) {
+        uint32_t fl = IFA_F_NODAD;
+        nl_attr(&m, IFA_FLAGS, &fl, sizeof(fl));
+    }
+    return nl_talk(s, &m);
+}
+
+static int route_default(int s, int idx, int family, const void *gw) {
+    struct rtmsg rt = {.rtm_family = (uint8_t)family, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
+                       .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof(rt));
+    nl_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
+    uint32_t oif = (uint32_t)idx;
+    nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
+    return nl_talk(s, &m);
+}
+
+/* Whether an interface of the namespace has IPv4 address a (network order). */
+static int addr_in_use(int s, uint32_t a) {
+    struct ifaddrmsg ifa = {.ifa_family = AF_INET};
+    struct nlmsg m;
+    static uint32_t seq = 1u << 30;
+    nl_init(&m, RTM_GETADDR, NLM_F_DUMP, &ifa, sizeof(ifa));
+    m.u.h.nlmsg_flags &= (uint16_t)~NLM_F_ACK;
+    m.u.h.nlmsg_seq = ++seq;
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+    if (sendto(s, &m, m.u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    char buf[16384];
+    int found = 0;
+    for (;;) {
+        ssize_t n = recv(s, buf, sizeof(buf), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+            if (h->nlmsg_seq != m.u.h.nlmsg_seq)
+                continue;
+            if (h->nlmsg_type == NLMSG_DONE)
+                return found;
+            if (h->nlmsg_type == NLMSG_ERROR)
+                return ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+            if (h->nlmsg_type != RTM_NEWADDR)
+                continue;
+            const struct ifaddrmsg *am = NLMSG_DATA(h);
+            int alen = (int)IFA_PAYLOAD(h);
+            for (const struct rtattr *ra = IFA_RTA(am); RTA_OK(ra, alen); ra = RTA_NEXT(ra, alen))
+                if ((ra->rta_type == IFA_LOCAL || ra->rta_type == IFA_ADDRESS) && RTA_PAYLOAD(ra) == 4 &&
+                    memcmp(RTA_DATA(ra), &a, 4) == 0)
+                    found = 1;
+        }
+    }
+}
+
+/* ---- set-up ---- */
+
+static bool trusted_program(const char *path) {
+    struct stat st;
+    char dir[64];
+    snprintf(dir, sizeof(dir), "%s", path);
+    *strrchr(dir, '/') = '\0';
+    struct stat sd;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
+           (st.st_mode & 0100) && stat(dir, &sd) == 0 && sd.st_uid == 0 && !(sd.st_mode & 022);
+}
+
+int fyh_net_init(const char *uplink, char *why, size_t whylen) {
+    static const char *const nfts[] = {"/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft", "/bin/nft"};
+    for (size_t i = 0; i < sizeof(nfts) / sizeof(nfts[0]) && !N.nft[0]; i++)
+        if (trusted_program(nfts[i]))
+            snprintf(N.nft, sizeof(N.nft), "%s", nfts[i]);
+    if (!N.nft[0]) {
+        snprintf(why, whylen, "no root-owned nft in /usr/sbin, /sbin, /usr/bin or /bin (apt install nftables)");
+        return -ENOENT;
+    }
+    if ((N.self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
+        snprintf(why, whylen, "our network namespace: %s", strerror(errno));
+        return -errno;
+    }
+    bool host = strcmp(uplink, "host") == 0;
+    if (!host && uplink[0] != '/') {
+        snprintf(why, whylen, "%s: a network namespace file (absolute) or the word host", uplink);
+        return -EINVAL;
+    }
+    N.uplink = open(host ? "/proc/thread-self/ns/net" : uplink, O_RDONLY | O_CLOEXEC);
+    if (N.uplink < 0 || ioctl(N.uplink, NS_GET_NSTYPE) != CLONE_NEWNET) {
+        int e = N.uplink < 0 ? errno : EINVAL;
+        snprintf(why, whylen, "%s: %s", uplink, N.uplink < 0 ? strerror(e) : "not a network namespace");
+        return -e;
+    }
+    if (strlen(uplink) > FYH_UPLINK_MAX - 32) {
+        snprintf(why, whylen, "%s: name too long", uplink);
+        return -ENAMETOOLONG;
+    }
+    snprintf(N.uplink_name, sizeof(N.uplink_name), "%s", host ? "host (the helper's network namespace)" : uplink);
+    N.ready = true;
+    return 0;
+}
+
+int fyh_net_check_ns(int ns, uid_t uid, char *why, size_t whylen) {
+    struct stat st;
+    if (fstat(ns, &st) < 0 || ioctl(ns, NS_GET_NSTYPE) != CLONE_NEWNET) {
+        snprintf(why, whylen, "the descriptor is not a network namespace");
+        return -FYH_E_FD;
+    }
+    if (same_file(ns, N.self) || same_file(ns, N.uplink)) {
+        snprintf(why, whylen, "the helper's own or the uplink's network namespace");
+        return -FYH_E_FD;
+    }
+    /* The peer's uid owns the namespace's user namespace: the peer could
+     * configure it itself (the owner holds every capability there), so we
+     * do nothing in it that the peer could not. */
+    int user = ioctl(ns, NS_GET_USERNS);
+    if (user < 0) {
+        snprintf(why, whylen, "its user namespace: %s", strerror(errno));
+        return -FYH_E_FD;
+    }
+    int self_user = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+    uid_t owner = (uid_t)-1;
+    int r = ioctl(user, NS_GET_OWNER_UID, &owner);
+    bool ours = self_user >= 0 && same_file(user, self_user);
+    close(user);
+    if (self_user >= 0)
+        close(self_user);
+    if (r < 0 || ours || owner != uid) {
+        snprintf(why, whylen, "the network namespace belongs to a user namespace %s, not uid %u's",
+                 ours ? "of the host" : r < 0 ? "of unknown owner" : "of another uid", (unsigned)uid);
+        return -FYH_E_FD;
+    }
+    return 0;
+}
+
+static const uint8_t sb_router6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 1};
+static const uint8_t sb_sandbox6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 2};
+
+static void link6(uint8_t out[16], uint32_t slot, uint8_t host) {
+    memset(out, 0, 16);
+    out[0] = 0xfd, out[1] = 0x66, out[2] = 0x79, out[3] = 0x73, out[5] = 1;
+    out[6] = (uint8_t)(slot >> 8);
+    out[7] = (uint8_t)slot;
+    out[15] = host;
+}
+
+/* Whether rule r could reach one of the router's links. */
+static bool hits_links(const struct fyh_net_rule *r) {
+    if (r->family == 6) {
+        unsigned p = r->prefix < 32 ? r->prefix : 32;
+        static const uint8_t l6[4] = {0xfd, 0x66, 0x79, 0x73};
+        for (unsigned bit = 0; bit < p; bit++)
+            if (((r->addr[bit / 8] ^ l6[bit / 8]) >> (7 - bit % 8)) & 1)
+                return false;
+        return true;
+    }
+    uint32_t a = (uint32_t)r->addr[0] << 24 | (uint32_t)r->addr[1] << 16 | (uint32_t)r->addr[2] << 8 | r->addr[3];
+    unsigned c1 = r->prefix < LINK_LEN ? r->prefix : LINK_LEN, c2 = r->prefix < 30 ? r->prefix : 30;
+    return c1 == 0 || (a >> (32 - c1)) == (LINK_BASE >> (32 - c1)) || (a >> (32 - c2)) == (SB_ROUTER4 >> (32 - c2));
+}
+
+/* The ruleset, from validated tuples only (linux-net.c writes the same). */
+static int ruleset(char *out, size_t cap, const struct fyh_net_rule *rules, uint32_t n) {
+    size_t len = 0;
+#define ADD(...)                                                                                                     \
+    do {                                                                                                             \
+        int k_ = snprintf(out + len, cap - len, __VA_ARGS__);                                                        \
+        if (k_ < 0 || (size_t)k_ >= cap - len)                                                                       \
+            return -1;                                                                                               \
+        len += (size_t)k_;                                                                                           \
+    } while (0)
+    ADD("table inet forgeyard {\n chain forward {\n  type filter hook forward priority 0; policy drop;\n"
+        "  ct state established,related accept\n  iifname != \"sb\" drop\n  oifname != \"up\" drop\n"
+        "  meta nfproto ipv4 ip saddr != 100.64.0.2 drop\n  meta nfproto ipv6 ip6 saddr != fd66:7973::2 drop\n"
+        "  ct state != new drop\n");
+    for (uint32_t i = 0; i < n; i++) {
+        char a[INET6_ADDRSTRLEN];
+        inet_ntop(rules[i].family == 4 ? AF_INET : AF_INET6, rules[i].addr, a, sizeof(a));
+        ADD("  %s daddr %s/%u %s dport %u-%u accept\n", rules[i].family == 4 ? "ip" : "ip6", a, rules[i].prefix,
+            rules[i].proto == FYH_PROTO_UDP ? "udp" : "tcp", rules[i].port_min, rules[i].port_max);
+    }
+    ADD(" }\n chain input {\n  type filter hook input priority 0; policy drop;\n"
+        "  icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n }\n"
+        " chain postrouting {\n  type nat hook postrouting priority srcnat; policy accept;\n"
+        "  oifname \"up\" masquerade\n }\n}\n");
+#undef ADD
+    return 0;
+}
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* nft -f - in the router namespace, with a deadline: 0, or -errno / -EIO
+ * with what nft said in why. */
+static int run_nft(int router, const char *rules, char *why, size_t whylen) {
+    int in = memfd_create("fyh-nft-in", MFD_CLOEXEC), out = memfd_create("fyh-nft-out", MFD_CLOEXEC);
+    size_t len = strlen(rules);
+    if (in < 0 || out < 0 || write(in, rules, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
+        int e = errno;
+        if (in >= 0)
+            close(in);
+        if (out >= 0)
+            close(out);
+        snprintf(why, whylen, "nft input: %s", strerror(e));
+        return -e;
+    }
+    if (setns(router, CLONE_NEWNET) < 0) {
+        int e = errno;
+        close(in);
+        close(out);
+        snprintf(why, whylen, "entering the router namespace: %s", strerror(e));
+        return -e;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+        char *const argv[] = {N.nft, "-f", "-", NULL};
+        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+            _exit(126);
+        syscall(SYS_close_range, 3, ~0u, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(N.nft, argv, envp);
+        _exit(127);
+    }
+    int fe = errno;
+    back_home();
+    close(in);
+    if (pid < 0) {
+        close(out);
+        snprintf(why, whylen, "fork: %s", strerror(fe));
+        return -fe;
+    }
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    uint64_t deadline = now_ms() + NFT_DEADLINE_MS;
+    int status = 0;
+    bool killed = false;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        uint64_t now = now_ms();
+        if (now >= deadline && !killed) {
+            kill(pid, SIGKILL);
+            killed = true;
+        }
+        struct pollfd p = {pfd, POLLIN, 0};
+        if (pfd >= 0)
+            (void)poll(&p, 1, killed ? 1000 : (int)(deadline - now));
+        else
+            usleep(2000);
+    }
+    if (pfd >= 0)
+        close(pfd);
+    char msg[160] = "";
+    ssize_t n = pread(out, msg, sizeof(msg) - 1, 0);
+    msg[n > 0 ? n : 0] = '\0';
+    close(out);
+    if (!killed && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    for (char *p = msg; *p; p++)
+        if (*p < 0x20 || *p > 0x7e)
+            *p = ' ';
+    snprintf(why, whylen, "nft failed%s: %s", killed ? " (killed at its deadline)" : "", msg);
+    return -EIO;
+}
+
+/* Reserves slot of the link subnet in the uplink namespace (linux-net.c's
+ * reserve_slot: the same names, so root runs and we never collide). */
+static int reserve_slot(uint32_t slot) {
+    int s = socket_in(N.uplink, AF_UNIX, SOCK_DGRAM, 0);
+    if (s < 0)
+        return s;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "forgeyard/net-link/%08x/%u/%u", LINK_BASE, LINK_LEN,
+                     slot);
+    if (bind(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) < 0) {
+        int e = errno;
+        close(s);
+        return -e;
+    }
+    return s;
+}
+
+static int write_forwarding(int router) {
+    static const char *const paths[] = {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"};
+    if (setns(router, CLONE_NEWNET) < 0)
+        return -errno;
+    int r = 0;
+    for (int i = 0; i < 2 && r == 0; i++) {
+        /* the thread is in the router namespace now: check, never the host's */
+        int cur = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        bool ok = cur >= 0 && same_file(cur, router);
+        if (cur >= 0)
+            close(cur);
+        int fd = ok ? open(paths[i], O_WRONLY | O_CLOEXEC) : -1;
+        if (!ok)
+            r = -EXDEV;
+        else if (fd < 0 || write(fd, "1", 1) != 1)
+            r = -errno;
+        if (fd >= 0)
+            close(fd);
+    }
+    back_home();
+    return r;
+}
+
+int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule *rules, uint32_t nrules,
+                   int *os_errno, char *why, size_t whylen) {
+    memset(a, 0, sizeof(*a));
+    a->router = a->slot_lock = -1;
+    *os_errno = 0;
+    if (!N.ready) {
+        snprintf(why, whylen, "this helper was started without --net-uplink");
+        return -FYH_E_UNOFFERED;
+    }
+    for (uint32_t i = 0; i < nrules; i++)
+        if (hits_links(&rules[i])) {
+            snprintf(why, whylen, "rule %u overlaps the router's links (100.64.0.0/30, 100.127.0.0/16, "
+                     "fd66:7973::/32)", i);
+            return -FYH_E_MALFORMED;
+        }
+    static char text[FYH_NET_RULES_MAX * 96 + 1024];
+    if (ruleset(text, sizeof(text), rules, nrules) < 0) {
+        snprintf(why, whylen, "ruleset too long");
+        return -FYH_E_MALFORMED;
+    }
+    int rs = -1, us = -1, ss = -1, e = 0;
+    const char *what = NULL;
+    if (fyh_net_raise)
+        fyh_net_raise(true);
+    if ((a->router = new_netns()) < 0) {
+        e = a->router, what = "creating the router namespace";
+        goto fail;
+    }
+    if ((e = run_nft(a->router, text, why, whylen)) < 0) {
+        *os_errno = e == -EIO ? 0 : -e;
+        if (fyh_net_raise)
+            fyh_net_raise(false);
+        fyh_net_remove(a);
+        return -FYH_E_SYSTEM;
+    }
+    if ((rs = nl_open(a->router)) < 0 || (us = nl_open(N.uplink)) < 0 || (ss = nl_open(ns)) < 0) {
+        e = rs < 0 ? rs : us < 0 ? us : ss, what = "netlink socket";
+        goto fail;
+    }
+    uint32_t nslots = 1u << (30 - LINK_LEN), slot = 0;
+    for (int tries = 0;; tries++) {
+        if (tries > 64) {
+            e = -EADDRINUSE, what = "no free link in 100.127.0.0/16";
+            goto fail;
+        }
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+            rnd = (uint32_t)tries * 2654435761u ^ (uint32_t)now_ms();
+        slot = rnd % nslots;
+        int u1 = addr_in_use(us, htonl(LINK_BASE + 4 * slot + 1));
+        int u2 = u1 == 0 ? addr_in_use(us, htonl(LINK_BASE + 4 * slot + 2)) : u1;
+        if (u1 < 0 || u2 < 0) {
+            e = u1 < 0 ? u1 : u2, what = "listing the uplink's addresses";
+            goto fail;
+        }
+        if (u1 || u2)
+            continue;
+        int l = reserve_slot(slot);
+        if (l >= 0) {
+            a->slot_lock = l;
+            break;
+        }
+        if (l != -EADDRINUSE) {
+            e = l, what = "reserving a link of the uplink";
+            goto fail;
+        }
+    }
+    for (int tries = 0; tries < 8; tries++) {
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+            rnd = (uint32_t)tries * 2654435761u ^ (uint32_t)now_ms();
+        snprintf(a->link, sizeof(a->link), "fy%08x", (unsigned)rnd);
+        if ((e = link_veth(rs, "up", a->link, N.uplink)) != -EEXIST)
+            break;
+    }
+    if (e < 0) {
+        a->link[0] = '\0';
+        what = "veth to the uplink";
+        goto fail;
+    }
+    int i_up = ifindex(a->router, "up"), i_upl = ifindex(N.uplink, a->link);
+    if (i_up < 0 || i_upl < 0) {
+        e = i_up < 0 ? i_up : i_upl, what = "interface index";
+        goto fail;
+    }
+    uint32_t a_upl = htonl(LINK_BASE + 4 * slot + 1), a_upr = htonl(LINK_BASE + 4 * slot + 2);
+    uint8_t u6l[16], u6r[16];
+    link6(u6l, slot, 1);
+    link6(u6r, slot, 2);
+    if ((e = addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
+        what = "router addresses";
+    else if ((e = addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
+        what = "uplink addresses";
+    else if ((e = link_up(rs, "up")) < 0 || (e = link_up(us, a->link)) < 0)
+        what = "uplink links up";
+    else if ((e = route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = route_default(rs, i_up, AF_INET6, u6l)) < 0)
+        what = "router routes";
+    else if ((e = write_forwarding(a->router)) < 0)
+        what = "forwarding in the router namespace";
+    else if ((e = link_veth(rs, "sb", "eth0", ns)) < 0)
+        what = "veth to the sandbox";
+    if (what)
+        goto fail;
+    int i_sb = ifindex(a->router, "sb"), i_eth = ifindex(ns, "eth0");
+    if (i_sb < 0 || i_eth < 0) {
+        e = i_sb < 0 ? i_sb : i_eth, what = "interface index";
+        goto fail;
+    }
+    uint32_t a_sbr = htonl(SB_ROUTER4), a_sbs = htonl(SB_SANDBOX4);
+    if ((e = addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
+        what = "router addresses";
+    else if ((e = addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 ||
+             (e = addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
+        what = "sandbox addresses";
+    else if ((e = link_up(rs, "sb")) < 0 || (e = link_up(ss, "eth0")) < 0)
+        what = "sandbox links up";
+    else if ((e = route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 ||
+             (e = route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
+        what = "sandbox routes";
+    if (what)
+        goto fail;
+    close(rs);
+    close(us);
+    close(ss);
+    if (fyh_net_raise)
+        fyh_net_raise(false);
+    return 0;
+fail:
+    snprintf(why, whylen, "%s: %s", what, strerror(-e));
+    *os_errno = -e;
+    if (rs >= 0)
+        close(rs);
+    if (us >= 0)
+        close(us);
+    if (ss >= 0)
+        close(ss);
+    if (fyh_net_raise)
+        fyh_net_raise(false);
+    fyh_net_remove(a);
+    return -FYH_E_SYSTEM;
+}
+
+uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
+    uint32_t left = 0;
+    if (fyh_net_raise)
+        fyh_net_raise(true);
+    if (a->link[0]) {
+        /* Our end in the uplink takes its peer in the router with it; the
+         * witness: the name is gone from the uplink. */
+        int s = nl_open(N.uplink);
+        if (s >= 0) {
+            int e = link_del(s, a->link);
+            if ((e < 0 && e != -ENODEV) || link_exists(s, a->link) != 0)
+                left++;
+            close(s);
+        } else {
+            left++;
+        }
+        a->link[0] = '\0';
+    }
+    if (fyh_net_raise)
+        fyh_net_raise(false);
+    /* The router namespace (and the sandbox's link in it) goes with its
+     * last reference, ours: it is never mounted anywhere. */
+    if (a->router >= 0)
+        close(a->router);
+    if (a->slot_lock >= 0)
+        close(a->slot_lock);
+    a->router = a->slot_lock = -1;
+    return left;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The helper's restricted networking (fyh-net.c): for an unprivileged
+ * peer's sandbox network namespace, the per-attempt router namespace, its
+ * veths and its nftables allowlist that lib/linux/linux-net.c makes itself
+ * when the library runs as root. Same topology, same addresses, same
+ * uplink link reservations (so root runs and helper runs share an uplink),
+ * but built from the helper's own decoded rules: no ruleset text, path or
+ * namespace name ever comes from the peer. */
+#ifndef FY_HELPER_NET_H
+#define FY_HELPER_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fyh-proto.h"
+
+struct fyh_net_attempt {
+    int router;       /* the router namespace (ours: the host's user namespace) */
+    int slot_lock;    /* reserves the uplink link (an abstract socket in the uplink namespace) */
+    char link[16];    /* the uplink's veth, fyXXXXXXXX */
+};
+
+/* At start (as root, before the capabilities are dropped): the uplink, a
+ * namespace file or "host" (the helper's own network namespace), and nft
+ * (a root-owned program in a system directory). 0, or -errno with why in
+ * buf. */
+int fyh_net_init(const char *uplink, char *why, size_t whylen);
+/* Whether fyh_net_init succeeded; the uplink in words. */
+const char *fyh_net_uplink(void);
+
+/* Checks that ns is a network namespace the peer (uid) could configure
+ * itself: owned by a user namespace that uid owns, not ours. 0 or
+ * -FYH_E_FD with why. */
+int fyh_net_check_ns(int ns, uid_t uid, char *why, size_t whylen);
+/* Builds the router for the sandbox namespace ns: 0, or -FYH_E_* with
+ * *os_errno and why (nothing left then). */
+int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule *rules, uint32_t nrules,
+                   int *os_errno, char *why, size_t whylen);
+/* Removes what fyh_net_create made: the objects that could not be removed
+ * (0: the uplink veth is gone, witnessed by a lookup). */
+uint32_t fyh_net_remove(struct fyh_net_attempt *a);
+
+/* The capabilities the network work needs (effective only during it). */
+uint32_t fyh_net_caps(void);
+/* Set by fyh-main.c: raises or lowers them. */
+extern void (*fyh_net_raise)(bool on);
+
+#endif

@@ -1,0 +1,310 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Network mode restricted for an unprivileged runner (uid 65534) through
+# the privileged helper (forgeyard-sandbox-helper(8) --net-uplink). The
+# test, as root, makes a fake "internet" in a network namespace of its own
+# (198.51.100.0/24 and 2001:db8::/32 on its loopback, TCP and UDP echo
+# servers) and starts its own helper with that namespace as the uplink; the
+# runner then runs sandboxes through it. No packet goes anywhere else. At
+# the end nothing of any attempt is left in the uplink or the host, the
+# helper holds no more descriptors than before (its router namespaces are
+# gone), and hostile NET_CREATE requests (another uid's namespace, the
+# host's, a file, none, two) were refused, typed, with nothing made.
+#
+#   test-net-helper.sh FORGEYARD HELPER FY-NETPROBE ECHO-SERVER.PY
+set -u
+FY=$1 HELPER=$2 PROBE=$3 ECHO=$4
+if [ "$(id -u)" != 0 ]; then echo "SKIP: the test starts the helper as root"; exit 77; fi
+command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
+
+NS=fyt-neth-$$-$RANDOM
+TMP=$(mktemp -d /tmp/fy-net-helper.XXXXXX)
+chmod 0755 "$TMP"
+SRV= HPID=
+fail=0
+cleanup() {
+    [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
+    [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+    ip netns del "$NS" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+bad() { echo "FAIL: $*"; fail=1; }
+ok() { echo "ok: $*"; }
+
+ip netns add "$NS" || exit 1
+ip -n "$NS" link set lo up
+for a in 198.51.100.1/24 198.51.100.2/32; do ip -n "$NS" addr add $a dev lo; done
+for a in 2001:db8::1/64 2001:db8::2/128; do ip -n "$NS" addr add $a dev lo nodad; done
+ip netns exec "$NS" timeout 580 python3 "$ECHO" "$TMP/ready" 570 8080 9090 >"$TMP/server.log" 2>&1 &
+SRV=$!
+for _ in $(seq 50); do [ -s "$TMP/ready" ] && break; sleep 0.1; done
+[ -s "$TMP/ready" ] || { echo "echo server did not start"; cat "$TMP/server.log"; exit 1; }
+
+host_state() {
+    ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^(fy[0-9a-f]{8}|sb|up)$' | sort
+    cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding
+    ip route show table all 2>/dev/null | grep -E '100\.(64|127)\.|fd66:7973|dev fy[0-9a-f]{8}' | sort
+}
+uplink_state() {
+    ip -n "$NS" -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
+    ip -n "$NS" route show table all | sort
+    ip -n "$NS" -6 route show table all | sort
+    ip -n "$NS" addr show | grep -c inet
+}
+host_state >"$TMP/host.before"
+uplink_state >"$TMP/uplink.before"
+
+mkdir -m 0755 "$TMP/sock" "$TMP/probe" && cp "$PROBE" "$TMP/probe/fy-netprobe" && chmod 755 "$TMP/probe/fy-netprobe"
+mkdir -m 0700 "$TMP/home" && chown 65534:65534 "$TMP/home" || exit 1
+SOCK=$TMP/sock/helper.sock
+"$HELPER" --socket "$SOCK" --allow 65534:4:256M:8192 --subtree "fyt-neth-$$" --net-uplink "/run/netns/$NS" \
+    --verbose 2>"$TMP/helper.log" &
+HPID=$!
+for _ in $(seq 300); do [ -S "$SOCK" ] && break; kill -0 $HPID 2>/dev/null || break; sleep 0.02; done
+[ -S "$SOCK" ] || { echo "FAIL: the helper did not start"; cat "$TMP/helper.log"; exit 1; }
+fds_before=$(ls /proc/$HPID/fd | wc -l)
+
+as_runner() {
+    setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH=/usr/bin:/bin HOME="$TMP/home" \
+        FORGEYARD_CACHE_DIR="$TMP/home/cache" FORGEYARD_HELPER_SOCKET="$SOCK" "$@"
+}
+nothing_left() {
+    host_state >"$TMP/host.after"
+    uplink_state >"$TMP/uplink.after"
+    local fds; fds=$(ls /proc/$HPID/fd | wc -l)
+    if ! cmp -s "$TMP/host.before" "$TMP/host.after"; then
+        bad "$1: the host changed"; diff "$TMP/host.before" "$TMP/host.after"
+    elif ! cmp -s "$TMP/uplink.before" "$TMP/uplink.after"; then
+        bad "$1: something stayed in the uplink namespace"; diff "$TMP/uplink.before" "$TMP/uplink.after"
+    elif [ "$fds" != "$fds_before" ]; then
+        bad "$1: the helper holds $fds descriptors, $fds_before before (a router namespace left?)"
+        ls -l /proc/$HPID/fd
+    else
+        ok "$1: nothing left (uplink veth, routes, addresses; the helper's router namespace; host unchanged)"
+    fi
+}
+
+# 0. The probe, as the runner: restricted networking through the helper.
+caps=$(as_runner "$FY" capabilities --json --fresh) || bad "capabilities: $caps"
+echo "$caps" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["capabilities"]["nftables"]
+assert c["available"] and "through the privileged helper at " + sys.argv[1] in c["reason"], c
+' "$SOCK" && ok "the probe offers nftables through the helper" || bad "probe: $caps"
+
+run() {
+    timeout 120 setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH=/usr/bin:/bin HOME="$TMP/home" \
+        FORGEYARD_CACHE_DIR="$TMP/home/cache" FORGEYARD_HELPER_SOCKET="$SOCK" \
+        "$FY" run --profile standard-ci --memory 128M --network restricted --bind-ro "$TMP/probe:/opt/fyprobe" "$@"
+}
+
+# 1. One sandbox, every probe: the allowed tuples answer, nothing else does.
+cat >"$TMP/probe/probes.sh" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+t() {
+    name=$1; shift
+    o=$("$P" "$@" 2>&1); rc=$?
+    case $name in *-allowed) [ $rc = 0 ] || { o="$o / again: $("$P" "$@" 2>&1)"; rc=$?; };; esac
+    echo "$name $rc"; echo "$name: $o" >&2
+}
+t tcp4-allowed tcp 198.51.100.1 8080
+t udp4-allowed udp 198.51.100.1 9090
+t tcp6-allowed tcp 2001:db8::1 8080
+t tcp4-other-allowed tcp 198.51.100.2 9090
+t tcp4-other-port tcp 198.51.100.1 9090
+t udp4-other-port udp 198.51.100.1 8080
+t tcp4-other-addr tcp 198.51.100.2 8080
+t udp4-other-addr udp 198.51.100.2 9090
+t tcp6-other-port tcp 2001:db8::1 9090
+t udp6-blocked udp 2001:db8::1 8080
+t tcp6-other-addr tcp 2001:db8::2 8080
+t icmp4 icmp 198.51.100.1
+t icmp6 icmp 2001:db8::1
+t router-itself tcp 100.64.0.1 8080
+t router6-itself tcp fd66:7973::1 8080
+IN
+run --allow 198.51.100.1:8080 --allow 198.51.100.1:9090/udp --allow '[2001:db8::1]:8080' \
+    --allow 198.51.100.2:9090 --result "$TMP/home/r.json" -- /bin/sh /opt/fyprobe/probes.sh >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc = 0 ] || { bad "probe sandbox exited $rc"; cat "$TMP/err"; }
+while read -r name res; do
+    case $name in
+    *-allowed) [ "$res" = 0 ] && ok "$name answers" || { bad "$name: no answer (rc $res)"; grep "^$name:" "$TMP/err"; };;
+    *) [ "$res" = 1 ] && ok "$name blocked" || bad "$name: expected blocked, got rc $res";;
+    esac
+done <"$TMP/out"
+[ "$(wc -l <"$TMP/out")" = 15 ] || bad "expected 15 probe results, got $(wc -l <"$TMP/out")"
+# The evidence says where the network control came from.
+python3 - "$TMP/home/r.json" "$SOCK" "/run/netns/$NS" <<'PY' && ok "the result names the helper and its uplink" || bad "result: $(cat "$TMP/home/r.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["outcome"] == "succeeded", r["outcome"]
+n = r["isolation"]["network"]
+assert n["mode"] == "restricted", n
+assert "privileged helper at " + sys.argv[2] in n["helper"], n
+assert n["uplink"] == sys.argv[3], n
+PY
+nothing_left "probe sandbox"
+
+# 2. A workload that rewrites its own namespace reaches nothing more: the
+#    rules are in the helper's router, out of its reach.
+cat >"$TMP/probe/rewire.sh" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+for ip in /sbin/ip /usr/sbin/ip /bin/ip /usr/bin/ip; do [ -x $ip ] && break; done
+$ip addr add 198.51.100.50/24 dev eth0 2>/dev/null
+$ip route add 198.51.100.0/24 dev eth0 2>/dev/null
+"$P" tcp 198.51.100.1 9090 >/dev/null 2>&1; echo "tcp-other-port $?"
+"$P" tcp 198.51.100.2 8080 >/dev/null 2>&1; echo "tcp-other-addr $?"
+IN
+run --allow 198.51.100.1:8080 --allow 198.51.100.2:9090 -- /bin/sh /opt/fyprobe/rewire.sh >"$TMP/out" 2>"$TMP/err"
+grep -q "^tcp-other-port 1$" "$TMP/out" && grep -q "^tcp-other-addr 1$" "$TMP/out" &&
+    ok "rewired sandbox: still blocked" || { bad "rewired sandbox reached more"; cat "$TMP/out" "$TMP/err"; }
+nothing_left "rewired sandbox"
+
+# 3. An unprivileged caller cannot name another uplink (the operator's choice).
+out=$(run --network-uplink "/run/netns/$NS" --allow 198.51.100.1:8080 -- /bin/true 2>&1); st=$?
+[ $st = 247 ] && case $out in *"privileged helper"*"needs root"*) true;; *) false;; esac &&
+    ok "another uplink is refused at prepare (247)" || bad "another uplink: status $st: $out"
+
+# 4. The host process killed mid-run: the helper's gc removes the router
+#    (its creator's pidfd), the uplink veth with it.
+# (setpriv, env and forgeyard: one pid, exec after exec)
+setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH=/usr/bin:/bin HOME="$TMP/home" \
+    FORGEYARD_CACHE_DIR="$TMP/home/cache" FORGEYARD_HELPER_SOCKET="$SOCK" "$FY" run --profile standard-ci \
+    --memory 128M --network restricted --allow 198.51.100.1:8080 -- /bin/sleep 60 >/dev/null 2>&1 &
+host=$!
+for _ in $(seq 100); do ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' && break; sleep 0.1; done
+ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || bad "the attempt's uplink veth never appeared"
+kill -KILL $host 2>/dev/null; wait $host 2>/dev/null
+for _ in $(seq 60); do ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || break; sleep 0.1; done
+sleep 0.3
+nothing_left "host killed mid-run (the helper's gc)"
+
+# 5. Hostile NET_CREATE requests, as the allowed uid: each refused with a
+#    typed reply (bad-descriptor 15), nothing made, the helper still serves.
+cat >"$TMP/hostile.py" <<'PY'
+import os, socket, struct, sys
+sock = sys.argv[1]
+def msg(typ, payload, version=2):
+    return struct.pack("<IHHII", 0x31485946, version, typ, len(payload), 0) + payload
+def net_create(name=b"forgeyard-1-0123456789abcdef"):
+    rule = struct.pack("<BBBHH", 4, 32, 6, 8080, 8080) + bytes([198, 51, 100, 1]) + bytes(12)
+    return msg(4, struct.pack("<H", len(name)) + name + struct.pack("<H", 1) + rule)
+def ask(data, fds=()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock)
+    socket.send_fds(s, [data], list(fds)) if fds else s.sendall(data)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        got += b
+    s.close()
+    magic, ver, typ, length, flags = struct.unpack("<IHHII", got[:16])
+    if typ == 0x80ff:
+        code, err = struct.unpack("<II", got[16:24])
+        return code
+    return typ
+results = []
+null = os.open("/dev/null", os.O_RDONLY)
+host_ns = os.open("/proc/self/ns/net", os.O_RDONLY)   # the host's: not ours to configure
+other = os.open(sys.argv[2], os.O_RDONLY)            # root's fake internet: another owner
+results.append(("no descriptor", ask(net_create())))
+results.append(("a file", ask(net_create(), [null])))
+results.append(("the host's namespace", ask(net_create(), [host_ns])))
+results.append(("root's namespace", ask(net_create(), [other])))
+results.append(("two descriptors", ask(net_create(), [null, null])))
+results.append(("a descriptor with HELLO", ask(msg(1, b""), [null])))
+results.append(("version 1 NET_CREATE", ask(net_create()[:4] + b"\x01\x00" + net_create()[6:])))
+bad = 0
+for name, code in results:
+    want = 5 if name == "version 1 NET_CREATE" else 15
+    print(f"{name}: {code} (want {want})")
+    bad |= code != want
+print("hello after:", hex(ask(msg(1, b""))))
+sys.exit(1 if bad or ask(msg(1, b"")) != 0x8001 else 0)
+PY
+as_runner python3 "$TMP/hostile.py" "$SOCK" "/run/netns/$NS" >"$TMP/hostile.out" 2>&1 &&
+    ok "hostile NET_CREATE requests refused (typed), the helper still serves" ||
+    { bad "hostile requests"; cat "$TMP/hostile.out"; }
+nothing_left "hostile requests"
+
+# 5b. The raw protocol from a user namespace of the runner's own (unshare
+#     -Urn): its own network namespaces are accepted (eth0 appears there
+#     with the sandbox's address), the same name twice is "exists" (9), the
+#     fifth router over the budget of 4 is "over-budget" (7), each removal
+#     says 0 left, a second removal "not-found" (10).
+cat >"$TMP/budget.py" <<'PY'
+import ctypes, os, socket, struct, subprocess, sys
+sock = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+def msg(typ, payload):
+    return struct.pack("<IHHII", 0x31485946, 2, typ, len(payload), 0) + payload
+def name(i):
+    return ("forgeyard-%d-%016x" % (os.getpid(), i)).encode()
+def net_create(n):
+    rule = struct.pack("<BBBHH", 4, 32, 6, 8080, 8080) + bytes([198, 51, 100, 1]) + bytes(12)
+    return msg(4, struct.pack("<H", len(n)) + n + struct.pack("<H", 1) + rule)
+def net_remove(n):
+    return msg(5, struct.pack("<H", len(n)) + n)
+def ask(data, fds=()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock)
+    socket.send_fds(s, [data], list(fds)) if fds else s.sendall(data)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        got += b
+    s.close()
+    typ = struct.unpack("<H", got[6:8])[0]
+    if typ == 0x80ff:
+        return ("error", struct.unpack("<I", got[16:20])[0])
+    if typ == 0x8005:
+        return ("removed", struct.unpack("<I", got[16:20])[0])
+    return ("ok", typ)
+nss = []
+for i in range(5):
+    if libc.unshare(0x40000000) != 0:  # CLONE_NEWNET, in our own user namespace
+        sys.exit("unshare: %d" % ctypes.get_errno())
+    nss.append(os.open("/proc/self/ns/net", os.O_RDONLY))
+bad = 0
+def want(what, got, exp):
+    global bad
+    print(f"{what}: {got} (want {exp})")
+    bad |= got != exp
+want("router 0", ask(net_create(name(0)), [nss[0]]), ("ok", 0x8004))
+want("same name again", ask(net_create(name(0)), [nss[4]]), ("error", 9))
+for i in range(1, 4):
+    want(f"router {i}", ask(net_create(name(i)), [nss[i]]), ("ok", 0x8004))
+want("fifth router", ask(net_create(name(4)), [nss[4]]), ("error", 7))
+# router 3's namespace: its eth0 is the sandbox side of the link
+libc.setns(nss[3], 0x40000000)
+addrs = subprocess.run(["ip", "-o", "-4", "addr", "show", "dev", "eth0"], capture_output=True, text=True).stdout
+want("eth0 in our namespace has the sandbox's address", "100.64.0.2/30" in addrs, True)
+for i in range(4):
+    want(f"remove {i}", ask(net_remove(name(i))), ("removed", 0))
+want("remove again", ask(net_remove(name(0))), ("error", 10))
+sys.exit(1 if bad else 0)
+PY
+command -v unshare >/dev/null && command -v ip >/dev/null || bad "unshare or ip missing"
+as_runner unshare -Urn python3 "$TMP/budget.py" "$SOCK" >"$TMP/budget.out" 2>&1 &&
+    ok "the runner's own namespaces: routers made, exists, over budget, removed witnessed" ||
+    { bad "routers through the raw protocol"; cat "$TMP/budget.out"; }
+nothing_left "routers through the raw protocol"
+
+# 6. The helper stops: nothing of it left.
+kill $HPID; wait $HPID; st=$?; HPID=
+[ $st = 0 ] || bad "the helper ended with $st"
+[ -e "$SOCK" ] && bad "the socket is left"
+host_state >"$TMP/host.after"; uplink_state >"$TMP/uplink.after"
+cmp -s "$TMP/host.before" "$TMP/host.after" && cmp -s "$TMP/uplink.before" "$TMP/uplink.after" &&
+    ok "after the helper stopped: nothing left" || bad "something left after the helper stopped"
+[ $fail = 0 ] || { echo "--- helper log"; cat "$TMP/helper.log"; }
+exit $fail
