@@ -191,4 +191,11 @@ const struct fy_backend_family family_linux = {
     .snapshot_load = linux_snapshot_load,
     .snapshot_store = linux_snapshot_store,
     .snapshot_extras = linux_snapshot_extras,
+    .proxy_compile = linux_proxy_compile,
+    .proxy_config_free = linux_proxy_config_free,
+    .proxy_start = linux_proxy_start,
+    .proxy_stop = linux_proxy_stop,
+    .proxy_report = linux_proxy_report,
+    .proxy_release = linux_proxy_release,
+    .proxy_forget = linux_proxy_forget,
 };

@@ -61,6 +61,8 @@ void vm_plan_free(void *plan) {
     free(pl->run_msg);
     free(pl->cmdline);
     free(pl->template_inputs);
+    if (pl->pxcfg)
+        pl->pxf->proxy_config_free(pl->pxcfg);
     free(pl);
 }
 
@@ -128,7 +130,26 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(iso, "guest_memory", json_integer((json_int_t)pl->guest_mem));
     json_object_set_new(iso, "guest_cpus", json_integer(pl->smp));
     json_object_set_new(iso, "control", json_string("framed protocol v1 over a virtio-serial port"));
-    json_object_set_new(iso, "network", json_string("deny: no network device in the guest, loopback only"));
+    if (pl->pxcfg) {
+        json_t *dests = json_array();
+        for (size_t i = 0; dests && i < np->ndests; i++)
+            json_array_append_new(dests, np->dests[i].port_min == np->dests[i].port_max
+                                             ? json_sprintf("%s:%u", np->dests[i].host, np->dests[i].port_min)
+                                             : json_sprintf("%s:%u-%u", np->dests[i].host, np->dests[i].port_min,
+                                                            np->dests[i].port_max));
+        json_object_set_new(iso, "network", json_pack("{ssssso}", "mode", "fetch-only", "enforcement",
+                                                      "no network device in the guest (loopback only); the guest "
+                                                      "agent listens on 127.0.0.1:3128 in the guest and carries each "
+                                                      "connection over the control port (virtio-serial, flow "
+                                                      "controlled) to the host, which connects it to the attempt's "
+                                                      "proxy: the namespace backend's fy-proxy, confined, reached "
+                                                      "through a unix socket in a 0700 directory of the attempt; "
+                                                      "it connects only to the allowlisted host:port at the "
+                                                      "addresses resolved at prepare, CONNECT is a tunnel",
+                                                      "destinations", dests ? dests : json_array()));
+    } else {
+        json_object_set_new(iso, "network", json_string("deny: no network device in the guest, loopback only"));
+    }
     json_object_set_new(iso, "filesystem",
                         json_string("guest initramfs root; approved host directories read-only over 9p served by "
                                     "the sandboxed VMM; build and output copied in and returned as tar, "
@@ -164,8 +185,8 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     if (np->stdio[FY_STDIN].mode == FY_STDIO_PIPE || np->stdio[FY_STDOUT].mode == FY_STDIO_PIPE ||
         np->stdio[FY_STDERR].mode == FY_STDIO_PIPE)
         return unsupported(reterr, "FY_STDIO_PIPE streams");
-    if (np->net_mode != FY_NET_DENY)
-        return unsupported(reterr, "a network other than deny");
+    if (np->net_mode != FY_NET_DENY && np->net_mode != FY_NET_FETCH_ONLY)
+        return unsupported(reterr, "a network other than deny and fetch-only");
     const char *qemu = caps_fact(caps, VM_FACT_QEMU);
     if (!qemu)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL, "no QEMU found by the probe");
@@ -175,6 +196,16 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     pl->np = np;
     pl->kvm = caps_present(caps, FY_CAP_KVM);
     int r = 0;
+    if (np->net_mode == FY_NET_FETCH_ONLY) {
+        /* The proxy of the namespace backend, as its folder's service: the
+         * same allowlist checks, credentials and confinement. */
+        if (!(pl->pxf = backend_proxy_family())) {
+            r = unsupported(reterr, "fetch-only without a folder offering its proxy (the Linux one)");
+            goto fail;
+        }
+        if ((r = pl->pxf->proxy_compile(np, caps, &pl->pxcfg, reterr)) < 0)
+            goto fail;
+    }
     if (!(pl->qemu = util_strdup(qemu)))
         goto oom;
     for (size_t i = 0; i < np->nentries; i++) {
@@ -253,6 +284,8 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     }
     if (np->limit[FY_LIMIT_OUTPUT] != FY_UNLIMITED)
         rec_u64(&sb, VMR_OUTPUT_MAX, np->limit[FY_LIMIT_OUTPUT]);
+    if (pl->pxcfg)
+        rec_u32(&sb, VMR_NET_PROXY, NET_PROXY_PORT);
     for (size_t i = 0; i < pl->nmounts; i++) {
         char tag[16];
         snprintf(tag, sizeof(tag), "r%zu", i);

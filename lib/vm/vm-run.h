@@ -24,6 +24,10 @@ struct vm_plan {
     bool use_template;            /* restore from a template (vm-template.c) unless it cannot be had */
     char template_key[65];        /* its name: SHA-256 of the inputs below */
     char *template_inputs;        /* what the key hashes (text, owned) */
+    /* fetch-only: the folder offering the proxy service and its compiled
+     * configuration (backend.h proxy_*); NULL under deny. */
+    const struct fy_backend_family *pxf;
+    void *pxcfg;
 };
 
 /* How QEMU is started: a cold boot of the attempt's initramfs, the boot
