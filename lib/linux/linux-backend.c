@@ -33,6 +33,9 @@ static bool common_enforce(const fy_caps *c, uint32_t control, const char **why)
     case FY_CONTROL_PIDS_LIMIT: return cap_for(c, FY_CAP_CGROUP_PIDS, why);
     case FY_CONTROL_CPU_LIMIT: return cap_for(c, FY_CAP_CGROUP_CPU, why);
     case FY_CONTROL_IO_LIMIT: return cap_for(c, FY_CAP_CGROUP_IO, why);
+    case FY_CONTROL_COLD_BOOT:
+        *why = "a fresh kernel per attempt needs a virtual machine; the Linux backends share the host's";
+        return false;
     default:
         *why = "unknown control";
         return false;

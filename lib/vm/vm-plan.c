@@ -125,7 +125,11 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
                                                      "files and command are sent"));
     } else {
         json_object_set_new(iso, "template", json_null());
-        json_object_set_new(iso, "boot", json_string("cold boot per attempt (templates off: FORGEYARD_VM_TEMPLATE)"));
+        json_object_set_new(iso, "boot", json_string(pl->cold_required
+                                                         ? "cold boot per attempt (the policy's control cold-boot: a "
+                                                           "fresh guest kernel for every attempt)"
+                                                         : "cold boot per attempt (templates off: "
+                                                           "FORGEYARD_VM_TEMPLATE)"));
     }
     json_object_set_new(iso, "guest_memory", json_integer((json_int_t)pl->guest_mem));
     json_object_set_new(iso, "guest_cpus", json_integer(pl->smp));
@@ -353,7 +357,8 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         goto oom;
     /* Templates unless the host turned them off (FORGEYARD_VM_TEMPLATE=off). */
     const char *tm = getenv("FORGEYARD_VM_TEMPLATE");
-    pl->use_template = !(tm && !strcmp(tm, "off"));
+    pl->cold_required = np->control[FY_CONTROL_COLD_BOOT] == FY_CONTROL_STATE_ENFORCED;
+    pl->use_template = !(tm && !strcmp(tm, "off")) && !pl->cold_required;
     if (pl->use_template && vm_template_key(pl) < 0)
         goto oom;
     if (build_json(pl, np) < 0)

@@ -22,6 +22,7 @@ struct vm_plan {
     size_t run_len;
     char *cmdline;                /* the guest kernel command line */
     bool use_template;            /* restore from a template (vm-template.c) unless it cannot be had */
+    bool cold_required;           /* the policy's FY_CONTROL_COLD_BOOT: never a template */
     char template_key[65];        /* its name: SHA-256 of the inputs below */
     char *template_inputs;        /* what the key hashes (text, owned) */
     /* fetch-only: the folder offering the proxy service and its compiled

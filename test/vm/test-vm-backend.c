@@ -1071,6 +1071,51 @@ START_TEST(test_fetch_only_refusals) {
 }
 END_TEST
 
+START_TEST(test_cold_boot_control) {
+    /* The policy, not the environment, asks for a fresh kernel per
+     * attempt: only a VM can give it, so requiring it selects the VM
+     * backend even from standard-ci; preferring it on the namespace level
+     * drops it visibly there. */
+    fy_error *e = NULL;
+    const char *argv[] = {"/bin/sh", "-c", "cat /proc/uptime", NULL};
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_COLD_BOOT, FY_MODE_PREFER, &e), 0);
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, caps, argv, &pr, &e), 0);
+    ck_assert_str_ne(fy_prepared_backend(pr), "vm-qemu");
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_COLD_BOOT), FY_CONTROL_STATE_DROPPED);
+    fy_prepared_free(pr);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_COLD_BOOT, FY_MODE_REQUIRE, &e), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 256u << 20, &e), 0);
+    ck_assert_int_eq(fy_prepare(p, caps, argv, &pr, &e), 0);
+    ck_assert_str_eq(fy_prepared_backend(pr), "vm-qemu");
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_COLD_BOOT), FY_CONTROL_STATE_ENFORCED);
+    fy_prepared_free(pr);
+    /* An unnamed control number is refused. */
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_COLD_BOOT - 1, FY_MODE_REQUIRE, NULL),
+                     fy_control_name(FY_CONTROL_COLD_BOOT - 1) ? 0 : FY_E_UNSUPPORTED);
+    fy_policy_free(p);
+
+    /* A run: its own kernel booted (the agent reports no restore), even
+     * where a template of the same machine exists (other tests made it). */
+    p = vm_policy();
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_COLD_BOOT, FY_MODE_REQUIRE, &e), 0);
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s", detail(r));
+    json_t *iso = isolation(r);
+    ck_assert(json_is_null(json_object_get(iso, "template")));
+    ck_assert_msg(strstr(jstr(iso, "boot"), "cold boot per attempt (the policy's control cold-boot"), "%s",
+                  jstr(iso, "boot"));
+    ck_assert_msg(!strstr(jstr(iso, "guest_report"), "restored from a template"), "%s", jstr(iso, "guest_report"));
+    json_decref(iso);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_dead_host_gc) {
     /* The host program dies (SIGKILL) while its VM runs: fy_gc destroys
      * the VMM's sandbox and removes the attempt directory. */
@@ -1327,6 +1372,7 @@ int main(int argc, char **argv) {
     ADD(test_workspace);
     ADD(test_secrets);
     ADD(test_fetch_only);
+    ADD(test_cold_boot_control);
     ADD(test_fetch_only_refusals);
     ADD(test_attack_probes);
     ADD(test_exec_failure);
