@@ -48,6 +48,23 @@ struct vm_vmm_spec {
     int in, out, err;             /* QEMU's stdin, stdout, stderr */
 };
 int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const char ***ret);
+
+/* vm-vmm-config.c: the Firecracker and cloud-hypervisor adapters'
+ * configuration from the same plan (generated and unit-tested; not run:
+ * neither VMM is installed on the hosts this was built on). Paths are as
+ * the VMM sees them in its sandbox. */
+#define VM_VSOCK_CID 3
+#define VM_VSOCK_PORT 1024
+struct vm_vmm_paths {
+    const char *kernel, *initrd;  /* the PVH vmlinux and the initramfs */
+    const char *images;           /* the directory of the read-only disk images m0.img, m1.img ... */
+    const char *vsock;            /* the hybrid vsock's unix socket */
+};
+/* Firecracker's --config-file (JSON text, malloc'd). */
+int vm_firecracker_config(const struct vm_plan *pl, const struct vm_vmm_paths *paths, char **ret);
+/* cloud-hypervisor's command line (as vm_qemu_argv: argv points into args). */
+int vm_cloud_hypervisor_argv(const struct vm_plan *pl, const struct vm_vmm_paths *paths, const char *program,
+                             struct strbuf *args, const char ***ret);
 int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reterr);
 
 /* vm-plan.c */
