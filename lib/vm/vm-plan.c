@@ -71,13 +71,14 @@ static int unsupported(fy_error **reterr, const char *what) {
                    "the virtual-machine backend cannot give %s (not implemented)", what);
 }
 
-static int add_mount(struct vm_plan *pl, const char *host, const char *target) {
+static int add_mount(struct vm_plan *pl, const char *host, const char *target, bool writable) {
     struct vm_mount *m = realloc(pl->mounts, (pl->nmounts + 1) * sizeof(*m));
     if (!m)
         return FY_E_NOMEM;
     pl->mounts = m;
     m[pl->nmounts].host = util_strdup(host);
     m[pl->nmounts].target = util_strdup(target);
+    m[pl->nmounts].writable = writable;
     pl->nmounts++;
     return m[pl->nmounts - 1].host && m[pl->nmounts - 1].target ? 0 : FY_E_NOMEM;
 }
@@ -105,8 +106,10 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
         json_decref(lim);
         return FY_E_NOMEM;
     }
+    json_t *wmounts = json_array();
     for (size_t i = 0; i < pl->nmounts; i++)
-        json_array_append_new(mounts, json_string(pl->mounts[i].target));
+        json_array_append_new(pl->mounts[i].writable ? wmounts : mounts, json_string(pl->mounts[i].target));
+    json_object_set_new(iso, "writable_mounts", wmounts);
     json_object_set_new(iso, "vmm", json_string("qemu microvm"));
     json_object_set_new(iso, "accelerator", json_string(pl->kvm ? "kvm" : "tcg"));
     json_object_set_new(iso, "vmm_confinement",
@@ -157,7 +160,9 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(iso, "filesystem",
                         json_string("guest initramfs root; approved host directories read-only over 9p served by "
                                     "the sandboxed VMM; build and output copied in and returned as tar, "
-                                    "parsed on the host in user space"));
+                                    "parsed on the host in user space; the policy's writable binds over 9p "
+                                    "read-write, the VMM's sandbox binding only those directories writable "
+                                    "(symbolic links in them resolved by the guest, never followed on the host)"));
     json_object_set_new(iso, "readonly_mounts", mounts);
     json_object_set_new(iso, "workload_uid", json_integer(np->uid));
     json_object_set_new(iso, "user", json_string(np->fake_root ? "fake-root (guest root)" : "forgeyard"));
@@ -224,8 +229,15 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
             continue; /* the agent makes the harmless nodes itself */
         if (e->role == PR_BUILD || e->role == PR_OUTPUT)
             continue; /* copied in and returned (vm-run.c) */
-        if (!(e->flags & PLAN_RO) && !(e->flags & PLAN_FILE)) {
-            r = unsupported(reterr, "a writable bind");
+        bool writable = !(e->flags & PLAN_RO);
+        if (writable && (e->role != PR_BIND || (e->flags & PLAN_FILE))) {
+            r = unsupported(reterr, e->role == PR_SOURCE ? "a writable source directory"
+                                                         : "a writable bind of a single file (9p shares directories)");
+            goto fail;
+        }
+        if (writable && np->limit[FY_LIMIT_DISK] != FY_UNLIMITED) {
+            r = unsupported(reterr, "a disk limit on a writable bind (the guest writes through the VMM, which "
+                                    "counts nothing)");
             goto fail;
         }
         if (e->flags & PLAN_FILE)
@@ -233,11 +245,15 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         struct stat st;
         if ((e->flags & PLAN_OPTIONAL) && stat(e->host, &st) < 0)
             continue; /* an optional directory this host lacks */
-        if ((r = add_mount(pl, e->host, e->target)) < 0)
+        if (writable && (stat(e->host, &st) < 0 || !S_ISDIR(st.st_mode))) {
+            r = unsupported(reterr, "a writable bind that is not a directory (9p shares directories)");
+            goto fail;
+        }
+        if ((r = add_mount(pl, e->host, e->target, writable)) < 0)
             goto oom;
     }
     if (pl->nmounts > 16) {
-        r = unsupported(reterr, "more than 16 read-only host directories");
+        r = unsupported(reterr, "more than 16 host directories");
         goto fail;
     }
     if ((r = vm_kernel_identify(&pl->k, reterr)) < 0)
@@ -301,7 +317,7 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         }
         memcpy(buf, tag, tl + 1);
         memcpy(buf + tl + 1, pl->mounts[i].target, ml);
-        rec(&sb, VMR_MOUNT9P, buf, tl + 1 + ml);
+        rec(&sb, pl->mounts[i].writable ? VMR_MOUNT9P_RW : VMR_MOUNT9P, buf, tl + 1 + ml);
         free(buf);
     }
     for (size_t i = 0; i < np->nentries; i++) {

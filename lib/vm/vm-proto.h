@@ -93,6 +93,7 @@ enum {
     VMR_OUTPUT_MAX = 15, /* u64: bytes of tar the agent may send at most */
     VMR_RLIMIT = 16,  /* u32 VMP_RLIMIT_*, u64 value: set in the workload before exec */
     VMR_SECRET_FILE = 17, /* "name\0value": a file (0400, the workload's) in /run/secrets */
+    VMR_MOUNT9P_RW = 19, /* "tag\0target": a host directory the policy binds writable */
     VMR_NET_PROXY = 18, /* u32 port: fetch-only, listen on 127.0.0.1:port and carry (VMP_NET_*) */
 };
 

@@ -481,7 +481,7 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const 
     A("virtserialport,chardev=ctl,name=fy.ctl");
     for (size_t i = 0; i < pl->nmounts; i++) {
         A("-fsdev");
-        A("local,id=r%zu,path=/fy/m%zu,security_model=none,readonly=on", i, i);
+        A("local,id=r%zu,path=/fy/m%zu,security_model=none%s", i, i, pl->mounts[i].writable ? "" : ",readonly=on");
         A("-device");
         A("virtio-9p-device,fsdev=r%zu,mount_tag=r%zu", i, i);
     }
@@ -535,7 +535,8 @@ int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reter
     for (size_t i = 0; r >= 0 && i < pl->nmounts; i++) {
         char t[32];
         snprintf(t, sizeof(t), "/fy/m%zu", i);
-        r = fy_policy_add_bind(p, sp->mount_stub ? sp->mount_stub : pl->mounts[i].host, t, 0, &e);
+        r = fy_policy_add_bind(p, sp->mount_stub ? sp->mount_stub : pl->mounts[i].host, t,
+                               pl->mounts[i].writable && !sp->mount_stub ? FY_BIND_WRITABLE : 0, &e);
     }
     if (r >= 0 && pl->kvm)
         r = fy_policy_add_device(p, "/dev/kvm", 1, &e);

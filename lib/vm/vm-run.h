@@ -6,7 +6,7 @@
 #include "backend.h"
 #include "vm-image.h"
 
-struct vm_mount { const char *host, *target; };
+struct vm_mount { const char *host, *target; bool writable; };
 
 struct vm_plan {
     const struct fy_plan *np;     /* borrowed: outlives this plan */
@@ -15,7 +15,7 @@ struct vm_plan {
     const char *qemu;             /* owned */
     uint64_t guest_mem;           /* bytes of guest RAM */
     unsigned smp;
-    struct vm_mount *mounts;      /* read-only host dirs over 9p (owned array) */
+    struct vm_mount *mounts;      /* host dirs over 9p, read-only unless writable (owned array) */
     size_t nmounts;
     char *isolation_json, *limits_json, *describe_json;
     char *run_msg;                /* the RUN payload (owned) */

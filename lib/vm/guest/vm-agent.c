@@ -232,12 +232,15 @@ static char *dupn(const uint8_t *p, uint32_t n) {
     return s;
 }
 
-static void mount_9p(const char *tag, const char *target) {
+static void mount_9p(const char *tag, const char *target, bool writable) {
     if (mkdir_p(target, 0755) < 0)
         fail(errno, "mkdir %s", target);
-    if (mount(tag, target, "9p", MS_RDONLY | MS_NOSUID | MS_NODEV,
-              "trans=virtio,version=9p2000.L,cache=loose,msize=262144") < 0)
-        fail(errno, "mount the runtime path %s (9p %s)", target, tag);
+    /* A writable share: no cache of the guest's, so that what the workload
+     * wrote is on the host when it ends. */
+    if (mount(tag, target, "9p", (writable ? 0 : MS_RDONLY) | MS_NOSUID | MS_NODEV,
+              writable ? "trans=virtio,version=9p2000.L,cache=none,msize=262144"
+                       : "trans=virtio,version=9p2000.L,cache=loose,msize=262144") < 0)
+        fail(errno, "mount %s (9p %s%s)", target, tag, writable ? ", writable" : "");
 }
 
 static void mount_tmpfs(const char *target, uint32_t mode, uint64_t size, bool owned, const struct run *r) {
@@ -331,7 +334,7 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
             if (n > 4 && ncollect < 2)
                 collects[ncollect++] = (struct collect){vmp_get_u32(d), dupn(d + 4, n - 4)};
             break;
-        case VMR_MOUNT9P: case VMR_TMPFS: case VMR_RO: case VMR_SECRET_FILE:
+        case VMR_MOUNT9P: case VMR_MOUNT9P_RW: case VMR_TMPFS: case VMR_RO: case VMR_SECRET_FILE:
             if (nlater == 256)
                 fail(E2BIG, "too many mounts");
             later[nlater].tag = tag;
@@ -348,12 +351,12 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
     for (size_t i = 0; i < nlater; i++) {
         d = later[i].d;
         n = later[i].n;
-        if (later[i].tag == VMR_MOUNT9P) {
+        if (later[i].tag == VMR_MOUNT9P || later[i].tag == VMR_MOUNT9P_RW) {
             char *s = dupn(d, n);
             size_t tl = strlen(s);
             if (tl + 1 >= n + 1u)
                 fail(EINVAL, "malformed mount record");
-            mount_9p(s, s + tl + 1);
+            mount_9p(s, s + tl + 1, later[i].tag == VMR_MOUNT9P_RW);
             free(s);
         } else if (later[i].tag == VMR_SECRET_FILE) {
             write_secret(d, n, r);
