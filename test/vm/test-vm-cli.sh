@@ -44,6 +44,15 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   [ "$(stat -c %u:%a "$tmp/u/.cache/forgeyard/vm/templates")" = 65534:700 ] || fail "rootless templates directory"
   [ -z "$(ls -A "$tmp/u/.cache/forgeyard/vm/attempts")" ] || fail "rootless attempt directories left"
 
+  # A writable bind, rootless: the guest's file lands on the host, the user's.
+  mkdir "$tmp/u/rw" && chown 65534:65534 "$tmp/u/rw"
+  setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$tmp/u" \
+      XDG_CACHE_HOME="$tmp/u/.cache" XDG_RUNTIME_DIR="$tmp/u" \
+      "$cli" run --profile high-assurance --bind "$tmp/u/rw:/work/extra" -- /bin/sh -c 'echo rootless-rw >/work/extra/f' ||
+    fail "rootless writable bind: $?"
+  [ "$(cat "$tmp/u/rw/f" 2>/dev/null)" = rootless-rw ] || fail "rootless writable bind: the file is not on the host"
+  [ "$(stat -c %u "$tmp/u/rw/f")" = 65534 ] || fail "rootless writable bind: owner $(stat -c %u "$tmp/u/rw/f")"
+
   # fetch-only, rootless: the guest reaches an HTTP server this test starts
   # on 127.0.0.1 through the attempt's proxy, and only the allowed port.
   if command -v python3 >/dev/null && command -v curl >/dev/null; then
