@@ -81,6 +81,8 @@ struct vm {
         bool used, guest_eof, eof_sent, wr_shut;
         uint32_t unacked;          /* DATA sent to the guest, not yet acknowledged */
         uint32_t ev;               /* events registered for fd */
+        bool polled;               /* fd is in the epoll set (not while it wants nothing: a peer's
+                                      hang-up would wake the loop for ever) */
         uint8_t *q;                /* guest bytes not yet written to the proxy */
         size_t qlen;
     } net[VMP_NET_CONNS];
@@ -912,20 +914,29 @@ static void net_arm(struct vm *v, uint16_t id) {
         ev |= EPOLLIN;
     if (c->qlen)
         ev |= EPOLLOUT;
-    if (ev == c->ev)
+    if (ev == c->ev && (ev != 0) == c->polled)
         return;
     struct epoll_event e = {.events = ev, .data.fd = c->fd};
-    epoll_ctl(v->epfd, EPOLL_CTL_MOD, c->fd, &e);
+    if (!ev) {
+        if (c->polled)
+            epoll_ctl(v->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        c->polled = false;
+    } else {
+        epoll_ctl(v->epfd, c->polled ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &e);
+        c->polled = true;
+    }
     c->ev = ev;
 }
 
 static void net_drop_fd(struct vm *v, struct vnet *c) {
     if (c->fd >= 0) {
-        epoll_ctl(v->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        if (c->polled)
+            epoll_ctl(v->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
     }
     c->fd = -1;
     c->ev = 0;
+    c->polled = false;
 }
 
 static int net_u32(struct vm *v, uint8_t type, uint16_t id, uint32_t n);
@@ -1019,9 +1030,7 @@ static const char *net_frame(struct vm *v, const struct vmp_frame *f) {
         c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" PX_SOCK, v->pxdir_fd);
-        struct epoll_event e = {.events = 0, .data.fd = c->fd};
-        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            epoll_ctl(v->epfd, EPOLL_CTL_ADD, c->fd, &e) < 0) {
+        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
             /* the proxy's backlog is full (or it is gone): refused */
             if (c->fd >= 0)
                 close(c->fd);

@@ -798,6 +798,8 @@ static size_t net_poll_set(struct pollfd *p, uint16_t *ids) {
             ev |= POLLIN;
         if (c->qlen)
             ev |= POLLOUT;
+        if (!ev)
+            continue; /* nothing wanted: a hang-up would wake the loop for ever */
         p[n] = (struct pollfd){c->fd, ev, 0};
         ids[n++] = id;
     }
