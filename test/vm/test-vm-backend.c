@@ -743,6 +743,15 @@ static fy_result *run_bad(const char *how, uint64_t wall_sec) {
     return r;
 }
 
+START_TEST(test_bad_netframe) {
+    /* Network frames under network deny: a protocol error, never carried. */
+    fy_result *r = run_bad("netframe", 60);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_msg(strstr(detail(r), "protocol error: a network frame without a network"), "%s", detail(r));
+    fy_result_free(r);
+}
+END_TEST
+
 START_TEST(test_bad_garbage) {
     fy_result *r = run_bad("garbage", 60);
     /* Another agent (initramfs) is another template. */
@@ -1464,6 +1473,7 @@ int main(int argc, char **argv) {
     ADD(test_oom);
     ADD(test_attempts_leave_nothing);
     ADD(test_bad_garbage);
+    ADD(test_bad_netframe);
     ADD(test_bad_hugeframe);
     ADD(test_bad_flood);
     ADD(test_bad_silent);

@@ -1085,6 +1085,10 @@ static void misbehave(const char *how) {
         tar_flush();
         send_frame(VMP_TAR_END, VMP_DIR_OUTPUT, NULL, 0);
         send_frame(VMP_DONE, 0, NULL, 0);
+    } else if (!strcmp(how, "netframe")) {
+        /* A connection's bytes where the plan has no network (and no such connection). */
+        memset(buf, 'n', 100);
+        send_frame(VMP_NET_DATA, 3, buf, 100);
     } else if (!strcmp(how, "panic")) {
         exit(3); /* init exits: the guest kernel panics */
     }
