@@ -10,3 +10,10 @@ size_t backends_collect(const struct fy_backend_ops **out, size_t max) {
                 out[n++] = *b;
     return n;
 }
+
+const struct fy_backend_family *backend_proxy_family(void) {
+    for (size_t f = 0; backend_families[f]; f++)
+        if (backend_families[f]->proxy_compile && backend_families[f]->proxy_start)
+            return backend_families[f];
+    return NULL;
+}

@@ -124,7 +124,31 @@ struct fy_backend_family {
      * Linux folder: its compiled seccomp programs, which its plan checks
      * before use). Negative only on OOM. */
     int (*snapshot_extras)(fy_caps *c);
+    /* Optional: the fetch-only proxy as a service to another folder's
+     * backend whose sandbox has no network namespace on this host to put
+     * the proxy's listener in (a VM: its guest agent carries the guest's
+     * connections over the control port to the host). proxy_compile checks
+     * the neutral plan's fetch-only allowlist (and loads its credentials)
+     * as the folder's own backend does, into *ret (freed by
+     * proxy_config_free). proxy_start starts the proxy with it, accepting
+     * on listener: a listening stream socket the caller made and keeps
+     * private to the attempt (it is duplicated, not taken). proxy_stop ends
+     * it (SIGKILL, reaped): 0 when witnessed gone, idempotent;
+     * proxy_report is the result's "network" record (malloc'd JSON text,
+     * NULL on OOM); proxy_release stops and frees it; proxy_forget (a
+     * forked copy of the host) frees memory and fds only. */
+    int (*proxy_compile)(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);
+    void (*proxy_config_free)(void *cfg);
+    int (*proxy_start)(const void *cfg, int listener, void **ret, fy_error **reterr);
+    unsigned (*proxy_stop)(void *proxy);
+    char *(*proxy_report)(const void *proxy);
+    void (*proxy_release)(void *proxy);
+    void (*proxy_forget)(void *proxy);
 };
+
+/* backend.c: the compiled-in folder that offers the fetch-only proxy as a
+ * service (proxy_compile), or NULL. */
+const struct fy_backend_family *backend_proxy_family(void);
 
 /* The generated table of compiled-in folders, NULL-terminated. */
 extern const struct fy_backend_family *const backend_families[];

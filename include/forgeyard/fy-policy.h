@@ -33,7 +33,9 @@
 #define FY_CONTROL_DEVICES       16  /* 0.2: the kernel's device allowlist (device cgroup): only the
                                         standard nodes and the leased ones may be opened; required
                                         whenever a device is leased (fy_policy_add_device) */
-#define FY_CONTROL_MAX_          16  /* not a control */
+#define FY_CONTROL_COLD_BOOT     19  /* 0.2: a fresh guest kernel booted for every attempt, never a
+                                        restored template; only a VM backend can enforce it */
+#define FY_CONTROL_MAX_          19  /* not a control (numbers without a name are not controls) */
 
 #define FY_MODE_OFF      0
 #define FY_MODE_PREFER   1

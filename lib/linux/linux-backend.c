@@ -33,6 +33,9 @@ static bool common_enforce(const fy_caps *c, uint32_t control, const char **why)
     case FY_CONTROL_PIDS_LIMIT: return cap_for(c, FY_CAP_CGROUP_PIDS, why);
     case FY_CONTROL_CPU_LIMIT: return cap_for(c, FY_CAP_CGROUP_CPU, why);
     case FY_CONTROL_IO_LIMIT: return cap_for(c, FY_CAP_CGROUP_IO, why);
+    case FY_CONTROL_COLD_BOOT:
+        *why = "a fresh kernel per attempt needs a virtual machine; the Linux backends share the host's";
+        return false;
     default:
         *why = "unknown control";
         return false;
@@ -191,4 +194,11 @@ const struct fy_backend_family family_linux = {
     .snapshot_load = linux_snapshot_load,
     .snapshot_store = linux_snapshot_store,
     .snapshot_extras = linux_snapshot_extras,
+    .proxy_compile = linux_proxy_compile,
+    .proxy_config_free = linux_proxy_config_free,
+    .proxy_start = linux_proxy_start,
+    .proxy_stop = linux_proxy_stop,
+    .proxy_report = linux_proxy_report,
+    .proxy_release = linux_proxy_release,
+    .proxy_forget = linux_proxy_forget,
 };

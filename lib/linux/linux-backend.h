@@ -46,6 +46,15 @@ int linux_snapshot_store(const char *dir, const char *key, const char *snapshot)
 /* linux-probe-kernel.c: the compiled seccomp programs, in their saved form
  * (lx_seccomp_fact_key), for a probe about to be persisted. */
 int linux_snapshot_extras(fy_caps *c);
+/* linux-proxy-service.c: the fetch-only proxy as the family's service
+ * (backend.h proxy_*). */
+int linux_proxy_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);
+void linux_proxy_config_free(void *cfg);
+int linux_proxy_start(const void *cfg, int listener, void **ret, fy_error **reterr);
+unsigned linux_proxy_stop(void *proxy);
+char *linux_proxy_report(const void *proxy);
+void linux_proxy_release(void *proxy);
+void linux_proxy_forget(void *proxy);
 /* linux-qualify.c: the suite behind fy_qualify (groups QUALIFY_*). */
 int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
                       json_t **ret, fy_error **reterr);

@@ -404,11 +404,17 @@ static int compile_fetch(struct lxn_plan *out, struct linux_plan *pl, const stru
         return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.dns",
                        "dns host contradicts fetch-only: the sandbox reaches nothing but the proxy, which resolves "
                        "the destinations' names itself (at fy_prepare)");
+    return lxn_fetch_config(np, &pl->arena, &out->proxy, reterr);
+}
+
+/* The proxy's allowlist (as compile_fetch says): for this backend and,
+ * through the family's proxy service (linux-proxy-service.c), the VM's. */
+int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_config **ret, fy_error **reterr) {
     if (np->ndests > LXP_DESTS_MAX)
         return err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, "$.network.destinations",
                        "fetch-only takes at most %u destinations", LXP_DESTS_MAX);
-    struct lxp_config *cfg = arena_keep(&pl->arena, calloc(1, sizeof(*cfg)));
-    struct lxp_dest *dests = cfg ? arena_keep(&pl->arena, calloc(np->ndests ? np->ndests : 1, sizeof(*dests))) : NULL;
+    struct lxp_config *cfg = arena_keep(arena, calloc(1, sizeof(*cfg)));
+    struct lxp_dest *dests = cfg ? arena_keep(arena, calloc(np->ndests ? np->ndests : 1, sizeof(*dests))) : NULL;
     if (!cfg || !dests)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     cfg->dests = dests;
@@ -452,9 +458,9 @@ static int compile_fetch(struct lxn_plan *out, struct linux_plan *pl, const stru
     if (too_many_ports)
         cfg->nports = 0; /* the proxy's Landlock TCP layer is left out, and reported so */
     int r;
-    if (np->net_credentials && (r = lxp_load_credentials(cfg, np->net_credentials, &pl->arena, reterr)) < 0)
+    if (np->net_credentials && (r = lxp_load_credentials(cfg, np->net_credentials, arena, reterr)) < 0)
         return r;
-    out->proxy = cfg;
+    *ret = cfg;
     return 0;
 }
 

@@ -67,6 +67,9 @@ struct lxn_run {
  * missing. */
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr);
+/* The fetch-only proxy's allowlist, Landlock ports and credentials from
+ * the plan (lxn_compile's, also the VM backend's through the family). */
+int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_config **ret, fy_error **reterr);
 /* The "network" member of the isolation record (JSON text, malloc'd). */
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl);
 /* Landlock's TCP connect layer: pl->ll_tcp_ports from the plan's TCP rules

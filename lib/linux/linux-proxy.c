@@ -291,14 +291,33 @@ __attribute__((noreturn)) static void exec_proxy(const int src[PX_FDS], int prog
     __builtin_unreachable();
 }
 
+static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int uplink_fd, fy_error **reterr);
+
 int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr) {
     if (!lxp_program_available())
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, NULL,
                        "fetch-only proxy: its program is not built for this architecture");
-    int lfd = -1, alive[2] = {-1, -1}, errp[2] = {-1, -1}, prog = -1, conf = -1, audit_fd = -1;
+    int lfd = -1;
     int e = -make_listener(sandbox_ns, &lfd);
     if (e)
         return fail(reterr, e, "its listener in the sandbox's network namespace");
+    return start_on(run, cfg, lfd, uplink_fd, reterr);
+}
+
+int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int listener, int uplink_fd,
+                       fy_error **reterr) {
+    if (!lxp_program_available())
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, NULL,
+                       "fetch-only proxy: its program is not built for this architecture");
+    int lfd = fcntl(listener, F_DUPFD_CLOEXEC, 3);
+    if (lfd < 0)
+        return fail(reterr, errno, "its listener");
+    return start_on(run, cfg, lfd, uplink_fd, reterr);
+}
+
+/* Consumes lfd. */
+static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int uplink_fd, fy_error **reterr) {
+    int alive[2] = {-1, -1}, errp[2] = {-1, -1}, prog = -1, conf = -1, audit_fd = -1, e = 0;
     const char *what = "its audit table";
     audit_fd = memfd_create("fy-proxy-audit", MFD_CLOEXEC);
     if (audit_fd < 0 || ftruncate(audit_fd, sizeof(struct lxp_audit)) < 0)

@@ -63,6 +63,7 @@ static bool qemu_can_enforce(const fy_caps *c, uint32_t control, const char **wh
 #ifdef FY_CONTROL_HW_VIRT
     case FY_CONTROL_HW_VIRT: return cap_for(c, FY_CAP_KVM, why);
 #endif
+    case FY_CONTROL_COLD_BOOT: return true; /* no template: vm-plan.c */
     default:
         *why = "unknown control";
         return false;

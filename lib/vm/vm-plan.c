@@ -61,6 +61,8 @@ void vm_plan_free(void *plan) {
     free(pl->run_msg);
     free(pl->cmdline);
     free(pl->template_inputs);
+    if (pl->pxcfg)
+        pl->pxf->proxy_config_free(pl->pxcfg);
     free(pl);
 }
 
@@ -69,13 +71,14 @@ static int unsupported(fy_error **reterr, const char *what) {
                    "the virtual-machine backend cannot give %s (not implemented)", what);
 }
 
-static int add_mount(struct vm_plan *pl, const char *host, const char *target) {
+static int add_mount(struct vm_plan *pl, const char *host, const char *target, bool writable) {
     struct vm_mount *m = realloc(pl->mounts, (pl->nmounts + 1) * sizeof(*m));
     if (!m)
         return FY_E_NOMEM;
     pl->mounts = m;
     m[pl->nmounts].host = util_strdup(host);
     m[pl->nmounts].target = util_strdup(target);
+    m[pl->nmounts].writable = writable;
     pl->nmounts++;
     return m[pl->nmounts - 1].host && m[pl->nmounts - 1].target ? 0 : FY_E_NOMEM;
 }
@@ -103,8 +106,10 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
         json_decref(lim);
         return FY_E_NOMEM;
     }
+    json_t *wmounts = json_array();
     for (size_t i = 0; i < pl->nmounts; i++)
-        json_array_append_new(mounts, json_string(pl->mounts[i].target));
+        json_array_append_new(pl->mounts[i].writable ? wmounts : mounts, json_string(pl->mounts[i].target));
+    json_object_set_new(iso, "writable_mounts", wmounts);
     json_object_set_new(iso, "vmm", json_string("qemu microvm"));
     json_object_set_new(iso, "accelerator", json_string(pl->kvm ? "kvm" : "tcg"));
     json_object_set_new(iso, "vmm_confinement",
@@ -123,16 +128,41 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
                                                      "files and command are sent"));
     } else {
         json_object_set_new(iso, "template", json_null());
-        json_object_set_new(iso, "boot", json_string("cold boot per attempt (templates off: FORGEYARD_VM_TEMPLATE)"));
+        json_object_set_new(iso, "boot", json_string(pl->cold_required
+                                                         ? "cold boot per attempt (the policy's control cold-boot: a "
+                                                           "fresh guest kernel for every attempt)"
+                                                         : "cold boot per attempt (templates off: "
+                                                           "FORGEYARD_VM_TEMPLATE)"));
     }
     json_object_set_new(iso, "guest_memory", json_integer((json_int_t)pl->guest_mem));
     json_object_set_new(iso, "guest_cpus", json_integer(pl->smp));
     json_object_set_new(iso, "control", json_string("framed protocol v1 over a virtio-serial port"));
-    json_object_set_new(iso, "network", json_string("deny: no network device in the guest, loopback only"));
+    if (pl->pxcfg) {
+        json_t *dests = json_array();
+        for (size_t i = 0; dests && i < np->ndests; i++)
+            json_array_append_new(dests, np->dests[i].port_min == np->dests[i].port_max
+                                             ? json_sprintf("%s:%u", np->dests[i].host, np->dests[i].port_min)
+                                             : json_sprintf("%s:%u-%u", np->dests[i].host, np->dests[i].port_min,
+                                                            np->dests[i].port_max));
+        json_object_set_new(iso, "network", json_pack("{ssssso}", "mode", "fetch-only", "enforcement",
+                                                      "no network device in the guest (loopback only); the guest "
+                                                      "agent listens on 127.0.0.1:3128 in the guest and carries each "
+                                                      "connection over the control port (virtio-serial, flow "
+                                                      "controlled) to the host, which connects it to the attempt's "
+                                                      "proxy: the namespace backend's fy-proxy, confined, reached "
+                                                      "through a unix socket in a 0700 directory of the attempt; "
+                                                      "it connects only to the allowlisted host:port at the "
+                                                      "addresses resolved at prepare, CONNECT is a tunnel",
+                                                      "destinations", dests ? dests : json_array()));
+    } else {
+        json_object_set_new(iso, "network", json_string("deny: no network device in the guest, loopback only"));
+    }
     json_object_set_new(iso, "filesystem",
                         json_string("guest initramfs root; approved host directories read-only over 9p served by "
                                     "the sandboxed VMM; build and output copied in and returned as tar, "
-                                    "parsed on the host in user space"));
+                                    "parsed on the host in user space; the policy's writable binds over 9p "
+                                    "read-write, the VMM's sandbox binding only those directories writable "
+                                    "(symbolic links in them resolved by the guest, never followed on the host)"));
     json_object_set_new(iso, "readonly_mounts", mounts);
     json_object_set_new(iso, "workload_uid", json_integer(np->uid));
     json_object_set_new(iso, "user", json_string(np->fake_root ? "fake-root (guest root)" : "forgeyard"));
@@ -164,8 +194,8 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     if (np->stdio[FY_STDIN].mode == FY_STDIO_PIPE || np->stdio[FY_STDOUT].mode == FY_STDIO_PIPE ||
         np->stdio[FY_STDERR].mode == FY_STDIO_PIPE)
         return unsupported(reterr, "FY_STDIO_PIPE streams");
-    if (np->net_mode != FY_NET_DENY)
-        return unsupported(reterr, "a network other than deny");
+    if (np->net_mode != FY_NET_DENY && np->net_mode != FY_NET_FETCH_ONLY)
+        return unsupported(reterr, "a network other than deny and fetch-only");
     const char *qemu = caps_fact(caps, VM_FACT_QEMU);
     if (!qemu)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL, "no QEMU found by the probe");
@@ -175,6 +205,16 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     pl->np = np;
     pl->kvm = caps_present(caps, FY_CAP_KVM);
     int r = 0;
+    if (np->net_mode == FY_NET_FETCH_ONLY) {
+        /* The proxy of the namespace backend, as its folder's service: the
+         * same allowlist checks, credentials and confinement. */
+        if (!(pl->pxf = backend_proxy_family())) {
+            r = unsupported(reterr, "fetch-only without a folder offering its proxy (the Linux one)");
+            goto fail;
+        }
+        if ((r = pl->pxf->proxy_compile(np, caps, &pl->pxcfg, reterr)) < 0)
+            goto fail;
+    }
     if (!(pl->qemu = util_strdup(qemu)))
         goto oom;
     for (size_t i = 0; i < np->nentries; i++) {
@@ -189,8 +229,15 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
             continue; /* the agent makes the harmless nodes itself */
         if (e->role == PR_BUILD || e->role == PR_OUTPUT)
             continue; /* copied in and returned (vm-run.c) */
-        if (!(e->flags & PLAN_RO) && !(e->flags & PLAN_FILE)) {
-            r = unsupported(reterr, "a writable bind");
+        bool writable = !(e->flags & PLAN_RO);
+        if (writable && (e->role != PR_BIND || (e->flags & PLAN_FILE))) {
+            r = unsupported(reterr, e->role == PR_SOURCE ? "a writable source directory"
+                                                         : "a writable bind of a single file (9p shares directories)");
+            goto fail;
+        }
+        if (writable && np->limit[FY_LIMIT_DISK] != FY_UNLIMITED) {
+            r = unsupported(reterr, "a disk limit on a writable bind (the guest writes through the VMM, which "
+                                    "counts nothing)");
             goto fail;
         }
         if (e->flags & PLAN_FILE)
@@ -198,11 +245,15 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         struct stat st;
         if ((e->flags & PLAN_OPTIONAL) && stat(e->host, &st) < 0)
             continue; /* an optional directory this host lacks */
-        if ((r = add_mount(pl, e->host, e->target)) < 0)
+        if (writable && (stat(e->host, &st) < 0 || !S_ISDIR(st.st_mode))) {
+            r = unsupported(reterr, "a writable bind that is not a directory (9p shares directories)");
+            goto fail;
+        }
+        if ((r = add_mount(pl, e->host, e->target, writable)) < 0)
             goto oom;
     }
     if (pl->nmounts > 16) {
-        r = unsupported(reterr, "more than 16 read-only host directories");
+        r = unsupported(reterr, "more than 16 host directories");
         goto fail;
     }
     if ((r = vm_kernel_identify(&pl->k, reterr)) < 0)
@@ -253,6 +304,8 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     }
     if (np->limit[FY_LIMIT_OUTPUT] != FY_UNLIMITED)
         rec_u64(&sb, VMR_OUTPUT_MAX, np->limit[FY_LIMIT_OUTPUT]);
+    if (pl->pxcfg)
+        rec_u32(&sb, VMR_NET_PROXY, NET_PROXY_PORT);
     for (size_t i = 0; i < pl->nmounts; i++) {
         char tag[16];
         snprintf(tag, sizeof(tag), "r%zu", i);
@@ -264,7 +317,7 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         }
         memcpy(buf, tag, tl + 1);
         memcpy(buf + tl + 1, pl->mounts[i].target, ml);
-        rec(&sb, VMR_MOUNT9P, buf, tl + 1 + ml);
+        rec(&sb, pl->mounts[i].writable ? VMR_MOUNT9P_RW : VMR_MOUNT9P, buf, tl + 1 + ml);
         free(buf);
     }
     for (size_t i = 0; i < np->nentries; i++) {
@@ -320,7 +373,8 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         goto oom;
     /* Templates unless the host turned them off (FORGEYARD_VM_TEMPLATE=off). */
     const char *tm = getenv("FORGEYARD_VM_TEMPLATE");
-    pl->use_template = !(tm && !strcmp(tm, "off"));
+    pl->cold_required = np->control[FY_CONTROL_COLD_BOOT] == FY_CONTROL_STATE_ENFORCED;
+    pl->use_template = !(tm && !strcmp(tm, "off")) && !pl->cold_required;
     if (pl->use_template && vm_template_key(pl) < 0)
         goto oom;
     if (build_json(pl, np) < 0)

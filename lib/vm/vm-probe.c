@@ -785,14 +785,19 @@ static void probe_qemu(fy_caps *c) {
 /* other VMMs and confidential VMs                                    */
 /* ------------------------------------------------------------------ */
 
+/* Firecracker and cloud-hypervisor: usable only once a guest booted under
+ * them answered, which this version does not try (their configuration is
+ * generated, vm-vmm-config.c, but never run): found or not, they are not
+ * claimed usable. */
 static void probe_vmm(fy_caps *c, uint32_t cap, const char *prog, const char *hint, bool kvm_ok) {
     char *p = pu_find_program(prog);
     if (p) {
-        caps_set(c, cap, true, 1, "%s found (not run by the probe)%s", p,
+        caps_set(c, cap, false, 0, "installed (%s), not used: the probe has booted no guest under it (this "
+                 "version only generates its configuration)%s", p,
                  kvm_ok ? "" : "; it needs KVM, which is not usable here");
         free(p);
     } else {
-        caps_set(c, cap, false, 0, "%s not found in PATH or the system directories", prog);
+        caps_set(c, cap, false, 0, "not installed: %s not found in PATH or the system directories", prog);
         caps_set_hint(c, cap, "%s", hint);
     }
 }

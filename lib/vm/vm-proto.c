@@ -68,7 +68,7 @@ size_t vmp_feed(struct vmp_dec *d, const void *p, size_t n) {
 }
 
 static int known_type(uint8_t t) {
-    return (t >= VMP_HELLO && t <= VMP_LOG) || (t >= VMP_RUN && t <= VMP_TYPE_MAX);
+    return (t >= VMP_HELLO && t <= VMP_G2H_MAX) || (t >= VMP_RUN && t <= VMP_TYPE_MAX);
 }
 
 int vmp_next(struct vmp_dec *d, struct vmp_frame *f) {

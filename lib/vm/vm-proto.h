@@ -32,6 +32,18 @@ enum {
     VMP_SETUP_FAIL = 7, /* u32 errno, then text: the command never ran */
     VMP_DONE = 8,       /* nothing follows; the agent powers the guest off */
     VMP_LOG = 9,        /* diagnostic text of the agent (what it enforced) */
+    /* Both ways, under fetch-only (flags: the connection's id, below
+     * VMP_NET_CONNS): a connection the workload made to the agent's
+     * listener on 127.0.0.1:3128 in the guest, carried to the host, which
+     * connects it to the attempt's proxy. Ids are the guest's. At most
+     * VMP_NET_WINDOW bytes of a connection's DATA are unacknowledged each
+     * way: the receiver ACKs what it delivered onward, so neither side
+     * ever buffers more. */
+    VMP_NET_OPEN = 10,  /* guest: a new connection */
+    VMP_NET_DATA = 11,  /* its bytes */
+    VMP_NET_EOF = 12,   /* no more bytes this way (a half close; from the host also "refused") */
+    VMP_NET_ACK = 13,   /* u32: bytes of DATA delivered onward */
+    VMP_NET_CLOSE = 14, /* guest: done, nothing more from it; host: acknowledged, the id is free */
     /* Host to guest. */
     VMP_RUN = 32,       /* the command: records (vmp_rec_*) */
     VMP_STDIN = 33,
@@ -47,6 +59,9 @@ enum {
     VMP_FILES_END = 38, /* that stream ended: the agent has unpacked it all */
 };
 #define VMP_TYPE_MAX 38
+#define VMP_G2H_MAX VMP_NET_CLOSE
+#define VMP_NET_CONNS 64
+#define VMP_NET_WINDOW (256u << 10)
 #define VMP_SEED_LEN 64
 
 /* The resource limits a RUN may set (not the guest's RLIMIT_* numbers). */
@@ -78,6 +93,8 @@ enum {
     VMR_OUTPUT_MAX = 15, /* u64: bytes of tar the agent may send at most */
     VMR_RLIMIT = 16,  /* u32 VMP_RLIMIT_*, u64 value: set in the workload before exec */
     VMR_SECRET_FILE = 17, /* "name\0value": a file (0400, the workload's) in /run/secrets */
+    VMR_MOUNT9P_RW = 19, /* "tag\0target": a host directory the policy binds writable */
+    VMR_NET_PROXY = 18, /* u32 port: fetch-only, listen on 127.0.0.1:port and carry (VMP_NET_*) */
 };
 
 struct vmp_exit {

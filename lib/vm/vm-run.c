@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,7 +71,27 @@ struct vm {
     bool from_template;
     char *cold_why;                /* why a template plan booted cold */
     int files_fd;                  /* the attempt's files (cpio) to send after a restore */
+    /* fetch-only: the attempt's proxy (pl->pxf's service), its listener's
+     * 0700 directory, and the guest's connections carried to it. */
+    void *px;
+    char pxdir[4096];
+    int pxdir_fd;
+    struct vnet {
+        int fd;                    /* our connection to the proxy; -1: none (refused, ended) */
+        bool used, guest_eof, eof_sent, wr_shut;
+        uint32_t unacked;          /* DATA sent to the guest, not yet acknowledged */
+        uint32_t ev;               /* events registered for fd */
+        bool polled;               /* fd is in the epoll set (not while it wants nothing: a peer's
+                                      hang-up would wake the loop for ever) */
+        uint8_t *q;                /* guest bytes not yet written to the proxy */
+        size_t qlen;
+    } net[VMP_NET_CONNS];
+    uint64_t net_unacked;          /* all connections' unacknowledged DATA to the guest */
+    uint64_t net_opened, net_refused;
 };
+/* DATA to the guest unacknowledged over all connections: small enough for
+ * the control socket's buffer, so that carrying it never blocks the loop. */
+#define NET_GUEST_INFLIGHT (64u << 10)
 
 static const struct fy_plan *neutral(fy_handle *h) { return ((struct vm_plan *)h->pr->plan)->np; }
 
@@ -122,7 +143,15 @@ static int attempts_dir(char *buf, size_t len) {
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
+static int make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **reterr);
+
 static int make_attempt_dir(struct vm *v, fy_error **reterr) {
+    /* 0755: QEMU's sandbox runs as an unprivileged id; the parent (0711, not listable)
+     * keeps everyone else out. */
+    return make_dir_in_attempts(v->dir, sizeof(v->dir), 0755, reterr);
+}
+
+static int make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **reterr) {
     char base[4096];
     if (attempts_dir(base, sizeof(base)) < 0)
         return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "attempt directory path too long");
@@ -140,13 +169,14 @@ static int make_attempt_dir(struct vm *v, fy_error **reterr) {
     if (ufd >= 0)
         close(ufd);
     pid_t me = getpid();
-    snprintf(v->dir, sizeof(v->dir), "%s/a-%d-%llu-%016llx", base, (int)me,
-             (unsigned long long)proc_starttime(me), (unsigned long long)rnd);
-    /* 0755: QEMU's sandbox runs as an unprivileged id; the parent (0711, not listable)
-     * keeps everyone else out. */
-    if (mkdir(v->dir, 0755) < 0) {
+    snprintf(out, outlen, "%s/a-%d-%llu-%016llx", base, (int)me, (unsigned long long)proc_starttime(me),
+             (unsigned long long)rnd);
+    bool made = mkdir(out, mode) == 0;
+    if (!made || chmod(out, mode) < 0) {
         int e = errno;
-        v->dir[0] = '\0';
+        if (made)
+            rmdir(out);
+        out[0] = '\0';
         return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "mkdir the attempt directory: %s",
                        strerror(e));
     }
@@ -291,6 +321,8 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
 static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid);
 static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret);
 static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n);
+static int net_setup(struct vm *v, fy_error **reterr);
+static unsigned net_teardown(struct vm *v, char **report);
 
 static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reterr) {
     char path[4200];
@@ -451,7 +483,7 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const 
     A("virtserialport,chardev=ctl,name=fy.ctl");
     for (size_t i = 0; i < pl->nmounts; i++) {
         A("-fsdev");
-        A("local,id=r%zu,path=/fy/m%zu,security_model=none,readonly=on", i, i);
+        A("local,id=r%zu,path=/fy/m%zu,security_model=none%s", i, i, pl->mounts[i].writable ? "" : ",readonly=on");
         A("-device");
         A("virtio-9p-device,fsdev=r%zu,mount_tag=r%zu", i, i);
     }
@@ -505,8 +537,16 @@ int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reter
     for (size_t i = 0; r >= 0 && i < pl->nmounts; i++) {
         char t[32];
         snprintf(t, sizeof(t), "/fy/m%zu", i);
-        r = fy_policy_add_bind(p, sp->mount_stub ? sp->mount_stub : pl->mounts[i].host, t, 0, &e);
+        r = fy_policy_add_bind(p, sp->mount_stub ? sp->mount_stub : pl->mounts[i].host, t,
+                               pl->mounts[i].writable && !sp->mount_stub ? FY_BIND_WRITABLE : 0, &e);
     }
+    bool writable = false;
+    for (size_t i = 0; i < pl->nmounts; i++)
+        writable |= pl->mounts[i].writable && !sp->mount_stub;
+    /* What the guest writes into a writable bind is the VMM's: its ids the
+     * attempt's range (as root), as the namespace backend's workload's. */
+    if (r >= 0 && writable && pl->np->id_count)
+        r = fy_policy_set_id_range(p, pl->np->id_first, pl->np->id_count, &e);
     if (r >= 0 && pl->kvm)
         r = fy_policy_add_device(p, "/dev/kvm", 1, &e);
     uint64_t wall = sp->wall;
@@ -615,9 +655,11 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     if (!v)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
     v->pl = h->pr->plan;
-    v->epfd = v->timerfd = v->sock = v->in_fd = v->console_fd = v->files_fd = v->tmpl.fd = -1;
+    v->epfd = v->timerfd = v->sock = v->in_fd = v->console_fd = v->files_fd = v->tmpl.fd = v->pxdir_fd = -1;
     for (int i = 0; i < 3; i++)
         v->out_fd[i] = -1;
+    for (int i = 0; i < VMP_NET_CONNS; i++)
+        v->net[i].fd = -1;
     strbuf_init(&v->log);
     v->out_limit = np->limit[FY_LIMIT_OUTPUT];
     int r;
@@ -647,6 +689,8 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     if (np->stdio[FY_STDIN].mode == FY_STDIO_FD)
         v->in_fd = np->stdio[FY_STDIN].fd;
     if ((r = open_tar(v, np, VMP_DIR_BUILD, reterr)) < 0 || (r = open_tar(v, np, VMP_DIR_OUTPUT, reterr)) < 0)
+        goto fail;
+    if (v->pl->pxcfg && (r = net_setup(v, reterr)) < 0)
         goto fail;
     /* The kernel and initramfs, cached at the first start (fy_prepare
      * writes nothing); what the plan named must be what boots. */
@@ -783,6 +827,9 @@ fail:
     v->vmm = NULL;
     if (v->dir[0])
         remove_dir(v->dir);
+    net_teardown(v, NULL);
+    if (v->pxdir[0])
+        remove_dir(v->pxdir);
     vm_free_state(v);
     return r;
 }
@@ -797,9 +844,14 @@ static void kill_vmm(fy_handle *h, struct vm *v) {
     v->killed = true;
 }
 
-static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n) {
+static int net_send(struct vm *v, uint8_t type, uint16_t flags, const void *p, size_t n);
+
+static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n) { return net_send(v, type, 0, p, n); }
+
+/* One frame to the guest, whole (blocking, up to SO_SNDTIMEO). */
+static int net_send(struct vm *v, uint8_t type, uint16_t flags, const void *p, size_t n) {
     uint8_t hd[VMP_HDR];
-    vmp_header(hd, type, 0, (uint32_t)n);
+    vmp_header(hd, type, flags, (uint32_t)n);
     struct iovec iov[2] = {{hd, sizeof(hd)}, {(void *)p, n}};
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = n ? 2 : 1};
     size_t want = sizeof(hd) + n, done = 0;
@@ -823,6 +875,246 @@ static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n) {
         }
     }
     return 0;
+}
+
+/* ---- fetch-only: the guest's connections to the attempt's proxy ---- */
+
+#define PX_SOCK "px"
+
+/* The proxy, accepting on a unix socket in a 0700 directory of this
+ * attempt (only this user, and root, may connect: never the VMM's
+ * sandbox, which does not see the directory, nor the guest). */
+static int net_setup(struct vm *v, fy_error **reterr) {
+    int r = make_dir_in_attempts(v->pxdir, sizeof(v->pxdir), 0700, reterr);
+    if (r < 0)
+        return r;
+    v->pxdir_fd = open(v->pxdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" PX_SOCK, v->pxdir_fd);
+    if (v->pxdir_fd < 0 || l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        listen(l, VMP_NET_CONNS) < 0) {
+        int e = errno;
+        if (l >= 0)
+            close(l);
+        return err_set(reterr, err_from_errno(e), FY_STEP_PROXY, e, NULL, "fetch-only: the proxy's listener: %s",
+                       strerror(e));
+    }
+    r = v->pl->pxf->proxy_start(v->pl->pxcfg, l, &v->px, reterr);
+    close(l); /* the proxy holds its own */
+    return r;
+}
+
+static void net_arm(struct vm *v, uint16_t id) {
+    struct vnet *c = &v->net[id];
+    if (c->fd < 0)
+        return;
+    uint32_t ev = 0;
+    if (!c->eof_sent && c->unacked < VMP_NET_WINDOW && v->net_unacked < NET_GUEST_INFLIGHT)
+        ev |= EPOLLIN;
+    if (c->qlen)
+        ev |= EPOLLOUT;
+    if (ev == c->ev && (ev != 0) == c->polled)
+        return;
+    struct epoll_event e = {.events = ev, .data.fd = c->fd};
+    if (!ev) {
+        if (c->polled)
+            epoll_ctl(v->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        c->polled = false;
+    } else {
+        epoll_ctl(v->epfd, c->polled ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &e);
+        c->polled = true;
+    }
+    c->ev = ev;
+}
+
+static void net_drop_fd(struct vm *v, struct vnet *c) {
+    if (c->fd >= 0) {
+        if (c->polled)
+            epoll_ctl(v->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+    }
+    c->fd = -1;
+    c->ev = 0;
+    c->polled = false;
+}
+
+static int net_u32(struct vm *v, uint8_t type, uint16_t id, uint32_t n);
+
+static int net_u32(struct vm *v, uint8_t type, uint16_t id, uint32_t n) {
+    uint8_t b[4];
+    vmp_put_u32(b, n);
+    return net_send(v, type, id, b, 4);
+}
+
+/* Moves bytes both ways on every connection that can; 0, or -1 when the
+ * control port failed. */
+static int net_pump(struct vm *v) {
+    static uint8_t buf[VMP_MAX_FRAME];
+    for (uint16_t id = 0; id < VMP_NET_CONNS; id++) {
+        struct vnet *c = &v->net[id];
+        if (!c->used || c->fd < 0)
+            continue;
+        if (c->qlen) {
+            ssize_t w = send(c->fd, c->q, c->qlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w > 0) {
+                memmove(c->q, c->q + w, c->qlen - (size_t)w);
+                c->qlen -= (size_t)w;
+                if (net_u32(v, VMP_NET_ACK, id, (uint32_t)w) < 0)
+                    return -1;
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                /* the proxy ended it: what the guest sent is dropped (and acknowledged) */
+                if (net_u32(v, VMP_NET_ACK, id, (uint32_t)c->qlen) < 0)
+                    return -1;
+                c->qlen = 0;
+                net_drop_fd(v, c);
+                if (!c->eof_sent && net_send(v, VMP_NET_EOF, id, NULL, 0) < 0)
+                    return -1;
+                c->eof_sent = true;
+                continue;
+            }
+        }
+        if (c->guest_eof && !c->qlen && !c->wr_shut) {
+            shutdown(c->fd, SHUT_WR);
+            c->wr_shut = true;
+        }
+        while (!c->eof_sent && c->unacked < VMP_NET_WINDOW && v->net_unacked < NET_GUEST_INFLIGHT) {
+            size_t want = NET_GUEST_INFLIGHT - v->net_unacked;
+            if (want > VMP_NET_WINDOW - c->unacked)
+                want = VMP_NET_WINDOW - c->unacked;
+            if (want > sizeof(buf))
+                want = sizeof(buf);
+            ssize_t n = recv(c->fd, buf, want, MSG_DONTWAIT);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == EAGAIN)
+                break;
+            if (n > 0) {
+                if (net_send(v, VMP_NET_DATA, id, buf, (size_t)n) < 0)
+                    return -1;
+                c->unacked += (uint32_t)n;
+                v->net_unacked += (uint64_t)n;
+                continue;
+            }
+            if (net_send(v, VMP_NET_EOF, id, NULL, 0) < 0)
+                return -1;
+            c->eof_sent = true;
+        }
+        if (c->eof_sent && (c->wr_shut || c->fd < 0))
+            net_drop_fd(v, c); /* nothing more either way: the slot waits for the guest's CLOSE */
+        else
+            net_arm(v, id);
+    }
+    return 0;
+}
+
+/* A frame of the guest's for a connection: 0, or the protocol error. */
+static const char *net_frame(struct vm *v, const struct vmp_frame *f) {
+    if (!v->pl->pxcfg)
+        return "a network frame without a network";
+    if (!v->run_sent || v->exit_seen)
+        return "a network frame outside the command's run";
+    if (f->flags >= VMP_NET_CONNS)
+        return "a connection id out of range";
+    uint16_t id = f->flags;
+    struct vnet *c = &v->net[id];
+    if (f->type == VMP_NET_OPEN) {
+        if (c->used || f->len)
+            return "a connection opened twice";
+        uint8_t *q = c->q ? c->q : malloc(VMP_NET_WINDOW);
+        if (!q)
+            return "out of memory";
+        memset(c, 0, sizeof(*c));
+        c->q = q;
+        c->used = true;
+        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" PX_SOCK, v->pxdir_fd);
+        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+            /* the proxy's backlog is full (or it is gone): refused */
+            if (c->fd >= 0)
+                close(c->fd);
+            c->fd = -1;
+            v->net_refused++;
+            c->eof_sent = true;
+            return net_send(v, VMP_NET_EOF, id, NULL, 0) < 0 ? "the control port failed" : NULL;
+        }
+        v->net_opened++;
+        net_arm(v, id);
+        return NULL;
+    }
+    if (!c->used)
+        return "a frame for a connection that is not open";
+    switch (f->type) {
+    case VMP_NET_DATA:
+        if (c->guest_eof || c->qlen + f->len > VMP_NET_WINDOW)
+            return "connection data beyond its window or its end";
+        if (c->fd < 0) /* refused or ended: dropped, acknowledged */
+            return net_u32(v, VMP_NET_ACK, id, f->len) < 0 ? "the control port failed" : NULL;
+        memcpy(c->q + c->qlen, f->data, f->len);
+        c->qlen += f->len;
+        return NULL;
+    case VMP_NET_EOF:
+        if (f->len || c->guest_eof)
+            return "a connection ended twice";
+        c->guest_eof = true;
+        return NULL;
+    case VMP_NET_ACK: {
+        uint32_t n = f->len == 4 ? vmp_get_u32(f->data) : UINT32_MAX;
+        if (n > c->unacked)
+            return "an acknowledgement of bytes never sent";
+        c->unacked -= n;
+        v->net_unacked -= n;
+        return NULL;
+    }
+    case VMP_NET_CLOSE:
+        if (f->len)
+            return "a malformed close";
+        net_drop_fd(v, c);
+        v->net_unacked -= c->unacked;
+        c->unacked = 0;
+        c->qlen = 0;
+        c->used = false;
+        return net_send(v, VMP_NET_CLOSE, id, NULL, 0) < 0 ? "the control port failed" : NULL;
+    default:
+        return "an unknown network frame";
+    }
+}
+
+/* Ends the proxy and the connections: processes left (0: witnessed). */
+static unsigned net_teardown(struct vm *v, char **report) {
+    unsigned left = 0;
+    for (int i = 0; i < VMP_NET_CONNS; i++) {
+        net_drop_fd(v, &v->net[i]);
+        free(v->net[i].q);
+        v->net[i].q = NULL;
+        v->net[i].used = false;
+    }
+    if (v->px) {
+        left += v->pl->pxf->proxy_stop(v->px);
+        if (report) {
+            char *s = v->pl->pxf->proxy_report(v->px);
+            json_t *o = s ? json_loads(s, 0, NULL) : NULL;
+            json_t *px = o ? json_object_get(o, "proxy") : NULL;
+            if (json_is_object(px)) {
+                json_object_set_new(px, "listen", json_string("a unix socket in a 0700 directory of the attempt "
+                                                              "on the host; the guest's 127.0.0.1:3128 is the "
+                                                              "agent's, carried over the control port"));
+                json_object_set_new(o, "connections", json_pack("{sIsI}", "carried", (json_int_t)v->net_opened,
+                                                                "refused", (json_int_t)v->net_refused));
+                free(s);
+                s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+            }
+            json_decref(o);
+            *report = s;
+        }
+        v->pl->pxf->proxy_release(v->px);
+        v->px = NULL;
+    }
+    if (v->pxdir_fd >= 0)
+        close(v->pxdir_fd);
+    v->pxdir_fd = -1;
+    return left;
 }
 
 /* The RUN: the plan's records, then the secrets (env and file), which
@@ -1031,6 +1323,16 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
         v->t_done = util_now_usec();
         v->done_deadline = v->t_done + DONE_GRACE;
         return;
+    case VMP_NET_OPEN:
+    case VMP_NET_DATA:
+    case VMP_NET_EOF:
+    case VMP_NET_ACK:
+    case VMP_NET_CLOSE: {
+        const char *why = net_frame(v, f);
+        if (why)
+            return protocol_error(h, v, why);
+        return;
+    }
     case VMP_LOG:
         if (v->log.len < 4096)
             strbuf_appendn(&v->log, (const char *)f->data, f->len > 1024 ? 1024 : f->len);
@@ -1283,6 +1585,13 @@ static void finish(fy_handle *h, struct vm *v) {
     if (v->dir[0] && remove_dir(v->dir) < 0)
         rep.left[FY_LEFT_FILES]++;
     v->dir[0] = '\0';
+    if (v->pl->pxcfg) {
+        /* The proxy killed and reaped (the witness), its audit log kept. */
+        rep.left[FY_LEFT_PROCESSES] += net_teardown(v, &rep.network_json);
+        if (v->pxdir[0] && remove_dir(v->pxdir) < 0)
+            rep.left[FY_LEFT_FILES]++;
+        v->pxdir[0] = '\0';
+    }
     rep.t_cleanup_end = util_now_usec();
     attempt_finish(h, &rep, r);
 }
@@ -1300,6 +1609,11 @@ int vm_process(fy_handle *h, fy_error **reterr) {
     drain_console(v);
     if (v->in_fd >= 0)
         forward_stdin(h, v);
+    if (v->px && !v->killed && !v->sock_eof && net_pump(v) < 0) {
+        handle_end(h, END_INFRA, FY_STEP_PROXY, errno, "carrying the guest's connections: the control port: %s",
+                   strerror(errno));
+        kill_vmm(h, v);
+    }
     uint64_t now = util_now_usec();
     if (!v->killed && h->end == END_NONE && h->deadline && now >= h->deadline) {
         handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
@@ -1362,6 +1676,9 @@ void vm_destroy(fy_handle *h) {
     v->vmm = NULL;
     if (v->dir[0])
         remove_dir(v->dir);
+    net_teardown(v, NULL);
+    if (v->pxdir[0])
+        remove_dir(v->pxdir);
     vm_free_state(v);
     h->b = NULL;
 }
@@ -1373,7 +1690,16 @@ void vm_forget(fy_handle *h) {
     if (v->vmm)
         fy_handle_free(v->vmm); /* in a forked copy: memory only */
     v->vmm = NULL;
-    v->dir[0] = '\0';
+    v->dir[0] = v->pxdir[0] = '\0';
+    if (v->px)
+        v->pl->pxf->proxy_forget(v->px); /* the parent's proxy is the parent's to end */
+    v->px = NULL;
+    for (int i = 0; i < VMP_NET_CONNS; i++) {
+        if (v->net[i].fd >= 0)
+            close(v->net[i].fd);
+        v->net[i].fd = -1;
+    }
+    net_teardown(v, NULL);
     vm_free_state(v);
     h->b = NULL;
 }

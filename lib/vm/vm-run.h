@@ -6,7 +6,7 @@
 #include "backend.h"
 #include "vm-image.h"
 
-struct vm_mount { const char *host, *target; };
+struct vm_mount { const char *host, *target; bool writable; };
 
 struct vm_plan {
     const struct fy_plan *np;     /* borrowed: outlives this plan */
@@ -15,15 +15,20 @@ struct vm_plan {
     const char *qemu;             /* owned */
     uint64_t guest_mem;           /* bytes of guest RAM */
     unsigned smp;
-    struct vm_mount *mounts;      /* read-only host dirs over 9p (owned array) */
+    struct vm_mount *mounts;      /* host dirs over 9p, read-only unless writable (owned array) */
     size_t nmounts;
     char *isolation_json, *limits_json, *describe_json;
     char *run_msg;                /* the RUN payload (owned) */
     size_t run_len;
     char *cmdline;                /* the guest kernel command line */
     bool use_template;            /* restore from a template (vm-template.c) unless it cannot be had */
+    bool cold_required;           /* the policy's FY_CONTROL_COLD_BOOT: never a template */
     char template_key[65];        /* its name: SHA-256 of the inputs below */
     char *template_inputs;        /* what the key hashes (text, owned) */
+    /* fetch-only: the folder offering the proxy service and its compiled
+     * configuration (backend.h proxy_*); NULL under deny. */
+    const struct fy_backend_family *pxf;
+    void *pxcfg;
 };
 
 /* How QEMU is started: a cold boot of the attempt's initramfs, the boot
@@ -43,6 +48,23 @@ struct vm_vmm_spec {
     int in, out, err;             /* QEMU's stdin, stdout, stderr */
 };
 int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const char ***ret);
+
+/* vm-vmm-config.c: the Firecracker and cloud-hypervisor adapters'
+ * configuration from the same plan (generated and unit-tested; not run:
+ * neither VMM is installed on the hosts this was built on). Paths are as
+ * the VMM sees them in its sandbox. */
+#define VM_VSOCK_CID 3
+#define VM_VSOCK_PORT 1024
+struct vm_vmm_paths {
+    const char *kernel, *initrd;  /* the PVH vmlinux and the initramfs */
+    const char *images;           /* the directory of the read-only disk images m0.img, m1.img ... */
+    const char *vsock;            /* the hybrid vsock's unix socket */
+};
+/* Firecracker's --config-file (JSON text, malloc'd). */
+int vm_firecracker_config(const struct vm_plan *pl, const struct vm_vmm_paths *paths, char **ret);
+/* cloud-hypervisor's command line (as vm_qemu_argv: argv points into args). */
+int vm_cloud_hypervisor_argv(const struct vm_plan *pl, const struct vm_vmm_paths *paths, const char *program,
+                             struct strbuf *args, const char ***ret);
 int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reterr);
 
 /* vm-plan.c */

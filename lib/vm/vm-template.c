@@ -72,13 +72,18 @@ int vm_template_key(struct vm_plan *pl) {
     char *tsc = strstr(cmdline, " tsc_early_khz=");
     if (tsc)
         *tsc = '\0';
+    /* Which 9p devices are writable (none: the key is as before). */
+    char rw[16 * 4 + 8] = "";
+    for (size_t i = 0; i < pl->nmounts && i < 16; i++)
+        if (pl->mounts[i].writable)
+            snprintf(rw + strlen(rw), sizeof(rw) - strlen(rw), "%sr%zu", rw[0] ? "," : " rw=", i);
     free(pl->template_inputs);
     pl->template_inputs = util_asprintf("%s\nvmlinuz_sha256 %s\ninitramfs_sha256 %s\nqemu %s\n"
-                                        "machine microvm,acpi=on accel=%s memory=%lluM cpus=%u 9p=%zu\n"
+                                        "machine microvm,acpi=on accel=%s memory=%lluM cpus=%u 9p=%zu%s\n"
                                         "cmdline %s\n",
                                         TEMPLATE_FORMAT, pl->k.vmlinuz_digest, pl->k.initrd_digest, qemu,
                                         pl->kvm ? "kvm" : "tcg", (unsigned long long)(pl->guest_mem / MiB),
-                                        pl->smp, pl->nmounts, cmdline);
+                                        pl->smp, pl->nmounts, rw, cmdline);
     if (!pl->template_inputs)
         return FY_E_NOMEM;
     struct digest d;

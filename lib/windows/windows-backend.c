@@ -50,6 +50,9 @@ static bool job_can_enforce(const fy_caps *c, uint32_t control, const char **why
     case FY_CONTROL_DEVICES:
         *why = "the windows-job backend has no device allowlist: a leased device could not be enforced";
         return false;
+    case FY_CONTROL_COLD_BOOT:
+        *why = "the windows-job backend boots no kernel of its own";
+        return false;
     default:
         *why = "unknown control";
         return false;

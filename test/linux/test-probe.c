@@ -314,6 +314,13 @@ START_TEST(test_host_truth) {
     }
     if (!program_exists("firecracker"))
         ASSERT_MISSING(c, FY_CAP_FIRECRACKER);
+    /* Never claimed usable without a guest run (which this version does
+     * not make): installed or not. */
+    ck_assert_int_eq(c->e[FY_CAP_FIRECRACKER].state, CAP_MISSING);
+    ck_assert_int_eq(c->e[FY_CAP_CLOUD_HYPERVISOR].state, CAP_MISSING);
+    if (!program_exists("cloud-hypervisor"))
+        ck_assert_msg(!strncmp(c->e[FY_CAP_CLOUD_HYPERVISOR].reason, "not installed", 13), "%s",
+                      c->e[FY_CAP_CLOUD_HYPERVISOR].reason);
     /* the probe stays fast, the KVM deadline included */
     ck_assert_msg(c->probe_usec < 2500000, "probe took %llu us",
                   (unsigned long long)c->probe_usec);

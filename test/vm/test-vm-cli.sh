@@ -43,5 +43,39 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   grep -q '"boot": "template restore' "$tmp/u/r.json" || fail "rootless: not restored from a template"
   [ "$(stat -c %u:%a "$tmp/u/.cache/forgeyard/vm/templates")" = 65534:700 ] || fail "rootless templates directory"
   [ -z "$(ls -A "$tmp/u/.cache/forgeyard/vm/attempts")" ] || fail "rootless attempt directories left"
+
+  # A writable bind, rootless: the guest's file lands on the host, the user's.
+  mkdir "$tmp/u/rw" && chown 65534:65534 "$tmp/u/rw"
+  setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$tmp/u" \
+      XDG_CACHE_HOME="$tmp/u/.cache" XDG_RUNTIME_DIR="$tmp/u" \
+      "$cli" run --profile high-assurance --bind "$tmp/u/rw:/work/extra" -- /bin/sh -c 'echo rootless-rw >/work/extra/f' ||
+    fail "rootless writable bind: $?"
+  [ "$(cat "$tmp/u/rw/f" 2>/dev/null)" = rootless-rw ] || fail "rootless writable bind: the file is not on the host"
+  [ "$(stat -c %u "$tmp/u/rw/f")" = 65534 ] || fail "rootless writable bind: owner $(stat -c %u "$tmp/u/rw/f")"
+
+  # fetch-only, rootless: the guest reaches an HTTP server this test starts
+  # on 127.0.0.1 through the attempt's proxy, and only the allowed port.
+  if command -v python3 >/dev/null && command -v curl >/dev/null; then
+    mkdir "$tmp/www" && echo served-to-the-guest >"$tmp/www/f"
+    port=$((20000 + $$ % 20000))
+    timeout 250 python3 -m http.server --bind 127.0.0.1 --directory "$tmp/www" "$port" >/dev/null 2>&1 &
+    srv=$!
+    for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/f" && break; sleep 0.1; done
+    printf '127.0.0.1 mirror.test\n' >"$tmp/u/hosts"
+    printf '{"version": 1, "profile": "standard-ci", "isolation": {"min_level": "virtual-machine", "preferred_level": "virtual-machine"}}\n' >"$tmp/u/vm.json"
+    chown -R 65534:65534 "$tmp/u"
+    out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$tmp/u" \
+          XDG_CACHE_HOME="$tmp/u/.cache" XDG_RUNTIME_DIR="$tmp/u" \
+          "$cli" run --policy "$tmp/u/vm.json" --network fetch-only --network-hosts "$tmp/u/hosts" \
+          --allow "mirror.test:$port" --result "$tmp/u/f.json" -- /bin/sh -c \
+          "curl -sS -m 60 http://mirror.test:$port/f; curl -sS -m 60 -o /dev/null -w '%{http_code}\n' http://127.0.0.1:$((port + 1))/x; ls /sys/class/net") ||
+      { kill $srv; fail "rootless fetch-only run: $?"; }
+    kill $srv 2>/dev/null; wait $srv 2>/dev/null || :
+    [ "$out" = "$(printf 'served-to-the-guest\n403\nlo')" ] || fail "rootless fetch-only stdout: $out"
+    grep -q '"backend": "vm-qemu"' "$tmp/u/f.json" || fail "rootless fetch-only: not vm-qemu"
+    grep -q '"decision": "refused"' "$tmp/u/f.json" || fail "rootless fetch-only: no refusal in the audit log"
+    grep -q '"ended": true' "$tmp/u/f.json" || fail "rootless fetch-only: the proxy's end not witnessed"
+    [ -z "$(ls -A "$tmp/u/.cache/forgeyard/vm/attempts")" ] || fail "rootless fetch-only: attempt directories left"
+  fi
 fi
 echo "ok: forgeyard run --profile high-assurance (guest kernel $kver)"

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <linux/random.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -219,6 +220,7 @@ struct run {
     uint64_t memory, pids, cpu, output_max;
     uint64_t rlim[5];     /* VMP_RLIMIT_*; 0: not set */
     bool rlim_set[5];
+    uint32_t net_port;    /* fetch-only: the proxy's port on the guest's loopback; 0: none */
 };
 
 static char *dupn(const uint8_t *p, uint32_t n) {
@@ -230,12 +232,15 @@ static char *dupn(const uint8_t *p, uint32_t n) {
     return s;
 }
 
-static void mount_9p(const char *tag, const char *target) {
+static void mount_9p(const char *tag, const char *target, bool writable) {
     if (mkdir_p(target, 0755) < 0)
         fail(errno, "mkdir %s", target);
-    if (mount(tag, target, "9p", MS_RDONLY | MS_NOSUID | MS_NODEV,
-              "trans=virtio,version=9p2000.L,cache=loose,msize=262144") < 0)
-        fail(errno, "mount the runtime path %s (9p %s)", target, tag);
+    /* A writable share: no cache of the guest's, so that what the workload
+     * wrote is on the host when it ends. */
+    if (mount(tag, target, "9p", (writable ? 0 : MS_RDONLY) | MS_NOSUID | MS_NODEV,
+              writable ? "trans=virtio,version=9p2000.L,cache=none,msize=262144"
+                       : "trans=virtio,version=9p2000.L,cache=loose,msize=262144") < 0)
+        fail(errno, "mount %s (9p %s%s)", target, tag, writable ? ", writable" : "");
 }
 
 static void mount_tmpfs(const char *target, uint32_t mode, uint64_t size, bool owned, const struct run *r) {
@@ -318,6 +323,7 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
         case VMR_PIDS: if (n == 8) r->pids = vmp_get_u64(d); break;
         case VMR_CPU: if (n == 8) r->cpu = vmp_get_u64(d); break;
         case VMR_OUTPUT_MAX: if (n == 8) r->output_max = vmp_get_u64(d); break;
+        case VMR_NET_PROXY: if (n == 4 && vmp_get_u32(d) > 0 && vmp_get_u32(d) < 65536) r->net_port = vmp_get_u32(d); break;
         case VMR_RLIMIT:
             if (n == 12 && vmp_get_u32(d) >= 1 && vmp_get_u32(d) <= 4) {
                 r->rlim[vmp_get_u32(d)] = vmp_get_u64(d + 4);
@@ -328,7 +334,7 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
             if (n > 4 && ncollect < 2)
                 collects[ncollect++] = (struct collect){vmp_get_u32(d), dupn(d + 4, n - 4)};
             break;
-        case VMR_MOUNT9P: case VMR_TMPFS: case VMR_RO: case VMR_SECRET_FILE:
+        case VMR_MOUNT9P: case VMR_MOUNT9P_RW: case VMR_TMPFS: case VMR_RO: case VMR_SECRET_FILE:
             if (nlater == 256)
                 fail(E2BIG, "too many mounts");
             later[nlater].tag = tag;
@@ -345,12 +351,12 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
     for (size_t i = 0; i < nlater; i++) {
         d = later[i].d;
         n = later[i].n;
-        if (later[i].tag == VMR_MOUNT9P) {
+        if (later[i].tag == VMR_MOUNT9P || later[i].tag == VMR_MOUNT9P_RW) {
             char *s = dupn(d, n);
             size_t tl = strlen(s);
             if (tl + 1 >= n + 1u)
                 fail(EINVAL, "malformed mount record");
-            mount_9p(s, s + tl + 1);
+            mount_9p(s, s + tl + 1, later[i].tag == VMR_MOUNT9P_RW);
             free(s);
         } else if (later[i].tag == VMR_SECRET_FILE) {
             write_secret(d, n, r);
@@ -657,10 +663,197 @@ static void report_enforced(const struct run *r) {
     mem[strcspn(mem, "\n")] = pids[strcspn(pids, "\n")] = cpu[strcspn(cpu, "\n")] = '\0';
     int n = snprintf(text, sizeof(text),
                      "uid=%u gid=%u cgroup=/w memory.max=%s pids.max=%s cpu.max=%s network-devices=%s "
-                     "dev=minimal-tmpfs",
-                     r->uid, r->gid, mem, pids, cpu, nets);
+                     "dev=minimal-tmpfs%s%.0u",
+                     r->uid, r->gid, mem, pids, cpu, nets, r->net_port ? " fetch-only-listener=127.0.0.1:" : "", r->net_port);
     if (n > 0)
         send_frame(VMP_LOG, 0, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+}
+
+/* ---- fetch-only: the guest's connections to the proxy (VMP_NET_*) ----
+ * The agent listens on 127.0.0.1:port in the guest (there is no other
+ * network device) and carries each accepted connection over the control
+ * port; the host connects it to the attempt's proxy. Each direction has at
+ * most VMP_NET_WINDOW bytes unacknowledged. */
+
+struct nconn {
+    int fd;                 /* the workload's connection; -1 once closed */
+    bool used, rd_eof, host_eof, wr_shut, closing;
+    uint32_t unacked;       /* DATA sent to the host, not yet acknowledged */
+    uint8_t *q;             /* bytes from the host not yet written (<= VMP_NET_WINDOW) */
+    size_t qlen;
+};
+static struct nconn nconns[VMP_NET_CONNS];
+static int net_listener = -1;
+
+static void net_listen(uint32_t port) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, VMP_NET_CONNS) < 0)
+        fail(errno, "listen on 127.0.0.1:%u for the proxy", port);
+    net_listener = s;
+}
+
+static void net_send_u32(uint8_t type, uint16_t id, uint32_t v) {
+    uint8_t b[4];
+    vmp_put_u32(b, v);
+    if (send_frame(type, id, b, 4) < 0)
+        power_off();
+}
+
+static void net_close(uint16_t id) {
+    struct nconn *c = &nconns[id];
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->qlen = 0;
+    if (!c->closing && send_frame(VMP_NET_CLOSE, id, NULL, 0) < 0)
+        power_off();
+    c->closing = true; /* the slot is free once the host acknowledged */
+}
+
+static void net_accept(void) {
+    int fd = accept4(net_listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0)
+        return;
+    for (uint16_t id = 0; id < VMP_NET_CONNS; id++) {
+        struct nconn *c = &nconns[id];
+        if (c->used)
+            continue;
+        if (!c->q && !(c->q = malloc(VMP_NET_WINDOW))) {
+            close(fd);
+            return;
+        }
+        uint8_t *q = c->q;
+        memset(c, 0, sizeof(*c));
+        c->q = q;
+        c->fd = fd;
+        c->used = true;
+        if (send_frame(VMP_NET_OPEN, id, NULL, 0) < 0)
+            power_off();
+        return;
+    }
+    close(fd); /* every id in use (the listener is not polled then) */
+}
+
+static bool net_slot_free(void) {
+    for (int i = 0; i < VMP_NET_CONNS; i++)
+        if (!nconns[i].used)
+            return true;
+    return false;
+}
+
+/* A frame of the host's for a connection. */
+static void net_frame(const struct vmp_frame *f) {
+    if (f->flags >= VMP_NET_CONNS || !nconns[f->flags].used)
+        return;
+    uint16_t id = f->flags;
+    struct nconn *c = &nconns[id];
+    switch (f->type) {
+    case VMP_NET_DATA:
+        if (c->fd < 0 || c->closing) {
+            net_send_u32(VMP_NET_ACK, id, f->len); /* dropped: its reader is gone */
+            return;
+        }
+        if (c->host_eof || c->qlen + f->len > VMP_NET_WINDOW) {
+            net_close(id); /* the host broke the window: not this connection's bytes any more */
+            return;
+        }
+        memcpy(c->q + c->qlen, f->data, f->len);
+        c->qlen += f->len;
+        return;
+    case VMP_NET_EOF:
+        c->host_eof = true;
+        return;
+    case VMP_NET_ACK:
+        if (f->len == 4) {
+            uint32_t n = vmp_get_u32(f->data);
+            c->unacked = n > c->unacked ? 0 : c->unacked - n;
+        }
+        return;
+    case VMP_NET_CLOSE:
+        if (c->closing)
+            c->used = false; /* acknowledged: the id may be reused */
+        return;
+    default:
+        return;
+    }
+}
+
+/* Adds the listener and the connections to a poll set; returns how many. */
+static size_t net_poll_set(struct pollfd *p, uint16_t *ids) {
+    size_t n = 0;
+    if (net_listener >= 0 && net_slot_free()) {
+        p[n] = (struct pollfd){net_listener, POLLIN, 0};
+        ids[n++] = 0xffff;
+    }
+    for (uint16_t id = 0; id < VMP_NET_CONNS; id++) {
+        struct nconn *c = &nconns[id];
+        if (!c->used || c->fd < 0)
+            continue;
+        short ev = 0;
+        if (!c->rd_eof && c->unacked < VMP_NET_WINDOW)
+            ev |= POLLIN;
+        if (c->qlen)
+            ev |= POLLOUT;
+        if (!ev)
+            continue; /* nothing wanted: a hang-up would wake the loop for ever */
+        p[n] = (struct pollfd){c->fd, ev, 0};
+        ids[n++] = id;
+    }
+    return n;
+}
+
+static void net_step(const struct pollfd *p, const uint16_t *ids, size_t n) {
+    static uint8_t buf[VMP_MAX_FRAME];
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] == 0xffff) {
+            if (p[i].revents & POLLIN)
+                net_accept();
+            continue;
+        }
+        uint16_t id = ids[i];
+        struct nconn *c = &nconns[id];
+        if (c->fd < 0)
+            continue;
+        if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) && !c->rd_eof && c->unacked < VMP_NET_WINDOW) {
+            size_t want = VMP_NET_WINDOW - c->unacked;
+            if (want > sizeof(buf))
+                want = sizeof(buf);
+            ssize_t r = read(c->fd, buf, want);
+            if (r > 0) {
+                if (send_frame(VMP_NET_DATA, id, buf, (size_t)r) < 0)
+                    power_off();
+                c->unacked += (uint32_t)r;
+            } else if (r == 0) {
+                c->rd_eof = true;
+                if (send_frame(VMP_NET_EOF, id, NULL, 0) < 0)
+                    power_off();
+            } else if (errno != EAGAIN && errno != EINTR) {
+                net_close(id);
+                continue;
+            }
+        }
+        if (c->qlen && (p[i].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t w = write(c->fd, c->q, c->qlen);
+            if (w > 0) {
+                memmove(c->q, c->q + w, c->qlen - (size_t)w);
+                c->qlen -= (size_t)w;
+                net_send_u32(VMP_NET_ACK, id, (uint32_t)w);
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                net_close(id);
+                continue;
+            }
+        }
+        if (c->host_eof && !c->qlen && !c->wr_shut) {
+            shutdown(c->fd, SHUT_WR);
+            c->wr_shut = true;
+        }
+        if (c->rd_eof && c->wr_shut)
+            net_close(id);
+    }
 }
 
 /* ---- the command ---- */
@@ -892,6 +1085,10 @@ static void misbehave(const char *how) {
         tar_flush();
         send_frame(VMP_TAR_END, VMP_DIR_OUTPUT, NULL, 0);
         send_frame(VMP_DONE, 0, NULL, 0);
+    } else if (!strcmp(how, "netframe")) {
+        /* A connection's bytes where the plan has no network (and no such connection). */
+        memset(buf, 'n', 100);
+        send_frame(VMP_NET_DATA, 3, buf, 100);
     } else if (!strcmp(how, "panic")) {
         exit(3); /* init exits: the guest kernel panics */
     }
@@ -966,6 +1163,8 @@ int main(void) {
     if (run.hostname && sethostname(run.hostname, strlen(run.hostname)) < 0)
         fail(errno, "sethostname");
     setup_cgroup(&run);
+    if (run.net_port)
+        net_listen(run.net_port);
     report_enforced(&run);
     if (!run.output_max)
         run.output_max = UINT64_MAX;
@@ -1006,8 +1205,10 @@ int main(void) {
     while (!exited || fds[0] >= 0 || fds[1] >= 0) {
         /* Flow control: the port is read while stdin's queue has room. */
         bool inq_room = inq_len + VMP_MAX_FRAME <= sizeof(inq);
-        struct pollfd p[4] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0}, {fds[1], POLLIN, 0},
-                              {pin[1], inq_len ? POLLOUT : 0, 0}};
+        struct pollfd p[4 + 1 + VMP_NET_CONNS] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0},
+                                                  {fds[1], POLLIN, 0}, {pin[1], inq_len ? POLLOUT : 0, 0}};
+        static uint16_t nids[1 + VMP_NET_CONNS];
+        size_t nn = net_poll_set(p + 4, nids);
         if (!exited) {
             pid_t w = wait4(child, &status, WNOHANG, &ru);
             if (w == child) {
@@ -1019,9 +1220,11 @@ int main(void) {
                 continue;
             }
         }
-        int pr = poll(p, 4, exited ? -1 : 20);
+        int pr = poll(p, 4 + nn, exited ? -1 : 20);
         if (pr < 0 && errno != EINTR)
             break;
+        if (pr > 0 && nn)
+            net_step(p + 4, nids, nn);
         for (int i = 0; i < 2; i++) {
             if (fds[i] < 0 || !(p[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
@@ -1055,6 +1258,8 @@ int main(void) {
                     in_eof = true;
                 } else if (f.type == VMP_SIGNAL && f.len == 4 && !exited) {
                     kill(-child, (int)vmp_get_u32(f.data));
+                } else if (f.type >= VMP_NET_OPEN && f.type <= VMP_NET_CLOSE) {
+                    net_frame(&f);
                 }
             }
             if (k < 0)
