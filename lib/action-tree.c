@@ -1146,6 +1146,16 @@ struct collected {
     uint64_t bytes, entries;
 };
 
+/* A collected file whose SHA-256 is still to be taken: its fd (the file
+ * moved into the output directory, or left where it is), read for exactly
+ * size bytes. */
+struct hjob { int fd; size_t file; uint64_t size; int err; unsigned char digest[32]; };
+#define HJOBS 64 /* fds held at once, at most */
+
+/* What a declared directory's tree digest takes, in order; replayed once
+ * its files are hashed. kind 'F' (idx: a file), 'L' (idx: a link), 'D'. */
+struct trec { char kind; size_t idx; char *path; };
+
 struct col {
     const fy_action *a;
     struct collected *c;
@@ -1153,6 +1163,9 @@ struct col {
     bool overlay;      /* the root is an overlay's upper: whiteouts are removed entries */
     fy_error **reterr;
     char buf_path[PATH_MAX];
+    struct hjob jobs[HJOBS];
+    size_t njobs;
+    struct vec recs;   /* struct trec, of the directory output at hand */
 };
 
 static int stop(struct col *k, int outcome, const char *fmt, ...) FY_PRINTF(3, 4);
@@ -1245,6 +1258,104 @@ static bool move_output(int dir, const char *name, int outdir, int fd, const str
     return ok;
 }
 
+/* ---- hashing the collected files, on two threads ---- */
+
+static void hash_job(struct hjob *j, unsigned char *buf) {
+    struct digest hs = {NULL};
+    if (digest_init(&hs) < 0) {
+        j->err = ENOMEM;
+        return;
+    }
+    uint64_t total = 0;
+    while (total < j->size) {
+        size_t want = j->size - total < IOBUF ? (size_t)(j->size - total) : IOBUF;
+        ssize_t n = read(j->fd, buf, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            j->err = n < 0 ? errno : EIO;
+            digest_abandon(&hs);
+            return;
+        }
+        digest_update(&hs, buf, (size_t)n);
+        total += (uint64_t)n;
+    }
+    digest_final(&hs, j->digest);
+    j->err = 0;
+}
+
+struct hpool { struct hjob *jobs; size_t n; atomic_size_t next; };
+
+static void *hash_worker(void *arg) {
+    struct hpool *hp = arg;
+    unsigned char *buf = malloc(IOBUF);
+    for (size_t i; (i = atomic_fetch_add(&hp->next, 1)) < hp->n;) {
+        if (buf)
+            hash_job(&hp->jobs[i], buf);
+        else
+            hp->jobs[i].err = ENOMEM;
+    }
+    free(buf);
+    return NULL;
+}
+
+/* Hashes the pending files (a second thread takes half of them when there
+ * is enough to hash: SHA-256 is the collect step's cost, and outputs are
+ * independent files), closes them and fills their digests; keep false:
+ * only closes them (collecting failed). The first failure, typed. */
+static int col_flush(struct col *k, bool keep) {
+    size_t n = k->njobs;
+    k->njobs = 0;
+    if (keep && n) {
+        struct hpool hp = {.jobs = k->jobs, .n = n};
+        atomic_init(&hp.next, 0);
+        pthread_t th;
+        bool helper = false;
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < n; i++)
+            bytes += k->jobs[i].size;
+        if (n > 1 && bytes >= 2 * IOBUF) {
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper takes no signal of the host's */
+            helper = pthread_create(&th, NULL, hash_worker, &hp) == 0;
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+        }
+        hash_worker(&hp);
+        if (helper)
+            pthread_join(th, NULL);
+    }
+    int r = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct hjob *j = &k->jobs[i];
+        close(j->fd);
+        struct cfile *f = (struct cfile *)k->c->files.items + j->file;
+        if (keep && !r && j->err)
+            r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, j->err, f->path, "cannot collect the output: %s",
+                     strerror(j->err));
+        else if (keep)
+            memcpy(f->digest, j->digest, 32);
+    }
+    return r;
+}
+
+static void recs_free(struct col *k) {
+    VEC_EACH(&k->recs, struct trec, t) free(t->path);
+    k->recs.n = 0;
+}
+
+static int rec_push(struct col *k, char kind, size_t idx, const char *path) {
+    struct trec *t = vec_push(&k->recs);
+    if (!t)
+        return -1;
+    *t = (struct trec){kind, idx, NULL};
+    if (path && !(t->path = strdup(path))) {
+        k->recs.n--;
+        return -1;
+    }
+    return 0;
+}
+
 static int col_file(struct col *k, int dir, const char *name, const char *rel, const struct stat *st, int outdir) {
     if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES])
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
@@ -1269,6 +1380,22 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
         int e = errno;
         close(in);
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, e, rel, "cannot create the output copy: %s", strerror(e));
+    }
+    if (out < 0) {
+        /* Nothing to copy: hashed with the others (col_flush). */
+        struct cfile *f = vec_push(&k->c->files);
+        if (!f || !(f->path = strdup(rel))) {
+            if (f)
+                k->c->files.n--;
+            close(in);
+            return fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+        }
+        f->size = (uint64_t)st2.st_size;
+        f->exec = (st2.st_mode & 0100) != 0;
+        memset(f->digest, 0, sizeof(f->digest));
+        k->c->bytes += f->size;
+        k->jobs[k->njobs++] = (struct hjob){in, k->c->files.n - 1, f->size, 0, {0}};
+        return k->njobs == HJOBS ? col_flush(k, true) : 0;
     }
     struct digest hs = {NULL};
     unsigned char *buf = malloc(IOBUF);
@@ -1393,8 +1520,7 @@ static void free_ents(struct ent *v, size_t n) {
 
 /* A declared output directory, whole: rel is its path; tree hashes the
  * sorted listing (kind, path, digest or target, executable bit). */
-static int col_dir(struct col *k, int dir, const char *rel, int outdir, int depth, crypto_hash_sha256_state *tree,
-                   uint64_t *files) {
+static int col_dir(struct col *k, int dir, const char *rel, int outdir, int depth, uint64_t *files) {
     if (depth > TREE_DEPTH_MAX)
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "output \"%s\" is nested deeper than %d", rel, TREE_DEPTH_MAX);
     struct ent *v;
@@ -1418,23 +1544,18 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
         if (k->overlay && whiteout(&v[i].st)) {
             /* removed by the workload: not there */
         } else if (S_ISREG(md)) {
+            size_t at = k->c->files.n;
             r = col_file(k, dir, v[i].name, sub, &v[i].st, outdir);
-            if (r == 0) {
-                const struct cfile *f = (const struct cfile *)k->c->files.items + k->c->files.n - 1;
-                crypto_hash_sha256_update(tree, (const unsigned char *)"F", 1);
-                crypto_hash_sha256_update(tree, (const unsigned char *)sub, strlen(sub) + 1);
-                crypto_hash_sha256_update(tree, f->digest, 32);
-                crypto_hash_sha256_update(tree, (const unsigned char *)(f->exec ? "x" : "-"), 1);
+            if (r == 0 && k->c->files.n > at) {
+                if (rec_push(k, 'F', at, NULL) < 0)
+                    r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
                 (*files)++;
             }
         } else if (S_ISLNK(md)) {
+            size_t at = k->c->links.n;
             r = col_link(k, dir, v[i].name, sub, outdir);
-            if (r == 0) {
-                const struct clink *l = (const struct clink *)k->c->links.items + k->c->links.n - 1;
-                crypto_hash_sha256_update(tree, (const unsigned char *)"L", 1);
-                crypto_hash_sha256_update(tree, (const unsigned char *)sub, strlen(sub) + 1);
-                crypto_hash_sha256_update(tree, (const unsigned char *)l->target, strlen(l->target) + 1);
-            }
+            if (r == 0 && k->c->links.n > at && rec_push(k, 'L', at, NULL) < 0)
+                r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
         } else if (S_ISDIR(md)) {
             if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]) {
                 r = stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
@@ -1445,11 +1566,10 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
                     r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot create the output directory");
                 else if (sd < 0)
                     r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot open the output directory");
-                else {
-                    crypto_hash_sha256_update(tree, (const unsigned char *)"D", 1);
-                    crypto_hash_sha256_update(tree, (const unsigned char *)sub, strlen(sub) + 1);
-                    r = col_dir(k, sd, sub, od, depth + 1, tree, files);
-                }
+                else if (rec_push(k, 'D', 0, sub) < 0)
+                    r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+                else
+                    r = col_dir(k, sd, sub, od, depth + 1, files);
                 if (sd >= 0)
                     close(sd);
                 if (od >= 0)
@@ -1500,19 +1620,42 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
             if (sd < 0 || (out >= 0 && (mkdirat(out, base, 0755) < 0 || (od = open_dir(out, base)) < 0))) {
                 r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, o->path, "cannot open the output directory");
             } else {
-                crypto_hash_sha256_state tree;
-                crypto_hash_sha256_init(&tree);
                 uint64_t files = 0;
-                r = col_dir(k, sd, o->path, od, 1, &tree, &files);
+                r = col_dir(k, sd, o->path, od, 1, &files);
+                /* Its files hashed (a stopped collection still lists them), then its tree digest. */
+                int fr = col_flush(k, r >= 0);
+                if (r >= 0 && fr < 0)
+                    r = fr;
                 struct cdir *d = r == 0 ? vec_push(&k->c->dirs) : NULL;
                 if (r == 0 && (!d || !(d->path = strdup(o->path)))) {
                     if (d)
                         k->c->dirs.n--;
                     r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
                 } else if (d) {
+                    crypto_hash_sha256_state tree;
+                    crypto_hash_sha256_init(&tree);
+                    VEC_EACH(&k->recs, struct trec, t) {
+                        const char *path = t->path;
+                        if (t->kind == 'F') {
+                            const struct cfile *f = (const struct cfile *)k->c->files.items + t->idx;
+                            crypto_hash_sha256_update(&tree, (const unsigned char *)"F", 1);
+                            crypto_hash_sha256_update(&tree, (const unsigned char *)f->path, strlen(f->path) + 1);
+                            crypto_hash_sha256_update(&tree, f->digest, 32);
+                            crypto_hash_sha256_update(&tree, (const unsigned char *)(f->exec ? "x" : "-"), 1);
+                        } else if (t->kind == 'L') {
+                            const struct clink *l = (const struct clink *)k->c->links.items + t->idx;
+                            crypto_hash_sha256_update(&tree, (const unsigned char *)"L", 1);
+                            crypto_hash_sha256_update(&tree, (const unsigned char *)l->path, strlen(l->path) + 1);
+                            crypto_hash_sha256_update(&tree, (const unsigned char *)l->target, strlen(l->target) + 1);
+                        } else {
+                            crypto_hash_sha256_update(&tree, (const unsigned char *)"D", 1);
+                            crypto_hash_sha256_update(&tree, (const unsigned char *)path, strlen(path) + 1);
+                        }
+                    }
                     crypto_hash_sha256_final(&tree, d->digest);
                     d->files = files;
                 }
+                recs_free(k);
             }
             if (sd >= 0)
                 close(sd);
@@ -1523,6 +1666,9 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
         r = stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\" is %s, not a file, link or directory", o->path,
                  type_name(st.st_mode));
     }
+    int fr = col_flush(k, r >= 0); /* a declared file's own */
+    if (r >= 0 && fr < 0)
+        r = fr;
     if (why && push_missing(&k->c->missing, o->path, why) < 0)
         r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
     close(pfd);
@@ -1632,6 +1778,7 @@ int tree_collect(const fy_action *a, int root, int lower, const struct pathset *
     vec_init(&c->dirs, sizeof(struct cdir));
     vec_init(&c->missing, sizeof(struct cmiss));
     struct col k = {.a = a, .c = c, .out = -1, .overlay = lower >= 0, .reterr = reterr};
+    vec_init(&k.recs, sizeof(struct trec));
     int r = 0;
     if (a->output_dir && (k.out = open_output_dir(a->output_dir, reterr)) < 0)
         r = k.out;
@@ -1651,6 +1798,8 @@ int tree_collect(const fy_action *a, int root, int lower, const struct pathset *
     }
     if (wd >= 0)
         close(wd);
+    recs_free(&k);
+    free(k.recs.items);
     if (r >= 0) {
         struct und u = {.k = &k, .inputs = inputs,
                         .budget = inputs->n + a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES] + 1000};

@@ -33,6 +33,13 @@
 #define RESOLVE_STRICT (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 
 #define CRING 4 /* buffers of the blob's ring */
+/* Each read of the blob: large, so that the two threads hand a buffer over
+ * 400 times for 100 MiB instead of 1,600 (each a wake-up and, with the
+ * other CPU busy, two context switches), yet the ring (1 MiB) still fits
+ * a core's L2 cache, where the write into the page cache and the hash read
+ * it. Measured: 64 KiB reads 192-240 ms of CPU for a 100 MiB layer, 256
+ * KiB 155-166 ms, 1 MiB 156-160 ms (tar -x: 120-145 ms). */
+#define CBUF (256u << 10)
 
 struct dirfix {
     char *path;
@@ -76,7 +83,7 @@ struct layer_ctx {
     pthread_cond_t cv;
     uint64_t filled, hashed;        /* buffers read, buffers hashed */
     size_t clen[CRING];
-    unsigned char cbuf[CRING][65536], ubuf[65536];
+    unsigned char *cbuf[CRING]; /* CBUF bytes each */
 };
 
 /* ---- the read chain ---- */
@@ -144,10 +151,10 @@ static la_ssize_t comp_read(struct archive *a, void *ud, const void **buf) {
     }
     unsigned char *cb = c->cbuf[slot];
     if (c->outer) {
-        n = archive_read_data(c->outer, cb, sizeof(c->cbuf[0]));
+        n = archive_read_data(c->outer, cb, CBUF);
     } else {
         do
-            n = read(c->blob_fd, cb, sizeof(c->cbuf[0]));
+            n = read(c->blob_fd, cb, CBUF);
         while (n < 0 && errno == EINTR);
     }
     if (n < 0) {
@@ -178,27 +185,44 @@ static la_ssize_t comp_read(struct archive *a, void *ud, const void **buf) {
     return n;
 }
 
+/* The decompressed stream's next block, where the decompressor has it
+ * (no copy: with no compression that is the blob's buffer itself, which
+ * stays unused until CRING - 1 more reads, and the tar reader holds only
+ * the block it was given last). 0 at the end. */
+static la_ssize_t unc_next(struct layer_ctx *c, const void **buf) {
+    size_t len = 0;
+    la_int64_t off;
+    int k = archive_read_data_block(c->dec, buf, &len, &off);
+    if (k == ARCHIVE_EOF)
+        return 0;
+    if (k < ARCHIVE_WARN)
+        return -1;
+    if (off < 0 || (uint64_t)off != c->nunc) {
+        archive_set_error(c->dec, EIO, "the decompressed stream has a hole");
+        return -1;
+    }
+    if (!c->same)
+        digest_update(&c->hu, *buf, len);
+    c->nunc += (uint64_t)len;
+    if (c->nunc > c->lim.stream_bytes)
+        c->bound = "stream";
+    else if (c->nunc > c->lim.ratio_floor && c->nunc / (c->ncomp ? c->ncomp : 1) > c->lim.ratio)
+        c->bound = "ratio";
+    return c->bound ? -1 : (la_ssize_t)len;
+}
+
 static la_ssize_t unc_read(struct archive *a, void *ud, const void **buf) {
     struct layer_ctx *c = ud;
-    la_ssize_t n = archive_read_data(c->dec, c->ubuf, sizeof(c->ubuf));
+    la_ssize_t n = unc_next(c, buf);
+    if (n < 0 && c->bound) {
+        archive_set_error(a, ERANGE, "bound");
+        return -1;
+    }
     if (n < 0) {
         c->dec_failed = true;
         archive_set_error(a, EIO, "%s", archive_error_string(c->dec) ? archive_error_string(c->dec) : "decompression failed");
         return -1;
     }
-    if (!c->same)
-        digest_update(&c->hu, c->ubuf, (size_t)n);
-    c->nunc += (uint64_t)n;
-    if (c->nunc > c->lim.stream_bytes) {
-        c->bound = "stream";
-    } else if (c->nunc > c->lim.ratio_floor && c->nunc / (c->ncomp ? c->ncomp : 1) > c->lim.ratio) {
-        c->bound = "ratio";
-    }
-    if (c->bound) {
-        archive_set_error(a, ERANGE, "bound");
-        return -1;
-    }
-    *buf = c->ubuf;
     return n;
 }
 
@@ -644,15 +668,9 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
     }
     /* Everything after the tar's end still counts for both digests. */
     la_ssize_t n;
-    while ((n = archive_read_data(c->dec, c->ubuf, sizeof(c->ubuf))) > 0) {
-        if (!c->same)
-            digest_update(&c->hu, c->ubuf, (size_t)n);
-        if ((c->nunc += (uint64_t)n) > c->lim.stream_bytes) {
-            c->bound = "stream";
-            n = -1;
-            break;
-        }
-    }
+    const void *rest;
+    while ((n = unc_next(c, &rest)) > 0)
+        ;
     if (n < 0) {
         r = fail_stream(c, c->dec, reterr);
         goto out;
@@ -902,15 +920,20 @@ static int open_layer(struct oci_src *src, const struct oci_image *img, size_t i
 static int unpack_layers(struct oci_src *src, struct oci_image *img, const struct oci_opts *o, struct cache *k,
                          fy_error **reterr) {
     struct layer_ctx *c = calloc(1, sizeof(*c));
-    if (!c || !(img->layer_dirs = calloc(img->nlayers + 1, sizeof(char *)))) {
+    unsigned char *ring = malloc((size_t)CRING * CBUF);
+    if (!c || !ring || !(img->layer_dirs = calloc(img->nlayers + 1, sizeof(char *)))) {
         free(c);
+        free(ring);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
     }
+    for (size_t i = 0; i < CRING; i++)
+        c->cbuf[i] = ring + i * CBUF;
     limits_default(&c->lim, o ? &o->limits : NULL);
     c->refuse_setid = o && o->refuse_setid;
     if (o && o->hold) {
         if (!(img->lock_fds = malloc(img->nlayers * sizeof(int) + 1))) {
             free(c);
+            free(ring);
             return err_set(reterr, FY_E_NOMEM, FY_STEP_IMAGE, 0, NULL, "out of memory");
         }
         img->nlock_fds = img->nlayers;
@@ -995,6 +1018,7 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
             close(lfd);
     }
     free(c);
+    free(ring);
     return r;
 }
 
