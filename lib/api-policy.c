@@ -129,7 +129,7 @@ int fy_policy_set_level_floor(fy_policy *policy, uint32_t level, fy_error **rete
 
 int fy_policy_set_control(fy_policy *policy, uint32_t control, uint32_t mode, fy_error **reterr) {
     CHECK_POLICY(policy);
-    if (control == 0 || control > FY_CONTROL_MAX_)
+    if (control == 0 || control > FY_CONTROL_MAX_ || !control_keys[control])
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown control %u", control);
     if (mode > FY_MODE_REQUIRE)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown mode %u", mode);

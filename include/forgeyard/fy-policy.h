@@ -33,7 +33,11 @@
 #define FY_CONTROL_DEVICES       16  /* 0.2: the kernel's device allowlist (device cgroup): only the
                                         standard nodes and the leased ones may be opened; required
                                         whenever a device is leased (fy_policy_add_device) */
-#define FY_CONTROL_MAX_          16  /* not a control */
+#define FY_CONTROL_LOW_INTEGRITY 20  /* 0.2: the workload runs at low mandatory integrity (Windows'
+                                        integrity levels): it cannot write an object labelled medium
+                                        or higher, whatever that object's ACL grants; only the
+                                        windows-job backend can enforce it */
+#define FY_CONTROL_MAX_          20  /* not a control (17 to 19 are not controls either) */
 
 #define FY_MODE_OFF      0
 #define FY_MODE_PREFER   1

@@ -33,6 +33,9 @@ static bool common_enforce(const fy_caps *c, uint32_t control, const char **why)
     case FY_CONTROL_PIDS_LIMIT: return cap_for(c, FY_CAP_CGROUP_PIDS, why);
     case FY_CONTROL_CPU_LIMIT: return cap_for(c, FY_CAP_CGROUP_CPU, why);
     case FY_CONTROL_IO_LIMIT: return cap_for(c, FY_CAP_CGROUP_IO, why);
+    case FY_CONTROL_LOW_INTEGRITY:
+        *why = "a Windows mechanism (mandatory integrity levels): only the windows-job backend enforces it";
+        return false;
     default:
         *why = "unknown control";
         return false;

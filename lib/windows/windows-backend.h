@@ -24,6 +24,7 @@
 #define WIN_R_TOKEN "report.windows.restricted-token"
 #define WIN_R_INTEGRITY "report.windows.integrity-level"
 #define WIN_R_ACL "report.windows.workspace-acl"
+#define WIN_R_HOST_ACL "report.windows.host-path-acl"
 #define WIN_R_APPCONTAINER "report.windows.appcontainer"
 #define WIN_R_NETWORK "report.windows.network"
 #define WIN_R_FILESYSTEM "report.windows.filesystem"
@@ -44,10 +45,39 @@ const char *win_wine_version(void);
  * attempt's SID is returned in *ret_sid (LocalFree). 0 or a Win32 error. */
 unsigned long win_restricted_token(void **ret_token, void **ret_sid, unsigned long integrity_rid);
 /* A directory whose DACL is protected (nothing inherited) and grants full
- * control to the caller, SYSTEM and sid only. 0 or a Win32 error. */
-unsigned long win_make_private_dir(const wchar_t *path, void *sid);
+ * control to the caller, SYSTEM and sid only; labelled at integrity
+ * label_rid (inherited below it) unless 0. 0 or a Win32 error. */
+unsigned long win_make_private_dir(const wchar_t *path, void *sid, unsigned long label_rid);
 /* Removes a directory tree (best effort); 0 when nothing is left. */
 int win_remove_tree(const wchar_t *path);
+
+/* windows-acl.c */
+/* The token's integrity rid (SECURITY_MANDATORY_*_RID). 0 or a Win32 error. */
+unsigned long win_token_integrity(void *token, unsigned long *rid);
+/* A no-write-up mandatory label of integrity rid on path, inherited below
+ * it; the label's rid read back (0: none). 0 or a Win32 error. */
+unsigned long win_set_label(const wchar_t *path, unsigned long rid);
+unsigned long win_label_of(const wchar_t *path, unsigned long *rid);
+/* How many access ACEs of path's DACL name sid (-1: unreadable); the
+ * rights they allow in *mask (may be NULL). */
+int win_sid_aces(const wchar_t *path, void *sid, unsigned long *mask);
+/* A host path of the plan ACL'd to the attempt's SID for its duration:
+ * read and execute, or also write and delete when writable (inherited by
+ * everything below a directory); a writable one is also labelled at
+ * label_rid when that is not 0 (a low-integrity workload), its old label
+ * kept (a label that cannot be set is said in label_err, not returned). win_revoke removes the attempt's ACEs and puts the label back,
+ * then reads the DACL back: 0 only when it names the SID no more. */
+struct win_grant {
+    wchar_t *path;
+    const char *target;     /* the plan's name for it (the policy path) */
+    uint32_t role;          /* PR_* */
+    bool writable, granted, relabelled;
+    bool read_back;         /* the ACE was read back after it was set */
+    unsigned long old_label;
+    unsigned long label_err; /* the low label could not be set (0: set or not asked) */
+};
+unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid);
+unsigned long win_revoke(struct win_grant *g, void *sid);
 
 /* windows-plan.c */
 struct win_plan {
@@ -58,6 +88,7 @@ struct win_plan {
     wchar_t *cwd;        /* a host directory, or NULL: the attempt's workspace */
     uint64_t memory, pids, cpu_millis, output;
     bool want_memory, want_pids, want_cpu; /* asked (any mode) */
+    bool want_low;       /* low integrity asked (any mode) */
     char *describe_json;
 };
 int win_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);

@@ -263,9 +263,13 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
     wp->want_memory = wp->memory != FY_UNLIMITED && np->control_mode[FY_CONTROL_MEMORY_LIMIT] != FY_MODE_OFF;
     wp->want_pids = wp->pids != FY_UNLIMITED && np->control_mode[FY_CONTROL_PIDS_LIMIT] != FY_MODE_OFF;
     wp->want_cpu = wp->cpu_millis != FY_UNLIMITED && np->control_mode[FY_CONTROL_CPU_LIMIT] != FY_MODE_OFF;
+    /* Low integrity: applied whenever asked; enforced where the probe
+     * proved it (np->control), else labelled requested-unverified. */
+    wp->want_low = np->control_mode[FY_CONTROL_LOW_INTEGRITY] != FY_MODE_OFF;
 
     const char *tok = caps_fact(caps, WIN_R_TOKEN), *acl = caps_fact(caps, WIN_R_ACL);
-    json_t *iso = json_pack("{ss ss ss ss ss ss ss ss sb}",
+    const char *il = caps_fact(caps, WIN_R_INTEGRITY);
+    json_t *iso = json_pack("{ss ss ss ss ss ss ss ss sb ss}",
         "tree", "job object: kill on close, no breakaway, created suspended and assigned before it runs",
         "handles", "only the standard streams are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST)",
         "identity", tok ? tok : "not probed",
@@ -274,7 +278,10 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
         "filesystem", "host view with the restricted token's access (paths are not remapped)",
         "namespaces", "unavailable: Windows has none",
         "appcontainer", "not used",
-        "impure", np->impure);
+        "impure", np->impure,
+        "integrity", !wp->want_low ? "unchanged (the caller's)"
+                     : np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED ? "low (enforced)"
+                     : il ? il : "low (not probed)");
     json_t *lim = json_pack("{so so so ss}",
         "memory", limit_json(wp->want_memory, wp->memory, np->control[FY_CONTROL_MEMORY_LIMIT], "job memory limit"),
         "processes", limit_json(wp->want_pids, wp->pids, np->control[FY_CONTROL_PIDS_LIMIT], "job active-process limit"),

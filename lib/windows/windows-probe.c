@@ -272,6 +272,57 @@ static DWORD write_as(HANDLE tok, const wchar_t *dir) {
     return e;
 }
 
+/* Low integrity (FY_CONTROL_LOW_INTEGRITY): a low-integrity restricted
+ * token must read back low, and, impersonated, must fail to write a
+ * directory that grants the attempt's SID full control but carries no
+ * label (medium, implicitly) while it can write one labelled low: the
+ * mandatory check, not the DACL, made the difference. */
+static int probe_integrity(fy_caps *c) {
+    void *tok = NULL, *sid = NULL;
+    DWORD e = win_restricted_token(&tok, &sid, SECURITY_MANDATORY_LOW_RID);
+    if (e)
+        return verdict(c, WIN_R_INTEGRITY, WIN_UNAVAILABLE, "a low-integrity token could not be made (error %lu)",
+                       (unsigned long)e);
+    unsigned long rid = 0;
+    win_token_integrity(tok, &rid);
+    wchar_t tmp[MAX_PATH], medium[MAX_PATH + 64], low[MAX_PATH + 64];
+    DWORD tl = GetTempPathW(MAX_PATH, tmp);
+    int r;
+    if (tl == 0 || tl > MAX_PATH - 64) {
+        r = verdict(c, WIN_R_INTEGRITY, WIN_UNAVAILABLE, "no temporary directory (error %lu)",
+                    (unsigned long)GetLastError());
+    } else {
+        unsigned long long t = util_now_usec();
+        _snwprintf(medium, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-m", tmp, (unsigned long)GetCurrentProcessId(), t);
+        _snwprintf(low, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-l", tmp, (unsigned long)GetCurrentProcessId(), t);
+        DWORD e1 = win_make_private_dir(medium, sid, 0), e2 = win_make_private_dir(low, sid, SECURITY_MANDATORY_LOW_RID);
+        unsigned long label = 0;
+        if (!e2)
+            win_label_of(low, &label);
+        DWORD up = e1 ? e1 : write_as(tok, medium), down = e2 ? e2 : write_as(tok, low);
+        win_remove_tree(medium);
+        win_remove_tree(low);
+        if (e1 || e2)
+            /* The token took the request; what it does cannot be checked. */
+            r = verdict(c, WIN_R_INTEGRITY, WIN_UNVERIFIED, "low integrity was set and the token reads back 0x%lx, "
+                        "but a directory could not be made or labelled low to check it (errors %lu, %lu)", rid,
+                        (unsigned long)e1, (unsigned long)e2);
+        else if (rid == SECURITY_MANDATORY_LOW_RID && label == SECURITY_MANDATORY_LOW_RID && up == ERROR_ACCESS_DENIED &&
+                 down == 0)
+            r = verdict(c, WIN_R_INTEGRITY, WIN_ENFORCED, "a low-integrity token reads back low; it cannot write a "
+                        "medium directory that grants it full control, and can write one labelled low");
+        else
+            r = verdict(c, WIN_R_INTEGRITY, WIN_UNVERIFIED, "low integrity was set, but the token reads back 0x%lx, "
+                        "a low label reads back 0x%lx, and under it a medium directory granting it full control %s "
+                        "(error %lu), a low one %s (error %lu)", rid, label,
+                        up ? "refused a write" : "took a write", (unsigned long)up,
+                        down ? "refused a write" : "took a write", (unsigned long)down);
+    }
+    CloseHandle(tok);
+    LocalFree(sid);
+    return r;
+}
+
 static int probe_token(fy_caps *c) {
     void *tok = NULL, *sid = NULL;
     DWORD e = win_restricted_token(&tok, &sid, 0);
@@ -292,7 +343,7 @@ static int probe_token(fy_caps *c) {
         unsigned long long t = util_now_usec();
         _snwprintf(mine, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-a", tmp, (unsigned long)GetCurrentProcessId(), t);
         _snwprintf(ws, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-b", tmp, (unsigned long)GetCurrentProcessId(), t);
-        DWORD e1 = win_make_private_dir(mine, NULL), e2 = win_make_private_dir(ws, sid);
+        DWORD e1 = win_make_private_dir(mine, NULL, 0), e2 = win_make_private_dir(ws, sid, 0);
         DWORD denied = e1 ? e1 : write_as(tok, mine), allowed = e2 ? e2 : write_as(tok, ws);
         if (!e1)
             win_remove_tree(mine);
@@ -324,26 +375,51 @@ static int probe_token(fy_caps *c) {
     if (r < 0)
         return r;
 
-    /* Integrity: a low-integrity token must read back low. */
-    tok = NULL;
-    sid = NULL;
-    e = win_restricted_token(&tok, &sid, SECURITY_MANDATORY_LOW_RID);
+    return probe_integrity(c);
+}
+
+/* Host paths ACL'd to an attempt: an ACE of a fresh SID granted on a
+ * directory reads back, lets the restricted token write there (the
+ * directory otherwise grants the caller only), and is gone, read back,
+ * after it is revoked, when the write fails again. */
+static int probe_host_acl(fy_caps *c) {
+    void *tok = NULL, *sid = NULL;
+    DWORD e = win_restricted_token(&tok, &sid, 0);
     if (e)
-        return verdict(c, WIN_R_INTEGRITY, WIN_UNAVAILABLE, "a low-integrity token could not be made (error %lu)",
-                       (unsigned long)e);
-    BYTE buf[256];
-    DWORD len = 0, rid = 0;
-    if (GetTokenInformation(tok, TokenIntegrityLevel, buf, sizeof(buf), &len)) {
-        PSID s = ((TOKEN_MANDATORY_LABEL *)buf)->Label.Sid;
-        rid = *GetSidSubAuthority(s, *GetSidSubAuthorityCount(s) - 1);
+        return verdict(c, WIN_R_HOST_ACL, WIN_UNAVAILABLE, "no restricted token (error %lu)", (unsigned long)e);
+    wchar_t tmp[MAX_PATH], dir[MAX_PATH + 64];
+    DWORD tl = GetTempPathW(MAX_PATH, tmp);
+    int r;
+    if (tl == 0 || tl > MAX_PATH - 64 ||
+        (_snwprintf(dir, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-h", tmp, (unsigned long)GetCurrentProcessId(),
+                    (unsigned long long)util_now_usec()),
+         (e = win_make_private_dir(dir, NULL, 0)))) {
+        r = verdict(c, WIN_R_HOST_ACL, WIN_UNAVAILABLE, "no directory to check it in (error %lu)",
+                    (unsigned long)(e ? e : GetLastError()));
+    } else {
+        struct win_grant g = {.path = dir, .writable = true};
+        DWORD ge = win_grant(&g, sid, 0);
+        DWORD during = ge ? ge : write_as(tok, dir);
+        DWORD re = win_revoke(&g, sid);
+        DWORD after = write_as(tok, dir);
+        int left = win_sid_aces(dir, sid, NULL);
+        win_remove_tree(dir);
+        if (ge || re)
+            r = verdict(c, WIN_R_HOST_ACL, WIN_UNAVAILABLE, "an ACE could not be %s (error %lu)",
+                        ge ? "granted" : "removed", (unsigned long)(ge ? ge : re));
+        else if (g.read_back && left == 0 && during == 0 && after == ERROR_ACCESS_DENIED)
+            r = verdict(c, WIN_R_HOST_ACL, WIN_ENFORCED, "an attempt's ACE reads back, lets the restricted token "
+                        "write a directory of the caller's, and is gone (read back) after it is removed");
+        else
+            r = verdict(c, WIN_R_HOST_ACL, WIN_UNVERIFIED, "the ACE was accepted but %s; under the restricted token "
+                        "the directory %s while granted (error %lu) and %s after (error %lu)",
+                        g.read_back ? "read back" : "does not read back (the DACL does not keep it)",
+                        during ? "refused a write" : "took a write", (unsigned long)during,
+                        after ? "refused a write" : "took a write", (unsigned long)after);
     }
     CloseHandle(tok);
     LocalFree(sid);
-    if (rid == SECURITY_MANDATORY_LOW_RID)
-        return verdict(c, WIN_R_INTEGRITY, WIN_ENFORCED, "a low-integrity token reads back low (not applied: no policy "
-                       "field asks for it yet)");
-    return verdict(c, WIN_R_INTEGRITY, WIN_UNVERIFIED, "setting low integrity succeeded but the token reads back "
-                   "0x%lx (not applied: no policy field asks for it yet)", (unsigned long)rid);
+    return r;
 }
 
 static int probe_appcontainer(fy_caps *c) {
@@ -388,6 +464,8 @@ int win_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
         r = probe_cpu(c);
     if (r >= 0)
         r = probe_token(c);
+    if (r >= 0)
+        r = probe_host_acl(c);
     if (r >= 0)
         r = probe_appcontainer(c);
     if (r >= 0)

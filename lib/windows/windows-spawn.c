@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
+#include <sddl.h>
 
 #include <jansson.h>
 
@@ -67,7 +68,12 @@ struct wx {
     uint64_t t_job, t_ws, t_exec, t_exit, t_ended, t_eof;
     uint64_t output_bytes, output_cap, stream_bytes[3];
     bool truncated;
-    char *iso_json, *lim_json;
+    json_t *iso;        /* the isolation achieved, rendered at the end */
+    char *lim_json;
+    unsigned long integrity; /* the token's integrity rid, read back */
+    unsigned long label_err; /* labelling the workspace low failed (requested only) */
+    struct win_grant *grants; /* the plan's host paths ACL'd to the attempt */
+    size_t ngrants;
 };
 
 
@@ -434,6 +440,82 @@ static void setup_failure(struct wx *x, uint32_t step, DWORD e, char *detail) {
     x->setup_detail = detail;
 }
 
+/* The plan's host paths (source, build, output, toolchains, binds): an
+ * explicit ACE for the attempt's SID on each, writable or read-only as the
+ * plan says, for the attempt's duration. The runtime paths of a Linux
+ * plan name nothing on Windows and are left alone. 0 or a Win32 error. */
+static DWORD grant_host_paths(fy_handle *h, struct wx *x, unsigned long label_rid) {
+    const struct fy_plan *np = neutral(h);
+    if (!(x->grants = calloc(np->nentries ? np->nentries : 1, sizeof(*x->grants))))
+        return ERROR_NOT_ENOUGH_MEMORY;
+    for (size_t i = 0; i < np->nentries; i++) {
+        const struct plan_entry *en = &np->entries[i];
+        if (en->kind != PE_HOST || !en->host)
+            continue;
+        switch (en->role) {
+        case PR_SOURCE: case PR_BUILD: case PR_OUTPUT: case PR_TOOLCHAIN: case PR_BIND: break;
+        default: continue;
+        }
+        struct win_grant *g = &x->grants[x->ngrants];
+        if (!(g->path = win_host_path(en->host)))
+            return ERROR_NOT_ENOUGH_MEMORY;
+        if (GetFileAttributesW(g->path) == INVALID_FILE_ATTRIBUTES && (en->flags & PLAN_OPTIONAL)) {
+            free(g->path);
+            g->path = NULL;
+            continue;
+        }
+        g->target = en->host;
+        g->role = en->role;
+        g->writable = !(en->flags & PLAN_RO);
+        x->ngrants++;
+        DWORD e = win_grant(g, x->sid, label_rid);
+        if (e)
+            return e;
+        /* Where the probe saw ACEs kept, one that does not read back ends
+         * the start; elsewhere (Wine) the record says so. */
+        if (!g->read_back && win_verdict_enforced(h->pr->caps, WIN_R_HOST_ACL))
+            return ERROR_INVALID_ACL;
+    }
+    return 0;
+}
+
+static const char *role_name(uint32_t role) {
+    switch (role) {
+    case PR_SOURCE: return "source";
+    case PR_BUILD: return "build";
+    case PR_OUTPUT: return "output";
+    case PR_TOOLCHAIN: return "toolchain";
+    default: return "bind";
+    }
+}
+
+/* Removes what grant_host_paths gave, each witnessed; into the isolation
+ * record as "host_paths". How many could not be taken back. */
+static uint64_t revoke_host_paths(struct wx *x) {
+    uint64_t left = 0;
+    json_t *arr = x->iso && x->ngrants ? json_array() : NULL;
+    char sid_text[192] = "";
+    LPSTR s = NULL;
+    if (arr && ConvertSidToStringSidA(x->sid, &s)) {
+        snprintf(sid_text, sizeof(sid_text), "%s", s);
+        LocalFree(s);
+    }
+    for (size_t i = 0; i < x->ngrants; i++) {
+        struct win_grant *g = &x->grants[i];
+        bool was = g->granted;
+        DWORD e = g->granted || g->relabelled ? win_revoke(g, x->sid) : 0;
+        left += e != 0;
+        if (arr && was)
+            json_array_append_new(arr, json_pack("{ss ss ss ss sb sb si}", "path", g->target, "role",
+                                                 role_name(g->role), "access", g->writable ? "read-write" : "read-only",
+                                                 "sid", sid_text, "read_back", g->read_back, "removed", e == 0,
+                                                 "error", (int)e));
+    }
+    if (arr)
+        json_object_set_new(x->iso, "host_paths", arr);
+    return left;
+}
+
 int win_start(fy_handle *h, fy_error **reterr) {
     const struct win_plan *wp = h->pr->plan;
     const struct fy_plan *np = neutral(h);
@@ -460,9 +542,16 @@ int win_start(fy_handle *h, fy_error **reterr) {
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, e, "CreateTimerQueueTimer");
 
     /* The principal, then its workspace (ACL'd to it), then the job. */
-    e = win_restricted_token(&x->token, &x->sid, 0);
+    unsigned long want_rid = wp->want_low ? SECURITY_MANDATORY_LOW_RID : 0;
+    e = win_restricted_token(&x->token, &x->sid, want_rid);
     if (e)
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CAPS, e, "CreateRestrictedToken");
+    /* Low integrity, read back: where the selection says enforced, a
+     * token that does not say low never runs anything. */
+    e = win_token_integrity(x->token, &x->integrity);
+    if (wp->want_low && np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED &&
+        (e || x->integrity != SECURITY_MANDATORY_LOW_RID))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CAPS, e, "the token did not keep its low integrity level");
     wchar_t tmp[MAX_PATH];
     static LONG counter;
     if ((e = win_workspace_parent(np->state_dir, tmp)))
@@ -471,14 +560,27 @@ int win_start(fy_handle *h, fy_error **reterr) {
                (unsigned long)GetCurrentProcessId(), (long)InterlockedIncrement(&counter),
                (unsigned long long)util_now_usec());
     x->workspace[MAX_PATH - 1] = 0;
-    if ((e = win_make_private_dir(x->workspace, x->sid)))
+    if ((e = win_make_private_dir(x->workspace, x->sid, 0)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "creating the attempt's workspace");
     x->have_workspace = true;
+    /* A low-integrity workload writes only below a low label. Where low
+     * integrity is enforced a label that cannot be set ends the start;
+     * where it is only requested (Wine refuses labels: error 5) it is
+     * said in the record. */
+    bool low_enforced = wp->want_low && np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED;
+    if (want_rid && (x->label_err = win_set_label(x->workspace, want_rid)) && low_enforced)
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, x->label_err, "labelling the workspace low");
     wchar_t sub[MAX_PATH + 8];
     _snwprintf(sub, MAX_PATH + 8, L"%ls\\tmp", x->workspace);
     sub[MAX_PATH + 7] = 0;
     if (!CreateDirectoryW(sub, NULL))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(), "creating the workspace's tmp");
+    if ((e = grant_host_paths(h, x, want_rid)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "giving the attempt access to its host directories");
+    for (size_t i = 0; i < x->ngrants; i++)
+        if (x->grants[i].label_err && low_enforced)
+            return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, x->grants[i].label_err,
+                        "labelling a writable host directory low");
     x->t_ws = util_now_usec();
     int r = make_job(h, x, wp, reterr);
     if (r < 0)
@@ -489,15 +591,26 @@ int win_start(fy_handle *h, fy_error **reterr) {
             return fail(h, x, reterr, FY_E_IO, FY_STEP_SPAWN, e, "setting up the standard streams");
 
     const char *tokv = caps_fact(h->pr->caps, WIN_R_TOKEN), *aclv = caps_fact(h->pr->caps, WIN_R_ACL);
-    json_t *iso = json_pack("{ss ss ss ss ss ss ss sb}",
+    char rid_text[32];
+    snprintf(rid_text, sizeof(rid_text), "0x%lx", x->integrity);
+    const char *rid_name = x->integrity == SECURITY_MANDATORY_UNTRUSTED_RID ? "untrusted"
+                           : x->integrity == SECURITY_MANDATORY_LOW_RID ? "low"
+                           : x->integrity == SECURITY_MANDATORY_MEDIUM_RID ? "medium"
+                           : x->integrity == SECURITY_MANDATORY_HIGH_RID ? "high"
+                           : x->integrity == SECURITY_MANDATORY_SYSTEM_RID ? "system" : rid_text;
+    char label_text[64];
+    snprintf(label_text, sizeof(label_text), "not set (Windows error %lu)", x->label_err);
+    x->iso = json_pack("{ss ss ss ss ss ss ss sb s{ss ss ss ss}}",
         "tree", "job object: kill on close, no breakaway, created suspended and assigned before it runs",
         "handles", "only the standard streams are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST)",
         "identity", tokv ? tokv : "not probed", "workspace", aclv ? aclv : "not probed",
         "network", "host network (no AppContainer, no firewall rule)",
         "filesystem", "host view with the restricted token's access (paths are not remapped)",
-        "namespaces", "unavailable: Windows has none", "impure", np->impure);
-    x->iso_json = iso ? json_dumps(iso, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(iso);
+        "namespaces", "unavailable: Windows has none", "impure", np->impure,
+        "integrity", "requested", wp->want_low ? "low" : "unchanged", "read_back", rid_name,
+        "state", !wp->want_low ? "off"
+                 : np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED ? WIN_ENFORCED : WIN_UNVERIFIED,
+        "workspace_label", !wp->want_low ? "none" : x->label_err ? label_text : "low");
 
     if (!wp->app) {
         setup_failure(x, FY_STEP_EXEC, ERROR_FILE_NOT_FOUND,
@@ -631,9 +744,8 @@ static void finish(fy_handle *h, struct wx *x) {
     memset(&rep, 0, sizeof(rep));
     rep.t_cleanup_begin = util_now_usec();
     const struct win_plan *wp = h->pr->plan;
-    rep.isolation_json = x->iso_json;
     rep.limits_json = x->lim_json;
-    x->iso_json = x->lim_json = NULL;
+    x->lim_json = NULL;
     rep.exit_seen = x->exit_seen;
     rep.wstatus = (int)x->exit_code;
     if (x->setup_failed) {
@@ -688,6 +800,10 @@ static void finish(fy_handle *h, struct wx *x) {
         rep.left[FY_LEFT_FILES] = win_remove_tree(x->workspace) < 0 ? 1 : 0;
         x->have_workspace = rep.left[FY_LEFT_FILES] != 0;
     }
+    /* The host paths' ACEs removed, witnessed (a DACL that still names
+     * the attempt counts as a file left). */
+    rep.left[FY_LEFT_FILES] += revoke_host_paths(x);
+    rep.isolation_json = x->iso ? json_dumps(x->iso, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     rep.t_cleanup_end = util_now_usec();
     attempt_finish(h, &rep, r);
     x->finished = true;
@@ -857,9 +973,13 @@ static void release(struct wx *x, bool kill) {
     close_h(&x->work);
     if (x->have_workspace)
         win_remove_tree(x->workspace);
+    revoke_host_paths(x);
+    for (size_t i = 0; i < x->ngrants; i++)
+        free(x->grants[i].path);
+    free(x->grants);
     LocalFree(x->sid);
     free(x->setup_detail);
-    free(x->iso_json);
+    json_decref(x->iso);
     free(x->lim_json);
     if (x->lock_ready)
         DeleteCriticalSection(&x->lock);

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
+#include <aclapi.h>
 #include <io.h>
+#include <sddl.h>
 
 #include <forgeyard/sandbox.h>
 
@@ -134,6 +136,30 @@ static int child(int argc, char **argv) {
         for (int i = 3; i < argc; i++)
             printf("[%s]", argv[i]);
         printf("\n");
+        return 0;
+    }
+    if (!strcmp(what, "write") && argc > 3) { /* create a file at this path */
+        HANDLE f = CreateFileA(argv[3], GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
+        if (f == INVALID_HANDLE_VALUE) {
+            printf("refused %lu\n", (unsigned long)GetLastError());
+        } else {
+            DWORD w;
+            WriteFile(f, "x", 1, &w, NULL);
+            CloseHandle(f);
+            printf("wrote\n");
+        }
+        fflush(stdout);
+        if (argc > 4)
+            Sleep((DWORD)atoi(argv[4]));
+        return 0;
+    }
+    if (!strcmp(what, "read") && argc > 3) { /* a file's content */
+        char buf[256] = {0};
+        FILE *f = fopen(argv[3], "rb");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        printf("%s[%.*s]\n", f ? "read" : "missing", (int)n, buf);
         return 0;
     }
     if (!strcmp(what, "env") && argc > 3) {
@@ -716,6 +742,248 @@ static bool t_network_refused(void) {
     return ok;
 }
 
+/* Low integrity (FY_CONTROL_LOW_INTEGRITY): required where the probe could
+ * not prove it (Wine), refused; preferred, applied and labelled. On
+ * Windows: a workload at low integrity cannot write a directory that
+ * grants everyone full control but has no low label. */
+static void prefer_low(fy_policy *p) { fy_policy_set_control(p, FY_CONTROL_LOW_INTEGRITY, FY_MODE_PREFER, NULL); }
+static void require_low(fy_policy *p) { fy_policy_set_control(p, FY_CONTROL_LOW_INTEGRITY, FY_MODE_REQUIRE, NULL); }
+
+/* A directory in %TEMP% that grants Everyone full control (no label:
+ * medium, implicitly), as "/C:/..." (policy form) and as a Windows path. */
+static bool open_dir(const char *tag, char *win, size_t wsize, char *pol, size_t psize) {
+    char tmp[MAX_PATH];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(win, wsize, "%sfy-test-%s-%lu", tmp, tag, (unsigned long)GetCurrentProcessId());
+    if (!CreateDirectoryA(win, NULL) && GetLastError() != ERROR_ALREADY_EXISTS)
+        return false;
+    EXPLICIT_ACCESS_A ea = {0};
+    ea.grfAccessPermissions = GENERIC_ALL;
+    ea.grfAccessMode = GRANT_ACCESS;
+    ea.grfInheritance = SUB_CONTAINERS_AND_OBJECTS_INHERIT;
+    ea.Trustee.TrusteeForm = TRUSTEE_IS_NAME;
+    ea.Trustee.ptstrName = "EVERYONE";
+    PACL old = NULL, acl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    GetNamedSecurityInfoA(win, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &old, NULL, &sd);
+    if (SetEntriesInAclA(1, &ea, old, &acl) == 0)
+        SetNamedSecurityInfoA(win, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, acl, NULL);
+    LocalFree(acl);
+    LocalFree(sd);
+    snprintf(pol, psize, "/%s", win);
+    for (char *c = pol; *c; c++)
+        if (*c == '\\')
+            *c = '/';
+    return true;
+}
+
+static void remove_dir(const char *win) {
+    char pat[MAX_PATH + 8], f[MAX_PATH * 2];
+    snprintf(pat, sizeof(pat), "%s\\*", win);
+    WIN32_FIND_DATAA fd;
+    HANDLE h = FindFirstFileA(pat, &fd);
+    if (h != INVALID_HANDLE_VALUE) {
+        do {
+            snprintf(f, sizeof(f), "%s\\%s", win, fd.cFileName);
+            if (!(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
+                DeleteFileA(f);
+        } while (FindNextFileA(h, &fd));
+        FindClose(h);
+    }
+    RemoveDirectoryA(win);
+}
+
+static bool t_low_integrity(void) {
+    bool ok = true;
+    char *json = NULL, v[512];
+    fy_caps_to_json(caps, &json, NULL);
+    const char *verdict = json ? json_str(json, "windows.integrity-level", v, sizeof(v)) : NULL;
+    bool enforced = verdict && !strncmp(v, "enforced:", 9);
+    CHECK(verdict, "no integrity verdict");
+    if (wine)
+        CHECK(verdict && !strncmp(v, "requested-unverified:", 21), "under Wine: %s", v);
+    else
+        CHECK(enforced, "on Windows: %s", verdict ? v : "(none)");
+    fy_free(json);
+    json = NULL;
+    struct run r;
+    /* Required: runs only where enforced. */
+    CHECK(policy_new(&r), "policy");
+    require_low(r.policy);
+    bool prepared = prepare(&r, "exit 0");
+    if (enforced)
+        CHECK(prepared, "required low integrity refused on a host that enforces it: %s", r.error);
+    else
+        CHECK(!prepared && r.rc == FY_E_UNSUPPORTED && strstr(r.error, "low-integrity"),
+              "required low integrity where it is unverified: rc %d: %s", r.rc, r.error);
+    run_free(&r);
+    /* Preferred: applied, read back, labelled in the result. The workload
+     * writes a file into a medium directory open to everyone. */
+    char win[MAX_PATH], pol[MAX_PATH], target[MAX_PATH + 16], args[MAX_PATH + 32];
+    CHECK(open_dir("medium", win, sizeof(win), pol, sizeof(pol)), "test directory");
+    snprintf(target, sizeof(target), "%s\\up", win);
+    snprintf(args, sizeof(args), "write %s", target);
+    CHECK(run_args(&r, args, prefer_low), "run: %s", r.error);
+    if (r.res) {
+        CHECK(fy_prepared_control(r.pr, FY_CONTROL_LOW_INTEGRITY) ==
+                  (enforced ? FY_CONTROL_STATE_ENFORCED : FY_CONTROL_STATE_DROPPED),
+              "state %d", fy_prepared_control(r.pr, FY_CONTROL_LOW_INTEGRITY));
+        CHECK(fy_result_to_json(r.res, &json, NULL) == 0, "result json");
+        const char *is = json ? strstr(json, "\"integrity\"") : NULL;
+        char rq[64] = "", rb[64] = "", st[64] = "";
+        if (is) {
+            json_str(is, "requested", rq, sizeof(rq));
+            json_str(is, "read_back", rb, sizeof(rb));
+            json_str(is, "state", st, sizeof(st));
+        }
+        CHECK(!strcmp(rq, "low"), "integrity in the result: %s", json ? json : "");
+        printf("# integrity: requested %s, read back %s, %s\n", rq, rb, st);
+        if (enforced) {
+            CHECK(!strcmp(rb, "low") && !strcmp(st, "enforced"), "%s", json);
+            CHECK(!strncmp(r.out.buf, "refused", 7), "a low-integrity workload wrote a medium directory: %s", r.out.buf);
+        } else {
+            CHECK(!strcmp(st, "requested-unverified"), "%s", json);
+            printf("# under Wine the write up %s\n", !strncmp(r.out.buf, "wrote", 5) ? "succeeded (not enforced)" : r.out.buf);
+        }
+        /* Its own workspace (labelled low) stays writable. */
+    }
+    fy_free(json);
+    run_free(&r);
+    CHECK(run_args(&r, "write up.txt", prefer_low), "run in the workspace: %s", r.error);
+    CHECK(!strncmp(r.out.buf, "wrote", 5), "the workspace is not writable at low integrity: %s", r.out.buf);
+    run_free(&r);
+    remove_dir(win);
+    return ok;
+}
+
+/* The ACEs of a path's DACL as "SID=mask;" text. */
+static void acl_text(const char *path, char *out, size_t size) {
+    PACL dacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    out[0] = 0;
+    if (GetNamedSecurityInfoA(path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd))
+        return;
+    size_t len = 0;
+    for (DWORD i = 0; dacl && i < dacl->AceCount; i++) {
+        ACCESS_ALLOWED_ACE *a = NULL;
+        LPSTR s = NULL;
+        if (!GetAce(dacl, i, (void **)&a) || a->Header.AceType != ACCESS_ALLOWED_ACE_TYPE ||
+            !ConvertSidToStringSidA((PSID)&a->SidStart, &s))
+            continue;
+        len += (size_t)snprintf(out + len, len < size ? size - len : 0, "%s=%lx;", s, (unsigned long)a->Mask);
+        LocalFree(s);
+    }
+    LocalFree(sd);
+}
+
+/* The ACE in during that is not in before: its SID and mask. */
+static bool new_ace(const char *before, const char *during, char *sid, size_t size, unsigned long *mask) {
+    for (const char *p = during; *p;) {
+        size_t n = strcspn(p, ";");
+        char one[256];
+        snprintf(one, sizeof(one), "%.*s;", (int)n, p);
+        if (!strstr(before, one)) {
+            const char *eq = strchr(one, '=');
+            snprintf(sid, size, "%.*s", (int)(eq - one), one);
+            *mask = strtoul(eq + 1, NULL, 16);
+            return true;
+        }
+        p += n + (p[n] == ';');
+    }
+    return false;
+}
+
+/* --build and a read-only bind get an ACE of the attempt's SID for the
+ * attempt's duration (write for build, read only for the bind), removed
+ * at the end: read back before, during and after. */
+static bool t_host_acl(void) {
+    bool ok = true;
+    char bwin[MAX_PATH], bpol[MAX_PATH], rwin[MAX_PATH], rpol[MAX_PATH];
+    CHECK(open_dir("build", bwin, sizeof(bwin), bpol, sizeof(bpol)), "build dir");
+    CHECK(open_dir("ro", rwin, sizeof(rwin), rpol, sizeof(rpol)), "ro dir");
+    static char b0[4096], r0[4096], b1[4096], r1[4096], b2[4096], r2[4096];
+    acl_text(bwin, b0, sizeof(b0));
+    acl_text(rwin, r0, sizeof(r0));
+    struct run r;
+    CHECK(policy_new(&r), "policy");
+    fy_error *e = NULL;
+    CHECK(fy_policy_set_build(r.policy, bpol, &e) == 0, "set_build %s: %s", bpol, e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    e = NULL;
+    CHECK(fy_policy_add_bind(r.policy, rpol, "/work/ro", FY_BIND_READ_ONLY, &e) == 0, "bind: %s",
+          e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    /* In the build directory (its working directory): a file, then a pause. */
+    CHECK(prepare(&r, "write made-here 1500") && start(&r), "start: %s", r.error);
+    for (int i = 0; r.h && !r.res && i < 200 && !strstr(r.out.buf, "wrote") && !strstr(r.out.buf, "refused"); i++)
+        fy_handle_wait(r.h, 50000, &r.res, NULL);
+    CHECK(!r.res && strstr(r.out.buf, "wrote"), "the workload did not write its build dir in time: %s", r.out.buf);
+    acl_text(bwin, b1, sizeof(b1));
+    acl_text(rwin, r1, sizeof(r1));
+    CHECK(r.h && (r.res || wait_end(&r)), "wait: %s", r.error);
+    acl_text(bwin, b2, sizeof(b2));
+    acl_text(rwin, r2, sizeof(r2));
+    char bsid[192] = "", rsid[192] = "";
+    unsigned long bmask = 0, rmask = 0;
+    char *cj = NULL, v[512] = "";
+    fy_caps_to_json(caps, &cj, NULL);
+    bool kept = cj && json_str(cj, "windows.host-path-acl", v, sizeof(v)) && !strncmp(v, "enforced:", 9);
+    printf("# host-path-acl: %s\n", v);
+    fy_free(cj);
+    if (wine)
+        CHECK(!strncmp(v, "requested-unverified:", 21), "under Wine: %s", v);
+    else
+        CHECK(kept, "on Windows: %s", v);
+    if (!kept) {
+        /* Wine keeps no ACE (a file's DACL comes from its mode bits): the
+         * record must say the grant did not read back, and nothing else
+         * about the ACLs changed. */
+        CHECK(!strcmp(b0, b1) && !strcmp(b0, b2) && !strcmp(r0, r1) && !strcmp(r0, r2), "ACLs changed: %s %s %s", b0,
+              b1, b2);
+        char *json = NULL;
+        if (r.res)
+            fy_result_to_json(r.res, &json, NULL);
+        const char *hp = json ? strstr(json, "\"host_paths\"") : NULL;
+        char rb[16] = "";
+        CHECK(hp && json_str(hp, "role", v, sizeof(v)) && strstr(hp, "\"read_back\": false"), "host_paths: %s",
+              json ? json : "");
+        (void)rb;
+        fy_free(json);
+        run_free(&r);
+        remove_dir(bwin);
+        remove_dir(rwin);
+        return ok;
+    }
+    CHECK(new_ace(b0, b1, bsid, sizeof(bsid), &bmask), "no ACE of the attempt on the build dir: %s -> %s", b0, b1);
+    CHECK(new_ace(r0, r1, rsid, sizeof(rsid), &rmask), "no ACE of the attempt on the bind: %s -> %s", r0, r1);
+    printf("# build: %s=%lx, bind: %s=%lx\n", bsid, bmask, rsid, rmask);
+    CHECK(bsid[0] && !strcmp(bsid, rsid) && !strncmp(bsid, "S-1-5-21-", 9), "one attempt SID: %s %s", bsid, rsid);
+    CHECK((bmask & FILE_WRITE_DATA) && (bmask & FILE_ADD_FILE) && (bmask & DELETE), "build mask %lx", bmask);
+    CHECK((rmask & FILE_READ_DATA) && !(rmask & (FILE_WRITE_DATA | FILE_APPEND_DATA | DELETE | WRITE_DAC)),
+          "read-only bind mask %lx", rmask);
+    CHECK(!(bmask & (WRITE_DAC | WRITE_OWNER)), "the workload may change the ACL: %lx", bmask);
+    CHECK(!strcmp(b0, b2) && !strcmp(r0, r2), "the ACLs are not as before: %s / %s, %s / %s", b0, b2, r0, r2);
+    if (r.res) {
+        char *json = NULL;
+        fy_result_to_json(r.res, &json, NULL);
+        const char *hp = json ? strstr(json, "\"host_paths\"") : NULL;
+        CHECK(hp && bsid[0] && strstr(hp, bsid) && strstr(hp, "true") && !strstr(hp, "false"),
+              "host_paths: %s", json ? json : "");
+        uint64_t left = 99;
+        CHECK(fy_result_cleanup(r.res, FY_LEFT_FILES, &left) == 0 && left == 0, "files left: %llu",
+              (unsigned long long)left);
+        fy_free(json);
+        CHECK(strstr(r.out.buf, "wrote"), "the workload could not write its build dir: %s", r.out.buf);
+    }
+    char made[MAX_PATH + 16];
+    snprintf(made, sizeof(made), "%s\\made-here", bwin);
+    CHECK(GetFileAttributesA(made) != INVALID_FILE_ATTRIBUTES, "made-here is not in the build dir");
+    run_free(&r);
+    remove_dir(bwin);
+    remove_dir(rwin);
+    return ok;
+}
+
 static bool t_not_found(void) {
     bool ok = true;
     struct run r;
@@ -995,6 +1263,8 @@ int main(int argc, char **argv) {
         {"a required unverified limit is refused", t_required_unverified},
         {"network deny and restricted are refused", t_network_refused},
         {"a missing program is a typed setup failure", t_not_found},
+        {"low integrity: required refused where unverified, preferred applied", t_low_integrity},
+        {"host directories ACL'd to the attempt and back", t_host_acl},
         {"the workspace is private and removed", t_workspace},
         {"environment, secrets, no host variables", t_environment},
         {"arguments with spaces, quotes and backslashes", t_quoting},

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Access control on the files an attempt may touch: the low mandatory
+ * label of a workspace (for a low-integrity workload), and the explicit
+ * ACE of the attempt's SID on the host directories of the plan (--build,
+ * --output, binds), granted for the attempt's duration, removed at its end
+ * and witnessed removed (read back). */
+#include <stdlib.h>
+#include <windows.h>
+#include <aclapi.h>
+
+#include "windows-backend.h"
+
+unsigned long win_token_integrity(void *token, unsigned long *rid) {
+    BYTE buf[256];
+    DWORD len = 0;
+    *rid = 0;
+    if (!GetTokenInformation(token, TokenIntegrityLevel, buf, sizeof(buf), &len))
+        return GetLastError();
+    PSID s = ((TOKEN_MANDATORY_LABEL *)buf)->Label.Sid;
+    if (!s || !IsValidSid(s) || *GetSidSubAuthorityCount(s) == 0)
+        return ERROR_INVALID_SID;
+    *rid = *GetSidSubAuthority(s, *GetSidSubAuthorityCount(s) - 1);
+    return 0;
+}
+
+/* The label SACL: one mandatory label ACE of integrity rid, no-write-up,
+ * inherited by everything below when inherit. */
+static DWORD label_acl(DWORD rid, bool inherit, PACL *ret) {
+    SID_IDENTIFIER_AUTHORITY ml = SECURITY_MANDATORY_LABEL_AUTHORITY;
+    PSID il = NULL;
+    if (!AllocateAndInitializeSid(&ml, 1, rid, 0, 0, 0, 0, 0, 0, 0, &il))
+        return GetLastError();
+    DWORD size = sizeof(ACL) + sizeof(SYSTEM_MANDATORY_LABEL_ACE) + GetLengthSid(il);
+    PACL acl = LocalAlloc(LPTR, size);
+    DWORD e = 0;
+    if (!acl)
+        e = ERROR_NOT_ENOUGH_MEMORY;
+    else if (!InitializeAcl(acl, size, ACL_REVISION) ||
+             !AddMandatoryAce(acl, ACL_REVISION, inherit ? OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE : 0,
+                              SYSTEM_MANDATORY_LABEL_NO_WRITE_UP, il))
+        e = GetLastError();
+    FreeSid(il);
+    if (e) {
+        LocalFree(acl);
+        return e;
+    }
+    *ret = acl;
+    return 0;
+}
+
+unsigned long win_set_label(const wchar_t *path, unsigned long rid) {
+    PACL sacl = NULL;
+    DWORD e = label_acl(rid, true, &sacl);
+    if (e)
+        return e;
+    e = SetNamedSecurityInfoW((LPWSTR)path, SE_FILE_OBJECT, LABEL_SECURITY_INFORMATION, NULL, NULL, NULL, sacl);
+    LocalFree(sacl);
+    return e;
+}
+
+unsigned long win_label_of(const wchar_t *path, unsigned long *rid) {
+    PACL sacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    *rid = 0;
+    DWORD e = GetNamedSecurityInfoW((LPWSTR)path, SE_FILE_OBJECT, LABEL_SECURITY_INFORMATION, NULL, NULL, NULL, &sacl,
+                                    &sd);
+    if (e)
+        return e;
+    for (DWORD i = 0; sacl && i < sacl->AceCount; i++) {
+        ACE_HEADER *a = NULL;
+        if (!GetAce(sacl, i, (void **)&a) || a->AceType != SYSTEM_MANDATORY_LABEL_ACE_TYPE)
+            continue;
+        PSID s = (PSID)&((SYSTEM_MANDATORY_LABEL_ACE *)a)->SidStart;
+        if (IsValidSid(s) && *GetSidSubAuthorityCount(s))
+            *rid = *GetSidSubAuthority(s, *GetSidSubAuthorityCount(s) - 1);
+    }
+    LocalFree(sd);
+    return 0;
+}
+
+/* The SID an access ACE names, or NULL for other kinds. */
+static PSID ace_sid(ACE_HEADER *a) {
+    switch (a->AceType) {
+    case ACCESS_ALLOWED_ACE_TYPE: return (PSID)&((ACCESS_ALLOWED_ACE *)a)->SidStart;
+    case ACCESS_DENIED_ACE_TYPE: return (PSID)&((ACCESS_DENIED_ACE *)a)->SidStart;
+    default: return NULL;
+    }
+}
+
+int win_sid_aces(const wchar_t *path, void *sid, unsigned long *mask) {
+    PACL dacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    if (mask)
+        *mask = 0;
+    if (GetNamedSecurityInfoW((LPWSTR)path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd))
+        return -1;
+    int n = 0;
+    for (DWORD i = 0; dacl && i < dacl->AceCount; i++) {
+        ACE_HEADER *a = NULL;
+        PSID s = GetAce(dacl, i, (void **)&a) ? ace_sid(a) : NULL;
+        if (s && EqualSid(s, sid)) {
+            n++;
+            if (mask && a->AceType == ACCESS_ALLOWED_ACE_TYPE)
+                *mask |= ((ACCESS_ALLOWED_ACE *)a)->Mask;
+        }
+    }
+    LocalFree(sd);
+    return n;
+}
+
+/* What a writable grant allows: everything but changing the ACL, the
+ * owner or the label (the workload must not be able to keep the directory
+ * after its attempt, or to open it to others). */
+#define GRANT_RW (FILE_GENERIC_READ | FILE_GENERIC_WRITE | FILE_GENERIC_EXECUTE | DELETE | FILE_DELETE_CHILD)
+#define GRANT_RO (FILE_GENERIC_READ | FILE_GENERIC_EXECUTE)
+
+unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid) {
+    PACL dacl = NULL, nacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    DWORD attrs = GetFileAttributesW(g->path);
+    if (attrs == INVALID_FILE_ATTRIBUTES)
+        return GetLastError();
+    bool dir = (attrs & FILE_ATTRIBUTE_DIRECTORY) != 0;
+    DWORD e = GetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd);
+    if (e)
+        return e;
+    EXPLICIT_ACCESS_W ea = {0};
+    ea.grfAccessPermissions = g->writable ? GRANT_RW : GRANT_RO;
+    ea.grfAccessMode = GRANT_ACCESS;
+    ea.grfInheritance = dir ? SUB_CONTAINERS_AND_OBJECTS_INHERIT : NO_INHERITANCE;
+    ea.Trustee.TrusteeForm = TRUSTEE_IS_SID;
+    ea.Trustee.TrusteeType = TRUSTEE_IS_UNKNOWN;
+    ea.Trustee.ptstrName = (LPWSTR)sid;
+    if ((e = SetEntriesInAclW(1, &ea, dacl, &nacl)) == ERROR_SUCCESS)
+        /* By name: the ACE is propagated to what is below (each file's
+         * inherited copy), so the workload can change existing files too. */
+        e = SetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, nacl, NULL);
+    LocalFree(nacl);
+    LocalFree(sd);
+    if (e)
+        return e;
+    g->granted = true; /* (to be taken back even if only partly applied) */
+    /* Read back: does the DACL name the attempt now? (Wine's does not: it
+     * derives a file's DACL from its mode bits and keeps no ACE.) */
+    unsigned long mask = 0;
+    g->read_back = win_sid_aces(g->path, sid, &mask) >= 1 &&
+                   (mask & ea.grfAccessPermissions) == ea.grfAccessPermissions;
+    /* A low-integrity workload writes only below a low label: the old
+     * label is kept, to be put back at the end. */
+    if (g->writable && label_rid) {
+        if (!(g->label_err = win_label_of(g->path, &g->old_label)) && !(g->label_err = win_set_label(g->path, label_rid)))
+            g->relabelled = true;
+    }
+    return 0;
+}
+
+unsigned long win_revoke(struct win_grant *g, void *sid) {
+    DWORD e = 0;
+    if (g->relabelled) {
+        if (g->old_label) {
+            e = win_set_label(g->path, g->old_label);
+        } else { /* none before: an empty label list removes ours */
+            ACL empty;
+            if (!InitializeAcl(&empty, sizeof(empty), ACL_REVISION))
+                e = GetLastError();
+            else
+                e = SetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, LABEL_SECURITY_INFORMATION, NULL, NULL, NULL, &empty);
+        }
+        if (!e)
+            g->relabelled = false;
+    }
+    if (!g->granted)
+        return e;
+    PACL dacl = NULL, nacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    DWORD e2 = GetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd);
+    if (!e2) {
+        /* A copy without the attempt's explicit ACEs (inherited copies are
+         * recomputed from the parent by SetNamedSecurityInfo). */
+        ACL_SIZE_INFORMATION si = {0};
+        DWORD size = sizeof(ACL);
+        if (dacl && GetAclInformation(dacl, &si, sizeof(si), AclSizeInformation))
+            size = si.AclBytesInUse;
+        nacl = LocalAlloc(LPTR, size);
+        if (!nacl || !InitializeAcl(nacl, size, ACL_REVISION))
+            e2 = nacl ? GetLastError() : ERROR_NOT_ENOUGH_MEMORY;
+        for (DWORD i = 0; !e2 && dacl && i < dacl->AceCount; i++) {
+            ACE_HEADER *a = NULL;
+            if (!GetAce(dacl, i, (void **)&a))
+                continue;
+            PSID s = ace_sid(a);
+            if (s && EqualSid(s, sid) && !(a->AceFlags & INHERITED_ACE))
+                continue;
+            if (!AddAce(nacl, ACL_REVISION, MAXDWORD, a, a->AceSize))
+                e2 = GetLastError();
+        }
+        if (!e2)
+            e2 = SetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, nacl, NULL);
+        LocalFree(nacl);
+        LocalFree(sd);
+    }
+    /* The witness: the directory's DACL names the attempt no more. */
+    if (!e2 && win_sid_aces(g->path, sid, NULL) != 0)
+        e2 = ERROR_INVALID_ACL;
+    if (!e2)
+        g->granted = false;
+    return e ? e : e2;
+}
