@@ -156,6 +156,12 @@ unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid)
 
 unsigned long win_revoke(struct win_grant *g, void *sid) {
     DWORD e = 0;
+    /* Gone already (the workspace, removed first): nothing names it. */
+    if (GetFileAttributesW(g->path) == INVALID_FILE_ATTRIBUTES &&
+        (GetLastError() == ERROR_FILE_NOT_FOUND || GetLastError() == ERROR_PATH_NOT_FOUND)) {
+        g->granted = g->relabelled = false;
+        return 0;
+    }
     if (g->relabelled) {
         if (g->old_label) {
             e = win_set_label(g->path, g->old_label);

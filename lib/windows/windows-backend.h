@@ -70,6 +70,7 @@ int win_sid_aces(const wchar_t *path, void *sid, unsigned long *mask);
 struct win_grant {
     wchar_t *path;
     const char *target;     /* the plan's name for it (the policy path) */
+    void *sid;              /* whom it grants: the attempt's SID or its AppContainer's */
     uint32_t role;          /* PR_* */
     bool writable, granted, relabelled;
     bool read_back;         /* the ACE was read back after it was set */
@@ -89,6 +90,7 @@ struct win_plan {
     uint64_t memory, pids, cpu_millis, output;
     bool want_memory, want_pids, want_cpu; /* asked (any mode) */
     bool want_low;       /* low integrity asked (any mode) */
+    bool appcontainer;   /* run in a per-attempt AppContainer (network deny) */
     char *describe_json;
 };
 int win_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);

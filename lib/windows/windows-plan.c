@@ -148,10 +148,23 @@ static json_t *limit_json(bool want, uint64_t value, uint8_t state, const char *
 }
 
 int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr) {
-    if (np->net_mode != FY_NET_ALLOW)
+    /* Network deny is an AppContainer without capabilities, where the
+     * probe proved both the container and its missing network; restricted
+     * and fetch-only would need firewall rules: refused. */
+    bool appcontainer = false;
+    if (np->net_mode == FY_NET_DENY) {
+        const char *why = caps_fact(caps, WIN_R_NETWORK);
+        if (!win_verdict_enforced(caps, WIN_R_NETWORK) || !win_verdict_enforced(caps, WIN_R_APPCONTAINER))
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
+                           "network deny on Windows needs an AppContainer whose missing network the probe proved; "
+                           "network: %s", why ? why : "not probed");
+        appcontainer = true;
+    } else if (np->net_mode != FY_NET_ALLOW) {
         return unsupported(reterr, FY_STEP_NETNS, "$.network.mode",
-                           "the windows-job backend cannot restrict the network (that needs an AppContainer or a "
-                           "firewall rule, which it does not set up): only network mode allow runs on Windows");
+                           "the windows-job backend cannot restrict the network to destinations (that needs firewall "
+                           "rules, which it does not set up): only network modes allow and deny (an AppContainer) "
+                           "run on Windows");
+    }
     if (np->fake_root)
         return unsupported(reterr, FY_STEP_USERNS, "$.process.user", "fake-root has no meaning on Windows");
     if (np->pty == FY_DEVICES_PRIVATE)
@@ -173,6 +186,7 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
     if (!wp)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     int r = 0;
+    wp->appcontainer = appcontainer;
     /* Not found: the attempt ends as a setup failure (FY_STEP_EXEC), as
      * on Linux, where exec fails inside the sandbox. */
     wp->app = resolve_program(np->argv[0]);
@@ -274,10 +288,10 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
         "handles", "only the standard streams are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST)",
         "identity", tok ? tok : "not probed",
         "workspace", acl ? acl : "not probed",
-        "network", "host network (no AppContainer, no firewall rule)",
+        "network", appcontainer ? "none: an AppContainer without capabilities" : "host network (no firewall rule)",
         "filesystem", "host view with the restricted token's access (paths are not remapped)",
         "namespaces", "unavailable: Windows has none",
-        "appcontainer", "not used",
+        "appcontainer", appcontainer ? "a profile per attempt" : "not used",
         "impure", np->impure,
         "integrity", !wp->want_low ? "unchanged (the caller's)"
                      : np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED ? "low (enforced)"

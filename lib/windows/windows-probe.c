@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <winsock2.h>
 #include <windows.h>
 
+#include "windows-appcontainer.h"
 #include "windows-backend.h"
 
 const char *win_wine_version(void) {
@@ -422,15 +424,141 @@ static int probe_host_acl(fy_caps *c) {
     return r;
 }
 
+/* A loopback connection to a listener of ours: made as the caller, then
+ * under tok (impersonated). 0: connected; else the Winsock error. */
+static int connect_as(HANDLE tok, int *self_err) {
+    WSADATA wd;
+    if (WSAStartup(MAKEWORD(2, 2), &wd) != 0)
+        return *self_err = -1;
+    SOCKET l = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int alen = sizeof(a), r = -1;
+    *self_err = -1;
+    if (l != INVALID_SOCKET && bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(l, (struct sockaddr *)&a, &alen) == 0 && listen(l, 4) == 0) {
+        SOCKET s = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+        *self_err = s != INVALID_SOCKET && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : WSAGetLastError();
+        if (s != INVALID_SOCKET)
+            closesocket(s);
+        HANDLE imp = NULL;
+        if (DuplicateTokenEx(tok, TOKEN_IMPERSONATE | TOKEN_QUERY, NULL, SecurityImpersonation, TokenImpersonation,
+                             &imp) &&
+            SetThreadToken(NULL, imp)) {
+            s = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+            r = s != INVALID_SOCKET && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : WSAGetLastError();
+            if (s != INVALID_SOCKET)
+                closesocket(s);
+            RevertToSelf();
+        }
+        if (imp)
+            CloseHandle(imp);
+    }
+    if (l != INVALID_SOCKET)
+        closesocket(l);
+    WSACleanup();
+    return r;
+}
+
+/* AppContainer: a profile, a suspended child in it (its token must say
+ * AppContainer, of that SID, no capability), and under that token a
+ * directory not granted to the container refuses a write while one
+ * granted to it takes one; the network verdict: a loopback connection the
+ * caller can make is refused (WSAEACCES) under the container's token. */
 static int probe_appcontainer(fy_caps *c) {
-    HMODULE ue = LoadLibraryExW(L"userenv.dll", NULL, LOAD_LIBRARY_SEARCH_SYSTEM32);
-    FARPROC f = ue ? GetProcAddress(ue, "CreateAppContainerProfile") : NULL;
-    if (ue)
-        FreeLibrary(ue);
-    if (!f)
-        return verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "userenv.dll has no CreateAppContainerProfile");
-    return verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE,
-                   "the profile API is present, but this backend does not launch in an AppContainer yet");
+    struct win_ac_api api;
+    if (!win_ac_load(&api)) {
+        int r = verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "userenv.dll has no CreateAppContainerProfile");
+        return r < 0 ? r : verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no AppContainer: the workload has the host's "
+                                   "network, and network deny is refused");
+    }
+    wchar_t name[WIN_AC_NAME_MAX + 1];
+    void *sid = NULL;
+    win_ac_name(name, FY_ARRAY_SIZE(name), GetCurrentProcessId(), 0, util_now_usec());
+    DWORD e = win_ac_create(&api, name, &sid);
+    if (e) {
+        win_ac_unload(&api);
+        int r = verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "CreateAppContainerProfile failed (error %lu)",
+                        (unsigned long)e);
+        return r < 0 ? r : verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no AppContainer profile could be made");
+    }
+    wchar_t app[MAX_PATH + 16], cmd[] = L"cmd.exe /c exit 0";
+    UINT n = GetSystemDirectoryW(app, MAX_PATH);
+    if (n && n < MAX_PATH)
+        wcscat(app, L"\\cmd.exe");
+    SIZE_T asz = 0;
+    InitializeProcThreadAttributeList(NULL, 1, 0, &asz);
+    LPPROC_THREAD_ATTRIBUTE_LIST al = malloc(asz);
+    SECURITY_CAPABILITIES sc;
+    PROCESS_INFORMATION pi;
+    memset(&pi, 0, sizeof(pi));
+    STARTUPINFOEXW si;
+    memset(&si, 0, sizeof(si));
+    si.StartupInfo.cb = sizeof(si);
+    bool made = false;
+    if (al && InitializeProcThreadAttributeList(al, 1, 0, &asz)) {
+        e = win_ac_attribute(al, &sc, sid);
+        si.lpAttributeList = al;
+        made = !e && CreateProcessW(app, cmd, NULL, NULL, FALSE,
+                                    CREATE_SUSPENDED | CREATE_NO_WINDOW | EXTENDED_STARTUPINFO_PRESENT, NULL, NULL,
+                                    &si.StartupInfo, &pi);
+        if (!e && !made)
+            e = GetLastError();
+        DeleteProcThreadAttributeList(al);
+    }
+    free(al);
+    int r;
+    if (!made) {
+        r = verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "no process could be created in a profile (error %lu)",
+                    (unsigned long)e);
+        if (r >= 0)
+            r = verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no process could be created in an AppContainer");
+    } else {
+        bool is = win_ac_token_is(pi.hProcess, sid);
+        HANDLE tok = NULL;
+        OpenProcessToken(pi.hProcess, TOKEN_DUPLICATE | TOKEN_QUERY, &tok);
+        wchar_t tmp[MAX_PATH], outside[MAX_PATH + 64], inside[MAX_PATH + 64];
+        DWORD tl = GetTempPathW(MAX_PATH, tmp), denied = 1, allowed = 1;
+        if (tok && tl && tl < MAX_PATH - 64) {
+            unsigned long long t = util_now_usec();
+            _snwprintf(outside, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-o", tmp, (unsigned long)GetCurrentProcessId(), t);
+            _snwprintf(inside, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-i", tmp, (unsigned long)GetCurrentProcessId(), t);
+            DWORD e1 = win_make_private_dir(outside, NULL, 0), e2 = win_make_private_dir(inside, sid, 0);
+            denied = e1 ? e1 : write_as(tok, outside);
+            allowed = e2 ? e2 : write_as(tok, inside);
+            win_remove_tree(outside);
+            win_remove_tree(inside);
+        }
+        int self_err = -1, net = tok ? connect_as(tok, &self_err) : -1;
+        if (tok)
+            CloseHandle(tok);
+        TerminateProcess(pi.hProcess, 0);
+        CloseHandle(pi.hThread);
+        CloseHandle(pi.hProcess);
+        if (is && denied == ERROR_ACCESS_DENIED && allowed == 0)
+            r = verdict(c, WIN_R_APPCONTAINER, WIN_ENFORCED, "a process in a per-attempt profile has its container's "
+                        "token, no capability, and writes only where the container SID is granted");
+        else
+            r = verdict(c, WIN_R_APPCONTAINER, WIN_UNVERIFIED, "a process was created in a profile, but its token %s "
+                        "and a directory not granted to it %s (error %lu), one granted %s (error %lu)",
+                        is ? "is the container's" : "is not the container's",
+                        denied ? "refused a write" : "took a write", (unsigned long)denied,
+                        allowed ? "refused a write" : "took a write", (unsigned long)allowed);
+        if (r >= 0) {
+            if (is && self_err == 0 && net == WSAEACCES)
+                r = verdict(c, WIN_R_NETWORK, WIN_ENFORCED, "deny through an AppContainer without capabilities: a "
+                            "loopback connection the host can make is refused under the container's token");
+            else
+                r = verdict(c, WIN_R_NETWORK, WIN_UNVERIFIED, "an AppContainer without capabilities should have no "
+                            "network, but the check saw: the host's connection %d, the container's %d", self_err, net);
+        }
+    }
+    win_ac_delete(&api, name);
+    FreeSid(sid);
+    win_ac_unload(&api);
+    return r;
 }
 
 static void host_facts(fy_caps *c) {
@@ -468,9 +596,6 @@ int win_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
         r = probe_host_acl(c);
     if (r >= 0)
         r = probe_appcontainer(c);
-    if (r >= 0)
-        r = verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no AppContainer or firewall rule: the workload has the host's "
-                    "network");
     if (r >= 0)
         r = verdict(c, WIN_R_FILESYSTEM, WIN_UNAVAILABLE, "the process level sees the host's files; writes are "
                     "limited only by the restricted token's access checks (restricted-token, workspace-acl)");

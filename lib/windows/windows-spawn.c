@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "windows-appcontainer.h"
 #include "windows-backend.h"
 
 #define KEY_JOB 1
@@ -74,6 +75,10 @@ struct wx {
     unsigned long label_err; /* labelling the workspace low failed (requested only) */
     struct win_grant *grants; /* the plan's host paths ACL'd to the attempt */
     size_t ngrants;
+    struct win_ac_api ac;     /* network deny: the AppContainer */
+    wchar_t ac_name[WIN_AC_NAME_MAX + 1];
+    void *ac_sid;             /* its SID (FreeSid); NULL: none */
+    SECURITY_CAPABILITIES ac_caps;
 };
 
 
@@ -446,9 +451,28 @@ static void setup_failure(struct wx *x, uint32_t step, DWORD e, char *detail) {
  * plan name nothing on Windows and are left alone. 0 or a Win32 error. */
 static DWORD grant_host_paths(fy_handle *h, struct wx *x, unsigned long label_rid) {
     const struct fy_plan *np = neutral(h);
-    if (!(x->grants = calloc(np->nentries ? np->nentries : 1, sizeof(*x->grants))))
+    if (!(x->grants = calloc(2 * np->nentries + 1, sizeof(*x->grants))))
         return ERROR_NOT_ENOUGH_MEMORY;
-    for (size_t i = 0; i < np->nentries; i++) {
+    /* In an AppContainer the workload's access checks name the container's
+     * SID: its workspace is granted to it too. */
+    if (x->ac_sid) {
+        struct win_grant *g = &x->grants[x->ngrants];
+        if (!(g->path = _wcsdup(x->workspace)))
+            return ERROR_NOT_ENOUGH_MEMORY;
+        g->target = "(workspace)";
+        g->role = PR_SCRATCH;
+        g->writable = true;
+        g->sid = x->ac_sid;
+        x->ngrants++;
+        DWORD e = win_grant(g, g->sid, 0);
+        if (e)
+            return e;
+    }
+    for (size_t k = 0; k < 2 * np->nentries; k++) {
+        size_t i = k % (np->nentries ? np->nentries : 1);
+        void *sid = k < np->nentries ? x->sid : x->ac_sid;
+        if (!sid)
+            break;
         const struct plan_entry *en = &np->entries[i];
         if (en->kind != PE_HOST || !en->host)
             continue;
@@ -467,8 +491,9 @@ static DWORD grant_host_paths(fy_handle *h, struct wx *x, unsigned long label_ri
         g->target = en->host;
         g->role = en->role;
         g->writable = !(en->flags & PLAN_RO);
+        g->sid = sid;
         x->ngrants++;
-        DWORD e = win_grant(g, x->sid, label_rid);
+        DWORD e = win_grant(g, sid, label_rid);
         if (e)
             return e;
         /* Where the probe saw ACEs kept, one that does not read back ends
@@ -485,6 +510,7 @@ static const char *role_name(uint32_t role) {
     case PR_BUILD: return "build";
     case PR_OUTPUT: return "output";
     case PR_TOOLCHAIN: return "toolchain";
+    case PR_SCRATCH: return "workspace";
     default: return "bind";
     }
 }
@@ -494,16 +520,16 @@ static const char *role_name(uint32_t role) {
 static uint64_t revoke_host_paths(struct wx *x) {
     uint64_t left = 0;
     json_t *arr = x->iso && x->ngrants ? json_array() : NULL;
-    char sid_text[192] = "";
-    LPSTR s = NULL;
-    if (arr && ConvertSidToStringSidA(x->sid, &s)) {
-        snprintf(sid_text, sizeof(sid_text), "%s", s);
-        LocalFree(s);
-    }
     for (size_t i = 0; i < x->ngrants; i++) {
         struct win_grant *g = &x->grants[i];
+        char sid_text[192] = "";
+        LPSTR s = NULL;
+        if (arr && ConvertSidToStringSidA(g->sid, &s)) {
+            snprintf(sid_text, sizeof(sid_text), "%s", s);
+            LocalFree(s);
+        }
         bool was = g->granted;
-        DWORD e = g->granted || g->relabelled ? win_revoke(g, x->sid) : 0;
+        DWORD e = g->granted || g->relabelled ? win_revoke(g, g->sid) : 0;
         left += e != 0;
         if (arr && was)
             json_array_append_new(arr, json_pack("{ss ss ss ss sb sb si}", "path", g->target, "role",
@@ -575,6 +601,17 @@ int win_start(fy_handle *h, fy_error **reterr) {
     sub[MAX_PATH + 7] = 0;
     if (!CreateDirectoryW(sub, NULL))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(), "creating the workspace's tmp");
+    if (wp->appcontainer) {
+        static LONG ac_counter;
+        if (!win_ac_load(&x->ac))
+            return fail(h, x, reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, ERROR_PROC_NOT_FOUND,
+                        "userenv.dll has no AppContainer profile functions");
+        if (win_ac_name(x->ac_name, FY_ARRAY_SIZE(x->ac_name), GetCurrentProcessId(),
+                        (unsigned long)InterlockedIncrement(&ac_counter), util_now_usec()) < 0)
+            return fail(h, x, reterr, FY_E_INTERNAL, FY_STEP_NETNS, ERROR_BUFFER_OVERFLOW, "AppContainer profile name");
+        if ((e = win_ac_create(&x->ac, x->ac_name, &x->ac_sid)))
+            return fail(h, x, reterr, FY_E_INFRA, FY_STEP_NETNS, e, "CreateAppContainerProfile");
+    }
     if ((e = grant_host_paths(h, x, want_rid)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "giving the attempt access to its host directories");
     for (size_t i = 0; i < x->ngrants; i++)
@@ -604,7 +641,7 @@ int win_start(fy_handle *h, fy_error **reterr) {
         "tree", "job object: kill on close, no breakaway, created suspended and assigned before it runs",
         "handles", "only the standard streams are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST)",
         "identity", tokv ? tokv : "not probed", "workspace", aclv ? aclv : "not probed",
-        "network", "host network (no AppContainer, no firewall rule)",
+        "network", x->ac_sid ? "none: an AppContainer without capabilities" : "host network (no firewall rule)",
         "filesystem", "host view with the restricted token's access (paths are not remapped)",
         "namespaces", "unavailable: Windows has none", "impure", np->impure,
         "integrity", "requested", wp->want_low ? "low" : "unchanged", "read_back", rid_name,
@@ -622,9 +659,9 @@ int win_start(fy_handle *h, fy_error **reterr) {
 
     /* The attribute list: the handles to inherit, and the job. */
     SIZE_T asz = 0;
-    InitializeProcThreadAttributeList(NULL, 2, 0, &asz);
+    InitializeProcThreadAttributeList(NULL, 3, 0, &asz);
     LPPROC_THREAD_ATTRIBUTE_LIST al = malloc(asz);
-    if (!al || !InitializeProcThreadAttributeList(al, 2, 0, &asz)) {
+    if (!al || !InitializeProcThreadAttributeList(al, 3, 0, &asz)) {
         free(al);
         return fail(h, x, reterr, FY_E_NOMEM, FY_STEP_SPAWN, GetLastError(), "InitializeProcThreadAttributeList");
     }
@@ -637,6 +674,12 @@ int win_start(fy_handle *h, fy_error **reterr) {
         return fail(h, x, reterr, FY_E_UNSUPPORTED, FY_STEP_SPAWN, e, "PROC_THREAD_ATTRIBUTE_HANDLE_LIST");
     }
     bool job_list = UpdateProcThreadAttribute(al, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST, &x->job, sizeof(x->job), NULL, NULL);
+    /* Network deny: the workload in its AppContainer, no capability. */
+    if (x->ac_sid && (e = win_ac_attribute(al, &x->ac_caps, x->ac_sid))) {
+        DeleteProcThreadAttributeList(al);
+        free(al);
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_NETNS, e, "PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES");
+    }
     STARTUPINFOEXW si;
     memset(&si, 0, sizeof(si));
     si.StartupInfo.cb = sizeof(si);
@@ -686,6 +729,11 @@ int win_start(fy_handle *h, fy_error **reterr) {
         CloseHandle(pi.hThread);
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP, e ? e : GetLastError(),
                     "the workload could not be put in its job before it ran");
+    }
+    if (x->ac_sid && !win_ac_token_is(pi.hProcess, x->ac_sid)) {
+        TerminateProcess(pi.hProcess, EXIT_KILLED);
+        CloseHandle(pi.hThread);
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_NETNS, 0, "the workload is not in its AppContainer");
     }
     h->b = x;
     if (!(x->monitor = CreateThread(NULL, 0, monitor_main, x, 0, NULL))) {
@@ -977,6 +1025,11 @@ static void release(struct wx *x, bool kill) {
     for (size_t i = 0; i < x->ngrants; i++)
         free(x->grants[i].path);
     free(x->grants);
+    if (x->ac_sid) {
+        win_ac_delete(&x->ac, x->ac_name);
+        FreeSid(x->ac_sid);
+    }
+    win_ac_unload(&x->ac);
     LocalFree(x->sid);
     free(x->setup_detail);
     json_decref(x->iso);

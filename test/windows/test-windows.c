@@ -728,6 +728,10 @@ static bool t_network_refused(void) {
     deny_network(r.policy);
     CHECK(!prepare(&r, "exit 0"), "prepared with network deny");
     CHECK(r.rc == FY_E_UNSUPPORTED && strstr(r.error, "network"), "rc %d: %s", r.rc, r.error);
+    /* deny needs a proven AppContainer: the refusal names the verdict */
+    if (wine)
+        CHECK(strstr(r.error, "AppContainer") && strstr(r.error, "unavailable"), "deny: %s", r.error);
+    printf("# deny: %s\n", r.error);
     run_free(&r);
     /* restricted (destinations only): refused too, typed */
     CHECK(policy_new(&r), "policy");
