@@ -212,3 +212,48 @@ unsigned long win_revoke(struct win_grant *g, void *sid) {
         g->granted = false;
     return e ? e : e2;
 }
+
+unsigned long win_make_secret_dir(const wchar_t *path, void *sid, void *ac_sid) {
+    HANDLE self = NULL;
+    BYTE ubuf[sizeof(TOKEN_USER) + SECURITY_MAX_SID_SIZE];
+    DWORD len = 0, e = 0;
+    if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &self))
+        return GetLastError();
+    BOOL got = GetTokenInformation(self, TokenUser, ubuf, sizeof(ubuf), &len);
+    e = got ? 0 : GetLastError();
+    CloseHandle(self);
+    if (e)
+        return e;
+    EXPLICIT_ACCESS_W ea[3];
+    PSID who[3] = {((TOKEN_USER *)ubuf)->User.Sid, sid, ac_sid};
+    DWORD nwho = ac_sid ? 3 : 2;
+    for (DWORD i = 0; i < nwho; i++) {
+        ea[i] = (EXPLICIT_ACCESS_W){0};
+        /* The caller may do anything (it removes them); the attempt reads. */
+        ea[i].grfAccessPermissions = i == 0 ? GENERIC_ALL : FILE_GENERIC_READ | FILE_GENERIC_EXECUTE;
+        ea[i].grfAccessMode = SET_ACCESS;
+        ea[i].grfInheritance = SUB_CONTAINERS_AND_OBJECTS_INHERIT;
+        ea[i].Trustee.TrusteeForm = TRUSTEE_IS_SID;
+        ea[i].Trustee.TrusteeType = TRUSTEE_IS_UNKNOWN;
+        ea[i].Trustee.ptstrName = (LPWSTR)who[i];
+    }
+    PACL acl = NULL;
+    if ((e = SetEntriesInAclW(nwho, ea, NULL, &acl)) != ERROR_SUCCESS)
+        return e;
+    SECURITY_DESCRIPTOR sd;
+    if (!InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION) ||
+        !SetSecurityDescriptorDacl(&sd, TRUE, acl, FALSE) ||
+        !SetSecurityDescriptorControl(&sd, SE_DACL_PROTECTED, SE_DACL_PROTECTED)) {
+        e = GetLastError();
+    } else {
+        SECURITY_ATTRIBUTES sa = {sizeof(sa), &sd, FALSE};
+        if (!CreateDirectoryW(path, &sa))
+            e = GetLastError();
+        else
+            e = SetNamedSecurityInfoW((LPWSTR)path, SE_FILE_OBJECT,
+                                      DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION, NULL, NULL, acl,
+                                      NULL);
+    }
+    LocalFree(acl);
+    return e;
+}

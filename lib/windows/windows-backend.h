@@ -80,6 +80,11 @@ struct win_grant {
 unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid);
 unsigned long win_revoke(struct win_grant *g, void *sid);
 
+/* The secret files' directory: a protected DACL that gives the caller full
+ * control and sid (and ac_sid, when not NULL) read and list only,
+ * inherited by the files made in it. 0 or a Win32 error. */
+unsigned long win_make_secret_dir(const wchar_t *path, void *sid, void *ac_sid);
+
 /* windows-plan.c */
 struct win_plan {
     wchar_t *app;        /* resolved program (NULL: not found) */
@@ -91,6 +96,7 @@ struct win_plan {
     bool want_memory, want_pids, want_cpu; /* asked (any mode) */
     bool want_low;       /* low integrity asked (any mode) */
     bool appcontainer;   /* run in a per-attempt AppContainer (network deny) */
+    size_t file_secrets; /* secrets delivered as files (FORGEYARD_SECRETS) */
     char *describe_json;
 };
 int win_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);

@@ -175,10 +175,6 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
         return unsupported(reterr, FY_STEP_PREPARE, "$.resources.disk", "disk and file quotas are not enforced on Windows");
     if (np->limit[FY_LIMIT_IO_BPS] != FY_UNLIMITED)
         return unsupported(reterr, FY_STEP_PREPARE, "$.resources.io", "I/O limits are not enforced on Windows");
-    for (size_t i = 0; i < np->nsecrets; i++)
-        if (np->secrets[i].delivery != FY_SECRET_ENV)
-            return unsupported(reterr, FY_STEP_SECRET, "$.secrets",
-                               "only environment delivery of secrets is implemented on Windows");
     if (!np->argc)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "empty command");
 
@@ -228,6 +224,15 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
     }
     for (size_t i = 0; i < np->nsecrets; i++) {
         const struct plan_secret *s = &np->secrets[i];
+        if (s->delivery == FY_SECRET_FILE)
+            wp->file_secrets++;
+        if (s->delivery != FY_SECRET_ENV)
+            continue; /* files and stdin: written at start (windows-spawn.c) */
+        if (memchr(s->value, 0, s->len)) {
+            r = err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL,
+                        "secret %s contains a NUL byte and cannot be an environment variable", s->name);
+            goto fail;
+        }
         char *kv = malloc(strlen(s->target) + s->len + 2);
         if (!kv)
             goto oom;

@@ -79,6 +79,12 @@ struct wx {
     wchar_t ac_name[WIN_AC_NAME_MAX + 1];
     void *ac_sid;             /* its SID (FreeSid); NULL: none */
     SECURITY_CAPABILITIES ac_caps;
+    /* Secrets: the files' directory (NULL: none), how many files were
+     * written; stdin's writer thread and its end of the pipe. */
+    wchar_t *secrets_dir;
+    size_t secret_files;
+    HANDLE secret_thread, secret_wr;
+    const struct plan_secret *stdin_secret;
 };
 
 
@@ -322,9 +328,40 @@ static HANDLE inheritable_dup(HANDLE src) {
 }
 
 /* The child's end of stream i (inheritable), and the host's side. */
+/* The stdin secret, written by a thread of its own (a pipe's buffer is
+ * not the secret's size), then its end closed: end of file. */
+static DWORD WINAPI secret_writer(LPVOID arg) {
+    struct wx *x = arg;
+    const unsigned char *p = x->stdin_secret->value;
+    size_t left = x->stdin_secret->len;
+    while (left) {
+        DWORD w = 0;
+        if (!WriteFile(x->secret_wr, p, left > 65536 ? 65536 : (DWORD)left, &w, NULL))
+            break; /* the workload closed its stdin, or the attempt ended */
+        p += w;
+        left -= w;
+    }
+    CloseHandle(x->secret_wr);
+    return 0;
+}
+
 static DWORD make_stdio(fy_handle *h, struct wx *x, int i) {
     const struct plan_stdio *ps = &neutral(h)->stdio[i];
     SECURITY_ATTRIBUTES inherit = {sizeof(inherit), NULL, TRUE};
+    if (i == 0 && x->stdin_secret) {
+        HANDLE rd, wr;
+        if (!CreatePipe(&rd, &wr, &inherit, 0))
+            return GetLastError();
+        SetHandleInformation(wr, HANDLE_FLAG_INHERIT, 0);
+        x->child_std[0] = rd;
+        x->secret_wr = wr;
+        if (!(x->secret_thread = CreateThread(NULL, 0, secret_writer, x, 0, NULL))) {
+            DWORD e = GetLastError();
+            close_h(&x->secret_wr);
+            return e;
+        }
+        return 0;
+    }
     switch (ps->mode) {
     case FY_STDIO_FD:
         x->child_std[i] = inheritable_dup((HANDLE)_get_osfhandle(ps->fd));
@@ -377,19 +414,22 @@ static DWORD make_stdio(fy_handle *h, struct wx *x, int i) {
 static int cmp_var(const void *a, const void *b) { return _wcsicmp(*(wchar_t *const *)a, *(wchar_t *const *)b); }
 
 static wchar_t *env_block(const struct win_plan *wp, const wchar_t *ws) {
-    size_t n = wp->nvars + 6;
+    size_t n = wp->nvars + 7;
     wchar_t **all = calloc(n, sizeof(*all));
-    wchar_t extra[6][MAX_PATH + 16];
+    wchar_t extra[7][MAX_PATH + 24];
+    /* FORGEYARD_SECRETS: where the secret files are (the process level
+     * cannot put them at /run/secrets). */
     static const wchar_t *const fmt[] = {L"HOME=%ls", L"USERPROFILE=%ls", L"TEMP=%ls\\tmp", L"TMP=%ls\\tmp",
-                                         L"TMPDIR=%ls\\tmp", L"FORGEYARD_WORKSPACE=%ls"};
+                                         L"TMPDIR=%ls\\tmp", L"FORGEYARD_WORKSPACE=%ls", L"FORGEYARD_SECRETS=%ls\\secrets"};
+    size_t nextra = wp->file_secrets ? 7 : 6;
     if (!all)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < wp->nvars; i++)
         all[k++] = wp->vars[i];
-    for (size_t i = 0; i < 6; i++) {
-        _snwprintf(extra[i], MAX_PATH + 16, fmt[i], ws);
-        extra[i][MAX_PATH + 15] = 0;
+    for (size_t i = 0; i < nextra; i++) {
+        _snwprintf(extra[i], MAX_PATH + 24, fmt[i], ws);
+        extra[i][MAX_PATH + 23] = 0;
         all[k++] = extra[i];
     }
     qsort(all, k, sizeof(*all), cmp_var);
@@ -443,6 +483,95 @@ static void setup_failure(struct wx *x, uint32_t step, DWORD e, char *detail) {
     x->setup_step = step;
     x->setup_errno = errno_of(e);
     x->setup_detail = detail;
+}
+
+/* Secret files: <workspace>\\secrets, a directory whose protected DACL
+ * gives the caller full control and the attempt's SID (and its
+ * AppContainer's) read and list only, inherited by the files written in
+ * it before the workload runs. 0 or a Win32 error. */
+static DWORD write_secret_files(fy_handle *h, struct wx *x) {
+    const struct fy_plan *np = neutral(h);
+    const struct win_plan *wp = h->pr->plan;
+    if (!wp->file_secrets)
+        return 0;
+    size_t n = wcslen(x->workspace) + 16;
+    if (!(x->secrets_dir = malloc(n * sizeof(wchar_t))))
+        return ERROR_NOT_ENOUGH_MEMORY;
+    _snwprintf(x->secrets_dir, n, L"%ls\\secrets", x->workspace);
+    x->secrets_dir[n - 1] = 0;
+    DWORD e = win_make_secret_dir(x->secrets_dir, x->sid, x->ac_sid);
+    if (e)
+        return e;
+    for (size_t i = 0; i < np->nsecrets; i++) {
+        const struct plan_secret *s = &np->secrets[i];
+        if (s->delivery != FY_SECRET_FILE)
+            continue;
+        wchar_t *name = win_wide(s->target), path[MAX_PATH + 300];
+        if (!name)
+            return ERROR_NOT_ENOUGH_MEMORY;
+        _snwprintf(path, FY_ARRAY_SIZE(path), L"%ls\\%ls", x->secrets_dir, name);
+        path[FY_ARRAY_SIZE(path) - 1] = 0;
+        free(name);
+        HANDLE f = CreateFileW(path, GENERIC_WRITE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+        if (f == INVALID_HANDLE_VALUE)
+            return GetLastError();
+        x->secret_files++;
+        DWORD w = 0;
+        for (size_t off = 0; off < s->len; off += w)
+            if (!WriteFile(f, s->value + off, s->len - off > 65536 ? 65536 : (DWORD)(s->len - off), &w, NULL)) {
+                e = GetLastError();
+                CloseHandle(f);
+                return e;
+            }
+        CloseHandle(f);
+    }
+    return 0;
+}
+
+/* Each secret file overwritten with zeros and deleted, then the directory
+ * removed; the witness: nothing of it is left. How many files are. */
+static uint64_t remove_secret_files(struct wx *x) {
+    if (!x->secrets_dir)
+        return 0;
+    uint64_t left = 0;
+    size_t n = wcslen(x->secrets_dir);
+    wchar_t pat[MAX_PATH + 300], path[MAX_PATH + 300];
+    _snwprintf(pat, FY_ARRAY_SIZE(pat), L"%ls\\*", x->secrets_dir);
+    pat[FY_ARRAY_SIZE(pat) - 1] = 0;
+    WIN32_FIND_DATAW fd;
+    HANDLE ff = FindFirstFileW(pat, &fd);
+    if (ff != INVALID_HANDLE_VALUE) {
+        do {
+            if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+                continue;
+            _snwprintf(path, FY_ARRAY_SIZE(path), L"%ls\\%ls", x->secrets_dir, fd.cFileName);
+            path[FY_ARRAY_SIZE(path) - 1] = 0;
+            HANDLE f = CreateFileW(path, GENERIC_WRITE, 0, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+            if (f != INVALID_HANDLE_VALUE) {
+                static const char zero[4096];
+                uint64_t size = ((uint64_t)fd.nFileSizeHigh << 32) | fd.nFileSizeLow;
+                DWORD w = 0;
+                for (uint64_t off = 0; off < size; off += w)
+                    if (!WriteFile(f, zero, size - off > sizeof(zero) ? sizeof(zero) : (DWORD)(size - off), &w, NULL) ||
+                        !w)
+                        break;
+                FlushFileBuffers(f);
+                CloseHandle(f);
+            }
+            SetFileAttributesW(path, FILE_ATTRIBUTE_NORMAL);
+            if (!DeleteFileW(path))
+                left++;
+        } while (FindNextFileW(ff, &fd));
+        FindClose(ff);
+    }
+    if (!RemoveDirectoryW(x->secrets_dir) && GetLastError() != ERROR_FILE_NOT_FOUND && !left)
+        left++;
+    (void)n;
+    if (GetFileAttributesW(x->secrets_dir) == INVALID_FILE_ATTRIBUTES && !left) {
+        free(x->secrets_dir);
+        x->secrets_dir = NULL;
+    }
+    return left;
 }
 
 /* The plan's host paths (source, build, output, toolchains, binds): an
@@ -618,6 +747,11 @@ int win_start(fy_handle *h, fy_error **reterr) {
         if (x->grants[i].label_err && low_enforced)
             return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, x->grants[i].label_err,
                         "labelling a writable host directory low");
+    for (size_t i = 0; i < np->nsecrets; i++)
+        if (np->secrets[i].delivery == FY_SECRET_STDIN)
+            x->stdin_secret = &np->secrets[i];
+    if ((e = write_secret_files(h, x)))
+        return fail(h, x, reterr, FY_E_IO, FY_STEP_SECRET, e, "writing the secret files");
     x->t_ws = util_now_usec();
     int r = make_job(h, x, wp, reterr);
     if (r < 0)
@@ -844,9 +978,17 @@ static void finish(fy_handle *h, struct wx *x) {
     rep.left[FY_LEFT_PROCESSES] = active_processes(x);
     for (int i = 0; i < 3; i++)
         close_h(&x->out[i].spool);
+    /* Secret files first, witnessed: wiped, deleted, gone. */
+    uint64_t secrets_left = remove_secret_files(x);
+    rep.left[FY_LEFT_FILES] += secrets_left;
+    if (x->iso && (x->secret_files || x->stdin_secret))
+        json_object_set_new(x->iso, "secrets", json_pack("{sI sI sb ss}", "files", (json_int_t)x->secret_files,
+                                                         "files_left", (json_int_t)secrets_left, "stdin",
+                                                         x->stdin_secret != NULL, "files_acl",
+                                                         "the caller: full control; the attempt: read only"));
     if (x->have_workspace) {
-        rep.left[FY_LEFT_FILES] = win_remove_tree(x->workspace) < 0 ? 1 : 0;
-        x->have_workspace = rep.left[FY_LEFT_FILES] != 0;
+        rep.left[FY_LEFT_FILES] += win_remove_tree(x->workspace) < 0 ? 1 : 0;
+        x->have_workspace = GetFileAttributesW(x->workspace) != INVALID_FILE_ATTRIBUTES;
     }
     /* The host paths' ACEs removed, witnessed (a DACL that still names
      * the attempt counts as a file left). */
@@ -994,6 +1136,16 @@ static void release(struct wx *x, bool kill) {
         free(s->buf);
         s->buf = NULL;
     }
+    if (x->secret_thread) { /* blocked only while the workload does not read */
+        if (WaitForSingleObject(x->secret_thread, 0) != WAIT_OBJECT_0) {
+            CancelSynchronousIo(x->secret_thread);
+            WaitForSingleObject(x->secret_thread, 5000);
+        }
+        close_h(&x->secret_thread); /* (it closed its end of the pipe itself) */
+    }
+    remove_secret_files(x);
+    free(x->secrets_dir);
+    x->secrets_dir = NULL;
     if (x->deadline_timer)
         DeleteTimerQueueTimer(NULL, x->deadline_timer, INVALID_HANDLE_VALUE);
     x->deadline_timer = NULL;

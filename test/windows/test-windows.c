@@ -162,6 +162,29 @@ static int child(int argc, char **argv) {
         printf("%s[%.*s]\n", f ? "read" : "missing", (int)n, buf);
         return 0;
     }
+    if (!strcmp(what, "secret-file") && argc > 3) { /* %FORGEYARD_SECRETS%\\NAME: read, then try to write it */
+        const char *dir = getenv("FORGEYARD_SECRETS");
+        char path[MAX_PATH * 2], buf[256] = {0};
+        snprintf(path, sizeof(path), "%s\\%s", dir ? dir : "(unset)", argv[3]);
+        FILE *f = fopen(path, "rb");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        HANDLE w = CreateFileA(path, GENERIC_WRITE, 0, NULL, OPEN_EXISTING, 0, NULL);
+        printf("path %s\n%s[%.*s]\nwrite %s\n", path, f ? "read" : "missing", (int)n, buf,
+               w == INVALID_HANDLE_VALUE ? "refused" : "allowed");
+        if (w != INVALID_HANDLE_VALUE)
+            CloseHandle(w);
+        return 0;
+    }
+    if (!strcmp(what, "count")) { /* bytes on stdin */
+        char buf[4096];
+        size_t n, total = 0;
+        while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0)
+            total += n;
+        printf("count %zu\n", total);
+        return 0;
+    }
     if (!strcmp(what, "env") && argc > 3) {
         const char *v = getenv(argv[3]);
         printf("%s=%s\n", argv[3], v ? v : "(unset)");
@@ -1050,6 +1073,71 @@ static bool t_environment(void) {
     return ok;
 }
 
+static void file_secret(fy_policy *p) {
+    fy_policy_add_secret(p, "tok", FY_SECRET_FILE, "token.txt", "f1le-s3cret", 11, NULL);
+}
+static void stdin_secret(fy_policy *p) {
+    fy_policy_add_secret(p, "in", FY_SECRET_STDIN, NULL, "stdin-s3cret", 12, NULL);
+}
+static char big[300000];
+static void big_stdin_secret(fy_policy *p) {
+    memset(big, 'b', sizeof(big));
+    fy_policy_add_secret(p, "in", FY_SECRET_STDIN, NULL, big, sizeof(big), NULL);
+}
+
+/* A file secret: in the workspace's secrets directory (FORGEYARD_SECRETS),
+ * readable by the workload, wiped and removed at the end (witnessed), never
+ * in the result. A stdin secret: on the workload's stdin, then end of
+ * file; one larger than a pipe's buffer too. */
+static bool t_secrets(void) {
+    bool ok = true;
+    struct run r;
+    CHECK(run_args(&r, "secret-file token.txt", file_secret), "run: %s", r.error);
+    CHECK(strstr(r.out.buf, "read[f1le-s3cret]"), "the workload did not read its secret file: %s", r.out.buf);
+    printf("# %s", r.out.buf);
+    char path[MAX_PATH * 2] = "";
+    const char *pp = strstr(r.out.buf, "path ");
+    if (pp)
+        snprintf(path, sizeof(path), "%.*s", (int)strcspn(pp + 5, "\r\n"), pp + 5);
+    CHECK(path[0] && strstr(path, "forgeyard-") && GetFileAttributesA(path) == INVALID_FILE_ATTRIBUTES,
+          "the secret file %s is still there", path);
+    if (r.res) {
+        char *json = NULL;
+        fy_result_to_json(r.res, &json, NULL);
+        CHECK(json && !strstr(json, "f1le-s3cret"), "the secret is in the result");
+        const char *sj = json ? strstr(json, "\"secrets\"") : NULL;
+        char fl[16] = "";
+        CHECK(sj && strstr(sj, "\"files\": 1") && strstr(sj, "\"files_left\": 0"), "secrets record: %s",
+              json ? json : "");
+        (void)fl;
+        uint64_t left = 99;
+        CHECK(fy_result_cleanup(r.res, FY_LEFT_FILES, &left) == 0 && left == 0, "files left %llu",
+              (unsigned long long)left);
+        fy_free(json);
+    }
+    if (!wine) /* the directory's DACL gives the attempt read only */
+        CHECK(strstr(r.out.buf, "write refused"), "the workload may write its secret file: %s", r.out.buf);
+    run_free(&r);
+
+    CHECK(run_args(&r, "cat", stdin_secret), "run: %s", r.error);
+    CHECK(!strcmp(r.out.buf, "stdin-s3cret"), "stdin: '%s'", r.out.buf);
+    if (r.res) {
+        char *json = NULL;
+        fy_result_to_json(r.res, &json, NULL);
+        CHECK(json && !strstr(json, "stdin-s3cret"), "the stdin secret is in the result");
+        fy_free(json);
+    }
+    run_free(&r);
+    CHECK(run_args(&r, "count", big_stdin_secret), "run: %s", r.error);
+    CHECK(!strncmp(r.out.buf, "count 300000", 12), "a 300000-byte stdin secret: '%s'", r.out.buf);
+    run_free(&r);
+    /* A workload that never reads its stdin does not hang the attempt. */
+    CHECK(run_args(&r, "exit 0", big_stdin_secret), "run (unread stdin): %s", r.error);
+    CHECK(r.res && fy_result_outcome(r.res) == FY_OUTCOME_SUCCEEDED, "outcome %d", r.res ? fy_result_outcome(r.res) : -1);
+    run_free(&r);
+    return ok;
+}
+
 /* The argv survives CreateProcess's single command line: quoted by the
  * MSVCRT rules and parsed back by the workload's C runtime. */
 static bool t_quoting(void) {
@@ -1272,6 +1360,7 @@ int main(int argc, char **argv) {
         {"the workspace is private and removed", t_workspace},
         {"environment, secrets, no host variables", t_environment},
         {"arguments with spaces, quotes and backslashes", t_quoting},
+        {"file and stdin secrets", t_secrets},
         {"no handle or workspace leaks over 20 attempts", t_no_leaks},
         {"forgeyard.exe capabilities, doctor, run", t_cli},
     };
