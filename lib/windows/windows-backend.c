@@ -91,4 +91,7 @@ const struct fy_backend_family family_windows = {
     .probe = win_probe,
     .gc = win_gc,
     .backends = windows_backends,
+    .fingerprint = win_snapshot_fingerprint,
+    .snapshot_load = win_snapshot_load,
+    .snapshot_store = win_snapshot_store,
 };

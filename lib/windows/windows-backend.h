@@ -85,6 +85,12 @@ unsigned long win_revoke(struct win_grant *g, void *sid);
  * inherited by the files made in it. 0 or a Win32 error. */
 unsigned long win_make_secret_dir(const wchar_t *path, void *sid, void *ac_sid);
 
+/* windows-snapshot.c: persisted probe snapshots (the family's fingerprint,
+ * load and store; see backend.h). */
+int win_snapshot_fingerprint(struct strbuf *key);
+char *win_snapshot_load(const char *dir, const char *key, fy_error **reterr);
+int win_snapshot_store(const char *dir, const char *key, const char *snapshot);
+
 /* windows-plan.c */
 struct win_plan {
     wchar_t *app;        /* resolved program (NULL: not found) */

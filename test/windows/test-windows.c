@@ -1138,6 +1138,114 @@ static bool t_secrets(void) {
     return ok;
 }
 
+/* caps JSON without the lines that differ between a probe and its
+ * snapshot ("snapshot", "probe_usec"). */
+static char *caps_text(fy_caps *c) {
+    char *json = NULL;
+    if (fy_caps_to_json(c, &json, NULL) < 0 || !json)
+        return NULL;
+    char *out = malloc(strlen(json) + 1), *o = out;
+    for (const char *p = json; out && *p;) {
+        size_t n = strcspn(p, "\n");
+        bool skip = (strstr(p, "\"snapshot\"") && (size_t)(strstr(p, "\"snapshot\"") - p) < n) ||
+                    (strstr(p, "\"probe_usec\"") && (size_t)(strstr(p, "\"probe_usec\"") - p) < n);
+        if (!skip) {
+            memcpy(o, p, n);
+            o += n;
+            *o++ = '\n';
+        }
+        p += n + (p[n] == '\n');
+    }
+    if (out)
+        *o = 0;
+    fy_free(json);
+    return out;
+}
+
+/* 1 from a snapshot, 0 probed, -1 failed; the caps' text into *text. */
+static int snap(const char *dir, uint64_t flags, char **text) {
+    fy_caps *c = NULL;
+    fy_error *e = NULL;
+    int r = fy_probe_snapshot(flags, dir, &c, &e);
+    if (r < 0) {
+        printf("# fy_probe_snapshot: %s\n", e ? fy_error_message(e) : "?");
+        fy_error_free(e);
+        return -1;
+    }
+    int from = fy_caps_from_snapshot(c);
+    if (text)
+        *text = caps_text(c);
+    fy_caps_free(c);
+    return from;
+}
+
+/* Persisted probe snapshots: stored in the caller's own directory, loaded
+ * again with the same verdicts; never with FY_PROBE_FRESH, never when the
+ * key text differs, never from a directory others may write. */
+static bool t_snapshot(void) {
+    bool ok = true;
+    char win[MAX_PATH], pol[MAX_PATH], tmp[MAX_PATH];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(win, sizeof(win), "%sfy-snap-%lu", tmp, (unsigned long)GetCurrentProcessId());
+    snprintf(pol, sizeof(pol), "/%s", win);
+    for (char *c = pol; *c; c++)
+        if (*c == '\\')
+            *c = '/';
+    char *a = NULL, *b = NULL;
+    CHECK(snap(pol, 0, &a) == 0, "the first call probes");
+    CHECK(GetFileAttributesA(win) != INVALID_FILE_ATTRIBUTES, "the store %s was not made", win);
+    CHECK(snap(pol, 0, &b) == 1, "the second call loads the snapshot");
+    CHECK(a && b && !strcmp(a, b), "the snapshot says something else than the probe:\n%s\n---\n%s", a ? a : "",
+          b ? b : "");
+    CHECK(b && strstr(b, "windows.job-kill-on-close"), "the verdicts are in the snapshot");
+    free(a);
+    free(b);
+    CHECK(snap(pol, FY_PROBE_FRESH, NULL) == 0, "FY_PROBE_FRESH probes");
+    CHECK(snap(pol, 0, NULL) == 1, "and stores again");
+    /* Another key text (a changed host setting): ignored, probed afresh. */
+    char pat[MAX_PATH + 16], file[MAX_PATH * 2];
+    snprintf(pat, sizeof(pat), "%s\\caps-*.json", win);
+    WIN32_FIND_DATAA fd;
+    HANDLE ff = FindFirstFileA(pat, &fd);
+    CHECK(ff != INVALID_HANDLE_VALUE, "no snapshot file in %s", win);
+    if (ff != INVALID_HANDLE_VALUE) {
+        FindClose(ff);
+        snprintf(file, sizeof(file), "%s\\%s", win, fd.cFileName);
+        FILE *f = fopen(file, "r+b");
+        if (f) {
+            fseek(f, 0, SEEK_SET);
+            fputc('X', f); /* the key's first byte */
+            fclose(f);
+        }
+        CHECK(snap(pol, 0, NULL) == 0, "a snapshot of another key was loaded");
+        CHECK(snap(pol, 0, NULL) == 1, "the fresh probe was stored");
+    }
+    /* A directory others may write: neither loaded from nor stored in. */
+    EXPLICIT_ACCESS_A ea = {0};
+    ea.grfAccessPermissions = GENERIC_ALL;
+    ea.grfAccessMode = GRANT_ACCESS;
+    ea.grfInheritance = SUB_CONTAINERS_AND_OBJECTS_INHERIT;
+    ea.Trustee.TrusteeForm = TRUSTEE_IS_NAME;
+    ea.Trustee.ptstrName = "EVERYONE";
+    PACL old = NULL, acl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    GetNamedSecurityInfoA(win, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &old, NULL, &sd);
+    DWORD se = SetEntriesInAclA(1, &ea, old, &acl);
+    if (!se)
+        se = SetNamedSecurityInfoA(win, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, acl, NULL);
+    LocalFree(acl);
+    LocalFree(sd);
+    CHECK(se == 0, "opening the store to everyone: %lu", (unsigned long)se);
+    CHECK(snap(pol, 0, NULL) == 0, "a snapshot was loaded from a directory everyone may write");
+    CHECK(snap(pol, 0, NULL) == 0, "... or stored there");
+    remove_dir(win);
+    if (wine) { /* the default store, %LOCALAPPDATA%\\forgeyard (the prefix is thrown away) */
+        snap(NULL, 0, NULL);
+        CHECK(snap(NULL, 0, NULL) == 1, "the default store");
+    }
+    return ok;
+}
+
 /* The argv survives CreateProcess's single command line: quoted by the
  * MSVCRT rules and parsed back by the workload's C runtime. */
 static bool t_quoting(void) {
@@ -1361,6 +1469,7 @@ int main(int argc, char **argv) {
         {"environment, secrets, no host variables", t_environment},
         {"arguments with spaces, quotes and backslashes", t_quoting},
         {"file and stdin secrets", t_secrets},
+        {"persisted probe snapshots", t_snapshot},
         {"no handle or workspace leaks over 20 attempts", t_no_leaks},
         {"forgeyard.exe capabilities, doctor, run", t_cli},
     };
