@@ -1200,7 +1200,16 @@ static bool t_snapshot(void) {
     CHECK(b && strstr(b, "windows.job-kill-on-close"), "the verdicts are in the snapshot");
     free(a);
     free(b);
+    /* What a snapshot saves: a fresh probe against a load, each timed. */
+    LARGE_INTEGER f0, t0, t1, t2;
+    QueryPerformanceFrequency(&f0);
+    QueryPerformanceCounter(&t0);
     CHECK(snap(pol, FY_PROBE_FRESH, NULL) == 0, "FY_PROBE_FRESH probes");
+    QueryPerformanceCounter(&t1);
+    snap(pol, 0, NULL);
+    QueryPerformanceCounter(&t2);
+    printf("# probe %.1f ms, snapshot load %.1f ms\n", (double)(t1.QuadPart - t0.QuadPart) * 1000.0 / (double)f0.QuadPart,
+           (double)(t2.QuadPart - t1.QuadPart) * 1000.0 / (double)f0.QuadPart);
     CHECK(snap(pol, 0, NULL) == 1, "and stores again");
     /* Another key text (a changed host setting): ignored, probed afresh. */
     char pat[MAX_PATH + 16], file[MAX_PATH * 2];
