@@ -58,6 +58,13 @@ unsigned long win_set_label(const wchar_t *path, unsigned long rid) {
     return e;
 }
 
+unsigned long win_clear_label(const wchar_t *path) {
+    ACL empty; /* none before: an empty label list removes ours */
+    if (!InitializeAcl(&empty, sizeof(empty), ACL_REVISION))
+        return GetLastError();
+    return SetNamedSecurityInfoW((LPWSTR)path, SE_FILE_OBJECT, LABEL_SECURITY_INFORMATION, NULL, NULL, NULL, &empty);
+}
+
 unsigned long win_label_of(const wchar_t *path, unsigned long *rid) {
     PACL sacl = NULL;
     PSECURITY_DESCRIPTOR sd = NULL;
@@ -163,15 +170,7 @@ unsigned long win_revoke(struct win_grant *g, void *sid) {
         return 0;
     }
     if (g->relabelled) {
-        if (g->old_label) {
-            e = win_set_label(g->path, g->old_label);
-        } else { /* none before: an empty label list removes ours */
-            ACL empty;
-            if (!InitializeAcl(&empty, sizeof(empty), ACL_REVISION))
-                e = GetLastError();
-            else
-                e = SetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, LABEL_SECURITY_INFORMATION, NULL, NULL, NULL, &empty);
-        }
+        e = g->old_label ? win_set_label(g->path, g->old_label) : win_clear_label(g->path);
         if (!e)
             g->relabelled = false;
     }
@@ -257,3 +256,47 @@ unsigned long win_make_secret_dir(const wchar_t *path, void *sid, void *ac_sid) 
     LocalFree(acl);
     return e;
 }
+
+static bool caller_sid(BYTE *buf, DWORD size) {
+    HANDLE tok = NULL;
+    DWORD len = 0;
+    if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok))
+        return false;
+    BOOL ok = GetTokenInformation(tok, TokenUser, buf, size, &len);
+    CloseHandle(tok);
+    return ok != 0;
+}
+
+/* The caller's own: owned by the caller, no reparse point, and no ACE that
+ * lets anyone but the caller, SYSTEM or Administrators change it. */
+bool win_callers_own(const wchar_t *path, bool want_dir) {
+    DWORD attrs = GetFileAttributesW(path);
+    if (attrs == INVALID_FILE_ATTRIBUTES || (attrs & FILE_ATTRIBUTE_REPARSE_POINT) ||
+        !!(attrs & FILE_ATTRIBUTE_DIRECTORY) != want_dir)
+        return false;
+    BYTE ubuf[sizeof(TOKEN_USER) + SECURITY_MAX_SID_SIZE], sys[SECURITY_MAX_SID_SIZE], adm[SECURITY_MAX_SID_SIZE];
+    DWORD sl = sizeof(sys), al = sizeof(adm);
+    if (!caller_sid(ubuf, sizeof(ubuf)) || !CreateWellKnownSid(WinLocalSystemSid, NULL, sys, &sl) ||
+        !CreateWellKnownSid(WinBuiltinAdministratorsSid, NULL, adm, &al))
+        return false;
+    PSID me = ((TOKEN_USER *)ubuf)->User.Sid, owner = NULL;
+    PACL dacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    if (GetNamedSecurityInfoW((LPWSTR)path, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+                              &owner, NULL, &dacl, NULL, &sd))
+        return false;
+    bool ok = owner && EqualSid(owner, me) && dacl;
+    const DWORD writes = FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA | FILE_WRITE_ATTRIBUTES | DELETE |
+                         FILE_DELETE_CHILD | WRITE_DAC | WRITE_OWNER | GENERIC_WRITE | GENERIC_ALL;
+    for (DWORD i = 0; ok && i < dacl->AceCount; i++) {
+        ACCESS_ALLOWED_ACE *a = NULL;
+        if (!GetAce(dacl, i, (void **)&a) || a->Header.AceType != ACCESS_ALLOWED_ACE_TYPE)
+            continue;
+        PSID s = (PSID)&a->SidStart;
+        if ((a->Mask & writes) && !EqualSid(s, me) && !EqualSid(s, sys) && !EqualSid(s, adm))
+            ok = false;
+    }
+    LocalFree(sd);
+    return ok;
+}
+

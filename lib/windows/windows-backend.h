@@ -80,6 +80,24 @@ struct win_grant {
 unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid);
 unsigned long win_revoke(struct win_grant *g, void *sid);
 
+/* Whether path (a directory when want_dir) is the caller's own: owned by
+ * the caller's user SID, no reparse point, and no ACE that lets anyone but
+ * the caller, SYSTEM or Administrators write it. */
+bool win_callers_own(const wchar_t *path, bool want_dir);
+/* Removes path's mandatory label (an empty label list). 0 or a Win32 error. */
+unsigned long win_clear_label(const wchar_t *path);
+
+/* windows-record.c: what an attempt changed outside its workspace (ACEs
+ * on host paths, their old labels, its AppContainer profile), recorded
+ * before each change in <workspace>.acl, a file the caller's alone, so
+ * that fy_gc can take it back after a host died mid-attempt. */
+void *win_record_open(const wchar_t *workspace);
+void win_record_line(void *record, const char *fmt, ...) FY_PRINTF(2, 3);
+/* Closes it; deletes it when remove (everything was taken back). */
+void win_record_close(void **record, const wchar_t *workspace, bool remove);
+/* fy_gc: undoes what the record at path lists. 0 when all was undone. */
+int win_record_undo(const wchar_t *path);
+
 /* The secret files' directory: a protected DACL that gives the caller full
  * control and sid (and ac_sid, when not NULL) read and list only,
  * inherited by the files made in it. 0 or a Win32 error. */

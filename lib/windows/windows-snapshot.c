@@ -137,49 +137,6 @@ static wchar_t *store_dir(const char *dir) {
     return r;
 }
 
-static bool caller_sid(BYTE *buf, DWORD size) {
-    HANDLE tok = NULL;
-    DWORD len = 0;
-    if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok))
-        return false;
-    BOOL ok = GetTokenInformation(tok, TokenUser, buf, size, &len);
-    CloseHandle(tok);
-    return ok != 0;
-}
-
-/* The caller's own: owned by the caller, no reparse point, and no ACE that
- * lets anyone but the caller, SYSTEM or Administrators change it. */
-static bool callers_own(const wchar_t *path, bool want_dir) {
-    DWORD attrs = GetFileAttributesW(path);
-    if (attrs == INVALID_FILE_ATTRIBUTES || (attrs & FILE_ATTRIBUTE_REPARSE_POINT) ||
-        !!(attrs & FILE_ATTRIBUTE_DIRECTORY) != want_dir)
-        return false;
-    BYTE ubuf[sizeof(TOKEN_USER) + SECURITY_MAX_SID_SIZE], sys[SECURITY_MAX_SID_SIZE], adm[SECURITY_MAX_SID_SIZE];
-    DWORD sl = sizeof(sys), al = sizeof(adm);
-    if (!caller_sid(ubuf, sizeof(ubuf)) || !CreateWellKnownSid(WinLocalSystemSid, NULL, sys, &sl) ||
-        !CreateWellKnownSid(WinBuiltinAdministratorsSid, NULL, adm, &al))
-        return false;
-    PSID me = ((TOKEN_USER *)ubuf)->User.Sid, owner = NULL;
-    PACL dacl = NULL;
-    PSECURITY_DESCRIPTOR sd = NULL;
-    if (GetNamedSecurityInfoW((LPWSTR)path, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
-                              &owner, NULL, &dacl, NULL, &sd))
-        return false;
-    bool ok = owner && EqualSid(owner, me) && dacl;
-    const DWORD writes = FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA | FILE_WRITE_ATTRIBUTES | DELETE |
-                         FILE_DELETE_CHILD | WRITE_DAC | WRITE_OWNER | GENERIC_WRITE | GENERIC_ALL;
-    for (DWORD i = 0; ok && i < dacl->AceCount; i++) {
-        ACCESS_ALLOWED_ACE *a = NULL;
-        if (!GetAce(dacl, i, (void **)&a) || a->Header.AceType != ACCESS_ALLOWED_ACE_TYPE)
-            continue;
-        PSID s = (PSID)&a->SidStart;
-        if ((a->Mask & writes) && !EqualSid(s, me) && !EqualSid(s, sys) && !EqualSid(s, adm))
-            ok = false;
-    }
-    LocalFree(sd);
-    return ok;
-}
-
 /* caps-<first 32 hex digits of the key's SHA-256>.json in dir. */
 static wchar_t *file_path(const wchar_t *dir, const char *key, const wchar_t *suffix) {
     unsigned char h[crypto_hash_sha256_BYTES];
@@ -196,9 +153,9 @@ static wchar_t *file_path(const wchar_t *dir, const char *key, const wchar_t *su
 
 char *win_snapshot_load(const char *dir, const char *key, fy_error **reterr) {
     (void)reterr;
-    wchar_t *d = store_dir(dir), *p = d && callers_own(d, true) ? file_path(d, key, NULL) : NULL;
+    wchar_t *d = store_dir(dir), *p = d && win_callers_own(d, true) ? file_path(d, key, NULL) : NULL;
     free(d);
-    if (!p || !callers_own(p, false)) {
+    if (!p || !win_callers_own(p, false)) {
         free(p);
         return NULL;
     }
@@ -235,7 +192,7 @@ int win_snapshot_store(const char *dir, const char *key, const char *snapshot) {
     /* Made private when missing (caller and SYSTEM, nothing inherited). */
     if (GetFileAttributesW(d) == INVALID_FILE_ATTRIBUTES)
         win_make_private_dir(d, NULL, 0);
-    if (!callers_own(d, true)) {
+    if (!win_callers_own(d, true)) {
         free(d);
         return FY_E_DENIED;
     }

@@ -79,6 +79,8 @@ struct wx {
     wchar_t ac_name[WIN_AC_NAME_MAX + 1];
     void *ac_sid;             /* its SID (FreeSid); NULL: none */
     SECURITY_CAPABILITIES ac_caps;
+    bool ac_deleted;
+    void *record;             /* <workspace>.acl: what fy_gc would take back */
     /* Secrets: the files' directory (NULL: none), how many files were
      * written; stdin's writer thread and its end of the pipe. */
     wchar_t *secrets_dir;
@@ -574,6 +576,32 @@ static uint64_t remove_secret_files(struct wx *x) {
     return left;
 }
 
+static char *utf8_of(const wchar_t *w) {
+    int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
+    char *s = n > 0 ? malloc((size_t)n) : NULL;
+    if (s && WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL) != n) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* Into the record, before the change: an ACE of sid on path (and the
+ * label it had, when it is to be labelled). */
+static void record_grant(struct wx *x, const wchar_t *path, void *sid, bool label) {
+    char *p = utf8_of(path);
+    LPSTR s = NULL;
+    if (p && label) {
+        unsigned long old = 0;
+        if (!win_label_of(path, &old))
+            win_record_line(x->record, "label 0x%lx %s", old, p);
+    }
+    if (p && ConvertSidToStringSidA(sid, &s))
+        win_record_line(x->record, "grant %s %s", s, p);
+    LocalFree(s);
+    free(p);
+}
+
 /* The plan's host paths (source, build, output, toolchains, binds): an
  * explicit ACE for the attempt's SID on each, writable or read-only as the
  * plan says, for the attempt's duration. The runtime paths of a Linux
@@ -593,6 +621,7 @@ static DWORD grant_host_paths(fy_handle *h, struct wx *x, unsigned long label_ri
         g->writable = true;
         g->sid = x->ac_sid;
         x->ngrants++;
+        record_grant(x, g->path, g->sid, false);
         DWORD e = win_grant(g, g->sid, 0);
         if (e)
             return e;
@@ -622,6 +651,7 @@ static DWORD grant_host_paths(fy_handle *h, struct wx *x, unsigned long label_ri
         g->writable = !(en->flags & PLAN_RO);
         g->sid = sid;
         x->ngrants++;
+        record_grant(x, g->path, sid, g->writable && label_rid);
         DWORD e = win_grant(g, sid, label_rid);
         if (e)
             return e;
@@ -668,6 +698,22 @@ static uint64_t revoke_host_paths(struct wx *x) {
     }
     if (arr)
         json_object_set_new(x->iso, "host_paths", arr);
+    return left;
+}
+
+/* Everything outside the workspace taken back (ACEs and labels, the
+ * AppContainer profile), then the record removed, if it all was (else it
+ * stays for fy_gc). How many things are left. Idempotent. */
+static uint64_t undo_outside(struct wx *x) {
+    uint64_t left = revoke_host_paths(x);
+    if (x->ac_sid && !x->ac_deleted) {
+        if (win_ac_delete(&x->ac, x->ac_name) == 0)
+            x->ac_deleted = true;
+        else
+            left++;
+    }
+    if (x->record)
+        win_record_close(&x->record, x->workspace, left == 0);
     return left;
 }
 
@@ -730,6 +776,15 @@ int win_start(fy_handle *h, fy_error **reterr) {
     sub[MAX_PATH + 7] = 0;
     if (!CreateDirectoryW(sub, NULL))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(), "creating the workspace's tmp");
+    bool outside = wp->appcontainer;
+    for (size_t i = 0; i < np->nentries && !outside; i++)
+        outside = np->entries[i].kind == PE_HOST &&
+                  (np->entries[i].role == PR_SOURCE || np->entries[i].role == PR_BUILD ||
+                   np->entries[i].role == PR_OUTPUT || np->entries[i].role == PR_TOOLCHAIN ||
+                   np->entries[i].role == PR_BIND);
+    if (outside && !(x->record = win_record_open(x->workspace)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(),
+                    "the attempt's record of what it changes outside its workspace");
     if (wp->appcontainer) {
         static LONG ac_counter;
         if (!win_ac_load(&x->ac))
@@ -738,6 +793,7 @@ int win_start(fy_handle *h, fy_error **reterr) {
         if (win_ac_name(x->ac_name, FY_ARRAY_SIZE(x->ac_name), GetCurrentProcessId(),
                         (unsigned long)InterlockedIncrement(&ac_counter), util_now_usec()) < 0)
             return fail(h, x, reterr, FY_E_INTERNAL, FY_STEP_NETNS, ERROR_BUFFER_OVERFLOW, "AppContainer profile name");
+        win_record_line(x->record, "ac %ls", x->ac_name);
         if ((e = win_ac_create(&x->ac, x->ac_name, &x->ac_sid)))
             return fail(h, x, reterr, FY_E_INFRA, FY_STEP_NETNS, e, "CreateAppContainerProfile");
     }
@@ -992,7 +1048,7 @@ static void finish(fy_handle *h, struct wx *x) {
     }
     /* The host paths' ACEs removed, witnessed (a DACL that still names
      * the attempt counts as a file left). */
-    rep.left[FY_LEFT_FILES] += revoke_host_paths(x);
+    rep.left[FY_LEFT_FILES] += undo_outside(x);
     rep.isolation_json = x->iso ? json_dumps(x->iso, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     rep.t_cleanup_end = util_now_usec();
     attempt_finish(h, &rep, r);
@@ -1173,14 +1229,12 @@ static void release(struct wx *x, bool kill) {
     close_h(&x->work);
     if (x->have_workspace)
         win_remove_tree(x->workspace);
-    revoke_host_paths(x);
+    undo_outside(x);
     for (size_t i = 0; i < x->ngrants; i++)
         free(x->grants[i].path);
     free(x->grants);
-    if (x->ac_sid) {
-        win_ac_delete(&x->ac, x->ac_name);
+    if (x->ac_sid)
         FreeSid(x->ac_sid);
-    }
     win_ac_unload(&x->ac);
     LocalFree(x->sid);
     free(x->setup_detail);
@@ -1241,8 +1295,11 @@ int win_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
     do {
         wchar_t *end = NULL;
         unsigned long pid = wcstoul(fd.cFileName + plen, &end, 10);
-        if (!(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) || end == fd.cFileName + plen || *end != L'-' ||
-            pid == GetCurrentProcessId())
+        size_t nl = wcslen(fd.cFileName);
+        bool record = !(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) && nl > 4 &&
+                      !wcscmp(fd.cFileName + nl - 4, L".acl");
+        if ((!(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) && !record) || end == fd.cFileName + plen ||
+            *end != L'-' || pid == GetCurrentProcessId())
             continue;
         HANDLE p = OpenProcess(SYNCHRONIZE, FALSE, (DWORD)pid);
         bool gone = !p ? GetLastError() == ERROR_INVALID_PARAMETER : WaitForSingleObject(p, 0) == WAIT_OBJECT_0;
@@ -1253,6 +1310,14 @@ int win_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
         wchar_t dir[MAX_PATH + 32];
         _snwprintf(dir, MAX_PATH + 32, L"%ls%ls", parent, fd.cFileName);
         dir[MAX_PATH + 31] = 0;
+        if (record) { /* what the dead attempt changed outside its workspace */
+            if (win_record_undo(dir) == 0 && DeleteFileW(dir))
+                (*destroyed)++;
+            else if (r == 0)
+                r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, (int64_t)GetLastError(), NULL,
+                            "what a dead host's attempt changed outside its workspace could not all be taken back");
+            continue;
+        }
         if (win_remove_tree(dir) == 0)
             (*destroyed)++;
         else if (r == 0)

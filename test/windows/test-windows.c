@@ -1327,7 +1327,11 @@ static bool t_no_leaks(void) {
  * killed without freeing anything; the tree must die with it. */
 static int host_die(void) {
     struct run r;
-    if (!policy_new(&r) || !prepare(&r, "tree 1 60000") || !start(&r))
+    /* With a build directory: its ACE is recorded next to the workspace,
+     * for fy_gc to take back. */
+    char bwin[MAX_PATH], bpol[MAX_PATH];
+    if (!open_dir("hd", bwin, sizeof(bwin), bpol, sizeof(bpol)) || !policy_new(&r) ||
+        fy_policy_set_build(r.policy, bpol, NULL) < 0 || !prepare(&r, "tree 1 60000") || !start(&r))
         return 2;
     unsigned long pids[2];
     for (int i = 0; i < 600 && pids_of(r.out.buf, pids, 2) < 1; i++)
@@ -1369,16 +1373,40 @@ static bool t_host_dies(void) {
     CHECK(pids_of(buf, pids, 1) == 1 && pids[0], "'%s'", buf);
     if (pids[0])
         CHECK(pid_dead(pids[0]), "the tree of a dead host lives on: %lu", pids[0]);
-    /* What stays is the dead host's workspace; fy_gc removes it. */
+    /* What stays is the dead host's workspace and the record of the ACE
+     * on its build directory; fy_gc takes back the one and removes both. */
     int before = started ? host_workspaces(pi.dwProcessId) : 0;
-    CHECK(before == 1, "workspaces of the dead host: %d", before);
+    char rpat[MAX_PATH + 64], tmp[MAX_PATH];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(rpat, sizeof(rpat), "%sforgeyard-%lu-*.acl", tmp, started ? (unsigned long)pi.dwProcessId : 0ul);
+    WIN32_FIND_DATAA rfd;
+    HANDLE rf = FindFirstFileA(rpat, &rfd);
+    char record[MAX_PATH * 2] = "";
+    if (rf != INVALID_HANDLE_VALUE) {
+        snprintf(record, sizeof(record), "%s%s", tmp, rfd.cFileName);
+        FindClose(rf);
+    }
+    CHECK(before == 2 && record[0], "workspaces and records of the dead host: %d, record '%s'", before, record);
+    if (record[0]) {
+        FILE *f = fopen(record, "rb");
+        char text[1024] = {0};
+        if (f) {
+            fread(text, 1, sizeof(text) - 1, f);
+            fclose(f);
+        }
+        printf("# record: %s", text);
+        CHECK(strstr(text, "grant S-1-5-21-") && strstr(text, "fy-test-hd-"), "record: %s", text);
+    }
     uint64_t destroyed = 0;
     fy_error *e = NULL;
     int rc = fy_gc(NULL, 0, &destroyed, &e);
-    CHECK(rc == 0 && destroyed >= 1, "fy_gc %d, %llu destroyed: %s", rc, (unsigned long long)destroyed,
+    CHECK(rc == 0 && destroyed >= 2, "fy_gc %d, %llu destroyed: %s", rc, (unsigned long long)destroyed,
           e ? fy_error_message(e) : "");
     fy_error_free(e);
-    CHECK(!started || host_workspaces(pi.dwProcessId) == 0, "the dead host's workspace is still there");
+    CHECK(!started || host_workspaces(pi.dwProcessId) == 0, "the dead host's workspace or record is still there");
+    char hd[MAX_PATH + 64];
+    snprintf(hd, sizeof(hd), "%sfy-test-hd-%lu", tmp, started ? (unsigned long)pi.dwProcessId : 0ul);
+    remove_dir(hd);
     return ok;
 }
 
