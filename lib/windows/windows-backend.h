@@ -133,6 +133,9 @@ wchar_t *win_wide(const char *s);
  * "C:\\dir\\sub"; other paths keep their form, with '\\' separators. */
 char *win_host_path_utf8(const char *path);
 wchar_t *win_host_path(const char *path);
+/* Whether a file name is one Windows takes for a device (CON, NUL, COM1,
+ * also with an extension) or alters (a trailing dot or space, "." and ".."). */
+bool win_name_is_reserved(const char *name);
 /* Quotes one argument by the MSVCRT rules into sb (UTF-8). */
 void win_quote_arg(struct strbuf *sb, const char *arg);
 

@@ -100,6 +100,21 @@ const char *win_describe(const void *plan) {
     return wp->describe_json ? wp->describe_json : "{}";
 }
 
+/* A file name Windows takes for a device or changes (CON, NUL, COM1.txt,
+ * a trailing dot): a secret written there would go to the console, be
+ * lost, or land under another name. */
+bool win_name_is_reserved(const char *name) {
+    size_t n = strlen(name), base = strcspn(name, ".");
+    if (n == 0 || name[n - 1] == '.' || name[n - 1] == ' ' || !strcmp(name, ".") || !strcmp(name, ".."))
+        return true;
+    static const char *const dev[] = {"CON", "PRN", "AUX", "NUL"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(dev); i++)
+        if (base == 3 && !_strnicmp(name, dev[i], 3))
+            return true;
+    return base == 4 && (!_strnicmp(name, "COM", 3) || !_strnicmp(name, "LPT", 3)) && name[3] >= '0' &&
+           name[3] <= '9';
+}
+
 static int unsupported(fy_error **reterr, uint32_t step, const char *loc, const char *what) {
     return err_set(reterr, FY_E_UNSUPPORTED, step, 0, loc, "%s", what);
 }
@@ -224,6 +239,11 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
     }
     for (size_t i = 0; i < np->nsecrets; i++) {
         const struct plan_secret *s = &np->secrets[i];
+        if (s->delivery == FY_SECRET_FILE && win_name_is_reserved(s->target)) {
+            r = err_set(reterr, FY_E_POLICY, FY_STEP_SECRET, 0, "$.secrets",
+                        "secret %s: %s is a device or altered name on Windows, not a file name", s->name, s->target);
+            goto fail;
+        }
         if (s->delivery == FY_SECRET_FILE)
             wp->file_secrets++;
         if (s->delivery != FY_SECRET_ENV)

@@ -1192,6 +1192,7 @@ static void release(struct wx *x, bool kill) {
         free(s->buf);
         s->buf = NULL;
     }
+    close_h(&x->child_std[0]); /* a writer blocked on a pipe nobody reads: broken now */
     if (x->secret_thread) { /* blocked only while the workload does not read */
         if (WaitForSingleObject(x->secret_thread, 0) != WAIT_OBJECT_0) {
             CancelSynchronousIo(x->secret_thread);

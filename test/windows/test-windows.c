@@ -1131,6 +1131,30 @@ static bool t_secrets(void) {
     CHECK(run_args(&r, "count", big_stdin_secret), "run: %s", r.error);
     CHECK(!strncmp(r.out.buf, "count 300000", 12), "a 300000-byte stdin secret: '%s'", r.out.buf);
     run_free(&r);
+    /* A program that cannot be started with a stdin secret larger than the
+     * pipe: the writer does not hold the attempt. */
+    CHECK(policy_new(&r), "policy");
+    big_stdin_secret(r.policy);
+    const char *nf[] = {"no-such-program-forgeyard.exe", NULL};
+    fy_error *e = NULL;
+    DWORD t0 = GetTickCount();
+    if (fy_prepare(r.policy, caps, nf, &r.pr, &e) == 0 && start(&r) && wait_end(&r))
+        CHECK(fy_result_outcome(r.res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE, "outcome %d", fy_result_outcome(r.res));
+    else
+        CHECK(0, "run: %s", r.error);
+    fy_error_free(e);
+    run_free(&r);
+    CHECK(GetTickCount() - t0 < 3000, "a missing program with a stdin secret took %lu ms", GetTickCount() - t0);
+    /* Windows' device names are refused as secret file names (CON would
+     * write the secret to the host's console). */
+    static const char *const bad[] = {"CON", "nul.txt", "com1", "LPT9.log", "aux"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK(policy_new(&r), "policy");
+        fy_policy_add_secret(r.policy, "d", FY_SECRET_FILE, bad[i], "x", 1, NULL);
+        CHECK(!prepare(&r, "exit 0") && r.rc == FY_E_POLICY && strstr(r.error, "device"), "%s: rc %d %s", bad[i], r.rc,
+              r.error);
+        run_free(&r);
+    }
     /* A workload that never reads its stdin does not hang the attempt. */
     CHECK(run_args(&r, "exit 0", big_stdin_secret), "run (unread stdin): %s", r.error);
     CHECK(r.res && fy_result_outcome(r.res) == FY_OUTCOME_SUCCEEDED, "outcome %d", r.res ? fy_result_outcome(r.res) : -1);
