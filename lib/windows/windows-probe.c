@@ -484,6 +484,10 @@ static int probe_appcontainer(fy_caps *c) {
                         (unsigned long)e);
         return r < 0 ? r : verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no AppContainer profile could be made");
     }
+    /* As the backend launches: a restricted token (the attempt's), from
+     * which Windows makes the container's token. */
+    void *rtok = NULL, *rsid = NULL;
+    e = win_restricted_token(&rtok, &rsid, 0);
     wchar_t app[MAX_PATH + 16], cmd[] = L"cmd.exe /c exit 0";
     UINT n = GetSystemDirectoryW(app, MAX_PATH);
     if (n && n < MAX_PATH)
@@ -498,12 +502,12 @@ static int probe_appcontainer(fy_caps *c) {
     memset(&si, 0, sizeof(si));
     si.StartupInfo.cb = sizeof(si);
     bool made = false;
-    if (al && InitializeProcThreadAttributeList(al, 1, 0, &asz)) {
+    if (!e && al && InitializeProcThreadAttributeList(al, 1, 0, &asz)) {
         e = win_ac_attribute(al, &sc, sid);
         si.lpAttributeList = al;
-        made = !e && CreateProcessW(app, cmd, NULL, NULL, FALSE,
-                                    CREATE_SUSPENDED | CREATE_NO_WINDOW | EXTENDED_STARTUPINFO_PRESENT, NULL, NULL,
-                                    &si.StartupInfo, &pi);
+        made = !e && CreateProcessAsUserW(rtok, app, cmd, NULL, NULL, FALSE,
+                                          CREATE_SUSPENDED | CREATE_NO_WINDOW | EXTENDED_STARTUPINFO_PRESENT, NULL,
+                                          NULL, &si.StartupInfo, &pi);
         if (!e && !made)
             e = GetLastError();
         DeleteProcThreadAttributeList(al);
@@ -525,7 +529,15 @@ static int probe_appcontainer(fy_caps *c) {
             unsigned long long t = util_now_usec();
             _snwprintf(outside, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-o", tmp, (unsigned long)GetCurrentProcessId(), t);
             _snwprintf(inside, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-i", tmp, (unsigned long)GetCurrentProcessId(), t);
-            DWORD e1 = win_make_private_dir(outside, NULL, 0), e2 = win_make_private_dir(inside, sid, 0);
+            /* Both granted to the attempt's SID and labelled low (what the
+             * restricted token and the container's low integrity need);
+             * only the second to the container's SID: the difference is
+             * the container's own check. */
+            DWORD e1 = win_make_private_dir(outside, rsid, SECURITY_MANDATORY_LOW_RID),
+                  e2 = win_make_private_dir(inside, rsid, SECURITY_MANDATORY_LOW_RID);
+            struct win_grant g = {.path = inside, .writable = true};
+            if (!e2)
+                e2 = win_grant(&g, sid, 0);
             denied = e1 ? e1 : write_as(tok, outside);
             allowed = e2 ? e2 : write_as(tok, inside);
             win_remove_tree(outside);
@@ -558,6 +570,9 @@ static int probe_appcontainer(fy_caps *c) {
     win_ac_delete(&api, name);
     FreeSid(sid);
     win_ac_unload(&api);
+    if (rtok)
+        CloseHandle(rtok);
+    LocalFree(rsid);
     return r;
 }
 

@@ -768,8 +768,12 @@ int win_start(fy_handle *h, fy_error **reterr) {
      * integrity is enforced a label that cannot be set ends the start;
      * where it is only requested (Wine refuses labels: error 5) it is
      * said in the record. */
-    bool low_enforced = wp->want_low && np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED;
-    if (want_rid && (x->label_err = win_set_label(x->workspace, want_rid)) && low_enforced)
+    /* An AppContainer's token is always at low integrity: its workspace
+     * and writable directories need the low label too. */
+    bool low_enforced = (wp->want_low && np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED) ||
+                        wp->appcontainer;
+    unsigned long label_rid = want_rid || wp->appcontainer ? SECURITY_MANDATORY_LOW_RID : 0;
+    if (label_rid && (x->label_err = win_set_label(x->workspace, label_rid)) && low_enforced)
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, x->label_err, "labelling the workspace low");
     wchar_t sub[MAX_PATH + 8];
     _snwprintf(sub, MAX_PATH + 8, L"%ls\\tmp", x->workspace);
@@ -797,7 +801,7 @@ int win_start(fy_handle *h, fy_error **reterr) {
         if ((e = win_ac_create(&x->ac, x->ac_name, &x->ac_sid)))
             return fail(h, x, reterr, FY_E_INFRA, FY_STEP_NETNS, e, "CreateAppContainerProfile");
     }
-    if ((e = grant_host_paths(h, x, want_rid)))
+    if ((e = grant_host_paths(h, x, label_rid)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "giving the attempt access to its host directories");
     for (size_t i = 0; i < x->ngrants; i++)
         if (x->grants[i].label_err && low_enforced)
