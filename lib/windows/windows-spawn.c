@@ -329,7 +329,6 @@ static HANDLE inheritable_dup(HANDLE src) {
     return d;
 }
 
-/* The child's end of stream i (inheritable), and the host's side. */
 /* The stdin secret, written by a thread of its own (a pipe's buffer is
  * not the secret's size), then its end closed: end of file. */
 static DWORD WINAPI secret_writer(LPVOID arg) {
@@ -347,6 +346,7 @@ static DWORD WINAPI secret_writer(LPVOID arg) {
     return 0;
 }
 
+/* The child's end of stream i (inheritable), and the host's side. */
 static DWORD make_stdio(fy_handle *h, struct wx *x, int i) {
     const struct plan_stdio *ps = &neutral(h)->stdio[i];
     SECURITY_ATTRIBUTES inherit = {sizeof(inherit), NULL, TRUE};
@@ -487,7 +487,7 @@ static void setup_failure(struct wx *x, uint32_t step, DWORD e, char *detail) {
     x->setup_detail = detail;
 }
 
-/* Secret files: <workspace>\\secrets, a directory whose protected DACL
+/* Secret files: <workspace>\secrets, a directory whose protected DACL
  * gives the caller full control and the attempt's SID (and its
  * AppContainer's) read and list only, inherited by the files written in
  * it before the workload runs. 0 or a Win32 error. */
@@ -536,7 +536,6 @@ static uint64_t remove_secret_files(struct wx *x) {
     if (!x->secrets_dir)
         return 0;
     uint64_t left = 0;
-    size_t n = wcslen(x->secrets_dir);
     wchar_t pat[MAX_PATH + 300], path[MAX_PATH + 300];
     _snwprintf(pat, FY_ARRAY_SIZE(pat), L"%ls\\*", x->secrets_dir);
     pat[FY_ARRAY_SIZE(pat) - 1] = 0;
@@ -568,7 +567,6 @@ static uint64_t remove_secret_files(struct wx *x) {
     }
     if (!RemoveDirectoryW(x->secrets_dir) && GetLastError() != ERROR_FILE_NOT_FOUND && !left)
         left++;
-    (void)n;
     if (GetFileAttributesW(x->secrets_dir) == INVALID_FILE_ATTRIBUTES && !left) {
         free(x->secrets_dir);
         x->secrets_dir = NULL;
@@ -602,6 +600,11 @@ static void record_grant(struct wx *x, const wchar_t *path, void *sid, bool labe
     free(p);
 }
 
+/* The roles of the host paths an attempt is granted. */
+static bool granted_role(uint32_t role) {
+    return role == PR_SOURCE || role == PR_BUILD || role == PR_OUTPUT || role == PR_TOOLCHAIN || role == PR_BIND;
+}
+
 /* The plan's host paths (source, build, output, toolchains, binds): an
  * explicit ACE for the attempt's SID on each, writable or read-only as the
  * plan says, for the attempt's duration. The runtime paths of a Linux
@@ -632,12 +635,8 @@ static DWORD grant_host_paths(fy_handle *h, struct wx *x, unsigned long label_ri
         if (!sid)
             break;
         const struct plan_entry *en = &np->entries[i];
-        if (en->kind != PE_HOST || !en->host)
+        if (en->kind != PE_HOST || !en->host || !granted_role(en->role))
             continue;
-        switch (en->role) {
-        case PR_SOURCE: case PR_BUILD: case PR_OUTPUT: case PR_TOOLCHAIN: case PR_BIND: break;
-        default: continue;
-        }
         struct win_grant *g = &x->grants[x->ngrants];
         if (!(g->path = win_host_path(en->host)))
             return ERROR_NOT_ENOUGH_MEMORY;
@@ -764,12 +763,10 @@ int win_start(fy_handle *h, fy_error **reterr) {
     if ((e = win_make_private_dir(x->workspace, x->sid, 0)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "creating the attempt's workspace");
     x->have_workspace = true;
-    /* A low-integrity workload writes only below a low label. Where low
-     * integrity is enforced a label that cannot be set ends the start;
-     * where it is only requested (Wine refuses labels: error 5) it is
-     * said in the record. */
-    /* An AppContainer's token is always at low integrity: its workspace
-     * and writable directories need the low label too. */
+    /* A low-integrity workload writes only below a low label (and an
+     * AppContainer's token is always at low integrity). Where low integrity
+     * is enforced a label that cannot be set ends the start; where it is
+     * only requested (Wine refuses labels: error 5) the record says so. */
     bool low_enforced = (wp->want_low && np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED) ||
                         wp->appcontainer;
     unsigned long label_rid = want_rid || wp->appcontainer ? SECURITY_MANDATORY_LOW_RID : 0;
@@ -782,10 +779,7 @@ int win_start(fy_handle *h, fy_error **reterr) {
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(), "creating the workspace's tmp");
     bool outside = wp->appcontainer;
     for (size_t i = 0; i < np->nentries && !outside; i++)
-        outside = np->entries[i].kind == PE_HOST &&
-                  (np->entries[i].role == PR_SOURCE || np->entries[i].role == PR_BUILD ||
-                   np->entries[i].role == PR_OUTPUT || np->entries[i].role == PR_TOOLCHAIN ||
-                   np->entries[i].role == PR_BIND);
+        outside = np->entries[i].kind == PE_HOST && granted_role(np->entries[i].role);
     if (outside && !(x->record = win_record_open(x->workspace)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(),
                     "the attempt's record of what it changes outside its workspace");
@@ -841,7 +835,7 @@ int win_start(fy_handle *h, fy_error **reterr) {
         "integrity", "requested", wp->want_low ? "low" : "unchanged", "read_back", rid_name,
         "state", !wp->want_low ? "off"
                  : np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED ? WIN_ENFORCED : WIN_UNVERIFIED,
-        "workspace_label", !wp->want_low ? "none" : x->label_err ? label_text : "low");
+        "workspace_label", !label_rid ? "none" : x->label_err ? label_text : "low");
 
     if (!wp->app) {
         setup_failure(x, FY_STEP_EXEC, ERROR_FILE_NOT_FOUND,
@@ -1045,7 +1039,8 @@ static void finish(fy_handle *h, struct wx *x) {
         json_object_set_new(x->iso, "secrets", json_pack("{sI sI sb ss}", "files", (json_int_t)x->secret_files,
                                                          "files_left", (json_int_t)secrets_left, "stdin",
                                                          x->stdin_secret != NULL, "files_acl",
-                                                         "the caller: full control; the attempt: read only"));
+                                                         "set: the caller full control, the attempt read and list "
+                                                         "only (enforced where workspace-acl is)"));
     if (x->have_workspace) {
         rep.left[FY_LEFT_FILES] += win_remove_tree(x->workspace) < 0 ? 1 : 0;
         x->have_workspace = GetFileAttributesW(x->workspace) != INVALID_FILE_ATTRIBUTES;

@@ -1327,6 +1327,15 @@ static unsigned long count_handles(void) {
     return n;
 }
 
+static char leak_build[MAX_PATH];
+/* The paths with handles of their own: a secret file, a stdin secret (its
+ * writer thread), a build directory (its ACE and the record). */
+static void leak_extras(fy_policy *p) {
+    fy_policy_add_secret(p, "f", FY_SECRET_FILE, "f.txt", "v", 1, NULL);
+    fy_policy_add_secret(p, "i", FY_SECRET_STDIN, NULL, "w", 1, NULL);
+    fy_policy_set_build(p, leak_build, NULL);
+}
+
 /* Attempts leak no handle, thread or workspace of the host's. */
 static bool t_no_leaks(void) {
     bool ok = true;
@@ -1335,15 +1344,22 @@ static bool t_no_leaks(void) {
      * their own from their first use on (a constant, not per attempt). */
     CHECK(run_args(&r, "print x y", one_second), "warm-up: %s", r.error);
     run_free(&r);
+    char bwin[MAX_PATH];
+    CHECK(open_dir("leak", bwin, sizeof(bwin), leak_build, sizeof(leak_build)), "build dir");
+    CHECK(run_args(&r, "cat", leak_extras), "warm-up with extras: %s", r.error);
+    run_free(&r);
     unsigned long before = count_handles(), after;
     for (int i = 0; i < LEAK_N; i++) {
-        CHECK(run_args(&r, i % 2 ? "print x y" : "exit 3", i % 4 == 1 ? one_second : NULL), "run %d: %s", i, r.error);
+        CHECK(run_args(&r, i % 2 ? "print x y" : i % 4 == 2 ? "cat" : "exit 3",
+                       i % 4 == 1 ? one_second : i % 4 == 2 ? leak_extras : NULL), "run %d: %s", i, r.error);
         run_free(&r);
     }
     after = count_handles();
     printf("# handles: %lu before, %lu after\n", before, after);
     CHECK(after <= before, "handles: %lu before, %lu after 20 attempts", (unsigned long)before, (unsigned long)after);
-    CHECK(host_workspaces(GetCurrentProcessId()) == 0, "workspaces left: %d", host_workspaces(GetCurrentProcessId()));
+    CHECK(host_workspaces(GetCurrentProcessId()) == 0, "workspaces (or records) left: %d",
+          host_workspaces(GetCurrentProcessId()));
+    remove_dir(bwin);
     return ok;
 }
 
