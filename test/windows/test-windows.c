@@ -1011,6 +1011,23 @@ static bool t_host_acl(void) {
     return ok;
 }
 
+/* A scheduler's OSFamily is matched against this host: Windows here. */
+static bool t_platform(void) {
+    bool ok = true;
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    CHECK(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL) == 0, "policy");
+    CHECK(fy_policy_set_platform_property(p, "OSFamily", "Windows", &e) == 0, "OSFamily=Windows refused: %s",
+          e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    e = NULL;
+    CHECK(fy_policy_set_platform_property(p, "OSFamily", "linux", &e) == FY_E_UNSUPPORTED, "OSFamily=linux accepted");
+    CHECK(e && strstr(fy_error_message(e), "Windows"), "%s", e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    fy_policy_free(p);
+    return ok;
+}
+
 static bool t_not_found(void) {
     bool ok = true;
     struct run r;
@@ -1540,6 +1557,7 @@ int main(int argc, char **argv) {
         {"a required unverified limit is refused", t_required_unverified},
         {"network deny and restricted are refused", t_network_refused},
         {"a missing program is a typed setup failure", t_not_found},
+        {"the OSFamily platform property is this host's", t_platform},
         {"low integrity: required refused where unverified, preferred applied", t_low_integrity},
         {"host directories ACL'd to the attempt and back", t_host_acl},
         {"the workspace is private and removed", t_workspace},
