@@ -131,6 +131,15 @@ unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid)
     DWORD e = GetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd);
     if (e)
         return e;
+    if (!dacl) {
+        /* No DACL at all: everyone may do everything already. An ACE
+         * added to it would make a DACL that lets only the attempt in (and
+         * nobody once it is removed): left alone. */
+        LocalFree(sd);
+        g->read_back = true;
+        g->no_dacl = true;
+        goto label;
+    }
     EXPLICIT_ACCESS_W ea = {0};
     ea.grfAccessPermissions = g->writable ? GRANT_RW : GRANT_RO;
     ea.grfAccessMode = GRANT_ACCESS;
@@ -152,6 +161,7 @@ unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid)
     unsigned long mask = 0;
     g->read_back = win_sid_aces(g->path, sid, &mask) >= 1 &&
                    (mask & ea.grfAccessPermissions) == ea.grfAccessPermissions;
+label:
     /* A low-integrity workload writes only below a low label: the old
      * label is kept, to be put back at the end. */
     if (g->writable && label_rid) {
@@ -179,7 +189,9 @@ unsigned long win_revoke(struct win_grant *g, void *sid) {
     PACL dacl = NULL, nacl = NULL;
     PSECURITY_DESCRIPTOR sd = NULL;
     DWORD e2 = GetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd);
-    if (!e2) {
+    if (!e2 && !dacl) { /* no DACL: nothing names the attempt (and an empty one would lock everyone out) */
+        LocalFree(sd);
+    } else if (!e2) {
         /* A copy without the attempt's explicit ACEs (inherited copies are
          * recomputed from the parent by SetNamedSecurityInfo). */
         ACL_SIZE_INFORMATION si = {0};
@@ -191,8 +203,10 @@ unsigned long win_revoke(struct win_grant *g, void *sid) {
             e2 = nacl ? GetLastError() : ERROR_NOT_ENOUGH_MEMORY;
         for (DWORD i = 0; !e2 && dacl && i < dacl->AceCount; i++) {
             ACE_HEADER *a = NULL;
-            if (!GetAce(dacl, i, (void **)&a))
-                continue;
+            if (!GetAce(dacl, i, (void **)&a)) { /* never drop an ACE of someone else's unread */
+                e2 = GetLastError() ? GetLastError() : ERROR_INVALID_ACL;
+                break;
+            }
             PSID s = ace_sid(a);
             if (s && EqualSid(s, sid) && !(a->AceFlags & INHERITED_ACE))
                 continue;

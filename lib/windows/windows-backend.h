@@ -74,6 +74,7 @@ struct win_grant {
     uint32_t role;          /* PR_* */
     bool writable, granted, relabelled;
     bool read_back;         /* the ACE was read back after it was set */
+    bool no_dacl;           /* the path had no DACL (open to all): left alone */
     unsigned long old_label;
     unsigned long label_err; /* the low label could not be set (0: set or not asked) */
 };
