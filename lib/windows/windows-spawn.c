@@ -1166,7 +1166,25 @@ uint64_t win_next_deadline(fy_handle *h) {
 
 /* ---- the end ---- */
 
+/* Waits for a thread of the attempt (ms, then cancelling its synchronous
+ * I/O, ms again); true, with its handle closed, once it ended. A thread
+ * that is still alive keeps its handle, and release() then keeps the
+ * memory it may touch (a leak on a pathological path, never a use after
+ * free). */
+static bool joined(HANDLE *thread, DWORD ms) {
+    if (!*thread)
+        return true;
+    if (WaitForSingleObject(*thread, ms) != WAIT_OBJECT_0) {
+        CancelSynchronousIo(*thread);
+        if (WaitForSingleObject(*thread, ms) != WAIT_OBJECT_0)
+            return false;
+    }
+    close_h(thread);
+    return true;
+}
+
 static void release(struct wx *x, bool kill) {
+    bool alive = false; /* a thread of ours did not end: x stays */
     if (kill)
         kill_tree(x);
     if (x->lock_ready) {
@@ -1179,26 +1197,18 @@ static void release(struct wx *x, bool kill) {
         WaitForSingleObject(x->process, 5000);
     for (int i = 1; i < 3; i++) {
         struct wstream *s = &x->out[i];
-        if (s->thread) {
-            if (WaitForSingleObject(s->thread, 5000) != WAIT_OBJECT_0) {
-                CancelSynchronousIo(s->thread);
-                WaitForSingleObject(s->thread, 5000);
-            }
-            close_h(&s->thread);
+        close_h(&s->spool);
+        if (!joined(&s->thread, 5000)) {
+            alive = true; /* its pipe and buffer stay with it */
+            continue;
         }
         close_h(&s->rd);
-        close_h(&s->spool);
         free(s->buf);
         s->buf = NULL;
     }
     close_h(&x->child_std[0]); /* a writer blocked on a pipe nobody reads: broken now */
-    if (x->secret_thread) { /* blocked only while the workload does not read */
-        if (WaitForSingleObject(x->secret_thread, 0) != WAIT_OBJECT_0) {
-            CancelSynchronousIo(x->secret_thread);
-            WaitForSingleObject(x->secret_thread, 5000);
-        }
-        close_h(&x->secret_thread); /* (it closed its end of the pipe itself) */
-    }
+    /* (the writer closes its end of the pipe itself) */
+    alive |= !joined(&x->secret_thread, 5000);
     remove_secret_files(x);
     free(x->secrets_dir);
     x->secrets_dir = NULL;
@@ -1213,8 +1223,10 @@ static void release(struct wx *x, bool kill) {
     x->cancel_wait = NULL;
     if (x->monitor) {
         PostQueuedCompletionStatus(x->iocp, 0, KEY_QUIT, NULL);
-        WaitForSingleObject(x->monitor, 5000);
-        close_h(&x->monitor);
+        if (WaitForSingleObject(x->monitor, 5000) == WAIT_OBJECT_0)
+            close_h(&x->monitor);
+        else
+            alive = true;
     }
     for (int i = 0; i < 3; i++) {
         close_h(&x->child_std[i]);
@@ -1224,9 +1236,11 @@ static void release(struct wx *x, bool kill) {
     }
     close_h(&x->process);
     close_h(&x->job); /* kill on close: the last word, whatever happened before */
-    close_h(&x->iocp);
+    if (!alive) { /* (a live thread still waits on the port or sets the event) */
+        close_h(&x->iocp);
+        close_h(&x->work);
+    }
     close_h(&x->token);
-    close_h(&x->work);
     if (x->have_workspace)
         win_remove_tree(x->workspace);
     undo_outside(x);
@@ -1239,7 +1253,11 @@ static void release(struct wx *x, bool kill) {
     LocalFree(x->sid);
     free(x->setup_detail);
     json_decref(x->iso);
+    x->iso = NULL;
     free(x->lim_json);
+    x->lim_json = NULL;
+    if (alive)
+        return; /* x, its lock, port and event stay for the thread that did not end */
     if (x->lock_ready)
         DeleteCriticalSection(&x->lock);
     free(x);
