@@ -32,6 +32,7 @@ const char *const control_keys[FY_CONTROL_MAX_ + 1] = {
     [FY_CONTROL_IO_LIMIT] = "io-limit", [FY_CONTROL_UID_RANGE] = "uid-range",
     [FY_CONTROL_HW_VIRT] = "hardware-virtualization", [FY_CONTROL_DEVICES] = "devices",
     [FY_CONTROL_COLD_BOOT] = "cold-boot",
+    [FY_CONTROL_LOW_INTEGRITY] = "low-integrity",
 };
 NAME_FN(control_key, control_keys)
 

@@ -64,8 +64,11 @@ int fy_policy_set_platform_property(fy_policy *p, const char *k, const char *v, 
         return err_set(reterr, FY_E_INVAL, FY_STEP_SELECT, 0, NULL, "policy, name or value is NULL");
     FY_CHECK_ORIGIN(p);
     if (strcmp(k, "OSFamily") == 0) {
-        if (strcasecmp(v, "linux") != 0)
-            return unsupported(reterr, k, "this host runs Linux, not \"%s\"", v);
+        /* The host's own system ("Linux"; "Windows" in the Windows build,
+         * lib/sys/windows/sys/utsname.h), never a name fixed at build. */
+        struct utsname u;
+        if (uname(&u) < 0 || strcasecmp(v, u.sysname) != 0)
+            return unsupported(reterr, k, "this host runs %s, not \"%s\"", uname(&u) < 0 ? "?" : u.sysname, v);
     } else if (strcmp(k, "ISA") == 0) {
         if (!isa_matches(v))
             return unsupported(reterr, k, "this host's instruction set is not \"%s\"", v);

@@ -571,6 +571,8 @@ static int validate_isolation(const fy_policy *p, const json_t *doc, fy_error **
                    level_names[p->preferred_level], level_names[p->min_level]);
     char loc[64];
     for (uint32_t c = 1; c <= FY_CONTROL_MAX_; c++) {
+        if (!control_keys[c])
+            continue; /* a number that names no control (never set: fy_policy_set_control refuses it) */
         snprintf(loc, sizeof(loc), "$.isolation.controls.%s", control_key(c));
         if (p->control[c] > FY_MODE_REQUIRE)
             return bad(reterr, loc, "unknown mode");

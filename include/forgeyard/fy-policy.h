@@ -35,7 +35,11 @@
                                         whenever a device is leased (fy_policy_add_device) */
 #define FY_CONTROL_COLD_BOOT     19  /* 0.2: a fresh guest kernel booted for every attempt, never a
                                         restored template; only a VM backend can enforce it */
-#define FY_CONTROL_MAX_          19  /* not a control (numbers without a name are not controls) */
+#define FY_CONTROL_LOW_INTEGRITY 20  /* 0.2: the workload runs at low mandatory integrity (Windows'
+                                        integrity levels): it cannot write an object labelled medium
+                                        or higher, whatever that object's ACL grants; only the
+                                        windows-job backend can enforce it */
+#define FY_CONTROL_MAX_          20  /* not a control (17 and 18 are not controls either) */
 
 #define FY_MODE_OFF      0
 #define FY_MODE_PREFER   1

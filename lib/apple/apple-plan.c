@@ -48,6 +48,7 @@ const uint8_t apple_control_how[FY_CONTROL_MAX_ + 1] = {
     [FY_CONTROL_HW_VIRT] = AH_CONTROL,  /* Seatbelt runs no virtual machine */
     [FY_CONTROL_DEVICES] = AH_PROFILE,  /* the profile's literal device paths (PR_DEV, PR_DEVICE) */
     [FY_CONTROL_COLD_BOOT] = AH_CONTROL, /* Seatbelt boots no kernel */
+    [FY_CONTROL_LOW_INTEGRITY] = AH_CONTROL, /* Windows' integrity levels: refused by can_enforce */
 };
 
 uint8_t apple_kind_how(uint32_t kind) {
@@ -112,6 +113,9 @@ bool apple_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
         return false;
     case FY_CONTROL_COLD_BOOT:
         *why = "the Seatbelt backend boots no kernel of its own";
+        return false;
+    case FY_CONTROL_LOW_INTEGRITY:
+        *why = "a Windows mechanism (mandatory integrity levels): only the windows-job backend enforces it";
         return false;
     case FY_CONTROL_DEVICES:
         /* The kernel's list here is Seatbelt's: the deny-default profile

@@ -36,6 +36,9 @@ static bool common_enforce(const fy_caps *c, uint32_t control, const char **why)
     case FY_CONTROL_COLD_BOOT:
         *why = "a fresh kernel per attempt needs a virtual machine; the Linux backends share the host's";
         return false;
+    case FY_CONTROL_LOW_INTEGRITY:
+        *why = "a Windows mechanism (mandatory integrity levels): only the windows-job backend enforces it";
+        return false;
     default:
         *why = "unknown control";
         return false;

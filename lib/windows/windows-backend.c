@@ -34,6 +34,7 @@ static bool job_can_enforce(const fy_caps *c, uint32_t control, const char **why
     case FY_CONTROL_MEMORY_LIMIT: return verdict(c, WIN_R_MEMORY, why);
     case FY_CONTROL_PIDS_LIMIT: return verdict(c, WIN_R_PROCESSES, why);
     case FY_CONTROL_CPU_LIMIT: return verdict(c, WIN_R_CPU, why);
+    case FY_CONTROL_LOW_INTEGRITY: return verdict(c, WIN_R_INTEGRITY, why);
     case FY_CONTROL_IO_LIMIT:
         *why = "the windows-job backend sets no I/O limit";
         return false;
@@ -93,4 +94,7 @@ const struct fy_backend_family family_windows = {
     .probe = win_probe,
     .gc = win_gc,
     .backends = windows_backends,
+    .fingerprint = win_snapshot_fingerprint,
+    .snapshot_load = win_snapshot_load,
+    .snapshot_store = win_snapshot_store,
 };

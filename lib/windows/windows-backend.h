@@ -24,6 +24,7 @@
 #define WIN_R_TOKEN "report.windows.restricted-token"
 #define WIN_R_INTEGRITY "report.windows.integrity-level"
 #define WIN_R_ACL "report.windows.workspace-acl"
+#define WIN_R_HOST_ACL "report.windows.host-path-acl"
 #define WIN_R_APPCONTAINER "report.windows.appcontainer"
 #define WIN_R_NETWORK "report.windows.network"
 #define WIN_R_FILESYSTEM "report.windows.filesystem"
@@ -44,10 +45,70 @@ const char *win_wine_version(void);
  * attempt's SID is returned in *ret_sid (LocalFree). 0 or a Win32 error. */
 unsigned long win_restricted_token(void **ret_token, void **ret_sid, unsigned long integrity_rid);
 /* A directory whose DACL is protected (nothing inherited) and grants full
- * control to the caller, SYSTEM and sid only. 0 or a Win32 error. */
-unsigned long win_make_private_dir(const wchar_t *path, void *sid);
+ * control to the caller, SYSTEM and sid only; labelled at integrity
+ * label_rid (inherited below it) unless 0. 0 or a Win32 error. */
+unsigned long win_make_private_dir(const wchar_t *path, void *sid, unsigned long label_rid);
 /* Removes a directory tree (best effort); 0 when nothing is left. */
 int win_remove_tree(const wchar_t *path);
+
+/* windows-acl.c */
+/* The token's integrity rid (SECURITY_MANDATORY_*_RID). 0 or a Win32 error. */
+unsigned long win_token_integrity(void *token, unsigned long *rid);
+/* A no-write-up mandatory label of integrity rid on path, inherited below
+ * it; the label's rid read back (0: none). 0 or a Win32 error. */
+unsigned long win_set_label(const wchar_t *path, unsigned long rid);
+unsigned long win_label_of(const wchar_t *path, unsigned long *rid);
+/* How many access ACEs of path's DACL name sid (-1: unreadable); the
+ * rights they allow in *mask (may be NULL). */
+int win_sid_aces(const wchar_t *path, void *sid, unsigned long *mask);
+/* A host path of the plan ACL'd to the attempt's SID for its duration:
+ * read and execute, or also write and delete when writable (inherited by
+ * everything below a directory); a writable one is also labelled at
+ * label_rid when that is not 0 (a low-integrity workload), its old label
+ * kept (a label that cannot be set is said in label_err, not returned). win_revoke removes the attempt's ACEs and puts the label back,
+ * then reads the DACL back: 0 only when it names the SID no more. */
+struct win_grant {
+    wchar_t *path;
+    const char *target;     /* the plan's name for it (the policy path) */
+    void *sid;              /* whom it grants: the attempt's SID or its AppContainer's */
+    uint32_t role;          /* PR_* */
+    bool writable, granted, relabelled;
+    bool read_back;         /* the ACE was read back after it was set */
+    bool no_dacl;           /* the path had no DACL (open to all): left alone */
+    unsigned long old_label;
+    unsigned long label_err; /* the low label could not be set (0: set or not asked) */
+};
+unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid);
+unsigned long win_revoke(struct win_grant *g, void *sid);
+
+/* Whether path (a directory when want_dir) is the caller's own: owned by
+ * the caller's user SID, no reparse point, and no ACE that lets anyone but
+ * the caller, SYSTEM or Administrators write it. */
+bool win_callers_own(const wchar_t *path, bool want_dir);
+/* Removes path's mandatory label (an empty label list). 0 or a Win32 error. */
+unsigned long win_clear_label(const wchar_t *path);
+
+/* windows-record.c: what an attempt changed outside its workspace (ACEs
+ * on host paths, their old labels, its AppContainer profile), recorded
+ * before each change in <workspace>.acl, a file the caller's alone, so
+ * that fy_gc can take it back after a host died mid-attempt. */
+void *win_record_open(const wchar_t *workspace);
+void win_record_line(void *record, const char *fmt, ...) FY_PRINTF(2, 3);
+/* Closes it; deletes it when remove (everything was taken back). */
+void win_record_close(void **record, const wchar_t *workspace, bool remove);
+/* fy_gc: undoes what the record at path lists. 0 when all was undone. */
+int win_record_undo(const wchar_t *path);
+
+/* The secret files' directory: a protected DACL that gives the caller full
+ * control and sid (and ac_sid, when not NULL) read and list only,
+ * inherited by the files made in it. 0 or a Win32 error. */
+unsigned long win_make_secret_dir(const wchar_t *path, void *sid, void *ac_sid);
+
+/* windows-snapshot.c: persisted probe snapshots (the family's fingerprint,
+ * load and store; see backend.h). */
+int win_snapshot_fingerprint(struct strbuf *key);
+char *win_snapshot_load(const char *dir, const char *key, fy_error **reterr);
+int win_snapshot_store(const char *dir, const char *key, const char *snapshot);
 
 /* windows-plan.c */
 struct win_plan {
@@ -58,6 +119,9 @@ struct win_plan {
     wchar_t *cwd;        /* a host directory, or NULL: the attempt's workspace */
     uint64_t memory, pids, cpu_millis, output;
     bool want_memory, want_pids, want_cpu; /* asked (any mode) */
+    bool want_low;       /* low integrity asked (any mode) */
+    bool appcontainer;   /* run in a per-attempt AppContainer (network deny) */
+    size_t file_secrets; /* secrets delivered as files (FORGEYARD_SECRETS) */
     char *describe_json;
 };
 int win_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);
@@ -70,6 +134,9 @@ wchar_t *win_wide(const char *s);
  * "C:\\dir\\sub"; other paths keep their form, with '\\' separators. */
 char *win_host_path_utf8(const char *path);
 wchar_t *win_host_path(const char *path);
+/* Whether a file name is one Windows takes for a device (CON, NUL, COM1,
+ * also with an extension) or alters (a trailing dot or space, "." and ".."). */
+bool win_name_is_reserved(const char *name);
 /* Quotes one argument by the MSVCRT rules into sb (UTF-8). */
 void win_quote_arg(struct strbuf *sb, const char *arg);
 

@@ -100,6 +100,21 @@ const char *win_describe(const void *plan) {
     return wp->describe_json ? wp->describe_json : "{}";
 }
 
+/* A file name Windows takes for a device or changes (CON, NUL, COM1.txt,
+ * a trailing dot): a secret written there would go to the console, be
+ * lost, or land under another name. */
+bool win_name_is_reserved(const char *name) {
+    size_t n = strlen(name), base = strcspn(name, ".");
+    if (n == 0 || name[n - 1] == '.' || name[n - 1] == ' ' || !strcmp(name, ".") || !strcmp(name, ".."))
+        return true;
+    static const char *const dev[] = {"CON", "PRN", "AUX", "NUL"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(dev); i++)
+        if (base == 3 && !_strnicmp(name, dev[i], 3))
+            return true;
+    return base == 4 && (!_strnicmp(name, "COM", 3) || !_strnicmp(name, "LPT", 3)) && name[3] >= '0' &&
+           name[3] <= '9';
+}
+
 static int unsupported(fy_error **reterr, uint32_t step, const char *loc, const char *what) {
     return err_set(reterr, FY_E_UNSUPPORTED, step, 0, loc, "%s", what);
 }
@@ -148,10 +163,23 @@ static json_t *limit_json(bool want, uint64_t value, uint8_t state, const char *
 }
 
 int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr) {
-    if (np->net_mode != FY_NET_ALLOW)
+    /* Network deny is an AppContainer without capabilities, where the
+     * probe proved both the container and its missing network; restricted
+     * and fetch-only would need firewall rules: refused. */
+    bool appcontainer = false;
+    if (np->net_mode == FY_NET_DENY) {
+        const char *why = caps_fact(caps, WIN_R_NETWORK);
+        if (!win_verdict_enforced(caps, WIN_R_NETWORK) || !win_verdict_enforced(caps, WIN_R_APPCONTAINER))
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
+                           "network deny on Windows needs an AppContainer whose missing network the probe proved; "
+                           "network: %s", why ? why : "not probed");
+        appcontainer = true;
+    } else if (np->net_mode != FY_NET_ALLOW) {
         return unsupported(reterr, FY_STEP_NETNS, "$.network.mode",
-                           "the windows-job backend cannot restrict the network (that needs an AppContainer or a "
-                           "firewall rule, which it does not set up): only network mode allow runs on Windows");
+                           "the windows-job backend cannot restrict the network to destinations (that needs firewall "
+                           "rules, which it does not set up): only network modes allow and deny (an AppContainer) "
+                           "run on Windows");
+    }
     if (np->fake_root)
         return unsupported(reterr, FY_STEP_USERNS, "$.process.user", "fake-root has no meaning on Windows");
     if (np->pty == FY_DEVICES_PRIVATE)
@@ -162,10 +190,6 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
         return unsupported(reterr, FY_STEP_PREPARE, "$.resources.disk", "disk and file quotas are not enforced on Windows");
     if (np->limit[FY_LIMIT_IO_BPS] != FY_UNLIMITED)
         return unsupported(reterr, FY_STEP_PREPARE, "$.resources.io", "I/O limits are not enforced on Windows");
-    for (size_t i = 0; i < np->nsecrets; i++)
-        if (np->secrets[i].delivery != FY_SECRET_ENV)
-            return unsupported(reterr, FY_STEP_SECRET, "$.secrets",
-                               "only environment delivery of secrets is implemented on Windows");
     if (!np->argc)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "empty command");
 
@@ -173,6 +197,7 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
     if (!wp)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     int r = 0;
+    wp->appcontainer = appcontainer;
     /* Not found: the attempt ends as a setup failure (FY_STEP_EXEC), as
      * on Linux, where exec fails inside the sandbox. */
     wp->app = resolve_program(np->argv[0]);
@@ -214,6 +239,20 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
     }
     for (size_t i = 0; i < np->nsecrets; i++) {
         const struct plan_secret *s = &np->secrets[i];
+        if (s->delivery == FY_SECRET_FILE && win_name_is_reserved(s->target)) {
+            r = err_set(reterr, FY_E_POLICY, FY_STEP_SECRET, 0, "$.secrets",
+                        "secret %s: %s is a device or altered name on Windows, not a file name", s->name, s->target);
+            goto fail;
+        }
+        if (s->delivery == FY_SECRET_FILE)
+            wp->file_secrets++;
+        if (s->delivery != FY_SECRET_ENV)
+            continue; /* files and stdin: written at start (windows-spawn.c) */
+        if (memchr(s->value, 0, s->len)) {
+            r = err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, NULL,
+                        "secret %s contains a NUL byte and cannot be an environment variable", s->name);
+            goto fail;
+        }
         char *kv = malloc(strlen(s->target) + s->len + 2);
         if (!kv)
             goto oom;
@@ -263,18 +302,25 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
     wp->want_memory = wp->memory != FY_UNLIMITED && np->control_mode[FY_CONTROL_MEMORY_LIMIT] != FY_MODE_OFF;
     wp->want_pids = wp->pids != FY_UNLIMITED && np->control_mode[FY_CONTROL_PIDS_LIMIT] != FY_MODE_OFF;
     wp->want_cpu = wp->cpu_millis != FY_UNLIMITED && np->control_mode[FY_CONTROL_CPU_LIMIT] != FY_MODE_OFF;
+    /* Low integrity: applied whenever asked; enforced where the probe
+     * proved it (np->control), else labelled requested-unverified. */
+    wp->want_low = np->control_mode[FY_CONTROL_LOW_INTEGRITY] != FY_MODE_OFF;
 
     const char *tok = caps_fact(caps, WIN_R_TOKEN), *acl = caps_fact(caps, WIN_R_ACL);
-    json_t *iso = json_pack("{ss ss ss ss ss ss ss ss sb}",
+    const char *il = caps_fact(caps, WIN_R_INTEGRITY);
+    json_t *iso = json_pack("{ss ss ss ss ss ss ss ss sb ss}",
         "tree", "job object: kill on close, no breakaway, created suspended and assigned before it runs",
         "handles", "only the standard streams are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST)",
         "identity", tok ? tok : "not probed",
         "workspace", acl ? acl : "not probed",
-        "network", "host network (no AppContainer, no firewall rule)",
+        "network", appcontainer ? "none: an AppContainer without capabilities" : "host network (no firewall rule)",
         "filesystem", "host view with the restricted token's access (paths are not remapped)",
         "namespaces", "unavailable: Windows has none",
-        "appcontainer", "not used",
-        "impure", np->impure);
+        "appcontainer", appcontainer ? "a profile per attempt" : "not used",
+        "impure", np->impure,
+        "integrity", !wp->want_low ? "unchanged (the caller's)"
+                     : np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED ? "low (enforced)"
+                     : il ? il : "low (not probed)");
     json_t *lim = json_pack("{so so so ss}",
         "memory", limit_json(wp->want_memory, wp->memory, np->control[FY_CONTROL_MEMORY_LIMIT], "job memory limit"),
         "processes", limit_json(wp->want_pids, wp->pids, np->control[FY_CONTROL_PIDS_LIMIT], "job active-process limit"),

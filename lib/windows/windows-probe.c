@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <winsock2.h>
 #include <windows.h>
 
+#include "windows-appcontainer.h"
 #include "windows-backend.h"
 
 const char *win_wine_version(void) {
@@ -272,6 +274,57 @@ static DWORD write_as(HANDLE tok, const wchar_t *dir) {
     return e;
 }
 
+/* Low integrity (FY_CONTROL_LOW_INTEGRITY): a low-integrity restricted
+ * token must read back low, and, impersonated, must fail to write a
+ * directory that grants the attempt's SID full control but carries no
+ * label (medium, implicitly) while it can write one labelled low: the
+ * mandatory check, not the DACL, made the difference. */
+static int probe_integrity(fy_caps *c) {
+    void *tok = NULL, *sid = NULL;
+    DWORD e = win_restricted_token(&tok, &sid, SECURITY_MANDATORY_LOW_RID);
+    if (e)
+        return verdict(c, WIN_R_INTEGRITY, WIN_UNAVAILABLE, "a low-integrity token could not be made (error %lu)",
+                       (unsigned long)e);
+    unsigned long rid = 0;
+    win_token_integrity(tok, &rid);
+    wchar_t tmp[MAX_PATH], medium[MAX_PATH + 64], low[MAX_PATH + 64];
+    DWORD tl = GetTempPathW(MAX_PATH, tmp);
+    int r;
+    if (tl == 0 || tl > MAX_PATH - 64) {
+        r = verdict(c, WIN_R_INTEGRITY, WIN_UNAVAILABLE, "no temporary directory (error %lu)",
+                    (unsigned long)GetLastError());
+    } else {
+        unsigned long long t = util_now_usec();
+        _snwprintf(medium, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-m", tmp, (unsigned long)GetCurrentProcessId(), t);
+        _snwprintf(low, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-l", tmp, (unsigned long)GetCurrentProcessId(), t);
+        DWORD e1 = win_make_private_dir(medium, sid, 0), e2 = win_make_private_dir(low, sid, SECURITY_MANDATORY_LOW_RID);
+        unsigned long label = 0;
+        if (!e2)
+            win_label_of(low, &label);
+        DWORD up = e1 ? e1 : write_as(tok, medium), down = e2 ? e2 : write_as(tok, low);
+        win_remove_tree(medium);
+        win_remove_tree(low);
+        if (e1 || e2)
+            /* The token took the request; what it does cannot be checked. */
+            r = verdict(c, WIN_R_INTEGRITY, WIN_UNVERIFIED, "low integrity was set and the token reads back 0x%lx, "
+                        "but a directory could not be made or labelled low to check it (errors %lu, %lu)", rid,
+                        (unsigned long)e1, (unsigned long)e2);
+        else if (rid == SECURITY_MANDATORY_LOW_RID && label == SECURITY_MANDATORY_LOW_RID && up == ERROR_ACCESS_DENIED &&
+                 down == 0)
+            r = verdict(c, WIN_R_INTEGRITY, WIN_ENFORCED, "a low-integrity token reads back low; it cannot write a "
+                        "medium directory that grants it full control, and can write one labelled low");
+        else
+            r = verdict(c, WIN_R_INTEGRITY, WIN_UNVERIFIED, "low integrity was set, but the token reads back 0x%lx, "
+                        "a low label reads back 0x%lx, and under it a medium directory granting it full control %s "
+                        "(error %lu), a low one %s (error %lu)", rid, label,
+                        up ? "refused a write" : "took a write", (unsigned long)up,
+                        down ? "refused a write" : "took a write", (unsigned long)down);
+    }
+    CloseHandle(tok);
+    LocalFree(sid);
+    return r;
+}
+
 static int probe_token(fy_caps *c) {
     void *tok = NULL, *sid = NULL;
     DWORD e = win_restricted_token(&tok, &sid, 0);
@@ -292,7 +345,7 @@ static int probe_token(fy_caps *c) {
         unsigned long long t = util_now_usec();
         _snwprintf(mine, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-a", tmp, (unsigned long)GetCurrentProcessId(), t);
         _snwprintf(ws, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-b", tmp, (unsigned long)GetCurrentProcessId(), t);
-        DWORD e1 = win_make_private_dir(mine, NULL), e2 = win_make_private_dir(ws, sid);
+        DWORD e1 = win_make_private_dir(mine, NULL, 0), e2 = win_make_private_dir(ws, sid, 0);
         DWORD denied = e1 ? e1 : write_as(tok, mine), allowed = e2 ? e2 : write_as(tok, ws);
         if (!e1)
             win_remove_tree(mine);
@@ -324,37 +377,203 @@ static int probe_token(fy_caps *c) {
     if (r < 0)
         return r;
 
-    /* Integrity: a low-integrity token must read back low. */
-    tok = NULL;
-    sid = NULL;
-    e = win_restricted_token(&tok, &sid, SECURITY_MANDATORY_LOW_RID);
+    return probe_integrity(c);
+}
+
+/* Host paths ACL'd to an attempt: an ACE of a fresh SID granted on a
+ * directory reads back, lets the restricted token write there (the
+ * directory otherwise grants the caller only), and is gone, read back,
+ * after it is revoked, when the write fails again. */
+static int probe_host_acl(fy_caps *c) {
+    void *tok = NULL, *sid = NULL;
+    DWORD e = win_restricted_token(&tok, &sid, 0);
     if (e)
-        return verdict(c, WIN_R_INTEGRITY, WIN_UNAVAILABLE, "a low-integrity token could not be made (error %lu)",
-                       (unsigned long)e);
-    BYTE buf[256];
-    DWORD len = 0, rid = 0;
-    if (GetTokenInformation(tok, TokenIntegrityLevel, buf, sizeof(buf), &len)) {
-        PSID s = ((TOKEN_MANDATORY_LABEL *)buf)->Label.Sid;
-        rid = *GetSidSubAuthority(s, *GetSidSubAuthorityCount(s) - 1);
+        return verdict(c, WIN_R_HOST_ACL, WIN_UNAVAILABLE, "no restricted token (error %lu)", (unsigned long)e);
+    wchar_t tmp[MAX_PATH], dir[MAX_PATH + 64];
+    DWORD tl = GetTempPathW(MAX_PATH, tmp);
+    int r;
+    if (tl == 0 || tl > MAX_PATH - 64 ||
+        (_snwprintf(dir, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-h", tmp, (unsigned long)GetCurrentProcessId(),
+                    (unsigned long long)util_now_usec()),
+         (e = win_make_private_dir(dir, NULL, 0)))) {
+        r = verdict(c, WIN_R_HOST_ACL, WIN_UNAVAILABLE, "no directory to check it in (error %lu)",
+                    (unsigned long)(e ? e : GetLastError()));
+    } else {
+        struct win_grant g = {.path = dir, .writable = true};
+        DWORD ge = win_grant(&g, sid, 0);
+        DWORD during = ge ? ge : write_as(tok, dir);
+        DWORD re = win_revoke(&g, sid);
+        DWORD after = write_as(tok, dir);
+        int left = win_sid_aces(dir, sid, NULL);
+        win_remove_tree(dir);
+        if (ge || re)
+            r = verdict(c, WIN_R_HOST_ACL, WIN_UNAVAILABLE, "an ACE could not be %s (error %lu)",
+                        ge ? "granted" : "removed", (unsigned long)(ge ? ge : re));
+        else if (g.read_back && left == 0 && during == 0 && after == ERROR_ACCESS_DENIED)
+            r = verdict(c, WIN_R_HOST_ACL, WIN_ENFORCED, "an attempt's ACE reads back, lets the restricted token "
+                        "write a directory of the caller's, and is gone (read back) after it is removed");
+        else
+            r = verdict(c, WIN_R_HOST_ACL, WIN_UNVERIFIED, "the ACE was accepted but %s; under the restricted token "
+                        "the directory %s while granted (error %lu) and %s after (error %lu)",
+                        g.read_back ? "read back" : "does not read back (the DACL does not keep it)",
+                        during ? "refused a write" : "took a write", (unsigned long)during,
+                        after ? "refused a write" : "took a write", (unsigned long)after);
     }
     CloseHandle(tok);
     LocalFree(sid);
-    if (rid == SECURITY_MANDATORY_LOW_RID)
-        return verdict(c, WIN_R_INTEGRITY, WIN_ENFORCED, "a low-integrity token reads back low (not applied: no policy "
-                       "field asks for it yet)");
-    return verdict(c, WIN_R_INTEGRITY, WIN_UNVERIFIED, "setting low integrity succeeded but the token reads back "
-                   "0x%lx (not applied: no policy field asks for it yet)", (unsigned long)rid);
+    return r;
 }
 
+/* A loopback connection to a listener of ours: made as the caller, then
+ * under tok (impersonated). 0: connected; else the Winsock error. */
+static int connect_as(HANDLE tok, int *self_err) {
+    WSADATA wd;
+    if (WSAStartup(MAKEWORD(2, 2), &wd) != 0)
+        return *self_err = -1;
+    SOCKET l = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int alen = sizeof(a), r = -1;
+    *self_err = -1;
+    if (l != INVALID_SOCKET && bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(l, (struct sockaddr *)&a, &alen) == 0 && listen(l, 4) == 0) {
+        SOCKET s = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+        *self_err = s != INVALID_SOCKET && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : WSAGetLastError();
+        if (s != INVALID_SOCKET)
+            closesocket(s);
+        HANDLE imp = NULL;
+        if (DuplicateTokenEx(tok, TOKEN_IMPERSONATE | TOKEN_QUERY, NULL, SecurityImpersonation, TokenImpersonation,
+                             &imp) &&
+            SetThreadToken(NULL, imp)) {
+            s = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+            r = s != INVALID_SOCKET && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : WSAGetLastError();
+            if (s != INVALID_SOCKET)
+                closesocket(s);
+            RevertToSelf();
+        }
+        if (imp)
+            CloseHandle(imp);
+    }
+    if (l != INVALID_SOCKET)
+        closesocket(l);
+    WSACleanup();
+    return r;
+}
+
+/* AppContainer: a profile, a suspended child in it (its token must say
+ * AppContainer, of that SID, no capability), and under that token a
+ * directory not granted to the container refuses a write while one
+ * granted to it takes one; the network verdict: a loopback connection the
+ * caller can make is refused (WSAEACCES) under the container's token. */
 static int probe_appcontainer(fy_caps *c) {
-    HMODULE ue = LoadLibraryExW(L"userenv.dll", NULL, LOAD_LIBRARY_SEARCH_SYSTEM32);
-    FARPROC f = ue ? GetProcAddress(ue, "CreateAppContainerProfile") : NULL;
-    if (ue)
-        FreeLibrary(ue);
-    if (!f)
-        return verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "userenv.dll has no CreateAppContainerProfile");
-    return verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE,
-                   "the profile API is present, but this backend does not launch in an AppContainer yet");
+    struct win_ac_api api;
+    if (!win_ac_load(&api)) {
+        int r = verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "userenv.dll has no CreateAppContainerProfile");
+        return r < 0 ? r : verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no AppContainer: the workload has the host's "
+                                   "network, and network deny is refused");
+    }
+    wchar_t name[WIN_AC_NAME_MAX + 1];
+    void *sid = NULL;
+    win_ac_name(name, FY_ARRAY_SIZE(name), GetCurrentProcessId(), 0, util_now_usec());
+    DWORD e = win_ac_create(&api, name, &sid);
+    if (e) {
+        win_ac_unload(&api);
+        int r = verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "CreateAppContainerProfile failed (error %lu)",
+                        (unsigned long)e);
+        return r < 0 ? r : verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no AppContainer profile could be made");
+    }
+    /* As the backend launches: a restricted token (the attempt's), from
+     * which Windows makes the container's token. */
+    void *rtok = NULL, *rsid = NULL;
+    e = win_restricted_token(&rtok, &rsid, 0);
+    wchar_t app[MAX_PATH + 16], cmd[] = L"cmd.exe /c exit 0";
+    UINT n = GetSystemDirectoryW(app, MAX_PATH);
+    if (n && n < MAX_PATH)
+        wcscat(app, L"\\cmd.exe");
+    SIZE_T asz = 0;
+    InitializeProcThreadAttributeList(NULL, 1, 0, &asz);
+    LPPROC_THREAD_ATTRIBUTE_LIST al = malloc(asz);
+    SECURITY_CAPABILITIES sc;
+    PROCESS_INFORMATION pi;
+    memset(&pi, 0, sizeof(pi));
+    STARTUPINFOEXW si;
+    memset(&si, 0, sizeof(si));
+    si.StartupInfo.cb = sizeof(si);
+    bool made = false;
+    if (!e && al && InitializeProcThreadAttributeList(al, 1, 0, &asz)) {
+        e = win_ac_attribute(al, &sc, sid);
+        si.lpAttributeList = al;
+        made = !e && CreateProcessAsUserW(rtok, app, cmd, NULL, NULL, FALSE,
+                                          CREATE_SUSPENDED | CREATE_NO_WINDOW | EXTENDED_STARTUPINFO_PRESENT, NULL,
+                                          NULL, &si.StartupInfo, &pi);
+        if (!e && !made)
+            e = GetLastError();
+        DeleteProcThreadAttributeList(al);
+    }
+    free(al);
+    int r;
+    if (!made) {
+        r = verdict(c, WIN_R_APPCONTAINER, WIN_UNAVAILABLE, "no process could be created in a profile (error %lu)",
+                    (unsigned long)e);
+        if (r >= 0)
+            r = verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no process could be created in an AppContainer");
+    } else {
+        bool is = win_ac_token_is(pi.hProcess, sid);
+        HANDLE tok = NULL;
+        OpenProcessToken(pi.hProcess, TOKEN_DUPLICATE | TOKEN_QUERY, &tok);
+        wchar_t tmp[MAX_PATH], outside[MAX_PATH + 64], inside[MAX_PATH + 64];
+        DWORD tl = GetTempPathW(MAX_PATH, tmp), denied = 1, allowed = 1;
+        if (tok && tl && tl < MAX_PATH - 64) {
+            unsigned long long t = util_now_usec();
+            _snwprintf(outside, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-o", tmp, (unsigned long)GetCurrentProcessId(), t);
+            _snwprintf(inside, MAX_PATH + 64, L"%lsforgeyard-probe-%lu-%llu-i", tmp, (unsigned long)GetCurrentProcessId(), t);
+            /* Both granted to the attempt's SID and labelled low (what the
+             * restricted token and the container's low integrity need);
+             * only the second to the container's SID: the difference is
+             * the container's own check. */
+            DWORD e1 = win_make_private_dir(outside, rsid, SECURITY_MANDATORY_LOW_RID),
+                  e2 = win_make_private_dir(inside, rsid, SECURITY_MANDATORY_LOW_RID);
+            struct win_grant g = {.path = inside, .writable = true};
+            if (!e2)
+                e2 = win_grant(&g, sid, 0);
+            denied = e1 ? e1 : write_as(tok, outside);
+            allowed = e2 ? e2 : write_as(tok, inside);
+            win_remove_tree(outside);
+            win_remove_tree(inside);
+        }
+        int self_err = -1, net = tok ? connect_as(tok, &self_err) : -1;
+        if (tok)
+            CloseHandle(tok);
+        TerminateProcess(pi.hProcess, 0);
+        CloseHandle(pi.hThread);
+        CloseHandle(pi.hProcess);
+        if (is && denied == ERROR_ACCESS_DENIED && allowed == 0)
+            r = verdict(c, WIN_R_APPCONTAINER, WIN_ENFORCED, "a process in a per-attempt profile has its container's "
+                        "token, no capability, and writes only where the container SID is granted");
+        else
+            r = verdict(c, WIN_R_APPCONTAINER, WIN_UNVERIFIED, "a process was created in a profile, but its token %s "
+                        "and a directory not granted to it %s (error %lu), one granted %s (error %lu)",
+                        is ? "is the container's" : "is not the container's",
+                        denied ? "refused a write" : "took a write", (unsigned long)denied,
+                        allowed ? "refused a write" : "took a write", (unsigned long)allowed);
+        if (r >= 0) {
+            if (is && self_err == 0 && net == WSAEACCES)
+                r = verdict(c, WIN_R_NETWORK, WIN_ENFORCED, "deny through an AppContainer without capabilities: a "
+                            "loopback connection the host can make is refused under the container's token");
+            else
+                r = verdict(c, WIN_R_NETWORK, WIN_UNVERIFIED, "an AppContainer without capabilities should have no "
+                            "network, but the check saw: the host's connection %d, the container's %d", self_err, net);
+        }
+    }
+    win_ac_delete(&api, name);
+    FreeSid(sid);
+    win_ac_unload(&api);
+    if (rtok)
+        CloseHandle(rtok);
+    LocalFree(rsid);
+    return r;
 }
 
 static void host_facts(fy_caps *c) {
@@ -389,10 +608,9 @@ int win_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     if (r >= 0)
         r = probe_token(c);
     if (r >= 0)
-        r = probe_appcontainer(c);
+        r = probe_host_acl(c);
     if (r >= 0)
-        r = verdict(c, WIN_R_NETWORK, WIN_UNAVAILABLE, "no AppContainer or firewall rule: the workload has the host's "
-                    "network");
+        r = probe_appcontainer(c);
     if (r >= 0)
         r = verdict(c, WIN_R_FILESYSTEM, WIN_UNAVAILABLE, "the process level sees the host's files; writes are "
                     "limited only by the restricted token's access checks (restricted-token, workspace-acl)");

@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
+#include <sddl.h>
 
 #include <jansson.h>
 
+#include "windows-appcontainer.h"
 #include "windows-backend.h"
 
 #define KEY_JOB 1
@@ -67,7 +69,24 @@ struct wx {
     uint64_t t_job, t_ws, t_exec, t_exit, t_ended, t_eof;
     uint64_t output_bytes, output_cap, stream_bytes[3];
     bool truncated;
-    char *iso_json, *lim_json;
+    json_t *iso;        /* the isolation achieved, rendered at the end */
+    char *lim_json;
+    unsigned long integrity; /* the token's integrity rid, read back */
+    unsigned long label_err; /* labelling the workspace low failed (requested only) */
+    struct win_grant *grants; /* the plan's host paths ACL'd to the attempt */
+    size_t ngrants;
+    struct win_ac_api ac;     /* network deny: the AppContainer */
+    wchar_t ac_name[WIN_AC_NAME_MAX + 1];
+    void *ac_sid;             /* its SID (FreeSid); NULL: none */
+    SECURITY_CAPABILITIES ac_caps;
+    bool ac_deleted;
+    void *record;             /* <workspace>.acl: what fy_gc would take back */
+    /* Secrets: the files' directory (NULL: none), how many files were
+     * written; stdin's writer thread and its end of the pipe. */
+    wchar_t *secrets_dir;
+    size_t secret_files;
+    HANDLE secret_thread, secret_wr;
+    const struct plan_secret *stdin_secret;
 };
 
 
@@ -310,10 +329,41 @@ static HANDLE inheritable_dup(HANDLE src) {
     return d;
 }
 
+/* The stdin secret, written by a thread of its own (a pipe's buffer is
+ * not the secret's size), then its end closed: end of file. */
+static DWORD WINAPI secret_writer(LPVOID arg) {
+    struct wx *x = arg;
+    const unsigned char *p = x->stdin_secret->value;
+    size_t left = x->stdin_secret->len;
+    while (left) {
+        DWORD w = 0;
+        if (!WriteFile(x->secret_wr, p, left > 65536 ? 65536 : (DWORD)left, &w, NULL))
+            break; /* the workload closed its stdin, or the attempt ended */
+        p += w;
+        left -= w;
+    }
+    CloseHandle(x->secret_wr);
+    return 0;
+}
+
 /* The child's end of stream i (inheritable), and the host's side. */
 static DWORD make_stdio(fy_handle *h, struct wx *x, int i) {
     const struct plan_stdio *ps = &neutral(h)->stdio[i];
     SECURITY_ATTRIBUTES inherit = {sizeof(inherit), NULL, TRUE};
+    if (i == 0 && x->stdin_secret) {
+        HANDLE rd, wr;
+        if (!CreatePipe(&rd, &wr, &inherit, 0))
+            return GetLastError();
+        SetHandleInformation(wr, HANDLE_FLAG_INHERIT, 0);
+        x->child_std[0] = rd;
+        x->secret_wr = wr;
+        if (!(x->secret_thread = CreateThread(NULL, 0, secret_writer, x, 0, NULL))) {
+            DWORD e = GetLastError();
+            close_h(&x->secret_wr);
+            return e;
+        }
+        return 0;
+    }
     switch (ps->mode) {
     case FY_STDIO_FD:
         x->child_std[i] = inheritable_dup((HANDLE)_get_osfhandle(ps->fd));
@@ -366,19 +416,22 @@ static DWORD make_stdio(fy_handle *h, struct wx *x, int i) {
 static int cmp_var(const void *a, const void *b) { return _wcsicmp(*(wchar_t *const *)a, *(wchar_t *const *)b); }
 
 static wchar_t *env_block(const struct win_plan *wp, const wchar_t *ws) {
-    size_t n = wp->nvars + 6;
+    size_t n = wp->nvars + 7;
     wchar_t **all = calloc(n, sizeof(*all));
-    wchar_t extra[6][MAX_PATH + 16];
+    wchar_t extra[7][MAX_PATH + 24];
+    /* FORGEYARD_SECRETS: where the secret files are (the process level
+     * cannot put them at /run/secrets). */
     static const wchar_t *const fmt[] = {L"HOME=%ls", L"USERPROFILE=%ls", L"TEMP=%ls\\tmp", L"TMP=%ls\\tmp",
-                                         L"TMPDIR=%ls\\tmp", L"FORGEYARD_WORKSPACE=%ls"};
+                                         L"TMPDIR=%ls\\tmp", L"FORGEYARD_WORKSPACE=%ls", L"FORGEYARD_SECRETS=%ls\\secrets"};
+    size_t nextra = wp->file_secrets ? 7 : 6;
     if (!all)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < wp->nvars; i++)
         all[k++] = wp->vars[i];
-    for (size_t i = 0; i < 6; i++) {
-        _snwprintf(extra[i], MAX_PATH + 16, fmt[i], ws);
-        extra[i][MAX_PATH + 15] = 0;
+    for (size_t i = 0; i < nextra; i++) {
+        _snwprintf(extra[i], MAX_PATH + 24, fmt[i], ws);
+        extra[i][MAX_PATH + 23] = 0;
         all[k++] = extra[i];
     }
     qsort(all, k, sizeof(*all), cmp_var);
@@ -434,6 +487,235 @@ static void setup_failure(struct wx *x, uint32_t step, DWORD e, char *detail) {
     x->setup_detail = detail;
 }
 
+/* Secret files: <workspace>\secrets, a directory whose protected DACL
+ * gives the caller full control and the attempt's SID (and its
+ * AppContainer's) read and list only, inherited by the files written in
+ * it before the workload runs. 0 or a Win32 error. */
+static DWORD write_secret_files(fy_handle *h, struct wx *x) {
+    const struct fy_plan *np = neutral(h);
+    const struct win_plan *wp = h->pr->plan;
+    if (!wp->file_secrets)
+        return 0;
+    size_t n = wcslen(x->workspace) + 16;
+    if (!(x->secrets_dir = malloc(n * sizeof(wchar_t))))
+        return ERROR_NOT_ENOUGH_MEMORY;
+    _snwprintf(x->secrets_dir, n, L"%ls\\secrets", x->workspace);
+    x->secrets_dir[n - 1] = 0;
+    DWORD e = win_make_secret_dir(x->secrets_dir, x->sid, x->ac_sid);
+    if (e)
+        return e;
+    for (size_t i = 0; i < np->nsecrets; i++) {
+        const struct plan_secret *s = &np->secrets[i];
+        if (s->delivery != FY_SECRET_FILE)
+            continue;
+        wchar_t *name = win_wide(s->target), path[MAX_PATH + 300];
+        if (!name)
+            return ERROR_NOT_ENOUGH_MEMORY;
+        _snwprintf(path, FY_ARRAY_SIZE(path), L"%ls\\%ls", x->secrets_dir, name);
+        path[FY_ARRAY_SIZE(path) - 1] = 0;
+        free(name);
+        HANDLE f = CreateFileW(path, GENERIC_WRITE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+        if (f == INVALID_HANDLE_VALUE)
+            return GetLastError();
+        x->secret_files++;
+        DWORD w = 0;
+        for (size_t off = 0; off < s->len; off += w)
+            if (!WriteFile(f, s->value + off, s->len - off > 65536 ? 65536 : (DWORD)(s->len - off), &w, NULL)) {
+                e = GetLastError();
+                CloseHandle(f);
+                return e;
+            }
+        CloseHandle(f);
+    }
+    return 0;
+}
+
+/* Each secret file overwritten with zeros and deleted, then the directory
+ * removed; the witness: nothing of it is left. How many files are. */
+static uint64_t remove_secret_files(struct wx *x) {
+    if (!x->secrets_dir)
+        return 0;
+    uint64_t left = 0;
+    wchar_t pat[MAX_PATH + 300], path[MAX_PATH + 300];
+    _snwprintf(pat, FY_ARRAY_SIZE(pat), L"%ls\\*", x->secrets_dir);
+    pat[FY_ARRAY_SIZE(pat) - 1] = 0;
+    WIN32_FIND_DATAW fd;
+    HANDLE ff = FindFirstFileW(pat, &fd);
+    if (ff != INVALID_HANDLE_VALUE) {
+        do {
+            if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+                continue;
+            _snwprintf(path, FY_ARRAY_SIZE(path), L"%ls\\%ls", x->secrets_dir, fd.cFileName);
+            path[FY_ARRAY_SIZE(path) - 1] = 0;
+            HANDLE f = CreateFileW(path, GENERIC_WRITE, 0, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+            if (f != INVALID_HANDLE_VALUE) {
+                static const char zero[4096];
+                uint64_t size = ((uint64_t)fd.nFileSizeHigh << 32) | fd.nFileSizeLow;
+                DWORD w = 0;
+                for (uint64_t off = 0; off < size; off += w)
+                    if (!WriteFile(f, zero, size - off > sizeof(zero) ? sizeof(zero) : (DWORD)(size - off), &w, NULL) ||
+                        !w)
+                        break;
+                FlushFileBuffers(f);
+                CloseHandle(f);
+            }
+            SetFileAttributesW(path, FILE_ATTRIBUTE_NORMAL);
+            if (!DeleteFileW(path))
+                left++;
+        } while (FindNextFileW(ff, &fd));
+        FindClose(ff);
+    }
+    if (!RemoveDirectoryW(x->secrets_dir) && GetLastError() != ERROR_FILE_NOT_FOUND && !left)
+        left++;
+    if (GetFileAttributesW(x->secrets_dir) == INVALID_FILE_ATTRIBUTES && !left) {
+        free(x->secrets_dir);
+        x->secrets_dir = NULL;
+    }
+    return left;
+}
+
+static char *utf8_of(const wchar_t *w) {
+    int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
+    char *s = n > 0 ? malloc((size_t)n) : NULL;
+    if (s && WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL) != n) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* Into the record, before the change: an ACE of sid on path (and the
+ * label it had, when it is to be labelled). */
+static void record_grant(struct wx *x, const wchar_t *path, void *sid, bool label) {
+    char *p = utf8_of(path);
+    LPSTR s = NULL;
+    if (p && label) {
+        unsigned long old = 0;
+        if (!win_label_of(path, &old))
+            win_record_line(x->record, "label 0x%lx %s", old, p);
+    }
+    if (p && ConvertSidToStringSidA(sid, &s))
+        win_record_line(x->record, "grant %s %s", s, p);
+    LocalFree(s);
+    free(p);
+}
+
+/* The roles of the host paths an attempt is granted. */
+static bool granted_role(uint32_t role) {
+    return role == PR_SOURCE || role == PR_BUILD || role == PR_OUTPUT || role == PR_TOOLCHAIN || role == PR_BIND;
+}
+
+/* The plan's host paths (source, build, output, toolchains, binds): an
+ * explicit ACE for the attempt's SID on each, writable or read-only as the
+ * plan says, for the attempt's duration. The runtime paths of a Linux
+ * plan name nothing on Windows and are left alone. 0 or a Win32 error. */
+static DWORD grant_host_paths(fy_handle *h, struct wx *x, unsigned long label_rid) {
+    const struct fy_plan *np = neutral(h);
+    if (!(x->grants = calloc(2 * np->nentries + 1, sizeof(*x->grants))))
+        return ERROR_NOT_ENOUGH_MEMORY;
+    /* In an AppContainer the workload's access checks name the container's
+     * SID: its workspace is granted to it too. */
+    if (x->ac_sid) {
+        struct win_grant *g = &x->grants[x->ngrants];
+        if (!(g->path = _wcsdup(x->workspace)))
+            return ERROR_NOT_ENOUGH_MEMORY;
+        g->target = "(workspace)";
+        g->role = PR_SCRATCH;
+        g->writable = true;
+        g->sid = x->ac_sid;
+        x->ngrants++;
+        record_grant(x, g->path, g->sid, false);
+        DWORD e = win_grant(g, g->sid, 0);
+        if (e)
+            return e;
+    }
+    for (size_t k = 0; k < 2 * np->nentries; k++) {
+        size_t i = k % (np->nentries ? np->nentries : 1);
+        void *sid = k < np->nentries ? x->sid : x->ac_sid;
+        if (!sid)
+            break;
+        const struct plan_entry *en = &np->entries[i];
+        if (en->kind != PE_HOST || !en->host || !granted_role(en->role))
+            continue;
+        struct win_grant *g = &x->grants[x->ngrants];
+        if (!(g->path = win_host_path(en->host)))
+            return ERROR_NOT_ENOUGH_MEMORY;
+        if (GetFileAttributesW(g->path) == INVALID_FILE_ATTRIBUTES && (en->flags & PLAN_OPTIONAL)) {
+            free(g->path);
+            g->path = NULL;
+            continue;
+        }
+        g->target = en->host;
+        g->role = en->role;
+        g->writable = !(en->flags & PLAN_RO);
+        g->sid = sid;
+        x->ngrants++;
+        record_grant(x, g->path, sid, g->writable && label_rid);
+        DWORD e = win_grant(g, sid, label_rid);
+        if (e)
+            return e;
+        /* Where the probe saw ACEs kept, one that does not read back ends
+         * the start; elsewhere (Wine) the record says so. */
+        if (!g->read_back && win_verdict_enforced(h->pr->caps, WIN_R_HOST_ACL))
+            return ERROR_INVALID_ACL;
+    }
+    return 0;
+}
+
+static const char *role_name(uint32_t role) {
+    switch (role) {
+    case PR_SOURCE: return "source";
+    case PR_BUILD: return "build";
+    case PR_OUTPUT: return "output";
+    case PR_TOOLCHAIN: return "toolchain";
+    case PR_SCRATCH: return "workspace";
+    default: return "bind";
+    }
+}
+
+/* Removes what grant_host_paths gave, each witnessed; into the isolation
+ * record as "host_paths". How many could not be taken back. */
+static uint64_t revoke_host_paths(struct wx *x) {
+    uint64_t left = 0;
+    json_t *arr = x->iso && x->ngrants ? json_array() : NULL;
+    for (size_t i = 0; i < x->ngrants; i++) {
+        struct win_grant *g = &x->grants[i];
+        char sid_text[192] = "";
+        LPSTR s = NULL;
+        if (arr && ConvertSidToStringSidA(g->sid, &s)) {
+            snprintf(sid_text, sizeof(sid_text), "%s", s);
+            LocalFree(s);
+        }
+        bool was = g->granted;
+        DWORD e = g->granted || g->relabelled ? win_revoke(g, g->sid) : 0;
+        left += e != 0;
+        if (arr && was)
+            json_array_append_new(arr, json_pack("{ss ss ss ss sb sb si}", "path", g->target, "role",
+                                                 role_name(g->role), "access", g->writable ? "read-write" : "read-only",
+                                                 "sid", sid_text, "read_back", g->read_back, "removed", e == 0,
+                                                 "error", (int)e));
+    }
+    if (arr)
+        json_object_set_new(x->iso, "host_paths", arr);
+    return left;
+}
+
+/* Everything outside the workspace taken back (ACEs and labels, the
+ * AppContainer profile), then the record removed, if it all was (else it
+ * stays for fy_gc). How many things are left. Idempotent. */
+static uint64_t undo_outside(struct wx *x) {
+    uint64_t left = revoke_host_paths(x);
+    if (x->ac_sid && !x->ac_deleted) {
+        if (win_ac_delete(&x->ac, x->ac_name) == 0)
+            x->ac_deleted = true;
+        else
+            left++;
+    }
+    if (x->record)
+        win_record_close(&x->record, x->workspace, left == 0);
+    return left;
+}
+
 int win_start(fy_handle *h, fy_error **reterr) {
     const struct win_plan *wp = h->pr->plan;
     const struct fy_plan *np = neutral(h);
@@ -460,9 +742,16 @@ int win_start(fy_handle *h, fy_error **reterr) {
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_SPAWN, e, "CreateTimerQueueTimer");
 
     /* The principal, then its workspace (ACL'd to it), then the job. */
-    e = win_restricted_token(&x->token, &x->sid, 0);
+    unsigned long want_rid = wp->want_low ? SECURITY_MANDATORY_LOW_RID : 0;
+    e = win_restricted_token(&x->token, &x->sid, want_rid);
     if (e)
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CAPS, e, "CreateRestrictedToken");
+    /* Low integrity, read back: where the selection says enforced, a
+     * token that does not say low never runs anything. */
+    e = win_token_integrity(x->token, &x->integrity);
+    if (wp->want_low && np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED &&
+        (e || x->integrity != SECURITY_MANDATORY_LOW_RID))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CAPS, e, "the token did not keep its low integrity level");
     wchar_t tmp[MAX_PATH];
     static LONG counter;
     if ((e = win_workspace_parent(np->state_dir, tmp)))
@@ -471,14 +760,52 @@ int win_start(fy_handle *h, fy_error **reterr) {
                (unsigned long)GetCurrentProcessId(), (long)InterlockedIncrement(&counter),
                (unsigned long long)util_now_usec());
     x->workspace[MAX_PATH - 1] = 0;
-    if ((e = win_make_private_dir(x->workspace, x->sid)))
+    if ((e = win_make_private_dir(x->workspace, x->sid, 0)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "creating the attempt's workspace");
     x->have_workspace = true;
+    /* A low-integrity workload writes only below a low label (and an
+     * AppContainer's token is always at low integrity). Where low integrity
+     * is enforced a label that cannot be set ends the start; where it is
+     * only requested (Wine refuses labels: error 5) the record says so. */
+    bool low_enforced = (wp->want_low && np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED) ||
+                        wp->appcontainer;
+    unsigned long label_rid = want_rid || wp->appcontainer ? SECURITY_MANDATORY_LOW_RID : 0;
+    if (label_rid && (x->label_err = win_set_label(x->workspace, label_rid)) && low_enforced)
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, x->label_err, "labelling the workspace low");
     wchar_t sub[MAX_PATH + 8];
     _snwprintf(sub, MAX_PATH + 8, L"%ls\\tmp", x->workspace);
     sub[MAX_PATH + 7] = 0;
     if (!CreateDirectoryW(sub, NULL))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(), "creating the workspace's tmp");
+    bool outside = wp->appcontainer;
+    for (size_t i = 0; i < np->nentries && !outside; i++)
+        outside = np->entries[i].kind == PE_HOST && granted_role(np->entries[i].role);
+    if (outside && !(x->record = win_record_open(x->workspace)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(),
+                    "the attempt's record of what it changes outside its workspace");
+    if (wp->appcontainer) {
+        static LONG ac_counter;
+        if (!win_ac_load(&x->ac))
+            return fail(h, x, reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, ERROR_PROC_NOT_FOUND,
+                        "userenv.dll has no AppContainer profile functions");
+        if (win_ac_name(x->ac_name, FY_ARRAY_SIZE(x->ac_name), GetCurrentProcessId(),
+                        (unsigned long)InterlockedIncrement(&ac_counter), util_now_usec()) < 0)
+            return fail(h, x, reterr, FY_E_INTERNAL, FY_STEP_NETNS, ERROR_BUFFER_OVERFLOW, "AppContainer profile name");
+        win_record_line(x->record, "ac %ls", x->ac_name);
+        if ((e = win_ac_create(&x->ac, x->ac_name, &x->ac_sid)))
+            return fail(h, x, reterr, FY_E_INFRA, FY_STEP_NETNS, e, "CreateAppContainerProfile");
+    }
+    if ((e = grant_host_paths(h, x, label_rid)))
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, e, "giving the attempt access to its host directories");
+    for (size_t i = 0; i < x->ngrants; i++)
+        if (x->grants[i].label_err && low_enforced)
+            return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, x->grants[i].label_err,
+                        "labelling a writable host directory low");
+    for (size_t i = 0; i < np->nsecrets; i++)
+        if (np->secrets[i].delivery == FY_SECRET_STDIN)
+            x->stdin_secret = &np->secrets[i];
+    if ((e = write_secret_files(h, x)))
+        return fail(h, x, reterr, FY_E_IO, FY_STEP_SECRET, e, "writing the secret files");
     x->t_ws = util_now_usec();
     int r = make_job(h, x, wp, reterr);
     if (r < 0)
@@ -489,15 +816,26 @@ int win_start(fy_handle *h, fy_error **reterr) {
             return fail(h, x, reterr, FY_E_IO, FY_STEP_SPAWN, e, "setting up the standard streams");
 
     const char *tokv = caps_fact(h->pr->caps, WIN_R_TOKEN), *aclv = caps_fact(h->pr->caps, WIN_R_ACL);
-    json_t *iso = json_pack("{ss ss ss ss ss ss ss sb}",
+    char rid_text[32];
+    snprintf(rid_text, sizeof(rid_text), "0x%lx", x->integrity);
+    const char *rid_name = x->integrity == SECURITY_MANDATORY_UNTRUSTED_RID ? "untrusted"
+                           : x->integrity == SECURITY_MANDATORY_LOW_RID ? "low"
+                           : x->integrity == SECURITY_MANDATORY_MEDIUM_RID ? "medium"
+                           : x->integrity == SECURITY_MANDATORY_HIGH_RID ? "high"
+                           : x->integrity == SECURITY_MANDATORY_SYSTEM_RID ? "system" : rid_text;
+    char label_text[64];
+    snprintf(label_text, sizeof(label_text), "not set (Windows error %lu)", x->label_err);
+    x->iso = json_pack("{ss ss ss ss ss ss ss sb s{ss ss ss ss}}",
         "tree", "job object: kill on close, no breakaway, created suspended and assigned before it runs",
         "handles", "only the standard streams are inherited (PROC_THREAD_ATTRIBUTE_HANDLE_LIST)",
         "identity", tokv ? tokv : "not probed", "workspace", aclv ? aclv : "not probed",
-        "network", "host network (no AppContainer, no firewall rule)",
+        "network", x->ac_sid ? "none: an AppContainer without capabilities" : "host network (no firewall rule)",
         "filesystem", "host view with the restricted token's access (paths are not remapped)",
-        "namespaces", "unavailable: Windows has none", "impure", np->impure);
-    x->iso_json = iso ? json_dumps(iso, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(iso);
+        "namespaces", "unavailable: Windows has none", "impure", np->impure,
+        "integrity", "requested", wp->want_low ? "low" : "unchanged", "read_back", rid_name,
+        "state", !wp->want_low ? "off"
+                 : np->control[FY_CONTROL_LOW_INTEGRITY] == FY_CONTROL_STATE_ENFORCED ? WIN_ENFORCED : WIN_UNVERIFIED,
+        "workspace_label", !label_rid ? "none" : x->label_err ? label_text : "low");
 
     if (!wp->app) {
         setup_failure(x, FY_STEP_EXEC, ERROR_FILE_NOT_FOUND,
@@ -509,9 +847,9 @@ int win_start(fy_handle *h, fy_error **reterr) {
 
     /* The attribute list: the handles to inherit, and the job. */
     SIZE_T asz = 0;
-    InitializeProcThreadAttributeList(NULL, 2, 0, &asz);
+    InitializeProcThreadAttributeList(NULL, 3, 0, &asz);
     LPPROC_THREAD_ATTRIBUTE_LIST al = malloc(asz);
-    if (!al || !InitializeProcThreadAttributeList(al, 2, 0, &asz)) {
+    if (!al || !InitializeProcThreadAttributeList(al, 3, 0, &asz)) {
         free(al);
         return fail(h, x, reterr, FY_E_NOMEM, FY_STEP_SPAWN, GetLastError(), "InitializeProcThreadAttributeList");
     }
@@ -524,6 +862,12 @@ int win_start(fy_handle *h, fy_error **reterr) {
         return fail(h, x, reterr, FY_E_UNSUPPORTED, FY_STEP_SPAWN, e, "PROC_THREAD_ATTRIBUTE_HANDLE_LIST");
     }
     bool job_list = UpdateProcThreadAttribute(al, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST, &x->job, sizeof(x->job), NULL, NULL);
+    /* Network deny: the workload in its AppContainer, no capability. */
+    if (x->ac_sid && (e = win_ac_attribute(al, &x->ac_caps, x->ac_sid))) {
+        DeleteProcThreadAttributeList(al);
+        free(al);
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_NETNS, e, "PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES");
+    }
     STARTUPINFOEXW si;
     memset(&si, 0, sizeof(si));
     si.StartupInfo.cb = sizeof(si);
@@ -573,6 +917,11 @@ int win_start(fy_handle *h, fy_error **reterr) {
         CloseHandle(pi.hThread);
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_CGROUP, e ? e : GetLastError(),
                     "the workload could not be put in its job before it ran");
+    }
+    if (x->ac_sid && !win_ac_token_is(pi.hProcess, x->ac_sid)) {
+        TerminateProcess(pi.hProcess, EXIT_KILLED);
+        CloseHandle(pi.hThread);
+        return fail(h, x, reterr, FY_E_INFRA, FY_STEP_NETNS, 0, "the workload is not in its AppContainer");
     }
     h->b = x;
     if (!(x->monitor = CreateThread(NULL, 0, monitor_main, x, 0, NULL))) {
@@ -631,9 +980,8 @@ static void finish(fy_handle *h, struct wx *x) {
     memset(&rep, 0, sizeof(rep));
     rep.t_cleanup_begin = util_now_usec();
     const struct win_plan *wp = h->pr->plan;
-    rep.isolation_json = x->iso_json;
     rep.limits_json = x->lim_json;
-    x->iso_json = x->lim_json = NULL;
+    x->lim_json = NULL;
     rep.exit_seen = x->exit_seen;
     rep.wstatus = (int)x->exit_code;
     if (x->setup_failed) {
@@ -684,10 +1032,23 @@ static void finish(fy_handle *h, struct wx *x) {
     rep.left[FY_LEFT_PROCESSES] = active_processes(x);
     for (int i = 0; i < 3; i++)
         close_h(&x->out[i].spool);
+    /* Secret files first, witnessed: wiped, deleted, gone. */
+    uint64_t secrets_left = remove_secret_files(x);
+    rep.left[FY_LEFT_FILES] += secrets_left;
+    if (x->iso && (x->secret_files || x->stdin_secret))
+        json_object_set_new(x->iso, "secrets", json_pack("{sI sI sb ss}", "files", (json_int_t)x->secret_files,
+                                                         "files_left", (json_int_t)secrets_left, "stdin",
+                                                         x->stdin_secret != NULL, "files_acl",
+                                                         "set: the caller full control, the attempt read and list "
+                                                         "only (enforced where workspace-acl is)"));
     if (x->have_workspace) {
-        rep.left[FY_LEFT_FILES] = win_remove_tree(x->workspace) < 0 ? 1 : 0;
-        x->have_workspace = rep.left[FY_LEFT_FILES] != 0;
+        rep.left[FY_LEFT_FILES] += win_remove_tree(x->workspace) < 0 ? 1 : 0;
+        x->have_workspace = GetFileAttributesW(x->workspace) != INVALID_FILE_ATTRIBUTES;
     }
+    /* The host paths' ACEs removed, witnessed (a DACL that still names
+     * the attempt counts as a file left). */
+    rep.left[FY_LEFT_FILES] += undo_outside(x);
+    rep.isolation_json = x->iso ? json_dumps(x->iso, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     rep.t_cleanup_end = util_now_usec();
     attempt_finish(h, &rep, r);
     x->finished = true;
@@ -805,7 +1166,25 @@ uint64_t win_next_deadline(fy_handle *h) {
 
 /* ---- the end ---- */
 
+/* Waits for a thread of the attempt (ms, then cancelling its synchronous
+ * I/O, ms again); true, with its handle closed, once it ended. A thread
+ * that is still alive keeps its handle, and release() then keeps the
+ * memory it may touch (a leak on a pathological path, never a use after
+ * free). */
+static bool joined(HANDLE *thread, DWORD ms) {
+    if (!*thread)
+        return true;
+    if (WaitForSingleObject(*thread, ms) != WAIT_OBJECT_0) {
+        CancelSynchronousIo(*thread);
+        if (WaitForSingleObject(*thread, ms) != WAIT_OBJECT_0)
+            return false;
+    }
+    close_h(thread);
+    return true;
+}
+
 static void release(struct wx *x, bool kill) {
+    bool alive = false; /* a thread of ours did not end: x stays */
     if (kill)
         kill_tree(x);
     if (x->lock_ready) {
@@ -818,18 +1197,21 @@ static void release(struct wx *x, bool kill) {
         WaitForSingleObject(x->process, 5000);
     for (int i = 1; i < 3; i++) {
         struct wstream *s = &x->out[i];
-        if (s->thread) {
-            if (WaitForSingleObject(s->thread, 5000) != WAIT_OBJECT_0) {
-                CancelSynchronousIo(s->thread);
-                WaitForSingleObject(s->thread, 5000);
-            }
-            close_h(&s->thread);
+        close_h(&s->spool);
+        if (!joined(&s->thread, 5000)) {
+            alive = true; /* its pipe and buffer stay with it */
+            continue;
         }
         close_h(&s->rd);
-        close_h(&s->spool);
         free(s->buf);
         s->buf = NULL;
     }
+    close_h(&x->child_std[0]); /* a writer blocked on a pipe nobody reads: broken now */
+    /* (the writer closes its end of the pipe itself) */
+    alive |= !joined(&x->secret_thread, 5000);
+    remove_secret_files(x);
+    free(x->secrets_dir);
+    x->secrets_dir = NULL;
     if (x->deadline_timer)
         DeleteTimerQueueTimer(NULL, x->deadline_timer, INVALID_HANDLE_VALUE);
     x->deadline_timer = NULL;
@@ -841,8 +1223,10 @@ static void release(struct wx *x, bool kill) {
     x->cancel_wait = NULL;
     if (x->monitor) {
         PostQueuedCompletionStatus(x->iocp, 0, KEY_QUIT, NULL);
-        WaitForSingleObject(x->monitor, 5000);
-        close_h(&x->monitor);
+        if (WaitForSingleObject(x->monitor, 5000) == WAIT_OBJECT_0)
+            close_h(&x->monitor);
+        else
+            alive = true;
     }
     for (int i = 0; i < 3; i++) {
         close_h(&x->child_std[i]);
@@ -852,15 +1236,28 @@ static void release(struct wx *x, bool kill) {
     }
     close_h(&x->process);
     close_h(&x->job); /* kill on close: the last word, whatever happened before */
-    close_h(&x->iocp);
+    if (!alive) { /* (a live thread still waits on the port or sets the event) */
+        close_h(&x->iocp);
+        close_h(&x->work);
+    }
     close_h(&x->token);
-    close_h(&x->work);
     if (x->have_workspace)
         win_remove_tree(x->workspace);
+    undo_outside(x);
+    for (size_t i = 0; i < x->ngrants; i++)
+        free(x->grants[i].path);
+    free(x->grants);
+    if (x->ac_sid)
+        FreeSid(x->ac_sid);
+    win_ac_unload(&x->ac);
     LocalFree(x->sid);
     free(x->setup_detail);
-    free(x->iso_json);
+    json_decref(x->iso);
+    x->iso = NULL;
     free(x->lim_json);
+    x->lim_json = NULL;
+    if (alive)
+        return; /* x, its lock, port and event stay for the thread that did not end */
     if (x->lock_ready)
         DeleteCriticalSection(&x->lock);
     free(x);
@@ -916,8 +1313,11 @@ int win_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
     do {
         wchar_t *end = NULL;
         unsigned long pid = wcstoul(fd.cFileName + plen, &end, 10);
-        if (!(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) || end == fd.cFileName + plen || *end != L'-' ||
-            pid == GetCurrentProcessId())
+        size_t nl = wcslen(fd.cFileName);
+        bool record = !(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) && nl > 4 &&
+                      !wcscmp(fd.cFileName + nl - 4, L".acl");
+        if ((!(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) && !record) || end == fd.cFileName + plen ||
+            *end != L'-' || pid == GetCurrentProcessId())
             continue;
         HANDLE p = OpenProcess(SYNCHRONIZE, FALSE, (DWORD)pid);
         bool gone = !p ? GetLastError() == ERROR_INVALID_PARAMETER : WaitForSingleObject(p, 0) == WAIT_OBJECT_0;
@@ -928,6 +1328,14 @@ int win_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
         wchar_t dir[MAX_PATH + 32];
         _snwprintf(dir, MAX_PATH + 32, L"%ls%ls", parent, fd.cFileName);
         dir[MAX_PATH + 31] = 0;
+        if (record) { /* what the dead attempt changed outside its workspace */
+            if (win_record_undo(dir) == 0 && DeleteFileW(dir))
+                (*destroyed)++;
+            else if (r == 0)
+                r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, (int64_t)GetLastError(), NULL,
+                            "what a dead host's attempt changed outside its workspace could not all be taken back");
+            continue;
+        }
         if (win_remove_tree(dir) == 0)
             (*destroyed)++;
         else if (r == 0)

@@ -135,7 +135,7 @@ out:
     return e;
 }
 
-unsigned long win_make_private_dir(const wchar_t *path, void *sid) {
+unsigned long win_make_private_dir(const wchar_t *path, void *sid, unsigned long label_rid) {
     HANDLE self = NULL;
     BYTE ubuf[sizeof(TOKEN_USER) + SECURITY_MAX_SID_SIZE];
     DWORD len = 0, e = 0;
@@ -181,6 +181,8 @@ unsigned long win_make_private_dir(const wchar_t *path, void *sid) {
      * merge inheritable ACEs on some file systems; this one is exact. */
     e = SetNamedSecurityInfoW((LPWSTR)path, SE_FILE_OBJECT,
                               DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION, NULL, NULL, acl, NULL);
+    if (!e && label_rid)
+        e = win_set_label(path, label_rid);
 out:
     LocalFree(acl);
     LocalFree(system);

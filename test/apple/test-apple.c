@@ -1104,7 +1104,7 @@ START_TEST(test_controls) {
     fy_caps *c = caps(false), *root = caps(true);
     for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++) {
         if (!fy_control_name(ctl))
-            continue; /* a number no control has (yet) */
+            continue; /* a number reserved, not a control */
         ck_assert_msg(apple_control_how[ctl] != AH_UNLISTED, "control %s: unhandled", fy_control_name(ctl));
         const char *why = NULL;
         if (apple_control_how[ctl] == AH_CONTROL) {

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
+#include <aclapi.h>
 #include <io.h>
+#include <sddl.h>
 
 #include <forgeyard/sandbox.h>
 
@@ -134,6 +136,53 @@ static int child(int argc, char **argv) {
         for (int i = 3; i < argc; i++)
             printf("[%s]", argv[i]);
         printf("\n");
+        return 0;
+    }
+    if (!strcmp(what, "write") && argc > 3) { /* create a file at this path */
+        HANDLE f = CreateFileA(argv[3], GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
+        if (f == INVALID_HANDLE_VALUE) {
+            printf("refused %lu\n", (unsigned long)GetLastError());
+        } else {
+            DWORD w;
+            WriteFile(f, "x", 1, &w, NULL);
+            CloseHandle(f);
+            printf("wrote\n");
+        }
+        fflush(stdout);
+        if (argc > 4)
+            Sleep((DWORD)atoi(argv[4]));
+        return 0;
+    }
+    if (!strcmp(what, "read") && argc > 3) { /* a file's content */
+        char buf[256] = {0};
+        FILE *f = fopen(argv[3], "rb");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        printf("%s[%.*s]\n", f ? "read" : "missing", (int)n, buf);
+        return 0;
+    }
+    if (!strcmp(what, "secret-file") && argc > 3) { /* %FORGEYARD_SECRETS%\\NAME: read, then try to write it */
+        const char *dir = getenv("FORGEYARD_SECRETS");
+        char path[MAX_PATH * 2], buf[256] = {0};
+        snprintf(path, sizeof(path), "%s\\%s", dir ? dir : "(unset)", argv[3]);
+        FILE *f = fopen(path, "rb");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        HANDLE w = CreateFileA(path, GENERIC_WRITE, 0, NULL, OPEN_EXISTING, 0, NULL);
+        printf("path %s\n%s[%.*s]\nwrite %s\n", path, f ? "read" : "missing", (int)n, buf,
+               w == INVALID_HANDLE_VALUE ? "refused" : "allowed");
+        if (w != INVALID_HANDLE_VALUE)
+            CloseHandle(w);
+        return 0;
+    }
+    if (!strcmp(what, "count")) { /* bytes on stdin */
+        char buf[4096];
+        size_t n, total = 0;
+        while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0)
+            total += n;
+        printf("count %zu\n", total);
         return 0;
     }
     if (!strcmp(what, "env") && argc > 3) {
@@ -702,6 +751,10 @@ static bool t_network_refused(void) {
     deny_network(r.policy);
     CHECK(!prepare(&r, "exit 0"), "prepared with network deny");
     CHECK(r.rc == FY_E_UNSUPPORTED && strstr(r.error, "network"), "rc %d: %s", r.rc, r.error);
+    /* deny needs a proven AppContainer: the refusal names the verdict */
+    if (wine)
+        CHECK(strstr(r.error, "AppContainer") && strstr(r.error, "unavailable"), "deny: %s", r.error);
+    printf("# deny: %s\n", r.error);
     run_free(&r);
     /* restricted (destinations only): refused too, typed */
     CHECK(policy_new(&r), "policy");
@@ -713,6 +766,265 @@ static bool t_network_refused(void) {
     CHECK(r.rc == FY_E_UNSUPPORTED, "restricted: rc %d: %s", r.rc, r.error);
     printf("# restricted: %s\n", r.error);
     run_free(&r);
+    return ok;
+}
+
+/* Low integrity (FY_CONTROL_LOW_INTEGRITY): required where the probe could
+ * not prove it (Wine), refused; preferred, applied and labelled. On
+ * Windows: a workload at low integrity cannot write a directory that
+ * grants everyone full control but has no low label. */
+static void prefer_low(fy_policy *p) { fy_policy_set_control(p, FY_CONTROL_LOW_INTEGRITY, FY_MODE_PREFER, NULL); }
+static void require_low(fy_policy *p) { fy_policy_set_control(p, FY_CONTROL_LOW_INTEGRITY, FY_MODE_REQUIRE, NULL); }
+
+/* A directory in %TEMP% that grants Everyone full control (no label:
+ * medium, implicitly), as "/C:/..." (policy form) and as a Windows path. */
+static bool open_dir(const char *tag, char *win, size_t wsize, char *pol, size_t psize) {
+    char tmp[MAX_PATH];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(win, wsize, "%sfy-test-%s-%lu", tmp, tag, (unsigned long)GetCurrentProcessId());
+    if (!CreateDirectoryA(win, NULL) && GetLastError() != ERROR_ALREADY_EXISTS)
+        return false;
+    EXPLICIT_ACCESS_A ea = {0};
+    ea.grfAccessPermissions = GENERIC_ALL;
+    ea.grfAccessMode = GRANT_ACCESS;
+    ea.grfInheritance = SUB_CONTAINERS_AND_OBJECTS_INHERIT;
+    ea.Trustee.TrusteeForm = TRUSTEE_IS_NAME;
+    ea.Trustee.ptstrName = "EVERYONE";
+    PACL old = NULL, acl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    GetNamedSecurityInfoA(win, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &old, NULL, &sd);
+    if (SetEntriesInAclA(1, &ea, old, &acl) == 0)
+        SetNamedSecurityInfoA(win, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, acl, NULL);
+    LocalFree(acl);
+    LocalFree(sd);
+    snprintf(pol, psize, "/%s", win);
+    for (char *c = pol; *c; c++)
+        if (*c == '\\')
+            *c = '/';
+    return true;
+}
+
+static void remove_dir(const char *win) {
+    char pat[MAX_PATH + 8], f[MAX_PATH * 2];
+    snprintf(pat, sizeof(pat), "%s\\*", win);
+    WIN32_FIND_DATAA fd;
+    HANDLE h = FindFirstFileA(pat, &fd);
+    if (h != INVALID_HANDLE_VALUE) {
+        do {
+            snprintf(f, sizeof(f), "%s\\%s", win, fd.cFileName);
+            if (!(fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
+                DeleteFileA(f);
+        } while (FindNextFileA(h, &fd));
+        FindClose(h);
+    }
+    RemoveDirectoryA(win);
+}
+
+static bool t_low_integrity(void) {
+    bool ok = true;
+    char *json = NULL, v[512];
+    fy_caps_to_json(caps, &json, NULL);
+    const char *verdict = json ? json_str(json, "windows.integrity-level", v, sizeof(v)) : NULL;
+    bool enforced = verdict && !strncmp(v, "enforced:", 9);
+    CHECK(verdict, "no integrity verdict");
+    if (wine)
+        CHECK(verdict && !strncmp(v, "requested-unverified:", 21), "under Wine: %s", v);
+    else
+        CHECK(enforced, "on Windows: %s", verdict ? v : "(none)");
+    fy_free(json);
+    json = NULL;
+    struct run r;
+    /* Required: runs only where enforced. */
+    CHECK(policy_new(&r), "policy");
+    require_low(r.policy);
+    bool prepared = prepare(&r, "exit 0");
+    if (enforced)
+        CHECK(prepared, "required low integrity refused on a host that enforces it: %s", r.error);
+    else
+        CHECK(!prepared && r.rc == FY_E_UNSUPPORTED && strstr(r.error, "low-integrity"),
+              "required low integrity where it is unverified: rc %d: %s", r.rc, r.error);
+    run_free(&r);
+    /* Preferred: applied, read back, labelled in the result. The workload
+     * writes a file into a medium directory open to everyone. */
+    char win[MAX_PATH], pol[MAX_PATH], target[MAX_PATH + 16], args[MAX_PATH + 32];
+    CHECK(open_dir("medium", win, sizeof(win), pol, sizeof(pol)), "test directory");
+    snprintf(target, sizeof(target), "%s\\up", win);
+    snprintf(args, sizeof(args), "write %s", target);
+    CHECK(run_args(&r, args, prefer_low), "run: %s", r.error);
+    if (r.res) {
+        CHECK(fy_prepared_control(r.pr, FY_CONTROL_LOW_INTEGRITY) ==
+                  (enforced ? FY_CONTROL_STATE_ENFORCED : FY_CONTROL_STATE_DROPPED),
+              "state %d", fy_prepared_control(r.pr, FY_CONTROL_LOW_INTEGRITY));
+        CHECK(fy_result_to_json(r.res, &json, NULL) == 0, "result json");
+        const char *is = json ? strstr(json, "\"integrity\"") : NULL;
+        char rq[64] = "", rb[64] = "", st[64] = "";
+        if (is) {
+            json_str(is, "requested", rq, sizeof(rq));
+            json_str(is, "read_back", rb, sizeof(rb));
+            json_str(is, "state", st, sizeof(st));
+        }
+        CHECK(!strcmp(rq, "low"), "integrity in the result: %s", json ? json : "");
+        printf("# integrity: requested %s, read back %s, %s\n", rq, rb, st);
+        if (enforced) {
+            CHECK(!strcmp(rb, "low") && !strcmp(st, "enforced"), "%s", json);
+            CHECK(!strncmp(r.out.buf, "refused", 7), "a low-integrity workload wrote a medium directory: %s", r.out.buf);
+        } else {
+            CHECK(!strcmp(st, "requested-unverified"), "%s", json);
+            printf("# under Wine the write up %s\n", !strncmp(r.out.buf, "wrote", 5) ? "succeeded (not enforced)" : r.out.buf);
+        }
+        /* Its own workspace (labelled low) stays writable. */
+    }
+    fy_free(json);
+    run_free(&r);
+    CHECK(run_args(&r, "write up.txt", prefer_low), "run in the workspace: %s", r.error);
+    CHECK(!strncmp(r.out.buf, "wrote", 5), "the workspace is not writable at low integrity: %s", r.out.buf);
+    run_free(&r);
+    remove_dir(win);
+    return ok;
+}
+
+/* The ACEs of a path's DACL as "SID=mask;" text. */
+static void acl_text(const char *path, char *out, size_t size) {
+    PACL dacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    out[0] = 0;
+    if (GetNamedSecurityInfoA(path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &dacl, NULL, &sd))
+        return;
+    size_t len = 0;
+    for (DWORD i = 0; dacl && i < dacl->AceCount; i++) {
+        ACCESS_ALLOWED_ACE *a = NULL;
+        LPSTR s = NULL;
+        if (!GetAce(dacl, i, (void **)&a) || a->Header.AceType != ACCESS_ALLOWED_ACE_TYPE ||
+            !ConvertSidToStringSidA((PSID)&a->SidStart, &s))
+            continue;
+        len += (size_t)snprintf(out + len, len < size ? size - len : 0, "%s=%lx;", s, (unsigned long)a->Mask);
+        LocalFree(s);
+    }
+    LocalFree(sd);
+}
+
+/* The ACE in during that is not in before: its SID and mask. */
+static bool new_ace(const char *before, const char *during, char *sid, size_t size, unsigned long *mask) {
+    for (const char *p = during; *p;) {
+        size_t n = strcspn(p, ";");
+        char one[256];
+        snprintf(one, sizeof(one), "%.*s;", (int)n, p);
+        if (!strstr(before, one)) {
+            const char *eq = strchr(one, '=');
+            snprintf(sid, size, "%.*s", (int)(eq - one), one);
+            *mask = strtoul(eq + 1, NULL, 16);
+            return true;
+        }
+        p += n + (p[n] == ';');
+    }
+    return false;
+}
+
+/* --build and a read-only bind get an ACE of the attempt's SID for the
+ * attempt's duration (write for build, read only for the bind), removed
+ * at the end: read back before, during and after. */
+static bool t_host_acl(void) {
+    bool ok = true;
+    char bwin[MAX_PATH], bpol[MAX_PATH], rwin[MAX_PATH], rpol[MAX_PATH];
+    CHECK(open_dir("build", bwin, sizeof(bwin), bpol, sizeof(bpol)), "build dir");
+    CHECK(open_dir("ro", rwin, sizeof(rwin), rpol, sizeof(rpol)), "ro dir");
+    static char b0[4096], r0[4096], b1[4096], r1[4096], b2[4096], r2[4096];
+    acl_text(bwin, b0, sizeof(b0));
+    acl_text(rwin, r0, sizeof(r0));
+    struct run r;
+    CHECK(policy_new(&r), "policy");
+    fy_error *e = NULL;
+    CHECK(fy_policy_set_build(r.policy, bpol, &e) == 0, "set_build %s: %s", bpol, e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    e = NULL;
+    CHECK(fy_policy_add_bind(r.policy, rpol, "/work/ro", FY_BIND_READ_ONLY, &e) == 0, "bind: %s",
+          e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    /* In the build directory (its working directory): a file, then a pause. */
+    CHECK(prepare(&r, "write made-here 1500") && start(&r), "start: %s", r.error);
+    for (int i = 0; r.h && !r.res && i < 200 && !strstr(r.out.buf, "wrote") && !strstr(r.out.buf, "refused"); i++)
+        fy_handle_wait(r.h, 50000, &r.res, NULL);
+    CHECK(!r.res && strstr(r.out.buf, "wrote"), "the workload did not write its build dir in time: %s", r.out.buf);
+    acl_text(bwin, b1, sizeof(b1));
+    acl_text(rwin, r1, sizeof(r1));
+    CHECK(r.h && (r.res || wait_end(&r)), "wait: %s", r.error);
+    acl_text(bwin, b2, sizeof(b2));
+    acl_text(rwin, r2, sizeof(r2));
+    char bsid[192] = "", rsid[192] = "";
+    unsigned long bmask = 0, rmask = 0;
+    char *cj = NULL, v[512] = "";
+    fy_caps_to_json(caps, &cj, NULL);
+    bool kept = cj && json_str(cj, "windows.host-path-acl", v, sizeof(v)) && !strncmp(v, "enforced:", 9);
+    printf("# host-path-acl: %s\n", v);
+    fy_free(cj);
+    if (wine)
+        CHECK(!strncmp(v, "requested-unverified:", 21), "under Wine: %s", v);
+    else
+        CHECK(kept, "on Windows: %s", v);
+    if (!kept) {
+        /* Wine keeps no ACE (a file's DACL comes from its mode bits): the
+         * record must say the grant did not read back, and nothing else
+         * about the ACLs changed. */
+        CHECK(!strcmp(b0, b1) && !strcmp(b0, b2) && !strcmp(r0, r1) && !strcmp(r0, r2), "ACLs changed: %s %s %s", b0,
+              b1, b2);
+        char *json = NULL;
+        if (r.res)
+            fy_result_to_json(r.res, &json, NULL);
+        const char *hp = json ? strstr(json, "\"host_paths\"") : NULL;
+        char rb[16] = "";
+        CHECK(hp && json_str(hp, "role", v, sizeof(v)) && strstr(hp, "\"read_back\": false"), "host_paths: %s",
+              json ? json : "");
+        (void)rb;
+        fy_free(json);
+        run_free(&r);
+        remove_dir(bwin);
+        remove_dir(rwin);
+        return ok;
+    }
+    CHECK(new_ace(b0, b1, bsid, sizeof(bsid), &bmask), "no ACE of the attempt on the build dir: %s -> %s", b0, b1);
+    CHECK(new_ace(r0, r1, rsid, sizeof(rsid), &rmask), "no ACE of the attempt on the bind: %s -> %s", r0, r1);
+    printf("# build: %s=%lx, bind: %s=%lx\n", bsid, bmask, rsid, rmask);
+    CHECK(bsid[0] && !strcmp(bsid, rsid) && !strncmp(bsid, "S-1-5-21-", 9), "one attempt SID: %s %s", bsid, rsid);
+    CHECK((bmask & FILE_WRITE_DATA) && (bmask & FILE_ADD_FILE) && (bmask & DELETE), "build mask %lx", bmask);
+    CHECK((rmask & FILE_READ_DATA) && !(rmask & (FILE_WRITE_DATA | FILE_APPEND_DATA | DELETE | WRITE_DAC)),
+          "read-only bind mask %lx", rmask);
+    CHECK(!(bmask & (WRITE_DAC | WRITE_OWNER)), "the workload may change the ACL: %lx", bmask);
+    CHECK(!strcmp(b0, b2) && !strcmp(r0, r2), "the ACLs are not as before: %s / %s, %s / %s", b0, b2, r0, r2);
+    if (r.res) {
+        char *json = NULL;
+        fy_result_to_json(r.res, &json, NULL);
+        const char *hp = json ? strstr(json, "\"host_paths\"") : NULL;
+        CHECK(hp && bsid[0] && strstr(hp, bsid) && strstr(hp, "true") && !strstr(hp, "false"),
+              "host_paths: %s", json ? json : "");
+        uint64_t left = 99;
+        CHECK(fy_result_cleanup(r.res, FY_LEFT_FILES, &left) == 0 && left == 0, "files left: %llu",
+              (unsigned long long)left);
+        fy_free(json);
+        CHECK(strstr(r.out.buf, "wrote"), "the workload could not write its build dir: %s", r.out.buf);
+    }
+    char made[MAX_PATH + 16];
+    snprintf(made, sizeof(made), "%s\\made-here", bwin);
+    CHECK(GetFileAttributesA(made) != INVALID_FILE_ATTRIBUTES, "made-here is not in the build dir");
+    run_free(&r);
+    remove_dir(bwin);
+    remove_dir(rwin);
+    return ok;
+}
+
+/* A scheduler's OSFamily is matched against this host: Windows here. */
+static bool t_platform(void) {
+    bool ok = true;
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    CHECK(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL) == 0, "policy");
+    CHECK(fy_policy_set_platform_property(p, "OSFamily", "Windows", &e) == 0, "OSFamily=Windows refused: %s",
+          e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    e = NULL;
+    CHECK(fy_policy_set_platform_property(p, "OSFamily", "linux", &e) == FY_E_UNSUPPORTED, "OSFamily=linux accepted");
+    CHECK(e && strstr(fy_error_message(e), "Windows"), "%s", e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    fy_policy_free(p);
     return ok;
 }
 
@@ -778,6 +1090,212 @@ static bool t_environment(void) {
     return ok;
 }
 
+static void file_secret(fy_policy *p) {
+    fy_policy_add_secret(p, "tok", FY_SECRET_FILE, "token.txt", "f1le-s3cret", 11, NULL);
+}
+static void stdin_secret(fy_policy *p) {
+    fy_policy_add_secret(p, "in", FY_SECRET_STDIN, NULL, "stdin-s3cret", 12, NULL);
+}
+static char big[300000];
+static void big_stdin_secret(fy_policy *p) {
+    memset(big, 'b', sizeof(big));
+    fy_policy_add_secret(p, "in", FY_SECRET_STDIN, NULL, big, sizeof(big), NULL);
+}
+
+/* A file secret: in the workspace's secrets directory (FORGEYARD_SECRETS),
+ * readable by the workload, wiped and removed at the end (witnessed), never
+ * in the result. A stdin secret: on the workload's stdin, then end of
+ * file; one larger than a pipe's buffer too. */
+static bool t_secrets(void) {
+    bool ok = true;
+    struct run r;
+    CHECK(run_args(&r, "secret-file token.txt", file_secret), "run: %s", r.error);
+    CHECK(strstr(r.out.buf, "read[f1le-s3cret]"), "the workload did not read its secret file: %s", r.out.buf);
+    printf("# %s", r.out.buf);
+    char path[MAX_PATH * 2] = "";
+    const char *pp = strstr(r.out.buf, "path ");
+    if (pp)
+        snprintf(path, sizeof(path), "%.*s", (int)strcspn(pp + 5, "\r\n"), pp + 5);
+    CHECK(path[0] && strstr(path, "forgeyard-") && GetFileAttributesA(path) == INVALID_FILE_ATTRIBUTES,
+          "the secret file %s is still there", path);
+    if (r.res) {
+        char *json = NULL;
+        fy_result_to_json(r.res, &json, NULL);
+        CHECK(json && !strstr(json, "f1le-s3cret"), "the secret is in the result");
+        const char *sj = json ? strstr(json, "\"secrets\"") : NULL;
+        char fl[16] = "";
+        CHECK(sj && strstr(sj, "\"files\": 1") && strstr(sj, "\"files_left\": 0"), "secrets record: %s",
+              json ? json : "");
+        (void)fl;
+        uint64_t left = 99;
+        CHECK(fy_result_cleanup(r.res, FY_LEFT_FILES, &left) == 0 && left == 0, "files left %llu",
+              (unsigned long long)left);
+        fy_free(json);
+    }
+    if (!wine) /* the directory's DACL gives the attempt read only */
+        CHECK(strstr(r.out.buf, "write refused"), "the workload may write its secret file: %s", r.out.buf);
+    run_free(&r);
+
+    CHECK(run_args(&r, "cat", stdin_secret), "run: %s", r.error);
+    CHECK(!strcmp(r.out.buf, "stdin-s3cret"), "stdin: '%s'", r.out.buf);
+    if (r.res) {
+        char *json = NULL;
+        fy_result_to_json(r.res, &json, NULL);
+        CHECK(json && !strstr(json, "stdin-s3cret"), "the stdin secret is in the result");
+        fy_free(json);
+    }
+    run_free(&r);
+    CHECK(run_args(&r, "count", big_stdin_secret), "run: %s", r.error);
+    CHECK(!strncmp(r.out.buf, "count 300000", 12), "a 300000-byte stdin secret: '%s'", r.out.buf);
+    run_free(&r);
+    /* A program that cannot be started with a stdin secret larger than the
+     * pipe: the writer does not hold the attempt. */
+    CHECK(policy_new(&r), "policy");
+    big_stdin_secret(r.policy);
+    const char *nf[] = {"no-such-program-forgeyard.exe", NULL};
+    fy_error *e = NULL;
+    DWORD t0 = GetTickCount();
+    if (fy_prepare(r.policy, caps, nf, &r.pr, &e) == 0 && start(&r) && wait_end(&r))
+        CHECK(fy_result_outcome(r.res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE, "outcome %d", fy_result_outcome(r.res));
+    else
+        CHECK(0, "run: %s", r.error);
+    fy_error_free(e);
+    run_free(&r);
+    CHECK(GetTickCount() - t0 < 3000, "a missing program with a stdin secret took %lu ms", GetTickCount() - t0);
+    /* Windows' device names are refused as secret file names (CON would
+     * write the secret to the host's console). */
+    static const char *const bad[] = {"CON", "nul.txt", "com1", "LPT9.log", "aux"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK(policy_new(&r), "policy");
+        fy_policy_add_secret(r.policy, "d", FY_SECRET_FILE, bad[i], "x", 1, NULL);
+        CHECK(!prepare(&r, "exit 0") && r.rc == FY_E_POLICY && strstr(r.error, "device"), "%s: rc %d %s", bad[i], r.rc,
+              r.error);
+        run_free(&r);
+    }
+    /* A workload that never reads its stdin does not hang the attempt. */
+    CHECK(run_args(&r, "exit 0", big_stdin_secret), "run (unread stdin): %s", r.error);
+    CHECK(r.res && fy_result_outcome(r.res) == FY_OUTCOME_SUCCEEDED, "outcome %d", r.res ? fy_result_outcome(r.res) : -1);
+    run_free(&r);
+    return ok;
+}
+
+/* caps JSON without the lines that differ between a probe and its
+ * snapshot ("snapshot", "probe_usec"). */
+static char *caps_text(fy_caps *c) {
+    char *json = NULL;
+    if (fy_caps_to_json(c, &json, NULL) < 0 || !json)
+        return NULL;
+    char *out = malloc(strlen(json) + 1), *o = out;
+    for (const char *p = json; out && *p;) {
+        size_t n = strcspn(p, "\n");
+        bool skip = (strstr(p, "\"snapshot\"") && (size_t)(strstr(p, "\"snapshot\"") - p) < n) ||
+                    (strstr(p, "\"probe_usec\"") && (size_t)(strstr(p, "\"probe_usec\"") - p) < n);
+        if (!skip) {
+            memcpy(o, p, n);
+            o += n;
+            *o++ = '\n';
+        }
+        p += n + (p[n] == '\n');
+    }
+    if (out)
+        *o = 0;
+    fy_free(json);
+    return out;
+}
+
+/* 1 from a snapshot, 0 probed, -1 failed; the caps' text into *text. */
+static int snap(const char *dir, uint64_t flags, char **text) {
+    fy_caps *c = NULL;
+    fy_error *e = NULL;
+    int r = fy_probe_snapshot(flags, dir, &c, &e);
+    if (r < 0) {
+        printf("# fy_probe_snapshot: %s\n", e ? fy_error_message(e) : "?");
+        fy_error_free(e);
+        return -1;
+    }
+    int from = fy_caps_from_snapshot(c);
+    if (text)
+        *text = caps_text(c);
+    fy_caps_free(c);
+    return from;
+}
+
+/* Persisted probe snapshots: stored in the caller's own directory, loaded
+ * again with the same verdicts; never with FY_PROBE_FRESH, never when the
+ * key text differs, never from a directory others may write. */
+static bool t_snapshot(void) {
+    bool ok = true;
+    char win[MAX_PATH], pol[MAX_PATH], tmp[MAX_PATH];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(win, sizeof(win), "%sfy-snap-%lu", tmp, (unsigned long)GetCurrentProcessId());
+    snprintf(pol, sizeof(pol), "/%s", win);
+    for (char *c = pol; *c; c++)
+        if (*c == '\\')
+            *c = '/';
+    char *a = NULL, *b = NULL;
+    CHECK(snap(pol, 0, &a) == 0, "the first call probes");
+    CHECK(GetFileAttributesA(win) != INVALID_FILE_ATTRIBUTES, "the store %s was not made", win);
+    CHECK(snap(pol, 0, &b) == 1, "the second call loads the snapshot");
+    CHECK(a && b && !strcmp(a, b), "the snapshot says something else than the probe:\n%s\n---\n%s", a ? a : "",
+          b ? b : "");
+    CHECK(b && strstr(b, "windows.job-kill-on-close"), "the verdicts are in the snapshot");
+    free(a);
+    free(b);
+    /* What a snapshot saves: a fresh probe against a load, each timed. */
+    LARGE_INTEGER f0, t0, t1, t2;
+    QueryPerformanceFrequency(&f0);
+    QueryPerformanceCounter(&t0);
+    CHECK(snap(pol, FY_PROBE_FRESH, NULL) == 0, "FY_PROBE_FRESH probes");
+    QueryPerformanceCounter(&t1);
+    snap(pol, 0, NULL);
+    QueryPerformanceCounter(&t2);
+    printf("# probe %.1f ms, snapshot load %.1f ms\n", (double)(t1.QuadPart - t0.QuadPart) * 1000.0 / (double)f0.QuadPart,
+           (double)(t2.QuadPart - t1.QuadPart) * 1000.0 / (double)f0.QuadPart);
+    CHECK(snap(pol, 0, NULL) == 1, "and stores again");
+    /* Another key text (a changed host setting): ignored, probed afresh. */
+    char pat[MAX_PATH + 16], file[MAX_PATH * 2];
+    snprintf(pat, sizeof(pat), "%s\\caps-*.json", win);
+    WIN32_FIND_DATAA fd;
+    HANDLE ff = FindFirstFileA(pat, &fd);
+    CHECK(ff != INVALID_HANDLE_VALUE, "no snapshot file in %s", win);
+    if (ff != INVALID_HANDLE_VALUE) {
+        FindClose(ff);
+        snprintf(file, sizeof(file), "%s\\%s", win, fd.cFileName);
+        FILE *f = fopen(file, "r+b");
+        if (f) {
+            fseek(f, 0, SEEK_SET);
+            fputc('X', f); /* the key's first byte */
+            fclose(f);
+        }
+        CHECK(snap(pol, 0, NULL) == 0, "a snapshot of another key was loaded");
+        CHECK(snap(pol, 0, NULL) == 1, "the fresh probe was stored");
+    }
+    /* A directory others may write: neither loaded from nor stored in. */
+    EXPLICIT_ACCESS_A ea = {0};
+    ea.grfAccessPermissions = GENERIC_ALL;
+    ea.grfAccessMode = GRANT_ACCESS;
+    ea.grfInheritance = SUB_CONTAINERS_AND_OBJECTS_INHERIT;
+    ea.Trustee.TrusteeForm = TRUSTEE_IS_NAME;
+    ea.Trustee.ptstrName = "EVERYONE";
+    PACL old = NULL, acl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    GetNamedSecurityInfoA(win, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &old, NULL, &sd);
+    DWORD se = SetEntriesInAclA(1, &ea, old, &acl);
+    if (!se)
+        se = SetNamedSecurityInfoA(win, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, acl, NULL);
+    LocalFree(acl);
+    LocalFree(sd);
+    CHECK(se == 0, "opening the store to everyone: %lu", (unsigned long)se);
+    CHECK(snap(pol, 0, NULL) == 0, "a snapshot was loaded from a directory everyone may write");
+    CHECK(snap(pol, 0, NULL) == 0, "... or stored there");
+    remove_dir(win);
+    if (wine) { /* the default store, %LOCALAPPDATA%\\forgeyard (the prefix is thrown away) */
+        snap(NULL, 0, NULL);
+        CHECK(snap(NULL, 0, NULL) == 1, "the default store");
+    }
+    return ok;
+}
+
 /* The argv survives CreateProcess's single command line: quoted by the
  * MSVCRT rules and parsed back by the workload's C runtime. */
 static bool t_quoting(void) {
@@ -826,6 +1344,15 @@ static unsigned long count_handles(void) {
     return n;
 }
 
+static char leak_build[MAX_PATH];
+/* The paths with handles of their own: a secret file, a stdin secret (its
+ * writer thread), a build directory (its ACE and the record). */
+static void leak_extras(fy_policy *p) {
+    fy_policy_add_secret(p, "f", FY_SECRET_FILE, "f.txt", "v", 1, NULL);
+    fy_policy_add_secret(p, "i", FY_SECRET_STDIN, NULL, "w", 1, NULL);
+    fy_policy_set_build(p, leak_build, NULL);
+}
+
 /* Attempts leak no handle, thread or workspace of the host's. */
 static bool t_no_leaks(void) {
     bool ok = true;
@@ -834,15 +1361,22 @@ static bool t_no_leaks(void) {
      * their own from their first use on (a constant, not per attempt). */
     CHECK(run_args(&r, "print x y", one_second), "warm-up: %s", r.error);
     run_free(&r);
+    char bwin[MAX_PATH];
+    CHECK(open_dir("leak", bwin, sizeof(bwin), leak_build, sizeof(leak_build)), "build dir");
+    CHECK(run_args(&r, "cat", leak_extras), "warm-up with extras: %s", r.error);
+    run_free(&r);
     unsigned long before = count_handles(), after;
     for (int i = 0; i < LEAK_N; i++) {
-        CHECK(run_args(&r, i % 2 ? "print x y" : "exit 3", i % 4 == 1 ? one_second : NULL), "run %d: %s", i, r.error);
+        CHECK(run_args(&r, i % 2 ? "print x y" : i % 4 == 2 ? "cat" : "exit 3",
+                       i % 4 == 1 ? one_second : i % 4 == 2 ? leak_extras : NULL), "run %d: %s", i, r.error);
         run_free(&r);
     }
     after = count_handles();
     printf("# handles: %lu before, %lu after\n", before, after);
     CHECK(after <= before, "handles: %lu before, %lu after 20 attempts", (unsigned long)before, (unsigned long)after);
-    CHECK(host_workspaces(GetCurrentProcessId()) == 0, "workspaces left: %d", host_workspaces(GetCurrentProcessId()));
+    CHECK(host_workspaces(GetCurrentProcessId()) == 0, "workspaces (or records) left: %d",
+          host_workspaces(GetCurrentProcessId()));
+    remove_dir(bwin);
     return ok;
 }
 
@@ -850,7 +1384,11 @@ static bool t_no_leaks(void) {
  * killed without freeing anything; the tree must die with it. */
 static int host_die(void) {
     struct run r;
-    if (!policy_new(&r) || !prepare(&r, "tree 1 60000") || !start(&r))
+    /* With a build directory: its ACE is recorded next to the workspace,
+     * for fy_gc to take back. */
+    char bwin[MAX_PATH], bpol[MAX_PATH];
+    if (!open_dir("hd", bwin, sizeof(bwin), bpol, sizeof(bpol)) || !policy_new(&r) ||
+        fy_policy_set_build(r.policy, bpol, NULL) < 0 || !prepare(&r, "tree 1 60000") || !start(&r))
         return 2;
     unsigned long pids[2];
     for (int i = 0; i < 600 && pids_of(r.out.buf, pids, 2) < 1; i++)
@@ -892,16 +1430,40 @@ static bool t_host_dies(void) {
     CHECK(pids_of(buf, pids, 1) == 1 && pids[0], "'%s'", buf);
     if (pids[0])
         CHECK(pid_dead(pids[0]), "the tree of a dead host lives on: %lu", pids[0]);
-    /* What stays is the dead host's workspace; fy_gc removes it. */
+    /* What stays is the dead host's workspace and the record of the ACE
+     * on its build directory; fy_gc takes back the one and removes both. */
     int before = started ? host_workspaces(pi.dwProcessId) : 0;
-    CHECK(before == 1, "workspaces of the dead host: %d", before);
+    char rpat[MAX_PATH + 64], tmp[MAX_PATH];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(rpat, sizeof(rpat), "%sforgeyard-%lu-*.acl", tmp, started ? (unsigned long)pi.dwProcessId : 0ul);
+    WIN32_FIND_DATAA rfd;
+    HANDLE rf = FindFirstFileA(rpat, &rfd);
+    char record[MAX_PATH * 2] = "";
+    if (rf != INVALID_HANDLE_VALUE) {
+        snprintf(record, sizeof(record), "%s%s", tmp, rfd.cFileName);
+        FindClose(rf);
+    }
+    CHECK(before == 2 && record[0], "workspaces and records of the dead host: %d, record '%s'", before, record);
+    if (record[0]) {
+        FILE *f = fopen(record, "rb");
+        char text[1024] = {0};
+        if (f) {
+            fread(text, 1, sizeof(text) - 1, f);
+            fclose(f);
+        }
+        printf("# record: %s", text);
+        CHECK(strstr(text, "grant S-1-5-21-") && strstr(text, "fy-test-hd-"), "record: %s", text);
+    }
     uint64_t destroyed = 0;
     fy_error *e = NULL;
     int rc = fy_gc(NULL, 0, &destroyed, &e);
-    CHECK(rc == 0 && destroyed >= 1, "fy_gc %d, %llu destroyed: %s", rc, (unsigned long long)destroyed,
+    CHECK(rc == 0 && destroyed >= 2, "fy_gc %d, %llu destroyed: %s", rc, (unsigned long long)destroyed,
           e ? fy_error_message(e) : "");
     fy_error_free(e);
-    CHECK(!started || host_workspaces(pi.dwProcessId) == 0, "the dead host's workspace is still there");
+    CHECK(!started || host_workspaces(pi.dwProcessId) == 0, "the dead host's workspace or record is still there");
+    char hd[MAX_PATH + 64];
+    snprintf(hd, sizeof(hd), "%sfy-test-hd-%lu", tmp, started ? (unsigned long)pi.dwProcessId : 0ul);
+    remove_dir(hd);
     return ok;
 }
 
@@ -995,9 +1557,14 @@ int main(int argc, char **argv) {
         {"a required unverified limit is refused", t_required_unverified},
         {"network deny and restricted are refused", t_network_refused},
         {"a missing program is a typed setup failure", t_not_found},
+        {"the OSFamily platform property is this host's", t_platform},
+        {"low integrity: required refused where unverified, preferred applied", t_low_integrity},
+        {"host directories ACL'd to the attempt and back", t_host_acl},
         {"the workspace is private and removed", t_workspace},
         {"environment, secrets, no host variables", t_environment},
         {"arguments with spaces, quotes and backslashes", t_quoting},
+        {"file and stdin secrets", t_secrets},
+        {"persisted probe snapshots", t_snapshot},
         {"no handle or workspace leaks over 20 attempts", t_no_leaks},
         {"forgeyard.exe capabilities, doctor, run", t_cli},
     };
