@@ -47,6 +47,7 @@
 #include <jansson.h>
 
 #include "linux-net.h"
+#include "linux-net-user.h"
 #include "linux-plan.h"
 #include "linux-probe-util.h"
 
@@ -344,10 +345,12 @@ static int addr_in_use(int s, uint32_t a) {
 
 /* ---- addresses ---- */
 
-static const uint8_t sb_router6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 1};
-static const uint8_t sb_sandbox6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 2};
-#define SB_ROUTER4  0x64400001u /* 100.64.0.1 */
-#define SB_SANDBOX4 0x64400002u /* 100.64.0.2 */
+const uint8_t lxn_sb_router6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 1};
+const uint8_t lxn_sb_sandbox6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 2};
+#define sb_router6 lxn_sb_router6
+#define sb_sandbox6 lxn_sb_sandbox6
+#define SB_ROUTER4  LXN_SB_ROUTER4
+#define SB_SANDBOX4 LXN_SB_SANDBOX4
 
 static void link6(uint8_t out[16], uint32_t slot, uint8_t host) {
     static const uint8_t base[16] = {0xfd, 0x66, 0x79, 0x73, 0, 1};
@@ -464,10 +467,11 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     if (np->net_mode == FY_NET_FETCH_ONLY)
         return compile_fetch(out, pl, np, is_root, reterr);
     out->mode = FY_NET_RESTRICTED;
-    if (!is_root)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
-                       "network mode restricted is enforced by nftables in a router namespace, which needs root; "
-                       "the rootless user-mode stack (pasta) is not implemented in this version");
+    /* Without root: the same router and rules in the library's own user
+     * namespace, uplinked by pasta (linux-net-user.c). */
+    int ur;
+    if (!is_root && (ur = lxnu_compile(out, pl, np, reterr)) < 0)
+        return ur;
     char *nft = pu_find_program("nft");
     if (!nft)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
@@ -637,8 +641,16 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                         json_string("nftables in a per-attempt router namespace owned by the host's user namespace "
                                     "(veth, forward only to the rules, masquerade; everything else dropped: TCP, UDP, "
                                     "ICMP, raw, IPv4 and IPv6)"));
+    if (lp->rootless) {
+        json_object_set_new(o, "enforcement",
+                            json_string("nftables in a per-attempt router namespace of the library's own user "
+                                        "namespace (not the workload's: no capability over it), linked to the "
+                                        "sandbox by two tuns and a relay; everything not allowed dropped there "
+                                        "(TCP, UDP, ICMP, raw, IPv4 and IPv6); uplink: pasta as the caller"));
+    }
+    json_object_set_new(o, "mechanism", json_string(lp->rootless ? "nftables-userns-pasta" : "nftables-router-netns"));
     json_object_set_new(o, "rules", rules);
-    json_object_set_new(o, "uplink", json_string(lp->uplink ? lp->uplink : "host"));
+    json_object_set_new(o, "uplink", json_string(lp->rootless ? "pasta" : lp->uplink ? lp->uplink : "host"));
     json_object_set_new(o, "dns", json_string(np->dns == FY_DNS_HOST ? "host resolv.conf (reachable only if listed)"
                                                                      : "hosts-file: allowed names resolved at prepare, no resolver"));
     json_object_set_new(o, "landlock_tcp",
@@ -744,6 +756,8 @@ static int open_uplink(const struct lxn_plan *lp) {
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
     run->lp = lp;
+    if (lp->rootless)
+        return lxnu_begin(run, lp, reterr);
     int r = 0, rs = -1, us = -1;
     if (lp->mode == FY_NET_FETCH_ONLY) {
         /* Nothing before the clone: the proxy needs the sandbox's namespace. */
@@ -853,6 +867,8 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
             (void)lxn_teardown(run);
         return r;
     }
+    if (run->user)
+        return lxnu_finish(run, sandbox_ns, reterr);
     if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
         goto fail;
     if ((rs = nl_open(run->router_fd)) < 0 || (ss = nl_open(sandbox_ns)) < 0) {
@@ -899,6 +915,8 @@ fail:
 }
 
 void lxn_forget(struct lxn_run *run) {
+    if (run->user)
+        lxnu_forget(run);
     run->uplink_if[0] = 0;
     lxp_forget(&run->proxy); /* the parent's proxy is the parent's to end */
     free(run->report);
@@ -911,6 +929,8 @@ unsigned lxn_teardown(struct lxn_run *run) {
     /* A report the previous call made and nobody took (a failed start). */
     free(run->report);
     run->report = NULL;
+    if (run->user)
+        left += lxnu_teardown(run); /* (before the router's fds below close) */
     if (run->proxy.pid > 0 || run->proxy.audit) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */
@@ -1006,3 +1026,13 @@ int lxn_recv_netns(int sock, int timeout_ms) {
     }
     return fd;
 }
+
+/* ---- for the rootless path (linux-net-user.h) ---- */
+
+int lxn_i_addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix) {
+    return addr_add(s, ifindex, family, addr, prefix);
+}
+int lxn_i_link_up(int s, const char *name) { return link_up(s, name); }
+int lxn_i_route_default(int s, int ifindex, int family, const void *gw) { return route_default(s, ifindex, family, gw); }
+int lxn_i_link_exists(int s, const char *name) { return link_exists(s, name); }
+int lxn_i_finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) { return finish_nft(run, deadline, reterr); }

@@ -35,6 +35,8 @@ struct lxn_plan {
     uint32_t link_len;          /* 16..24 */
     uint32_t mode;              /* FY_NET_RESTRICTED or FY_NET_FETCH_ONLY */
     struct lxp_config *proxy;   /* fetch-only: what the proxy enforces (linux-proxy.h) */
+    bool rootless;              /* restricted without root: linux-net-user.c (pasta uplink) */
+    const char *pasta;          /* rootless: the pasta program (absolute) */
 };
 
 /* Per attempt. */
@@ -50,6 +52,7 @@ struct lxn_run {
     const struct lxn_plan *lp;  /* set by lxn_begin */
     struct lxp_run proxy;       /* fetch-only: the attempt's proxy */
     char *report;               /* fetch-only: the result's "network" record, made at teardown */
+    struct lxnu_run *user;      /* rootless restricted (linux-net-user.c), or NULL */
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,

@@ -331,12 +331,14 @@ st=$?
 [ $st = 0 ] && grep -qx "allowed echo:ping" "$TMP/fetch.out" && grep -qx "other HTTP/1.1 403 Forbidden" "$TMP/fetch.out" &&
     ok "fetch-only through the uplink: the allowed destination tunnels, another address is refused" ||
     { bad "fetch-only through the uplink: status $st"; cat "$TMP/fetch.out"; }
-# Rootless: refused, never weaker (where uid 65534 can run the program).
+# Rootless with an uplink namespace: refused, never weaker (where uid 65534
+# can run the program; rootless restricted itself, through pasta, is
+# test-net-rootless.sh's).
 if command -v setpriv >/dev/null && setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null; then
     HOME=/tmp setpriv --reuid 65534 --regid 65534 --clear-groups timeout 60 "$FY" run --profile standard-ci \
-        --network restricted --allow 198.51.100.1:8080 -- /bin/true >/dev/null 2>"$TMP/err"
+        --network restricted --network-uplink "/run/netns/$NS" --allow 198.51.100.1:8080 -- /bin/true >/dev/null 2>"$TMP/err"
     st=$?
-    [ $st = 247 ] && grep -q "needs root" "$TMP/err" && ok "rootless restricted refused as unsupported" ||
+    [ $st = 247 ] && grep -q "needs root" "$TMP/err" && ok "rootless restricted with an uplink namespace refused as unsupported" ||
         { bad "rootless: status $st"; cat "$TMP/err"; }
 else
     echo "note: uid 65534 cannot run $FY here; the rootless refusal is not checked"

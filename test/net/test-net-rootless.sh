@@ -1,0 +1,193 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Network mode restricted without root (the router in the library's own
+# user namespace, pasta as its uplink), end to end as uid 65534. The test
+# (root) makes two network namespaces of its own:
+#   GW   where the unprivileged caller runs: pasta's "host". One veth
+#        (192.0.2.1/24, 2001:db8:ff::1/64) with the default routes.
+#   NET  the fake internet behind it: 192.0.2.2, 2001:db8:ff::2 and, on its
+#        loopback, 198.51.100.1-2 and 2001:db8::1-2, with TCP and UDP echo
+#        servers this test starts.
+# No packet goes anywhere else. Both are removed at the end (trap).
+#
+#   test-net-rootless.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY
+set -u
+FY=$1 PROBE=$2 ECHO=$3
+if [ "$(id -u)" != 0 ]; then echo "SKIP: the test makes network namespaces and switches to uid 65534 (root)"; exit 77; fi
+command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; exit 77; }
+command -v pasta >/dev/null || { echo "SKIP: pasta missing (apt install passt)"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null ||
+    { echo "SKIP: uid 65534 cannot execute $FY"; exit 77; }
+
+GW=fyt-rl-gw-$$-$RANDOM NET=fyt-rl-net-$$-$RANDOM
+TMP=$(mktemp -d /tmp/fy-netrl.XXXXXX)
+SRV= DNS=
+fail=0
+cleanup() {
+    [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+    ip netns del "$GW" 2>/dev/null
+    ip netns del "$NET" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+bad() { echo "FAIL: $*"; fail=1; }
+ok() { echo "ok: $*"; }
+
+ip netns add "$GW" || exit 1
+ip netns add "$NET" || exit 1
+ip -n "$GW" link set lo up
+ip -n "$NET" link set lo up
+ip -n "$GW" link add g0 type veth peer name n0 netns "$NET" || exit 1
+ip -n "$GW" addr add 192.0.2.1/24 dev g0
+ip -n "$GW" addr add 2001:db8:ff::1/64 dev g0 nodad
+ip -n "$NET" addr add 192.0.2.2/24 dev n0
+ip -n "$NET" addr add 2001:db8:ff::2/64 dev n0 nodad
+ip -n "$GW" link set g0 up
+ip -n "$NET" link set n0 up
+ip -n "$GW" route add default via 192.0.2.2 dev g0
+ip -n "$GW" -6 route add default via 2001:db8:ff::2 dev g0
+for a in 198.51.100.1/32 198.51.100.2/32; do ip -n "$NET" addr add $a dev lo; done
+for a in 2001:db8::1/128 2001:db8::2/128; do ip -n "$NET" addr add $a dev lo nodad; done
+ip netns exec "$NET" timeout 580 python3 "$ECHO" "$TMP/ready" 570 8080 9090 >"$TMP/server.log" 2>&1 &
+SRV=$!
+for _ in $(seq 50); do [ -s "$TMP/ready" ] && break; sleep 0.1; done
+[ -s "$TMP/ready" ] || { echo "echo server did not start"; cat "$TMP/server.log"; exit 1; }
+# (From GW the fake internet must answer, or nothing below means anything.)
+ip netns exec "$GW" python3 -c '
+import socket; s = socket.create_connection(("198.51.100.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
+    { echo "the fake internet does not answer from the caller's namespace"; exit 1; }
+
+gw_state() {
+    ip -n "$GW" -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
+    # (fe80:: comes and goes with the veth's own address configuration.)
+    ip -n "$GW" route show table all | grep -v fe80 | sort
+    ip -n "$GW" -6 route show table all | grep -v fe80 | sort
+    ip -n "$GW" addr show | grep -c inet
+    ip netns exec "$GW" nft list ruleset 2>&1
+}
+gw_state >"$TMP/gw.before"
+nothing_left() {
+    gw_state >"$TMP/gw.after"
+    # Our pastas: processes named pasta of uid 65534 in the GW namespace.
+    local pastas=0
+    for p in $(pgrep -x -u 65534 pasta 2>/dev/null); do
+        [ "$(readlink /proc/$p/ns/net 2>/dev/null)" = "$(ip netns exec "$GW" readlink /proc/self/ns/net)" ] &&
+            pastas=$((pastas + 1))
+    done
+    if ! cmp -s "$TMP/gw.before" "$TMP/gw.after"; then
+        bad "$1: the caller's namespace changed"; diff "$TMP/gw.before" "$TMP/gw.after"
+    elif [ $pastas != 0 ]; then
+        bad "$1: $pastas pasta process(es) left"
+    else
+        ok "$1: nothing left (no pasta, no link, route, rule or address in the caller's namespace)"
+    fi
+}
+
+mkdir "$TMP/nobody" && chown 65534:65534 "$TMP/nobody"
+mkdir "$TMP/probe" && cp "$PROBE" "$TMP/probe/fy-netprobe" && chmod 755 "$TMP" "$TMP/probe"
+chmod 644 "$TMP/probe/"* 2>/dev/null; chmod 755 "$TMP/probe/fy-netprobe"
+run() {
+    ip netns exec "$GW" env HOME=/tmp setpriv --reuid 65534 --regid 65534 --clear-groups \
+        timeout 120 "$FY" run --profile standard-ci --network restricted \
+        --bind-ro "$TMP/probe:/opt/fyprobe" "$@"
+}
+
+# 1. The probes: the allowed tuples answer, nothing else does.
+cat >"$TMP/probe/probes.sh" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+t() {
+    name=$1; shift
+    o=$("$P" "$@" 2>&1); rc=$?
+    case $name in *-allowed) [ $rc = 0 ] || { o="$o / again: $("$P" "$@" 2>&1)"; rc=$?; };; esac
+    echo "$name $rc"; echo "$name: $o" >&2
+}
+t tcp4-allowed tcp 198.51.100.1 8080
+t udp4-allowed udp 198.51.100.1 9090
+t tcp6-allowed tcp 2001:db8::1 8080
+t tcp4-other-allowed tcp 198.51.100.2 9090
+t tcp4-other-port tcp 198.51.100.1 9090
+t udp4-other-port udp 198.51.100.1 8080
+t tcp4-other-addr tcp 198.51.100.2 8080
+t udp4-other-addr udp 198.51.100.2 9090
+t tcp6-other-port tcp 2001:db8::1 9090
+t udp6-blocked udp 2001:db8::1 8080
+t tcp6-other-addr tcp 2001:db8::2 8080
+t icmp4 icmp 198.51.100.1
+t icmp6 icmp 2001:db8::1
+t gateway-icmp icmp 192.0.2.2
+t router-itself tcp 100.64.0.1 8080
+t router6-itself tcp fd66:7973::1 8080
+IN
+chmod 644 "$TMP/probe/probes.sh"
+run --allow 198.51.100.1:8080 --allow 198.51.100.1:9090/udp --allow '[2001:db8::1]:8080' \
+    --allow 198.51.100.2:9090 --result "$TMP/nobody/result.json" -- /bin/sh /opt/fyprobe/probes.sh \
+    >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc = 0 ] || { bad "probe sandbox exited $rc"; cat "$TMP/err"; }
+while read -r name res; do
+    case $name in
+    *-allowed) [ "$res" = 0 ] && ok "$name answers" || { bad "$name: no answer (rc $res)"; grep "^$name:" "$TMP/err"; };;
+    *) [ "$res" = 1 ] && ok "$name blocked" || bad "$name: expected blocked, got rc $res";;
+    esac
+done <"$TMP/out"
+[ "$(wc -l <"$TMP/out")" = 16 ] || { bad "expected 16 probe results, got $(wc -l <"$TMP/out")"; cat "$TMP/err"; }
+nothing_left "probe sandbox"
+
+# 2. The evidence: the mechanism in the plan's isolation record, pasta
+#    ended (reaped) and the router's links witnessed gone in the result.
+python3 - "$TMP/nobody/result.json" <<'PY' && ok "evidence: mechanism nftables-userns-pasta, pasta reaped, no router link left" || bad "evidence"
+import json, sys
+r = json.load(open(sys.argv[1]))
+def find(o, key):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == key:
+                yield v
+            yield from find(v, key)
+    elif isinstance(o, list):
+        for v in o:
+            yield from find(v, key)
+mech = list(find(r, "mechanism"))
+assert "nftables-userns-pasta" in mech, mech
+net = r["network"]
+assert net["uplink"]["ended"] is True and isinstance(net["uplink"]["pid"], int), net
+assert net["router_links_left"] == 0, net
+assert net["packets_out"] > 0 and net["packets_in"] > 0, net
+left = list(find(r, "network_left")) + list(find(r, "left"))
+print("network:", json.dumps(net), file=sys.stderr)
+PY
+pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["network"]["uplink"]["pid"])' "$TMP/nobody/result.json" 2>/dev/null)
+[ -n "$pid" ] && [ ! -e "/proc/$pid" ] && ok "pasta (pid $pid) is gone" || bad "pasta $pid still exists"
+
+# 3. A workload that rewrites its own addresses and routes reaches nothing
+#    more (the rules are in the router, whose user namespace is not its own).
+cat >"$TMP/probe/rewire.sh" <<'IN'
+ip addr add 198.51.100.9/32 dev eth0 2>/dev/null
+ip route replace default dev eth0 2>/dev/null
+/opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080 >/dev/null 2>&1 && echo reached || echo blocked
+IN
+chmod 644 "$TMP/probe/rewire.sh"
+out=$(run --allow 198.51.100.1:8080 -- /bin/sh /opt/fyprobe/rewire.sh 2>/dev/null)
+[ "$out" = blocked ] && ok "a workload rewiring its own namespace reaches nothing more" || bad "rewire: $out"
+nothing_left "rewire sandbox"
+
+# 4. Bad input: an uplink namespace is root's (pasta uplinks the caller's own).
+out=$(run --network-uplink "/run/netns/$GW" --allow 198.51.100.1:8080 -- /bin/true 2>&1); st=$?
+[ $st != 0 ] && echo "$out" | grep -q "needs root" && ok "an uplink namespace without root is refused" ||
+    bad "uplink without root: status $st: $out"
+
+# 5. Several attempts in a row and side by side leave nothing.
+for i in 1 2 3 4 5; do
+    run --allow 198.51.100.1:8080 -- /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 >/dev/null 2>&1 || bad "attempt $i: no answer"
+done
+pids=
+for i in 1 2 3 4; do
+    run --allow 198.51.100.1:8080 -- /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 >/dev/null 2>&1 &
+    pids="$pids $!"
+done
+for p in $pids; do wait "$p" || bad "a concurrent attempt failed"; done
+nothing_left "9 attempts (5 in a row, 4 at once)"
+
+exit $fail
