@@ -629,3 +629,7 @@ void lxnu_forget(struct lxn_run *run) {
     free(u);
     run->user = NULL;
 }
+
+pid_t lxnu_uplink_pid(const struct lxn_run *run) {
+    return run->user && run->user->pasta_running ? run->user->pasta.pid : 0;
+}

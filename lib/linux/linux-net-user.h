@@ -39,6 +39,8 @@ int lxnu_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
  * witnesses that they are gone; the number of objects left. Sets
  * run->report (the result's "network" record). */
 unsigned lxnu_teardown(struct lxn_run *run);
+/* The pid of the attempt's pasta (for the state record), or 0. */
+pid_t lxnu_uplink_pid(const struct lxn_run *run);
 /* In a forked copy of the host: lets go of everything, ends nothing. */
 void lxnu_forget(struct lxn_run *run);
 

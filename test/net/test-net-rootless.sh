@@ -70,9 +70,10 @@ gw_state() {
 gw_state >"$TMP/gw.before"
 nothing_left() {
     gw_state >"$TMP/gw.after"
-    # Our pastas: processes named pasta of uid 65534 in the GW namespace.
+    # Our pastas: processes named pasta or passt* (it may execute
+    # passt.avx2) of uid 65534 in the GW namespace.
     local pastas=0
-    for p in $(pgrep -x -u 65534 pasta 2>/dev/null); do
+    for p in $(pgrep -u 65534 '^pas(ta|st)' 2>/dev/null); do
         [ "$(readlink /proc/$p/ns/net 2>/dev/null)" = "$(ip netns exec "$GW" readlink /proc/self/ns/net)" ] &&
             pastas=$((pastas + 1))
     done
@@ -189,5 +190,29 @@ for i in 1 2 3 4; do
 done
 for p in $pids; do wait "$p" || bad "a concurrent attempt failed"; done
 nothing_left "9 attempts (5 in a row, 4 at once)"
+
+# 6. pasta is in the attempt's state record (fy_gc's), and a host process
+#    killed mid-attempt takes it along (it dies with the thread that
+#    started it).
+mkdir -p "$TMP/nobody/xdg" && chown 65534:65534 "$TMP/nobody/xdg" && chmod 700 "$TMP/nobody/xdg"
+ip netns exec "$GW" env HOME=/tmp XDG_RUNTIME_DIR="$TMP/nobody/xdg" setpriv --reuid 65534 --regid 65534 --clear-groups \
+    "$FY" run --profile standard-ci --network restricted --allow 198.51.100.1:8080 -- /bin/sleep 30 >/dev/null 2>&1 &
+FYP=$!
+hp=
+for _ in $(seq 100); do
+    hp=$(cat "$TMP"/nobody/xdg/forgeyard-sandbox/*.state 2>/dev/null | awk '$1 == "helper" {print $2}' | head -1)
+    [ -n "$hp" ] && break; sleep 0.1
+done
+if [ -n "$hp" ] && case $(cat /proc/$hp/comm 2>/dev/null) in pasta*|passt*) true;; *) false;; esac; then
+    ok "pasta (pid $hp) is in the attempt's state record"
+    kill -9 "$(awk '{print $4}' /proc/$hp/stat)" 2>/dev/null
+    for _ in $(seq 50); do [ -e "/proc/$hp" ] || break; sleep 0.1; done
+    [ -e "/proc/$hp" ] && bad "pasta $hp survived its host process" || ok "a killed host process takes its pasta along"
+else
+    bad "no pasta in the state record (helper '$hp': $(cat /proc/$hp/comm 2>&1) $(tr "\0" " " </proc/$hp/cmdline 2>&1))"
+fi
+wait $FYP 2>/dev/null
+sleep 0.5
+nothing_left "host process killed mid-attempt"
 
 exit $fail
