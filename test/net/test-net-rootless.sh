@@ -191,6 +191,31 @@ done
 for p in $pids; do wait "$p" || bad "a concurrent attempt failed"; done
 nothing_left "9 attempts (5 in a row, 4 at once)"
 
+# 5b. The attack suite's network probes under rootless restricted: the
+#     caller's loopback listeners and abstract unix sockets (in GW, where
+#     pasta runs) stay out of reach, allowed port or not.
+ip netns exec "$GW" python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+u = socket.socket(socket.AF_UNIX); u.bind("\0fyt-rl-abstract"); u.listen(4)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(20); u.settimeout(0.1)
+import select
+r, _, _ = select.select([s, u], [], [], 20)
+if r: open(sys.argv[1] + ".hit", "w").write("x")
+' "$TMP/hostport" &
+HL=$!
+for _ in $(seq 50); do [ -s "$TMP/hostport" ] && break; sleep 0.1; done
+hp=$(cat "$TMP/hostport")
+run --allow "198.51.100.1:$hp" -- /bin/sh -c "/opt/fyprobe/fy-netprobe tcp 127.0.0.1 $hp; echo tcp=\$?;
+    /opt/fyprobe/fy-netprobe tcp 192.0.2.1 $hp; echo gw=\$?; /opt/fyprobe/fy-netprobe abstract fyt-rl-abstract; echo abstract=\$?" \
+    >"$TMP/att" 2>&1
+kill $HL 2>/dev/null; wait $HL 2>/dev/null
+grep -q "tcp=1" "$TMP/att" && grep -q "gw=1" "$TMP/att" && grep -q "abstract=1" "$TMP/att" && [ ! -e "$TMP/hostport.hit" ] &&
+    ok "the caller's loopback, its own address and its abstract sockets are out of reach" ||
+    { bad "attack probes: $(tr '\n' ' ' <"$TMP/att") hit=$([ -e "$TMP/hostport.hit" ] && echo yes)"; }
+nothing_left "attack probes"
+
 # 6. pasta is in the attempt's state record (fy_gc's), and a host process
 #    killed mid-attempt takes it along (it dies with the thread that
 #    started it).
