@@ -78,7 +78,14 @@ struct lxnu_run {
     int pasta_log;          /* what pasta said (a memfd) */
     pthread_t relay;
     bool relay_running;
-    int relay_stop;         /* eventfd */
+    int relay_stop;         /* eventfd: the relay thread ends */
+    int relay_go;           /* eventfd: tun_eth stands, relay */
+    /* What the relay thread needs to start pasta (it is pasta's parent, so
+     * that PR_SET_PDEATHSIG follows the attempt, not the host's thread
+     * that called fy_start). */
+    const char *pasta_prog;
+    int pasta_ready_wr, router_fd, started_wr;
+    int pasta_errno;
     uint64_t packets[2];    /* relayed: sandbox->router, router->sandbox */
     int left_links;         /* sb/up still listed after cleanup */
 };
@@ -328,9 +335,12 @@ static void close_fd(int *fd) {
     *fd = -1;
 }
 
+static void *relay_main(void *p);
+
 static void user_init(struct lxnu_run *u) {
     memset(u, 0, sizeof(*u));
     u->user_fd = u->nl_router = u->tun_sb = u->tun_eth = u->pasta_ready = u->pasta_log = u->relay_stop = -1;
+    u->relay_go = u->pasta_ready_wr = u->router_fd = u->started_wr = -1;
     u->pasta.pid = -1;
     u->pasta.pidfd = -1;
     u->left_links = -1;
@@ -384,13 +394,38 @@ int lxnu_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr
         r = fail(reterr, errno, "pasta's pipes");
         goto out;
     }
-    pid_t me = getpid();
-    u->pasta.pid = sys_fork_quiet_pidfd(&u->pasta.pidfd);
-    if (u->pasta.pid == 0)
-        pasta_main(lp->pasta, u->user_fd, run->router_fd, ready[1], u->pasta_log, me);
-    if (u->pasta.pid < 0) {
+    /* The relay thread forks pasta (and relays once the sandbox's tun
+     * stands): pasta dies with the thread (PR_SET_PDEATHSIG), which lives
+     * exactly as long as the attempt's network. */
+    int started[2] = {-1, -1};
+    if ((u->relay_stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        (u->relay_go = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 || pipe2(started, O_CLOEXEC) < 0) {
+        r = fail(reterr, errno, "the relay's eventfds");
+        goto out;
+    }
+    u->pasta_prog = lp->pasta;
+    u->pasta_ready_wr = ready[1];
+    u->router_fd = run->router_fd;
+    u->started_wr = started[1];
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    e = pthread_create(&u->relay, NULL, relay_main, u);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    char byte = 0;
+    ssize_t got = 0;
+    if (!e) {
+        u->relay_running = true;
+        do
+            got = read(started[0], &byte, 1);
+        while (got < 0 && errno == EINTR);
+    }
+    close(started[0]);
+    close(started[1]);
+    u->started_wr = -1;
+    if (e || got != 1 || u->pasta.pid < 0) {
         u->pasta.pid = -1;
-        r = fail(reterr, errno, "fork");
+        r = fail(reterr, e ? e : u->pasta_errno ? u->pasta_errno : EPROTO, e ? "the relay thread" : "fork");
         goto out;
     }
     u->pasta_running = true;
@@ -415,6 +450,26 @@ out:
 static void *relay_main(void *p) {
     struct lxnu_run *u = p;
     static __thread char buf[65536];
+    /* First pasta, as this thread's child. */
+    pid_t me = getpid();
+    u->pasta.pid = sys_fork_quiet_pidfd(&u->pasta.pidfd);
+    if (u->pasta.pid == 0)
+        pasta_main(u->pasta_prog, u->user_fd, u->router_fd, u->pasta_ready_wr, u->pasta_log, me);
+    u->pasta_errno = u->pasta.pid < 0 ? errno : 0;
+    if (u->pasta.pid < 0)
+        u->pasta.pid = -1;
+    char one = 1;
+    (void)!write(u->started_wr, &one, 1);
+    /* Then, once the sandbox's tun stands (or the end). */
+    struct pollfd w[2] = {{.fd = u->relay_go, .events = POLLIN}, {.fd = u->relay_stop, .events = POLLIN}};
+    for (;;) {
+        if (poll(w, 2, -1) < 0 && errno != EINTR)
+            return NULL;
+        if (w[1].revents)
+            return NULL;
+        if (w[0].revents)
+            break;
+    }
     struct pollfd pf[3] = {{.fd = u->tun_eth, .events = POLLIN}, {.fd = u->tun_sb, .events = POLLIN},
                            {.fd = u->relay_stop, .events = POLLIN}};
     for (;;) {
@@ -467,7 +522,11 @@ int lxnu_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
             bool ended = pu_wait_until(&u->pasta, pu_deadline_after_ms(100));
             r = err_set(reterr, p == 0 ? FY_E_TIMEOUT : FY_E_INFRA, FY_STEP_NETNS, 0, NULL,
                         "restricted network (rootless): pasta did not %s: %s", p == 0 ? "start in time" : "start",
-                        ended ? child_said(u->pasta_log) : "(still running)");
+                        ended ? (u->pasta.status >= 0 && WIFEXITED(u->pasta.status) &&
+                                 WEXITSTATUS(u->pasta.status) >= 50 && WEXITSTATUS(u->pasta.status) <= 52
+                                     ? "its start failed before it ran (placing its fds or executing it)"
+                                     : child_said(u->pasta_log))
+                              : "(still running)");
             if (ended) {
                 u->pasta_running = false;
                 u->pasta_ended = true;
@@ -509,21 +568,12 @@ int lxnu_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
                     strerror(-e));
         goto fail;
     }
-    /* The relay: signals blocked in its thread (the host's handlers are the host's). */
-    if ((u->relay_stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        r = fail(reterr, errno, "eventfd");
+    /* The relay thread (pasta's parent) starts copying. */
+    uint64_t go = 1;
+    if (write(u->relay_go, &go, sizeof(go)) != (ssize_t)sizeof(go)) {
+        r = fail(reterr, errno, "the relay thread");
         goto fail;
     }
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    e = pthread_create(&u->relay, NULL, relay_main, u);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e) {
-        r = fail(reterr, e, "the relay thread");
-        goto fail;
-    }
-    u->relay_running = true;
     if (userns >= 0)
         close(userns);
     close(sv[0]);
@@ -548,6 +598,7 @@ unsigned lxnu_teardown(struct lxn_run *run) {
         u->relay_running = false;
     }
     close_fd(&u->relay_stop);
+    close_fd(&u->relay_go);
     /* Closing a tun deletes its device (not persistent). */
     close_fd(&u->tun_eth);
     close_fd(&u->tun_sb);
@@ -615,6 +666,7 @@ void lxnu_forget(struct lxn_run *run) {
     struct lxnu_run *u = run->user;
     /* A forked copy has no relay thread (threads are not copied). */
     close_fd(&u->relay_stop);
+    close_fd(&u->relay_go);
     close_fd(&u->tun_eth);
     close_fd(&u->tun_sb);
     close_fd(&u->pasta_ready);
