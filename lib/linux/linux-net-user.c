@@ -654,9 +654,10 @@ unsigned lxnu_teardown(struct lxn_run *run) {
         json_object_set_new(o, "router_links_left", json_integer(u->left_links < 0 ? 0 : u->left_links));
         free(run->report);
         run->report = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    } else {
+        json_decref(ps);
     }
-    json_decref(o);
-    json_decref(ps);
+    json_decref(o); /* (ps is o's: json_object_set_new took it) */
     free(u);
     run->user = NULL;
     return left;
