@@ -591,17 +591,6 @@ fail:
 unsigned lxnu_teardown(struct lxn_run *run) {
     struct lxnu_run *u = run->user;
     unsigned left = 0;
-    if (u->relay_running) {
-        uint64_t one = 1;
-        (void)!write(u->relay_stop, &one, sizeof(one));
-        pthread_join(u->relay, NULL);
-        u->relay_running = false;
-    }
-    close_fd(&u->relay_stop);
-    close_fd(&u->relay_go);
-    /* Closing a tun deletes its device (not persistent). */
-    close_fd(&u->tun_eth);
-    close_fd(&u->tun_sb);
     if (u->pasta_running) {
         struct pu_proc *p = &u->pasta;
         if (!pu_wait_until(p, pu_deadline_after_ms(0))) {
@@ -617,6 +606,19 @@ unsigned lxnu_teardown(struct lxn_run *run) {
             left++;
     }
     close_fd(&u->pasta.pidfd);
+    /* Then the relay thread (pasta's parent: ending it first would end
+     * pasta by PR_SET_PDEATHSIG, unwitnessed). */
+    if (u->relay_running) {
+        uint64_t one = 1;
+        (void)!write(u->relay_stop, &one, sizeof(one));
+        pthread_join(u->relay, NULL);
+        u->relay_running = false;
+    }
+    close_fd(&u->relay_stop);
+    close_fd(&u->relay_go);
+    /* Closing a tun deletes its device (not persistent). */
+    close_fd(&u->tun_eth);
+    close_fd(&u->tun_sb);
     close_fd(&u->pasta_ready);
     close_fd(&u->pasta_log);
     if (run->nft_running) {

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -461,9 +462,57 @@ static int compile_fetch(struct lxn_plan *out, struct linux_plan *pl, const stru
     return 0;
 }
 
+/* The DNS stub's table: every destination that is a name (not an address
+ * or a block) with the addresses it resolved to at fy_prepare. NULL when
+ * the stub cannot run here (no proxy program or memfd exec) or the policy
+ * takes the host's resolvers; resolv.conf names it either way, so a name
+ * outside /etc/hosts then simply does not resolve. */
+static struct lxp_config *dns_config(struct linux_plan *pl, const struct fy_plan *np) {
+    if (np->dns == FY_DNS_HOST || !lxp_program_available() || !pl->exec_init || np->ndests > LXP_DESTS_MAX)
+        return NULL;
+    struct lxp_config *cfg = arena_keep(&pl->arena, calloc(1, sizeof(*cfg)));
+    struct lxp_dest *dests = cfg ? arena_keep(&pl->arena, calloc(np->ndests ? np->ndests : 1, sizeof(*dests))) : NULL;
+    if (!cfg || !dests)
+        return NULL;
+    cfg->dests = dests;
+    for (size_t i = 0; i < np->ndests; i++) {
+        const char *h = np->dests[i].host;
+        uint8_t tmp[16];
+        if (strchr(h, '/') || strchr(h, ':') || inet_pton(AF_INET, h, tmp) == 1 || strlen(h) > LXP_HOST_MAX)
+            continue;
+        struct lxp_dest *x = NULL;
+        for (uint32_t k = 0; k < cfg->ndests && !x; k++)
+            if (strcasecmp(cfg->dests[k].host, h) == 0)
+                x = &cfg->dests[k];
+        if (!x) {
+            x = &dests[cfg->ndests++];
+            for (size_t k = 0; h[k]; k++)
+                x->host[k] = (char)((h[k] >= 'A' && h[k] <= 'Z') ? h[k] - 'A' + 'a' : h[k]);
+            size_t n = strlen(x->host);
+            if (n && x->host[n - 1] == '.')
+                x->host[n - 1] = 0;
+        }
+        for (size_t k = 0; k < np->nnet_rules; k++) {
+            const struct plan_net_rule *r = &np->net_rules[k];
+            if (r->dest != i || x->naddr == LXP_ADDRS_MAX || r->prefix != (r->family == 4 ? 32 : 128))
+                continue;
+            bool have = false;
+            for (uint32_t m = 0; m < x->naddr && !have; m++)
+                have = x->addr[m].family == r->family && memcmp(x->addr[m].addr, r->addr, 16) == 0;
+            if (have)
+                continue;
+            x->addr[x->naddr].family = r->family;
+            memcpy(x->addr[x->naddr].addr, r->addr, 16);
+            x->naddr++;
+        }
+    }
+    return cfg;
+}
+
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr) {
     memset(out, 0, sizeof(*out));
+    out->dns = dns_config(pl, np);
     if (np->net_mode == FY_NET_FETCH_ONLY)
         return compile_fetch(out, pl, np, is_root, reterr);
     out->mode = FY_NET_RESTRICTED;
@@ -627,8 +676,11 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
         json_object_set_new(o, "rules", rules);
         json_object_set_new(o, "credentials", json_integer(lp->proxy->ncreds));
         json_object_set_new(o, "uplink", json_string(lp->uplink ? lp->uplink : "host"));
-        json_object_set_new(o, "dns", json_string("none: no resolver and no destination names in /etc/hosts; "
-                                                  "the proxy resolves nothing (names resolved at prepare)"));
+        json_object_set_new(o, "dns", json_string(lp->dns ? "stub: 127.0.0.53 answers only the allowlisted names "
+                                                            "(A/AAAA resolved at prepare), REFUSED for every other, "
+                                                            "forwards nothing; no destination names in /etc/hosts"
+                                                          : "none: no resolver and no destination names in /etc/hosts; "
+                                                            "the proxy resolves nothing (names resolved at prepare)"));
         json_object_set_new(o, "landlock_tcp",
                             json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the proxy's port"
                                                           : "none (needs Landlock ABI 4)"));
@@ -652,7 +704,10 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
     json_object_set_new(o, "rules", rules);
     json_object_set_new(o, "uplink", json_string(lp->rootless ? "pasta" : lp->uplink ? lp->uplink : "host"));
     json_object_set_new(o, "dns", json_string(np->dns == FY_DNS_HOST ? "host resolv.conf (reachable only if listed)"
-                                                                     : "hosts-file: allowed names resolved at prepare, no resolver"));
+                                              : lp->dns ? "hosts-file and stub: allowed names resolved at prepare in "
+                                                          "/etc/hosts; 127.0.0.53 answers only them (A/AAAA), REFUSED "
+                                                          "for every other, forwards nothing"
+                                                        : "hosts-file: allowed names resolved at prepare, no resolver"));
     json_object_set_new(o, "landlock_tcp",
                         json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the allowed ports, the loopback included"
                                     : !pl->ll_handled || pl->ll_abi < 4 ? "none (needs Landlock ABI 4)"
@@ -668,6 +723,7 @@ void lxn_run_init(struct lxn_run *run) {
     memset(run, 0, sizeof(*run));
     run->router_fd = run->uplink_fd = run->slot_lock = run->nft_out = -1;
     lxp_run_init(&run->proxy);
+    lxp_run_init(&run->dns);
 }
 
 char *lxn_take_report(struct lxn_run *run) {
@@ -860,7 +916,17 @@ fail:
     return r;
 }
 
+static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
+
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
+    int r = finish_net(run, sandbox_ns, reterr);
+    /* The DNS stub, once the network stands (linux-dns-parse.h). */
+    if (r == 0 && run->lp && run->lp->dns && (r = lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+        (void)lxn_teardown(run);
+    return r;
+}
+
+static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     int r = 0, rs = -1, ss = -1, e;
     if (run->lp && run->lp->mode == FY_NET_FETCH_ONLY) {
         if ((r = lxp_start(&run->proxy, run->lp->proxy, sandbox_ns, run->uplink_fd, reterr)) < 0)
@@ -919,6 +985,7 @@ void lxn_forget(struct lxn_run *run) {
         lxnu_forget(run);
     run->uplink_if[0] = 0;
     lxp_forget(&run->proxy); /* the parent's proxy is the parent's to end */
+    lxp_forget(&run->dns);
     free(run->report);
     run->report = NULL;
     (void)lxn_teardown(run);
@@ -939,6 +1006,31 @@ unsigned lxn_teardown(struct lxn_run *run) {
             run->report = lxp_report(&run->proxy);
         lxp_release(&run->proxy);
         lxp_run_init(&run->proxy);
+    }
+    if (run->dns.pid > 0 || run->dns.audit) {
+        /* The DNS stub: ended (reaped: the witness), its queries into the
+         * result's network record as "dns". */
+        left += lxp_stop(&run->dns);
+        char *d = lxp_report_dns(&run->dns);
+        json_t *o = run->report ? json_loads(run->report, 0, NULL) : json_object();
+        json_t *dj = d ? json_loads(d, 0, NULL) : NULL;
+        free(d);
+        if (o && dj) {
+            if (!json_object_get(o, "mode"))
+                json_object_set_new(o, "mode", json_string(run->lp && run->lp->mode == FY_NET_FETCH_ONLY ? "fetch-only"
+                                                                                                     : "restricted"));
+            json_object_set_new(o, "dns", dj);
+            dj = NULL;
+            char *s2 = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+            if (s2) {
+                free(run->report);
+                run->report = s2;
+            }
+        }
+        json_decref(dj);
+        json_decref(o);
+        lxp_release(&run->dns);
+        lxp_run_init(&run->dns);
     }
     if (run->nft_running) {
         /* A start that failed before waiting for it: nft is ended. */

@@ -37,6 +37,7 @@ struct lxn_plan {
     struct lxp_config *proxy;   /* fetch-only: what the proxy enforces (linux-proxy.h) */
     bool rootless;              /* restricted without root: linux-net-user.c (pasta uplink) */
     const char *pasta;          /* rootless: the pasta program (absolute) */
+    struct lxp_config *dns;     /* the DNS stub's names and addresses, or NULL: no stub */
 };
 
 /* Per attempt. */
@@ -53,6 +54,7 @@ struct lxn_run {
     struct lxp_run proxy;       /* fetch-only: the attempt's proxy */
     char *report;               /* fetch-only: the result's "network" record, made at teardown */
     struct lxnu_run *user;      /* rootless restricted (linux-net-user.c), or NULL */
+    struct lxp_run dns;         /* the attempt's DNS stub (fy-proxy in its DNS mode) */
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,

