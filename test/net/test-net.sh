@@ -244,19 +244,24 @@ fi
 nothing_left "privileged rewiring"
 
 # 3. Names: resolved at prepare through the host program's hosts file, in
-#    the sandbox's /etc/hosts; no resolver inside for anything else.
+#    the sandbox's /etc/hosts; the only resolver inside is the attempt's
+#    stub (127.0.0.53), which answers the allowed name and refuses others.
 printf '198.51.100.1 echo.fake.test\n198.51.100.2 other.fake.test\n' >"$TMP/hosts"
 cat >"$TMP/probe/names.sh" <<'IN'
 P=/opt/fyprobe/fy-netprobe
 echo "resolve $("$P" resolve echo.fake.test)"
 "$P" resolve other.fake.test >/dev/null 2>&1; echo "other $?"
-grep -c nameserver /etc/resolv.conf
+grep nameserver /etc/resolv.conf
 "$P" tcp 198.51.100.1 8080 >/dev/null 2>&1; echo "tcp $?"
+echo "stub $("$P" dnsq 127.0.0.53 echo.fake.test 1)"
+echo "stub-other $("$P" dnsq 127.0.0.53 other.fake.test 1)"
 IN
 run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 -- /bin/sh /opt/fyprobe/names.sh >"$TMP/out" 2>"$TMP/err"
-if grep -q "^resolve 198.51.100.1$" "$TMP/out" && grep -q "^other 1$" "$TMP/out" && grep -qx 0 "$TMP/out" &&
-    grep -q "^tcp 0$" "$TMP/out"; then
-    ok "names: the allowed one resolves in the sandbox, others do not, no nameserver"
+if grep -q "^resolve 198.51.100.1$" "$TMP/out" && grep -q "^other 1$" "$TMP/out" &&
+    [ "$(grep -c nameserver "$TMP/out")" = 1 ] && grep -qx "nameserver 127.0.0.53" "$TMP/out" &&
+    grep -q "^tcp 0$" "$TMP/out" && grep -qx "stub rcode=0 an=1 198.51.100.1" "$TMP/out" &&
+    grep -qx "stub-other rcode=5 an=0" "$TMP/out"; then
+    ok "names: the allowed one resolves in the sandbox (hosts file, stub), others do not (stub: REFUSED)"
 else
     bad "names"; cat "$TMP/out" "$TMP/err"
 fi
