@@ -926,6 +926,11 @@ static void bench_fetch(int runs) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--restricted") == 0) {
+        /* The restricted row alone (root): its lifecycle against deny's. */
+        bench_restricted(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 100);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "--fetch") == 0) {
         /* Only the fetch-only row: fy-bench --fetch [RUNS] */
         bench_fetch(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 5);
