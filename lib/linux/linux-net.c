@@ -30,6 +30,8 @@
 #include <linux/veth.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -980,6 +983,72 @@ fail:
     return r;
 }
 
+/* ---- cleanup ---- */
+
+#define UNLIST_DEADLINE_MS 2000
+
+struct del_args { int s; char name[IFNAMSIZ]; };
+static void *del_main(void *p) {
+    struct del_args *a = p;
+    (void)link_del(a->s, a->name);
+    close(a->s);
+    free(a);
+    return NULL;
+}
+
+/* link_del(s, name) on a detached thread that then closes s: 0 (s is the
+ * thread's), or -1 (nothing started, s still the caller's). */
+static int del_link_async(int s, const char *name) {
+    struct del_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -1;
+    a->s = s;
+    snprintf(a->name, sizeof(a->name), "%s", name);
+    pthread_attr_t at;
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    if (pthread_attr_init(&at) != 0) {
+        free(a);
+        return -1;
+    }
+    (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
+    int e = pthread_create(&t, &at, del_main, a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+    if (e) {
+        free(a);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether name is gone from namespace ns within ms: looked up by
+ * SIOCGIFINDEX (an RCU lookup, not behind the deletion's lock). */
+static bool wait_unlisted(int ns, const char *name, int ms) {
+    int q = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
+    if (q < 0)
+        return false;
+    uint64_t deadline = pu_deadline_after_ms(ms);
+    bool gone = false;
+    for (;;) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        if (ioctl(q, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV) {
+            gone = true;
+            break;
+        }
+        if (pu_ms_left(deadline) <= 0)
+            break;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    close(q);
+    return gone;
+}
+
 void lxn_forget(struct lxn_run *run) {
     if (run->user)
         lxnu_forget(run);
@@ -1041,16 +1110,26 @@ unsigned lxn_teardown(struct lxn_run *run) {
         close(run->nft_out);
     run->nft_out = -1;
     if (run->uplink_if[0] && run->uplink_fd >= 0) {
-        /* Deleting our end in the uplink takes its peer (in the router) too;
-         * then the witness: the name is gone from the uplink. */
+        /* Deleting our end in the uplink takes its peer (in the router)
+         * too. The deletion runs on a thread of its own: the kernel unlists
+         * the device at once and then waits for RCU grace periods (about
+         * 30 ms) before the call returns. The witness stays synchronous:
+         * the name is looked up in the uplink (SIOCGIFINDEX, lockless)
+         * until it is gone, bounded. Without a thread, the deletion is
+         * synchronous as before. */
         int s = nl_open(run->uplink_fd);
         if (s >= 0) {
-            int e = link_del(s, run->uplink_if);
-            if (e < 0 && e != -ENODEV)
-                left++;
-            else if (link_exists(s, run->uplink_if) != 0)
-                left++;
-            close(s);
+            if (del_link_async(s, run->uplink_if) == 0) {
+                if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
+                    left++;
+            } else {
+                int e = link_del(s, run->uplink_if);
+                if (e < 0 && e != -ENODEV)
+                    left++;
+                else if (link_exists(s, run->uplink_if) != 0)
+                    left++;
+                close(s);
+            }
         } else {
             left++;
         }
