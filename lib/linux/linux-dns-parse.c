@@ -41,7 +41,7 @@ size_t lxd_answer(const struct lxp_config *cfg, const uint8_t *q, size_t qlen, u
     }
     /* The question's name: labels of 1..63 bytes, 255 in all, no pointer. */
     size_t p = 12, namelen = 0;
-    char name[256];
+    char name[260]; /* (at most 254 bytes and its NUL: see the bound below) */
     int bad = 0;
     for (;;) {
         if (p >= qlen) {
