@@ -10,9 +10,9 @@
 #        servers this test starts.
 # No packet goes anywhere else. Both are removed at the end (trap).
 #
-#   test-net-rootless.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY
+#   test-net-rootless.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY [TEST-NET-THREAD]
 set -u
-FY=$1 PROBE=$2 ECHO=$3
+FY=$1 PROBE=$2 ECHO=$3 THREAD=${4:-}
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the test makes network namespaces and switches to uid 65534 (root)"; exit 77; fi
 command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; exit 77; }
 command -v pasta >/dev/null || { echo "SKIP: pasta missing (apt install passt)"; exit 77; }
@@ -300,5 +300,16 @@ iso = json.dumps(r)
 assert "127.0.0.53 answers only" in iso, "the dns mode is not in the evidence"
 PY
 nothing_left "dns"
+
+# 8. Through the API, started from a thread that ends at once: the network
+#    outlives it (pasta is not the starting thread's child) and pasta's
+#    end is witnessed at cleanup.
+if [ -n "$THREAD" ]; then
+    out=$(ip netns exec "$GW" env HOME=/tmp setpriv --reuid 65534 --regid 65534 --clear-groups \
+        timeout 120 "$THREAD" "$TMP/probe" 2>&1); st=$?
+    [ $st = 0 ] && ok "an attempt started from a thread that ended keeps its network; pasta reaped at cleanup" ||
+        bad "started from a short-lived thread: status $st: $out"
+    nothing_left "API attempt from a short-lived thread"
+fi
 
 exit $fail
