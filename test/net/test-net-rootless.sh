@@ -301,6 +301,27 @@ assert "127.0.0.53 answers only" in iso, "the dns mode is not in the evidence"
 PY
 nothing_left "dns"
 
+# 7b. fy_gc kills a recorded helper (an orphaned pasta: here a stand-in
+#     process of the caller's) when it is still that process, and leaves a
+#     process alone whose start time differs (a reused pid).
+GCD="$TMP/nobody/gc" && mkdir -p "$GCD" && chown 65534:65534 "$GCD" && chmod 700 "$GCD"
+setpriv --reuid 65534 --regid 65534 --clear-groups sleep 300 & S1=$!
+setpriv --reuid 65534 --regid 65534 --clear-groups sleep 300 & S2=$!
+sleep 0.3
+st1=$(cut -d')' -f2 /proc/$S1/stat | awk '{print $20}')
+printf 'forgeyard-state 1\nowner 1 1\nsandbox 0 0\nhelper %s %s\nhelper %s %s\n' "$S1" "$st1" "$S2" 12345 \
+    >"$GCD/forgeyard-test.state"
+chown 65534:65534 "$GCD/forgeyard-test.state"
+setpriv --reuid 65534 --regid 65534 --clear-groups "$FY" gc --state-dir "$GCD" >/dev/null 2>&1
+sleep 0.3
+if [ ! -e "/proc/$S1/stat" ] || [ "$(awk '{print $3}' /proc/$S1/stat 2>/dev/null)" = Z ]; then
+    [ -e "/proc/$S2" ] && ok "fy_gc kills a recorded helper, and only the recorded process" ||
+        bad "fy_gc killed a process whose start time differs"
+else
+    bad "fy_gc left the recorded helper $S1 running"
+fi
+kill $S1 $S2 2>/dev/null; wait $S1 $S2 2>/dev/null
+
 # 8. Through the API, started from a thread that ends at once: the network
 #    outlives it (pasta is not the starting thread's child) and pasta's
 #    end is witnessed at cleanup.
