@@ -731,6 +731,63 @@ static void bench_restricted(int runs) {
     double md = median_ms(t_deny, runs), mr = median_ms(t_res, runs);
     printf("  %-40s %9.3f ms   deny (standard-ci) %.3f ms, ratio %.2fx (target <= 1.50x)\n",
            "lifecycle, network restricted (nft)", mr, md, mr / md);
+    /* The peer: what a user would assemble by hand, bwrap --share-net in a
+     * network namespace with the same allowlist in nftables (output: only
+     * 198.51.100.1:80/tcp and established traffic), made and removed per
+     * job (ip netns add, nft -f, ip netns exec ... bwrap, ip netns del),
+     * and with the namespace and rules made once. Namespaces of our own
+     * only; nothing of the host changes. */
+    const char *bwrap = access("/usr/bin/bwrap", X_OK) == 0 ? "/usr/bin/bwrap" : NULL;
+    const char *nft = access("/usr/sbin/nft", X_OK) == 0 ? "/usr/sbin/nft" : NULL;
+    if (bwrap && nft) {
+        char rules[128], pname[64];
+        snprintf(rules, sizeof(rules), "/tmp/fy-bench-nft-%d", (int)getpid());
+        snprintf(pname, sizeof(pname), "fy-bench-p-%d", (int)getpid());
+        FILE *f = fopen(rules, "we");
+        if (f) {
+            fputs("table inet fy-peer {\n chain output {\n  type filter hook output priority 0; policy drop;\n"
+                  "  oifname \"lo\" accept\n  ct state established,related accept\n"
+                  "  ip daddr 198.51.100.1 tcp dport 80 accept\n }\n}\n", f);
+            fclose(f);
+        }
+        char *padd[] = {"/usr/sbin/ip", "netns", "add", pname, NULL};
+        char *pnft[] = {"/usr/sbin/ip", "netns", "exec", pname, (char *)nft, "-f", rules, NULL};
+        char *pdel[] = {"/usr/sbin/ip", "netns", "del", pname, NULL};
+        char *pbw[] = {"/usr/sbin/ip", "netns", "exec", pname, (char *)bwrap, "--share-net", "--unshare-user",
+                       "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
+                       "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                       "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                       "--cap-drop", "ALL", "/usr/bin/true", NULL};
+        uint64_t *t_pj = calloc((size_t)runs, 8), *t_ps = calloc((size_t)runs, 8);
+        bool okp = f != NULL;
+        for (int i = 0; i < runs && okp; i++) {
+            uint64_t t0 = now_ns();
+            okp = spawn_wait(padd) == 0 && spawn_wait(pnft) == 0 && spawn_wait(pbw) == 0 && spawn_wait(pdel) == 0;
+            t_pj[i] = now_ns() - t0;
+        }
+        if (okp && spawn_wait(padd) == 0 && spawn_wait(pnft) == 0) {
+            for (int i = 0; i < runs && okp; i++) {
+                uint64_t t0 = now_ns();
+                okp = spawn_wait(pbw) == 0;
+                t_ps[i] = now_ns() - t0;
+            }
+        } else {
+            okp = false;
+        }
+        spawn_wait(pdel);
+        unlink(rules);
+        if (okp) {
+            double pj = median_ms(t_pj, runs), ps = median_ms(t_ps, runs);
+            printf("  %-40s %9.3f ms   netns + nft -f + bwrap --share-net + netns del per job; "
+                   "restricted is %.2fx of it\n", "peer: bwrap --share-net + nft, per job", pj, mr / pj);
+            printf("  %-40s %9.3f ms   namespace and rules made once; restricted is %.2fx of it\n",
+                   "peer: bwrap --share-net + nft, shared", ps, mr / ps);
+        } else {
+            printf("  peer (bwrap --share-net + nft): could not run: no row\n");
+        }
+        free(t_pj);
+        free(t_ps);
+    }
     free(t_deny);
     free(t_res);
     fy_policy_free(deny);
@@ -1061,6 +1118,11 @@ static void bench_cli(fy_policy *p, const char **argv_true, char **bwrap_argv, i
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--restricted") == 0) {
+        /* The restricted row alone (root): its lifecycle against deny's. */
+        bench_restricted(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 100);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "--fetch") == 0) {
         /* Only the fetch-only row: fy-bench --fetch [RUNS] */
         bench_fetch(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 5);

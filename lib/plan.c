@@ -224,16 +224,21 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
     if (p->dns == FY_DNS_HOST)
         add_host(b, PR_RESOLV, "/etc/resolv.conf", "/etc/resolv.conf", PLAN_RO | PLAN_FILE | PLAN_OPTIONAL);
     else if (p->net_mode == FY_NET_RESTRICTED)
-        /* No resolver: the allowed names are in /etc/hosts, resolved at
-         * fy_prepare (DNS cannot carry data out through other names). */
+        /* The allowed names are in /etc/hosts, resolved at fy_prepare; the
+         * only resolver is the attempt's stub (Linux backend), which
+         * answers those names and refuses every other (DNS cannot carry
+         * data out through other names). A backend without the stub
+         * leaves the address unanswered. */
         add_file(b, "/etc/resolv.conf",
-                 "# forgeyard: network restricted; the allowed names are in /etc/hosts, no resolver\n"
-                 "options attempts:1 timeout:1\n", 0644);
+                 "# forgeyard: network restricted; the allowed names are in /etc/hosts; the stub\n"
+                 "# resolver answers only them\n"
+                 "nameserver 127.0.0.53\noptions attempts:1 timeout:1\n", 0644);
     else if (p->net_mode == FY_NET_FETCH_ONLY)
         /* No resolver, no names: the proxy (HTTP_PROXY) takes host names. */
         add_file(b, "/etc/resolv.conf",
-                 "# forgeyard: network fetch-only; names go to the proxy (HTTP_PROXY), no resolver\n"
-                 "options attempts:1 timeout:1\n", 0644);
+                 "# forgeyard: network fetch-only; names go to the proxy (HTTP_PROXY); the stub\n"
+                 "# resolver answers only the allowed names\n"
+                 "nameserver 127.0.0.53\noptions attempts:1 timeout:1\n", 0644);
     for (size_t i = 0; !image && i < FY_ARRAY_SIZE(etc_public); i++) {
         char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
         if (text)

@@ -30,11 +30,14 @@
 #include <linux/veth.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -42,11 +45,13 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "linux-net.h"
+#include "linux-net-user.h"
 #include "linux-plan.h"
 #include "linux-probe-util.h"
 
@@ -344,10 +349,12 @@ static int addr_in_use(int s, uint32_t a) {
 
 /* ---- addresses ---- */
 
-static const uint8_t sb_router6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 1};
-static const uint8_t sb_sandbox6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 2};
-#define SB_ROUTER4  0x64400001u /* 100.64.0.1 */
-#define SB_SANDBOX4 0x64400002u /* 100.64.0.2 */
+const uint8_t lxn_sb_router6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 1};
+const uint8_t lxn_sb_sandbox6[16] = {0xfd, 0x66, 0x79, 0x73, [15] = 2};
+#define sb_router6 lxn_sb_router6
+#define sb_sandbox6 lxn_sb_sandbox6
+#define SB_ROUTER4  LXN_SB_ROUTER4
+#define SB_SANDBOX4 LXN_SB_SANDBOX4
 
 static void link6(uint8_t out[16], uint32_t slot, uint8_t host) {
     static const uint8_t base[16] = {0xfd, 0x66, 0x79, 0x73, 0, 1};
@@ -464,19 +471,68 @@ int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_c
     return 0;
 }
 
+/* The DNS stub's table: every destination that is a name (not an address
+ * or a block) with the addresses it resolved to at fy_prepare. NULL when
+ * the stub cannot run here (no proxy program or memfd exec) or the policy
+ * takes the host's resolvers; resolv.conf names it either way, so a name
+ * outside /etc/hosts then simply does not resolve. */
+static struct lxp_config *dns_config(struct linux_plan *pl, const struct fy_plan *np) {
+    if (np->dns == FY_DNS_HOST || !lxp_program_available() || !pl->exec_init || np->ndests > LXP_DESTS_MAX)
+        return NULL;
+    struct lxp_config *cfg = arena_keep(&pl->arena, calloc(1, sizeof(*cfg)));
+    struct lxp_dest *dests = cfg ? arena_keep(&pl->arena, calloc(np->ndests ? np->ndests : 1, sizeof(*dests))) : NULL;
+    if (!cfg || !dests)
+        return NULL;
+    cfg->dests = dests;
+    for (size_t i = 0; i < np->ndests; i++) {
+        const char *h = np->dests[i].host;
+        uint8_t tmp[16];
+        if (strchr(h, '/') || strchr(h, ':') || inet_pton(AF_INET, h, tmp) == 1 || strlen(h) > LXP_HOST_MAX)
+            continue;
+        struct lxp_dest *x = NULL;
+        for (uint32_t k = 0; k < cfg->ndests && !x; k++)
+            if (strcasecmp(cfg->dests[k].host, h) == 0)
+                x = &cfg->dests[k];
+        if (!x) {
+            x = &dests[cfg->ndests++];
+            for (size_t k = 0; h[k]; k++)
+                x->host[k] = (char)((h[k] >= 'A' && h[k] <= 'Z') ? h[k] - 'A' + 'a' : h[k]);
+            size_t n = strlen(x->host);
+            if (n && x->host[n - 1] == '.')
+                x->host[n - 1] = 0;
+        }
+        for (size_t k = 0; k < np->nnet_rules; k++) {
+            const struct plan_net_rule *r = &np->net_rules[k];
+            if (r->dest != i || x->naddr == LXP_ADDRS_MAX || r->prefix != (r->family == 4 ? 32 : 128))
+                continue;
+            bool have = false;
+            for (uint32_t m = 0; m < x->naddr && !have; m++)
+                have = x->addr[m].family == r->family && memcmp(x->addr[m].addr, r->addr, 16) == 0;
+            if (have)
+                continue;
+            x->addr[x->naddr].family = r->family;
+            memcpy(x->addr[x->naddr].addr, r->addr, 16);
+            x->naddr++;
+        }
+    }
+    return cfg;
+}
+
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr) {
     memset(out, 0, sizeof(*out));
+    out->dns = dns_config(pl, np);
     if (np->net_mode == FY_NET_FETCH_ONLY)
         return compile_fetch(out, pl, np, is_root, reterr);
     out->mode = FY_NET_RESTRICTED;
     /* Unprivileged with a privileged helper that offers it: its router. */
     if (!is_root && pl->net_helper)
         return lxnh_compile(out, pl, np, reterr);
-    if (!is_root)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
-                       "network mode restricted is enforced by nftables in a router namespace, which needs root; "
-                       "the rootless user-mode stack (pasta) is not implemented in this version");
+    /* Without root and without a helper: the same router and rules in the
+     * library's own user namespace, uplinked by pasta (linux-net-user.c). */
+    int ur;
+    if (!is_root && (ur = lxnu_compile(out, pl, np, reterr)) < 0)
+        return ur;
     char *nft = pu_find_program("nft");
     if (!nft)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
@@ -632,8 +688,11 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
         json_object_set_new(o, "rules", rules);
         json_object_set_new(o, "credentials", json_integer(lp->proxy->ncreds));
         json_object_set_new(o, "uplink", json_string(lp->uplink ? lp->uplink : "host"));
-        json_object_set_new(o, "dns", json_string("none: no resolver and no destination names in /etc/hosts; "
-                                                  "the proxy resolves nothing (names resolved at prepare)"));
+        json_object_set_new(o, "dns", json_string(lp->dns ? "stub: 127.0.0.53 answers only the allowlisted names "
+                                                            "(A/AAAA resolved at prepare), REFUSED for every other, "
+                                                            "forwards nothing; no destination names in /etc/hosts"
+                                                          : "none: no resolver and no destination names in /etc/hosts; "
+                                                            "the proxy resolves nothing (names resolved at prepare)"));
         json_object_set_new(o, "landlock_tcp",
                             json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the proxy's port"
                                                           : "none (needs Landlock ABI 4)"));
@@ -649,10 +708,26 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
     if (lp->helper) /* (linux-net-helper.c) */
         json_object_set_new(o, "helper", json_sprintf("router namespace, veths and nft rules made and removed by the "
                                                       "privileged helper at %s", lp->helper));
+    if (lp->rootless) {
+        json_object_set_new(o, "enforcement",
+                            json_string("nftables in a per-attempt router namespace of the library's own user "
+                                        "namespace (not the workload's: no capability over it), linked to the "
+                                        "sandbox by two tuns and a relay; everything not allowed dropped there "
+                                        "(TCP, UDP, ICMP, raw, IPv4 and IPv6); uplink: pasta as the caller"));
+    }
+    json_object_set_new(o, "mechanism", json_string(lp->helper     ? "nftables-helper-router-netns"
+                                                    : lp->rootless ? "nftables-userns-pasta"
+                                                                   : "nftables-router-netns"));
     json_object_set_new(o, "rules", rules);
-    json_object_set_new(o, "uplink", json_string(lp->helper ? lp->helper_uplink : lp->uplink ? lp->uplink : "host"));
+    json_object_set_new(o, "uplink", json_string(lp->helper     ? lp->helper_uplink
+                                                 : lp->rootless ? "pasta"
+                                                 : lp->uplink   ? lp->uplink
+                                                                : "host"));
     json_object_set_new(o, "dns", json_string(np->dns == FY_DNS_HOST ? "host resolv.conf (reachable only if listed)"
-                                                                     : "hosts-file: allowed names resolved at prepare, no resolver"));
+                                              : lp->dns ? "hosts-file and stub: allowed names resolved at prepare in "
+                                                          "/etc/hosts; 127.0.0.53 answers only them (A/AAAA), REFUSED "
+                                                          "for every other, forwards nothing"
+                                                        : "hosts-file: allowed names resolved at prepare, no resolver"));
     json_object_set_new(o, "landlock_tcp",
                         json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the allowed ports, the loopback included"
                                     : !pl->ll_handled || pl->ll_abi < 4 ? "none (needs Landlock ABI 4)"
@@ -668,6 +743,7 @@ void lxn_run_init(struct lxn_run *run) {
     memset(run, 0, sizeof(*run));
     run->router_fd = run->uplink_fd = run->slot_lock = run->nft_out = -1;
     lxp_run_init(&run->proxy);
+    lxp_run_init(&run->dns);
 }
 
 char *lxn_take_report(struct lxn_run *run) {
@@ -758,6 +834,8 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
     run->lp = lp;
     if (lp->helper)
         return 0; /* the helper makes it all once the sandbox's namespace exists (lxnh_finish) */
+    if (lp->rootless)
+        return lxnu_begin(run, lp, reterr);
     int r = 0, rs = -1, us = -1;
     if (lp->mode == FY_NET_FETCH_ONLY) {
         /* Nothing before the clone: the proxy needs the sandbox's namespace. */
@@ -860,7 +938,17 @@ fail:
     return r;
 }
 
+static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
+
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
+    int r = finish_net(run, sandbox_ns, reterr);
+    /* The DNS stub, once the network stands (linux-dns-parse.h). */
+    if (r == 0 && run->lp && run->lp->dns && (r = lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+        (void)lxn_teardown(run);
+    return r;
+}
+
+static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     int r = 0, rs = -1, ss = -1, e;
     if (run->lp && run->lp->helper)
         return lxnh_finish(run, sandbox_ns, reterr);
@@ -869,6 +957,8 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
             (void)lxn_teardown(run);
         return r;
     }
+    if (run->user)
+        return lxnu_finish(run, sandbox_ns, reterr);
     if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
         goto fail;
     if ((rs = nl_open(run->router_fd)) < 0 || (ss = nl_open(sandbox_ns)) < 0) {
@@ -914,10 +1004,79 @@ fail:
     return r;
 }
 
+/* ---- cleanup ---- */
+
+#define UNLIST_DEADLINE_MS 2000
+
+struct del_args { int s; char name[IFNAMSIZ]; };
+static void *del_main(void *p) {
+    struct del_args *a = p;
+    (void)link_del(a->s, a->name);
+    close(a->s);
+    free(a);
+    return NULL;
+}
+
+/* link_del(s, name) on a detached thread that then closes s: 0 (s is the
+ * thread's), or -1 (nothing started, s still the caller's). */
+static int del_link_async(int s, const char *name) {
+    struct del_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -1;
+    a->s = s;
+    snprintf(a->name, sizeof(a->name), "%s", name);
+    pthread_attr_t at;
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    if (pthread_attr_init(&at) != 0) {
+        free(a);
+        return -1;
+    }
+    (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
+    int e = pthread_create(&t, &at, del_main, a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+    if (e) {
+        free(a);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether name is gone from namespace ns within ms: looked up by
+ * SIOCGIFINDEX (an RCU lookup, not behind the deletion's lock). */
+static bool wait_unlisted(int ns, const char *name, int ms) {
+    int q = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
+    if (q < 0)
+        return false;
+    uint64_t deadline = pu_deadline_after_ms(ms);
+    bool gone = false;
+    for (;;) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        if (ioctl(q, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV) {
+            gone = true;
+            break;
+        }
+        if (pu_ms_left(deadline) <= 0)
+            break;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    close(q);
+    return gone;
+}
+
 void lxn_forget(struct lxn_run *run) {
+    if (run->user)
+        lxnu_forget(run);
     run->uplink_if[0] = 0;
     run->helper_name[0] = 0; /* the parent's router at the helper is the parent's to remove */
     lxp_forget(&run->proxy); /* the parent's proxy is the parent's to end */
+    lxp_forget(&run->dns);
     free(run->report);
     run->report = NULL;
     (void)lxn_teardown(run);
@@ -930,6 +1089,8 @@ unsigned lxn_teardown(struct lxn_run *run) {
     run->report = NULL;
     if (run->helper_name[0])
         left += lxnh_teardown(run);
+    if (run->user)
+        left += lxnu_teardown(run); /* (before the router's fds below close) */
     if (run->proxy.pid > 0 || run->proxy.audit) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */
@@ -938,6 +1099,31 @@ unsigned lxn_teardown(struct lxn_run *run) {
             run->report = lxp_report(&run->proxy);
         lxp_release(&run->proxy);
         lxp_run_init(&run->proxy);
+    }
+    if (run->dns.pid > 0 || run->dns.audit) {
+        /* The DNS stub: ended (reaped: the witness), its queries into the
+         * result's network record as "dns". */
+        left += lxp_stop(&run->dns);
+        char *d = lxp_report_dns(&run->dns);
+        json_t *o = run->report ? json_loads(run->report, 0, NULL) : json_object();
+        json_t *dj = d ? json_loads(d, 0, NULL) : NULL;
+        free(d);
+        if (o && dj) {
+            if (!json_object_get(o, "mode"))
+                json_object_set_new(o, "mode", json_string(run->lp && run->lp->mode == FY_NET_FETCH_ONLY ? "fetch-only"
+                                                                                                     : "restricted"));
+            json_object_set_new(o, "dns", dj);
+            dj = NULL;
+            char *s2 = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+            if (s2) {
+                free(run->report);
+                run->report = s2;
+            }
+        }
+        json_decref(dj);
+        json_decref(o);
+        lxp_release(&run->dns);
+        lxp_run_init(&run->dns);
     }
     if (run->nft_running) {
         /* A start that failed before waiting for it: nft is ended. */
@@ -948,16 +1134,26 @@ unsigned lxn_teardown(struct lxn_run *run) {
         close(run->nft_out);
     run->nft_out = -1;
     if (run->uplink_if[0] && run->uplink_fd >= 0) {
-        /* Deleting our end in the uplink takes its peer (in the router) too;
-         * then the witness: the name is gone from the uplink. */
+        /* Deleting our end in the uplink takes its peer (in the router)
+         * too. The deletion runs on a thread of its own: the kernel unlists
+         * the device at once and then waits for RCU grace periods (about
+         * 30 ms) before the call returns. The witness stays synchronous:
+         * the name is looked up in the uplink (SIOCGIFINDEX, lockless)
+         * until it is gone, bounded. Without a thread, the deletion is
+         * synchronous as before. */
         int s = nl_open(run->uplink_fd);
         if (s >= 0) {
-            int e = link_del(s, run->uplink_if);
-            if (e < 0 && e != -ENODEV)
-                left++;
-            else if (link_exists(s, run->uplink_if) != 0)
-                left++;
-            close(s);
+            if (del_link_async(s, run->uplink_if) == 0) {
+                if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
+                    left++;
+            } else {
+                int e = link_del(s, run->uplink_if);
+                if (e < 0 && e != -ENODEV)
+                    left++;
+                else if (link_exists(s, run->uplink_if) != 0)
+                    left++;
+                close(s);
+            }
         } else {
             left++;
         }
@@ -1025,3 +1221,13 @@ int lxn_recv_netns(int sock, int timeout_ms) {
     }
     return fd;
 }
+
+/* ---- for the rootless path (linux-net-user.h) ---- */
+
+int lxn_i_addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix) {
+    return addr_add(s, ifindex, family, addr, prefix);
+}
+int lxn_i_link_up(int s, const char *name) { return link_up(s, name); }
+int lxn_i_route_default(int s, int ifindex, int family, const void *gw) { return route_default(s, ifindex, family, gw); }
+int lxn_i_link_exists(int s, const char *name) { return link_exists(s, name); }
+int lxn_i_finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) { return finish_nft(run, deadline, reterr); }

@@ -42,6 +42,9 @@ struct lxn_plan {
     const char *helper_uplink;
     const struct plan_net_rule *rules;
     size_t nrules;
+    bool rootless;              /* restricted without root: linux-net-user.c (pasta uplink) */
+    const char *pasta;          /* rootless: the pasta program (absolute) */
+    struct lxp_config *dns;     /* the DNS stub's names and addresses, or NULL: no stub */
 };
 
 /* Per attempt. */
@@ -59,6 +62,8 @@ struct lxn_run {
     char *report;               /* fetch-only: the result's "network" record, made at teardown */
     char helper_name[72];       /* through the helper: the attempt's router there ("": none) */
     char helper_link[16];       /* its veth in the helper's uplink */
+    struct lxnu_run *user;      /* rootless restricted (linux-net-user.c), or NULL */
+    struct lxp_run dns;         /* the attempt's DNS stub (fy-proxy in its DNS mode) */
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,

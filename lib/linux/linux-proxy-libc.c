@@ -15,6 +15,12 @@
 int accept4(int fd, struct sockaddr *a, socklen_t *l, int f) { return (int)syscall(SYS_accept4, fd, a, l, f); }
 int connect(int fd, const struct sockaddr *a, socklen_t l) { return (int)syscall(SYS_connect, fd, a, l); }
 int getsockopt(int fd, int lv, int n, void *v, socklen_t *l) { return (int)syscall(SYS_getsockopt, fd, lv, n, v, l); }
+ssize_t recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *l) {
+    return syscall(SYS_recvfrom, fd, b, n, f, a, l);
+}
+ssize_t sendto(int fd, const void *b, size_t n, int f, const struct sockaddr *a, socklen_t l) {
+    return syscall(SYS_sendto, fd, b, n, f, a, l);
+}
 int shutdown(int fd, int how) { return (int)syscall(SYS_shutdown, fd, how); }
 int pipe2(int p[2], int f) { return (int)syscall(SYS_pipe2, p, f); }
 ssize_t splice(int in, loff_t *oi, int out, loff_t *oo, size_t n, unsigned int f) {

@@ -140,16 +140,16 @@ int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena 
  * unprivileged host may join its network namespace too), creates the
  * listening socket there and sends it back; the socket stays in that
  * namespace whoever holds it. */
-__attribute__((noreturn)) static void listener_main(int sandbox_ns, int userns, int sock) {
+__attribute__((noreturn)) static void listener_main(int sandbox_ns, int userns, int sock, bool dns) {
     if ((userns >= 0 && setns(userns, CLONE_NEWUSER) < 0) || setns(sandbox_ns, CLONE_NEWNET) < 0)
         syscall(SYS_exit_group, 20);
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int s = socket(AF_INET, (dns ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
     int one = 1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(LXP_PORT),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(dns ? 53 : LXP_PORT),
+                             .sin_addr.s_addr = dns ? htonl(0x7f000035u) /* LXP_DNS_ADDR */ : htonl(INADDR_LOOPBACK)};
     if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
-        bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, LXP_CONN_MAX) < 0)
+        bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (!dns && listen(s, LXP_CONN_MAX) < 0))
         syscall(SYS_exit_group, 21);
     char byte = 'L';
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
@@ -168,7 +168,7 @@ __attribute__((noreturn)) static void listener_main(int sandbox_ns, int userns, 
     __builtin_unreachable();
 }
 
-static int make_listener(int sandbox_ns, int *ret_fd) {
+static int make_listener(int sandbox_ns, int *ret_fd, bool dns) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
@@ -186,7 +186,7 @@ static int make_listener(int sandbox_ns, int *ret_fd) {
     struct pu_proc p = {.pid = -1, .pidfd = -1};
     p.pid = sys_fork_quiet_pidfd(&p.pidfd);
     if (p.pid == 0)
-        listener_main(sandbox_ns, userns, sv[1]);
+        listener_main(sandbox_ns, userns, sv[1], dns);
     int e = p.pid < 0 ? errno : 0;
     close(sv[1]);
     if (userns >= 0)
@@ -233,7 +233,10 @@ bool lxp_program_available(void) {
  * memfd: the allowlist and this attempt's own credentials, nothing else
  * of the host. The fd, or -errno. */
 static int pack_config(const struct lxp_config *cfg, uint32_t flags) {
-    size_t dl = (size_t)cfg->ndests * sizeof(struct lxp_dest), cl = (size_t)cfg->ncreds * sizeof(struct lxp_cred);
+    /* The DNS stub gets no credential, and Landlock's TCP layer with only
+     * port 0 (it connects nowhere). */
+    bool dns = (flags & LXP_PACK_DNS) != 0;
+    size_t dl = (size_t)cfg->ndests * sizeof(struct lxp_dest), cl = dns ? 0 : (size_t)cfg->ncreds * sizeof(struct lxp_cred);
     size_t len = sizeof(struct lxp_packed) + dl + cl;
     unsigned char *blob = calloc(1, len);
     if (!blob)
@@ -242,9 +245,10 @@ static int pack_config(const struct lxp_config *cfg, uint32_t flags) {
     h->magic = LXP_PACKED_MAGIC;
     h->flags = flags;
     h->ndests = cfg->ndests;
-    h->ncreds = cfg->ncreds;
-    h->nports = cfg->nports;
-    memcpy(h->ports, cfg->ports, sizeof(h->ports));
+    h->ncreds = dns ? 0 : cfg->ncreds;
+    h->nports = dns ? 1 : cfg->nports;
+    if (!dns)
+        memcpy(h->ports, cfg->ports, sizeof(h->ports));
     if (dl)
         memcpy(blob + sizeof(*h), cfg->dests, dl);
     if (cl)
@@ -291,17 +295,30 @@ __attribute__((noreturn)) static void exec_proxy(const int src[PX_FDS], int prog
     __builtin_unreachable();
 }
 
-static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int uplink_fd, fy_error **reterr);
+static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int uplink_fd, bool dns,
+                    fy_error **reterr);
+static int start_program(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, bool dns,
+                         fy_error **reterr);
 
 int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr) {
+    return start_program(run, cfg, sandbox_ns, uplink_fd, false, reterr);
+}
+
+int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr) {
+    return start_program(run, cfg, sandbox_ns, -1, true, reterr);
+}
+
+static int start_program(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, bool dns,
+                         fy_error **reterr) {
     if (!lxp_program_available())
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, NULL,
                        "fetch-only proxy: its program is not built for this architecture");
     int lfd = -1;
-    int e = -make_listener(sandbox_ns, &lfd);
+    int e = -make_listener(sandbox_ns, &lfd, dns);
     if (e)
-        return fail(reterr, e, "its listener in the sandbox's network namespace");
-    return start_on(run, cfg, lfd, uplink_fd, reterr);
+        return fail(reterr, e, dns ? "the DNS stub's socket (" LXP_DNS_ADDR ":53) in the sandbox's network namespace"
+                                   : "its listener in the sandbox's network namespace");
+    return start_on(run, cfg, lfd, uplink_fd, dns, reterr);
 }
 
 int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int listener, int uplink_fd,
@@ -312,11 +329,12 @@ int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int li
     int lfd = fcntl(listener, F_DUPFD_CLOEXEC, 3);
     if (lfd < 0)
         return fail(reterr, errno, "its listener");
-    return start_on(run, cfg, lfd, uplink_fd, reterr);
+    return start_on(run, cfg, lfd, uplink_fd, false, reterr);
 }
 
 /* Consumes lfd. */
-static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int uplink_fd, fy_error **reterr) {
+static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int uplink_fd, bool dns,
+                    fy_error **reterr) {
     int alive[2] = {-1, -1}, errp[2] = {-1, -1}, prog = -1, conf = -1, audit_fd = -1, e = 0;
     const char *what = "its audit table";
     audit_fd = memfd_create("fy-proxy-audit", MFD_CLOEXEC);
@@ -336,7 +354,8 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
         goto fail;
     }
     what = "a sealed memfd of its configuration";
-    if ((conf = pack_config(cfg, (geteuid() == 0 ? LXP_PACK_AS_ROOT : 0) | (uplink_fd >= 0 ? LXP_PACK_UPLINK : 0))) < 0) {
+    if ((conf = pack_config(cfg, (geteuid() == 0 ? LXP_PACK_AS_ROOT : 0) | (uplink_fd >= 0 ? LXP_PACK_UPLINK : 0) |
+                                     (dns ? LXP_PACK_DNS : 0))) < 0) {
         e = -conf;
         goto fail;
     }
@@ -491,6 +510,29 @@ char *lxp_report(const struct lxp_run *run) {
     json_object_set_new(o, "requests_dropped", json_integer(a ? a->dropped : 0));
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
+    return s;
+}
+
+char *lxp_report_dns(const struct lxp_run *run) {
+    char *px = lxp_report(run);
+    json_t *o = px ? json_loads(px, 0, NULL) : NULL;
+    free(px);
+    if (!o)
+        return NULL;
+    json_t *d = json_object();
+    json_t *p = json_object_get(o, "proxy");
+    if (p) {
+        json_object_set(d, "pid", json_object_get(p, "pid"));
+        json_object_set(d, "confinement", json_object_get(p, "confinement"));
+        json_object_set(d, "ended", json_object_get(p, "ended"));
+        json_object_set(d, "end", json_object_get(p, "end"));
+    }
+    json_object_set_new(d, "listen", json_string(LXP_DNS_ADDR ":53/udp in the sandbox's network namespace"));
+    json_object_set(d, "queries", json_object_get(o, "requests"));
+    json_object_set(d, "queries_dropped", json_object_get(o, "requests_dropped"));
+    json_decref(o);
+    char *s = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(d);
     return s;
 }
 

@@ -115,6 +115,8 @@ struct lxp_packed {
                            LXP_CREDS_MAX * sizeof(struct lxp_cred))
 #define LXP_PACK_AS_ROOT  (1u << 0)  /* switch to uid/gid 65534 */
 #define LXP_PACK_UPLINK   (1u << 1)  /* fd 7 is the uplink network namespace */
+#define LXP_DNS_ADDR      "127.0.0.53"
+#define LXP_PACK_DNS      (1u << 2)  /* the DNS stub: fd 3 is a bound UDP socket (linux-dns-parse.h) */
 
 /* Whether d allows host (lower case) and port. */
 static inline bool lxp_host_matches(const struct lxp_dest *d, const char *host, uint32_t port) {
@@ -169,6 +171,13 @@ int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns,
  * taken): the VM backend's, private to its attempt (linux-proxy-service.c). */
 int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int listener, int uplink_fd,
                        fy_error **reterr);
+/* The per-attempt DNS stub: the same program in its DNS mode, on a UDP
+ * socket bound to LXP_DNS_ADDR:53 in sandbox_ns; it answers cfg's names
+ * only (no credentials, no uplink: it sends nothing anywhere but its
+ * answers). lxp_stop, lxp_release as for the proxy. */
+int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
+/* The stub's "dns" record of the result (JSON text, malloc'd). */
+char *lxp_report_dns(const struct lxp_run *run);
 /* Ends the proxy (SIGKILL, reaped): 0 when it is gone (witnessed), else 1.
  * Idempotent. The audit table stays readable until lxp_release. */
 unsigned lxp_stop(struct lxp_run *run);

@@ -26,6 +26,7 @@
 
 #include "handle.h"
 #include "linux-plan.h"
+#include "linux-net-user.h"
 #include "linux-spawn.h"
 #include "linux-state.h"
 #include "linux-syscall.h"
@@ -301,6 +302,10 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
         goto fail;
     /* Restricted: the router, while nothing else waits for it (linux-net.c). */
     if (pl->net_router && (r = lxn_begin(&x->net, pl->net, reterr)) < 0)
+        goto fail;
+    /* Rootless restricted: pasta outlives nothing of ours, but fy_gc finds it. */
+    if (!sh && pl->net_router && lxnu_uplink_pid(&x->net) > 0 &&
+        (r = state_record_helper(x->state_fd, lxnu_uplink_pid(&x->net), reterr)) < 0)
         goto fail;
     if ((r = lx_setup_secrets(x, np, pl, &stdin_secret, reterr)) < 0 ||
         (r = lx_setup_stdio(x, np, stdin_secret, reterr)) < 0)

@@ -9,6 +9,8 @@
  *     cgroup PATH                zero or more
  *     scratch PATH               zero or one
  *     sandbox PID STARTTIME      appended once the sandbox exists: its pid 1
+ *     helper PID STARTTIME       zero to four, appended: long-lived helpers
+ *                                outside the sandbox (rootless restricted's pasta)
  * It is written complete under a temporary name (O_EXCL), renamed to its
  * own new name, and then only ever appended to, never replaced or
  * rewritten: on a filesystem mounted with discard a replaced or truncated
@@ -147,6 +149,16 @@ int state_record_sandbox(int fd, pid_t sandbox_pid, fy_error **reterr) {
     return 0;
 }
 
+int state_record_helper(int fd, pid_t pid, fy_error **reterr) {
+    char line[64];
+    int n = snprintf(line, sizeof(line), "helper %d %llu\n", (int)pid, (unsigned long long)state_starttime(pid));
+    if (write(fd, line, (size_t)n) != n) {
+        int e = errno ? errno : EIO;
+        return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "recording a helper: %s", strerror(e));
+    }
+    return 0;
+}
+
 /* ---- gc ---- */
 
 static bool safe_cgroup(const char *p) {
@@ -200,6 +212,10 @@ int state_parse(const char *text, size_t len, struct state_record_view *out) {
             out->sandbox = pid;
             out->sandbox_start = st;
             have_sandbox = true;
+        } else if (sscanf(line, "helper %d %llu%c", &pid, &st, &tail) == 2 && pid > 0 && st &&
+                   out->nhelpers < 4) {
+            out->helpers[out->nhelpers] = pid;
+            out->helper_start[out->nhelpers++] = st;
         } else if (strncmp(line, "cgroup ", 7) == 0 && safe_cgroup(line + 7) && out->ncg < 16) {
             out->cgroups[out->ncg++] = p + 7;
             out->cglen[out->ncg - 1] = n - 7;
@@ -280,6 +296,15 @@ static int destroy_record(const struct state_record_view *v) {
         int pfd = sys_pidfd_open(v->sandbox, 0);
         if (pfd >= 0) {
             if (alive_as(v->sandbox, v->sandbox_start))
+                sys_pidfd_send_signal(pfd, SIGKILL, NULL, 0);
+            close(pfd);
+        }
+    }
+    /* Helpers (pasta), likewise only if still the recorded process. */
+    for (size_t i = 0; i < v->nhelpers; i++) {
+        int pfd = sys_pidfd_open(v->helpers[i], 0);
+        if (pfd >= 0) {
+            if (alive_as(v->helpers[i], v->helper_start[i]))
                 sys_pidfd_send_signal(pfd, SIGKILL, NULL, 0);
             close(pfd);
         }

@@ -17,6 +17,9 @@ struct state_record_view {
     size_t cglen[16], ncg;
     const char *scratch;
     size_t scratchlen;
+    pid_t helpers[4];          /* "helper PID START": long-lived helpers of the attempt (pasta) */
+    uint64_t helper_start[4];
+    size_t nhelpers;
 };
 
 int state_default_dir(char *buf, size_t len);
@@ -27,6 +30,9 @@ int state_record(const char *dir, const char *name, const char *const *cgroups, 
                  char **ret_path, int *ret_fd, fy_error **reterr);
 /* Appends the sandbox's pid (and start time) to a record. */
 int state_record_sandbox(int fd, pid_t sandbox_pid, fy_error **reterr);
+/* Appends a long-lived helper process of the attempt (rootless restricted's
+ * pasta): gc kills it if it is still that process. At most 4. */
+int state_record_helper(int fd, pid_t pid, fy_error **reterr);
 int state_parse(const char *text, size_t len, struct state_record_view *out);
 int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr);
 /* Removes a directory tree without following symlinks. */

@@ -41,6 +41,11 @@ static bool rootless;
 static bool copy_init; /* --copy-init: every sandbox with the fallback init */
 static volatile sig_atomic_t sigchld_count; /* --sigchld-handler: SIGCHLDs the test process got */
 static int counter;
+/* The network probes run under each mode (0 deny, 1 restricted, 2
+ * fetch-only): policy() applies net_mode. Restricted as root uplinks into
+ * a namespace of this test's own (net_uplink), never the host's. */
+static int net_mode;
+static char net_uplink[64];
 
 /* ---- helpers ---- */
 
@@ -90,6 +95,22 @@ static fy_policy *policy(void) {
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 60000000, NULL), 0);
     if (copy_init)
         policy_test_copy_init(p);
+    if (net_mode) {
+        /* Standard-CI allows more than deny; every port of one fake address,
+         * so that Landlock's TCP layer (at most 64 ports) is left out and the
+         * namespace alone is what the probes meet. */
+        fy_policy_free(p);
+        p = NULL;
+        ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e), 0);
+        ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+        ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 60000000, NULL), 0);
+        if (copy_init)
+            policy_test_copy_init(p);
+        ck_assert_int_eq(fy_policy_set_network(p, net_mode == 1 ? FY_NET_RESTRICTED : FY_NET_FETCH_ONLY, &e), 0);
+        ck_assert_int_eq(fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 1, 65535, &e), 0);
+        if (net_mode == 1 && net_uplink[0])
+            ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, net_uplink, &e), 0);
+    }
     return p;
 }
 
@@ -858,7 +879,9 @@ START_TEST(test_host_loopback_unreachable) {
     char name[64];
     snprintf(name, sizeof(name), "fy-test-%d", (int)getpid());
     int us = listen_abstract(name);
-    expect_denied("tcp", port, "ECONNREFUSED");
+    /* (Under fetch-only Landlock refuses a TCP connect to any port but the
+     * proxy's first: EACCES; either way nothing may reach the listener.) */
+    expect_denied("tcp", port, net_mode == 2 ? "EACCES" : "ECONNREFUSED");
     expect_denied("abstract", name, "ECONNREFUSED");
     /* Nothing ever reached the listeners. */
     struct pollfd pf[2] = {{.fd = ls, .events = POLLIN}, {.fd = us, .events = POLLIN}};
@@ -896,13 +919,48 @@ START_TEST(test_no_host_network_in_proc) {
             l++;
         char ifname[40];
         snprintf(ifname, sizeof(ifname), "%.*s:", (int)(colon - l), l);
-        if (strcmp(ifname, "lo:") != 0)
+        /* (Under restricted the sandbox's own link is named eth0.) */
+        if (strcmp(ifname, "lo:") != 0 && !(net_mode == 1 && strcmp(ifname, "eth0:") == 0))
             ck_assert_msg(!strstr(r.out, ifname), "host interface %s is visible in the sandbox: %s", ifname, r.out);
     }
     free(host);
     run_free(&r);
     fy_policy_free(p);
     close(us);
+}
+END_TEST
+
+/* The network probes above under restricted and fetch-only as well (the
+ * evidence must name the mode, or the loop would test deny three times). */
+START_TEST(test_network_probes_each_mode) {
+    static const char *const names[] = {"deny", "restricted", "fetch-only"};
+    if (_i == 1 && rootless) {
+        /* Rootless restricted uplinks through pasta in the caller's own
+         * namespace, the host's here: test/net/test-net-rootless.sh runs
+         * these probes behind a fake internet instead. */
+        return;
+    }
+    if (_i == 1 && !net_uplink[0]) {
+        fprintf(stderr, "note: no uplink namespace (ip netns add failed): restricted probes skipped\n");
+        return;
+    }
+    net_mode = _i;
+    fy_policy *p = policy();
+    struct run r;
+    run_attack(p, "tcp", "1", &r);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    char want[64], want2[64];
+    snprintf(want, sizeof(want), "\"mode\":\"%s\"", names[_i]);
+    snprintf(want2, sizeof(want2), "\"mode\": \"%s\"", names[_i]);
+    ck_assert_msg(_i == 0 || strstr(json, want) || strstr(json, want2), "%s: the attempt did not run under it: %s",
+                  names[_i], json);
+    free(json);
+    run_free(&r);
+    fy_policy_free(p);
+    test_host_loopback_unreachable_fn(_i);
+    test_no_host_network_in_proc_fn(_i);
+    net_mode = 0;
 }
 END_TEST
 
@@ -2450,10 +2508,28 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_delegated_cgroup);
     tcase_add_test(tc, test_observability);
     suite_add_tcase(s, tc);
+    /* Its own case (CK_RUN_CASE=network-modes runs it alone). */
+    TCase *tn = tcase_create("network-modes");
+    tcase_set_timeout(tn, 600);
+    tcase_add_loop_test(tn, test_network_probes_each_mode, 0, 3);
+    suite_add_tcase(s, tn);
     SRunner *sr = srunner_create(s);
+    /* Restricted's uplink: an empty namespace of this test's own (as root). */
+    if (!rootless && getuid() == 0) {
+        char cmd[128];
+        snprintf(net_uplink, sizeof(net_uplink), "/run/netns/fyt-sbx-%d", (int)getpid());
+        snprintf(cmd, sizeof(cmd), "ip netns add fyt-sbx-%d >/dev/null 2>&1", (int)getpid());
+        if (system(cmd) != 0)
+            net_uplink[0] = 0;
+    }
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    if (net_uplink[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "ip netns del fyt-sbx-%d >/dev/null 2>&1", (int)getpid());
+        (void)!system(cmd);
+    }
     remove_tree(scratch);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

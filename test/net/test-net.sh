@@ -244,19 +244,24 @@ fi
 nothing_left "privileged rewiring"
 
 # 3. Names: resolved at prepare through the host program's hosts file, in
-#    the sandbox's /etc/hosts; no resolver inside for anything else.
+#    the sandbox's /etc/hosts; the only resolver inside is the attempt's
+#    stub (127.0.0.53), which answers the allowed name and refuses others.
 printf '198.51.100.1 echo.fake.test\n198.51.100.2 other.fake.test\n' >"$TMP/hosts"
 cat >"$TMP/probe/names.sh" <<'IN'
 P=/opt/fyprobe/fy-netprobe
 echo "resolve $("$P" resolve echo.fake.test)"
 "$P" resolve other.fake.test >/dev/null 2>&1; echo "other $?"
-grep -c nameserver /etc/resolv.conf
+grep nameserver /etc/resolv.conf
 "$P" tcp 198.51.100.1 8080 >/dev/null 2>&1; echo "tcp $?"
+echo "stub $("$P" dnsq 127.0.0.53 echo.fake.test 1)"
+echo "stub-other $("$P" dnsq 127.0.0.53 other.fake.test 1)"
 IN
 run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 -- /bin/sh /opt/fyprobe/names.sh >"$TMP/out" 2>"$TMP/err"
-if grep -q "^resolve 198.51.100.1$" "$TMP/out" && grep -q "^other 1$" "$TMP/out" && grep -qx 0 "$TMP/out" &&
-    grep -q "^tcp 0$" "$TMP/out"; then
-    ok "names: the allowed one resolves in the sandbox, others do not, no nameserver"
+if grep -q "^resolve 198.51.100.1$" "$TMP/out" && grep -q "^other 1$" "$TMP/out" &&
+    [ "$(grep -c nameserver "$TMP/out")" = 1 ] && grep -qx "nameserver 127.0.0.53" "$TMP/out" &&
+    grep -q "^tcp 0$" "$TMP/out" && grep -qx "stub rcode=0 an=1 198.51.100.1" "$TMP/out" &&
+    grep -qx "stub-other rcode=5 an=0" "$TMP/out"; then
+    ok "names: the allowed one resolves in the sandbox (hosts file, stub), others do not (stub: REFUSED)"
 else
     bad "names"; cat "$TMP/out" "$TMP/err"
 fi
@@ -331,12 +336,14 @@ st=$?
 [ $st = 0 ] && grep -qx "allowed echo:ping" "$TMP/fetch.out" && grep -qx "other HTTP/1.1 403 Forbidden" "$TMP/fetch.out" &&
     ok "fetch-only through the uplink: the allowed destination tunnels, another address is refused" ||
     { bad "fetch-only through the uplink: status $st"; cat "$TMP/fetch.out"; }
-# Rootless: refused, never weaker (where uid 65534 can run the program).
+# Rootless with an uplink namespace: refused, never weaker (where uid 65534
+# can run the program; rootless restricted itself, through pasta, is
+# test-net-rootless.sh's).
 if command -v setpriv >/dev/null && setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null; then
     HOME=/tmp setpriv --reuid 65534 --regid 65534 --clear-groups timeout 60 "$FY" run --profile standard-ci \
-        --network restricted --allow 198.51.100.1:8080 -- /bin/true >/dev/null 2>"$TMP/err"
+        --network restricted --network-uplink "/run/netns/$NS" --allow 198.51.100.1:8080 -- /bin/true >/dev/null 2>"$TMP/err"
     st=$?
-    [ $st = 247 ] && grep -q "needs root" "$TMP/err" && ok "rootless restricted refused as unsupported" ||
+    [ $st = 247 ] && grep -q "needs root" "$TMP/err" && ok "rootless restricted with an uplink namespace refused as unsupported" ||
         { bad "rootless: status $st"; cat "$TMP/err"; }
 else
     echo "note: uid 65534 cannot run $FY here; the rootless refusal is not checked"
