@@ -269,6 +269,16 @@ def ask(data, fds=()):
     if typ == 0x8005:
         return ("removed", struct.unpack("<I", got[16:20])[0])
     return ("ok", typ)
+if len(sys.argv) > 2 and sys.argv[2] == "nested":
+    # A network namespace whose user namespace is nested below another one
+    # of ours: its owner maps to our uid, yet our uid holds no capability
+    # in it from the host; the helper must refuse it (bad-descriptor, 15).
+    if libc.unshare(0x40000000) != 0:
+        sys.exit("unshare: %d" % ctypes.get_errno())
+    fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+    got = ask(net_create(name(9)), [fd])
+    print(f"nested: {got} (want ('error', 15))")
+    sys.exit(0 if got == ("error", 15) else 1)
 nss = []
 for i in range(5):
     if libc.unshare(0x40000000) != 0:  # CLONE_NEWNET, in our own user namespace
@@ -298,6 +308,13 @@ as_runner unshare -Urn python3 "$TMP/budget.py" "$SOCK" >"$TMP/budget.out" 2>&1 
     ok "the runner's own namespaces: routers made, exists, over budget, removed witnessed" ||
     { bad "routers through the raw protocol"; cat "$TMP/budget.out"; }
 nothing_left "routers through the raw protocol"
+# 5c. A user namespace nested inside one of the runner's (its owner maps to
+#     the runner's uid, but the runner has no capability in it from the
+#     host): refused.
+as_runner unshare -Ur unshare -Urn python3 "$TMP/budget.py" "$SOCK" nested >"$TMP/nested.out" 2>&1 &&
+    ok "a nested user namespace's network namespace is refused" ||
+    { bad "a nested user namespace's network namespace"; cat "$TMP/nested.out"; }
+nothing_left "the nested namespace"
 
 # 6. The helper stops: nothing of it left.
 kill $HPID; wait $HPID; st=$?; HPID=

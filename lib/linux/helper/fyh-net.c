@@ -362,12 +362,23 @@ int fyh_net_check_ns(int ns, uid_t uid, char *why, size_t whylen) {
     uid_t owner = (uid_t)-1;
     int r = ioctl(user, NS_GET_OWNER_UID, &owner);
     bool ours = self_user >= 0 && same_file(user, self_user);
+    /* A child of the helper's own user namespace: the owner's capabilities
+     * there are the peer's. Deeper (a user namespace made inside someone
+     * else's, whose creator maps to the same uid) they would not be. */
+    int parent = ours ? -1 : ioctl(user, NS_GET_PARENT);
+    bool direct = parent >= 0 && self_user >= 0 && same_file(parent, self_user);
+    if (parent >= 0)
+        close(parent);
     close(user);
     if (self_user >= 0)
         close(self_user);
-    if (r < 0 || ours || owner != uid) {
+    if (r < 0 || ours || owner != uid || !direct) {
         snprintf(why, whylen, "the network namespace belongs to a user namespace %s, not uid %u's",
-                 ours ? "of the host" : r < 0 ? "of unknown owner" : "of another uid", (unsigned)uid);
+                 ours        ? "of the host"
+                 : r < 0     ? "of unknown owner"
+                 : !direct   ? "nested below another (only a child of the host's is the caller's own)"
+                             : "of another uid",
+                 (unsigned)uid);
         return -FYH_E_FD;
     }
     return 0;
