@@ -4,6 +4,7 @@
  * library's own version header, so the ABI dlopen finds is the one the
  * callers were compiled for. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,52 +15,43 @@
 #define FY_STR(x) FY_STR_(x)
 
 /* libarchive 3.x has kept soname 13 since 3.0. */
-struct lazylib lazy_archive = {.soname = "libarchive.so.13", .once = PTHREAD_ONCE_INIT};
+struct lazylib lazy_archive = {.soname = "libarchive.so.13"};
 
 #include <openssl/opensslv.h>
 #if OPENSSL_VERSION_MAJOR >= 3
-struct lazylib lazy_crypto = {.soname = "libcrypto.so." FY_STR(OPENSSL_VERSION_MAJOR), .once = PTHREAD_ONCE_INIT};
+struct lazylib lazy_crypto = {.soname = "libcrypto.so." FY_STR(OPENSSL_VERSION_MAJOR)};
 #else
-struct lazylib lazy_crypto = {.soname = "libcrypto.so.1.1", .once = PTHREAD_ONCE_INIT};
+struct lazylib lazy_crypto = {.soname = "libcrypto.so.1.1"};
 #endif
 
 #if __has_include(<bpf/libbpf_version.h>)
 #include <bpf/libbpf_version.h>
-struct lazylib lazy_bpf = {.soname = "libbpf.so." FY_STR(LIBBPF_MAJOR_VERSION), .once = PTHREAD_ONCE_INIT};
+struct lazylib lazy_bpf = {.soname = "libbpf.so." FY_STR(LIBBPF_MAJOR_VERSION)};
 #else
-struct lazylib lazy_bpf = {.soname = "libbpf.so.0", .once = PTHREAD_ONCE_INIT};
+struct lazylib lazy_bpf = {.soname = "libbpf.so.0"};
 #endif
 
 /* liblzma 5.x: soname 5. */
-struct lazylib lazy_lzma = {.soname = "liblzma.so.5", .once = PTHREAD_ONCE_INIT};
+struct lazylib lazy_lzma = {.soname = "liblzma.so.5"};
 
-/* pthread_once has no argument: one trampoline per library. */
-static void load(struct lazylib *l) {
-    /* RTLD_NOW: a missing symbol fails here, not in the middle of an unpack;
-     * RTLD_LOCAL: nothing of it becomes visible to the host's own lookups. */
-    l->handle = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
-    if (!l->handle) {
-        const char *e = dlerror();
-        snprintf(l->why, sizeof(l->why), "%s", e ? e : l->soname);
-    }
-}
-#define FY_LAZY_ONCE(var)                                                                                              \
-    static void once_##var(void) { load(&var); }
-FY_LAZY_ONCE(lazy_archive)
-FY_LAZY_ONCE(lazy_crypto)
-FY_LAZY_ONCE(lazy_bpf)
-FY_LAZY_ONCE(lazy_lzma)
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 
 int lazy_open(struct lazylib *l) {
-    void (*fn)(void) = l == &lazy_archive  ? once_lazy_archive
-                       : l == &lazy_crypto ? once_lazy_crypto
-                       : l == &lazy_bpf    ? once_lazy_bpf
-                       : l == &lazy_lzma   ? once_lazy_lzma
-                                              : NULL;
-    if (!fn)
-        abort();
-    pthread_once(&l->once, fn);
-    return l->handle ? 0 : -1;
+    pthread_mutex_lock(&load_mu);
+    if (!l->tried) {
+        /* RTLD_NOW: a missing symbol fails here, not in the middle of an
+         * unpack; RTLD_LOCAL: nothing of it becomes visible to the host's
+         * own lookups. */
+        l->handle = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+        if (!l->handle) {
+            const char *e = dlerror();
+            snprintf(l->why, sizeof(l->why), "%s", e ? e : l->soname);
+        }
+        l->tried = true;
+    }
+    void *h = l->handle;
+    pthread_mutex_unlock(&load_mu);
+    return h ? 0 : -1;
 }
 
 void *lazy_sym(struct lazylib *l, const char *name) {

@@ -17,12 +17,12 @@
 #ifndef FY_LAZY_H
 #define FY_LAZY_H
 
-#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct lazylib {
     const char *soname;
-    pthread_once_t once;
+    bool tried; /* dlopen was called (under lazy.c's lock) */
     void *handle;
     char why[200]; /* dlerror() when it could not be loaded */
 };
