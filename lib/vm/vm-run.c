@@ -433,6 +433,23 @@ static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid) {
     return 0;
 }
 
+/* (vm-run.h) */
+int vm_argv_of(const struct strbuf *args, const char ***ret) {
+    if (args->oom)
+        return FY_E_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < args->len; i++)
+        n += args->buf[i] == '\0';
+    const char **argv = calloc(n + 1, sizeof(char *));
+    if (!argv)
+        return FY_E_NOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < args->len; i += strlen(args->buf + i) + 1)
+        argv[k++] = args->buf + i;
+    *ret = argv;
+    return 0;
+}
+
 /* ---- QEMU in the library's own sandbox ---- */
 
 int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const char ***ret) {
@@ -501,19 +518,7 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const 
         A("fd:0");
     }
 #undef A
-    if (args->oom)
-        return FY_E_NOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < args->len; i++)
-        n += args->buf[i] == '\0';
-    const char **argv = calloc(n + 1, sizeof(char *));
-    if (!argv)
-        return FY_E_NOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < args->len; i += strlen(args->buf + i) + 1)
-        argv[k++] = args->buf + i;
-    *ret = argv;
-    return 0;
+    return vm_argv_of(args, ret);
 }
 
 int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reterr) {

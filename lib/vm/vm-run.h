@@ -47,6 +47,9 @@ struct vm_vmm_spec {
     uint64_t wall;                /* usec or FY_UNLIMITED */
     int in, out, err;             /* QEMU's stdin, stdout, stderr */
 };
+/* The NUL-separated words of args as an argv (calloc'd; the words stay
+ * args's). FY_E_NOMEM when args ran out of memory. */
+int vm_argv_of(const struct strbuf *args, const char ***ret);
 int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const char ***ret);
 
 /* vm-vmm-config.c: the Firecracker and cloud-hypervisor adapters'

@@ -102,17 +102,5 @@ int vm_cloud_hypervisor_argv(const struct vm_plan *pl, const struct vm_vmm_paths
     A("--seccomp");
     A("true");
 #undef A
-    if (args->oom)
-        return FY_E_NOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < args->len; i++)
-        n += args->buf[i] == '\0';
-    const char **argv = calloc(n + 1, sizeof(char *));
-    if (!argv)
-        return FY_E_NOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < args->len; i += strlen(args->buf + i) + 1)
-        argv[k++] = args->buf + i;
-    *ret = argv;
-    return 0;
+    return vm_argv_of(args, ret);
 }
