@@ -60,6 +60,7 @@
 #include <jansson.h>
 
 #include "linux-net-user.h"
+#include "linux-netlink.h"
 #include "linux-plan.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"
@@ -154,25 +155,9 @@ static int make_tun(const char *name) {
     return fd;
 }
 
-static int ifindex_here(const char *name) {
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return -1;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    memcpy(ifr.ifr_name, name, strlen(name) + 1);
-    int r = ioctl(s, SIOCGIFINDEX, &ifr) < 0 ? -1 : ifr.ifr_ifindex;
-    close(s);
-    return r;
-}
-
 static int nl_here(void) {
     int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-    if (s >= 0) {
-        struct timeval tv = {5, 0};
-        (void)setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    }
-    return s;
+    return s < 0 ? s : lnl_ready(s);
 }
 
 static bool send_fds(int sock, char tag, const int *fds, int n) {
@@ -218,10 +203,10 @@ __attribute__((noreturn)) static void router_main(int sock, int in, int out, con
     int ufd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC), nfd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (tun < 0 || nl < 0 || ufd < 0 || nfd < 0)
         _exit(32);
-    int sb = ifindex_here(LXN_ROUTER_SB_IF);
+    int sb = lnl_ifindex(nl, LXN_ROUTER_SB_IF);
     uint32_t a4 = htonl(LXN_SB_ROUTER4);
-    if (sb < 0 || lxn_i_addr_add(nl, sb, AF_INET, &a4, 30) < 0 || lxn_i_addr_add(nl, sb, AF_INET6, lxn_sb_router6, 64) < 0 ||
-        lxn_i_link_up(nl, LXN_ROUTER_SB_IF) < 0 || lxn_i_link_up(nl, "lo") < 0)
+    if (sb < 0 || lnl_addr_add(nl, sb, AF_INET, &a4, 30) < 0 || lnl_addr_add(nl, sb, AF_INET6, lxn_sb_router6, 64) < 0 ||
+        lnl_link_up(nl, LXN_ROUTER_SB_IF) < 0 || lnl_link_up(nl, "lo") < 0)
         _exit(33);
     /* /proc/sys/net is the calling task's network namespace: the router's. */
     if (!write_file("/proc/sys/net/ipv4/ip_forward", "1", 1) ||
@@ -247,11 +232,11 @@ __attribute__((noreturn)) static void sandbox_side_main(int sock, int userns, in
     int tun = make_tun(LXN_SANDBOX_IF), nl = nl_here();
     if (tun < 0 || nl < 0)
         _exit(41);
-    int eth = ifindex_here(LXN_SANDBOX_IF);
+    int eth = lnl_ifindex(nl, LXN_SANDBOX_IF);
     uint32_t a4 = htonl(LXN_SB_SANDBOX4), gw4 = htonl(LXN_SB_ROUTER4);
-    if (eth < 0 || lxn_i_addr_add(nl, eth, AF_INET, &a4, 30) < 0 ||
-        lxn_i_addr_add(nl, eth, AF_INET6, lxn_sb_sandbox6, 64) < 0 || lxn_i_link_up(nl, LXN_SANDBOX_IF) < 0 ||
-        lxn_i_route_default(nl, eth, AF_INET, &gw4) < 0 || lxn_i_route_default(nl, eth, AF_INET6, lxn_sb_router6) < 0)
+    if (eth < 0 || lnl_addr_add(nl, eth, AF_INET, &a4, 30) < 0 ||
+        lnl_addr_add(nl, eth, AF_INET6, lxn_sb_sandbox6, 64) < 0 || lnl_link_up(nl, LXN_SANDBOX_IF) < 0 ||
+        lnl_route_default(nl, eth, AF_INET, &gw4) < 0 || lnl_route_default(nl, eth, AF_INET6, lxn_sb_router6) < 0)
         _exit(42);
     _exit(send_fds(sock, 'T', &tun, 1) ? 0 : 43);
 }
@@ -631,7 +616,7 @@ unsigned lxnu_teardown(struct lxn_run *run) {
     if (u->nl_router >= 0) {
         int still = 0;
         for (int tries = 0; tries < 100; tries++) {
-            int a = lxn_i_link_exists(u->nl_router, LXN_ROUTER_SB_IF), b = lxn_i_link_exists(u->nl_router, LXN_ROUTER_UP_IF);
+            int a = lnl_link_exists(u->nl_router, LXN_ROUTER_SB_IF), b = lnl_link_exists(u->nl_router, LXN_ROUTER_UP_IF);
             still = (a != 0) + (b != 0);
             if (!still)
                 break;

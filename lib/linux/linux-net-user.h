@@ -16,12 +16,8 @@
 #define LXN_SB_SANDBOX4 0x64400002u /* 100.64.0.2 */
 extern const uint8_t lxn_sb_router6[16], lxn_sb_sandbox6[16];
 
-/* rtnetlink and nft of linux-net.c, for the rootless path: each takes a
- * NETLINK_ROUTE socket of the namespace to change. */
-int lxn_i_addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix);
-int lxn_i_link_up(int s, const char *name);
-int lxn_i_route_default(int s, int ifindex, int family, const void *gw);
-int lxn_i_link_exists(int s, const char *name);
+/* nft of linux-net.c, for the rootless path (its rtnetlink requests are
+ * linux-netlink.h's). */
 int lxn_i_finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr);
 
 /* At fy_prepare, for a caller without root: pasta found (lp->pasta). */

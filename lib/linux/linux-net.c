@@ -23,11 +23,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/if_link.h>
 #include <linux/nsfs.h>
 #include <linux/netlink.h>
-#include <linux/rtnetlink.h>
-#include <linux/veth.h>
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
@@ -51,6 +48,7 @@
 #include <jansson.h>
 
 #include "linux-net.h"
+#include "linux-netlink.h"
 #include "linux-net-user.h"
 #include "linux-plan.h"
 #include "linux-probe-util.h"
@@ -131,220 +129,11 @@ static int write_sysctl(void *p) {
     return w == 1 ? 0 : -(w < 0 ? e : EIO);
 }
 
-/* ---- rtnetlink ---- */
-
-struct nlmsg {
-    union {
-        struct nlmsghdr h;
-        char buf[1024];
-    } u;
-};
-
-static void *nl_tail(struct nlmsg *m) { return m->u.buf + NLMSG_ALIGN(m->u.h.nlmsg_len); }
-
-static void nl_init(struct nlmsg *m, uint16_t type, uint16_t flags, const void *hdr, size_t hlen) {
-    memset(m, 0, sizeof(*m));
-    m->u.h.nlmsg_len = (uint32_t)NLMSG_LENGTH(hlen);
-    m->u.h.nlmsg_type = type;
-    m->u.h.nlmsg_flags = (uint16_t)(NLM_F_REQUEST | flags);
-    memcpy(NLMSG_DATA(&m->u.h), hdr, hlen);
-}
-
-static struct rtattr *nl_attr(struct nlmsg *m, uint16_t type, const void *data, size_t len) {
-    struct rtattr *a = nl_tail(m);
-    a->rta_type = type;
-    a->rta_len = (uint16_t)RTA_LENGTH(len);
-    if (len)
-        memcpy(RTA_DATA(a), data, len);
-    m->u.h.nlmsg_len = NLMSG_ALIGN(m->u.h.nlmsg_len) + RTA_ALIGN(a->rta_len);
-    return a;
-}
-static struct rtattr *nl_nest(struct nlmsg *m, uint16_t type) { return nl_attr(m, type, NULL, 0); }
-static void nl_nest_end(struct nlmsg *m, struct rtattr *a) {
-    a->rta_len = (uint16_t)((char *)nl_tail(m) - (char *)a);
-}
-
-/* Sends m and reads its acknowledgement: 0 or -errno. */
-static int nl_talk(int s, struct nlmsg *m) {
-    static uint32_t seq;
-    m->u.h.nlmsg_flags |= NLM_F_ACK;
-    m->u.h.nlmsg_seq = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
-    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-    if (sendto(s, m, m->u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        return -errno;
-    char buf[4096];
-    for (;;) {
-        ssize_t n = recv(s, buf, sizeof(buf), 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-            if (h->nlmsg_seq != m->u.h.nlmsg_seq)
-                continue;
-            if (h->nlmsg_type == NLMSG_ERROR) {
-                const struct nlmsgerr *e = NLMSG_DATA(h);
-                return e->error;
-            }
-        }
-    }
-}
+/* ---- rtnetlink (the requests are linux-netlink.c's) ---- */
 
 static int nl_open(int ns) {
     int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
-    if (s < 0)
-        return s;
-    struct timeval tv = {5, 0};
-    (void)setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    return s;
-}
-
-/* A veth pair: name here, peer in namespace peer_ns as peer_name. */
-static int link_veth(int s, const char *name, const char *peer_name, int peer_ns) {
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    struct rtattr *li = nl_nest(&m, IFLA_LINKINFO);
-    nl_attr(&m, IFLA_INFO_KIND, "veth", 5);
-    struct rtattr *data = nl_nest(&m, IFLA_INFO_DATA);
-    struct rtattr *peer = nl_nest(&m, VETH_INFO_PEER);
-    struct ifinfomsg *pifi = nl_tail(&m);
-    memset(pifi, 0, sizeof(*pifi));
-    m.u.h.nlmsg_len += NLMSG_ALIGN(sizeof(*pifi));
-    nl_attr(&m, IFLA_IFNAME, peer_name, strlen(peer_name) + 1);
-    uint32_t fd = (uint32_t)peer_ns;
-    nl_attr(&m, IFLA_NET_NS_FD, &fd, sizeof(fd));
-    nl_nest_end(&m, peer);
-    nl_nest_end(&m, data);
-    nl_nest_end(&m, li);
-    return nl_talk(s, &m);
-}
-
-/* No IPv6 link-local address on our links: nothing here uses one (the
- * routes name the global addresses, made without duplicate address
- * detection, IFA_F_NODAD), so none sits tentative, and the sandbox has no
- * fe80:: address to reach the router's by. Before link_up. */
-static int link_no_ll(int s, const char *name) {
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    struct rtattr *af = nl_nest(&m, IFLA_AF_SPEC);
-    struct rtattr *in6 = nl_nest(&m, AF_INET6);
-    uint8_t mode = IN6_ADDR_GEN_MODE_NONE;
-    nl_attr(&m, IFLA_INET6_ADDR_GEN_MODE, &mode, sizeof(mode));
-    nl_nest_end(&m, in6);
-    nl_nest_end(&m, af);
-    return nl_talk(s, &m);
-}
-
-static int link_up(int s, const char *name) {
-    int e = link_no_ll(s, name);
-    if (e < 0 && e != -EAFNOSUPPORT && e != -EOPNOTSUPP)
-        return e;
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP, .ifi_change = IFF_UP};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    return nl_talk(s, &m);
-}
-
-static int link_del(int s, const char *name) {
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_DELLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    return nl_talk(s, &m);
-}
-
-/* Whether the link exists: 1, 0, or -errno. */
-static int link_exists(int s, const char *name) {
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_GETLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    /* (The answer comes before the acknowledgement; nl_talk skips it.) */
-    int r = nl_talk(s, &m);
-    return r == 0 ? 1 : r == -ENODEV ? 0 : r;
-}
-
-static int ifindex_in(int ns, const char *name) {
-    int s = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
-    if (s < 0)
-        return s;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-    int r = ioctl(s, SIOCGIFINDEX, &ifr) < 0 ? -errno : ifr.ifr_ifindex;
-    close(s);
-    return r;
-}
-
-static int addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix) {
-    struct ifaddrmsg ifa = {.ifa_family = (uint8_t)family, .ifa_prefixlen = (uint8_t)prefix,
-                            .ifa_flags = family == AF_INET6 ? IFA_F_NODAD : 0, .ifa_index = (uint32_t)ifindex};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
-    size_t len = family == AF_INET ? 4 : 16;
-    nl_attr(&m, IFA_LOCAL, addr, len);
-    nl_attr(&m, IFA_ADDRESS, addr, len);
-    if (family == AF_INET6) {
-        uint32_t fl = IFA_F_NODAD;
-        nl_attr(&m, IFA_FLAGS, &fl, sizeof(fl));
-    }
-    return nl_talk(s, &m);
-}
-
-static int route_default(int s, int ifindex, int family, const void *gw) {
-    struct rtmsg rt = {.rtm_family = (uint8_t)family, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
-                       .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof(rt));
-    nl_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
-    uint32_t oif = (uint32_t)ifindex;
-    nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
-    return nl_talk(s, &m);
-}
-
-/* Whether any interface of the namespace has the IPv4 address a (network
- * order): 1, 0, or -errno. */
-static int addr_in_use(int s, uint32_t a) {
-    struct ifaddrmsg ifa = {.ifa_family = AF_INET};
-    struct nlmsg m;
-    static uint32_t seq = 1u << 30;
-    nl_init(&m, RTM_GETADDR, NLM_F_DUMP, &ifa, sizeof(ifa));
-    m.u.h.nlmsg_seq = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
-    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-    if (sendto(s, &m, m.u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        return -errno;
-    char buf[16384];
-    int found = 0;
-    for (;;) {
-        ssize_t n = recv(s, buf, sizeof(buf), 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-            if (h->nlmsg_seq != m.u.h.nlmsg_seq)
-                continue;
-            if (h->nlmsg_type == NLMSG_DONE)
-                return found;
-            if (h->nlmsg_type == NLMSG_ERROR)
-                return ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
-            if (h->nlmsg_type != RTM_NEWADDR)
-                continue;
-            const struct ifaddrmsg *am = NLMSG_DATA(h);
-            int alen = (int)IFA_PAYLOAD(h);
-            for (const struct rtattr *ra = IFA_RTA(am); RTA_OK(ra, alen); ra = RTA_NEXT(ra, alen))
-                if ((ra->rta_type == IFA_LOCAL || ra->rta_type == IFA_ADDRESS) && RTA_PAYLOAD(ra) == 4 &&
-                    memcmp(RTA_DATA(ra), &a, 4) == 0)
-                    found = 1;
-        }
-    }
+    return s < 0 ? s : lnl_ready(s);
 }
 
 /* ---- addresses ---- */
@@ -875,7 +664,7 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
             rnd = (uint32_t)getpid() ^ (uint32_t)tries * 2654435761u;
         slot = rnd % nslots;
         uint32_t up_side = htonl(lp->link_base + 4 * slot + 1), router_side = htonl(lp->link_base + 4 * slot + 2);
-        int u1 = addr_in_use(us, up_side), u2 = u1 == 0 ? addr_in_use(us, router_side) : u1;
+        int u1 = lnl_addr_in_use(us, up_side), u2 = u1 == 0 ? lnl_addr_in_use(us, router_side) : u1;
         if (u1 < 0 || u2 < 0) {
             r = ns_fail(reterr, -(u1 < 0 ? u1 : u2), "listing the uplink's addresses");
             goto fail;
@@ -892,7 +681,7 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
     }
     run->slot = slot;
     snprintf(run->uplink_if, sizeof(run->uplink_if), "fy%08x", (unsigned)(slot ^ ((uint32_t)getpid() << 14)));
-    for (int tries = 0; (e = link_veth(rs, LXN_ROUTER_UP_IF, run->uplink_if, run->uplink_fd)) == -EEXIST && tries < 8;
+    for (int tries = 0; (e = lnl_link_veth(rs, LXN_ROUTER_UP_IF, run->uplink_if, run->uplink_fd)) == -EEXIST && tries < 8;
          tries++) {
         uint32_t rnd = 0;
         if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
@@ -904,7 +693,7 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
         r = ns_fail(reterr, -e, "veth to the uplink");
         goto fail;
     }
-    int i_up = ifindex_in(run->router_fd, LXN_ROUTER_UP_IF), i_upl = ifindex_in(run->uplink_fd, run->uplink_if);
+    int i_up = lnl_ifindex(rs, LXN_ROUTER_UP_IF), i_upl = lnl_ifindex(us, run->uplink_if);
     if (i_up < 0 || i_upl < 0) {
         r = ns_fail(reterr, -(i_up < 0 ? i_up : i_upl), "interface index");
         goto fail;
@@ -914,13 +703,13 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
     link6(u6l, slot, 1);
     link6(u6r, slot, 2);
     const char *what = NULL;
-    if ((e = addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
+    if ((e = lnl_addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = lnl_addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
         what = "router addresses";
-    else if ((e = addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
+    else if ((e = lnl_addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = lnl_addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
         what = "uplink addresses";
-    else if ((e = link_up(rs, LXN_ROUTER_UP_IF)) < 0 || (e = link_up(us, run->uplink_if)) < 0)
+    else if ((e = lnl_link_up(rs, LXN_ROUTER_UP_IF)) < 0 || (e = lnl_link_up(us, run->uplink_if)) < 0)
         what = "links up";
-    else if ((e = route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = route_default(rs, i_up, AF_INET6, u6l)) < 0)
+    else if ((e = lnl_route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = lnl_route_default(rs, i_up, AF_INET6, u6l)) < 0)
         what = "router routes";
     if (what) {
         r = ns_fail(reterr, -e, what);
@@ -965,11 +754,11 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         r = ns_fail(reterr, -(rs < 0 ? rs : ss), "netlink socket");
         goto fail;
     }
-    if ((e = link_veth(rs, LXN_ROUTER_SB_IF, LXN_SANDBOX_IF, sandbox_ns)) < 0) {
+    if ((e = lnl_link_veth(rs, LXN_ROUTER_SB_IF, LXN_SANDBOX_IF, sandbox_ns)) < 0) {
         r = ns_fail(reterr, -e, "veth to the sandbox");
         goto fail;
     }
-    int i_sb = ifindex_in(run->router_fd, LXN_ROUTER_SB_IF), i_eth = ifindex_in(sandbox_ns, LXN_SANDBOX_IF);
+    int i_sb = lnl_ifindex(rs, LXN_ROUTER_SB_IF), i_eth = lnl_ifindex(ss, LXN_SANDBOX_IF);
     if (i_sb < 0 || i_eth < 0) {
         r = ns_fail(reterr, -(i_sb < 0 ? i_sb : i_eth), "interface index");
         goto fail;
@@ -980,13 +769,13 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     const char *what = NULL;
     if ((e = in_netns(run->router_fd, write_sysctl, &fw4)) < 0 || (e = in_netns(run->router_fd, write_sysctl, &fw6)) < 0)
         what = "forwarding in the router namespace";
-    else if ((e = addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
+    else if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = lnl_addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
         what = "router addresses";
-    else if ((e = addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 || (e = addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
+    else if ((e = lnl_addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 || (e = lnl_addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
         what = "sandbox addresses";
-    else if ((e = link_up(rs, LXN_ROUTER_SB_IF)) < 0 || (e = link_up(ss, LXN_SANDBOX_IF)) < 0)
+    else if ((e = lnl_link_up(rs, LXN_ROUTER_SB_IF)) < 0 || (e = lnl_link_up(ss, LXN_SANDBOX_IF)) < 0)
         what = "links up";
-    else if ((e = route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 || (e = route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
+    else if ((e = lnl_route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 || (e = lnl_route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
         what = "sandbox routes";
     if (what) {
         r = ns_fail(reterr, -e, what);
@@ -1011,13 +800,13 @@ fail:
 struct del_args { int s; char name[IFNAMSIZ]; };
 static void *del_main(void *p) {
     struct del_args *a = p;
-    (void)link_del(a->s, a->name);
+    (void)lnl_link_del(a->s, a->name);
     close(a->s);
     free(a);
     return NULL;
 }
 
-/* link_del(s, name) on a detached thread that then closes s: 0 (s is the
+/* lnl_link_del(s, name) on a detached thread that then closes s: 0 (s is the
  * thread's), or -1 (nothing started, s still the caller's). */
 static int del_link_async(int s, const char *name) {
     struct del_args *a = calloc(1, sizeof(*a));
@@ -1147,10 +936,10 @@ unsigned lxn_teardown(struct lxn_run *run) {
                 if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
                     left++;
             } else {
-                int e = link_del(s, run->uplink_if);
+                int e = lnl_link_del(s, run->uplink_if);
                 if (e < 0 && e != -ENODEV)
                     left++;
-                else if (link_exists(s, run->uplink_if) != 0)
+                else if (lnl_link_exists(s, run->uplink_if) != 0)
                     left++;
                 close(s);
             }
@@ -1224,10 +1013,4 @@ int lxn_recv_netns(int sock, int timeout_ms) {
 
 /* ---- for the rootless path (linux-net-user.h) ---- */
 
-int lxn_i_addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix) {
-    return addr_add(s, ifindex, family, addr, prefix);
-}
-int lxn_i_link_up(int s, const char *name) { return link_up(s, name); }
-int lxn_i_route_default(int s, int ifindex, int family, const void *gw) { return route_default(s, ifindex, family, gw); }
-int lxn_i_link_exists(int s, const char *name) { return link_exists(s, name); }
 int lxn_i_finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) { return finish_nft(run, deadline, reterr); }

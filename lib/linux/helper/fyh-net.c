@@ -22,12 +22,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/nsfs.h>
-#include <linux/rtnetlink.h>
-#include <linux/veth.h>
-#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -47,6 +43,7 @@
 #include <unistd.h>
 
 #include "fyh-net.h"
+#include "../linux-netlink.h"
 
 #define LINK_BASE 0x647f0000u /* 100.127.0.0/16: lib/linux/linux-net.h's LXN_DEFAULT_LINK_SUBNET */
 #define LINK_LEN 16u
@@ -98,201 +95,11 @@ static bool same_file(int a, int b) {
     return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* ---- rtnetlink ---- */
-
-struct nlmsg {
-    union {
-        struct nlmsghdr h;
-        char buf[1024];
-    } u;
-};
-
-static void *nl_tail(struct nlmsg *m) { return m->u.buf + NLMSG_ALIGN(m->u.h.nlmsg_len); }
-
-static void nl_init(struct nlmsg *m, uint16_t type, uint16_t flags, const void *hdr, size_t hlen) {
-    memset(m, 0, sizeof(*m));
-    m->u.h.nlmsg_len = (uint32_t)NLMSG_LENGTH(hlen);
-    m->u.h.nlmsg_type = type;
-    m->u.h.nlmsg_flags = (uint16_t)(NLM_F_REQUEST | NLM_F_ACK | flags);
-    memcpy(NLMSG_DATA(&m->u.h), hdr, hlen);
-}
-
-static struct rtattr *nl_attr(struct nlmsg *m, uint16_t type, const void *data, size_t len) {
-    struct rtattr *a = nl_tail(m);
-    a->rta_type = type;
-    a->rta_len = (uint16_t)RTA_LENGTH(len);
-    if (len)
-        memcpy(RTA_DATA(a), data, len);
-    m->u.h.nlmsg_len = NLMSG_ALIGN(m->u.h.nlmsg_len) + RTA_ALIGN(a->rta_len);
-    return a;
-}
-
-static void nl_end(struct nlmsg *m, struct rtattr *a) { a->rta_len = (uint16_t)((char *)nl_tail(m) - (char *)a); }
-
-/* Sends m, reads its acknowledgement: 0 or -errno. */
-static int nl_talk(int s, struct nlmsg *m) {
-    static uint32_t seq;
-    m->u.h.nlmsg_seq = ++seq;
-    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-    if (sendto(s, m, m->u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        return -errno;
-    char buf[8192];
-    for (;;) {
-        ssize_t n = recv(s, buf, sizeof(buf), 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n))
-            if (h->nlmsg_seq == m->u.h.nlmsg_seq && h->nlmsg_type == NLMSG_ERROR)
-                return ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
-    }
-}
+/* ---- rtnetlink (the requests are lib/linux/linux-netlink.c's) ---- */
 
 static int nl_open(int ns) {
     int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
-    if (s >= 0) {
-        struct timeval tv = {5, 0};
-        (void)setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    }
-    return s;
-}
-
-static int link_veth(int s, const char *name, const char *peer, int peer_ns) {
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    struct rtattr *li = nl_attr(&m, IFLA_LINKINFO, NULL, 0);
-    nl_attr(&m, IFLA_INFO_KIND, "veth", 5);
-    struct rtattr *data = nl_attr(&m, IFLA_INFO_DATA, NULL, 0);
-    struct rtattr *pa = nl_attr(&m, VETH_INFO_PEER, NULL, 0);
-    struct ifinfomsg *pifi = nl_tail(&m);
-    memset(pifi, 0, sizeof(*pifi));
-    m.u.h.nlmsg_len += NLMSG_ALIGN(sizeof(*pifi));
-    nl_attr(&m, IFLA_IFNAME, peer, strlen(peer) + 1);
-    uint32_t fd = (uint32_t)peer_ns;
-    nl_attr(&m, IFLA_NET_NS_FD, &fd, sizeof(fd));
-    nl_end(&m, pa);
-    nl_end(&m, data);
-    nl_end(&m, li);
-    return nl_talk(s, &m);
-}
-
-/* Up, without an IPv6 link-local address (nothing here uses one). */
-static int link_up(int s, const char *name) {
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    struct rtattr *af = nl_attr(&m, IFLA_AF_SPEC, NULL, 0);
-    struct rtattr *in6 = nl_attr(&m, AF_INET6, NULL, 0);
-    uint8_t mode = IN6_ADDR_GEN_MODE_NONE;
-    nl_attr(&m, IFLA_INET6_ADDR_GEN_MODE, &mode, sizeof(mode));
-    nl_end(&m, in6);
-    nl_end(&m, af);
-    int e = nl_talk(s, &m);
-    if (e < 0 && e != -EAFNOSUPPORT && e != -EOPNOTSUPP)
-        return e;
-    ifi.ifi_flags = ifi.ifi_change = IFF_UP;
-    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    return nl_talk(s, &m);
-}
-
-static int link_del(int s, const char *name) {
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_DELLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    return nl_talk(s, &m);
-}
-
-static int link_exists(int s, const char *name) {
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_GETLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    int r = nl_talk(s, &m);
-    return r == 0 ? 1 : r == -ENODEV ? 0 : r;
-}
-
-static int ifindex(int ns, const char *name) {
-    int s = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
-    if (s < 0)
-        return s;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-    int r = ioctl(s, SIOCGIFINDEX, &ifr) < 0 ? -errno : ifr.ifr_ifindex;
-    close(s);
-    return r;
-}
-
-static int addr_add(int s, int idx, int family, const void *addr, unsigned prefix) {
-    struct ifaddrmsg ifa = {.ifa_family = (uint8_t)family, .ifa_prefixlen = (uint8_t)prefix,
-                            .ifa_flags = family == AF_INET6 ? IFA_F_NODAD : 0, .ifa_index = (uint32_t)idx};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
-    size_t len = family == AF_INET ? 4 : 16;
-    nl_attr(&m, IFA_LOCAL, addr, len);
-    nl_attr(&m, IFA_ADDRESS, addr, len);
-    if (family == AF_INET6) {
-        uint32_t fl = IFA_F_NODAD;
-        nl_attr(&m, IFA_FLAGS, &fl, sizeof(fl));
-    }
-    return nl_talk(s, &m);
-}
-
-static int route_default(int s, int idx, int family, const void *gw) {
-    struct rtmsg rt = {.rtm_family = (uint8_t)family, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
-                       .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof(rt));
-    nl_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
-    uint32_t oif = (uint32_t)idx;
-    nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
-    return nl_talk(s, &m);
-}
-
-/* Whether an interface of the namespace has IPv4 address a (network order). */
-static int addr_in_use(int s, uint32_t a) {
-    struct ifaddrmsg ifa = {.ifa_family = AF_INET};
-    struct nlmsg m;
-    static uint32_t seq = 1u << 30;
-    nl_init(&m, RTM_GETADDR, NLM_F_DUMP, &ifa, sizeof(ifa));
-    m.u.h.nlmsg_flags &= (uint16_t)~NLM_F_ACK;
-    m.u.h.nlmsg_seq = ++seq;
-    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-    if (sendto(s, &m, m.u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        return -errno;
-    char buf[16384];
-    int found = 0;
-    for (;;) {
-        ssize_t n = recv(s, buf, sizeof(buf), 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-            if (h->nlmsg_seq != m.u.h.nlmsg_seq)
-                continue;
-            if (h->nlmsg_type == NLMSG_DONE)
-                return found;
-            if (h->nlmsg_type == NLMSG_ERROR)
-                return ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
-            if (h->nlmsg_type != RTM_NEWADDR)
-                continue;
-            const struct ifaddrmsg *am = NLMSG_DATA(h);
-            int alen = (int)IFA_PAYLOAD(h);
-            for (const struct rtattr *ra = IFA_RTA(am); RTA_OK(ra, alen); ra = RTA_NEXT(ra, alen))
-                if ((ra->rta_type == IFA_LOCAL || ra->rta_type == IFA_ADDRESS) && RTA_PAYLOAD(ra) == 4 &&
-                    memcmp(RTA_DATA(ra), &a, 4) == 0)
-                    found = 1;
-        }
-    }
+    return s < 0 ? s : lnl_ready(s);
 }
 
 /* ---- set-up ---- */
@@ -609,8 +416,8 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
             rnd = (uint32_t)tries * 2654435761u ^ (uint32_t)now_ms();
         slot = rnd % nslots;
-        int u1 = addr_in_use(us, htonl(LINK_BASE + 4 * slot + 1));
-        int u2 = u1 == 0 ? addr_in_use(us, htonl(LINK_BASE + 4 * slot + 2)) : u1;
+        int u1 = lnl_addr_in_use(us, htonl(LINK_BASE + 4 * slot + 1));
+        int u2 = u1 == 0 ? lnl_addr_in_use(us, htonl(LINK_BASE + 4 * slot + 2)) : u1;
         if (u1 < 0 || u2 < 0) {
             e = u1 < 0 ? u1 : u2, what = "listing the uplink's addresses";
             goto fail;
@@ -632,7 +439,7 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
             rnd = (uint32_t)tries * 2654435761u ^ (uint32_t)now_ms();
         snprintf(a->link, sizeof(a->link), "fy%08x", (unsigned)rnd);
-        if ((e = link_veth(rs, "up", a->link, N.uplink)) != -EEXIST)
+        if ((e = lnl_link_veth(rs, "up", a->link, N.uplink)) != -EEXIST)
             break;
     }
     if (e < 0) {
@@ -640,7 +447,7 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         what = "veth to the uplink";
         goto fail;
     }
-    int i_up = ifindex(a->router, "up"), i_upl = ifindex(N.uplink, a->link);
+    int i_up = lnl_ifindex(rs, "up"), i_upl = lnl_ifindex(us, a->link);
     if (i_up < 0 || i_upl < 0) {
         e = i_up < 0 ? i_up : i_upl, what = "interface index";
         goto fail;
@@ -649,35 +456,35 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
     uint8_t u6l[16], u6r[16];
     link6(u6l, slot, 1);
     link6(u6r, slot, 2);
-    if ((e = addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
+    if ((e = lnl_addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = lnl_addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
         what = "router addresses";
-    else if ((e = addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
+    else if ((e = lnl_addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = lnl_addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
         what = "uplink addresses";
-    else if ((e = link_up(rs, "up")) < 0 || (e = link_up(us, a->link)) < 0)
+    else if ((e = lnl_link_up(rs, "up")) < 0 || (e = lnl_link_up(us, a->link)) < 0)
         what = "uplink links up";
-    else if ((e = route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = route_default(rs, i_up, AF_INET6, u6l)) < 0)
+    else if ((e = lnl_route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = lnl_route_default(rs, i_up, AF_INET6, u6l)) < 0)
         what = "router routes";
     else if ((e = write_forwarding(a->router)) < 0)
         what = "forwarding in the router namespace";
-    else if ((e = link_veth(rs, "sb", "eth0", ns)) < 0)
+    else if ((e = lnl_link_veth(rs, "sb", "eth0", ns)) < 0)
         what = "veth to the sandbox";
     if (what)
         goto fail;
-    int i_sb = ifindex(a->router, "sb"), i_eth = ifindex(ns, "eth0");
+    int i_sb = lnl_ifindex(rs, "sb"), i_eth = lnl_ifindex(ss, "eth0");
     if (i_sb < 0 || i_eth < 0) {
         e = i_sb < 0 ? i_sb : i_eth, what = "interface index";
         goto fail;
     }
     uint32_t a_sbr = htonl(SB_ROUTER4), a_sbs = htonl(SB_SANDBOX4);
-    if ((e = addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
+    if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = lnl_addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
         what = "router addresses";
-    else if ((e = addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 ||
-             (e = addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
+    else if ((e = lnl_addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 ||
+             (e = lnl_addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
         what = "sandbox addresses";
-    else if ((e = link_up(rs, "sb")) < 0 || (e = link_up(ss, "eth0")) < 0)
+    else if ((e = lnl_link_up(rs, "sb")) < 0 || (e = lnl_link_up(ss, "eth0")) < 0)
         what = "sandbox links up";
-    else if ((e = route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 ||
-             (e = route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
+    else if ((e = lnl_route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 ||
+             (e = lnl_route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
         what = "sandbox routes";
     if (what)
         goto fail;
@@ -711,8 +518,8 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
          * witness: the name is gone from the uplink. */
         int s = nl_open(N.uplink);
         if (s >= 0) {
-            int e = link_del(s, a->link);
-            if ((e < 0 && e != -ENODEV) || link_exists(s, a->link) != 0)
+            int e = lnl_link_del(s, a->link);
+            if ((e < 0 && e != -ENODEV) || lnl_link_exists(s, a->link) != 0)
                 left++;
             close(s);
         } else {

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* rtnetlink requests (linux-netlink.h). */
+#include <errno.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "linux-netlink.h"
+
+struct nlmsg {
+    union {
+        struct nlmsghdr h;
+        char buf[1024];
+    } u;
+};
+
+/* Sequence numbers, unique across the threads of a process. */
+static uint32_t next_seq(void) {
+    static uint32_t seq;
+    return __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+}
+
+static void *nl_tail(struct nlmsg *m) { return m->u.buf + NLMSG_ALIGN(m->u.h.nlmsg_len); }
+
+static void nl_init(struct nlmsg *m, uint16_t type, uint16_t flags, const void *hdr, size_t hlen) {
+    memset(m, 0, sizeof(*m));
+    m->u.h.nlmsg_len = (uint32_t)NLMSG_LENGTH(hlen);
+    m->u.h.nlmsg_type = type;
+    m->u.h.nlmsg_flags = (uint16_t)(NLM_F_REQUEST | flags);
+    m->u.h.nlmsg_seq = next_seq();
+    memcpy(NLMSG_DATA(&m->u.h), hdr, hlen);
+}
+
+static struct rtattr *nl_attr(struct nlmsg *m, uint16_t type, const void *data, size_t len) {
+    struct rtattr *a = nl_tail(m);
+    a->rta_type = type;
+    a->rta_len = (uint16_t)RTA_LENGTH(len);
+    if (len)
+        memcpy(RTA_DATA(a), data, len);
+    m->u.h.nlmsg_len = NLMSG_ALIGN(m->u.h.nlmsg_len) + RTA_ALIGN(a->rta_len);
+    return a;
+}
+static struct rtattr *nl_nest(struct nlmsg *m, uint16_t type) { return nl_attr(m, type, NULL, 0); }
+static void nl_nest_end(struct nlmsg *m, struct rtattr *a) {
+    a->rta_len = (uint16_t)((char *)nl_tail(m) - (char *)a);
+}
+
+/* Sends m and reads the replies carrying its sequence number until its
+ * acknowledgement (or, for a dump, its end): 0 or -errno, or what on() made
+ * of a reply (on returns > 0 to remember a value, which is then returned
+ * once the acknowledgement is a success). */
+static int nl_talk(int s, struct nlmsg *m, int (*on)(const struct nlmsghdr *h, const void *arg), const void *arg) {
+    bool dump = (m->u.h.nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
+    if (!dump)
+        m->u.h.nlmsg_flags |= NLM_F_ACK;
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+    if (sendto(s, m, m->u.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+    int got = 0;
+    for (;;) {
+        ssize_t n = recv(s, buf, sizeof(buf), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+            if (h->nlmsg_seq != m->u.h.nlmsg_seq)
+                continue;
+            if (h->nlmsg_type == NLMSG_DONE)
+                return got;
+            if (h->nlmsg_type == NLMSG_ERROR) {
+                int e = ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+                return e < 0 ? e : got;
+            }
+            if (on) {
+                int r = on(h, arg);
+                if (r != 0)
+                    got = r;
+            }
+        }
+    }
+}
+
+int lnl_ready(int s) {
+    struct timeval tv = {5, 0};
+    (void)setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return s;
+}
+
+int lnl_link_veth(int s, const char *name, const char *peer_name, int peer_ns) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *li = nl_nest(&m, IFLA_LINKINFO);
+    nl_attr(&m, IFLA_INFO_KIND, "veth", 5);
+    struct rtattr *data = nl_nest(&m, IFLA_INFO_DATA);
+    struct rtattr *peer = nl_nest(&m, VETH_INFO_PEER);
+    struct ifinfomsg *pifi = nl_tail(&m);
+    memset(pifi, 0, sizeof(*pifi));
+    m.u.h.nlmsg_len += NLMSG_ALIGN(sizeof(*pifi));
+    nl_attr(&m, IFLA_IFNAME, peer_name, strlen(peer_name) + 1);
+    uint32_t fd = (uint32_t)peer_ns;
+    nl_attr(&m, IFLA_NET_NS_FD, &fd, sizeof(fd));
+    nl_nest_end(&m, peer);
+    nl_nest_end(&m, data);
+    nl_nest_end(&m, li);
+    return nl_talk(s, &m, NULL, NULL);
+}
+
+static int link_no_ll(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *af = nl_nest(&m, IFLA_AF_SPEC);
+    struct rtattr *in6 = nl_nest(&m, AF_INET6);
+    uint8_t mode = IN6_ADDR_GEN_MODE_NONE;
+    nl_attr(&m, IFLA_INET6_ADDR_GEN_MODE, &mode, sizeof(mode));
+    nl_nest_end(&m, in6);
+    nl_nest_end(&m, af);
+    return nl_talk(s, &m, NULL, NULL);
+}
+
+int lnl_link_up(int s, const char *name) {
+    int e = link_no_ll(s, name);
+    if (e < 0 && e != -EAFNOSUPPORT && e != -EOPNOTSUPP)
+        return e;
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP, .ifi_change = IFF_UP};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    return nl_talk(s, &m, NULL, NULL);
+}
+
+int lnl_link_del(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_DELLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    return nl_talk(s, &m, NULL, NULL);
+}
+
+static int on_link(const struct nlmsghdr *h, const void *arg) {
+    (void)arg;
+    if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+        return 0;
+    int idx = ((const struct ifinfomsg *)NLMSG_DATA(h))->ifi_index;
+    return idx > 0 ? idx : 0;
+}
+
+int lnl_ifindex(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_GETLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    int r = nl_talk(s, &m, on_link, NULL);
+    return r == 0 ? -ENODEV : r;
+}
+
+int lnl_link_exists(int s, const char *name) {
+    int r = lnl_ifindex(s, name);
+    return r > 0 ? 1 : r == -ENODEV ? 0 : r;
+}
+
+int lnl_addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix) {
+    struct ifaddrmsg ifa = {.ifa_family = (uint8_t)family, .ifa_prefixlen = (uint8_t)prefix,
+                            .ifa_flags = family == AF_INET6 ? IFA_F_NODAD : 0, .ifa_index = (uint32_t)ifindex};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
+    size_t len = family == AF_INET ? 4 : 16;
+    nl_attr(&m, IFA_LOCAL, addr, len);
+    nl_attr(&m, IFA_ADDRESS, addr, len);
+    if (family == AF_INET6) {
+        uint32_t fl = IFA_F_NODAD;
+        nl_attr(&m, IFA_FLAGS, &fl, sizeof(fl));
+    }
+    return nl_talk(s, &m, NULL, NULL);
+}
+
+int lnl_route_default(int s, int ifindex, int family, const void *gw) {
+    struct rtmsg rt = {.rtm_family = (uint8_t)family, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
+                       .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof(rt));
+    nl_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
+    uint32_t oif = (uint32_t)ifindex;
+    nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
+    return nl_talk(s, &m, NULL, NULL);
+}
+
+static int on_addr(const struct nlmsghdr *h, const void *arg) {
+    if (h->nlmsg_type != RTM_NEWADDR || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifaddrmsg)))
+        return 0;
+    const struct ifaddrmsg *am = NLMSG_DATA(h);
+    int alen = (int)IFA_PAYLOAD(h);
+    for (const struct rtattr *ra = IFA_RTA(am); RTA_OK(ra, alen); ra = RTA_NEXT(ra, alen))
+        if ((ra->rta_type == IFA_LOCAL || ra->rta_type == IFA_ADDRESS) && RTA_PAYLOAD(ra) == 4 &&
+            memcmp(RTA_DATA(ra), arg, 4) == 0)
+            return 1;
+    return 0;
+}
+
+int lnl_addr_in_use(int s, uint32_t a) {
+    struct ifaddrmsg ifa = {.ifa_family = AF_INET};
+    struct nlmsg m;
+    nl_init(&m, RTM_GETADDR, NLM_F_DUMP, &ifa, sizeof(ifa));
+    return nl_talk(s, &m, on_addr, &a);
+}
