@@ -125,9 +125,13 @@ int check_env_name(const char *name, const char *loc, fy_error **reterr) {
         return bad(reterr, loc, "variable name longer than %d bytes", NAME_MAX_LEN);
     if (!(isalpha((unsigned char)name[0]) || name[0] == '_'))
         return bad(reterr, loc, "variable name must start with a letter or '_'");
+    /* Past the first character, any visible ASCII but '=': environments
+     * carry more than shell identifiers (bash's exported functions are
+     * BASH_FUNC_NAME%%, which Bazel's test runner exports), and a name
+     * is only ever a key here, never a pattern or a path. */
     for (const char *c = name; *c; c++)
-        if (!(isalnum((unsigned char)*c) || *c == '_') || (unsigned char)*c > 0x7f)
-            return bad(reterr, loc, "variable name may contain only [A-Za-z0-9_]");
+        if (*c == '=' || (unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e)
+            return bad(reterr, loc, "variable name may contain only visible ASCII characters other than '='");
     return 0;
 }
 

@@ -20,6 +20,7 @@ pkgs=(
   crun  # test/oci runtime: the probe's crun verdict checked against crun itself
   umoci zstd  # test/oci: the independent image producer, zstd layers
   gcc-mingw-w64-x86-64 wine64  # the Windows cross build and its tests under Wine (test/windows)
+  bazel-bootstrap bazel-rules-java  # test/integrations/test-bazel.sh: the real Bazel runs its tests under forgeyard wrap
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -213,6 +213,15 @@ START_TEST(test_setter_errors_name_paths) {
     fy_error_free(e);
     ck_assert_int_eq(fy_policy_set_env(p, "1BAD", "v", &e), FY_E_POLICY);
     fy_error_free(e);
+    /* any visible ASCII after the first character, but never '=', a space,
+     * a control character or a byte above 0x7e */
+    ck_assert_int_eq(fy_policy_set_env(p, "BASH_FUNC_rlocation%%", "() { :; }", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_env(p, "a.b-c:d", "v", NULL), 0);
+    static const char *const bad_names[] = {"A=B", "A B", "A\tB", "A\x7f", "A\xc3\xa9", "=A"};
+    for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+        ck_assert_int_eq(fy_policy_set_env(p, bad_names[i], "v", &e), FY_E_POLICY);
+        fy_error_free(e);
+    }
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 1000, &e), FY_E_POLICY);
     ck_assert_str_eq(fy_error_location(e), "$.resources.memory");
     fy_error_free(e);
