@@ -630,6 +630,36 @@ static int check(int r, const char *opt, fy_error **errp) {
     return -1;
 }
 
+/* A host path given relative to the current directory, made absolute
+ * (the policy takes absolute paths only): resolved when it exists, joined to
+ * the current directory otherwise, so that the run names the missing path.
+ * Kept until the process ends. */
+static char *abs_kept[64];
+static size_t abs_nkept;
+static void abs_free(void) {
+    for (size_t i = 0; i < abs_nkept; i++)
+        free(abs_kept[i]);
+    abs_nkept = 0;
+}
+static const char *host_abs(const char *path) {
+#ifdef _WIN32
+    return path;
+#else
+    if (!path[0] || path[0] == '/' || abs_nkept == sizeof(abs_kept) / sizeof(abs_kept[0]))
+        return path;
+    char *r = realpath(path, NULL);
+    if (!r) {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof(cwd)) || asprintf(&r, "%s/%s", cwd, path) < 0)
+            return path;
+    }
+    if (abs_nkept == 0)
+        atexit(abs_free);
+    abs_kept[abs_nkept++] = r;
+    return r;
+#endif
+}
+
 /* --source, --build, --output: a directory. One that is there as anything
  * else (a file, a FIFO) is refused here; a missing one is left to the run,
  * which names it and where it was to go. */
@@ -1157,12 +1187,15 @@ static int cmd_run(int argc, char **argv) {
         } else if (strcmp(o, "--result") == 0) {
             result_file = v;
         } else if (strcmp(o, "--source") == 0) {
+            v = host_abs(v);
             if ((r = want_directory(o, v)) == 0)
                 r = check(fy_policy_set_source(p, v, 0, &err), o, &err);
         } else if (strcmp(o, "--build") == 0) {
+            v = host_abs(v);
             if ((r = want_directory(o, v)) == 0 && (r = check(fy_policy_set_build(p, v, &err), o, &err)) == 0)
                 build_dir = v;
         } else if (strcmp(o, "--output") == 0) {
+            v = host_abs(v);
             if ((r = want_directory(o, v)) == 0 && (r = check(fy_policy_set_output(p, v, &err), o, &err)) == 0)
                 output_dir = v;
         } else if (strcmp(o, "--bind") == 0 || strcmp(o, "--bind-ro") == 0) {
@@ -1170,8 +1203,9 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "%s: %s expects HOST:PATH\n", prog, o);
                 r = -1;
             } else {
-                r = check(fy_policy_add_bind(p, left, right, strcmp(o, "--bind") == 0 ? FY_BIND_WRITABLE : 0, &err), o,
-                          &err);
+                r = check(fy_policy_add_bind(p, host_abs(left), right, strcmp(o, "--bind") == 0 ? FY_BIND_WRITABLE : 0,
+                                             &err),
+                          o, &err);
             }
         } else if (strcmp(o, "--workdir") == 0) {
             r = check(fy_policy_set_workdir(p, v, &err), o, &err);
@@ -1541,8 +1575,9 @@ static int cmd_wrap(int argc, char **argv) {
             fprintf(stderr, "%s: %s expects HOST:PATH\n", prog, argv[k]);
             goto bad;
         }
-        int br = check(fy_policy_add_bind(p, left, right, strcmp(argv[k], "--bind") == 0 ? FY_BIND_WRITABLE : 0, &err),
-                       argv[k], &err);
+        int br = check(
+            fy_policy_add_bind(p, host_abs(left), right, strcmp(argv[k], "--bind") == 0 ? FY_BIND_WRITABLE : 0, &err),
+            argv[k], &err);
         free(left);
         if (br < 0)
             goto bad;

@@ -121,6 +121,15 @@ done
 printf '{"filesystem": {"source": {"path": "%s"}}}' "$scratch/fifo" > "$scratch/fifo.json"
 out=$("$fy" policy check "$scratch/fifo.json" 2>&1) && fail "a FIFO as the source passed policy check"
 case $out in *"\$.filesystem.source.path: $scratch/fifo is a FIFO, not a directory"*) ;; *) fail "policy FIFO: $out" ;; esac
+# ... relative host paths, taken from the current directory (the policy
+# itself takes absolute ones only) ...
+chmod a+x "$scratch" && mkdir -p "$scratch/rel/src" && echo relative > "$scratch/rel/src/mark" && chmod -R a+rX "$scratch/rel" || fail "mkdir rel"
+out=$(cd "$scratch/rel" && "$fy" run --profile development --source src --bind-ro ./src:/x -- /bin/sh -c 'cat /work/source/mark /x/mark' 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "relative --source and --bind-ro gave $rc: $out"
+[ "$out" = "relative
+relative" ] || fail "relative paths: $out"
+out=$(cd "$scratch/rel" && "$fy" run --source missing -- /bin/true 2>&1) && fail "a missing relative source ran"
+case $out in *"$scratch/rel/missing"*) ;; *) fail "a missing relative source is not named in full: $out" ;; esac
 # ... and closed standard streams: /dev/null instead, with a note.
 out=$("$fy" run -- /bin/sh -c 'echo out || exit 9; exit 5' 2>&1 >&-); rc=$?
 [ $rc -eq 5 ] || fail "closed stdout gave $rc: $out"
