@@ -7,11 +7,15 @@
  * once, at fy_prepare. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifndef _WIN32
+#include <dirent.h>
+#endif
 
 #include "oci/oci.h"
 #include "plan.h"
@@ -163,6 +167,58 @@ static const char *const etc_trust[] = {
     "/etc/pki/ca-trust/extracted", "/etc/ca-certificates/extracted",
 };
 
+/* Toolchain configuration that files of the runtime under /usr link into
+ * /etc: Debian's JDK keeps java.security, jvm.cfg and the rest in
+ * /etc/java-N-openjdk and links its conf/ there (without them no JVM
+ * starts: "Error loading java.security file"), Fedora's in /etc/java;
+ * Maven its settings.xml, Python its sitecustomize, glibc its locale
+ * aliases. Public package configuration, read-only, present where /usr is a
+ * runtime path; nothing else of the host's /etc (OpenSSL runs without its
+ * openssl.cnf; /etc/ssl is only ever its certificates: etc_trust). */
+static const char *const etc_toolchain[] = {"/etc/java", "/etc/maven", "/etc/locale.alias"};
+/* Entries of /etc by prefix and suffix (versioned names). */
+static const struct {
+    const char *prefix, *suffix;
+} etc_toolchain_versioned[] = {{"java-", "-openjdk"}, {"python3", ""}};
+#define ETC_TOOLCHAIN_MAX 16
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The versioned entries present on the host, sorted (the plan, and so the
+ * contract id, must not follow readdir's order); how many. */
+static size_t etc_versioned(char names[ETC_TOOLCHAIN_MAX][NAME_MAX + 1]) {
+    size_t n = 0;
+#ifndef _WIN32
+    DIR *d = opendir("/etc");
+    struct dirent *e;
+    while (d && n < ETC_TOOLCHAIN_MAX && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        for (size_t i = 0; i < FY_ARRAY_SIZE(etc_toolchain_versioned); i++) {
+            size_t lp = strlen(etc_toolchain_versioned[i].prefix), ls = strlen(etc_toolchain_versioned[i].suffix);
+            if (len >= lp + ls && len > lp && len <= NAME_MAX && strncmp(e->d_name, etc_toolchain_versioned[i].prefix, lp) == 0 &&
+                strcmp(e->d_name + len - ls, etc_toolchain_versioned[i].suffix) == 0 && !strchr(e->d_name, '/')) {
+                memcpy(names[n++], e->d_name, len + 1);
+                break;
+            }
+        }
+    }
+    if (d)
+        closedir(d);
+    char *sorted[ETC_TOOLCHAIN_MAX];
+    char copy[ETC_TOOLCHAIN_MAX][NAME_MAX + 1];
+    for (size_t i = 0; i < n; i++) {
+        memcpy(copy[i], names[i], sizeof(copy[i]));
+        sorted[i] = copy[i];
+    }
+    qsort(sorted, n, sizeof(sorted[0]), cmp_str);
+    for (size_t i = 0; i < n; i++)
+        memcpy(names[i], sorted[i], strlen(sorted[i]) + 1);
+#else
+    (void)names;
+#endif
+    return n;
+}
+
 /* A host text file (a regular one, at most max bytes), or NULL. */
 static char *read_text(const char *path, size_t max) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -252,11 +308,29 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
             (r = add_host_path(b, PR_TRUST, etc_trust[i], false, reterr)) < 0)
             return r;
     }
+    bool usr = false;
     VEC_EACH(&p->runtime_paths, char *, it) {
         if (image)
             break;
+        usr = usr || strcmp(*it, "/usr") == 0;
         if ((r = add_host_path(b, PR_RUNTIME, *it, true, reterr)) < 0)
             return r;
+    }
+    if (usr) {
+        struct stat st;
+        for (size_t i = 0; i < FY_ARRAY_SIZE(etc_toolchain); i++)
+            if (lstat(etc_toolchain[i], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) &&
+                (r = add_host_path(b, PR_RUNTIME, etc_toolchain[i], false, reterr)) < 0)
+                return r;
+        char names[ETC_TOOLCHAIN_MAX][NAME_MAX + 1];
+        size_t n = etc_versioned(names);
+        for (size_t i = 0; i < n; i++) {
+            char path[NAME_MAX + 8];
+            snprintf(path, sizeof(path), "/etc/%s", names[i]);
+            if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+                (r = add_host_path(b, PR_RUNTIME, path, false, reterr)) < 0)
+                return r;
+        }
     }
 
     /* /dev: the harmless nodes, the standard stream links, shared memory,

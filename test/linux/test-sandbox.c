@@ -969,7 +969,9 @@ END_TEST
  * reached; never its private keys nor anything else of /etc/ssl. */
 static void check_etc_extras(fy_policy *p, bool network) {
     const char *argv[] = {"/bin/sh", "-c",
-                          "for f in /etc/services /etc/protocols /etc/ssl/certs /etc/ssl/private /etc/ssl/openssl.cnf; do"
+                          "for f in /etc/services /etc/protocols /etc/ssl/certs /etc/ssl/private /etc/ssl/openssl.cnf"
+                          " /etc/shadow /etc/gshadow /etc/ssh /etc/sudoers /etc/machine-id /etc/maven /etc/locale.alias"
+                          " /etc/java-*-openjdk; do"
                           " test -e $f && echo HAS:$f; done; getent services http | tr -s ' ' | cut -d' ' -f2", NULL};
     struct run r;
     run_argv(p, argv, &r);
@@ -983,8 +985,47 @@ static void check_etc_extras(fy_policy *p, bool network) {
     ck_assert_msg(!strstr(r.out, "HAS:/etc/ssl/certs") == !certs, "%s", r.out);
     ck_assert_msg(!strstr(r.out, "HAS:/etc/ssl/private"), "%s", r.out);
     ck_assert_msg(!strstr(r.out, "HAS:/etc/ssl/openssl.cnf"), "%s", r.out);
+    /* Never the host's secrets or identity, whatever else of /etc is there. */
+    static const char *const never[] = {"/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers", "/etc/machine-id"};
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        char has[64];
+        snprintf(has, sizeof(has), "HAS:%s", never[i]);
+        ck_assert_msg(!strstr(r.out, has), "%s: %s", never[i], r.out);
+    }
+    /* Toolchain configuration the runtime under /usr links into (plan.c
+     * etc_toolchain): there exactly when the host has it. */
+    static const char *const toolchain[] = {"/etc/maven", "/etc/locale.alias"};
+    for (size_t i = 0; i < sizeof(toolchain) / sizeof(toolchain[0]); i++) {
+        char has[64];
+        snprintf(has, sizeof(has), "HAS:%s", toolchain[i]);
+        ck_assert_msg(!strstr(r.out, has) == !(stat(toolchain[i], &st) == 0), "%s: %s", toolchain[i], r.out);
+    }
+    bool jdk_conf = stat("/etc/java-17-openjdk", &st) == 0;
+    ck_assert_msg(!jdk_conf || strstr(r.out, "HAS:/etc/java-17-openjdk"), "%s", r.out);
     run_free(&r);
 }
+
+/* A JDK starts its compiler (Debian's links its conf/ into
+ * /etc/java-N-openjdk: without it, "Error loading java.security file"). */
+START_TEST(test_jdk_runs) {
+    struct stat st;
+    if (stat("/usr/bin/javac", &st) != 0) {
+        fprintf(stderr, "SKIP test_jdk_runs: no JDK (/usr/bin/javac)\n");
+        return;
+    }
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo 'class A { public static void main(String[] a) { System.out.println(6 * 7); } }' "
+                          "> /tmp/A.java && javac -d /tmp /tmp/A.java && java -cp /tmp A",
+                          NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED && strstr(r.out, "42"), "%s: %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.out);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
 
 /* No terminal by default; with pty private, terminals of the sandbox's own
  * (a new devpts instance: none of the host's is there), usable by the
@@ -2458,6 +2499,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_host_secrets_invisible);
     tcase_add_test(tc, test_etc_databases_and_trust);
     tcase_add_test(tc, test_private_pty);
+    tcase_add_test(tc, test_jdk_runs);
     tcase_add_test(tc, test_symlink_escapes);
     tcase_add_test(tc, test_source_read_only);
     tcase_add_test(tc, test_no_residue_between_attempts);
