@@ -1128,6 +1128,8 @@ static void run_usage(FILE *f) {
             "  --memory SIZE           memory limit (512M, 2G); --pids N; --cpus N (1.5)\n"
             "  --tmp-size SIZE         size of /tmp\n"
             "  --result FILE           write the result (evidence) as JSON\n"
+            "  --stdin                 pass forgeyard's standard input (a pipe or a file, never a\n"
+            "                          terminal) to the command; without it, /dev/null\n"
             "  --help                  this text\n"
             "\n"
             "The exit status is the command's, or 240-249 for what the sandbox did (forgeyard(1)).\n",
@@ -1146,6 +1148,7 @@ static int cmd_run(int argc, char **argv) {
     const char *allows[2048];
     size_t nallow = 0;
     uint32_t restricted = 0; /* FY_NET_RESTRICTED or FY_NET_FETCH_ONLY, applied after the options */
+    bool pass_stdin = false;
     int i = 0;
     /* First pass: the base (profile or policy file). */
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
@@ -1172,6 +1175,10 @@ static int cmd_run(int argc, char **argv) {
         if (strcmp(o, "--") == 0) {
             i++;
             break;
+        }
+        if (strcmp(o, "--stdin") == 0) {
+            pass_stdin = true;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "%s: %s needs a value\n", prog, o);
@@ -1361,6 +1368,19 @@ static int cmd_run(int argc, char **argv) {
         goto bad;
     if (check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", &err) < 0)
         goto bad;
+    if (pass_stdin) {
+#ifndef _WIN32
+        /* A pipe or a file; never the host's terminal (its ioctls reach
+         * the host session: --pty private gives the sandbox its own). */
+        if (isatty(0)) {
+            fprintf(stderr, "%s: --stdin: standard input is a terminal; a host terminal is never handed to a "
+                            "sandbox (pipe or redirect a file)\n", prog);
+            goto bad;
+        }
+#endif
+        if (check(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, 0, NULL, &err), "stdin", &err) < 0)
+            goto bad;
+    }
     return run_policy(p, (const char *const *)(argv + i), result_file);
 bad:
     fy_policy_free(p);

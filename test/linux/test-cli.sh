@@ -130,6 +130,19 @@ out=$(cd "$scratch/rel" && "$fy" run --profile development --source src --bind-r
 relative" ] || fail "relative paths: $out"
 out=$(cd "$scratch/rel" && "$fy" run --source missing -- /bin/true 2>&1) && fail "a missing relative source ran"
 case $out in *"$scratch/rel/missing"*) ;; *) fail "a missing relative source is not named in full: $out" ;; esac
+# ... standard input: /dev/null unless --stdin, which takes a pipe or a file
+# but never a terminal ...
+out=$(echo piped | "$fy" run -- /bin/cat 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -z "$out" ] || fail "stdin without --stdin: $rc: $out"
+out=$(echo piped | "$fy" run --stdin -- /bin/cat 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = piped ] || fail "--stdin from a pipe: $rc: $out"
+out=$("$fy" run --stdin -- /bin/cat < "$scratch/rel/src/mark" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = relative ] || fail "--stdin from a file: $rc: $out"
+if command -v script >/dev/null 2>&1; then
+    out=$(script -qec "$fy run --stdin -- /bin/true" /dev/null 2>&1); rc=$?
+    [ $rc -eq 246 ] || fail "--stdin from a terminal gave $rc: $out"
+    case $out in *"is a terminal"*) ;; *) fail "--stdin from a terminal: $out" ;; esac
+fi
 # ... and closed standard streams: /dev/null instead, with a note.
 out=$("$fy" run -- /bin/sh -c 'echo out || exit 9; exit 5' 2>&1 >&-); rc=$?
 [ $rc -eq 5 ] || fail "closed stdout gave $rc: $out"
