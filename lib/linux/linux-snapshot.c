@@ -6,6 +6,7 @@
  * rename), read without following symbolic links. A snapshot whose key text
  * is not byte for byte this one is ignored. */
 #include <dirent.h>
+#include <stdbool.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -210,6 +212,68 @@ char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr) {
     return snap;
 }
 
+/* Snapshots kept per directory: every library build, kernel and host
+ * setting makes a new key and a new file, and nothing else removes the old
+ * ones (a developer's rebuilds, a runner's upgrades). Storing one removes
+ * the oldest beyond this many, and temporary files a writer that died left
+ * over a minute ago. Removing another build's snapshot costs it one probe. */
+#define SNAPSHOT_KEEP 8
+
+struct snap_file {
+    char name[64];
+    struct timespec mtime;
+};
+
+static int older_first(const void *a, const void *b) {
+    const struct snap_file *x = a, *y = b;
+    if (x->mtime.tv_sec != y->mtime.tv_sec)
+        return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+    return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : x->mtime.tv_nsec > y->mtime.tv_nsec;
+}
+
+static void prune(int dfd, const char *stored) {
+    enum { MAX = 1024 }; /* (more are left for the next store) */
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    struct snap_file *files = d ? calloc(MAX, sizeof(*files)) : NULL;
+    if (!files) {
+        if (d)
+            closedir(d);
+        else if (fd >= 0)
+            close(fd);
+        return;
+    }
+    size_t n = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct dirent *de;
+    while (n < MAX && (de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        bool snap = len < sizeof(files[0].name) && len > 10 && strncmp(de->d_name, "caps-", 5) == 0 &&
+                    strcmp(de->d_name + len - 5, ".json") == 0;
+        bool tmp = len > 10 && strncmp(de->d_name, ".caps-", 6) == 0 && strcmp(de->d_name + len - 4, ".tmp") == 0;
+        struct stat st;
+        if ((!snap && !tmp) || strcmp(de->d_name, stored) == 0 ||
+            fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        if (tmp) {
+            if (st.st_mtim.tv_sec + 60 < now.tv_sec)
+                (void)unlinkat(dfd, de->d_name, 0);
+            continue;
+        }
+        memcpy(files[n].name, de->d_name, len + 1);
+        files[n++].mtime = st.st_mtim;
+    }
+    closedir(d);
+    /* The newest SNAPSHOT_KEEP - 1 stay beside the one just stored. */
+    if (n > SNAPSHOT_KEEP - 1) {
+        qsort(files, n, sizeof(*files), older_first);
+        for (size_t i = 0; i < n - (SNAPSHOT_KEEP - 1); i++)
+            (void)unlinkat(dfd, files[i].name, 0);
+    }
+    free(files);
+}
+
 int linux_snapshot_store(const char *dir, const char *key, const char *snapshot) {
     char name[64], tmp[96];
     int dfd = file_name(key, name, sizeof(name)) < 0 ? -1 : open_dir(dir, true);
@@ -241,6 +305,8 @@ int linux_snapshot_store(const char *dir, const char *key, const char *snapshot)
         unlinkat(dfd, tmp, 0);
         r = FY_E_IO;
     }
+    if (r == 0)
+        prune(dfd, name);
     close(dfd);
     return r;
 }

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -750,6 +751,65 @@ START_TEST(test_persisted_snapshot) {
 }
 END_TEST
 
+/* Old snapshots do not pile up: storing one keeps the newest 8 in the
+ * directory, removes temporary files a dead writer left over a minute ago,
+ * and touches nothing else (another writer's fresh temporary file, files
+ * of other names, links). */
+START_TEST(test_snapshot_pruning) {
+    char dir[] = "/tmp/fy-snapshot-prune-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[600];
+    struct timespec ts[2] = {{0, 0}, {0, 0}};
+    time_t now = time(NULL);
+    for (int i = 0; i < 12; i++) { /* caps-...00 oldest .. caps-...11 newest */
+        snprintf(path, sizeof(path), "%s/caps-%030d%02d.json", dir, 0, i);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        ck_assert_int_ge(fd, 0);
+        ts[0].tv_sec = ts[1].tv_sec = now - 3600 + i * 60;
+        ck_assert_int_eq(futimens(fd, ts), 0);
+        close(fd);
+    }
+    const char *others[] = {".caps-stale.json.0011223344556677.tmp", ".caps-live.json.8899aabbccddeeff.tmp", "notes.txt"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, others[i]);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        ck_assert_int_ge(fd, 0);
+        ts[0].tv_sec = ts[1].tv_sec = i == 0 ? now - 120 : now;
+        ck_assert_int_eq(futimens(fd, ts), 0);
+        close(fd);
+    }
+    snprintf(path, sizeof(path), "%s/caps-%032d.json", dir, 99);
+    ck_assert_int_eq(symlink("/etc/hostname", path), 0); /* a link: never followed nor removed */
+    ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM | FY_PROBE_FRESH, NULL), 0); /* stores, prunes */
+    int snaps = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    bool seen[12] = {false}, stale = false, live = false, notes = false, link = false;
+    while ((de = readdir(d))) {
+        int k;
+        if (sscanf(de->d_name, "caps-000000000000000000000000000000%2d.json", &k) == 1 && k >= 0 && k < 12)
+            seen[k] = true;
+        else if (strcmp(de->d_name, others[0]) == 0)
+            stale = true;
+        else if (strcmp(de->d_name, others[1]) == 0)
+            live = true;
+        else if (strcmp(de->d_name, others[2]) == 0)
+            notes = true;
+        else if (strstr(de->d_name, "00099.json"))
+            link = true;
+        snaps += strncmp(de->d_name, "caps-", 5) == 0;
+    }
+    closedir(d);
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(seen[i] == (i >= 5), "fake snapshot %d %s", i, seen[i] ? "kept" : "removed");
+    ck_assert(!stale && live && notes && link);
+    ck_assert_int_eq(snaps, 7 + 1 + 1); /* seven old, the new one, the link */
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_repeat_no_leaks) {
     /* run twice more: nothing accumulates */
     int fds = count_fds();
@@ -841,6 +901,7 @@ static Suite *probe_suite(void) {
 #endif
     tcase_add_test(tc, test_repeat_no_leaks);
     tcase_add_test(tc, test_persisted_snapshot);
+    tcase_add_test(tc, test_snapshot_pruning);
     tcase_add_test(tc, test_busy_host);
     tcase_add_test(tc, test_threaded_host);
     suite_add_tcase(s, tc);
