@@ -219,6 +219,42 @@ static size_t etc_versioned(char names[ETC_TOOLCHAIN_MAX][NAME_MAX + 1]) {
     return n;
 }
 
+/* git refuses a repository owned by someone else ("detected dubious
+ * ownership"), and in a sandbox the source tree and the binds belong to the
+ * host's user, never the workload's: the sandbox's own system-wide git
+ * configuration marks exactly those directories safe. (What the check
+ * guards against, a stranger's repository configuration running commands,
+ * would run them inside this sandbox, as the workload, which may run
+ * anything there anyway.) NULL when there is nothing to mark, or when the
+ * policy puts something of its own at /etc or /etc/gitconfig. */
+static char *git_safe_directories(const fy_policy *p) {
+    static const char *const own[] = {"/etc", "/etc/gitconfig"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(own); i++) {
+        VEC_EACH(&p->binds, struct pol_bind, bd) if (strcmp(bd->target, own[i]) == 0) return NULL;
+        VEC_EACH(&p->runtime_paths, char *, rp) if (strcmp(*rp, own[i]) == 0) return NULL;
+    }
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_append(&sb, "# forgeyard: the workspace belongs to the host's user, not the workload's\n[safe]\n");
+    size_t n = 0;
+    const char *dirs[1 + POLICY_MAX_BINDS];
+    if (p->source)
+        dirs[n++] = "/work/source";
+    VEC_EACH(&p->binds, struct pol_bind, bd) if (n < FY_ARRAY_SIZE(dirs)) dirs[n++] = bd->target;
+    for (size_t i = 0; i < n; i++) {
+        bool plain = true;
+        for (const char *c = dirs[i]; *c; c++)
+            plain = plain && (unsigned char)*c >= 0x20 && *c != 0x7f && *c != '"' && *c != '\\';
+        if (plain) /* (anything else is left unmarked, not escaped) */
+            strbuf_printf(&sb, "\tdirectory = \"%s\"\n", dirs[i]);
+    }
+    if (!n) {
+        strbuf_free(&sb);
+        return NULL;
+    }
+    return strbuf_steal(&sb);
+}
+
 /* A host text file (a regular one, at most max bytes), or NULL. */
 static char *read_text(const char *path, size_t max) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -277,6 +313,11 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
     add_file(b, "/etc/hostname", hostname, 0644);
     if (!image)
         add_file(b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
+    char *gitconfig = image ? NULL : git_safe_directories(p);
+    if (gitconfig) {
+        add_file(b, "/etc/gitconfig", gitconfig, 0644);
+        free(gitconfig);
+    }
     if (p->dns == FY_DNS_HOST)
         add_host(b, PR_RESOLV, "/etc/resolv.conf", "/etc/resolv.conf", PLAN_RO | PLAN_FILE | PLAN_OPTIONAL);
     else if (p->net_mode == FY_NET_RESTRICTED)

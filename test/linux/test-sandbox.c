@@ -455,6 +455,44 @@ START_TEST(test_source_read_only) {
 }
 END_TEST
 
+/* git works on the source tree, which belongs to the host's user and not
+ * the workload's (git refuses such a repository as "dubious ownership"
+ * unless told it is safe): the sandbox's /etc/gitconfig names exactly the
+ * workspace's host directories, and the source stays read-only. */
+START_TEST(test_git_in_source) {
+    struct stat st;
+    if (stat("/usr/bin/git", &st) != 0) {
+        fprintf(stderr, "SKIP test_git_in_source: no /usr/bin/git\n");
+        return;
+    }
+    char *src = NULL; /* the host's, not handed to the sandbox's uid */
+    ck_assert_int_ge(asprintf(&src, "%s/repo", scratch), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "git init -q '%s' && git -C '%s' -c user.email=t@t -c user.name=t commit -q --allow-empty -m one", src,
+             src);
+    ck_assert_int_eq(system(cmd), 0);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo COUNT $(git -C /work/source rev-list --count HEAD); cat /etc/gitconfig;"
+                          " git -C /work/source -c user.email=t@t -c user.name=t commit -q --allow-empty -m two"
+                          " 2>/dev/null && echo COMMITTED; true",
+                          NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ASSERT_OUT(&r, "COUNT 1\n");
+    ASSERT_OUT(&r, "directory = \"/work/source\"");
+    ck_assert_msg(!strstr(r.out, "COMMITTED") && !strstr(r.out, "directory = *"), "%s", r.out);
+    run_free(&r);
+    fy_policy_free(p);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", src);
+    ck_assert_int_eq(system(cmd), 0);
+    free(src);
+}
+END_TEST
+
 START_TEST(test_no_residue_between_attempts) {
     fy_policy *p = policy();
     const char *plant[] = {"/bin/sh", "-c",
@@ -2502,6 +2540,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_jdk_runs);
     tcase_add_test(tc, test_symlink_escapes);
     tcase_add_test(tc, test_source_read_only);
+    tcase_add_test(tc, test_git_in_source);
     tcase_add_test(tc, test_no_residue_between_attempts);
     tcase_add_test(tc, test_host_processes_invisible);
     tcase_add_test(tc, test_daemon_does_not_survive);
