@@ -335,8 +335,8 @@ static void devices(void) {
     if (!has_node("/dev/fuse") || !has_node("/dev/net/tun"))
         return fail("no /dev/fuse or /dev/net/tun in the guest (fuse.ko and tun.ko not loaded)");
     mkdir("/tmp/fyh", 0755);
-    unlink("/tmp/fyh/tun-outside");
-    if (mknod("/tmp/fyh/tun-outside", S_IFCHR | 0666, makedev(10, 200)) < 0)
+    unlink("/dev/fyh-tun-outside");
+    if (mknod("/dev/fyh-tun-outside", S_IFCHR | 0666, makedev(10, 200)) < 0)
         return fail("mknod outside: %s", strerror(errno));
     char *probe = "for n in /dev/fuse /dev/net/tun /dev/null; do\n"
                   "  if [ ! -e $n ]; then echo \"$n missing\"; elif (exec 3<>$n) 2>/dev/null; then echo \"$n open\";"
@@ -376,6 +376,8 @@ static void devices(void) {
         snprintf(p, sizeof(p), "/proc/%s", t);
         if (stat(p, &st) == 0 && st.st_uid != RUNNER)
             fail("process %s in %s is uid %u's", t, dir, (unsigned)st.st_uid);
+        snprintf(p, sizeof(p), "/proc/%s/cmdline", t);
+        printf("note: in the attempt's cgroup: %s %s\n", t, slurp(p));
         nprocs++;
     }
     free(list);
@@ -397,15 +399,15 @@ static void devices(void) {
         snprintf(cp, sizeof(cp), "%s/cgroup.procs", dir);
         if (write_file(cp, "0") < 0)
             _exit(1);
-        const char *nodes[] = {"/dev/fuse", "/dev/net/tun", "/tmp/fyh/tun-outside", "/dev/kmsg"};
+        const char *nodes[] = {"/dev/fuse", "/dev/net/tun", "/dev/fyh-tun-outside", "/dev/kmsg"};
         for (int i = 0; i < 4; i++) {
             int fd = open(nodes[i], O_RDWR | O_CLOEXEC);
             res[i] = fd >= 0 ? 0 : errno;
             if (fd >= 0)
                 close(fd);
         }
-        unlink("/tmp/fyh/tun-inside");
-        res[4] = mknod("/tmp/fyh/tun-inside", S_IFCHR | 0666, makedev(10, 200)) == 0 ? 0 : errno;
+        unlink("/dev/fyh-tun-inside");
+        res[4] = mknod("/dev/fyh-tun-inside", S_IFCHR | 0666, makedev(10, 200)) == 0 ? 0 : errno;
         (void)!write(p[1], res, sizeof(res));
         _exit(0);
     }
@@ -430,6 +432,9 @@ static void devices(void) {
             ok(m);
         }
     }
+    char ev[1100];
+    snprintf(ev, sizeof(ev), "%s/memory.max", dir);
+    printf("note: memory.max %s", slurp(ev));
     int rc = wait_exit(runner);
     char *out = slurp("/tmp/fyh/dev.out");
     if (rc != 0 || !strstr(out, "/dev/fuse open\n") || !strstr(out, "/dev/net/tun missing\n") ||
@@ -500,6 +505,9 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < 100 && (!has_node("/dev/fuse") || !has_node("/dev/net/tun")); i++)
         usleep(20000);
+    /* (what udev does on a real host: devtmpfs makes them 0600) */
+    chmod("/dev/fuse", 0666);
+    chmod("/dev/net/tun", 0666);
     mkdir("/tmp/fyh", 0755);
     mkdir(HOME, 0700);
     if (chown(HOME, RUNNER, RUNNER) < 0)
@@ -530,7 +538,7 @@ int main(int argc, char **argv) {
     rc = run_runner(hog, "/tmp/fyh/hog.out");
     out = slurp("/tmp/fyh/hog.out");
     if (rc != 242 || strstr(out, "survived"))
-        fail("the hog gave %d, not out-of-memory (242): %s", rc, out);
+        fail("the hog gave %d, not out-of-memory (242): %s\nresult: %s", rc, out, slurp(HOME "/hog.json"));
     else
         ok("--memory 64M: the hog ends out-of-memory (242)");
     out = slurp(HOME "/hog.json");

@@ -1057,6 +1057,72 @@ static void do_remove(const struct conn *c, const struct fyh_msg *req, struct fy
         drop_entry(e);
 }
 
+/* Writes pid (whose pidfd is pfd) to dir's cgroup.procs, then checks it was
+ * still alive: 0, -ESRCH (it ended: the number may have been reused), or
+ * the write's -errno. */
+static int move_pid(const char *dir, pid_t pid, int pfd) {
+    char v[32];
+    snprintf(v, sizeof(v), "%d", (int)pid);
+    int e = write_file(dir, "cgroup.procs", v);
+    if (e < 0)
+        return e;
+    return pidfd_alive(pfd) ? 0 : -ESRCH;
+}
+
+/* The children of every thread of pid (/proc/PID/task/TID/children), each
+ * opened as a pidfd, checked to be pid's child and uid's alone, and moved,
+ * then theirs, at most 3 levels and 256 processes: how many, or -errno. */
+static int move_children(const char *dir, uid_t uid, pid_t pid, int depth) {
+    if (depth >= 3)
+        return 0;
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    int moved = 0;
+    for (struct dirent *de; d && (de = readdir(d)) && moved < 256;) {
+        if (de->d_name[0] == '.')
+            continue;
+        char cpath[160], buf[4096];
+        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+        int f = open(cpath, O_RDONLY | O_CLOEXEC);
+        ssize_t n = f >= 0 ? read(f, buf, sizeof(buf) - 1) : -1;
+        if (f >= 0)
+            close(f);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        for (char *p = buf, *end; *p && moved < 256; p = end) {
+            long kid = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            int pfd = (int)syscall(SYS_pidfd_open, (pid_t)kid, 0);
+            uid_t u[4];
+            pid_t parent = 0;
+            bool mine = pfd >= 0 && proc_status((pid_t)kid, u, &parent) && parent == pid && u[0] == uid &&
+                        u[1] == uid && u[2] == uid && u[3] == uid && pidfd_alive(pfd);
+            int e = mine ? move_pid(dir, (pid_t)kid, pfd) : 0;
+            if (pfd >= 0)
+                close(pfd);
+            if (!mine || e == -ESRCH)
+                continue; /* (not the peer's, or gone: not ours to move) */
+            if (e < 0) {
+                closedir(d);
+                return e;
+            }
+            moved++;
+            int sub = move_children(dir, uid, (pid_t)kid, depth + 1);
+            if (sub < 0) {
+                closedir(d);
+                return sub;
+            }
+            moved += sub;
+        }
+    }
+    if (d)
+        closedir(d);
+    return moved;
+}
+
 /* MOVE: a process of the peer into the peer's attempt cgroup (v2). Entering
  * a v2 cgroup takes write access to the cgroup.procs of the common ancestor
  * of where a process is and where it goes, which the peer does not have and
@@ -1069,7 +1135,8 @@ static void do_remove(const struct conn *c, const struct fyh_msg *req, struct fy
  * generations: the library's init may come through a reaper middle) and is
  * not the peer itself; checked alive again after the write, so that a pid
  * reused between the checks and the write is caught (see docs/helper.md for
- * what then remains). */
+ * what then remains). Its descendants go with it, each checked the same way
+ * against its own parent. */
 static void do_move(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
     const char *name = req->u.move.name;
     if (!H.cg2) {
@@ -1108,20 +1175,27 @@ static void do_move(const struct conn *c, const struct fyh_msg *req, struct fyh_
         set_error(rep, FYH_E_FD, ESRCH, "process %d ended before the move", (int)pid);
         return;
     }
-    char dir[PATH_MAX + 128], v[32];
+    char dir[PATH_MAX + 128];
     attempt_dir(dir, sizeof(dir), __builtin_ctz(H.controllers), c->uid, name);
-    snprintf(v, sizeof(v), "%d", (int)pid);
-    int e = write_file(dir, "cgroup.procs", v);
+    int e = move_pid(dir, pid, c->passed);
+    if (e == -ESRCH) {
+        /* It ended between the checks and the write: the number may have
+         * been another's by then (the peer is refused either way). */
+        logf_("uid %u pid %d: process %d ended during its move to %s", (unsigned)c->uid, (int)c->pid, (int)pid, dir);
+        set_error(rep, FYH_E_FD, ESRCH, "process %d ended during the move", (int)pid);
+        return;
+    }
     if (e < 0) {
         set_error(rep, FYH_E_SYSTEM, -e, "%s/cgroup.procs: %s", dir, strerror(-e));
         return;
     }
-    if (!pidfd_alive(c->passed)) {
-        /* It ended between the checks and the write: the number may have
-         * been another's by then. Whatever is in the cgroup and not the
-         * peer's is named in our log (the peer is refused either way). */
-        logf_("uid %u pid %d: process %d ended during its move to %s", (unsigned)c->uid, (int)c->pid, (int)pid, dir);
-        set_error(rep, FYH_E_FD, ESRCH, "process %d ended during the move", (int)pid);
+    /* Its descendants too (the sandbox's init has forked its workload
+     * process before it is moved): each checked as its parent was, and
+     * moved after it, so one forked meanwhile was born inside. */
+    int moved = move_children(dir, c->uid, pid, 0);
+    if (moved < 0) {
+        set_error(rep, FYH_E_SYSTEM, -moved, "moving the descendants of %d into %s: %s", (int)pid, dir,
+                  strerror(-moved));
         return;
     }
     memset(rep, 0, sizeof(*rep));
