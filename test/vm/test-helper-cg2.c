@@ -15,8 +15,9 @@
  *   - the raw protocol: a version-2 peer is offered no controllers and its
  *     CREATE is refused (not-offered); MOVE refuses a pidfd of root's init, of
  *     a uid-65534 process that does not descend from the peer, a descriptor
- *     that is no pidfd, and an unknown name; it moves the peer's own child,
- *     and REMOVE kills it and witnesses the cgroup gone;
+ *     that is no pidfd, and an unknown name; it moves the peer's own child
+ *     with the child's own child, and REMOVE kills them and witnesses the
+ *     cgroup gone;
  *   - nothing left: no attempt cgroup, each device program freed (its id no
  *     longer resolves), and once the helper stops its subtree is gone and
  *     its cgroup's controllers are as they were.
@@ -217,12 +218,24 @@ static void peer_main(int out, pid_t other) {
     (void)!pipe2(p, O_CLOEXEC);
     NOTE("move-pipe=%s", outcome(&mv, p[0], &rep));
     NOTE("move-nofd=%s", outcome(&mv, -1, &rep));
+    /* the peer's child, with a grandchild of its own: MOVE takes both */
+    int gp[2];
+    (void)!pipe2(gp, O_CLOEXEC);
     pid_t kid = fork();
     if (kid == 0) {
+        pid_t g = fork();
+        if (g == 0) {
+            for (int i = 0; i < 600; i++)
+                sleep(1);
+            _exit(0);
+        }
+        (void)!write(gp[1], &g, sizeof(g));
         for (int i = 0; i < 600; i++)
             sleep(1);
         _exit(0);
     }
+    pid_t grandkid = 0;
+    (void)!read(gp[0], &grandkid, sizeof(grandkid));
     int kid_fd = (int)syscall(SYS_pidfd_open, kid, 0);
     struct fyh_msg mv2 = mv;
     snprintf(mv2.u.move.name, sizeof(mv2.u.move.name), "forgeyard-%d-00000000000000ff", (int)getpid());
@@ -232,6 +245,8 @@ static void peer_main(int out, pid_t other) {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)kid);
     NOTE("child-cgroup-has-name=%d", strstr(slurp(path), req.u.create.name) != NULL);
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)grandkid);
+    NOTE("grandchild-cgroup-has-name=%d", grandkid > 0 && strstr(slurp(path), req.u.create.name) != NULL);
     struct fyh_msg rm = {.type = FYH_T_REMOVE};
     snprintf(rm.u.remove.name, sizeof(rm.u.remove.name), "%s", req.u.create.name);
     o = outcome(&rm, -1, &rep);
@@ -290,6 +305,7 @@ static void raw_protocol(void) {
     expect_line(all, "move-unknown=not-found");
     expect_line(all, "move-child=ok pid-ok=1");
     expect_line(all, "child-cgroup-has-name=1");
+    expect_line(all, "grandchild-cgroup-has-name=1");
     expect_line(all, "remove=ok left=0");
     expect_line(all, "child-killed=1");
     if (count_attempts() != 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* forgeyard-sandbox-helper(8): the small privileged helper that does for an
- * unprivileged host program what only root can (today: per-attempt cgroup v1
- * memory, pids and cpu limits).
+ * unprivileged host program what only root can: per-attempt cgroup v1 or v2
+ * memory, pids and cpu limits, device lists, restricted networking.
  *
  * Started by the operator as root (a systemd unit, or a root parent): never
  * setuid, it refuses to run when it is. One single-threaded poll loop serves
@@ -20,7 +20,13 @@
  * chowned to the peer: the kernel then lets the peer move into it only
  * processes of its own uid (cgroup v1 checks the writer against the task's
  * uid), and nothing else in the cgroup (limits, subtree) is the peer's to
- * change. Cgroups whose creator has exited are killed and removed (gc). */
+ * change. Cgroups whose creator has exited are killed and removed (gc).
+ *
+ * On a host without v1 memory, pids or cpu hierarchies: cgroup v2 (setup_cg2,
+ * protocol 3). One directory per attempt below uid-N in a subtree of our own
+ * v2 cgroup, limits and the device program ours to write, and nothing of it
+ * the peer's: we move the peer's sandbox in ourselves (do_move says why and
+ * what we check). */
 #include <dirent.h>
 #include <linux/capability.h>
 #include <errno.h>
