@@ -227,6 +227,7 @@ static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_erro
                                                         plan->dev_rules[i].access, plan->dev_rules[i].major,
                                                         plan->dev_rules[i].minor};
     }
+    req.version = plan->helper_version; /* (0: ours) */
     int r = lx_helper_call(plan->helper, &req, &rep, 5000);
     if (r < 0)
         return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, -r, NULL, "the privileged helper at %s: %s", plan->helper,
@@ -237,6 +238,7 @@ static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_erro
                        fyh_err_name(rep.u.error.code), rep.u.error.text);
     if (!(run->helper = util_strdup(plan->helper)))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
+    run->helper_version = plan->helper_version;
     run->created = true;
     if (v == 2) {
         /* Its one directory (the same for every controller); no fd of ours:
@@ -267,7 +269,7 @@ static int helper_remove(struct cg_run *run) {
         had += run->v1_dir[c] != NULL;
     if (!had)
         return 0;
-    struct fyh_msg req = {.type = FYH_T_REMOVE}, rep;
+    struct fyh_msg req = {.type = FYH_T_REMOVE, .version = run->helper_version}, rep;
     snprintf(req.u.remove.name, sizeof(req.u.remove.name), "%s", run->name);
     int r = lx_helper_call(run->helper, &req, &rep, 5000);
     bool gone = r == 0 && ((rep.type == FYH_T_REMOVED && rep.u.removed.left == 0) ||

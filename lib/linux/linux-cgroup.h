@@ -43,6 +43,7 @@ struct cg_plan {
      * moved in by it: cg_place), else the v1 ones. */
     const char *helper;
     bool v2_helper;
+    uint16_t helper_version; /* the protocol version to ask it in */
 };
 
 /* Per attempt. */
@@ -54,6 +55,7 @@ struct cg_run {
     bool created;
     uint32_t fault_count;       /* tests: fault points passed so far */
     char *helper;               /* the helper that made the cgroups (a copy), or NULL */
+    uint16_t helper_version;
 };
 
 struct cg_usage {

@@ -307,4 +307,7 @@ void lx_helper_probe(fy_caps *c) {
     snprintf(num, sizeof(num), "%llu", (unsigned long long)rep.u.welcome.max_pids);
     (void)caps_set_fact(c, LX_FACT_HELPER_MAX_PIDS, num);
     (void)caps_set_fact(c, LX_FACT_HELPER_SOCKET, path);
+    /* (requests go in the version it answered in: an older helper refuses ours) */
+    snprintf(num, sizeof(num), "%u", (unsigned)rep.version);
+    (void)caps_set_fact(c, LX_FACT_HELPER_VERSION, num);
 }

@@ -290,6 +290,8 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     const char *helper = caps_fact(c, LX_FACT_HELPER_SOCKET);
     if ((any_v1 || cg->v2_helper) && helper) {
         cg->helper = helper;
+        const char *hv = caps_fact(c, LX_FACT_HELPER_VERSION);
+        cg->helper_version = (uint16_t)(hv ? strtoul(hv, NULL, 10) : 0);
         /* Over the uid's budget: the helper would refuse at start; say so now. */
         const char *bm = caps_fact(c, LX_FACT_HELPER_MAX_MEMORY), *bp = caps_fact(c, LX_FACT_HELPER_MAX_PIDS);
         uint64_t max_mem = bm ? strtoull(bm, NULL, 10) : FY_UNLIMITED, max_pids = bp ? strtoull(bp, NULL, 10) : FY_UNLIMITED;
