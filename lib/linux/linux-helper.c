@@ -239,9 +239,9 @@ void lx_helper_probe(fy_caps *c) {
             snprintf(offered + strlen(offered), sizeof(offered) - strlen(offered), "%s%s", offered[0] ? " " : "",
                      ctl[i].name);
     bool v2 = rep.u.welcome.cgroup == FYH_CGROUP_V2;
-    snprintf(why, sizeof(why), "privileged helper at %s (protocol %u) serves uid %u: cgroup v%u %s; budget %u attempt "
+    snprintf(why, sizeof(why), "privileged helper at %s (protocol %u) serves uid %u: %s %s; budget %u attempt "
              "cgroups, %llu bytes of memory and %llu pids each%s", path, (unsigned)rep.version, rep.u.welcome.uid,
-             v2 ? 2u : 1u, offered[0] ? offered : "(none)",
+             !rep.u.welcome.controllers ? "no cgroups" : v2 ? "cgroup v2" : "cgroup v1", offered[0] ? offered : "(none)",
              rep.u.welcome.max_cgroups, (unsigned long long)rep.u.welcome.max_memory,
              (unsigned long long)rep.u.welcome.max_pids,
              any_local ? " (not used: this host already gives us cgroup limits)" : "");
@@ -287,10 +287,9 @@ void lx_helper_probe(fy_caps *c) {
     }
     /* The device allowlist through it (FY_CONTROL_DEVICES): a v1 devices
      * cgroup per attempt that it makes with the plan's list (the helper
-     * has the capability the writes need; we do not). */
-    /* On cgroup v2 the same list as a device program the helper attaches
-     * to the attempt's cgroup (it has CAP_SYS_ADMIN and CAP_NET_ADMIN for
-     * that; we do not). */
+     * has the capability the writes need; we do not), or on cgroup v2 the
+     * same list as a device program it attaches to the attempt's cgroup
+     * (CAP_SYS_ADMIN and CAP_NET_ADMIN). */
     if (rep.u.welcome.controllers & FYH_CTL_DEVICES) {
         (void)caps_set_fact(c, v2 ? LX_FACT_DEV_BPF : LX_FACT_DEV_V1, v2 ? "1" : rep.u.welcome.parent[3]);
         if (v2)
