@@ -53,6 +53,7 @@
 static const char *fy, *helper;
 static char base[512], sub[600], uiddir[700];
 static pid_t helper_pid = -1;
+static const char *runner_socket_env = "FORGEYARD_HELPER_SOCKET=" SOCK;
 static int failures;
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -105,7 +106,7 @@ static pid_t start_runner(char *const argv[], const char *out) {
             _exit(126);
         become_runner();
         char *env[] = {"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" HOME, "FORGEYARD_CACHE_DIR=" HOME "/cache",
-                       "FORGEYARD_HELPER_SOCKET=" SOCK, NULL};
+                       (char *)runner_socket_env, NULL};
         execve(argv[0], argv, env);
         _exit(127);
     }
@@ -478,6 +479,44 @@ static void devices(void) {
         fail("%s left", dir);
 }
 
+static uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A measurement, not a check: `forgeyard run --memory 64M -- /bin/true`,
+ * median of 5, as uid 65534 through the helper (CREATE, MOVE, REMOVE), and
+ * without --memory and with no helper to find (no cgroup at all). */
+static void timing(void) {
+    char *argv[] = {(char *)fy, "run", "--memory", "64M", "--", "/bin/true", NULL};
+    char *plain[] = {(char *)fy, "run", "--", "/bin/true", NULL};
+    uint64_t t[2][5];
+    for (int who = 0; who < 2; who++)
+        for (int i = 0; i < 5; i++) {
+            uint64_t t0 = now_us();
+            int rc;
+            runner_socket_env = who == 0 ? "FORGEYARD_HELPER_SOCKET=" SOCK : "FORGEYARD_HELPER_SOCKET=/run/fyh/none";
+            rc = run_runner(who == 0 ? argv : plain, "/tmp/fyh/true.out");
+            runner_socket_env = "FORGEYARD_HELPER_SOCKET=" SOCK;
+            t[who][i] = now_us() - t0;
+            if (rc != 0) {
+                printf("note: timing run %s gave %d: %s\n", who ? "without limits" : "through the helper", rc,
+                       slurp("/tmp/fyh/true.out"));
+                return;
+            }
+        }
+    qsort(t[0], 5, sizeof(uint64_t), cmp_u64);
+    qsort(t[1], 5, sizeof(uint64_t), cmp_u64);
+    printf("note: measured (TCG guest, median of 5, forgeyard run --memory 64M -- /bin/true): uid 65534 through the "
+           "helper's cgroup v2 %.1f ms; without --memory and with no helper (no cgroup) %.1f ms\n", t[0][2] / 1000.0, t[1][2] / 1000.0);
+}
+
 static void start_helper(void) {
     snprintf(base, sizeof(base), "%s/fyh-helper", getenv("FY_TEST_CGROUP"));
     snprintf(sub, sizeof(sub), "%s/" SUBTREE, base);
@@ -574,6 +613,7 @@ int main(int argc, char **argv) {
     if (count_attempts() != 0)
         fail("%d attempt cgroup(s) left", count_attempts());
 
+    timing();
     devices();
     raw_protocol();
 
