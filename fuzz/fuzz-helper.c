@@ -5,8 +5,10 @@
  * controllers, a length that is not the bytes given, a string with a control
  * character or a relative or dot-dot directory, a network rule with host
  * bits, a bad family, protocol or port range, a device rule that is not a
- * devices.allow line, a version-2 message in a version-1 header), when the
- * header decoder and
+ * devices.allow line, a version-2 message in a version-1 header, a MOVE or
+ * MOVED below version 3 or naming another name, a MOVED pid of 0, a WELCOME
+ * whose cgroup version disagrees with its controllers or whose cgroup v2
+ * parents differ), when the header decoder and
  * the whole-message decoder disagree, or when an accepted message does not
  * encode back to the very same bytes. */
 #include <stdint.h>
@@ -65,6 +67,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case FYH_T_NET_REMOVE:
         if (m.version < 2 || !fyh_valid_name(m.u.net_remove.name))
             abort();
+        break;
+    case FYH_T_MOVE: /* version 3: the helper moves a pidfd's process into this name's cgroup */
+        if (m.version < 3 || !fyh_valid_name(m.u.move.name))
+            abort();
+        break;
+    case FYH_T_MOVED:
+        if (m.version < 3 || m.u.moved.pid == 0)
+            abort();
+        break;
+    case FYH_T_WELCOME:
+        if (m.u.welcome.cgroup > FYH_CGROUP_V2 || !m.u.welcome.controllers != (m.u.welcome.cgroup == FYH_CGROUP_NONE) ||
+            (m.u.welcome.cgroup == FYH_CGROUP_V2 && m.version < 3))
+            abort();
+        for (int i = 0; i < FYH_NCTL; i++) {
+            if (!(m.u.welcome.controllers & (1u << i)) != !m.u.welcome.parent[i][0] ||
+                (m.u.welcome.parent[i][0] && (m.u.welcome.parent[i][0] != '/' || !printable(m.u.welcome.parent[i]))))
+                abort();
+            /* cgroup v2: one cgroup per attempt, below one parent */
+            for (int k = 0; m.u.welcome.cgroup == FYH_CGROUP_V2 && k < i; k++)
+                if (m.u.welcome.parent[i][0] && m.u.welcome.parent[k][0] &&
+                    strcmp(m.u.welcome.parent[i], m.u.welcome.parent[k]) != 0)
+                    abort();
+        }
         break;
     case FYH_T_NET_CREATED:
         if (!fyh_valid_link(m.u.net_created.link) || !printable(m.u.net_created.uplink))

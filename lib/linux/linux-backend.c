@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "linux-backend.h"
+#include "linux-helper.h"
 #include "linux-devices.h"
 #include "linux-plan.h"
 #include "linux-runc.h"
@@ -65,7 +66,8 @@ static bool ns_can_enforce(const fy_caps *c, uint32_t control, const char **why)
     case FY_CONTROL_UID_RANGE: return cap_for(c, FY_CAP_UID_RANGE, why);
     case FY_CONTROL_DEVICES:
         /* The probe placed a process under a list and saw it enforced. */
-        if (caps_fact(c, LX_FACT_DEV_V1) || (caps_fact(c, LX_FACT_DEV_BPF) && caps_fact(c, LX_FACT_CG2_DIR)))
+        if (caps_fact(c, LX_FACT_DEV_V1) ||
+            (caps_fact(c, LX_FACT_DEV_BPF) && (caps_fact(c, LX_FACT_CG2_DIR) || caps_fact(c, LX_FACT_HELPER_CG2))))
             return true;
         *why = caps_fact(c, LX_FACT_DEV_REPORT) ? caps_fact(c, LX_FACT_DEV_REPORT)
                                                 : "the probe did not look for a device cgroup";

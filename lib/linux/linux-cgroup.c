@@ -14,6 +14,7 @@
 
 #include "linux-cgroup.h"
 #include "linux-helper.h"
+#include "linux-spawn.h"
 
 /* Fault injection (tests only; plan->fault_step is 0 otherwise). */
 struct cg_fault {
@@ -195,20 +196,28 @@ static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_erro
     if (strlen(run->name) > FYH_NAME_MAX)
         return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, ENAMETOOLONG, NULL, "cgroup name %s too long", run->name);
     memcpy(req.u.create.name, run->name, strlen(run->name) + 1);
-    for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
+    uint32_t v = plan->v2_helper ? 2 : 1;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(map) && v == 1; i++)
         if (plan->v1_parent[map[i].ctl])
             req.u.create.controllers |= map[i].bit;
-    if (plan->version_memory == 1) {
+    if (v == 2) /* one v2 cgroup: the controllers of the limits, the devices program */
+        req.u.create.controllers = (plan->version_memory == 2 ? FYH_CTL_MEMORY : 0) |
+                                   (plan->version_pids == 2 ? FYH_CTL_PIDS : 0) |
+                                   (plan->version_cpu == 2 ? FYH_CTL_CPU : 0) |
+                                   (plan->dev_mech == LX_DEV_BPF ? FYH_CTL_DEVICES : 0);
+    if (plan->version_memory == v) {
         req.u.create.memory = plan->memory;
         req.u.create.swap = plan->swap;
     }
-    if (plan->version_pids == 1)
+    if (plan->version_pids == v)
         req.u.create.pids = plan->pids;
-    if (plan->version_cpu == 1)
+    if (plan->version_cpu == v)
         req.u.create.cpu_millis = plan->cpu_millis;
-    /* The device allowlist: the helper denies all, then allows these. */
+    /* The device allowlist: the helper denies all, then allows these (v1),
+     * or attaches the program that allows only these (v2). */
     if (req.u.create.controllers & FYH_CTL_DEVICES) {
-        if (plan->dev_mech != LX_DEV_V1 || plan->ndev_rules == 0 || plan->ndev_rules > FYH_DEV_RULES_MAX)
+        if (plan->dev_mech != (v == 2 ? LX_DEV_BPF : LX_DEV_V1) || plan->ndev_rules == 0 ||
+            plan->ndev_rules > FYH_DEV_RULES_MAX)
             return err_set(reterr, FY_E_INFRA, FY_STEP_DEVICE, E2BIG, NULL,
                            "device allowlist: the privileged helper takes 1 to %u rules, the plan has %zu",
                            FYH_DEV_RULES_MAX, plan->ndev_rules);
@@ -218,6 +227,7 @@ static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_erro
                                                         plan->dev_rules[i].access, plan->dev_rules[i].major,
                                                         plan->dev_rules[i].minor};
     }
+    req.version = plan->helper_version; /* (0: ours) */
     int r = lx_helper_call(plan->helper, &req, &rep, 5000);
     if (r < 0)
         return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, -r, NULL, "the privileged helper at %s: %s", plan->helper,
@@ -228,7 +238,17 @@ static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_erro
                        fyh_err_name(rep.u.error.code), rep.u.error.text);
     if (!(run->helper = util_strdup(plan->helper)))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
+    run->helper_version = plan->helper_version;
     run->created = true;
+    if (v == 2) {
+        /* Its one directory (the same for every controller); no fd of ours:
+         * the sandbox is moved in by the helper (cg_place). */
+        if (!(run->v2_dir = util_strdup(rep.u.created.dir[__builtin_ctz(rep.u.created.controllers)]))) {
+            cg_destroy(plan, run);
+            return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
+        }
+        return 0;
+    }
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++) {
         if (!(rep.u.created.controllers & map[i].bit))
             continue;
@@ -241,15 +261,15 @@ static int helper_create(const struct cg_plan *plan, struct cg_run *run, fy_erro
     return 0;
 }
 
-/* Asks the helper to remove the attempt's v1 cgroups (it kills what is left
+/* Asks the helper to remove the attempt's cgroups (it kills what is left
  * of ours in them): how many directories are left. */
 static int helper_remove(struct cg_run *run) {
-    int had = 0;
+    int had = run->v2_dir != NULL;
     for (int c = 0; c < CG_NCTL; c++)
         had += run->v1_dir[c] != NULL;
     if (!had)
         return 0;
-    struct fyh_msg req = {.type = FYH_T_REMOVE}, rep;
+    struct fyh_msg req = {.type = FYH_T_REMOVE, .version = run->helper_version}, rep;
     snprintf(req.u.remove.name, sizeof(req.u.remove.name), "%s", run->name);
     int r = lx_helper_call(run->helper, &req, &rep, 5000);
     bool gone = r == 0 && ((rep.type == FYH_T_REMOVED && rep.u.removed.left == 0) ||
@@ -260,6 +280,29 @@ static int helper_remove(struct cg_run *run) {
         free(run->v1_dir[c]);
         run->v1_dir[c] = NULL;
     }
+    free(run->v2_dir);
+    run->v2_dir = NULL;
+    return 0;
+}
+
+int cg_place(const struct cg_plan *plan, const struct cg_run *run, pid_t pid, int pidfd, fy_error **reterr) {
+    if (!run->v2_dir)
+        return 0;
+    if (!run->helper)
+        return lx_write_proc_cgroup(run->v2_dir, pid, reterr);
+    /* The helper checks that the pidfd's process is ours and descends from
+     * us, and moves it (we cannot: docs/helper.md). */
+    struct fyh_msg req = {.type = FYH_T_MOVE}, rep;
+    snprintf(req.u.move.name, sizeof(req.u.move.name), "%s", run->name);
+    int r = lx_helper_call_fd(run->helper, &req, pidfd, &rep, 5000);
+    if (r < 0)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, -r, NULL, "the privileged helper at %s: %s", run->helper,
+                       strerror(-r));
+    if (rep.type == FYH_T_ERROR)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, (int)rep.u.error.os_errno, NULL,
+                       "the privileged helper at %s did not move the sandbox into %s (%s): %s", run->helper,
+                       run->v2_dir, fyh_err_name(rep.u.error.code), rep.u.error.text);
+    (void)plan;
     return 0;
 }
 
@@ -291,6 +334,16 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
         return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
     int r = 0;
     char val[64];
+    if ((parts & CG_PART_V2) && plan->v2_helper && plan->helper) {
+        /* (a pre-started shell is never made on a helper's cgroup: linux-shell.c) */
+        if (fault_hit(f, FY_STEP_CGROUP)) {
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, ECANCELED, NULL, "injected");
+            goto fail;
+        }
+        if ((r = helper_create(plan, run, reterr)) < 0)
+            goto fail;
+        return 0;
+    }
     if ((parts & CG_PART_V2) && plan->v2_parent && (plan->v2_limits || plan->v2_group || plan->v2_devices)) {
         run->v2_dir = util_asprintf("%s/%s", plan->v2_parent, run->name);
         bool injected = run->v2_dir && fault_hit(f, FY_STEP_CGROUP);
@@ -317,6 +370,8 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
     /* A pre-started shell's cgroup, made bare, gets them at the claim. */
     if ((parts & CG_PART_V2_LIMITS) && run->v2_dir && (r = v2_controls(plan, run, f, reterr)) < 0)
         goto fail;
+    if ((parts & CG_PART_V1) && plan->v2_helper)
+        return 0; /* (all of it was made with the v2 part) */
     if ((parts & CG_PART_V1) && plan->helper) {
         if (fault_hit(f, FY_STEP_CGROUP)) {
             r = err_set(reterr, FY_E_INFRA, FY_STEP_CGROUP, ECANCELED, NULL, "injected");
@@ -568,7 +623,8 @@ int cg_remove_empty(struct cg_run *run) {
         left += helper_remove(run);
     for (int c = 0; c < CG_NCTL && !run->helper; c++)
         left += remove_if_empty(&run->v1_dir[c]);
-    left += remove_if_empty(&run->v2_dir);
+    if (!run->helper)
+        left += remove_if_empty(&run->v2_dir);
     return left;
 }
 
@@ -584,7 +640,8 @@ int cg_destroy(const struct cg_plan *plan, struct cg_run *run) {
     }
     for (int c = 0; c < CG_NCTL && !run->helper; c++)
         left += remove_dir(&run->v1_dir[c], plan, run);
-    left += remove_dir(&run->v2_dir, plan, run);
+    if (!run->helper)
+        left += remove_dir(&run->v2_dir, plan, run);
     if (!left) {
         free(run->name);
         run->name = NULL;

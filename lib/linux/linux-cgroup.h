@@ -37,9 +37,13 @@ struct cg_plan {
     const struct lx_dev_rule *dev_rules;
     size_t ndev_rules;
     uint32_t fault_step, fault_nth; /* tests: injected failure */
-    /* The privileged helper's socket when it makes the v1 cgroups (an
-     * unprivileged host: forgeyard-sandbox-helper(8)), else NULL. */
+    /* The privileged helper's socket when it makes the cgroups (an
+     * unprivileged host: forgeyard-sandbox-helper(8)), else NULL; with
+     * v2_helper, the v2 cgroup is its (made before the clone, the sandbox
+     * moved in by it: cg_place), else the v1 ones. */
     const char *helper;
+    bool v2_helper;
+    uint16_t helper_version; /* the protocol version to ask it in */
 };
 
 /* Per attempt. */
@@ -50,7 +54,8 @@ struct cg_run {
     char *v1_dir[CG_NCTL];
     bool created;
     uint32_t fault_count;       /* tests: fault points passed so far */
-    char *helper;               /* the helper that made the v1 cgroups (a copy), or NULL */
+    char *helper;               /* the helper that made the cgroups (a copy), or NULL */
+    uint16_t helper_version;
 };
 
 struct cg_usage {
@@ -88,6 +93,10 @@ size_t cg_planned_dirs(const struct cg_plan *plan, const char *name, char **out,
  * The write is checked against the credentials of whoever opened it. */
 int cg_open_tasks(const struct cg_plan *plan, const struct cg_run *run, int *fds, size_t max, size_t *ret_n,
                   fy_error **reterr);
+/* Places the sandbox's pid 1 (pid, pidfd) in the run's v2 cgroup when it
+ * was not cloned into it: through the helper (MOVE with the pidfd) when
+ * the helper made it, else by writing cgroup.procs. 0 or FY_E_INFRA. */
+int cg_place(const struct cg_plan *plan, const struct cg_run *run, pid_t pid, int pidfd, fy_error **reterr);
 /* Kills every process in the attempt's cgroups (cgroup.kill on v2;
  * freeze, SIGKILL each task, thaw on v1). Idempotent. */
 void cg_kill(const struct cg_plan *plan, const struct cg_run *run);

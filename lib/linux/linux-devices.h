@@ -20,23 +20,12 @@
 #include <stdint.h>
 
 #include "caps.h"
+#include "linux-devprog.h"
 
 enum lx_dev_mech {
     LX_DEV_NONE = 0,
     LX_DEV_V1 = 1,   /* cgroup v1 devices controller */
     LX_DEV_BPF = 2,  /* cgroup v2 device program */
-};
-
-/* Access bits: the kernel's BPF_DEVCG_ACC_* values. */
-#define LX_DEV_MKNOD 1u
-#define LX_DEV_READ  2u
-#define LX_DEV_WRITE 4u
-#define LX_DEV_ANY   UINT32_MAX  /* any major or minor */
-
-struct lx_dev_rule {
-    char type;        /* 'c' or 'b' */
-    uint8_t access;   /* LX_DEV_* */
-    uint32_t major, minor;
 };
 
 /* The facts the probe records (caps_fact): the v1 devices directory of our
@@ -62,11 +51,6 @@ size_t lx_dev_standard_rules(struct lx_dev_rule *out, size_t max, bool ptys);
  * what goes with the cgroup itself (its rmdir releases the program). */
 int lx_dev_apply(enum lx_dev_mech mech, const char *v1_dir, const char *v2_dir, const struct lx_dev_rule *rules,
                  size_t n, char *why, size_t whylen);
-
-/* The BPF program for rules (tests and lx_dev_apply): how many
- * instructions were written to out (struct bpf_insn[max]), 0 when max is
- * too small. */
-size_t lx_dev_bpf_compile(const struct lx_dev_rule *rules, size_t n, void *out, size_t max);
 
 /* "c 10:229 rw" (a v1 devices.allow line; '*' for LX_DEV_ANY). */
 void lx_dev_rule_format(const struct lx_dev_rule *r, char *buf, size_t len);

@@ -201,10 +201,13 @@ void lx_helper_probe(fy_caps *c) {
         note_absent(c, why);
         return;
     }
+    /* Our version first; an older helper refuses it (bad-version) and is
+     * asked in its own: version 2 (no cgroup v2), then 1 (no network). */
     struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
     int r = lx_helper_call(path, &req, &rep, 1000);
-    if (r == 0 && rep.type == FYH_T_ERROR && rep.u.error.code == FYH_E_VERSION) {
-        req.version = 1; /* a version-1 helper: its cgroups, no network */
+    for (uint16_t v = FYH_VERSION - 1; r == 0 && v >= FYH_VERSION_MIN && rep.type == FYH_T_ERROR &&
+                                       rep.u.error.code == FYH_E_VERSION; v--) {
+        req.version = v;
         r = lx_helper_call(path, &req, &rep, 1000);
     }
     char why[1024];
@@ -235,8 +238,10 @@ void lx_helper_probe(fy_caps *c) {
         if (rep.u.welcome.controllers & ctl[i].bit)
             snprintf(offered + strlen(offered), sizeof(offered) - strlen(offered), "%s%s", offered[0] ? " " : "",
                      ctl[i].name);
-    snprintf(why, sizeof(why), "privileged helper at %s serves uid %u: cgroup v1 %s; budget %u attempt cgroups, "
-             "%llu bytes of memory and %llu pids each%s", path, rep.u.welcome.uid, offered[0] ? offered : "(none)",
+    bool v2 = rep.u.welcome.cgroup == FYH_CGROUP_V2;
+    snprintf(why, sizeof(why), "privileged helper at %s (protocol %u) serves uid %u: %s %s; budget %u attempt "
+             "cgroups, %llu bytes of memory and %llu pids each%s", path, (unsigned)rep.version, rep.u.welcome.uid,
+             !rep.u.welcome.controllers ? "no cgroups" : v2 ? "cgroup v2" : "cgroup v1", offered[0] ? offered : "(none)",
              rep.u.welcome.max_cgroups, (unsigned long long)rep.u.welcome.max_memory,
              (unsigned long long)rep.u.welcome.max_pids,
              any_local ? " (not used: this host already gives us cgroup limits)" : "");
@@ -249,7 +254,14 @@ void lx_helper_probe(fy_caps *c) {
     }
     if (any_local || !rep.u.welcome.controllers)
         return;
-    /* One mechanism for all of an attempt's v1 cgroups: the helper's. */
+    if (v2) {
+        /* cgroup v2: one cgroup per attempt, made and limited by the
+         * helper, which also moves our sandbox into it (MOVE) and attaches
+         * the device program. Nothing of our own v2 cgroup is used. */
+        (void)caps_set_fact(c, LX_FACT_CG2_DIR, NULL);
+        (void)caps_set_fact(c, LX_FACT_HELPER_CG2, rep.u.welcome.parent[__builtin_ctz(rep.u.welcome.controllers)]);
+    }
+    /* One mechanism for all of an attempt's cgroups: the helper's. */
     static const char *const local_only[] = {LX_FACT_CG1_FREEZER, LX_FACT_CG1_BLKIO, LX_FACT_CG1_CPUACCT,
                                              LX_FACT_CG1_MEMSW};
     for (size_t i = 0; i < FY_ARRAY_SIZE(local_only); i++)
@@ -260,7 +272,7 @@ void lx_helper_probe(fy_caps *c) {
             continue;
         }
         int k = ctl[i].bit == FYH_CTL_MEMORY ? 0 : ctl[i].bit == FYH_CTL_PIDS ? 1 : 2;
-        (void)caps_set_fact(c, ctl[i].fact, rep.u.welcome.parent[k]);
+        (void)caps_set_fact(c, ctl[i].fact, v2 ? NULL : rep.u.welcome.parent[k]);
         char budget[96] = "";
         if (ctl[i].bit == FYH_CTL_MEMORY)
             snprintf(budget, sizeof(budget), "; at most %llu bytes per attempt",
@@ -268,18 +280,23 @@ void lx_helper_probe(fy_caps *c) {
         else if (ctl[i].bit == FYH_CTL_PIDS)
             snprintf(budget, sizeof(budget), "; at most %llu pids per attempt",
                      (unsigned long long)rep.u.welcome.max_pids);
-        caps_set(c, ctl[i].cap, true, 1, "cgroup v1 %s through the privileged helper at %s (created, limited and "
-                 "removed by it below %s%s)", ctl[i].name, path, rep.u.welcome.parent[k], budget);
+        caps_set(c, ctl[i].cap, true, v2 ? 2 : 1, "cgroup v%u %s through the privileged helper at %s (created, limited "
+                 "and removed by it below %s%s)", v2 ? 2u : 1u, ctl[i].name, path, rep.u.welcome.parent[k], budget);
         free(c->e[ctl[i].cap].hint); /* nothing to fix */
         c->e[ctl[i].cap].hint = NULL;
     }
     /* The device allowlist through it (FY_CONTROL_DEVICES): a v1 devices
      * cgroup per attempt that it makes with the plan's list (the helper
-     * has the capability the writes need; we do not). */
+     * has the capability the writes need; we do not), or on cgroup v2 the
+     * same list as a device program it attaches to the attempt's cgroup
+     * (CAP_SYS_ADMIN and CAP_NET_ADMIN). */
     if (rep.u.welcome.controllers & FYH_CTL_DEVICES) {
-        (void)caps_set_fact(c, LX_FACT_DEV_V1, rep.u.welcome.parent[3]);
+        (void)caps_set_fact(c, v2 ? LX_FACT_DEV_BPF : LX_FACT_DEV_V1, v2 ? "1" : rep.u.welcome.parent[3]);
+        if (v2)
+            (void)caps_set_fact(c, LX_FACT_DEV_V1, NULL);
         char rp[FYH_PATH_MAX + 200];
-        snprintf(rp, sizeof(rp), "cgroup v1 devices controller through the privileged helper at %s (below %s)", path,
+        snprintf(rp, sizeof(rp), "%s through the privileged helper at %s (below %s)",
+                 v2 ? "cgroup v2 device program (libbpf)" : "cgroup v1 devices controller", path,
                  rep.u.welcome.parent[3]);
         (void)caps_set_fact(c, LX_FACT_DEV_REPORT, rp);
     }
@@ -289,4 +306,7 @@ void lx_helper_probe(fy_caps *c) {
     snprintf(num, sizeof(num), "%llu", (unsigned long long)rep.u.welcome.max_pids);
     (void)caps_set_fact(c, LX_FACT_HELPER_MAX_PIDS, num);
     (void)caps_set_fact(c, LX_FACT_HELPER_SOCKET, path);
+    /* (requests go in the version it answered in: an older helper refuses ours) */
+    snprintf(num, sizeof(num), "%u", (unsigned)rep.version);
+    (void)caps_set_fact(c, LX_FACT_HELPER_VERSION, num);
 }

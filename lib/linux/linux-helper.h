@@ -14,6 +14,8 @@
 #define LX_FACT_HELPER_SOCKET "linux.helper_socket" /* set only when the helper serves us */
 #define LX_FACT_HELPER_MAX_MEMORY "linux.helper_max_memory" /* our budget per attempt (decimal) */
 #define LX_FACT_HELPER_MAX_PIDS   "linux.helper_max_pids"
+#define LX_FACT_HELPER_VERSION    "linux.helper_version" /* the protocol version it answered in (decimal) */
+#define LX_FACT_HELPER_CG2        "linux.helper_cg2" /* cgroup v2: its directory for our uid (the parent of ours) */
 #define LX_FACT_HELPER_NET        "linux.helper_net"        /* its uplink, when it offers restricted networking */
 #define LX_FACT_HELPER_NET_SOCKET "linux.helper_net_socket" /* its socket then */
 
@@ -36,7 +38,7 @@ int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pa
                       int timeout_ms);
 /* The probe's part, for an unprivileged caller: asks the helper (if its
  * socket exists) for our budget and, when it serves us, offers the cgroup
- * v1 controllers the host denies us through it (caps and facts). */
+ * v1 or v2 controllers the host denies us through it (caps and facts). */
 void lx_helper_probe(fy_caps *c);
 
 #endif

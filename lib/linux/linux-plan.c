@@ -265,6 +265,16 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         cg->v2_parent = cg2_dir;
         cg->v2_group = caps_present(c, FY_CAP_CGROUP_KILL);
     }
+    /* cgroup v2 through the privileged helper: it makes the attempt's one
+     * cgroup below its directory for our uid, limits it, attaches the
+     * device program and moves the sandbox in (no CLONE_INTO_CGROUP, no
+     * cgroup.kill of ours: docs/helper.md says why). */
+    const char *helper_cg2 = caps_fact(c, LX_FACT_HELPER_CG2);
+    if (helper_cg2 && !np->test_legacy_cgroups) {
+        cg->v2_parent = helper_cg2;
+        cg->v2_group = false;
+        cg->v2_helper = true;
+    }
     if (cg->v2_limits && !cg->v2_parent)
         cg->v2_limits = false;
     /* The device allowlist: a v1 devices cgroup, or a program on a v2 one. */
@@ -272,22 +282,24 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         cg->v1_parent[CG_DEVICES] = caps_fact(c, LX_FACT_DEV_V1);
         any_v1 = true;
     } else if (cg->dev_mech == LX_DEV_BPF) {
-        cg->v2_parent = cg2_dir;
+        cg->v2_parent = helper_cg2 ? helper_cg2 : cg2_dir;
         cg->v2_devices = true;
     }
-    /* The privileged helper makes the v1 cgroups of an unprivileged host
+    /* The privileged helper makes the cgroups of an unprivileged host
      * (forgeyard-sandbox-helper(8)): the probe offered them through it. */
     const char *helper = caps_fact(c, LX_FACT_HELPER_SOCKET);
-    if (any_v1 && helper) {
+    if ((any_v1 || cg->v2_helper) && helper) {
         cg->helper = helper;
+        const char *hv = caps_fact(c, LX_FACT_HELPER_VERSION);
+        cg->helper_version = (uint16_t)(hv ? strtoul(hv, NULL, 10) : 0);
         /* Over the uid's budget: the helper would refuse at start; say so now. */
         const char *bm = caps_fact(c, LX_FACT_HELPER_MAX_MEMORY), *bp = caps_fact(c, LX_FACT_HELPER_MAX_PIDS);
         uint64_t max_mem = bm ? strtoull(bm, NULL, 10) : FY_UNLIMITED, max_pids = bp ? strtoull(bp, NULL, 10) : FY_UNLIMITED;
-        if (cg->version_memory == 1 && cg->memory > max_mem)
+        if (cg->version_memory && cg->memory > max_mem)
             return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.resources.memory",
                            "memory %llu bytes is over this uid's budget at the privileged helper (%llu bytes per attempt)",
                            (unsigned long long)cg->memory, (unsigned long long)max_mem);
-        if (cg->version_pids == 1 && cg->pids > max_pids)
+        if (cg->version_pids && cg->pids > max_pids)
             return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.resources.pids",
                            "pids %llu is over this uid's budget at the privileged helper (%llu per attempt)",
                            (unsigned long long)cg->pids, (unsigned long long)max_pids);
@@ -320,18 +332,18 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     const char *names[] = {"memory", "pids", "cpu", "io"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
         json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u%s", *versions[i],
-                                                                     cg->helper && *versions[i] == 1
-                                                                         ? " (privileged helper)" : "")
+                                                                     cg->helper ? " (privileged helper)" : "")
                                          : nproc && map[i].ctl == CG_PIDS
                                              ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
                                                            "no resource-exceeded outcome)")
                                          : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED
                                                            ? "not enforced (dropped)" : "not enforced"));
     json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
+                                                 : cg->v2_helper ? "cgroup v2 (the sandbox moved in by the privileged helper)"
                                                  : any_v1 ? "cgroup v1" : "pid namespace / subreaper only"));
     if (cg->helper)
-        json_object_set_new(o, "helper", json_sprintf("v1 cgroups created and limited by the privileged helper at %s",
-                                                      cg->helper));
+        json_object_set_new(o, "helper", json_sprintf("%s cgroups created and limited by the privileged helper at %s",
+                                                      cg->v2_helper ? "v2" : "v1", cg->helper));
     json_object_set_new(o, "rlimits", json_string(nproc ? "nofile, core, fsize, stack, nproc" : "nofile, core, fsize, stack"));
     pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
@@ -366,7 +378,8 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
         nleases += np->entries[i].kind == PE_HOST && np->entries[i].role == PR_DEVICE;
     if (caps_fact(c, LX_FACT_DEV_V1)) {
         cg->dev_mech = LX_DEV_V1;
-    } else if (caps_fact(c, LX_FACT_DEV_BPF) && cg2_dir && !np->test_legacy_cgroups) {
+    } else if (caps_fact(c, LX_FACT_DEV_BPF) && (cg2_dir || caps_fact(c, LX_FACT_HELPER_CG2)) &&
+               !np->test_legacy_cgroups) {
         cg->dev_mech = LX_DEV_BPF;
     } else {
         const char *rep = caps_fact(c, LX_FACT_DEV_REPORT);
@@ -381,6 +394,9 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
                                                         : "cgroup v2 device program (BPF_PROG_TYPE_CGROUP_DEVICE, libbpf)"));
     if (cg->dev_mech == LX_DEV_V1 && !c->host.is_root && caps_fact(c, LX_FACT_HELPER_SOCKET))
         json_object_set_new(o, "helper", json_sprintf("the devices cgroup made and its list written by the privileged "
+                                                      "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
+    else if (cg->dev_mech == LX_DEV_BPF && !c->host.is_root && caps_fact(c, LX_FACT_HELPER_CG2))
+        json_object_set_new(o, "helper", json_sprintf("the device program loaded and attached by the privileged "
                                                       "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
     struct lx_dev_rule *rules = arena_keep(&pl->arena, calloc(LX_DEV_MAX_RULES, sizeof(*rules)));
     if (!rules) {

@@ -55,6 +55,8 @@ static const char *shell_refusal(const struct linux_plan *pl) {
     if (!pl->exec_init || pl->np->test_copy_init)
         return "the sandbox's init is a copy of the host here (forgeyard-init cannot be executed), and a copy "
                "made in advance would hold the host's memory of that moment";
+    if (pl->cg.helper)
+        return "the privileged helper makes the attempt's cgroups with its limits, at the start";
     return NULL;
 }
 

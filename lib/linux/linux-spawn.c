@@ -432,7 +432,10 @@ claimed:
     }
     if (r == 0)
         r = cg_open_tasks(&pl->cg, &x->cg, tasks, LX_GO_MAX_FDS, &ntasks, reterr);
-    if (r < 0 || (!sh && !cloned_into && x->cg.v2_dir && (r = lx_write_proc_cgroup(x->cg.v2_dir, x->pid, reterr)) < 0) ||
+    /* Not cloned into its v2 cgroup (no clone3, or the privileged helper's
+     * cgroup, which only the helper may move it into): placed now, before
+     * the go-ahead lets anything of the workload run. */
+    if (r < 0 || (!sh && !cloned_into && x->cg.v2_dir && (r = cg_place(&pl->cg, &x->cg, x->pid, x->pidfd, reterr)) < 0) ||
         (!sh && (r = state_record_sandbox(x->state_fd, x->pid, reterr)) < 0) || (r = send_go(x, tasks, ntasks, reterr)) < 0) {
         for (size_t i = 0; i < ntasks; i++)
             close(tasks[i]);

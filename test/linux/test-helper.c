@@ -15,6 +15,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,7 +227,7 @@ static size_t header(uint8_t *b, uint32_t magic, uint16_t version, uint16_t type
 /* the codec alone                                                     */
 
 START_TEST(codec_round_trip) {
-    struct fyh_msg in[11], out;
+    struct fyh_msg in[14], out;
     uint8_t buf[FYH_MAX_MESSAGE];
     memset(in, 0, sizeof(in));
     in[0].type = FYH_T_HELLO;
@@ -242,6 +243,7 @@ START_TEST(codec_round_trip) {
     in[3].u.welcome.max_memory = 1ull << 40;
     in[3].u.welcome.offers = FYH_OFFER_NET;
     snprintf(in[3].u.welcome.uplink, FYH_UPLINK_MAX, "/run/netns/egress");
+    in[3].u.welcome.cgroup = FYH_CGROUP_V1;
     in[4].type = FYH_T_REMOVED;
     in[4].u.removed.left = 2;
     in[5].type = FYH_T_ERROR;
@@ -266,6 +268,18 @@ START_TEST(codec_round_trip) {
     in[10].version = 1;
     in[10].u.welcome.offers = 0;
     memset(in[10].u.welcome.uplink, 0, sizeof(in[10].u.welcome.uplink));
+    /* version 3: a cgroup v2 WELCOME (one parent for every controller), MOVE, MOVED */
+    in[11] = in[3];
+    in[11].u.welcome.cgroup = FYH_CGROUP_V2;
+    in[11].u.welcome.controllers = FYH_CTL_MEMORY | FYH_CTL_PIDS | FYH_CTL_DEVICES;
+    memset(in[11].u.welcome.parent, 0, sizeof(in[11].u.welcome.parent));
+    for (int k = 0; k < FYH_NCTL; k++)
+        snprintf(in[11].u.welcome.parent[k], FYH_PATH_MAX, "%s",
+                 k == 2 ? "" : "/sys/fs/cgroup/svc/forgeyard-helper/uid-65534");
+    in[12].type = FYH_T_MOVE;
+    snprintf(in[12].u.move.name, FYH_NAME_MAX, "forgeyard-7-0123456789abcdef");
+    in[13].type = FYH_T_MOVED;
+    in[13].u.moved.pid = 4242;
     for (size_t i = 0; i < FY_ARRAY_SIZE(in); i++) {
         if (!in[i].version)
             in[i].version = FYH_VERSION; /* (what the decoder fills in) */
@@ -320,6 +334,28 @@ START_TEST(codec_round_trip) {
     bad = in[6];
     bad.u.net_create.nrules = FYH_NET_RULES_MAX + 1;
     ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
+    /* version 3: MOVE/MOVED only there; a v2 WELCOME's parents are one
+     * directory; its cgroup field says none exactly when no controller */
+    for (int k = 12; k <= 13; k++) {
+        bad = in[k];
+        bad.version = 2;
+        ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_TYPE);
+    }
+    bad = in[11];
+    snprintf(bad.u.welcome.parent[1], FYH_PATH_MAX, "/sys/fs/cgroup/elsewhere");
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_MALFORMED);
+    bad = in[11];
+    bad.u.welcome.cgroup = FYH_CGROUP_NONE;
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_MALFORMED);
+    bad = in[11];
+    bad.u.welcome.cgroup = 3;
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_MALFORMED);
+    bad = in[13];
+    bad.u.moved.pid = 0;
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_MALFORMED);
+    bad = in[12];
+    snprintf(bad.u.move.name, FYH_NAME_MAX, "../../../init.scope");
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_NAME);
 }
 END_TEST
 
@@ -345,6 +381,7 @@ START_TEST(hello_allowed) {
     ck_assert_uint_eq(rep.u.welcome.max_cgroups, 2);
     ck_assert_uint_eq(rep.u.welcome.max_memory, 128u << 20);
     ck_assert(rep.u.welcome.controllers & FYH_CTL_MEMORY);
+    ck_assert_uint_eq(rep.u.welcome.cgroup, FYH_CGROUP_V1); /* (this host is hybrid) */
     char want[1024];
     snprintf(want, sizeof(want), "%s/uid-%u", memroot, UID_A);
     ck_assert_str_eq(rep.u.welcome.parent[0], want);
@@ -402,8 +439,9 @@ START_TEST(hostile_headers) {
     struct { uint32_t magic; uint16_t version, type; uint32_t length, flags; size_t extra; bool shut; uint32_t want; }
     cases[] = {
         {0xdeadbeef, 1, FYH_T_HELLO, 0, 0, 0, false, FYH_E_MAGIC},
-        {FYH_MAGIC, 3, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
+        {FYH_MAGIC, FYH_VERSION + 1, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
         {FYH_MAGIC, 1, FYH_T_NET_CREATE, 0, 0, 0, false, FYH_E_TYPE}, /* a version-2 type in version 1 */
+        {FYH_MAGIC, 2, FYH_T_MOVE, 0, 0, 0, false, FYH_E_TYPE},       /* a version-3 type in version 2 */
         {FYH_MAGIC, 0, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
         {FYH_MAGIC, 1, FYH_T_HELLO, FYH_MAX_PAYLOAD + 1, 0, 0, false, FYH_E_TOO_BIG},
         {FYH_MAGIC, 1, FYH_T_HELLO, 0xffffffffu, 0, 0, false, FYH_E_TOO_BIG},
@@ -548,6 +586,56 @@ START_TEST(names_outside) {
 END_TEST
 
 /* A's budget: two cgroups of at most 128M and 4096 pids each. */
+/* MOVE (version 3) is for cgroup v2: a v1 helper refuses it typed
+ * (not-offered), with a pidfd of the peer's own child or without one
+ * (bad-descriptor), a version-2 peer cannot send it, and nothing moves. */
+START_TEST(move_on_v1) {
+    struct fyh_msg req, rep;
+    create_req(&req, "forgeyard-1-00000000000000aa", 1 << 20, 10);
+    ck_assert_int_eq(call_as(UID_A, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_CREATED);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        uint32_t codes[2] = {0, 0};
+        if (setgroups(0, NULL) == 0 && setresgid(UID_A, UID_A, UID_A) == 0 && setresuid(UID_A, UID_A, UID_A) == 0) {
+            pid_t kid = fork();
+            if (kid == 0) {
+                pause();
+                _exit(0);
+            }
+            int pfd = (int)syscall(SYS_pidfd_open, kid, 0);
+            struct fyh_msg m = {.type = FYH_T_MOVE}, r;
+            snprintf(m.u.move.name, sizeof(m.u.move.name), "forgeyard-1-00000000000000aa");
+            uint8_t b[FYH_MAX_MESSAGE];
+            int n = fyh_encode(&m, b, sizeof(b));
+            if (n > 0 && raw_exchange_fd(b, (size_t)n, false, pfd, &r) == 0 && r.type == FYH_T_ERROR)
+                codes[0] = r.u.error.code;
+            if (n > 0 && raw_exchange(b, (size_t)n, false, &r) == 0 && r.type == FYH_T_ERROR)
+                codes[1] = r.u.error.code;
+            kill(kid, SIGKILL);
+            waitpid(kid, NULL, 0);
+        }
+        (void)!write(p[1], codes, sizeof(codes));
+        _exit(0);
+    }
+    close(p[1]);
+    uint32_t codes[2] = {0, 0};
+    ck_assert_int_eq(read(p[0], codes, sizeof(codes)), sizeof(codes));
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    ck_assert_str_eq(fyh_err_name(codes[0]), "not-offered");
+    ck_assert_str_eq(fyh_err_name(codes[1]), "bad-descriptor");
+    remove_req(&req, "forgeyard-1-00000000000000aa");
+    ck_assert_int_eq(call_as(UID_A, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_REMOVED);
+    ck_assert_int_eq(count_attempts(), 0);
+    helper_alive();
+}
+END_TEST
+
 START_TEST(budget) {
     struct fyh_msg req, rep;
     create_req(&req, "forgeyard-1-00000000000000a1", (128u << 20) + 1, 10);
@@ -955,6 +1043,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, hostile_headers);
     tcase_add_test(tc, silent_connection);
     tcase_add_test(tc, names_outside);
+    tcase_add_test(tc, move_on_v1);
     tcase_add_test(tc, budget);
     tcase_add_test(tc, remove_kills_and_witnesses);
     tcase_add_test(tc, flood);

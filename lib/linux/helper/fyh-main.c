@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* forgeyard-sandbox-helper(8): the small privileged helper that does for an
- * unprivileged host program what only root can (today: per-attempt cgroup v1
- * memory, pids and cpu limits).
+ * unprivileged host program what only root can: per-attempt cgroup v1 or v2
+ * memory, pids and cpu limits, device lists, restricted networking.
  *
  * Started by the operator as root (a systemd unit, or a root parent): never
  * setuid, it refuses to run when it is. One single-threaded poll loop serves
@@ -20,7 +20,13 @@
  * chowned to the peer: the kernel then lets the peer move into it only
  * processes of its own uid (cgroup v1 checks the writer against the task's
  * uid), and nothing else in the cgroup (limits, subtree) is the peer's to
- * change. Cgroups whose creator has exited are killed and removed (gc). */
+ * change. Cgroups whose creator has exited are killed and removed (gc).
+ *
+ * On a host without v1 memory, pids or cpu hierarchies: cgroup v2 (setup_cg2,
+ * protocol 3). One directory per attempt below uid-N in a subtree of our own
+ * v2 cgroup, limits and the device program ours to write, and nothing of it
+ * the peer's: we move the peer's sandbox in ourselves (do_move says why and
+ * what we check). */
 #include <dirent.h>
 #include <linux/capability.h>
 #include <errno.h>
@@ -44,6 +50,7 @@
 
 #include "fyh-net.h"
 #include "fyh-proto.h"
+#include "linux-devprog.h"
 
 #define MAX_ALLOW 64
 #define MAX_CONNS_DEFAULT 64
@@ -94,6 +101,12 @@ static struct {
     char subtree[FYH_NCTL][PATH_MAX]; /* base/subtree_name */
     uint32_t controllers;
     bool memsw;
+    /* cgroup v2 (a host without v1 memory, pids or cpu hierarchies): one
+     * directory per attempt, every H.subtree[] the same; see setup_cg2. */
+    bool cg2;
+    char cg2_base[PATH_MAX]; /* our own v2 cgroup when we started */
+    char cg2_self[PATH_MAX]; /* the leaf we moved ourselves to: subtree/helper */
+    uint32_t cg2_base_enabled, cg2_sub_enabled; /* controllers we enabled (to disable at exit) */
     struct entry entries[MAX_ENTRIES];
     struct net_entry nets[MAX_ENTRIES];
     bool net; /* --net-uplink given and usable */
@@ -155,6 +168,14 @@ static void raise_net(bool on) {
 #define CAP_DEVICES (1u << CAP_SYS_ADMIN)
 static void raise_devices(bool on) {
     (void)set_caps(on ? CAPS_WORK | CAP_DEVICES : CAPS_WORK);
+}
+
+/* A cgroup v2 device program: loading one takes CAP_SYS_ADMIN (or CAP_BPF),
+ * attaching it CAP_NET_ADMIN; permitted only on a v2 host, effective only
+ * while the program of one attempt is loaded and attached. */
+#define CAP_DEVPROG ((1u << CAP_SYS_ADMIN) | (1u << CAP_NET_ADMIN))
+static void raise_devprog(bool on) {
+    (void)set_caps(on ? CAPS_WORK | CAP_DEVPROG : CAPS_WORK);
 }
 
 static int drop_privileges(void) {
@@ -408,6 +429,8 @@ static uint32_t remove_attempt(uid_t uid, const char *name) {
         struct stat st;
         if (lstat(dir, &st) == 0 || errno != ENOENT)
             left++;
+        if (H.cg2)
+            break; /* one directory for every controller */
     }
     return left;
 }
@@ -543,6 +566,254 @@ static void teardown_subtree(void) {
     }
 }
 
+
+/* ------------------------------------------------------------------ */
+/* cgroup v2                                                           */
+
+/* Our own v2 cgroup (/proc/self/cgroup's "0::" line under the cgroup2
+ * mount that shows it): "" when there is none. */
+static void discover_cg2(char *out, size_t len) {
+    out[0] = '\0';
+    char line[4096], path[PATH_MAX] = "";
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "0::", 3) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(path, sizeof(path), "%s", line + 3);
+        }
+    if (f)
+        fclose(f);
+    if (!path[0])
+        return;
+    f = fopen("/proc/self/mountinfo", "re");
+    while (f && fgets(line, sizeof(line), f)) {
+        char *fld[6] = {0}, *save = NULL, *dash = strstr(line, " - ");
+        if (!dash)
+            continue;
+        *dash = '\0';
+        int n = 0;
+        for (char *t = strtok_r(line, " ", &save); t && n < 6; t = strtok_r(NULL, " ", &save))
+            fld[n++] = t;
+        char *fstype = strtok_r(dash + 3, " ", &save);
+        if (n < 5 || !fstype || strcmp(fstype, "cgroup2") != 0 || strchr(fld[4], '\\'))
+            continue;
+        size_t rl = strcmp(fld[3], "/") == 0 ? 0 : strlen(fld[3]);
+        if (rl && (strncmp(path, fld[3], rl) != 0 || (path[rl] && path[rl] != '/')))
+            continue;
+        snprintf(out, len, "%s%s", fld[4], strcmp(path + rl, "/") ? path + rl : "");
+        break;
+    }
+    if (f)
+        fclose(f);
+}
+
+/* The controllers named in a cgroup.controllers / subtree_control file. */
+static uint32_t read_ctls(const char *dir, const char *file) {
+    char path[PATH_MAX + 64], buf[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    uint32_t m = 0;
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+        for (int i = 0; i < 3; i++)
+            m |= strcmp(t, ctl_name[i]) == 0 ? 1u << i : 0;
+    return m;
+}
+
+/* Enables the controllers of mask in dir's subtree_control, each on its
+ * own (a refused one is left out): those now enabled. */
+static uint32_t enable_ctls(const char *dir, uint32_t mask, uint32_t *newly) {
+    uint32_t have = read_ctls(dir, "cgroup.subtree_control");
+    for (int i = 0; i < 3; i++) {
+        if (!(mask & (1u << i)) || (have & (1u << i)))
+            continue;
+        char v[16];
+        snprintf(v, sizeof(v), "+%s", ctl_name[i]);
+        int e = write_file(dir, "cgroup.subtree_control", v);
+        if (e == 0) {
+            have |= 1u << i;
+            if (newly)
+                *newly |= 1u << i;
+        } else {
+            logf_("%s: enabling %s: %s", dir, ctl_name[i], strerror(-e));
+        }
+    }
+    return have & mask;
+}
+
+static void disable_ctls(const char *dir, uint32_t mask) {
+    for (int i = 0; i < 3; i++)
+        if (mask & (1u << i)) {
+            char v[16];
+            snprintf(v, sizeof(v), "-%s", ctl_name[i]);
+            (void)write_file(dir, "cgroup.subtree_control", v);
+        }
+}
+
+/* Checks once that the kernel takes a device program from us: one allowing
+ * /dev/null only, attached to a child of the subtree, which is then removed
+ * (with its program). */
+static bool devprog_works(const char *sub) {
+    char dir[PATH_MAX + 32], why[256] = "";
+    snprintf(dir, sizeof(dir), "%s/devprog-check", sub);
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return false;
+    static const struct lx_dev_rule only_null = {'c', LX_DEV_READ | LX_DEV_WRITE, 1, 3};
+    raise_devprog(true);
+    int e = lx_dev_bpf_attach(dir, &only_null, 1, why, sizeof(why));
+    raise_devprog(false);
+    rmdir(dir);
+    if (e < 0)
+        logf_("no device programs (devices controller not offered): %s", why);
+    return e == 0;
+}
+
+/* The v2 subtree. cgroup v2 lets a cgroup with processes enable no
+ * controller for its children (but the root), so, as systemd asks of a
+ * service with Delegate=yes, we move ourselves out of our own cgroup
+ * (BASE, which must hold nobody else) into BASE/SUBTREE/helper, enable
+ * memory, pids and cpu in BASE and BASE/SUBTREE, and make one directory
+ * per allowed uid whose limits are the uid's whole budget. Undone at exit
+ * (teardown_cg2). */
+static int setup_cg2(const char *base) {
+    char sub[PATH_MAX];
+    snprintf(H.cg2_base, sizeof(H.cg2_base), "%s", base);
+    snprintf(sub, sizeof(sub), "%s/%s", base, H.subtree_name);
+    snprintf(H.cg2_self, sizeof(H.cg2_self), "%s/helper", sub);
+    uint32_t avail = read_ctls(base, "cgroup.controllers");
+    if (!avail) {
+        logf_("%s: no memory, pids or cpu controller available to our cgroup v2", base);
+        return -1;
+    }
+    raise_dac(true);
+    int e = mkdir_owned(sub);
+    if (e == 0)
+        e = mkdir_owned(H.cg2_self);
+    if (e == 0)
+        e = write_file(H.cg2_self, "cgroup.procs", "0");
+    raise_dac(false);
+    if (e < 0) {
+        logf_("%s: %s", H.cg2_self, strerror(-e));
+        rmdir(H.cg2_self);
+        rmdir(sub);
+        H.cg2_self[0] = '\0';
+        return -1;
+    }
+    uint32_t on = enable_ctls(base, avail, &H.cg2_base_enabled);
+    if (on)
+        on = enable_ctls(sub, on, &H.cg2_sub_enabled);
+    if (!on) {
+        logf_("%s: no controller could be enabled for our subtree (does %s hold other processes? start the "
+              "helper in a cgroup of its own, e.g. systemd's Delegate=yes)", base, base);
+        return -1;
+    }
+    for (int c = 0; c < 3; c++)
+        if (on & (1u << c))
+            snprintf(H.subtree[c], sizeof(H.subtree[c]), "%s", sub);
+    for (size_t a = 0; a < H.nallow; a++) {
+        char dir[PATH_MAX + 32];
+        snprintf(dir, sizeof(dir), "%s/uid-%u", sub, (unsigned)H.allow[a].uid);
+        const struct allow *al = &H.allow[a];
+        if ((e = mkdir_owned(dir)) == 0 && (on & FYH_CTL_MEMORY))
+            e = write_u64(dir, "memory.max", al->max_memory * al->max_cgroups);
+        if (e == 0 && (on & FYH_CTL_PIDS))
+            e = write_u64(dir, "pids.max", al->max_pids * al->max_cgroups);
+        if (e == 0 && enable_ctls(dir, on, NULL) != on)
+            e = -EIO;
+        if (e < 0) {
+            logf_("%s: %s", dir, strerror(-e));
+            return -1;
+        }
+    }
+    H.controllers = on;
+    H.cg2 = true;
+    if (devprog_works(sub))
+        H.controllers |= FYH_CTL_DEVICES, snprintf(H.subtree[3], sizeof(H.subtree[3]), "%s", sub);
+    return 0;
+}
+
+/* At exit: the empty uid directories, the controllers we enabled, and our
+ * own leaf once we are back in BASE (live attempts keep theirs, and then
+ * BASE keeps its controllers and we stay in the leaf). */
+static void teardown_cg2(void) {
+    if (!H.cg2_self[0])
+        return;
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof(sub), "%s/%s", H.cg2_base, H.subtree_name);
+    bool empty = true;
+    for (size_t a = 0; a < H.nallow; a++) {
+        char dir[PATH_MAX + 32];
+        snprintf(dir, sizeof(dir), "%s/uid-%u", sub, (unsigned)H.allow[a].uid);
+        if (rmdir(dir) < 0 && errno != ENOENT)
+            empty = false;
+    }
+    if (!empty)
+        return;
+    raise_dac(true);
+    disable_ctls(sub, H.cg2_sub_enabled);
+    disable_ctls(H.cg2_base, H.cg2_base_enabled);
+    if (write_file(H.cg2_base, "cgroup.procs", "0") == 0) {
+        rmdir(H.cg2_self);
+        rmdir(sub);
+    }
+    raise_dac(false);
+}
+
+/* The pid a pidfd names (its fdinfo's "Pid:"), 0 when fd is no pidfd, or
+ * names a process that ended (-1) or that our pid namespace does not see. */
+static pid_t pidfd_pid(int fd) {
+    char path[64], buf[2048];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t l = readlink(path, buf, sizeof(buf) - 1);
+    if (l <= 0)
+        return 0;
+    buf[l] = '\0';
+    if (strcmp(buf, "anon_inode:[pidfd]") != 0 && strncmp(buf, "pidfd:", 6) != 0)
+        return 0;
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = f >= 0 ? read(f, buf, sizeof(buf) - 1) : -1;
+    if (f >= 0)
+        close(f);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strstr(buf, "\nPid:");
+    long pid = p ? strtol(p + 5, NULL, 10) : 0;
+    return pid > 0 && pid < (1L << 22) ? (pid_t)pid : 0;
+}
+
+/* /proc/PID/status: its real, effective, saved and filesystem uids (as our
+ * user namespace sees them) and its parent. */
+static bool proc_status(pid_t pid, uid_t uid[4], pid_t *ppid) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = f >= 0 ? read(f, buf, sizeof(buf) - 1) : -1;
+    if (f >= 0)
+        close(f);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *u = strstr(buf, "\nUid:"), *pp = strstr(buf, "\nPPid:");
+    unsigned long v[4];
+    if (!u || !pp || sscanf(u + 5, "%lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) != 4)
+        return false;
+    for (int i = 0; i < 4; i++)
+        uid[i] = (uid_t)v[i];
+    *ppid = (pid_t)strtol(pp + 6, NULL, 10);
+    return true;
+}
+
+static bool pidfd_alive(int fd) {
+    return syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* requests                                                            */
 
@@ -574,17 +845,69 @@ static void do_hello(const struct conn *c, struct fyh_msg *rep) {
     rep->u.welcome.max_memory = c->allow->max_memory;
     rep->u.welcome.max_pids = c->allow->max_pids;
     rep->u.welcome.controllers = H.controllers;
+    rep->u.welcome.cgroup = !H.controllers ? FYH_CGROUP_NONE : H.cg2 ? FYH_CGROUP_V2 : FYH_CGROUP_V1;
     if (c->version < 2) /* (version 1 knows no devices) */
         rep->u.welcome.controllers &= ~FYH_CTL_DEVICES;
+    if (c->version < 3 && H.cg2) /* (an older peer knows only v1 cgroups: it gets none) */
+        rep->u.welcome.controllers = 0;
     for (int i = 0; i < FYH_NCTL; i++)
         if (rep->u.welcome.controllers & (1u << i))
             uid_dir(rep->u.welcome.parent[i], sizeof(rep->u.welcome.parent[i]), i, c->uid);
+}
+
+/* The attempt's one v2 cgroup: limits, the device program, nothing of it
+ * the peer's (it enters only through MOVE). 0 or -errno, *what failed. */
+static int create_v2(const char *dir, const struct fyh_msg *req, const struct allow *al, uint32_t want,
+                     const char **what) {
+    *what = "mkdir";
+    if (mkdir(dir, 0755) < 0)
+        return -errno;
+    int e = 0;
+    char v[64];
+    if (want & FYH_CTL_MEMORY) {
+        uint64_t mem = req->u.create.memory ? req->u.create.memory : al->max_memory;
+        *what = "memory.max";
+        e = write_u64(dir, *what, mem);
+        char sw[PATH_MAX + 64];
+        snprintf(sw, sizeof(sw), "%s/memory.swap.max", dir);
+        if (!e && access(sw, F_OK) == 0) {
+            *what = "memory.swap.max";
+            e = write_u64(dir, *what, req->u.create.swap < al->max_memory ? req->u.create.swap : 0);
+        }
+    }
+    if (!e && (want & FYH_CTL_PIDS)) {
+        *what = "pids.max";
+        e = write_u64(dir, *what, req->u.create.pids);
+    }
+    if (!e && (want & FYH_CTL_CPU)) {
+        *what = "cpu.max";
+        snprintf(v, sizeof(v), "%llu 100000", (unsigned long long)(req->u.create.cpu_millis * 100));
+        e = write_file(dir, *what, v);
+    }
+    if (!e && (want & FYH_CTL_DEVICES)) {
+        /* Any rule is only a narrowing (the peer's processes outside this
+         * cgroup have no device list at all): the peer's list as it is. */
+        struct lx_dev_rule rules[FYH_DEV_RULES_MAX];
+        for (uint32_t k = 0; k < req->u.create.ndev; k++)
+            rules[k] = (struct lx_dev_rule){(char)req->u.create.dev[k].type, req->u.create.dev[k].access,
+                                            req->u.create.dev[k].major, req->u.create.dev[k].minor};
+        static char why[256];
+        raise_devprog(true);
+        e = lx_dev_bpf_attach(dir, rules, req->u.create.ndev, why, sizeof(why));
+        raise_devprog(false);
+        *what = why;
+    }
+    return e;
 }
 
 static void do_create(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
     const struct allow *al = c->allow;
     uint32_t want = req->u.create.controllers;
     const char *name = req->u.create.name;
+    if (H.cg2 && c->version < 3) {
+        set_error(rep, FYH_E_UNOFFERED, EOPNOTSUPP, "this helper serves cgroup v2, which needs protocol 3 (MOVE)");
+        return;
+    }
     if (want & ~H.controllers) {
         set_error(rep, FYH_E_SYSTEM, EOPNOTSUPP, "controllers 0x%x asked, this helper offers 0x%x", want,
                   H.controllers);
@@ -620,6 +943,23 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
     uint32_t made = 0;
     int err = 0;
     const char *what = "mkdir";
+    if (H.cg2) {
+        char dir[PATH_MAX + 128];
+        attempt_dir(dir, sizeof(dir), __builtin_ctz(want), c->uid, name);
+        if (strlen(dir) >= FYH_PATH_MAX) {
+            err = ENAMETOOLONG;
+        } else {
+            int e = create_v2(dir, req, al, want, &what);
+            if (!(e < 0 && strcmp(what, "mkdir") == 0))
+                made = want; /* (the directory is there: removed below on failure) */
+            err = -e;
+            for (int i = 0; i < FYH_NCTL && !err; i++)
+                if (want & (1u << i))
+                    snprintf(rep->u.created.dir[i], FYH_PATH_MAX + 1, "%s", dir);
+            rep->u.created.controllers = err ? 0 : want;
+        }
+        want = 0; /* (done: the v1 loop below has nothing to do) */
+    }
     for (int i = 0; i < FYH_NCTL && !err; i++) {
         if (!(want & (1u << i)))
             continue;
@@ -721,6 +1061,152 @@ static void do_remove(const struct conn *c, const struct fyh_msg *req, struct fy
     rep->u.removed.left = remove_attempt(c->uid, name);
     if (e && !rep->u.removed.left)
         drop_entry(e);
+}
+
+/* Writes pid (whose pidfd is pfd) to dir's cgroup.procs, then checks it was
+ * still alive: 0, -ESRCH (it ended: the number may have been reused), or
+ * the write's -errno. */
+static int move_pid(const char *dir, pid_t pid, int pfd) {
+    char v[32];
+    snprintf(v, sizeof(v), "%d", (int)pid);
+    int e = write_file(dir, "cgroup.procs", v);
+    if (e < 0)
+        return e;
+    return pidfd_alive(pfd) ? 0 : -ESRCH;
+}
+
+/* The children of every thread of pid (/proc/PID/task/TID/children), each
+ * opened as a pidfd, checked to be pid's child and uid's alone, and moved,
+ * then theirs, at most 3 levels and 256 processes: how many, or -errno. */
+static int move_children(const char *dir, uid_t uid, pid_t pid, int depth) {
+    if (depth >= 3)
+        return 0;
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    int moved = 0;
+    for (struct dirent *de; d && (de = readdir(d)) && moved < 256;) {
+        if (de->d_name[0] == '.')
+            continue;
+        char cpath[160], buf[4096];
+        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+        int f = open(cpath, O_RDONLY | O_CLOEXEC);
+        ssize_t n = f >= 0 ? read(f, buf, sizeof(buf) - 1) : -1;
+        if (f >= 0)
+            close(f);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        for (char *p = buf, *end; *p && moved < 256; p = end) {
+            long kid = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            int pfd = (int)syscall(SYS_pidfd_open, (pid_t)kid, 0);
+            uid_t u[4];
+            pid_t parent = 0;
+            bool mine = pfd >= 0 && proc_status((pid_t)kid, u, &parent) && parent == pid && u[0] == uid &&
+                        u[1] == uid && u[2] == uid && u[3] == uid && pidfd_alive(pfd);
+            int e = mine ? move_pid(dir, (pid_t)kid, pfd) : 0;
+            if (pfd >= 0)
+                close(pfd);
+            if (!mine || e == -ESRCH)
+                continue; /* (not the peer's, or gone: not ours to move) */
+            if (e < 0) {
+                closedir(d);
+                return e;
+            }
+            moved++;
+            int sub = move_children(dir, uid, (pid_t)kid, depth + 1);
+            if (sub < 0) {
+                closedir(d);
+                return sub;
+            }
+            moved += sub;
+        }
+    }
+    if (d)
+        closedir(d);
+    return moved;
+}
+
+/* MOVE: a process of the peer into the peer's attempt cgroup (v2). Entering
+ * a v2 cgroup takes write access to the cgroup.procs of the common ancestor
+ * of where a process is and where it goes, which the peer does not have and
+ * must not get: a cgroup.procs we opened and passed would carry our
+ * credentials and let its holder move anybody's process, and v2 (unlike v1)
+ * checks nothing about the process moved. So we move it ourselves, and only
+ * what the peer could have moved itself under v1's rule and more: a process
+ * named by a pidfd (no pid to race at the time of the checks), live, whose
+ * four uids are all the peer's, which descends from the peer (at most four
+ * generations: the library's init may come through a reaper middle) and is
+ * not the peer itself; checked alive again after the write, so that a pid
+ * reused between the checks and the write is caught (see docs/helper.md for
+ * what then remains). Its descendants go with it, each checked the same way
+ * against its own parent. */
+static void do_move(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+    const char *name = req->u.move.name;
+    if (!H.cg2) {
+        set_error(rep, FYH_E_UNOFFERED, EOPNOTSUPP,
+                  "this helper's cgroups are v1: the peer moves its own processes (tasks is its to write)");
+        return;
+    }
+    if (!find_entry(c->uid, name)) {
+        set_error(rep, FYH_E_NOT_FOUND, ENOENT, "uid %u has no attempt cgroup %s", (unsigned)c->uid, name);
+        return;
+    }
+    pid_t pid = pidfd_pid(c->passed);
+    if (pid <= 0) {
+        set_error(rep, FYH_E_FD, EBADF, "MOVE needs a pidfd of a live process this helper can see");
+        return;
+    }
+    uid_t u[4];
+    pid_t parent = 0;
+    if (!proc_status(pid, u, &parent) || u[0] != c->uid || u[1] != c->uid || u[2] != c->uid || u[3] != c->uid) {
+        set_error(rep, FYH_E_FD, EPERM, "process %d is not uid %u's alone", (int)pid, (unsigned)c->uid);
+        return;
+    }
+    bool descends = false;
+    for (int depth = 0; depth < 4 && parent > 1 && !descends; depth++) {
+        uid_t pu[4];
+        descends = parent == c->pid;
+        if (!descends && !proc_status(parent, pu, &parent))
+            break;
+    }
+    if (pid == c->pid || !descends) {
+        set_error(rep, FYH_E_FD, EPERM, "process %d does not descend from the peer (pid %d)", (int)pid, (int)c->pid);
+        return;
+    }
+    /* (the checks above read this process's /proc, not a successor's) */
+    if (!pidfd_alive(c->passed)) {
+        set_error(rep, FYH_E_FD, ESRCH, "process %d ended before the move", (int)pid);
+        return;
+    }
+    char dir[PATH_MAX + 128];
+    attempt_dir(dir, sizeof(dir), __builtin_ctz(H.controllers), c->uid, name);
+    int e = move_pid(dir, pid, c->passed);
+    if (e == -ESRCH) {
+        /* It ended between the checks and the write: the number may have
+         * been another's by then (the peer is refused either way). */
+        logf_("uid %u pid %d: process %d ended during its move to %s", (unsigned)c->uid, (int)c->pid, (int)pid, dir);
+        set_error(rep, FYH_E_FD, ESRCH, "process %d ended during the move", (int)pid);
+        return;
+    }
+    if (e < 0) {
+        set_error(rep, FYH_E_SYSTEM, -e, "%s/cgroup.procs: %s", dir, strerror(-e));
+        return;
+    }
+    /* Its descendants too (the sandbox's init has forked its workload
+     * process before it is moved): each checked as its parent was, and
+     * moved after it, so one forked meanwhile was born inside. */
+    int moved = move_children(dir, c->uid, pid, 0);
+    if (moved < 0) {
+        set_error(rep, FYH_E_SYSTEM, -moved, "moving the descendants of %d into %s: %s", (int)pid, dir,
+                  strerror(-moved));
+        return;
+    }
+    memset(rep, 0, sizeof(*rep));
+    rep->type = FYH_T_MOVED;
+    rep->u.moved.pid = (uint32_t)pid;
 }
 
 static struct net_entry *find_net(uid_t uid, const char *name) {
@@ -871,13 +1357,15 @@ static void handle(struct conn *c) {
         refuse_v(c->fd, version, (uint32_t)-e, 0, fyh_err_name((uint32_t)-e));
         return;
     }
-    /* A descriptor comes with NET_CREATE, exactly one, with its first bytes. */
-    bool wants_fd = req.type == FYH_T_NET_CREATE;
+    /* A descriptor comes with NET_CREATE and MOVE, exactly one, with the first bytes. */
+    bool wants_fd = req.type == FYH_T_NET_CREATE || req.type == FYH_T_MOVE;
     if (c->extra_fds || wants_fd != (c->passed >= 0)) {
         refuse_v(c->fd, version, FYH_E_FD, EBADF,
-                 wants_fd ? "NET_CREATE needs exactly one descriptor (the sandbox's network namespace), sent "
-                            "with the message's first bytes"
-                          : "this request takes no descriptor");
+                 req.type == FYH_T_MOVE ? "MOVE needs exactly one descriptor (a pidfd), sent with the message's "
+                                          "first bytes"
+                 : wants_fd ? "NET_CREATE needs exactly one descriptor (the sandbox's network namespace), sent "
+                              "with the message's first bytes"
+                            : "this request takes no descriptor");
         return;
     }
     c->version = req.version;
@@ -896,6 +1384,9 @@ static void handle(struct conn *c) {
         break;
     case FYH_T_NET_REMOVE:
         do_net_remove(c, &req, &rep);
+        break;
+    case FYH_T_MOVE:
+        do_move(c, &req, &rep);
         break;
     default:
         set_error(&rep, FYH_E_TYPE, 0, "type 0x%x is not a request", req.type);
@@ -1269,28 +1760,39 @@ int main(int argc, char **argv) {
     discover();
     if (H.base[3][0])
         caps_permitted |= CAP_DEVICES;
+    /* No v1 memory, pids or cpu hierarchy of ours: cgroup v2, if ours has
+     * controllers (setup_cg2), with device programs (their capabilities). */
+    char cg2[PATH_MAX] = "";
+    if (!H.base[0][0] && !H.base[1][0] && !H.base[2][0]) {
+        discover_cg2(cg2, sizeof(cg2));
+        if (cg2[0])
+            caps_permitted |= CAP_DEVPROG;
+    }
     int pe = drop_privileges();
     if (pe < 0) {
         logf_("dropping capabilities: %s", strerror(-pe));
         return 1;
     }
-    if (setup_subtree() < 0 && !H.net) {
-        logf_("no cgroup v1 memory, pids or cpu hierarchy to create a subtree in (and no --net-uplink)");
+    if ((cg2[0] ? setup_cg2(cg2) : setup_subtree()) < 0 && !H.net) {
+        logf_("no cgroup v1 memory, pids or cpu hierarchy nor a cgroup v2 with controllers to create a subtree in "
+              "(and no --net-uplink)");
         teardown_subtree();
+        teardown_cg2();
         return 1;
     }
-    /* (A cgroup v2 host with --net-uplink: networking only, no cgroups.) */
+    /* (With --net-uplink and no cgroups: networking only.) */
     gc(true);
     int lfd = listen_fd >= 0 ? listen_fd : socket_path ? make_socket(socket_path) : -1;
     if (lfd < 0 || sfd < 0) {
         teardown_subtree();
+        teardown_cg2();
         return 1;
     }
     if (listen_fd >= 0)
         fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
-    logf_("serving %s for %zu uid(s); network: %s; controllers:%s%s%s%s; subtree %s",
+    logf_("serving %s for %zu uid(s); network: %s; cgroup %s controllers:%s%s%s%s; subtree %s",
           socket_path ? socket_path : control_fd >= 0 ? "--connection-fd" : "--listen-fd", H.nallow, H.net ? fyh_net_uplink() : "not offered",
-          (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
+          H.cg2 ? "v2" : "v1", (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
           (H.controllers & 4) ? " cpu" : "", (H.controllers & 8) ? " devices" : "", H.subtree[0][0] ? H.subtree[0] : H.subtree[1]);
 
     struct conn *conns = calloc(H.max_conns, sizeof(*conns));
@@ -1369,7 +1871,10 @@ int main(int argc, char **argv) {
         }
     free(pfd);
     gc(false);
-    teardown_subtree();
+    if (H.cg2)
+        teardown_cg2();
+    else
+        teardown_subtree();
     logf_("stopped: %lu request(s) served, %lu refused", H.served, H.refused);
     if (socket_path)
         unlink(socket_path);

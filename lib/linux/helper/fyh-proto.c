@@ -133,6 +133,8 @@ static int known_type(uint16_t t, uint16_t version) {
         return 1;
     case FYH_T_NET_CREATE: case FYH_T_NET_REMOVE: case FYH_T_NET_CREATED: case FYH_T_NET_REMOVED:
         return version >= 2;
+    case FYH_T_MOVE: case FYH_T_MOVED:
+        return version >= 3;
     default:
         return 0;
     }
@@ -238,6 +240,28 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
                            !(m->u.welcome.offers & FYH_OFFER_NET) != !m->u.welcome.uplink[0]))
                 return -FYH_E_MALFORMED;
         }
+        if (h.version >= 3) {
+            m->u.welcome.cgroup = (uint32_t)get(&r, 1);
+            if (!r.bad && (m->u.welcome.cgroup > FYH_CGROUP_V2 ||
+                           !m->u.welcome.controllers != (m->u.welcome.cgroup == FYH_CGROUP_NONE)))
+                return -FYH_E_MALFORMED;
+            /* v2: one cgroup per attempt, so one parent for every controller */
+            for (int i = 0; !r.bad && m->u.welcome.cgroup == FYH_CGROUP_V2 && i < FYH_NCTL; i++)
+                if (m->u.welcome.parent[i][0] && strcmp(m->u.welcome.parent[i], m->u.welcome.parent[__builtin_ctz(m->u.welcome.controllers)]) != 0)
+                    return -FYH_E_MALFORMED;
+        } else if (m->u.welcome.controllers) {
+            m->u.welcome.cgroup = FYH_CGROUP_V1; /* (what an older helper serves) */
+        }
+        break;
+    case FYH_T_MOVE:
+        get_str(&r, m->u.move.name, FYH_NAME_MAX);
+        if (!r.bad && !fyh_valid_name(m->u.move.name))
+            return -FYH_E_NAME;
+        break;
+    case FYH_T_MOVED:
+        m->u.moved.pid = (uint32_t)get(&r, 4);
+        if (!r.bad && (m->u.moved.pid == 0 || m->u.moved.pid > (1u << 22)))
+            return -FYH_E_MALFORMED;
         break;
     case FYH_T_NET_CREATE:
         get_str(&r, m->u.net_create.name, FYH_NAME_MAX);
@@ -349,6 +373,14 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
             put(&w, m->u.welcome.offers, 4);
             put_str(&w, m->u.welcome.uplink, FYH_UPLINK_MAX);
         }
+        if (version >= 3)
+            put(&w, m->u.welcome.cgroup, 1);
+        break;
+    case FYH_T_MOVE:
+        put_str(&w, m->u.move.name, FYH_NAME_MAX);
+        break;
+    case FYH_T_MOVED:
+        put(&w, m->u.moved.pid, 4);
         break;
     case FYH_T_NET_CREATE:
         if (m->u.net_create.nrules > FYH_NET_RULES_MAX)

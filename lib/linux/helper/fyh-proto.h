@@ -31,8 +31,14 @@
  * the helper offers, and its uplink), and the devices controller: a fourth
  * directory in WELCOME and CREATED, and CREATE's device rules at its end.
  * A version-1 message decodes as it always did; a version-2 type in a
- * version-1 header is FYH_E_TYPE, the devices bit there FYH_E_MALFORMED. */
-#define FYH_VERSION 2u
+ * version-1 header is FYH_E_TYPE, the devices bit there FYH_E_MALFORMED.
+ * Version 3 adds cgroup v2: WELCOME's last field says which cgroup version
+ * the helper's controllers are (a helper serving cgroup v2 offers no
+ * controllers to an older peer, and refuses its CREATE: FYH_E_UNOFFERED, or
+ * FYH_E_SYSTEM in version 1), and MOVE/MOVED: the helper moves one process
+ * of the peer, named by a pidfd, into the peer's attempt cgroup (a v2
+ * cgroup cannot be entered by the peer itself: fyh-main.c says why). */
+#define FYH_VERSION 3u
 #define FYH_VERSION_MIN 1u
 #define FYH_HEADER 16u
 #define FYH_MAX_PAYLOAD 2048u
@@ -56,11 +62,16 @@ enum fyh_type {
      * be owned by a user namespace the peer's uid owns. */
     FYH_T_NET_CREATE = 4, /* -> FYH_T_NET_CREATED: router namespace, veths, nft allowlist */
     FYH_T_NET_REMOVE = 5, /* -> FYH_T_NET_REMOVED: the uplink veth deleted, witnessed */
+    /* Version 3. MOVE carries one descriptor (SCM_RIGHTS, with the first
+     * bytes): a pidfd of a process of the peer's uid that descends from the
+     * peer; the helper writes it to the attempt's cgroup v2 cgroup.procs. */
+    FYH_T_MOVE = 6, /* -> FYH_T_MOVED */
     FYH_T_WELCOME = 0x8001,
     FYH_T_CREATED = 0x8002,
     FYH_T_REMOVED = 0x8003,
     FYH_T_NET_CREATED = 0x8004,
     FYH_T_NET_REMOVED = 0x8005,
+    FYH_T_MOVED = 0x8006,
     FYH_T_ERROR = 0x80ff,
 };
 
@@ -105,6 +116,11 @@ struct fyh_dev_rule {
     uint32_t major, minor;
 };
 
+/* Which cgroups a helper's controllers are (WELCOME, version 3). */
+#define FYH_CGROUP_NONE 0u
+#define FYH_CGROUP_V1 1u
+#define FYH_CGROUP_V2 2u
+
 /* What else a helper offers (WELCOME, version 2). */
 #define FYH_OFFER_NET 1u
 #define FYH_OFFER_ALL 1u
@@ -147,7 +163,15 @@ struct fyh_msg {
             char parent[FYH_NCTL][FYH_PATH_MAX + 1]; /* per controller bit, "" if absent */
             uint32_t offers;                 /* version 2: FYH_OFFER_* */
             char uplink[FYH_UPLINK_MAX + 1]; /* version 2: with FYH_OFFER_NET, where traffic goes */
+            uint32_t cgroup; /* version 3: FYH_CGROUP_*, NONE exactly when no controllers; with V2
+                              * every parent is the same directory */
         } welcome;
+        struct { /* MOVE (+ the process's pidfd) */
+            char name[FYH_NAME_MAX + 1];
+        } move;
+        struct { /* MOVED */
+            uint32_t pid; /* the process moved, as the helper's pid namespace numbers it */
+        } moved;
         struct { /* NET_CREATE (+ the namespace's descriptor) */
             char name[FYH_NAME_MAX + 1];
             uint32_t nrules;
