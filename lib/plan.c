@@ -667,6 +667,7 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     pl->test_legacy_cgroups = p->test_legacy_cgroups;
     pl->test_overlay_disk = p->test_overlay_disk;
     pl->test_copy_init = p->test_copy_init;
+    pl->test_no_clone_into = p->test_no_clone_into;
     pr->neutral = pl;
     pr->image = img; /* its layer locks live as long as the prepared plan (and its handles) */
     return 0;

@@ -180,7 +180,7 @@ struct fy_plan {
     uint32_t fault_step, fault_nth;
     uint32_t delay_stage;
     uint64_t delay_usec;
-    bool test_legacy_cgroups, test_copy_init;
+    bool test_legacy_cgroups, test_copy_init, test_no_clone_into;
     bool test_overlay_disk;               /* a container's upper on disk (as before Linux 6.6) */
 
     /* Every allocation of the plan, freed together. */

@@ -55,6 +55,8 @@ struct fy_policy {
     bool test_overlay_disk;         /* tests only: a container's upper on disk, as where tmpfs lacks user xattrs */
     bool test_copy_init;            /* tests only: the init is a copy of the host, as where
                                        forgeyard-init cannot be executed */
+    bool test_no_clone_into;        /* tests only: the sandbox is placed in its cgroup v2 after the
+                                       clone, as where clone3's CLONE_INTO_CGROUP is not there */
     bool test_no_build_overlay;     /* tests only: an action materialises its root even where
                                        the backend could mount it as an overlay */
     uint32_t profile;
@@ -119,6 +121,7 @@ void policy_test_legacy_cgroups(fy_policy *p);
 void policy_test_overlay_disk(fy_policy *p);
 void policy_test_copy_init(fy_policy *p);
 void policy_test_no_build_overlay(fy_policy *p);
+void policy_test_no_clone_into(fy_policy *p);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);
 void policy_remove_string(struct vec *v, const char *s);

@@ -163,18 +163,45 @@ int lx_map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
 
 /* Fallback when clone3 could not place the child in its cgroup v2: move it
  * before it starts the workload. */
+/* A cgroup v2 migration moves one process, and the sandbox's init has
+ * forked its workload process already (early_workload), which waits for
+ * the go-ahead: both go, the children as /proc lists them (init's only
+ * thread; nothing of the sandbox forks before the go-ahead). */
 int lx_write_proc_cgroup(const char *dir, pid_t pid, fy_error **reterr) {
     char path[4200], val[32];
     snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-    snprintf(val, sizeof(val), "%d", (int)pid);
     int fd = open(path, O_WRONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? write(fd, val, strlen(val)) : -1;
     int e = errno;
-    if (fd >= 0)
-        close(fd);
-    if (n != (ssize_t)strlen(val))
+    pid_t pids[8] = {pid};
+    size_t n = 1;
+    char kids[256];
+    snprintf(kids, sizeof(kids), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    int kfd = fd >= 0 ? open(kids, O_RDONLY | O_CLOEXEC) : -1;
+    if (kfd >= 0) {
+        char buf[256];
+        ssize_t len = read(kfd, buf, sizeof(buf) - 1);
+        close(kfd);
+        buf[len > 0 ? len : 0] = '\0';
+        for (char *p = buf, *end; n < FY_ARRAY_SIZE(pids);) {
+            long v = strtol(p, &end, 10);
+            if (end == p || v <= 0)
+                break;
+            pids[n++] = (pid_t)v;
+            p = end;
+        }
+    }
+    for (size_t i = 0; fd >= 0 && i < n; i++) {
+        snprintf(val, sizeof(val), "%d", (int)pids[i]);
+        if (write(fd, val, strlen(val)) != (ssize_t)strlen(val) && (i == 0 || errno != ESRCH)) {
+            e = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd < 0)
         return err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "placing the sandbox in %s: %s", dir,
                        strerror(e));
+    close(fd);
     return 0;
 }
 
@@ -363,7 +390,7 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
         .exit_signal = 0,
     };
-    if (x->cg.v2_fd >= 0) {
+    if (x->cg.v2_fd >= 0 && !np->test_no_clone_into) {
         ca.flags |= FY_CLONE_INTO_CGROUP;
         ca.cgroup = (uint64_t)x->cg.v2_fd;
     }
@@ -372,7 +399,7 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &x->reaper, &pidfd, &pid, &via_clone3);
     if (how == 0)
         pid = sys_clone3(&ca, sizeof(ca));
-    cloned_into = pid >= 0 && x->cg.v2_fd >= 0 && via_clone3;
+    cloned_into = pid >= 0 && (ca.flags & FY_CLONE_INTO_CGROUP) && via_clone3;
     x->init_forked = how == 0;
     if (how == 0 && pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */

@@ -1538,6 +1538,34 @@ static int count_cgroups_since(pid_t owner, time_t since) {
  * release_host.) */
 static int count_cgroups_of(pid_t owner) { return count_cgroups_since(owner, started_at(owner)); }
 
+/* Every process of the sandbox is in the attempt's cgroup v2, also where
+ * it is placed there after the clone (no CLONE_INTO_CGROUP: older kernels,
+ * or clone3 refused by a container runtime's seccomp profile): a v2
+ * migration moves one process, and init forks the workload process before
+ * the host places it. Seen from inside: the workload's cgroup namespace is
+ * rooted at its own cgroup, so init's cgroup reads "/" only when both are
+ * in the same one. */
+START_TEST(test_cgroup_v2_placement) {
+    if (rootless || !cgroups_here())
+        return;
+    for (int late = 0; late < 2; late++) {
+        fy_policy *p = policy();
+        if (late)
+            policy_test_no_clone_into(p);
+        const char *argv[] = {"/bin/sh", "-c", "echo INIT $(grep '^0::' /proc/1/cgroup); echo SELF $(grep '^0::' /proc/self/cgroup)",
+                              NULL};
+        struct run r;
+        run_argv(p, argv, &r);
+        ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+        ck_assert_msg(strstr(r.out, "INIT 0::/\n") && strstr(r.out, "SELF 0::/\n"),
+                      "%s: init and workload in different cgroups: %s", late ? "placed after the clone" : "cloned into",
+                      r.out);
+        run_free(&r);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
 START_TEST(test_memory_limit_oom) {
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 64u << 20, NULL), 0);
@@ -2541,6 +2569,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_symlink_escapes);
     tcase_add_test(tc, test_source_read_only);
     tcase_add_test(tc, test_git_in_source);
+    tcase_add_test(tc, test_cgroup_v2_placement);
     tcase_add_test(tc, test_no_residue_between_attempts);
     tcase_add_test(tc, test_host_processes_invisible);
     tcase_add_test(tc, test_daemon_does_not_survive);
