@@ -47,6 +47,7 @@
 
 #include <jansson.h>
 
+#include "lazy.h"
 #include "linux-net.h"
 #include "linux-netlink.h"
 #include "linux-net-user.h"
@@ -565,6 +566,57 @@ static int ns_fail(fy_error **reterr, int e, const char *what) {
     return err_set(reterr, err_from_errno(e), FY_STEP_NETNS, e, NULL, "restricted network: %s: %s", what, strerror(e));
 }
 
+/* ---- the ruleset through libnftables, in this process ----
+ *
+ * nft(8) is a front end of libnftables: the same parser and the same
+ * netlink batch, without a process to start and a program and its
+ * libraries to load for each attempt (about 4 ms of CPU against 0.3 ms).
+ * The library is loaded on first use (lazy.h; no header is needed: its
+ * five functions below are its stable ABI, soname 1). Its context keeps
+ * process-wide state (xtables, the GMP allocators, its tables of names):
+ * one attempt at a time applies a ruleset, each with a context of its own,
+ * made, used and freed by this thread inside the router namespace. Where
+ * it cannot be loaded, nft -f as before. */
+struct nft_ctx;
+struct nft_ctx *nft_ctx_new(uint32_t flags);
+void nft_ctx_free(struct nft_ctx *ctx);
+int nft_ctx_buffer_output(struct nft_ctx *ctx);
+int nft_ctx_buffer_error(struct nft_ctx *ctx);
+const char *nft_ctx_get_error_buffer(struct nft_ctx *ctx);
+int nft_run_cmd_from_buffer(struct nft_ctx *ctx, const char *buf);
+
+static struct lazylib lazy_nftables = {.soname = "libnftables.so.1"};
+static pthread_mutex_t nftlib_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct nftlib_args { const char *ruleset; char *msg; size_t msglen; };
+static int nftlib_apply(void *p) {
+    struct nftlib_args *a = p;
+    struct nft_ctx *ctx = FY_LAZY(lazy_nftables, nft_ctx_new)(0);
+    if (!ctx)
+        return -ENOMEM;
+    (void)FY_LAZY(lazy_nftables, nft_ctx_buffer_output)(ctx); /* (nothing to the host's stdout) */
+    (void)FY_LAZY(lazy_nftables, nft_ctx_buffer_error)(ctx);
+    int r = FY_LAZY(lazy_nftables, nft_run_cmd_from_buffer)(ctx, a->ruleset);
+    if (r != 0) {
+        const char *m = FY_LAZY(lazy_nftables, nft_ctx_get_error_buffer)(ctx);
+        snprintf(a->msg, a->msglen, "%s", m ? m : "");
+    }
+    FY_LAZY(lazy_nftables, nft_ctx_free)(ctx);
+    return r != 0 ? -EINVAL : 0;
+}
+
+/* The ruleset applied in namespace ns by libnftables: 0 (the rules stand),
+ * -ENOSYS (no library: nft -f then), or another -errno with msg set. */
+static int nftlib_run(int ns, const char *ruleset, char *msg, size_t msglen) {
+    if (lazy_open(&lazy_nftables) < 0)
+        return -ENOSYS;
+    struct nftlib_args a = {ruleset, msg, msglen};
+    pthread_mutex_lock(&nftlib_mu);
+    int r = in_netns(ns, nftlib_apply, &a);
+    pthread_mutex_unlock(&nftlib_mu);
+    return r;
+}
+
 struct nft_args { const char *nft; int in, out; struct pu_proc *proc; };
 static int spawn_nft(void *p) {
     struct nft_args *a = p;
@@ -574,10 +626,18 @@ static int spawn_nft(void *p) {
     return e ? -e : 0;
 }
 
-/* nft -f with the ruleset, started in the router namespace and left to run
- * (lxn_finish waits for it): it costs most of the router's set-up, and the
- * sandbox builds itself meanwhile. */
+/* The ruleset into the router namespace: through libnftables at once, or
+ * (without it) nft -f started there and left to run (lxn_finish waits for
+ * it) while the router's links are made. */
 static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
+    char msg[512] = "";
+    int l = nftlib_run(run->router_fd, lp->ruleset, msg, sizeof(msg));
+    if (l == 0)
+        return 0; /* (nothing left to wait for: finish_nft) */
+    if (l != -ENOSYS)
+        return l == -EINVAL ? err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL,
+                                      "restricted network: nft failed (libnftables): %s", msg)
+                            : ns_fail(reterr, -l, "libnftables");
     int in = memfd_create("fy-nft-in", MFD_CLOEXEC);
     run->nft_out = memfd_create("fy-nft-out", MFD_CLOEXEC);
     int r = 0;
@@ -730,9 +790,20 @@ fail:
 static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
-    int r = finish_net(run, sandbox_ns, reterr);
-    /* The DNS stub, once the network stands (linux-dns-parse.h). */
-    if (r == 0 && run->lp && run->lp->dns && (r = lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+    /* The DNS stub (linux-dns-parse.h): under restricted, its socket in
+     * the sandbox's namespace and its program started first, so that it
+     * confines itself while the network is made; the workload's go-ahead
+     * waits for both. Under fetch-only, after the proxy (the proxy is the
+     * attempt's first child, as before). */
+    int r = 0;
+    bool dns = run->lp && run->lp->dns, early = dns && run->lp->mode != FY_NET_FETCH_ONLY;
+    if (early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
+        (void)lxn_teardown(run);
+        return r;
+    }
+    r = finish_net(run, sandbox_ns, reterr); /* (on failure, it has torn down the stub too) */
+    if (r == 0 && dns && (r = early ? lxp_await_ready(&run->dns, reterr)
+                                    : lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
         (void)lxn_teardown(run);
     return r;
 }
