@@ -111,7 +111,7 @@ static bool same_ns(int a, int b) {
 
 /* A sysctl of the router namespace: written only after checking that the
  * thread is in it (never the host's). */
-struct sysctl_args { int ns; const char *path; };
+struct sysctl_args { int ns; const char *path[2]; };
 static int write_sysctl(void *p) {
     const struct sysctl_args *a = p;
     int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -121,13 +121,17 @@ static int write_sysctl(void *p) {
     close(self);
     if (!ok)
         return -EXDEV;
-    int fd = open(a->path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t w = write(fd, "1", 1);
-    int e = errno;
-    close(fd);
-    return w == 1 ? 0 : -(w < 0 ? e : EIO);
+    for (int i = 0; i < 2 && a->path[i]; i++) {
+        int fd = open(a->path[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        ssize_t w = write(fd, "1", 1);
+        int e = errno;
+        close(fd);
+        if (w != 1)
+            return -(w < 0 ? e : EIO);
+    }
+    return 0;
 }
 
 /* ---- rtnetlink (the requests are linux-netlink.c's) ---- */
@@ -678,6 +682,8 @@ static int open_uplink(const struct lxn_plan *lp) {
     return fd < 0 ? -errno : fd;
 }
 
+static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr);
+
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
     run->lp = lp;
@@ -685,6 +691,51 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
         return 0; /* the helper makes it all once the sandbox's namespace exists (lxnh_finish) */
     if (lp->rootless)
         return lxnu_begin(run, lp, reterr);
+    return begin_router(run, lp, true, reterr);
+}
+
+static void *begin_main(void *p) {
+    struct lxn_run *run = p;
+    run->begin_r = begin_router(run, run->lp, false, &run->begin_err);
+    return NULL;
+}
+
+int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
+    if (lp->helper || lp->rootless || lp->mode == FY_NET_FETCH_ONLY)
+        return lxn_begin(run, lp, reterr);
+    lxn_run_init(run);
+    run->lp = lp;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
+    int e = pthread_create(&run->begin_thread, NULL, begin_main, run);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e == 0) {
+        run->begin_pending = true;
+        return 0;
+    }
+    return begin_router(run, lp, true, reterr); /* (no thread: here and now) */
+}
+
+/* The begin thread's end: its result, its error moved to reterr. */
+static int begin_join(struct lxn_run *run, fy_error **reterr) {
+    if (!run->begin_pending)
+        return 0;
+    (void)pthread_join(run->begin_thread, NULL);
+    run->begin_pending = false;
+    if (run->begin_err) {
+        if (reterr && !*reterr)
+            *reterr = run->begin_err;
+        else
+            fy_error_free(run->begin_err);
+        run->begin_err = NULL;
+    }
+    return run->begin_r;
+}
+
+/* tear: on failure, tear down here (not on the begin thread: the caller
+ * joins it first, then tears down). */
+static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr) {
     int r = 0, rs = -1, us = -1;
     if (lp->mode == FY_NET_FETCH_ONLY) {
         /* Nothing before the clone: the proxy needs the sandbox's namespace. */
@@ -724,12 +775,12 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
             rnd = (uint32_t)getpid() ^ (uint32_t)tries * 2654435761u;
         slot = rnd % nslots;
         uint32_t up_side = htonl(lp->link_base + 4 * slot + 1), router_side = htonl(lp->link_base + 4 * slot + 2);
-        int u1 = lnl_addr_in_use(us, up_side), u2 = u1 == 0 ? lnl_addr_in_use(us, router_side) : u1;
-        if (u1 < 0 || u2 < 0) {
-            r = ns_fail(reterr, -(u1 < 0 ? u1 : u2), "listing the uplink's addresses");
+        int u = lnl_addr_in_use2(us, up_side, router_side);
+        if (u < 0) {
+            r = ns_fail(reterr, -u, "listing the uplink's addresses");
             goto fail;
         }
-        if (u1 || u2)
+        if (u)
             continue;
         int l = reserve_slot(run, lp, slot);
         if (l == 0)
@@ -762,15 +813,31 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
     uint8_t u6l[16], u6r[16];
     link6(u6l, slot, 1);
     link6(u6r, slot, 2);
+    /* Each side's addresses and link in one message to the kernel, then
+     * the router's routes (once both ends are up). */
     const char *what = NULL;
-    if ((e = lnl_addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = lnl_addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
-        what = "router addresses";
-    else if ((e = lnl_addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = lnl_addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
-        what = "uplink addresses";
-    else if ((e = lnl_link_up(rs, LXN_ROUTER_UP_IF)) < 0 || (e = lnl_link_up(us, run->uplink_if)) < 0)
-        what = "links up";
-    else if ((e = lnl_route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = lnl_route_default(rs, i_up, AF_INET6, u6l)) < 0)
-        what = "router routes";
+    struct lnl_batch b;
+    lnl_batch_init(&b);
+    lnl_batch_addr_add(&b, i_up, AF_INET, &a_upr, 30);
+    lnl_batch_addr_add(&b, i_up, AF_INET6, u6r, 64);
+    lnl_batch_link_up(&b, LXN_ROUTER_UP_IF);
+    if ((e = lnl_batch_send(rs, &b)) < 0)
+        what = "router addresses and link";
+    if (!what) {
+        lnl_batch_init(&b);
+        lnl_batch_addr_add(&b, i_upl, AF_INET, &a_upl, 30);
+        lnl_batch_addr_add(&b, i_upl, AF_INET6, u6l, 64);
+        lnl_batch_link_up(&b, run->uplink_if);
+        if ((e = lnl_batch_send(us, &b)) < 0)
+            what = "uplink addresses and link";
+    }
+    if (!what) {
+        lnl_batch_init(&b);
+        lnl_batch_route_default(&b, i_up, AF_INET, &a_upl);
+        lnl_batch_route_default(&b, i_up, AF_INET6, u6l);
+        if ((e = lnl_batch_send(rs, &b)) < 0)
+            what = "router routes";
+    }
     if (what) {
         r = ns_fail(reterr, -e, what);
         goto fail;
@@ -783,7 +850,8 @@ fail:
         close(rs);
     if (us >= 0)
         close(us);
-    (void)lxn_teardown(run);
+    if (tear)
+        (void)lxn_teardown(run);
     return r;
 }
 
@@ -795,7 +863,11 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
      * confines itself while the network is made; the workload's go-ahead
      * waits for both. Under fetch-only, after the proxy (the proxy is the
      * attempt's first child, as before). */
-    int r = 0;
+    int r = begin_join(run, reterr);
+    if (r < 0) {
+        (void)lxn_teardown(run);
+        return r;
+    }
     bool dns = run->lp && run->lp->dns, early = dns && run->lp->mode != FY_NET_FETCH_ONLY;
     if (early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
         (void)lxn_teardown(run);
@@ -835,19 +907,29 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         goto fail;
     }
     uint32_t a_sbr = htonl(SB_ROUTER4), a_sbs = htonl(SB_SANDBOX4);
-    struct sysctl_args fw4 = {run->router_fd, "/proc/sys/net/ipv4/ip_forward"};
-    struct sysctl_args fw6 = {run->router_fd, "/proc/sys/net/ipv6/conf/all/forwarding"};
+    struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
     const char *what = NULL;
-    if ((e = in_netns(run->router_fd, write_sysctl, &fw4)) < 0 || (e = in_netns(run->router_fd, write_sysctl, &fw6)) < 0)
+    /* The router's side in one message to the kernel, then the sandbox's
+     * (its routes once both ends are up). */
+    struct lnl_batch b;
+    lnl_batch_init(&b);
+    lnl_batch_addr_add(&b, i_sb, AF_INET, &a_sbr, 30);
+    lnl_batch_addr_add(&b, i_sb, AF_INET6, sb_router6, 64);
+    lnl_batch_link_up(&b, LXN_ROUTER_SB_IF);
+    if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
         what = "forwarding in the router namespace";
-    else if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = lnl_addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
-        what = "router addresses";
-    else if ((e = lnl_addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 || (e = lnl_addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
-        what = "sandbox addresses";
-    else if ((e = lnl_link_up(rs, LXN_ROUTER_SB_IF)) < 0 || (e = lnl_link_up(ss, LXN_SANDBOX_IF)) < 0)
-        what = "links up";
-    else if ((e = lnl_route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 || (e = lnl_route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
-        what = "sandbox routes";
+    else if ((e = lnl_batch_send(rs, &b)) < 0)
+        what = "router addresses and link";
+    if (!what) {
+        lnl_batch_init(&b);
+        lnl_batch_addr_add(&b, i_eth, AF_INET, &a_sbs, 30);
+        lnl_batch_addr_add(&b, i_eth, AF_INET6, sb_sandbox6, 64);
+        lnl_batch_link_up(&b, LXN_SANDBOX_IF);
+        lnl_batch_route_default(&b, i_eth, AF_INET, &a_sbr);
+        lnl_batch_route_default(&b, i_eth, AF_INET6, sb_router6);
+        if ((e = lnl_batch_send(ss, &b)) < 0)
+            what = "sandbox addresses, link and routes";
+    }
     if (what) {
         r = ns_fail(reterr, -e, what);
         goto fail;
@@ -931,6 +1013,10 @@ static bool wait_unlisted(int ns, const char *name, int ms) {
 }
 
 void lxn_forget(struct lxn_run *run) {
+    /* A forked copy has no begin thread (only the parent's fds it made
+     * before the fork, closed below). */
+    run->begin_pending = false;
+    run->begin_err = NULL;
     if (run->user)
         lxnu_forget(run);
     run->uplink_if[0] = 0;
@@ -944,6 +1030,7 @@ void lxn_forget(struct lxn_run *run) {
 
 unsigned lxn_teardown(struct lxn_run *run) {
     unsigned left = 0;
+    (void)begin_join(run, NULL); /* (its failure: torn down below all the same) */
     /* A report the previous call made and nobody took (a failed start). */
     free(run->report);
     run->report = NULL;

@@ -300,6 +300,17 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     }
     if (!sh && (r = lx_record_state(pl, x->cg.name, x->attempt_dir, &x->state_dir, &x->state_path, &x->state_fd, reterr)) < 0)
         goto fail;
+    /* Restricted: the router (linux-net.c), on a thread of its own while
+     * we clone the sandbox and it makes its network namespace and builds
+     * its filesystem; lxn_finish waits for it. The sandbox runs nothing of
+     * the workload before its second go-ahead, which waits for the router
+     * and the rules. */
+    if (pl->net_router && (r = lxn_begin_async(&x->net, pl->net, reterr)) < 0)
+        goto fail;
+    /* Rootless restricted: pasta outlives nothing of ours, but fy_gc finds it. */
+    if (!sh && pl->net_router && lxnu_uplink_pid(&x->net) > 0 &&
+        (r = state_record_helper(x->state_fd, lxnu_uplink_pid(&x->net), reterr)) < 0)
+        goto fail;
     if ((r = lx_setup_secrets(x, np, pl, &stdin_secret, reterr)) < 0 ||
         (r = lx_setup_stdio(x, np, stdin_secret, reterr)) < 0)
         goto fail;
@@ -402,16 +413,6 @@ claimed:
     x->t_go = util_now_usec();
     r = cg_create(&pl->cg, &x->cg, CG_PART_V1, reterr);
     obs_span(obs, "sandbox.resource", FY_SPAN_END, util_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
-    /* Restricted: the router (linux-net.c), while the sandbox makes its
-     * network namespace and builds its filesystem (not before the clone:
-     * it would delay all of that by as much). The sandbox runs nothing of
-     * the workload before its second go-ahead, which waits for the router
-     * and the rules. */
-    if (r == 0 && pl->net_router)
-        r = lxn_begin(&x->net, pl->net, reterr);
-    /* Rootless restricted: pasta outlives nothing of ours, but fy_gc finds it. */
-    if (r == 0 && !sh && pl->net_router && lxnu_uplink_pid(&x->net) > 0)
-        r = state_record_helper(x->state_fd, lxnu_uplink_pid(&x->net), reterr);
     /* The sandbox's pid goes into the record before the go-ahead: the
      * sandbox itself ends when we die, the record is for what it leaves.
      * With the go-ahead go its v1 cgroups' tasks files: it moves itself. */
