@@ -19,7 +19,8 @@
  * Configuration is rtnetlink over plain sockets, each created in its
  * namespace by the calling thread (setns there and back: only this
  * thread's namespace changes, and only for the socket call); the rules go
- * in with nft -f, run in the router namespace. */
+ * in through libnftables, called inside the router namespace (nft -f run
+ * there where the library cannot be loaded). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

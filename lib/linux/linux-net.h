@@ -88,9 +88,9 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
  * (after pl->ll_abi is known; left out above LX_LL_MAX_TCP_PORTS ports). */
 void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np);
 
-/* At start, before the clone: the router namespace, its rules (nft, left
- * running), its uplink veth, addresses and route; forwarding stays off.
- * On failure nothing is left. */
+/* At start, before the clone: the router namespace, its rules (through
+ * libnftables, or nft -f left running), its uplink veth, addresses and
+ * route; forwarding stays off. On failure nothing is left. */
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr);
 /* lxn_begin on a thread of its own, for a caller with other work
  * meanwhile (the clone): lxn_finish reports its error, lxn_teardown waits
