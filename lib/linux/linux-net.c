@@ -22,6 +22,7 @@
  * in through libnftables, called inside the router namespace (nft -f run
  * there where the library cannot be loaded). */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
@@ -615,9 +616,19 @@ static int nftlib_apply(void *p) {
 static int nftlib_run(int ns, const char *ruleset, char *msg, size_t msglen) {
     if (lazy_open(&lazy_nftables) < 0)
         return -ENOSYS;
+    static int complete = -1; /* (under nftlib_mu) every function above is there: lazy_sym aborts otherwise */
     struct nftlib_args a = {ruleset, msg, msglen};
     pthread_mutex_lock(&nftlib_mu);
-    int r = in_netns(ns, nftlib_apply, &a);
+    if (complete < 0) {
+        static const char *const names[] = {"nft_ctx_new", "nft_ctx_free", "nft_ctx_buffer_output",
+                                            "nft_ctx_buffer_error", "nft_ctx_get_error_buffer",
+                                            "nft_run_cmd_from_buffer"};
+        complete = 1;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (!dlsym(lazy_nftables.handle, names[i]))
+                complete = 0;
+    }
+    int r = complete ? in_netns(ns, nftlib_apply, &a) : -ENOSYS;
     pthread_mutex_unlock(&nftlib_mu);
     return r;
 }
