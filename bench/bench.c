@@ -35,6 +35,11 @@
  *               cache (/bin/true, release profile) vs runc run of the
  *               bundle; first unpack of a 100 MiB layer vs tar -x of it
  *               (also alone: fy-bench --unpack [PAIRS], default 9 pairs)
+ *   restricted  (also alone: fy-bench --restricted [RUNS], root) network
+ *               mode restricted against deny, interleaved, with the CPU of
+ *               this process and its reaped children per attempt and the
+ *               load average; then the same as uid 65534 (the rootless
+ *               pasta path, in a namespace of ours), and the peers
  *   fetch-only  (also alone: fy-bench --fetch [RUNS]) 1 GiB over HTTP from
  *               a listener of its own on 127.0.0.1: curl in a fetch-only
  *               sandbox through the proxy (whole attempt) vs curl on the
@@ -694,6 +699,89 @@ static void bench_container(const char *runc, const char *bundle, const char *ru
 
 /* ---- network mode restricted (root): its lifecycle against deny's ---- */
 
+
+/* The rootless row: this program again as uid 65534 (--rootless-row RUNS)
+ * inside a namespace of ours whose only way out is a veth pair with both
+ * ends in it and a default route (pasta, the rootless path's uplink, wants
+ * one; whatever goes there arrives at the other end and is dropped): never
+ * the host's network. */
+static void bench_restricted_rootless(int runs) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0 || access("/usr/bin/pasta", X_OK) != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+        printf("  restricted rootless: needs pasta and setpriv: no row\n");
+        return;
+    }
+    self[n] = 0;
+    char name[64], rs[16];
+    snprintf(name, sizeof(name), "fy-bench-rl-%d", (int)getpid());
+    snprintf(rs, sizeof(rs), "%d", runs);
+    char *add[] = {"/usr/sbin/ip", "netns", "add", name, NULL};
+    char *lo[] = {"/usr/sbin/ip", "-n", name, "link", "set", "lo", "up", NULL};
+    char *dummy[] = {"/usr/sbin/ip", "-n", name, "link", "add", "d0", "type", "veth", "peer", "name", "d1", NULL};
+    char *addr[] = {"/usr/sbin/ip", "-n", name, "addr", "add", "192.0.2.1/24", "dev", "d0", NULL};
+    char *up[] = {"/usr/sbin/ip", "-n", name, "link", "set", "d0", "up", NULL};
+    char *up1[] = {"/usr/sbin/ip", "-n", name, "link", "set", "d1", "up", NULL};
+    char *route[] = {"/usr/sbin/ip", "-n", name, "route", "add", "default", "via", "192.0.2.2", "dev", "d0", NULL};
+    char *del[] = {"/usr/sbin/ip", "netns", "del", name, NULL};
+    char *argv[] = {"/usr/sbin/ip", "netns", "exec", name, "/usr/bin/setpriv", "--reuid", "65534",
+                    "--regid", "65534", "--clear-groups", "/usr/bin/env", "HOME=/tmp", self, "--rootless-row", rs,
+                    NULL};
+    if (spawn_wait(add) != 0 || spawn_wait(lo) != 0 || spawn_wait(dummy) != 0 || spawn_wait(addr) != 0 ||
+        spawn_wait(up) != 0 || spawn_wait(up1) != 0 || spawn_wait(route) != 0) {
+        printf("  restricted rootless: could not make its namespace: no row\n");
+    } else {
+        fflush(stdout);
+        pid_t pid;
+        int st = -1;
+        if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0 || waitpid(pid, &st, 0) < 0 ||
+            !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            printf("  restricted rootless: uid 65534 could not run %s: no row\n", self);
+    }
+    spawn_wait(del);
+}
+
+/* As uid 65534: restricted (pasta path) against deny, interleaved. */
+static void rootless_row(int runs) {
+    fy_policy *deny = NULL, *restricted = NULL;
+    fy_error *e = NULL;
+    if (fy_policy_new(FY_PROFILE_STANDARD_CI, &deny, &e) < 0 || fy_policy_new(FY_PROFILE_STANDARD_CI, &restricted, &e) < 0 ||
+        fy_policy_add_destination(restricted, "198.51.100.1", FY_PROTO_TCP, 80, 80, &e) < 0 ||
+        fy_policy_set_network(restricted, FY_NET_RESTRICTED, &e) < 0) {
+        printf("  restricted rootless: %s: no row\n", e ? fy_error_message(e) : "policy");
+        return;
+    }
+    const char *argv_true[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    if (fy_prepare(restricted, NULL, argv_true, &pr, &e) < 0) {
+        printf("  restricted rootless: %s: no row\n", fy_error_message(e));
+        return;
+    }
+    fy_prepared_free(pr);
+    uint64_t *t_deny = calloc((size_t)runs, 8), *t_res = calloc((size_t)runs, 8);
+    uint64_t cpu_deny = 0, cpu_res = 0;
+    double la0[3] = {0}, la1[3] = {0};
+    (void)getloadavg(la0, 3);
+    for (int i = 0; i < runs; i++) {
+        uint64_t c0 = cpu_ns();
+        t_deny[i] = lifecycle_ns(deny, argv_true);
+        uint64_t c1 = cpu_ns();
+        t_res[i] = lifecycle_ns(restricted, argv_true);
+        cpu_res += cpu_ns() - c1;
+        cpu_deny += c1 - c0;
+    }
+    (void)getloadavg(la1, 3);
+    double md = median_ms(t_deny, runs), mr = median_ms(t_res, runs);
+    printf("  %-40s %9.3f ms   deny (standard-ci, uid 65534) %.3f ms, ratio %.2fx\n",
+           "lifecycle, restricted rootless (pasta)", mr, md, mr / md);
+    printf("  %-40s %9.3f ms   deny %.3f ms; load %.1f -> %.1f\n", "  CPU per attempt, rootless",
+           cpu_res / 1e6 / runs, cpu_deny / 1e6 / runs, la0[0], la1[0]);
+    free(t_deny);
+    free(t_res);
+    fy_policy_free(deny);
+    fy_policy_free(restricted);
+}
+
 /* A namespace of our own as the router's uplink (198.51.100.1 on its
  * loopback): never the host's, never a packet out. */
 static void bench_restricted(int runs) {
@@ -724,13 +812,24 @@ static void bench_restricted(int runs) {
     }
     const char *argv_true[] = {"/bin/true", NULL};
     uint64_t *t_deny = calloc((size_t)runs, 8), *t_res = calloc((size_t)runs, 8);
+    uint64_t cpu_deny = 0, cpu_res = 0;
+    double la0[3] = {0}, la1[3] = {0};
+    (void)getloadavg(la0, 3);
     for (int i = 0; i < runs; i++) {
+        uint64_t c0 = cpu_ns();
         t_deny[i] = lifecycle_ns(deny, argv_true);
+        uint64_t c1 = cpu_ns();
         t_res[i] = lifecycle_ns(restricted, argv_true);
+        cpu_res += cpu_ns() - c1;
+        cpu_deny += c1 - c0;
     }
+    (void)getloadavg(la1, 3);
     double md = median_ms(t_deny, runs), mr = median_ms(t_res, runs);
     printf("  %-40s %9.3f ms   deny (standard-ci) %.3f ms, ratio %.2fx (target <= 1.50x)\n",
            "lifecycle, network restricted (nft)", mr, md, mr / md);
+    printf("  %-40s %9.3f ms   deny %.3f ms (this process and its reaped children); load %.1f -> %.1f\n",
+           "  CPU per attempt, restricted", cpu_res / 1e6 / runs, cpu_deny / 1e6 / runs, la0[0], la1[0]);
+    bench_restricted_rootless(runs);
     /* The peer: what a user would assemble by hand, bwrap --share-net in a
      * network namespace with the same allowlist in nftables (output: only
      * 198.51.100.1:80/tcp and established traffic), made and removed per
@@ -1121,6 +1220,11 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--restricted") == 0) {
         /* The restricted row alone (root): its lifecycle against deny's. */
         bench_restricted(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 100);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--rootless-row") == 0) {
+        /* (bench_restricted runs this as uid 65534 in its namespace) */
+        rootless_row(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 100);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--fetch") == 0) {

@@ -19,8 +19,10 @@
  * Configuration is rtnetlink over plain sockets, each created in its
  * namespace by the calling thread (setns there and back: only this
  * thread's namespace changes, and only for the socket call); the rules go
- * in with nft -f, run in the router namespace. */
+ * in through libnftables, called inside the router namespace (nft -f run
+ * there where the library cannot be loaded). */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
@@ -47,6 +49,7 @@
 
 #include <jansson.h>
 
+#include "lazy.h"
 #include "linux-net.h"
 #include "linux-netlink.h"
 #include "linux-net-user.h"
@@ -110,7 +113,7 @@ static bool same_ns(int a, int b) {
 
 /* A sysctl of the router namespace: written only after checking that the
  * thread is in it (never the host's). */
-struct sysctl_args { int ns; const char *path; };
+struct sysctl_args { int ns; const char *path[2]; };
 static int write_sysctl(void *p) {
     const struct sysctl_args *a = p;
     int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -120,13 +123,17 @@ static int write_sysctl(void *p) {
     close(self);
     if (!ok)
         return -EXDEV;
-    int fd = open(a->path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t w = write(fd, "1", 1);
-    int e = errno;
-    close(fd);
-    return w == 1 ? 0 : -(w < 0 ? e : EIO);
+    for (int i = 0; i < 2 && a->path[i]; i++) {
+        int fd = open(a->path[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        ssize_t w = write(fd, "1", 1);
+        int e = errno;
+        close(fd);
+        if (w != 1)
+            return -(w < 0 ? e : EIO);
+    }
+    return 0;
 }
 
 /* ---- rtnetlink (the requests are linux-netlink.c's) ---- */
@@ -565,6 +572,67 @@ static int ns_fail(fy_error **reterr, int e, const char *what) {
     return err_set(reterr, err_from_errno(e), FY_STEP_NETNS, e, NULL, "restricted network: %s: %s", what, strerror(e));
 }
 
+/* ---- the ruleset through libnftables, in this process ----
+ *
+ * nft(8) is a front end of libnftables: the same parser and the same
+ * netlink batch, without a process to start and a program and its
+ * libraries to load for each attempt (about 4 ms of CPU against 0.3 ms).
+ * The library is loaded on first use (lazy.h; no header is needed: its
+ * five functions below are its stable ABI, soname 1). Its context keeps
+ * process-wide state (xtables, the GMP allocators, its tables of names):
+ * one attempt at a time applies a ruleset, each with a context of its own,
+ * made, used and freed by this thread inside the router namespace. Where
+ * it cannot be loaded, nft -f as before. */
+struct nft_ctx;
+struct nft_ctx *nft_ctx_new(uint32_t flags);
+void nft_ctx_free(struct nft_ctx *ctx);
+int nft_ctx_buffer_output(struct nft_ctx *ctx);
+int nft_ctx_buffer_error(struct nft_ctx *ctx);
+const char *nft_ctx_get_error_buffer(struct nft_ctx *ctx);
+int nft_run_cmd_from_buffer(struct nft_ctx *ctx, const char *buf);
+
+static struct lazylib lazy_nftables = {.soname = "libnftables.so.1"};
+static pthread_mutex_t nftlib_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct nftlib_args { const char *ruleset; char *msg; size_t msglen; };
+static int nftlib_apply(void *p) {
+    struct nftlib_args *a = p;
+    struct nft_ctx *ctx = FY_LAZY(lazy_nftables, nft_ctx_new)(0);
+    if (!ctx)
+        return -ENOMEM;
+    (void)FY_LAZY(lazy_nftables, nft_ctx_buffer_output)(ctx); /* (nothing to the host's stdout) */
+    (void)FY_LAZY(lazy_nftables, nft_ctx_buffer_error)(ctx);
+    int r = FY_LAZY(lazy_nftables, nft_run_cmd_from_buffer)(ctx, a->ruleset);
+    if (r != 0) {
+        const char *m = FY_LAZY(lazy_nftables, nft_ctx_get_error_buffer)(ctx);
+        snprintf(a->msg, a->msglen, "%s", m ? m : "");
+    }
+    FY_LAZY(lazy_nftables, nft_ctx_free)(ctx);
+    return r != 0 ? -EINVAL : 0;
+}
+
+/* The ruleset applied in namespace ns by libnftables: 0 (the rules stand),
+ * -ENOSYS (no library: nft -f then), or another -errno with msg set. */
+static int nftlib_run(int ns, const char *ruleset, char *msg, size_t msglen) {
+    if (lazy_open(&lazy_nftables) < 0)
+        return -ENOSYS;
+    static int complete = -1; /* (under nftlib_mu) every function above is there: lazy_sym aborts otherwise */
+    struct nftlib_args a = {ruleset, msg, msglen};
+    pthread_mutex_lock(&nftlib_mu);
+    if (complete < 0) {
+        static const char *const names[] = {"nft_ctx_new", "nft_ctx_free", "nft_ctx_buffer_output",
+                                            "nft_ctx_buffer_error", "nft_ctx_get_error_buffer",
+                                            "nft_run_cmd_from_buffer"};
+        complete = 1;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (!dlsym(lazy_nftables.handle, names[i]))
+                complete = 0;
+    }
+    int r = complete ? in_netns(ns, nftlib_apply, &a) : -ENOSYS;
+    pthread_mutex_unlock(&nftlib_mu);
+    return r;
+}
+
 struct nft_args { const char *nft; int in, out; struct pu_proc *proc; };
 static int spawn_nft(void *p) {
     struct nft_args *a = p;
@@ -574,10 +642,18 @@ static int spawn_nft(void *p) {
     return e ? -e : 0;
 }
 
-/* nft -f with the ruleset, started in the router namespace and left to run
- * (lxn_finish waits for it): it costs most of the router's set-up, and the
- * sandbox builds itself meanwhile. */
+/* The ruleset into the router namespace: through libnftables at once, or
+ * (without it) nft -f started there and left to run (lxn_finish waits for
+ * it) while the router's links are made. */
 static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
+    char msg[512] = "";
+    int l = nftlib_run(run->router_fd, lp->ruleset, msg, sizeof(msg));
+    if (l == 0)
+        return 0; /* (nothing left to wait for: finish_nft) */
+    if (l != -ENOSYS)
+        return l == -EINVAL ? err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL,
+                                      "restricted network: nft failed (libnftables): %s", msg)
+                            : ns_fail(reterr, -l, "libnftables");
     int in = memfd_create("fy-nft-in", MFD_CLOEXEC);
     run->nft_out = memfd_create("fy-nft-out", MFD_CLOEXEC);
     int r = 0;
@@ -618,6 +694,8 @@ static int open_uplink(const struct lxn_plan *lp) {
     return fd < 0 ? -errno : fd;
 }
 
+static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr);
+
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
     run->lp = lp;
@@ -625,6 +703,51 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
         return 0; /* the helper makes it all once the sandbox's namespace exists (lxnh_finish) */
     if (lp->rootless)
         return lxnu_begin(run, lp, reterr);
+    return begin_router(run, lp, true, reterr);
+}
+
+static void *begin_main(void *p) {
+    struct lxn_run *run = p;
+    run->begin_r = begin_router(run, run->lp, false, &run->begin_err);
+    return NULL;
+}
+
+int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
+    if (lp->helper || lp->rootless || lp->mode == FY_NET_FETCH_ONLY)
+        return lxn_begin(run, lp, reterr);
+    lxn_run_init(run);
+    run->lp = lp;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
+    int e = pthread_create(&run->begin_thread, NULL, begin_main, run);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e == 0) {
+        run->begin_pending = true;
+        return 0;
+    }
+    return begin_router(run, lp, true, reterr); /* (no thread: here and now) */
+}
+
+/* The begin thread's end: its result, its error moved to reterr. */
+static int begin_join(struct lxn_run *run, fy_error **reterr) {
+    if (!run->begin_pending)
+        return 0;
+    (void)pthread_join(run->begin_thread, NULL);
+    run->begin_pending = false;
+    if (run->begin_err) {
+        if (reterr && !*reterr)
+            *reterr = run->begin_err;
+        else
+            fy_error_free(run->begin_err);
+        run->begin_err = NULL;
+    }
+    return run->begin_r;
+}
+
+/* tear: on failure, tear down here (not on the begin thread: the caller
+ * joins it first, then tears down). */
+static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr) {
     int r = 0, rs = -1, us = -1;
     if (lp->mode == FY_NET_FETCH_ONLY) {
         /* Nothing before the clone: the proxy needs the sandbox's namespace. */
@@ -664,12 +787,12 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
             rnd = (uint32_t)getpid() ^ (uint32_t)tries * 2654435761u;
         slot = rnd % nslots;
         uint32_t up_side = htonl(lp->link_base + 4 * slot + 1), router_side = htonl(lp->link_base + 4 * slot + 2);
-        int u1 = lnl_addr_in_use(us, up_side), u2 = u1 == 0 ? lnl_addr_in_use(us, router_side) : u1;
-        if (u1 < 0 || u2 < 0) {
-            r = ns_fail(reterr, -(u1 < 0 ? u1 : u2), "listing the uplink's addresses");
+        int u = lnl_addr_in_use2(us, up_side, router_side);
+        if (u < 0) {
+            r = ns_fail(reterr, -u, "listing the uplink's addresses");
             goto fail;
         }
-        if (u1 || u2)
+        if (u)
             continue;
         int l = reserve_slot(run, lp, slot);
         if (l == 0)
@@ -702,15 +825,31 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
     uint8_t u6l[16], u6r[16];
     link6(u6l, slot, 1);
     link6(u6r, slot, 2);
+    /* Each side's addresses and link in one message to the kernel, then
+     * the router's routes (once both ends are up). */
     const char *what = NULL;
-    if ((e = lnl_addr_add(rs, i_up, AF_INET, &a_upr, 30)) < 0 || (e = lnl_addr_add(rs, i_up, AF_INET6, u6r, 64)) < 0)
-        what = "router addresses";
-    else if ((e = lnl_addr_add(us, i_upl, AF_INET, &a_upl, 30)) < 0 || (e = lnl_addr_add(us, i_upl, AF_INET6, u6l, 64)) < 0)
-        what = "uplink addresses";
-    else if ((e = lnl_link_up(rs, LXN_ROUTER_UP_IF)) < 0 || (e = lnl_link_up(us, run->uplink_if)) < 0)
-        what = "links up";
-    else if ((e = lnl_route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = lnl_route_default(rs, i_up, AF_INET6, u6l)) < 0)
-        what = "router routes";
+    struct lnl_batch b;
+    lnl_batch_init(&b);
+    lnl_batch_addr_add(&b, i_up, AF_INET, &a_upr, 30);
+    lnl_batch_addr_add(&b, i_up, AF_INET6, u6r, 64);
+    lnl_batch_link_up(&b, LXN_ROUTER_UP_IF);
+    if ((e = lnl_batch_send(rs, &b)) < 0)
+        what = "router addresses and link";
+    if (!what) {
+        lnl_batch_init(&b);
+        lnl_batch_addr_add(&b, i_upl, AF_INET, &a_upl, 30);
+        lnl_batch_addr_add(&b, i_upl, AF_INET6, u6l, 64);
+        lnl_batch_link_up(&b, run->uplink_if);
+        if ((e = lnl_batch_send(us, &b)) < 0)
+            what = "uplink addresses and link";
+    }
+    if (!what) {
+        lnl_batch_init(&b);
+        lnl_batch_route_default(&b, i_up, AF_INET, &a_upl);
+        lnl_batch_route_default(&b, i_up, AF_INET6, u6l);
+        if ((e = lnl_batch_send(rs, &b)) < 0)
+            what = "router routes";
+    }
     if (what) {
         r = ns_fail(reterr, -e, what);
         goto fail;
@@ -723,16 +862,32 @@ fail:
         close(rs);
     if (us >= 0)
         close(us);
-    (void)lxn_teardown(run);
+    if (tear)
+        (void)lxn_teardown(run);
     return r;
 }
 
 static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
-    int r = finish_net(run, sandbox_ns, reterr);
-    /* The DNS stub, once the network stands (linux-dns-parse.h). */
-    if (r == 0 && run->lp && run->lp->dns && (r = lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+    /* The DNS stub (linux-dns-parse.h): under restricted, its socket in
+     * the sandbox's namespace and its program started first, so that it
+     * confines itself while the network is made; the workload's go-ahead
+     * waits for both. Under fetch-only, after the proxy (the proxy is the
+     * attempt's first child, as before). */
+    int r = begin_join(run, reterr);
+    if (r < 0) {
+        (void)lxn_teardown(run);
+        return r;
+    }
+    bool dns = run->lp && run->lp->dns, early = dns && run->lp->mode != FY_NET_FETCH_ONLY;
+    if (early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
+        (void)lxn_teardown(run);
+        return r;
+    }
+    r = finish_net(run, sandbox_ns, reterr); /* (on failure, it has torn down the stub too) */
+    if (r == 0 && dns && (r = early ? lxp_await_ready(&run->dns, reterr)
+                                    : lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
         (void)lxn_teardown(run);
     return r;
 }
@@ -764,19 +919,29 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         goto fail;
     }
     uint32_t a_sbr = htonl(SB_ROUTER4), a_sbs = htonl(SB_SANDBOX4);
-    struct sysctl_args fw4 = {run->router_fd, "/proc/sys/net/ipv4/ip_forward"};
-    struct sysctl_args fw6 = {run->router_fd, "/proc/sys/net/ipv6/conf/all/forwarding"};
+    struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
     const char *what = NULL;
-    if ((e = in_netns(run->router_fd, write_sysctl, &fw4)) < 0 || (e = in_netns(run->router_fd, write_sysctl, &fw6)) < 0)
+    /* The router's side in one message to the kernel, then the sandbox's
+     * (its routes once both ends are up). */
+    struct lnl_batch b;
+    lnl_batch_init(&b);
+    lnl_batch_addr_add(&b, i_sb, AF_INET, &a_sbr, 30);
+    lnl_batch_addr_add(&b, i_sb, AF_INET6, sb_router6, 64);
+    lnl_batch_link_up(&b, LXN_ROUTER_SB_IF);
+    if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
         what = "forwarding in the router namespace";
-    else if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 || (e = lnl_addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
-        what = "router addresses";
-    else if ((e = lnl_addr_add(ss, i_eth, AF_INET, &a_sbs, 30)) < 0 || (e = lnl_addr_add(ss, i_eth, AF_INET6, sb_sandbox6, 64)) < 0)
-        what = "sandbox addresses";
-    else if ((e = lnl_link_up(rs, LXN_ROUTER_SB_IF)) < 0 || (e = lnl_link_up(ss, LXN_SANDBOX_IF)) < 0)
-        what = "links up";
-    else if ((e = lnl_route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 || (e = lnl_route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
-        what = "sandbox routes";
+    else if ((e = lnl_batch_send(rs, &b)) < 0)
+        what = "router addresses and link";
+    if (!what) {
+        lnl_batch_init(&b);
+        lnl_batch_addr_add(&b, i_eth, AF_INET, &a_sbs, 30);
+        lnl_batch_addr_add(&b, i_eth, AF_INET6, sb_sandbox6, 64);
+        lnl_batch_link_up(&b, LXN_SANDBOX_IF);
+        lnl_batch_route_default(&b, i_eth, AF_INET, &a_sbr);
+        lnl_batch_route_default(&b, i_eth, AF_INET6, sb_router6);
+        if ((e = lnl_batch_send(ss, &b)) < 0)
+            what = "sandbox addresses, link and routes";
+    }
     if (what) {
         r = ns_fail(reterr, -e, what);
         goto fail;
@@ -860,6 +1025,10 @@ static bool wait_unlisted(int ns, const char *name, int ms) {
 }
 
 void lxn_forget(struct lxn_run *run) {
+    /* A forked copy has no begin thread (only the parent's fds it made
+     * before the fork, closed below). */
+    run->begin_pending = false;
+    run->begin_err = NULL;
     if (run->user)
         lxnu_forget(run);
     run->uplink_if[0] = 0;
@@ -873,6 +1042,7 @@ void lxn_forget(struct lxn_run *run) {
 
 unsigned lxn_teardown(struct lxn_run *run) {
     unsigned left = 0;
+    (void)begin_join(run, NULL); /* (its failure: torn down below all the same) */
     /* A report the previous call made and nobody took (a failed start). */
     free(run->report);
     run->report = NULL;

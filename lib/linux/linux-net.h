@@ -10,6 +10,7 @@
 #ifndef FY_LINUX_NET_H
 #define FY_LINUX_NET_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -64,6 +65,12 @@ struct lxn_run {
     char helper_link[16];       /* its veth in the helper's uplink */
     struct lxnu_run *user;      /* rootless restricted (linux-net-user.c), or NULL */
     struct lxp_run dns;         /* the attempt's DNS stub (fy-proxy in its DNS mode) */
+    /* lxn_begin_async: the thread making the router, joined by lxn_finish
+     * or lxn_teardown (nothing else of run is read or written meanwhile) */
+    bool begin_pending;
+    pthread_t begin_thread;
+    int begin_r;
+    fy_error *begin_err;
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,
@@ -81,10 +88,14 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
  * (after pl->ll_abi is known; left out above LX_LL_MAX_TCP_PORTS ports). */
 void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np);
 
-/* At start, before the clone: the router namespace, its rules (nft, left
- * running), its uplink veth, addresses and route; forwarding stays off.
- * On failure nothing is left. */
+/* At start, before the clone: the router namespace, its rules (through
+ * libnftables, or nft -f left running), its uplink veth, addresses and
+ * route; forwarding stays off. On failure nothing is left. */
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr);
+/* lxn_begin on a thread of its own, for a caller with other work
+ * meanwhile (the clone): lxn_finish reports its error, lxn_teardown waits
+ * for it. Rootless, through the helper and fetch-only: lxn_begin itself. */
+int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr);
 /* Between the clone and the second go-ahead, sandbox_ns the sandbox's
  * network namespace: once nft's rules stand, forwarding on, the veth to
  * the sandbox with its addresses and routes. On failure nothing is left. */

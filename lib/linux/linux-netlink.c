@@ -117,28 +117,31 @@ int lnl_link_veth(int s, const char *name, const char *peer_name, int peer_ns) {
     return nl_talk(s, &m, NULL, NULL);
 }
 
-static int link_no_ll(int s, const char *name) {
+static void build_no_ll(struct nlmsg *m, const char *name) {
     struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
-    struct rtattr *af = nl_nest(&m, IFLA_AF_SPEC);
-    struct rtattr *in6 = nl_nest(&m, AF_INET6);
+    nl_init(m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *af = nl_nest(m, IFLA_AF_SPEC);
+    struct rtattr *in6 = nl_nest(m, AF_INET6);
     uint8_t mode = IN6_ADDR_GEN_MODE_NONE;
-    nl_attr(&m, IFLA_INET6_ADDR_GEN_MODE, &mode, sizeof(mode));
-    nl_nest_end(&m, in6);
-    nl_nest_end(&m, af);
-    return nl_talk(s, &m, NULL, NULL);
+    nl_attr(m, IFLA_INET6_ADDR_GEN_MODE, &mode, sizeof(mode));
+    nl_nest_end(m, in6);
+    nl_nest_end(m, af);
+}
+
+static void build_up(struct nlmsg *m, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP, .ifi_change = IFF_UP};
+    nl_init(m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(m, IFLA_IFNAME, name, strlen(name) + 1);
 }
 
 int lnl_link_up(int s, const char *name) {
-    int e = link_no_ll(s, name);
+    struct nlmsg m;
+    build_no_ll(&m, name);
+    int e = nl_talk(s, &m, NULL, NULL);
     if (e < 0 && e != -EAFNOSUPPORT && e != -EOPNOTSUPP)
         return e;
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP, .ifi_change = IFF_UP};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
-    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    build_up(&m, name);
     return nl_talk(s, &m, NULL, NULL);
 }
 
@@ -172,30 +175,115 @@ int lnl_link_exists(int s, const char *name) {
     return r > 0 ? 1 : r == -ENODEV ? 0 : r;
 }
 
-int lnl_addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix) {
+static void build_addr_add(struct nlmsg *m, int ifindex, int family, const void *addr, unsigned prefix) {
     struct ifaddrmsg ifa = {.ifa_family = (uint8_t)family, .ifa_prefixlen = (uint8_t)prefix,
                             .ifa_flags = family == AF_INET6 ? IFA_F_NODAD : 0, .ifa_index = (uint32_t)ifindex};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
+    nl_init(m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
     size_t len = family == AF_INET ? 4 : 16;
-    nl_attr(&m, IFA_LOCAL, addr, len);
-    nl_attr(&m, IFA_ADDRESS, addr, len);
+    nl_attr(m, IFA_LOCAL, addr, len);
+    nl_attr(m, IFA_ADDRESS, addr, len);
     if (family == AF_INET6) {
         uint32_t fl = IFA_F_NODAD;
-        nl_attr(&m, IFA_FLAGS, &fl, sizeof(fl));
+        nl_attr(m, IFA_FLAGS, &fl, sizeof(fl));
     }
+}
+
+int lnl_addr_add(int s, int ifindex, int family, const void *addr, unsigned prefix) {
+    struct nlmsg m;
+    build_addr_add(&m, ifindex, family, addr, prefix);
     return nl_talk(s, &m, NULL, NULL);
 }
 
-int lnl_route_default(int s, int ifindex, int family, const void *gw) {
+static void build_route_default(struct nlmsg *m, int ifindex, int family, const void *gw) {
     struct rtmsg rt = {.rtm_family = (uint8_t)family, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
                        .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST};
-    struct nlmsg m;
-    nl_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof(rt));
-    nl_attr(&m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
+    nl_init(m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof(rt));
+    nl_attr(m, RTA_GATEWAY, gw, family == AF_INET ? 4 : 16);
     uint32_t oif = (uint32_t)ifindex;
-    nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
+    nl_attr(m, RTA_OIF, &oif, sizeof(oif));
+}
+
+int lnl_route_default(int s, int ifindex, int family, const void *gw) {
+    struct nlmsg m;
+    build_route_default(&m, ifindex, family, gw);
     return nl_talk(s, &m, NULL, NULL);
+}
+
+/* ---- batches ---- */
+
+void lnl_batch_init(struct lnl_batch *b) {
+    b->len = b->n = 0;
+    b->overflow = 0;
+}
+
+static void batch_add(struct lnl_batch *b, struct nlmsg *m, bool tolerant) {
+    uint32_t l = NLMSG_ALIGN(m->u.h.nlmsg_len);
+    if (b->overflow || b->n == sizeof(b->seq) / sizeof(b->seq[0]) || b->len + l > sizeof(b->u.buf)) {
+        b->overflow = 1;
+        return;
+    }
+    m->u.h.nlmsg_flags |= NLM_F_ACK;
+    memcpy(b->u.buf + b->len, m, m->u.h.nlmsg_len);
+    b->len += l;
+    b->seq[b->n] = m->u.h.nlmsg_seq;
+    b->tolerant[b->n] = tolerant;
+    b->n++;
+}
+
+void lnl_batch_addr_add(struct lnl_batch *b, int ifindex, int family, const void *addr, unsigned prefix) {
+    struct nlmsg m;
+    build_addr_add(&m, ifindex, family, addr, prefix);
+    batch_add(b, &m, false);
+}
+
+void lnl_batch_link_up(struct lnl_batch *b, const char *name) {
+    struct nlmsg m;
+    build_no_ll(&m, name);
+    batch_add(b, &m, true);
+    build_up(&m, name);
+    batch_add(b, &m, false);
+}
+
+void lnl_batch_route_default(struct lnl_batch *b, int ifindex, int family, const void *gw) {
+    struct nlmsg m;
+    build_route_default(&m, ifindex, family, gw);
+    batch_add(b, &m, false);
+}
+
+int lnl_batch_send(int s, struct lnl_batch *b) {
+    if (b->overflow)
+        return -E2BIG;
+    if (!b->n)
+        return 0;
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+    if (sendto(s, b->u.buf, b->len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+    uint32_t acked = 0;
+    int first = 0;
+    bool done[sizeof(b->seq) / sizeof(b->seq[0])] = {false};
+    while (acked < b->n) {
+        ssize_t n = recv(s, buf, sizeof(buf), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return first ? first : -errno;
+        }
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+            if (h->nlmsg_type != NLMSG_ERROR)
+                continue;
+            for (uint32_t i = 0; i < b->n; i++) {
+                if (done[i] || h->nlmsg_seq != b->seq[i])
+                    continue;
+                done[i] = true;
+                acked++;
+                int e = ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+                if (e < 0 && !first && !(b->tolerant[i] && (e == -EAFNOSUPPORT || e == -EOPNOTSUPP)))
+                    first = e;
+            }
+        }
+    }
+    return first;
 }
 
 static int on_addr(const struct nlmsghdr *h, const void *arg) {
@@ -203,16 +291,20 @@ static int on_addr(const struct nlmsghdr *h, const void *arg) {
         return 0;
     const struct ifaddrmsg *am = NLMSG_DATA(h);
     int alen = (int)IFA_PAYLOAD(h);
+    const uint32_t *ab = arg;
     for (const struct rtattr *ra = IFA_RTA(am); RTA_OK(ra, alen); ra = RTA_NEXT(ra, alen))
         if ((ra->rta_type == IFA_LOCAL || ra->rta_type == IFA_ADDRESS) && RTA_PAYLOAD(ra) == 4 &&
-            memcmp(RTA_DATA(ra), arg, 4) == 0)
+            (memcmp(RTA_DATA(ra), &ab[0], 4) == 0 || memcmp(RTA_DATA(ra), &ab[1], 4) == 0))
             return 1;
     return 0;
 }
 
-int lnl_addr_in_use(int s, uint32_t a) {
+int lnl_addr_in_use(int s, uint32_t a) { return lnl_addr_in_use2(s, a, a); }
+
+int lnl_addr_in_use2(int s, uint32_t a, uint32_t b) {
     struct ifaddrmsg ifa = {.ifa_family = AF_INET};
     struct nlmsg m;
     nl_init(&m, RTM_GETADDR, NLM_F_DUMP, &ifa, sizeof(ifa));
-    return nl_talk(s, &m, on_addr, &a);
+    uint32_t ab[2] = {a, b};
+    return nl_talk(s, &m, on_addr, ab);
 }

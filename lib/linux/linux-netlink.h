@@ -33,5 +33,30 @@ int lnl_route_default(int s, int ifindex, int family, const void *gw);
 /* 1 when an interface of s's namespace has the IPv4 address a (network
  * order), 0 when none has. */
 int lnl_addr_in_use(int s, uint32_t a);
+/* The same for either of two addresses, in one dump. */
+int lnl_addr_in_use2(int s, uint32_t a, uint32_t b);
+
+/* Several requests in one message to the kernel (one sendmsg; the kernel
+ * handles them in order, each acknowledged): fewer system calls and
+ * wake-ups for a router's set-up. lnl_batch_send returns 0 when every one
+ * succeeded, else the first failure's -errno (the ones after it were
+ * still tried: a caller tears the whole down on failure). A batch that
+ * outgrows its buffer fails with -E2BIG at the send, nothing sent. */
+struct lnl_batch {
+    union {
+        uint32_t align;
+        char buf[4096];
+    } u;
+    uint32_t len;
+    uint32_t n;
+    uint32_t seq[24];
+    uint8_t tolerant[24]; /* errors ignored for this one (link_up's first step, as lnl_link_up) */
+    int overflow;
+};
+void lnl_batch_init(struct lnl_batch *b);
+void lnl_batch_addr_add(struct lnl_batch *b, int ifindex, int family, const void *addr, unsigned prefix);
+void lnl_batch_link_up(struct lnl_batch *b, const char *name);
+void lnl_batch_route_default(struct lnl_batch *b, int ifindex, int family, const void *gw);
+int lnl_batch_send(int s, struct lnl_batch *b);
 
 #endif

@@ -326,8 +326,9 @@ static void account(struct proxy *px, struct conn *c, bool up, size_t n) {
     }
 }
 
-/* One step of the relay after poll: reads and writes what is ready. */
-static void relay(struct proxy *px, struct conn *c, short cev, short uev) {
+/* One step of the relay after poll: reads and writes what is ready. now:
+ * the loop's clock (read once per turn; a turn waits at most a second). */
+static void relay(struct proxy *px, struct conn *c, short cev, short uev, uint64_t now) {
     bool progress = false;
     /* client -> upstream */
     if ((cev & (POLLIN | POLLHUP | POLLERR)) && !c->client_eof && c->c2u_len < BUF_SIZE) {
@@ -366,26 +367,39 @@ static void relay(struct proxy *px, struct conn *c, short cev, short uev) {
     /* upstream -> client: through the pipe once u2c (the proxy's own
      * answer line) is out, in order */
     bool via_pipe = c->pipe_r >= 0 && c->u2c_len == 0;
-    if (via_pipe && (uev & (POLLIN | POLLHUP | POLLERR)) && !c->upstream_eof && c->in_pipe < c->pipe_cap &&
-        c->ufd >= 0) {
-        ssize_t n = splice(c->ufd, NULL, c->pipe_w, NULL, c->pipe_cap - c->in_pipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-        if (n > 0) {
-            c->in_pipe += (size_t)n;
-            progress = true;
-        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-            c->upstream_eof = true;
+    /* While a download streams, data is there again by the time the pipe
+     * is out: a few more turns of both splices before the next poll (each
+     * stops at EAGAIN; a poll per turn cost about as much as the splices). */
+    bool in_ready = (uev & (POLLIN | POLLHUP | POLLERR)) != 0, out_ready = (cev & (POLLOUT | POLLERR | POLLHUP)) != 0;
+    for (int turn = 0; via_pipe && turn < 8; turn++) {
+        bool moved = false;
+        if (in_ready && !c->upstream_eof && c->in_pipe < c->pipe_cap && c->ufd >= 0) {
+            ssize_t n = splice(c->ufd, NULL, c->pipe_w, NULL, c->pipe_cap - c->in_pipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            if (n > 0) {
+                c->in_pipe += (size_t)n;
+                progress = moved = true;
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                c->upstream_eof = true;
+            } else {
+                in_ready = false;
+            }
         }
-    }
-    if (via_pipe && (cev & (POLLOUT | POLLERR | POLLHUP)) && c->in_pipe) {
-        ssize_t n = splice(c->pipe_r, NULL, c->cfd, NULL, c->in_pipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-        if (n > 0) {
-            c->in_pipe -= (size_t)n;
-            account(px, c, false, (size_t)n);
-            progress = true;
-        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            conn_close(px, c);
-            return;
+        if ((out_ready || turn > 0) && c->in_pipe) {
+            ssize_t n = splice(c->pipe_r, NULL, c->cfd, NULL, c->in_pipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+            if (n > 0) {
+                c->in_pipe -= (size_t)n;
+                account(px, c, false, (size_t)n);
+                progress = moved = true;
+            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                conn_close(px, c);
+                return;
+            } else {
+                break; /* the client's side is full: poll */
+            }
         }
+        if (!moved || c->upstream_eof)
+            break;
+        in_ready = true; /* (a non-blocking try: EAGAIN ends the turns) */
     }
     if (!via_pipe && (uev & (POLLIN | POLLHUP | POLLERR)) && !c->upstream_eof && c->u2c_len < BUF_SIZE &&
         c->ufd >= 0 && c->pipe_r < 0) {
@@ -417,7 +431,7 @@ static void relay(struct proxy *px, struct conn *c, short cev, short uev) {
     if (c->client_eof && c->upstream_eof)
         conn_close(px, c);
     else if (progress)
-        c->deadline_ms = mono_ms() + LXP_IDLE_TIMEOUT_MS;
+        c->deadline_ms = now + LXP_IDLE_TIMEOUT_MS;
 }
 
 static void head_step(struct proxy *px, struct conn *c, short cev) {
@@ -546,7 +560,7 @@ __attribute__((noreturn)) static void proxy_loop(struct proxy *px) {
                     conn_close(px, c);
                 }
             } else if (c->state == C_RELAY)
-                relay(px, c, cev, uev);
+                relay(px, c, cev, uev, now);
         }
         if (pfd[1].revents & POLLIN)
             accept_one(px);

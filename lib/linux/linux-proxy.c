@@ -168,7 +168,49 @@ __attribute__((noreturn)) static void listener_main(int sandbox_ns, int userns, 
     __builtin_unreachable();
 }
 
+/* The same socket made by the calling thread, which joins the sandbox's
+ * network namespace for the two calls and comes back (only this thread's
+ * namespace changes): a host with the privilege over it (root) needs no
+ * helper process. The fd, -EPERM (then the helper child), or -errno. */
+static int listener_here(int sandbox_ns, bool dns) {
+    int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self < 0)
+        return -errno;
+    if (setns(sandbox_ns, CLONE_NEWNET) < 0) {
+        int e = errno;
+        close(self);
+        return e == EPERM || e == EINVAL ? -EPERM : -e;
+    }
+    int s = socket(AF_INET, (dns ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0), e = errno;
+    if (setns(self, CLONE_NEWNET) < 0)
+        abort(); /* a thread that cannot come back must not go on in the wrong namespace */
+    close(self);
+    if (s < 0)
+        return -e;
+    /* (Bound and listening in its own namespace, whichever the thread's.) */
+    int one = 1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(dns ? 53 : LXP_PORT),
+                             .sin_addr.s_addr = dns ? htonl(0x7f000035u) /* LXP_DNS_ADDR */ : htonl(INADDR_LOOPBACK)};
+    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
+        bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (!dns && listen(s, LXP_CONN_MAX) < 0)) {
+        e = errno;
+        close(s);
+        return -e;
+    }
+    return s;
+}
+
 static int make_listener(int sandbox_ns, int *ret_fd, bool dns) {
+    if (geteuid() == 0) {
+        int s = listener_here(sandbox_ns, dns);
+        if (s >= 0) {
+            *ret_fd = s;
+            return 0;
+        }
+        if (s != -EPERM)
+            return s;
+    }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
@@ -301,10 +343,16 @@ static int start_program(struct lxp_run *run, const struct lxp_config *cfg, int 
                          fy_error **reterr);
 
 int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr) {
-    return start_program(run, cfg, sandbox_ns, uplink_fd, false, reterr);
+    int r = start_program(run, cfg, sandbox_ns, uplink_fd, false, reterr);
+    return r < 0 ? r : lxp_await_ready(run, reterr);
 }
 
 int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr) {
+    int r = start_program(run, cfg, sandbox_ns, -1, true, reterr);
+    return r < 0 ? r : lxp_await_ready(run, reterr);
+}
+
+int lxp_begin_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr) {
     return start_program(run, cfg, sandbox_ns, -1, true, reterr);
 }
 
@@ -329,7 +377,8 @@ int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int li
     int lfd = fcntl(listener, F_DUPFD_CLOEXEC, 3);
     if (lfd < 0)
         return fail(reterr, errno, "its listener");
-    return start_on(run, cfg, lfd, uplink_fd, false, reterr);
+    int r = start_on(run, cfg, lfd, uplink_fd, false, reterr);
+    return r < 0 ? r : lxp_await_ready(run, reterr);
 }
 
 /* Consumes lfd. */
@@ -392,6 +441,25 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
                        "of the host process; vm.memfd_noexec 2, an LSM or a seccomp filter of the host's may "
                        "forbid it)", strerror(exec_err));
     }
+    return 0;
+fail_errno:
+    e = errno;
+fail:
+    close(lfd);
+    for (int i = 0; i < 2; i++) {
+        if (alive[i] >= 0)
+            close(alive[i]);
+        if (errp[i] >= 0)
+            close(errp[i]);
+    }
+    if (prog >= 0)
+        close(prog);
+    if (audit_fd >= 0)
+        close(audit_fd);
+    return fail(reterr, e, what);
+}
+
+int lxp_await_ready(struct lxp_run *run, fy_error **reterr) {
     /* Ready once confined (it accepts nothing before); the listener
      * already queues connections meanwhile. */
     uint64_t deadline = pu_deadline_after_ms(10000);
@@ -409,21 +477,6 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
         }
     }
     return 0;
-fail_errno:
-    e = errno;
-fail:
-    close(lfd);
-    for (int i = 0; i < 2; i++) {
-        if (alive[i] >= 0)
-            close(alive[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-    }
-    if (prog >= 0)
-        close(prog);
-    if (audit_fd >= 0)
-        close(audit_fd);
-    return fail(reterr, e, what);
 }
 
 unsigned lxp_stop(struct lxp_run *run) {

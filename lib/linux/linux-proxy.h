@@ -176,6 +176,12 @@ int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int li
  * only (no credentials, no uplink: it sends nothing anywhere but its
  * answers). lxp_stop, lxp_release as for the proxy. */
 int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
+/* lxp_start_dns in two halves, for a caller with other work meanwhile:
+ * the stub's socket made and its program executed (queries queue on the
+ * socket), then lxp_await_ready until it runs confined. A failure of
+ * either has ended the stub (lxp_stop); the caller still releases it. */
+int lxp_begin_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
+int lxp_await_ready(struct lxp_run *run, fy_error **reterr);
 /* The stub's "dns" record of the result (JSON text, malloc'd). */
 char *lxp_report_dns(const struct lxp_run *run);
 /* Ends the proxy (SIGKILL, reaped): 0 when it is gone (witnessed), else 1.

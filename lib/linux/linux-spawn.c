@@ -327,8 +327,12 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     }
     if (!sh && (r = lx_record_state(pl, x->cg.name, x->attempt_dir, &x->state_dir, &x->state_path, &x->state_fd, reterr)) < 0)
         goto fail;
-    /* Restricted: the router, while nothing else waits for it (linux-net.c). */
-    if (pl->net_router && (r = lxn_begin(&x->net, pl->net, reterr)) < 0)
+    /* Restricted: the router (linux-net.c), on a thread of its own while
+     * we clone the sandbox and it makes its network namespace and builds
+     * its filesystem; lxn_finish waits for it. The sandbox runs nothing of
+     * the workload before its second go-ahead, which waits for the router
+     * and the rules. */
+    if (pl->net_router && (r = lxn_begin_async(&x->net, pl->net, reterr)) < 0)
         goto fail;
     /* Rootless restricted: pasta outlives nothing of ours, but fy_gc finds it. */
     if (!sh && pl->net_router && lxnu_uplink_pid(&x->net) > 0 &&
