@@ -700,6 +700,38 @@ static void bench_container(const char *runc, const char *bundle, const char *ru
 /* ---- network mode restricted (root): its lifecycle against deny's ---- */
 
 
+/* Lifecycles of a and b interleaved, runs of each: medians (ms), CPU of
+ * this process and its reaped children for each (ns), and the load average
+ * before and after. */
+struct pair_run {
+    double median_a, median_b, load_before, load_after;
+    uint64_t cpu_a, cpu_b;
+};
+static struct pair_run pair_lifecycles(fy_policy *a, fy_policy *b, const char *const *argv, int runs) {
+    struct pair_run pr = {0};
+    uint64_t *ta = calloc((size_t)runs, 8), *tb = calloc((size_t)runs, 8);
+    double la[3] = {0};
+    (void)getloadavg(la, 3);
+    pr.load_before = la[0];
+    for (int i = 0; ta && tb && i < runs; i++) {
+        uint64_t c0 = cpu_ns();
+        ta[i] = lifecycle_ns(a, argv);
+        uint64_t c1 = cpu_ns();
+        tb[i] = lifecycle_ns(b, argv);
+        pr.cpu_b += cpu_ns() - c1;
+        pr.cpu_a += c1 - c0;
+    }
+    (void)getloadavg(la, 3);
+    pr.load_after = la[0];
+    if (ta && tb) {
+        pr.median_a = median_ms(ta, runs);
+        pr.median_b = median_ms(tb, runs);
+    }
+    free(ta);
+    free(tb);
+    return pr;
+}
+
 /* The rootless row: this program again as uid 65534 (--rootless-row RUNS)
  * inside a namespace of ours whose only way out is a veth pair with both
  * ends in it and a default route (pasta, the rootless path's uplink, wants
@@ -758,26 +790,13 @@ static void rootless_row(int runs) {
         return;
     }
     fy_prepared_free(pr);
-    uint64_t *t_deny = calloc((size_t)runs, 8), *t_res = calloc((size_t)runs, 8);
-    uint64_t cpu_deny = 0, cpu_res = 0;
-    double la0[3] = {0}, la1[3] = {0};
-    (void)getloadavg(la0, 3);
-    for (int i = 0; i < runs; i++) {
-        uint64_t c0 = cpu_ns();
-        t_deny[i] = lifecycle_ns(deny, argv_true);
-        uint64_t c1 = cpu_ns();
-        t_res[i] = lifecycle_ns(restricted, argv_true);
-        cpu_res += cpu_ns() - c1;
-        cpu_deny += c1 - c0;
-    }
-    (void)getloadavg(la1, 3);
-    double md = median_ms(t_deny, runs), mr = median_ms(t_res, runs);
+    struct pair_run pl = pair_lifecycles(deny, restricted, argv_true, runs);
+    double md = pl.median_a, mr = pl.median_b, la0[1] = {pl.load_before}, la1[1] = {pl.load_after};
+    uint64_t cpu_deny = pl.cpu_a, cpu_res = pl.cpu_b;
     printf("  %-40s %9.3f ms   deny (standard-ci, uid 65534) %.3f ms, ratio %.2fx\n",
            "lifecycle, restricted rootless (pasta)", mr, md, mr / md);
     printf("  %-40s %9.3f ms   deny %.3f ms; load %.1f -> %.1f\n", "  CPU per attempt, rootless",
            cpu_res / 1e6 / runs, cpu_deny / 1e6 / runs, la0[0], la1[0]);
-    free(t_deny);
-    free(t_res);
     fy_policy_free(deny);
     fy_policy_free(restricted);
 }
@@ -811,20 +830,9 @@ static void bench_restricted(int runs) {
         die("restricted policy", e);
     }
     const char *argv_true[] = {"/bin/true", NULL};
-    uint64_t *t_deny = calloc((size_t)runs, 8), *t_res = calloc((size_t)runs, 8);
-    uint64_t cpu_deny = 0, cpu_res = 0;
-    double la0[3] = {0}, la1[3] = {0};
-    (void)getloadavg(la0, 3);
-    for (int i = 0; i < runs; i++) {
-        uint64_t c0 = cpu_ns();
-        t_deny[i] = lifecycle_ns(deny, argv_true);
-        uint64_t c1 = cpu_ns();
-        t_res[i] = lifecycle_ns(restricted, argv_true);
-        cpu_res += cpu_ns() - c1;
-        cpu_deny += c1 - c0;
-    }
-    (void)getloadavg(la1, 3);
-    double md = median_ms(t_deny, runs), mr = median_ms(t_res, runs);
+    struct pair_run pl = pair_lifecycles(deny, restricted, argv_true, runs);
+    double md = pl.median_a, mr = pl.median_b, la0[1] = {pl.load_before}, la1[1] = {pl.load_after};
+    uint64_t cpu_deny = pl.cpu_a, cpu_res = pl.cpu_b;
     printf("  %-40s %9.3f ms   deny (standard-ci) %.3f ms, ratio %.2fx (target <= 1.50x)\n",
            "lifecycle, network restricted (nft)", mr, md, mr / md);
     printf("  %-40s %9.3f ms   deny %.3f ms (this process and its reaped children); load %.1f -> %.1f\n",
@@ -887,8 +895,6 @@ static void bench_restricted(int runs) {
         free(t_pj);
         free(t_ps);
     }
-    free(t_deny);
-    free(t_res);
     fy_policy_free(deny);
     fy_policy_free(restricted);
     spawn_wait(del);

@@ -51,16 +51,6 @@ void lx_dev_rule_format(const struct lx_dev_rule *r, char *buf, size_t len) {
              (r->access & LX_DEV_WRITE) ? "w" : "", (r->access & LX_DEV_MKNOD) ? "m" : "");
 }
 
-static void whyf(char *why, size_t len, const char *fmt, ...) FY_PRINTF(3, 4);
-static void whyf(char *why, size_t len, const char *fmt, ...) {
-    if (!why || !len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- cgroup v1 ---- */
 
 static int write_str(const char *dir, const char *file, const char *value) {
@@ -81,14 +71,14 @@ static int v1_apply(const char *dir, const struct lx_dev_rule *rules, size_t n, 
      * root), then allow rule by rule: one rule per write. */
     int r = write_str(dir, "devices.deny", "a");
     if (r < 0) {
-        whyf(why, whylen, "writing \"a\" to %s/devices.deny: %s", dir, strerror(-r));
+        lx_dev_whyf(why, whylen, "writing \"a\" to %s/devices.deny: %s", dir, strerror(-r));
         return r;
     }
     for (size_t i = 0; i < n; i++) {
         char line[64];
         lx_dev_rule_format(&rules[i], line, sizeof(line));
         if ((r = write_str(dir, "devices.allow", line)) < 0) {
-            whyf(why, whylen, "writing \"%s\" to %s/devices.allow: %s", line, dir, strerror(-r));
+            lx_dev_whyf(why, whylen, "writing \"%s\" to %s/devices.allow: %s", line, dir, strerror(-r));
             return r;
         }
     }
@@ -98,12 +88,12 @@ static int v1_apply(const char *dir, const struct lx_dev_rule *rules, size_t n, 
 int lx_dev_apply(enum lx_dev_mech mech, const char *v1_dir, const char *v2_dir, const struct lx_dev_rule *rules,
                  size_t n, char *why, size_t whylen) {
     if (n > LX_DEV_MAX_RULES) {
-        whyf(why, whylen, "%zu device rules (at most %d)", n, LX_DEV_MAX_RULES);
+        lx_dev_whyf(why, whylen, "%zu device rules (at most %d)", n, LX_DEV_MAX_RULES);
         return -E2BIG;
     }
     for (size_t i = 0; i < n; i++)
         if ((rules[i].type != 'c' && rules[i].type != 'b') || (rules[i].access & ~7u)) {
-            whyf(why, whylen, "device rule %zu is malformed", i);
+            lx_dev_whyf(why, whylen, "device rule %zu is malformed", i);
             return -EINVAL;
         }
     switch (mech) {
@@ -118,7 +108,7 @@ int lx_dev_apply(enum lx_dev_mech mech, const char *v1_dir, const char *v2_dir, 
     default:
         break;
     }
-    whyf(why, whylen, "no device cgroup mechanism for this cgroup");
+    lx_dev_whyf(why, whylen, "no device cgroup mechanism for this cgroup");
     return -EINVAL;
 }
 
@@ -129,7 +119,7 @@ int lx_dev_apply(enum lx_dev_mech mech, const char *v1_dir, const char *v2_dir, 
 static bool verify(const char *dir, const char *procs_file, char *why, size_t whylen) {
     char path[4200];
     if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, procs_file) >= sizeof(path)) {
-        whyf(why, whylen, "path too long");
+        lx_dev_whyf(why, whylen, "path too long");
         return false;
     }
     /* A quiet child (exit signal 0, signals blocked across the fork): the
@@ -143,7 +133,7 @@ static bool verify(const char *dir, const char *procs_file, char *why, size_t wh
     if (pid != 0)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
-        whyf(why, whylen, "fork: %s", strerror(fe));
+        lx_dev_whyf(why, whylen, "fork: %s", strerror(fe));
         return false;
     }
     if (pid == 0) {
@@ -167,7 +157,7 @@ static bool verify(const char *dir, const char *procs_file, char *why, size_t wh
     };
     if (code == 0)
         return true;
-    whyf(why, whylen, "%s: %s", dir, code >= 10 && code <= 13 ? what[code] : "the check process failed");
+    lx_dev_whyf(why, whylen, "%s: %s", dir, code >= 10 && code <= 13 ? what[code] : "the check process failed");
     return false;
 }
 
@@ -190,11 +180,11 @@ static bool probe_one(enum lx_dev_mech mech, const char *parent, char *why, size
     char child[4200];
     if ((size_t)snprintf(child, sizeof(child), "%s/fy-probe-dev-%d-%08x", parent, (int)getpid(), rnd) >=
         sizeof(child)) {
-        whyf(why, whylen, "path too long");
+        lx_dev_whyf(why, whylen, "path too long");
         return false;
     }
     if (mkdir(child, 0755) < 0) {
-        whyf(why, whylen, "mkdir %s: %s", child, strerror(errno));
+        lx_dev_whyf(why, whylen, "mkdir %s: %s", child, strerror(errno));
         return false;
     }
     static const struct lx_dev_rule only_null = {'c', LX_DEV_READ | LX_DEV_WRITE, 1, 3};
@@ -203,7 +193,7 @@ static bool probe_one(enum lx_dev_mech mech, const char *parent, char *why, size
     int r = rmdir_retry(child);
     if (r < 0) {
         size_t l = strlen(why);
-        whyf(why + l, whylen - l, "%srmdir %s: %s", l ? "; " : "", child, strerror(-r));
+        lx_dev_whyf(why + l, whylen - l, "%srmdir %s: %s", l ? "; " : "", child, strerror(-r));
         ok = false;
     }
     return ok;
@@ -215,11 +205,11 @@ int lx_dev_probe(fy_caps *c, const char *v1_dir, const char *cg2_dir) {
     if (v1_dir)
         v1 = probe_one(LX_DEV_V1, v1_dir, why1, sizeof(why1));
     else
-        whyf(why1, sizeof(why1), "no cgroup v1 devices hierarchy holds our process");
+        lx_dev_whyf(why1, sizeof(why1), "no cgroup v1 devices hierarchy holds our process");
     if (cg2_dir)
         bpf = probe_one(LX_DEV_BPF, cg2_dir, why2, sizeof(why2));
     else
-        whyf(why2, sizeof(why2), "no cgroup v2 directory of ours");
+        lx_dev_whyf(why2, sizeof(why2), "no cgroup v2 directory of ours");
     int r = 0;
     r |= caps_set_fact(c, LX_FACT_DEV_V1, v1 ? v1_dir : NULL);
     r |= caps_set_fact(c, LX_FACT_DEV_BPF, bpf ? "1" : NULL);

@@ -19,8 +19,7 @@
 
 #include "linux-devprog.h"
 
-static void whyf(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void whyf(char *why, size_t len, const char *fmt, ...) {
+void lx_dev_whyf(char *why, size_t len, const char *fmt, ...) {
     if (!why || !len)
         return;
     va_list ap;
@@ -91,13 +90,13 @@ size_t lx_dev_bpf_compile(const struct lx_dev_rule *rules, size_t n, void *out, 
 
 int lx_dev_bpf_attach(const char *dir, const struct lx_dev_rule *rules, size_t n, char *why, size_t whylen) {
     if (lazy_open(&lazy_bpf) < 0) {
-        whyf(why, whylen, "libbpf cannot be loaded: %s", lazy_bpf.why);
+        lx_dev_whyf(why, whylen, "libbpf cannot be loaded: %s", lazy_bpf.why);
         return -ENOSYS;
     }
     size_t max = 8 + n * 9;
     struct bpf_insn *insns = calloc(max, sizeof(*insns));
     if (!insns) {
-        whyf(why, whylen, "out of memory");
+        lx_dev_whyf(why, whylen, "out of memory");
         return -ENOMEM;
     }
     size_t cnt = lx_dev_bpf_compile(rules, n, insns, max);
@@ -111,7 +110,7 @@ int lx_dev_bpf_attach(const char *dir, const struct lx_dev_rule *rules, size_t n
     free(insns);
     if (prog < 0) {
         int e = prog == -1 ? errno : -prog;
-        whyf(why, whylen, "loading a device program (BPF_PROG_TYPE_CGROUP_DEVICE): %s%s%s", strerror(e),
+        lx_dev_whyf(why, whylen, "loading a device program (BPF_PROG_TYPE_CGROUP_DEVICE): %s%s%s", strerror(e),
              log[0] ? ": " : "", log);
         return -e;
     }
@@ -119,7 +118,7 @@ int lx_dev_bpf_attach(const char *dir, const struct lx_dev_rule *rules, size_t n
     if (cg < 0) {
         int e = errno;
         close(prog);
-        whyf(why, whylen, "opening %s: %s", dir, strerror(e));
+        lx_dev_whyf(why, whylen, "opening %s: %s", dir, strerror(e));
         return -e;
     }
     /* ALLOW_MULTI: the programs of every ancestor run too, and all must
@@ -129,7 +128,7 @@ int lx_dev_bpf_attach(const char *dir, const struct lx_dev_rule *rules, size_t n
     close(cg);
     close(prog);
     if (e) {
-        whyf(why, whylen, "attaching the device program to %s: %s", dir, strerror(e));
+        lx_dev_whyf(why, whylen, "attaching the device program to %s: %s", dir, strerror(e));
         return -e;
     }
     return 0;

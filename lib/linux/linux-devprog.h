@@ -30,6 +30,10 @@ size_t lx_dev_bpf_compile(const struct lx_dev_rule *rules, size_t n, void *out, 
  * (BPF_F_ALLOW_MULTI: an ancestor's program still applies; the cgroup keeps
  * it until it is removed). Needs CAP_SYS_ADMIN (or CAP_BPF) and
  * CAP_NET_ADMIN. 0, or -errno with what failed in why (-ENOSYS: no libbpf). */
+/* A reason into why (len bytes; nothing when why is NULL), for the device
+ * code of the library and the helper. */
+void lx_dev_whyf(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 int lx_dev_bpf_attach(const char *dir, const struct lx_dev_rule *rules, size_t n, char *why, size_t whylen);
 
 #endif

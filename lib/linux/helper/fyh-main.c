@@ -309,6 +309,24 @@ static int write_u64(const char *dir, const char *file, uint64_t v) {
     return write_file(dir, file, val);
 }
 
+/* A /proc/self/mountinfo line, split in place: "id parent maj:min root
+ * mountpoint opts [optional...] - fstype source superopts". The first six
+ * fields into fld (*n of them), the file system type returned, *save left
+ * for strtok_r to take the source and the super options; NULL (and
+ * nothing more to take) for a line without the separator. */
+static char *mountinfo_split(char *line, char *fld[6], int *n, char **save) {
+    static char none[1];
+    char *dash = strstr(line, " - ");
+    *n = 0;
+    *save = none;
+    if (!dash)
+        return NULL;
+    *dash = '\0';
+    for (char *t = strtok_r(line, " ", save); t && *n < 6; t = strtok_r(NULL, " ", save))
+        fld[(*n)++] = t;
+    return strtok_r(dash + 3, " ", save);
+}
+
 /* Our own v1 cgroup directory for each controller: /proc/self/cgroup joined
  * with the cgroup mounts of /proc/self/mountinfo. */
 static void discover(void) {
@@ -330,15 +348,9 @@ static void discover(void) {
         fclose(f);
     f = fopen("/proc/self/mountinfo", "re");
     while (f && fgets(line, sizeof(line), f)) {
-        /* id parent maj:min root mountpoint opts [optional...] - fstype source superopts */
-        char *fld[6] = {0}, *save = NULL, *dash = strstr(line, " - ");
-        if (!dash)
-            continue;
-        *dash = '\0';
+        char *fld[6] = {0}, *save = NULL;
         int n = 0;
-        for (char *t = strtok_r(line, " ", &save); t && n < 6; t = strtok_r(NULL, " ", &save))
-            fld[n++] = t;
-        char *fstype = strtok_r(dash + 3, " ", &save), *src = strtok_r(NULL, " ", &save),
+        char *fstype = mountinfo_split(line, fld, &n, &save), *src = strtok_r(NULL, " ", &save),
              *super = strtok_r(NULL, " \n", &save);
         (void)src;
         if (n < 5 || !fstype || !super || strcmp(fstype, "cgroup") != 0)
@@ -587,14 +599,9 @@ static void discover_cg2(char *out, size_t len) {
         return;
     f = fopen("/proc/self/mountinfo", "re");
     while (f && fgets(line, sizeof(line), f)) {
-        char *fld[6] = {0}, *save = NULL, *dash = strstr(line, " - ");
-        if (!dash)
-            continue;
-        *dash = '\0';
+        char *fld[6] = {0}, *save = NULL;
         int n = 0;
-        for (char *t = strtok_r(line, " ", &save); t && n < 6; t = strtok_r(NULL, " ", &save))
-            fld[n++] = t;
-        char *fstype = strtok_r(dash + 3, " ", &save);
+        char *fstype = mountinfo_split(line, fld, &n, &save);
         if (n < 5 || !fstype || strcmp(fstype, "cgroup2") != 0 || strchr(fld[4], '\\'))
             continue;
         size_t rl = strcmp(fld[3], "/") == 0 ? 0 : strlen(fld[3]);
