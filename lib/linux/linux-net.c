@@ -47,6 +47,7 @@
 
 #include <jansson.h>
 
+#include "linux-jobnet.h"
 #include "linux-net.h"
 #include "linux-netlink.h"
 #include "linux-net-user.h"
@@ -444,6 +445,8 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
 }
 
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl) {
+    if (lp->job)
+        return ljn_describe(lp->job_member, lp->job_index);
     json_t *o = json_object(), *rules = json_array();
     if (!o || !rules) {
         json_decref(o);
@@ -621,6 +624,8 @@ static int open_uplink(const struct lxn_plan *lp) {
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
     run->lp = lp;
+    if (lp->job)
+        return 0; /* a job member: its link comes once its namespace exists (lxn_finish) */
     if (lp->helper)
         return 0; /* the helper makes it all once the sandbox's namespace exists (lxnh_finish) */
     if (lp->rootless)
@@ -739,6 +744,11 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
 
 static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     int r = 0, rs = -1, ss = -1, e;
+    if (run->lp && run->lp->job) {
+        if ((r = ljn_attach(run->job, run->lp->job_index, sandbox_ns, reterr)) == 0)
+            run->job_linked = true;
+        return r;
+    }
     if (run->lp && run->lp->helper)
         return lxnh_finish(run, sandbox_ns, reterr);
     if (run->lp && run->lp->mode == FY_NET_FETCH_ONLY) {
@@ -860,6 +870,7 @@ static bool wait_unlisted(int ns, const char *name, int ms) {
 }
 
 void lxn_forget(struct lxn_run *run) {
+    run->job_linked = false; /* the parent's port is the parent's to remove */
     if (run->user)
         lxnu_forget(run);
     run->uplink_if[0] = 0;
@@ -876,6 +887,16 @@ unsigned lxn_teardown(struct lxn_run *run) {
     /* A report the previous call made and nobody took (a failed start). */
     free(run->report);
     run->report = NULL;
+    if (run->job_linked) {
+        /* A job member: its port on the job's bridge, witnessed gone. */
+        unsigned jl = ljn_detach(run->job, run->lp->job_index);
+        left += jl;
+        run->job_linked = false;
+        json_t *o = json_pack("{s:s,s:{s:s,s:I}}", "mode", "deny", "job", "member", run->lp->job_member,
+                              "link_left", (json_int_t)jl);
+        run->report = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(o);
+    }
     if (run->helper_name[0])
         left += lxnh_teardown(run);
     if (run->user)
@@ -1012,5 +1033,9 @@ int lxn_recv_netns(int sock, int timeout_ms) {
 }
 
 /* ---- for the rootless path (linux-net-user.h) ---- */
+
+int lxn_in_netns(int ns, int (*fn)(void *), void *arg) { return in_netns(ns, fn, arg); }
+int lxn_new_netns(void) { return new_netns(); }
+int lxn_nl_open(int ns) { return nl_open(ns); }
 
 int lxn_i_finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) { return finish_nft(run, deadline, reterr); }

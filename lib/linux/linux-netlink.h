@@ -34,4 +34,11 @@ int lnl_route_default(int s, int ifindex, int family, const void *gw);
  * order), 0 when none has. */
 int lnl_addr_in_use(int s, uint32_t a);
 
+/* A bridge (no STP: its ports forward as soon as they are up). */
+int lnl_link_bridge(int s, const char *name);
+/* Makes name a port of the bridge master_ifindex. */
+int lnl_link_master(int s, const char *name, int master_ifindex);
+/* How many links s's namespace has (its loopback included). */
+int lnl_link_count(int s);
+
 #endif
