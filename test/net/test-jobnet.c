@@ -158,6 +158,25 @@ static void bad_input(void) {
     /* The policy's side. */
     fy_policy *p = NULL;
     fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL);
+    /* Membership is in the canonical policy (so the evidence and contract
+     * id) only when asked for, and round-trips. */
+    char *js = NULL;
+    fy_policy_to_json(p, &js, NULL);
+    CHECK(js && !strstr(js, "\"job\""), "a policy that did not ask has a job: %s", js ? js : "");
+    free(js);
+    js = NULL;
+    fy_policy_set_job_member(p, "db", NULL);
+    fy_policy_to_json(p, &js, NULL);
+    fy_policy *q = NULL;
+    fy_policy_new(FY_PROFILE_STANDARD_CI, &q, NULL);
+    char *js2 = NULL;
+    CHECK(js && strstr(js, "\"job\"") && fy_policy_load_json(q, js, strlen(js), NULL) == 0 &&
+              fy_policy_to_json(q, &js2, NULL) == 0 && strcmp(js, js2) == 0,
+          "network.job does not round-trip: %s", js ? js : "");
+    free(js);
+    free(js2);
+    fy_policy_free(q);
+    fy_policy_set_job_member(p, NULL, NULL);
     expect(fy_policy_set_job_member(p, "No Name", &e), e, FY_E_POLICY, "$.network.job.member", "setter, bad name");
     e = NULL;
     const char *j1 = "{\"network\": {\"job\": {\"member\": \"A\"}}}";

@@ -105,7 +105,39 @@ else
 fi
 nothing_left "CLI"
 
-# 3. Bad job files: typed, nothing started.
+# 3. A host killed mid-job leaves nothing: its members end (their inits
+#    see the host gone), and nothing holds the job's namespace (found by
+#    its inode among the killed process's descriptors) any more.
+TOKEN=fyt-jn-kill-$$-$RANDOM
+rm -f "$TMP/out2/ready"
+sed -e 's|"60"\]|"60", "'"$TOKEN"'"]|' -e 's|"/bin/sh", "-c",|"/bin/sh", "-c", "sleep 60; : '"$TOKEN"'", "-c",|' \
+    "$TMP/job.json" >"$TMP/kill.json"
+ip netns exec "$GW" "$FY" job run "$TMP/kill.json" >/dev/null 2>&1 &
+KPID=$!
+for _ in $(seq 100); do [ -s "$TMP/out2/ready" ] && break; sleep 0.1; done
+sleep 0.5
+jns=$(for f in /proc/$KPID/fd/*; do readlink "$f"; done 2>/dev/null | grep '^net:' | sort -u)
+members=$(pgrep -f "$TOKEN" | wc -l)
+kill -9 $KPID; wait $KPID 2>/dev/null
+for _ in $(seq 50); do [ "$(pgrep -f "$TOKEN" | wc -l)" = 0 ] && break; sleep 0.1; done
+held=0
+for n in $jns; do
+    for f in /proc/[0-9]*/ns/net /proc/[0-9]*/fd/*; do
+        [ "$(readlink "$f" 2>/dev/null)" = "$n" ] && held=$((held + 1))
+    done
+done
+if [ -z "$jns" ] || [ "$members" = 0 ]; then
+    bad "killed host: the job did not run (namespaces: $jns, members: $members)"
+elif [ "$(pgrep -f "$TOKEN" | wc -l)" != 0 ]; then
+    bad "killed host: $(pgrep -f "$TOKEN" | wc -l) member process(es) left"
+elif [ $held != 0 ]; then
+    bad "killed host: the job's namespace ($jns) is still held $held time(s)"
+else
+    ok "killed host: its $members member processes ended, nothing holds the job's namespace $jns"
+fi
+nothing_left "killed host"
+
+# 4. Bad job files: typed, nothing started.
 echo '{"members": [{"name": "a", "argv": ["/bin/true"]}, {"name": "a", "argv": ["/bin/true"]}]}' >"$TMP/dup.json"
 out=$(ip netns exec "$GW" "$FY" job run "$TMP/dup.json" 2>&1); rc=$?
 [ $rc != 0 ] && echo "$out" | grep -q 'declared twice' && ok "a job file with a duplicate member refused: $out" ||
@@ -115,7 +147,7 @@ out=$(ip netns exec "$GW" "$FY" job run "$TMP/bad.json" 2>&1); rc=$?
 [ $rc != 0 ] && echo "$out" | grep -q 'host name label' && ok "a bad member name refused: $out" ||
     bad "bad member name: rc $rc: $out"
 
-# 4. Without root: refused, typed, saying what is missing.
+# 5. Without root: refused, typed, saying what is missing.
 out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH=/usr/bin:/bin HOME=/tmp \
     "$API" rootless "$TMP/probe" "$TMP/out" 2>&1); rc=$?
 echo "$out" | grep -E '^(ok|FAIL)'
