@@ -254,7 +254,7 @@ static void job_networks(void) {
     char ready[4096];
     snprintf(ready, sizeof(ready), "%s/ready", out_dir);
     unlink(ready);
-    const char *ma[] = {"db", "runner", NULL}, *mb[] = {"x", "y", "intruder", NULL};
+    const char *ma[] = {"db", "runner", NULL}, *mb[] = {"x", "intruder", NULL};
     fy_jobnet *a = NULL, *b = NULL;
     CHECK(fy_jobnet_new(ma, &a, NULL) == 0 && fy_jobnet_new(mb, &b, NULL) == 0, "jobnet_new");
     /* db serves (TCP 8080, UDP 9090) until cancelled. */
@@ -283,14 +283,16 @@ static void job_networks(void) {
     CHECK(fy_jobnet_shutdown(a, &e) == FY_E_STATE, "shutdown while db runs");
     fy_error_free(e);
     e = NULL;
-    /* Another job: its intruder tries db's address (100.80.0.1, x in its
-     * own job, which does not run). */
+    /* Another job: its intruder (100.80.0.2, the address and port index
+     * of job A's runner, which has ended: were the jobs on one segment, its
+     * frames would pass) tries db's address (100.80.0.1, x in its own job,
+     * which does not run). */
     fy_prepared *intr = prepare(b, "intruder", NULL,
                                 "! " P " tcp 100.80.0.1 8080 || exit 30; ! " P " udp 100.80.0.1 9090 || exit 31; "
-                                "! " P " icmp 100.80.0.1 || exit 32; ! " P " tcp 100.80.0.2 8080 || exit 33; "
+                                "! " P " icmp 100.80.0.1 || exit 32; "
                                 "! " P " resolve db || exit 34; exit 0");
     code = finish(start(intr, "intruder"), NULL);
-    CHECK(code == 0, "intruder (another job) exited %d: it reached job A (30-33) or resolved its name (34)", code);
+    CHECK(code == 0, "intruder (another job) exited %d: it reached job A (30-32) or resolved its name (34)", code);
     if (code == 0)
         OK("a member of another job reaches nothing of this one (TCP, UDP, by address or name)");
     /* The host's namespace reaches no member's listener. */
@@ -382,7 +384,9 @@ static void witnessed(void) {
     const char *m[] = {"a", NULL};
     fy_jobnet *jn = NULL;
     fy_jobnet_new(m, &jn, NULL);
-    finish(start(prepare(jn, "a", NULL, "exit 0"), "a"), NULL);
+    fy_prepared *pr = prepare(jn, "a", NULL, "exit 0");
+    finish(start(pr, "a"), NULL);
+    fy_prepared_free(pr);
     uint64_t v = 1;
     int left = fy_jobnet_shutdown(jn, NULL);
     CHECK(left == 0 && fy_jobnet_stat(jn, FY_JOBNET_LEFT, &v) == 0 && v == 0, "left %d / %llu", left,
