@@ -445,7 +445,7 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
 }
 
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl) {
-    if (lp->job)
+    if (lp->job && lp->mode == FY_NET_DENY)
         return ljn_describe(lp->job_member, lp->job_index);
     json_t *o = json_object(), *rules = json_array();
     if (!o || !rules) {
@@ -524,6 +524,17 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                         json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the allowed ports, the loopback included"
                                     : !pl->ll_handled || pl->ll_abi < 4 ? "none (needs Landlock ABI 4)"
                                                                          : "none (more allowed TCP ports than it takes rules for)"));
+    if (lp->job) {
+        /* Restricted and a job member: both links (linux-jobnet.c). */
+        char *j = ljn_describe(lp->job_member, lp->job_index);
+        json_t *jo = j ? json_loads(j, 0, NULL) : NULL;
+        free(j);
+        json_object_set(o, "job", jo ? json_object_get(jo, "job") : json_null());
+        json_decref(jo);
+        json_object_set_new(o, "landlock_tcp", json_string("none: a job member connects to the other members on "
+                                                           "ports no policy lists (the router and the job's rules "
+                                                           "are the enforcement)"));
+    }
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return s;
@@ -624,7 +635,7 @@ static int open_uplink(const struct lxn_plan *lp) {
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
     run->lp = lp;
-    if (lp->job)
+    if (lp->job && lp->mode == FY_NET_DENY)
         return 0; /* a job member: its link comes once its namespace exists (lxn_finish) */
     if (lp->helper)
         return 0; /* the helper makes it all once the sandbox's namespace exists (lxnh_finish) */
@@ -736,6 +747,13 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     int r = finish_net(run, sandbox_ns, reterr);
+    /* Restricted and a job member: the job's link too (linux-jobnet.c). */
+    if (r == 0 && run->lp && run->lp->job && run->lp->mode != FY_NET_DENY) {
+        if ((r = ljn_attach(run->job, run->lp->job_index, sandbox_ns, reterr)) == 0)
+            run->job_linked = true;
+        else
+            (void)lxn_teardown(run);
+    }
     /* The DNS stub, once the network stands (linux-dns-parse.h). */
     if (r == 0 && run->lp && run->lp->dns && (r = lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
         (void)lxn_teardown(run);
@@ -744,7 +762,7 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
 
 static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     int r = 0, rs = -1, ss = -1, e;
-    if (run->lp && run->lp->job) {
+    if (run->lp && run->lp->job && run->lp->mode == FY_NET_DENY) {
         if ((r = ljn_attach(run->job, run->lp->job_index, sandbox_ns, reterr)) == 0)
             run->job_linked = true;
         return r;
@@ -892,7 +910,8 @@ unsigned lxn_teardown(struct lxn_run *run) {
         unsigned jl = ljn_detach(run->job, run->lp->job_index);
         left += jl;
         run->job_linked = false;
-        json_t *o = json_pack("{s:s,s:{s:s,s:I}}", "mode", "deny", "job", "member", run->lp->job_member,
+        json_t *o = json_pack("{s:s,s:{s:s,s:I}}", "mode", run->lp->mode == FY_NET_DENY ? "deny" : "restricted", "job",
+                              "member", run->lp->job_member,
                               "link_left", (json_int_t)jl);
         run->report = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(o);

@@ -879,9 +879,17 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
                         "yet");
             goto fail;
         }
-        if (!(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
+        if (np->net_mode == FY_NET_FETCH_ONLY) {
+            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.mode",
+                        "a job network with network mode fetch-only is not done (its members reaching the proxy "
+                        "besides each other); use deny or restricted");
+            goto fail;
+        }
+        /* Restricted: its router's plan gains the job's link. */
+        if (!pl->net && !(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
             goto oom;
-        pl->net->mode = FY_NET_DENY;
+        if (np->net_mode == FY_NET_DENY)
+            pl->net->mode = FY_NET_DENY;
         pl->net->job = true;
         pl->net->job_index = np->job_index;
         pl->net->job_member = np->job_member;

@@ -3,7 +3,10 @@
  * namespace of the test's, GW, whose default route leads to a fake
  * internet, NET: a member linked to the host's namespace would reach it).
  *
- *   test-jobnet root PROBE_DIR OUT_DIR     everything below, as root
+ *   test-jobnet root PROBE_DIR OUT_DIR [UPLINK]
+ *                                          everything below, as root (with UPLINK, the
+ *                                          fake internet's namespace file: a restricted
+ *                                          member too)
  *   test-jobnet rootless PROBE_DIR OUT_DIR the typed refusal (uid 65534)
  *
  * PROBE_DIR holds fy-netprobe and serve.py (a TCP echo on 8080 and a UDP
@@ -36,7 +39,7 @@ static int failed;
     } while (0)
 #define OK(...) (printf("ok: "), printf(__VA_ARGS__), printf("\n"))
 
-static const char *probe_dir, *out_dir;
+static const char *probe_dir, *out_dir, *uplink;
 static fy_caps *caps;
 
 static fy_policy *member_policy(const char *member, const char *out) {
@@ -185,12 +188,12 @@ static void bad_input(void) {
     const char *j2 = "{\"network\": {\"job\": {\"name\": \"a\"}}}";
     expect(fy_policy_load_json(p, j2, strlen(j2), &e), e, FY_E_POLICY, "$.network.job.name", "JSON, unknown key");
     e = NULL;
-    const char *j3 = "{\"network\": {\"mode\": \"restricted\", \"destinations\": [{\"host\": \"198.51.100.1\", "
+    const char *j3 = "{\"network\": {\"mode\": \"fetch-only\", \"destinations\": [{\"host\": \"198.51.100.1\", "
                      "\"ports\": [80, 80]}], \"job\": {\"member\": \"db\"}}}";
     r = fy_policy_load_json(p, j3, strlen(j3), &e);
     if (r >= 0)
         r = fy_policy_validate(p, &e);
-    expect(r, e, FY_E_UNSUPPORTED, "$.network.mode", "a job network with restricted");
+    expect(r, e, FY_E_UNSUPPORTED, "$.network.mode", "a job network with fetch-only");
     e = NULL;
     fy_policy_free(p);
 
@@ -254,7 +257,7 @@ static void job_networks(void) {
     char ready[4096];
     snprintf(ready, sizeof(ready), "%s/ready", out_dir);
     unlink(ready);
-    const char *ma[] = {"db", "runner", NULL}, *mb[] = {"x", "intruder", NULL};
+    const char *ma[] = {"db", "runner", "fetcher", NULL}, *mb[] = {"x", "intruder", NULL};
     fy_jobnet *a = NULL, *b = NULL;
     CHECK(fy_jobnet_new(ma, &a, NULL) == 0 && fy_jobnet_new(mb, &b, NULL) == 0, "jobnet_new");
     /* db serves (TCP 8080, UDP 9090) until cancelled. */
@@ -275,6 +278,38 @@ static void job_networks(void) {
     CHECK(code == 0, "runner exited %d (10-13: db by name not reached; 20-25: something outside reached)", code);
     if (code == 0)
         OK("members talk by name over TCP and UDP; under deny nothing outside (fake internet, gateway, DNS)");
+    /* Restricted and a member: db by name, the allowlist through its
+     * router (the fake internet as the uplink), nothing else. */
+    if (uplink) {
+        fy_policy *p = member_policy("fetcher", NULL);
+        fy_error *e2 = NULL;
+        int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e2);
+        if (r >= 0)
+            r = fy_policy_set_network(p, FY_NET_RESTRICTED, &e2);
+        if (r >= 0)
+            r = fy_policy_set_network_host(p, FY_NETHOST_UPLINK, uplink, &e2);
+        const char *av[] = {"/bin/sh", "-c",
+                            "A=$(" P " resolve db) || exit 10; " P " tcp \"$A\" 8080 || exit 12; "
+                            P " udp \"$A\" 9090 || exit 13; " P " tcp 198.51.100.1 8080 || exit 15; "
+                            "! " P " tcp 198.51.100.2 8080 || exit 26; ! " P " udp 198.51.100.1 9090 || exit 27; "
+                            "! " P " tcp 192.0.2.1 8080 || exit 28; exit 0", NULL};
+        fy_prepared *pf = NULL;
+        if (r >= 0)
+            r = fy_prepare_member(p, caps, av, a, &pf, &e2);
+        CHECK(r >= 0, "prepare fetcher: %s", fy_error_message(e2));
+        fy_error_free(e2);
+        fy_policy_free(p);
+        char *json = NULL;
+        code = finish(start(pf, "fetcher"), &json);
+        CHECK(code == 0, "fetcher (restricted) exited %d (10-13: db; 15: the allowed destination; 26-28: another)",
+              code);
+        CHECK(json && strstr(json, "\"link_left\": 0") && strstr(json, "\"mode\": \"restricted\""),
+              "fetcher's network record: %s", json ? json : "");
+        if (code == 0)
+            OK("a restricted member reaches db by name and its allowlist through its router, nothing else");
+        free(json);
+        fy_prepared_free(pf);
+    }
     /* Two runners at once under one name: refused. */
     fy_handle *h2 = NULL;
     fy_error *e = NULL;
@@ -314,7 +349,7 @@ static void job_networks(void) {
     CHECK(fy_jobnet_stat(a, FY_JOBNET_UP, &v) == 0 && v == 0, "still up after shutdown");
     if (left == 0)
         OK("the job's namespace, bridge and rules removed, witnessed");
-    CHECK(fy_jobnet_stat(a, FY_JOBNET_JOINED, &v) == 0 && v == 2, "joined %llu", (unsigned long long)v);
+    CHECK(fy_jobnet_stat(a, FY_JOBNET_JOINED, &v) == 0 && v == (uplink ? 3u : 2u), "joined %llu", (unsigned long long)v);
     fy_prepared_free(db);
     fy_prepared_free(runner);
     fy_prepared_free(intr);
@@ -395,12 +430,13 @@ static void witnessed(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: test-jobnet root|rootless PROBE_DIR OUT_DIR\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: test-jobnet root|rootless PROBE_DIR OUT_DIR [UPLINK]\n");
         return 2;
     }
     probe_dir = argv[2];
     out_dir = argv[3];
+    uplink = argc == 5 ? argv[4] : NULL;
     fy_error *e = NULL;
     if (fy_probe(0, &caps, &e) < 0) {
         printf("FAIL: probe: %s\n", fy_error_message(e));

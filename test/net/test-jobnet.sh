@@ -57,7 +57,7 @@ chown 65534:65534 "$TMP/out" "$TMP/out2" 2>/dev/null
 chmod 777 "$TMP/out" "$TMP/out2"
 
 # 1. The API: members, other jobs, the host, bad input, 100 job networks.
-ip netns exec "$GW" timeout 500 "$API" root "$TMP/probe" "$TMP/out" >"$TMP/api.log" 2>&1
+ip netns exec "$GW" timeout 500 "$API" root "$TMP/probe" "$TMP/out" "/run/netns/$NET" >"$TMP/api.log" 2>&1
 rc=$?
 grep -E '^(ok|FAIL)' "$TMP/api.log"
 [ $rc = 0 ] && ok "test-jobnet (API) passed" || { bad "test-jobnet exited $rc"; tail -40 "$TMP/api.log"; }
