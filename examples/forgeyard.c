@@ -1784,7 +1784,12 @@ static int cmd_job(int argc, char **argv) {
         return EXIT_USAGE;
     }
     json_error_t je;
-    json_t *doc = json_load_file(argv[1], JSON_REJECT_DUPLICATES, &je);
+    size_t jlen = 0;
+    char *jtext = read_file(argv[1], &jlen);
+    if (!jtext)
+        return EXIT_USAGE;
+    json_t *doc = json_loadb(jtext, jlen, JSON_REJECT_DUPLICATES, &je);
+    free(jtext);
     json_t *members = doc ? json_object_get(doc, "members") : NULL;
     if (!doc) {
         fprintf(stderr, "%s: %s:%d: %s\n", prog, argv[1], je.line, je.text);
