@@ -1912,7 +1912,7 @@ static int cmd_job(int argc, char **argv) {
 static int cmd_job(int argc, char **argv) {
     (void)argc;
     (void)argv;
-    fprintf(stderr, "%s: job run needs JSON support this build of the CLI lacks\n", prog);
+    fprintf(stderr, "%s: job networks are not built on this platform (Linux only)\n", prog);
     return EXIT_UNSUPPORTED;
 }
 #endif
