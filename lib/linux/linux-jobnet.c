@@ -10,6 +10,10 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +120,97 @@ static char *ruleset(uint32_t nmembers) {
     return s;
 }
 
+/* ---- deletions off the caller's thread ----
+ * The kernel unlists a deleted link at once, then waits for RCU grace
+ * periods (tens of ms) before the request returns. The deletion runs on a
+ * detached thread with a netlink socket (and a namespace fd) of its own,
+ * which it closes; the caller witnesses by looking the name up until it is
+ * gone (SIOCGIFINDEX: an RCU lookup, not behind the deletion's lock),
+ * bounded. Where no thread can be made, the deletion is synchronous. */
+#define UNLIST_DEADLINE_MS 2000
+
+struct del_args { int s, ns; char name[IFNAMSIZ]; };
+static void *del_main(void *p) {
+    struct del_args *a = p;
+    (void)lnl_link_del(a->s, a->name);
+    close(a->s);
+    if (a->ns >= 0)
+        close(a->ns);
+    free(a);
+    return NULL;
+}
+
+static bool del_async(int ns, const char *name, int hand_ns) {
+    struct del_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return false;
+    a->ns = hand_ns;
+    snprintf(a->name, sizeof(a->name), "%s", name);
+    if ((a->s = lxn_nl_open(ns)) < 0) {
+        free(a);
+        return false;
+    }
+    pthread_attr_t at;
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    bool ok = pthread_attr_init(&at) == 0;
+    if (ok) {
+        (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
+        ok = pthread_create(&t, &at, del_main, a) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&at);
+    }
+    if (!ok) {
+        close(a->s);
+        free(a);
+    }
+    return ok;
+}
+
+struct sock_args { int fd; };
+static int make_dgram(void *p) {
+    struct sock_args *a = p;
+    a->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    return a->fd < 0 ? -errno : 0;
+}
+
+/* Whether name is gone from namespace ns within ms. */
+static bool wait_unlisted(int ns, const char *name, int ms) {
+    struct sock_args a = {-1};
+    if (lxn_in_netns(ns, make_dgram, &a) < 0)
+        return false;
+    uint64_t deadline = pu_deadline_after_ms(ms);
+    bool gone = false;
+    for (;;) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        if (ioctl(a.fd, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV) {
+            gone = true;
+            break;
+        }
+        if (pu_ms_left(deadline) <= 0)
+            break;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    close(a.fd);
+    return gone;
+}
+
+/* Deletes name in ns (on a thread when one can be made, which then also
+ * closes hand_ns) and witnesses it gone: 0, or 1 when it is still there. */
+static uint32_t delete_link(int nl, int ns, const char *name, int hand_ns) {
+    if (del_async(ns, name, hand_ns))
+        return wait_unlisted(ns, name, UNLIST_DEADLINE_MS) ? 0 : 1;
+    if (hand_ns >= 0)
+        close(hand_ns);
+    int e = lnl_link_del(nl, name);
+    return (e < 0 && e != -ENODEV) || lnl_link_exists(nl, name) != 0 ? 1 : 0;
+}
+
 static void release(struct ljn *j) {
     if (j->nl >= 0)
         close(j->nl);
@@ -205,9 +300,8 @@ uint32_t ljn_detach(void *job, uint32_t index) {
     char port[IFNAMSIZ];
     port_name(port, index);
     pthread_mutex_lock(&j->mu);
-    int e = lnl_link_del(j->nl, port);
-    /* ENODEV: the member's namespace went first and took the pair along. */
-    uint32_t left = (e < 0 && e != -ENODEV) || lnl_link_exists(j->nl, port) != 0 ? 1 : 0;
+    /* (A member's namespace that went first took the pair along: gone.) */
+    uint32_t left = delete_link(j->nl, j->ns, port, -1);
     pthread_mutex_unlock(&j->mu);
     return left;
 }
@@ -229,9 +323,9 @@ uint32_t ljn_free(void *job) {
         port_name(port, i);
         (void)lnl_link_del(j->nl, port);
     }
-    int e = lnl_link_del(j->nl, LJN_BRIDGE_IF);
-    if (e < 0 && e != -ENODEV)
-        left++;
+    /* The bridge's deletion runs on a thread that holds a namespace fd of
+     * its own until it is done (then the kernel may destroy it). */
+    left += delete_link(j->nl, j->ns, LJN_BRIDGE_IF, fcntl(j->ns, F_DUPFD_CLOEXEC, 3));
     int n = lnl_link_count(j->nl);
     if (n != 1)
         left += n < 0 ? 1 : (uint32_t)(n - 1);

@@ -59,7 +59,7 @@ chmod 777 "$TMP/out" "$TMP/out2"
 # 1. The API: members, other jobs, the host, bad input, 100 job networks.
 ip netns exec "$GW" timeout 500 "$API" root "$TMP/probe" "$TMP/out" "/run/netns/$NET" >"$TMP/api.log" 2>&1
 rc=$?
-grep -E '^(ok|FAIL)' "$TMP/api.log"
+grep -E '^(ok|FAIL|timing)' "$TMP/api.log"
 [ $rc = 0 ] && ok "test-jobnet (API) passed" || { bad "test-jobnet exited $rc"; tail -40 "$TMP/api.log"; }
 nothing_left "API"
 
