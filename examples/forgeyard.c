@@ -90,6 +90,8 @@ static void usage(FILE *f) {
             "  action run ACTION.json [OPTIONS]\n"
             "                               run a hermetic action: declared inputs in, declared\n"
             "                               outputs out (see forgeyard-action(5))\n"
+            "  job run JOB.json             run the members of one job on a private job network\n"
+            "                               (see forgeyard(1))\n"
             "\n"
             "See forgeyard(1), forgeyard-policy(5) and forgeyard-sandbox(7).\n",
             prog);
@@ -1820,6 +1822,156 @@ static int cmd_action(int argc, char **argv) {
 
 /* ---- forgeyard test ---- */
 
+#ifdef FY_CLI_JOB
+#include <jansson.h>
+
+/* forgeyard job run JOB.json: the members of one job, each in its own
+ * sandbox, on one job network (fy_jobnet_new(3)) in this process. JOB.json:
+ *   {"members": [{"name": N, "argv": [...], "policy": {POLICY} | "policy_file": PATH,
+ *                 "service": true|false}, ...]}
+ * Members start in order; once every member that is not a service has
+ * ended, the services are cancelled. Prints "NAME: OUTCOME [exit N]" per
+ * member; exits 0 when every non-service member succeeded. */
+#define JOB_MAX FY_JOBNET_MAX_MEMBERS
+static int cmd_job(int argc, char **argv) {
+    if (argc != 2 || strcmp(argv[0], "run") != 0) {
+        fprintf(stderr, "usage: %s job run JOB.json\n", prog);
+        return EXIT_USAGE;
+    }
+    json_error_t je;
+    size_t jlen = 0;
+    char *jtext = read_file(argv[1], &jlen);
+    if (!jtext)
+        return EXIT_USAGE;
+    json_t *doc = json_loadb(jtext, jlen, JSON_REJECT_DUPLICATES, &je);
+    free(jtext);
+    json_t *members = doc ? json_object_get(doc, "members") : NULL;
+    if (!doc) {
+        fprintf(stderr, "%s: %s:%d: %s\n", prog, argv[1], je.line, je.text);
+        return EXIT_USAGE;
+    }
+    size_t n = json_is_array(members) ? json_array_size(members) : 0;
+    if (n == 0 || n > JOB_MAX) {
+        fprintf(stderr, "%s: %s: $.members: 1 to %d members expected\n", prog, argv[1], JOB_MAX);
+        json_decref(doc);
+        return EXIT_USAGE;
+    }
+    const char *names[JOB_MAX + 1] = {0};
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(members, i);
+        names[i] = json_string_value(json_object_get(m, "name"));
+        json_t *av = json_object_get(m, "argv");
+        if (!names[i] || !json_is_array(av) || json_array_size(av) == 0) {
+            fprintf(stderr, "%s: %s: $.members[%zu]: needs \"name\" (a string) and \"argv\" (a non-empty array)\n",
+                    prog, argv[1], i);
+            json_decref(doc);
+            return EXIT_USAGE;
+        }
+    }
+    fy_jobnet *jn = NULL;
+    fy_error *err = NULL;
+    int r = fy_jobnet_new(names, &jn, &err);
+    if (r < 0) {
+        report(argv[1], err, r);
+        json_decref(doc);
+        return EXIT_USAGE;
+    }
+    fy_prepared *pr[JOB_MAX] = {0};
+    fy_handle *h[JOB_MAX] = {0};
+    bool service[JOB_MAX] = {0};
+    int status = EXIT_OK;
+    for (size_t i = 0; i < n && status == EXIT_OK; i++) {
+        json_t *m = json_array_get(members, i);
+        json_t *pol = json_object_get(m, "policy"), *pf = json_object_get(m, "policy_file"), *av = json_object_get(m, "argv");
+        service[i] = json_is_true(json_object_get(m, "service"));
+        fy_policy *p = NULL;
+        err = NULL;
+        r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &err);
+        if (r >= 0 && json_is_string(pf)) {
+            r = load_policy_onto(p, json_string_value(pf));
+            err = NULL;
+        } else if (r >= 0 && json_is_object(pol)) {
+            char *text = json_dumps(pol, JSON_COMPACT);
+            r = text ? fy_policy_load_json(p, text, strlen(text), &err) : FY_E_NOMEM;
+            free(text);
+        }
+        if (r >= 0)
+            r = fy_policy_set_job_member(p, names[i], &err);
+        if (r >= 0)
+            r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err);
+        if (r >= 0)
+            r = fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err);
+        const char *args[256];
+        size_t na = json_array_size(av);
+        for (size_t k = 0; r >= 0 && k < na && k < 255; k++)
+            if (!(args[k] = json_string_value(json_array_get(av, k))))
+                r = FY_E_INVAL;
+        args[na < 255 ? na : 255] = NULL;
+        if (r >= 0)
+            r = fy_prepare_member(p, NULL, args, jn, &pr[i], &err);
+        if (r >= 0)
+            r = fy_start(pr[i], &h[i], &err);
+        fy_policy_free(p);
+        if (r < 0) {
+            if (err)
+                report(names[i], err, r);
+            else
+                fprintf(stderr, "%s: member %s: %s\n", prog, names[i], fy_strerror(r));
+            status = r == FY_E_UNSUPPORTED ? EXIT_UNSUPPORTED : r == FY_E_POLICY ? EXIT_USAGE : EXIT_FAIL;
+        }
+    }
+    /* Every member that is not a service ends by itself; then the services
+     * are cancelled (and anything left when a start failed). */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++) {
+            if (!h[i] || (pass == 0 && (service[i] || status != EXIT_OK)))
+                continue;
+            if (pass == 1)
+                fy_handle_cancel(h[i], FY_CANCEL_USER, NULL);
+            fy_result *res = NULL;
+            err = NULL;
+            r = fy_handle_wait(h[i], FY_UNLIMITED, &res, &err);
+            if (r < 0) {
+                report(names[i], err, r);
+                status = EXIT_FAIL;
+            } else {
+                uint32_t o = (uint32_t)fy_result_outcome(res);
+                if (fy_result_exit_code(res) >= 0)
+                    printf("%s: %s exit %d\n", names[i], fy_outcome_name(o), fy_result_exit_code(res));
+                else
+                    printf("%s: %s\n", names[i], fy_outcome_name(o));
+                if (!service[i] && o != FY_OUTCOME_SUCCEEDED && status == EXIT_OK)
+                    status = EXIT_FAIL;
+            }
+            fflush(stdout);
+            fy_result_free(res);
+            fy_handle_free(h[i]);
+            h[i] = NULL;
+        }
+    for (size_t i = 0; i < n; i++)
+        fy_prepared_free(pr[i]);
+    err = NULL;
+    r = fy_jobnet_shutdown(jn, &err);
+    if (r != 0) {
+        if (r < 0)
+            report("job network", err, r);
+        else
+            fprintf(stderr, "%s: the job network's removal left %d object(s)\n", prog, r);
+        status = EXIT_FAIL;
+    }
+    fy_jobnet_free(jn);
+    json_decref(doc);
+    return status;
+}
+#else
+static int cmd_job(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "%s: job networks are not built on this platform (Linux only)\n", prog);
+    return EXIT_UNSUPPORTED;
+}
+#endif
+
 static int cmd_test(int argc, char **argv) {
     int json = 0;
     const char *profile = "release";
@@ -1920,6 +2072,8 @@ int main(int argc, char **argv) {
         return cmd_test(argc - 2, argv + 2);
     if (strcmp(cmd, "image") == 0)
         return cmd_image(argc - 2, argv + 2);
+    if (strcmp(cmd, "job") == 0)
+        return cmd_job(argc - 2, argv + 2);
     if (strcmp(cmd, "gc") == 0 && argc == 3 && strcmp(argv[2], "--images") == 0) {
         char *gcargv[] = {(char *)"gc", NULL};
         return cmd_image(1, gcargv);

@@ -70,7 +70,7 @@ static const char *const step_names[] = {
     [FY_STEP_SECRET] = "secret",     [FY_STEP_JSON] = "json",
     [FY_STEP_INPUT] = "input",       [FY_STEP_COLLECT] = "collect",
     [FY_STEP_IMAGE] = "image",       [FY_STEP_DEVICE] = "device",
-    [FY_STEP_PROXY] = "proxy",
+    [FY_STEP_JOBNET] = "jobnet",     [FY_STEP_PROXY] = "proxy",
     [FY_STEP_RUNTIME] = "runtime",
 };
 

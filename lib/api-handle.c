@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "handle.h"
+#include "jobnet.h"
 #include "observe.h"
 #include "os.h"
 
@@ -49,6 +50,7 @@ void handle_end(fy_handle *h, enum end_reason why, uint32_t step, int64_t os, co
     } while (0)
 
 static void handle_release(fy_handle *h) {
+    jobnet_leave(h, 0); /* (a start that failed, or a handle freed before its result) */
     if (h->wake_fd >= 0)
         os_wake_close(h->wake_fd);
     free(h->end_detail);
@@ -100,7 +102,12 @@ int handle_start(const fy_prepared *prepared, void *shell, const uint64_t *claim
         h->prestarted = true;
         h->claim_usec = *claim_usec;
     }
-    int r = shell ? b->start_shell(h, shell, reterr) : b->start(h, reterr);
+    /* A job member: its place on the job's network (made by the first). */
+    int r = prepared->jobnet ? jobnet_join(h, reterr) : 0;
+    if (r < 0 && shell)
+        (void)b->shell_discard(shell);
+    if (r == 0)
+        r = shell ? b->start_shell(h, shell, reterr) : b->start(h, reterr);
     if (r < 0) {
         metrics_start_failure(obs->metrics, b->name, prepared->sel.level);
         obs_span(obs, "executor.spawn", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));

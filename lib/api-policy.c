@@ -316,6 +316,17 @@ int fy_policy_set_dns(fy_policy *policy, uint32_t dns, fy_error **reterr) {
     return 0;
 }
 
+int fy_policy_set_job_member(fy_policy *policy, const char *member, fy_error **reterr) {
+    CHECK_POLICY(policy);
+    if (!member) {
+        free(policy->job_member);
+        policy->job_member = NULL;
+        return 0;
+    }
+    int r = check_job_member(member, "$.network.job.member", reterr);
+    return r < 0 ? r : replace_str(&policy->job_member, member, reterr);
+}
+
 int fy_policy_add_destination(fy_policy *policy, const char *host, uint32_t proto, uint32_t port_min,
                               uint32_t port_max, fy_error **reterr) {
     CHECK_POLICY(policy);

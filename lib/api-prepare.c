@@ -14,6 +14,7 @@
 #include "os.h"
 #include "oci/oci.h"
 #include "plan.h"
+#include "jobnet.h"
 #include "prepared.h"
 
 static void prepared_destroy(fy_prepared *pr) {
@@ -23,6 +24,7 @@ static void prepared_destroy(fy_prepared *pr) {
         pr->sel.backend->plan_free(pr->plan);
     plan_free(pr->neutral);
     oci_image_free(pr->image);
+    jobnet_unref(pr->jobnet);
     free(pr->contract_id);
     for (size_t i = 0; i < pr->nsecrets; i++)
         secret_release(pr->secrets[i].value);
@@ -211,10 +213,25 @@ static int check_workspace_dirs(const fy_policy *p, fy_error **reterr) {
     return 0;
 }
 
-int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
-                       const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr) {
+int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
+                              const fy_caps *caps, const char *const *argv, struct fy_jobnet *jobnet,
+                              fy_prepared **ret, fy_error **reterr) {
     if (!policy || !ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "policy or ret is NULL");
+    /* A job member only with its job's network, and never one that did not
+     * ask for it. */
+    if (jobnet && !policy->job_member)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.job.member",
+                       "the policy names no job member (network.job.member), so it is never put on a job network");
+    if (!jobnet && policy->job_member)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.job.member",
+                       "the policy is member \"%s\" of a job network: prepare it with fy_prepare_member and the "
+                       "job's network",
+                       policy->job_member);
+    int job_index = jobnet ? jobnet_index_of(jobnet, policy->job_member) : -1;
+    if (jobnet && job_index < 0)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.job.member",
+                       "\"%s\" is not a member declared by this job network", policy->job_member);
     if (policy->origin_pid != util_getpid() || (caps && caps->origin_pid != util_getpid()))
         return err_set(reterr, FY_E_FORKED, FY_STEP_PREPARE, 0, NULL, "object was created in another process");
     uint64_t t0 = util_now_usec();
@@ -243,6 +260,15 @@ int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, cons
     }
     if ((r = select_backend(table, n, pr->policy, pr->caps, &pr->sel, reterr)) < 0)
         goto fail;
+    if (jobnet) {
+        if (!pr->sel.backend->job_make) {
+            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.job",
+                        "the %s backend has no job networks", pr->sel.backend->name);
+            goto fail;
+        }
+        pr->jobnet = jobnet_ref(jobnet);
+        pr->job_index = (uint32_t)job_index;
+    }
     if ((r = resolve_env(pr, reterr)) < 0 || (r = load_secrets(pr, reterr)) < 0)
         goto fail;
     pr->impure = policy_is_impure(pr->policy);
@@ -265,11 +291,25 @@ fail:
     return r;
 }
 
+int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
+                       const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr) {
+    return prepare_member_with_table(table, n, policy, caps, argv, NULL, ret, reterr);
+}
+
 int fy_prepare(const fy_policy *policy, const fy_caps *caps, const char *const *argv, fy_prepared **ret,
                fy_error **reterr) {
     const struct fy_backend_ops *table[FY_BACKENDS_MAX];
     size_t n = backends_collect(table, FY_BACKENDS_MAX);
     return prepare_with_table(table, n, policy, caps, argv, ret, reterr);
+}
+
+int fy_prepare_member(const fy_policy *policy, const fy_caps *caps, const char *const *argv, fy_jobnet *jobnet,
+                      fy_prepared **ret, fy_error **reterr) {
+    if (!jobnet)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "jobnet is NULL");
+    const struct fy_backend_ops *table[FY_BACKENDS_MAX];
+    size_t n = backends_collect(table, FY_BACKENDS_MAX);
+    return prepare_member_with_table(table, n, policy, caps, argv, jobnet, ret, reterr);
 }
 
 #define CHECK_PREPARED(pr)                           \

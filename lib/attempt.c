@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "jobnet.h"
 #include "attempt.h"
 #include "prepared.h"
 
@@ -128,4 +129,6 @@ void attempt_finish(fy_handle *h, struct attempt_report *rep, fy_result *r) {
     r->usage_source = rep->usage_source;
     attempt_report_clear(rep);
     h->result = r;
+    /* A job member's link is gone with its cleanup: its place is free. */
+    jobnet_leave(h, r->left[FY_LEFT_NETWORK]);
 }

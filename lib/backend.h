@@ -82,6 +82,17 @@ struct fy_backend_ops {
      * refused unless the policy acknowledged them. */
     const char *runtime;
     const char *(*known_issues)(const fy_caps *c);
+    /* Optional: job networks (fy_jobnet_new(3), api-jobnet.c). job_make
+     * makes the job's network for nmembers members (at its first member's
+     * start); start then finds it in h->job and links member
+     * plan->job_index to it (removing that link, witnessed, at the
+     * attempt's cleanup); job_free removes it once no member is left and
+     * returns what it could not remove (0: witnessed gone); job_forget
+     * releases memory and fds only (a forked copy of the host). A backend
+     * without job_make refuses fy_prepare_member. */
+    int (*job_make)(uint32_t nmembers, void **ret, fy_error **reterr);
+    uint32_t (*job_free)(void *job);
+    void (*job_forget)(void *job);
 };
 
 /* One backend folder (lib/<name>/): what it probes, how it collects the
@@ -173,6 +184,10 @@ void selection_free(struct selection *s);
 
 /* api-prepare.c: fy_prepare against an explicit backend table (unit tests
  * pass a fake one). */
+struct fy_jobnet;
+int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
+                              const fy_caps *caps, const char *const *argv, struct fy_jobnet *jobnet,
+                              fy_prepared **ret, fy_error **reterr);
 int prepare_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
                        const fy_caps *caps, const char *const *argv, fy_prepared **ret, fy_error **reterr);
 

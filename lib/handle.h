@@ -67,6 +67,9 @@ struct fy_handle {
     uint64_t cancel_started;              /* when the soft terminate of a cancel/timeout began */
     bool prestarted;                      /* started in a claimed pre-started shell */
     uint64_t claim_usec;                  /* ... and how long taking it took */
+    void *job;                            /* a job member: the backend's job network (job_make) */
+    struct fy_jobnet *jobnet;             /* ... and the job network it holds a member's place in */
+    uint32_t job_index;
 };
 
 /* Records the first reason to end the attempt; later ones are ignored. */

@@ -18,6 +18,7 @@
 #endif
 
 #include "oci/oci.h"
+#include "jobnet.h"
 #include "plan.h"
 #include "caps.h"
 #include "prepared.h"
@@ -308,8 +309,8 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
         add_file(b, "/etc/passwd", passwd_text(pl), 0644);
         add_file(b, "/etc/group", group_text(pl), 0644);
     }
-    add_file(b, "/etc/hosts", fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n%s", hostname,
-                                  pl->net_hosts ? pl->net_hosts : ""), 0644);
+    add_file(b, "/etc/hosts", fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n%s%s", hostname,
+                                  pl->net_hosts ? pl->net_hosts : "", pl->job_hosts ? pl->job_hosts : ""), 0644);
     add_file(b, "/etc/hostname", hostname, 0644);
     if (!image)
         add_file(b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
@@ -607,6 +608,14 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
     /* The network first: the layout's /etc/hosts carries its names. */
     pl->net_mode = p->net_mode;
     pl->dns = p->dns;
+    if (pr->jobnet) {
+        /* A job member: its name and every member's address by name. */
+        pl->job_member = str(pl, p->job_member);
+        pl->job_index = pr->job_index;
+        pl->job_hosts = str(pl, jobnet_hosts(pr->jobnet));
+        if (!pl->job_member || !pl->job_hosts)
+            goto oom;
+    }
     if (p->dests.n) {
         struct plan_dest *d = keep(pl, calloc(p->dests.n, sizeof(*d)));
         if (!d)

@@ -161,6 +161,9 @@ struct fy_plan {
     const struct plan_net_rule *net_rules; /* restricted: the resolved allowlist (plan-net.c) */
     size_t nnet_rules;
     const char *net_hosts;     /* restricted: "ADDR\tNAME\n" lines for the sandbox's /etc/hosts */
+    const char *job_member;    /* a job network's member (fy_prepare_member): its name, or NULL */
+    uint32_t job_index;        /* ... its index (its address and link) */
+    const char *job_hosts;     /* ... every member's "ADDR\tNAME\n" for /etc/hosts */
     const char *net_uplink;    /* FY_NETHOST_UPLINK (NULL: the host's namespace) */
     const char *net_link_subnet; /* FY_NETHOST_LINK_SUBNET (NULL: the backend's default) */
     const char *net_credentials; /* fetch-only: FY_NETHOST_CREDENTIALS, a host file the proxy's

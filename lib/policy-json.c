@@ -479,7 +479,7 @@ static int parse_environment(fy_policy *p, const json_t *o, const char *loc, fy_
 }
 
 static int parse_network(fy_policy *p, const json_t *o, const char *loc, fy_error **reterr) {
-    static const char *const keys[] = {"mode", "dns", "destinations", NULL};
+    static const char *const keys[] = {"mode", "dns", "destinations", "job", NULL};
     int r = want_object(o, keys, loc, reterr);
     if (r < 0 || (r = OPT_ENUM(o, loc, "mode", net_mode_names, &p->net_mode, reterr)) < 0 ||
         (r = OPT_ENUM(o, loc, "dns", dns_names, &p->dns, reterr)) < 0)
@@ -518,6 +518,27 @@ static int parse_network(fy_policy *p, const json_t *o, const char *loc, fy_erro
             d->proto = proto;
             d->port_min = (uint32_t)lo;
             d->port_max = (uint32_t)hi;
+        }
+    }
+    if ((v = json_object_get(o, "job"))) {
+        /* {"member": NAME}: this attempt joins its job's network under
+         * that name (fy_prepare_member); null: it does not. */
+        char l[LOC_MAX];
+        sub(l, loc, "job");
+        if (json_is_null(v)) {
+            free(p->job_member);
+            p->job_member = NULL;
+        } else {
+            static const char *const jkeys[] = {"member", NULL};
+            const char *m;
+            if ((r = want_object(v, jkeys, l, reterr)) < 0 ||
+                (r = need_string(v, l, "member", check_job_member, &m, reterr)) < 0)
+                return r;
+            char *c = strdup(m);
+            if (!c)
+                return oom(reterr);
+            free(p->job_member);
+            p->job_member = c;
         }
     }
     return 0;
@@ -785,6 +806,8 @@ char *policy_to_json(const fy_policy *p) {
         json_array_append_new(dests, o);
     }
     json_object_set_new(net, "destinations", dests);
+    if (p->job_member) /* (only when asked: the canonical form of every other policy is unchanged) */
+        json_object_set_new(net, "job", json_pack("{s:s}", "member", p->job_member));
     json_object_set_new(root, "network", net);
 
     json_t *res = json_object();

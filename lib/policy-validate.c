@@ -548,6 +548,29 @@ static int validate_network(const fy_policy *p, const json_t *doc, fy_error **re
         return bad(reterr, pick(doc, "$.network.mode", "$.isolation.controls.netns"),
                    "network mode %s needs a network namespace, but isolation.controls.netns is off",
                    net_mode_name(p->net_mode));
+    if (p->job_member && (r = check_job_member(p->job_member, "$.network.job.member", reterr)) < 0)
+        return r;
+    if (p->job_member && p->net_mode != FY_NET_DENY && p->net_mode != FY_NET_RESTRICTED)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, pick(doc, "$.network.mode", "$.network.job"),
+                       p->net_mode == FY_NET_ALLOW
+                           ? "a job network needs network mode deny: allow shares the host's network, which every "
+                             "job and the host reach"
+                           : "a job network with network mode %s is not done: its members reaching the proxy "
+                             "besides each other; use deny or restricted",
+                       net_mode_name(p->net_mode));
+    return 0;
+}
+
+int check_job_member(const char *name, const char *loc, fy_error **reterr) {
+    size_t n = name ? strlen(name) : 0;
+    bool ok = n >= 1 && n <= 63 && name[0] != '-' && name[n - 1] != '-';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '-';
+    if (!ok)
+        return bad(reterr, loc, "a job member's name is a host name label: 1 to 63 of a-z, 0-9 and '-', not "
+                                "starting or ending with '-' (it resolves to the member's address in the others)");
+    if (strcmp(name, "localhost") == 0)
+        return bad(reterr, loc, "localhost is the sandbox's own loopback, not a job member's name");
     return 0;
 }
 

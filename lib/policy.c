@@ -90,8 +90,9 @@ void policy_clear(fy_policy *p) {
     free(p->hostname);
     free(p->image);
     free(p->runtime);
+    free(p->job_member);
     p->source = p->build = p->output = p->workdir = p->hostname = p->image = p->runtime = NULL;
-    p->build_lower = p->build_work = NULL;
+    p->build_lower = p->build_work = p->job_member = NULL;
     VEC_EACH(&p->toolchains, struct pol_toolchain, t) { free(t->name); free(t->host); }
     VEC_EACH(&p->binds, struct pol_bind, b) { free(b->host); free(b->target); }
     VEC_EACH(&p->runtime_paths, char *, s) free(*s);
@@ -434,7 +435,7 @@ fy_policy *policy_dup(const fy_policy *s) {
     *p = *s;
     p->origin_pid = pid;
     p->source = p->build = p->output = p->workdir = p->hostname = p->image = p->runtime = NULL;
-    p->build_lower = p->build_work = NULL;
+    p->build_lower = p->build_work = p->job_member = NULL;
     p->state_dir = NULL;
     memset(p->net_host, 0, sizeof(p->net_host));
     for (int i = 0; i < 3; i++)
@@ -457,7 +458,7 @@ fy_policy *policy_dup(const fy_policy *s) {
               dup_str(&p->output, s->output) && dup_str(&p->workdir, s->workdir) &&
               dup_str(&p->hostname, s->hostname) && dup_str(&p->image, s->image) &&
               dup_str(&p->build_lower, s->build_lower) && dup_str(&p->build_work, s->build_work) &&
-              dup_str(&p->runtime, s->runtime);
+              dup_str(&p->runtime, s->runtime) && dup_str(&p->job_member, s->job_member);
     ok = ok && dup_vec(&p->toolchains, &s->toolchains) && dup_vec(&p->binds, &s->binds) &&
          dup_vec(&p->runtime_paths, &s->runtime_paths) && dup_vec(&p->env_set, &s->env_set) &&
          dup_vec(&p->env_allow, &s->env_allow) && dup_vec(&p->dests, &s->dests) &&

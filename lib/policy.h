@@ -86,6 +86,7 @@ struct fy_policy {
     /* network */
     uint32_t net_mode, dns;
     struct vec dests;         /* struct pol_dest */
+    char *job_member;         /* network.job.member: this attempt's name on its job's network, or NULL */
     /* resources */
     uint64_t limit[FY_LIMIT_MAX_ + 1];
     /* process */
@@ -143,6 +144,8 @@ int check_image_ref(const char *ref, const char *loc, fy_error **reterr);
 int check_env_value(const char *value, const char *loc, fy_error **reterr);
 int check_simple_name(const char *name, const char *what, const char *loc, fy_error **reterr);
 int check_hostname(const char *name, const char *loc, fy_error **reterr);
+/* A job network's member name (network.job.member, fy_jobnet_new). */
+int check_job_member(const char *name, const char *loc, fy_error **reterr);
 int check_destination_host(const char *host, const char *loc, fy_error **reterr);
 int check_limit(uint32_t limit, uint64_t value, const char *loc, fy_error **reterr);
 int check_device_path(const char *path, const char *loc, fy_error **reterr);

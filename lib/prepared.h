@@ -30,6 +30,8 @@ struct fy_prepared {
     char *contract_id;      /* prepared_contract_id, built on first use */
     struct oci_image *image; /* the policy's image (lib/oci): holds its layers against gc */
     int refs;               /* the caller's reference + one per live handle (atomic) */
+    struct fy_jobnet *jobnet; /* fy_prepare_member: the job network (referenced), or NULL */
+    uint32_t job_index;       /* ... and this member's index in it */
 };
 
 /* The environment contract id (hex SHA-256 of backend, library, kernel,

@@ -56,6 +56,7 @@
 #define FY_STEP_COLLECT       27  /* collecting an action's declared outputs */
 #define FY_STEP_IMAGE         28  /* resolving, verifying or unpacking a container image */
 #define FY_STEP_DEVICE        29  /* a leased device: checking the host node, the device cgroup */
+#define FY_STEP_JOBNET        30  /* 0.2: a job network (fy_jobnet_new): its namespace, bridge, rules, a member's link */
 #define FY_STEP_PROXY         31  /* the fetch-only network's per-attempt proxy */
 #define FY_STEP_RUNTIME       33  /* an external OCI runtime (runc): its bundle, run, delete */
 

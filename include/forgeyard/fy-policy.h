@@ -192,6 +192,10 @@ FY_API int fy_policy_add_destination(fy_policy *policy, const char *host, uint32
                                      uint32_t port_min, uint32_t port_max, fy_error **reterr);
 /* A host setting of the network modes that reach destinations (FY_NETHOST_*);
  * value NULL restores the default. */
+/* 0.2: this attempt is member (a host name label) of a job network: the
+ * policy's network.job.member. Needs network mode deny and a plan of
+ * fy_prepare_member(3); NULL: not a member. */
+FY_API int fy_policy_set_job_member(fy_policy *policy, const char *member, fy_error **reterr);
 FY_API int fy_policy_set_network_host(fy_policy *policy, uint32_t setting, const char *value, fy_error **reterr);
 
 /* Resources. */

@@ -16,5 +16,6 @@
 #include "fy-image.h"
 #include "fy-action.h"
 #include "fy-shells.h"
+#include "fy-jobnet.h"
 
 #endif

@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "linux-backend.h"
 #include "linux-helper.h"
+#include "linux-jobnet.h"
 #include "linux-devices.h"
 #include "linux-plan.h"
 #include "linux-runc.h"
@@ -84,7 +85,8 @@ static bool ns_can_enforce(const fy_caps *c, uint32_t control, const char **why)
     .stdio_fd = lx_stdio_fd, .next_deadline = lx_next_deadline, .describe = linux_plan_describe,                \
     .workload_ids = linux_plan_workload_ids, .build_overlaid = linux_plan_build_overlaid,                       \
     .shell_make = linux_shell_make, .shell_fits = linux_shell_fits, .shell_gone = linux_shell_gone,            \
-    .shell_discard = lx_shell_discard, .shell_forget = linux_shell_forget, .start_shell = lx_start_shell
+    .shell_discard = lx_shell_discard, .shell_forget = linux_shell_forget, .start_shell = lx_start_shell,      \
+    .job_make = ljn_make, .job_free = ljn_free, .job_forget = ljn_forget
 
 const struct fy_backend_ops linux_namespace_backend = {
     .version = FY_BACKEND_OPS_VERSION,

@@ -50,6 +50,7 @@
 #include <jansson.h>
 
 #include "lazy.h"
+#include "linux-jobnet.h"
 #include "linux-net.h"
 #include "linux-netlink.h"
 #include "linux-net-user.h"
@@ -451,6 +452,8 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
 }
 
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl) {
+    if (lp->job && lp->mode == FY_NET_DENY)
+        return ljn_describe(lp->job_member, lp->job_index);
     json_t *o = json_object(), *rules = json_array();
     if (!o || !rules) {
         json_decref(o);
@@ -528,6 +531,17 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                         json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the allowed ports, the loopback included"
                                     : !pl->ll_handled || pl->ll_abi < 4 ? "none (needs Landlock ABI 4)"
                                                                          : "none (more allowed TCP ports than it takes rules for)"));
+    if (lp->job) {
+        /* Restricted and a job member: both links (linux-jobnet.c). */
+        char *j = ljn_describe(lp->job_member, lp->job_index);
+        json_t *jo = j ? json_loads(j, 0, NULL) : NULL;
+        free(j);
+        json_object_set(o, "job", jo ? json_object_get(jo, "job") : json_null());
+        json_decref(jo);
+        json_object_set_new(o, "landlock_tcp", json_string("none: a job member connects to the other members on "
+                                                           "ports no policy lists (the router and the job's rules "
+                                                           "are the enforcement)"));
+    }
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return s;
@@ -699,6 +713,8 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
     run->lp = lp;
+    if (lp->job && lp->mode == FY_NET_DENY)
+        return 0; /* a job member: its link comes once its namespace exists (lxn_finish) */
     if (lp->helper)
         return 0; /* the helper makes it all once the sandbox's namespace exists (lxnh_finish) */
     if (lp->rootless)
@@ -886,6 +902,15 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         return r;
     }
     r = finish_net(run, sandbox_ns, reterr); /* (on failure, it has torn down the stub too) */
+    /* Restricted and a job member: the job's link too (linux-jobnet.c). */
+    if (r == 0 && run->lp && run->lp->job && run->lp->mode != FY_NET_DENY) {
+        if ((r = ljn_attach(run->job, run->lp->job_index, sandbox_ns, reterr)) == 0)
+            run->job_linked = true;
+        else
+            (void)lxn_teardown(run);
+        if (r < 0)
+            return r;
+    }
     if (r == 0 && dns && (r = early ? lxp_await_ready(&run->dns, reterr)
                                     : lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
         (void)lxn_teardown(run);
@@ -894,6 +919,11 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
 
 static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     int r = 0, rs = -1, ss = -1, e;
+    if (run->lp && run->lp->job && run->lp->mode == FY_NET_DENY) {
+        if ((r = ljn_attach(run->job, run->lp->job_index, sandbox_ns, reterr)) == 0)
+            run->job_linked = true;
+        return r;
+    }
     if (run->lp && run->lp->helper)
         return lxnh_finish(run, sandbox_ns, reterr);
     if (run->lp && run->lp->mode == FY_NET_FETCH_ONLY) {
@@ -1029,6 +1059,7 @@ void lxn_forget(struct lxn_run *run) {
      * before the fork, closed below). */
     run->begin_pending = false;
     run->begin_err = NULL;
+    run->job_linked = false; /* the parent's port is the parent's to remove */
     if (run->user)
         lxnu_forget(run);
     run->uplink_if[0] = 0;
@@ -1046,6 +1077,17 @@ unsigned lxn_teardown(struct lxn_run *run) {
     /* A report the previous call made and nobody took (a failed start). */
     free(run->report);
     run->report = NULL;
+    if (run->job_linked) {
+        /* A job member: its port on the job's bridge, witnessed gone. */
+        unsigned jl = ljn_detach(run->job, run->lp->job_index);
+        left += jl;
+        run->job_linked = false;
+        json_t *o = json_pack("{s:s,s:{s:s,s:I}}", "mode", run->lp->mode == FY_NET_DENY ? "deny" : "restricted", "job",
+                              "member", run->lp->job_member,
+                              "link_left", (json_int_t)jl);
+        run->report = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(o);
+    }
     if (run->helper_name[0])
         left += lxnh_teardown(run);
     if (run->user)
@@ -1182,5 +1224,9 @@ int lxn_recv_netns(int sock, int timeout_ms) {
 }
 
 /* ---- for the rootless path (linux-net-user.h) ---- */
+
+int lxn_in_netns(int ns, int (*fn)(void *), void *arg) { return in_netns(ns, fn, arg); }
+int lxn_new_netns(void) { return new_netns(); }
+int lxn_nl_open(int ns) { return nl_open(ns); }
 
 int lxn_i_finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) { return finish_nft(run, deadline, reterr); }

@@ -46,6 +46,11 @@ struct lxn_plan {
     bool rootless;              /* restricted without root: linux-net-user.c (pasta uplink) */
     const char *pasta;          /* rootless: the pasta program (absolute) */
     struct lxp_config *dns;     /* the DNS stub's names and addresses, or NULL: no stub */
+    /* A member of a job network (linux-jobnet.c) under deny: no router,
+     * only the veth to the job's bridge. */
+    bool job;
+    uint32_t job_index;
+    const char *job_member;
 };
 
 /* Per attempt. */
@@ -71,6 +76,8 @@ struct lxn_run {
     pthread_t begin_thread;
     int begin_r;
     fy_error *begin_err;
+    void *job;                  /* a job member: the job's network (linux-jobnet.c), set at start */
+    bool job_linked;            /* ... and its port on the bridge was made */
 };
 
 /* At fy_prepare (linux_plan_compile): checks what restricted needs (root,
@@ -119,5 +126,12 @@ unsigned lxnh_teardown(struct lxn_run *run);
 /* The sandbox's network namespace as its init sends it ('N' and the fd) on
  * the go-ahead socket: the fd, or -errno (-ETIMEDOUT, -EPIPE: it died). */
 int lxn_recv_netns(int sock, int timeout_ms);
+
+/* For linux-jobnet.c: fn(arg) with the calling thread in namespace ns; a
+ * new network namespace owned by the host's user namespace; a netlink
+ * socket in ns. */
+int lxn_in_netns(int ns, int (*fn)(void *), void *arg);
+int lxn_new_netns(void);
+int lxn_nl_open(int ns);
 
 #endif

@@ -308,3 +308,39 @@ int lnl_addr_in_use2(int s, uint32_t a, uint32_t b) {
     uint32_t ab[2] = {a, b};
     return nl_talk(s, &m, on_addr, ab);
 }
+
+int lnl_link_bridge(int s, const char *name) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    struct rtattr *li = nl_nest(&m, IFLA_LINKINFO);
+    nl_attr(&m, IFLA_INFO_KIND, "bridge", 7);
+    nl_nest_end(&m, li);
+    return nl_talk(s, &m, NULL, NULL);
+}
+
+int lnl_link_master(int s, const char *name, int master_ifindex) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+    nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    uint32_t master = (uint32_t)master_ifindex;
+    nl_attr(&m, IFLA_MASTER, &master, sizeof(master));
+    return nl_talk(s, &m, NULL, NULL);
+}
+
+static int on_count(const struct nlmsghdr *h, const void *arg) {
+    if (h->nlmsg_type == RTM_NEWLINK)
+        (*(int *)(uintptr_t)arg)++;
+    return 0;
+}
+
+int lnl_link_count(int s) {
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+    struct nlmsg m;
+    nl_init(&m, RTM_GETLINK, NLM_F_DUMP, &ifi, sizeof(ifi));
+    int n = 0;
+    int r = nl_talk(s, &m, on_count, &n);
+    return r < 0 ? r : n;
+}

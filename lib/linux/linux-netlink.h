@@ -59,4 +59,11 @@ void lnl_batch_link_up(struct lnl_batch *b, const char *name);
 void lnl_batch_route_default(struct lnl_batch *b, int ifindex, int family, const void *gw);
 int lnl_batch_send(int s, struct lnl_batch *b);
 
+/* A bridge (no STP: its ports forward as soon as they are up). */
+int lnl_link_bridge(int s, const char *name);
+/* Makes name a port of the bridge master_ifindex. */
+int lnl_link_master(int s, const char *name, int master_ifindex);
+/* How many links s's namespace has (its loopback included). */
+int lnl_link_count(int s);
+
 #endif

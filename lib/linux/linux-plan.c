@@ -883,6 +883,35 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         pl->net_router = true;
     }
 
+    if (np->job_member && !process_level) {
+        /* A member of a job network (linux-jobnet.c): its namespace gets a
+         * veth to the job's bridge once it exists, as restricted's does to
+         * its router. */
+        if (!pl->as_root) {
+            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.job",
+                        "job networks need root for now: the job's bridge namespace must be owned by the host's "
+                        "user namespace and linked to each member's by a veth, which an unprivileged caller cannot "
+                        "make across sibling user namespaces, and the privileged helper has no job-network request "
+                        "yet");
+            goto fail;
+        }
+        if (np->net_mode == FY_NET_FETCH_ONLY) {
+            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.mode",
+                        "a job network with network mode fetch-only is not done (its members reaching the proxy "
+                        "besides each other); use deny or restricted");
+            goto fail;
+        }
+        /* Restricted: its router's plan gains the job's link. */
+        if (!pl->net && !(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
+            goto oom;
+        if (np->net_mode == FY_NET_DENY)
+            pl->net->mode = FY_NET_DENY;
+        pl->net->job = true;
+        pl->net->job_index = np->job_index;
+        pl->net->job_member = np->job_member;
+        pl->net_router = true;
+    }
+
     /* Landlock: the same declared paths, as defence in depth. */
     if (np->control[FY_CONTROL_LANDLOCK] == FY_CONTROL_STATE_ENFORCED) {
         int64_t abi = 0;
@@ -908,7 +937,7 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
             }
         }
     }
-    if (pl->net)
+    if (pl->net && !pl->net->job)
         lxn_landlock_ports(pl, np);
     pl->build_overlay = !process_level && overlay_build_usable(np, c);
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);

@@ -334,6 +334,7 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
      * and the rules. */
     if (pl->net_router && (r = lxn_begin_async(&x->net, pl->net, reterr)) < 0)
         goto fail;
+    x->net.job = h->job; /* a job member: the job's network (linux-jobnet.c) */
     /* Rootless restricted: pasta outlives nothing of ours, but fy_gc finds it. */
     if (!sh && pl->net_router && lxnu_uplink_pid(&x->net) > 0 &&
         (r = state_record_helper(x->state_fd, lxnu_uplink_pid(&x->net), reterr)) < 0)

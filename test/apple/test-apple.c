@@ -900,6 +900,10 @@ static const struct field plan_fields[] = {
     {"net_uplink", AH_DENIED, "Linux router plumbing: Seatbelt filters in the host's own stack"},
     {"net_link_subnet", AH_DENIED, "as net_uplink"},
     {"net_credentials", AH_DENIED, "fetch-only's proxy credentials: fetch-only is refused here (no proxy)"},
+    {"job_member", AH_DENIED, "never set here: fy_prepare_member refuses a backend without job_make "
+                              "(lib/api-prepare.c), which apple is not"},
+    {"job_index", AH_DENIED, "as job_member"},
+    {"job_hosts", AH_DENIED, "as job_member"},
     {"gpu", AH_REFUSED, "IOKit user clients"},
     {"usb", AH_REFUSED, "IOKit user clients"},
     {"pty", AH_REFUSED, "no private devpts"},

@@ -21,26 +21,15 @@ setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null ||
     { echo "SKIP: uid 65534 cannot execute $FY"; exit 77; }
 
 GW=fyt-rl-gw-$$-$RANDOM NET=fyt-rl-net-$$-$RANDOM
-TMP=$(mktemp -d /tmp/fy-netrl.XXXXXX)
-SRV= DNS=
-fail=0
-cleanup() {
-    [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
-    [ -n "$DNS" ] && kill "$DNS" 2>/dev/null && wait "$DNS" 2>/dev/null
-    ip netns del "$GW" 2>/dev/null
-    ip netns del "$NET" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-bad() { echo "FAIL: $*"; fail=1; }
-ok() { echo "ok: $*"; }
+. "$(dirname "$0")/lib.sh"
+net_init fy-netrl
+DNS=
+net_cleanup_extra() { [ -n "$DNS" ] && kill "$DNS" 2>/dev/null && wait "$DNS" 2>/dev/null; }
 
-ip netns add "$GW" || exit 1
-ip netns add "$NET" || exit 1
-ip -n "$GW" link set lo up
-ip -n "$NET" link set lo up
-ip -n "$GW" link add g0 type veth peer name n0 netns "$NET" || exit 1
+net_netns "$GW"
+ip -n "$GW" link add g0 type veth peer name n0 || exit 1
+net_fake_internet "$NET" "$ECHO" 32 128
+ip -n "$GW" link set n0 netns "$NET" || exit 1
 ip -n "$GW" addr add 192.0.2.1/24 dev g0
 ip -n "$GW" addr add 2001:db8:ff::1/64 dev g0 nodad
 ip -n "$NET" addr add 192.0.2.2/24 dev n0
@@ -49,12 +38,6 @@ ip -n "$GW" link set g0 up
 ip -n "$NET" link set n0 up
 ip -n "$GW" route add default via 192.0.2.2 dev g0
 ip -n "$GW" -6 route add default via 2001:db8:ff::2 dev g0
-for a in 198.51.100.1/32 198.51.100.2/32; do ip -n "$NET" addr add $a dev lo; done
-for a in 2001:db8::1/128 2001:db8::2/128; do ip -n "$NET" addr add $a dev lo nodad; done
-ip netns exec "$NET" timeout 580 python3 "$ECHO" "$TMP/ready" 570 8080 9090 >"$TMP/server.log" 2>&1 &
-SRV=$!
-for _ in $(seq 50); do [ -s "$TMP/ready" ] && break; sleep 0.1; done
-[ -s "$TMP/ready" ] || { echo "echo server did not start"; cat "$TMP/server.log"; exit 1; }
 # (From GW the fake internet must answer, or nothing below means anything.)
 ip netns exec "$GW" python3 -c '
 import socket; s = socket.create_connection(("198.51.100.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
@@ -78,8 +61,8 @@ nothing_left() {
         [ "$(readlink /proc/$p/ns/net 2>/dev/null)" = "$(ip netns exec "$GW" readlink /proc/self/ns/net)" ] &&
             pastas=$((pastas + 1))
     done
-    if ! cmp -s "$TMP/gw.before" "$TMP/gw.after"; then
-        bad "$1: the caller's namespace changed"; diff "$TMP/gw.before" "$TMP/gw.after"
+    if ! nothing_left_cmp "$1" "the caller's namespace" "$TMP/gw.before" "$TMP/gw.after"; then
+        :
     elif [ $pastas != 0 ]; then
         bad "$1: $pastas pasta process(es) left"
     else

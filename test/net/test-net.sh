@@ -15,27 +15,9 @@ command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; 
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 
 NS=fyt-net-$$-$RANDOM
-TMP=$(mktemp -d /tmp/fy-net.XXXXXX)
-SRV=
-fail=0
-cleanup() {
-    [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
-    ip netns del "$NS" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-bad() { echo "FAIL: $*"; fail=1; }
-ok() { echo "ok: $*"; }
-
-ip netns add "$NS" || exit 1
-ip -n "$NS" link set lo up
-for a in 198.51.100.1/24 198.51.100.2/32; do ip -n "$NS" addr add $a dev lo; done
-for a in 2001:db8::1/64 2001:db8::2/128; do ip -n "$NS" addr add $a dev lo nodad; done
-ip netns exec "$NS" timeout 580 python3 "$ECHO" "$TMP/ready" 570 8080 9090 >"$TMP/server.log" 2>&1 &
-SRV=$!
-for _ in $(seq 50); do [ -s "$TMP/ready" ] && break; sleep 0.1; done
-[ -s "$TMP/ready" ] || { echo "echo server did not start"; cat "$TMP/server.log"; exit 1; }
+. "$(dirname "$0")/lib.sh"
+net_init fy-net
+net_fake_internet "$NS" "$ECHO"
 
 # What the host has before: nothing of it may change. (Only what could be
 # ours is compared, links and routes of the library's names and subnets:
@@ -48,23 +30,14 @@ host_state() {
     ip -6 route show table all 2>/dev/null | grep -E 'fd66:7973|dev fy[0-9a-f]{8}' | sort
 }
 host_state >"$TMP/host.before"
-uplink_state() {
-    ip -n "$NS" -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
-    ip -n "$NS" route show table all | sort
-    ip -n "$NS" -6 route show table all | sort
-    ip -n "$NS" addr show | grep -c inet
-}
+uplink_state() { net_ns_state "$NS"; }
 uplink_state >"$TMP/uplink.before"
 nothing_left() {
     host_state >"$TMP/host.after"
     uplink_state >"$TMP/uplink.after"
-    if ! cmp -s "$TMP/host.before" "$TMP/host.after"; then
-        bad "$1: the host changed"; diff "$TMP/host.before" "$TMP/host.after"
-    elif ! cmp -s "$TMP/uplink.before" "$TMP/uplink.after"; then
-        bad "$1: something stayed in the uplink namespace"; diff "$TMP/uplink.before" "$TMP/uplink.after"
-    else
+    nothing_left_cmp "$1" "the host" "$TMP/host.before" "$TMP/host.after" &&
+        nothing_left_cmp "$1" "the uplink namespace" "$TMP/uplink.before" "$TMP/uplink.after" &&
         ok "$1: nothing left (no veth, route, address, namespace or rule; host unchanged)"
-    fi
 }
 
 mkdir "$TMP/probe" && cp "$PROBE" "$TMP/probe/fy-netprobe" && chmod 755 "$TMP" "$TMP/probe"

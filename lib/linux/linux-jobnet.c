@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Job networks as root (linux-jobnet.h has the topology). The namespace is
+ * made when the host starts the job's first member (fy_start on a plan of
+ * fy_prepare_member) and removed when the host has freed the job network
+ * and its last member has ended (api-jobnet.c decides when; this file only
+ * makes and removes). Configuration is rtnetlink (linux-netlink.c) over a
+ * socket made in the job's namespace; the rules go in with nft -f run
+ * there. */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <jansson.h>
+
+#include "linux-jobnet.h"
+#include "linux-net.h"
+#include "linux-netlink.h"
+#include "linux-probe-util.h"
+
+#define NFT_DEADLINE_MS 10000
+#define NFT_TABLE "fy_job"
+
+struct ljn {
+    int ns;                /* the job's namespace: our only reference to it */
+    int nl;                /* NETLINK_ROUTE socket in it */
+    char *nft;             /* the nft program */
+    uint32_t nmembers;
+    pthread_mutex_t mu;    /* nl, the ports */
+};
+
+static void port_name(char out[IFNAMSIZ], uint32_t index) { snprintf(out, IFNAMSIZ, "m%u", (unsigned)index); }
+
+static uint32_t member_addr(uint32_t index) { return htonl(LJN_SUBNET + index + 1); }
+
+static int jn_fail(fy_error **reterr, int e, const char *what) {
+    return err_set(reterr, err_from_errno(e), FY_STEP_JOBNET, e, NULL, "job network: %s: %s", what, strerror(e));
+}
+
+/* nft -f with text in namespace ns: 0 when it exited 0, with what it
+ * printed in out (at most outlen-1 bytes), else -1 (out says why). */
+struct nft_args { const char *nft; int in, out; struct pu_proc *proc; };
+static int spawn_nft(void *p) {
+    struct nft_args *a = p;
+    const char *argv[] = {a->nft, "-f", "-", NULL};
+    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    int e = pu_spawn(argv, envp, a->in, a->out, a->proc);
+    return e ? -e : 0;
+}
+static int run_nft(const char *nft, int ns, const char *text, char *out, size_t outlen) {
+    int in = memfd_create("fy-jobnet-nft-in", MFD_CLOEXEC), o = memfd_create("fy-jobnet-nft-out", MFD_CLOEXEC);
+    size_t len = strlen(text);
+    int r = -1;
+    out[0] = 0;
+    if (in < 0 || o < 0 || write(in, text, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
+        snprintf(out, outlen, "nft input: %s", strerror(errno));
+    } else {
+        struct pu_proc proc;
+        struct nft_args a = {nft, in, o, &proc};
+        int e = lxn_in_netns(ns, spawn_nft, &a);
+        if (e < 0) {
+            snprintf(out, outlen, "running nft: %s", strerror(-e));
+        } else {
+            bool killed = false;
+            bool reaped = pu_finish(&proc, pu_deadline_after_ms(NFT_DEADLINE_MS), &killed);
+            ssize_t n = pread(o, out, outlen - 1, 0);
+            out[n > 0 ? n : 0] = 0;
+            if (reaped && !killed && WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0)
+                r = 0;
+        }
+    }
+    if (in >= 0)
+        close(in);
+    if (o >= 0)
+        close(o);
+    return r;
+}
+
+/* The job's rules: frames are forwarded only from one member's port to
+ * another's, and only carrying that member's own IPv4 address (IPv4 and
+ * ARP; IPv6 and everything else dropped); the namespace itself takes and
+ * sends nothing on the bridge. Every declared member's port is written
+ * now: the ports are named by index, so members join without another nft
+ * run. */
+static char *ruleset(uint32_t nmembers) {
+    size_t cap = 512 + (size_t)nmembers * 160;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    size_t n = (size_t)snprintf(s, cap,
+                                "table bridge " NFT_TABLE " {\n"
+                                " chain members {\n  type filter hook forward priority 0; policy drop;\n");
+    for (uint32_t i = 0; i < nmembers; i++) {
+        char port[IFNAMSIZ], a[INET_ADDRSTRLEN];
+        uint32_t addr = member_addr(i);
+        port_name(port, i);
+        inet_ntop(AF_INET, &addr, a, sizeof(a));
+        n += (size_t)snprintf(s + n, cap - n,
+                              "  iifname \"%s\" oifname \"m*\" ether type arp arp saddr ip %s accept\n"
+                              "  iifname \"%s\" oifname \"m*\" ip saddr %s accept\n",
+                              port, a, port, a);
+    }
+    snprintf(s + n, cap - n,
+             " }\n"
+             " chain self_in {\n  type filter hook input priority 0; policy drop;\n }\n"
+             " chain self_out {\n  type filter hook output priority 0; policy drop;\n }\n"
+             "}\n");
+    return s;
+}
+
+/* ---- deletions off the caller's thread ----
+ * The kernel unlists a deleted link at once, then waits for RCU grace
+ * periods (tens of ms) before the request returns. The deletion runs on a
+ * detached thread with a netlink socket (and a namespace fd) of its own,
+ * which it closes; the caller witnesses by looking the name up until it is
+ * gone (SIOCGIFINDEX: an RCU lookup, not behind the deletion's lock),
+ * bounded. Where no thread can be made, the deletion is synchronous. */
+#define UNLIST_DEADLINE_MS 2000
+
+struct del_args { int s, ns; char name[IFNAMSIZ]; };
+static void *del_main(void *p) {
+    struct del_args *a = p;
+    (void)lnl_link_del(a->s, a->name);
+    close(a->s);
+    if (a->ns >= 0)
+        close(a->ns);
+    free(a);
+    return NULL;
+}
+
+static bool del_async(int ns, const char *name, int hand_ns) {
+    struct del_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return false;
+    a->ns = hand_ns;
+    snprintf(a->name, sizeof(a->name), "%s", name);
+    if ((a->s = lxn_nl_open(ns)) < 0) {
+        free(a);
+        return false;
+    }
+    pthread_attr_t at;
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    bool ok = pthread_attr_init(&at) == 0;
+    if (ok) {
+        (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
+        ok = pthread_create(&t, &at, del_main, a) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&at);
+    }
+    if (!ok) {
+        close(a->s);
+        free(a);
+    }
+    return ok;
+}
+
+struct sock_args { int fd; };
+static int make_dgram(void *p) {
+    struct sock_args *a = p;
+    a->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    return a->fd < 0 ? -errno : 0;
+}
+
+/* Whether name is gone from namespace ns within ms. */
+static bool wait_unlisted(int ns, const char *name, int ms) {
+    struct sock_args a = {-1};
+    if (lxn_in_netns(ns, make_dgram, &a) < 0)
+        return false;
+    uint64_t deadline = pu_deadline_after_ms(ms);
+    bool gone = false;
+    for (;;) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        if (ioctl(a.fd, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV) {
+            gone = true;
+            break;
+        }
+        if (pu_ms_left(deadline) <= 0)
+            break;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    close(a.fd);
+    return gone;
+}
+
+/* Deletes name in ns (on a thread when one can be made, which then also
+ * closes hand_ns) and witnesses it gone: 0, or 1 when it is still there. */
+static uint32_t delete_link(int nl, int ns, const char *name, int hand_ns) {
+    if (del_async(ns, name, hand_ns))
+        return wait_unlisted(ns, name, UNLIST_DEADLINE_MS) ? 0 : 1;
+    if (hand_ns >= 0)
+        close(hand_ns);
+    int e = lnl_link_del(nl, name);
+    return (e < 0 && e != -ENODEV) || lnl_link_exists(nl, name) != 0 ? 1 : 0;
+}
+
+static void release(struct ljn *j) {
+    if (j->nl >= 0)
+        close(j->nl);
+    if (j->ns >= 0)
+        close(j->ns);
+    pthread_mutex_destroy(&j->mu);
+    free(j->nft);
+    free(j);
+}
+
+int ljn_make(uint32_t nmembers, void **ret, fy_error **reterr) {
+    *ret = NULL;
+    char *nft = pu_find_program("nft");
+    if (!nft)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.job",
+                       "job networks need nft (apt install nftables)");
+    struct ljn *j = calloc(1, sizeof(*j));
+    char *rules = ruleset(nmembers);
+    if (!j || !rules) {
+        free(j);
+        free(rules);
+        free(nft);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_JOBNET, 0, NULL, "out of memory");
+    }
+    j->nft = nft;
+    j->nmembers = nmembers;
+    j->nl = -1;
+    pthread_mutex_init(&j->mu, NULL);
+    int r = 0, e, br;
+    char msg[512];
+    if ((j->ns = lxn_new_netns()) < 0) {
+        r = jn_fail(reterr, -j->ns, "creating the job's namespace");
+    } else if ((j->nl = lxn_nl_open(j->ns)) < 0) {
+        r = jn_fail(reterr, -j->nl, "netlink socket");
+    } else if (run_nft(j->nft, j->ns, rules, msg, sizeof(msg)) < 0) {
+        r = err_set(reterr, FY_E_INFRA, FY_STEP_JOBNET, 0, NULL, "job network: nft failed: %s", msg);
+    } else if ((e = lnl_link_bridge(j->nl, LJN_BRIDGE_IF)) < 0 || (e = lnl_link_up(j->nl, LJN_BRIDGE_IF)) < 0) {
+        r = jn_fail(reterr, -e, "the job's bridge");
+    } else if ((br = lnl_ifindex(j->nl, LJN_BRIDGE_IF)) < 0) {
+        r = jn_fail(reterr, -br, "the job's bridge");
+    }
+    free(rules);
+    if (r < 0) {
+        release(j); /* (the namespace goes with our only reference) */
+        return r;
+    }
+    *ret = j;
+    return 0;
+}
+
+int ljn_attach(void *job, uint32_t index, int sandbox_ns, fy_error **reterr) {
+    struct ljn *j = job;
+    if (!j || index >= j->nmembers)
+        return err_set(reterr, FY_E_INTERNAL, FY_STEP_JOBNET, 0, NULL, "job network: no member %u", (unsigned)index);
+    char port[IFNAMSIZ];
+    port_name(port, index);
+    int ss = lxn_nl_open(sandbox_ns);
+    if (ss < 0)
+        return jn_fail(reterr, -ss, "netlink socket in the member's namespace");
+    pthread_mutex_lock(&j->mu);
+    int e, br = 0, eth = 0, r = 0;
+    const char *what = NULL;
+    uint32_t addr = member_addr(index);
+    if ((e = lnl_link_veth(j->nl, port, LJN_MEMBER_IF, sandbox_ns)) < 0)
+        what = "veth to the member";
+    else if ((br = lnl_ifindex(j->nl, LJN_BRIDGE_IF)) < 0 || (eth = lnl_ifindex(ss, LJN_MEMBER_IF)) < 0)
+        e = br < 0 ? br : eth, what = "interface index";
+    else if ((e = lnl_link_master(j->nl, port, br)) < 0)
+        what = "the member's port on the bridge";
+    else if ((e = lnl_link_up(j->nl, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, &addr, LJN_PREFIX)) < 0 ||
+             (e = lnl_link_up(ss, LJN_MEMBER_IF)) < 0)
+        what = "the member's link and address";
+    if (what) {
+        r = jn_fail(reterr, -e, what);
+        if (e != -EEXIST) /* (an existing port is another attempt's) */
+            (void)lnl_link_del(j->nl, port);
+    }
+    pthread_mutex_unlock(&j->mu);
+    close(ss);
+    return r;
+}
+
+uint32_t ljn_detach(void *job, uint32_t index) {
+    struct ljn *j = job;
+    if (!j)
+        return 0;
+    char port[IFNAMSIZ];
+    port_name(port, index);
+    pthread_mutex_lock(&j->mu);
+    /* (A member's namespace that went first took the pair along: gone.) */
+    uint32_t left = delete_link(j->nl, j->ns, port, -1);
+    pthread_mutex_unlock(&j->mu);
+    return left;
+}
+
+uint32_t ljn_free(void *job) {
+    struct ljn *j = job;
+    if (!j)
+        return 0;
+    uint32_t left = 0;
+    char msg[512];
+    /* The rules: deleted, then the ruleset listed: it must be empty. */
+    if (run_nft(j->nft, j->ns, "delete table bridge " NFT_TABLE "\nlist ruleset\n", msg, sizeof(msg)) < 0 ||
+        msg[strspn(msg, " \t\r\n")])
+        left++;
+    /* The bridge (and any port a member left: none when every member
+     * detached); then nothing but the loopback may be there. */
+    for (uint32_t i = 0; i < j->nmembers; i++) {
+        char port[IFNAMSIZ];
+        port_name(port, i);
+        (void)lnl_link_del(j->nl, port);
+    }
+    /* The bridge's deletion runs on a thread that holds a namespace fd of
+     * its own until it is done (then the kernel may destroy it). */
+    left += delete_link(j->nl, j->ns, LJN_BRIDGE_IF, fcntl(j->ns, F_DUPFD_CLOEXEC, 3));
+    int n = lnl_link_count(j->nl);
+    if (n != 1)
+        left += n < 0 ? 1 : (uint32_t)(n - 1);
+    /* The namespace runs no process, is mounted nowhere and holds no
+     * socket but nl: closing nl and ns drops its last reference, and the
+     * kernel destroys it. */
+    release(j);
+    return left;
+}
+
+void ljn_forget(void *job) {
+    struct ljn *j = job;
+    if (j)
+        release(j); /* (closing our copies of the parent's fds removes nothing while the parent holds its own) */
+}
+
+char *ljn_describe(const char *member, uint32_t index) {
+    char a[INET_ADDRSTRLEN + 4];
+    uint32_t addr = member_addr(index);
+    inet_ntop(AF_INET, &addr, a, INET_ADDRSTRLEN);
+    snprintf(a + strlen(a), 4, "/%u", (unsigned)LJN_PREFIX);
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:{s:s,s:s,s:s}}", "mode", "deny", "mechanism", "job-bridge-netns", "enforcement",
+        "own network namespace with one veth to the job's bridge in a per-job namespace owned by the host's user "
+        "namespace; nftables (bridge family) there forward only between the job's members, each from its own "
+        "address; no route beyond the job's /24, nothing to or from the host or another job",
+        "job", "member", member, "address", a, "names", "the job's members in /etc/hosts");
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    return s;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Job networks as root (linux-jobnet.c, fy_jobnet_new(3)): one network
+ * namespace per job, the library's own (owned by the host's user
+ * namespace, held by one fd of the host process, running no process), with
+ * a bridge; each member's network namespace gets a veth to it:
+ *
+ *   member netns (its own user ns)     job netns (ours)
+ *   job0 100.80.0.(i+1)/24  ---------  m<i> -- bridge jb (no address)
+ *   (no other link but lo, no route      nftables (bridge family): a frame
+ *    but the job's /24)                  goes from a member's port to another
+ *                                        member's port only, and only from
+ *                                        that member's own address; nothing
+ *                                        to or from the namespace itself
+ *
+ * Two jobs never share a namespace, so nothing links them; nothing is ever
+ * made in the host's namespace. */
+#ifndef FY_LINUX_JOBNET_H
+#define FY_LINUX_JOBNET_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+#define LJN_MEMBER_IF "job0"
+#define LJN_BRIDGE_IF "jb"
+#define LJN_SUBNET    0x64500000u /* 100.80.0.0/24, host order; member i is .(i+1) */
+#define LJN_PREFIX    24
+
+/* The job's namespace, bridge and rules (nft -f in it); the backend's
+ * job_make. FY_E_UNSUPPORTED without nft. */
+int ljn_make(uint32_t nmembers, void **ret, fy_error **reterr);
+/* Removes the rules and the bridge, checks that nothing but the loopback
+ * is left (the witness), then drops the only reference to the namespace:
+ * the number of objects that could not be removed. */
+uint32_t ljn_free(void *job);
+/* In a forked copy of the host: lets go of the fds, removes nothing. */
+void ljn_forget(void *job);
+/* Member index's veth between sandbox_ns and the bridge, its address and
+ * links up (between the sandbox's clone and its go-ahead). */
+int ljn_attach(void *job, uint32_t index, int sandbox_ns, fy_error **reterr);
+/* Removes member index's link (the pair goes with it) and looks it up
+ * again: 0 when witnessed gone, else 1. */
+uint32_t ljn_detach(void *job, uint32_t index);
+
+/* The "network" member of the isolation record of member index (JSON
+ * text, malloc'd). */
+char *ljn_describe(const char *member, uint32_t index);
+
+#endif
