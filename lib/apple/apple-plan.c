@@ -682,7 +682,7 @@ static int check_refusals(const struct fy_plan *np, const fy_caps *c, fy_error *
             np->stdio[s].mode != FY_STDIO_PIPE)
             return refuse(reterr, FY_STEP_OUTPUT, NULL,
                           "the apple backend does not capture output yet: stdio modes null, fd and pipe only");
-    if (np->fault_step || np->delay_stage || np->test_legacy_cgroups || np->test_copy_init)
+    if (np->fault_step || np->delay_stage || np->test_legacy_cgroups || np->test_copy_init || np->test_no_clone_into)
         return refuse(reterr, FY_STEP_PREPARE, NULL,
                       "fault injection, delays and the Linux test switches are not implemented by the apple backend");
     return 0;

@@ -918,6 +918,7 @@ static const struct field plan_fields[] = {
     {"delay_usec", AH_REFUSED, "with delay_stage"},
     {"test_legacy_cgroups", AH_REFUSED, "Linux test switch"},
     {"test_copy_init", AH_REFUSED, "Linux test switch"},
+    {"test_no_clone_into", AH_REFUSED, "Linux test switch"},
     {"arena", AH_DENIED, "memory"},
 };
 static const struct field entry_fields[] = {
@@ -1199,7 +1200,7 @@ START_TEST(test_fields_reach_the_profile) {
         ck_assert_msg(!profile_of(np, false, FY_E_UNSUPPORTED, NULL), "u32[%zu] accepted", i);
         *u32[i].field = old;
     }
-    bool *flags[] = {&np->fake_root, &np->test_legacy_cgroups, &np->test_copy_init};
+    bool *flags[] = {&np->fake_root, &np->test_legacy_cgroups, &np->test_copy_init, &np->test_no_clone_into};
     for (size_t i = 0; i < FY_ARRAY_SIZE(flags); i++) {
         *flags[i] = true;
         ck_assert_ptr_null(profile_of(np, false, FY_E_UNSUPPORTED, NULL));
