@@ -729,7 +729,9 @@ static void *begin_main(void *p) {
 }
 
 int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
-    if (lp->helper || lp->rootless || lp->mode == FY_NET_FETCH_ONLY)
+    /* Nothing to make before the clone, or nothing of ours: lxn_begin's
+     * cases that are not the router. */
+    if (lp->helper || lp->rootless || lp->mode == FY_NET_FETCH_ONLY || (lp->job && lp->mode == FY_NET_DENY))
         return lxn_begin(run, lp, reterr);
     lxn_run_init(run);
     run->lp = lp;
