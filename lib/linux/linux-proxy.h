@@ -176,6 +176,11 @@ int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int li
  * only (no credentials, no uplink: it sends nothing anywhere but its
  * answers). lxp_stop, lxp_release as for the proxy. */
 int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
+/* The same stub answering the datagrams that arrive on sock (a datagram
+ * socket the caller keeps private, e.g. one end of a socketpair: the VM
+ * backend's, which carries the guest's queries over its control port);
+ * sock is duplicated, not taken. */
+int lxp_start_dns_on(struct lxp_run *run, const struct lxp_config *cfg, int sock, fy_error **reterr);
 /* The stub's "dns" record of the result (JSON text, malloc'd). */
 char *lxp_report_dns(const struct lxp_run *run);
 /* Ends the proxy (SIGKILL, reaped): 0 when it is gone (witnessed), else 1.
