@@ -150,18 +150,22 @@ struct fy_backend_family {
      * whose sandbox-side link is a tap device in the router's namespace,
      * so that the caller hands its fd to its VMM (a virtio-net device of
      * the guest) and the host kernel enforces the rules outside the guest.
-     * router_compile checks what it needs (FY_E_UNSUPPORTED naming what is
-     * missing) into *ret (router_config_free); router_describe: the
+     * Without root the folder's rootless router if it has one (Linux: the
+     * pasta path). router_compile checks what it needs (FY_E_UNSUPPORTED
+     * naming what is missing) into *ret (router_config_free); router_describe: the
      * isolation record's "network" (malloc'd JSON text); router_start
      * makes it all, *tap an O_CLOEXEC fd of the tap (the caller's);
      * router_stop removes it: the number of objects left (0: witnessed),
-     * idempotent; router_release stops and frees; router_forget (a forked
+     * idempotent; router_report, after it: what the teardown recorded for
+     * the result's network record (malloc'd JSON object text, or NULL);
+     * router_release stops and frees; router_forget (a forked
      * copy of the host) frees memory and fds only. */
     int (*router_compile)(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);
     void (*router_config_free)(void *cfg);
     char *(*router_describe)(const void *cfg, const struct fy_plan *np);
     int (*router_start)(const void *cfg, int *tap, void **ret, fy_error **reterr);
     unsigned (*router_stop)(void *router);
+    char *(*router_report)(void *router);
     void (*router_release)(void *router);
     void (*router_forget)(void *router);
     /* Optional: the per-attempt DNS stub (restricted and fetch-only) as a

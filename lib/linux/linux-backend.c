@@ -209,6 +209,7 @@ const struct fy_backend_family family_linux = {
     .router_describe = linux_router_describe,
     .router_start = linux_router_start,
     .router_stop = linux_router_stop,
+    .router_report = linux_router_report,
     .router_release = linux_router_release,
     .router_forget = linux_router_forget,
     .dns_compile = linux_dns_compile,

@@ -62,6 +62,7 @@ void linux_router_config_free(void *cfg);
 char *linux_router_describe(const void *cfg, const struct fy_plan *np);
 int linux_router_start(const void *cfg, int *tap, void **ret, fy_error **reterr);
 unsigned linux_router_stop(void *router);
+char *linux_router_report(void *router);
 void linux_router_release(void *router);
 void linux_router_forget(void *router);
 int linux_dns_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);

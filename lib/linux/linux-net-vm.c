@@ -4,9 +4,11 @@
  * include this folder's headers.
  *
  * restricted: the namespace backend's own router (linux-net.c: lxn_compile,
- * lxn_begin, the same nftables ruleset, uplink and link slot), except that
- * the router's sandbox-side link "sb" is a tap device in the router
- * namespace (lxn_finish_tap) instead of a veth into a sandbox's namespace.
+ * lxn_begin, the same nftables ruleset, uplink and link slot; without root
+ * the pasta path's, linux-net-user.c), except that the router's
+ * sandbox-side link "sb" is a tap device in the router namespace
+ * (lxn_finish_tap) instead of a veth (or a tun and a relay) into a
+ * sandbox's namespace.
  * The VM backend hands its fd to QEMU (-netdev tap,fd=N), so the VMM's
  * sandbox gets neither /dev/net/tun nor CAP_NET_ADMIN nor any interface
  * of its own, and every frame of the guest's virtio-net device enters the
@@ -39,12 +41,7 @@ int linux_router_compile(const struct fy_plan *np, const fy_caps *caps, void **r
     *ret = NULL;
     if (np->net_mode != FY_NET_RESTRICTED)
         return err_set(reterr, FY_E_INVAL, FY_STEP_NETNS, 0, "$.network.mode", "not a restricted plan");
-    if (geteuid() != 0)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
-                       "network mode restricted in a virtual machine needs root: the guest's network device is a "
-                       "tap made in the router namespace of the host's user namespace; without root the namespace "
-                       "backend's paths (pasta's uplink, the privileged helper's veth) link a sandbox's network "
-                       "namespace, and neither gives a tap a VMM could hold");
+    bool root = geteuid() == 0;
     if (access("/dev/net/tun", R_OK | W_OK) < 0)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, errno, "$.network.mode",
                        "network mode restricted in a virtual machine needs /dev/net/tun (the guest's tap device): %s",
@@ -54,15 +51,20 @@ int linux_router_compile(const struct fy_plan *np, const fy_caps *caps, void **r
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     c->pl.np = np;
     c->pl.exec_init = caps_present(caps, FY_CAP_EXEC_INIT);
-    int r = lxn_compile(&c->lp, &c->pl, np, true, reterr);
-    if (r >= 0 && (c->lp.helper || c->lp.rootless || c->lp.mode != FY_NET_RESTRICTED))
+    /* Without root: the pasta path's router (the library's own user
+     * namespace, pasta as the uplink), never the privileged helper's: the
+     * helper links a sandbox's network namespace by veth, which gives no
+     * tap a VMM could hold (c->pl.net_helper stays NULL). */
+    int r = lxn_compile(&c->lp, &c->pl, np, root, reterr);
+    if (r >= 0 && (c->lp.helper || c->lp.mode != FY_NET_RESTRICTED))
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
-                    "network mode restricted in a virtual machine: only the root path's router takes a tap");
+                    "network mode restricted in a virtual machine: this router takes no tap");
     if (r < 0) {
         linux_router_config_free(c);
         return r;
     }
     c->lp.dns = NULL; /* the stub is the caller's (dns_*): it is reached over its control port */
+    c->lp.vm_tap = true;
     *ret = c;
     return 0;
 }
@@ -83,11 +85,19 @@ char *linux_router_describe(const void *cfg, const struct fy_plan *np) {
     if (!o)
         return NULL;
     json_object_set_new(o, "enforcement",
-                        json_string("nftables in a per-attempt router namespace owned by the host's user namespace "
-                                    "(the namespace backend's router and rules; forward only to the rules, "
-                                    "masquerade; everything else dropped: TCP, UDP, ICMP, raw, IPv4 and IPv6), "
-                                    "outside the guest: the guest's virtio-net device is backed by a tap device "
-                                    "that is the router's sandbox-side link; the VMM holds only its fd"));
+                        json_string(c->lp.rootless
+                                        ? "nftables in a per-attempt router namespace of the library's own user "
+                                          "namespace (the namespace backend's rootless router and rules; uplink: "
+                                          "pasta as the caller; everything not allowed dropped there: TCP, UDP, "
+                                          "ICMP, raw, IPv4 and IPv6), outside the guest: the guest's virtio-net "
+                                          "device is backed by a tap device that is the router's sandbox-side "
+                                          "link; the VMM holds only its fd"
+                                        : "nftables in a per-attempt router namespace owned by the host's user "
+                                          "namespace (the namespace backend's router and rules; forward only to "
+                                          "the rules, masquerade; everything else dropped: TCP, UDP, ICMP, raw, "
+                                          "IPv4 and IPv6), outside the guest: the guest's virtio-net device is "
+                                          "backed by a tap device that is the router's sandbox-side link; the VMM "
+                                          "holds only its fd"));
     json_object_set_new(o, "link", json_string("tap sb in the router namespace (100.64.0.1/30, fd66:7973::1/64); "
                                                "guest eth0 100.64.0.2/30, fd66:7973::2/64"));
     json_object_set_new(o, "landlock_tcp", json_string("none (the guest runs its own kernel)"));
@@ -115,6 +125,20 @@ int linux_router_start(const void *cfg, int *tap, void **ret, fy_error **reterr)
 }
 
 unsigned linux_router_stop(void *router) { return router ? lxn_teardown(router) : 0; }
+
+char *linux_router_report(void *router) {
+    char *s = router ? lxn_take_report(router) : NULL;
+    json_t *o = s ? json_loads(s, 0, NULL) : NULL;
+    free(s);
+    if (!o)
+        return NULL;
+    /* (the pasta path's: no relay runs for a tap) */
+    json_object_del(o, "packets_out");
+    json_object_del(o, "packets_in");
+    char *r = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return r;
+}
 
 void linux_router_release(void *router) {
     if (!router)

@@ -1034,7 +1034,9 @@ static int make_tap(void *p) {
 int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr) {
     int r, rs = -1, e, fd = -1;
     *tap = -1;
-    if (!run->lp || run->lp->mode != FY_NET_RESTRICTED || run->lp->helper || run->lp->rootless || run->router_fd < 0)
+    if (run->user)
+        return lxnu_finish_tap(run, tap, reterr);
+    if (!run->lp || run->lp->mode != FY_NET_RESTRICTED || run->lp->helper || run->router_fd < 0)
         return err_set(reterr, FY_E_INVAL, FY_STEP_NETNS, 0, NULL, "a tap needs the root path's router");
     if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
         goto fail;

@@ -45,6 +45,7 @@ struct lxn_plan {
     bool rootless;              /* restricted without root: linux-net-user.c (pasta uplink) */
     const char *pasta;          /* rootless: the pasta program (absolute) */
     struct lxp_config *dns;     /* the DNS stub's names and addresses, or NULL: no stub */
+    bool vm_tap;                /* a VM's router (linux-net-vm.c): sb is a tap its VMM holds */
 };
 
 /* Per attempt. */
@@ -96,7 +97,8 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 /* Instead of lxn_finish, for a VM (linux-net-vm.c): once nft's rules
  * stand, forwarding on and the router's "sb" a tap device in the router
  * namespace with the router's addresses; *tap its fd (O_CLOEXEC), which the
- * caller hands to its VMM. Root path only. On failure nothing is left. */
+ * caller hands to its VMM. The root path, or rootless (lp->vm_tap): the
+ * pasta path's router with a tap. On failure nothing is left. */
 int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 /* Removes what lxn_setup made (idempotent): the number of objects that
  * could not be removed (0: the uplink veth is gone, the proxy reaped:

@@ -118,6 +118,12 @@ unsigned vmn_stop(struct vmn *n, json_t *report) {
     if (n->router) {
         unsigned l = pl->pxf->router_stop(n->router);
         left += l;
+        char *rs = pl->pxf->router_report(n->router);
+        json_t *ro = rs ? json_loads(rs, 0, NULL) : NULL;
+        free(rs);
+        if (json_is_object(report) && json_is_object(ro))
+            json_object_update(report, ro);
+        json_decref(ro);
         if (json_is_object(report)) {
             json_object_set_new(report, "mode", json_string("restricted"));
             json_object_set_new(report, "router_left", json_integer(l));

@@ -10,8 +10,11 @@
 #    router's uplink (--network-uplink). No packet goes anywhere else.
 #  - the DNS stub for restricted and fetch-only (the guest's 127.0.0.53,
 #    carried over the control port to the stub on the host).
-#  - refusals that need no boot: restricted as uid 65534 (typed, saying what
-#    is missing), a leased device.
+#  - restricted as uid 65534 (the pasta path's router: the caller in a
+#    namespace GW of this test's, pasta uplinking it, the fake internet
+#    behind GW), when pasta is installed.
+#  - refusals that need no boot: a leased device; rootless restricted with
+#    an uplink namespace.
 # Skipped (77) only where QEMU, the guest kernel, root or nft is absent.
 #
 #   test-vm-net.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY
@@ -22,7 +25,7 @@ ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "SKIP: no guest kernel (/boot/vmlin
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the fake internet and network mode restricted need root"; exit 77; fi
 command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; exit 77; }
 
-NS=fyt-vmnet-$$-$RANDOM
+NS=fyt-vmnet-$$-$RANDOM GW=fyt-vmngw-$$-$RANDOM
 TMP=$(mktemp -d /tmp/fy-vm-net.XXXXXX)
 SRV= DNS=
 fail=0
@@ -30,6 +33,7 @@ cleanup() {
     [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
     [ -n "$DNS" ] && kill "$DNS" 2>/dev/null && wait "$DNS" 2>/dev/null
     ip netns del "$NS" 2>/dev/null
+    ip netns del "$GW" 2>/dev/null
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -49,18 +53,26 @@ out=$("$FY" run --policy "$TMP/vm.json" --device /dev/null -- /bin/true 2>&1); s
 [ $st = 247 ] && echo "$out" | grep -q "vm-qemu: devices required (the virtual-machine backend passes no host device" &&
     ok "a leased device is refused (unsupported, the VM says why)" ||
     bad "a leased device: status $st: $out"
-#    restricted without root: refused, saying what is missing; never weaker.
-if command -v setpriv >/dev/null; then
-    mkdir "$TMP/u" && chown 65534:65534 "$TMP/u"
-    out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$TMP/u" \
-          XDG_CACHE_HOME="$TMP/u/.cache" XDG_RUNTIME_DIR="$TMP/u" \
-          "$FY" run --policy "$TMP/vm.json" --network restricted --allow 198.51.100.1:8080 -- /bin/true 2>&1); st=$?
-    [ $st = 247 ] && echo "$out" | grep -q "restricted in a virtual machine needs root" &&
-        ok "restricted as uid 65534 is refused (unsupported, says why)" || bad "rootless restricted: status $st: $out"
-fi
+mkdir "$TMP/u" && chown 65534:65534 "$TMP/u"
+nobody() {
+    setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$TMP/u" \
+        XDG_CACHE_HOME="$TMP/u/.cache" XDG_RUNTIME_DIR="$TMP/u" "$@"
+}
 
 ip netns add "$NS" || exit 1
+ip netns add "$GW" || exit 1
 ip -n "$NS" link set lo up
+ip -n "$GW" link set lo up
+# GW: the rootless caller's namespace, one veth to the fake internet.
+ip -n "$GW" link add g0 type veth peer name n0 netns "$NS" || exit 1
+ip -n "$GW" addr add 192.0.2.1/24 dev g0
+ip -n "$GW" addr add 2001:db8:ff::1/64 dev g0 nodad
+ip -n "$NS" addr add 192.0.2.2/24 dev n0
+ip -n "$NS" addr add 2001:db8:ff::2/64 dev n0 nodad
+ip -n "$GW" link set g0 up
+ip -n "$NS" link set n0 up
+ip -n "$GW" route add default via 192.0.2.2 dev g0
+ip -n "$GW" -6 route add default via 2001:db8:ff::2 dev g0
 for a in 198.51.100.1/24 198.51.100.2/32; do ip -n "$NS" addr add $a dev lo; done
 for a in 2001:db8::1/64 2001:db8::2/128; do ip -n "$NS" addr add $a dev lo nodad; done
 ip netns exec "$NS" timeout 900 python3 "$ECHO" "$TMP/ready" 890 8080 9090 >"$TMP/server.log" 2>&1 &
@@ -91,10 +103,20 @@ host_state() {
 }
 uplink_state() {
     ip -n "$NS" -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
-    ip -n "$NS" route show table all | sort
-    ip -n "$NS" -6 route show table all | sort
-    ip -n "$NS" addr show | grep -c inet
+    # (fe80:: comes and goes with the veth to GW's own configuration.)
+    ip -n "$NS" route show table all | grep -v fe80 | sort
+    ip -n "$NS" -6 route show table all | grep -v fe80 | sort
+    ip -n "$NS" addr show | grep inet | grep -vc fe80
 }
+# restricted without root and with an uplink namespace: refused, saying
+# why (pasta uplinks the caller's own namespace); never weaker.
+if command -v setpriv >/dev/null && command -v pasta >/dev/null; then
+    out=$(nobody "$FY" run --policy "$TMP/vm.json" --network restricted --network-uplink "/run/netns/$NS" \
+          --allow 198.51.100.1:8080 -- /bin/true 2>&1); st=$?
+    [ $st = 247 ] && echo "$out" | grep -q "an uplink namespace (FY_NETHOST_UPLINK) needs root" &&
+        ok "rootless restricted with an uplink namespace is refused (unsupported, says why)" ||
+        bad "rootless restricted with an uplink: status $st: $out"
+fi
 host_state >"$TMP/host.before"
 uplink_state >"$TMP/uplink.before"
 # What this test's attempts may leave: processes that are children of this
@@ -236,7 +258,79 @@ grep -qx "uid 0" "$TMP/err" && grep -qx "addr-add 0" "$TMP/out" && grep -qx "rou
     { bad "rewired guest"; cat "$TMP/out" "$TMP/err"; }
 nothing_left "rewired guest"
 
-# 3. fetch-only: the same stub through the same frames; still no NIC.
+# 3. restricted as uid 65534: the pasta path's router (the library's own
+#    user namespace, pasta as the caller uplinking GW), its sb a tap QEMU
+#    holds; the same checks, fewer probes.
+gw_state() {
+    ip -n "$GW" -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
+    ip -n "$GW" route show table all | grep -v fe80 | sort
+    ip -n "$GW" -6 route show table all | grep -v fe80 | sort
+    ip -n "$GW" addr show | grep -c inet
+    ip netns exec "$GW" nft list ruleset 2>&1
+}
+if command -v setpriv >/dev/null && command -v pasta >/dev/null &&
+   setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null; then
+    gw_state >"$TMP/gw.before"
+    cat >"$TMP/probe/rl.sh" <<IN
+P=/opt/fyprobe/fy-netprobe
+t() {
+    name=\$1; shift
+    o=\$("\$P" "\$@" 2>&1); rc=\$?
+    case \$name in *-allowed) [ \$rc = 0 ] || { o="\$o / again: \$("\$P" "\$@" 2>&1)"; rc=\$?; };; esac
+    echo "\$name \$rc"; echo "\$name: \$o" >&2
+}
+t tcp4-allowed tcp 198.51.100.1 8080
+t udp4-allowed udp 198.51.100.1 9090
+t tcp6-allowed tcp 2001:db8::1 8080
+t tcp4-other-port tcp 198.51.100.1 9090
+t tcp4-other-addr tcp 198.51.100.2 8080
+t udp6-blocked udp 2001:db8::1 8080
+t icmp4 icmp 198.51.100.1
+t gateway tcp 192.0.2.1 8080
+echo "dns-a \$(\$P dnsq 127.0.0.53 mirror.test 1)" >&2
+echo "dns-exfil \$(\$P dnsq 127.0.0.53 $X 1)" >&2
+IN
+    chmod 644 "$TMP/probe/rl.sh"
+    ip netns exec "$GW" setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$TMP/u" \
+        XDG_CACHE_HOME="$TMP/u/.cache" XDG_RUNTIME_DIR="$TMP/u" timeout 600 "$FY" run --policy "$TMP/vm.json" \
+        --network restricted --network-hosts "$TMP/hosts" --allow mirror.test:8080 --allow 198.51.100.1:9090/udp \
+        --bind-ro "$TMP/probe:/opt/fyprobe" --result "$TMP/u/r4.json" -- /bin/sh /opt/fyprobe/rl.sh \
+        >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ $rc = 0 ] || { bad "rootless restricted guest exited $rc"; cat "$TMP/err"; }
+    while read -r name res; do
+        case $name in
+        *-allowed) [ "$res" = 0 ] && ok "rootless: $name answers from the guest" || { bad "rootless: $name: no answer (rc $res)"; grep "^$name:" "$TMP/err"; };;
+        *) [ "$res" = 1 ] && ok "rootless: $name blocked" || bad "rootless: $name: expected blocked, got rc $res";;
+        esac
+    done <"$TMP/out"
+    [ "$(wc -l <"$TMP/out")" = 8 ] || { bad "rootless: expected 8 probe results, got $(wc -l <"$TMP/out")"; cat "$TMP/err"; }
+    grep -qx "dns-a rcode=0 an=1 198.51.100.1" "$TMP/err" && grep -qx "dns-exfil rcode=5 an=0" "$TMP/err" &&
+        ok "rootless: the stub answers the allowed name and refuses another" || { bad "rootless DNS"; grep ^dns "$TMP/err"; }
+    pasta=$(python3 - "$TMP/u/r4.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = r["isolation"]["network"]
+assert n["mechanism"] == "nftables-userns-pasta" and "pasta as the caller" in n["enforcement"], n
+assert "tap sb" in n["link"], n
+net = r["network"]
+assert net["uplink"]["ended"] is True and net["router_links_left"] == 0 and net["router_left"] == 0, net
+assert net["dns"]["ended"] is True, net["dns"]
+assert r["cleanup"]["network_left"] == 0, r["cleanup"]
+print(net["uplink"]["pid"])
+PY
+) && ok "rootless: the evidence (pasta path, tap, pasta reaped, router links gone)" ||
+        { bad "rootless evidence"; python3 -m json.tool "$TMP/u/r4.json" | grep -A30 '"network"'; }
+    gone "$pasta" && ok "rootless: pasta (pid $pasta) is gone" || bad "rootless: pasta $pasta still runs"
+    gw_state >"$TMP/gw.after"
+    cmp -s "$TMP/gw.before" "$TMP/gw.after" && ok "rootless: the caller's namespace is unchanged" ||
+        { bad "rootless: the caller's namespace changed"; diff "$TMP/gw.before" "$TMP/gw.after"; }
+    nothing_left "rootless restricted guest"
+else
+    echo "SKIP (part): rootless restricted needs setpriv, pasta, and $FY executable by uid 65534"
+fi
+
+# 4. fetch-only: the same stub through the same frames; still no NIC.
 cat >"$TMP/probe/fetch.sh" <<IN
 P=/opt/fyprobe/fy-netprobe
 echo "devices \$(ls /sys/class/net | tr '\n' ' ')"
