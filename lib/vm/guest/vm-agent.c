@@ -1211,6 +1211,10 @@ static void misbehave(const char *how) {
         /* A connection's bytes where the plan has no network (and no such connection). */
         memset(buf, 'n', 100);
         send_frame(VMP_NET_DATA, 3, buf, 100);
+    } else if (!strcmp(how, "dnsframe")) {
+        /* A DNS query where the plan has no stub (network deny). */
+        memset(buf, 'd', 100);
+        send_frame(VMP_DNS_QUERY, 3, buf, 100);
     } else if (!strcmp(how, "panic")) {
         exit(3); /* init exits: the guest kernel panics */
     }
