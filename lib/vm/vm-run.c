@@ -816,6 +816,10 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         close(v->tmpl.fd); /* QEMU has its own */
         v->tmpl.fd = -1;
     }
+    if (v->nw.tap >= 0) {
+        close(v->nw.tap); /* QEMU has its own: the tap lives as long as QEMU */
+        v->nw.tap = -1;
+    }
     if (v->from_template) {
         /* Before anything else reaches the restored guest: fresh
          * randomness and the time (read by the agent once restored). */

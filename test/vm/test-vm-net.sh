@@ -104,9 +104,10 @@ host_state() {
 }
 uplink_state() {
     ip -n "$NS" -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
-    # (fe80:: comes and goes with the veth to GW's own configuration.)
-    ip -n "$NS" route show table all | grep -v fe80 | sort
-    ip -n "$NS" -6 route show table all | grep -v fe80 | sort
+    # (fe80:: and ff00::/8 on n0 come with the veth to GW's own IPv6
+    # configuration, whenever the kernel gets to it.)
+    ip -n "$NS" route show table all | grep -vE 'fe80|ff00::/8 dev n0' | sort
+    ip -n "$NS" -6 route show table all | grep -vE 'fe80|ff00::/8 dev n0' | sort
     ip -n "$NS" addr show | grep inet | grep -vc fe80
 }
 # restricted without root and with an uplink namespace: refused, saying
