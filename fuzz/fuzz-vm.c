@@ -1,9 +1,12 @@
 /* Fuzz target: the VM backend's control protocol as the host decodes it
  * (lib/vm/vm-proto.c) and the tar streams a guest sends back (lib/vm/
  * vm-tar.c, parse-only: nothing is created). The input is what an untrusted
- * guest writes to the control port. Invariants: a frame never exceeds
+ * guest writes to the control port (and, for its RUN records, what the
+ * agent decodes). Invariants: a frame never exceeds
  * VMP_MAX_FRAME and lies inside the buffer, a decoder error is sticky, an
- * exit record is only accepted when its values are possible, and every
+ * exit record is only accepted when its values are possible, a DNS query
+ * handed to the stub has a valid slot and length, an interface record
+ * only valid prefixes, and every
  * path the tar reader accepts is relative, without "." or ".." parts. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,15 +62,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (vmt_feed(&t, f.data, f.len) == 0)
                     for (size_t i = before; i < t.nlisted; i++)
                         check_path(t.listed[i].path);
+            } else if (f.type == VMP_DNS_QUERY) {
+                /* what the host would hand to the DNS stub */
+                if (vmp_dns_check(f.type, f.flags, f.len) == 0 &&
+                    (f.flags >= VMP_DNS_SLOTS || f.len < VMP_DNS_MIN || f.len > VMP_DNS_MAX))
+                    abort();
             } else if (f.type == VMP_RUN) {
                 struct vmp_rec_iter it = {f.data, f.len, 0};
                 uint8_t tag;
                 const uint8_t *p;
                 uint32_t n2;
                 int r;
-                while ((r = vmp_rec_next(&it, &tag, &p, &n2)) == 1)
+                while ((r = vmp_rec_next(&it, &tag, &p, &n2)) == 1) {
                     if (p < f.data || p + n2 > f.data + f.len)
                         abort();
+                    struct vmp_iface ifc;
+                    if (tag == VMR_NET_IFACE && vmp_get_iface(p, n2, &ifc) == 0 &&
+                        (n2 != VMP_IFACE_LEN || !ifc.prefix4 || ifc.prefix4 > 32 || !ifc.prefix6 || ifc.prefix6 > 128))
+                        abort();
+                }
             }
         }
         if (k < 0) {

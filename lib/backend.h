@@ -155,6 +155,42 @@ struct fy_backend_family {
     char *(*proxy_report)(const void *proxy);
     void (*proxy_release)(void *proxy);
     void (*proxy_forget)(void *proxy);
+    /* Optional: network mode restricted as a service to another folder's
+     * backend whose sandbox is a VM: the folder's own per-attempt router
+     * (namespace, nftables allowlist, uplink; the same compile and rules)
+     * whose sandbox-side link is a tap device in the router's namespace,
+     * so that the caller hands its fd to its VMM (a virtio-net device of
+     * the guest) and the host kernel enforces the rules outside the guest.
+     * Without root the folder's rootless router if it has one (Linux: the
+     * pasta path). router_compile checks what it needs (FY_E_UNSUPPORTED
+     * naming what is missing) into *ret (router_config_free); router_describe: the
+     * isolation record's "network" (malloc'd JSON text); router_start
+     * makes it all, *tap an O_CLOEXEC fd of the tap (the caller's);
+     * router_stop removes it: the number of objects left (0: witnessed),
+     * idempotent; router_report, after it: what the teardown recorded for
+     * the result's network record (malloc'd JSON object text, or NULL);
+     * router_release stops and frees; router_forget (a forked
+     * copy of the host) frees memory and fds only. */
+    int (*router_compile)(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);
+    void (*router_config_free)(void *cfg);
+    char *(*router_describe)(const void *cfg, const struct fy_plan *np);
+    int (*router_start)(const void *cfg, int *tap, void **ret, fy_error **reterr);
+    unsigned (*router_stop)(void *router);
+    char *(*router_report)(void *router);
+    void (*router_release)(void *router);
+    void (*router_forget)(void *router);
+    /* Optional: the per-attempt DNS stub (restricted and fetch-only) as a
+     * service: dns_compile gives the plan's table, or *ret NULL where no
+     * stub can run here (then nothing answers); dns_start answers the
+     * datagrams arriving on sock, a datagram socket the caller keeps
+     * private (one end of a socketpair; duplicated, not taken); the
+     * running stub is ended, freed and forgotten by proxy_stop,
+     * proxy_release and proxy_forget; dns_report is the result's
+     * network "dns" record (malloc'd JSON text). */
+    int (*dns_compile)(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);
+    void (*dns_config_free)(void *cfg);
+    int (*dns_start)(const void *cfg, int sock, void **ret, fy_error **reterr);
+    char *(*dns_report)(const void *dns);
 };
 
 /* backend.c: the compiled-in folder that offers the fetch-only proxy as a

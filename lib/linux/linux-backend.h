@@ -55,6 +55,20 @@ unsigned linux_proxy_stop(void *proxy);
 char *linux_proxy_report(const void *proxy);
 void linux_proxy_release(void *proxy);
 void linux_proxy_forget(void *proxy);
+/* linux-net-vm.c: restricted's router with a tap, and the DNS stub, as the
+ * family's services (backend.h router_*, dns_*). */
+int linux_router_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);
+void linux_router_config_free(void *cfg);
+char *linux_router_describe(const void *cfg, const struct fy_plan *np);
+int linux_router_start(const void *cfg, int *tap, void **ret, fy_error **reterr);
+unsigned linux_router_stop(void *router);
+char *linux_router_report(void *router);
+void linux_router_release(void *router);
+void linux_router_forget(void *router);
+int linux_dns_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);
+void linux_dns_config_free(void *cfg);
+int linux_dns_start(const void *cfg, int sock, void **ret, fy_error **reterr);
+char *linux_dns_report(const void *dns);
 /* linux-qualify.c: the suite behind fy_qualify (groups QUALIFY_*). */
 int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
                       json_t **ret, fy_error **reterr);

@@ -140,13 +140,13 @@ static bool write_file(const char *path, const char *s, size_t len) {
     return ok;
 }
 
-static int make_tun(const char *name) {
+static int make_tun(const char *name, short kind) {
     int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return -1;
     struct ifreq ifr;
     memset(&ifr, 0, sizeof(ifr));
-    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+    ifr.ifr_flags = (short)(kind | IFF_NO_PI);
     memcpy(ifr.ifr_name, name, strlen(name) + 1);
     if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
         close(fd);
@@ -182,7 +182,7 @@ static bool send_fds(int sock, char tag, const int *fds, int n) {
  * tun toward the sandbox with its addresses, forwarding on (nothing
  * reaches sb before the relay starts, after nft's rules stand); the four
  * fds sent back; then it becomes nft -f with the ruleset. */
-__attribute__((noreturn)) static void router_main(int sock, int in, int out, const char *nft) {
+__attribute__((noreturn)) static void router_main(int sock, int in, int out, const char *nft, bool tap) {
     unsigned long uid = geteuid(), gid = getegid();
     if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
         _exit(30);
@@ -199,7 +199,8 @@ __attribute__((noreturn)) static void router_main(int sock, int in, int out, con
     n += 3;
     if (!write_file("/proc/self/gid_map", map, n))
         _exit(31);
-    int tun = make_tun(LXN_ROUTER_SB_IF), nl = nl_here();
+    /* (a VM's: a tap, whose fd its VMM holds; no relay) */
+    int tun = make_tun(LXN_ROUTER_SB_IF, tap ? IFF_TAP : IFF_TUN), nl = nl_here();
     int ufd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC), nfd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (tun < 0 || nl < 0 || ufd < 0 || nfd < 0)
         _exit(32);
@@ -229,7 +230,7 @@ __attribute__((noreturn)) static void router_main(int sock, int in, int out, con
 __attribute__((noreturn)) static void sandbox_side_main(int sock, int userns, int netns) {
     if ((userns >= 0 && setns(userns, CLONE_NEWUSER) < 0) || setns(netns, CLONE_NEWNET) < 0)
         _exit(40);
-    int tun = make_tun(LXN_SANDBOX_IF), nl = nl_here();
+    int tun = make_tun(LXN_SANDBOX_IF, IFF_TUN), nl = nl_here();
     if (tun < 0 || nl < 0)
         _exit(41);
     int eth = lnl_ifindex(nl, LXN_SANDBOX_IF);
@@ -349,7 +350,7 @@ int lxnu_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr
     /* The router, then nft in it. */
     run->nft.pid = sys_fork_quiet_pidfd(&run->nft.pidfd);
     if (run->nft.pid == 0)
-        router_main(sv[1], in, run->nft_out, lp->nft);
+        router_main(sv[1], in, run->nft_out, lp->nft, lp->vm_tap);
     if (run->nft.pid < 0) {
         r = fail(reterr, errno, "fork");
         run->nft.pid = -1;
@@ -488,11 +489,12 @@ static void *relay_main(void *p) {
     return NULL;
 }
 
-int lxnu_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
+/* nft's rules stand and pasta's tap: 0, or the error (nothing torn down). */
+static int wait_router(struct lxn_run *run, fy_error **reterr) {
     struct lxnu_run *u = run->user;
-    int r = 0, sv[2] = {-1, -1}, userns = -1;
+    int r;
     if ((r = lxn_i_finish_nft(run, pu_deadline_after_ms(ROUTER_DEADLINE_MS), reterr)) < 0)
-        goto fail;
+        return r;
     /* pasta writes its pid once its tap stands in the router namespace. */
     {
         struct pollfd pfd = {.fd = u->pasta_ready, .events = POLLIN};
@@ -516,9 +518,27 @@ int lxnu_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
                 u->pasta_running = false;
                 u->pasta_ended = true;
             }
-            goto fail;
+            return r;
         }
     }
+    return 0;
+}
+
+int lxnu_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr) {
+    struct lxnu_run *u = run->user;
+    int r = wait_router(run, reterr);
+    if (r >= 0 && (*tap = fcntl(u->tun_sb, F_DUPFD_CLOEXEC, 3)) < 0)
+        r = fail(reterr, errno, "the VM's tap");
+    if (r < 0)
+        (void)lxn_teardown(run);
+    return r;
+}
+
+int lxnu_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
+    struct lxnu_run *u = run->user;
+    int r = 0, sv[2] = {-1, -1}, userns = -1;
+    if ((r = wait_router(run, reterr)) < 0)
+        goto fail;
     /* The sandbox's side. */
     userns = ioctl(sandbox_ns, NS_GET_USERNS);
     if (userns >= 0) {

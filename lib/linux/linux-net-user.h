@@ -31,6 +31,10 @@ int lxnu_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr
  * makes the sandbox's tun (eth0) in sandbox_ns and starts the relay
  * between the two tuns. On failure nothing is left. */
 int lxnu_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
+/* Instead of lxnu_finish, for a VM (lp->vm_tap: the router's sb is a
+ * tap): waits for nft and pasta; *tap a duplicate of sb's fd for the
+ * VMM. No relay runs. On failure nothing is left. */
+int lxnu_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 /* Ends the relay, pasta (SIGKILL, reaped) and the router's links, then
  * witnesses that they are gone; the number of objects left. Sets
  * run->report (the result's "network" record). */

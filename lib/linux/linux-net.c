@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_tun.h>
 #include <linux/nsfs.h>
 #include <linux/netlink.h>
 #include <net/if.h>
@@ -314,6 +315,8 @@ static struct lxp_config *dns_config(struct linux_plan *pl, const struct fy_plan
     }
     return cfg;
 }
+
+struct lxp_config *lxn_dns_config(struct linux_plan *pl, const struct fy_plan *np) { return dns_config(pl, np); }
 
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr) {
@@ -986,6 +989,81 @@ fail:
         close(rs);
     if (ss >= 0)
         close(ss);
+    (void)lxn_teardown(run);
+    return r;
+}
+
+/* The VM backend's sandbox side (linux-net-vm.c): instead of a veth into
+ * a sandbox's namespace, the router's "sb" is a tap device made in the
+ * router namespace itself, whose fd the caller hands to its VMM (a
+ * virtio-net device of the guest, which takes the sandbox's addresses).
+ * The guest's frames enter the router exactly where the veth's would: the
+ * same rules (iifname sb, source 100.64.0.2 / fd66:7973::2). The tap lives
+ * as long as an fd of it: the VMM's and *tap (O_CLOEXEC, the caller's). */
+static int make_tap(void *p) {
+    (void)p;
+    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", LXN_ROUTER_SB_IF);
+    if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr) {
+    int r, rs = -1, e, fd = -1;
+    *tap = -1;
+    if (run->user)
+        return lxnu_finish_tap(run, tap, reterr);
+    if ((r = begin_join(run, reterr)) < 0)
+        goto fail;
+    if (!run->lp || run->lp->mode != FY_NET_RESTRICTED || run->lp->helper || run->router_fd < 0)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_NETNS, 0, NULL, "a tap needs the root path's router");
+    if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
+        goto fail;
+    /* (opened in the router namespace: a tap is made in its opener's) */
+    if ((fd = in_netns(run->router_fd, make_tap, NULL)) < 0) {
+        r = ns_fail(reterr, -fd, "the VM's tap device (/dev/net/tun) in the router namespace");
+        goto fail;
+    }
+    if ((rs = nl_open(run->router_fd)) < 0) {
+        r = ns_fail(reterr, -rs, "netlink socket");
+        goto fail;
+    }
+    int i_sb = lnl_ifindex(rs, LXN_ROUTER_SB_IF);
+    if (i_sb < 0) {
+        r = ns_fail(reterr, -i_sb, "interface index");
+        goto fail;
+    }
+    uint32_t a_sbr = htonl(SB_ROUTER4);
+    struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
+    const char *what = NULL;
+    if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
+        what = "forwarding in the router namespace";
+    else if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 ||
+             (e = lnl_addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
+        what = "router addresses";
+    else if ((e = lnl_link_up(rs, LXN_ROUTER_SB_IF)) < 0)
+        what = "links up";
+    if (what) {
+        r = ns_fail(reterr, -e, what);
+        goto fail;
+    }
+    close(rs);
+    *tap = fd;
+    return 0;
+fail:
+    if (rs >= 0)
+        close(rs);
+    if (fd >= 0)
+        close(fd);
     (void)lxn_teardown(run);
     return r;
 }

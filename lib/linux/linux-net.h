@@ -51,6 +51,7 @@ struct lxn_plan {
     bool job;
     uint32_t job_index;
     const char *job_member;
+    bool vm_tap;                /* a VM's router (linux-net-vm.c): sb is a tap its VMM holds */
 };
 
 /* Per attempt. */
@@ -89,6 +90,10 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
 /* The fetch-only proxy's allowlist, Landlock ports and credentials from
  * the plan (lxn_compile's, also the VM backend's through the family). */
 int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_config **ret, fy_error **reterr);
+/* The DNS stub's table (names and their addresses resolved at prepare),
+ * or NULL where the stub cannot run (pl->exec_init, the program) or the
+ * policy takes the host's resolvers; in pl's arena. */
+struct lxp_config *lxn_dns_config(struct linux_plan *pl, const struct fy_plan *np);
 /* The "network" member of the isolation record (JSON text, malloc'd). */
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl);
 /* Landlock's TCP connect layer: pl->ll_tcp_ports from the plan's TCP rules
@@ -107,6 +112,12 @@ int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **r
  * network namespace: once nft's rules stand, forwarding on, the veth to
  * the sandbox with its addresses and routes. On failure nothing is left. */
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
+/* Instead of lxn_finish, for a VM (linux-net-vm.c): once nft's rules
+ * stand, forwarding on and the router's "sb" a tap device in the router
+ * namespace with the router's addresses; *tap its fd (O_CLOEXEC), which the
+ * caller hands to its VMM. The root path, or rootless (lp->vm_tap): the
+ * pasta path's router with a tap. On failure nothing is left. */
+int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 /* Removes what lxn_setup made (idempotent): the number of objects that
  * could not be removed (0: the uplink veth is gone, the proxy reaped:
  * witnessed). */

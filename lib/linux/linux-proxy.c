@@ -356,6 +356,16 @@ int lxp_begin_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox
     return start_program(run, cfg, sandbox_ns, -1, true, reterr);
 }
 
+int lxp_start_dns_on(struct lxp_run *run, const struct lxp_config *cfg, int sock, fy_error **reterr) {
+    if (!lxp_program_available())
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, NULL,
+                       "the DNS stub: its program is not built for this architecture");
+    int fd = fcntl(sock, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return fail(reterr, errno, "the DNS stub's socket");
+    return start_on(run, cfg, fd, -1, true, reterr);
+}
+
 static int start_program(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, bool dns,
                          fy_error **reterr) {
     if (!lxp_program_available())

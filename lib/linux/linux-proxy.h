@@ -182,6 +182,11 @@ int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox
  * either has ended the stub (lxp_stop); the caller still releases it. */
 int lxp_begin_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
 int lxp_await_ready(struct lxp_run *run, fy_error **reterr);
+/* The same stub answering the datagrams that arrive on sock (a datagram
+ * socket the caller keeps private, e.g. one end of a socketpair: the VM
+ * backend's, which carries the guest's queries over its control port);
+ * sock is duplicated, not taken. */
+int lxp_start_dns_on(struct lxp_run *run, const struct lxp_config *cfg, int sock, fy_error **reterr);
 /* The stub's "dns" record of the result (JSON text, malloc'd). */
 char *lxp_report_dns(const struct lxp_run *run);
 /* Ends the proxy (SIGKILL, reaped): 0 when it is gone (witnessed), else 1.

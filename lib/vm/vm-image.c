@@ -62,6 +62,7 @@ static int agent_get(struct agent *a) {
 /* Loaded in this order by the agent (each after what it needs). */
 static const char *const guest_modules[] = {
     "drivers/virtio/virtio_ring.ko", "drivers/virtio/virtio.ko", "drivers/virtio/virtio_mmio.ko",
+    "net/core/failover.ko", "drivers/net/net_failover.ko", "drivers/net/virtio_net.ko",
     "drivers/char/virtio_console.ko", "fs/netfs/netfs.ko", "fs/fscache/fscache.ko",
     "net/9p/9pnet.ko", "net/9p/9pnet_virtio.ko", "fs/9p/9p.ko",
 };

@@ -63,6 +63,10 @@ void vm_plan_free(void *plan) {
     free(pl->template_inputs);
     if (pl->pxcfg)
         pl->pxf->proxy_config_free(pl->pxcfg);
+    if (pl->rtcfg)
+        pl->pxf->router_config_free(pl->rtcfg);
+    if (pl->dnscfg)
+        pl->pxf->dns_config_free(pl->dnscfg);
     free(pl);
 }
 
@@ -113,9 +117,12 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(iso, "vmm", json_string("qemu microvm"));
     json_object_set_new(iso, "accelerator", json_string(pl->kvm ? "kvm" : "tcg"));
     json_object_set_new(iso, "vmm_confinement",
-                        json_string("the library's own namespace sandbox (public API): network denied, QEMU's "
+                        json_sprintf("the library's own namespace sandbox (public API): network denied, QEMU's "
                                     "runtime paths and the attempt's images read-only, no other host path"
-                                    " (/dev/kvm only with KVM)"));
+                                    " (/dev/kvm only with KVM)%s",
+                                     pl->nic ? "; restricted: its only network object is the fd of the router's "
+                                               "tap (no /dev/net/tun, no capability, no interface but lo)"
+                                             : ""));
     json_object_set_new(iso, "kernel", json_pack("{ssssss}", "release", pl->k.release, "vmlinuz_sha256",
                                                  pl->k.vmlinuz_digest, "source", pl->k.vmlinuz_path));
     json_object_set_new(iso, "initramfs_sha256", json_string(pl->k.initrd_digest));
@@ -128,7 +135,10 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
                                                      "files and command are sent"));
     } else {
         json_object_set_new(iso, "template", json_null());
-        json_object_set_new(iso, "boot", json_string(pl->cold_required
+        json_object_set_new(iso, "boot", json_string(pl->nic ? "cold boot per attempt (restricted network: the "
+                                                               "guest's network device is made per attempt; a "
+                                                               "template's machine has none)"
+                                                     : pl->cold_required
                                                          ? "cold boot per attempt (the policy's control cold-boot: a "
                                                            "fresh guest kernel for every attempt)"
                                                          : "cold boot per attempt (templates off: "
@@ -154,9 +164,28 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
                                                       "it connects only to the allowlisted host:port at the "
                                                       "addresses resolved at prepare, CONNECT is a tunnel",
                                                       "destinations", dests ? dests : json_array()));
+    } else if (pl->rtcfg) {
+        char *d = pl->pxf->router_describe(pl->rtcfg, np);
+        json_t *o = d ? json_loads(d, 0, NULL) : NULL;
+        free(d);
+        if (!o)
+            return FY_E_NOMEM;
+        json_object_set_new(o, "guest", json_string("eth0 (virtio-net) configured by the agent from the RUN "
+                                                    "message; no other network device but lo"));
+        json_object_set_new(iso, "network", o);
     } else {
         json_object_set_new(iso, "network", json_string("deny: no network device in the guest, loopback only"));
     }
+    json_t *net = json_object_get(iso, "network");
+    if (json_is_object(net))
+        json_object_set_new(net, "dns", json_string(pl->dnscfg ? "stub: the guest's resolv.conf names 127.0.0.53, "
+                                                                 "where the agent carries each datagram over the "
+                                                                 "control port to the namespace backend's stub on "
+                                                                 "the host: only the allowlisted names (A/AAAA "
+                                                                 "resolved at prepare), REFUSED for every other, "
+                                                                 "forwards nothing"
+                                                               : "none: no stub can run here (or dns host); names "
+                                                                 "outside /etc/hosts do not resolve"));
     json_object_set_new(iso, "filesystem",
                         json_string("guest initramfs root; approved host directories read-only over 9p served by "
                                     "the sandboxed VMM; build and output copied in and returned as tar, "
@@ -194,8 +223,8 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     if (np->stdio[FY_STDIN].mode == FY_STDIO_PIPE || np->stdio[FY_STDOUT].mode == FY_STDIO_PIPE ||
         np->stdio[FY_STDERR].mode == FY_STDIO_PIPE)
         return unsupported(reterr, "FY_STDIO_PIPE streams");
-    if (np->net_mode != FY_NET_DENY && np->net_mode != FY_NET_FETCH_ONLY)
-        return unsupported(reterr, "a network other than deny and fetch-only");
+    if (np->net_mode != FY_NET_DENY && np->net_mode != FY_NET_FETCH_ONLY && np->net_mode != FY_NET_RESTRICTED)
+        return unsupported(reterr, "a network other than deny, restricted and fetch-only");
     const char *qemu = caps_fact(caps, VM_FACT_QEMU);
     if (!qemu)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL, "no QEMU found by the probe");
@@ -215,6 +244,20 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         if ((r = pl->pxf->proxy_compile(np, caps, &pl->pxcfg, reterr)) < 0)
             goto fail;
     }
+    if (np->net_mode == FY_NET_RESTRICTED) {
+        /* The namespace backend's router and rules, its sandbox-side link a
+         * tap whose fd QEMU gets (the folder's service: vm-net.c). */
+        if (!(pl->pxf = backend_proxy_family()) || !pl->pxf->router_compile) {
+            r = unsupported(reterr, "restricted without a folder offering its router (the Linux one)");
+            goto fail;
+        }
+        if ((r = pl->pxf->router_compile(np, caps, &pl->rtcfg, reterr)) < 0)
+            goto fail;
+        pl->nic = true;
+    }
+    if (pl->pxf && pl->pxf->dns_compile && np->net_mode != FY_NET_DENY &&
+        (r = pl->pxf->dns_compile(np, caps, &pl->dnscfg, reterr)) < 0)
+        goto fail;
     if (!(pl->qemu = util_strdup(qemu)))
         goto oom;
     for (size_t i = 0; i < np->nentries; i++) {
@@ -306,6 +349,18 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         rec_u64(&sb, VMR_OUTPUT_MAX, np->limit[FY_LIMIT_OUTPUT]);
     if (pl->pxcfg)
         rec_u32(&sb, VMR_NET_PROXY, NET_PROXY_PORT);
+    if (pl->nic) {
+        /* The router's sandbox side (linux-net.h): the guest takes the
+         * addresses the namespace backend's eth0 has. */
+        struct vmp_iface ifc = {.addr4 = {100, 64, 0, 2}, .gw4 = {100, 64, 0, 1}, .prefix4 = 30,
+                                .addr6 = {0xfd, 0x66, 0x79, 0x73, [15] = 2}, .gw6 = {0xfd, 0x66, 0x79, 0x73, [15] = 1},
+                                .prefix6 = 64};
+        uint8_t b[VMP_IFACE_LEN];
+        vmp_put_iface(b, &ifc);
+        rec(&sb, VMR_NET_IFACE, b, sizeof(b));
+    }
+    if (pl->dnscfg)
+        rec(&sb, VMR_DNS, NULL, 0);
     for (size_t i = 0; i < pl->nmounts; i++) {
         char tag[16];
         snprintf(tag, sizeof(tag), "r%zu", i);
@@ -374,7 +429,7 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     /* Templates unless the host turned them off (FORGEYARD_VM_TEMPLATE=off). */
     const char *tm = getenv("FORGEYARD_VM_TEMPLATE");
     pl->cold_required = np->control[FY_CONTROL_COLD_BOOT] == FY_CONTROL_STATE_ENFORCED;
-    pl->use_template = !(tm && !strcmp(tm, "off")) && !pl->cold_required;
+    pl->use_template = !(tm && !strcmp(tm, "off")) && !pl->cold_required && !pl->nic;
     if (pl->use_template && vm_template_key(pl) < 0)
         goto oom;
     if (build_json(pl, np) < 0)

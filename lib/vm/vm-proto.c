@@ -150,3 +150,30 @@ int vmp_rec_next(struct vmp_rec_iter *it, uint8_t *tag, const uint8_t **data, ui
     it->off += 5 + (size_t)n;
     return 1;
 }
+
+void vmp_put_iface(uint8_t out[VMP_IFACE_LEN], const struct vmp_iface *i) {
+    memcpy(out, i->addr4, 4);
+    memcpy(out + 4, i->gw4, 4);
+    memcpy(out + 8, i->addr6, 16);
+    memcpy(out + 24, i->gw6, 16);
+    out[40] = i->prefix4;
+    out[41] = i->prefix6;
+}
+
+int vmp_get_iface(const uint8_t *p, size_t len, struct vmp_iface *i) {
+    if (len != VMP_IFACE_LEN)
+        return -1;
+    memcpy(i->addr4, p, 4);
+    memcpy(i->gw4, p + 4, 4);
+    memcpy(i->addr6, p + 8, 16);
+    memcpy(i->gw6, p + 24, 16);
+    i->prefix4 = p[40];
+    i->prefix6 = p[41];
+    if (i->prefix4 < 1 || i->prefix4 > 32 || i->prefix6 < 1 || i->prefix6 > 128)
+        return -1;
+    return 0;
+}
+
+int vmp_dns_check(uint8_t type, uint16_t flags, uint32_t len) {
+    return type == VMP_DNS_QUERY && flags < VMP_DNS_SLOTS && len >= VMP_DNS_MIN && len <= VMP_DNS_MAX ? 0 : -1;
+}

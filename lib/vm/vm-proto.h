@@ -44,6 +44,12 @@ enum {
     VMP_NET_EOF = 12,   /* no more bytes this way (a half close; from the host also "refused") */
     VMP_NET_ACK = 13,   /* u32: bytes of DATA delivered onward */
     VMP_NET_CLOSE = 14, /* guest: done, nothing more from it; host: acknowledged, the id is free */
+    /* Under restricted and fetch-only when the plan has a DNS stub: a
+     * datagram the workload sent to the agent's socket on 127.0.0.53:53 in
+     * the guest (flags: the agent's slot for its sender, below
+     * VMP_DNS_SLOTS; VMP_DNS_MIN..VMP_DNS_MAX bytes), carried to the stub
+     * on the host (vmp_dns_check). */
+    VMP_DNS_QUERY = 15,
     /* Host to guest. */
     VMP_RUN = 32,       /* the command: records (vmp_rec_*) */
     VMP_STDIN = 33,
@@ -57,9 +63,13 @@ enum {
     VMP_RESEED = 36,
     VMP_FILES = 37,     /* a chunk of the attempt's files: a cpio (newc) stream */
     VMP_FILES_END = 38, /* that stream ended: the agent has unpacked it all */
+    VMP_DNS_ANSWER = 39, /* the stub's answer to the query of slot flags */
 };
-#define VMP_TYPE_MAX 38
-#define VMP_G2H_MAX VMP_NET_CLOSE
+#define VMP_TYPE_MAX 39
+#define VMP_G2H_MAX VMP_DNS_QUERY
+#define VMP_DNS_SLOTS 64
+#define VMP_DNS_MIN 12
+#define VMP_DNS_MAX 512
 #define VMP_NET_CONNS 64
 #define VMP_NET_WINDOW (256u << 10)
 #define VMP_SEED_LEN 64
@@ -95,7 +105,23 @@ enum {
     VMR_SECRET_FILE = 17, /* "name\0value": a file (0400, the workload's) in /run/secrets */
     VMR_MOUNT9P_RW = 19, /* "tag\0target": a host directory the policy binds writable */
     VMR_NET_PROXY = 18, /* u32 port: fetch-only, listen on 127.0.0.1:port and carry (VMP_NET_*) */
+    /* restricted: the guest's eth0 (struct vmp_iface, VMP_IFACE_LEN bytes):
+     * its addresses and default routes; nothing else is configured. */
+    VMR_NET_IFACE = 20,
+    VMR_DNS = 21,      /* empty: listen on 127.0.0.53:53/udp and carry (VMP_DNS_*) */
 };
+
+struct vmp_iface {
+    uint8_t addr4[4], gw4[4], addr6[16], gw6[16];
+    uint8_t prefix4, prefix6;
+};
+#define VMP_IFACE_LEN 42
+void vmp_put_iface(uint8_t out[VMP_IFACE_LEN], const struct vmp_iface *i);
+/* 0, or -1 when the payload is not a valid interface record. */
+int vmp_get_iface(const uint8_t *p, size_t len, struct vmp_iface *i);
+/* A guest's VMP_DNS_QUERY frame: 0 when its slot and length are valid
+ * (what the host then hands to the stub), -1 otherwise. */
+int vmp_dns_check(uint8_t type, uint16_t flags, uint32_t len);
 
 struct vmp_exit {
     uint32_t kind;          /* 1 exited, 2 killed by a signal */

@@ -88,6 +88,7 @@ struct vm {
     } net[VMP_NET_CONNS];
     uint64_t net_unacked;          /* all connections' unacknowledged DATA to the guest */
     uint64_t net_opened, net_refused;
+    struct vmn nw;                 /* restricted's router, the DNS stub (vm-net.c) */
 };
 /* DATA to the guest unacknowledged over all connections: small enough for
  * the control socket's buffer, so that carrying it never blocks the loop. */
@@ -495,9 +496,17 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const 
     A("-chardev");
     /* The control port: QEMU's stdio (cold), or its stdout, a socket (a
      * template's stdin is its monitor or the state it restores). */
-    A(mode == VM_BOOT_COLD ? "stdio,id=ctl,signal=off" : "socket,id=ctl,fd=1");
+    A(mode == VM_BOOT_COLD && !pl->nic ? "stdio,id=ctl,signal=off" : "socket,id=ctl,fd=1");
     A("-device");
     A("virtserialport,chardev=ctl,name=fy.ctl");
+    if (pl->nic) {
+        /* restricted (cold boot only): the router's tap is QEMU's stdin
+         * (vm-net.c); its sandbox opens no tun device. */
+        A("-netdev");
+        A("tap,id=n0,fd=0");
+        A("-device");
+        A("virtio-net-device,netdev=n0,mac=52:54:00:66:79:02");
+    }
     for (size_t i = 0; i < pl->nmounts; i++) {
         A("-fsdev");
         A("local,id=r%zu,path=/fy/m%zu,security_model=none%s", i, i, pl->mounts[i].writable ? "" : ",readonly=on");
@@ -666,6 +675,7 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     for (int i = 0; i < VMP_NET_CONNS; i++)
         v->net[i].fd = -1;
     strbuf_init(&v->log);
+    vmn_init(&v->nw, v->pl);
     v->out_limit = np->limit[FY_LIMIT_OUTPUT];
     int r;
     int sp[2] = {-1, -1};
@@ -696,6 +706,10 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     if ((r = open_tar(v, np, VMP_DIR_BUILD, reterr)) < 0 || (r = open_tar(v, np, VMP_DIR_OUTPUT, reterr)) < 0)
         goto fail;
     if (v->pl->pxcfg && (r = net_setup(v, reterr)) < 0)
+        goto fail;
+    if ((r = vmn_start(&v->nw, reterr)) < 0 || (v->nw.dns_sock >= 0 && watch(v, v->nw.dns_sock) < 0 &&
+                                                 (r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, errno, NULL,
+                                                              "epoll: %s", strerror(errno))) < 0))
         goto fail;
     /* The kernel and initramfs, cached at the first start (fy_prepare
      * writes nothing); what the plan named must be what boots. */
@@ -760,8 +774,9 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         v->console_fd = cp[0];
         fcntl(cp[0], F_SETFL, O_NONBLOCK);
         fchmod(cp[1], 0622);
+        /* (restricted, always cold: QEMU's stdin is the router's tap) */
         r = v->from_template ? start_vmm(h, v, v->tmpl.fd, sp[1], cp[1], reterr)
-                             : start_vmm(h, v, sp[1], sp[1], cp[1], reterr);
+                             : start_vmm(h, v, v->nw.tap >= 0 ? v->nw.tap : sp[1], sp[1], cp[1], reterr);
         close(sp[1]);
         close(cp[1]);
         if (r < 0)
@@ -801,6 +816,10 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         close(v->tmpl.fd); /* QEMU has its own */
         v->tmpl.fd = -1;
     }
+    if (v->nw.tap >= 0) {
+        close(v->nw.tap); /* QEMU has its own: the tap lives as long as QEMU */
+        v->nw.tap = -1;
+    }
     if (v->from_template) {
         /* Before anything else reaches the restored guest: fresh
          * randomness and the time (read by the agent once restored). */
@@ -833,6 +852,7 @@ fail:
     if (v->dir[0])
         remove_dir(v->dir);
     net_teardown(v, NULL);
+    vmn_stop(&v->nw, NULL);
     if (v->pxdir[0])
         remove_dir(v->pxdir);
     vm_free_state(v);
@@ -1338,6 +1358,13 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
             return protocol_error(h, v, why);
         return;
     }
+    case VMP_DNS_QUERY: {
+        const char *why = !v->run_sent ? "a DNS frame outside the command's run"
+                                       : vmn_dns_query(&v->nw, f->flags, f->data, f->len);
+        if (why)
+            return protocol_error(h, v, why);
+        return;
+    }
     case VMP_LOG:
         if (v->log.len < 4096)
             strbuf_appendn(&v->log, (const char *)f->data, f->len > 1024 ? 1024 : f->len);
@@ -1597,8 +1624,24 @@ static void finish(fy_handle *h, struct vm *v) {
             rep.left[FY_LEFT_FILES]++;
         v->pxdir[0] = '\0';
     }
+    if (v->nw.router || v->nw.dns) {
+        /* The stub reaped, the router's links witnessed gone (QEMU, which
+         * held the tap, has ended), both in the network record. */
+        json_t *o = rep.network_json ? json_loads(rep.network_json, 0, NULL) : json_object();
+        rep.left[FY_LEFT_NETWORK] += vmn_stop(&v->nw, o);
+        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(o);
+        if (s) {
+            free(rep.network_json);
+            rep.network_json = s;
+        }
+    }
     rep.t_cleanup_end = util_now_usec();
     attempt_finish(h, &rep, r);
+}
+
+static int dns_answer(void *ctx, uint16_t slot, const void *p, size_t n) {
+    return net_send(ctx, VMP_DNS_ANSWER, slot, p, n);
 }
 
 int vm_process(fy_handle *h, fy_error **reterr) {
@@ -1614,6 +1657,11 @@ int vm_process(fy_handle *h, fy_error **reterr) {
     drain_console(v);
     if (v->in_fd >= 0)
         forward_stdin(h, v);
+    if (v->nw.dns_sock >= 0 && !v->killed && !v->sock_eof && vmn_dns_pump(&v->nw, dns_answer, v) < 0) {
+        handle_end(h, END_INFRA, FY_STEP_PROXY, errno, "carrying the guest's DNS answers: the control port: %s",
+                   strerror(errno));
+        kill_vmm(h, v);
+    }
     if (v->px && !v->killed && !v->sock_eof && net_pump(v) < 0) {
         handle_end(h, END_INFRA, FY_STEP_PROXY, errno, "carrying the guest's connections: the control port: %s",
                    strerror(errno));
@@ -1682,6 +1730,7 @@ void vm_destroy(fy_handle *h) {
     if (v->dir[0])
         remove_dir(v->dir);
     net_teardown(v, NULL);
+    vmn_stop(&v->nw, NULL);
     if (v->pxdir[0])
         remove_dir(v->pxdir);
     vm_free_state(v);
@@ -1705,6 +1754,7 @@ void vm_forget(fy_handle *h) {
         v->net[i].fd = -1;
     }
     net_teardown(v, NULL);
+    vmn_forget(&v->nw);
     vm_free_state(v);
     h->b = NULL;
 }

@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "vm-image.h"
+#include "vm-proto.h"
 
 struct vm_mount { const char *host, *target; bool writable; };
 
@@ -29,6 +30,13 @@ struct vm_plan {
      * configuration (backend.h proxy_*); NULL under deny. */
     const struct fy_backend_family *pxf;
     void *pxcfg;
+    /* restricted: the family's router service (backend.h router_*) and its
+     * configuration; the guest gets a virtio-net device on its tap (nic).
+     * restricted and fetch-only: the family's DNS stub (dns_*), or NULL
+     * where none can run. (vm-net.c) */
+    void *rtcfg;
+    bool nic;
+    void *dnscfg;
 };
 
 /* How QEMU is started: a cold boot of the attempt's initramfs, the boot
@@ -69,6 +77,32 @@ int vm_firecracker_config(const struct vm_plan *pl, const struct vm_vmm_paths *p
 int vm_cloud_hypervisor_argv(const struct vm_plan *pl, const struct vm_vmm_paths *paths, const char *program,
                              struct strbuf *args, const char ***ret);
 int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reterr);
+
+/* vm-net.c: restricted's router and the DNS stub of one attempt. */
+struct vmn {
+    const struct vm_plan *pl;
+    void *router;                 /* pl->pxf's router_start, or NULL */
+    int tap;                      /* the router's tap (until QEMU has it), or -1 */
+    void *dns;                    /* the stub (dns_start), or NULL */
+    int dns_sock;                 /* our end of its socketpair, or -1 */
+    uint16_t orig_id[VMP_DNS_SLOTS]; /* the guest's DNS ids, by slot */
+    uint8_t gen[VMP_DNS_SLOTS];
+    bool busy[VMP_DNS_SLOTS];
+    uint64_t dns_carried, dns_dropped;
+};
+void vmn_init(struct vmn *n, const struct vm_plan *pl);
+/* Before QEMU starts: the router and its tap (restricted), the stub. */
+int vmn_start(struct vmn *n, fy_error **reterr);
+/* A guest's VMP_DNS_QUERY: handed to the stub (NULL), or why not (a
+ * protocol error). */
+const char *vmn_dns_query(struct vmn *n, uint16_t slot, const uint8_t *p, uint32_t len);
+/* The stub's answers: each sent to the guest with send(ctx, slot, ...);
+ * negative when send failed. */
+int vmn_dns_pump(struct vmn *n, int (*send)(void *ctx, uint16_t slot, const void *p, size_t len), void *ctx);
+/* Ends the stub and removes the router (witnessed): objects left. report:
+ * the result's network record to extend (a JSON object, may be NULL). */
+unsigned vmn_stop(struct vmn *n, struct json_t *report);
+void vmn_forget(struct vmn *n);
 
 /* vm-plan.c */
 int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);

@@ -752,6 +752,16 @@ START_TEST(test_bad_netframe) {
 }
 END_TEST
 
+START_TEST(test_bad_dnsframe) {
+    /* A DNS frame under network deny (no stub): a protocol error, never
+     * handed to anything. */
+    fy_result *r = run_bad("dnsframe", 60);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_msg(strstr(detail(r), "protocol error: a DNS frame without a DNS stub"), "%s", detail(r));
+    fy_result_free(r);
+}
+END_TEST
+
 START_TEST(test_bad_garbage) {
     fy_result *r = run_bad("garbage", 60);
     /* Another agent (initramfs) is another template. */
@@ -1070,7 +1080,9 @@ END_TEST
 
 START_TEST(test_fetch_only_refusals) {
     /* What fetch-only refuses is refused here as in the namespace backend
-     * (the same checks): a CIDR destination; and restricted is refused. */
+     * (the same checks): a CIDR destination; and restricted refuses what
+     * the namespace backend's router refuses (a destination on its links:
+     * the same compile; test vm-net runs restricted itself). */
     char hosts[160];
     snprintf(hosts, sizeof(hosts), "%s/hosts", scratch);
     FILE *f = fopen(hosts, "we");
@@ -1086,8 +1098,9 @@ START_TEST(test_fetch_only_refusals) {
     fy_policy_free(p);
     p = vm_fetch_policy(hosts, 8080);
     ck_assert_int_eq(fy_policy_set_network(p, FY_NET_RESTRICTED, &e), 0);
+    ck_assert_int_eq(fy_policy_add_destination(p, "100.64.0.1", FY_PROTO_TCP, 80, 80, &e), 0);
     ck_assert_ptr_null(run(p, argv, NULL, NULL, &rc));
-    ck_assert_int_eq(rc, FY_E_UNSUPPORTED);
+    ck_assert_int_eq(rc, FY_E_POLICY);
     fy_policy_free(p);
 }
 END_TEST
@@ -1474,6 +1487,7 @@ int main(int argc, char **argv) {
     ADD(test_attempts_leave_nothing);
     ADD(test_bad_garbage);
     ADD(test_bad_netframe);
+    ADD(test_bad_dnsframe);
     ADD(test_bad_hugeframe);
     ADD(test_bad_flood);
     ADD(test_bad_silent);

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <linux/random.h>
 #include <net/if.h>
+#include <net/route.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -221,6 +222,9 @@ struct run {
     uint64_t rlim[5];     /* VMP_RLIMIT_*; 0: not set */
     bool rlim_set[5];
     uint32_t net_port;    /* fetch-only: the proxy's port on the guest's loopback; 0: none */
+    struct vmp_iface iface; /* restricted: eth0's addresses and routes */
+    bool iface_set;
+    bool dns;             /* carry 127.0.0.53:53/udp to the host's stub */
 };
 
 static char *dupn(const uint8_t *p, uint32_t n) {
@@ -323,6 +327,12 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
         case VMR_PIDS: if (n == 8) r->pids = vmp_get_u64(d); break;
         case VMR_CPU: if (n == 8) r->cpu = vmp_get_u64(d); break;
         case VMR_OUTPUT_MAX: if (n == 8) r->output_max = vmp_get_u64(d); break;
+        case VMR_NET_IFACE:
+            if (vmp_get_iface(d, n, &r->iface) < 0)
+                fail(EINVAL, "a bad interface record");
+            r->iface_set = true;
+            break;
+        case VMR_DNS: r->dns = true; break;
         case VMR_NET_PROXY: if (n == 4 && vmp_get_u32(d) > 0 && vmp_get_u32(d) < 65536) r->net_port = vmp_get_u32(d); break;
         case VMR_RLIMIT:
             if (n == 12 && vmp_get_u32(d) >= 1 && vmp_get_u32(d) <= 4) {
@@ -663,10 +673,122 @@ static void report_enforced(const struct run *r) {
     mem[strcspn(mem, "\n")] = pids[strcspn(pids, "\n")] = cpu[strcspn(cpu, "\n")] = '\0';
     int n = snprintf(text, sizeof(text),
                      "uid=%u gid=%u cgroup=/w memory.max=%s pids.max=%s cpu.max=%s network-devices=%s "
-                     "dev=minimal-tmpfs%s%.0u",
-                     r->uid, r->gid, mem, pids, cpu, nets, r->net_port ? " fetch-only-listener=127.0.0.1:" : "", r->net_port);
+                     "dev=minimal-tmpfs%s%.0u%s%s",
+                     r->uid, r->gid, mem, pids, cpu, nets, r->net_port ? " fetch-only-listener=127.0.0.1:" : "", r->net_port,
+                     r->iface_set ? " eth0=100.64.0.2/30,fd66:7973::2/64(from the plan)" : "",
+                     r->dns ? " dns=127.0.0.53:53/udp(carried to the host's stub)" : "");
     if (n > 0)
         send_frame(VMP_LOG, 0, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+}
+
+/* ---- restricted: eth0 (the host's router decides what passes) ---- */
+
+/* (linux/ipv6.h's, which clashes with glibc's headers) */
+struct in6_ifreq_ {
+    struct in6_addr addr;
+    uint32_t prefixlen;
+    int ifindex;
+};
+
+static void iface_up(const struct vmp_iface *ifc) {
+    /* No DAD, router advertisements or link-local address: the addresses
+     * are usable at once and nothing else is said on the link. */
+    static const char *const v6[] = {"accept_dad", "accept_ra", "autoconf", "dad_transmits"};
+    for (size_t i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
+        char p[96];
+        snprintf(p, sizeof(p), "/proc/sys/net/ipv6/conf/eth0/%s", v6[i]);
+        if (write_file(p, "0") < 0)
+            fail(errno, "%s", p);
+    }
+    if (write_file("/proc/sys/net/ipv6/conf/eth0/addr_gen_mode", "1") < 0)
+        fail(errno, "eth0 addr_gen_mode");
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || s6 < 0)
+        fail(errno, "socket");
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "eth0");
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+    sin->sin_family = AF_INET;
+    memcpy(&sin->sin_addr, ifc->addr4, 4);
+    if (ioctl(s, SIOCSIFADDR, &ifr) < 0)
+        fail(errno, "eth0 address");
+    sin->sin_addr.s_addr = htonl(ifc->prefix4 == 32 ? 0xffffffffu : ~(0xffffffffu >> ifc->prefix4));
+    if (ioctl(s, SIOCSIFNETMASK, &ifr) < 0)
+        fail(errno, "eth0 netmask");
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        fail(errno, "eth0 flags");
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        fail(errno, "eth0 up");
+    if (ioctl(s, SIOCGIFINDEX, &ifr) < 0)
+        fail(errno, "eth0 index");
+    int index = ifr.ifr_ifindex;
+    struct in6_ifreq_ i6 = {.prefixlen = ifc->prefix6, .ifindex = index};
+    memcpy(&i6.addr, ifc->addr6, 16);
+    if (ioctl(s6, SIOCSIFADDR, &i6) < 0)
+        fail(errno, "eth0 IPv6 address");
+    struct rtentry rt;
+    memset(&rt, 0, sizeof(rt));
+    struct sockaddr_in *gw = (struct sockaddr_in *)&rt.rt_gateway, *dst = (struct sockaddr_in *)&rt.rt_dst,
+                       *msk = (struct sockaddr_in *)&rt.rt_genmask;
+    gw->sin_family = dst->sin_family = msk->sin_family = AF_INET;
+    memcpy(&gw->sin_addr, ifc->gw4, 4);
+    rt.rt_flags = RTF_UP | RTF_GATEWAY;
+    rt.rt_dev = (char *)"eth0";
+    if (ioctl(s, SIOCADDRT, &rt) < 0)
+        fail(errno, "the IPv4 default route");
+    struct in6_rtmsg r6;
+    memset(&r6, 0, sizeof(r6));
+    memcpy(&r6.rtmsg_gateway, ifc->gw6, 16);
+    r6.rtmsg_flags = RTF_UP | RTF_GATEWAY;
+    r6.rtmsg_metric = 1;
+    r6.rtmsg_ifindex = index;
+    if (ioctl(s6, SIOCADDRT, &r6) < 0)
+        fail(errno, "the IPv6 default route");
+    close(s);
+    close(s6);
+}
+
+/* ---- DNS: 127.0.0.53:53/udp carried to the host's stub (VMP_DNS_*) ---- */
+
+static int dns_fd = -1;
+static struct sockaddr_in dns_from[VMP_DNS_SLOTS];
+static bool dns_wait[VMP_DNS_SLOTS];
+static unsigned dns_next;
+
+static void dns_listen(void) {
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(0x7f000035)};
+    if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        fail(errno, "the DNS socket 127.0.0.53:53");
+    dns_fd = s;
+}
+
+static void dns_read(void) {
+    for (int k = 0; k < 64; k++) {
+        uint8_t q[VMP_DNS_MAX + 1];
+        struct sockaddr_in from;
+        socklen_t fl = sizeof(from);
+        ssize_t n = recvfrom(dns_fd, q, sizeof(q), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+        if (n < 0)
+            return;
+        if (n < VMP_DNS_MIN || n > VMP_DNS_MAX || fl != sizeof(from))
+            continue; /* (the stub would not answer it either) */
+        uint16_t slot = (uint16_t)(dns_next++ % VMP_DNS_SLOTS);
+        dns_from[slot] = from;
+        dns_wait[slot] = true;
+        if (send_frame(VMP_DNS_QUERY, slot, q, (size_t)n) < 0)
+            power_off();
+    }
+}
+
+static void dns_answer(const struct vmp_frame *f) {
+    if (dns_fd < 0 || f->flags >= VMP_DNS_SLOTS || !dns_wait[f->flags])
+        return;
+    dns_wait[f->flags] = false;
+    (void)sendto(dns_fd, f->data, f->len, MSG_DONTWAIT, (struct sockaddr *)&dns_from[f->flags],
+                 sizeof(dns_from[f->flags]));
 }
 
 /* ---- fetch-only: the guest's connections to the proxy (VMP_NET_*) ----
@@ -1089,6 +1211,10 @@ static void misbehave(const char *how) {
         /* A connection's bytes where the plan has no network (and no such connection). */
         memset(buf, 'n', 100);
         send_frame(VMP_NET_DATA, 3, buf, 100);
+    } else if (!strcmp(how, "dnsframe")) {
+        /* A DNS query where the plan has no stub (network deny). */
+        memset(buf, 'd', 100);
+        send_frame(VMP_DNS_QUERY, 3, buf, 100);
     } else if (!strcmp(how, "panic")) {
         exit(3); /* init exits: the guest kernel panics */
     }
@@ -1162,9 +1288,13 @@ int main(void) {
 #endif
     if (run.hostname && sethostname(run.hostname, strlen(run.hostname)) < 0)
         fail(errno, "sethostname");
+    if (run.iface_set)
+        iface_up(&run.iface);
     setup_cgroup(&run);
     if (run.net_port)
         net_listen(run.net_port);
+    if (run.dns)
+        dns_listen();
     report_enforced(&run);
     if (!run.output_max)
         run.output_max = UINT64_MAX;
@@ -1205,10 +1335,11 @@ int main(void) {
     while (!exited || fds[0] >= 0 || fds[1] >= 0) {
         /* Flow control: the port is read while stdin's queue has room. */
         bool inq_room = inq_len + VMP_MAX_FRAME <= sizeof(inq);
-        struct pollfd p[4 + 1 + VMP_NET_CONNS] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0},
+        struct pollfd p[4 + 1 + VMP_NET_CONNS + 1] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0},
                                                   {fds[1], POLLIN, 0}, {pin[1], inq_len ? POLLOUT : 0, 0}};
         static uint16_t nids[1 + VMP_NET_CONNS];
         size_t nn = net_poll_set(p + 4, nids);
+        p[4 + nn] = (struct pollfd){dns_fd, POLLIN, 0}; /* (-1: ignored) */
         if (!exited) {
             pid_t w = wait4(child, &status, WNOHANG, &ru);
             if (w == child) {
@@ -1220,11 +1351,13 @@ int main(void) {
                 continue;
             }
         }
-        int pr = poll(p, 4 + nn, exited ? -1 : 20);
+        int pr = poll(p, 4 + nn + 1, exited ? -1 : 20);
         if (pr < 0 && errno != EINTR)
             break;
         if (pr > 0 && nn)
             net_step(p + 4, nids, nn);
+        if (pr > 0 && dns_fd >= 0 && (p[4 + nn].revents & POLLIN))
+            dns_read();
         for (int i = 0; i < 2; i++) {
             if (fds[i] < 0 || !(p[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
@@ -1260,6 +1393,8 @@ int main(void) {
                     kill(-child, (int)vmp_get_u32(f.data));
                 } else if (f.type >= VMP_NET_OPEN && f.type <= VMP_NET_CLOSE) {
                     net_frame(&f);
+                } else if (f.type == VMP_DNS_ANSWER) {
+                    dns_answer(&f);
                 }
             }
             if (k < 0)
