@@ -163,45 +163,41 @@ int lx_map_ids(const struct linux_plan *pl, pid_t pid, fy_error **reterr) {
 
 /* Fallback when clone3 could not place the child in its cgroup v2: move it
  * before it starts the workload. */
-/* A cgroup v2 migration moves one process, and the sandbox's init has
- * forked its workload process already (early_workload), which waits for
- * the go-ahead: both go, the children as /proc lists them (init's only
- * thread; nothing of the sandbox forks before the go-ahead). */
+/* A cgroup v2 migration moves one process, and the sandbox's init forks its
+ * workload process first of all (early_workload), which then waits for the
+ * go-ahead: both go. Init first: its write waits for a fork in flight to
+ * end, and whatever it forks afterwards is born in the new cgroup; then the
+ * children /proc lists by then (init's only thread; nothing of the sandbox
+ * forks again before the go-ahead). */
+static int write_pid(int fd, pid_t pid) {
+    char val[32];
+    snprintf(val, sizeof(val), "%d", (int)pid);
+    return write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -errno;
+}
+
 int lx_write_proc_cgroup(const char *dir, pid_t pid, fy_error **reterr) {
-    char path[4200], val[32];
+    char path[4200];
     snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
     int fd = open(path, O_WRONLY | O_CLOEXEC);
-    int e = errno;
-    pid_t pids[8] = {pid};
-    size_t n = 1;
-    char kids[256];
-    snprintf(kids, sizeof(kids), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    int kfd = fd >= 0 ? open(kids, O_RDONLY | O_CLOEXEC) : -1;
-    if (kfd >= 0) {
-        char buf[256];
-        ssize_t len = read(kfd, buf, sizeof(buf) - 1);
-        close(kfd);
+    int e = fd < 0 ? -errno : write_pid(fd, pid);
+    if (e == 0) {
+        char kids[128], buf[256];
+        snprintf(kids, sizeof(kids), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+        int kfd = open(kids, O_RDONLY | O_CLOEXEC);
+        ssize_t len = kfd >= 0 ? read(kfd, buf, sizeof(buf) - 1) : 0;
+        if (kfd >= 0)
+            close(kfd);
         buf[len > 0 ? len : 0] = '\0';
-        for (char *p = buf, *end; n < FY_ARRAY_SIZE(pids);) {
-            long v = strtol(p, &end, 10);
-            if (end == p || v <= 0)
-                break;
-            pids[n++] = (pid_t)v;
-            p = end;
-        }
+        char *p = buf, *end;
+        for (long v; e == 0 && (v = strtol(p, &end, 10)) > 0 && end != p; p = end)
+            if ((e = write_pid(fd, (pid_t)v)) == -ESRCH)
+                e = 0; /* (gone: its end is reported as the sandbox's) */
     }
-    for (size_t i = 0; fd >= 0 && i < n; i++) {
-        snprintf(val, sizeof(val), "%d", (int)pids[i]);
-        if (write(fd, val, strlen(val)) != (ssize_t)strlen(val) && (i == 0 || errno != ESRCH)) {
-            e = errno;
-            close(fd);
-            fd = -1;
-        }
-    }
-    if (fd < 0)
-        return err_set(reterr, err_from_errno(e), FY_STEP_CGROUP, e, NULL, "placing the sandbox in %s: %s", dir,
-                       strerror(e));
-    close(fd);
+    if (fd >= 0)
+        close(fd);
+    if (e < 0)
+        return err_set(reterr, err_from_errno(-e), FY_STEP_CGROUP, -e, NULL, "placing the sandbox in %s: %s", dir,
+                       strerror(-e));
     return 0;
 }
 
