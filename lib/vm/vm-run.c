@@ -1347,6 +1347,11 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
         v->done = true;
         v->t_done = util_now_usec();
         v->done_deadline = v->t_done + DONE_GRACE;
+        /* The guest has said everything (its workload killed, writable
+         * shares uncached): its own power-off is not waited for. The
+         * VMM's sandbox ends now and its end is witnessed as ever. */
+        if (v->vmm && !v->vmm_result)
+            fy_handle_cancel(v->vmm, FY_CANCEL_USER, NULL);
         return;
     case VMP_NET_OPEN:
     case VMP_NET_DATA:
@@ -1585,6 +1590,16 @@ static void finish(fy_handle *h, struct vm *v) {
                 json_object_set_new(tm, "state_bytes", json_integer((json_int_t)v->tmpl.state_size));
                 json_object_set_new(tm, "made_by_this_attempt", json_boolean(v->tmpl.made));
                 json_object_set_new(tm, "verify_usec", json_integer((json_int_t)v->tmpl.verify_usec));
+                json_object_set_new(
+                    tm, "state_checked",
+                    v->tmpl.from_sealed
+                        ? json_sprintf("restored from this process's sealed copy of the state (a memfd sealed "
+                                       "against writing, growing and shrinking) whose SHA-256 matched at %llu "
+                                       "(realtime usec); the state file unchanged since (device, inode, size, "
+                                       "mtime, ctime)",
+                                       (unsigned long long)v->tmpl.sealed_at)
+                        : json_string("the state file's SHA-256, recomputed by this attempt while QEMU loaded "
+                                      "it, before the guest was sent anything"));
                 json_object_set_new(tm, "refused_before",
                                     v->tmpl.refused[0] ? json_string(v->tmpl.refused) : json_null());
                 json_object_set_new(tm, "reseeded", json_true());

@@ -6,6 +6,8 @@
 #ifndef FY_VM_TEMPLATE_H
 #define FY_VM_TEMPLATE_H
 
+#include <sys/stat.h>
+
 #include "vm-run.h"
 
 struct vm_template {
@@ -16,6 +18,12 @@ struct vm_template {
     bool digest_pending;     /* owner, mode and size checked; the SHA-256 not yet (vm_template_check) */
     char refused[256];       /* why a cached one was refused and remade, or "" */
     uint64_t verify_usec, make_usec;
+    /* The process's sealed copy (vm_template_check makes one while it
+     * hashes; later attempts restore from it when the file is unchanged). */
+    bool from_sealed;        /* fd reads a sealed copy whose SHA-256 matched */
+    uint64_t sealed_at;      /* when that copy was checked (CLOCK_REALTIME usec) */
+    char key[65];
+    struct stat st;          /* the state file as verify() opened it */
 };
 
 /* The plan's template key and the text it hashes (vm_compile). */
@@ -30,6 +38,13 @@ int vm_template_get(const struct vm_plan *pl, const struct vm_kernel *k, const f
  * checks the SHA-256 meanwhile (vm_template_check), before the restored
  * guest is sent anything. */
 int vm_template_check(struct vm_template *t);
+/* A cached template comes back reading a sealed in-memory copy (a memfd
+ * that cannot be written, grown or shrunk, made by vm_template_check of an
+ * earlier attempt of this process while it hashed the file) when the state
+ * file is the one that copy was checked against (device, inode, size,
+ * modification and change times): the copy's SHA-256 matched and its
+ * bytes cannot have changed since, so its digest is not recomputed. At
+ * most two copies per process. */
 /* Removes the plan's template (it failed its check). */
 void vm_template_discard(const struct vm_plan *pl);
 /* The templates directory under the cache root. */

@@ -217,12 +217,37 @@ static void assert_nothing_left(const fy_result *r) {
     closedir(dir);
 }
 
+/* The fd of this process's sealed template copy (vm-template.h; kept for
+ * the process's life, at most two), or -1. */
+static int sealed_copy_fd(int after) {
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *e;
+    int fd = -1;
+    while ((e = readdir(dir))) {
+        char l[256], t[256];
+        snprintf(l, sizeof(l), "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(l, t, sizeof(t) - 1);
+        t[n > 0 ? n : 0] = '\0';
+        if (!strncmp(t, "/memfd:fy-vm-template", 21) && atoi(e->d_name) > after && atoi(e->d_name) != dirfd(dir)) {
+            fd = atoi(e->d_name);
+            break;
+        }
+    }
+    closedir(dir);
+    return fd;
+}
+
 static int count_fds(void) {
     int n = 0;
     DIR *dir = opendir("/proc/self/fd");
     struct dirent *e;
-    while ((e = readdir(dir)))
-        n += e->d_name[0] != '.';
+    while ((e = readdir(dir))) {
+        char l[256], t[256];
+        snprintf(l, sizeof(l), "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(l, t, sizeof(t) - 1);
+        t[k > 0 ? k : 0] = '\0';
+        n += e->d_name[0] != '.' && strncmp(t, "/memfd:fy-vm-template", 21) != 0;
+    }
     closedir(dir);
     return n;
 }
@@ -392,6 +417,65 @@ END_TEST
 static void template_entry(char *buf, size_t len, const char *file) {
     snprintf(buf, len, "%s/templates/%s/%s", cache, template_key, file);
 }
+
+static const char *state_checked(const fy_result *r, uint64_t *verify_usec) {
+    static char how[512];
+    json_t *iso = isolation(r);
+    json_t *tm = json_object_get(iso, "template");
+    snprintf(how, sizeof(how), "%s", jstr(tm, "state_checked"));
+    *verify_usec = (uint64_t)json_integer_value(json_object_get(tm, "verify_usec"));
+    json_decref(iso);
+    return how;
+}
+
+START_TEST(test_template_sealed_copy) {
+    /* From the second check of a template in a process on, the bytes
+     * hashed are kept in a memfd sealed against writing, growing and
+     * shrinking; later attempts restore that copy without hashing the file
+     * again, but only while the state file is the one it was checked
+     * against: a file touched since (its change time) is hashed anew. */
+    struct cap c;
+    uint64_t us = 0;
+    const char *how = NULL;
+    for (int i = 0; i < 3; i++) {
+        fy_result *r = template_run("echo ran", &c);
+        ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s", detail(r));
+        ck_assert_str_eq(c.buf[0], "ran\n");
+        how = state_checked(r, &us);
+        assert_nothing_left(r);
+        fy_result_free(r);
+    }
+    ck_assert_msg(strstr(how, "sealed copy") && us == 0, "third attempt: %s (%llu us)", how, (unsigned long long)us);
+    /* The copy cannot be changed, not even by this process. */
+    int fd = sealed_copy_fd(-1);
+    ck_assert_int_ge(fd, 0);
+    int seals = fcntl(fd, F_GET_SEALS);
+    ck_assert_int_eq(seals & (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+                     F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    char p[64];
+    snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+    int w = open(p, O_WRONLY | O_CLOEXEC);
+    ck_assert_int_ge(w, 0);
+    errno = 0;
+    ck_assert_int_eq(pwrite(w, "x", 1, 4096), -1);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_int_eq(ftruncate(w, 4096), -1);
+    ck_assert_int_eq(fcntl(w, F_ADD_SEALS, 0), -1); /* F_SEAL_SEAL: the seals stay */
+    close(w);
+    /* The file touched (same bytes, a new change time): hashed again. */
+    char state[512];
+    template_entry(state, sizeof(state), "state");
+    struct stat st;
+    ck_assert_int_eq(stat(state, &st), 0);
+    ck_assert_int_eq(chmod(state, st.st_mode & 07777), 0);
+    fy_result *r = template_run("echo ran", &c);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s", detail(r));
+    how = state_checked(r, &us);
+    ck_assert_msg(strstr(how, "recomputed by this attempt") && us > 0, "after a touch: %s", how);
+    assert_nothing_left(r);
+    fy_result_free(r);
+}
+END_TEST
 
 START_TEST(test_template_corrupt_refused) {
     /* A template whose state was changed (one byte), truncated or
@@ -1471,6 +1555,7 @@ int main(int argc, char **argv) {
     ADD(test_exit_streams_env_net_cold);
     ADD(test_exit_streams_env_net);
     ADD(test_template_attempts_apart);
+    ADD(test_template_sealed_copy);
     ADD(test_template_corrupt_refused);
     ADD(test_template_cache_refused);
     ADD(test_workspace);

@@ -596,12 +596,18 @@ static void lo_up(void) {
     close(s);
 }
 
-static void setup_cgroup(const struct run *r) {
-    char v[64];
+/* Before the hello (so a template carries it: under TCG every first use of
+ * a kernel path costs its translation in each restored QEMU): the
+ * hierarchy and its controllers, nothing of an attempt. */
+static void cgroup_root(void) {
     if (mount("cgroup2", CG, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         fail(errno, "mount cgroup2");
     if (write_file(CG "/cgroup.subtree_control", "+memory +pids +cpu") < 0)
         fail(errno, "enable the cgroup controllers");
+}
+
+static void setup_cgroup(const struct run *r) {
+    char v[64];
     if (mkdir(CG "/w", 0755) < 0)
         fail(errno, "mkdir the workload's cgroup");
     if (r->memory) {
@@ -1245,6 +1251,7 @@ int main(void) {
     umount2("/dev", MNT_DETACH);
     minimal_dev();
     lo_up();
+    cgroup_root();
     if (send_frame(VMP_HELLO, 0, AGENT_VERSION, strlen(AGENT_VERSION)) < 0)
         power_off();
 
@@ -1282,7 +1289,9 @@ int main(void) {
             power_off();
         vmp_added(&dec, (size_t)n);
     }
+    uint64_t t_run = now_usec();
     parse_run(f.data, f.len, &run);
+    uint64_t t_mounted = now_usec();
 #ifdef VM_AGENT_MISBEHAVE
     misbehave(run.argv[0]);
 #endif
@@ -1296,6 +1305,7 @@ int main(void) {
     if (run.dns)
         dns_listen();
     report_enforced(&run);
+    uint64_t t_setup = now_usec();
     if (!run.output_max)
         run.output_max = UINT64_MAX;
 
@@ -1316,11 +1326,15 @@ int main(void) {
     int e = 0;
     ssize_t rn = read(prep[0], &e, sizeof(e));
     close(prep[0]);
+    uint64_t t_execd = now_usec();
     if (rn == (ssize_t)sizeof(e)) {
         waitpid(child, NULL, 0);
         fail(e, "execute %s", run.argv[0]);
     }
     fcntl(pin[1], F_SETFL, O_NONBLOCK);
+    /* The child's end wakes the loop (no polling interval); a kernel
+     * without pidfd_open falls back to a 20 ms poll. */
+    int child_fd = (int)syscall(SYS_pidfd_open, child, 0);
 
     /* Forward: control -> stdin, signals; stdout/stderr -> control. */
     static uint8_t inq[1 << 20];
@@ -1332,18 +1346,23 @@ int main(void) {
     struct rusage ru;
     memset(&ru, 0, sizeof(ru));
     uint64_t t_exit = 0;
+    bool first_round = true;
     while (!exited || fds[0] >= 0 || fds[1] >= 0) {
         /* Flow control: the port is read while stdin's queue has room. */
         bool inq_room = inq_len + VMP_MAX_FRAME <= sizeof(inq);
-        struct pollfd p[4 + 1 + VMP_NET_CONNS + 1] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0},
-                                                  {fds[1], POLLIN, 0}, {pin[1], inq_len ? POLLOUT : 0, 0}};
+        struct pollfd p[5 + VMP_NET_CONNS + 1 + 1] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0},
+                                                      {fds[1], POLLIN, 0}, {pin[1], inq_len ? POLLOUT : 0, 0},
+                                                      {exited ? -1 : child_fd, POLLIN, 0}};
         static uint16_t nids[1 + VMP_NET_CONNS];
-        size_t nn = net_poll_set(p + 4, nids);
-        p[4 + nn] = (struct pollfd){dns_fd, POLLIN, 0}; /* (-1: ignored) */
+        size_t nn = net_poll_set(p + 5, nids);
+        p[5 + nn] = (struct pollfd){dns_fd, POLLIN, 0}; /* (-1: ignored) */
         if (!exited) {
             pid_t w = wait4(child, &status, WNOHANG, &ru);
             if (w == child) {
                 exited = true;
+                if (child_fd >= 0)
+                    close(child_fd);
+                child_fd = -1;
                 t_exit = now_usec();
                 /* As in the namespace backend: the command's end is the
                  * tree's end (a daemon holding its output open included). */
@@ -1351,12 +1370,15 @@ int main(void) {
                 continue;
             }
         }
-        int pr = poll(p, 4 + nn + 1, exited ? -1 : 20);
+        /* The first round does not wait: frames that came with the RUN
+         * are decoded below, after it. */
+        int pr = poll(p, 5 + nn + 1, first_round ? 0 : exited || child_fd >= 0 ? -1 : 20);
+        first_round = false;
         if (pr < 0 && errno != EINTR)
             break;
         if (pr > 0 && nn)
-            net_step(p + 4, nids, nn);
-        if (pr > 0 && dns_fd >= 0 && (p[4 + nn].revents & POLLIN))
+            net_step(p + 5, nids, nn);
+        if (pr > 0 && dns_fd >= 0 && (p[5 + nn].revents & POLLIN))
             dns_read();
         for (int i = 0; i < 2; i++) {
             if (fds[i] < 0 || !(p[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -1437,6 +1459,13 @@ int main(void) {
     ex.stime_usec = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
     ex.maxrss_kb = (uint64_t)ru.ru_maxrss;
     ex.run_usec = t_exit > t_exec ? t_exit - t_exec : 0;
+    {
+        char tm[160];
+        int tn = snprintf(tm, sizeof(tm), "; guest usec: mounts %llu, cgroup %llu, fork+exec %llu, to exit %llu",
+                          (unsigned long long)(t_mounted - t_run), (unsigned long long)(t_setup - t_mounted),
+                          (unsigned long long)(t_execd - t_exec), (unsigned long long)(t_exit - t_execd));
+        send_frame(VMP_LOG, 0, tm, (size_t)tn);
+    }
     uint8_t buf[VMP_EXIT_LEN];
     vmp_put_exit(buf, &ex);
     if (send_frame(VMP_EXIT, 0, buf, sizeof(buf)) < 0)
