@@ -50,15 +50,10 @@ static int jn_fail(fy_error **reterr, int e, const char *what) {
 }
 
 /* nft -f with text in namespace ns: 0 when it exited 0, with what it
- * printed in out (at most outlen-1 bytes), else -1 (out says why). */
-struct nft_args { const char *nft; int in, out; struct pu_proc *proc; };
-static int spawn_nft(void *p) {
-    struct nft_args *a = p;
-    const char *argv[] = {a->nft, "-f", "-", NULL};
-    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-    int e = pu_spawn(argv, envp, a->in, a->out, a->proc);
-    return e ? -e : 0;
-}
+ * printed in out (at most outlen-1 bytes), else -1 (out says why). (The
+ * job's rules go in through libnftables where it loads, add_rules; this
+ * runs where it does not, and for the teardown's witness, which reads
+ * nft's listing.) */
 static int run_nft(const char *nft, int ns, const char *text, char *out, size_t outlen) {
     int in = memfd_create("fy-jobnet-nft-in", MFD_CLOEXEC), o = memfd_create("fy-jobnet-nft-out", MFD_CLOEXEC);
     size_t len = strlen(text);
@@ -68,8 +63,8 @@ static int run_nft(const char *nft, int ns, const char *text, char *out, size_t 
         snprintf(out, outlen, "nft input: %s", strerror(errno));
     } else {
         struct pu_proc proc;
-        struct nft_args a = {nft, in, o, &proc};
-        int e = lxn_in_netns(ns, spawn_nft, &a);
+        struct lxn_nft_args a = {nft, in, o, &proc};
+        int e = lxn_in_netns(ns, lxn_spawn_nft, &a);
         if (e < 0) {
             snprintf(out, outlen, "running nft: %s", strerror(-e));
         } else {
@@ -86,6 +81,15 @@ static int run_nft(const char *nft, int ns, const char *text, char *out, size_t 
     if (o >= 0)
         close(o);
     return r;
+}
+
+/* The job's rules: libnftables in-process (about 0.3 ms of CPU against 4 ms
+ * for an nft process), nft -f where the library does not load. */
+static int add_rules(const struct ljn *j, const char *rules, char *msg, size_t msglen) {
+    int l = lxn_nft_lib(j->ns, rules, msg, msglen);
+    if (l == -ENOSYS)
+        return run_nft(j->nft, j->ns, rules, msg, msglen);
+    return l == 0 ? 0 : -1;
 }
 
 /* The job's rules: frames are forwarded only from one member's port to
@@ -245,7 +249,7 @@ int ljn_make(uint32_t nmembers, void **ret, fy_error **reterr) {
         r = jn_fail(reterr, -j->ns, "creating the job's namespace");
     } else if ((j->nl = lxn_nl_open(j->ns)) < 0) {
         r = jn_fail(reterr, -j->nl, "netlink socket");
-    } else if (run_nft(j->nft, j->ns, rules, msg, sizeof(msg)) < 0) {
+    } else if (add_rules(j, rules, msg, sizeof(msg)) < 0) {
         r = err_set(reterr, FY_E_INFRA, FY_STEP_JOBNET, 0, NULL, "job network: nft failed: %s", msg);
     } else if ((e = lnl_link_bridge(j->nl, LJN_BRIDGE_IF)) < 0 || (e = lnl_link_up(j->nl, LJN_BRIDGE_IF)) < 0) {
         r = jn_fail(reterr, -e, "the job's bridge");

@@ -630,7 +630,7 @@ static int nftlib_apply(void *p) {
 
 /* The ruleset applied in namespace ns by libnftables: 0 (the rules stand),
  * -ENOSYS (no library: nft -f then), or another -errno with msg set. */
-static int nftlib_run(int ns, const char *ruleset, char *msg, size_t msglen) {
+int lxn_nft_lib(int ns, const char *ruleset, char *msg, size_t msglen) {
     if (lazy_open(&lazy_nftables) < 0)
         return -ENOSYS;
     static int complete = -1; /* (under nftlib_mu) every function above is there: lazy_sym aborts otherwise */
@@ -650,9 +650,8 @@ static int nftlib_run(int ns, const char *ruleset, char *msg, size_t msglen) {
     return r;
 }
 
-struct nft_args { const char *nft; int in, out; struct pu_proc *proc; };
-static int spawn_nft(void *p) {
-    struct nft_args *a = p;
+int lxn_spawn_nft(void *p) {
+    struct lxn_nft_args *a = p;
     const char *argv[] = {a->nft, "-f", "-", NULL};
     static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
     int e = pu_spawn(argv, envp, a->in, a->out, a->proc);
@@ -664,7 +663,7 @@ static int spawn_nft(void *p) {
  * it) while the router's links are made. */
 static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     char msg[512] = "";
-    int l = nftlib_run(run->router_fd, lp->ruleset, msg, sizeof(msg));
+    int l = lxn_nft_lib(run->router_fd, lp->ruleset, msg, sizeof(msg));
     if (l == 0)
         return 0; /* (nothing left to wait for: finish_nft) */
     if (l != -ENOSYS)
@@ -678,8 +677,8 @@ static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **
     if (in < 0 || run->nft_out < 0 || write(in, lp->ruleset, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
         r = ns_fail(reterr, errno, "nft input");
     } else {
-        struct nft_args a = {lp->nft, in, run->nft_out, &run->nft};
-        if ((r = in_netns(run->router_fd, spawn_nft, &a)) < 0)
+        struct lxn_nft_args a = {lp->nft, in, run->nft_out, &run->nft};
+        if ((r = in_netns(run->router_fd, lxn_spawn_nft, &a)) < 0)
             r = ns_fail(reterr, -r, "running nft");
         else
             run->nft_running = true;

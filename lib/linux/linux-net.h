@@ -144,5 +144,13 @@ int lxn_recv_netns(int sock, int timeout_ms);
 int lxn_in_netns(int ns, int (*fn)(void *), void *arg);
 int lxn_new_netns(void);
 int lxn_nl_open(int ns);
+/* A ruleset applied in namespace ns by libnftables (loaded on first use):
+ * 0 (the rules stand), -ENOSYS (no library: run nft -f instead), or another
+ * -errno with msg set. */
+int lxn_nft_lib(int ns, const char *ruleset, char *msg, size_t msglen);
+/* nft -f - started in the calling thread's namespace (through lxn_in_netns):
+ * stdin and stdout the given fds, the process in proc; 0 or -errno. */
+struct lxn_nft_args { const char *nft; int in, out; struct pu_proc *proc; };
+int lxn_spawn_nft(void *lxn_nft_args);
 
 #endif
