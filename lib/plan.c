@@ -7,7 +7,6 @@
  * once, at fy_prepare. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,12 +181,13 @@ static const struct {
     const char *prefix, *suffix;
 } etc_toolchain_versioned[] = {{"java-", "-openjdk"}, {"python3", ""}};
 #define ETC_TOOLCHAIN_MAX 16
+#define ETC_NAME_MAX 64 /* (longer names are not those packages') */
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
 
 /* The versioned entries present on the host, sorted (the plan, and so the
  * contract id, must not follow readdir's order); how many. */
-static size_t etc_versioned(char names[ETC_TOOLCHAIN_MAX][NAME_MAX + 1]) {
+static size_t etc_versioned(char names[ETC_TOOLCHAIN_MAX][ETC_NAME_MAX]) {
     size_t n = 0;
 #ifndef _WIN32
     DIR *d = opendir("/etc");
@@ -196,8 +196,9 @@ static size_t etc_versioned(char names[ETC_TOOLCHAIN_MAX][NAME_MAX + 1]) {
         size_t len = strlen(e->d_name);
         for (size_t i = 0; i < FY_ARRAY_SIZE(etc_toolchain_versioned); i++) {
             size_t lp = strlen(etc_toolchain_versioned[i].prefix), ls = strlen(etc_toolchain_versioned[i].suffix);
-            if (len >= lp + ls && len > lp && len <= NAME_MAX && strncmp(e->d_name, etc_toolchain_versioned[i].prefix, lp) == 0 &&
-                strcmp(e->d_name + len - ls, etc_toolchain_versioned[i].suffix) == 0 && !strchr(e->d_name, '/')) {
+            if (len >= lp + ls && len > lp && len < ETC_NAME_MAX &&
+                strncmp(e->d_name, etc_toolchain_versioned[i].prefix, lp) == 0 &&
+                strcmp(e->d_name + len - ls, etc_toolchain_versioned[i].suffix) == 0) {
                 memcpy(names[n++], e->d_name, len + 1);
                 break;
             }
@@ -205,15 +206,7 @@ static size_t etc_versioned(char names[ETC_TOOLCHAIN_MAX][NAME_MAX + 1]) {
     }
     if (d)
         closedir(d);
-    char *sorted[ETC_TOOLCHAIN_MAX];
-    char copy[ETC_TOOLCHAIN_MAX][NAME_MAX + 1];
-    for (size_t i = 0; i < n; i++) {
-        memcpy(copy[i], names[i], sizeof(copy[i]));
-        sorted[i] = copy[i];
-    }
-    qsort(sorted, n, sizeof(sorted[0]), cmp_str);
-    for (size_t i = 0; i < n; i++)
-        memcpy(names[i], sorted[i], strlen(sorted[i]) + 1);
+    qsort(names, n, ETC_NAME_MAX, cmp_name);
 #else
     (void)names;
 #endif
@@ -364,10 +357,10 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
             if (lstat(etc_toolchain[i], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) &&
                 (r = add_host_path(b, PR_RUNTIME, etc_toolchain[i], false, reterr)) < 0)
                 return r;
-        char names[ETC_TOOLCHAIN_MAX][NAME_MAX + 1];
+        char names[ETC_TOOLCHAIN_MAX][ETC_NAME_MAX];
         size_t n = etc_versioned(names);
         for (size_t i = 0; i < n; i++) {
-            char path[NAME_MAX + 8];
+            char path[ETC_NAME_MAX + 8];
             snprintf(path, sizeof(path), "/etc/%s", names[i]);
             if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
                 (r = add_host_path(b, PR_RUNTIME, path, false, reterr)) < 0)
