@@ -27,16 +27,7 @@
 
 #include <forgeyard/sandbox.h>
 
-static int failed;
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            printf("FAIL: %s:%d: ", __FILE__, __LINE__);                \
-            printf(__VA_ARGS__);                                        \
-            printf("\n");                                               \
-            failed = 1;                                                 \
-        }                                                               \
-    } while (0)
+#include "net-check.h"
 #define OK(...) (printf("ok: "), printf(__VA_ARGS__), printf("\n"))
 
 static const char *probe_dir, *out_dir, *uplink;

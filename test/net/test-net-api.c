@@ -17,16 +17,7 @@
 
 #include "policy.h" /* policy_inject_fault: tests only */
 
-static int failed;
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            printf("FAIL: %s:%d: ", __FILE__, __LINE__);                \
-            printf(__VA_ARGS__);                                        \
-            printf("\n");                                               \
-            failed = 1;                                                 \
-        }                                                               \
-    } while (0)
+#include "net-check.h"
 
 static const char *uplink, *probe_dir;
 static fy_caps *caps;
