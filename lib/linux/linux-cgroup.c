@@ -15,6 +15,7 @@
 #include "linux-cgroup.h"
 #include "linux-helper.h"
 #include "linux-spawn.h"
+#include "linux-state.h"
 
 /* Fault injection (tests only; plan->fault_step is 0 otherwise). */
 struct cg_fault {
@@ -649,4 +650,17 @@ int cg_destroy(const struct cg_plan *plan, struct cg_run *run) {
         run->helper = NULL;
     }
     return left;
+}
+
+void cg_gc_unrecorded(const struct cg_plan *plan) {
+    if (!plan->enabled || plan->helper)
+        return;
+    for (int c = 0; c < CG_NCTL; c++) {
+        bool seen = false; /* (cpu and cpuacct often share a directory) */
+        for (int k = 0; k < c && !seen; k++)
+            seen = plan->v1_parent[k] && plan->v1_parent[c] && strcmp(plan->v1_parent[k], plan->v1_parent[c]) == 0;
+        if (!seen)
+            (void)state_gc_unrecorded_cgroups(plan->v1_parent[c], CG_UNRECORDED_MIN_AGE_SEC);
+    }
+    (void)state_gc_unrecorded_cgroups(plan->v2_parent, CG_UNRECORDED_MIN_AGE_SEC);
 }

@@ -21,8 +21,10 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "linux-backend.h"
 #include "linux-probe-internal.h"
 #include "linux-probe-util.h"
+#include "linux-state.h"
 
 /* ------------------------------------------------------------------ */
 /* cgroups                                                            */
@@ -165,6 +167,26 @@ void lp_cg_free(struct cg_state *s) {
     free(s->dev1_dir);
     for (int i = 0; i < CG__N; i++)
         free(s->v1[i].dir);
+}
+
+/* fy_gc's half for cgroups no record names (state_gc_unrecorded_cgroups):
+ * where this process's attempts make theirs, found as the probe finds them. */
+unsigned linux_gc_unrecorded_cgroups(unsigned min_age_sec) {
+    struct cg_state s = {0};
+    unsigned n = 0;
+    if (lp_cg_discover(&s) == 0) {
+        for (int i = 0; i < CG__N; i++) {
+            bool seen = false; /* (cpu and cpuacct often share a directory) */
+            for (int k = 0; k < i && !seen; k++)
+                seen = s.v1[k].dir && s.v1[i].dir && strcmp(s.v1[k].dir, s.v1[i].dir) == 0;
+            if (!seen)
+                n += state_gc_unrecorded_cgroups(s.v1[i].dir, min_age_sec);
+        }
+        n += state_gc_unrecorded_cgroups(s.dev1_dir, min_age_sec);
+        n += state_gc_unrecorded_cgroups(s.cg2_dir, min_age_sec);
+    }
+    lp_cg_free(&s);
+    return n;
 }
 
 static void probe_name(char *buf, size_t size) {

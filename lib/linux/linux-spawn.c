@@ -540,8 +540,10 @@ void lx_destroy(fy_handle *h) {
     static _Atomic uint64_t last_sweep;
     uint64_t now = util_now_usec(), last = atomic_load(&last_sweep);
     if (x->state_dir && (last == 0 || now - last >= SWEEP_INTERVAL_USEC) &&
-        atomic_compare_exchange_strong(&last_sweep, &last, now))
+        atomic_compare_exchange_strong(&last_sweep, &last, now)) {
         (void)state_gc(x->state_dir, NULL, NULL);
+        cg_gc_unrecorded(&((const struct linux_plan *)h->pr->plan)->cg);
+    }
     lx_free(x);
     h->b = NULL;
 }

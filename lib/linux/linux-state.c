@@ -332,6 +332,35 @@ static int destroy_record(const struct state_record_view *v) {
     return left;
 }
 
+unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec) {
+    DIR *d = parent ? opendir(parent) : NULL;
+    if (!d)
+        return 0;
+    unsigned removed = 0;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = 0, end = 0;
+        char hex[17];
+        struct stat st;
+        if (sscanf(e->d_name, "forgeyard-%d-%16[0-9a-f]%n", &pid, hex, &end) != 2 || pid <= 0 ||
+            e->d_name[end] != '\0' || strlen(hex) != 16)
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue; /* its owner lives (or is not ours to judge) */
+        /* (mtime: a cgroup directory's moves when a child cgroup is made or
+         * removed in it; its ctime cannot be set back, so a test could not
+         * age one) */
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+            st.st_mtime + (time_t)min_age_sec > now)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
 int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
     uint64_t destroyed = 0;
     DIR *d = opendir(dir);

@@ -35,6 +35,17 @@ int state_record_sandbox(int fd, pid_t sandbox_pid, fy_error **reterr);
 int state_record_helper(int fd, pid_t pid, fy_error **reterr);
 int state_parse(const char *text, size_t len, struct state_record_view *out);
 int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr);
+/* The attempt cgroups in parent (forgeyard-<pid>-<16 hex digits>) that no
+ * record names any more (a state directory deleted with its records, a host
+ * killed between the two): removed when their owner's pid is gone, they are
+ * older than min_age_sec (by mtime) and empty. Nothing is killed (without a record
+ * nothing proves what a process in one is); rmdir(2) refuses a populated
+ * cgroup or one with children. How many were removed. */
+/* Two minutes: longer than any attempt waits between making its cgroups
+ * and moving into them (at most the 30 s restricted waits for the sandbox's
+ * network namespace), so an empty one this old is nobody's. */
+#define CG_UNRECORDED_MIN_AGE_SEC 120u
+unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec);
 /* Removes a directory tree without following symlinks. */
 int state_remove_tree(const char *path);
 

@@ -1874,6 +1874,85 @@ START_TEST(test_host_crash_then_gc) {
 }
 END_TEST
 
+/* Our own pids cgroup (where attempts make theirs): mount + /proc/self/cgroup. */
+static bool own_pids_cgroup(char *buf, size_t len) {
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[512];
+    bool found = false;
+    while (f && !found && fgets(line, sizeof(line), f)) {
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (c2 && strncmp(c1 + 1, "pids:", 5) == 0) {
+            c2[1 + strcspn(c2 + 1, "\n")] = '\0';
+            snprintf(buf, len, "/sys/fs/cgroup/pids%s", strcmp(c2 + 1, "/") ? c2 + 1 : "");
+            found = access(buf, W_OK) == 0;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* An attempt cgroup no record names (its state directory was deleted, its
+ * host killed between the two) is removed by fy_gc when it is empty, its
+ * owner gone and it is old enough; a fresh one, a live owner's, a populated
+ * one and a name not ours are left alone. */
+START_TEST(test_gc_unrecorded_cgroups) {
+    char parent[512];
+    if (!cgroups_here() || !own_pids_cgroup(parent, sizeof(parent)))
+        return;
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    pid_t sleeper = fork();
+    if (sleeper == 0) {
+        sleep(30);
+        _exit(0);
+    }
+    struct {
+        pid_t owner;
+        const char *tail;
+        bool aged, populated, removed;
+    } c[] = {
+        {dead, "00000000000000a1", true, false, true},
+        {dead, "00000000000000a2", false, false, false},     /* too young */
+        {getpid(), "00000000000000a3", true, false, false},  /* its owner lives */
+        {dead, "00000000000000a4", true, true, false},       /* populated */
+        {dead, "00000000000000zz", true, false, false},      /* not our name */
+    };
+    char dir[5][700];
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(dir[i], sizeof(dir[i]), "%s/forgeyard-%d-%s", parent, (int)c[i].owner, c[i].tail);
+        ck_assert_msg(mkdir(dir[i], 0755) == 0, "%s: %s", dir[i], strerror(errno));
+        if (c[i].populated) {
+            char procs[800], pid[16];
+            snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir[i]);
+            snprintf(pid, sizeof(pid), "%d", (int)sleeper);
+            int fd = open(procs, O_WRONLY | O_CLOEXEC);
+            ck_assert_int_ge(fd, 0);
+            ck_assert_int_eq(write(fd, pid, strlen(pid)), (ssize_t)strlen(pid));
+            close(fd);
+        }
+        if (c[i].aged) {
+            struct timespec t[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+            ck_assert_int_eq(utimensat(AT_FDCWD, dir[i], t, 0), 0);
+        }
+    }
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-unrecorded", scratch);
+    uint64_t destroyed = 0;
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_msg((access(dir[i], F_OK) != 0) == c[i].removed, "%s: %s", dir[i],
+                      c[i].removed ? "left" : "removed");
+    kill(sleeper, SIGKILL);
+    waitpid(sleeper, NULL, 0);
+    for (size_t i = 0; i < 5; i++)
+        for (int k = 0; k < 100 && rmdir(dir[i]) < 0 && errno == EBUSY; k++)
+            usleep(10000);
+}
+END_TEST
+
 /* A host that never runs fy_gc does not accumulate what dead owners left:
  * the next attempt recorded in the same state directory removes it, after
  * its own result (when its handle is freed). */
@@ -2605,6 +2684,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
+    tcase_add_test(tc, test_gc_unrecorded_cgroups);
     tcase_add_test(tc, test_orphans_reaped_by_next_attempt);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
     tcase_add_test(tc, test_state_record_is_appended_not_rewritten);
