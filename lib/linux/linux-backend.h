@@ -18,6 +18,7 @@
 #define LX_FACT_CG1_FREEZER "linux.cg1_freezer"
 #define LX_FACT_CG1_BLKIO   "linux.cg1_blkio"
 #define LX_FACT_CG1_CPUACCT "linux.cg1_cpuacct"
+#define LX_FACT_CG1_CPUSET  "linux.cg1_cpuset"
 #define LX_FACT_CG1_MEMSW   "linux.cg1_memsw"   /* "1" when present */
 #define LX_FACT_CG2_DIR     "linux.cg2_dir"
 #define LX_FACT_OCI_RUNTIME "linux.oci_runtime"

@@ -27,7 +27,7 @@ static bool fault_hit(struct cg_fault *f, uint32_t step) {
     return f && f->plan->fault_step == step && ++f->count >= f->plan->fault_nth;
 }
 
-static const char *const ctl_names[CG_NCTL] = {"memory", "pids", "cpu", "cpuacct", "freezer", "blkio", "devices"};
+static const char *const ctl_names[CG_NCTL] = {"memory", "pids", "cpu", "cpuacct", "freezer", "blkio", "devices", "cpuset"};
 
 static int write_limit(const char *dir, const char *file, const char *value, struct cg_fault *f);
 
@@ -398,6 +398,21 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
         run->created = true;
         int e = 0;
         switch (c) {
+        case CG_CPUSET:
+            /* A v1 cpuset cgroup starts with no CPUs and no memory nodes
+             * (nothing can join it): the parent's, unchanged (the view's
+             * cgroup limits nothing). Written to the child, never to the
+             * parent's cgroup.clone_children. */
+            for (int k = 0; k < 2; k++) {
+                const char *file = k ? "cpuset.mems" : "cpuset.cpus";
+                char set[4096];
+                if (read_file(plan->v1_parent[c], file, set, sizeof(set)) < 0 ||
+                    (e = write_limit(run->v1_dir[c], file, set, f)) < 0) {
+                    r = limit_err(reterr, run->v1_dir[c], file, e < 0 ? -e : EIO);
+                    goto fail;
+                }
+            }
+            break;
         case CG_MEMORY:
             snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->memory);
             if ((e = write_limit(run->v1_dir[c], "memory.limit_in_bytes", val, f)) < 0) {
@@ -432,6 +447,8 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
                 goto fail;
             break;
         case CG_CPU:
+            if (plan->version_cpu != 1 || plan->cpu_millis == FY_UNLIMITED)
+                break; /* (the cgroup view's: no quota) */
             snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->cpu_millis * 100));
             if ((e = write_limit(run->v1_dir[c], "cpu.cfs_period_us", "100000", f)) < 0 ||
                 (e = write_limit(run->v1_dir[c], "cpu.cfs_quota_us", val, f)) < 0) {

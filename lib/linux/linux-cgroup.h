@@ -13,7 +13,7 @@
 #include "internal.h"
 #include "linux-devices.h"
 
-enum cg_ctl { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_FREEZER, CG_BLKIO, CG_DEVICES, CG_NCTL };
+enum cg_ctl { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_FREEZER, CG_BLKIO, CG_DEVICES, CG_CPUSET, CG_NCTL };
 
 /* Compiled at prepare: where and what. */
 struct cg_plan {

@@ -32,8 +32,10 @@
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -657,6 +659,113 @@ static void enter_cgroups(int sfd, const int *tasks, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (write(tasks[i], "0", 1) != 1)
             die(sfd, FY_STEP_CGROUP, errno ? errno : EIO);
+}
+
+/* ---- the cgroup view ---- */
+
+/* A read-only view of the attempt's own cgroups at /sys/fs/cgroup, as a
+ * container runtime gives: runtimes size themselves from it (a JVM's heap
+ * and processor count, libuv's constrained memory, Rust's available
+ * parallelism), and without it a JVM under a 1 GiB limit takes a quarter of
+ * the host's memory as its heap and is killed. Mounted by init after it
+ * entered its cgroups and made its cgroup namespace, so each mount's root
+ * is the attempt's own cgroup: nothing above or beside it is visible. Only
+ * hierarchies where the attempt has a cgroup of its own are mounted (the v1
+ * ones init's entering moved it in, the v2 one it was cloned into), never
+ * the host's. Best effort: a view the kernel refuses is left out, never
+ * half made. */
+#define CGV_ROOT "/sys/fs/cgroup"
+#define CGV_TEXT 2048
+
+static size_t read_self_cgroup(char *buf, size_t len) {
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    size_t n = 0;
+    while (fd >= 0 && n < len - 1) {
+        ssize_t r = read(fd, buf + n, len - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    if (fd >= 0)
+        close(fd);
+    buf[n] = '\0';
+    return n;
+}
+
+/* The first c in [p, p + len), or NULL (forgeyard-init has no memchr). */
+static const char *find_char(const char *p, char c, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (p[i] == c)
+            return p + i;
+    return NULL;
+}
+
+/* Whether text holds exactly the line [line, line + len) ending in '\n'. */
+static bool has_line(const char *text, const char *line, size_t len) {
+    for (const char *p = text; *p;) {
+        const char *e = p;
+        while (*e && *e != '\n')
+            e++;
+        if ((size_t)(e - p) == len && memcmp(p, line, len) == 0)
+            return true;
+        p = *e ? e + 1 : e;
+    }
+    return false;
+}
+
+static bool cgroup_view(const struct linux_plan *pl, const char *before, const char *after) {
+    const unsigned long fl = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    bool v2 = pl->cg_view_v2;
+    /* The v1 hierarchies whose line entering changed: "ID:CONTROLLERS:PATH". */
+    const char *ctl[8];
+    size_t ctl_len[8], n = 0;
+    for (const char *p = after; *p && n < 8;) {
+        const char *e = p;
+        while (*e && *e != '\n')
+            e++;
+        const char *c1 = find_char(p, ':', (size_t)(e - p));
+        const char *c2 = c1 ? find_char(c1 + 1, ':', (size_t)(e - c1 - 1)) : NULL;
+        if (c2 && c2 > c1 + 1 && memcmp(c1 + 1, "name=", 5) != 0 && !has_line(before, p, (size_t)(e - p)) &&
+            (size_t)(c2 - c1 - 1) < 64) {
+            ctl[n] = c1 + 1;
+            ctl_len[n++] = (size_t)(c2 - c1 - 1);
+        }
+        p = *e ? e + 1 : e;
+    }
+    if (!n)
+        return v2 && mount("cgroup2", CGV_ROOT, "cgroup2", fl | MS_RDONLY, NULL) == 0;
+    if (mount("tmpfs", CGV_ROOT, "tmpfs", fl, "mode=0755,size=16k,nr_inodes=64") < 0)
+        return false;
+    char dir[96], opts[64], link[80];
+    for (size_t i = 0; i < n; i++) {
+        memcpy(opts, ctl[i], ctl_len[i]);
+        opts[ctl_len[i]] = '\0';
+        memcpy(dir, CGV_ROOT "/", sizeof(CGV_ROOT));
+        memcpy(dir + sizeof(CGV_ROOT), opts, ctl_len[i] + 1);
+        if (mkdir(dir, 0555) < 0 || mount("cgroup", dir, "cgroup", fl | MS_RDONLY, opts) < 0)
+            continue;
+        /* "cpu,cpuacct": a link by each controller's name, as hosts have. */
+        for (const char *c = opts; find_char(opts, ',', ctl_len[i]) && *c;) {
+            const char *ce = c;
+            while (*ce && *ce != ',')
+                ce++;
+            memcpy(link, CGV_ROOT "/", sizeof(CGV_ROOT));
+            memcpy(link + sizeof(CGV_ROOT), c, (size_t)(ce - c));
+            link[sizeof(CGV_ROOT) + (size_t)(ce - c)] = '\0';
+            if (symlink(opts, link) < 0) {
+                /* (a missing name link: the directory is still there) */
+            }
+            c = *ce ? ce + 1 : ce;
+        }
+    }
+    if (v2 && (mkdir(CGV_ROOT "/unified", 0555) < 0 ||
+               mount("cgroup2", CGV_ROOT "/unified", "cgroup2", fl | MS_RDONLY, NULL) < 0))
+        (void)rmdir(CGV_ROOT "/unified");
+    if (mount(NULL, CGV_ROOT, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | fl, NULL) < 0) {
+        (void)umount2(CGV_ROOT, MNT_DETACH); /* never a writable view */
+        return false;
+    }
+    return true;
 }
 
 /* ---- the network namespace ---- */
@@ -1455,9 +1564,30 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     /* The second go-ahead: we move into our cgroups, and so does the
      * workload process, with the same tasks files. */
     size_t ntasks = receive_go(a->sync_fd, sfd, tasks);
+    bool view = pl->cg_view;
+    char cg_before[CGV_TEXT], cg_after[CGV_TEXT];
+    if (view)
+        read_self_cgroup(cg_before, sizeof(cg_before));
     enter_cgroups(sfd, tasks, ntasks);
+    /* (Read before the namespace, which shows every path as "/".) */
+    if (view)
+        read_self_cgroup(cg_after, sizeof(cg_after));
     if ((pl->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
         die(sfd, FY_STEP_CGROUP, errno);
+    if (view && cgroup_view(pl, cg_before, cg_after) && prebuilt_ruleset >= 0) {
+        /* Landlock does not look at a directory a mount hides: the rule on
+         * /sys/fs/cgroup made before the view was mounted over it does not
+         * count, so the view's own root gets one (the workload restricts
+         * itself with this ruleset only after our go-ahead). */
+        int fd = open(CGV_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct landlock_path_beneath_attr pb = {
+            .allowed_access = pl->ll_handled & (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR),
+            .parent_fd = fd};
+        if (fd >= 0 && pb.allowed_access && sys_landlock_add_rule(prebuilt_ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+            (void)umount2(CGV_ROOT, MNT_DETACH); /* unreadable: better none */
+        if (fd >= 0)
+            close(fd);
+    }
     FAULT(a, FY_STEP_SPAWN);
     if (pl->process_mode) {
         w = sys_fork();

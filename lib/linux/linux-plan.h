@@ -100,6 +100,9 @@ struct linux_plan {
     bool exec_init;              /* the probe executed forgeyard-init here (else pid 1 is a copy of the host) */
     uint64_t clone_flags;        /* CLONE_NEW* */
     bool use_netns;              /* CLONE_NEWNET: bring lo up */
+    bool cg_view;                /* init mounts a read-only view of the attempt's own cgroups at
+                                    /sys/fs/cgroup (linux-child.c cgroup_view) */
+    bool cg_view_v2;             /* the attempt has a cgroup v2 cgroup of its own */
     bool net_router;             /* restricted: init sends the host its network namespace
                                     (linux-net.c links it to a router) before the second go-ahead */
     struct lxn_plan *net;        /* restricted: the router's plan (host side only) */

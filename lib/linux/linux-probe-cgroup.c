@@ -81,7 +81,7 @@ static char *cg_join(const char *mnt, const char *mroot, const char *path) {
 int lp_cg_discover(struct cg_state *s) {
     char *cg = NULL, *mi = NULL;
     char *v1_path[CG__N] = { 0 };
-    char *dev_path = NULL;
+    char *dev_path = NULL, *cpuset_path = NULL;
     int ret = 0;
     if (lp_read_file("/proc/self/cgroup", &cg, 1u << 20) < 0)
         cg = NULL;
@@ -106,6 +106,8 @@ int lp_cg_discover(struct cg_state *s) {
                         v1_path[i] = (char *)path;
                 if (list_has(ctls, "devices"))
                     dev_path = (char *)path;
+                if (list_has(ctls, "cpuset"))
+                    cpuset_path = (char *)path;
             }
         }
         l = nl ? nl + 1 : NULL;
@@ -144,6 +146,8 @@ int lp_cg_discover(struct cg_state *s) {
             } else if (strcmp(fstype, "cgroup") == 0 && super) {
                 if (list_has(super, "devices") && dev_path && !s->dev1_dir)
                     s->dev1_dir = cg_join(f[4], f[3], dev_path);
+                if (list_has(super, "cpuset") && cpuset_path && !s->cpuset1_dir)
+                    s->cpuset1_dir = cg_join(f[4], f[3], cpuset_path);
                 for (int i = 0; i < CG__N; i++) {
                     if (!list_has(super, cg1_name[i]))
                         continue;
@@ -165,6 +169,7 @@ void lp_cg_free(struct cg_state *s) {
     free(s->cg2_mount);
     free(s->cg2_dir);
     free(s->dev1_dir);
+    free(s->cpuset1_dir);
     for (int i = 0; i < CG__N; i++)
         free(s->v1[i].dir);
 }
@@ -183,6 +188,7 @@ unsigned linux_gc_unrecorded_cgroups(unsigned min_age_sec) {
                 n += state_gc_unrecorded_cgroups(s.v1[i].dir, min_age_sec);
         }
         n += state_gc_unrecorded_cgroups(s.dev1_dir, min_age_sec);
+        n += state_gc_unrecorded_cgroups(s.cpuset1_dir, min_age_sec);
         n += state_gc_unrecorded_cgroups(s.cg2_dir, min_age_sec);
     }
     lp_cg_free(&s);

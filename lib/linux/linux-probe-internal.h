@@ -140,6 +140,7 @@ struct cg_state {
     bool cg2_in_proc;     /* /proc/self/cgroup has a 0:: line */
     struct cg1_ctl v1[CG__N];
     char *dev1_dir;       /* our v1 devices cgroup (linux-devices.c probes it; owned) */
+    char *cpuset1_dir;    /* our v1 cpuset cgroup (the cgroup view's, linux-plan.c; owned) */
     bool memsw;
     /* v2 results */
     char v2_controllers[256]; /* our cgroup's cgroup.controllers */

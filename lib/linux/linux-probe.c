@@ -365,6 +365,10 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     for (int i = 0; i < CG__N; i++)
         fr |= caps_set_fact(c, keys[i], cg.v1[i].dir);
     fr |= caps_set_fact(c, LX_FACT_CG1_MEMSW, cg.memsw ? "1" : NULL);
+    /* (Only for the cgroup view: a runtime on a v1 host sizes itself only
+     * when it finds cpuset, cpu and cpuacct cgroups of its own too.) */
+    fr |= caps_set_fact(c, LX_FACT_CG1_CPUSET, is_root && cg.cpuset1_dir && access(cg.cpuset1_dir, W_OK) == 0
+                                                   ? cg.cpuset1_dir : NULL);
     fr |= caps_set_fact(c, LX_FACT_CG2_DIR, cg.cg2_dir);
     /* The device allowlist (FY_CONTROL_DEVICES): v1 devices, v2 program. */
     fr |= lx_dev_probe(c, cg.dev1_dir, cg.cg2_dir);

@@ -285,7 +285,9 @@ END_TEST
 START_TEST(test_layout_and_identity) {
     fy_policy *p = policy();
     const char *argv[] = {"/bin/sh", "-c",
-                          "pwd; echo HOME=$HOME; ls -A /; cat /etc/passwd; test -e /sys && echo HAS_SYS;"
+                          "pwd; echo HOME=$HOME; ls -A /; cat /etc/passwd;"
+                          " test -e /sys/class -o -e /sys/kernel -o -e /sys/block -o -e /sys/devices && echo HAS_SYS;"
+                          " echo SYS $(ls -A /sys) $(ls -A /sys/fs);"
                           " test -e /dev/sda && echo HAS_SDA; ls /dev; cat /proc/1/cmdline >/dev/null && echo PROC1;"
                           " echo x > /work/build/f && echo BUILD_RW; echo x > /etc/f 2>/dev/null || echo ETC_RO;"
                           " echo x > /f 2>/dev/null || echo ROOT_RO; echo x > /usr/f 2>/dev/null || echo USR_RO;"
@@ -296,7 +298,9 @@ START_TEST(test_layout_and_identity) {
     ck_assert_int_eq(r.outcome, FY_OUTCOME_SUCCEEDED);
     ASSERT_OUT(&r, "/work/build\nHOME=/home/forgeyard\n");
     ASSERT_OUT(&r, "forgeyard:x:1000:1000:");
+    /* No sysfs: /sys holds only the mount point of the cgroup view. */
     ck_assert_ptr_null(strstr(r.out, "HAS_SYS"));
+    ASSERT_OUT(&r, "SYS fs cgroup\n");
     ck_assert_ptr_null(strstr(r.out, "HAS_SDA"));
     ck_assert_ptr_null(strstr(r.out, "root:x:0:0:root:/root:/bin/bash")); /* not the host's passwd */
     ASSERT_OUT(&r, "BUILD_RW");
@@ -1052,14 +1056,30 @@ START_TEST(test_jdk_runs) {
         return;
     }
     fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 1024u << 20, NULL), 0);
+    /* (On cgroup v1 HotSpot believes the view only with cpu, cpuacct and
+     * cpuset cgroups of its own, which an attempt has with a cpu limit.) */
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, 1000, NULL), 0);
     const char *argv[] = {"/bin/sh", "-c",
                           "echo 'class A { public static void main(String[] a) { System.out.println(6 * 7); } }' "
-                          "> /tmp/A.java && javac -d /tmp /tmp/A.java && java -cp /tmp A",
+                          "> /tmp/A.java && javac -d /tmp /tmp/A.java && java -cp /tmp A &&"
+                          " java -XX:+PrintFlagsFinal -version 2>/dev/null | awk '$2 == \"MaxHeapSize\" {print \"HEAP\", $4}';"
+                          " java -XshowSettings:system -version 2>&1 | grep -E 'Effective CPU Count|Memory Limit'; true",
                           NULL};
     struct run r;
     run_argv(p, argv, &r);
     ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED && strstr(r.out, "42"), "%s: %s",
                   fy_outcome_name((uint32_t)r.outcome), r.out);
+    /* The JVM sizes its heap from the attempt's 1 GiB limit (a quarter of
+     * it by default), which it reads in the cgroup view; from the host's
+     * memory (24 GiB here: 6 GiB) it would outgrow the limit. */
+    unsigned long long heap = 0;
+    const char *h = strstr(r.out, "HEAP ");
+    ck_assert_msg(h && sscanf(h, "HEAP %llu", &heap) == 1, "%s", r.out);
+    if (!rootless)
+        ck_assert_msg(heap > 0 && heap <= (512ull << 20) && strstr(r.out, "Memory Limit: 1.00G") &&
+                          strstr(r.out, "Effective CPU Count: 1\n"),
+                      "the JVM does not see the attempt's limits (heap %llu): %s", heap, r.out);
     run_free(&r);
     fy_policy_free(p);
 }
@@ -1563,6 +1583,69 @@ START_TEST(test_cgroup_v2_placement) {
         run_free(&r);
         fy_policy_free(p);
     }
+}
+END_TEST
+
+/* A read-only view of the attempt's own cgroups at /sys/fs/cgroup: its
+ * limit readable where a runtime looks for it, nothing writable, nothing
+ * above or beside its own cgroups (each mount rooted at the namespace's
+ * root, no other cgroup listed, no hierarchy it has no cgroup in), only
+ * its own processes listed. Without a cgroup of its own: an empty
+ * directory. */
+START_TEST(test_cgroup_view) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 96u << 20, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "cd /sys/fs/cgroup || exit 9; echo ENTRIES $(ls | tr '\\n' ' ');"
+                          " echo LIMIT $(cat memory/memory.limit_in_bytes 2>/dev/null || cat memory.max 2>/dev/null);"
+                          " for d in */; do echo DIRS $d $(find $d -mindepth 1 -type d | wc -l); done;"
+                          " echo junk > memory/memory.limit_in_bytes 2>/dev/null && echo WROTE;"
+                          " mkdir memory/x 2>/dev/null && echo MADE; touch here 2>/dev/null && echo TOUCHED;"
+                          " echo PROCS $(cat memory/cgroup.procs 2>/dev/null | wc -l) $(ls /proc | grep -c '^[0-9]');"
+                          " grep ' /sys/fs/cgroup/' /proc/self/mountinfo | awk '{print \"ROOT\", $4, $5}'",
+                          NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ck_assert_msg(!strstr(r.out, "WROTE") && !strstr(r.out, "MADE") && !strstr(r.out, "TOUCHED"), "writable: %s",
+                  r.out);
+    if (!cgroups_here()) {
+        ck_assert_msg(strstr(r.out, "ENTRIES \n") || strstr(r.out, "ENTRIES\n"), "a view without cgroups: %s", r.out);
+    } else {
+        ck_assert_msg(strstr(r.out, "LIMIT 100663296"), "the limit is not in the view: %s", r.out);
+        /* only hierarchies the attempt has a cgroup in: never these */
+        static const char *const not_owned[] = {" blkio", " devices", " net_cls", " perf_event", " hugetlb",
+                                                " systemd", " rdma", " misc"};
+        const char *entries = strstr(r.out, "ENTRIES");
+        const char *eol = entries ? strchr(entries, '\n') : NULL;
+        ck_assert_ptr_nonnull(eol);
+        for (size_t i = 0; i < sizeof(not_owned) / sizeof(not_owned[0]); i++) {
+            const char *hit = strstr(entries, not_owned[i]);
+            ck_assert_msg(!hit || hit > eol, "a hierarchy without a cgroup of the attempt's: %s: %s", not_owned[i],
+                          r.out);
+        }
+        /* no other cgroup: the attempt's have no children */
+        for (const char *d = strstr(r.out, "DIRS "); d; d = strstr(d + 1, "DIRS "))
+            ck_assert_msg(strncmp(strchr(d + 5, ' '), " 0\n", 3) == 0, "cgroups beside the attempt's: %s", r.out);
+        /* every cgroup mount rooted at the namespace's root */
+        int roots = 0;
+        for (const char *m = strstr(r.out, "ROOT "); m; m = strstr(m + 1, "ROOT ")) {
+            ck_assert_msg(strncmp(m, "ROOT / /sys/fs/cgroup/", 22) == 0, "a mount rooted elsewhere: %s", r.out);
+            roots++;
+        }
+        ck_assert_int_ge(roots, 1);
+        /* its own processes only: as many as /proc lists (sh, cat, wc, ls, grep: a few) */
+        const char *pr = strstr(r.out, "PROCS ");
+        int in_cg = -1, in_proc = -1;
+        ck_assert_msg(pr && sscanf(pr, "PROCS %d %d", &in_cg, &in_proc) == 2 && in_cg > 0 && in_cg <= in_proc,
+                      "cgroup.procs: %s", r.out);
+        char *json = NULL;
+        ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+        ck_assert_msg(strstr(json, "read-only at /sys/fs/cgroup"), "%s", json);
+        free(json);
+    }
+    run_free(&r);
+    fy_policy_free(p);
 }
 END_TEST
 
@@ -2645,6 +2728,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_etc_databases_and_trust);
     tcase_add_test(tc, test_private_pty);
     tcase_add_test(tc, test_jdk_runs);
+    tcase_add_test(tc, test_cgroup_view);
     tcase_add_test(tc, test_symlink_escapes);
     tcase_add_test(tc, test_source_read_only);
     tcase_add_test(tc, test_git_in_source);
