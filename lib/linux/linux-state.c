@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,10 +259,23 @@ static int remove_tree_at(int at, const char *name, int depth) {
         return -1;
     }
     int r = 0;
+    bool opened_up = false;
     struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && remove_tree_at(dirfd(d), e->d_name, depth + 1) < 0)
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        int k = remove_tree_at(dirfd(d), e->d_name, depth + 1);
+        if (k < 0 && (errno == EACCES || errno == EPERM) && !opened_up) {
+            /* A directory of ours without write permission (a workload's
+             * chmod 555 in its disk upper, a read-only mount point made in
+             * it): its entries go once it has it back, through its fd. */
+            opened_up = true;
+            if (fchmod(dirfd(d), 0700) == 0)
+                k = remove_tree_at(dirfd(d), e->d_name, depth + 1);
+        }
+        if (k < 0)
             r = -1;
+    }
     closedir(d);
     if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
         r = -1;

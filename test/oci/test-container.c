@@ -158,7 +158,8 @@ END_TEST
  * namespace, before 6.6; forced here by the test hook, which changes where
  * the upper lives, nothing of what is enforced): whiteouts and opaque
  * directories work, the upper is a per-attempt directory under the cache,
- * and it is gone afterwards, witnessed. */
+ * and it is gone afterwards, witnessed (also where the workload took the
+ * write permission off its own directories). */
 START_TEST(test_disk_upper) {
     int mounts_before = count_lines("/proc/self/mountinfo", "overlay");
     fy_policy *p = policy(FY_PROFILE_RELEASE);
@@ -166,7 +167,8 @@ START_TEST(test_disk_upper) {
     const char *argv[] = {"/bin/sh", "-c",
                           "grep -o 'upperdir=[^,]*' /proc/self/mountinfo; rm /etc/motd; "
                           "test -e /etc/motd && echo whiteout-failed; rm -rf /srv; mkdir /srv; "
-                          "test -z \"$(ls -A /srv)\" && echo opaque-ok; echo x > /fresh && cat /fresh; exit 4",
+                          "test -z \"$(ls -A /srv)\" && echo opaque-ok; echo x > /fresh && cat /fresh;"
+                          " mkdir -p /ro/sub && touch /ro/sub/f && chmod 555 /ro/sub /ro; exit 4",
                           NULL};
     struct run r;
     run(p, argv, &r);
