@@ -454,6 +454,15 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
     pl->nll_tcp_ports = n;
 }
 
+/* A job member's "job" record (linux-jobnet.c) into the evidence o. */
+static void describe_job(json_t *o, const struct lxn_plan *lp) {
+    char *j = ljn_describe(lp->job_member, lp->job_index);
+    json_t *jo = j ? json_loads(j, 0, NULL) : NULL;
+    free(j);
+    json_object_set(o, "job", jo ? json_object_get(jo, "job") : json_null());
+    json_decref(jo);
+}
+
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl) {
     if (lp->job && lp->mode == FY_NET_DENY)
         return ljn_describe(lp->job_member, lp->job_index);
@@ -498,6 +507,22 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
         json_object_set_new(o, "landlock_tcp",
                             json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the proxy's port"
                                                           : "none (needs Landlock ABI 4)"));
+        if (lp->job) {
+            /* Fetch-only and a job member: the proxy on its loopback as
+             * above, and the job's link (linux-jobnet.c); no route but the
+             * job's /24. */
+            describe_job(o, lp);
+            json_object_set_new(o, "enforcement",
+                                json_string("own network namespace with its loopback and the job's link (no route "
+                                            "but the job's /24, no default route); an HTTP(S) forward proxy outside "
+                                            "the sandbox (confined: uid 65534 as root, no capabilities, no new "
+                                            "privileges, Landlock, seccomp) listens on 127.0.0.1:3128 inside it and "
+                                            "connects only to the allowlisted host:port at the addresses resolved "
+                                            "at prepare; CONNECT is a tunnel, TLS is never terminated"));
+            json_object_set_new(o, "landlock_tcp", json_string("none: a job member connects to the other members on "
+                                                               "ports no policy lists (the proxy and the job's "
+                                                               "rules are the enforcement)"));
+        }
         char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(o);
         return s;
@@ -536,11 +561,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                                                                          : "none (more allowed TCP ports than it takes rules for)"));
     if (lp->job) {
         /* Restricted and a job member: both links (linux-jobnet.c). */
-        char *j = ljn_describe(lp->job_member, lp->job_index);
-        json_t *jo = j ? json_loads(j, 0, NULL) : NULL;
-        free(j);
-        json_object_set(o, "job", jo ? json_object_get(jo, "job") : json_null());
-        json_decref(jo);
+        describe_job(o, lp);
         json_object_set_new(o, "landlock_tcp", json_string("none: a job member connects to the other members on "
                                                            "ports no policy lists (the router and the job's rules "
                                                            "are the enforcement)"));
@@ -1161,9 +1182,11 @@ unsigned lxn_teardown(struct lxn_run *run) {
         unsigned jl = ljn_detach(run->job, run->lp->job_index);
         left += jl;
         run->job_linked = false;
-        json_t *o = json_pack("{s:s,s:{s:s,s:I}}", "mode", run->lp->mode == FY_NET_DENY ? "deny" : "restricted", "job",
-                              "member", run->lp->job_member,
-                              "link_left", (json_int_t)jl);
+        json_t *o = json_pack("{s:s,s:{s:s,s:I}}", "mode",
+                              run->lp->mode == FY_NET_DENY         ? "deny"
+                              : run->lp->mode == FY_NET_FETCH_ONLY ? "fetch-only"
+                                                                   : "restricted",
+                              "job", "member", run->lp->job_member, "link_left", (json_int_t)jl);
         run->report = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(o);
     }
@@ -1175,8 +1198,25 @@ unsigned lxn_teardown(struct lxn_run *run) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */
         left += lxp_stop(&run->proxy);
-        if (!run->report)
-            run->report = lxp_report(&run->proxy);
+        char *pr = lxp_report(&run->proxy);
+        if (!run->report) {
+            run->report = pr;
+        } else if (pr) {
+            /* A job member: the proxy's record with the job's witness. */
+            json_t *po = json_loads(pr, 0, NULL), *jo = json_loads(run->report, 0, NULL);
+            char *s2 = NULL;
+            if (po && jo) {
+                json_object_set(po, "job", json_object_get(jo, "job"));
+                s2 = json_dumps(po, JSON_COMPACT | JSON_SORT_KEYS);
+            }
+            json_decref(po);
+            json_decref(jo);
+            if (s2) {
+                free(run->report);
+                run->report = s2;
+            }
+            free(pr);
+        }
         lxp_release(&run->proxy);
         lxp_run_init(&run->proxy);
     }
