@@ -424,14 +424,21 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
     pl->nll_tcp_ports = 0;
     if (!pl->ll_handled || pl->ll_abi < 4)
         return;
+    /* The DNS stub's port too where it runs: it answers over TCP on
+     * 127.0.0.53:53 (port 53 elsewhere is the router's to drop). */
+    bool stub = pl->net && pl->net->dns;
     if (np->net_mode == FY_NET_FETCH_ONLY) {
         /* Only the proxy's port, on the sandbox's own loopback. */
         pl->ll_tcp_ports[0] = LXP_PORT;
         pl->nll_tcp_ports = 1;
+        if (stub)
+            pl->ll_tcp_ports[pl->nll_tcp_ports++] = 53;
         return;
     }
     uint16_t ports[LX_LL_MAX_TCP_PORTS];
     uint32_t n = 0;
+    if (stub)
+        ports[n++] = 53;
     for (size_t i = 0; i < np->nnet_rules; i++) {
         const struct plan_net_rule *r = &np->net_rules[i];
         if (r->proto != FY_PROTO_TCP)
@@ -505,8 +512,10 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                                                           : "none: no resolver and no destination names in /etc/hosts; "
                                                             "the proxy resolves nothing (names resolved at prepare)"));
         json_object_set_new(o, "landlock_tcp",
-                            json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the proxy's port"
-                                                          : "none (needs Landlock ABI 4)"));
+                            json_string(pl->nll_tcp_ports > 1 ? "connect(2) over TCP only to the proxy's port and the DNS "
+                                                                              "stub's (53)"
+                                        : pl->nll_tcp_ports ? "connect(2) over TCP only to the proxy's port"
+                                                            : "none (needs Landlock ABI 4)"));
         if (lp->job) {
             /* Fetch-only and a job member: the proxy on its loopback as
              * above, and the job's link (linux-jobnet.c); no route but the
@@ -556,7 +565,10 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                                                           "for every other, forwards nothing"
                                                         : "hosts-file: allowed names resolved at prepare, no resolver"));
     json_object_set_new(o, "landlock_tcp",
-                        json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the allowed ports, the loopback included"
+                        json_string(pl->nll_tcp_ports ? (lp->dns ? "connect(2) over TCP only to the allowed ports and the DNS stub's "
+                                                               "(53), the loopback included"
+                                                             : "connect(2) over TCP only to the allowed ports, the "
+                                                               "loopback included")
                                     : !pl->ll_handled || pl->ll_abi < 4 ? "none (needs Landlock ABI 4)"
                                                                          : "none (more allowed TCP ports than it takes rules for)"));
     if (lp->job) {

@@ -117,6 +117,7 @@ struct lxp_packed {
 #define LXP_PACK_UPLINK   (1u << 1)  /* fd 7 is the uplink network namespace */
 #define LXP_DNS_ADDR      "127.0.0.53"
 #define LXP_PACK_DNS      (1u << 2)  /* the DNS stub: fd 3 is a bound UDP socket (linux-dns-parse.h) */
+#define LXP_PACK_DNS_TCP  (1u << 3)  /* ... and fd 7 a listening TCP socket (never with LXP_PACK_UPLINK) */
 
 /* Whether d allows host (lower case) and port. */
 static inline bool lxp_host_matches(const struct lxp_dest *d, const char *host, uint32_t port) {
@@ -152,6 +153,7 @@ struct lxp_run {
     bool killed;
     bool died;                     /* it had ended before lxp_stop (died_status: how) */
     int died_status;
+    bool tcp;                      /* the DNS stub: it serves TCP too */
 };
 
 void lxp_run_init(struct lxp_run *run);

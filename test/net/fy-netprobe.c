@@ -129,12 +129,23 @@ int main(int argc, char **argv) {
         int fam = addr_of(argv[2], 53, &ss, &len);
         ssize_t got;
         if (tcp) {
-            int s = socket(fam, SOCK_STREAM, 0);
+            int s = socket(fam, SOCK_STREAM | SOCK_NONBLOCK, 0);
             unsigned char lq[2 + sizeof(q)], lr[2];
             lq[0] = (unsigned char)(n >> 8);
             lq[1] = (unsigned char)n;
             memcpy(lq + 2, q, n);
-            if (s < 0 || connect(s, (struct sockaddr *)&ss, len) < 0 || send(s, lq, n + 2, 0) != (ssize_t)(n + 2)) {
+            if (s < 0 || (connect(s, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS)) {
+                printf("tcp: %s\n", strerror(errno));
+                return 1;
+            }
+            struct pollfd p = {.fd = s, .events = POLLOUT};
+            int err = 0;
+            socklen_t el = sizeof(err);
+            if (poll(&p, 1, 2000) != 1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+                printf("tcp: %s\n", err ? strerror(err) : "connect timed out");
+                return 1;
+            }
+            if (send(s, lq, n + 2, 0) != (ssize_t)(n + 2)) {
                 printf("tcp: %s\n", strerror(errno));
                 return 1;
             }
