@@ -12,6 +12,9 @@
  *                                over UDP to SERVER:53: prints "rcode=R an=N [ADDR]";
  *                                exit 0 with an answer of any rcode, 1 with none
  *   fy-netprobe dnsqt SERVER NAME TYPE  the same over TCP (two-byte length prefix)
+ *   fy-netprobe dnsbad SERVER    over TCP to SERVER:53 a declared length of 65535 and
+ *                                100 bytes: prints "closed" and exits 0 when the server
+ *                                ends the connection within 3 s, else 1
  *   fy-netprobe proxy HOST PORT  CONNECT HOST:PORT through the fetch-only proxy
  *                                (127.0.0.1:3128), prints its status line; then
  *                                as tcp: exit 0 only with "echo:hi" through it */
@@ -71,6 +74,22 @@ int main(int argc, char **argv) {
         return 2;
     struct sockaddr_storage ss;
     socklen_t len;
+    if (strcmp(argv[1], "dnsbad") == 0) {
+        int fam = addr_of(argv[2], 53, &ss, &len);
+        int s = fam < 0 ? -1 : socket(fam, SOCK_STREAM, 0);
+        unsigned char b[102] = {0xff, 0xff};
+        if (s < 0 || connect(s, (struct sockaddr *)&ss, len) < 0 || send(s, b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+            printf("tcp: %s\n", strerror(errno));
+            return 1;
+        }
+        char c;
+        if (wait_in(s, 3000) && recv(s, &c, 1, 0) <= 0) {
+            printf("closed\n");
+            return 0;
+        }
+        printf("still open\n");
+        return 1;
+    }
     if (strcmp(argv[1], "proxy") == 0 && argc >= 4) {
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(3128),
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
