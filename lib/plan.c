@@ -433,6 +433,25 @@ static bool env_has(const fy_prepared *pr, const char *name, size_t len) {
     return false;
 }
 
+/* A job member's NO_PROXY: "NAME,ADDR,..." of every member, from the
+ * job's hosts lines ("ADDR\tNAME\n"); kept by the plan. */
+static char *job_no_proxy(struct fy_plan *pl) {
+    size_t n = strlen(pl->job_hosts);
+    char *out = keep(pl, calloc(1, n + 1)), *w = out;
+    if (!out)
+        return NULL;
+    for (const char *l = pl->job_hosts; *l;) {
+        const char *tab = strchr(l, '\t'), *nl = strchr(l, '\n');
+        if (!nl)
+            nl = l + strlen(l);
+        if (tab && tab < nl) {
+            w += sprintf(w, "%s%.*s,%.*s", w == out ? "" : ",", (int)(nl - tab - 1), tab + 1, (int)(tab - l), l);
+        }
+        l = *nl ? nl + 1 : nl;
+    }
+    return out;
+}
+
 /* img_env: the image's declared environment ("K=V"; NULL: none), under
  * the policy's: a variable the policy sets or allows wins. */
 static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img_env) {
@@ -442,7 +461,11 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
     size_t nimg = 0;
     while (img_env && img_env[nimg])
         nimg++;
-    static const char *const proxy_env[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+    /* (A job member under fetch-only: also NO_PROXY and no_proxy, its
+     * peers' names and addresses, which it reaches directly on the job's
+     * link and the proxy would refuse.) */
+    static const char *const proxy_env[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+                                            "NO_PROXY",   "no_proxy"};
     const char **envp = calloc(pr->env.n + nimg + FY_ARRAY_SIZE(defaults) + FY_ARRAY_SIZE(proxy_env) + 1,
                                sizeof(char *));
     if (!keep(pl, (void *)envp))
@@ -450,12 +473,16 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
     /* fetch-only: the network's declared environment, which nothing else
      * overrides (the policy's and the image's same names are left out). */
     bool fetch = pl->net_mode == FY_NET_FETCH_ONLY;
-    for (size_t i = 0; fetch && i < FY_ARRAY_SIZE(proxy_env); i++)
-        if (!(envp[pl->nenv++] = fmt(pl, "%s=%s", proxy_env[i], NET_PROXY_URL)))
+    size_t nproxy = fetch ? (pl->job_hosts ? 6 : 4) : 0;
+    char *no_proxy = nproxy == 6 ? job_no_proxy(pl) : NULL;
+    if (nproxy == 6 && !no_proxy)
+        return FY_E_NOMEM;
+    for (size_t i = 0; i < nproxy; i++)
+        if (!(envp[pl->nenv++] = fmt(pl, "%s=%s", proxy_env[i], i < 4 ? NET_PROXY_URL : no_proxy)))
             return FY_E_NOMEM;
     VEC_EACH(&pr->env, struct pol_env, e) {
         bool taken = false;
-        for (size_t i = 0; fetch && i < FY_ARRAY_SIZE(proxy_env); i++)
+        for (size_t i = 0; i < nproxy; i++)
             taken = taken || strcmp(e->name, proxy_env[i]) == 0;
         if (taken)
             continue;
@@ -469,7 +496,7 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
         if (env_has(pr, img_env[i], klen))
             continue;
         bool taken = false;
-        for (size_t k = 0; fetch && k < FY_ARRAY_SIZE(proxy_env); k++)
+        for (size_t k = 0; k < nproxy; k++)
             taken = taken || (strlen(proxy_env[k]) == klen && strncmp(img_env[i], proxy_env[k], klen) == 0);
         if (taken)
             continue;

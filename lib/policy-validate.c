@@ -550,14 +550,10 @@ static int validate_network(const fy_policy *p, const json_t *doc, fy_error **re
                    net_mode_name(p->net_mode));
     if (p->job_member && (r = check_job_member(p->job_member, "$.network.job.member", reterr)) < 0)
         return r;
-    if (p->job_member && p->net_mode != FY_NET_DENY && p->net_mode != FY_NET_RESTRICTED)
+    if (p->job_member && p->net_mode == FY_NET_ALLOW)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, pick(doc, "$.network.mode", "$.network.job"),
-                       p->net_mode == FY_NET_ALLOW
-                           ? "a job network needs network mode deny: allow shares the host's network, which every "
-                             "job and the host reach"
-                           : "a job network with network mode %s is not done: its members reaching the proxy "
-                             "besides each other; use deny or restricted",
-                       net_mode_name(p->net_mode));
+                       "a job network needs network mode deny, restricted or fetch-only: allow shares the host's "
+                       "network, which every job and the host reach");
     return 0;
 }
 

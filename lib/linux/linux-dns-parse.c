@@ -120,3 +120,24 @@ size_t lxd_answer(const struct lxp_config *cfg, const uint8_t *q, size_t qlen, u
     (void)header(out, q, info->rcode, 1, an);
     return n;
 }
+
+/* ---- TCP framing ---- */
+
+size_t lxd_tcp_len(const struct lxd_tcp *c) { return c->have >= 2 ? rd16(c->buf) : 0; }
+
+long lxd_tcp_want(const struct lxd_tcp *c) {
+    if (c->have < 2)
+        return (long)(2 - c->have);
+    size_t len = rd16(c->buf);
+    if (len == 0 || len > LXD_TCP_QUERY_MAX)
+        return -1;
+    return (long)(2 + len - c->have); /* (have never passes 2 + len: we read no more) */
+}
+
+size_t lxd_tcp_frame(const uint8_t *ans, size_t n, uint8_t *out) {
+    if (n > LXD_ANSWER_MAX)
+        n = 0;
+    wr16(out, (uint16_t)n);
+    memcpy(out + 2, ans, n);
+    return n + 2;
+}

@@ -424,14 +424,21 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
     pl->nll_tcp_ports = 0;
     if (!pl->ll_handled || pl->ll_abi < 4)
         return;
+    /* The DNS stub's port too where it runs: it answers over TCP on
+     * 127.0.0.53:53 (port 53 elsewhere is the router's to drop). */
+    bool stub = pl->net && pl->net->dns;
     if (np->net_mode == FY_NET_FETCH_ONLY) {
         /* Only the proxy's port, on the sandbox's own loopback. */
         pl->ll_tcp_ports[0] = LXP_PORT;
         pl->nll_tcp_ports = 1;
+        if (stub)
+            pl->ll_tcp_ports[pl->nll_tcp_ports++] = 53;
         return;
     }
     uint16_t ports[LX_LL_MAX_TCP_PORTS];
     uint32_t n = 0;
+    if (stub)
+        ports[n++] = 53;
     for (size_t i = 0; i < np->nnet_rules; i++) {
         const struct plan_net_rule *r = &np->net_rules[i];
         if (r->proto != FY_PROTO_TCP)
@@ -452,6 +459,15 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
         ports[n++] = 0; /* port 0: connect(2) to it never succeeds anyway */
     memcpy(pl->ll_tcp_ports, ports, n * sizeof(ports[0]));
     pl->nll_tcp_ports = n;
+}
+
+/* A job member's "job" record (linux-jobnet.c) into the evidence o. */
+static void describe_job(json_t *o, const struct lxn_plan *lp) {
+    char *j = ljn_describe(lp->job_member, lp->job_index);
+    json_t *jo = j ? json_loads(j, 0, NULL) : NULL;
+    free(j);
+    json_object_set(o, "job", jo ? json_object_get(jo, "job") : json_null());
+    json_decref(jo);
 }
 
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl) {
@@ -496,8 +512,26 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                                                           : "none: no resolver and no destination names in /etc/hosts; "
                                                             "the proxy resolves nothing (names resolved at prepare)"));
         json_object_set_new(o, "landlock_tcp",
-                            json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the proxy's port"
-                                                          : "none (needs Landlock ABI 4)"));
+                            json_string(pl->nll_tcp_ports > 1 ? "connect(2) over TCP only to the proxy's port and the DNS "
+                                                                              "stub's (53)"
+                                        : pl->nll_tcp_ports ? "connect(2) over TCP only to the proxy's port"
+                                                            : "none (needs Landlock ABI 4)"));
+        if (lp->job) {
+            /* Fetch-only and a job member: the proxy on its loopback as
+             * above, and the job's link (linux-jobnet.c); no route but the
+             * job's /24. */
+            describe_job(o, lp);
+            json_object_set_new(o, "enforcement",
+                                json_string("own network namespace with its loopback and the job's link (no route "
+                                            "but the job's /24, no default route); an HTTP(S) forward proxy outside "
+                                            "the sandbox (confined: uid 65534 as root, no capabilities, no new "
+                                            "privileges, Landlock, seccomp) listens on 127.0.0.1:3128 inside it and "
+                                            "connects only to the allowlisted host:port at the addresses resolved "
+                                            "at prepare; CONNECT is a tunnel, TLS is never terminated"));
+            json_object_set_new(o, "landlock_tcp", json_string("none: a job member connects to the other members on "
+                                                               "ports no policy lists (the proxy and the job's "
+                                                               "rules are the enforcement)"));
+        }
         char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(o);
         return s;
@@ -531,16 +565,15 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                                                           "for every other, forwards nothing"
                                                         : "hosts-file: allowed names resolved at prepare, no resolver"));
     json_object_set_new(o, "landlock_tcp",
-                        json_string(pl->nll_tcp_ports ? "connect(2) over TCP only to the allowed ports, the loopback included"
+                        json_string(pl->nll_tcp_ports ? (lp->dns ? "connect(2) over TCP only to the allowed ports and the DNS stub's "
+                                                               "(53), the loopback included"
+                                                             : "connect(2) over TCP only to the allowed ports, the "
+                                                               "loopback included")
                                     : !pl->ll_handled || pl->ll_abi < 4 ? "none (needs Landlock ABI 4)"
                                                                          : "none (more allowed TCP ports than it takes rules for)"));
     if (lp->job) {
         /* Restricted and a job member: both links (linux-jobnet.c). */
-        char *j = ljn_describe(lp->job_member, lp->job_index);
-        json_t *jo = j ? json_loads(j, 0, NULL) : NULL;
-        free(j);
-        json_object_set(o, "job", jo ? json_object_get(jo, "job") : json_null());
-        json_decref(jo);
+        describe_job(o, lp);
         json_object_set_new(o, "landlock_tcp", json_string("none: a job member connects to the other members on "
                                                            "ports no policy lists (the router and the job's rules "
                                                            "are the enforcement)"));
@@ -1161,9 +1194,11 @@ unsigned lxn_teardown(struct lxn_run *run) {
         unsigned jl = ljn_detach(run->job, run->lp->job_index);
         left += jl;
         run->job_linked = false;
-        json_t *o = json_pack("{s:s,s:{s:s,s:I}}", "mode", run->lp->mode == FY_NET_DENY ? "deny" : "restricted", "job",
-                              "member", run->lp->job_member,
-                              "link_left", (json_int_t)jl);
+        json_t *o = json_pack("{s:s,s:{s:s,s:I}}", "mode",
+                              run->lp->mode == FY_NET_DENY         ? "deny"
+                              : run->lp->mode == FY_NET_FETCH_ONLY ? "fetch-only"
+                                                                   : "restricted",
+                              "job", "member", run->lp->job_member, "link_left", (json_int_t)jl);
         run->report = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         json_decref(o);
     }
@@ -1175,8 +1210,25 @@ unsigned lxn_teardown(struct lxn_run *run) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */
         left += lxp_stop(&run->proxy);
-        if (!run->report)
-            run->report = lxp_report(&run->proxy);
+        char *pr = lxp_report(&run->proxy);
+        if (!run->report) {
+            run->report = pr;
+        } else if (pr) {
+            /* A job member: the proxy's record with the job's witness. */
+            json_t *po = json_loads(pr, 0, NULL), *jo = json_loads(run->report, 0, NULL);
+            char *s2 = NULL;
+            if (po && jo) {
+                json_object_set(po, "job", json_object_get(jo, "job"));
+                s2 = json_dumps(po, JSON_COMPACT | JSON_SORT_KEYS);
+            }
+            json_decref(po);
+            json_decref(jo);
+            if (s2) {
+                free(run->report);
+                run->report = s2;
+            }
+            free(pr);
+        }
         lxp_release(&run->proxy);
         lxp_run_init(&run->proxy);
     }

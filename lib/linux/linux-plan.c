@@ -907,13 +907,9 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
                         "yet");
             goto fail;
         }
-        if (np->net_mode == FY_NET_FETCH_ONLY) {
-            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.mode",
-                        "a job network with network mode fetch-only is not done (its members reaching the proxy "
-                        "besides each other); use deny or restricted");
-            goto fail;
-        }
-        /* Restricted: its router's plan gains the job's link. */
+        /* Restricted: its router's plan gains the job's link. Fetch-only:
+         * the proxy's listener on the member's loopback as for any
+         * fetch-only attempt, and the job's link beside it. */
         if (!pl->net && !(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
             goto oom;
         if (np->net_mode == FY_NET_DENY)

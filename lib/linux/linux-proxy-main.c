@@ -608,8 +608,9 @@ static int install_seccomp(void) {
     struct sock_fprog prog = {.len = (unsigned short)(sizeof(f) / sizeof(f[0])), .filter = f};
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
-/* The DNS stub's: it only receives queries and sends answers on its one
- * socket (no socket of its own, no connect, no accept, no pipe). */
+/* The DNS stub's: it only receives queries and sends answers on its
+ * sockets and accepts on its TCP listener (no socket of its own, no
+ * connect, no pipe). */
 static int install_seccomp_dns(void) {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
@@ -617,7 +618,7 @@ static int install_seccomp_dns(void) {
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         ALLOW(__NR_read), ALLOW(__NR_close), ALLOW(__NR_ppoll), ALLOW(__NR_recvfrom), ALLOW(__NR_sendto),
-        ALLOW(__NR_clock_gettime), ALLOW(__NR_exit_group), ALLOW(__NR_restart_syscall),
+        ALLOW(__NR_clock_gettime), ALLOW(__NR_exit_group), ALLOW(__NR_restart_syscall), ALLOW(__NR_accept4),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
     };
     struct sock_fprog prog = {.len = (unsigned short)(sizeof(f) / sizeof(f[0])), .filter = f};
@@ -710,51 +711,6 @@ static struct lxp_config *read_config(int fd, uint32_t *flags) {
     return cfg;
 }
 
-/* The DNS stub's loop: one query in, its answer out (linux-dns-parse.c);
- * every query in the audit table (method "DNS", host the name, port the
- * query type, status the answer's rcode). Ends when the host goes. */
-__attribute__((noreturn)) static void dns_loop(const struct lxp_config *cfg, struct lxp_audit *audit, uint64_t t0) {
-    static uint8_t q[LXD_ANSWER_MAX * 2], out[LXD_ANSWER_MAX];
-    for (;;) {
-        struct pollfd pfd[2] = {{.fd = 4, .events = POLLIN}, {.fd = 3, .events = POLLIN}};
-        if (poll(pfd, 2, -1) < 0)
-            continue;
-        if (pfd[0].revents)
-            die(0); /* the host is gone */
-        if (!pfd[1].revents)
-            continue;
-        struct sockaddr_storage from;
-        socklen_t fl = sizeof(from);
-        ssize_t n = recvfrom(3, q, sizeof(q), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from, &fl);
-        if (n <= 0)
-            continue;
-        struct lxd_query_info info;
-        size_t len = (size_t)n > sizeof(q) ? 0 : lxd_answer(cfg, q, (size_t)n, out, &info);
-        if ((size_t)n > sizeof(q))
-            memset(&info, 0, sizeof(info));
-        if (len)
-            (void)sendto(3, out, len, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
-        if (audit->n >= LXP_AUDIT_MAX) {
-            audit->dropped++;
-            continue;
-        }
-        struct lxp_audit_rec *r = &audit->rec[audit->n];
-        memset(r, 0, sizeof(*r));
-        r->t_usec = mono_us() - t0;
-        copy_str(r->method, sizeof(r->method), "DNS");
-        copy_str(r->host, sizeof(r->host), info.name[0] ? info.name : "?");
-        r->port = info.qtype;
-        r->allowed = (uint8_t)info.allowed;
-        r->status = (uint16_t)info.rcode;
-        copy_str(r->reason, sizeof(r->reason),
-                 !len ? "no answer (not a query)" : info.allowed ? "an allowed name" : info.rcode == LXD_RCODE_REFUSED ?
-                 "not an allowed name: refused, never forwarded" : "malformed or unsupported query");
-        r->bytes_up = (uint64_t)n;
-        r->bytes_down = len;
-        __atomic_store_n(&audit->n, audit->n + 1, __ATOMIC_RELEASE);
-    }
-}
-
 __attribute__((noreturn, used)) void fy_init_entry(long *sp);
 /* The entry point linux-init-libc.c's _start calls (argv and the empty
  * environment are not read: everything comes at the fixed descriptors). */
@@ -792,7 +748,7 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
         conf |= LXP_CONF_UPLINK;
     }
     /* Only the listener and the liveness pipe stay open. */
-    if (syscall(SYS_close_range, 5U, ~0U, 0) < 0)
+    if (syscall(SYS_close_range, (flags & LXP_PACK_DNS_TCP) ? 8U : 5U, ~0U, 0) < 0) /* (the DNS stub's TCP: 7) */
         die(10);
     if (flags & LXP_PACK_AS_ROOT) {
         gid_t g = 65534;
@@ -816,7 +772,7 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
         audit->confinement = conf;
         uint64_t t0 = mono_us();
         __atomic_store_n(&audit->ready, 1, __ATOMIC_RELEASE);
-        dns_loop(cfg, audit, t0);
+        lxd_serve(cfg, audit, t0, 3, (flags & LXP_PACK_DNS_TCP) ? 7 : -1, 4); /* (linux-dns-serve.c) */
     }
     struct proxy *px = mmap(NULL, sizeof(struct proxy) + (size_t)LXP_CONN_MAX * 2 * BUF_SIZE,
                             PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

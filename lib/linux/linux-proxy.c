@@ -24,6 +24,7 @@
 
 #include "linux-memfd.h"
 #include "linux-probe-util.h"
+#include "linux-dns-parse.h"
 #include "linux-proxy.h"
 #include "linux-syscall.h"
 
@@ -140,30 +141,44 @@ int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena 
  * unprivileged host may join its network namespace too), creates the
  * listening socket there and sends it back; the socket stays in that
  * namespace whoever holds it. */
+/* kind: 0 the proxy's listener (127.0.0.1:3128), 1 the DNS stub's UDP
+ * socket, 2 its TCP listener (both 127.0.0.53:53); s made in the sandbox's
+ * namespace. 0 or -errno. */
+static int bind_listener(int s, int kind) {
+    int one = 1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(kind ? 53 : LXP_PORT),
+                             .sin_addr.s_addr = kind ? htonl(0x7f000035u) /* LXP_DNS_ADDR */ : htonl(INADDR_LOOPBACK)};
+    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
+        bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        (kind != 1 && listen(s, kind == 2 ? LXD_TCP_CONN_MAX : LXP_CONN_MAX) < 0))
+        return -errno;
+    return 0;
+}
+
 __attribute__((noreturn)) static void listener_main(int sandbox_ns, int userns, int sock, bool dns) {
     if ((userns >= 0 && setns(userns, CLONE_NEWUSER) < 0) || setns(sandbox_ns, CLONE_NEWNET) < 0)
         syscall(SYS_exit_group, 20);
-    int s = socket(AF_INET, (dns ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
-    int one = 1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(dns ? 53 : LXP_PORT),
-                             .sin_addr.s_addr = dns ? htonl(0x7f000035u) /* LXP_DNS_ADDR */ : htonl(INADDR_LOOPBACK)};
-    if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
-        bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (!dns && listen(s, LXP_CONN_MAX) < 0))
+    /* The DNS stub: its UDP socket and its TCP listener; the proxy: its listener. */
+    int s[2] = {socket(AF_INET, (dns ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0),
+                dns ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1};
+    if (s[0] < 0 || bind_listener(s[0], dns ? 1 : 0) < 0 || (dns && (s[1] < 0 || bind_listener(s[1], 2) < 0)))
         syscall(SYS_exit_group, 21);
     char byte = 'L';
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
     union {
         struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(2 * sizeof(int))];
     } u;
     memset(&u, 0, sizeof(u));
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    size_t nfd = dns ? 2 : 1;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                         .msg_controllen = CMSG_SPACE(nfd * sizeof(int))};
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &s, sizeof(int));
+    c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+    memcpy(CMSG_DATA(c), s, nfd * sizeof(int));
     syscall(SYS_exit_group, sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : 22);
     __builtin_unreachable();
 }
@@ -172,7 +187,7 @@ __attribute__((noreturn)) static void listener_main(int sandbox_ns, int userns, 
  * network namespace for the two calls and comes back (only this thread's
  * namespace changes): a host with the privilege over it (root) needs no
  * helper process. The fd, -EPERM (then the helper child), or -errno. */
-static int listener_here(int sandbox_ns, bool dns) {
+static int listener_here(int sandbox_ns, int kind) {
     int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
     if (self < 0)
         return -errno;
@@ -181,31 +196,33 @@ static int listener_here(int sandbox_ns, bool dns) {
         close(self);
         return e == EPERM || e == EINVAL ? -EPERM : -e;
     }
-    int s = socket(AF_INET, (dns ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0), e = errno;
+    int s = socket(AF_INET, (kind == 1 ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0), e = errno;
     if (setns(self, CLONE_NEWNET) < 0)
         abort(); /* a thread that cannot come back must not go on in the wrong namespace */
     close(self);
     if (s < 0)
         return -e;
     /* (Bound and listening in its own namespace, whichever the thread's.) */
-    int one = 1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(dns ? 53 : LXP_PORT),
-                             .sin_addr.s_addr = dns ? htonl(0x7f000035u) /* LXP_DNS_ADDR */ : htonl(INADDR_LOOPBACK)};
-    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
-        bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (!dns && listen(s, LXP_CONN_MAX) < 0)) {
-        e = errno;
+    if ((e = bind_listener(s, kind)) < 0) {
         close(s);
-        return -e;
+        return e;
     }
     return s;
 }
 
-static int make_listener(int sandbox_ns, int *ret_fd, bool dns) {
+/* The proxy's listener, or (dns) the stub's UDP socket and, in *ret_tcp,
+ * its TCP listener. */
+static int make_listener(int sandbox_ns, int *ret_fd, int *ret_tcp, bool dns) {
     if (geteuid() == 0) {
-        int s = listener_here(sandbox_ns, dns);
+        int s = listener_here(sandbox_ns, dns ? 1 : 0), t = dns && s >= 0 ? listener_here(sandbox_ns, 2) : -1;
+        if (dns && s >= 0 && t < 0) {
+            close(s);
+            s = t;
+        }
         if (s >= 0) {
             *ret_fd = s;
+            if (dns)
+                *ret_tcp = t;
             return 0;
         }
         if (s != -EPERM)
@@ -240,13 +257,25 @@ static int make_listener(int sandbox_ns, int *ret_fd, bool dns) {
         struct iovec iov = {.iov_base = &byte, .iov_len = 1};
         union {
             struct cmsghdr h;
-            char buf[CMSG_SPACE(sizeof(int))];
+            char buf[CMSG_SPACE(2 * sizeof(int))];
         } u;
         struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
         ssize_t n = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
-        if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-            memcpy(&fd, CMSG_DATA(c), sizeof(int));
+        int fds[2] = {-1, -1};
+        size_t want = dns ? 2 : 1;
+        if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            memcpy(fds, CMSG_DATA(c), (got > 2 ? 2 : got) * sizeof(int));
+            if (got == want) {
+                fd = fds[0];
+                if (dns)
+                    *ret_tcp = fds[1];
+            } else {
+                for (size_t i = 0; i < (got > 2 ? 2 : got); i++)
+                    close(fds[i]);
+            }
+        }
         if (fd < 0)
             e = p.reaped && p.status >= 0 && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 20 ? EPERM : EPROTO;
     }
@@ -337,7 +366,7 @@ __attribute__((noreturn)) static void exec_proxy(const int src[PX_FDS], int prog
     __builtin_unreachable();
 }
 
-static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int uplink_fd, bool dns,
+static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int tcp_fd, int uplink_fd, bool dns,
                     fy_error **reterr);
 static int start_program(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, bool dns,
                          fy_error **reterr);
@@ -363,7 +392,7 @@ int lxp_start_dns_on(struct lxp_run *run, const struct lxp_config *cfg, int sock
     int fd = fcntl(sock, F_DUPFD_CLOEXEC, 3);
     if (fd < 0)
         return fail(reterr, errno, "the DNS stub's socket");
-    return start_on(run, cfg, fd, -1, true, reterr);
+    return start_on(run, cfg, fd, -1, -1, true, reterr);
 }
 
 static int start_program(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, bool dns,
@@ -371,12 +400,13 @@ static int start_program(struct lxp_run *run, const struct lxp_config *cfg, int 
     if (!lxp_program_available())
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, NULL,
                        "fetch-only proxy: its program is not built for this architecture");
-    int lfd = -1;
-    int e = -make_listener(sandbox_ns, &lfd, dns);
+    int lfd = -1, tfd = -1;
+    int e = -make_listener(sandbox_ns, &lfd, &tfd, dns);
     if (e)
-        return fail(reterr, e, dns ? "the DNS stub's socket (" LXP_DNS_ADDR ":53) in the sandbox's network namespace"
+        return fail(reterr, e, dns ? "the DNS stub's sockets (" LXP_DNS_ADDR ":53, UDP and TCP) in the sandbox's "
+                                     "network namespace"
                                    : "its listener in the sandbox's network namespace");
-    return start_on(run, cfg, lfd, uplink_fd, dns, reterr);
+    return start_on(run, cfg, lfd, tfd, uplink_fd, dns, reterr);
 }
 
 int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int listener, int uplink_fd,
@@ -387,13 +417,19 @@ int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int li
     int lfd = fcntl(listener, F_DUPFD_CLOEXEC, 3);
     if (lfd < 0)
         return fail(reterr, errno, "its listener");
-    int r = start_on(run, cfg, lfd, uplink_fd, false, reterr);
+    int r = start_on(run, cfg, lfd, -1, uplink_fd, false, reterr);
     return r < 0 ? r : lxp_await_ready(run, reterr);
 }
 
-/* Consumes lfd. */
-static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int uplink_fd, bool dns,
+/* Consumes lfd and tcp_fd (the DNS stub's TCP listener, or -1; it takes
+ * the uplink's place, which the stub never has). */
+static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int tcp_fd, int uplink_fd, bool dns,
                     fy_error **reterr) {
+    if (tcp_fd >= 0 && uplink_fd >= 0) {
+        close(tcp_fd);
+        tcp_fd = -1;
+    }
+    run->tcp = tcp_fd >= 0;
     int alive[2] = {-1, -1}, errp[2] = {-1, -1}, prog = -1, conf = -1, audit_fd = -1, e = 0;
     const char *what = "its audit table";
     audit_fd = memfd_create("fy-proxy-audit", MFD_CLOEXEC);
@@ -414,16 +450,18 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
     }
     what = "a sealed memfd of its configuration";
     if ((conf = pack_config(cfg, (geteuid() == 0 ? LXP_PACK_AS_ROOT : 0) | (uplink_fd >= 0 ? LXP_PACK_UPLINK : 0) |
-                                     (dns ? LXP_PACK_DNS : 0))) < 0) {
+                                     (dns ? LXP_PACK_DNS : 0) | (tcp_fd >= 0 ? LXP_PACK_DNS_TCP : 0))) < 0) {
         e = -conf;
         goto fail;
     }
-    const int src[PX_FDS] = {lfd, alive[0], conf, audit_fd, uplink_fd};
+    const int src[PX_FDS] = {lfd, alive[0], conf, audit_fd, uplink_fd >= 0 ? uplink_fd : tcp_fd};
     run->pid = sys_fork_quiet_pidfd(&run->pidfd);
     if (run->pid == 0)
         exec_proxy(src, prog, errp[1]);
     e = run->pid < 0 ? errno : 0;
     close(lfd);
+    if (tcp_fd >= 0)
+        close(tcp_fd);
     close(alive[0]);
     close(errp[1]);
     close(prog);
@@ -456,6 +494,8 @@ fail_errno:
     e = errno;
 fail:
     close(lfd);
+    if (tcp_fd >= 0)
+        close(tcp_fd);
     for (int i = 0; i < 2; i++) {
         if (alive[i] >= 0)
             close(alive[i]);
@@ -590,7 +630,9 @@ char *lxp_report_dns(const struct lxp_run *run) {
         json_object_set(d, "ended", json_object_get(p, "ended"));
         json_object_set(d, "end", json_object_get(p, "end"));
     }
-    json_object_set_new(d, "listen", json_string(LXP_DNS_ADDR ":53/udp in the sandbox's network namespace"));
+    json_object_set_new(d, "listen", json_string(run->tcp ? LXP_DNS_ADDR ":53/udp and " LXP_DNS_ADDR
+                                                            ":53/tcp in the sandbox's network namespace"
+                                                          : LXP_DNS_ADDR ":53/udp in the sandbox's network namespace"));
     json_object_set(d, "queries", json_object_get(o, "requests"));
     json_object_set(d, "queries_dropped", json_object_get(o, "requests_dropped"));
     json_decref(o);

@@ -117,6 +117,7 @@ struct lxp_packed {
 #define LXP_PACK_UPLINK   (1u << 1)  /* fd 7 is the uplink network namespace */
 #define LXP_DNS_ADDR      "127.0.0.53"
 #define LXP_PACK_DNS      (1u << 2)  /* the DNS stub: fd 3 is a bound UDP socket (linux-dns-parse.h) */
+#define LXP_PACK_DNS_TCP  (1u << 3)  /* ... and fd 7 a listening TCP socket (never with LXP_PACK_UPLINK) */
 
 /* Whether d allows host (lower case) and port. */
 static inline bool lxp_host_matches(const struct lxp_dest *d, const char *host, uint32_t port) {
@@ -152,6 +153,7 @@ struct lxp_run {
     bool killed;
     bool died;                     /* it had ended before lxp_stop (died_status: how) */
     int died_status;
+    bool tcp;                      /* the DNS stub: it serves TCP too */
 };
 
 void lxp_run_init(struct lxp_run *run);
@@ -172,7 +174,8 @@ int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns,
 int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int listener, int uplink_fd,
                        fy_error **reterr);
 /* The per-attempt DNS stub: the same program in its DNS mode, on a UDP
- * socket bound to LXP_DNS_ADDR:53 in sandbox_ns; it answers cfg's names
+ * socket bound to LXP_DNS_ADDR:53 in sandbox_ns and a TCP listener on the
+ * same address and port (linux-dns-serve.c); it answers cfg's names
  * only (no credentials, no uplink: it sends nothing anywhere but its
  * answers). lxp_stop, lxp_release as for the proxy. */
 int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
@@ -185,7 +188,7 @@ int lxp_await_ready(struct lxp_run *run, fy_error **reterr);
 /* The same stub answering the datagrams that arrive on sock (a datagram
  * socket the caller keeps private, e.g. one end of a socketpair: the VM
  * backend's, which carries the guest's queries over its control port);
- * sock is duplicated, not taken. */
+ * sock is duplicated, not taken. No TCP there. */
 int lxp_start_dns_on(struct lxp_run *run, const struct lxp_config *cfg, int sock, fy_error **reterr);
 /* The stub's "dns" record of the result (JSON text, malloc'd). */
 char *lxp_report_dns(const struct lxp_run *run);

@@ -10,7 +10,14 @@
  *   fy-netprobe abstract NAME    connect to the abstract unix socket NAME
  *   fy-netprobe dnsq SERVER NAME TYPE   one raw DNS query (TYPE 1: A, 28: AAAA)
  *                                over UDP to SERVER:53: prints "rcode=R an=N [ADDR]";
- *                                exit 0 with an answer of any rcode, 1 with none */
+ *                                exit 0 with an answer of any rcode, 1 with none
+ *   fy-netprobe dnsqt SERVER NAME TYPE  the same over TCP (two-byte length prefix)
+ *   fy-netprobe dnsbad SERVER    over TCP to SERVER:53 a declared length of 65535 and
+ *                                100 bytes: prints "closed" and exits 0 when the server
+ *                                ends the connection within 3 s, else 1
+ *   fy-netprobe proxy HOST PORT  CONNECT HOST:PORT through the fetch-only proxy
+ *                                (127.0.0.1:3128), prints its status line; then
+ *                                as tcp: exit 0 only with "echo:hi" through it */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -67,7 +74,54 @@ int main(int argc, char **argv) {
         return 2;
     struct sockaddr_storage ss;
     socklen_t len;
-    if (strcmp(argv[1], "dnsq") == 0 && argc >= 5) {
+    if (strcmp(argv[1], "dnsbad") == 0) {
+        int fam = addr_of(argv[2], 53, &ss, &len);
+        int s = fam < 0 ? -1 : socket(fam, SOCK_STREAM, 0);
+        unsigned char b[102] = {0xff, 0xff};
+        if (s < 0 || connect(s, (struct sockaddr *)&ss, len) < 0 || send(s, b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+            printf("tcp: %s\n", strerror(errno));
+            return 1;
+        }
+        char c;
+        if (wait_in(s, 3000) && recv(s, &c, 1, 0) <= 0) {
+            printf("closed\n");
+            return 0;
+        }
+        printf("still open\n");
+        return 1;
+    }
+    if (strcmp(argv[1], "proxy") == 0 && argc >= 4) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(3128),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+            printf("proxy connect: %s\n", strerror(errno));
+            return 1;
+        }
+        char req[600], head[1024];
+        int n = snprintf(req, sizeof(req), "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", argv[2], argv[3],
+                         argv[2], argv[3]);
+        if (n < 0 || (size_t)n >= sizeof(req) || send(s, req, (size_t)n, 0) != n)
+            return 2;
+        size_t got = 0;
+        while (got < sizeof(head) - 1 && (got < 4 || memcmp(head + got - 4, "\r\n\r\n", 4) != 0)) {
+            if (!wait_in(s, 5000))
+                break;
+            ssize_t k = recv(s, head + got, 1, 0); /* (byte by byte: nothing of the tunnel read here) */
+            if (k <= 0)
+                break;
+            got += (size_t)k;
+        }
+        head[got] = 0;
+        printf("%.*s\n", (int)strcspn(head, "\r\n"), head);
+        if (strncmp(head, "HTTP/1.1 200", 12) != 0)
+            return 1;
+        if (send(s, "hi", 2, 0) != 2)
+            return 1;
+        return expect_echo(s, 3000);
+    }
+    if ((strcmp(argv[1], "dnsq") == 0 || strcmp(argv[1], "dnsqt") == 0) && argc >= 5) {
+        bool tcp = strcmp(argv[1], "dnsqt") == 0;
         unsigned char q[512], r[512];
         size_t n = 12;
         memset(q, 0, sizeof(q));
@@ -92,16 +146,63 @@ int main(int argc, char **argv) {
         q[n++] = 0;
         q[n++] = 1;
         int fam = addr_of(argv[2], 53, &ss, &len);
-        int s = socket(fam, SOCK_DGRAM, 0);
-        if (s < 0 || sendto(s, q, n, 0, (struct sockaddr *)&ss, len) != (ssize_t)n) {
-            printf("send: %s\n", strerror(errno));
-            return 1;
+        ssize_t got;
+        if (tcp) {
+            int s = socket(fam, SOCK_STREAM | SOCK_NONBLOCK, 0);
+            unsigned char lq[2 + sizeof(q)], lr[2];
+            lq[0] = (unsigned char)(n >> 8);
+            lq[1] = (unsigned char)n;
+            memcpy(lq + 2, q, n);
+            if (s < 0 || (connect(s, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS)) {
+                printf("tcp: %s\n", strerror(errno));
+                return 1;
+            }
+            struct pollfd p = {.fd = s, .events = POLLOUT};
+            int err = 0;
+            socklen_t el = sizeof(err);
+            if (poll(&p, 1, 2000) != 1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+                printf("tcp: %s\n", err ? strerror(err) : "connect timed out");
+                return 1;
+            }
+            if (send(s, lq, n + 2, 0) != (ssize_t)(n + 2)) {
+                printf("tcp: %s\n", strerror(errno));
+                return 1;
+            }
+            size_t want = 2, have = 0;
+            unsigned char *dst = lr;
+            got = 0;
+            while (have < want) {
+                if (!wait_in(s, 2000)) {
+                    printf("no answer\n");
+                    return 1;
+                }
+                ssize_t k = recv(s, dst + have, want - have, 0);
+                if (k <= 0) {
+                    printf("no answer (closed)\n");
+                    return 1;
+                }
+                have += (size_t)k;
+                if (dst == lr && have == 2) {
+                    want = (size_t)(lr[0] << 8 | lr[1]);
+                    if (want > sizeof(r))
+                        return 1;
+                    dst = r;
+                    have = 0;
+                }
+            }
+            got = (ssize_t)want;
+        } else {
+            int s = socket(fam, SOCK_DGRAM, 0);
+            if (s < 0 || sendto(s, q, n, 0, (struct sockaddr *)&ss, len) != (ssize_t)n) {
+                printf("send: %s\n", strerror(errno));
+                return 1;
+            }
+            if (!wait_in(s, 1500)) {
+                printf("no answer\n");
+                return 1;
+            }
+            got = recv(s, r, sizeof(r), 0);
         }
-        if (!wait_in(s, 1500)) {
-            printf("no answer\n");
-            return 1;
-        }
-        ssize_t got = recv(s, r, sizeof(r), 0);
         if (got < 12 || r[0] != 0x4a || r[1] != 0x17) {
             printf("bad answer\n");
             return 1;

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,12 +180,12 @@ static void bad_input(void) {
     const char *j2 = "{\"network\": {\"job\": {\"name\": \"a\"}}}";
     expect(fy_policy_load_json(p, j2, strlen(j2), &e), e, FY_E_POLICY, "$.network.job.name", "JSON, unknown key");
     e = NULL;
-    const char *j3 = "{\"network\": {\"mode\": \"fetch-only\", \"destinations\": [{\"host\": \"198.51.100.1\", "
-                     "\"ports\": [80, 80]}], \"job\": {\"member\": \"db\"}}}";
+    const char *j3 = "{\"isolation\": {\"controls\": {\"netns\": \"prefer\"}}, "
+                     "\"network\": {\"mode\": \"allow\", \"job\": {\"member\": \"db\"}}}";
     r = fy_policy_load_json(p, j3, strlen(j3), &e);
     if (r >= 0)
         r = fy_policy_validate(p, &e);
-    expect(r, e, FY_E_UNSUPPORTED, "$.network.mode", "a job network with fetch-only");
+    expect(r, e, FY_E_UNSUPPORTED, "$.network.mode", "a job network with allow");
     e = NULL;
     fy_policy_free(p);
 
@@ -248,7 +249,7 @@ static void job_networks(void) {
     char ready[4096];
     snprintf(ready, sizeof(ready), "%s/ready", out_dir);
     unlink(ready);
-    const char *ma[] = {"db", "runner", "fetcher", NULL}, *mb[] = {"x", "intruder", NULL};
+    const char *ma[] = {"db", "runner", "fetcher", "proxied", NULL}, *mb[] = {"x", "intruder", NULL};
     fy_jobnet *a = NULL, *b = NULL;
     CHECK(fy_jobnet_new(ma, &a, NULL) == 0 && fy_jobnet_new(mb, &b, NULL) == 0, "jobnet_new");
     /* db serves (TCP 8080, UDP 9090) until cancelled. */
@@ -301,6 +302,89 @@ static void job_networks(void) {
         free(json);
         fy_prepared_free(pf);
     }
+    /* Fetch-only and a member: db by name directly on the job's link,
+     * the allowlist only through its proxy (on its own loopback,
+     * 127.0.0.1:3128; the proxy in the host program's namespace, GW,
+     * whose route leads to the fake internet), nothing of the fake
+     * internet directly; every CONNECT in the audit log. */
+    if (uplink) {
+        fy_policy *p = member_policy("proxied", NULL);
+        fy_error *e2 = NULL;
+        int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e2);
+        if (r >= 0)
+            r = fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e2);
+        const char *av[] = {"/bin/sh", "-c",
+                            "A=$(" P " resolve db) || exit 10; [ \"$A\" = 100.80.0.1 ] || exit 11; "
+                            P " tcp \"$A\" 8080 || exit 12; " P " udp \"$A\" 9090 || exit 13; "
+                            P " proxy 198.51.100.1 8080 || exit 15; "
+                            "! " P " proxy 198.51.100.2 8080 || exit 16; ! " P " proxy 198.51.100.1 9090 || exit 17; "
+                            "! " P " proxy db 8080 || exit 18; "
+                            "! " P " tcp 198.51.100.1 8080 || exit 20; ! " P " udp 198.51.100.1 9090 || exit 21; "
+                            "! " P " icmp 198.51.100.1 || exit 22; ! " P " tcp 192.0.2.1 8080 || exit 23; "
+                            "! " P " tcp 192.0.2.2 8080 || exit 24; ! " P " tcp 100.80.0.254 3128 || exit 25; "
+                            "[ \"$HTTPS_PROXY\" = http://127.0.0.1:3128 ] || exit 30; "
+                            "case \",$NO_PROXY,\" in *,db,100.80.0.1,*) ;; *) exit 31;; esac; "
+                            "[ \"$no_proxy\" = \"$NO_PROXY\" ] || exit 32; exit 0", NULL};
+        fy_prepared *pf = NULL;
+        if (r >= 0)
+            r = fy_prepare_member(p, caps, av, a, &pf, &e2);
+        CHECK(r >= 0, "prepare proxied: %s", fy_error_message(e2));
+        fy_error_free(e2);
+        fy_policy_free(p);
+        char *json = NULL;
+        code = finish(start(pf, "proxied"), &json);
+        CHECK(code == 0,
+              "proxied (fetch-only) exited %d (10-13: db; 15: the allowed destination through the proxy; 16-18: "
+              "another allowed by the proxy; 20-25: something reached without it; 30-32: its environment)",
+              code);
+        /* Its result: the proxy's record and the job's witness, in one. */
+        char *flat = json ? strdup(json) : NULL;
+        size_t w = 0;
+        for (size_t i = 0; flat && flat[i]; i++)
+            if (flat[i] != ' ' && flat[i] != '\n')
+                flat[w++] = flat[i];
+        if (flat)
+            flat[w] = 0;
+        CHECK(flat && strstr(flat, "\"link_left\":0") && strstr(flat, "\"mode\":\"fetch-only\"") &&
+                  strstr(flat, "\"member\":\"proxied\"") && strstr(flat, "\"network_left\":0"),
+              "proxied's network record: %s", json ? json : "");
+        /* The audit log: each CONNECT a record, allowed or refused. */
+        const char *want[][2] = {{"\"host\":\"198.51.100.1\"", "\"port\":8080"},
+                                 {"\"host\":\"198.51.100.2\"", "\"port\":8080"},
+                                 {"\"host\":\"198.51.100.1\"", "\"port\":9090"},
+                                 {"\"host\":\"db\"", "\"port\":8080"}};
+        const char *reqs = flat ? strstr(flat, "\"requests\":[") : NULL;
+        int found[4] = {0, 0, 0, 0}, nrec = 0;
+        const char *end = reqs ? strchr(reqs, ']') : NULL;
+        for (const char *o = end ? strchr(reqs, '{') : NULL; o && o < end; o = strchr(o + 1, '{')) {
+            const char *c = strchr(o, '}');
+            if (!c || c > end)
+                break;
+            char rec[512];
+            snprintf(rec, sizeof(rec), "%.*s", (int)(c - o + 1), o);
+            nrec++;
+            for (int k = 0; k < 4; k++)
+                if (strstr(rec, want[k][0]) && strstr(rec, want[k][1]) &&
+                    strstr(rec, k == 0 ? "\"decision\":\"allowed\"" : "\"decision\":\"refused\""))
+                    found[k]++;
+        }
+        CHECK(found[0] == 1 && found[1] == 1 && found[2] == 1 && found[3] == 1 && nrec == 4,
+              "proxied's audit log (%d records; allowed %d, refused %d %d %d): %s", nrec, found[0], found[1],
+              found[2], found[3], reqs ? reqs : "(no requests)");
+        /* The proxy ended (reaped at cleanup): its pid is gone. */
+        const char *pp = flat ? strstr(flat, "\"proxy\":{") : NULL;
+        const char *pid = pp ? strstr(pp, "\"pid\":") : NULL;
+        long ppid = pid ? strtol(pid + 6, NULL, 10) : 0;
+        CHECK(ppid > 0 && kill((pid_t)ppid, 0) < 0 && errno == ESRCH && strstr(pp, "\"ended\":true"),
+              "proxied's proxy (pid %ld) not witnessed gone: %s", ppid, pp ? pp : "(no proxy record)");
+        if (code == 0)
+            OK("a fetch-only member reaches db directly by name and its allowlist only through its proxy (audited: "
+               "1 allowed, 3 refused), nothing of the fake internet directly; its proxy (pid %ld) reaped",
+               ppid);
+        free(flat);
+        free(json);
+        fy_prepared_free(pf);
+    }
     /* Two runners at once under one name: refused. */
     fy_handle *h2 = NULL;
     fy_error *e = NULL;
@@ -340,7 +424,7 @@ static void job_networks(void) {
     CHECK(fy_jobnet_stat(a, FY_JOBNET_UP, &v) == 0 && v == 0, "still up after shutdown");
     if (left == 0)
         OK("the job's namespace, bridge and rules removed, witnessed");
-    CHECK(fy_jobnet_stat(a, FY_JOBNET_JOINED, &v) == 0 && v == (uplink ? 3u : 2u), "joined %llu", (unsigned long long)v);
+    CHECK(fy_jobnet_stat(a, FY_JOBNET_JOINED, &v) == 0 && v == (uplink ? 4u : 2u), "joined %llu", (unsigned long long)v);
     fy_prepared_free(db);
     fy_prepared_free(runner);
     fy_prepared_free(intr);

@@ -75,6 +75,11 @@ cat >"$TMP/job.json" <<JOB
   {"name": "runner", "argv": ["/bin/sh", "-c",
      "for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp db 8080 2>/dev/null && break; sleep 0.1; done; A=\$(/opt/fyprobe/fy-netprobe resolve db) && /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && test -e /work/output/ready -o 1 = 1"],
    "policy": {"profile": "standard-ci", "network": {"mode": "deny"},
+              "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}},
+  {"name": "fetch", "argv": ["/bin/sh", "-c",
+     "for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp 100.80.0.1 8080 2>/dev/null && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe proxy 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe proxy 198.51.100.2 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080"],
+   "policy": {"profile": "standard-ci",
+              "network": {"mode": "fetch-only", "destinations": [{"host": "198.51.100.1", "ports": [8080, 8080]}]},
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
 ]}
 JOB
@@ -98,8 +103,9 @@ fi
 wait $CLI
 rc=$?
 ip -n "$NET" route del 100.80.0.0/24 via 192.0.2.1 dev n0
-if [ $rc = 0 ] && grep -q '^runner: succeeded' "$TMP/cli.out" && grep -q '^db: cancelled' "$TMP/cli.out"; then
-    ok "forgeyard job run: the runner reached db by name; db (a service) cancelled at the end"
+if [ $rc = 0 ] && grep -q '^runner: succeeded' "$TMP/cli.out" && grep -q '^db: cancelled' "$TMP/cli.out" &&
+    grep -q '^fetch: succeeded' "$TMP/cli.out"; then
+    ok "forgeyard job run: the runner reached db by name; a fetch-only member db and its allowlist (through its proxy only); db (a service) cancelled at the end"
 else
     bad "forgeyard job run exited $rc"; cat "$TMP/cli.out" "$TMP/cli.err"
 fi

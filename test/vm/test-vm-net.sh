@@ -199,6 +199,10 @@ echo "dns-a \$(\$P dnsq 127.0.0.53 mirror.test 1)" >&2
 echo "dns-aaaa \$(\$P dnsq 127.0.0.53 mirror.test 28)" >&2
 echo "dns-exfil \$(\$P dnsq 127.0.0.53 $X 1)" >&2
 echo "dns-exfil-direct \$(\$P dnsq 198.51.100.1 $X 1)" >&2
+echo "dnstcp-a \$(\$P dnsqt 127.0.0.53 mirror.test 1)" >&2
+echo "dnstcp-exfil \$(\$P dnsqt 127.0.0.53 $X 1)" >&2
+echo "dnstcp-bad \$(\$P dnsbad 127.0.0.53)" >&2
+echo "dnstcp-after \$(\$P dnsqt 127.0.0.53 mirror.test 28)" >&2
 echo "libc \$(\$P resolve mirror.test)" >&2
 getent hosts $X >/dev/null 2>&1; echo "getent-exfil \$?" >&2
 grep nameserver /etc/resolv.conf >&2
@@ -230,6 +234,10 @@ grep -qx "dns-exfil rcode=5 an=0" "$TMP/err" && grep -qx "dns-exfil-direct no an
     grep -qx "getent-exfil 2" "$TMP/err" && ok "a name carrying data is refused by the stub and unanswered elsewhere" ||
     { bad "the exfil name"; grep -E "^(dns|getent)" "$TMP/err"; }
 grep -qx "nameserver 127.0.0.53" "$TMP/err" && ok "resolv.conf names only the stub" || bad "resolv.conf"
+grep -qx "dnstcp-a rcode=0 an=1 198.51.100.1" "$TMP/err" && grep -qx "dnstcp-exfil rcode=5 an=0" "$TMP/err" &&
+    grep -qx "dnstcp-bad closed" "$TMP/err" && grep -qx "dnstcp-after rcode=0 an=1 2001:db8::1" "$TMP/err" &&
+    ok "over TCP in the guest: the allowed name answers, another is refused, an oversize length is closed" ||
+    { bad "DNS over TCP in the guest"; grep -E "^dnstcp" "$TMP/err"; }
 if [ -n "$ATTACK" ]; then
     grep -q "^attack-tcp denied ECONNREFUSED" "$TMP/err" && grep -q "^attack-abstract denied ECONNREFUSED" "$TMP/err" &&
         [ ! -e "$TMP/hostport.hit" ] && ok "attack probes: the host's loopback (allowed by name) and abstract socket unreachable" ||

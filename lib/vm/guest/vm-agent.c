@@ -682,7 +682,7 @@ static void report_enforced(const struct run *r) {
                      "dev=minimal-tmpfs%s%.0u%s%s",
                      r->uid, r->gid, mem, pids, cpu, nets, r->net_port ? " fetch-only-listener=127.0.0.1:" : "", r->net_port,
                      r->iface_set ? " eth0=100.64.0.2/30,fd66:7973::2/64(from the plan)" : "",
-                     r->dns ? " dns=127.0.0.53:53/udp(carried to the host's stub)" : "");
+                     r->dns ? " dns=127.0.0.53:53/udp+tcp(carried to the host's stub)" : "");
     if (n > 0)
         send_frame(VMP_LOG, 0, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
 }
@@ -758,10 +758,28 @@ static void iface_up(const struct vmp_iface *ifc) {
 
 /* ---- DNS: 127.0.0.53:53/udp carried to the host's stub (VMP_DNS_*) ---- */
 
-static int dns_fd = -1;
+/* Over TCP too (RFC 7766 framing): each whole query from a guest's TCP
+ * connection is carried as one VMP_DNS_QUERY like a datagram and its answer
+ * framed back. Bounded as the namespace backend's stub: DTCP_CONNS at once
+ * (one more is closed at once), a declared length of 0 or over VMP_DNS_MAX
+ * closes, DTCP_IDLE_US for each query and its answer, one query at a time. */
+#define DTCP_CONNS 16
+#define DTCP_IDLE_US (5 * 1000000ull)
+#define DTCP_QUERIES 64
+
+static int dns_fd = -1, dns_tfd = -1;
 static struct sockaddr_in dns_from[VMP_DNS_SLOTS];
 static bool dns_wait[VMP_DNS_SLOTS];
+static int dns_tcp[VMP_DNS_SLOTS]; /* the TCP connection + 1 a slot's answer goes to (0: UDP) */
 static unsigned dns_next;
+static struct dtcp {
+    int fd;                        /* -1: free */
+    uint8_t buf[2 + VMP_DNS_MAX];
+    size_t have, olen, osent;
+    int slot;                      /* the query carried, its answer awaited (-1: none) */
+    unsigned nq;
+    uint64_t deadline;
+} dtcp[DTCP_CONNS];
 
 static void dns_listen(void) {
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -769,6 +787,87 @@ static void dns_listen(void) {
     if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
         fail(errno, "the DNS socket 127.0.0.53:53");
     dns_fd = s;
+    int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+    if (t < 0 || setsockopt(t, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(t, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(t, DTCP_CONNS) < 0)
+        fail(errno, "the DNS listener 127.0.0.53:53/tcp");
+    dns_tfd = t;
+    for (int i = 0; i < DTCP_CONNS; i++)
+        dtcp[i].fd = -1;
+}
+
+static void dtcp_close(struct dtcp *c) {
+    if (c->slot >= 0)
+        dns_wait[c->slot] = false;
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* Its pollfd: readable while no query is in flight, writable with an answer. */
+static struct pollfd dtcp_pollfd(const struct dtcp *c) {
+    short ev = c->olen ? POLLOUT : c->slot < 0 ? POLLIN : 0;
+    return (struct pollfd){c->fd, ev, 0};
+}
+
+static void dtcp_step(struct dtcp *c, short revents, uint64_t now) {
+    if (c->fd < 0)
+        return;
+    if (c->olen && (revents & POLLOUT)) {
+        ssize_t n = send(c->fd, c->buf + c->osent, c->olen - c->osent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n <= 0 && !(n < 0 && errno == EAGAIN)) {
+            dtcp_close(c);
+            return;
+        }
+        c->osent += n > 0 ? (size_t)n : 0;
+        if (c->osent == c->olen) {
+            c->olen = c->osent = c->have = 0;
+            c->deadline = now + DTCP_IDLE_US;
+            if (c->nq >= DTCP_QUERIES) {
+                dtcp_close(c);
+                return;
+            }
+        }
+    } else if (!c->olen && c->slot < 0 && (revents & (POLLIN | POLLHUP | POLLERR))) {
+        size_t want = c->have < 2 ? 2 - c->have : 2 + (size_t)(c->buf[0] << 8 | c->buf[1]) - c->have;
+        ssize_t n = recv(c->fd, c->buf + c->have, want, MSG_DONTWAIT);
+        if (n <= 0 && !(n < 0 && errno == EAGAIN)) {
+            dtcp_close(c);
+            return;
+        }
+        c->have += n > 0 ? (size_t)n : 0;
+        size_t len = c->have >= 2 ? (size_t)(c->buf[0] << 8 | c->buf[1]) : 0;
+        if (c->have >= 2 && (len < VMP_DNS_MIN || len > VMP_DNS_MAX)) {
+            dtcp_close(c); /* (0, shorter than a header, or longer than the stub takes) */
+            return;
+        }
+        if (c->have >= 2 && c->have == 2 + len) {
+            uint16_t slot = (uint16_t)(dns_next++ % VMP_DNS_SLOTS);
+            for (int i = 0; i < DTCP_CONNS; i++)
+                if (dtcp[i].fd >= 0 && dtcp[i].slot == slot)
+                    dtcp[i].slot = -1; /* (a slot reused after 64 other queries: that answer is lost) */
+            dns_wait[slot] = true;
+            dns_tcp[slot] = (int)(c - dtcp) + 1;
+            c->slot = slot;
+            c->nq++;
+            if (send_frame(VMP_DNS_QUERY, slot, c->buf + 2, len) < 0)
+                power_off();
+        }
+    }
+    if (c->fd >= 0 && now >= c->deadline)
+        dtcp_close(c);
+}
+
+static void dtcp_accept(uint64_t now) {
+    int fd = accept4(dns_tfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    for (int i = 0; i < DTCP_CONNS; i++) {
+        if (dtcp[i].fd >= 0)
+            continue;
+        dtcp[i] = (struct dtcp){.fd = fd, .slot = -1, .deadline = now + DTCP_IDLE_US};
+        return;
+    }
+    close(fd);
 }
 
 static void dns_read(void) {
@@ -782,8 +881,12 @@ static void dns_read(void) {
         if (n < VMP_DNS_MIN || n > VMP_DNS_MAX || fl != sizeof(from))
             continue; /* (the stub would not answer it either) */
         uint16_t slot = (uint16_t)(dns_next++ % VMP_DNS_SLOTS);
+        for (int i = 0; i < DTCP_CONNS; i++)
+            if (dtcp[i].fd >= 0 && dtcp[i].slot == slot)
+                dtcp[i].slot = -1;
         dns_from[slot] = from;
         dns_wait[slot] = true;
+        dns_tcp[slot] = 0;
         if (send_frame(VMP_DNS_QUERY, slot, q, (size_t)n) < 0)
             power_off();
     }
@@ -793,6 +896,18 @@ static void dns_answer(const struct vmp_frame *f) {
     if (dns_fd < 0 || f->flags >= VMP_DNS_SLOTS || !dns_wait[f->flags])
         return;
     dns_wait[f->flags] = false;
+    if (dns_tcp[f->flags]) {
+        struct dtcp *c = &dtcp[dns_tcp[f->flags] - 1];
+        if (c->fd < 0 || c->slot != (int)f->flags || f->len > VMP_DNS_MAX)
+            return;
+        c->slot = -1;
+        c->buf[0] = (uint8_t)(f->len >> 8);
+        c->buf[1] = (uint8_t)f->len;
+        memcpy(c->buf + 2, f->data, f->len);
+        c->olen = 2 + f->len;
+        c->osent = 0;
+        return;
+    }
     (void)sendto(dns_fd, f->data, f->len, MSG_DONTWAIT, (struct sockaddr *)&dns_from[f->flags],
                  sizeof(dns_from[f->flags]));
 }
@@ -1350,12 +1465,18 @@ int main(void) {
     while (!exited || fds[0] >= 0 || fds[1] >= 0) {
         /* Flow control: the port is read while stdin's queue has room. */
         bool inq_room = inq_len + VMP_MAX_FRAME <= sizeof(inq);
-        struct pollfd p[5 + VMP_NET_CONNS + 1 + 1] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0},
+        struct pollfd p[5 + VMP_NET_CONNS + 1 + 1 + 1 + DTCP_CONNS] = {{inq_room ? ctl : -1, POLLIN, 0}, {fds[0], POLLIN, 0},
                                                       {fds[1], POLLIN, 0}, {pin[1], inq_len ? POLLOUT : 0, 0},
                                                       {exited ? -1 : child_fd, POLLIN, 0}};
         static uint16_t nids[1 + VMP_NET_CONNS];
         size_t nn = net_poll_set(p + 5, nids);
         p[5 + nn] = (struct pollfd){dns_fd, POLLIN, 0}; /* (-1: ignored) */
+        p[6 + nn] = (struct pollfd){dns_tfd, POLLIN, 0};
+        bool dtcp_open = false;
+        for (int i = 0; i < DTCP_CONNS; i++) {
+            p[7 + nn + i] = dns_tfd >= 0 && dtcp[i].fd >= 0 ? dtcp_pollfd(&dtcp[i]) : (struct pollfd){-1, 0, 0};
+            dtcp_open |= dns_tfd >= 0 && dtcp[i].fd >= 0;
+        }
         if (!exited) {
             pid_t w = wait4(child, &status, WNOHANG, &ru);
             if (w == child) {
@@ -1372,7 +1493,8 @@ int main(void) {
         }
         /* The first round does not wait: frames that came with the RUN
          * are decoded below, after it. */
-        int pr = poll(p, 5 + nn + 1, first_round ? 0 : exited || child_fd >= 0 ? -1 : 20);
+        int pr = poll(p, 7 + nn + DTCP_CONNS,
+                      first_round ? 0 : dtcp_open ? 500 : exited || child_fd >= 0 ? -1 : 20);
         first_round = false;
         if (pr < 0 && errno != EINTR)
             break;
@@ -1380,6 +1502,13 @@ int main(void) {
             net_step(p + 5, nids, nn);
         if (pr > 0 && dns_fd >= 0 && (p[5 + nn].revents & POLLIN))
             dns_read();
+        if (dns_tfd >= 0) {
+            uint64_t now = now_usec();
+            for (int i = 0; i < DTCP_CONNS; i++)
+                dtcp_step(&dtcp[i], pr > 0 ? p[7 + nn + i].revents : 0, now);
+            if (pr > 0 && (p[6 + nn].revents & POLLIN))
+                dtcp_accept(now);
+        }
         for (int i = 0; i < 2; i++) {
             if (fds[i] < 0 || !(p[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
