@@ -894,7 +894,7 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
      * the sandbox's namespace and its program started first, so that it
      * confines itself while the network is made; the workload's go-ahead
      * waits for both. Under fetch-only, after the proxy (the proxy is the
-     * attempt's first child, as before). */
+     * attempt's first child, as before), both awaited at the end. */
     int r = begin_join(run, reterr);
     if (r < 0) {
         (void)lxn_teardown(run);
@@ -915,8 +915,16 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         if (r < 0)
             return r;
     }
-    if (r == 0 && dns && (r = early ? lxp_await_ready(&run->dns, reterr)
-                                    : lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+    /* Under fetch-only the stub's program is started before waiting for
+     * the proxy's: each confines itself while the other starts, and the
+     * attempt waits for two readinesses at once, not one after the other
+     * (on a busy host each is a turn of the scheduler). */
+    if (r == 0 && dns && !early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+        (void)lxn_teardown(run);
+    bool fetch = run->proxy.pid > 0; /* (begun by finish_net) */
+    if (r == 0 && fetch && (r = lxp_await_ready(&run->proxy, reterr)) < 0)
+        (void)lxn_teardown(run);
+    if (r == 0 && dns && (r = lxp_await_ready(&run->dns, reterr)) < 0)
         (void)lxn_teardown(run);
     return r;
 }
@@ -931,7 +939,8 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     if (run->lp && run->lp->helper)
         return lxnh_finish(run, sandbox_ns, reterr);
     if (run->lp && run->lp->mode == FY_NET_FETCH_ONLY) {
-        if ((r = lxp_start(&run->proxy, run->lp->proxy, sandbox_ns, run->uplink_fd, reterr)) < 0)
+        /* (lxn_finish waits for it to be ready) */
+        if ((r = lxp_begin(&run->proxy, run->lp->proxy, sandbox_ns, run->uplink_fd, reterr)) < 0)
             (void)lxn_teardown(run);
         return r;
     }

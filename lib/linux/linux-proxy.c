@@ -424,6 +424,10 @@ int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns,
     return r < 0 ? r : lxp_await_ready(run, reterr);
 }
 
+int lxp_begin(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr) {
+    return start_program(run, cfg, sandbox_ns, uplink_fd, false, reterr);
+}
+
 int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr) {
     int r = start_program(run, cfg, sandbox_ns, -1, true, reterr);
     return r < 0 ? r : lxp_await_ready(run, reterr);

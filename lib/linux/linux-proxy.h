@@ -167,6 +167,10 @@ bool lxp_program_available(void);
  * its listener on 127.0.0.1:LXP_PORT inside it, its outbound side in
  * uplink_fd (-1: the host's). On failure nothing is left. */
 int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr);
+/* lxp_start in two halves (as lxp_begin_dns below): its listener made and
+ * its program executed (connections queue on the listener), then
+ * lxp_await_ready. */
+int lxp_begin(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr);
 /* The same with a listening socket the caller made (duplicated, not
  * taken): the VM backend's, private to its attempt (linux-proxy-service.c). */
 int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int listener, int uplink_fd,
