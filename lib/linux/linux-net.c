@@ -784,7 +784,8 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         r = ns_fail(reterr, -run->router_fd, "creating the router namespace");
         goto fail;
     }
-    /* The rules first (forwarding stays off until they stand: lxn_finish). */
+    /* The rules first (forwarding stays off until they stand: at the end
+     * here through libnftables, else in lxn_finish once nft has finished). */
     if ((r = start_nft(run, lp, reterr)) < 0)
         goto fail;
     if ((rs = nl_open(run->router_fd)) < 0 || (us = nl_open(run->uplink_fd)) < 0) {
@@ -869,6 +870,17 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         lnl_batch_route_default(&b, i_up, AF_INET6, u6l);
         if ((e = lnl_batch_send(rs, &b)) < 0)
             what = "router routes";
+    }
+    /* Rules already standing (libnftables): forwarding now, on this
+     * thread (begun before the sandbox's namespace exists), not on the
+     * attempt's path in lxn_finish. Under nft -f, lxn_finish does it once
+     * nft has finished. */
+    struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
+    if (!what && !run->nft_running) {
+        if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
+            what = "forwarding in the router namespace";
+        else
+            run->forwarding = true;
     }
     if (what) {
         r = ns_fail(reterr, -e, what);
@@ -971,7 +983,7 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     lnl_batch_addr_add(&b, i_sb, AF_INET, &a_sbr, 30);
     lnl_batch_addr_add(&b, i_sb, AF_INET6, sb_router6, 64);
     lnl_batch_link_up(&b, LXN_ROUTER_SB_IF);
-    if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
+    if (!run->forwarding && (e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
         what = "forwarding in the router namespace";
     else if ((e = lnl_batch_send(rs, &b)) < 0)
         what = "router addresses and link";
@@ -1053,7 +1065,7 @@ int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr) {
     uint32_t a_sbr = htonl(SB_ROUTER4);
     struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
     const char *what = NULL;
-    if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
+    if (!run->forwarding && (e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
         what = "forwarding in the router namespace";
     else if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 ||
              (e = lnl_addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
@@ -1180,6 +1192,10 @@ unsigned lxn_teardown(struct lxn_run *run) {
         left += lxnh_teardown(run);
     if (run->user)
         left += lxnu_teardown(run); /* (before the router's fds below close) */
+    /* The DNS stub is told to end first, and reaped (below) once the
+     * uplink's link is witnessed gone: it dies while the link goes. */
+    if (run->dns.pid > 0)
+        lxp_kill(&run->dns);
     if (run->proxy.pid > 0 || run->proxy.audit) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */
@@ -1188,31 +1204,6 @@ unsigned lxn_teardown(struct lxn_run *run) {
             run->report = lxp_report(&run->proxy);
         lxp_release(&run->proxy);
         lxp_run_init(&run->proxy);
-    }
-    if (run->dns.pid > 0 || run->dns.audit) {
-        /* The DNS stub: ended (reaped: the witness), its queries into the
-         * result's network record as "dns". */
-        left += lxp_stop(&run->dns);
-        char *d = lxp_report_dns(&run->dns);
-        json_t *o = run->report ? json_loads(run->report, 0, NULL) : json_object();
-        json_t *dj = d ? json_loads(d, 0, NULL) : NULL;
-        free(d);
-        if (o && dj) {
-            if (!json_object_get(o, "mode"))
-                json_object_set_new(o, "mode", json_string(run->lp && run->lp->mode == FY_NET_FETCH_ONLY ? "fetch-only"
-                                                                                                     : "restricted"));
-            json_object_set_new(o, "dns", dj);
-            dj = NULL;
-            char *s2 = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-            if (s2) {
-                free(run->report);
-                run->report = s2;
-            }
-        }
-        json_decref(dj);
-        json_decref(o);
-        lxp_release(&run->dns);
-        lxp_run_init(&run->dns);
     }
     if (run->nft_running) {
         /* A start that failed before waiting for it: nft is ended. */
@@ -1247,6 +1238,31 @@ unsigned lxn_teardown(struct lxn_run *run) {
             left++;
         }
         run->uplink_if[0] = 0;
+    }
+    if (run->dns.pid > 0 || run->dns.audit) {
+        /* The DNS stub: ended (reaped: the witness), its queries into the
+         * result's network record as "dns". */
+        left += lxp_stop(&run->dns);
+        char *d = lxp_report_dns(&run->dns);
+        json_t *o = run->report ? json_loads(run->report, 0, NULL) : json_object();
+        json_t *dj = d ? json_loads(d, 0, NULL) : NULL;
+        free(d);
+        if (o && dj) {
+            if (!json_object_get(o, "mode"))
+                json_object_set_new(o, "mode", json_string(run->lp && run->lp->mode == FY_NET_FETCH_ONLY ? "fetch-only"
+                                                                                                     : "restricted"));
+            json_object_set_new(o, "dns", dj);
+            dj = NULL;
+            char *s2 = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+            if (s2) {
+                free(run->report);
+                run->report = s2;
+            }
+        }
+        json_decref(dj);
+        json_decref(o);
+        lxp_release(&run->dns);
+        lxp_run_init(&run->dns);
     }
     /* The router namespace (and the sandbox's veth end in it) goes with
      * its last reference: ours, since it is never mounted. */

@@ -63,6 +63,7 @@ struct lxn_run {
     int slot_lock;              /* an abstract socket in the uplink namespace that reserves the slot */
     struct pu_proc nft;         /* nft -f, started by lxn_begin, waited for by lxn_finish */
     bool nft_running;
+    bool forwarding;               /* the router forwards (set once its rules stand) */
     int nft_out;                /* what nft said (a memfd) */
     const struct lxn_plan *lp;  /* set by lxn_begin */
     struct lxp_run proxy;       /* fetch-only: the attempt's proxy */

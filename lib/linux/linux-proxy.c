@@ -568,7 +568,10 @@ int lxp_await_ready(struct lxp_run *run, fy_error **reterr) {
     return 0;
 }
 
-unsigned lxp_stop(struct lxp_run *run) {
+void lxp_kill(struct lxp_run *run) {
+    if (run->kill_sent)
+        return;
+    run->kill_sent = true;
     if (run->pid > 0 && !run->ended) {
         /* Did it end before we end it? (a crash, its seccomp filter) */
         struct pu_proc p = {.pid = run->pid, .pidfd = run->pidfd};
@@ -582,12 +585,18 @@ unsigned lxp_stop(struct lxp_run *run) {
         close(run->alive_wr);
     run->alive_wr = -1;
     if (run->pid > 0 && !run->ended) {
-        struct pu_proc p = {.pid = run->pid, .pidfd = run->pidfd};
-        if (p.pidfd >= 0)
-            (void)sys_pidfd_send_signal(p.pidfd, SIGKILL, NULL, 0);
+        if (run->pidfd >= 0)
+            (void)sys_pidfd_send_signal(run->pidfd, SIGKILL, NULL, 0);
         else
-            (void)kill(p.pid, SIGKILL);
+            (void)kill(run->pid, SIGKILL);
         run->killed = true;
+    }
+}
+
+unsigned lxp_stop(struct lxp_run *run) {
+    lxp_kill(run);
+    if (run->pid > 0 && !run->ended) {
+        struct pu_proc p = {.pid = run->pid, .pidfd = run->pidfd};
         run->ended = pu_wait_until(&p, pu_deadline_after_ms(PU_KILL_GRACE_MS));
     }
     if (run->pidfd >= 0)

@@ -150,6 +150,7 @@ struct lxp_run {
     struct lxp_audit *audit;       /* shared mapping (NULL: none) */
     bool ended;                    /* reaped: the witness */
     bool killed;
+    bool kill_sent;                /* lxp_kill ran: what follows is lxp_stop's wait */
     bool died;                     /* it had ended before lxp_stop (died_status: how) */
     int died_status;
 };
@@ -196,6 +197,10 @@ char *lxp_report_dns(const struct lxp_run *run);
 /* Ends the proxy (SIGKILL, reaped): 0 when it is gone (witnessed), else 1.
  * Idempotent. The audit table stays readable until lxp_release. */
 unsigned lxp_stop(struct lxp_run *run);
+/* lxp_stop's first half, for a caller with other work meanwhile: it is
+ * told to end (its alive pipe closed, SIGKILL), not waited for; lxp_stop
+ * then only waits and reaps. */
+void lxp_kill(struct lxp_run *run);
 /* The "network" record of the result (JSON text, malloc'd; NULL on OOM):
  * mode, proxy (pid, confinement, ended), requests, requests_dropped. */
 char *lxp_report(const struct lxp_run *run);
