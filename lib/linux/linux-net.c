@@ -1171,6 +1171,20 @@ void lxn_forget(struct lxn_run *run) {
     (void)lxn_teardown(run);
 }
 
+void lxn_teardown_begin(struct lxn_run *run) {
+    if (run->begin_pending)
+        return; /* (a start that did not get as far: lxn_teardown does it all) */
+    if (run->dns.pid > 0)
+        lxp_kill(&run->dns);
+    if (run->uplink_if[0] && run->uplink_fd >= 0 && !run->del_started) {
+        int s = nl_open(run->uplink_fd);
+        if (s >= 0 && del_link_async(s, run->uplink_if) == 0)
+            run->del_started = true;
+        else if (s >= 0)
+            close(s);
+    }
+}
+
 unsigned lxn_teardown(struct lxn_run *run) {
     unsigned left = 0;
     (void)begin_join(run, NULL); /* (its failure: torn down below all the same) */
@@ -1221,8 +1235,13 @@ unsigned lxn_teardown(struct lxn_run *run) {
          * the name is looked up in the uplink (SIOCGIFINDEX, lockless)
          * until it is gone, bounded. Without a thread, the deletion is
          * synchronous as before. */
-        int s = nl_open(run->uplink_fd);
-        if (s >= 0) {
+        int s = run->del_started ? -1 : nl_open(run->uplink_fd);
+        if (run->del_started) {
+            /* (begun by lxn_teardown_begin) */
+            if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
+                left++;
+            run->del_started = false;
+        } else if (s >= 0) {
             if (del_link_async(s, run->uplink_if) == 0) {
                 if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
                     left++;
