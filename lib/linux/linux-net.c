@@ -907,13 +907,16 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
      * confines itself while the network is made; the workload's go-ahead
      * waits for both. Under fetch-only, after the proxy (the proxy is the
      * attempt's first child, as before), both awaited at the end. */
-    int r = begin_join(run, reterr);
-    if (r < 0) {
-        (void)lxn_teardown(run);
+    /* The stub needs the sandbox's namespace only, not the router: it is
+     * started before the router's thread is joined, and confines itself
+     * while that thread finishes. */
+    bool dns = run->lp && run->lp->dns, early = dns && run->lp->mode != FY_NET_FETCH_ONLY;
+    int r = 0;
+    if (early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
+        (void)lxn_teardown(run); /* (joins the router's thread first) */
         return r;
     }
-    bool dns = run->lp && run->lp->dns, early = dns && run->lp->mode != FY_NET_FETCH_ONLY;
-    if (early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
+    if ((r = begin_join(run, reterr)) < 0) {
         (void)lxn_teardown(run);
         return r;
     }

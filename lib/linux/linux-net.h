@@ -74,7 +74,8 @@ struct lxn_run {
     struct lxnu_run *user;      /* rootless restricted (linux-net-user.c), or NULL */
     struct lxp_run dns;         /* the attempt's DNS stub (fy-proxy in its DNS mode) */
     /* lxn_begin_async: the thread making the router, joined by lxn_finish
-     * or lxn_teardown (nothing else of run is read or written meanwhile) */
+     * or lxn_teardown (meanwhile the caller touches only dns: lxn_finish
+     * starts the stub before it joins) */
     bool begin_pending;
     pthread_t begin_thread;
     int begin_r;
