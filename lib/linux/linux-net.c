@@ -817,7 +817,8 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         r = ns_fail(reterr, -run->router_fd, "creating the router namespace");
         goto fail;
     }
-    /* The rules first (forwarding stays off until they stand: lxn_finish). */
+    /* The rules first (forwarding stays off until they stand: at the end
+     * here through libnftables, else in lxn_finish once nft has finished). */
     if ((r = start_nft(run, lp, reterr)) < 0)
         goto fail;
     if ((rs = nl_open(run->router_fd)) < 0 || (us = nl_open(run->uplink_fd)) < 0) {
@@ -903,6 +904,17 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         if ((e = lnl_batch_send(rs, &b)) < 0)
             what = "router routes";
     }
+    /* Rules already standing (libnftables): forwarding now, on this
+     * thread (begun before the sandbox's namespace exists), not on the
+     * attempt's path in lxn_finish. Under nft -f, lxn_finish does it once
+     * nft has finished. */
+    struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
+    if (!what && !run->nft_running) {
+        if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
+            what = "forwarding in the router namespace";
+        else
+            run->forwarding = true;
+    }
     if (what) {
         r = ns_fail(reterr, -e, what);
         goto fail;
@@ -927,14 +939,17 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
      * the sandbox's namespace and its program started first, so that it
      * confines itself while the network is made; the workload's go-ahead
      * waits for both. Under fetch-only, after the proxy (the proxy is the
-     * attempt's first child, as before). */
-    int r = begin_join(run, reterr);
-    if (r < 0) {
-        (void)lxn_teardown(run);
+     * attempt's first child, as before), both awaited at the end. */
+    /* The stub needs the sandbox's namespace only, not the router: it is
+     * started before the router's thread is joined, and confines itself
+     * while that thread finishes. */
+    bool dns = run->lp && run->lp->dns, early = dns && run->lp->mode != FY_NET_FETCH_ONLY;
+    int r = 0;
+    if (early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
+        (void)lxn_teardown(run); /* (joins the router's thread first) */
         return r;
     }
-    bool dns = run->lp && run->lp->dns, early = dns && run->lp->mode != FY_NET_FETCH_ONLY;
-    if (early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
+    if ((r = begin_join(run, reterr)) < 0) {
         (void)lxn_teardown(run);
         return r;
     }
@@ -948,8 +963,16 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         if (r < 0)
             return r;
     }
-    if (r == 0 && dns && (r = early ? lxp_await_ready(&run->dns, reterr)
-                                    : lxp_start_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+    /* Under fetch-only the stub's program is started before waiting for
+     * the proxy's: each confines itself while the other starts, and the
+     * attempt waits for two readinesses at once, not one after the other
+     * (on a busy host each is a turn of the scheduler). */
+    if (r == 0 && dns && !early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+        (void)lxn_teardown(run);
+    bool fetch = run->proxy.pid > 0; /* (begun by finish_net) */
+    if (r == 0 && fetch && (r = lxp_await_ready(&run->proxy, reterr)) < 0)
+        (void)lxn_teardown(run);
+    if (r == 0 && dns && (r = lxp_await_ready(&run->dns, reterr)) < 0)
         (void)lxn_teardown(run);
     return r;
 }
@@ -964,7 +987,8 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     if (run->lp && run->lp->helper)
         return lxnh_finish(run, sandbox_ns, reterr);
     if (run->lp && run->lp->mode == FY_NET_FETCH_ONLY) {
-        if ((r = lxp_start(&run->proxy, run->lp->proxy, sandbox_ns, run->uplink_fd, reterr)) < 0)
+        /* (lxn_finish waits for it to be ready) */
+        if ((r = lxp_begin(&run->proxy, run->lp->proxy, sandbox_ns, run->uplink_fd, reterr)) < 0)
             (void)lxn_teardown(run);
         return r;
     }
@@ -995,7 +1019,7 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     lnl_batch_addr_add(&b, i_sb, AF_INET, &a_sbr, 30);
     lnl_batch_addr_add(&b, i_sb, AF_INET6, sb_router6, 64);
     lnl_batch_link_up(&b, LXN_ROUTER_SB_IF);
-    if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
+    if (!run->forwarding && (e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
         what = "forwarding in the router namespace";
     else if ((e = lnl_batch_send(rs, &b)) < 0)
         what = "router addresses and link";
@@ -1077,7 +1101,7 @@ int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr) {
     uint32_t a_sbr = htonl(SB_ROUTER4);
     struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
     const char *what = NULL;
-    if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
+    if (!run->forwarding && (e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
         what = "forwarding in the router namespace";
     else if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 ||
              (e = lnl_addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
@@ -1183,6 +1207,20 @@ void lxn_forget(struct lxn_run *run) {
     (void)lxn_teardown(run);
 }
 
+void lxn_teardown_begin(struct lxn_run *run) {
+    if (run->begin_pending)
+        return; /* (a start that did not get as far: lxn_teardown does it all) */
+    if (run->dns.pid > 0)
+        lxp_kill(&run->dns);
+    if (run->uplink_if[0] && run->uplink_fd >= 0 && !run->del_started) {
+        int s = nl_open(run->uplink_fd);
+        if (s >= 0 && del_link_async(s, run->uplink_if) == 0)
+            run->del_started = true;
+        else if (s >= 0)
+            close(s);
+    }
+}
+
 unsigned lxn_teardown(struct lxn_run *run) {
     unsigned left = 0;
     (void)begin_join(run, NULL); /* (its failure: torn down below all the same) */
@@ -1206,6 +1244,10 @@ unsigned lxn_teardown(struct lxn_run *run) {
         left += lxnh_teardown(run);
     if (run->user)
         left += lxnu_teardown(run); /* (before the router's fds below close) */
+    /* The DNS stub is told to end first, and reaped (below) once the
+     * uplink's link is witnessed gone: it dies while the link goes. */
+    if (run->dns.pid > 0)
+        lxp_kill(&run->dns);
     if (run->proxy.pid > 0 || run->proxy.audit) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */
@@ -1232,6 +1274,45 @@ unsigned lxn_teardown(struct lxn_run *run) {
         lxp_release(&run->proxy);
         lxp_run_init(&run->proxy);
     }
+    if (run->nft_running) {
+        /* A start that failed before waiting for it: nft is ended. */
+        (void)pu_finish(&run->nft, pu_deadline_after_ms(0), NULL);
+        run->nft_running = false;
+    }
+    if (run->nft_out >= 0)
+        close(run->nft_out);
+    run->nft_out = -1;
+    if (run->uplink_if[0] && run->uplink_fd >= 0) {
+        /* Deleting our end in the uplink takes its peer (in the router)
+         * too. The deletion runs on a thread of its own: the kernel unlists
+         * the device at once and then waits for RCU grace periods (about
+         * 30 ms) before the call returns. The witness stays synchronous:
+         * the name is looked up in the uplink (SIOCGIFINDEX, lockless)
+         * until it is gone, bounded. Without a thread, the deletion is
+         * synchronous as before. */
+        int s = run->del_started ? -1 : nl_open(run->uplink_fd);
+        if (run->del_started) {
+            /* (begun by lxn_teardown_begin) */
+            if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
+                left++;
+            run->del_started = false;
+        } else if (s >= 0) {
+            if (del_link_async(s, run->uplink_if) == 0) {
+                if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
+                    left++;
+            } else {
+                int e = lnl_link_del(s, run->uplink_if);
+                if (e < 0 && e != -ENODEV)
+                    left++;
+                else if (lnl_link_exists(s, run->uplink_if) != 0)
+                    left++;
+                close(s);
+            }
+        } else {
+            left++;
+        }
+        run->uplink_if[0] = 0;
+    }
     if (run->dns.pid > 0 || run->dns.audit) {
         /* The DNS stub: ended (reaped: the witness), its queries into the
          * result's network record as "dns". */
@@ -1256,40 +1337,6 @@ unsigned lxn_teardown(struct lxn_run *run) {
         json_decref(o);
         lxp_release(&run->dns);
         lxp_run_init(&run->dns);
-    }
-    if (run->nft_running) {
-        /* A start that failed before waiting for it: nft is ended. */
-        (void)pu_finish(&run->nft, pu_deadline_after_ms(0), NULL);
-        run->nft_running = false;
-    }
-    if (run->nft_out >= 0)
-        close(run->nft_out);
-    run->nft_out = -1;
-    if (run->uplink_if[0] && run->uplink_fd >= 0) {
-        /* Deleting our end in the uplink takes its peer (in the router)
-         * too. The deletion runs on a thread of its own: the kernel unlists
-         * the device at once and then waits for RCU grace periods (about
-         * 30 ms) before the call returns. The witness stays synchronous:
-         * the name is looked up in the uplink (SIOCGIFINDEX, lockless)
-         * until it is gone, bounded. Without a thread, the deletion is
-         * synchronous as before. */
-        int s = nl_open(run->uplink_fd);
-        if (s >= 0) {
-            if (del_link_async(s, run->uplink_if) == 0) {
-                if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
-                    left++;
-            } else {
-                int e = lnl_link_del(s, run->uplink_if);
-                if (e < 0 && e != -ENODEV)
-                    left++;
-                else if (lnl_link_exists(s, run->uplink_if) != 0)
-                    left++;
-                close(s);
-            }
-        } else {
-            left++;
-        }
-        run->uplink_if[0] = 0;
     }
     /* The router namespace (and the sandbox's veth end in it) goes with
      * its last reference: ours, since it is never mounted. */

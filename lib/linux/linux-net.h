@@ -63,6 +63,8 @@ struct lxn_run {
     int slot_lock;              /* an abstract socket in the uplink namespace that reserves the slot */
     struct pu_proc nft;         /* nft -f, started by lxn_begin, waited for by lxn_finish */
     bool nft_running;
+    bool forwarding;               /* the router forwards (set once its rules stand) */
+    bool del_started;              /* the uplink link's deletion runs (lxn_teardown_begin) */
     int nft_out;                /* what nft said (a memfd) */
     const struct lxn_plan *lp;  /* set by lxn_begin */
     struct lxp_run proxy;       /* fetch-only: the attempt's proxy */
@@ -72,7 +74,8 @@ struct lxn_run {
     struct lxnu_run *user;      /* rootless restricted (linux-net-user.c), or NULL */
     struct lxp_run dns;         /* the attempt's DNS stub (fy-proxy in its DNS mode) */
     /* lxn_begin_async: the thread making the router, joined by lxn_finish
-     * or lxn_teardown (nothing else of run is read or written meanwhile) */
+     * or lxn_teardown (meanwhile the caller touches only dns: lxn_finish
+     * starts the stub before it joins) */
     bool begin_pending;
     pthread_t begin_thread;
     int begin_r;
@@ -122,6 +125,11 @@ int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
  * could not be removed (0: the uplink veth is gone, the proxy reaped:
  * witnessed). */
 unsigned lxn_teardown(struct lxn_run *run);
+/* lxn_teardown's first steps, for a cleanup with other work to do before
+ * it (the sandbox has ended): the DNS stub is sent SIGKILL and the uplink
+ * link's deletion is started on its thread; lxn_teardown then reaps and
+ * witnesses as always. Removing the network earlier only takes away. */
+void lxn_teardown_begin(struct lxn_run *run);
 void lxn_run_init(struct lxn_run *run);
 /* After lxn_teardown: the result's "network" record (JSON object text,
  * the caller's to free), or NULL (no proxy ran). */

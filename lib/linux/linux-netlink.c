@@ -101,6 +101,12 @@ int lnl_link_veth(int s, const char *name, const char *peer_name, int peer_ns) {
     struct nlmsg m;
     nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
     nl_attr(&m, IFLA_IFNAME, name, strlen(name) + 1);
+    /* One queue each way on both ends: a veth otherwise gets one per
+     * possible CPU, each with its kobjects in sysfs to make and remove,
+     * and these links carry one sandbox's traffic. */
+    uint32_t one = 1;
+    nl_attr(&m, IFLA_NUM_TX_QUEUES, &one, sizeof(one));
+    nl_attr(&m, IFLA_NUM_RX_QUEUES, &one, sizeof(one));
     struct rtattr *li = nl_nest(&m, IFLA_LINKINFO);
     nl_attr(&m, IFLA_INFO_KIND, "veth", 5);
     struct rtattr *data = nl_nest(&m, IFLA_INFO_DATA);
@@ -109,6 +115,8 @@ int lnl_link_veth(int s, const char *name, const char *peer_name, int peer_ns) {
     memset(pifi, 0, sizeof(*pifi));
     m.u.h.nlmsg_len += NLMSG_ALIGN(sizeof(*pifi));
     nl_attr(&m, IFLA_IFNAME, peer_name, strlen(peer_name) + 1);
+    nl_attr(&m, IFLA_NUM_TX_QUEUES, &one, sizeof(one));
+    nl_attr(&m, IFLA_NUM_RX_QUEUES, &one, sizeof(one));
     uint32_t fd = (uint32_t)peer_ns;
     nl_attr(&m, IFLA_NET_NS_FD, &fd, sizeof(fd));
     nl_nest_end(&m, peer);

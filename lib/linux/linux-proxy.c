@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -332,38 +333,114 @@ static int pack_config(const struct lxp_config *cfg, uint32_t flags) {
 
 enum { PX_FDS = 5, PX_PROG_FD = 8, PX_ERR_FD = 9 };
 
-/* In the quiet clone, a copy of the host for the few calls up to the exec
- * (async-signal-safe only): the proxy's fds to 3..7 (linux-proxy-main.c),
- * the program and the error pipe (both close-on-exec) to 8 and 9, every
- * other fd closed, then the program with an empty environment. On failure
- * the errno goes to the error pipe. */
-__attribute__((noreturn)) static void exec_proxy(const int src[PX_FDS], int prog, int err_wr) {
+#if defined(__SANITIZE_ADDRESS__)
+#  define PX_NO_ASAN __attribute__((no_sanitize_address))
+#else
+#  define PX_NO_ASAN
+#endif
+
+/* In the child of the clone, for the few calls up to the exec (raw system
+ * calls only: under CLONE_VM it runs on the host's memory and stack while
+ * the host's thread waits, and under fork it is a copy of a host that may
+ * be multi-threaded): the proxy's fds to 3..7 (linux-proxy-main.c), the
+ * program and the error pipe (both close-on-exec) to 8 and 9, every other
+ * fd closed, then the program with an empty environment. On failure the
+ * errno goes to the error pipe. Not instrumented: ASan's shadow is the
+ * host's too under CLONE_VM, and this frame never returns to unpoison it. */
+PX_NO_ASAN __attribute__((noreturn)) static void exec_proxy(const int src[PX_FDS], int prog, int err_wr) {
     int hi[PX_FDS], e = 0;
     for (int i = 0; i < PX_FDS && !e; i++)
-        if ((hi[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD_CLOEXEC, 16) : -1) < 0 && src[i] >= 0)
+        if ((hi[i] = src[i] >= 0 ? (int)syscall(SYS_fcntl, src[i], F_DUPFD_CLOEXEC, 16) : -1) < 0 && src[i] >= 0)
             e = errno;
-    int prog_hi = e ? -1 : fcntl(prog, F_DUPFD_CLOEXEC, 16), efd = fcntl(err_wr, F_DUPFD_CLOEXEC, 16);
+    int prog_hi = e ? -1 : (int)syscall(SYS_fcntl, prog, F_DUPFD_CLOEXEC, 16);
+    int efd = (int)syscall(SYS_fcntl, err_wr, F_DUPFD_CLOEXEC, 16);
     if (efd < 0)
         syscall(SYS_exit_group, 127);
     if (!e && prog_hi < 0)
         e = errno;
     for (int i = 0; i < PX_FDS && !e; i++)
-        if (hi[i] >= 0 ? dup2(hi[i], 3 + i) < 0 : close(3 + i) < 0 && errno != EBADF)
+        if (hi[i] >= 0 ? syscall(SYS_dup3, hi[i], 3 + i, 0) < 0 : syscall(SYS_close, 3 + i) < 0 && errno != EBADF)
             e = errno;
-    if (!e && (dup3(prog_hi, PX_PROG_FD, O_CLOEXEC) < 0 || dup3(efd, PX_ERR_FD, O_CLOEXEC) < 0))
+    if (!e && (syscall(SYS_dup3, prog_hi, PX_PROG_FD, O_CLOEXEC) < 0 || syscall(SYS_dup3, efd, PX_ERR_FD, O_CLOEXEC) < 0))
         e = errno;
     if (!e)
         efd = PX_ERR_FD;
-    if (!e && (sys_close_range(PX_ERR_FD + 1, ~0U, 0) < 0 || sys_close_range(0, 2, 0) < 0))
+    if (!e && (syscall(SYS_close_range, PX_ERR_FD + 1, ~0U, 0) < 0 || syscall(SYS_close_range, 0, 2, 0) < 0))
         e = errno;
     if (!e) {
         static char *const argv[] = {(char *)"fy-proxy", NULL}, *const envp[] = {NULL};
         syscall(SYS_execveat, PX_PROG_FD, "", argv, envp, AT_EMPTY_PATH);
         e = errno;
     }
-    (void)!write(efd, &e, sizeof(e));
+    (void)syscall(SYS_write, efd, &e, sizeof(e));
     syscall(SYS_exit_group, 127);
     __builtin_unreachable();
+}
+
+/* The program's process without copying the host: clone3 with CLONE_VM |
+ * CLONE_VFORK (the host's thread waits until the exec, or the child's end),
+ * a pidfd, exit signal 0 (like sys_fork_quiet: the host's SIGCHLD never
+ * sees the clone; the exec makes it SIGCHLD, as it did after a fork) and
+ * the handlers cleared; the caller blocks every signal around it. A fork
+ * of a large host copies its page tables and makes each of its pages
+ * copy-on-write, which the host then pays for at every first write after:
+ * about 1 ms of CPU per attempt in fy-bench's host. The child must never
+ * return from here (it would overwrite the return address we resume
+ * with): the system call is inline. The pid, or -1 and errno (ENOSYS where
+ * this architecture has no inline clone3 here or clone3 is refused: the
+ * caller forks then). */
+PX_NO_ASAN __attribute__((noinline)) static pid_t clone_exec_proxy(struct fy_clone_args *ca, const int *src,
+                                                                   int prog, int err_wr) {
+    long ret;
+#if defined(__x86_64__)
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"((long)__NR_clone3), "D"(ca), "S"(sizeof(*ca))
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = __NR_clone3;
+    register long x0 __asm__("x0") = (long)ca;
+    register long x1 __asm__("x1") = (long)sizeof(*ca);
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
+    ret = x0;
+#else
+    (void)ca;
+    ret = -ENOSYS;
+#endif
+    if (ret == 0)
+        exec_proxy(src, prog, err_wr);
+    if (ret < 0) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return (pid_t)ret;
+}
+
+/* The program's process: clone_exec_proxy, or a quiet fork where clone3
+ * is not there (before Linux 5.5 no CLONE_CLEAR_SIGHAND: EINVAL) or
+ * refused (an outer seccomp profile: ENOSYS, EPERM). */
+static pid_t spawn_proxy(const int src[PX_FDS], int prog, int err_wr, int *ret_pidfd) {
+    *ret_pidfd = -1;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    struct fy_clone_args ca = {
+        .flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | FY_CLONE_CLEAR_SIGHAND,
+        .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+        .exit_signal = 0,
+    };
+    pid_t pid = clone_exec_proxy(&ca, src, prog, err_wr);
+    int e = errno;
+    if (pid < 0 && (e == ENOSYS || e == EINVAL || e == EPERM)) {
+        *ret_pidfd = -1;
+        pid = sys_fork_quiet_pidfd(ret_pidfd);
+        if (pid == 0)
+            exec_proxy(src, prog, err_wr);
+        e = errno;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return pid;
 }
 
 static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, int tcp_fd, int uplink_fd, bool dns,
@@ -374,6 +451,10 @@ static int start_program(struct lxp_run *run, const struct lxp_config *cfg, int 
 int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr) {
     int r = start_program(run, cfg, sandbox_ns, uplink_fd, false, reterr);
     return r < 0 ? r : lxp_await_ready(run, reterr);
+}
+
+int lxp_begin(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr) {
+    return start_program(run, cfg, sandbox_ns, uplink_fd, false, reterr);
 }
 
 int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr) {
@@ -455,9 +536,7 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
         goto fail;
     }
     const int src[PX_FDS] = {lfd, alive[0], conf, audit_fd, uplink_fd >= 0 ? uplink_fd : tcp_fd};
-    run->pid = sys_fork_quiet_pidfd(&run->pidfd);
-    if (run->pid == 0)
-        exec_proxy(src, prog, errp[1]);
+    run->pid = spawn_proxy(src, prog, errp[1], &run->pidfd);
     e = run->pid < 0 ? errno : 0;
     close(lfd);
     if (tcp_fd >= 0)
@@ -529,7 +608,10 @@ int lxp_await_ready(struct lxp_run *run, fy_error **reterr) {
     return 0;
 }
 
-unsigned lxp_stop(struct lxp_run *run) {
+void lxp_kill(struct lxp_run *run) {
+    if (run->kill_sent)
+        return;
+    run->kill_sent = true;
     if (run->pid > 0 && !run->ended) {
         /* Did it end before we end it? (a crash, its seccomp filter) */
         struct pu_proc p = {.pid = run->pid, .pidfd = run->pidfd};
@@ -543,12 +625,18 @@ unsigned lxp_stop(struct lxp_run *run) {
         close(run->alive_wr);
     run->alive_wr = -1;
     if (run->pid > 0 && !run->ended) {
-        struct pu_proc p = {.pid = run->pid, .pidfd = run->pidfd};
-        if (p.pidfd >= 0)
-            (void)sys_pidfd_send_signal(p.pidfd, SIGKILL, NULL, 0);
+        if (run->pidfd >= 0)
+            (void)sys_pidfd_send_signal(run->pidfd, SIGKILL, NULL, 0);
         else
-            (void)kill(p.pid, SIGKILL);
+            (void)kill(run->pid, SIGKILL);
         run->killed = true;
+    }
+}
+
+unsigned lxp_stop(struct lxp_run *run) {
+    lxp_kill(run);
+    if (run->pid > 0 && !run->ended) {
+        struct pu_proc p = {.pid = run->pid, .pidfd = run->pidfd};
         run->ended = pu_wait_until(&p, pu_deadline_after_ms(PU_KILL_GRACE_MS));
     }
     if (run->pidfd >= 0)

@@ -151,6 +151,7 @@ struct lxp_run {
     struct lxp_audit *audit;       /* shared mapping (NULL: none) */
     bool ended;                    /* reaped: the witness */
     bool killed;
+    bool kill_sent;                /* lxp_kill ran: what follows is lxp_stop's wait */
     bool died;                     /* it had ended before lxp_stop (died_status: how) */
     int died_status;
     bool tcp;                      /* the DNS stub: it serves TCP too */
@@ -169,6 +170,10 @@ bool lxp_program_available(void);
  * its listener on 127.0.0.1:LXP_PORT inside it, its outbound side in
  * uplink_fd (-1: the host's). On failure nothing is left. */
 int lxp_start(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr);
+/* lxp_start in two halves (as lxp_begin_dns below): its listener made and
+ * its program executed (connections queue on the listener), then
+ * lxp_await_ready. */
+int lxp_begin(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, int uplink_fd, fy_error **reterr);
 /* The same with a listening socket the caller made (duplicated, not
  * taken): the VM backend's, private to its attempt (linux-proxy-service.c). */
 int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int listener, int uplink_fd,
@@ -195,6 +200,10 @@ char *lxp_report_dns(const struct lxp_run *run);
 /* Ends the proxy (SIGKILL, reaped): 0 when it is gone (witnessed), else 1.
  * Idempotent. The audit table stays readable until lxp_release. */
 unsigned lxp_stop(struct lxp_run *run);
+/* lxp_stop's first half, for a caller with other work meanwhile: it is
+ * told to end (its alive pipe closed, SIGKILL), not waited for; lxp_stop
+ * then only waits and reaps. */
+void lxp_kill(struct lxp_run *run);
 /* The "network" record of the result (JSON text, malloc'd; NULL on OOM):
  * mode, proxy (pid, confinement, ended), requests, requests_dropped. */
 char *lxp_report(const struct lxp_run *run);

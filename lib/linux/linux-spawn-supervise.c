@@ -286,6 +286,10 @@ static void finish(fy_handle *h, struct lx *x) {
     memset(&rep, 0, sizeof(rep));
     rep.t_cleanup_begin = util_now_usec();
     const struct linux_plan *pl = h->pr->plan;
+    /* Restricted: the network's removal starts now (the DNS stub told to
+     * end, the uplink link's deletion on its thread) and runs while the
+     * cgroups and the attempt's directory go; lxn_teardown below witnesses. */
+    lxn_teardown_begin(&x->net);
     if (pl->cg.enabled)
         cg_usage(&pl->cg, &x->cg, &x->usage); /* the final figures, OOM kills included */
     rep.isolation_json = util_strdup(pl->isolation_json);
