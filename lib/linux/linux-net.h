@@ -41,6 +41,7 @@ struct lxn_plan {
      * tuples (np's, kept by the prepared object). NULL: not through it. */
     const char *helper;
     const char *helper_uplink;
+    uint16_t helper_version;    /* the protocol to ask it in (0: ours) */
     const struct plan_net_rule *rules;
     size_t nrules;
     bool rootless;              /* restricted without root: linux-net-user.c (pasta uplink) */
@@ -115,8 +116,9 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 /* Instead of lxn_finish, for a VM (linux-net-vm.c): once nft's rules
  * stand, forwarding on and the router's "sb" a tap device in the router
  * namespace with the router's addresses; *tap its fd (O_CLOEXEC), which the
- * caller hands to its VMM. The root path, or rootless (lp->vm_tap): the
- * pasta path's router with a tap. On failure nothing is left. */
+ * caller hands to its VMM. The root path, the privileged helper's router
+ * (lp->helper: lxnh_finish_tap), or rootless (lp->vm_tap): the pasta
+ * path's router with a tap. On failure nothing is left. */
 int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 /* Removes what lxn_setup made (idempotent): the number of objects that
  * could not be removed (0: the uplink veth is gone, the proxy reaped:
@@ -132,6 +134,9 @@ void lxn_forget(struct lxn_run *run);
  * unprivileged caller when the probe found a helper offering it. */
 int lxnh_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, fy_error **reterr);
 int lxnh_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
+/* lxn_finish_tap through the helper (protocol 4): its router with a tap as
+ * the sandbox-side link, the tap's fd handed to us in *tap. */
+int lxnh_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 unsigned lxnh_teardown(struct lxn_run *run);
 
 /* The sandbox's network namespace as its init sends it ('N' and the fd) on

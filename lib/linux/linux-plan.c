@@ -875,6 +875,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
             pl->net_helper_uplink = arena_strdup(&pl->arena, caps_fact(c, LX_FACT_HELPER_NET));
             if (!pl->net_helper || !pl->net_helper_uplink)
                 goto oom;
+            const char *hv = caps_fact(c, LX_FACT_HELPER_NET_VERSION);
+            pl->net_helper_version = (uint16_t)(hv ? strtoul(hv, NULL, 10) : 0);
         }
         if ((r = lxn_compile(pl->net, pl, np, pl->as_root, reterr)) < 0)
             goto fail;

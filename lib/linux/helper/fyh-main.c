@@ -1223,15 +1223,18 @@ static struct net_entry *find_net(uid_t uid, const char *name) {
     return NULL;
 }
 
-/* The router for the peer's sandbox namespace, which came as c->passed. */
-static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+/* The router for the peer's sandbox namespace, which came as c->passed
+ * (NET_CREATE), or (NET_TAP, tap != NULL) with a tap as its sandbox-side
+ * link, whose descriptor *tap goes back with the reply. Both count against
+ * the same budget and are removed alike (NET_REMOVE, gc). */
+static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep, int *tap) {
     const char *name = req->u.net_create.name;
     char why[FYH_MSG_MAX + 1] = "";
     if (!H.net) {
         set_error(rep, FYH_E_UNOFFERED, EOPNOTSUPP, "this helper offers no network (started without --net-uplink)");
         return;
     }
-    if (fyh_net_check_ns(c->passed, c->uid, why, sizeof(why)) < 0) {
+    if (!tap && fyh_net_check_ns(c->passed, c->uid, why, sizeof(why)) < 0) {
         set_error(rep, FYH_E_FD, EPERM, "%s", why);
         return;
     }
@@ -1251,8 +1254,10 @@ static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_
         return;
     }
     int os = 0;
-    int e = fyh_net_create(&slot->net, c->passed, req->u.net_create.rule, req->u.net_create.nrules, &os, why,
-                           sizeof(why));
+    int e = tap ? fyh_net_create_tap(&slot->net, c->uid, tap, req->u.net_create.rule, req->u.net_create.nrules, &os,
+                                     why, sizeof(why))
+                : fyh_net_create(&slot->net, c->passed, req->u.net_create.rule, req->u.net_create.nrules, &os, why,
+                                 sizeof(why));
     if (e < 0) {
         set_error(rep, (uint32_t)-e, os, "%s", why);
         return;
@@ -1262,7 +1267,7 @@ static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_
     snprintf(slot->name, sizeof(slot->name), "%s", name);
     slot->creator = (int)syscall(SYS_pidfd_open, c->pid, 0);
     memset(rep, 0, sizeof(*rep));
-    rep->type = FYH_T_NET_CREATED;
+    rep->type = tap ? FYH_T_NET_TAPPED : FYH_T_NET_CREATED;
     snprintf(rep->u.net_created.uplink, sizeof(rep->u.net_created.uplink), "%s", fyh_net_uplink());
     snprintf(rep->u.net_created.link, sizeof(rep->u.net_created.link), "%s", slot->net.link);
 }
@@ -1284,7 +1289,12 @@ static void do_net_remove(const struct conn *c, const struct fyh_msg *req, struc
 /* ------------------------------------------------------------------ */
 /* connections                                                         */
 
-static void send_reply(int fd, const struct fyh_msg *rep) {
+static void send_reply_fd(int fd, const struct fyh_msg *rep, int pass);
+static void send_reply(int fd, const struct fyh_msg *rep) { send_reply_fd(fd, rep, -1); }
+
+/* A reply, with pass (NET_TAPPED's tap, >= 0) as SCM_RIGHTS with its
+ * first bytes. */
+static void send_reply_fd(int fd, const struct fyh_msg *rep, int pass) {
     uint8_t out[FYH_MAX_MESSAGE];
     int n = fyh_encode(rep, out, sizeof(out));
     if (n == -FYH_E_TYPE && rep->version < 2) {
@@ -1299,7 +1309,21 @@ static void send_reply(int fd, const struct fyh_msg *rep) {
         set_error(&e, FYH_E_SYSTEM, EIO, "reply could not be encoded");
         n = fyh_encode(&e, out, sizeof(out));
     }
-    if (n > 0) /* small; a peer that does not read it loses it */
+    if (n > 0 && pass >= 0) {
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int))];
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct iovec iov = {out, (size_t)n};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+        (void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else if (n > 0) /* small; a peer that does not read it loses it */
         (void)send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
@@ -1358,6 +1382,7 @@ static void conn_close(struct conn *c) {
  * checked), act, reply. */
 static void handle(struct conn *c) {
     struct fyh_msg req, rep;
+    int tap = -1; /* NET_TAPPED's descriptor, ours to close once sent */
     int e = fyh_decode(c->buf, c->got, &req);
     uint16_t version = (uint16_t)(c->buf[4] | c->buf[5] << 8);
     if (e < 0) {
@@ -1387,7 +1412,10 @@ static void handle(struct conn *c) {
         do_remove(c, &req, &rep);
         break;
     case FYH_T_NET_CREATE:
-        do_net_create(c, &req, &rep);
+        do_net_create(c, &req, &rep, NULL);
+        break;
+    case FYH_T_NET_TAP:
+        do_net_create(c, &req, &rep, &tap);
         break;
     case FYH_T_NET_REMOVE:
         do_net_remove(c, &req, &rep);
@@ -1409,7 +1437,11 @@ static void handle(struct conn *c) {
     rep.version = req.version;
     if (rep.type == FYH_T_ERROR && req.version < 2 && rep.u.error.code > FYH_E_FLAGS)
         rep.u.error.code = FYH_E_SYSTEM;
-    send_reply(c->fd, &rep);
+    send_reply_fd(c->fd, &rep, rep.type == FYH_T_NET_TAPPED ? tap : -1);
+    /* (the tap lives on in the peer's copy; a peer gone loses it, and its
+     * router goes with the gc) */
+    if (tap >= 0)
+        close(tap);
 }
 
 /* Reads what is there; true when the connection is finished (answered or refused). */

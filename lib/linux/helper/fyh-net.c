@@ -22,6 +22,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
 #include <linux/netlink.h>
 #include <linux/nsfs.h>
 #include <poll.h>
@@ -367,9 +369,48 @@ static int write_forwarding(int router) {
     return r;
 }
 
+/* The VM's sandbox-side link (protocol 4): a tap "sb" made in the router
+ * namespace (a tap is made in the namespace of whoever opened
+ * /dev/net/tun), owned by the peer's uid, not persistent: it lives as long
+ * as a descriptor of it, which we hand to the peer and close. Frames the
+ * peer's VMM writes enter the router where a sandbox veth's would. */
+static int make_tap(int router, uid_t owner) {
+    if (setns(router, CLONE_NEWNET) < 0)
+        return -errno;
+    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NOCTTY), e = 0;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "sb");
+    if (fd < 0 || ioctl(fd, TUNSETIFF, &ifr) < 0 || ioctl(fd, TUNSETOWNER, (unsigned long)owner) < 0)
+        e = errno;
+    back_home();
+    if (e) {
+        if (fd >= 0)
+            close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, const struct fyh_net_rule *rules,
+                  uint32_t nrules, int *os_errno, char *why, size_t whylen);
+
 int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule *rules, uint32_t nrules,
                    int *os_errno, char *why, size_t whylen) {
+    return create(a, ns, 0, NULL, rules, nrules, os_errno, why, whylen);
+}
+
+int fyh_net_create_tap(struct fyh_net_attempt *a, uid_t owner, int *tap, const struct fyh_net_rule *rules,
+                       uint32_t nrules, int *os_errno, char *why, size_t whylen) {
+    return create(a, -1, owner, tap, rules, nrules, os_errno, why, whylen);
+}
+
+static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, const struct fyh_net_rule *rules,
+                  uint32_t nrules, int *os_errno, char *why, size_t whylen) {
     memset(a, 0, sizeof(*a));
+    if (tap)
+        *tap = -1;
     a->router = a->slot_lock = -1;
     *os_errno = 0;
     if (!N.ready) {
@@ -387,7 +428,7 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         snprintf(why, whylen, "ruleset too long");
         return -FYH_E_MALFORMED;
     }
-    int rs = -1, us = -1, ss = -1, e = 0;
+    int rs = -1, us = -1, ss = -1, e = 0, tfd = -1;
     const char *what = NULL;
     if (fyh_net_raise)
         fyh_net_raise(true);
@@ -402,7 +443,7 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         fyh_net_remove(a);
         return -FYH_E_SYSTEM;
     }
-    if ((rs = nl_open(a->router)) < 0 || (us = nl_open(N.uplink)) < 0 || (ss = nl_open(ns)) < 0) {
+    if ((rs = nl_open(a->router)) < 0 || (us = nl_open(N.uplink)) < 0 || (ns >= 0 && (ss = nl_open(ns)) < 0)) {
         e = rs < 0 ? rs : us < 0 ? us : ss, what = "netlink socket";
         goto fail;
     }
@@ -466,10 +507,33 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         what = "router routes";
     else if ((e = write_forwarding(a->router)) < 0)
         what = "forwarding in the router namespace";
-    else if ((e = lnl_link_veth(rs, "sb", "eth0", ns)) < 0)
+    else if (ns < 0 && (tfd = make_tap(a->router, owner)) < 0)
+        e = tfd, what = "the VM's tap device (/dev/net/tun) in the router namespace";
+    else if (ns >= 0 && (e = lnl_link_veth(rs, "sb", "eth0", ns)) < 0)
         what = "veth to the sandbox";
     if (what)
         goto fail;
+    if (ns < 0) {
+        /* A tap: the router's side only; the guest takes the sandbox's
+         * addresses itself, behind the peer's VMM. */
+        int i_tap = lnl_ifindex(rs, "sb");
+        uint32_t a_r = htonl(SB_ROUTER4);
+        if (i_tap < 0)
+            e = i_tap, what = "interface index";
+        else if ((e = lnl_addr_add(rs, i_tap, AF_INET, &a_r, 30)) < 0 ||
+                 (e = lnl_addr_add(rs, i_tap, AF_INET6, sb_router6, 64)) < 0)
+            what = "router addresses";
+        else if ((e = lnl_link_up(rs, "sb")) < 0)
+            what = "sandbox links up";
+        if (what)
+            goto fail;
+        close(rs);
+        close(us);
+        if (fyh_net_raise)
+            fyh_net_raise(false);
+        *tap = tfd;
+        return 0;
+    }
     int i_sb = lnl_ifindex(rs, "sb"), i_eth = lnl_ifindex(ss, "eth0");
     if (i_sb < 0 || i_eth < 0) {
         e = i_sb < 0 ? i_sb : i_eth, what = "interface index";
@@ -497,6 +561,8 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
 fail:
     snprintf(why, whylen, "%s: %s", what, strerror(-e));
     *os_errno = -e;
+    if (tfd >= 0)
+        close(tfd);
     if (rs >= 0)
         close(rs);
     if (us >= 0)

@@ -37,6 +37,11 @@ int fyh_net_check_ns(int ns, uid_t uid, char *why, size_t whylen);
  * *os_errno and why (nothing left then). */
 int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule *rules, uint32_t nrules,
                    int *os_errno, char *why, size_t whylen);
+/* The same router with a tap device as its sandbox-side link "sb"
+ * (protocol 4, the VM backend's): *tap its descriptor (O_CLOEXEC, the
+ * tap owned by owner), the caller's to hand over and close. */
+int fyh_net_create_tap(struct fyh_net_attempt *a, uid_t owner, int *tap, const struct fyh_net_rule *rules,
+                       uint32_t nrules, int *os_errno, char *why, size_t whylen);
 /* Removes what fyh_net_create made: the objects that could not be removed
  * (0: the uplink veth is gone, witnessed by a lookup). */
 uint32_t fyh_net_remove(struct fyh_net_attempt *a);

@@ -135,6 +135,8 @@ static int known_type(uint16_t t, uint16_t version) {
         return version >= 2;
     case FYH_T_MOVE: case FYH_T_MOVED:
         return version >= 3;
+    case FYH_T_NET_TAP: case FYH_T_NET_TAPPED:
+        return version >= 4;
     default:
         return 0;
     }
@@ -264,6 +266,7 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
             return -FYH_E_MALFORMED;
         break;
     case FYH_T_NET_CREATE:
+    case FYH_T_NET_TAP:
         get_str(&r, m->u.net_create.name, FYH_NAME_MAX);
         m->u.net_create.nrules = (uint32_t)get(&r, 2);
         if (!r.bad && m->u.net_create.nrules > FYH_NET_RULES_MAX)
@@ -289,6 +292,7 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
             return -FYH_E_NAME;
         break;
     case FYH_T_NET_CREATED:
+    case FYH_T_NET_TAPPED:
         get_str(&r, m->u.net_created.uplink, FYH_UPLINK_MAX);
         get_str(&r, m->u.net_created.link, sizeof(m->u.net_created.link) - 1);
         if (!r.bad && (!m->u.net_created.uplink[0] || !fyh_valid_link(m->u.net_created.link)))
@@ -383,6 +387,7 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
         put(&w, m->u.moved.pid, 4);
         break;
     case FYH_T_NET_CREATE:
+    case FYH_T_NET_TAP:
         if (m->u.net_create.nrules > FYH_NET_RULES_MAX)
             return -FYH_E_TOO_BIG;
         put_str(&w, m->u.net_create.name, FYH_NAME_MAX);
@@ -402,6 +407,7 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
         put_str(&w, m->u.net_remove.name, FYH_NAME_MAX);
         break;
     case FYH_T_NET_CREATED:
+    case FYH_T_NET_TAPPED:
         put_str(&w, m->u.net_created.uplink, FYH_UPLINK_MAX);
         put_str(&w, m->u.net_created.link, sizeof(m->u.net_created.link) - 1);
         break;
