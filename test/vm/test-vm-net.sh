@@ -381,7 +381,8 @@ if [ -n "$HELPER" ] && command -v setpriv >/dev/null &&
    setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null; then
     mkdir -m 0755 "$TMP/hsock"
     HSOCK=$TMP/hsock/helper.sock
-    "$HELPER" --socket "$HSOCK" --allow 65534:4:512M:8192 --subtree "fyt-vmnet-$$" --net-uplink "/run/netns/$NS" \
+    # (the budget covers the VMM sandbox's memory limit: the guest's RAM and QEMU's own)
+    "$HELPER" --socket "$HSOCK" --allow 65534:2:8G:8192 --subtree "fyt-vmnet-$$" --net-uplink "/run/netns/$NS" \
         --verbose 2>"$TMP/helper.log" &
     HPID=$!
     for _ in $(seq 300); do [ -S "$HSOCK" ] && break; kill -0 $HPID 2>/dev/null || break; sleep 0.02; done
