@@ -179,3 +179,56 @@ unsigned lxnh_teardown(struct lxn_run *run) {
         return 1;
     return rep.u.net_removed.left;
 }
+
+/* ---- job networks through the helper (protocol 4) ----
+ * linux-jobnet.c's ljn_* for an unprivileged caller: the helper owns the
+ * job's namespace, bridge and rules (JOB_CREATE), links each member's
+ * namespace (JOB_ADD, the namespace as a descriptor, accepted only if a
+ * user namespace of our uid owns it: the sandbox's), unlinks it (JOB_DEL)
+ * and removes the job (JOB_DESTROY), witnessing each removal. */
+
+static int job_call(const char *helper, struct fyh_msg *req, int pass_fd, struct fyh_msg *rep, fy_error **reterr) {
+    int r = lx_helper_call_fd(helper, req, pass_fd, rep, HELPER_NET_TIMEOUT_MS);
+    if (r < 0)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_JOBNET, -r, NULL, "job network: the privileged helper at %s: %s",
+                       helper, strerror(-r));
+    if (rep->type == FYH_T_ERROR)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_JOBNET, (int)rep->u.error.os_errno, NULL,
+                       "job network: the privileged helper at %s refused (%s): %s", helper,
+                       fyh_err_name(rep->u.error.code), rep->u.error.text);
+    return 0;
+}
+
+int lxnh_job_create(const char *helper, uint32_t nmembers, char name[72], fy_error **reterr) {
+    struct fyh_msg req = {.type = FYH_T_JOB_CREATE}, rep;
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+        rnd = (uint64_t)util_now_usec() * 0x9e3779b97f4a7c15ull;
+    snprintf(req.u.job.name, sizeof(req.u.job.name), "forgeyard-%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+    req.u.job.n = nmembers;
+    int r = job_call(helper, &req, -1, &rep, reterr);
+    if (r == 0)
+        snprintf(name, 72, "%s", req.u.job.name);
+    return r;
+}
+
+int lxnh_job_add(const char *helper, const char *name, uint32_t index, int member_ns, fy_error **reterr) {
+    struct fyh_msg req = {.type = FYH_T_JOB_ADD}, rep;
+    snprintf(req.u.job.name, sizeof(req.u.job.name), "%s", name);
+    req.u.job.n = index;
+    return job_call(helper, &req, member_ns, &rep, reterr);
+}
+
+uint32_t lxnh_job_del(const char *helper, const char *name, uint32_t index) {
+    struct fyh_msg req = {.type = FYH_T_JOB_DEL}, rep;
+    snprintf(req.u.job.name, sizeof(req.u.job.name), "%s", name);
+    req.u.job.n = index;
+    /* Unreachable or refused: counted as left (its gc removes the job once we exit). */
+    return job_call(helper, &req, -1, &rep, NULL) < 0 ? 1 : rep.u.job_done.left;
+}
+
+uint32_t lxnh_job_destroy(const char *helper, const char *name) {
+    struct fyh_msg req = {.type = FYH_T_JOB_DESTROY}, rep;
+    snprintf(req.u.job.name, sizeof(req.u.job.name), "%s", name);
+    return job_call(helper, &req, -1, &rep, NULL) < 0 ? 1 : rep.u.job_done.left;
+}

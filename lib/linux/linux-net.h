@@ -138,6 +138,13 @@ int lxnh_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
  * the sandbox-side link, the tap's fd handed to us in *tap. */
 int lxnh_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 unsigned lxnh_teardown(struct lxn_run *run);
+/* Job networks through the helper (linux-jobnet.c without root): the job's
+ * name at the helper in name; 0 or an error; the removals return the
+ * objects left (1 when the helper could not be asked). */
+int lxnh_job_create(const char *helper, uint32_t nmembers, char name[72], fy_error **reterr);
+int lxnh_job_add(const char *helper, const char *name, uint32_t index, int member_ns, fy_error **reterr);
+uint32_t lxnh_job_del(const char *helper, const char *name, uint32_t index);
+uint32_t lxnh_job_destroy(const char *helper, const char *name);
 
 /* The sandbox's network namespace as its init sends it ('N' and the fd) on
  * the go-ahead socket: the fd, or -errno (-ETIMEDOUT, -EPIPE: it died). */

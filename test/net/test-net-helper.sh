@@ -420,6 +420,138 @@ for _ in $(seq 60); do ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' ||
 sleep 0.3
 nothing_left "a NET_TAP peer that exited (the helper's gc)"
 
+# 5e. Job networks through the helper (protocol 4, issue 13), as the
+#     runner: `forgeyard job run` with two members; the runner reaches db
+#     by name over TCP and UDP, not the fake internet; the evidence names
+#     the helper; nothing left, the helper's descriptors as before.
+SERVE=$(dirname "$0")/serve.py
+cp "$SERVE" "$TMP/probe/serve.py" && chmod 755 "$TMP/probe/serve.py"
+mkdir -m 0777 "$TMP/jobout"
+cat >"$TMP/job.json" <<JOB
+{"members": [
+  {"name": "db", "service": true, "argv": ["python3", "/opt/fyprobe/serve.py", "/work/output/ready", "60"],
+   "policy": {"profile": "standard-ci", "network": {"mode": "deny"}, "resources": {"memory": 134217728},
+              "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
+                             "output": "$TMP/jobout"}}},
+  {"name": "runner", "argv": ["/bin/sh", "-c",
+     "for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp db 8080 2>/dev/null && break; sleep 0.1; done; A=\$(/opt/fyprobe/fy-netprobe resolve db) && /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080"],
+   "policy": {"profile": "standard-ci", "network": {"mode": "deny"}, "resources": {"memory": 134217728},
+              "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
+]}
+JOB
+chmod 644 "$TMP/job.json"
+as_runner timeout 120 "$FY" job run "$TMP/job.json" >"$TMP/job.out" 2>"$TMP/job.err"
+rc=$?
+if [ $rc = 0 ] && grep -q '^runner: succeeded' "$TMP/job.out" && grep -q '^db: cancelled' "$TMP/job.out"; then
+    ok "job network through the helper: the runner reached db by name (TCP, UDP), not the fake internet"
+else
+    bad "forgeyard job run as the runner exited $rc"; cat "$TMP/job.out" "$TMP/job.err"
+fi
+grep -q "request 8 -> ok" "$TMP/helper.log" && grep -q "request 11 -> ok" "$TMP/helper.log" &&
+    ok "the job network was the helper's (JOB_CREATE, JOB_DESTROY served)" || bad "no JOB_CREATE/JOB_DESTROY served"
+nothing_left "job network through the helper"
+
+# 5f. JOB_* raw, as the runner (from a user namespace of its own, whose
+#     network namespaces it owns): its namespace accepted and linked (job0
+#     has member 0's address), the same index twice `exists`; the host's
+#     namespace, root's, a file, no descriptor, two, a nested user
+#     namespace's: bad-descriptor (15); an index beyond the members
+#     malformed (1); an unknown job not-found (10); a fifth job over the
+#     budget of 4 (7); removals witnessed (0 left); a peer that exits with
+#     a job has it removed by the gc.
+cat >"$TMP/job.py" <<'PY'
+import ctypes, os, socket, struct, subprocess, sys
+sock = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+def msg(typ, payload, version=4):
+    return struct.pack("<IHHII", 0x31485946, version, typ, len(payload), 0) + payload
+def name(i):
+    return ("forgeyard-%d-%016x" % (os.getpid(), i)).encode()
+def job(typ, n, k=None):
+    p = struct.pack("<H", len(n)) + n
+    return msg(typ, p + (struct.pack("<H", k) if k is not None else b""))
+def ask(data, fds=()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock)
+    socket.send_fds(s, [data], list(fds)) if fds else s.sendall(data)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        got += b
+    s.close()
+    typ = struct.unpack("<H", got[6:8])[0]
+    if typ == 0x80ff:
+        return ("error", struct.unpack("<I", got[16:20])[0])
+    return (hex(typ), struct.unpack("<I", got[16:20])[0])
+bad = 0
+def want(what, got, exp):
+    global bad
+    print(f"{what}: {got} (want {exp})")
+    bad |= got != exp
+mode = sys.argv[2]
+if mode == "leave":
+    want("a job to leave behind", ask(job(8, name(7), 2)), ("0x8008", 0))
+    sys.exit(1 if bad else 0)
+if mode == "nested":
+    want("job", ask(job(8, name(8), 2)), ("0x8008", 0))
+    libc.unshare(0x40000000)
+    fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+    want("a nested user namespace's namespace", ask(job(9, name(8), 0), [fd]), ("error", 15))
+    want("destroy", ask(job(11, name(8))), ("0x800b", 0))
+    sys.exit(1 if bad else 0)
+# mode "own": in a user namespace of our own (unshare -Ur)
+host_ns = os.open(sys.argv[3], os.O_RDONLY)  # opened by the test before: the host's
+other = os.open(sys.argv[4], os.O_RDONLY)    # root's fake internet
+null = os.open("/dev/null", os.O_RDONLY)
+if libc.unshare(0x40000000) != 0:
+    sys.exit("unshare: %d" % ctypes.get_errno())
+mine = os.open("/proc/self/ns/net", os.O_RDONLY)
+want("JOB_CREATE", ask(job(8, name(0), 2)), ("0x8008", 0))
+want("the same job again", ask(job(8, name(0), 2)), ("error", 9))
+want("JOB_ADD without a descriptor", ask(job(9, name(0), 0)), ("error", 15))
+want("JOB_ADD with a file", ask(job(9, name(0), 0), [null]), ("error", 15))
+want("JOB_ADD with the host's namespace", ask(job(9, name(0), 0), [host_ns]), ("error", 15))
+want("JOB_ADD with root's namespace", ask(job(9, name(0), 0), [other]), ("error", 15))
+want("JOB_ADD with two descriptors", ask(job(9, name(0), 0), [mine, mine]), ("error", 15))
+want("JOB_CREATE with a descriptor", ask(job(8, name(5), 2), [mine]), ("error", 15))
+want("JOB_ADD in a version-3 header", ask(job(9, name(0), 0)[:4] + b"\x03\x00" + job(9, name(0), 0)[6:], [mine]), ("error", 5))
+want("JOB_ADD beyond the members", ask(job(9, name(0), 2), [mine]), ("error", 1))
+want("JOB_ADD to an unknown job", ask(job(9, name(6), 0), [mine]), ("error", 10))
+want("JOB_ADD our own namespace", ask(job(9, name(0), 0), [mine]), ("0x8009", 0))
+addrs = subprocess.run(["ip", "-o", "-4", "addr", "show", "dev", "job0"], capture_output=True, text=True).stdout
+want("job0 has member 0's address", "100.80.0.1/24" in addrs, True)
+want("the same index again", ask(job(9, name(0), 0), [mine]), ("error", 9))
+for i in (1, 2, 3):
+    want(f"job {i}", ask(job(8, name(i), 1)), ("0x8008", 0))
+want("a fifth job", ask(job(8, name(4), 1)), ("error", 7))
+want("JOB_DEL", ask(job(10, name(0), 0)), ("0x800a", 0))
+gone = subprocess.run(["ip", "-o", "link", "show", "dev", "job0"], capture_output=True, text=True).returncode
+want("job0 gone from our namespace", gone != 0, True)
+want("JOB_ADD again after JOB_DEL", ask(job(9, name(0), 0), [mine]), ("0x8009", 0))
+for i in range(4):
+    want(f"destroy {i}", ask(job(11, name(i))), ("0x800b", 0))
+want("destroy again", ask(job(11, name(0))), ("error", 10))
+gone = subprocess.run(["ip", "-o", "link", "show", "dev", "job0"], capture_output=True, text=True).returncode
+want("job0 gone with the job", gone != 0, True)
+sys.exit(1 if bad else 0)
+PY
+exec {HOSTNS}</proc/self/ns/net
+as_runner unshare -Ur python3 "$TMP/job.py" "$SOCK" own /proc/self/fd/$HOSTNS "/run/netns/$NS" >"$TMP/jobraw.out" 2>&1 &&
+    ok "JOB_*: own namespace linked and unlinked, hostile descriptors refused typed, budget, removal witnessed" ||
+    { bad "JOB_* through the raw protocol"; cat "$TMP/jobraw.out"; }
+exec {HOSTNS}<&-
+nothing_left "JOB_* raw"
+as_runner unshare -Ur unshare -Ur python3 "$TMP/job.py" "$SOCK" nested >"$TMP/jobnested.out" 2>&1 &&
+    ok "JOB_ADD: a nested user namespace's network namespace is refused" ||
+    { bad "JOB_ADD nested"; cat "$TMP/jobnested.out"; }
+as_runner python3 "$TMP/job.py" "$SOCK" leave >"$TMP/jobleave.out" 2>&1 || { bad "a job to leave"; cat "$TMP/jobleave.out"; }
+for _ in $(seq 30); do [ "$(ls /proc/$HPID/fd | wc -l)" = "$fds_before" ] && break; sleep 0.1; done
+grep -q "gc: uid 65534 forgeyard-[0-9]*-0000000000000007 job network (creator exited): 0 left" "$TMP/helper.log" &&
+    ok "a job whose creator exited is removed by the gc (0 left)" || { bad "no gc of the left job"; tail "$TMP/helper.log"; }
+nothing_left "a JOB_* peer that exited (the helper's gc)"
+
 # 6. The helper stops: nothing of it left.
 kill $HPID; wait $HPID; st=$?; HPID=
 [ $st = 0 ] || bad "the helper ended with $st"

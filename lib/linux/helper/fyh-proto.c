@@ -136,6 +136,8 @@ static int known_type(uint16_t t, uint16_t version) {
     case FYH_T_MOVE: case FYH_T_MOVED:
         return version >= 3;
     case FYH_T_NET_TAP: case FYH_T_NET_TAPPED:
+    case FYH_T_JOB_CREATE: case FYH_T_JOB_ADD: case FYH_T_JOB_DEL: case FYH_T_JOB_DESTROY:
+    case FYH_T_JOB_CREATED: case FYH_T_JOB_ADDED: case FYH_T_JOB_DELETED: case FYH_T_JOB_DESTROYED:
         return version >= 4;
     default:
         return 0;
@@ -301,6 +303,28 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
     case FYH_T_NET_REMOVED:
         m->u.net_removed.left = (uint32_t)get(&r, 4);
         break;
+    case FYH_T_JOB_CREATE:
+    case FYH_T_JOB_ADD:
+    case FYH_T_JOB_DEL:
+        get_str(&r, m->u.job.name, FYH_NAME_MAX);
+        m->u.job.n = (uint32_t)get(&r, 2);
+        if (!r.bad && (m->type == FYH_T_JOB_CREATE ? m->u.job.n == 0 || m->u.job.n > FYH_JOB_MEMBERS_MAX
+                                                   : m->u.job.n >= FYH_JOB_MEMBERS_MAX))
+            return -FYH_E_MALFORMED;
+        if (!r.bad && !fyh_valid_name(m->u.job.name))
+            return -FYH_E_NAME;
+        break;
+    case FYH_T_JOB_DESTROY:
+        get_str(&r, m->u.job.name, FYH_NAME_MAX);
+        if (!r.bad && !fyh_valid_name(m->u.job.name))
+            return -FYH_E_NAME;
+        break;
+    case FYH_T_JOB_CREATED:
+    case FYH_T_JOB_ADDED:
+    case FYH_T_JOB_DELETED:
+    case FYH_T_JOB_DESTROYED:
+        m->u.job_done.left = (uint32_t)get(&r, 4);
+        break;
     case FYH_T_CREATED:
         m->u.created.controllers = (uint32_t)get(&r, 4);
         for (int i = 0; i < nctl(h.version); i++)
@@ -413,6 +437,21 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
         break;
     case FYH_T_NET_REMOVED:
         put(&w, m->u.net_removed.left, 4);
+        break;
+    case FYH_T_JOB_CREATE:
+    case FYH_T_JOB_ADD:
+    case FYH_T_JOB_DEL:
+        put_str(&w, m->u.job.name, FYH_NAME_MAX);
+        put(&w, m->u.job.n, 2);
+        break;
+    case FYH_T_JOB_DESTROY:
+        put_str(&w, m->u.job.name, FYH_NAME_MAX);
+        break;
+    case FYH_T_JOB_CREATED:
+    case FYH_T_JOB_ADDED:
+    case FYH_T_JOB_DELETED:
+    case FYH_T_JOB_DESTROYED:
+        put(&w, m->u.job_done.left, 4);
         break;
     case FYH_T_CREATED:
         put(&w, m->u.created.controllers, 4);
