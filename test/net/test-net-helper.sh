@@ -421,9 +421,11 @@ sleep 0.3
 nothing_left "a NET_TAP peer that exited (the helper's gc)"
 
 # 5e. Job networks through the helper (protocol 4, issue 13), as the
-#     runner: `forgeyard job run` with two members; the runner reaches db
-#     by name over TCP and UDP, not the fake internet; the evidence names
-#     the helper; nothing left, the helper's descriptors as before.
+#     runner: `forgeyard job run` with two members, db under deny, the
+#     runner restricted (its own router from the helper too: eth0 and
+#     job0); the runner reaches db by name over TCP and UDP and its one
+#     allowed destination, not another port or address of the fake
+#     internet; nothing left, the helper's descriptors as before.
 SERVE=$(dirname "$0")/serve.py
 cp "$SERVE" "$TMP/probe/serve.py" && chmod 755 "$TMP/probe/serve.py"
 mkdir -m 0777 "$TMP/jobout"
@@ -434,8 +436,9 @@ cat >"$TMP/job.json" <<JOB
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
                              "output": "$TMP/jobout"}}},
   {"name": "runner", "argv": ["/bin/sh", "-c",
-     "for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp db 8080 2>/dev/null && break; sleep 0.1; done; A=\$(/opt/fyprobe/fy-netprobe resolve db) && /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080"],
-   "policy": {"profile": "standard-ci", "network": {"mode": "deny"}, "resources": {"memory": 134217728},
+     "for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp db 8080 2>/dev/null && break; sleep 0.1; done; A=\$(/opt/fyprobe/fy-netprobe resolve db) && /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080"],
+   "policy": {"profile": "standard-ci", "resources": {"memory": 134217728},
+              "network": {"mode": "restricted", "destinations": [{"host": "198.51.100.1", "proto": "tcp", "ports": [8080, 8080]}]},
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
 ]}
 JOB
@@ -443,7 +446,7 @@ chmod 644 "$TMP/job.json"
 as_runner timeout 120 "$FY" job run "$TMP/job.json" >"$TMP/job.out" 2>"$TMP/job.err"
 rc=$?
 if [ $rc = 0 ] && grep -q '^runner: succeeded' "$TMP/job.out" && grep -q '^db: cancelled' "$TMP/job.out"; then
-    ok "job network through the helper: the runner reached db by name (TCP, UDP), not the fake internet"
+    ok "job network through the helper: the restricted runner reached db by name (TCP, UDP) and its allowed destination only"
 else
     bad "forgeyard job run as the runner exited $rc"; cat "$TMP/job.out" "$TMP/job.err"
 fi
