@@ -8,7 +8,9 @@
  * devices.allow line, a version-2 message in a version-1 header, a MOVE or
  * MOVED below version 3 or naming another name, a MOVED pid of 0, a WELCOME
  * whose cgroup version disagrees with its controllers or whose cgroup v2
- * parents differ), when the header decoder and
+ * parents differ, a NET_TAP or NET_TAPPED below version 4 or with a bad
+ * name, tuple or link, a JOB_* below version 4, with a bad name, a member
+ * count outside 1..254 or an index beyond 253), when the header decoder and
  * the whole-message decoder disagree, or when an accepted message does not
  * encode back to the very same bytes. */
 #include <stdint.h>
@@ -58,7 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         break;
     case FYH_T_NET_CREATE: /* version 2: the helper builds nft text from these */
-        if (m.version < 2 || !fyh_valid_name(m.u.net_create.name) || m.u.net_create.nrules > FYH_NET_RULES_MAX)
+    case FYH_T_NET_TAP:    /* version 4: the same, the sandbox-side link a tap */
+        if (m.version < (m.type == FYH_T_NET_TAP ? 4 : 2) || !fyh_valid_name(m.u.net_create.name) || m.u.net_create.nrules > FYH_NET_RULES_MAX)
             abort();
         for (uint32_t i = 0; i < m.u.net_create.nrules; i++)
             if (!fyh_valid_rule(&m.u.net_create.rule[i]))
@@ -66,6 +69,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         break;
     case FYH_T_NET_REMOVE:
         if (m.version < 2 || !fyh_valid_name(m.u.net_remove.name))
+            abort();
+        break;
+    case FYH_T_JOB_CREATE: /* version 4: a job network's member count */
+        if (m.version < 4 || !fyh_valid_name(m.u.job.name) || m.u.job.n == 0 || m.u.job.n > FYH_JOB_MEMBERS_MAX)
+            abort();
+        break;
+    case FYH_T_JOB_ADD: /* ... a member's index (its port and address) */
+    case FYH_T_JOB_DEL:
+        if (m.version < 4 || !fyh_valid_name(m.u.job.name) || m.u.job.n >= FYH_JOB_MEMBERS_MAX)
+            abort();
+        break;
+    case FYH_T_JOB_DESTROY:
+        if (m.version < 4 || !fyh_valid_name(m.u.job.name) || m.u.job.n)
+            abort();
+        break;
+    case FYH_T_JOB_CREATED: case FYH_T_JOB_ADDED: case FYH_T_JOB_DELETED: case FYH_T_JOB_DESTROYED:
+        if (m.version < 4)
             abort();
         break;
     case FYH_T_MOVE: /* version 3: the helper moves a pidfd's process into this name's cgroup */
@@ -92,7 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         break;
     case FYH_T_NET_CREATED:
-        if (!fyh_valid_link(m.u.net_created.link) || !printable(m.u.net_created.uplink))
+    case FYH_T_NET_TAPPED:
+        if ((m.type == FYH_T_NET_TAPPED && m.version < 4) || !fyh_valid_link(m.u.net_created.link) || !printable(m.u.net_created.uplink))
             abort();
         break;
     case FYH_T_CREATED:

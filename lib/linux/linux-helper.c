@@ -87,8 +87,40 @@ int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fy
     return lx_helper_call_fd(socket_path, req, -1, rep, timeout_ms);
 }
 
+/* The descriptors of one recvmsg: the first of the reply's first bytes
+ * kept in *got (when wanted and none yet), every other closed; -1 when
+ * one came that was not wanted (so the reply is refused). */
+static int take_fds(struct msghdr *mh, bool first, int *got) {
+    int r = 0;
+    if (mh->msg_flags & MSG_CTRUNC)
+        r = -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int x;
+            memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (got && *got < 0 && first && i == 0) {
+                *got = x;
+                continue;
+            }
+            close(x);
+            r = -1;
+        }
+    }
+    return r;
+}
+
 int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pass_fd, struct fyh_msg *rep,
                       int timeout_ms) {
+    return lx_helper_call_fds(socket_path, req, pass_fd, rep, NULL, timeout_ms);
+}
+
+int lx_helper_call_fds(const char *socket_path, const struct fyh_msg *req, int pass_fd, struct fyh_msg *rep,
+                       int *got_fd, int timeout_ms) {
+    if (got_fd)
+        *got_fd = -1;
     uint8_t buf[FYH_MAX_MESSAGE];
     int len = fyh_encode(req, buf, sizeof(buf));
     if (len < 0)
@@ -146,8 +178,17 @@ int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pa
             r = n < 0 ? -errno : -EIO;
     }
     size_t got = 0, want = FYH_HEADER;
+    bool stray = false;
     while (r == 0 && got < want) {
-        ssize_t n = recv(fd, buf + got, want - got, 0);
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int) * 4)];
+        } u;
+        struct iovec iov = {buf + got, want - got};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        if (n >= 0 && take_fds(&mh, got == 0, got_fd) < 0)
+            stray = true;
         if (n > 0) {
             got += (size_t)n;
             if (got == FYH_HEADER) {
@@ -166,9 +207,16 @@ int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pa
     close(fd);
     if (r == 0 && fyh_decode(buf, got, rep) < 0)
         r = -EPROTO;
-    /* A reply to a request is its answer or a typed refusal, nothing else. */
+    /* A reply to a request is its answer or a typed refusal, nothing else;
+     * a descriptor comes only with NET_TAPPED, exactly one. */
     if (r == 0 && rep->type != FYH_T_ERROR && rep->type != (uint16_t)(req->type | 0x8000u))
         r = -EPROTO;
+    if (r == 0 && (stray || (got_fd && (*got_fd >= 0) != (rep->type == FYH_T_NET_TAPPED))))
+        r = -EPROTO;
+    if (r < 0 && got_fd && *got_fd >= 0) {
+        close(*got_fd);
+        *got_fd = -1;
+    }
     return r;
 }
 
@@ -251,6 +299,11 @@ void lx_helper_probe(fy_caps *c) {
     if (rep.u.welcome.offers & FYH_OFFER_NET) {
         (void)caps_set_fact(c, LX_FACT_HELPER_NET, rep.u.welcome.uplink);
         (void)caps_set_fact(c, LX_FACT_HELPER_NET_SOCKET, path);
+        /* The version to ask its network requests in; from 4 it also makes
+         * a VM's router (NET_TAP: the sandbox-side link a tap it hands us). */
+        char v[16];
+        snprintf(v, sizeof(v), "%u", (unsigned)rep.version);
+        (void)caps_set_fact(c, LX_FACT_HELPER_NET_VERSION, v);
     }
     if (any_local || !rep.u.welcome.controllers)
         return;

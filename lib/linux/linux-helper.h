@@ -18,6 +18,7 @@
 #define LX_FACT_HELPER_CG2        "linux.helper_cg2" /* cgroup v2: its directory for our uid (the parent of ours) */
 #define LX_FACT_HELPER_NET        "linux.helper_net"        /* its uplink, when it offers restricted networking */
 #define LX_FACT_HELPER_NET_SOCKET "linux.helper_net_socket" /* its socket then */
+#define LX_FACT_HELPER_NET_VERSION "linux.helper_net_version" /* ... and the protocol it answered in (>= 4: NET_TAP) */
 
 /* FORGEYARD_HELPER_SOCKET when set (an absolute path, or fd:N: the control
  * socket of a helper the host spawned with --connection-fd), else
@@ -36,6 +37,11 @@ int lx_helper_call(const char *socket_path, const struct fyh_msg *req, struct fy
  * bytes), pass_fd -1 for none. */
 int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pass_fd, struct fyh_msg *rep,
                       int timeout_ms);
+/* The same, and a descriptor that comes with the reply's first bytes in
+ * *got_fd (-1: none): accepted only with NET_TAPPED, exactly one; any
+ * other is closed and the reply refused (-EPROTO). */
+int lx_helper_call_fds(const char *socket_path, const struct fyh_msg *req, int pass_fd, struct fyh_msg *rep,
+                       int *got_fd, int timeout_ms);
 /* The probe's part, for an unprivileged caller: asks the helper (if its
  * socket exists) for our budget and, when it serves us, offers the cgroup
  * v1 or v2 controllers the host denies us through it (caps and facts). */

@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <jansson.h>
 
+#include "linux-helper.h"
 #include "linux-jobnet.h"
 #include "linux-net.h"
 #include "linux-netlink.h"
@@ -39,6 +40,10 @@ struct ljn {
     char *nft;             /* the nft program */
     uint32_t nmembers;
     pthread_mutex_t mu;    /* nl, the ports */
+    /* Without root: the privileged helper owns the job (linux-net-helper.c,
+     * lxnh_job_*): its socket and the job's name there; ns and nl stay -1. */
+    char *helper;
+    char helper_job[72];
 };
 
 static void port_name(char out[IFNAMSIZ], uint32_t index) { snprintf(out, IFNAMSIZ, "m%u", (unsigned)index); }
@@ -216,6 +221,7 @@ static uint32_t delete_link(int nl, int ns, const char *name, int hand_ns) {
 }
 
 static void release(struct ljn *j) {
+    free(j->helper);
     if (j->nl >= 0)
         close(j->nl);
     if (j->ns >= 0)
@@ -225,8 +231,30 @@ static void release(struct ljn *j) {
     free(j);
 }
 
+/* Without root: the job is the privileged helper's (fy_prepare let the
+ * plan through only when the probe found one offering it). */
+static int make_at_helper(uint32_t nmembers, void **ret, fy_error **reterr) {
+    struct ljn *j = calloc(1, sizeof(*j));
+    if (!j || !(j->helper = strdup(lx_helper_socket()))) {
+        free(j);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_JOBNET, 0, NULL, "out of memory");
+    }
+    j->ns = j->nl = -1;
+    j->nmembers = nmembers;
+    pthread_mutex_init(&j->mu, NULL);
+    int r = lxnh_job_create(j->helper, nmembers, j->helper_job, reterr);
+    if (r < 0) {
+        release(j);
+        return r;
+    }
+    *ret = j;
+    return 0;
+}
+
 int ljn_make(uint32_t nmembers, void **ret, fy_error **reterr) {
     *ret = NULL;
+    if (geteuid() != 0)
+        return make_at_helper(nmembers, ret, reterr);
     char *nft = pu_find_program("nft");
     if (!nft)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.job",
@@ -269,6 +297,8 @@ int ljn_attach(void *job, uint32_t index, int sandbox_ns, fy_error **reterr) {
     struct ljn *j = job;
     if (!j || index >= j->nmembers)
         return err_set(reterr, FY_E_INTERNAL, FY_STEP_JOBNET, 0, NULL, "job network: no member %u", (unsigned)index);
+    if (j->helper)
+        return lxnh_job_add(j->helper, j->helper_job, index, sandbox_ns, reterr);
     char port[IFNAMSIZ];
     port_name(port, index);
     int ss = lxn_nl_open(sandbox_ns);
@@ -301,6 +331,8 @@ uint32_t ljn_detach(void *job, uint32_t index) {
     struct ljn *j = job;
     if (!j)
         return 0;
+    if (j->helper)
+        return lxnh_job_del(j->helper, j->helper_job, index);
     char port[IFNAMSIZ];
     port_name(port, index);
     pthread_mutex_lock(&j->mu);
@@ -315,6 +347,11 @@ uint32_t ljn_free(void *job) {
     if (!j)
         return 0;
     uint32_t left = 0;
+    if (j->helper) {
+        left = lxnh_job_destroy(j->helper, j->helper_job);
+        release(j);
+        return left;
+    }
     char msg[512];
     /* The rules: deleted, then the ruleset listed: it must be empty. */
     if (run_nft(j->nft, j->ns, "delete table bridge " NFT_TABLE "\nlist ruleset\n", msg, sizeof(msg)) < 0 ||
@@ -343,7 +380,7 @@ uint32_t ljn_free(void *job) {
 void ljn_forget(void *job) {
     struct ljn *j = job;
     if (j)
-        release(j); /* (closing our copies of the parent's fds removes nothing while the parent holds its own) */
+        release(j); /* (the helper's job is the parent's to remove; closing our copies of the parent's fds removes nothing while the parent holds its own) */
 }
 
 char *ljn_describe(const char *member, uint32_t index) {
@@ -357,6 +394,10 @@ char *ljn_describe(const char *member, uint32_t index) {
         "namespace; nftables (bridge family) there forward only between the job's members, each from its own "
         "address; no route beyond the job's /24, nothing to or from the host or another job",
         "job", "member", member, "address", a, "names", "the job's members in /etc/hosts");
+    if (o && geteuid() != 0) /* (make_at_helper) */
+        json_object_set_new(json_object_get(o, "job"), "helper",
+                            json_sprintf("the job's namespace, bridge, rules and links made and removed by the "
+                                         "privileged helper at %s", lx_helper_socket()));
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return s;

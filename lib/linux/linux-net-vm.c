@@ -5,7 +5,8 @@
  *
  * restricted: the namespace backend's own router (linux-net.c: lxn_compile,
  * lxn_begin, the same nftables ruleset, uplink and link slot; without root
- * the pasta path's, linux-net-user.c), except that the router's
+ * the privileged helper's when it offers one with a tap (protocol 4,
+ * linux-net-helper.c), else the pasta path's, linux-net-user.c), except that the router's
  * sandbox-side link "sb" is a tap device in the router namespace
  * (lxn_finish_tap) instead of a veth (or a tun and a relay) into a
  * sandbox's namespace.
@@ -28,6 +29,7 @@
 #include <jansson.h>
 
 #include "linux-backend.h"
+#include "linux-helper.h"
 #include "linux-net.h"
 #include "linux-plan.h"
 #include "linux-proxy.h"
@@ -42,7 +44,14 @@ int linux_router_compile(const struct fy_plan *np, const fy_caps *caps, void **r
     if (np->net_mode != FY_NET_RESTRICTED)
         return err_set(reterr, FY_E_INVAL, FY_STEP_NETNS, 0, "$.network.mode", "not a restricted plan");
     bool root = geteuid() == 0;
-    if (access("/dev/net/tun", R_OK | W_OK) < 0)
+    /* Root, then the privileged helper (protocol 4: it makes the router
+     * with a tap and hands us the tap; we need no /dev/net/tun), then the
+     * pasta path. */
+    const char *hs = root ? NULL : caps_fact(caps, LX_FACT_HELPER_NET_SOCKET);
+    const char *hv = hs ? caps_fact(caps, LX_FACT_HELPER_NET_VERSION) : NULL;
+    unsigned helper_version = hv ? (unsigned)strtoul(hv, NULL, 10) : 0;
+    bool helper = hs && caps_fact(caps, LX_FACT_HELPER_NET) && helper_version >= 4;
+    if (!helper && access("/dev/net/tun", R_OK | W_OK) < 0)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, errno, "$.network.mode",
                        "network mode restricted in a virtual machine needs /dev/net/tun (the guest's tap device): %s",
                        strerror(errno));
@@ -51,12 +60,19 @@ int linux_router_compile(const struct fy_plan *np, const fy_caps *caps, void **r
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     c->pl.np = np;
     c->pl.exec_init = caps_present(caps, FY_CAP_EXEC_INIT);
-    /* Without root: the pasta path's router (the library's own user
-     * namespace, pasta as the uplink), never the privileged helper's: the
-     * helper links a sandbox's network namespace by veth, which gives no
-     * tap a VMM could hold (c->pl.net_helper stays NULL). */
+    /* Without root: the privileged helper's router when it takes NET_TAP
+     * (linux-net-helper.c, lxnh_finish_tap), else the pasta path's (the
+     * library's own user namespace, pasta as the uplink). An older helper
+     * (protocol 3) links only a sandbox's namespace by veth, which gives no
+     * tap a VMM could hold. */
+    if (helper && (!(c->pl.net_helper = arena_strdup(&c->pl.arena, hs)) ||
+                   !(c->pl.net_helper_uplink = arena_strdup(&c->pl.arena, caps_fact(caps, LX_FACT_HELPER_NET))))) {
+        linux_router_config_free(c);
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    }
+    c->pl.net_helper_version = (uint16_t)helper_version;
     int r = lxn_compile(&c->lp, &c->pl, np, root, reterr);
-    if (r >= 0 && (c->lp.helper || c->lp.mode != FY_NET_RESTRICTED))
+    if (r >= 0 && ((helper != !!c->lp.helper) || c->lp.mode != FY_NET_RESTRICTED))
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
                     "network mode restricted in a virtual machine: this router takes no tap");
     if (r < 0) {
@@ -85,7 +101,15 @@ char *linux_router_describe(const void *cfg, const struct fy_plan *np) {
     if (!o)
         return NULL;
     json_object_set_new(o, "enforcement",
-                        json_string(c->lp.rootless
+                        json_string(c->lp.helper
+                                        ? "nftables in a per-attempt router namespace owned by the host's user "
+                                          "namespace, made and removed by the privileged helper (the namespace "
+                                          "backend's router and rules; forward only to the rules, masquerade; "
+                                          "everything else dropped: TCP, UDP, ICMP, raw, IPv4 and IPv6), outside "
+                                          "the guest: the guest's virtio-net device is backed by a tap device that "
+                                          "is the router's sandbox-side link, which the helper made and handed us; "
+                                          "the VMM holds only its fd"
+                                    : c->lp.rootless
                                         ? "nftables in a per-attempt router namespace of the library's own user "
                                           "namespace (the namespace backend's rootless router and rules; uplink: "
                                           "pasta as the caller; everything not allowed dropped there: TCP, UDP, "

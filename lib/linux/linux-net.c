@@ -1078,6 +1078,8 @@ int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr) {
     *tap = -1;
     if (run->user)
         return lxnu_finish_tap(run, tap, reterr);
+    if (run->lp && run->lp->helper)
+        return lxnh_finish_tap(run, tap, reterr);
     if ((r = begin_join(run, reterr)) < 0)
         goto fail;
     if (!run->lp || run->lp->mode != FY_NET_RESTRICTED || run->lp->helper || run->router_fd < 0)

@@ -41,6 +41,7 @@ struct lxn_plan {
      * tuples (np's, kept by the prepared object). NULL: not through it. */
     const char *helper;
     const char *helper_uplink;
+    uint16_t helper_version;    /* the protocol to ask it in (0: ours) */
     const struct plan_net_rule *rules;
     size_t nrules;
     bool rootless;              /* restricted without root: linux-net-user.c (pasta uplink) */
@@ -118,8 +119,9 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 /* Instead of lxn_finish, for a VM (linux-net-vm.c): once nft's rules
  * stand, forwarding on and the router's "sb" a tap device in the router
  * namespace with the router's addresses; *tap its fd (O_CLOEXEC), which the
- * caller hands to its VMM. The root path, or rootless (lp->vm_tap): the
- * pasta path's router with a tap. On failure nothing is left. */
+ * caller hands to its VMM. The root path, the privileged helper's router
+ * (lp->helper: lxnh_finish_tap), or rootless (lp->vm_tap): the pasta
+ * path's router with a tap. On failure nothing is left. */
 int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 /* Removes what lxn_setup made (idempotent): the number of objects that
  * could not be removed (0: the uplink veth is gone, the proxy reaped:
@@ -140,7 +142,17 @@ void lxn_forget(struct lxn_run *run);
  * unprivileged caller when the probe found a helper offering it. */
 int lxnh_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, fy_error **reterr);
 int lxnh_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
+/* lxn_finish_tap through the helper (protocol 4): its router with a tap as
+ * the sandbox-side link, the tap's fd handed to us in *tap. */
+int lxnh_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 unsigned lxnh_teardown(struct lxn_run *run);
+/* Job networks through the helper (linux-jobnet.c without root): the job's
+ * name at the helper in name; 0 or an error; the removals return the
+ * objects left (1 when the helper could not be asked). */
+int lxnh_job_create(const char *helper, uint32_t nmembers, char name[72], fy_error **reterr);
+int lxnh_job_add(const char *helper, const char *name, uint32_t index, int member_ns, fy_error **reterr);
+uint32_t lxnh_job_del(const char *helper, const char *name, uint32_t index);
+uint32_t lxnh_job_destroy(const char *helper, const char *name);
 
 /* The sandbox's network namespace as its init sends it ('N' and the fd) on
  * the go-ahead socket: the fd, or -errno (-ETIMEDOUT, -EPIPE: it died). */

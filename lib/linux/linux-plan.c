@@ -887,6 +887,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
             pl->net_helper_uplink = arena_strdup(&pl->arena, caps_fact(c, LX_FACT_HELPER_NET));
             if (!pl->net_helper || !pl->net_helper_uplink)
                 goto oom;
+            const char *hv = caps_fact(c, LX_FACT_HELPER_NET_VERSION);
+            pl->net_helper_version = (uint16_t)(hv ? strtoul(hv, NULL, 10) : 0);
         }
         if ((r = lxn_compile(pl->net, pl, np, pl->as_root, reterr)) < 0)
             goto fail;
@@ -899,12 +901,16 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         /* A member of a job network (linux-jobnet.c): its namespace gets a
          * veth to the job's bridge once it exists, as restricted's does to
          * its router. */
-        if (!pl->as_root) {
+        /* Without root, the privileged helper makes it (protocol 4: JOB_*,
+         * linux-net-helper.c) when it offers networking to us. */
+        const char *hv = caps_fact(c, LX_FACT_HELPER_NET_VERSION);
+        if (!pl->as_root && !(caps_fact(c, LX_FACT_HELPER_NET_SOCKET) && hv && strtoul(hv, NULL, 10) >= 4 &&
+                              strcmp(caps_fact(c, LX_FACT_HELPER_NET_SOCKET), lx_helper_socket()) == 0)) {
             r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.job",
-                        "job networks need root for now: the job's bridge namespace must be owned by the host's "
-                        "user namespace and linked to each member's by a veth, which an unprivileged caller cannot "
-                        "make across sibling user namespaces, and the privileged helper has no job-network request "
-                        "yet");
+                        "job networks need root or a privileged helper of protocol 4 offering networking "
+                        "(forgeyard-sandbox-helper(8) --net-uplink): the job's bridge namespace must be owned by "
+                        "the host's user namespace and linked to each member's by a veth, which an unprivileged "
+                        "caller cannot make across sibling user namespaces");
             goto fail;
         }
         /* Restricted: its router's plan gains the job's link. Fetch-only:

@@ -109,6 +109,7 @@ struct linux_plan {
     const char *net_helper;      /* unprivileged: the privileged helper's socket when it offers
                                     restricted networking (linux-net-helper.c), else NULL */
     const char *net_helper_uplink;
+    uint16_t net_helper_version; /* the protocol it answered the probe in (0: ours) */
     bool as_root;                /* the caller is root: map an unprivileged host range */
     char uid_map[96], gid_map[96];
     uint32_t setup_uid, setup_gid;     /* ids of the sandbox's pid 1 inside */

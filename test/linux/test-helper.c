@@ -227,7 +227,7 @@ static size_t header(uint8_t *b, uint32_t magic, uint16_t version, uint16_t type
 /* the codec alone                                                     */
 
 START_TEST(codec_round_trip) {
-    struct fyh_msg in[14], out;
+    struct fyh_msg in[20], out;
     uint8_t buf[FYH_MAX_MESSAGE];
     memset(in, 0, sizeof(in));
     in[0].type = FYH_T_HELLO;
@@ -280,6 +280,22 @@ START_TEST(codec_round_trip) {
     snprintf(in[12].u.move.name, FYH_NAME_MAX, "forgeyard-7-0123456789abcdef");
     in[13].type = FYH_T_MOVED;
     in[13].u.moved.pid = 4242;
+    /* version 4: NET_TAP (NET_CREATE's payload), NET_TAPPED, the job network messages */
+    in[14] = in[6];
+    in[14].type = FYH_T_NET_TAP;
+    in[15] = in[8];
+    in[15].type = FYH_T_NET_TAPPED;
+    in[16].type = FYH_T_JOB_CREATE;
+    snprintf(in[16].u.job.name, FYH_NAME_MAX, "forgeyard-7-0123456789abcdef");
+    in[16].u.job.n = FYH_JOB_MEMBERS_MAX;
+    in[17] = in[16];
+    in[17].type = FYH_T_JOB_ADD;
+    in[17].u.job.n = FYH_JOB_MEMBERS_MAX - 1;
+    in[18] = in[16];
+    in[18].type = FYH_T_JOB_DESTROY;
+    in[18].u.job.n = 0;
+    in[19].type = FYH_T_JOB_DELETED;
+    in[19].u.job_done.left = 1;
     for (size_t i = 0; i < FY_ARRAY_SIZE(in); i++) {
         if (!in[i].version)
             in[i].version = FYH_VERSION; /* (what the decoder fills in) */
@@ -356,6 +372,27 @@ START_TEST(codec_round_trip) {
     bad = in[12];
     snprintf(bad.u.move.name, FYH_NAME_MAX, "../../../init.scope");
     ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_NAME);
+    /* version 4: its messages only there; a job of 0 or 255 members, an
+     * index of 254, a name outside the pattern refused */
+    for (int k = 14; k <= 19; k++) {
+        bad = in[k];
+        bad.version = 3;
+        ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_TYPE);
+    }
+    bad = in[16];
+    bad.u.job.n = 0;
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_MALFORMED);
+    bad.u.job.n = FYH_JOB_MEMBERS_MAX + 1;
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_MALFORMED);
+    bad = in[17];
+    bad.u.job.n = FYH_JOB_MEMBERS_MAX;
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_MALFORMED);
+    bad = in[18];
+    snprintf(bad.u.job.name, FYH_NAME_MAX, "forgeyard-7-../../../x");
+    ck_assert_int_eq(fyh_encode(&bad, buf, sizeof(buf)), -FYH_E_NAME);
+    bad = in[14];
+    bad.u.net_create.rule[0].port_min = 0;
+    ck_assert_int_lt(fyh_encode(&bad, buf, sizeof(buf)), 0);
 }
 END_TEST
 
@@ -442,6 +479,8 @@ START_TEST(hostile_headers) {
         {FYH_MAGIC, FYH_VERSION + 1, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
         {FYH_MAGIC, 1, FYH_T_NET_CREATE, 0, 0, 0, false, FYH_E_TYPE}, /* a version-2 type in version 1 */
         {FYH_MAGIC, 2, FYH_T_MOVE, 0, 0, 0, false, FYH_E_TYPE},       /* a version-3 type in version 2 */
+        {FYH_MAGIC, 3, FYH_T_NET_TAP, 0, 0, 0, false, FYH_E_TYPE},    /* a version-4 type in version 3 */
+        {FYH_MAGIC, 3, FYH_T_JOB_CREATE, 0, 0, 0, false, FYH_E_TYPE},
         {FYH_MAGIC, 0, FYH_T_HELLO, 0, 0, 0, false, FYH_E_VERSION},
         {FYH_MAGIC, 1, FYH_T_HELLO, FYH_MAX_PAYLOAD + 1, 0, 0, false, FYH_E_TOO_BIG},
         {FYH_MAGIC, 1, FYH_T_HELLO, 0xffffffffu, 0, 0, false, FYH_E_TOO_BIG},

@@ -9,7 +9,9 @@
 # the end nothing of any attempt is left in the uplink or the host, the
 # helper holds no more descriptors than before (its router namespaces are
 # gone), and hostile NET_CREATE requests (another uid's namespace, the
-# host's, a file, none, two) were refused, typed, with nothing made.
+# host's, a file, none, two) were refused, typed, with nothing made. The
+# VM's request (NET_TAP, protocol 4) is tested raw: its tap descriptor,
+# frames through it against the rules, refusals, budget, removal, gc.
 #
 #   test-net-helper.sh FORGEYARD HELPER FY-NETPROBE ECHO-SERVER.PY
 set -u
@@ -293,6 +295,265 @@ as_runner unshare -Ur unshare -Urn python3 "$TMP/budget.py" "$SOCK" nested >"$TM
     ok "a nested user namespace's network namespace is refused" ||
     { bad "a nested user namespace's network namespace"; cat "$TMP/nested.out"; }
 nothing_left "the nested namespace"
+
+# 5d. NET_TAP (protocol 4, the VM backend's router), raw, as the runner:
+#     the reply carries exactly one descriptor, a tap named sb (the
+#     router's sandbox-side link); frames written to it meet the router's
+#     rules: an allowed UDP tuple is echoed back through the tap, another
+#     port and another address are not. NET_TAP with a descriptor is
+#     bad-descriptor (15), in a version-3 header bad-type (5); the routers
+#     count against the budget of 4 with NET_CREATE's; NET_REMOVE witnesses
+#     removal (0 left); a peer that exits without removing has its router
+#     removed by the gc.
+cat >"$TMP/tap.py" <<'PY'
+import array, fcntl, os, select, socket, struct, sys, time
+sock = sys.argv[1]
+def msg(typ, payload, version=4):
+    return struct.pack("<IHHII", 0x31485946, version, typ, len(payload), 0) + payload
+def name(i):
+    return ("forgeyard-%d-%016x" % (os.getpid(), i)).encode()
+def net_tap(n, version=4):
+    rule = struct.pack("<BBBHH", 4, 32, 17, 9090, 9090) + bytes([198, 51, 100, 1]) + bytes(12)
+    return msg(7, struct.pack("<H", len(n)) + n + struct.pack("<H", 1) + rule, version)
+def net_remove(n):
+    return msg(5, struct.pack("<H", len(n)) + n)
+def ask(data, fds=()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock)
+    socket.send_fds(s, [data], list(fds)) if fds else s.sendall(data)
+    got, fds_in = b"", []
+    while True:
+        b, f, _, _ = socket.recv_fds(s, 4096, 4)
+        fds_in += f
+        if not b: break
+        got += b
+    s.close()
+    typ = struct.unpack("<H", got[6:8])[0]
+    if typ == 0x80ff:
+        return ("error", struct.unpack("<I", got[16:20])[0]), fds_in
+    if typ == 0x8005:
+        return ("removed", struct.unpack("<I", got[16:20])[0]), fds_in
+    return ("ok", typ), fds_in
+bad = 0
+def want(what, got, exp):
+    global bad
+    print(f"{what}: {got} (want {exp})")
+    bad |= got != exp
+if len(sys.argv) > 2 and sys.argv[2] == "leave":
+    got, fds = ask(net_tap(name(7)))
+    want("a tap to leave behind", (got, len(fds)), (("ok", 0x8007), 1))
+    sys.exit(1 if bad else 0)   # exits holding it: the gc's
+null = os.open("/dev/null", os.O_RDONLY)
+want("NET_TAP with a descriptor", ask(net_tap(name(0)), [null])[0], ("error", 15))
+want("NET_TAP in a version-3 header", ask(net_tap(name(0), 3))[0], ("error", 5))
+got, fds = ask(net_tap(name(0)))
+want("NET_TAP", (got, len(fds)), (("ok", 0x8007), 1))
+if len(fds) != 1:
+    sys.exit(1)
+tap = fds[0]
+ifr = bytearray(40)
+fcntl.ioctl(tap, 0x800454d2, ifr)          # TUNGETIFF
+want("the descriptor is the tap sb", (ifr[:ifr.index(0)].decode(), struct.unpack("<H", ifr[16:18])[0] & 0x0002), ("sb", 2))
+want("the same name again", ask(net_tap(name(0)))[0], ("error", 9))
+more = [ask(net_tap(name(i)))[0] for i in (1, 2, 3)]
+want("three more", more, [("ok", 0x8007)] * 3)
+want("a fifth over the budget", ask(net_tap(name(4)))[0], ("error", 7))
+for i in (1, 2, 3):
+    want(f"remove {i}", ask(net_remove(name(i)))[0], ("removed", 0))
+# Frames through the tap: we are 100.64.0.2 behind the router's 100.64.0.1.
+os.set_blocking(tap, False)
+me = bytes([0x02, 0, 0, 0, 0, 0x42])
+def csum(b):
+    if len(b) % 2: b += b"\0"
+    s = sum(array.array("H", b)) if sys.byteorder == "little" else sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16: s = (s & 0xffff) + (s >> 16)
+    return (~s) & 0xffff
+def frames(secs):
+    end = time.time() + secs
+    while time.time() < end:
+        r, _, _ = select.select([tap], [], [], max(0, end - time.time()))
+        if not r: return
+        try:
+            yield os.read(tap, 2048)
+        except BlockingIOError:
+            pass
+arp = (b"\xff" * 6 + me + b"\x08\x06" + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + me + bytes([100, 64, 0, 2])
+       + bytes(6) + bytes([100, 64, 0, 1]))
+router = None
+for _ in range(3):
+    os.write(tap, arp)
+    for f in frames(2):
+        if f[12:14] == b"\x08\x06" and struct.unpack("!H", f[20:22])[0] == 2 and f[28:32] == bytes([100, 64, 0, 1]):
+            router = f[22:28]
+            break
+    if router: break
+want("the router answers ARP on the tap", router is not None, True)
+def udp(dst, port, data):
+    u = struct.pack("!HHHH", 40000 + port % 1000, port, 8 + len(data), 0) + data
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(u), 1, 0, 64, 17, 0, bytes([100, 64, 0, 2]), bytes(dst))
+    ip = ip[:10] + struct.pack("<H" if sys.byteorder == "little" else "!H", csum(ip)) + ip[12:]
+    return router + me + b"\x08\x00" + ip + u
+def echoed(dst, port):
+    data = b"tap-%d" % port
+    for _ in range(3):
+        os.write(tap, udp(dst, port, data))
+        for f in frames(1.5):
+            if f[12:14] == b"\x08\x00" and f[23] == 17 and f[26:30] == bytes(dst) and f[42:].startswith(b"echo:" + data):
+                return True
+    return False
+if router:
+    want("udp 198.51.100.1:9090 (allowed) echoed through the tap", echoed([198, 51, 100, 1], 9090), True)
+    want("udp 198.51.100.1:8080 (another port) blocked", echoed([198, 51, 100, 1], 8080), False)
+    want("udp 198.51.100.2:9090 (another address) blocked", echoed([198, 51, 100, 2], 9090), False)
+want("remove", ask(net_remove(name(0)))[0], ("removed", 0))
+want("remove again", ask(net_remove(name(0)))[0], ("error", 10))
+os.close(tap)
+sys.exit(1 if bad else 0)
+PY
+as_runner python3 "$TMP/tap.py" "$SOCK" >"$TMP/tap.out" 2>&1 &&
+    ok "NET_TAP: one tap descriptor, its frames meet the rules, refusals typed, budget, removal witnessed" ||
+    { bad "NET_TAP through the raw protocol"; cat "$TMP/tap.out"; }
+nothing_left "NET_TAP routers"
+as_runner python3 "$TMP/tap.py" "$SOCK" leave >"$TMP/tap-leave.out" 2>&1 || { bad "NET_TAP to leave"; cat "$TMP/tap-leave.out"; }
+for _ in $(seq 60); do ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || break; sleep 0.1; done
+sleep 0.3
+nothing_left "a NET_TAP peer that exited (the helper's gc)"
+
+# 5e. Job networks through the helper (protocol 4, issue 13), as the
+#     runner: `forgeyard job run` with two members, db under deny, the
+#     runner restricted (its own router from the helper too: eth0 and
+#     job0); the runner reaches db by name over TCP and UDP and its one
+#     allowed destination, not another port or address of the fake
+#     internet; nothing left, the helper's descriptors as before.
+SERVE=$(dirname "$0")/serve.py
+cp "$SERVE" "$TMP/probe/serve.py" && chmod 755 "$TMP/probe/serve.py"
+mkdir -m 0777 "$TMP/jobout"
+cat >"$TMP/job.json" <<JOB
+{"members": [
+  {"name": "db", "service": true, "argv": ["python3", "/opt/fyprobe/serve.py", "/work/output/ready", "60"],
+   "policy": {"profile": "standard-ci", "network": {"mode": "deny"}, "resources": {"memory": 134217728},
+              "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
+                             "output": "$TMP/jobout"}}},
+  {"name": "runner", "argv": ["/bin/sh", "-c",
+     "for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp db 8080 2>/dev/null && break; sleep 0.1; done; A=\$(/opt/fyprobe/fy-netprobe resolve db) && /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080"],
+   "policy": {"profile": "standard-ci", "resources": {"memory": 134217728},
+              "network": {"mode": "restricted", "destinations": [{"host": "198.51.100.1", "proto": "tcp", "ports": [8080, 8080]}]},
+              "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
+]}
+JOB
+chmod 644 "$TMP/job.json"
+as_runner timeout 120 "$FY" job run "$TMP/job.json" >"$TMP/job.out" 2>"$TMP/job.err"
+rc=$?
+if [ $rc = 0 ] && grep -q '^runner: succeeded' "$TMP/job.out" && grep -q '^db: cancelled' "$TMP/job.out"; then
+    ok "job network through the helper: the restricted runner reached db by name (TCP, UDP) and its allowed destination only"
+else
+    bad "forgeyard job run as the runner exited $rc"; cat "$TMP/job.out" "$TMP/job.err"
+fi
+grep -q "request 8 -> ok" "$TMP/helper.log" && grep -q "request 11 -> ok" "$TMP/helper.log" &&
+    ok "the job network was the helper's (JOB_CREATE, JOB_DESTROY served)" || bad "no JOB_CREATE/JOB_DESTROY served"
+nothing_left "job network through the helper"
+
+# 5f. JOB_* raw, as the runner (from a user namespace of its own, whose
+#     network namespaces it owns): its namespace accepted and linked (job0
+#     has member 0's address), the same index twice `exists`; the host's
+#     namespace, root's, a file, no descriptor, two, a nested user
+#     namespace's: bad-descriptor (15); an index beyond the members
+#     malformed (1); an unknown job not-found (10); a fifth job over the
+#     budget of 4 (7); removals witnessed (0 left); a peer that exits with
+#     a job has it removed by the gc.
+cat >"$TMP/job.py" <<'PY'
+import ctypes, os, socket, struct, subprocess, sys
+sock = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+def msg(typ, payload, version=4):
+    return struct.pack("<IHHII", 0x31485946, version, typ, len(payload), 0) + payload
+def name(i):
+    return ("forgeyard-%d-%016x" % (os.getpid(), i)).encode()
+def job(typ, n, k=None):
+    p = struct.pack("<H", len(n)) + n
+    return msg(typ, p + (struct.pack("<H", k) if k is not None else b""))
+def ask(data, fds=()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock)
+    socket.send_fds(s, [data], list(fds)) if fds else s.sendall(data)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        got += b
+    s.close()
+    typ = struct.unpack("<H", got[6:8])[0]
+    if typ == 0x80ff:
+        return ("error", struct.unpack("<I", got[16:20])[0])
+    return (hex(typ), struct.unpack("<I", got[16:20])[0])
+bad = 0
+def want(what, got, exp):
+    global bad
+    print(f"{what}: {got} (want {exp})")
+    bad |= got != exp
+mode = sys.argv[2]
+if mode == "leave":
+    want("a job to leave behind", ask(job(8, name(7), 2)), ("0x8008", 0))
+    sys.exit(1 if bad else 0)
+if mode == "nested":
+    want("job", ask(job(8, name(8), 2)), ("0x8008", 0))
+    libc.unshare(0x40000000)
+    fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+    want("a nested user namespace's namespace", ask(job(9, name(8), 0), [fd]), ("error", 15))
+    want("destroy", ask(job(11, name(8))), ("0x800b", 0))
+    sys.exit(1 if bad else 0)
+# mode "own": in a user namespace of our own (unshare -Ur)
+host_ns = os.open(sys.argv[3], os.O_RDONLY)  # opened by the test before: the host's
+other = os.open(sys.argv[4], os.O_RDONLY)    # root's fake internet
+null = os.open("/dev/null", os.O_RDONLY)
+if libc.unshare(0x40000000) != 0:
+    sys.exit("unshare: %d" % ctypes.get_errno())
+mine = os.open("/proc/self/ns/net", os.O_RDONLY)
+want("JOB_CREATE", ask(job(8, name(0), 2)), ("0x8008", 0))
+want("the same job again", ask(job(8, name(0), 2)), ("error", 9))
+want("JOB_ADD without a descriptor", ask(job(9, name(0), 0)), ("error", 15))
+want("JOB_ADD with a file", ask(job(9, name(0), 0), [null]), ("error", 15))
+want("JOB_ADD with the host's namespace", ask(job(9, name(0), 0), [host_ns]), ("error", 15))
+want("JOB_ADD with root's namespace", ask(job(9, name(0), 0), [other]), ("error", 15))
+want("JOB_ADD with two descriptors", ask(job(9, name(0), 0), [mine, mine]), ("error", 15))
+want("JOB_CREATE with a descriptor", ask(job(8, name(5), 2), [mine]), ("error", 15))
+want("JOB_ADD in a version-3 header", ask(job(9, name(0), 0)[:4] + b"\x03\x00" + job(9, name(0), 0)[6:], [mine]), ("error", 5))
+want("JOB_ADD beyond the members", ask(job(9, name(0), 2), [mine]), ("error", 1))
+want("JOB_ADD to an unknown job", ask(job(9, name(6), 0), [mine]), ("error", 10))
+want("JOB_ADD our own namespace", ask(job(9, name(0), 0), [mine]), ("0x8009", 0))
+addrs = subprocess.run(["ip", "-o", "-4", "addr", "show", "dev", "job0"], capture_output=True, text=True).stdout
+want("job0 has member 0's address", "100.80.0.1/24" in addrs, True)
+want("the same index again", ask(job(9, name(0), 0), [mine]), ("error", 9))
+for i in (1, 2, 3):
+    want(f"job {i}", ask(job(8, name(i), 1)), ("0x8008", 0))
+want("a fifth job", ask(job(8, name(4), 1)), ("error", 7))
+want("JOB_DEL", ask(job(10, name(0), 0)), ("0x800a", 0))
+gone = subprocess.run(["ip", "-o", "link", "show", "dev", "job0"], capture_output=True, text=True).returncode
+want("job0 gone from our namespace", gone != 0, True)
+want("JOB_ADD again after JOB_DEL", ask(job(9, name(0), 0), [mine]), ("0x8009", 0))
+for i in range(4):
+    want(f"destroy {i}", ask(job(11, name(i))), ("0x800b", 0))
+want("destroy again", ask(job(11, name(0))), ("error", 10))
+gone = subprocess.run(["ip", "-o", "link", "show", "dev", "job0"], capture_output=True, text=True).returncode
+want("job0 gone with the job", gone != 0, True)
+sys.exit(1 if bad else 0)
+PY
+exec {HOSTNS}</proc/self/ns/net
+as_runner unshare -Ur python3 "$TMP/job.py" "$SOCK" own /proc/self/fd/$HOSTNS "/run/netns/$NS" >"$TMP/jobraw.out" 2>&1 &&
+    ok "JOB_*: own namespace linked and unlinked, hostile descriptors refused typed, budget, removal witnessed" ||
+    { bad "JOB_* through the raw protocol"; cat "$TMP/jobraw.out"; }
+exec {HOSTNS}<&-
+nothing_left "JOB_* raw"
+as_runner unshare -Ur unshare -Ur python3 "$TMP/job.py" "$SOCK" nested >"$TMP/jobnested.out" 2>&1 &&
+    ok "JOB_ADD: a nested user namespace's network namespace is refused" ||
+    { bad "JOB_ADD nested"; cat "$TMP/jobnested.out"; }
+as_runner python3 "$TMP/job.py" "$SOCK" leave >"$TMP/jobleave.out" 2>&1 || { bad "a job to leave"; cat "$TMP/jobleave.out"; }
+for _ in $(seq 30); do [ "$(ls /proc/$HPID/fd | wc -l)" = "$fds_before" ] && break; sleep 0.1; done
+grep -q "gc: uid 65534 forgeyard-[0-9]*-0000000000000007 job network (creator exited): 0 left" "$TMP/helper.log" &&
+    ok "a job whose creator exited is removed by the gc (0 left)" || { bad "no gc of the left job"; tail "$TMP/helper.log"; }
+nothing_left "a JOB_* peer that exited (the helper's gc)"
 
 # 6. The helper stops: nothing of it left.
 kill $HPID; wait $HPID; st=$?; HPID=

@@ -13,13 +13,18 @@
 #  - restricted as uid 65534 (the pasta path's router: the caller in a
 #    namespace GW of this test's, pasta uplinking it, the fake internet
 #    behind GW), when pasta is installed.
+#  - restricted as uid 65534 through a privileged helper this test starts
+#    (forgeyard-sandbox-helper --net-uplink the fake internet): the helper
+#    makes the root path's router with a tap as its sandbox-side link and
+#    hands the tap's fd to the runner (protocol 4, NET_TAP); preferred to
+#    pasta; nothing left in the uplink, the host or the helper.
 #  - refusals that need no boot: a leased device; rootless restricted with
 #    an uplink namespace.
 # Skipped (77) only where QEMU, the guest kernel, root or nft is absent.
 #
-#   test-vm-net.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY [FY-ATTACK]
+#   test-vm-net.sh FORGEYARD FY-NETPROBE ECHO-SERVER.PY [FY-ATTACK [HELPER]]
 set -u
-FY=$1 PROBE=$2 ECHO=$3 ATTACK=${4:-}
+FY=$1 PROBE=$2 ECHO=$3 ATTACK=${4:-} HELPER=${5:-}
 command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: qemu-system-x86_64 is not installed"; exit 77; }
 ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "SKIP: no guest kernel (/boot/vmlinuz-*; Debian: linux-image-amd64)"; exit 77; }
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the fake internet and network mode restricted need root"; exit 77; fi
@@ -27,9 +32,11 @@ command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; 
 
 NS=fyt-vmnet-$$-$RANDOM GW=fyt-vmngw-$$-$RANDOM
 TMP=$(mktemp -d /tmp/fy-vm-net.XXXXXX)
-SRV= DNS= HL=
+SRV= DNS= HL= HPID=
 fail=0
 cleanup() {
+    # (the helper first: its router namespaces go before the uplink does)
+    [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
     [ -n "$HL" ] && kill "$HL" 2>/dev/null && wait "$HL" 2>/dev/null
     [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
     [ -n "$DNS" ] && kill "$DNS" 2>/dev/null && wait "$DNS" 2>/dev/null
@@ -372,6 +379,68 @@ PY
     nothing_left "rootless restricted guest"
 else
     echo "SKIP (part): rootless restricted needs setpriv, pasta, and $FY executable by uid 65534"
+fi
+
+# 3b. restricted as uid 65534 through the privileged helper (protocol 4):
+#     the helper, started here with the fake internet as its uplink, makes
+#     the root path's router with a tap "sb" and hands the runner the tap's
+#     fd, which QEMU holds. Preferred to pasta (installed or not).
+if [ -n "$HELPER" ] && command -v setpriv >/dev/null &&
+   setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null; then
+    mkdir -m 0755 "$TMP/hsock"
+    HSOCK=$TMP/hsock/helper.sock
+    # (the budget covers the VMM sandbox's memory limit: the guest's RAM and QEMU's own)
+    "$HELPER" --socket "$HSOCK" --allow 65534:2:8G:8192 --subtree "fyt-vmnet-$$" --net-uplink "/run/netns/$NS" \
+        --verbose 2>"$TMP/helper.log" &
+    HPID=$!
+    for _ in $(seq 300); do [ -S "$HSOCK" ] && break; kill -0 $HPID 2>/dev/null || break; sleep 0.02; done
+    if [ -S "$HSOCK" ]; then
+        hfds_before=$(ls /proc/$HPID/fd | wc -l)
+        nobody env FORGEYARD_HELPER_SOCKET="$HSOCK" timeout 600 "$FY" run --policy "$TMP/vm.json" \
+            --network restricted --network-hosts "$TMP/hosts" --allow mirror.test:8080 --allow 198.51.100.1:9090/udp \
+            --allow 198.51.100.2:9090 --bind-ro "$TMP/probe:/opt/fyprobe" --result "$TMP/u/r5.json" \
+            -- /bin/sh /opt/fyprobe/probes.sh >"$TMP/out" 2>"$TMP/err"
+        rc=$?
+        [ $rc = 0 ] || { bad "helper: restricted guest exited $rc"; cat "$TMP/err"; }
+        while read -r name res; do
+            case $name in
+            *-allowed) [ "$res" = 0 ] && ok "helper: $name answers from the guest" || { bad "helper: $name: no answer (rc $res)"; grep "^$name:" "$TMP/err"; };;
+            *) [ "$res" = 1 ] && ok "helper: $name blocked" || bad "helper: $name: expected blocked, got rc $res";;
+            esac
+        done <"$TMP/out"
+        [ "$(wc -l <"$TMP/out")" = 15 ] || { bad "helper: expected 15 probe results, got $(wc -l <"$TMP/out")"; cat "$TMP/err"; }
+        grep -qx "devices eth0 lo " "$TMP/err" && ok "helper: the guest has eth0 and lo, nothing else" ||
+            bad "helper: guest devices: $(grep ^devices "$TMP/err")"
+        grep -qx "dns-a rcode=0 an=1 198.51.100.1" "$TMP/err" && grep -qx "dns-exfil rcode=5 an=0" "$TMP/err" &&
+            ok "helper: the stub answers the allowed name and refuses another" || { bad "helper DNS"; grep ^dns "$TMP/err"; }
+        python3 - "$TMP/u/r5.json" "$HSOCK" "/run/netns/$NS" <<'PY' && ok "helper: the evidence (isolation.network.helper, the uplink, tap link, witnessed removal)" ||
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["outcome"] == "succeeded" and r["backend"] == "vm-qemu", (r["outcome"], r["backend"])
+n = r["isolation"]["network"]
+assert n["mechanism"] == "nftables-helper-router-netns", n
+assert "privileged helper at " + sys.argv[2] in n["helper"], n
+assert n["uplink"] == sys.argv[3], n
+assert "tap sb" in n["link"] and "privileged helper" in n["enforcement"], n
+assert "fd of the router's tap" in r["isolation"]["vmm_confinement"], r["isolation"]["vmm_confinement"]
+net = r["network"]
+assert net["router_left"] == 0, net
+assert r["cleanup"]["network_left"] == 0, r["cleanup"]
+PY
+            { bad "helper evidence"; python3 -m json.tool "$TMP/u/r5.json" | grep -A30 '"network"'; }
+        grep -q "request 7 -> ok" "$TMP/helper.log" && ok "helper: the router came from NET_TAP" ||
+            { bad "helper: no NET_TAP served"; cat "$TMP/helper.log"; }
+        nothing_left "helper restricted guest"
+        for _ in $(seq 20); do [ "$(ls /proc/$HPID/fd | wc -l)" = "$hfds_before" ] && break; sleep 0.1; done
+        [ "$(ls /proc/$HPID/fd | wc -l)" = "$hfds_before" ] && ok "helper: it holds no router namespace or tap any more" ||
+            { bad "helper: holds $(ls /proc/$HPID/fd | wc -l) descriptors, $hfds_before before"; ls -l /proc/$HPID/fd; }
+        kill $HPID; wait $HPID; st=$?; HPID=
+        [ $st = 0 ] && [ ! -e "$HSOCK" ] && ok "helper: stopped cleanly" || bad "helper: ended with $st"
+    else
+        bad "the helper did not start"; cat "$TMP/helper.log"
+    fi
+else
+    echo "SKIP (part): restricted through the helper needs the helper, setpriv and $FY executable by uid 65534"
 fi
 
 # 4. fetch-only: the same stub through the same frames; still no NIC.

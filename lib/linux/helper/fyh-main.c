@@ -80,6 +80,15 @@ struct net_entry {
     struct fyh_net_attempt net;
 };
 
+/* A job network (fyh-net.c, protocol 4), made for uid's job. */
+struct job_entry {
+    bool used;
+    uid_t uid;
+    char name[FYH_NAME_MAX + 1];
+    int creator; /* pidfd of the peer that asked */
+    struct fyh_job job;
+};
+
 struct conn {
     int fd;
     uid_t uid;
@@ -109,6 +118,7 @@ static struct {
     uint32_t cg2_base_enabled, cg2_sub_enabled; /* controllers we enabled (to disable at exit) */
     struct entry entries[MAX_ENTRIES];
     struct net_entry nets[MAX_ENTRIES];
+    struct job_entry jobs[MAX_ENTRIES];
     bool net; /* --net-uplink given and usable */
     size_t max_conns;
     uint64_t timeout_ms;
@@ -495,6 +505,17 @@ static void gc(bool all) {
             logf_("gc: uid %u %s router (creator exited): %u left", (unsigned)n->uid, n->name, left);
         close(n->creator);
         memset(n, 0, sizeof(*n));
+    }
+    for (size_t i = 0; i < MAX_ENTRIES; i++) {
+        struct job_entry *j = &H.jobs[i];
+        struct pollfd p = {j->creator, POLLIN, 0};
+        if (!j->used || poll(&p, 1, 0) != 1)
+            continue;
+        uint32_t left = fyh_job_destroy(&j->job);
+        if (H.verbose || left)
+            logf_("gc: uid %u %s job network (creator exited): %u left", (unsigned)j->uid, j->name, left);
+        close(j->creator);
+        memset(j, 0, sizeof(*j));
     }
     if (!all)
         return;
@@ -1223,15 +1244,18 @@ static struct net_entry *find_net(uid_t uid, const char *name) {
     return NULL;
 }
 
-/* The router for the peer's sandbox namespace, which came as c->passed. */
-static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+/* The router for the peer's sandbox namespace, which came as c->passed
+ * (NET_CREATE), or (NET_TAP, tap != NULL) with a tap as its sandbox-side
+ * link, whose descriptor *tap goes back with the reply. Both count against
+ * the same budget and are removed alike (NET_REMOVE, gc). */
+static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep, int *tap) {
     const char *name = req->u.net_create.name;
     char why[FYH_MSG_MAX + 1] = "";
     if (!H.net) {
         set_error(rep, FYH_E_UNOFFERED, EOPNOTSUPP, "this helper offers no network (started without --net-uplink)");
         return;
     }
-    if (fyh_net_check_ns(c->passed, c->uid, why, sizeof(why)) < 0) {
+    if (!tap && fyh_net_check_ns(c->passed, c->uid, why, sizeof(why)) < 0) {
         set_error(rep, FYH_E_FD, EPERM, "%s", why);
         return;
     }
@@ -1251,8 +1275,10 @@ static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_
         return;
     }
     int os = 0;
-    int e = fyh_net_create(&slot->net, c->passed, req->u.net_create.rule, req->u.net_create.nrules, &os, why,
-                           sizeof(why));
+    int e = tap ? fyh_net_create_tap(&slot->net, c->uid, tap, req->u.net_create.rule, req->u.net_create.nrules, &os,
+                                     why, sizeof(why))
+                : fyh_net_create(&slot->net, c->passed, req->u.net_create.rule, req->u.net_create.nrules, &os, why,
+                                 sizeof(why));
     if (e < 0) {
         set_error(rep, (uint32_t)-e, os, "%s", why);
         return;
@@ -1262,7 +1288,7 @@ static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_
     snprintf(slot->name, sizeof(slot->name), "%s", name);
     slot->creator = (int)syscall(SYS_pidfd_open, c->pid, 0);
     memset(rep, 0, sizeof(*rep));
-    rep->type = FYH_T_NET_CREATED;
+    rep->type = tap ? FYH_T_NET_TAPPED : FYH_T_NET_CREATED;
     snprintf(rep->u.net_created.uplink, sizeof(rep->u.net_created.uplink), "%s", fyh_net_uplink());
     snprintf(rep->u.net_created.link, sizeof(rep->u.net_created.link), "%s", slot->net.link);
 }
@@ -1281,10 +1307,99 @@ static void do_net_remove(const struct conn *c, const struct fyh_msg *req, struc
     memset(n, 0, sizeof(*n));
 }
 
+/* ---- job networks (protocol 4) ---- */
+
+static struct job_entry *find_job(uid_t uid, const char *name) {
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        if (H.jobs[i].used && H.jobs[i].uid == uid && strcmp(H.jobs[i].name, name) == 0)
+            return &H.jobs[i];
+    return NULL;
+}
+
+/* JOB_CREATE, JOB_ADD (the member's namespace came as c->passed), JOB_DEL,
+ * JOB_DESTROY: a job is the peer's (by uid and name) as routers are; jobs
+ * count against the same budget number as routers, separately. */
+static void do_job(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+    const char *name = req->u.job.name;
+    char why[FYH_MSG_MAX + 1] = "";
+    int os = 0, e;
+    if (!H.net) {
+        set_error(rep, FYH_E_UNOFFERED, EOPNOTSUPP, "this helper offers no network (started without --net-uplink)");
+        return;
+    }
+    struct job_entry *j = find_job(c->uid, name);
+    if (req->type == FYH_T_JOB_CREATE) {
+        uint32_t mine = 0;
+        struct job_entry *slot = NULL;
+        for (size_t i = 0; i < MAX_ENTRIES; i++) {
+            mine += H.jobs[i].used && H.jobs[i].uid == c->uid;
+            if (!H.jobs[i].used && !slot)
+                slot = &H.jobs[i];
+        }
+        if (j) {
+            set_error(rep, FYH_E_EXISTS, EEXIST, "%s is a job network already", name);
+            return;
+        }
+        if (mine >= c->allow->max_cgroups || !slot) {
+            set_error(rep, FYH_E_BUDGET, 0, "uid %u already has %u job networks (its budget)", (unsigned)c->uid, mine);
+            return;
+        }
+        if ((e = fyh_job_create(&slot->job, req->u.job.n, &os, why, sizeof(why))) < 0) {
+            set_error(rep, (uint32_t)-e, os, "%s", why);
+            return;
+        }
+        slot->used = true;
+        slot->uid = c->uid;
+        snprintf(slot->name, sizeof(slot->name), "%s", name);
+        slot->creator = (int)syscall(SYS_pidfd_open, c->pid, 0);
+        memset(rep, 0, sizeof(*rep));
+        rep->type = FYH_T_JOB_CREATED;
+        return;
+    }
+    if (!j) {
+        set_error(rep, FYH_E_NOT_FOUND, ENOENT, "uid %u has no job network %s", (unsigned)c->uid, name);
+        return;
+    }
+    memset(rep, 0, sizeof(*rep));
+    switch (req->type) {
+    case FYH_T_JOB_ADD:
+        if (fyh_net_check_ns(c->passed, c->uid, why, sizeof(why)) < 0) {
+            set_error(rep, FYH_E_FD, EPERM, "%s", why);
+            return;
+        }
+        if ((e = fyh_job_add(&j->job, req->u.job.n, c->passed, &os, why, sizeof(why))) < 0) {
+            set_error(rep, (uint32_t)-e, os, "%s", why);
+            return;
+        }
+        rep->type = FYH_T_JOB_ADDED;
+        break;
+    case FYH_T_JOB_DEL:
+        if (req->u.job.n >= j->job.nmembers) {
+            set_error(rep, FYH_E_NOT_FOUND, ENOENT, "job network %s has no member %u", name, req->u.job.n);
+            return;
+        }
+        rep->type = FYH_T_JOB_DELETED;
+        rep->u.job_done.left = fyh_job_del(&j->job, req->u.job.n);
+        break;
+    default: /* FYH_T_JOB_DESTROY */
+        rep->type = FYH_T_JOB_DESTROYED;
+        rep->u.job_done.left = fyh_job_destroy(&j->job);
+        if (j->creator >= 0)
+            close(j->creator);
+        memset(j, 0, sizeof(*j));
+        break;
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* connections                                                         */
 
-static void send_reply(int fd, const struct fyh_msg *rep) {
+static void send_reply_fd(int fd, const struct fyh_msg *rep, int pass);
+static void send_reply(int fd, const struct fyh_msg *rep) { send_reply_fd(fd, rep, -1); }
+
+/* A reply, with pass (NET_TAPPED's tap, >= 0) as SCM_RIGHTS with its
+ * first bytes. */
+static void send_reply_fd(int fd, const struct fyh_msg *rep, int pass) {
     uint8_t out[FYH_MAX_MESSAGE];
     int n = fyh_encode(rep, out, sizeof(out));
     if (n == -FYH_E_TYPE && rep->version < 2) {
@@ -1299,7 +1414,21 @@ static void send_reply(int fd, const struct fyh_msg *rep) {
         set_error(&e, FYH_E_SYSTEM, EIO, "reply could not be encoded");
         n = fyh_encode(&e, out, sizeof(out));
     }
-    if (n > 0) /* small; a peer that does not read it loses it */
+    if (n > 0 && pass >= 0) {
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int))];
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct iovec iov = {out, (size_t)n};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+        (void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else if (n > 0) /* small; a peer that does not read it loses it */
         (void)send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
@@ -1358,6 +1487,7 @@ static void conn_close(struct conn *c) {
  * checked), act, reply. */
 static void handle(struct conn *c) {
     struct fyh_msg req, rep;
+    int tap = -1; /* NET_TAPPED's descriptor, ours to close once sent */
     int e = fyh_decode(c->buf, c->got, &req);
     uint16_t version = (uint16_t)(c->buf[4] | c->buf[5] << 8);
     if (e < 0) {
@@ -1365,13 +1495,13 @@ static void handle(struct conn *c) {
         return;
     }
     /* A descriptor comes with NET_CREATE and MOVE, exactly one, with the first bytes. */
-    bool wants_fd = req.type == FYH_T_NET_CREATE || req.type == FYH_T_MOVE;
+    bool wants_fd = req.type == FYH_T_NET_CREATE || req.type == FYH_T_MOVE || req.type == FYH_T_JOB_ADD;
     if (c->extra_fds || wants_fd != (c->passed >= 0)) {
         refuse_v(c->fd, version, FYH_E_FD, EBADF,
                  req.type == FYH_T_MOVE ? "MOVE needs exactly one descriptor (a pidfd), sent with the message's "
                                           "first bytes"
-                 : wants_fd ? "NET_CREATE needs exactly one descriptor (the sandbox's network namespace), sent "
-                              "with the message's first bytes"
+                 : wants_fd ? "NET_CREATE and JOB_ADD need exactly one descriptor (the sandbox's network "
+                              "namespace), sent with the message's first bytes"
                             : "this request takes no descriptor");
         return;
     }
@@ -1387,7 +1517,16 @@ static void handle(struct conn *c) {
         do_remove(c, &req, &rep);
         break;
     case FYH_T_NET_CREATE:
-        do_net_create(c, &req, &rep);
+        do_net_create(c, &req, &rep, NULL);
+        break;
+    case FYH_T_NET_TAP:
+        do_net_create(c, &req, &rep, &tap);
+        break;
+    case FYH_T_JOB_CREATE:
+    case FYH_T_JOB_ADD:
+    case FYH_T_JOB_DEL:
+    case FYH_T_JOB_DESTROY:
+        do_job(c, &req, &rep);
         break;
     case FYH_T_NET_REMOVE:
         do_net_remove(c, &req, &rep);
@@ -1409,7 +1548,11 @@ static void handle(struct conn *c) {
     rep.version = req.version;
     if (rep.type == FYH_T_ERROR && req.version < 2 && rep.u.error.code > FYH_E_FLAGS)
         rep.u.error.code = FYH_E_SYSTEM;
-    send_reply(c->fd, &rep);
+    send_reply_fd(c->fd, &rep, rep.type == FYH_T_NET_TAPPED ? tap : -1);
+    /* (the tap lives on in the peer's copy; a peer gone loses it, and its
+     * router goes with the gc) */
+    if (tap >= 0)
+        close(tap);
 }
 
 /* Reads what is there; true when the connection is finished (answered or refused). */
@@ -1875,6 +2018,16 @@ int main(int argc, char **argv) {
             if (H.nets[i].creator >= 0)
                 close(H.nets[i].creator);
             H.nets[i].used = false;
+        }
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        if (H.jobs[i].used) {
+            uint32_t left = fyh_job_destroy(&H.jobs[i].job);
+            if (left)
+                logf_("uid %u %s: %u job network object(s) could not be removed", (unsigned)H.jobs[i].uid,
+                      H.jobs[i].name, left);
+            if (H.jobs[i].creator >= 0)
+                close(H.jobs[i].creator);
+            H.jobs[i].used = false;
         }
     free(pfd);
     gc(false);

@@ -22,6 +22,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
 #include <linux/netlink.h>
 #include <linux/nsfs.h>
 #include <poll.h>
@@ -367,9 +369,48 @@ static int write_forwarding(int router) {
     return r;
 }
 
+/* The VM's sandbox-side link (protocol 4): a tap "sb" made in the router
+ * namespace (a tap is made in the namespace of whoever opened
+ * /dev/net/tun), owned by the peer's uid, not persistent: it lives as long
+ * as a descriptor of it, which we hand to the peer and close. Frames the
+ * peer's VMM writes enter the router where a sandbox veth's would. */
+static int make_tap(int router, uid_t owner) {
+    if (setns(router, CLONE_NEWNET) < 0)
+        return -errno;
+    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NOCTTY), e = 0;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "sb");
+    if (fd < 0 || ioctl(fd, TUNSETIFF, &ifr) < 0 || ioctl(fd, TUNSETOWNER, (unsigned long)owner) < 0)
+        e = errno;
+    back_home();
+    if (e) {
+        if (fd >= 0)
+            close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, const struct fyh_net_rule *rules,
+                  uint32_t nrules, int *os_errno, char *why, size_t whylen);
+
 int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule *rules, uint32_t nrules,
                    int *os_errno, char *why, size_t whylen) {
+    return create(a, ns, 0, NULL, rules, nrules, os_errno, why, whylen);
+}
+
+int fyh_net_create_tap(struct fyh_net_attempt *a, uid_t owner, int *tap, const struct fyh_net_rule *rules,
+                       uint32_t nrules, int *os_errno, char *why, size_t whylen) {
+    return create(a, -1, owner, tap, rules, nrules, os_errno, why, whylen);
+}
+
+static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, const struct fyh_net_rule *rules,
+                  uint32_t nrules, int *os_errno, char *why, size_t whylen) {
     memset(a, 0, sizeof(*a));
+    if (tap)
+        *tap = -1;
     a->router = a->slot_lock = -1;
     *os_errno = 0;
     if (!N.ready) {
@@ -387,7 +428,7 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         snprintf(why, whylen, "ruleset too long");
         return -FYH_E_MALFORMED;
     }
-    int rs = -1, us = -1, ss = -1, e = 0;
+    int rs = -1, us = -1, ss = -1, e = 0, tfd = -1;
     const char *what = NULL;
     if (fyh_net_raise)
         fyh_net_raise(true);
@@ -402,7 +443,7 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         fyh_net_remove(a);
         return -FYH_E_SYSTEM;
     }
-    if ((rs = nl_open(a->router)) < 0 || (us = nl_open(N.uplink)) < 0 || (ss = nl_open(ns)) < 0) {
+    if ((rs = nl_open(a->router)) < 0 || (us = nl_open(N.uplink)) < 0 || (ns >= 0 && (ss = nl_open(ns)) < 0)) {
         e = rs < 0 ? rs : us < 0 ? us : ss, what = "netlink socket";
         goto fail;
     }
@@ -466,10 +507,33 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
         what = "router routes";
     else if ((e = write_forwarding(a->router)) < 0)
         what = "forwarding in the router namespace";
-    else if ((e = lnl_link_veth(rs, "sb", "eth0", ns)) < 0)
+    else if (ns < 0 && (tfd = make_tap(a->router, owner)) < 0)
+        e = tfd, what = "the VM's tap device (/dev/net/tun) in the router namespace";
+    else if (ns >= 0 && (e = lnl_link_veth(rs, "sb", "eth0", ns)) < 0)
         what = "veth to the sandbox";
     if (what)
         goto fail;
+    if (ns < 0) {
+        /* A tap: the router's side only; the guest takes the sandbox's
+         * addresses itself, behind the peer's VMM. */
+        int i_tap = lnl_ifindex(rs, "sb");
+        uint32_t a_r = htonl(SB_ROUTER4);
+        if (i_tap < 0)
+            e = i_tap, what = "interface index";
+        else if ((e = lnl_addr_add(rs, i_tap, AF_INET, &a_r, 30)) < 0 ||
+                 (e = lnl_addr_add(rs, i_tap, AF_INET6, sb_router6, 64)) < 0)
+            what = "router addresses";
+        else if ((e = lnl_link_up(rs, "sb")) < 0)
+            what = "sandbox links up";
+        if (what)
+            goto fail;
+        close(rs);
+        close(us);
+        if (fyh_net_raise)
+            fyh_net_raise(false);
+        *tap = tfd;
+        return 0;
+    }
     int i_sb = lnl_ifindex(rs, "sb"), i_eth = lnl_ifindex(ss, "eth0");
     if (i_sb < 0 || i_eth < 0) {
         e = i_sb < 0 ? i_sb : i_eth, what = "interface index";
@@ -497,6 +561,8 @@ int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule 
 fail:
     snprintf(why, whylen, "%s: %s", what, strerror(-e));
     *os_errno = -e;
+    if (tfd >= 0)
+        close(tfd);
     if (rs >= 0)
         close(rs);
     if (us >= 0)
@@ -536,5 +602,184 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
     if (a->slot_lock >= 0)
         close(a->slot_lock);
     a->router = a->slot_lock = -1;
+    return left;
+}
+
+/* ---- job networks (protocol 4) ----
+ * lib/linux/linux-jobnet.c's topology, made by us for an unprivileged
+ * peer: one namespace per job (ours: the host's user namespace; no
+ * process, mounted nowhere, held by one descriptor of ours), a bridge jb,
+ * nftables (bridge family) forwarding a frame only from a member's port to
+ * another member's port and only from that member's own address, nothing
+ * to or from the namespace itself; member i's namespace (the peer's, checked
+ * by fyh_net_check_ns) gets a veth job0 100.80.0.(i+1)/24 whose other end
+ * m<i> is a port of the bridge. */
+
+#define JOB_SUBNET 0x64500000u /* 100.80.0.0/24: linux-jobnet.h's LJN_SUBNET */
+
+static int job_ruleset(char *out, size_t cap, uint32_t n) {
+    size_t len = 0;
+    int k = snprintf(out, cap, "table bridge fy_job {\n chain members {\n"
+                               "  type filter hook forward priority 0; policy drop;\n");
+    if (k < 0 || (size_t)k >= cap)
+        return -1;
+    len = (size_t)k;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t a = JOB_SUBNET + i + 1;
+        k = snprintf(out + len, cap - len,
+                     "  iifname \"m%u\" oifname \"m*\" ether type arp arp saddr ip %u.%u.%u.%u accept\n"
+                     "  iifname \"m%u\" oifname \"m*\" ip saddr %u.%u.%u.%u accept\n",
+                     i, a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, i, a >> 24, (a >> 16) & 255,
+                     (a >> 8) & 255, a & 255);
+        if (k < 0 || (size_t)k >= cap - len)
+            return -1;
+        len += (size_t)k;
+    }
+    k = snprintf(out + len, cap - len,
+                 " }\n chain self_in {\n  type filter hook input priority 0; policy drop;\n }\n"
+                 " chain self_out {\n  type filter hook output priority 0; policy drop;\n }\n}\n");
+    return k < 0 || (size_t)k >= cap - len ? -1 : 0;
+}
+
+int fyh_job_create(struct fyh_job *j, uint32_t nmembers, int *os_errno, char *why, size_t whylen) {
+    memset(j, 0, sizeof(*j));
+    j->ns = -1;
+    *os_errno = 0;
+    if (!N.ready) {
+        snprintf(why, whylen, "this helper was started without --net-uplink");
+        return -FYH_E_UNOFFERED;
+    }
+    if (nmembers == 0 || nmembers > FYH_JOB_MEMBERS_MAX) {
+        snprintf(why, whylen, "a job network has 1..%u members", FYH_JOB_MEMBERS_MAX);
+        return -FYH_E_MALFORMED;
+    }
+    static char text[FYH_JOB_MEMBERS_MAX * 200 + 512];
+    if (job_ruleset(text, sizeof(text), nmembers) < 0) {
+        snprintf(why, whylen, "ruleset too long");
+        return -FYH_E_MALFORMED;
+    }
+    j->nmembers = nmembers;
+    int e = 0, s = -1;
+    const char *what = NULL;
+    if (fyh_net_raise)
+        fyh_net_raise(true);
+    if ((j->ns = new_netns()) < 0)
+        e = j->ns, what = "creating the job's namespace";
+    else if ((e = run_nft(j->ns, text, why, whylen)) < 0) {
+        *os_errno = e == -EIO ? 0 : -e;
+        if (fyh_net_raise)
+            fyh_net_raise(false);
+        close(j->ns);
+        j->ns = -1;
+        return -FYH_E_SYSTEM;
+    } else if ((s = nl_open(j->ns)) < 0)
+        e = s, what = "netlink socket";
+    else if ((e = lnl_link_bridge(s, "jb")) < 0 || (e = lnl_link_up(s, "jb")) < 0)
+        what = "the job's bridge";
+    if (s >= 0)
+        close(s);
+    if (fyh_net_raise)
+        fyh_net_raise(false);
+    if (what) {
+        snprintf(why, whylen, "%s: %s", what, strerror(-e));
+        *os_errno = -e;
+        if (j->ns >= 0)
+            close(j->ns); /* (the namespace goes with our only reference) */
+        j->ns = -1;
+        return -FYH_E_SYSTEM;
+    }
+    return 0;
+}
+
+int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno, char *why, size_t whylen) {
+    *os_errno = 0;
+    if (index >= j->nmembers) {
+        snprintf(why, whylen, "the job has %u members; no index %u", j->nmembers, index);
+        return -FYH_E_MALFORMED;
+    }
+    char port[16];
+    snprintf(port, sizeof(port), "m%u", index);
+    int js = -1, ss = -1, e = 0, br = 0, eth = 0;
+    const char *what = NULL;
+    uint32_t addr = htonl(JOB_SUBNET + index + 1);
+    if (fyh_net_raise)
+        fyh_net_raise(true);
+    if ((js = nl_open(j->ns)) < 0 || (ss = nl_open(member_ns)) < 0)
+        e = js < 0 ? js : ss, what = "netlink socket";
+    else if ((e = lnl_link_veth(js, port, "job0", member_ns)) < 0)
+        what = e == -EEXIST ? "the member's port (linked already)" : "veth to the member";
+    else if ((br = lnl_ifindex(js, "jb")) < 0 || (eth = lnl_ifindex(ss, "job0")) < 0)
+        e = br < 0 ? br : eth, what = "interface index";
+    else if ((e = lnl_link_master(js, port, br)) < 0)
+        what = "the member's port on the bridge";
+    else if ((e = lnl_link_up(js, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, &addr, 24)) < 0 ||
+             (e = lnl_link_up(ss, "job0")) < 0)
+        what = "the member's link and address";
+    if (what && e != -EEXIST && js >= 0)
+        (void)lnl_link_del(js, port); /* (an existing port is another attempt's) */
+    if (js >= 0)
+        close(js);
+    if (ss >= 0)
+        close(ss);
+    if (fyh_net_raise)
+        fyh_net_raise(false);
+    if (what) {
+        snprintf(why, whylen, "%s: %s", what, strerror(-e));
+        *os_errno = -e;
+        return e == -EEXIST ? -FYH_E_EXISTS : -FYH_E_SYSTEM;
+    }
+    return 0;
+}
+
+uint32_t fyh_job_del(struct fyh_job *j, uint32_t index) {
+    char port[16];
+    snprintf(port, sizeof(port), "m%u", index);
+    uint32_t left = 0;
+    if (fyh_net_raise)
+        fyh_net_raise(true);
+    int s = nl_open(j->ns);
+    if (s >= 0) {
+        /* (a member's namespace that went first took the pair along: gone) */
+        int e = lnl_link_del(s, port);
+        if ((e < 0 && e != -ENODEV) || lnl_link_exists(s, port) != 0)
+            left++;
+        close(s);
+    } else {
+        left++;
+    }
+    if (fyh_net_raise)
+        fyh_net_raise(false);
+    return left;
+}
+
+uint32_t fyh_job_destroy(struct fyh_job *j) {
+    if (j->ns < 0)
+        return 0;
+    uint32_t left = 0;
+    char why[160];
+    if (fyh_net_raise)
+        fyh_net_raise(true);
+    if (run_nft(j->ns, "delete table bridge fy_job\n", why, sizeof(why)) < 0)
+        left++;
+    int s = nl_open(j->ns);
+    if (s >= 0) {
+        for (uint32_t i = 0; i < j->nmembers; i++) {
+            char port[16];
+            snprintf(port, sizeof(port), "m%u", i);
+            (void)lnl_link_del(s, port);
+        }
+        (void)lnl_link_del(s, "jb");
+        /* The witness: nothing but the loopback is left in it. */
+        int n = lnl_link_count(s);
+        if (n != 1)
+            left += n < 0 ? 1 : (uint32_t)(n - 1);
+        close(s);
+    } else {
+        left++;
+    }
+    if (fyh_net_raise)
+        fyh_net_raise(false);
+    close(j->ns); /* our only reference: the kernel destroys it */
+    j->ns = -1;
     return left;
 }

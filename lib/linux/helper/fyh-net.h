@@ -37,9 +37,31 @@ int fyh_net_check_ns(int ns, uid_t uid, char *why, size_t whylen);
  * *os_errno and why (nothing left then). */
 int fyh_net_create(struct fyh_net_attempt *a, int ns, const struct fyh_net_rule *rules, uint32_t nrules,
                    int *os_errno, char *why, size_t whylen);
+/* The same router with a tap device as its sandbox-side link "sb"
+ * (protocol 4, the VM backend's): *tap its descriptor (O_CLOEXEC, the
+ * tap owned by owner), the caller's to hand over and close. */
+int fyh_net_create_tap(struct fyh_net_attempt *a, uid_t owner, int *tap, const struct fyh_net_rule *rules,
+                       uint32_t nrules, int *os_errno, char *why, size_t whylen);
 /* Removes what fyh_net_create made: the objects that could not be removed
  * (0: the uplink veth is gone, witnessed by a lookup). */
 uint32_t fyh_net_remove(struct fyh_net_attempt *a);
+
+/* A job network (protocol 4): linux-jobnet.c's namespace, bridge and
+ * rules, ours, for a peer's job; members linked by index. */
+struct fyh_job {
+    int ns; /* the job's namespace (ours; -1: none) */
+    uint32_t nmembers;
+};
+/* 0, or -FYH_E_* with *os_errno and why (nothing left then). */
+int fyh_job_create(struct fyh_job *j, uint32_t nmembers, int *os_errno, char *why, size_t whylen);
+/* Links member index's namespace member_ns (checked by the caller with
+ * fyh_net_check_ns): 0, or -FYH_E_* (FYH_E_EXISTS: linked already). */
+int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno, char *why, size_t whylen);
+/* Unlinks member index, witnessed by a lookup: the objects left. */
+uint32_t fyh_job_del(struct fyh_job *j, uint32_t index);
+/* Removes the rules, ports and bridge, checks nothing but the loopback is
+ * left, then drops the namespace: the objects left. */
+uint32_t fyh_job_destroy(struct fyh_job *j);
 
 /* The capabilities the network work needs (effective only during it). */
 uint32_t fyh_net_caps(void);

@@ -135,6 +135,10 @@ static int known_type(uint16_t t, uint16_t version) {
         return version >= 2;
     case FYH_T_MOVE: case FYH_T_MOVED:
         return version >= 3;
+    case FYH_T_NET_TAP: case FYH_T_NET_TAPPED:
+    case FYH_T_JOB_CREATE: case FYH_T_JOB_ADD: case FYH_T_JOB_DEL: case FYH_T_JOB_DESTROY:
+    case FYH_T_JOB_CREATED: case FYH_T_JOB_ADDED: case FYH_T_JOB_DELETED: case FYH_T_JOB_DESTROYED:
+        return version >= 4;
     default:
         return 0;
     }
@@ -264,6 +268,7 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
             return -FYH_E_MALFORMED;
         break;
     case FYH_T_NET_CREATE:
+    case FYH_T_NET_TAP:
         get_str(&r, m->u.net_create.name, FYH_NAME_MAX);
         m->u.net_create.nrules = (uint32_t)get(&r, 2);
         if (!r.bad && m->u.net_create.nrules > FYH_NET_RULES_MAX)
@@ -289,6 +294,7 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
             return -FYH_E_NAME;
         break;
     case FYH_T_NET_CREATED:
+    case FYH_T_NET_TAPPED:
         get_str(&r, m->u.net_created.uplink, FYH_UPLINK_MAX);
         get_str(&r, m->u.net_created.link, sizeof(m->u.net_created.link) - 1);
         if (!r.bad && (!m->u.net_created.uplink[0] || !fyh_valid_link(m->u.net_created.link)))
@@ -296,6 +302,28 @@ int fyh_decode(const uint8_t *buf, size_t len, struct fyh_msg *m) {
         break;
     case FYH_T_NET_REMOVED:
         m->u.net_removed.left = (uint32_t)get(&r, 4);
+        break;
+    case FYH_T_JOB_CREATE:
+    case FYH_T_JOB_ADD:
+    case FYH_T_JOB_DEL:
+        get_str(&r, m->u.job.name, FYH_NAME_MAX);
+        m->u.job.n = (uint32_t)get(&r, 2);
+        if (!r.bad && (m->type == FYH_T_JOB_CREATE ? m->u.job.n == 0 || m->u.job.n > FYH_JOB_MEMBERS_MAX
+                                                   : m->u.job.n >= FYH_JOB_MEMBERS_MAX))
+            return -FYH_E_MALFORMED;
+        if (!r.bad && !fyh_valid_name(m->u.job.name))
+            return -FYH_E_NAME;
+        break;
+    case FYH_T_JOB_DESTROY:
+        get_str(&r, m->u.job.name, FYH_NAME_MAX);
+        if (!r.bad && !fyh_valid_name(m->u.job.name))
+            return -FYH_E_NAME;
+        break;
+    case FYH_T_JOB_CREATED:
+    case FYH_T_JOB_ADDED:
+    case FYH_T_JOB_DELETED:
+    case FYH_T_JOB_DESTROYED:
+        m->u.job_done.left = (uint32_t)get(&r, 4);
         break;
     case FYH_T_CREATED:
         m->u.created.controllers = (uint32_t)get(&r, 4);
@@ -383,6 +411,7 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
         put(&w, m->u.moved.pid, 4);
         break;
     case FYH_T_NET_CREATE:
+    case FYH_T_NET_TAP:
         if (m->u.net_create.nrules > FYH_NET_RULES_MAX)
             return -FYH_E_TOO_BIG;
         put_str(&w, m->u.net_create.name, FYH_NAME_MAX);
@@ -402,11 +431,27 @@ int fyh_encode(const struct fyh_msg *m, uint8_t *buf, size_t cap) {
         put_str(&w, m->u.net_remove.name, FYH_NAME_MAX);
         break;
     case FYH_T_NET_CREATED:
+    case FYH_T_NET_TAPPED:
         put_str(&w, m->u.net_created.uplink, FYH_UPLINK_MAX);
         put_str(&w, m->u.net_created.link, sizeof(m->u.net_created.link) - 1);
         break;
     case FYH_T_NET_REMOVED:
         put(&w, m->u.net_removed.left, 4);
+        break;
+    case FYH_T_JOB_CREATE:
+    case FYH_T_JOB_ADD:
+    case FYH_T_JOB_DEL:
+        put_str(&w, m->u.job.name, FYH_NAME_MAX);
+        put(&w, m->u.job.n, 2);
+        break;
+    case FYH_T_JOB_DESTROY:
+        put_str(&w, m->u.job.name, FYH_NAME_MAX);
+        break;
+    case FYH_T_JOB_CREATED:
+    case FYH_T_JOB_ADDED:
+    case FYH_T_JOB_DELETED:
+    case FYH_T_JOB_DESTROYED:
+        put(&w, m->u.job_done.left, 4);
         break;
     case FYH_T_CREATED:
         put(&w, m->u.created.controllers, 4);

@@ -37,8 +37,16 @@
  * controllers to an older peer, and refuses its CREATE: FYH_E_UNOFFERED, or
  * FYH_E_SYSTEM in version 1), and MOVE/MOVED: the helper moves one process
  * of the peer, named by a pidfd, into the peer's attempt cgroup (a v2
- * cgroup cannot be entered by the peer itself: fyh-main.c says why). */
-#define FYH_VERSION 3u
+ * cgroup cannot be entered by the peer itself: fyh-main.c says why).
+ * Version 4 adds NET_TAP/NET_TAPPED: the router of NET_CREATE whose
+ * sandbox-side link is a tap device in the router namespace; the helper
+ * hands the peer the tap's descriptor with NET_TAPPED's first bytes (a VMM
+ * holds it: the VM backend's restricted network). NET_REMOVE removes it as
+ * it removes a router. Version 4 also adds job networks (JOB_*): the
+ * helper owns a job's namespace, bridge and rules for the peer, and links
+ * a member's network namespace (a descriptor, checked as NET_CREATE's) to
+ * it. The messages of versions 1-3 are unchanged. */
+#define FYH_VERSION 4u
 #define FYH_VERSION_MIN 1u
 #define FYH_HEADER 16u
 #define FYH_MAX_PAYLOAD 2048u
@@ -48,6 +56,7 @@
 #define FYH_MSG_MAX 200u  /* an error reply's text */
 #define FYH_NET_RULES_MAX 64u /* allowed tuples of one NET_CREATE */
 #define FYH_UPLINK_MAX 120u   /* the uplink's description in WELCOME / NET_CREATED */
+#define FYH_JOB_MEMBERS_MAX 254u /* members of one job network (one /24) */
 
 /* The default socket (forgeyard-sandbox-helper(8)); FORGEYARD_HELPER_SOCKET
  * overrides it for the library. */
@@ -66,12 +75,30 @@ enum fyh_type {
      * bytes): a pidfd of a process of the peer's uid that descends from the
      * peer; the helper writes it to the attempt's cgroup v2 cgroup.procs. */
     FYH_T_MOVE = 6, /* -> FYH_T_MOVED */
+    /* Version 4. NET_TAP carries no descriptor: NET_CREATE's payload (a
+     * name and the tuples); its reply NET_TAPPED (NET_CREATED's payload)
+     * carries one, the tap "sb" of the router namespace, with its first
+     * bytes. */
+    FYH_T_NET_TAP = 7, /* -> FYH_T_NET_TAPPED */
+    /* Version 4, job networks (u.job): JOB_CREATE names the job and its
+     * member count; JOB_ADD carries one descriptor (the member's network
+     * namespace, owned by a user namespace the peer's uid owns) and its
+     * index; JOB_DEL unlinks an index; JOB_DESTROY removes the job. */
+    FYH_T_JOB_CREATE = 8,  /* -> FYH_T_JOB_CREATED */
+    FYH_T_JOB_ADD = 9,     /* -> FYH_T_JOB_ADDED */
+    FYH_T_JOB_DEL = 10,    /* -> FYH_T_JOB_DELETED (u.job_done.left) */
+    FYH_T_JOB_DESTROY = 11, /* -> FYH_T_JOB_DESTROYED (u.job_done.left) */
     FYH_T_WELCOME = 0x8001,
     FYH_T_CREATED = 0x8002,
     FYH_T_REMOVED = 0x8003,
     FYH_T_NET_CREATED = 0x8004,
     FYH_T_NET_REMOVED = 0x8005,
     FYH_T_MOVED = 0x8006,
+    FYH_T_NET_TAPPED = 0x8007,
+    FYH_T_JOB_CREATED = 0x8008,
+    FYH_T_JOB_ADDED = 0x8009,
+    FYH_T_JOB_DELETED = 0x800a,
+    FYH_T_JOB_DESTROYED = 0x800b,
     FYH_T_ERROR = 0x80ff,
 };
 
@@ -172,7 +199,7 @@ struct fyh_msg {
         struct { /* MOVED */
             uint32_t pid; /* the process moved, as the helper's pid namespace numbers it */
         } moved;
-        struct { /* NET_CREATE (+ the namespace's descriptor) */
+        struct { /* NET_CREATE (+ the namespace's descriptor); NET_TAP (none) */
             char name[FYH_NAME_MAX + 1];
             uint32_t nrules;
             struct fyh_net_rule rule[FYH_NET_RULES_MAX];
@@ -180,7 +207,15 @@ struct fyh_msg {
         struct { /* NET_REMOVE */
             char name[FYH_NAME_MAX + 1];
         } net_remove;
-        struct { /* NET_CREATED */
+        struct { /* JOB_CREATE (n: members, 1..254), JOB_ADD (+ the member's namespace) and JOB_DEL (n: the
+                  * member's index, < 254), JOB_DESTROY (n unused: 0) */
+            char name[FYH_NAME_MAX + 1];
+            uint32_t n;
+        } job;
+        struct { /* JOB_CREATED, JOB_ADDED, JOB_DELETED, JOB_DESTROYED */
+            uint32_t left; /* objects that could not be removed (0 for CREATED and ADDED) */
+        } job_done;
+        struct { /* NET_CREATED; NET_TAPPED (+ the tap's descriptor) */
             char uplink[FYH_UPLINK_MAX + 1]; /* the uplink namespace, in words */
             char link[16];                   /* the uplink's veth: fyXXXXXXXX */
         } net_created;
