@@ -1676,7 +1676,7 @@ int main(int argc, char **argv) {
                            "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
                            "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--cap-drop",
                            "ALL", "/usr/bin/true", NULL};
-        bench_tput(bwrap ? bw_argv : NULL, n, sleepers > 0 && sleepers < 50 ? sleepers : 3);
+        bench_tput(bwrap ? bw_argv : NULL, n, argc > 2 && sleepers < 50 ? sleepers : 3);
         return 0;
     }
     if (unpack_only) {
