@@ -44,6 +44,10 @@
  *               a listener of its own on 127.0.0.1: curl in a fetch-only
  *               sandbox through the proxy (whole attempt) vs curl on the
  *               host straight to it
+ *   tput        (alone: fy-bench --tput [RUNS] [ROUNDS]) issue 18's rows only:
+ *               RUNS interleaved lifecycles (cold, shell, bwrap; 0: none), then
+ *               ROUNDS throughput alternations with load, CPU and busy CPUs;
+ *               FY_BENCH_PEER=forgeyard|bwrap runs one peer's rounds only
  *   vm          (also alone: fy-bench --vm [RUNS]) /bin/true in vm-qemu:
  *               restored from a template (p50, p99, CPU), cold boots to the
  *               agent's hello vs a bare qemu -M microvm boot of the same
