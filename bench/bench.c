@@ -44,6 +44,10 @@
  *               a listener of its own on 127.0.0.1: curl in a fetch-only
  *               sandbox through the proxy (whole attempt) vs curl on the
  *               host straight to it
+ *   tput        (alone: fy-bench --tput [RUNS] [ROUNDS]) issue 18's rows only:
+ *               RUNS interleaved lifecycles (cold, shell, bwrap; 0: none), then
+ *               ROUNDS throughput alternations with load, CPU and busy CPUs;
+ *               FY_BENCH_PEER=forgeyard|bwrap runs one peer's rounds only
  *   vm          (also alone: fy-bench --vm [RUNS]) /bin/true in vm-qemu:
  *               restored from a template (p50, p99, CPU), cold boots to the
  *               agent's hello vs a bare qemu -M microvm boot of the same
@@ -1504,6 +1508,91 @@ out:
     fy_caps_free(vc);
 }
 
+/* ---- fy-bench --tput [RUNS] [ROUNDS]: only the rows of issue 18 ----
+ *
+ * RUNS interleaved lifecycles (cold, in a pre-started shell refilled between
+ * attempts, bwrap), then ROUNDS alternations of the throughput row (1,000
+ * attempts at concurrency 4, forgeyard then bwrap), each with the load, the
+ * CPU of this process and its reaped children per attempt, and how busy the
+ * machine's CPUs were (from /proc/stat, kernel workers included). */
+
+static void cpu_stat(uint64_t *busy, uint64_t *total) {
+    unsigned long long v[10] = {0};
+    FILE *f = fopen("/proc/stat", "re");
+    if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                     &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) < 8)
+        memset(v, 0, sizeof(v));
+    if (f)
+        fclose(f);
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += v[i];
+    *busy = *total - v[3] - v[4];
+}
+
+static void bench_tput(char **bwrap_argv, int n, int rounds) {
+    fy_policy *p = release_policy();
+    const char *argv_true[] = {"/bin/true", NULL};
+    fy_prepared *shared = NULL;
+    fy_shells *shells = NULL;
+    fy_error *e = NULL;
+    if (fy_prepare(p, NULL, argv_true, &shared, &e) < 0)
+        die("fy_prepare", e);
+    if (fy_shells_new(shared, 1, 60000000, &shells, &e) < 0 || fy_shells_fill(shells, &e) < 0) {
+        fprintf(stderr, "fy-bench: no pre-started shells here: %s\n", fy_error_message(e));
+        fy_shells_free(shells);
+        shells = NULL;
+    }
+    uint64_t *t_life = calloc((size_t)n + 1, 8), *t_shell = calloc((size_t)n + 1, 8), *t_bw = calloc((size_t)n + 1, 8);
+    double l0 = loadavg1();
+    for (int i = 0; i < n; i++) {
+        t_life[i] = lifecycle_ns(p, argv_true);
+        if (shells)
+            t_shell[i] = shell_lifecycle_ns(p, argv_true, shells, false);
+        uint64_t t0 = now_ns();
+        if (bwrap_argv && spawn_wait(bwrap_argv) != 0)
+            die("bwrap", NULL);
+        t_bw[i] = now_ns() - t0;
+    }
+    double life = n ? median_ms(t_life, n) : 0, bw = bwrap_argv && n ? median_ms(t_bw, n) : 0;
+    if (n) {
+        printf("  %-40s %9.3f ms   load %.2f -> %.2f\n", "bwrap (strict flags)", bw, l0, loadavg1());
+        printf("  %-40s %9.3f ms   ratio to bwrap %.2fx (target <= 0.75x)\n", "forgeyard lifecycle (release)", life,
+               bw > 0 ? life / bw : 0);
+    }
+    if (shells && n) {
+        double sh = median_ms(t_shell, n);
+        printf("  %-40s %9.3f ms   ratio to bwrap %.2fx (target <= 0.50x)\n", "lifecycle, pre-started shell", sh,
+               bw > 0 ? sh / bw : 0);
+    }
+    fy_shells_free(shells);
+    fy_prepared_free(shared);
+    free(t_life);
+    free(t_shell);
+    free(t_bw);
+    for (int r = 0; r < rounds; r++) {
+        double rate[2] = {0, 0}, cpu[2] = {0, 0}, used[2] = {0, 0}, la = loadavg1();
+        /* FY_BENCH_PEER=forgeyard or bwrap: that peer's rounds only (for a
+         * profiler wrapped around this process). */
+        const char *only = getenv("FY_BENCH_PEER");
+        for (int k = 0; k < (bwrap_argv ? 2 : 1); k++) {
+            if (only && strcmp(only, k ? "bwrap" : "forgeyard") != 0)
+                continue;
+            uint64_t c0 = cpu_ns_all(), b0, s0, b1, s1;
+            cpu_stat(&b0, &s0);
+            rate[k] = throughput(1000, 4, k ? bwrap_argv : NULL);
+            cpu_stat(&b1, &s1);
+            cpu[k] = (double)(cpu_ns_all() - c0) / 1e6 / 1000;
+            used[k] = s1 > s0 ? (double)(b1 - b0) / (double)(s1 - s0) : 0;
+        }
+        printf("  throughput round %d: forgeyard %.1f /s (CPU %.2f ms/attempt, CPUs %.0f%% busy), bwrap %.1f /s "
+               "(%.2f ms, %.0f%%), ratio %.2fx (target >= 1.5x), load %.2f\n",
+               r + 1, rate[0], cpu[0], used[0] * 100, rate[1], cpu[1], used[1] * 100,
+               rate[1] > 0 ? rate[0] / rate[1] : 0, la);
+    }
+    fy_policy_free(p);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--restricted") == 0) {
         /* The restricted row alone (root): its lifecycle against deny's. */
@@ -1531,13 +1620,14 @@ int main(int argc, char **argv) {
     bool action_only = argc > 1 && strcmp(argv[1], "--action") == 0;
     bool cli_only = argc > 1 && strcmp(argv[1], "--cli") == 0;
     bool unpack_only = argc > 1 && strcmp(argv[1], "--unpack") == 0;
-    if (container_only || action_only || cli_only || unpack_only) {
+    bool tput_only = argc > 1 && strcmp(argv[1], "--tput") == 0;
+    if (container_only || action_only || cli_only || unpack_only || tput_only) {
         argv++;
         argc--;
     }
     int n = argc > 1 ? atoi(argv[1]) : unpack_only ? UNPACK_RUNS : 200;
     int sleepers = argc > 2 ? atoi(argv[2]) : 200;
-    if (n < 1 || sleepers < 0) {
+    if ((n < 1 && !(tput_only && n == 0 && argc > 1)) || sleepers < 0) {
         fprintf(stderr, "usage: fy-bench [RUNS] [SLEEPERS]\n");
         return 2;
     }
@@ -1579,6 +1669,18 @@ int main(int argc, char **argv) {
         const char *at[] = {"/bin/true", NULL};
         bench_cli(cp, at, bwrap ? bw_argv : NULL, n);
         fy_policy_free(cp);
+        return 0;
+    }
+    if (tput_only) {
+        printf("fy-bench --tput: %d runs each, interleaved, medians, %s\n", n, getuid() == 0 ? "as root" : "rootless");
+        fy_caps *tc = NULL;
+        fy_probe(FY_PROBE_NO_VM, &tc, NULL);
+        fy_caps_free(tc);
+        char *bw_argv[] = {(char *)bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr",
+                           "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
+                           "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--cap-drop",
+                           "ALL", "/usr/bin/true", NULL};
+        bench_tput(bwrap ? bw_argv : NULL, n, argc > 2 && sleepers < 50 ? sleepers : 3);
         return 0;
     }
     if (unpack_only) {

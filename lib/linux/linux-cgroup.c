@@ -319,6 +319,50 @@ static int v2_controls(const struct cg_plan *plan, const struct cg_run *run, str
     return 0;
 }
 
+/* The limits of the v1 cgroup of controller c (made). */
+static int v1_limits(const struct cg_plan *plan, struct cg_run *run, int c, struct cg_fault *f, fy_error **reterr) {
+    int r, e;
+    char val[64];
+    switch (c) {
+    case CG_MEMORY:
+        snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->memory);
+        if ((e = write_limit(run->v1_dir[c], "memory.limit_in_bytes", val, f)) < 0)
+            return limit_err(reterr, run->v1_dir[c], "memory.limit_in_bytes", -e);
+        if (plan->v1_memsw) {
+            snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->memory + plan->swap));
+            if ((e = write_limit(run->v1_dir[c], "memory.memsw.limit_in_bytes", val, f)) < 0)
+                return limit_err(reterr, run->v1_dir[c], "memory.memsw.limit_in_bytes", -e);
+        }
+        break;
+    case CG_PIDS:
+        snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->pids);
+        if ((e = write_limit(run->v1_dir[c], "pids.max", val, f)) < 0)
+            return limit_err(reterr, run->v1_dir[c], "pids.max", -e);
+        break;
+    case CG_BLKIO:
+        snprintf(val, sizeof(val), "%u:%u %llu", plan->io_major, plan->io_minor, (unsigned long long)plan->io_bps);
+        if ((e = write_limit(run->v1_dir[c], "blkio.throttle.read_bps_device", val, f)) < 0 ||
+            (e = write_limit(run->v1_dir[c], "blkio.throttle.write_bps_device", val, f)) < 0)
+            return limit_err(reterr, run->v1_dir[c], "blkio.throttle.*_bps_device", -e);
+        break;
+    case CG_DEVICES:
+        if ((r = apply_devices(plan, run->v1_dir[c], NULL, f, reterr)) < 0)
+            return r;
+        break;
+    case CG_CPU:
+        if (plan->version_cpu != 1 || plan->cpu_millis == FY_UNLIMITED)
+            break; /* (the cgroup view's: no quota) */
+        snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->cpu_millis * 100));
+        if ((e = write_limit(run->v1_dir[c], "cpu.cfs_period_us", "100000", f)) < 0 ||
+            (e = write_limit(run->v1_dir[c], "cpu.cfs_quota_us", val, f)) < 0)
+            return limit_err(reterr, run->v1_dir[c], "cpu.cfs_quota_us", -e);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
 static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsigned parts, struct cg_fault *f,
                            fy_error **reterr) {
     if (parts & CG_PART_V2) {
@@ -334,7 +378,6 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
     if (!run->name)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_CGROUP, 0, NULL, "out of memory");
     int r = 0;
-    char val[64];
     if ((parts & CG_PART_V2) && plan->v2_helper && plan->helper) {
         /* (a pre-started shell is never made on a helper's cgroup: linux-shell.c) */
         if (fault_hit(f, FY_STEP_CGROUP)) {
@@ -382,9 +425,20 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
             goto fail;
         return 0;
     }
-    for (int c = 0; c < CG_NCTL && (parts & CG_PART_V1); c++) {
+    for (int c = 0; c < CG_NCTL && (parts & (CG_PART_V1 | CG_PART_V1_LIMITS)); c++) {
         if (!plan->v1_parent[c])
             continue;
+        if (!(parts & CG_PART_V1)) {
+            /* The limits of a v1 cgroup made bare (a pre-started shell's):
+             * it must be there, made by the same plan shape. */
+            if (!run->v1_dir[c]) {
+                r = err_set(reterr, FY_E_INTERNAL, FY_STEP_CGROUP, 0, NULL, "no %s cgroup to limit", ctl_names[c]);
+                goto fail;
+            }
+            if ((r = v1_limits(plan, run, c, f, reterr)) < 0)
+                goto fail;
+            continue;
+        }
         run->v1_dir[c] = util_asprintf("%s/%s", plan->v1_parent[c], run->name);
         bool injected = run->v1_dir[c] && fault_hit(f, FY_STEP_CGROUP);
         if (!run->v1_dir[c] || injected || mkdir(run->v1_dir[c], 0755) < 0) {
@@ -396,69 +450,25 @@ static int cg_create_inner(const struct cg_plan *plan, struct cg_run *run, unsig
             goto fail;
         }
         run->created = true;
-        int e = 0;
-        switch (c) {
-        case CG_CPUSET:
+        if (c == CG_CPUSET) {
             /* A v1 cpuset cgroup starts with no CPUs and no memory nodes
-             * (nothing can join it): the parent's, unchanged (the view's
-             * cgroup limits nothing). Written to the child, never to the
-             * parent's cgroup.clone_children. */
+             * (nothing can join it): the parent's, unchanged (the cgroup
+             * view's cgroup limits nothing; a shell's bare one too). Written
+             * to the child, never to the parent's cgroup.clone_children. */
             for (int k = 0; k < 2; k++) {
                 const char *file = k ? "cpuset.mems" : "cpuset.cpus";
                 char set[4096];
+                int e = 0;
                 if (read_file(plan->v1_parent[c], file, set, sizeof(set)) < 0 ||
                     (e = write_limit(run->v1_dir[c], file, set, f)) < 0) {
                     r = limit_err(reterr, run->v1_dir[c], file, e < 0 ? -e : EIO);
                     goto fail;
                 }
             }
-            break;
-        case CG_MEMORY:
-            snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->memory);
-            if ((e = write_limit(run->v1_dir[c], "memory.limit_in_bytes", val, f)) < 0) {
-                r = limit_err(reterr, run->v1_dir[c], "memory.limit_in_bytes", -e);
-                goto fail;
-            }
-            if (plan->v1_memsw) {
-                snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->memory + plan->swap));
-                if ((e = write_limit(run->v1_dir[c], "memory.memsw.limit_in_bytes", val, f)) < 0) {
-                    r = limit_err(reterr, run->v1_dir[c], "memory.memsw.limit_in_bytes", -e);
-                    goto fail;
-                }
-            }
-            break;
-        case CG_PIDS:
-            snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->pids);
-            if ((e = write_limit(run->v1_dir[c], "pids.max", val, f)) < 0) {
-                r = limit_err(reterr, run->v1_dir[c], "pids.max", -e);
-                goto fail;
-            }
-            break;
-        case CG_BLKIO:
-            snprintf(val, sizeof(val), "%u:%u %llu", plan->io_major, plan->io_minor, (unsigned long long)plan->io_bps);
-            if ((e = write_limit(run->v1_dir[c], "blkio.throttle.read_bps_device", val, f)) < 0 ||
-                (e = write_limit(run->v1_dir[c], "blkio.throttle.write_bps_device", val, f)) < 0) {
-                r = limit_err(reterr, run->v1_dir[c], "blkio.throttle.*_bps_device", -e);
-                goto fail;
-            }
-            break;
-        case CG_DEVICES:
-            if ((r = apply_devices(plan, run->v1_dir[c], NULL, f, reterr)) < 0)
-                goto fail;
-            break;
-        case CG_CPU:
-            if (plan->version_cpu != 1 || plan->cpu_millis == FY_UNLIMITED)
-                break; /* (the cgroup view's: no quota) */
-            snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->cpu_millis * 100));
-            if ((e = write_limit(run->v1_dir[c], "cpu.cfs_period_us", "100000", f)) < 0 ||
-                (e = write_limit(run->v1_dir[c], "cpu.cfs_quota_us", val, f)) < 0) {
-                r = limit_err(reterr, run->v1_dir[c], "cpu.cfs_quota_us", -e);
-                goto fail;
-            }
-            break;
-        default:
-            break;
         }
+        /* (A pre-started shell's are made bare: limited at its claim.) */
+        if (!(parts & CG_PART_V1_BARE) && (r = v1_limits(plan, run, c, f, reterr)) < 0)
+            goto fail;
     }
     return 0;
 fail:

@@ -77,6 +77,13 @@ struct cg_usage {
 #define CG_PART_V2_BARE 4u
 /* The limits of the v2 cgroup made bare (the shell's, at its claim). */
 #define CG_PART_V2_LIMITS 8u
+/* With CG_PART_V1: the directories only, no limits (a pre-started shell's
+ * init joins them before its claim, so that neither it nor the workload
+ * process it forks after the claim is migrated on the claim's path). */
+#define CG_PART_V1_BARE 16u
+/* The limits of the v1 cgroups made bare (the shell's, at its claim,
+ * before anything of the attempt runs). */
+#define CG_PART_V1_LIMITS 32u
 int cg_create(const struct cg_plan *plan, struct cg_run *run, unsigned parts, fy_error **reterr);
 /* A fresh name (forgeyard-<pid>-<random>); cg_create uses run->name when the
  * caller set it, so that the directories can be recorded before they exist. */

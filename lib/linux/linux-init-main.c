@@ -105,8 +105,16 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
     int fds[LX_GO_MAX_FDS + 1];
     size_t n;
     bool truncated;
-    if (lx_recv_fds(sync, fds, LX_GO_MAX_FDS + 1, &n, &truncated) != 'g' || n || truncated)
+    /* The go-ahead: the tasks files of our v1 cgroups (bare until the
+     * claim, which limits them before anything of the attempt runs): we
+     * join them, and what we fork after the claim is born in them. */
+    if (lx_recv_fds(sync, fds, LX_GO_MAX_FDS + 1, &n, &truncated) != 'g' || truncated || n > LX_GO_MAX_FDS)
         fail();
+    for (size_t i = 0; i < n; i++) {
+        if (write(fds[i], "0", 1) != 1)
+            fail();
+        close(fds[i]);
+    }
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         fail();
     if (netns) {

@@ -4,7 +4,9 @@
  * done before one is asked for. A shell is forgeyard-init executed in the
  * plan's fresh namespaces (user, mount, pid, ipc, uts), its ids mapped,
  * placed in a bare v2 cgroup of its own where the plan has one, and
- * recorded in the state directory for fy_gc. It holds no host path, plan,
+ * recorded in the state directory for fy_gc; where the plan has v1 cgroups,
+ * it joins them made bare (no limit: the claim writes the plan's). It holds
+ * no host path, plan,
  * secret, environment or workload byte: it has only a socket to us, on
  * which it waits for one claim (linux-init-main.c, shell_main), and it
  * leaves by itself once idle_ms pass without one. A claim is lx_start's
@@ -168,7 +170,7 @@ int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **
     /* The record first, as for an attempt: a host that crashes from here
      * on leaves nothing fy_gc cannot find. */
     if ((r = lx_record_state(pl, sh->cg.name, NULL, &sh->state_dir, &sh->state_path, &sh->state_fd, reterr)) < 0 ||
-        (r = cg_create(&pl->cg, &sh->cg, CG_PART_V2 | CG_PART_V2_BARE, reterr)) < 0)
+        (r = cg_create(&pl->cg, &sh->cg, CG_PART_V2 | CG_PART_V2_BARE | CG_PART_V1 | CG_PART_V1_BARE, reterr)) < 0)
         goto fail;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0) {
         r = lx_sys_err(reterr, FY_STEP_SPAWN, "socketpair");
@@ -195,7 +197,18 @@ int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **
         (sh->cg.v2_dir && !via_clone3 && (r = lx_write_proc_cgroup(sh->cg.v2_dir, sh->pid, reterr)) < 0) ||
         (r = state_record_sandbox(sh->state_fd, sh->pid, reterr)) < 0)
         goto fail;
-    if (lx_send_fds(sh->sync, 'g', NULL, 0) < 0) {
+    /* The go-ahead carries the tasks files of its v1 cgroups (made bare,
+     * limited at the claim before anything of the attempt runs): it joins
+     * them now, and the workload process it forks after its claim is born
+     * in them, so that the claim migrates nothing (cg_open_tasks). */
+    int tasks[LX_GO_MAX_FDS];
+    size_t ntasks = 0;
+    if ((r = cg_open_tasks(&pl->cg, &sh->cg, tasks, LX_GO_MAX_FDS, &ntasks, reterr)) < 0)
+        goto fail;
+    int sent = lx_send_fds(sh->sync, 'g', tasks, ntasks);
+    for (size_t i = 0; i < ntasks; i++)
+        close(tasks[i]);
+    if (sent < 0) {
         r = lx_sys_err(reterr, FY_STEP_SPAWN, "the pre-started shell's go-ahead");
         goto fail;
     }

@@ -248,10 +248,10 @@ static int send_go(struct lx *x, const int *fds, size_t nfds, fy_error **reterr)
  * first go-ahead (its ids were mapped when it was made): the packed
  * arguments in a sealed memfd, the status pipe, the seccomp notification
  * socket (when the plan has one) and the standard streams the plan names,
- * in that order (linux-init-main.c). The v2 cgroup it was made in gets the
- * plan's limits first. */
+ * in that order (linux-init-main.c). The cgroups it was made in (v2, and the
+ * v1 ones it joined) get the plan's limits first. */
 static int claim_shell(struct lx *x, const struct linux_plan *pl, int status[2], int nsock[2], fy_error **reterr) {
-    int r = cg_create(&pl->cg, &x->cg, CG_PART_V2_LIMITS, reterr);
+    int r = cg_create(&pl->cg, &x->cg, CG_PART_V2_LIMITS | CG_PART_V1_LIMITS, reterr);
     if (r < 0)
         return r;
     const struct child_args *a = &x->args;
@@ -435,7 +435,8 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     }
 claimed:
     x->t_go = util_now_usec();
-    r = cg_create(&pl->cg, &x->cg, CG_PART_V1, reterr);
+    /* (A claimed shell is in its v1 cgroups already, limited: claim_shell.) */
+    r = sh ? 0 : cg_create(&pl->cg, &x->cg, CG_PART_V1, reterr);
     obs_span(obs, "sandbox.resource", FY_SPAN_END, util_now_usec(), "{\"cgroups\":%s}", pl->cg.enabled ? "true" : "false");
     /* The sandbox's pid goes into the record before the go-ahead: the
      * sandbox itself ends when we die, the record is for what it leaves.
@@ -458,7 +459,7 @@ claimed:
             close(ns);
         }
     }
-    if (r == 0)
+    if (r == 0 && !sh)
         r = cg_open_tasks(&pl->cg, &x->cg, tasks, LX_GO_MAX_FDS, &ntasks, reterr);
     /* Not cloned into its v2 cgroup (no clone3, or the privileged helper's
      * cgroup, which only the helper may move it into): placed now, before

@@ -290,6 +290,115 @@ START_TEST(test_shell_holds_nothing_before_its_claim) {
 }
 END_TEST
 
+/* The v1 cgroups of a shell's init (host paths of the ones named
+ * forgeyard-<our pid>-*), from /proc/PID/cgroup; how many. */
+static int v1_dirs_of(pid_t pid, char dirs[][256], int max) {
+    char path[64], line[512], prefix[64];
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+    snprintf(prefix, sizeof(prefix), "/forgeyard-%d-", (int)getpid());
+    FILE *f = fopen(path, "re");
+    int n = 0;
+    while (f && n < max && fgets(line, sizeof(line), f)) {
+        char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (!cg || cg == ctl + 1 || !strstr(cg, prefix) || strncmp(ctl + 1, "name=", 5) == 0)
+            continue; /* v2 (no controller), not ours, or a named hierarchy */
+        *cg++ = '\0';
+        cg[strcspn(cg, "\n")] = '\0';
+        char *comma = strchr(ctl + 1, ',');
+        if (comma)
+            *comma = '\0';
+        snprintf(dirs[n++], 256, "/sys/fs/cgroup/%s%s", ctl + 1, cg);
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static char *read_in(const char *dir, const char *file) {
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    char *v = slurp(path, NULL);
+    if (v)
+        v[strcspn(v, "\n")] = '\0';
+    return v;
+}
+
+/* On a host with v1 controllers (memory, pids), a shell's init joins v1
+ * cgroups made bare before its claim (so that the claim migrates nothing),
+ * the claim writes the claiming plan's limits into them before it returns
+ * (so before anything of the attempt runs; sandbox-shells proves the limits
+ * hold: its OOM and fork-bomb cases fail without them), and they go with
+ * the attempt, or with the shell when it is discarded unclaimed. */
+START_TEST(test_shell_v1_cgroups_bare_then_limited) {
+    if (rootless)
+        return; /* (no v1 cgroups of the library's own without root) */
+    fy_prepared *shape = prepare_true();
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_PIDS, 77, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 96u << 20, NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *claimer = prepare(p, argv);
+    fy_policy_free(p);
+    fy_shells *s = filled(shape, 1, 30000000);
+    pid_t sh = 0;
+    ck_assert_int_eq(shells_of_ours(&sh, NULL), 1);
+    char dirs[8][256];
+    int n = v1_dirs_of(sh, dirs, 8);
+    struct stat st;
+    bool v1_pids = stat("/sys/fs/cgroup/pids/pids.max", &st) < 0 && stat("/sys/fs/cgroup/pids/cgroup.procs", &st) == 0;
+    if (n == 0) {
+        /* No v1 controller here (a v2-only host): nothing to check, but a
+         * host with a v1 pids hierarchy must have given the shell one. */
+        ck_assert_msg(!v1_pids, "the shell joined no v1 cgroup on a host with a v1 pids hierarchy");
+        fy_shells_free(s);
+        fy_prepared_free(shape);
+        fy_prepared_free(claimer);
+        expect_nothing_left();
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (strstr(dirs[i], "/sys/fs/cgroup/pids/") == dirs[i])
+            ck_assert_str_eq(read_in(dirs[i], "pids.max"), "max");
+        if (strstr(dirs[i], "/sys/fs/cgroup/memory/") == dirs[i])
+            ck_assert_uint_gt(strtoull(read_in(dirs[i], "memory.limit_in_bytes"), NULL, 10), 1ull << 50);
+    }
+    /* Claimed: the claimer's limits are in them when fy_start returns. */
+    fy_handle *h = NULL;
+    fy_result *res = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_start_shell(claimer, s, &h, &e) == 0, "start: %s", fy_error_message(e));
+    bool pids = false, mem = false;
+    for (int i = 0; i < n; i++) {
+        if (strstr(dirs[i], "/sys/fs/cgroup/pids/") == dirs[i]) {
+            ck_assert_str_eq(read_in(dirs[i], "pids.max"), "77");
+            pids = true;
+        }
+        if (strstr(dirs[i], "/sys/fs/cgroup/memory/") == dirs[i]) {
+            ck_assert_str_eq(read_in(dirs[i], "memory.limit_in_bytes"), "100663296");
+            mem = true;
+        }
+    }
+    ck_assert(pids || mem);
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    fy_handle_free(h);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    ck_assert_int_eq(fy_result_prestarted(res), 1);
+    fy_result_free(res);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(stat(dirs[i], &st) < 0 && errno == ENOENT, "%s is left after the attempt", dirs[i]);
+    /* Discarded unclaimed: its v1 cgroups go with it. */
+    ck_assert_int_eq(fy_shells_fill(s, NULL), 1);
+    ck_assert_int_eq(shells_of_ours(&sh, NULL), 1);
+    ck_assert_int_eq(v1_dirs_of(sh, dirs, 8), n);
+    fy_shells_free(s);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(stat(dirs[i], &st) < 0 && errno == ENOENT, "%s is left by a discarded shell", dirs[i]);
+    fy_prepared_free(shape);
+    fy_prepared_free(claimer);
+    expect_nothing_left();
+}
+END_TEST
+
 START_TEST(test_idle_shells_are_discarded) {
     fy_prepared *pr = prepare_true();
     fy_shells *s = filled(pr, 2, 50000);
@@ -533,6 +642,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_claimed_shell_is_the_same_attempt);
     tcase_add_test(tc, test_shell_holds_nothing_before_its_claim);
+    tcase_add_test(tc, test_shell_v1_cgroups_bare_then_limited);
     tcase_add_test(tc, test_idle_shells_are_discarded);
     tcase_add_test(tc, test_shell_leaves_by_itself);
     tcase_add_test(tc, test_mismatch_discards);
