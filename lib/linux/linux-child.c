@@ -700,23 +700,23 @@ static const char *find_char(const char *p, char c, size_t len) {
     return NULL;
 }
 
-/* Whether text holds exactly the line [line, line + len) ending in '\n'. */
-static bool has_line(const char *text, const char *line, size_t len) {
-    for (const char *p = text; *p;) {
-        const char *e = p;
-        while (*e && *e != '\n')
-            e++;
-        if ((size_t)(e - p) == len && memcmp(p, line, len) == 0)
-            return true;
-        p = *e ? e + 1 : e;
-    }
-    return false;
+/* Whether the cgroup path [p, e) is one of an attempt's (or a pre-started
+ * shell's): its last component is forgeyard-<pid>-<random> (cg_new_name in
+ * linux-cgroup.c). The host's cgroups above it never are, and neither is a
+ * hierarchy the attempt has no cgroup in (its path is the host's). */
+static bool own_cgroup(const char *p, const char *e) {
+    const char *base = p;
+    for (const char *q = p; q < e; q++)
+        if (*q == '/')
+            base = q + 1;
+    return e - base > 10 && memcmp(base, "forgeyard-", 10) == 0;
 }
 
-static bool cgroup_view(const struct linux_plan *pl, const char *before, const char *after) {
+static bool cgroup_view(const struct linux_plan *pl, const char *after) {
     const unsigned long fl = MS_NOSUID | MS_NODEV | MS_NOEXEC;
     bool v2 = pl->cg_view_v2;
-    /* The v1 hierarchies whose line entering changed: "ID:CONTROLLERS:PATH". */
+    /* The v1 hierarchies where we are in a cgroup of our own: "ID:CONTROLLERS:PATH"
+     * (a claimed pre-started shell joined them before its claim). */
     const char *ctl[8];
     size_t ctl_len[8], n = 0;
     for (const char *p = after; *p && n < 8;) {
@@ -725,7 +725,7 @@ static bool cgroup_view(const struct linux_plan *pl, const char *before, const c
             e++;
         const char *c1 = find_char(p, ':', (size_t)(e - p));
         const char *c2 = c1 ? find_char(c1 + 1, ':', (size_t)(e - c1 - 1)) : NULL;
-        if (c2 && c2 > c1 + 1 && memcmp(c1 + 1, "name=", 5) != 0 && !has_line(before, p, (size_t)(e - p)) &&
+        if (c2 && c2 > c1 + 1 && memcmp(c1 + 1, "name=", 5) != 0 && own_cgroup(c2 + 1, e) &&
             (size_t)(c2 - c1 - 1) < 64) {
             ctl[n] = c1 + 1;
             ctl_len[n++] = (size_t)(c2 - c1 - 1);
@@ -1565,16 +1565,14 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
      * workload process, with the same tasks files. */
     size_t ntasks = receive_go(a->sync_fd, sfd, tasks);
     bool view = pl->cg_view;
-    char cg_before[CGV_TEXT], cg_after[CGV_TEXT];
-    if (view)
-        read_self_cgroup(cg_before, sizeof(cg_before));
+    char cg_after[CGV_TEXT];
     enter_cgroups(sfd, tasks, ntasks);
     /* (Read before the namespace, which shows every path as "/".) */
     if (view)
         read_self_cgroup(cg_after, sizeof(cg_after));
     if ((pl->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
         die(sfd, FY_STEP_CGROUP, errno);
-    if (view && cgroup_view(pl, cg_before, cg_after) && prebuilt_ruleset >= 0) {
+    if (view && cgroup_view(pl, cg_after) && prebuilt_ruleset >= 0) {
         /* Landlock does not look at a directory a mount hides: the rule on
          * /sys/fs/cgroup made before the view was mounted over it does not
          * count, so the view's own root gets one (the workload restricts
