@@ -983,6 +983,142 @@ START_TEST(test_archive_cache_gc) {
 }
 END_TEST
 
+/* Bytes of allocated blocks below (and of) path, as the collector counts. */
+static uint64_t blocks_of(const char *path) {
+    struct stat st;
+    ck_assert_int_eq(lstat(path, &st), 0);
+    uint64_t sum = (uint64_t)st.st_blocks * 512;
+    if (!S_ISDIR(st.st_mode))
+        return sum;
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+            char sub[1024];
+            snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+            sum += blocks_of(sub);
+        }
+    closedir(d);
+    return sum;
+}
+
+static void set_used(const char *seal, time_t ago) {
+    struct timespec t[2] = {{time(NULL) - ago, 0}, {time(NULL) - ago, 0}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, seal, t, 0), 0);
+}
+
+static bool exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* fy_action_cache_gc: by age, then by size (least recently used first),
+ * staging a crash left; never an entry an attempt holds. */
+START_TEST(test_action_cache_gc_api) {
+    const struct ent e1[] = {{"./one.txt", AE_IFREG, "one\n", NULL, 0}};
+    const struct ent e2[] = {{"./two.txt", AE_IFREG, "two\n", NULL, 0}};
+    const struct ent e3[] = {{"./three.txt", AE_IFREG, "three\n", NULL, 0}};
+    char *ar[3] = {make_archive(e1, 1), make_archive(e2, 1), make_archive(e3, 1)};
+    const char *cmds[3] = {"cat one.txt > r", "cat two.txt > r", "cat three.txt > r"};
+    const char *wants[3] = {"one\n", "two\n", "three\n"};
+    char entry[3][512], seal[3][512];
+    uint64_t n = 99;
+    fy_error *err = NULL;
+    /* Start from an empty cache: this test's entries only. */
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, 0, NULL, NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        entry_of(ar[i], entry[i], seal[i], sizeof(entry[i]));
+        run_cached(ar[i], cmds[i], "built", wants[i]);
+    }
+    /* By age: only the entry unused for longer than the bound. */
+    set_used(seal[0], 3 * 86400);
+    set_used(seal[1], 3600);
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, 2ull * 86400 * 1000000, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!exists(entry[0]) && !exists(seal[0]));
+    ck_assert(exists(entry[1]) && exists(seal[1]) && exists(entry[2]) && exists(seal[2]));
+    /* By size: the least recently used go first, until the rest fits. */
+    run_cached(ar[0], cmds[0], "built", wants[0]);
+    set_used(seal[0], 300);
+    set_used(seal[1], 200);
+    set_used(seal[2], 100);
+    uint64_t newest = blocks_of(entry[2]);
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, newest, FY_UNLIMITED, &n, &err), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(!exists(entry[0]) && !exists(entry[1]) && exists(entry[2]) && exists(seal[2]));
+    /* In use: an attempt started from the cache holds its entry, whatever
+     * the bounds; once it is freed, the entry goes. */
+    run_cached(ar[0], cmds[0], "built", wants[0]);
+    char *sc = make_dir("scratch-gc");
+    fy_action *a = archive_action(ar[2], cmds[2]);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_attempt *t = NULL;
+    int r = fy_action_start(a, p, NULL, &t, &err);
+    ck_assert_msg(r == 0, "%s", err ? fy_error_message(err) : "?");
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, 0, 0, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!exists(entry[0]));
+    ck_assert_msg(exists(entry[2]) && exists(seal[2]), "an entry in use was collected");
+    fy_action_result *res = NULL;
+    ck_assert_int_eq(fy_action_finish(t, &res, &err), 0);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED && strstr(j, "\"cache\": \"hit\""), "%s", j);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_attempt_free(t);
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, 0, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!exists(entry[2]) && !exists(seal[2]));
+    /* What a crash left in staging: a tree being made (nobody holds its
+     * entry's lock) and an old memo; a fresh memo is somebody's. */
+    char path[600];
+    snprintf(path, sizeof(path), "%s/tmp/%.64s.0badf00d", cache_dir, strrchr(entry[1], '/') + 1);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/half");
+    ck_assert_int_eq(close(open(path, O_WRONLY | O_CREAT, 0444)), 0);
+    snprintf(path, sizeof(path), "%s/tmp/memo.00000001", cache_dir);
+    ck_assert_int_eq(close(open(path, O_WRONLY | O_CREAT, 0600)), 0);
+    set_used(path, 120);
+    snprintf(path, sizeof(path), "%s/tmp/memo.00000002", cache_dir);
+    ck_assert_int_eq(close(open(path, O_WRONLY | O_CREAT, 0600)), 0);
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, FY_UNLIMITED, &n, &err), 0);
+    ck_assert_uint_eq(n, 0);
+    snprintf(path, sizeof(path), "%s/tmp", cache_dir);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    int left = 0;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            ck_assert_str_eq(de->d_name, "memo.00000002");
+            left++;
+        }
+    closedir(d);
+    ck_assert_int_eq(left, 1);
+    /* Collected entries are made again on the next use. */
+    run_cached(ar[2], cmds[2], "built", wants[2]);
+    /* Refusals: relative, untrusted; a cache never made is nothing to do. */
+    ck_assert_int_eq(fy_action_cache_gc("relative/cache", FY_UNLIMITED, 0, &n, NULL), FY_E_INVAL);
+    ck_assert_int_eq(chmod(cache_dir, 0777), 0);
+    r = fy_action_cache_gc(cache_dir, FY_UNLIMITED, 0, &n, NULL);
+    ck_assert_int_eq(chmod(cache_dir, 0711), 0);
+    ck_assert_int_eq(r, FY_E_DENIED);
+    ck_assert(exists(entry[2]));
+    snprintf(path, sizeof(path), "%s/never-made", scratch);
+    ck_assert_int_eq(fy_action_cache_gc(path, FY_UNLIMITED, 0, &n, NULL), 0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert(!exists(path));
+    fy_error_free(err);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(sc);
+    for (int i = 0; i < 3; i++)
+        free(ar[i]);
+}
+END_TEST
+
 /* Inputs from the cache, attacked from inside: the entry is unchanged
  * (its tree digest, and its seal: the next run hits). */
 START_TEST(test_archive_cache_attacked) {
@@ -1246,6 +1382,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_archive_no_external_decoder);
     tcase_add_test(tc, test_archive_cache);
     tcase_add_test(tc, test_archive_cache_gc);
+    tcase_add_test(tc, test_action_cache_gc_api);
     tcase_add_test(tc, test_archive_cache_remembered);
     tcase_add_test(tc, test_archive_cache_attacked);
     tcase_add_test(tc, test_platform_properties);
