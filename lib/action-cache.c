@@ -301,8 +301,8 @@ static int remove_entry(struct act_cache *c) {
 /* Whether the published entry is what was sealed: 0 (c->entry, dirs,
  * st, *overlayable filled), 1 absent, 2 refused (changed, planted,
  * half-made). */
-static int try_entry(struct act_cache *c, const fy_action *a, struct pathset *dirs, struct tree_stats *st,
-                     bool *overlayable) {
+static int try_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
+                     struct tree_stats *st, bool *overlayable) {
     unsigned char want[32], got[32];
     struct stat sb;
     if (fstatat(c->entries, c->key, &sb, AT_SYMLINK_NOFOLLOW) < 0)
@@ -316,7 +316,7 @@ static int try_entry(struct act_cache *c, const fy_action *a, struct pathset *di
     struct pathset d = {0};
     fy_error *e = NULL;
     bool ok = false;
-    if (tree_scan_lower(a, fd, &s, &d, &ok, got, &e) < 0 || sodium_memcmp(got, want, 32) != 0) {
+    if (tree_scan_lower(a, fd, ids, &s, &d, &ok, got, &e) < 0 || sodium_memcmp(got, want, 32) != 0) {
         fy_error_free(e);
         pathset_free(&d);
         close(fd);
@@ -332,7 +332,7 @@ static int try_entry(struct act_cache *c, const fy_action *a, struct pathset *di
 }
 
 /* The tree of the archive, unpacked into staging and published. */
-static int build_entry(struct act_cache *c, const fy_action *a, fy_error **reterr) {
+static int build_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, fy_error **reterr) {
     char stage[96];
     snprintf(stage, sizeof(stage), "%s.%08x", c->key, randombytes_random());
     if (mkdirat(c->tmp, stage, 0755) < 0)
@@ -370,7 +370,7 @@ static int build_entry(struct act_cache *c, const fy_action *a, fy_error **reter
     bool ok;
     unsigned char seal[32];
     r = efd < 0 ? err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, c->dir, "cannot open the cache entry")
-                : tree_scan_lower(a, efd, &s, &d, &ok, seal, reterr);
+                : tree_scan_lower(a, efd, ids, &s, &d, &ok, seal, reterr);
     pathset_free(&d);
     if (efd >= 0)
         close(efd);
@@ -639,9 +639,9 @@ static void gc(struct act_cache *c) {
     (void)collect(c, (int64_t)CACHE_MAX_AGE_SEC * 1000000000, FY_UNLIMITED, &removed, &failed);
 }
 
-int action_cache_entry(struct act_cache *c, const fy_action *a, struct pathset *dirs, struct tree_stats *st,
-                       bool *overlayable, fy_error **reterr) {
-    int first = try_entry(c, a, dirs, st, overlayable), r;
+int action_cache_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
+                       struct tree_stats *st, bool *overlayable, fy_error **reterr) {
+    int first = try_entry(c, a, ids, dirs, st, overlayable), r;
     if (first == 0) {
         c->state = "hit";
     } else {
@@ -649,19 +649,19 @@ int action_cache_entry(struct act_cache *c, const fy_action *a, struct pathset *
          * the shared one (flock converts: someone may make it between). */
         if ((r = relock(c, LOCK_EX)) < 0)
             return err_set(reterr, FY_E_IO, FY_STEP_INPUT, -r, c->dir, "cannot lock the cache entry: %s", strerror(-r));
-        int again = try_entry(c, a, dirs, st, overlayable);
+        int again = try_entry(c, a, ids, dirs, st, overlayable);
         if (again != 0) {
             if ((r = remove_entry(c)) < 0)
                 return err_set(reterr, FY_E_IO, FY_STEP_INPUT, -r, c->dir, "cannot remove the refused cache entry %s: %s",
                                c->key, strerror(-r));
-            if ((r = build_entry(c, a, reterr)) < 0)
+            if ((r = build_entry(c, a, ids, reterr)) < 0)
                 return r;
             gc(c);
         }
         c->state = again == 0 ? "hit" : first == 2 || again == 2 ? "rebuilt" : "built";
         if ((r = relock(c, LOCK_SH)) < 0)
             return err_set(reterr, FY_E_IO, FY_STEP_INPUT, -r, c->dir, "cannot lock the cache entry: %s", strerror(-r));
-        if (again != 0 && try_entry(c, a, dirs, st, overlayable) != 0)
+        if (again != 0 && try_entry(c, a, ids, dirs, st, overlayable) != 0)
             return err_set(reterr, FY_E_IO, FY_STEP_INPUT, 0, c->dir, "the cache entry %s changed as it was made",
                            c->key);
     }

@@ -540,6 +540,118 @@ START_TEST(test_unreachable_input_materialised) {
 }
 END_TEST
 
+/* ---- POSIX ACLs: the readability verdict is the kernel's ---- */
+
+/* The ACL fixture: made as root (rootless: before the suite drops to uid
+ * 65534, so that its files are another user's, as the ACL needs), two
+ * input roots: DIR-denied/denied.txt (0644, an ACL entry denying the workload's uid what
+ * others get) and DIR-granted/granted.txt (0600 root's, an ACL entry granting the
+ * workload's uid read). As root the workload is uid 100000 or 100001
+ * (the policy's range; 100001 unless fake root): both are named. */
+static void make_acl_fixture(const char *dir, const char *who, uid_t dir_owner) {
+    const char *files[2] = {"denied.txt", "granted.txt"}, *perms[2] = {"---", "r--"};
+    const mode_t modes[2] = {0644, 0600};
+    for (int i = 0; i < 2; i++) {
+        char p[600], spec[200], cmd[1400];
+        snprintf(p, sizeof(p), "%s-%.*s", dir, (int)(strchr(files[i], '.') - files[i]), files[i]);
+        /* the directory the suite's own (it removes the files), the files root's */
+        if ((mkdir(p, 0755) < 0 && errno != EEXIST) || chown(p, dir_owner, dir_owner) < 0)
+            abort();
+        chmod(p, 0755);
+        snprintf(p + strlen(p), sizeof(p) - strlen(p), "/%s", files[i]);
+        FILE *f = fopen(p, "we");
+        if (!f || fprintf(f, "%.*s\n", (int)(strchr(files[i], '.') - files[i]), files[i]) < 0 || fclose(f) != 0 ||
+            chmod(p, modes[i]) < 0)
+            abort();
+        /* who, with each PERM the entry's permissions */
+        size_t o = 0;
+        for (const char *w = who; *w && o + 4 < sizeof(spec);)
+            if (strncmp(w, "PERM", 4) == 0) {
+                memcpy(spec + o, perms[i], 3);
+                o += 3;
+                w += 4;
+            } else {
+                spec[o++] = *w++;
+            }
+        spec[o] = '\0';
+        snprintf(cmd, sizeof(cmd), "setfacl -m '%s' '%s'", spec, p);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "setfacl failed (Debian's acl package: scripts/deps.sh): %s\n", cmd);
+            abort();
+        }
+    }
+}
+
+static char acl_fixture[300];
+
+/* Reading file of the fixture: succeeds either way (a denied input is
+ * materialised as a readable copy, never a link that keeps its ACL), and
+ * the root is an overlay exactly where the verdict says the workload can
+ * read through it. */
+static void acl_case(const char *file, const char *want, bool reachable) {
+    char *sc = make_dir("scratch"), *out = path_in("out", "");
+    char body[600], sub[700], in[400];
+    snprintf(in, sizeof(in), "%s-%.*s", acl_fixture, (int)(strchr(file, '.') - file), file);
+    snprintf(body, sizeof(body),
+             "\"arguments\": [\"/bin/sh\", \"-c\", \"cat %s > got\"], \"outputs\": {\"files\": [\"got\"]}}", file);
+    fy_action *a = action_json(body, in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    if (!want) {
+        /* Rootless, a file the ACL denies the caller is unreadable to the
+         * host too: a typed refusal before anything runs, as for a file
+         * whose mode bits deny it. */
+        fy_action_result *res = NULL;
+        fy_error *err = NULL;
+        ck_assert_int_eq(fy_action_run(a, p, NULL, &res, &err), FY_E_IO);
+        ck_assert_ptr_null(res);
+        ck_assert_msg(strstr(fy_error_message(err), "cannot read the input file"), "%s", fy_error_message(err));
+        snprintf(sub, sizeof(sub), "%s/got", out);
+        ck_assert(access(sub, F_OK) != 0);
+        assert_no_attempt_left(sc);
+        fy_error_free(err);
+        fy_action_free(a);
+        fy_policy_free(p);
+        free(sc);
+        free(out);
+        return;
+    }
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s: %s", file, j);
+    assert_root(j, reachable && overlaid());
+    snprintf(sub, sizeof(sub), "%s/got", out);
+    char *c = read_all(sub);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(c, want);
+    free(c);
+    assert_no_attempt_left(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(sc);
+    free(out);
+}
+
+START_TEST(test_acl_verdict) {
+    /* The fixture's ACLs are what setfacl made (the kernel's xattr form). */
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "getfacl -n -p '%s-denied/denied.txt' | grep -q '^user:%s:---'", acl_fixture,
+             rootless ? "65534" : "100001");
+    ck_assert_msg(system(cmd) == 0, "the fixture has no ACL: %s", cmd);
+    /* Others may read it, the workload's uid may not (its named entry):
+     * not through the overlay, and not through a hard link either (as
+     * root: a copy; rootless the caller cannot read it either). Before
+     * the verdict read ACLs, the overlay was offered and the command
+     * failed. */
+    acl_case("denied.txt", rootless ? NULL : "denied\n", false);
+    /* Others may not, the workload's uid may: through the overlay. */
+    acl_case("granted.txt", "granted\n", true);
+}
+END_TEST
+
 /* ---- hostile outputs ---- */
 
 static void expect_outcome(const char *cmd, const char *outputs, int outcome, const char *detail_part) {
@@ -1324,6 +1436,9 @@ int main(int argc, char **argv) {
         if (!mkdtemp(scratch) || chown(scratch, 65534, 65534) < 0)
             return 1;
         setenv("FY_TEST_SCRATCH", scratch, 1);
+        /* the ACL fixture: root's files with entries for uid 65534 */
+        snprintf(acl_fixture, sizeof(acl_fixture), "%s/acl-in", scratch);
+        make_acl_fixture(acl_fixture, "u:65534:PERM", 65534);
         if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
             return 1;
         execv("/proc/self/exe", argv);
@@ -1343,6 +1458,9 @@ int main(int argc, char **argv) {
         chmod(scratch, 0755);
     }
     umask(022);
+    snprintf(acl_fixture, sizeof(acl_fixture), "%s/acl-in", scratch);
+    if (!rootless)
+        make_acl_fixture(acl_fixture, "u:100000:PERM,u:100001:PERM", 0);
     /* The archive cache: this run's own. */
     snprintf(cache_dir, sizeof(cache_dir), "%s/action-cache", scratch);
     setenv("FORGEYARD_ACTION_CACHE", cache_dir, 1);
@@ -1391,6 +1509,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_every_input_attacked);
     tcase_add_test(tc, test_outputs_already_in_inputs);
     tcase_add_test(tc, test_unreachable_input_materialised);
+    tcase_add_test(tc, test_acl_verdict);
     /* The directory-input tests again, materialised. */
     tcase_add_test(tm, test_outputs_and_digests);
     tcase_add_test(tm, test_same_action_same_digests);
@@ -1401,6 +1520,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tm, test_every_input_attacked);
     tcase_add_test(tm, test_outputs_already_in_inputs);
     tcase_add_test(tm, test_cancel);
+    tcase_add_test(tm, test_acl_verdict);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, tm);
     SRunner *sr = srunner_create(s);
