@@ -1657,6 +1657,7 @@ static int cmd_wrap(int argc, char **argv) {
 static void action_usage(FILE *f) {
     fprintf(f,
             "usage: %s action run ACTION.json [OPTIONS]\n"
+            "       %s action gc [--cache DIR] [--max-age DURATION] [--max-size SIZE]\n"
             "\n"
             "  --profile NAME          development, standard-ci, release (default), high-assurance\n"
             "  --policy FILE           a policy file (forgeyard-policy(5)) on top of the profile\n"
@@ -1666,8 +1667,11 @@ static void action_usage(FILE *f) {
             "  --help                  this text\n"
             "\n"
             "The action format is forgeyard-action(5). The exit status is the command's, or\n"
-            "240-249 for what the sandbox did (forgeyard(1)).\n",
-            prog);
+            "240-249 for what the sandbox did (forgeyard(1)).\n"
+            "\n"
+            "gc removes the unpacked archive inputs not used for --max-age (default 14d),\n"
+            "then the least recently used down to --max-size; never one in use.\n",
+            prog, prog);
 }
 
 static int action_status(const fy_action_result *res) {
@@ -1678,11 +1682,52 @@ static int action_status(const fy_action_result *res) {
     }
 }
 
+/* forgeyard action gc: the cache of unpacked archive inputs. */
+static int action_gc(int argc, char **argv) {
+    const char *cache = NULL;
+    uint64_t max_age = 14ull * 86400 * 1000000, max_size = FY_UNLIMITED;
+    for (int k = 1; k < argc; k++) {
+        if (strcmp(argv[k], "--cache") == 0 && k + 1 < argc) {
+            cache = argv[++k];
+        } else if (strcmp(argv[k], "--max-age") == 0 && k + 1 < argc) {
+            long long s = parse_age(argv[++k]);
+            if (s < 0)
+                return (void)bad_value("--max-age", argv[k], "expects a duration (30s, 10m, 2h, 30d)"), EXIT_USAGE;
+            max_age = (uint64_t)s * 1000000;
+        } else if (strcmp(argv[k], "--max-size") == 0 && k + 1 < argc) {
+            long long b = parse_size(argv[++k]);
+            if (b < 0)
+                return (void)bad_value("--max-size", argv[k], "expects a size (500M, 2G)"), EXIT_USAGE;
+            max_size = (uint64_t)b;
+        } else {
+            action_usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    char *abs = NULL;
+    if (cache && cache[0] != '/') {
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, cache) < 0)
+            abs = NULL;
+        cache = abs ? abs : cache;
+    }
+    fy_error *err = NULL;
+    uint64_t n = 0;
+    int r = fy_action_cache_gc(cache, max_size, max_age, &n, &err);
+    free(abs);
+    if (r < 0)
+        return report("action gc", err, r), EXIT_FAIL;
+    printf("removed %llu action cache entr%s\n", (unsigned long long)n, n == 1 ? "y" : "ies");
+    return EXIT_OK;
+}
+
 static int cmd_action(int argc, char **argv) {
     if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
         action_usage(argc < 1 ? stderr : stdout);
         return argc < 1 ? RUN_BAD_INVOCATION : EXIT_OK;
     }
+    if (strcmp(argv[0], "gc") == 0)
+        return action_gc(argc, argv);
     if (strcmp(argv[0], "run") != 0 || argc < 2) {
         action_usage(stderr);
         return RUN_BAD_INVOCATION;

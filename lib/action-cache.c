@@ -301,8 +301,8 @@ static int remove_entry(struct act_cache *c) {
 /* Whether the published entry is what was sealed: 0 (c->entry, dirs,
  * st, *overlayable filled), 1 absent, 2 refused (changed, planted,
  * half-made). */
-static int try_entry(struct act_cache *c, const fy_action *a, struct pathset *dirs, struct tree_stats *st,
-                     bool *overlayable) {
+static int try_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
+                     struct tree_stats *st, bool *overlayable) {
     unsigned char want[32], got[32];
     struct stat sb;
     if (fstatat(c->entries, c->key, &sb, AT_SYMLINK_NOFOLLOW) < 0)
@@ -316,7 +316,7 @@ static int try_entry(struct act_cache *c, const fy_action *a, struct pathset *di
     struct pathset d = {0};
     fy_error *e = NULL;
     bool ok = false;
-    if (tree_scan_lower(a, fd, &s, &d, &ok, got, &e) < 0 || sodium_memcmp(got, want, 32) != 0) {
+    if (tree_scan_lower(a, fd, ids, &s, &d, &ok, got, &e) < 0 || sodium_memcmp(got, want, 32) != 0) {
         fy_error_free(e);
         pathset_free(&d);
         close(fd);
@@ -332,7 +332,7 @@ static int try_entry(struct act_cache *c, const fy_action *a, struct pathset *di
 }
 
 /* The tree of the archive, unpacked into staging and published. */
-static int build_entry(struct act_cache *c, const fy_action *a, fy_error **reterr) {
+static int build_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, fy_error **reterr) {
     char stage[96];
     snprintf(stage, sizeof(stage), "%s.%08x", c->key, randombytes_random());
     if (mkdirat(c->tmp, stage, 0755) < 0)
@@ -370,7 +370,7 @@ static int build_entry(struct act_cache *c, const fy_action *a, fy_error **reter
     bool ok;
     unsigned char seal[32];
     r = efd < 0 ? err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, c->dir, "cannot open the cache entry")
-                : tree_scan_lower(a, efd, &s, &d, &ok, seal, reterr);
+                : tree_scan_lower(a, efd, ids, &s, &d, &ok, seal, reterr);
     pathset_free(&d);
     if (efd >= 0)
         close(efd);
@@ -379,41 +379,269 @@ static int build_entry(struct act_cache *c, const fy_action *a, fy_error **reter
     return r;
 }
 
-/* Entries unused for CACHE_MAX_AGE_SEC, and staging left by a crash, that
- * nobody holds: removed. Best effort. */
-static void gc(struct act_cache *c) {
-    time_t now = time(NULL);
-    int fd = openat(c->seals, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+/* ---- collection (fy_action_cache_gc, and after each build) ---- */
+
+static bool is_key(const char *name, size_t len) {
+    if (len < 64)
+        return false;
+    for (size_t i = 0; i < 64; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return false;
+    return len == 64 || name[64] == '.';
+}
+
+/* Removes the entry key (tree, seal, lock file) if nobody holds its lock:
+ * 1 removed, 0 in use (kept), a negative errno when it could not be
+ * removed whole. c's directory fds are used; its key and lock are not. */
+static int collect_entry(struct act_cache *c, const char *key) {
+    char name[80];
+    snprintf(name, sizeof(name), "%.64s.lock", key);
+    int lfd = openat(c->locks, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lfd < 0)
+        return -errno;
+    if (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(lfd);
+        return e == EWOULDBLOCK ? 0 : -e;
+    }
+    struct act_cache one = *c;
+    snprintf(one.key, sizeof(one.key), "%.64s", key);
+    int r = remove_entry(&one);
+    /* a waiter that opened this lock file sees it unlinked and opens the new one */
+    if (r == 0)
+        (void)unlinkat(c->locks, name, 0);
+    close(lfd);
+    return r < 0 ? r : 1;
+}
+
+/* Staging a crash left in tmp/: a tree or seal being made, or an entry
+ * set aside for removal (KEY.*: nobody holds KEY's lock, which the maker
+ * holds exclusively until it is renamed), a memo being written (memo.*,
+ * renamed at once by its writer: older than a minute). */
+static uint64_t collect_staging(struct act_cache *c, time_t now) {
+    uint64_t left = 0;
+    int fd = openat(c->tmp, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *n = de->d_name;
+        size_t len = strlen(n);
+        struct stat st;
+        if ((n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]))) || fstatat(c->tmp, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        int lfd = -1;
+        char lname[80] = "";
+        if (strncmp(n, "memo.", 5) == 0) {
+            if (now - st.st_mtime < 60)
+                continue;
+        } else if (is_key(n, len) && len > 64) {
+            snprintf(lname, sizeof(lname), "%.64s.lock", n);
+            lfd = openat(c->locks, lname, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+            if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+                if (lfd >= 0)
+                    close(lfd);
+                continue;
+            }
+        } else {
+            continue; /* not ours to judge */
+        }
+        if (S_ISDIR(st.st_mode)) {
+            int sub = openat(c->tmp, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                left += tree_remove_below(sub);
+                close(sub);
+            }
+            left += unlinkat(c->tmp, n, AT_REMOVEDIR) < 0;
+        } else {
+            left += unlinkat(c->tmp, n, 0) < 0;
+        }
+        if (lfd >= 0) {
+            /* its lock file too, when nothing of the entry is left */
+            char key[65];
+            snprintf(key, sizeof(key), "%.64s", n);
+            if (fstatat(c->entries, key, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
+                fstatat(c->seals, key, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                (void)unlinkat(c->locks, lname, 0);
+            close(lfd);
+        }
+    }
+    closedir(d);
+    return left;
+}
+
+/* Bytes a tree holds (allocated blocks), bounded by depth. */
+static uint64_t tree_bytes(int dir, int depth) {
+    uint64_t sum = 0;
+    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *n = de->d_name;
+        struct stat st;
+        if ((n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]))) || fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        sum += (uint64_t)st.st_blocks * 512;
+        if (S_ISDIR(st.st_mode) && depth < 256) {
+            int sub = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                sum += tree_bytes(sub, depth + 1);
+                close(sub);
+            }
+        }
+    }
+    closedir(d);
+    return sum;
+}
+
+struct gc_ent { char key[65]; int64_t used_ns; uint64_t bytes; bool gone; };
+
+static int cmp_used(const void *a, const void *b) {
+    const struct gc_ent *x = a, *y = b;
+    return x->used_ns < y->used_ns ? -1 : x->used_ns > y->used_ns;
+}
+
+static int64_t mtime_ns(const struct stat *st) { return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec; }
+
+/* Every entry (a published tree, or a seal alone) with when it was last
+ * used (its seal's mtime, else the tree's) and its size. */
+static int list_entries(struct act_cache *c, bool sizes, struct vec *out) {
+    int dirs[2] = {c->entries, c->seals};
+    for (int k = 0; k < 2; k++) {
+        int fd = openat(dirs[k], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+            if (fd >= 0)
+                close(fd);
+            return -errno;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            const char *n = de->d_name;
+            if (strlen(n) != 64 || !is_key(n, 64))
+                continue;
+            struct stat seal, tree;
+            bool has_seal = fstatat(c->seals, n, &seal, AT_SYMLINK_NOFOLLOW) == 0;
+            bool has_tree = fstatat(c->entries, n, &tree, AT_SYMLINK_NOFOLLOW) == 0;
+            if (k == 1 && has_tree)
+                continue; /* listed with the trees */
+            struct gc_ent *e = vec_push(out);
+            if (!e) {
+                closedir(d);
+                return -ENOMEM;
+            }
+            memcpy(e->key, n, 65);
+            e->used_ns = has_seal ? mtime_ns(&seal) : has_tree ? mtime_ns(&tree) : 0;
+            if (sizes && has_tree && S_ISDIR(tree.st_mode)) {
+                int t = openat(c->entries, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (t >= 0) {
+                    e->bytes = (uint64_t)tree.st_blocks * 512 + tree_bytes(t, 0);
+                    close(t);
+                }
+            }
+        }
+        closedir(d);
+    }
+    return 0;
+}
+
+/* The remembered archive digests whose entry is gone. */
+static void collect_memos(struct act_cache *c) {
+    int fd = openat(c->memos, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)
             close(fd);
         return;
     }
-    struct act_cache one = *c;
     struct dirent *de;
     while ((de = readdir(d))) {
-        struct stat st;
-        if (strlen(de->d_name) != 64 || strcmp(de->d_name, c->key) == 0 ||
-            fstatat(c->seals, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || now - st.st_mtime < CACHE_MAX_AGE_SEC)
+        if (de->d_name[0] == '.')
             continue;
-        char name[80];
-        snprintf(name, sizeof(name), "%s.lock", de->d_name);
-        int lfd = openat(c->locks, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0) {
-            snprintf(one.key, sizeof(one.key), "%s", de->d_name);
-            if (remove_entry(&one) == 0)
-                (void)unlinkat(c->locks, name, 0);
+        char buf[256], key[65];
+        int m = openat(c->memos, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        ssize_t n = m < 0 ? -1 : read(m, buf, sizeof(buf));
+        if (m >= 0)
+            close(m);
+        struct stat st;
+        if (n > 65) {
+            memcpy(key, buf + n - 65, 64);
+            key[64] = '\0';
+            if (is_key(key, 64) && fstatat(c->seals, key, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                continue;
         }
-        if (lfd >= 0)
-            close(lfd);
+        (void)unlinkat(c->memos, de->d_name, 0);
     }
     closedir(d);
 }
 
-int action_cache_entry(struct act_cache *c, const fy_action *a, struct pathset *dirs, struct tree_stats *st,
-                       bool *overlayable, fy_error **reterr) {
-    int first = try_entry(c, a, dirs, st, overlayable), r;
+/* Entries unused for max_age_ns (< 0: no bound), then the least recently
+ * used down to max_bytes (FY_UNLIMITED: no bound), staging left by a
+ * crash, and memos of entries gone; never an entry whose lock anyone
+ * holds (an attempt using it, a maker). *removed: entries removed;
+ * *failed: entries or staging that could not be removed. */
+static int collect(struct act_cache *c, int64_t max_age_ns, uint64_t max_bytes, uint64_t *removed, uint64_t *failed) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    *failed += collect_staging(c, now.tv_sec);
+    struct vec v;
+    vec_init(&v, sizeof(struct gc_ent));
+    int r = list_entries(c, max_bytes != FY_UNLIMITED, &v);
+    if (r < 0) {
+        free(v.items);
+        return r;
+    }
+    uint64_t total = 0;
+    VEC_EACH(&v, struct gc_ent, e) {
+        total += e->bytes;
+        if (max_age_ns < 0 || now_ns - e->used_ns < max_age_ns)
+            continue;
+        int k = collect_entry(c, e->key);
+        *removed += k > 0;
+        *failed += k < 0;
+        if (k > 0) {
+            e->gone = true;
+            total -= e->bytes;
+        }
+    }
+    if (max_bytes != FY_UNLIMITED && total > max_bytes) {
+        qsort(v.items, v.n, sizeof(struct gc_ent), cmp_used);
+        VEC_EACH(&v, struct gc_ent, e) {
+            if (total <= max_bytes)
+                break;
+            if (e->gone)
+                continue;
+            int k = collect_entry(c, e->key);
+            *removed += k > 0;
+            *failed += k < 0;
+            if (k > 0)
+                total -= e->bytes;
+        }
+    }
+    free(v.items);
+    collect_memos(c);
+    return 0;
+}
+
+/* After a build: entries unused for CACHE_MAX_AGE_SEC. Best effort. */
+static void gc(struct act_cache *c) {
+    uint64_t removed = 0, failed = 0;
+    (void)collect(c, (int64_t)CACHE_MAX_AGE_SEC * 1000000000, FY_UNLIMITED, &removed, &failed);
+}
+
+int action_cache_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
+                       struct tree_stats *st, bool *overlayable, fy_error **reterr) {
+    int first = try_entry(c, a, ids, dirs, st, overlayable), r;
     if (first == 0) {
         c->state = "hit";
     } else {
@@ -421,19 +649,19 @@ int action_cache_entry(struct act_cache *c, const fy_action *a, struct pathset *
          * the shared one (flock converts: someone may make it between). */
         if ((r = relock(c, LOCK_EX)) < 0)
             return err_set(reterr, FY_E_IO, FY_STEP_INPUT, -r, c->dir, "cannot lock the cache entry: %s", strerror(-r));
-        int again = try_entry(c, a, dirs, st, overlayable);
+        int again = try_entry(c, a, ids, dirs, st, overlayable);
         if (again != 0) {
             if ((r = remove_entry(c)) < 0)
                 return err_set(reterr, FY_E_IO, FY_STEP_INPUT, -r, c->dir, "cannot remove the refused cache entry %s: %s",
                                c->key, strerror(-r));
-            if ((r = build_entry(c, a, reterr)) < 0)
+            if ((r = build_entry(c, a, ids, reterr)) < 0)
                 return r;
             gc(c);
         }
         c->state = again == 0 ? "hit" : first == 2 || again == 2 ? "rebuilt" : "built";
         if ((r = relock(c, LOCK_SH)) < 0)
             return err_set(reterr, FY_E_IO, FY_STEP_INPUT, -r, c->dir, "cannot lock the cache entry: %s", strerror(-r));
-        if (again != 0 && try_entry(c, a, dirs, st, overlayable) != 0)
+        if (again != 0 && try_entry(c, a, ids, dirs, st, overlayable) != 0)
             return err_set(reterr, FY_E_IO, FY_STEP_INPUT, 0, c->dir, "the cache entry %s changed as it was made",
                            c->key);
     }
@@ -442,4 +670,54 @@ int action_cache_entry(struct act_cache *c, const fy_action *a, struct pathset *
     if (!(c->entry_path = util_asprintf("%s/entries/%s", c->dir, c->key)))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
     return 0;
+}
+
+int fy_action_cache_gc(const char *cache_dir_path, uint64_t max_bytes, uint64_t max_age_usec, uint64_t *ret_removed,
+                       fy_error **reterr) {
+    if (ret_removed)
+        *ret_removed = 0;
+    if (cache_dir_path && cache_dir_path[0] != '/')
+        return err_set(reterr, FY_E_INVAL, FY_STEP_CLEANUP, 0, cache_dir_path, "the cache directory must be absolute");
+    struct act_cache c = {.root = -1, .entries = -1, .seals = -1, .locks = -1, .tmp = -1, .memos = -1, .archive = -1,
+                          .lock = -1, .entry = -1};
+    if (!(c.dir = cache_dir_path ? util_strdup(cache_dir_path) : cache_dir()))
+        return cache_dir_path ? err_set(reterr, FY_E_NOMEM, FY_STEP_CLEANUP, 0, NULL, "out of memory")
+                              : err_set(reterr, FY_E_NOTFOUND, FY_STEP_CLEANUP, 0, NULL,
+                                        "no action cache here (neither FORGEYARD_ACTION_CACHE, XDG_CACHE_HOME nor HOME)");
+    struct stat st;
+    if (lstat(c.dir, &st) < 0 && errno == ENOENT) {
+        action_cache_close(&c);
+        return 0; /* nothing was ever cached */
+    }
+    int r = c.root = trusted_dir(AT_FDCWD, c.dir, 0711);
+    const char *names[] = {"entries", "seals", "locks", "tmp", "archives"};
+    int *fds[] = {&c.entries, &c.seals, &c.locks, &c.tmp, &c.memos};
+    mode_t modes[] = {0711, 0700, 0700, 0700, 0700};
+    for (size_t i = 0; r >= 0 && i < FY_ARRAY_SIZE(names); i++)
+        r = *fds[i] = trusted_dir(c.root, names[i], modes[i]);
+    if (r < 0) {
+        int e = -r;
+        r = err_set(reterr, e == EPERM ? FY_E_DENIED : FY_E_IO, FY_STEP_CLEANUP, e, c.dir,
+                    e == EPERM ? "the action cache %s (or a directory in it) is not the caller's, or others may write "
+                                 "it: not trusted"
+                               : "cannot open the action cache %s: %s",
+                    c.dir, strerror(e));
+        action_cache_close(&c);
+        return r;
+    }
+    int64_t age = max_age_usec == FY_UNLIMITED || max_age_usec > (uint64_t)INT64_MAX / 1000 ? -1
+                                                                                           : (int64_t)max_age_usec * 1000;
+    uint64_t removed = 0, failed = 0;
+    r = collect(&c, age, max_bytes, &removed, &failed);
+    if (ret_removed)
+        *ret_removed = removed;
+    if (r < 0)
+        r = err_set(reterr, r == -ENOMEM ? FY_E_NOMEM : FY_E_IO, FY_STEP_CLEANUP, -r, c.dir,
+                    "cannot list the action cache %s: %s", c.dir, strerror(-r));
+    else if (failed)
+        r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, 0, c.dir,
+                    "%" PRIu64 " entr%s of the action cache %s could not be removed whole", failed,
+                    failed == 1 ? "y" : "ies", c.dir);
+    action_cache_close(&c);
+    return r;
 }

@@ -34,6 +34,7 @@ struct fy_action_attempt {
     fy_prepared *prepared;
     fy_handle *handle;
     struct pathset inputs;
+    struct tree_ids ids;       /* whose readability the input walk judges */
     struct tree_stats stats;
     char *digest;
     uint64_t input_usec;
@@ -161,25 +162,23 @@ void fy_action_attempt_free(fy_action_attempt *t) {
     if (t->cache_open)
         action_cache_close(&t->cache);
     pathset_free(&t->inputs);
+    tree_ids_free(&t->ids);
     fy_action_free(t->own);
     free(t->digest);
     free(t);
 }
 
 /* Whether the sandbox's ids can search every directory above path (the
- * sandbox opens an overlay's lower with them): others may, or, rootless,
- * the caller owns it and may (the user namespace keeps no groups). */
-static bool ancestors_searchable(const char *path) {
+ * sandbox opens an overlay's lower with them), by mode bits or ACL. */
+static bool ancestors_searchable(const struct tree_ids *ids, const char *path) {
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
         return false;
     for (char *slash = strrchr(buf, '/'); slash; slash = strrchr(buf, '/')) {
         *slash = '\0';
         struct stat st;
-        if (stat(buf[0] ? buf : "/", &st) < 0)
-            return false;
-        bool own = geteuid() != 0 && st.st_uid == geteuid();
-        if (!(st.st_mode & (own ? S_IXUSR : S_IXOTH)))
+        const char *dir = buf[0] ? buf : "/";
+        if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !tree_ids_grant(ids, AT_FDCWD, dir, &st, 1))
             return false;
         if (!buf[0])
             break;
@@ -187,22 +186,18 @@ static bool ancestors_searchable(const char *path) {
     return true;
 }
 
-/* The overlay path, asked for before fy_prepare: the input directory
- * opened and walked once (what tree_materialise would refuse is refused
- * here), and, when the sandbox's ids reach all of it, the policy's
- * build_lower and build_work. The backend then says whether it mounts it. */
 /* The overlay path, asked for before fy_prepare, once the lower (fd
- * t->lowerfd, the host path lower) was walked and found reachable: the
- * policy's build_lower and build_work. The backend then says whether it
- * mounts it. */
-static int offer_overlay(fy_action_attempt *t, fy_policy *p, const char *lower, fy_error **reterr) {
+ * t->lowerfd, the host path lower) can be offered: the policy's
+ * build_lower and build_work. The backend then says whether it mounts it. */
+static int offer_overlay(fy_action_attempt *t, fy_policy *p, const char *lower, bool check_ancestors,
+                         fy_error **reterr) {
     /* overlayfs keeps its whiteouts and opaque marks in user xattrs of the
      * upper: the scratch directory's file system must take them. */
     bool xattrs = fsetxattr(t->rootfd, "user.forgeyard.probe", "1", 1, 0) == 0 &&
                   fremovexattr(t->rootfd, "user.forgeyard.probe") == 0;
     char *real = xattrs ? realpath(lower, NULL) : NULL;
     struct stat st;
-    if (!real || fstat(t->lowerfd, &st) < 0 || !ancestors_searchable(real)) {
+    if (!real || fstat(t->lowerfd, &st) < 0 || (check_ancestors && !ancestors_searchable(&t->ids, real))) {
         free(real);
         return 0;
     }
@@ -214,19 +209,32 @@ static int offer_overlay(fy_action_attempt *t, fy_policy *p, const char *lower, 
     return 0;
 }
 
-/* A directory input: opened and walked once (what tree_materialise would
- * refuse is refused here), offered as the lower when the sandbox's ids
- * reach all of it. */
-static int ask_overlay(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, fy_error **reterr) {
+/* A directory input: opened and offered as the lower before fy_prepare;
+ * walked (check_lower) once the sandbox's ids are known. */
+static int ask_overlay(fy_action_attempt *t, fy_policy *p, fy_error **reterr) {
     const fy_action *a = t->action;
     if ((t->lowerfd = open(a->input, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         return err_set(reterr, errno == ENOENT ? FY_E_NOTFOUND : FY_E_IO, FY_STEP_INPUT, errno, a->input,
                        "cannot open the input root: %s", strerror(errno));
-    bool ok = false;
-    int r = tree_scan_lower(a, t->lowerfd, &t->stats, dirs, &ok, NULL, reterr);
-    if (r < 0 || !ok)
-        return r;
-    return offer_overlay(t, p, a->input, reterr);
+    return offer_overlay(t, p, a->input, false, reterr);
+}
+
+/* The walk of a directory input (what tree_materialise would refuse is
+ * refused here), judged for the workload's own host ids: *ok when they
+ * reach every entry and every directory above the input. */
+static int check_lower(fy_action_attempt *t, struct pathset *dirs, bool *ok, fy_error **reterr) {
+    const fy_action *a = t->action;
+    *ok = false;
+    int r = tree_scan_lower(a, t->lowerfd, &t->ids, &t->stats, dirs, ok, NULL, reterr);
+    if (r >= 0 && *ok) {
+        char *real = realpath(a->input, NULL);
+        struct stat s1, s2;
+        /* still the directory walked */
+        *ok = real && stat(real, &s1) == 0 && fstat(t->lowerfd, &s2) == 0 && s1.st_dev == s2.st_dev &&
+              s1.st_ino == s2.st_ino && ancestors_searchable(&t->ids, real);
+        free(real);
+    }
+    return r;
 }
 
 /* An archive: its tree from the cache (made there if missing or refused),
@@ -237,11 +245,11 @@ static int ask_cache(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, f
     if (r < 0 || !t->cache.dir)
         return r;
     bool ok = false;
-    if ((r = action_cache_entry(&t->cache, t->action, dirs, &t->stats, &ok, reterr)) < 0)
+    if ((r = action_cache_entry(&t->cache, t->action, &t->ids, dirs, &t->stats, &ok, reterr)) < 0)
         return r;
     if ((t->lowerfd = fcntl(t->cache.entry, F_DUPFD_CLOEXEC, 3)) < 0)
         return err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, t->cache.entry_path, "cannot open the cache entry");
-    return ok && !p->test_no_build_overlay ? offer_overlay(t, p, t->cache.entry_path, reterr) : 0;
+    return ok && !p->test_no_build_overlay ? offer_overlay(t, p, t->cache.entry_path, true, reterr) : 0;
 }
 
 static fy_action *action_copy(const fy_action *a) {
@@ -275,6 +283,12 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
         goto fail;
     }
     t->action = t->own;
+    /* The sandbox's host ids lie in the policy's range (as root), or are
+     * the caller's. */
+    if (tree_ids_init(&t->ids, policy->id_first, policy->id_count) < 0) {
+        r = oom(reterr, FY_STEP_PREPARE);
+        goto fail;
+    }
     /* The attempt's private directory: the execution root and the spools. */
     const char *scratch = action->scratch ? action->scratch : getenv("TMPDIR");
     if (!scratch || scratch[0] != '/')
@@ -315,10 +329,11 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
         goto fail;
     struct pathset dirs = {0};
     uint64_t t0 = util_now_usec();
+    bool directory = t->action->input_kind != FY_INPUT_ARCHIVE && !p->test_no_build_overlay;
     if (t->action->input_kind == FY_INPUT_ARCHIVE)
         r = ask_cache(t, p, &dirs, reterr);
-    else if (!p->test_no_build_overlay)
-        r = ask_overlay(t, p, &dirs, reterr);
+    else if (directory)
+        r = ask_overlay(t, p, reterr);
     if (r < 0) {
         pathset_free(&dirs);
         policy_destroy(p);
@@ -326,6 +341,27 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
     }
     uint64_t scan_usec = util_now_usec() - t0;
     r = fy_prepare(p, caps, (const char *const *)t->action->argv, &t->prepared, reterr);
+    if (r >= 0 && directory) {
+        /* The walk, for the ids the backend gives the workload (its ACL
+         * entries are judged for them); the overlay offered only if they
+         * reach it all: else prepared again without it. */
+        uint32_t wuid, wgid;
+        const struct fy_backend_ops *ops = t->prepared->sel.backend;
+        if (ops->workload_ids && ops->workload_ids(t->prepared->plan, &wuid, &wgid) == 0)
+            tree_ids_exact(&t->ids, wuid, wgid);
+        t0 = util_now_usec();
+        bool ok = false;
+        r = check_lower(t, &dirs, &ok, reterr);
+        scan_usec += util_now_usec() - t0;
+        if (r >= 0 && !ok && p->build_lower) {
+            free(p->build_lower);
+            free(p->build_work);
+            p->build_lower = p->build_work = NULL;
+            fy_prepared_free(t->prepared);
+            t->prepared = NULL;
+            r = fy_prepare(p, caps, (const char *const *)t->action->argv, &t->prepared, reterr);
+        }
+    }
     bool asked = p->build_lower != NULL;
     policy_destroy(p);
     if (r < 0) {

@@ -223,10 +223,15 @@ static bool mapped(const struct mat *m, uint32_t id) {
  * owned by an id it maps, no write bit for group (with an ACL, the mask:
  * no named entry can grant write either) or others, readable and (when
  * executable) executable by others, which is what the sandbox's ids are. */
-static bool linkable(const struct mat *m, const struct stat *st) {
+static bool linkable(const struct mat *m, int dir, const char *name, const struct stat *st) {
     mode_t md = st->st_mode;
-    return m->can_link && st->st_dev == m->dst_dev && !mapped(m, st->st_uid) && !mapped(m, st->st_gid) &&
-           !(md & 0022) && (md & 0004) && (!(md & 0111) || (md & 0001)) && !(md & (S_ISUID | S_ISGID));
+    if (!(m->can_link && st->st_dev == m->dst_dev && !mapped(m, st->st_uid) && !mapped(m, st->st_gid) &&
+          !(md & 0022) && (md & 0004) && (!(md & 0111) || (md & 0001)) && !(md & (S_ISUID | S_ISGID))))
+        return false;
+    /* A link keeps the file's ACL: a named entry that denies an id of the
+     * sandbox what others get makes it a copy (which it can read). */
+    const struct tree_ids ids = {.range = true, .first = m->first, .count = m->count};
+    return tree_ids_grant(&ids, dir, name, st, (md & 0111) ? 5 : 4);
 }
 
 int tree_copy_data(int src, int dst, uint64_t size) {
@@ -268,7 +273,7 @@ int tree_copy_data(int src, int dst, uint64_t size) {
 }
 
 static int mat_file(struct mat *m, int src, int dst, const char *name, const struct stat *st) {
-    if (linkable(m, st) && linkat(src, name, dst, name, 0) == 0) {
+    if (linkable(m, src, name, st) && linkat(src, name, dst, name, 0) == 0) {
         m->st->linked++;
         return 0;
     }
@@ -647,19 +652,210 @@ int tree_materialise(const fy_action *a, int from, int dst, uid_t ids_first, uin
 
 /* ---- the overlay path: the input directory as a read-only lower ---- */
 
+/* ---- the readability verdict: mode bits, or the POSIX ACL ---- */
+
+int tree_ids_init(struct tree_ids *ids, uint32_t first, uint32_t count) {
+    *ids = (struct tree_ids){.range = geteuid() == 0, .first = first, .count = count, .uid = geteuid(), .gid = getegid()};
+    if (ids->range)
+        return 0;
+    int n = getgroups(0, NULL);
+    if (n <= 0)
+        return 0;
+    if (!(ids->groups = calloc((size_t)n, sizeof(gid_t))))
+        return FY_E_NOMEM;
+    n = getgroups(n, ids->groups);
+    ids->ngroups = n > 0 ? (size_t)n : 0;
+    return 0;
+}
+
+void tree_ids_exact(struct tree_ids *ids, uid_t uid, gid_t gid) {
+    if (ids->range) {
+        free(ids->groups);
+        ids->groups = NULL;
+        ids->ngroups = 0;
+    }
+    ids->range = false;
+    ids->uid = uid;
+    ids->gid = gid;
+}
+
+void tree_ids_free(struct tree_ids *ids) {
+    free(ids->groups);
+    ids->groups = NULL;
+    ids->ngroups = 0;
+}
+
+/* The kernel's xattr form of an ACL (little-endian): a version, then
+ * (tag, perm, id) entries. */
+#define ACL_XATTR "system.posix_acl_access"
+#define ACL_XATTR_VERSION 2u
+enum { A_USER_OBJ = 0x01, A_USER = 0x02, A_GROUP_OBJ = 0x04, A_GROUP = 0x08, A_MASK = 0x10, A_OTHER = 0x20 };
+struct acl_e { uint16_t tag, perm; uint32_t id; };
+
+#ifndef SYS_getxattrat
+#define SYS_getxattrat 464 /* every architecture's number since 6.13 */
+#endif
+static atomic_bool no_getxattrat;
+
+/* getxattr of the entry name of dir, not following a link: getxattrat
+ * (6.13+), else through /proc/self/fd; of dir itself when name is NULL. */
+static ssize_t xattr_at(int dir, const char *name, const char *attr, void *buf, size_t len) {
+    if (!name)
+        return fgetxattr(dir, attr, buf, len);
+    if (!atomic_load_explicit(&no_getxattrat, memory_order_relaxed)) {
+        struct { uint64_t value; uint32_t size, flags; } args = {(uint64_t)(uintptr_t)buf, (uint32_t)len, 0};
+        long n = syscall(SYS_getxattrat, dir, name, AT_SYMLINK_NOFOLLOW, attr, &args, sizeof(args));
+        if (n >= 0 || (errno != ENOSYS && errno != EINVAL && errno != E2BIG))
+            return n;
+        if (errno == ENOSYS)
+            atomic_store(&no_getxattrat, true);
+    }
+    if (dir == AT_FDCWD)
+        return lgetxattr(name, attr, buf, len);
+    char path[64 + NAME_MAX];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dir, name);
+    return lgetxattr(path, attr, buf, len);
+}
+
+static uint16_t le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t le32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The entry's ACL into *ret (malloc'd) and *n: 0 with *n 0 when it has
+ * none (or its file system keeps none), 0 with entries, or -1 when it
+ * cannot be read or is malformed (then nothing may be assumed of it). */
+static int read_acl(int dir, const char *name, struct acl_e **ret, size_t *n) {
+    unsigned char small[512], *buf = small;
+    *ret = NULL;
+    *n = 0;
+    ssize_t len = xattr_at(dir, name, ACL_XATTR, small, sizeof(small));
+    if (len < 0 && errno == ERANGE) {
+        ssize_t want = xattr_at(dir, name, ACL_XATTR, NULL, 0);
+        if (want <= 0 || want > (1 << 20) || !(buf = malloc((size_t)want)))
+            return -1;
+        len = xattr_at(dir, name, ACL_XATTR, buf, (size_t)want);
+    }
+    int r = 0;
+    if (len < 0) {
+        r = errno == ENODATA || errno == EOPNOTSUPP ? 0 : -1;
+    } else if (len < 4 || (len - 4) % 8 || le32(buf) != ACL_XATTR_VERSION) {
+        r = -1;
+    } else if (len > 4) {
+        size_t k = (size_t)(len - 4) / 8;
+        struct acl_e *v = calloc(k, sizeof(*v));
+        if (!v) {
+            r = -1;
+        } else {
+            for (size_t i = 0; i < k; i++) {
+                const unsigned char *e = buf + 4 + 8 * i;
+                v[i] = (struct acl_e){le16(e), (uint16_t)(le16(e + 2) & 7), le32(e + 4)};
+            }
+            *ret = v;
+            *n = k;
+        }
+    }
+    if (buf != small)
+        free(buf);
+    return r;
+}
+
+static bool in_range(const struct tree_ids *ids, uint32_t id) { return id >= ids->first && id - ids->first < ids->count; }
+
+static bool in_groups(const struct tree_ids *ids, gid_t g, bool supplementary) {
+    if (g == ids->gid)
+        return true;
+    for (size_t i = 0; supplementary && i < ids->ngroups; i++)
+        if (ids->groups[i] == g)
+            return true;
+    return false;
+}
+
+/* The kernel's check (acl_permission_check, posix_acl_permission) for the
+ * caller, its supplementary groups counted or not. */
+static bool caller_grant(const struct tree_ids *ids, const struct stat *st, const struct acl_e *acl, size_t n,
+                         unsigned want, bool supplementary) {
+    unsigned md = st->st_mode, uo = md >> 6 & 7, go = md >> 3 & 7, oth = md & 7, mask = 7;
+    for (size_t i = 0; i < n; i++)
+        switch (acl[i].tag) {
+        case A_USER_OBJ: uo = acl[i].perm; break;
+        case A_GROUP_OBJ: go = acl[i].perm; break;
+        case A_OTHER: oth = acl[i].perm; break;
+        case A_MASK: mask = acl[i].perm; break;
+        }
+    if (st->st_uid == ids->uid)
+        return (uo & want) == want;
+    for (size_t i = 0; i < n; i++)
+        if (acl[i].tag == A_USER && acl[i].id == ids->uid)
+            return (acl[i].perm & mask & want) == want;
+    bool matched = false;
+    if (in_groups(ids, st->st_gid, supplementary)) {
+        matched = true;
+        if ((go & (n ? mask : 7) & want) == want)
+            return true;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (acl[i].tag == A_GROUP && in_groups(ids, acl[i].id, supplementary)) {
+            matched = true;
+            if ((acl[i].perm & mask & want) == want)
+                return true;
+        }
+    return !matched && (oth & want) == want;
+}
+
+/* As root: what every id of the range is sure to get. An id of the range
+ * may be the owner, a named user, in the owning or a named group (the
+ * sandbox's own gid only: it keeps no supplementary groups), or none of
+ * them: each entry that may apply to one of them must grant. */
+static bool range_grant(const struct tree_ids *ids, const struct stat *st, const struct acl_e *acl, size_t n,
+                        unsigned want) {
+    unsigned md = st->st_mode, uo = md >> 6 & 7, go = md >> 3 & 7, oth = md & 7, mask = 7;
+    for (size_t i = 0; i < n; i++)
+        switch (acl[i].tag) {
+        case A_USER_OBJ: uo = acl[i].perm; break;
+        case A_GROUP_OBJ: go = acl[i].perm; break;
+        case A_OTHER: oth = acl[i].perm; break;
+        case A_MASK: mask = acl[i].perm; break;
+        }
+    unsigned p = oth;
+    if (in_range(ids, st->st_uid))
+        p &= uo;
+    if (in_range(ids, st->st_gid))
+        p &= go & (n ? mask : 7);
+    for (size_t i = 0; i < n; i++)
+        if ((acl[i].tag == A_USER || acl[i].tag == A_GROUP) && in_range(ids, acl[i].id))
+            p &= acl[i].perm & mask;
+    return (p & want) == want;
+}
+
+static bool grant(const struct tree_ids *ids, const struct stat *st, const struct acl_e *acl, size_t n, unsigned want) {
+    if (ids->range)
+        return range_grant(ids, st, acl, n, want);
+    /* Rootless: the sandbox may keep the caller's supplementary groups or
+     * not; the verdict holds either way. */
+    return caller_grant(ids, st, acl, n, want, true) && caller_grant(ids, st, acl, n, want, false);
+}
+
+bool tree_ids_grant(const struct tree_ids *ids, int dir, const char *name, const struct stat *st, unsigned want) {
+    struct acl_e *acl = NULL;
+    size_t n = 0;
+    if (read_acl(dir, name, &acl, &n) < 0)
+        return false;
+    bool ok = grant(ids, st, acl, n, want);
+    free(acl);
+    return ok;
+}
+
 /* Whether the sandbox's ids reach an entry of the lower as they would its
- * materialised form (where a copy is readable): others may read (and
- * search or execute where any may), or, rootless, the caller owns it (the
- * workload runs as the caller's uid) and may. */
-static bool reachable(const struct stat *st, bool caller_owns, uid_t euid) {
+ * materialised form (where a copy is readable): read it (and search or
+ * execute it where any may), by its mode bits or its ACL. The ACL is read
+ * only while the verdict is still yes. */
+static bool reachable(const struct tree_ids *ids, int dir, const char *name, const struct stat *st) {
     mode_t md = st->st_mode;
     if (S_ISLNK(md))
         return true;
-    bool own = caller_owns && st->st_uid == euid;
-    mode_t r = own ? 0400 : 0004, x = own ? 0100 : 0001;
-    if (S_ISDIR(md))
-        return (md & r) && (md & x);
-    return (md & r) && (!(md & 0111) || (md & x));
+    unsigned want = S_ISDIR(md) || (md & 0111) ? 5 : 4;
+    return tree_ids_grant(ids, dir, name, st, want);
 }
 
 /* The walk is the overlay path's whole per-file cost: one getdents64 per
@@ -674,8 +870,7 @@ struct ld64 { uint64_t ino; int64_t off; unsigned short reclen; unsigned char ty
 
 struct scan_shared {
     const fy_action *a;
-    bool caller_owns;
-    uid_t euid;
+    const struct tree_ids *ids;
     atomic_uint_fast64_t entries;
     atomic_bool stop;
     /* the top-level directories, handed out by next */
@@ -736,7 +931,7 @@ static int scan_entry(struct scan *s, int src, const char *name, size_t plen, in
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
         return scan_fail(s, FY_E_INVAL, 0, "the input root holds %s: only files, directories and links are inputs",
                          type_name(st.st_mode));
-    s->ok = s->ok && reachable(&st, sh->caller_owns, sh->euid);
+    s->ok = s->ok && reachable(sh->ids, src, name, &st);
     if (s->seal)
         seal_entry(s->seal, s->path, &st);
     if (!S_ISDIR(st.st_mode))
@@ -851,13 +1046,13 @@ static void *scan_worker(void *arg) {
     return NULL;
 }
 
-int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct pathset *dirs, bool *overlayable,
-                    unsigned char seal[32], fy_error **reterr) {
+int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, struct tree_stats *st, struct pathset *dirs,
+                    bool *overlayable, unsigned char seal[32], fy_error **reterr) {
     struct stat top;
     *overlayable = false;
     if (fstat(src, &top) < 0)
         return fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, a->input, "cannot stat the input root");
-    struct scan_shared sh = {.a = a, .caller_owns = geteuid() != 0, .euid = geteuid()};
+    struct scan_shared sh = {.a = a, .ids = ids};
     atomic_init(&sh.entries, 0);
     atomic_init(&sh.stop, false);
     atomic_init(&sh.next, 0);
@@ -910,7 +1105,7 @@ int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct p
                 fy_error_free(w[i].s.err);
             w[i].s.err = NULL;
         }
-    bool ok = root_ok && reachable(&top, sh.caller_owns, sh.euid);
+    bool ok = root_ok && reachable(ids, src, NULL, &top);
     for (int i = 0; i < SCAN_THREADS; i++) {
         ok = ok && w[i].s.ok;
         for (size_t j = 0; r >= 0 && j < w[i].s.dirs.n; j++)

@@ -6,6 +6,7 @@
 #ifndef FY_ACTION_H
 #define FY_ACTION_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "policy.h"
@@ -64,6 +65,31 @@ int tree_materialise(const fy_action *a, int from, int dst, uid_t ids_first, uin
 int tree_unpack(const fy_action *a, int fd, const unsigned char digest[32], int dst, const struct tree_owner *own,
                 struct tree_stats *st, fy_error **reterr);
 
+/* Whom the readability verdict is for: the sandbox's workload on the host.
+ * As root (range): any id of [first, first + count), which the sandbox
+ * maps, judged conservatively over them all; rootless: the caller (uid,
+ * its gid, and its supplementary groups whether the sandbox keeps them or
+ * not). A file with a POSIX ACL (system.posix_acl_access) is judged by
+ * its ACL, as the kernel would. */
+struct tree_ids {
+    bool range;
+    uint32_t first, count;
+    uid_t uid;
+    gid_t gid;
+    gid_t *groups;
+    size_t ngroups;
+};
+/* As root: the range; else the caller. 0, or FY_E_NOMEM. */
+int tree_ids_init(struct tree_ids *ids, uint32_t first, uint32_t count);
+void tree_ids_free(struct tree_ids *ids);
+/* The workload's own host ids (uid, gid), once the backend says them: as
+ * root it keeps no supplementary groups; rootless, the caller's may stay. */
+void tree_ids_exact(struct tree_ids *ids, uid_t uid, gid_t gid);
+/* Whether ids get want (4 read, 2 write, 1 execute or search, OR'd) on the
+ * entry name of the directory fd dir (name NULL: dir itself), whose lstat
+ * is st: its ACL read when it has one (an ACL that cannot be read: no). */
+bool tree_ids_grant(const struct tree_ids *ids, int dir, const char *name, const struct stat *st, unsigned want);
+
 /* The overlay path (the backend mounts the input directory as the
  * read-only lower of an overlay whose upper is the execution root):
  * tree_scan_lower walks the input directory (fd src) as tree_materialise
@@ -76,8 +102,8 @@ int tree_unpack(const fy_action *a, int fd, const unsigned char digest[32], int 
  * the declared outputs the lower already has. */
 /* With seal, also the SHA-256 of every entry's path, type, mode, owner,
  * size, inode, link count, mtime and ctime, in directory order. */
-int tree_scan_lower(const fy_action *a, int src, struct tree_stats *st, struct pathset *dirs, bool *overlayable,
-                    unsigned char seal[32], fy_error **reterr);
+int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, struct tree_stats *st, struct pathset *dirs,
+                    bool *overlayable, unsigned char seal[32], fy_error **reterr);
 int tree_skeleton(const fy_action *a, int lower, int upper, const struct pathset *dirs, const struct tree_owner *own,
                   struct tree_stats *st, fy_error **reterr);
 
@@ -100,8 +126,8 @@ int action_cache_open(const fy_action *a, struct act_cache *c, fy_error **reterr
  * made again, when refused) from the archive. Then c->entry (an fd) and
  * c->entry_path name it, and the lock held shared keeps it until
  * action_cache_close. */
-int action_cache_entry(struct act_cache *c, const fy_action *a, struct pathset *dirs, struct tree_stats *st,
-                       bool *overlayable, fy_error **reterr);
+int action_cache_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
+                       struct tree_stats *st, bool *overlayable, fy_error **reterr);
 void action_cache_close(struct act_cache *c);
 
 struct collected;

@@ -111,6 +111,15 @@ FY_API const fy_result *fy_action_result_sandbox(const fy_action_result *result)
 FY_API int fy_action_result_to_json(const fy_action_result *result, char **ret_json, fy_error **reterr);
 FY_API void fy_action_result_free(fy_action_result *result);
 
+/* The cache of unpacked archive input roots (cache_dir NULL: the default,
+ * fy_action_run(3)): removes what crashed attempts left, the entries not
+ * used for max_age_usec (FY_UNLIMITED: no age bound; 0: every entry), then
+ * the least recently used until the cache holds at most max_bytes
+ * (FY_UNLIMITED: no bound). An entry an attempt is using is never
+ * removed. *ret_removed (optional): entries removed. */
+FY_API int fy_action_cache_gc(const char *cache_dir, uint64_t max_bytes, uint64_t max_age_usec,
+                              uint64_t *ret_removed, fy_error **reterr);
+
 FY_END_DECLS
 
 #endif

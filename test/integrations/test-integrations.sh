@@ -11,7 +11,7 @@
 #   3. GitLab Runner's custom executor: config, prepare, run SCRIPT STAGE,
 #      cleanup, CUSTOM_ENV_* and the two failure exit codes.
 #   4. A GitHub Actions step (`shell: forgeyard-step {0}`).
-#   5. `forgeyard action run` on an action document.
+#   5. `forgeyard action run` on an action document, and `forgeyard action gc`.
 # Usage: test-integrations.sh FORGEYARD INTEGRATIONS_DIR [--rootless]
 set -u
 fy=$1
@@ -221,5 +221,24 @@ printf '{"version": 1, "arguments": ["x"], "input_root": {"directory": "%s"}, "o
 out=$("$fy" action run bad.json 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "action run: a bad document gave $rc"
 case $out in *'$.outputs.files[0]'*) ;; *) fail "action run: the error does not name the path: $out" ;; esac
+# An archive input, from the cache; `forgeyard action gc` collects it.
+mkdir -p "$scratch/arin" && printf 'archived\n' > "$scratch/arin/in.txt" && chmod 0644 "$scratch/arin/in.txt" || exit 1
+tar -C "$scratch/arin" -cf "$scratch/in.tar" in.txt || fail "tar"
+cat > archive.json <<EOF
+{"version": 1, "arguments": ["/bin/sh", "-c", "cat in.txt > got"], "environment": {"PATH": "/usr/bin:/bin"},
+ "input_root": {"archive": "$scratch/in.tar"}, "outputs": {"files": ["got"]}}
+EOF
+export FORGEYARD_ACTION_CACHE="$scratch/acache"
+"$fy" action run archive.json --result "$scratch/ar2.json" || fail "action run (archive) gave $?"
+grep -q '"cache": "built"' "$scratch/ar2.json" || fail "action run: the archive was not cached"
+[ "$(ls "$scratch/acache/entries" | wc -l)" -eq 1 ] || fail "action gc: no entry to collect"
+out=$("$fy" action gc --max-age 1d) || fail "action gc gave $?"
+[ "$out" = "removed 0 action cache entries" ] || fail "action gc: a fresh entry was collected: $out"
+out=$("$fy" action gc --cache "$scratch/acache" --max-age 0s) || fail "action gc gave $?"
+[ "$out" = "removed 1 action cache entry" ] || fail "action gc: $out"
+[ -z "$(ls "$scratch/acache/entries")" ] && [ -z "$(ls "$scratch/acache/seals")" ] || fail "action gc left the entry"
+"$fy" action gc --max-age soon >/dev/null 2>&1; rc=$?
+[ $rc -ne 0 ] || fail "action gc: a bad duration was accepted"
+unset FORGEYARD_ACTION_CACHE
 [ "$(cas_sum)" = "$before" ] || fail "the CAS changed"
 echo "integrations: all passed ($( [ $root -eq 1 ] && echo root || echo "uid $(id -u)" ))"

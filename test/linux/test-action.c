@@ -540,6 +540,118 @@ START_TEST(test_unreachable_input_materialised) {
 }
 END_TEST
 
+/* ---- POSIX ACLs: the readability verdict is the kernel's ---- */
+
+/* The ACL fixture: made as root (rootless: before the suite drops to uid
+ * 65534, so that its files are another user's, as the ACL needs), two
+ * input roots: DIR-denied/denied.txt (0644, an ACL entry denying the workload's uid what
+ * others get) and DIR-granted/granted.txt (0600 root's, an ACL entry granting the
+ * workload's uid read). As root the workload is uid 100000 or 100001
+ * (the policy's range; 100001 unless fake root): both are named. */
+static void make_acl_fixture(const char *dir, const char *who, uid_t dir_owner) {
+    const char *files[2] = {"denied.txt", "granted.txt"}, *perms[2] = {"---", "r--"};
+    const mode_t modes[2] = {0644, 0600};
+    for (int i = 0; i < 2; i++) {
+        char p[600], spec[200], cmd[1400];
+        snprintf(p, sizeof(p), "%s-%.*s", dir, (int)(strchr(files[i], '.') - files[i]), files[i]);
+        /* the directory the suite's own (it removes the files), the files root's */
+        if ((mkdir(p, 0755) < 0 && errno != EEXIST) || chown(p, dir_owner, dir_owner) < 0)
+            abort();
+        chmod(p, 0755);
+        snprintf(p + strlen(p), sizeof(p) - strlen(p), "/%s", files[i]);
+        FILE *f = fopen(p, "we");
+        if (!f || fprintf(f, "%.*s\n", (int)(strchr(files[i], '.') - files[i]), files[i]) < 0 || fclose(f) != 0 ||
+            chmod(p, modes[i]) < 0)
+            abort();
+        /* who, with each PERM the entry's permissions */
+        size_t o = 0;
+        for (const char *w = who; *w && o + 4 < sizeof(spec);)
+            if (strncmp(w, "PERM", 4) == 0) {
+                memcpy(spec + o, perms[i], 3);
+                o += 3;
+                w += 4;
+            } else {
+                spec[o++] = *w++;
+            }
+        spec[o] = '\0';
+        snprintf(cmd, sizeof(cmd), "setfacl -m '%s' '%s'", spec, p);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "setfacl failed (Debian's acl package: scripts/deps.sh): %s\n", cmd);
+            abort();
+        }
+    }
+}
+
+static char acl_fixture[300];
+
+/* Reading file of the fixture: succeeds either way (a denied input is
+ * materialised as a readable copy, never a link that keeps its ACL), and
+ * the root is an overlay exactly where the verdict says the workload can
+ * read through it. */
+static void acl_case(const char *file, const char *want, bool reachable) {
+    char *sc = make_dir("scratch"), *out = path_in("out", "");
+    char body[600], sub[700], in[400];
+    snprintf(in, sizeof(in), "%s-%.*s", acl_fixture, (int)(strchr(file, '.') - file), file);
+    snprintf(body, sizeof(body),
+             "\"arguments\": [\"/bin/sh\", \"-c\", \"cat %s > got\"], \"outputs\": {\"files\": [\"got\"]}}", file);
+    fy_action *a = action_json(body, in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    if (!want) {
+        /* Rootless, a file the ACL denies the caller is unreadable to the
+         * host too: a typed refusal before anything runs, as for a file
+         * whose mode bits deny it. */
+        fy_action_result *res = NULL;
+        fy_error *err = NULL;
+        ck_assert_int_eq(fy_action_run(a, p, NULL, &res, &err), FY_E_IO);
+        ck_assert_ptr_null(res);
+        ck_assert_msg(strstr(fy_error_message(err), "cannot read the input file"), "%s", fy_error_message(err));
+        snprintf(sub, sizeof(sub), "%s/got", out);
+        ck_assert(access(sub, F_OK) != 0);
+        assert_no_attempt_left(sc);
+        fy_error_free(err);
+        fy_action_free(a);
+        fy_policy_free(p);
+        free(sc);
+        free(out);
+        return;
+    }
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s: %s", file, j);
+    assert_root(j, reachable && overlaid());
+    snprintf(sub, sizeof(sub), "%s/got", out);
+    char *c = read_all(sub);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(c, want);
+    free(c);
+    assert_no_attempt_left(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(sc);
+    free(out);
+}
+
+START_TEST(test_acl_verdict) {
+    /* The fixture's ACLs are what setfacl made (the kernel's xattr form). */
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "getfacl -n -p '%s-denied/denied.txt' | grep -q '^user:%s:---'", acl_fixture,
+             rootless ? "65534" : "100001");
+    ck_assert_msg(system(cmd) == 0, "the fixture has no ACL: %s", cmd);
+    /* Others may read it, the workload's uid may not (its named entry):
+     * not through the overlay, and not through a hard link either (as
+     * root: a copy; rootless the caller cannot read it either). Before
+     * the verdict read ACLs, the overlay was offered and the command
+     * failed. */
+    acl_case("denied.txt", rootless ? NULL : "denied\n", false);
+    /* Others may not, the workload's uid may: through the overlay. */
+    acl_case("granted.txt", "granted\n", true);
+}
+END_TEST
+
 /* ---- hostile outputs ---- */
 
 static void expect_outcome(const char *cmd, const char *outputs, int outcome, const char *detail_part) {
@@ -983,6 +1095,142 @@ START_TEST(test_archive_cache_gc) {
 }
 END_TEST
 
+/* Bytes of allocated blocks below (and of) path, as the collector counts. */
+static uint64_t blocks_of(const char *path) {
+    struct stat st;
+    ck_assert_int_eq(lstat(path, &st), 0);
+    uint64_t sum = (uint64_t)st.st_blocks * 512;
+    if (!S_ISDIR(st.st_mode))
+        return sum;
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+            char sub[1024];
+            snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+            sum += blocks_of(sub);
+        }
+    closedir(d);
+    return sum;
+}
+
+static void set_used(const char *seal, time_t ago) {
+    struct timespec t[2] = {{time(NULL) - ago, 0}, {time(NULL) - ago, 0}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, seal, t, 0), 0);
+}
+
+static bool exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* fy_action_cache_gc: by age, then by size (least recently used first),
+ * staging a crash left; never an entry an attempt holds. */
+START_TEST(test_action_cache_gc_api) {
+    const struct ent e1[] = {{"./one.txt", AE_IFREG, "one\n", NULL, 0}};
+    const struct ent e2[] = {{"./two.txt", AE_IFREG, "two\n", NULL, 0}};
+    const struct ent e3[] = {{"./three.txt", AE_IFREG, "three\n", NULL, 0}};
+    char *ar[3] = {make_archive(e1, 1), make_archive(e2, 1), make_archive(e3, 1)};
+    const char *cmds[3] = {"cat one.txt > r", "cat two.txt > r", "cat three.txt > r"};
+    const char *wants[3] = {"one\n", "two\n", "three\n"};
+    char entry[3][512], seal[3][512];
+    uint64_t n = 99;
+    fy_error *err = NULL;
+    /* Start from an empty cache: this test's entries only. */
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, 0, NULL, NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        entry_of(ar[i], entry[i], seal[i], sizeof(entry[i]));
+        run_cached(ar[i], cmds[i], "built", wants[i]);
+    }
+    /* By age: only the entry unused for longer than the bound. */
+    set_used(seal[0], 3 * 86400);
+    set_used(seal[1], 3600);
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, 2ull * 86400 * 1000000, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!exists(entry[0]) && !exists(seal[0]));
+    ck_assert(exists(entry[1]) && exists(seal[1]) && exists(entry[2]) && exists(seal[2]));
+    /* By size: the least recently used go first, until the rest fits. */
+    run_cached(ar[0], cmds[0], "built", wants[0]);
+    set_used(seal[0], 300);
+    set_used(seal[1], 200);
+    set_used(seal[2], 100);
+    uint64_t newest = blocks_of(entry[2]);
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, newest, FY_UNLIMITED, &n, &err), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(!exists(entry[0]) && !exists(entry[1]) && exists(entry[2]) && exists(seal[2]));
+    /* In use: an attempt started from the cache holds its entry, whatever
+     * the bounds; once it is freed, the entry goes. */
+    run_cached(ar[0], cmds[0], "built", wants[0]);
+    char *sc = make_dir("scratch-gc");
+    fy_action *a = archive_action(ar[2], cmds[2]);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_attempt *t = NULL;
+    int r = fy_action_start(a, p, NULL, &t, &err);
+    ck_assert_msg(r == 0, "%s", err ? fy_error_message(err) : "?");
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, 0, 0, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!exists(entry[0]));
+    ck_assert_msg(exists(entry[2]) && exists(seal[2]), "an entry in use was collected");
+    fy_action_result *res = NULL;
+    ck_assert_int_eq(fy_action_finish(t, &res, &err), 0);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED && strstr(j, "\"cache\": \"hit\""), "%s", j);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_attempt_free(t);
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, 0, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!exists(entry[2]) && !exists(seal[2]));
+    /* What a crash left in staging: a tree being made (nobody holds its
+     * entry's lock) and an old memo; a fresh memo is somebody's. */
+    char path[600];
+    snprintf(path, sizeof(path), "%s/tmp/%.64s.0badf00d", cache_dir, strrchr(entry[1], '/') + 1);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/half");
+    ck_assert_int_eq(close(open(path, O_WRONLY | O_CREAT, 0444)), 0);
+    snprintf(path, sizeof(path), "%s/tmp/memo.00000001", cache_dir);
+    ck_assert_int_eq(close(open(path, O_WRONLY | O_CREAT, 0600)), 0);
+    set_used(path, 120);
+    snprintf(path, sizeof(path), "%s/tmp/memo.00000002", cache_dir);
+    ck_assert_int_eq(close(open(path, O_WRONLY | O_CREAT, 0600)), 0);
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, FY_UNLIMITED, &n, &err), 0);
+    ck_assert_uint_eq(n, 0);
+    snprintf(path, sizeof(path), "%s/tmp", cache_dir);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    int left = 0;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            ck_assert_str_eq(de->d_name, "memo.00000002");
+            left++;
+        }
+    closedir(d);
+    ck_assert_int_eq(left, 1);
+    /* Collected entries are made again on the next use. */
+    run_cached(ar[2], cmds[2], "built", wants[2]);
+    /* Refusals: relative, untrusted; a cache never made is nothing to do. */
+    ck_assert_int_eq(fy_action_cache_gc("relative/cache", FY_UNLIMITED, 0, &n, NULL), FY_E_INVAL);
+    ck_assert_int_eq(chmod(cache_dir, 0777), 0);
+    r = fy_action_cache_gc(cache_dir, FY_UNLIMITED, 0, &n, NULL);
+    ck_assert_int_eq(chmod(cache_dir, 0711), 0);
+    ck_assert_int_eq(r, FY_E_DENIED);
+    ck_assert(exists(entry[2]));
+    snprintf(path, sizeof(path), "%s/never-made", scratch);
+    ck_assert_int_eq(fy_action_cache_gc(path, FY_UNLIMITED, 0, &n, NULL), 0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert(!exists(path));
+    fy_error_free(err);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(sc);
+    for (int i = 0; i < 3; i++)
+        free(ar[i]);
+}
+END_TEST
+
 /* Inputs from the cache, attacked from inside: the entry is unchanged
  * (its tree digest, and its seal: the next run hits). */
 START_TEST(test_archive_cache_attacked) {
@@ -1188,6 +1436,9 @@ int main(int argc, char **argv) {
         if (!mkdtemp(scratch) || chown(scratch, 65534, 65534) < 0)
             return 1;
         setenv("FY_TEST_SCRATCH", scratch, 1);
+        /* the ACL fixture: root's files with entries for uid 65534 */
+        snprintf(acl_fixture, sizeof(acl_fixture), "%s/acl-in", scratch);
+        make_acl_fixture(acl_fixture, "u:65534:PERM", 65534);
         if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
             return 1;
         execv("/proc/self/exe", argv);
@@ -1207,6 +1458,9 @@ int main(int argc, char **argv) {
         chmod(scratch, 0755);
     }
     umask(022);
+    snprintf(acl_fixture, sizeof(acl_fixture), "%s/acl-in", scratch);
+    if (!rootless)
+        make_acl_fixture(acl_fixture, "u:100000:PERM,u:100001:PERM", 0);
     /* The archive cache: this run's own. */
     snprintf(cache_dir, sizeof(cache_dir), "%s/action-cache", scratch);
     setenv("FORGEYARD_ACTION_CACHE", cache_dir, 1);
@@ -1246,6 +1500,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_archive_no_external_decoder);
     tcase_add_test(tc, test_archive_cache);
     tcase_add_test(tc, test_archive_cache_gc);
+    tcase_add_test(tc, test_action_cache_gc_api);
     tcase_add_test(tc, test_archive_cache_remembered);
     tcase_add_test(tc, test_archive_cache_attacked);
     tcase_add_test(tc, test_platform_properties);
@@ -1254,6 +1509,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_every_input_attacked);
     tcase_add_test(tc, test_outputs_already_in_inputs);
     tcase_add_test(tc, test_unreachable_input_materialised);
+    tcase_add_test(tc, test_acl_verdict);
     /* The directory-input tests again, materialised. */
     tcase_add_test(tm, test_outputs_and_digests);
     tcase_add_test(tm, test_same_action_same_digests);
@@ -1264,6 +1520,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tm, test_every_input_attacked);
     tcase_add_test(tm, test_outputs_already_in_inputs);
     tcase_add_test(tm, test_cancel);
+    tcase_add_test(tm, test_acl_verdict);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, tm);
     SRunner *sr = srunner_create(s);

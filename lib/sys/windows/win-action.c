@@ -39,3 +39,10 @@ int fy_action_result_to_json(const fy_action_result *result, char **ret_json, fy
 }
 
 void fy_action_result_free(fy_action_result *result) {}
+
+int fy_action_cache_gc(const char *cache_dir, uint64_t max_bytes, uint64_t max_age_usec, uint64_t *ret_removed,
+                       fy_error **reterr) {
+    if (ret_removed)
+        *ret_removed = 0;
+    return no_runner(reterr);
+}
