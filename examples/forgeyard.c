@@ -924,23 +924,39 @@ static int image_usage(void) {
     return EXIT_USAGE;
 }
 
+/* The options of a cache's gc (image gc, action gc) at argv[*k]: 1 when one
+ * was taken (*k moved past its value), 0 when argv[*k] is none of them,
+ * -1 after a usage error was printed. */
+static int cache_gc_option(int argc, char **argv, int *k, const char **cache, uint64_t *max_age,
+                           uint64_t *max_size) {
+    if (strcmp(argv[*k], "--cache") == 0 && *k + 1 < argc) {
+        *cache = argv[++*k];
+    } else if (strcmp(argv[*k], "--max-age") == 0 && *k + 1 < argc) {
+        long long s = parse_age(argv[++*k]);
+        if (s < 0)
+            return (void)bad_value("--max-age", argv[*k], "expects a duration (30s, 10m, 2h, 30d)"), -1;
+        *max_age = (uint64_t)s * 1000000;
+    } else if (strcmp(argv[*k], "--max-size") == 0 && *k + 1 < argc) {
+        long long b = parse_size(argv[++*k]);
+        if (b < 0)
+            return (void)bad_value("--max-size", argv[*k], "expects a size (500M, 2G)"), -1;
+        *max_size = (uint64_t)b;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 static int cmd_image(int argc, char **argv) {
     const char *sub = argc ? argv[0] : "", *cache = NULL, *ref = NULL;
     uint64_t max_age = 30ull * 86400 * 1000000, max_size = FY_UNLIMITED;
     for (int k = 1; k < argc; k++) {
-        if (strcmp(argv[k], "--cache") == 0 && k + 1 < argc) {
-            cache = argv[++k];
-        } else if (strcmp(argv[k], "--max-age") == 0 && k + 1 < argc) {
-            long long s = parse_age(argv[++k]);
-            if (s < 0)
-                return (void)bad_value("--max-age", argv[k], "expects a duration (30s, 10m, 2h, 30d)"), EXIT_USAGE;
-            max_age = (uint64_t)s * 1000000;
-        } else if (strcmp(argv[k], "--max-size") == 0 && k + 1 < argc) {
-            long long b = parse_size(argv[++k]);
-            if (b < 0)
-                return (void)bad_value("--max-size", argv[k], "expects a size (500M, 2G)"), EXIT_USAGE;
-            max_size = (uint64_t)b;
-        } else if (argv[k][0] != '-' && !ref) {
+        int o = cache_gc_option(argc, argv, &k, &cache, &max_age, &max_size);
+        if (o < 0)
+            return EXIT_USAGE;
+        if (o > 0)
+            continue;
+        if (argv[k][0] != '-' && !ref) {
             ref = argv[k];
         } else {
             return image_usage();
@@ -1687,19 +1703,10 @@ static int action_gc(int argc, char **argv) {
     const char *cache = NULL;
     uint64_t max_age = 14ull * 86400 * 1000000, max_size = FY_UNLIMITED;
     for (int k = 1; k < argc; k++) {
-        if (strcmp(argv[k], "--cache") == 0 && k + 1 < argc) {
-            cache = argv[++k];
-        } else if (strcmp(argv[k], "--max-age") == 0 && k + 1 < argc) {
-            long long s = parse_age(argv[++k]);
-            if (s < 0)
-                return (void)bad_value("--max-age", argv[k], "expects a duration (30s, 10m, 2h, 30d)"), EXIT_USAGE;
-            max_age = (uint64_t)s * 1000000;
-        } else if (strcmp(argv[k], "--max-size") == 0 && k + 1 < argc) {
-            long long b = parse_size(argv[++k]);
-            if (b < 0)
-                return (void)bad_value("--max-size", argv[k], "expects a size (500M, 2G)"), EXIT_USAGE;
-            max_size = (uint64_t)b;
-        } else {
+        int o = cache_gc_option(argc, argv, &k, &cache, &max_age, &max_size);
+        if (o < 0)
+            return EXIT_USAGE;
+        if (o == 0) {
             action_usage(stderr);
             return EXIT_USAGE;
         }
