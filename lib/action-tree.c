@@ -771,18 +771,27 @@ static bool in_groups(const struct tree_ids *ids, gid_t g, bool supplementary) {
     return false;
 }
 
+/* The owner's, owning group's and others' bits and the mask, from the
+ * mode or, where the ACL has them, its entries. */
+static void acl_base(const struct stat *st, const struct acl_e *acl, size_t n, unsigned *uo, unsigned *go,
+                     unsigned *oth, unsigned *mask) {
+    unsigned md = st->st_mode;
+    *uo = md >> 6 & 7, *go = md >> 3 & 7, *oth = md & 7, *mask = 7;
+    for (size_t i = 0; i < n; i++)
+        switch (acl[i].tag) {
+        case A_USER_OBJ: *uo = acl[i].perm; break;
+        case A_GROUP_OBJ: *go = acl[i].perm; break;
+        case A_OTHER: *oth = acl[i].perm; break;
+        case A_MASK: *mask = acl[i].perm; break;
+        }
+}
+
 /* The kernel's check (acl_permission_check, posix_acl_permission) for the
  * caller, its supplementary groups counted or not. */
 static bool caller_grant(const struct tree_ids *ids, const struct stat *st, const struct acl_e *acl, size_t n,
                          unsigned want, bool supplementary) {
-    unsigned md = st->st_mode, uo = md >> 6 & 7, go = md >> 3 & 7, oth = md & 7, mask = 7;
-    for (size_t i = 0; i < n; i++)
-        switch (acl[i].tag) {
-        case A_USER_OBJ: uo = acl[i].perm; break;
-        case A_GROUP_OBJ: go = acl[i].perm; break;
-        case A_OTHER: oth = acl[i].perm; break;
-        case A_MASK: mask = acl[i].perm; break;
-        }
+    unsigned uo, go, oth, mask;
+    acl_base(st, acl, n, &uo, &go, &oth, &mask);
     if (st->st_uid == ids->uid)
         return (uo & want) == want;
     for (size_t i = 0; i < n; i++)
@@ -809,14 +818,8 @@ static bool caller_grant(const struct tree_ids *ids, const struct stat *st, cons
  * them: each entry that may apply to one of them must grant. */
 static bool range_grant(const struct tree_ids *ids, const struct stat *st, const struct acl_e *acl, size_t n,
                         unsigned want) {
-    unsigned md = st->st_mode, uo = md >> 6 & 7, go = md >> 3 & 7, oth = md & 7, mask = 7;
-    for (size_t i = 0; i < n; i++)
-        switch (acl[i].tag) {
-        case A_USER_OBJ: uo = acl[i].perm; break;
-        case A_GROUP_OBJ: go = acl[i].perm; break;
-        case A_OTHER: oth = acl[i].perm; break;
-        case A_MASK: mask = acl[i].perm; break;
-        }
+    unsigned uo, go, oth, mask;
+    acl_base(st, acl, n, &uo, &go, &oth, &mask);
     unsigned p = oth;
     if (in_range(ids, st->st_uid))
         p &= uo;
