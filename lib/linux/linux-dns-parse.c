@@ -4,6 +4,7 @@
  * opcode QUERY; an EDNS OPT record in the additional section is ignored
  * (the answer fits 512 bytes and carries none). */
 #include <string.h>
+#include <time.h>
 
 #include "linux-dns-parse.h"
 
@@ -140,4 +141,16 @@ size_t lxd_tcp_frame(const uint8_t *ans, size_t n, uint8_t *out) {
     wr16(out, (uint16_t)n);
     memcpy(out + 2, ans, n);
     return n + 2;
+}
+
+uint64_t lxd_mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void lxd_copy_str(char *dst, size_t cap, const char *src) {
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = 0;
 }

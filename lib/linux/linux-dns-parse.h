@@ -61,6 +61,10 @@ size_t lxd_tcp_frame(const uint8_t *ans, size_t n, uint8_t *out);
 
 /* fy-proxy's DNS mode only (linux-dns-serve.c): serves udp and, when not
  * -1, the listening tcp socket until alive hangs up; every query audited. */
+/* Shared by the fy-proxy program and the library: the monotonic clock in
+ * microseconds; src copied into dst[cap], truncated and terminated. */
+uint64_t lxd_mono_us(void);
+void lxd_copy_str(char *dst, size_t cap, const char *src);
 __attribute__((noreturn)) void lxd_serve(const struct lxp_config *cfg, struct lxp_audit *audit, uint64_t t0, int udp,
                                          int tcp, int alive);
 

@@ -29,18 +29,6 @@
 #include "linux-proxy.h"
 #include "linux-syscall.h"
 
-static uint64_t now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static void put_str(char *dst, size_t cap, const char *src) {
-    size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
-
 static struct lxp_audit *audit_tab;
 static uint64_t audit_t0;
 
@@ -55,9 +43,9 @@ static void record(const char *method, const struct lxd_query_info *info, size_t
     }
     struct lxp_audit_rec *r = &a->rec[a->n];
     memset(r, 0, sizeof(*r));
-    r->t_usec = now_us() - audit_t0;
-    put_str(r->method, sizeof(r->method), method);
-    put_str(r->host, sizeof(r->host), info && info->name[0] ? info->name : "?");
+    r->t_usec = lxd_mono_us() - audit_t0;
+    lxd_copy_str(r->method, sizeof(r->method), method);
+    lxd_copy_str(r->host, sizeof(r->host), info && info->name[0] ? info->name : "?");
     r->port = info ? info->qtype : 0;
     r->allowed = (uint8_t)(info ? info->allowed : 0);
     r->status = (uint16_t)(info ? info->rcode : 0);
@@ -66,7 +54,7 @@ static void record(const char *method, const struct lxd_query_info *info, size_t
                  : info->allowed                         ? "an allowed name"
                  : info->rcode == LXD_RCODE_REFUSED      ? "not an allowed name: refused, never forwarded"
                                                          : "malformed or unsupported query";
-    put_str(r->reason, sizeof(r->reason), reason);
+    lxd_copy_str(r->reason, sizeof(r->reason), reason);
     r->bytes_up = up;
     r->bytes_down = down;
     __atomic_store_n(&a->n, a->n + 1, __ATOMIC_RELEASE);
@@ -134,7 +122,7 @@ static void tcp_read(const struct lxp_config *cfg, struct tconn *c) {
         while ((len /= 10) && k < 7);
         while (k)
             reason[at++] = digits[--k];
-        put_str(reason + at, sizeof(reason) - at, " (0 or over 1024): closed");
+        lxd_copy_str(reason + at, sizeof(reason) - at, " (0 or over 1024): closed");
         record("DNS/TCP", NULL, 0, reason, c->in.have, 0);
         conn_close(c);
         return;
@@ -207,7 +195,7 @@ __attribute__((noreturn)) void lxd_serve(const struct lxp_config *cfg, struct lx
         pfd[n++] = (struct pollfd){.fd = alive, .events = POLLIN};
         pfd[n++] = (struct pollfd){.fd = udp, .events = POLLIN};
         pfd[n++] = (struct pollfd){.fd = tcp, .events = POLLIN}; /* (-1: ignored by poll) */
-        uint64_t now = now_us(), next = UINT64_MAX;
+        uint64_t now = lxd_mono_us(), next = UINT64_MAX;
         for (int i = 0; i < LXD_TCP_CONN_MAX; i++) {
             if (conns[i].fd < 0)
                 continue;
@@ -221,7 +209,7 @@ __attribute__((noreturn)) void lxd_serve(const struct lxp_config *cfg, struct lx
             continue;
         if (pfd[0].revents)
             syscall(SYS_exit_group, 0); /* the host is gone */
-        now = now_us();
+        now = lxd_mono_us();
         if (pfd[1].revents & POLLIN)
             serve_udp(cfg, udp);
         for (nfds_t k = 3; k < n; k++) {

@@ -87,17 +87,7 @@ static uint64_t mono_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
-static uint64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
-static void copy_str(char *dst, size_t cap, const char *src) {
-    size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
 
 static int audit_open(struct proxy *px, const struct lxp_req *rq, bool allowed, uint16_t status, const char *reason) {
     struct lxp_audit *a = px->audit;
@@ -107,13 +97,13 @@ static int audit_open(struct proxy *px, const struct lxp_req *rq, bool allowed, 
     }
     struct lxp_audit_rec *r = &a->rec[a->n];
     memset(r, 0, sizeof(*r));
-    r->t_usec = mono_us() - px->t0;
-    copy_str(r->method, sizeof(r->method), rq->method);
-    copy_str(r->host, sizeof(r->host), rq->host);
+    r->t_usec = lxd_mono_us() - px->t0;
+    lxd_copy_str(r->method, sizeof(r->method), rq->method);
+    lxd_copy_str(r->host, sizeof(r->host), rq->host);
     r->port = rq->port;
     r->allowed = allowed;
     r->status = status;
-    copy_str(r->reason, sizeof(r->reason), reason);
+    lxd_copy_str(r->reason, sizeof(r->reason), reason);
     return (int)a->n++;
 }
 
@@ -277,7 +267,7 @@ static void decide(struct proxy *px, struct conn *c) {
     if (!try_connect(c, cfg)) {
         if (c->rec >= 0) {
             px->audit->rec[c->rec].status = 502;
-            copy_str(px->audit->rec[c->rec].reason, sizeof(px->audit->rec[c->rec].reason), "connect failed");
+            lxd_copy_str(px->audit->rec[c->rec].reason, sizeof(px->audit->rec[c->rec].reason), "connect failed");
         }
         answer(px, c, 502, "cannot connect to the destination");
     }
@@ -293,7 +283,7 @@ static void connected(struct proxy *px, struct conn *c) {
             return;
         if (c->rec >= 0) {
             px->audit->rec[c->rec].status = 502;
-            copy_str(px->audit->rec[c->rec].reason, sizeof(px->audit->rec[c->rec].reason), "connect failed");
+            lxd_copy_str(px->audit->rec[c->rec].reason, sizeof(px->audit->rec[c->rec].reason), "connect failed");
         }
         answer(px, c, 502, "cannot connect to the destination");
         return;
@@ -496,7 +486,7 @@ __attribute__((noreturn)) static void proxy_loop(struct proxy *px) {
                 } else if (c->state == C_CONNECTING) {
                     if (c->rec >= 0) {
                         px->audit->rec[c->rec].status = 504;
-                        copy_str(px->audit->rec[c->rec].reason, sizeof(px->audit->rec[c->rec].reason),
+                        lxd_copy_str(px->audit->rec[c->rec].reason, sizeof(px->audit->rec[c->rec].reason),
                                  "connect timed out");
                     }
                     answer(px, c, 504, "connect timed out");
@@ -770,7 +760,7 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
         if (install_seccomp_dns() == 0)
             conf |= LXP_CONF_SECCOMP;
         audit->confinement = conf;
-        uint64_t t0 = mono_us();
+        uint64_t t0 = lxd_mono_us();
         __atomic_store_n(&audit->ready, 1, __ATOMIC_RELEASE);
         lxd_serve(cfg, audit, t0, 3, (flags & LXP_PACK_DNS_TCP) ? 7 : -1, 4); /* (linux-dns-serve.c) */
     }
@@ -783,7 +773,7 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     px->audit = audit;
     px->listen_fd = 3;
     px->alive_fd = 4;
-    px->t0 = mono_us();
+    px->t0 = lxd_mono_us();
     for (int i = 0; i < LXP_CONN_MAX; i++) {
         px->conn[i].cfd = px->conn[i].ufd = px->conn[i].pipe_r = px->conn[i].pipe_w = -1;
         px->conn[i].c2u = bufs + (size_t)i * 2 * BUF_SIZE;

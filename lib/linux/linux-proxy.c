@@ -34,11 +34,6 @@ extern const size_t lx_proxy_blob_len;
 
 /* ---- host side: credentials ---- */
 
-static void copy_str(char *dst, size_t cap, const char *src) {
-    size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
 
 int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena *arena, fy_error **reterr) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
@@ -660,9 +655,9 @@ char *lxp_report(const struct lxp_run *run) {
         const struct lxp_audit_rec *r = &a->rec[i];
         json_t *e = json_object();
         char host[LXP_HOST_MAX + 1], method[16], reason[72];
-        copy_str(host, sizeof(host), r->host);
-        copy_str(method, sizeof(method), r->method);
-        copy_str(reason, sizeof(reason), r->reason);
+        lxd_copy_str(host, sizeof(host), r->host);
+        lxd_copy_str(method, sizeof(method), r->method);
+        lxd_copy_str(reason, sizeof(reason), r->reason);
         json_object_set_new(e, "method", json_string(method[0] ? method : "?"));
         json_object_set_new(e, "host", json_string(host));
         json_object_set_new(e, "port", json_integer(r->port));
