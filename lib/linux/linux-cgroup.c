@@ -682,12 +682,9 @@ int cg_destroy(const struct cg_plan *plan, struct cg_run *run) {
 void cg_gc_unrecorded(const struct cg_plan *plan) {
     if (!plan->enabled || plan->helper)
         return;
-    for (int c = 0; c < CG_NCTL; c++) {
-        bool seen = false; /* (cpu and cpuacct often share a directory) */
-        for (int k = 0; k < c && !seen; k++)
-            seen = plan->v1_parent[k] && plan->v1_parent[c] && strcmp(plan->v1_parent[k], plan->v1_parent[c]) == 0;
-        if (!seen)
-            (void)state_gc_unrecorded_cgroups(plan->v1_parent[c], CG_UNRECORDED_MIN_AGE_SEC);
-    }
-    (void)state_gc_unrecorded_cgroups(plan->v2_parent, CG_UNRECORDED_MIN_AGE_SEC);
+    const char *parents[CG_NCTL + 1];
+    for (int c = 0; c < CG_NCTL; c++)
+        parents[c] = plan->v1_parent[c];
+    parents[CG_NCTL] = plan->v2_parent;
+    (void)state_gc_unrecorded_in(parents, CG_NCTL + 1, CG_UNRECORDED_MIN_AGE_SEC);
 }

@@ -180,16 +180,13 @@ unsigned linux_gc_unrecorded_cgroups(unsigned min_age_sec) {
     struct cg_state s = {0};
     unsigned n = 0;
     if (lp_cg_discover(&s) == 0) {
-        for (int i = 0; i < CG__N; i++) {
-            bool seen = false; /* (cpu and cpuacct often share a directory) */
-            for (int k = 0; k < i && !seen; k++)
-                seen = s.v1[k].dir && s.v1[i].dir && strcmp(s.v1[k].dir, s.v1[i].dir) == 0;
-            if (!seen)
-                n += state_gc_unrecorded_cgroups(s.v1[i].dir, min_age_sec);
-        }
-        n += state_gc_unrecorded_cgroups(s.dev1_dir, min_age_sec);
-        n += state_gc_unrecorded_cgroups(s.cpuset1_dir, min_age_sec);
-        n += state_gc_unrecorded_cgroups(s.cg2_dir, min_age_sec);
+        const char *parents[CG__N + 3];
+        for (int i = 0; i < CG__N; i++)
+            parents[i] = s.v1[i].dir;
+        parents[CG__N] = s.dev1_dir;
+        parents[CG__N + 1] = s.cpuset1_dir;
+        parents[CG__N + 2] = s.cg2_dir;
+        n = state_gc_unrecorded_in(parents, CG__N + 3, min_age_sec);
     }
     lp_cg_free(&s);
     return n;

@@ -375,6 +375,18 @@ unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec) {
     return removed;
 }
 
+unsigned state_gc_unrecorded_in(const char *const *parents, size_t n, unsigned min_age_sec) {
+    unsigned removed = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = parents[k] && parents[i] && strcmp(parents[k], parents[i]) == 0;
+        if (!seen)
+            removed += state_gc_unrecorded_cgroups(parents[i], min_age_sec);
+    }
+    return removed;
+}
+
 int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
     uint64_t destroyed = 0;
     DIR *d = opendir(dir);

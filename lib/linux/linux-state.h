@@ -46,6 +46,9 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr);
  * network namespace), so an empty one this old is nobody's. */
 #define CG_UNRECORDED_MIN_AGE_SEC 120u
 unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec);
+/* The same over parents[n] (NULLs skipped, a directory named twice, as
+ * co-mounted v1 hierarchies are, visited once). */
+unsigned state_gc_unrecorded_in(const char *const *parents, size_t n, unsigned min_age_sec);
 /* Removes a directory tree without following symlinks. */
 int state_remove_tree(const char *path);
 
