@@ -126,6 +126,7 @@ int main(int argc, char **argv) {
         return 2;
     const char *c = argv[1];
     const char *arg = argc > 2 ? argv[2] : "";
+    const char *tag = argc > 3 ? argv[3] : NULL; /* the test's tag: ignored, but kept by the daemon's sleep */
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!strcmp(c, "read"))
         return cmd_read(arg);
@@ -230,7 +231,8 @@ int main(int argc, char **argv) {
         if (p == 0) {
             setsid();
             if (fork() == 0) {
-                char *const av[] = {"sleep", (char *)arg, NULL};
+                /* the test's tag (argv[3]) goes on: it counts the sleep by it */
+                char *const av[] = {"sleep", (char *)arg, (char *)tag, NULL};
                 execv("/bin/sleep", av);
                 _exit(127);
             }

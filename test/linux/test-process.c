@@ -75,8 +75,6 @@ static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
     return res;
 }
 
-/* Processes whose command line contains needle; with in_freezer, only those
- * that sit in a v1 freezer cgroup of ours (forgeyard-*). */
 /* Whether the process (a /proc entry name) can be this test process's: a
  * process in another host's forgeyard cgroup is another test run's (several
  * suites may run on one machine); one in none is counted (rootless
@@ -95,6 +93,18 @@ static bool of_this_run(const char *pid) {
     return strstr(cg, mine) != NULL;
 }
 
+/* This run's tag: a number that sleep adds (0.00PID seconds) and fy-attack
+ * ignores, on the command line of every process a test counts, so that
+ * another run's or another engineer's processes are never counted as ours. */
+static const char *tag(void) {
+    static char t[32];
+    if (!t[0]) /* made by main, so that the processes a test forks share it */
+        snprintf(t, sizeof(t), "0.00%d", (int)getpid());
+    return t;
+}
+
+/* Processes of this run whose command line holds needle and the tag; with
+ * in_freezer, only those that sit in a v1 freezer cgroup of ours. */
 static int procs_with(const char *needle, bool in_freezer) {
     DIR *d = opendir("/proc");
     int n = 0;
@@ -110,7 +120,7 @@ static int procs_with(const char *needle, bool in_freezer) {
         for (ssize_t i = 0; i < k; i++)
             if (!buf[i])
                 buf[i] = ' ';
-        if (k <= 0 || !strstr(buf, needle) || !of_this_run(e->d_name))
+        if (k <= 0 || !strstr(buf, needle) || !strstr(buf, tag()) || !of_this_run(e->d_name))
             continue;
         if (in_freezer) {
             snprintf(path, sizeof(path), "/proc/%s/cgroup", e->d_name);
@@ -184,8 +194,8 @@ START_TEST(test_userns_denied_host) {
              " getent services http >/dev/null && echo SERVICES_OK;"
              " cat /etc/ssl/certs/ca-certificates.crt >/dev/null 2>&1 && echo CERTS_OK;"
              " cat /etc/ssl/openssl.cnf >/dev/null 2>&1 || echo SSL_CONFIG_DENIED; cat %s;"
-             " %s daemon 765432",
-             outside, outside, rt_link, attack);
+             " %s daemon 765432 %s",
+             outside, outside, rt_link, attack, tag());
     const char *sh[] = {"/bin/sh", "-c", script, NULL};
     char *out = NULL;
     fy_result *res = run(p, sh, &out);
@@ -257,7 +267,7 @@ START_TEST(test_process_level_timeout_kills_tree) {
     ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 500000, NULL), 0);
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
-    const char *argv[] = {attack, "ignore-term", NULL};
+    const char *argv[] = {attack, "ignore-term", "", tag(), NULL};
     char *out = NULL;
     fy_result *res = run(p, argv, &out);
     ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_TIMED_OUT);
@@ -289,7 +299,7 @@ START_TEST(test_process_level_v1_freezer_teardown) {
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 500000, NULL), 0);
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
     policy_test_legacy_cgroups(p);
-    const char *argv[] = {attack, "ignore-term", NULL};
+    const char *argv[] = {attack, "ignore-term", "", tag(), NULL};
     fy_handle *h = start_ignore_term(p, argv);
     /* Both the workload and its child are in the attempt's freezer cgroup. */
     ck_assert_int_eq(procs_with("fy-attack ignore-term", true), 2);
@@ -424,6 +434,7 @@ START_TEST(test_process_level_gc) {
 END_TEST
 
 int main(int argc, char **argv) {
+    (void)tag();
     if (argc < 2)
         return 2;
     bool want_rootless = argc > 2 && strcmp(argv[2], "--rootless") == 0;

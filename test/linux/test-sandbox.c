@@ -184,8 +184,19 @@ static void run_argv(fy_policy *p, const char *const *argv, struct run *r) {
     unlink(out);
 }
 
+/* This run's tag: a number that sleep adds (0.00PID seconds) and fy-attack
+ * ignores, on the command line of every process a test counts, so that a
+ * "sleep 654321" of another run or another engineer's is never counted as
+ * ours (it may sit in no cgroup of any attempt, as an escaped process would). */
+static const char *tag(void) {
+    static char t[32];
+    if (!t[0]) /* made by main, so that the processes a test forks share it */
+        snprintf(t, sizeof(t), "0.00%d", (int)getpid());
+    return t;
+}
+
 static void run_attack(fy_policy *p, const char *cmd, const char *arg, struct run *r) {
-    const char *argv[] = {"/opt/fy/fy-attack", cmd, arg, NULL};
+    const char *argv[] = {"/opt/fy/fy-attack", cmd, arg, tag(), NULL};
     run_argv(p, argv, r);
 }
 
@@ -560,6 +571,7 @@ static bool of_this_run(const char *pid) {
     return strstr(cg, mine) != NULL;
 }
 
+/* Processes of this run whose command line holds needle and the run's tag. */
 static int procs_with(const char *needle, pid_t *first) {
     DIR *d = opendir("/proc");
     int n = 0;
@@ -577,7 +589,7 @@ static int procs_with(const char *needle, pid_t *first) {
         for (ssize_t i = 0; i < k; i++)
             if (!buf[i])
                 buf[i] = ' ';
-        if (k > 0 && strstr(buf, needle) && of_this_run(e->d_name) && n++ == 0 && first)
+        if (k > 0 && strstr(buf, needle) && strstr(buf, tag()) && of_this_run(e->d_name) && n++ == 0 && first)
             *first = atoi(e->d_name);
     }
     if (d)
@@ -691,7 +703,7 @@ START_TEST(test_host_memory_not_in_sandbox) {
         snprintf(secret, sizeof(secret), "FY-SECRET-CANARY-%d-%d", (int)getpid(), copy);
         ck_assert_int_eq(fy_policy_add_secret(p, "TOKEN", FY_SECRET_ENV, "TOKEN", (const unsigned char *)secret,
                                               strlen(secret), NULL), 0);
-        const char *argv[] = {"/bin/sleep", "543213", NULL};
+        const char *argv[] = {"/bin/sleep", "543213", tag(), NULL};
         fy_handle *h = start_argv(p, argv);
         for (int i = 0; i < 500 && count_procs_with("sleep 543213") < 1; i++) {
             fy_handle_process(h, NULL, NULL);
@@ -776,7 +788,7 @@ START_TEST(test_host_seccomp_filters) {
                 snprintf(out, sizeof(out), "%s/hostfilter-%d-%zu-%d", scratch, (int)getpid(), ci, round);
                 fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
                 char script[96], marker[32];
-                snprintf(marker, sizeof(marker), "sleep 0.3%d", (int)getpid());
+                snprintf(marker, sizeof(marker), "sleep 0.3 %s", tag());
                 snprintf(script, sizeof(script), "echo host-filter-ok; exec %s", marker);
                 const char *argv[] = {"/bin/sh", "-c", script, NULL};
                 fy_prepared *pr = NULL;
@@ -1267,7 +1279,7 @@ END_TEST
 
 START_TEST(test_free_kills_running) {
     fy_policy *p = policy();
-    const char *argv[] = {"/bin/sleep", "876543", NULL};
+    const char *argv[] = {"/bin/sleep", "876543", tag(), NULL};
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
     fy_handle *h = NULL;
@@ -1904,7 +1916,7 @@ static pid_t crash_host_with_sandboxes(const char *state, int n, int *ret_before
         close(ready[0]);
         fy_policy *p = policy();
         fy_policy_set_state_dir(p, state, NULL);
-        const char *argv[] = {"/bin/sleep", "654321", NULL};
+        const char *argv[] = {"/bin/sleep", "654321", tag(), NULL};
         fy_prepared *pr = NULL;
         if (fy_prepare(p, NULL, argv, &pr, NULL) < 0)
             _exit(1);
@@ -2352,7 +2364,7 @@ START_TEST(test_cancel_timeout_exit_races) {
         snprintf(sleep_s, sizeof(sleep_s), "0.0%02d", rand_r(&seed) % 40);
         fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 1000 + (uint64_t)(rand_r(&seed) % 40000), NULL);
         fy_policy_set_limit(p, FY_LIMIT_GRACE, (uint64_t)(rand_r(&seed) % 20000), NULL);
-        const char *argv[] = {"/bin/sleep", sleep_s, NULL};
+        const char *argv[] = {"/bin/sleep", sleep_s, tag(), NULL};
         fy_prepared *pr = NULL;
         ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
         fy_handle *h = NULL;
@@ -2396,7 +2408,9 @@ START_TEST(test_stopped_tree_still_ends) {
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 300000, NULL), 0);
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
-    const char *argv[] = {"/bin/sh", "-c", "sleep 432100 & kill -STOP $!; kill -STOP $$; sleep 432100", NULL};
+    char script[128];
+    snprintf(script, sizeof(script), "sleep 432100 %s & kill -STOP $!; kill -STOP $$; sleep 432100 %s", tag(), tag());
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
     uint64_t t0 = 0;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -2660,6 +2674,7 @@ static void count_sigchld(int sig) {
 }
 
 int main(int argc, char **argv) {
+    (void)tag();
     if (argc < 2) {
         fprintf(stderr, "usage: %s FY-ATTACK [--rootless]\n", argv[0]);
         return 2;
