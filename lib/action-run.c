@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,17 @@ struct fy_action_attempt {
     char *digest;
     uint64_t input_usec;
     bool finished;
+    /* The verdict's walk beside the attempt (fy_action_run only: see
+     * speculative). */
+    pthread_t walker;
+    bool walker_running;
+    _Atomic(fy_handle *) walk_handle; /* published once started: the walker cancels it */
+    atomic_bool walk_failed;
+    bool walk_ok;
+    int walk_r;
+    fy_error *walk_err;
+    struct tree_stats walk_stats;
+    uint64_t walk_usec;
 };
 
 struct fy_action_result {
@@ -140,9 +154,14 @@ static uint64_t remove_attempt_dir(fy_action_attempt *t) {
     return left;
 }
 
+static void join_walker(fy_action_attempt *t);
+
 void fy_action_attempt_free(fy_action_attempt *t) {
     if (!t)
         return;
+    if (t->origin_pid == util_getpid())
+        join_walker(t);
+    fy_error_free(t->walk_err);
     if (t->origin_pid == util_getpid()) {
         fy_handle_free(t->handle);   /* kills and reaps a running sandbox */
         fy_prepared_free(t->prepared);
@@ -222,10 +241,11 @@ static int ask_overlay(fy_action_attempt *t, fy_policy *p, fy_error **reterr) {
 /* The walk of a directory input (what tree_materialise would refuse is
  * refused here), judged for the workload's own host ids: *ok when they
  * reach every entry and every directory above the input. */
-static int check_lower(fy_action_attempt *t, struct pathset *dirs, bool *ok, fy_error **reterr) {
+static int check_lower(fy_action_attempt *t, struct tree_stats *stats, struct pathset *dirs, bool *ok,
+                       fy_error **reterr) {
     const fy_action *a = t->action;
     *ok = false;
-    int r = tree_scan_lower(a, t->lowerfd, &t->ids, &t->stats, dirs, ok, NULL, reterr);
+    int r = tree_scan_lower(a, t->lowerfd, &t->ids, stats, dirs, ok, NULL, reterr);
     if (r >= 0 && *ok) {
         char *real = realpath(a->input, NULL);
         struct stat s1, s2;
@@ -252,6 +272,61 @@ static int ask_cache(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, f
     return ok && !p->test_no_build_overlay ? offer_overlay(t, p, t->cache.entry_path, true, reterr) : 0;
 }
 
+/* ---- the verdict beside the attempt (fy_action_run) ---- */
+
+/* Whether an attempt under p can run before the input walk's verdict is in,
+ * to be discarded if the verdict refuses the overlay: when nothing it does
+ * can reach beyond its own attempt directory. Its network is deny (no
+ * peer, no job), no host path is writable to it (the action's policy
+ * already has no source or output directory; its stdio is spooled into
+ * the attempt directory and stdin is empty), no device is leased. A
+ * discarded attempt has then changed nothing anyone sees; its redo, made
+ * materialised, is the attempt the result describes. */
+static bool speculative(const fy_policy *p) {
+    if (p->net_mode != FY_NET_DENY || p->job_member || p->devices.n)
+        return false;
+    VEC_EACH(&p->binds, const struct pol_bind, b)
+        if (b->flags & FY_BIND_WRITABLE)
+            return false;
+    return true;
+}
+
+static void *walk_main(void *arg) {
+    fy_action_attempt *t = arg;
+    struct pathset dirs = {0};
+    uint64_t t0 = util_now_usec();
+    t->walk_r = check_lower(t, &t->walk_stats, &dirs, &t->walk_ok, &t->walk_err);
+    t->walk_usec = util_now_usec() - t0;
+    pathset_free(&dirs);
+    if (t->walk_r < 0 || !t->walk_ok) {
+        /* The attempt is discarded: it need not run on. Whichever of this
+         * store and the starter's publication comes second cancels. */
+        atomic_store(&t->walk_failed, true);
+        fy_handle *h = atomic_load(&t->walk_handle);
+        if (h)
+            (void)fy_handle_cancel(h, FY_CANCEL_SUPERSEDED, NULL);
+    }
+    return NULL;
+}
+
+static void join_walker(fy_action_attempt *t) {
+    if (!t->walker_running)
+        return;
+    pthread_join(t->walker, NULL);
+    t->walker_running = false;
+}
+
+/* The walk on a thread of its own (its signals blocked); false when no
+ * thread could be made (the walk then runs before the start). */
+static bool start_walker(fy_action_attempt *t) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    t->walker_running = pthread_create(&t->walker, NULL, walk_main, t) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return t->walker_running;
+}
+
 static fy_action *action_copy(const fy_action *a) {
     char *doc = action_canonical_json(a);
     fy_action *c = NULL;
@@ -261,8 +336,12 @@ static fy_action *action_copy(const fy_action *a) {
     return c;
 }
 
-int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_caps *caps, fy_action_attempt **ret,
-                    fy_error **reterr) {
+/* fy_action_start; with beside, the input walk's verdict may run beside
+ * the attempt (speculative), joined by finish. *redo (beside only): the
+ * verdict refused the overlay before the start, no error set: start again
+ * without beside. */
+static int action_start(const fy_action *action, const fy_policy *policy, const fy_caps *caps, bool beside,
+                        bool *redo, fy_action_attempt **ret, fy_error **reterr) {
     if (!action || !policy || !ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "action, policy or ret is NULL");
     *ret = NULL;
@@ -277,6 +356,8 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
         return oom(reterr, FY_STEP_PREPARE);
     t->origin_pid = util_getpid();
     t->dirfd = t->rootfd = t->lowerfd = -1;
+    atomic_init(&t->walk_handle, NULL);
+    atomic_init(&t->walk_failed, false);
     int r = 0;
     if (!(t->own = action_copy(action)) || fy_action_digest(t->own, &t->digest, NULL) < 0) {
         r = oom(reterr, FY_STEP_PREPARE);
@@ -341,19 +422,26 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
     }
     uint64_t scan_usec = util_now_usec() - t0;
     r = fy_prepare(p, caps, (const char *const *)t->action->argv, &t->prepared, reterr);
+    beside = beside && directory;
     if (r >= 0 && directory) {
         /* The walk, for the ids the backend gives the workload (its ACL
          * entries are judged for them); the overlay offered only if they
-         * reach it all: else prepared again without it. */
+         * reach it all: else prepared again without it. Beside the attempt
+         * where it may run first (speculative): then only the directories
+         * are listed here (getdents' types, which also refuse special
+         * files and count the entries), for the skeleton. */
         uint32_t wuid, wgid;
         const struct fy_backend_ops *ops = t->prepared->sel.backend;
         if (ops->workload_ids && ops->workload_ids(t->prepared->plan, &wuid, &wgid) == 0)
             tree_ids_exact(&t->ids, wuid, wgid);
+        beside = beside && p->build_lower && ops->build_overlaid && ops->build_overlaid(t->prepared->plan) &&
+                 speculative(p);
         t0 = util_now_usec();
         bool ok = false;
-        r = check_lower(t, &dirs, &ok, reterr);
+        r = beside ? tree_scan_dirs(t->action, t->lowerfd, &dirs, reterr)
+                   : check_lower(t, &t->stats, &dirs, &ok, reterr);
         scan_usec += util_now_usec() - t0;
-        if (r >= 0 && !ok && p->build_lower) {
+        if (r >= 0 && !beside && !ok && p->build_lower) {
             free(p->build_lower);
             free(p->build_work);
             p->build_lower = p->build_work = NULL;
@@ -410,13 +498,40 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
     t->input_usec = util_now_usec() - t0 + scan_usec;
     if (r < 0)
         goto fail;
+    if (beside && t->overlay && !start_walker(t)) {
+        /* no thread: the verdict first, as without it */
+        walk_main(t);
+        if (t->walk_r < 0) {
+            r = t->walk_r;
+            if (reterr && !*reterr) {
+                *reterr = t->walk_err;
+                t->walk_err = NULL;
+            }
+            goto fail;
+        }
+        if (!t->walk_ok) {
+            *redo = true;
+            r = FY_E_STATE;
+            goto fail;
+        }
+    }
     if ((r = fy_start(t->prepared, &t->handle, reterr)) < 0)
         goto fail;
+    if (t->walker_running) {
+        atomic_store(&t->walk_handle, t->handle);
+        if (atomic_load(&t->walk_failed))
+            (void)fy_handle_cancel(t->handle, FY_CANCEL_SUPERSEDED, NULL);
+    }
     *ret = t;
     return 0;
 fail:
     fy_action_attempt_free(t);
     return r;
+}
+
+int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_caps *caps, fy_action_attempt **ret,
+                    fy_error **reterr) {
+    return action_start(action, policy, caps, false, NULL, ret, reterr);
 }
 
 fy_handle *fy_action_attempt_handle(fy_action_attempt *t) {
@@ -471,7 +586,7 @@ static json_t *stream_json(const char *path, const char *keep, int *err) {
                      keep ? json_string(keep) : json_null());
 }
 
-int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **reterr) {
+static int finish(fy_action_attempt *t, fy_action_result **ret, bool *redo, fy_error **reterr) {
     if (!t || !ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_COLLECT, 0, NULL, "attempt or ret is NULL");
     *ret = NULL;
@@ -484,6 +599,27 @@ int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **re
     int r = fy_handle_wait(t->handle, FY_UNLIMITED, &sres, reterr);
     if (r < 0)
         return r;
+    bool walked_beside = t->walker_running;
+    if (walked_beside) {
+        /* The verdict, before anything of the attempt is read: a refusal
+         * (the walk's own error) or inputs the workload's ids do not reach
+         * through the overlay discard the attempt (cancelled by the walker
+         * as soon as it knew), which fy_action_run makes again. */
+        join_walker(t);
+        t->stats.entries += t->walk_stats.entries;
+        if (t->walk_r < 0 || !t->walk_ok) {
+            fy_result_free(sres);
+            if (t->walk_r < 0) {
+                if (reterr && !*reterr) {
+                    *reterr = t->walk_err;
+                    t->walk_err = NULL;
+                }
+                return t->walk_r;
+            }
+            *redo = true;
+            return FY_E_STATE;
+        }
+    }
     fy_action_result *res = calloc(1, sizeof(*res));
     struct collected *col = NULL;
     json_t *root = json_object(), *sj = NULL;
@@ -563,9 +699,12 @@ int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **re
                                                            "linked", (json_int_t)t->stats.linked,
                                                            "copied", (json_int_t)t->stats.copied,
                                                            "copied_bytes", (json_int_t)t->stats.bytes)) == 0 &&
-              json_object_set_new(root, "timings_usec", json_pack("{s:I,s:I,s:I}", "input", (json_int_t)t->input_usec,
-                                                                  "collect", (json_int_t)collect_usec,
-                                                                  "cleanup", (json_int_t)cleanup_usec)) == 0 &&
+              json_object_set_new(root, "timings_usec",
+                                  json_pack("{s:I,s:o,s:I,s:I}", "input", (json_int_t)t->input_usec,
+                                            "input_walk_beside",
+                                            walked_beside ? json_integer((json_int_t)t->walk_usec) : json_null(),
+                                            "collect", (json_int_t)collect_usec,
+                                            "cleanup", (json_int_t)cleanup_usec)) == 0 &&
               json_object_set_new(root, "cleanup", json_pack("{s:I}", "files_left", (json_int_t)left)) == 0 &&
               json_object_set(root, "sandbox", sj) == 0;
     if (!ok || !(res->json = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
@@ -584,15 +723,30 @@ out:
     return r;
 }
 
+int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **reterr) {
+    bool redo = false; /* (never: fy_action_start walks before its start) */
+    return finish(t, ret, &redo, reterr);
+}
+
+/* The input walk's verdict beside the attempt where it may run first
+ * (speculative); when the verdict refuses the overlay, the attempt is
+ * discarded and made again the way fy_action_start makes it. */
 int fy_action_run(const fy_action *action, const fy_policy *policy, const fy_caps *caps, fy_action_result **ret,
                   fy_error **reterr) {
-    fy_action_attempt *t;
-    int r = fy_action_start(action, policy, caps, &t, reterr);
-    if (r < 0)
-        return r;
-    r = fy_action_finish(t, ret, reterr);
-    fy_action_attempt_free(t);
-    return r;
+    if (ret)
+        *ret = NULL;
+    for (int beside = 1; beside >= 0; beside--) {
+        fy_action_attempt *t = NULL;
+        bool redo = false;
+        int r = action_start(action, policy, caps, beside, &redo, &t, reterr);
+        if (r >= 0) {
+            r = finish(t, ret, &redo, reterr);
+            fy_action_attempt_free(t);
+        }
+        if (!redo)
+            return r;
+    }
+    return err_set(reterr, FY_E_INTERNAL, FY_STEP_INPUT, 0, NULL, "the action was made again and refused again");
 }
 
 #define CHECK_RESULT(res, fail)                                                                \

@@ -874,6 +874,7 @@ struct ld64 { uint64_t ino; int64_t off; unsigned short reclen; unsigned char ty
 struct scan_shared {
     const fy_action *a;
     const struct tree_ids *ids;
+    bool dirs_only;            /* tree_scan_dirs: the types getdents gives, no verdict */
     atomic_uint_fast64_t entries;
     atomic_bool stop;
     /* the top-level directories, handed out by next */
@@ -918,7 +919,8 @@ static int scan_fail(struct scan *s, int code, int e, const char *fmt, ...) {
 static int scan_dir(struct scan *s, int src, int depth, bool top);
 
 /* The entry name of the directory src, whose path is s->path[0..plen). */
-static int scan_entry(struct scan *s, int src, const char *name, size_t plen, int depth, bool top) {
+static int scan_entry(struct scan *s, int src, const char *name, unsigned char dtype, size_t plen, int depth,
+                      bool top) {
     const struct scan_shared *sh = s->sh;
     size_t nl = strlen(name);
     if (plen + nl + 2 > sizeof(s->path))
@@ -929,12 +931,17 @@ static int scan_entry(struct scan *s, int src, const char *name, size_t plen, in
         *p++ = '/';
     memcpy(p, name, nl + 1);
     struct stat st;
-    if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (sh->dirs_only && dtype != DT_UNKNOWN) {
+        /* the type getdents gives: only directories go further */
+        st.st_mode = DTTOIF(dtype);
+    } else if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         return scan_fail(s, FY_E_IO, errno, "cannot stat: %s", strerror(errno));
+    }
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
         return scan_fail(s, FY_E_INVAL, 0, "the input root holds %s: only files, directories and links are inputs",
                          type_name(st.st_mode));
-    s->ok = s->ok && reachable(sh->ids, src, name, &st);
+    if (!sh->dirs_only)
+        s->ok = s->ok && reachable(sh->ids, src, name, &st);
     if (s->seal)
         seal_entry(s->seal, s->path, &st);
     if (!S_ISDIR(st.st_mode))
@@ -1010,7 +1017,7 @@ static int scan_dir(struct scan *s, int src, int depth, bool top) {
         const char *nm = e->name;
         if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
             continue;
-        r = scan_entry(s, src, nm, plen, depth, top);
+        r = scan_entry(s, src, nm, e->type, plen, depth, top);
         s->path[plen] = '\0';
     }
     free(buf);
@@ -1049,13 +1056,13 @@ static void *scan_worker(void *arg) {
     return NULL;
 }
 
-int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, struct tree_stats *st, struct pathset *dirs,
-                    bool *overlayable, unsigned char seal[32], fy_error **reterr) {
+static int scan_tree(const fy_action *a, int src, const struct tree_ids *ids, bool dirs_only, struct tree_stats *st,
+                     struct pathset *dirs, bool *overlayable, unsigned char seal[32], fy_error **reterr) {
     struct stat top;
     *overlayable = false;
     if (fstat(src, &top) < 0)
         return fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, a->input, "cannot stat the input root");
-    struct scan_shared sh = {.a = a, .ids = ids};
+    struct scan_shared sh = {.a = a, .ids = ids, .dirs_only = dirs_only};
     atomic_init(&sh.entries, 0);
     atomic_init(&sh.stop, false);
     atomic_init(&sh.next, 0);
@@ -1108,7 +1115,7 @@ int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, str
                 fy_error_free(w[i].s.err);
             w[i].s.err = NULL;
         }
-    bool ok = root_ok && reachable(ids, src, NULL, &top);
+    bool ok = dirs_only || (root_ok && reachable(ids, src, NULL, &top));
     for (int i = 0; i < SCAN_THREADS; i++) {
         ok = ok && w[i].s.ok;
         for (size_t j = 0; r >= 0 && j < w[i].s.dirs.n; j++)
@@ -1129,6 +1136,17 @@ int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, str
     st->entries += atomic_load(&sh.entries);
     *overlayable = r >= 0 && ok;
     return r;
+}
+
+int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, struct tree_stats *st, struct pathset *dirs,
+                    bool *overlayable, unsigned char seal[32], fy_error **reterr) {
+    return scan_tree(a, src, ids, false, st, dirs, overlayable, seal, reterr);
+}
+
+int tree_scan_dirs(const fy_action *a, int src, struct pathset *dirs, fy_error **reterr) {
+    struct tree_stats st = {0};
+    bool ok;
+    return scan_tree(a, src, NULL, true, &st, dirs, &ok, NULL, reterr);
 }
 
 /* Copies the lower's entry name (in the directory fds src, dst) into the

@@ -104,6 +104,12 @@ bool tree_ids_grant(const struct tree_ids *ids, int dir, const char *name, const
  * size, inode, link count, mtime and ctime, in directory order. */
 int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, struct tree_stats *st, struct pathset *dirs,
                     bool *overlayable, unsigned char seal[32], fy_error **reterr);
+/* The directories of the input directory src alone (dirs, parents
+ * first), from the types getdents gives (a stat only where it gives none):
+ * the skeleton's list, made before the sandbox starts while the verdict's
+ * walk (tree_scan_lower) runs beside it. Refuses the special files it
+ * sees, and more entries than the limit. */
+int tree_scan_dirs(const fy_action *a, int src, struct pathset *dirs, fy_error **reterr);
 int tree_skeleton(const fy_action *a, int lower, int upper, const struct pathset *dirs, const struct tree_owner *own,
                   struct tree_stats *st, fy_error **reterr);
 

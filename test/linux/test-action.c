@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -1427,6 +1429,141 @@ START_TEST(test_cancel) {
 }
 END_TEST
 
+/* ---- the verdict beside the attempt (fy_action_run) ---- */
+
+/* fy_action_run lets the attempt start while the input walk's verdict runs
+ * beside it where nothing the attempt does reaches beyond its own
+ * directory (network deny, no writable host path); fy_action_start walks
+ * first. The result says which (timings_usec.input_walk_beside). */
+START_TEST(test_verdict_beside) {
+    if (!overlaid())
+        return; /* the verdict only chooses the overlay */
+    char *in = make_input(), *sc = make_dir("scratch"), *bind = make_dir("bind");
+    chmod(bind, 0777);
+    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\", \"cat src/a.c > got\"],"
+                               "\"outputs\": {\"files\": [\"got\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    assert_root(j, true);
+    ck_assert_msg(!strstr(j, "\"input_walk_beside\": null"), "not beside: %s", j);
+    free(j);
+    fy_action_result_free(res);
+    /* fy_action_start: the walk first */
+    fy_action_attempt *t = NULL;
+    ck_assert_int_eq(fy_action_start(a, p, NULL, &t, NULL), 0);
+    ck_assert_int_eq(fy_action_finish(t, &res, NULL), 0);
+    fy_action_attempt_free(t);
+    j = result_json(res);
+    ck_assert_msg(strstr(j, "\"input_walk_beside\": null"), "beside in fy_action_start: %s", j);
+    free(j);
+    fy_action_result_free(res);
+    /* a writable host path: the walk first */
+    fy_policy *q = policy();
+    ck_assert_int_eq(fy_policy_add_bind(q, bind, "/work/cache", FY_BIND_WRITABLE, NULL), 0);
+    res = run(a, q);
+    j = result_json(res);
+    ck_assert_msg(strstr(j, "\"input_walk_beside\": null"), "beside with a writable bind: %s", j);
+    free(j);
+    fy_action_result_free(res);
+    fy_policy_free(q);
+    assert_no_attempt_left(sc);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc); free(bind);
+}
+END_TEST
+
+/* An input the workload's ids cannot read: the attempt that ran beside
+ * the verdict is discarded and the action made again materialised; what
+ * the result and the output directory hold is the second attempt's alone.
+ * Where the attempt could reach a host path (a writable bind) nothing runs
+ * before the verdict: the command runs exactly once. */
+START_TEST(test_verdict_beside_refused) {
+    if (rootless || !overlaid())
+        return; /* rootless, the caller's own files are the workload's */
+    char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", ""), *bind = make_dir("bind");
+    chmod(bind, 0777);
+    char sub[512];
+    snprintf(sub, sizeof(sub), "%s/src/private.h", in);
+    write_file(sub, "private\n", 0600);
+    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\", \"cat src/private.h > got;"
+                               " echo once >> /work/cache/log 2>/dev/null; true\"],"
+                               "\"outputs\": {\"files\": [\"got\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    for (int with_bind = 0; with_bind < 2; with_bind++) {
+        fy_policy *p = policy();
+        if (with_bind)
+            ck_assert_int_eq(fy_policy_add_bind(p, bind, "/work/cache", FY_BIND_WRITABLE, NULL), 0);
+        fy_action_result *res = run(a, p);
+        char *j = result_json(res);
+        ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+        assert_root(j, false);
+        ck_assert_msg(strstr(j, "\"input_walk_beside\": null"), "%s", j);
+        snprintf(sub, sizeof(sub), "%s/got", out);
+        char *c = read_all(sub);
+        ck_assert_str_eq(c, "private\n");
+        free(c);
+        ck_assert_int_eq(unlink(sub), 0);
+        assert_no_attempt_left(sc);
+        free(j);
+        fy_action_result_free(res);
+        fy_policy_free(p);
+    }
+    snprintf(sub, sizeof(sub), "%s/log", bind);
+    char *log = read_all(sub);
+    ck_assert_msg(log && strcmp(log, "once\n") == 0, "the command ran %s times: %s", log ? "several" : "no",
+                  log ? log : "");
+    free(log);
+    fy_action_free(a);
+    free(in); free(sc); free(out); free(bind);
+}
+END_TEST
+
+/* A FIFO or a socket in the input root is refused, typed, before the
+ * sandbox starts, on either path (beside: from getdents' types). */
+START_TEST(test_special_input_refused) {
+    for (int kind = 0; kind < 2; kind++) {
+        char *in = make_input(), *sc = make_dir("scratch");
+        char sub[512];
+        snprintf(sub, sizeof(sub), "%s/src/deep", in);
+        ck_assert_int_eq(mkdir(sub, 0755), 0);
+        snprintf(sub, sizeof(sub), "%s/src/deep/special", in);
+        if (kind == 0) {
+            ck_assert_int_eq(mkfifo(sub, 0644), 0);
+        } else {
+            int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            struct sockaddr_un su = {.sun_family = AF_UNIX};
+            ck_assert_int_lt(strlen(sub), sizeof(su.sun_path));
+            memcpy(su.sun_path, sub, strlen(sub) + 1);
+            ck_assert_int_eq(bind(s, (struct sockaddr *)&su, sizeof(su)), 0);
+            close(s);
+        }
+        fy_action *a = action_json("\"arguments\": [\"/bin/true\"]}", in);
+        ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+        fy_policy *p = policy();
+        fy_action_result *res = NULL;
+        fy_error *err = NULL;
+        ck_assert_int_eq(fy_action_run(a, p, NULL, &res, &err), FY_E_INVAL);
+        ck_assert_ptr_null(res);
+        ck_assert_msg(strstr(fy_error_message(err), kind == 0 ? "a FIFO" : "a socket"), "%s", fy_error_message(err));
+        fy_error_free(err);
+        err = NULL;
+        fy_action_attempt *t = NULL;
+        ck_assert_int_eq(fy_action_start(a, p, NULL, &t, &err), FY_E_INVAL);
+        ck_assert_ptr_null(t);
+        fy_error_free(err);
+        assert_no_attempt_left(sc);
+        fy_action_free(a);
+        fy_policy_free(p);
+        free(in); free(sc);
+    }
+}
+END_TEST
+
 int main(int argc, char **argv) {
     bool want_rootless = argc > 1 && strcmp(argv[1], "--rootless") == 0;
     if (sodium_init() < 0)
@@ -1510,6 +1647,9 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_outputs_already_in_inputs);
     tcase_add_test(tc, test_unreachable_input_materialised);
     tcase_add_test(tc, test_acl_verdict);
+    tcase_add_test(tc, test_verdict_beside);
+    tcase_add_test(tc, test_verdict_beside_refused);
+    tcase_add_test(tc, test_special_input_refused);
     /* The directory-input tests again, materialised. */
     tcase_add_test(tm, test_outputs_and_digests);
     tcase_add_test(tm, test_same_action_same_digests);
@@ -1521,6 +1661,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tm, test_outputs_already_in_inputs);
     tcase_add_test(tm, test_cancel);
     tcase_add_test(tm, test_acl_verdict);
+    tcase_add_test(tm, test_special_input_refused);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, tm);
     SRunner *sr = srunner_create(s);
