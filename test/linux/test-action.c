@@ -602,8 +602,9 @@ static void acl_case(const char *file, const char *want, bool reachable) {
     fy_policy *p = policy();
     if (!want) {
         /* Rootless, a file the ACL denies the caller is unreadable to the
-         * host too: a typed refusal before anything runs, as for a file
-         * whose mode bits deny it. */
+         * host too: a typed refusal, nothing collected or kept, as for a
+         * file whose mode bits deny it (an attempt fy_action_run began
+         * beside the walk is discarded unseen). */
         fy_action_result *res = NULL;
         fy_error *err = NULL;
         ck_assert_int_eq(fy_action_run(a, p, NULL, &res, &err), FY_E_IO);
