@@ -469,7 +469,8 @@ nothing_left "job network through the helper"
 #     its own proxy at 127.0.0.1:3128 (CONNECT allowed and audited; another
 #     address, port and db refused by the proxy, each audited), nothing of
 #     the fake internet or GW directly (TCP, UDP, ICMP), NO_PROXY naming db,
-#     its proxy witnessed ended and its pid gone, the evidence naming the
+#     GW's own listener (192.0.2.1:8080, answering the fake internet) not
+#     reached, its proxy witnessed ended and its pid gone, the evidence naming the
 #     helper; a fetch-only member of another job reaches nothing of the
 #     first (directly, through its proxy, by name); GW does not reach db;
 #     both jobs removed by the helper (0 left). Then `forgeyard job run`
@@ -486,6 +487,14 @@ ip -n "$GW" route add default via 192.0.2.2 dev g0
 ip netns exec "$GW" python3 -c '
 import socket; s = socket.create_connection(("198.51.100.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
     { bad "the fake internet does not answer from GW"; }
+# A listener in GW too (192.0.2.1: TCP 8080, UDP 9090), answering NS, so
+# that a member reaching the host program's namespace would be seen.
+net_bg ip netns exec "$GW" timeout 300 python3 "$TMP/probe/serve.py" "$TMP/gw.ready" 280
+GWSRV=$NET_LAST_PID
+for _ in $(seq 50); do [ -s "$TMP/gw.ready" ] && break; sleep 0.1; done
+ip netns exec "$NS" python3 -c '
+import socket; s = socket.create_connection(("192.0.2.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
+    bad "GW's listener does not answer from the fake internet"
 # (nsenter, not ip netns exec: that one remounts /sys, the helper's
 # cgroups with it.)
 in_gw() {
@@ -523,6 +532,7 @@ if [ $rc = 0 ] && grep -q '^fetch: succeeded' "$TMP/jobf.out" && grep -q '^db: c
 else
     bad "forgeyard job run (fetch-only member) as the runner exited $rc"; cat "$TMP/jobf.out" "$TMP/jobf.err"
 fi
+kill "$GWSRV" 2>/dev/null; wait "$GWSRV" 2>/dev/null
 ip -n "$GW" link del g0
 ip netns del "$GW"
 nothing_left "job networks with a fetch-only member through the helper"
