@@ -40,6 +40,11 @@
  *               this process and its reaped children per attempt and the
  *               load average; then the same as uid 65534 (the rootless
  *               pasta path, in a namespace of ours), and the peers
+ *   job networks (alone: fy-bench --jobnet [RUNS [HELPER]], root) a job of two
+ *               deny members /bin/true made by root against the same made by
+ *               uid 65534 through a privileged helper the run starts, each
+ *               against the same two attempts without a job network,
+ *               interleaved
  *   fetch-only  (also alone: fy-bench --fetch [RUNS]) 1 GiB over HTTP from
  *               a listener of its own on 127.0.0.1: curl in a fetch-only
  *               sandbox through the proxy (whole attempt) vs curl on the
@@ -911,6 +916,204 @@ static void bench_restricted(int runs) {
     spawn_wait(del);
 }
 
+/* ---- job networks: root's against the privileged helper's ---- */
+
+/* One job of two members under deny running /bin/true (fy_jobnet_new, two
+ * prepares, two starts, two waits, the witnessed shutdown, free) when job,
+ * else the same two attempts without a job network (started together,
+ * then waited): ns, 0 on failure (said on stderr). */
+static uint64_t jobnet_pair_ns(fy_policy *const pol[2], bool job) {
+    const char *names[] = {"a", "b", NULL}, *argv_true[] = {"/bin/true", NULL};
+    uint64_t t0 = now_ns();
+    fy_jobnet *jn = NULL;
+    fy_prepared *pr[2] = {0};
+    fy_handle *h[2] = {0};
+    fy_error *e = NULL;
+    bool ok = !job || fy_jobnet_new(names, &jn, &e) == 0;
+    for (int i = 0; ok && i < 2; i++)
+        ok = (job ? fy_prepare_member(pol[i], NULL, argv_true, jn, &pr[i], &e)
+                  : fy_prepare(pol[i], NULL, argv_true, &pr[i], &e)) >= 0 &&
+             fy_start(pr[i], &h[i], &e) >= 0;
+    for (int i = 0; i < 2; i++) {
+        fy_result *res = NULL;
+        if (h[i] && (fy_handle_wait(h[i], FY_UNLIMITED, &res, ok ? &e : NULL) < 0 || !res ||
+                     fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED))
+            ok = false;
+        fy_result_free(res);
+        fy_handle_free(h[i]);
+        fy_prepared_free(pr[i]);
+    }
+    if (jn && fy_jobnet_shutdown(jn, ok ? &e : NULL) != 0)
+        ok = false;
+    fy_jobnet_free(jn);
+    uint64_t t = now_ns() - t0;
+    if (!ok)
+        fprintf(stderr, "fy-bench --jobnet (uid %d): %s\n", (int)getuid(), e ? fy_error_message(e) : "a member failed");
+    fy_error_free(e);
+    return ok ? t : 0;
+}
+
+/* Two deny policies (standard-ci, 128 MiB: within the helper's budget),
+ * members "a" and "b" of a job when job. */
+static void jobnet_policies(fy_policy *pol[2], bool job) {
+    const char *names[] = {"a", "b"};
+    for (int i = 0; i < 2; i++) {
+        fy_error *e = NULL;
+        pol[i] = NULL;
+        if (fy_policy_new(FY_PROFILE_STANDARD_CI, &pol[i], &e) < 0 || fy_policy_set_network(pol[i], FY_NET_DENY, &e) < 0 ||
+            fy_policy_set_limit(pol[i], FY_LIMIT_MEMORY, 128ull << 20, &e) < 0 ||
+            (job && fy_policy_set_job_member(pol[i], names[i], &e) < 0))
+            die("job network policy", e);
+    }
+}
+
+/* As uid 65534 (bench_jobnet spawns it): one line per command read on
+ * stdin, 'j' a job through the helper, 'p' the plain pair; the ns taken. */
+static int jobnet_child(void) {
+    fy_policy *job[2], *plain[2];
+    jobnet_policies(job, true);
+    jobnet_policies(plain, false);
+    int c;
+    while ((c = getchar()) != EOF && c != 'q') {
+        if (c != 'j' && c != 'p')
+            continue;
+        printf("%llu\n", (unsigned long long)jobnet_pair_ns(c == 'j' ? job : plain, c == 'j'));
+        fflush(stdout);
+    }
+    for (int i = 0; i < 2; i++) {
+        fy_policy_free(job[i]);
+        fy_policy_free(plain[i]);
+    }
+    return 0;
+}
+
+/* fy-bench --jobnet RUNS HELPER (root): a job of two deny members made by
+ * root (linux-jobnet.c) against the same job made by uid 65534 through a
+ * privileged helper this run starts (HELPER, with an empty namespace of
+ * ours as its uplink), each against the same two attempts without a job
+ * network (root's, and uid 65534's through the same helper: its cgroups
+ * too), all four interleaved in one run, their order alternating. */
+static void bench_jobnet(int runs, const char *helper) {
+    if (getuid() != 0 || access("/usr/sbin/ip", X_OK) != 0 || access("/usr/bin/setpriv", X_OK) != 0 ||
+        access(helper, X_OK) != 0) {
+        printf("  job networks: need root, ip(8), setpriv and the helper (%s): no row\n", helper);
+        return;
+    }
+    char self[4096];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (sn <= 0)
+        die("readlink /proc/self/exe", NULL);
+    self[sn] = 0;
+    char name[64], path[128], sock[600], cache[600], subtree[64];
+    snprintf(name, sizeof(name), "fy-bench-jn-%d", (int)getpid());
+    snprintf(path, sizeof(path), "/run/netns/%s", name);
+    snprintf(subtree, sizeof(subtree), "fy-bench-jn-%d", (int)getpid());
+    snprintf(sock, sizeof(sock), "%s/helper.sock", workdir);
+    snprintf(cache, sizeof(cache), "%s/cache", workdir);
+    char *add[] = {"/usr/sbin/ip", "netns", "add", name, NULL};
+    char *del[] = {"/usr/sbin/ip", "netns", "del", name, NULL};
+    if (spawn_wait(add) != 0) {
+        printf("  job networks: could not make the helper's uplink namespace: no row\n");
+        return;
+    }
+    if (mkdir(cache, 0700) < 0 || chown(cache, 65534, 65534) < 0)
+        die("the child's cache directory", NULL);
+    char *hargv[] = {(char *)helper, "--socket", sock, "--allow", "65534:4:256M:8192", "--subtree", subtree,
+                     "--net-uplink", path, NULL};
+    pid_t hpid = -1, cpid = -1;
+    if (posix_spawn(&hpid, helper, NULL, NULL, hargv, environ) != 0) {
+        printf("  job networks: could not start %s: no row\n", helper);
+        spawn_wait(del);
+        return;
+    }
+    struct stat st;
+    for (int i = 0; i < 300 && stat(sock, &st) != 0; i++)
+        usleep(20000);
+    char env_sock[700], env_cache[700];
+    snprintf(env_sock, sizeof(env_sock), "FORGEYARD_HELPER_SOCKET=%s", sock);
+    snprintf(env_cache, sizeof(env_cache), "FORGEYARD_CACHE_DIR=%s", cache);
+    char *cargv[] = {"/usr/bin/setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/env", "-i",
+                     "PATH=/usr/bin:/bin", "HOME=/tmp", env_sock, env_cache, self, "--jobnet-child", NULL};
+    int to[2] = {-1, -1}, from[2] = {-1, -1};
+    FILE *cin = NULL, *cout = NULL;
+    if (stat(sock, &st) == 0 && pipe2(to, O_CLOEXEC) == 0 && pipe2(from, O_CLOEXEC) == 0) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, to[0], 0);
+        posix_spawn_file_actions_adddup2(&fa, from[1], 1);
+        if (posix_spawn(&cpid, cargv[0], &fa, NULL, cargv, environ) != 0)
+            cpid = -1;
+        posix_spawn_file_actions_destroy(&fa);
+        close(to[0]);
+        close(from[1]);
+        cin = fdopen(to[1], "w");
+        cout = fdopen(from[0], "r");
+    }
+    fy_policy *job[2], *plain[2];
+    jobnet_policies(job, true);
+    jobnet_policies(plain, false);
+    uint64_t *t[4];
+    for (int k = 0; k < 4; k++)
+        t[k] = calloc((size_t)runs, 8);
+    /* (one of each first, untimed: the probe caches on both sides) */
+    double l0 = -1, l1 = -1;
+    bool ok = cpid > 0 && cin && cout && t[0] && t[1] && t[2] && t[3];
+    for (int i = -1; ok && i < runs; i++) {
+        if (i == 0)
+            (void)getloadavg(&l0, 1);
+        uint64_t v[4] = {0};
+        for (int s = 0; s < 4 && ok; s++) {
+            int k = i % 2 ? 3 - s : s; /* 0 root job, 1 helper job, 2 root plain, 3 helper plain */
+            if (k == 0 || k == 2) {
+                v[k] = jobnet_pair_ns(k == 0 ? job : plain, k == 0);
+            } else {
+                unsigned long long x = 0;
+                fputc(k == 1 ? 'j' : 'p', cin);
+                fflush(cin);
+                ok = fscanf(cout, "%llu", &x) == 1;
+                v[k] = x;
+            }
+            ok = ok && v[k] > 0;
+        }
+        for (int k = 0; ok && i >= 0 && k < 4; k++)
+            t[k][i] = v[k];
+    }
+    (void)getloadavg(&l1, 1);
+    if (cin) {
+        fputc('q', cin);
+        fclose(cin);
+    } else if (to[1] >= 0) {
+        close(to[1]);
+    }
+    if (cout)
+        fclose(cout);
+    else if (from[0] >= 0)
+        close(from[0]);
+    if (cpid > 0)
+        waitpid(cpid, NULL, 0);
+    kill(hpid, SIGTERM);
+    waitpid(hpid, NULL, 0);
+    spawn_wait(del);
+    if (ok) {
+        double rj = median_ms(t[0], runs), hj = median_ms(t[1], runs), rp = median_ms(t[2], runs),
+               hp = median_ms(t[3], runs);
+        printf("  %-40s %9.3f ms   2 deny attempts (root) %.3f ms, ratio %.2fx\n", "job of 2 deny members, root", rj, rp,
+               rj / rp);
+        printf("  %-40s %9.3f ms   2 deny attempts (uid 65534, helper) %.3f ms, ratio %.2fx\n",
+               "job of 2 deny members, helper", hj, hp, hj / hp);
+        printf("  %-40s %9.2fx    (job network alone: +%.1f ms root, +%.1f ms helper); load %.1f -> %.1f\n",
+               "  helper's job / root's job", hj / rj, rj - rp, hj - hp, l0, l1);
+    } else {
+        printf("  job networks: the runs failed (see stderr): no row\n");
+    }
+    for (int k = 0; k < 4; k++)
+        free(t[k]);
+    for (int i = 0; i < 2; i++) {
+        fy_policy_free(job[i]);
+        fy_policy_free(plain[i]);
+    }
+}
+
 /* Actions (issue 19): a 10,000-file input root (in the work directory)
  * and 100 declared outputs of 100 KiB, against the same command in the
  * namespace sandbox with the tree bound read-only and an empty writable
@@ -1604,6 +1807,18 @@ int main(int argc, char **argv) {
         rootless_row(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 100);
         return 0;
     }
+    if (argc > 1 && strcmp(argv[1], "--jobnet") == 0) {
+        /* Only the job network rows (root): fy-bench --jobnet [RUNS [HELPER]] */
+        if (!mkdtemp(workdir) || chmod(workdir, 0755) < 0)
+            die("mkdtemp", NULL);
+        atexit(cleanup_dirs);
+        int runs = argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 30;
+        printf("fy-bench --jobnet: %d runs of each, interleaved, medians\n", runs);
+        bench_jobnet(runs, argc > 3 ? argv[3] : "/usr/sbin/forgeyard-sandbox-helper");
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--jobnet-child") == 0)
+        return jobnet_child(); /* (bench_jobnet runs this as uid 65534) */
     if (argc > 1 && strcmp(argv[1], "--fetch") == 0) {
         /* Only the fetch-only row: fy-bench --fetch [RUNS] */
         bench_fetch(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 5);

@@ -8,6 +8,10 @@
  *                                          fake internet's namespace file: a restricted
  *                                          member too)
  *   test-jobnet rootless PROBE_DIR OUT_DIR the typed refusal (uid 65534)
+ *   test-jobnet helper PROBE_DIR OUT_DIR   uid 65534 through the privileged helper
+ *                                          (test-net-helper.sh, section 5g): db and a
+ *                                          fetch-only member, another job's fetch-only
+ *                                          member, the host program's namespace
  *
  * PROBE_DIR holds fy-netprobe and serve.py (a TCP echo on 8080 and a UDP
  * echo on 9090 that writes OUT/ready); OUT_DIR is the server's output. */
@@ -32,6 +36,7 @@
 #define OK(...) (printf("ok: "), printf(__VA_ARGS__), printf("\n"))
 
 static const char *probe_dir, *out_dir, *uplink;
+static bool helper_mode; /* through the privileged helper: its budget caps memory */
 static fy_caps *caps;
 
 static fy_policy *member_policy(const char *member, const char *out) {
@@ -46,6 +51,8 @@ static fy_policy *member_policy(const char *member, const char *out) {
         r = fy_policy_add_bind(p, probe_dir, "/opt/fyprobe", FY_BIND_READ_ONLY, &e);
     if (r >= 0 && out)
         r = fy_policy_set_output(p, out, &e);
+    if (r >= 0 && helper_mode)
+        r = fy_policy_set_limit(p, FY_LIMIT_MEMORY, 128ull << 20, &e);
     if (r >= 0)
         r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &e);
     if (r >= 0)
@@ -245,6 +252,102 @@ static bool host_reaches(const char *addr, int port) {
 
 #define P "/opt/fyprobe/fy-netprobe"
 
+/* A fetch-only member of job a ("proxied", db at 100.80.0.1 serving):
+ * db by name directly on the job's link, the allowlist only through its
+ * proxy (on its own loopback, 127.0.0.1:3128; the proxy in the host
+ * program's namespace, GW, whose route leads to the fake internet),
+ * nothing of the fake internet or GW directly; every CONNECT in the audit
+ * log; its proxy reaped. With helper (uid 65534 through the privileged
+ * helper), the evidence names the helper too. */
+static void fetch_member(fy_jobnet *a, bool helper) {
+    fy_policy *p = member_policy("proxied", NULL);
+    fy_error *e2 = NULL;
+    int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e2);
+    if (r >= 0)
+        r = fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e2);
+    const char *av[] = {"/bin/sh", "-c",
+                        "A=$(" P " resolve db) || exit 10; [ \"$A\" = 100.80.0.1 ] || exit 11; "
+                        P " tcp \"$A\" 8080 || exit 12; " P " udp \"$A\" 9090 || exit 13; "
+                        P " proxy 198.51.100.1 8080 || exit 15; "
+                        "! " P " proxy 198.51.100.2 8080 || exit 16; ! " P " proxy 198.51.100.1 9090 || exit 17; "
+                        "! " P " proxy db 8080 || exit 18; "
+                        "! " P " tcp 198.51.100.1 8080 || exit 20; ! " P " udp 198.51.100.1 9090 || exit 21; "
+                        "! " P " icmp 198.51.100.1 || exit 22; ! " P " tcp 192.0.2.1 8080 || exit 23; "
+                        "! " P " tcp 192.0.2.2 8080 || exit 24; ! " P " tcp 100.80.0.254 3128 || exit 25; "
+                        "[ \"$HTTPS_PROXY\" = http://127.0.0.1:3128 ] || exit 30; "
+                        "case \",$NO_PROXY,\" in *,db,100.80.0.1,*) ;; *) exit 31;; esac; "
+                        "[ \"$no_proxy\" = \"$NO_PROXY\" ] || exit 32; exit 0", NULL};
+    fy_prepared *pf = NULL;
+    if (r >= 0)
+        r = fy_prepare_member(p, caps, av, a, &pf, &e2);
+    CHECK(r >= 0, "prepare proxied: %s", fy_error_message(e2));
+    fy_error_free(e2);
+    fy_policy_free(p);
+    char *json = NULL;
+    int code = finish(start(pf, "proxied"), &json);
+    CHECK(code == 0,
+          "proxied (fetch-only) exited %d (10-13: db; 15: the allowed destination through the proxy; 16-18: "
+          "another allowed by the proxy; 20-25: something reached without it; 30-32: its environment)",
+          code);
+    /* Its result: the proxy's record and the job's witness, in one. */
+    char *flat = json ? strdup(json) : NULL;
+    size_t w = 0;
+    for (size_t i = 0; flat && flat[i]; i++)
+        if (flat[i] != ' ' && flat[i] != '\n')
+            flat[w++] = flat[i];
+    if (flat)
+        flat[w] = 0;
+    CHECK(flat && strstr(flat, "\"link_left\":0") && strstr(flat, "\"mode\":\"fetch-only\"") &&
+              strstr(flat, "\"member\":\"proxied\"") && strstr(flat, "\"network_left\":0"),
+          "proxied's network record: %s", json ? json : "");
+    /* The audit log: each CONNECT a record, allowed or refused. */
+    const char *want[][2] = {{"\"host\":\"198.51.100.1\"", "\"port\":8080"},
+                             {"\"host\":\"198.51.100.2\"", "\"port\":8080"},
+                             {"\"host\":\"198.51.100.1\"", "\"port\":9090"},
+                             {"\"host\":\"db\"", "\"port\":8080"}};
+    const char *reqs = flat ? strstr(flat, "\"requests\":[") : NULL;
+    int found[4] = {0, 0, 0, 0}, nrec = 0;
+    const char *end = reqs ? strchr(reqs, ']') : NULL;
+    for (const char *o = end ? strchr(reqs, '{') : NULL; o && o < end; o = strchr(o + 1, '{')) {
+        const char *c = strchr(o, '}');
+        if (!c || c > end)
+            break;
+        char rec[512];
+        snprintf(rec, sizeof(rec), "%.*s", (int)(c - o + 1), o);
+        nrec++;
+        for (int k = 0; k < 4; k++)
+            if (strstr(rec, want[k][0]) && strstr(rec, want[k][1]) &&
+                strstr(rec, k == 0 ? "\"decision\":\"allowed\"" : "\"decision\":\"refused\""))
+                found[k]++;
+    }
+    CHECK(found[0] == 1 && found[1] == 1 && found[2] == 1 && found[3] == 1 && nrec == 4,
+          "proxied's audit log (%d records; allowed %d, refused %d %d %d): %s", nrec, found[0], found[1],
+          found[2], found[3], reqs ? reqs : "(no requests)");
+    /* The proxy ended (reaped at cleanup): its pid is gone. */
+    const char *pp = flat ? strstr(flat, "\"proxy\":{") : NULL;
+    const char *pid = pp ? strstr(pp, "\"pid\":") : NULL;
+    long ppid = pid ? strtol(pid + 6, NULL, 10) : 0;
+    CHECK(ppid > 0 && kill((pid_t)ppid, 0) < 0 && errno == ESRCH && strstr(pp, "\"ended\":true"),
+          "proxied's proxy (pid %ld) not witnessed gone: %s", ppid, pp ? pp : "(no proxy record)");
+    /* Through the privileged helper (uid 65534): the evidence says whose
+     * the job's network is (isolation.network.job.helper). */
+    if (helper) {
+        char *ev = NULL;
+        fy_prepared_to_json(pf, &ev, NULL);
+        CHECK(ev && strstr(ev, "\"mode\": \"fetch-only\"") && strstr(ev, "\"member\": \"proxied\"") &&
+                  strstr(ev, "\"helper\": \"the job's namespace, bridge, rules and links made and removed by the privileged helper at "),
+              "proxied's evidence does not name the helper: %s", ev ? ev : "(none)");
+        free(ev);
+    }
+    if (code == 0)
+        OK("a fetch-only member reaches db directly by name and its allowlist only through its proxy (audited: "
+           "1 allowed, 3 refused), nothing of the fake internet directly; its proxy (pid %ld) reaped",
+           ppid);
+    free(flat);
+    free(json);
+    fy_prepared_free(pf);
+    }
+
 static void job_networks(void) {
     char ready[4096];
     snprintf(ready, sizeof(ready), "%s/ready", out_dir);
@@ -302,89 +405,8 @@ static void job_networks(void) {
         free(json);
         fy_prepared_free(pf);
     }
-    /* Fetch-only and a member: db by name directly on the job's link,
-     * the allowlist only through its proxy (on its own loopback,
-     * 127.0.0.1:3128; the proxy in the host program's namespace, GW,
-     * whose route leads to the fake internet), nothing of the fake
-     * internet directly; every CONNECT in the audit log. */
-    if (uplink) {
-        fy_policy *p = member_policy("proxied", NULL);
-        fy_error *e2 = NULL;
-        int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e2);
-        if (r >= 0)
-            r = fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e2);
-        const char *av[] = {"/bin/sh", "-c",
-                            "A=$(" P " resolve db) || exit 10; [ \"$A\" = 100.80.0.1 ] || exit 11; "
-                            P " tcp \"$A\" 8080 || exit 12; " P " udp \"$A\" 9090 || exit 13; "
-                            P " proxy 198.51.100.1 8080 || exit 15; "
-                            "! " P " proxy 198.51.100.2 8080 || exit 16; ! " P " proxy 198.51.100.1 9090 || exit 17; "
-                            "! " P " proxy db 8080 || exit 18; "
-                            "! " P " tcp 198.51.100.1 8080 || exit 20; ! " P " udp 198.51.100.1 9090 || exit 21; "
-                            "! " P " icmp 198.51.100.1 || exit 22; ! " P " tcp 192.0.2.1 8080 || exit 23; "
-                            "! " P " tcp 192.0.2.2 8080 || exit 24; ! " P " tcp 100.80.0.254 3128 || exit 25; "
-                            "[ \"$HTTPS_PROXY\" = http://127.0.0.1:3128 ] || exit 30; "
-                            "case \",$NO_PROXY,\" in *,db,100.80.0.1,*) ;; *) exit 31;; esac; "
-                            "[ \"$no_proxy\" = \"$NO_PROXY\" ] || exit 32; exit 0", NULL};
-        fy_prepared *pf = NULL;
-        if (r >= 0)
-            r = fy_prepare_member(p, caps, av, a, &pf, &e2);
-        CHECK(r >= 0, "prepare proxied: %s", fy_error_message(e2));
-        fy_error_free(e2);
-        fy_policy_free(p);
-        char *json = NULL;
-        code = finish(start(pf, "proxied"), &json);
-        CHECK(code == 0,
-              "proxied (fetch-only) exited %d (10-13: db; 15: the allowed destination through the proxy; 16-18: "
-              "another allowed by the proxy; 20-25: something reached without it; 30-32: its environment)",
-              code);
-        /* Its result: the proxy's record and the job's witness, in one. */
-        char *flat = json ? strdup(json) : NULL;
-        size_t w = 0;
-        for (size_t i = 0; flat && flat[i]; i++)
-            if (flat[i] != ' ' && flat[i] != '\n')
-                flat[w++] = flat[i];
-        if (flat)
-            flat[w] = 0;
-        CHECK(flat && strstr(flat, "\"link_left\":0") && strstr(flat, "\"mode\":\"fetch-only\"") &&
-                  strstr(flat, "\"member\":\"proxied\"") && strstr(flat, "\"network_left\":0"),
-              "proxied's network record: %s", json ? json : "");
-        /* The audit log: each CONNECT a record, allowed or refused. */
-        const char *want[][2] = {{"\"host\":\"198.51.100.1\"", "\"port\":8080"},
-                                 {"\"host\":\"198.51.100.2\"", "\"port\":8080"},
-                                 {"\"host\":\"198.51.100.1\"", "\"port\":9090"},
-                                 {"\"host\":\"db\"", "\"port\":8080"}};
-        const char *reqs = flat ? strstr(flat, "\"requests\":[") : NULL;
-        int found[4] = {0, 0, 0, 0}, nrec = 0;
-        const char *end = reqs ? strchr(reqs, ']') : NULL;
-        for (const char *o = end ? strchr(reqs, '{') : NULL; o && o < end; o = strchr(o + 1, '{')) {
-            const char *c = strchr(o, '}');
-            if (!c || c > end)
-                break;
-            char rec[512];
-            snprintf(rec, sizeof(rec), "%.*s", (int)(c - o + 1), o);
-            nrec++;
-            for (int k = 0; k < 4; k++)
-                if (strstr(rec, want[k][0]) && strstr(rec, want[k][1]) &&
-                    strstr(rec, k == 0 ? "\"decision\":\"allowed\"" : "\"decision\":\"refused\""))
-                    found[k]++;
-        }
-        CHECK(found[0] == 1 && found[1] == 1 && found[2] == 1 && found[3] == 1 && nrec == 4,
-              "proxied's audit log (%d records; allowed %d, refused %d %d %d): %s", nrec, found[0], found[1],
-              found[2], found[3], reqs ? reqs : "(no requests)");
-        /* The proxy ended (reaped at cleanup): its pid is gone. */
-        const char *pp = flat ? strstr(flat, "\"proxy\":{") : NULL;
-        const char *pid = pp ? strstr(pp, "\"pid\":") : NULL;
-        long ppid = pid ? strtol(pid + 6, NULL, 10) : 0;
-        CHECK(ppid > 0 && kill((pid_t)ppid, 0) < 0 && errno == ESRCH && strstr(pp, "\"ended\":true"),
-              "proxied's proxy (pid %ld) not witnessed gone: %s", ppid, pp ? pp : "(no proxy record)");
-        if (code == 0)
-            OK("a fetch-only member reaches db directly by name and its allowlist only through its proxy (audited: "
-               "1 allowed, 3 refused), nothing of the fake internet directly; its proxy (pid %ld) reaped",
-               ppid);
-        free(flat);
-        free(json);
-        fy_prepared_free(pf);
-    }
+    if (uplink)
+        fetch_member(a, false);
     /* Two runners at once under one name: refused. */
     fy_handle *h2 = NULL;
     fy_error *e = NULL;
@@ -537,9 +559,72 @@ static void witnessed(void) {
     fy_jobnet_free(jn);
 }
 
+/* ---- as uid 65534 through the privileged helper (test-net-helper.sh) ---- */
+
+/* db (deny) and a fetch-only member in one job whose network is the
+ * helper's; a fetch-only member of another job (its own proxy working)
+ * reaches nothing of the first, directly or through its proxy; the host
+ * program's namespace does not reach db; everything removed, witnessed. */
+static void helper_job(void) {
+    char ready[4096];
+    snprintf(ready, sizeof(ready), "%s/ready", out_dir);
+    unlink(ready);
+    const char *ma[] = {"db", "proxied", NULL}, *mb[] = {"x", "intruder", NULL};
+    fy_jobnet *a = NULL, *b = NULL;
+    CHECK(fy_jobnet_new(ma, &a, NULL) == 0 && fy_jobnet_new(mb, &b, NULL) == 0, "jobnet_new");
+    fy_prepared *db = prepare(a, "db", out_dir, "exec python3 /opt/fyprobe/serve.py /work/output/ready 100");
+    fy_handle *hdb = start(db, "db");
+    CHECK(wait_file(ready, 30), "db's server did not start");
+    fetch_member(a, true);
+    /* Another job's fetch-only member: its proxy answers for its own
+     * allowlist (so what fails below fails for the job's separation, not a
+     * broken network), and nothing of job A answers it, directly or
+     * through the proxy. */
+    fy_policy *p = member_policy("intruder", NULL);
+    fy_error *e = NULL;
+    int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e);
+    if (r >= 0)
+        r = fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e);
+    const char *av[] = {"/bin/sh", "-c",
+                        P " proxy 198.51.100.1 8080 || exit 29; "
+                        "! " P " tcp 100.80.0.1 8080 || exit 30; ! " P " udp 100.80.0.1 9090 || exit 31; "
+                        "! " P " proxy 100.80.0.1 8080 || exit 33; ! " P " resolve db || exit 34; exit 0",
+                        NULL};
+    fy_prepared *intr = NULL;
+    if (r >= 0)
+        r = fy_prepare_member(p, caps, av, b, &intr, &e);
+    CHECK(r >= 0, "prepare intruder: %s", fy_error_message(e));
+    fy_error_free(e);
+    fy_policy_free(p);
+    int code = finish(start(intr, "intruder"), NULL);
+    CHECK(code == 0,
+          "intruder (fetch-only, another job) exited %d: its own proxy failed (29), it reached job A directly (30-31), "
+          "through its proxy (33) or resolved its name (34)",
+          code);
+    if (code == 0)
+        OK("a fetch-only member of another job reaches nothing of this one (TCP, UDP, through its proxy, by name)");
+    CHECK(!host_reaches("100.80.0.1", 8080), "the host program's namespace reached db's listener");
+    if (!host_reaches("100.80.0.1", 8080))
+        OK("the host program's namespace does not reach db's listener (100.80.0.1:8080)");
+    fy_handle_cancel(hdb, FY_CANCEL_USER, NULL);
+    char *json = NULL;
+    finish(hdb, &json);
+    CHECK(json && strstr(json, "\"link_left\": 0") && strstr(json, "\"network_left\": 0"),
+          "db's result has no job witness: %s", json ? json : "(none)");
+    free(json);
+    int left = fy_jobnet_shutdown(a, NULL), left_b = fy_jobnet_shutdown(b, NULL);
+    CHECK(left == 0 && left_b == 0, "the helper's removal left %d and %d", left, left_b);
+    if (left == 0 && left_b == 0)
+        OK("both jobs' networks removed by the helper, witnessed (0 left)");
+    fy_prepared_free(db);
+    fy_prepared_free(intr);
+    fy_jobnet_free(a);
+    fy_jobnet_free(b);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: test-jobnet root|rootless PROBE_DIR OUT_DIR [UPLINK]\n");
+        fprintf(stderr, "usage: test-jobnet root|rootless|helper PROBE_DIR OUT_DIR [UPLINK]\n");
         return 2;
     }
     probe_dir = argv[2];
@@ -561,6 +646,9 @@ int main(int argc, char **argv) {
                "a job network without root");
         fy_policy_free(p);
         fy_jobnet_free(jn);
+    } else if (strcmp(argv[1], "helper") == 0) {
+        helper_mode = true;
+        helper_job();
     } else {
         bad_input();
         job_networks();

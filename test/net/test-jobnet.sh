@@ -73,7 +73,7 @@ cat >"$TMP/job.json" <<JOB
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
                              "output": "$TMP/out2"}}},
   {"name": "runner", "argv": ["/bin/sh", "-c",
-     "for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp db 8080 2>/dev/null && break; sleep 0.1; done; A=\$(/opt/fyprobe/fy-netprobe resolve db) && /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && test -e /work/output/ready -o 1 = 1"],
+     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && test -e /work/output/ready -o 1 = 1"],
    "policy": {"profile": "standard-ci", "network": {"mode": "deny"},
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}},
   {"name": "fetch", "argv": ["/bin/sh", "-c",

@@ -13,13 +13,14 @@
 # VM's request (NET_TAP, protocol 4) is tested raw: its tap descriptor,
 # frames through it against the rules, refusals, budget, removal, gc.
 #
-#   test-net-helper.sh FORGEYARD HELPER FY-NETPROBE ECHO-SERVER.PY
+#   test-net-helper.sh FORGEYARD HELPER FY-NETPROBE ECHO-SERVER.PY TEST-JOBNET
 set -u
-FY=$1 HELPER=$2 PROBE=$3 ECHO=$4
+FY=$1 HELPER=$2 PROBE=$3 ECHO=$4 API=$5
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the test starts the helper as root"; exit 77; fi
 command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
+command -v nsenter >/dev/null || { echo "SKIP: no nsenter"; exit 77; }
 
 NS=fyt-neth-$$-$RANDOM
 . "$(dirname "$0")/lib.sh"
@@ -56,7 +57,10 @@ as_runner() {
 nothing_left() {
     host_state >"$TMP/host.after"
     uplink_state >"$TMP/uplink.after"
-    local fds; fds=$(ls /proc/$HPID/fd | wc -l)
+    # (a job's link deletions finish on a detached thread of the helper's,
+    # which holds a socket and a namespace descriptor until then: bounded)
+    local fds
+    for _ in $(seq 30); do fds=$(ls /proc/$HPID/fd | wc -l); [ "$fds" = "$fds_before" ] && break; sleep 0.1; done
     if ! nothing_left_cmp "$1" "the host" "$TMP/host.before" "$TMP/host.after" ||
         ! nothing_left_cmp "$1" "the uplink namespace" "$TMP/uplink.before" "$TMP/uplink.after"; then
         :
@@ -436,7 +440,7 @@ cat >"$TMP/job.json" <<JOB
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
                              "output": "$TMP/jobout"}}},
   {"name": "runner", "argv": ["/bin/sh", "-c",
-     "for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp db 8080 2>/dev/null && break; sleep 0.1; done; A=\$(/opt/fyprobe/fy-netprobe resolve db) && /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080"],
+     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080"],
    "policy": {"profile": "standard-ci", "resources": {"memory": 134217728},
               "network": {"mode": "restricted", "destinations": [{"host": "198.51.100.1", "proto": "tcp", "ports": [8080, 8080]}]},
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
@@ -453,6 +457,85 @@ fi
 grep -q "request 8 -> ok" "$TMP/helper.log" && grep -q "request 11 -> ok" "$TMP/helper.log" &&
     ok "the job network was the helper's (JOB_CREATE, JOB_DESTROY served)" || bad "no JOB_CREATE/JOB_DESTROY served"
 nothing_left "job network through the helper"
+
+# 5g. A fetch-only member of a job network through the helper, as the
+#     runner. The runner's program runs in GW, a namespace of the test's
+#     whose default route leads to the fake internet (a veth into NS,
+#     192.0.2.1 -> 192.0.2.2), so that its proxy (outside the sandbox, in
+#     the host program's namespace) has somewhere to go, and so would a
+#     member linked or routed through the host program's namespace. The
+#     API (test-jobnet helper): db under deny and a fetch-only member in one
+#     job, db by name directly (TCP, UDP), 198.51.100.1:8080 only through
+#     its own proxy at 127.0.0.1:3128 (CONNECT allowed and audited; another
+#     address, port and db refused by the proxy, each audited), nothing of
+#     the fake internet or GW directly (TCP, UDP, ICMP), NO_PROXY naming db,
+#     GW's own listener (192.0.2.1:8080, answering the fake internet) not
+#     reached, its proxy witnessed ended and its pid gone, the evidence naming the
+#     helper; a fetch-only member of another job reaches nothing of the
+#     first (directly, through its proxy, by name); GW does not reach db;
+#     both jobs removed by the helper (0 left). Then `forgeyard job run`
+#     with the same shape. Nothing left; 5f's four jobs then prove the
+#     helper's budget was given back.
+GW=fyt-nethgw-$$-$RANDOM
+net_netns "$GW"
+ip -n "$GW" link add g0 type veth peer name n0 && ip -n "$GW" link set n0 netns "$NS" || exit 1
+ip -n "$GW" addr add 192.0.2.1/24 dev g0
+ip -n "$NS" addr add 192.0.2.2/24 dev n0
+ip -n "$GW" link set g0 up
+ip -n "$NS" link set n0 up
+ip -n "$GW" route add default via 192.0.2.2 dev g0
+ip netns exec "$GW" python3 -c '
+import socket; s = socket.create_connection(("198.51.100.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
+    { bad "the fake internet does not answer from GW"; }
+# A listener in GW too (192.0.2.1: TCP 8080, UDP 9090), answering NS, so
+# that a member reaching the host program's namespace would be seen.
+net_bg ip netns exec "$GW" timeout 300 python3 "$TMP/probe/serve.py" "$TMP/gw.ready" 280
+GWSRV=$NET_LAST_PID
+for _ in $(seq 50); do [ -s "$TMP/gw.ready" ] && break; sleep 0.1; done
+ip netns exec "$NS" python3 -c '
+import socket; s = socket.create_connection(("192.0.2.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
+    bad "GW's listener does not answer from the fake internet"
+# (nsenter, not ip netns exec: that one remounts /sys, the helper's
+# cgroups with it.)
+in_gw() {
+    nsenter --net="/run/netns/$GW" timeout 300 setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH=/usr/bin:/bin \
+        HOME="$TMP/home" FORGEYARD_CACHE_DIR="$TMP/home/cache" FORGEYARD_HELPER_SOCKET="$SOCK" "$@"
+}
+adds_before=$(grep -c "request 9 -> ok" "$TMP/helper.log")
+in_gw "$API" helper "$TMP/probe" "$TMP/jobout" >"$TMP/jobapi.log" 2>&1
+rc=$?
+grep -E '^(ok|FAIL)' "$TMP/jobapi.log"
+[ $rc = 0 ] && grep -q '^PASSED' "$TMP/jobapi.log" && ok "test-jobnet helper (uid 65534, a fetch-only member) passed" ||
+    { bad "test-jobnet helper exited $rc"; tail -40 "$TMP/jobapi.log"; }
+adds=$(( $(grep -c "request 9 -> ok" "$TMP/helper.log") - adds_before ))
+[ "$adds" = 3 ] && ok "the helper linked the three members (JOB_ADD served 3 times)" ||
+    bad "JOB_ADD served $adds times, expected 3 (db, proxied, intruder)"
+cat >"$TMP/jobf.json" <<JOB
+{"members": [
+  {"name": "db", "service": true, "argv": ["python3", "/opt/fyprobe/serve.py", "/work/output/ready", "60"],
+   "policy": {"profile": "standard-ci", "network": {"mode": "deny"}, "resources": {"memory": 134217728},
+              "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
+                             "output": "$TMP/jobout"}}},
+  {"name": "fetch", "argv": ["/bin/sh", "-c",
+     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe proxy 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe proxy 198.51.100.2 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 192.0.2.1 8080"],
+   "policy": {"profile": "standard-ci", "resources": {"memory": 134217728},
+              "network": {"mode": "fetch-only", "destinations": [{"host": "198.51.100.1", "ports": [8080, 8080]}]},
+              "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
+]}
+JOB
+chmod 644 "$TMP/jobf.json"
+rm -f "$TMP/jobout/ready"
+in_gw "$FY" job run "$TMP/jobf.json" >"$TMP/jobf.out" 2>"$TMP/jobf.err"
+rc=$?
+if [ $rc = 0 ] && grep -q '^fetch: succeeded' "$TMP/jobf.out" && grep -q '^db: cancelled' "$TMP/jobf.out"; then
+    ok "forgeyard job run through the helper: a fetch-only member reached db by name and its allowlist only through its proxy"
+else
+    bad "forgeyard job run (fetch-only member) as the runner exited $rc"; cat "$TMP/jobf.out" "$TMP/jobf.err"
+fi
+kill "$GWSRV" 2>/dev/null; wait "$GWSRV" 2>/dev/null
+ip -n "$GW" link del g0
+ip netns del "$GW"
+nothing_left "job networks with a fetch-only member through the helper"
 
 # 5f. JOB_* raw, as the runner (from a user namespace of its own, whose
 #     network namespaces it owns): its namespace accepted and linked (job0

@@ -5,7 +5,8 @@
  *
  * Started by the operator as root (a systemd unit, or a root parent): never
  * setuid, it refuses to run when it is. One single-threaded poll loop serves
- * a unix socket; every connection's SO_PEERCRED uid is checked against the
+ * a unix socket (the only other threads: a job link's deletion finishing
+ * after its answer, fyh-net.c); every connection's SO_PEERCRED uid is checked against the
  * allowlist (the helper's only configuration: which uids may ask, and each
  * one's budget), then exactly one request is read within a deadline, decoded
  * and validated (fyh-proto.c), answered with a typed reply, and the

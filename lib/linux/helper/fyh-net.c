@@ -27,6 +27,7 @@
 #include <linux/netlink.h>
 #include <linux/nsfs.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -731,6 +732,97 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
     return 0;
 }
 
+/* Deleting a link: the kernel unlists it at once, then waits for RCU grace
+ * periods (tens of ms) before the request returns. As the library does as
+ * root (linux-jobnet.c), the deletion runs on a detached thread with a
+ * netlink socket of its own (and, for the bridge, a namespace descriptor it
+ * closes when done), and the reply waits only for the name to be unlisted
+ * (SIOCGIFINDEX, an RCU lookup not behind the deletion's lock), bounded.
+ * The thread is made while the network capabilities are raised (a thread
+ * starts with its creator's), runs nothing but the deletion and exits.
+ * Where no thread can be made, the deletion is synchronous. */
+#define UNLIST_DEADLINE_MS 2000
+
+struct del_args {
+    int s, ns;
+    char name[IFNAMSIZ];
+};
+static void *del_main(void *p) {
+    struct del_args *a = p;
+    (void)lnl_link_del(a->s, a->name);
+    close(a->s);
+    if (a->ns >= 0)
+        close(a->ns);
+    free(a);
+    return NULL;
+}
+
+static bool del_async(int ns, const char *name, int hand_ns) {
+    struct del_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return false;
+    a->ns = hand_ns;
+    snprintf(a->name, sizeof(a->name), "%s", name);
+    if ((a->s = nl_open(ns)) < 0) {
+        free(a);
+        return false;
+    }
+    pthread_attr_t at;
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    bool ok = pthread_attr_init(&at) == 0;
+    if (ok) {
+        (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* (signals are the main thread's) */
+        ok = pthread_create(&t, &at, del_main, a) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&at);
+    }
+    if (!ok) {
+        close(a->s);
+        free(a);
+    }
+    return ok;
+}
+
+/* Whether name is gone from namespace ns within ms. */
+static bool wait_unlisted(int ns, const char *name, int ms) {
+    int fd = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0)
+        return false;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool gone = false;
+    for (;;) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        if (ioctl(fd, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV) {
+            gone = true;
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+            break;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    close(fd);
+    return gone;
+}
+
+/* Deletes name in namespace ns (s: a netlink socket there) and witnesses
+ * it gone: 0, or 1 when it is still there. hand_ns (or -1) is closed. */
+static uint32_t delete_link(int s, int ns, const char *name, int hand_ns) {
+    if (del_async(ns, name, hand_ns))
+        return wait_unlisted(ns, name, UNLIST_DEADLINE_MS) ? 0 : 1;
+    if (hand_ns >= 0)
+        close(hand_ns);
+    int e = lnl_link_del(s, name);
+    return (e < 0 && e != -ENODEV) || lnl_link_exists(s, name) != 0 ? 1 : 0;
+}
+
 uint32_t fyh_job_del(struct fyh_job *j, uint32_t index) {
     char port[16];
     snprintf(port, sizeof(port), "m%u", index);
@@ -740,9 +832,7 @@ uint32_t fyh_job_del(struct fyh_job *j, uint32_t index) {
     int s = nl_open(j->ns);
     if (s >= 0) {
         /* (a member's namespace that went first took the pair along: gone) */
-        int e = lnl_link_del(s, port);
-        if ((e < 0 && e != -ENODEV) || lnl_link_exists(s, port) != 0)
-            left++;
+        left += delete_link(s, j->ns, port, -1);
         close(s);
     } else {
         left++;
@@ -768,7 +858,8 @@ uint32_t fyh_job_destroy(struct fyh_job *j) {
             snprintf(port, sizeof(port), "m%u", i);
             (void)lnl_link_del(s, port);
         }
-        (void)lnl_link_del(s, "jb");
+        /* (its thread holds a descriptor of the namespace until done) */
+        (void)delete_link(s, j->ns, "jb", fcntl(j->ns, F_DUPFD_CLOEXEC, 3)); /* (the count below witnesses) */
         /* The witness: nothing but the loopback is left in it. */
         int n = lnl_link_count(s);
         if (n != 1)
