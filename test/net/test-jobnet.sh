@@ -37,6 +37,14 @@ ip -n "$GW" route add default via 192.0.2.2 dev g0
 ip netns exec "$GW" python3 -c '
 import socket; s = socket.create_connection(("198.51.100.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
     { echo "the fake internet does not answer from the host program's namespace"; exit 1; }
+# A listener in GW too (192.0.2.1: TCP 8080, UDP 9090), answering the fake
+# internet, so that the members' "! tcp 192.0.2.1 8080" checks can fail: a
+# member reaching the host program's namespace would be answered.
+net_bg ip netns exec "$GW" timeout 300 python3 "$(dirname "$0")/serve.py" "$TMP/gw.ready" 280
+for _ in $(seq 50); do [ -s "$TMP/gw.ready" ] && break; sleep 0.1; done
+ip netns exec "$NET" python3 -c '
+import socket; s = socket.create_connection(("192.0.2.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
+    { echo "GW's listener does not answer from the fake internet"; exit 1; }
 
 # (fe80:: comes and goes with the veths' own address configuration.)
 state() { { net_ns_state "$GW"; net_ns_state "$NET"; } | grep -v fe80; ip netns exec "$GW" nft list ruleset 2>&1; }
