@@ -78,18 +78,6 @@ static void add_link(struct strbuf *key, const char *label, const char *path) {
     strbuf_printf(key, "%s: %s\n", label, n > 0 ? buf : "-");
 }
 
-/* A program the probes look for: where, and which build of it. */
-static void add_program(struct strbuf *key, const char *name) {
-    char *p = pu_find_program(name);
-    struct stat st;
-    if (p && stat(p, &st) == 0)
-        strbuf_printf(key, "program %s %s %llu %lld %lld\n", name, p, (unsigned long long)st.st_ino,
-                      (long long)st.st_size, (long long)st.st_mtime);
-    else
-        strbuf_printf(key, "program %s -\n", name);
-    free(p);
-}
-
 int linux_snapshot_fingerprint(struct strbuf *key) {
     struct utsname u;
     if (uname(&u) == 0)
@@ -133,10 +121,10 @@ int linux_snapshot_fingerprint(struct strbuf *key) {
         strbuf_printf(key, "helper %s %llu %lld\n", helper, (unsigned long long)hst.st_ino, (long long)hst.st_mtime);
     else
         strbuf_printf(key, "helper %s -\n", helper);
+    /* The programs the probes look for: the search directories here, which
+     * build of each in the saved file (pu_programs_key). */
     static const char *const programs[] = {"crun", "runc", "nft", "pasta", "bwrap"};
-    for (size_t i = 0; i < FY_ARRAY_SIZE(programs); i++)
-        add_program(key, programs[i]);
-    return key->oom ? FY_E_NOMEM : 0;
+    return pu_programs_key(key, programs, FY_ARRAY_SIZE(programs));
 }
 
 /* ---- the store ---- */
@@ -203,11 +191,18 @@ char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr) {
     close(fd);
     if (!buf)
         return NULL;
-    /* The file is the key, a line "--", then the snapshot. */
+    /* The file is the key, the programs' verify lines, a line "--", then
+     * the snapshot. */
     size_t kl = strlen(key);
-    char *snap = NULL;
-    if (strncmp(buf, key, kl) == 0 && strncmp(buf + kl, "--\n", 3) == 0)
-        snap = util_strdup(buf + kl + 3);
+    char *snap = NULL, *sep = NULL;
+    if (strncmp(buf, key, kl) == 0) {
+        char *table = buf + kl;
+        sep = strncmp(table, "--\n", 3) == 0 ? table : strstr(table, "\n--\n");
+        if (sep && sep != table)
+            sep++;
+        if (sep && pu_programs_verify(key, table, (size_t)(sep - table)))
+            snap = util_strdup(sep + 3);
+    }
     free(buf);
     return snap;
 }
@@ -276,16 +271,28 @@ static void prune(int dfd, const char *stored) {
 
 int linux_snapshot_store(const char *dir, const char *key, const char *snapshot) {
     char name[64], tmp[96];
+    /* Which build of each program, as found now: saved only when none of
+     * it, and none of the search directories, changed since shortly before
+     * the key was made (else a later load could not tell). */
+    struct strbuf table;
+    strbuf_init(&table);
+    int pr = pu_programs_record(key, &table);
+    if (pr != 0) {
+        strbuf_free(&table);
+        return pr < 0 ? pr : 0; /* a snapshot is an optimisation */
+    }
     int dfd = file_name(key, name, sizeof(name)) < 0 ? -1 : open_dir(dir, true);
-    if (dfd < 0)
+    if (dfd < 0) {
+        strbuf_free(&table);
         return FY_E_DENIED;
+    }
     unsigned char rnd[8];
     randombytes_buf(rnd, sizeof(rnd));
     snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x%02x%02x.tmp", name, rnd[0], rnd[1], rnd[2], rnd[3],
              rnd[4], rnd[5], rnd[6], rnd[7]);
     int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     int r = fd < 0 ? FY_E_IO : 0;
-    const char *parts[] = {key, "--\n", snapshot};
+    const char *parts[] = {key, table.buf ? table.buf : "", "--\n", snapshot};
     for (size_t i = 0; r == 0 && i < FY_ARRAY_SIZE(parts); i++) {
         size_t len = strlen(parts[i]), off = 0;
         while (off < len) {
@@ -308,5 +315,6 @@ int linux_snapshot_store(const char *dir, const char *key, const char *snapshot)
     if (r == 0)
         prune(dfd, name);
     close(dfd);
+    strbuf_free(&table);
     return r;
 }

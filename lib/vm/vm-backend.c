@@ -93,7 +93,7 @@ const struct fy_backend_ops vm_qemu_backend = {
 static const struct fy_backend_ops *const vm_backends[] = { &vm_qemu_backend, NULL };
 
 /* What the VM probe depends on, for persisted snapshots: /dev/kvm and the
- * VMM programs (which build of each). */
+ * VMM programs (which build of each: pu_programs_key). */
 static int vm_fingerprint(struct strbuf *key) {
     struct stat st;
     if (stat("/dev/kvm", &st) == 0)
@@ -106,16 +106,7 @@ static int vm_fingerprint(struct strbuf *key) {
     if (uname(&u) == 0)
         snprintf(qemu, sizeof(qemu), "qemu-system-%s", u.machine);
     const char *const programs[] = {qemu, "firecracker", "cloud-hypervisor"};
-    for (size_t i = 0; i < FY_ARRAY_SIZE(programs); i++) {
-        char *p = pu_find_program(programs[i]);
-        if (p && stat(p, &st) == 0)
-            strbuf_printf(key, "vmm %s %s %llu %lld %lld\n", programs[i], p, (unsigned long long)st.st_ino,
-                          (long long)st.st_size, (long long)st.st_mtime);
-        else
-            strbuf_printf(key, "vmm %s -\n", programs[i]);
-        free(p);
-    }
-    return key->oom ? FY_E_NOMEM : 0;
+    return pu_programs_key(key, programs, FY_ARRAY_SIZE(programs)); /* (which builds: the saved file) */
 }
 
 const struct fy_backend_family family_vm = {

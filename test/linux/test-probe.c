@@ -751,6 +751,238 @@ START_TEST(test_persisted_snapshot) {
 }
 END_TEST
 
+/* The helper programs in a saved probe: the key holds each search
+ * directory's stat, the file the stat of every entry of each program's name
+ * the search met; a warm load looks nothing up again, and still notices a
+ * program added earlier in PATH, one replaced in place, a non-executable
+ * entry made executable, a dangling link whose target appears, and saves
+ * nothing while the directories are changing. Returns NULL, or what failed
+ * (runs as root and as uid 65534). */
+struct pc_state {
+    char base[64], a[96], b[96], c[96], cache[96];
+};
+
+static const char *pc_write(const char *path, mode_t mode, const char *text) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) || close(fd) < 0)
+        return "writing a program";
+    return chmod(path, mode) < 0 ? "chmod" : NULL;
+}
+
+/* A probe through the saved snapshot: *from 1 when loaded; what it found. */
+static const char *pc_probe(struct pc_state *st, int *from, char *bwrap, char *pasta, char *nft) {
+    fy_caps *c = NULL;
+    if (fy_probe_snapshot(FY_PROBE_NO_VM, st->cache, &c, NULL) < 0)
+        return "fy_probe_snapshot failed";
+    *from = fy_caps_from_snapshot(c);
+    const char *b = caps_fact(c, "linux.bwrap");
+    snprintf(bwrap, 200, "%s", b ? b : "-");
+    snprintf(pasta, 300, "%s", fy_caps_reason(c, FY_CAP_PASTA));
+    snprintf(nft, 300, "%s", fy_caps_reason(c, FY_CAP_NFTABLES));
+    fy_caps_free(c);
+    return NULL;
+}
+
+static int pc_count(const char *dir) { return count_snapshots(dir); }
+
+static const char *path_cache_body(struct pc_state *st) {
+    static char msg[900];
+    char bwrap[200], pasta[300], nft[300], want[200];
+    int from = -1;
+    const char *e;
+    snprintf(st->base, sizeof st->base, "/tmp/fy-pathcache-XXXXXX");
+    if (!mkdtemp(st->base))
+        return "mkdtemp";
+    snprintf(st->a, sizeof st->a, "%s/a", st->base);
+    snprintf(st->b, sizeof st->b, "%s/b", st->base);
+    snprintf(st->c, sizeof st->c, "%s/c", st->base);
+    snprintf(st->cache, sizeof st->cache, "%s/cache", st->base);
+    if (mkdir(st->a, 0755) < 0 || mkdir(st->b, 0755) < 0 || mkdir(st->c, 0755) < 0 || mkdir(st->cache, 0700) < 0)
+        return "mkdir";
+    /* b holds bwrap; a (earlier in PATH) a non-executable nft and a pasta
+     * link to c/pasta, which does not exist yet. */
+    char path[300], link_target[300];
+    snprintf(path, sizeof path, "%s/bwrap", st->b);
+    if ((e = pc_write(path, 0755, "#!/bin/sh\nexit 0\n")))
+        return e;
+    snprintf(path, sizeof path, "%s/nft", st->a);
+    if ((e = pc_write(path, 0644, "#!/bin/sh\nexit 0\n")))
+        return e;
+    snprintf(path, sizeof path, "%s/pasta", st->a);
+    snprintf(link_target, sizeof link_target, "%s/pasta", st->c);
+    if (symlink(link_target, path) < 0)
+        return "symlink";
+    const char *old = getenv("PATH");
+    char newpath[4096];
+    snprintf(newpath, sizeof newpath, "%s:%s:%s", st->a, st->b, old ? old : "/usr/bin:/bin");
+    setenv("PATH", newpath, 1);
+    /* Just changed: nothing is saved (a change in the same clock tick
+     * would not show in the timestamps). */
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 0 || pc_count(st->cache) != 0)
+        return "a snapshot was saved while its search directories had just changed";
+    snprintf(want, sizeof want, "%s/bwrap", st->b);
+    if (strcmp(bwrap, want) != 0) {
+        snprintf(msg, sizeof msg, "bwrap: %s, not %s", bwrap, want);
+        return msg;
+    }
+    sleep(3); /* past the window */
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 0 || pc_count(st->cache) != 1)
+        return "the first probe after the window was not saved";
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 1)
+        return "the saved probe was not loaded";
+    if (strcmp(bwrap, want) != 0 || strstr(pasta, st->a) || strstr(nft, st->a))
+        return "the loaded probe differs";
+    /* 1. A program added earlier in PATH. */
+    snprintf(path, sizeof path, "%s/bwrap", st->a);
+    if ((e = pc_write(path, 0755, "#!/bin/sh\nexit 0\n")))
+        return e;
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 0 || strcmp(bwrap, path) != 0) {
+        snprintf(msg, sizeof msg, "a bwrap added earlier in PATH was not noticed (from %d, %s)", from, bwrap);
+        return msg;
+    }
+    if (unlink(path) < 0)
+        return "unlink";
+    sleep(3);
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)) || (e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 1 || strcmp(bwrap, want) != 0)
+        return "not loaded again once a's bwrap was gone";
+    /* 2. The program found, rewritten in place (same inode, same directory). */
+    snprintf(path, sizeof path, "%s/bwrap", st->b);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0 || write(fd, "# changed\n", 10) != 10 || close(fd) < 0)
+        return "rewriting b/bwrap";
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 0)
+        return "a program rewritten in place was not noticed";
+    sleep(3);
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)) || (e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 1)
+        return "not loaded again after the rewrite";
+    /* 3. The non-executable nft earlier in PATH made executable (its
+     * directory unchanged). */
+    snprintf(path, sizeof path, "%s/nft", st->a);
+    if (chmod(path, 0755) < 0)
+        return "chmod nft";
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 0 || !strstr(nft, path)) {
+        snprintf(msg, sizeof msg, "nft made executable was not noticed (from %d): %s", from, nft);
+        return msg;
+    }
+    sleep(3);
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)) || (e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 1)
+        return "not loaded again after the chmod";
+    /* 4. The dangling link's target appears (in a directory not in PATH). */
+    if ((e = pc_write(link_target, 0755, "#!/bin/sh\nexit 0\n")))
+        return e;
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    snprintf(path, sizeof path, "%s/pasta", st->a);
+    if (from != 0 || !strstr(pasta, path)) {
+        snprintf(msg, sizeof msg, "pasta behind a link that now resolves was not noticed (from %d): %s", from, pasta);
+        return msg;
+    }
+    /* 5. The verify lines themselves: one changed by a byte is refused. */
+    sleep(3);
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)) || (e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 1)
+        return "not loaded again after the link";
+    DIR *d = opendir(st->cache);
+    struct dirent *de;
+    int edited = 0;
+    while (d && (de = readdir(d))) {
+        if (strncmp(de->d_name, "caps-", 5) != 0)
+            continue;
+        char f[300];
+        snprintf(f, sizeof f, "%s/%s", st->cache, de->d_name);
+        FILE *fp = fopen(f, "r+e");
+        static char buf[1 << 17];
+        size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+        buf[n] = '\0';
+        char *v = strstr(buf, "\nverify bwrap found ");
+        char *nl = v ? strchr(v + 1, '\n') : NULL;
+        if (fp && nl) {
+            nl[-1] = nl[-1] == '0' ? '1' : '0'; /* the ctime's last digit */
+            rewind(fp);
+            fwrite(buf, 1, n, fp);
+            edited++;
+        }
+        if (fp)
+            fclose(fp);
+    }
+    if (d)
+        closedir(d);
+    if (!edited)
+        return "no verify line for bwrap in the saved file";
+    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return e;
+    if (from != 0)
+        return "a saved file whose verify line does not hold was loaded";
+    return NULL;
+}
+
+static void path_cache_cleanup(struct pc_state *st) {
+    char cmd[200];
+    if (st->base[0] && strncmp(st->base, "/tmp/fy-pathcache-", 18) == 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", st->base);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", st->base);
+    }
+}
+
+START_TEST(test_snapshot_programs) {
+    struct pc_state st = {0};
+    const char *e = path_cache_body(&st);
+    path_cache_cleanup(&st);
+    ck_assert_msg(e == NULL, "%s", e ? e : "");
+}
+END_TEST
+
+START_TEST(test_snapshot_programs_rootless) {
+    if (!is_root())
+        return; /* already unprivileged: test_snapshot_programs covers it */
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        struct pc_state st = {0};
+        const char *e = NULL;
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+            e = "dropping to 65534";
+        else
+            e = path_cache_body(&st);
+        path_cache_cleanup(&st);
+        if (e && write(pfd[1], e, strlen(e)) < 0)
+            _exit(2);
+        _exit(e ? 1 : 0);
+    }
+    close(pfd[1]);
+    char msg[1000] = "";
+    ssize_t n = read(pfd[0], msg, sizeof msg - 1);
+    msg[n > 0 ? n : 0] = '\0';
+    close(pfd[0]);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "as uid 65534: %s", msg);
+}
+END_TEST
+
 /* Old snapshots do not pile up: storing one keeps the newest 8 in the
  * directory, removes temporary files a dead writer left over a minute ago,
  * and touches nothing else (another writer's fresh temporary file, files
@@ -902,6 +1134,8 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_repeat_no_leaks);
     tcase_add_test(tc, test_persisted_snapshot);
     tcase_add_test(tc, test_snapshot_pruning);
+    tcase_add_test(tc, test_snapshot_programs);
+    tcase_add_test(tc, test_snapshot_programs_rootless);
     tcase_add_test(tc, test_busy_host);
     tcase_add_test(tc, test_threaded_host);
     suite_add_tcase(s, tc);

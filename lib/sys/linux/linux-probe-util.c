@@ -82,36 +82,278 @@ static bool in_path_list(const char *list, const char *dir) {
     return false;
 }
 
-char *pu_find_program(const char *name) {
-    /* The system directories of both probes: the Linux probe's helper
-     * programs (crun, runc, nft, pasta, bwrap) and the VM probe's VMMs
-     * (QEMU, Firecracker, cloud-hypervisor), which some distributions
-     * install in /usr/libexec. */
-    static const char *const fallback[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
-                                            "/usr/bin", "/sbin", "/bin", "/usr/libexec" };
+/* The system directories of both probes: the Linux probe's helper
+ * programs (crun, runc, nft, pasta, bwrap) and the VM probe's VMMs (QEMU,
+ * Firecracker, cloud-hypervisor), which some distributions install in
+ * /usr/libexec. */
+static const char *const search_fallback[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                               "/usr/bin", "/sbin", "/bin", "/usr/libexec" };
+
+int pu_search_dirs(pu_dir_fn fn, void *arg) {
     const char *path = getenv("PATH");
-    char buf[PATH_MAX];
-    struct stat st;
+    size_t idx = 0;
+    int r;
     for (const char *p = path; p && *p;) {
         const char *end = strchrnul(p, ':');
         size_t n = (size_t)(end - p);
-        if (n > 0 && p[0] == '/' && n + strlen(name) + 2 < sizeof buf) {
-            memcpy(buf, p, n);
-            buf[n] = '/';
-            strcpy(buf + n + 1, name);
-            if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-                return util_strdup(buf);
-        }
+        if (n > 0 && p[0] == '/' && n < PATH_MAX - NAME_MAX - 2 && (r = fn(p, n, idx++, arg)) != 0)
+            return r;
         p = *end ? end + 1 : end;
     }
-    for (size_t i = 0; i < FY_ARRAY_SIZE(fallback); i++) {
-        if (in_path_list(path, fallback[i]))
+    for (size_t i = 0; i < FY_ARRAY_SIZE(search_fallback); i++) {
+        if (in_path_list(path, search_fallback[i]))
             continue; /* looked at already */
-        snprintf(buf, sizeof buf, "%s/%s", fallback[i], name);
-        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-            return util_strdup(buf);
+        if ((r = fn(search_fallback[i], strlen(search_fallback[i]), idx++, arg)) != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* dir/name into buf (PATH_MAX); false when it does not fit. */
+static bool join(char *buf, const char *dir, size_t len, const char *name) {
+    if (len + strlen(name) + 2 > PATH_MAX)
+        return false;
+    memcpy(buf, dir, len);
+    buf[len] = '/';
+    strcpy(buf + len + 1, name);
+    return true;
+}
+
+struct find_arg {
+    const char *name;
+    char *found;
+};
+
+static int find_in(const char *dir, size_t len, size_t idx, void *arg) {
+    (void)idx;
+    struct find_arg *a = arg;
+    char buf[PATH_MAX];
+    struct stat st;
+    if (join(buf, dir, len, a->name) && stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) {
+        a->found = util_strdup(buf);
+        return 1;
+    }
+    return 0;
+}
+
+char *pu_find_program(const char *name) {
+    struct find_arg a = {name, NULL};
+    pu_search_dirs(find_in, &a);
+    return a.found;
+}
+
+/* ---- the programs a persisted probe snapshot depends on ---- */
+
+/* When this thread last wrote the search directories into a key: a
+ * snapshot is recorded only if nothing it depends on changed since shortly
+ * before (pu_programs_record). */
+static __thread struct timespec key_time;
+
+/* The part of a timestamp compared: seconds and nanoseconds. */
+#define TS(t) (long long)(t).tv_sec, (long)(t).tv_nsec
+
+static int key_dir(const char *dir, size_t len, size_t idx, void *arg) {
+    struct strbuf *key = arg;
+    char buf[PATH_MAX];
+    struct stat st;
+    memcpy(buf, dir, len);
+    buf[len] = '\0';
+    /* (the name escaped: a PATH entry may hold any byte but NUL) */
+    strbuf_printf(key, "search-dir %zu ", idx);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)dir[i] <= ' ' || dir[i] == '\\' || dir[i] == 0x7f)
+            strbuf_printf(key, "\\x%02x", (unsigned char)dir[i]);
+        else
+            strbuf_appendn(key, dir + i, 1);
+    if (stat(buf, &st) == 0)
+        strbuf_printf(key, " %llu %llu %o %lld.%09ld %lld.%09ld\n", (unsigned long long)st.st_dev,
+                      (unsigned long long)st.st_ino, (unsigned)st.st_mode, TS(st.st_mtim), TS(st.st_ctim));
+    else
+        strbuf_printf(key, " - %d\n", errno);
+    return 0;
+}
+
+int pu_programs_key(struct strbuf *key, const char *const *names, size_t n) {
+    if (!(key->buf && strstr(key->buf, "\nsearch-dir "))) {
+        clock_gettime(CLOCK_REALTIME, &key_time);
+        strbuf_append(key, "search-path\n");
+        pu_search_dirs(key_dir, key);
+    }
+    for (size_t i = 0; i < n; i++)
+        strbuf_printf(key, "program %s\n", names[i]);
+    return key->oom ? FY_E_NOMEM : 0;
+}
+
+/* What a stat says about a program file, compared whole. */
+static void stat_line(struct strbuf *t, const struct stat *st) {
+    strbuf_printf(t, " %llu %llu %o %u %u %lld %lld.%09ld %lld.%09ld", (unsigned long long)st->st_dev,
+                  (unsigned long long)st->st_ino, (unsigned)st->st_mode, (unsigned)st->st_uid, (unsigned)st->st_gid,
+                  (long long)st->st_size, TS(st->st_mtim), TS(st->st_ctim));
+}
+
+static bool recent(const struct timespec *t, const struct timespec *since) {
+    return t->tv_sec > since->tv_sec || (t->tv_sec == since->tv_sec && t->tv_nsec >= since->tv_nsec);
+}
+
+struct record_arg {
+    const char *name;
+    struct strbuf *table;
+    struct timespec since;
+    bool racy;
+};
+
+/* One directory of one program's search, as pu_find_program does it, with
+ * every entry of that name that exists written down: the one found ("found"),
+ * one skipped for its type or mode ("entry"), one stat cannot follow
+ * ("broken": a dangling link, a loop, no permission). Where no entry of the
+ * name exists nothing is written: the directory's own stat in the key stands
+ * for its names. */
+static int record_in(const char *dir, size_t len, size_t idx, void *arg) {
+    struct record_arg *a = arg;
+    char buf[PATH_MAX];
+    struct stat st, dst;
+    if (!join(buf, dir, len, a->name))
+        return 0;
+    /* The directory, again: changed since the key was made, nothing is saved. */
+    char d[PATH_MAX];
+    memcpy(d, dir, len);
+    d[len] = '\0';
+    if (stat(d, &dst) == 0 && (recent(&dst.st_mtim, &a->since) || recent(&dst.st_ctim, &a->since)))
+        a->racy = true;
+    if (stat(buf, &st) == 0) {
+        bool ok = S_ISREG(st.st_mode) && access(buf, X_OK) == 0;
+        if (recent(&st.st_mtim, &a->since) || recent(&st.st_ctim, &a->since))
+            a->racy = true;
+        strbuf_printf(a->table, "verify %s %s %zu", a->name, ok ? "found" : "entry", idx);
+        stat_line(a->table, &st);
+        strbuf_append(a->table, "\n");
+        return ok;
+    }
+    int e = errno;
+    if (e != ENOENT || lstat(buf, &st) == 0)
+        strbuf_printf(a->table, "verify %s broken %zu %d\n", a->name, idx, e);
+    return 0;
+}
+
+/* The names the key declares ("program NAME" lines), one by one. */
+static const char *next_program(const char *key, char *name, size_t size) {
+    const char *p = key;
+    while ((p = strstr(p, "\nprogram "))) {
+        p += 9;
+        const char *end = strchr(p, '\n');
+        if (!end)
+            return NULL;
+        if ((size_t)(end - p) < size) {
+            memcpy(name, p, (size_t)(end - p));
+            name[end - p] = '\0';
+            return end;
+        }
     }
     return NULL;
+}
+
+#define PU_RACY_SEC 2
+
+int pu_programs_record(const char *key, struct strbuf *table) {
+    if (!key_time.tv_sec)
+        return 1; /* no key made on this thread: nothing to compare with */
+    struct record_arg a = {.table = table, .since = key_time};
+    /* Timestamps are coarse (a clock tick; a second on some file systems):
+     * anything changed this shortly before the key may change again
+     * without a new timestamp. */
+    a.since.tv_sec -= PU_RACY_SEC;
+    char name[NAME_MAX + 1];
+    for (const char *p = key; (p = next_program(p, name, sizeof name));) {
+        a.name = name;
+        pu_search_dirs(record_in, &a);
+        strbuf_printf(table, "verify %s end\n", name);
+    }
+    if (table->oom)
+        return FY_E_NOMEM;
+    return a.racy ? 1 : 0;
+}
+
+/* The search directories, collected for verify lines (by index). */
+struct dir_list {
+    size_t n;
+    struct { const char *p; size_t len; } d[256];
+};
+
+static int collect_dir(const char *dir, size_t len, size_t idx, void *arg) {
+    struct dir_list *l = arg;
+    if (idx >= FY_ARRAY_SIZE(l->d))
+        return 1;
+    l->d[idx].p = dir;
+    l->d[idx].len = len;
+    l->n = idx + 1;
+    return 0;
+}
+
+/* Whether one "verify" line (NUL-terminated) still holds. */
+static bool verify_line(const char *l, const struct dir_list *dirs, size_t *ends) {
+    char name[NAME_MAX + 1], what[16];
+    int off = 0;
+    if (sscanf(l, "verify %255s %15s%n", name, what, &off) != 2 || off <= 0)
+        return false;
+    if (strcmp(what, "end") == 0) {
+        (*ends)++;
+        return l[off] == '\0';
+    }
+    size_t idx;
+    int o2 = 0;
+    if (sscanf(l + off, " %zu%n", &idx, &o2) != 1 || idx >= dirs->n)
+        return false;
+    const char *rest = l + off + o2;
+    char buf[PATH_MAX];
+    if (!join(buf, dirs->d[idx].p, dirs->d[idx].len, name))
+        return false;
+    struct stat st;
+    if (strcmp(what, "broken") == 0) {
+        int e = atoi(rest);
+        return stat(buf, &st) < 0 && errno == e;
+    }
+    bool found = strcmp(what, "found") == 0;
+    if (!found && strcmp(what, "entry") != 0)
+        return false;
+    if (stat(buf, &st) < 0)
+        return false;
+    bool ok = S_ISREG(st.st_mode) && access(buf, X_OK) == 0;
+    if (ok != found)
+        return false;
+    struct strbuf now;
+    strbuf_init(&now);
+    stat_line(&now, &st);
+    bool same = !now.oom && strcmp(now.buf, rest) == 0;
+    strbuf_free(&now);
+    return same;
+}
+
+bool pu_programs_verify(const char *key, const char *table, size_t len) {
+    static struct dir_list dirs; /* (256 entries: not on the stack) */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    char name[NAME_MAX + 1];
+    size_t declared = 0, ends = 0;
+    for (const char *p = key; (p = next_program(p, name, sizeof name));)
+        declared++;
+    pthread_mutex_lock(&mu);
+    dirs.n = 0;
+    pu_search_dirs(collect_dir, &dirs);
+    bool ok = true;
+    char line[PATH_MAX + 512];
+    for (size_t i = 0; ok && i < len;) {
+        const char *nl = memchr(table + i, '\n', len - i);
+        size_t ll = nl ? (size_t)(nl - (table + i)) : len - i;
+        if (!nl || ll >= sizeof line) {
+            ok = false;
+            break;
+        }
+        memcpy(line, table + i, ll);
+        line[ll] = '\0';
+        ok = verify_line(line, &dirs, &ends);
+        i += ll + 1;
+    }
+    pthread_mutex_unlock(&mu);
+    return ok && ends == declared;
 }
 
 bool pu_wait_until(struct pu_proc *p, uint64_t deadline) {

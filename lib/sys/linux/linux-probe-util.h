@@ -35,6 +35,33 @@ bool pu_exists(const char *path);
  * malloc'd absolute path or NULL. */
 char *pu_find_program(const char *name);
 
+/* The directories pu_find_program looks in, in its order: PATH's absolute
+ * entries, then the system directories PATH does not name. fn gets each
+ * (dir, len: not NUL-terminated) with its index; a nonzero return stops the
+ * walk and is returned. */
+typedef int (*pu_dir_fn)(const char *dir, size_t len, size_t idx, void *arg);
+int pu_search_dirs(pu_dir_fn fn, void *arg);
+
+/* The programs a persisted probe snapshot depends on, without looking each
+ * up in every directory on every load (linux-snapshot.c):
+ * - pu_programs_key: into the snapshot's key, the search directories (once
+ *   per key: each one's dev, inode, mode, mtime and ctime, which change
+ *   whenever a name is added, removed or renamed in it) and a "program NAME"
+ *   line per name;
+ * - pu_programs_record: when the snapshot is saved, each declared program's
+ *   search as pu_find_program makes it, every entry of its name that exists
+ *   with its whole stat ("verify" lines, appended to table). 1 when
+ *   something it depends on changed since shortly before the key was made
+ *   on this thread (timestamps are coarse): then nothing may be saved;
+ * - pu_programs_verify: whether every verify line still holds (a stat per
+ *   entry written down, and access for regular files), and every declared
+ *   program has its lines. Together with the key's directories: a fresh
+ *   lookup would find exactly what the probe found. */
+struct strbuf;
+int pu_programs_key(struct strbuf *key, const char *const *names, size_t n);
+int pu_programs_record(const char *key, struct strbuf *table);
+bool pu_programs_verify(const char *key, const char *table, size_t len);
+
 /* A child process the probe owns. */
 struct pu_proc {
     pid_t pid;
