@@ -18,7 +18,13 @@
  * state's owner, mode, size and SHA-256 against it, and an entry that
  * fails is removed and made again. Every attempt restores the state into a
  * fresh QEMU (-incoming fd:0) whose RAM is its own (anonymous, filled from
- * the stream): no guest memory is shared between attempts, even read-only. */
+ * the stream): no guest memory is shared between attempts, even read-only.
+ *
+ * A machine with restricted's NIC is another machine (its key says so): its
+ * template is made with the virtio-net device on a hub port leading
+ * nowhere, and its restore has the router's tap on stdin, so that QEMU gets
+ * the state's descriptor over a monitor socket it connects to and this
+ * process listens on (vm_qmp_listen, vm_template_restore). */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
