@@ -1656,6 +1656,14 @@ static void finish(fy_handle *h, struct vm *v) {
                                        (unsigned long long)v->tmpl.sealed_at)
                         : json_string("the state file's SHA-256, recomputed by this attempt while QEMU loaded "
                                       "it, before the guest was sent anything"));
+                json_object_set_new(
+                    tm, "state_passed",
+                    json_string(v->pl->nic ? "over the restoring QEMU's monitor (a unix socket of the attempt "
+                                             "directory this process listened on; the one peer accepted a "
+                                             "descendant of this process carrying the attempt's random -name and "
+                                             "running the plan's QEMU; getfd, migrate-incoming, then closed): its "
+                                             "standard input is the router's tap"
+                                           : "as the restoring QEMU's standard input (-incoming fd:0)"));
                 json_object_set_new(tm, "refused_before",
                                     v->tmpl.refused[0] ? json_string(v->tmpl.refused) : json_null());
                 json_object_set_new(tm, "reseeded", json_true());

@@ -273,6 +273,7 @@ assert iso["boot"].startswith("template restore") and "restricted: a template of
 tm = iso["template"]
 assert tm["made_by_this_attempt"] is True and "\nnic virtio-net-device mac=" in tm["inputs"], tm
 assert "reseeded" in g and tm["reseeded"] is True, (g, tm)
+assert tm["state_passed"].startswith("over the restoring QEMU's monitor"), tm["state_passed"]
 open(sys.argv[1] + ".key", "w").write(tm["key"])
 net = r["network"]
 assert net["router_left"] == 0, net
@@ -526,6 +527,7 @@ import json, sys
 iso = json.load(open(sys.argv[1]))["isolation"]
 tm = iso["template"]
 assert iso["boot"].startswith("template restore") and "restricted" not in iso["boot"], iso["boot"]
+assert tm["state_passed"].startswith("as the restoring QEMU's standard input"), tm["state_passed"]
 assert tm["key"] != open(sys.argv[2]).read() and "\nnic " not in tm["inputs"], tm
 PY
     ok "deny: restored from a template without a NIC (another key), the guest has lo only" ||
