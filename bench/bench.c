@@ -1544,6 +1544,19 @@ static uint64_t vm_attempt_ns(fy_prepared *pr, const char *want) {
     return dt;
 }
 
+/* The uplink namespace of --vm-restricted, removed at exit too (a row that
+ * dies on the way must not leave it). */
+static char vm_uplink_ns[64];
+static pid_t vm_uplink_owner;
+
+static void vm_uplink_ns_del(void) {
+    if (!vm_uplink_ns[0] || getpid() != vm_uplink_owner)
+        return; /* (not in a forked child that exits) */
+    char *del[] = {"/usr/sbin/ip", "netns", "del", vm_uplink_ns, NULL};
+    spawn_wait(del);
+    vm_uplink_ns[0] = '\0';
+}
+
 /* fy-bench --vm-restricted [RUNS]: /bin/true in vm-qemu under restricted
  * (the uplink a namespace of ours), restored from its template and booted
  * cold, with a deny attempt from its template, interleaved in rotating
@@ -1557,13 +1570,15 @@ static void bench_vm_restricted(int runs) {
     char name[64], path[128];
     snprintf(name, sizeof(name), "fy-bench-vm-%d", (int)getpid());
     snprintf(path, sizeof(path), "/run/netns/%s", name);
+    snprintf(vm_uplink_ns, sizeof(vm_uplink_ns), "%s", name);
+    vm_uplink_owner = getpid();
+    atexit(vm_uplink_ns_del);
     char *add[] = {"/usr/sbin/ip", "netns", "add", name, NULL};
     char *lo[] = {"/usr/sbin/ip", "-n", name, "link", "set", "lo", "up", NULL};
     char *addr[] = {"/usr/sbin/ip", "-n", name, "addr", "add", "198.51.100.1/24", "dev", "lo", NULL};
-    char *del[] = {"/usr/sbin/ip", "netns", "del", name, NULL};
     if (spawn_wait(add) != 0 || spawn_wait(lo) != 0 || spawn_wait(addr) != 0) {
         printf("  vm restricted: could not make the uplink namespace: no row\n");
-        spawn_wait(del);
+        vm_uplink_ns_del();
         return;
     }
     fy_caps *vc = NULL;
@@ -1584,14 +1599,14 @@ static void bench_vm_restricted(int runs) {
         fy_policy_add_destination(rp, "198.51.100.1", FY_PROTO_TCP, 80, 80, &e) < 0 ||
         fy_policy_set_network(rp, FY_NET_RESTRICTED, &e) < 0 ||
         fy_policy_set_network_host(rp, FY_NETHOST_UPLINK, path, &e) < 0 || fy_prepare(rp, vc, argv_true, &tm, &e) < 0) {
-        spawn_wait(del);
+        vm_uplink_ns_del();
         die("vm restricted policy", e);
     }
     setenv("FORGEYARD_VM_TEMPLATE", "off", 1);
     int cr = fy_prepare(rp, vc, argv_true, &cold, &e);
     unsetenv("FORGEYARD_VM_TEMPLATE");
     if (cr < 0) {
-        spawn_wait(del);
+        vm_uplink_ns_del();
         die("vm restricted cold prepare", e);
     }
     /* the templates made outside the count */
@@ -1622,7 +1637,7 @@ static void bench_vm_restricted(int runs) {
     free(t_cold);
     free(t_deny);
 out:
-    spawn_wait(del);
+    vm_uplink_ns_del();
     fy_prepared_free(deny);
     fy_prepared_free(tm);
     fy_prepared_free(cold);
