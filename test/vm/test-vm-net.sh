@@ -538,6 +538,30 @@ few_ok "$TMP/out" "restricted after deny"
 tmpl_used "$TMP/r7.json" "$TMP/r1.json.key" kept &&
     ok "restricted after deny: restored from the restricted template (the deny one not used)" ||
     bad "restricted after deny: not the restricted template"
+# Once the restored guest runs, the restore's monitor socket answers no one
+# (the library closed its listener after handing the state over).
+run --policy "$TMP/vm.json" --network restricted --allow 198.51.100.1:8080 --result "$TMP/r9.json" \
+    -- /bin/sh -c 'echo up; sleep 4' >"$TMP/out9" 2>"$TMP/err9" &
+R9=$!
+for _ in $(seq 300); do grep -qx up "$TMP/out9" 2>/dev/null && break; sleep 0.1; done
+mon=$(python3 - "$TMP/cache/attempts" <<'PY'
+import glob, socket, sys
+socks = glob.glob(sys.argv[1] + "/*/qmp")
+res = []
+for p in socks:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p); res.append("connected")
+    except ConnectionRefusedError:
+        res.append("refused")
+    s.close()
+print(" ".join(res) or "none")
+PY
+)
+wait $R9
+grep -qx up "$TMP/out9" && [ "$mon" = refused ] && tmpl_used "$TMP/r9.json" "$TMP/r1.json.key" kept &&
+    ok "a restored guest running: its QEMU's monitor socket refuses every connection" ||
+    bad "the monitor socket while the restored guest ran: $mon ($(cat "$TMP/out9" "$TMP/err9"))"
 K=$(cat "$TMP/r1.json.key")
 ST=$TMP/cache/templates/$K/state
 if [ -f "$ST" ]; then
