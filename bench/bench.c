@@ -58,6 +58,10 @@
  *               agent's hello vs a bare qemu -M microvm boot of the same
  *               kernel and initramfs, the namespace lifecycle and
  *               runsc --network=none do /bin/true
+ *   vm-restricted (alone: fy-bench --vm-restricted [RUNS], root) /bin/true
+ *               in vm-qemu under restricted (uplink: a namespace of ours)
+ *               restored from its template vs booted cold, with a deny
+ *               attempt from its template, interleaved in rotating order
  *
  * Everything it creates lives in one mkdtemp directory, removed at exit.
  */
@@ -1711,6 +1715,140 @@ out:
     fy_caps_free(vc);
 }
 
+/* ---- vm-qemu under network restricted (root): from its template vs cold ---- */
+
+/* One VM attempt of pr, its wall time; boot: whether isolation.boot began
+ * with want (a row that is not what it says dies). */
+static uint64_t vm_attempt_ns(fy_prepared *pr, const char *want) {
+    fy_handle *h = NULL;
+    fy_result *r = NULL;
+    fy_error *e = NULL;
+    uint64_t a = now_ns();
+    if (fy_start(pr, &h, &e) < 0 || fy_handle_wait(h, FY_UNLIMITED, &r, &e) != 1 ||
+        fy_result_outcome(r) != FY_OUTCOME_SUCCEEDED)
+        die("vm attempt", e);
+    uint64_t dt = now_ns() - a;
+    char *j = NULL, boot[64] = "";
+    fy_result_to_json(r, &j, NULL);
+    const char *b = j ? strstr(j, "\"boot\":") : NULL;
+    if (b) {
+        b += 7;
+        while (*b == ' ' || *b == '"')
+            b++;
+        snprintf(boot, sizeof(boot), "%s", b);
+    }
+    if (strncmp(boot, want, strlen(want)) != 0) {
+        fprintf(stderr, "fy-bench: a VM row booted \"%.40s\", not \"%s\"\n", boot, want);
+        exit(1);
+    }
+    fy_free(j);
+    fy_result_free(r);
+    fy_handle_free(h);
+    return dt;
+}
+
+/* The uplink namespace of --vm-restricted, removed at exit too (a row that
+ * dies on the way must not leave it). */
+static char vm_uplink_ns[64];
+static pid_t vm_uplink_owner;
+
+static void vm_uplink_ns_del(void) {
+    if (!vm_uplink_ns[0] || getpid() != vm_uplink_owner)
+        return; /* (not in a forked child that exits) */
+    char *del[] = {"/usr/sbin/ip", "netns", "del", vm_uplink_ns, NULL};
+    spawn_wait(del);
+    vm_uplink_ns[0] = '\0';
+}
+
+/* fy-bench --vm-restricted [RUNS]: /bin/true in vm-qemu under restricted
+ * (the uplink a namespace of ours), restored from its template and booted
+ * cold, with a deny attempt from its template, interleaved in rotating
+ * order. */
+static void bench_vm_restricted(int runs) {
+    if (getuid() != 0 || access("/usr/sbin/ip", X_OK) != 0) {
+        printf("  vm restricted: needs root and ip(8): no row\n");
+        return;
+    }
+    static const char *const argv_true[] = {"/bin/true", NULL};
+    char name[64], path[128];
+    snprintf(name, sizeof(name), "fy-bench-vm-%d", (int)getpid());
+    snprintf(path, sizeof(path), "/run/netns/%s", name);
+    snprintf(vm_uplink_ns, sizeof(vm_uplink_ns), "%s", name);
+    vm_uplink_owner = getpid();
+    atexit(vm_uplink_ns_del);
+    char *add[] = {"/usr/sbin/ip", "netns", "add", name, NULL};
+    char *lo[] = {"/usr/sbin/ip", "-n", name, "link", "set", "lo", "up", NULL};
+    char *addr[] = {"/usr/sbin/ip", "-n", name, "addr", "add", "198.51.100.1/24", "dev", "lo", NULL};
+    if (spawn_wait(add) != 0 || spawn_wait(lo) != 0 || spawn_wait(addr) != 0) {
+        printf("  vm restricted: could not make the uplink namespace: no row\n");
+        vm_uplink_ns_del();
+        return;
+    }
+    fy_caps *vc = NULL;
+    fy_policy *dp = NULL, *rp = NULL;
+    fy_prepared *deny = NULL, *tm = NULL, *cold = NULL;
+    fy_error *e = NULL;
+    if (fy_probe(0, &vc, NULL) != 0 || fy_policy_new(FY_PROFILE_STANDARD_CI, &dp, NULL) != 0 ||
+        fy_policy_set_isolation(dp, FY_LEVEL_VIRTUAL_MACHINE, FY_LEVEL_VIRTUAL_MACHINE, NULL) != 0 ||
+        fy_policy_set_limit(dp, FY_LIMIT_MEMORY, 256u << 20, NULL) != 0 ||
+        fy_prepare(dp, vc, argv_true, &deny, NULL) != 0) {
+        printf("  vm restricted: the virtual-machine backend does not run here: no row\n");
+        goto out;
+    }
+    /* (high-assurance denies networks: standard-ci with the VM level required) */
+    if (fy_policy_new(FY_PROFILE_STANDARD_CI, &rp, &e) < 0 ||
+        fy_policy_set_isolation(rp, FY_LEVEL_VIRTUAL_MACHINE, FY_LEVEL_VIRTUAL_MACHINE, &e) < 0 ||
+        fy_policy_set_limit(rp, FY_LIMIT_MEMORY, 256u << 20, &e) < 0 ||
+        fy_policy_add_destination(rp, "198.51.100.1", FY_PROTO_TCP, 80, 80, &e) < 0 ||
+        fy_policy_set_network(rp, FY_NET_RESTRICTED, &e) < 0 ||
+        fy_policy_set_network_host(rp, FY_NETHOST_UPLINK, path, &e) < 0 || fy_prepare(rp, vc, argv_true, &tm, &e) < 0) {
+        vm_uplink_ns_del();
+        die("vm restricted policy", e);
+    }
+    setenv("FORGEYARD_VM_TEMPLATE", "off", 1);
+    int cr = fy_prepare(rp, vc, argv_true, &cold, &e);
+    unsetenv("FORGEYARD_VM_TEMPLATE");
+    if (cr < 0) {
+        vm_uplink_ns_del();
+        die("vm restricted cold prepare", e);
+    }
+    /* the templates made outside the count */
+    uint64_t made_r = vm_attempt_ns(tm, "template restore"), made_d = vm_attempt_ns(deny, "template restore");
+    uint64_t *t_tm = calloc((size_t)runs, 8), *t_cold = calloc((size_t)runs, 8), *t_deny = calloc((size_t)runs, 8);
+    if (!t_tm || !t_cold || !t_deny)
+        die("calloc", NULL);
+    double load0 = loadavg1();
+    for (int i = 0; i < runs; i++)
+        for (int k = 0; k < 3; k++) {
+            int row = (i + k) % 3;
+            if (row == 0)
+                t_tm[i] = vm_attempt_ns(tm, "template restore");
+            else if (row == 1)
+                t_cold[i] = vm_attempt_ns(cold, "cold boot");
+            else
+                t_deny[i] = vm_attempt_ns(deny, "template restore");
+        }
+    double load1 = loadavg1();
+    double m_tm = median_ms(t_tm, runs), m_cold = median_ms(t_cold, runs), m_deny = median_ms(t_deny, runs);
+    printf("  %-40s %9.3f ms   min %.0f, max %.0f over %d; cold boot %.3f ms (min %.0f, max %.0f): %.1fx faster;\n"
+           "  %-40s              a deny attempt from its template %.3f ms: %.2fx; templates made in %llu / %llu ms\n"
+           "  %-40s              (restricted / deny, once); load %.1f -> %.1f\n",
+           "vm-qemu restricted from its template", m_tm, t_tm[0] / 1e6, t_tm[runs - 1] / 1e6, runs, m_cold,
+           t_cold[0] / 1e6, t_cold[runs - 1] / 1e6, m_cold / m_tm, "", m_deny, m_tm / m_deny,
+           (unsigned long long)(made_r / 1000000), (unsigned long long)(made_d / 1000000), "", load0, load1);
+    free(t_tm);
+    free(t_cold);
+    free(t_deny);
+out:
+    vm_uplink_ns_del();
+    fy_prepared_free(deny);
+    fy_prepared_free(tm);
+    fy_prepared_free(cold);
+    fy_policy_free(dp);
+    fy_policy_free(rp);
+    fy_caps_free(vc);
+}
+
 /* ---- fy-bench --tput [RUNS] [ROUNDS]: only the rows of issue 18 ----
  *
  * RUNS interleaved lifecycles (cold, in a pre-started shell refilled between
@@ -1822,6 +1960,11 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--fetch") == 0) {
         /* Only the fetch-only row: fy-bench --fetch [RUNS] */
         bench_fetch(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 5);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--vm-restricted") == 0) {
+        /* Only the restricted VM rows (root): fy-bench --vm-restricted [RUNS] */
+        bench_vm_restricted(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 10);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--vm") == 0) {

@@ -129,16 +129,20 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     if (pl->use_template) {
         json_object_set_new(iso, "template", json_pack("{ssss}", "key", pl->template_key, "inputs",
                                                        pl->template_inputs));
-        json_object_set_new(iso, "boot", json_string("template restore: a fresh QEMU per attempt restores the "
-                                                     "template's saved state into RAM of its own, then the guest "
-                                                     "RNG is reseeded and its clock set before the attempt's "
-                                                     "files and command are sent"));
+        json_object_set_new(iso, "boot",
+                            json_sprintf("template restore: a fresh QEMU per attempt restores the template's saved "
+                                         "state into RAM of its own, then the guest RNG is reseeded and its clock "
+                                         "set before the attempt's files and command are sent%s",
+                                         pl->nic ? "; restricted: a template of its own (its machine has the "
+                                                   "virtio-net device, on a hub port leading nowhere while it was "
+                                                   "made); the restoring QEMU has the router's tap behind it and "
+                                                   "gets the checked state over a monitor socket of the attempt "
+                                                   "(this process listening, the peer proven); the guest's "
+                                                   "addresses and routes are set by the agent after the restore"
+                                                 : ""));
     } else {
         json_object_set_new(iso, "template", json_null());
-        json_object_set_new(iso, "boot", json_string(pl->nic ? "cold boot per attempt (restricted network: the "
-                                                               "guest's network device is made per attempt; a "
-                                                               "template's machine has none)"
-                                                     : pl->cold_required
+        json_object_set_new(iso, "boot", json_string(pl->cold_required
                                                          ? "cold boot per attempt (the policy's control cold-boot: a "
                                                            "fresh guest kernel for every attempt)"
                                                          : "cold boot per attempt (templates off: "
@@ -429,7 +433,7 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     /* Templates unless the host turned them off (FORGEYARD_VM_TEMPLATE=off). */
     const char *tm = getenv("FORGEYARD_VM_TEMPLATE");
     pl->cold_required = np->control[FY_CONTROL_COLD_BOOT] == FY_CONTROL_STATE_ENFORCED;
-    pl->use_template = !(tm && !strcmp(tm, "off")) && !pl->cold_required && !pl->nic;
+    pl->use_template = !(tm && !strcmp(tm, "off")) && !pl->cold_required;
     if (pl->use_template && vm_template_key(pl) < 0)
         goto oom;
     if (build_json(pl, np) < 0)

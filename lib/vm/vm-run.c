@@ -69,6 +69,8 @@ struct vm {
     struct strbuf log;             /* the agent's LOG text (bounded) */
     struct vm_template tmpl;       /* restored from (tmpl.fd >= 0 until QEMU has it) */
     bool from_template;
+    char token[33];                /* restricted's restore: QEMU's "-name fy-TOKEN", its monitor's proof */
+    int qmp_listen;                /* restricted's restore: the monitor's listener in the attempt directory */
     char *cold_why;                /* why a template plan booted cold */
     int files_fd;                  /* the attempt's files (cpio) to send after a restore */
     /* fetch-only: the attempt's proxy (pl->pxf's service), its listener's
@@ -453,11 +455,12 @@ int vm_argv_of(const struct strbuf *args, const char ***ret) {
 
 /* ---- QEMU in the library's own sandbox ---- */
 
-int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const char ***ret) {
+int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct strbuf *args, const char ***ret) {
     /* one NUL-separated buffer, split afterwards. The machine (everything
-     * but the chardevs' backends, the monitor and -incoming) is the same
-     * in the three modes: a template's state restores only into the same
-     * machine. */
+     * but the chardevs' and the NIC's backends, the monitor, the name and
+     * -incoming) is the same in the three modes: a template's state
+     * restores only into the same machine. */
+    bool nic_restore = pl->nic && mode == VM_BOOT_RESTORE;
 #define A(...) do { strbuf_printf(args, __VA_ARGS__); strbuf_appendn(args, "", 1); } while (0)
     A("%s", pl->qemu);
     A("-M");
@@ -472,6 +475,11 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const 
     A("%lluM", (unsigned long long)(pl->guest_mem / MiB));
     A("-smp");
     A("%u", pl->smp);
+    if (nic_restore) {
+        /* The proof its monitor's peer is this QEMU (vm_template_restore). */
+        A("-name");
+        A("fy-%s", token ? token : "");
+    }
     A("-nodefaults");
     A("-no-user-config");
     A("-display");
@@ -500,12 +508,16 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const 
     A("-device");
     A("virtserialport,chardev=ctl,name=fy.ctl");
     if (pl->nic) {
-        /* restricted (cold boot only): the router's tap is QEMU's stdin
-         * (vm-net.c); its sandbox opens no tun device. */
+        /* restricted: the router's tap is QEMU's stdin (vm-net.c); its
+         * sandbox opens no tun device. A template is made with the same
+         * device on a hub port of its own, which leads nowhere (no host
+         * resource; the guest's eth0 is down until an attempt's RUN): the
+         * guest negotiated the features of a backend without a vnet
+         * header, as the router's tap (IFF_TAP|IFF_NO_PI) is. */
         A("-netdev");
-        A("tap,id=n0,fd=0");
+        A(mode == VM_BOOT_MAKE ? "hubport,id=n0,hubid=0" : "tap,id=n0,fd=0");
         A("-device");
-        A("virtio-net-device,netdev=n0,mac=52:54:00:66:79:02");
+        A("virtio-net-device,netdev=n0,mac=" VM_NIC_MAC);
     }
     for (size_t i = 0; i < pl->nmounts; i++) {
         A("-fsdev");
@@ -522,6 +534,16 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const 
         A("chardev=mon,mode=control");
         A("-global");
         A("migration.store-global-state=off");
+    } else if (nic_restore) {
+        /* stdin is the tap: the monitor is a unix socket of the attempt
+         * directory this process listens on (QEMU connects), over which
+         * it gets the checked state's fd (getfd, migrate-incoming). */
+        A("-chardev");
+        A("socket,id=mon,path=/fy/a/" VM_QMP_SOCK);
+        A("-mon");
+        A("chardev=mon,mode=control");
+        A("-incoming");
+        A("defer");
     } else if (mode == VM_BOOT_RESTORE) {
         A("-incoming");
         A("fd:0");
@@ -581,7 +603,7 @@ int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reter
     if (r >= 0 && sp->state_dir)
         r = fy_policy_set_state_dir(p, sp->state_dir, &e);
     if (r >= 0)
-        r = vm_qemu_argv(pl, sp->mode, &args, &argv);
+        r = vm_qemu_argv(pl, sp->mode, sp->token, &args, &argv);
     if (r >= 0)
         r = fy_prepare(p, sp->caps, argv, &pr, &e);
     if (r >= 0 && strcmp(fy_prepared_backend(pr), "linux-namespace") != 0)
@@ -604,7 +626,7 @@ static int start_vmm(fy_handle *h, struct vm *v, int in, int out, int console_wr
     struct vm_vmm_spec sp = {
         .pl = v->pl, .caps = h->pr->caps, .state_dir = neutral(h)->state_dir,
         .mode = v->from_template ? VM_BOOT_RESTORE : VM_BOOT_COLD,
-        .attempt_dir = v->dir[0] ? v->dir : NULL, .kernel_dir = v->k.dir,
+        .attempt_dir = v->dir[0] ? v->dir : NULL, .token = v->token, .kernel_dir = v->k.dir,
         .wall = neutral(h)->limit[FY_LIMIT_WALL_TIME], .in = in, .out = out, .err = console_wr,
     };
     return vm_vmm_start(&sp, &v->vmm, reterr);
@@ -635,6 +657,8 @@ static void vm_free_state(struct vm *v) {
         close(v->tmpl.fd);
     if (v->files_fd >= 0)
         close(v->files_fd);
+    if (v->qmp_listen >= 0)
+        close(v->qmp_listen);
     free(v->cold_why);
     free(v->dec);
     free(v->setup_detail);
@@ -669,7 +693,8 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     if (!v)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
     v->pl = h->pr->plan;
-    v->epfd = v->timerfd = v->sock = v->in_fd = v->console_fd = v->files_fd = v->tmpl.fd = v->pxdir_fd = -1;
+    v->epfd = v->timerfd = v->sock = v->in_fd = v->console_fd = v->files_fd = v->tmpl.fd = v->pxdir_fd =
+        v->qmp_listen = -1;
     for (int i = 0; i < 3; i++)
         v->out_fd[i] = -1;
     for (int i = 0; i < VMP_NET_CONNS; i++)
@@ -749,6 +774,24 @@ int vm_start(fy_handle *h, fy_error **reterr) {
                         what ? ": " : "", what ? what : "", strerror(-x));
             goto fail;
         }
+        if (v->pl->nic) {
+            /* restricted: QEMU's stdin is the router's tap, so the state
+             * reaches it over a monitor socket of the attempt directory
+             * (this process listening; the peer proven by a random name on
+             * QEMU's command line), the directory holding nothing else. */
+            unsigned char rnd[16];
+            if ((r = make_attempt_dir(v, reterr)) < 0)
+                goto fail;
+            if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) ||
+                (x = vm_qmp_listen(v->dir, &v->qmp_listen)) < 0) {
+                int e = x < 0 ? -x : errno;
+                r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, e, NULL, "the restoring QEMU's monitor socket: %s",
+                            strerror(e));
+                goto fail;
+            }
+            for (size_t i = 0; i < sizeof(rnd); i++)
+                snprintf(v->token + 2 * i, 3, "%02x", rnd[i]);
+        }
     } else {
         if ((r = make_attempt_dir(v, reterr)) < 0)
             goto fail;
@@ -774,13 +817,22 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         v->console_fd = cp[0];
         fcntl(cp[0], F_SETFL, O_NONBLOCK);
         fchmod(cp[1], 0622);
-        /* (restricted, always cold: QEMU's stdin is the router's tap) */
-        r = v->from_template ? start_vmm(h, v, v->tmpl.fd, sp[1], cp[1], reterr)
-                             : start_vmm(h, v, v->nw.tap >= 0 ? v->nw.tap : sp[1], sp[1], cp[1], reterr);
+        /* restricted: QEMU's stdin is the router's tap (a restore gets its
+         * state over the monitor, below) */
+        r = v->nw.tap >= 0 ? start_vmm(h, v, v->nw.tap, sp[1], cp[1], reterr)
+            : v->from_template ? start_vmm(h, v, v->tmpl.fd, sp[1], cp[1], reterr)
+                               : start_vmm(h, v, sp[1], sp[1], cp[1], reterr);
         close(sp[1]);
         close(cp[1]);
         if (r < 0)
             goto fail;
+        if (v->from_template && v->qmp_listen >= 0) {
+            char why[512] = "";
+            if (vm_template_restore(v->pl, &v->tmpl, v->qmp_listen, v->vmm, v->token, why, sizeof(why)) < 0) {
+                r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL, "restoring the VM template: %s", why);
+                goto fail;
+            }
+        }
         /* QEMU loads the state while its digest is checked here; the guest
          * is sent nothing before it matched. A template that fails is
          * removed and made again, once. */
@@ -815,6 +867,10 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     if (v->tmpl.fd >= 0) {
         close(v->tmpl.fd); /* QEMU has its own */
         v->tmpl.fd = -1;
+    }
+    if (v->qmp_listen >= 0) {
+        close(v->qmp_listen); /* no one else connects to this QEMU's monitor */
+        v->qmp_listen = -1;
     }
     if (v->nw.tap >= 0) {
         close(v->nw.tap); /* QEMU has its own: the tap lives as long as QEMU */
@@ -1600,6 +1656,14 @@ static void finish(fy_handle *h, struct vm *v) {
                                        (unsigned long long)v->tmpl.sealed_at)
                         : json_string("the state file's SHA-256, recomputed by this attempt while QEMU loaded "
                                       "it, before the guest was sent anything"));
+                json_object_set_new(
+                    tm, "state_passed",
+                    json_string(v->pl->nic ? "over the restoring QEMU's monitor (a unix socket of the attempt "
+                                             "directory this process listened on; the one peer accepted a "
+                                             "descendant of this process carrying the attempt's random -name and "
+                                             "running the plan's QEMU; getfd, migrate-incoming, then closed): its "
+                                             "standard input is the router's tap"
+                                           : "as the restoring QEMU's standard input (-incoming fd:0)"));
                 json_object_set_new(tm, "refused_before",
                                     v->tmpl.refused[0] ? json_string(v->tmpl.refused) : json_null());
                 json_object_set_new(tm, "reseeded", json_true());

@@ -39,6 +39,11 @@ struct vm_plan {
     void *dnscfg;
 };
 
+/* The guest's virtio-net MAC under restricted (cold, template, restore). */
+#define VM_NIC_MAC "52:54:00:66:79:02"
+/* A restricted restore's monitor socket in the attempt directory. */
+#define VM_QMP_SOCK "qmp"
+
 /* How QEMU is started: a cold boot of the attempt's initramfs, the boot
  * of a template that is then saved, or the restore of a template. */
 enum { VM_BOOT_COLD, VM_BOOT_MAKE, VM_BOOT_RESTORE };
@@ -49,7 +54,8 @@ struct vm_vmm_spec {
     const fy_caps *caps;
     const char *state_dir;        /* or NULL */
     int mode;                     /* VM_BOOT_* */
-    const char *attempt_dir;      /* bound at /fy/a (cold boot), or NULL */
+    const char *attempt_dir;      /* bound at /fy/a (cold boot, restricted's restore), or NULL */
+    const char *token;            /* restricted's restore: QEMU's -name fy-TOKEN, its monitor's proof */
     const char *kernel_dir;       /* bound at /fy/k */
     const char *mount_stub;       /* bound at every /fy/mN instead of the plan's directories, or NULL */
     uint64_t wall;                /* usec or FY_UNLIMITED */
@@ -58,7 +64,7 @@ struct vm_vmm_spec {
 /* The NUL-separated words of args as an argv (calloc'd; the words stay
  * args's). FY_E_NOMEM when args ran out of memory. */
 int vm_argv_of(const struct strbuf *args, const char ***ret);
-int vm_qemu_argv(const struct vm_plan *pl, int mode, struct strbuf *args, const char ***ret);
+int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct strbuf *args, const char ***ret);
 
 /* vm-vmm-config.c: the Firecracker and cloud-hypervisor adapters'
  * configuration from the same plan (generated and unit-tested; not run:

@@ -18,7 +18,13 @@
  * state's owner, mode, size and SHA-256 against it, and an entry that
  * fails is removed and made again. Every attempt restores the state into a
  * fresh QEMU (-incoming fd:0) whose RAM is its own (anonymous, filled from
- * the stream): no guest memory is shared between attempts, even read-only. */
+ * the stream): no guest memory is shared between attempts, even read-only.
+ *
+ * A machine with restricted's NIC is another machine (its key says so): its
+ * template is made with the virtio-net device on a hub port leading
+ * nowhere, and its restore has the router's tap on stdin, so that QEMU gets
+ * the state's descriptor over a monitor socket it connects to and this
+ * process listens on (vm_qmp_listen, vm_template_restore). */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -31,6 +37,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "forgeyard/sandbox.h"
@@ -80,12 +87,19 @@ int vm_template_key(struct vm_plan *pl) {
         if (pl->mounts[i].writable)
             snprintf(rw + strlen(rw), sizeof(rw) - strlen(rw), "%sr%zu", rw[0] ? "," : " rw=", i);
     free(pl->template_inputs);
+    /* A machine with the restricted network's device is another machine
+     * (a deny guest has no NIC, a restricted one must find its own): one
+     * more line, absent without it (the key of a machine without a NIC is
+     * as before). */
     pl->template_inputs = util_asprintf("%s\nvmlinuz_sha256 %s\ninitramfs_sha256 %s\nqemu %s\n"
                                         "machine microvm,acpi=on accel=%s memory=%lluM cpus=%u 9p=%zu%s\n"
-                                        "cmdline %s\n",
+                                        "cmdline %s\n%s",
                                         TEMPLATE_FORMAT, pl->k.vmlinuz_digest, pl->k.initrd_digest, qemu,
                                         pl->kvm ? "kvm" : "tcg", (unsigned long long)(pl->guest_mem / MiB),
-                                        pl->smp, pl->nmounts, rw, cmdline);
+                                        pl->smp, pl->nmounts, rw, cmdline,
+                                        pl->nic ? "nic virtio-net-device mac=" VM_NIC_MAC " netdev=n0 (made on a "
+                                                  "hub port leading nowhere, restored on the router's tap)\n"
+                                                : "");
     if (!pl->template_inputs)
         return FY_E_NOMEM;
     struct digest d;
@@ -456,6 +470,150 @@ static int qmp_cmd(struct qmp *q, const char *cmd, int pass_fd, json_t **ret, ch
         *ret = json_incref(json_object_get(j, "return"));
     json_decref(j);
     return 0;
+}
+
+/* ---- a restricted restore's monitor (stdin is the router's tap) ---- */
+
+int vm_qmp_listen(const char *dir, int *lfd) {
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" VM_QMP_SOCK, dfd);
+    int e = 0;
+    if (dfd < 0 || l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 4) < 0)
+        e = errno;
+    /* connect(2) needs write permission on the socket and QEMU runs
+     * under another id: who connected is checked at accept (vm_qmp_peer_is_vmm),
+     * and the directory's name is random under a parent nobody else may
+     * list. */
+    if (!e && fchmodat(AT_FDCWD, sa.sun_path, 0666, 0) < 0)
+        e = errno;
+    if (dfd >= 0)
+        close(dfd);
+    if (e) {
+        if (l >= 0)
+            close(l);
+        return -e;
+    }
+    *lfd = l;
+    return 0;
+}
+
+/* The parent of pid (in this process's pid namespace), or 0. */
+static pid_t parent_of(pid_t pid) {
+    char p[64], buf[4096];
+    snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *pp = strstr(buf, "\nPPid:");
+    return pp ? (pid_t)strtol(pp + 7, NULL, 10) : 0;
+}
+
+/* The connecting process is this attempt's QEMU: a descendant of this
+ * process (the VMM's sandbox is: no other process can become one), its
+ * command line carries the attempt's random "-name fy-TOKEN" and, where
+ * this process may read it, its executable is the plan's QEMU binary. */
+bool vm_qmp_peer_is_vmm(int fd, const char *qemu, const char *token) {
+    struct ucred cr;
+    socklen_t len = sizeof(cr);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || len != sizeof(cr) || cr.pid <= 0)
+        return false;
+    pid_t me = getpid(), up = cr.pid;
+    for (int depth = 0; up > 1 && up != me && depth < 32; depth++)
+        up = parent_of(up);
+    if (up != me)
+        return false;
+    char p[64], want[64];
+    snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)cr.pid);
+    snprintf(want, sizeof(want), "fy-%s", token);
+    int c = open(p, O_RDONLY | O_CLOEXEC);
+    if (c < 0)
+        return false;
+    char *buf = malloc(65536);
+    if (!buf) {
+        close(c);
+        return false;
+    }
+    size_t have = 0;
+    for (ssize_t n; have < 65535 && (n = read(c, buf + have, 65535 - have)) > 0;)
+        have += (size_t)n;
+    close(c);
+    buf[have] = '\0';
+    bool named = false;
+    for (size_t i = 0; i < have && !named; i += strlen(buf + i) + 1)
+        named = !strcmp(buf + i, "-name") && i + 6 < have && !strcmp(buf + i + 6, want);
+    free(buf);
+    if (!named)
+        return false;
+    struct stat a, b;
+    snprintf(p, sizeof(p), "/proc/%d/exe", (int)cr.pid);
+    if (stat(p, &a) < 0)
+        return errno == EACCES || errno == EPERM; /* not ours to read: the name stands */
+    return stat(qemu, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int vm_template_restore(const struct vm_plan *pl, const struct vm_template *t, int lfd, fy_handle *vmm,
+                        const char *token, char *why, size_t wlen) {
+    uint64_t deadline = util_now_usec() + 60 * SEC;
+    int fd = -1;
+    while (fd < 0) {
+        uint64_t now = util_now_usec();
+        if (now >= deadline) {
+            snprintf(why, wlen, "QEMU's monitor did not connect within 60 s");
+            return -1;
+        }
+        struct pollfd p[2] = {{lfd, POLLIN, 0}, {fy_handle_get_fd(vmm), POLLIN, 0}};
+        int k = poll(p, 2, (int)((deadline - now) / 1000 + 1));
+        if (k < 0 && errno != EINTR) {
+            snprintf(why, wlen, "poll: %s", strerror(errno));
+            return -1;
+        }
+        if (p[1].revents) {
+            fy_result *res = NULL;
+            if (fy_handle_process(vmm, &res, NULL) == 1) {
+                snprintf(why, wlen, "QEMU ended before its monitor connected (%s)",
+                         fy_result_detail(res) ? fy_result_detail(res) : "no detail");
+                fy_result_free(res);
+                return -1;
+            }
+        }
+        if (!(p[0].revents & POLLIN))
+            continue;
+        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0 && !vm_qmp_peer_is_vmm(fd, pl->qemu, token)) {
+            close(fd); /* not our QEMU: never spoken to */
+            fd = -1;
+        }
+    }
+    struct qmp *q = calloc(1, sizeof(*q));
+    if (!q) {
+        close(fd);
+        snprintf(why, wlen, "out of memory");
+        return -1;
+    }
+    q->fd = fd;
+    q->deadline = deadline;
+    json_t *greeting = qmp_read(q);
+    bool ok = greeting != NULL;
+    json_decref(greeting);
+    if (!ok)
+        snprintf(why, wlen, "no QMP greeting");
+    ok = ok && qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}", -1, NULL, why, wlen) == 0;
+    ok = ok && qmp_cmd(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"fy-state\"}}", t->fd, NULL, why, wlen) == 0;
+    ok = ok && qmp_cmd(q, "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:fy-state\"}}", -1, NULL, why,
+                       wlen) == 0;
+    /* QEMU loads the state on its own (the agent's hello says it is up);
+     * the monitor is not needed again: closed here, as is the listener by
+     * the caller, so that nothing speaks to this QEMU's monitor again. */
+    close(fd);
+    free(q);
+    return ok ? 0 : -1;
 }
 
 /* ---- making one ---- */

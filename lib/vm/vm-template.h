@@ -45,6 +45,20 @@ int vm_template_check(struct vm_template *t);
  * modification and change times): the copy's SHA-256 matched and its
  * bytes cannot have changed since, so its digest is not recomputed. At
  * most two copies per process. */
+/* restricted's restore: a listening unix socket VM_QMP_SOCK in dir (mode
+ * 0666: QEMU runs under another id), *lfd; -errno. */
+int vm_qmp_listen(const char *dir, int *lfd);
+/* The peer of the accepted monitor connection fd is the QEMU started for
+ * this attempt: a descendant of this process, "-name fy-TOKEN" on its
+ * command line and, where readable, qemu as its executable. */
+bool vm_qmp_peer_is_vmm(int fd, const char *qemu, const char *token);
+/* restricted's restore: accepts the monitor connection of vmm's QEMU (the
+ * peer's command line carries -name fy-TOKEN and, where readable, its
+ * executable is the plan's QEMU; anyone else is closed unspoken to), hands
+ * it the state (t->fd, getfd) and starts the incoming migration from it,
+ * then closes the monitor. 0, or -1 and why. */
+int vm_template_restore(const struct vm_plan *pl, const struct vm_template *t, int lfd, fy_handle *vmm,
+                        const char *token, char *why, size_t wlen);
 /* Removes the plan's template (it failed its check). */
 void vm_template_discard(const struct vm_plan *pl);
 /* The templates directory under the cache root. */

@@ -268,7 +268,13 @@ assert "127.0.0.53" in n["dns"], n
 assert "fd of the router's tap" in iso["vmm_confinement"], iso["vmm_confinement"]
 g = iso["guest_report"]
 assert "eth0=100.64.0.2/30" in g and ("network-devices=eth0,lo " in g or "network-devices=lo,eth0 " in g), g
-assert iso["boot"].startswith("cold boot per attempt (restricted network"), iso["boot"]
+# restored from a template of its own (made by this attempt: the cache is new)
+assert iso["boot"].startswith("template restore") and "restricted: a template of its own" in iso["boot"], iso["boot"]
+tm = iso["template"]
+assert tm["made_by_this_attempt"] is True and "\nnic virtio-net-device mac=" in tm["inputs"], tm
+assert "reseeded" in g and tm["reseeded"] is True, (g, tm)
+assert tm["state_passed"].startswith("over the restoring QEMU's monitor"), tm["state_passed"]
+open(sys.argv[1] + ".key", "w").write(tm["key"])
 net = r["network"]
 assert net["router_left"] == 0, net
 d = net["dns"]
@@ -307,6 +313,21 @@ grep -qx "uid 0" "$TMP/err" && grep -qx "addr-add 0" "$TMP/out" && grep -qx "rou
     grep -qx "tcp-allowed 0" "$TMP/out" && grep -qx "tcp-allowed-spoofed 1" "$TMP/out" &&
     ok "a guest root rewiring eth0 reaches nothing more; a spoofed source reaches nothing" ||
     { bad "rewired guest"; cat "$TMP/out" "$TMP/err"; }
+# (restored from the first attempt's template, not made again)
+tmpl_used() { # RESULT KEY-FILE MADE: restored from the template named in KEY-FILE, made by it or not
+    python3 - "$@" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+iso = r["isolation"]
+assert iso["boot"].startswith("template restore"), iso["boot"]
+tm = iso["template"]
+assert tm["key"] == open(sys.argv[2]).read(), (tm["key"], "expected", open(sys.argv[2]).read())
+assert tm["made_by_this_attempt"] is (sys.argv[3] == "made"), tm
+assert "reseeded" in iso["guest_report"], iso["guest_report"]
+PY
+}
+tmpl_used "$TMP/r2.json" "$TMP/r1.json.key" kept && ok "the rewired guest was restored from the restricted template" ||
+    bad "the rewired guest's boot"
 nothing_left "rewired guest"
 
 # 3. restricted as uid 65534: the pasta path's router (the library's own
@@ -367,6 +388,10 @@ assert "tap sb" in n["link"], n
 net = r["network"]
 assert net["uplink"]["ended"] is True and net["router_links_left"] == 0 and net["router_left"] == 0, net
 assert net["dns"]["ended"] is True, net["dns"]
+iso = r["isolation"]
+assert iso["boot"].startswith("template restore") and "restricted: a template of its own" in iso["boot"], iso["boot"]
+assert iso["template"]["made_by_this_attempt"] is True, iso["template"]
+open(sys.argv[1] + ".key", "w").write(iso["template"]["key"])
 assert r["cleanup"]["network_left"] == 0, r["cleanup"]
 print(net["uplink"]["pid"])
 PY
@@ -428,6 +453,14 @@ assert net["router_left"] == 0, net
 assert r["cleanup"]["network_left"] == 0, r["cleanup"]
 PY
             { bad "helper evidence"; python3 -m json.tool "$TMP/u/r5.json" | grep -A30 '"network"'; }
+        # restored from the template the pasta run made (same machine, same
+        # cache), or made now where pasta did not run
+        if [ -s "$TMP/u/r4.json.key" ]; then
+            tmpl_used "$TMP/u/r5.json" "$TMP/u/r4.json.key" kept
+        else
+            python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["isolation"]["template"]["key"], end="")' \
+                "$TMP/u/r5.json" >"$TMP/u/r5.json.key" && tmpl_used "$TMP/u/r5.json" "$TMP/u/r5.json.key" made
+        fi && ok "helper: restored from the restricted template" || bad "helper: not restored from the restricted template"
         grep -q "request 7 -> ok" "$TMP/helper.log" && ok "helper: the router came from NET_TAP" ||
             { bad "helper: no NET_TAP served"; cat "$TMP/helper.log"; }
         nothing_left "helper restricted guest"
@@ -466,5 +499,91 @@ assert d["ended"] is True and len(d["queries"]) == 2, d
 assert r["network"]["proxy"]["ended"] is True, r["network"]
 PY
 nothing_left "fetch-only guest"
+
+# 5. Template classes: a machine with the restricted network's NIC is
+#    another machine. A deny attempt never restores the restricted template
+#    (nor its guest an eth0), a restricted attempt never the deny one; a
+#    corrupt restricted template is refused (its digest), removed and made
+#    again, and the router's rules hold in the guest restored from it.
+cat >"$TMP/probe/few.sh" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+"$P" tcp 198.51.100.1 8080 >/dev/null 2>&1 || "$P" tcp 198.51.100.1 8080 >/dev/null 2>&1; echo "tcp4-allowed $?"
+"$P" tcp 198.51.100.1 9090 >/dev/null 2>&1; echo "tcp4-other-port $?"
+"$P" tcp 198.51.100.2 8080 >/dev/null 2>&1; echo "tcp4-other-addr $?"
+"$P" icmp 198.51.100.1 >/dev/null 2>&1; echo "icmp4 $?"
+echo "devices $(ls /sys/class/net | tr '\n' ' ')"
+IN
+chmod 644 "$TMP/probe/few.sh"
+few_ok() { # OUT-FILE LABEL
+    grep -qx "tcp4-allowed 0" "$1" && grep -qx "tcp4-other-port 1" "$1" && grep -qx "tcp4-other-addr 1" "$1" &&
+        grep -qx "icmp4 1" "$1" && grep -qx "devices eth0 lo " "$1" &&
+        ok "$2: the allowed tuple answers, another port, address and ICMP blocked, eth0 and lo only" ||
+        { bad "$2: probes"; cat "$1"; }
+}
+timeout 600 "$FY" run --policy "$TMP/vm.json" --bind-ro "$TMP/probe:/opt/fyprobe" --result "$TMP/r6.json" \
+    -- /bin/sh -c 'echo "devices $(ls /sys/class/net | tr "\n" " ")"' >"$TMP/out" 2>"$TMP/err"
+grep -qx "devices lo " "$TMP/out" && python3 - "$TMP/r6.json" "$TMP/r1.json.key" <<'PY' &&
+import json, sys
+iso = json.load(open(sys.argv[1]))["isolation"]
+tm = iso["template"]
+assert iso["boot"].startswith("template restore") and "restricted" not in iso["boot"], iso["boot"]
+assert tm["state_passed"].startswith("as the restoring QEMU's standard input"), tm["state_passed"]
+assert tm["key"] != open(sys.argv[2]).read() and "\nnic " not in tm["inputs"], tm
+PY
+    ok "deny: restored from a template without a NIC (another key), the guest has lo only" ||
+    { bad "deny after restricted: not its own template"; cat "$TMP/out" "$TMP/err"; python3 -m json.tool "$TMP/r6.json" | grep -A8 '"template"'; }
+run --policy "$TMP/vm.json" --network restricted --allow 198.51.100.1:8080 --result "$TMP/r7.json" \
+    -- /bin/sh /opt/fyprobe/few.sh >"$TMP/out" 2>"$TMP/err"
+few_ok "$TMP/out" "restricted after deny"
+tmpl_used "$TMP/r7.json" "$TMP/r1.json.key" kept &&
+    ok "restricted after deny: restored from the restricted template (the deny one not used)" ||
+    bad "restricted after deny: not the restricted template"
+# Once the restored guest runs, the restore's monitor socket answers no one
+# (the library closed its listener after handing the state over).
+run --policy "$TMP/vm.json" --network restricted --allow 198.51.100.1:8080 --result "$TMP/r9.json" \
+    -- /bin/sh -c 'echo up; sleep 4' >"$TMP/out9" 2>"$TMP/err9" &
+R9=$!
+for _ in $(seq 300); do grep -qx up "$TMP/out9" 2>/dev/null && break; sleep 0.1; done
+mon=$(python3 - "$TMP/cache/attempts" <<'PY'
+import glob, socket, sys
+socks = glob.glob(sys.argv[1] + "/*/qmp")
+res = []
+for p in socks:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p); res.append("connected")
+    except ConnectionRefusedError:
+        res.append("refused")
+    s.close()
+print(" ".join(res) or "none")
+PY
+)
+wait $R9
+grep -qx up "$TMP/out9" && [ "$mon" = refused ] && tmpl_used "$TMP/r9.json" "$TMP/r1.json.key" kept &&
+    ok "a restored guest running: its QEMU's monitor socket refuses every connection" ||
+    bad "the monitor socket while the restored guest ran: $mon ($(cat "$TMP/out9" "$TMP/err9"))"
+K=$(cat "$TMP/r1.json.key")
+ST=$TMP/cache/templates/$K/state
+if [ -f "$ST" ]; then
+    sz=$(stat -c %s "$ST")
+    printf 'corrupt!' | dd of="$ST" bs=1 seek=$((sz / 2)) conv=notrunc status=none
+    run --policy "$TMP/vm.json" --network restricted --allow 198.51.100.1:8080 --result "$TMP/r8.json" \
+        -- /bin/sh /opt/fyprobe/few.sh >"$TMP/out" 2>"$TMP/err"
+    few_ok "$TMP/out" "restricted from a remade template"
+    python3 - "$TMP/r8.json" "$K" <<'PY' && ok "a corrupt restricted template is refused by its digest and made again" ||
+import json, sys
+r = json.load(open(sys.argv[1]))
+iso = r["isolation"]
+tm = iso["template"]
+assert r["outcome"] == "succeeded", r["outcome"]
+assert iso["boot"].startswith("template restore"), iso["boot"]
+assert tm["key"] == sys.argv[2] and tm["made_by_this_attempt"] is True, tm
+assert "digest mismatch" in (tm["refused_before"] or ""), tm["refused_before"]
+PY
+        { bad "the corrupt restricted template"; python3 -m json.tool "$TMP/r8.json" | grep -A12 '"template"'; }
+    nothing_left "restricted from a remade template"
+else
+    bad "no restricted template at $ST"
+fi
 
 exit $fail
