@@ -444,9 +444,12 @@ static char *job_no_proxy(struct fy_plan *pl) {
         const char *tab = strchr(l, '\t'), *nl = strchr(l, '\n');
         if (!nl)
             nl = l + strlen(l);
-        if (tab && tab < nl) {
+        /* (Each name once, with its IPv4 line; an IPv6 line adds its
+         * address alone.) */
+        if (tab && tab < nl && memchr(l, ':', (size_t)(tab - l)))
+            w += sprintf(w, "%s%.*s", w == out ? "" : ",", (int)(tab - l), l);
+        else if (tab && tab < nl)
             w += sprintf(w, "%s%.*s,%.*s", w == out ? "" : ",", (int)(nl - tab - 1), tab + 1, (int)(tab - l), l);
-        }
         l = *nl ? nl + 1 : nl;
     }
     return out;

@@ -240,17 +240,33 @@ static bool wait_file(const char *path, int seconds) {
 
 /* Whether the host's namespace reaches addr:port over TCP. */
 static bool host_reaches(const char *addr, int port) {
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool v6 = strchr(addr, ':') != NULL;
+    int s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
     inet_pton(AF_INET, addr, &a.sin_addr);
+    inet_pton(AF_INET6, addr, &a6.sin6_addr);
     struct timeval tv = {2, 0};
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    bool ok = connect(s, (struct sockaddr *)&a, sizeof(a)) == 0;
+    bool ok = v6 ? connect(s, (struct sockaddr *)&a6, sizeof(a6)) == 0 : connect(s, (struct sockaddr *)&a, sizeof(a)) == 0;
     close(s);
     return ok;
 }
 
 #define P "/opt/fyprobe/fy-netprobe"
+
+/* A member's IPv6 checks (db is fd66:7973:2::1 on the job's /64): db by
+ * name (AAAA from /etc/hosts; a plain lookup still gives IPv4 first) over
+ * TCP and UDP; the fake internet (2001:db8::1, echo servers of the test's)
+ * and the host program's namespace (GW: 2001:db8:2::1, a listener of the
+ * test's) not over IPv6. */
+#define V6_CHECKS                                                                                        \
+    "B=$(" P " resolve6 db) || exit 40; [ \"$B\" = fd66:7973:2::1 ] || exit 41; "                          \
+    P " tcp \"$B\" 8080 || exit 42; " P " udp \"$B\" 9090 || exit 43; "                                    \
+    "! " P " tcp 2001:db8::1 8080 || exit 44; ! " P " udp 2001:db8::1 9090 || exit 45; "                  \
+    "! " P " tcp 2001:db8:2::1 8080 || exit 46; ! " P " icmp 2001:db8::1 || exit 47; "
+#define V6_EXITS                                                                                          \
+    "40-43: db over IPv6 not reached; 44-47: the fake internet or GW reached over IPv6"
 
 /* A fetch-only member of job a ("proxied", db at 100.80.0.1 serving):
  * db by name directly on the job's link, the allowlist only through its
@@ -268,6 +284,7 @@ static void fetch_member(fy_jobnet *a, bool helper) {
     const char *av[] = {"/bin/sh", "-c",
                         "A=$(" P " resolve db) || exit 10; [ \"$A\" = 100.80.0.1 ] || exit 11; "
                         P " tcp \"$A\" 8080 || exit 12; " P " udp \"$A\" 9090 || exit 13; "
+                        V6_CHECKS
                         P " proxy 198.51.100.1 8080 || exit 15; "
                         "! " P " proxy 198.51.100.2 8080 || exit 16; ! " P " proxy 198.51.100.1 9090 || exit 17; "
                         "! " P " proxy db 8080 || exit 18; "
@@ -276,6 +293,7 @@ static void fetch_member(fy_jobnet *a, bool helper) {
                         "! " P " tcp 192.0.2.2 8080 || exit 24; ! " P " tcp 100.80.0.254 3128 || exit 25; "
                         "[ \"$HTTPS_PROXY\" = http://127.0.0.1:3128 ] || exit 30; "
                         "case \",$NO_PROXY,\" in *,db,100.80.0.1,*) ;; *) exit 31;; esac; "
+                        "case \",$NO_PROXY,\" in *,fd66:7973:2::1,*) ;; *) exit 33;; esac; "
                         "[ \"$no_proxy\" = \"$NO_PROXY\" ] || exit 32; exit 0", NULL};
     fy_prepared *pf = NULL;
     if (r >= 0)
@@ -287,7 +305,7 @@ static void fetch_member(fy_jobnet *a, bool helper) {
     int code = finish(start(pf, "proxied"), &json);
     CHECK(code == 0,
           "proxied (fetch-only) exited %d (10-13: db; 15: the allowed destination through the proxy; 16-18: "
-          "another allowed by the proxy; 20-25: something reached without it; 30-32: its environment)",
+          "another allowed by the proxy; 20-25: something reached without it; 30-33: its environment; " V6_EXITS ")",
           code);
     /* Its result: the proxy's record and the job's witness, in one. */
     char *flat = json ? strdup(json) : NULL;
@@ -365,14 +383,17 @@ static void job_networks(void) {
     fy_prepared *runner = prepare(a, "runner", NULL,
                                   "A=$(" P " resolve db) || exit 10; [ \"$A\" = 100.80.0.1 ] || exit 11; "
                                   P " tcp \"$A\" 8080 || exit 12; " P " udp \"$A\" 9090 || exit 13; "
+                                  V6_CHECKS
                                   "! " P " tcp 198.51.100.1 8080 || exit 20; ! " P " udp 198.51.100.1 9090 || exit 21; "
                                   "! " P " icmp 198.51.100.1 || exit 22; ! " P " tcp 192.0.2.1 8080 || exit 23; "
                                   "! " P " tcp 192.0.2.2 8080 || exit 24; ! " P " resolve example.org || exit 25; "
                                   "ip route 2>/dev/null; exit 0");
     int code = finish(start(runner, "runner"), NULL);
-    CHECK(code == 0, "runner exited %d (10-13: db by name not reached; 20-25: something outside reached)", code);
+    CHECK(code == 0, "runner exited %d (10-13: db by name not reached; 20-25: something outside reached; " V6_EXITS ")",
+          code);
     if (code == 0)
-        OK("members talk by name over TCP and UDP; under deny nothing outside (fake internet, gateway, DNS)");
+        OK("members talk by name over TCP and UDP, IPv4 and IPv6; under deny nothing outside (fake internet, "
+           "gateway, DNS; IPv4 and IPv6)");
     /* Restricted and a member: db by name, the allowlist through its
      * router (the fake internet as the uplink), nothing else. */
     if (uplink) {
@@ -387,7 +408,7 @@ static void job_networks(void) {
                             "A=$(" P " resolve db) || exit 10; " P " tcp \"$A\" 8080 || exit 12; "
                             P " udp \"$A\" 9090 || exit 13; " P " tcp 198.51.100.1 8080 || exit 15; "
                             "! " P " tcp 198.51.100.2 8080 || exit 26; ! " P " udp 198.51.100.1 9090 || exit 27; "
-                            "! " P " tcp 192.0.2.1 8080 || exit 28; exit 0", NULL};
+                            "! " P " tcp 192.0.2.1 8080 || exit 28; " V6_CHECKS "exit 0", NULL};
         fy_prepared *pf = NULL;
         if (r >= 0)
             r = fy_prepare_member(p, caps, av, a, &pf, &e2);
@@ -396,7 +417,8 @@ static void job_networks(void) {
         fy_policy_free(p);
         char *json = NULL;
         code = finish(start(pf, "fetcher"), &json);
-        CHECK(code == 0, "fetcher (restricted) exited %d (10-13: db; 15: the allowed destination; 26-28: another)",
+        CHECK(code == 0,
+              "fetcher (restricted) exited %d (10-13: db; 15: the allowed destination; 26-28: another; " V6_EXITS ")",
               code);
         CHECK(json && strstr(json, "\"link_left\": 0") && strstr(json, "\"mode\": \"restricted\""),
               "fetcher's network record: %s", json ? json : "");
@@ -422,15 +444,17 @@ static void job_networks(void) {
     fy_prepared *intr = prepare(b, "intruder", NULL,
                                 "! " P " tcp 100.80.0.1 8080 || exit 30; ! " P " udp 100.80.0.1 9090 || exit 31; "
                                 "! " P " icmp 100.80.0.1 || exit 32; "
-                                "! " P " resolve db || exit 34; exit 0");
+                                "! " P " tcp fd66:7973:2::1 8080 || exit 35; ! " P " udp fd66:7973:2::1 9090 || exit 36; "
+                                "! " P " resolve db || exit 34; ! " P " resolve6 db || exit 37; exit 0");
     code = finish(start(intr, "intruder"), NULL);
-    CHECK(code == 0, "intruder (another job) exited %d: it reached job A (30-32) or resolved its name (34)", code);
+    CHECK(code == 0, "intruder (another job) exited %d: it reached job A (30-32, 35-36: IPv6) or resolved its name (34, 37)",
+          code);
     if (code == 0)
-        OK("a member of another job reaches nothing of this one (TCP, UDP, by address or name)");
+        OK("a member of another job reaches nothing of this one (TCP, UDP, IPv4 and IPv6, by address or name)");
     /* The host's namespace reaches no member's listener. */
-    CHECK(!host_reaches("100.80.0.1", 8080), "the host reached db's listener");
-    if (!host_reaches("100.80.0.1", 8080))
-        OK("the host's namespace does not reach db's listener (100.80.0.1:8080)");
+    CHECK(!host_reaches("100.80.0.1", 8080) && !host_reaches("fd66:7973:2::1", 8080), "the host reached db's listener");
+    if (!host_reaches("100.80.0.1", 8080) && !host_reaches("fd66:7973:2::1", 8080))
+        OK("the host's namespace does not reach db's listener (100.80.0.1:8080, [fd66:7973:2::1]:8080)");
     /* The end: db cancelled; its link witnessed gone, then the network. */
     fy_handle_cancel(hdb, FY_CANCEL_USER, NULL);
     char *json = NULL;
@@ -588,7 +612,9 @@ static void helper_job(void) {
     const char *av[] = {"/bin/sh", "-c",
                         P " proxy 198.51.100.1 8080 || exit 29; "
                         "! " P " tcp 100.80.0.1 8080 || exit 30; ! " P " udp 100.80.0.1 9090 || exit 31; "
-                        "! " P " proxy 100.80.0.1 8080 || exit 33; ! " P " resolve db || exit 34; exit 0",
+                        "! " P " proxy 100.80.0.1 8080 || exit 33; ! " P " resolve db || exit 34; "
+                        "! " P " tcp fd66:7973:2::1 8080 || exit 35; ! " P " udp fd66:7973:2::1 9090 || exit 36; "
+                        "! " P " resolve6 db || exit 37; exit 0",
                         NULL};
     fy_prepared *intr = NULL;
     if (r >= 0)
@@ -598,14 +624,15 @@ static void helper_job(void) {
     fy_policy_free(p);
     int code = finish(start(intr, "intruder"), NULL);
     CHECK(code == 0,
-          "intruder (fetch-only, another job) exited %d: its own proxy failed (29), it reached job A directly (30-31), "
-          "through its proxy (33) or resolved its name (34)",
+          "intruder (fetch-only, another job) exited %d: its own proxy failed (29), it reached job A directly (30-31, "
+          "35-36: IPv6), through its proxy (33) or resolved its name (34, 37)",
           code);
     if (code == 0)
         OK("a fetch-only member of another job reaches nothing of this one (TCP, UDP, through its proxy, by name)");
-    CHECK(!host_reaches("100.80.0.1", 8080), "the host program's namespace reached db's listener");
-    if (!host_reaches("100.80.0.1", 8080))
-        OK("the host program's namespace does not reach db's listener (100.80.0.1:8080)");
+    CHECK(!host_reaches("100.80.0.1", 8080) && !host_reaches("fd66:7973:2::1", 8080),
+          "the host program's namespace reached db's listener");
+    if (!host_reaches("100.80.0.1", 8080) && !host_reaches("fd66:7973:2::1", 8080))
+        OK("the host program's namespace does not reach db's listener (100.80.0.1:8080, [fd66:7973:2::1]:8080)");
     fy_handle_cancel(hdb, FY_CANCEL_USER, NULL);
     char *json = NULL;
     finish(hdb, &json);
