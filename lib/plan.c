@@ -638,6 +638,14 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
         pl->job_hosts = str(pl, jobnet_hosts(pr->jobnet));
         if (!pl->job_member || !pl->job_hosts)
             goto oom;
+        if (p->njob_ports) {
+            uint16_t *jp = keep(pl, malloc(p->njob_ports * sizeof(*jp)));
+            if (!jp)
+                goto oom;
+            memcpy(jp, p->job_ports, p->njob_ports * sizeof(*jp));
+            pl->job_ports = jp;
+            pl->njob_ports = p->njob_ports;
+        }
     }
     if (p->dests.n) {
         struct plan_dest *d = keep(pl, calloc(p->dests.n, sizeof(*d)));
