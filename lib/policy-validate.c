@@ -550,9 +550,6 @@ static int validate_network(const fy_policy *p, const json_t *doc, fy_error **re
                    net_mode_name(p->net_mode));
     if (p->job_member && (r = check_job_member(p->job_member, "$.network.job.member", reterr)) < 0)
         return r;
-    if (p->njob_ports && !p->job_member)
-        return bad(reterr, pick(doc, "$.network.job.ports", "$.network.job"),
-                   "network.job.ports without network.job.member: the ports are a job member's");
     if (p->job_member && p->net_mode == FY_NET_ALLOW)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, pick(doc, "$.network.mode", "$.network.job"),
                        "a job network needs network mode deny, restricted or fetch-only: allow shares the host's "

@@ -206,10 +206,15 @@ static void bad_input(void) {
         e = NULL;
     }
     const char *jp2 = "{\"network\": {\"job\": {\"ports\": [8080]}}}";
-    r = fy_policy_load_json(p, jp2, strlen(jp2), &e);
-    if (r >= 0)
-        r = fy_policy_validate(p, &e);
-    expect(r, e, FY_E_POLICY, "$.network.job.ports", "ports without a member");
+    {
+        fy_prepared *prx = NULL;
+        const char *av0[] = {"/bin/true", NULL};
+        r = fy_policy_load_json(p, jp2, strlen(jp2), &e);
+        if (r >= 0)
+            r = fy_prepare(p, caps, av0, &prx, &e);
+        expect(r, e, FY_E_POLICY, "$.network.job.ports", "ports without a member");
+        fy_prepared_free(prx);
+    }
     e = NULL;
     {
         const char *jp3 = "{\"network\": {\"job\": {\"member\": \"db\", \"ports\": [9090, 8080, 9090]}}}";

@@ -427,9 +427,12 @@ nothing_left "a NET_TAP peer that exited (the helper's gc)"
 # 5e. Job networks through the helper (protocol 4, issue 13), as the
 #     runner: `forgeyard job run` with two members, db under deny, the
 #     runner restricted (its own router from the helper too: eth0 and
-#     job0); the runner reaches db by name over TCP and UDP and its one
-#     allowed destination, not another port or address of the fake
-#     internet; nothing left, the helper's descriptors as before.
+#     job0); the runner reaches db by name over TCP and UDP (IPv4 and
+#     IPv6) and its one allowed destination, not another port or address
+#     of the fake internet (nor over IPv6); it declares network.job.ports
+#     [8080], so its Landlock layer refuses db:8081 (which db serves and
+#     the job's rules pass) with EACCES; nothing left, the helper's
+#     descriptors as before.
 SERVE=$(dirname "$0")/serve.py
 cp "$SERVE" "$TMP/probe/serve.py" && chmod 755 "$TMP/probe/serve.py"
 mkdir -m 0777 "$TMP/jobout"
@@ -440,9 +443,10 @@ cat >"$TMP/job.json" <<JOB
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
                              "output": "$TMP/jobout"}}},
   {"name": "runner", "argv": ["/bin/sh", "-c",
-     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080 && B=\$(/opt/fyprobe/fy-netprobe resolve6 db) && [ \"\$B\" = fd66:7973:2::1 ] && /opt/fyprobe/fy-netprobe tcp \$B 8080 && /opt/fyprobe/fy-netprobe udp \$B 9090 && ! /opt/fyprobe/fy-netprobe tcp 2001:db8::1 8080 && ! /opt/fyprobe/fy-netprobe udp 2001:db8::1 9090"],
+     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080 && B=\$(/opt/fyprobe/fy-netprobe resolve6 db) && [ \"\$B\" = fd66:7973:2::1 ] && /opt/fyprobe/fy-netprobe tcp \$B 8080 && /opt/fyprobe/fy-netprobe udp \$B 9090 && ! /opt/fyprobe/fy-netprobe tcp 2001:db8::1 8080 && ! /opt/fyprobe/fy-netprobe udp 2001:db8::1 9090 && o=\$(/opt/fyprobe/fy-netprobe tcp \$B 8081); test \$? = 1 && case \"\$o\" in *'Permission denied'*) true;; *) echo \"db:8081: \$o\"; false;; esac"],
    "policy": {"profile": "standard-ci", "resources": {"memory": 134217728},
-              "network": {"mode": "restricted", "destinations": [{"host": "198.51.100.1", "proto": "tcp", "ports": [8080, 8080]}]},
+              "network": {"mode": "restricted", "destinations": [{"host": "198.51.100.1", "proto": "tcp", "ports": [8080, 8080]}],
+                          "job": {"ports": [8080]}},
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
 ]}
 JOB
@@ -450,7 +454,7 @@ chmod 644 "$TMP/job.json"
 as_runner timeout 120 "$FY" job run "$TMP/job.json" >"$TMP/job.out" 2>"$TMP/job.err"
 rc=$?
 if [ $rc = 0 ] && grep -q '^runner: succeeded' "$TMP/job.out" && grep -q '^db: cancelled' "$TMP/job.out"; then
-    ok "job network through the helper: the restricted runner reached db by name (TCP, UDP; IPv4 and IPv6) and its allowed destination only (not the fake internet over IPv6)"
+    ok "job network through the helper: the restricted runner reached db by name (TCP, UDP; IPv4 and IPv6) and its allowed destination only (not the fake internet over IPv6); its Landlock layer (network.job.ports [8080]) refused db:8081 with EACCES"
 else
     bad "forgeyard job run as the runner exited $rc"; cat "$TMP/job.out" "$TMP/job.err"
 fi
