@@ -546,7 +546,7 @@ static int parse_network(fy_policy *p, const json_t *o, const char *loc, fy_erro
             if ((f = opt(v, l, "ports", l2))) {
                 if (!json_is_array(f) || json_array_size(f) > POL_JOB_PORTS_MAX)
                     return bad(reterr, l2, "an array of at most %d TCP ports", POL_JOB_PORTS_MAX);
-                uint16_t ports[POL_JOB_PORTS_MAX];
+                uint16_t ports[POL_JOB_PORTS_MAX] = {0};
                 uint32_t n = 0;
                 for (size_t i = 0; i < json_array_size(f); i++) {
                     json_t *it = json_array_get(f, i);
