@@ -2,7 +2,7 @@
 /* Job networks (fy_jobnet_new(3)): a host-owned object naming the job's
  * members. The rules that are the same for every backend live here: which
  * names exist and their addresses (member i is 100.80.0.(i+1) on the job's
- * /24), one running attempt per member name, the backend's network made
+ * /24 and fd66:7973:2::(i+1) on its /64), one running attempt per member name, the backend's network made
  * at the first member's start (the host's fy_start: nothing is made behind
  * its back) and removed, witnessed, once the host shut it down or freed it
  * and no member runs. The backend (ops.job_*) makes and removes. */
@@ -112,6 +112,12 @@ int fy_jobnet_new(const char *const *members, fy_jobnet **ret, fy_error **reterr
         jn->n = i + 1;
         strbuf_printf(&hosts, "100.80.0.%u\t%s\n", (unsigned)(i + 1), members[i]);
     }
+    /* IPv6 after every IPv4 line (fd66:7973:2::(i+1), linux-jobnet.h):
+     * glibc's getaddrinfo collects every line of a name and orders IPv4
+     * first anyway (RFC 6724's default table ranks a ULA below IPv4);
+     * gethostbyname and AF_INET lookups see the IPv4 line only. */
+    for (uint32_t i = 0; i < n; i++)
+        strbuf_printf(&hosts, "fd66:7973:2::%x\t%s\n", (unsigned)(i + 1), members[i]);
     jn->hosts = strbuf_steal(&hosts);
     if (oom || !jn->hosts) {
         destroy(jn);

@@ -321,6 +321,7 @@ int fy_policy_set_job_member(fy_policy *policy, const char *member, fy_error **r
     if (!member) {
         free(policy->job_member);
         policy->job_member = NULL;
+        policy->njob_ports = 0; /* (network.job.ports are a member's) */
         return 0;
     }
     int r = check_job_member(member, "$.network.job.member", reterr);

@@ -228,6 +228,11 @@ int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t 
                        "the policy is member \"%s\" of a job network: prepare it with fy_prepare_member and the "
                        "job's network",
                        policy->job_member);
+    /* (Checked here, not when the policy is loaded: a job file's member
+     * policy declares its ports and the CLI names the member after.) */
+    if (!policy->job_member && policy->njob_ports)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.job.ports",
+                       "network.job.ports without network.job.member: the ports are a job member's");
     int job_index = jobnet ? jobnet_index_of(jobnet, policy->job_member) : -1;
     if (jobnet && job_index < 0)
         return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.job.member",

@@ -444,9 +444,12 @@ static char *job_no_proxy(struct fy_plan *pl) {
         const char *tab = strchr(l, '\t'), *nl = strchr(l, '\n');
         if (!nl)
             nl = l + strlen(l);
-        if (tab && tab < nl) {
+        /* (Each name once, with its IPv4 line; an IPv6 line adds its
+         * address alone.) */
+        if (tab && tab < nl && memchr(l, ':', (size_t)(tab - l)))
+            w += sprintf(w, "%s%.*s", w == out ? "" : ",", (int)(tab - l), l);
+        else if (tab && tab < nl)
             w += sprintf(w, "%s%.*s,%.*s", w == out ? "" : ",", (int)(nl - tab - 1), tab + 1, (int)(tab - l), l);
-        }
         l = *nl ? nl + 1 : nl;
     }
     return out;
@@ -635,6 +638,14 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
         pl->job_hosts = str(pl, jobnet_hosts(pr->jobnet));
         if (!pl->job_member || !pl->job_hosts)
             goto oom;
+        if (p->njob_ports) {
+            uint16_t *jp = keep(pl, malloc(p->njob_ports * sizeof(*jp)));
+            if (!jp)
+                goto oom;
+            memcpy(jp, p->job_ports, p->njob_ports * sizeof(*jp));
+            pl->job_ports = jp;
+            pl->njob_ports = p->njob_ports;
+        }
     }
     if (p->dests.n) {
         struct plan_dest *d = keep(pl, calloc(p->dests.n, sizeof(*d)));

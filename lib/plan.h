@@ -164,6 +164,8 @@ struct fy_plan {
     const char *job_member;    /* a job network's member (fy_prepare_member): its name, or NULL */
     uint32_t job_index;        /* ... its index (its address and link) */
     const char *job_hosts;     /* ... every member's "ADDR\tNAME\n" for /etc/hosts */
+    const uint16_t *job_ports; /* ... network.job.ports: TCP ports it connects to on the others (sorted) */
+    uint32_t njob_ports;
     const char *net_uplink;    /* FY_NETHOST_UPLINK (NULL: the host's namespace) */
     const char *net_link_subnet; /* FY_NETHOST_LINK_SUBNET (NULL: the backend's default) */
     const char *net_credentials; /* fetch-only: FY_NETHOST_CREDENTIALS, a host file the proxy's

@@ -528,17 +528,53 @@ static int parse_network(fy_policy *p, const json_t *o, const char *loc, fy_erro
         if (json_is_null(v)) {
             free(p->job_member);
             p->job_member = NULL;
+            p->njob_ports = 0;
         } else {
-            static const char *const jkeys[] = {"member", NULL};
-            const char *m;
-            if ((r = want_object(v, jkeys, l, reterr)) < 0 ||
-                (r = need_string(v, l, "member", check_job_member, &m, reterr)) < 0)
+            /* member: optional when the policy already names one (a job
+             * file's member policy, the CLI naming it); ports: the TCP
+             * ports this member connects to on the others, which its
+             * Landlock layer then allows (linux-net.c). */
+            static const char *const jkeys[] = {"member", "ports", NULL};
+            const char *m = NULL;
+            char l2[LOC_MAX];
+            json_t *f;
+            if ((r = want_object(v, jkeys, l, reterr)) < 0)
                 return r;
-            char *c = strdup(m);
-            if (!c)
-                return oom(reterr);
-            free(p->job_member);
-            p->job_member = c;
+            if (json_object_get(v, "member") || !json_object_get(v, "ports"))
+                if ((r = need_string(v, l, "member", check_job_member, &m, reterr)) < 0)
+                    return r;
+            if ((f = opt(v, l, "ports", l2))) {
+                if (!json_is_array(f) || json_array_size(f) > POL_JOB_PORTS_MAX)
+                    return bad(reterr, l2, "an array of at most %d TCP ports", POL_JOB_PORTS_MAX);
+                uint16_t ports[POL_JOB_PORTS_MAX] = {0};
+                uint32_t n = 0;
+                for (size_t i = 0; i < json_array_size(f); i++) {
+                    json_t *it = json_array_get(f, i);
+                    json_int_t port = json_is_integer(it) ? json_integer_value(it) : 0;
+                    if (port < 1 || port > 65535) {
+                        char l3[LOC_MAX];
+                        snprintf(l3, sizeof(l3), "%s[%zu]", l2, i);
+                        return bad(reterr, l3, "a TCP port: an integer within 1..65535");
+                    }
+                    uint32_t k = 0;
+                    while (k < n && ports[k] < port)
+                        k++;
+                    if (k < n && ports[k] == port)
+                        continue;
+                    memmove(ports + k + 1, ports + k, (n - k) * sizeof(ports[0]));
+                    ports[k] = (uint16_t)port;
+                    n++;
+                }
+                memcpy(p->job_ports, ports, n * sizeof(ports[0]));
+                p->njob_ports = n;
+            }
+            if (m) {
+                char *c = strdup(m);
+                if (!c)
+                    return oom(reterr);
+                free(p->job_member);
+                p->job_member = c;
+            }
         }
     }
     return 0;
@@ -806,8 +842,16 @@ char *policy_to_json(const fy_policy *p) {
         json_array_append_new(dests, o);
     }
     json_object_set_new(net, "destinations", dests);
-    if (p->job_member) /* (only when asked: the canonical form of every other policy is unchanged) */
-        json_object_set_new(net, "job", json_pack("{s:s}", "member", p->job_member));
+    if (p->job_member) { /* (only when asked: the canonical form of every other policy is unchanged) */
+        json_t *job = json_pack("{s:s}", "member", p->job_member);
+        if (p->njob_ports) { /* (likewise: only when declared) */
+            json_t *ports = json_array();
+            for (uint32_t i = 0; i < p->njob_ports; i++)
+                json_array_append_new(ports, json_integer(p->job_ports[i]));
+            json_object_set_new(job, "ports", ports);
+        }
+        json_object_set_new(net, "job", job);
+    }
     json_object_set_new(root, "network", net);
 
     json_t *res = json_object();

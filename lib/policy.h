@@ -87,6 +87,9 @@ struct fy_policy {
     uint32_t net_mode, dns;
     struct vec dests;         /* struct pol_dest */
     char *job_member;         /* network.job.member: this attempt's name on its job's network, or NULL */
+#define POL_JOB_PORTS_MAX 64
+    uint16_t job_ports[POL_JOB_PORTS_MAX]; /* network.job.ports: the TCP ports it connects to on the other */
+    uint32_t njob_ports;                   /* members (sorted, distinct): its Landlock layer's share */
     /* resources */
     uint64_t limit[FY_LIMIT_MAX_ + 1];
     /* process */

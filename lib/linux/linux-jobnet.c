@@ -50,6 +50,13 @@ static void port_name(char out[IFNAMSIZ], uint32_t index) { snprintf(out, IFNAMS
 
 static uint32_t member_addr(uint32_t index) { return htonl(LJN_SUBNET + index + 1); }
 
+void ljn_member_addr6(uint32_t index, uint8_t out[16]) {
+    static const uint8_t base[16] = {0xfd, 0x66, 0x79, 0x73, 0, 2};
+    memcpy(out, base, 16);
+    out[14] = (uint8_t)((index + 1) >> 8);
+    out[15] = (uint8_t)((index + 1) & 0xff);
+}
+
 static int jn_fail(fy_error **reterr, int e, const char *what) {
     return err_set(reterr, err_from_errno(e), FY_STEP_JOBNET, e, NULL, "job network: %s: %s", what, strerror(e));
 }
@@ -98,13 +105,15 @@ static int add_rules(const struct ljn *j, const char *rules, char *msg, size_t m
 }
 
 /* The job's rules: frames are forwarded only from one member's port to
- * another's, and only carrying that member's own IPv4 address (IPv4 and
- * ARP; IPv6 and everything else dropped); the namespace itself takes and
+ * another's, and only carrying that member's own addresses (IPv4 and ARP
+ * from its IPv4 address; IPv6, neighbour discovery included, from its IPv6
+ * address: with no link-local address its solicitations carry that one;
+ * everything else dropped); the namespace itself takes and
  * sends nothing on the bridge. Every declared member's port is written
  * now: the ports are named by index, so members join without another nft
  * run. */
 static char *ruleset(uint32_t nmembers) {
-    size_t cap = 512 + (size_t)nmembers * 160;
+    size_t cap = 512 + (size_t)nmembers * 240;
     char *s = malloc(cap);
     if (!s)
         return NULL;
@@ -112,14 +121,18 @@ static char *ruleset(uint32_t nmembers) {
                                 "table bridge " NFT_TABLE " {\n"
                                 " chain members {\n  type filter hook forward priority 0; policy drop;\n");
     for (uint32_t i = 0; i < nmembers; i++) {
-        char port[IFNAMSIZ], a[INET_ADDRSTRLEN];
+        char port[IFNAMSIZ], a[INET_ADDRSTRLEN], a6[INET6_ADDRSTRLEN];
         uint32_t addr = member_addr(i);
+        uint8_t addr6[16];
+        ljn_member_addr6(i, addr6);
         port_name(port, i);
         inet_ntop(AF_INET, &addr, a, sizeof(a));
+        inet_ntop(AF_INET6, addr6, a6, sizeof(a6));
         n += (size_t)snprintf(s + n, cap - n,
                               "  iifname \"%s\" oifname \"m*\" ether type arp arp saddr ip %s accept\n"
-                              "  iifname \"%s\" oifname \"m*\" ip saddr %s accept\n",
-                              port, a, port, a);
+                              "  iifname \"%s\" oifname \"m*\" ip saddr %s accept\n"
+                              "  iifname \"%s\" oifname \"m*\" ip6 saddr %s accept\n",
+                              port, a, port, a, port, a6);
     }
     snprintf(s + n, cap - n,
              " }\n"
@@ -308,6 +321,8 @@ int ljn_attach(void *job, uint32_t index, int sandbox_ns, fy_error **reterr) {
     int e, br = 0, eth = 0, r = 0;
     const char *what = NULL;
     uint32_t addr = member_addr(index);
+    uint8_t addr6[16];
+    ljn_member_addr6(index, addr6);
     if ((e = lnl_link_veth(j->nl, port, LJN_MEMBER_IF, sandbox_ns)) < 0)
         what = "veth to the member";
     else if ((br = lnl_ifindex(j->nl, LJN_BRIDGE_IF)) < 0 || (eth = lnl_ifindex(ss, LJN_MEMBER_IF)) < 0)
@@ -315,7 +330,7 @@ int ljn_attach(void *job, uint32_t index, int sandbox_ns, fy_error **reterr) {
     else if ((e = lnl_link_master(j->nl, port, br)) < 0)
         what = "the member's port on the bridge";
     else if ((e = lnl_link_up(j->nl, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, &addr, LJN_PREFIX)) < 0 ||
-             (e = lnl_link_up(ss, LJN_MEMBER_IF)) < 0)
+             (e = lnl_addr_add(ss, eth, AF_INET6, addr6, LJN_PREFIX6)) < 0 || (e = lnl_link_up(ss, LJN_MEMBER_IF)) < 0)
         what = "the member's link and address";
     if (what) {
         r = jn_fail(reterr, -e, what);
@@ -384,16 +399,22 @@ void ljn_forget(void *job) {
 }
 
 char *ljn_describe(const char *member, uint32_t index) {
-    char a[INET_ADDRSTRLEN + 4];
+    char a[INET_ADDRSTRLEN + 4], a6[INET6_ADDRSTRLEN + 4];
     uint32_t addr = member_addr(index);
+    uint8_t addr6[16];
+    ljn_member_addr6(index, addr6);
     inet_ntop(AF_INET, &addr, a, INET_ADDRSTRLEN);
     snprintf(a + strlen(a), 4, "/%u", (unsigned)LJN_PREFIX);
+    inet_ntop(AF_INET6, addr6, a6, INET6_ADDRSTRLEN);
+    snprintf(a6 + strlen(a6), 5, "/%u", (unsigned)LJN_PREFIX6);
     json_t *o = json_pack(
-        "{s:s,s:s,s:s,s:{s:s,s:s,s:s}}", "mode", "deny", "mechanism", "job-bridge-netns", "enforcement",
+        "{s:s,s:s,s:s,s:{s:s,s:s,s:s,s:s}}", "mode", "deny", "mechanism", "job-bridge-netns", "enforcement",
         "own network namespace with one veth to the job's bridge in a per-job namespace owned by the host's user "
         "namespace; nftables (bridge family) there forward only between the job's members, each from its own "
-        "address; no route beyond the job's /24, nothing to or from the host or another job",
-        "job", "member", member, "address", a, "names", "the job's members in /etc/hosts");
+        "addresses (IPv4 and IPv6); no route beyond the job's /24 and /64, nothing to or from the host or another "
+        "job",
+        "job", "member", member, "address", a, "address6", a6, "names",
+        "the job's members in /etc/hosts (IPv4, then IPv6)");
     if (o && geteuid() != 0) /* (make_at_helper) */
         json_object_set_new(json_object_get(o, "job"), "helper",
                             json_sprintf("the job's namespace, bridge, rules and links made and removed by the "

@@ -6,10 +6,13 @@
  *
  *   member netns (its own user ns)     job netns (ours)
  *   job0 100.80.0.(i+1)/24  ---------  m<i> -- bridge jb (no address)
+ *        fd66:7973:2::(i+1)/64
  *   (no other link but lo, no route      nftables (bridge family): a frame
  *    but the job's /24)                  goes from a member's port to another
  *                                        member's port only, and only from
- *                                        that member's own address; nothing
+ *                                        that member's own addresses (IPv4,
+ *                                        ARP, IPv6 with its neighbour
+ *                                        discovery); nothing
  *                                        to or from the namespace itself
  *
  * Two jobs never share a namespace, so nothing links them; nothing is ever
@@ -25,6 +28,15 @@
 #define LJN_BRIDGE_IF "jb"
 #define LJN_SUBNET    0x64500000u /* 100.80.0.0/24, host order; member i is .(i+1) */
 #define LJN_PREFIX    24
+/* IPv6: fd66:7973:2::/64 (the project's fd66:7973::/32; the restricted
+ * router's links are fd66:7973::/64 and fd66:7973:1::/48); member i is
+ * fd66:7973:2::(i+1), hex. No link-local address, no duplicate address
+ * detection (linux-netlink.c). */
+#define LJN_PREFIX6   64
+#define LJN_SUBNET6_TEXT "fd66:7973:2::"
+
+/* Member index's IPv6 address. */
+void ljn_member_addr6(uint32_t index, uint8_t out[16]);
 
 /* The job's namespace, bridge and rules (nft -f in it); the backend's
  * job_make. FY_E_UNSUPPORTED without nft. */

@@ -461,6 +461,70 @@ void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
     pl->nll_tcp_ports = n;
 }
 
+void lxn_landlock_job_ports(struct linux_plan *pl, const struct fy_plan *np) {
+    /* What a standalone attempt of its mode gets (restricted: the
+     * allowlist's TCP ports; fetch-only: the proxy's; the stub's 53 where
+     * it runs; deny: none), then the ports it declared for the others. */
+    lxn_landlock_ports(pl, np);
+    uint32_t n = pl->nll_tcp_ports;
+    if (n == 0)
+        return; /* no ABI 4, or too many already: left out */
+    if (n == 1 && pl->ll_tcp_ports[0] == 0)
+        n = 0; /* (the no-TCP placeholder: real ports follow) */
+    for (uint32_t i = 0; i < np->njob_ports; i++) {
+        bool have = false;
+        for (uint32_t k = 0; k < n && !have; k++)
+            have = pl->ll_tcp_ports[k] == np->job_ports[i];
+        if (have)
+            continue;
+        if (n == LX_LL_MAX_TCP_PORTS) {
+            pl->nll_tcp_ports = 0; /* too many: the layer is left out, and reported so */
+            return;
+        }
+        pl->ll_tcp_ports[n++] = np->job_ports[i];
+    }
+    pl->nll_tcp_ports = n;
+}
+
+/* A job member's Landlock TCP layer into the evidence o: exactly the ports
+ * the child applies (pl->ll_tcp_ports), or why there is none. */
+static void describe_job_landlock(json_t *o, const struct lxn_plan *lp, const struct fy_plan *np,
+                                  const struct linux_plan *pl) {
+    const char *enforcement = lp->mode == FY_NET_FETCH_ONLY ? "the proxy and the job's rules"
+                              : lp->mode == FY_NET_RESTRICTED ? "the router and the job's rules"
+                                                              : "the job's rules";
+    if (pl->nll_tcp_ports) {
+        json_t *ports = json_array();
+        for (uint32_t i = 0; ports && i < pl->nll_tcp_ports; i++)
+            json_array_append_new(ports, json_integer(pl->ll_tcp_ports[i]));
+        json_object_set_new(o, "landlock_tcp_ports", ports);
+        json_object_set_new(
+            o, "landlock_tcp",
+            json_sprintf("connect(2) over TCP only to the ports in landlock_tcp_ports, to any address, the loopback "
+                         "included: %sthe ports declared for the job's members (network.job.ports); UDP is not "
+                         "covered (%s are)",
+                         lp->mode == FY_NET_FETCH_ONLY ? (lp->dns ? "the proxy's (3128), the DNS stub's (53), "
+                                                                  : "the proxy's (3128), ")
+                         : lp->mode == FY_NET_RESTRICTED ? (lp->dns ? "the allowlist's TCP ports, the DNS stub's (53), "
+                                                                    : "the allowlist's TCP ports, ")
+                                                         : "",
+                         enforcement));
+    } else if (!np->njob_ports) {
+        json_object_set_new(o, "landlock_tcp",
+                            json_sprintf("none: the member declares no network.job.ports (the TCP ports it connects "
+                                         "to on the other members), and a layer without them would refuse its peers "
+                                         "(%s are the enforcement)",
+                                         enforcement));
+    } else if (!pl->ll_handled || pl->ll_abi < 4) {
+        json_object_set_new(o, "landlock_tcp", json_string("none (needs Landlock ABI 4)"));
+    } else {
+        json_object_set_new(o, "landlock_tcp",
+                            json_sprintf("none (more than %d distinct TCP ports with network.job.ports: it takes "
+                                         "no more rules; %s are the enforcement)",
+                                         LX_LL_MAX_TCP_PORTS, enforcement));
+    }
+}
+
 /* A job member's "job" record (linux-jobnet.c) into the evidence o. */
 static void describe_job(json_t *o, const struct lxn_plan *lp) {
     char *j = ljn_describe(lp->job_member, lp->job_index);
@@ -471,8 +535,17 @@ static void describe_job(json_t *o, const struct lxn_plan *lp) {
 }
 
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl) {
-    if (lp->job && lp->mode == FY_NET_DENY)
-        return ljn_describe(lp->job_member, lp->job_index);
+    if (lp->job && lp->mode == FY_NET_DENY) {
+        char *d = ljn_describe(lp->job_member, lp->job_index);
+        json_t *jo = d ? json_loads(d, 0, NULL) : NULL;
+        free(d);
+        if (!jo)
+            return NULL;
+        describe_job_landlock(jo, lp, np, pl);
+        char *s = json_dumps(jo, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(jo);
+        return s;
+    }
     json_t *o = json_object(), *rules = json_array();
     if (!o || !rules) {
         json_decref(o);
@@ -528,9 +601,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                                             "privileges, Landlock, seccomp) listens on 127.0.0.1:3128 inside it and "
                                             "connects only to the allowlisted host:port at the addresses resolved "
                                             "at prepare; CONNECT is a tunnel, TLS is never terminated"));
-            json_object_set_new(o, "landlock_tcp", json_string("none: a job member connects to the other members on "
-                                                               "ports no policy lists (the proxy and the job's "
-                                                               "rules are the enforcement)"));
+            describe_job_landlock(o, lp, np, pl);
         }
         char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(o);
@@ -574,9 +645,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
     if (lp->job) {
         /* Restricted and a job member: both links (linux-jobnet.c). */
         describe_job(o, lp);
-        json_object_set_new(o, "landlock_tcp", json_string("none: a job member connects to the other members on "
-                                                           "ports no policy lists (the router and the job's rules "
-                                                           "are the enforcement)"));
+        describe_job_landlock(o, lp, np, pl);
     }
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);

@@ -100,6 +100,11 @@ int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_c
 struct lxp_config *lxn_dns_config(struct linux_plan *pl, const struct fy_plan *np);
 /* The "network" member of the isolation record (JSON text, malloc'd). */
 char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const struct linux_plan *pl);
+/* A job member's Landlock TCP connect layer: what lxn_landlock_ports gives
+ * its mode, plus the ports it declared for the other members
+ * (network.job.ports); left out above LX_LL_MAX_TCP_PORTS. Called only
+ * when it declared some. */
+void lxn_landlock_job_ports(struct linux_plan *pl, const struct fy_plan *np);
 /* Landlock's TCP connect layer: pl->ll_tcp_ports from the plan's TCP rules
  * (after pl->ll_abi is known; left out above LX_LL_MAX_TCP_PORTS ports). */
 void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np);

@@ -953,6 +953,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     }
     if (pl->net && !pl->net->job)
         lxn_landlock_ports(pl, np);
+    else if (pl->net && np->njob_ports) /* a job member that declared its peers' ports (linux-net.c) */
+        lxn_landlock_job_ports(pl, np);
     pl->build_overlay = !process_level && overlay_build_usable(np, c);
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
     if (r >= 0 && pl->overlay_lowers) {

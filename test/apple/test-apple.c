@@ -904,6 +904,8 @@ static const struct field plan_fields[] = {
                               "(lib/api-prepare.c), which apple is not"},
     {"job_index", AH_DENIED, "as job_member"},
     {"job_hosts", AH_DENIED, "as job_member"},
+    {"job_ports", AH_DENIED, "as job_member"},
+    {"njob_ports", AH_DENIED, "as job_member"},
     {"gpu", AH_REFUSED, "IOKit user clients"},
     {"usb", AH_REFUSED, "IOKit user clients"},
     {"pty", AH_REFUSED, "no private devpts"},

@@ -6,6 +6,7 @@
  *   fy-netprobe udp ADDR PORT    send "hi", expect "echo:hi" within 1.5 s
  *   fy-netprobe icmp ADDR        an ICMP echo (datagram socket, else raw)
  *   fy-netprobe resolve NAME     getaddrinfo: prints the first address
+ *   fy-netprobe resolve6 NAME    the same, IPv6 only (AF_INET6)
  *   fy-netprobe loopback PORT    listen on 127.0.0.1:PORT, connect to it
  *   fy-netprobe abstract NAME    connect to the abstract unix socket NAME
  *   fy-netprobe dnsq SERVER NAME TYPE   one raw DNS query (TYPE 1: A, 28: AAAA)
@@ -221,8 +222,10 @@ int main(int argc, char **argv) {
         printf("\n");
         return 0;
     }
-    if (strcmp(argv[1], "resolve") == 0) {
+    if (strcmp(argv[1], "resolve") == 0 || strcmp(argv[1], "resolve6") == 0) {
         struct addrinfo *res = NULL, hints = {.ai_socktype = SOCK_STREAM};
+        if (strcmp(argv[1], "resolve6") == 0)
+            hints.ai_family = AF_INET6;
         int g = getaddrinfo(argv[2], NULL, &hints, &res);
         if (g) {
             printf("unresolved: %s\n", gai_strerror(g));

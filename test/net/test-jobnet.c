@@ -187,6 +187,62 @@ static void bad_input(void) {
     const char *j2 = "{\"network\": {\"job\": {\"name\": \"a\"}}}";
     expect(fy_policy_load_json(p, j2, strlen(j2), &e), e, FY_E_POLICY, "$.network.job.name", "JSON, unknown key");
     e = NULL;
+    /* network.job.ports: TCP ports 1..65535, at most 64, only a member's;
+     * sorted and deduplicated in the canonical form, which round-trips. */
+    const char *jp0 = "{\"network\": {\"job\": {\"member\": \"db\", \"ports\": [8080, 0]}}}";
+    expect(fy_policy_load_json(p, jp0, strlen(jp0), &e), e, FY_E_POLICY, "$.network.job.ports[1]", "JSON, port 0");
+    e = NULL;
+    const char *jp1 = "{\"network\": {\"job\": {\"ports\": [\"8080\"]}}}";
+    expect(fy_policy_load_json(p, jp1, strlen(jp1), &e), e, FY_E_POLICY, "$.network.job.ports[0]", "JSON, a port as a string");
+    e = NULL;
+    {
+        char many_ports[1024] = "{\"network\": {\"job\": {\"ports\": [";
+        for (int i = 0; i < 65; i++)
+            snprintf(many_ports + strlen(many_ports), sizeof(many_ports) - strlen(many_ports), "%s%d", i ? "," : "",
+                     1000 + i);
+        strcat(many_ports, "]}}}");
+        expect(fy_policy_load_json(p, many_ports, strlen(many_ports), &e), e, FY_E_POLICY, "$.network.job.ports",
+               "JSON, 65 ports");
+        e = NULL;
+    }
+    const char *jp2 = "{\"network\": {\"job\": {\"ports\": [8080]}}}";
+    {
+        fy_prepared *prx = NULL;
+        const char *av0[] = {"/bin/true", NULL};
+        r = fy_policy_load_json(p, jp2, strlen(jp2), &e);
+        if (r >= 0)
+            r = fy_prepare(p, caps, av0, &prx, &e);
+        expect(r, e, FY_E_POLICY, "$.network.job.ports", "ports without a member");
+        fy_prepared_free(prx);
+    }
+    e = NULL;
+    {
+        const char *jp3 = "{\"network\": {\"job\": {\"member\": \"db\", \"ports\": [9090, 8080, 9090]}}}";
+        fy_policy *q3 = NULL, *q4 = NULL;
+        fy_policy_new(FY_PROFILE_STANDARD_CI, &q3, NULL);
+        fy_policy_new(FY_PROFILE_STANDARD_CI, &q4, NULL);
+        char *a = NULL, *b2 = NULL;
+        CHECK(fy_policy_load_json(q3, jp3, strlen(jp3), NULL) == 0 && fy_policy_to_json(q3, &a, NULL) == 0 &&
+                  fy_policy_load_json(q4, a, strlen(a), NULL) == 0 && fy_policy_to_json(q4, &b2, NULL) == 0 &&
+                  strcmp(a, b2) == 0,
+              "network.job.ports does not round-trip: %s", a ? a : "");
+        char *flat = a ? strdup(a) : NULL;
+        size_t w = 0;
+        for (size_t i = 0; flat && flat[i]; i++)
+            if (flat[i] != ' ' && flat[i] != '\n')
+                flat[w++] = flat[i];
+        if (flat)
+            flat[w] = 0;
+        CHECK(flat && strstr(flat, "\"ports\":[8080,9090]"), "network.job.ports not canonical: %s", a ? a : "");
+        if (flat && strstr(flat, "\"ports\":[8080,9090]"))
+            OK("network.job.ports round-trips, sorted and deduplicated");
+        free(flat);
+        free(a);
+        free(b2);
+        fy_policy_free(q3);
+        fy_policy_free(q4);
+    }
+    fy_policy_set_job_member(p, NULL, NULL);
     const char *j3 = "{\"isolation\": {\"controls\": {\"netns\": \"prefer\"}}, "
                      "\"network\": {\"mode\": \"allow\", \"job\": {\"member\": \"db\"}}}";
     r = fy_policy_load_json(p, j3, strlen(j3), &e);
@@ -240,17 +296,77 @@ static bool wait_file(const char *path, int seconds) {
 
 /* Whether the host's namespace reaches addr:port over TCP. */
 static bool host_reaches(const char *addr, int port) {
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool v6 = strchr(addr, ':') != NULL;
+    int s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
     inet_pton(AF_INET, addr, &a.sin_addr);
+    inet_pton(AF_INET6, addr, &a6.sin6_addr);
     struct timeval tv = {2, 0};
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    bool ok = connect(s, (struct sockaddr *)&a, sizeof(a)) == 0;
+    bool ok = v6 ? connect(s, (struct sockaddr *)&a6, sizeof(a6)) == 0 : connect(s, (struct sockaddr *)&a, sizeof(a)) == 0;
     close(s);
     return ok;
 }
 
 #define P "/opt/fyprobe/fy-netprobe"
+
+/* A member's IPv6 checks (db is fd66:7973:2::1 on the job's /64): db by
+ * name (AAAA from /etc/hosts; a plain lookup still gives IPv4 first) over
+ * TCP and UDP; the fake internet (2001:db8::1, echo servers of the test's)
+ * and the host program's namespace (GW: 2001:db8:2::1, a listener of the
+ * test's) not over IPv6. */
+#define V6_CHECKS                                                                                        \
+    "B=$(" P " resolve6 db) || exit 40; [ \"$B\" = fd66:7973:2::1 ] || exit 41; "                          \
+    P " tcp \"$B\" 8080 || exit 42; " P " udp \"$B\" 9090 || exit 43; "                                    \
+    "! " P " tcp 2001:db8::1 8080 || exit 44; ! " P " udp 2001:db8::1 9090 || exit 45; "                  \
+    "! " P " tcp 2001:db8:2::1 8080 || exit 46; ! " P " icmp 2001:db8::1 || exit 47; "
+/* A member whose policy declares network.job.ports [8080] (Landlock ABI
+ * 4+): db:8080 over IPv4 and IPv6 answers, db:8081 (db listens there too,
+ * and the job's rules let it through: the deny runner reaches it) is
+ * refused at once by Landlock (EACCES), not by the network (a timeout or a
+ * reset). */
+#define LL_CHECKS                                                                                         \
+    "o=$(" P " tcp \"$A\" 8081) && exit 50; case \"$o\" in *'Permission denied'*) ;; *) echo \"$o\"; exit 51;; esac; " \
+    "o=$(" P " tcp \"$B\" 8081) && exit 52; case \"$o\" in *'Permission denied'*) ;; *) echo \"$o\"; exit 53;; esac; " \
+    P " tcp \"$A\" 8080 || exit 54; " P " tcp \"$B\" 8080 || exit 55; "
+#define LL_EXITS "50-53: db:8081 not refused by Landlock (EACCES); 54-55: db:8080 (declared) refused"
+/* Whether the Landlock TCP layer can be had here, and a member's policy
+ * declaring the ports it connects to on the others (network.job.ports). */
+static bool ll_tcp(void) {
+    int64_t abi = 0;
+    return fy_caps_value(caps, FY_CAP_LANDLOCK, &abi) == 0 && abi >= 4;
+}
+static void declare_job_ports(fy_policy *p, const char *ports) {
+    char js[128];
+    fy_error *e = NULL;
+    snprintf(js, sizeof(js), "{\"network\": {\"job\": {\"ports\": %s}}}", ports);
+    CHECK(fy_policy_load_json(p, js, strlen(js), &e) == 0, "network.job.ports: %s", fy_error_message(e));
+    fy_error_free(e);
+}
+/* The plan's evidence says exactly which ports the layer allows: want (a
+ * JSON array's text, no spaces), or none when the host has no ABI 4. */
+static void check_ll_evidence(fy_prepared *pr, const char *who, const char *want) {
+    char *ev = NULL;
+    fy_prepared_to_json(pr, &ev, NULL);
+    size_t w = 0;
+    for (size_t i = 0; ev && ev[i]; i++)
+        if (ev[i] != ' ' && ev[i] != '\n')
+            ev[w++] = ev[i];
+    if (ev)
+        ev[w] = 0;
+    char key[160];
+    snprintf(key, sizeof(key), "\"landlock_tcp_ports\":%s", want);
+    if (ll_tcp())
+        CHECK(ev && strstr(ev, key) && strstr(ev, "\"landlock_tcp\":\"connect(2)overTCPonlytotheports"),
+              "%s's evidence has no Landlock layer %s: %s", who, want, ev ? ev : "(none)");
+    else
+        CHECK(ev && !strstr(ev, "landlock_tcp_ports") && strstr(ev, "needsLandlockABI4"),
+              "%s's evidence claims a Landlock layer without ABI 4: %s", who, ev ? ev : "(none)");
+    free(ev);
+}
+#define V6_EXITS                                                                                          \
+    "40-43: db over IPv6 not reached; 44-47: the fake internet or GW reached over IPv6"
 
 /* A fetch-only member of job a ("proxied", db at 100.80.0.1 serving):
  * db by name directly on the job's link, the allowlist only through its
@@ -265,9 +381,13 @@ static void fetch_member(fy_jobnet *a, bool helper) {
     int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e2);
     if (r >= 0)
         r = fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e2);
+    declare_job_ports(p, "[8080]");
+    if (ll_tcp())
+        fy_policy_set_env(p, "LL", "1", NULL);
     const char *av[] = {"/bin/sh", "-c",
                         "A=$(" P " resolve db) || exit 10; [ \"$A\" = 100.80.0.1 ] || exit 11; "
                         P " tcp \"$A\" 8080 || exit 12; " P " udp \"$A\" 9090 || exit 13; "
+                        V6_CHECKS "[ -z \"$LL\" ] || { " LL_CHECKS "}; "
                         P " proxy 198.51.100.1 8080 || exit 15; "
                         "! " P " proxy 198.51.100.2 8080 || exit 16; ! " P " proxy 198.51.100.1 9090 || exit 17; "
                         "! " P " proxy db 8080 || exit 18; "
@@ -276,6 +396,7 @@ static void fetch_member(fy_jobnet *a, bool helper) {
                         "! " P " tcp 192.0.2.2 8080 || exit 24; ! " P " tcp 100.80.0.254 3128 || exit 25; "
                         "[ \"$HTTPS_PROXY\" = http://127.0.0.1:3128 ] || exit 30; "
                         "case \",$NO_PROXY,\" in *,db,100.80.0.1,*) ;; *) exit 31;; esac; "
+                        "case \",$NO_PROXY,\" in *,fd66:7973:2::1,*) ;; *) exit 33;; esac; "
                         "[ \"$no_proxy\" = \"$NO_PROXY\" ] || exit 32; exit 0", NULL};
     fy_prepared *pf = NULL;
     if (r >= 0)
@@ -283,11 +404,13 @@ static void fetch_member(fy_jobnet *a, bool helper) {
     CHECK(r >= 0, "prepare proxied: %s", fy_error_message(e2));
     fy_error_free(e2);
     fy_policy_free(p);
+    check_ll_evidence(pf, "proxied", "[3128,53,8080]");
     char *json = NULL;
     int code = finish(start(pf, "proxied"), &json);
     CHECK(code == 0,
           "proxied (fetch-only) exited %d (10-13: db; 15: the allowed destination through the proxy; 16-18: "
-          "another allowed by the proxy; 20-25: something reached without it; 30-32: its environment)",
+          "another allowed by the proxy; 20-25: something reached without it; 30-33: its environment; " V6_EXITS
+          "; " LL_EXITS ")",
           code);
     /* Its result: the proxy's record and the job's witness, in one. */
     char *flat = json ? strdup(json) : NULL;
@@ -341,8 +464,9 @@ static void fetch_member(fy_jobnet *a, bool helper) {
     }
     if (code == 0)
         OK("a fetch-only member reaches db directly by name and its allowlist only through its proxy (audited: "
-           "1 allowed, 3 refused), nothing of the fake internet directly; its proxy (pid %ld) reaped",
-           ppid);
+           "1 allowed, 3 refused), nothing of the fake internet directly; its proxy (pid %ld) reaped; %s",
+           ppid, ll_tcp() ? "its Landlock layer (3128, 53 and its declared 8080) refuses db:8081 with EACCES"
+                          : "no Landlock TCP layer here (ABI < 4), and its evidence says so");
     free(flat);
     free(json);
     fy_prepared_free(pf);
@@ -365,14 +489,29 @@ static void job_networks(void) {
     fy_prepared *runner = prepare(a, "runner", NULL,
                                   "A=$(" P " resolve db) || exit 10; [ \"$A\" = 100.80.0.1 ] || exit 11; "
                                   P " tcp \"$A\" 8080 || exit 12; " P " udp \"$A\" 9090 || exit 13; "
+                                  P " tcp \"$A\" 8081 || exit 14; "
+                                  V6_CHECKS
                                   "! " P " tcp 198.51.100.1 8080 || exit 20; ! " P " udp 198.51.100.1 9090 || exit 21; "
                                   "! " P " icmp 198.51.100.1 || exit 22; ! " P " tcp 192.0.2.1 8080 || exit 23; "
                                   "! " P " tcp 192.0.2.2 8080 || exit 24; ! " P " resolve example.org || exit 25; "
                                   "ip route 2>/dev/null; exit 0");
+    {
+        /* No network.job.ports: no layer, and the evidence says why. */
+        char *ev = NULL;
+        fy_prepared_to_json(runner, &ev, NULL);
+        CHECK(ev && strstr(ev, "\"landlock_tcp\": \"none: the member declares no network.job.ports") &&
+                  !strstr(ev, "landlock_tcp_ports"),
+              "runner's evidence: %s", ev ? ev : "(none)");
+        free(ev);
+    }
     int code = finish(start(runner, "runner"), NULL);
-    CHECK(code == 0, "runner exited %d (10-13: db by name not reached; 20-25: something outside reached)", code);
+    CHECK(code == 0,
+          "runner exited %d (10-13: db by name not reached; 14: db:8081 not reached by a member without a Landlock "
+          "layer; 20-25: something outside reached; " V6_EXITS ")",
+          code);
     if (code == 0)
-        OK("members talk by name over TCP and UDP; under deny nothing outside (fake internet, gateway, DNS)");
+        OK("members talk by name over TCP and UDP, IPv4 and IPv6; under deny nothing outside (fake internet, "
+           "gateway, DNS; IPv4 and IPv6)");
     /* Restricted and a member: db by name, the allowlist through its
      * router (the fake internet as the uplink), nothing else. */
     if (uplink) {
@@ -383,25 +522,35 @@ static void job_networks(void) {
             r = fy_policy_set_network(p, FY_NET_RESTRICTED, &e2);
         if (r >= 0)
             r = fy_policy_set_network_host(p, FY_NETHOST_UPLINK, uplink, &e2);
+        declare_job_ports(p, "[9999,8080]");
+        if (ll_tcp())
+            fy_policy_set_env(p, "LL", "1", NULL);
         const char *av[] = {"/bin/sh", "-c",
                             "A=$(" P " resolve db) || exit 10; " P " tcp \"$A\" 8080 || exit 12; "
                             P " udp \"$A\" 9090 || exit 13; " P " tcp 198.51.100.1 8080 || exit 15; "
                             "! " P " tcp 198.51.100.2 8080 || exit 26; ! " P " udp 198.51.100.1 9090 || exit 27; "
-                            "! " P " tcp 192.0.2.1 8080 || exit 28; exit 0", NULL};
+                            "! " P " tcp 192.0.2.1 8080 || exit 28; " V6_CHECKS
+                            "[ -z \"$LL\" ] || { " LL_CHECKS "}; exit 0", NULL};
         fy_prepared *pf = NULL;
         if (r >= 0)
             r = fy_prepare_member(p, caps, av, a, &pf, &e2);
         CHECK(r >= 0, "prepare fetcher: %s", fy_error_message(e2));
         fy_error_free(e2);
         fy_policy_free(p);
+        check_ll_evidence(pf, "fetcher", "[53,8080,9999]");
         char *json = NULL;
         code = finish(start(pf, "fetcher"), &json);
-        CHECK(code == 0, "fetcher (restricted) exited %d (10-13: db; 15: the allowed destination; 26-28: another)",
+        CHECK(code == 0,
+              "fetcher (restricted) exited %d (10-13: db; 15: the allowed destination; 26-28: another; " V6_EXITS
+              "; " LL_EXITS ")",
               code);
         CHECK(json && strstr(json, "\"link_left\": 0") && strstr(json, "\"mode\": \"restricted\""),
               "fetcher's network record: %s", json ? json : "");
         if (code == 0)
-            OK("a restricted member reaches db by name and its allowlist through its router, nothing else");
+            OK("a restricted member reaches db by name and its allowlist through its router, nothing else; %s",
+               ll_tcp() ? "its Landlock layer (the allowlist's 8080, 53, its declared 8080 and 9999) refuses db:8081 "
+                          "with EACCES"
+                        : "no Landlock TCP layer here (ABI < 4)");
         free(json);
         fy_prepared_free(pf);
     }
@@ -422,15 +571,17 @@ static void job_networks(void) {
     fy_prepared *intr = prepare(b, "intruder", NULL,
                                 "! " P " tcp 100.80.0.1 8080 || exit 30; ! " P " udp 100.80.0.1 9090 || exit 31; "
                                 "! " P " icmp 100.80.0.1 || exit 32; "
-                                "! " P " resolve db || exit 34; exit 0");
+                                "! " P " tcp fd66:7973:2::1 8080 || exit 35; ! " P " udp fd66:7973:2::1 9090 || exit 36; "
+                                "! " P " resolve db || exit 34; ! " P " resolve6 db || exit 37; exit 0");
     code = finish(start(intr, "intruder"), NULL);
-    CHECK(code == 0, "intruder (another job) exited %d: it reached job A (30-32) or resolved its name (34)", code);
+    CHECK(code == 0, "intruder (another job) exited %d: it reached job A (30-32, 35-36: IPv6) or resolved its name (34, 37)",
+          code);
     if (code == 0)
-        OK("a member of another job reaches nothing of this one (TCP, UDP, by address or name)");
+        OK("a member of another job reaches nothing of this one (TCP, UDP, IPv4 and IPv6, by address or name)");
     /* The host's namespace reaches no member's listener. */
-    CHECK(!host_reaches("100.80.0.1", 8080), "the host reached db's listener");
-    if (!host_reaches("100.80.0.1", 8080))
-        OK("the host's namespace does not reach db's listener (100.80.0.1:8080)");
+    CHECK(!host_reaches("100.80.0.1", 8080) && !host_reaches("fd66:7973:2::1", 8080), "the host reached db's listener");
+    if (!host_reaches("100.80.0.1", 8080) && !host_reaches("fd66:7973:2::1", 8080))
+        OK("the host's namespace does not reach db's listener (100.80.0.1:8080, [fd66:7973:2::1]:8080)");
     /* The end: db cancelled; its link witnessed gone, then the network. */
     fy_handle_cancel(hdb, FY_CANCEL_USER, NULL);
     char *json = NULL;
@@ -588,7 +739,9 @@ static void helper_job(void) {
     const char *av[] = {"/bin/sh", "-c",
                         P " proxy 198.51.100.1 8080 || exit 29; "
                         "! " P " tcp 100.80.0.1 8080 || exit 30; ! " P " udp 100.80.0.1 9090 || exit 31; "
-                        "! " P " proxy 100.80.0.1 8080 || exit 33; ! " P " resolve db || exit 34; exit 0",
+                        "! " P " proxy 100.80.0.1 8080 || exit 33; ! " P " resolve db || exit 34; "
+                        "! " P " tcp fd66:7973:2::1 8080 || exit 35; ! " P " udp fd66:7973:2::1 9090 || exit 36; "
+                        "! " P " resolve6 db || exit 37; exit 0",
                         NULL};
     fy_prepared *intr = NULL;
     if (r >= 0)
@@ -598,14 +751,15 @@ static void helper_job(void) {
     fy_policy_free(p);
     int code = finish(start(intr, "intruder"), NULL);
     CHECK(code == 0,
-          "intruder (fetch-only, another job) exited %d: its own proxy failed (29), it reached job A directly (30-31), "
-          "through its proxy (33) or resolved its name (34)",
+          "intruder (fetch-only, another job) exited %d: its own proxy failed (29), it reached job A directly (30-31, "
+          "35-36: IPv6), through its proxy (33) or resolved its name (34, 37)",
           code);
     if (code == 0)
         OK("a fetch-only member of another job reaches nothing of this one (TCP, UDP, through its proxy, by name)");
-    CHECK(!host_reaches("100.80.0.1", 8080), "the host program's namespace reached db's listener");
-    if (!host_reaches("100.80.0.1", 8080))
-        OK("the host program's namespace does not reach db's listener (100.80.0.1:8080)");
+    CHECK(!host_reaches("100.80.0.1", 8080) && !host_reaches("fd66:7973:2::1", 8080),
+          "the host program's namespace reached db's listener");
+    if (!host_reaches("100.80.0.1", 8080) && !host_reaches("fd66:7973:2::1", 8080))
+        OK("the host program's namespace does not reach db's listener (100.80.0.1:8080, [fd66:7973:2::1]:8080)");
     fy_handle_cancel(hdb, FY_CANCEL_USER, NULL);
     char *json = NULL;
     finish(hdb, &json);

@@ -33,18 +33,26 @@ ip -n "$NET" addr add 192.0.2.2/24 dev n0
 ip -n "$GW" link set g0 up
 ip -n "$NET" link set n0 up
 ip -n "$GW" route add default via 192.0.2.2 dev g0
+# IPv6 too (2001:db8:2::1 in GW, ::2 in NET; GW's default route to NET).
+ip -n "$GW" addr add 2001:db8:2::1/64 dev g0 nodad
+ip -n "$NET" addr add 2001:db8:2::2/64 dev n0 nodad
+ip -n "$GW" -6 route add default via 2001:db8:2::2 dev g0
 # (From GW the fake internet must answer, or nothing below means anything.)
-ip netns exec "$GW" python3 -c '
-import socket; s = socket.create_connection(("198.51.100.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
-    { echo "the fake internet does not answer from the host program's namespace"; exit 1; }
+for a in 198.51.100.1 2001:db8::1; do
+    ip netns exec "$GW" python3 -c '
+import socket, sys; s = socket.create_connection((sys.argv[1], 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' "$a" ||
+        { echo "the fake internet ($a) does not answer from the host program's namespace"; exit 1; }
+done
 # A listener in GW too (192.0.2.1: TCP 8080, UDP 9090), answering the fake
 # internet, so that the members' "! tcp 192.0.2.1 8080" checks can fail: a
 # member reaching the host program's namespace would be answered.
 net_bg ip netns exec "$GW" timeout 300 python3 "$(dirname "$0")/serve.py" "$TMP/gw.ready" 280
 for _ in $(seq 50); do [ -s "$TMP/gw.ready" ] && break; sleep 0.1; done
-ip netns exec "$NET" python3 -c '
-import socket; s = socket.create_connection(("192.0.2.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
-    { echo "GW's listener does not answer from the fake internet"; exit 1; }
+for a in 192.0.2.1 2001:db8:2::1; do
+    ip netns exec "$NET" python3 -c '
+import socket, sys; s = socket.create_connection((sys.argv[1], 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' "$a" ||
+        { echo "GW's listener ($a) does not answer from the fake internet"; exit 1; }
+done
 
 # (fe80:: comes and goes with the veths' own address configuration.)
 state() { { net_ns_state "$GW"; net_ns_state "$NET"; } | grep -v fe80; ip netns exec "$GW" nft list ruleset 2>&1; }
@@ -81,7 +89,7 @@ cat >"$TMP/job.json" <<JOB
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
                              "output": "$TMP/out2"}}},
   {"name": "runner", "argv": ["/bin/sh", "-c",
-     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && test -e /work/output/ready -o 1 = 1"],
+     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && B=\$(/opt/fyprobe/fy-netprobe resolve6 db) && /opt/fyprobe/fy-netprobe tcp \$B 8080 && /opt/fyprobe/fy-netprobe udp \$B 9090 && ! /opt/fyprobe/fy-netprobe tcp 2001:db8::1 8080 && ! /opt/fyprobe/fy-netprobe tcp 2001:db8:2::1 8080"],
    "policy": {"profile": "standard-ci", "network": {"mode": "deny"},
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}},
   {"name": "fetch", "argv": ["/bin/sh", "-c",
@@ -92,18 +100,21 @@ cat >"$TMP/job.json" <<JOB
 ]}
 JOB
 ip -n "$NET" route add 100.80.0.0/24 via 192.0.2.1 dev n0
+ip -n "$NET" -6 route add fd66:7973:2::/64 via 2001:db8:2::1 dev n0
 ip netns exec "$GW" timeout 120 "$FY" job run "$TMP/job.json" >"$TMP/cli.out" 2>"$TMP/cli.err" &
 CLI=$!
 for _ in $(seq 100); do [ -s "$TMP/out2/ready" ] && break; sleep 0.1; done
 if [ -s "$TMP/out2/ready" ]; then
     for where in "$GW" "$NET"; do
-        ip netns exec "$where" python3 -c '
+        for a in 100.80.0.1 fd66:7973:2::1; do
+            ip netns exec "$where" python3 -c '
 import socket, sys
 try:
-    socket.create_connection(("100.80.0.1", 8080), 2); sys.exit(1)
+    socket.create_connection((sys.argv[1], 8080), 2); sys.exit(1)
 except OSError:
-    sys.exit(0)' && ok "no inbound: $where does not reach the member's listener" ||
-            bad "$where reached a job member's listener"
+    sys.exit(0)' "$a" && ok "no inbound: $where does not reach the member's listener at $a" ||
+                bad "$where reached a job member's listener at $a"
+        done
     done
 else
     bad "forgeyard job run: db's server never started"; cat "$TMP/cli.err"
@@ -111,9 +122,10 @@ fi
 wait $CLI
 rc=$?
 ip -n "$NET" route del 100.80.0.0/24 via 192.0.2.1 dev n0
+ip -n "$NET" -6 route del fd66:7973:2::/64 via 2001:db8:2::1 dev n0
 if [ $rc = 0 ] && grep -q '^runner: succeeded' "$TMP/cli.out" && grep -q '^db: cancelled' "$TMP/cli.out" &&
     grep -q '^fetch: succeeded' "$TMP/cli.out"; then
-    ok "forgeyard job run: the runner reached db by name; a fetch-only member db and its allowlist (through its proxy only); db (a service) cancelled at the end"
+    ok "forgeyard job run: the runner reached db by name (IPv4 and IPv6, nothing outside over either); a fetch-only member db and its allowlist (through its proxy only); db (a service) cancelled at the end"
 else
     bad "forgeyard job run exited $rc"; cat "$TMP/cli.out" "$TMP/cli.err"
 fi

@@ -427,9 +427,12 @@ nothing_left "a NET_TAP peer that exited (the helper's gc)"
 # 5e. Job networks through the helper (protocol 4, issue 13), as the
 #     runner: `forgeyard job run` with two members, db under deny, the
 #     runner restricted (its own router from the helper too: eth0 and
-#     job0); the runner reaches db by name over TCP and UDP and its one
-#     allowed destination, not another port or address of the fake
-#     internet; nothing left, the helper's descriptors as before.
+#     job0); the runner reaches db by name over TCP and UDP (IPv4 and
+#     IPv6) and its one allowed destination, not another port or address
+#     of the fake internet (nor over IPv6); it declares network.job.ports
+#     [8080], so its Landlock layer refuses db:8081 (which db serves and
+#     the job's rules pass) with EACCES; nothing left, the helper's
+#     descriptors as before.
 SERVE=$(dirname "$0")/serve.py
 cp "$SERVE" "$TMP/probe/serve.py" && chmod 755 "$TMP/probe/serve.py"
 mkdir -m 0777 "$TMP/jobout"
@@ -440,9 +443,10 @@ cat >"$TMP/job.json" <<JOB
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
                              "output": "$TMP/jobout"}}},
   {"name": "runner", "argv": ["/bin/sh", "-c",
-     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080"],
+     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 9090 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.2 8080 && B=\$(/opt/fyprobe/fy-netprobe resolve6 db) && [ \"\$B\" = fd66:7973:2::1 ] && /opt/fyprobe/fy-netprobe tcp \$B 8080 && /opt/fyprobe/fy-netprobe udp \$B 9090 && ! /opt/fyprobe/fy-netprobe tcp 2001:db8::1 8080 && ! /opt/fyprobe/fy-netprobe udp 2001:db8::1 9090 && o=\$(/opt/fyprobe/fy-netprobe tcp \$B 8081); test \$? = 1 && case \"\$o\" in *'Permission denied'*) true;; *) echo \"db:8081: \$o\"; false;; esac"],
    "policy": {"profile": "standard-ci", "resources": {"memory": 134217728},
-              "network": {"mode": "restricted", "destinations": [{"host": "198.51.100.1", "proto": "tcp", "ports": [8080, 8080]}]},
+              "network": {"mode": "restricted", "destinations": [{"host": "198.51.100.1", "proto": "tcp", "ports": [8080, 8080]}],
+                          "job": {"ports": [8080]}},
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
 ]}
 JOB
@@ -450,7 +454,7 @@ chmod 644 "$TMP/job.json"
 as_runner timeout 120 "$FY" job run "$TMP/job.json" >"$TMP/job.out" 2>"$TMP/job.err"
 rc=$?
 if [ $rc = 0 ] && grep -q '^runner: succeeded' "$TMP/job.out" && grep -q '^db: cancelled' "$TMP/job.out"; then
-    ok "job network through the helper: the restricted runner reached db by name (TCP, UDP) and its allowed destination only"
+    ok "job network through the helper: the restricted runner reached db by name (TCP, UDP; IPv4 and IPv6) and its allowed destination only (not the fake internet over IPv6); its Landlock layer (network.job.ports [8080]) refused db:8081 with EACCES"
 else
     bad "forgeyard job run as the runner exited $rc"; cat "$TMP/job.out" "$TMP/job.err"
 fi
@@ -484,17 +488,24 @@ ip -n "$NS" addr add 192.0.2.2/24 dev n0
 ip -n "$GW" link set g0 up
 ip -n "$NS" link set n0 up
 ip -n "$GW" route add default via 192.0.2.2 dev g0
-ip netns exec "$GW" python3 -c '
-import socket; s = socket.create_connection(("198.51.100.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
-    { bad "the fake internet does not answer from GW"; }
+ip -n "$GW" addr add 2001:db8:2::1/64 dev g0 nodad
+ip -n "$NS" addr add 2001:db8:2::2/64 dev n0 nodad
+ip -n "$GW" -6 route add default via 2001:db8:2::2 dev g0
+for a in 198.51.100.1 2001:db8::1; do
+    ip netns exec "$GW" python3 -c '
+import socket, sys; s = socket.create_connection((sys.argv[1], 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' "$a" ||
+        { bad "the fake internet ($a) does not answer from GW"; }
+done
 # A listener in GW too (192.0.2.1: TCP 8080, UDP 9090), answering NS, so
 # that a member reaching the host program's namespace would be seen.
 net_bg ip netns exec "$GW" timeout 300 python3 "$TMP/probe/serve.py" "$TMP/gw.ready" 280
 GWSRV=$NET_LAST_PID
 for _ in $(seq 50); do [ -s "$TMP/gw.ready" ] && break; sleep 0.1; done
-ip netns exec "$NS" python3 -c '
-import socket; s = socket.create_connection(("192.0.2.1", 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' ||
-    bad "GW's listener does not answer from the fake internet"
+for a in 192.0.2.1 2001:db8:2::1; do
+    ip netns exec "$NS" python3 -c '
+import socket, sys; s = socket.create_connection((sys.argv[1], 8080), 3); s.send(b"hi"); assert s.recv(16) == b"echo:hi"' "$a" ||
+        bad "GW's listener ($a) does not answer from the fake internet"
+done
 # (nsenter, not ip netns exec: that one remounts /sys, the helper's
 # cgroups with it.)
 in_gw() {
@@ -517,7 +528,7 @@ cat >"$TMP/jobf.json" <<JOB
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}],
                              "output": "$TMP/jobout"}}},
   {"name": "fetch", "argv": ["/bin/sh", "-c",
-     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe proxy 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe proxy 198.51.100.2 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 192.0.2.1 8080"],
+     "A=\$(/opt/fyprobe/fy-netprobe resolve db) || exit 9; for i in \$(seq 100); do /opt/fyprobe/fy-netprobe tcp \$A 8080 >/dev/null 2>&1 && break; sleep 0.1; done; /opt/fyprobe/fy-netprobe tcp \$A 8080 && /opt/fyprobe/fy-netprobe udp \$A 9090 && /opt/fyprobe/fy-netprobe proxy 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe proxy 198.51.100.2 8080 && ! /opt/fyprobe/fy-netprobe tcp 198.51.100.1 8080 && ! /opt/fyprobe/fy-netprobe tcp 192.0.2.1 8080 && B=\$(/opt/fyprobe/fy-netprobe resolve6 db) && /opt/fyprobe/fy-netprobe tcp \$B 8080 && /opt/fyprobe/fy-netprobe udp \$B 9090 && ! /opt/fyprobe/fy-netprobe tcp 2001:db8::1 8080 && ! /opt/fyprobe/fy-netprobe tcp 2001:db8:2::1 8080"],
    "policy": {"profile": "standard-ci", "resources": {"memory": 134217728},
               "network": {"mode": "fetch-only", "destinations": [{"host": "198.51.100.1", "ports": [8080, 8080]}]},
               "filesystem": {"binds": [{"host": "$TMP/probe", "target": "/opt/fyprobe"}]}}}
@@ -608,6 +619,8 @@ want("JOB_ADD to an unknown job", ask(job(9, name(6), 0), [mine]), ("error", 10)
 want("JOB_ADD our own namespace", ask(job(9, name(0), 0), [mine]), ("0x8009", 0))
 addrs = subprocess.run(["ip", "-o", "-4", "addr", "show", "dev", "job0"], capture_output=True, text=True).stdout
 want("job0 has member 0's address", "100.80.0.1/24" in addrs, True)
+addrs6 = subprocess.run(["ip", "-o", "-6", "addr", "show", "dev", "job0"], capture_output=True, text=True).stdout
+want("job0 has member 0's IPv6 address, no link-local", ("fd66:7973:2::1/64" in addrs6, "fe80" in addrs6), (True, False))
 want("the same index again", ask(job(9, name(0), 0), [mine]), ("error", 9))
 for i in (1, 2, 3):
     want(f"job {i}", ask(job(8, name(i), 1)), ("0x8008", 0))

@@ -613,10 +613,15 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
  * nftables (bridge family) forwarding a frame only from a member's port to
  * another member's port and only from that member's own address, nothing
  * to or from the namespace itself; member i's namespace (the peer's, checked
- * by fyh_net_check_ns) gets a veth job0 100.80.0.(i+1)/24 whose other end
- * m<i> is a port of the bridge. */
+ * by fyh_net_check_ns) gets a veth job0 100.80.0.(i+1)/24 and
+ * fd66:7973:2::(i+1)/64 (no link-local, no DAD) whose other end m<i> is a
+ * port of the bridge. */
 
 #define JOB_SUBNET 0x64500000u /* 100.80.0.0/24: linux-jobnet.h's LJN_SUBNET */
+/* fd66:7973:2::/64, member i at ::(i+1): linux-jobnet.h's LJN_SUBNET6_TEXT.
+ * Made by the helper from the index alone, as the IPv4 address: no
+ * message of the protocol changed for it (still 4). */
+#define JOB_SUBNET6_TEXT "fd66:7973:2::"
 
 static int job_ruleset(char *out, size_t cap, uint32_t n) {
     size_t len = 0;
@@ -629,9 +634,10 @@ static int job_ruleset(char *out, size_t cap, uint32_t n) {
         uint32_t a = JOB_SUBNET + i + 1;
         k = snprintf(out + len, cap - len,
                      "  iifname \"m%u\" oifname \"m*\" ether type arp arp saddr ip %u.%u.%u.%u accept\n"
-                     "  iifname \"m%u\" oifname \"m*\" ip saddr %u.%u.%u.%u accept\n",
+                     "  iifname \"m%u\" oifname \"m*\" ip saddr %u.%u.%u.%u accept\n"
+                     "  iifname \"m%u\" oifname \"m*\" ip6 saddr " JOB_SUBNET6_TEXT "%x accept\n",
                      i, a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, i, a >> 24, (a >> 16) & 255,
-                     (a >> 8) & 255, a & 255);
+                     (a >> 8) & 255, a & 255, i, i + 1);
         if (k < 0 || (size_t)k >= cap - len)
             return -1;
         len += (size_t)k;
@@ -654,7 +660,7 @@ int fyh_job_create(struct fyh_job *j, uint32_t nmembers, int *os_errno, char *wh
         snprintf(why, whylen, "a job network has 1..%u members", FYH_JOB_MEMBERS_MAX);
         return -FYH_E_MALFORMED;
     }
-    static char text[FYH_JOB_MEMBERS_MAX * 200 + 512];
+    static char text[FYH_JOB_MEMBERS_MAX * 280 + 512];
     if (job_ruleset(text, sizeof(text), nmembers) < 0) {
         snprintf(why, whylen, "ruleset too long");
         return -FYH_E_MALFORMED;
@@ -703,6 +709,9 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
     int js = -1, ss = -1, e = 0, br = 0, eth = 0;
     const char *what = NULL;
     uint32_t addr = htonl(JOB_SUBNET + index + 1);
+    uint8_t addr6[16] = {0xfd, 0x66, 0x79, 0x73, 0, 2};
+    addr6[14] = (uint8_t)((index + 1) >> 8);
+    addr6[15] = (uint8_t)((index + 1) & 0xff);
     if (fyh_net_raise)
         fyh_net_raise(true);
     if ((js = nl_open(j->ns)) < 0 || (ss = nl_open(member_ns)) < 0)
@@ -714,7 +723,7 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
     else if ((e = lnl_link_master(js, port, br)) < 0)
         what = "the member's port on the bridge";
     else if ((e = lnl_link_up(js, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, &addr, 24)) < 0 ||
-             (e = lnl_link_up(ss, "job0")) < 0)
+             (e = lnl_addr_add(ss, eth, AF_INET6, addr6, 64)) < 0 || (e = lnl_link_up(ss, "job0")) < 0)
         what = "the member's link and address";
     if (what && e != -EEXIST && js >= 0)
         (void)lnl_link_del(js, port); /* (an existing port is another attempt's) */
