@@ -151,44 +151,17 @@ static char *ruleset(uint32_t nmembers) {
  * bounded. Where no thread can be made, the deletion is synchronous. */
 #define UNLIST_DEADLINE_MS 2000
 
-struct del_args { int s, ns; char name[IFNAMSIZ]; };
-static void *del_main(void *p) {
-    struct del_args *a = p;
-    (void)lnl_link_del(a->s, a->name);
-    close(a->s);
-    if (a->ns >= 0)
-        close(a->ns);
-    free(a);
-    return NULL;
-}
-
+/* lnl_link_del_detached on a netlink socket of ns; false: not started
+ * (hand_ns still the caller's). */
 static bool del_async(int ns, const char *name, int hand_ns) {
-    struct del_args *a = calloc(1, sizeof(*a));
-    if (!a)
+    int s = lxn_nl_open(ns);
+    if (s < 0)
         return false;
-    a->ns = hand_ns;
-    snprintf(a->name, sizeof(a->name), "%s", name);
-    if ((a->s = lxn_nl_open(ns)) < 0) {
-        free(a);
+    if (lnl_link_del_detached(s, name, hand_ns) < 0) {
+        close(s);
         return false;
     }
-    pthread_attr_t at;
-    pthread_t t;
-    sigset_t all, old;
-    sigfillset(&all);
-    bool ok = pthread_attr_init(&at) == 0;
-    if (ok) {
-        (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
-        ok = pthread_create(&t, &at, del_main, a) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&at);
-    }
-    if (!ok) {
-        close(a->s);
-        free(a);
-    }
-    return ok;
+    return true;
 }
 
 struct sock_args { int fd; };
@@ -198,26 +171,12 @@ static int make_dgram(void *p) {
     return a->fd < 0 ? -errno : 0;
 }
 
-/* Whether name is gone from namespace ns within ms. */
+/* Whether name is gone from namespace ns within ms (lnl_link_unlisted). */
 static bool wait_unlisted(int ns, const char *name, int ms) {
     struct sock_args a = {-1};
     if (lxn_in_netns(ns, make_dgram, &a) < 0)
         return false;
-    uint64_t deadline = pu_deadline_after_ms(ms);
-    bool gone = false;
-    for (;;) {
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof(ifr));
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-        if (ioctl(a.fd, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV) {
-            gone = true;
-            break;
-        }
-        if (pu_ms_left(deadline) <= 0)
-            break;
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
+    bool gone = lnl_link_unlisted(a.fd, name, ms);
     close(a.fd);
     return gone;
 }

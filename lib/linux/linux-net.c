@@ -1199,64 +1199,12 @@ fail:
 
 #define UNLIST_DEADLINE_MS 2000
 
-struct del_args { int s; char name[IFNAMSIZ]; };
-static void *del_main(void *p) {
-    struct del_args *a = p;
-    (void)lnl_link_del(a->s, a->name);
-    close(a->s);
-    free(a);
-    return NULL;
-}
-
-/* lnl_link_del(s, name) on a detached thread that then closes s: 0 (s is the
- * thread's), or -1 (nothing started, s still the caller's). */
-static int del_link_async(int s, const char *name) {
-    struct del_args *a = calloc(1, sizeof(*a));
-    if (!a)
-        return -1;
-    a->s = s;
-    snprintf(a->name, sizeof(a->name), "%s", name);
-    pthread_attr_t at;
-    pthread_t t;
-    sigset_t all, old;
-    sigfillset(&all);
-    if (pthread_attr_init(&at) != 0) {
-        free(a);
-        return -1;
-    }
-    (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
-    int e = pthread_create(&t, &at, del_main, a);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&at);
-    if (e) {
-        free(a);
-        return -1;
-    }
-    return 0;
-}
-
-/* Whether name is gone from namespace ns within ms: looked up by
- * SIOCGIFINDEX (an RCU lookup, not behind the deletion's lock). */
+/* Whether name is gone from namespace ns within ms (lnl_link_unlisted). */
 static bool wait_unlisted(int ns, const char *name, int ms) {
     int q = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
     if (q < 0)
         return false;
-    uint64_t deadline = pu_deadline_after_ms(ms);
-    bool gone = false;
-    for (;;) {
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof(ifr));
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-        if (ioctl(q, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV) {
-            gone = true;
-            break;
-        }
-        if (pu_ms_left(deadline) <= 0)
-            break;
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
+    bool gone = lnl_link_unlisted(q, name, ms);
     close(q);
     return gone;
 }
@@ -1285,7 +1233,7 @@ void lxn_teardown_begin(struct lxn_run *run) {
         lxp_kill(&run->dns);
     if (run->uplink_if[0] && run->uplink_fd >= 0 && !run->del_started) {
         int s = nl_open(run->uplink_fd);
-        if (s >= 0 && del_link_async(s, run->uplink_if) == 0)
+        if (s >= 0 && lnl_link_del_detached(s, run->uplink_if, -1) == 0)
             run->del_started = true;
         else if (s >= 0)
             close(s);
@@ -1368,7 +1316,7 @@ unsigned lxn_teardown(struct lxn_run *run) {
                 left++;
             run->del_started = false;
         } else if (s >= 0) {
-            if (del_link_async(s, run->uplink_if) == 0) {
+            if (lnl_link_del_detached(s, run->uplink_if, -1) == 0) {
                 if (!wait_unlisted(run->uplink_fd, run->uplink_if, UNLIST_DEADLINE_MS))
                     left++;
             } else {

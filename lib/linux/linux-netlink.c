@@ -6,11 +6,18 @@
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <net/if.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "linux-netlink.h"
 
@@ -351,4 +358,62 @@ int lnl_link_count(int s) {
     int n = 0;
     int r = nl_talk(s, &m, on_count, &n);
     return r < 0 ? r : n;
+}
+
+/* ---- a deletion nobody waits for, and its witness ---- */
+
+struct del_args { int s, also; char name[IFNAMSIZ]; };
+
+static void *del_main(void *p) {
+    struct del_args *a = p;
+    (void)lnl_link_del(a->s, a->name);
+    close(a->s);
+    if (a->also >= 0)
+        close(a->also);
+    free(a);
+    return NULL;
+}
+
+int lnl_link_del_detached(int s, const char *name, int also_close) {
+    struct del_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -1;
+    a->s = s;
+    a->also = also_close;
+    snprintf(a->name, sizeof(a->name), "%s", name);
+    pthread_attr_t at;
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    if (pthread_attr_init(&at) != 0) {
+        free(a);
+        return -1;
+    }
+    (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* (signals are the calling program's other threads') */
+    int e = pthread_create(&t, &at, del_main, a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+    if (e) {
+        free(a);
+        return -1;
+    }
+    return 0;
+}
+
+bool lnl_link_unlisted(int q, const char *name, int ms) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        if (ioctl(q, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV)
+            return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+            return false;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
 }

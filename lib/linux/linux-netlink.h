@@ -9,6 +9,7 @@
 #ifndef FY_LINUX_NETLINK_H
 #define FY_LINUX_NETLINK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Makes s's replies time out after 5 s (a kernel that never answers must not
@@ -22,6 +23,17 @@ int lnl_link_veth(int s, const char *name, const char *peer_name, int peer_ns);
  * sits tentative and a sandbox has no fe80:: address to reach a router by). */
 int lnl_link_up(int s, const char *name);
 int lnl_link_del(int s, const char *name);
+/* lnl_link_del(s, name) on a detached thread (every signal blocked) that
+ * then closes s and also_close (>= 0: a descriptor the caller hands over
+ * with it, or -1): 0, or -1 when no thread could be made (nothing deleted,
+ * nothing closed: both are still the caller's). The kernel unlists the link
+ * at once and returns only after its RCU grace periods (tens of ms), which
+ * nobody then waits for. */
+int lnl_link_del_detached(int s, const char *name, int also_close);
+/* Whether the link name is gone within ms, looked up by SIOCGIFINDEX on q
+ * (any socket of the link's namespace: an RCU lookup, not behind the
+ * deletion's lock) every 0.1 ms. */
+bool lnl_link_unlisted(int q, const char *name, int ms);
 /* 1 when the link exists, 0 when it does not. */
 int lnl_link_exists(int s, const char *name);
 /* The link's index (> 0). */

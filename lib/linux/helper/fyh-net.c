@@ -752,71 +752,25 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
  * Where no thread can be made, the deletion is synchronous. */
 #define UNLIST_DEADLINE_MS 2000
 
-struct del_args {
-    int s, ns;
-    char name[IFNAMSIZ];
-};
-static void *del_main(void *p) {
-    struct del_args *a = p;
-    (void)lnl_link_del(a->s, a->name);
-    close(a->s);
-    if (a->ns >= 0)
-        close(a->ns);
-    free(a);
-    return NULL;
-}
-
+/* lnl_link_del_detached on a netlink socket of ns; false: not started
+ * (hand_ns still the caller's). */
 static bool del_async(int ns, const char *name, int hand_ns) {
-    struct del_args *a = calloc(1, sizeof(*a));
-    if (!a)
+    int s = nl_open(ns);
+    if (s < 0)
         return false;
-    a->ns = hand_ns;
-    snprintf(a->name, sizeof(a->name), "%s", name);
-    if ((a->s = nl_open(ns)) < 0) {
-        free(a);
+    if (lnl_link_del_detached(s, name, hand_ns) < 0) {
+        close(s);
         return false;
     }
-    pthread_attr_t at;
-    pthread_t t;
-    sigset_t all, old;
-    sigfillset(&all);
-    bool ok = pthread_attr_init(&at) == 0;
-    if (ok) {
-        (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        pthread_sigmask(SIG_SETMASK, &all, &old); /* (signals are the main thread's) */
-        ok = pthread_create(&t, &at, del_main, a) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&at);
-    }
-    if (!ok) {
-        close(a->s);
-        free(a);
-    }
-    return ok;
+    return true;
 }
 
-/* Whether name is gone from namespace ns within ms. */
+/* Whether name is gone from namespace ns within ms (lnl_link_unlisted). */
 static bool wait_unlisted(int ns, const char *name, int ms) {
     int fd = socket_in(ns, AF_INET, SOCK_DGRAM, 0);
     if (fd < 0)
         return false;
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    bool gone = false;
-    for (;;) {
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof(ifr));
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-        if (ioctl(fd, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV) {
-            gone = true;
-            break;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
-            break;
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
+    bool gone = lnl_link_unlisted(fd, name, ms);
     close(fd);
     return gone;
 }
