@@ -221,7 +221,7 @@ static bool cg_write_check(const char *child, const char *file, const char *valu
         lp_bappend(why, "writing %s to %s: " EFMT, value, path, EARG(-r));
         return false;
     }
-    r = lp_read_small(path, got, sizeof got);
+    r = pu_read_small(path, got, sizeof got);
     if (r < 0) {
         lp_bappend(why, "reading back %s: " EFMT, path, EARG(-r));
         return false;
@@ -306,7 +306,7 @@ static void cg2_into_and_kill(struct cg_state *s, const char *child) {
         } else {
             char procs[256];
             snprintf(path, sizeof path, "%s/cgroup.procs", child);
-            int r = lp_read_small(path, procs, sizeof procs);
+            int r = pu_read_small(path, procs, sizeof procs);
             if (r < 0)
                 lp_bappend(s->into_why, "reading %s: " EFMT, path, EARG(-r));
             else if (strtol(procs, NULL, 10) != pid)
@@ -374,9 +374,9 @@ static void cg2_test(struct cg_state *s) {
     }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/cgroup.controllers", s->cg2_dir);
-    (void)lp_read_small(path, s->v2_controllers, sizeof s->v2_controllers);
+    (void)pu_read_small(path, s->v2_controllers, sizeof s->v2_controllers);
     snprintf(path, sizeof path, "%s/cgroup.subtree_control", s->cg2_dir);
-    (void)lp_read_small(path, s->v2_subtree, sizeof s->v2_subtree);
+    (void)pu_read_small(path, s->v2_subtree, sizeof s->v2_subtree);
 
     char name[64], child[PATH_MAX];
     probe_name(name, sizeof name);
@@ -390,7 +390,7 @@ static void cg2_test(struct cg_state *s) {
     }
     s->v2_mkdir_ok = true;
     snprintf(path, sizeof path, "%s/cgroup.controllers", child);
-    (void)lp_read_small(path, s->v2_child_ctl, sizeof s->v2_child_ctl);
+    (void)pu_read_small(path, s->v2_child_ctl, sizeof s->v2_child_ctl);
 
     static const char *const file[4] = { "memory.max", "pids.max", "cpu.max", "io.max" };
     static const char *const value[4] = { "268435456", "64", "50000 100000", NULL };
@@ -418,7 +418,7 @@ static void cg2_test(struct cg_state *s) {
     } else if (cg_write_check(child, "cgroup.freeze", "1", "1", s->v2_freeze_why)) {
         char ev[512];
         snprintf(path, sizeof path, "%s/cgroup.events", child);
-        if (lp_read_small(path, ev, sizeof ev) == 0 && strstr(ev, "frozen 1"))
+        if (pu_read_small(path, ev, sizeof ev) == 0 && strstr(ev, "frozen 1"))
             s->v2_freeze_ok = true;
         else
             lp_bappend(s->v2_freeze_why, "%s did not report frozen 1", path);

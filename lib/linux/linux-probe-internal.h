@@ -39,9 +39,6 @@ void lp_bappend(char buf[REASON_MAX], const char *fmt, ...) FY_PRINTF(2, 3);
  * NUL-terminated and owned by the caller. */
 int lp_read_file(const char *path, char **ret, size_t max);
 
-/* Reads a small file into buf (trailing newlines stripped). 0 or -errno. */
-int lp_read_small(const char *path, char *buf, size_t size);
-
 /* Writes a string to an existing file (never creates). 0 or -errno. */
 int lp_write_existing(const char *path, const char *s);
 

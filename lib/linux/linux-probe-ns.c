@@ -370,17 +370,17 @@ static void userns_denied_diag(int err, bool is_root, const struct self_status *
     char v[64];
     d->text[0] = d->hint[0] = '\0';
     long max_ns = -1;
-    if (lp_read_small("/proc/sys/user/max_user_namespaces", v, sizeof v) == 0) {
+    if (pu_read_small("/proc/sys/user/max_user_namespaces", v, sizeof v) == 0) {
         max_ns = strtol(v, NULL, 10);
         lp_bappend(d->text, "; user.max_user_namespaces = %ld", max_ns);
     }
     long clone_ok = -1;
-    if (lp_read_small("/proc/sys/kernel/unprivileged_userns_clone", v, sizeof v) == 0) {
+    if (pu_read_small("/proc/sys/kernel/unprivileged_userns_clone", v, sizeof v) == 0) {
         clone_ok = strtol(v, NULL, 10);
         lp_bappend(d->text, "; kernel.unprivileged_userns_clone = %ld", clone_ok);
     }
     long aa = -1;
-    if (lp_read_small("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", v, sizeof v) == 0) {
+    if (pu_read_small("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", v, sizeof v) == 0) {
         aa = strtol(v, NULL, 10);
         lp_bappend(d->text, "; kernel.apparmor_restrict_unprivileged_userns = %ld", aa);
     }

@@ -126,33 +126,6 @@ int lp_read_file(const char *path, char **ret, size_t max) {
     return 0;
 }
 
-/* Reads a small file into buf (trailing newlines stripped). 0 or -errno. */
-int lp_read_small(const char *path, char *buf, size_t size) {
-    buf[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return -errno;
-    size_t len = 0;
-    while (len + 1 < size) {
-        ssize_t r = read(fd, buf + len, size - len - 1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            return -e;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd);
-    buf[len] = '\0';
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-        buf[--len] = '\0';
-    return 0;
-}
-
 /* Writes a string to an existing file (never creates). 0 or -errno. */
 int lp_write_existing(const char *path, const char *s) {
     int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);

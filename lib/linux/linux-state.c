@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "linux-probe-util.h"
 #include "linux-state.h"
 #include "linux-syscall.h"
 
@@ -53,27 +54,7 @@ int state_default_dir(char *buf, size_t len) {
     return n > 0 && (size_t)n < len ? 0 : FY_E_RANGE;
 }
 
-uint64_t state_starttime(pid_t pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* The command name may contain spaces and parentheses: skip past the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    for (int field = 3; field < 22 && p; field++) {
-        p = strchr(p + 1, ' ');
-    }
-    return p ? strtoull(p + 1, NULL, 10) : 0;
-}
+uint64_t state_starttime(pid_t pid) { return pu_proc_starttime(pid); }
 
 /* This process's start time, read once per process (a fork re-reads it). */
 static uint64_t own_starttime(void) {

@@ -30,6 +30,7 @@
 
 #include "forgeyard/sandbox.h"
 #include "vm-backend.h"
+#include "linux-probe-util.h"
 #include "vm-proto.h"
 #include "vm-run.h"
 #include "vm-tar.h"
@@ -100,27 +101,6 @@ static const struct fy_plan *neutral(fy_handle *h) { return ((struct vm_plan *)h
 
 /* ---- the attempt directory ---- */
 
-static uint64_t proc_starttime(pid_t pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    /* field 22 (starttime); p points at the end of field 2 */
-    int field = 2;
-    for (; *p && field < 22; p++)
-        if (*p == ' ')
-            field++;
-    return strtoull(p, NULL, 10);
-}
 
 /* Removes a flat attempt directory; 0 when it is gone. */
 static int remove_dir(const char *dir) {
@@ -172,7 +152,7 @@ static int make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error 
     if (ufd >= 0)
         close(ufd);
     pid_t me = getpid();
-    snprintf(out, outlen, "%s/a-%d-%llu-%016llx", base, (int)me, (unsigned long long)proc_starttime(me),
+    snprintf(out, outlen, "%s/a-%d-%llu-%016llx", base, (int)me, (unsigned long long)pu_proc_starttime(me),
              (unsigned long long)rnd);
     bool made = mkdir(out, mode) == 0;
     if (!made || chmod(out, mode) < 0) {
@@ -220,7 +200,7 @@ int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
         unsigned long long start;
         if (sscanf(e->d_name, "a-%d-%llu-", &pid, &start) != 2)
             continue;
-        if (pid > 0 && proc_starttime(pid) == start)
+        if (pid > 0 && pu_proc_starttime(pid) == start)
             continue; /* its owner lives */
         char p[4400];
         snprintf(p, sizeof(p), "%s/%s", base, e->d_name);

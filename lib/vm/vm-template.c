@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "forgeyard/sandbox.h"
+#include "linux-probe-util.h"
 #include "vm-proto.h"
 #include "vm-template.h"
 
@@ -499,21 +500,6 @@ int vm_qmp_listen(const char *dir, int *lfd) {
     return 0;
 }
 
-/* The parent of pid (in this process's pid namespace), or 0. */
-static pid_t parent_of(pid_t pid) {
-    char p[64], buf[4096];
-    snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *pp = strstr(buf, "\nPPid:");
-    return pp ? (pid_t)strtol(pp + 7, NULL, 10) : 0;
-}
 
 /* The connecting process is this attempt's QEMU: a descendant of this
  * process (the VMM's sandbox is: no other process can become one), its
@@ -526,7 +512,7 @@ bool vm_qmp_peer_is_vmm(int fd, const char *qemu, const char *token) {
         return false;
     pid_t me = getpid(), up = cr.pid;
     for (int depth = 0; up > 1 && up != me && depth < 32; depth++)
-        up = parent_of(up);
+        up = pu_proc_parent(up);
     if (up != me)
         return false;
     char p[64], want[64];

@@ -515,3 +515,53 @@ int pu_spawn(const char *const *argv, char *const *envp, int fd_in, int fd_out, 
     }
     return 0;
 }
+
+int pu_read_small(const char *path, char *buf, size_t size) {
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    size_t len = 0;
+    while (len + 1 < size) {
+        ssize_t r = read(fd, buf + len, size - len - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+        buf[--len] = '\0';
+    return 0;
+}
+
+uint64_t pu_proc_starttime(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (pu_read_small(path, buf, sizeof(buf)) < 0)
+        return 0;
+    /* The command name may hold spaces and parentheses: past the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    for (int field = 3; field < 22 && p; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+pid_t pu_proc_parent(pid_t pid) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    if (pu_read_small(path, buf, sizeof(buf)) < 0)
+        return 0;
+    const char *pp = strstr(buf, "\nPPid:");
+    return pp ? (pid_t)strtol(pp + 7, NULL, 10) : 0;
+}

@@ -30,6 +30,15 @@ void pu_sleep_ms(int ms);
 
 /* Whether stat(path) succeeds (follows symlinks). */
 bool pu_exists(const char *path);
+/* The whole of a small file (a /proc or /sys entry) into buf, NUL-ended,
+ * truncated to size - 1, trailing newlines and spaces stripped: 0, or
+ * -errno. */
+int pu_read_small(const char *path, char *buf, size_t size);
+/* A process's start time (field 22 of /proc/PID/stat, clock ticks after
+ * boot: with the pid, what names a process across pid reuse), or 0. */
+uint64_t pu_proc_starttime(pid_t pid);
+/* A process's parent in this process's pid namespace, or 0. */
+pid_t pu_proc_parent(pid_t pid);
 
 /* Looks a program up in $PATH and the usual system directories. Returns a
  * malloc'd absolute path or NULL. */
