@@ -191,14 +191,23 @@ static void stat_line(struct strbuf *t, const struct stat *st) {
                   (long long)st->st_size, TS(st->st_mtim), TS(st->st_ctim));
 }
 
-static bool recent(const struct timespec *t, const struct timespec *since) {
-    return t->tv_sec > since->tv_sec || (t->tv_sec == since->tv_sec && t->tv_nsec >= since->tv_nsec);
+static bool ts_ge(const struct timespec *a, const struct timespec *b) {
+    return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/* Whether t lies in [since, until]: a change that soon before (or after)
+ * the key may repeat without a new timestamp. A timestamp further in the
+ * future (a clock set back, a guest booted without a real-time clock, an
+ * archive from a machine whose clock ran ahead) is not: any later change
+ * stamps the clock's now, which differs from it. */
+static bool recent(const struct timespec *t, const struct timespec *since, const struct timespec *until) {
+    return ts_ge(t, since) && ts_ge(until, t);
 }
 
 struct record_arg {
     const char *name;
     struct strbuf *table;
-    struct timespec since;
+    struct timespec since, until;
     bool racy;
 };
 
@@ -218,11 +227,12 @@ static int record_in(const char *dir, size_t len, size_t idx, void *arg) {
     char d[PATH_MAX];
     memcpy(d, dir, len);
     d[len] = '\0';
-    if (stat(d, &dst) == 0 && (recent(&dst.st_mtim, &a->since) || recent(&dst.st_ctim, &a->since)))
+    if (stat(d, &dst) == 0 &&
+        (recent(&dst.st_mtim, &a->since, &a->until) || recent(&dst.st_ctim, &a->since, &a->until)))
         a->racy = true;
     if (stat(buf, &st) == 0) {
         bool ok = S_ISREG(st.st_mode) && access(buf, X_OK) == 0;
-        if (recent(&st.st_mtim, &a->since) || recent(&st.st_ctim, &a->since))
+        if (recent(&st.st_mtim, &a->since, &a->until) || recent(&st.st_ctim, &a->since, &a->until))
             a->racy = true;
         strbuf_printf(a->table, "verify %s %s %zu", a->name, ok ? "found" : "entry", idx);
         stat_line(a->table, &st);
@@ -257,11 +267,12 @@ static const char *next_program(const char *key, char *name, size_t size) {
 int pu_programs_record(const char *key, struct strbuf *table) {
     if (!key_time.tv_sec)
         return 1; /* no key made on this thread: nothing to compare with */
-    struct record_arg a = {.table = table, .since = key_time};
+    struct record_arg a = {.table = table, .since = key_time, .until = key_time};
     /* Timestamps are coarse (a clock tick; a second on some file systems):
      * anything changed this shortly before the key may change again
      * without a new timestamp. */
     a.since.tv_sec -= PU_RACY_SEC;
+    a.until.tv_sec += PU_RACY_SEC;
     char name[NAME_MAX + 1];
     for (const char *p = key; (p = next_program(p, name, sizeof name));) {
         a.name = name;
