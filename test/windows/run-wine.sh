@@ -4,6 +4,10 @@
 # Skips (77) when wine64 is absent. The prefix is made once per run
 # (wineboot takes most of the time) and removed with every Wine process
 # of it (wineserver -k) at the end.
+# The program, the DLLs and the CLI are copied into a directory of this
+# run's own: the Windows tests run in parallel, and copying over a DLL that
+# another run has mapped pulls its pages away (a page fault on its own
+# import table, seen as an intermittent crash).
 set -euo pipefail
 exe=$1 dlldir=$2 cli=$3
 shift 3
@@ -20,12 +24,21 @@ command -v "$wineserver" >/dev/null 2>&1 || wineserver=wineserver
 prefix=$(mktemp -d "${TMPDIR:-/tmp}/fy-wine.XXXXXX")
 cleanup() {
   WINEPREFIX="$prefix" "$wineserver" -k >/dev/null 2>&1 || true
+  # wineserver's socket directory for this prefix (server-DEV-INODE, in a
+  # wine-XXXXXX directory of TMPDIR) is not removed by Wine itself.
+  local server d
+  server=$(printf 'server-%s-%x' "$(stat -c %D "$prefix")" "$(stat -c %i "$prefix")") || server=
+  for d in "${TMPDIR:-/tmp}"/wine-*/; do
+    if [ -n "$server" ] && [ -d "$d$server" ]; then rm -rf "$d"; fi
+  done
   rm -rf "$prefix"
 }
 trap cleanup EXIT
 export WINEPREFIX="$prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" DISPLAY=
 "$wine" wineboot -i >/dev/null 2>&1 || true
 # The library's DLL and the CLI next to the program, as installed.
-cp "$dlldir"/*.dll "$cli" "$(dirname "$exe")/"
-"$wine" "$exe" "$@" 2>&1 | tr -d '\r'
+bin="$prefix/run"
+mkdir "$bin"
+cp "$exe" "$dlldir"/*.dll "$cli" "$bin/"
+"$wine" "$bin/$(basename "$exe")" "$@" 2>&1 | tr -d '\r'
 exit "${PIPESTATUS[0]}"
