@@ -17,6 +17,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 # (EINVAL), so sandboxes that pivot_root would fail in the guest. Copy the
 # image into a tmpfs and switch_root into it; /init runs again as stage 2.
 if [ -z "${FY_STAGE2:-}" ]; then
+	echo "FY-GUEST-UP"   # run-in-guest.sh's boot watchdog waits for this line
 	bb=/bin/busybox
 	$bb mkdir -p /newroot
 	$bb mount -t tmpfs -o mode=0755 fy-root /newroot || { echo "FY-GUEST-SETUP-FAILED: mount root tmpfs"; $bb poweroff -f; }
