@@ -581,7 +581,8 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
         json_object_set_new(o, "uplink", json_string(lp->uplink ? lp->uplink : "host"));
         json_object_set_new(o, "dns", json_string(lp->dns ? "stub: 127.0.0.53 answers only the allowlisted names "
                                                             "(A/AAAA resolved at prepare), REFUSED for every other, "
-                                                            "forwards nothing; no destination names in /etc/hosts"
+                                                            "forwards nothing, started on the first query; no "
+                                                            "destination names in /etc/hosts"
                                                           : "none: no resolver and no destination names in /etc/hosts; "
                                                             "the proxy resolves nothing (names resolved at prepare)"));
         json_object_set_new(o, "landlock_tcp",
@@ -633,7 +634,8 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
     json_object_set_new(o, "dns", json_string(np->dns == FY_DNS_HOST ? "host resolv.conf (reachable only if listed)"
                                               : lp->dns ? "hosts-file and stub: allowed names resolved at prepare in "
                                                           "/etc/hosts; 127.0.0.53 answers only them (A/AAAA), REFUSED "
-                                                          "for every other, forwards nothing"
+                                                          "for every other, forwards nothing; the stub starts on the "
+                                                          "first query"
                                                         : "hosts-file: allowed names resolved at prepare, no resolver"));
     json_object_set_new(o, "landlock_tcp",
                         json_string(pl->nll_tcp_ports ? (lp->dns ? "connect(2) over TCP only to the allowed ports and the DNS stub's "
@@ -1004,17 +1006,16 @@ fail:
 static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr);
 
 int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
-    /* The DNS stub (linux-dns-parse.h): under restricted, its socket in
-     * the sandbox's namespace and its program started first, so that it
-     * confines itself while the network is made; the workload's go-ahead
-     * waits for both. Under fetch-only, after the proxy (the proxy is the
-     * attempt's first child, as before), both awaited at the end. */
-    /* The stub needs the sandbox's namespace only, not the router: it is
-     * started before the router's thread is joined, and confines itself
-     * while that thread finishes. */
+    /* The DNS stub (linux-dns-parse.h): its sockets made in the sandbox's
+     * namespace here, its program started by a thread of ours on the first
+     * query (lxp_defer_dns): most build steps resolve nothing, and an
+     * attempt that does waits once for the stub's start. Queries queue on
+     * the sockets from the start; the stub reads none before it has
+     * confined itself. Under restricted before the router's thread is
+     * joined; under fetch-only after the proxy's start. */
     bool dns = run->lp && run->lp->dns, early = dns && run->lp->mode != FY_NET_FETCH_ONLY;
     int r = 0;
-    if (early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
+    if (early && (r = lxp_defer_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0) {
         (void)lxn_teardown(run); /* (joins the router's thread first) */
         return r;
     }
@@ -1032,16 +1033,10 @@ int lxn_finish(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         if (r < 0)
             return r;
     }
-    /* Under fetch-only the stub's program is started before waiting for
-     * the proxy's: each confines itself while the other starts, and the
-     * attempt waits for two readinesses at once, not one after the other
-     * (on a busy host each is a turn of the scheduler). */
-    if (r == 0 && dns && !early && (r = lxp_begin_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
+    if (r == 0 && dns && !early && (r = lxp_defer_dns(&run->dns, run->lp->dns, sandbox_ns, reterr)) < 0)
         (void)lxn_teardown(run);
     bool fetch = run->proxy.pid > 0; /* (begun by finish_net) */
     if (r == 0 && fetch && (r = lxp_await_ready(&run->proxy, reterr)) < 0)
-        (void)lxn_teardown(run);
-    if (r == 0 && dns && (r = lxp_await_ready(&run->dns, reterr)) < 0)
         (void)lxn_teardown(run);
     return r;
 }
@@ -1229,6 +1224,7 @@ void lxn_forget(struct lxn_run *run) {
 void lxn_teardown_begin(struct lxn_run *run) {
     if (run->begin_pending)
         return; /* (a start that did not get as far: lxn_teardown does it all) */
+    lxp_defer_settle(&run->dns);
     if (run->dns.pid > 0)
         lxp_kill(&run->dns);
     if (run->uplink_if[0] && run->uplink_fd >= 0 && !run->del_started) {
@@ -1265,6 +1261,7 @@ unsigned lxn_teardown(struct lxn_run *run) {
         left += lxnu_teardown(run); /* (before the router's fds below close) */
     /* The DNS stub is told to end first, and reaped (below) once the
      * uplink's link is witnessed gone: it dies while the link goes. */
+    lxp_defer_settle(&run->dns);
     if (run->dns.pid > 0)
         lxp_kill(&run->dns);
     if (run->proxy.pid > 0 || run->proxy.audit) {
@@ -1332,7 +1329,7 @@ unsigned lxn_teardown(struct lxn_run *run) {
         }
         run->uplink_if[0] = 0;
     }
-    if (run->dns.pid > 0 || run->dns.audit) {
+    if (run->dns.pid > 0 || run->dns.audit || run->dns.deferred) {
         /* The DNS stub: ended (reaped: the witness), its queries into the
          * result's network record as "dns". */
         left += lxp_stop(&run->dns);

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -286,6 +288,7 @@ void lxp_run_init(struct lxp_run *run) {
     memset(run, 0, sizeof(*run));
     run->pid = -1;
     run->pidfd = run->alive_wr = -1;
+    run->defer_fd[0] = run->defer_fd[1] = run->defer_wake = -1;
 }
 
 static int fail(fy_error **reterr, int e, const char *what) {
@@ -457,8 +460,87 @@ int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox
     return r < 0 ? r : lxp_await_ready(run, reterr);
 }
 
-int lxp_begin_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr) {
-    return start_program(run, cfg, sandbox_ns, -1, true, reterr);
+/* ---- the DNS stub on demand ---- */
+
+/* Waits for the first datagram or connection on the stub's sockets (or
+ * the wake eventfd: the attempt ends first), then starts the program on
+ * them. Its errors are kept for the report: the workload's queries then
+ * go unanswered, and the result says why. */
+static void *defer_main(void *p) {
+    struct lxp_run *run = p;
+    struct pollfd pfd[3] = {{.fd = run->defer_wake, .events = POLLIN},
+                            {.fd = run->defer_fd[0], .events = POLLIN},
+                            {.fd = run->defer_fd[1], .events = POLLIN}};
+    for (;;) {
+        int n = poll(pfd, 3, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(run->defer_error, sizeof(run->defer_error), "waiting for a first query: %s", strerror(errno));
+            return NULL;
+        }
+        if (pfd[0].revents)
+            return NULL; /* (the attempt ended with no query) */
+        if ((pfd[1].revents | pfd[2].revents) & (POLLIN | POLLERR | POLLHUP))
+            break;
+    }
+    fy_error *e = NULL;
+    int lfd = run->defer_fd[0], tfd = run->defer_fd[1];
+    run->defer_fd[0] = run->defer_fd[1] = -1; /* (start_on takes them, also on failure) */
+    if (start_on(run, run->defer_cfg, lfd, tfd, -1, true, &e) < 0)
+        snprintf(run->defer_error, sizeof(run->defer_error), "%s", e ? fy_error_message(e) : "the stub did not start");
+    fy_error_free(e);
+    return NULL;
+}
+
+int lxp_defer_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr) {
+    if (!lxp_program_available())
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PROXY, 0, NULL,
+                       "the DNS stub: its program is not built for this architecture");
+    int lfd = -1, tfd = -1;
+    int e = -make_listener(sandbox_ns, &lfd, &tfd, true);
+    if (e)
+        return fail(reterr, e, "the DNS stub's sockets (" LXP_DNS_ADDR ":53, UDP and TCP) in the sandbox's "
+                               "network namespace");
+    run->deferred = true;
+    run->tcp = tfd >= 0;
+    run->defer_cfg = cfg;
+    run->defer_error[0] = 0;
+    run->defer_fd[0] = lfd;
+    run->defer_fd[1] = tfd;
+    if ((run->defer_wake = eventfd(0, EFD_CLOEXEC)) < 0) {
+        e = errno;
+        lxp_defer_settle(run);
+        return fail(reterr, e, "the DNS stub's eventfd");
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
+    e = pthread_create(&run->defer_thread, NULL, defer_main, run);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) {
+        lxp_defer_settle(run);
+        return fail(reterr, e, "the DNS stub's thread");
+    }
+    run->defer_pending = true;
+    return 0;
+}
+
+void lxp_defer_settle(struct lxp_run *run) {
+    if (run->defer_pending) {
+        uint64_t one = 1;
+        (void)!write(run->defer_wake, &one, sizeof(one));
+        (void)pthread_join(run->defer_thread, NULL);
+        run->defer_pending = false;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (run->defer_fd[i] >= 0)
+            close(run->defer_fd[i]);
+        run->defer_fd[i] = -1;
+    }
+    if (run->defer_wake >= 0)
+        close(run->defer_wake);
+    run->defer_wake = -1;
 }
 
 int lxp_start_dns_on(struct lxp_run *run, const struct lxp_config *cfg, int sock, fy_error **reterr) {
@@ -604,6 +686,7 @@ int lxp_await_ready(struct lxp_run *run, fy_error **reterr) {
 }
 
 void lxp_kill(struct lxp_run *run) {
+    lxp_defer_settle(run); /* (no start on a query from here on) */
     if (run->kill_sent)
         return;
     run->kill_sent = true;
@@ -700,6 +783,19 @@ char *lxp_report(const struct lxp_run *run) {
 }
 
 char *lxp_report_dns(const struct lxp_run *run) {
+    if (run->deferred && run->pid <= 0 && !run->audit) {
+        /* Deferred and never started: no query came (or its start failed). */
+        json_t *d = json_pack("{s:b,s:s,s:s,s:[],s:i}", "started", 0, "start", "on the first query", "listen",
+                              run->tcp ? LXP_DNS_ADDR ":53/udp and " LXP_DNS_ADDR ":53/tcp in the sandbox's network "
+                                         "namespace"
+                                       : LXP_DNS_ADDR ":53/udp in the sandbox's network namespace",
+                              "queries", "queries_dropped", 0);
+        if (d && run->defer_error[0])
+            json_object_set_new(d, "error", json_string(run->defer_error));
+        char *s = d ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(d);
+        return s;
+    }
     char *px = lxp_report(run);
     json_t *o = px ? json_loads(px, 0, NULL) : NULL;
     free(px);
@@ -718,6 +814,8 @@ char *lxp_report_dns(const struct lxp_run *run) {
                                                           : LXP_DNS_ADDR ":53/udp in the sandbox's network namespace"));
     json_object_set(d, "queries", json_object_get(o, "requests"));
     json_object_set(d, "queries_dropped", json_object_get(o, "requests_dropped"));
+    json_object_set_new(d, "started", json_true());
+    json_object_set_new(d, "start", json_string(run->deferred ? "on the first query" : "with the attempt"));
     json_decref(o);
     char *s = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(d);
@@ -732,6 +830,9 @@ void lxp_release(struct lxp_run *run) {
 }
 
 void lxp_forget(struct lxp_run *run) {
+    /* (A forked copy has no thread: only the fds it made before the fork.) */
+    run->defer_pending = false;
+    lxp_defer_settle(run);
     if (run->alive_wr >= 0)
         close(run->alive_wr);
     if (run->pidfd >= 0)

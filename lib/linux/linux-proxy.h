@@ -37,6 +37,7 @@
 #ifndef FY_LINUX_PROXY_H
 #define FY_LINUX_PROXY_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -155,6 +156,15 @@ struct lxp_run {
     bool died;                     /* it had ended before lxp_stop (died_status: how) */
     int died_status;
     bool tcp;                      /* the DNS stub: it serves TCP too */
+    /* lxp_defer_dns: the stub's sockets wait for a first query on a thread
+     * of ours, which then starts the program on them. */
+    bool deferred;                 /* lxp_defer_dns made the sockets */
+    bool defer_pending;            /* its thread runs (joined by lxp_defer_settle) */
+    pthread_t defer_thread;
+    int defer_fd[2];               /* UDP socket, TCP listener (-1: taken or none) */
+    int defer_wake;                /* eventfd: the thread ends without starting */
+    const struct lxp_config *defer_cfg;
+    char defer_error[160];         /* why a start on a query failed ("": it did not) */
 };
 
 void lxp_run_init(struct lxp_run *run);
@@ -184,18 +194,26 @@ int lxp_start_listener(struct lxp_run *run, const struct lxp_config *cfg, int li
  * only (no credentials, no uplink: it sends nothing anywhere but its
  * answers). lxp_stop, lxp_release as for the proxy. */
 int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
-/* lxp_start_dns in two halves, for a caller with other work meanwhile:
- * the stub's socket made and its program executed (queries queue on the
- * socket), then lxp_await_ready until it runs confined. A failure of
- * either has ended the stub (lxp_stop); the caller still releases it. */
-int lxp_begin_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
+/* (lxp_start_dns's second half, also the proxy's: waits until it runs
+ * confined; a failure has ended it, lxp_stop.) */
 int lxp_await_ready(struct lxp_run *run, fy_error **reterr);
+/* The stub started on demand: its sockets made now in sandbox_ns (queries
+ * and connections queue on them from the start), its program executed by
+ * a thread of ours when the first datagram or connection arrives. An
+ * attempt that never resolves a name starts no process for it; one that
+ * does waits for the stub's start once. cfg must outlive the run.
+ * lxp_defer_settle ends the wait (the thread joined, unused sockets
+ * closed) and must precede lxp_kill/lxp_stop/lxp_report_dns; both
+ * functions are idempotent. */
+int lxp_defer_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
+void lxp_defer_settle(struct lxp_run *run);
 /* The same stub answering the datagrams that arrive on sock (a datagram
  * socket the caller keeps private, e.g. one end of a socketpair: the VM
  * backend's, which carries the guest's queries over its control port);
  * sock is duplicated, not taken. No TCP there. */
 int lxp_start_dns_on(struct lxp_run *run, const struct lxp_config *cfg, int sock, fy_error **reterr);
-/* The stub's "dns" record of the result (JSON text, malloc'd). */
+/* The stub's "dns" record of the result (JSON text, malloc'd); for a
+ * deferred stub that never started, "started": false and no queries. */
 char *lxp_report_dns(const struct lxp_run *run);
 /* Ends the proxy (SIGKILL, reaped): 0 when it is gone (witnessed), else 1.
  * Idempotent. The audit table stays readable until lxp_release. */

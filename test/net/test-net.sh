@@ -229,7 +229,7 @@ grep nameserver /etc/resolv.conf
 echo "stub $("$P" dnsq 127.0.0.53 echo.fake.test 1)"
 echo "stub-other $("$P" dnsq 127.0.0.53 other.fake.test 1)"
 IN
-run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 -- /bin/sh /opt/fyprobe/names.sh >"$TMP/out" 2>"$TMP/err"
+run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/names.json" -- /bin/sh /opt/fyprobe/names.sh >"$TMP/out" 2>"$TMP/err"
 if grep -q "^resolve 198.51.100.1$" "$TMP/out" && grep -q "^other 1$" "$TMP/out" &&
     [ "$(grep -c nameserver "$TMP/out")" = 1 ] && grep -qx "nameserver 127.0.0.53" "$TMP/out" &&
     grep -q "^tcp 0$" "$TMP/out" && grep -qx "stub rcode=0 an=1 198.51.100.1" "$TMP/out" &&
@@ -238,6 +238,25 @@ if grep -q "^resolve 198.51.100.1$" "$TMP/out" && grep -q "^other 1$" "$TMP/out"
 else
     bad "names"; cat "$TMP/out" "$TMP/err"
 fi
+# The stub starts on the first query: the attempt above queried it (both
+# queries recorded); one that resolves nothing starts no stub at all.
+run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/nodns.json" -- /bin/true
+if python3 - "$TMP/names.json" "$TMP/nodns.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["network"]["dns"]
+assert d["started"] is True and d["start"] == "on the first query" and d["ended"] is True, d
+hosts = [q["host"] for q in d["queries"]]
+assert "echo.fake.test" in hosts and "other.fake.test" in hosts, d["queries"]
+n = json.load(open(sys.argv[2]))["network"]
+assert n["dns"]["started"] is False and n["dns"]["queries"] == [] and "pid" not in n["dns"], n["dns"]
+assert "error" not in n["dns"], n["dns"]
+PY
+then
+    ok "the DNS stub starts on the first query (answered, recorded); an attempt with none starts no stub"
+else
+    bad "stub on demand"; cat "$TMP/names.json"; echo; cat "$TMP/nodns.json"
+fi
+nothing_left "stub on demand"
 # UDP only: Landlock refuses every TCP connect (the loopback too); UDP goes.
 run --allow 198.51.100.1:9090/udp -- /bin/sh -c '/opt/fyprobe/fy-netprobe udp 198.51.100.1 9090 >/dev/null; echo "udp $?";
     /opt/fyprobe/fy-netprobe loopback 8080 >/dev/null; echo "loopback $?"' >"$TMP/out" 2>"$TMP/err"
