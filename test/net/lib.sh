@@ -12,6 +12,9 @@
 #   net_ns_state NS                         its links, routes and address count (compare
 #                                           before/after: nothing_left)
 #   nothing_left_cmp WHAT NAME BEFORE AFTER bad/ok on two state files
+#   net_probes FILE [LINE...]               the probe script of the restricted tests:
+#                                           the common matrix against the fake internet,
+#                                           then each LINE ("t NAME fy-netprobe-ARGS")
 
 fail=0
 NET_NAMESPACES=
@@ -87,4 +90,41 @@ nothing_left_cmp() {
         return 1
     fi
     return 0
+}
+
+# net_probes FILE [LINE...]: the sandbox's probe script (run with
+# /opt/fyprobe/fy-netprobe): the allowed tuples of the tests' common
+# policy (198.51.100.1:8080 tcp, :9090/udp, [2001:db8::1]:8080, and
+# 198.51.100.2:9090 tcp so that Landlock, which only knows ports, lets
+# 9090 through and the router alone must stop the others) and every
+# neighbour of them, then the caller's LINEs. Prints "NAME RC" per probe,
+# its output to stderr. An allowed probe gets a second try: a first packet
+# may meet a link the kernel has not finished bringing up; a blocked one
+# never does better.
+net_probes() {
+    local f=$1 l
+    shift
+    cat >"$f" <<'IN'
+P=/opt/fyprobe/fy-netprobe
+t() {
+    name=$1; shift
+    o=$("$P" "$@" 2>&1); rc=$?
+    case $name in *-allowed) [ $rc = 0 ] || { o="$o / again: $("$P" "$@" 2>&1)"; rc=$?; };; esac
+    echo "$name $rc"; echo "$name: $o" >&2
+}
+t tcp4-allowed tcp 198.51.100.1 8080
+t udp4-allowed udp 198.51.100.1 9090
+t tcp6-allowed tcp 2001:db8::1 8080
+t tcp4-other-allowed tcp 198.51.100.2 9090
+t tcp4-other-port tcp 198.51.100.1 9090
+t udp4-other-port udp 198.51.100.1 8080
+t tcp4-other-addr tcp 198.51.100.2 8080
+t udp4-other-addr udp 198.51.100.2 9090
+t tcp6-other-port tcp 2001:db8::1 9090
+t udp6-blocked udp 2001:db8::1 8080
+t tcp6-other-addr tcp 2001:db8::2 8080
+t icmp4 icmp 198.51.100.1
+t icmp6 icmp 2001:db8::1
+IN
+    for l in "$@"; do printf '%s\n' "$l" >>"$f"; done
 }

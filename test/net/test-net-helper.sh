@@ -87,30 +87,7 @@ run() {
 }
 
 # 1. One sandbox, every probe: the allowed tuples answer, nothing else does.
-cat >"$TMP/probe/probes.sh" <<'IN'
-P=/opt/fyprobe/fy-netprobe
-t() {
-    name=$1; shift
-    o=$("$P" "$@" 2>&1); rc=$?
-    case $name in *-allowed) [ $rc = 0 ] || { o="$o / again: $("$P" "$@" 2>&1)"; rc=$?; };; esac
-    echo "$name $rc"; echo "$name: $o" >&2
-}
-t tcp4-allowed tcp 198.51.100.1 8080
-t udp4-allowed udp 198.51.100.1 9090
-t tcp6-allowed tcp 2001:db8::1 8080
-t tcp4-other-allowed tcp 198.51.100.2 9090
-t tcp4-other-port tcp 198.51.100.1 9090
-t udp4-other-port udp 198.51.100.1 8080
-t tcp4-other-addr tcp 198.51.100.2 8080
-t udp4-other-addr udp 198.51.100.2 9090
-t tcp6-other-port tcp 2001:db8::1 9090
-t udp6-blocked udp 2001:db8::1 8080
-t tcp6-other-addr tcp 2001:db8::2 8080
-t icmp4 icmp 198.51.100.1
-t icmp6 icmp 2001:db8::1
-t router-itself tcp 100.64.0.1 8080
-t router6-itself tcp fd66:7973::1 8080
-IN
+net_probes "$TMP/probe/probes.sh" 't router-itself tcp 100.64.0.1 8080' 't router6-itself tcp fd66:7973::1 8080'
 run --allow 198.51.100.1:8080 --allow 198.51.100.1:9090/udp --allow '[2001:db8::1]:8080' \
     --allow 198.51.100.2:9090 --result "$TMP/home/r.json" -- /bin/sh /opt/fyprobe/probes.sh >"$TMP/out" 2>"$TMP/err"
 rc=$?
