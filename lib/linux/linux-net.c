@@ -19,8 +19,8 @@
  * Configuration is rtnetlink over plain sockets, each created in its
  * namespace by the calling thread (setns there and back: only this
  * thread's namespace changes, and only for the socket call); the rules go
- * in through libnftables, called inside the router namespace (nft -f run
- * there where the library cannot be loaded). */
+ * in as one nf_tables netlink batch encoded from the plan's tuples
+ * (linux-nftnl.c: no text, no parser, no library). */
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -54,6 +54,7 @@
 #include "linux-jobnet.h"
 #include "linux-net.h"
 #include "linux-netlink.h"
+#include "linux-nftnl.h"
 #include "linux-net-user.h"
 #include "linux-plan.h"
 #include "linux-probe-util.h"
@@ -402,7 +403,8 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
                   " }\n"
                   " chain input {\n"
                   "  type filter hook input priority 0; policy drop;\n"
-                  "  icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n"
+                  "  icmpv6 type nd-neighbor-solicit accept\n"
+                  "  icmpv6 type nd-neighbor-advert accept\n"
                   " }\n"
                   " chain postrouting {\n"
                   "  type nat hook postrouting priority srcnat; policy accept;\n"
@@ -415,6 +417,8 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     }
     out->ruleset = arena_strdup(&pl->arena, b.buf);
     strbuf_free(&b);
+    out->rules = np->net_rules; /* (kept by the prepared object: the netlink batch's tuples) */
+    out->nrules = np->nnet_rules;
     if (!out->ruleset || !out->nft)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     return 0;
@@ -702,8 +706,9 @@ static int ns_fail(fy_error **reterr, int e, const char *what) {
  * five functions below are its stable ABI, soname 1). Its context keeps
  * process-wide state (xtables, the GMP allocators, its tables of names):
  * one attempt at a time applies a ruleset, each with a context of its own,
- * made, used and freed by this thread inside the router namespace. Where
- * it cannot be loaded, nft -f as before. */
+ * made, used and freed by this thread inside the namespace. The root
+ * path's router no longer uses it (its table is one netlink batch,
+ * start_nft); job networks do, and test-net-api compares the two. */
 struct nft_ctx;
 struct nft_ctx *nft_ctx_new(uint32_t flags);
 void nft_ctx_free(struct nft_ctx *ctx);
@@ -762,34 +767,44 @@ int lxn_spawn_nft(void *p) {
     return e ? -e : 0;
 }
 
-/* The ruleset into the router namespace: through libnftables at once, or
- * (without it) nft -f started there and left to run (lxn_finish waits for
- * it) while the router's links are made. */
-static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
-    char msg[512] = "";
-    int l = lxn_nft_lib(run->router_fd, lp->ruleset, msg, sizeof(msg));
-    if (l == 0)
-        return 0; /* (nothing left to wait for: finish_nft) */
-    if (l != -ENOSYS)
-        return l == -EINVAL ? err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL,
-                                      "restricted network: nft failed (libnftables): %s", msg)
-                            : ns_fail(reterr, -l, "libnftables");
-    int in = memfd_create("fy-nft-in", MFD_CLOEXEC);
-    run->nft_out = memfd_create("fy-nft-out", MFD_CLOEXEC);
-    int r = 0;
-    size_t len = strlen(lp->ruleset);
-    if (in < 0 || run->nft_out < 0 || write(in, lp->ruleset, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
-        r = ns_fail(reterr, errno, "nft input");
-    } else {
-        struct lxn_nft_args a = {lp->nft, in, run->nft_out, &run->nft};
-        if ((r = in_netns(run->router_fd, lxn_spawn_nft, &a)) < 0)
-            r = ns_fail(reterr, -r, "running nft");
-        else
-            run->nft_running = true;
+/* The router's table as one nf_tables batch (linux-nftnl.c) over a
+ * netlink socket made in namespace ns: 0 or -errno. */
+int lxn_nft_netlink(int ns, const struct lxn_plan *lp) {
+    struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < lp->nrules; i++) {
+        const struct plan_net_rule *pr = &lp->rules[i];
+        t[i].family = pr->family;
+        t[i].prefix = pr->prefix;
+        memcpy(t[i].addr, pr->addr, 16);
+        t[i].proto = pr->proto == FY_PROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP;
+        t[i].port_min = (uint16_t)pr->port_min;
+        t[i].port_max = (uint16_t)pr->port_max;
     }
-    if (in >= 0)
-        close(in);
-    return r;
+    struct lnft_router r = {.sb_if = LXN_ROUTER_SB_IF, .up_if = LXN_ROUTER_UP_IF, .tuples = t, .ntuples = lp->nrules};
+    uint32_t sb4 = htonl(SB_SANDBOX4);
+    memcpy(r.sb4, &sb4, 4);
+    memcpy(r.sb6, sb_sandbox6, 16);
+    int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER);
+    int e = s < 0 ? s : lnft_router_apply(lnl_ready(s), &r);
+    if (s >= 0)
+        close(s);
+    free(t);
+    return e;
+}
+
+/* The router's table, committed before its links are made: one nf_tables
+ * netlink batch from the plan's tuples (linux-nftnl.c), in the router
+ * namespace. Its text form (lp->ruleset) is the rootless path's, through
+ * nft -f; test-net-api checks that both give the same bytecode. */
+static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
+    int r = lxn_nft_netlink(run->router_fd, lp);
+    if (r < 0)
+        return err_set(reterr, err_from_errno(-r), FY_STEP_NETNS, -r, NULL,
+                       "restricted network: the router's nftables table (one netlink batch) was refused: %s",
+                       strerror(-r));
+    return 0;
 }
 
 /* Waits for nft (at most NFT_DEADLINE_MS, then kills it): 0 once its rules
@@ -888,8 +903,8 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         r = ns_fail(reterr, -run->router_fd, "creating the router namespace");
         goto fail;
     }
-    /* The rules first (forwarding stays off until they stand: at the end
-     * here through libnftables, else in lxn_finish once nft has finished). */
+    /* The rules first (forwarding stays off until they stand: switched on
+     * at the end here). */
     if ((r = start_nft(run, lp, reterr)) < 0)
         goto fail;
     if ((rs = nl_open(run->router_fd)) < 0 || (us = nl_open(run->uplink_fd)) < 0) {
@@ -975,10 +990,9 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         if ((e = lnl_batch_send(rs, &b)) < 0)
             what = "router routes";
     }
-    /* Rules already standing (libnftables): forwarding now, on this
-     * thread (begun before the sandbox's namespace exists), not on the
-     * attempt's path in lxn_finish. Under nft -f, lxn_finish does it once
-     * nft has finished. */
+    /* Rules already standing: forwarding now, on this thread (begun before
+     * the sandbox's namespace exists), not on the attempt's path in
+     * lxn_finish. */
     struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
     if (!what && !run->nft_running) {
         if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)

@@ -173,6 +173,9 @@ int lxn_nl_open(int ns);
  * 0 (the rules stand), -ENOSYS (no library: run nft -f instead), or another
  * -errno with msg set. */
 int lxn_nft_lib(int ns, const char *ruleset, char *msg, size_t msglen);
+/* The same table as one nf_tables netlink batch from lp's tuples
+ * (linux-nftnl.c): what the root path applies; 0 or -errno. */
+int lxn_nft_netlink(int ns, const struct lxn_plan *lp);
 /* nft -f - started in the calling thread's namespace (through lxn_in_netns):
  * stdin and stdout the given fds, the process in proc; 0 or -errno. */
 struct lxn_nft_args { const char *nft; int in, out; struct pu_proc *proc; };

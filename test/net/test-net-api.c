@@ -6,6 +6,8 @@
  * typed error at start, nothing half-made).
  *
  *   test-net-api UPLINK_NETNS_PATH PROBE_DIR */
+#define _GNU_SOURCE 1
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,9 @@
 #include <forgeyard/sandbox.h>
 
 #include "policy.h" /* policy_inject_fault: tests only */
+#include "prepared.h"
+#include "linux/linux-net.h"
+#include "linux/linux-plan.h"
 
 #include "net-check.h"
 
@@ -173,6 +178,71 @@ int main(int argc, char **argv) {
         fy_prepared_free(pr);
     }
     printf("ok: unusable uplinks refused at start, typed\n");
+
+    /* 6. The router's table as the library applies it (one nf_tables
+     *    netlink batch from the plan's tuples) lists exactly as its
+     *    nftables text does through libnftables (the rootless path's and
+     *    the helper's form), for single ports, ranges, blocks, both
+     *    families and both protocols. */
+    {
+        fy_policy *p = NULL;
+        int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e);
+        if (r >= 0) r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e);
+        if (r >= 0) r = fy_policy_add_destination(p, "198.51.100.0/28", FY_PROTO_UDP, 1000, 2000, &e);
+        if (r >= 0) r = fy_policy_add_destination(p, "203.0.113.128/25", FY_PROTO_TCP, 1, 65535, &e);
+        if (r >= 0) r = fy_policy_add_destination(p, "2001:db8::1", FY_PROTO_TCP, 443, 443, &e);
+        if (r >= 0) r = fy_policy_add_destination(p, "2001:db8:1::/48", FY_PROTO_UDP, 53, 54, &e);
+        if (r >= 0) r = fy_policy_add_destination(p, "2001:db8:2::/61", FY_PROTO_TCP, 22, 22, &e);
+        if (r >= 0) r = fy_policy_set_network(p, FY_NET_RESTRICTED, &e);
+        if (r >= 0) r = fy_policy_set_network_host(p, FY_NETHOST_UPLINK, uplink, &e);
+        if (r >= 0) r = fy_prepare(p, caps, reach, &pr, &e);
+        CHECK(r >= 0, "nft prepare: %s", fy_error_message(e));
+        fy_error_free(e);
+        e = NULL;
+        fy_policy_free(p);
+        const struct linux_plan *lpl = pr ? pr->plan : NULL;
+        const struct lxn_plan *lp = lpl ? lpl->net : NULL;
+        CHECK(lp && lp->nrules == 6, "nft: the plan has %zu tuples", lp ? lp->nrules : 0);
+        static char list[2][65536];
+        for (int k = 0; lp && k < 2; k++) {
+            int ns = lxn_new_netns();
+            CHECK(ns >= 0, "nft: a namespace: %d", ns);
+            char msg[512] = "";
+            int a = k == 0 ? lxn_nft_netlink(ns, lp) : lxn_nft_lib(ns, lp->ruleset, msg, sizeof(msg));
+            CHECK(a == 0, "nft: applying (%s): %d %s", k ? "libnftables" : "netlink", a, msg);
+            /* nft list, run in that namespace. */
+            int pfd[2];
+            list[k][0] = 0;
+            if (ns >= 0 && pipe(pfd) == 0) {
+                pid_t c = fork();
+                if (c == 0) {
+                    dup2(pfd[1], 1);
+                    if (setns(ns, CLONE_NEWNET) < 0)
+                        _exit(126);
+                    execl("/usr/sbin/nft", "nft", "--debug=netlink", "list", "table", "inet", "forgeyard", (char *)NULL);
+                    _exit(127);
+                }
+                close(pfd[1]);
+                size_t got = 0;
+                ssize_t n;
+                while (got < sizeof(list[k]) - 1 && (n = read(pfd[0], list[k] + got, sizeof(list[k]) - 1 - got)) > 0)
+                    got += (size_t)n;
+                list[k][got] = 0;
+                close(pfd[0]);
+                int st = 0;
+                waitpid(c, &st, 0);
+                CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nft list exited %d", st);
+            }
+            if (ns >= 0)
+                close(ns);
+        }
+        CHECK(lp && strcmp(list[0], list[1]) == 0 && strstr(list[0], "masquerade") &&
+                  strstr(list[0], "udp dport 1000-2000 accept") && strstr(list[0], "ip6 daddr 2001:db8:2::/61"),
+              "nft: the netlink batch lists differently from the text:\n--- netlink\n%s--- libnftables\n%s",
+              list[0], list[1]);
+        fy_prepared_free(pr);
+        printf("ok: the router's table from one netlink batch lists exactly as its nftables text\n");
+    }
     fy_caps_free(caps);
     return failed;
 }

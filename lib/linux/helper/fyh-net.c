@@ -47,6 +47,7 @@
 
 #include "fyh-net.h"
 #include "../linux-netlink.h"
+#include "../linux-nftnl.h"
 
 #define LINK_BASE 0x647f0000u /* 100.127.0.0/16: lib/linux/linux-net.h's LXN_DEFAULT_LINK_SUBNET */
 #define LINK_LEN 16u
@@ -218,34 +219,6 @@ static bool hits_links(const struct fyh_net_rule *r) {
     uint32_t a = (uint32_t)r->addr[0] << 24 | (uint32_t)r->addr[1] << 16 | (uint32_t)r->addr[2] << 8 | r->addr[3];
     unsigned c1 = r->prefix < LINK_LEN ? r->prefix : LINK_LEN, c2 = r->prefix < 30 ? r->prefix : 30;
     return c1 == 0 || (a >> (32 - c1)) == (LINK_BASE >> (32 - c1)) || (a >> (32 - c2)) == (SB_ROUTER4 >> (32 - c2));
-}
-
-/* The ruleset, from validated tuples only (linux-net.c writes the same). */
-static int ruleset(char *out, size_t cap, const struct fyh_net_rule *rules, uint32_t n) {
-    size_t len = 0;
-#define ADD(...)                                                                                                     \
-    do {                                                                                                             \
-        int k_ = snprintf(out + len, cap - len, __VA_ARGS__);                                                        \
-        if (k_ < 0 || (size_t)k_ >= cap - len)                                                                       \
-            return -1;                                                                                               \
-        len += (size_t)k_;                                                                                           \
-    } while (0)
-    ADD("table inet forgeyard {\n chain forward {\n  type filter hook forward priority 0; policy drop;\n"
-        "  ct state established,related accept\n  iifname != \"sb\" drop\n  oifname != \"up\" drop\n"
-        "  meta nfproto ipv4 ip saddr != 100.64.0.2 drop\n  meta nfproto ipv6 ip6 saddr != fd66:7973::2 drop\n"
-        "  ct state != new drop\n");
-    for (uint32_t i = 0; i < n; i++) {
-        char a[INET6_ADDRSTRLEN];
-        inet_ntop(rules[i].family == 4 ? AF_INET : AF_INET6, rules[i].addr, a, sizeof(a));
-        ADD("  %s daddr %s/%u %s dport %u-%u accept\n", rules[i].family == 4 ? "ip" : "ip6", a, rules[i].prefix,
-            rules[i].proto == FYH_PROTO_UDP ? "udp" : "tcp", rules[i].port_min, rules[i].port_max);
-    }
-    ADD(" }\n chain input {\n  type filter hook input priority 0; policy drop;\n"
-        "  icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n }\n"
-        " chain postrouting {\n  type nat hook postrouting priority srcnat; policy accept;\n"
-        "  oifname \"up\" masquerade\n }\n}\n");
-#undef ADD
-    return 0;
 }
 
 static uint64_t now_ms(void) {
@@ -424,11 +397,23 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
                      "fd66:7973::/32)", i);
             return -FYH_E_MALFORMED;
         }
-    static char text[FYH_NET_RULES_MAX * 96 + 1024];
-    if (ruleset(text, sizeof(text), rules, nrules) < 0) {
-        snprintf(why, whylen, "ruleset too long");
+    /* The table as one nf_tables batch from the validated tuples (the
+     * library's root path's, linux-nftnl.c): no nft process per attempt. */
+    static struct lnft_tuple tuples[FYH_NET_RULES_MAX];
+    if (nrules > FYH_NET_RULES_MAX) {
+        snprintf(why, whylen, "too many rules");
         return -FYH_E_MALFORMED;
     }
+    for (uint32_t i = 0; i < nrules; i++) {
+        tuples[i] = (struct lnft_tuple){.family = rules[i].family, .prefix = rules[i].prefix,
+                                        .proto = rules[i].proto == FYH_PROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP,
+                                        .port_min = rules[i].port_min, .port_max = rules[i].port_max};
+        memcpy(tuples[i].addr, rules[i].addr, 16);
+    }
+    struct lnft_router table = {.sb_if = "sb", .up_if = "up", .tuples = tuples, .ntuples = nrules};
+    uint32_t sb4 = htonl(SB_SANDBOX4);
+    memcpy(table.sb4, &sb4, 4);
+    memcpy(table.sb6, sb_sandbox6, 16);
     int rs = -1, us = -1, ss = -1, e = 0, tfd = -1;
     const char *what = NULL;
     if (fyh_net_raise)
@@ -437,8 +422,17 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
         e = a->router, what = "creating the router namespace";
         goto fail;
     }
-    if ((e = run_nft(a->router, text, why, whylen)) < 0) {
-        *os_errno = e == -EIO ? 0 : -e;
+    int nf = socket_in(a->router, AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER);
+    if (nf >= 0) {
+        e = lnft_router_apply(lnl_ready(nf), &table);
+        close(nf);
+    } else {
+        e = nf;
+    }
+    if (e < 0)
+        snprintf(why, whylen, "the router's nftables table (one netlink batch): %s", strerror(-e));
+    if (e < 0) {
+        *os_errno = -e;
         if (fyh_net_raise)
             fyh_net_raise(false);
         fyh_net_remove(a);

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The restricted router's table as one nf_tables batch (linux-nftnl.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "linux-nftnl.h"
+
+#define TABLE "forgeyard"
+
+/* ---- a growing message buffer with nested attributes ---- */
+
+struct nb {
+    char *buf;
+    size_t len, cap;
+    bool oom;
+    uint32_t seq;
+    struct nlmsghdr *msg;   /* the message being written */
+};
+
+static void *nb_put(struct nb *b, size_t len) {
+    size_t al = NLMSG_ALIGN(len);
+    if (b->oom)
+        return NULL;
+    if (b->len + al > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16384;
+        while (cap < b->len + al)
+            cap *= 2;
+        size_t off = b->msg ? (size_t)((char *)b->msg - b->buf) : 0;
+        char *n = realloc(b->buf, cap);
+        if (!n) {
+            b->oom = true;
+            return NULL;
+        }
+        b->buf = n;
+        b->cap = cap;
+        if (b->msg)
+            b->msg = (struct nlmsghdr *)(b->buf + off);
+    }
+    void *p = b->buf + b->len;
+    memset(p, 0, al);
+    b->len += al;
+    if (b->msg)
+        b->msg->nlmsg_len = (uint32_t)(b->buf + b->len - (char *)b->msg);
+    return p;
+}
+
+static void nb_msg(struct nb *b, uint16_t type, uint16_t flags, uint8_t family, uint16_t res_id) {
+    b->msg = NULL;
+    size_t off = b->len;
+    struct nlmsghdr *h = nb_put(b, NLMSG_HDRLEN);
+    if (!h)
+        return;
+    b->msg = (struct nlmsghdr *)(b->buf + off);
+    h = b->msg;
+    h->nlmsg_type = type;
+    h->nlmsg_flags = flags;
+    h->nlmsg_seq = ++b->seq;
+    h->nlmsg_len = NLMSG_HDRLEN;
+    struct nfgenmsg *g = nb_put(b, sizeof(*g));
+    if (g) {
+        g->nfgen_family = family;
+        g->version = NFNETLINK_V0;
+        g->res_id = htons(res_id);
+    }
+}
+
+static void nb_attr(struct nb *b, uint16_t type, const void *data, size_t len) {
+    size_t off = b->len;
+    struct nlattr *a = nb_put(b, NLA_HDRLEN + len);
+    if (!a)
+        return;
+    a = (struct nlattr *)(b->buf + off);
+    a->nla_type = type;
+    a->nla_len = (uint16_t)(NLA_HDRLEN + len);
+    memcpy((char *)a + NLA_HDRLEN, data, len);
+}
+
+static void nb_u32(struct nb *b, uint16_t type, uint32_t v) {
+    uint32_t be = htonl(v);
+    nb_attr(b, type, &be, sizeof(be));
+}
+
+static void nb_str(struct nb *b, uint16_t type, const char *s) { nb_attr(b, type, s, strlen(s) + 1); }
+
+/* A nested attribute: its offset, closed by nb_end. */
+static size_t nb_nest(struct nb *b, uint16_t type) {
+    size_t off = b->len;
+    struct nlattr *a = nb_put(b, NLA_HDRLEN);
+    if (a) {
+        a = (struct nlattr *)(b->buf + off);
+        a->nla_type = type | NLA_F_NESTED;
+    }
+    return off;
+}
+
+static void nb_end(struct nb *b, size_t off) {
+    if (!b->oom)
+        ((struct nlattr *)(b->buf + off))->nla_len = (uint16_t)(b->len - off);
+}
+
+/* ---- expressions ---- */
+
+static size_t expr_begin(struct nb *b, const char *name) {
+    size_t elem = nb_nest(b, NFTA_LIST_ELEM);
+    nb_str(b, NFTA_EXPR_NAME, name);
+    return elem;
+}
+
+static void e_meta(struct nb *b, uint32_t key) {
+    size_t e = expr_begin(b, "meta"), d = nb_nest(b, NFTA_EXPR_DATA);
+    nb_u32(b, NFTA_META_DREG, NFT_REG_1);
+    nb_u32(b, NFTA_META_KEY, key);
+    nb_end(b, d);
+    nb_end(b, e);
+}
+
+static void e_ct_state(struct nb *b) {
+    size_t e = expr_begin(b, "ct"), d = nb_nest(b, NFTA_EXPR_DATA);
+    nb_u32(b, NFTA_CT_DREG, NFT_REG_1);
+    nb_u32(b, NFTA_CT_KEY, NFT_CT_STATE);
+    nb_end(b, d);
+    nb_end(b, e);
+}
+
+static void e_payload(struct nb *b, uint32_t base, uint32_t offset, uint32_t len) {
+    size_t e = expr_begin(b, "payload"), d = nb_nest(b, NFTA_EXPR_DATA);
+    nb_u32(b, NFTA_PAYLOAD_DREG, NFT_REG_1);
+    nb_u32(b, NFTA_PAYLOAD_BASE, base);
+    nb_u32(b, NFTA_PAYLOAD_OFFSET, offset);
+    nb_u32(b, NFTA_PAYLOAD_LEN, len);
+    nb_end(b, d);
+    nb_end(b, e);
+}
+
+static void data_value(struct nb *b, uint16_t type, const void *v, size_t len) {
+    size_t n = nb_nest(b, type);
+    nb_attr(b, NFTA_DATA_VALUE, v, len);
+    nb_end(b, n);
+}
+
+static void e_cmp(struct nb *b, uint32_t op, const void *v, size_t len) {
+    size_t e = expr_begin(b, "cmp"), d = nb_nest(b, NFTA_EXPR_DATA);
+    nb_u32(b, NFTA_CMP_SREG, NFT_REG_1);
+    nb_u32(b, NFTA_CMP_OP, op);
+    data_value(b, NFTA_CMP_DATA, v, len);
+    nb_end(b, d);
+    nb_end(b, e);
+}
+
+/* reg1 = reg1 & mask (xor 0), len bytes. */
+static void e_and(struct nb *b, const void *mask, size_t len) {
+    static const uint8_t zero[16];
+    size_t e = expr_begin(b, "bitwise"), d = nb_nest(b, NFTA_EXPR_DATA);
+    nb_u32(b, NFTA_BITWISE_SREG, NFT_REG_1);
+    nb_u32(b, NFTA_BITWISE_DREG, NFT_REG_1);
+    nb_u32(b, NFTA_BITWISE_LEN, (uint32_t)len);
+    data_value(b, NFTA_BITWISE_MASK, mask, len);
+    data_value(b, NFTA_BITWISE_XOR, zero, len);
+    nb_end(b, d);
+    nb_end(b, e);
+}
+
+static void e_verdict(struct nb *b, uint32_t code) {
+    size_t e = expr_begin(b, "immediate"), d = nb_nest(b, NFTA_EXPR_DATA);
+    nb_u32(b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
+    size_t data = nb_nest(b, NFTA_IMMEDIATE_DATA), v = nb_nest(b, NFTA_DATA_VERDICT);
+    nb_u32(b, NFTA_VERDICT_CODE, code);
+    nb_end(b, v);
+    nb_end(b, data);
+    nb_end(b, d);
+    nb_end(b, e);
+}
+
+static void e_masq(struct nb *b) {
+    size_t e = expr_begin(b, "masq");
+    nb_end(b, e);
+}
+
+/* ---- the table ---- */
+
+#define NFT_TYPE(m) ((uint16_t)((NFNL_SUBSYS_NFTABLES << 8) | (m)))
+#define CREATE (NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK)
+
+static void chain(struct nb *b, const char *name, const char *type, uint32_t hook, uint32_t prio, uint32_t policy) {
+    nb_msg(b, NFT_TYPE(NFT_MSG_NEWCHAIN), CREATE, NFPROTO_INET, 0);
+    nb_str(b, NFTA_CHAIN_TABLE, TABLE);
+    nb_str(b, NFTA_CHAIN_NAME, name);
+    size_t h = nb_nest(b, NFTA_CHAIN_HOOK);
+    nb_u32(b, NFTA_HOOK_HOOKNUM, hook);
+    nb_u32(b, NFTA_HOOK_PRIORITY, prio);
+    nb_end(b, h);
+    nb_u32(b, NFTA_CHAIN_POLICY, policy);
+    nb_str(b, NFTA_CHAIN_TYPE, type);
+}
+
+/* A rule of chain: its expression list's offset, closed by rule_end. */
+static size_t rule_begin(struct nb *b, const char *chain_name) {
+    nb_msg(b, NFT_TYPE(NFT_MSG_NEWRULE), CREATE | NLM_F_APPEND, NFPROTO_INET, 0);
+    nb_str(b, NFTA_RULE_TABLE, TABLE);
+    nb_str(b, NFTA_RULE_CHAIN, chain_name);
+    return nb_nest(b, NFTA_RULE_EXPRESSIONS);
+}
+
+static void ifname(struct nb *b, uint32_t key, const char *name, uint32_t op) {
+    char n[IFNAMSIZ] = {0}; /* (the whole name field, zero-padded, as nft compares it) */
+    strncpy(n, name, sizeof(n) - 1);
+    e_meta(b, key);
+    e_cmp(b, op, n, sizeof(n));
+}
+
+static void nfproto(struct nb *b, uint8_t family) {
+    uint8_t v = family == 4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+    e_meta(b, NFT_META_NFPROTO);
+    e_cmp(b, NFT_CMP_EQ, &v, 1);
+}
+
+static void ct_state(struct nb *b, uint32_t bits, uint32_t op) {
+    uint32_t zero = 0;
+    e_ct_state(b);
+    e_and(b, &bits, sizeof(bits)); /* (host order, as the kernel keeps the state) */
+    e_cmp(b, op, &zero, sizeof(zero));
+}
+
+static void build(struct nb *b, const struct lnft_router *r) {
+    nb_msg(b, NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+    nb_msg(b, NFT_TYPE(NFT_MSG_NEWTABLE), CREATE, NFPROTO_INET, 0);
+    nb_str(b, NFTA_TABLE_NAME, TABLE);
+    chain(b, "forward", "filter", NF_INET_FORWARD, 0, NF_DROP);
+    chain(b, "input", "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
+    chain(b, "postrouting", "nat", NF_INET_POST_ROUTING, 100, NF_ACCEPT);
+    const uint32_t est_rel = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
+    const uint32_t new_bit = NF_CT_STATE_BIT(IP_CT_NEW);
+    size_t x;
+    /* ct state established,related accept */
+    x = rule_begin(b, "forward");
+    ct_state(b, est_rel, NFT_CMP_NEQ);
+    e_verdict(b, NF_ACCEPT);
+    nb_end(b, x);
+    /* iifname != sb drop; oifname != up drop */
+    x = rule_begin(b, "forward");
+    ifname(b, NFT_META_IIFNAME, r->sb_if, NFT_CMP_NEQ);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+    x = rule_begin(b, "forward");
+    ifname(b, NFT_META_OIFNAME, r->up_if, NFT_CMP_NEQ);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+    /* a source other than the sandbox's: drop */
+    x = rule_begin(b, "forward");
+    nfproto(b, 4);
+    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
+    e_cmp(b, NFT_CMP_NEQ, r->sb4, 4);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+    x = rule_begin(b, "forward");
+    nfproto(b, 6);
+    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 8, 16);
+    e_cmp(b, NFT_CMP_NEQ, r->sb6, 16);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+    /* ct state != new drop (a packet has one state: the value compared) */
+    x = rule_begin(b, "forward");
+    e_ct_state(b);
+    e_cmp(b, NFT_CMP_NEQ, &new_bit, sizeof(new_bit));
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+    for (size_t i = 0; i < r->ntuples; i++) {
+        const struct lnft_tuple *t = &r->tuples[i];
+        size_t alen = t->family == 4 ? 4 : 16;
+        uint8_t a[16] = {0}, m[16] = {0};
+        for (unsigned k = 0; k < alen; k++) {
+            unsigned bits = t->prefix > 8 * k ? t->prefix - 8 * k : 0;
+            m[k] = (uint8_t)(bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff);
+            a[k] = t->addr[k] & m[k];
+        }
+        x = rule_begin(b, "forward");
+        nfproto(b, t->family);
+        /* A whole-byte prefix: only its bytes loaded and compared; another:
+         * the address masked (nft's own encoding of "daddr A/P"). */
+        size_t plen = t->prefix % 8 == 0 ? t->prefix / 8u : alen;
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, t->family == 4 ? 16 : 24, (uint32_t)plen);
+        if (t->prefix % 8)
+            e_and(b, m, alen);
+        e_cmp(b, NFT_CMP_EQ, a, plen);
+        e_meta(b, NFT_META_L4PROTO);
+        e_cmp(b, NFT_CMP_EQ, &t->proto, 1);
+        e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+        uint16_t lo = htons(t->port_min), hi = htons(t->port_max);
+        /* "dport MIN-MAX": two comparisons in network order (big-endian
+         * bytes compare as the numbers do), also where MIN is MAX. */
+        e_cmp(b, NFT_CMP_GTE, &lo, 2);
+        e_cmp(b, NFT_CMP_LTE, &hi, 2);
+        e_verdict(b, NF_ACCEPT);
+        nb_end(b, x);
+    }
+    /* input: neighbour discovery only */
+    static const uint8_t nd[2] = {135, 136};
+    for (int i = 0; i < 2; i++) {
+        uint8_t icmp6 = IPPROTO_ICMPV6;
+        x = rule_begin(b, "input");
+        nfproto(b, 6);
+        e_meta(b, NFT_META_L4PROTO);
+        e_cmp(b, NFT_CMP_EQ, &icmp6, 1);
+        e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1);
+        e_cmp(b, NFT_CMP_EQ, &nd[i], 1);
+        e_verdict(b, NF_ACCEPT);
+        nb_end(b, x);
+    }
+    /* postrouting: oifname up masquerade */
+    x = rule_begin(b, "postrouting");
+    ifname(b, NFT_META_OIFNAME, r->up_if, NFT_CMP_EQ);
+    e_masq(b);
+    nb_end(b, x);
+    nb_msg(b, NFNL_MSG_BATCH_END, NLM_F_REQUEST, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+    b->msg = NULL;
+}
+
+int lnft_router_apply(int s, const struct lnft_router *r) {
+    struct nb b = {0};
+    build(&b, r);
+    if (b.oom) {
+        free(b.buf);
+        return -ENOMEM;
+    }
+    /* Room for the batch going out and every acknowledgement coming back
+     * (the FORCE variants as root; else what the limits allow). */
+    int one = 1, snd = (int)b.len + 4096, rcv = (int)(b.seq * 64 + 65536);
+    (void)setsockopt(s, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+    if (setsockopt(s, SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof(snd)) < 0)
+        (void)setsockopt(s, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
+    if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) < 0)
+        (void)setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+    struct sockaddr_nl to = {.nl_family = AF_NETLINK};
+    ssize_t n;
+    do
+        n = sendto(s, b.buf, b.len, 0, (struct sockaddr *)&to, sizeof(to));
+    while (n < 0 && errno == EINTR);
+    uint32_t last = b.seq - 1; /* the last request's (BATCH_END has no ack) */
+    uint32_t first_seq = ((struct nlmsghdr *)b.buf)->nlmsg_seq;
+    free(b.buf);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n != b.len)
+        return -EMSGSIZE;
+    /* Acknowledgements (or errors) until the last request's: the kernel
+     * answers every request carrying NLM_F_ACK, in order. */
+    char rb[8192] __attribute__((aligned(4)));
+    for (;;) {
+        do
+            n = recv(s, rb, sizeof(rb), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            return -errno; /* (lnl_ready's timeout: EAGAIN) */
+        /* (Answers come once the kernel has committed or aborted the whole
+         * batch: the first error is the answer.) */
+        size_t len = (size_t)n;
+        for (struct nlmsghdr *h = (struct nlmsghdr *)rb; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+            if (h->nlmsg_seq < first_seq || h->nlmsg_seq > last)
+                continue;
+            if (h->nlmsg_type != NLMSG_ERROR)
+                continue;
+            const struct nlmsgerr *e = NLMSG_DATA(h);
+            if (e->error)
+                return e->error < 0 ? e->error : -EPROTO;
+            if (h->nlmsg_seq == last)
+                return 0;
+        }
+    }
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The restricted router's nftables table as one nf_tables netlink batch,
+ * encoded here from validated tuples (no text, no parser, no library):
+ * what linux-net.c's ruleset text says, expression for expression, in one
+ * sendmsg and one commit. Like linux-netlink.c it depends on libc and the
+ * kernel's headers only and never enters a namespace: the caller opens the
+ * NETLINK_NETFILTER socket in the router's namespace.
+ *
+ *   table inet forgeyard
+ *   chain forward (filter, hook forward, priority 0, policy drop)
+ *     ct state established,related accept
+ *     iifname != SB drop
+ *     oifname != UP drop
+ *     meta nfproto ipv4 ip saddr != SB4 drop
+ *     meta nfproto ipv6 ip6 saddr != SB6 drop
+ *     ct state != new drop
+ *     per tuple: meta nfproto F, daddr/prefix, meta l4proto P, dport range: accept
+ *   chain input (filter, hook input, priority 0, policy drop)
+ *     meta nfproto ipv6 meta l4proto ipv6-icmp icmpv6 type 135 accept (and 136)
+ *   chain postrouting (nat, hook postrouting, priority 100, policy accept)
+ *     oifname UP masquerade
+ */
+#ifndef FY_LINUX_NFTNL_H
+#define FY_LINUX_NFTNL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lnft_tuple {
+    uint8_t family;             /* 4 or 6 */
+    uint8_t prefix;             /* 1..32 or 1..128 */
+    uint8_t addr[16];           /* network order, host bits zero */
+    uint8_t proto;              /* IPPROTO_TCP or IPPROTO_UDP */
+    uint16_t port_min, port_max;
+};
+
+struct lnft_router {
+    const char *sb_if, *up_if;  /* the router's sandbox-side and uplink-side links */
+    uint8_t sb4[4];             /* the sandbox's addresses (the only sources forwarded) */
+    uint8_t sb6[16];
+    const struct lnft_tuple *tuples;
+    size_t ntuples;
+};
+
+/* Applies the table over s (a NETLINK_NETFILTER socket, in the router's
+ * namespace, that has never held a table of this name): 0 once the batch is
+ * committed, else -errno (the kernel commits all or nothing). The batch's
+ * size: about 300 bytes per tuple. */
+int lnft_router_apply(int s, const struct lnft_router *r);
+
+#endif
