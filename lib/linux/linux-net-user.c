@@ -61,6 +61,7 @@
 
 #include "linux-net-user.h"
 #include "linux-netlink.h"
+#include "linux-nftnl.h"
 #include "linux-plan.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"
@@ -182,7 +183,8 @@ static bool send_fds(int sock, char tag, const int *fds, int n) {
  * tun toward the sandbox with its addresses, forwarding on (nothing
  * reaches sb before the relay starts, after nft's rules stand); the four
  * fds sent back; then it becomes nft -f with the ruleset. */
-__attribute__((noreturn)) static void router_main(int sock, int in, int out, const char *nft, bool tap) {
+__attribute__((noreturn)) static void router_main(int sock, int in, int out, const char *nft, bool tap,
+                                                  const struct lnft_batch *batch) {
     unsigned long uid = geteuid(), gid = getegid();
     if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
         _exit(30);
@@ -216,6 +218,20 @@ __attribute__((noreturn)) static void router_main(int sock, int in, int out, con
     const int fds[4] = {ufd, nfd, tun, nl};
     if (!send_fds(sock, 'R', fds, 4))
         _exit(35);
+    if (batch) {
+        /* The table as one netlink batch its parent built (linux-nftnl.c;
+         * nothing allocated here, in a fork of a threaded host). */
+        int nf = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+        int e = nf < 0 ? errno : -lnft_batch_apply(lnl_ready(nf), batch);
+        if (e) {
+            char m[80] = "the router's table (one netlink batch) was refused: errno ";
+            size_t k = strlen(m);
+            k += put_uint(m + k, (unsigned long)e);
+            (void)!write(out, m, k);
+            _exit(38);
+        }
+        _exit(0);
+    }
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
         _exit(36);
     (void)syscall(__NR_close_range, 3, ~0U, 0);
@@ -347,10 +363,15 @@ int lxnu_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr
         r = fail(reterr, errno, "nft input");
         goto out;
     }
-    /* The router, then nft in it. */
+    /* The router, then its table in it: one netlink batch built here
+     * (nft -f only where it cannot be built). */
+    struct lnft_batch batch = {0};
+    bool have_batch = lxn_nft_batch(lp, &batch) == 0;
     run->nft.pid = sys_fork_quiet_pidfd(&run->nft.pidfd);
     if (run->nft.pid == 0)
-        router_main(sv[1], in, run->nft_out, lp->nft, lp->vm_tap);
+        router_main(sv[1], in, run->nft_out, lp->nft, lp->vm_tap, have_batch ? &batch : NULL);
+    if (have_batch)
+        lnft_batch_free(&batch);
     if (run->nft.pid < 0) {
         r = fail(reterr, errno, "fork");
         run->nft.pid = -1;

@@ -769,7 +769,7 @@ int lxn_spawn_nft(void *p) {
 
 /* The router's table as one nf_tables batch (linux-nftnl.c) over a
  * netlink socket made in namespace ns: 0 or -errno. */
-int lxn_nft_netlink(int ns, const struct lxn_plan *lp) {
+int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out) {
     struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
     if (!t)
         return -ENOMEM;
@@ -786,11 +786,21 @@ int lxn_nft_netlink(int ns, const struct lxn_plan *lp) {
     uint32_t sb4 = htonl(SB_SANDBOX4);
     memcpy(r.sb4, &sb4, 4);
     memcpy(r.sb6, sb_sandbox6, 16);
+    int e = lnft_router_build(&r, out);
+    free(t);
+    return e;
+}
+
+int lxn_nft_netlink(int ns, const struct lxn_plan *lp) {
+    struct lnft_batch b;
+    int e = lxn_nft_batch(lp, &b);
+    if (e < 0)
+        return e;
     int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER);
-    int e = s < 0 ? s : lnft_router_apply(lnl_ready(s), &r);
+    e = s < 0 ? s : lnft_batch_apply(lnl_ready(s), &b);
     if (s >= 0)
         close(s);
-    free(t);
+    lnft_batch_free(&b);
     return e;
 }
 

@@ -176,6 +176,9 @@ int lxn_nft_lib(int ns, const char *ruleset, char *msg, size_t msglen);
 /* The same table as one nf_tables netlink batch from lp's tuples
  * (linux-nftnl.c): what the root path applies; 0 or -errno. */
 int lxn_nft_netlink(int ns, const struct lxn_plan *lp);
+/* Only the batch (for a forked child that sends it: linux-net-user.c). */
+struct lnft_batch;
+int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out);
 /* nft -f - started in the calling thread's namespace (through lxn_in_netns):
  * stdin and stdout the given fds, the process in proc; 0 or -errno. */
 struct lxn_nft_args { const char *nft; int in, out; struct pu_proc *proc; };

@@ -327,16 +327,30 @@ static void build(struct nb *b, const struct lnft_router *r) {
     b->msg = NULL;
 }
 
-int lnft_router_apply(int s, const struct lnft_router *r) {
+int lnft_router_build(const struct lnft_router *r, struct lnft_batch *out) {
     struct nb b = {0};
     build(&b, r);
     if (b.oom) {
         free(b.buf);
         return -ENOMEM;
     }
+    out->buf = b.buf;
+    out->len = b.len;
+    out->first_seq = 1;
+    out->last_seq = b.seq - 1; /* the last request's (BATCH_END has no answer) */
+    return 0;
+}
+
+void lnft_batch_free(struct lnft_batch *b) {
+    free(b->buf);
+    b->buf = NULL;
+    b->len = 0;
+}
+
+int lnft_batch_apply(int s, const struct lnft_batch *b) {
     /* Room for the batch going out and every acknowledgement coming back
      * (the FORCE variants as root; else what the limits allow). */
-    int one = 1, snd = (int)b.len + 4096, rcv = (int)(b.seq * 64 + 65536);
+    int one = 1, snd = (int)b->len + 4096, rcv = (int)(b->last_seq * 64 + 65536);
     (void)setsockopt(s, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
     if (setsockopt(s, SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof(snd)) < 0)
         (void)setsockopt(s, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
@@ -345,17 +359,15 @@ int lnft_router_apply(int s, const struct lnft_router *r) {
     struct sockaddr_nl to = {.nl_family = AF_NETLINK};
     ssize_t n;
     do
-        n = sendto(s, b.buf, b.len, 0, (struct sockaddr *)&to, sizeof(to));
+        n = sendto(s, b->buf, b->len, 0, (struct sockaddr *)&to, sizeof(to));
     while (n < 0 && errno == EINTR);
-    uint32_t last = b.seq - 1; /* the last request's (BATCH_END has no ack) */
-    uint32_t first_seq = ((struct nlmsghdr *)b.buf)->nlmsg_seq;
-    free(b.buf);
     if (n < 0)
         return -errno;
-    if ((size_t)n != b.len)
+    if ((size_t)n != b->len)
         return -EMSGSIZE;
-    /* Acknowledgements (or errors) until the last request's: the kernel
-     * answers every request carrying NLM_F_ACK, in order. */
+    /* Answers come once the kernel has committed or aborted the whole
+     * batch, in order: the first error is the answer, else the last
+     * request's acknowledgement. */
     char rb[8192] __attribute__((aligned(4)));
     for (;;) {
         do
@@ -363,19 +375,25 @@ int lnft_router_apply(int s, const struct lnft_router *r) {
         while (n < 0 && errno == EINTR);
         if (n < 0)
             return -errno; /* (lnl_ready's timeout: EAGAIN) */
-        /* (Answers come once the kernel has committed or aborted the whole
-         * batch: the first error is the answer.) */
         size_t len = (size_t)n;
         for (struct nlmsghdr *h = (struct nlmsghdr *)rb; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-            if (h->nlmsg_seq < first_seq || h->nlmsg_seq > last)
-                continue;
-            if (h->nlmsg_type != NLMSG_ERROR)
+            if (h->nlmsg_seq < b->first_seq || h->nlmsg_seq > b->last_seq || h->nlmsg_type != NLMSG_ERROR)
                 continue;
             const struct nlmsgerr *e = NLMSG_DATA(h);
             if (e->error)
                 return e->error < 0 ? e->error : -EPROTO;
-            if (h->nlmsg_seq == last)
+            if (h->nlmsg_seq == b->last_seq)
                 return 0;
         }
     }
+}
+
+int lnft_router_apply(int s, const struct lnft_router *r) {
+    struct lnft_batch b;
+    int e = lnft_router_build(r, &b);
+    if (e < 0)
+        return e;
+    e = lnft_batch_apply(s, &b);
+    lnft_batch_free(&b);
+    return e;
 }

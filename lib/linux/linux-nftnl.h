@@ -42,7 +42,20 @@ struct lnft_router {
     size_t ntuples;
 };
 
-/* Applies the table over s (a NETLINK_NETFILTER socket, in the router's
+/* The batch, built (malloc'd) before it is sent: a forked child that may
+ * not allocate sends one its parent built. */
+struct lnft_batch {
+    char *buf;
+    size_t len;
+    uint32_t first_seq, last_seq; /* the requests whose answers count */
+};
+int lnft_router_build(const struct lnft_router *r, struct lnft_batch *out);
+/* Sends b over s and reads the answers (no allocation): 0 once committed,
+ * else -errno. */
+int lnft_batch_apply(int s, const struct lnft_batch *b);
+void lnft_batch_free(struct lnft_batch *b);
+
+/* lnft_router_build, lnft_batch_apply and lnft_batch_free: applies the table over s (a NETLINK_NETFILTER socket, in the router's
  * namespace, that has never held a table of this name): 0 once the batch is
  * committed, else -errno (the kernel commits all or nothing). The batch's
  * size: about 300 bytes per tuple. */
