@@ -191,7 +191,10 @@ static void e_masq(struct nb *b) {
 /* ---- the table ---- */
 
 #define NFT_TYPE(m) ((uint16_t)((NFNL_SUBSYS_NFTABLES << 8) | (m)))
-#define CREATE (NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK)
+/* No acknowledgement asked for but the last request's: an error is always
+ * answered, and a thousand acknowledgements (a socket buffer each) would
+ * overflow the receive queue (ENOBUFS). */
+#define CREATE (NLM_F_REQUEST | NLM_F_CREATE)
 
 static void chain(struct nb *b, const char *name, const char *type, uint32_t hook, uint32_t prio, uint32_t policy) {
     nb_msg(b, NFT_TYPE(NFT_MSG_NEWCHAIN), CREATE, NFPROTO_INET, 0);
@@ -323,6 +326,8 @@ static void build(struct nb *b, const struct lnft_router *r) {
     ifname(b, NFT_META_OIFNAME, r->up_if, NFT_CMP_EQ);
     e_masq(b);
     nb_end(b, x);
+    if (b->msg)
+        b->msg->nlmsg_flags |= NLM_F_ACK; /* (the last request) */
     nb_msg(b, NFNL_MSG_BATCH_END, NLM_F_REQUEST, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
     b->msg = NULL;
 }
@@ -348,9 +353,10 @@ void lnft_batch_free(struct lnft_batch *b) {
 }
 
 int lnft_batch_apply(int s, const struct lnft_batch *b) {
-    /* Room for the batch going out and every acknowledgement coming back
-     * (the FORCE variants as root; else what the limits allow). */
-    int one = 1, snd = (int)b->len + 4096, rcv = (int)(b->last_seq * 64 + 65536);
+    /* Room for the batch going out (the FORCE variant where the socket's
+     * namespace is ours; else what the limits allow) and the answers
+     * coming back: errors (every failing request) and one acknowledgement. */
+    int one = 1, snd = (int)b->len + 4096, rcv = 1 << 20;
     (void)setsockopt(s, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
     if (setsockopt(s, SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof(snd)) < 0)
         (void)setsockopt(s, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
@@ -367,7 +373,7 @@ int lnft_batch_apply(int s, const struct lnft_batch *b) {
         return -EMSGSIZE;
     /* Answers come once the kernel has committed or aborted the whole
      * batch, in order: the first error is the answer, else the last
-     * request's acknowledgement. */
+     * request's acknowledgement (the only one asked for). */
     char rb[8192] __attribute__((aligned(4)));
     for (;;) {
         do

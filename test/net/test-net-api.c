@@ -8,6 +8,7 @@
  *   test-net-api UPLINK_NETNS_PATH PROBE_DIR */
 #define _GNU_SOURCE 1
 #include <sched.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,45 @@ int main(int argc, char **argv) {
               list[0], list[1]);
         fy_prepared_free(pr);
         printf("ok: the router's table from one netlink batch lists exactly as its nftables text\n");
+
+        /* A batch the kernel refuses (a zero-length comparison: prefix 0)
+         * comes back as its error, at once, nothing committed. */
+        struct plan_net_rule bad_rule = {.family = 4, .prefix = 0, .proto = FY_PROTO_TCP, .port_min = 1, .port_max = 2};
+        struct lxn_plan bad_lp = {.rules = &bad_rule, .nrules = 1};
+        int ns = lxn_new_netns();
+        int a = ns >= 0 ? lxn_nft_netlink(ns, &bad_lp) : -1;
+        CHECK(a == -EINVAL, "nft: a refused batch answered %d, want -EINVAL", a);
+        if (ns >= 0)
+            close(ns);
+        printf("ok: a batch the kernel refuses is answered with its error\n");
+    }
+
+    /* 7. The most destinations a policy may hold (1024), each its rule:
+     *    one batch of them (a thousand answers asked for would overflow
+     *    the socket's queue: only the last request is acknowledged). */
+    {
+        fy_policy *p = NULL;
+        int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e);
+        r = r >= 0 ? fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e) : r;
+        for (int i = 1; r >= 0 && i < 1024; i++) {
+            char a[32];
+            snprintf(a, sizeof(a), "203.0.%d.%d", 113 + i / 250, 1 + i % 250);
+            r = fy_policy_add_destination(p, a, i % 2 ? FY_PROTO_UDP : FY_PROTO_TCP, 1000 + (uint16_t)(i % 50), 3000, &e);
+        }
+        if (r >= 0) r = fy_policy_set_network(p, FY_NET_RESTRICTED, &e);
+        if (r >= 0) r = fy_policy_set_network_host(p, FY_NETHOST_UPLINK, uplink, &e);
+        if (r >= 0) r = fy_policy_add_bind(p, probe_dir, "/opt/fyprobe", FY_BIND_READ_ONLY, &e);
+        if (r >= 0) r = fy_prepare(p, caps, reach, &pr, &e);
+        CHECK(r >= 0, "1024 destinations: prepare: %s", fy_error_message(e));
+        fy_error_free(e);
+        e = NULL;
+        fy_policy_free(p);
+        res = pr ? run(pr, false, false) : NULL;
+        CHECK(res && fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "1024 destinations: outcome %s",
+              res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none");
+        fy_result_free(res);
+        fy_prepared_free(pr);
+        printf("ok: 1024 destinations: one batch, the allowed one reached\n");
     }
     fy_caps_free(caps);
     return failed;
