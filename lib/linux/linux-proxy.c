@@ -460,6 +460,8 @@ int lxp_start_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox
     return r < 0 ? r : lxp_await_ready(run, reterr);
 }
 
+int lxp_test_exec_fails;
+
 /* ---- the DNS stub on demand ---- */
 
 /* Waits for the first datagram or connection on the stub's sockets (or
@@ -487,8 +489,13 @@ static void *defer_main(void *p) {
     fy_error *e = NULL;
     int lfd = run->defer_fd[0], tfd = run->defer_fd[1];
     run->defer_fd[0] = run->defer_fd[1] = -1; /* (start_on takes them, also on failure) */
-    if (start_on(run, run->defer_cfg, lfd, tfd, -1, true, &e) < 0)
+    if (start_on(run, run->defer_cfg, lfd, tfd, -1, true, &e) < 0) {
         snprintf(run->defer_error, sizeof(run->defer_error), "%s", e ? fy_error_message(e) : "the stub did not start");
+        /* (start_on ended and reaped what it started: the report is of a
+         * stub that never ran, with this error) */
+        lxp_release(run);
+        run->pid = -1;
+    }
     fy_error_free(e);
     return NULL;
 }
@@ -527,6 +534,8 @@ int lxp_defer_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox
 }
 
 void lxp_defer_settle(struct lxp_run *run) {
+    if (run->defer_pending && pthread_equal(pthread_self(), run->defer_thread))
+        return; /* (the thread's own start failing: lxp_stop from start_on) */
     if (run->defer_pending) {
         uint64_t one = 1;
         (void)!write(run->defer_wake, &one, sizeof(one));
@@ -606,6 +615,12 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
         e = -prog;
         goto fail;
     }
+    if (__atomic_load_n(&lxp_test_exec_fails, __ATOMIC_RELAXED) && dns) {
+        /* (tests: a program that cannot be executed) */
+        close(prog);
+        if ((prog = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+            goto fail_errno;
+    }
     what = "a sealed memfd of its configuration";
     if ((conf = pack_config(cfg, (geteuid() == 0 ? LXP_PACK_AS_ROOT : 0) | (uplink_fd >= 0 ? LXP_PACK_UPLINK : 0) |
                                      (dns ? LXP_PACK_DNS : 0) | (tcp_fd >= 0 ? LXP_PACK_DNS_TCP : 0))) < 0) {
@@ -641,9 +656,9 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
         if (n != (ssize_t)sizeof(exec_err) || exec_err == 0)
             exec_err = EPROTO;
         return err_set(reterr, exec_err == ENOMEM ? FY_E_NOMEM : FY_E_UNSUPPORTED, FY_STEP_PROXY, exec_err, NULL,
-                       "fetch-only proxy: executing its program from a sealed memfd: %s (the proxy is never a copy "
-                       "of the host process; vm.memfd_noexec 2, an LSM or a seccomp filter of the host's may "
-                       "forbid it)", strerror(exec_err));
+                       "%s: executing its program from a sealed memfd: %s (it is never a copy of the host "
+                       "process; vm.memfd_noexec 2, an LSM or a seccomp filter of the host's may forbid it)",
+                       dns ? "the DNS stub" : "fetch-only proxy", strerror(exec_err));
     }
     return 0;
 fail_errno:

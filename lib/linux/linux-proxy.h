@@ -164,7 +164,7 @@ struct lxp_run {
     int defer_fd[2];               /* UDP socket, TCP listener (-1: taken or none) */
     int defer_wake;                /* eventfd: the thread ends without starting */
     const struct lxp_config *defer_cfg;
-    char defer_error[160];         /* why a start on a query failed ("": it did not) */
+    char defer_error[256];         /* why a start on a query failed ("": it did not) */
 };
 
 void lxp_run_init(struct lxp_run *run);
@@ -207,6 +207,8 @@ int lxp_await_ready(struct lxp_run *run, fy_error **reterr);
  * functions are idempotent. */
 int lxp_defer_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox_ns, fy_error **reterr);
 void lxp_defer_settle(struct lxp_run *run);
+/* Tests only: non-zero makes the DNS stub's program fail to execute. */
+extern int lxp_test_exec_fails;
 /* The same stub answering the datagrams that arrive on sock (a datagram
  * socket the caller keeps private, e.g. one end of a socketpair: the VM
  * backend's, which carries the guest's queries over its control port);

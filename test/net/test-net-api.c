@@ -8,6 +8,7 @@
  *   test-net-api UPLINK_NETNS_PATH PROBE_DIR */
 #define _GNU_SOURCE 1
 #include <sched.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 #include "policy.h" /* policy_inject_fault: tests only */
 #include "prepared.h"
+#include "linux/linux-proxy.h"
 #include "linux/linux-net.h"
 #include "linux/linux-plan.h"
 
@@ -30,6 +32,16 @@ static fy_caps *caps;
 
 static uint32_t fault_step;
 static bool copy_init;
+
+static int count_dir(const char *path) {
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
 
 static fy_prepared *prepare(const char *up, const char *const *argv) {
     fy_policy *p = NULL;
@@ -254,6 +266,38 @@ int main(int argc, char **argv) {
         if (ns >= 0)
             close(ns);
         printf("ok: a batch the kernel refuses is answered with its error\n");
+    }
+
+    /* 6b. A DNS stub whose start on the first query fails (its program
+     *     cannot be executed): the query goes unanswered, the result says
+     *     why, and nothing of the start is left (no thread, no fd). */
+    {
+        int tasks0 = count_dir("/proc/self/task"), fds0 = count_dir("/proc/self/fd");
+        const char *dnsq[] = {"/opt/fyprobe/fy-netprobe", "dnsq", "127.0.0.53", "x.test", "1", NULL};
+        lxp_test_exec_fails = 1;
+        pr = prepare(uplink, dnsq);
+        res = pr ? run(pr, false, false) : NULL;
+        lxp_test_exec_fails = 0;
+        char *rj = NULL;
+        CHECK(res && fy_result_to_json(res, &rj, NULL) == 0 && strstr(rj, "\"started\": false") &&
+                  strstr(rj, "the DNS stub: executing its program"),
+              "a failed stub start: %s", rj ? rj : "(no result)");
+        fy_free(rj);
+        fy_result_free(res);
+        fy_prepared_free(pr);
+        /* (the uplink link's deletion runs on a detached thread for tens of
+         * ms after the attempt: waited for, bounded) */
+        int tasks1 = 0, fds1 = 0;
+        for (int i = 0; i < 200; i++) {
+            tasks1 = count_dir("/proc/self/task");
+            fds1 = count_dir("/proc/self/fd");
+            if (tasks1 == tasks0 && fds1 == fds0)
+                break;
+            usleep(10000);
+        }
+        CHECK(tasks0 == tasks1 && fds0 == fds1, "after a failed stub start: threads %d -> %d, fds %d -> %d", tasks0,
+              tasks1, fds0, fds1);
+        printf("ok: a DNS stub that cannot start on the first query: reported, nothing left\n");
     }
 
     /* 7. The most destinations a policy may hold (1024), each its rule:
