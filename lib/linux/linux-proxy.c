@@ -523,13 +523,14 @@ int lxp_defer_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
+    run->defer_pending = true; /* (before the thread can look: its own failure path checks it) */
     e = pthread_create(&run->defer_thread, NULL, defer_main, run);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e) {
+        run->defer_pending = false;
         lxp_defer_settle(run);
         return fail(reterr, e, "the DNS stub's thread");
     }
-    run->defer_pending = true;
     return 0;
 }
 
