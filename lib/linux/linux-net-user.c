@@ -367,6 +367,10 @@ int lxnu_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr
      * (nft -f only where it cannot be built). */
     struct lnft_batch batch = {0};
     bool have_batch = lxn_nft_batch(lp, &batch) == 0;
+    if (!have_batch && !lp->nft) {
+        r = fail(reterr, ENOMEM, "the router's nftables batch");
+        goto out;
+    }
     run->nft.pid = sys_fork_quiet_pidfd(&run->nft.pidfd);
     if (run->nft.pid == 0)
         router_main(sv[1], in, run->nft_out, lp->nft, lp->vm_tap, have_batch ? &batch : NULL);

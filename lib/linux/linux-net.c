@@ -334,11 +334,10 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     int ur;
     if (!is_root && (ur = lxnu_compile(out, pl, np, reterr)) < 0)
         return ur;
+    /* The rules go in as a netlink batch (linux-nftnl.c): nft is only the
+     * rootless path's fallback where that batch cannot be built. */
     char *nft = pu_find_program("nft");
-    if (!nft)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
-                       "network mode restricted needs nft (apt install nftables)");
-    out->nft = arena_strdup(&pl->arena, nft);
+    out->nft = nft ? arena_strdup(&pl->arena, nft) : NULL;
     free(nft);
     out->uplink = np->net_uplink;
     if (parse_subnet(np->net_link_subnet ? np->net_link_subnet : LXN_DEFAULT_LINK_SUBNET, &out->link_base,
@@ -419,7 +418,7 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     strbuf_free(&b);
     out->rules = np->net_rules; /* (kept by the prepared object: the netlink batch's tuples) */
     out->nrules = np->nnet_rules;
-    if (!out->ruleset || !out->nft)
+    if (!out->ruleset)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     return 0;
 }
