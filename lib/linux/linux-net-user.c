@@ -21,8 +21,8 @@
  * short-lived child that joins that side only, and the host copies
  * packets between the two fds.
  *
- * The enforcement is the kernel's, as under root: nft's table in the
- * router namespace (the same ruleset as linux-net.c) forwards only the
+ * The enforcement is the kernel's, as under root: the nftables table in
+ * the router namespace (the same netlink batch as linux-net.c) forwards only the
  * plan's tuples from sb to up and masquerades them; everything else is
  * dropped before pasta sees it. The workload's user namespace is not L's
  * ancestor, so nothing it gains inside its own gives it a capability over
@@ -181,10 +181,11 @@ static bool send_fds(int sock, char tag, const int *fds, int n) {
 /* The router: a user namespace of the library's own (the caller's uid and
  * gid mapped to 0, nothing else) with the router's network namespace; the
  * tun toward the sandbox with its addresses, forwarding on (nothing
- * reaches sb before the relay starts, after nft's rules stand); the four
- * fds sent back; then it becomes nft -f with the ruleset. */
-__attribute__((noreturn)) static void router_main(int sock, int in, int out, const char *nft, bool tap,
-                                                  const struct lnft_batch *batch) {
+ * reaches sb before the relay starts, after the rules stand); the four
+ * fds sent back; then the table as one netlink batch its parent built
+ * (linux-nftnl.c; nothing allocated here, in a fork of a threaded host),
+ * what the kernel said on out, and its exit status the parent waits for. */
+__attribute__((noreturn)) static void router_main(int sock, int out, bool tap, const struct lnft_batch *batch) {
     unsigned long uid = geteuid(), gid = getegid();
     if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
         _exit(30);
@@ -218,27 +219,16 @@ __attribute__((noreturn)) static void router_main(int sock, int in, int out, con
     const int fds[4] = {ufd, nfd, tun, nl};
     if (!send_fds(sock, 'R', fds, 4))
         _exit(35);
-    if (batch) {
-        /* The table as one netlink batch its parent built (linux-nftnl.c;
-         * nothing allocated here, in a fork of a threaded host). */
-        int nf = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-        int e = nf < 0 ? errno : -lnft_batch_apply(lnl_ready(nf), batch);
-        if (e) {
-            char m[80] = "the router's table (one netlink batch) was refused: errno ";
-            size_t k = strlen(m);
-            k += put_uint(m + k, (unsigned long)e);
-            (void)!write(out, m, k);
-            _exit(38);
-        }
-        _exit(0);
+    int nf = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+    int e = nf < 0 ? errno : -lnft_batch_apply(lnl_ready(nf), batch);
+    if (e) {
+        char m[80] = "the router's table (one netlink batch) was refused: errno ";
+        size_t k = strlen(m);
+        k += put_uint(m + k, (unsigned long)e);
+        (void)!write(out, m, k);
+        _exit(38);
     }
-    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-        _exit(36);
-    (void)syscall(__NR_close_range, 3, ~0U, 0);
-    char *const argv[] = {(char *)nft, "-f", "-", NULL};
-    char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-    execve(nft, argv, envp);
-    _exit(37);
+    _exit(0);
 }
 
 /* The sandbox's side: joins its user and network namespaces, makes eth0
@@ -354,28 +344,22 @@ int lxnu_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr
         return err_set(reterr, FY_E_NOMEM, FY_STEP_NETNS, 0, NULL, "out of memory");
     user_init(u);
     run->user = u;
-    int r = 0, sv[2] = {-1, -1}, in = -1, ready[2] = {-1, -1};
-    run->nft_out = memfd_create("fy-nft-out", MFD_CLOEXEC);
-    in = memfd_create("fy-nft-in", MFD_CLOEXEC);
-    size_t len = strlen(lp->ruleset);
-    if (run->nft_out < 0 || in < 0 || write(in, lp->ruleset, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0 ||
+    int r = 0, sv[2] = {-1, -1}, ready[2] = {-1, -1};
+    if ((run->nft_out = memfd_create("fy-nft-out", MFD_CLOEXEC)) < 0 ||
         socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-        r = fail(reterr, errno, "nft input");
+        r = fail(reterr, errno, "the router's pipes");
         goto out;
     }
-    /* The router, then its table in it: one netlink batch built here
-     * (nft -f only where it cannot be built). */
+    /* The router, then its table in it: one netlink batch built here. */
     struct lnft_batch batch = {0};
-    bool have_batch = lxn_nft_batch(lp, &batch) == 0;
-    if (!have_batch && !lp->nft) {
-        r = fail(reterr, ENOMEM, "the router's nftables batch");
+    if ((r = lxn_nft_batch(lp, &batch)) < 0) {
+        r = fail(reterr, -r, "the router's nftables batch");
         goto out;
     }
     run->nft.pid = sys_fork_quiet_pidfd(&run->nft.pidfd);
     if (run->nft.pid == 0)
-        router_main(sv[1], in, run->nft_out, lp->nft, lp->vm_tap, have_batch ? &batch : NULL);
-    if (have_batch)
-        lnft_batch_free(&batch);
+        router_main(sv[1], run->nft_out, lp->vm_tap, &batch);
+    lnft_batch_free(&batch);
     if (run->nft.pid < 0) {
         r = fail(reterr, errno, "fork");
         run->nft.pid = -1;
@@ -449,8 +433,6 @@ out:
         if (ready[i] >= 0)
             close(ready[i]);
     }
-    if (in >= 0)
-        close(in);
     if (r < 0)
         (void)lxn_teardown(run);
     return r;

@@ -334,11 +334,7 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     int ur;
     if (!is_root && (ur = lxnu_compile(out, pl, np, reterr)) < 0)
         return ur;
-    /* The rules go in as a netlink batch (linux-nftnl.c): nft is only the
-     * rootless path's fallback where that batch cannot be built. */
-    char *nft = pu_find_program("nft");
-    out->nft = nft ? arena_strdup(&pl->arena, nft) : NULL;
-    free(nft);
+    /* (The rules go in as a netlink batch, linux-nftnl.c: no nft program.) */
     out->uplink = np->net_uplink;
     if (parse_subnet(np->net_link_subnet ? np->net_link_subnet : LXN_DEFAULT_LINK_SUBNET, &out->link_base,
                      &out->link_len) < 0)
@@ -378,6 +374,15 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
                            np->net_link_subnet ? np->net_link_subnet : LXN_DEFAULT_LINK_SUBNET);
         }
     }
+    out->rules = np->net_rules; /* (kept by the prepared object: the netlink batch's tuples) */
+    out->nrules = np->nnet_rules;
+    return 0;
+}
+
+/* The same table as nftables text (what nft -f or libnftables would read):
+ * malloc'd, NULL on OOM. The router never uses it; test-net-api applies it
+ * beside the netlink batch and compares the bytecode the two leave. */
+char *lxn_ruleset_text(const struct lxn_plan *lp) {
     struct strbuf b;
     strbuf_init(&b);
     strbuf_append(&b,
@@ -390,8 +395,8 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
                   "  meta nfproto ipv4 ip saddr != 100.64.0.2 drop\n"
                   "  meta nfproto ipv6 ip6 saddr != fd66:7973::2 drop\n"
                   "  ct state != new drop\n");
-    for (size_t i = 0; i < np->nnet_rules; i++) {
-        const struct plan_net_rule *r = &np->net_rules[i];
+    for (size_t i = 0; i < lp->nrules; i++) {
+        const struct plan_net_rule *r = &lp->rules[i];
         char a[INET6_ADDRSTRLEN];
         inet_ntop(r->family == 4 ? AF_INET : AF_INET6, r->addr, a, sizeof(a));
         const char *proto = r->proto == FY_PROTO_UDP ? "udp" : "tcp";
@@ -412,15 +417,9 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
                   "}\n");
     if (b.oom) {
         strbuf_free(&b);
-        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+        return NULL;
     }
-    out->ruleset = arena_strdup(&pl->arena, b.buf);
-    strbuf_free(&b);
-    out->rules = np->net_rules; /* (kept by the prepared object: the netlink batch's tuples) */
-    out->nrules = np->nnet_rules;
-    if (!out->ruleset)
-        return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
-    return 0;
+    return b.buf; /* (the strbuf's own allocation) */
 }
 
 void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
@@ -766,8 +765,8 @@ int lxn_spawn_nft(void *p) {
     return e ? -e : 0;
 }
 
-/* The router's table as one nf_tables batch (linux-nftnl.c) over a
- * netlink socket made in namespace ns: 0 or -errno. */
+/* The router's table as one nf_tables batch (linux-nftnl.c) from lp's
+ * tuples: 0 or -errno. */
 int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out) {
     struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
     if (!t)
@@ -805,8 +804,9 @@ int lxn_nft_netlink(int ns, const struct lxn_plan *lp) {
 
 /* The router's table, committed before its links are made: one nf_tables
  * netlink batch from the plan's tuples (linux-nftnl.c), in the router
- * namespace. Its text form (lp->ruleset) is the rootless path's, through
- * nft -f; test-net-api checks that both give the same bytecode. */
+ * namespace (and the rootless path's child sends the same batch). Its text
+ * form is lxn_ruleset_text; test-net-api checks that both give the same
+ * bytecode. */
 static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     int r = lxn_nft_netlink(run->router_fd, lp);
     if (r < 0)
@@ -1003,12 +1003,8 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
      * the sandbox's namespace exists), not on the attempt's path in
      * lxn_finish. */
     struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
-    if (!what && !run->nft_running) {
-        if ((e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
-            what = "forwarding in the router namespace";
-        else
-            run->forwarding = true;
-    }
+    if (!what && (e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
+        what = "forwarding in the router namespace";
     if (what) {
         r = ns_fail(reterr, -e, what);
         goto fail;
@@ -1081,8 +1077,7 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     }
     if (run->user)
         return lxnu_finish(run, sandbox_ns, reterr);
-    if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
-        goto fail;
+    /* (the rules and forwarding stand: begin_router) */
     if ((rs = nl_open(run->router_fd)) < 0 || (ss = nl_open(sandbox_ns)) < 0) {
         r = ns_fail(reterr, -(rs < 0 ? rs : ss), "netlink socket");
         goto fail;
@@ -1097,7 +1092,6 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         goto fail;
     }
     uint32_t a_sbr = htonl(SB_ROUTER4), a_sbs = htonl(SB_SANDBOX4);
-    struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
     const char *what = NULL;
     /* The router's side in one message to the kernel, then the sandbox's
      * (its routes once both ends are up). */
@@ -1106,9 +1100,7 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     lnl_batch_addr_add(&b, i_sb, AF_INET, &a_sbr, 30);
     lnl_batch_addr_add(&b, i_sb, AF_INET6, sb_router6, 64);
     lnl_batch_link_up(&b, LXN_ROUTER_SB_IF);
-    if (!run->forwarding && (e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
-        what = "forwarding in the router namespace";
-    else if ((e = lnl_batch_send(rs, &b)) < 0)
+    if ((e = lnl_batch_send(rs, &b)) < 0)
         what = "router addresses and link";
     if (!what) {
         lnl_batch_init(&b);
@@ -1171,8 +1163,6 @@ int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr) {
         goto fail;
     if (!run->lp || run->lp->mode != FY_NET_RESTRICTED || run->lp->helper || run->router_fd < 0)
         return err_set(reterr, FY_E_INVAL, FY_STEP_NETNS, 0, NULL, "a tap needs the root path's router");
-    if ((r = finish_nft(run, pu_deadline_after_ms(NFT_DEADLINE_MS), reterr)) < 0)
-        goto fail;
     /* (opened in the router namespace: a tap is made in its opener's) */
     if ((fd = in_netns(run->router_fd, make_tap, NULL)) < 0) {
         r = ns_fail(reterr, -fd, "the VM's tap device (/dev/net/tun) in the router namespace");
@@ -1188,11 +1178,8 @@ int lxn_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr) {
         goto fail;
     }
     uint32_t a_sbr = htonl(SB_ROUTER4);
-    struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
     const char *what = NULL;
-    if (!run->forwarding && (e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
-        what = "forwarding in the router namespace";
-    else if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 ||
+    if ((e = lnl_addr_add(rs, i_sb, AF_INET, &a_sbr, 30)) < 0 ||
              (e = lnl_addr_add(rs, i_sb, AF_INET6, sb_router6, 64)) < 0)
         what = "router addresses";
     else if ((e = lnl_link_up(rs, LXN_ROUTER_SB_IF)) < 0)
@@ -1247,9 +1234,7 @@ void lxn_forget(struct lxn_run *run) {
 void lxn_teardown_begin(struct lxn_run *run) {
     if (run->begin_pending)
         return; /* (a start that did not get as far: lxn_teardown does it all) */
-    lxp_defer_settle(&run->dns);
-    if (run->dns.pid > 0)
-        lxp_kill(&run->dns);
+    lxp_kill(&run->dns); /* (a deferred stub's wait ended first: no start after this) */
     if (run->uplink_if[0] && run->uplink_fd >= 0 && !run->del_started) {
         int s = nl_open(run->uplink_fd);
         if (s >= 0 && lnl_link_del_detached(s, run->uplink_if, -1) == 0)
@@ -1284,9 +1269,7 @@ unsigned lxn_teardown(struct lxn_run *run) {
         left += lxnu_teardown(run); /* (before the router's fds below close) */
     /* The DNS stub is told to end first, and reaped (below) once the
      * uplink's link is witnessed gone: it dies while the link goes. */
-    lxp_defer_settle(&run->dns);
-    if (run->dns.pid > 0)
-        lxp_kill(&run->dns);
+    lxp_kill(&run->dns); /* (a deferred stub's wait ended first: no start after this) */
     if (run->proxy.pid > 0 || run->proxy.audit) {
         /* Fetch-only: the proxy ends (reaped: the witness), then its audit
          * table becomes the result's record. */

@@ -29,8 +29,6 @@ struct fy_plan;
 
 /* What linux_plan_compile keeps for a restricted plan. */
 struct lxn_plan {
-    const char *nft;            /* the nft program (absolute) */
-    const char *ruleset;        /* nft -f input for the router namespace */
     const char *uplink;         /* namespace file, or NULL: the host's */
     uint32_t link_base;         /* host order */
     uint32_t link_len;          /* 16..24 */
@@ -64,7 +62,6 @@ struct lxn_run {
     int slot_lock;              /* an abstract socket in the uplink namespace that reserves the slot */
     struct pu_proc nft;         /* nft -f, started by lxn_begin, waited for by lxn_finish */
     bool nft_running;
-    bool forwarding;               /* the router forwards (set once its rules stand) */
     bool del_started;              /* the uplink link's deletion runs (lxn_teardown_begin) */
     int nft_out;                /* what nft said (a memfd) */
     const struct lxn_plan *lp;  /* set by lxn_begin */
@@ -85,8 +82,8 @@ struct lxn_run {
     bool job_linked;            /* ... and its port on the bridge was made */
 };
 
-/* At fy_prepare (linux_plan_compile): checks what restricted needs (root,
- * nft) and builds the ruleset, or for fetch-only the proxy's allowlist and
+/* At fy_prepare (linux_plan_compile): checks what restricted needs and
+ * keeps its tuples for the router's netlink batch, or for fetch-only the proxy's allowlist and
  * credentials (FY_NETHOST_CREDENTIALS); FY_E_UNSUPPORTED naming what is
  * missing. */
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
@@ -173,6 +170,8 @@ int lxn_nl_open(int ns);
  * 0 (the rules stand), -ENOSYS (no library: run nft -f instead), or another
  * -errno with msg set. */
 int lxn_nft_lib(int ns, const char *ruleset, char *msg, size_t msglen);
+/* The router's table as nftables text (malloc'd; NULL on OOM), for tests. */
+char *lxn_ruleset_text(const struct lxn_plan *lp);
 /* The same table as one nf_tables netlink batch from lp's tuples
  * (linux-nftnl.c): what the root path applies; 0 or -errno. */
 int lxn_nft_netlink(int ns, const struct lxn_plan *lp);

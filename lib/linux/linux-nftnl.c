@@ -236,6 +236,16 @@ static void ct_state(struct nb *b, uint32_t bits, uint32_t op) {
     e_cmp(b, op, &zero, sizeof(zero));
 }
 
+/* "meta nfproto F saddr != A drop" (IPv4: 4 bytes at 12; IPv6: 16 at 8). */
+static void spoofed_drop(struct nb *b, uint8_t family, const uint8_t *addr) {
+    size_t x = rule_begin(b, "forward"), len = family == 4 ? 4 : 16;
+    nfproto(b, family);
+    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, family == 4 ? 12 : 8, (uint32_t)len);
+    e_cmp(b, NFT_CMP_NEQ, addr, len);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+}
+
 static void build(struct nb *b, const struct lnft_router *r) {
     nb_msg(b, NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
     nb_msg(b, NFT_TYPE(NFT_MSG_NEWTABLE), CREATE, NFPROTO_INET, 0);
@@ -261,18 +271,8 @@ static void build(struct nb *b, const struct lnft_router *r) {
     e_verdict(b, NF_DROP);
     nb_end(b, x);
     /* a source other than the sandbox's: drop */
-    x = rule_begin(b, "forward");
-    nfproto(b, 4);
-    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
-    e_cmp(b, NFT_CMP_NEQ, r->sb4, 4);
-    e_verdict(b, NF_DROP);
-    nb_end(b, x);
-    x = rule_begin(b, "forward");
-    nfproto(b, 6);
-    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 8, 16);
-    e_cmp(b, NFT_CMP_NEQ, r->sb6, 16);
-    e_verdict(b, NF_DROP);
-    nb_end(b, x);
+    spoofed_drop(b, 4, r->sb4);
+    spoofed_drop(b, 6, r->sb6);
     /* ct state != new drop (a packet has one state: the value compared) */
     x = rule_begin(b, "forward");
     e_ct_state(b);

@@ -221,7 +221,9 @@ int main(int argc, char **argv) {
             int ns = lxn_new_netns();
             CHECK(ns >= 0, "nft: a namespace: %d", ns);
             char msg[512] = "";
-            int a = k == 0 ? lxn_nft_netlink(ns, lp) : lxn_nft_lib(ns, lp->ruleset, msg, sizeof(msg));
+            char *text = k ? lxn_ruleset_text(lp) : NULL;
+            int a = k == 0 ? lxn_nft_netlink(ns, lp) : text ? lxn_nft_lib(ns, text, msg, sizeof(msg)) : -ENOMEM;
+            free(text);
             CHECK(a == 0, "nft: applying (%s): %d %s", k ? "libnftables" : "netlink", a, msg);
             /* nft list, run in that namespace. */
             int pfd[2];

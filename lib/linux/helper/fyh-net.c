@@ -429,9 +429,8 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
     } else {
         e = nf;
     }
-    if (e < 0)
-        snprintf(why, whylen, "the router's nftables table (one netlink batch): %s", strerror(-e));
     if (e < 0) {
+        snprintf(why, whylen, "the router's nftables table (one netlink batch): %s", strerror(-e));
         *os_errno = -e;
         if (fyh_net_raise)
             fyh_net_raise(false);
