@@ -1934,7 +1934,33 @@ static void bench_tput(char **bwrap_argv, int n, int rounds) {
     fy_policy_free(p);
 }
 
+/* Named network namespaces (/run/netns/fy-bench-...-PID) that a run
+ * killed before its own removal left: removed when that PID is gone. A
+ * signal handler could not run ip(8) safely, and SIGKILL runs none, so
+ * every run sweeps for the ones before it. */
+static void sweep_dead_runs(void) {
+    DIR *d = getuid() == 0 ? opendir("/run/netns") : NULL;
+    if (!d)
+        return;
+    struct dirent *de;
+    int removed = 0;
+    while ((de = readdir(d))) {
+        const char *dash = strrchr(de->d_name, '-');
+        char *end = NULL;
+        long pid = dash ? strtol(dash + 1, &end, 10) : 0;
+        if (strncmp(de->d_name, "fy-bench-", 9) != 0 || !end || *end || pid <= 0 || pid == getpid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char *del[] = {"/usr/sbin/ip", "netns", "del", de->d_name, NULL};
+        removed += spawn_wait(del) == 0;
+    }
+    closedir(d);
+    if (removed)
+        printf("(removed %d network namespace(s) left by killed fy-bench runs)\n", removed);
+}
+
 int main(int argc, char **argv) {
+    sweep_dead_runs();
     if (argc > 1 && strcmp(argv[1], "--restricted") == 0) {
         /* The restricted row alone (root): its lifecycle against deny's. */
         bench_restricted(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 100);
