@@ -9,7 +9,7 @@ pkgs=(
   check abigail-tools mandoc util-linux iproute2 cppcheck bubblewrap
   libbpf-dev  # device leasing on cgroup v2: the device program (lib/linux/linux-devices.c)
   acl  # test/linux action: setfacl makes the POSIX ACLs the input walk judges (lib/action-tree.c)
-  nftables  # job networks' bridge rules (nft); the tests list the router's table with nft
+  nftables  # only the tests: they list the routers' and jobs' tables with nft (the library needs no nft)
   passt  # network mode restricted without root: pasta, the router namespace's uplink (lib/linux/linux-net-user.c)
   curl  # test/net: the fetch-only workload (through the proxy) and fy-bench's direct peer
   qemu-system-x86 busybox-static cpio binutils xz-utils

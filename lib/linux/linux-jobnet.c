@@ -4,8 +4,8 @@
  * fy_prepare_member) and removed when the host has freed the job network
  * and its last member has ended (api-jobnet.c decides when; this file only
  * makes and removes). Configuration is rtnetlink (linux-netlink.c) over a
- * socket made in the job's namespace; the rules go in with nft -f run
- * there. */
+ * socket made in the job's namespace; the rules go in as one nf_tables
+ * batch (linux-nftnl.c) over a netfilter socket made there. */
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -29,15 +29,13 @@
 #include "linux-jobnet.h"
 #include "linux-net.h"
 #include "linux-netlink.h"
+#include "linux-nftnl.h"
 #include "linux-probe-util.h"
 
-#define NFT_DEADLINE_MS 10000
-#define NFT_TABLE "fy_job"
 
 struct ljn {
     int ns;                /* the job's namespace: our only reference to it */
     int nl;                /* NETLINK_ROUTE socket in it */
-    char *nft;             /* the nft program */
     uint32_t nmembers;
     pthread_mutex_t mu;    /* nl, the ports */
     /* Without root: the privileged helper owns the job (linux-net-helper.c,
@@ -61,85 +59,42 @@ static int jn_fail(fy_error **reterr, int e, const char *what) {
     return err_set(reterr, err_from_errno(e), FY_STEP_JOBNET, e, NULL, "job network: %s: %s", what, strerror(e));
 }
 
-/* nft -f with text in namespace ns: 0 when it exited 0, with what it
- * printed in out (at most outlen-1 bytes), else -1 (out says why). (The
- * job's rules go in through libnftables where it loads, add_rules; this
- * runs where it does not, and for the teardown's witness, which reads
- * nft's listing.) */
-static int run_nft(const char *nft, int ns, const char *text, char *out, size_t outlen) {
-    int in = memfd_create("fy-jobnet-nft-in", MFD_CLOEXEC), o = memfd_create("fy-jobnet-nft-out", MFD_CLOEXEC);
-    size_t len = strlen(text);
-    int r = -1;
-    out[0] = 0;
-    if (in < 0 || o < 0 || write(in, text, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
-        snprintf(out, outlen, "nft input: %s", strerror(errno));
-    } else {
-        struct pu_proc proc;
-        struct lxn_nft_args a = {nft, in, o, &proc};
-        int e = lxn_in_netns(ns, lxn_spawn_nft, &a);
-        if (e < 0) {
-            snprintf(out, outlen, "running nft: %s", strerror(-e));
-        } else {
-            bool killed = false;
-            bool reaped = pu_finish(&proc, pu_deadline_after_ms(NFT_DEADLINE_MS), &killed);
-            ssize_t n = pread(o, out, outlen - 1, 0);
-            out[n > 0 ? n : 0] = 0;
-            if (reaped && !killed && WIFEXITED(proc.status) && WEXITSTATUS(proc.status) == 0)
-                r = 0;
-        }
+/* The job's rules (linux-nftnl.h has them as nft would list them): frames
+ * are forwarded only from one member's port to another's, and only
+ * carrying that member's own addresses (IPv4 and ARP from its IPv4
+ * address; IPv6, neighbour discovery included, from its IPv6 address:
+ * with no link-local address its solicitations carry that one; everything
+ * else dropped); the namespace itself takes and sends nothing on the
+ * bridge. Every declared member's port is written now: the ports are
+ * named by index, so members join without another batch. One batch, one
+ * commit: 0 or -errno. */
+static int add_rules(const struct ljn *j) {
+    struct lnft_member *m = calloc(j->nmembers, sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < j->nmembers; i++) {
+        uint32_t a = member_addr(i);
+        port_name(m[i].port, i);
+        memcpy(m[i].a4, &a, 4);
+        ljn_member_addr6(i, m[i].a6);
     }
-    if (in >= 0)
-        close(in);
-    if (o >= 0)
-        close(o);
-    return r;
+    int s = lxn_nf_open(j->ns);
+    int e = s < 0 ? s : lnft_job_apply(s, m, j->nmembers);
+    if (s >= 0)
+        close(s);
+    free(m);
+    return e;
 }
 
-/* The job's rules: libnftables in-process (about 0.3 ms of CPU against 4 ms
- * for an nft process), nft -f where the library does not load. */
-static int add_rules(const struct ljn *j, const char *rules, char *msg, size_t msglen) {
-    int l = lxn_nft_lib(j->ns, rules, msg, msglen);
-    if (l == -ENOSYS)
-        return run_nft(j->nft, j->ns, rules, msg, msglen);
-    return l == 0 ? 0 : -1;
-}
-
-/* The job's rules: frames are forwarded only from one member's port to
- * another's, and only carrying that member's own addresses (IPv4 and ARP
- * from its IPv4 address; IPv6, neighbour discovery included, from its IPv6
- * address: with no link-local address its solicitations carry that one;
- * everything else dropped); the namespace itself takes and
- * sends nothing on the bridge. Every declared member's port is written
- * now: the ports are named by index, so members join without another nft
- * run. */
-static char *ruleset(uint32_t nmembers) {
-    size_t cap = 512 + (size_t)nmembers * 240;
-    char *s = malloc(cap);
-    if (!s)
-        return NULL;
-    size_t n = (size_t)snprintf(s, cap,
-                                "table bridge " NFT_TABLE " {\n"
-                                " chain members {\n  type filter hook forward priority 0; policy drop;\n");
-    for (uint32_t i = 0; i < nmembers; i++) {
-        char port[IFNAMSIZ], a[INET_ADDRSTRLEN], a6[INET6_ADDRSTRLEN];
-        uint32_t addr = member_addr(i);
-        uint8_t addr6[16];
-        ljn_member_addr6(i, addr6);
-        port_name(port, i);
-        inet_ntop(AF_INET, &addr, a, sizeof(a));
-        inet_ntop(AF_INET6, addr6, a6, sizeof(a6));
-        n += (size_t)snprintf(s + n, cap - n,
-                              "  iifname \"%s\" oifname \"m*\" ether type arp arp saddr ip %s accept\n"
-                              "  iifname \"%s\" oifname \"m*\" ip saddr %s accept\n"
-                              "  iifname \"%s\" oifname \"m*\" ip6 saddr %s accept\n",
-                              port, a, port, a, port, a6);
-    }
-    snprintf(s + n, cap - n,
-             " }\n"
-             " chain self_in {\n  type filter hook input priority 0; policy drop;\n }\n"
-             " chain self_out {\n  type filter hook output priority 0; policy drop;\n }\n"
-             "}\n");
-    return s;
+/* The rules deleted, then the namespace's tables counted: 0 when none is
+ * left, else 1. */
+static uint32_t remove_rules(const struct ljn *j) {
+    int s = lxn_nf_open(j->ns);
+    if (s < 0)
+        return 1;
+    int e = lnft_job_delete(s), n = lnft_table_count(s);
+    close(s);
+    return (e < 0 && e != -ENOENT) || n != 0 ? 1 : 0;
 }
 
 /* ---- deletions off the caller's thread ----
@@ -199,7 +154,6 @@ static void release(struct ljn *j) {
     if (j->ns >= 0)
         close(j->ns);
     pthread_mutex_destroy(&j->mu);
-    free(j->nft);
     free(j);
 }
 
@@ -227,36 +181,24 @@ int ljn_make(uint32_t nmembers, void **ret, fy_error **reterr) {
     *ret = NULL;
     if (geteuid() != 0)
         return make_at_helper(nmembers, ret, reterr);
-    char *nft = pu_find_program("nft");
-    if (!nft)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.job",
-                       "job networks need nft (apt install nftables)");
     struct ljn *j = calloc(1, sizeof(*j));
-    char *rules = ruleset(nmembers);
-    if (!j || !rules) {
-        free(j);
-        free(rules);
-        free(nft);
+    if (!j)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_JOBNET, 0, NULL, "out of memory");
-    }
-    j->nft = nft;
     j->nmembers = nmembers;
     j->nl = -1;
     pthread_mutex_init(&j->mu, NULL);
     int r = 0, e, br;
-    char msg[512];
     if ((j->ns = lxn_new_netns()) < 0) {
         r = jn_fail(reterr, -j->ns, "creating the job's namespace");
     } else if ((j->nl = lxn_nl_open(j->ns)) < 0) {
         r = jn_fail(reterr, -j->nl, "netlink socket");
-    } else if (add_rules(j, rules, msg, sizeof(msg)) < 0) {
-        r = err_set(reterr, FY_E_INFRA, FY_STEP_JOBNET, 0, NULL, "job network: nft failed: %s", msg);
+    } else if ((e = add_rules(j)) < 0) {
+        r = jn_fail(reterr, -e, "its nftables table (one netlink batch)");
     } else if ((e = lnl_link_bridge(j->nl, LJN_BRIDGE_IF)) < 0 || (e = lnl_link_up(j->nl, LJN_BRIDGE_IF)) < 0) {
         r = jn_fail(reterr, -e, "the job's bridge");
     } else if ((br = lnl_ifindex(j->nl, LJN_BRIDGE_IF)) < 0) {
         r = jn_fail(reterr, -br, "the job's bridge");
     }
-    free(rules);
     if (r < 0) {
         release(j); /* (the namespace goes with our only reference) */
         return r;
@@ -326,11 +268,8 @@ uint32_t ljn_free(void *job) {
         release(j);
         return left;
     }
-    char msg[512];
-    /* The rules: deleted, then the ruleset listed: it must be empty. */
-    if (run_nft(j->nft, j->ns, "delete table bridge " NFT_TABLE "\nlist ruleset\n", msg, sizeof(msg)) < 0 ||
-        msg[strspn(msg, " \t\r\n")])
-        left++;
+    /* The rules: deleted, then the tables counted: none may be left. */
+    left += remove_rules(j);
     /* The bridge (and any port a member left: none when every member
      * detached); then nothing but the loopback may be there. */
     for (uint32_t i = 0; i < j->nmembers; i++) {

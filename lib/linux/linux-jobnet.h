@@ -38,8 +38,8 @@
 /* Member index's IPv6 address. */
 void ljn_member_addr6(uint32_t index, uint8_t out[16]);
 
-/* The job's namespace, bridge and rules (nft -f in it); the backend's
- * job_make. FY_E_UNSUPPORTED without nft. */
+/* The job's namespace, bridge and rules (one nf_tables netlink batch in
+ * it, linux-nftnl.c); the backend's job_make. */
 int ljn_make(uint32_t nmembers, void **ret, fy_error **reterr);
 /* Removes the rules and the bridge, checks that nothing but the loopback
  * is left (the witness), then drops the only reference to the namespace:

@@ -31,7 +31,7 @@
 #include "linux-net.h"
 #include "linux-plan.h"
 
-#define HELPER_NET_TIMEOUT_MS 20000 /* nft inside it has 10 s */
+#define HELPER_NET_TIMEOUT_MS 20000
 
 int lxnh_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, fy_error **reterr) {
     if (np->net_uplink)

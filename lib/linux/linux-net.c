@@ -22,7 +22,6 @@
  * in as one nf_tables netlink batch encoded from the plan's tuples
  * (linux-nftnl.c: no text, no parser, no library). */
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
@@ -50,7 +49,6 @@
 
 #include <jansson.h>
 
-#include "lazy.h"
 #include "linux-jobnet.h"
 #include "linux-net.h"
 #include "linux-netlink.h"
@@ -693,76 +691,6 @@ static int reserve_slot(struct lxn_run *run, const struct lxn_plan *lp, uint32_t
 
 static int ns_fail(fy_error **reterr, int e, const char *what) {
     return err_set(reterr, err_from_errno(e), FY_STEP_NETNS, e, NULL, "restricted network: %s: %s", what, strerror(e));
-}
-
-/* ---- the ruleset through libnftables, in this process ----
- *
- * nft(8) is a front end of libnftables: the same parser and the same
- * netlink batch, without a process to start and a program and its
- * libraries to load for each attempt (about 4 ms of CPU against 0.3 ms).
- * The library is loaded on first use (lazy.h; no header is needed: its
- * five functions below are its stable ABI, soname 1). Its context keeps
- * process-wide state (xtables, the GMP allocators, its tables of names):
- * one attempt at a time applies a ruleset, each with a context of its own,
- * made, used and freed by this thread inside the namespace. The root
- * path's router no longer uses it (its table is one netlink batch,
- * start_nft); job networks do, and test-net-api compares the two. */
-struct nft_ctx;
-struct nft_ctx *nft_ctx_new(uint32_t flags);
-void nft_ctx_free(struct nft_ctx *ctx);
-int nft_ctx_buffer_output(struct nft_ctx *ctx);
-int nft_ctx_buffer_error(struct nft_ctx *ctx);
-const char *nft_ctx_get_error_buffer(struct nft_ctx *ctx);
-int nft_run_cmd_from_buffer(struct nft_ctx *ctx, const char *buf);
-
-static struct lazylib lazy_nftables = {.soname = "libnftables.so.1"};
-static pthread_mutex_t nftlib_mu = PTHREAD_MUTEX_INITIALIZER;
-
-struct nftlib_args { const char *ruleset; char *msg; size_t msglen; };
-static int nftlib_apply(void *p) {
-    struct nftlib_args *a = p;
-    struct nft_ctx *ctx = FY_LAZY(lazy_nftables, nft_ctx_new)(0);
-    if (!ctx)
-        return -ENOMEM;
-    (void)FY_LAZY(lazy_nftables, nft_ctx_buffer_output)(ctx); /* (nothing to the host's stdout) */
-    (void)FY_LAZY(lazy_nftables, nft_ctx_buffer_error)(ctx);
-    int r = FY_LAZY(lazy_nftables, nft_run_cmd_from_buffer)(ctx, a->ruleset);
-    if (r != 0) {
-        const char *m = FY_LAZY(lazy_nftables, nft_ctx_get_error_buffer)(ctx);
-        snprintf(a->msg, a->msglen, "%s", m ? m : "");
-    }
-    FY_LAZY(lazy_nftables, nft_ctx_free)(ctx);
-    return r != 0 ? -EINVAL : 0;
-}
-
-/* The ruleset applied in namespace ns by libnftables: 0 (the rules stand),
- * -ENOSYS (no library: nft -f then), or another -errno with msg set. */
-int lxn_nft_lib(int ns, const char *ruleset, char *msg, size_t msglen) {
-    if (lazy_open(&lazy_nftables) < 0)
-        return -ENOSYS;
-    static int complete = -1; /* (under nftlib_mu) every function above is there: lazy_sym aborts otherwise */
-    struct nftlib_args a = {ruleset, msg, msglen};
-    pthread_mutex_lock(&nftlib_mu);
-    if (complete < 0) {
-        static const char *const names[] = {"nft_ctx_new", "nft_ctx_free", "nft_ctx_buffer_output",
-                                            "nft_ctx_buffer_error", "nft_ctx_get_error_buffer",
-                                            "nft_run_cmd_from_buffer"};
-        complete = 1;
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-            if (!dlsym(lazy_nftables.handle, names[i]))
-                complete = 0;
-    }
-    int r = complete ? in_netns(ns, nftlib_apply, &a) : -ENOSYS;
-    pthread_mutex_unlock(&nftlib_mu);
-    return r;
-}
-
-int lxn_spawn_nft(void *p) {
-    struct lxn_nft_args *a = p;
-    const char *argv[] = {a->nft, "-f", "-", NULL};
-    static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-    int e = pu_spawn(argv, envp, a->in, a->out, a->proc);
-    return e ? -e : 0;
 }
 
 /* The router's table as one nf_tables batch (linux-nftnl.c) from lp's
@@ -1428,5 +1356,10 @@ int lxn_recv_netns(int sock, int timeout_ms) {
 int lxn_in_netns(int ns, int (*fn)(void *), void *arg) { return in_netns(ns, fn, arg); }
 int lxn_new_netns(void) { return new_netns(); }
 int lxn_nl_open(int ns) { return nl_open(ns); }
+
+int lxn_nf_open(int ns) {
+    int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER);
+    return s < 0 ? s : lnl_ready(s);
+}
 
 int lxn_i_finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) { return finish_nft(run, deadline, reterr); }

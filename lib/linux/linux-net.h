@@ -166,10 +166,9 @@ int lxn_recv_netns(int sock, int timeout_ms);
 int lxn_in_netns(int ns, int (*fn)(void *), void *arg);
 int lxn_new_netns(void);
 int lxn_nl_open(int ns);
-/* A ruleset applied in namespace ns by libnftables (loaded on first use):
- * 0 (the rules stand), -ENOSYS (no library: run nft -f instead), or another
- * -errno with msg set. */
-int lxn_nft_lib(int ns, const char *ruleset, char *msg, size_t msglen);
+/* A NETLINK_NETFILTER socket in ns (answers awaited at most 5 s), or
+ * -errno. */
+int lxn_nf_open(int ns);
 /* The router's table as nftables text (malloc'd; NULL on OOM), for tests. */
 char *lxn_ruleset_text(const struct lxn_plan *lp);
 /* The same table as one nf_tables netlink batch from lp's tuples
@@ -178,9 +177,5 @@ int lxn_nft_netlink(int ns, const struct lxn_plan *lp);
 /* Only the batch (for a forked child that sends it: linux-net-user.c). */
 struct lnft_batch;
 int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out);
-/* nft -f - started in the calling thread's namespace (through lxn_in_netns):
- * stdin and stdout the given fds, the process in proc; 0 or -errno. */
-struct lxn_nft_args { const char *nft; int in, out; struct pu_proc *proc; };
-int lxn_spawn_nft(void *lxn_nft_args);
 
 #endif

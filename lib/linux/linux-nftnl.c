@@ -2,6 +2,7 @@
 /* The restricted router's table as one nf_tables batch (linux-nftnl.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/if_ether.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_tables.h>
@@ -17,7 +18,14 @@
 
 #include "linux-nftnl.h"
 
+/* (linux/netfilter_bridge.h's hook numbers: that header pulls in
+ * definitions that clash with libc's) */
+#define NF_BR_LOCAL_IN 1
+#define NF_BR_FORWARD 2
+#define NF_BR_LOCAL_OUT 3
+
 #define TABLE "forgeyard"
+#define JOB_TABLE "fy_job"
 
 /* ---- a growing message buffer with nested attributes ---- */
 
@@ -27,6 +35,8 @@ struct nb {
     bool oom;
     uint32_t seq;
     struct nlmsghdr *msg;   /* the message being written */
+    uint8_t family;         /* the table's: NFPROTO_INET or NFPROTO_BRIDGE */
+    const char *table;
 };
 
 static void *nb_put(struct nb *b, size_t len) {
@@ -197,8 +207,8 @@ static void e_masq(struct nb *b) {
 #define CREATE (NLM_F_REQUEST | NLM_F_CREATE)
 
 static void chain(struct nb *b, const char *name, const char *type, uint32_t hook, uint32_t prio, uint32_t policy) {
-    nb_msg(b, NFT_TYPE(NFT_MSG_NEWCHAIN), CREATE, NFPROTO_INET, 0);
-    nb_str(b, NFTA_CHAIN_TABLE, TABLE);
+    nb_msg(b, NFT_TYPE(NFT_MSG_NEWCHAIN), CREATE, b->family, 0);
+    nb_str(b, NFTA_CHAIN_TABLE, b->table);
     nb_str(b, NFTA_CHAIN_NAME, name);
     size_t h = nb_nest(b, NFTA_CHAIN_HOOK);
     nb_u32(b, NFTA_HOOK_HOOKNUM, hook);
@@ -210,8 +220,8 @@ static void chain(struct nb *b, const char *name, const char *type, uint32_t hoo
 
 /* A rule of chain: its expression list's offset, closed by rule_end. */
 static size_t rule_begin(struct nb *b, const char *chain_name) {
-    nb_msg(b, NFT_TYPE(NFT_MSG_NEWRULE), CREATE | NLM_F_APPEND, NFPROTO_INET, 0);
-    nb_str(b, NFTA_RULE_TABLE, TABLE);
+    nb_msg(b, NFT_TYPE(NFT_MSG_NEWRULE), CREATE | NLM_F_APPEND, b->family, 0);
+    nb_str(b, NFTA_RULE_TABLE, b->table);
     nb_str(b, NFTA_RULE_CHAIN, chain_name);
     return nb_nest(b, NFTA_RULE_EXPRESSIONS);
 }
@@ -246,10 +256,26 @@ static void spoofed_drop(struct nb *b, uint8_t family, const uint8_t *addr) {
     nb_end(b, x);
 }
 
-static void build(struct nb *b, const struct lnft_router *r) {
+/* The batch's frame: BEGIN, then the table's message (NEWTABLE or
+ * DELTABLE) ... */
+static void batch_begin(struct nb *b, uint8_t family, const char *table, uint16_t msg) {
+    b->family = family;
+    b->table = table;
     nb_msg(b, NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
-    nb_msg(b, NFT_TYPE(NFT_MSG_NEWTABLE), CREATE, NFPROTO_INET, 0);
-    nb_str(b, NFTA_TABLE_NAME, TABLE);
+    nb_msg(b, NFT_TYPE(msg), msg == NFT_MSG_NEWTABLE ? CREATE : NLM_F_REQUEST, family, 0);
+    nb_str(b, NFTA_TABLE_NAME, table);
+}
+
+/* ... and END, the last request acknowledged. */
+static void batch_end(struct nb *b) {
+    if (b->msg)
+        b->msg->nlmsg_flags |= NLM_F_ACK; /* (the last request) */
+    nb_msg(b, NFNL_MSG_BATCH_END, NLM_F_REQUEST, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+    b->msg = NULL;
+}
+
+static void build(struct nb *b, const struct lnft_router *r) {
+    batch_begin(b, NFPROTO_INET, TABLE, NFT_MSG_NEWTABLE);
     chain(b, "forward", "filter", NF_INET_FORWARD, 0, NF_DROP);
     chain(b, "input", "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
     chain(b, "postrouting", "nat", NF_INET_POST_ROUTING, 100, NF_ACCEPT);
@@ -326,25 +352,87 @@ static void build(struct nb *b, const struct lnft_router *r) {
     ifname(b, NFT_META_OIFNAME, r->up_if, NFT_CMP_EQ);
     e_masq(b);
     nb_end(b, x);
-    if (b->msg)
-        b->msg->nlmsg_flags |= NLM_F_ACK; /* (the last request) */
-    nb_msg(b, NFNL_MSG_BATCH_END, NLM_F_REQUEST, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
-    b->msg = NULL;
+    batch_end(b);
+}
+
+/* ---- a job network's bridge table ---- */
+
+/* "iifname PORT oifname "m*"": from that member's port to any member's
+ * (nft's wildcard is a comparison of the bytes before the star). */
+static size_t member_rule(struct nb *b, const char *port) {
+    size_t x = rule_begin(b, "members");
+    ifname(b, NFT_META_IIFNAME, port, NFT_CMP_EQ);
+    e_meta(b, NFT_META_OIFNAME);
+    e_cmp(b, NFT_CMP_EQ, LNFT_JOB_PORT_PREFIX, strlen(LNFT_JOB_PORT_PREFIX));
+    return x;
+}
+
+static void build_job(struct nb *b, const struct lnft_member *m, size_t n) {
+    batch_begin(b, NFPROTO_BRIDGE, JOB_TABLE, NFT_MSG_NEWTABLE);
+    chain(b, "members", "filter", NF_BR_FORWARD, 0, NF_DROP);
+    chain(b, "self_in", "filter", NF_BR_LOCAL_IN, 0, NF_DROP);
+    chain(b, "self_out", "filter", NF_BR_LOCAL_OUT, 0, NF_DROP);
+    const uint16_t arp = htons(ETH_P_ARP), ip = htons(ETH_P_IP), ip6 = htons(ETH_P_IPV6);
+    for (size_t i = 0; i < n; i++) {
+        /* ether type arp arp saddr ip A4 accept */
+        size_t x = member_rule(b, m[i].port);
+        e_payload(b, NFT_PAYLOAD_LL_HEADER, 12, 2);
+        e_cmp(b, NFT_CMP_EQ, &arp, 2);
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 14, 4);
+        e_cmp(b, NFT_CMP_EQ, m[i].a4, 4);
+        e_verdict(b, NF_ACCEPT);
+        nb_end(b, x);
+        /* ip saddr A4 accept (meta protocol ip: nft's dependency) */
+        x = member_rule(b, m[i].port);
+        e_meta(b, NFT_META_PROTOCOL);
+        e_cmp(b, NFT_CMP_EQ, &ip, 2);
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
+        e_cmp(b, NFT_CMP_EQ, m[i].a4, 4);
+        e_verdict(b, NF_ACCEPT);
+        nb_end(b, x);
+        /* ip6 saddr A6 accept */
+        x = member_rule(b, m[i].port);
+        e_meta(b, NFT_META_PROTOCOL);
+        e_cmp(b, NFT_CMP_EQ, &ip6, 2);
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 8, 16);
+        e_cmp(b, NFT_CMP_EQ, m[i].a6, 16);
+        e_verdict(b, NF_ACCEPT);
+        nb_end(b, x);
+    }
+    batch_end(b);
+}
+
+static int finish(struct nb *b, struct lnft_batch *out) {
+    if (b->oom) {
+        free(b->buf);
+        return -ENOMEM;
+    }
+    out->buf = b->buf;
+    out->len = b->len;
+    out->first_seq = 1;
+    out->last_seq = b->seq - 1; /* the last request's (BATCH_END has no answer) */
+    return 0;
 }
 
 int lnft_router_build(const struct lnft_router *r, struct lnft_batch *out) {
     struct nb b = {0};
     build(&b, r);
-    if (b.oom) {
-        free(b.buf);
-        return -ENOMEM;
-    }
-    out->buf = b.buf;
-    out->len = b.len;
-    out->first_seq = 1;
-    out->last_seq = b.seq - 1; /* the last request's (BATCH_END has no answer) */
-    return 0;
+    return finish(&b, out);
 }
+
+int lnft_job_build(const struct lnft_member *m, size_t n, struct lnft_batch *out) {
+    struct nb b = {0};
+    build_job(&b, m, n);
+    return finish(&b, out);
+}
+
+int lnft_job_delete_build(struct lnft_batch *out) {
+    struct nb b = {0};
+    batch_begin(&b, NFPROTO_BRIDGE, JOB_TABLE, NFT_MSG_DELTABLE);
+    batch_end(&b);
+    return finish(&b, out);
+}
+
 
 void lnft_batch_free(struct lnft_batch *b) {
     free(b->buf);
@@ -402,4 +490,64 @@ int lnft_router_apply(int s, const struct lnft_router *r) {
     e = lnft_batch_apply(s, &b);
     lnft_batch_free(&b);
     return e;
+}
+
+int lnft_job_apply(int s, const struct lnft_member *m, size_t n) {
+    struct lnft_batch b;
+    int e = lnft_job_build(m, n, &b);
+    if (e < 0)
+        return e;
+    e = lnft_batch_apply(s, &b);
+    lnft_batch_free(&b);
+    return e;
+}
+
+int lnft_job_delete(int s) {
+    struct lnft_batch b;
+    int e = lnft_job_delete_build(&b);
+    if (e < 0)
+        return e;
+    e = lnft_batch_apply(s, &b);
+    lnft_batch_free(&b);
+    return e;
+}
+
+#define DUMP_SEQ 0x66790001u /* (apart from any batch's sequence numbers on the same socket) */
+
+int lnft_table_count(int s) {
+    struct {
+        struct nlmsghdr h;
+        struct nfgenmsg g;
+    } req = {.h = {.nlmsg_len = sizeof(req), .nlmsg_type = NFT_TYPE(NFT_MSG_GETTABLE),
+                   .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = DUMP_SEQ},
+             .g = {.nfgen_family = NFPROTO_UNSPEC, .version = NFNETLINK_V0}};
+    struct sockaddr_nl to = {.nl_family = AF_NETLINK};
+    ssize_t n;
+    do
+        n = sendto(s, &req, sizeof(req), 0, (struct sockaddr *)&to, sizeof(to));
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    char rb[8192] __attribute__((aligned(4)));
+    int count = 0;
+    for (;;) {
+        do
+            n = recv(s, rb, sizeof(rb), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            return -errno;
+        size_t len = (size_t)n;
+        for (struct nlmsghdr *h = (struct nlmsghdr *)rb; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+            if (h->nlmsg_seq != DUMP_SEQ)
+                continue;
+            if (h->nlmsg_type == NLMSG_DONE)
+                return count;
+            if (h->nlmsg_type == NLMSG_ERROR) {
+                const struct nlmsgerr *e = NLMSG_DATA(h);
+                return e->error < 0 ? e->error : -EPROTO;
+            }
+            if (h->nlmsg_type == NFT_TYPE(NFT_MSG_NEWTABLE))
+                count++;
+        }
+    }
 }

@@ -61,4 +61,30 @@ void lnft_batch_free(struct lnft_batch *b);
  * size: about 300 bytes per tuple. */
 int lnft_router_apply(int s, const struct lnft_router *r);
 
+/* ---- a job network's bridge table (linux-jobnet.c; the helper's jobs) ----
+ *
+ *   table bridge fy_job
+ *   chain members (filter, hook forward, priority 0, policy drop)
+ *     per member: iifname PORT oifname "m*" ether type arp arp saddr ip A4 accept
+ *                 iifname PORT oifname "m*" ip saddr A4 accept
+ *                 iifname PORT oifname "m*" ip6 saddr A6 accept
+ *   chain self_in (filter, hook input, priority 0, policy drop)
+ *   chain self_out (filter, hook output, priority 0, policy drop)
+ */
+#define LNFT_JOB_PORT_PREFIX "m" /* every member's port is m<index> */
+struct lnft_member {
+    char port[16];              /* m<index> */
+    uint8_t a4[4];              /* its addresses, network order */
+    uint8_t a6[16];
+};
+int lnft_job_build(const struct lnft_member *m, size_t n, struct lnft_batch *out);
+int lnft_job_delete_build(struct lnft_batch *out);
+/* Built and applied over s (NETLINK_NETFILTER in the job's namespace):
+ * 0 once committed, else -errno. */
+int lnft_job_apply(int s, const struct lnft_member *m, size_t n);
+int lnft_job_delete(int s);
+/* The tables (of every family) in s's namespace, or -errno: the witness
+ * that a deletion left none. */
+int lnft_table_count(int s);
+
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The helper programs the backends may use (linux-probe.c has the rules):
  * pasta and bwrap are looked up, never run (nft is not needed: the
- * router's rules are a netlink batch); the OCI runtimes (crun,
+ * routers' and job networks' rules are netlink batches); the OCI runtimes (crun,
  * runc) are asked their version and judged (linux-runc.c). */
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,25 +21,22 @@
 int lp_probe_programs(fy_caps *c, bool is_root) {
     lp_probe_runtimes(c, is_root);
 
-    /* nft itself only for job networks' bridge rules (linux-jobnet.c). */
-    char *nft = pu_find_program("nft");
-    char jobs[300];
-    snprintf(jobs, sizeof(jobs), nft ? "job networks' nft: %s" : "job networks' nft: not found", nft);
+    /* No nft program is needed: the routers' and job networks' rules go in
+     * as nf_tables netlink batches (linux-nftnl.c). */
     const char *helper_net = is_root ? NULL : caps_fact(c, LX_FACT_HELPER_NET);
     if (helper_net) /* (linux-helper.c asked it: restricted networking comes from it) */
         caps_set(c, FY_CAP_NFTABLES, true, 1, "through the privileged helper at %s (its router namespace, veths "
                  "and nftables rules per attempt; uplink: %s)", caps_fact(c, LX_FACT_HELPER_NET_SOCKET), helper_net);
     else if (is_root)
-        caps_set(c, FY_CAP_NFTABLES, true, 1, "as root: a router namespace per attempt whose rules go in as one "
-                 "nf_tables netlink batch (no nft program; %s)", jobs);
+        caps_set(c, FY_CAP_NFTABLES, true, 1, "as root: a router namespace per attempt, and a bridge namespace per "
+                 "job network, whose rules go in as one nf_tables netlink batch each (no nft program)");
     else {
         caps_set(c, FY_CAP_NFTABLES, false, 0, "not root: nftables filtering of a sandbox's veth on the host needs "
-                 "CAP_NET_ADMIN there (%s)", jobs);
+                 "CAP_NET_ADMIN there");
         caps_set_hint(c, FY_CAP_NFTABLES, "run as root or through the privileged helper, or use "
                       "pasta for rootless restricted networking (its router's rules in a user namespace of the "
                       "library's own)");
     }
-    free(nft);
 
     char *pasta = pu_find_program("pasta");
     if (pasta)

@@ -18,7 +18,7 @@
  *   (one forked child), pidfd, clone3, exec-init and openat2;
  * - linux-probe-cgroup.c: cgroup v1/v2 discovery and the per-controller,
  *   freeze, kill and CLONE_INTO_CGROUP tests;
- * - linux-probe-tools.c: the helper programs (crun/runc, nft, pasta, bwrap).
+ * - linux-probe-tools.c: the helper programs (crun/runc, pasta, bwrap).
  *
  * Rules every linux-probe*.c file keeps:
  * - The host may be multi-threaded: children are made with a raw

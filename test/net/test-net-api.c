@@ -10,10 +10,14 @@
 #include <sched.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +27,7 @@
 #include "prepared.h"
 #include "linux/linux-proxy.h"
 #include "linux/linux-net.h"
+#include "linux/linux-nftnl.h"
 #include "linux/linux-plan.h"
 
 #include "net-check.h"
@@ -41,6 +46,49 @@ static int count_dir(const char *path) {
     if (d)
         closedir(d);
     return n;
+}
+
+/* nft ARGS... run in namespace ns, with text on its stdin (or none) and
+ * its stdout in out (or discarded): its exit status, or -errno. */
+static int nft_in(int ns, const char *text, char *out, size_t outlen, const char *const *args) {
+    int in[2], o[2]; /* (close-on-exec: nft gets only its stdin and stdout) */
+    if (pipe2(in, O_CLOEXEC) < 0)
+        return -errno;
+    if (pipe2(o, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        return -errno;
+    }
+    pid_t c = fork();
+    if (c == 0) {
+        dup2(in[0], 0);
+        dup2(o[1], 1);
+        if (setns(ns, CLONE_NEWNET) < 0)
+            _exit(126);
+        const char *argv[16] = {"nft"};
+        for (int i = 0; args[i] && i < 14; i++)
+            argv[i + 1] = args[i];
+        execv("/usr/sbin/nft", (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(o[1]);
+    if (text && c > 0)
+        (void)!write(in[1], text, strlen(text)); /* (a ruleset fits a pipe) */
+    close(in[1]);
+    size_t got = 0;
+    ssize_t n;
+    char sink[4096];
+    while ((n = read(o[0], out ? out + got : sink, out ? outlen - 1 - got : sizeof(sink))) > 0)
+        if (out && (got += (size_t)n) >= outlen - 1)
+            break;
+    if (out)
+        out[got] = 0;
+    close(o[0]);
+    int st = 0;
+    if (c < 0 || waitpid(c, &st, 0) < 0)
+        return -ECHILD;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static fy_prepared *prepare(const char *up, const char *const *argv) {
@@ -194,8 +242,7 @@ int main(int argc, char **argv) {
 
     /* 6. The router's table as the library applies it (one nf_tables
      *    netlink batch from the plan's tuples) lists exactly as its
-     *    nftables text does through libnftables (the rootless path's and
-     *    the helper's form), for single ports, ranges, blocks, both
+     *    nftables text does through nft -f, for single ports, ranges, blocks, both
      *    families and both protocols. */
     {
         fy_policy *p = NULL;
@@ -220,40 +267,19 @@ int main(int argc, char **argv) {
         for (int k = 0; lp && k < 2; k++) {
             int ns = lxn_new_netns();
             CHECK(ns >= 0, "nft: a namespace: %d", ns);
-            char msg[512] = "";
             char *text = k ? lxn_ruleset_text(lp) : NULL;
-            int a = k == 0 ? lxn_nft_netlink(ns, lp) : text ? lxn_nft_lib(ns, text, msg, sizeof(msg)) : -ENOMEM;
+            int a = k == 0 ? lxn_nft_netlink(ns, lp) : text ? nft_in(ns, text, NULL, 0, (const char *[]){"-f", "-", NULL}) : -ENOMEM;
             free(text);
-            CHECK(a == 0, "nft: applying (%s): %d %s", k ? "libnftables" : "netlink", a, msg);
-            /* nft list, run in that namespace. */
-            int pfd[2];
-            list[k][0] = 0;
-            if (ns >= 0 && pipe(pfd) == 0) {
-                pid_t c = fork();
-                if (c == 0) {
-                    dup2(pfd[1], 1);
-                    if (setns(ns, CLONE_NEWNET) < 0)
-                        _exit(126);
-                    execl("/usr/sbin/nft", "nft", "--debug=netlink", "list", "table", "inet", "forgeyard", (char *)NULL);
-                    _exit(127);
-                }
-                close(pfd[1]);
-                size_t got = 0;
-                ssize_t n;
-                while (got < sizeof(list[k]) - 1 && (n = read(pfd[0], list[k] + got, sizeof(list[k]) - 1 - got)) > 0)
-                    got += (size_t)n;
-                list[k][got] = 0;
-                close(pfd[0]);
-                int st = 0;
-                waitpid(c, &st, 0);
-                CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nft list exited %d", st);
-            }
+            CHECK(a == 0, "nft: applying (%s): %d", k ? "nft -f" : "netlink", a);
+            a = nft_in(ns, NULL, list[k], sizeof(list[k]),
+                       (const char *[]){"--debug=netlink", "list", "table", "inet", "forgeyard", NULL});
+            CHECK(a == 0, "nft list exited %d", a);
             if (ns >= 0)
                 close(ns);
         }
         CHECK(lp && strcmp(list[0], list[1]) == 0 && strstr(list[0], "masquerade") &&
                   strstr(list[0], "udp dport 1000-2000 accept") && strstr(list[0], "ip6 daddr 2001:db8:2::/61"),
-              "nft: the netlink batch lists differently from the text:\n--- netlink\n%s--- libnftables\n%s",
+              "nft: the netlink batch lists differently from the text:\n--- netlink\n%s--- nft -f\n%s",
               list[0], list[1]);
         fy_prepared_free(pr);
         printf("ok: the router's table from one netlink batch lists exactly as its nftables text\n");
@@ -270,7 +296,48 @@ int main(int argc, char **argv) {
         printf("ok: a batch the kernel refuses is answered with its error\n");
     }
 
-    /* 6b. A DNS stub whose start on the first query fails (its program
+    /* 6b. A job network's bridge table (linux-nftnl.c's job batch) lists
+     *     exactly as its nftables text does through nft -f; deleted, it
+     *     leaves no table (the count the teardown's witness reads). */
+    {
+        static const char text[] =
+            "table bridge fy_job {\n chain members {\n  type filter hook forward priority 0; policy drop;\n"
+            "  iifname \"m0\" oifname \"m*\" ether type arp arp saddr ip 100.80.0.1 accept\n"
+            "  iifname \"m0\" oifname \"m*\" ip saddr 100.80.0.1 accept\n"
+            "  iifname \"m0\" oifname \"m*\" ip6 saddr fd66:7973:2::1 accept\n"
+            "  iifname \"m11\" oifname \"m*\" ether type arp arp saddr ip 100.80.0.12 accept\n"
+            "  iifname \"m11\" oifname \"m*\" ip saddr 100.80.0.12 accept\n"
+            "  iifname \"m11\" oifname \"m*\" ip6 saddr fd66:7973:2::c accept\n"
+            " }\n chain self_in {\n  type filter hook input priority 0; policy drop;\n }\n"
+            " chain self_out {\n  type filter hook output priority 0; policy drop;\n }\n}\n";
+        struct lnft_member m[2] = {{.port = "m0", .a4 = {100, 80, 0, 1}, .a6 = {0xfd, 0x66, 0x79, 0x73, 0, 2, [15] = 1}},
+                                   {.port = "m11", .a4 = {100, 80, 0, 12}, .a6 = {0xfd, 0x66, 0x79, 0x73, 0, 2, [15] = 12}}};
+        static char list[2][16384];
+        for (int k = 0; k < 2; k++) {
+            int ns = lxn_new_netns(), nf = ns >= 0 ? lxn_nf_open(ns) : -1;
+            CHECK(nf >= 0, "job nft: a namespace and its socket: %d %d", ns, nf);
+            int a = k == 0 ? lnft_job_apply(nf, m, 2) : nft_in(ns, text, NULL, 0, (const char *[]){"-f", "-", NULL});
+            CHECK(a == 0, "job nft: applying (%s): %d", k ? "nft -f" : "netlink", a);
+            a = nft_in(ns, NULL, list[k], sizeof(list[k]),
+                       (const char *[]){"--debug=netlink", "list", "table", "bridge", "fy_job", NULL});
+            CHECK(a == 0, "job nft: nft list exited %d", a);
+            int before = lnft_table_count(nf), del = lnft_job_delete(nf), after = lnft_table_count(nf);
+            CHECK(before == 1 && del == 0 && after == 0, "job nft: tables %d, deleted %d, then %d", before, del, after);
+            /* A second deletion: the table is not there (the teardown
+             * takes that as gone). */
+            del = lnft_job_delete(nf);
+            CHECK(del == -ENOENT, "job nft: deleting an absent table: %d", del);
+            close(nf);
+            close(ns);
+        }
+        CHECK(strcmp(list[0], list[1]) == 0 && strstr(list[0], "arp saddr ip 100.80.0.12") &&
+                  strstr(list[0], "ip6 saddr fd66:7973:2::c") && strstr(list[0], "chain self_out"),
+              "job nft: the netlink batch lists differently from the text:\n--- netlink\n%s--- nft -f\n%s", list[0],
+              list[1]);
+        printf("ok: a job network's table from one netlink batch lists exactly as its nftables text; deleted, no table is left\n");
+    }
+
+    /* 6c. A DNS stub whose start on the first query fails (its program
      *     cannot be executed): the query goes unanswered, the result says
      *     why, and nothing of the start is left (no thread, no fd). */
     {

@@ -12,13 +12,14 @@
  * The router forwards only new flows from sb to up that match a rule,
  * established ones back, masquerades on up, drops everything else (TCP,
  * UDP, ICMP, raw, both families) and accepts nothing for itself but
- * neighbour discovery. Its rules are text the helper writes from decoded,
- * validated tuples, fed to nft (a fixed root-owned program, empty
- * environment) on stdin inside the router namespace: nothing the peer sends
- * is ever parsed by nft, so no `include`, no file name, no other table.
+ * neighbour discovery. Its rules are one nf_tables netlink batch the helper
+ * encodes (lib/linux/linux-nftnl.c) from decoded, validated tuples and
+ * sends over a netfilter socket made in the router namespace: no program is
+ * started and no text is parsed, so nothing the peer sends can name a file,
+ * another table or anything but the tuples' addresses and ports.
  *
  * The helper is single-threaded: it enters a namespace (setns) only to make
- * a socket there or to start nft there, and comes back at once. */
+ * a socket there, and comes back at once. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +54,6 @@
 #define LINK_LEN 16u
 #define SB_ROUTER4 0x64400001u  /* 100.64.0.1 */
 #define SB_SANDBOX4 0x64400002u /* 100.64.0.2 */
-#define NFT_DEADLINE_MS 10000
 
 void (*fyh_net_raise)(bool on);
 
@@ -62,7 +62,6 @@ static struct {
     int self;   /* our own network namespace */
     int uplink; /* the uplink's */
     char uplink_name[FYH_UPLINK_MAX + 1];
-    char nft[64];
 } N = {.self = -1, .uplink = -1};
 
 uint32_t fyh_net_caps(void) { return (1u << 12) /* CAP_NET_ADMIN */ | (1u << 21) /* CAP_SYS_ADMIN */; }
@@ -106,27 +105,14 @@ static int nl_open(int ns) {
     return s < 0 ? s : lnl_ready(s);
 }
 
-/* ---- set-up ---- */
-
-static bool trusted_program(const char *path) {
-    struct stat st;
-    char dir[64];
-    snprintf(dir, sizeof(dir), "%s", path);
-    *strrchr(dir, '/') = '\0';
-    struct stat sd;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
-           (st.st_mode & 0100) && stat(dir, &sd) == 0 && sd.st_uid == 0 && !(sd.st_mode & 022);
+static int nf_open(int ns) {
+    int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER);
+    return s < 0 ? s : lnl_ready(s);
 }
 
+/* ---- set-up ---- */
+
 int fyh_net_init(const char *uplink, char *why, size_t whylen) {
-    static const char *const nfts[] = {"/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft", "/bin/nft"};
-    for (size_t i = 0; i < sizeof(nfts) / sizeof(nfts[0]) && !N.nft[0]; i++)
-        if (trusted_program(nfts[i]))
-            snprintf(N.nft, sizeof(N.nft), "%s", nfts[i]);
-    if (!N.nft[0]) {
-        snprintf(why, whylen, "no root-owned nft in /usr/sbin, /sbin, /usr/bin or /bin (apt install nftables)");
-        return -ENOENT;
-    }
     if ((N.self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
         snprintf(why, whylen, "our network namespace: %s", strerror(errno));
         return -errno;
@@ -225,82 +211,6 @@ static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* nft -f - in the router namespace, with a deadline: 0, or -errno / -EIO
- * with what nft said in why. */
-static int run_nft(int router, const char *rules, char *why, size_t whylen) {
-    int in = memfd_create("fyh-nft-in", MFD_CLOEXEC), out = memfd_create("fyh-nft-out", MFD_CLOEXEC);
-    size_t len = strlen(rules);
-    if (in < 0 || out < 0 || write(in, rules, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) < 0) {
-        int e = errno;
-        if (in >= 0)
-            close(in);
-        if (out >= 0)
-            close(out);
-        snprintf(why, whylen, "nft input: %s", strerror(e));
-        return -e;
-    }
-    if (setns(router, CLONE_NEWNET) < 0) {
-        int e = errno;
-        close(in);
-        close(out);
-        snprintf(why, whylen, "entering the router namespace: %s", strerror(e));
-        return -e;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-        char *const argv[] = {N.nft, "-f", "-", NULL};
-        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-            _exit(126);
-        syscall(SYS_close_range, 3, ~0u, 0);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execve(N.nft, argv, envp);
-        _exit(127);
-    }
-    int fe = errno;
-    back_home();
-    close(in);
-    if (pid < 0) {
-        close(out);
-        snprintf(why, whylen, "fork: %s", strerror(fe));
-        return -fe;
-    }
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    uint64_t deadline = now_ms() + NFT_DEADLINE_MS;
-    int status = 0;
-    bool killed = false;
-    for (;;) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            break;
-        uint64_t now = now_ms();
-        if (now >= deadline && !killed) {
-            kill(pid, SIGKILL);
-            killed = true;
-        }
-        struct pollfd p = {pfd, POLLIN, 0};
-        if (pfd >= 0)
-            (void)poll(&p, 1, killed ? 1000 : (int)(deadline - now));
-        else
-            usleep(2000);
-    }
-    if (pfd >= 0)
-        close(pfd);
-    char msg[160] = "";
-    ssize_t n = pread(out, msg, sizeof(msg) - 1, 0);
-    msg[n > 0 ? n : 0] = '\0';
-    close(out);
-    if (!killed && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return 0;
-    for (char *p = msg; *p; p++)
-        if (*p < 0x20 || *p > 0x7e)
-            *p = ' ';
-    snprintf(why, whylen, "nft failed%s: %s", killed ? " (killed at its deadline)" : "", msg);
-    return -EIO;
 }
 
 /* Reserves slot of the link subnet in the uplink namespace (linux-net.c's
@@ -422,9 +332,9 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
         e = a->router, what = "creating the router namespace";
         goto fail;
     }
-    int nf = socket_in(a->router, AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER);
+    int nf = nf_open(a->router);
     if (nf >= 0) {
-        e = lnft_router_apply(lnl_ready(nf), &table);
+        e = lnft_router_apply(nf, &table);
         close(nf);
     } else {
         e = nf;
@@ -614,31 +524,29 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
 /* fd66:7973:2::/64, member i at ::(i+1): linux-jobnet.h's LJN_SUBNET6_TEXT.
  * Made by the helper from the index alone, as the IPv4 address: no
  * message of the protocol changed for it (still 4). */
-#define JOB_SUBNET6_TEXT "fd66:7973:2::"
+static const uint8_t job_subnet6[16] = {0xfd, 0x66, 0x79, 0x73, 0, 2};
 
-static int job_ruleset(char *out, size_t cap, uint32_t n) {
-    size_t len = 0;
-    int k = snprintf(out, cap, "table bridge fy_job {\n chain members {\n"
-                               "  type filter hook forward priority 0; policy drop;\n");
-    if (k < 0 || (size_t)k >= cap)
-        return -1;
-    len = (size_t)k;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t a = JOB_SUBNET + i + 1;
-        k = snprintf(out + len, cap - len,
-                     "  iifname \"m%u\" oifname \"m*\" ether type arp arp saddr ip %u.%u.%u.%u accept\n"
-                     "  iifname \"m%u\" oifname \"m*\" ip saddr %u.%u.%u.%u accept\n"
-                     "  iifname \"m%u\" oifname \"m*\" ip6 saddr " JOB_SUBNET6_TEXT "%x accept\n",
-                     i, a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, i, a >> 24, (a >> 16) & 255,
-                     (a >> 8) & 255, a & 255, i, i + 1);
-        if (k < 0 || (size_t)k >= cap - len)
-            return -1;
-        len += (size_t)k;
-    }
-    k = snprintf(out + len, cap - len,
-                 " }\n chain self_in {\n  type filter hook input priority 0; policy drop;\n }\n"
-                 " chain self_out {\n  type filter hook output priority 0; policy drop;\n }\n}\n");
-    return k < 0 || (size_t)k >= cap - len ? -1 : 0;
+/* Member i's port and addresses. */
+static void job_member(uint32_t i, struct lnft_member *m) {
+    uint32_t a = htonl(JOB_SUBNET + i + 1);
+    snprintf(m->port, sizeof(m->port), "m%u", i);
+    memcpy(m->a4, &a, 4);
+    memcpy(m->a6, job_subnet6, 16);
+    m->a6[14] = (uint8_t)((i + 1) >> 8);
+    m->a6[15] = (uint8_t)((i + 1) & 0xff);
+}
+
+/* The job's table (linux-nftnl.h has it as nft would list it) for n
+ * members, as one batch over a netfilter socket in ns: 0 or -errno. */
+static int job_rules(int ns, uint32_t n) {
+    static struct lnft_member m[FYH_JOB_MEMBERS_MAX];
+    for (uint32_t i = 0; i < n; i++)
+        job_member(i, &m[i]);
+    int s = nf_open(ns);
+    int e = s < 0 ? s : lnft_job_apply(s, m, n);
+    if (s >= 0)
+        close(s);
+    return e;
 }
 
 int fyh_job_create(struct fyh_job *j, uint32_t nmembers, int *os_errno, char *why, size_t whylen) {
@@ -653,11 +561,6 @@ int fyh_job_create(struct fyh_job *j, uint32_t nmembers, int *os_errno, char *wh
         snprintf(why, whylen, "a job network has 1..%u members", FYH_JOB_MEMBERS_MAX);
         return -FYH_E_MALFORMED;
     }
-    static char text[FYH_JOB_MEMBERS_MAX * 280 + 512];
-    if (job_ruleset(text, sizeof(text), nmembers) < 0) {
-        snprintf(why, whylen, "ruleset too long");
-        return -FYH_E_MALFORMED;
-    }
     j->nmembers = nmembers;
     int e = 0, s = -1;
     const char *what = NULL;
@@ -665,14 +568,9 @@ int fyh_job_create(struct fyh_job *j, uint32_t nmembers, int *os_errno, char *wh
         fyh_net_raise(true);
     if ((j->ns = new_netns()) < 0)
         e = j->ns, what = "creating the job's namespace";
-    else if ((e = run_nft(j->ns, text, why, whylen)) < 0) {
-        *os_errno = e == -EIO ? 0 : -e;
-        if (fyh_net_raise)
-            fyh_net_raise(false);
-        close(j->ns);
-        j->ns = -1;
-        return -FYH_E_SYSTEM;
-    } else if ((s = nl_open(j->ns)) < 0)
+    else if ((e = job_rules(j->ns, nmembers)) < 0)
+        what = "the job's nftables table (one netlink batch)";
+    else if ((s = nl_open(j->ns)) < 0)
         e = s, what = "netlink socket";
     else if ((e = lnl_link_bridge(s, "jb")) < 0 || (e = lnl_link_up(s, "jb")) < 0)
         what = "the job's bridge";
@@ -697,14 +595,11 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
         snprintf(why, whylen, "the job has %u members; no index %u", j->nmembers, index);
         return -FYH_E_MALFORMED;
     }
-    char port[16];
-    snprintf(port, sizeof(port), "m%u", index);
+    struct lnft_member m;
+    job_member(index, &m);
+    const char *port = m.port;
     int js = -1, ss = -1, e = 0, br = 0, eth = 0;
     const char *what = NULL;
-    uint32_t addr = htonl(JOB_SUBNET + index + 1);
-    uint8_t addr6[16] = {0xfd, 0x66, 0x79, 0x73, 0, 2};
-    addr6[14] = (uint8_t)((index + 1) >> 8);
-    addr6[15] = (uint8_t)((index + 1) & 0xff);
     if (fyh_net_raise)
         fyh_net_raise(true);
     if ((js = nl_open(j->ns)) < 0 || (ss = nl_open(member_ns)) < 0)
@@ -715,8 +610,8 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
         e = br < 0 ? br : eth, what = "interface index";
     else if ((e = lnl_link_master(js, port, br)) < 0)
         what = "the member's port on the bridge";
-    else if ((e = lnl_link_up(js, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, &addr, 24)) < 0 ||
-             (e = lnl_addr_add(ss, eth, AF_INET6, addr6, 64)) < 0 || (e = lnl_link_up(ss, "job0")) < 0)
+    else if ((e = lnl_link_up(js, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, m.a4, 24)) < 0 ||
+             (e = lnl_addr_add(ss, eth, AF_INET6, m.a6, 64)) < 0 || (e = lnl_link_up(ss, "job0")) < 0)
         what = "the member's link and address";
     if (what && e != -EEXIST && js >= 0)
         (void)lnl_link_del(js, port); /* (an existing port is another attempt's) */
@@ -802,11 +697,17 @@ uint32_t fyh_job_destroy(struct fyh_job *j) {
     if (j->ns < 0)
         return 0;
     uint32_t left = 0;
-    char why[160];
     if (fyh_net_raise)
         fyh_net_raise(true);
-    if (run_nft(j->ns, "delete table bridge fy_job\n", why, sizeof(why)) < 0)
+    /* The rules deleted, then the tables counted: none may be left. */
+    int nf = nf_open(j->ns);
+    if (nf >= 0) {
+        int e = lnft_job_delete(nf), n = lnft_table_count(nf);
+        left += (e < 0 && e != -ENOENT) || n != 0;
+        close(nf);
+    } else {
         left++;
+    }
     int s = nl_open(j->ns);
     if (s >= 0) {
         for (uint32_t i = 0; i < j->nmembers; i++) {

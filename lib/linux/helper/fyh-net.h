@@ -22,9 +22,8 @@ struct fyh_net_attempt {
 };
 
 /* At start (as root, before the capabilities are dropped): the uplink, a
- * namespace file or "host" (the helper's own network namespace), and nft
- * (a root-owned program in a system directory). 0, or -errno with why in
- * buf. */
+ * namespace file or "host" (the helper's own network namespace). 0, or
+ * -errno with why in buf. */
 int fyh_net_init(const char *uplink, char *why, size_t whylen);
 /* Whether fyh_net_init succeeded; the uplink in words. */
 const char *fyh_net_uplink(void);
