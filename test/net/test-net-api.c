@@ -26,7 +26,9 @@
 #include "policy.h" /* policy_inject_fault: tests only */
 #include "prepared.h"
 #include "linux/linux-proxy.h"
+#include "linux/linux-jobnet.h"
 #include "linux/linux-net.h"
+#include "linux/linux-netlink.h"
 #include "linux/linux-nftnl.h"
 #include "linux/linux-plan.h"
 
@@ -91,6 +93,76 @@ static int nft_in(int ns, const char *text, char *out, size_t outlen, const char
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A UDP socket of family f made in namespace ns, bound to addr:port. */
+struct udp_args { int family; const void *addr; uint16_t port; int fd; };
+static int udp_in_ns(void *p) {
+    struct udp_args *a = p;
+    a->fd = socket(a->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (a->fd < 0)
+        return -errno;
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    if (a->family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        in->sin_family = AF_INET;
+        in->sin_port = htons(a->port);
+        memcpy(&in->sin_addr, a->addr, 4);
+        len = sizeof(*in);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(a->port);
+        memcpy(&in6->sin6_addr, a->addr, 16);
+        len = sizeof(*in6);
+    }
+    int one = 1;
+    (void)setsockopt(a->fd, a->family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6,
+                     a->family == AF_INET ? IP_FREEBIND : IPV6_FREEBIND, &one, sizeof(one));
+    struct timeval tv = {0, 700000}; /* (a datagram the rules drop: waited for 0.7 s) */
+    (void)setsockopt(a->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return bind(a->fd, (struct sockaddr *)&ss, len) < 0 ? -errno : 0;
+}
+
+static int udp_socket_in(int ns, int family, const void *addr, uint16_t port) {
+    struct udp_args a = {family, addr, port, -1};
+    int r = lxn_in_netns(ns, udp_in_ns, &a);
+    if (r < 0 && a.fd >= 0)
+        close(a.fd);
+    return r < 0 ? r : a.fd;
+}
+
+/* Whether a datagram from socket from reaches socket to (bound to
+ * addr:port of family f). */
+static bool udp_reaches(int from, int to, int family, const void *addr, uint16_t port) {
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    if (family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        in->sin_family = AF_INET;
+        in->sin_port = htons(port);
+        memcpy(&in->sin_addr, addr, 4);
+        len = sizeof(*in);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(port);
+        memcpy(&in6->sin6_addr, addr, 16);
+        len = sizeof(*in6);
+    }
+    /* Each call's datagrams carry a tag of their own, so one an earlier
+     * call sent late is never taken for this one's. */
+    static char tag = 'a';
+    char buf[16], t = tag++;
+    for (int i = 0; i < 3; i++) { /* (the first may wait for neighbour resolution) */
+        (void)sendto(from, &t, 1, 0, (struct sockaddr *)&ss, len);
+        ssize_t n;
+        while ((n = recv(to, buf, sizeof(buf), 0)) >= 0)
+            if (n == 1 && buf[0] == t)
+                return true;
+    }
+    return false;
+}
+
 static fy_prepared *prepare(const char *up, const char *const *argv) {
     fy_policy *p = NULL;
     fy_error *e = NULL;
@@ -147,7 +219,67 @@ static fy_result *run(fy_prepared *pr, bool cancel, bool fork_copy) {
     return res;
 }
 
+/* Member 0 (namespace a) reaches member 1 (b) from its own addresses, and
+ * a datagram from a second address it is given (what a workload that
+ * gained CAP_NET_ADMIN in its namespace could do) is dropped by the job's
+ * bridge, over IPv4 and IPv6. */
+static void job_spoof_check(int a, int b, const char *who) {
+    const uint8_t own4[4] = {100, 80, 0, 1}, other4[4] = {100, 80, 0, 77}, peer4[4] = {100, 80, 0, 2};
+    uint8_t own6[16], peer6[16], other6[16];
+    ljn_member_addr6(0, own6);
+    ljn_member_addr6(1, peer6);
+    ljn_member_addr6(76, other6);
+    int nl = lxn_nl_open(a), ifx = nl >= 0 ? lnl_ifindex(nl, "job0") : -1;
+    int e4 = ifx > 0 ? lnl_addr_add(nl, ifx, AF_INET, other4, 24) : -1;
+    int e6 = ifx > 0 ? lnl_addr_add(nl, ifx, AF_INET6, other6, 64) : -1;
+    CHECK(e4 == 0 && e6 == 0, "job rules %s: a second address on member 0: %d %d", who, e4, e6);
+    if (nl >= 0)
+        close(nl);
+    int to4 = udp_socket_in(b, AF_INET, peer4, 9000), to6 = udp_socket_in(b, AF_INET6, peer6, 9000);
+    int ok4 = udp_socket_in(a, AF_INET, own4, 0), ok6 = udp_socket_in(a, AF_INET6, own6, 0);
+    int sp4 = udp_socket_in(a, AF_INET, other4, 0), sp6 = udp_socket_in(a, AF_INET6, other6, 0);
+    CHECK(to4 >= 0 && to6 >= 0 && ok4 >= 0 && ok6 >= 0 && sp4 >= 0 && sp6 >= 0,
+          "job rules %s: sockets %d %d %d %d %d %d", who, to4, to6, ok4, ok6, sp4, sp6);
+    bool r_ok4 = udp_reaches(ok4, to4, AF_INET, peer4, 9000), r_ok6 = udp_reaches(ok6, to6, AF_INET6, peer6, 9000);
+    bool r_sp4 = udp_reaches(sp4, to4, AF_INET, peer4, 9000), r_sp6 = udp_reaches(sp6, to6, AF_INET6, peer6, 9000);
+    CHECK(r_ok4 && r_ok6, "job rules %s: from member 0's own addresses: IPv4 %d, IPv6 %d", who, r_ok4, r_ok6);
+    CHECK(!r_sp4 && !r_sp6, "job rules %s: from a second address: IPv4 %s, IPv6 %s", who,
+          r_sp4 ? "passed" : "dropped", r_sp6 ? "passed" : "dropped");
+    int fds[] = {to4, to6, ok4, ok6, sp4, sp6};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    printf("ok: %s: a job member's own addresses pass the bridge, a second address is dropped (IPv4, IPv6)\n", who);
+}
+
+/* test-net-api --helper-job SOCKET, as an unprivileged uid the helper
+ * allows: the same check on a job network the privileged helper makes,
+ * its members two namespaces of a user namespace of ours (which lets us
+ * give member 0 a second address). */
+static int helper_job(const char *sock) {
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) {
+        printf("FAIL: unshare: %s\n", strerror(errno));
+        return 1;
+    }
+    char name[72];
+    fy_error *je = NULL;
+    int a = lxn_new_netns(), b = lxn_new_netns();
+    CHECK(a >= 0 && b >= 0, "helper job: namespaces %d %d", a, b);
+    int r = lxnh_job_create(sock, 2, name, &je);
+    r = r == 0 ? lxnh_job_add(sock, name, 0, a, &je) : r;
+    r = r == 0 ? lxnh_job_add(sock, name, 1, b, &je) : r;
+    CHECK(r == 0, "helper job: %s", je ? fy_error_message(je) : "");
+    fy_error_free(je);
+    if (r == 0)
+        job_spoof_check(a, b, "through the helper");
+    uint32_t left = lxnh_job_del(sock, name, 0) + lxnh_job_del(sock, name, 1) + lxnh_job_destroy(sock, name);
+    CHECK(left == 0, "helper job: %u left", left);
+    return failed;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--helper-job") == 0)
+        return helper_job(argv[2]);
     if (argc != 3)
         return 2;
     uplink = argv[1];
@@ -337,7 +469,31 @@ int main(int argc, char **argv) {
         printf("ok: a job network's table from one netlink batch lists exactly as its nftables text; deleted, no table is left\n");
     }
 
-    /* 6c. A DNS stub whose start on the first query fails (its program
+    /* 6c. The job's rules are enforced, not only listed: two member
+     *     namespaces of the test's own on a job network the library makes
+     *     (ljn_make, ljn_attach). */
+    {
+        void *job = NULL;
+        fy_error *je = NULL;
+        int r = ljn_make(2, &job, &je);
+        CHECK(r == 0, "job rules: ljn_make: %s", je ? fy_error_message(je) : "");
+        fy_error_free(je);
+        je = NULL;
+        int a = lxn_new_netns(), b = lxn_new_netns();
+        CHECK(a >= 0 && b >= 0, "job rules: namespaces %d %d", a, b);
+        r = r == 0 ? ljn_attach(job, 0, a, &je) : r;
+        r = r == 0 ? ljn_attach(job, 1, b, &je) : r;
+        CHECK(r == 0, "job rules: attach: %s", je ? fy_error_message(je) : "");
+        fy_error_free(je);
+        if (r == 0)
+            job_spoof_check(a, b, "as root");
+        uint32_t left = ljn_detach(job, 0) + ljn_detach(job, 1) + ljn_free(job);
+        CHECK(left == 0, "job rules: %u left", left);
+        close(a);
+        close(b);
+    }
+
+    /* 6d. A DNS stub whose start on the first query fails (its program
      *     cannot be executed): the query goes unanswered, the result says
      *     why, and nothing of the start is left (no thread, no fd). */
     {

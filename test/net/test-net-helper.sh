@@ -15,7 +15,7 @@
 #
 #   test-net-helper.sh FORGEYARD HELPER FY-NETPROBE ECHO-SERVER.PY TEST-JOBNET
 set -u
-FY=$1 HELPER=$2 PROBE=$3 ECHO=$4 API=$5
+FY=$1 HELPER=$2 PROBE=$3 ECHO=$4 API=$5 NETAPI=${6:-}
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the test starts the helper as root"; exit 77; fi
 command -v nft >/dev/null || { echo "SKIP: nft missing (apt install nftables)"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
@@ -438,6 +438,23 @@ fi
 grep -q "request 8 -> ok" "$TMP/helper.log" && grep -q "request 11 -> ok" "$TMP/helper.log" &&
     ok "the job network was the helper's (JOB_CREATE, JOB_DESTROY served)" || bad "no JOB_CREATE/JOB_DESTROY served"
 nothing_left "job network through the helper"
+
+# 5f2. The helper's job rules are enforced, not only made: as uid 65534,
+#      two member namespaces of a user namespace of the test program's
+#      own on a job network the helper makes; member 0 given a second
+#      address (what a workload that gained CAP_NET_ADMIN could do) is
+#      dropped by the bridge from it, IPv4 and IPv6, and passes from its
+#      own.
+if [ -n "$NETAPI" ]; then
+    cp "$NETAPI" "$TMP/probe/test-net-api" && chmod 755 "$TMP/probe/test-net-api"
+    if as_runner timeout 60 "$TMP/probe/test-net-api" --helper-job "$SOCK" >"$TMP/hjob.out" 2>&1 &&
+        grep -q "^ok: through the helper" "$TMP/hjob.out"; then
+        ok "the helper's job rules drop a member's datagrams from a second address (IPv4, IPv6), pass its own"
+    else
+        bad "the helper's job rules:"; cat "$TMP/hjob.out"
+    fi
+    nothing_left "the helper's job rules"
+fi
 
 # 5g. A fetch-only member of a job network through the helper, as the
 #     runner. The runner's program runs in GW, a namespace of the test's
