@@ -367,12 +367,26 @@ static size_t member_rule(struct nb *b, const char *port) {
     return x;
 }
 
+/* "iifname PORT oifname "m*" meta protocol P saddr A accept" (nft's
+ * dependency for ip and ip6 saddr in the bridge family: meta protocol). */
+static void member_saddr(struct nb *b, const char *port, uint16_t ethertype, uint32_t offset, const uint8_t *a,
+                         size_t len) {
+    uint16_t p = htons(ethertype);
+    size_t x = member_rule(b, port);
+    e_meta(b, NFT_META_PROTOCOL);
+    e_cmp(b, NFT_CMP_EQ, &p, 2);
+    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, offset, (uint32_t)len);
+    e_cmp(b, NFT_CMP_EQ, a, len);
+    e_verdict(b, NF_ACCEPT);
+    nb_end(b, x);
+}
+
 static void build_job(struct nb *b, const struct lnft_member *m, size_t n) {
     batch_begin(b, NFPROTO_BRIDGE, JOB_TABLE, NFT_MSG_NEWTABLE);
     chain(b, "members", "filter", NF_BR_FORWARD, 0, NF_DROP);
     chain(b, "self_in", "filter", NF_BR_LOCAL_IN, 0, NF_DROP);
     chain(b, "self_out", "filter", NF_BR_LOCAL_OUT, 0, NF_DROP);
-    const uint16_t arp = htons(ETH_P_ARP), ip = htons(ETH_P_IP), ip6 = htons(ETH_P_IPV6);
+    const uint16_t arp = htons(ETH_P_ARP);
     for (size_t i = 0; i < n; i++) {
         /* ether type arp arp saddr ip A4 accept */
         size_t x = member_rule(b, m[i].port);
@@ -382,22 +396,8 @@ static void build_job(struct nb *b, const struct lnft_member *m, size_t n) {
         e_cmp(b, NFT_CMP_EQ, m[i].a4, 4);
         e_verdict(b, NF_ACCEPT);
         nb_end(b, x);
-        /* ip saddr A4 accept (meta protocol ip: nft's dependency) */
-        x = member_rule(b, m[i].port);
-        e_meta(b, NFT_META_PROTOCOL);
-        e_cmp(b, NFT_CMP_EQ, &ip, 2);
-        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
-        e_cmp(b, NFT_CMP_EQ, m[i].a4, 4);
-        e_verdict(b, NF_ACCEPT);
-        nb_end(b, x);
-        /* ip6 saddr A6 accept */
-        x = member_rule(b, m[i].port);
-        e_meta(b, NFT_META_PROTOCOL);
-        e_cmp(b, NFT_CMP_EQ, &ip6, 2);
-        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 8, 16);
-        e_cmp(b, NFT_CMP_EQ, m[i].a6, 16);
-        e_verdict(b, NF_ACCEPT);
-        nb_end(b, x);
+        member_saddr(b, m[i].port, ETH_P_IP, 12, m[i].a4, 4);    /* ip saddr A4 accept */
+        member_saddr(b, m[i].port, ETH_P_IPV6, 8, m[i].a6, 16);  /* ip6 saddr A6 accept */
     }
     batch_end(b);
 }
