@@ -600,26 +600,27 @@ fail:
     return r;
 }
 
-unsigned lxnu_teardown(struct lxn_run *run) {
+#define UNLIST_DEADLINE_MS 2000
+
+void lxnu_teardown_begin(struct lxn_run *run) {
     struct lxnu_run *u = run->user;
-    unsigned left = 0;
-    if (u->pasta_running) {
-        struct pu_proc *p = &u->pasta;
-        if (!pu_wait_until(p, pu_deadline_after_ms(0))) {
-            if (p->pidfd >= 0)
-                (void)sys_pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
-            else
-                (void)kill(p->pid, SIGKILL);
-            u->pasta_killed = true;
-        }
-        u->pasta_ended = p->reaped || pu_wait_until(p, pu_deadline_after_ms(PU_KILL_GRACE_MS));
-        u->pasta_running = false;
-        if (!u->pasta_ended)
-            left++;
+    if (!u)
+        return;
+    /* pasta is killed first and its end witnessed (lxnu_teardown) after
+     * our tuns are on their way out: a tun's or tap's last close
+     * unregisters its device synchronously, RCU grace periods included
+     * (tens of ms each: pasta's exit waits for its tap's), so the three go
+     * at once, while the attempt's cgroups and directory are removed. */
+    struct pu_proc *p = &u->pasta;
+    if (u->pasta_running && !u->pasta_killed && !pu_wait_until(p, pu_deadline_after_ms(0))) {
+        if (p->pidfd >= 0)
+            (void)sys_pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
+        else
+            (void)kill(p->pid, SIGKILL);
+        u->pasta_killed = true;
     }
-    close_fd(&u->pasta.pidfd);
-    /* Then the relay thread (pasta's parent: ending it first would end
-     * pasta by PR_SET_PDEATHSIG, unwitnessed). */
+    /* Then the relay thread (pasta's parent thread: pasta, killed, is
+     * still ours to reap, by any thread of this process). */
     if (u->relay_running) {
         uint64_t one = 1;
         (void)!write(u->relay_stop, &one, sizeof(one));
@@ -628,9 +629,26 @@ unsigned lxnu_teardown(struct lxn_run *run) {
     }
     close_fd(&u->relay_stop);
     close_fd(&u->relay_go);
-    /* Closing a tun deletes its device (not persistent). */
-    close_fd(&u->tun_eth);
+    /* Closing a tun deletes its device (not persistent): on a detached
+     * thread, witnessed by lxnu_teardown (the router's link unlisted). */
+    if ((u->tun_eth >= 0 || u->tun_sb >= 0) && lnl_close_detached(u->tun_eth, u->tun_sb) == 0)
+        u->tun_eth = u->tun_sb = -1;
+}
+
+unsigned lxnu_teardown(struct lxn_run *run) {
+    struct lxnu_run *u = run->user;
+    unsigned left = 0;
+    lxnu_teardown_begin(run); /* (done already when cleanup began: then nothing) */
+    struct pu_proc *p = &u->pasta;
+    close_fd(&u->tun_eth); /* (where no thread could close them) */
     close_fd(&u->tun_sb);
+    if (u->pasta_running) {
+        u->pasta_ended = p->reaped || pu_wait_until(p, pu_deadline_after_ms(PU_KILL_GRACE_MS));
+        u->pasta_running = false;
+        if (!u->pasta_ended)
+            left++;
+    }
+    close_fd(&u->pasta.pidfd);
     close_fd(&u->pasta_ready);
     close_fd(&u->pasta_log);
     if (run->nft_running) {
@@ -639,16 +657,12 @@ unsigned lxnu_teardown(struct lxn_run *run) {
     }
     /* The witness: the router's links are unlisted (pasta's tap goes with
      * pasta's last fd, which the kernel closes before its parent can reap
-     * it; ours with our fd). Bounded. */
+     * it; ours with the detached close). SIOCGIFINDEX on the router's
+     * netlink socket: an RCU lookup, not behind the unregistering's lock.
+     * Bounded. */
     if (u->nl_router >= 0) {
-        int still = 0;
-        for (int tries = 0; tries < 100; tries++) {
-            int a = lnl_link_exists(u->nl_router, LXN_ROUTER_SB_IF), b = lnl_link_exists(u->nl_router, LXN_ROUTER_UP_IF);
-            still = (a != 0) + (b != 0);
-            if (!still)
-                break;
-            pu_sleep_ms(2);
-        }
+        int still = !lnl_link_unlisted(u->nl_router, LXN_ROUTER_SB_IF, UNLIST_DEADLINE_MS);
+        still += !lnl_link_unlisted(u->nl_router, LXN_ROUTER_UP_IF, UNLIST_DEADLINE_MS);
         u->left_links = still;
         left += (unsigned)still;
     }

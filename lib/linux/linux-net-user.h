@@ -38,6 +38,10 @@ int lxnu_finish_tap(struct lxn_run *run, int *tap, fy_error **reterr);
 /* Ends the relay, pasta (SIGKILL, reaped) and the router's links, then
  * witnesses that they are gone; the number of objects left. Sets
  * run->report (the result's "network" record). */
+/* Starts the removal as cleanup begins (pasta killed, the relay thread
+ * ended, the tuns closed on a detached thread); lxnu_teardown then
+ * witnesses. Idempotent. */
+void lxnu_teardown_begin(struct lxn_run *run);
 unsigned lxnu_teardown(struct lxn_run *run);
 /* The pid of the attempt's pasta (for the state record), or 0. */
 pid_t lxnu_uplink_pid(const struct lxn_run *run);

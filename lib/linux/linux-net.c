@@ -1163,6 +1163,8 @@ void lxn_teardown_begin(struct lxn_run *run) {
     if (run->begin_pending)
         return; /* (a start that did not get as far: lxn_teardown does it all) */
     lxp_kill(&run->dns); /* (a deferred stub's wait ended first: no start after this) */
+    if (run->user)
+        lxnu_teardown_begin(run);
     if (run->uplink_if[0] && run->uplink_fd >= 0 && !run->del_started) {
         int s = nl_open(run->uplink_fd);
         if (s >= 0 && lnl_link_del_detached(s, run->uplink_if, -1) == 0)

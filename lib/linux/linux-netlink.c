@@ -366,21 +366,19 @@ struct del_args { int s, also; char name[IFNAMSIZ]; };
 
 static void *del_main(void *p) {
     struct del_args *a = p;
-    (void)lnl_link_del(a->s, a->name);
-    close(a->s);
+    if (a->name[0])
+        (void)lnl_link_del(a->s, a->name);
+    if (a->s >= 0)
+        close(a->s);
     if (a->also >= 0)
         close(a->also);
     free(a);
     return NULL;
 }
 
-int lnl_link_del_detached(int s, const char *name, int also_close) {
-    struct del_args *a = calloc(1, sizeof(*a));
-    if (!a)
-        return -1;
-    a->s = s;
-    a->also = also_close;
-    snprintf(a->name, sizeof(a->name), "%s", name);
+/* del_main on a detached thread that blocks every signal: 0, or -1 (a
+ * not freed: the caller's). */
+static int start_detached(struct del_args *a) {
     pthread_attr_t at;
     pthread_t t;
     sigset_t all, old;
@@ -394,7 +392,30 @@ int lnl_link_del_detached(int s, const char *name, int also_close) {
     int e = pthread_create(&t, &at, del_main, a);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&at);
-    if (e) {
+    return e ? -1 : 0;
+}
+
+int lnl_link_del_detached(int s, const char *name, int also_close) {
+    struct del_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -1;
+    a->s = s;
+    a->also = also_close;
+    snprintf(a->name, sizeof(a->name), "%s", name);
+    if (start_detached(a) < 0) {
+        free(a);
+        return -1;
+    }
+    return 0;
+}
+
+int lnl_close_detached(int a_fd, int b_fd) {
+    struct del_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -1;
+    a->s = a_fd;
+    a->also = b_fd; /* (no name: nothing deleted, both only closed) */
+    if (start_detached(a) < 0) {
         free(a);
         return -1;
     }

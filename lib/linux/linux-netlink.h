@@ -30,9 +30,14 @@ int lnl_link_del(int s, const char *name);
  * at once and returns only after its RCU grace periods (tens of ms), which
  * nobody then waits for. */
 int lnl_link_del_detached(int s, const char *name, int also_close);
+/* Closes two fds (-1: none) on a detached thread, for descriptors whose
+ * close is a device's synchronous unregistering (a tun's or tap's last
+ * fd: RCU grace periods, tens of ms); its witness is lnl_link_unlisted.
+ * 0, or -1 when no thread could be made (both still the caller's). */
+int lnl_close_detached(int a, int b);
 /* Whether the link name is gone within ms, looked up by SIOCGIFINDEX on q
- * (any socket of the link's namespace: an RCU lookup, not behind the
- * deletion's lock) every 0.1 ms. */
+ * (any socket of the link's namespace, a netlink one too: an RCU lookup,
+ * not behind the deletion's lock) every 0.1 ms. */
 bool lnl_link_unlisted(int q, const char *name, int ms);
 /* 1 when the link exists, 0 when it does not. */
 int lnl_link_exists(int s, const char *name);
