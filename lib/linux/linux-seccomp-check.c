@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <linux/audit.h>
@@ -185,6 +186,11 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
     static const uint64_t families_extra[] = {
         (1ULL << 32) | AF_INET, 0xffffffffffffffffULL, 0x80000000ULL, 0xffffffffULL, 1000,
     };
+    static const uint64_t send_flags[] = {
+        0, MSG_FASTOPEN, MSG_FASTOPEN | MSG_NOSIGNAL, MSG_NOSIGNAL, MSG_DONTWAIT | MSG_MORE,
+        (1ULL << 32) | MSG_FASTOPEN, 1ULL << 32, 0xffffffffffffffffULL, 0xffffffffULL & ~(uint64_t)MSG_FASTOPEN,
+        0xffffffff00000000ULL,
+    };
     static const uint64_t clone_flags[] = {
         0, CLONE_NEWUSER, CLONE_NEWUTS, CLONE_NEWUSER | CLONE_NEWNS, SIGCHLD,
         CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM,
@@ -207,6 +213,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
         case K_PERSONALITY: vals = personas; n = FY_ARRAY_SIZE(personas); break;
         case K_SOCKET: vals = families_extra; n = FY_ARRAY_SIZE(families_extra); break;
         case K_NEWUSER: vals = clone_flags; n = FY_ARRAY_SIZE(clone_flags); argi = e->flags_arg; break;
+        case K_SEND: vals = send_flags; n = FY_ARRAY_SIZE(send_flags); argi = e->flags_arg; break;
         default: break;
         }
         for (size_t j = 0; j < n; j++) {
@@ -222,6 +229,21 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
                 if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
                     return r;
             }
+            /* The protocol rule: every family class with MPTCP and its neighbours. */
+            static const uint64_t fams[] = { AF_INET, AF_INET6, AF_UNIX, AF_NETLINK, AF_PACKET,
+                                             (1ULL << 32) | AF_INET };
+            static const uint64_t protos[] = { 0, IPPROTO_TCP, SC_IPPROTO_MPTCP, SC_IPPROTO_MPTCP + 1,
+                                               SC_IPPROTO_MPTCP - 1, (1ULL << 32) | SC_IPPROTO_MPTCP,
+                                               0xffffffff00000000ULL | SC_IPPROTO_MPTCP, 1ULL << 32,
+                                               0xffffffffffffffffULL };
+            for (size_t fi = 0; fi < FY_ARRAY_SIZE(fams); fi++)
+                for (size_t pi = 0; pi < FY_ARRAY_SIZE(protos); pi++) {
+                    memset(args, 0, sizeof(args));
+                    args[0] = fams[fi];
+                    args[2] = protos[pi];
+                    if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+                        return r;
+                }
         }
     }
     /* Calls outside the known table: made up, and the legacy ones left out. */

@@ -17,7 +17,7 @@
 
 /* The versions of the profiles of linux-seccomp-profiles.c (its contract says when to bump
  * them). */
-#define FY_SECCOMP_PROFILE_VERSION 1u
+#define FY_SECCOMP_PROFILE_VERSION 2u
 #define FY_SECCOMP_INIT_VERSION 2u
 
 #ifndef CLONE_NEWUSER
@@ -31,6 +31,10 @@
 #endif
 
 #define X32_BIT 0x40000000u
+#define SC_IPPROTO_MPTCP 262u /* (older libc headers lack it) */
+#ifndef MSG_FASTOPEN
+#  define MSG_FASTOPEN 0x20000000
+#endif
 
 enum sc_kind {
     K_ALLOW,       /* ALLOW */
@@ -40,7 +44,10 @@ enum sc_kind {
     K_PTRACE,      /* ERRNO(EPERM) in general-build, ALLOW in networked-test */
     K_IOCTL,       /* VIOLATION for TIOCSTI/TIOCLINUX, else ALLOW */
     K_PERSONALITY, /* ALLOW for the three safe personas, else ERRNO(EPERM) */
-    K_SOCKET,      /* ALLOW for the four families, else ERRNO(EAFNOSUPPORT) */
+    K_SOCKET,      /* ALLOW for the four families, else ERRNO(EAFNOSUPPORT); AF_INET and
+                    * AF_INET6 with IPPROTO_MPTCP: ERRNO(EPROTONOSUPPORT) (version 2) */
+    K_SEND,        /* sendto/sendmsg/sendmmsg: ERRNO(EOPNOTSUPP) with MSG_FASTOPEN in the
+                    * flags (argument flags_arg), else ALLOW (version 2) */
     K_NEWUSER,     /* clone/unshare: ERRNO(EPERM) with CLONE_NEWUSER, else ALLOW */
 };
 
@@ -48,7 +55,8 @@ struct sc_entry {
     const char *name;
     int16_t unified_nr; /* the asm-generic unified number (>= 424), or -1 */
     uint8_t kind;
-    uint8_t flags_arg;  /* K_NEWUSER: which argument holds the clone flags */
+    uint8_t flags_arg;  /* K_NEWUSER: which argument holds the clone flags; K_SEND: the
+                         * message flags */
 };
 
 /* The sizes are spelled out so that FY_ARRAY_SIZE works in every file; the definitions in
@@ -57,7 +65,7 @@ struct sc_entry {
 #define SC_KNOWN_COUNT 365
 #define SC_INIT_ALLOWED_COUNT 15
 
-/* The known table, version 1 (linux-seccomp-profiles.c). */
+/* The known table, version 2 (linux-seccomp-profiles.c). */
 extern const struct sc_entry sc_known[SC_KNOWN_COUNT];
 /* Profile "init", version 2: the calls it allows. */
 extern const char *const sc_init_allowed[SC_INIT_ALLOWED_COUNT];

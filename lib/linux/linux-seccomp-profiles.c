@@ -4,7 +4,7 @@
  * linux-seccomp-check.c holds every compiled program to the contract below.
  *
  * ======================================================================================
- * THE CONTRACT: profiles "general-build" and "networked-test", version 1
+ * THE CONTRACT: profiles "general-build" and "networked-test", version 2
  * ======================================================================================
  * The two profiles differ in one row only (the ptrace class). VIOLATION means
  * SECCOMP_RET_USER_NOTIF when the host has user notification (the supervisor
@@ -51,7 +51,19 @@
  *    namespaces are harmless without capabilities)
  *  socket(family, ...), socketpair(family, ...) with    ERRNO(EAFNO-    ERRNO(EAFNO-
  *    family (the whole register) not one of AF_UNIX,    SUPPORT)        SUPPORT)
- *    AF_INET, AF_INET6, AF_NETLINK; those: ALLOW
+ *    AF_INET, AF_INET6, AF_NETLINK; those: ALLOW but
+ *  socket(family, type, proto), socketpair(family,      ERRNO(EPROTO-   ERRNO(EPROTO-
+ *    type, proto, ...) with family (the whole           NOSUPPORT)      NOSUPPORT)
+ *    register) AF_INET or AF_INET6 and low32(proto)
+ *    == IPPROTO_MPTCP (an MPTCP socket is not a TCP
+ *    one to Landlock: its connect(2) rules would not
+ *    hold; programs fall back to TCP)
+ *  sendto(fd, buf, len, flags, ...), sendmmsg(fd,       ERRNO(EOP-      ERRNO(EOP-
+ *    vec, n, flags), sendmsg(fd, msg, flags) with       NOTSUPP)        NOTSUPP)
+ *    MSG_FASTOPEN set in low32(flags) (TCP Fast Open
+ *    connects inside sendmsg, past Landlock's connect
+ *    hook; the kernel's own answer where TFO is off);
+ *    other flags: ALLOW
  *  ptrace process_vm_readv process_vm_writev            ERRNO(EPERM)    ALLOW
  *    pidfd_getfd (the PTRACE_MODE_ATTACH class)         (test runners, sanitizers, debuggers)
  *  every other call of the known table                  ALLOW           ALLOW
@@ -72,6 +84,10 @@
  * exit_group clock_gettime getpid restart_syscall; everything else, and every
  * foreign architecture, KILL_PROCESS. (Version 1 had no pread64; version 2
  * re-reads the pid namespace's ns_last_pid to count the tasks created.)
+ *
+ * Version 1 had neither the MPTCP nor the MSG_FASTOPEN row: with them, an MPTCP socket
+ * or a Fast Open send reached loopback ports and job members' ports that Landlock's TCP
+ * connect rules refuse (found 2026-12-03 on Linux 6.18, Landlock ABI 7).
  *
  * Changing any row (a name, an action, an argument rule) makes a new version:
  * bump FY_SECCOMP_PROFILE_VERSION and keep the old rows reproducible. Adding
@@ -99,7 +115,7 @@
 #define P(n) { n, -1, K_EPERM, 0 }
 #define U(n, nr, k) { n, nr, k, 0 }
 
-/* The known table, version 1. Order: x86-64 numbers. Do not edit without a new version. */
+/* The known table, version 2. Order: x86-64 numbers. Do not edit without a new version. */
 const struct sc_entry sc_known[] = {
     A("read"), A("write"), A("open"), A("close"), A("stat"), A("fstat"), A("lstat"), A("poll"),
     A("lseek"), A("mmap"), A("mprotect"), A("munmap"), A("brk"), A("rt_sigaction"),
@@ -108,7 +124,8 @@ const struct sc_entry sc_known[] = {
     A("sched_yield"), A("mremap"), A("msync"), A("mincore"), A("madvise"), A("shmget"),
     A("shmat"), A("shmctl"), A("dup"), A("dup2"), A("pause"), A("nanosleep"), A("getitimer"),
     A("alarm"), A("setitimer"), A("getpid"), A("sendfile"), { "socket", -1, K_SOCKET, 0 },
-    A("connect"), A("accept"), A("sendto"), A("recvfrom"), A("sendmsg"), A("recvmsg"),
+    A("connect"), A("accept"), { "sendto", -1, K_SEND, 3 }, A("recvfrom"),
+    { "sendmsg", -1, K_SEND, 2 }, A("recvmsg"),
     A("shutdown"), A("bind"), A("listen"), A("getsockname"), A("getpeername"),
     { "socketpair", -1, K_SOCKET, 0 }, A("setsockopt"), A("getsockopt"),
     { "clone", -1, K_NEWUSER, CLONE_FLAGS_ARG }, A("fork"), A("vfork"), A("execve"), A("exit"),
@@ -168,7 +185,7 @@ const struct sc_entry sc_known[] = {
     A("epoll_create1"), A("dup3"), A("pipe2"), A("inotify_init1"), A("preadv"), A("pwritev"),
     A("rt_tgsigqueueinfo"), P("perf_event_open"), A("recvmmsg"), A("fanotify_init"),
     A("fanotify_mark"), A("prlimit64"), P("name_to_handle_at"), V("open_by_handle_at"),
-    V("clock_adjtime"), A("syncfs"), A("sendmmsg"), P("setns"), A("getcpu"),
+    V("clock_adjtime"), A("syncfs"), { "sendmmsg", -1, K_SEND, 3 }, P("setns"), A("getcpu"),
     { "process_vm_readv", -1, K_PTRACE, 0 }, { "process_vm_writev", -1, K_PTRACE, 0 },
     A("kcmp"), V("finit_module"), A("sched_setattr"), A("sched_getattr"), A("renameat2"),
     A("seccomp"), A("getrandom"), A("memfd_create"), V("kexec_file_load"), P("bpf"),
@@ -261,10 +278,13 @@ uint32_t sc_contract_action(const struct profile_actions *pa, const struct sc_en
         return sc_in_u32(sc_personality_ok, FY_ARRAY_SIZE(sc_personality_ok), (uint32_t)args[0])
                    ? SECCOMP_RET_ALLOW : sc_ret_errno(EPERM);
     case K_SOCKET:
-        return args[0] <= UINT32_MAX &&
-                       sc_in_u32(sc_socket_families_ok, FY_ARRAY_SIZE(sc_socket_families_ok),
-                                 (uint32_t)args[0])
-                   ? SECCOMP_RET_ALLOW : sc_ret_errno(EAFNOSUPPORT);
+        if (args[0] > UINT32_MAX ||
+            !sc_in_u32(sc_socket_families_ok, FY_ARRAY_SIZE(sc_socket_families_ok), (uint32_t)args[0]))
+            return sc_ret_errno(EAFNOSUPPORT);
+        return (args[0] == AF_INET || args[0] == AF_INET6) && (uint32_t)args[2] == SC_IPPROTO_MPTCP
+                   ? sc_ret_errno(EPROTONOSUPPORT) : SECCOMP_RET_ALLOW;
+    case K_SEND:
+        return ((uint32_t)args[e->flags_arg] & MSG_FASTOPEN) ? sc_ret_errno(EOPNOTSUPP) : SECCOMP_RET_ALLOW;
     case K_NEWUSER:
         return (args[e->flags_arg] & CLONE_NEWUSER) ? sc_ret_errno(EPERM) : SECCOMP_RET_ALLOW;
     }

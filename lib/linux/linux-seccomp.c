@@ -24,6 +24,7 @@
  *   (the loader sets no_new_privs itself, the child is single-threaded).
  * - No global state, no output, every fd O_CLOEXEC, nothing ever exits. */
 #include <errno.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +97,22 @@ static int add_entry(struct builder *b, const struct profile_actions *pa, const 
                 return r;
         }
         c = SCMP_A0_64(SCMP_CMP_GT, top);
-        return add_rule(b, SCMP_ACT_ERRNO(EAFNOSUPPORT), e, nr, 1, &c);
+        if ((r = add_rule(b, SCMP_ACT_ERRNO(EAFNOSUPPORT), e, nr, 1, &c)) < 0)
+            return r;
+        /* MPTCP under the two allowed IP families (disjoint from the rules
+         * above: those match only refused families). */
+        static const uint32_t ip[] = { AF_INET, AF_INET6 };
+        for (size_t i = 0; i < FY_ARRAY_SIZE(ip); i++) {
+            struct scmp_arg_cmp two[2] = { SCMP_A0_64(SCMP_CMP_EQ, ip[i]),
+                                           SCMP_A2_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, SC_IPPROTO_MPTCP) };
+            if ((r = add_rule(b, SCMP_ACT_ERRNO(EPROTONOSUPPORT), e, nr, 2, two)) < 0)
+                return r;
+        }
+        return 0;
     }
+    case K_SEND:
+        c = SCMP_CMP64(e->flags_arg, SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN);
+        return add_rule(b, SCMP_ACT_ERRNO(EOPNOTSUPP), e, nr, 1, &c);
     case K_NEWUSER:
         c = SCMP_CMP64(e->flags_arg, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER);
         return add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 1, &c);

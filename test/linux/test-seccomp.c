@@ -12,6 +12,8 @@
  * CHILD_DEADLINE_MS) and every loop here is bounded. */
 #include <check.h>
 #include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -449,6 +451,26 @@ static void body_allowed_and_quiet(void) {
     TRUE(su >= 0);
     int sn = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0 /* NETLINK_ROUTE */);
     TRUE(sn >= 0);
+    /* Version 2: MPTCP sockets (not TCP to Landlock) and TCP Fast Open sends
+     * (connecting past Landlock's connect hook) are refused; plain TCP and
+     * other send flags are not. The Fast Open send is aimed at the loopback
+     * with nothing listening: refused by the filter before anything is sent. */
+    ERR(socket(AF_INET, SOCK_STREAM, 262 /* IPPROTO_MPTCP */), EPROTONOSUPPORT);
+    ERR(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 262), EPROTONOSUPPORT);
+    ERR(syscall(SYS_socket, AF_INET, SOCK_STREAM, (1UL << 32) | 262), EPROTONOSUPPORT);
+    int stcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    TRUE(stcp >= 0);
+    struct sockaddr_in lo = { .sin_family = AF_INET, .sin_port = htons(9), .sin_addr = { htonl(INADDR_LOOPBACK) } };
+    ERR(sendto(stcp, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&lo, sizeof(lo)), EOPNOTSUPP);
+    ERR(syscall(SYS_sendto, stcp, "x", 1, (1UL << 32) | MSG_FASTOPEN | MSG_NOSIGNAL, &lo, sizeof(lo)), EOPNOTSUPP);
+    struct iovec iv = { "x", 1 };
+    struct msghdr mh = { .msg_name = &lo, .msg_namelen = sizeof(lo), .msg_iov = &iv, .msg_iovlen = 1 };
+    ERR(sendmsg(stcp, &mh, MSG_FASTOPEN), EOPNOTSUPP);
+    struct mmsghdr mm = { .msg_hdr = mh };
+    ERR(sendmmsg(stcp, &mm, 1, MSG_FASTOPEN), EOPNOTSUPP);
+    /* (without the flag the same sends reach the kernel: not connected) */
+    ERR(send(stcp, "x", 1, MSG_NOSIGNAL), EPIPE);
+    close(stcp);
 
     /* The ptrace class: EPERM in general-build, allowed in networked-test. */
     pid_t gc = fork();
@@ -643,7 +665,7 @@ START_TEST(test_compile_api) {
         for (int n = 0; n < 2; n++) {
             p = compile(classes[i], n);
             ck_assert_str_eq(p.name, names[i]);
-            ck_assert_uint_eq(p.version, 1);
+            ck_assert_uint_eq(p.version, 2);
             ck_assert(p.notify == (bool)n);
             ck_assert_uint_gt(p.len, 50);
             /* Compact: the kernel converts and JITs it at every sandbox start

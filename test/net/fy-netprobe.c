@@ -253,15 +253,37 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(argv[1], "loopback") == 0) {
+        /* loopback PORT [mptcp|tfo]: a listener of ours on 127.0.0.1:PORT,
+         * reached by a plain TCP connect, an MPTCP socket's, or a TCP Fast
+         * Open send (the last two are not connect(2) to Landlock's TCP
+         * hook): 0 when the listener accepted, 1 when it was refused. */
+        const char *how = argc > 3 ? argv[3] : "tcp";
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2])),
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
-        if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0) {
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
+        if (l >= 0) /* (an earlier probe's connection may still be in TIME_WAIT) */
+            (void)setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0) {
             printf("listen: %s\n", strerror(errno));
             return 2;
         }
-        if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0) {
-            printf("connect: %s\n", strerror(errno));
+        int c = socket(AF_INET, SOCK_STREAM, strcmp(how, "mptcp") == 0 ? 262 /* IPPROTO_MPTCP */ : 0);
+        if (c < 0) {
+            printf("%s socket: %s\n", how, strerror(errno));
+            return 1;
+        }
+        if (strcmp(how, "tfo") == 0) {
+            if (sendto(c, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&a, sizeof(a)) < 0 && errno != EINPROGRESS) {
+                printf("tfo sendto: %s\n", strerror(errno));
+                return 1;
+            }
+        } else if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0) {
+            printf("%s connect: %s\n", how, strerror(errno));
+            return 1;
+        }
+        struct pollfd p = {.fd = l, .events = POLLIN};
+        if (poll(&p, 1, 1000) != 1 || accept(l, NULL, NULL) < 0) {
+            printf("%s: the listener accepted nothing\n", how);
             return 1;
         }
         return 0;

@@ -47,7 +47,9 @@ run() {
 }
 
 # 1. One sandbox, every probe: the allowed tuples answer, nothing else does.
-net_probes "$TMP/probe/probes.sh" 't router-itself tcp 100.64.0.1 8080' 't router6-itself tcp fd66:7973::1 8080' 't loopback-allowed loopback 8080' 't loopback-landlock loopback 7070'
+net_probes "$TMP/probe/probes.sh" 't router-itself tcp 100.64.0.1 8080' 't router6-itself tcp fd66:7973::1 8080' 't loopback-allowed loopback 8080' 't loopback-landlock loopback 7070' \
+    't loopback-landlock-mptcp loopback 7070 mptcp' 't loopback-landlock-tfo loopback 7070 tfo' \
+    't loopback-allowed-tfo-refused loopback 8080 tfo'
 # (198.51.100.2:9090 is allowed so that Landlock, which only knows ports,
 # lets TCP to port 9090 through: the router alone must stop the others.)
 run --allow 198.51.100.1:8080 --allow 198.51.100.1:9090/udp --allow '[2001:db8::1]:8080' \
@@ -60,7 +62,7 @@ while read -r name res; do
     *) [ "$res" = 1 ] && ok "$name blocked" || bad "$name: expected blocked, got rc $res";;
     esac
 done <"$TMP/out"
-[ "$(wc -l <"$TMP/out")" = 17 ] || bad "expected 17 probe results, got $(wc -l <"$TMP/out")"
+[ "$(wc -l <"$TMP/out")" = 20 ] || bad "expected 20 probe results, got $(wc -l <"$TMP/out")"
 nothing_left "probe sandbox"
 
 # 1b. The host's loopback stays out of reach (a listener of this test on
