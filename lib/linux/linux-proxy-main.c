@@ -124,7 +124,8 @@ static void conn_close(struct proxy *px, struct conn *c) {
 
 /* A refusal (or a gateway error): the answer goes out, then the connection closes. */
 static void answer(struct proxy *px, struct conn *c, int status, const char *reason) {
-    const char *text = status == 403 ? "Forbidden" : status == 411 ? "Length Required"
+    const char *text = status == 403 ? "Forbidden" : status == 405 ? "Method Not Allowed"
+                     : status == 411 ? "Length Required"
                      : status == 414 ? "URI Too Long" : status == 431 ? "Request Header Fields Too Large"
                      : status == 502 ? "Bad Gateway" : status == 503 ? "Service Unavailable"
                      : status == 504 ? "Gateway Timeout" : status == 505 ? "HTTP Version Not Supported"

@@ -177,6 +177,14 @@ static int parse_request_line(const char *buf, size_t end, struct lxp_req *rq, c
     int r = parse_authority(auth, alen, false, 80, rq, why);
     if (r < 0)
         return r;
+    /* TRACE (and IIS's TRACK) echo the request, headers included, back to
+     * the client: with a credential the proxy injected for the
+     * destination, that would hand it to the workload. (Refused once the
+     * destination is known, so that the audit names it.) */
+    if (strcmp(rq->method, "TRACE") == 0 || strcmp(rq->method, "TRACK") == 0) {
+        *why = "TRACE and TRACK echo the request's headers (an injected credential too)";
+        return -405;
+    }
     rq->path_off = (size_t)(auth + alen - buf);
     rq->path_len = rest - alen;
     rq->path_root = rq->path_len == 0 || auth[alen] == '?';

@@ -69,6 +69,7 @@ echo "other-name: \$(curl -sS -m 10 -o /dev/null -w '%{http_code}' http://other.
 echo "tunnel: \$(curl -sS -m 10 -p http://mirror.test:$P1/t 2>&1)"
 echo "tunnel2: \$(curl -sS -m 10 -p -o /dev/null -w '%{http_code}' http://127.0.0.1:$P2/never 2>&1; echo " rc=\$?")"
 echo "own-auth: \$(curl -sS -m 10 -H 'Authorization: Bearer from-the-workload' http://mirror.test:$P1/own 2>&1)"
+echo "trace: \$(curl -sS -m 10 -X TRACE -o /dev/null -w '%{http_code}' http://mirror.test:$P1/trace 2>&1)"
 echo "big: \$(curl -sS -m 60 -o /dev/null -w '%{size_download}' http://mirror.test:$P1/big 2>&1)"
 echo "big-tunnel: \$(curl -sS -m 60 -p -o /dev/null -w '%{size_download}' http://mirror.test:$P1/big 2>&1)"
 echo "direct: \$(curl -sS -m 5 --noproxy '*' http://127.0.0.1:$P1/direct 2>&1 | head -c 200; echo " rc=\$?")"
@@ -115,6 +116,9 @@ grep -c "^GET /" "$TMP/log/$P1.log" | grep -qx 5 && ok "the allowed destination 
 grep -q "from-the-workload" "$TMP/log/$P1.log" && bad "the workload's own Authorization went through" \
     || ok "the workload's own header of the credential's name is replaced"
 grep -qi "proxy-\|^Via" "$TMP/log/$P1.log" && bad "proxy headers reached the destination" || ok "no proxy header upstream"
+grep -q "^trace: 405" "$TMP/w1.out" && ! grep -q "^TRACE" "$TMP/log/$P1.log" &&
+    ok "TRACE is refused (405) before the destination, which could echo an injected credential" ||
+    bad "TRACE: $(grep '^trace' "$TMP/w1.out")"
 ! grep -q "Authorization" "$TMP/log/$P3.log" && ok "no credential to the other destination" || bad "credential leaked to $P3"
 grep -q "$TOKEN" "$TMP/w1.out" && bad "the credential is visible inside the sandbox" \
     || ok "the credential is nowhere in the sandbox (environment, /proc, files: $(wc -c <"$TMP/w1.out") bytes)"
@@ -135,7 +139,8 @@ assert len(find(method="CONNECT", host="mirror.test", port=p1, decision="allowed
 assert max(q["bytes_down"] for q in reqs) > 8 << 20, reqs
 assert len(find(method="CONNECT", host="127.0.0.1", port=p2, decision="refused", status=403)) == 1
 assert all(q["bytes_down"] > 0 for q in find(decision="allowed")), reqs
-assert len(reqs) == 9 and net["requests_dropped"] == 0, reqs
+assert len(find(method="TRACE", host="mirror.test", port=p1, decision="refused", status=405)) == 1, reqs
+assert len(reqs) == 10 and net["requests_dropped"] == 0, reqs
 assert net["proxy"]["ended"] is True
 assert net["proxy"]["end"] == "killed at cleanup", net["proxy"]  # it never died under its own filter
 conf = net["proxy"]["confinement"]
