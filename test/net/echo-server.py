@@ -36,6 +36,8 @@ def serve_tcp(s):
 def serve_udp(s):
     while True:
         d, a = s.recvfrom(100)
+        if d.startswith(b"mark:"):  # (a test's marked datagram: logged with its source)
+            print("udp", s.getsockname()[0], d.decode(errors="replace"), "from", a[0], flush=True)
         s.sendto(b"echo:" + d, a)
 
 ready, seconds = sys.argv[1], float(sys.argv[2])

@@ -144,8 +144,9 @@ nothing_left "rewired sandbox"
 # 2b. Even with full control of its own network namespace (this test,
 #     root, plays a workload that gained CAP_NET_ADMIN there), it reaches
 #     nothing more: first with addresses of the fake internet on eth0 and
-#     routes straight at it (the allowed tuple still works, nothing else
-#     does), then with a spoofed source address (nothing at all goes).
+#     routes straight at it (more specific than the on-link ones those
+#     addresses make: /25 and /65; the allowed tuples still work, nothing
+#     else does), then with a spoofed source address (nothing at all goes).
 cat >"$TMP/probe/owned.sh" <<'IN'
 P=/opt/fyprobe/fy-netprobe
 wait_for() { for _ in $(seq 100); do [ -e /opt/fyprobe/$1 ] && return 0; sleep 0.1; done; echo "no $1"; exit 3; }
@@ -160,7 +161,8 @@ wait_for go2
 "$P" tcp 198.51.100.1 8080 >/dev/null 2>&1; echo "spoofed-allowed $?"
 IN
 rm -f "$TMP/probe/go" "$TMP/probe/go2"
-run --allow 198.51.100.1:8080 --allow 198.51.100.2:9090 -- /bin/sh /opt/fyprobe/owned.sh >"$TMP/out" 2>"$TMP/err" &
+run --allow 198.51.100.1:8080 --allow 198.51.100.2:9090 --allow 198.51.100.2:9090/udp \
+    --allow '[2001:db8::2]:9090/udp' -- /bin/sh /opt/fyprobe/owned.sh >"$TMP/out" 2>"$TMP/err" &
 owner=$!
 wl=
 for _ in $(seq 100); do wl=$(pgrep -f "^/bin/sh /opt/fyprobe/owned.sh" | head -1); [ -n "$wl" ] && break; sleep 0.1; done
@@ -170,14 +172,29 @@ if [ -n "$wl" ]; then
         ip addr add 198.51.100.77/24 dev eth0
         ip -6 addr add 2001:db8::77/64 dev eth0 nodad
         ip route add 198.51.100.0/25 via 100.64.0.1 dev eth0
-        ip -6 route add 2001:db8::/64 via fd66:7973::1 dev eth0' 2>>"$TMP/nsenter.err"
+        ip -6 route add 2001:db8::/65 via fd66:7973::1 dev eth0' 2>>"$TMP/nsenter.err"
 fi
 touch "$TMP/probe/go"
 for _ in $(seq 200); do grep -q phase1 "$TMP/out" && break; sleep 0.1; done
 [ -n "$wl" ] && nsenter -t "$wl" -n sh -c '
     ip addr add 100.64.0.9/32 dev eth0
+    ip -6 addr add fd66:7973::9/128 dev eth0 nodad
     ip route replace default via 100.64.0.1 dev eth0 src 100.64.0.9
     ip route replace 198.51.100.0/25 via 100.64.0.1 dev eth0 src 100.64.0.9' 2>>"$TMP/nsenter.err"
+# Datagrams to the allowed UDP tuples, from the sandbox's own addresses
+# (the control: they arrive) and from spoofed ones inside its links (the
+# router's source rules must drop them: a datagram needs no answer to
+# arrive, unlike the TCP probe above). The fake internet logs each marked
+# datagram it gets.
+[ -n "$wl" ] && nsenter -t "$wl" -n python3 -c '
+import socket
+for fam, src, dst in ((socket.AF_INET, "100.64.0.2", "198.51.100.2"), (socket.AF_INET, "100.64.0.9", "198.51.100.2"),
+                      (socket.AF_INET6, "fd66:7973::2", "2001:db8::2"), (socket.AF_INET6, "fd66:7973::9", "2001:db8::2")):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind((src, 0))
+    for _ in range(3):
+        s.sendto(("mark:" + src).encode(), (dst, 9090))
+' 2>>"$TMP/nsenter.err"
 touch "$TMP/probe/go2"
 wait $owner
 if [ -s "$TMP/nsenter.err" ] || [ -z "$wl" ]; then
@@ -188,6 +205,13 @@ elif grep -q "^allowed 0$" "$TMP/out" && grep -q "^tcp-other-port 1$" "$TMP/out"
     ok "a sandbox namespace rewired with full privilege reaches nothing more, and nothing with a spoofed source"
 else
     bad "rewired with privilege"; cat "$TMP/out" "$TMP/err"
+fi
+for _ in $(seq 20); do grep -q "mark:fd66:7973::2 " "$TMP/server.log" && break; sleep 0.1; done
+if grep -q "mark:100.64.0.2 from" "$TMP/server.log" && grep -q "mark:fd66:7973::2 from" "$TMP/server.log" &&
+    ! grep -q "mark:100.64.0.9\|mark:fd66:7973::9" "$TMP/server.log"; then
+    ok "UDP from the sandbox's own addresses arrives; from a spoofed source (IPv4, IPv6) it is dropped"
+else
+    bad "spoofed UDP: $(grep 'mark:' "$TMP/server.log")"
 fi
 nothing_left "privileged rewiring"
 
