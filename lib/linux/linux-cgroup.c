@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "linux-cgroup.h"
@@ -555,6 +556,67 @@ void cg_kill(const struct cg_plan *plan, const struct cg_run *run) {
     (void)plan;
 }
 
+/* Event counters of a cgroup and of every cgroup below it.
+ *
+ * The kernel keeps some events in the cgroup of the task that caused them,
+ * not in the one whose limit was hit: a fork the pids limit refused counts
+ * in the forking task's pids.events (cgroup v1; v2 before Linux 6.12, or
+ * pids.events.local since), an OOM kill in the victim's memory.oom_control
+ * (v1; measured on 6.18: the limited parent reads 0, its child 1) or
+ * memory.events.local (v2). The workload is not always in the attempt's
+ * cgroup itself: runc puts the container in a cgroup of its own below it
+ * (linux-runc.c). So each counter is the sum over the subtree; the attempt
+ * owns everything below its cgroups.
+ *
+ * Per directory: local_file's key when the file exists, else file's
+ * (local then: v1, older v2 kernels). Where file is hierarchical (v2
+ * memory.events before Linux 5.2 has no .local), hier says so and only the
+ * top is read. Bounded: CG_WALK_DEPTH levels, CG_WALK_DIRS directories. A
+ * sum can overcount on a kernel whose v1 counter is hierarchical; callers
+ * use only whether it is nonzero. */
+#define CG_WALK_DEPTH 4
+#define CG_WALK_DIRS 64
+
+struct cg_walk {
+    const char *local_file, *file, *key;
+    bool hier;
+    int budget;
+};
+
+static uint64_t subtree_events(struct cg_walk *w, const char *dir, int depth) {
+    uint64_t sum = 0, v = 0;
+    if (w->budget-- <= 0)
+        return 0;
+    if (w->local_file && read_key(dir, w->local_file, w->key, &v))
+        sum += v;
+    else if (read_key(dir, w->file, w->key, &v)) {
+        sum += v;
+        if (w->hier)
+            return sum; /* it counts its subtree already */
+    }
+    if (depth >= CG_WALK_DEPTH)
+        return sum;
+    DIR *d = opendir(dir);
+    if (!d)
+        return sum;
+    struct dirent *e;
+    while (w->budget > 0 && (e = readdir(d))) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        char sub[4200];
+        if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >= sizeof(sub))
+            continue;
+        sum += subtree_events(w, sub, depth + 1);
+    }
+    closedir(d);
+    return sum;
+}
+
+static uint64_t events_below(const char *dir, const char *local_file, const char *file, const char *key, bool hier) {
+    struct cg_walk w = {local_file, file, key, hier, CG_WALK_DIRS};
+    return subtree_events(&w, dir, 0);
+}
+
 void cg_usage(const struct cg_plan *plan, const struct cg_run *run, struct cg_usage *u) {
     memset(u, 0, sizeof(*u));
     if (run->v2_dir) {
@@ -566,18 +628,18 @@ void cg_usage(const struct cg_plan *plan, const struct cg_run *run, struct cg_us
             u->have_memory = true;
         }
         if (plan->version_memory == 2)
-            read_key(run->v2_dir, "memory.events", "oom_kill", &u->oom_kills);
+            u->oom_kills += events_below(run->v2_dir, "memory.events.local", "memory.events", "oom_kill", true);
         if (plan->version_pids == 2)
-            read_key(run->v2_dir, "pids.events", "max", &u->pids_max_events);
+            u->pids_max_events += events_below(run->v2_dir, "pids.events.local", "pids.events", "max", false);
     }
     const char *mem = run->v1_dir[CG_MEMORY];
     if (mem) {
         if (read_u64(mem, "memory.max_usage_in_bytes", &u->memory_peak))
             u->have_memory = true;
-        read_key(mem, "memory.oom_control", "oom_kill", &u->oom_kills);
+        u->oom_kills += events_below(mem, NULL, "memory.oom_control", "oom_kill", false);
     }
     if (run->v1_dir[CG_PIDS])
-        read_key(run->v1_dir[CG_PIDS], "pids.events", "max", &u->pids_max_events);
+        u->pids_max_events += events_below(run->v1_dir[CG_PIDS], NULL, "pids.events", "max", false);
     /* io: v2 io.stat (rbytes=/wbytes= per device), v1 throttle service bytes. */
     if (run->v2_dir && plan->version_io == 2) {
         char buf[4096];

@@ -383,9 +383,16 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
     r->err_rd = ep[0];
     m.err_wr = ep[1];
 
+    /* --keep: the container stays (stopped) when its command ends, with
+     * its cgroups, until runtime_delete. The kernel counts a refused fork
+     * (pids.events, v1) and an OOM kill (memory.oom_control, v1) in the
+     * container's cgroup below the attempt's, not in the attempt's; without
+     * --keep runc removes that cgroup, with the counts, before we are told
+     * the command ended, and a command that hit the limit and exited at
+     * once read as an ordinary failure. rx_finish reads them first. */
     char *log = util_asprintf("%s/runtime.log", r->bundle);
-    const char *argv[] = {rp->path, "--root", paths[5], "--log", log, "--log-format", "json", "run", "--bundle",
-                          r->bundle, "--no-new-keyring", r->id, NULL};
+    const char *argv[] = {rp->path, "--root", paths[5], "--log", log, "--log-format", "json", "run", "--keep",
+                          "--bundle", r->bundle, "--no-new-keyring", r->id, NULL};
     char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
     m.argv = argv;
     m.envp = envp;

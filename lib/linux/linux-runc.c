@@ -14,7 +14,9 @@
  * One attempt: a bundle directory of its own (config.json from the neutral
  * plan, the generated files, rootfs/ and scratch/ mount points, runc's
  * --root state directory), the attempt's cgroups made by the library (the
- * limits are written there, so OOM and pids events are ours to read), and
+ * limits are written there; the OOM and pids events the kernel counts in
+ * runc's cgroup below them are read from there too, cg_usage's walk of the
+ * subtree, before `runc delete`: runc runs with --keep), and
  * a middle process that joins those cgroups, makes a private mount
  * namespace, mounts a tmpfs upper and the overlay of the image's verified
  * layers on rootfs/ (nothing reaches the host's mount table), then runs

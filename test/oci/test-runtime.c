@@ -374,6 +374,59 @@ START_TEST(test_memory_limit) {
                   "outcome %d: %s / %s", r.outcome, r.out, r.json);
     assert_clean(&r, cg_before, b_before);
     run_free(&r);
+    /* The victim inside the container, its parent going on: cgroup v1
+     * counts the kill in the victim's cgroup (runc's, below the
+     * attempt's), and the attempt still ends out-of-memory. */
+    const char *inner[] = {"/bin/sh", "-c",
+                           "sh -c 'x=$(yes | head -c 150000000); echo ${#x}'; echo inner=$?; exit 3",
+                           NULL};
+    run(p, inner, 0, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_OUT_OF_MEMORY, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.out, r.json);
+    assert_clean(&r, cg_before, b_before);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* The kernel counts a refused fork in the pids.events of the forking
+ * task's cgroup, which is runc's below the attempt's; both ways the
+ * attempt ends resource-exceeded "pids" like the library's own backends:
+ * a shell that exits at its first refused fork (the count read after the
+ * command ended, before runc's cgroup goes), and one whose child hits the
+ * limit while it goes on sleeping (seen while it runs: ended long before
+ * the sleep would). */
+START_TEST(test_pids_limit) {
+    int cg_before = cgroups_named(), b_before = entries("/run/forgeyard-runtime");
+    fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_PIDS, 20, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_PIDS_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+    const char *quick[] = {"/bin/sh", "-c", "i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i+1)); done; echo survived",
+                           NULL};
+    struct run r;
+    run(p, quick, 0, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.out, r.json);
+    ck_assert_str_eq(fy_result_detail(r.res), "pids");
+    ck_assert_msg(!strstr(r.out, "survived"), "%s", r.out);
+    assert_clean(&r, cg_before, b_before);
+    run_free(&r);
+    const char *lasting[] = {"/bin/sh", "-c", "sh -c 'i=0; while [ $i -lt 100 ]; do sleep 60 & i=$((i+1)); done'; "
+                             "sleep 60; echo slept", NULL};
+    run(p, lasting, 0, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.out, r.json);
+    ck_assert_str_eq(fy_result_detail(r.res), "pids");
+    ck_assert_msg(r.seconds < 30, "took %.1f s: not seen while the command ran", r.seconds);
+    assert_clean(&r, cg_before, b_before);
+    run_free(&r);
+    /* Under the limit: an ordinary exit. */
+    const char *few[] = {"/bin/sh", "-c", "for i in 1 2 3; do sleep 0.1 & done; wait; exit 4", NULL};
+    run(p, few, 0, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_FAILED && r.exit_code == 4, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.json);
+    assert_clean(&r, cg_before, b_before);
+    run_free(&r);
     fy_policy_free(p);
 }
 END_TEST
@@ -481,6 +534,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_run);
     tcase_add_test(tc, test_deadline_cancel);
     tcase_add_test(tc, test_memory_limit);
+    tcase_add_test(tc, test_pids_limit);
     tcase_add_test(tc, test_orphan);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
