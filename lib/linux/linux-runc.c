@@ -521,6 +521,11 @@ static int runc_compile_as(const char *runtime, const struct fy_plan *np, const 
                                     "fresh tmpfs upper, mounted by the library in a private mount namespace; the "
                                     "runtime mounts the declared paths (workspace paths checked for symbolic links "
                                     "at start, resolved again by the runtime)"));
+    /* The plan's cgroup view is made by linux-child.c, not by config.json:
+     * runc mounts no /sys at all (nor a cgroup file system). */
+    json_object_set_new(iso, "cgroup_view",
+                        json_string("none: the runtime mounts no /sys and no cgroup file system in the container "
+                                    "(a cgroup namespace of its own)"));
     json_object_set_new(iso, "capabilities", json_string("none (the OCI process's five capability sets empty)"));
     json_object_set_new(iso, "exit_status", json_string("the runtime's: a signal death of the command reads as "
                                                         "exit status 128+n"));

@@ -266,7 +266,7 @@ START_TEST(test_run) {
     ck_assert_int_eq(listen(ls, 4), 0);
     socklen_t al = sizeof a;
     ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &al), 0);
-    char script[1024];
+    char script[2048];
     snprintf(script, sizeof(script),
              "cat /etc/motd; echo IMG=$IMG ONLY=$ONLY; test -e /fresh && echo upper-not-fresh; "
              "echo x > /fresh && echo wrote-root; "
@@ -275,7 +275,10 @@ START_TEST(test_run) {
              "nc -l -p 5555 > /tmp/got & sleep 0.3; echo ping | nc -w 1 127.0.0.1 5555 && echo lo-ok; "
              "ls /sys/class/net 2>/dev/null; cat /proc/net/dev | grep -c : ; "
              "grep -q CapEff:.0000000000000000 /proc/self/status && echo no-caps; "
-             "grep -q 'NoNewPrivs:.1' /proc/self/status && echo nnp; exit 7",
+             "grep -q 'NoNewPrivs:.1' /proc/self/status && echo nnp; "
+             /* the cgroup view, checked against the evidence's claim */
+             "if grep -qE ' - cgroup2? ' /proc/self/mountinfo; then echo cgview=mounted; else echo cgview=none; fi; "
+             "if test -d /sys/fs/cgroup; then echo cgdir=yes; else echo cgdir=no; fi; exit 7",
              (unsigned)ntohs(a.sin_port));
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
@@ -300,6 +303,17 @@ START_TEST(test_run) {
     json_t *j = json_loads(r.json, 0, NULL);
     json_t *rt = json_object_get(json_object_get(j, "isolation"), "runtime");
     ck_assert_str_eq(json_string_value(json_object_get(rt, "name")), "runc");
+    /* The evidence's cgroup view is what the container has. */
+    const char *view = json_string_value(json_object_get(json_object_get(j, "isolation"), "cgroup_view"));
+    ck_assert_ptr_nonnull(view);
+    if (strncmp(view, "none", 4) == 0) {
+        ASSERT_OUT(&r, "cgview=none");
+        ASSERT_OUT(&r, "cgdir=no");
+    } else {
+        ck_assert_msg(strstr(view, "/sys/fs/cgroup"), "%s", view);
+        ASSERT_OUT(&r, "cgview=mounted");
+        ASSERT_OUT(&r, "cgdir=yes");
+    }
     fy_caps *caps = NULL;
     ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM, &caps, NULL), 0);
     if (caps_fact(caps, "linux.runc_issues"))
