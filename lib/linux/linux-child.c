@@ -497,6 +497,7 @@ static void build_filesystem(const struct child_args *a, int ws) {
     }
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, pl->tmpfs_root_opts) < 0)
         die(sfd, FY_STEP_MOUNT, errno);
+    bool nl_mounted = nl != 0; /* the root an overlay on the staging tmpfs */
     if (nl) {
         if ((!pl->overlay_disk && (mkdir("/tmp/.upper", 0755) < 0 || mkdir("/tmp/.work", 0700) < 0)) ||
             mkdir("/tmp/.root", 0755) < 0)
@@ -517,6 +518,17 @@ static void build_filesystem(const struct child_args *a, int ws) {
     delay_in(pl, FY_STAGE_FILESYSTEM);
     FAULT(a, FY_STEP_PIVOT_ROOT);
     if (syscall(SYS_pivot_root, ".", ".oldroot") < 0 || chdir("/") < 0)
+        die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    /* The container level: the overlay (mounted on the staging tmpfs) is
+     * the root now, but the staging tmpfs itself is still mounted on the
+     * old root's /tmp, where it covers the host's /tmp: a bind source or
+     * the source directory under /tmp would not be found (ENOENT). It goes
+     * before any host path is resolved; the overlay keeps its own private
+     * clone of the upper's mount (overlayfs takes one at mount time), so
+     * the upper lives on, reachable by nothing else. What the old root
+     * then shows is the host's own tree, read only through the plan's ops
+     * and detached below, as without an image. */
+    if (nl_mounted && umount2("/.oldroot/tmp", MNT_DETACH) < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
     int oldroot = open("/.oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (oldroot < 0)

@@ -236,6 +236,84 @@ START_TEST(test_disk_upper) {
 }
 END_TEST
 
+/* Host paths under /tmp reach the container: the source directory and
+ * binds (the staging tmpfs of the overlay root used to cover the host's
+ * /tmp, and they failed with ENOENT), with the upper in the tmpfs and on
+ * disk. Read-only stays read-only (EROFS, nothing written on the host), a
+ * writable bind writes through, and nothing else of the host's /tmp is
+ * visible (the scratch directory's other files, the container's /tmp its
+ * own). */
+START_TEST(test_host_paths_under_tmp) {
+    char src[600], ro[600], rw[600], secret[600], path[700];
+    snprintf(src, sizeof(src), "%s/src", scratch);
+    snprintf(ro, sizeof(ro), "%s/ro", scratch);
+    snprintf(rw, sizeof(rw), "%s/rw", scratch);
+    snprintf(secret, sizeof(secret), "%s/host-secret", scratch);
+    ck_assert_int_eq(mkdir(src, 0755), 0);
+    ck_assert_int_eq(mkdir(ro, 0755), 0);
+    ck_assert_int_eq(mkdir(rw, 0777), 0);
+    ck_assert_int_eq(chmod(rw, 0777), 0);
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/main.c", src);
+    ck_assert_ptr_nonnull(f = fopen(path, "w"));
+    fputs("int main(void) { return 0; }\n", f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/data", ro);
+    ck_assert_ptr_nonnull(f = fopen(path, "w"));
+    fputs("ro-data\n", f);
+    fclose(f);
+    ck_assert_ptr_nonnull(f = fopen(secret, "w"));
+    fputs("not for the sandbox\n", f);
+    fclose(f);
+    char script[2048];
+    snprintf(script, sizeof(script),
+             "ls /work/source; touch /work/source/new 2>&1 | grep -q 'Read-only file system' && echo src-erofs; "
+             "cat /opt/ro/data; echo x 2>&1 > /opt/ro/new | grep -q 'Read-only file system' && echo ro-erofs; "
+             "echo from-sandbox > /opt/rw/out && echo rw-wrote; "
+             "test -e '%s' && echo SECRET-VISIBLE; test -e '%s' && echo SCRATCH-VISIBLE; "
+             "test -z \"$(ls -A /tmp)\" && echo tmp-own; exit 0",
+             secret, scratch);
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    for (int disk = 0; disk < 2; disk++) {
+        fy_policy *p = policy(FY_PROFILE_RELEASE);
+        if (disk)
+            policy_test_overlay_disk(p);
+        fy_error *e = NULL;
+        ck_assert_msg(fy_policy_set_source(p, src, 0, &e) == 0, "%s", fy_error_message(e));
+        ck_assert_msg(fy_policy_add_bind(p, ro, "/opt/ro", FY_BIND_READ_ONLY, &e) == 0, "%s", fy_error_message(e));
+        ck_assert_msg(fy_policy_add_bind(p, rw, "/opt/rw", FY_BIND_WRITABLE, &e) == 0, "%s", fy_error_message(e));
+        struct run r;
+        run(p, argv, &r);
+        ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "upper %s: outcome %d: %s / %s", disk ? "on disk" : "tmpfs",
+                      r.outcome, r.out, r.json);
+        ASSERT_OUT(&r, "main.c");
+        ASSERT_OUT(&r, "src-erofs");
+        ASSERT_OUT(&r, "ro-data");
+        ASSERT_OUT(&r, "ro-erofs");
+        ASSERT_OUT(&r, "rw-wrote");
+        ASSERT_OUT(&r, "tmp-own");
+        ck_assert_msg(!strstr(r.out, "VISIBLE"), "%s", r.out);
+        for (uint32_t what = FY_LEFT_PROCESSES; what <= FY_LEFT_FILES; what++) {
+            uint64_t left = 99;
+            ck_assert_int_eq(fy_result_cleanup(r.res, what, &left), 0);
+            ck_assert_uint_eq(left, 0);
+        }
+        run_free(&r);
+        fy_policy_free(p);
+        /* Seen from the host: only the writable bind was written. */
+        snprintf(path, sizeof(path), "%s/new", src);
+        ck_assert_int_ne(access(path, F_OK), 0);
+        snprintf(path, sizeof(path), "%s/new", ro);
+        ck_assert_int_ne(access(path, F_OK), 0);
+        snprintf(path, sizeof(path), "%s/out", rw);
+        char *got = slurp(path);
+        ck_assert_str_eq(got, "from-sandbox\n");
+        free(got);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+}
+END_TEST
+
 /* An image's root user is the sandbox's mapped root, never the host's. */
 START_TEST(test_root_is_mapped) {
     fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
@@ -478,6 +556,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_run);
     tcase_add_test(tc, test_root_is_mapped);
     tcase_add_test(tc, test_disk_upper);
+    tcase_add_test(tc, test_host_paths_under_tmp);
     tcase_add_test(tc, test_attacks);
     tcase_add_test(tc, test_overlay_probed);
     tcase_add_test(tc, test_gc_keeps_held); /* last: it empties the cache */
