@@ -319,23 +319,44 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "icmp") == 0) {
         int proto = fam == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6;
         int s = socket(fam, SOCK_DGRAM, proto);
-        if (s < 0)
+        bool raw = s < 0;
+        if (raw)
             s = socket(fam, SOCK_RAW, proto);
         if (s < 0) {
             printf("icmp socket: %s\n", strerror(errno));
             return 1;
         }
-        unsigned char pkt[16] = {fam == AF_INET ? ICMP_ECHO : 128, 0};
+        unsigned char pkt[16] = {fam == AF_INET ? ICMP_ECHO : 128, 0, 0, 0, 0x66, 0x79, 0, 1};
+        if (fam == AF_INET) { /* (a raw socket sends our checksum; ICMPv6's the kernel computes) */
+            uint32_t sum = 0;
+            for (size_t i = 0; i < sizeof(pkt); i += 2)
+                sum += (uint32_t)(pkt[i] << 8 | pkt[i + 1]);
+            while (sum >> 16)
+                sum = (sum & 0xffff) + (sum >> 16);
+            pkt[2] = (unsigned char)(~sum >> 8);
+            pkt[3] = (unsigned char)~sum;
+        }
         if (sendto(s, pkt, sizeof(pkt), 0, (struct sockaddr *)&ss, len) < 0) {
             printf("icmp send: %s\n", strerror(errno));
             return 1;
         }
-        if (!wait_in(s, 1500)) {
-            printf("icmp: no reply\n");
-            return 1;
+        /* An echo reply of ours: a raw socket gets every ICMP packet
+         * (neighbour discovery, errors, an IPv4 header first), so only type
+         * 0 / 129 with our identifier counts. */
+        for (int waited = 0; waited < 1500 && wait_in(s, 1500 - waited); waited += 100) {
+            unsigned char in[1500];
+            ssize_t n = recv(s, in, sizeof(in), 0);
+            size_t off = 0;
+            if (n > 0 && fam == AF_INET && (in[0] >> 4) == 4)
+                off = (size_t)(in[0] & 15) * 4;
+            if (n >= (ssize_t)(off + 8) && in[off] == (fam == AF_INET ? 0 : 129) &&
+                (!raw || (in[off + 4] == 0x66 && in[off + 5] == 0x79))) { /* (a ping socket sets its own id) */
+                printf("icmp: reply\n");
+                return 0;
+            }
         }
-        printf("icmp: reply\n");
-        return 0;
+        printf("icmp: no reply\n");
+        return 1;
     }
     return 2;
 }

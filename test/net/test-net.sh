@@ -172,8 +172,18 @@ if [ -n "$wl" ]; then
         ip addr add 198.51.100.77/24 dev eth0
         ip -6 addr add 2001:db8::77/64 dev eth0 nodad
         ip route add 198.51.100.0/25 via 100.64.0.1 dev eth0
-        ip -6 route add 2001:db8::/65 via fd66:7973::1 dev eth0' 2>>"$TMP/nsenter.err"
+        ip -6 route add 2001:db8::/65 via fd66:7973::1 dev eth0
+        ip -6 route add 2001:db8::1/128 via fd66:7973::1 dev eth0 src fd66:7973::2' 2>>"$TMP/nsenter.err"
 fi
+# ICMP echo with full privilege (raw sockets; the workload itself cannot
+# even make an ICMP socket, so its own icmp probes prove nothing about the
+# router): no destination answers it through the router, not even an
+# allowed address. The same probe from the fake internet's side is answered
+# (the control: the probe and the address work).
+[ -n "$wl" ] && nsenter -t "$wl" -n sh -c "
+    '$TMP/probe/fy-netprobe' icmp 198.51.100.1 >/dev/null 2>&1; echo icmp4 \$?
+    '$TMP/probe/fy-netprobe' icmp 2001:db8::1 >/dev/null 2>&1; echo icmp6 \$?" >"$TMP/icmp.out" 2>>"$TMP/nsenter.err"
+ip netns exec "$NS" "$TMP/probe/fy-netprobe" icmp 198.51.100.1 >/dev/null 2>&1 && echo "control4 0" >>"$TMP/icmp.out"
 touch "$TMP/probe/go"
 for _ in $(seq 200); do grep -q phase1 "$TMP/out" && break; sleep 0.1; done
 [ -n "$wl" ] && nsenter -t "$wl" -n sh -c '
@@ -206,6 +216,9 @@ elif grep -q "^allowed 0$" "$TMP/out" && grep -q "^tcp-other-port 1$" "$TMP/out"
 else
     bad "rewired with privilege"; cat "$TMP/out" "$TMP/err"
 fi
+grep -qx "icmp4 1" "$TMP/icmp.out" && grep -qx "icmp6 1" "$TMP/icmp.out" && grep -qx "control4 0" "$TMP/icmp.out" &&
+    ok "ICMP echo from a fully privileged sandbox namespace is answered by nothing through the router (IPv4, IPv6)" ||
+    bad "privileged ICMP: $(tr '\n' ' ' <"$TMP/icmp.out")"
 for _ in $(seq 20); do grep -q "mark:fd66:7973::2 " "$TMP/server.log" && break; sleep 0.1; done
 if grep -q "mark:100.64.0.2 from" "$TMP/server.log" && grep -q "mark:fd66:7973::2 from" "$TMP/server.log" &&
     ! grep -q "mark:100.64.0.9\|mark:fd66:7973::9" "$TMP/server.log"; then
