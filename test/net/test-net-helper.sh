@@ -262,11 +262,21 @@ want("eth0 in our namespace has the sandbox's address", "100.64.0.2/30" in addrs
 for i in range(4):
     want(f"remove {i}", ask(net_remove(name(i))), ("removed", 0))
 want("remove again", ask(net_remove(name(0))), ("error", 10))
+# A rule covering an address of the helper's own (the host's) namespace:
+# the library refuses it at fy_prepare, and a peer speaking the protocol
+# itself is refused too (malformed, 1), nothing made.
+host = os.environ.get("FY_HOST_ADDR4", "")
+if host:
+    rule = struct.pack("<BBBHH", 4, 32, 6, 22, 22) + socket.inet_aton(host) + bytes(12)
+    req = msg(4, struct.pack("<H", len(name(5))) + name(5) + struct.pack("<H", 1) + rule)
+    want(f"a rule covering the host's {host}", ask(req, [nss[4]]), ("error", 1))
 sys.exit(1 if bad else 0)
 PY
 command -v unshare >/dev/null && command -v ip >/dev/null || bad "unshare or ip missing"
-as_runner unshare -Urn python3 "$TMP/budget.py" "$SOCK" >"$TMP/budget.out" 2>&1 &&
-    ok "the runner's own namespaces: routers made, exists, over budget, removed witnessed" ||
+# (the host's first global IPv4 address, for the own-address refusal)
+host4=$(ip -o -4 addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -1)
+as_runner env FY_HOST_ADDR4="$host4" unshare -Urn python3 "$TMP/budget.py" "$SOCK" >"$TMP/budget.out" 2>&1 &&
+    ok "the runner's own namespaces: routers made, exists, over budget, removed witnessed; a rule covering the host's address ($host4) refused" ||
     { bad "routers through the raw protocol"; cat "$TMP/budget.out"; }
 nothing_left "routers through the raw protocol"
 # 5c. A user namespace nested inside one of the runner's (its owner maps to

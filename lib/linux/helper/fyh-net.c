@@ -23,6 +23,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <ifaddrs.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <linux/netlink.h>
@@ -207,6 +209,45 @@ static bool hits_links(const struct fyh_net_rule *r) {
     return c1 == 0 || (a >> (32 - c1)) == (LINK_BASE >> (32 - c1)) || (a >> (32 - c2)) == (SB_ROUTER4 >> (32 - c2));
 }
 
+/* Whether rule r covers addr (4 or 16 bytes by family fam). */
+static bool rule_covers(const struct fyh_net_rule *r, unsigned fam, const uint8_t *addr) {
+    if (r->family != fam)
+        return false;
+    for (unsigned bit = 0; bit < r->prefix; bit++)
+        if (((r->addr[bit / 8] ^ addr[bit / 8]) >> (7 - bit % 8)) & 1)
+            return false;
+    return true;
+}
+
+/* The first rule that covers an address of the helper's own network
+ * namespace (the host's: a peer's router would forward the sandbox to the
+ * host itself), with the address in as; -1 when none (or the addresses
+ * cannot be listed: then -2). The library refuses such rules at
+ * fy_prepare in the caller's namespace (plan-net.c); a peer speaking the
+ * protocol itself is held to the same here. Loopback addresses are the
+ * sandbox's own loopback from inside, as there. */
+static int covers_own_address(const struct fyh_net_rule *rules, uint32_t nrules, char *as, size_t aslen) {
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) < 0)
+        return -2;
+    int hit = -1;
+    for (struct ifaddrs *i = ifs; i && hit < 0; i = i->ifa_next) {
+        if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) ||
+            (i->ifa_flags & IFF_LOOPBACK))
+            continue;
+        unsigned fam = i->ifa_addr->sa_family == AF_INET ? 4 : 6;
+        const uint8_t *a = fam == 4 ? (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr
+                                    : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
+        for (uint32_t k = 0; k < nrules && hit < 0; k++)
+            if (rule_covers(&rules[k], fam, a)) {
+                hit = (int)k;
+                inet_ntop(fam == 4 ? AF_INET : AF_INET6, a, as, (socklen_t)aslen);
+            }
+    }
+    freeifaddrs(ifs);
+    return hit;
+}
+
 static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -307,6 +348,18 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
                      "fd66:7973::/32)", i);
             return -FYH_E_MALFORMED;
         }
+    char own[INET6_ADDRSTRLEN] = "";
+    int own_rule = covers_own_address(rules, nrules, own, sizeof(own));
+    if (own_rule == -2) {
+        *os_errno = errno;
+        snprintf(why, whylen, "listing the host's addresses: %s", strerror(errno));
+        return -FYH_E_SYSTEM;
+    }
+    if (own_rule >= 0) {
+        snprintf(why, whylen, "rule %d covers %s, an address of the host: the sandbox would reach the host itself",
+                 own_rule, own);
+        return -FYH_E_MALFORMED;
+    }
     /* The table as one nf_tables batch from the validated tuples (the
      * library's root path's, linux-nftnl.c): no nft process per attempt. */
     static struct lnft_tuple tuples[FYH_NET_RULES_MAX];
