@@ -770,7 +770,7 @@ static const char *pc_write(const char *path, mode_t mode, const char *text) {
 }
 
 /* A probe through the saved snapshot: *from 1 when loaded; what it found. */
-static const char *pc_probe(struct pc_state *st, int *from, char *bwrap, char *pasta, char *nft) {
+static const char *pc_probe(struct pc_state *st, int *from, char *bwrap, char *pasta) {
     fy_caps *c = NULL;
     if (fy_probe_snapshot(FY_PROBE_NO_VM, st->cache, &c, NULL) < 0)
         return "fy_probe_snapshot failed";
@@ -778,7 +778,6 @@ static const char *pc_probe(struct pc_state *st, int *from, char *bwrap, char *p
     const char *b = caps_fact(c, "linux.bwrap");
     snprintf(bwrap, 200, "%s", b ? b : "-");
     snprintf(pasta, 300, "%s", fy_caps_reason(c, FY_CAP_PASTA));
-    snprintf(nft, 300, "%s", fy_caps_reason(c, FY_CAP_NFTABLES));
     fy_caps_free(c);
     return NULL;
 }
@@ -787,7 +786,7 @@ static int pc_count(const char *dir) { return count_snapshots(dir); }
 
 static const char *path_cache_body(struct pc_state *st) {
     static char msg[900];
-    char bwrap[200], pasta[300], nft[300], want[200];
+    char bwrap[200], pasta[300], want[200];
     int from = -1;
     const char *e;
     snprintf(st->base, sizeof st->base, "/tmp/fy-pathcache-XXXXXX");
@@ -799,13 +798,13 @@ static const char *path_cache_body(struct pc_state *st) {
     snprintf(st->cache, sizeof st->cache, "%s/cache", st->base);
     if (mkdir(st->a, 0755) < 0 || mkdir(st->b, 0755) < 0 || mkdir(st->c, 0755) < 0 || mkdir(st->cache, 0700) < 0)
         return "mkdir";
-    /* b holds bwrap; a (earlier in PATH) a non-executable nft and a pasta
+    /* b holds bwrap and a non-executable pasta; a (earlier in PATH) a pasta
      * link to c/pasta, which does not exist yet. */
     char path[300], link_target[300];
     snprintf(path, sizeof path, "%s/bwrap", st->b);
     if ((e = pc_write(path, 0755, "#!/bin/sh\nexit 0\n")))
         return e;
-    snprintf(path, sizeof path, "%s/nft", st->a);
+    snprintf(path, sizeof path, "%s/pasta", st->b);
     if ((e = pc_write(path, 0644, "#!/bin/sh\nexit 0\n")))
         return e;
     snprintf(path, sizeof path, "%s/pasta", st->a);
@@ -818,7 +817,7 @@ static const char *path_cache_body(struct pc_state *st) {
     setenv("PATH", newpath, 1);
     /* Just changed: nothing is saved (a change in the same clock tick
      * would not show in the timestamps). */
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 0 || pc_count(st->cache) != 0)
         return "a snapshot was saved while its search directories had just changed";
@@ -828,21 +827,21 @@ static const char *path_cache_body(struct pc_state *st) {
         return msg;
     }
     sleep(3); /* past the window */
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 0 || pc_count(st->cache) != 1)
         return "the first probe after the window was not saved";
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 1)
         return "the saved probe was not loaded";
-    if (strcmp(bwrap, want) != 0 || strstr(pasta, st->a) || strstr(nft, st->a))
+    if (strcmp(bwrap, want) != 0 || strstr(pasta, st->a) || strstr(pasta, st->b))
         return "the loaded probe differs";
     /* 1. A program added earlier in PATH. */
     snprintf(path, sizeof path, "%s/bwrap", st->a);
     if ((e = pc_write(path, 0755, "#!/bin/sh\nexit 0\n")))
         return e;
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 0 || strcmp(bwrap, path) != 0) {
         snprintf(msg, sizeof msg, "a bwrap added earlier in PATH was not noticed (from %d, %s)", from, bwrap);
@@ -851,7 +850,7 @@ static const char *path_cache_body(struct pc_state *st) {
     if (unlink(path) < 0)
         return "unlink";
     sleep(3);
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)) || (e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)) || (e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 1 || strcmp(bwrap, want) != 0)
         return "not loaded again once a's bwrap was gone";
@@ -860,35 +859,35 @@ static const char *path_cache_body(struct pc_state *st) {
     int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0 || write(fd, "# changed\n", 10) != 10 || close(fd) < 0)
         return "rewriting b/bwrap";
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 0)
         return "a program rewritten in place was not noticed";
     sleep(3);
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)) || (e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)) || (e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 1)
         return "not loaded again after the rewrite";
-    /* 3. The non-executable nft earlier in PATH made executable (its
-     * directory unchanged). */
-    snprintf(path, sizeof path, "%s/nft", st->a);
+    /* 3. The non-executable pasta in b made executable (its directory
+     * unchanged; a's pasta is still a dangling link). */
+    snprintf(path, sizeof path, "%s/pasta", st->b);
     if (chmod(path, 0755) < 0)
-        return "chmod nft";
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+        return "chmod pasta";
+    if ((e = pc_probe(st, &from, bwrap, pasta)))
         return e;
-    if (from != 0 || !strstr(nft, path)) {
-        snprintf(msg, sizeof msg, "nft made executable was not noticed (from %d): %s", from, nft);
+    if (from != 0 || !strstr(pasta, path)) {
+        snprintf(msg, sizeof msg, "pasta made executable was not noticed (from %d): %s", from, pasta);
         return msg;
     }
     sleep(3);
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)) || (e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)) || (e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 1)
         return "not loaded again after the chmod";
     /* 4. The dangling link's target appears (in a directory not in PATH). */
     if ((e = pc_write(link_target, 0755, "#!/bin/sh\nexit 0\n")))
         return e;
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     snprintf(path, sizeof path, "%s/pasta", st->a);
     if (from != 0 || !strstr(pasta, path)) {
@@ -897,7 +896,7 @@ static const char *path_cache_body(struct pc_state *st) {
     }
     /* 5. The verify lines themselves: one changed by a byte is refused. */
     sleep(3);
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)) || (e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)) || (e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 1)
         return "not loaded again after the link";
@@ -928,7 +927,7 @@ static const char *path_cache_body(struct pc_state *st) {
         closedir(d);
     if (!edited)
         return "no verify line for bwrap in the saved file";
-    if ((e = pc_probe(st, &from, bwrap, pasta, nft)))
+    if ((e = pc_probe(st, &from, bwrap, pasta)))
         return e;
     if (from != 0)
         return "a saved file whose verify line does not hold was loaded";
