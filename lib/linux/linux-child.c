@@ -40,6 +40,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -215,11 +217,203 @@ static int create_file(const char *dst, const void *content, size_t len, mode_t 
 
 /* ---- filesystem ---- */
 
+int lx_test_no_mount_api;
+
 static bool have_mount_api = true;
+
+#ifndef ST_VALID
+#  define ST_VALID 0x0020 /* statfs's f_flags is filled (Linux 2.6.36) */
+#endif
+
+/* The flags a mount already has, as mount(2) flags, read on an O_PATH fd
+ * of its root. A bind remount sets every per-mount flag at once: these must
+ * be passed again, because in a user namespace the kernel locks the ones a
+ * more privileged namespace set (any change: EPERM), and elsewhere leaving
+ * one out would loosen the host's mount (a read-only or noexec submount
+ * made writable or executable). Neither noatime nor relatime: strictatime,
+ * said explicitly (a kernel may otherwise default to relatime). */
+static int mount_flags_of(int fd, unsigned long *ret) {
+    struct statfs sf; /* _FILE_OFFSET_BITS=64: the kernel's statfs64 where that differs */
+#ifdef SYS_fstatfs64
+    if (syscall(SYS_fstatfs64, fd, sizeof(sf), &sf) < 0)
+#else
+    if (syscall(SYS_fstatfs, fd, &sf) < 0)
+#endif
+        return -errno;
+    unsigned long f = (unsigned long)sf.f_flags, m = 0;
+    if (!(f & ST_VALID))
+        return -ENOSYS;
+    static const struct {
+        unsigned long st, ms;
+    } map[] = {{ST_RDONLY, MS_RDONLY},   {ST_NOSUID, MS_NOSUID},       {ST_NODEV, MS_NODEV},
+               {ST_NOEXEC, MS_NOEXEC},   {ST_NOATIME, MS_NOATIME},     {ST_NODIRATIME, MS_NODIRATIME},
+               {ST_RELATIME, MS_RELATIME}};
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (f & map[i].st)
+            m |= map[i].ms;
+    if (!(m & (MS_NOATIME | MS_RELATIME)))
+        m |= MS_STRICTATIME;
+    *ret = m;
+    return 0;
+}
+
+/* The mount table read a byte at a time through a fixed buffer (no
+ * allocation, no stdio): /proc/self/mountinfo of the old root's proc, which
+ * lists this process's mount namespace with paths as seen from its root
+ * (the new one: the process has pivoted). */
+struct mountinfo {
+    int fd;
+    size_t pos, len;
+    char buf[4096];
+};
+
+/* A byte, -1 at the end, -2 on an error (errno). */
+static int mi_getc(struct mountinfo *m) {
+    if (m->pos == m->len) {
+        ssize_t n;
+        do
+            n = read(m->fd, m->buf, sizeof(m->buf));
+        while (n < 0 && errno == EINTR);
+        if (n <= 0)
+            return n < 0 ? -2 : -1;
+        m->pos = 0;
+        m->len = (size_t)n;
+    }
+    return (unsigned char)m->buf[m->pos++];
+}
+
+/* The next line's mount point (the fifth field, its octal escapes such as
+ * \040 decoded) into mp: 1, 0 at the end of the table, -errno. One longer
+ * than mp is cut short (*cut set). A malformed line: -EIO. */
+static int mi_next(struct mountinfo *m, char *mp, size_t size, bool *cut) {
+    size_t field = 0, n = 0;
+    int c;
+    *cut = false;
+    while ((c = mi_getc(m)) >= 0 && c != '\n') {
+        if (c == ' ') {
+            field++;
+            continue;
+        }
+        if (field != 4)
+            continue;
+        if (c == '\\') {
+            int v = 0;
+            for (int i = 0; i < 3; i++) {
+                int d = mi_getc(m);
+                if (d == -2)
+                    return -errno;
+                if (d < '0' || d > '7')
+                    return -EIO;
+                v = v * 8 + (d - '0');
+            }
+            if (v == 0 || v > 0xff)
+                return -EIO;
+            c = v;
+        }
+        if (n + 1 < size)
+            mp[n++] = (char)c;
+        else
+            *cut = true;
+    }
+    if (c == -2)
+        return -errno;
+    if (c == -1 && field == 0 && n == 0)
+        return 0;
+    if (c == -1 || field < 4 || n == 0)
+        return -EIO;
+    mp[n] = '\0';
+    return 1;
+}
+
+/* Where mount point mp is relative to dst: 2 dst itself, 1 strictly below
+ * it, 0 neither. (A cut mount point: its start.) */
+static int mp_relation(const char *mp, const char *dst) {
+    size_t n = slen(dst);
+    while (n > 1 && dst[n - 1] == '/')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (mp[i] != dst[i])
+            return 0;
+    if (mp[n] == '\0')
+        return 2;
+    return (n == 1 || mp[n] == '/') ? 1 : 0;
+}
+
+/* One mount of the bind, by its mount point: opened without following any
+ * symbolic link (ELOOP), then remounted through the fd's magic link with
+ * want plus the flags it already has. */
+static int remount_one(const char *mp, unsigned long want) {
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    int fd = sys_openat2(AT_FDCWD, mp, &how, sizeof(how));
+    if (fd < 0)
+        return -errno;
+    unsigned long keep = 0;
+    int r = mount_flags_of(fd, &keep);
+    if (r >= 0) {
+        char link[64] = "/.oldroot/proc/self/fd/";
+        put_uint(link + slen(link), (unsigned long)fd);
+        if (mount(NULL, link, NULL, MS_REMOUNT | MS_BIND | want | keep, NULL) < 0)
+            r = -errno;
+    }
+    close(fd);
+    return r;
+}
+
+static int mi_open(struct mountinfo *m) {
+    m->pos = m->len = 0;
+    m->fd = open("/.oldroot/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    return m->fd < 0 ? -errno : 0;
+}
+
+/* The classic fallback's AT_RECURSIVE: a bind remount changes one mount, so
+ * every mount that the recursive bind on dst just made is remounted, dst's
+ * and each submount's, with want (and what each already has). Which mounts
+ * are the bind's: the kernel appends a bind's copies to the namespace's
+ * list, its top first, so they are the last line whose mount point is dst
+ * and every line after it (anything else mounted on or below dst earlier is
+ * covered by the bind and left alone). Closed: a line after that top that
+ * is not below dst, a mount point too long to remount, or any failure
+ * fails the bind, never a submount left as the host had it. */
+static int remount_bind_tree(const char *dst, unsigned long want) {
+    struct mountinfo m;
+    char mp[4096];
+    bool cut;
+    long line = 0, top = -1;
+    int r;
+    if ((r = mi_open(&m)) < 0)
+        return r;
+    while ((r = mi_next(&m, mp, sizeof(mp), &cut)) > 0) {
+        if (!cut && mp_relation(mp, dst) == 2)
+            top = line;
+        line++;
+    }
+    close(m.fd);
+    if (r < 0)
+        return r;
+    if (top < 0)
+        return -ENOENT; /* dst reached through a symbolic link, or no bind */
+    if ((r = mi_open(&m)) < 0)
+        return r;
+    for (line = 0; (r = mi_next(&m, mp, sizeof(mp), &cut)) > 0; line++) {
+        if (line < top)
+            continue;
+        int rel = mp_relation(mp, dst);
+        if (cut || (line == top) != (rel == 2) || rel == 0) {
+            r = cut ? -ENAMETOOLONG : -EIO;
+            break;
+        }
+        if ((r = remount_one(mp, want)) < 0)
+            break;
+    }
+    close(m.fd);
+    return r;
+}
 
 static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
     uint64_t attr = MOUNT_ATTR_NOSUID | ((flags & MF_DEVICE) ? 0 : MOUNT_ATTR_NODEV) |
                     ((flags & MF_READONLY) ? MOUNT_ATTR_RDONLY : 0);
+    if (lx_test_no_mount_api)
+        have_mount_api = false;
     if (have_mount_api) {
         int tree = sys_open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
         if (tree < 0 && (errno == ENOSYS || errno == EPERM)) {
@@ -236,16 +430,14 @@ static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
             return r;
         }
     }
-    /* Classic fallback: bind through the fd's magic link, then remount. */
+    /* Classic fallback: bind through the fd's magic link, then remount
+     * every mount of it (a bind remount changes one mount only). */
     char link[64] = "/.oldroot/proc/self/fd/";
     put_uint(link + slen(link), (unsigned long)fd);
     if (mount(link, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
         return -errno;
-    unsigned long mf = MS_REMOUNT | MS_BIND | MS_NOSUID | ((flags & MF_DEVICE) ? 0 : MS_NODEV) |
-                       ((flags & MF_READONLY) ? MS_RDONLY : 0);
-    if (mount(NULL, dst, NULL, mf, NULL) < 0)
-        return -errno;
-    return 0;
+    return remount_bind_tree(dst, MS_NOSUID | ((flags & MF_DEVICE) ? 0 : MS_NODEV) |
+                                      ((flags & MF_READONLY) ? MS_RDONLY : 0));
 }
 
 static int do_bind(int oldroot, const struct mount_op *op) {

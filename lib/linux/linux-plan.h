@@ -219,6 +219,11 @@ struct child_secret {
 
 /* linux-child.c: runs in the cloned child (or forgeyard-init); never returns. */
 __attribute__((noreturn)) void linux_child_main(const struct child_args *a);
+/* Tests only (0 otherwise): non-zero makes every bind take the classic
+ * mount(2) fallback, as if open_tree had failed with ENOSYS. It reaches
+ * pid 1 only where pid 1 is a copy of the host (policy_test_copy_init):
+ * forgeyard-init has its own copy, always 0. */
+extern int lx_test_no_mount_api;
 
 /* What linux_clone_exec_init's child needs to execute forgeyard-init: fds
  * to keep across the exec (all CLOEXEC in the host), the program's memfd,
