@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
@@ -33,6 +34,7 @@
 
 #include <forgeyard/sandbox.h>
 
+#include "linux/linux-plan.h" /* lx_test_no_mount_api: tests only */
 #include "policy.h" /* policy_inject_fault: tests only */
 
 static char scratch[64];     /* this run's private directory under /tmp */
@@ -466,6 +468,87 @@ START_TEST(test_source_read_only) {
     ASSERT_OUT(&r, "denied EROFS");
     run_free(&r);
     fy_policy_free(p);
+    free(src);
+}
+END_TEST
+
+/* A read-only bind whose host directory has a submount (a tmpfs of this
+ * test's own): in the sandbox the submount is read-only too, with the new
+ * mount API (mount_setattr AT_RECURSIVE) and with the classic mount(2)
+ * fallback (pid 1 a copy of the host, where lx_test_no_mount_api reaches
+ * it), where a bind remount changes one mount only and every submount must
+ * be remounted on its own (its mount point, with a space, is escaped in
+ * the mount table). Both are the workload's (host uid 100001) to
+ * write, so that only the read-only mounts deny; the marker read first
+ * proves that the submount, not the directory under it, is what the
+ * workload meets. */
+START_TEST(test_bind_submount_read_only) {
+    if (rootless) /* uid 65534 cannot mount the tmpfs */
+        return;
+    char *src = workdir_for_sandbox("rosrc");
+    char sub[192], marker[224];
+    snprintf(sub, sizeof(sub), "%s/sub dir", src); /* mountinfo: sub\040dir */
+    snprintf(marker, sizeof(marker), "%s/marker", sub);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    /* Neither nosuid nor nodev: the bind must add them to the submount too. */
+    ck_assert_msg(mount("tmpfs", sub, "tmpfs", 0, "size=64k,mode=0777") == 0, "mount %s: %s", sub,
+                  strerror(errno));
+    FILE *f = fopen(marker, "we");
+    bool marked = f && fputs("submount\n", f) >= 0;
+    if (f)
+        fclose(f);
+    struct run r[2][4];
+    for (int fallback = 0; fallback < 2; fallback++) {
+        fy_policy *p = policy();
+        if (fallback)
+            policy_test_copy_init(p);
+        lx_test_no_mount_api = fallback;
+        ck_assert_int_eq(fy_policy_add_bind(p, src, "/opt/ro", FY_BIND_READ_ONLY, NULL), 0);
+        run_attack(p, "read", "/opt/ro/sub dir/marker", &r[fallback][0]);
+        run_attack(p, "write", "/opt/ro/pwned", &r[fallback][1]);
+        run_attack(p, "write", "/opt/ro/sub dir/pwned", &r[fallback][2]);
+        const char *argv[] = {"/bin/sh", "-c", "grep ' /opt/ro' /proc/self/mountinfo", NULL};
+        run_argv(p, argv, &r[fallback][3]);
+        lx_test_no_mount_api = 0;
+        fy_policy_free(p);
+    }
+    /* Cleaned up before any assertion can end the test. */
+    char pwned[224];
+    snprintf(pwned, sizeof(pwned), "%s/pwned", sub);
+    bool sub_written = access(pwned, F_OK) == 0;
+    int um = umount2(sub, MNT_DETACH);
+    ck_assert_int_eq(um, 0);
+    rmdir(sub);
+    snprintf(pwned, sizeof(pwned), "%s/pwned", src);
+    bool top_written = access(pwned, F_OK) == 0;
+    unlink(pwned);
+    ck_assert(marked);
+    for (int fallback = 0; fallback < 2; fallback++) {
+        const char *how = fallback ? "mount(2) fallback" : "mount API";
+        ck_assert_msg(strstr(r[fallback][0].out, "ok read /opt/ro/sub dir/marker: submount"), "%s: marker: %s", how,
+                      r[fallback][0].out);
+        /* Each mount's own options (mountinfo's sixth field), the top's and
+         * the submount's: read-only, nosuid, nodev (Landlock alone would
+         * make the writes below EACCES, not EROFS). */
+        int mounts = 0;
+        for (char *line = strtok(r[fallback][3].out, "\n"); line; line = strtok(NULL, "\n"), mounts++) {
+            char *opt = line;
+            for (int field = 0; field < 5 && opt; field++)
+                opt = strchr(opt, ' ') ? strchr(opt, ' ') + 1 : NULL;
+            ck_assert_msg(opt, "%s: mountinfo line: %s", how, line);
+            *strchrnul(opt, ' ') = '\0';
+            char opts[256];
+            snprintf(opts, sizeof(opts), ",%s,", opt);
+            ck_assert_msg(strstr(opts, ",ro,") && strstr(opts, ",nosuid,") && strstr(opts, ",nodev,"),
+                          "%s: a mount of the bind has options %s: %s", how, opt, line);
+        }
+        ck_assert_msg(mounts == 2, "%s: %d mounts at or below /opt/ro", how, mounts);
+        ck_assert_msg(strstr(r[fallback][1].out, "denied EROFS"), "%s: top: %s", how, r[fallback][1].out);
+        ck_assert_msg(strstr(r[fallback][2].out, "denied EROFS"), "%s: submount: %s", how, r[fallback][2].out);
+        for (int i = 0; i < 4; i++)
+            run_free(&r[fallback][i]);
+    }
+    ck_assert(!top_written && !sub_written);
     free(src);
 }
 END_TEST
@@ -2831,6 +2914,11 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tn, 600);
     tcase_add_loop_test(tn, test_network_probes_each_mode, 0, 3);
     suite_add_tcase(s, tn);
+    /* Its own case too (CK_RUN_CASE=bind-submounts). */
+    TCase *tb = tcase_create("bind-submounts");
+    tcase_set_timeout(tb, 120);
+    tcase_add_test(tb, test_bind_submount_read_only);
+    suite_add_tcase(s, tb);
     SRunner *sr = srunner_create(s);
     /* Restricted's uplink: an empty namespace of this test's own (as root). */
     if (!rootless && getuid() == 0) {
