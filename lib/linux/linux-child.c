@@ -287,9 +287,11 @@ static int mi_getc(struct mountinfo *m) {
  * than mp is cut short (*cut set). A malformed line: -EIO. */
 static int mi_next(struct mountinfo *m, char *mp, size_t size, bool *cut) {
     size_t field = 0, n = 0;
+    bool any = false;
     int c;
     *cut = false;
     while ((c = mi_getc(m)) >= 0 && c != '\n') {
+        any = true;
         if (c == ' ') {
             field++;
             continue;
@@ -317,7 +319,7 @@ static int mi_next(struct mountinfo *m, char *mp, size_t size, bool *cut) {
     }
     if (c == -2)
         return -errno;
-    if (c == -1 && field == 0 && n == 0)
+    if (c == -1 && !any)
         return 0;
     if (c == -1 || field < 4 || n == 0)
         return -EIO;
