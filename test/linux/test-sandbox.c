@@ -1365,8 +1365,16 @@ static void *cancel_later(void *arg) {
 START_TEST(test_cancel_from_another_thread) {
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 200000, NULL), 0);
-    const char *argv[] = {"/opt/fy/fy-attack", "ignore-term", NULL};
+    /* The tag: count_procs_with counts only processes that carry it. */
+    const char *argv[] = {"/opt/fy/fy-attack", "ignore-term", "", tag(), NULL};
     fy_handle *h = start_argv(p, argv);
+    /* Both of its processes (the workload and its child) are counted while
+     * they run, so that the count of none afterwards means they ended. */
+    for (int i = 0; i < 300 && count_procs_with("fy-attack ignore-term") < 2; i++) {
+        fy_handle_process(h, NULL, NULL);
+        usleep(10000);
+    }
+    ck_assert_int_eq(count_procs_with("fy-attack ignore-term"), 2);
     pthread_t t;
     struct cancel_arg ca = {h};
     pthread_create(&t, NULL, cancel_later, &ca);
