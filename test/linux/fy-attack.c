@@ -48,6 +48,8 @@ static const char *ename(int e) {
     case ENOTTY: return "ENOTTY";
     case ENODEV: return "ENODEV";
     case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EMFILE: return "EMFILE";
+    case EFBIG: return "EFBIG";
     default: return "EOTHER";
     }
 }
@@ -208,6 +210,45 @@ int main(int argc, char **argv) {
                 p[k] = 1;
         }
         printf("ok allocated %ld MiB\n", mib);
+        return 0;
+    }
+    if (!strcmp(c, "fill")) {
+        /* Writes argv[3] bytes (at most 64 MiB) of zeros to the file arg, in
+         * 64 KiB writes; reports the first failure and how much was written
+         * by then. (Here argv[3] is a size, not the test's tag.) */
+        long want = tag ? atol(tag) : 0, done = 0;
+        static char zeros[65536];
+        int fd = open(arg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return report(-1, arg);
+        while (done < want && done < (64L << 20)) {
+            size_t n = (size_t)(want - done) < sizeof(zeros) ? (size_t)(want - done) : sizeof(zeros);
+            ssize_t w = write(fd, zeros, n);
+            if (w < 0) {
+                printf("denied %s write after %ld bytes\n", ename(errno), done);
+                return 1;
+            }
+            done += w;
+        }
+        close(fd);
+        printf("ok wrote %ld bytes\n", done);
+        return 0;
+    }
+    if (!strcmp(c, "openfiles")) {
+        /* Bounded: opens /dev/null up to N times (at most 100000), keeping
+         * every descriptor; reports the first failure and the highest
+         * descriptor it had by then (the lowest free one is always given,
+         * so under RLIMIT_NOFILE N that is N-1). */
+        long n = atol(arg), last = -1;
+        for (long i = 0; i < n && i < 100000; i++) {
+            int fd = open("/dev/null", O_RDONLY);
+            if (fd < 0) {
+                printf("denied %s open after fd %ld\n", ename(errno), last);
+                return 1;
+            }
+            last = fd > last ? fd : last;
+        }
+        printf("ok opened %ld, last fd %ld\n", n, last);
         return 0;
     }
     if (!strcmp(c, "forkbomb")) {

@@ -243,6 +243,40 @@ START_TEST(test_userns_denied_host) {
 }
 END_TEST
 
+/* The policy's rlimits apply at the process level too: soft and hard, so
+ * the workload cannot raise them (this host's own are nofile 20000 or
+ * more, fsize unlimited, core hard unlimited); past nofile an open fails
+ * with EMFILE, past fsize (SIGXFSZ ignored) a write with EFBIG. */
+START_TEST(test_process_level_rlimits) {
+    deny_userns();
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_NOFILE, 64, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_FSIZE, 1 << 20, NULL), 0);
+    char script[1024];
+    snprintf(script, sizeof(script),
+             "grep -E '^Max (open files|file size|core file size) ' /proc/self/limits | tr -s ' ';"
+             " (ulimit -H -n 65) 2>/dev/null && echo NOFILE_RAISED; %s openfiles 1000;"
+             " trap '' XFSZ; %s fill \"$HOME/big\" 2000000; true",
+             attack, attack);
+    const char *sh[] = {"/bin/sh", "-c", script, NULL};
+    char *out = NULL;
+    fy_result *res = run(p, sh, &out);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), out);
+    ck_assert_msg(strstr(out, "Max open files 64 64 files"), "%s", out);
+    ck_assert_msg(strstr(out, "Max file size 1048576 1048576 bytes"), "%s", out);
+    ck_assert_msg(strstr(out, "Max core file size 0 0 bytes"), "%s", out);
+    ck_assert_msg(!strstr(out, "RAISED"), "%s", out);
+    ck_assert_msg(strstr(out, "denied EMFILE open after fd 63\n"), "%s", out);
+    ck_assert_msg(strstr(out, "denied EFBIG write after 1048576 bytes\n"), "%s", out);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* Starts fy-attack ignore-term and drives the handle until both of its
  * processes (the workload and its child) run. */
 static fy_handle *start_ignore_term(fy_policy *p, const char *const *argv) {
@@ -468,6 +502,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_userns_denied_host);
     tcase_add_test(tc, test_process_level_timeout_kills_tree);
+    tcase_add_test(tc, test_process_level_rlimits);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
     tcase_add_test(tc, test_process_level_refuses_private_pty);
     tcase_add_test(tc, test_process_level_refuses_fake_root);

@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -1979,6 +1980,93 @@ START_TEST(test_tmpfs_fill_enospc) {
 }
 END_TEST
 
+/* A line of /proc/PID/limits ("Max open files   64   64   files"): its
+ * soft and hard values (-1: unlimited); false when the line is not there. */
+static bool limit_line(const char *text, const char *name, long long *soft, long long *hard) {
+    const char *l = strstr(text, name);
+    char s[32], h[32];
+    if (!l || sscanf(l + strlen(name), "%31s %31s", s, h) != 2)
+        return false;
+    *soft = strcmp(s, "unlimited") == 0 ? -1 : atoll(s);
+    *hard = strcmp(h, "unlimited") == 0 ? -1 : atoll(h);
+    return true;
+}
+
+/* The policy's rlimits (nofile, fsize, stack; core 0 by default) are the
+ * workload's, soft and hard: it cannot raise them, opening past nofile
+ * fails with EMFILE, and a write past fsize stops the file at the limit,
+ * with SIGXFSZ (the attempt ends signaled) or, where the program ignores
+ * SIGXFSZ, with EFBIG. The values differ from this host's own (nofile
+ * 20000 or more, fsize unlimited, stack 8 MiB, core hard unlimited), which
+ * the workload would otherwise inherit. */
+START_TEST(test_rlimits) {
+    enum { NOFILE = 64, FSIZE = 1 << 20, STACK = 3 << 20 };
+    struct rlimit host;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &host), 0);
+    ck_assert_uint_gt(host.rlim_max, NOFILE);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_NOFILE, NOFILE, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_FSIZE, FSIZE, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_STACK, STACK, NULL), 0);
+    const char *show[] = {"/bin/sh", "-c",
+                          "cat /proc/self/limits; echo soft-n $(ulimit -n);"
+                          " (ulimit -H -n 65) 2>/dev/null && echo NOFILE_RAISED;"
+                          " (ulimit -H -c unlimited) 2>/dev/null && echo CORE_RAISED;"
+                          " (ulimit -H -f unlimited) 2>/dev/null && echo FSIZE_RAISED; true",
+                          NULL};
+    struct run r;
+    run_argv(p, show, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    static const struct {
+        const char *line;
+        long long want;
+    } want[] = {{"Max open files", NOFILE}, {"Max file size", FSIZE}, {"Max stack size", STACK},
+                {"Max core file size", 0}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        long long soft = -2, hard = -2;
+        ck_assert_msg(limit_line(r.out, want[i].line, &soft, &hard), "no \"%s\" in %s", want[i].line, r.out);
+        ck_assert_msg(soft == want[i].want && hard == want[i].want, "%s: soft %lld hard %lld, not %lld: %s",
+                      want[i].line, soft, hard, want[i].want, r.out);
+    }
+    ASSERT_OUT(&r, "soft-n 64\n");
+    ck_assert_msg(!strstr(r.out, "RAISED"), "the workload raised a hard limit: %s", r.out);
+    run_free(&r);
+    /* nofile: the descriptor numbered 64 is never given. */
+    run_attack(p, "openfiles", "1000", &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_FAILED);
+    ASSERT_OUT(&r, "denied EMFILE open after fd 63\n");
+    run_free(&r);
+    /* fsize: 2 MB written into the build directory; the file stops at the
+     * limit, as the host sees it. */
+    char *build = workdir_for_sandbox("build-fsize");
+    char big[200];
+    snprintf(big, sizeof(big), "%s/big", build);
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    const char *fill[] = {"/opt/fy/fy-attack", "fill", "/work/build/big", "2000000", NULL};
+    run_argv(p, fill, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SIGNALED && fy_result_signal(r.res) == SIGXFSZ, "outcome %s, signal %d: %s",
+                  fy_outcome_name((uint32_t)r.outcome), fy_result_signal(r.res), r.out);
+    ck_assert_ptr_null(strstr(r.out, "ok wrote"));
+    struct stat st;
+    ck_assert_int_eq(stat(big, &st), 0);
+    ck_assert_int_eq(st.st_size, FSIZE);
+    run_free(&r);
+    ck_assert_int_eq(unlink(big), 0);
+    const char *fill_ign[] = {"/bin/sh", "-c", "trap '' XFSZ; exec /opt/fy/fy-attack fill /work/build/big 2000000",
+                              NULL};
+    run_argv(p, fill_ign, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_FAILED, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ASSERT_OUT(&r, "denied EFBIG write after 1048576 bytes\n");
+    ck_assert_int_eq(stat(big, &st), 0);
+    ck_assert_int_eq(st.st_size, FSIZE);
+    run_free(&r);
+    unlink(big);
+    rmdir(build);
+    free(build);
+    fy_policy_free(p);
+}
+END_TEST
+
 static int count_files(const char *dir, const char *suffix) {
     DIR *d = opendir(dir);
     int n = 0;
@@ -2901,6 +2989,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_usage_without_cgroups_is_rusage);
     tcase_add_test(tc, test_cpu_quota_visible);
     tcase_add_test(tc, test_tmpfs_fill_enospc);
+    tcase_add_test(tc, test_rlimits);
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_gc_unrecorded_cgroups);
