@@ -365,6 +365,109 @@ START_TEST(test_host_secrets_invisible) {
 }
 END_TEST
 
+/* The first regular file under dir (depth at most 3) that nobody may write
+ * by its mode, into out; false when there is none. */
+static bool readonly_file_under(const char *dir, int depth, char *out, size_t len) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool found = false;
+    while (d && !found && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) < 0)
+            continue;
+        if (S_ISREG(st.st_mode) && !(st.st_mode & 0222)) {
+            snprintf(out, len, "%s", path);
+            found = true;
+        } else if (S_ISDIR(st.st_mode) && depth > 0) {
+            found = readonly_file_under(path, depth - 1, out, len);
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* The rest of the kernel's host-revealing entries (plan.c's proc_hidden;
+ * test_host_secrets_invisible reads the first five), each as this host
+ * has it: a file reads empty and is the null device (1:3) bound over it
+ * (unmasked, kallsyms and config.gz have content, kmsg and timer_list are
+ * refused, and keys reads empty but is procfs's own), a directory is an
+ * empty tmpfs (this host's acpi and driver are empty in procfs too). Absent on the host: absent in
+ * the sandbox too, or empty. And /proc/sys, irq, bus and fs are read-only
+ * mounts: opening a file there for writing (with O_TRUNC, which asks the
+ * mount before the file's mode) fails with EROFS, where without the
+ * read-only mount it would be EACCES. */
+START_TEST(test_proc_masks_and_read_only) {
+    static const char *const masked[] = {"/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+                                         "/proc/timer_stats", "/proc/sched_debug", "/proc/kallsyms",
+                                         "/proc/kmsg", "/proc/config.gz", "/proc/sysrq-trigger", "/proc/acpi",
+                                         "/proc/asound", "/proc/scsi", "/proc/driver"};
+    static const char *const read_only[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
+    char script[8192] = "";
+    size_t at = 0, nfiles = 0, ndirs = 0, nwrites = 0;
+    for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+        struct stat st;
+        const char *m = masked[i];
+        if (lstat(m, &st) < 0)
+            at += (size_t)snprintf(script + at, sizeof(script) - at,
+                                   "echo \"A %s $(timeout 5 cat %s 2>/dev/null | wc -c)\";", m, m);
+        else if (S_ISDIR(st.st_mode))
+            ndirs++, at += (size_t)snprintf(script + at, sizeof(script) - at,
+                                            "echo \"D %s $(ls -A %s 2>&1 | wc -l) $(stat -f -c %%T %s)\";", m, m, m);
+        else
+            nfiles++, at += (size_t)snprintf(script + at, sizeof(script) - at,
+                                             "echo \"F %s $(timeout 5 cat %s 2>&1 | wc -c) $(stat -c %%t:%%T %s)\";", m, m, m);
+    }
+    char targets[4][512];
+    for (size_t i = 0; i < sizeof(read_only) / sizeof(read_only[0]); i++) {
+        const char *ro = read_only[i];
+        at += (size_t)snprintf(script + at, sizeof(script) - at,
+                               "awk '$5 == \"%s\" {print \"MNT\", $5, $6}' /proc/self/mountinfo;", ro);
+        targets[i][0] = '\0';
+        if (readonly_file_under(ro, 3, targets[i], sizeof(targets[i]))) {
+            nwrites++;
+            at += (size_t)snprintf(script + at, sizeof(script) - at, "(: > %s) 2>&1 | sed 's/^/W /';", targets[i]);
+        }
+    }
+    ck_assert_uint_lt(at, sizeof(script) - 1);
+    ck_assert_uint_ge(nfiles + ndirs, 1); /* something of the list on any kernel */
+    ck_assert_uint_ge(nwrites, 1);
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+        struct stat st;
+        char want[160];
+        const char *m = masked[i];
+        if (lstat(m, &st) < 0)
+            snprintf(want, sizeof(want), "A %s 0\n", m);
+        else if (S_ISDIR(st.st_mode))
+            snprintf(want, sizeof(want), "D %s 0 tmpfs\n", m);
+        else
+            snprintf(want, sizeof(want), "F %s 0 1:3\n", m);
+        ck_assert_msg(strstr(r.out, want), "%s is not masked in the sandbox (want \"%.*s\"): %s", m,
+                      (int)strlen(want) - 1, want, r.out);
+    }
+    for (size_t i = 0; i < sizeof(read_only) / sizeof(read_only[0]); i++) {
+        char want[160];
+        snprintf(want, sizeof(want), "MNT %s ro,", read_only[i]);
+        ck_assert_msg(strstr(r.out, want), "%s is not a read-only mount in the sandbox: %s", read_only[i], r.out);
+        if (!targets[i][0])
+            continue;
+        snprintf(want, sizeof(want), ": cannot create %s: Read-only file system\n", targets[i]);
+        ck_assert_msg(strstr(r.out, want), "writing %s: not EROFS: %s", targets[i], r.out);
+    }
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_symlink_escapes) {
     /* A symlink planted in the workspace points at a host directory. */
     char *build = workdir_for_sandbox("build-sym");
@@ -2948,6 +3051,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_no_capabilities_no_new_privs);
     tcase_add_test(tc, test_layout_and_identity);
     tcase_add_test(tc, test_host_secrets_invisible);
+    tcase_add_test(tc, test_proc_masks_and_read_only);
     tcase_add_test(tc, test_etc_databases_and_trust);
     tcase_add_test(tc, test_private_pty);
     tcase_add_test(tc, test_jdk_runs);
