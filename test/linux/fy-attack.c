@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
+#include <linux/random.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -211,6 +212,13 @@ int main(int argc, char **argv) {
         }
         printf("ok allocated %ld MiB\n", mib);
         return 0;
+    }
+    if (!strcmp(c, "rndcount")) {
+        /* An ioctl on a device any user may make: the entropy count. */
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC), count = -1;
+        if (fd < 0)
+            return report(-1, "open /dev/urandom");
+        return report(ioctl(fd, RNDGETENTCNT, &count), "ioctl RNDGETENTCNT");
     }
     if (!strcmp(c, "fill")) {
         /* Writes argv[3] bytes (at most 64 MiB) of zeros to the file arg, in

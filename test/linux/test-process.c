@@ -17,7 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <poll.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -277,6 +281,84 @@ START_TEST(test_process_level_rlimits) {
 }
 END_TEST
 
+/* Landlock's scoping (ABI 6) is what keeps a process-level workload, which
+ * shares the host's pid and network namespaces, from signalling a host
+ * process of its own uid and from connecting to a host abstract unix
+ * socket: both EPERM, the process alive and the listener untouched.
+ * Skipped only where the probe reports an ABI below 6. */
+START_TEST(test_process_level_landlock_scoping) {
+    deny_userns();
+    fy_caps *c = NULL;
+    ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM, &c, NULL), 0);
+    int64_t abi = 0;
+    if (fy_caps_has(c, FY_CAP_LANDLOCK) != 1 || fy_caps_value(c, FY_CAP_LANDLOCK, &abi) != 0)
+        abi = 0;
+    fy_caps_free(c);
+    if (abi < 6) {
+        fprintf(stderr, "SKIP test_process_level_landlock_scoping: the probe reports Landlock ABI %lld\n",
+                (long long)abi);
+        return;
+    }
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_LANDLOCK, FY_MODE_REQUIRE, NULL), 0);
+    /* The workload's uid (an unprivileged one as root, the caller's rootless). */
+    const char *id[] = {"/usr/bin/id", "-u", NULL};
+    char *out = NULL;
+    fy_result *res = run(p, id, &out);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    uid_t uid = (uid_t)strtoul(out, NULL, 10);
+    ck_assert_msg(uid != 0, "the workload runs as root: %s", out);
+    free(out);
+    fy_result_free(res);
+    /* A host process of that uid, and a host abstract socket. */
+    int go[2];
+    ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+    pid_t victim = fork();
+    ck_assert_int_ge(victim, 0);
+    if (victim == 0) {
+        close(go[1]);
+        if ((getuid() != uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+                                 setresuid(uid, uid, uid) < 0)))
+            _exit(1);
+        char ch;
+        (void)!read(go[0], &ch, 1); /* until the test closes its end: bounded by the test */
+        _exit(0);
+    }
+    close(go[0]);
+    char name[64];
+    snprintf(name, sizeof(name), "fy-test-scope-%d", (int)getpid());
+    int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX};
+    memcpy(ua.sun_path + 1, name, strlen(name));
+    ck_assert_int_eq(bind(us, (struct sockaddr *)&ua,
+                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))), 0);
+    ck_assert_int_eq(listen(us, 4), 0);
+    char script[512];
+    snprintf(script, sizeof(script), "%s kill %d %s; %s abstract %s %s; true", attack, (int)victim, tag(), attack,
+             name, tag());
+    const char *sh[] = {"/bin/sh", "-c", script, NULL};
+    res = run(p, sh, &out);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), out);
+    ck_assert_msg(strstr(out, "denied EPERM kill\n"), "a host process of the workload's uid (%u): %s", (unsigned)uid,
+                  out);
+    ck_assert_msg(strstr(out, "denied EPERM connect abstract\n"), "%s", out);
+    int st = 0;
+    ck_assert_int_eq(waitpid(victim, &st, WNOHANG), 0); /* still alive */
+    struct pollfd pf = {.fd = us, .events = POLLIN};
+    ck_assert_int_eq(poll(&pf, 1, 0), 0); /* nothing reached the listener */
+    close(go[1]);
+    ck_assert_int_eq(waitpid(victim, &st, 0), victim);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the host process: status 0x%x", st);
+    close(us);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* Starts fy-attack ignore-term and drives the handle until both of its
  * processes (the workload and its child) run. */
 static fy_handle *start_ignore_term(fy_policy *p, const char *const *argv) {
@@ -503,6 +585,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_userns_denied_host);
     tcase_add_test(tc, test_process_level_timeout_kills_tree);
     tcase_add_test(tc, test_process_level_rlimits);
+    tcase_add_test(tc, test_process_level_landlock_scoping);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
     tcase_add_test(tc, test_process_level_refuses_private_pty);
     tcase_add_test(tc, test_process_level_refuses_fake_root);

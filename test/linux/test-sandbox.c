@@ -1132,6 +1132,81 @@ START_TEST(test_host_loopback_unreachable) {
 }
 END_TEST
 
+/* The Landlock ABI this host's probe reports (0: no Landlock). */
+static int64_t probed_landlock_abi(void) {
+    fy_caps *c = NULL;
+    ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM, &c, NULL), 0);
+    int64_t abi = 0;
+    if (fy_caps_has(c, FY_CAP_LANDLOCK) != 1 || fy_caps_value(c, FY_CAP_LANDLOCK, &abi) != 0)
+        abi = 0;
+    fy_caps_free(c);
+    return abi;
+}
+
+/* What only Landlock refuses in the namespace sandbox. ABI 5: an ioctl on
+ * a device node (the entropy count of /dev/urandom, which any user may
+ * read, and does here on the host). ABI 6: scoping. With the host's network
+ * (mode allow: no network namespace of its own) the workload shares the
+ * host's abstract unix socket namespace, and a connect to a host listener
+ * is refused with EPERM (under deny the sandbox's own namespace has no
+ * such name: test_host_loopback_unreachable); signals to a process outside
+ * the workload's domain are refused with EPERM too, which rootless, where
+ * the sandbox's pid 1 has the workload's own uid, is what keeps the
+ * workload from signalling it. Each part is skipped only where the probe
+ * reports a Landlock ABI below the one that has it. */
+START_TEST(test_landlock_only_denials) {
+    int64_t abi = probed_landlock_abi();
+    if (abi < 5) {
+        fprintf(stderr, "SKIP test_landlock_only_denials: the probe reports Landlock ABI %lld (device ioctls need 5, "
+                        "scoping 6)\n", (long long)abi);
+        return;
+    }
+    /* On the host, outside any sandbox, the ioctl works. */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0)
+            dup2(null, 1);
+        execl(attack, "fy-attack", "rndcount", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "RNDGETENTCNT on the host: status 0x%x", st);
+    expect_denied("rndcount", "", "EACCES");
+    if (abi < 6) {
+        fprintf(stderr, "SKIP test_landlock_only_denials (scoping): the probe reports Landlock ABI %lld\n",
+                (long long)abi);
+        return;
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "fy-test-scope-%d", (int)getpid());
+    int us = listen_abstract(name);
+    /* The development profile (the one that allows the host's network),
+     * still at the namespace level here. */
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 60000000, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_LANDLOCK, FY_MODE_REQUIRE, NULL), 0);
+    if (copy_init)
+        policy_test_copy_init(p);
+    struct run r;
+    run_attack(p, "abstract", name, &r);
+    ck_assert_int_eq(fy_result_level(r.res), FY_LEVEL_NAMESPACE);
+    ck_assert_msg(r.outcome == FY_OUTCOME_FAILED, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ASSERT_OUT(&r, "denied EPERM connect abstract");
+    run_free(&r);
+    struct pollfd pf = {.fd = us, .events = POLLIN};
+    ck_assert_int_eq(poll(&pf, 1, 0), 0); /* nothing reached the listener */
+    close(us);
+    fy_policy_free(p);
+    if (rootless)
+        expect_denied("kill", "1", "EPERM");
+}
+END_TEST
+
 /* pid 1 (init) joins the network namespace its workload process makes:
  * the workload must never read the host's sockets and interfaces through
  * /proc/1/net (or its own). */
@@ -3072,6 +3147,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_quiet_denials);
     tcase_add_test(tc, test_foreign_abis_and_tiocsti);
     tcase_add_test(tc, test_host_loopback_unreachable);
+    tcase_add_test(tc, test_landlock_only_denials);
     tcase_add_test(tc, test_no_host_network_in_proc);
     tcase_add_test(tc, test_fd_and_env_canaries);
     tcase_add_test(tc, test_secrets);
