@@ -220,6 +220,41 @@ int main(int argc, char **argv) {
             return report(-1, "open /dev/urandom");
         return report(ioctl(fd, RNDGETENTCNT, &count), "ioctl RNDGETENTCNT");
     }
+    if (!strcmp(c, "spin")) {
+        /* N processes (argv[3], 1 to 8) busy for MS milliseconds of wall
+         * time each (arg, at most 10000); reports the wall time they took
+         * from the first fork to the last wait. */
+        long ms = atol(arg), n = tag ? atol(tag) : 1;
+        if (ms < 1 || ms > 10000 || n < 1 || n > 8)
+            return 2;
+        /* Every CPU there is, whatever affinity the sandbox set (affinity
+         * shows the quota; it does not enforce it). */
+        cpu_set_t all;
+        CPU_ZERO(&all);
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+            CPU_SET(cpu, &all);
+        int widened = sched_setaffinity(0, sizeof(all), &all) == 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (long i = 0; i < n; i++) {
+            pid_t p = fork();
+            if (p < 0)
+                return report(-1, "fork");
+            if (p == 0) {
+                struct timespec now;
+                do
+                    clock_gettime(CLOCK_MONOTONIC, &now);
+                while ((now.tv_sec - t0.tv_sec) * 1000000000LL + (now.tv_nsec - t0.tv_nsec) < ms * 1000000LL);
+                _exit(0);
+            }
+        }
+        while (wait(NULL) > 0)
+            ;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("ok spun %ld for %ld ms (affinity %s), wall %ld us\n", n, ms, widened ? "all CPUs" : "as set",
+               (long)((t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L));
+        return 0;
+    }
     if (!strcmp(c, "fill")) {
         /* Writes argv[3] bytes (at most 64 MiB) of zeros to the file arg, in
          * 64 KiB writes; reports the first failure and how much was written

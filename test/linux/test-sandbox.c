@@ -2102,6 +2102,49 @@ START_TEST(test_cpu_quota_visible) {
 }
 END_TEST
 
+/* The CPU quota is enforced, not only shown: four processes busy for 2 s
+ * of wall time under half a CPU get about 1 s of CPU between them
+ * (unlimited, on two cores, about 4 s; pinned to the one CPU the quota
+ * shows, about 2 s). Coarse, for a shared host: at most 0.75 x wall. The
+ * usage is the attempt's cgroup's (cpuacct on v1). Skipped where the probe
+ * finds no cpu controller to create a cgroup in. */
+START_TEST(test_cpu_quota_enforced) {
+    fy_caps *c = NULL;
+    ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM, &c, NULL), 0);
+    int cpu = fy_caps_has(c, FY_CAP_CGROUP_CPU);
+    fy_caps_free(c);
+    if (!cgroups_here() || cpu != 1) {
+        fprintf(stderr, "SKIP test_cpu_quota_enforced: no cgroup cpu controller here\n");
+        return;
+    }
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, 500, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_CPU_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+    struct run r;
+    const char *argv[] = {"/opt/fy/fy-attack", "spin", "2000", "4", NULL};
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    long wall = 0;
+    const char *w = strstr(r.out, ", wall ");
+    ck_assert_msg(w && sscanf(w, ", wall %ld us", &wall) == 1 && wall >= 2000000, "%s", r.out);
+    uint64_t user = 0, sys = 0;
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_CPU_USER_USEC, &user), 0);
+    ck_assert_int_eq(fy_result_usage(r.res, FY_USAGE_CPU_SYSTEM_USEC, &sys), 0);
+    fprintf(stderr, "note: test_cpu_quota_enforced: %llu us of CPU in %ld us of wall time (quota 0.5): %s",
+            (unsigned long long)(user + sys), wall, r.out);
+    ck_assert_msg((double)(user + sys) <= 0.75 * (double)wall,
+                  "%llu us of CPU in %ld us of wall time under a quota of half a CPU",
+                  (unsigned long long)(user + sys), wall);
+    ck_assert_uint_gt(user + sys, 100000); /* it did run: the usage is not simply missing */
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "\"source\": \"cgroup"), "%s", json);
+    fy_free(json);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_io_limit) {
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_IO_BPS, 1u << 20, NULL), 0);
@@ -3168,6 +3211,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_usage_counts_processes);
     tcase_add_test(tc, test_usage_without_cgroups_is_rusage);
     tcase_add_test(tc, test_cpu_quota_visible);
+    tcase_add_test(tc, test_cpu_quota_enforced);
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_rlimits);
     tcase_add_test(tc, test_io_limit);
