@@ -651,7 +651,7 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
         snprintf(why, whylen, "the job has %u members; no index %u", j->nmembers, index);
         return -FYH_E_MALFORMED;
     }
-    struct lnft_member m;
+    struct lnft_member m = {{0}};
     job_member(index, &m);
     const char *port = m.port;
     int js = -1, ss = -1, e = 0, br = 0, eth = 0;
