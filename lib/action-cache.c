@@ -316,7 +316,7 @@ static int try_entry(struct act_cache *c, const fy_action *a, const struct tree_
     struct pathset d = {0};
     fy_error *e = NULL;
     bool ok = false;
-    if (tree_scan_lower(a, fd, ids, &s, &d, &ok, got, &e) < 0 || sodium_memcmp(got, want, 32) != 0) {
+    if (tree_scan_lower(a, fd, ids, 0, &s, &d, &ok, got, &e) < 0 || sodium_memcmp(got, want, 32) != 0) {
         fy_error_free(e);
         pathset_free(&d);
         close(fd);
@@ -370,7 +370,7 @@ static int build_entry(struct act_cache *c, const fy_action *a, const struct tre
     bool ok;
     unsigned char seal[32];
     r = efd < 0 ? err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, c->dir, "cannot open the cache entry")
-                : tree_scan_lower(a, efd, ids, &s, &d, &ok, seal, reterr);
+                : tree_scan_lower(a, efd, ids, 0, &s, &d, &ok, seal, reterr);
     pathset_free(&d);
     if (efd >= 0)
         close(efd);

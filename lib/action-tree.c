@@ -80,6 +80,22 @@ static bool pathset_has(const struct pathset *s, const char *p) {
     return s->n && bsearch(&p, s->v, s->n, sizeof(char *), cmp_str);
 }
 
+void pathset_sort(struct pathset *s) {
+    if (s->n)
+        qsort(s->v, s->n, sizeof(char *), cmp_str);
+}
+
+bool pathset_same(struct pathset *a, struct pathset *b) {
+    if (a->n != b->n)
+        return false;
+    pathset_sort(a);
+    pathset_sort(b);
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->v[i], b->v[i]) != 0)
+            return false;
+    return true;
+}
+
 /* ---- small fd helpers ---- */
 
 static int open_dir(int at, const char *name) {
@@ -869,7 +885,7 @@ static bool reachable(const struct tree_ids *ids, int dir, const char *name, con
  * walk is syscall-bound: two threads halve it on an idle second core). */
 struct ld64 { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; };
 #define DENTS_BUF (32u << 10)
-#define SCAN_THREADS 2
+#define SCAN_THREADS TREE_SCAN_THREADS
 
 struct scan_shared {
     const fy_action *a;
@@ -971,6 +987,13 @@ static int scan_entry(struct scan *s, int src, const char *name, unsigned char d
 static int scan_dir(struct scan *s, int src, int depth, bool top) {
     if (depth > TREE_DEPTH_MAX)
         return scan_fail(s, FY_E_RANGE, 0, "the input root is nested deeper than %d", TREE_DEPTH_MAX);
+    /* The directories alone: a directory whose link count is exactly 2
+     * has none below it (where a file system counts links of directories;
+     * one that does not says 1), so it need not be listed. The verdict's
+     * walk lists everything and its directories must then be these. */
+    struct stat ds;
+    if (s->sh->dirs_only && !top && fstat(src, &ds) == 0 && S_ISDIR(ds.st_mode) && ds.st_nlink == 2)
+        return 0;
     int dfd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return scan_fail(s, FY_E_IO, errno, "cannot read the input directory: %s", strerror(errno));
@@ -1056,8 +1079,9 @@ static void *scan_worker(void *arg) {
     return NULL;
 }
 
-static int scan_tree(const fy_action *a, int src, const struct tree_ids *ids, bool dirs_only, struct tree_stats *st,
-                     struct pathset *dirs, bool *overlayable, unsigned char seal[32], fy_error **reterr) {
+static int scan_tree(const fy_action *a, int src, const struct tree_ids *ids, bool dirs_only, unsigned threads,
+                     struct tree_stats *st, struct pathset *dirs, bool *overlayable, unsigned char seal[32],
+                     fy_error **reterr) {
     struct stat top;
     *overlayable = false;
     if (fstat(src, &top) < 0)
@@ -1096,7 +1120,8 @@ static int scan_tree(const fy_action *a, int src, const struct tree_ids *ids, bo
             sigset_t all, old;
             sigfillset(&all);
             pthread_sigmask(SIG_SETMASK, &all, &old);
-            for (int i = 1; i < SCAN_THREADS && sh.ntop > 1; i++, started++)
+            int nthreads = threads && threads < SCAN_THREADS ? (int)threads : SCAN_THREADS;
+            for (int i = 1; i < nthreads && sh.ntop > 1; i++, started++)
                 if (pthread_create(&th[i], NULL, scan_worker, &w[i]) != 0)
                     break; /* the walk is the same without it */
             pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -1138,15 +1163,15 @@ static int scan_tree(const fy_action *a, int src, const struct tree_ids *ids, bo
     return r;
 }
 
-int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, struct tree_stats *st, struct pathset *dirs,
-                    bool *overlayable, unsigned char seal[32], fy_error **reterr) {
-    return scan_tree(a, src, ids, false, st, dirs, overlayable, seal, reterr);
+int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, unsigned threads, struct tree_stats *st,
+                    struct pathset *dirs, bool *overlayable, unsigned char seal[32], fy_error **reterr) {
+    return scan_tree(a, src, ids, false, threads, st, dirs, overlayable, seal, reterr);
 }
 
 int tree_scan_dirs(const fy_action *a, int src, struct pathset *dirs, fy_error **reterr) {
     struct tree_stats st = {0};
     bool ok;
-    return scan_tree(a, src, NULL, true, &st, dirs, &ok, NULL, reterr);
+    return scan_tree(a, src, NULL, true, 0, &st, dirs, &ok, NULL, reterr);
 }
 
 /* Copies the lower's entry name (in the directory fds src, dst) into the
@@ -1918,9 +1943,12 @@ static bool declared(const fy_action *a, const char *rel) {
     return false;
 }
 
-/* lower: the same directory of the overlay's lower (-1: none, or not an
- * overlay), where a file of the upper is an input the workload changed. */
-static void und_walk(struct und *u, int dir, int lower, int depth) {
+/* The same directory of the overlay's lower is lname in the directory
+ * lparent (lname NULL: lparent itself; lparent -1: none, or not an
+ * overlay), where a file of the upper is an input the workload changed.
+ * It is opened only for an upper directory that holds something (most of
+ * a skeleton stays empty). */
+static void und_walk(struct und *u, int dir, int lparent, const char *lname, int depth) {
     struct ent *v;
     size_t n;
     if (depth > TREE_DEPTH_MAX || !u->budget) {
@@ -1930,6 +1958,11 @@ static void und_walk(struct und *u, int dir, int lower, int depth) {
     int r = list_dir(dir, &v, &n, u->budget);
     if (r == -E2BIG)
         u->k->c->undeclared_truncated = true;
+    if (!n) {
+        free_ents(v, n);
+        return;
+    }
+    int lower = lparent < 0 || !lname ? lparent : !opaque(dir) ? open_dir(lparent, lname) : -1;
     u->budget = u->budget > n ? u->budget - n : 0;
     size_t plen = strlen(u->path);
     for (size_t i = 0; i < n; i++) {
@@ -1942,13 +1975,10 @@ static void und_walk(struct und *u, int dir, int lower, int depth) {
         if (S_ISDIR(v[i].st.st_mode)) {
             if (!declared(u->k->a, u->path)) {
                 int sd = open_dir(dir, v[i].name);
-                int ld = sd >= 0 && lower >= 0 && !opaque(sd) ? open_dir(lower, v[i].name) : -1;
                 if (sd >= 0) {
-                    und_walk(u, sd, ld, depth + 1);
+                    und_walk(u, sd, lower, v[i].name, depth + 1);
                     close(sd);
                 }
-                if (ld >= 0)
-                    close(ld);
             }
         } else if (u->k->overlay && whiteout(&v[i].st)) {
             /* an input the workload removed */
@@ -1961,6 +1991,8 @@ static void und_walk(struct und *u, int dir, int lower, int depth) {
         u->path[plen] = '\0';
     }
     free_ents(v, n);
+    if (lower >= 0 && lower != lparent)
+        close(lower);
 }
 
 static int open_output_dir(const char *path, fy_error **reterr) {
@@ -2019,7 +2051,7 @@ int tree_collect(const fy_action *a, int root, int lower, const struct pathset *
     if (r >= 0) {
         struct und u = {.k = &k, .inputs = inputs,
                         .budget = inputs->n + a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES] + 1000};
-        und_walk(&u, root, lower >= 0 && !opaque(root) ? lower : -1, 0);
+        und_walk(&u, root, lower >= 0 && !opaque(root) ? lower : -1, NULL, 0);
     }
     if (r > 0)
         r = 0;

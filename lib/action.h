@@ -44,6 +44,11 @@ struct tree_stats { uint64_t entries, linked, copied, bytes; };
 /* The input root's paths (files and links), sorted once filled. */
 struct pathset { char **v; size_t n, cap; };
 void pathset_free(struct pathset *s);
+/* Sorted in place (a parent before its children); whether a and b hold
+ * the same paths (both sorted). */
+void pathset_sort(struct pathset *s);
+/* Whether a and b hold the same paths (both sorted in place). */
+bool pathset_same(struct pathset *a, struct pathset *b);
 
 /* Fills the empty directory dst (an fd) from the action's input root:
  * directories made writable, files hard-linked when the sandbox's ids can
@@ -101,14 +106,18 @@ bool tree_ids_grant(const struct tree_ids *ids, int dir, const char *name, const
  * working directory and the outputs' parents, and copies into the upper
  * the declared outputs the lower already has. */
 /* With seal, also the SHA-256 of every entry's path, type, mode, owner,
- * size, inode, link count, mtime and ctime, in directory order. */
-int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, struct tree_stats *st, struct pathset *dirs,
-                    bool *overlayable, unsigned char seal[32], fy_error **reterr);
+ * size, inode, link count, mtime and ctime, in directory order. threads:
+ * how many threads walk (at most TREE_SCAN_THREADS; 0 means that many). */
+#define TREE_SCAN_THREADS 2
+int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, unsigned threads, struct tree_stats *st,
+                    struct pathset *dirs, bool *overlayable, unsigned char seal[32], fy_error **reterr);
 /* The directories of the input directory src alone (dirs, parents
  * first), from the types getdents gives (a stat only where it gives none):
  * the skeleton's list, made before the sandbox starts while the verdict's
  * walk (tree_scan_lower) runs beside it. Refuses the special files it
- * sees, and more entries than the limit. */
+ * sees, and more entries than the limit. Directories whose link count
+ * says they have no subdirectory are not listed: the verdict's walk must
+ * then find exactly these directories (pathset_same). */
 int tree_scan_dirs(const fy_action *a, int src, struct pathset *dirs, fy_error **reterr);
 int tree_skeleton(const fy_action *a, int lower, int upper, const struct pathset *dirs, const struct tree_owner *own,
                   struct tree_stats *st, fy_error **reterr);

@@ -59,6 +59,9 @@ struct fy_policy {
                                        clone, as where clone3's CLONE_INTO_CGROUP is not there */
     bool test_no_build_overlay;     /* tests only: an action materialises its root even where
                                        the backend could mount it as an overlay */
+    bool test_skeleton_short;       /* tests only: the skeleton made beside the verdict lacks its
+                                       last directory (in sorted order), as where a file system's
+                                       link counts misled its listing */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
     uint8_t control[FY_CONTROL_MAX_ + 1];
@@ -125,6 +128,7 @@ void policy_test_legacy_cgroups(fy_policy *p);
 void policy_test_overlay_disk(fy_policy *p);
 void policy_test_copy_init(fy_policy *p);
 void policy_test_no_build_overlay(fy_policy *p);
+void policy_test_skeleton_short(fy_policy *p);
 void policy_test_no_clone_into(fy_policy *p);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);

@@ -1524,6 +1524,43 @@ START_TEST(test_verdict_beside_refused) {
 }
 END_TEST
 
+/* The skeleton made beside the verdict lists only the directories whose
+ * link count says they have subdirectories. A skeleton that lacks one of
+ * the input's directories (as where a file system's link counts mislead)
+ * is caught by the verdict's walk, which finds every directory: the
+ * attempt is discarded and made again walk-first, where the workload
+ * writes in that directory as in any other (as root, the input's owner is
+ * not the workload: without the skeleton's directory the write fails). */
+START_TEST(test_verdict_beside_skeleton_short) {
+    if (!overlaid())
+        return; /* the verdict only chooses the overlay */
+    char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
+    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\","
+                               " \"echo made > src/new.txt && cat src/new.txt > got\"],"
+                               "\"outputs\": {\"files\": [\"got\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    policy_test_skeleton_short(p); /* the skeleton lacks src */
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    ck_assert_msg(strstr(j, "\"input_walk_beside\": null"), "not made again walk-first: %s", j);
+    assert_root(j, true);
+    char got[512];
+    snprintf(got, sizeof(got), "%s/got", out);
+    char *c = read_all(got);
+    ck_assert_str_eq(c, "made\n");
+    free(c);
+    assert_no_attempt_left(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_policy_free(p);
+    fy_action_free(a);
+    free(in); free(sc); free(out);
+}
+END_TEST
+
 /* A FIFO or a socket in the input root is refused, typed, before the
  * sandbox starts, on either path (beside: from getdents' types). */
 START_TEST(test_special_input_refused) {
@@ -1649,6 +1686,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_unreachable_input_materialised);
     tcase_add_test(tc, test_acl_verdict);
     tcase_add_test(tc, test_verdict_beside);
+    tcase_add_test(tc, test_verdict_beside_skeleton_short);
     tcase_add_test(tc, test_verdict_beside_refused);
     tcase_add_test(tc, test_special_input_refused);
     /* The directory-input tests again, materialised. */
