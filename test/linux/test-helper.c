@@ -788,6 +788,157 @@ START_TEST(remove_kills_and_witnesses) {
 }
 END_TEST
 
+/* A sleeper of bounded life (60 s) with the given uids: a stand-in for a
+ * set-user-ID program the peer started (real uid the peer's, effective and
+ * saved 0), or for one that became root (all 0: sudo). */
+static pid_t sleeper_with_uids(uid_t r, uid_t e, uid_t s) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setresuid(r, e, s) != 0)
+            _exit(2);
+        for (int i = 0; i < 600; i++)
+            usleep(100000);
+        _exit(5);
+    }
+    return pid;
+}
+
+/* pid's wait status within about a second, else it is killed and -1. */
+static int reap_soon(pid_t pid) {
+    int st = 0;
+    for (int i = 0; i < 100; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+static bool write_pid(const char *dir, const char *file, pid_t pid) {
+    char path[1100], v[32];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    snprintf(v, sizeof(v), "%d", (int)pid);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && write(fd, v, strlen(v)) == (ssize_t)strlen(v);
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* A set-user-ID-root program the peer started (real uid the peer's) and
+ * moved into its attempt cgroup itself (v1 lets it: its euid is the
+ * process's real uid) is the peer's to kill (kill(2) lets it), so REMOVE
+ * kills it too. Its /proc/PID is owned by its effective uid, root, which
+ * the helper once took for "not the peer's": the process stayed, the
+ * cgroup could never be removed and the uid's budget slot was lost. */
+START_TEST(remove_kills_setuid_program) {
+    pid_t prog = sleeper_with_uids(UID_A, 0, 0);
+    ck_assert_int_gt(prog, 0);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        struct fyh_msg q, r;
+        const char *name = "forgeyard-2-00000000000000c2";
+        create_req(&q, name, 1 << 24, 10);
+        if (lx_helper_call(sock, &q, &r, 5000) != 0 || r.type != FYH_T_CREATED)
+            _exit(3);
+        uint32_t out[2] = {99, 1};
+        /* moved in by the peer itself (it may: the process's real uid is its) */
+        out[1] = write_pid(r.u.created.dir[0], "tasks", prog) && write_pid(r.u.created.dir[1], "tasks", prog) ? 0 : 1;
+        remove_req(&q, name);
+        if (lx_helper_call(sock, &q, &r, 5000) == 0 && r.type == FYH_T_REMOVED)
+            out[0] = r.u.removed.left;
+        (void)!write(p[1], out, sizeof(out));
+        _exit(0);
+    }
+    close(p[1]);
+    uint32_t out[2] = {99, 99};
+    ck_assert_int_eq(read(p[0], out, sizeof(out)), sizeof(out));
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    int st = reap_soon(prog);
+    ck_assert_msg(out[1] == 0, "the peer could not move its set-user-ID program into its cgroup");
+    ck_assert_msg(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+                  "the peer's set-user-ID program survived REMOVE (status %d)", st);
+    ck_assert_uint_eq(out[0], 0);
+    ck_assert_int_eq(count_attempts(), 0);
+}
+END_TEST
+
+/* What is not the peer's to kill (here a process that became root in the
+ * peer's attempt cgroup, placed by the test as sudo would leave it) is
+ * spared and its cgroup stays, but REMOVE (and the gc, every second, for
+ * a creator that exited) no longer waits 40 rounds of 5 ms per controller
+ * on it: a peer holding such cgroups froze the helper for every uid. */
+START_TEST(remove_spares_others_without_waiting) {
+    pid_t root = sleeper_with_uids(0, 0, 0);
+    ck_assert_int_gt(root, 0);
+    int up[2], down[2];
+    ck_assert_int_eq(pipe(up), 0);
+    ck_assert_int_eq(pipe(down), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        struct fyh_msg q, r;
+        const char *name = "forgeyard-2-00000000000000c3";
+        create_req(&q, name, 1 << 24, 10);
+        if (lx_helper_call(sock, &q, &r, 5000) != 0 || r.type != FYH_T_CREATED)
+            _exit(3);
+        (void)!write(up[1], r.u.created.dir, sizeof(r.u.created.dir));
+        char go;
+        if (read(down[0], &go, 1) != 1)
+            _exit(4);
+        uint32_t out[3] = {99, 0, 99};
+        remove_req(&q, name);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (lx_helper_call(sock, &q, &r, 5000) == 0 && r.type == FYH_T_REMOVED)
+            out[0] = r.u.removed.left;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        out[1] = (uint32_t)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+        (void)!write(up[1], out, 2 * sizeof(uint32_t));
+        /* the test ended the root process: now it goes */
+        if (read(down[0], &go, 1) != 1)
+            _exit(5);
+        if (lx_helper_call(sock, &q, &r, 5000) == 0 && r.type == FYH_T_REMOVED)
+            out[2] = r.u.removed.left;
+        (void)!write(up[1], &out[2], sizeof(uint32_t));
+        _exit(0);
+    }
+    close(up[1]);
+    close(down[0]);
+    static char dirs[FYH_NCTL][FYH_PATH_MAX + 1];
+    ck_assert_int_eq(read(up[0], dirs, sizeof(dirs)), sizeof(dirs));
+    bool placed = write_pid(dirs[0], "tasks", root) && write_pid(dirs[1], "tasks", root);
+    ck_assert_int_eq(write(down[1], "g", 1), 1);
+    uint32_t out[3] = {99, 99, 99};
+    ck_assert_int_eq(read(up[0], out, 2 * sizeof(uint32_t)), 2 * sizeof(uint32_t));
+    bool alive = kill(root, 0) == 0;
+    kill(root, SIGKILL);
+    waitpid(root, NULL, 0);
+    ck_assert_int_eq(write(down[1], "g", 1), 1);
+    ck_assert_int_eq(read(up[0], &out[2], sizeof(uint32_t)), sizeof(uint32_t));
+    close(up[0]);
+    close(down[1]);
+    waitpid(pid, NULL, 0);
+    ck_assert(placed);
+    ck_assert_msg(alive, "REMOVE killed a process that was not the peer's");
+    ck_assert_uint_gt(out[0], 0);
+    ck_assert_msg(out[1] < 150, "REMOVE of a cgroup holding another's process took %u ms", out[1]);
+    ck_assert_uint_eq(out[2], 0);
+    ck_assert_int_eq(count_attempts(), 0);
+}
+END_TEST
+
 /* 10,000 hostile connections, quick ones: refused uids, garbage from an
  * allowed uid, and more open at once than the helper takes. Every one gets
  * a typed reply, nothing is created, the helper keeps serving. */
@@ -1085,6 +1236,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, move_on_v1);
     tcase_add_test(tc, budget);
     tcase_add_test(tc, remove_kills_and_witnesses);
+    tcase_add_test(tc, remove_kills_setuid_program);
+    tcase_add_test(tc, remove_spares_others_without_waiting);
     tcase_add_test(tc, flood);
     tcase_add_test(tc, refuses_to_run);
     tcase_add_test(tc, listen_fd_mode);

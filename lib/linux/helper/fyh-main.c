@@ -404,19 +404,26 @@ static void attempt_dir(char *out, size_t len, int ctl, uid_t uid, const char *n
     snprintf(out, len, "%s/uid-%u/%s", H.subtree[ctl], (unsigned)uid, name);
 }
 
-/* SIGKILL every process of the peer listed in dir, through pidfds (a pid
- * read from cgroup.procs may be reused before the signal: a pidfd cannot). */
-static void kill_procs(const char *dir, uid_t uid) {
+static bool proc_status(pid_t pid, uid_t uid[4], pid_t *ppid);
+
+/* SIGKILL every process listed in dir that the peer could kill itself
+ * (kill(2)'s rule for a sender whose uids are all uid: the target's real or
+ * saved uid is uid; so also a set-user-ID program the peer started there),
+ * through pidfds (a pid read from cgroup.procs may be reused before the
+ * signal: a pidfd cannot). How many live processes were left alone (not
+ * the peer's to kill). */
+static unsigned kill_procs(const char *dir, uid_t uid) {
     char path[PATH_MAX + 32], buf[8192];
     snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return;
+        return 0;
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (n <= 0)
-        return;
+        return 0;
     buf[n] = '\0';
+    unsigned spared = 0;
     for (char *p = buf, *end; *p; p = end) {
         long pid = strtol(p, &end, 10);
         if (end == p)
@@ -426,18 +433,25 @@ static void kill_procs(const char *dir, uid_t uid) {
         int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
         if (pfd < 0)
             continue;
-        char proc[64];
-        struct stat st;
-        snprintf(proc, sizeof(proc), "/proc/%ld", pid);
-        if (stat(proc, &st) == 0 && st.st_uid == uid)
-            syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+        uid_t u[4];
+        pid_t parent;
+        if (proc_status((pid_t)pid, u, &parent)) {
+            if (u[0] == uid || u[2] == uid)
+                syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+            else if (syscall(SYS_pidfd_send_signal, pfd, 0, NULL, 0) == 0)
+                spared++; /* (still that process: its uids were) */
+        }
         close(pfd);
     }
+    return spared;
 }
 
 /* Removes the attempt cgroup name of uid in every hierarchy: kills what is
- * left, rmdir (which only an empty cgroup allows), bounded retries; the
- * witness is lstat's ENOENT afterwards. How many directories are left. */
+ * left, rmdir (which only an empty cgroup allows), bounded retries while
+ * there is something of the peer's to kill (what is not the peer's to kill
+ * stays, and so does the directory: no waiting on it, at each gc pass
+ * either); the witness is lstat's ENOENT afterwards. How many directories
+ * are left. */
 static uint32_t remove_attempt(uid_t uid, const char *name) {
     uint32_t left = 0;
     for (int c = 0; c < FYH_NCTL; c++) {
@@ -446,7 +460,8 @@ static uint32_t remove_attempt(uid_t uid, const char *name) {
         char dir[PATH_MAX + 128];
         attempt_dir(dir, sizeof(dir), c, uid, name);
         for (int i = 0; i < 40 && rmdir(dir) < 0 && errno == EBUSY; i++) {
-            kill_procs(dir, uid);
+            if (kill_procs(dir, uid))
+                break;
             usleep(5000);
         }
         struct stat st;
