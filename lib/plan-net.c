@@ -10,7 +10,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -172,8 +171,22 @@ static char *read_hosts_file(const char *path, int *err) {
     return buf;
 }
 
-/* No rule may cover an address of this host (its loopback included): the
- * router forwards to its uplink, which by default is the host itself. */
+/* A loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104): never the
+ * host's from inside. On Linux the sandbox has a loopback of its own (a
+ * rule for it reaches nothing through the router, and the host drops such
+ * a destination arriving from outside), and where a backend shares the
+ * host's loopback (Seatbelt), "localhost" is all it can name. Any other
+ * address is the host's wherever it is, on the loopback interface too (a
+ * service address put on lo): the host delivers a packet for it locally
+ * whichever interface it came in on. */
+static bool loopback_address(unsigned fam, const uint8_t *a) {
+    static const uint8_t v6[16] = {[15] = 1}, mapped[12] = {[10] = 0xff, [11] = 0xff};
+    return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0 || (memcmp(a, mapped, 12) == 0 && a[12] == 127);
+}
+
+/* No rule may cover an address of this host (one on its loopback interface
+ * included): the router forwards to its uplink, which by default is the
+ * host itself. */
 static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl, fy_error **reterr) {
     struct ifaddrs *ifs = NULL;
     if (getifaddrs(&ifs) < 0) {
@@ -185,15 +198,11 @@ static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl,
     for (struct ifaddrs *i = ifs; i && r == 0; i = i->ifa_next) {
         if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
             continue;
-        /* A loopback address is never the host's from inside: on Linux the
-         * sandbox has a loopback of its own (a rule for it reaches nothing
-         * through the router), and where a backend shares the host's
-         * loopback (Seatbelt), "localhost" is all it can name. */
-        if (i->ifa_flags & IFF_LOOPBACK)
-            continue;
         unsigned fam = i->ifa_addr->sa_family == AF_INET ? 4 : 6;
         const uint8_t *a = fam == 4 ? (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr
                                     : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
+        if (loopback_address(fam, a))
+            continue;
         for (size_t k = 0; k < rs->n && r == 0; k++)
             if (covers(&rs->v[k], fam, a)) {
                 char as[INET6_ADDRSTRLEN], loc[64];

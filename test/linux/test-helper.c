@@ -13,8 +13,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <arpa/inet.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1033,6 +1037,131 @@ START_TEST(flood) {
 }
 END_TEST
 
+/* A router whose rule covers an address the host put on its loopback
+ * interface (a service or anycast address on lo) is refused like one
+ * covering any other address of the host: the uplink delivers a packet for
+ * it locally, so the sandbox would reach the host's services. Only
+ * loopback addresses (127/8, ::1) are the sandbox's own from inside. A
+ * helper of the test's own runs in a network namespace of the test's own
+ * (--net-uplink host: that namespace), with 198.18.0.77 and 2001:db8:77::1
+ * on its lo; the peer, uid A, asks from a user and network namespace of
+ * its own. */
+struct fy_in6_ifreq {
+    struct in6_addr addr;
+    uint32_t prefixlen;
+    int ifindex;
+};
+
+static int lo_service_addresses(void) {
+    int s4 = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (s4 < 0 || s6 < 0 || ioctl(s4, SIOCGIFFLAGS, &ifr) < 0)
+        return -1;
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s4, SIOCSIFFLAGS, &ifr) < 0)
+        return -1;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo:fy");
+    struct sockaddr_in *sin = (struct sockaddr_in *)(void *)&ifr.ifr_addr;
+    sin->sin_family = AF_INET;
+    inet_pton(AF_INET, "198.18.0.77", &sin->sin_addr);
+    struct fy_in6_ifreq r6 = {.prefixlen = 128, .ifindex = (int)if_nametoindex("lo")};
+    inet_pton(AF_INET6, "2001:db8:77::1", &r6.addr);
+    if (ioctl(s4, SIOCSIFADDR, &ifr) < 0 || ioctl(s6, SIOCSIFADDR, &r6) < 0)
+        return -1;
+    close(s4);
+    close(s6);
+    return 0;
+}
+
+START_TEST(net_rule_covering_loopback_interface_address) {
+    char nsock[128], nlog[128], nsub[64];
+    snprintf(nsock, sizeof(nsock), "%s/net.sock", tmpdir);
+    snprintf(nlog, sizeof(nlog), "%s/net.log", tmpdir);
+    snprintf(nsub, sizeof(nsub), "fy-helper-net-%d", (int)getpid());
+    pid_t helper = fork();
+    ck_assert_int_ge(helper, 0);
+    if (helper == 0) {
+        int fd = open(nlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            dup2(fd, 2);
+        if (unshare(CLONE_NEWNET) != 0 || lo_service_addresses() != 0)
+            _exit(77);
+        execl(helper_bin, helper_bin, "--socket", nsock, "--allow", "65534:2:64M:100", "--subtree", nsub,
+              "--net-uplink", "host", "--timeout-ms", "2000", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    for (int i = 0; i < 500; i++) {
+        struct stat sst;
+        if (stat(nsock, &sst) == 0 && S_ISSOCK(sst.st_mode))
+            break;
+        if (waitpid(helper, &st, WNOHANG) == helper) {
+            helper = -1;
+            break;
+        }
+        usleep(10000);
+    }
+    if (helper < 0 && WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+        fprintf(stderr, "helper: no network namespace of our own: the loopback-interface rule is not exercised\n");
+        return;
+    }
+    ck_assert_msg(helper > 0, "the helper in its network namespace did not start (status %d)", st);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A) ||
+            unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+            _exit(2);
+        int ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        const char *addrs[2] = {"198.18.0.77", "2001:db8:77::1"};
+        for (int i = 0; i < 2; i++) {
+            struct fyh_msg q, r;
+            memset(&q, 0, sizeof(q));
+            memset(&r, 0, sizeof(r));
+            q.type = FYH_T_NET_CREATE;
+            snprintf(q.u.net_create.name, sizeof(q.u.net_create.name), "forgeyard-2-00000000000000d%d", i);
+            q.u.net_create.nrules = 1;
+            struct fyh_net_rule *x = &q.u.net_create.rule[0];
+            x->family = i ? 6 : 4;
+            x->prefix = i ? 128 : 32;
+            x->proto = FYH_PROTO_TCP;
+            x->port_min = x->port_max = 80;
+            inet_pton(i ? AF_INET6 : AF_INET, addrs[i], x->addr);
+            int rc = lx_helper_call_fd(nsock, &q, ns, &r, 10000);
+            char line[FYH_MSG_MAX + 64];
+            snprintf(line, sizeof(line), "%d %u %u %s", rc, (unsigned)r.type,
+                     r.type == FYH_T_ERROR ? (unsigned)r.u.error.code : 0u, r.type == FYH_T_ERROR ? r.u.error.text : "");
+            (void)!write(p[1], line, sizeof(line));
+        }
+        _exit(0);
+    }
+    close(p[1]);
+    char got[2][FYH_MSG_MAX + 64];
+    memset(got, 0, sizeof(got));
+    ssize_t n0 = read(p[0], got[0], sizeof(got[0])), n1 = read(p[0], got[1], sizeof(got[1]));
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    kill(helper, SIGTERM);
+    waitpid(helper, &st, 0);
+    ck_assert_msg(n0 == (ssize_t)sizeof(got[0]) && n1 == (ssize_t)sizeof(got[1]), "the peer did not report");
+    for (int i = 0; i < 2; i++) {
+        int rc = -1;
+        unsigned type = 0, code = 0;
+        sscanf(got[i], "%d %u %u", &rc, &type, &code);
+        ck_assert_msg(rc == 0 && type == FYH_T_ERROR && code == FYH_E_MALFORMED &&
+                          strstr(got[i], "an address of the host") != NULL,
+                      "a rule covering %s (on the helper's lo) was not refused: %s",
+                      i ? "2001:db8:77::1" : "198.18.0.77", got[i]);
+    }
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the helper ended with status %d", st);
+}
+END_TEST
+
 /* Never setuid; never anyone but root; a socket directory others can write is refused. */
 START_TEST(refuses_to_run) {
     char copy[128], bad[128], cmd[600];
@@ -1241,6 +1370,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, flood);
     tcase_add_test(tc, refuses_to_run);
     tcase_add_test(tc, listen_fd_mode);
+    tcase_add_test(tc, net_rule_covering_loopback_interface_address);
     tcase_add_test(tc, socketpair_mode);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -11,6 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#endif
 
 #include "plan.h"
 #include "policy.h"
@@ -216,6 +221,85 @@ START_TEST(test_host_settings) {
 }
 END_TEST
 
+#ifdef __linux__
+/* An address the host put on its loopback interface (a service or anycast
+ * address on lo) is the host's like any other: the host delivers a packet
+ * for it locally whatever interface it came in on, so a rule covering it
+ * lets the sandbox reach the host's services through the router. Only
+ * loopback addresses themselves (127/8, ::1) are the sandbox's own. Here
+ * in a network namespace of the test's own (a child, so nothing of the
+ * host changes): 198.18.0.77 and 2001:db8:77::1 on its lo. Exit status:
+ * 0 all refused and 127.0.0.0/8 still accepted, 10 + the failing step. */
+struct fy_in6_ifreq {
+    struct in6_addr addr;
+    uint32_t prefixlen;
+    int ifindex;
+};
+
+static int lo_addresses_child(void) {
+    if (unshare(geteuid() == 0 ? CLONE_NEWNET : CLONE_NEWUSER | CLONE_NEWNET) != 0)
+        return 2;
+    int s4 = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (s4 < 0 || ioctl(s4, SIOCGIFFLAGS, &ifr) < 0)
+        return 3;
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s4, SIOCSIFFLAGS, &ifr) < 0)
+        return 3;
+    int lo = (int)if_nametoindex("lo");
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo:fy");
+    struct sockaddr_in *sin = (struct sockaddr_in *)(void *)&ifr.ifr_addr;
+    sin->sin_family = AF_INET;
+    inet_pton(AF_INET, "198.18.0.77", &sin->sin_addr);
+    if (ioctl(s4, SIOCSIFADDR, &ifr) < 0)
+        return 4;
+    struct fy_in6_ifreq r6 = {.prefixlen = 128, .ifindex = lo};
+    inet_pton(AF_INET6, "2001:db8:77::1", &r6.addr);
+    if (s6 < 0 || lo <= 0 || ioctl(s6, SIOCSIFADDR, &r6) < 0)
+        return 5;
+    struct fy_plan pl;
+    fy_error *e = NULL;
+    const struct d cases[][1] = {{{"198.18.0.77", FY_PROTO_TCP, 80, 80}},
+                                 {{"198.18.0.0/24", FY_PROTO_TCP, 443, 443}},
+                                 {{"2001:db8:77::1", FY_PROTO_TCP, 80, 80}}};
+    for (int i = 0; i < 3; i++) {
+        int r = build(cases[i], 1, &pl, &e);
+        bool named = r == FY_E_POLICY && strstr(fy_error_message(e), "an address of this host") != NULL;
+        fy_error_free(e);
+        e = NULL;
+        done(&pl);
+        if (!named)
+            return 10 + i;
+    }
+    struct d loop[] = {{"127.0.0.0/8", FY_PROTO_TCP, 80, 80}, {"::1", FY_PROTO_UDP, 53, 53}};
+    int r = build(loop, 2, &pl, &e);
+    fy_error_free(e);
+    done(&pl);
+    return r == 0 ? 0 : 13;
+}
+
+START_TEST(test_addresses_on_loopback_interface) {
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(lo_addresses_child());
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st), "the child ended with status %d", st);
+    if (WEXITSTATUS(st) >= 2 && WEXITSTATUS(st) <= 5) {
+        fprintf(stderr, "netplan: no network namespace of our own (step %d): the loopback-interface case is not "
+                        "exercised\n", WEXITSTATUS(st));
+        return;
+    }
+    ck_assert_msg(WEXITSTATUS(st) == 0, "step %d: %s", WEXITSTATUS(st),
+                  WEXITSTATUS(st) == 13 ? "loopback addresses refused" : "an address on lo was accepted");
+}
+END_TEST
+#endif
+
 int main(void) {
     Suite *s = suite_create("netplan");
     TCase *tc = tcase_create("core");
@@ -225,6 +309,9 @@ int main(void) {
     tcase_add_test(tc, test_fetch_only_keeps_each_name);
     tcase_add_test(tc, test_other_modes_have_no_rules);
     tcase_add_test(tc, test_host_settings);
+#ifdef __linux__
+    tcase_add_test(tc, test_addresses_on_loopback_interface);
+#endif
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -224,20 +224,28 @@ static bool rule_covers(const struct fyh_net_rule *r, unsigned fam, const uint8_
  * host itself), with the address in as; -1 when none (or the addresses
  * cannot be listed: then -2). The library refuses such rules at
  * fy_prepare in the caller's namespace (plan-net.c); a peer speaking the
- * protocol itself is held to the same here. Loopback addresses are the
- * sandbox's own loopback from inside, as there. */
+ * protocol itself is held to the same here. Loopback addresses (127/8,
+ * ::1, ::ffff:127/104) are the sandbox's own loopback from inside, as
+ * there; any other address is the host's, on its loopback interface too
+ * (a service address put on lo is delivered locally from the uplink). */
+static bool loopback_address(unsigned fam, const uint8_t *a) {
+    static const uint8_t v6[16] = {[15] = 1}, mapped[12] = {[10] = 0xff, [11] = 0xff};
+    return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0 || (memcmp(a, mapped, 12) == 0 && a[12] == 127);
+}
+
 static int covers_own_address(const struct fyh_net_rule *rules, uint32_t nrules, char *as, size_t aslen) {
     struct ifaddrs *ifs = NULL;
     if (getifaddrs(&ifs) < 0)
         return -2;
     int hit = -1;
     for (struct ifaddrs *i = ifs; i && hit < 0; i = i->ifa_next) {
-        if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) ||
-            (i->ifa_flags & IFF_LOOPBACK))
+        if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
             continue;
         unsigned fam = i->ifa_addr->sa_family == AF_INET ? 4 : 6;
         const uint8_t *a = fam == 4 ? (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr
                                     : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
+        if (loopback_address(fam, a))
+            continue;
         for (uint32_t k = 0; k < nrules && hit < 0; k++)
             if (rule_covers(&rules[k], fam, a)) {
                 hit = (int)k;
