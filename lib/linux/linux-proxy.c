@@ -101,8 +101,8 @@ int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena 
                 why = "bad HOST:PORT";
             else if (!lxp_is_token(name, (size_t)(colon - name)))
                 why = "bad header name";
-            else if (strlen(name) >= LXP_INJECT_MAX)
-                why = "credential too long";
+            else if ((size_t)(colon - name) + 2 + strlen(value) >= LXP_INJECT_MAX)
+                why = "credential too long"; /* (as "Name: value", what the proxy sends: never cut short) */
             for (const char *c = value; !why && *c; c++)
                 if ((unsigned char)*c < 0x20 && *c != '\t')
                     why = "control character in the value";

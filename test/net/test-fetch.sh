@@ -345,6 +345,11 @@ expect_err "a credential for no destination" "not one of the fetch-only destinat
     --network-credentials "$TMP/creds2"
 printf 'mirror.test:%s Bad Name: x\n' $P1 >"$TMP/creds2"
 expect_err "a credential with a bad header name" "bad header name" --allow "mirror.test:$P1" --network-credentials "$TMP/creds2"
+# "X:" and a value making 1023 bytes: 1024 as "X: value", one more than a
+# credential holds (it was cut short by a byte, silently).
+printf 'mirror.test:%s X:%s\n' $P1 "$(head -c 1021 /dev/zero | tr '\0' v)" >"$TMP/creds2"
+expect_err "a credential one byte too long once sent" "credential too long" --allow "mirror.test:$P1" \
+    --network-credentials "$TMP/creds2"
 expect_err "an unresolvable name" "does not resolve" --allow "nowhere.test:$P1"
 
 # 5. Rootless, as uid 65534: the same proxy, without the uid switch.
