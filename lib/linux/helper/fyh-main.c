@@ -54,6 +54,9 @@
 #include "linux-devprog.h"
 
 #define MAX_ALLOW 64
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* (Linux 6.5; asm-generic's number) */
+#endif
 #define MAX_CONNS_DEFAULT 64
 #define MAX_ENTRIES 1024
 
@@ -94,6 +97,7 @@ struct conn {
     int fd;
     uid_t uid;
     pid_t pid;
+    int pidfd; /* the peer's, taken at admission (-1: none could be) */
     const struct allow *allow;
     uint64_t deadline;
     size_t got;
@@ -1080,7 +1084,7 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
     slot->used = true;
     slot->uid = c->uid;
     snprintf(slot->name, sizeof(slot->name), "%s", name);
-    slot->creator = (int)syscall(SYS_pidfd_open, c->pid, 0);
+    slot->creator = fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3);
 }
 
 static void do_remove(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
@@ -1220,7 +1224,12 @@ static void do_move(const struct conn *c, const struct fyh_msg *req, struct fyh_
         set_error(rep, FYH_E_FD, EPERM, "process %d does not descend from the peer (pid %d)", (int)pid, (int)c->pid);
         return;
     }
-    /* (the checks above read this process's /proc, not a successor's) */
+    /* (the checks above read this process's /proc, not a successor's, and
+     * the peer's pid was still the peer's) */
+    if (!pidfd_alive(c->pidfd)) {
+        set_error(rep, FYH_E_DENIED, ESRCH, "the peer (pid %d) ended during the checks", (int)c->pid);
+        return;
+    }
     if (!pidfd_alive(c->passed)) {
         set_error(rep, FYH_E_FD, ESRCH, "process %d ended before the move", (int)pid);
         return;
@@ -1302,7 +1311,7 @@ static void do_net_create(struct conn *c, const struct fyh_msg *req, struct fyh_
     slot->used = true;
     slot->uid = c->uid;
     snprintf(slot->name, sizeof(slot->name), "%s", name);
-    slot->creator = (int)syscall(SYS_pidfd_open, c->pid, 0);
+    slot->creator = fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3);
     memset(rep, 0, sizeof(*rep));
     rep->type = tap ? FYH_T_NET_TAPPED : FYH_T_NET_CREATED;
     snprintf(rep->u.net_created.uplink, sizeof(rep->u.net_created.uplink), "%s", fyh_net_uplink());
@@ -1367,7 +1376,7 @@ static void do_job(const struct conn *c, const struct fyh_msg *req, struct fyh_m
         slot->used = true;
         slot->uid = c->uid;
         snprintf(slot->name, sizeof(slot->name), "%s", name);
-        slot->creator = (int)syscall(SYS_pidfd_open, c->pid, 0);
+        slot->creator = fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3);
         memset(rep, 0, sizeof(*rep));
         rep->type = FYH_T_JOB_CREATED;
         return;
@@ -1493,6 +1502,9 @@ static void conn_close(struct conn *c) {
     drain(c->fd);
     close(c->fd);
     c->fd = -1;
+    if (c->pidfd >= 0)
+        close(c->pidfd);
+    c->pidfd = -1;
     if (c->passed >= 0)
         close(c->passed);
     c->passed = -1;
@@ -1522,7 +1534,19 @@ static void handle(struct conn *c) {
         return;
     }
     c->version = req.version;
+    /* What is made for the peer is removed when it ends (gc, by the pidfd
+     * taken when it connected, never one opened later by a number that may
+     * be another's by then), and MOVE's ancestry is the peer's: nothing of
+     * either for a peer that is gone already. */
+    bool makes = req.type == FYH_T_CREATE || req.type == FYH_T_NET_CREATE || req.type == FYH_T_NET_TAP ||
+                 req.type == FYH_T_JOB_CREATE || req.type == FYH_T_MOVE;
+    if (makes && (c->pidfd < 0 || !pidfd_alive(c->pidfd))) {
+        set_error(&rep, FYH_E_DENIED, ESRCH, "the peer (pid %d) has ended: nothing is made for it", (int)c->pid);
+        req.type = 0;
+    }
     switch (req.type) {
+    case 0:
+        break;
     case FYH_T_HELLO:
         do_hello(c, &rep);
         break;
@@ -1715,6 +1739,12 @@ static void admit(int fd, struct conn *conns) {
             conns[i].fd = fd;
             conns[i].uid = cr.uid;
             conns[i].pid = cr.pid;
+            /* the connecting process itself (a pid read later could be another's) */
+            socklen_t pl = sizeof(conns[i].pidfd);
+            if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &conns[i].pidfd, &pl) < 0 || pl != sizeof(int))
+                conns[i].pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
+            else
+                (void)fcntl(conns[i].pidfd, F_SETFD, FD_CLOEXEC);
             conns[i].allow = al;
             conns[i].got = 0;
             conns[i].passed = -1;
@@ -1966,7 +1996,7 @@ int main(int argc, char **argv) {
     if (!conns || !pfd)
         return 1;
     for (size_t i = 0; i < H.max_conns; i++)
-        conns[i].fd = conns[i].passed = -1;
+        conns[i].fd = conns[i].passed = conns[i].pidfd = -1;
     bool stop = false;
     uint64_t last_gc = now_ms();
     while (!stop) {
