@@ -104,7 +104,6 @@ static uint32_t remove_rules(const struct ljn *j) {
  * which it closes; the caller witnesses by looking the name up until it is
  * gone (SIOCGIFINDEX: an RCU lookup, not behind the deletion's lock),
  * bounded. Where no thread can be made, the deletion is synchronous. */
-#define UNLIST_DEADLINE_MS 2000
 
 /* lnl_link_del_detached on a netlink socket of ns; false: not started
  * (hand_ns still the caller's). */

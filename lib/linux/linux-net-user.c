@@ -600,8 +600,6 @@ fail:
     return r;
 }
 
-#define UNLIST_DEADLINE_MS 2000
-
 void lxnu_teardown_begin(struct lxn_run *run) {
     struct lxnu_run *u = run->user;
     if (!u)

@@ -744,8 +744,8 @@ static int start_nft(struct lxn_run *run, const struct lxn_plan *lp, fy_error **
     return 0;
 }
 
-/* Waits for nft (at most NFT_DEADLINE_MS, then kills it): 0 once its rules
- * stand, else the error with what nft said. */
+/* Waits for the rootless router's child (until deadline, then kills it):
+ * 0 once its namespace and rules stand, else the error with what it said. */
 static int finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr) {
     if (!run->nft_running)
         return 0;
@@ -757,7 +757,7 @@ static int finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr)
     char msg[512] = "";
     ssize_t n = run->nft_out >= 0 ? pread(run->nft_out, msg, sizeof(msg) - 1, 0) : 0;
     msg[n > 0 ? n : 0] = 0;
-    return err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL, "restricted network: nft failed%s: %s",
+    return err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL, "restricted network: the router's process failed%s: %s",
                    killed ? " (killed at its deadline)" : "", msg);
 }
 
@@ -1129,8 +1129,6 @@ fail:
 }
 
 /* ---- cleanup ---- */
-
-#define UNLIST_DEADLINE_MS 2000
 
 /* Whether name is gone from namespace ns within ms (lnl_link_unlisted). */
 static bool wait_unlisted(int ns, const char *name, int ms) {

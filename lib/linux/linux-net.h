@@ -60,10 +60,13 @@ struct lxn_run {
     char uplink_if[16];         /* the router's peer in the uplink namespace ("": none) */
     uint32_t slot;              /* which /30 of the link subnet */
     int slot_lock;              /* an abstract socket in the uplink namespace that reserves the slot */
-    struct pu_proc nft;         /* nft -f, started by lxn_begin, waited for by lxn_finish */
+    /* Rootless: the forked child that makes the router namespace and applies
+     * its nftables batch (no nft program runs anywhere any more; the names
+     * are kept, lxn_i_finish_nft is in the ABI dump's internal symbols). */
+    struct pu_proc nft;         /* that child, started by lxn_begin, waited for by lxn_finish */
     bool nft_running;
     bool del_started;              /* the uplink link's deletion runs (lxn_teardown_begin) */
-    int nft_out;                /* what nft said (a memfd) */
+    int nft_out;                /* what that child said (a memfd) */
     const struct lxn_plan *lp;  /* set by lxn_begin */
     struct lxp_run proxy;       /* fetch-only: the attempt's proxy */
     char *report;               /* fetch-only: the result's "network" record, made at teardown */

@@ -39,6 +39,8 @@ int lnl_close_detached(int a, int b);
  * (any socket of the link's namespace, a netlink one too: an RCU lookup,
  * not behind the deletion's lock) every 0.1 ms. */
 bool lnl_link_unlisted(int q, const char *name, int ms);
+/* How long a deletion's witness waits for the name to be unlisted. */
+#define UNLIST_DEADLINE_MS 2000
 /* 1 when the link exists, 0 when it does not. */
 int lnl_link_exists(int s, const char *name);
 /* The link's index (> 0). */

@@ -702,7 +702,6 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
  * The thread is made while the network capabilities are raised (a thread
  * starts with its creator's), runs nothing but the deletion and exits.
  * Where no thread can be made, the deletion is synchronous. */
-#define UNLIST_DEADLINE_MS 2000
 
 /* lnl_link_del_detached on a netlink socket of ns; false: not started
  * (hand_ns still the caller's). */
