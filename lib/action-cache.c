@@ -298,37 +298,55 @@ static int remove_entry(struct act_cache *c) {
     return left || unlinkat(c->tmp, aside, AT_REMOVEDIR) < 0 ? -EIO : 0;
 }
 
-/* Whether the published entry is what was sealed: 0 (c->entry, dirs,
- * st, *overlayable filled), 1 absent, 2 refused (changed, planted,
- * half-made). */
-static int try_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
-                     struct tree_stats *st, bool *overlayable) {
-    unsigned char want[32], got[32];
+/* The published entry opened (*fd) and its seal read (want), before any
+ * walk: 0, 1 absent, 2 refused (not the caller's, writable by others, no
+ * seal: planted or half-made). */
+static int open_entry(struct act_cache *c, int *fd, unsigned char want[32]) {
     struct stat sb;
+    *fd = -1;
     if (fstatat(c->entries, c->key, &sb, AT_SYMLINK_NOFOLLOW) < 0)
         return errno == ENOENT && read_seal(c, want) < 0 ? 1 : 2;
     if (read_seal(c, want) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 022))
         return 2;
-    int fd = openat(c->entries, c->key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return 2;
+    return (*fd = openat(c->entries, c->key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ? 2 : 0;
+}
+
+/* The walk of the entry fd against its seal want: 0 (dirs, st,
+ * *overlayable filled), or 2 refused (changed since it was sealed). */
+static int check_entry(int fd, const unsigned char want[32], const fy_action *a, const struct tree_ids *ids,
+                       unsigned threads, struct pathset *dirs, struct tree_stats *st, bool *overlayable) {
+    unsigned char got[32];
     struct tree_stats s = {0};
     struct pathset d = {0};
     fy_error *e = NULL;
     bool ok = false;
-    if (tree_scan_lower(a, fd, ids, 0, &s, &d, &ok, got, &e) < 0 || sodium_memcmp(got, want, 32) != 0) {
+    if (tree_scan_lower(a, fd, ids, threads, &s, &d, &ok, got, &e) < 0 || sodium_memcmp(got, want, 32) != 0) {
         fy_error_free(e);
         pathset_free(&d);
-        close(fd);
         return 2;
     }
-    close_fd(&c->entry);
-    c->entry = fd;
     pathset_free(dirs);
     *dirs = d;
     *st = s;
     *overlayable = ok;
     return 0;
+}
+
+/* Whether the published entry is what was sealed: 0 (c->entry, dirs,
+ * st, *overlayable filled), 1 absent, 2 refused (changed, planted,
+ * half-made). */
+static int try_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
+                     struct tree_stats *st, bool *overlayable) {
+    unsigned char want[32];
+    int fd, r = open_entry(c, &fd, want);
+    if (r == 0 && (r = check_entry(fd, want, a, ids, 0, dirs, st, overlayable)) == 0) {
+        close_fd(&c->entry);
+        c->entry = fd;
+        return 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    return r;
 }
 
 /* The tree of the archive, unpacked into staging and published. */
@@ -670,6 +688,29 @@ int action_cache_entry(struct act_cache *c, const fy_action *a, const struct tre
     if (!(c->entry_path = util_asprintf("%s/entries/%s", c->dir, c->key)))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
     return 0;
+}
+
+int action_cache_entry_unchecked(struct act_cache *c) {
+    int fd, r = open_entry(c, &fd, c->seal);
+    if (r != 0) {
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    if (!(c->entry_path = util_asprintf("%s/entries/%s", c->dir, c->key))) {
+        close(fd);
+        return -ENOMEM;
+    }
+    close_fd(&c->entry);
+    c->entry = fd;
+    c->state = "hit";
+    (void)utimensat(c->seals, c->key, NULL, AT_SYMLINK_NOFOLLOW);
+    return 0;
+}
+
+bool action_cache_check(const struct act_cache *c, const fy_action *a, const struct tree_ids *ids, unsigned threads,
+                        struct tree_stats *st, struct pathset *dirs, bool *overlayable) {
+    return check_entry(c->entry, c->seal, a, ids, threads, dirs, st, overlayable) == 0;
 }
 
 int fy_action_cache_gc(const char *cache_dir_path, uint64_t max_bytes, uint64_t max_age_usec, uint64_t *ret_removed,

@@ -37,6 +37,7 @@ struct fy_action_attempt {
     int lowerfd;               /* the input directory, the overlay's lower (-1: materialised) */
     bool overlay;              /* the execution root is an overlay's upper (the backend mounts it) */
     bool cache_open;
+    bool cache_unchecked;      /* the archive's cache entry is in use before its check (beside) */
     struct act_cache cache;    /* an archive's unpacked tree (its lock held for the attempt) */
     fy_prepared *prepared;
     fy_handle *handle;
@@ -276,11 +277,21 @@ static int check_lower(fy_action_attempt *t, unsigned threads, struct tree_stats
 
 /* An archive: its tree from the cache (made there if missing or refused),
  * then as a directory input. No cache here: unpacked per attempt. */
-static int ask_cache(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, fy_error **reterr) {
+static int ask_cache(fy_action_attempt *t, fy_policy *p, struct pathset *dirs, bool beside, fy_error **reterr) {
     int r = action_cache_open(t->action, &t->cache, reterr);
     t->cache_open = true;
     if (r < 0 || !t->cache.dir)
         return r;
+    if (beside && !p->test_no_build_overlay && (r = action_cache_entry_unchecked(&t->cache)) <= 0) {
+        /* A published entry, used at once: its check (the walk it gets
+         * anyway) may then run beside the attempt, as a directory's. */
+        if (r < 0)
+            return oom(reterr, FY_STEP_INPUT);
+        t->cache_unchecked = true;
+        if ((t->lowerfd = fcntl(t->cache.entry, F_DUPFD_CLOEXEC, 3)) < 0)
+            return err_set(reterr, FY_E_IO, FY_STEP_INPUT, errno, t->cache.entry_path, "cannot open the cache entry");
+        return offer_overlay(t, p, t->cache.entry_path, true, reterr);
+    }
     bool ok = false;
     if ((r = action_cache_entry(&t->cache, t->action, &t->ids, dirs, &t->stats, &ok, reterr)) < 0)
         return r;
@@ -335,7 +346,17 @@ static void *walk_main(void *arg) {
     bool idle = t->walker_idle;
     pthread_mutex_unlock(&t->walk_mu);
     uint64_t t0 = util_now_usec();
-    t->walk_r = check_lower(t, idle ? 1 : 0, &t->walk_stats, &dirs, &t->walk_ok, &t->walk_err);
+    if (t->cache_unchecked) {
+        /* an archive's cache entry: refused (changed since it was sealed),
+         * the attempt is made again and the entry with it */
+        bool reachable = false;
+        bool sealed = action_cache_check(&t->cache, t->action, &t->ids, idle ? 1 : 0, &t->walk_stats, &dirs,
+                                          &reachable);
+        t->walk_r = 0;
+        t->walk_ok = sealed && reachable;
+    } else {
+        t->walk_r = check_lower(t, idle ? 1 : 0, &t->walk_stats, &dirs, &t->walk_ok, &t->walk_err);
+    }
     t->walk_usec = util_now_usec() - t0;
     /* A directory the skeleton lacks would not be the workload's own
      * through the overlay (a file system whose link counts misled the
@@ -472,7 +493,7 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
     uint64_t t0 = util_now_usec();
     bool directory = t->action->input_kind != FY_INPUT_ARCHIVE && !p->test_no_build_overlay;
     if (t->action->input_kind == FY_INPUT_ARCHIVE)
-        r = ask_cache(t, p, &dirs, reterr);
+        r = ask_cache(t, p, &dirs, beside && redo, reterr);
     else if (directory)
         r = ask_overlay(t, p, reterr);
     if (r < 0) {
@@ -482,8 +503,9 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
     }
     uint64_t scan_usec = util_now_usec() - t0;
     r = fy_prepare(p, caps, (const char *const *)t->action->argv, &t->prepared, reterr);
-    beside = beside && directory;
-    if (r >= 0 && directory) {
+    bool unchecked = t->cache_unchecked;
+    beside = beside && (directory || unchecked);
+    if (r >= 0 && (directory || unchecked)) {
         /* The walk, for the ids the backend gives the workload (its ACL
          * entries are judged for them); the overlay offered only if they
          * reach it all: else prepared again without it. Beside the attempt
@@ -498,8 +520,19 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
                  speculative(p);
         t0 = util_now_usec();
         bool ok = false;
-        r = beside ? tree_scan_dirs(t->action, t->lowerfd, &dirs, reterr)
-                   : check_lower(t, 0, &t->stats, &dirs, &ok, reterr);
+        if (beside) {
+            r = tree_scan_dirs(t->action, t->lowerfd, &dirs, reterr);
+        } else if (directory) {
+            r = check_lower(t, 0, &t->stats, &dirs, &ok, reterr);
+        } else if (!action_cache_check(&t->cache, t->action, &t->ids, 0, &t->stats, &dirs, &ok)) {
+            /* an archive's entry that cannot wait for its check beside:
+             * refused, it is removed and made again by the next start */
+            pathset_free(&dirs);
+            policy_destroy(p);
+            *redo = true;
+            r = FY_E_STATE;
+            goto fail;
+        }
         if (r >= 0 && beside && p->test_skeleton_short && dirs.n) {
             pathset_sort(&dirs);
             free(dirs.v[--dirs.n]);

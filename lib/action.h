@@ -130,6 +130,7 @@ struct act_cache {
     unsigned char digest[32]; /* the archive's SHA-256 */
     char key[65];
     const char *state;        /* "hit", "built", "rebuilt" */
+    unsigned char seal[32];   /* the entry's seal (action_cache_entry_unchecked) */
     bool remembered;          /* the digest was the one remembered for the file, not hashed */
 };
 /* Opens the cache (refused unless the caller's and written by nobody
@@ -143,6 +144,17 @@ int action_cache_open(const fy_action *a, struct act_cache *c, fy_error **reterr
  * action_cache_close. */
 int action_cache_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
                        struct tree_stats *st, bool *overlayable, fy_error **reterr);
+/* The entry of the archive opened as action_cache_entry opens it but not
+ * yet walked (for an attempt that runs beside its check; c->state "hit"):
+ * 0, 1 when there is no published and sealed entry of the caller's (then
+ * action_cache_entry), -ENOMEM. */
+int action_cache_entry_unchecked(struct act_cache *c);
+/* The check action_cache_entry makes of an entry, for one opened by
+ * action_cache_entry_unchecked (any thread; threads as tree_scan_lower's):
+ * whether the walk gives its seal again (dirs, st, *overlayable filled). A
+ * refused entry is removed and made again by the next action_cache_entry. */
+bool action_cache_check(const struct act_cache *c, const fy_action *a, const struct tree_ids *ids, unsigned threads,
+                        struct tree_stats *st, struct pathset *dirs, bool *overlayable);
 void action_cache_close(struct act_cache *c);
 
 struct collected;

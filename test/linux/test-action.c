@@ -941,16 +941,25 @@ static void entry_of(const char *archive, char *entry, char *seal, size_t len) {
 
 /* Runs the archive action; its outcome succeeded, its cache state the one
  * expected, its output r the digest of want. */
-static void run_cached(const char *ar, const char *cmd, const char *state, const char *want) {
+/* With bind (a writable host path) the entry's check cannot run beside
+ * the attempt: it runs before the start. */
+static void run_cached_with(const char *ar, const char *cmd, const char *state, const char *want, const char *bind) {
     char *sc = make_dir("scratch");
     fy_action *a = archive_action(ar, cmd);
     ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
     fy_policy *p = policy();
+    if (bind)
+        ck_assert_int_eq(fy_policy_add_bind(p, bind, "/work/cache", FY_BIND_WRITABLE, NULL), 0);
     fy_action_result *res = run(a, p);
     char *j = result_json(res), exp[64], hx[72];
     ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
     snprintf(exp, sizeof(exp), "\"cache\": \"%s\"", state);
     ck_assert_msg(strstr(j, exp), "expected %s: %s", exp, j);
+    /* A sealed entry is used at once, its check beside the attempt (an
+     * entry refused there is made again walk-first: "rebuilt"). */
+    if (overlay_here)
+        ck_assert_msg((strcmp(state, "hit") == 0 && !bind) == !strstr(j, "\"input_walk_beside\": null"),
+                      "%s: beside or not: %s", state, j);
     ck_assert_msg(strstr(j, "\"archive_digest\": \"sha256:"), "%s", j);
     /* from the cache, as a directory input: an overlay where this host can */
     assert_root(j, overlay_here);
@@ -962,6 +971,10 @@ static void run_cached(const char *ar, const char *cmd, const char *state, const
     fy_action_free(a);
     fy_policy_free(p);
     free(sc);
+}
+
+static void run_cached(const char *ar, const char *cmd, const char *state, const char *want) {
+    run_cached_with(ar, cmd, state, want, NULL);
 }
 
 static void chmod_tree(const char *dir, mode_t dmode) {
@@ -993,6 +1006,14 @@ START_TEST(test_archive_cache) {
     write_file(file, "evil!\n", 0444);
     run_cached(ar, "cat src/a.txt > r", "rebuilt", "alpha\n");
     run_cached(ar, "cat src/a.txt > r", "hit", "alpha\n");
+    /* the same where the check runs before the start (a writable bind) */
+    char *bind = make_dir("bind");
+    chmod(bind, 0777);
+    ck_assert_int_eq(chmod(file, 0644), 0);
+    write_file(file, "evil!\n", 0444);
+    run_cached_with(ar, "cat src/a.txt > r", "rebuilt", "alpha\n", bind);
+    run_cached_with(ar, "cat src/a.txt > r", "hit", "alpha\n", bind);
+    free(bind);
 
     /* A file added to a cached directory: refused. */
     snprintf(file, sizeof(file), "%s/src", entry);
