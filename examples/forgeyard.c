@@ -16,6 +16,7 @@
 #else
 #include <ftw.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/utsname.h>
 #endif
 
@@ -58,6 +59,117 @@ static void fill_std_fds(void) {
     }
 #endif
 }
+
+#ifndef _WIN32
+/* A terminal on stdout or stderr is never handed to the sandbox: any
+ * descriptor of a terminal, wherever it is, lets the workload read the
+ * operator's keystrokes and change the terminal itself (termios, line
+ * discipline, flow control, window size) after it is gone, with no
+ * controlling terminal needed. The command writes into a pipe instead,
+ * and a thread of ours copies that to the terminal (one pipe when stdout
+ * and stderr are the same terminal, so that their order stays). */
+struct tty_relay {
+    int rd, wr, to;
+    bool gone; /* the terminal failed: what comes is read and dropped */
+};
+static struct tty_relay tty_relays[2] = {{-1, -1, -1, false}, {-1, -1, -1, false}};
+static pthread_mutex_t tty_relay_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool tty_relay_started;
+
+/* Copies what the pipes hold now; 0 when they were empty. Under the lock. */
+static int tty_relay_copy(void) {
+    int moved = 0;
+    for (int i = 0; i < 2; i++) {
+        struct tty_relay *t = &tty_relays[i];
+        if (t->rd < 0)
+            continue;
+        char buf[16384];
+        ssize_t n = read(t->rd, buf, sizeof(buf));
+        if (n <= 0)
+            continue;
+        moved = 1;
+        for (ssize_t off = 0; off < n && !t->gone;) {
+            ssize_t w = write(t->to, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && errno == EAGAIN) {
+                struct pollfd pw = {.fd = t->to, .events = POLLOUT};
+                poll(&pw, 1, 1000);
+                continue;
+            }
+            if (w <= 0) {
+                t->gone = true;
+                break;
+            }
+            off += w;
+        }
+    }
+    return moved;
+}
+
+static void *tty_relay_thread(void *unused) {
+    (void)unused;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    for (;;) {
+        struct pollfd pfd[2];
+        nfds_t n = 0;
+        for (int i = 0; i < 2; i++)
+            if (tty_relays[i].rd >= 0)
+                pfd[n++] = (struct pollfd){.fd = tty_relays[i].rd, .events = POLLIN};
+        if (poll(pfd, n, -1) < 0 && errno != EINTR)
+            return NULL;
+        pthread_mutex_lock(&tty_relay_lock);
+        tty_relay_copy();
+        pthread_mutex_unlock(&tty_relay_lock);
+    }
+}
+
+/* Everything the sandboxes wrote so far reaches the terminal (called once
+ * a handle is freed: its processes are gone, their bytes in the pipe). */
+static void tty_relay_drain(void) {
+    if (!tty_relay_started)
+        return;
+    pthread_mutex_lock(&tty_relay_lock);
+    while (tty_relay_copy())
+        ;
+    pthread_mutex_unlock(&tty_relay_lock);
+}
+
+/* The descriptor to hand the sandbox for fd (1 or 2): fd itself unless it
+ * is a terminal, else the write end of a relay's pipe; -1 on failure. */
+static int sandbox_out_fd(int fd) {
+    if (!isatty(fd))
+        return fd;
+    if (!tty_relay_started) {
+        struct stat s1, s2;
+        bool same = isatty(1) && isatty(2) && fstat(1, &s1) == 0 && fstat(2, &s2) == 0 && s1.st_rdev == s2.st_rdev;
+        for (int i = 0; i < 2; i++) {
+            if (!isatty(i + 1) || (i == 1 && same))
+                continue;
+            int fds[2];
+            if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -1;
+            /* (the command's end blocks, as a terminal would) */
+            fcntl(fds[1], F_SETFL, 0);
+            tty_relays[i] = (struct tty_relay){.rd = fds[0], .wr = fds[1], .to = i + 1};
+        }
+        pthread_t t;
+        if (pthread_create(&t, NULL, tty_relay_thread, NULL) != 0)
+            return -1;
+        pthread_detach(t);
+        tty_relay_started = true;
+    }
+    struct tty_relay *t = &tty_relays[fd - 1];
+    if (t->rd < 0)
+        t = &tty_relays[0]; /* stderr the same terminal as stdout */
+    return t->wr;
+}
+#else
+static void tty_relay_drain(void) {}
+static int sandbox_out_fd(int fd) { return fd; }
+#endif
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -1053,6 +1165,7 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         }
         r = wait_or_cancel(h, &res, &err);
         fy_handle_free(h); /* (after a second signal: kills, reaps and cleans up) */
+        tty_relay_drain();
         if (r == 0) {
             fy_policy_free(p);
             fy_caps_free(caps);
@@ -1382,9 +1495,9 @@ static int cmd_run(int argc, char **argv) {
     if (std_closed[1] && !std_closed[2])
         fprintf(stderr, "%s: note: stdout is closed: the command's output goes to /dev/null\n", prog);
     err = NULL;
-    if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err), "stdout", &err) < 0)
+    if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, sandbox_out_fd(1), NULL, &err), "stdout", &err) < 0)
         goto bad;
-    if (check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", &err) < 0)
+    if (check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, sandbox_out_fd(2), NULL, &err), "stderr", &err) < 0)
         goto bad;
     if (pass_stdin) {
 #ifndef _WIN32
@@ -1653,8 +1766,8 @@ static int cmd_wrap(int argc, char **argv) {
             return RUN_INFRASTRUCTURE;
         }
     }
-    if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err), "stdout", &err) < 0 ||
-        check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err), "stderr", &err) < 0)
+    if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, sandbox_out_fd(1), NULL, &err), "stdout", &err) < 0 ||
+        check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, sandbox_out_fd(2), NULL, &err), "stderr", &err) < 0)
         goto bad;
     return run_policy(p, (const char *const *)(argv + i), result_file);
 bad:
@@ -1950,9 +2063,9 @@ static int cmd_job(int argc, char **argv) {
         if (r >= 0)
             r = fy_policy_set_job_member(p, names[i], &err);
         if (r >= 0)
-            r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &err);
+            r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, sandbox_out_fd(1), NULL, &err);
         if (r >= 0)
-            r = fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &err);
+            r = fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, sandbox_out_fd(2), NULL, &err);
         const char *args[256];
         size_t na = json_array_size(av);
         for (size_t k = 0; r >= 0 && k < na && k < 255; k++)
@@ -1983,6 +2096,7 @@ static int cmd_job(int argc, char **argv) {
             fy_result *res = NULL;
             err = NULL;
             r = fy_handle_wait(h[i], FY_UNLIMITED, &res, &err);
+            tty_relay_drain();
             if (r < 0) {
                 report(names[i], err, r);
                 status = EXIT_FAIL;

@@ -143,6 +143,26 @@ if command -v script >/dev/null 2>&1; then
     [ $rc -eq 246 ] || fail "--stdin from a terminal gave $rc: $out"
     case $out in *"is a terminal"*) ;; *) fail "--stdin from a terminal: $out" ;; esac
 fi
+# ... nor on stdout or stderr: a terminal's descriptor lets whoever holds it
+# read the operator's keys and change the terminal (termios, line
+# discipline) with no controlling terminal; the command gets a pipe, whose
+# bytes the CLI copies to the terminal, in order. (On the pty script makes.)
+if command -v script >/dev/null 2>&1; then
+    mkdir "$scratch/ttyroot" || exit 1
+    for sub in run wrap; do
+        cat > "$scratch/tty.sh" <<EOT
+cd "$scratch/ttyroot" && "$fy" $sub -- /bin/sh -c 'for fd in 0 1 2; do test -t \$fd && echo TTY\$fd; done; stty -echo <&1 2>/dev/null && echo ECHO-OFF1; stty -echo <&2 2>/dev/null && echo ECHO-OFF2; echo out1; echo err1 >&2; echo out2'
+echo "rc=\$?"
+stty -a
+EOT
+        out=$(script -qec "sh $scratch/tty.sh" /dev/null 2>&1)
+        case $out in *rc=0*) ;; *) fail "$sub on a terminal: $out" ;; esac
+        case $out in *TTY*|*ECHO-OFF*) fail "$sub handed the command the terminal: $out" ;; esac
+        printf '%s\n' "$out" | grep -qw -- -echo && fail "$sub: the command turned the terminal's echo off: $out"
+        printf '%s\n' "$out" | tr -d '\r' | grep -v '^rc=' | head -3 | tr '\n' ' ' | grep -qx 'out1 err1 out2 ' ||
+            fail "$sub: the command's output did not reach the terminal in order: $out"
+    done
+fi
 # ... and closed standard streams: /dev/null instead, with a note.
 out=$("$fy" run -- /bin/sh -c 'echo out || exit 9; exit 5' 2>&1 >&-); rc=$?
 [ $rc -eq 5 ] || fail "closed stdout gave $rc: $out"
