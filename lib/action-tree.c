@@ -1424,7 +1424,11 @@ static int stop(struct col *k, int outcome, const char *fmt, ...) {
 
 /* Whether a link at rel (relative to the working directory wd, itself
  * relative to the execution root) to target stays in the tree, read as
- * text (the link is handed out, never followed). */
+ * text (the link is handed out, never followed). ".." only as the target's
+ * leading components: the directories above a link are real ones, but a
+ * name further on may be another link (d/up -> ".."), which a ".." after
+ * it would climb out of (e -> "d/up/../.."): with the ".."s first, every
+ * link lands inside, so every name below one does too. */
 static bool link_inside(const char *wd, const char *rel, const char *target) {
     if (!target[0] || target[0] == '/')
         return false;
@@ -1433,13 +1437,15 @@ static bool link_inside(const char *wd, const char *rel, const char *target) {
         depth++;
     for (const char *c = rel; (c = strchr(c, '/')); c++)
         depth++;
+    bool down = false;
     for (const char *c = target; *c;) {
         const char *e = strchr(c, '/');
         size_t len = e ? (size_t)(e - c) : strlen(c);
         if (len == 2 && c[0] == '.' && c[1] == '.') {
-            if (--depth < 0)
+            if (down || --depth < 0)
                 return false;
         } else if (len && !(len == 1 && c[0] == '.')) {
+            down = true;
             depth++;
         }
         if (!e)

@@ -697,6 +697,12 @@ START_TEST(test_output_link_outside) {
                    FY_OUTCOME_SANDBOX_VIOLATION, "out of the tree");
     expect_outcome("rm -rf parent && ln -s /etc parent", "{\"files\": [\"parent/shadow\"]}",
                    FY_OUTCOME_SANDBOX_VIOLATION, "symbolic link");
+    /* Each link's text stays in the tree, but e climbs through d/up (which
+     * is ".."): out of it, and out of the output directory on the host. */
+    expect_outcome("mkdir d && ln -s .. d/up && ln -s d/up/../../etc e", "{\"files\": [\"e\"], \"directories\": [\"d\"]}",
+                   FY_OUTCOME_SANDBOX_VIOLATION, "out of the tree");
+    expect_outcome("mkdir d && ln -s .. d/up && ln -s up/../../etc d/e", "{\"directories\": [\"d\"]}",
+                   FY_OUTCOME_SANDBOX_VIOLATION, "out of the tree");
 }
 END_TEST
 
