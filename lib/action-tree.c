@@ -1696,6 +1696,13 @@ static int col_link(struct col *k, int dir, const char *name, const char *rel, i
     if (!link_inside(k->a->workdir, rel, target))
         return stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\" is a symbolic link out of the tree (to \"%s\")",
                     rel, target);
+    /* The output directory holds the working directory's outputs, not the
+     * tree above it: there a link up to the execution root would point
+     * beside or above the output directory, at the host's files. */
+    if (k->out >= 0 && !link_inside("", rel, target))
+        return stop(k, FY_OUTCOME_SANDBOX_VIOLATION,
+                    "output \"%s\" is a symbolic link out of the output directory (to \"%s\", above the working "
+                    "directory)", rel, target);
     if (outdir >= 0 && symlinkat(target, outdir, name) < 0)
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, rel, "cannot create the output link");
     if (push_link(&k->c->links, rel, target) < 0)

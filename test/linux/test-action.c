@@ -657,13 +657,15 @@ END_TEST
 
 /* ---- hostile outputs ---- */
 
-static void expect_outcome(const char *cmd, const char *outputs, int outcome, const char *detail_part) {
+static void expect_outcome_in(const char *workdir, const char *cmd, const char *outputs, int outcome,
+                              const char *detail_part) {
     char *in = make_input(), *out = path_in("out", ""), *sc = make_dir("scratch");
     char *doc = NULL;
     ck_assert_int_ge(asprintf(&doc, "{\"version\": 1, \"input_root\": {\"directory\": \"%s\"}, "
+                                    "\"working_directory\": \"%s\", "
                                     "\"arguments\": [\"/bin/sh\", \"-c\", \"%s\"], \"outputs\": %s, "
                                     "\"limits\": {\"output_entries\": 500, \"output_bytes\": 1048576}}",
-                              in, cmd, outputs), 0);
+                              in, workdir, cmd, outputs), 0);
     fy_action *a = NULL;
     ck_assert_int_eq(fy_action_from_json(doc, strlen(doc), &a, NULL), 0);
     free(doc);
@@ -691,6 +693,10 @@ static void expect_outcome(const char *cmd, const char *outputs, int outcome, co
     free(in); free(out); free(sc);
 }
 
+static void expect_outcome(const char *cmd, const char *outputs, int outcome, const char *detail_part) {
+    expect_outcome_in("", cmd, outputs, outcome, detail_part);
+}
+
 START_TEST(test_output_link_outside) {
     expect_outcome("ln -s /etc/shadow o", "{\"files\": [\"o\"]}", FY_OUTCOME_SANDBOX_VIOLATION, "out of the tree");
     expect_outcome("mkdir d && ln -s ../../../../../etc d/up", "{\"directories\": [\"d\"]}",
@@ -703,6 +709,12 @@ START_TEST(test_output_link_outside) {
                    FY_OUTCOME_SANDBOX_VIOLATION, "out of the tree");
     expect_outcome("mkdir d && ln -s .. d/up && ln -s up/../../etc d/e", "{\"directories\": [\"d\"]}",
                    FY_OUTCOME_SANDBOX_VIOLATION, "out of the tree");
+    /* In the tree (the working directory is w), but the output directory
+     * holds w's outputs: there these would point beside it. */
+    expect_outcome_in("w", "ln -s ../etc o", "{\"files\": [\"o\"]}", FY_OUTCOME_SANDBOX_VIOLATION,
+                      "out of the output directory");
+    expect_outcome_in("w", "mkdir d && ln -s ../../etc d/l", "{\"directories\": [\"d\"]}",
+                      FY_OUTCOME_SANDBOX_VIOLATION, "out of the output directory");
 }
 END_TEST
 
