@@ -736,14 +736,22 @@ static int finish(fy_action_attempt *t, fy_action_result **ret, bool *redo, fy_e
     res->outcome = fy_result_outcome(res->sandbox);
     res->exit_code = fy_result_exit_code(res->sandbox);
     uint64_t t0 = util_now_usec();
-    if ((r = tree_collect(t->action, t->rootfd, t->lowerfd, &t->inputs, &col, reterr)) < 0)
+    /* Nothing is collected past a process that outlived the attempt (the
+     * witness of its cleanup): it could change a file as it is hashed. */
+    uint64_t survivors = 0;
+    (void)fy_result_cleanup(res->sandbox, FY_LEFT_PROCESSES, &survivors);
+    if (t->prepared->policy->test_survivor && !survivors)
+        survivors = 1;
+    if ((r = tree_collect(t->action, t->rootfd, t->lowerfd, &t->inputs, survivors, &col, reterr)) < 0)
         goto out;
     uint64_t collect_usec = util_now_usec() - t0;
     const char *detail = fy_result_detail(res->sandbox), *cdetail;
     int co = collected_outcome(col, &cdetail);
     /* The sandbox's own ending comes first: outputs of a failed attempt are
-     * still listed, but only a succeeded or failed command is judged by them. */
-    if (co && (res->outcome == FY_OUTCOME_SUCCEEDED || res->outcome == FY_OUTCOME_FAILED)) {
+     * still listed, but only a succeeded or failed command is judged by them
+     * (a survivor fails any). */
+    if (co && (res->outcome == FY_OUTCOME_SUCCEEDED || res->outcome == FY_OUTCOME_FAILED ||
+               co == FY_OUTCOME_INFRASTRUCTURE_FAILURE)) {
         res->outcome = co;
         detail = cdetail;
     }

@@ -1382,7 +1382,7 @@ struct collected {
     size_t nlisted;
     uint64_t undeclared_total;
     bool undeclared_truncated;
-    int outcome;       /* 0, FY_OUTCOME_SANDBOX_VIOLATION or FY_OUTCOME_RESOURCE_EXCEEDED */
+    int outcome;       /* 0, FY_OUTCOME_SANDBOX_VIOLATION, _RESOURCE_EXCEEDED or _INFRASTRUCTURE_FAILURE */
     char *detail;
     uint64_t bytes, entries;
 };
@@ -2028,8 +2028,8 @@ static int open_output_dir(const char *path, fy_error **reterr) {
     return fd;
 }
 
-int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, struct collected **ret,
-                 fy_error **reterr) {
+int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, uint64_t survivors,
+                 struct collected **ret, fy_error **reterr) {
     *ret = NULL;
     struct collected *c = calloc(1, sizeof(*c));
     if (!c)
@@ -2040,6 +2040,13 @@ int tree_collect(const fy_action *a, int root, int lower, const struct pathset *
     vec_init(&c->missing, sizeof(struct cmiss));
     struct col k = {.a = a, .c = c, .out = -1, .overlay = lower >= 0, .reterr = reterr};
     vec_init(&k.recs, sizeof(struct trec));
+    if (survivors) {
+        stop(&k, FY_OUTCOME_INFRASTRUCTURE_FAILURE,
+             "%" PRIu64 " process%s of the attempt outlived its end: no output is collected", survivors,
+             survivors == 1 ? "" : "es");
+        *ret = c;
+        return 0;
+    }
     int r = 0;
     if (a->output_dir && (k.out = open_output_dir(a->output_dir, reterr)) < 0)
         r = k.out;

@@ -162,11 +162,15 @@ struct collected;
  * root (fd root) into the output directory (when the action names one).
  * inputs (tree_materialise's) makes the undeclared-file listing; with
  * lower >= 0 the root is an overlay's upper over that lower instead:
- * whiteouts are removed entries, and a file the lower has is an input. Returns 0
- * with *ret (which may carry an outcome: violation or limit), or a
- * negative FY_E_* for an infrastructure failure. */
-int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, struct collected **ret,
-                 fy_error **reterr);
+ * whiteouts are removed entries, and a file the lower has is an input.
+ * survivors: how many processes of the attempt its cleanup found still
+ * there; with any, nothing is collected, listed or made (one could still
+ * change a file as it is hashed or handed out): *ret carries an
+ * infrastructure failure. Returns 0 with *ret (which may carry an outcome:
+ * violation, limit or that), or a negative FY_E_* for an infrastructure
+ * failure. */
+int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, uint64_t survivors,
+                 struct collected **ret, fy_error **reterr);
 void collected_free(struct collected *c);
 /* The ActionResult members of c (output_files, output_symlinks,
  * output_directories, missing_outputs, undeclared) into obj (a json_t *). */

@@ -287,6 +287,7 @@ void policy_test_overlay_disk(fy_policy *p) { p->test_overlay_disk = true; }
 void policy_test_copy_init(fy_policy *p) { p->test_copy_init = true; }
 void policy_test_no_build_overlay(fy_policy *p) { p->test_no_build_overlay = true; }
 void policy_test_skeleton_short(fy_policy *p) { p->test_skeleton_short = true; }
+void policy_test_survivor(fy_policy *p) { p->test_survivor = true; }
 void policy_test_no_clone_into(fy_policy *p) { p->test_no_clone_into = true; }
 
 void policy_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) {

@@ -59,6 +59,8 @@ struct fy_policy {
                                        clone, as where clone3's CLONE_INTO_CGROUP is not there */
     bool test_no_build_overlay;     /* tests only: an action materialises its root even where
                                        the backend could mount it as an overlay */
+    bool test_survivor;             /* tests only: an action's attempt is collected as if its cleanup
+                                       had found a process left */
     bool test_skeleton_short;       /* tests only: the skeleton made beside the verdict lacks its
                                        last directory (in sorted order), as where a file system's
                                        link counts misled its listing */
@@ -129,6 +131,7 @@ void policy_test_overlay_disk(fy_policy *p);
 void policy_test_copy_init(fy_policy *p);
 void policy_test_no_build_overlay(fy_policy *p);
 void policy_test_skeleton_short(fy_policy *p);
+void policy_test_survivor(fy_policy *p);
 void policy_test_no_clone_into(fy_policy *p);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);

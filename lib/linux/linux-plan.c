@@ -999,6 +999,11 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     add_rlimit(pl, RLIMIT_CORE, np->limit[FY_LIMIT_CORE]);
     add_rlimit(pl, RLIMIT_FSIZE, np->limit[FY_LIMIT_FSIZE]);
     add_rlimit(pl, RLIMIT_STACK, np->limit[FY_LIMIT_STACK]);
+    /* Never a real-time policy or a raised priority, whatever the caller
+     * may have (a service's LimitRTPRIO=): seccomp lets sched_setscheduler
+     * through, and a SCHED_FIFO loop is outside every CPU quota. */
+    add_rlimit(pl, RLIMIT_RTPRIO, 0);
+    add_rlimit(pl, RLIMIT_NICE, 0);
 
     /* The disk watchdog's directories: the writable host-backed ones. */
     pl->disk_quota = np->limit[FY_LIMIT_DISK];

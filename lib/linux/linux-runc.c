@@ -304,6 +304,7 @@ static const struct { int res; const char *name; } rlimit_names[] = {
     {RLIMIT_NOFILE, "RLIMIT_NOFILE"}, {RLIMIT_CORE, "RLIMIT_CORE"}, {RLIMIT_FSIZE, "RLIMIT_FSIZE"},
     {RLIMIT_STACK, "RLIMIT_STACK"},   {RLIMIT_NPROC, "RLIMIT_NPROC"}, {RLIMIT_AS, "RLIMIT_AS"},
     {RLIMIT_CPU, "RLIMIT_CPU"},       {RLIMIT_DATA, "RLIMIT_DATA"},   {RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK"},
+    {RLIMIT_RTPRIO, "RLIMIT_RTPRIO"}, {RLIMIT_NICE, "RLIMIT_NICE"},
 };
 
 static json_t *strv(const char *const *v) {

@@ -1600,6 +1600,33 @@ START_TEST(test_verdict_beside_skeleton_short) {
 }
 END_TEST
 
+/* Where the attempt's cleanup found a process still there (simulated: a
+ * tests-only switch sets the witness), nothing is collected, listed or
+ * handed out: the survivor could change a file as it is hashed. */
+START_TEST(test_survivor_not_collected) {
+    char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
+    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\", \"echo made > got\"],"
+                               "\"outputs\": {\"files\": [\"got\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    policy_test_survivor(p);
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE, "%s", j);
+    ck_assert_msg(strstr(j, "outlived its end"), "%s", j);
+    ck_assert_msg(!strstr(j, "\"path\": \"got\""), "an output listed: %s", j);
+    struct stat st;
+    ck_assert_msg(stat(out, &st) < 0 && errno == ENOENT, "the output directory was made");
+    assert_no_attempt_left(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_policy_free(p);
+    fy_action_free(a);
+    free(in); free(sc); free(out);
+}
+END_TEST
+
 /* A FIFO or a socket in the input root is refused, typed, before the
  * sandbox starts, on either path (beside: from getdents' types). */
 START_TEST(test_special_input_refused) {
@@ -1726,6 +1753,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_acl_verdict);
     tcase_add_test(tc, test_verdict_beside);
     tcase_add_test(tc, test_verdict_beside_skeleton_short);
+    tcase_add_test(tc, test_survivor_not_collected);
     tcase_add_test(tc, test_verdict_beside_refused);
     tcase_add_test(tc, test_special_input_refused);
     /* The directory-input tests again, materialised. */

@@ -36,6 +36,7 @@
 #include <forgeyard/sandbox.h>
 
 #include "linux/linux-plan.h" /* lx_test_no_mount_api: tests only */
+#include "prepared.h"           /* the compiled plan's rlimits: tests only */
 #include "policy.h" /* policy_inject_fault: tests only */
 
 static char scratch[64];     /* this run's private directory under /tmp */
@@ -2252,6 +2253,29 @@ START_TEST(test_rlimits) {
     ASSERT_OUT(&r, "soft-n 64\n");
     ck_assert_msg(!strstr(r.out, "RAISED"), "the workload raised a hard limit: %s", r.out);
     run_free(&r);
+    /* A real-time policy or a raised priority is never inherited from the
+     * caller: the plan sets RLIMIT_RTPRIO and RLIMIT_NICE to 0 (this host's
+     * own are 0 already, so the plan is what can be checked here). */
+    {
+        fy_prepared *pr = NULL;
+        ck_assert_int_eq(fy_prepare(p, NULL, show, &pr, NULL), 0);
+        const struct linux_plan *lpl = pr->plan;
+        int zero = 0;
+        for (size_t i = 0; i < lpl->nrlimits; i++)
+            if ((lpl->rlimits[i].resource == RLIMIT_RTPRIO || lpl->rlimits[i].resource == RLIMIT_NICE) &&
+                lpl->rlimits[i].lim.rlim_cur == 0 && lpl->rlimits[i].lim.rlim_max == 0)
+                zero++;
+        ck_assert_msg(zero == 2, "RLIMIT_RTPRIO and RLIMIT_NICE not both 0 in the plan (%d)", zero);
+        fy_prepared_free(pr);
+        static const char *const lines[] = {"Max realtime priority", "Max nice priority"};
+        run_argv(p, show, &r);
+        for (size_t i = 0; i < 2; i++) {
+            long long soft = -2, hard = -2;
+            ck_assert_msg(limit_line(r.out, lines[i], &soft, &hard) && soft == 0 && hard == 0, "%s: %s", lines[i],
+                          r.out);
+        }
+        run_free(&r);
+    }
     /* nofile: the descriptor numbered 64 is never given. */
     run_attack(p, "openfiles", "1000", &r);
     ck_assert_int_eq(r.outcome, FY_OUTCOME_FAILED);
