@@ -430,6 +430,12 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, "$.arguments", "the action has no command");
     if (!action->input)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, "$.input_root", "the action has no input root");
+    /* Refused now rather than after the command has run for nothing. */
+    if (action->output_dir) {
+        int r0 = tree_check_output_dir(action->output_dir, reterr);
+        if (r0 < 0)
+            return r0;
+    }
     fy_action_attempt *t = calloc(1, sizeof(*t));
     if (!t)
         return oom(reterr, FY_STEP_PREPARE);

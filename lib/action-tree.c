@@ -2028,6 +2028,27 @@ static int open_output_dir(const char *path, fy_error **reterr) {
     return fd;
 }
 
+/* Before the attempt starts: an output directory that exists and is not
+ * empty is refused then, not after the command has run (collect refuses it
+ * again, for one filled meanwhile). A missing one is made at collect. */
+int tree_check_output_dir(const char *path, fy_error **reterr) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return 0;
+    if (fd < 0)
+        return fail(reterr, FY_E_IO, FY_STEP_PREPARE, errno, path, "cannot open the output directory: %s",
+                    strerror(errno));
+    struct ent *v;
+    size_t n;
+    int r = list_dir(fd, &v, &n, 1);
+    free_ents(v, n);
+    close(fd);
+    if (r < 0 || n)
+        return fail(reterr, FY_E_STATE, FY_STEP_PREPARE, r < 0 ? -r : ENOTEMPTY, path,
+                    "the output directory is not empty");
+    return 0;
+}
+
 int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, uint64_t survivors,
                  struct collected **ret, fy_error **reterr) {
     *ret = NULL;

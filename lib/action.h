@@ -171,6 +171,9 @@ struct collected;
  * failure. */
 int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, uint64_t survivors,
                  struct collected **ret, fy_error **reterr);
+/* 0 when path is missing or an empty directory; FY_E_STATE when it is not
+ * empty (checked before an attempt starts). */
+int tree_check_output_dir(const char *path, fy_error **reterr);
 void collected_free(struct collected *c);
 /* The ActionResult members of c (output_files, output_symlinks,
  * output_directories, missing_outputs, undeclared) into obj (a json_t *). */

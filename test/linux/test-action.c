@@ -1469,6 +1469,39 @@ START_TEST(test_cancel) {
 }
 END_TEST
 
+/* An output directory that is not empty is refused by fy_action_start,
+ * before the command runs (a build of an hour is not run for nothing),
+ * and the attempt leaves nothing; an empty or missing one is accepted. */
+START_TEST(test_output_dir_not_empty_at_start) {
+    char *in = make_input(), *sc = make_dir("scratch"), *out = make_dir("out-full");
+    char f[512];
+    snprintf(f, sizeof(f), "%s/old", out);
+    int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    fy_action *a = action_json("\"arguments\": [\"/bin/sleep\", \"60\"]}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_attempt *t = NULL;
+    fy_error *err = NULL;
+    ck_assert_int_eq(fy_action_start(a, p, NULL, &t, &err), FY_E_STATE);
+    ck_assert_ptr_null(t);
+    ck_assert_ptr_nonnull(err);
+    ck_assert_msg(strstr(fy_error_message(err), "not empty"), "%s", fy_error_message(err));
+    fy_error_free(err);
+    assert_no_attempt_left(sc);
+    /* emptied: it starts */
+    ck_assert_int_eq(unlink(f), 0);
+    ck_assert_int_eq(fy_action_start(a, p, NULL, &t, NULL), 0);
+    fy_action_attempt_free(t);
+    assert_no_attempt_left(sc);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc); free(out);
+}
+END_TEST
+
 /* ---- the verdict beside the attempt (fy_action_run) ---- */
 
 /* fy_action_run lets the attempt start while the input walk's verdict runs
@@ -1747,6 +1780,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_platform_properties);
     tcase_add_test(tc, test_documents);
     tcase_add_test(tc, test_cancel);
+    tcase_add_test(tc, test_output_dir_not_empty_at_start);
     tcase_add_test(tc, test_every_input_attacked);
     tcase_add_test(tc, test_outputs_already_in_inputs);
     tcase_add_test(tc, test_unreachable_input_materialised);
