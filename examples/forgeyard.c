@@ -1267,6 +1267,17 @@ static void run_usage(FILE *f) {
             prog);
 }
 
+/* A word where an option was expected: most often a command given without
+ * the "--" before it ("forgeyard run make all"), which would otherwise read
+ * as "make needs a value" or "unknown option make". */
+static bool not_an_option(const char *cmd, const char *o) {
+    if (o[0] == '-')
+        return false;
+    fprintf(stderr, "%s: %s: \"%s\" is not an option; the command goes after -- (forgeyard %s [OPTIONS] -- COMMAND [ARG...])\n",
+            prog, cmd, o, cmd);
+    return true;
+}
+
 static int cmd_run(int argc, char **argv) {
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++)
         if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
@@ -1311,6 +1322,8 @@ static int cmd_run(int argc, char **argv) {
             pass_stdin = true;
             continue;
         }
+        if (not_an_option("run", o))
+            goto bad;
         if (i + 1 >= argc) {
             fprintf(stderr, "%s: %s needs a value\n", prog, o);
             goto bad;
@@ -1632,6 +1645,8 @@ static int cmd_wrap(int argc, char **argv) {
                 wrap_files = true;
             continue;
         }
+        if (not_an_option("wrap", o))
+            return RUN_BAD_INVOCATION;
         if (i + 1 >= argc) {
             fprintf(stderr, "%s: %s needs a value\n", prog, o);
             return RUN_BAD_INVOCATION;

@@ -39,6 +39,22 @@ wait_running() {
 "$fy" run -- /bin/sh -c 'exit 3'; rc=$?
 [ $rc -eq 3 ] || fail "exit 3 gave $rc"
 
+# 1a. A command given without the "--" before it: the message says so
+# (not "make needs a value" nor "unknown option make"), status 246, and
+# nothing runs.
+for cmd in run wrap; do
+    for args in "true" "make all"; do
+        # shellcheck disable=SC2086
+        out=$("$fy" $cmd $args 2>&1 </dev/null); rc=$?
+        [ $rc -eq 246 ] || fail "$cmd $args gave $rc: $out"
+        case $out in *"\"${args%% *}\" is not an option; the command goes after --"*) ;;
+            *) fail "$cmd $args: the message does not point at --: $out" ;; esac
+    done
+done
+out=$("$fy" run --timeout 5s ls -la 2>&1 </dev/null); rc=$?
+[ $rc -eq 246 ] || fail "run --timeout 5s ls gave $rc: $out"
+case $out in *'"ls" is not an option'*) ;; *) fail "run --timeout 5s ls: $out" ;; esac
+
 # 2. A workspace path that does not exist: an infrastructure failure (245)
 # whose message names the path and where it was to go.
 out=$("$fy" run --build "$scratch/missing" -- /bin/true 2>&1); rc=$?
