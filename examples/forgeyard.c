@@ -881,6 +881,24 @@ static int run_outcome_status(const fy_result *res) {
     }
 }
 
+/* A signal's description for a message ("Broken pipe"), or "" where the
+ * platform has none. */
+#ifndef _WIN32
+#define SIGNAME_OPEN " ("
+#define SIGNAME_CLOSE ")"
+static const char *signal_name(int sig) {
+    const char *d = sig > 0 && sig < NSIG ? strsignal(sig) : NULL;
+    return d ? d : "unknown";
+}
+#else
+#define SIGNAME_OPEN ""
+#define SIGNAME_CLOSE ""
+static const char *signal_name(int sig) {
+    (void)sig;
+    return "";
+}
+#endif
+
 /* An operator's ^C (or a SIGTERM/SIGHUP from a supervisor) cancels the
  * run instead of killing this process: the library then ends the sandbox
  * and removes everything it made, and the result says CANCELLED. The
@@ -1199,7 +1217,11 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
     fy_caps_free(caps);
     int status = run_outcome_status(res);
     int outcome = fy_result_outcome(res);
-    if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
+    if (outcome == FY_OUTCOME_SIGNALED && !fy_result_detail(res))
+        /* which signal: "signaled" alone left the operator to decode 128+n */
+        fprintf(stderr, "%s: run: %s: signal %d%s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
+                fy_result_signal(res), SIGNAME_OPEN, signal_name(fy_result_signal(res)), SIGNAME_CLOSE);
+    else if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
         fprintf(stderr, "%s: run: %s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
                 fy_result_detail(res) ? ": " : "", fy_result_detail(res) ? fy_result_detail(res) : "");
     if (result_file) {

@@ -55,6 +55,12 @@ out=$("$fy" run --timeout 5s ls -la 2>&1 </dev/null); rc=$?
 [ $rc -eq 246 ] || fail "run --timeout 5s ls gave $rc: $out"
 case $out in *'"ls" is not an option'*) ;; *) fail "run --timeout 5s ls: $out" ;; esac
 
+# 1c. A command killed by a signal the library did not send: 128+n, and the
+# message names the signal (not a bare "signaled").
+out=$("$fy" run -- /bin/sh -c 'kill -SEGV $$' 2>&1 </dev/null); rc=$?
+[ $rc -eq 139 ] || fail "SIGSEGV gave $rc: $out"
+case $out in *"signaled: signal 11 ("*")"*) ;; *) fail "the message does not name the signal: $out" ;; esac
+
 # 2. A workspace path that does not exist: an infrastructure failure (245)
 # whose message names the path and where it was to go.
 out=$("$fy" run --build "$scratch/missing" -- /bin/true 2>&1); rc=$?
