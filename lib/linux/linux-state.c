@@ -149,8 +149,22 @@ static bool safe_cgroup(const char *p) {
            strncmp(base + 1, "forgeyard-", 10) == 0 && !strchr(base + 1, '\n');
 }
 
+/* A container attempt's disk upper (linux-upper.c): IMAGE_CACHE/uppers/X,
+ * X mkdtemp's six letters and digits, the path absolute with no "." or ".."
+ * component and no empty one. */
+static bool upper_scratch(const char *p) {
+    size_t n = strlen(p);
+    if (p[0] != '/' || n < 16 || strncmp(p + n - 14, "/uppers/", 8) != 0)
+        return false;
+    for (size_t i = n - 6; i < n; i++)
+        if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9')))
+            return false;
+    return !strstr(p, "//") && !strstr(p, "/./") && !strstr(p, "/../");
+}
+
 /* Exactly /dev/shm/forgeyard-attempt-X or /tmp/forgeyard-attempt-X, where X
- * has no '/': the directories the process level creates, nothing else. */
+ * has no '/': the directories the process level creates; or a container
+ * attempt's disk upper; nothing else. */
 static bool safe_scratch(const char *p) {
     static const char *const prefixes[] = {"/dev/shm/forgeyard-attempt-", "/tmp/forgeyard-attempt-"};
     for (size_t i = 0; i < 2; i++) {
@@ -158,8 +172,9 @@ static bool safe_scratch(const char *p) {
         if (strncmp(p, prefixes[i], n) == 0 && p[n] && !strchr(p + n, '/'))
             return true;
     }
-    return false;
+    return upper_scratch(p);
 }
+
 
 /* Strict parser; 0 or FY_E_INVAL. Exposed for the fuzzer. */
 int state_parse(const char *text, size_t len, struct state_record_view *out) {
@@ -265,6 +280,24 @@ static int remove_tree_at(int at, const char *name, int depth) {
 
 int state_remove_tree(const char *path) { return remove_tree_at(AT_FDCWD, path, 0); }
 
+/* Removes a recorded scratch directory. A disk upper goes only from an
+ * "uppers" directory of the caller's own, opened without following a link
+ * there (as lx_setup_upper_dir made it). */
+static int remove_scratch(const char *dir) {
+    if (!upper_scratch(dir))
+        return state_remove_tree(dir);
+    char parent[4200];
+    const char *slash = strrchr(dir, '/');
+    snprintf(parent, sizeof(parent), "%.*s", (int)(slash - dir), dir);
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return errno == ENOENT ? 0 : -1;
+    struct stat st;
+    int r = fstat(pfd, &st) == 0 && st.st_uid == geteuid() ? remove_tree_at(pfd, slash + 1, 0) : -1;
+    close(pfd);
+    return r;
+}
+
 static void kill_cgroup(const char *dir) {
     char path[4300];
     snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
@@ -322,7 +355,7 @@ static int destroy_record(const struct state_record_view *v) {
     if (v->scratch) {
         char dir[4200];
         snprintf(dir, sizeof(dir), "%.*s", (int)v->scratchlen, v->scratch);
-        left += state_remove_tree(dir) < 0;
+        left += remove_scratch(dir) < 0;
     }
     return left;
 }

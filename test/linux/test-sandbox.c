@@ -2658,6 +2658,50 @@ START_TEST(test_state_record_is_appended_not_rewritten) {
 }
 END_TEST
 
+/* A container attempt's record names its disk upper (IMAGE_CACHE/uppers/X,
+ * linux-upper.c) as its scratch: gc must read that record and remove the
+ * upper once its owner is gone, not refuse the record as invalid (which left
+ * the orphan and failed every later gc). A scratch anywhere else is still
+ * refused and left alone. */
+START_TEST(test_gc_disk_upper_record) {
+    char state[200], upper[240], victim[200], rec[300];
+    snprintf(state, sizeof(state), "%s/state-upper", scratch);
+    ck_assert_int_eq(mkdir(state, 0700), 0);
+    snprintf(upper, sizeof(upper), "%s/cache", scratch);
+    ck_assert_int_eq(mkdir(upper, 0700), 0);
+    snprintf(upper, sizeof(upper), "%s/cache/uppers", scratch);
+    ck_assert_int_eq(mkdir(upper, 0711), 0);
+    snprintf(upper, sizeof(upper), "%s/cache/uppers/Ab3xYz", scratch);
+    ck_assert_int_eq(mkdir(upper, 0711), 0);
+    char sub[300];
+    snprintf(sub, sizeof(sub), "%s/upper", upper);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    snprintf(sub, sizeof(sub), "%s/work", upper);
+    ck_assert_int_eq(mkdir(sub, 0), 0); /* as overlayfs leaves work/work */
+    /* Start time 0 never matches: the owner is "gone". */
+    snprintf(rec, sizeof(rec), "%s/forgeyard-1-00000000000000aa.state", state);
+    FILE *f = fopen(rec, "we");
+    fprintf(f, "forgeyard-state 1\nowner %d 0\nsandbox 0 0\nscratch %s\nsandbox 0 0\n", (int)getpid(), upper);
+    fclose(f);
+    uint64_t destroyed = 0;
+    fy_error *err = NULL;
+    int r = fy_gc(state, 0, &destroyed, &err);
+    ck_assert_msg(r == 0, "gc: %s", err ? fy_error_message(err) : "?");
+    ck_assert_uint_eq(destroyed, 1);
+    ck_assert_int_eq(access(upper, F_OK), -1);
+    ck_assert_int_eq(access(rec, F_OK), -1);
+    /* Not an upper: refused, the directory kept. */
+    snprintf(victim, sizeof(victim), "%s/cache/victim", scratch);
+    ck_assert_int_eq(mkdir(victim, 0700), 0);
+    f = fopen(rec, "we");
+    fprintf(f, "forgeyard-state 1\nowner %d 0\nsandbox 0 0\nscratch %s\n", (int)getpid(), victim);
+    fclose(f);
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), FY_E_INVAL);
+    ck_assert_int_eq(access(victim, F_OK), 0);
+    ck_assert_int_eq(unlink(rec), 0);
+}
+END_TEST
+
 /* Fault injection: every setup step, failed at each of its occurrences,
  * ends the attempt as an infrastructure failure naming that step, and leaves
  * no process, cgroup or state record behind. */
@@ -3243,6 +3287,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_gc_unrecorded_cgroups);
     tcase_add_test(tc, test_orphans_reaped_by_next_attempt);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
+    tcase_add_test(tc, test_gc_disk_upper_record);
     tcase_add_test(tc, test_state_record_is_appended_not_rewritten);
     tcase_add_test(tc, test_crash_anywhere_in_setup_then_gc);
     tcase_add_test(tc, test_every_setup_failure_is_typed_and_clean);
