@@ -436,6 +436,14 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
         if (r0 < 0)
             return r0;
     }
+    for (int i = 1; i < 3; i++) {
+        struct stat kst;
+        /* stdout_path, stderr_path: new files (kept at finish, never replacing one) */
+        if (action->stdio_path[i] && lstat(action->stdio_path[i], &kst) == 0)
+            return err_set(reterr, FY_E_STATE, FY_STEP_PREPARE, EEXIST, action->stdio_path[i],
+                           "cannot keep the action's %s: the file exists (a new file is needed)",
+                           i == 1 ? "stdout" : "stderr");
+    }
     fy_action_attempt *t = calloc(1, sizeof(*t));
     if (!t)
         return oom(reterr, FY_STEP_PREPARE);

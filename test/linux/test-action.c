@@ -1502,6 +1502,33 @@ START_TEST(test_output_dir_not_empty_at_start) {
 }
 END_TEST
 
+/* stdout_path and stderr_path are new files: one that exists is refused by
+ * fy_action_start, before the command runs, not at finish after it. */
+START_TEST(test_stdio_path_exists_at_start) {
+    char *in = make_input(), *sc = make_dir("scratch"), *so = path_in("stdout-old", "");
+    int fd = open(so, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    fy_action *a = action_json("\"arguments\": [\"/bin/sleep\", \"60\"]}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    for (uint32_t stream = 1; stream <= 2; stream++) {
+        ck_assert_int_eq(fy_action_set_stdio_path(a, stream, so, NULL), 0);
+        ck_assert_int_eq(fy_action_set_stdio_path(a, 3 - stream, NULL, NULL), 0);
+        fy_policy *p = policy();
+        fy_action_attempt *t = NULL;
+        fy_error *err = NULL;
+        ck_assert_int_eq(fy_action_start(a, p, NULL, &t, &err), FY_E_STATE);
+        ck_assert_ptr_null(t);
+        ck_assert_msg(strstr(fy_error_message(err), "exists"), "%s", fy_error_message(err));
+        fy_error_free(err);
+        fy_policy_free(p);
+        assert_no_attempt_left(sc);
+    }
+    fy_action_free(a);
+    free(in); free(sc); free(so);
+}
+END_TEST
+
 /* ---- the verdict beside the attempt (fy_action_run) ---- */
 
 /* fy_action_run lets the attempt start while the input walk's verdict runs
@@ -1781,6 +1808,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_documents);
     tcase_add_test(tc, test_cancel);
     tcase_add_test(tc, test_output_dir_not_empty_at_start);
+    tcase_add_test(tc, test_stdio_path_exists_at_start);
     tcase_add_test(tc, test_every_input_attacked);
     tcase_add_test(tc, test_outputs_already_in_inputs);
     tcase_add_test(tc, test_unreachable_input_materialised);
