@@ -1982,8 +1982,12 @@ static int cmd_action(int argc, char **argv) {
     fy_caps_free(caps);
     fy_action_free(a);
     if (r < 0) {
+        /* Refused before anything ran: a bad document, or (FY_E_STATE at
+         * the prepare step) an output directory that is not empty or a
+         * --stdout/--stderr file that exists: the caller's to fix. */
+        bool caller = r == FY_E_INVAL || (r == FY_E_STATE && err && fy_error_step(err) == FY_STEP_PREPARE);
         report("action run", err, r);
-        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : r == FY_E_INVAL ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
+        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : caller ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
     }
     fy_result *sres = NULL;
     int w = wait_or_cancel(fy_action_attempt_handle(t), &sres, &err);

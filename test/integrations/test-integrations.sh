@@ -221,6 +221,16 @@ printf '{"version": 1, "arguments": ["x"], "input_root": {"directory": "%s"}, "o
 out=$("$fy" action run bad.json 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "action run: a bad document gave $rc"
 case $out in *'$.outputs.files[0]'*) ;; *) fail "action run: the error does not name the path: $out" ;; esac
+# Run again into the same (now not empty) output directory, or keeping its
+# stdout in a file that exists: refused before anything runs, status 246
+# (the caller's to fix), the message naming what.
+out=$("$fy" action run action.json --output-dir "$scratch/action-out" 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "action run into a full output directory gave $rc: $out"
+case $out in *"$scratch/action-out: the output directory is not empty"*) ;; *) fail "action run: $out" ;; esac
+: > "$scratch/kept-stdout"
+out=$("$fy" action run action.json --stdout "$scratch/kept-stdout" 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "action run keeping stdout in an existing file gave $rc: $out"
+case $out in *"the file exists"*) ;; *) fail "action run --stdout: $out" ;; esac
 # An archive input, from the cache; `forgeyard action gc` collects it.
 mkdir -p "$scratch/arin" && printf 'archived\n' > "$scratch/arin/in.txt" && chmod 0644 "$scratch/arin/in.txt" || exit 1
 tar -C "$scratch/arin" -cf "$scratch/in.tar" in.txt || fail "tar"
