@@ -1118,7 +1118,50 @@ static int cmd_image(int argc, char **argv) {
 /* Runs cmd under p (taken: freed here) to its end, as `run` does: the saved
  * probe, one renegotiation when the host changed, ^C cancels; writes the
  * result to result_file (optional). Returns run's exit status. */
+/* --result FILE's directory, checked before anything runs: a missing or
+ * unwritable one would otherwise lose the evidence of a whole run at its
+ * end (status 1). false after saying why. */
+static bool result_path_ok(const char *what, const char *file) {
+#ifndef _WIN32
+    if (!file)
+        return true;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(file, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == file)
+        snprintf(dir, sizeof(dir), "/");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file);
+    struct stat st;
+    const char *why = NULL, *where = dir;
+    if (stat(dir, &st) < 0)
+        why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+        why = "not a directory";
+    else if (access(dir, W_OK | X_OK) < 0)
+        why = strerror(errno);
+    else if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        why = "a directory";
+        where = file;
+    }
+    if (why) {
+        fprintf(stderr, "%s: %s--result %s: cannot be written (%s: %s); nothing ran\n", prog, what, file, where,
+                why);
+        return false;
+    }
+#else
+    (void)what;
+    (void)file;
+#endif
+    return true;
+}
+
 static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file) {
+    if (!result_path_ok("", result_file)) {
+        fy_policy_free(p);
+        return RUN_BAD_INVOCATION;
+    }
     fy_error *err = NULL;
     /* The host's probe comes from the snapshot an earlier run saved (a
      * probe costs more than a start); a snapshot is never trusted further
@@ -1961,6 +2004,11 @@ static int cmd_action(int argc, char **argv) {
     }
     if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", &err) < 0 ||
         (policy_file && load_policy_onto(p, policy_file) < 0)) {
+        fy_policy_free(p);
+        fy_action_free(a);
+        return RUN_BAD_INVOCATION;
+    }
+    if (!result_path_ok("action run: ", result_file)) {
         fy_policy_free(p);
         fy_action_free(a);
         return RUN_BAD_INVOCATION;

@@ -61,6 +61,16 @@ out=$("$fy" run -- /bin/sh -c 'kill -SEGV $$' 2>&1 </dev/null); rc=$?
 [ $rc -eq 139 ] || fail "SIGSEGV gave $rc: $out"
 case $out in *"signaled: signal 11 ("*")"*) ;; *) fail "the message does not name the signal: $out" ;; esac
 
+# 1d. --result in a directory that does not exist (or that is a directory):
+# refused before the command runs (status 246), not after a whole run that
+# then loses its evidence.
+for res in "$scratch/no-such-dir/r.json" "$scratch"; do
+    out=$("$fy" run --result "$res" -- /bin/sh -c 'echo RAN-$$' 2>&1 </dev/null); rc=$?
+    [ $rc -eq 246 ] || fail "--result $res gave $rc: $out"
+    case $out in *RAN-*) fail "--result $res: the command ran: $out" ;; esac
+    case $out in *"--result $res: cannot be written"*) ;; *) fail "--result $res: $out" ;; esac
+done
+
 # 2. A workspace path that does not exist: an infrastructure failure (245)
 # whose message names the path and where it was to go.
 out=$("$fy" run --build "$scratch/missing" -- /bin/true 2>&1); rc=$?
