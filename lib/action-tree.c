@@ -1851,13 +1851,17 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
         return push_missing(&k->c->missing, o->path, "its directory is gone") < 0
                    ? fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory") : 0;
     int out = -1, r = 0;
-    if (k->out >= 0 && (out = walk(k->out, dir, &host_dirs)) < 0) {
+    struct stat st;
+    const char *why = NULL;
+    bool made = fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !(k->overlay && whiteout(&st));
+    /* The output's directory in the output directory, only for an output
+     * that is there: a missing one leaves nothing behind (an empty "out/"
+     * would make the output directory "not empty" for the next run). */
+    if (made && k->out >= 0 && (out = walk(k->out, dir, &host_dirs)) < 0) {
         close(pfd);
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, -out, o->path, "cannot make the output's directory");
     }
-    struct stat st;
-    const char *why = NULL;
-    if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || (k->overlay && whiteout(&st))) {
+    if (!made) {
         why = "not made";
     } else if (S_ISLNK(st.st_mode)) {
         r = col_link(k, pfd, base, o->path, out);

@@ -268,6 +268,9 @@ START_TEST(test_outputs_and_digests) {
     ck_assert_int_ne(access(p2, F_OK), 0);
     snprintf(p2, sizeof(p2), "%s/src", out);
     ck_assert_int_ne(access(p2, F_OK), 0);
+    /* a declared output not made leaves not even its directory */
+    snprintf(p2, sizeof(p2), "%s/missing", out);
+    ck_assert_int_ne(access(p2, F_OK), 0);
     /* As root, readable inputs owned by nobody the sandbox maps are linked
      * (materialised); an overlay links and copies nothing. */
     assert_root(j, overlaid());
