@@ -903,6 +903,8 @@ static const char *signal_name(int sig) {
  * run instead of killing this process: the library then ends the sandbox
  * and removes everything it made, and the result says CANCELLED. The
  * handler only writes the signal's number to a pipe the wait loop polls. */
+/* The command named in the message a stop signal prints. */
+static const char *stop_what = "run";
 #ifndef _WIN32
 static int stop_pipe[2] = {-1, -1};
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
@@ -957,8 +959,8 @@ static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
         unsigned char sig;
         while (read(stop_pipe[0], &sig, 1) == 1) {
             if (stops++ == 0) {
-                fprintf(stderr, "%s: run: %s: cancelling the sandbox (again to kill it at once)\n", prog,
-                        strsignal(sig));
+                fprintf(stderr, "%s: %s: %s: cancelling the sandbox (again to kill it at once)\n", prog,
+                        stop_what, strsignal(sig));
                 fy_handle_cancel(h, FY_CANCEL_USER, NULL);
             } else {
                 return 0;
@@ -2038,6 +2040,7 @@ static int cmd_action(int argc, char **argv) {
         return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : caller ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
     }
     fy_result *sres = NULL;
+    stop_what = "action run";
     int w = wait_or_cancel(fy_action_attempt_handle(t), &sres, &err);
     fy_result_free(sres);
     if (w <= 0) {

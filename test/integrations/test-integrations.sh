@@ -231,6 +231,23 @@ case $out in *"$scratch/action-out: the output directory is not empty"*) ;; *) f
 out=$("$fy" action run action.json --stdout "$scratch/kept-stdout" 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "action run keeping stdout in an existing file gave $rc: $out"
 case $out in *"the file exists"*) ;; *) fail "action run --stdout: $out" ;; esac
+# SIGTERM while the action runs: cancelled (241), the message naming
+# "action run", not "run".
+cat > sleep.json <<EOF
+{"version": 1, "arguments": ["/bin/sleep", "2718$$"],
+ "environment": {"PATH": "/usr/bin:/bin"}, "input_root": {"directory": "$scratch/exec"}, "outputs": {"files": ["x"]}}
+EOF
+"$fy" action run sleep.json --result "$scratch/sleep-ar.json" 2>"$scratch/sleep.err" &
+apid=$!
+i=0
+while ! pgrep -x -f "/bin/sleep 2718$$" >/dev/null; do
+    i=$((i + 1)); [ $i -gt 500 ] && { kill -9 $apid; fail "action run: the sandbox never started"; }
+    sleep 0.02
+done
+kill -TERM $apid; wait $apid; rc=$?
+[ $rc -eq 241 ] || fail "action run cancelled gave $rc: $(cat "$scratch/sleep.err")"
+grep -q "^forgeyard: action run: Terminated: cancelling the sandbox" "$scratch/sleep.err" ||
+    fail "action run: the stop message: $(cat "$scratch/sleep.err")"
 # An archive input, from the cache; `forgeyard action gc` collects it.
 mkdir -p "$scratch/arin" && printf 'archived\n' > "$scratch/arin/in.txt" && chmod 0644 "$scratch/arin/in.txt" || exit 1
 tar -C "$scratch/arin" -cf "$scratch/in.tar" in.txt || fail "tar"
