@@ -175,7 +175,6 @@ static bool safe_scratch(const char *p) {
     return upper_scratch(p);
 }
 
-
 /* Strict parser; 0 or FY_E_INVAL. Exposed for the fuzzer. */
 int state_parse(const char *text, size_t len, struct state_record_view *out) {
     memset(out, 0, sizeof(*out));
