@@ -1934,6 +1934,10 @@ static int cmd_action(int argc, char **argv) {
         action_usage(stderr);
         return RUN_BAD_INVOCATION;
     }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        action_usage(stdout);
+        return EXIT_OK;
+    }
     const char *file = argv[1], *profile = NULL, *policy_file = NULL, *result_file = NULL, *outdir = NULL;
     const char *streams[3] = {NULL, NULL, NULL};
     for (int i = 2; i < argc; i++) {
@@ -2090,7 +2094,13 @@ static int cmd_action(int argc, char **argv) {
  * ended, the services are cancelled. Prints "NAME: OUTCOME [exit N]" per
  * member; exits 0 when every non-service member succeeded. */
 #define JOB_MAX FY_JOBNET_MAX_MEMBERS
+static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
+
 static int cmd_job(int argc, char **argv) {
+    if ((argc == 1 || argc == 2) && (is_help(argv[0]) || (argc == 2 && is_help(argv[1])))) {
+        printf("usage: %s job run JOB.json\n", prog);
+        return EXIT_OK;
+    }
     if (argc != 2 || strcmp(argv[0], "run") != 0) {
         fprintf(stderr, "usage: %s job run JOB.json\n", prog);
         return EXIT_USAGE;

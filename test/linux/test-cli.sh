@@ -332,6 +332,9 @@ case ",$(prop network)," in *",deny,"*) ;; *) fail "network deny not listed: $pr
 
 # 10. run --help prints the run usage; --grace is a duration with a unit.
 "$fy" run --help | grep -q -- '--grace DURATION' || fail "run --help"
+# (action run and job run too: --help was taken for the file's name)
+"$fy" action run --help | grep -q 'action run ACTION.json' || fail "action run --help"
+"$fy" job run --help | grep -q 'job run JOB.json' || fail "job run --help"
 out=$("$fy" run --grace 5 -- /bin/true 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "--grace 5 gave $rc: $out"
 case $out in *"unit is needed"*) ;; *) fail "--grace 5: $out" ;; esac
