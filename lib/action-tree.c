@@ -2012,6 +2012,18 @@ static void und_walk(struct und *u, int dir, int lparent, const char *lname, int
         close(lower);
 }
 
+/* 0 when the directory fd (path) holds nothing; else FY_E_STATE (fd is
+ * left open either way). */
+static int check_empty(int fd, const char *path, uint32_t step, fy_error **reterr) {
+    struct ent *v;
+    size_t n;
+    int r = list_dir(fd, &v, &n, 1);
+    free_ents(v, n);
+    if (r < 0 || n)
+        return fail(reterr, FY_E_STATE, step, r < 0 ? -r : ENOTEMPTY, path, "the output directory is not empty");
+    return 0;
+}
+
 static int open_output_dir(const char *path, fy_error **reterr) {
     if (mkdir(path, 0755) < 0 && errno != EEXIST)
         return fail(reterr, FY_E_IO, FY_STEP_COLLECT, errno, path, "cannot make the output directory: %s",
@@ -2020,14 +2032,10 @@ static int open_output_dir(const char *path, fy_error **reterr) {
     if (fd < 0)
         return fail(reterr, FY_E_IO, FY_STEP_COLLECT, errno, path, "cannot open the output directory: %s",
                     strerror(errno));
-    struct ent *v;
-    size_t n;
-    int r = list_dir(fd, &v, &n, 1);
-    free_ents(v, n);
-    if (r < 0 || n) {
+    int r = check_empty(fd, path, FY_STEP_COLLECT, reterr);
+    if (r < 0) {
         close(fd);
-        return fail(reterr, FY_E_STATE, FY_STEP_COLLECT, r < 0 ? -r : ENOTEMPTY, path,
-                    "the output directory is not empty");
+        return r;
     }
     return fd;
 }
@@ -2042,15 +2050,9 @@ int tree_check_output_dir(const char *path, fy_error **reterr) {
     if (fd < 0)
         return fail(reterr, FY_E_IO, FY_STEP_PREPARE, errno, path, "cannot open the output directory: %s",
                     strerror(errno));
-    struct ent *v;
-    size_t n;
-    int r = list_dir(fd, &v, &n, 1);
-    free_ents(v, n);
+    int r = check_empty(fd, path, FY_STEP_PREPARE, reterr);
     close(fd);
-    if (r < 0 || n)
-        return fail(reterr, FY_E_STATE, FY_STEP_PREPARE, r < 0 ? -r : ENOTEMPTY, path,
-                    "the output directory is not empty");
-    return 0;
+    return r;
 }
 
 int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, uint64_t survivors,
