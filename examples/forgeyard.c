@@ -171,6 +171,8 @@ static void tty_relay_drain(void) {}
 static int sandbox_out_fd(int fd) { return fd; }
 #endif
 
+static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: %s COMMAND [ARGS]\n"
@@ -899,12 +901,13 @@ static const char *signal_name(int sig) {
 }
 #endif
 
+/* The command named in the message a stop signal prints. */
+static const char *stop_what = "run";
+
 /* An operator's ^C (or a SIGTERM/SIGHUP from a supervisor) cancels the
  * run instead of killing this process: the library then ends the sandbox
  * and removes everything it made, and the result says CANCELLED. The
  * handler only writes the signal's number to a pipe the wait loop polls. */
-/* The command named in the message a stop signal prints. */
-static const char *stop_what = "run";
 #ifndef _WIN32
 static int stop_pipe[2] = {-1, -1};
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
@@ -1117,9 +1120,6 @@ static int cmd_image(int argc, char **argv) {
     return EXIT_OK;
 }
 
-/* Runs cmd under p (taken: freed here) to its end, as `run` does: the saved
- * probe, one renegotiation when the host changed, ^C cancels; writes the
- * result to result_file (optional). Returns run's exit status. */
 /* --result FILE's directory, checked before anything runs: a missing or
  * unwritable one would otherwise lose the evidence of a whole run at its
  * end (status 1). false after saying why. */
@@ -1159,6 +1159,9 @@ static bool result_path_ok(const char *what, const char *file) {
     return true;
 }
 
+/* Runs cmd under p (taken: freed here) to its end, as `run` does: the saved
+ * probe, one renegotiation when the host changed, ^C cancels; writes the
+ * result to result_file (optional). Returns run's exit status. */
 static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file) {
     if (!result_path_ok("", result_file)) {
         fy_policy_free(p);
@@ -1347,7 +1350,7 @@ static bool not_an_option(const char *cmd, const char *o) {
 
 static int cmd_run(int argc, char **argv) {
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++)
-        if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
+        if (is_help(argv[k])) {
             run_usage(stdout);
             return EXIT_OK;
         }
@@ -1701,7 +1704,7 @@ static int cmd_wrap(int argc, char **argv) {
             i++;
             break;
         }
-        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+        if (is_help(o)) {
             wrap_usage(stdout);
             return EXIT_OK;
         }
@@ -1924,7 +1927,7 @@ static int action_gc(int argc, char **argv) {
 }
 
 static int cmd_action(int argc, char **argv) {
-    if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+    if (argc < 1 || is_help(argv[0])) {
         action_usage(argc < 1 ? stderr : stdout);
         return argc < 1 ? RUN_BAD_INVOCATION : EXIT_OK;
     }
@@ -1934,7 +1937,7 @@ static int cmd_action(int argc, char **argv) {
         action_usage(stderr);
         return RUN_BAD_INVOCATION;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (is_help(argv[1])) {
         action_usage(stdout);
         return EXIT_OK;
     }
@@ -1942,7 +1945,7 @@ static int cmd_action(int argc, char **argv) {
     const char *streams[3] = {NULL, NULL, NULL};
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i];
-        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+        if (is_help(o)) {
             action_usage(stdout);
             return EXIT_OK;
         }
@@ -2094,8 +2097,6 @@ static int cmd_action(int argc, char **argv) {
  * ended, the services are cancelled. Prints "NAME: OUTCOME [exit N]" per
  * member; exits 0 when every non-service member succeeded. */
 #define JOB_MAX FY_JOBNET_MAX_MEMBERS
-static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
-
 static int cmd_job(int argc, char **argv) {
     if ((argc == 1 || argc == 2) && (is_help(argv[0]) || (argc == 2 && is_help(argv[1])))) {
         printf("usage: %s job run JOB.json\n", prog);
@@ -2301,7 +2302,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+    if (is_help(cmd) || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return EXIT_OK;
     }
