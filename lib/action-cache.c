@@ -657,6 +657,13 @@ static void gc(struct act_cache *c) {
     (void)collect(c, (int64_t)CACHE_MAX_AGE_SEC * 1000000000, FY_UNLIMITED, &removed, &failed);
 }
 
+/* The entry taken into use: its seal's mtime is its last use (gc by age),
+ * c->entry_path names it. 0 or -ENOMEM. */
+static int use_entry(struct act_cache *c) {
+    (void)utimensat(c->seals, c->key, NULL, AT_SYMLINK_NOFOLLOW);
+    return (c->entry_path = util_asprintf("%s/entries/%s", c->dir, c->key)) ? 0 : -ENOMEM;
+}
+
 int action_cache_entry(struct act_cache *c, const fy_action *a, const struct tree_ids *ids, struct pathset *dirs,
                        struct tree_stats *st, bool *overlayable, fy_error **reterr) {
     int first = try_entry(c, a, ids, dirs, st, overlayable), r;
@@ -683,11 +690,7 @@ int action_cache_entry(struct act_cache *c, const fy_action *a, const struct tre
             return err_set(reterr, FY_E_IO, FY_STEP_INPUT, 0, c->dir, "the cache entry %s changed as it was made",
                            c->key);
     }
-    /* used now (gc by age) */
-    (void)utimensat(c->seals, c->key, NULL, AT_SYMLINK_NOFOLLOW);
-    if (!(c->entry_path = util_asprintf("%s/entries/%s", c->dir, c->key)))
-        return err_set(reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory");
-    return 0;
+    return use_entry(c) < 0 ? err_set(reterr, FY_E_NOMEM, FY_STEP_INPUT, 0, NULL, "out of memory") : 0;
 }
 
 int action_cache_entry_unchecked(struct act_cache *c) {
@@ -697,14 +700,13 @@ int action_cache_entry_unchecked(struct act_cache *c) {
             close(fd);
         return 1;
     }
-    if (!(c->entry_path = util_asprintf("%s/entries/%s", c->dir, c->key))) {
+    if (use_entry(c) < 0) {
         close(fd);
         return -ENOMEM;
     }
     close_fd(&c->entry);
     c->entry = fd;
     c->state = "hit";
-    (void)utimensat(c->seals, c->key, NULL, AT_SYMLINK_NOFOLLOW);
     return 0;
 }
 
