@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The privileged helper's client (linux-helper.h). */
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -117,6 +118,31 @@ int lx_helper_call_fd(const char *socket_path, const struct fyh_msg *req, int pa
     return lx_helper_call_fds(socket_path, req, pass_fd, rep, NULL, timeout_ms);
 }
 
+/* Whether a listener's uid, as SO_PEERCRED gives it to us, is root's.
+ * In a user namespace whose map leaves out root (a caller inside a
+ * sandbox's namespace set), root shows as the overflow uid, as does every
+ * other unmapped id: there, an unmapped listener is all that can be told. */
+static bool root_listener(uid_t uid) {
+    if (uid == 0)
+        return true;
+    char map[128] = "";
+    int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, map, sizeof(map) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    unsigned inside, outside, count;
+    bool initial = n > 0 && sscanf(map, "%u %u %u", &inside, &outside, &count) == 3 && inside == 0 && outside == 0 &&
+                   count == UINT32_MAX;
+    if (initial)
+        return false;
+    fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+    char v[16] = "";
+    n = fd >= 0 ? read(fd, v, sizeof(v) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    return n > 0 && (uid_t)strtoul(v, NULL, 10) == uid;
+}
+
 int lx_helper_call_fds(const char *socket_path, const struct fyh_msg *req, int pass_fd, struct fyh_msg *rep,
                        int *got_fd, int timeout_ms) {
     if (got_fd)
@@ -163,6 +189,18 @@ int lx_helper_call_fds(const char *socket_path, const struct fyh_msg *req, int p
         r = -errno;
         if (r == -EINPROGRESS || r == -EAGAIN)
             r = wait_fd(fd, POLLOUT, deadline);
+    }
+    /* The helper is root (forgeyard-sandbox-helper(8) refuses to run as
+     * anyone else and never changes uid): a listener of any other uid at
+     * the path is not it, and is told nothing (no attempt name, no limits,
+     * no namespace descriptor). SO_PEERCRED: who listened, at listen(2). */
+    struct ucred peer;
+    socklen_t pl = sizeof(peer);
+    if (r == 0 && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &pl) < 0 || !root_listener(peer.uid)))
+        r = -EPERM;
+    if (r < 0) {
+        close(fd);
+        return r;
     }
     }
     for (size_t off = 0; r == 0 && off < (size_t)len;) {
@@ -260,7 +298,10 @@ void lx_helper_probe(fy_caps *c) {
     }
     char why[1024];
     if (r < 0) {
-        snprintf(why, sizeof(why), "privileged helper at %s unreachable: %s", path, strerror(-r));
+        if (r == -EPERM)
+            snprintf(why, sizeof(why), "privileged helper at %s refused: the socket's listener is not root", path);
+        else
+            snprintf(why, sizeof(why), "privileged helper at %s unreachable: %s", path, strerror(-r));
         (void)caps_set_fact(c, LX_FACT_HELPER, why);
         note_absent(c, why);
         return;

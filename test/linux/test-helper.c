@@ -471,6 +471,44 @@ START_TEST(wrong_peer_uid) {
 }
 END_TEST
 
+/* A listener at a helper path that is not root (another user bound it
+ * where a helper was expected, e.g. after the helper stopped): the client
+ * refuses it before saying anything, and the impostor reads nothing. */
+START_TEST(impostor_listener_not_root) {
+    char fake[600];
+    snprintf(fake, sizeof(fake), "%s/impostor.sock", tmpdir);
+    int st = 0;
+    /* (the directory is root's: bind as root, then listen as UID_X) */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fake);
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(l, 0);
+    ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(chmod(fake, 0777), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, NULL) < 0 || setresgid(UID_X, UID_X, UID_X) < 0 || setresuid(UID_X, UID_X, UID_X) < 0 ||
+            listen(l, 4) < 0)
+            _exit(1);
+        int c = accept(l, NULL, NULL);
+        char b[64];
+        struct pollfd pf = {c, POLLIN, 0};
+        /* what a client sent within a second: nothing, if it refused us */
+        ssize_t n = c >= 0 && poll(&pf, 1, 1000) == 1 ? recv(c, b, sizeof(b), MSG_DONTWAIT) : 0;
+        _exit(c < 0 ? 2 : n > 0 ? 4 : 0);
+    }
+    usleep(100 * 1000);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(lx_helper_call(fake, &req, &rep, 3000), -EPERM);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the impostor read a request (status %d)", st);
+    close(l);
+    unlink(fake);
+    /* the real helper still answers */
+    helper_alive();
+}
+END_TEST
+
 START_TEST(hostile_headers) {
     uint8_t b[FYH_MAX_MESSAGE + 64];
     struct fyh_msg rep;
@@ -1432,6 +1470,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, hello_allowed);
     tcase_add_test(tc, wrong_peer_uid);
+    tcase_add_test(tc, impostor_listener_not_root);
     tcase_add_test(tc, hostile_headers);
     tcase_add_test(tc, silent_connection);
     tcase_add_test(tc, names_outside);
