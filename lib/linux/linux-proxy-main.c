@@ -60,7 +60,7 @@ enum { C_FREE = 0, C_HEAD, C_CONNECTING, C_RELAY, C_CLOSING };
 struct conn {
     int state;
     int cfd, ufd;
-    int rec;                       /* audit record, -1: none */
+    int rec;                       /* audit record; REC_NONE, or REC_DROPPED: allowed, not recorded */
     int dest;
     uint32_t next_addr;
     struct lxp_req rq;
@@ -89,12 +89,20 @@ static uint64_t mono_ms(void) {
 }
 
 
+#define REC_NONE (-1)
+#define REC_DROPPED (-2)
+
+/* A record for the request, its index; or REC_DROPPED when the log is full
+ * (its bytes then go to the dropped sums: an allowed request's traffic is
+ * always accounted for), REC_NONE for a refusal beyond the log. */
 static int audit_open(struct proxy *px, const struct lxp_req *rq, bool allowed, uint16_t status, const char *reason) {
     struct lxp_audit *a = px->audit;
-    if (a->n >= LXP_AUDIT_MAX) {
+    if (a->n >= LXP_AUDIT_MAX || (!allowed && a->refused >= LXP_AUDIT_REFUSED_MAX)) {
         a->dropped++;
-        return -1;
+        a->dropped_allowed += allowed;
+        return allowed ? REC_DROPPED : REC_NONE;
     }
+    a->refused += !allowed;
     struct lxp_audit_rec *r = &a->rec[a->n];
     memset(r, 0, sizeof(*r));
     r->t_usec = lxd_mono_us() - px->t0;
@@ -314,6 +322,11 @@ static void account(struct proxy *px, struct conn *c, bool up, size_t n) {
             px->audit->rec[c->rec].bytes_up += n;
         else
             px->audit->rec[c->rec].bytes_down += n;
+    } else if (c->rec == REC_DROPPED) {
+        if (up)
+            px->audit->dropped_bytes_up += n;
+        else
+            px->audit->dropped_bytes_down += n;
     }
 }
 
@@ -463,7 +476,7 @@ static void accept_one(struct proxy *px) {
     c->u2c = u2c;
     c->cfd = fd;
     c->ufd = c->pipe_r = c->pipe_w = -1;
-    c->rec = -1;
+    c->rec = REC_NONE;
     c->state = C_HEAD;
     c->deadline_ms = mono_ms() + LXP_HEAD_TIMEOUT_MS;
 }

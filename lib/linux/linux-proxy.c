@@ -793,6 +793,9 @@ char *lxp_report(const struct lxp_run *run) {
     json_object_set_new(o, "proxy", px);
     json_object_set_new(o, "requests", reqs);
     json_object_set_new(o, "requests_dropped", json_integer(a ? a->dropped : 0));
+    json_object_set_new(o, "requests_dropped_allowed", json_integer(a ? a->dropped_allowed : 0));
+    json_object_set_new(o, "dropped_bytes_up", json_integer(a ? (json_int_t)a->dropped_bytes_up : 0));
+    json_object_set_new(o, "dropped_bytes_down", json_integer(a ? (json_int_t)a->dropped_bytes_down : 0));
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return s;

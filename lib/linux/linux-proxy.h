@@ -48,7 +48,10 @@
 #define LXP_PORT          3128
 #define LXP_URL           "http://127.0.0.1:3128"
 #define LXP_CONN_MAX      64      /* concurrent client connections */
-#define LXP_AUDIT_MAX     256     /* audit records kept (then counted as dropped) */
+#define LXP_AUDIT_MAX     1024    /* audit records kept (then counted as dropped) */
+#define LXP_AUDIT_REFUSED_MAX 768 /* of which refusals may take at most this many: a
+                                   * flood of refused requests never crowds out the
+                                   * records of allowed ones */
 #define LXP_ADDRS_MAX     16      /* addresses per destination */
 #define LXP_DESTS_MAX     256
 #define LXP_INJECT_MAX    1024    /* "Name: value" of a credential */
@@ -97,7 +100,10 @@ struct lxp_audit_rec {
 };
 
 struct lxp_audit {
-    uint32_t n, dropped;
+    uint32_t n, dropped;           /* records kept; requests beyond them */
+    uint32_t refused;              /* records of refusals among the n */
+    uint32_t dropped_allowed;      /* allowed requests among the dropped */
+    uint64_t dropped_bytes_up, dropped_bytes_down; /* what those carried */
     uint32_t confinement;          /* LXP_CONF_* the proxy applied */
     uint32_t ready;
     struct lxp_audit_rec rec[LXP_AUDIT_MAX];

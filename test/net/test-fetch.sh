@@ -237,9 +237,13 @@ for s in held:
 for s in held:
     s.close()
 print("busy", busy)
-# 300 refused requests: the audit log keeps its bound.
-for i in range(300):
+# 800 refused requests: the audit log keeps its bound for refusals...
+for i in range(800):
     ask(("GET http://127.0.0.1:%d/n%d HTTP/1.1\r\n\r\n" % (P2, i)).encode())
+# ...and still records the allowed requests after them; those beyond the
+# whole log are counted with their bytes.
+for i in range(300):
+    ask(("GET http://mirror.test:%d/after-flood%d HTTP/1.1\r\nConnection: close\r\n\r\n" % (P1, i)).encode())
 print("done")
 IN
 : >"$TMP/log/$P1.log"
@@ -265,12 +269,23 @@ import json, sys
 net = json.load(open(sys.argv[1]))["network"]
 reqs = net["requests"]
 assert net["proxy"]["end"] == "killed at cleanup", net["proxy"]
-assert len(reqs) == 256, len(reqs)
+assert len(reqs) == 1024, len(reqs)
+refused = [q for q in reqs if q["decision"] == "refused"]
+allowed = [q for q in reqs if q["decision"] == "allowed"]
+assert len(refused) == 768, len(refused)
 assert net["requests_dropped"] > 0, net["requests_dropped"]
-statuses = {q["status"] for q in reqs if q["decision"] == "refused"}
+statuses = {q["status"] for q in refused}
 assert {400, 411, 431, 505, 503, 403} <= statuses, statuses
 assert not any(q["decision"] == "allowed" and "smuggled" in q.get("reason", "") for q in reqs)
-print("ok: the audit log keeps at most 256 records and counts the rest (%d dropped)" % net["requests_dropped"])
+# the flood of refusals crowded out no allowed request: 256 records were
+# left for them, the rest of the 300 are counted, bytes included
+flood = [q for q in allowed if q["method"] == "GET" and q["host"] == "mirror.test"]
+assert len(flood) >= 200, len(flood)
+assert net["requests_dropped_allowed"] > 0, net
+assert net["dropped_bytes_down"] > 0 and net["dropped_bytes_up"] > 0, net
+assert sum(q["bytes_down"] for q in flood) > 0
+print("ok: the audit log keeps 768 refusals and 1024 records in all; %d dropped (%d allowed, %d bytes down counted)"
+      % (net["requests_dropped"], net["requests_dropped_allowed"], net["dropped_bytes_down"]))
 PY
 proxy_gone "$TMP/r2.json" "hostile requests"
 
