@@ -1324,7 +1324,7 @@ static void run_usage(FILE *f) {
             "                          device cgroup enforces the list (root only); --device-ro PATH\n"
             "  --gpu PATH              lease a GPU node (/dev/nvidia0, /dev/dri/renderD128): --device\n"
             "                          and the GPU class set to leased\n"
-            "  --timeout DURATION      wall-clock limit (30s, 10m, 1h)\n"
+            "  --timeout DURATION      wall-clock limit (30s, 1.5s, 10m, 1h)\n"
             "  --grace DURATION        between the soft terminate and the kill (default 10s)\n"
             "  --memory SIZE           memory limit (512M, 2G); --pids N; --cpus N (1.5)\n"
             "  --tmp-size SIZE         size of /tmp\n"
@@ -1503,14 +1503,14 @@ static int cmd_run(int argc, char **argv) {
         } else if (strcmp(o, "--timeout") == 0) {
             if (!*v)
                 r = bad_value(o, v, "expects a duration (e.g. 30s, 10m, 1h)");
-            else if (strspn(v, "0123456789") == strlen(v))
+            else if (strspn(v, "0123456789.") == strlen(v))
                 r = bad_value(o, v, "a unit is needed (e.g. 5s, 10m, 1h; us, ms, s, m, h or d)");
             else
                 r = apply_json(p, o, "{\"resources\": {\"wall_time\": \"%s\"}}", v);
         } else if (strcmp(o, "--grace") == 0) {
             if (!*v)
                 r = bad_value(o, v, "expects a duration (e.g. 2s, 500ms)");
-            else if (strspn(v, "0123456789") == strlen(v))
+            else if (strspn(v, "0123456789.") == strlen(v))
                 r = bad_value(o, v, "a unit is needed (e.g. 2s, 500ms; us, ms, s, m, h or d)");
             else
                 r = apply_json(p, o, "{\"resources\": {\"grace\": \"%s\"}}", v);

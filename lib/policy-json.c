@@ -145,7 +145,17 @@ static int get_number(const json_t *v, enum numkind kind, const char *loc, uint6
     if (nd == 0)
         return bad(reterr, loc, "\"%s\" is not a %s", s,
                    kind == NUM_SIZE ? "size (e.g. 512MiB)" : kind == NUM_DURATION ? "duration (e.g. 30s)" : "count");
-    const char *suffix = s + nd;
+    /* A decimal fraction (1.5s, 0.5GiB): exact, to the base unit (us, B). */
+    size_t nf = 0;
+    const char *frac = NULL;
+    if (s[nd] == '.') {
+        frac = s + nd + 1;
+        nf = strspn(frac, "0123456789");
+        if (nf == 0 || nf > 9)
+            return bad(reterr, loc, "\"%s\": %s", s,
+                       nf ? "at most 9 digits after the point" : "a digit is needed after the point");
+    }
+    const char *suffix = frac ? frac + nf : s + nd;
     const struct unit *u = NULL;
     for (size_t i = 0; i < nunits && !u; i++)
         if (strcmp(units[i].name, suffix) == 0)
@@ -169,7 +179,22 @@ static int get_number(const json_t *v, enum numkind kind, const char *loc, uint6
     }
     if (u->mult && n > (UINT64_MAX - 1) / u->mult)
         return bad(reterr, loc, "\"%s\" is too large", s);
-    *out = n * u->mult;
+    uint64_t part = 0;
+    if (frac) {
+        uint64_t f = 0, scale = 1;
+        for (size_t i = 0; i < nf; i++) {
+            f = f * 10 + (uint64_t)(frac[i] - '0');
+            scale *= 10;
+        }
+        unsigned __int128 x = (unsigned __int128)f * u->mult;
+        if (x % scale)
+            return bad(reterr, loc, "\"%s\" is not a whole number of %s", s,
+                       kind == NUM_DURATION ? "microseconds" : "bytes");
+        part = (uint64_t)(x / scale); /* < u->mult */
+    }
+    if (n * u->mult > UINT64_MAX - 1 - part)
+        return bad(reterr, loc, "\"%s\" is too large", s);
+    *out = n * u->mult + part;
     return 0;
 }
 

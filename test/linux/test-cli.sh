@@ -126,6 +126,12 @@ for v in nan 0x1 inf 1e999 '' -1 0 1025; do
 done
 out=$("$fy" run --timeout 5 -- /bin/true 2>&1) && fail "--timeout 5 accepted"
 case $out in *"--timeout 5: a unit is needed"*) ;; *) fail "--timeout 5: $out" ;; esac
+out=$("$fy" run --timeout 1.5 -- /bin/true 2>&1) && fail "--timeout 1.5 accepted"
+case $out in *"--timeout 1.5: a unit is needed"*) ;; *) fail "--timeout 1.5: $out" ;; esac
+# a decimal fraction is a duration too (the policy's own syntax)
+"$fy" run --timeout 0.5s -- /bin/sleep 5 >/dev/null 2>&1; rc=$?
+[ $rc -eq 124 ] || fail "--timeout 0.5s sleep 5 gave $rc"
+"$fy" run --timeout 1.5s -- /bin/true || fail "--timeout 1.5s refused"
 for v in 0x10 '' 5x -1 99999999999999999999999; do
     out=$("$fy" run --pids "$v" -- /bin/true 2>&1) && fail "--pids '$v' accepted"
     case $out in *"--pids "*": expects a whole number"*|*"--pids "*": too large"*) ;; *) fail "--pids '$v': $out" ;; esac

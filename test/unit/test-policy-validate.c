@@ -902,7 +902,13 @@ static const struct neg NEGS_TABLE[] = {
     NEG("size 12XB", J({"resources":{"disk":"12KB"}}), J({"resources":{"disk":"12XB"}}), "$.resources.disk"),
     NEG("size \"-1\"", J({"resources":{"disk":"1B"}}), J({"resources":{"disk":"-1"}}), "$.resources.disk"),
     NEG("size -1", J({"resources":{"disk":1}}), J({"resources":{"disk":-1}}), "$.resources.disk"),
-    NEG("size 1.5G", J({"resources":{"disk":"1G"}}), J({"resources":{"disk":"1.5G"}}), "$.resources.disk"),
+    NEG("size 1.3B (not a whole byte)", J({"resources":{"disk":"1.5G"}}), J({"resources":{"disk":"1.3B"}}), "$.resources.disk"),
+    NEG("size 0.1K (not a whole byte)", J({"resources":{"disk":"0.5K"}}), J({"resources":{"disk":"0.1K"}}), "$.resources.disk"),
+    NEG("size 1. (no digit after the point)", J({"resources":{"disk":"1.0G"}}), J({"resources":{"disk":"1.G"}}), "$.resources.disk"),
+    NEG("size .5G (no digit before the point)", J({"resources":{"disk":"0.5G"}}), J({"resources":{"disk":".5G"}}), "$.resources.disk"),
+    NEG("size 1.5.5G", J({"resources":{"disk":"1.5G"}}), J({"resources":{"disk":"1.5.5G"}}), "$.resources.disk"),
+    NEG("size 1,5G", J({"resources":{"disk":"1.5G"}}), J({"resources":{"disk":"1,5G"}}), "$.resources.disk"),
+    NEGR("size fraction beyond 2^64", J({"resources":{"disk":"1024.5TiB"}}), J({"resources":{"disk":"16777215.5TiB"}}), "$.resources.disk"),
     NEG("size 1.5 (real)", J({"resources":{"disk":1}}), J({"resources":{"disk":1.5}}), "$.resources.disk"),
     NEG("size empty string", J({"resources":{"disk":"1B"}}), J({"resources":{"disk":""}}), "$.resources.disk"),
     NEG("size unit only", J({"resources":{"disk":"1G"}}), J({"resources":{"disk":"G"}}), "$.resources.disk"),
@@ -918,7 +924,10 @@ static const struct neg NEGS_TABLE[] = {
     NEGR("size overflow in KB multiply", J({"resources":{"disk":"1000000000000000KB"}}), J({"resources":{"disk":"18446744073709552KB"}}), "$.resources.disk"),
     /* duration syntax */
     NEG("duration 10x", J({"resources":{"wall_time":"10s"}}), J({"resources":{"wall_time":"10x"}}), "$.resources.wall_time"),
-    NEG("duration 1.5s", J({"resources":{"wall_time":"1s"}}), J({"resources":{"wall_time":"1.5s"}}), "$.resources.wall_time"),
+    NEG("duration 1.5us (not a whole microsecond)", J({"resources":{"wall_time":"1.5s"}}), J({"resources":{"wall_time":"1.5us"}}), "$.resources.wall_time"),
+    NEG("duration 10 digits after the point", J({"resources":{"wall_time":"1.000001000s"}}), J({"resources":{"wall_time":"1.0000010000s"}}), "$.resources.wall_time"),
+    NEG("duration 1.s", J({"resources":{"wall_time":"1.0s"}}), J({"resources":{"wall_time":"1.s"}}), "$.resources.wall_time"),
+    NEG("duration 1.5e3ms", J({"resources":{"wall_time":"1.5ms"}}), J({"resources":{"wall_time":"1.5e3ms"}}), "$.resources.wall_time"),
     NEG("duration -5s", J({"resources":{"wall_time":"5s"}}), J({"resources":{"wall_time":"-5s"}}), "$.resources.wall_time"),
     NEG("duration empty", J({"resources":{"wall_time":"5s"}}), J({"resources":{"wall_time":""}}), "$.resources.wall_time"),
     NEG("duration unit only", J({"resources":{"wall_time":"1s"}}), J({"resources":{"wall_time":"s"}}), "$.resources.wall_time"),
@@ -2096,6 +2105,15 @@ static const struct unit_case UNITS[] = {
     { "memory", "1MiB", FY_LIMIT_MEMORY, 1ull << 20 },
     { "output", "10MB", FY_LIMIT_OUTPUT, 10000000 },
     { "io_bps", "unlimited", FY_LIMIT_IO_BPS, FY_UNLIMITED },
+    /* decimal fractions, exact to the base unit */
+    { "wall_time", "1.5s", FY_LIMIT_WALL_TIME, 1500000 },
+    { "wall_time", "1.25ms", FY_LIMIT_WALL_TIME, 1250 },
+    { "wall_time", "2.000001s", FY_LIMIT_WALL_TIME, 2000001 },
+    { "grace", "0.5m", FY_LIMIT_GRACE, 30000000 },
+    { "wall_time", "1.5d", FY_LIMIT_WALL_TIME, 129600000000ull },
+    { "memory", "1.5GiB", FY_LIMIT_MEMORY, 3ull << 29 },
+    { "memory", "1.5M", FY_LIMIT_MEMORY, 3ull << 19 },
+    { "output", "2.5MB", FY_LIMIT_OUTPUT, 2500000 },
 };
 
 static void unit_check(const struct unit_case *u)
