@@ -17,6 +17,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/utsname.h>
 #endif
 
@@ -1162,7 +1163,29 @@ static bool result_path_ok(const char *what, const char *file) {
 /* Runs cmd under p (taken: freed here) to its end, as `run` does: the saved
  * probe, one renegotiation when the host changed, ^C cancels; writes the
  * result to result_file (optional). Returns run's exit status. */
-static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file) {
+/* Whether bytes wait on our standard input that the command was not given
+ * (it reads /dev/null without --stdin): piped data or a file not read to
+ * its end. Asked after the run, when a pipe's writer has had its time. */
+static bool stdin_left_unread(void) {
+#ifdef _WIN32
+    return false;
+#else
+    struct stat st;
+    if (fstat(0, &st) < 0)
+        return false;
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+        int n = 0;
+        return ioctl(0, FIONREAD, &n) == 0 && n > 0;
+    }
+    if (S_ISREG(st.st_mode)) {
+        off_t at = lseek(0, 0, SEEK_CUR);
+        return at >= 0 && at < st.st_size;
+    }
+    return false;
+#endif
+}
+
+static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file, bool stdin_passed) {
     if (!result_path_ok("", result_file)) {
         fy_policy_free(p);
         return RUN_BAD_INVOCATION;
@@ -1263,6 +1286,9 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
     }
     fy_policy_free(p);
     fy_caps_free(caps);
+    if (!stdin_passed && stdin_left_unread())
+        fprintf(stderr, "%s: run: note: standard input holds data the command was not given (it read /dev/null); "
+                        "--stdin passes it\n", prog);
     int status = run_outcome_status(res);
     int outcome = fy_result_outcome(res);
     if (outcome == FY_OUTCOME_SIGNALED && !fy_result_detail(res))
@@ -1595,7 +1621,7 @@ static int cmd_run(int argc, char **argv) {
         if (check(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, 0, NULL, &err), "stdin", &err) < 0)
             goto bad;
     }
-    return run_policy(p, (const char *const *)(argv + i), result_file);
+    return run_policy(p, (const char *const *)(argv + i), result_file, pass_stdin);
 bad:
     fy_policy_free(p);
     return RUN_BAD_INVOCATION;
@@ -1854,7 +1880,7 @@ static int cmd_wrap(int argc, char **argv) {
     if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, sandbox_out_fd(1), NULL, &err), "stdout", &err) < 0 ||
         check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, sandbox_out_fd(2), NULL, &err), "stderr", &err) < 0)
         goto bad;
-    return run_policy(p, (const char *const *)(argv + i), result_file);
+    return run_policy(p, (const char *const *)(argv + i), result_file, false);
 bad:
     fy_policy_free(p);
     return RUN_BAD_INVOCATION;

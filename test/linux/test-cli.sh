@@ -170,8 +170,17 @@ out=$(cd "$scratch/rel" && "$fy" run --source missing -- /bin/true 2>&1) && fail
 case $out in *"$scratch/rel/missing"*) ;; *) fail "a missing relative source is not named in full: $out" ;; esac
 # ... standard input: /dev/null unless --stdin, which takes a pipe or a file
 # but never a terminal ...
-out=$(echo piped | "$fy" run -- /bin/cat 2>&1); rc=$?
+out=$(echo piped | "$fy" run -- /bin/cat 2>/dev/null); rc=$?
 [ $rc -eq 0 ] && [ -z "$out" ] || fail "stdin without --stdin: $rc: $out"
+# (the data left behind is pointed out, on stderr; none left: no note)
+out=$(echo piped | "$fy" run -- /bin/cat 2>&1 >/dev/null)
+case $out in *"standard input holds data the command was not given"*"--stdin"*) ;; *) fail "no note of stdin left unread: $out" ;; esac
+out=$("$fy" run -- /bin/true 2>&1 < "$scratch/rel/src/mark")
+case $out in *"standard input holds data"*) ;; *) fail "no note of a stdin file left unread: $out" ;; esac
+out=$("$fy" run -- /bin/true 2>&1 </dev/null)
+case $out in *"standard input"*) fail "a note without data on stdin: $out" ;; esac
+out=$(: | "$fy" run -- /bin/true 2>&1)
+case $out in *"standard input"*) fail "a note for an empty pipe: $out" ;; esac
 out=$(echo piped | "$fy" run --stdin -- /bin/cat 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$out" = piped ] || fail "--stdin from a pipe: $rc: $out"
 out=$("$fy" run --stdin -- /bin/cat < "$scratch/rel/src/mark" 2>&1); rc=$?
