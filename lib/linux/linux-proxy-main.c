@@ -44,6 +44,12 @@
 #define BUF_SIZE (256 * 1024)
 #define LXP_PIPE_BYTES (64 * 1024) /* a pipe's default capacity */
 #define LXP_PIPE_MAX (1024 * 1024)  /* asked for (pipe-max-size's default) */
+/* What this proxy's pipes may hold beyond the default in all: pipe pages are
+ * charged to the proxy's uid (65534), which every attempt's proxy and the
+ * host's own "nobody" daemons share (pipe-user-pages-soft, 64 MiB by
+ * default, past which every pipe of that uid is cut to two pages). One
+ * workload's 64 connections must not take it all. */
+#define LXP_PIPE_BUDGET (4 * 1024 * 1024)
 
 static inline uint16_t be16(uint16_t v) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -79,6 +85,7 @@ struct proxy {
     int listen_fd, alive_fd;
     uint64_t t0;
     struct conn conn[LXP_CONN_MAX];
+    size_t pipe_extra;             /* the pipes' capacity beyond the default, in all */
     char scratch[BUF_SIZE];
 };
 
@@ -122,8 +129,10 @@ static void conn_close(struct proxy *px, struct conn *c) {
         close(c->ufd);
     if (c->pipe_r >= 0)
         close(c->pipe_r);
-    if (c->pipe_w >= 0)
+    if (c->pipe_w >= 0) {
         close(c->pipe_w);
+        px->pipe_extra -= c->pipe_cap - LXP_PIPE_BYTES;
+    }
     c->cfd = c->ufd = c->pipe_r = c->pipe_w = -1;
     c->in_pipe = 0;
     c->state = C_FREE;
@@ -305,8 +314,11 @@ static void connected(struct proxy *px, struct conn *c) {
     if (pipe2(pp, O_NONBLOCK | O_CLOEXEC) == 0) {
         c->pipe_r = pp[0];
         c->pipe_w = pp[1];
-        int cap = fcntl(pp[1], F_SETPIPE_SZ, LXP_PIPE_MAX);
-        c->pipe_cap = cap > 0 ? (size_t)cap : LXP_PIPE_BYTES;
+        int cap = -1;
+        if (px->pipe_extra + (LXP_PIPE_MAX - LXP_PIPE_BYTES) <= LXP_PIPE_BUDGET)
+            cap = fcntl(pp[1], F_SETPIPE_SZ, LXP_PIPE_MAX);
+        c->pipe_cap = cap > LXP_PIPE_BYTES ? (size_t)cap : LXP_PIPE_BYTES;
+        px->pipe_extra += c->pipe_cap - LXP_PIPE_BYTES;
     }
     if (c->tunnel) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";

@@ -289,6 +289,56 @@ print("ok: the audit log keeps 768 refusals and 1024 records in all; %d dropped 
 PY
 proxy_gone "$TMP/r2.json" "hostile requests"
 
+# 2b. The proxy's pipes: a workload holding many tunnels open gets no more
+# than the proxy's pipe budget (pipe pages are charged to uid 65534, which
+# every attempt's proxy and the host's "nobody" daemons share).
+mkdir -m 777 "$TMP/hold"
+cat >"$TMP/w3.py" <<IN
+import socket, time
+held = []
+for i in range(16):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(b"CONNECT mirror.test:$P1 HTTP/1.1\r\n\r\n")
+    s.recv(1000)
+    held.append(s)
+open("/hold/holding", "w").write("%d\n" % len(held))
+time.sleep(4)
+IN
+run "$TMP/r3.json" --allow "mirror.test:$P1" --bind-ro "$TMP/w3.py:/opt/w3.py" --bind "$TMP/hold:/hold" \
+    -- python3 /opt/w3.py >"$TMP/w3.out" 2>&1 &
+W3=$!
+for _ in $(seq 100); do [ -s "$TMP/hold/holding" ] && break; sleep 0.1; done
+if [ -s "$TMP/hold/holding" ]; then
+    python3 - <<'PY' && ok "every proxy's pipes stay within its budget with 16 tunnels held" || bad "a proxy's pipes exceed its budget"
+import os, fcntl
+F_GETPIPE_SZ = 1032
+worst = 0
+for pid in os.listdir("/proc"):
+    try:
+        if not pid.isdigit() or open("/proc/%s/comm" % pid).read().strip() != "fy-proxy":
+            continue
+        seen, total = set(), 0
+        for fd in os.listdir("/proc/%s/fd" % pid):
+            link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+            if not link.startswith("pipe:") or link in seen:
+                continue
+            seen.add(link)
+            f = os.open("/proc/%s/fd/%s" % (pid, fd), os.O_RDONLY | os.O_NONBLOCK)
+            total += fcntl.fcntl(f, F_GETPIPE_SZ)
+            os.close(f)
+        print("proxy %s: %d pipes, %d bytes" % (pid, len(seen), total))
+        worst = max(worst, total)
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+# 4 MiB of budget beyond the default 64 KiB pipes (at most 64 connections)
+assert 0 < worst <= (4 << 20) + 64 * 65536, worst
+PY
+else
+    bad "the tunnel-holding workload did not start: $(cat "$TMP/w3.out")"
+fi
+wait $W3 || bad "the tunnel-holding workload failed: $(cat "$TMP/w3.out")"
+proxy_gone "$TMP/r3.json" "many tunnels"
+
 # 3. Nothing survives: 20 attempts in a row, every proxy gone; a host
 # killed mid-attempt takes its proxy with it (the proxy's liveness pipe).
 pids=
