@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -855,11 +856,115 @@ static bool grant(const struct tree_ids *ids, const struct stat *st, const struc
     return caller_grant(ids, st, acl, n, want, true) && caller_grant(ids, st, acl, n, want, false);
 }
 
+/* Inodes known to have no ACL, by (device, inode, ctime): half of a walk's
+ * system calls are ACL reads that find none, and a CI worker hands the
+ * same inodes (an input tree hard-linked from its content store, or the
+ * same checkout) to attempt after attempt. Any change of an ACL, a mode or
+ * an owner sets the inode's ctime to the current time, which user space
+ * cannot set back; an entry is only made for an inode whose ctime was at
+ * least NOACL_SETTLED_NS old when it was read, so a change made after that
+ * read, even within the same clock tick as it, gives a ctime no entry has.
+ * A reused inode number comes with a new ctime too. Bounded: a full table
+ * is emptied. */
+#define NOACL_SETTLED_NS 2000000000ll
+#define NOACL_MAX (1u << 18)
+struct noacl { uint64_t dev, ino, ctime_ns; };
+static struct {
+    pthread_mutex_t lock;
+    struct noacl *v;    /* open addressing; ino 0 and dev 0: empty */
+    size_t cap, n;
+} noacl = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t ctime_ns(const struct stat *st) {
+    return (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;
+}
+
+static size_t noacl_slot(uint64_t dev, uint64_t ino, size_t cap) {
+    uint64_t h = (ino * 0x9E3779B97F4A7C15ull) ^ (dev * 0xC2B2AE3D27D4EB4Full);
+    return (size_t)(h >> 17) & (cap - 1);
+}
+
+static bool noacl_known(const struct stat *st) {
+    bool hit = false;
+    pthread_mutex_lock(&noacl.lock);
+    if (noacl.v) {
+        for (size_t i = noacl_slot(st->st_dev, st->st_ino, noacl.cap);; i = (i + 1) & (noacl.cap - 1)) {
+            const struct noacl *e = &noacl.v[i];
+            if (!e->ino && !e->dev)
+                break;
+            if (e->ino == st->st_ino && e->dev == st->st_dev) {
+                hit = e->ctime_ns == ctime_ns(st);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&noacl.lock);
+    return hit;
+}
+
+static void noacl_note(const struct stat *st) {
+    struct timespec now;
+    if ((!st->st_ino && !st->st_dev) || clock_gettime(CLOCK_REALTIME, &now) < 0)
+        return;
+    int64_t age = ((int64_t)now.tv_sec - (int64_t)st->st_ctim.tv_sec) * 1000000000ll +
+                  ((int64_t)now.tv_nsec - (int64_t)st->st_ctim.tv_nsec);
+    if (age < NOACL_SETTLED_NS)
+        return;
+    pthread_mutex_lock(&noacl.lock);
+    if (!noacl.v || noacl.n + 1 > noacl.cap / 2) {
+        /* grow (rehash), or empty a full table */
+        size_t cap = !noacl.v ? 4096 : noacl.cap < NOACL_MAX ? noacl.cap * 2 : noacl.cap;
+        struct noacl *v = calloc(cap, sizeof(*v));
+        if (v) {
+            for (size_t k = 0; noacl.v && cap != noacl.cap && k < noacl.cap; k++) {
+                const struct noacl *e = &noacl.v[k];
+                if (!e->ino && !e->dev)
+                    continue;
+                size_t i = noacl_slot(e->dev, e->ino, cap);
+                while (v[i].ino || v[i].dev)
+                    i = (i + 1) & (cap - 1);
+                v[i] = *e;
+            }
+            free(noacl.v);
+            noacl.v = v;
+            noacl.n = cap != noacl.cap ? noacl.n : 0;
+            noacl.cap = cap;
+        }
+    }
+    if (noacl.v && noacl.n + 1 <= noacl.cap / 2) {
+        size_t i = noacl_slot(st->st_dev, st->st_ino, noacl.cap);
+        for (;; i = (i + 1) & (noacl.cap - 1)) {
+            struct noacl *e = &noacl.v[i];
+            if (!e->ino && !e->dev) {
+                noacl.n++;
+                break;
+            }
+            if (e->ino == st->st_ino && e->dev == st->st_dev)
+                break;
+        }
+        noacl.v[i] = (struct noacl){st->st_dev, st->st_ino, ctime_ns(st)};
+    }
+    pthread_mutex_unlock(&noacl.lock);
+}
+
+/* Tests: forget every entry (the next walk reads every ACL again). */
+void tree_noacl_forget(void) {
+    pthread_mutex_lock(&noacl.lock);
+    free(noacl.v);
+    noacl.v = NULL;
+    noacl.cap = noacl.n = 0;
+    pthread_mutex_unlock(&noacl.lock);
+}
+
 bool tree_ids_grant(const struct tree_ids *ids, int dir, const char *name, const struct stat *st, unsigned want) {
     struct acl_e *acl = NULL;
     size_t n = 0;
+    if (noacl_known(st))
+        return grant(ids, st, NULL, 0, want);
     if (read_acl(dir, name, &acl, &n) < 0)
         return false;
+    if (!n)
+        noacl_note(st);
     bool ok = grant(ids, st, acl, n, want);
     free(acl);
     return ok;

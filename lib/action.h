@@ -94,6 +94,7 @@ void tree_ids_exact(struct tree_ids *ids, uid_t uid, gid_t gid);
  * entry name of the directory fd dir (name NULL: dir itself), whose lstat
  * is st: its ACL read when it has one (an ACL that cannot be read: no). */
 bool tree_ids_grant(const struct tree_ids *ids, int dir, const char *name, const struct stat *st, unsigned want);
+void tree_noacl_forget(void);
 
 /* The overlay path (the backend mounts the input directory as the
  * read-only lower of an overlay whose upper is the execution root):

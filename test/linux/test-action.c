@@ -29,6 +29,7 @@
 #include <forgeyard/sandbox.h>
 
 #include "policy.h" /* policy_test_no_build_overlay: tests only */
+void tree_noacl_forget(void); /* lib/action.h: the no-ACL memo, emptied */
 
 static char scratch[64];
 static bool rootless;
@@ -655,6 +656,37 @@ START_TEST(test_acl_verdict) {
     acl_case("denied.txt", rootless ? NULL : "denied\n", false);
     /* Others may not, the workload's uid may: through the overlay. */
     acl_case("granted.txt", "granted\n", true);
+}
+END_TEST
+
+/* The no-ACL memo (tree_ids_grant): a walk that found no ACL on a settled
+ * inode remembers it by (device, inode, ctime); an ACL added afterwards
+ * moves the ctime, so the next walk reads it and the verdict changes. A
+ * memo keyed without the ctime would offer the overlay, and the command
+ * would fail to read its input. */
+START_TEST(test_acl_added_after_memo) {
+    if (rootless) {
+        fprintf(stderr, "test_acl_added_after_memo: as root only (the suite cannot set ACLs on another's file)\n");
+        return;
+    }
+    char d[600], f[700], cmd[900];
+    snprintf(d, sizeof(d), "%s-late", acl_fixture);
+    ck_assert(mkdir(d, 0755) == 0 || errno == EEXIST);
+    snprintf(f, sizeof(f), "%s/late.txt", d);
+    FILE *fp = fopen(f, "we");
+    ck_assert_ptr_nonnull(fp);
+    fputs("late\n", fp);
+    ck_assert_int_eq(fclose(fp), 0);
+    ck_assert_int_eq(chmod(f, 0644), 0);
+    /* settled: its ctime more than the memo's 2 s old when the walk reads it */
+    usleep(2300 * 1000);
+    acl_case("late.txt", "late\n", true);
+    acl_case("late.txt", "late\n", true); /* (from the memo) */
+    snprintf(cmd, sizeof(cmd), "setfacl -m 'u:100000:---,u:100001:---' '%s'", f);
+    ck_assert_int_eq(system(cmd), 0);
+    /* the workload's uid may no longer read it through the overlay: a copy */
+    acl_case("late.txt", "late\n", false);
+    tree_noacl_forget();
 }
 END_TEST
 
@@ -1816,6 +1848,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_outputs_already_in_inputs);
     tcase_add_test(tc, test_unreachable_input_materialised);
     tcase_add_test(tc, test_acl_verdict);
+    tcase_add_test(tc, test_acl_added_after_memo);
     tcase_add_test(tc, test_verdict_beside);
     tcase_add_test(tc, test_verdict_beside_skeleton_short);
     tcase_add_test(tc, test_survivor_not_collected);
