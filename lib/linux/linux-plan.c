@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -345,6 +346,30 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         json_object_set_new(o, "helper", json_sprintf("%s cgroups created and limited by the privileged helper at %s",
                                                       cg->v2_helper ? "v2" : "v1", cg->helper));
     json_object_set_new(o, "rlimits", json_string(nproc ? "nofile, core, fsize, stack, nproc" : "nofile, core, fsize, stack"));
+    /* A resource limit above the preparing process's hard limit is lowered
+     * to it in the sandbox (a user namespace cannot raise one): stricter,
+     * never weaker, but a build that needs the value asked for fails with
+     * EMFILE or EFBIG, so the result says which and by how much. */
+    static const struct { int res; uint32_t limit; const char *name; } rl[] = {
+        {RLIMIT_NOFILE, FY_LIMIT_NOFILE, "nofile"}, {RLIMIT_CORE, FY_LIMIT_CORE, "core"},
+        {RLIMIT_FSIZE, FY_LIMIT_FSIZE, "fsize"}, {RLIMIT_STACK, FY_LIMIT_STACK, "stack"}};
+    json_t *low = NULL;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(rl); i++) {
+        struct rlimit cur;
+        uint64_t want = np->limit[rl[i].limit];
+        if (getrlimit(rl[i].res, &cur) < 0 || cur.rlim_max == RLIM_INFINITY ||
+            (want != FY_UNLIMITED && want <= (uint64_t)cur.rlim_max))
+            continue;
+        if (!low && !(low = json_object()))
+            break;
+        json_object_set_new(low, rl[i].name,
+                            json_pack("{s:o,s:I,s:s}", "asked",
+                                      want == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)want),
+                                      "enforced", (json_int_t)cur.rlim_max, "why",
+                                      "the host process's hard limit (a user namespace cannot raise it)"));
+    }
+    if (low)
+        json_object_set_new(o, "rlimits_lowered", low);
     pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return pl->cgroup_json ? 0 : FY_E_NOMEM;

@@ -2309,6 +2309,31 @@ START_TEST(test_rlimits) {
     rmdir(build);
     free(build);
     fy_policy_free(p);
+    /* Above this process's hard limit: lowered to it (a user namespace
+     * cannot raise one), and the result says so; at or below it: not
+     * mentioned. (This test runs in a process of its own.) */
+    struct rlimit low = {200, 200};
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_NOFILE, 4096, NULL), 0);
+    const char *soft_n[] = {"/bin/sh", "-c", "ulimit -n", NULL};
+    run_argv(p, soft_n, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s", r.out);
+    ASSERT_OUT(&r, "200\n");
+    char *js = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &js, NULL), 0);
+    const char *lw = strstr(js, "\"rlimits_lowered\"");
+    ck_assert_msg(lw && strstr(lw, "\"nofile\"") && strstr(lw, "\"asked\": 4096") && strstr(lw, "\"enforced\": 200"),
+                  "%s", js);
+    fy_free(js);
+    run_free(&r);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_NOFILE, 200, NULL), 0);
+    run_argv(p, soft_n, &r);
+    ck_assert_int_eq(fy_result_to_json(r.res, &js, NULL), 0);
+    ck_assert_msg(!strstr(js, "rlimits_lowered"), "%s", js);
+    fy_free(js);
+    run_free(&r);
+    fy_policy_free(p);
 }
 END_TEST
 
