@@ -263,9 +263,19 @@ static int runc_setup(const char *runc, char *bundle, char *state, size_t n) {
 
 /* ---- throughput: attempts per second at a fixed concurrency ---- */
 
+struct tp_filler {
+    fy_shells *shells;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int wanted;          /* claims since the last fill */
+    bool stop;
+    unsigned long fills;
+};
+
 struct tp {
-    int count, failed;
-    char **bwrap_argv; /* NULL: forgeyard */
+    int count, failed, prestarted;
+    char **bwrap_argv;        /* NULL: forgeyard */
+    struct tp_filler *filler; /* forgeyard in pre-started shells, refilled by a thread of the runner's */
 };
 
 static void *tp_thread(void *arg) {
@@ -279,31 +289,89 @@ static void *tp_thread(void *arg) {
             continue;
         }
         fy_prepared *pr = NULL;
-        if (fy_prepare(p, NULL, argv_true, &pr, NULL) < 0 || run_one(pr) < 0)
+        if (fy_prepare(p, NULL, argv_true, &pr, NULL) < 0) {
             t->failed++;
+            continue;
+        }
+        if (!t->filler) {
+            if (run_one(pr) < 0)
+                t->failed++;
+            fy_prepared_free(pr);
+            continue;
+        }
+        /* a claim (a cold start when no shell is ready), then the filler is told */
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        if (fy_start_shell(pr, t->filler->shells, &h, NULL) < 0 || fy_handle_wait(h, FY_UNLIMITED, &res, NULL) != 1 ||
+            fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED)
+            t->failed++;
+        t->prestarted += res && fy_result_prestarted(res);
+        fy_result_free(res);
+        fy_handle_free(h);
         fy_prepared_free(pr);
+        pthread_mutex_lock(&t->filler->lock);
+        t->filler->wanted++;
+        pthread_cond_signal(&t->filler->cond);
+        pthread_mutex_unlock(&t->filler->lock);
     }
     fy_policy_free(p);
     return NULL;
 }
 
-static double throughput(int total, int conc, char **bwrap_argv) {
-    pthread_t th[16];
+static void *tp_fill_thread(void *arg) {
+    struct tp_filler *f = arg;
+    pthread_mutex_lock(&f->lock);
+    while (!f->stop) {
+        while (!f->stop && !f->wanted)
+            pthread_cond_wait(&f->cond, &f->lock);
+        f->wanted = 0;
+        pthread_mutex_unlock(&f->lock);
+        (void)fy_shells_fill(f->shells, NULL);
+        f->fills++;
+        pthread_mutex_lock(&f->lock);
+    }
+    pthread_mutex_unlock(&f->lock);
+    return NULL;
+}
+
+/* Attempts per second; with shells (forgeyard only), each attempt claims a
+ * pre-started shell and one more thread of the runner keeps the set full
+ * (*prestarted: how many attempts had one). */
+static double throughput_in(int total, int conc, char **bwrap_argv, fy_shells *shells, int *prestarted) {
+    pthread_t th[16], fill_th;
     struct tp t[16];
+    struct tp_filler filler = {.shells = shells, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    if (shells && (fy_shells_fill(shells, NULL) < 0 || pthread_create(&fill_th, NULL, tp_fill_thread, &filler) != 0))
+        die("shells", NULL);
     uint64_t t0 = now_ns();
     for (int i = 0; i < conc; i++) {
-        t[i] = (struct tp){total / conc + (i < total % conc), 0, bwrap_argv};
+        t[i] = (struct tp){total / conc + (i < total % conc), 0, 0, bwrap_argv, shells ? &filler : NULL};
         if (pthread_create(&th[i], NULL, tp_thread, &t[i]) != 0)
             die("pthread_create", NULL);
     }
-    int failed = 0;
+    int failed = 0, pre = 0;
     for (int i = 0; i < conc; i++) {
         pthread_join(th[i], NULL);
         failed += t[i].failed;
+        pre += t[i].prestarted;
     }
+    double rate = total / ((now_ns() - t0) / 1e9);
+    if (shells) {
+        pthread_mutex_lock(&filler.lock);
+        filler.stop = true;
+        pthread_cond_signal(&filler.cond);
+        pthread_mutex_unlock(&filler.lock);
+        pthread_join(fill_th, NULL);
+    }
+    if (prestarted)
+        *prestarted = pre;
     if (failed)
         fprintf(stderr, "fy-bench: %d of %d attempts failed\n", failed, total);
-    return total / ((now_ns() - t0) / 1e9);
+    return rate;
+}
+
+static double throughput(int total, int conc, char **bwrap_argv) {
+    return throughput_in(total, conc, bwrap_argv, NULL, NULL);
 }
 
 /* ---- file count: a source tree of N files ---- */
@@ -1907,21 +1975,29 @@ static void bench_tput(char **bwrap_argv, int n, int rounds) {
                bw > 0 ? sh / bw : 0);
     }
     fy_shells_free(shells);
-    fy_prepared_free(shared);
+    /* For the throughput in shells: a set of 4 (one per runner thread). */
+    shells = NULL;
+    if (fy_shells_new(shared, 4, 60000000, &shells, &e) < 0) {
+        fy_error_free(e);
+        e = NULL;
+        shells = NULL;
+    }
     free(t_life);
     free(t_shell);
     free(t_bw);
     for (int r = 0; r < rounds; r++) {
-        double rate[2] = {0, 0}, cpu[2] = {0, 0}, used[2] = {0, 0}, la = loadavg1();
-        /* FY_BENCH_PEER=forgeyard or bwrap: that peer's rounds only (for a
-         * profiler wrapped around this process). */
+        double rate[3] = {0, 0, 0}, cpu[3] = {0, 0, 0}, used[3] = {0, 0, 0}, la = loadavg1();
+        int pre = 0;
+        /* FY_BENCH_PEER=forgeyard, shells or bwrap: that peer's rounds only
+         * (for a profiler wrapped around this process). */
         const char *only = getenv("FY_BENCH_PEER");
-        for (int k = 0; k < (bwrap_argv ? 2 : 1); k++) {
-            if (only && strcmp(only, k ? "bwrap" : "forgeyard") != 0)
+        static const char *const peer[] = {"forgeyard", "bwrap", "shells"};
+        for (int k = 0; k < 3; k++) {
+            if ((k == 1 && !bwrap_argv) || (k == 2 && !shells) || (only && strcmp(only, peer[k]) != 0))
                 continue;
             uint64_t c0 = cpu_ns_all(), b0, s0, b1, s1;
             cpu_stat(&b0, &s0);
-            rate[k] = throughput(1000, 4, k ? bwrap_argv : NULL);
+            rate[k] = throughput_in(1000, 4, k == 1 ? bwrap_argv : NULL, k == 2 ? shells : NULL, &pre);
             cpu_stat(&b1, &s1);
             cpu[k] = (double)(cpu_ns_all() - c0) / 1e6 / 1000;
             used[k] = s1 > s0 ? (double)(b1 - b0) / (double)(s1 - s0) : 0;
@@ -1930,7 +2006,13 @@ static void bench_tput(char **bwrap_argv, int n, int rounds) {
                "(%.2f ms, %.0f%%), ratio %.2fx (target >= 1.5x), load %.2f\n",
                r + 1, rate[0], cpu[0], used[0] * 100, rate[1], cpu[1], used[1] * 100,
                rate[1] > 0 ? rate[0] / rate[1] : 0, la);
+        if (shells)
+            printf("    in pre-started shells (4, refilled by a fifth thread): %.1f /s (CPU %.2f ms/attempt, CPUs "
+                   "%.0f%% busy, %d of 1000 in a shell), ratio %.2fx bwrap\n",
+                   rate[2], cpu[2], used[2] * 100, pre, rate[1] > 0 ? rate[2] / rate[1] : 0);
     }
+    fy_shells_free(shells);
+    fy_prepared_free(shared);
     fy_policy_free(p);
 }
 
