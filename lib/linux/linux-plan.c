@@ -1071,14 +1071,21 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
          * container support, for one) believe a view only when they find
          * cpuset, cpu and cpuacct cgroups of the process's own in it too, and
          * otherwise size themselves from the host (a JVM's heap a quarter of
-         * the host's memory, over the attempt's limit). Moving into a v1 cpu
-         * cgroup costs an attempt several milliseconds (measured here: 10 ms
-         * at load 13, a 30% longer /bin/true), so the two others are added only
-         * where the attempt has a cpu cgroup anyway, for a cpu limit; they
-         * limit nothing. Not through the privileged helper, which makes only
-         * the cgroups it limits. */
-        const char *acct = caps_fact(c, LX_FACT_CG1_CPUACCT), *cpuset = caps_fact(c, LX_FACT_CG1_CPUSET);
-        if (pl->cg_view && !cg->helper && cg->v1_parent[CG_MEMORY] && cg->v1_parent[CG_CPU] && acct && cpuset) {
+         * the host's memory, over the attempt's limit: Debian's JDK 17 under
+         * the release profile's 4 GiB took 6 GiB here). So wherever the
+         * memory limit is a v1 cgroup and the view is mounted, the attempt
+         * gets bare cpu, cpuacct and cpuset cgroups too (limiting nothing,
+         * unless a cpu limit uses the cpu one), as a container runtime gives
+         * one on v1. They cost a cold /bin/true attempt about 0.5-0.8 ms on
+         * this 2-core hybrid host (mkdir and rmdir of three cgroups, six
+         * migrations, three more mounts in the view: docs/performance.md);
+         * a pre-started shell joins them before its claim. Not through the
+         * privileged helper, which makes only the cgroups it limits. */
+        const char *acct = caps_fact(c, LX_FACT_CG1_CPUACCT), *cpuset = caps_fact(c, LX_FACT_CG1_CPUSET),
+                   *cpu = caps_fact(c, LX_FACT_CG1_CPU);
+        if (pl->cg_view && !cg->helper && cg->v1_parent[CG_MEMORY] && cpu && acct && cpuset) {
+            if (!cg->v1_parent[CG_CPU])
+                cg->v1_parent[CG_CPU] = cpu; /* bare: limits nothing */
             if (strcmp(acct, cg->v1_parent[CG_CPU]) != 0)
                 cg->v1_parent[CG_CPUACCT] = acct;
             cg->v1_parent[CG_CPUSET] = cpuset;

@@ -1332,8 +1332,30 @@ START_TEST(test_jdk_runs) {
     }
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 1024u << 20, NULL), 0);
-    /* (On cgroup v1 HotSpot believes the view only with cpu, cpuacct and
-     * cpuset cgroups of its own, which an attempt has with a cpu limit.) */
+    /* Without a cpu limit first: on cgroup v1 HotSpot believes the view only
+     * with cpu, cpuacct and cpuset cgroups of its own, which the attempt is
+     * given bare wherever its memory limit is a v1 cgroup (before, it sized
+     * its heap from the host: 6 GiB on this 24 GiB host). */
+    {
+        const char *heap_argv[] = {"/bin/sh", "-c",
+                                   "java -XX:+PrintFlagsFinal -version 2>/dev/null | awk '$2 == \"MaxHeapSize\" "
+                                   "{print \"HEAP\", $4}'",
+                                   NULL};
+        struct run r0;
+        run_argv(p, heap_argv, &r0);
+        unsigned long long heap0 = 0;
+        const char *h0 = strstr(r0.out, "HEAP ");
+        ck_assert_msg(r0.outcome == FY_OUTCOME_SUCCEEDED && h0 && sscanf(h0, "HEAP %llu", &heap0) == 1, "%s", r0.out);
+        char *j0 = NULL;
+        ck_assert_int_eq(fy_result_to_json(r0.res, &j0, NULL), 0);
+        if (strstr(j0, "\"cgroup_view\": \"read-only") && strstr(j0, "\"memory\": \"cgroup v"))
+            ck_assert_msg(heap0 > 0 && heap0 <= (512ull << 20),
+                          "without a cpu limit the JVM does not see the attempt's memory limit (heap %llu)", heap0);
+        else
+            fprintf(stderr, "SKIP test_jdk_runs (memory, no cpu limit): no cgroup memory limit or no view here\n");
+        fy_free(j0);
+        run_free(&r0);
+    }
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, 1000, NULL), 0);
     const char *argv[] = {"/bin/sh", "-c",
                           "echo 'class A { public static void main(String[] a) { System.out.println(6 * 7); } }' "
