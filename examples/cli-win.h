@@ -68,6 +68,7 @@ static int catch_stop_signals(void) {
 }
 
 static const char *prog;
+static bool stop_seen; /* a stop came (the CLI makes no attempt again after one) */
 
 static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
     LONG seen = 0;
@@ -82,6 +83,8 @@ static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
         if (WaitForMultipleObjects(2, hs, FALSE, ms) == WAIT_FAILED)
             return -1;
         LONG now = stop_count;
+        if (now != seen)
+            stop_seen = true;
         if (now != seen && seen++ == 0) {
             fprintf(stderr, "%s: run: interrupted: cancelling the sandbox (again to kill it at once)\n", prog);
             fy_handle_cancel(h, FY_CANCEL_USER, NULL);

@@ -948,6 +948,7 @@ static int catch_stop_signals(void) {
 /* Drives the handle to its end, cancelling it at the first stop signal and
  * freeing it (which kills and cleans up at once) at the second. 1 and the
  * result; 0 when a second signal ended it without one; -1 on an error. */
+static bool stop_seen; /* a stop signal came (the CLI makes no attempt again after one) */
 static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
     int stops = 0;
     for (;;) {
@@ -962,6 +963,7 @@ static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
             return -1;
         unsigned char sig;
         while (read(stop_pipe[0], &sig, 1) == 1) {
+            stop_seen = true;
             if (stops++ == 0) {
                 fprintf(stderr, "%s: %s: %s: cancelling the sandbox (again to kill it at once)\n", prog,
                         stop_what, strsignal(sig));
@@ -2054,43 +2056,60 @@ static int cmd_action(int argc, char **argv) {
         fy_caps_free(caps);
         return RUN_INFRASTRUCTURE;
     }
-    fy_action_attempt *t = NULL;
-    r = fy_action_start(a, p, caps, &t, &err);
-    if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
-        fy_error_free(err);
-        err = NULL;
-        r = fy_action_start(a, p, caps, &t, &err);
+    /* The input walk's verdict beside the attempt, as fy_action_run does
+     * (fy_action_run(3)); an attempt it supersedes (FY_E_AGAIN, nothing of
+     * it kept) is made again walk-first, unless a stop signal came. */
+    fy_action_result *res = NULL;
+    for (uint32_t flags = FY_ACTION_START_SPECULATIVE;; flags = 0) {
+        fy_action_attempt *t = NULL;
+        r = fy_action_start_ex(a, p, caps, flags, &t, &err);
+        if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
+            fy_error_free(err);
+            err = NULL;
+            r = fy_action_start_ex(a, p, caps, flags, &t, &err);
+        }
+        if (r < 0) {
+            /* Refused before anything ran: a bad document, or (FY_E_STATE at
+             * the prepare step) an output directory that is not empty or a
+             * --stdout/--stderr file that exists: the caller's to fix. */
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            fy_action_free(a);
+            bool caller = r == FY_E_INVAL || (r == FY_E_STATE && err && fy_error_step(err) == FY_STEP_PREPARE);
+            report("action run", err, r);
+            return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : caller ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
+        }
+        fy_result *sres = NULL;
+        stop_what = "action run";
+        int w = wait_or_cancel(fy_action_attempt_handle(t), &sres, &err);
+        fy_result_free(sres);
+        if (w <= 0) {
+            fy_action_attempt_free(t);
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            fy_action_free(a);
+            if (w == 0) {
+                fprintf(stderr, "%s: action run: cancelled: the sandbox was killed\n", prog);
+                return RUN_CANCELLED;
+            }
+            report("action run", err, FY_E_IO);
+            return RUN_INFRASTRUCTURE;
+        }
+        r = fy_action_finish(t, &res, &err);
+        fy_action_attempt_free(t);
+        if (r == FY_E_AGAIN && flags && !stop_seen) {
+            fy_error_free(err);
+            err = NULL;
+            continue;
+        }
+        break;
     }
     fy_policy_free(p);
     fy_caps_free(caps);
     fy_action_free(a);
     if (r < 0) {
-        /* Refused before anything ran: a bad document, or (FY_E_STATE at
-         * the prepare step) an output directory that is not empty or a
-         * --stdout/--stderr file that exists: the caller's to fix. */
-        bool caller = r == FY_E_INVAL || (r == FY_E_STATE && err && fy_error_step(err) == FY_STEP_PREPARE);
         report("action run", err, r);
-        return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : caller ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
-    }
-    fy_result *sres = NULL;
-    stop_what = "action run";
-    int w = wait_or_cancel(fy_action_attempt_handle(t), &sres, &err);
-    fy_result_free(sres);
-    if (w <= 0) {
-        fy_action_attempt_free(t);
-        if (w == 0) {
-            fprintf(stderr, "%s: action run: cancelled: the sandbox was killed\n", prog);
-            return RUN_CANCELLED;
-        }
-        report("action run", err, FY_E_IO);
-        return RUN_INFRASTRUCTURE;
-    }
-    fy_action_result *res = NULL;
-    r = fy_action_finish(t, &res, &err);
-    fy_action_attempt_free(t);
-    if (r < 0) {
-        report("action run", err, r);
-        return RUN_INFRASTRUCTURE;
+        return stop_seen && r == FY_E_AGAIN ? RUN_CANCELLED : RUN_INFRASTRUCTURE;
     }
     int status = action_status(res);
     int outcome = fy_action_result_outcome(res);

@@ -651,6 +651,21 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
     return action_start(action, policy, caps, false, NULL, ret, reterr);
 }
 
+int fy_action_start_ex(const fy_action *action, const fy_policy *policy, const fy_caps *caps, uint32_t flags,
+                       fy_action_attempt **ret, fy_error **reterr) {
+    if (ret)
+        *ret = NULL;
+    if (flags & ~(uint32_t)FY_ACTION_START_SPECULATIVE)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_INPUT, 0, NULL, "unknown flags 0x%x", (unsigned)flags);
+    if (!(flags & FY_ACTION_START_SPECULATIVE))
+        return action_start(action, policy, caps, false, NULL, ret, reterr);
+    /* A verdict that refused before the start (no error set): the start
+     * the caller would make next, here and now. */
+    bool redo = false;
+    int r = action_start(action, policy, caps, true, &redo, ret, reterr);
+    return r >= 0 || !redo ? r : action_start(action, policy, caps, false, NULL, ret, reterr);
+}
+
 fy_handle *fy_action_attempt_handle(fy_action_attempt *t) {
     return t && t->origin_pid == util_getpid() ? t->handle : NULL;
 }
@@ -849,8 +864,13 @@ out:
 }
 
 int fy_action_finish(fy_action_attempt *t, fy_action_result **ret, fy_error **reterr) {
-    bool redo = false; /* (never: fy_action_start walks before its start) */
-    return finish(t, ret, &redo, reterr);
+    bool redo = false; /* (only after fy_action_start_ex with FY_ACTION_START_SPECULATIVE) */
+    int r = finish(t, ret, &redo, reterr);
+    if (redo)
+        return err_set(reterr, FY_E_AGAIN, FY_STEP_INPUT, 0, NULL,
+                       "the input walk's verdict refused the overlay this attempt was started on: it was cancelled "
+                       "and nothing of it was kept; start the action again");
+    return r;
 }
 
 /* The input walk's verdict beside the attempt where it may run first

@@ -38,6 +38,7 @@ static const struct {
     {FY_E_INTERNAL, "FY_E_INTERNAL", "internal error"},
     {FY_E_INTEGRITY, "FY_E_INTEGRITY", "content does not match its digest"},
     {FY_E_UNSAFE, "FY_E_UNSAFE", "input refused as unsafe"},
+    {FY_E_AGAIN, "FY_E_AGAIN", "superseded: start again"},
 };
 
 const char *fy_strerror(int code) {

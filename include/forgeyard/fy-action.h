@@ -87,6 +87,15 @@ FY_API int fy_action_digest(const fy_action *action, char **ret_digest, fy_error
  * process, cancel it as any handle; never free it. */
 FY_API int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_caps *caps,
                            fy_action_attempt **ret, fy_error **reterr);
+/* fy_action_start with flags (0: the same). FY_ACTION_START_SPECULATIVE:
+ * the input walk's verdict may run beside the attempt (as in fy_action_run),
+ * where nothing the attempt does can reach beyond its own directory; if the
+ * verdict then refuses the overlay, the attempt's handle is cancelled and
+ * fy_action_finish returns FY_E_AGAIN with nothing collected or kept: start
+ * the action again without the flag (walk first). */
+#define FY_ACTION_START_SPECULATIVE (1u << 0)
+FY_API int fy_action_start_ex(const fy_action *action, const fy_policy *policy, const fy_caps *caps, uint32_t flags,
+                              fy_action_attempt **ret, fy_error **reterr);
 FY_API fy_handle *fy_action_attempt_handle(fy_action_attempt *attempt);
 /* Waits for the sandbox (when it is still running), collects the declared
  * outputs and removes the execution root. Once. */

@@ -24,6 +24,7 @@
 #define FY_E_INTERNAL      (-13) /* a bug in the library */
 #define FY_E_INTEGRITY     (-14) /* content does not match its digest (an image blob, a diff_id) */
 #define FY_E_UNSAFE        (-15) /* input refused as hostile: an image entry reaching outside its layer, a device */
+#define FY_E_AGAIN         (-16) /* the attempt was superseded before anything of it was kept: start it again */
 
 /* Steps: where a failure happened. Never renumbered. */
 #define FY_STEP_NONE          0

@@ -215,7 +215,30 @@ assert [f["digest"] for f in r["output_files"]] == [d], r["output_files"]
 assert r["undeclared"]["paths"] == ["junk"], r["undeclared"]
 assert r["cleanup"]["files_left"] == 0
 assert r["sandbox"]["contract_id"]
+# the input walk's verdict ran beside the attempt, as in fy_action_run
+if r["input"]["root"] == "overlay":
+    assert r["timings_usec"]["input_walk_beside"] is not None, r["timings_usec"]
 EOF
+# An input the workload's uid cannot read (root's, 0600): the walk beside
+# refuses the overlay, the running attempt is superseded and made again
+# walk-first (materialised: a readable copy), and only that one is reported.
+if [ $root -eq 1 ]; then
+    mkdir -p "$scratch/secret-in" && printf 'secret\n' > "$scratch/secret-in/s.txt" && chmod 0600 "$scratch/secret-in/s.txt"
+    cat > secret.json <<EOF
+{"version": 1, "arguments": ["/bin/sh", "-c", "cat s.txt > got"], "environment": {"PATH": "/usr/bin:/bin"},
+ "input_root": {"directory": "$scratch/secret-in"}, "outputs": {"files": ["got"]}}
+EOF
+    "$fy" action run secret.json --output-dir "$scratch/secret-out" --result "$scratch/sr.json"; rc=$?
+    [ $rc -eq 0 ] || fail "action run (an unreadable input) gave $rc"
+    [ "$(cat "$scratch/secret-out/got" 2>/dev/null)" = secret ] || fail "action run (an unreadable input): no output"
+    python3 - "$scratch/sr.json" <<'EOF' || fail "action run (an unreadable input): the ActionResult is wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["outcome"] == "succeeded", r
+assert r["input"]["root"] == "materialised", r["input"]
+assert r["timings_usec"]["input_walk_beside"] is None, r["timings_usec"]
+EOF
+fi
 printf '{"version": 1, "arguments": ["x"], "input_root": {"directory": "%s"}, "outputs": {"files": ["../x"]}}' \
     "$scratch/exec" > bad.json
 out=$("$fy" action run bad.json 2>&1); rc=$?

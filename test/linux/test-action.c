@@ -1695,6 +1695,79 @@ START_TEST(test_verdict_beside_skeleton_short) {
 }
 END_TEST
 
+/* fy_action_start_ex with FY_ACTION_START_SPECULATIVE, for a caller that
+ * drives the handle itself: the same refusal (the skeleton lacks src) ends
+ * the running attempt, superseded; fy_action_finish says FY_E_AGAIN with
+ * nothing collected or kept; the start without the flag then succeeds. And
+ * where the verdict holds, the speculative start's own result stands. */
+START_TEST(test_start_speculative) {
+    if (!overlaid())
+        return;
+    char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
+    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\","
+                               " \"echo made > src/new.txt && cat src/new.txt > got\"],"
+                               "\"outputs\": {\"files\": [\"got\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    fy_error *err = NULL;
+    fy_action_attempt *t = NULL;
+    ck_assert_int_eq(fy_action_start_ex(a, p, NULL, 0x80, &t, &err), FY_E_INVAL);
+    ck_assert_ptr_null(t);
+    fy_error_free(err);
+    err = NULL;
+    policy_test_skeleton_short(p); /* the skeleton lacks src */
+    ck_assert_int_eq(fy_action_start_ex(a, p, NULL, FY_ACTION_START_SPECULATIVE, &t, &err), 0);
+    fy_result *sres = NULL;
+    ck_assert_int_eq(fy_handle_wait(fy_action_attempt_handle(t), FY_UNLIMITED, &sres, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(sres), FY_OUTCOME_CANCELLED);
+    ck_assert_int_eq(fy_result_cancel_reason(sres), FY_CANCEL_SUPERSEDED);
+    fy_result_free(sres);
+    fy_action_result *res = NULL;
+    ck_assert_int_eq(fy_action_finish(t, &res, &err), FY_E_AGAIN);
+    ck_assert_ptr_null(res);
+    ck_assert_str_eq(fy_error_name(fy_error_code(err)), "FY_E_AGAIN");
+    fy_error_free(err);
+    err = NULL;
+    fy_action_attempt_free(t);
+    struct stat st;
+    char got[512];
+    snprintf(got, sizeof(got), "%s/got", out);
+    ck_assert_msg(stat(got, &st) < 0 && errno == ENOENT, "a superseded attempt handed out an output");
+    assert_no_attempt_left(sc);
+    /* again, walk first */
+    ck_assert_int_eq(fy_action_start_ex(a, p, NULL, 0, &t, &err), 0);
+    ck_assert_int_eq(fy_action_finish(t, &res, &err), 0);
+    fy_action_attempt_free(t);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    ck_assert_msg(strstr(j, "\"input_walk_beside\": null"), "%s", j);
+    char *c = read_all(got);
+    ck_assert_str_eq(c, "made\n");
+    free(c);
+    free(j);
+    fy_action_result_free(res);
+    fy_policy_free(p);
+    assert_no_attempt_left(sc);
+    /* a verdict that holds: the speculative attempt is the result */
+    char *out2 = path_in("out2", "");
+    ck_assert_int_eq(fy_action_set_output_directory(a, out2, NULL), 0);
+    p = policy();
+    ck_assert_int_eq(fy_action_start_ex(a, p, NULL, FY_ACTION_START_SPECULATIVE, &t, &err), 0);
+    ck_assert_int_eq(fy_action_finish(t, &res, &err), 0);
+    fy_action_attempt_free(t);
+    j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    ck_assert_msg(!strstr(j, "\"input_walk_beside\": null"), "the walk did not run beside: %s", j);
+    free(j);
+    fy_action_result_free(res);
+    fy_policy_free(p);
+    fy_action_free(a);
+    assert_no_attempt_left(sc);
+    free(in); free(sc); free(out); free(out2);
+}
+END_TEST
+
 /* Where the attempt's cleanup found a process still there (simulated: a
  * tests-only switch sets the witness), nothing is collected, listed or
  * handed out: the survivor could change a file as it is hashed. */
@@ -1851,6 +1924,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_acl_added_after_memo);
     tcase_add_test(tc, test_verdict_beside);
     tcase_add_test(tc, test_verdict_beside_skeleton_short);
+    tcase_add_test(tc, test_start_speculative);
     tcase_add_test(tc, test_survivor_not_collected);
     tcase_add_test(tc, test_verdict_beside_refused);
     tcase_add_test(tc, test_special_input_refused);

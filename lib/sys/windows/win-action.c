@@ -18,6 +18,11 @@ int fy_action_start(const fy_action *action, const fy_policy *policy, const fy_c
     return no_runner(reterr);
 }
 
+int fy_action_start_ex(const fy_action *action, const fy_policy *policy, const fy_caps *caps, uint32_t flags,
+                       fy_action_attempt **ret, fy_error **reterr) {
+    return no_runner(reterr);
+}
+
 fy_handle *fy_action_attempt_handle(fy_action_attempt *attempt) { return NULL; }
 
 int fy_action_finish(fy_action_attempt *attempt, fy_action_result **ret, fy_error **reterr) { return no_runner(reterr); }
