@@ -233,18 +233,10 @@ static bool loopback_address(unsigned fam, const uint8_t *a) {
     return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0 || (memcmp(a, mapped, 12) == 0 && a[12] == 127);
 }
 
-/* In the namespace ns (-1: the helper's own). */
-static int covers_address_in(int ns, const struct fyh_net_rule *rules, uint32_t nrules, char *as, size_t aslen) {
+static int covers_own_address(const struct fyh_net_rule *rules, uint32_t nrules, char *as, size_t aslen) {
     struct ifaddrs *ifs = NULL;
-    if (ns >= 0 && setns(ns, CLONE_NEWNET) < 0)
+    if (getifaddrs(&ifs) < 0)
         return -2;
-    int gr = getifaddrs(&ifs), e = errno;
-    if (ns >= 0)
-        back_home();
-    if (gr < 0) {
-        errno = e;
-        return -2;
-    }
     int hit = -1;
     for (struct ifaddrs *i = ifs; i && hit < 0; i = i->ifa_next) {
         if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
@@ -261,24 +253,6 @@ static int covers_address_in(int ns, const struct fyh_net_rule *rules, uint32_t 
             }
     }
     freeifaddrs(ifs);
-    return hit;
-}
-
-/* The addresses the sandbox's traffic could reach as the host's own: the
- * uplink namespace's (where the router's uplink link goes, --net-uplink)
- * and the helper's own, when they differ. */
-static int covers_own_address(const struct fyh_net_rule *rules, uint32_t nrules, char *as, size_t aslen) {
-    int hit = covers_address_in(-1, rules, nrules, as, aslen);
-    if (hit == -1 && N.uplink >= 0 && !same_file(N.uplink, N.self)) {
-        /* (entering it takes CAP_SYS_ADMIN: raised for this step only) */
-        if (fyh_net_raise)
-            fyh_net_raise(true);
-        hit = covers_address_in(N.uplink, rules, nrules, as, aslen);
-        int e = errno;
-        if (fyh_net_raise)
-            fyh_net_raise(false);
-        errno = e;
-    }
     return hit;
 }
 
