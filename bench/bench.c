@@ -269,7 +269,6 @@ struct tp_filler {
     pthread_cond_t cond;
     int wanted;          /* claims since the last fill */
     bool stop;
-    unsigned long fills;
 };
 
 struct tp {
@@ -327,7 +326,6 @@ static void *tp_fill_thread(void *arg) {
         f->wanted = 0;
         pthread_mutex_unlock(&f->lock);
         (void)fy_shells_fill(f->shells, NULL);
-        f->fills++;
         pthread_mutex_lock(&f->lock);
     }
     pthread_mutex_unlock(&f->lock);

@@ -879,25 +879,20 @@ static uint64_t ctime_ns(const struct stat *st) {
     return (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;
 }
 
-static size_t noacl_slot(uint64_t dev, uint64_t ino, size_t cap) {
+/* The slot of (dev, ino) in the table v of cap slots (a power of two, never
+ * full): its entry, or the empty slot where it would go. */
+static struct noacl *noacl_slot(struct noacl *v, size_t cap, uint64_t dev, uint64_t ino) {
     uint64_t h = (ino * 0x9E3779B97F4A7C15ull) ^ (dev * 0xC2B2AE3D27D4EB4Full);
-    return (size_t)(h >> 17) & (cap - 1);
+    size_t i = (size_t)(h >> 17) & (cap - 1);
+    while ((v[i].ino || v[i].dev) && !(v[i].ino == ino && v[i].dev == dev))
+        i = (i + 1) & (cap - 1);
+    return &v[i];
 }
 
 static bool noacl_known(const struct stat *st) {
-    bool hit = false;
     pthread_mutex_lock(&noacl.lock);
-    if (noacl.v) {
-        for (size_t i = noacl_slot(st->st_dev, st->st_ino, noacl.cap);; i = (i + 1) & (noacl.cap - 1)) {
-            const struct noacl *e = &noacl.v[i];
-            if (!e->ino && !e->dev)
-                break;
-            if (e->ino == st->st_ino && e->dev == st->st_dev) {
-                hit = e->ctime_ns == ctime_ns(st);
-                break;
-            }
-        }
-    }
+    const struct noacl *e = noacl.v ? noacl_slot(noacl.v, noacl.cap, st->st_dev, st->st_ino) : NULL;
+    bool hit = e && (e->ino || e->dev) && e->ctime_ns == ctime_ns(st);
     pthread_mutex_unlock(&noacl.lock);
     return hit;
 }
@@ -916,15 +911,9 @@ static void noacl_note(const struct stat *st) {
         size_t cap = !noacl.v ? 4096 : noacl.cap < NOACL_MAX ? noacl.cap * 2 : noacl.cap;
         struct noacl *v = calloc(cap, sizeof(*v));
         if (v) {
-            for (size_t k = 0; noacl.v && cap != noacl.cap && k < noacl.cap; k++) {
-                const struct noacl *e = &noacl.v[k];
-                if (!e->ino && !e->dev)
-                    continue;
-                size_t i = noacl_slot(e->dev, e->ino, cap);
-                while (v[i].ino || v[i].dev)
-                    i = (i + 1) & (cap - 1);
-                v[i] = *e;
-            }
+            for (size_t k = 0; noacl.v && cap != noacl.cap && k < noacl.cap; k++)
+                if (noacl.v[k].ino || noacl.v[k].dev)
+                    *noacl_slot(v, cap, noacl.v[k].dev, noacl.v[k].ino) = noacl.v[k];
             free(noacl.v);
             noacl.v = v;
             noacl.n = cap != noacl.cap ? noacl.n : 0;
@@ -932,17 +921,9 @@ static void noacl_note(const struct stat *st) {
         }
     }
     if (noacl.v && noacl.n + 1 <= noacl.cap / 2) {
-        size_t i = noacl_slot(st->st_dev, st->st_ino, noacl.cap);
-        for (;; i = (i + 1) & (noacl.cap - 1)) {
-            struct noacl *e = &noacl.v[i];
-            if (!e->ino && !e->dev) {
-                noacl.n++;
-                break;
-            }
-            if (e->ino == st->st_ino && e->dev == st->st_dev)
-                break;
-        }
-        noacl.v[i] = (struct noacl){st->st_dev, st->st_ino, ctime_ns(st)};
+        struct noacl *e = noacl_slot(noacl.v, noacl.cap, st->st_dev, st->st_ino);
+        noacl.n += !e->ino && !e->dev;
+        *e = (struct noacl){st->st_dev, st->st_ino, ctime_ns(st)};
     }
     pthread_mutex_unlock(&noacl.lock);
 }

@@ -207,6 +207,11 @@ static void add_rlimit(struct linux_plan *pl, int res, uint64_t v) {
     pl->rlimits[pl->nrlimits++] = (struct child_rlimit){res, {r, r}};
 }
 
+/* The policy's limits every plan sets as resource limits of the workload. */
+static const struct { int res; uint32_t limit; const char *name; } policy_rlimits[] = {
+    {RLIMIT_NOFILE, FY_LIMIT_NOFILE, "nofile"}, {RLIMIT_CORE, FY_LIMIT_CORE, "core"},
+    {RLIMIT_FSIZE, FY_LIMIT_FSIZE, "fsize"}, {RLIMIT_STACK, FY_LIMIT_STACK, "stack"}};
+
 /* Resources: which cgroup hierarchy enforces which negotiated limit. */
 static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c, fy_error **reterr) {
     pl->cg.fault_step = np->fault_step;
@@ -350,19 +355,16 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
      * to it in the sandbox (a user namespace cannot raise one): stricter,
      * never weaker, but a build that needs the value asked for fails with
      * EMFILE or EFBIG, so the result says which and by how much. */
-    static const struct { int res; uint32_t limit; const char *name; } rl[] = {
-        {RLIMIT_NOFILE, FY_LIMIT_NOFILE, "nofile"}, {RLIMIT_CORE, FY_LIMIT_CORE, "core"},
-        {RLIMIT_FSIZE, FY_LIMIT_FSIZE, "fsize"}, {RLIMIT_STACK, FY_LIMIT_STACK, "stack"}};
     json_t *low = NULL;
-    for (size_t i = 0; i < FY_ARRAY_SIZE(rl); i++) {
+    for (size_t i = 0; i < FY_ARRAY_SIZE(policy_rlimits); i++) {
         struct rlimit cur;
-        uint64_t want = np->limit[rl[i].limit];
-        if (getrlimit(rl[i].res, &cur) < 0 || cur.rlim_max == RLIM_INFINITY ||
+        uint64_t want = np->limit[policy_rlimits[i].limit];
+        if (getrlimit(policy_rlimits[i].res, &cur) < 0 || cur.rlim_max == RLIM_INFINITY ||
             (want != FY_UNLIMITED && want <= (uint64_t)cur.rlim_max))
             continue;
         if (!low && !(low = json_object()))
             break;
-        json_object_set_new(low, rl[i].name,
+        json_object_set_new(low, policy_rlimits[i].name,
                             json_pack("{s:o,s:I,s:s}", "asked",
                                       want == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)want),
                                       "enforced", (json_int_t)cur.rlim_max, "why",
@@ -1020,10 +1022,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     }
 
     /* rlimits (always). */
-    add_rlimit(pl, RLIMIT_NOFILE, np->limit[FY_LIMIT_NOFILE]);
-    add_rlimit(pl, RLIMIT_CORE, np->limit[FY_LIMIT_CORE]);
-    add_rlimit(pl, RLIMIT_FSIZE, np->limit[FY_LIMIT_FSIZE]);
-    add_rlimit(pl, RLIMIT_STACK, np->limit[FY_LIMIT_STACK]);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(policy_rlimits); i++)
+        add_rlimit(pl, policy_rlimits[i].res, np->limit[policy_rlimits[i].limit]);
     /* Never a real-time policy or a raised priority, whatever the caller
      * may have (a service's LimitRTPRIO=): seccomp lets sched_setscheduler
      * through, and a SCHED_FIFO loop is outside every CPU quota. */

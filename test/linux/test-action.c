@@ -1658,6 +1658,17 @@ START_TEST(test_verdict_beside_refused) {
 }
 END_TEST
 
+/* An action that writes into the input's src directory and declares got
+ * (src/new.txt's copy), scratch and outputs in sc and out. */
+static fy_action *writes_into_src(const char *in, const char *sc, const char *out) {
+    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\","
+                               " \"echo made > src/new.txt && cat src/new.txt > got\"],"
+                               "\"outputs\": {\"files\": [\"got\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    return a;
+}
+
 /* The skeleton made beside the verdict lists only the directories whose
  * link count says they have subdirectories. A skeleton that lacks one of
  * the input's directories (as where a file system's link counts mislead)
@@ -1669,11 +1680,7 @@ START_TEST(test_verdict_beside_skeleton_short) {
     if (!overlaid())
         return; /* the verdict only chooses the overlay */
     char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
-    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\","
-                               " \"echo made > src/new.txt && cat src/new.txt > got\"],"
-                               "\"outputs\": {\"files\": [\"got\"]}}", in);
-    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
-    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_action *a = writes_into_src(in, sc, out);
     fy_policy *p = policy();
     policy_test_skeleton_short(p); /* the skeleton lacks src */
     fy_action_result *res = run(a, p);
@@ -1704,11 +1711,7 @@ START_TEST(test_start_speculative) {
     if (!overlaid())
         return;
     char *in = make_input(), *sc = make_dir("scratch"), *out = path_in("out", "");
-    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\","
-                               " \"echo made > src/new.txt && cat src/new.txt > got\"],"
-                               "\"outputs\": {\"files\": [\"got\"]}}", in);
-    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
-    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_action *a = writes_into_src(in, sc, out);
     fy_policy *p = policy();
     fy_error *err = NULL;
     fy_action_attempt *t = NULL;
