@@ -191,6 +191,15 @@ struct fy_backend_family {
     void (*dns_config_free)(void *cfg);
     int (*dns_start)(const void *cfg, int sock, void **ret, fy_error **reterr);
     char *(*dns_report)(const void *dns);
+    /* Optional: a host directory attached read-only (nosuid, nodev, its
+     * submounts included) at target, an existing directory inside a
+     * running sandbox of this folder's namespace backend (sandbox: its
+     * handle, started by fy_start), in that sandbox's mount namespace only:
+     * another folder's pre-started sandbox (the VM backend's restored
+     * clones, whose VMM opened target's parent before the claim) gets an
+     * attempt's directories after its claim. Root only (FY_E_UNSUPPORTED
+     * otherwise); the mount goes when the sandbox's mount namespace does. */
+    int (*sandbox_attach)(fy_handle *sandbox, const char *host_dir, const char *target, fy_error **reterr);
 };
 
 /* backend.c: the compiled-in folder that offers the fetch-only proxy as a

@@ -223,4 +223,5 @@ const struct fy_backend_family family_linux = {
     .dns_config_free = linux_dns_config_free,
     .dns_start = linux_dns_start,
     .dns_report = linux_dns_report,
+    .sandbox_attach = linux_sandbox_attach,
 };

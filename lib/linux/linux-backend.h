@@ -73,6 +73,8 @@ int linux_dns_compile(const struct fy_plan *np, const fy_caps *caps, void **ret,
 void linux_dns_config_free(void *cfg);
 int linux_dns_start(const void *cfg, int sock, void **ret, fy_error **reterr);
 char *linux_dns_report(const void *dns);
+/* linux-attach.c: the family's sandbox_attach service (backend.h). */
+int linux_sandbox_attach(fy_handle *sb, const char *host_dir, const char *target, fy_error **reterr);
 /* linux-qualify.c: the suite behind fy_qualify (groups QUALIFY_*). */
 int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
                       json_t **ret, fy_error **reterr);

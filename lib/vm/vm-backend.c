@@ -8,6 +8,7 @@
 
 #include "linux-probe-util.h"
 #include "vm-backend.h"
+#include "vm-shell.h"
 #include "vm-run.h"
 
 static bool need(const fy_caps *c, uint32_t cap, struct strbuf *why) {
@@ -88,6 +89,12 @@ const struct fy_backend_ops vm_qemu_backend = {
     .stdio_fd = vm_stdio_fd,
     .next_deadline = vm_next_deadline,
     .describe = vm_describe,
+    .shell_make = vm_shell_make,
+    .shell_fits = vm_shell_fits,
+    .shell_gone = vm_shell_gone,
+    .shell_discard = vm_shell_discard,
+    .shell_forget = vm_shell_forget,
+    .start_shell = vm_start_shell,
 };
 
 static const struct fy_backend_ops *const vm_backends[] = { &vm_qemu_backend, NULL };

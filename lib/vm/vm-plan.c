@@ -237,6 +237,7 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     pl->np = np;
     pl->kvm = caps_present(caps, FY_CAP_KVM);
+    pl->caps = caps;
     int r = 0;
     if (np->net_mode == FY_NET_FETCH_ONLY) {
         /* The proxy of the namespace backend, as its folder's service: the

@@ -64,8 +64,12 @@ enum {
     VMP_FILES = 37,     /* a chunk of the attempt's files: a cpio (newc) stream */
     VMP_FILES_END = 38, /* that stream ended: the agent has unpacked it all */
     VMP_DNS_ANSWER = 39, /* the stub's answer to the query of slot flags */
+    /* A pre-started clone (vm-shell.c), after its restore and before any
+     * claim: u32 milliseconds. The agent powers the guest off unless a
+     * RESEED (the claim) arrives within them. */
+    VMP_IDLE = 40,
 };
-#define VMP_TYPE_MAX 39
+#define VMP_TYPE_MAX 40
 #define VMP_G2H_MAX VMP_DNS_QUERY
 #define VMP_DNS_SLOTS 64
 #define VMP_DNS_MIN 12
@@ -109,7 +113,12 @@ enum {
      * its addresses and default routes; nothing else is configured. */
     VMR_NET_IFACE = 20,
     VMR_DNS = 21,      /* empty: listen on 127.0.0.53:53/udp and carry (VMP_DNS_*) */
+    /* empty: a pre-started clone's 9p exports are stubs, each attempt
+     * directory attached at the claim in their subdirectory VMP_SHARE_SUB:
+     * that subdirectory is what a VMR_MOUNT9P mounts at its target. */
+    VMR_SHARES_SUB = 22,
 };
+#define VMP_SHARE_SUB "x"
 
 struct vmp_iface {
     uint8_t addr4[4], gw4[4], addr6[16], gw6[16];

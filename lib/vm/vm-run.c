@@ -35,6 +35,7 @@
 #include "vm-run.h"
 #include "vm-tar.h"
 #include "vm-template.h"
+#include "vm-shell.h"
 
 #define SEC UINT64_C(1000000)
 #define MiB (UINT64_C(1) << 20)
@@ -74,6 +75,8 @@ struct vm {
     int qmp_listen;                /* restricted's restore: the monitor's listener in the attempt directory */
     char *cold_why;                /* why a template plan booted cold */
     int files_fd;                  /* the attempt's files (cpio) to send after a restore */
+    bool clone;                    /* started in a pre-started clone (vm-shell.c) */
+    uint64_t clone_age;            /* ... restored this long before its claim (usec) */
     /* fetch-only: the attempt's proxy (pl->pxf's service), its listener's
      * 0700 directory, and the guest's connections carried to it. */
     void *px;
@@ -103,13 +106,14 @@ static const struct fy_plan *neutral(fy_handle *h) { return ((struct vm_plan *)h
 
 
 /* Removes a flat attempt directory; 0 when it is gone. */
-static int remove_dir(const char *dir) {
+int vm_remove_dir(const char *dir) {
     DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-                unlinkat(dirfd(d), e->d_name, 0);
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlinkat(dirfd(d), e->d_name, 0) < 0 &&
+                errno == EISDIR)
+                unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR); /* a clone's empty VMP_SHARE_SUB */
         closedir(d);
     }
     if (rmdir(dir) < 0 && errno != ENOENT)
@@ -126,15 +130,14 @@ static int attempts_dir(char *buf, size_t len) {
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-static int make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **reterr);
 
 static int make_attempt_dir(struct vm *v, fy_error **reterr) {
     /* 0755: QEMU's sandbox runs as an unprivileged id; the parent (0711, not listable)
      * keeps everyone else out. */
-    return make_dir_in_attempts(v->dir, sizeof(v->dir), 0755, reterr);
+    return vm_make_dir_in_attempts(v->dir, sizeof(v->dir), 0755, reterr);
 }
 
-static int make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **reterr) {
+int vm_make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **reterr) {
     char base[4096];
     if (attempts_dir(base, sizeof(base)) < 0)
         return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "attempt directory path too long");
@@ -183,7 +186,7 @@ int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
             continue;
         char p[4400];
         snprintf(p, sizeof(p), "%s/%s", tdir, te->d_name);
-        if ((te->d_name[1] == 's' ? unlink(p) : remove_dir(p)) == 0 && destroyed)
+        if ((te->d_name[1] == 's' ? unlink(p) : vm_remove_dir(p)) == 0 && destroyed)
             (*destroyed)++;
     }
     if (td)
@@ -204,7 +207,7 @@ int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
             continue; /* its owner lives */
         char p[4400];
         snprintf(p, sizeof(p), "%s/%s", base, e->d_name);
-        if (remove_dir(p) == 0 && destroyed)
+        if (vm_remove_dir(p) == 0 && destroyed)
             (*destroyed)++;
     }
     closedir(d);
@@ -501,7 +504,11 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct s
     }
     for (size_t i = 0; i < pl->nmounts; i++) {
         A("-fsdev");
-        A("local,id=r%zu,path=/fy/m%zu,security_model=none%s", i, i, pl->mounts[i].writable ? "" : ",readonly=on");
+        /* A clone's export is a stub on one file system with the attempt's
+         * directory, of another, attached below it: inode numbers remapped
+         * so that the two cannot collide in the guest. */
+        A("local,id=r%zu,path=/fy/m%zu,security_model=none%s%s", i, i, pl->mounts[i].writable ? "" : ",readonly=on",
+          mode == VM_BOOT_SHELL ? ",multidevs=remap" : "");
         A("-device");
         A("virtio-9p-device,fsdev=r%zu,mount_tag=r%zu", i, i);
     }
@@ -524,7 +531,7 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct s
         A("chardev=mon,mode=control");
         A("-incoming");
         A("defer");
-    } else if (mode == VM_BOOT_RESTORE) {
+    } else if (mode == VM_BOOT_RESTORE || mode == VM_BOOT_SHELL) {
         A("-incoming");
         A("fd:0");
     }
@@ -667,7 +674,23 @@ static int open_tar(struct vm *v, const struct fy_plan *np, int which, fy_error 
     return 0;
 }
 
-int vm_start(fy_handle *h, fy_error **reterr) {
+/* Undoes what a start made before it failed. */
+static void attempt_abandon(struct vm *v) {
+    if (v->vmm)
+        fy_handle_free(v->vmm);
+    v->vmm = NULL;
+    if (v->dir[0])
+        vm_remove_dir(v->dir);
+    net_teardown(v, NULL);
+    vmn_stop(&v->nw, NULL);
+    if (v->pxdir[0])
+        vm_remove_dir(v->pxdir);
+    vm_free_state(v);
+}
+
+/* What every start makes before its QEMU is there: the attempt's state,
+ * its captured streams and returned trees, the proxy and the router. */
+static int attempt_new(fy_handle *h, struct vm **ret, fy_error **reterr) {
     const struct fy_plan *np = neutral(h);
     struct vm *v = calloc(1, sizeof(*v));
     if (!v)
@@ -683,7 +706,6 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     vmn_init(&v->nw, v->pl);
     v->out_limit = np->limit[FY_LIMIT_OUTPUT];
     int r;
-    int sp[2] = {-1, -1};
     if (!(v->dec = malloc(sizeof(*v->dec)))) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         goto fail;
@@ -716,6 +738,108 @@ int vm_start(fy_handle *h, fy_error **reterr) {
                                                  (r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, errno, NULL,
                                                               "epoll: %s", strerror(errno))) < 0))
         goto fail;
+    *ret = v;
+    return 0;
+fail:
+    attempt_abandon(v);
+    return r;
+}
+
+/* A restored guest's files: over the control port, after the restore and
+ * the reseed; nothing of the attempt is on disk. */
+static int attempt_files(struct vm *v, const struct fy_plan *np, fy_error **reterr) {
+    v->from_template = true;
+    v->files_fd = memfd_create("fy-vm-files", MFD_CLOEXEC);
+    const char *what = NULL;
+    int x = v->files_fd < 0 ? -errno : write_attempt_archive(np, v->files_fd, &what);
+    if (x < 0)
+        return err_set(reterr, err_from_errno(-x), FY_STEP_SPAWN, -x, NULL, "the attempt's files%s%s: %s",
+                       what ? ": " : "", what ? what : "", strerror(-x));
+    return 0;
+}
+
+/* QEMU is running: a restored guest reseeded (first of all), the loop's
+ * watches set, the attempt the handle's. */
+static int attempt_go(fy_handle *h, struct vm *v, fy_error **reterr) {
+    int r;
+    if (v->from_template) {
+        /* Before anything else reaches the restored guest: fresh
+         * randomness and the time (read by the agent once restored). */
+        uint8_t seed[8 + VMP_SEED_LEN];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        vmp_put_u64(seed, (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec / 1000);
+        int ok = getrandom(seed + 8, VMP_SEED_LEN, 0) == VMP_SEED_LEN ? 0 : -1;
+        if (ok < 0 || send_guest(v, VMP_RESEED, seed, sizeof(seed)) < 0) {
+            util_bzero(seed, sizeof(seed));
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, errno, NULL, "reseeding the restored guest failed");
+            return r;
+        }
+        util_bzero(seed, sizeof(seed));
+    }
+    v->t_qemu = util_now_usec();
+    v->hello_deadline = v->t_qemu + HELLO_TIMEOUT;
+    if (watch(v, v->sock) < 0 || watch(v, v->console_fd) < 0 || watch(v, fy_handle_get_fd(v->vmm)) < 0) {
+        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "epoll: %s", strerror(errno));
+        return r;
+    }
+    if (v->in_fd >= 0 && watch(v, v->in_fd) == 0)
+        v->in_polled = true;
+    h->b = v;
+    return 0;
+}
+
+int vm_start_shell(fy_handle *h, void *shell, fy_error **reterr) {
+    struct vm_shell *sh = shell;
+    struct vm *v = NULL;
+    int r = attempt_new(h, &v, reterr);
+    if (r < 0) {
+        vm_shell_discard(sh);
+        return r;
+    }
+    const struct fy_plan *np = neutral(h);
+    /* The clone becomes the attempt's: its QEMU, ports and stub. */
+    v->vmm = sh->vmm;
+    v->sock = sh->sock;
+    v->console_fd = sh->console_fd;
+    memcpy(v->dir, sh->dir, sizeof(v->dir));
+    v->k = sh->k;
+    v->tmpl = sh->tmpl;
+    v->tmpl.fd = -1;
+    v->clone = true;
+    v->clone_age = util_now_usec() - sh->made_usec;
+    sh->vmm = NULL;
+    sh->sock = sh->console_fd = -1;
+    sh->dir[0] = '\0';
+    vm_shell_discard(sh); /* nothing left in it: frees it */
+    if (strcmp(v->k.initrd_digest, v->pl->k.initrd_digest) != 0 ||
+        strcmp(v->k.vmlinuz_digest, v->pl->k.vmlinuz_digest) != 0) {
+        r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
+                    "the guest kernel or agent changed since fy_prepare (prepare again)");
+        goto fail;
+    }
+    /* The attempt's directories, attached under the stubs QEMU exports. */
+    for (size_t i = 0; i < v->pl->nmounts; i++) {
+        char t[48];
+        snprintf(t, sizeof(t), "/fy/m%zu/" VMP_SHARE_SUB, i);
+        if ((r = backend_proxy_family()->sandbox_attach(v->vmm, v->pl->mounts[i].host, t, reterr)) < 0)
+            goto fail;
+    }
+    if ((r = attempt_files(v, np, reterr)) < 0 || (r = attempt_go(h, v, reterr)) < 0)
+        goto fail;
+    return 0;
+fail:
+    attempt_abandon(v);
+    return r;
+}
+
+int vm_start(fy_handle *h, fy_error **reterr) {
+    struct vm *v = NULL;
+    int r = attempt_new(h, &v, reterr);
+    if (r < 0)
+        return r;
+    const struct fy_plan *np = neutral(h);
+    int sp[2] = {-1, -1};
     /* The kernel and initramfs, cached at the first start (fy_prepare
      * writes nothing); what the plan named must be what boots. */
     if ((r = vm_kernel_get(&v->k, reterr)) < 0)
@@ -743,23 +867,15 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         fy_error_free(te);
     }
     if (v->tmpl.fd >= 0) {
-        /* The attempt's files travel over the control port, after the
-         * restore and the reseed; nothing of the attempt is on disk. */
-        v->from_template = true;
-        v->files_fd = memfd_create("fy-vm-files", MFD_CLOEXEC);
-        const char *what = NULL;
-        int x = v->files_fd < 0 ? -errno : write_attempt_archive(np, v->files_fd, &what);
-        if (x < 0) {
-            r = err_set(reterr, err_from_errno(-x), FY_STEP_SPAWN, -x, NULL, "the attempt's files%s%s: %s",
-                        what ? ": " : "", what ? what : "", strerror(-x));
+        if ((r = attempt_files(v, np, reterr)) < 0)
             goto fail;
-        }
         if (v->pl->nic) {
             /* restricted: QEMU's stdin is the router's tap, so the state
              * reaches it over a monitor socket of the attempt directory
              * (this process listening; the peer proven by a random name on
              * QEMU's command line), the directory holding nothing else. */
             unsigned char rnd[16];
+            int x = 0;
             if ((r = make_attempt_dir(v, reterr)) < 0)
                 goto fail;
             if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) ||
@@ -856,42 +972,11 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         close(v->nw.tap); /* QEMU has its own: the tap lives as long as QEMU */
         v->nw.tap = -1;
     }
-    if (v->from_template) {
-        /* Before anything else reaches the restored guest: fresh
-         * randomness and the time (read by the agent once restored). */
-        uint8_t seed[8 + VMP_SEED_LEN];
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        vmp_put_u64(seed, (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec / 1000);
-        int ok = getrandom(seed + 8, VMP_SEED_LEN, 0) == VMP_SEED_LEN ? 0 : -1;
-        if (ok < 0 || send_guest(v, VMP_RESEED, seed, sizeof(seed)) < 0) {
-            util_bzero(seed, sizeof(seed));
-            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, errno, NULL, "reseeding the restored guest failed");
-            goto fail;
-        }
-        util_bzero(seed, sizeof(seed));
-    }
-    v->t_qemu = util_now_usec();
-    v->hello_deadline = v->t_qemu + HELLO_TIMEOUT;
-    if (watch(v, v->sock) < 0 || watch(v, v->console_fd) < 0 || watch(v, fy_handle_get_fd(v->vmm)) < 0) {
-        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "epoll: %s", strerror(errno));
+    if ((r = attempt_go(h, v, reterr)) < 0)
         goto fail;
-    }
-    if (v->in_fd >= 0 && watch(v, v->in_fd) == 0)
-        v->in_polled = true;
-    h->b = v;
     return 0;
 fail:
-    if (v->vmm)
-        fy_handle_free(v->vmm);
-    v->vmm = NULL;
-    if (v->dir[0])
-        remove_dir(v->dir);
-    net_teardown(v, NULL);
-    vmn_stop(&v->nw, NULL);
-    if (v->pxdir[0])
-        remove_dir(v->pxdir);
-    vm_free_state(v);
+    attempt_abandon(v);
     return r;
 }
 
@@ -946,7 +1031,7 @@ static int net_send(struct vm *v, uint8_t type, uint16_t flags, const void *p, s
  * attempt (only this user, and root, may connect: never the VMM's
  * sandbox, which does not see the directory, nor the guest). */
 static int net_setup(struct vm *v, fy_error **reterr) {
-    int r = make_dir_in_attempts(v->pxdir, sizeof(v->pxdir), 0700, reterr);
+    int r = vm_make_dir_in_attempts(v->pxdir, sizeof(v->pxdir), 0700, reterr);
     if (r < 0)
         return r;
     v->pxdir_fd = open(v->pxdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1182,7 +1267,7 @@ static unsigned net_teardown(struct vm *v, char **report) {
  * exist only in this buffer, wiped once sent. */
 static int send_run(fy_handle *h, struct vm *v) {
     const struct fy_plan *np = neutral(h);
-    size_t len = v->pl->run_len;
+    size_t len = v->pl->run_len + (v->clone ? 5 : 0);
     for (size_t i = 0; i < np->nsecrets; i++)
         if (np->secrets[i].delivery != FY_SECRET_STDIN)
             len += 5 + strlen(np->secrets[i].target ? np->secrets[i].target : np->secrets[i].name) + 1 +
@@ -1196,6 +1281,12 @@ static int send_run(fy_handle *h, struct vm *v) {
         return -1;
     memcpy(buf, v->pl->run_msg, v->pl->run_len);
     size_t off = v->pl->run_len;
+    if (v->clone) {
+        /* its shares' directories are in their stubs' VMP_SHARE_SUB */
+        buf[off] = VMR_SHARES_SUB;
+        vmp_put_u32(buf + off + 1, 0);
+        off += 5;
+    }
     for (size_t i = 0; i < np->nsecrets; i++) {
         const struct plan_secret *s = &np->secrets[i];
         if (s->delivery == FY_SECRET_STDIN)
@@ -1647,6 +1738,12 @@ static void finish(fy_handle *h, struct vm *v) {
                 json_object_set_new(tm, "refused_before",
                                     v->tmpl.refused[0] ? json_string(v->tmpl.refused) : json_null());
                 json_object_set_new(tm, "reseeded", json_true());
+                if (v->clone)
+                    json_object_set_new(
+                        tm, "prestarted_clone",
+                        json_pack("{sIss}", "restored_before_claim_usec", (json_int_t)v->clone_age, "shares",
+                                  "the attempt's directories attached read-only at the claim under the clone's "
+                                  "empty 9p export stubs, in its VMM sandbox's mount namespace"));
             }
         } else if (v->pl->use_template) {
             json_object_set_new(iso, "template", json_null());
@@ -1673,13 +1770,13 @@ static void finish(fy_handle *h, struct vm *v) {
             close(v->out_fd[i]);
             v->out_fd[i] = -1;
         }
-    if (v->dir[0] && remove_dir(v->dir) < 0)
+    if (v->dir[0] && vm_remove_dir(v->dir) < 0)
         rep.left[FY_LEFT_FILES]++;
     v->dir[0] = '\0';
     if (v->pl->pxcfg) {
         /* The proxy killed and reaped (the witness), its audit log kept. */
         rep.left[FY_LEFT_PROCESSES] += net_teardown(v, &rep.network_json);
-        if (v->pxdir[0] && remove_dir(v->pxdir) < 0)
+        if (v->pxdir[0] && vm_remove_dir(v->pxdir) < 0)
             rep.left[FY_LEFT_FILES]++;
         v->pxdir[0] = '\0';
     }
@@ -1787,11 +1884,11 @@ void vm_destroy(fy_handle *h) {
         fy_handle_free(v->vmm); /* kills and reaps QEMU's sandbox */
     v->vmm = NULL;
     if (v->dir[0])
-        remove_dir(v->dir);
+        vm_remove_dir(v->dir);
     net_teardown(v, NULL);
     vmn_stop(&v->nw, NULL);
     if (v->pxdir[0])
-        remove_dir(v->pxdir);
+        vm_remove_dir(v->pxdir);
     vm_free_state(v);
     h->b = NULL;
 }

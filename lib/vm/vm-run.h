@@ -37,6 +37,7 @@ struct vm_plan {
     void *rtcfg;
     bool nic;
     void *dnscfg;
+    const fy_caps *caps;          /* borrowed: the prepared plan's (a clone's template is made with them) */
 };
 
 /* The guest's virtio-net MAC under restricted (cold, template, restore). */
@@ -45,8 +46,9 @@ struct vm_plan {
 #define VM_QMP_SOCK "qmp"
 
 /* How QEMU is started: a cold boot of the attempt's initramfs, the boot
- * of a template that is then saved, or the restore of a template. */
-enum { VM_BOOT_COLD, VM_BOOT_MAKE, VM_BOOT_RESTORE };
+ * of a template that is then saved, the restore of a template, or that
+ * restore as a pre-started clone (its 9p exports stubs: vm-shell.c). */
+enum { VM_BOOT_COLD, VM_BOOT_MAKE, VM_BOOT_RESTORE, VM_BOOT_SHELL };
 
 /* QEMU in the library's own namespace sandbox (vm-run.c). */
 struct vm_vmm_spec {
@@ -83,6 +85,13 @@ int vm_firecracker_config(const struct vm_plan *pl, const struct vm_vmm_paths *p
 int vm_cloud_hypervisor_argv(const struct vm_plan *pl, const struct vm_vmm_paths *paths, const char *program,
                              struct strbuf *args, const char ***ret);
 int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reterr);
+/* A directory of the attempts directory (its name carries this process's
+ * pid and start time, for vm_gc), made with mode; and its removal with
+ * what it holds (one level, and empty directories): 0 when it is gone. */
+int vm_make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **reterr);
+int vm_remove_dir(const char *dir);
+
+
 
 /* vm-net.c: restricted's router and the DNS stub of one attempt. */
 struct vmn {

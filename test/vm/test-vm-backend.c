@@ -806,6 +806,187 @@ START_TEST(test_attempts_leave_nothing) {
 }
 END_TEST
 
+/* ---- pre-started clones (fy_shells_new(3)) ---- */
+
+/* QEMUs of this backend below this process whose mount namespace shows
+ * something attached at a /fy/mN/x stub, and how many QEMUs there are. */
+static int qemus_below_us(int *attached) {
+    int n = 0;
+    *attached = 0;
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    while (proc && (de = readdir(proc))) {
+        char p[300], buf[4096];
+        snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (k <= 0 || !memmem(buf, (size_t)k, "name=fy.ctl", 11) || !memmem(buf, (size_t)k, "/fy/k/vmlinux", 13))
+            continue;
+        bool ours = false;
+        for (pid_t a = (pid_t)atoi(de->d_name); a > 1; a = parent_of(a))
+            ours |= a == getpid();
+        if (!ours)
+            continue;
+        n++;
+        snprintf(p, sizeof(p), "/proc/%s/mountinfo", de->d_name);
+        char *mi = slurp(p);
+        if (mi && strstr(mi, "/x "))
+            (*attached)++;
+        free(mi);
+    }
+    if (proc)
+        closedir(proc);
+    return n;
+}
+
+static fy_prepared *clone_prepare(const char *src, const char *mark, struct cap *c) {
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    memset(c, 0, sizeof(*c));
+    ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDOUT, on_output, c, &e), 0);
+    ck_assert_int_eq(fy_policy_set_stdio_callback(p, FY_STDERR, on_output, c, &e), 0);
+    char f[256];
+    mkdir(src, 0755);
+    snprintf(f, sizeof(f), "%s/mark", src);
+    FILE *fp = fopen(f, "we");
+    fputs(mark, fp);
+    fclose(fp);
+    chmod(f, 0644);
+    ck_assert_int_eq(fy_policy_set_source(p, src, 0, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "cat /work/source/mark; echo; echo rnd $(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'); "
+                          "echo now $(date +%s); touch /work/source/w 2>/dev/null && echo SOURCE-WRITABLE; "
+                          "ls -a / | tr '\\n' ' '",
+                          NULL};
+    fy_prepared *pr = NULL;
+    if (fy_prepare(p, caps, argv, &pr, &e) < 0)
+        ck_abort_msg("prepare: %s", fy_error_message(e));
+    fy_policy_free(p);
+    return pr;
+}
+
+static fy_result *clone_run(fy_prepared *pr, fy_shells *s) {
+    fy_error *e = NULL;
+    fy_handle *h = NULL;
+    if (fy_start_shell(pr, s, &h, &e) < 0)
+        ck_abort_msg("start: %s", fy_error_message(e));
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, &e), 1);
+    fy_handle_free(h);
+    return res;
+}
+
+START_TEST(test_prestarted_clones) {
+    /* Clones restored before their claim: they hold nothing of any attempt
+     * (no directory attached in the VMM's mount namespace, nothing in the
+     * stub), each attempt sees its own source attached at its claim,
+     * read-only, its guest reseeded with the host's clock; the result says
+     * prestarted; a plan of another shape starts from nothing; an idle
+     * clone is discarded; freeing the set leaves no QEMU, no directory. */
+    if (geteuid() != 0)
+        return; /* attaching needs root: fy_shells_new says so (below) */
+    char src1[128], src2[128];
+    snprintf(src1, sizeof(src1), "%s/clone-src1", scratch);
+    snprintf(src2, sizeof(src2), "%s/clone-src2", scratch);
+    static struct cap c[2];
+    fy_prepared *p1 = clone_prepare(src1, "first-mark", &c[0]), *p2 = clone_prepare(src2, "second-mark", &c[1]);
+    fy_error *e = NULL;
+    fy_shells *s = NULL;
+    ck_assert_int_eq(fy_shells_new(p1, 2, 120 * 1000000ull, &s, &e), 0);
+    int ready = fy_shells_fill(s, &e);
+    ck_assert_msg(ready == 2, "fill: %d %s", ready, ready < 0 ? fy_error_message(e) : "");
+    int attached = -1;
+    for (int i = 0; i < 50 && qemus_below_us(&attached) < 2; i++)
+        usleep(20000); /* (their sandboxes may still be executing QEMU) */
+    ck_assert_int_eq(qemus_below_us(&attached), 2);
+    ck_assert_int_eq(attached, 0);
+    fy_result *r[2];
+    for (int i = 0; i < 2; i++) {
+        r[i] = clone_run(i ? p2 : p1, s);
+        ck_assert_msg(fy_result_outcome(r[i]) == FY_OUTCOME_SUCCEEDED, "%d: %s", i, detail(r[i]));
+        /* its own source, attached at its claim, read-only; its own
+         * randomness; the host's clock */
+        ck_assert_msg(!strncmp(c[i].buf[0], i ? "second-mark\n" : "first-mark\n", i ? 12 : 11), "%s / %s", c[i].buf[0], c[i].buf[1]);
+        ck_assert_msg(!strstr(c[i].buf[0], "SOURCE-WRITABLE") && !strstr(c[i].buf[0], ".fy9p"), "%s", c[i].buf[0]);
+        const char *n = strstr(c[i].buf[0], "now ");
+        ck_assert_ptr_nonnull(n);
+        long long t = atoll(n + 4), host = (long long)time(NULL);
+        ck_assert_msg(t > host - 120 && t <= host + 5, "guest clock %lld, host %lld", t, host);
+        ck_assert_int_eq(fy_result_prestarted(r[i]), 1);
+        json_t *iso = isolation(r[i]);
+        json_t *tm = json_object_get(iso, "template");
+        ck_assert_msg(json_is_object(json_object_get(tm, "prestarted_clone")), "%s", jstr(iso, "boot"));
+        ck_assert(json_is_true(json_object_get(tm, "reseeded")));
+        ck_assert_msg(strstr(jstr(iso, "guest_report"), "RNG reseeded"), "%s", jstr(iso, "guest_report"));
+        json_decref(iso);
+        for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_FILES; k++) {
+            uint64_t left = 99;
+            ck_assert_int_eq(fy_result_cleanup(r[i], k, &left), 0);
+            ck_assert_msg(left == 0, "left %u: %llu", k, (unsigned long long)left);
+        }
+        fy_result_free(r[i]);
+    }
+    const char *a = strstr(c[0].buf[0], "rnd "), *b = strstr(c[1].buf[0], "rnd ");
+    ck_assert(a && b && strcspn(a, "\n") >= 4 + 32);
+    ck_assert_msg(strncmp(a, b, 4 + 32) != 0, "the same random bytes in two clones: %s", a);
+    uint64_t v = 0;
+    ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_CLAIMED, &v), 0);
+    ck_assert_int_eq(v, 2);
+    /* Another shape (a larger guest: another template) starts from
+     * nothing, and takes no clone: those it found are discarded (a shell
+     * that does not fit is never kept for another). */
+    ck_assert_int_eq(fy_shells_fill(s, &e), 2);
+    fy_policy *p = vm_policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 300u << 20, &e), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *p3 = NULL;
+    ck_assert_int_eq(fy_prepare(p, caps, argv, &p3, &e), 0);
+    fy_policy_free(p);
+    fy_result *r3 = clone_run(p3, s);
+    ck_assert_msg(fy_result_outcome(r3) == FY_OUTCOME_SUCCEEDED, "%s", detail(r3));
+    ck_assert_int_eq(fy_result_prestarted(r3), 0);
+    fy_result_free(r3);
+    fy_prepared_free(p3);
+    ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_READY, &v), 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_DISCARDED, &v), 0);
+    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_LEFT, &v), 0);
+    ck_assert_int_eq(v, 0);
+    fy_shells_free(s);
+    ck_assert_int_eq(qemus_below_us(&attached), 0);
+    /* Idle: the clone powers itself off after its limit (and the slack
+     * that lets the host discard first), unclaimed and unasked; the next
+     * fill discards it, witnessed, and makes a new one. */
+    ck_assert_int_eq(fy_shells_new(p1, 1, 1000000ull, &s, &e), 0);
+    ck_assert_int_eq(fy_shells_fill(s, &e), 1);
+    for (int i = 0; i < 50 && qemus_below_us(&attached) == 0; i++)
+        usleep(20000); /* (its sandbox may still be executing QEMU) */
+    ck_assert_int_eq(qemus_below_us(&attached), 1);
+    for (int i = 0; i < 200 && qemus_below_us(&attached); i++)
+        usleep(100000);
+    ck_assert_msg(qemus_below_us(&attached) == 0, "an idle clone did not end by itself");
+    ck_assert_int_eq(fy_shells_fill(s, &e), 1);
+    ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_DISCARDED, &v), 0);
+    ck_assert_int_eq(v, 1);
+    fy_shells_free(s);
+    ck_assert_int_eq(qemus_below_us(&attached), 0);
+    fy_prepared_free(p1);
+    fy_prepared_free(p2);
+    char d[256];
+    snprintf(d, sizeof(d), "%s/attempts", cache);
+    DIR *dir = opendir(d);
+    struct dirent *de;
+    while (dir && (de = readdir(dir)))
+        ck_assert_msg(de->d_name[0] == '.', "a clone's directory left: %s", de->d_name);
+    if (dir)
+        closedir(dir);
+}
+END_TEST
+
 /* ---- a guest agent that misbehaves ---- */
 
 static fy_result *run_bad(const char *how, uint64_t wall_sec) {
@@ -1570,6 +1751,7 @@ int main(int argc, char **argv) {
     ADD(test_cancel);
     ADD(test_oom);
     ADD(test_attempts_leave_nothing);
+    ADD(test_prestarted_clones);
     ADD(test_bad_garbage);
     ADD(test_bad_netframe);
     ADD(test_bad_dnsframe);

@@ -225,6 +225,7 @@ struct run {
     struct vmp_iface iface; /* restricted: eth0's addresses and routes */
     bool iface_set;
     bool dns;             /* carry 127.0.0.53:53/udp to the host's stub */
+    bool shares_sub;      /* a pre-started clone: each share's directory is its VMP_SHARE_SUB */
 };
 
 static char *dupn(const uint8_t *p, uint32_t n) {
@@ -236,9 +237,27 @@ static char *dupn(const uint8_t *p, uint32_t n) {
     return s;
 }
 
-static void mount_9p(const char *tag, const char *target, bool writable) {
+static void mount_9p(const char *tag, const char *target, bool writable, bool sub) {
     if (mkdir_p(target, 0755) < 0)
         fail(errno, "mkdir %s", target);
+    if (sub) {
+        /* A pre-started clone's export is a stub holding the attempt's
+         * directory in VMP_SHARE_SUB: mounted aside, that bound in place,
+         * the stub's mount let go of. */
+        char stage[64], src[80];
+        snprintf(stage, sizeof(stage), "/.fy9p-%.32s", tag);
+        snprintf(src, sizeof(src), "%s/" VMP_SHARE_SUB, stage);
+        if ((mkdir(stage, 0700) < 0 && errno != EEXIST) ||
+            mount(tag, stage, "9p", MS_RDONLY | MS_NOSUID | MS_NODEV,
+                  "trans=virtio,version=9p2000.L,cache=loose,msize=262144") < 0)
+            fail(errno, "mount %s (9p %s, a pre-started clone's share)", target, tag);
+        if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+            mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+            fail(errno, "bind %s at %s", src, target);
+        umount2(stage, MNT_DETACH);
+        rmdir(stage);
+        return;
+    }
     /* A writable share: no cache of the guest's, so that what the workload
      * wrote is on the host when it ends. */
     if (mount(tag, target, "9p", (writable ? 0 : MS_RDONLY) | MS_NOSUID | MS_NODEV,
@@ -333,6 +352,7 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
             r->iface_set = true;
             break;
         case VMR_DNS: r->dns = true; break;
+        case VMR_SHARES_SUB: r->shares_sub = true; break;
         case VMR_NET_PROXY: if (n == 4 && vmp_get_u32(d) > 0 && vmp_get_u32(d) < 65536) r->net_port = vmp_get_u32(d); break;
         case VMR_RLIMIT:
             if (n == 12 && vmp_get_u32(d) >= 1 && vmp_get_u32(d) <= 4) {
@@ -366,7 +386,7 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
             size_t tl = strlen(s);
             if (tl + 1 >= n + 1u)
                 fail(EINVAL, "malformed mount record");
-            mount_9p(s, s + tl + 1, later[i].tag == VMR_MOUNT9P_RW);
+            mount_9p(s, s + tl + 1, later[i].tag == VMR_MOUNT9P_RW, r->shares_sub);
             free(s);
         } else if (later[i].tag == VMR_SECRET_FILE) {
             write_secret(d, n, r);
@@ -1347,6 +1367,60 @@ static void misbehave(const char *how) {
 
 /* ---- main ---- */
 
+/* A pre-started clone, before any claim (VMP_IDLE): under TCG every code
+ * path of the guest's kernel is translated on its first use in this QEMU,
+ * so the clone takes an attempt's kernel paths once ahead of its claim:
+ * the workload's cgroup made and limited, a child set up as a workload is
+ * (session, cgroup, descriptors, limits, ids, directory) executing the
+ * agent's own file (which, not pid 1, exits at once), reaped with its
+ * usage, the cgroup killed and removed; a tmpfs and the first 9p share's
+ * stub (empty: nothing of any attempt is attached yet) mounted and let
+ * go of. Nothing of any attempt is involved, and nothing of it stays. */
+static void warm_up(void) {
+    static struct run w;
+    w.argv[0] = (char *)"/init";
+    w.argc = 1;
+    w.uid = w.gid = 65534;
+    w.memory = 64u << 20;
+    w.pids = 16;
+    w.cwd = "/";
+    w.rlim[VMP_RLIMIT_CORE] = 0;
+    w.rlim_set[VMP_RLIMIT_CORE] = true;
+    setup_cgroup(&w);
+    int pin[2], pout[2], prep[2];
+    if (pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0 && pipe2(prep, O_CLOEXEC) == 0) {
+        pid_t c = fork();
+        if (c == 0)
+            exec_child(&w, pin[0], pout[1], pout[1], prep[1]);
+        close(pin[0]);
+        close(pout[1]);
+        close(prep[1]);
+        int e = 0;
+        if (c > 0 && read(prep[0], &e, sizeof(e)) < 0)
+            e = errno;
+        struct rusage ru;
+        if (c > 0)
+            wait4(c, NULL, 0, &ru);
+        close(pin[1]);
+        close(pout[0]);
+        close(prep[0]);
+    }
+    write_file(CG "/w/cgroup.kill", "1");
+    (void)cg_key(CG "/w/memory.events", "oom_kill");
+    rmdir(CG "/w");
+    if (mkdir("/.warm", 0700) == 0 || errno == EEXIST) {
+        if (mount("tmpfs", "/.warm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=700,size=65536") == 0)
+            umount2("/.warm", MNT_DETACH);
+        if (mount("r0", "/.warm", "9p", MS_RDONLY | MS_NOSUID | MS_NODEV,
+                  "trans=virtio,version=9p2000.L,cache=loose,msize=262144") == 0) {
+            struct stat st;
+            stat("/.warm/" VMP_SHARE_SUB, &st);
+            umount2("/.warm", MNT_DETACH);
+        }
+        rmdir("/.warm");
+    }
+}
+
 int main(void) {
     if (getpid() != 1)
         return 2;
@@ -1374,14 +1448,21 @@ int main(void) {
     vmp_dec_init(&dec);
     struct vmp_frame f;
     static struct run run;
+    uint64_t idle_until = 0; /* a pre-started clone's (VMP_IDLE) */
     for (;;) {
         int k = vmp_next(&dec, &f);
         if (k < 0)
             fail(EPROTO, "control stream: %s", dec.error);
         if (k == 1 && f.type == VMP_RUN)
             break;
+        if (k == 1 && f.type == VMP_IDLE && f.len == 4) {
+            idle_until = now_usec() + (uint64_t)vmp_get_u32(f.data) * 1000u;
+            warm_up();
+            continue;
+        }
         if (k == 1 && f.type == VMP_RESEED) {
             /* restored from a template: reseeded, then up again */
+            idle_until = 0;
             reseed(f.data, f.len);
             static const char msg[] = "restored from a template: RNG reseeded (RNDADDENTROPY 512 bits, "
                                       "RNDRESEEDCRNG), clock set; ";
@@ -1396,6 +1477,16 @@ int main(void) {
         }
         if (k == 1)
             continue;
+        if (idle_until) {
+            /* Unclaimed past its idle limit: the clone ends itself. */
+            uint64_t t = now_usec();
+            struct pollfd pf = {ctl, POLLIN, 0};
+            int pr = t >= idle_until ? 0 : poll(&pf, 1, (int)((idle_until - t + 999) / 1000));
+            if (pr == 0)
+                power_off();
+            if (pr < 0)
+                continue;
+        }
         size_t room = vmp_room(&dec);
         ssize_t n = read(ctl, dec.buf + dec.have, room);
         if (n < 0 && errno == EINTR)

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Pre-started shells of the VM backend (fy_shells_new(3)): clones
+ * restored from the plan's template before anything asks for them, so
+ * that a claim skips QEMU's start, the VMM sandbox's and the restore.
+ *
+ * A clone is a fresh QEMU in its namespace sandbox that restored the
+ * template (its digest checked as for any restore) and was told only its
+ * idle limit. It holds nothing of any attempt: its 9p exports are one
+ * empty stub directory, no host path; the guest has not been reseeded and
+ * runs nothing but the template's agent, waiting. At the claim
+ * (vm_start_shell, vm-run.c) the attempt's read-only directories are
+ * attached under the stubs in the VMM sandbox's mount namespace alone (the
+ * Linux folder's sandbox_attach: root only), then the guest is reseeded,
+ * its clock set, and it gets the attempt's files and command like any
+ * restore. A clone is used once; one unclaimed past its idle limit powers
+ * itself off (VMP_IDLE) and is discarded, killed and reaped by its
+ * sandbox, its stub removed: witnessed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "forgeyard/sandbox.h"
+#include "vm-backend.h"
+#include "vm-shell.h"
+
+#define SEC UINT64_C(1000000)
+
+static int refuse(fy_error **reterr, const char *why) {
+    return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SPAWN, 0, NULL, "no pre-started VM clones for this plan: %s",
+                   why);
+}
+
+/* Why this plan's attempts cannot start in a clone, or NULL. */
+static const char *unfit(const struct vm_plan *pl) {
+    if (!pl->use_template)
+        return "it boots cold (FY_CONTROL_COLD_BOOT, or FORGEYARD_VM_TEMPLATE=off)";
+    if (pl->nic)
+        return "network restricted (its router's tap is QEMU's from its start)";
+    for (size_t i = 0; i < pl->nmounts; i++)
+        if (pl->mounts[i].writable)
+            return "a writable bind (its VMM's ids are the attempt's)";
+    const struct fy_backend_family *f = backend_proxy_family();
+    if (!f || !f->sandbox_attach)
+        return "no folder attaches directories into a running sandbox (the Linux one)";
+    if (pl->nmounts && geteuid() != 0)
+        return "without root (the attempt's directories are attached at the claim into the VMM sandbox's mount "
+               "namespace: open_tree of the host's)";
+    return NULL;
+}
+
+static uint64_t covered_wall(const struct vm_plan *pl, uint32_t idle_ms) {
+    uint64_t w = pl->np->limit[FY_LIMIT_WALL_TIME];
+    return w == FY_UNLIMITED ? FY_UNLIMITED : w + (uint64_t)idle_ms * 1000u;
+}
+
+static void shell_free(struct vm_shell *sh) {
+    if (sh->sock >= 0)
+        close(sh->sock);
+    if (sh->console_fd >= 0)
+        close(sh->console_fd);
+    if (sh->tmpl.fd >= 0)
+        close(sh->tmpl.fd);
+    free(sh->state_dir);
+    free(sh);
+}
+
+int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **reterr) {
+    const struct vm_plan *pl = plan;
+    *ret = NULL;
+    const char *why = unfit(pl);
+    if (why)
+        return refuse(reterr, why);
+    struct vm_shell *sh = calloc(1, sizeof(*sh));
+    if (!sh)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    sh->sock = sh->console_fd = sh->tmpl.fd = -1;
+    int sp[2] = {-1, -1}, cp[2] = {-1, -1};
+    int r;
+    fy_error *te = NULL;
+    if (pl->np->state_dir && !(sh->state_dir = util_strdup(pl->np->state_dir))) {
+        r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+        goto fail;
+    }
+    if ((r = vm_kernel_get(&sh->k, reterr)) < 0)
+        goto fail;
+    if (strcmp(sh->k.initrd_digest, pl->k.initrd_digest) != 0 ||
+        strcmp(sh->k.vmlinuz_digest, pl->k.vmlinuz_digest) != 0) {
+        r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
+                    "the guest kernel or agent changed since fy_prepare (prepare again)");
+        goto fail;
+    }
+    r = vm_template_get(pl, &sh->k, pl->caps, pl->np->state_dir, true, &sh->tmpl, &te);
+    if (r < 0) {
+        /* A clone is a restore or nothing: no cold boot is pre-started. */
+        r = err_set(reterr, r, fy_error_step(te), fy_error_os_code(te), NULL, "the VM template: %s",
+                    te ? fy_error_message(te) : "?");
+        fy_error_free(te);
+        goto fail;
+    }
+    memcpy(sh->key, pl->template_key, sizeof(sh->key));
+    sh->nmounts = pl->nmounts;
+    sh->wall = covered_wall(pl, idle_ms);
+    /* The stub: an empty directory holding an empty VMP_SHARE_SUB, bound
+     * read-only at every /fy/mN (0755: QEMU's sandbox runs as another id). */
+    if ((r = vm_make_dir_in_attempts(sh->dir, sizeof(sh->dir), 0755, reterr)) < 0)
+        goto fail;
+    char sub[4200];
+    snprintf(sub, sizeof(sub), "%s/" VMP_SHARE_SUB, sh->dir);
+    if (mkdir(sub, 0755) < 0 || chmod(sub, 0755) < 0) {
+        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "mkdir %s: %s", sub, strerror(errno));
+        goto fail;
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || pipe2(cp, O_CLOEXEC) < 0) {
+        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "socketpair: %s", strerror(errno));
+        goto fail;
+    }
+    sh->sock = sp[0];
+    sh->console_fd = cp[0];
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(sh->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    fcntl(cp[0], F_SETFL, O_NONBLOCK);
+    fchmod(cp[1], 0622);
+    struct vm_vmm_spec spec = {
+        .pl = pl, .caps = pl->caps, .state_dir = pl->np->state_dir, .mode = VM_BOOT_SHELL, .attempt_dir = NULL,
+        .kernel_dir = sh->k.dir, .mount_stub = sh->dir, .wall = sh->wall, .in = sh->tmpl.fd, .out = sp[1],
+        .err = cp[1],
+    };
+    r = vm_vmm_start(&spec, &sh->vmm, reterr);
+    close(sp[1]);
+    close(cp[1]);
+    sp[1] = cp[1] = -1;
+    if (r < 0)
+        goto fail;
+    if (vm_template_check(&sh->tmpl) < 0) {
+        /* Made again by the next fill (or attempt). */
+        vm_template_discard(pl);
+        r = err_set(reterr, FY_E_INTEGRITY, FY_STEP_SPAWN, 0, NULL, "the VM template fails its check: %s",
+                    sh->tmpl.refused);
+        goto fail;
+    }
+    close(sh->tmpl.fd);
+    sh->tmpl.fd = -1;
+    /* Its idle limit, the one thing it is told before a claim. */
+    uint8_t fr[VMP_HDR + 4];
+    vmp_header(fr, VMP_IDLE, 0, 4);
+    vmp_put_u32(fr + VMP_HDR, idle_ms);
+    if (send(sh->sock, fr, sizeof(fr), MSG_NOSIGNAL) != (ssize_t)sizeof(fr)) {
+        r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, errno, NULL, "the clone's control port: %s", strerror(errno));
+        goto fail;
+    }
+    sh->made_usec = util_now_usec();
+    *ret = sh;
+    return 0;
+fail:
+    if (sp[1] >= 0)
+        close(sp[1]);
+    if (cp[1] >= 0)
+        close(cp[1]);
+    vm_shell_discard(sh);
+    return r;
+}
+
+bool vm_shell_fits(const void *shell, const void *plan) {
+    const struct vm_shell *sh = shell;
+    const struct vm_plan *pl = plan;
+    if (unfit(pl) || strcmp(sh->key, pl->template_key) != 0 || sh->nmounts != pl->nmounts)
+        return false;
+    if ((sh->state_dir == NULL) != (pl->np->state_dir == NULL) ||
+        (sh->state_dir && strcmp(sh->state_dir, pl->np->state_dir) != 0))
+        return false;
+    /* Its sandbox's wall-clock limit must cover the attempt's. */
+    uint64_t w = pl->np->limit[FY_LIMIT_WALL_TIME];
+    return sh->wall == FY_UNLIMITED || (w != FY_UNLIMITED && w <= sh->wall - (util_now_usec() - sh->made_usec));
+}
+
+bool vm_shell_gone(void *shell) {
+    struct vm_shell *sh = shell;
+    if (!sh->vmm || sh->sock < 0)
+        return true;
+    /* A waiting clone says nothing before its claim: anything readable
+     * (its end, or bytes it should not send) and it is done. */
+    struct pollfd p = {sh->sock, POLLIN, 0};
+    return poll(&p, 1, 0) != 0;
+}
+
+uint32_t vm_shell_discard(void *shell) {
+    struct vm_shell *sh = shell;
+    if (!sh)
+        return 0;
+    uint32_t left = 0;
+    if (sh->vmm) {
+        /* Its sandbox killed and reaped, what it left counted. */
+        fy_handle *vmm = sh->vmm;
+        sh->vmm = NULL;
+        fy_handle_cancel(vmm, FY_CANCEL_USER, NULL);
+        fy_result *res = NULL;
+        if (fy_handle_wait(vmm, 30 * SEC, &res, NULL) == 1 && res) {
+            for (uint32_t k = FY_LEFT_PROCESSES; k <= FY_LEFT_NETWORK; k++) {
+                uint64_t n = 0;
+                if (fy_result_cleanup(res, k, &n) >= 0)
+                    left += (uint32_t)n;
+            }
+            fy_result_free(res);
+        } else {
+            left++;
+        }
+        fy_handle_free(vmm);
+    }
+    if (sh->dir[0] && vm_remove_dir(sh->dir) < 0)
+        left++;
+    sh->dir[0] = '\0';
+    shell_free(sh);
+    return left;
+}
+
+void vm_shell_forget(void *shell) {
+    struct vm_shell *sh = shell;
+    if (!sh)
+        return;
+    if (sh->vmm)
+        fy_handle_free(sh->vmm); /* in a forked copy: memory only */
+    sh->vmm = NULL;
+    shell_free(sh);
+}
