@@ -176,8 +176,8 @@ bool vm_shell_fits(const void *shell, const void *plan) {
         (sh->state_dir && strcmp(sh->state_dir, pl->np->state_dir) != 0))
         return false;
     /* Its sandbox's wall-clock limit must cover the attempt's. */
-    uint64_t w = pl->np->limit[FY_LIMIT_WALL_TIME];
-    return sh->wall == FY_UNLIMITED || (w != FY_UNLIMITED && w <= sh->wall - (util_now_usec() - sh->made_usec));
+    uint64_t w = pl->np->limit[FY_LIMIT_WALL_TIME], age = util_now_usec() - sh->made_usec;
+    return sh->wall == FY_UNLIMITED || (w != FY_UNLIMITED && age < sh->wall && w <= sh->wall - age);
 }
 
 bool vm_shell_gone(void *shell) {
