@@ -1655,10 +1655,12 @@ static void bench_vm(fy_policy *p, int n) {
     if (!t_cold || !t_cold_hello || !t_tm || !t_ns || !t_verify || !t_cpu || !t_bare)
         die("calloc", NULL);
     uint64_t made_ms = 0;
+    int bn = 0;
     char kdir[4200] = "", cmdline[1024] = "", memarg[32] = "";
     /* Pre-started clones (fy_shells_new(3)): one kept ready, refilled
-     * after each attempt and given 300 ms to finish its restore (a runner
-     * refills while it waits for work); the attempt timed from the claim. */
+     * after each attempt (a fill returns once the clone's agent answered,
+     * restored and warmed up; a runner refills while it waits for work);
+     * the attempt timed from the claim, the fill apart. */
     fy_shells *vsh = NULL;
     fy_error *she = NULL;
     uint64_t *t_cl = calloc((size_t)tn, 8), *t_fill = calloc((size_t)tn, 8);
@@ -1735,6 +1737,9 @@ static void bench_vm(fy_policy *p, int n) {
         fy_handle_free(h);
         if (i >= 0 && !is_cold)
             t_ns[i] = lifecycle_ns(p, argv_true);
+        /* each cold boot and a bare one side by side: the same host state */
+        if (is_cold && kdir[0] && cmdline[0] && memarg[0] && (t_bare[bn] = bare_boot_ns(kdir, cmdline, memarg)))
+            bn++;
         if (i >= 0 && !is_cold && vsh) {
             uint64_t f0 = now_ns();
             fy_error *fe = NULL;
@@ -1746,7 +1751,6 @@ static void bench_vm(fy_policy *p, int n) {
                 continue;
             }
             t_fill[cln] = now_ns() - f0;
-            usleep(300000);
             uint64_t c = now_ns();
             fy_handle *ch = NULL;
             fy_result *cr2 = NULL;
@@ -1760,11 +1764,6 @@ static void bench_vm(fy_policy *p, int n) {
     }
     if (vsh)
         fy_shells_free(vsh);
-    int bn = 0;
-    if (kdir[0] && cmdline[0] && memarg[0])
-        for (int i = 0; i < cn; i++)
-            if ((t_bare[bn] = bare_boot_ns(kdir, cmdline, memarg)))
-                bn++;
     double m_ns = median_ms(t_ns, tn), m_cold = median_ms(t_cold, cn), m_cold_hello = median_ms(t_cold_hello, cn);
     double p50 = median_ms(t_tm, tn); /* sorts t_tm */
     double p99 = t_tm[(size_t)((tn - 1) * 99 / 100)] / 1e6, pmin = t_tm[0] / 1e6, pmax = t_tm[tn - 1] / 1e6;

@@ -65,8 +65,9 @@ enum {
     VMP_FILES_END = 38, /* that stream ended: the agent has unpacked it all */
     VMP_DNS_ANSWER = 39, /* the stub's answer to the query of slot flags */
     /* A pre-started clone (vm-shell.c), after its restore and before any
-     * claim: u32 milliseconds. The agent powers the guest off unless a
-     * RESEED (the claim) arrives within them. */
+     * claim: u32 milliseconds. The agent warms up, answers HELLO (ready),
+     * and powers the guest off unless a RESEED (the claim) arrives within
+     * them. */
     VMP_IDLE = 40,
 };
 #define VMP_TYPE_MAX 40

@@ -31,6 +31,7 @@
 #include "vm-shell.h"
 
 #define SEC UINT64_C(1000000)
+#define READY_TIMEOUT (60 * SEC) /* a restore and warm-up under TCG on a loaded host */
 
 static int refuse(fy_error **reterr, const char *why) {
     return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SPAWN, 0, NULL, "no pre-started VM clones for this plan: %s",
@@ -69,6 +70,57 @@ static void shell_free(struct vm_shell *sh) {
         close(sh->tmpl.fd);
     free(sh->state_dir);
     free(sh);
+}
+
+/* The clone's one frame before a claim: its agent's HELLO once it is
+ * restored and warmed up, within READY_TIMEOUT; anything else refused. */
+static int wait_ready(struct vm_shell *sh, fy_error **reterr) {
+    struct vmp_dec *dec = malloc(sizeof(*dec));
+    if (!dec)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+    vmp_dec_init(dec);
+    uint64_t deadline = util_now_usec() + READY_TIMEOUT;
+    int r = 0;
+    for (;;) {
+        struct vmp_frame f;
+        int k = vmp_next(dec, &f);
+        if (k < 0) {
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL, "the clone's agent: %s", dec->error);
+            break;
+        }
+        if (k == 1) {
+            static const char want[] = "forgeyard-vm-agent 1";
+            if (f.type != VMP_HELLO || f.len != sizeof(want) - 1 || memcmp(f.data, want, f.len) != 0)
+                r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
+                            "the clone's agent sent frame %u before its claim", f.type);
+            else if (dec->have != dec->consumed)
+                r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
+                            "the clone's agent sent more than its hello before its claim");
+            break;
+        }
+        uint64_t now = util_now_usec();
+        struct pollfd p = {sh->sock, POLLIN, 0};
+        int pr = now >= deadline ? 0 : poll(&p, 1, (int)((deadline - now + 999) / 1000));
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0) {
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, pr < 0 ? errno : ETIMEDOUT, NULL,
+                        "the clone's agent did not answer within %llu s",
+                        (unsigned long long)(READY_TIMEOUT / SEC));
+            break;
+        }
+        ssize_t n = read(sh->sock, dec->buf + dec->have, vmp_room(dec));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, n < 0 ? errno : 0, NULL,
+                        "the clone ended before it was ready");
+            break;
+        }
+        vmp_added(dec, (size_t)n);
+    }
+    free(dec);
+    return r;
 }
 
 int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **reterr) {
@@ -155,6 +207,10 @@ int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **ret
         r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, errno, NULL, "the clone's control port: %s", strerror(errno));
         goto fail;
     }
+    /* Ready when its agent says so (warmed up): a clone counted ready by
+     * the set is one a claim finds answering. */
+    if ((r = wait_ready(sh, reterr)) < 0)
+        goto fail;
     sh->made_usec = util_now_usec();
     *ret = sh;
     return 0;

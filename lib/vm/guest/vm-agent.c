@@ -1458,6 +1458,8 @@ int main(void) {
         if (k == 1 && f.type == VMP_IDLE && f.len == 4) {
             idle_until = now_usec() + (uint64_t)vmp_get_u32(f.data) * 1000u;
             warm_up();
+            if (send_frame(VMP_HELLO, 0, AGENT_VERSION, strlen(AGENT_VERSION)) < 0)
+                power_off(); /* ready for a claim */
             continue;
         }
         if (k == 1 && f.type == VMP_RESEED) {
