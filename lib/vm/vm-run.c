@@ -674,7 +674,9 @@ static int open_tar(struct vm *v, const struct fy_plan *np, int which, fy_error 
     return 0;
 }
 
-/* Undoes what a start made before it failed. */
+/* Undoes what a start made before it failed, or what a destroyed
+ * attempt holds: QEMU's sandbox killed and reaped, its directories, the
+ * proxy and the router removed. */
 static void attempt_abandon(struct vm *v) {
     if (v->vmm)
         fy_handle_free(v->vmm);
@@ -1880,16 +1882,7 @@ void vm_destroy(fy_handle *h) {
     struct vm *v = h->b;
     if (!v)
         return;
-    if (v->vmm)
-        fy_handle_free(v->vmm); /* kills and reaps QEMU's sandbox */
-    v->vmm = NULL;
-    if (v->dir[0])
-        vm_remove_dir(v->dir);
-    net_teardown(v, NULL);
-    vmn_stop(&v->nw, NULL);
-    if (v->pxdir[0])
-        vm_remove_dir(v->pxdir);
-    vm_free_state(v);
+    attempt_abandon(v);
     h->b = NULL;
 }
 

@@ -151,11 +151,15 @@ static pid_t parent_of(pid_t pid) {
     return pp;
 }
 
-/* Whether a QEMU of this backend runs below process `root` (its command
+/* How many QEMUs of this backend run below process `root` (their command
  * line names the control port fy.ctl and the kernel as the VMM's sandbox
- * sees it); QEMUs of other programs on this machine do not count. */
-static bool qemu_below(pid_t root) {
-    bool found = false;
+ * sees it; QEMUs of other programs on this machine do not count), and
+ * (attached, when not NULL) how many of them have something mounted at a
+ * clone's /fy/mN/x stub in their mount namespace. */
+static int qemus_below(pid_t root, int *attached) {
+    int n = 0;
+    if (attached)
+        *attached = 0;
     DIR *proc = opendir("/proc");
     struct dirent *de;
     while (proc && (de = readdir(proc))) {
@@ -168,16 +172,30 @@ static bool qemu_below(pid_t root) {
         close(fd);
         if (k <= 0 || !memmem(buf, (size_t)k, "name=fy.ctl", 11) || !memmem(buf, (size_t)k, "/fy/k/vmlinux", 13))
             continue;
+        bool below = false;
         for (pid_t a = (pid_t)atoi(de->d_name); a > 1; a = parent_of(a))
-            if (a == root)
-                found = true;
+            below |= a == root;
+        if (!below)
+            continue;
+        n++;
+        if (attached) {
+            snprintf(p, sizeof(p), "/proc/%s/mountinfo", de->d_name);
+            FILE *f = fopen(p, "re");
+            char line[1024];
+            bool seen = false;
+            while (f && fgets(line, sizeof(line), f))
+                seen |= strstr(line, "/x ") != NULL;
+            if (f)
+                fclose(f);
+            *attached += seen;
+        }
     }
     if (proc)
         closedir(proc);
-    return found;
+    return n;
 }
 
-static bool our_qemu_running(void) { return qemu_below(getpid()); }
+static bool our_qemu_running(void) { return qemus_below(getpid(), NULL) > 0; }
 
 /* Nothing of an attempt is left: no attempt directory, no QEMU. */
 static void assert_nothing_left(const fy_result *r) {
@@ -808,40 +826,6 @@ END_TEST
 
 /* ---- pre-started clones (fy_shells_new(3)) ---- */
 
-/* QEMUs of this backend below this process whose mount namespace shows
- * something attached at a /fy/mN/x stub, and how many QEMUs there are. */
-static int qemus_below_us(int *attached) {
-    int n = 0;
-    *attached = 0;
-    DIR *proc = opendir("/proc");
-    struct dirent *de;
-    while (proc && (de = readdir(proc))) {
-        char p[300], buf[4096];
-        snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t k = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (k <= 0 || !memmem(buf, (size_t)k, "name=fy.ctl", 11) || !memmem(buf, (size_t)k, "/fy/k/vmlinux", 13))
-            continue;
-        bool ours = false;
-        for (pid_t a = (pid_t)atoi(de->d_name); a > 1; a = parent_of(a))
-            ours |= a == getpid();
-        if (!ours)
-            continue;
-        n++;
-        snprintf(p, sizeof(p), "/proc/%s/mountinfo", de->d_name);
-        char *mi = slurp(p);
-        if (mi && strstr(mi, "/x "))
-            (*attached)++;
-        free(mi);
-    }
-    if (proc)
-        closedir(proc);
-    return n;
-}
-
 static fy_prepared *clone_prepare(const char *src, const char *mark, struct cap *c) {
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
@@ -899,9 +883,9 @@ START_TEST(test_prestarted_clones) {
     int ready = fy_shells_fill(s, &e);
     ck_assert_msg(ready == 2, "fill: %d %s", ready, ready < 0 ? fy_error_message(e) : "");
     int attached = -1;
-    for (int i = 0; i < 50 && qemus_below_us(&attached) < 2; i++)
+    for (int i = 0; i < 50 && qemus_below(getpid(), &attached) < 2; i++)
         usleep(20000); /* (their sandboxes may still be executing QEMU) */
-    ck_assert_int_eq(qemus_below_us(&attached), 2);
+    ck_assert_int_eq(qemus_below(getpid(), &attached), 2);
     ck_assert_int_eq(attached, 0);
     fy_result *r[2];
     for (int i = 0; i < 2; i++) {
@@ -958,23 +942,23 @@ START_TEST(test_prestarted_clones) {
     ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_LEFT, &v), 0);
     ck_assert_int_eq(v, 0);
     fy_shells_free(s);
-    ck_assert_int_eq(qemus_below_us(&attached), 0);
+    ck_assert_int_eq(qemus_below(getpid(), &attached), 0);
     /* Idle: the clone powers itself off after its limit (and the slack
      * that lets the host discard first), unclaimed and unasked; the next
      * fill discards it, witnessed, and makes a new one. */
     ck_assert_int_eq(fy_shells_new(p1, 1, 1000000ull, &s, &e), 0);
     ck_assert_int_eq(fy_shells_fill(s, &e), 1);
-    for (int i = 0; i < 50 && qemus_below_us(&attached) == 0; i++)
+    for (int i = 0; i < 50 && qemus_below(getpid(), &attached) == 0; i++)
         usleep(20000); /* (its sandbox may still be executing QEMU) */
-    ck_assert_int_eq(qemus_below_us(&attached), 1);
-    for (int i = 0; i < 200 && qemus_below_us(&attached); i++)
+    ck_assert_int_eq(qemus_below(getpid(), &attached), 1);
+    for (int i = 0; i < 200 && qemus_below(getpid(), &attached); i++)
         usleep(100000);
-    ck_assert_msg(qemus_below_us(&attached) == 0, "an idle clone did not end by itself");
+    ck_assert_msg(qemus_below(getpid(), &attached) == 0, "an idle clone did not end by itself");
     ck_assert_int_eq(fy_shells_fill(s, &e), 1);
     ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_DISCARDED, &v), 0);
     ck_assert_int_eq(v, 1);
     fy_shells_free(s);
-    ck_assert_int_eq(qemus_below_us(&attached), 0);
+    ck_assert_int_eq(qemus_below(getpid(), &attached), 0);
     fy_prepared_free(p1);
     fy_prepared_free(p2);
     char d[256];
@@ -1522,7 +1506,7 @@ START_TEST(test_dead_host_gc) {
             usleep(100000);
     }
     ck_assert_msg(started, "the guest never ran the command");
-    ck_assert(qemu_below(pid));
+    ck_assert(qemus_below(pid, NULL) > 0);
     /* QEMU's pids, to follow them once their host is dead */
     pid_t qemus[16];
     int nq = 0;
