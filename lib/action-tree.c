@@ -35,6 +35,8 @@
 #include "lazy.h"
 
 #include "action.h"
+#include "internal.h"
+#include "os.h"
 
 #ifndef FICLONE
 #define FICLONE _IOW(0x94, 9, int)
@@ -874,6 +876,17 @@ static struct {
     struct noacl *v;    /* open addressing; ino 0 and dev 0: empty */
     size_t cap, n;
 } noacl = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A fork while another thread used the memo: the child starts an empty
+ * one (the table let go of, not freed: it may be half rehashed). */
+static void noacl_fork_child(void) {
+    if (util_mutex_reclaim(&noacl.lock)) {
+        noacl.v = NULL;
+        noacl.cap = noacl.n = 0;
+    }
+}
+
+__attribute__((constructor)) static void noacl_register_fork(void) { os_on_fork_child(noacl_fork_child); }
 
 static uint64_t ctime_ns(const struct stat *st) {
     return (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;

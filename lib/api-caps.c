@@ -9,6 +9,8 @@
 
 #include "backend.h"
 #include "caps.h"
+#include "internal.h"
+#include "os.h"
 
 static const char *const cap_names[FY_CAP_MAX_ + 1] = {
     [FY_CAP_USERNS] = "userns",           [FY_CAP_MOUNTNS] = "mountns",
@@ -101,6 +103,16 @@ static size_t cache_nretired;
  * host, not a missing mechanism) is probed again by a later call once this
  * long has passed, instead of deciding for the process's whole life. */
 #define CACHE_INCONCLUSIVE_USEC (60ull * 1000000)
+
+/* A fork while another thread probed under the lock: the child probes
+ * again (what the other thread was writing is not trusted; the entries
+ * are let go of, not freed: callers may hold them). */
+static void cache_fork_child(void) {
+    if (util_mutex_reclaim(&cache_mu))
+        cache[0].done = cache[1].done = false;
+}
+
+__attribute__((constructor)) static void cache_register_fork(void) { os_on_fork_child(cache_fork_child); }
 
 /* The cached probe of flags (0 or FY_PROBE_NO_VM), made or remade under the
  * lock. Its rc; *caps borrowed. */

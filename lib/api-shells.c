@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "handle.h"
 #include "internal.h"
+#include "os.h"
 
 #define SHELLS_MAX 64u
 #define SHELLS_IDLE_MIN_USEC 1000ull
@@ -43,6 +44,19 @@ struct fy_shells {
 
 static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct fy_shells *all_sets;
+
+/* A fork while another thread held a set's lock (filling it, claiming):
+ * the child's copy of the set only ever forgets its shells (lock_set), so
+ * its lock is freed for that. The list is walked only if no thread was
+ * changing it. */
+static void shells_fork_child(void) {
+    if (util_mutex_reclaim(&all_mu))
+        return;
+    for (fy_shells *s = all_sets; s; s = s->next)
+        util_mutex_reclaim(&s->mu);
+}
+
+__attribute__((constructor)) static void shells_register_fork(void) { os_on_fork_child(shells_fork_child); }
 
 static void registry_add(fy_shells *s) {
     pthread_mutex_lock(&all_mu);

@@ -85,6 +85,12 @@ void digest_abandon(struct digest *d);         /* releases d without a result; N
 
 /* Process that created an object; objects refuse use after a host fork. */
 int util_getpid(void);
+/* In the child of a fork (os_on_fork_child): whether the process-wide lock
+ * *m was held in the parent by a thread the child does not have (or by the
+ * forking thread itself); either way it is free afterwards, so that what
+ * it guards can be dropped and remade instead of waited for for ever.
+ * (m is a pthread_mutex_t; void * keeps pthread.h out of this header.) */
+bool util_mutex_reclaim(void *m);
 #define FY_CHECK_ORIGIN(obj) \
     do { if ((obj)->origin_pid != util_getpid()) return FY_E_FORKED; } while (0)
 

@@ -23,5 +23,12 @@ int os_wait2(int a, int b, int ms);
 int os_dup_cloexec(int fd);
 /* The host program's environment (NULL-terminated "NAME=value"). */
 char **os_environ(void);
+/* Runs fn in the child of every fork() of the host process, before fork
+ * returns there (pthread_atfork; Windows has no fork: nothing runs). For
+ * the library's process-wide locks: a lock another thread of the parent
+ * held is held for ever in the child, which has only the forking thread
+ * (util_mutex_reclaim). At most 16; called from library constructors.
+ * glibc forgets the handlers of an unloaded library. */
+void os_on_fork_child(void (*fn)(void));
 
 #endif

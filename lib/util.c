@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Small helpers without a better home. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <errno.h>
 #include <sys/stat.h>
@@ -50,6 +51,17 @@ uint64_t util_now_usec(void) {
 /* getpid() is a cheap syscall on current glibc (no caching), and its answer
  * is what the fork check needs: the process we run in now. */
 int util_getpid(void) { return (int)getpid(); }
+
+bool util_mutex_reclaim(void *m) {
+    pthread_mutex_t *mu = m;
+    if (pthread_mutex_trylock(mu) == 0) {
+        pthread_mutex_unlock(mu);
+        return false;
+    }
+    /* its owner does not exist here: a fresh lock in its place */
+    pthread_mutex_init(mu, NULL);
+    return true;
+}
 
 void *arena_keep(struct arena *a, void *p) {
     if (!p)

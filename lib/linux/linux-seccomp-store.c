@@ -27,6 +27,8 @@
 
 #include "forgeyard/fy-policy.h"
 #include "linux-seccomp-internal.h"
+#include "internal.h"
+#include "os.h"
 
 #ifndef BPF_MAXINSNS
 #  define BPF_MAXINSNS 4096
@@ -47,6 +49,18 @@ static struct slot slots[] = {
     {PTHREAD_MUTEX_INITIALIZER, false, FY_SECCOMP_NETWORKED_TEST, true, false, {0}},
     {PTHREAD_MUTEX_INITIALIZER, false, 0, false, true, {0}},
 };
+
+/* A fork while another thread compiled a program under its slot's lock:
+ * the child compiles it again (the half-made one let go of, not freed). */
+static void slots_fork_child(void) {
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+        if (util_mutex_reclaim(&slots[i].lock)) {
+            slots[i].filled = false;
+            memset(&slots[i].prog, 0, sizeof(slots[i].prog));
+        }
+}
+
+__attribute__((constructor)) static void slots_register_fork(void) { os_on_fork_child(slots_fork_child); }
 
 int sc_program_from_saved(uint32_t cls, bool notify, bool init, const char *saved,
                           struct seccomp_program *out) {

@@ -44,6 +44,8 @@
 #include "linux-probe-util.h"
 #include "vm-proto.h"
 #include "vm-template.h"
+#include "internal.h"
+#include "os.h"
 
 #define SEC UINT64_C(1000000)
 #define MiB (UINT64_C(1) << 20)
@@ -202,6 +204,15 @@ static struct sealed {
 static uint64_t sealed_clock;
 
 #define ALL_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/* A fork while another thread updated the copies: the child forgets them
+ * (their descriptors stay open in it; it checks the state afresh). */
+static void sealed_fork_child(void) {
+    if (util_mutex_reclaim(&sealed_lock))
+        sealed[0].fd = sealed[1].fd = -1;
+}
+
+__attribute__((constructor)) static void sealed_register_fork(void) { os_on_fork_child(sealed_fork_child); }
 
 static bool same_file(const struct sealed *c, const struct stat *st) {
     return c->dev == st->st_dev && c->ino == st->st_ino && c->size == (uint64_t)st->st_size &&

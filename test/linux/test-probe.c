@@ -8,6 +8,7 @@
  * filter denies user namespaces, a hung KVM guest, FY_PROBE_NO_VM, and that
  * no cgroup directory, fd or child process is left behind. */
 #include <check.h>
+#include <stdatomic.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1118,6 +1119,51 @@ START_TEST(test_threaded_host) {
 }
 END_TEST
 
+static atomic_int first_probe_started;
+
+static void *first_probe_thread(void *arg) {
+    fy_caps *c = NULL;
+    atomic_store(&first_probe_started, 1);
+    *(int *)arg = fy_probe(0, &c, NULL);
+    fy_caps_free(c);
+    return NULL;
+}
+
+START_TEST(test_fork_while_probing) {
+    /* A host forks while another of its threads makes the process's first
+     * probe, under the library's process-wide lock: a child that probes
+     * must not wait for ever for a lock held by a thread it does not have
+     * (the lock is reclaimed in the child, and the child probes afresh).
+     * Five forks spread over the first probe; each child has 20 s. */
+    int rc = -1;
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, first_probe_thread, &rc), 0);
+    while (!atomic_load(&first_probe_started))
+        usleep(100);
+    pid_t kids[5];
+    for (int i = 0; i < 5; i++) {
+        usleep(1000 + 1000 * i);
+        kids[i] = fork();
+        ck_assert_int_ge(kids[i], 0);
+        if (kids[i] == 0) {
+            alarm(20);
+            fy_caps *c = NULL;
+            int r = fy_probe(FY_PROBE_NO_VM, &c, NULL);
+            fy_caps_free(c);
+            _exit(r == 0 ? 0 : 3);
+        }
+    }
+    for (int i = 0; i < 5; i++) {
+        int st = 0;
+        ck_assert_int_eq(waitpid(kids[i], &st, 0), kids[i]);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: %s %d", i,
+                      WIFSIGNALED(st) ? "killed by signal (a lock held for ever)" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    }
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_int_eq(rc, 0);
+}
+END_TEST
+
 static Suite *probe_suite(void) {
     Suite *s = suite_create("probe");
     TCase *tc = tcase_create("linux");
@@ -1137,6 +1183,7 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_snapshot_programs_rootless);
     tcase_add_test(tc, test_busy_host);
     tcase_add_test(tc, test_threaded_host);
+    tcase_add_test(tc, test_fork_while_probing);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -23,6 +23,7 @@
 #include "internal.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"
+#include "os.h"
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 const char *pu_ename(int e) {
@@ -339,14 +340,19 @@ static bool verify_line(const char *l, const struct dir_list *dirs, size_t *ends
     return same;
 }
 
+static pthread_mutex_t programs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void programs_fork_child(void) { util_mutex_reclaim(&programs_mu); }
+
+__attribute__((constructor)) static void programs_register_fork(void) { os_on_fork_child(programs_fork_child); }
+
 bool pu_programs_verify(const char *key, const char *table, size_t len) {
-    static struct dir_list dirs; /* (256 entries: not on the stack) */
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static struct dir_list dirs; /* (256 entries: not on the stack; programs_mu) */
     char name[NAME_MAX + 1];
     size_t declared = 0, ends = 0;
     for (const char *p = key; (p = next_program(p, name, sizeof name));)
         declared++;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&programs_mu);
     dirs.n = 0;
     pu_search_dirs(collect_dir, &dirs);
     bool ok = true;
@@ -363,7 +369,7 @@ bool pu_programs_verify(const char *key, const char *table, size_t len) {
         ok = verify_line(line, &dirs, &ends);
         i += ll + 1;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&programs_mu);
     return ok && ends == declared;
 }
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -48,3 +49,20 @@ int os_dup_cloexec(int fd) {
 }
 
 char **os_environ(void) { return environ; }
+
+#define FORK_CHILD_MAX 16
+static void (*fork_child_fns[FORK_CHILD_MAX])(void);
+static unsigned fork_child_n;
+
+static void fork_child_all(void) {
+    for (unsigned i = 0; i < fork_child_n; i++)
+        fork_child_fns[i]();
+}
+
+void os_on_fork_child(void (*fn)(void)) {
+    /* constructors run one at a time, before any thread of ours exists */
+    if (fork_child_n == 0 && pthread_atfork(NULL, NULL, fork_child_all) != 0)
+        return;
+    if (fork_child_n < FORK_CHILD_MAX)
+        fork_child_fns[fork_child_n++] = fn;
+}

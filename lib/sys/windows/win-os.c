@@ -11,6 +11,8 @@
 
 static HANDLE as_handle(int w) { return (HANDLE)(intptr_t)w; }
 
+void os_on_fork_child(void (*fn)(void)) { (void)fn; /* no fork on Windows */ }
+
 int os_wake_open(void) {
     HANDLE ev = CreateEventW(NULL, TRUE, FALSE, NULL);
     if (!ev)
