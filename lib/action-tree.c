@@ -36,7 +36,6 @@
 
 #include "action.h"
 #include "internal.h"
-#include "os.h"
 
 #ifndef FICLONE
 #define FICLONE _IOW(0x94, 9, int)
@@ -886,7 +885,7 @@ static void noacl_fork_child(void) {
     }
 }
 
-__attribute__((constructor)) static void noacl_register_fork(void) { os_on_fork_child(noacl_fork_child); }
+__attribute__((constructor)) static void noacl_register_fork(void) { util_on_fork_child(noacl_fork_child); }
 
 static uint64_t ctime_ns(const struct stat *st) {
     return (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;

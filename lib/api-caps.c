@@ -10,7 +10,6 @@
 #include "backend.h"
 #include "caps.h"
 #include "internal.h"
-#include "os.h"
 
 static const char *const cap_names[FY_CAP_MAX_ + 1] = {
     [FY_CAP_USERNS] = "userns",           [FY_CAP_MOUNTNS] = "mountns",
@@ -112,7 +111,7 @@ static void cache_fork_child(void) {
         cache[0].done = cache[1].done = false;
 }
 
-__attribute__((constructor)) static void cache_register_fork(void) { os_on_fork_child(cache_fork_child); }
+__attribute__((constructor)) static void cache_register_fork(void) { util_on_fork_child(cache_fork_child); }
 
 /* The cached probe of flags (0 or FY_PROBE_NO_VM), made or remade under the
  * lock. Its rc; *caps borrowed. */

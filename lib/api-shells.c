@@ -15,7 +15,6 @@
 #include "backend.h"
 #include "handle.h"
 #include "internal.h"
-#include "os.h"
 
 #define SHELLS_MAX 64u
 #define SHELLS_IDLE_MIN_USEC 1000ull
@@ -56,7 +55,7 @@ static void shells_fork_child(void) {
         util_mutex_reclaim(&s->mu);
 }
 
-__attribute__((constructor)) static void shells_register_fork(void) { os_on_fork_child(shells_fork_child); }
+__attribute__((constructor)) static void shells_register_fork(void) { util_on_fork_child(shells_fork_child); }
 
 static void registry_add(fy_shells *s) {
     pthread_mutex_lock(&all_mu);

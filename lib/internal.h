@@ -91,6 +91,9 @@ int util_getpid(void);
  * it guards can be dropped and remade instead of waited for for ever.
  * (m is a pthread_mutex_t; void * keeps pthread.h out of this header.) */
 bool util_mutex_reclaim(void *m);
+/* os_on_fork_child (os.h) for every folder: fn runs in the child of each
+ * fork() of the host (nothing on Windows). */
+void util_on_fork_child(void (*fn)(void));
 #define FY_CHECK_ORIGIN(obj) \
     do { if ((obj)->origin_pid != util_getpid()) return FY_E_FORKED; } while (0)
 

@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "internal.h"
+#include "os.h"
 
 char *util_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -51,6 +52,8 @@ uint64_t util_now_usec(void) {
 /* getpid() is a cheap syscall on current glibc (no caching), and its answer
  * is what the fork check needs: the process we run in now. */
 int util_getpid(void) { return (int)getpid(); }
+
+void util_on_fork_child(void (*fn)(void)) { os_on_fork_child(fn); }
 
 bool util_mutex_reclaim(void *m) {
     pthread_mutex_t *mu = m;

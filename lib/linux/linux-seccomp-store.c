@@ -28,7 +28,6 @@
 #include "forgeyard/fy-policy.h"
 #include "linux-seccomp-internal.h"
 #include "internal.h"
-#include "os.h"
 
 #ifndef BPF_MAXINSNS
 #  define BPF_MAXINSNS 4096
@@ -60,7 +59,7 @@ static void slots_fork_child(void) {
         }
 }
 
-__attribute__((constructor)) static void slots_register_fork(void) { os_on_fork_child(slots_fork_child); }
+__attribute__((constructor)) static void slots_register_fork(void) { util_on_fork_child(slots_fork_child); }
 
 int sc_program_from_saved(uint32_t cls, bool notify, bool init, const char *saved,
                           struct seccomp_program *out) {

@@ -45,7 +45,6 @@
 #include "vm-proto.h"
 #include "vm-template.h"
 #include "internal.h"
-#include "os.h"
 
 #define SEC UINT64_C(1000000)
 #define MiB (UINT64_C(1) << 20)
@@ -212,7 +211,7 @@ static void sealed_fork_child(void) {
         sealed[0].fd = sealed[1].fd = -1;
 }
 
-__attribute__((constructor)) static void sealed_register_fork(void) { os_on_fork_child(sealed_fork_child); }
+__attribute__((constructor)) static void sealed_register_fork(void) { util_on_fork_child(sealed_fork_child); }
 
 static bool same_file(const struct sealed *c, const struct stat *st) {
     return c->dev == st->st_dev && c->ino == st->st_ino && c->size == (uint64_t)st->st_size &&

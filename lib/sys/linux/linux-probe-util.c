@@ -23,7 +23,6 @@
 #include "internal.h"
 #include "linux-probe-util.h"
 #include "linux-syscall.h"
-#include "os.h"
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 const char *pu_ename(int e) {
@@ -344,7 +343,7 @@ static pthread_mutex_t programs_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void programs_fork_child(void) { util_mutex_reclaim(&programs_mu); }
 
-__attribute__((constructor)) static void programs_register_fork(void) { os_on_fork_child(programs_fork_child); }
+__attribute__((constructor)) static void programs_register_fork(void) { util_on_fork_child(programs_fork_child); }
 
 bool pu_programs_verify(const char *key, const char *table, size_t len) {
     static struct dir_list dirs; /* (256 entries: not on the stack; programs_mu) */
