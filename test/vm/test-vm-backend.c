@@ -870,15 +870,36 @@ START_TEST(test_prestarted_clones) {
      * read-only, its guest reseeded with the host's clock; the result says
      * prestarted; a plan of another shape starts from nothing; an idle
      * clone is discarded; freeing the set leaves no QEMU, no directory. */
+    fy_error *e = NULL;
+    fy_shells *s = NULL;
+    uint64_t v = 0;
+    {
+        /* A plan that boots cold has no clone: refused, typed, at the fill,
+         * and nothing is started. */
+        setenv("FORGEYARD_VM_TEMPLATE", "off", 1);
+        fy_policy *cp = vm_policy();
+        const char *targv[] = {"/bin/true", NULL};
+        fy_prepared *cold = NULL;
+        ck_assert_int_eq(fy_prepare(cp, caps, targv, &cold, &e), 0);
+        unsetenv("FORGEYARD_VM_TEMPLATE");
+        fy_policy_free(cp);
+        ck_assert_int_eq(fy_shells_new(cold, 1, 1000000ull, &s, &e), 0);
+        ck_assert_int_eq(fy_shells_fill(s, &e), FY_E_UNSUPPORTED);
+        ck_assert_msg(strstr(fy_error_message(e), "boots cold"), "%s", fy_error_message(e));
+        fy_error_free(e);
+        e = NULL;
+        ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_MADE, &v), 0);
+        ck_assert_int_eq(v, 0);
+        fy_shells_free(s);
+        fy_prepared_free(cold);
+    }
     if (geteuid() != 0)
-        return; /* attaching needs root: fy_shells_new says so (below) */
+        return; /* attaching a plan's directories needs root (refused, typed, without it) */
     char src1[128], src2[128];
     snprintf(src1, sizeof(src1), "%s/clone-src1", scratch);
     snprintf(src2, sizeof(src2), "%s/clone-src2", scratch);
     static struct cap c[2];
     fy_prepared *p1 = clone_prepare(src1, "first-mark", &c[0]), *p2 = clone_prepare(src2, "second-mark", &c[1]);
-    fy_error *e = NULL;
-    fy_shells *s = NULL;
     ck_assert_int_eq(fy_shells_new(p1, 2, 120 * 1000000ull, &s, &e), 0);
     int ready = fy_shells_fill(s, &e);
     ck_assert_msg(ready == 2, "fill: %d %s", ready, ready < 0 ? fy_error_message(e) : "");
@@ -917,7 +938,7 @@ START_TEST(test_prestarted_clones) {
     const char *a = strstr(c[0].buf[0], "rnd "), *b = strstr(c[1].buf[0], "rnd ");
     ck_assert(a && b && strcspn(a, "\n") >= 4 + 32);
     ck_assert_msg(strncmp(a, b, 4 + 32) != 0, "the same random bytes in two clones: %s", a);
-    uint64_t v = 0;
+    v = 0;
     ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_CLAIMED, &v), 0);
     ck_assert_int_eq(v, 2);
     /* Another shape (a larger guest: another template) starts from
