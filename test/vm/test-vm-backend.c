@@ -70,6 +70,10 @@ static fy_policy *vm_policy(void) {
     return p;
 }
 
+/* run() starts in a pre-started clone (fy_shells_new, one made for the
+ * attempt) when set: a test's same assertions through a clone (root). */
+static bool run_in_clone;
+
 static fy_result *run(fy_policy *p, const char *const *argv, struct cap *c, fy_handle **hp, int *prep_rc) {
     fy_error *e = NULL;
     if (c) {
@@ -90,8 +94,15 @@ static fy_result *run(fy_policy *p, const char *const *argv, struct cap *c, fy_h
         ck_abort_msg("prepare: %s", fy_error_message(e));
     ck_assert_str_eq(fy_prepared_backend(pr), "vm-qemu");
     fy_handle *h = NULL;
-    if (fy_start(pr, &h, &e) < 0)
+    fy_shells *sh = NULL;
+    if (run_in_clone) {
+        ck_assert_int_eq(fy_shells_new(pr, 1, 60 * 1000000ull, &sh, &e), 0);
+        if (fy_shells_fill(sh, &e) != 1)
+            ck_abort_msg("fill: %s", fy_error_message(e));
+    }
+    if (fy_start_shell(pr, sh, &h, &e) < 0)
         ck_abort_msg("start: %s", fy_error_message(e));
+    fy_shells_free(sh);
     fy_prepared_free(pr);
     if (hp)
         *hp = h;
@@ -1261,7 +1272,19 @@ static fy_policy *vm_fetch_policy(const char *hosts, int port) {
     return p;
 }
 
-START_TEST(test_fetch_only) {
+static void fetch_only(bool clone);
+START_TEST(test_fetch_only) { fetch_only(false); }
+END_TEST
+
+START_TEST(test_fetch_only_clone) {
+    /* The same through a pre-started clone: the proxy is the attempt's,
+     * started at the claim (root: the clone's directories). */
+    if (geteuid() == 0)
+        fetch_only(true);
+}
+END_TEST
+
+static void fetch_only(bool clone) {
     char log[160], hosts[160];
     snprintf(log, sizeof(log), "%s/http.log", scratch);
     snprintf(hosts, sizeof(hosts), "%s/hosts", scratch);
@@ -1284,7 +1307,9 @@ START_TEST(test_fetch_only) {
              pa, pa, pa, pb, pa, pa);
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     struct cap c;
+    run_in_clone = clone;
     fy_result *r = run(p, argv, &c, NULL, NULL);
+    run_in_clone = false;
     kill(srv, SIGKILL);
     waitpid(srv, NULL, 0);
     ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s stdout %s stderr %s",
@@ -1340,6 +1365,7 @@ START_TEST(test_fetch_only) {
     ck_assert_msg(strstr(jstr(iso, "guest_report"), "network-devices=lo ") &&
                   strstr(jstr(iso, "guest_report"), "fetch-only-listener=127.0.0.1:3128"),
                   "%s", jstr(iso, "guest_report"));
+    ck_assert_int_eq(fy_result_prestarted(r), clone ? 1 : 0);
     json_decref(iso);
     json_decref(doc);
     fy_free(ev);
@@ -1347,7 +1373,7 @@ START_TEST(test_fetch_only) {
     fy_result_free(r);
     fy_policy_free(p);
 }
-END_TEST
+
 
 START_TEST(test_fetch_only_refusals) {
     /* What fetch-only refuses is refused here as in the namespace backend
@@ -1748,6 +1774,7 @@ int main(int argc, char **argv) {
     ADD(test_workspace);
     ADD(test_secrets);
     ADD(test_fetch_only);
+    ADD(test_fetch_only_clone);
     ADD(test_writable_bind);
     ADD(test_cold_boot_control);
     ADD(test_fetch_only_refusals);
