@@ -880,7 +880,9 @@ START_TEST(test_prestarted_clones) {
      * stub), each attempt sees its own source attached at its claim,
      * read-only, its guest reseeded with the host's clock; the result says
      * prestarted; a plan of another shape starts from nothing; an idle
-     * clone is discarded; freeing the set leaves no QEMU, no directory. */
+     * clone is discarded; freeing the set leaves no QEMU, no directory,
+     * no descriptor. */
+    int fds = count_fds();
     fy_error *e = NULL;
     fy_shells *s = NULL;
     uint64_t v = 0;
@@ -1001,6 +1003,7 @@ START_TEST(test_prestarted_clones) {
         ck_assert_msg(de->d_name[0] == '.', "a clone's directory left: %s", de->d_name);
     if (dir)
         closedir(dir);
+    ck_assert_int_eq(count_fds(), fds);
 }
 END_TEST
 
