@@ -37,6 +37,7 @@ struct fy_shells {
     pthread_mutex_t mu;
     struct ready_shell ready[SHELLS_MAX];
     uint32_t nready;
+    uint32_t making;    /* shells fills are making now, outside the lock */
     uint64_t made, claimed, discarded, left;
     struct fy_shells *prev, *next; /* every live set, for the library's unload */
 };
@@ -154,11 +155,18 @@ int fy_shells_fill(fy_shells *s, fy_error **reterr) {
         return r;
     uint32_t idle_ms = (uint32_t)(s->idle_usec / 1000) + SHELL_SELF_EXIT_SLACK_MS;
     discard_stale(s, util_now_usec());
-    /* Made under the lock: a claim in another thread waits at most for the
-     * shell being made (FY_STAGE_CLAIM says how long). */
-    while (s->nready < s->want) {
+    /* Made outside the lock (a VM clone takes a restore and a warm-up): a
+     * claim in another thread never waits for one; fills in several
+     * threads make no more than the set keeps (making counts those under
+     * way, so the set's array always has their room). */
+    while (s->nready + s->making < s->want) {
+        s->making++;
+        pthread_mutex_unlock(&s->mu);
         void *b = NULL;
-        if ((r = s->backend->shell_make(s->shape->plan, idle_ms, &b, reterr)) < 0)
+        r = s->backend->shell_make(s->shape->plan, idle_ms, &b, reterr);
+        pthread_mutex_lock(&s->mu);
+        s->making--;
+        if (r < 0)
             break;
         s->ready[s->nready++] = (struct ready_shell){b, util_now_usec() + s->idle_usec};
         s->made++;

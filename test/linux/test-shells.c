@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -532,6 +534,45 @@ START_TEST(test_free_is_witnessed) {
 }
 END_TEST
 
+static void *fill_thread(void *arg) {
+    fy_shells *s = arg;
+    fy_error *e = NULL;
+    int r = fy_shells_fill(s, &e);
+    fy_error_free(e);
+    return (void *)(intptr_t)r;
+}
+
+START_TEST(test_concurrent_fills_make_no_more) {
+    /* Shells are made outside the set's lock; fills in four threads at
+     * once make the set's count and no more, and a claim meanwhile takes
+     * one of those ready. */
+    fy_prepared *pr = prepare_true();
+    fy_error *e = NULL;
+    fy_shells *s = NULL;
+    ck_assert_int_eq(fy_shells_new(pr, 3, 30000000, &s, &e), 0);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, fill_thread, s), 0);
+    fy_result *r = run(pr, s);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_SUCCEEDED);
+    fy_result_free(r);
+    for (int i = 0; i < 4; i++) {
+        void *rv = NULL;
+        ck_assert_int_eq(pthread_join(t[i], &rv), 0);
+        ck_assert_int_ge((int)(intptr_t)rv, 0);
+    }
+    /* never more ready than the count; made: the count, and one more
+     * for a fill that began after the claim took one */
+    ck_assert_int_le(stat_of(s, FY_SHELLS_READY), 3);
+    ck_assert_int_le(stat_of(s, FY_SHELLS_MADE), 3 + stat_of(s, FY_SHELLS_CLAIMED));
+    ck_assert_int_eq(fy_shells_fill(s, &e), 3);
+    ck_assert_int_eq(shells_of_ours(NULL, NULL), 3);
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+    expect_nothing_left();
+}
+END_TEST
+
 START_TEST(test_bad_arguments) {
     fy_prepared *pr = prepare_true();
     fy_shells *s = NULL;
@@ -649,6 +690,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_fork_forgets);
     tcase_add_test(tc, test_free_is_witnessed);
     tcase_add_test(tc, test_bad_arguments);
+    tcase_add_test(tc, test_concurrent_fills_make_no_more);
     tcase_add_test(tc, test_unload_and_exit_discard);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
