@@ -443,7 +443,7 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct s
      * but the chardevs' and the NIC's backends, the monitor, the name and
      * -incoming) is the same in the three modes: a template's state
      * restores only into the same machine. */
-    bool nic_restore = pl->nic && mode == VM_BOOT_RESTORE;
+    bool nic_restore = pl->nic && mode == VM_BOOT_RESTORE, nic_shell = pl->nic && mode == VM_BOOT_SHELL;
 #define A(...) do { strbuf_printf(args, __VA_ARGS__); strbuf_appendn(args, "", 1); } while (0)
     A("%s", pl->qemu);
     A("-M");
@@ -458,7 +458,7 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct s
     A("%lluM", (unsigned long long)(pl->guest_mem / MiB));
     A("-smp");
     A("%u", pl->smp);
-    if (nic_restore) {
+    if (nic_restore || nic_shell) {
         /* The proof its monitor's peer is this QEMU (vm_template_restore). */
         A("-name");
         A("fy-%s", token ? token : "");
@@ -498,7 +498,9 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct s
          * guest negotiated the features of a backend without a vnet
          * header, as the router's tap (IFF_TAP|IFF_NO_PI) is. */
         A("-netdev");
-        A(mode == VM_BOOT_MAKE ? "hubport,id=n0,hubid=0" : "tap,id=n0,fd=0");
+        /* (a restricted clone: on a hub port too, the router's tap joined
+         * to the hub at the claim, over its monitor) */
+        A(mode == VM_BOOT_MAKE || nic_shell ? "hubport,id=n0,hubid=0" : "tap,id=n0,fd=0");
         A("-device");
         A("virtio-net-device,netdev=n0,mac=" VM_NIC_MAC);
     }
@@ -532,6 +534,13 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct s
         A("-incoming");
         A("defer");
     } else if (mode == VM_BOOT_RESTORE || mode == VM_BOOT_SHELL) {
+        if (nic_shell) {
+            /* the monitor the claim hands the router's tap over */
+            A("-chardev");
+            A("socket,id=mon,path=/fy/a/" VM_QMP_SOCK);
+            A("-mon");
+            A("chardev=mon,mode=control");
+        }
         A("-incoming");
         A("fd:0");
     }
@@ -794,6 +803,7 @@ static int attempt_go(fy_handle *h, struct vm *v, fy_error **reterr) {
 int vm_start_shell(fy_handle *h, void *shell, fy_error **reterr) {
     struct vm_shell *sh = shell;
     struct vm *v = NULL;
+    int mon = -1;
     int r = attempt_new(h, &v, reterr);
     if (r < 0) {
         vm_shell_discard(sh);
@@ -810,8 +820,9 @@ int vm_start_shell(fy_handle *h, void *shell, fy_error **reterr) {
     v->tmpl.fd = -1;
     v->clone = true;
     v->clone_age = util_now_usec() - sh->made_usec;
+    mon = sh->qmp;
     sh->vmm = NULL;
-    sh->sock = sh->console_fd = -1;
+    sh->sock = sh->console_fd = sh->qmp = -1;
     sh->dir[0] = '\0';
     vm_shell_discard(sh); /* nothing left in it: frees it */
     if (strcmp(v->k.initrd_digest, v->pl->k.initrd_digest) != 0 ||
@@ -827,10 +838,28 @@ int vm_start_shell(fy_handle *h, void *shell, fy_error **reterr) {
         if ((r = backend_proxy_family()->sandbox_attach(v->vmm, v->pl->mounts[i].host, t, reterr)) < 0)
             goto fail;
     }
+    if (v->pl->nic) {
+        /* restricted: the router's tap (made by attempt_new) joined to the
+         * hub the guest's NIC is on, over the clone's monitor */
+        char why[256] = "";
+        int x = mon >= 0 && v->nw.tap >= 0 ? vm_qmp_plug_tap(mon, v->nw.tap, why, sizeof(why)) : -1;
+        if (mon >= 0)
+            close(mon);
+        mon = -1;
+        if (x < 0) {
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_NETNS, 0, NULL, "the clone's network: %s",
+                        why[0] ? why : "no monitor or tap");
+            goto fail;
+        }
+        close(v->nw.tap); /* QEMU has its own */
+        v->nw.tap = -1;
+    }
     if ((r = attempt_files(v, np, reterr)) < 0 || (r = attempt_go(h, v, reterr)) < 0)
         goto fail;
     return 0;
 fail:
+    if (mon >= 0)
+        close(mon);
     attempt_abandon(v);
     return r;
 }

@@ -12,7 +12,10 @@
  * attached under the stubs in the VMM sandbox's mount namespace alone (the
  * Linux folder's sandbox_attach: root only), then the guest is reseeded,
  * its clock set, and it gets the attempt's files and command like any
- * restore. A clone is used once; one unclaimed past its idle limit powers
+ * restore. Under network restricted its NIC waits on a hub port leading
+ * nowhere, and the claim joins the attempt's router tap to that hub over
+ * the clone's monitor (vm_qmp_plug_tap). A clone is used once; one
+ * unclaimed past its idle limit powers
  * itself off (VMP_IDLE) and is discarded, killed and reaped by its
  * sandbox, its stub removed: witnessed. */
 #include <errno.h>
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -42,8 +46,6 @@ static int refuse(fy_error **reterr, const char *why) {
 static const char *unfit(const struct vm_plan *pl) {
     if (!pl->use_template)
         return "it boots cold (FY_CONTROL_COLD_BOOT, or FORGEYARD_VM_TEMPLATE=off)";
-    if (pl->nic)
-        return "network restricted (its router's tap is QEMU's from its start)";
     for (size_t i = 0; i < pl->nmounts; i++)
         if (pl->mounts[i].writable)
             return "a writable bind (its VMM's ids are the attempt's)";
@@ -62,6 +64,8 @@ static uint64_t covered_wall(const struct vm_plan *pl, uint32_t idle_ms) {
 }
 
 static void shell_free(struct vm_shell *sh) {
+    if (sh->qmp >= 0)
+        close(sh->qmp);
     if (sh->sock >= 0)
         close(sh->sock);
     if (sh->console_fd >= 0)
@@ -132,8 +136,9 @@ int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **ret
     struct vm_shell *sh = calloc(1, sizeof(*sh));
     if (!sh)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
-    sh->sock = sh->console_fd = sh->tmpl.fd = -1;
-    int sp[2] = {-1, -1}, cp[2] = {-1, -1};
+    sh->sock = sh->console_fd = sh->tmpl.fd = sh->qmp = -1;
+    int sp[2] = {-1, -1}, cp[2] = {-1, -1}, lfd = -1;
+    char mondir[4096] = "", token[33] = "";
     int r;
     fy_error *te = NULL;
     if (pl->np->state_dir && !(sh->state_dir = util_strdup(pl->np->state_dir))) {
@@ -179,8 +184,24 @@ int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **ret
     setsockopt(sh->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     fcntl(cp[0], F_SETFL, O_NONBLOCK);
     fchmod(cp[1], 0622);
+    if (pl->nic) {
+        /* restricted: a monitor socket in a directory of its own (this
+         * process listening, the peer proven by a random -name), over which
+         * the claim hands QEMU the router's tap; removed once accepted */
+        unsigned char rnd[16];
+        if ((r = vm_make_dir_in_attempts(mondir, sizeof(mondir), 0755, reterr)) < 0)
+            goto fail;
+        int x = getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd) ? vm_qmp_listen(mondir, &lfd) : -EIO;
+        if (x < 0) {
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, -x, NULL, "the clone's monitor socket: %s", strerror(-x));
+            goto fail;
+        }
+        for (size_t i = 0; i < sizeof(rnd); i++)
+            snprintf(token + 2 * i, 3, "%02x", rnd[i]);
+    }
     struct vm_vmm_spec spec = {
-        .pl = pl, .caps = pl->caps, .state_dir = pl->np->state_dir, .mode = VM_BOOT_SHELL, .attempt_dir = NULL,
+        .pl = pl, .caps = pl->caps, .state_dir = pl->np->state_dir, .mode = VM_BOOT_SHELL,
+        .attempt_dir = mondir[0] ? mondir : NULL, .token = token,
         .kernel_dir = sh->k.dir, .mount_stub = sh->dir, .wall = sh->wall, .in = sh->tmpl.fd, .out = sp[1],
         .err = cp[1],
     };
@@ -190,6 +211,17 @@ int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **ret
     sp[1] = cp[1] = -1;
     if (r < 0)
         goto fail;
+    if (lfd >= 0) {
+        char mwhy[256] = "";
+        if ((sh->qmp = vm_qmp_accept(pl, lfd, sh->vmm, token, mwhy, sizeof(mwhy))) < 0) {
+            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL, "the clone's monitor: %s", mwhy);
+            goto fail;
+        }
+        close(lfd);
+        lfd = -1;
+        vm_remove_dir(mondir); /* the connection stays; nothing else may connect */
+        mondir[0] = '\0';
+    }
     if (vm_template_check(&sh->tmpl) < 0) {
         /* Made again by the next fill (or attempt). */
         vm_template_discard(pl);
@@ -215,11 +247,15 @@ int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **ret
     *ret = sh;
     return 0;
 fail:
+    if (lfd >= 0)
+        close(lfd);
     if (sp[1] >= 0)
         close(sp[1]);
     if (cp[1] >= 0)
         close(cp[1]);
     vm_shell_discard(sh);
+    if (mondir[0])
+        vm_remove_dir(mondir);
     return r;
 }
 

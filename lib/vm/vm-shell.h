@@ -24,6 +24,7 @@ struct vm_shell {
     uint64_t wall;                /* the longest attempt its sandbox's limit covers (usec or FY_UNLIMITED) */
     char *state_dir;              /* where its sandbox is recorded (NULL: the default) */
     uint64_t made_usec;           /* CLOCK_MONOTONIC */
+    int qmp;                      /* restricted: its monitor, kept for the claim (the tap), or -1 */
 };
 int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **reterr);
 bool vm_shell_fits(const void *shell, const void *plan);

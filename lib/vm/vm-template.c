@@ -554,9 +554,11 @@ bool vm_qmp_peer_is_vmm(int fd, const char *qemu, const char *token) {
     return stat(qemu, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-int vm_template_restore(const struct vm_plan *pl, const struct vm_template *t, int lfd, fy_handle *vmm,
-                        const char *token, char *why, size_t wlen) {
-    uint64_t deadline = util_now_usec() + 60 * SEC;
+/* Accepts the monitor connection of vmm's QEMU (the peer proven; anyone
+ * else closed unspoken to) and negotiates QMP: the connected fd, or -1
+ * and why. */
+static int qmp_accept(const struct vm_plan *pl, int lfd, fy_handle *vmm, const char *token, uint64_t deadline,
+                      char *why, size_t wlen) {
     int fd = -1;
     while (fd < 0) {
         uint64_t now = util_now_usec();
@@ -601,7 +603,50 @@ int vm_template_restore(const struct vm_plan *pl, const struct vm_template *t, i
     if (!ok)
         snprintf(why, wlen, "no QMP greeting");
     ok = ok && qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}", -1, NULL, why, wlen) == 0;
-    ok = ok && qmp_cmd(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"fy-state\"}}", t->fd, NULL, why, wlen) == 0;
+    free(q);
+    if (!ok) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int vm_qmp_accept(const struct vm_plan *pl, int lfd, fy_handle *vmm, const char *token, char *why, size_t wlen) {
+    return qmp_accept(pl, lfd, vmm, token, util_now_usec() + 60 * SEC, why, wlen);
+}
+
+int vm_qmp_plug_tap(int mon, int tap, char *why, size_t wlen) {
+    struct qmp *q = calloc(1, sizeof(*q));
+    if (!q) {
+        snprintf(why, wlen, "out of memory");
+        return -1;
+    }
+    q->fd = mon;
+    q->deadline = util_now_usec() + 60 * SEC;
+    bool ok = qmp_cmd(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"fy-tap\"}}", tap, NULL, why, wlen) == 0;
+    ok = ok && qmp_cmd(q, "{\"execute\":\"netdev_add\",\"arguments\":{\"type\":\"tap\",\"id\":\"t0\",\"fd\":\"fy-tap\"}}",
+                       -1, NULL, why, wlen) == 0;
+    ok = ok && qmp_cmd(q, "{\"execute\":\"netdev_add\",\"arguments\":{\"type\":\"hubport\",\"id\":\"h1\","
+                          "\"hubid\":0,\"netdev\":\"t0\"}}", -1, NULL, why, wlen) == 0;
+    free(q);
+    return ok ? 0 : -1;
+}
+
+int vm_template_restore(const struct vm_plan *pl, const struct vm_template *t, int lfd, fy_handle *vmm,
+                        const char *token, char *why, size_t wlen) {
+    uint64_t deadline = util_now_usec() + 60 * SEC;
+    int fd = qmp_accept(pl, lfd, vmm, token, deadline, why, wlen);
+    if (fd < 0)
+        return -1;
+    struct qmp *q = calloc(1, sizeof(*q));
+    if (!q) {
+        close(fd);
+        snprintf(why, wlen, "out of memory");
+        return -1;
+    }
+    q->fd = fd;
+    q->deadline = deadline;
+    bool ok = qmp_cmd(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"fy-state\"}}", t->fd, NULL, why, wlen) == 0;
     ok = ok && qmp_cmd(q, "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:fy-state\"}}", -1, NULL, why,
                        wlen) == 0;
     /* QEMU loads the state on its own (the agent's hello says it is up);

@@ -59,6 +59,13 @@ bool vm_qmp_peer_is_vmm(int fd, const char *qemu, const char *token);
  * then closes the monitor. 0, or -1 and why. */
 int vm_template_restore(const struct vm_plan *pl, const struct vm_template *t, int lfd, fy_handle *vmm,
                         const char *token, char *why, size_t wlen);
+/* A restricted clone's monitor (vm-shell.c): accepted (peer proven as
+ * above) and negotiated, kept open until the claim: the fd, or -1 and why.
+ * At the claim, the router's tap is handed over it (getfd) and joined to
+ * the hub the guest's NIC is on (netdev_add tap, then hubport): 0, or -1
+ * and why. */
+int vm_qmp_accept(const struct vm_plan *pl, int lfd, fy_handle *vmm, const char *token, char *why, size_t wlen);
+int vm_qmp_plug_tap(int mon, int tap, char *why, size_t wlen);
 /* Removes the plan's template (it failed its check). */
 void vm_template_discard(const struct vm_plan *pl);
 /* The templates directory under the cache root. */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1007,6 +1008,99 @@ START_TEST(test_prestarted_clones) {
 }
 END_TEST
 
+/* An uplink namespace of this test's own (198.51.100.1 on its loopback)
+ * with a one-line HTTP server on port; its name in ns (removed by
+ * uplink_del). The server's pid. */
+static pid_t uplink_make(char *ns, size_t nl, int port) {
+    snprintf(ns, nl, "fy-vmtest-%d", (int)getpid());
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "ip netns add %s && ip -n %s link set lo up && ip -n %s addr add 198.51.100.1/24 dev lo", ns, ns, ns);
+    if (system(cmd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char path[128];
+        snprintf(path, sizeof(path), "/run/netns/%s", ns);
+        int nfd = open(path, O_RDONLY | O_CLOEXEC);
+        if (nfd < 0 || setns(nfd, CLONE_NEWNET) < 0)
+            _exit(1);
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        inet_pton(AF_INET, "198.51.100.1", &a.sin_addr);
+        int one = 1;
+        setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 8) < 0)
+            _exit(1);
+        alarm(300);
+        for (int i = 0; i < 16; i++) {
+            int c = accept(l, NULL, NULL);
+            if (c < 0)
+                continue;
+            char buf[1024];
+            if (read(c, buf, sizeof(buf)) < 0) {
+            }
+            static const char resp[] = "HTTP/1.0 200 OK\r\nContent-Length: 18\r\n\r\nhello-from-uplink\n";
+            if (write(c, resp, sizeof(resp) - 1) < 0) {
+            }
+            close(c);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+static void uplink_del(const char *ns, pid_t srv) {
+    if (srv > 0) {
+        kill(srv, SIGKILL);
+        waitpid(srv, NULL, 0);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "ip netns del %s 2>/dev/null", ns);
+    if (system(cmd) != 0) {
+    }
+}
+
+START_TEST(test_restricted_clone) {
+    /* Network restricted in a pre-started clone: the clone's NIC is on a
+     * hub port leading nowhere until its claim, which makes the attempt's
+     * router and joins its tap to that hub over the clone's monitor; the
+     * allowed destination answers, another port of it does not. */
+    if (geteuid() != 0 || access("/usr/sbin/ip", X_OK) != 0)
+        return;
+    char ns[64], path[128];
+    pid_t srv = uplink_make(ns, sizeof(ns), 8080);
+    ck_assert_int_gt(srv, 0);
+    snprintf(path, sizeof(path), "/run/netns/%s", ns);
+    fy_policy *p = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e), 0);
+    ck_assert_int_eq(fy_policy_set_isolation(p, FY_LEVEL_VIRTUAL_MACHINE, FY_LEVEL_VIRTUAL_MACHINE, &e), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 256u << 20, &e), 0);
+    ck_assert_int_eq(fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e), 0);
+    ck_assert_int_eq(fy_policy_set_network(p, FY_NET_RESTRICTED, &e), 0);
+    ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, path, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo \"net: $(ls /sys/class/net | tr '\\n' ' ')\"; "
+                          "echo \"got: $(curl -sS -m 20 http://198.51.100.1:8080/ 2>&1)\"; "
+                          "curl -sS -m 5 -o /dev/null http://198.51.100.1:8081/ 2>/dev/null; echo \"other-rc=$?\"",
+                          NULL};
+    struct cap c;
+    run_in_clone = true;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    run_in_clone = false;
+    uplink_del(ns, srv);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s: %s / %s", detail(r), c.buf[0], c.buf[1]);
+    ck_assert_int_eq(fy_result_prestarted(r), 1);
+    ck_assert_msg(strstr(c.buf[0], "net: eth0 lo \n"), "%s", c.buf[0]);
+    ck_assert_msg(strstr(c.buf[0], "got: hello-from-uplink\n"), "%s / %s", c.buf[0], c.buf[1]);
+    ck_assert_msg(!strstr(c.buf[0], "other-rc=0\n"), "%s", c.buf[0]);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* ---- a guest agent that misbehaves ---- */
 
 static fy_result *run_bad(const char *how, uint64_t wall_sec) {
@@ -1778,6 +1872,7 @@ int main(int argc, char **argv) {
     ADD(test_secrets);
     ADD(test_fetch_only);
     ADD(test_fetch_only_clone);
+    ADD(test_restricted_clone);
     ADD(test_writable_bind);
     ADD(test_cold_boot_control);
     ADD(test_fetch_only_refusals);
