@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lazy.h"
+#include "reclaim.h"
 
 #define FY_STR_(x) #x
 #define FY_STR(x) FY_STR_(x)
@@ -39,13 +40,8 @@ static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 /* A fork while another thread loaded a library: the lock is freed in the
  * child, which may load it again (dlopen counts references; glibc resets
  * its own loader lock). Registered directly (this file is also the
- * helper's, which has no OS layer); util_mutex_reclaim's rule. */
-static void load_fork_child(void) {
-    if (pthread_mutex_trylock(&load_mu) == 0)
-        pthread_mutex_unlock(&load_mu);
-    else
-        pthread_mutex_init(&load_mu, NULL);
-}
+ * helper's, which has no OS layer). */
+static void load_fork_child(void) { (void)mutex_reclaim(&load_mu); }
 
 __attribute__((constructor)) static void load_register_fork(void) { pthread_atfork(NULL, NULL, load_fork_child); }
 

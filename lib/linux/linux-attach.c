@@ -27,7 +27,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "handle.h"
 #include "linux-backend.h"
 #include "linux-spawn.h"
 
@@ -76,15 +75,15 @@ static int same_ns(pid_t pid, const char *which) {
 int linux_sandbox_attach(fy_handle *sb, const char *host_dir, const char *target, fy_error **reterr) {
     if (!sb || !host_dir || !target || target[0] != '/')
         return err_set(reterr, FY_E_INVAL, FY_STEP_MOUNT, 0, NULL, "attach: no sandbox, directory or absolute target");
-    if (!sb->backend || strcmp(sb->backend->name, "linux-namespace") != 0 || !sb->b || sb->result)
-        return err_set(reterr, FY_E_STATE, FY_STEP_MOUNT, 0, NULL, "attach: not a running namespace sandbox");
+    pid_t init_pid;
+    int init_pidfd;
+    if (lx_running_init(sb, &init_pid, &init_pidfd) < 0)
+        return err_set(reterr, FY_E_STATE, FY_STEP_MOUNT, 0, NULL,
+                       "attach: not a running namespace sandbox with its pid 1");
     if (geteuid() != 0)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_MOUNT, 0, NULL,
                        "attaching a directory into a running sandbox needs root (open_tree of the host's mount "
                        "namespace)");
-    struct lx *x = sb->b;
-    if (x->pid <= 0 || x->pidfd < 0 || x->reaped)
-        return err_set(reterr, FY_E_STATE, FY_STEP_MOUNT, 0, NULL, "attach: the sandbox has no pid 1");
     int r = 0;
     int tree = -1, root = -1, tfd = -1;
     char *stack = NULL;
@@ -104,9 +103,9 @@ int linux_sandbox_attach(fy_handle *sb, const char *host_dir, const char *target
     /* The sandbox's root, through pid 1 while its pidfd proves it is
      * still that process (a reused pid would fail the signal 0). */
     char p[64];
-    snprintf(p, sizeof(p), "/proc/%d/root", (int)x->pid);
+    snprintf(p, sizeof(p), "/proc/%d/root", (int)init_pid);
     root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0 || syscall(SYS_pidfd_send_signal, x->pidfd, 0, NULL, 0) < 0) {
+    if (root < 0 || syscall(SYS_pidfd_send_signal, init_pidfd, 0, NULL, 0) < 0) {
         r = err_set(reterr, FY_E_STATE, FY_STEP_MOUNT, errno, NULL, "attach: the sandbox's root: %s", strerror(errno));
         goto out;
     }
@@ -118,13 +117,13 @@ int linux_sandbox_attach(fy_handle *sb, const char *host_dir, const char *target
                     strerror(errno));
         goto out;
     }
-    int su = same_ns(x->pid, "user");
+    int su = same_ns(init_pid, "user");
     if (su < 0) {
         r = err_set(reterr, FY_E_STATE, FY_STEP_MOUNT, errno, NULL, "attach: the sandbox's namespaces: %s",
                     strerror(errno));
         goto out;
     }
-    struct attach_job j = {.pidfd = x->pidfd, .tree = tree, .target = tfd,
+    struct attach_job j = {.pidfd = init_pidfd, .tree = tree, .target = tfd,
                            .nsflags = CLONE_NEWNS | (su ? 0 : CLONE_NEWUSER), .err = EIO};
     const size_t stack_size = 64 * 1024;
     if (!(stack = malloc(stack_size))) {

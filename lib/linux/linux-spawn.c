@@ -72,6 +72,17 @@ void lx_forget_state(struct lx *x) {
 /* The platform-neutral plan the handle's sandbox was compiled from. */
 const struct fy_plan *lx_neutral(const fy_handle *h) { return ((const struct linux_plan *)h->pr->plan)->np; }
 
+int lx_running_init(const fy_handle *h, pid_t *pid, int *pidfd) {
+    if (!h->backend || strcmp(h->backend->name, "linux-namespace") != 0 || !h->b || h->result)
+        return -1;
+    const struct lx *x = h->b;
+    if (x->pid <= 0 || x->pidfd < 0 || x->reaped)
+        return -1;
+    *pid = x->pid;
+    *pidfd = x->pidfd;
+    return 0;
+}
+
 static void lx_free(struct lx *x) {
     if (!x)
         return;

@@ -123,6 +123,9 @@ void lx_remove_attempt_dir(struct lx *x);
 void lx_forget_state(struct lx *x);
 /* The platform-neutral plan the handle's sandbox was compiled from. */
 const struct fy_plan *lx_neutral(const fy_handle *h);
+/* A running namespace sandbox's pid 1: its pid and pidfd (borrowed: valid
+ * while h is), or -1 when h is not such a sandbox or pid 1 is gone. */
+int lx_running_init(const fy_handle *h, pid_t *pid, int *pidfd);
 /* err_set for a failed system call (errno) at step. */
 int lx_sys_err(fy_error **reterr, uint32_t step, const char *what);
 int lx_epoll_watch(struct lx *x, int fd);

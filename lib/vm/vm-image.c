@@ -580,6 +580,16 @@ int vm_kernel_get(struct vm_kernel *k, fy_error **reterr) {
     return r;
 }
 
+int vm_kernel_get_named(struct vm_kernel *k, const struct vm_kernel *named, fy_error **reterr) {
+    int r = vm_kernel_get(k, reterr);
+    if (r < 0)
+        return r;
+    if (strcmp(k->initrd_digest, named->initrd_digest) != 0 || strcmp(k->vmlinuz_digest, named->vmlinuz_digest) != 0)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
+                       "the guest kernel or agent changed since fy_prepare (prepare again)");
+    return 0;
+}
+
 /* An entry of the same kernel made for another agent: its vmlinux is
  * linked, not extracted again. */
 static int reuse_vmlinux(const char *root, const char *kkey, const char *tmp, char digest[65]) {

@@ -31,6 +31,10 @@ int vm_kernel_identify(struct vm_kernel *k, fy_error **reterr);
  * builds and caches the agent initramfs. FY_E_UNSUPPORTED when there is no
  * usable kernel. */
 int vm_kernel_get(struct vm_kernel *k, fy_error **reterr);
+/* vm_kernel_get, then FY_E_INFRA unless the vmlinuz and the initramfs are
+ * the ones `named` (the plan's, from fy_prepare) names: what the plan
+ * named must be what boots. */
+int vm_kernel_get_named(struct vm_kernel *k, const struct vm_kernel *named, fy_error **reterr);
 
 /* Removes the cache entries whose source kernel is gone or changed (a
  * kernel package upgraded or removed); returns how many. */

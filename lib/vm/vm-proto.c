@@ -174,6 +174,11 @@ int vmp_get_iface(const uint8_t *p, size_t len, struct vmp_iface *i) {
     return 0;
 }
 
+bool vmp_is_hello(const struct vmp_frame *f) {
+    return f->type == VMP_HELLO && f->len == sizeof(VMP_HELLO_TEXT) - 1 &&
+           memcmp(f->data, VMP_HELLO_TEXT, f->len) == 0;
+}
+
 int vmp_dns_check(uint8_t type, uint16_t flags, uint32_t len) {
     return type == VMP_DNS_QUERY && flags < VMP_DNS_SLOTS && len >= VMP_DNS_MIN && len <= VMP_DNS_MAX ? 0 : -1;
 }

@@ -13,6 +13,7 @@
 #ifndef FY_VM_PROTO_H
 #define FY_VM_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,8 @@
 #define VMP_VERSION 1
 #define VMP_HDR 12
 #define VMP_MAX_FRAME (64u << 10)
+/* The agent's hello text, the only one the host accepts. */
+#define VMP_HELLO_TEXT "forgeyard-vm-agent 1"
 
 /* Guest to host. */
 enum {
@@ -151,6 +154,9 @@ struct vmp_frame {
     uint32_t len;
     const uint8_t *data;    /* borrowed until the next vmp_next */
 };
+
+/* Whether f is the agent's hello (VMP_HELLO carrying VMP_HELLO_TEXT exactly). */
+bool vmp_is_hello(const struct vmp_frame *f);
 
 struct vmp_dec {
     uint8_t buf[VMP_HDR + VMP_MAX_FRAME];

@@ -137,6 +137,40 @@ static int make_attempt_dir(struct vm *v, fy_error **reterr) {
     return vm_make_dir_in_attempts(v->dir, sizeof(v->dir), 0755, reterr);
 }
 
+int vm_control_open(int *sock, int *guest, int *console, int *console_w, fy_error **reterr) {
+    int sp[2], cp[2];
+    *sock = *guest = *console = *console_w = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "socketpair: %s", strerror(errno));
+    if (pipe2(cp, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(sp[0]);
+        close(sp[1]);
+        return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, NULL, "pipe: %s", strerror(e));
+    }
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(sp[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    fcntl(cp[0], F_SETFL, O_NONBLOCK);
+    fchmod(cp[1], 0622);
+    *sock = sp[0];
+    *guest = sp[1];
+    *console = cp[0];
+    *console_w = cp[1];
+    return 0;
+}
+
+int vm_monitor_listen(const char *dir, int *lfd, char token[33], const char *what, fy_error **reterr) {
+    unsigned char rnd[16];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, errno, NULL, "%s: getrandom: %s", what, strerror(errno));
+    int x = vm_qmp_listen(dir, lfd);
+    if (x < 0)
+        return err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, -x, NULL, "%s: %s", what, strerror(-x));
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(token + 2 * i, 3, "%02x", rnd[i]);
+    return 0;
+}
+
 int vm_make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **reterr) {
     char base[4096];
     if (attempts_dir(base, sizeof(base)) < 0)
@@ -825,12 +859,10 @@ int vm_start_shell(fy_handle *h, void *shell, fy_error **reterr) {
     sh->sock = sh->console_fd = sh->qmp = -1;
     sh->dir[0] = '\0';
     vm_shell_discard(sh); /* nothing left in it: frees it */
-    if (strcmp(v->k.initrd_digest, v->pl->k.initrd_digest) != 0 ||
-        strcmp(v->k.vmlinuz_digest, v->pl->k.vmlinuz_digest) != 0) {
-        r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
-                    "the guest kernel or agent changed since fy_prepare (prepare again)");
-        goto fail;
-    }
+    /* The kernel and initramfs need no check here: vm_shell_fits compared
+     * the clone's template key with the plan's, and that key is the digest
+     * of inputs that name both (vm_template_key); vm_shell_make checked the
+     * cache against them when it made the clone. */
     /* The attempt's directories, attached under the stubs QEMU exports. */
     for (size_t i = 0; i < v->pl->nmounts; i++) {
         char t[48];
@@ -873,14 +905,8 @@ int vm_start(fy_handle *h, fy_error **reterr) {
     int sp[2] = {-1, -1};
     /* The kernel and initramfs, cached at the first start (fy_prepare
      * writes nothing); what the plan named must be what boots. */
-    if ((r = vm_kernel_get(&v->k, reterr)) < 0)
+    if ((r = vm_kernel_get_named(&v->k, &v->pl->k, reterr)) < 0)
         goto fail;
-    if (strcmp(v->k.initrd_digest, v->pl->k.initrd_digest) != 0 ||
-        strcmp(v->k.vmlinuz_digest, v->pl->k.vmlinuz_digest) != 0) {
-        r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
-                    "the guest kernel or agent changed since fy_prepare (prepare again)");
-        goto fail;
-    }
     if (v->pl->use_template) {
         /* The template, verified or made; a cache that is not this user's
          * alone is refused; any other failure boots cold, and says why. */
@@ -905,19 +931,10 @@ int vm_start(fy_handle *h, fy_error **reterr) {
              * reaches it over a monitor socket of the attempt directory
              * (this process listening; the peer proven by a random name on
              * QEMU's command line), the directory holding nothing else. */
-            unsigned char rnd[16];
-            int x = 0;
-            if ((r = make_attempt_dir(v, reterr)) < 0)
+            if ((r = make_attempt_dir(v, reterr)) < 0 ||
+                (r = vm_monitor_listen(v->dir, &v->qmp_listen, v->token, "the restoring QEMU's monitor socket",
+                                       reterr)) < 0)
                 goto fail;
-            if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) ||
-                (x = vm_qmp_listen(v->dir, &v->qmp_listen)) < 0) {
-                int e = x < 0 ? -x : errno;
-                r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, e, NULL, "the restoring QEMU's monitor socket: %s",
-                            strerror(e));
-                goto fail;
-            }
-            for (size_t i = 0; i < sizeof(rnd); i++)
-                snprintf(v->token + 2 * i, 3, "%02x", rnd[i]);
         }
     } else {
         if ((r = make_attempt_dir(v, reterr)) < 0)
@@ -926,24 +943,9 @@ int vm_start(fy_handle *h, fy_error **reterr) {
             goto fail;
     }
     for (int tries = 0;; tries++) {
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-            r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "socketpair: %s",
-                        strerror(errno));
-            goto fail;
-        }
-        v->sock = sp[0];
-        /* Writes to the guest never block forever (a guest that stops reading). */
-        struct timeval tv = {.tv_sec = 5};
-        setsockopt(v->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         int cp[2];
-        if (pipe2(cp, O_CLOEXEC) < 0) {
-            r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "pipe: %s", strerror(errno));
-            close(sp[1]);
+        if ((r = vm_control_open(&v->sock, &sp[1], &v->console_fd, &cp[1], reterr)) < 0)
             goto fail;
-        }
-        v->console_fd = cp[0];
-        fcntl(cp[0], F_SETFL, O_NONBLOCK);
-        fchmod(cp[1], 0622);
         /* restricted: QEMU's stdin is the router's tap (a restore gets its
          * state over the monitor, below) */
         r = v->nw.tap >= 0 ? start_vmm(h, v, v->nw.tap, sp[1], cp[1], reterr)
@@ -1413,8 +1415,7 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
         return protocol_error(h, v, "a frame before the agent's hello");
     switch (f->type) {
     case VMP_HELLO: {
-        static const char want[] = "forgeyard-vm-agent 1";
-        if (v->hello || f->len != sizeof(want) - 1 || memcmp(f->data, want, f->len) != 0)
+        if (v->hello || !vmp_is_hello(f))
             return protocol_error(h, v, "unexpected hello");
         v->hello = true;
         if (v->from_template && send_files(v) < 0) {

@@ -90,6 +90,16 @@ int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reter
  * what it holds (one level, and empty directories): 0 when it is gone. */
 int vm_make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **reterr);
 int vm_remove_dir(const char *dir);
+/* The control socket pair and the console pipe QEMU is started with:
+ * *sock (this side; writes time out after 5 s, so a guest that stops
+ * reading never blocks us) and *guest (QEMU's stdout), *console (the
+ * non-blocking read end) and *console_w (QEMU's stderr, mode 0622: QEMU's
+ * sandbox runs as another id). On failure nothing is left open. */
+int vm_control_open(int *sock, int *guest, int *console, int *console_w, fy_error **reterr);
+/* A monitor socket listening in dir (*lfd) and the random token QEMU is
+ * named by (-name fy-TOKEN), which proves the peer that connects to it;
+ * `what` names it in errors. */
+int vm_monitor_listen(const char *dir, int *lfd, char token[33], const char *what, fy_error **reterr);
 
 
 

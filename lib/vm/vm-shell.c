@@ -93,8 +93,7 @@ static int wait_ready(struct vm_shell *sh, fy_error **reterr) {
             break;
         }
         if (k == 1) {
-            static const char want[] = "forgeyard-vm-agent 1";
-            if (f.type != VMP_HELLO || f.len != sizeof(want) - 1 || memcmp(f.data, want, f.len) != 0)
+            if (!vmp_is_hello(&f))
                 r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
                             "the clone's agent sent frame %u before its claim", f.type);
             else if (dec->have != dec->consumed)
@@ -145,14 +144,8 @@ int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **ret
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         goto fail;
     }
-    if ((r = vm_kernel_get(&sh->k, reterr)) < 0)
+    if ((r = vm_kernel_get_named(&sh->k, &pl->k, reterr)) < 0)
         goto fail;
-    if (strcmp(sh->k.initrd_digest, pl->k.initrd_digest) != 0 ||
-        strcmp(sh->k.vmlinuz_digest, pl->k.vmlinuz_digest) != 0) {
-        r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, 0, NULL,
-                    "the guest kernel or agent changed since fy_prepare (prepare again)");
-        goto fail;
-    }
     r = vm_template_get(pl, &sh->k, pl->caps, pl->np->state_dir, true, &sh->tmpl, &te);
     if (r < 0) {
         /* A clone is a restore or nothing: no cold boot is pre-started. */
@@ -174,30 +167,15 @@ int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **ret
         r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "mkdir %s: %s", sub, strerror(errno));
         goto fail;
     }
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || pipe2(cp, O_CLOEXEC) < 0) {
-        r = err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "socketpair: %s", strerror(errno));
+    if ((r = vm_control_open(&sh->sock, &sp[1], &sh->console_fd, &cp[1], reterr)) < 0)
         goto fail;
-    }
-    sh->sock = sp[0];
-    sh->console_fd = cp[0];
-    struct timeval tv = {.tv_sec = 5};
-    setsockopt(sh->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    fcntl(cp[0], F_SETFL, O_NONBLOCK);
-    fchmod(cp[1], 0622);
     if (pl->nic) {
         /* restricted: a monitor socket in a directory of its own (this
          * process listening, the peer proven by a random -name), over which
          * the claim hands QEMU the router's tap; removed once accepted */
-        unsigned char rnd[16];
-        if ((r = vm_make_dir_in_attempts(mondir, sizeof(mondir), 0755, reterr)) < 0)
+        if ((r = vm_make_dir_in_attempts(mondir, sizeof(mondir), 0755, reterr)) < 0 ||
+            (r = vm_monitor_listen(mondir, &lfd, token, "the clone's monitor socket", reterr)) < 0)
             goto fail;
-        int x = getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd) ? vm_qmp_listen(mondir, &lfd) : -EIO;
-        if (x < 0) {
-            r = err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, -x, NULL, "the clone's monitor socket: %s", strerror(-x));
-            goto fail;
-        }
-        for (size_t i = 0; i < sizeof(rnd); i++)
-            snprintf(token + 2 * i, 3, "%02x", rnd[i]);
     }
     struct vm_vmm_spec spec = {
         .pl = pl, .caps = pl->caps, .state_dir = pl->np->state_dir, .mode = VM_BOOT_SHELL,

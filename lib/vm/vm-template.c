@@ -408,6 +408,19 @@ struct qmp {
     uint64_t deadline;
 };
 
+/* A monitor connection on fd (not owned: the caller closes it) whose
+ * every read and write ends by deadline; NULL, saying why, out of memory. */
+static struct qmp *qmp_new(int fd, uint64_t deadline, char *why, size_t wlen) {
+    struct qmp *q = calloc(1, sizeof(*q));
+    if (!q) {
+        snprintf(why, wlen, "out of memory");
+        return NULL;
+    }
+    q->fd = fd;
+    q->deadline = deadline;
+    return q;
+}
+
 /* The next line that is not an event, parsed. */
 static json_t *qmp_read(struct qmp *q) {
     for (;;) {
@@ -589,14 +602,11 @@ static int qmp_accept(const struct vm_plan *pl, int lfd, fy_handle *vmm, const c
             fd = -1;
         }
     }
-    struct qmp *q = calloc(1, sizeof(*q));
+    struct qmp *q = qmp_new(fd, deadline, why, wlen);
     if (!q) {
         close(fd);
-        snprintf(why, wlen, "out of memory");
         return -1;
     }
-    q->fd = fd;
-    q->deadline = deadline;
     json_t *greeting = qmp_read(q);
     bool ok = greeting != NULL;
     json_decref(greeting);
@@ -616,13 +626,9 @@ int vm_qmp_accept(const struct vm_plan *pl, int lfd, fy_handle *vmm, const char 
 }
 
 int vm_qmp_plug_tap(int mon, int tap, char *why, size_t wlen) {
-    struct qmp *q = calloc(1, sizeof(*q));
-    if (!q) {
-        snprintf(why, wlen, "out of memory");
+    struct qmp *q = qmp_new(mon, util_now_usec() + 60 * SEC, why, wlen);
+    if (!q)
         return -1;
-    }
-    q->fd = mon;
-    q->deadline = util_now_usec() + 60 * SEC;
     bool ok = qmp_cmd(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"fy-tap\"}}", tap, NULL, why, wlen) == 0;
     ok = ok && qmp_cmd(q, "{\"execute\":\"netdev_add\",\"arguments\":{\"type\":\"tap\",\"id\":\"t0\",\"fd\":\"fy-tap\"}}",
                        -1, NULL, why, wlen) == 0;
@@ -638,14 +644,11 @@ int vm_template_restore(const struct vm_plan *pl, const struct vm_template *t, i
     int fd = qmp_accept(pl, lfd, vmm, token, deadline, why, wlen);
     if (fd < 0)
         return -1;
-    struct qmp *q = calloc(1, sizeof(*q));
+    struct qmp *q = qmp_new(fd, deadline, why, wlen);
     if (!q) {
         close(fd);
-        snprintf(why, wlen, "out of memory");
         return -1;
     }
-    q->fd = fd;
-    q->deadline = deadline;
     bool ok = qmp_cmd(q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"fy-state\"}}", t->fd, NULL, why, wlen) == 0;
     ok = ok && qmp_cmd(q, "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:fy-state\"}}", -1, NULL, why,
                        wlen) == 0;
@@ -744,20 +747,15 @@ static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, co
         vmp_added(dec, (size_t)n);
         struct vmp_frame f;
         int kk = vmp_next(dec, &f);
-        if (kk < 0 || (kk == 1 && (f.type != VMP_HELLO || f.len != 20 ||
-                                   memcmp(f.data, "forgeyard-vm-agent 1", 20) != 0))) {
+        if (kk < 0 || (kk == 1 && !vmp_is_hello(&f))) {
             snprintf(why, wlen, "the template's agent did not say hello");
             goto out;
         }
         hello = kk == 1;
     }
-    struct qmp *q = calloc(1, sizeof(*q));
-    if (!q) {
-        snprintf(why, wlen, "out of memory");
+    struct qmp *q = qmp_new(qs[0], util_now_usec() + 60 * SEC, why, wlen);
+    if (!q)
         goto out;
-    }
-    q->fd = qs[0];
-    q->deadline = util_now_usec() + 60 * SEC;
     json_t *greeting = qmp_read(q), *st = NULL;
     bool ok = greeting != NULL;
     json_decref(greeting);

@@ -39,7 +39,7 @@
 
 #include "vm-proto.h"
 
-#define AGENT_VERSION "forgeyard-vm-agent 1"
+#define AGENT_VERSION VMP_HELLO_TEXT
 #define CG "/sys/fs/cgroup"
 
 static int ctl = -1;     /* the control port */
