@@ -304,7 +304,7 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
     }
     add_file(b, "/etc/hosts", fmt(pl, "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n%s%s", hostname,
                                   pl->net_hosts ? pl->net_hosts : "", pl->job_hosts ? pl->job_hosts : ""), 0644);
-    add_file(b, "/etc/hostname", hostname, 0644);
+    add_file(b, "/etc/hostname", fmt(pl, "%s\n", hostname), 0644); /* hostname(5): one line */
     if (!image)
         add_file(b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files dns\n", 0644);
     char *gitconfig = image ? NULL : git_safe_directories(p);

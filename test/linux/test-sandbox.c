@@ -306,7 +306,8 @@ START_TEST(test_layout_and_identity) {
                           " test -e /dev/sda && echo HAS_SDA; ls /dev; cat /proc/1/cmdline >/dev/null && echo PROC1;"
                           " echo x > /work/build/f && echo BUILD_RW; echo x > /etc/f 2>/dev/null || echo ETC_RO;"
                           " echo x > /f 2>/dev/null || echo ROOT_RO; echo x > /usr/f 2>/dev/null || echo USR_RO;"
-                          " echo 1 > /proc/sys/kernel/hostname 2>/dev/null || echo PROCSYS_RO; hostname",
+                          " echo 1 > /proc/sys/kernel/hostname 2>/dev/null || echo PROCSYS_RO; hostname;"
+                          " printf 'ETC_HOSTNAME<%s>' \"$(od -An -c /etc/hostname | tr -d ' ')\"",
                           NULL};
     struct run r;
     run_argv(p, argv, &r);
@@ -325,6 +326,7 @@ START_TEST(test_layout_and_identity) {
     ASSERT_OUT(&r, "PROCSYS_RO");
     ASSERT_OUT(&r, "PROC1");
     ASSERT_OUT(&r, "\nforgeyard\n");
+    ASSERT_OUT(&r, "ETC_HOSTNAME<forgeyard\\n>"); /* hostname(5): one newline-terminated line */
     run_free(&r);
     fy_policy_free(p);
 }
