@@ -6,7 +6,8 @@
  * clean lower-case name or address, the port is in range, and the head
  * sent upstream has exactly one request line in origin form, no
  * Transfer-Encoding, no Proxy-* header, one Host (the target's), the
- * injected credential once, and nothing after its blank line. */
+ * injected credential once, and nothing after its blank line. The same
+ * bytes also go to the response status-line reader of the audit log. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
 #endif
@@ -30,6 +31,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 2 * LXP_HEAD_MAX)
         return 0;
     const char *buf = (const char *)data;
+    /* The same bytes as a destination's response (the audit's status):
+     * a code in range, "need more" only before the 13th byte, and the
+     * same answer for every longer prefix once it is known. */
+    int st = lxp_status(buf, size);
+    if (st < -1 || (st > 0 && (st < 100 || st > 599)) || (st == -1 && size >= 13) ||
+        (size > 13 && lxp_status(buf, 13) != st))
+        abort();
     struct lxp_req rq;
     const char *why = NULL;
     int n = lxp_parse(buf, size, &rq, &why);

@@ -75,6 +75,9 @@ struct conn {
     uint64_t body_left;            /* client bytes still forwarded upstream */
     bool tunnel, client_eof, upstream_eof, up_shut;
     int pipe_r, pipe_w;            /* upstream -> client through the kernel (splice), -1: none */
+    bool want_status;              /* a forwarded request's response head not yet seen (audit) */
+    uint8_t st_len;
+    char st_buf[13];               /* its first bytes (lxp_status) */
     size_t in_pipe, pipe_cap;
     uint64_t deadline_ms;
 };
@@ -277,6 +280,9 @@ static void decide(struct proxy *px, struct conn *c) {
         c->rec = audit_open(px, &c->rq, true, 0, cred ? "forwarded, credential injected" : "forwarded");
         if (c->rec >= 0)
             px->audit->rec[c->rec].credential = cred != NULL;
+        /* The response's first bytes are read, not spliced, until its
+         * status line is seen (a few bytes, once per request). */
+        c->want_status = c->rec >= 0;
     }
     c->c2u_off = 0;
     c->next_addr = 0;
@@ -382,7 +388,7 @@ static void relay(struct proxy *px, struct conn *c, short cev, short uev, uint64
     }
     /* upstream -> client: through the pipe once u2c (the proxy's own
      * answer line) is out, in order */
-    bool via_pipe = c->pipe_r >= 0 && c->u2c_len == 0;
+    bool via_pipe = c->pipe_r >= 0 && c->u2c_len == 0 && !c->want_status;
     /* While a download streams, data is there again by the time the pipe
      * is out: a few more turns of both splices before the next poll (each
      * stops at EAGAIN; a poll per turn cost about as much as the splices). */
@@ -418,13 +424,25 @@ static void relay(struct proxy *px, struct conn *c, short cev, short uev, uint64
         in_ready = true; /* (a non-blocking try: EAGAIN ends the turns) */
     }
     if (!via_pipe && (uev & (POLLIN | POLLHUP | POLLERR)) && !c->upstream_eof && c->u2c_len < BUF_SIZE &&
-        c->ufd >= 0 && c->pipe_r < 0) {
+        c->ufd >= 0 && (c->pipe_r < 0 || c->want_status)) {
         ssize_t n = read(c->ufd, c->u2c + c->u2c_len, BUF_SIZE - c->u2c_len);
         if (n > 0) {
+            if (c->want_status) {
+                size_t k = sizeof(c->st_buf) - c->st_len;
+                memcpy(c->st_buf + c->st_len, c->u2c + c->u2c_len, (size_t)n < k ? (size_t)n : k);
+                c->st_len = (uint8_t)(c->st_len + ((size_t)n < k ? (size_t)n : k));
+                int st = lxp_status(c->st_buf, c->st_len);
+                if (st >= 0) {
+                    c->want_status = false;
+                    if (c->rec >= 0)
+                        px->audit->rec[c->rec].response_status = (uint16_t)st;
+                }
+            }
             c->u2c_len += (size_t)n;
             progress = true;
         } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
             c->upstream_eof = true;
+            c->want_status = false;
         }
     }
     if ((cev & (POLLOUT | POLLERR | POLLHUP)) && c->u2c_off < c->u2c_len) {

@@ -376,3 +376,20 @@ long lxp_rewrite(const struct lxp_req *rq, const char *buf, const char *inject, 
     puts0(&o, "\r\n");
     return o.over ? -1 : (long)o.len;
 }
+
+int lxp_status(const char *p, size_t n) {
+    static const char form[] = "HTTP/1.D DDD"; /* D: a digit */
+    for (size_t i = 0; i + 1 < sizeof(form); i++) {
+        if (i >= n)
+            return -1;
+        bool ok = form[i] == 'D' ? p[i] >= '0' && p[i] <= '9' : p[i] == form[i];
+        if (!ok)
+            return 0;
+    }
+    if (n < 13)
+        return -1;
+    if (p[12] != ' ' && p[12] != '\r' && p[12] != '\n')
+        return 0;
+    int code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+    return code >= 100 && code <= 599 ? code : 0;
+}

@@ -60,4 +60,11 @@ long lxp_rewrite(const struct lxp_req *rq, const char *buf, const char *inject, 
 /* Whether name (len bytes) is an HTTP token (a header name). */
 bool lxp_is_token(const char *name, size_t len);
 
+/* The status code of a destination's response from its first n bytes
+ * ("HTTP/1.D DDD" then a space or the line's end): 100-599; 0 when they
+ * are not an HTTP/1.x status line (or the code is out of range); -1 when
+ * more bytes are needed to tell (n < 13). For the audit log only: the
+ * response itself is relayed as it came. */
+int lxp_status(const char *p, size_t n);
+
 #endif

@@ -762,6 +762,9 @@ char *lxp_report(const struct lxp_run *run) {
         json_object_set_new(e, "port", json_integer(r->port));
         json_object_set_new(e, "decision", json_string(r->allowed ? "allowed" : "refused"));
         json_object_set_new(e, "status", r->status ? json_integer(r->status) : json_null());
+        /* (written by the proxy, a process of its own: checked again) */
+        json_object_set_new(e, "response_status", r->response_status >= 100 && r->response_status <= 599
+                                                       ? json_integer(r->response_status) : json_null());
         json_object_set_new(e, "reason", json_string(reason));
         json_object_set_new(e, "credential_injected", json_boolean(r->credential));
         json_object_set_new(e, "bytes_up", json_integer((json_int_t)r->bytes_up));

@@ -31,7 +31,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         out = ("ok %d %s body=%d\n" % (port, self.path, len(body))).encode()
         if self.path.startswith("/big"):
             out = b"x" * (8 << 20)  # more than any socket buffer holds
-        self.send_response(200)
+        # "?status=N" answers N (the audit log records the destination's code)
+        self.send_response(int(self.path.split("?status=")[1]) if "?status=" in self.path else 200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()

@@ -63,7 +63,7 @@ cat >"$TMP/w1.sh" <<IN
 set -u
 echo "env:"; env | grep -i proxy | sort
 echo "get1: \$(curl -sS -m 10 http://mirror.test:$P1/a 2>&1)"
-echo "get-literal: \$(curl -sS -m 10 http://127.0.0.1:$P3/lit 2>&1)"
+echo "get-literal: \$(curl -sS -m 10 'http://127.0.0.1:$P3/lit?status=404' 2>&1)"
 echo "get2: \$(curl -sS -m 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:$P2/never 2>&1)"
 echo "other-name: \$(curl -sS -m 10 -o /dev/null -w '%{http_code}' http://other.test:$P1/never 2>&1)"
 echo "tunnel: \$(curl -sS -m 10 -p http://mirror.test:$P1/t 2>&1)"
@@ -132,7 +132,13 @@ def find(**kw):
     return [q for q in reqs if all(q.get(k) == v for k, v in kw.items())]
 assert net["mode"] == "fetch-only"
 assert len(find(method="GET", host="mirror.test", port=p1, decision="allowed", credential_injected=True)) == 3, reqs
-assert len(find(method="GET", host="127.0.0.1", port=p3, decision="allowed", credential_injected=False)) == 1
+assert len(find(method="GET", host="127.0.0.1", port=p3, decision="allowed", credential_injected=False,
+                status=None, response_status=404)) == 1, reqs
+# the destination's own code for what was forwarded; none for a tunnel
+# (TLS is not terminated) or a refusal (the proxy's own status instead)
+assert all(q["response_status"] == 200 for q in find(method="GET", host="mirror.test", decision="allowed")), reqs
+assert all(q["response_status"] is None for q in find(method="CONNECT")), reqs
+assert all(q["response_status"] is None for q in find(decision="refused")), reqs
 assert len(find(method="GET", host="127.0.0.1", port=p2, decision="refused", status=403)) == 1
 assert len(find(method="GET", host="other.test", port=p1, decision="refused", status=403)) == 1
 assert len(find(method="CONNECT", host="mirror.test", port=p1, decision="allowed")) == 2
@@ -150,7 +156,7 @@ iso = r["isolation"]["network"]
 assert iso["mode"] == "fetch-only" and iso["credentials"] == 1, iso
 assert "Bearer" not in json.dumps(r), "a credential in the result"
 assert r["cleanup"]["network_left"] == 0 and r["cleanup"]["processes_left"] == 0
-print("ok: the audit log has every request, allowed and refused, with status, bytes and credential flag")
+print("ok: the audit log has every request, allowed and refused, with status, the destination's status, bytes and credential flag")
 PY
 proxy_gone "$TMP/r1.json" "fetch-only as root"
 
