@@ -48,7 +48,8 @@
  *   fetch-only  (also alone: fy-bench --fetch [RUNS]) 1 GiB over HTTP from
  *               a listener of its own on 127.0.0.1: curl in a fetch-only
  *               sandbox through the proxy (whole attempt) vs curl on the
- *               host straight to it
+ *               host straight to it, and through a bare splice relay (the
+ *               floor of any relay: two loopback connections, no sandbox)
  *   tput        (alone: fy-bench --tput [RUNS] [ROUNDS]) issue 18's rows only:
  *               RUNS interleaved lifecycles (cold, shell, bwrap; 0: none), then
  *               ROUNDS throughput alternations with load, CPU and busy CPUs;
@@ -1386,6 +1387,79 @@ static void *fetch_server(void *arg) {
     }
 }
 
+/* The floor any relay stands on: a relay of the fewest moving parts this
+ * benchmark can think of, on 127.0.0.1 beside the server, with no sandbox,
+ * policy or audit: one blocking thread per connection, the request head
+ * copied up, then the response spliced down through a 1 MiB pipe until the
+ * server closes. A download through it crosses two loopback connections,
+ * as through the fetch-only proxy (which cannot have fewer: it runs
+ * outside the sandbox and never terminates TLS). */
+struct relay { int lfd; unsigned up_port; };
+struct relay_conn { int c; unsigned up_port; };
+static void *relay_one(void *arg) {
+    struct relay_conn *rc = arg;
+    int c = rc->c, u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), pp[2] = {-1, -1};
+    struct sockaddr_in up = {.sin_family = AF_INET, .sin_port = htons((uint16_t)rc->up_port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    free(rc);
+    char req[4096];
+    size_t n = 0;
+    bool ok = u >= 0 && connect(u, (struct sockaddr *)&up, sizeof(up)) == 0 && pipe2(pp, O_CLOEXEC) == 0;
+    if (ok)
+        (void)fcntl(pp[1], F_SETPIPE_SZ, 1 << 20);
+    while (ok && n < sizeof(req) - 1) {
+        ssize_t r = read(c, req + n, sizeof(req) - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        req[n] = 0;
+        if (strstr(req, "\r\n\r\n"))
+            break;
+    }
+    ok = ok && n > 0 && write(u, req, n) == (ssize_t)n;
+    for (;;) {
+        ssize_t k = ok ? splice(u, NULL, pp[1], NULL, 1 << 20, SPLICE_F_MOVE) : 0;
+        if (k <= 0)
+            break;
+        while (k > 0) {
+            ssize_t m = splice(pp[0], NULL, c, NULL, (size_t)k, SPLICE_F_MOVE);
+            if (m <= 0) {
+                ok = false;
+                break;
+            }
+            k -= m;
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (pp[i] >= 0)
+            close(pp[i]);
+    if (u >= 0)
+        close(u);
+    close(c);
+    return NULL;
+}
+static void *relay_main(void *arg) {
+    struct relay *r = arg;
+    for (;;) {
+        int c = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
+            return NULL;
+        struct relay_conn *rc = malloc(sizeof(*rc));
+        pthread_t t;
+        if (!rc) {
+            close(c);
+            continue;
+        }
+        *rc = (struct relay_conn){c, r->up_port};
+        if (pthread_create(&t, NULL, relay_one, rc) != 0) {
+            free(rc);
+            close(c);
+            continue;
+        }
+        pthread_detach(t);
+    }
+}
+
 /* 1 GiB over HTTP from a listener on 127.0.0.1: curl in a fetch-only
  * sandbox through the proxy (the whole attempt, start and cleanup
  * included) against the same curl on the host, straight to it. */
@@ -1413,17 +1487,34 @@ static void bench_fetch(int runs) {
         die("fetch-only policy", e);
     const char *argv_fetch[] = {"/usr/bin/curl", "-sSf", "-o", "/dev/null", url, NULL};
     char *argv_direct[] = {"/usr/bin/curl", "-sSf", "--noproxy", "*", "-o", "/dev/null", url, NULL};
+    /* the floor: the same download through the bare splice relay */
+    struct relay rl = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port};
+    struct sockaddr_in ra = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t ral = sizeof(ra);
+    pthread_t rth;
+    if (rl.lfd < 0 || bind(rl.lfd, (struct sockaddr *)&ra, sizeof(ra)) < 0 || listen(rl.lfd, 8) < 0 ||
+        getsockname(rl.lfd, (struct sockaddr *)&ra, &ral) < 0 || pthread_create(&rth, NULL, relay_main, &rl) != 0)
+        die("relay", NULL);
+    pthread_detach(rth);
+    char url_relay[64];
+    snprintf(url_relay, sizeof(url_relay), "http://127.0.0.1:%u/", ntohs(ra.sin_port));
+    char *argv_relay[] = {"/usr/bin/curl", "-sSf", "--noproxy", "*", "-o", "/dev/null", url_relay, NULL};
     /* The download's share of an attempt: the same attempt fetching nothing
      * (curl of a URL no destination allows: the proxy's 403) is taken off. */
     char url_none[64];
     snprintf(url_none, sizeof(url_none), "http://127.0.0.1:%u/", port == 65535 ? 1 : port + 1);
     const char *argv_none[] = {"/usr/bin/curl", "-sS", "-o", "/dev/null", url_none, NULL};
-    uint64_t *t_proxy = calloc((size_t)runs, 8), *t_direct = calloc((size_t)runs, 8), *t_none = calloc((size_t)runs, 8);
+    uint64_t *t_proxy = calloc((size_t)runs, 8), *t_direct = calloc((size_t)runs, 8), *t_none = calloc((size_t)runs, 8),
+             *t_relay = calloc((size_t)runs, 8);
     for (int i = 0; i < runs; i++) {
         uint64_t t0 = now_ns();
         if (spawn_wait(argv_direct) != 0)
             die("curl (direct)", NULL);
         t_direct[i] = now_ns() - t0;
+        t0 = now_ns();
+        if (spawn_wait(argv_relay) != 0)
+            die("curl (relay)", NULL);
+        t_relay[i] = now_ns() - t0;
         t_proxy[i] = lifecycle_ns(p, argv_fetch);
         t_none[i] = lifecycle_ns(p, argv_none);
     }
@@ -1432,6 +1523,11 @@ static void bench_fetch(int runs) {
            "fetch-only: 1 GiB through the proxy", mp, 1024 / (mp / 1000), md, 1024 / (md / 1000), md / mp);
     printf("  %-40s %9.3f ms   %.0f MiB/s: %.2fx direct (the attempt without a download, %.3f ms, taken off)\n",
            "fetch-only: the download alone", mp - mn, 1024 / ((mp - mn) / 1000), md / (mp - mn), mn);
+    double mr = median_ms(t_relay, runs);
+    printf("  %-40s %9.3f ms   %.0f MiB/s: %.2fx direct; the proxy's download alone %.2fx this floor's speed\n",
+           "  the floor: a bare splice relay, no sandbox", mr, 1024 / (mr / 1000), md / mr, mr / (mp - mn));
+    free(t_relay);
+    close(rl.lfd); /* (the relay thread ends at its next accept) */
     free(t_proxy);
     free(t_direct);
     free(t_none);
