@@ -7,7 +7,7 @@
  * sent upstream has exactly one request line in origin form, no
  * Transfer-Encoding, no Proxy-* header, one Host (the target's), the
  * injected credential once, and nothing after its blank line. The same
- * bytes also go to the response status-line reader of the audit log. */
+ * bytes also go to the response status-line readers of the audit log. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
 #endif
@@ -37,6 +37,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int st = lxp_status(buf, size);
     if (st < -1 || (st > 0 && (st < 100 || st > 599)) || (st == -1 && size >= 13) ||
         (size > 13 && lxp_status(buf, 13) != st))
+        abort();
+    /* ...and as a stream in two pieces split anywhere: the same answer as
+     * whole, in range, and final once a status line past the interim
+     * responses is whole. */
+    struct lxp_status_scan whole = {0}, parts = {0};
+    int fw = lxp_status_feed(&whole, buf, size);
+    size_t cut = size ? data[0] % (size + 1) : 0;
+    int fp = lxp_status_feed(&parts, buf, cut);
+    if (fp < 0)
+        fp = lxp_status_feed(&parts, buf + cut, size - cut);
+    if (fw != fp || fw < -1 || (fw > 0 && (fw < 100 || fw > 599)) || (st > 199 && fw != st) || (st == 0 && fw != 0))
         abort();
     struct lxp_req rq;
     const char *why = NULL;

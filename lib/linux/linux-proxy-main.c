@@ -75,9 +75,8 @@ struct conn {
     uint64_t body_left;            /* client bytes still forwarded upstream */
     bool tunnel, client_eof, upstream_eof, up_shut;
     int pipe_r, pipe_w;            /* upstream -> client through the kernel (splice), -1: none */
-    bool want_status;              /* a forwarded request's response head not yet seen (audit) */
-    uint8_t st_len;
-    char st_buf[13];               /* its first bytes (lxp_status) */
+    bool want_status;              /* a forwarded request's final status line not yet seen (audit) */
+    struct lxp_status_scan scan;
     size_t in_pipe, pipe_cap;
     uint64_t deadline_ms;
 };
@@ -281,7 +280,7 @@ static void decide(struct proxy *px, struct conn *c) {
         if (c->rec >= 0)
             px->audit->rec[c->rec].credential = cred != NULL;
         /* The response's first bytes are read, not spliced, until its
-         * status line is seen (a few bytes, once per request). */
+         * final status line is seen (once per request; past interim 1xx). */
         c->want_status = c->rec >= 0;
     }
     c->c2u_off = 0;
@@ -428,10 +427,7 @@ static void relay(struct proxy *px, struct conn *c, short cev, short uev, uint64
         ssize_t n = read(c->ufd, c->u2c + c->u2c_len, BUF_SIZE - c->u2c_len);
         if (n > 0) {
             if (c->want_status) {
-                size_t k = sizeof(c->st_buf) - c->st_len;
-                memcpy(c->st_buf + c->st_len, c->u2c + c->u2c_len, (size_t)n < k ? (size_t)n : k);
-                c->st_len = (uint8_t)(c->st_len + ((size_t)n < k ? (size_t)n : k));
-                int st = lxp_status(c->st_buf, c->st_len);
+                int st = lxp_status_feed(&c->scan, c->u2c + c->u2c_len, (size_t)n);
                 if (st >= 0) {
                     c->want_status = false;
                     if (c->rec >= 0)

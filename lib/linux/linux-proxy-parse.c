@@ -393,3 +393,41 @@ int lxp_status(const char *p, size_t n) {
     int code = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
     return code >= 100 && code <= 599 ? code : 0;
 }
+
+int lxp_status_feed(struct lxp_status_scan *s, const char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        if (s->skipping) {
+            /* to the interim head's end: CRLF CRLF (or LF LF) */
+            for (; i < n; i++) {
+                if (++s->skipped > LXP_STATUS_SKIP_MAX)
+                    return 0;
+                s->tail = (s->tail << 8) | (uint8_t)p[i];
+                if (s->tail == 0x0d0a0d0au || (s->tail & 0xffffu) == 0x0a0au) {
+                    i++;
+                    s->skipping = false;
+                    s->len = 0;
+                    s->tail = 0;
+                    break;
+                }
+            }
+            continue;
+        }
+        size_t k = sizeof(s->line) - s->len;
+        if (k > n - i)
+            k = n - i;
+        memcpy(s->line + s->len, p + i, k);
+        s->len = (uint8_t)(s->len + k);
+        i += k;
+        int st = lxp_status(s->line, s->len);
+        if (st < 0)
+            return -1;
+        if (st < 100 || st > 199 || st == 101)
+            return st;
+        if (++s->interim > LXP_STATUS_INTERIM_MAX)
+            return 0;
+        /* the 13 bytes read hold no line end but possibly its first (13th) */
+        s->skipping = true;
+        s->tail = (uint8_t)s->line[12];
+    }
+    return -1;
+}

@@ -67,4 +67,22 @@ bool lxp_is_token(const char *name, size_t len);
  * response itself is relayed as it came. */
 int lxp_status(const char *p, size_t n);
 
+/* The final status of a response stream fed in pieces: interim 1xx
+ * responses (100 Continue after an Expect, 102, 103 Early Hints) are
+ * skipped to the next status line; 101 is final (the proxy never forwards
+ * an upgrade, so the destination should not send it). lxp_status_feed
+ * returns the code (100-599) or 0 (not HTTP/1.x, or more than
+ * LXP_STATUS_INTERIM_MAX interim responses or LXP_STATUS_SKIP_MAX bytes
+ * of them) once known, and -1 while more bytes are needed. Feeding the
+ * same bytes in any split gives the same answer. */
+#define LXP_STATUS_INTERIM_MAX 8
+#define LXP_STATUS_SKIP_MAX 16384
+struct lxp_status_scan {
+    uint8_t len, interim;          /* bytes of line[]; interim responses skipped */
+    bool skipping;                 /* inside an interim response's head */
+    uint32_t tail, skipped;        /* its last bytes (for the blank line); its bytes */
+    char line[13];
+};
+int lxp_status_feed(struct lxp_status_scan *s, const char *p, size_t n);
+
 #endif

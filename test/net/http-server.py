@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+import urllib.parse
 
 ready, lifetime, logdir = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 ports = [int(p) for p in sys.argv[4:]]
@@ -31,8 +32,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         out = ("ok %d %s body=%d\n" % (port, self.path, len(body))).encode()
         if self.path.startswith("/big"):
             out = b"x" * (8 << 20)  # more than any socket buffer holds
-        # "?status=N" answers N (the audit log records the destination's code)
-        self.send_response(int(self.path.split("?status=")[1]) if "?status=" in self.path else 200)
+        # "?status=N" answers N (the audit log records the destination's
+        # code), after an interim "103 Early Hints" with "&interim=103"
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        if "interim" in q:
+            self.wfile.write(b"HTTP/1.1 %d Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" % int(q["interim"][0]))
+        self.send_response(int(q["status"][0]) if "status" in q else 200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()

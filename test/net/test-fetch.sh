@@ -63,7 +63,7 @@ cat >"$TMP/w1.sh" <<IN
 set -u
 echo "env:"; env | grep -i proxy | sort
 echo "get1: \$(curl -sS -m 10 http://mirror.test:$P1/a 2>&1)"
-echo "get-literal: \$(curl -sS -m 10 'http://127.0.0.1:$P3/lit?status=404' 2>&1)"
+echo "get-literal: \$(curl -sS -m 10 'http://127.0.0.1:$P3/lit?status=404&interim=103' 2>&1)"
 echo "get2: \$(curl -sS -m 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:$P2/never 2>&1)"
 echo "other-name: \$(curl -sS -m 10 -o /dev/null -w '%{http_code}' http://other.test:$P1/never 2>&1)"
 echo "tunnel: \$(curl -sS -m 10 -p http://mirror.test:$P1/t 2>&1)"
@@ -159,6 +159,9 @@ assert r["cleanup"]["network_left"] == 0 and r["cleanup"]["processes_left"] == 0
 print("ok: the audit log has every request, allowed and refused, with status, the destination's status, bytes and credential flag")
 PY
 proxy_gone "$TMP/r1.json" "fetch-only as root"
+
+"$MEMTEST" --status-lines >"$TMP/st.out" 2>&1 && cat "$TMP/st.out" \
+    || { bad "the status-line reader"; cat "$TMP/st.out"; }
 
 # 1b. The proxy holds nothing of the host process: canaries in the host's
 # memory (its environment, a policy secret, another prepared attempt's

@@ -27,6 +27,7 @@
 
 #include <forgeyard/sandbox.h>
 
+#include "linux/linux-proxy-parse.h"
 #include "net-check.h"
 
 static fy_caps *caps;
@@ -143,7 +144,48 @@ static int scan_memory(pid_t pid, struct scan *s) {
     return s->regions ? 0 : -1;
 }
 
+/* The audit's reader of a destination's status line (lxp_status_feed):
+ * every vector fed whole and byte by byte. */
+static int status_lines(void) {
+    static const struct { const char *in; int want; } v[] = {
+        {"HTTP/1.1 200 OK\r\n\r\n", 200},
+        {"HTTP/1.0 404 Not Found\r\n", 404},
+        {"HTTP/1.1 204\r\n\r\n", 204},
+        {"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n\r\n", 201},
+        {"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 500 Oops\r\n", 500},
+        {"HTTP/1.1 100\n\nHTTP/1.1 302 Found\n", 302},
+        {"HTTP/1.1 101 Switching Protocols\r\n\r\n", 101},
+        {"HTTP/1.1 999 Odd\r\n", 0},
+        {"HTTP/2 200\r\n\r\n", 0},
+        {"SSH-2.0-OpenSSH_9.2\r\n", 0},
+        {"HTTP/1.1 2000 OK\r\n", 0},
+        {"HTTP/1.1 20", -1},
+        {"HTTP/1.1 100 Continue\r\n\r\n", -1},
+        {"HTTP/1.1 100 Continue\r\n", -1},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        struct lxp_status_scan whole = {0}, bytes = {0};
+        int w = lxp_status_feed(&whole, v[i].in, strlen(v[i].in)), b = -1;
+        for (size_t k = 0; k < strlen(v[i].in) && b < 0; k++)
+            b = lxp_status_feed(&bytes, v[i].in + k, 1);
+        CHECK(w == v[i].want && b == v[i].want, "status of %zu: whole %d, byte by byte %d, want %d", i, w, b,
+              v[i].want);
+    }
+    /* nine interim responses: past the bound, no answer (0), not a search */
+    char many[1024] = "";
+    for (int i = 0; i < 9; i++)
+        strcat(many, "HTTP/1.1 100 Continue\r\n\r\n");
+    strcat(many, "HTTP/1.1 200 OK\r\n\r\n");
+    struct lxp_status_scan s = {0};
+    CHECK(lxp_status_feed(&s, many, strlen(many)) == 0, "more than 8 interim responses");
+    if (!failed)
+        printf("ok: the audit reads a destination's final status line, whole or byte by byte, past interim 1xx\n");
+    return failed;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--status-lines") == 0)
+        return status_lines();
     if (argc != 5)
         return 2;
     if (geteuid() != 0) {
