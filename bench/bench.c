@@ -1356,6 +1356,22 @@ static void bench_actions(fy_policy *p, int an) {
  * is contacted) that answers every request with FETCH_BYTES. */
 #define FETCH_BYTES (1024LL << 20)
 struct fetch_srv { int fd; };
+/* A request head from fd into req (NUL-terminated; at most cap - 1
+ * bytes, up to its blank line or the peer's end): its length. */
+static size_t read_head(int fd, char *req, size_t cap) {
+    size_t n = 0;
+    req[0] = 0;
+    while (n < cap - 1) {
+        ssize_t r = read(fd, req + n, cap - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        req[n] = 0;
+        if (strstr(req, "\r\n\r\n"))
+            break;
+    }
+    return n;
+}
 static void *fetch_server(void *arg) {
     struct fetch_srv *s = arg;
     static char buf[1 << 20];
@@ -1365,16 +1381,7 @@ static void *fetch_server(void *arg) {
         if (c < 0)
             return NULL;
         char req[4096];
-        size_t n = 0;
-        while (n < sizeof(req) - 1) {
-            ssize_t r = read(c, req + n, sizeof(req) - 1 - n);
-            if (r <= 0)
-                break;
-            n += (size_t)r;
-            req[n] = 0;
-            if (strstr(req, "\r\n\r\n"))
-                break;
-        }
+        (void)read_head(c, req, sizeof(req));
         char head[128];
         int hl = snprintf(head, sizeof(head), "HTTP/1.0 200 OK\r\nContent-Length: %lld\r\n\r\n", FETCH_BYTES);
         bool ok = write(c, head, (size_t)hl) == hl;
@@ -1403,19 +1410,10 @@ static void *relay_one(void *arg) {
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     free(rc);
     char req[4096];
-    size_t n = 0;
     bool ok = u >= 0 && connect(u, (struct sockaddr *)&up, sizeof(up)) == 0 && pipe2(pp, O_CLOEXEC) == 0;
     if (ok)
         (void)fcntl(pp[1], F_SETPIPE_SZ, 1 << 20);
-    while (ok && n < sizeof(req) - 1) {
-        ssize_t r = read(c, req + n, sizeof(req) - 1 - n);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-        req[n] = 0;
-        if (strstr(req, "\r\n\r\n"))
-            break;
-    }
+    size_t n = ok ? read_head(c, req, sizeof(req)) : 0;
     ok = ok && n > 0 && write(u, req, n) == (ssize_t)n;
     for (;;) {
         ssize_t k = ok ? splice(u, NULL, pp[1], NULL, 1 << 20, SPLICE_F_MOVE) : 0;
