@@ -479,12 +479,14 @@ static int cmd_platform_properties(const fy_caps *c) {
     for (uint32_t prof = 1; fy_profile_name(prof); prof++)
         if (negotiates(c, prof, (struct tweak){0, 0}, NULL, NULL) == 1)
             list_add(profiles, sizeof(profiles), fy_profile_name(prof));
-    /* Egress modes that are enforced (host network is not enforcement). */
+    /* Egress modes that are enforced (host network is not enforcement),
+     * under standard-ci: release denies every other mode by design, so
+     * asking it would hide what the host can enforce. */
     static const struct { uint32_t mode; const char *name; } modes[] = {
         {FY_NET_DENY, "deny"}, {FY_NET_RESTRICTED, "restricted"}, {FY_NET_FETCH_ONLY, "fetch-only"},
     };
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-        if (negotiates(c, FY_PROFILE_RELEASE, (struct tweak){0, modes[i].mode}, NULL, NULL) == 1)
+        if (negotiates(c, FY_PROFILE_STANDARD_CI, (struct tweak){0, modes[i].mode}, NULL, NULL) == 1)
             list_add(nets, sizeof(nets), modes[i].name);
     fy_prepared *rel = NULL;
     if (negotiates(c, FY_PROFILE_RELEASE, (struct tweak){0, 0}, NULL, &rel) == 1) {

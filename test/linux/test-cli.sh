@@ -342,6 +342,17 @@ for profile in development standard-ci release high-assurance; do
     [ $listed = $ran ] || fail "profile $profile: listed $listed, ran $ran: $props"
 done
 case ",$(prop network)," in *",deny,"*) ;; *) fail "network deny not listed: $props" ;; esac
+# each egress mode listed exactly when a standard-ci policy of it negotiates
+# here (release denies all but deny: asking it would list deny alone)
+for mode in restricted fetch-only; do
+    listed=no
+    case ",$(prop network)," in *",$mode,"*) listed=yes ;; esac
+    printf '{"version": 1, "profile": "standard-ci", "network": {"mode": "%s", "destinations": [{"host": "192.0.2.1", "ports": [443, 443]}]}}\n' \
+        "$mode" >"$scratch/net-$mode.json"
+    ok=no
+    "$fy" policy check "$scratch/net-$mode.json" >/dev/null 2>&1 && ok=yes
+    [ $listed = $ok ] || fail "network $mode: listed $listed, negotiates $ok: $props"
+done
 [ "$(prop vm)" = none ] || case ",$(prop sandbox-levels)," in *",virtual-machine,"*) ;; *) fail "vm without the level: $props" ;; esac
 "$fy" capabilities --json --platform-properties >/dev/null 2>&1 && fail "--json with --platform-properties was accepted"
 
