@@ -49,6 +49,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fp = lxp_status_feed(&parts, buf + cut, size - cut);
     if (fw != fp || fw < -1 || (fw > 0 && (fw < 100 || fw > 599)) || (st > 199 && fw != st) || (st == 0 && fw != 0))
         abort();
+    /* ...and as a tunnel's first client bytes (the TLS server name): a
+     * known answer for a prefix stays the answer for the whole, and a
+     * name is clean, lower case, 1-253 bytes. */
+    char name[254], pname[254];
+    int sk = lxp_tls_sni(data, size, name);
+    if (sk < -2 || sk > 1)
+        abort();
+    if (sk == 1) {
+        size_t nl = strlen(name);
+        if (nl < 1 || nl > 253 || name[nl - 1] == '.')
+            abort();
+        for (const char *x = name; *x; x++)
+            if (!((*x >= 'a' && *x <= 'z') || (*x >= '0' && *x <= '9') || *x == '-' || *x == '_' || *x == '.'))
+                abort();
+    }
+    size_t half = size / 2;
+    int pk = lxp_tls_sni(data, half, pname);
+    if (pk != -1 && (pk != sk || (pk == 1 && strcmp(pname, name) != 0)))
+        abort();
     struct lxp_req rq;
     const char *why = NULL;
     int n = lxp_parse(buf, size, &rq, &why);

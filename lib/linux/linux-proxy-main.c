@@ -76,6 +76,7 @@ struct conn {
     bool tunnel, client_eof, upstream_eof, up_shut;
     int pipe_r, pipe_w;            /* upstream -> client through the kernel (splice), -1: none */
     bool want_status;              /* a forwarded request's final status line not yet seen (audit) */
+    bool want_sni;                 /* a tunnel's first client bytes held until its TLS server name is read */
     struct lxp_status_scan scan;
     size_t in_pipe, pipe_cap;
     uint64_t deadline_ms;
@@ -255,6 +256,7 @@ static void decide(struct proxy *px, struct conn *c) {
     const struct lxp_cred *cred = find_cred(cfg, c->rq.host, c->rq.port);
     if (c->rq.kind == LXP_CONNECT) {
         c->tunnel = true;
+        c->want_sni = true;
         c->rec = audit_open(px, &c->rq, true, 0, "tunnel (TLS is not terminated)");
         memmove(c->c2u, c->c2u + n, rest);
         c->c2u_len = rest;
@@ -347,6 +349,54 @@ static void account(struct proxy *px, struct conn *c, bool up, size_t n) {
     }
 }
 
+/* Whether a host is an address literal (no name to hold a TLS server name to). */
+static bool address_literal(const struct lxp_req *rq) {
+    if (rq->host_v6)
+        return true;
+    for (const char *h = rq->host; *h; h++)
+        if (!((*h >= '0' && *h <= '9') || *h == '.'))
+            return false;
+    return true;
+}
+
+/* A tunnel's first client bytes: the TLS server name of its ClientHello,
+ * read before anything goes upstream. A name other than the tunnel's host
+ * (a tunnel to an allowed name carrying another: domain fronting, one CDN
+ * address serving both) or a hello that does not parse is refused, the
+ * tunnel closed (its 200 is out: no status can follow). Not TLS, or no
+ * name: the bytes go on, recorded without a name. False when closed. */
+static bool sni_step(struct proxy *px, struct conn *c) {
+    char name[254];
+    int k = lxp_tls_sni((const uint8_t *)c->c2u, c->c2u_len, name);
+    if (k == -1 && !c->client_eof && c->c2u_len < LXP_TLS_HELLO_MAX + 64 * 5 + 4)
+        return true; /* more to come (a ClientHello's records: at most 64 bytes of their headers per KiB) */
+    c->want_sni = false;
+    if (k == -1)
+        k = c->client_eof ? 0 : -2; /* ended early: nothing went up; or never ends within the bound */
+    const char *why = NULL;
+    if (k == -2)
+        why = "TLS ClientHello malformed (the server name cannot be checked)";
+    else if (k == 1 && !address_literal(&c->rq) && strcmp(name, c->rq.host) != 0)
+        why = "TLS server name is not the tunnel's host";
+    if (c->rec >= 0) {
+        struct lxp_audit_rec *r = &px->audit->rec[c->rec];
+        if (k == 1)
+            lxd_copy_str(r->sni, sizeof(r->sni), name);
+        if (why) {
+            r->allowed = 0;
+            lxd_copy_str(r->reason, sizeof(r->reason), why);
+            px->audit->refused++;
+        }
+    } else if (why && c->rec == REC_DROPPED) {
+        px->audit->dropped_allowed--; /* not allowed after all */
+    }
+    if (why) {
+        conn_close(px, c);
+        return false;
+    }
+    return true;
+}
+
 /* One step of the relay after poll: reads and writes what is ready. now:
  * the loop's clock (read once per turn; a turn waits at most a second). */
 static void relay(struct proxy *px, struct conn *c, short cev, short uev, uint64_t now) {
@@ -368,7 +418,9 @@ static void relay(struct proxy *px, struct conn *c, short cev, short uev, uint64
             }
         }
     }
-    if ((uev & (POLLOUT | POLLERR | POLLHUP)) && c->c2u_off < c->c2u_len && c->ufd >= 0) {
+    if (c->want_sni && (c->c2u_len > 0 || c->client_eof) && !sni_step(px, c))
+        return; /* refused: closed */
+    if ((uev & (POLLOUT | POLLERR | POLLHUP)) && c->c2u_off < c->c2u_len && c->ufd >= 0 && !c->want_sni) {
         ssize_t n = write(c->ufd, c->c2u + c->c2u_off, c->c2u_len - c->c2u_off);
         if (n > 0) {
             c->c2u_off += (size_t)n;
@@ -553,7 +605,7 @@ __attribute__((noreturn)) static void proxy_loop(struct proxy *px) {
                 if (!c->upstream_eof && (c->pipe_r >= 0 ? c->u2c_len == 0 && c->in_pipe < c->pipe_cap
                                                         : c->u2c_len < BUF_SIZE))
                     ue |= POLLIN;
-                if (c->c2u_off < c->c2u_len)
+                if (c->c2u_off < c->c2u_len && !c->want_sni)
                     ue |= POLLOUT;
             }
             idx[n - 2] = i;

@@ -431,3 +431,155 @@ int lxp_status_feed(struct lxp_status_scan *s, const char *p, size_t n) {
     }
     return -1;
 }
+
+/* ---- the TLS ClientHello's server name ---- */
+
+/* A reader of the handshake's bytes across its TLS records. err: -1 the
+ * bytes ran out, -2 a record that cannot carry the handshake. */
+struct tls_rd {
+    const uint8_t *p;
+    size_t n, pos, left;           /* position in p; bytes left in the current record */
+    size_t count;                  /* handshake bytes read */
+    int err;
+};
+
+static bool tls_byte(struct tls_rd *r, uint8_t *b) {
+    if (r->err)
+        return false;
+    while (r->left == 0) {
+        if (r->pos + 5 > r->n) {
+            r->err = -1;
+            return false;
+        }
+        const uint8_t *h = r->p + r->pos;
+        size_t len = (size_t)h[3] << 8 | h[4];
+        if (h[0] != 22 || h[1] != 3 || len == 0 || len > 16384) {
+            r->err = -2;
+            return false;
+        }
+        r->pos += 5;
+        r->left = len;
+    }
+    if (r->pos >= r->n) {
+        r->err = -1;
+        return false;
+    }
+    *b = r->p[r->pos++];
+    r->left--;
+    r->count++;
+    return true;
+}
+
+static uint32_t tls_num(struct tls_rd *r, int bytes) {
+    uint32_t v = 0;
+    uint8_t b = 0;
+    for (int i = 0; i < bytes && tls_byte(r, &b); i++)
+        v = v << 8 | b;
+    return v;
+}
+
+static void tls_skip(struct tls_rd *r, size_t k) {
+    uint8_t b;
+    for (size_t i = 0; i < k && tls_byte(r, &b); i++) {
+    }
+}
+
+int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]) {
+    out[0] = '\0';
+    if (n == 0)
+        return -1;
+    if (p[0] != 22)
+        return 0; /* not a TLS handshake */
+    struct tls_rd r = {.p = p, .n = n};
+    uint32_t type = tls_num(&r, 1), hl = tls_num(&r, 3);
+    if (r.err)
+        return r.err;
+    if (type != 1 || hl < 38 || hl > LXP_TLS_HELLO_MAX)
+        return -2;
+    size_t end = r.count + hl;
+    tls_skip(&r, 2 + 32);                    /* legacy version, random */
+    uint32_t sid = tls_num(&r, 1);
+    if (!r.err && sid > 32)
+        return -2;
+    tls_skip(&r, sid);
+    uint32_t cs = tls_num(&r, 2);
+    if (!r.err && (cs < 2 || cs % 2))
+        return -2;
+    tls_skip(&r, cs);
+    uint32_t comp = tls_num(&r, 1);
+    if (!r.err && comp < 1)
+        return -2;
+    tls_skip(&r, comp);
+    if (r.err)
+        return r.err;
+    if (r.count > end)
+        return -2;
+    if (r.count == end)
+        return 0; /* no extensions */
+    uint32_t ext = tls_num(&r, 2);
+    if (r.err)
+        return r.err;
+    if (r.count + ext != end)
+        return -2;
+    bool seen = false, named = false;
+    while (r.count < end) {
+        uint32_t et = tls_num(&r, 2), el = tls_num(&r, 2);
+        if (r.err)
+            return r.err;
+        if (r.count + el > end)
+            return -2;
+        if (et != 0) {
+            tls_skip(&r, el);
+            continue;
+        }
+        if (seen)
+            return -2; /* server_name twice */
+        seen = true;
+        size_t eend = r.count + el;
+        uint32_t list = tls_num(&r, 2);
+        if (r.err)
+            return r.err;
+        if (list + 2 != el)
+            return -2;
+        while (r.count < eend) {
+            uint32_t nt = tls_num(&r, 1), nl = tls_num(&r, 2);
+            if (r.err)
+                return r.err;
+            if (r.count + nl > eend)
+                return -2;
+            if (nt != 0) {
+                tls_skip(&r, nl);
+                continue;
+            }
+            if (named || nl < 1 || nl > 254)
+                return -2; /* two host names, or none of a usable length */
+            named = true;
+            size_t k = 0;
+            for (uint32_t i = 0; i < nl; i++) {
+                uint8_t c = (uint8_t)tls_num(&r, 1);
+                if (r.err)
+                    return r.err;
+                if (c >= 'A' && c <= 'Z')
+                    c = (uint8_t)(c - 'A' + 'a');
+                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+                    return -2;
+                out[k++] = (char)c;
+            }
+            if (out[k - 1] == '.')
+                k--; /* the root's dot */
+            if (k < 1 || k > 253)
+                return -2;
+            out[k] = '\0';
+            for (size_t i = 0; i < k; i++)
+                if (out[i] == '.' && (i == 0 || i == k - 1 || out[i + 1] == '.'))
+                    return -2; /* an empty label */
+        }
+        if (r.err)
+            return r.err;
+    }
+    if (r.err)
+        return r.err;
+    if (!named)
+        out[0] = '\0';
+    return named ? 1 : 0;
+}

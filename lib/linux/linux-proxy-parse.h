@@ -75,6 +75,18 @@ int lxp_status(const char *p, size_t n);
  * LXP_STATUS_INTERIM_MAX interim responses or LXP_STATUS_SKIP_MAX bytes
  * of them) once known, and -1 while more bytes are needed. Feeding the
  * same bytes in any split gives the same answer. */
+/* The server name (SNI) of the TLS ClientHello a client sends first
+ * through a tunnel, from its first n bytes (the handshake message may span
+ * several TLS records; at most LXP_TLS_HELLO_MAX bytes). Returns 1 with
+ * the name in out (lower case, without a final dot; 1-253 of a-z, 0-9, -,
+ * _ and ., no empty label), 0 when the bytes are not a TLS handshake or the ClientHello
+ * names no host, -1 when more bytes are needed, -2 when they start as a
+ * TLS handshake but are not a well-formed ClientHello (a server_name
+ * extension twice, two host names, a name of other characters, lengths
+ * that do not add up: a server could read such a hello otherwise). */
+#define LXP_TLS_HELLO_MAX 32768
+int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]);
+
 #define LXP_STATUS_INTERIM_MAX 8
 #define LXP_STATUS_SKIP_MAX 16384
 struct lxp_status_scan {

@@ -95,6 +95,7 @@ struct lxp_audit_rec {
     uint32_t port;
     uint16_t status;               /* the proxy's own answer (0: the destination's) */
     uint16_t response_status;      /* a forwarded request's: the destination's status code (0: none) */
+    char sni[254];                 /* a tunnel's: the TLS server name its client sent ("" none) */
     uint8_t allowed, credential;
     char reason[72];
     uint64_t bytes_up, bytes_down;

@@ -59,6 +59,28 @@ PY
 }
 
 # 1. Allowed and refused, plain HTTP and CONNECT, names, credentials.
+# A tunnel's TLS ClientHello must name the tunnel's host (no domain
+# fronting through an allowed name): tls.py sends one through a CONNECT.
+cat >"$TMP/tls.py" <<'IN'
+import socket, ssl, sys
+host, port, sni = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), port, host.encode(), port))
+head = b""
+while b"\r\n\r\n" not in head:
+    d = s.recv(1)
+    if not d:
+        break
+    head += d
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+try:
+    ctx.wrap_socket(s, server_hostname=sni).close()
+    print(head.split(b"\r\n")[0].decode(), "handshake")
+except (ssl.SSLError, OSError) as e:  # the destination speaks HTTP, not TLS
+    print(head.split(b"\r\n")[0].decode(), type(e).__name__)
+IN
 cat >"$TMP/w1.sh" <<IN
 set -u
 echo "env:"; env | grep -i proxy | sort
@@ -68,6 +90,8 @@ echo "get2: \$(curl -sS -m 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:$P
 echo "other-name: \$(curl -sS -m 10 -o /dev/null -w '%{http_code}' http://other.test:$P1/never 2>&1)"
 echo "tunnel: \$(curl -sS -m 10 -p http://mirror.test:$P1/t 2>&1)"
 echo "tunnel2: \$(curl -sS -m 10 -p -o /dev/null -w '%{http_code}' http://127.0.0.1:$P2/never 2>&1; echo " rc=\$?")"
+echo "tls-same: \$(python3 /opt/tls.py mirror.test $P1 Mirror.Test. 2>&1)"
+echo "tls-other: \$(python3 /opt/tls.py mirror.test $P1 other.test 2>&1)"
 echo "own-auth: \$(curl -sS -m 10 -H 'Authorization: Bearer from-the-workload' http://mirror.test:$P1/own 2>&1)"
 echo "trace: \$(curl -sS -m 10 -X TRACE -o /dev/null -w '%{http_code}' http://mirror.test:$P1/trace 2>&1)"
 echo "big: \$(curl -sS -m 60 -o /dev/null -w '%{size_download}' http://mirror.test:$P1/big 2>&1)"
@@ -84,7 +108,7 @@ for p in /proc/[0-9]*; do cat \$p/environ \$p/cmdline 2>/dev/null | tr '\0' '\n'
 find /etc /run /tmp /home /var /work -xdev -type f -size -1000k 2>/dev/null | head -3000 | xargs -r cat 2>/dev/null | head -c 20000000
 IN
 run "$TMP/r1.json" --network-credentials "$TMP/creds" --allow "mirror.test:$P1" --allow "127.0.0.1:$P3" \
-    --bind-ro "$TMP/w1.sh:/opt/w1.sh" -- sh /opt/w1.sh >"$TMP/w1.out" 2>&1
+    --bind-ro "$TMP/w1.sh:/opt/w1.sh" --bind-ro "$TMP/tls.py:/opt/tls.py" -- sh /opt/w1.sh >"$TMP/w1.out" 2>&1
 rc=$?
 [ $rc = 0 ] || { bad "fetch-only run exited $rc"; head -c 3000 "$TMP/w1.out"; }
 sed -n '/^---dump/q;p' "$TMP/w1.out"
@@ -141,12 +165,20 @@ assert all(q["response_status"] is None for q in find(method="CONNECT")), reqs
 assert all(q["response_status"] is None for q in find(decision="refused")), reqs
 assert len(find(method="GET", host="127.0.0.1", port=p2, decision="refused", status=403)) == 1
 assert len(find(method="GET", host="other.test", port=p1, decision="refused", status=403)) == 1
-assert len(find(method="CONNECT", host="mirror.test", port=p1, decision="allowed")) == 2
+assert len(find(method="CONNECT", host="mirror.test", port=p1, decision="allowed")) == 3, reqs
+# the tunnels' TLS server names: curl's plain-HTTP tunnels send none; a
+# ClientHello naming the tunnel's host (case and final dot aside) goes up;
+# one naming another host is refused before a byte of it goes up
+assert len(find(method="CONNECT", decision="allowed", tls_server_name=None)) == 2, reqs
+same = find(method="CONNECT", host="mirror.test", decision="allowed", tls_server_name="mirror.test")
+assert len(same) == 1 and same[0]["bytes_up"] > 0, reqs
+other = find(method="CONNECT", host="mirror.test", decision="refused", tls_server_name="other.test")
+assert len(other) == 1 and other[0]["bytes_up"] == 0 and "not the tunnel's host" in other[0]["reason"], reqs
 assert max(q["bytes_down"] for q in reqs) > 8 << 20, reqs
 assert len(find(method="CONNECT", host="127.0.0.1", port=p2, decision="refused", status=403)) == 1
 assert all(q["bytes_down"] > 0 for q in find(decision="allowed")), reqs
 assert len(find(method="TRACE", host="mirror.test", port=p1, decision="refused", status=405)) == 1, reqs
-assert len(reqs) == 10 and net["requests_dropped"] == 0, reqs
+assert len(reqs) == 12 and net["requests_dropped"] == 0, reqs
 assert net["proxy"]["ended"] is True
 assert net["proxy"]["end"] == "killed at cleanup", net["proxy"]  # it never died under its own filter
 conf = net["proxy"]["confinement"]
@@ -162,6 +194,12 @@ proxy_gone "$TMP/r1.json" "fetch-only as root"
 
 "$MEMTEST" --status-lines >"$TMP/st.out" 2>&1 && cat "$TMP/st.out" \
     || { bad "the status-line reader"; cat "$TMP/st.out"; }
+corpus=$(cd "$(dirname "$0")/../../fuzz/corpus/proxy" && pwd)
+got=$(for f in tls-hello-sni tls-hello-two-records tls-hello-sni-twice tls-hello-no-sni bad-lf; do
+    "$MEMTEST" --tls-name "$corpus/$f" || echo "FAILED $f"; done 2>&1)
+[ "$got" = "$(printf '1 mirror.test\n1 mirror.test\n-2 -\n0 -\n0 -')" ] \
+    && ok "the TLS server name: read across records, lower case, no final dot; twice refused; none; not TLS" \
+    || bad "the TLS server-name reader: $got"
 
 # 1b. The proxy holds nothing of the host process: canaries in the host's
 # memory (its environment, a policy secret, another prepared attempt's

@@ -183,9 +183,31 @@ static int status_lines(void) {
     return failed;
 }
 
+/* The TLS server name a file's bytes carry as a tunnel's first client
+ * bytes (lxp_tls_sni), whole and at every shorter length: "CODE NAME". */
+static int tls_name(const char *path) {
+    static uint8_t buf[LXP_TLS_HELLO_MAX + 4096];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+    if (f)
+        fclose(f);
+    char name[254];
+    int k = lxp_tls_sni(buf, n, name);
+    for (size_t i = 0; i < n; i++) {
+        char pn[254];
+        int pk = lxp_tls_sni(buf, i, pn);
+        CHECK(pk == -1 || (pk == k && (k != 1 || strcmp(pn, name) == 0)), "%s: %zu bytes gave %d, all %d", path, i,
+              pk, k);
+    }
+    printf("%d %s\n", k, k == 1 ? name : "-");
+    return failed;
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--status-lines") == 0)
         return status_lines();
+    if (argc == 3 && strcmp(argv[1], "--tls-name") == 0)
+        return tls_name(argv[2]);
     if (argc != 5)
         return 2;
     if (geteuid() != 0) {
