@@ -196,6 +196,17 @@ int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
         /* Always consume the wakeup, or the handle fd stays readable. */
         os_wake_drain(h->wake_fd);
         if (h->end == END_NONE) {
+            /* What already happened comes first: a sandbox that ended
+             * before the request is carried out keeps its own ending (a
+             * service that exited 0 while nobody drove its handle was
+             * reported cancelled). */
+            int r0 = h->backend->process(h, reterr);
+            if (r0 < 0)
+                return r0;
+            if (r0 == 1)
+                return finish(h, ret_result);
+        }
+        if (h->end == END_NONE) {
             h->cancel_started = util_now_usec();
             handle_end(h, END_CANCEL, FY_STEP_CANCEL, 0, "cancelled (%s)", fy_cancel_reason_name(c));
             h->cancel_reason = c;

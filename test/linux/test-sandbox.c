@@ -2886,6 +2886,39 @@ START_TEST(test_cancel_each_reason) {
 }
 END_TEST
 
+START_TEST(test_cancel_after_the_end_keeps_it) {
+    /* The workload exits (status 3) while nobody drives its handle, then
+     * a cancel comes: the attempt keeps its own ending, not "cancelled"
+     * (a job's service that had exited on its own was reported cancelled). */
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c", "exit 3", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
+    /* the sandbox's init (our child) exited: a zombie, not yet reaped */
+    bool ended = false;
+    for (int i = 0; i < 1000 && !ended; i++) {
+        siginfo_t si = {0};
+        ended = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 && si.si_pid > 0;
+        if (!ended)
+            usleep(10000);
+    }
+    ck_assert_msg(ended, "the sandbox did not end within 10 s");
+    ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, NULL), 0);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_FAILED, "outcome %s (%s)",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_detail(res));
+    ck_assert_int_eq(fy_result_exit_code(res), 3);
+    ck_assert_int_eq(fy_result_cancel_reason(res), 0);
+    fy_result_free(res);
+    fy_handle_free(h);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+}
+END_TEST
+
 struct race_arg {
     fy_handle *h;
     useconds_t delay;
@@ -3342,6 +3375,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_every_setup_failure_is_typed_and_clean);
     tcase_add_test(tc, test_disk_and_file_quotas);
     tcase_add_test(tc, test_cancel_each_reason);
+    tcase_add_test(tc, test_cancel_after_the_end_keeps_it);
     tcase_add_test(tc, test_cancel_timeout_exit_races);
     tcase_add_test(tc, test_stopped_tree_still_ends);
     tcase_add_test(tc, test_contract_id);
