@@ -1352,6 +1352,21 @@ static void bench_actions(fy_policy *p, int an) {
 
 /* ---- network mode fetch-only: the proxy's throughput ---- */
 
+/* A listening TCP socket on 127.0.0.1 at a port the kernel picks (in
+ * *port): the fd, or -1. */
+static int listen_loopback(unsigned *port) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0 ||
+                    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0)) {
+        close(fd);
+        fd = -1;
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
 /* An HTTP server on 127.0.0.1 (this process's own listener, nothing else
  * is contacted) that answers every request with FETCH_BYTES. */
 #define FETCH_BYTES (1024LL << 20)
@@ -1466,15 +1481,12 @@ static void bench_fetch(int runs) {
         printf("  fetch-only: needs curl: no row\n");
         return;
     }
-    struct fetch_srv s = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
+    unsigned port = 0, relay_port = 0;
+    struct fetch_srv s = {listen_loopback(&port)};
     pthread_t th;
-    if (s.fd < 0 || bind(s.fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s.fd, 8) < 0 ||
-        getsockname(s.fd, (struct sockaddr *)&sa, &sl) < 0 || pthread_create(&th, NULL, fetch_server, &s) != 0)
+    if (s.fd < 0 || pthread_create(&th, NULL, fetch_server, &s) != 0)
         die("fetch server", NULL);
     pthread_detach(th);
-    unsigned port = ntohs(sa.sin_port);
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/", port);
     fy_policy *p = NULL;
@@ -1486,16 +1498,13 @@ static void bench_fetch(int runs) {
     const char *argv_fetch[] = {"/usr/bin/curl", "-sSf", "-o", "/dev/null", url, NULL};
     char *argv_direct[] = {"/usr/bin/curl", "-sSf", "--noproxy", "*", "-o", "/dev/null", url, NULL};
     /* the floor: the same download through the bare splice relay */
-    struct relay rl = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port};
-    struct sockaddr_in ra = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t ral = sizeof(ra);
+    struct relay rl = {listen_loopback(&relay_port), port};
     pthread_t rth;
-    if (rl.lfd < 0 || bind(rl.lfd, (struct sockaddr *)&ra, sizeof(ra)) < 0 || listen(rl.lfd, 8) < 0 ||
-        getsockname(rl.lfd, (struct sockaddr *)&ra, &ral) < 0 || pthread_create(&rth, NULL, relay_main, &rl) != 0)
+    if (rl.lfd < 0 || pthread_create(&rth, NULL, relay_main, &rl) != 0)
         die("relay", NULL);
     pthread_detach(rth);
     char url_relay[64];
-    snprintf(url_relay, sizeof(url_relay), "http://127.0.0.1:%u/", ntohs(ra.sin_port));
+    snprintf(url_relay, sizeof(url_relay), "http://127.0.0.1:%u/", relay_port);
     char *argv_relay[] = {"/usr/bin/curl", "-sSf", "--noproxy", "*", "-o", "/dev/null", url_relay, NULL};
     /* The download's share of an attempt: the same attempt fetching nothing
      * (curl of a URL no destination allows: the proxy's 403) is taken off. */

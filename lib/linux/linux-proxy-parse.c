@@ -484,6 +484,16 @@ static void tls_skip(struct tls_rd *r, size_t k) {
     }
 }
 
+/* A type (tbytes long) and a two-byte length whose body must end by end:
+ * 0, or the reader's error, or -2 when the body would run past end. */
+static int tls_tlv(struct tls_rd *r, int tbytes, size_t end, uint32_t *type, uint32_t *len) {
+    *type = tls_num(r, tbytes);
+    *len = tls_num(r, 2);
+    if (r->err)
+        return r->err;
+    return r->count + *len > end ? -2 : 0;
+}
+
 int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]) {
     out[0] = '\0';
     if (n == 0)
@@ -523,11 +533,10 @@ int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]) {
         return -2;
     bool seen = false, named = false;
     while (r.count < end) {
-        uint32_t et = tls_num(&r, 2), el = tls_num(&r, 2);
-        if (r.err)
-            return r.err;
-        if (r.count + el > end)
-            return -2;
+        uint32_t et, el;
+        int t = tls_tlv(&r, 2, end, &et, &el);
+        if (t)
+            return t;
         if (et != 0) {
             tls_skip(&r, el);
             continue;
@@ -542,11 +551,10 @@ int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]) {
         if (list + 2 != el)
             return -2;
         while (r.count < eend) {
-            uint32_t nt = tls_num(&r, 1), nl = tls_num(&r, 2);
-            if (r.err)
-                return r.err;
-            if (r.count + nl > eend)
-                return -2;
+            uint32_t nt, nl;
+            t = tls_tlv(&r, 1, eend, &nt, &nl);
+            if (t)
+                return t;
             if (nt != 0) {
                 tls_skip(&r, nl);
                 continue;
@@ -561,7 +569,7 @@ int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]) {
                     return r.err;
                 if (c >= 'A' && c <= 'Z')
                     c = (uint8_t)(c - 'A' + 'a');
-                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+                if (!lxp_is_name_char((char)c))
                     return -2;
                 out[k++] = (char)c;
             }
@@ -579,7 +587,5 @@ int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]) {
     }
     if (r.err)
         return r.err;
-    if (!named)
-        out[0] = '\0';
     return named ? 1 : 0;
 }

@@ -67,14 +67,6 @@ bool lxp_is_token(const char *name, size_t len);
  * response itself is relayed as it came. */
 int lxp_status(const char *p, size_t n);
 
-/* The final status of a response stream fed in pieces: interim 1xx
- * responses (100 Continue after an Expect, 102, 103 Early Hints) are
- * skipped to the next status line; 101 is final (the proxy never forwards
- * an upgrade, so the destination should not send it). lxp_status_feed
- * returns the code (100-599) or 0 (not HTTP/1.x, or more than
- * LXP_STATUS_INTERIM_MAX interim responses or LXP_STATUS_SKIP_MAX bytes
- * of them) once known, and -1 while more bytes are needed. Feeding the
- * same bytes in any split gives the same answer. */
 /* The server name (SNI) of the TLS ClientHello a client sends first
  * through a tunnel, from its first n bytes (the handshake message may span
  * several TLS records; at most LXP_TLS_HELLO_MAX bytes). Returns 1 with
@@ -87,6 +79,20 @@ int lxp_status(const char *p, size_t n);
 #define LXP_TLS_HELLO_MAX 32768
 int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]);
 
+/* Whether c may appear in a host name as lxp_tls_sni gives it (a-z, 0-9,
+ * -, _ and .); also the host's re-check of a name the proxy reported. */
+static inline bool lxp_is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+}
+
+/* The final status of a response stream fed in pieces: interim 1xx
+ * responses (100 Continue after an Expect, 102, 103 Early Hints) are
+ * skipped to the next status line; 101 is final (the proxy never forwards
+ * an upgrade, so the destination should not send it). lxp_status_feed
+ * returns the code (100-599) or 0 (not HTTP/1.x, or more than
+ * LXP_STATUS_INTERIM_MAX interim responses or LXP_STATUS_SKIP_MAX bytes
+ * of them) once known, and -1 while more bytes are needed. Feeding the
+ * same bytes in any split gives the same answer. */
 #define LXP_STATUS_INTERIM_MAX 8
 #define LXP_STATUS_SKIP_MAX 16384
 struct lxp_status_scan {

@@ -770,7 +770,7 @@ char *lxp_report(const struct lxp_run *run) {
         lxd_copy_str(sni, sizeof(sni), r->sni);
         bool clean = sni[0] != '\0';
         for (const char *x = sni; *x && clean; x++)
-            clean = (*x >= 'a' && *x <= 'z') || (*x >= '0' && *x <= '9') || *x == '-' || *x == '_' || *x == '.';
+            clean = lxp_is_name_char(*x);
         json_object_set_new(e, "tls_server_name", clean ? json_string(sni) : json_null());
         json_object_set_new(e, "credential_injected", json_boolean(r->credential));
         json_object_set_new(e, "bytes_up", json_integer((json_int_t)r->bytes_up));

@@ -471,8 +471,8 @@ if setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null;
     : >"$TMP/log/$P1.log"
     HOME=/tmp setpriv --reuid 65534 --regid 65534 --clear-groups timeout 120 "$FY" run --profile standard-ci \
         --network fetch-only --network-hosts "$TMP/hosts" --network-credentials "$TMP/nobody/creds" \
-        --allow "mirror.test:$P1" --result "$TMP/nobody/r.json" -- \
-        sh -c "id -u; curl -sS -m 10 http://mirror.test:$P1/rootless; curl -sS -m 10 -o /dev/null -w '%{http_code}\n' http://127.0.0.1:$P2/; env; cat /proc/[0-9]*/environ | tr '\0' '\n'" \
+        --allow "mirror.test:$P1" --result "$TMP/nobody/r.json" --bind-ro "$TMP/tls.py:/opt/tls.py" -- \
+        sh -c "id -u; curl -sS -m 10 http://mirror.test:$P1/rootless; curl -sS -m 10 -o /dev/null -w '%{http_code}\n' http://127.0.0.1:$P2/; echo tls-other: \$(python3 /opt/tls.py mirror.test $P1 other.test 2>&1); curl -sS -m 10 -o /dev/null -w 'status:%{http_code}\n' 'http://mirror.test:$P1/gone?status=410'; env; cat /proc/[0-9]*/environ | tr '\0' '\n'" \
         >"$TMP/w4.out" 2>&1
     rc=$?
     [ $rc = 0 ] && grep -q "^ok $P1 /rootless" "$TMP/w4.out" && ok "rootless (uid 65534): an allowed destination answers" \
@@ -486,7 +486,13 @@ import json, sys
 net = json.load(open(sys.argv[1]))["network"]
 conf = net["proxy"]["confinement"]
 assert "uid-65534-no-capabilities" not in conf and "no-new-privileges" in conf and "seccomp-allowlist" in conf, conf
-assert [q["decision"] for q in net["requests"]] == ["allowed", "refused"], net["requests"]
+reqs = net["requests"]
+assert [q["decision"] for q in reqs] == ["allowed", "refused", "refused", "allowed"], reqs
+assert reqs[0]["response_status"] == 200 and reqs[3]["response_status"] == 410, reqs
+# the same SNI check without root: another name in the ClientHello is
+# refused before a byte of it goes up
+assert reqs[2]["method"] == "CONNECT" and reqs[2]["tls_server_name"] == "other.test", reqs
+assert reqs[2]["bytes_up"] == 0 and "not the tunnel's host" in reqs[2]["reason"], reqs
 PY
 else
     echo "note: uid 65534 cannot run $FY here; the rootless run is not checked"
