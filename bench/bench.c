@@ -49,7 +49,9 @@
  *               a listener of its own on 127.0.0.1: curl in a fetch-only
  *               sandbox through the proxy (whole attempt) vs curl on the
  *               host straight to it, and through a bare splice relay (the
- *               floor of any relay: two loopback connections, no sandbox)
+ *               floor of any relay: two connections, no sandbox); then (root)
+ *               the same from the fake internet: the server in a namespace
+ *               of ours behind a veth from another (the proxy's uplink)
  *   tput        (alone: fy-bench --tput [RUNS] [ROUNDS]) issue 18's rows only:
  *               RUNS interleaved lifecycles (cold, shell, bwrap; 0: none), then
  *               ROUNDS throughput alternations with load, CPU and busy CPUs;
@@ -1352,10 +1354,11 @@ static void bench_actions(fy_policy *p, int an) {
 
 /* ---- network mode fetch-only: the proxy's throughput ---- */
 
-/* A listening TCP socket on 127.0.0.1 at a port the kernel picks (in
- * *port): the fd, or -1. */
-static int listen_loopback(unsigned *port) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+/* A listening TCP socket on addr (network order; 127.0.0.1 when 0) at a
+ * port the kernel picks (in *port), in the calling thread's network
+ * namespace: the fd, or -1. */
+static int listen_on(uint32_t addr, unsigned *port) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = addr ? addr : htonl(INADDR_LOOPBACK)};
     socklen_t sl = sizeof(sa);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0 ||
@@ -1367,8 +1370,8 @@ static int listen_loopback(unsigned *port) {
     return fd;
 }
 
-/* An HTTP server on 127.0.0.1 (this process's own listener, nothing else
- * is contacted) that answers every request with FETCH_BYTES. */
+/* An HTTP server (this process's own listener, nothing else is contacted)
+ * that answers every request with FETCH_BYTES. */
 #define FETCH_BYTES (1024LL << 20)
 struct fetch_srv { int fd; };
 /* A request head from fd into req (NUL-terminated; at most cap - 1
@@ -1410,19 +1413,19 @@ static void *fetch_server(void *arg) {
 }
 
 /* The floor any relay stands on: a relay of the fewest moving parts this
- * benchmark can think of, on 127.0.0.1 beside the server, with no sandbox,
+ * benchmark can think of, on 127.0.0.1 beside the client, with no sandbox,
  * policy or audit: one blocking thread per connection, the request head
  * copied up, then the response spliced down through a 1 MiB pipe until the
- * server closes. A download through it crosses two loopback connections,
- * as through the fetch-only proxy (which cannot have fewer: it runs
- * outside the sandbox and never terminates TLS). */
-struct relay { int lfd; unsigned up_port; };
-struct relay_conn { int c; unsigned up_port; };
+ * server closes. A download through it crosses two TCP connections, as
+ * through the fetch-only proxy (which cannot have fewer: it runs outside
+ * the sandbox and never terminates TLS). */
+struct relay { int lfd; uint32_t up_addr; unsigned up_port; };
+struct relay_conn { int c; uint32_t up_addr; unsigned up_port; };
 static void *relay_one(void *arg) {
     struct relay_conn *rc = arg;
     int c = rc->c, u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), pp[2] = {-1, -1};
     struct sockaddr_in up = {.sin_family = AF_INET, .sin_port = htons((uint16_t)rc->up_port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                             .sin_addr.s_addr = rc->up_addr};
     free(rc);
     char req[4096];
     bool ok = u >= 0 && connect(u, (struct sockaddr *)&up, sizeof(up)) == 0 && pipe2(pp, O_CLOEXEC) == 0;
@@ -1463,7 +1466,7 @@ static void *relay_main(void *arg) {
             close(c);
             continue;
         }
-        *rc = (struct relay_conn){c, r->up_port};
+        *rc = (struct relay_conn){c, r->up_addr, r->up_port};
         if (pthread_create(&t, NULL, relay_one, rc) != 0) {
             free(rc);
             close(c);
@@ -1473,59 +1476,123 @@ static void *relay_main(void *arg) {
     }
 }
 
-/* 1 GiB over HTTP from a listener on 127.0.0.1: curl in a fetch-only
- * sandbox through the proxy (the whole attempt, start and cleanup
- * included) against the same curl on the host, straight to it. */
-static void bench_fetch(int runs) {
-    if (access("/usr/bin/curl", X_OK) != 0) {
-        printf("  fetch-only: needs curl: no row\n");
-        return;
+/* argv with the calling process in the network namespace nsfd (-1: this
+ * one), stdout and stderr to /dev/null: its exit status, or -1. */
+static int spawn_wait_in(int nsfd, char *const argv[]) {
+    if (nsfd < 0)
+        return spawn_wait(argv);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null < 0 || setns(nsfd, CLONE_NEWNET) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+            _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
     }
-    unsigned port = 0, relay_port = 0;
-    struct fetch_srv s = {listen_loopback(&port)};
+    int st;
+    if (waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Where a fetch row's server, relay and direct client live: the server in
+ * server_ns at server_ip, the direct curl and the relay in client_ns, the
+ * proxy's uplink client_ns (uplink, its /run/netns path) — each -1/NULL
+ * for this process's own namespace. */
+struct fetch_where {
+    const char *label, *server_ip, *uplink;
+    int server_ns, client_ns;
+};
+
+/* Runs fn's socket setup with the calling thread in ns (-1: as it is);
+ * threads it creates stay there. 0, or -1 if the namespace could not be
+ * entered or left. */
+static int in_netns(int ns, int (*fn)(void *), void *arg) {
+    if (ns < 0)
+        return fn(arg);
+    int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self < 0 || setns(ns, CLONE_NEWNET) < 0) {
+        if (self >= 0)
+            close(self);
+        return -1;
+    }
+    int r = fn(arg);
+    if (setns(self, CLONE_NEWNET) < 0)
+        die("setns back", NULL);
+    close(self);
+    return r;
+}
+struct fetch_start { uint32_t addr; unsigned port; struct fetch_srv *srv; struct relay *rl; };
+static int start_server(void *arg) {
+    struct fetch_start *fs = arg;
     pthread_t th;
-    if (s.fd < 0 || pthread_create(&th, NULL, fetch_server, &s) != 0)
-        die("fetch server", NULL);
+    fs->srv->fd = listen_on(fs->addr, &fs->port);
+    if (fs->srv->fd < 0 || pthread_create(&th, NULL, fetch_server, fs->srv) != 0)
+        return -1;
     pthread_detach(th);
-    char url[64];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%u/", port);
+    return 0;
+}
+static int start_relay(void *arg) {
+    struct fetch_start *fs = arg;
+    pthread_t th;
+    fs->rl->lfd = listen_on(0, &fs->port);
+    if (fs->rl->lfd < 0 || pthread_create(&th, NULL, relay_main, fs->rl) != 0)
+        return -1;
+    pthread_detach(th);
+    return 0;
+}
+
+/* 1 GiB over HTTP: curl in a fetch-only sandbox through the proxy (the
+ * whole attempt, start and cleanup included) against the same curl
+ * straight to the server, and through the bare relay, interleaved. */
+static void fetch_rows(const struct fetch_where *w, int runs) {
+    struct fetch_srv s = {-1};
+    struct fetch_start fs = {.srv = &s};
+    if (inet_pton(AF_INET, w->server_ip, &fs.addr) != 1 || in_netns(w->server_ns, start_server, &fs) < 0)
+        die("fetch server", NULL);
+    unsigned port = fs.port;
+    char url[96];
+    snprintf(url, sizeof(url), "http://%s:%u/", w->server_ip, port);
     fy_policy *p = NULL;
     fy_error *e = NULL;
     if (fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e) < 0 ||
-        fy_policy_add_destination(p, "127.0.0.1", FY_PROTO_TCP, port, port, &e) < 0 ||
-        fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e) < 0)
+        fy_policy_add_destination(p, w->server_ip, FY_PROTO_TCP, port, port, &e) < 0 ||
+        fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e) < 0 ||
+        (w->uplink && fy_policy_set_network_host(p, FY_NETHOST_UPLINK, w->uplink, &e) < 0))
         die("fetch-only policy", e);
     const char *argv_fetch[] = {"/usr/bin/curl", "-sSf", "-o", "/dev/null", url, NULL};
     char *argv_direct[] = {"/usr/bin/curl", "-sSf", "--noproxy", "*", "-o", "/dev/null", url, NULL};
     /* the floor: the same download through the bare splice relay */
-    struct relay rl = {listen_loopback(&relay_port), port};
-    pthread_t rth;
-    if (rl.lfd < 0 || pthread_create(&rth, NULL, relay_main, &rl) != 0)
+    struct relay rl = {-1, fs.addr, port};
+    struct fetch_start rs = {.rl = &rl};
+    if (in_netns(w->client_ns, start_relay, &rs) < 0)
         die("relay", NULL);
-    pthread_detach(rth);
     char url_relay[64];
-    snprintf(url_relay, sizeof(url_relay), "http://127.0.0.1:%u/", relay_port);
+    snprintf(url_relay, sizeof(url_relay), "http://127.0.0.1:%u/", rs.port);
     char *argv_relay[] = {"/usr/bin/curl", "-sSf", "--noproxy", "*", "-o", "/dev/null", url_relay, NULL};
     /* The download's share of an attempt: the same attempt fetching nothing
      * (curl of a URL no destination allows: the proxy's 403) is taken off. */
-    char url_none[64];
-    snprintf(url_none, sizeof(url_none), "http://127.0.0.1:%u/", port == 65535 ? 1 : port + 1);
+    char url_none[96];
+    snprintf(url_none, sizeof(url_none), "http://%s:%u/", w->server_ip, port == 65535 ? 1 : port + 1);
     const char *argv_none[] = {"/usr/bin/curl", "-sS", "-o", "/dev/null", url_none, NULL};
     uint64_t *t_proxy = calloc((size_t)runs, 8), *t_direct = calloc((size_t)runs, 8), *t_none = calloc((size_t)runs, 8),
              *t_relay = calloc((size_t)runs, 8);
     for (int i = 0; i < runs; i++) {
         uint64_t t0 = now_ns();
-        if (spawn_wait(argv_direct) != 0)
+        if (spawn_wait_in(w->client_ns, argv_direct) != 0)
             die("curl (direct)", NULL);
         t_direct[i] = now_ns() - t0;
         t0 = now_ns();
-        if (spawn_wait(argv_relay) != 0)
+        if (spawn_wait_in(w->client_ns, argv_relay) != 0)
             die("curl (relay)", NULL);
         t_relay[i] = now_ns() - t0;
         t_proxy[i] = lifecycle_ns(p, argv_fetch);
         t_none[i] = lifecycle_ns(p, argv_none);
     }
     double mp = median_ms(t_proxy, runs), md = median_ms(t_direct, runs), mn = median_ms(t_none, runs);
+    printf("  %s\n", w->label);
     printf("  %-40s %9.3f ms   %.0f MiB/s; direct %.3f ms (%.0f MiB/s): %.2fx (target >= 0.80x)\n",
            "fetch-only: 1 GiB through the proxy", mp, 1024 / (mp / 1000), md, 1024 / (md / 1000), md / mp);
     printf("  %-40s %9.3f ms   %.0f MiB/s: %.2fx direct (the attempt without a download, %.3f ms, taken off)\n",
@@ -1540,6 +1607,61 @@ static void bench_fetch(int runs) {
     free(t_none);
     fy_policy_free(p);
     close(s.fd); /* (the server thread ends at its next accept) */
+}
+
+/* The fake internet of issue 13, as root: a namespace of ours holding the
+ * server at 198.51.100.1 behind a veth from a second namespace of ours,
+ * the uplink (198.51.100.2), where the direct curl and the relay run and
+ * from which the proxy connects. Nothing in the host's namespace. */
+static void fetch_rows_veth(int runs) {
+    if (getuid() != 0 || access("/usr/sbin/ip", X_OK) != 0) {
+        printf("  fetch-only from the fake internet: needs root and ip(8): no row\n");
+        return;
+    }
+    char up[64], net[64], up_path[128], net_path[128];
+    snprintf(up, sizeof(up), "fy-bench-up-%d", (int)getpid());
+    snprintf(net, sizeof(net), "fy-bench-inet-%d", (int)getpid());
+    snprintf(up_path, sizeof(up_path), "/run/netns/%s", up);
+    snprintf(net_path, sizeof(net_path), "/run/netns/%s", net);
+    char *cmds[][16] = {
+        {"/usr/sbin/ip", "netns", "add", up, NULL},
+        {"/usr/sbin/ip", "netns", "add", net, NULL},
+        {"/usr/sbin/ip", "-n", up, "link", "set", "lo", "up", NULL},
+        {"/usr/sbin/ip", "-n", net, "link", "set", "lo", "up", NULL},
+        {"/usr/sbin/ip", "-n", up, "link", "add", "u0", "type", "veth", "peer", "name", "i0", "netns", net, NULL},
+        {"/usr/sbin/ip", "-n", up, "addr", "add", "198.51.100.2/24", "dev", "u0", NULL},
+        {"/usr/sbin/ip", "-n", net, "addr", "add", "198.51.100.1/24", "dev", "i0", NULL},
+        {"/usr/sbin/ip", "-n", up, "link", "set", "u0", "up", NULL},
+        {"/usr/sbin/ip", "-n", net, "link", "set", "i0", "up", NULL},
+    };
+    char *del_up[] = {"/usr/sbin/ip", "netns", "del", up, NULL}, *del_net[] = {"/usr/sbin/ip", "netns", "del", net, NULL};
+    bool ok = true;
+    for (size_t i = 0; ok && i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        ok = spawn_wait(cmds[i]) == 0;
+    int up_fd = ok ? open(up_path, O_RDONLY | O_CLOEXEC) : -1, net_fd = ok ? open(net_path, O_RDONLY | O_CLOEXEC) : -1;
+    if (up_fd >= 0 && net_fd >= 0) {
+        struct fetch_where w = {"from the fake internet: a veth between two namespaces of ours (server 198.51.100.1)",
+                                "198.51.100.1", up_path, net_fd, up_fd};
+        fetch_rows(&w, runs);
+    } else {
+        printf("  fetch-only from the fake internet: could not make its namespaces: no row\n");
+    }
+    if (up_fd >= 0)
+        close(up_fd);
+    if (net_fd >= 0)
+        close(net_fd);
+    spawn_wait(del_up);
+    spawn_wait(del_net);
+}
+
+static void bench_fetch(int runs) {
+    if (access("/usr/bin/curl", X_OK) != 0) {
+        printf("  fetch-only: needs curl: no row\n");
+        return;
+    }
+    struct fetch_where lo = {"on this namespace's loopback (server 127.0.0.1)", "127.0.0.1", NULL, -1, -1};
+    fetch_rows(&lo, runs);
+    fetch_rows_veth(runs);
 }
 
 /* The CLI, as CI systems call it per action (whole processes): with the
