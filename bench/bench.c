@@ -1613,14 +1613,26 @@ static void fetch_rows(const struct fetch_where *w, int runs) {
  * server at 198.51.100.1 behind a veth from a second namespace of ours,
  * the uplink (198.51.100.2), where the direct curl and the relay run and
  * from which the proxy connects. Nothing in the host's namespace. */
+static char fetch_ns[2][64];
+static pid_t fetch_ns_owner;
+static void fetch_ns_del(void) {
+    for (int i = 0; i < 2 && getpid() == fetch_ns_owner; i++) /* (not in a forked child that exits) */
+        if (fetch_ns[i][0]) {
+            char *del[] = {"/usr/sbin/ip", "netns", "del", fetch_ns[i], NULL};
+            spawn_wait(del);
+            fetch_ns[i][0] = '\0';
+        }
+}
 static void fetch_rows_veth(int runs) {
     if (getuid() != 0 || access("/usr/sbin/ip", X_OK) != 0) {
         printf("  fetch-only from the fake internet: needs root and ip(8): no row\n");
         return;
     }
-    char up[64], net[64], up_path[128], net_path[128];
-    snprintf(up, sizeof(up), "fy-bench-up-%d", (int)getpid());
-    snprintf(net, sizeof(net), "fy-bench-inet-%d", (int)getpid());
+    char *up = fetch_ns[0], *net = fetch_ns[1], up_path[128], net_path[128];
+    snprintf(up, sizeof(fetch_ns[0]), "fy-bench-up-%d", (int)getpid());
+    snprintf(net, sizeof(fetch_ns[1]), "fy-bench-inet-%d", (int)getpid());
+    fetch_ns_owner = getpid();
+    atexit(fetch_ns_del); /* (also when a row dies half-way) */
     snprintf(up_path, sizeof(up_path), "/run/netns/%s", up);
     snprintf(net_path, sizeof(net_path), "/run/netns/%s", net);
     char *cmds[][16] = {
@@ -1634,7 +1646,6 @@ static void fetch_rows_veth(int runs) {
         {"/usr/sbin/ip", "-n", up, "link", "set", "u0", "up", NULL},
         {"/usr/sbin/ip", "-n", net, "link", "set", "i0", "up", NULL},
     };
-    char *del_up[] = {"/usr/sbin/ip", "netns", "del", up, NULL}, *del_net[] = {"/usr/sbin/ip", "netns", "del", net, NULL};
     bool ok = true;
     for (size_t i = 0; ok && i < sizeof(cmds) / sizeof(cmds[0]); i++)
         ok = spawn_wait(cmds[i]) == 0;
@@ -1650,8 +1661,7 @@ static void fetch_rows_veth(int runs) {
         close(up_fd);
     if (net_fd >= 0)
         close(net_fd);
-    spawn_wait(del_up);
-    spawn_wait(del_net);
+    fetch_ns_del();
 }
 
 static void bench_fetch(int runs) {
