@@ -188,24 +188,7 @@ __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
         syscall(SYS_execve, m->argv[0], m->argv, m->envp);
         middle_fail(m, FY_STEP_RUNTIME);
     }
-    if (syscall(SYS_close_range, 0U, ~0U, 0U) < 0)
-        for (int fd = 0; fd < 1024; fd++)
-            (void)syscall(SYS_close, fd);
-    int st = 0;
-    while (syscall(SYS_wait4, pid, &st, __WALL, NULL) < 0)
-        if (errno != EINTR)
-            syscall(SYS_exit_group, 126);
-    if (WIFSIGNALED(st)) {
-        struct rlimit nocore = {0, 0};
-        (void)syscall(SYS_setrlimit, RLIMIT_CORE, &nocore);
-        sigset_t none;
-        sigemptyset(&none);
-        (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
-        (void)syscall(SYS_kill, self, WTERMSIG(st));
-        syscall(SYS_kill, self, SIGKILL);
-    }
-    syscall(SYS_exit_group, WEXITSTATUS(st));
-    __builtin_unreachable();
+    pu_end_as_child(pid, self, 126);
 }
 
 static struct rx *rx_new(void) {

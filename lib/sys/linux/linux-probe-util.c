@@ -472,6 +472,10 @@ __attribute__((noreturn)) static void spawn_middle(const char *const *argv, char
         (void)syscall(SYS_write, efd, &e, sizeof e);
         syscall(SYS_exit_group, 127);
     }
+    pu_end_as_child(pid, self, 127);
+}
+
+void pu_end_as_child(pid_t pid, pid_t self, int wait_failed) {
     /* Nothing of ours stays open: the caller sees EOF on the program's
      * output as soon as the program is done with it. */
     if (syscall(SYS_close_range, 0U, ~0U, 0U) < 0)
@@ -480,7 +484,7 @@ __attribute__((noreturn)) static void spawn_middle(const char *const *argv, char
     int st = 0;
     while (syscall(SYS_wait4, pid, &st, __WALL, NULL) < 0)
         if (errno != EINTR)
-            syscall(SYS_exit_group, 127);
+            syscall(SYS_exit_group, wait_failed);
     if (WIFSIGNALED(st)) {
         /* End by the same signal, without a core dump of our own. */
         struct rlimit nocore = {0, 0};

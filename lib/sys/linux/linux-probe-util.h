@@ -98,4 +98,10 @@ bool pu_finish(struct pu_proc *p, uint64_t deadline, bool *ret_killed);
  * failure included; the child is then already reaped). */
 int pu_spawn(const char *const *argv, char *const *envp, int fd_in, int fd_out, struct pu_proc *p);
 
+/* The end of a middle process (raw system calls only, in a forked child):
+ * every descriptor closed, pid (its child) waited for, then the same
+ * ending as pid's: its exit status, or its signal (no core dump of our
+ * own). wait_failed: the exit status if the wait itself fails. */
+__attribute__((noreturn)) void pu_end_as_child(pid_t pid, pid_t self, int wait_failed);
+
 #endif
