@@ -345,6 +345,7 @@ static void *walk_main(void *arg) {
     }
     bool idle = t->walker_idle;
     pthread_mutex_unlock(&t->walk_mu);
+    tree_scan_yields = true; /* (beside the attempt: action.h) */
     uint64_t t0 = util_now_usec();
     if (t->cache_unchecked) {
         /* an archive's cache entry: refused (changed since it was sealed),

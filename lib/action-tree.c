@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -985,6 +986,9 @@ struct ld64 { uint64_t ino; int64_t off; unsigned short reclen; unsigned char ty
 #define DENTS_BUF (32u << 10)
 #define SCAN_THREADS TREE_SCAN_THREADS
 
+_Thread_local bool tree_scan_yields;
+#define SCAN_YIELD_EVERY 64        /* entries between two sched_yield calls */
+
 struct scan_shared {
     const fy_action *a;
     const struct tree_ids *ids;
@@ -1005,6 +1009,8 @@ struct scan {
     int r;
     fy_error *err;
     struct digest *seal;               /* NULL: no seal */
+    unsigned since_yield;              /* entries since the last sched_yield */
+    bool yields;                       /* tree_scan_yields, of the thread that began the walk */
     char path[PATH_MAX];
 };
 
@@ -1036,6 +1042,10 @@ static int scan_dir(struct scan *s, int src, int depth, bool top);
 static int scan_entry(struct scan *s, int src, const char *name, unsigned char dtype, size_t plen, int depth,
                       bool top) {
     const struct scan_shared *sh = s->sh;
+    if (s->yields && ++s->since_yield >= SCAN_YIELD_EVERY) {
+        s->since_yield = 0;
+        sched_yield();
+    }
     size_t nl = strlen(name);
     if (plen + nl + 2 > sizeof(s->path))
         return scan_fail(s, FY_E_RANGE, 0, "an input path is longer than %d bytes", PATH_MAX);
@@ -1193,6 +1203,7 @@ static int scan_tree(const fy_action *a, int src, const struct tree_ids *ids, bo
     for (int i = 0; i < SCAN_THREADS; i++) {
         w[i].s.sh = &sh;
         w[i].s.ok = true;
+        w[i].s.yields = tree_scan_yields;
         w[i].root = src;
     }
     int r = 0;

@@ -110,6 +110,14 @@ void tree_noacl_forget(void);
  * size, inode, link count, mtime and ctime, in directory order. threads:
  * how many threads walk (at most TREE_SCAN_THREADS; 0 means that many). */
 #define TREE_SCAN_THREADS 2
+/* Set by a thread whose walks run beside an attempt: they then call
+ * sched_yield every 64 entries. A walk is one system call after another;
+ * a CPU that runs nothing else passes through the scheduler too seldom to
+ * report an RCU quiescent state promptly, and the sandbox's start waits
+ * for grace periods (the v1 cgroup moves through its tasks files): with
+ * the walk beside, the start's exec stage took 2.5-2.8 ms instead of 0.3
+ * (fourteenth session, docs/performance.md). */
+extern _Thread_local bool tree_scan_yields;
 int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, unsigned threads, struct tree_stats *st,
                     struct pathset *dirs, bool *overlayable, unsigned char seal[32], fy_error **reterr);
 /* The directories of the input directory src alone (dirs, parents
