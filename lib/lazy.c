@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "lazy.h"
-#include "reclaim.h"
 
 #define FY_STR_(x) #x
 #define FY_STR(x) FY_STR_(x)
@@ -37,13 +36,19 @@ struct lazylib lazy_lzma = {.soname = "liblzma.so.5"};
 
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* A fork while another thread loaded a library: the lock is freed in the
- * child, which may load it again (dlopen counts references; glibc resets
- * its own loader lock). Registered directly (this file is also the
- * helper's, which has no OS layer). */
-static void load_fork_child(void) { (void)mutex_reclaim(&load_mu); }
+/* A fork waits for a load in progress on another thread: glibc frees its
+ * loader's lock in the child, which would otherwise find that library half
+ * mapped (its dlopen then failed on an undefined symbol of a dependency, or
+ * crashed: test-lazy's test_fork_while_loading). The forking thread holds
+ * the lock across the fork; the child's copy is made anew. Registered
+ * directly (this file is also the helper's, which has no OS layer). */
+static void load_fork_prepare(void) { pthread_mutex_lock(&load_mu); }
+static void load_fork_parent(void) { pthread_mutex_unlock(&load_mu); }
+static void load_fork_child(void) { pthread_mutex_init(&load_mu, NULL); }
 
-__attribute__((constructor)) static void load_register_fork(void) { pthread_atfork(NULL, NULL, load_fork_child); }
+__attribute__((constructor)) static void load_register_fork(void) {
+    pthread_atfork(load_fork_prepare, load_fork_parent, load_fork_child);
+}
 
 int lazy_open(struct lazylib *l) {
     pthread_mutex_lock(&load_mu);

@@ -14,7 +14,6 @@
 
 #include "internal.h"
 #include "os.h"
-#include "reclaim.h"
 
 char *util_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -56,7 +55,16 @@ int util_getpid(void) { return (int)getpid(); }
 
 void util_on_fork_child(void (*fn)(void)) { os_on_fork_child(fn); }
 
-bool util_mutex_reclaim(void *m) { return mutex_reclaim(m); }
+bool util_mutex_reclaim(void *m) {
+    pthread_mutex_t *mu = m;
+    if (pthread_mutex_trylock(mu) == 0) {
+        pthread_mutex_unlock(mu);
+        return false;
+    }
+    /* its owner does not exist here: a fresh lock in its place */
+    pthread_mutex_init(mu, NULL);
+    return true;
+}
 
 void *arena_keep(struct arena *a, void *p) {
     if (!p)

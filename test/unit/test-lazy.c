@@ -5,6 +5,13 @@
 #include <check.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
@@ -78,11 +85,71 @@ START_TEST(test_missing_library) {
 }
 END_TEST
 
+/* A host forks while another of its threads loads a library through the
+ * library (a probe loads libbpf, a digest libcrypto): a child that then
+ * needs the same library must get it whole. glibc frees its loader's lock
+ * in the child, so a child forked in the middle of that dlopen found the
+ * library half-mapped and crashed (once in the suite's probe test); the
+ * fork now waits for a load in progress. 40 workers, each a fresh process
+ * whose thread loads libarchive (the largest, several milliseconds) while
+ * it forks at a different moment; each grandchild loads it and calls it. */
+static atomic_int loading;
+static void *load_thread(void *arg) {
+    (void)arg;
+    atomic_store(&loading, 1);
+    (void)lazy_open(&lazy_archive);
+    return NULL;
+}
+typedef const char *(*version_fn)(void);
+START_TEST(test_fork_while_loading) {
+    int crashed = 0, done = 0;
+    for (int i = 0; i < 40; i++) {
+        pid_t w = fork();
+        ck_assert_int_ge(w, 0);
+        if (w == 0) {
+            alarm(30);
+            pthread_t t;
+            if (pthread_create(&t, NULL, load_thread, NULL) != 0)
+                _exit(2);
+            while (!atomic_load(&loading))
+                ;
+            struct timespec d = {0, (long)(i % 20) * 150000}; /* 0-2.85 ms into the load */
+            nanosleep(&d, NULL);
+            pid_t g = fork();
+            if (g == 0) {
+                alarm(20);
+                if (lazy_open(&lazy_archive) < 0) {
+                    fprintf(stderr, "# the grandchild's load failed: %s\n", lazy_archive.why);
+                    _exit(3);
+                }
+                version_fn v = (version_fn)lazy_sym(&lazy_archive, "archive_version_string");
+                _exit(v && v() && strstr(v(), "libarchive") ? 0 : 4);
+            }
+            int st = 0;
+            if (g < 0 || waitpid(g, &st, 0) != g)
+                _exit(2);
+            pthread_join(t, NULL);
+            _exit(WIFSIGNALED(st) ? 100 + WTERMSIG(st) : WEXITSTATUS(st));
+        }
+        int st = 0;
+        ck_assert_int_eq(waitpid(w, &st, 0), w);
+        ck_assert_msg(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) > 100),
+                      "worker %d: %s %d", i, WIFSIGNALED(st) ? "signal" : "exit",
+                      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        crashed += WEXITSTATUS(st) > 100;
+        done++;
+    }
+    ck_assert_msg(crashed == 0, "%d of %d children forked during a load crashed loading it themselves", crashed, done);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("lazy");
     TCase *tc = tcase_create("lazy");
     tcase_add_test(tc, test_loaded_on_first_use); /* each test forks: fresh loader state */
     tcase_add_test(tc, test_missing_library);
+    tcase_add_test(tc, test_fork_while_loading);
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
