@@ -115,7 +115,7 @@ void tree_noacl_forget(void);
  * a CPU that runs nothing else passes through the scheduler too seldom to
  * report an RCU quiescent state promptly, and the sandbox's start waits
  * for grace periods (the v1 cgroup moves through its tasks files): with
- * the walk beside, the start's exec stage took 2.5-2.8 ms instead of 0.3
+ * the walk beside, the start's exec stage took 1.7-3.4 ms instead of 0.3
  * (fourteenth session, docs/performance.md). */
 extern _Thread_local bool tree_scan_yields;
 int tree_scan_lower(const fy_action *a, int src, const struct tree_ids *ids, unsigned threads, struct tree_stats *st,
