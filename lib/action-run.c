@@ -399,11 +399,7 @@ static void join_walker(fy_action_attempt *t) {
 /* The walk on a thread of its own (its signals blocked); false when no
  * thread could be made (the walk then runs before the start). */
 static bool start_walker(fy_action_attempt *t) {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    t->walker_running = pthread_create(&t->walker, NULL, walk_main, t) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    t->walker_running = util_thread_start(&t->walker, false, false, walk_main, t) == 0;
     return t->walker_running;
 }
 

@@ -1225,15 +1225,10 @@ static int scan_tree(const fy_action *a, int src, const struct tree_ids *ids, bo
         pthread_t th[SCAN_THREADS];
         int started = 0;
         if (r >= 0) {
-            /* The helper takes no signal of the host's. */
-            sigset_t all, old;
-            sigfillset(&all);
-            pthread_sigmask(SIG_SETMASK, &all, &old);
             int nthreads = threads && threads < SCAN_THREADS ? (int)threads : SCAN_THREADS;
             for (int i = 1; i < nthreads && sh.ntop > 1; i++, started++)
-                if (pthread_create(&th[i], NULL, scan_worker, &w[i]) != 0)
+                if (util_thread_start(&th[i], false, true, scan_worker, &w[i]) != 0)
                     break; /* the walk is the same without it */
-            pthread_sigmask(SIG_SETMASK, &old, NULL);
             scan_worker(&w[0]);
             for (int i = 1; i <= started; i++)
                 pthread_join(th[i], NULL);
@@ -1670,13 +1665,8 @@ static int col_flush(struct col *k, bool keep) {
         uint64_t bytes = 0;
         for (size_t i = 0; i < n; i++)
             bytes += k->jobs[i].size;
-        if (n > 1 && bytes >= 2 * IOBUF) {
-            sigset_t all, old;
-            sigfillset(&all);
-            pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper takes no signal of the host's */
-            helper = pthread_create(&th, NULL, hash_worker, &hp) == 0;
-            pthread_sigmask(SIG_SETMASK, &old, NULL);
-        }
+        if (n > 1 && bytes >= 2 * IOBUF)
+            helper = util_thread_start(&th, false, true, hash_worker, &hp) == 0;
         hash_worker(&hp);
         if (helper)
             pthread_join(th, NULL);

@@ -94,6 +94,10 @@ bool util_mutex_reclaim(void *m);
 /* os_on_fork_child (os.h) for every folder: fn runs in the child of each
  * fork() of the host (nothing on Windows). */
 void util_on_fork_child(void (*fn)(void));
+/* os_thread_start (os.h) for every folder: fn(arg) on a thread that takes
+ * no signal of the host's; beside: it shares the caller's work now, so it
+ * starts on another CPU. *th a pthread_t (unless detached). 0 or an errno. */
+int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg);
 #define FY_CHECK_ORIGIN(obj) \
     do { if ((obj)->origin_pid != util_getpid()) return FY_E_FORKED; } while (0)
 

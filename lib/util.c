@@ -55,6 +55,10 @@ int util_getpid(void) { return (int)getpid(); }
 
 void util_on_fork_child(void (*fn)(void)) { os_on_fork_child(fn); }
 
+int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg) {
+    return os_thread_start(th, detached, beside, fn, arg);
+}
+
 bool util_mutex_reclaim(void *m) {
     pthread_mutex_t *mu = m;
     if (pthread_mutex_trylock(mu) == 0) {

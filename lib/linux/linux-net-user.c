@@ -402,11 +402,7 @@ int lxnu_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr
     u->pasta_ready_wr = ready[1];
     u->router_fd = run->router_fd;
     u->started_wr = started[1];
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    e = pthread_create(&u->relay, NULL, relay_main, u);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    e = util_thread_start(&u->relay, false, false, relay_main, u);
     char byte = 0;
     ssize_t got = 0;
     if (!e) {

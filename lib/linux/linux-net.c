@@ -793,12 +793,8 @@ int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **r
         return lxn_begin(run, lp, reterr);
     lxn_run_init(run);
     run->lp = lp;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
-    int e = pthread_create(&run->begin_thread, NULL, begin_main, run);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e == 0) {
+    /* (Beside: the host's thread goes on to clone the sandbox.) */
+    if (util_thread_start(&run->begin_thread, false, true, begin_main, run) == 0) {
         run->begin_pending = true;
         return 0;
     }

@@ -383,10 +383,8 @@ static int start_detached(struct del_args *a) {
     pthread_t t;
     sigset_t all, old;
     sigfillset(&all);
-    if (pthread_attr_init(&at) != 0) {
-        free(a);
+    if (pthread_attr_init(&at) != 0)
         return -1;
-    }
     (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* (signals are the calling program's other threads') */
     int e = pthread_create(&t, &at, del_main, a);

@@ -520,12 +520,8 @@ int lxp_defer_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox
         lxp_defer_settle(run);
         return fail(reterr, e, "the DNS stub's eventfd");
     }
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* (the host's signals are the host's threads') */
     run->defer_pending = true; /* (before the thread can look: its own failure path checks it) */
-    e = pthread_create(&run->defer_thread, NULL, defer_main, run);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    e = util_thread_start(&run->defer_thread, false, false, defer_main, run);
     if (e) {
         run->defer_pending = false;
         lxp_defer_settle(run);

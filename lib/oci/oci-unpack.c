@@ -115,7 +115,7 @@ static void hasher_start(struct layer_ctx *c) {
         pthread_mutex_destroy(&c->mu);
         c->threaded = false;
     }
-    if (c->threaded && pthread_create(&c->hasher, NULL, hasher_main, c) != 0) {
+    if (c->threaded && util_thread_start(&c->hasher, false, true, hasher_main, c) != 0) {
         pthread_cond_destroy(&c->cv);
         pthread_mutex_destroy(&c->mu);
         c->threaded = false;

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -65,4 +68,56 @@ void os_on_fork_child(void (*fn)(void)) {
         return;
     if (fork_child_n < FORK_CHILD_MAX)
         fork_child_fns[fork_child_n++] = fn;
+}
+
+/* A thread started beside its creator: the CPUs it may use, given back
+ * once it runs on one of the others. */
+struct beside { void *(*fn)(void *); void *arg; bool spread;
+#ifdef __linux__
+    cpu_set_t all;
+#endif
+};
+
+static void *beside_main(void *p) {
+    struct beside b = *(struct beside *)p;
+    free(p);
+#ifdef __linux__
+    if (b.spread)
+        (void)sched_setaffinity(0, sizeof(b.all), &b.all); /* (0: this thread) */
+#endif
+    return b.fn(b.arg);
+}
+
+int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg) {
+    pthread_attr_t at;
+    int e = pthread_attr_init(&at);
+    if (e)
+        return e;
+    if (detached)
+        (void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    struct beside *b = NULL;
+    if (beside && (b = calloc(1, sizeof(*b)))) {
+        *b = (struct beside){.fn = fn, .arg = arg};
+#ifdef __linux__
+        int me = sched_getcpu();
+        if (me >= 0 && sched_getaffinity(0, sizeof(b->all), &b->all) == 0 && CPU_ISSET(me, &b->all) &&
+            CPU_COUNT(&b->all) > 1) {
+            cpu_set_t others = b->all;
+            CPU_CLR(me, &others);
+            b->spread = pthread_attr_setaffinity_np(&at, sizeof(others), &others) == 0;
+        }
+#endif
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    e = b ? pthread_create(&t, &at, beside_main, b) : pthread_create(&t, &at, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+    if (e)
+        free(b);
+    else if (!detached)
+        *(pthread_t *)th = t;
+    return e;
 }

@@ -3,6 +3,7 @@
  * wakeup is a manual-reset event; waiting is WaitForMultipleObjects. */
 #include <errno.h>
 #include <io.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <windows.h>
@@ -12,6 +13,20 @@
 static HANDLE as_handle(int w) { return (HANDLE)(intptr_t)w; }
 
 void os_on_fork_child(void (*fn)(void)) { (void)fn; /* no fork on Windows */ }
+
+/* (No signals to keep from the thread; the scheduler places it.) */
+int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg) {
+    (void)beside;
+    pthread_t t;
+    int e = pthread_create(&t, NULL, fn, arg);
+    if (e)
+        return e;
+    if (detached)
+        pthread_detach(t);
+    else
+        *(pthread_t *)th = t;
+    return 0;
+}
 
 int os_wake_open(void) {
     HANDLE ev = CreateEventW(NULL, TRUE, FALSE, NULL);
