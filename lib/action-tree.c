@@ -1416,9 +1416,11 @@ uint64_t tree_remove_below(int top) {
             const char *n = de->d_name;
             if (n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])))
                 continue;
-            if (unlinkat(cur, n, 0) == 0)
+            /* (a directory, by the listing's type: one call, not two) */
+            bool dir = de->d_type == DT_DIR;
+            if (!dir && unlinkat(cur, n, 0) == 0)
                 continue;
-            if (errno == EISDIR || errno == EPERM) {
+            if (dir || errno == EISDIR || errno == EPERM) {
                 if (unlinkat(cur, n, AT_REMOVEDIR) == 0)
                     continue;
                 /* (overlayfs leaves its work directory mode 0) */
