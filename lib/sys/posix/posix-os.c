@@ -113,6 +113,18 @@ int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), v
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t t;
     e = b ? pthread_create(&t, &at, beside_main, b) : pthread_create(&t, &at, fn, arg);
+    if (e == EINVAL && b && b->spread) {
+        /* The set was refused (the caller's CPUs changed meanwhile; the
+         * start routine did not run): placed by the scheduler instead. */
+        b->spread = false;
+        pthread_attr_t plain;
+        if (!(e = pthread_attr_init(&plain))) {
+            if (detached)
+                (void)pthread_attr_setdetachstate(&plain, PTHREAD_CREATE_DETACHED);
+            e = pthread_create(&t, &plain, beside_main, b);
+            pthread_attr_destroy(&plain);
+        }
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&at);
     if (e)
