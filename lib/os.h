@@ -40,6 +40,8 @@ void os_on_fork_child(void (*fn)(void));
  * run on any of them: a new thread otherwise starts on its creator's busy
  * CPU and waits there until the scheduler moves it (measured here: a
  * helper hashing beside its creator did a fifth of the work, not half).
+ * (Until its first run it waits for those CPUs: behind a real-time task
+ * that holds them, for as long as the kernel's RT throttling allows.)
  * 0, or an errno value. */
 int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg);
 
