@@ -41,20 +41,7 @@
 #define CACHE_MAX_AGE_SEC (14 * 86400)
 #define SEAL_MAGIC "forgeyard-action-cache 1 "
 
-static char *cache_dir(void) {
-    const char *o = getenv("FORGEYARD_ACTION_CACHE");
-    if (o && o[0] == '/')
-        return util_strdup(o);
-    if (geteuid() == 0)
-        return util_strdup("/var/cache/forgeyard/actions");
-    const char *x = getenv("XDG_CACHE_HOME");
-    if (x && x[0] == '/')
-        return util_asprintf("%s/forgeyard/actions", x);
-    const char *home = getenv("HOME");
-    if (home && home[0] == '/')
-        return util_asprintf("%s/.cache/forgeyard/actions", home);
-    return NULL;
-}
+static char *cache_dir(void) { return util_cache_dir("FORGEYARD_ACTION_CACHE", "actions"); }
 
 static int mkdir_parents(const char *path) {
     char buf[PATH_MAX];
@@ -726,7 +713,8 @@ int fy_action_cache_gc(const char *cache_dir_path, uint64_t max_bytes, uint64_t 
     if (!(c.dir = cache_dir_path ? util_strdup(cache_dir_path) : cache_dir()))
         return cache_dir_path ? err_set(reterr, FY_E_NOMEM, FY_STEP_CLEANUP, 0, NULL, "out of memory")
                               : err_set(reterr, FY_E_NOTFOUND, FY_STEP_CLEANUP, 0, NULL,
-                                        "no action cache here (neither FORGEYARD_ACTION_CACHE, XDG_CACHE_HOME nor HOME)");
+                                        "no action cache here (FORGEYARD_ACTION_CACHE, XDG_CACHE_HOME, a home of this user's, or a "
+                                        "forgeyard-UID directory of its own in TMPDIR or /var/tmp)");
     struct stat st;
     if (lstat(c.dir, &st) < 0 && errno == ENOENT) {
         action_cache_close(&c);

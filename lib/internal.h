@@ -98,6 +98,9 @@ void util_on_fork_child(void (*fn)(void));
  * no signal of the host's; beside: it shares the caller's work now, so it
  * starts on another CPU. *th a pthread_t (unless detached). 0 or an errno. */
 int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg);
+/* os_cache_dir (os.h) for every folder: the user's cache directory for
+ * leaf (malloc'd; $override first), or NULL with errno. */
+char *util_cache_dir(const char *override, const char *leaf);
 #define FY_CHECK_ORIGIN(obj) \
     do { if ((obj)->origin_pid != util_getpid()) return FY_E_FORKED; } while (0)
 

@@ -44,5 +44,14 @@ void os_on_fork_child(void (*fn)(void));
  * that holds them, for as long as the kernel's RT throttling allows.)
  * 0, or an errno value. */
 int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg);
+/* Where this user's cache named leaf ("images", "vm", "actions") lives
+ * (malloc'd), not made: $override when that variable names an absolute
+ * path; as root /var/cache/forgeyard/LEAF; else $XDG_CACHE_HOME/forgeyard/
+ * LEAF, else ~/.cache/forgeyard/LEAF when $HOME is a directory of this
+ * user's; else (a service user: HOME=/nonexistent, or /) LEAF in a 0700
+ * directory of this user's own, forgeyard-UID in $TMPDIR or /var/tmp,
+ * made here. NULL (errno set) when there is none: that directory exists
+ * and is not this user's alone, or cannot be made. */
+char *os_cache_dir(const char *override, const char *leaf);
 
 #endif

@@ -59,6 +59,8 @@ int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *),
     return os_thread_start(th, detached, beside, fn, arg);
 }
 
+char *util_cache_dir(const char *override, const char *leaf) { return os_cache_dir(override, leaf); }
+
 bool util_mutex_reclaim(void *m) {
     pthread_mutex_t *mu = m;
     if (pthread_mutex_trylock(mu) == 0) {

@@ -729,20 +729,7 @@ out:
 
 bool oci_is_root(void) { return geteuid() == 0; }
 
-char *oci_cache_dir(void) {
-    const char *o = getenv("FORGEYARD_IMAGE_CACHE");
-    if (o && o[0] == '/')
-        return util_strdup(o);
-    if (geteuid() == 0)
-        return util_strdup("/var/cache/forgeyard/images");
-    const char *x = getenv("XDG_CACHE_HOME");
-    if (x && x[0] == '/')
-        return util_asprintf("%s/forgeyard/images", x);
-    const char *home = getenv("HOME");
-    if (home && home[0] == '/')
-        return util_asprintf("%s/.cache/forgeyard/images", home);
-    return NULL;
-}
+char *oci_cache_dir(void) { return util_cache_dir("FORGEYARD_IMAGE_CACHE", "images"); }
 
 struct cache {
     char *path;
@@ -786,7 +773,8 @@ static int cache_open(const char *dir, const char *layers, struct cache *k, fy_e
     k->path = dir ? util_strdup(dir) : oci_cache_dir();
     if (!k->path)
         return err_set(reterr, dir ? FY_E_NOMEM : FY_E_NOTFOUND, FY_STEP_IMAGE, 0, NULL,
-                       "no image cache directory (neither root, nor XDG_CACHE_HOME or HOME set)");
+                       "no image cache directory (FORGEYARD_IMAGE_CACHE, XDG_CACHE_HOME, a home of this user's, "
+                       "or a forgeyard-UID directory of its own in TMPDIR or /var/tmp)");
     struct stat st;
     if (k->path[0] != '/' || mkdir_p(k->path, 0755) < 0 ||
         (k->root = open(k->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(k->root, &st) < 0) {

@@ -68,19 +68,11 @@ static const char *const guest_modules[] = {
 };
 
 int vm_cache_root(char *buf, size_t len) {
-    const char *o = getenv("FORGEYARD_VM_CACHE");
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int n;
-    if (o && o[0] == '/')
-        n = snprintf(buf, len, "%s", o);
-    else if (geteuid() == 0)
-        n = snprintf(buf, len, "/var/cache/forgeyard/vm");
-    else if (xdg && xdg[0] == '/')
-        n = snprintf(buf, len, "%s/forgeyard/vm", xdg);
-    else if (home && home[0] == '/')
-        n = snprintf(buf, len, "%s/.cache/forgeyard/vm", home);
-    else
-        n = snprintf(buf, len, "/tmp/forgeyard-vm-%u", (unsigned)geteuid());
+    char *d = util_cache_dir("FORGEYARD_VM_CACHE", "vm");
+    if (!d)
+        return errno == EPERM ? FY_E_UNSAFE : FY_E_NOTFOUND;
+    int n = snprintf(buf, len, "%s", d);
+    free(d);
     return n > 0 && (size_t)n < len ? 0 : FY_E_RANGE;
 }
 

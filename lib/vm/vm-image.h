@@ -19,7 +19,9 @@ struct vm_kernel {
 };
 
 /* The cache root: $FORGEYARD_VM_CACHE (tests), /var/cache/forgeyard/vm as
- * root, $XDG_CACHE_HOME/forgeyard/vm (or ~/.cache/forgeyard/vm) otherwise. */
+ * root, else $XDG_CACHE_HOME/forgeyard/vm, ~/.cache/forgeyard/vm, or a
+ * directory of this user's own in TMPDIR or /var/tmp (util_cache_dir);
+ * FY_E_UNSAFE when that one is another user's. */
 int vm_cache_root(char *buf, size_t len);
 /* The guest kernel's and the agent initramfs's identity (the vmlinuz's
  * and the initramfs's SHA-256, the release), for the contract id, without

@@ -176,7 +176,8 @@ int vm_make_dir_in_attempts(char *out, size_t outlen, mode_t mode, fy_error **re
     if (attempts_dir(base, sizeof(base)) < 0)
         return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, 0, NULL, "attempt directory path too long");
     char root[4096];
-    vm_cache_root(root, sizeof(root));
+    if (vm_cache_root(root, sizeof(root)) < 0)
+        return err_set(reterr, FY_E_UNSAFE, FY_STEP_SPAWN, 0, NULL, "no VM cache directory of this user's");
     if ((mkdir(root, 0711) < 0 && errno != EEXIST) || (mkdir(base, 0711) < 0 && errno != EEXIST)) {
         /* the parents of root exist once a kernel was cached (compile) */
         int e = errno;

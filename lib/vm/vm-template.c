@@ -828,7 +828,10 @@ static int make(const char *tdir, const char *entry, const struct vm_plan *pl, c
      * one; the guest mounts nothing before an attempt. It is outside the
      * 0700 templates directory, where QEMU's sandbox can reach it. */
     char stub[4400], root[4096];
-    vm_cache_root(root, sizeof(root));
+    if (vm_cache_root(root, sizeof(root)) < 0) {
+        rmdir(build);
+        return err_set(reterr, FY_E_UNSAFE, FY_STEP_SPAWN, 0, NULL, "no VM cache directory of this user's");
+    }
     snprintf(stub, sizeof(stub), "%s/empty", root);
     if (mkdir(stub, 0755) < 0 && errno != EEXIST) {
         int e = errno;

@@ -290,5 +290,15 @@ out=$("$fy" action gc --cache "$scratch/acache" --max-age 0s) || fail "action gc
 "$fy" action gc --max-age soon >/dev/null 2>&1; rc=$?
 [ $rc -ne 0 ] || fail "action gc: a bad duration was accepted"
 unset FORGEYARD_ACTION_CACHE
+if [ "$mode" = "--as-user" ]; then
+    # A service user (HOME=/nonexistent, no XDG_CACHE_HOME): its cache in a
+    # 0700 directory of its own in TMPDIR, not a failure to make ~/.cache.
+    mkdir "$scratch/svc" || exit 1
+    env -u XDG_CACHE_HOME HOME=/nonexistent TMPDIR="$scratch/svc" "$fy" action run archive.json \
+        --result "$scratch/ar3.json" || fail "action run as a service user gave $?"
+    grep -q '"cache": "built"' "$scratch/ar3.json" || fail "action run as a service user: not cached"
+    [ -d "$scratch/svc/forgeyard-$(id -u)/actions/entries" ] &&
+        [ "$(stat -c %a "$scratch/svc/forgeyard-$(id -u)")" = 700 ] || fail "service user: no cache of its own"
+fi
 [ "$(cas_sum)" = "$before" ] || fail "the CAS changed"
 echo "integrations: all passed ($( [ $root -eq 1 ] && echo root || echo "uid $(id -u)" ))"

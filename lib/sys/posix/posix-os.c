@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "os.h"
@@ -132,4 +134,42 @@ int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), v
     else if (!detached)
         *(pthread_t *)th = t;
     return e;
+}
+
+static char *joined(const char *a, const char *b, const char *c) {
+    char *s = NULL;
+    return asprintf(&s, "%s%s%s", a, b, c) < 0 ? NULL : s;
+}
+
+char *os_cache_dir(const char *override, const char *leaf) {
+    const char *o = override ? getenv(override) : NULL;
+    if (o && o[0] == '/')
+        return joined(o, "", "");
+    if (geteuid() == 0)
+        return joined("/var/cache/forgeyard/", leaf, "");
+    const char *x = getenv("XDG_CACHE_HOME");
+    if (x && x[0] == '/')
+        return joined(x, "/forgeyard/", leaf);
+    const char *home = getenv("HOME");
+    struct stat st;
+    if (home && home[0] == '/' && stat(home, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+        return joined(home, "/.cache/forgeyard/", leaf);
+    /* No home of this user's: a directory of its own in the temporary
+     * directory, which no other user may have made or may write. */
+    const char *t = getenv("TMPDIR");
+    char own[4096];
+    int n = snprintf(own, sizeof(own), "%s/forgeyard-%u", t && t[0] == '/' ? t : "/var/tmp", (unsigned)geteuid());
+    if (n < 0 || (size_t)n >= sizeof(own)) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    if (mkdir(own, 0700) < 0 && errno != EEXIST)
+        return NULL;
+    if (lstat(own, &st) < 0)
+        return NULL;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        errno = EPERM;
+        return NULL;
+    }
+    return joined(own, "/", leaf);
 }

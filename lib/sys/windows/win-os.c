@@ -14,6 +14,15 @@ static HANDLE as_handle(int w) { return (HANDLE)(intptr_t)w; }
 
 void os_on_fork_child(void (*fn)(void)) { (void)fn; /* no fork on Windows */ }
 
+/* (Nothing that caches runs on Windows: actions, images and VMs are
+ * POSIX-only.) */
+char *os_cache_dir(const char *override, const char *leaf) {
+    (void)override;
+    (void)leaf;
+    errno = ENOSYS;
+    return NULL;
+}
+
 /* (No signals to keep from the thread; the scheduler places it.) */
 int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg) {
     (void)beside;
