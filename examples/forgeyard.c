@@ -1189,6 +1189,17 @@ static bool stdin_left_unread(void) {
 #endif
 }
 
+/* Whether the policy itself asks for virtual-machine isolation (its
+ * canonical JSON, forgeyard-policy(5)). */
+static bool asks_for_vm(const fy_policy *p) {
+    char *j = NULL;
+    if (fy_policy_to_json(p, &j, NULL) < 0)
+        return true; /* (no note rather than a wrong one) */
+    bool vm = strstr(j, "\"min_level\": \"virtual-machine\"") || strstr(j, "\"preferred_level\": \"virtual-machine\"");
+    fy_free(j);
+    return vm;
+}
+
 static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file, bool stdin_passed) {
     if (!result_path_ok("", result_file)) {
         fy_policy_free(p);
@@ -1212,12 +1223,31 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         /* The VM probes are skipped to keep a start fast; a policy that
          * needs a virtual machine (high-assurance) gets them (from their
          * own saved probe), and so does a fresh probe below. */
+        char *why = strdup(fy_error_message(err));
         fy_error_free(err);
         err = NULL;
         fy_caps_free(caps);
         caps = full;
         run_vm_flag = 0;
         r = fy_prepare(p, caps, cmd, &pr, &err);
+        /* A policy that did not ask for a virtual machine but gets one
+         * because nothing lighter enforces what it requires: said, since
+         * its start is slower by far. */
+        if (r == 0 && why && fy_prepared_level(pr) == FY_LEVEL_VIRTUAL_MACHINE && !asks_for_vm(p)) {
+            /* The namespace backend's own reason, from the refusal's list. */
+            const char *ns = strstr(why, "linux-namespace: ");
+            int len = (int)strlen(why), depth = 0;
+            if (ns) {
+                const char *e = ns;
+                for (; *e && !(depth == 0 && e[0] == ';' && e[1] == ' '); e++)
+                    depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
+                len = (int)(e - ns);
+            }
+            fprintf(stderr, "%s: note: running in a virtual machine (%s), a slower start: nothing lighter here "
+                            "enforces what the policy requires (%.*s)\n", prog, fy_prepared_backend(pr), len,
+                    ns ? ns : why);
+        }
+        free(why);
     }
     if (r == FY_E_UNSUPPORTED && reprobe_once(&caps)) {
         fy_error_free(err);

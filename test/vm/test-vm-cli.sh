@@ -37,12 +37,32 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   chown 65534:65534 "$tmp/u"
   out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE HOME="$tmp/u" \
         XDG_CACHE_HOME="$tmp/u/.cache" XDG_RUNTIME_DIR="$tmp/u" \
-        "$cli" run --profile high-assurance --result "$tmp/u/r.json" -- /bin/sh -c 'echo rootless $(id -u)') ||
-    fail "rootless run: $?"
+        "$cli" run --profile high-assurance --result "$tmp/u/r.json" -- /bin/sh -c 'echo rootless $(id -u)' \
+        2>"$tmp/ha.err") || fail "rootless run: $?"
   [ "$out" = "rootless 1000" ] || fail "rootless stdout: $out"
+  ! grep -q "note: running in a virtual machine" "$tmp/ha.err" || fail "a note for a policy that asked for a VM"
   grep -q '"boot": "template restore' "$tmp/u/r.json" || fail "rootless: not restored from a template"
   [ "$(stat -c %u:%a "$tmp/u/.cache/forgeyard/vm/templates")" = 65534:700 ] || fail "rootless templates directory"
   [ -z "$(ls -A "$tmp/u/.cache/forgeyard/vm/attempts")" ] || fail "rootless attempt directories left"
+
+  # A service user (HOME=/nonexistent, no XDG_CACHE_HOME) whose policy
+  # requires a memory limit: where nothing lighter than the VM enforces it
+  # for this user (no cgroup it may write: a hybrid host), the CLI says so;
+  # the VM's cache is a 0700 directory of the user's own in TMPDIR.
+  mkdir "$tmp/svc" && chown 65534:65534 "$tmp/svc"
+  out=$(setpriv --reuid 65534 --regid 65534 --clear-groups env -u FORGEYARD_VM_CACHE -u XDG_CACHE_HOME \
+        HOME=/nonexistent TMPDIR="$tmp/svc" XDG_RUNTIME_DIR="$tmp/svc" \
+        "$cli" run --memory 256M --result "$tmp/svc/m.json" -- /bin/sh -c 'echo service-user' 2>"$tmp/svc.err") ||
+    fail "service user: $?: $(cat "$tmp/svc.err")"
+  [ "$out" = service-user ] || fail "service user stdout: $out"
+  if grep -q '"backend": "vm-qemu"' "$tmp/svc/m.json"; then
+    grep -q "note: running in a virtual machine (vm-qemu), a slower start: .*memory-limit required" "$tmp/svc.err" ||
+      fail "service user: no note for the VM: $(cat "$tmp/svc.err")"
+    [ "$(stat -c %u:%a "$tmp/svc/forgeyard-65534")" = 65534:700 ] || fail "service user: its cache directory"
+    [ -z "$(ls -A "$tmp/svc/forgeyard-65534/vm/attempts")" ] || fail "service user: attempt directories left"
+  else
+    ! grep -q "note: running in a virtual machine" "$tmp/svc.err" || fail "service user: a note without a VM"
+  fi
 
   # A writable bind, rootless: the guest's file lands on the host, the user's.
   mkdir "$tmp/u/rw" && chown 65534:65534 "$tmp/u/rw"
