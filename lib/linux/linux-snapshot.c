@@ -132,13 +132,36 @@ int linux_snapshot_fingerprint(struct strbuf *key) {
 static int default_dir(char *buf, size_t len) {
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     int n;
-    if (geteuid() == 0)
+    if (geteuid() == 0) {
         n = snprintf(buf, len, "/run/forgeyard");
-    else if (xdg && xdg[0] == '/')
+    } else if (xdg && xdg[0] == '/') {
         n = snprintf(buf, len, "%s/forgeyard", xdg);
-    else
-        return FY_E_NOTFOUND; /* no private runtime directory: no snapshots */
+    } else {
+        /* No runtime directory (a service user, cron, su): the user's cache
+         * directory (util_cache_dir: never one another user made). Keyed by
+         * the boot like every snapshot, so surviving a reboot is harmless. */
+        char *d = util_cache_dir(NULL, "probe");
+        if (!d)
+            return FY_E_NOTFOUND;
+        n = snprintf(buf, len, "%s", d);
+        free(d);
+    }
     return n > 0 && (size_t)n < len ? 0 : FY_E_RANGE;
+}
+
+/* The missing parents of dir, mode 0700 (the XDG base directory
+ * specification's mode for ~/.cache); existing ones untouched. */
+static void make_parents(const char *dir) {
+    char p[4096];
+    size_t n = strlen(dir);
+    if (n >= sizeof(p))
+        return;
+    memcpy(p, dir, n + 1);
+    for (char *s = p + 1; (s = strchr(s, '/')); s++) {
+        *s = '\0';
+        (void)mkdir(p, 0700);
+        *s = '/';
+    }
 }
 
 /* The directory, made when missing; refused unless it is a directory owned
@@ -150,8 +173,15 @@ static int open_dir(const char *dir, bool create) {
             return -1;
         dir = def;
     }
-    if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
-        return -1;
+    if (create && mkdir(dir, 0700) < 0) {
+        if (errno == ENOENT) {
+            make_parents(dir);
+            if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return -1;
+        } else if (errno != EEXIST) {
+            return -1;
+        }
+    }
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0)

@@ -983,6 +983,53 @@ START_TEST(test_snapshot_programs_rootless) {
 }
 END_TEST
 
+/* A caller without XDG_RUNTIME_DIR and with no home of its own (a service
+ * user: HOME=/nonexistent) keeps its snapshots in its own cache directory
+ * (forgeyard-UID/probe in TMPDIR, 0700), so that its next start loads
+ * instead of probing again. */
+static int service_user_child(const char *tmpd) {
+    if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+        return 10;
+    unsetenv("XDG_RUNTIME_DIR");
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", "/nonexistent", 1);
+    setenv("TMPDIR", tmpd, 1);
+    for (int i = 0; i < 2; i++) {
+        fy_caps *c = NULL;
+        if (fy_probe_snapshot(FY_PROBE_NO_VM, NULL, &c, NULL) < 0)
+            return 11 + i;
+        int from = fy_caps_from_snapshot(c);
+        fy_caps_free(c);
+        if (from != i) /* probed and stored, then loaded */
+            return 13 + i;
+    }
+    return 0;
+}
+
+START_TEST(test_snapshot_service_user) {
+    if (!is_root())
+        return; /* (needs another user to become) */
+    char tmpd[] = "/tmp/fy-snapshot-svc-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmpd));
+    ck_assert_int_eq(chmod(tmpd, 01777), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(service_user_child(tmpd));
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    char probe[128], cmd[160];
+    snprintf(probe, sizeof(probe), "%s/forgeyard-65534/probe", tmpd);
+    struct stat st;
+    int have = stat(probe, &st) == 0, n = count_snapshots(probe);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpd);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "service user: status %d", status);
+    ck_assert_msg(have && st.st_uid == 65534 && (st.st_mode & 0777) == 0700, "no 0700 probe directory of its own");
+    ck_assert_int_eq(n, 1);
+}
+END_TEST
+
 /* Old snapshots do not pile up: storing one keeps the newest 8 in the
  * directory, removes temporary files a dead writer left over a minute ago,
  * and touches nothing else (another writer's fresh temporary file, files
@@ -1181,6 +1228,7 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_snapshot_pruning);
     tcase_add_test(tc, test_snapshot_programs);
     tcase_add_test(tc, test_snapshot_programs_rootless);
+    tcase_add_test(tc, test_snapshot_service_user);
     tcase_add_test(tc, test_busy_host);
     tcase_add_test(tc, test_threaded_host);
     tcase_add_test(tc, test_fork_while_probing);
