@@ -628,7 +628,9 @@ static int validate_profile_rules(const fy_policy *p, const json_t *doc, fy_erro
         return 0;
     const char *pn = profile_names[p->profile];
     if (p->net_mode != FY_NET_DENY)
-        return bad(reterr, pick(doc, "$.network.mode", "$.profile"), "the %s profile denies network access", pn);
+        return bad(reterr, pick(doc, "$.network.mode", "$.profile"),
+                   "the %s profile denies network access (the standard-ci and development profiles allow "
+                   "restricted, fetch-only and allow)", pn);
     if (p->source_writable)
         return bad(reterr, pick(doc, "$.filesystem.source.writable", "$.profile"),
                    "the %s profile keeps the source read-only", pn);
