@@ -75,11 +75,38 @@ static bool alive_as(pid_t pid, uint64_t start) {
     return pid > 0 && start && state_starttime(pid) == start;
 }
 
+/* A state directory is acted on (records written, orphans destroyed) only
+ * when it is the caller's alone: owned by the effective uid, written by no
+ * group or other, not a link. Else another user who made it first (the
+ * default /tmp/forgeyard-sandbox-UID of a caller without XDG_RUNTIME_DIR)
+ * could plant records that make fy_gc kill a process of the caller's
+ * choosing, or hide its orphans. 0, or a typed error. */
+static int trusted_dir(const char *dir, uint32_t step, fy_error **reterr) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return err_set(reterr, e == ELOOP || e == ENOTDIR ? FY_E_UNSAFE : err_from_errno(e), step, e, NULL,
+                       "state directory %s: %s", dir, strerror(e));
+    }
+    close(fd);
+    if (st.st_uid != geteuid() || (st.st_mode & 022))
+        return err_set(reterr, FY_E_UNSAFE, step, 0, NULL,
+                       "state directory %s is not this user's alone (owner uid %u, mode %03o): refused", dir,
+                       (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+    return 0;
+}
+
 int state_record(const char *dir, const char *name, const char *const *cgroups, size_t ncg, const char *scratch,
                  char **ret_path, int *ret_fd, fy_error **reterr) {
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "state directory %s: %s", dir,
                        strerror(errno));
+    int tr = trusted_dir(dir, FY_STEP_SPAWN, reterr);
+    if (tr < 0)
+        return tr;
     struct strbuf sb;
     strbuf_init(&sb);
     /* sandbox 0 0: recorded before the sandbox exists (nothing to kill). */
@@ -402,13 +429,18 @@ unsigned state_gc_unrecorded_in(const char *const *parents, size_t n, unsigned m
 
 int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
     uint64_t destroyed = 0;
+    if (ret_destroyed)
+        *ret_destroyed = 0;
+    struct stat dst;
+    if (lstat(dir, &dst) < 0 && errno == ENOENT)
+        return 0;
+    int tr = trusted_dir(dir, FY_STEP_CLEANUP, reterr);
+    if (tr < 0)
+        return tr;
     DIR *d = opendir(dir);
     if (!d) {
-        if (errno == ENOENT) {
-            if (ret_destroyed)
-                *ret_destroyed = 0;
+        if (errno == ENOENT)
             return 0;
-        }
         return err_set(reterr, err_from_errno(errno), FY_STEP_CLEANUP, errno, NULL, "%s: %s", dir, strerror(errno));
     }
     int r = 0;
@@ -427,6 +459,13 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
             continue;
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+            close(fd); /* (not ours: written by someone the directory once let in) */
+            if (!r)
+                r = err_set(reterr, FY_E_UNSAFE, FY_STEP_CLEANUP, 0, NULL,
+                            "%s/%s is not this user's record: not acted on", dir, e->d_name);
+            continue;
+        }
         char buf[RECORD_MAX + 1];
         ssize_t len = read(fd, buf, sizeof(buf));
         close(fd);

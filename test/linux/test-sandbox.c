@@ -2641,6 +2641,71 @@ START_TEST(test_gc_leaves_live_owners_alone) {
 }
 END_TEST
 
+/* A state directory another user made (or can write) is never acted on:
+ * no record is written in it (the start is refused, typed), and fy_gc
+ * destroys nothing a record planted there names, a live process of the
+ * caller's included (the default /tmp/forgeyard-sandbox-UID of a caller
+ * without XDG_RUNTIME_DIR could be made first by anyone). */
+START_TEST(test_state_dir_not_ours) {
+    char state[160], rec[300];
+    snprintf(state, sizeof(state), "%s/state-planted", scratch);
+    ck_assert_int_eq(mkdir(state, 0777), 0);
+    ck_assert_int_eq(chmod(state, 0777), 0); /* (past the umask) */
+    /* A process of ours the planted record names, as a dead owner's sandbox. */
+    pid_t victim = fork();
+    ck_assert_int_ge(victim, 0);
+    if (victim == 0) {
+        sleep(30);
+        _exit(0);
+    }
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)victim);
+    FILE *f = fopen(path, "re");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *c = strrchr(buf, ')');
+    ck_assert_ptr_nonnull(c);
+    unsigned long long start = 0;
+    ck_assert_int_eq(sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                            &start), 1);
+    snprintf(rec, sizeof(rec), "%s/forgeyard-planted.state", state);
+    f = fopen(rec, "we");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "forgeyard-state 1\nowner 1 1\nsandbox %d %llu\n", (int)victim, start);
+    fclose(f);
+    uint64_t destroyed = 9;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, &e), FY_E_UNSAFE);
+    ck_assert_uint_eq(destroyed, 0);
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_eq(waitpid(victim, NULL, WNOHANG), 0); /* alive */
+    ck_assert_int_eq(count_files(state, ".state"), 1);
+    /* And no attempt records itself there. */
+    fy_policy *p = policy();
+    fy_policy_set_state_dir(p, state, NULL);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_handle *h = NULL;
+    ck_assert_int_eq(fy_start(pr, &h, &e), FY_E_UNSAFE);
+    ck_assert_msg(strstr(fy_error_message(e), "not this user's alone"), "%s", fy_error_message(e));
+    fy_error_free(e);
+    ck_assert_int_eq(count_files(state, ".state"), 1);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    /* Made ours alone, the same record is acted on: the victim goes. */
+    ck_assert_int_eq(chmod(state, 0700), 0);
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
+    ck_assert_uint_eq(destroyed, 1);
+    int st = 0;
+    ck_assert_int_eq(waitpid(victim, &st, 0), victim);
+    ck_assert(WIFSIGNALED(st));
+}
+END_TEST
+
 /* The record is created once and appended to: "sandbox 0 0" (before any
  * process exists), then the pid 1 of the sandbox, which is alive while the
  * attempt runs. gc reads a record being appended to (last line
@@ -3369,6 +3434,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_gc_unrecorded_cgroups);
     tcase_add_test(tc, test_orphans_reaped_by_next_attempt);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
+    tcase_add_test(tc, test_state_dir_not_ours);
     tcase_add_test(tc, test_gc_disk_upper_record);
     tcase_add_test(tc, test_state_record_is_appended_not_rewritten);
     tcase_add_test(tc, test_crash_anywhere_in_setup_then_gc);
