@@ -642,7 +642,9 @@ START_TEST(test_attack_probes) {
     ck_assert_int_eq(fy_policy_add_runtime_path(p, dir, &e), 0);
     snprintf(script, sizeof(script),
              "A=%s; for t in 'read /etc/shadow' 'write /usr/fy-vm-probe' 'mount' 'remount' 'init_module' "
-             "'finit_module' 'kexec' 'ptrace-init' 'settime' 'kill 1' 'tcp %d' 'abstract %s'; do "
+             "'finit_module' 'kexec' 'ptrace-init' 'settime' 'kill 1' 'tcp %d' 'abstract %s' "
+             "'read /proc/1/mem' 'read /proc/1/environ' 'write /.fy-ctl' 'read /.fy-ctl' 'read /proc/kcore' "
+             "'write /proc/sysrq-trigger' 'mknod' 'bpf' 'perf' 'userfaultfd' 'open_by_handle'; do "
              "$A $t; done; $A fds",
              copy, ntohs(a.sin_port), abname);
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
@@ -660,6 +662,13 @@ START_TEST(test_attack_probes) {
         "denied EPERM remount rw", "denied EPERM init_module", "denied EPERM finit_module",
         "denied EPERM kexec_load", "denied EPERM ptrace pid 1", "denied EPERM clock_settime",
         "denied EPERM kill", "denied ECONNREFUSED connect 127.0.0.1", "denied ECONNREFUSED",
+        /* The agent (the guest's pid 1) and its control port, which the
+         * workload must never reach: it would speak for the agent. */
+        "denied EACCES /proc/1/mem", "denied EACCES /proc/1/environ", "denied EACCES /.fy-ctl",
+        "denied ENOENT /.fy-ctl",
+        /* The guest kernel's own surfaces that its sysctls close to uid 1000. */
+        "denied EACCES /proc/kcore", "denied EACCES /proc/sysrq-trigger", "mknod block", "denied EPERM bpf",
+        "perf_event_open", "denied EPERM userfaultfd", "denied EPERM open_by_handle_at",
         "fds 0 1 2\n",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
