@@ -43,20 +43,6 @@
 
 static char *cache_dir(void) { return util_cache_dir("FORGEYARD_ACTION_CACHE", "actions"); }
 
-static int mkdir_parents(const char *path) {
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return -errno;
-            *p = '/';
-        }
-    return 0;
-}
-
 /* A directory of the cache: made if missing, then trusted only if the
  * caller owns it and nobody else may write it. */
 static int trusted_dir(int at, const char *name, mode_t mode) {
@@ -188,7 +174,7 @@ int action_cache_open(const fy_action *a, struct act_cache *c, fy_error **reterr
                             .lock = -1, .entry = -1};
     if (!(c->dir = cache_dir()))
         return 0; /* no cache here: unpacked per attempt */
-    int r = mkdir_parents(c->dir);
+    int r = util_mkdir_parents(c->dir, 0755);
     if (r >= 0 && (mkdir(c->dir, 0711) < 0 && errno != EEXIST))
         r = -errno;
     if (r >= 0)

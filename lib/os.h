@@ -8,6 +8,7 @@
 #define FY_OS_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* A wakeup object that fy_handle_cancel sets from any thread: a
  * non-blocking eventfd / a manual-reset event. Returns a waitable, or
@@ -53,5 +54,8 @@ int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), v
  * made here. NULL (errno set) when there is none: that directory exists
  * and is not this user's alone, or cannot be made. */
 char *os_cache_dir(const char *override, const char *leaf);
+/* The missing parent directories of path made with mode (existing ones
+ * untouched; path itself not made). 0, or -errno. */
+int os_mkdir_parents(const char *path, mode_t mode);
 
 #endif

@@ -61,6 +61,8 @@ int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *),
 
 char *util_cache_dir(const char *override, const char *leaf) { return os_cache_dir(override, leaf); }
 
+int util_mkdir_parents(const char *path, unsigned mode) { return os_mkdir_parents(path, (mode_t)mode); }
+
 bool util_mutex_reclaim(void *m) {
     pthread_mutex_t *mu = m;
     if (pthread_mutex_trylock(mu) == 0) {

@@ -149,21 +149,6 @@ static int default_dir(char *buf, size_t len) {
     return n > 0 && (size_t)n < len ? 0 : FY_E_RANGE;
 }
 
-/* The missing parents of dir, mode 0700 (the XDG base directory
- * specification's mode for ~/.cache); existing ones untouched. */
-static void make_parents(const char *dir) {
-    char p[4096];
-    size_t n = strlen(dir);
-    if (n >= sizeof(p))
-        return;
-    memcpy(p, dir, n + 1);
-    for (char *s = p + 1; (s = strchr(s, '/')); s++) {
-        *s = '\0';
-        (void)mkdir(p, 0700);
-        *s = '/';
-    }
-}
-
 /* The directory, made when missing; refused unless it is a directory owned
  * by us with no group or other permission. An fd, or negative. */
 static int open_dir(const char *dir, bool create) {
@@ -175,8 +160,8 @@ static int open_dir(const char *dir, bool create) {
     }
     if (create && mkdir(dir, 0700) < 0) {
         if (errno == ENOENT) {
-            make_parents(dir);
-            if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+            /* (0700: the XDG base directory specification's mode for ~/.cache) */
+            if (util_mkdir_parents(dir, 0700) < 0 || (mkdir(dir, 0700) < 0 && errno != EEXIST))
                 return -1;
         } else if (errno != EEXIST) {
             return -1;

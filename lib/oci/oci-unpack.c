@@ -747,18 +747,7 @@ static void cache_close(struct cache *k) {
 }
 
 static int mkdir_p(const char *path, mode_t mode) {
-    char buf[PATH_BUF];
-    if (strlen(path) >= sizeof(buf))
-        return -1;
-    strcpy(buf, path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
+    return util_mkdir_parents(path, 0755) < 0 || (mkdir(path, mode) < 0 && errno != EEXIST) ? -1 : 0;
 }
 
 static int subdir(int root, const char *name, mode_t mode) {

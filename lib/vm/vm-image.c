@@ -77,20 +77,8 @@ int vm_cache_root(char *buf, size_t len) {
 }
 
 static int mkdirs(const char *path, mode_t mode) {
-    char b[4096];
-    if (snprintf(b, sizeof(b), "%s", path) >= (int)sizeof(b))
-        return -ENAMETOOLONG;
-    for (char *p = b + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(b, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(b, mode) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
+    int r = util_mkdir_parents(path, 0755);
+    return r < 0 ? r : mkdir(path, mode) < 0 && errno != EEXIST ? -errno : 0;
 }
 
 static void hex(const unsigned char *h, size_t n, char *out) {

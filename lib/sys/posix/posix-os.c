@@ -173,3 +173,18 @@ char *os_cache_dir(const char *override, const char *leaf) {
     }
     return joined(own, "/", leaf);
 }
+
+int os_mkdir_parents(const char *path, mode_t mode) {
+    char b[4096];
+    if (snprintf(b, sizeof(b), "%s", path) >= (int)sizeof(b))
+        return -ENAMETOOLONG;
+    for (char *p = b + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(b, mode) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    return 0;
+}

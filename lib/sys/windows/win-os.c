@@ -23,6 +23,12 @@ char *os_cache_dir(const char *override, const char *leaf) {
     return NULL;
 }
 
+int os_mkdir_parents(const char *path, mode_t mode) {
+    (void)path;
+    (void)mode;
+    return -ENOSYS;
+}
+
 /* (No signals to keep from the thread; the scheduler places it.) */
 int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), void *arg) {
     (void)beside;
