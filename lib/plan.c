@@ -239,8 +239,9 @@ static char *git_safe_directories(const fy_policy *p) {
         bool plain = true;
         for (const char *c = dirs[i]; *c; c++)
             plain = plain && (unsigned char)*c >= 0x20 && *c != 0x7f && *c != '"' && *c != '\\';
-        if (plain) /* (anything else is left unmarked, not escaped) */
-            strbuf_printf(&sb, "\tdirectory = \"%s\"\n", dirs[i]);
+        if (plain) /* (anything else is left unmarked, not escaped); its .git: git clone of it */
+            strbuf_printf(&sb, "\tdirectory = \"%s\"\n\tdirectory = \"%s%s.git\"\n", dirs[i], dirs[i],
+                          strcmp(dirs[i], "/") ? "/" : "");
     }
     if (!n) {
         strbuf_free(&sb);

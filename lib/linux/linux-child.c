@@ -442,7 +442,48 @@ static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
                                       ((flags & MF_READONLY) ? MS_RDONLY : 0));
 }
 
+static int do_bind_tree(int oldroot, const struct mount_op *op, int tree);
+
+/* The host's socket, on which an MF_HOST_TREE bind's tree comes (linux-idmap.c). */
+static int tree_sock = -1;
+
+/* One MF_HOST_TREE bind's message from the host: its tree (>= 0), -1 for
+ * "bind it yourself" ('P'), or -errno. */
+static int receive_tree(void) {
+    int tree = -1;
+    size_t n;
+    bool truncated;
+    int got = lx_recv_fds(tree_sock, &tree, 1, &n, &truncated);
+    if (got < 0)
+        syscall(SYS_exit_group, 1); /* the host is gone: nothing to build for */
+    if ((got == 'T' && n == 1 && !truncated) || (got == 'P' && n == 0 && !truncated))
+        return got == 'T' ? tree : -1;
+    if (n)
+        close(tree);
+    return -EPROTO;
+}
+
 static int do_bind(int oldroot, const struct mount_op *op) {
+    int tree = -1;
+    if (op->flags & MF_HOST_TREE) {
+        if ((tree = receive_tree()) < -1)
+            return tree;
+        if (lx_test_no_mount_api && tree >= 0) {
+            close(tree);
+            tree = -1;
+        }
+    }
+    int r = do_bind_tree(oldroot, op, tree);
+    if (tree >= 0)
+        close(tree);
+    return r;
+}
+
+/* op's bind. tree >= 0: the host's clone of its source (linux-idmap.c:
+ * walked by the host as we would, under the same rules, and already
+ * read-only, nosuid, nodev as planned, idmapped when read-only), attached
+ * as it is; else a clone of what our own walk of the old root finds. */
+static int do_bind_tree(int oldroot, const struct mount_op *op, int tree) {
     struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
     if (op->flags & MF_NOFOLLOW) {
         /* A workspace path: no symlink anywhere (the last component
@@ -452,38 +493,37 @@ static int do_bind(int oldroot, const struct mount_op *op) {
         /* An operator-approved runtime path: resolve it as the host would. */
         how.resolve |= RESOLVE_IN_ROOT;
     }
-    int fd = sys_openat2(oldroot, op->src, &how, sizeof(how));
+    int fd = tree >= 0 ? tree : sys_openat2(oldroot, op->src, &how, sizeof(how));
     if (fd < 0) {
         if (errno == ENOENT && (op->flags & MF_OPTIONAL))
             return 0;
         return -errno;
     }
+    int r = 0;
     struct stat st;
     if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
-        int e = S_ISLNK(st.st_mode) ? ELOOP : errno;
-        close(fd);
-        return -e;
+        r = S_ISLNK(st.st_mode) ? -ELOOP : -errno;
+    } else if (!(op->flags & MF_DEVICE) &&
+               ((op->flags & MF_DIR) ? !S_ISDIR(st.st_mode) : !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+        /* What is bound is what was planned, checked on the opened file (a
+         * path swapped after fy_prepare is caught here): the workspace and
+         * toolchains are directories, and only a leased device is anything
+         * but a directory or a regular file (never a FIFO, a socket or a node). */
+        r = -ENOTDIR;
+    } else if ((op->flags & MF_DEVICE) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) {
+        /* A device (a standard node, a lease) is a character or block node. */
+        r = -ENODEV;
+    } else {
+        r = S_ISDIR(st.st_mode) ? mkdir_p(op->dst, 0755) : create_file(op->dst, NULL, 0, 0644, 0, 0, false);
+        if (r == -EEXIST)
+            r = 0;
+        if (r >= 0 && tree >= 0)
+            r = sys_move_mount(tree, "", AT_FDCWD, op->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
+        else if (r >= 0)
+            r = bind_from_fd(fd, op->dst, op->flags);
     }
-    /* What is bound is what was planned, checked on the opened file (a
-     * path swapped after fy_prepare is caught here): the workspace and
-     * toolchains are directories, and only a leased device is anything but
-     * a directory or a regular file (never a FIFO, a socket or a node). */
-    if (!(op->flags & MF_DEVICE) &&
-        ((op->flags & MF_DIR) ? !S_ISDIR(st.st_mode) : !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+    if (fd != tree)
         close(fd);
-        return -ENOTDIR;
-    }
-    /* A device (a standard node, a lease) is a character or block node. */
-    if ((op->flags & MF_DEVICE) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) {
-        close(fd);
-        return -ENODEV;
-    }
-    int r = S_ISDIR(st.st_mode) ? mkdir_p(op->dst, 0755) : create_file(op->dst, NULL, 0, 0644, 0, 0, false);
-    if (r == -EEXIST)
-        r = 0;
-    if (r >= 0)
-        r = bind_from_fd(fd, op->dst, op->flags);
-    close(fd);
     return r;
 }
 
@@ -1698,6 +1738,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     struct child_args copy = *args;
     struct child_args *a = &copy;
     tidy_fds(a);
+    tree_sock = a->sync_fd;
     const struct linux_plan *pl = a->plan;
     int sfd = a->status_fd;
     /* (A pre-started shell did this before its claim.) */

@@ -549,6 +549,14 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     if (np->image_digest)
         json_object_set_new(o, "image", json_pack("{sssI}", "digest", np->image_digest, "layers",
                                                   (json_int_t)np->nimage_layers));
+    /* Read-only workspace binds shown owned by the sandbox's user (root
+     * caller, linux-idmap.c); the report says "unmapped" or "partial" when
+     * the host could not idmap them all (lx report). */
+    for (size_t i = 0; i < pl->nops; i++)
+        if (pl->ops[i].kind == MK_BIND && (pl->ops[i].flags & MF_HOST_TREE) && (pl->ops[i].flags & MF_READONLY)) {
+            json_object_set_new(o, "workspace_idmap", json_string("mapped"));
+            break;
+        }
     json_object_set_new(o, "devices", pl->devices_json ? json_loads(pl->devices_json, 0, NULL) : json_null());
     json_object_set_new(o, "cgroup_view",
                         json_string(pl->cg_view ? "read-only at /sys/fs/cgroup: the attempt's own cgroups (each "
@@ -742,6 +750,14 @@ static int compile_layout(struct linux_plan *pl, struct builder *b, const struct
             uint32_t f = ((e->flags & PLAN_RO) ? MF_READONLY : 0) | ((e->flags & PLAN_OPTIONAL) ? MF_OPTIONAL : 0) |
                          ((e->flags & PLAN_WORKSPACE) || e->role == PR_DEVICE ? MF_NOFOLLOW : 0) | ((e->flags & PLAN_DEVICE) ? MF_DEVICE : 0) |
                          ((e->flags & PLAN_FILE) ? MF_FILE : 0) | ((e->flags & PLAN_DIR) ? MF_DIR : 0);
+            /* A root caller's workspace: the host walks it and hands the
+             * sandbox its tree (the sandbox's ids may not search the
+             * caller's directories: /root is 0700), read-only ones shown
+             * owned by the sandbox's user where the host can idmap them
+             * (linux-idmap.c). */
+            if (pl->as_root && !pl->process_mode && (e->flags & PLAN_WORKSPACE) && !(e->flags & PLAN_DEVICE) &&
+                e->role != PR_DEVICE)
+                f |= MF_HOST_TREE;
             if (e->role == PR_BUILD && pl->build_overlay) {
                 /* An action's execution root: its input directory under
                  * an upper of the attempt's own, mounted in here. */

@@ -42,6 +42,8 @@ enum mount_kind {
 #define MF_OWNED     (1u << 5)  /* chown dst to the workload ids after creating it */
 #define MF_NOEXEC    (1u << 6)
 #define MF_DIR       (1u << 7)  /* the source must be a directory (the workspace, toolchains) */
+#define MF_HOST_TREE (1u << 8)  /* a root caller's workspace bind: the host hands its tree (idmapped
+                                   when read-only: linux-idmap.c), one message per such op */
 
 struct mount_op {
     uint32_t kind, flags;

@@ -302,6 +302,10 @@ static void finish(fy_handle *h, struct lx *x) {
         if (key)
             splice_json(&rep.isolation_json, key, strcspn(key, ",}"), abi);
     }
+    const char *idm = rep.isolation_json ? strstr(rep.isolation_json, "\"workspace_idmap\":\"mapped\"") : NULL;
+    if (idm && x->idmap_mapped < x->idmap_planned)
+        splice_json(&rep.isolation_json, idm, strlen("\"workspace_idmap\":\"mapped\""),
+                    x->idmap_mapped ? "\"workspace_idmap\":\"partial\"" : "\"workspace_idmap\":\"unmapped\"");
     const char *init_key = rep.isolation_json ? strstr(rep.isolation_json, "\"" LX_INIT_EXEC "\"") : NULL;
     if (init_key && x->init_forked)
         splice_json(&rep.isolation_json, init_key, strlen(LX_INIT_EXEC) + 2, "\"" LX_INIT_FORK "\"");

@@ -255,6 +255,15 @@ static int send_go(struct lx *x, const int *fds, size_t nfds, fy_error **reterr)
     return 0;
 }
 
+static int send_trees(struct lx *x, const struct linux_plan *pl, fy_error **reterr) {
+    int r = lx_send_trees(pl, x->sync_wr, &x->idmap_mapped, &x->idmap_planned);
+    /* A sandbox already gone (EPIPE) reported why on its status pipe. */
+    if (r < 0 && r != -EPIPE && r != -ECONNRESET)
+        return err_set(reterr, err_from_errno(-r), FY_STEP_MOUNT, -r, NULL,
+                       "handing the sandbox its workspace: %s", strerror(-r));
+    return 0;
+}
+
 /* Hands a claimed shell its attempt in one message, which is also its
  * first go-ahead (its ids were mapped when it was made): the packed
  * arguments in a sealed memfd, the status pipe, the seccomp notification
@@ -288,6 +297,9 @@ static int claim_shell(struct lx *x, const struct linux_plan *pl, int status[2],
     lx_close_fd(&nsock[1]);
     for (int i = 0; i < 3; i++)
         lx_close_fd(&x->child_stdio[i]);
+    /* Its workspace's trees (linux-idmap.c), as for a fresh one. */
+    if ((r = send_trees(x, pl, reterr)) < 0)
+        return r;
     x->status_rd = status[0];
     x->notify_sock = nsock[0];
     status[0] = nsock[0] = -1;
@@ -439,7 +451,11 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     x->notify_sock = nsock[0];
     sync[1] = status[0] = nsock[0] = -1;
 
-    if ((!pl->process_mode && (r = lx_map_ids(pl, pid, reterr)) < 0) || (r = send_go(x, NULL, 0, reterr)) < 0) {
+    /* After the first go-ahead, while the sandbox builds its namespaces:
+     * a root caller's workspace trees (linux-idmap.c), which init waits
+     * for only when it reaches their binds. */
+    if ((!pl->process_mode && (r = lx_map_ids(pl, pid, reterr)) < 0) || (r = send_go(x, NULL, 0, reterr)) < 0 ||
+        (r = send_trees(x, pl, reterr)) < 0) {
         lx_hard_kill(x, pl);
         lx_reap_blocking(x, pl);
         goto fail;

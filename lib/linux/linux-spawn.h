@@ -55,6 +55,7 @@ struct lx {
     uint32_t err_op; /* the failed mount operation + 1, or 0 */
     int wstatus;
     uint32_t landlock_abi;
+    uint32_t idmap_planned, idmap_mapped; /* read-only workspace binds idmapped (linux-idmap.c) */
     uint64_t tasks;             /* CM_TASKS: tasks created in the pid namespace */
     struct lx_reaper reaper;    /* pid.. -1 / fds -1: pid 1 is our child */
     struct rusage ru;
@@ -173,5 +174,13 @@ void lx_hard_kill(struct lx *x, const struct linux_plan *pl);
 void lx_reap_blocking(struct lx *x, const struct linux_plan *pl);
 /* Arms the timerfd for lx_next_deadline. */
 void lx_arm_timer(fy_handle *h, struct lx *x);
+
+/* linux-idmap.c: a user namespace mapping uid -> huid and gid -> hgid
+ * only (an fd or -errno); and, for each MF_HOST_TREE bind of pl in order,
+ * one message on sock: 'T' with its tree (idmapped where read-only and the
+ * file system allows), or 'P' (none); how many read-only ones there were
+ * and how many of them were idmapped. */
+int lx_idmap_userns(uid_t uid, gid_t gid, uid_t huid, gid_t hgid);
+int lx_send_trees(const struct linux_plan *pl, int sock, uint32_t *ret_mapped, uint32_t *ret_read_only);
 
 #endif

@@ -11,6 +11,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -660,6 +661,115 @@ START_TEST(test_bind_submount_read_only) {
 }
 END_TEST
 
+/* The caller's read-only workspace belongs to the workload's user inside,
+ * root caller or rootless alike (a rootless caller's sandbox user is the
+ * caller; a root caller's tree is idmapped, linux-idmap.c): tools that check
+ * who owns a tree (git's clone, ssh's key files) accept it, and the owner's
+ * own files are readable, as they are to the caller. Only the owner is
+ * mapped: a directory of another user stays nobody's. It stays read-only
+ * (and nosuid, nodev): no write, no chmod. A writable bind is never
+ * idmapped: through it a root caller's tree would take the workload's
+ * files as root's (a set-uid-root program left on the host). */
+START_TEST(test_workspace_owned_by_workload) {
+    char src[160], priv[200], other[200], build[160];
+    snprintf(src, sizeof(src), "%s/owned-src", scratch);
+    snprintf(priv, sizeof(priv), "%s/priv", src);
+    snprintf(other, sizeof(other), "%s/other", src);
+    snprintf(build, sizeof(build), "%s/owned-build", scratch); /* the caller's, not chowned */
+    ck_assert_int_eq(mkdir(src, 0755), 0);
+    ck_assert_int_eq(mkdir(build, 0755), 0);
+    FILE *f = fopen(priv, "we");
+    ck_assert_ptr_nonnull(f);
+    fputs("owner-only\n", f);
+    fclose(f);
+    ck_assert_int_eq(chmod(priv, 0600), 0);
+    ck_assert_int_eq(mkdir(other, 0755), 0);
+    if (!rootless)
+        ck_assert_int_eq(chown(other, 12345, 12345), 0);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo OWNER $(stat -c '%u:%g' /work/source /work/source/priv) $(id -u);"
+                          " echo OTHER $(stat -c %u /work/source/other); echo BUILD $(stat -c %u /work/build);"
+                          " cat /work/source/priv; (echo x > /work/source/new) 2>&1; chmod 4755 /work/source/priv 2>&1;"
+                          " (echo x > /work/build/new) 2>&1; grep ' /work/source ' /proc/self/mountinfo; true",
+                          NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    char newf[200];
+    snprintf(newf, sizeof(newf), "%s/new", build);
+    struct stat st;
+    bool build_written = stat(newf, &st) == 0;
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ASSERT_OUT(&r, "OWNER 1000:1000 1000:1000 1000\n");
+    ASSERT_OUT(&r, "owner-only\n");
+    ASSERT_OUT(&r, "/work/source/new: Read-only file system");
+    ASSERT_OUT(&r, "changing permissions of '/work/source/priv': Read-only file system");
+    char *mi = strstr(r.out, " /work/source ");
+    ck_assert_ptr_nonnull(mi);
+    ck_assert_msg(strstr(mi, " ro,") && strstr(mi, "nosuid") && strstr(mi, "nodev"), "%s", mi);
+    if (rootless) {
+        /* The caller's own build directory is the workload's, as always. */
+        ASSERT_OUT(&r, "BUILD 1000\n");
+        ck_assert_ptr_null(strstr(json, "workspace_idmap"));
+        ck_assert(build_written);
+    } else {
+        ASSERT_OUT(&r, "OTHER 65534\n");
+        ck_assert_msg(strstr(mi, "idmapped"), "%s", mi);
+        ck_assert_msg(strstr(json, "\"workspace_idmap\": \"mapped\""), "%s", json);
+        /* Writable: not idmapped, root's directory stays nobody's, closed. */
+        ASSERT_OUT(&r, "BUILD 65534\n");
+        ASSERT_OUT(&r, "/work/build/new: Permission denied");
+        ck_assert(!build_written);
+    }
+    free(json);
+    run_free(&r);
+    fy_policy_free(p);
+    unlink(newf);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", src, build);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Where the file system cannot be idmapped (a ramfs in a mount namespace of
+ * a child of this test), the bind is made as before and the result says
+ * "unmapped": the tree is nobody's, never silently something else. */
+START_TEST(test_workspace_idmap_unsupported) {
+    if (rootless) /* nothing is idmapped for a rootless caller */
+        return;
+    char src[160];
+    snprintf(src, sizeof(src), "%s/ramfs-src", scratch);
+    ck_assert_int_eq(mkdir(src, 0755), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("none", src, "ramfs", 0, "mode=0755") < 0)
+            _exit(2);
+        fy_policy *p = policy();
+        ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
+        const char *argv[] = {"/bin/sh", "-c", "echo OWNER $(stat -c %u /work/source)", NULL};
+        struct run r;
+        run_argv(p, argv, &r);
+        char *json = NULL;
+        ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+        bool ok = r.outcome == FY_OUTCOME_SUCCEEDED && strstr(r.out, "OWNER 65534\n") &&
+                  strstr(json, "\"workspace_idmap\": \"unmapped\"");
+        if (!ok)
+            fprintf(stderr, "unsupported idmap: %s\n%s\n", r.out, json);
+        _exit(ok ? 0 : 3);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    rmdir(src);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
 /* git works on the source tree, which belongs to the host's user and not
  * the workload's (git refuses such a repository as "dubious ownership"
  * unless told it is safe): the sandbox's /etc/gitconfig names exactly the
@@ -681,6 +791,7 @@ START_TEST(test_git_in_source) {
     ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
     const char *argv[] = {"/bin/sh", "-c",
                           "echo COUNT $(git -C /work/source rev-list --count HEAD); cat /etc/gitconfig;"
+                          " git clone -q /work/source /tmp/c && echo CLONED $(git -C /tmp/c rev-list --count HEAD);"
                           " git -C /work/source -c user.email=t@t -c user.name=t commit -q --allow-empty -m two"
                           " 2>/dev/null && echo COMMITTED; true",
                           NULL};
@@ -688,6 +799,7 @@ START_TEST(test_git_in_source) {
     run_argv(p, argv, &r);
     ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
     ASSERT_OUT(&r, "COUNT 1\n");
+    ASSERT_OUT(&r, "CLONED 1\n");
     ASSERT_OUT(&r, "directory = \"/work/source\"");
     ck_assert_msg(!strstr(r.out, "COMMITTED") && !strstr(r.out, "directory = *"), "%s", r.out);
     run_free(&r);
@@ -3392,6 +3504,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_symlink_escapes);
     tcase_add_test(tc, test_source_read_only);
     tcase_add_test(tc, test_git_in_source);
+    tcase_add_test(tc, test_workspace_owned_by_workload);
+    tcase_add_test(tc, test_workspace_idmap_unsupported);
     tcase_add_test(tc, test_cgroup_v2_placement);
     tcase_add_test(tc, test_no_residue_between_attempts);
     tcase_add_test(tc, test_host_processes_invisible);

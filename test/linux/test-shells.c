@@ -169,8 +169,16 @@ static char *slurp(const char *path, size_t *len) {
 START_TEST(test_claimed_shell_is_the_same_attempt) {
     char out[160];
     snprintf(out, sizeof(out), "%s/claimed-out", scratch);
-    const char *argv[] = {"/bin/sh", "-c", "echo \"$CANARY_ENV\"; cat /run/secrets/tok; id -u; hostname", NULL};
+    /* The source, the caller's, is the workload's inside, cold or claimed
+     * (a root caller's through an idmapped tree handed over after the claim). */
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo \"$CANARY_ENV\"; cat /run/secrets/tok; id -u; hostname; stat -c 'src %u' /work/source",
+                          NULL};
+    char src[160];
+    snprintf(src, sizeof(src), "%s/claimed-src", scratch);
+    ck_assert_int_eq(mkdir(src, 0755), 0);
     fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
     ck_assert_int_eq(fy_policy_set_env(p, "CANARY_ENV", "env-canary-7d1f", NULL), 0);
     ck_assert_int_eq(fy_policy_add_secret(p, "tok", FY_SECRET_FILE, "tok", (const unsigned char *)"sec-canary-91ab", 15,
                                           NULL),
@@ -184,10 +192,11 @@ START_TEST(test_claimed_shell_is_the_same_attempt) {
     snprintf(cold_out, sizeof(cold_out), "%s", slurp(out, NULL));
     unlink(out);
     fy_result *warm = run(pr, s);
-    ck_assert_int_eq(fy_result_outcome(cold), FY_OUTCOME_SUCCEEDED);
+    ck_assert_msg(fy_result_outcome(cold) == FY_OUTCOME_SUCCEEDED, "cold: %s", fy_result_detail(cold));
     ck_assert_int_eq(fy_result_outcome(warm), FY_OUTCOME_SUCCEEDED);
     ck_assert_str_eq(slurp(out, NULL), cold_out);
     ck_assert_ptr_nonnull(strstr(cold_out, "env-canary-7d1f\nsec-canary-91ab"));
+    ck_assert_msg(strstr(cold_out, "\nsrc 1000\n") != NULL, "%s", cold_out);
     ck_assert_int_eq(fy_result_prestarted(cold), 0);
     ck_assert_int_eq(fy_result_prestarted(warm), 1);
     uint64_t claim = 1;
@@ -224,6 +233,7 @@ START_TEST(test_claimed_shell_is_the_same_attempt) {
     fy_prepared_free(pr);
     fy_policy_free(p);
     unlink(out);
+    rmdir(src);
     expect_nothing_left();
 }
 END_TEST

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A root caller's workspace binds, walked by the host and handed to the
+ * sandbox as detached trees; the read-only ones shown owned by the
+ * sandbox's user (idmapped mounts, Linux 5.12+).
+ *
+ * A root caller's sandbox runs as an unprivileged host uid (linux-plan.c
+ * as_root). Two things followed. Its init could not reach a workspace
+ * under a directory only root may search (/root is 0700, and so is every
+ * mkdtemp directory): the attempt failed with "Permission denied". And the
+ * caller's source tree appeared owned by nobody, so tools that check who
+ * owns a tree refused it: git ("dubious ownership"; the sandbox's
+ * /etc/gitconfig marks the workspace safe, which covers git's own commands
+ * but not everything that checks), ssh's key files, and owner-only files
+ * were unreadable although the caller declared the tree as the input. A
+ * rootless caller's sandbox had neither problem: its user is the caller.
+ *
+ * So the host opens each such bind itself, under the rules init would
+ * apply (no symbolic link in any component, no magic link, beneath /),
+ * clones it (open_tree, detached, recursive) nosuid and nodev, and hands
+ * the tree to init, which attaches it (linux-child.c do_bind). A read-only
+ * one is also made read-only and idmapped through a user namespace of its
+ * own that maps the tree's owner (the uid and gid of its top) to the
+ * sandbox user's host ids: only that owner; every other owner stays
+ * unmapped (nobody), as before. A writable bind is never idmapped: a
+ * workload that owned a root caller's files through it could leave a
+ * set-uid-root program in the host's tree.
+ *
+ * One message per MF_HOST_TREE bind, in the plan's order, on the go-ahead
+ * socket after the first go-ahead (or the claim of a pre-started shell):
+ * 'T' with the tree, or 'P' without an fd ("plain": walk and bind it
+ * yourself, as before) when the path does not open here or the kernel
+ * cannot clone it (init then meets the same error and reports it). A
+ * read-only tree whose file system cannot be idmapped is handed without
+ * the idmap, and the result says "unmapped" (lx report). */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "linux-spawn.h"
+#include "linux-syscall.h"
+
+#define IDMAP_STACK (16 * 1024)
+
+/* The namespace's holder: it shares our memory and TLS, so it only waits
+ * for end of file and exits (a read that returns 0 touches no errno).
+ * Every signal was blocked before the clone: a copy of the host's handlers
+ * never runs on this stack. */
+static int holder_main(void *arg) {
+    const int *p = arg; /* (its own copy of our fd table: the write end closed) */
+    char c;
+    (void)syscall(SYS_close, p[1]);
+    (void)syscall(SYS_read, p[0], &c, 1);
+    syscall(SYS_exit, 0);
+    return 0;
+}
+
+static int write_map(pid_t pid, const char *name, unsigned long from, unsigned long to) {
+    char path[64], line[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+    int n = snprintf(line, sizeof(line), "%lu %lu 1\n", from, to);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = write(fd, line, (size_t)n) == n ? 0 : -(errno ? errno : EIO);
+    close(fd);
+    return r;
+}
+
+/* A user namespace mapping uid `uid` to host `huid` and gid `gid` to host
+ * `hgid`, nothing else: an fd, or -errno. A child shares our memory
+ * (CLONE_VM: no copy of a large host's page tables) just long enough for
+ * its namespace to be mapped and opened; it is reaped before we return. */
+int lx_idmap_userns(uid_t uid, gid_t gid, uid_t huid, gid_t hgid) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    char *stack = malloc(IDMAP_STACK);
+    if (!stack) {
+        close(p[0]);
+        close(p[1]);
+        return -ENOMEM;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int pidfd = -1;
+    pid_t pid = clone(holder_main, stack + IDMAP_STACK, CLONE_VM | CLONE_NEWUSER | CLONE_PIDFD, p, &pidfd);
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(p[0]);
+    int r;
+    if (pid < 0) {
+        r = -e;
+    } else {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+        if ((r = write_map(pid, "uid_map", uid, huid)) == 0 && (r = write_map(pid, "gid_map", gid, hgid)) == 0 &&
+            (r = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            r = -errno;
+    }
+    close(p[1]); /* the holder reads end of file and exits */
+    if (pid > 0) {
+        siginfo_t si;
+        while (waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+            ;
+        close(pidfd);
+    }
+    free(stack);
+    return r;
+}
+
+/* The detached clone of one bind's source (read-only ones idmapped where
+ * the file system allows), or -errno; *idmapped says whether it is. */
+static int host_tree(const struct linux_plan *pl, const struct mount_op *op, int users[][3], size_t *nusers,
+                     bool *idmapped) {
+    *idmapped = false;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
+    int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return -errno;
+    int fd = sys_openat2(root, op->src, &how, sizeof(how));
+    int e = errno;
+    close(root);
+    if (fd < 0)
+        return -e;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+        close(fd);
+        return -ENOTDIR; /* (init walks it again and reports what it is) */
+    }
+    int tree = sys_open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+    e = errno;
+    close(fd);
+    if (tree < 0)
+        return -e;
+    uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | ((op->flags & MF_READONLY) ? MOUNT_ATTR_RDONLY : 0);
+    struct mount_attr ma = {.attr_set = attr};
+    if (op->flags & MF_READONLY) {
+        int ns = -1;
+        for (size_t i = 0; i < *nusers; i++)
+            if ((uid_t)users[i][0] == st.st_uid && (gid_t)users[i][1] == st.st_gid)
+                ns = users[i][2];
+        if (ns < 0 && *nusers < 4 && (ns = lx_idmap_userns(st.st_uid, st.st_gid, pl->host_uid, pl->host_gid)) >= 0) {
+            users[*nusers][0] = (int)st.st_uid;
+            users[*nusers][1] = (int)st.st_gid;
+            users[(*nusers)++][2] = ns;
+        }
+        struct mount_attr mi = {.attr_set = attr | MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)(ns >= 0 ? ns : 0)};
+        /* EINVAL: a file system (of the tree or of a mount below) that
+         * cannot be idmapped; the tree is handed without the idmap. */
+        *idmapped = ns >= 0 && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &mi, sizeof(mi)) == 0;
+    }
+    if (!*idmapped && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0) {
+        e = errno;
+        close(tree);
+        return -e;
+    }
+    return tree;
+}
+
+int lx_send_trees(const struct linux_plan *pl, int sock, uint32_t *ret_mapped, uint32_t *ret_read_only) {
+    int users[4][3];
+    size_t nusers = 0;
+    uint32_t mapped = 0, read_only = 0;
+    int r = 0;
+    for (size_t i = 0; i < pl->nops && r == 0; i++) {
+        const struct mount_op *op = &pl->ops[i];
+        if (op->kind != MK_BIND || !(op->flags & MF_HOST_TREE))
+            continue;
+        bool idmapped = false;
+        int tree = host_tree(pl, op, users, &nusers, &idmapped);
+        if (lx_send_fds(sock, tree >= 0 ? 'T' : 'P', &tree, tree >= 0) < 0)
+            r = -errno;
+        if (tree >= 0)
+            close(tree);
+        read_only += (op->flags & MF_READONLY) != 0;
+        mapped += idmapped;
+    }
+    for (size_t i = 0; i < nusers; i++)
+        close(users[i][2]);
+    *ret_mapped = mapped;
+    *ret_read_only = read_only;
+    return r;
+}
