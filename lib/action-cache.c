@@ -45,23 +45,7 @@ static char *cache_dir(void) { return util_cache_dir("FORGEYARD_ACTION_CACHE", "
 
 /* A directory of the cache: made if missing, then trusted only if the
  * caller owns it and nobody else may write it. */
-static int trusted_dir(int at, const char *name, mode_t mode) {
-    if (mkdirat(at, name, mode) < 0 && errno != EEXIST)
-        return -errno;
-    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return -e;
-    }
-    if (st.st_uid != geteuid() || (st.st_mode & 022)) {
-        close(fd);
-        return -EPERM;
-    }
-    return fd;
-}
+static int trusted_dir(int at, const char *name, mode_t mode) { return util_open_own_dir(at, name, mode, 022); }
 
 static void close_fd(int *fd) {
     if (*fd >= 0)

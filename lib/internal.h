@@ -104,6 +104,13 @@ char *util_cache_dir(const char *override, const char *leaf);
 /* os_mkdir_parents (os.h) for every folder: path's missing parents made
  * with mode, not path itself. 0, or -errno. */
 int util_mkdir_parents(const char *path, unsigned mode);
+#ifndef _WIN32
+/* os_open_own_dir (os.h) for every folder: at/path, made with create_mode
+ * (0: never made) when missing, opened only when it is the caller's alone
+ * (owner, none of the forbid bits, not a link). An fd, or -errno (-EPERM:
+ * not the caller's alone). */
+int util_open_own_dir(int at, const char *path, unsigned create_mode, unsigned forbid);
+#endif
 #define FY_CHECK_ORIGIN(obj) \
     do { if ((obj)->origin_pid != util_getpid()) return FY_E_FORKED; } while (0)
 

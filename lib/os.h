@@ -57,5 +57,17 @@ char *os_cache_dir(const char *override, const char *leaf);
 /* The missing parent directories of path made with mode (existing ones
  * untouched; path itself not made). 0, or -errno. */
 int os_mkdir_parents(const char *path, mode_t mode);
+#ifndef _WIN32
+/* A directory that is the caller's alone: at/path (made with create_mode
+ * first when that is not 0 and it is missing), opened without following a
+ * link, owned by the effective uid, with none of the permission bits in
+ * forbid (022: no group or other write; 077: no group or other access).
+ * An O_RDONLY|O_DIRECTORY|O_CLOEXEC fd, or -errno: -EPERM when it exists
+ * but is not the caller's alone, -ELOOP for a link, -ENOTDIR. Every
+ * directory the library acts on because it is the caller's (state
+ * records, the saved probe, caches) is opened through this one check.
+ * (POSIX hosts only: no Windows caller.) */
+int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid);
+#endif
 
 #endif

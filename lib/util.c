@@ -63,6 +63,12 @@ char *util_cache_dir(const char *override, const char *leaf) { return os_cache_d
 
 int util_mkdir_parents(const char *path, unsigned mode) { return os_mkdir_parents(path, (mode_t)mode); }
 
+#ifndef _WIN32
+int util_open_own_dir(int at, const char *path, unsigned create_mode, unsigned forbid) {
+    return os_open_own_dir(at, path, (mode_t)create_mode, (mode_t)forbid);
+}
+#endif
+
 bool util_mutex_reclaim(void *m) {
     pthread_mutex_t *mu = m;
     if (pthread_mutex_trylock(mu) == 0) {

@@ -167,15 +167,8 @@ static int open_dir(const char *dir, bool create) {
             return -1;
         }
     }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
-        return -1;
-    if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    int fd = util_open_own_dir(AT_FDCWD, dir, 0, 077);
+    return fd < 0 ? -1 : fd;
 }
 
 /* caps-<first 32 hex digits of the key's SHA-256>.json */

@@ -82,21 +82,18 @@ static bool alive_as(pid_t pid, uint64_t start) {
  * could plant records that make fy_gc kill a process of the caller's
  * choosing, or hide its orphans. 0, or a typed error. */
 static int trusted_dir(const char *dir, uint32_t step, fy_error **reterr) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return err_set(reterr, e == ELOOP || e == ENOTDIR ? FY_E_UNSAFE : err_from_errno(e), step, e, NULL,
-                       "state directory %s: %s", dir, strerror(e));
+    int fd = util_open_own_dir(AT_FDCWD, dir, 0, 022);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
     }
-    close(fd);
-    if (st.st_uid != geteuid() || (st.st_mode & 022))
+    struct stat st;
+    if (fd == -EPERM && stat(dir, &st) == 0)
         return err_set(reterr, FY_E_UNSAFE, step, 0, NULL,
                        "state directory %s is not this user's alone (owner uid %u, mode %03o): refused", dir,
                        (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
-    return 0;
+    return err_set(reterr, fd == -ELOOP || fd == -ENOTDIR || fd == -EPERM ? FY_E_UNSAFE : err_from_errno(-fd), step,
+                   -fd, NULL, "state directory %s: %s", dir, strerror(-fd));
 }
 
 int state_record(const char *dir, const char *name, const char *const *cgroups, size_t ncg, const char *scratch,

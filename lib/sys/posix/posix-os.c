@@ -163,15 +163,31 @@ char *os_cache_dir(const char *override, const char *leaf) {
         errno = ENAMETOOLONG;
         return NULL;
     }
-    if (mkdir(own, 0700) < 0 && errno != EEXIST)
-        return NULL;
-    if (lstat(own, &st) < 0)
-        return NULL;
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-        errno = EPERM;
+    int fd = os_open_own_dir(AT_FDCWD, own, 0700, 077);
+    if (fd < 0) {
+        errno = fd == -ELOOP || fd == -ENOTDIR ? EPERM : -fd;
         return NULL;
     }
+    close(fd);
     return joined(own, "/", leaf);
+}
+
+int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid) {
+    if (create_mode && mkdirat(at, path, create_mode) < 0 && errno != EEXIST)
+        return -errno;
+    int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 && errno == EACCES && fstatat(at, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != geteuid())
+        return -EPERM; /* another user's, closed to us */
+    if (fd < 0)
+        return -errno;
+    int r = fstat(fd, &st) < 0 ? -errno : !S_ISDIR(st.st_mode) ? -ENOTDIR
+                                        : st.st_uid != geteuid() || (st.st_mode & forbid) ? -EPERM : 0;
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
 }
 
 int os_mkdir_parents(const char *path, mode_t mode) {
