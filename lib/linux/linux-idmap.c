@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -49,16 +50,18 @@
 
 #define IDMAP_STACK (16 * 1024)
 
-/* The namespace's holder: it shares our memory and TLS, so it only waits
- * for end of file and exits (a read that returns 0 touches no errno).
- * Every signal was blocked before the clone: a copy of the host's handlers
- * never runs on this stack. */
+/* The namespace's holder: it shares our memory, TLS and fd table (no copy
+ * of other threads' fds, which a copy would keep open behind their backs)
+ * and sleeps until we kill it. Every signal was blocked before the clone:
+ * a copy of the host's handlers never runs on this stack. It dies with the
+ * host (a holder left behind would keep the host's fd table, and with it
+ * every sandbox's go-ahead socket, open). */
 static int holder_main(void *arg) {
-    const int *p = arg; /* (its own copy of our fd table: the write end closed) */
-    char c;
-    (void)syscall(SYS_close, p[1]);
-    (void)syscall(SYS_read, p[0], &c, 1);
-    syscall(SYS_exit, 0);
+    (void)syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (syscall(SYS_getppid) != (long)(intptr_t)arg)
+        syscall(SYS_exit, 0); /* the host died before the line above */
+    for (;;)
+        (void)syscall(SYS_pause);
     return 0;
 }
 
@@ -75,27 +78,22 @@ static int write_map(pid_t pid, const char *name, unsigned long from, unsigned l
 }
 
 /* A user namespace mapping uid `uid` to host `huid` and gid `gid` to host
- * `hgid`, nothing else: an fd, or -errno. A child shares our memory
- * (CLONE_VM: no copy of a large host's page tables) just long enough for
- * its namespace to be mapped and opened; it is reaped before we return. */
+ * `hgid`, nothing else: an fd, or -errno. A child that shares our memory
+ * and fds (CLONE_VM | CLONE_FILES: no copy of a large host's page tables
+ * or fd table) holds it just long enough for it to be mapped and opened;
+ * it is killed and reaped before we return. */
 int lx_idmap_userns(uid_t uid, gid_t gid, uid_t huid, gid_t hgid) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -errno;
     char *stack = malloc(IDMAP_STACK);
-    if (!stack) {
-        close(p[0]);
-        close(p[1]);
+    if (!stack)
         return -ENOMEM;
-    }
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int pidfd = -1;
-    pid_t pid = clone(holder_main, stack + IDMAP_STACK, CLONE_VM | CLONE_NEWUSER | CLONE_PIDFD, p, &pidfd);
+    pid_t pid = clone(holder_main, stack + IDMAP_STACK, CLONE_VM | CLONE_FILES | CLONE_NEWUSER | CLONE_PIDFD,
+                      (void *)(intptr_t)getpid(), &pidfd);
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    close(p[0]);
     int r;
     if (pid < 0) {
         r = -e;
@@ -105,9 +103,7 @@ int lx_idmap_userns(uid_t uid, gid_t gid, uid_t huid, gid_t hgid) {
         if ((r = write_map(pid, "uid_map", uid, huid)) == 0 && (r = write_map(pid, "gid_map", gid, hgid)) == 0 &&
             (r = open(path, O_RDONLY | O_CLOEXEC)) < 0)
             r = -errno;
-    }
-    close(p[1]); /* the holder reads end of file and exits */
-    if (pid > 0) {
+        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
         siginfo_t si;
         while (waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
             ;

@@ -10,6 +10,7 @@
  *
  *   ./build/test/linux/fy-leak [ATTEMPTS] [--shells]      (default 10000) */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -120,6 +121,15 @@ int main(int argc, char **argv) {
             attempts = atoi(argv[i]);
     }
     snprintf(state, sizeof(state), "/tmp/fy-leak-state-%d", (int)getpid());
+    /* A workspace for two of the plans (one of them the shells'): a root
+     * caller's is handed over as host trees, the read-only one idmapped
+     * (linux-idmap.c), and those must leave nothing either. */
+    char src[64];
+    snprintf(src, sizeof(src), "/tmp/fy-leak-src-%d", (int)getpid());
+    if (mkdir(src, 0700) < 0) {
+        perror(src);
+        return 1;
+    }
     const char *argvs[6][4] = {
         {"/bin/true", NULL},
         {"/bin/false", NULL},
@@ -134,6 +144,11 @@ int main(int argc, char **argv) {
         fy_policy_new(FY_PROFILE_RELEASE, &p, NULL);
         fy_policy_set_state_dir(p, state, NULL);
         fy_policy_set_limit(p, FY_LIMIT_GRACE, 20000, NULL);
+        if (k < 2 && (fy_policy_set_source(p, src, 0, &e) < 0 ||
+                      fy_policy_add_bind(p, src, "/opt/ro", FY_BIND_READ_ONLY, &e) < 0)) {
+            fprintf(stderr, "source %d: %s\n", k, fy_error_message(e));
+            return 1;
+        }
         if (k == 2)
             fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 30000, NULL);
         if (k == 5) {
@@ -196,6 +211,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 6; k++)
         fy_prepared_free(plans[k]);
     rmdir(state);
+    rmdir(src);
     (void)shells_left;
     bool ok = !errors && !procs && !cg && !recs && fds0 == fds1 && mounts0 == mounts1 && rss1 - rss0 < 2048 &&
               (!with_shells || claimed >= (uint64_t)attempts) &&

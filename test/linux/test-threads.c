@@ -2,7 +2,12 @@
  * allocating and opening fds WITHOUT O_CLOEXEC in a loop, the other half
  * starting 2,000 sandboxes from one shared prepared plan. There must be no
  * deadlock (the suite has a deadline), every attempt must succeed, no
- * leaked fd may reach a workload, and the host's fd count must come back. */
+ * leaked fd may reach a workload, and the host's fd count must come back.
+ * The plans have a source and a read-only bind: as root the host hands
+ * them over as trees made per start, idmapped through a user namespace
+ * whose short-lived holder process must never keep another thread's fds
+ * (a copy of the fd table once kept the pipes that ended two holders
+ * open, each the other's: a deadlock). */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -80,6 +85,10 @@ static void *spawner(void *arg) {
 START_TEST(test_threads_2000) {
     fy_policy *p = NULL;
     ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    snprintf(scratch, sizeof(scratch), "/tmp/fy-threads-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+    ck_assert_int_eq(fy_policy_set_source(p, scratch, 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/ro", FY_BIND_READ_ONLY, NULL), 0);
     const char *argv[] = {"/bin/true", NULL};
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &plan, NULL), 0);
     /* The workload fails if it holds any fd other than 0, 1, 2 (the
@@ -104,6 +113,7 @@ START_TEST(test_threads_2000) {
     ck_assert_int_eq(count_fds(), before);
     fy_prepared_free(plan);
     fy_prepared_free(fd_plan);
+    rmdir(scratch);
 }
 END_TEST
 
@@ -112,7 +122,6 @@ int main(void) {
     if (fy_probe(FY_PROBE_NO_VM, &c, NULL) < 0)
         return 1;
     fy_caps_free(c);
-    (void)scratch;
     Suite *s = suite_create("threads");
     TCase *tc = tcase_create("spawn-safety");
     tcase_set_timeout(tc, 900);
