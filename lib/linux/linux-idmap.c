@@ -25,6 +25,13 @@
  * workload that owned a root caller's files through it could leave a
  * set-uid-root program in the host's tree.
  *
+ * Unlike mounts copied from the host's namespace into the sandbox's (which
+ * the kernel locks: MNT_LOCKED, MNT_LOCK_READONLY), a tree made here and
+ * moved in is not locked against the sandbox's own root, its init. The
+ * workload never is that root: it holds no capability, and its seccomp
+ * profile denies mount, umount2 and the new mount API; the mounts init makes
+ * itself (the /proc masks, tmpfs) rest on the same layers.
+ *
  * One message per MF_HOST_TREE bind, in the plan's order, on the go-ahead
  * socket after the first go-ahead (or the claim of a pre-started shell):
  * 'T' with the tree, or 'P' without an fd ("plain": walk and bind it
@@ -103,7 +110,10 @@ int lx_idmap_userns(uid_t uid, gid_t gid, uid_t huid, gid_t hgid) {
         if ((r = write_map(pid, "uid_map", uid, huid)) == 0 && (r = write_map(pid, "gid_map", gid, hgid)) == 0 &&
             (r = open(path, O_RDONLY | O_CLOEXEC)) < 0)
             r = -errno;
-        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        /* (kill(2) where a host filter denies pidfd_send_signal: the pid is
+         * our unreaped child, so it cannot name anything else.) */
+        if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0)
+            (void)kill(pid, SIGKILL);
         siginfo_t si;
         while (waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
             ;
