@@ -442,7 +442,49 @@ static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
                                       ((flags & MF_READONLY) ? MS_RDONLY : 0));
 }
 
-static int do_bind_tree(int oldroot, const struct mount_op *op, int tree);
+/* op's bind. tree >= 0: the host's clone of its source (linux-idmap.c:
+ * walked by the host as we would, under the same rules, and already
+ * read-only, nosuid, nodev as planned, idmapped when read-only), attached
+ * as it is; else a clone of what our own walk of the old root finds. */
+static int do_bind_tree(int oldroot, const struct mount_op *op, int tree) {
+    /* A workspace path: no symlink anywhere, never outside the old root;
+     * an operator-approved runtime path: resolved as the host would. */
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = (op->flags & MF_NOFOLLOW) ? LX_WORKSPACE_RESOLVE
+                                                                : RESOLVE_NO_MAGICLINKS | RESOLVE_IN_ROOT};
+    int fd = tree >= 0 ? tree : sys_openat2(oldroot, op->src, &how, sizeof(how));
+    if (fd < 0) {
+        if (errno == ENOENT && (op->flags & MF_OPTIONAL))
+            return 0;
+        return -errno;
+    }
+    int r = 0;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+        r = S_ISLNK(st.st_mode) ? -ELOOP : -errno;
+    } else if (!(op->flags & MF_DEVICE) &&
+               ((op->flags & MF_DIR) ? !S_ISDIR(st.st_mode) : !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+        /* What is bound is what was planned, checked on the opened file (a
+         * path swapped after fy_prepare is caught here): the workspace and
+         * toolchains are directories, and only a leased device is anything
+         * but a directory or a regular file (never a FIFO, a socket or a node). */
+        r = -ENOTDIR;
+    } else if ((op->flags & MF_DEVICE) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) {
+        /* A device (a standard node, a lease) is a character or block node. */
+        r = -ENODEV;
+    } else {
+        r = S_ISDIR(st.st_mode) ? mkdir_p(op->dst, 0755) : create_file(op->dst, NULL, 0, 0644, 0, 0, false);
+        if (r == -EEXIST)
+            r = 0;
+        if (r >= 0 && tree >= 0)
+            r = sys_move_mount(tree, "", AT_FDCWD, op->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
+        else if (r >= 0)
+            r = bind_from_fd(fd, op->dst, op->flags);
+    }
+    if (fd != tree)
+        close(fd);
+    return r;
+}
 
 /* The host's socket, on which an MF_HOST_TREE bind's tree comes (linux-idmap.c). */
 static int tree_sock = -1;
@@ -479,58 +521,9 @@ static int do_bind(int oldroot, const struct mount_op *op) {
     return r;
 }
 
-/* op's bind. tree >= 0: the host's clone of its source (linux-idmap.c:
- * walked by the host as we would, under the same rules, and already
- * read-only, nosuid, nodev as planned, idmapped when read-only), attached
- * as it is; else a clone of what our own walk of the old root finds. */
-static int do_bind_tree(int oldroot, const struct mount_op *op, int tree) {
-    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
-    if (op->flags & MF_NOFOLLOW) {
-        /* A workspace path: no symlink anywhere (the last component
-         * included: ELOOP), never outside the old root. */
-        how.resolve |= RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
-    } else {
-        /* An operator-approved runtime path: resolve it as the host would. */
-        how.resolve |= RESOLVE_IN_ROOT;
-    }
-    int fd = tree >= 0 ? tree : sys_openat2(oldroot, op->src, &how, sizeof(how));
-    if (fd < 0) {
-        if (errno == ENOENT && (op->flags & MF_OPTIONAL))
-            return 0;
-        return -errno;
-    }
-    int r = 0;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
-        r = S_ISLNK(st.st_mode) ? -ELOOP : -errno;
-    } else if (!(op->flags & MF_DEVICE) &&
-               ((op->flags & MF_DIR) ? !S_ISDIR(st.st_mode) : !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
-        /* What is bound is what was planned, checked on the opened file (a
-         * path swapped after fy_prepare is caught here): the workspace and
-         * toolchains are directories, and only a leased device is anything
-         * but a directory or a regular file (never a FIFO, a socket or a node). */
-        r = -ENOTDIR;
-    } else if ((op->flags & MF_DEVICE) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) {
-        /* A device (a standard node, a lease) is a character or block node. */
-        r = -ENODEV;
-    } else {
-        r = S_ISDIR(st.st_mode) ? mkdir_p(op->dst, 0755) : create_file(op->dst, NULL, 0, 0644, 0, 0, false);
-        if (r == -EEXIST)
-            r = 0;
-        if (r >= 0 && tree >= 0)
-            r = sys_move_mount(tree, "", AT_FDCWD, op->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
-        else if (r >= 0)
-            r = bind_from_fd(fd, op->dst, op->flags);
-    }
-    if (fd != tree)
-        close(fd);
-    return r;
-}
-
 /* A directory of the old root, never through a symbolic link (ELOOP). */
 static int open_host_dir(int oldroot, const char *rel) {
-    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                           .resolve = RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC, .resolve = LX_WORKSPACE_RESOLVE};
     return sys_openat2(oldroot, rel, &how, sizeof(how));
 }
 

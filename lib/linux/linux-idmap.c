@@ -123,48 +123,54 @@ int lx_idmap_userns(uid_t uid, gid_t gid, uid_t huid, gid_t hgid) {
     return r;
 }
 
-/* The detached clone of one bind's source (read-only ones idmapped where
- * the file system allows), or -errno; *idmapped says whether it is. */
-static int host_tree(const struct linux_plan *pl, const struct mount_op *op, int users[][3], size_t *nusers,
-                     bool *idmapped) {
+/* The user namespaces of one start, one per tree owner (at most four). */
+struct owner_ns {
+    uid_t uid;
+    gid_t gid;
+    int ns;
+};
+
+/* The namespace that shows uid:gid as the workload's host ids, made on
+ * first use; -1 when there is none (none can be made, or four owners). */
+static int owner_ns(const struct linux_plan *pl, uid_t uid, gid_t gid, struct owner_ns *own, size_t *nown) {
+    for (size_t i = 0; i < *nown; i++)
+        if (own[i].uid == uid && own[i].gid == gid)
+            return own[i].ns;
+    int ns = *nown < 4 ? lx_idmap_userns(uid, gid, pl->host_uid, pl->host_gid) : -1;
+    if (ns >= 0)
+        own[(*nown)++] = (struct owner_ns){uid, gid, ns};
+    return ns < 0 ? -1 : ns;
+}
+
+/* The detached clone of one bind's source, walked from root (the host's /)
+ * as init would walk it, read-only ones idmapped where the file system
+ * allows; or -errno. *idmapped says whether it is. */
+static int host_tree(const struct linux_plan *pl, int root, const struct mount_op *op, struct owner_ns *own,
+                     size_t *nown, bool *idmapped) {
     *idmapped = false;
-    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-                           .resolve = RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
-    int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0)
-        return -errno;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = LX_WORKSPACE_RESOLVE};
     int fd = sys_openat2(root, op->src, &how, sizeof(how));
-    int e = errno;
-    close(root);
     if (fd < 0)
-        return -e;
+        return -errno;
     struct stat st;
     if (fstat(fd, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
         close(fd);
         return -ENOTDIR; /* (init walks it again and reports what it is) */
     }
     int tree = sys_open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-    e = errno;
+    int e = errno;
     close(fd);
     if (tree < 0)
         return -e;
     uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | ((op->flags & MF_READONLY) ? MOUNT_ATTR_RDONLY : 0);
-    struct mount_attr ma = {.attr_set = attr};
     if (op->flags & MF_READONLY) {
-        int ns = -1;
-        for (size_t i = 0; i < *nusers; i++)
-            if ((uid_t)users[i][0] == st.st_uid && (gid_t)users[i][1] == st.st_gid)
-                ns = users[i][2];
-        if (ns < 0 && *nusers < 4 && (ns = lx_idmap_userns(st.st_uid, st.st_gid, pl->host_uid, pl->host_gid)) >= 0) {
-            users[*nusers][0] = (int)st.st_uid;
-            users[*nusers][1] = (int)st.st_gid;
-            users[(*nusers)++][2] = ns;
-        }
+        int ns = owner_ns(pl, st.st_uid, st.st_gid, own, nown);
         struct mount_attr mi = {.attr_set = attr | MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)(ns >= 0 ? ns : 0)};
         /* EINVAL: a file system (of the tree or of a mount below) that
          * cannot be idmapped; the tree is handed without the idmap. */
         *idmapped = ns >= 0 && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &mi, sizeof(mi)) == 0;
     }
+    struct mount_attr ma = {.attr_set = attr};
     if (!*idmapped && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0) {
         e = errno;
         close(tree);
@@ -174,16 +180,18 @@ static int host_tree(const struct linux_plan *pl, const struct mount_op *op, int
 }
 
 int lx_send_trees(const struct linux_plan *pl, int sock, uint32_t *ret_mapped, uint32_t *ret_read_only) {
-    int users[4][3];
-    size_t nusers = 0;
+    struct owner_ns own[4];
+    size_t nown = 0;
     uint32_t mapped = 0, read_only = 0;
-    int r = 0;
+    int r = 0, root = -1;
     for (size_t i = 0; i < pl->nops && r == 0; i++) {
         const struct mount_op *op = &pl->ops[i];
         if (op->kind != MK_BIND || !(op->flags & MF_HOST_TREE))
             continue;
+        if (root < 0)
+            root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         bool idmapped = false;
-        int tree = host_tree(pl, op, users, &nusers, &idmapped);
+        int tree = root < 0 ? -EBADF : host_tree(pl, root, op, own, &nown, &idmapped);
         if (lx_send_fds(sock, tree >= 0 ? 'T' : 'P', &tree, tree >= 0) < 0)
             r = -errno;
         if (tree >= 0)
@@ -191,8 +199,10 @@ int lx_send_trees(const struct linux_plan *pl, int sock, uint32_t *ret_mapped, u
         read_only += (op->flags & MF_READONLY) != 0;
         mapped += idmapped;
     }
-    for (size_t i = 0; i < nusers; i++)
-        close(users[i][2]);
+    if (root >= 0)
+        close(root);
+    for (size_t i = 0; i < nown; i++)
+        close(own[i].ns);
     *ret_mapped = mapped;
     *ret_read_only = read_only;
     return r;

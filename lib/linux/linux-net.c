@@ -1322,8 +1322,8 @@ int lxn_recv_netns(int sock, int timeout_ms) {
     do
         n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
+    if (n < 0) /* ECONNRESET: it ended with messages of ours unread (the workspace's trees) */
+        return errno == ECONNRESET ? -EPIPE : -errno;
     int fd = -1;
     struct cmsghdr *c = n == 1 && msg.msg_controllen >= sizeof(struct cmsghdr) ? CMSG_FIRSTHDR(&msg) : NULL;
     if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {

@@ -44,6 +44,10 @@ enum mount_kind {
 #define MF_DIR       (1u << 7)  /* the source must be a directory (the workspace, toolchains) */
 #define MF_HOST_TREE (1u << 8)  /* a root caller's workspace bind: the host hands its tree (idmapped
                                    when read-only: linux-idmap.c), one message per such op */
+/* How a workspace path (MF_NOFOLLOW) is walked, by init from the old root
+ * and by the host from / (linux-idmap.c): no symbolic link in any
+ * component, the last included (ELOOP), no magic link, never outside. */
+#define LX_WORKSPACE_RESOLVE (RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)
 
 struct mount_op {
     uint32_t kind, flags;

@@ -474,12 +474,10 @@ claimed:
      * stands; its link to the router is made before the workload may run. */
     if (r == 0 && pl->net_router) {
         int ns = lxn_recv_netns(x->sync_wr, 30000);
-        if (ns == -EPIPE || ns == -ECONNRESET) {
+        if (ns == -EPIPE) {
             /* The sandbox ended before its namespace stood: it reported why
              * on its status pipe, and the attempt's result carries that (as
-             * for a go-ahead it can no longer read). Nothing of it runs.
-             * (ECONNRESET: it ended with messages of ours unread, the
-             * workspace's trees.) */
+             * for a go-ahead it can no longer read). Nothing of it runs. */
         } else if (ns < 0) {
             r = err_set(reterr, err_from_errno(-ns), FY_STEP_NETNS, -ns, NULL,
                         "restricted network: the sandbox's network namespace did not come: %s", strerror(-ns));
