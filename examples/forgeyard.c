@@ -1380,6 +1380,8 @@ static void run_usage(FILE *f) {
             "                          fetch-only: lines \"HOST:PORT Name: value\" (mode 0600); the\n"
             "                          proxy adds the header to plain-HTTP requests to HOST:PORT\n"
             "  --pty private|deny      pseudo-terminals of the sandbox's own\n"
+            "  --seccomp CLASS         general-build (default: ptrace denied) or networked-test\n"
+            "                          (ptrace allowed inside: LeakSanitizer, gdb, strace)\n"
             "  --device PATH           lease a host device node (/dev/fuse), read-write; the kernel's\n"
             "                          device cgroup enforces the list (root only); --device-ro PATH\n"
             "  --gpu PATH              lease a GPU node (/dev/nvidia0, /dev/dri/renderD128): --device\n"
@@ -1543,6 +1545,11 @@ static int cmd_run(int argc, char **argv) {
                 r = check(fy_policy_set_pty(p, strcmp(v, "private") == 0 ? FY_DEVICES_PRIVATE : FY_DEVICES_DENY, &err),
                           o, &err);
             }
+        } else if (strcmp(o, "--seccomp") == 0) {
+            if (strcmp(v, "general-build") != 0 && strcmp(v, "networked-test") != 0)
+                r = bad_value(o, v, "expects general-build or networked-test");
+            else
+                r = apply_json(p, o, "{\"process\": {\"seccomp\": \"%s\"}}", v);
         } else if (strcmp(o, "--env") == 0) {
             if (split_eq(v, '=', &left, &right) < 0 && !(strchr(v, '=') && (left = strndup(v, (size_t)(strchr(v, '=') - v))) &&
                                                           (right = strchr(v, '=') + 1))) {

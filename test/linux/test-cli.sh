@@ -370,4 +370,28 @@ case $out in *"unit is needed"*) ;; *) fail "--grace 5: $out" ;; esac
 [ $rc -eq 124 ] || fail "--grace/--timeout run gave $rc"
 python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["usage"]["wall_usec"]; sys.exit(0 if w < 6000000 else 1)' \
     "$scratch/grace.json" || fail "--grace was not applied: $(cat "$scratch/grace.json")"
+
+# 11. --seccomp: the default class denies the ptrace family inside the
+# sandbox; networked-test allows it (LeakSanitizer, gdb, strace need it).
+traceme='import ctypes; print("TRACEME", ctypes.CDLL(None).ptrace(0, 0, 0, 0))'
+out=$("$fy" run -- python3 -c "$traceme" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "TRACEME -1" ] || fail "ptrace under the default class ($rc): $out"
+out=$("$fy" run --seccomp networked-test --result "$scratch/nt.json" -- python3 -c "$traceme" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "TRACEME 0" ] || fail "ptrace under --seccomp networked-test ($rc): $out"
+grep -q '"profile": "networked-test"' "$scratch/nt.json" || fail "the result does not name networked-test"
+out=$("$fy" run --seccomp none -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "--seccomp none gave $rc: $out"
+# A leak-checked test program built with AddressSanitizer, as C and C++
+# projects run their tests: its leak check works only with ptrace.
+mkdir "$scratch/san" && printf '#include <stdlib.h>\nint main(void){ void *volatile p = malloc(64); p = 0; return 0; }\n' \
+    >"$scratch/san/leak.c"
+if cc -fsanitize=address -g -o "$scratch/san/leak" "$scratch/san/leak.c" 2>/dev/null; then
+    out=$("$fy" run --source "$scratch/san" -- /work/source/leak 2>&1); rc=$?
+    case $out in *"LeakSanitizer has encountered a fatal error"*) ;; *) fail "LSan under the default class ($rc): $out" ;; esac
+    out=$("$fy" run --seccomp networked-test --source "$scratch/san" -- /work/source/leak 2>&1); rc=$?
+    case $out in *"detected memory leaks"*"64 byte(s) leaked"*) ;; *) fail "LSan under networked-test ($rc): $out" ;; esac
+    [ $rc -ne 0 ] || fail "the leak did not fail the program"
+else
+    echo "cli: skipped the AddressSanitizer run (cc -fsanitize=address does not link here)"
+fi
 echo "cli: ok"

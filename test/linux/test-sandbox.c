@@ -704,8 +704,18 @@ START_TEST(test_workspace_owned_by_workload) {
     struct stat st;
     bool build_written = stat(newf, &st) == 0;
     ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
-    ASSERT_OUT(&r, "OWNER 1000:1000 1000:1000 1000\n");
-    ASSERT_OUT(&r, "owner-only\n");
+    /* A scratch file system the kernel cannot idmap (before 5.12; tmpfs
+     * before 6.3) gives "unmapped", which test_workspace_idmap_unsupported
+     * checks; here the owner can then only be asserted to be nobody's. */
+    bool unmapped = !rootless && strstr(json, "\"workspace_idmap\": \"unmapped\"") != NULL;
+    if (unmapped) {
+        fprintf(stderr, "test_workspace_owned_by_workload: the scratch directory %s cannot be idmapped "
+                        "here; the owner checks are replaced by the unmapped view\n", scratch);
+        ASSERT_OUT(&r, "OWNER 65534:65534 65534:65534 1000\n");
+    } else {
+        ASSERT_OUT(&r, "OWNER 1000:1000 1000:1000 1000\n");
+        ASSERT_OUT(&r, "owner-only\n");
+    }
     ASSERT_OUT(&r, "/work/source/new: Read-only file system");
     ASSERT_OUT(&r, "changing permissions of '/work/source/priv': Read-only file system");
     char *mi = strstr(r.out, " /work/source ");
@@ -718,8 +728,10 @@ START_TEST(test_workspace_owned_by_workload) {
         ck_assert(build_written);
     } else {
         ASSERT_OUT(&r, "OTHER 65534\n");
-        ck_assert_msg(strstr(mi, "idmapped"), "%s", mi);
-        ck_assert_msg(strstr(json, "\"workspace_idmap\": \"mapped\""), "%s", json);
+        if (!unmapped) {
+            ck_assert_msg(strstr(mi, "idmapped"), "%s", mi);
+            ck_assert_msg(strstr(json, "\"workspace_idmap\": \"mapped\""), "%s", json);
+        }
         /* Writable: not idmapped, root's directory stays nobody's, closed. */
         ASSERT_OUT(&r, "BUILD 65534\n");
         ASSERT_OUT(&r, "/work/build/new: Permission denied");
