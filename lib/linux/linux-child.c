@@ -1161,9 +1161,34 @@ static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_w
 
 /* The workload's seccomp filter (its listener, if any, to the library). */
 static bool filter_loaded;
+/* The plan's resource limits, before the seccomp filter: the profiles make
+ * setting RLIMIT_CORE a no-op (linux-seccomp-profiles.c). */
+static bool rlimits_set;
+static void apply_rlimits(const struct child_args *a) {
+    const struct linux_plan *pl = a->plan;
+    int sfd = a->status_fd;
+    rlimits_set = true;
+    FAULT(a, FY_STEP_RLIMIT);
+    for (size_t i = 0; i < pl->nrlimits; i++) {
+        /* rlimits are not namespaced: a hard limit can only be lowered. A
+         * request above the host's hard limit gets the host's (stricter). */
+        struct rlimit cur, want = pl->rlimits[i].lim;
+        if (getrlimit(pl->rlimits[i].resource, &cur) < 0)
+            die(sfd, FY_STEP_RLIMIT, errno);
+        if (cur.rlim_max != RLIM_INFINITY && (want.rlim_max == RLIM_INFINITY || want.rlim_max > cur.rlim_max))
+            want.rlim_max = cur.rlim_max;
+        if (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > want.rlim_max)
+            want.rlim_cur = want.rlim_max;
+        if (setrlimit(pl->rlimits[i].resource, &want) < 0)
+            die(sfd, FY_STEP_RLIMIT, errno);
+    }
+}
+
 static void load_workload_filter(const struct child_args *a) {
     const struct linux_plan *pl = a->plan;
     int sfd = a->status_fd;
+    if (!rlimits_set)
+        apply_rlimits(a);
     filter_loaded = true;
     if (!pl->bpf)
         return;
@@ -1223,20 +1248,8 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     sigemptyset(&none);
     if (!first_steps_taken)
         workload_first_steps(a);
-    FAULT(a, FY_STEP_RLIMIT);
-    for (size_t i = 0; i < pl->nrlimits; i++) {
-        /* rlimits are not namespaced: a hard limit can only be lowered. A
-         * request above the host's hard limit gets the host's (stricter). */
-        struct rlimit cur, want = pl->rlimits[i].lim;
-        if (getrlimit(pl->rlimits[i].resource, &cur) < 0)
-            die(sfd, FY_STEP_RLIMIT, errno);
-        if (cur.rlim_max != RLIM_INFINITY && (want.rlim_max == RLIM_INFINITY || want.rlim_max > cur.rlim_max))
-            want.rlim_max = cur.rlim_max;
-        if (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > want.rlim_max)
-            want.rlim_cur = want.rlim_max;
-        if (setrlimit(pl->rlimits[i].resource, &want) < 0)
-            die(sfd, FY_STEP_RLIMIT, errno);
-    }
+    if (!rlimits_set)
+        apply_rlimits(a);
     if (chdir(pl->workdir ? pl->workdir : a->workdir) < 0)
         die(sfd, FY_STEP_EXEC, errno);
     if (pl->cpus) {

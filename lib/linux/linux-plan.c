@@ -212,6 +212,39 @@ static const struct { int res; uint32_t limit; const char *name; } policy_rlimit
     {RLIMIT_NOFILE, FY_LIMIT_NOFILE, "nofile"}, {RLIMIT_CORE, FY_LIMIT_CORE, "core"},
     {RLIMIT_FSIZE, FY_LIMIT_FSIZE, "fsize"}, {RLIMIT_STACK, FY_LIMIT_STACK, "stack"}};
 
+/* RLIMIT_CORE. A limit of 0 does not stop a core dump where the host's
+ * core_pattern is a pipe ("|/usr/lib/systemd/systemd-coredump ...",
+ * apport): the kernel then runs that program as root, outside the sandbox,
+ * with the process's memory (its secrets included), which outlives the
+ * attempt. 1 byte is the kernel's "no dump anywhere": the pipe path's
+ * recursion guard, and below an ELF core's minimum for a file. The seccomp
+ * profile (version 3) keeps the workload from changing it. A policy's larger
+ * limit stands only where cores are files, which the kernel writes in the
+ * crashing process's own mount namespace (inside the sandbox); where they go
+ * to a program or a socket (Linux 6.16's "@"), it is lowered to 1 and
+ * *pattern says where they would have gone. */
+#define LX_CORE_NEVER 1u
+static uint64_t core_rlimit(uint64_t want, bool read_pattern, char *pattern, size_t n) {
+    pattern[0] = '\0';
+    if ((want == 0 || want == LX_CORE_NEVER) && !read_pattern)
+        return LX_CORE_NEVER;
+    int fd = open("/proc/sys/kernel/core_pattern", O_RDONLY | O_CLOEXEC);
+    ssize_t len = fd >= 0 ? read(fd, pattern, n - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (len <= 0) {
+        snprintf(pattern, n, "(unreadable)");
+        return LX_CORE_NEVER;
+    }
+    pattern[len] = '\0';
+    pattern[strcspn(pattern, "\n")] = '\0';
+    return want == 0 || pattern[0] == '|' || pattern[0] == '@' ? LX_CORE_NEVER : want;
+}
+
+static bool core_pattern_leaves(const char *pattern) {
+    return pattern[0] == '|' || pattern[0] == '@' || strcmp(pattern, "(unreadable)") == 0;
+}
+
 /* Resources: which cgroup hierarchy enforces which negotiated limit. */
 static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c, fy_error **reterr) {
     pl->cg.fault_step = np->fault_step;
@@ -356,9 +389,48 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
      * never weaker, but a build that needs the value asked for fails with
      * EMFILE or EFBIG, so the result says which and by how much. */
     json_t *low = NULL;
+    char pattern[128];
+    struct rlimit hc;
+    bool host_zero = getrlimit(RLIMIT_CORE, &hc) == 0 && hc.rlim_max == 0;
+    uint64_t core = core_rlimit(np->limit[FY_LIMIT_CORE], true, pattern, sizeof(pattern));
+    if (pattern[0] == '@')
+        json_object_set_new(o, "core_dumps",
+                            json_sprintf("RLIMIT_CORE %llu byte%s, but the host's core_pattern is a socket (%s), "
+                                         "which the kernel does not hold to it: a crash's memory may reach "
+                                         "the program listening there",
+                                         (unsigned long long)(host_zero ? 0 : core), !host_zero && core == 1 ? "" : "s",
+                                         pattern));
+    else if (host_zero && core_pattern_leaves(pattern))
+        json_object_set_new(o, "core_dumps",
+                            json_sprintf("to the host's core_pattern program (%s): the host process's hard "
+                                         "RLIMIT_CORE is 0, and only 1 byte keeps cores from it (raise the host's "
+                                         "hard limit to at least 1)", pattern));
+    else if (host_zero)
+        json_object_set_new(o, "core_dumps", json_string("none: RLIMIT_CORE 0 (the host process's hard limit)"));
+    else if (core == LX_CORE_NEVER)
+        json_object_set_new(o, "core_dumps",
+                            json_string(pl->bpf ? "none: RLIMIT_CORE 1 byte, which the seccomp profile keeps (no core "
+                                                  "file, no host core_pattern program)"
+                                                : "none: RLIMIT_CORE 1 byte, which the workload may change (no "
+                                                  "seccomp filter)"));
+    else
+        json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, up to %llu bytes (core_pattern %s)",
+                                                          (unsigned long long)core, pattern));
+    if (core == LX_CORE_NEVER && np->limit[FY_LIMIT_CORE] > LX_CORE_NEVER) {
+        if (!(low = json_object()))
+            return FY_E_NOMEM;
+        json_object_set_new(low, "core",
+                            json_pack("{s:o,s:I,s:s+}", "asked",
+                                      np->limit[FY_LIMIT_CORE] == FY_UNLIMITED
+                                          ? json_string("unlimited")
+                                          : json_integer((json_int_t)np->limit[FY_LIMIT_CORE]),
+                                      "enforced", (json_int_t)core, "why",
+                                      "the host's core_pattern hands cores to a program outside the sandbox: ",
+                                      pattern));
+    }
     for (size_t i = 0; i < FY_ARRAY_SIZE(policy_rlimits); i++) {
         struct rlimit cur;
-        uint64_t want = np->limit[policy_rlimits[i].limit];
+        uint64_t want = policy_rlimits[i].res == RLIMIT_CORE ? core : np->limit[policy_rlimits[i].limit];
         if (getrlimit(policy_rlimits[i].res, &cur) < 0 || cur.rlim_max == RLIM_INFINITY ||
             (want != FY_UNLIMITED && want <= (uint64_t)cur.rlim_max))
             continue;
@@ -1038,8 +1110,12 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     }
 
     /* rlimits (always). */
+    char pattern[128];
     for (size_t i = 0; i < FY_ARRAY_SIZE(policy_rlimits); i++)
-        add_rlimit(pl, policy_rlimits[i].res, np->limit[policy_rlimits[i].limit]);
+        add_rlimit(pl, policy_rlimits[i].res,
+                   policy_rlimits[i].res == RLIMIT_CORE
+                       ? core_rlimit(np->limit[FY_LIMIT_CORE], false, pattern, sizeof(pattern))
+                       : np->limit[policy_rlimits[i].limit]);
     /* Never a real-time policy or a raised priority, whatever the caller
      * may have (a service's LimitRTPRIO=): seccomp lets sched_setscheduler
      * through, and a SCHED_FIFO loop is outside every CPU quota. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
+#include <sys/resource.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -198,6 +199,10 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
         0xffffffffffffffffULL & ~(uint64_t)CLONE_NEWUSER,
     };
 
+    static const uint64_t resources[] = {
+        RLIMIT_CORE, RLIMIT_NOFILE, RLIMIT_CPU, (1ULL << 32) | RLIMIT_CORE, 0xffffffff00000000ULL | RLIMIT_CORE,
+        0xffffffffffffffffULL, 1ULL << 32, RLIMIT_CORE + 1,
+    };
     for (size_t i = 0; i < FY_ARRAY_SIZE(sc_known); i++) {
         const struct sc_entry *e = &sc_known[i];
         int nr = sc_entry_nr(e);
@@ -214,6 +219,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
         case K_SOCKET: vals = families_extra; n = FY_ARRAY_SIZE(families_extra); break;
         case K_NEWUSER: vals = clone_flags; n = FY_ARRAY_SIZE(clone_flags); argi = e->flags_arg; break;
         case K_SEND: vals = send_flags; n = FY_ARRAY_SIZE(send_flags); argi = e->flags_arg; break;
+        case K_RLIMIT: vals = resources; n = FY_ARRAY_SIZE(resources); argi = e->flags_arg; break;
         default: break;
         }
         for (size_t j = 0; j < n; j++) {
@@ -221,6 +227,21 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
             args[argi] = vals[j];
             if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
                 return r;
+        }
+        if (e->kind == K_RLIMIT && e->flags_arg > 0) {
+            /* prlimit64: the new and old pointers, each NULL or not, with
+             * the resource and its neighbours. */
+            static const uint64_t ptrs[] = { 0, 0x1000, 0x7ffc00000000ULL, 1ULL << 32, 0xffffffffffffffffULL };
+            for (size_t ri = 0; ri < FY_ARRAY_SIZE(resources); ri++)
+                for (size_t ni = 0; ni < FY_ARRAY_SIZE(ptrs); ni++)
+                    for (size_t oi = 0; oi < FY_ARRAY_SIZE(ptrs); oi++) {
+                        memset(args, 0, sizeof(args));
+                        args[e->flags_arg] = resources[ri];
+                        args[e->flags_arg + 1] = ptrs[ni];
+                        args[e->flags_arg + 2] = ptrs[oi];
+                        if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+                            return r;
+                    }
         }
         if (e->kind == K_SOCKET) {
             for (uint64_t f = 0; f <= 64; f++) {

@@ -17,7 +17,7 @@
 
 /* The versions of the profiles of linux-seccomp-profiles.c (its contract says when to bump
  * them). */
-#define FY_SECCOMP_PROFILE_VERSION 2u
+#define FY_SECCOMP_PROFILE_VERSION 3u
 #define FY_SECCOMP_INIT_VERSION 2u
 
 #ifndef CLONE_NEWUSER
@@ -49,6 +49,9 @@ enum sc_kind {
     K_SEND,        /* sendto/sendmsg/sendmmsg: ERRNO(EOPNOTSUPP) with MSG_FASTOPEN in the
                     * flags (argument flags_arg), else ALLOW (version 2) */
     K_NEWUSER,     /* clone/unshare: ERRNO(EPERM) with CLONE_NEWUSER, else ALLOW */
+    K_RLIMIT,      /* setrlimit/prlimit64 of RLIMIT_CORE (resource in argument flags_arg):
+                    * ERRNO(0), no effect; prlimit64 that also asks for the old value:
+                    * ERRNO(EPERM); reads and other resources: ALLOW (version 3) */
 };
 
 struct sc_entry {
@@ -56,7 +59,8 @@ struct sc_entry {
     int16_t unified_nr; /* the asm-generic unified number (>= 424), or -1 */
     uint8_t kind;
     uint8_t flags_arg;  /* K_NEWUSER: which argument holds the clone flags; K_SEND: the
-                         * message flags */
+                         * message flags; K_RLIMIT: the resource (prlimit64: 1, the new
+                         * and old limits in the two after it) */
 };
 
 /* The sizes are spelled out so that FY_ARRAY_SIZE works in every file; the definitions in
@@ -65,7 +69,7 @@ struct sc_entry {
 #define SC_KNOWN_COUNT 365
 #define SC_INIT_ALLOWED_COUNT 15
 
-/* The known table, version 2 (linux-seccomp-profiles.c). */
+/* The known table, version 3 (linux-seccomp-profiles.c). */
 extern const struct sc_entry sc_known[SC_KNOWN_COUNT];
 /* Profile "init", version 2: the calls it allows. */
 extern const char *const sc_init_allowed[SC_INIT_ALLOWED_COUNT];

@@ -4,7 +4,7 @@
  * linux-seccomp-check.c holds every compiled program to the contract below.
  *
  * ======================================================================================
- * THE CONTRACT: profiles "general-build" and "networked-test", version 2
+ * THE CONTRACT: profiles "general-build" and "networked-test", version 3
  * ======================================================================================
  * The two profiles differ in one row only (the ptrace class). VIOLATION means
  * SECCOMP_RET_USER_NOTIF when the host has user notification (the supervisor
@@ -64,6 +64,20 @@
  *    connects inside sendmsg, past Landlock's connect
  *    hook; the kernel's own answer where TFO is off);
  *    other flags: ALLOW
+ *  setrlimit(res, new) with low32(res) == RLIMIT_CORE;  ERRNO(0)        ERRNO(0)
+ *    prlimit64(pid, res, new, old) with low32(res) ==
+ *    RLIMIT_CORE, new != NULL and old == NULL: the
+ *    call succeeds and changes nothing (the sandbox
+ *    holds RLIMIT_CORE at 1 byte, the kernel's "no
+ *    dump anywhere": a limit of 0 still runs a host's
+ *    core_pattern pipe helper, systemd-coredump or
+ *    apport, as root outside the sandbox with the
+ *    process's memory; programs that turn their cores
+ *    off get what they asked for)
+ *  prlimit64(pid, res, new, old) with low32(res) ==     ERRNO(EPERM)    ERRNO(EPERM)
+ *    RLIMIT_CORE, new != NULL and old != NULL (the old
+ *    value cannot be given without the call); other
+ *    resources, and reads (new == NULL): ALLOW
  *  ptrace process_vm_readv process_vm_writev            ERRNO(EPERM)    ALLOW
  *    pidfd_getfd (the PTRACE_MODE_ATTACH class)         (test runners, sanitizers, debuggers)
  *  every other call of the known table                  ALLOW           ALLOW
@@ -85,6 +99,10 @@
  * foreign architecture, KILL_PROCESS. (Version 1 had no pread64; version 2
  * re-reads the pid namespace's ns_last_pid to count the tasks created.)
  *
+ * Version 2 had no RLIMIT_CORE row: a workload could set its core limit to 0 and crash,
+ * and on a host whose core_pattern is a pipe the kernel ran that helper as root with the
+ * workload's memory, which then outlived the attempt (found 2026-12-04).
+ *
  * Version 1 had neither the MPTCP nor the MSG_FASTOPEN row: with them, an MPTCP socket
  * or a Fast Open send reached loopback ports and job members' ports that Landlock's TCP
  * connect rules refuse (found 2026-12-03 on Linux 6.18, Landlock ABI 7).
@@ -97,6 +115,7 @@
 #include <errno.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <seccomp.h>
@@ -115,7 +134,7 @@
 #define P(n) { n, -1, K_EPERM, 0 }
 #define U(n, nr, k) { n, nr, k, 0 }
 
-/* The known table, version 2. Order: x86-64 numbers. Do not edit without a new version. */
+/* The known table, version 3. Order: x86-64 numbers. Do not edit without a new version. */
 const struct sc_entry sc_known[] = {
     A("read"), A("write"), A("open"), A("close"), A("stat"), A("fstat"), A("lstat"), A("poll"),
     A("lseek"), A("mmap"), A("mprotect"), A("munmap"), A("brk"), A("rt_sigaction"),
@@ -148,7 +167,7 @@ const struct sc_entry sc_known[] = {
     A("sched_get_priority_min"), A("sched_rr_get_interval"), A("mlock"), A("munlock"),
     A("mlockall"), A("munlockall"), V("vhangup"), P("modify_ldt"), V("pivot_root"),
     /* _sysctl: left out */
-    A("prctl"), A("arch_prctl"), P("adjtimex"), A("setrlimit"), P("chroot"), A("sync"),
+    A("prctl"), A("arch_prctl"), P("adjtimex"), { "setrlimit", -1, K_RLIMIT, 0 }, P("chroot"), A("sync"),
     V("acct"), V("settimeofday"), V("mount"), V("umount2"), V("swapon"), V("swapoff"),
     V("reboot"), A("sethostname"), A("setdomainname"), V("iopl"), V("ioperm"),
     /* create_module: left out */
@@ -184,7 +203,7 @@ const struct sc_entry sc_known[] = {
     A("timerfd_settime"), A("timerfd_gettime"), A("accept4"), A("signalfd4"), A("eventfd2"),
     A("epoll_create1"), A("dup3"), A("pipe2"), A("inotify_init1"), A("preadv"), A("pwritev"),
     A("rt_tgsigqueueinfo"), P("perf_event_open"), A("recvmmsg"), A("fanotify_init"),
-    A("fanotify_mark"), A("prlimit64"), P("name_to_handle_at"), V("open_by_handle_at"),
+    A("fanotify_mark"), { "prlimit64", -1, K_RLIMIT, 1 }, P("name_to_handle_at"), V("open_by_handle_at"),
     V("clock_adjtime"), A("syncfs"), { "sendmmsg", -1, K_SEND, 3 }, P("setns"), A("getcpu"),
     { "process_vm_readv", -1, K_PTRACE, 0 }, { "process_vm_writev", -1, K_PTRACE, 0 },
     A("kcmp"), V("finit_module"), A("sched_setattr"), A("sched_getattr"), A("renameat2"),
@@ -287,6 +306,14 @@ uint32_t sc_contract_action(const struct profile_actions *pa, const struct sc_en
         return ((uint32_t)args[e->flags_arg] & MSG_FASTOPEN) ? sc_ret_errno(EOPNOTSUPP) : SECCOMP_RET_ALLOW;
     case K_NEWUSER:
         return (args[e->flags_arg] & CLONE_NEWUSER) ? sc_ret_errno(EPERM) : SECCOMP_RET_ALLOW;
+    case K_RLIMIT:
+        if ((uint32_t)args[e->flags_arg] != RLIMIT_CORE)
+            return SECCOMP_RET_ALLOW;
+        if (e->flags_arg == 0)
+            return sc_ret_errno(0);
+        if (args[e->flags_arg + 1] == 0)
+            return SECCOMP_RET_ALLOW;
+        return args[e->flags_arg + 2] == 0 ? sc_ret_errno(0) : sc_ret_errno(EPERM);
     }
     return SECCOMP_RET_KILL_PROCESS;
 }

@@ -33,6 +33,8 @@
 
 #include <linux/filter.h>
 
+#include <sys/resource.h>
+
 #include <seccomp.h>
 
 #include "forgeyard/fy-policy.h"
@@ -116,6 +118,18 @@ static int add_entry(struct builder *b, const struct profile_actions *pa, const 
     case K_NEWUSER:
         c = SCMP_CMP64(e->flags_arg, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER);
         return add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 1, &c);
+    case K_RLIMIT: {
+        struct scmp_arg_cmp res = SCMP_CMP64(e->flags_arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, RLIMIT_CORE);
+        if (e->flags_arg == 0)
+            return add_rule(b, SCMP_ACT_ERRNO(0), e, nr, 1, &res);
+        struct scmp_arg_cmp set_only[3] = { res, SCMP_CMP64(e->flags_arg + 1u, SCMP_CMP_NE, 0),
+                                            SCMP_CMP64(e->flags_arg + 2u, SCMP_CMP_EQ, 0) };
+        if ((r = add_rule(b, SCMP_ACT_ERRNO(0), e, nr, 3, set_only)) < 0)
+            return r;
+        struct scmp_arg_cmp set_get[3] = { res, SCMP_CMP64(e->flags_arg + 1u, SCMP_CMP_NE, 0),
+                                           SCMP_CMP64(e->flags_arg + 2u, SCMP_CMP_NE, 0) };
+        return add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 3, set_get);
+    }
     }
     return err_set(b->reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
                    "seccomp: bad table entry %s", e->name);

@@ -472,6 +472,26 @@ static void body_allowed_and_quiet(void) {
     ERR(send(stcp, "x", 1, MSG_NOSIGNAL), EPIPE);
     close(stcp);
 
+    /* RLIMIT_CORE (version 3): setting it succeeds and changes nothing;
+     * prlimit64 that also asks for the old value: EPERM; reads and other
+     * resources reach the kernel. */
+    struct rlimit core, zero = {0, 0}, big = {RLIM_INFINITY, RLIM_INFINITY}, nof;
+    OK(getrlimit(RLIMIT_CORE, &core));
+    OK(setrlimit(RLIMIT_CORE, &zero));
+    OK(syscall(SYS_setrlimit, (1UL << 32) | RLIMIT_CORE, &zero));
+    OK(syscall(SYS_prlimit64, 0, RLIMIT_CORE, &zero, NULL));
+    OK(syscall(SYS_prlimit64, 0, (1UL << 32) | RLIMIT_CORE, &big, NULL));
+    struct rlimit after = {7, 7};
+    ERR(syscall(SYS_prlimit64, 0, RLIMIT_CORE, &zero, &after), EPERM);
+    TRUE(after.rlim_cur == 7); /* (not written) */
+    OK(syscall(SYS_prlimit64, 0, RLIMIT_CORE, NULL, &after));
+    TRUE(after.rlim_cur == core.rlim_cur && after.rlim_max == core.rlim_max);
+    OK(getrlimit(RLIMIT_NOFILE, &nof));
+    struct rlimit lower = {nof.rlim_cur - 1, nof.rlim_max};
+    OK(setrlimit(RLIMIT_NOFILE, &lower));
+    OK(getrlimit(RLIMIT_NOFILE, &after));
+    TRUE(after.rlim_cur == nof.rlim_cur - 1);
+
     /* The ptrace class: EPERM in general-build, allowed in networked-test. */
     pid_t gc = fork();
     if (gc == 0) {
@@ -665,7 +685,7 @@ START_TEST(test_compile_api) {
         for (int n = 0; n < 2; n++) {
             p = compile(classes[i], n);
             ck_assert_str_eq(p.name, names[i]);
-            ck_assert_uint_eq(p.version, 2);
+            ck_assert_uint_eq(p.version, 3);
             ck_assert(p.notify == (bool)n);
             ck_assert_uint_gt(p.len, 50);
             /* Compact: the kernel converts and JITs it at every sandbox start

@@ -12,7 +12,10 @@
 #include <string.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +79,30 @@ static int workload_main(int argc, char **argv) {
             fputs(line, stdout);
         if (f)
             fclose(f);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--crash")) {
+        /* A workload that turns its core limit down to 0 (which a pipe
+         * core_pattern does not honour) and dumps core. */
+        struct rlimit none = {0, 0};
+        int r = setrlimit(RLIMIT_CORE, &none);
+        struct rlimit now = {9, 9};
+        getrlimit(RLIMIT_CORE, &now);
+        printf("setrlimit %d, core limit now %llu/%llu\n", r, (unsigned long long)now.rlim_cur,
+               (unsigned long long)now.rlim_max);
+        fflush(stdout);
+        kill(getpid(), SIGQUIT);
+        return 7;
+    }
+    if (!strcmp(argv[1], "--core-helper")) {
+        /* Run by the guest kernel as its core_pattern program: leave a mark. */
+        char mark[300], buf[65536];
+        snprintf(mark, sizeof(mark), "%s/ran-%d", argv[2], (int)getpid());
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
+        while (read(0, buf, sizeof(buf)) > 0) {
+        }
         return 0;
     }
     (void)argc;
@@ -241,6 +268,77 @@ START_TEST(test_v2_io_max) {
 }
 END_TEST
 
+/* A core_pattern pipe program runs as root outside every namespace with
+ * the crashing process's memory, whatever its RLIMIT_CORE but 1. The guest
+ * is the only place a test may set core_pattern: a crash outside the
+ * sandbox with the limit at 0 reaches the program (the control), a crash
+ * inside after the workload set its limit to 0 must not. */
+static int marks(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += !strncmp(e->d_name, "ran-", 4);
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int wait_marks(const char *dir, int want, int tenths) {
+    for (int i = 0; i < tenths && marks(dir) < want; i++)
+        usleep(100000);
+    return marks(dir) >= want;
+}
+
+START_TEST(test_core_pattern_pipe_never_reached) {
+    const char *dir = "/tmp/fy-core-marks";
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    char pattern[512];
+    snprintf(pattern, sizeof(pattern), "|%s/test-cgroup2 --core-helper %s\n", self_dir, dir);
+    int fd = open("/proc/sys/kernel/core_pattern", O_WRONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, pattern, strlen(pattern)), (ssize_t)strlen(pattern));
+    close(fd);
+    /* The control: the same crash outside the sandbox reaches the program. */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none);
+        kill(getpid(), SIGQUIT);
+        _exit(7);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFSIGNALED(st) && WCOREDUMP(st), "the control did not dump core (status %#x)", st);
+    ck_assert_msg(wait_marks(dir, 1, 100), "the core_pattern program never ran for the control");
+    /* In the sandbox: the limit stays 1 byte, nothing reaches the program. */
+    fy_policy *p = policy();
+    fy_result *res = run(p, "--crash", "x");
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SIGNALED, "outcome %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)));
+    char *json = NULL;
+    fy_result_to_json(res, &json, NULL);
+    ck_assert_msg(strstr(json, "\"core_dumps\": \"none: RLIMIT_CORE 1 byte"), "%s", json);
+    fy_free(json);
+    fy_result_free(res);
+    /* A policy that asks for cores gets 1 byte here, and says why. */
+    fy_policy_set_limit(p, FY_LIMIT_CORE, FY_UNLIMITED, NULL);
+    res = run(p, "--crash", "x");
+    fy_result_to_json(res, &json, NULL);
+    ck_assert_msg(strstr(json, "the host's core_pattern hands cores to a program outside the sandbox: |"), "%s", json);
+    fy_free(json);
+    fy_result_free(res);
+    fy_policy_free(p);
+    usleep(500000);
+    ck_assert_msg(wait_marks(dir, 1, 1) && marks(dir) == 1, "the core_pattern program ran for a sandboxed crash");
+    fd = open("/proc/sys/kernel/core_pattern", O_WRONLY | O_CLOEXEC);
+    ck_assert_int_eq(write(fd, "core\n", 5), 5);
+    close(fd);
+    ck_assert_int_eq(children_of_delegated(), 0);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc > 2 && argv[1][0] == '-' && argv[1][1] == '-')
         return workload_main(argc, argv);
@@ -268,6 +366,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_v2_pids);
     tcase_add_test(tc, test_v2_placement_and_cpu);
     tcase_add_test(tc, test_v2_io_max);
+    tcase_add_test(tc, test_core_pattern_pipe_never_reached);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
@@ -275,6 +374,6 @@ int main(int argc, char **argv) {
     int nf = srunner_ntests_failed(sr);
     srunner_free(sr);
     fy_caps_free(caps);
-    printf("%d passed, %d failed\n", 5 - nf, nf);
+    printf("%d passed, %d failed\n", 6 - nf, nf);
     return nf ? EXIT_FAILURE : EXIT_SUCCESS;
 }
