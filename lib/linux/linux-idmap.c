@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A root caller's workspace binds, walked by the host and handed to the
- * sandbox as detached trees; the read-only ones shown owned by the
- * sandbox's user (idmapped mounts, Linux 5.12+).
+ * sandbox as detached trees; the read-only ones not root's shown owned by
+ * the sandbox's user (idmapped mounts, Linux 5.12+).
  *
  * A root caller's sandbox runs as an unprivileged host uid (linux-plan.c
  * as_root). Two things followed. Its init could not reach a workspace
@@ -21,9 +21,14 @@
  * one is also made read-only and idmapped through a user namespace of its
  * own that maps the tree's owner (the uid and gid of its top) to the
  * sandbox user's host ids: only that owner; every other owner stays
- * unmapped (nobody), as before. A writable bind is never idmapped: a
- * workload that owned a root caller's files through it could leave a
- * set-uid-root program in the host's tree.
+ * unmapped (nobody), as before. A tree whose top root owns (uid or gid 0)
+ * is never idmapped: through owner bits the workload would read what only
+ * root may (a root runner's bound ~/.cargo holds credentials.toml, mode
+ * 0600); it stays nobody's, its git repositories safe through the
+ * sandbox's /etc/gitconfig. A tree of another user is shown as that user
+ * would see it running the sandbox rootless. A writable bind is never
+ * idmapped: a workload that owned a root caller's files through it could
+ * leave a set-uid-root program in the host's tree.
  *
  * Unlike mounts copied from the host's namespace into the sandbox's (which
  * the kernel locks: MNT_LOCKED, MNT_LOCK_READONLY), a tree made here and
@@ -37,8 +42,9 @@
  * 'T' with the tree, or 'P' without an fd ("plain": walk and bind it
  * yourself, as before) when the path does not open here or the kernel
  * cannot clone it (init then meets the same error and reports it). A
- * read-only tree whose file system cannot be idmapped is handed without
- * the idmap, and the result says "unmapped" (lx report). */
+ * read-only tree whose file system cannot be idmapped, or that root owns,
+ * is handed without the idmap, and the result says "unmapped" or
+ * "partial" (lx report). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -163,7 +169,9 @@ static int host_tree(const struct linux_plan *pl, int root, const struct mount_o
     if (tree < 0)
         return -e;
     uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | ((op->flags & MF_READONLY) ? MOUNT_ATTR_RDONLY : 0);
-    if (op->flags & MF_READONLY) {
+    /* Never root's tree: the workload would read what only root may
+     * (a root runner's ~/.cargo/credentials.toml, /etc/ssl/private). */
+    if ((op->flags & MF_READONLY) && st.st_uid != 0 && st.st_gid != 0) {
         int ns = owner_ns(pl, st.st_uid, st.st_gid, own, nown);
         struct mount_attr mi = {.attr_set = attr | MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)(ns >= 0 ? ns : 0)};
         /* EINVAL: a file system (of the tree or of a mount below) that

@@ -126,8 +126,8 @@ int main(int argc, char **argv) {
      * (linux-idmap.c), and those must leave nothing either. */
     char src[64];
     snprintf(src, sizeof(src), "/tmp/fy-leak-src-%d", (int)getpid());
-    if (mkdir(src, 0700) < 0) {
-        perror(src);
+    if (mkdir(src, 0700) < 0 || (geteuid() == 0 && chown(src, 4242, 4242) < 0)) {
+        perror(src); /* (as root, a service user's tree: root's own is never idmapped) */
         return 1;
     }
     const char *argvs[6][4] = {

@@ -684,8 +684,13 @@ START_TEST(test_workspace_owned_by_workload) {
     fclose(f);
     ck_assert_int_eq(chmod(priv, 0600), 0);
     ck_assert_int_eq(mkdir(other, 0755), 0);
-    if (!rootless)
+    if (!rootless) {
+        /* As root: the tree of a runner's service user (a root-owned one
+         * is never mapped: test_workspace_of_root_unmapped). */
         ck_assert_int_eq(chown(other, 12345, 12345), 0);
+        ck_assert_int_eq(chown(src, 4242, 4242), 0);
+        ck_assert_int_eq(chown(priv, 4242, 4242), 0);
+    }
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
     ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
@@ -729,8 +734,12 @@ START_TEST(test_workspace_owned_by_workload) {
     } else {
         ASSERT_OUT(&r, "OTHER 65534\n");
         if (!unmapped) {
+            /* (partial: the test's own helper directory, root's, is bound
+             * read-only too and never mapped) */
             ck_assert_msg(strstr(mi, "idmapped"), "%s", mi);
-            ck_assert_msg(strstr(json, "\"workspace_idmap\": \"mapped\""), "%s", json);
+            ck_assert_msg(strstr(json, "\"workspace_idmap\": \"mapped\"") ||
+                              strstr(json, "\"workspace_idmap\": \"partial\""),
+                          "%s", json);
         }
         /* Writable: not idmapped, root's directory stays nobody's, closed. */
         ASSERT_OUT(&r, "BUILD 65534\n");
@@ -743,6 +752,55 @@ START_TEST(test_workspace_owned_by_workload) {
     unlink(newf);
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", src, build);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A read-only tree that root owns is never idmapped for a root caller:
+ * through owner bits the workload would read what only root may (a root
+ * runner's bound ~/.cargo holds credentials.toml, mode 0600). It stays
+ * nobody's, its owner-only files closed, and the result says "unmapped";
+ * with a tree of another owner beside it, "partial". git still works in it
+ * (test_git_in_source). */
+START_TEST(test_workspace_of_root_unmapped) {
+    if (rootless) /* nothing is idmapped for a rootless caller */
+        return;
+    char src[160], secret[200], user[160];
+    snprintf(src, sizeof(src), "%s/root-src", scratch);
+    snprintf(secret, sizeof(secret), "%s/credentials.toml", src);
+    snprintf(user, sizeof(user), "%s/user-src", scratch);
+    ck_assert_int_eq(mkdir(src, 0755), 0);
+    ck_assert_int_eq(mkdir(user, 0755), 0);
+    ck_assert_int_eq(chown(user, 4242, 4242), 0);
+    int fd = open(secret, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "token = \"root-only-5e2b\"\n", 25), 25);
+    close(fd);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo OWNER $(stat -c '%u:%g' /work/source /work/source/credentials.toml);"
+                          " cat /work/source/credentials.toml 2>&1; true",
+                          NULL};
+    for (int pass = 0; pass < 2; pass++) {
+        fy_policy *p = policy();
+        ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
+        if (pass)
+            ck_assert_int_eq(fy_policy_add_bind(p, user, "/opt/user", FY_BIND_READ_ONLY, NULL), 0);
+        struct run r;
+        run_argv(p, argv, &r);
+        char *json = NULL;
+        ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+        ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+        ASSERT_OUT(&r, "OWNER 65534:65534 65534:65534\n");
+        ASSERT_OUT(&r, "credentials.toml: Permission denied");
+        ck_assert_msg(!strstr(r.out, "root-only-5e2b"), "root's owner-only file was read: %s", r.out);
+        ck_assert_msg(strstr(json, pass ? "\"workspace_idmap\": \"partial\"" : "\"workspace_idmap\": \"unmapped\""),
+                      "%s", json);
+        free(json);
+        run_free(&r);
+        fy_policy_free(p);
+    }
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", src, user);
     ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
@@ -760,7 +818,7 @@ START_TEST(test_workspace_idmap_unsupported) {
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-            mount("none", src, "ramfs", 0, "mode=0755") < 0)
+            mount("none", src, "ramfs", 0, "mode=0755") < 0 || chown(src, 4242, 4242) < 0)
             _exit(2);
         fy_policy *p = policy();
         ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
@@ -3574,6 +3632,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_source_read_only);
     tcase_add_test(tc, test_git_in_source);
     tcase_add_test(tc, test_workspace_owned_by_workload);
+    tcase_add_test(tc, test_workspace_of_root_unmapped);
     tcase_add_test(tc, test_workspace_idmap_unsupported);
     tcase_add_test(tc, test_cgroup_v2_placement);
     tcase_add_test(tc, test_no_residue_between_attempts);

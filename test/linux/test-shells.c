@@ -170,13 +170,16 @@ START_TEST(test_claimed_shell_is_the_same_attempt) {
     char out[160];
     snprintf(out, sizeof(out), "%s/claimed-out", scratch);
     /* The source, the caller's, is the workload's inside, cold or claimed
-     * (a root caller's through an idmapped tree handed over after the claim). */
+     * (a root caller's, here a service user's tree, through an idmapped
+     * tree handed over after the claim; root's own is never mapped). */
     const char *argv[] = {"/bin/sh", "-c",
                           "echo \"$CANARY_ENV\"; cat /run/secrets/tok; id -u; hostname; stat -c 'src %u' /work/source",
                           NULL};
     char src[160];
     snprintf(src, sizeof(src), "%s/claimed-src", scratch);
     ck_assert_int_eq(mkdir(src, 0755), 0);
+    if (!rootless)
+        ck_assert_int_eq(chown(src, 4242, 4242), 0);
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_source(p, src, 0, NULL), 0);
     ck_assert_int_eq(fy_policy_set_env(p, "CANARY_ENV", "env-canary-7d1f", NULL), 0);
