@@ -413,6 +413,8 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                                   "file, no host core_pattern program)"
                                                 : "none: RLIMIT_CORE 1 byte, which the workload may change (no "
                                                   "seccomp filter)"));
+    else if (core == FY_UNLIMITED)
+        json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, any size (core_pattern %s)", pattern));
     else
         json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, up to %llu bytes (core_pattern %s)",
                                                           (unsigned long long)core, pattern));
