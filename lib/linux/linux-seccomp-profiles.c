@@ -73,7 +73,11 @@
  *    core_pattern pipe helper, systemd-coredump or
  *    apport, as root outside the sandbox with the
  *    process's memory; programs that turn their cores
- *    off get what they asked for)
+ *    off get what they asked for, and must: every
+ *    AddressSanitizer program sets RLIMIT_CORE as it
+ *    starts and dies when that fails, so EPERM is not
+ *    an answer; a raise "succeeds" the same way and
+ *    reads back 1)
  *  prlimit64(pid, res, new, old) with low32(res) ==     ERRNO(EPERM)    ERRNO(EPERM)
  *    RLIMIT_CORE, new != NULL and old != NULL (the old
  *    value cannot be given without the call); other
