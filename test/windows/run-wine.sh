@@ -31,11 +31,29 @@ cleanup() {
   for d in "${TMPDIR:-/tmp}"/wine-*/; do
     if [ -n "$server" ] && [ -d "$d$server" ]; then rm -rf "$d"; fi
   done
-  rm -rf "$prefix"
+  rm -rf "$prefix" "$prefix.boot.log"
 }
 trap cleanup EXIT
 export WINEPREFIX="$prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=" DISPLAY=
-"$wine" wineboot -i >/dev/null 2>&1 || true
+# wineboot can fail on a loaded host (seen in CI with the whole suite running:
+# the program then died with "could not load kernel32.dll"): the prefix must
+# hold kernel32.dll before the program runs, else it is made again, twice at
+# most, and a prefix that never becomes usable fails the test with its reason.
+ready() { [ -f "$prefix/drive_c/windows/system32/kernel32.dll" ]; }
+for attempt in 1 2 3; do
+  "$wine" wineboot -i >"$prefix.boot.log" 2>&1 || true
+  ready && break
+  echo "# wineboot attempt $attempt left no kernel32.dll in the prefix; again" >&2
+  "$wineserver" -k >/dev/null 2>&1 || true
+  sleep 1
+done
+if ! ready; then
+  echo "# wineboot never made a usable prefix:" >&2
+  sed 's/^/#   /' "$prefix.boot.log" >&2 || true
+  rm -f "$prefix.boot.log"
+  exit 1
+fi
+rm -f "$prefix.boot.log"
 # The library's DLL and the CLI next to the program, as installed.
 bin="$prefix/run"
 mkdir "$bin"
