@@ -221,13 +221,11 @@ static const struct { int res; uint32_t limit; const char *name; } policy_rlimit
  * profile (version 3) keeps the workload from changing it. A policy's larger
  * limit stands only where cores are files, which the kernel writes in the
  * crashing process's own mount namespace (inside the sandbox); where they go
- * to a program or a socket (Linux 6.16's "@"), it is lowered to 1 and
- * *pattern says where they would have gone. */
+ * to a program or a socket (Linux 6.16's "@"), it is lowered to 1. The
+ * host's pattern is read once per plan into pattern (report_core). */
 #define LX_CORE_NEVER 1u
-static uint64_t core_rlimit(uint64_t want, bool read_pattern, char *pattern, size_t n) {
+static uint64_t core_rlimit(uint64_t want, char *pattern, size_t n) {
     pattern[0] = '\0';
-    if ((want == 0 || want == LX_CORE_NEVER) && !read_pattern)
-        return LX_CORE_NEVER;
     int fd = open("/proc/sys/kernel/core_pattern", O_RDONLY | O_CLOEXEC);
     ssize_t len = fd >= 0 ? read(fd, pattern, n - 1) : -1;
     if (fd >= 0)
@@ -245,8 +243,50 @@ static bool core_pattern_leaves(const char *pattern) {
     return pattern[0] == '|' || pattern[0] == '@' || strcmp(pattern, "(unreadable)") == 0;
 }
 
+/* The result's limits.core_dumps for the plan's core limit (core_rlimit),
+ * and the reason in *low (limits.rlimits_lowered, made on demand) when the
+ * host's pattern lowered a larger one the policy asked for. */
+static void report_core(json_t *o, json_t **low, const struct linux_plan *pl, uint64_t asked, uint64_t core,
+                        const char *pattern) {
+    struct rlimit hc;
+    bool host_zero = getrlimit(RLIMIT_CORE, &hc) == 0 && hc.rlim_max == 0;
+    if (pattern[0] == '@')
+        json_object_set_new(o, "core_dumps",
+                            json_sprintf("RLIMIT_CORE %llu byte%s, but the host's core_pattern is a socket (%s), "
+                                         "which the kernel does not hold to it: a crash's memory may reach "
+                                         "the program listening there",
+                                         (unsigned long long)(host_zero ? 0 : core), !host_zero && core == 1 ? "" : "s",
+                                         pattern));
+    else if (host_zero && core_pattern_leaves(pattern))
+        json_object_set_new(o, "core_dumps",
+                            json_sprintf("to the host's core_pattern program (%s): the host process's hard "
+                                         "RLIMIT_CORE is 0, and only 1 byte keeps cores from it (raise the host's "
+                                         "hard limit to at least 1)", pattern));
+    else if (host_zero)
+        json_object_set_new(o, "core_dumps", json_string("none: RLIMIT_CORE 0 (the host process's hard limit)"));
+    else if (core == LX_CORE_NEVER)
+        json_object_set_new(o, "core_dumps",
+                            json_string(pl->bpf ? "none: RLIMIT_CORE 1 byte, which the seccomp profile keeps (no core "
+                                                  "file, no host core_pattern program)"
+                                                : "none: RLIMIT_CORE 1 byte, which the workload may change (no "
+                                                  "seccomp filter)"));
+    else if (core == FY_UNLIMITED)
+        json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, any size (core_pattern %s)", pattern));
+    else
+        json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, up to %llu bytes (core_pattern %s)",
+                                                          (unsigned long long)core, pattern));
+    if (core == LX_CORE_NEVER && asked > LX_CORE_NEVER && (*low || (*low = json_object())))
+        json_object_set_new(*low, "core",
+                            json_pack("{s:o,s:I,s:s+}", "asked",
+                                      asked == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)asked),
+                                      "enforced", (json_int_t)core, "why",
+                                      "the host's core_pattern hands cores to a program outside the sandbox: ",
+                                      pattern));
+}
+
 /* Resources: which cgroup hierarchy enforces which negotiated limit. */
-static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c, fy_error **reterr) {
+static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c, uint64_t core,
+                           const char *core_pattern, fy_error **reterr) {
     pl->cg.fault_step = np->fault_step;
     pl->cg.fault_nth = np->fault_nth;
     const struct caps_host *h = &c->host;
@@ -389,47 +429,7 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
      * never weaker, but a build that needs the value asked for fails with
      * EMFILE or EFBIG, so the result says which and by how much. */
     json_t *low = NULL;
-    char pattern[128];
-    struct rlimit hc;
-    bool host_zero = getrlimit(RLIMIT_CORE, &hc) == 0 && hc.rlim_max == 0;
-    uint64_t core = core_rlimit(np->limit[FY_LIMIT_CORE], true, pattern, sizeof(pattern));
-    if (pattern[0] == '@')
-        json_object_set_new(o, "core_dumps",
-                            json_sprintf("RLIMIT_CORE %llu byte%s, but the host's core_pattern is a socket (%s), "
-                                         "which the kernel does not hold to it: a crash's memory may reach "
-                                         "the program listening there",
-                                         (unsigned long long)(host_zero ? 0 : core), !host_zero && core == 1 ? "" : "s",
-                                         pattern));
-    else if (host_zero && core_pattern_leaves(pattern))
-        json_object_set_new(o, "core_dumps",
-                            json_sprintf("to the host's core_pattern program (%s): the host process's hard "
-                                         "RLIMIT_CORE is 0, and only 1 byte keeps cores from it (raise the host's "
-                                         "hard limit to at least 1)", pattern));
-    else if (host_zero)
-        json_object_set_new(o, "core_dumps", json_string("none: RLIMIT_CORE 0 (the host process's hard limit)"));
-    else if (core == LX_CORE_NEVER)
-        json_object_set_new(o, "core_dumps",
-                            json_string(pl->bpf ? "none: RLIMIT_CORE 1 byte, which the seccomp profile keeps (no core "
-                                                  "file, no host core_pattern program)"
-                                                : "none: RLIMIT_CORE 1 byte, which the workload may change (no "
-                                                  "seccomp filter)"));
-    else if (core == FY_UNLIMITED)
-        json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, any size (core_pattern %s)", pattern));
-    else
-        json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, up to %llu bytes (core_pattern %s)",
-                                                          (unsigned long long)core, pattern));
-    if (core == LX_CORE_NEVER && np->limit[FY_LIMIT_CORE] > LX_CORE_NEVER) {
-        if (!(low = json_object()))
-            return FY_E_NOMEM;
-        json_object_set_new(low, "core",
-                            json_pack("{s:o,s:I,s:s+}", "asked",
-                                      np->limit[FY_LIMIT_CORE] == FY_UNLIMITED
-                                          ? json_string("unlimited")
-                                          : json_integer((json_int_t)np->limit[FY_LIMIT_CORE]),
-                                      "enforced", (json_int_t)core, "why",
-                                      "the host's core_pattern hands cores to a program outside the sandbox: ",
-                                      pattern));
-    }
+    report_core(o, &low, pl, np->limit[FY_LIMIT_CORE], core, core_pattern);
     for (size_t i = 0; i < FY_ARRAY_SIZE(policy_rlimits); i++) {
         struct rlimit cur;
         uint64_t want = policy_rlimits[i].res == RLIMIT_CORE ? core : np->limit[policy_rlimits[i].limit];
@@ -1112,12 +1112,11 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     }
 
     /* rlimits (always). */
-    char pattern[128];
+    char core_pattern[128];
+    uint64_t core = core_rlimit(np->limit[FY_LIMIT_CORE], core_pattern, sizeof(core_pattern));
     for (size_t i = 0; i < FY_ARRAY_SIZE(policy_rlimits); i++)
         add_rlimit(pl, policy_rlimits[i].res,
-                   policy_rlimits[i].res == RLIMIT_CORE
-                       ? core_rlimit(np->limit[FY_LIMIT_CORE], false, pattern, sizeof(pattern))
-                       : np->limit[policy_rlimits[i].limit]);
+                   policy_rlimits[i].res == RLIMIT_CORE ? core : np->limit[policy_rlimits[i].limit]);
     /* Never a real-time policy or a raised priority, whatever the caller
      * may have (a service's LimitRTPRIO=): seccomp lets sched_setscheduler
      * through, and a SCHED_FIFO loop is outside every CPU quota. */
@@ -1144,7 +1143,7 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     if (!process_level && (r = compile_devices(pl, np, c, reterr)) < 0)
         goto fail;
     fy_error *cgerr = NULL;
-    if ((r = compile_cgroups(pl, np, c, &cgerr)) == FY_E_UNSUPPORTED) {
+    if ((r = compile_cgroups(pl, np, c, core, core_pattern, &cgerr)) == FY_E_UNSUPPORTED) {
         if (cgerr) { /* a budget of the privileged helper */
             if (reterr)
                 *reterr = cgerr;

@@ -138,16 +138,19 @@ static fy_policy *policy(void) {
     return p;
 }
 
-static int children_of_delegated(void) {
-    DIR *d = opendir(delegated);
+/* How many entries of dir have names that start with prefix. */
+static int entries_named(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
     int n = 0;
     struct dirent *e;
     while (d && (e = readdir(d)))
-        n += !strncmp(e->d_name, "forgeyard-", 10);
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
     if (d)
         closedir(d);
     return n;
 }
+
+static int children_of_delegated(void) { return entries_named(delegated, "forgeyard-"); }
 
 START_TEST(test_caps_from_delegated_subtree) {
     ck_assert_int_eq(fy_caps_has(caps, FY_CAP_CGROUP_V2), 1);
@@ -273,16 +276,7 @@ END_TEST
  * is the only place a test may set core_pattern: a crash outside the
  * sandbox with the limit at 0 reaches the program (the control), a crash
  * inside after the workload set its limit to 0 must not. */
-static int marks(const char *dir) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        n += !strncmp(e->d_name, "ran-", 4);
-    if (d)
-        closedir(d);
-    return n;
-}
+static int marks(const char *dir) { return entries_named(dir, "ran-"); }
 
 static int wait_marks(const char *dir, int want, int tenths) {
     for (int i = 0; i < tenths && marks(dir) < want; i++)
