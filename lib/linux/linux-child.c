@@ -1088,6 +1088,38 @@ static int set_caps(uint64_t keep) {
     return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
 }
 
+/* The sandbox's share of the per-user kernel counts (linux-plan.h LX_UC_*),
+ * written to our user namespace's own limits: /proc/sys/user is per user
+ * namespace (whichever procfs it is read through), and its root may lower
+ * them (CAP_SYS_RESOURCE in it). The workload cannot raise them: it holds
+ * no capability, and /proc/sys is read-only inside. */
+static int set_kernel_counts(const struct linux_plan *pl) {
+    static const char *const path[LX_NUCOUNTS] = {
+        [LX_UC_INOTIFY_INSTANCES] = "/proc/sys/user/max_inotify_instances",
+        [LX_UC_INOTIFY_WATCHES] = "/proc/sys/user/max_inotify_watches",
+        [LX_UC_FANOTIFY_GROUPS] = "/proc/sys/user/max_fanotify_groups",
+        [LX_UC_FANOTIFY_MARKS] = "/proc/sys/user/max_fanotify_marks",
+    };
+    for (size_t i = 0; i < LX_NUCOUNTS; i++) {
+        if (!pl->ucount_max[i])
+            continue;
+        char digits[12], text[12];
+        size_t n = 0;
+        for (uint32_t v = pl->ucount_max[i]; n == 0 || v; v /= 10)
+            digits[n++] = (char)('0' + v % 10);
+        for (size_t k = 0; k < n; k++)
+            text[k] = digits[n - 1 - k];
+        int fd = open(path[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        int r = write_all(fd, text, n) < 0 ? -errno : 0;
+        close(fd);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 static int set_ids(uint32_t uid, uint32_t gid, bool drop_groups) {
     if (drop_groups && syscall(SYS_setgroups, 0, NULL) < 0)
         return -errno;
@@ -1801,6 +1833,8 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         FAULT(a, FY_STEP_USERNS);
         if (pl->hostname && sethostname(pl->hostname, slen(pl->hostname)) < 0)
             die(sfd, FY_STEP_USERNS, errno);
+        if ((r = set_kernel_counts(pl)) < 0)
+            die(sfd, FY_STEP_USERNS, -r);
         if (pl->use_netns)
             FAULT(a, FY_STEP_NETNS);
         delay_in(pl, FY_STAGE_ISOLATION);

@@ -284,6 +284,92 @@ static void report_core(json_t *o, json_t **low, const struct linux_plan *pl, ui
                                       pattern));
 }
 
+/* The host's per-user limits of the counts a user namespace charges to its
+ * owner (linux-plan.h LX_UC_*), from the initial namespace's sysctls, which
+ * read the same from any namespace. */
+static const struct {
+    const char *host, *name;
+} ucount_sysctls[LX_NUCOUNTS] = {
+    [LX_UC_INOTIFY_INSTANCES] = {"/proc/sys/fs/inotify/max_user_instances", "inotify_instances"},
+    [LX_UC_INOTIFY_WATCHES] = {"/proc/sys/fs/inotify/max_user_watches", "inotify_watches"},
+    [LX_UC_FANOTIFY_GROUPS] = {"/proc/sys/fs/fanotify/max_user_groups", "fanotify_groups"},
+    [LX_UC_FANOTIFY_MARKS] = {"/proc/sys/fs/fanotify/max_user_marks", "fanotify_marks"},
+};
+
+static uint64_t read_sysctl_u64(const char *path) {
+    char b[32];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, b, sizeof(b) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    b[n] = '\0';
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(b, &end, 10);
+    return errno || end == b ? 0 : (uint64_t)v;
+}
+
+/* A sandbox of its own user namespace takes at most 1/LX_UCOUNT_SHARE of
+ * each per-user budget it draws from: the ucounts above (written by
+ * forgeyard-init into its namespace), and the two rlimit-counted ones the
+ * kernel also charges up the chain of namespaces, queued signals and POSIX
+ * message queue bytes (the workload's rlimits; the count is its user's in
+ * the sandbox, checked against the limit of the user who made the
+ * namespace above). */
+static void compile_shares(struct linux_plan *pl) {
+    if (!(pl->clone_flags & CLONE_NEWUSER))
+        return;
+    for (size_t i = 0; i < LX_NUCOUNTS; i++) {
+        uint64_t host = read_sysctl_u64(ucount_sysctls[i].host);
+        if (host == 0 || host > INT32_MAX)
+            continue; /* no such count on this kernel, or no limit to protect */
+        pl->ucount_max[i] = (uint32_t)(host / LX_UCOUNT_SHARE ? host / LX_UCOUNT_SHARE : 1);
+    }
+    static const int res[] = {RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(res); i++) {
+        struct rlimit cur;
+        if (getrlimit(res[i], &cur) < 0 || cur.rlim_cur == RLIM_INFINITY)
+            continue;
+        rlim_t v = cur.rlim_cur / LX_UCOUNT_SHARE ? cur.rlim_cur / LX_UCOUNT_SHARE : 1;
+        add_rlimit(pl, res[i], (uint64_t)v);
+    }
+}
+
+static bool has_rlimit(const struct linux_plan *pl, int res) {
+    for (size_t i = 0; i < pl->nrlimits; i++)
+        if (pl->rlimits[i].resource == res)
+            return true;
+    return false;
+}
+
+/* limits.kernel_counts: what compile_shares gave the sandbox. */
+static json_t *report_shares(const struct linux_plan *pl) {
+    json_t *k = json_object();
+    if (!k)
+        return NULL;
+    for (size_t i = 0; i < LX_NUCOUNTS; i++)
+        json_object_set_new(k, ucount_sysctls[i].name,
+                            pl->ucount_max[i] ? json_integer((json_int_t)pl->ucount_max[i]) : json_null());
+    const struct { int res; const char *name; } rl[] = {{RLIMIT_SIGPENDING, "signals_queued"},
+                                                        {RLIMIT_MSGQUEUE, "message_queue_bytes"}};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(rl); i++) {
+        json_t *v = json_null();
+        for (size_t j = 0; j < pl->nrlimits; j++)
+            if (pl->rlimits[j].resource == rl[i].res)
+                v = json_integer((json_int_t)pl->rlimits[j].lim.rlim_cur);
+        json_object_set_new(k, rl[i].name, v);
+    }
+    json_object_set_new(k, "share",
+                        pl->clone_flags & CLONE_NEWUSER
+                            ? json_sprintf("1/%d of the host's per-user limit: the sandbox's user namespace draws "
+                                           "these from the budget of the user who made it",
+                                           LX_UCOUNT_SHARE)
+                            : json_string("none: no user namespace of the sandbox's own (the host user's limits)"));
+    return k;
+}
+
 /* Resources: which cgroup hierarchy enforces which negotiated limit. */
 static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c, uint64_t core,
                            const char *core_pattern, fy_error **reterr) {
@@ -423,7 +509,10 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     if (cg->helper)
         json_object_set_new(o, "helper", json_sprintf("%s cgroups created and limited by the privileged helper at %s",
                                                       cg->v2_helper ? "v2" : "v1", cg->helper));
-    json_object_set_new(o, "rlimits", json_string(nproc ? "nofile, core, fsize, stack, nproc" : "nofile, core, fsize, stack"));
+    json_object_set_new(o, "rlimits", json_sprintf("nofile, core, fsize, stack%s%s%s", nproc ? ", nproc" : "",
+                                                   has_rlimit(pl, RLIMIT_SIGPENDING) ? ", sigpending" : "",
+                                                   has_rlimit(pl, RLIMIT_MSGQUEUE) ? ", msgqueue" : ""));
+    json_object_set_new(o, "kernel_counts", report_shares(pl));
     /* A resource limit above the preparing process's hard limit is lowered
      * to it in the sandbox (a user namespace cannot raise one): stricter,
      * never weaker, but a build that needs the value asked for fails with
@@ -1122,6 +1211,7 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
      * through, and a SCHED_FIFO loop is outside every CPU quota. */
     add_rlimit(pl, RLIMIT_RTPRIO, 0);
     add_rlimit(pl, RLIMIT_NICE, 0);
+    compile_shares(pl);
 
     /* The disk watchdog's directories: the writable host-backed ones. */
     pl->disk_quota = np->limit[FY_LIMIT_DISK];

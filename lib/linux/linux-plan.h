@@ -88,7 +88,20 @@ struct child_msg {
     uint64_t value;
 };
 
-#define CHILD_MAX_RLIMITS 8
+#define CHILD_MAX_RLIMITS 10
+
+/* Per-user kernel counts that a user namespace charges to its owner's
+ * budget in every ancestor namespace (the kernel's ucounts): without a
+ * limit of the sandbox's own, one sandbox could take the whole budget of
+ * the user that made it (as root: root's), and then no process of that
+ * user could make an inotify instance. The sandbox gets 1/LX_UCOUNT_SHARE
+ * of the host's per-user limit. */
+#define LX_UC_INOTIFY_INSTANCES 0
+#define LX_UC_INOTIFY_WATCHES   1
+#define LX_UC_FANOTIFY_GROUPS   2
+#define LX_UC_FANOTIFY_MARKS    3
+#define LX_NUCOUNTS             4
+#define LX_UCOUNT_SHARE         8
 struct child_rlimit {
     int resource;
     struct rlimit lim;
@@ -153,6 +166,10 @@ struct linux_plan {
     uint16_t init_bpf_len;
     struct child_rlimit rlimits[CHILD_MAX_RLIMITS];
     size_t nrlimits;
+    /* The sandbox's share of the per-user kernel counts its user namespace
+     * draws from its owner's budget (LX_UC_*; 0: left alone): forgeyard-init
+     * writes them to its namespace's /proc/sys/user before the workload. */
+    uint32_t ucount_max[LX_NUCOUNTS];
     /* the command */
     char **argv;                 /* borrowed from the neutral plan */
     char **envp;                 /* NULL-terminated; secrets are added per start */
@@ -250,13 +267,14 @@ struct exec_init {
 /* What forgeyard-init and the workload process need of their user
  * namespace's capabilities before they drop them: mounts, namespaces and
  * the host name (SYS_ADMIN), lo (NET_ADMIN), ids (SETUID, SETGID), the
- * bounding set and securebits (SETPCAP), signals to the tree (KILL), and
- * files of the new root (CHOWN, DAC_*, FOWNER, FSETID). Nothing else is
+ * bounding set and securebits (SETPCAP), signals to the tree (KILL),
+ * files of the new root (CHOWN, DAC_*, FOWNER, FSETID), and the user
+ * namespace's own limits of kernel counts (SYS_RESOURCE). Nothing else is
  * kept across init's exec: each capability costs a credential change. */
 #define LX_INIT_CAPS                                                                                            \
     ((1ULL << CAP_CHOWN) | (1ULL << CAP_DAC_OVERRIDE) | (1ULL << CAP_DAC_READ_SEARCH) | (1ULL << CAP_FOWNER) | \
      (1ULL << CAP_FSETID) | (1ULL << CAP_KILL) | (1ULL << CAP_SETGID) | (1ULL << CAP_SETUID) |                  \
-     (1ULL << CAP_SETPCAP) | (1ULL << CAP_NET_ADMIN) | (1ULL << CAP_SYS_ADMIN))
+     (1ULL << CAP_SETPCAP) | (1ULL << CAP_NET_ADMIN) | (1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_SYS_RESOURCE))
 struct fy_clone_args;
 /* clone3 with ca (which must include CLONE_VM | CLONE_VFORK and no stack),
  * or clone(2) where clone3 is refused; the child executes forgeyard-init.

@@ -294,6 +294,24 @@ int main(int argc, char **argv) {
         printf("ok opened %ld, last fd %ld\n", n, last);
         return 0;
     }
+    if (!strcmp(c, "inotify")) {
+        /* Bounded: makes up to N inotify instances (at most 100000),
+         * keeping every one; reports how many it made before the first
+         * failure, then holds them for up to 30 s so that the test can see
+         * whose budget they came from. */
+        long n = atol(arg), made = 0;
+        for (; made < n && made < 100000; made++)
+            if (syscall(SYS_inotify_init1, O_CLOEXEC) < 0)
+                break;
+        if (made < n && made < 100000)
+            printf("denied %s inotify after %ld\n", ename(errno), made);
+        else
+            printf("ok inotify %ld\n", made);
+        fflush(stdout);
+        for (int i = 0; i < 300; i++)
+            usleep(100000);
+        return 0;
+    }
     if (!strcmp(c, "forkbomb")) {
         /* Bounded: at most N children, each sleeping; reports the first failure. */
         long n = atol(arg);

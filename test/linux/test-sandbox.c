@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/mount.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
@@ -2480,6 +2481,70 @@ static bool limit_line(const char *text, const char *name, long long *soft, long
  * SIGXFSZ, with EFBIG. The values differ from this host's own (nofile
  * 20000 or more, fsize unlimited, stack 8 MiB, core hard unlimited), which
  * the workload would otherwise inherit. */
+/* A sandbox takes at most 1/8 of the per-user inotify budget that its user
+ * namespace draws from (the kernel charges it to the user who made the
+ * namespace: root, as root), so that no sandbox can leave that user's host
+ * processes without inotify. The workload makes instances until refused;
+ * while it holds them the host still makes one. Without the sandbox's own
+ * limit it took the whole budget (128 here) and the host's failed. */
+START_TEST(test_kernel_count_share) {
+    char b[32] = "";
+    int sfd = open("/proc/sys/fs/inotify/max_user_instances", O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(sfd, 0);
+    ck_assert_int_gt(read(sfd, b, sizeof(b) - 1), 0);
+    close(sfd);
+    long host_max = atol(b), share = host_max / 8 ? host_max / 8 : 1;
+    ck_assert_int_gt(host_max, 0);
+    fy_policy *p = policy();
+    char out[128], n[32], want[96];
+    snprintf(out, sizeof(out), "%s/out-%d", scratch, ++counter);
+    snprintf(n, sizeof(n), "%ld", host_max + 1);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FILE, -1, out, NULL), 0);
+    const char *argv[] = {"/opt/fy/fy-attack", "inotify", n, tag(), NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, argv, &pr, &e) == 0, "prepare: %s", fy_error_message(e));
+    fy_handle *h = NULL;
+    ck_assert_msg(start_attempt(pr, &h, &e) == 0, "start: %s", fy_error_message(e));
+    fy_prepared_free(pr);
+    char *text = NULL;
+    fy_result *res = NULL;
+    for (int i = 0; i < 400 && !res; i++) { /* at most 20 s; the handle drains the output */
+        ck_assert_int_eq(fy_handle_wait(h, 50000, &res, NULL) >= 0, 1);
+        free(text);
+        text = slurp(out);
+        if (text && strstr(text, "inotify"))
+            break;
+    }
+    if (!text || !strstr(text, "inotify"))
+        unlink(out); /* (every test of this process numbers its files from 1) */
+    ck_assert_msg(!res && text && strstr(text, "inotify"), "the workload never reported: %s", text ? text : "(none)");
+    /* The workload holds what it made: the host's own budget is not spent. */
+    int mine = inotify_init1(IN_CLOEXEC);
+    int mine_errno = errno;
+    if (mine >= 0)
+        close(mine);
+    ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, NULL), 0);
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    fy_handle_free(h);
+    unlink(out);
+    ck_assert_msg(mine >= 0, "the host could not make an inotify instance while the sandbox held its own: %s (%s)",
+                  strerror(mine_errno), text);
+    snprintf(want, sizeof(want), "denied EMFILE inotify after %ld\n", share);
+    ck_assert_msg(strstr(text, want), "expected \"%s\": %s", want, text);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+    snprintf(want, sizeof(want), "\"inotify_instances\": %ld", share);
+    ck_assert_msg(strstr(json, want), "expected %s in %s", want, json);
+    ck_assert_msg(strstr(json, "sigpending, msgqueue"), "%s", json);
+    fy_free(json);
+    fy_result_free(res);
+    free(text);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_rlimits) {
     enum { NOFILE = 64, FSIZE = 1 << 20, STACK = 3 << 20 };
     struct rlimit host;
@@ -3672,6 +3737,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_cpu_quota_enforced);
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_rlimits);
+    tcase_add_test(tc, test_kernel_count_share);
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_gc_unrecorded_cgroups);
