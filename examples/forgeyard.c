@@ -994,6 +994,10 @@ static long sandbox_host_uid(const fy_policy *p) {
     return id;
 }
 
+#ifndef _WIN32
+static int hand_over(long uid, const char *opt, const char *dir);
+#endif
+
 /* A directory the command is to write but cannot would only show up as
  * its own "Permission denied": say so first, with the fix. */
 static void note_unwritable(long id, const char *opt, const char *dir) {
@@ -1391,6 +1395,8 @@ static void run_usage(FILE *f) {
             "  --memory SIZE           memory limit (512M, 2G); --pids N; --cpus N (1.5)\n"
             "  --tmp-size SIZE         size of /tmp\n"
             "  --result FILE           write the result (evidence) as JSON\n"
+            "  --hand-over             as root, give --build, --output and --bind directories (and\n"
+            "                          their files) to the sandbox's host uid before the run\n"
             "  --stdin                 pass forgeyard's standard input (a pipe or a file, never a\n"
             "                          terminal) to the command; without it, /dev/null\n"
             "  --help                  this text\n"
@@ -1418,6 +1424,9 @@ static int cmd_run(int argc, char **argv) {
         }
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL;
     const char *build_dir = NULL, *output_dir = NULL; /* (as given: for note_unwritable) */
+    bool hand = false;             /* --hand-over */
+    const char *writable[64];      /* --bind hosts (absolute; host_abs keeps them) */
+    size_t nwritable = 0;
     const char *image = NULL;
     const char *allows[2048];
     size_t nallow = 0;
@@ -1454,6 +1463,10 @@ static int cmd_run(int argc, char **argv) {
             pass_stdin = true;
             continue;
         }
+        if (strcmp(o, "--hand-over") == 0) {
+            hand = true;
+            continue;
+        }
         if (not_an_option("run", o))
             goto bad;
         if (i + 1 >= argc) {
@@ -1486,9 +1499,11 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "%s: %s expects HOST:PATH\n", prog, o);
                 r = -1;
             } else {
-                r = check(fy_policy_add_bind(p, host_abs(left), right, strcmp(o, "--bind") == 0 ? FY_BIND_WRITABLE : 0,
-                                             &err),
+                const char *host = host_abs(left);
+                r = check(fy_policy_add_bind(p, host, right, strcmp(o, "--bind") == 0 ? FY_BIND_WRITABLE : 0, &err),
                           o, &err);
+                if (r == 0 && strcmp(o, "--bind") == 0 && nwritable < sizeof(writable) / sizeof(writable[0]))
+                    writable[nwritable++] = host[0] == '/' ? host : NULL;
             }
         } else if (strcmp(o, "--workdir") == 0) {
             r = check(fy_policy_set_workdir(p, v, &err), o, &err);
@@ -1637,7 +1652,23 @@ static int cmd_run(int argc, char **argv) {
         if (check(fy_policy_set_network(p, restricted, &err), "--network", &err) < 0)
             goto bad;
     }
-    if (build_dir || output_dir) {
+    if (hand && geteuid() == 0) {
+#ifndef _WIN32
+        /* As root, --hand-over gives the writable directories to the
+         * sandbox's host uid before the run (a rootless sandbox writes as
+         * the caller: nothing to hand over). */
+        long uid = sandbox_host_uid(p);
+        int hr = hand_over(uid, "--build", build_dir);
+        if (hr == 0)
+            hr = hand_over(uid, "--output", output_dir);
+        for (size_t k = 0; hr == 0 && k < nwritable; k++)
+            hr = hand_over(uid, "--bind", writable[k]);
+        if (hr != 0) {
+            fy_policy_free(p);
+            return hr;
+        }
+#endif
+    } else if (build_dir || output_dir) {
         long uid = sandbox_host_uid(p);
         note_unwritable(uid, "--build", build_dir);
         note_unwritable(uid, "--output", output_dir);
@@ -1728,12 +1759,12 @@ static bool wrap_files;
 static int hand_dir(const char *path, const struct stat *st, int type, struct FTW *ftw) {
     (void)ftw;
     if (++wrap_entries > 1000000) {
-        fprintf(stderr, "%s: wrap: the execution root has more than 1,000,000 entries\n", prog);
+        fprintf(stderr, "%s: the directory to hand over has more than 1,000,000 entries\n", prog);
         return 1;
     }
     if ((type == FTW_D || (wrap_files && type == FTW_F)) && (long)st->st_uid != wrap_uid &&
         fchownat(AT_FDCWD, path, (uid_t)wrap_uid, (gid_t)wrap_uid, AT_SYMLINK_NOFOLLOW) < 0) {
-        fprintf(stderr, "%s: wrap: cannot hand %s to uid %ld: %s\n", prog, path, wrap_uid, strerror(errno));
+        fprintf(stderr, "%s: cannot hand %s to uid %ld: %s\n", prog, path, wrap_uid, strerror(errno));
         return 1;
     }
     return 0;
@@ -1759,6 +1790,33 @@ static bool disposable_root(const char *root) {
         return false; /* a user's home itself */
     const char *home = getenv("HOME");
     return !home || strcmp(home, root) != 0;
+}
+
+/* run --hand-over: a writable directory (its files too, never through a
+ * link or across a mount) handed to the sandbox's host uid for good, as
+ * `chown -R` would, under the same refusals as wrap's execution root. 0, or
+ * the status to exit with. */
+static int hand_over(long uid, const char *opt, const char *dir) {
+    if (!dir || uid < 0)
+        return dir ? RUN_INFRASTRUCTURE : 0;
+    char *real = realpath(dir, NULL);
+    if (!real) {
+        fprintf(stderr, "%s: --hand-over: %s %s: %s\n", prog, opt, dir, strerror(errno));
+        return RUN_BAD_INVOCATION;
+    }
+    if (!disposable_root(real)) {
+        fprintf(stderr, "%s: --hand-over: %s %s is not a directory that can be handed to the sandbox's uid "
+                        "(a system directory, a home, or fewer than two levels deep)\n",
+                prog, opt, real);
+        free(real);
+        return RUN_BAD_INVOCATION;
+    }
+    wrap_uid = uid;
+    wrap_files = true;
+    wrap_entries = 0;
+    int hr = nftw(real, hand_dir, 64, FTW_PHYS | FTW_MOUNT);
+    free(real);
+    return hr == 0 ? 0 : RUN_INFRASTRUCTURE;
 }
 
 static int cmd_wrap(int argc, char **argv) {

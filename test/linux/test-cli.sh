@@ -103,6 +103,18 @@ if [ "$(id -u)" -eq 0 ]; then
         *) fail "no note for an unwritable build directory: $out" ;; esac
     out=$("$fy" run --build "$scratch/theirs" -- /bin/true 2>&1)
     case $out in *note:*) fail "a note for a writable build directory: $out" ;; esac
+    # --hand-over gives the directory and its files to that user, never
+    # through a link; a shallow or system directory is refused.
+    mkdir -p "$scratch/handed/sub" && echo old > "$scratch/handed/sub/f" && ln -s /etc/hostname "$scratch/handed/link"
+    out=$("$fy" run --hand-over --build "$scratch/handed" -- /bin/sh -c 'echo new > sub/f && touch made && echo done' 2>&1)
+    [ "$out" = done ] || fail "--hand-over: $out"
+    [ "$(stat -c %u:%g "$scratch/handed" "$scratch/handed/sub" "$scratch/handed/sub/f" "$scratch/handed/made" | sort -u)" = 100001:100001 ] ||
+        fail "--hand-over left owners: $(stat -c '%n %u:%g' "$scratch/handed" "$scratch/handed/sub/f" "$scratch/handed/made")"
+    [ "$(stat -c %u /etc/hostname)" = 0 ] || fail "--hand-over followed a link out of the directory"
+    [ "$(stat -c %u "$scratch/handed/link")" = 0 ] || fail "--hand-over changed a link's owner"
+    out=$("$fy" run --hand-over --build /tmp -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 246 ] || fail "--hand-over of /tmp: status $rc: $out"
+    case $out in *"not a directory that can be handed"*) ;; *) fail "--hand-over of /tmp: $out" ;; esac
 fi
 
 # 2c. Clear errors (no parser internals, the JSON path, the option's own
