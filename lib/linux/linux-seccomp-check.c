@@ -5,6 +5,7 @@
  * the table's largest, the argument classes, foreign architectures and x32; a mismatch
  * fails closed with FY_E_INTERNAL. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <sys/resource.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -242,6 +244,28 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
                         if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
                             return r;
                     }
+        }
+        if (e->kind == K_SETUID) {
+            /* Every mode class (set-user-ID alone, with others, high bits,
+             * neighbours), with every flags class where the flags count. */
+            static const uint64_t modes[] = { 0, 0755, S_ISUID, S_ISUID | 0755, S_ISGID | 0755,
+                                              S_ISUID | S_ISGID | S_ISVTX | 0777, S_IFREG | S_ISUID | 0755,
+                                              (1ULL << 32) | S_ISUID, 1ULL << 32, 0xffffffffffffffffULL,
+                                              0xffffffffffffffffULL & ~(uint64_t)S_ISUID, S_ISUID - 1, S_ISUID + 1 };
+            static const uint64_t oflags[] = { 0, O_CREAT, O_CREAT | O_EXCL | O_WRONLY, SC_O_TMPFILE_BIT,
+                                               SC_O_TMPFILE_BIT | O_DIRECTORY | O_RDWR, O_DIRECTORY, O_RDWR | O_TRUNC,
+                                               (1ULL << 32) | O_CREAT, 1ULL << 32, 0xffffffffffffffffULL,
+                                               0xffffffffffffffffULL & ~(uint64_t)(O_CREAT | SC_O_TMPFILE_BIT) };
+            int fa = SC_SETUID_FLAGS(e->flags_arg);
+            for (size_t mi = 0; mi < FY_ARRAY_SIZE(modes); mi++)
+                for (size_t fi = 0; fi < (fa < 0 ? 1 : FY_ARRAY_SIZE(oflags)); fi++) {
+                    memset(args, 0, sizeof(args));
+                    args[SC_SETUID_MODE(e->flags_arg)] = modes[mi];
+                    if (fa >= 0)
+                        args[fa] = oflags[fi];
+                    if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+                        return r;
+                }
         }
         if (e->kind == K_SOCKET) {
             for (uint64_t f = 0; f <= 64; f++) {

@@ -17,7 +17,7 @@
 
 /* The versions of the profiles of linux-seccomp-profiles.c (its contract says when to bump
  * them). */
-#define FY_SECCOMP_PROFILE_VERSION 3u
+#define FY_SECCOMP_PROFILE_VERSION 4u
 #define FY_SECCOMP_INIT_VERSION 2u
 
 #ifndef CLONE_NEWUSER
@@ -52,7 +52,17 @@ enum sc_kind {
     K_RLIMIT,      /* setrlimit/prlimit64 of RLIMIT_CORE (resource in argument flags_arg):
                     * ERRNO(0), no effect; prlimit64 that also asks for the old value:
                     * ERRNO(EPERM); reads and other resources: ALLOW (version 3) */
+    K_SETUID,      /* a mode with S_ISUID given to a file: ERRNO(EPERM), else ALLOW
+                    * (version 4). flags_arg: the mode's argument in bits 0-3; for
+                    * open and openat, 1 + the flags' argument in bits 4-7 (the mode
+                    * counts only with O_CREAT or O_TMPFILE there) */
 };
+
+/* K_SETUID's flags_arg. */
+#define SC_SETUID_ARGS(mode_arg, open_flags_arg) ((uint8_t)((mode_arg) | (((open_flags_arg) + 1) << 4)))
+#define SC_SETUID_MODE(flags_arg) ((flags_arg) & 0xfu)
+#define SC_SETUID_FLAGS(flags_arg) ((int)((flags_arg) >> 4) - 1) /* -1: none */
+#define SC_O_TMPFILE_BIT 020000000u /* __O_TMPFILE: O_TMPFILE without O_DIRECTORY */
 
 struct sc_entry {
     const char *name;
@@ -69,7 +79,7 @@ struct sc_entry {
 #define SC_KNOWN_COUNT 365
 #define SC_INIT_ALLOWED_COUNT 15
 
-/* The known table, version 3 (linux-seccomp-profiles.c). */
+/* The known table, version 4 (linux-seccomp-profiles.c). */
 extern const struct sc_entry sc_known[SC_KNOWN_COUNT];
 /* Profile "init", version 2: the calls it allows. */
 extern const char *const sc_init_allowed[SC_INIT_ALLOWED_COUNT];

@@ -4,7 +4,7 @@
  * linux-seccomp-check.c holds every compiled program to the contract below.
  *
  * ======================================================================================
- * THE CONTRACT: profiles "general-build" and "networked-test", version 3
+ * THE CONTRACT: profiles "general-build" and "networked-test", version 4
  * ======================================================================================
  * The two profiles differ in one row only (the ptrace class). VIOLATION means
  * SECCOMP_RET_USER_NOTIF when the host has user notification (the supervisor
@@ -36,7 +36,23 @@
  *  ioctl(fd, cmd, ...) with low32(cmd) == TIOCSTI or    VIOLATION       VIOLATION
  *    TIOCLINUX (every other ioctl: ALLOW)
  *  io_uring_setup io_uring_enter io_uring_register      ERRNO(ENOSYS)   ERRNO(ENOSYS)
- *    (libuv, node, liburing users fall back)
+ *    (libuv, node, liburing users fall back); openat2
+ *    (version 4: its mode lives in memory seccomp
+ *    cannot read; glibc never calls it, its other
+ *    users fall back to openat)
+ *  chmod(p, mode) fchmod(fd, mode) fchmodat(d, p,       ERRNO(EPERM)    ERRNO(EPERM)
+ *    mode) fchmodat2(d, p, mode, f) creat(p, mode)
+ *    mknod(p, mode, dev) mknodat(d, p, mode, dev) with
+ *    S_ISUID in mode, and open(p, flags, mode)
+ *    openat(d, p, flags, mode) with S_ISUID in mode
+ *    and O_CREAT or __O_TMPFILE in flags (version 4:
+ *    a set-user-ID file the workload makes in a
+ *    writable bind is, on the host, a set-uid binary
+ *    of the sandbox's host uid, which every root
+ *    caller's workload runs as; any host user who
+ *    could reach it would become that uid); other
+ *    modes, and the mode of an open that creates
+ *    nothing: ALLOW
  *  clone3 (its flags live in memory seccomp cannot      ERRNO(ENOSYS)   ERRNO(ENOSYS)
  *    read; glibc falls back to clone)
  *  bpf perf_event_open userfaultfd keyctl add_key       ERRNO(EPERM)    ERRNO(EPERM)
@@ -103,6 +119,11 @@
  * foreign architecture, KILL_PROCESS. (Version 1 had no pread64; version 2
  * re-reads the pid namespace's ns_last_pid to count the tasks created.)
  *
+ * Version 3 had no set-user-ID row and allowed openat2: a workload could leave a set-uid
+ * binary of uid 100001 in its build directory, and a host user who ran it held the uid
+ * that every root caller's workload runs as, with their files and processes (found
+ * 2026-12-04).
+ *
  * Version 2 had no RLIMIT_CORE row: a workload could set its core limit to 0 and crash,
  * and on a host whose core_pattern is a pipe the kernel ran that helper as root with the
  * workload's memory, which then outlived the attempt (found 2026-12-04).
@@ -117,10 +138,12 @@
  * ======================================================================================
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <seccomp.h>
 
@@ -138,9 +161,9 @@
 #define P(n) { n, -1, K_EPERM, 0 }
 #define U(n, nr, k) { n, nr, k, 0 }
 
-/* The known table, version 3. Order: x86-64 numbers. Do not edit without a new version. */
+/* The known table, version 4. Order: x86-64 numbers. Do not edit without a new version. */
 const struct sc_entry sc_known[] = {
-    A("read"), A("write"), A("open"), A("close"), A("stat"), A("fstat"), A("lstat"), A("poll"),
+    A("read"), A("write"), { "open", -1, K_SETUID, SC_SETUID_ARGS(2, 1) }, A("close"), A("stat"), A("fstat"), A("lstat"), A("poll"),
     A("lseek"), A("mmap"), A("mprotect"), A("munmap"), A("brk"), A("rt_sigaction"),
     A("rt_sigprocmask"), A("rt_sigreturn"), { "ioctl", -1, K_IOCTL, 0 }, A("pread64"),
     A("pwrite64"), A("readv"), A("writev"), A("access"), A("pipe"), A("select"),
@@ -155,15 +178,15 @@ const struct sc_entry sc_known[] = {
     A("wait4"), A("kill"), A("uname"), A("semget"), A("semop"), A("semctl"), A("shmdt"),
     A("msgget"), A("msgsnd"), A("msgrcv"), A("msgctl"), A("fcntl"), A("flock"), A("fsync"),
     A("fdatasync"), A("truncate"), A("ftruncate"), A("getdents"), A("getcwd"), A("chdir"),
-    A("fchdir"), A("rename"), A("mkdir"), A("rmdir"), A("creat"), A("link"), A("unlink"),
-    A("symlink"), A("readlink"), A("chmod"), A("fchmod"), A("chown"), A("fchown"), A("lchown"),
+    A("fchdir"), A("rename"), A("mkdir"), A("rmdir"), { "creat", -1, K_SETUID, SC_SETUID_ARGS(1, -1) }, A("link"), A("unlink"),
+    A("symlink"), A("readlink"), { "chmod", -1, K_SETUID, SC_SETUID_ARGS(1, -1) }, { "fchmod", -1, K_SETUID, SC_SETUID_ARGS(1, -1) }, A("chown"), A("fchown"), A("lchown"),
     A("umask"), A("gettimeofday"), A("getrlimit"), A("getrusage"), A("sysinfo"), A("times"),
     { "ptrace", -1, K_PTRACE, 0 }, A("getuid"), P("syslog"), A("getgid"), A("setuid"),
     A("setgid"), A("geteuid"), A("getegid"), A("setpgid"), A("getppid"), A("getpgrp"),
     A("setsid"), A("setreuid"), A("setregid"), A("getgroups"), A("setgroups"), A("setresuid"),
     A("getresuid"), A("setresgid"), A("getresgid"), A("getpgid"), A("setfsuid"), A("setfsgid"),
     A("getsid"), A("capget"), A("capset"), A("rt_sigpending"), A("rt_sigtimedwait"),
-    A("rt_sigqueueinfo"), A("rt_sigsuspend"), A("sigaltstack"), A("utime"), A("mknod"),
+    A("rt_sigqueueinfo"), A("rt_sigsuspend"), A("sigaltstack"), A("utime"), { "mknod", -1, K_SETUID, SC_SETUID_ARGS(1, -1) },
     /* uselib: left out (ENOSYS) */
     { "personality", -1, K_PERSONALITY, 0 }, A("ustat"), A("statfs"), A("fstatfs"), A("sysfs"),
     A("getpriority"), A("setpriority"), A("sched_setparam"), A("sched_getparam"),
@@ -198,9 +221,9 @@ const struct sc_entry sc_known[] = {
     A("mq_timedsend"), A("mq_timedreceive"), A("mq_notify"), A("mq_getsetattr"),
     V("kexec_load"), A("waitid"), P("add_key"), P("request_key"), P("keyctl"), A("ioprio_set"),
     A("ioprio_get"), A("inotify_init"), A("inotify_add_watch"), A("inotify_rm_watch"),
-    A("migrate_pages"), A("openat"), A("mkdirat"), A("mknodat"), A("fchownat"), A("futimesat"),
+    A("migrate_pages"), { "openat", -1, K_SETUID, SC_SETUID_ARGS(3, 2) }, A("mkdirat"), { "mknodat", -1, K_SETUID, SC_SETUID_ARGS(2, -1) }, A("fchownat"), A("futimesat"),
     A("newfstatat"), A("unlinkat"), A("renameat"), A("linkat"), A("symlinkat"), A("readlinkat"),
-    A("fchmodat"), A("faccessat"), A("pselect6"), A("ppoll"),
+    { "fchmodat", -1, K_SETUID, SC_SETUID_ARGS(2, -1) }, A("faccessat"), A("pselect6"), A("ppoll"),
     { "unshare", -1, K_NEWUSER, 0 }, A("set_robust_list"), A("get_robust_list"), A("splice"),
     A("tee"), A("sync_file_range"), A("vmsplice"), A("move_pages"), A("utimensat"),
     A("epoll_pwait"), A("signalfd"), A("timerfd_create"), A("eventfd"), A("fallocate"),
@@ -224,14 +247,14 @@ const struct sc_entry sc_known[] = {
     U("fsopen", 430, K_VIOLATION), U("fsconfig", 431, K_VIOLATION),
     U("fsmount", 432, K_VIOLATION), U("fspick", 433, K_VIOLATION),
     U("pidfd_open", 434, K_ALLOW), U("clone3", 435, K_ENOSYS), U("close_range", 436, K_ALLOW),
-    U("openat2", 437, K_ALLOW), U("pidfd_getfd", 438, K_PTRACE), U("faccessat2", 439, K_ALLOW),
+    U("openat2", 437, K_ENOSYS), U("pidfd_getfd", 438, K_PTRACE), U("faccessat2", 439, K_ALLOW),
     U("process_madvise", 440, K_ALLOW), U("epoll_pwait2", 441, K_ALLOW),
     U("mount_setattr", 442, K_VIOLATION), U("quotactl_fd", 443, K_VIOLATION),
     U("landlock_create_ruleset", 444, K_ALLOW), U("landlock_add_rule", 445, K_ALLOW),
     U("landlock_restrict_self", 446, K_ALLOW), U("memfd_secret", 447, K_ALLOW),
     U("process_mrelease", 448, K_ALLOW), U("futex_waitv", 449, K_ALLOW),
     U("set_mempolicy_home_node", 450, K_ALLOW), U("cachestat", 451, K_ALLOW),
-    U("fchmodat2", 452, K_ALLOW), U("map_shadow_stack", 453, K_ALLOW),
+    { "fchmodat2", 452, K_SETUID, SC_SETUID_ARGS(2, -1) }, U("map_shadow_stack", 453, K_ALLOW),
     U("futex_wake", 454, K_ALLOW), U("futex_wait", 455, K_ALLOW),
     U("futex_requeue", 456, K_ALLOW), U("statmount", 457, K_ALLOW),
     U("listmount", 458, K_ALLOW), U("lsm_get_self_attr", 459, K_ALLOW),
@@ -310,6 +333,11 @@ uint32_t sc_contract_action(const struct profile_actions *pa, const struct sc_en
         return ((uint32_t)args[e->flags_arg] & MSG_FASTOPEN) ? sc_ret_errno(EOPNOTSUPP) : SECCOMP_RET_ALLOW;
     case K_NEWUSER:
         return (args[e->flags_arg] & CLONE_NEWUSER) ? sc_ret_errno(EPERM) : SECCOMP_RET_ALLOW;
+    case K_SETUID: {
+        int fa = SC_SETUID_FLAGS(e->flags_arg);
+        bool creates = fa < 0 || (args[fa] & (O_CREAT | SC_O_TMPFILE_BIT)) != 0;
+        return creates && (args[SC_SETUID_MODE(e->flags_arg)] & S_ISUID) ? sc_ret_errno(EPERM) : SECCOMP_RET_ALLOW;
+    }
     case K_RLIMIT:
         if ((uint32_t)args[e->flags_arg] != RLIMIT_CORE)
             return SECCOMP_RET_ALLOW;

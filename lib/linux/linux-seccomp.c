@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/filter.h>
@@ -118,6 +119,19 @@ static int add_entry(struct builder *b, const struct profile_actions *pa, const 
     case K_NEWUSER:
         c = SCMP_CMP64(e->flags_arg, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER);
         return add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 1, &c);
+    case K_SETUID: {
+        struct scmp_arg_cmp mode = SCMP_CMP64(SC_SETUID_MODE(e->flags_arg), SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID);
+        int fa = SC_SETUID_FLAGS(e->flags_arg);
+        if (fa < 0)
+            return add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 1, &mode);
+        static const uint32_t creating[] = { O_CREAT, SC_O_TMPFILE_BIT };
+        for (size_t i = 0; i < FY_ARRAY_SIZE(creating); i++) {
+            struct scmp_arg_cmp two[2] = { SCMP_CMP64((unsigned)fa, SCMP_CMP_MASKED_EQ, creating[i], creating[i]), mode };
+            if ((r = add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 2, two)) < 0)
+                return r;
+        }
+        return 0;
+    }
     case K_RLIMIT: {
         struct scmp_arg_cmp res = SCMP_CMP64(e->flags_arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, RLIMIT_CORE);
         if (e->flags_arg == 0)

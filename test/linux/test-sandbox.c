@@ -698,7 +698,7 @@ START_TEST(test_workspace_owned_by_workload) {
     const char *argv[] = {"/bin/sh", "-c",
                           "echo OWNER $(stat -c '%u:%g' /work/source /work/source/priv) $(id -u);"
                           " echo OTHER $(stat -c %u /work/source/other); echo BUILD $(stat -c %u /work/build);"
-                          " cat /work/source/priv; (echo x > /work/source/new) 2>&1; chmod 4755 /work/source/priv 2>&1;"
+                          " cat /work/source/priv; (echo x > /work/source/new) 2>&1; chmod 0700 /work/source/priv 2>&1;"
                           " (echo x > /work/build/new) 2>&1; grep ' /work/source ' /proc/self/mountinfo; true",
                           NULL};
     struct run r;
@@ -2487,6 +2487,51 @@ static bool limit_line(const char *text, const char *name, long long *soft, long
  * processes without inotify. The workload makes instances until refused;
  * while it holds them the host still makes one. Without the sandbox's own
  * limit it took the whole budget (128 here) and the host's failed. */
+/* No set-user-ID file reaches the host: one that the workload makes in a
+ * writable bind is, on the host, a set-uid binary of the sandbox's host uid
+ * (every root caller's workload runs as it), which any host user who could
+ * reach the directory would run to become that uid. chmod, install and a
+ * creating open are refused (seccomp profile version 4); nothing on the
+ * host is set-uid afterwards, and ordinary modes still work. */
+START_TEST(test_no_setuid_left_on_host) {
+    char build[200];
+    snprintf(build, sizeof(build), "%s/suid-build-%d", scratch, (int)getpid());
+    ck_assert_int_eq(mkdir(build, 0755), 0);
+    if (!rootless && getuid() == 0)
+        ck_assert_int_eq(chown(build, 100001, 100001), 0);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "cd /work/build && cp /bin/true a && chmod 4755 a 2>&1; echo A $?;"
+                          " install -m 4755 /bin/true b 2>&1; echo B $?;"
+                          " cp /bin/true c && chmod u+s,g+s c 2>&1; echo C $?;"
+                          " cp /bin/true d && chmod 2755 d; echo D $?; chmod 755 a; echo E $?",
+                          NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ASSERT_OUT(&r, "A 1\n");
+    ASSERT_OUT(&r, "B 1\n");
+    ASSERT_OUT(&r, "C 1\n");
+    ASSERT_OUT(&r, "D 0\n");
+    ASSERT_OUT(&r, "E 0\n");
+    ASSERT_OUT(&r, "Operation not permitted");
+    static const char *const names[] = {"a", "b", "c", "d"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[300];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", build, names[i]);
+        if (stat(path, &st) == 0)
+            ck_assert_msg(!(st.st_mode & S_ISUID), "%s is set-uid on the host (mode %o): %s", path,
+                          (unsigned)st.st_mode, r.out);
+        unlink(path);
+    }
+    run_free(&r);
+    fy_policy_free(p);
+    ck_assert_int_eq(rmdir(build), 0);
+}
+END_TEST
+
 START_TEST(test_kernel_count_share) {
     char b[32] = "";
     int sfd = open("/proc/sys/fs/inotify/max_user_instances", O_RDONLY | O_CLOEXEC);
@@ -2578,7 +2623,7 @@ START_TEST(test_rlimits) {
     ASSERT_OUT(&r, "soft-n 64\n");
     ck_assert_msg(!strstr(r.out, "RAISED"), "the workload raised a hard limit: %s", r.out);
     /* RLIMIT_CORE is the kernel's "no dump anywhere" (1 byte), and setting
-     * it succeeds without changing it (seccomp profile version 3). */
+     * it succeeds without changing it (seccomp profile version 3 and later). */
     ASSERT_OUT(&r, "CORE_NOW 1 1\n");
     run_free(&r);
     /* A real-time policy or a raised priority is never inherited from the
@@ -3738,6 +3783,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_rlimits);
     tcase_add_test(tc, test_kernel_count_share);
+    tcase_add_test(tc, test_no_setuid_left_on_host);
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_gc_unrecorded_cgroups);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
@@ -492,6 +493,45 @@ static void body_allowed_and_quiet(void) {
     OK(getrlimit(RLIMIT_NOFILE, &after));
     TRUE(after.rlim_cur == nof.rlim_cur - 1);
 
+    /* Set-user-ID (version 4): no mode with S_ISUID reaches a file, by any
+     * of the calls that set one; set-group-ID, other modes and an open that
+     * creates nothing reach the kernel; openat2 (its mode in memory): ENOSYS. */
+    char sdir[] = "/tmp/fy-seccomp-XXXXXX";
+    TRUE(mkdtemp(sdir) != NULL);
+    int dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    TRUE(dfd >= 0);
+    int ff = openat(dfd, "f", O_CREAT | O_WRONLY | O_CLOEXEC, 0755);
+    TRUE(ff >= 0);
+    ERR(fchmod(ff, 04755), EPERM);
+    ERR(syscall(SYS_fchmod, ff, (1UL << 32) | 04700), EPERM);
+    ERR(fchmodat(dfd, "f", 06755, 0), EPERM);
+    ERR(syscall(SYS_chmod, "/proc/self/fd/0", 04000), EPERM); /* (refused before the path is looked at) */
+    ERR(syscall(452 /* fchmodat2 */, dfd, "f", 04755, 0), EPERM);
+    ERR(openat(dfd, "g", O_CREAT | O_WRONLY | O_CLOEXEC, 04755), EPERM);
+    ERR(syscall(SYS_open, "/proc/self/fd/0", O_CREAT | O_EXCL | O_WRONLY, 04755), EPERM);
+    ERR(openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 04700), EPERM);
+    ERR(syscall(SYS_creat, "/proc/self/fd/0", 04755), EPERM);
+    ERR(mknodat(dfd, "h", S_IFREG | 04755, 0), EPERM);
+    ERR(syscall(437 /* openat2 */, dfd, "f", NULL, 0), ENOSYS);
+    OK(fchmod(ff, 0700));
+    OK(fchmodat(dfd, "f", 02755, 0));
+    struct stat fst;
+    OK(fstat(ff, &fst));
+    TRUE((fst.st_mode & 07777) == 02755 || (fst.st_mode & 07777) == 0755); /* (S_ISGID kept only in the group) */
+    close(ff);
+    ff = openat(dfd, "f", O_RDONLY | O_CLOEXEC, 04755); /* creates nothing: the mode is not used */
+    TRUE(ff >= 0);
+    close(ff);
+    ff = openat(dfd, "g", O_CREAT | O_WRONLY | O_CLOEXEC, 02755);
+    TRUE(ff >= 0);
+    close(ff);
+    OK(mknodat(dfd, "h", S_IFREG | 0644, 0));
+    OK(unlinkat(dfd, "f", 0));
+    OK(unlinkat(dfd, "g", 0));
+    OK(unlinkat(dfd, "h", 0));
+    close(dfd);
+    OK(rmdir(sdir));
+
     /* The ptrace class: EPERM in general-build, allowed in networked-test. */
     pid_t gc = fork();
     if (gc == 0) {
@@ -529,6 +569,18 @@ static void body_control(void) {
         TRUE(syscall(SYS_bpf, 0, NULL, 0) == -1 && errno != EPERM);
         OK(chroot("/"));
     }
+    /* The set-user-ID refusals above are the filter's. */
+    char sdir[] = "/tmp/fy-seccomp-XXXXXX";
+    TRUE(mkdtemp(sdir) != NULL);
+    int dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    TRUE(dfd >= 0);
+    int ff = openat(dfd, "f", O_CREAT | O_WRONLY | O_CLOEXEC, 04755);
+    TRUE(ff >= 0);
+    OK(fchmod(ff, 04700));
+    close(ff);
+    OK(unlinkat(dfd, "f", 0));
+    close(dfd);
+    OK(rmdir(sdir));
     ERR(syscall(SYS_setns, -1, 0), EBADF);
     TRUE(syscall(SYS_getpid | 0x40000000) == -1 && errno != EPERM); /* ENOSYS without x32 */
     char c = 'x';
@@ -685,7 +737,7 @@ START_TEST(test_compile_api) {
         for (int n = 0; n < 2; n++) {
             p = compile(classes[i], n);
             ck_assert_str_eq(p.name, names[i]);
-            ck_assert_uint_eq(p.version, 3);
+            ck_assert_uint_eq(p.version, 4);
             ck_assert(p.notify == (bool)n);
             ck_assert_uint_gt(p.len, 50);
             /* Compact: the kernel converts and JITs it at every sandbox start
