@@ -160,10 +160,12 @@
 #define V(n) { n, -1, K_VIOLATION, 0 }
 #define P(n) { n, -1, K_EPERM, 0 }
 #define U(n, nr, k) { n, nr, k, 0 }
+/* set-user-ID rows: the mode's argument, and open's flags argument (-1: none) */
+#define S(n, mode_arg, flags_arg) { n, -1, K_SETUID, SC_SETUID_ARGS(mode_arg, flags_arg) }
 
 /* The known table, version 4. Order: x86-64 numbers. Do not edit without a new version. */
 const struct sc_entry sc_known[] = {
-    A("read"), A("write"), { "open", -1, K_SETUID, SC_SETUID_ARGS(2, 1) }, A("close"), A("stat"), A("fstat"), A("lstat"), A("poll"),
+    A("read"), A("write"), S("open", 2, 1), A("close"), A("stat"), A("fstat"), A("lstat"), A("poll"),
     A("lseek"), A("mmap"), A("mprotect"), A("munmap"), A("brk"), A("rt_sigaction"),
     A("rt_sigprocmask"), A("rt_sigreturn"), { "ioctl", -1, K_IOCTL, 0 }, A("pread64"),
     A("pwrite64"), A("readv"), A("writev"), A("access"), A("pipe"), A("select"),
@@ -178,15 +180,15 @@ const struct sc_entry sc_known[] = {
     A("wait4"), A("kill"), A("uname"), A("semget"), A("semop"), A("semctl"), A("shmdt"),
     A("msgget"), A("msgsnd"), A("msgrcv"), A("msgctl"), A("fcntl"), A("flock"), A("fsync"),
     A("fdatasync"), A("truncate"), A("ftruncate"), A("getdents"), A("getcwd"), A("chdir"),
-    A("fchdir"), A("rename"), A("mkdir"), A("rmdir"), { "creat", -1, K_SETUID, SC_SETUID_ARGS(1, -1) }, A("link"), A("unlink"),
-    A("symlink"), A("readlink"), { "chmod", -1, K_SETUID, SC_SETUID_ARGS(1, -1) }, { "fchmod", -1, K_SETUID, SC_SETUID_ARGS(1, -1) }, A("chown"), A("fchown"), A("lchown"),
+    A("fchdir"), A("rename"), A("mkdir"), A("rmdir"), S("creat", 1, -1), A("link"), A("unlink"),
+    A("symlink"), A("readlink"), S("chmod", 1, -1), S("fchmod", 1, -1), A("chown"), A("fchown"), A("lchown"),
     A("umask"), A("gettimeofday"), A("getrlimit"), A("getrusage"), A("sysinfo"), A("times"),
     { "ptrace", -1, K_PTRACE, 0 }, A("getuid"), P("syslog"), A("getgid"), A("setuid"),
     A("setgid"), A("geteuid"), A("getegid"), A("setpgid"), A("getppid"), A("getpgrp"),
     A("setsid"), A("setreuid"), A("setregid"), A("getgroups"), A("setgroups"), A("setresuid"),
     A("getresuid"), A("setresgid"), A("getresgid"), A("getpgid"), A("setfsuid"), A("setfsgid"),
     A("getsid"), A("capget"), A("capset"), A("rt_sigpending"), A("rt_sigtimedwait"),
-    A("rt_sigqueueinfo"), A("rt_sigsuspend"), A("sigaltstack"), A("utime"), { "mknod", -1, K_SETUID, SC_SETUID_ARGS(1, -1) },
+    A("rt_sigqueueinfo"), A("rt_sigsuspend"), A("sigaltstack"), A("utime"), S("mknod", 1, -1),
     /* uselib: left out (ENOSYS) */
     { "personality", -1, K_PERSONALITY, 0 }, A("ustat"), A("statfs"), A("fstatfs"), A("sysfs"),
     A("getpriority"), A("setpriority"), A("sched_setparam"), A("sched_getparam"),
@@ -221,9 +223,9 @@ const struct sc_entry sc_known[] = {
     A("mq_timedsend"), A("mq_timedreceive"), A("mq_notify"), A("mq_getsetattr"),
     V("kexec_load"), A("waitid"), P("add_key"), P("request_key"), P("keyctl"), A("ioprio_set"),
     A("ioprio_get"), A("inotify_init"), A("inotify_add_watch"), A("inotify_rm_watch"),
-    A("migrate_pages"), { "openat", -1, K_SETUID, SC_SETUID_ARGS(3, 2) }, A("mkdirat"), { "mknodat", -1, K_SETUID, SC_SETUID_ARGS(2, -1) }, A("fchownat"), A("futimesat"),
+    A("migrate_pages"), S("openat", 3, 2), A("mkdirat"), S("mknodat", 2, -1), A("fchownat"), A("futimesat"),
     A("newfstatat"), A("unlinkat"), A("renameat"), A("linkat"), A("symlinkat"), A("readlinkat"),
-    { "fchmodat", -1, K_SETUID, SC_SETUID_ARGS(2, -1) }, A("faccessat"), A("pselect6"), A("ppoll"),
+    S("fchmodat", 2, -1), A("faccessat"), A("pselect6"), A("ppoll"),
     { "unshare", -1, K_NEWUSER, 0 }, A("set_robust_list"), A("get_robust_list"), A("splice"),
     A("tee"), A("sync_file_range"), A("vmsplice"), A("move_pages"), A("utimensat"),
     A("epoll_pwait"), A("signalfd"), A("timerfd_create"), A("eventfd"), A("fallocate"),
@@ -275,6 +277,7 @@ const char *const sc_init_allowed[] = {
 #undef V
 #undef P
 #undef U
+#undef S
 
 /* Argument values of the argument rules. */
 const uint32_t sc_personality_ok[] = { PER_LINUX, PER_LINUX | ADDR_NO_RANDOMIZE, 0xffffffffu };
@@ -336,7 +339,8 @@ uint32_t sc_contract_action(const struct profile_actions *pa, const struct sc_en
     case K_SETUID: {
         int fa = SC_SETUID_FLAGS(e->flags_arg);
         bool creates = fa < 0 || (args[fa] & (O_CREAT | SC_O_TMPFILE_BIT)) != 0;
-        return creates && (args[SC_SETUID_MODE(e->flags_arg)] & S_ISUID) ? sc_ret_errno(EPERM) : SECCOMP_RET_ALLOW;
+        bool setuid = (args[SC_SETUID_MODE(e->flags_arg)] & S_ISUID) != 0;
+        return creates && setuid ? sc_ret_errno(EPERM) : SECCOMP_RET_ALLOW;
     }
     case K_RLIMIT:
         if ((uint32_t)args[e->flags_arg] != RLIMIT_CORE)

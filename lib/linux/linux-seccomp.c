@@ -126,7 +126,8 @@ static int add_entry(struct builder *b, const struct profile_actions *pa, const 
             return add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 1, &mode);
         static const uint32_t creating[] = { O_CREAT, SC_O_TMPFILE_BIT };
         for (size_t i = 0; i < FY_ARRAY_SIZE(creating); i++) {
-            struct scmp_arg_cmp two[2] = { SCMP_CMP64((unsigned)fa, SCMP_CMP_MASKED_EQ, creating[i], creating[i]), mode };
+            struct scmp_arg_cmp two[2] = {
+                SCMP_CMP64((unsigned)fa, SCMP_CMP_MASKED_EQ, creating[i], creating[i]), mode };
             if ((r = add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 2, two)) < 0)
                 return r;
         }
