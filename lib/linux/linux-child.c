@@ -1103,12 +1103,8 @@ static int set_kernel_counts(const struct linux_plan *pl) {
     for (size_t i = 0; i < LX_NUCOUNTS; i++) {
         if (!pl->ucount_max[i])
             continue;
-        char digits[12], text[12];
-        size_t n = 0;
-        for (uint32_t v = pl->ucount_max[i]; n == 0 || v; v /= 10)
-            digits[n++] = (char)('0' + v % 10);
-        for (size_t k = 0; k < n; k++)
-            text[k] = digits[n - 1 - k];
+        char text[24];
+        size_t n = (size_t)(put_uint(text, pl->ucount_max[i]) - text);
         int fd = open(path[i], O_WRONLY | O_CLOEXEC);
         if (fd < 0)
             return -errno;

@@ -20,6 +20,7 @@
 #include "linux-backend.h"
 #include "linux-plan.h"
 #include "linux-helper.h"
+#include "linux-probe-util.h"
 #include "linux-net.h"
 #include "linux-seccomp.h"
 #include "linux-syscall.h"
@@ -225,16 +226,10 @@ static const struct { int res; uint32_t limit; const char *name; } policy_rlimit
  * host's pattern is read once per plan into pattern (report_core). */
 #define LX_CORE_NEVER 1u
 static uint64_t core_rlimit(uint64_t want, char *pattern, size_t n) {
-    pattern[0] = '\0';
-    int fd = open("/proc/sys/kernel/core_pattern", O_RDONLY | O_CLOEXEC);
-    ssize_t len = fd >= 0 ? read(fd, pattern, n - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (len <= 0) {
+    if (pu_read_small("/proc/sys/kernel/core_pattern", pattern, n) < 0 || !pattern[0]) {
         snprintf(pattern, n, "(unreadable)");
         return LX_CORE_NEVER;
     }
-    pattern[len] = '\0';
     pattern[strcspn(pattern, "\n")] = '\0';
     return want == 0 || pattern[0] == '|' || pattern[0] == '@' ? LX_CORE_NEVER : want;
 }
@@ -298,13 +293,8 @@ static const struct {
 
 static uint64_t read_sysctl_u64(const char *path) {
     char b[32];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, b, sizeof(b) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
+    if (pu_read_small(path, b, sizeof(b)) < 0)
         return 0;
-    b[n] = '\0';
     char *end;
     errno = 0;
     unsigned long long v = strtoull(b, &end, 10);
