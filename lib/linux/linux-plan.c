@@ -165,6 +165,10 @@ static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy
             snprintf(pl->uid_map, sizeof(pl->uid_map), "%u %u 1\n", pl->work_uid, np->id_first);
         }
         memcpy(pl->gid_map, pl->uid_map, sizeof(pl->gid_map));
+        /* The user namespace made by the range's first id (lx_owner_enter):
+         * every sandbox of a root caller draws its per-user kernel counts
+         * from that id's budgets, never from root's. */
+        pl->userns_owner = np->id_first;
         pl->host_uid = pl->host_gid = np->fake_root || np->id_count < 2 ? np->id_first : np->id_first + 1;
         if (whole_range) {
             /* The container's whole range: inside id u is the host's id_first + u. */
@@ -357,6 +361,15 @@ static json_t *report_shares(const struct linux_plan *pl) {
                                            "these from the budget of the user who made it",
                                            LX_UCOUNT_SHARE)
                             : json_string("none: no user namespace of the sandbox's own (the host user's limits)"));
+    /* Whose budget that is: the caller's, or (as root) the id range's
+     * first id, which makes the namespace (lx_owner_enter). */
+    json_object_set_new(k, "charged_to",
+                        !(pl->clone_flags & CLONE_NEWUSER) ? json_null()
+                        : pl->userns_owner
+                            ? json_sprintf("host uid %u (the id range's first, which makes the sandbox's user "
+                                           "namespace): never root's budget",
+                                           (unsigned)pl->userns_owner)
+                            : json_string("the caller's own uid"));
     return k;
 }
 

@@ -130,6 +130,10 @@ struct linux_plan {
     const char *net_helper_uplink;
     uint16_t net_helper_version; /* the protocol it answered the probe in (0: ours) */
     bool as_root;                /* the caller is root: map an unprivileged host range */
+    uint32_t userns_owner;       /* as root: the host id that makes, and so owns, the sandbox's
+                                    user namespace (the range's first: the kernel charges the
+                                    namespace's per-user counts to it, not to root); 0: the
+                                    caller (lx_owner_enter) */
     char uid_map[96], gid_map[96];
     uint32_t setup_uid, setup_gid;     /* ids of the sandbox's pid 1 inside */
     uint32_t work_uid, work_gid;       /* ids of the workload inside */

@@ -186,7 +186,7 @@ int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **
         ca.cgroup = (uint64_t)sh->cg.v2_fd;
     }
     bool via_clone3 = true;
-    if (lx_clone_exec_shell(&ca, sync[0], idle_ms, shell_netns(pl), &sh->reaper, &sh->pidfd, &sh->pid, &via_clone3) < 0) {
+    if (lx_clone_exec_shell(&ca, sync[0], idle_ms, shell_netns(pl), pl->userns_owner, &sh->reaper, &sh->pidfd, &sh->pid, &via_clone3) < 0) {
         r = lx_sys_err(reterr, FY_STEP_USERNS, "starting a pre-started shell");
         goto fail;
     }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,75 @@
 extern const unsigned char lx_init_blob[];
 extern const size_t lx_init_blob_len;
 
+/* ---- the owner of the sandbox's user namespace ---- */
+
+/* The kernel makes a new user namespace's owner the effective uid of the
+ * task that creates it, and charges the namespace's per-user counts
+ * (inotify instances and watches, fanotify groups and marks, queued
+ * signals, message-queue bytes, processes) up the chain of namespaces to
+ * that uid in the parent. Cloned by root, one sandbox could hold root's
+ * whole inotify budget (fs.inotify.max_user_instances) and every root
+ * process of the host would then get EMFILE. So, as root, the clone runs
+ * with real and effective uid `owner` (the id range's first, which no
+ * host process runs as), the saved uid still 0 (to come back) and the
+ * fsuid 0 (a clone into a cgroup checks the write access to its
+ * cgroup.procs with it). Raw system calls: only the calling thread
+ * changes (glibc's setresuid changes every thread of the host), and only
+ * around the clone.
+ *
+ * The kernel also makes the process non-dumpable (its suid_dumpable) and
+ * clears the thread's parent-death signal at every change of the
+ * effective uid: in the host (in_host), both are put back as they were.
+ * Dumpability is the whole process's, so the host's threads take turns
+ * (a mutex: the first thread's saved value is the one restored). The
+ * reaper middle, a forked copy that must not take a lock another thread
+ * may have held at the fork, changes only its own. */
+static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv) {
+    uid_t r = 1, e = 1, su = 1;
+    sv->locked = false;
+    sv->dumpable = -1;
+    sv->pdeath = 0;
+    if (!owner || syscall(SYS_getresuid, &r, &e, &su) < 0 || r != 0 || e != 0 || su != 0)
+        return 1;
+    if (in_host) {
+        pthread_mutex_lock(&owner_mu);
+        sv->locked = true;
+        sv->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        (void)prctl(PR_GET_PDEATHSIG, &sv->pdeath, 0, 0, 0);
+    }
+    if (syscall(SYS_setresuid, (uid_t)owner, (uid_t)owner, (uid_t)-1) < 0) {
+        int err = errno;
+        if (sv->locked)
+            pthread_mutex_unlock(&owner_mu);
+        sv->locked = false;
+        return -err;
+    }
+    (void)syscall(SYS_setfsuid, (uid_t)0);
+    if (syscall(SYS_setfsuid, (uid_t)-1) != 0) {
+        lx_owner_leave(sv);
+        return -EPERM;
+    }
+    return 0;
+}
+
+/* Back to root in all three ids (the effective capabilities come back
+ * with the effective uid 0), then what the kernel changed with them. A
+ * thread that cannot come back must not go on. */
+void lx_owner_leave(struct lx_owner_save *sv) {
+    if (syscall(SYS_setresuid, (uid_t)0, (uid_t)0, (uid_t)0) < 0)
+        abort();
+    if (!sv->locked)
+        return;
+    if (sv->dumpable >= 0)
+        (void)prctl(PR_SET_DUMPABLE, sv->dumpable, 0, 0, 0);
+    if (sv->pdeath > 0)
+        (void)prctl(PR_SET_PDEATHSIG, sv->pdeath, 0, 0, 0);
+    sv->locked = false;
+    pthread_mutex_unlock(&owner_mu);
+}
+
 /* Clones ca's child (CLONE_VM | CLONE_VFORK added) executing forgeyard-init
  * from init_fd with argv[1] = arg1 and a pipe to say it started on; keep
  * are the fds to keep across the exec. The pid, -1 when clone failed, or
@@ -36,7 +106,7 @@ extern const size_t lx_init_blob_len;
  * a failed exec, or -1 for a child that died first; *ret_clone3 says
  * whether clone3 (not clone(2)) served. */
 static pid_t spawn_exec_init(const struct fy_clone_args *ca, int init_fd, const char *arg1, const int *keep,
-                             size_t nkeep, int *ret_started, bool *ret_clone3) {
+                             size_t nkeep, uint32_t owner, bool in_host, int *ret_started, bool *ret_clone3) {
     int errp[2];
     if (nkeep > LX_EXEC_INIT_MAX_KEEP) {
         errno = E2BIG;
@@ -63,8 +133,13 @@ static pid_t spawn_exec_init(const struct fy_clone_args *ca, int init_fd, const 
         e.keep[i] = keep[i];
     struct fy_clone_args c = *ca;
     c.flags |= CLONE_VM | CLONE_VFORK;
-    pid_t pid = linux_clone_exec_init(&c, &e);
-    int clone_errno = errno;
+    /* A new user namespace made by owner, not by us (lx_owner_enter). */
+    struct lx_owner_save sv;
+    int as_owner = (ca->flags & CLONE_NEWUSER) ? lx_owner_enter(owner, in_host, &sv) : 1;
+    pid_t pid = as_owner < 0 ? -1 : linux_clone_exec_init(&c, &e);
+    int clone_errno = as_owner < 0 ? -as_owner : errno;
+    if (as_owner == 0)
+        lx_owner_leave(&sv);
     close(errp[1]);
     *ret_clone3 = e.used_clone3;
     *ret_started = -1;
@@ -112,7 +187,7 @@ static void close_all_but(int keep1, int keep2) {
  * their host's end), waits for the host to hold pid 1's pidfd, reaps pid 1
  * with its rusage, says so, and exits. Its own exit signal is 0. */
 __attribute__((noreturn)) static void reaper_main(const struct fy_clone_args *ca, int init_fd, const char *fdnum,
-                                                 const int *keep, size_t nkeep, int wr, int go) {
+                                                 const int *keep, size_t nkeep, uint32_t owner, int wr, int go) {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
@@ -121,7 +196,7 @@ __attribute__((noreturn)) static void reaper_main(const struct fy_clone_args *ca
     int pidfd = -1;
     struct fy_clone_args c = *ca;
     c.pidfd = (uint64_t)(uintptr_t)&pidfd;
-    st.pid = spawn_exec_init(&c, init_fd, fdnum, keep, nkeep, &st.started, &st.clone3);
+    st.pid = spawn_exec_init(&c, init_fd, fdnum, keep, nkeep, owner, false, &st.started, &st.clone3);
     st.err = errno;
     if (st.pid > 0 && st.started != 0)
         (void)sys_pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
@@ -149,7 +224,8 @@ __attribute__((noreturn)) static void reaper_main(const struct fy_clone_args *ca
 /* Starts pid 1 through the reaper middle. As spawn_exec_init, plus
  * *ret_pidfd (pid 1's, opened here) and the middle's state in rp. */
 static pid_t spawn_via_reaper(const struct fy_clone_args *ca, int init_fd, const char *fdnum, const int *keep,
-                              size_t nkeep, int *ret_started, bool *ret_clone3, int *ret_pidfd, struct lx_reaper *rp) {
+                              size_t nkeep, uint32_t owner, int *ret_started, bool *ret_clone3, int *ret_pidfd,
+                              struct lx_reaper *rp) {
     int rep[2] = {-1, -1}, go[2] = {-1, -1};
     *ret_started = -1;
     if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
@@ -169,7 +245,7 @@ static pid_t spawn_via_reaper(const struct fy_clone_args *ca, int init_fd, const
     if (mid == 0) {
         syscall(SYS_close, rep[0]);
         syscall(SYS_close, go[1]);
-        reaper_main(ca, init_fd, fdnum, keep, nkeep, rep[1], go[0]);
+        reaper_main(ca, init_fd, fdnum, keep, nkeep, owner, rep[1], go[0]);
     }
     int fork_err = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -272,11 +348,11 @@ int lx_packed_memfd(const struct child_args *a) {
  * not NULL and the host's SIGCHLD is not at its default). 1: it runs
  * (*ret_pid, *pidfd); 0: not possible here; -1: clone failed (errno). */
 static int exec_init_as(const struct fy_clone_args *ca, int init_fd, const char *arg1, const int *keep, size_t nkeep,
-                        struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
+                        uint32_t owner, struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
     int used = 0, started;
     bool hide = reaper && sigchld_seen();
-    pid_t pid = hide ? spawn_via_reaper(ca, init_fd, arg1, keep, nkeep, &started, ret_clone3, pidfd, reaper)
-                     : spawn_exec_init(ca, init_fd, arg1, keep, nkeep, &started, ret_clone3);
+    pid_t pid = hide ? spawn_via_reaper(ca, init_fd, arg1, keep, nkeep, owner, &started, ret_clone3, pidfd, reaper)
+                     : spawn_exec_init(ca, init_fd, arg1, keep, nkeep, owner, true, &started, ret_clone3);
     if (pid <= 0) {
         used = pid < 0 && !(errno == EINVAL || errno == ENOSYS || errno == E2BIG) ? -1 : 0;
         if (hide) {
@@ -328,7 +404,8 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
         char fdnum[16];
         snprintf(fdnum, sizeof(fdnum), "%d", plan_fd);
         const int keep[] = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1], a->stdio[2]};
-        used = exec_init_as(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), reaper, pidfd, ret_pid, ret_clone3);
+        used = exec_init_as(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), a->plan->userns_owner, reaper, pidfd,
+                            ret_pid, ret_clone3);
     }
     int e = errno;
     if (plan_fd >= 0)
@@ -339,7 +416,7 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
     return used;
 }
 
-int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns,
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns, uint32_t owner,
                         struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
     if (!lx_init_blob_len) {
         errno = ENOEXEC;
@@ -353,7 +430,7 @@ int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t id
     char arg1[48];
     snprintf(arg1, sizeof(arg1), "shell:%d:%u:%d", sync_fd, (unsigned)idle_ms, netns ? 1 : 0);
     const int keep[] = {sync_fd};
-    int used = exec_init_as(ca, init_fd, arg1, keep, FY_ARRAY_SIZE(keep), reaper, pidfd, ret_pid, ret_clone3);
+    int used = exec_init_as(ca, init_fd, arg1, keep, FY_ARRAY_SIZE(keep), owner, reaper, pidfd, ret_pid, ret_clone3);
     int e = errno;
     close(init_fd);
     errno = used == 0 ? (e ? e : ENOEXEC) : e;
@@ -392,7 +469,7 @@ __attribute__((noreturn)) static void exec_probe_middle(bool userns, int init_fd
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
         .exit_signal = SIGCHLD,
     };
-    rep.pid = spawn_exec_init(&ca, init_fd, "probe", NULL, 0, &rep.started, &rep.via_clone3);
+    rep.pid = spawn_exec_init(&ca, init_fd, "probe", NULL, 0, 0, false, &rep.started, &rep.via_clone3);
     rep.err = errno;
     if (rep.pid > 0) {
         siginfo_t si;

@@ -421,17 +421,28 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     pid_t pid = -1;
     bool via_clone3 = true;
     int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &x->reaper, &pidfd, &pid, &via_clone3);
-    if (how == 0)
+    /* A copy of the host: its user namespace made by the plan's owner as
+     * well (lx_owner_enter; the executed init's clone does the same). */
+    struct lx_owner_save owner_sv;
+    int as_owner = how == 0 && (ca.flags & CLONE_NEWUSER) ? lx_owner_enter(pl->userns_owner, true, &owner_sv) : 1;
+    if (how == 0 && as_owner < 0)
+        errno = -as_owner;
+    else if (how == 0)
         pid = sys_clone3(&ca, sizeof(ca));
     cloned_into = pid >= 0 && (ca.flags & FY_CLONE_INTO_CGROUP) && via_clone3;
     x->init_forked = how == 0;
-    if (how == 0 && pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+    if (how == 0 && as_owner >= 0 && pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         /* Older kernels: clone(2) with CLONE_PIDFD (5.2+), no new stack. */
         pid = (pid_t)syscall(SYS_clone, (unsigned long)((pl->clone_flags & ~(uint64_t)LX_CHILD_UNSHARES) | CLONE_PIDFD),
                              0, &pidfd, 0, 0);
     }
     if (pid == 0)
         linux_child_main(a); /* never returns */
+    if (as_owner == 0) {
+        int e = errno;
+        lx_owner_leave(&owner_sv);
+        errno = e;
+    }
     if (pid < 0) {
         r = lx_sys_err(reterr, FY_STEP_USERNS, "clone");
         goto fail;

@@ -166,8 +166,19 @@ int lx_packed_memfd(const struct child_args *a);
  * the sandbox's network namespace in advance. 1: it runs (*ret_pid,
  * *pidfd; through the reaper middle when the host's SIGCHLD is not at its
  * default); -1 and errno. */
-int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns,
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns, uint32_t owner,
                         struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3);
+/* As root, the calling thread's ids for a clone whose new user namespace
+ * `owner` must own (pl->userns_owner): 0 switched (lx_owner_leave after
+ * the clone), 1 nothing to do, -errno. Only the calling thread changes;
+ * in_host: the process's dumpability and the thread's parent-death signal
+ * are kept in sv and put back by lx_owner_leave (host threads take turns). */
+struct lx_owner_save {
+    int dumpable, pdeath;
+    bool locked;
+};
+int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv);
+void lx_owner_leave(struct lx_owner_save *sv);
 
 /* linux-spawn-supervise.c */
 void lx_hard_kill(struct lx *x, const struct linux_plan *pl);

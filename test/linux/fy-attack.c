@@ -294,6 +294,18 @@ int main(int argc, char **argv) {
         printf("ok opened %ld, last fd %ld\n", n, last);
         return 0;
     }
+    if (!strcmp(c, "userns-owner")) {
+        /* Who made (owns) our user namespace, as our namespace maps that
+         * host uid: NS_GET_OWNER_UID (_IO(0xb7, 0x4)); 65534 when the
+         * owner is mapped to nothing here (host root, say). */
+        int fd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+        unsigned owner = 0;
+        if (fd < 0 || ioctl(fd, _IO(0xb7, 0x4), &owner) < 0)
+            return report(-1, "NS_GET_OWNER_UID");
+        close(fd);
+        printf("owner %u uid %u\n", owner, (unsigned)getuid());
+        return 0;
+    }
     if (!strcmp(c, "inotify")) {
         /* Bounded: makes up to N inotify instances (at most 100000),
          * keeping every one; reports how many it made before the first

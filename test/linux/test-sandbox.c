@@ -2590,6 +2590,46 @@ START_TEST(test_kernel_count_share) {
 }
 END_TEST
 
+/* Whose per-user kernel budgets a sandbox draws on: the kernel charges a
+ * user namespace's counts to the uid that made it. As root, that is the
+ * id range's first id, never root (whose inotify instances, queued signals
+ * and processes every root program of the host shares): inside, the owner
+ * is that id as the namespace maps it (0), where host root would be the
+ * overflow id. Rootless: the caller, who is the workload's uid inside. */
+START_TEST(test_userns_owner_not_root) {
+    /* The kernel resets the process's dumpability and the thread's
+     * parent-death signal at a change of the effective uid: the start
+     * must leave both as the host had them. */
+    ck_assert_int_eq(prctl(PR_SET_PDEATHSIG, SIGURG, 0, 0, 0), 0);
+    ck_assert_int_eq(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), 0);
+    fy_policy *p = policy();
+    struct run r;
+    run_attack(p, "userns-owner", "", &r);
+    int pdeath = 0;
+    ck_assert_int_eq(prctl(PR_GET_PDEATHSIG, &pdeath, 0, 0, 0), 0);
+    ck_assert_int_eq(prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0), 0);
+    ck_assert_msg(pdeath == SIGURG, "the start changed the thread's parent-death signal to %d", pdeath);
+    ck_assert_msg(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1, "the start left the host process non-dumpable");
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    unsigned owner = 99999, uid = 99999;
+    const char *line = strstr(r.out, "owner ");
+    ck_assert_msg(line && sscanf(line, "owner %u uid %u", &owner, &uid) == 2, "%s", r.out);
+    if (!rootless && getuid() == 0)
+        ck_assert_msg(owner == 0 && uid != 0, "a root caller's sandbox namespace is owned by %u inside (uid %u): %s",
+                      owner, uid, r.out);
+    else
+        ck_assert_msg(owner == uid, "a rootless sandbox's namespace is owned by %u inside, its uid %u", owner, uid);
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    ck_assert_msg(strstr(json, !rootless && getuid() == 0 ? "\"charged_to\": \"host uid 100000 (the id range's first"
+                                                          : "\"charged_to\": \"the caller's own uid\""),
+                  "%s", json);
+    fy_free(json);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_rlimits) {
     enum { NOFILE = 64, FSIZE = 1 << 20, STACK = 3 << 20 };
     struct rlimit host;
@@ -3783,6 +3823,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_tmpfs_fill_enospc);
     tcase_add_test(tc, test_rlimits);
     tcase_add_test(tc, test_kernel_count_share);
+    tcase_add_test(tc, test_userns_owner_not_root);
     tcase_add_test(tc, test_no_setuid_left_on_host);
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
