@@ -167,8 +167,11 @@ static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy
         memcpy(pl->gid_map, pl->uid_map, sizeof(pl->gid_map));
         /* The user namespace made by the range's first id (lx_owner_enter):
          * every sandbox of a root caller draws its per-user kernel counts
-         * from that id's budgets, never from root's. */
-        pl->userns_owner = np->id_first;
+         * from that id's budgets, never from root's. Only a caller that is
+         * root in all three ids can take it for the clone and come back. */
+        uid_t ru = 1, eu = 1, su = 1;
+        if (getresuid(&ru, &eu, &su) == 0 && ru == 0 && eu == 0 && su == 0)
+            pl->userns_owner = np->id_first;
         pl->host_uid = pl->host_gid = np->fake_root || np->id_count < 2 ? np->id_first : np->id_first + 1;
         if (whole_range) {
             /* The container's whole range: inside id u is the host's id_first + u. */

@@ -44,7 +44,8 @@ extern const size_t lx_init_blob_len;
  * fsuid 0 (a clone into a cgroup checks the write access to its
  * cgroup.procs with it). Raw system calls: only the calling thread
  * changes (glibc's setresuid changes every thread of the host), and only
- * around the clone.
+ * around the clone. 0: switched; 1: no owner to take; -errno (a caller
+ * no longer root in all three ids: -EPERM).
  *
  * The kernel also makes the process non-dumpable (its suid_dumpable) and
  * clears the thread's parent-death signal at every change of the
@@ -60,8 +61,12 @@ int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv) {
     sv->locked = false;
     sv->dumpable = -1;
     sv->pdeath = 0;
-    if (!owner || syscall(SYS_getresuid, &r, &e, &su) < 0 || r != 0 || e != 0 || su != 0)
+    if (!owner)
         return 1;
+    /* (The plan names an owner only for a caller root in all three ids:
+     * one that changed since is refused, never started as root's.) */
+    if (syscall(SYS_getresuid, &r, &e, &su) < 0 || r != 0 || e != 0 || su != 0)
+        return -EPERM;
     if (in_host) {
         pthread_mutex_lock(&owner_mu);
         sv->locked = true;
