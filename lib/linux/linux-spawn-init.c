@@ -55,6 +55,15 @@ extern const size_t lx_init_blob_len;
  * reaper middle, a forked copy that must not take a lock another thread
  * may have held at the fork, changes only its own. */
 static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
+
+/* A fork of the host waits for a switch in progress and leaves the mutex
+ * free on both sides: a child never inherits it held by a thread it does
+ * not have, nor a process made non-dumpable by a switch it will not end.
+ * (glibc removes these handlers when the library is unloaded.) */
+static void owner_prefork(void) { pthread_mutex_lock(&owner_mu); }
+static void owner_postfork(void) { pthread_mutex_unlock(&owner_mu); }
+static void owner_register(void) { (void)pthread_atfork(owner_prefork, owner_postfork, owner_postfork); }
 
 int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv) {
     uid_t r = 1, e = 1, su = 1;
@@ -68,6 +77,7 @@ int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv) {
     if (syscall(SYS_getresuid, &r, &e, &su) < 0 || r != 0 || e != 0 || su != 0)
         return -EPERM;
     if (in_host) {
+        (void)pthread_once(&owner_once, owner_register);
         pthread_mutex_lock(&owner_mu);
         sv->locked = true;
         sv->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);

@@ -10,6 +10,7 @@
  * open, each the other's: a deadlock). */
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <forgeyard/sandbox.h>
@@ -28,7 +31,7 @@
 #define ATTEMPTS 2000
 
 static atomic_bool stop;
-static atomic_int succeeded, failed, leaked_seen;
+static atomic_int succeeded, failed, leaked_seen, forks, undumpable_forks;
 static fy_prepared *plan, *fd_plan;
 static char scratch[64];
 
@@ -44,6 +47,30 @@ static void *noise(void *arg) {
         int fd = open("/dev/null", O_RDONLY); /* deliberately inheritable */
         if (fd >= 0)
             close(fd);
+    }
+    return NULL;
+}
+
+/* As root each start takes the id range's first id for its clone, and the
+ * kernel makes the process non-dumpable at such a change; the library puts
+ * it back, and a fork of the host waits for a switch in progress (its
+ * pthread_atfork handlers): no child of a fork ever starts non-dumpable.
+ * Bounded: one fork per millisecond at most, while the spawners run. */
+static void *forker(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1 ? 0 : 3);
+        if (pid > 0) {
+            int st = 0;
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+            atomic_fetch_add(&forks, 1);
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                atomic_fetch_add(&undumpable_forks, 1);
+        }
+        usleep(1000);
     }
     return NULL;
 }
@@ -100,9 +127,11 @@ START_TEST(test_threads_2000) {
     ck_assert_int_eq(fy_prepare(p, NULL, fdargv, &fd_plan, NULL), 0);
     fy_policy_free(p);
     int before = count_fds();
-    pthread_t noise_t[NOISE_THREADS], spawn_t[SPAWN_THREADS];
+    ck_assert_int_eq(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), 0);
+    pthread_t noise_t[NOISE_THREADS], spawn_t[SPAWN_THREADS], fork_t;
     for (int i = 0; i < NOISE_THREADS; i++)
         pthread_create(&noise_t[i], NULL, noise, (void *)(uintptr_t)(i + 1));
+    pthread_create(&fork_t, NULL, forker, NULL);
     for (int i = 0; i < SPAWN_THREADS; i++)
         pthread_create(&spawn_t[i], NULL, spawner, (void *)(uintptr_t)i);
     for (int i = 0; i < SPAWN_THREADS; i++)
@@ -110,6 +139,11 @@ START_TEST(test_threads_2000) {
     atomic_store(&stop, true);
     for (int i = 0; i < NOISE_THREADS; i++)
         pthread_join(noise_t[i], NULL);
+    pthread_join(fork_t, NULL);
+    ck_assert_int_gt(atomic_load(&forks), 0);
+    ck_assert_msg(atomic_load(&undumpable_forks) == 0, "%d of %d forks started non-dumpable",
+                  atomic_load(&undumpable_forks), atomic_load(&forks));
+    ck_assert_msg(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1, "the starts left the host non-dumpable");
     ck_assert_int_eq(atomic_load(&leaked_seen), 0);
     ck_assert_int_eq(atomic_load(&failed), 0);
     ck_assert_int_eq(atomic_load(&succeeded), ATTEMPTS);
