@@ -24,6 +24,9 @@
 #define LX_FACT_OCI_RUNTIME "linux.oci_runtime"
 #define LX_FACT_BWRAP       "linux.bwrap"
 #define LX_FACT_OVERLAY     "linux.overlay"     /* "ok", LX_OVERLAY_DISK..., or why an overlay root cannot be made */
+/* As root: "ok" when forgeyard-init ran with its user namespace made by
+ * the range's first id (lx_owner_enter), else why not; absent otherwise. */
+#define LX_FACT_USERNS_OWNER "linux.userns_owner"
 /* The fact's prefix when the upper must go on disk (a tmpfs in a user
  * namespace without user xattrs, before Linux 6.6), then why. */
 #define LX_OVERLAY_DISK     "disk upper: "

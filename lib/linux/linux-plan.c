@@ -170,8 +170,11 @@ static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy
          * from that id's budgets, never from root's. Only a caller that is
          * root in all three ids can take it for the clone and come back. */
         uid_t ru = 1, eu = 1, su = 1;
-        if (getresuid(&ru, &eu, &su) == 0 && ru == 0 && eu == 0 && su == 0)
+        const char *owner = caps_fact(c, LX_FACT_USERNS_OWNER);
+        if (owner && !strcmp(owner, "ok") && getresuid(&ru, &eu, &su) == 0 && ru == 0 && eu == 0 && su == 0)
             pl->userns_owner = np->id_first;
+        else
+            pl->userns_owner_refused = owner && strcmp(owner, "ok") != 0;
         pl->host_uid = pl->host_gid = np->fake_root || np->id_count < 2 ? np->id_first : np->id_first + 1;
         if (whole_range) {
             /* The container's whole range: inside id u is the host's id_first + u. */
@@ -372,6 +375,9 @@ static json_t *report_shares(const struct linux_plan *pl) {
                             ? json_sprintf("host uid %u (the id range's first, which makes the sandbox's user "
                                            "namespace): never root's budget",
                                            (unsigned)pl->userns_owner)
+                        : pl->userns_owner_refused
+                            ? json_string("the caller's own uid: this host refused the clone as the id range's "
+                                          "first id (the probe's linux.userns_owner says why)")
                             : json_string("the caller's own uid"));
     return k;
 }

@@ -134,6 +134,7 @@ struct linux_plan {
                                     user namespace (the range's first: the kernel charges the
                                     namespace's per-user counts to it, not to root); 0: the
                                     caller (lx_owner_enter) */
+    bool userns_owner_refused;   /* as root, the probe found that switch refused here */
     char uid_map[96], gid_map[96];
     uint32_t setup_uid, setup_gid;     /* ids of the sandbox's pid 1 inside */
     uint32_t work_uid, work_gid;       /* ids of the workload inside */

@@ -486,8 +486,14 @@ void lp_probe_clone3(fy_caps *c) {
 }
 
 void lp_probe_exec_init(fy_caps *c) {
-    char why[512];
-    if (lx_probe_exec_init(caps_present(c, FY_CAP_USERNS), why, sizeof(why))) {
+    char why[512], owner_why[256];
+    int owner = -1;
+    int ok = lx_probe_exec_init(caps_present(c, FY_CAP_USERNS), why, sizeof(why), &owner, owner_why, sizeof(owner_why));
+    /* For linux-plan.c: whether a root caller's sandbox namespaces may be
+     * made by the id range's first id ("ok"), or why not. */
+    if (owner >= 0)
+        (void)caps_set_fact(c, LX_FACT_USERNS_OWNER, owner_why);
+    if (ok) {
         caps_set(c, FY_CAP_EXEC_INIT, true, 1, "%s", why);
         return;
     }

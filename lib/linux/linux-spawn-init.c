@@ -83,6 +83,15 @@ int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv) {
         sv->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
         (void)prctl(PR_GET_PDEATHSIG, &sv->pdeath, 0, 0, 0);
     }
+    /* The effective capabilities the change of uid clears come back at
+     * once (capset within the permitted set, which the saved uid 0 keeps):
+     * the clone is then as privileged as root's (an LSM that refuses
+     * unprivileged user namespaces, AppArmor's restriction, sees
+     * CAP_SYS_ADMIN), with the effective uid owner. */
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct caps[2];
+    memset(caps, 0, sizeof(caps));
+    bool have_caps = syscall(SYS_capget, &hdr, caps) == 0;
     if (syscall(SYS_setresuid, (uid_t)owner, (uid_t)owner, (uid_t)-1) < 0) {
         int err = errno;
         if (sv->locked)
@@ -91,7 +100,7 @@ int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv) {
         return -err;
     }
     (void)syscall(SYS_setfsuid, (uid_t)0);
-    if (syscall(SYS_setfsuid, (uid_t)-1) != 0) {
+    if (syscall(SYS_setfsuid, (uid_t)-1) != 0 || !have_caps || syscall(SYS_capset, &hdr, caps) < 0) {
         lx_owner_leave(sv);
         return -EPERM;
     }
@@ -462,7 +471,34 @@ struct exec_probe_report {
     int started;   /* 0 once forgeyard-init ran, else as spawn_exec_init */
     int wcode, wstatus;
     bool via_clone3;
+    int owner;     /* as root, the same run with the user namespace made by
+                      LX_PROBE_OWNER (lx_owner_enter): 1 it ran, 0 it did
+                      not (owner_err, owner_started), -1 not tried */
+    int owner_err, owner_started;
 };
+
+/* The id the probe's owned run takes: the default range's first. */
+#define LX_PROBE_OWNER 100000u
+
+static void probe_run(struct fy_clone_args *ca, int *pidfd, int init_fd, uint32_t owner, struct exec_probe_report *rep) {
+    *pidfd = -1;
+    rep->pid = spawn_exec_init(ca, init_fd, "probe", NULL, 0, owner, false, &rep->started, &rep->via_clone3);
+    rep->err = errno;
+    rep->wcode = rep->wstatus = 0;
+    if (rep->pid > 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        while (syscall(SYS_waitid, FY_P_PIDFD, *pidfd, &si, WEXITED | __WALL, NULL) < 0 && errno == EINTR)
+            ;
+        rep->wcode = si.si_code;
+        rep->wstatus = si.si_status;
+        syscall(SYS_close, *pidfd);
+    }
+}
+
+static bool probe_ran(const struct exec_probe_report *rep) {
+    return rep->pid > 0 && rep->started == 0 && rep->wcode == CLD_EXITED && rep->wstatus == 0;
+}
 
 /* The probe's middle process: a quiet child of the host that never executes
  * anything (the kernel gives every process that executes a program SIGCHLD
@@ -484,16 +520,18 @@ __attribute__((noreturn)) static void exec_probe_middle(bool userns, int init_fd
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
         .exit_signal = SIGCHLD,
     };
-    rep.pid = spawn_exec_init(&ca, init_fd, "probe", NULL, 0, 0, false, &rep.started, &rep.via_clone3);
-    rep.err = errno;
-    if (rep.pid > 0) {
-        siginfo_t si;
-        memset(&si, 0, sizeof(si));
-        while (syscall(SYS_waitid, FY_P_PIDFD, pidfd, &si, WEXITED | __WALL, NULL) < 0 && errno == EINTR)
-            ;
-        rep.wcode = si.si_code;
-        rep.wstatus = si.si_status;
+    /* As root, first the way fy_start clones (lx_owner_enter); where that
+     * does not run, the same as root, and the refusal is reported. */
+    uid_t r = 1, e = 1, su = 1;
+    rep.owner = -1;
+    if (userns && syscall(SYS_getresuid, &r, &e, &su) == 0 && r == 0 && e == 0 && su == 0) {
+        probe_run(&ca, &pidfd, init_fd, LX_PROBE_OWNER, &rep);
+        rep.owner = probe_ran(&rep);
+        rep.owner_err = rep.pid < 0 ? rep.err : 0;
+        rep.owner_started = rep.started;
     }
+    if (rep.owner != 1)
+        probe_run(&ca, &pidfd, init_fd, 0, &rep);
     (void)syscall(SYS_write, wfd, &rep, sizeof(rep));
     syscall(SYS_exit_group, 0);
     __builtin_unreachable();
@@ -504,7 +542,10 @@ __attribute__((noreturn)) static void exec_probe_middle(bool userns, int init_fd
  * there are user namespaces), from a middle process so that the host's
  * SIGCHLD disposition and handlers never see it. 1 and what ran in why, or
  * 0 and why not. */
-int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
+int lx_probe_exec_init(bool userns, char *why, size_t whylen, int *owner, char *owner_why, size_t owner_whylen) {
+    *owner = -1;
+    if (owner_whylen)
+        owner_why[0] = '\0';
     if (!lx_init_blob_len) {
         snprintf(why, whylen, "forgeyard-init is not built for this architecture (x86-64 and aarch64 only)");
         return 0;
@@ -567,6 +608,16 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen) {
     } else {
         snprintf(why, whylen, "clone(CLONE_VM|CLONE_VFORK%s): %s", userns ? "|CLONE_NEWUSER" : "",
                  strerror(rep.err));
+    }
+    if (n == (ssize_t)sizeof(rep) && rep.owner >= 0) {
+        *owner = rep.owner;
+        if (rep.owner == 1)
+            snprintf(owner_why, owner_whylen, "ok");
+        else if (rep.owner_err)
+            snprintf(owner_why, owner_whylen, "the clone as uid %u: %s", LX_PROBE_OWNER, strerror(rep.owner_err));
+        else
+            snprintf(owner_why, owner_whylen, "forgeyard-init did not run when uid %u made its user namespace (%d)",
+                     LX_PROBE_OWNER, rep.owner_started);
     }
     return ok;
 }

@@ -1198,6 +1198,57 @@ START_TEST(test_host_seccomp_filters) {
 }
 END_TEST
 
+/* A host that refuses the change of uid the start makes for its clone
+ * (lx_owner_enter; here a filter of its own refuses setresuid to the
+ * range's first id): the probe finds it, the sandbox's namespace is made
+ * by root as before, and the result says so, never claiming the switch. */
+START_TEST(test_host_refuses_owner_switch) {
+    if (rootless || getuid() != 0 || copy_init)
+        return;
+    pid_t host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        struct sock_filter f[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)__NR_setresuid, 0, 3),
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 100000u, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+            _exit(2);
+        fy_caps *caps = NULL;
+        if (fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &caps, NULL) < 0)
+            _exit(3);
+        fy_policy *p = policy();
+        char out[160];
+        snprintf(out, sizeof(out), "%s/ownerfilter-%d", scratch, (int)getpid());
+        fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
+        const char *argv[] = {"/opt/fy/fy-attack", "userns-owner", "", tag(), NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        char *json = NULL;
+        if (fy_prepare(p, caps, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0)
+            _exit(4);
+        if (fy_handle_wait(h, 30000000, &res, NULL) != 1 || fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED)
+            _exit(5);
+        char *text = slurp(out);
+        unlink(out);
+        if (!text || !strstr(text, "owner 65534 "))
+            _exit(6); /* made by root, unmapped inside, as before */
+        if (fy_result_to_json(res, &json, NULL) < 0 || !strstr(json, "the caller's own uid: this host refused"))
+            _exit(7);
+        _exit(0);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(host, &st, 0), host);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host refusing the owner switch: status 0x%x", st);
+}
+END_TEST
+
 START_TEST(test_daemon_does_not_survive) {
     fy_policy *p = policy();
     struct run r;
@@ -3824,6 +3875,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_rlimits);
     tcase_add_test(tc, test_kernel_count_share);
     tcase_add_test(tc, test_userns_owner_not_root);
+    tcase_add_test(tc, test_host_refuses_owner_switch);
     tcase_add_test(tc, test_no_setuid_left_on_host);
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
