@@ -593,9 +593,16 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen, int *owner, char *
         snprintf(why, whylen, "the probe's process died before it reported");
     } else if (rep.pid > 0) {
         ok = rep.started == 0 && rep.wcode == CLD_EXITED && rep.wstatus == 0;
+        /* As root: whose the namespace was (lx_owner_enter), for doctor. */
+        char own[96] = "";
+        if (rep.owner == 1)
+            snprintf(own, sizeof(own), " made by uid %u, as a root caller's sandbox's is", LX_PROBE_OWNER);
+        else if (rep.owner == 0)
+            snprintf(own, sizeof(own), " made by root (uid %u could not make it: %s)", LX_PROBE_OWNER,
+                     rep.owner_err ? strerror(rep.owner_err) : "forgeyard-init did not run");
         if (ok)
-            snprintf(why, whylen, "forgeyard-init (%zu bytes, embedded) executed from a sealed memfd%s%s",
-                     (size_t)lx_init_blob_len, userns ? " in a new user namespace" : "",
+            snprintf(why, whylen, "forgeyard-init (%zu bytes, embedded) executed from a sealed memfd%s%s%s",
+                     (size_t)lx_init_blob_len, userns ? " in a new user namespace" : "", own,
                      rep.via_clone3 ? "" : " (clone: no clone3)");
         else if (rep.started > 0)
             snprintf(why, whylen, "executing a sealed memfd: %s", strerror(rep.started));
