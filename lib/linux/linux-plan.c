@@ -169,9 +169,8 @@ static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy
          * every sandbox of a root caller draws its per-user kernel counts
          * from that id's budgets, never from root's. Only a caller that is
          * root in all three ids can take it for the clone and come back. */
-        uid_t ru = 1, eu = 1, su = 1;
         const char *owner = caps_fact(c, LX_FACT_USERNS_OWNER);
-        if (owner && !strcmp(owner, "ok") && getresuid(&ru, &eu, &su) == 0 && ru == 0 && eu == 0 && su == 0)
+        if (owner && !strcmp(owner, "ok") && pu_root_in_all_ids())
             pl->userns_owner = np->id_first;
         else
             pl->userns_owner_refused = owner && strcmp(owner, "ok") != 0;

@@ -22,6 +22,7 @@
 #include "linux-memfd.h"
 #include "linux-pack.h"
 #include "linux-plan.h"
+#include "linux-probe-util.h"
 #include "linux-spawn.h"
 #include "linux-syscall.h"
 
@@ -66,7 +67,6 @@ static void owner_postfork(void) { pthread_mutex_unlock(&owner_mu); }
 static void owner_register(void) { (void)pthread_atfork(owner_prefork, owner_postfork, owner_postfork); }
 
 int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv) {
-    uid_t r = 1, e = 1, su = 1;
     sv->locked = false;
     sv->dumpable = -1;
     sv->pdeath = 0;
@@ -74,7 +74,7 @@ int lx_owner_enter(uint32_t owner, bool in_host, struct lx_owner_save *sv) {
         return 1;
     /* (The plan names an owner only for a caller root in all three ids:
      * one that changed since is refused, never started as root's.) */
-    if (syscall(SYS_getresuid, &r, &e, &su) < 0 || r != 0 || e != 0 || su != 0)
+    if (!pu_root_in_all_ids())
         return -EPERM;
     if (in_host) {
         (void)pthread_once(&owner_once, owner_register);
@@ -522,9 +522,8 @@ __attribute__((noreturn)) static void exec_probe_middle(bool userns, int init_fd
     };
     /* As root, first the way fy_start clones (lx_owner_enter); where that
      * does not run, the same as root, and the refusal is reported. */
-    uid_t r = 1, e = 1, su = 1;
     rep.owner = -1;
-    if (userns && syscall(SYS_getresuid, &r, &e, &su) == 0 && r == 0 && e == 0 && su == 0) {
+    if (userns && pu_root_in_all_ids()) {
         probe_run(&ca, &pidfd, init_fd, LX_PROBE_OWNER, &rep);
         rep.owner = probe_ran(&rep);
         rep.owner_err = rep.pid < 0 ? rep.err : 0;
@@ -586,20 +585,29 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen, int *owner, char *
         close(mfd);
     }
     close(p[0]);
+    if (n == (ssize_t)sizeof(rep) && rep.owner >= 0) {
+        *owner = rep.owner;
+        if (rep.owner == 1)
+            snprintf(owner_why, owner_whylen, "ok");
+        else if (rep.owner_err)
+            snprintf(owner_why, owner_whylen, "the clone as uid %u: %s", LX_PROBE_OWNER, strerror(rep.owner_err));
+        else
+            snprintf(owner_why, owner_whylen, "forgeyard-init did not run when uid %u made its user namespace (%d)",
+                     LX_PROBE_OWNER, rep.owner_started);
+    }
     int ok = 0;
     if (mid < 0) {
         snprintf(why, whylen, "fork: %s", strerror(fork_err));
     } else if (n != (ssize_t)sizeof(rep)) {
         snprintf(why, whylen, "the probe's process died before it reported");
     } else if (rep.pid > 0) {
-        ok = rep.started == 0 && rep.wcode == CLD_EXITED && rep.wstatus == 0;
+        ok = probe_ran(&rep);
         /* As root: whose the namespace was (lx_owner_enter), for doctor. */
-        char own[96] = "";
-        if (rep.owner == 1)
+        char own[320] = "";
+        if (*owner == 1)
             snprintf(own, sizeof(own), " made by uid %u, as a root caller's sandbox's is", LX_PROBE_OWNER);
-        else if (rep.owner == 0)
-            snprintf(own, sizeof(own), " made by root (uid %u could not make it: %s)", LX_PROBE_OWNER,
-                     rep.owner_err ? strerror(rep.owner_err) : "forgeyard-init did not run");
+        else if (*owner == 0)
+            snprintf(own, sizeof(own), " made by root (%s)", owner_why);
         if (ok)
             snprintf(why, whylen, "forgeyard-init (%zu bytes, embedded) executed from a sealed memfd%s%s%s",
                      (size_t)lx_init_blob_len, userns ? " in a new user namespace" : "", own,
@@ -615,16 +623,6 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen, int *owner, char *
     } else {
         snprintf(why, whylen, "clone(CLONE_VM|CLONE_VFORK%s): %s", userns ? "|CLONE_NEWUSER" : "",
                  strerror(rep.err));
-    }
-    if (n == (ssize_t)sizeof(rep) && rep.owner >= 0) {
-        *owner = rep.owner;
-        if (rep.owner == 1)
-            snprintf(owner_why, owner_whylen, "ok");
-        else if (rep.owner_err)
-            snprintf(owner_why, owner_whylen, "the clone as uid %u: %s", LX_PROBE_OWNER, strerror(rep.owner_err));
-        else
-            snprintf(owner_why, owner_whylen, "forgeyard-init did not run when uid %u made its user namespace (%d)",
-                     LX_PROBE_OWNER, rep.owner_started);
     }
     return ok;
 }

@@ -34,6 +34,9 @@ bool pu_exists(const char *path);
  * truncated to size - 1, trailing newlines and spaces stripped: 0, or
  * -errno. */
 int pu_read_small(const char *path, char *buf, size_t size);
+/* Whether the calling thread is root in its real, effective and saved
+ * user ids (a raw getresuid: the thread's own, safe in a forked middle). */
+bool pu_root_in_all_ids(void);
 /* A process's start time (field 22 of /proc/PID/stat, clock ticks after
  * boot: with the pid, what names a process across pid reuse), or 0. */
 uint64_t pu_proc_starttime(pid_t pid);
