@@ -67,7 +67,14 @@ static int child(int argc, char **argv) {
         char a[64];
         snprintf(a, sizeof(a), "sleep %s", argv[4]);
         for (int i = 0; i < n; i++) {
-            printf("pid %lu\n", (unsigned long)spawn_self(a, FALSE));
+            /* A spawn can fail when the limit strikes while it is under
+             * way (the job is being torn down); that is said, not
+             * printed as a pid 0. */
+            DWORD pid = spawn_self(a, FALSE);
+            if (pid)
+                printf("pid %lu\n", (unsigned long)pid);
+            else
+                printf("spawn-failed %lu\n", (unsigned long)GetLastError());
             fflush(stdout);
         }
         Sleep((DWORD)atoi(argv[4]));
@@ -491,7 +498,11 @@ static bool t_timeout_tree(void) {
     }
     unsigned long pids[8];
     int n = pids_of(r.out.buf, pids, 8);
-    /* (how many were up when the limit struck depends on the host's load) */
+    /* (how many were up when the limit struck depends on the host's load;
+     * under a loaded wineserver a spawn in flight at the limit fails, and
+     * made no process to check) */
+    if (strstr(r.out.buf, "spawn-failed"))
+        printf("# a spawn failed: %s\n", r.out.buf);
     CHECK(n >= 1, "grandchildren %d: '%s'", n, r.out.buf);
     for (int i = 0; i < n; i++)
         CHECK(pids[i] && pid_dead(pids[i]), "grandchild %lu is alive", pids[i]);
