@@ -83,7 +83,11 @@ static int child(int argc, char **argv) {
     if (!strcmp(what, "orphan") && argc > 3) { /* a grandchild that outlives its parent */
         char a[64];
         snprintf(a, sizeof(a), "sleep %s", argv[3]);
-        printf("pid %lu\n", (unsigned long)spawn_self(a, FALSE));
+        DWORD pid = spawn_self(a, FALSE);
+        if (pid)
+            printf("pid %lu\n", (unsigned long)pid);
+        else /* (no pid 0 for the host to find dead) */
+            printf("spawn-failed %lu\n", (unsigned long)GetLastError());
         return 0;
     }
     if (!strcmp(what, "handle") && argc > 3) { /* does this handle value reach the host's event? */
