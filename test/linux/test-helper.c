@@ -975,7 +975,9 @@ START_TEST(remove_spares_others_without_waiting) {
     ck_assert(placed);
     ck_assert_msg(alive, "REMOVE killed a process that was not the peer's");
     ck_assert_uint_gt(out[0], 0);
-    ck_assert_msg(out[1] < 150, "REMOVE of a cgroup holding another's process took %u ms", out[1]);
+    /* (the old wait was at least 200 ms for each of the two controllers;
+     * the margin is for a loaded CI host, not for the helper) */
+    ck_assert_msg(out[1] < 300, "REMOVE of a cgroup holding another's process took %u ms", out[1]);
     ck_assert_uint_eq(out[2], 0);
     ck_assert_int_eq(count_attempts(), 0);
 }
