@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "backend.h"
+#include "policy.h"
 #include "qualify.h"
 
 struct qualify_probe {
@@ -32,9 +33,18 @@ void fy_qualify_report_free(fy_qualify_report *r) {
     free(r);
 }
 
+/* What a suite may use of a policy beyond the public API (backend.h). */
+fy_policy *qualify_policy_copy(const fy_policy *p) { return policy_dup(p); }
+void qualify_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) { policy_inject_delay(p, stage, usec); }
+const char *qualify_profile_name(const fy_policy *p) { return fy_profile_name(p->profile); }
+
 /* The suite of the first compiled-in folder that has one. */
 int qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_parent, const char *const *plant_dirs,
                 json_t **ret, fy_error **reterr) {
+    if (ret)
+        *ret = NULL;
+    if (policy && policy->origin_pid != util_getpid())
+        return err_set(reterr, FY_E_FORKED, FY_STEP_NONE, 0, NULL, "policy was created in another process");
     for (size_t f = 0; backend_families[f]; f++)
         if (backend_families[f]->qualify)
             return backend_families[f]->qualify(policy, groups, tmp_parent, plant_dirs, ret, reterr);

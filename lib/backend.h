@@ -117,7 +117,8 @@ struct fy_backend_family {
     /* Destroys what crashed hosts left, recorded in state_dir (NULL: the
      * folder's default); adds to *destroyed (optional). */
     int (*gc)(const char *state_dir, uint64_t *destroyed, fy_error **reterr);
-    /* The qualification suite (fy_qualify; optional): groups QUALIFY_*. */
+    /* The qualification suite (fy_qualify; optional): groups QUALIFY_*
+     * (0: all); a policy made in another process is refused before. */
     int (*qualify)(const fy_policy *policy, uint32_t groups, const char *tmp_parent,
                    const char *const *plant_dirs, struct json_t **ret, fy_error **reterr);
     const struct fy_backend_ops *const *backends; /* NULL-terminated; may be empty */
@@ -221,6 +222,22 @@ struct selection {
     const char *dropped_why[FY_CONTROL_MAX_ + 1];
     char *level_note; /* preferred level not reached, why (owned) */
 };
+
+/* ---- for a folder's qualification suite (the qualify op) ----
+ * The probe groups it runs (QUALIFY_BASELINE always). */
+#define QUALIFY_BASELINE 0u        /* always runs: backend, level, isolation, stage baseline */
+#define QUALIFY_STAGES   (1u << 0) /* stage-attribution.* */
+#define QUALIFY_LEAKAGE  (1u << 1) /* leakage.* */
+#define QUALIFY_ESCAPE   (1u << 2) /* escape.* */
+#define QUALIFY_RESIDUE  (1u << 3) /* residue.* */
+/* A suite runs whole attempts through the public API, as a host program
+ * would; what it needs of a policy beyond that API is only these (core,
+ * lib/api-qualify.c): a deep copy of the caller's policy for each attempt
+ * (NULL on OOM), the controlled delay the stage-attribution probes inject
+ * at one stage, and the name of the policy's profile for the report. */
+fy_policy *qualify_policy_copy(const fy_policy *p);
+void qualify_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec);
+const char *qualify_profile_name(const fy_policy *p);
 
 /* select.c: least-cost backend that satisfies every requirement. */
 int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy_policy *p,

@@ -1,17 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The qualification suite's internal entry point (lib/qualify.c). */
+/* The qualification suite's internal entry point (lib/api-qualify.c). */
 #ifndef FY_QUALIFY_H
 #define FY_QUALIFY_H
 
 #include <jansson.h>
 
-#include "internal.h"
-
-#define QUALIFY_BASELINE 0u        /* always runs: backend, level, isolation, stage baseline */
-#define QUALIFY_STAGES   (1u << 0) /* stage-attribution.* */
-#define QUALIFY_LEAKAGE  (1u << 1) /* leakage.* */
-#define QUALIFY_ESCAPE   (1u << 2) /* escape.* */
-#define QUALIFY_RESIDUE  (1u << 3) /* residue.* */
+#include "backend.h" /* the probe groups, QUALIFY_* */
 
 /* Runs the probe groups (0: all). tmp_parent: where host-side scratch is
  * made (NULL: /tmp); plant_dirs: where the leakage probes plant their files

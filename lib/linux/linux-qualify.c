@@ -29,16 +29,13 @@
  * the host-side observation of markers and state records. The groups are
  * linux-qualify-stages.c (baseline, stage-attribution.*),
  * linux-qualify-leakage.c, linux-qualify-escape.c and
- * linux-qualify-residue.c. Only this file includes policy.h: the groups
- * make their policies with qa_policy and qa_inject_delay. */
-#include "config.h"
-
+ * linux-qualify-residue.c: they make their policies with qa_policy and
+ * qa_inject_delay, over the seam's qualify_* hooks (backend.h). */
 #include <jansson.h>
 
+#include "backend.h"
 #include "internal.h"
-#include "policy.h"
 
-#include "qualify.h"
 #include "linux-backend.h"
 #include "linux-qualify.h"
 
@@ -126,7 +123,7 @@ fy_policy *qa_policy(struct qctx *q, const char *state_dir, struct qa_attempt *a
     memset(a, 0, sizeof(*a));
     a->exit_code = -1;
     snprintf(a->out_path, sizeof(a->out_path), "%s/out-%u", q->dir, ++q->seq);
-    fy_policy *p = policy_dup(q->base);
+    fy_policy *p = qualify_policy_copy(q->base);
     if (!p)
         return NULL;
     if (fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_NULL, -1, NULL, NULL) < 0 ||
@@ -141,10 +138,8 @@ fy_policy *qa_policy(struct qctx *q, const char *state_dir, struct qa_attempt *a
     return p;
 }
 
-/* The stage probes' controlled delay. policy.h stays this file's alone (the
- * layering test lists it as a debt of linux-qualify.c: to be removed, not
- * spread to the group files). */
-void qa_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) { policy_inject_delay(p, stage, usec); }
+/* The stage probes' controlled delay. */
+void qa_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec) { qualify_inject_delay(p, stage, usec); }
 
 void qa_fail(struct qa_attempt *a, const char *what, int r, fy_error *e) {
     free(a->error);
@@ -422,8 +417,7 @@ int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_
     if (!ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_NONE, 0, NULL, "ret is NULL");
     *ret = NULL;
-    if (policy && policy->origin_pid != util_getpid())
-        return err_set(reterr, FY_E_FORKED, FY_STEP_NONE, 0, NULL, "policy was created in another process");
+    /* (a policy made in another process was refused by core: qualify_run) */
     if (!tmp_parent)
         tmp_parent = "/tmp";
     if (!qa_safe_path(tmp_parent))
@@ -460,7 +454,7 @@ int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_
     q.probes = json_array();
     json_object_set_new(root, "suite_version", json_integer(FY_QUALIFY_SUITE_VERSION));
     json_object_set_new(root, "library", json_string(fy_version_string()));
-    json_object_set_new(root, "profile", json_string(fy_profile_name(policy->profile)));
+    json_object_set_new(root, "profile", json_string(qualify_profile_name(policy)));
     struct utsname u;
     json_object_set_new(root, "host", json_pack("{s:s,s:s}", "kernel", uname(&u) == 0 ? u.release : "unknown",
                                                 "caller", geteuid() == 0 ? "root" : "unprivileged"));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -154,6 +155,23 @@ START_TEST(test_api_contract) {
     ck_assert_ptr_null(r);
     ck_assert_int_eq(fy_error_code(e), FY_E_UNSUPPORTED);
     fy_error_free(e);
+    fy_policy_free(p);
+    /* A policy made in another process: refused by core before any
+     * folder's suite runs (nothing made under /tmp, no attempt). */
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        fy_qualify_report *cr = (fy_qualify_report *)1;
+        json_t *rep = (json_t *)1;
+        _exit(fy_qualify(p, 0, &cr, NULL) == FY_E_FORKED && !cr &&
+                      qualify_run(p, QUALIFY_ESCAPE, NULL, NULL, &rep, NULL) == FY_E_FORKED && !rep
+                  ? 0
+                  : 1);
+    }
+    int st = -1;
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a forked child's qualify was not refused (status %d)", st);
     fy_policy_free(p);
     /* NULL reports. */
     ck_assert_int_eq(fy_qualify_passed(NULL), 0);
