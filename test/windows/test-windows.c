@@ -49,6 +49,17 @@ static DWORD spawn_self(const char *args, bool inherit) {
     return pi.dwProcessId;
 }
 
+/* Starts a grandchild and says so: "pid N", or "spawn-failed ERROR" (a
+ * spawn can fail when the limit strikes while it is under way and the job
+ * is being torn down; never a pid 0 for the host to check). */
+static void spawn_and_say(const char *args) {
+    DWORD pid = spawn_self(args, FALSE);
+    if (pid)
+        printf("pid %lu\n", (unsigned long)pid);
+    else
+        printf("spawn-failed %lu\n", (unsigned long)GetLastError());
+}
+
 static int child(int argc, char **argv) {
     const char *what = argv[2];
     if (!strcmp(what, "exit") && argc > 3)
@@ -67,14 +78,7 @@ static int child(int argc, char **argv) {
         char a[64];
         snprintf(a, sizeof(a), "sleep %s", argv[4]);
         for (int i = 0; i < n; i++) {
-            /* A spawn can fail when the limit strikes while it is under
-             * way (the job is being torn down); that is said, not
-             * printed as a pid 0. */
-            DWORD pid = spawn_self(a, FALSE);
-            if (pid)
-                printf("pid %lu\n", (unsigned long)pid);
-            else
-                printf("spawn-failed %lu\n", (unsigned long)GetLastError());
+            spawn_and_say(a);
             fflush(stdout);
         }
         Sleep((DWORD)atoi(argv[4]));
@@ -83,11 +87,7 @@ static int child(int argc, char **argv) {
     if (!strcmp(what, "orphan") && argc > 3) { /* a grandchild that outlives its parent */
         char a[64];
         snprintf(a, sizeof(a), "sleep %s", argv[3]);
-        DWORD pid = spawn_self(a, FALSE);
-        if (pid)
-            printf("pid %lu\n", (unsigned long)pid);
-        else /* (no pid 0 for the host to find dead) */
-            printf("spawn-failed %lu\n", (unsigned long)GetLastError());
+        spawn_and_say(a);
         return 0;
     }
     if (!strcmp(what, "handle") && argc > 3) { /* does this handle value reach the host's event? */
