@@ -21,18 +21,29 @@ run_suite() { # builddir, meson setup args..., -- meson test args...
   meson compile -C "$dir"
   local rc=0
   meson test -C "$dir" --print-errorlogs --num-processes 2 "${testargs[@]}" || rc=$?
-  python3 - "$dir/meson-logs/testlog.json" "$dir" <<'PY'
-import json, sys
+  python3 - "$dir/meson-logs/testlog.json" "$dir" "$failures" <<'PY'
+import json, re, sys
 ok = bad = skip = 0
+failed = []
 for line in open(sys.argv[1]):
-    r = json.loads(line)["result"]
-    if r in ("OK", "EXPECTEDFAIL"): ok += 1
-    elif r == "SKIP": skip += 1
-    else: bad += 1
+    t = json.loads(line)
+    if t["result"] in ("OK", "EXPECTEDFAIL"): ok += 1
+    elif t["result"] == "SKIP": skip += 1
+    else: bad += 1; failed.append(t)
 print(f"{sys.argv[2]}: {ok} passed, {bad} failed, {skip} skipped")
+# Kept for the closing summary: a CI record may hold only the end of the output.
+with open(sys.argv[3], "a") as out:
+    for t in failed:
+        out.write(f"{sys.argv[2]}: FAILED {t['name']} ({t['result']}, {t['duration']:.1f} s)\n")
+        lines = ((t.get("stdout") or "") + "\n" + (t.get("stderr") or "")).splitlines()
+        said = [l for l in lines if re.search(r"fail|not ok|error|assert", l, re.I)][:12]
+        for l in said + ["  ..."] + lines[-10:]:
+            out.write(f"    {l[:300]}\n")
 PY
   return $rc
 }
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
 
 rc=0
 run_suite build-test -Dbuildtype=debugoptimized || rc=1
@@ -46,5 +57,9 @@ if FORGEYARD_CACHE_DIR="$PWD/build-test/fy-cache" bash scripts/demo.sh >build-te
   echo "demo: passed"
 else
   echo "demo: FAILED (build-test/demo.log):"; tail -n 20 build-test/demo.log; rc=1
+fi
+if [ -s "$failures" ]; then
+  echo "== failed tests (their last lines; the whole logs are in each build's meson-logs/testlog.txt)"
+  cat "$failures"
 fi
 exit $rc
