@@ -241,6 +241,14 @@ int ljn_attach(void *job, uint32_t index, int sandbox_ns, fy_error **reterr) {
             (void)lnl_link_del(j->nl, port);
     }
     pthread_mutex_unlock(&j->mu);
+    /* (outside the lock: other members link meanwhile; the ioctl needs no
+     * exclusive use of the job's socket) */
+    if (!what && (e = lnl_links_running(j->nl, port, ss, LJN_MEMBER_IF, RUNNING_DEADLINE_MS)) < 0) {
+        r = jn_fail(reterr, -e, "the member's link running (IFF_RUNNING) once up");
+        pthread_mutex_lock(&j->mu);
+        (void)lnl_link_del(j->nl, port);
+        pthread_mutex_unlock(&j->mu);
+    }
     close(ss);
     return r;
 }

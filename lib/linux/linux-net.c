@@ -916,6 +916,8 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         if ((e = lnl_batch_send(us, &b)) < 0)
             what = "uplink addresses and link";
     }
+    if (!what && (e = lnl_links_running(rs, LXN_ROUTER_UP_IF, us, run->uplink_if, RUNNING_DEADLINE_MS)) < 0)
+        what = "the uplink running (IFF_RUNNING) once up";
     if (!what) {
         lnl_batch_init(&b);
         lnl_batch_route_default(&b, i_up, AF_INET, &a_upl);
@@ -1036,6 +1038,8 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
         if ((e = lnl_batch_send(ss, &b)) < 0)
             what = "sandbox addresses, link and routes";
     }
+    if (!what && (e = lnl_links_running(rs, LXN_ROUTER_SB_IF, ss, LXN_SANDBOX_IF, RUNNING_DEADLINE_MS)) < 0)
+        what = "the sandbox's link running (IFF_RUNNING) once up";
     if (what) {
         r = ns_fail(reterr, -e, what);
         goto fail;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* rtnetlink requests (linux-netlink.h). */
 #include <errno.h>
+#include <linux/ethtool.h>
 #include <linux/if_link.h>
+#include <linux/sockios.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
@@ -416,6 +418,43 @@ int lnl_close_detached(int a_fd, int b_fd) {
     if (start_detached(a) < 0) {
         free(a);
         return -1;
+    }
+    return 0;
+}
+
+int lnl_links_running(int qa, const char *a, int qb, const char *b, int ms) {
+    const struct {
+        int q;
+        const char *name;
+    } link[2] = {{qa, a}, {qb, b}};
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long nap = 20000; /* ns: the work is usually done already, or within microseconds */
+    for (int i = 0; i < 2; i++) {
+        struct ethtool_value ev = {.cmd = ETHTOOL_GLINK};
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", link[i].name);
+        ifr.ifr_data = (char *)&ev;
+        (void)ioctl(link[i].q, SIOCETHTOOL, &ifr);
+    }
+    for (int i = 0; i < 2;) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", link[i].name);
+        if (ioctl(link[i].q, SIOCGIFFLAGS, &ifr) < 0)
+            return -errno;
+        if ((ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING)) {
+            i++;
+            continue;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+            return -ETIMEDOUT;
+        struct timespec ts = {0, nap};
+        nanosleep(&ts, NULL);
+        if (nap < 2000000)
+            nap *= 2;
     }
     return 0;
 }

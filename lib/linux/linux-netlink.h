@@ -39,6 +39,21 @@ int lnl_close_detached(int a, int b);
  * (any socket of the link's namespace, a netlink one too: an RCU lookup,
  * not behind the deletion's lock) every 0.1 ms. */
 bool lnl_link_unlisted(int q, const char *name, int ms);
+/* 0 once the links a (looked up on qa, any socket of its namespace) and b
+ * (on qb) are both up and running (IFF_UP|IFF_RUNNING by SIOCGIFFLAGS),
+ * -ETIMEDOUT when they are not within ms, -errno when one cannot be looked
+ * up. Of a veth pair brought up one end after the other, the end that came
+ * up first has its carrier, operational state and (when its queue was not
+ * started at once) its transmit queue settled by the kernel's link-watch
+ * work: deferred by up to a second when the queue runs already, and always
+ * behind the lock every network configuration of the host takes, so it may
+ * run after the workload has started and dropped its first packets. An
+ * ETHTOOL_GLINK request on each end first makes the kernel do that work
+ * for the link at once (linkwatch_sync_dev), so the wait is normally none;
+ * a kernel that does not, or a lock held long, is waited for. */
+int lnl_links_running(int qa, const char *a, int qb, const char *b, int ms);
+/* How long a link may take to run once up (lnl_link_running). */
+#define RUNNING_DEADLINE_MS 10000
 /* How long a deletion's witness waits for the name to be unlisted. */
 #define UNLIST_DEADLINE_MS 2000
 /* 1 when the link exists, 0 when it does not. */

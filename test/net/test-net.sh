@@ -46,6 +46,15 @@ run() {
         --bind-ro "$TMP/probe:/opt/fyprobe" "$@"
 }
 
+# 0. The first attempt on an uplink nobody used yet, whose first packet is a
+#    single UDP datagram (no retransmission to hide a loss): answered. The
+#    link to a fresh uplink namespace is the one the kernel starts to
+#    transmit on up to a second after it is up (its link-watch work, deferred
+#    when both ends have the same index); until then every packet is dropped.
+run --allow 198.51.100.1:9090/udp -- /opt/fyprobe/fy-netprobe udp 198.51.100.1 9090 >"$TMP/out" 2>&1 &&
+    ok "a fresh uplink's first attempt: its first datagram is answered" ||
+    { bad "a fresh uplink's first attempt lost its first datagram"; cat "$TMP/out"; }
+
 # 1. One sandbox, every probe: the allowed tuples answer, nothing else does.
 net_probes "$TMP/probe/probes.sh" 't router-itself tcp 100.64.0.1 8080' 't router6-itself tcp fd66:7973::1 8080' 't loopback-allowed loopback 8080' 't loopback-landlock loopback 7070' \
     't loopback-landlock-mptcp loopback 7070 mptcp' 't loopback-landlock-tfo loopback 7070 tfo' \

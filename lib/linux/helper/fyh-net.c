@@ -468,6 +468,8 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
         what = "uplink addresses";
     else if ((e = lnl_link_up(rs, "up")) < 0 || (e = lnl_link_up(us, a->link)) < 0)
         what = "uplink links up";
+    else if ((e = lnl_links_running(rs, "up", us, a->link, RUNNING_DEADLINE_MS)) < 0)
+        what = "the uplink running (IFF_RUNNING) once up";
     else if ((e = lnl_route_default(rs, i_up, AF_INET, &a_upl)) < 0 || (e = lnl_route_default(rs, i_up, AF_INET6, u6l)) < 0)
         what = "router routes";
     else if ((e = write_forwarding(a->router)) < 0)
@@ -512,6 +514,8 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
         what = "sandbox addresses";
     else if ((e = lnl_link_up(rs, "sb")) < 0 || (e = lnl_link_up(ss, "eth0")) < 0)
         what = "sandbox links up";
+    else if ((e = lnl_links_running(rs, "sb", ss, "eth0", RUNNING_DEADLINE_MS)) < 0)
+        what = "the sandbox's link running (IFF_RUNNING) once up";
     else if ((e = lnl_route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 ||
              (e = lnl_route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
         what = "sandbox routes";
@@ -677,6 +681,8 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
     else if ((e = lnl_link_up(js, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, m.a4, 24)) < 0 ||
              (e = lnl_addr_add(ss, eth, AF_INET6, m.a6, 64)) < 0 || (e = lnl_link_up(ss, "job0")) < 0)
         what = "the member's link and address";
+    else if ((e = lnl_links_running(js, port, ss, "job0", RUNNING_DEADLINE_MS)) < 0)
+        what = "the member's link running (IFF_RUNNING) once up";
     if (what && e != -EEXIST && js >= 0)
         (void)lnl_link_del(js, port); /* (an existing port is another attempt's) */
     if (js >= 0)
