@@ -108,9 +108,10 @@ static void probe_stage(struct qctx *q, uint32_t stage) {
     json_t *mis = NULL;
     struct qa_attempt a = {0};
     int tries;
-    /* Timing on a shared host is noisy: one re-measurement is allowed, and
-     * the evidence says how many were needed. */
-    for (tries = 1; tries <= 2 && !ok; tries++) {
+    /* Timing on a shared host is noisy: two re-measurements are allowed (a
+     * misattributed delay shows in every one; a busy host's spike seldom
+     * thrice), and the evidence says how many were needed. */
+    for (tries = 1; tries <= 3 && !ok; tries++) {
         qa_free(&a);
         json_decref(mis);
         mis = json_array();

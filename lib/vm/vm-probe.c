@@ -48,6 +48,7 @@ extern char **environ;
 #define KVM_DEADLINE_MS 1000
 #define QEMU_HELP_DEADLINE_MS 1000
 #define QEMU_TCG_DEADLINE_MS 1500
+#define QEMU_RETRY_FACTOR 8 /* (the Linux probes' retry factor too) */
 #define REPORT_MAGIC 0x66796b76u /* "fykv" */
 #define REASON_MAX 1024
 
@@ -548,10 +549,23 @@ struct run_result {
     char out[16384];  /* stdout + stderr (truncated) */
 };
 
+static void run_capture_once(const char *const argv[], const char *stdin_data, int deadline_ms,
+                             struct run_result *res);
+
 /* Runs argv[0] with stdin from stdin_data (or /dev/null), stdout and stderr
- * to a pipe, under a deadline. */
+ * to a pipe, under a deadline. A run that times out gets one more, under a
+ * deadline QEMU_RETRY_FACTOR times longer: QEMU starting on a busy host
+ * (beside a TCG guest, say) is slow, not missing, and a capability must
+ * not be denied for it. */
 static void run_capture(const char *const argv[], const char *stdin_data, int deadline_ms,
                         struct run_result *res) {
+    run_capture_once(argv, stdin_data, deadline_ms, res);
+    if (res->timed_out)
+        run_capture_once(argv, stdin_data, deadline_ms * QEMU_RETRY_FACTOR, res);
+}
+
+static void run_capture_once(const char *const argv[], const char *stdin_data, int deadline_ms,
+                             struct run_result *res) {
     memset(res, 0, sizeof *res);
     res->status = -1;
     int in = -1, out[2] = { -1, -1 };

@@ -19,6 +19,7 @@ helper=$2
 hpid=
 fail() {
     echo "FAIL: $*" >&2
+    [ -d "$scratch/gate" ] && touch "$scratch/gate/go" # (a waiting sandbox ends)
     [ -n "$hpid" ] && kill "$hpid" 2>/dev/null && wait "$hpid"
     [ -f "$scratch/helper.log" ] && cat "$scratch/helper.log" >&2
     exit 1
@@ -64,7 +65,11 @@ done
 grep -q "controllers:.* devices" "$scratch/helper.log" || fail "the helper offers no devices controller"
 
 # 3. /dev/fuse leased: it is there and opens; tun is not there; null opens.
-run --device /dev/fuse --result "$scratch/home/r.json" -- /bin/sh -c "$probe; touch /work/output/ready; sleep 4" \
+# (it stays until the checks below are done: they touch $scratch/gate/go;
+# bounded at 60 s)
+mkdir -m 0755 "$scratch/gate" || exit 1
+run --device /dev/fuse --result "$scratch/home/r.json" --bind-ro "$scratch/gate:/gate" -- /bin/sh -c "$probe"'
+  i=0; while [ ! -e /gate/go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done' \
     >"$scratch/out" 2>&1 &
 runner=$!
 i=0
@@ -86,6 +91,7 @@ sh -c 'echo $$ >"$1/tasks" && exec 3<>/dev/net/tun' sh "$dir" 2>"$scratch/tun.er
     fail "root in the attempt's devices cgroup opened /dev/net/tun"
 grep -q "Operation not permitted" "$scratch/tun.err" || fail "tun refused, but not by the device list: $(cat "$scratch/tun.err")"
 sh -c 'echo $$ >"$1/tasks" && exec 3<>/dev/fuse' sh "$dir" || fail "the leased /dev/fuse is refused in its cgroup"
+touch "$scratch/gate/go"
 wait $runner || fail "lease run: $(cat "$scratch/out")"
 out=$(cat "$scratch/out")
 echo "$out" | grep -qx "/dev/fuse open" || fail "the leased /dev/fuse does not open: $out"

@@ -485,11 +485,14 @@ START_TEST(impostor_listener_not_root) {
     ck_assert_int_ge(l, 0);
     ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
     ck_assert_int_eq(chmod(fake, 0777), 0);
+    int ready[2];
+    ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
     pid_t pid = fork();
     if (pid == 0) {
         if (setgroups(0, NULL) < 0 || setresgid(UID_X, UID_X, UID_X) < 0 || setresuid(UID_X, UID_X, UID_X) < 0 ||
             listen(l, 4) < 0)
             _exit(1);
+        (void)!write(ready[1], "l", 1); /* (listening: the call below must meet it) */
         int c = accept(l, NULL, NULL);
         char b[64];
         struct pollfd pf = {c, POLLIN, 0};
@@ -497,7 +500,10 @@ START_TEST(impostor_listener_not_root) {
         ssize_t n = c >= 0 && poll(&pf, 1, 1000) == 1 ? recv(c, b, sizeof(b), MSG_DONTWAIT) : 0;
         _exit(c < 0 ? 2 : n > 0 ? 4 : 0);
     }
-    usleep(100 * 1000);
+    close(ready[1]);
+    char got = 0;
+    ck_assert_msg(read(ready[0], &got, 1) == 1, "the impostor never listened");
+    close(ready[0]);
     struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
     ck_assert_int_eq(lx_helper_call(fake, &req, &rep, 3000), -EPERM);
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -796,6 +802,9 @@ START_TEST(remove_kills_and_witnesses) {
         create_req(&q, name, 1 << 24, 10);
         if (lx_helper_call(sock, &q, &r, 5000) != 0 || r.type != FYH_T_CREATED)
             _exit(3);
+        int in[2];
+        if (pipe(in) < 0)
+            _exit(6);
         pid_t sleeper = fork();
         if (sleeper == 0) {
             char path[1100];
@@ -804,11 +813,16 @@ START_TEST(remove_kills_and_witnesses) {
             if (fd < 0 || write(fd, "0", 1) != 1)
                 _exit(4);
             close(fd);
+            (void)!write(in[1], "i", 1); /* (in the cgroup: REMOVE may come) */
             for (int i = 0; i < 600; i++) /* bounded: 60 s */
                 usleep(100000);
             _exit(5);
         }
-        usleep(200000);
+        close(in[1]);
+        char got = 0;
+        if (read(in[0], &got, 1) != 1) /* (the sleeper could not join: status 4 says so) */
+            got = 0;
+        close(in[0]);
         remove_req(&q, name);
         uint32_t out[2] = {99, 99};
         if (lx_helper_call(sock, &q, &r, 5000) == 0 && r.type == FYH_T_REMOVED)
@@ -833,16 +847,32 @@ END_TEST
 /* A sleeper of bounded life (60 s) with the given uids: a stand-in for a
  * set-user-ID program the peer started (real uid the peer's, effective and
  * saved 0), or for one that became root (all 0: sudo). */
+/* A child that sleeps (bounded: 60 s) with those uids, returned once it
+ * has them (-1 when it could not take them). */
 static pid_t sleeper_with_uids(uid_t r, uid_t e, uid_t s) {
+    int in[2];
+    if (pipe(in) < 0)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
+        close(in[0]);
         if (setresuid(r, e, s) != 0)
             _exit(2);
+        (void)!write(in[1], "u", 1);
+        close(in[1]);
         for (int i = 0; i < 600; i++)
             usleep(100000);
         _exit(5);
     }
-    return pid;
+    close(in[1]);
+    char got = 0;
+    bool has = pid > 0 && read(in[0], &got, 1) == 1;
+    close(in[0]);
+    if (pid > 0 && !has) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    return has ? pid : -1;
 }
 
 /* pid's wait status within about a second, else it is killed and -1. */

@@ -323,8 +323,10 @@ START_TEST(test_host_truth) {
     if (!program_exists("cloud-hypervisor"))
         ck_assert_msg(!strncmp(c->e[FY_CAP_CLOUD_HYPERVISOR].reason, "not installed", 13), "%s",
                       c->e[FY_CAP_CLOUD_HYPERVISOR].reason);
-    /* the probe stays fast, the KVM deadline included */
-    ck_assert_msg(c->probe_usec < 2500000, "probe took %llu us",
+    /* the probe ends, the KVM deadline included, on a busy host too (a
+     * QEMU run that times out is tried again, 8 times longer: speed is the
+     * benchmark's business) */
+    ck_assert_msg(c->probe_usec < 30000000, "probe took %llu us",
                   (unsigned long long)c->probe_usec);
 #endif
     if (program_exists("bwrap"))

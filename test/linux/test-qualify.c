@@ -92,7 +92,7 @@ START_TEST(test_suite_passes_here) {
     fprintf(stderr, "qualification: %zu probes in %lld ms\n", json_array_size(json_object_get(doc, "probes")),
             (long long)usec / 1000);
     ck_assert_int_gt(usec, 0);
-    ck_assert_int_lt(usec, 10000000); /* seconds, not minutes */
+    ck_assert_int_lt(usec, 60000000); /* not minutes (under ASan, on a loaded host, too) */
     /* Every probe, with evidence; the accessors agree with the JSON. */
     ck_assert_int_eq(fy_qualify_probe_count(r), (int)json_array_size(json_object_get(doc, "probes")));
     for (size_t i = 0; i < sizeof(all_ids) / sizeof(all_ids[0]); i++) {

@@ -1581,10 +1581,13 @@ static char *many_doc(int kind)
     return s;
 }
 
+/* The process's CPU time, not the wall clock: a loaded host (the test
+ * suite runs two tests at once, one of them may be a TCG guest) must not
+ * fail a check of how much work the code does. */
 static double now_sec(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -1600,14 +1603,14 @@ static void many_entries_case(int kind)
     double dt = now_sec() - t0;
     if (rc < 0)
         ck_assert_msg(fy_error_location(e) && fy_error_location(e)[0] == '$', "%s: error without location", what);
-    ck_assert_msg(dt < 1.0, "%s: loading %u entries took %.2f s (rc=%d)", what, MANY_ITEMS, dt, rc);
+    ck_assert_msg(dt < 2.0, "%s: loading %u entries took %.2f s of CPU (rc=%d)", what, MANY_ITEMS, dt, rc);
     fy_error_free(e);
     if (rc >= 0) {
         t0 = now_sec();
         rc = fy_policy_validate(p, NULL);
         dt = now_sec() - t0;
         ck_assert_msg(rc >= 0, "%s: fy_policy_validate of %u loaded entries failed: %d", what, MANY_ITEMS, rc);
-        ck_assert_msg(dt < 1.0, "%s: fy_policy_validate of %u entries took %.2f s", what, MANY_ITEMS, dt);
+        ck_assert_msg(dt < 2.0, "%s: fy_policy_validate of %u entries took %.2f s of CPU", what, MANY_ITEMS, dt);
     }
     fy_policy_free(p);
     free(doc);
