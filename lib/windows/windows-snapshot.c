@@ -98,12 +98,30 @@ int win_snapshot_fingerprint(struct strbuf *key) {
         add_file_id(key, "library-file", path);
     else
         strbuf_printf(key, "library-file -\n");
-    /* The boot: when it was, to the minute (a reboot is another host; a
-     * boundary crossed only costs a fresh probe). */
-    FILETIME now;
-    GetSystemTimeAsFileTime(&now);
-    unsigned long long t = ((unsigned long long)now.dwHighDateTime << 32 | now.dwLowDateTime) / 10000u;
-    strbuf_printf(key, "boot %llu\n", (t - GetTickCount64()) / 60000u);
+    /* The boot: when it was, to the minute (a reboot is another host). The
+     * kernel's own boot time (SystemTimeOfDayInformation), one value: the
+     * clock now less the tick count is two readings, whose jitter moved a
+     * boot near a minute's boundary from one minute to the next between
+     * two calls, and the snapshot just stored was not found. That
+     * difference is only the fallback. */
+    struct {
+        LARGE_INTEGER boot, now, bias;
+        ULONG zone;
+        BYTE reserved[20];
+    } tod;
+    memset(&tod, 0, sizeof(tod));
+    FARPROC q = nt ? GetProcAddress(nt, "NtQuerySystemInformation") : NULL;
+    ULONG got = 0;
+    if (q && ((LONG(WINAPI *)(int, void *, ULONG, ULONG *))(void (*)(void))q)(3 /* SystemTimeOfDayInformation */, &tod,
+                                                                              sizeof(tod), &got) == 0 &&
+        tod.boot.QuadPart > 0) {
+        strbuf_printf(key, "boot %llu\n", (unsigned long long)tod.boot.QuadPart / 600000000u);
+    } else {
+        FILETIME now;
+        GetSystemTimeAsFileTime(&now);
+        unsigned long long t = ((unsigned long long)now.dwHighDateTime << 32 | now.dwLowDateTime) / 10000u;
+        strbuf_printf(key, "boot-ticks %llu\n", (t - GetTickCount64()) / 60000u);
+    }
     add_token(key);
     /* A caller already in a job makes every job the probe makes a nested one. */
     BOOL in_job = FALSE;
