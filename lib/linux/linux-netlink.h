@@ -55,7 +55,7 @@ int lnl_links_running(int qa, const char *a, int qb, const char *b, int ms);
 /* How long a link may take to run once up (lnl_link_running). */
 #define RUNNING_DEADLINE_MS 10000
 /* How long a deletion's witness waits for the name to be unlisted. */
-#define UNLIST_DEADLINE_MS 2000
+#define UNLIST_DEADLINE_MS 10000 /* (normally microseconds; the lock every network change takes can be held for seconds by the kernel's removal of many namespaces) */
 /* 1 when the link exists, 0 when it does not. */
 int lnl_link_exists(int s, const char *name);
 /* The link's index (> 0). */

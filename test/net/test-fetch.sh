@@ -349,7 +349,12 @@ for i in range(16):
     s.recv(1000)
     held.append(s)
 open("/hold/holding", "w").write("%d\n" % len(held))
-time.sleep(4)
+# held until the test has looked (it writes /hold/go; bounded: 60 s)
+import os
+for _ in range(600):
+    if os.path.exists("/hold/go"):
+        break
+    time.sleep(0.1)
 IN
 run "$TMP/r3.json" --allow "mirror.test:$P1" --bind-ro "$TMP/w3.py:/opt/w3.py" --bind "$TMP/hold:/hold" \
     -- python3 /opt/w3.py >"$TMP/w3.out" 2>&1 &
@@ -383,6 +388,7 @@ PY
 else
     bad "the tunnel-holding workload did not start: $(cat "$TMP/w3.out")"
 fi
+touch "$TMP/hold/go"
 wait $W3 || bad "the tunnel-holding workload failed: $(cat "$TMP/w3.out")"
 proxy_gone "$TMP/r3.json" "many tunnels"
 

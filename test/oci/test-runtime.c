@@ -272,7 +272,9 @@ START_TEST(test_run) {
              "echo x > /fresh && echo wrote-root; "
              "if echo hi | nc -w 2 127.0.0.1 %u; then echo NET-REACHED; else echo net-denied; fi; "
              /* the control: nc works, on the container's own loopback */
-             "nc -l -p 5555 > /tmp/got & sleep 0.3; echo ping | nc -w 1 127.0.0.1 5555 && echo lo-ok; "
+             /* (the client tries until the listener is up: bounded, 10 s) */
+             "nc -l -p 5555 > /tmp/got & i=0; until echo ping | nc -w 1 127.0.0.1 5555; do "
+             "i=$((i+1)); [ $i -ge 50 ] && break; sleep 0.2; done && echo lo-ok; "
              "ls /sys/class/net 2>/dev/null; cat /proc/net/dev | grep -c : ; "
              "grep -q CapEff:.0000000000000000 /proc/self/status && echo no-caps; "
              "grep -q 'NoNewPrivs:.1' /proc/self/status && echo nnp; "
