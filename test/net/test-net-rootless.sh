@@ -266,13 +266,22 @@ nothing_left "dns"
 GCD="$TMP/nobody/gc" && mkdir -p "$GCD" && chown 65534:65534 "$GCD" && chmod 700 "$GCD"
 setpriv --reuid 65534 --regid 65534 --clear-groups sleep 300 & S1=$!
 setpriv --reuid 65534 --regid 65534 --clear-groups sleep 300 & S2=$!
-sleep 0.3
+# (both are sleep, and uid 65534's, before gc looks: bounded, 10 s)
+for _ in $(seq 100); do
+    [ "$(cat /proc/$S1/comm /proc/$S2/comm 2>/dev/null)" = "sleep
+sleep" ] && [ "$(stat -c %u /proc/$S1 /proc/$S2 | sort -u)" = 65534 ] && break
+    sleep 0.1
+done
 st1=$(cut -d')' -f2 /proc/$S1/stat | awk '{print $20}')
 printf 'forgeyard-state 1\nowner 1 1\nsandbox 0 0\nhelper %s %s\nhelper %s %s\n' "$S1" "$st1" "$S2" 12345 \
     >"$GCD/forgeyard-test.state"
 chown 65534:65534 "$GCD/forgeyard-test.state"
 setpriv --reuid 65534 --regid 65534 --clear-groups "$FY" gc --state-dir "$GCD" >/dev/null 2>&1
-sleep 0.3
+# (the kill is sent; its end is looked for, bounded: 5 s)
+for _ in $(seq 50); do
+    [ ! -e "/proc/$S1/stat" ] || [ "$(awk '{print $3}' /proc/$S1/stat 2>/dev/null)" = Z ] && break
+    sleep 0.1
+done
 if [ ! -e "/proc/$S1/stat" ] || [ "$(awk '{print $3}' /proc/$S1/stat 2>/dev/null)" = Z ]; then
     [ -e "/proc/$S2" ] && ok "fy_gc kills a recorded helper, and only the recorded process" ||
         bad "fy_gc killed a process whose start time differs"
