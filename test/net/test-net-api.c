@@ -500,7 +500,7 @@ int main(int argc, char **argv) {
         /* The baseline waits (bounded) for the earlier sections' detached
          * link deletions to end: this program has no thread of its own. */
         int tasks0 = count_dir("/proc/self/task");
-        for (int i = 0; i < 200 && tasks0 != 1; i++) {
+        for (int i = 0; i < 1000 && tasks0 != 1; i++) { /* (10 s: the kernel's lock may be busy) */
             usleep(10000);
             tasks0 = count_dir("/proc/self/task");
         }
@@ -520,7 +520,7 @@ int main(int argc, char **argv) {
         /* (the uplink link's deletion runs on a detached thread for tens of
          * ms after the attempt: waited for, bounded) */
         int tasks1 = 0, fds1 = 0;
-        for (int i = 0; i < 200; i++) {
+        for (int i = 0; i < 1000; i++) {
             tasks1 = count_dir("/proc/self/task");
             fds1 = count_dir("/proc/self/fd");
             if (tasks1 == tasks0 && fds1 == fds0)
