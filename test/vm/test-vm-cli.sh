@@ -77,7 +77,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   # on 127.0.0.1 through the attempt's proxy, and only the allowed port.
   if command -v python3 >/dev/null && command -v curl >/dev/null; then
     mkdir "$tmp/www" && echo served-to-the-guest >"$tmp/www/f"
-    port=$((20000 + $$ % 20000))
+    port=$((20000 + $$ % 12000)) # (below 32768: never an ephemeral port)
     timeout 250 python3 -m http.server --bind 127.0.0.1 --directory "$tmp/www" "$port" >/dev/null 2>&1 &
     srv=$!
     for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/f" && break; sleep 0.1; done
