@@ -422,34 +422,44 @@ int lnl_close_detached(int a_fd, int b_fd) {
     return 0;
 }
 
+/* An ifreq naming the link name (the rest zero). */
+static struct ifreq ifreq_of(const char *name) {
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+    return ifr;
+}
+
+/* Whether ms have passed since t0 (CLOCK_MONOTONIC). */
+static bool past_ms(const struct timespec *t0, int ms) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000 >= ms;
+}
+
 int lnl_links_running(int qa, const char *a, int qb, const char *b, int ms) {
     const struct {
         int q;
         const char *name;
     } link[2] = {{qa, a}, {qb, b}};
-    struct timespec t0, now;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    long nap = 20000; /* ns: the work is usually done already, or within microseconds */
     for (int i = 0; i < 2; i++) {
         struct ethtool_value ev = {.cmd = ETHTOOL_GLINK};
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof(ifr));
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", link[i].name);
+        struct ifreq ifr = ifreq_of(link[i].name);
         ifr.ifr_data = (char *)&ev;
         (void)ioctl(link[i].q, SIOCETHTOOL, &ifr);
     }
+    long nap = 20000; /* ns: the work is usually done already, or within microseconds */
     for (int i = 0; i < 2;) {
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof(ifr));
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", link[i].name);
+        struct ifreq ifr = ifreq_of(link[i].name);
         if (ioctl(link[i].q, SIOCGIFFLAGS, &ifr) < 0)
             return -errno;
         if ((ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING)) {
             i++;
             continue;
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+        if (past_ms(&t0, ms))
             return -ETIMEDOUT;
         struct timespec ts = {0, nap};
         nanosleep(&ts, NULL);
@@ -460,16 +470,13 @@ int lnl_links_running(int qa, const char *a, int qb, const char *b, int ms) {
 }
 
 bool lnl_link_unlisted(int q, const char *name, int ms) {
-    struct timespec t0, now;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof(ifr));
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+        struct ifreq ifr = ifreq_of(name);
         if (ioctl(q, SIOCGIFINDEX, &ifr) < 0 && errno == ENODEV)
             return true;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+        if (past_ms(&t0, ms))
             return false;
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);

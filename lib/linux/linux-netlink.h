@@ -47,15 +47,18 @@ bool lnl_link_unlisted(int q, const char *name, int ms);
  * started at once) its transmit queue settled by the kernel's link-watch
  * work: deferred by up to a second when the queue runs already, and always
  * behind the lock every network configuration of the host takes, so it may
- * run after the workload has started and dropped its first packets. An
+ * run after the workload has started (until a queue is started, what is
+ * sent through it is dropped). An
  * ETHTOOL_GLINK request on each end first makes the kernel do that work
  * for the link at once (linkwatch_sync_dev), so the wait is normally none;
  * a kernel that does not, or a lock held long, is waited for. */
 int lnl_links_running(int qa, const char *a, int qb, const char *b, int ms);
-/* How long a link may take to run once up (lnl_link_running). */
+/* How long links may take to run once up (lnl_links_running). */
 #define RUNNING_DEADLINE_MS 10000
-/* How long a deletion's witness waits for the name to be unlisted. */
-#define UNLIST_DEADLINE_MS 10000 /* (normally microseconds; the lock every network change takes can be held for seconds by the kernel's removal of many namespaces) */
+/* How long a deletion's witness waits for the name to be unlisted
+ * (normally microseconds; the lock every network change takes can be held
+ * for seconds by the kernel's removal of many namespaces). */
+#define UNLIST_DEADLINE_MS 10000
 /* 1 when the link exists, 0 when it does not. */
 int lnl_link_exists(int s, const char *name);
 /* The link's index (> 0). */

@@ -549,21 +549,7 @@ struct run_result {
     char out[16384];  /* stdout + stderr (truncated) */
 };
 
-static void run_capture_once(const char *const argv[], const char *stdin_data, int deadline_ms,
-                             struct run_result *res);
-
-/* Runs argv[0] with stdin from stdin_data (or /dev/null), stdout and stderr
- * to a pipe, under a deadline. A run that times out gets one more, under a
- * deadline QEMU_RETRY_FACTOR times longer: QEMU starting on a busy host
- * (beside a TCG guest, say) is slow, not missing, and a capability must
- * not be denied for it. */
-static void run_capture(const char *const argv[], const char *stdin_data, int deadline_ms,
-                        struct run_result *res) {
-    run_capture_once(argv, stdin_data, deadline_ms, res);
-    if (res->timed_out)
-        run_capture_once(argv, stdin_data, deadline_ms * QEMU_RETRY_FACTOR, res);
-}
-
+/* Runs argv[0] once: run_capture. */
 static void run_capture_once(const char *const argv[], const char *stdin_data, int deadline_ms,
                              struct run_result *res) {
     memset(res, 0, sizeof *res);
@@ -632,6 +618,18 @@ static void run_capture_once(const char *const argv[], const char *stdin_data, i
     (void)pu_finish(&pr, res->timed_out ? util_now_usec() : deadline, &killed);
     res->timed_out |= killed;
     res->status = pr.reaped ? pr.status : -1;
+}
+
+/* Runs argv[0] with stdin from stdin_data (or /dev/null), stdout and stderr
+ * to a pipe, under a deadline. A run that times out gets one more, under a
+ * deadline QEMU_RETRY_FACTOR times longer: QEMU starting on a busy host
+ * (beside a TCG guest, say) is slow, not missing, and a capability must
+ * not be denied for it. */
+static void run_capture(const char *const argv[], const char *stdin_data, int deadline_ms,
+                        struct run_result *res) {
+    run_capture_once(argv, stdin_data, deadline_ms, res);
+    if (res->timed_out)
+        run_capture_once(argv, stdin_data, deadline_ms * QEMU_RETRY_FACTOR, res);
 }
 
 static bool line_starts(const char *text, const char *word) {

@@ -168,6 +168,17 @@ static int count_fds(pid_t pid) {
     return n;
 }
 
+/* A child's "ready" over the pipe p (the child writes a byte to p[1] once
+ * it is): closes the parent's write end, waits for the byte, closes the
+ * read end. False when the child ended without it. */
+static bool await_ready(int p[2]) {
+    close(p[1]);
+    char got = 0;
+    bool ready = read(p[0], &got, 1) == 1;
+    close(p[0]);
+    return ready;
+}
+
 static void create_req(struct fyh_msg *m, const char *name, uint64_t memory, uint64_t pids) {
     memset(m, 0, sizeof(*m));
     m->type = FYH_T_CREATE;
@@ -500,10 +511,7 @@ START_TEST(impostor_listener_not_root) {
         ssize_t n = c >= 0 && poll(&pf, 1, 1000) == 1 ? recv(c, b, sizeof(b), MSG_DONTWAIT) : 0;
         _exit(c < 0 ? 2 : n > 0 ? 4 : 0);
     }
-    close(ready[1]);
-    char got = 0;
-    ck_assert_msg(read(ready[0], &got, 1) == 1, "the impostor never listened");
-    close(ready[0]);
+    ck_assert_msg(await_ready(ready), "the impostor never listened");
     struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
     ck_assert_int_eq(lx_helper_call(fake, &req, &rep, 3000), -EPERM);
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -818,11 +826,7 @@ START_TEST(remove_kills_and_witnesses) {
                 usleep(100000);
             _exit(5);
         }
-        close(in[1]);
-        char got = 0;
-        if (read(in[0], &got, 1) != 1) /* (the sleeper could not join: status 4 says so) */
-            got = 0;
-        close(in[0]);
+        (void)await_ready(in); /* (a sleeper that could not join: its status 4 says so) */
         remove_req(&q, name);
         uint32_t out[2] = {99, 99};
         if (lx_helper_call(sock, &q, &r, 5000) == 0 && r.type == FYH_T_REMOVED)
@@ -846,9 +850,8 @@ END_TEST
 
 /* A sleeper of bounded life (60 s) with the given uids: a stand-in for a
  * set-user-ID program the peer started (real uid the peer's, effective and
- * saved 0), or for one that became root (all 0: sudo). */
-/* A child that sleeps (bounded: 60 s) with those uids, returned once it
- * has them (-1 when it could not take them). */
+ * saved 0), or for one that became root (all 0: sudo). Returned once it has
+ * them (-1 when it could not take them). */
 static pid_t sleeper_with_uids(uid_t r, uid_t e, uid_t s) {
     int in[2];
     if (pipe(in) < 0)
@@ -864,10 +867,7 @@ static pid_t sleeper_with_uids(uid_t r, uid_t e, uid_t s) {
             usleep(100000);
         _exit(5);
     }
-    close(in[1]);
-    char got = 0;
-    bool has = pid > 0 && read(in[0], &got, 1) == 1;
-    close(in[0]);
+    bool has = await_ready(in) && pid > 0;
     if (pid > 0 && !has) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);

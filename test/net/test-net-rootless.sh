@@ -277,12 +277,10 @@ printf 'forgeyard-state 1\nowner 1 1\nsandbox 0 0\nhelper %s %s\nhelper %s %s\n'
     >"$GCD/forgeyard-test.state"
 chown 65534:65534 "$GCD/forgeyard-test.state"
 setpriv --reuid 65534 --regid 65534 --clear-groups "$FY" gc --state-dir "$GCD" >/dev/null 2>&1
+s1_gone() { [ ! -e "/proc/$S1/stat" ] || [ "$(awk '{print $3}' /proc/$S1/stat 2>/dev/null)" = Z ]; }
 # (the kill is sent; its end is looked for, bounded: 5 s)
-for _ in $(seq 50); do
-    [ ! -e "/proc/$S1/stat" ] || [ "$(awk '{print $3}' /proc/$S1/stat 2>/dev/null)" = Z ] && break
-    sleep 0.1
-done
-if [ ! -e "/proc/$S1/stat" ] || [ "$(awk '{print $3}' /proc/$S1/stat 2>/dev/null)" = Z ]; then
+for _ in $(seq 50); do s1_gone && break; sleep 0.1; done
+if s1_gone; then
     [ -e "/proc/$S2" ] && ok "fy_gc kills a recorded helper, and only the recorded process" ||
         bad "fy_gc killed a process whose start time differs"
 else
