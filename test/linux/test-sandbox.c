@@ -1178,6 +1178,21 @@ START_TEST(test_host_seccomp_filters) {
                     if (!comm || strncmp(comm, cases[ci].init, strlen(cases[ci].init)) != 0)
                         _exit(4);
                     free(comm);
+                    /* (cancelled once the shell has echoed and become the
+                     * sleep: the marker is in the shell's command line too) */
+                    for (int w = 0; w < 3000; w++) { /* bounded: 30 s */
+                        pid_t sl = 0;
+                        char cp[64], *c = NULL;
+                        if (procs_with(marker, &sl) == 1) {
+                            snprintf(cp, sizeof(cp), "/proc/%d/comm", (int)sl);
+                            c = slurp(cp);
+                        }
+                        bool slept = c && strcmp(c, "sleep\n") == 0;
+                        free(c);
+                        if (slept)
+                            break;
+                        usleep(10000);
+                    }
                     if (fy_handle_cancel(h, FY_CANCEL_USER, NULL) < 0)
                         _exit(7);
                 }
