@@ -773,7 +773,7 @@ static void build_filesystem(const struct child_args *a, int ws) {
     /* Unmounting waits for an RCU grace period, and one that overlaps the
      * creation of a network namespace (in the workload process) waits for
      * most of it: the namespace first, then the unmount. */
-    keep_netns = pl->net_router && !netns_to_host_early(a);
+    keep_netns = pl->net_router && !netns_to_host_early(a) && !a->netns_host;
     if (ws >= 0)
         join_netns(ws, sfd);
     if (umount2("/.oldroot", MNT_DETACH) < 0 || rmdir("/.oldroot") < 0)
@@ -1044,7 +1044,7 @@ static int make_netns(int sfd) {
  * the namespace to the host itself, at once (else init does, once the
  * filesystem stands). The same answer in both processes. */
 static bool netns_to_host_early(const struct child_args *a) {
-    return a->plan->net_router && a->plan->use_netns && !a->netns_made;
+    return a->plan->net_router && a->plan->use_netns && !a->netns_made && !a->netns_host;
 }
 
 /* Init joins the workload's network namespace (so that /proc/1/net shows
@@ -1376,7 +1376,7 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die(sfd, FY_STEP_SPAWN, errno);
     /* (A pre-started shell made it already: we are in it.) */
-    int ns = pl->use_netns && !a->netns_made ? make_netns(sfd) : -1;
+    int ns = pl->use_netns && !a->netns_made && !a->netns_host ? make_netns(sfd) : -1;
     /* Restricted: straight to the host too, which links it to the router
      * while init builds the filesystem (not after: the link is most of
      * the rest of a start). The workload still waits for its go-ahead,
@@ -1837,7 +1837,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_ISOLATION, now_usec());
         build_filesystem(a, ws[0]);
         send_msg(sfd, CM_STAGE, 0, 0, FY_STAGE_FILESYSTEM, now_usec());
-        if (pl->net_router && !netns_to_host_early(a)) {
+        if (pl->net_router && !netns_to_host_early(a) && !a->netns_host) {
             /* The host links it to the router before our second go-ahead. */
             if (netns_for_host < 0 || lx_send_fds(a->sync_fd, 'N', &netns_for_host, 1) < 0)
                 die(sfd, FY_STEP_NETNS, netns_for_host < 0 ? EBADF : errno);

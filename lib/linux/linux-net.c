@@ -1,6 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Network mode restricted as root (linux-net.h has the topology).
  *
+ * A namespace sandbox (lxn_direct): its own network namespace is made here
+ * before the clone, so the host's user namespace owns it, and holds the
+ * rules on its output and input hooks:
+ *
+ *   sandbox netns (ours, host user ns)                        uplink netns
+ *   eth0 LINK+2/30 ---------------------------------------- fyXXXXXXXX LINK+1/30
+ *        fd66:7973:1:SLOT::2/64                               fd66:7973:1:SLOT::1/64
+ *
+ * The workload's user namespace is a child of ours: it has no capability
+ * over the namespace, its links or its rules. Only new flows that match a
+ * rule of the plan leave eth0, from the sandbox's own addresses;
+ * established and related ones come back; everything else is dropped.
+ *
+ * Through the helper, rootless, a job member or a VM's tap, a router:
+ *
  *   sandbox netns            router netns (ours, host user ns)        uplink netns
  *   eth0 100.64.0.2/30 ----- sb 100.64.0.1/30                          (FY_NETHOST_UPLINK
  *        fd66:7973::2/64        fd66:7973::1/64                         or the host's)
@@ -377,6 +392,18 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     return 0;
 }
 
+/* The tuples' accept rules as nftables text, into b. */
+static void tuples_text(struct strbuf *b, const struct lxn_plan *lp) {
+    for (size_t i = 0; i < lp->nrules; i++) {
+        const struct plan_net_rule *r = &lp->rules[i];
+        char a[INET6_ADDRSTRLEN];
+        inet_ntop(r->family == 4 ? AF_INET : AF_INET6, r->addr, a, sizeof(a));
+        const char *proto = r->proto == FY_PROTO_UDP ? "udp" : "tcp";
+        strbuf_printf(b, "  %s daddr %s/%u %s dport %u-%u accept\n", r->family == 4 ? "ip" : "ip6", a, r->prefix,
+                      proto, r->port_min, r->port_max);
+    }
+}
+
 /* The same table as nftables text (what nft -f or libnftables would read):
  * malloc'd, NULL on OOM. The router never uses it; test-net-api applies it
  * beside the netlink batch and compares the bytecode the two leave. */
@@ -393,14 +420,7 @@ char *lxn_ruleset_text(const struct lxn_plan *lp) {
                   "  meta nfproto ipv4 ip saddr != 100.64.0.2 drop\n"
                   "  meta nfproto ipv6 ip6 saddr != fd66:7973::2 drop\n"
                   "  ct state != new drop\n");
-    for (size_t i = 0; i < lp->nrules; i++) {
-        const struct plan_net_rule *r = &lp->rules[i];
-        char a[INET6_ADDRSTRLEN];
-        inet_ntop(r->family == 4 ? AF_INET : AF_INET6, r->addr, a, sizeof(a));
-        const char *proto = r->proto == FY_PROTO_UDP ? "udp" : "tcp";
-        strbuf_printf(&b, "  %s daddr %s/%u %s dport %u-%u accept\n", r->family == 4 ? "ip" : "ip6", a, r->prefix,
-                      proto, r->port_min, r->port_max);
-    }
+    tuples_text(&b, lp);
     strbuf_append(&b,
                   " }\n"
                   " chain input {\n"
@@ -418,6 +438,43 @@ char *lxn_ruleset_text(const struct lxn_plan *lp) {
         return NULL;
     }
     return b.buf; /* (the strbuf's own allocation) */
+}
+
+char *lxn_direct_ruleset_text(const struct lxn_plan *lp, const void *sb4, const uint8_t sb6[16]) {
+    char a4[INET_ADDRSTRLEN], a6[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET, sb4, a4, sizeof(a4));
+    inet_ntop(AF_INET6, sb6, a6, sizeof(a6));
+    struct strbuf b;
+    strbuf_init(&b);
+    strbuf_printf(&b,
+                  "table inet forgeyard {\n"
+                  " chain output {\n"
+                  "  type filter hook output priority 0; policy drop;\n"
+                  "  oifname \"lo\" accept\n"
+                  "  ct state established,related accept\n"
+                  "  oifname != \"" LXN_SANDBOX_IF "\" drop\n"
+                  "  icmpv6 type nd-neighbor-solicit accept\n"
+                  "  icmpv6 type nd-neighbor-advert accept\n"
+                  "  meta nfproto ipv4 ip saddr != %s drop\n"
+                  "  meta nfproto ipv6 ip6 saddr != %s drop\n"
+                  "  ct state != new drop\n",
+                  a4, a6);
+    tuples_text(&b, lp);
+    strbuf_append(&b,
+                  " }\n"
+                  " chain input {\n"
+                  "  type filter hook input priority 0; policy drop;\n"
+                  "  iifname \"lo\" accept\n"
+                  "  ct state established,related accept\n"
+                  "  icmpv6 type nd-neighbor-solicit accept\n"
+                  "  icmpv6 type nd-neighbor-advert accept\n"
+                  " }\n"
+                  "}\n");
+    if (b.oom) {
+        strbuf_free(&b);
+        return NULL;
+    }
+    return b.buf;
 }
 
 void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np) {
@@ -623,9 +680,17 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
                                         "sandbox by two tuns and a relay; everything not allowed dropped there "
                                         "(TCP, UDP, ICMP, raw, IPv4 and IPv6); uplink: pasta as the caller"));
     }
-    json_object_set_new(o, "mechanism", json_string(lp->helper     ? "nftables-helper-router-netns"
-                                                    : lp->rootless ? "nftables-userns-pasta"
-                                                                   : "nftables-router-netns"));
+    if (lxn_direct(lp))
+        json_object_set_new(o, "enforcement",
+                            json_string("nftables in the sandbox's own network namespace, which the host's user "
+                                        "namespace owns (the workload has no capability over it: it cannot change "
+                                        "its addresses, routes or rules, nor open raw or packet sockets), one veth "
+                                        "to the uplink; only new flows to the rules leave, from the sandbox's own "
+                                        "addresses; everything else dropped: TCP, UDP, ICMP, IPv4 and IPv6"));
+    json_object_set_new(o, "mechanism", json_string(lp->helper       ? "nftables-helper-router-netns"
+                                                    : lp->rootless   ? "nftables-userns-pasta"
+                                                    : lxn_direct(lp) ? "nftables-host-owned-netns"
+                                                                     : "nftables-router-netns"));
     json_object_set_new(o, "rules", rules);
     json_object_set_new(o, "uplink", json_string(lp->helper     ? lp->helper_uplink
                                                  : lp->rootless ? "pasta"
@@ -658,7 +723,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
 
 void lxn_run_init(struct lxn_run *run) {
     memset(run, 0, sizeof(*run));
-    run->router_fd = run->uplink_fd = run->slot_lock = run->nft_out = -1;
+    run->router_fd = run->uplink_fd = run->slot_lock = run->nft_out = run->sandbox_fd = -1;
     lxp_run_init(&run->proxy);
     lxp_run_init(&run->dns);
 }
@@ -695,10 +760,8 @@ static int ns_fail(fy_error **reterr, int e, const char *what) {
 
 /* The router's table as one nf_tables batch (linux-nftnl.c) from lp's
  * tuples: 0 or -errno. */
-int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out) {
-    struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
-    if (!t)
-        return -ENOMEM;
+/* The plan's rules as the encoder's tuples (t: lp->nrules of them). */
+static void lxn_tuples(const struct lxn_plan *lp, struct lnft_tuple *t) {
     for (size_t i = 0; i < lp->nrules; i++) {
         const struct plan_net_rule *pr = &lp->rules[i];
         t[i].family = pr->family;
@@ -708,6 +771,13 @@ int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out) {
         t[i].port_min = (uint16_t)pr->port_min;
         t[i].port_max = (uint16_t)pr->port_max;
     }
+}
+
+int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out) {
+    struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    lxn_tuples(lp, t);
     struct lnft_router r = {.sb_if = LXN_ROUTER_SB_IF, .up_if = LXN_ROUTER_UP_IF, .tuples = t, .ntuples = lp->nrules};
     uint32_t sb4 = htonl(SB_SANDBOX4);
     memcpy(r.sb4, &sb4, 4);
@@ -717,17 +787,37 @@ int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out) {
     return e;
 }
 
-int lxn_nft_netlink(int ns, const struct lxn_plan *lp) {
-    struct lnft_batch b;
-    int e = lxn_nft_batch(lp, &b);
+/* b (built, or not: e < 0) applied over a NETLINK_NETFILTER socket in ns,
+ * then freed: 0 or -errno. */
+static int apply_in(int ns, struct lnft_batch *b, int e) {
     if (e < 0)
         return e;
     int s = socket_in(ns, AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER);
-    e = s < 0 ? s : lnft_batch_apply(lnl_ready(s), &b);
+    e = s < 0 ? s : lnft_batch_apply(lnl_ready(s), b);
     if (s >= 0)
         close(s);
-    lnft_batch_free(&b);
+    lnft_batch_free(b);
     return e;
+}
+
+int lxn_nft_netlink(int ns, const struct lxn_plan *lp) {
+    struct lnft_batch b;
+    int e = lxn_nft_batch(lp, &b);
+    return apply_in(ns, &b, e);
+}
+
+int lxn_direct_nft_netlink(int ns, const struct lxn_plan *lp, const void *sb4, const uint8_t sb6[16]) {
+    struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    lxn_tuples(lp, t);
+    struct lnft_direct d = {.link_if = LXN_SANDBOX_IF, .tuples = t, .ntuples = lp->nrules};
+    memcpy(d.sb4, sb4, 4);
+    memcpy(d.sb6, sb6, 16);
+    struct lnft_batch b;
+    int e = lnft_direct_build(&d, &b);
+    free(t);
+    return apply_in(ns, &b, e);
 }
 
 /* The router's table, committed before its links are made: one nf_tables
@@ -767,6 +857,7 @@ static int open_uplink(const struct lxn_plan *lp) {
 }
 
 static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr);
+static int begin_direct(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr);
 
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     lxn_run_init(run);
@@ -782,9 +873,16 @@ int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr)
 
 static void *begin_main(void *p) {
     struct lxn_run *run = p;
-    run->begin_r = begin_router(run, run->lp, false, &run->begin_err);
+    run->begin_r = run->sandbox_fd >= 0 ? begin_direct(run, run->lp, false, &run->begin_err)
+                                        : begin_router(run, run->lp, false, &run->begin_err);
     return NULL;
 }
+
+bool lxn_direct(const struct lxn_plan *lp) {
+    return lp && lp->mode == FY_NET_RESTRICTED && !lp->helper && !lp->rootless && !lp->job && !lp->vm_tap;
+}
+
+int lxn_sandbox_netns(const struct lxn_run *run) { return run->sandbox_fd; }
 
 int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr) {
     /* Nothing to make before the clone, or nothing of ours: lxn_begin's
@@ -793,12 +891,20 @@ int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **r
         return lxn_begin(run, lp, reterr);
     lxn_run_init(run);
     run->lp = lp;
+    /* Direct: the sandbox's namespace now, for the clone to start in
+     * (lxn_sandbox_netns); the rest beside it. */
+    if (lxn_direct(lp) && (run->sandbox_fd = new_netns()) < 0) {
+        int e = -run->sandbox_fd;
+        run->sandbox_fd = -1;
+        return ns_fail(reterr, e, "creating the sandbox's network namespace");
+    }
     /* (Beside: the host's thread goes on to clone the sandbox.) */
     if (util_thread_start(&run->begin_thread, false, true, begin_main, run) == 0) {
         run->begin_pending = true;
         return 0;
     }
-    return begin_router(run, lp, true, reterr); /* (no thread: here and now) */
+    /* (no thread: here and now) */
+    return run->sandbox_fd >= 0 ? begin_direct(run, lp, true, reterr) : begin_router(run, lp, true, reterr);
 }
 
 /* The begin thread's end: its result, its error moved to reterr. */
@@ -815,6 +921,105 @@ static int begin_join(struct lxn_run *run, fy_error **reterr) {
         run->begin_err = NULL;
     }
     return run->begin_r;
+}
+
+static void lxn_tuples(const struct lxn_plan *lp, struct lnft_tuple *t);
+
+/* The uplink's link: a free /30 of the link subnet (random slots; one
+ * whose addresses are on the uplink already, or that another attempt
+ * reserved, is skipped), reserved in run (run->slot, run->slot_lock); us
+ * a netlink socket in the uplink namespace. */
+static int choose_slot(struct lxn_run *run, const struct lxn_plan *lp, int us, fy_error **reterr) {
+    uint32_t nslots = 1u << (30 - lp->link_len), slot = 0;
+    for (int tries = 0;; tries++) {
+        if (tries > 64)
+            return err_set(reterr, FY_E_RANGE, FY_STEP_NETNS, 0, "$.network.host",
+                           "restricted network: no free /30 found in the link subnet");
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+            rnd = (uint32_t)getpid() ^ (uint32_t)tries * 2654435761u;
+        slot = rnd % nslots;
+        uint32_t up_side = htonl(lp->link_base + 4 * slot + 1), far_side = htonl(lp->link_base + 4 * slot + 2);
+        int u = lnl_addr_in_use2(us, up_side, far_side);
+        if (u < 0)
+            return ns_fail(reterr, -u, "listing the uplink's addresses");
+        if (u)
+            continue;
+        int l = reserve_slot(run, lp, slot);
+        if (l == 0)
+            break;
+        if (l != -EADDRINUSE)
+            return ns_fail(reterr, -l, "reserving a link of the uplink");
+    }
+    run->slot = slot;
+    return 0;
+}
+
+/* The addresses of run->slot's link: the uplink's side (1) and the far
+ * side (2: the router's "up", or the sandbox's own eth0 when direct). */
+struct link_addrs {
+    uint32_t up4, far4; /* network order */
+    uint8_t up6[16], far6[16];
+};
+static void slot_addrs(const struct lxn_run *run, const struct lxn_plan *lp, struct link_addrs *a) {
+    a->up4 = htonl(lp->link_base + 4 * run->slot + 1);
+    a->far4 = htonl(lp->link_base + 4 * run->slot + 2);
+    link6(a->up6, run->slot, 1);
+    link6(a->far6, run->slot, 2);
+}
+
+/* The veth between far_if in rs's namespace and a new name in the uplink
+ * (us), each side's addresses and link up in one message (with lo when
+ * asked), both running, then far_if's default routes via the uplink's
+ * side. On failure run->uplink_if names what is left to delete. */
+static int link_uplink(struct lxn_run *run, const struct lxn_plan *lp, int rs, int us, const char *far_if, bool lo,
+                       fy_error **reterr) {
+    int e;
+    snprintf(run->uplink_if, sizeof(run->uplink_if), "fy%08x", (unsigned)(run->slot ^ ((uint32_t)getpid() << 14)));
+    for (int tries = 0; (e = lnl_link_veth(rs, far_if, run->uplink_if, run->uplink_fd)) == -EEXIST && tries < 8;
+         tries++) {
+        uint32_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+            rnd = (uint32_t)tries * 2654435761u;
+        snprintf(run->uplink_if, sizeof(run->uplink_if), "fy%08x", (unsigned)rnd);
+    }
+    if (e < 0) {
+        run->uplink_if[0] = 0;
+        return ns_fail(reterr, -e, "veth to the uplink");
+    }
+    int i_far = lnl_ifindex(rs, far_if), i_upl = lnl_ifindex(us, run->uplink_if);
+    if (i_far < 0 || i_upl < 0)
+        return ns_fail(reterr, -(i_far < 0 ? i_far : i_upl), "interface index");
+    struct link_addrs a;
+    slot_addrs(run, lp, &a);
+    const char *what = NULL;
+    struct lnl_batch b;
+    lnl_batch_init(&b);
+    if (lo)
+        lnl_batch_link_up(&b, "lo");
+    lnl_batch_addr_add(&b, i_far, AF_INET, &a.far4, 30);
+    lnl_batch_addr_add(&b, i_far, AF_INET6, a.far6, 64);
+    lnl_batch_link_up(&b, far_if);
+    if ((e = lnl_batch_send(rs, &b)) < 0)
+        what = lo ? "the sandbox's loopback, addresses and link" : "router addresses and link";
+    if (!what) {
+        lnl_batch_init(&b);
+        lnl_batch_addr_add(&b, i_upl, AF_INET, &a.up4, 30);
+        lnl_batch_addr_add(&b, i_upl, AF_INET6, a.up6, 64);
+        lnl_batch_link_up(&b, run->uplink_if);
+        if ((e = lnl_batch_send(us, &b)) < 0)
+            what = "uplink addresses and link";
+    }
+    if (!what && (e = lnl_links_running(rs, far_if, us, run->uplink_if, RUNNING_DEADLINE_MS)) < 0)
+        what = "the uplink running (IFF_RUNNING) once up";
+    if (!what) {
+        lnl_batch_init(&b);
+        lnl_batch_route_default(&b, i_far, AF_INET, &a.up4);
+        lnl_batch_route_default(&b, i_far, AF_INET6, a.up6);
+        if ((e = lnl_batch_send(rs, &b)) < 0)
+            what = lo ? "the sandbox's routes" : "router routes";
+    }
+    return what ? ns_fail(reterr, -e, what) : 0;
 }
 
 /* tear: on failure, tear down here (not on the begin thread: the caller
@@ -844,95 +1049,15 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         r = ns_fail(reterr, -(rs < 0 ? rs : us), "netlink socket");
         goto fail;
     }
-    /* The uplink's link: a free /30 of the link subnet (random slots; one
-     * whose addresses are on the uplink already, or that another attempt
-     * reserved, is skipped). */
-    int e;
-    uint32_t nslots = 1u << (30 - lp->link_len), slot = 0;
-    for (int tries = 0;; tries++) {
-        if (tries > 64) {
-            r = err_set(reterr, FY_E_RANGE, FY_STEP_NETNS, 0, "$.network.host",
-                        "restricted network: no free /30 found in the link subnet");
-            goto fail;
-        }
-        uint32_t rnd = 0;
-        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-            rnd = (uint32_t)getpid() ^ (uint32_t)tries * 2654435761u;
-        slot = rnd % nslots;
-        uint32_t up_side = htonl(lp->link_base + 4 * slot + 1), router_side = htonl(lp->link_base + 4 * slot + 2);
-        int u = lnl_addr_in_use2(us, up_side, router_side);
-        if (u < 0) {
-            r = ns_fail(reterr, -u, "listing the uplink's addresses");
-            goto fail;
-        }
-        if (u)
-            continue;
-        int l = reserve_slot(run, lp, slot);
-        if (l == 0)
-            break;
-        if (l != -EADDRINUSE) {
-            r = ns_fail(reterr, -l, "reserving a link of the uplink");
-            goto fail;
-        }
-    }
-    run->slot = slot;
-    snprintf(run->uplink_if, sizeof(run->uplink_if), "fy%08x", (unsigned)(slot ^ ((uint32_t)getpid() << 14)));
-    for (int tries = 0; (e = lnl_link_veth(rs, LXN_ROUTER_UP_IF, run->uplink_if, run->uplink_fd)) == -EEXIST && tries < 8;
-         tries++) {
-        uint32_t rnd = 0;
-        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-            rnd = (uint32_t)tries * 2654435761u;
-        snprintf(run->uplink_if, sizeof(run->uplink_if), "fy%08x", (unsigned)rnd);
-    }
-    if (e < 0) {
-        run->uplink_if[0] = 0;
-        r = ns_fail(reterr, -e, "veth to the uplink");
+    if ((r = choose_slot(run, lp, us, reterr)) < 0 || (r = link_uplink(run, lp, rs, us, LXN_ROUTER_UP_IF, false, reterr)) < 0)
         goto fail;
-    }
-    int i_up = lnl_ifindex(rs, LXN_ROUTER_UP_IF), i_upl = lnl_ifindex(us, run->uplink_if);
-    if (i_up < 0 || i_upl < 0) {
-        r = ns_fail(reterr, -(i_up < 0 ? i_up : i_upl), "interface index");
-        goto fail;
-    }
-    uint32_t a_upl = htonl(lp->link_base + 4 * slot + 1), a_upr = htonl(lp->link_base + 4 * slot + 2);
-    uint8_t u6l[16], u6r[16];
-    link6(u6l, slot, 1);
-    link6(u6r, slot, 2);
-    /* Each side's addresses and link in one message to the kernel, then
-     * the router's routes (once both ends are up). */
-    const char *what = NULL;
-    struct lnl_batch b;
-    lnl_batch_init(&b);
-    lnl_batch_addr_add(&b, i_up, AF_INET, &a_upr, 30);
-    lnl_batch_addr_add(&b, i_up, AF_INET6, u6r, 64);
-    lnl_batch_link_up(&b, LXN_ROUTER_UP_IF);
-    if ((e = lnl_batch_send(rs, &b)) < 0)
-        what = "router addresses and link";
-    if (!what) {
-        lnl_batch_init(&b);
-        lnl_batch_addr_add(&b, i_upl, AF_INET, &a_upl, 30);
-        lnl_batch_addr_add(&b, i_upl, AF_INET6, u6l, 64);
-        lnl_batch_link_up(&b, run->uplink_if);
-        if ((e = lnl_batch_send(us, &b)) < 0)
-            what = "uplink addresses and link";
-    }
-    if (!what && (e = lnl_links_running(rs, LXN_ROUTER_UP_IF, us, run->uplink_if, RUNNING_DEADLINE_MS)) < 0)
-        what = "the uplink running (IFF_RUNNING) once up";
-    if (!what) {
-        lnl_batch_init(&b);
-        lnl_batch_route_default(&b, i_up, AF_INET, &a_upl);
-        lnl_batch_route_default(&b, i_up, AF_INET6, u6l);
-        if ((e = lnl_batch_send(rs, &b)) < 0)
-            what = "router routes";
-    }
     /* Rules already standing: forwarding now, on this thread (begun before
      * the sandbox's namespace exists), not on the attempt's path in
      * lxn_finish. */
     struct sysctl_args fw = {run->router_fd, {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"}};
-    if (!what && (e = in_netns(run->router_fd, write_sysctl, &fw)) < 0)
-        what = "forwarding in the router namespace";
-    if (what) {
-        r = ns_fail(reterr, -e, what);
+    int e = in_netns(run->router_fd, write_sysctl, &fw);
+    if (e < 0) {
+        r = ns_fail(reterr, -e, "forwarding in the router namespace");
         goto fail;
     }
     close(rs);
@@ -944,6 +1069,47 @@ fail:
     if (us >= 0)
         close(us);
     if (tear)
+        (void)lxn_teardown(run);
+    return r;
+}
+
+/* Direct (lxn_direct): the sandbox's namespace itself, made by us before
+ * the clone (run->sandbox_fd), gets the rules (lnft_direct_build: output
+ * and input hooks, nothing forwarded), lo, and the veth to the uplink with
+ * the link's far address: no router namespace, one veth pair. The
+ * workload, in a user namespace of its own, has no capability over a
+ * namespace the host's user namespace owns: it cannot change its
+ * addresses, routes or rules, nor open a raw or packet socket there. */
+static int begin_direct(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr) {
+    int r = 0, rs = -1, us = -1;
+    if ((run->uplink_fd = open_uplink(lp)) < 0) {
+        r = ns_fail(reterr, -run->uplink_fd, lp->uplink ? lp->uplink : "the host's network namespace");
+        goto fail;
+    }
+    if ((rs = nl_open(run->sandbox_fd)) < 0 || (us = nl_open(run->uplink_fd)) < 0) {
+        r = ns_fail(reterr, -(rs < 0 ? rs : us), "netlink socket");
+        goto fail;
+    }
+    if ((r = choose_slot(run, lp, us, reterr)) < 0)
+        goto fail;
+    /* The rules before any link: with the slot's addresses as the only
+     * sources. */
+    struct link_addrs a;
+    slot_addrs(run, lp, &a);
+    int e = lxn_direct_nft_netlink(run->sandbox_fd, lp, &a.far4, a.far6);
+    if (e < 0) {
+        r = err_set(reterr, err_from_errno(-e), FY_STEP_NETNS, -e, NULL,
+                    "restricted network: the sandbox namespace's nftables table (one netlink batch) was refused: %s",
+                    strerror(-e));
+        goto fail;
+    }
+    r = link_uplink(run, lp, rs, us, LXN_SANDBOX_IF, true, reterr);
+fail:
+    if (rs >= 0)
+        close(rs);
+    if (us >= 0)
+        close(us);
+    if (r < 0 && tear)
         (void)lxn_teardown(run);
     return r;
 }
@@ -1003,6 +1169,8 @@ static int finish_net(struct lxn_run *run, int sandbox_ns, fy_error **reterr) {
     }
     if (run->user)
         return lxnu_finish(run, sandbox_ns, reterr);
+    if (run->sandbox_fd >= 0)
+        return 0; /* direct: begin_direct made it all (sandbox_ns is run->sandbox_fd) */
     /* (the rules and forwarding stand: begin_router) */
     if ((rs = nl_open(run->router_fd)) < 0 || (ss = nl_open(sandbox_ns)) < 0) {
         r = ns_fail(reterr, -(rs < 0 ? rs : ss), "netlink socket");
@@ -1292,11 +1460,15 @@ unsigned lxn_teardown(struct lxn_run *run) {
      * its last reference: ours, since it is never mounted. */
     if (run->router_fd >= 0)
         close(run->router_fd);
+    /* Direct: the sandbox's namespace, once its processes are gone (the
+     * veth went with the uplink's end above). */
+    if (run->sandbox_fd >= 0)
+        close(run->sandbox_fd);
     if (run->uplink_fd >= 0)
         close(run->uplink_fd);
     if (run->slot_lock >= 0)
         close(run->slot_lock);
-    run->router_fd = run->uplink_fd = run->slot_lock = -1;
+    run->router_fd = run->uplink_fd = run->slot_lock = run->sandbox_fd = -1;
     return left;
 }
 

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Network mode restricted as root (linux-net.c): the sandbox's network
- * namespace gets a veth to a per-attempt router namespace that the library
- * creates and owns (its user namespace is the host's, so nothing the
- * workload gains inside its own can touch it), whose nftables rules
- * forward only the plan's tuples (struct plan_net_rule) to its uplink, a
- * veth into the namespace the host program names (FY_NETHOST_UPLINK) or
- * the host's own. Everything is per attempt: made between the clone and the
- * second go-ahead, removed at cleanup. */
+/* Network mode restricted as root (linux-net.c). A namespace sandbox's
+ * own network namespace is made by the library before the clone and owned
+ * by the host's user namespace (so nothing the workload gains inside its
+ * own can touch it); its nftables rules let only the plan's tuples
+ * (struct plan_net_rule) leave on its veth to the uplink, the namespace
+ * the host program names (FY_NETHOST_UPLINK) or the host's own
+ * (lxn_direct). Through the privileged helper, rootless, for a job member
+ * or a VM's tap the sandbox's namespace instead gets a veth to a
+ * per-attempt router namespace the library creates and owns, whose rules
+ * forward the same tuples to the uplink. Everything is per attempt: made
+ * before the second go-ahead, removed at cleanup. */
 #ifndef FY_LINUX_NET_H
 #define FY_LINUX_NET_H
 
@@ -82,6 +85,8 @@ struct lxn_run {
     int begin_r;
     fy_error *begin_err;
     void *job;                  /* a job member: the job's network (linux-jobnet.c), set at start */
+    int sandbox_fd;             /* direct (lxn_direct): the sandbox's network namespace, made by
+                                   lxn_begin_async before the clone (-1: none) */
     bool job_linked;            /* ... and its port on the bridge was made */
 };
 
@@ -109,14 +114,23 @@ void lxn_landlock_job_ports(struct linux_plan *pl, const struct fy_plan *np);
  * (after pl->ll_abi is known; left out above LX_LL_MAX_TCP_PORTS ports). */
 void lxn_landlock_ports(struct linux_plan *pl, const struct fy_plan *np);
 
-/* At start, before the clone: the router namespace, its rules (through
- * libnftables, or nft -f left running), its uplink veth, addresses and
- * route; forwarding stays off. On failure nothing is left. */
+/* At start, before the clone: the router namespace, its rules (one
+ * netlink batch), its uplink veth, addresses and route, forwarding on once
+ * the rules stand (direct: the sandbox's namespace, its rules and link).
+ * On failure nothing is left. */
 int lxn_begin(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr);
 /* lxn_begin on a thread of its own, for a caller with other work
  * meanwhile (the clone): lxn_finish reports its error, lxn_teardown waits
  * for it. Rootless, through the helper and fetch-only: lxn_begin itself. */
 int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **reterr);
+/* Restricted as root for a namespace sandbox (not through the helper, not
+ * rootless, not a job member, not a VM's tap): no router namespace. The
+ * sandbox's own network namespace is made by lxn_begin_async, owned by the
+ * host's user namespace, and holds the rules itself (lnft_direct_build);
+ * the caller clones the sandbox into it (lxn_sandbox_netns: its fd, -1
+ * when not direct) and passes it to lxn_finish. */
+bool lxn_direct(const struct lxn_plan *lp);
+int lxn_sandbox_netns(const struct lxn_run *run);
 /* Between the clone and the second go-ahead, sandbox_ns the sandbox's
  * network namespace: once nft's rules stand, forwarding on, the veth to
  * the sandbox with its addresses and routes. On failure nothing is left. */
@@ -180,5 +194,11 @@ int lxn_nft_netlink(int ns, const struct lxn_plan *lp);
 /* Only the batch (for a forked child that sends it: linux-net-user.c). */
 struct lnft_batch;
 int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out);
+/* Direct (lxn_direct): the sandbox namespace's table (lnft_direct_build)
+ * with sb4/sb6 (network order) its only sources, applied in ns: 0 or
+ * -errno; and the same table as nftables text (malloc'd; test-net-api
+ * compares the two). */
+int lxn_direct_nft_netlink(int ns, const struct lxn_plan *lp, const void *sb4, const uint8_t sb6[16]);
+char *lxn_direct_ruleset_text(const struct lxn_plan *lp, const void *sb4, const uint8_t sb6[16]);
 
 #endif

@@ -274,6 +274,68 @@ static void batch_end(struct nb *b) {
     b->msg = NULL;
 }
 
+/* "meta l4proto ipv6-icmp icmpv6 type T accept" in chain (neighbour
+ * discovery, which the kernel itself sends and answers). */
+static void nd_accept(struct nb *b, const char *chain_name) {
+    static const uint8_t nd[2] = {135, 136};
+    for (int i = 0; i < 2; i++) {
+        uint8_t icmp6 = IPPROTO_ICMPV6;
+        size_t x = rule_begin(b, chain_name);
+        nfproto(b, 6);
+        e_meta(b, NFT_META_L4PROTO);
+        e_cmp(b, NFT_CMP_EQ, &icmp6, 1);
+        e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1);
+        e_cmp(b, NFT_CMP_EQ, &nd[i], 1);
+        e_verdict(b, NF_ACCEPT);
+        nb_end(b, x);
+    }
+}
+
+/* "meta nfproto F daddr A/P meta l4proto P th dport MIN-MAX accept". */
+static void tuple_accept(struct nb *b, const char *chain_name, const struct lnft_tuple *t) {
+    size_t alen = t->family == 4 ? 4 : 16;
+    uint8_t a[16] = {0}, m[16] = {0};
+    for (unsigned k = 0; k < alen; k++) {
+        unsigned bits = t->prefix > 8 * k ? t->prefix - 8 * k : 0;
+        m[k] = (uint8_t)(bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff);
+        a[k] = t->addr[k] & m[k];
+    }
+    size_t x = rule_begin(b, chain_name);
+    nfproto(b, t->family);
+    /* A whole-byte prefix: only its bytes loaded and compared; another:
+     * the address masked (nft's own encoding of "daddr A/P"). */
+    size_t plen = t->prefix % 8 == 0 ? t->prefix / 8u : alen;
+    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, t->family == 4 ? 16 : 24, (uint32_t)plen);
+    if (t->prefix % 8)
+        e_and(b, m, alen);
+    e_cmp(b, NFT_CMP_EQ, a, plen);
+    e_meta(b, NFT_META_L4PROTO);
+    e_cmp(b, NFT_CMP_EQ, &t->proto, 1);
+    e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+    uint16_t lo = htons(t->port_min), hi = htons(t->port_max);
+    /* "dport MIN-MAX": two comparisons in network order (big-endian bytes
+     * compare as the numbers do), also where MIN is MAX. */
+    e_cmp(b, NFT_CMP_GTE, &lo, 2);
+    e_cmp(b, NFT_CMP_LTE, &hi, 2);
+    e_verdict(b, NF_ACCEPT);
+    nb_end(b, x);
+}
+
+static void verdict_rule(struct nb *b, const char *chain_name, uint32_t key, const char *name, uint32_t op,
+                         uint32_t verdict) {
+    size_t x = rule_begin(b, chain_name);
+    ifname(b, key, name, op);
+    e_verdict(b, verdict);
+    nb_end(b, x);
+}
+
+static void ct_rule(struct nb *b, const char *chain_name, uint32_t bits, uint32_t op, uint32_t verdict) {
+    size_t x = rule_begin(b, chain_name);
+    ct_state(b, bits, op);
+    e_verdict(b, verdict);
+    nb_end(b, x);
+}
+
 static void build(struct nb *b, const struct lnft_router *r) {
     batch_begin(b, NFPROTO_INET, TABLE, NFT_MSG_NEWTABLE);
     chain(b, "forward", "filter", NF_INET_FORWARD, 0, NF_DROP);
@@ -305,54 +367,73 @@ static void build(struct nb *b, const struct lnft_router *r) {
     e_cmp(b, NFT_CMP_NEQ, &new_bit, sizeof(new_bit));
     e_verdict(b, NF_DROP);
     nb_end(b, x);
-    for (size_t i = 0; i < r->ntuples; i++) {
-        const struct lnft_tuple *t = &r->tuples[i];
-        size_t alen = t->family == 4 ? 4 : 16;
-        uint8_t a[16] = {0}, m[16] = {0};
-        for (unsigned k = 0; k < alen; k++) {
-            unsigned bits = t->prefix > 8 * k ? t->prefix - 8 * k : 0;
-            m[k] = (uint8_t)(bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff);
-            a[k] = t->addr[k] & m[k];
-        }
-        x = rule_begin(b, "forward");
-        nfproto(b, t->family);
-        /* A whole-byte prefix: only its bytes loaded and compared; another:
-         * the address masked (nft's own encoding of "daddr A/P"). */
-        size_t plen = t->prefix % 8 == 0 ? t->prefix / 8u : alen;
-        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, t->family == 4 ? 16 : 24, (uint32_t)plen);
-        if (t->prefix % 8)
-            e_and(b, m, alen);
-        e_cmp(b, NFT_CMP_EQ, a, plen);
-        e_meta(b, NFT_META_L4PROTO);
-        e_cmp(b, NFT_CMP_EQ, &t->proto, 1);
-        e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
-        uint16_t lo = htons(t->port_min), hi = htons(t->port_max);
-        /* "dport MIN-MAX": two comparisons in network order (big-endian
-         * bytes compare as the numbers do), also where MIN is MAX. */
-        e_cmp(b, NFT_CMP_GTE, &lo, 2);
-        e_cmp(b, NFT_CMP_LTE, &hi, 2);
-        e_verdict(b, NF_ACCEPT);
-        nb_end(b, x);
-    }
+    for (size_t i = 0; i < r->ntuples; i++)
+        tuple_accept(b, "forward", &r->tuples[i]);
     /* input: neighbour discovery only */
-    static const uint8_t nd[2] = {135, 136};
-    for (int i = 0; i < 2; i++) {
-        uint8_t icmp6 = IPPROTO_ICMPV6;
-        x = rule_begin(b, "input");
-        nfproto(b, 6);
-        e_meta(b, NFT_META_L4PROTO);
-        e_cmp(b, NFT_CMP_EQ, &icmp6, 1);
-        e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1);
-        e_cmp(b, NFT_CMP_EQ, &nd[i], 1);
-        e_verdict(b, NF_ACCEPT);
-        nb_end(b, x);
-    }
+    nd_accept(b, "input");
     /* postrouting: oifname up masquerade */
     x = rule_begin(b, "postrouting");
     ifname(b, NFT_META_OIFNAME, r->up_if, NFT_CMP_EQ);
     e_masq(b);
     nb_end(b, x);
     batch_end(b);
+}
+
+/* ---- restricted as root: the table in the sandbox's own namespace ----
+ *
+ * That namespace is the host's (made by its user namespace, not the
+ * workload's: linux-net.c), so nothing inside can change it. Only what
+ * leaves on the sandbox's link to the uplink is filtered, on the output
+ * hook, where every locally made packet passes once routed. */
+
+static void build_direct(struct nb *b, const struct lnft_direct *d) {
+    batch_begin(b, NFPROTO_INET, TABLE, NFT_MSG_NEWTABLE);
+    chain(b, "output", "filter", NF_INET_LOCAL_OUT, 0, NF_DROP);
+    chain(b, "input", "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
+    const uint32_t est_rel = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
+    const uint32_t new_bit = NF_CT_STATE_BIT(IP_CT_NEW);
+    /* output: the loopback; flows already allowed; nothing but the link */
+    verdict_rule(b, "output", NFT_META_OIFNAME, "lo", NFT_CMP_EQ, NF_ACCEPT);
+    ct_rule(b, "output", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
+    verdict_rule(b, "output", NFT_META_OIFNAME, d->link_if, NFT_CMP_NEQ, NF_DROP);
+    nd_accept(b, "output");
+    /* a source other than the sandbox's (a socket bound with IP_FREEBIND
+     * needs no privilege): drop */
+    {
+        size_t x = rule_begin(b, "output");
+        nfproto(b, 4);
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
+        e_cmp(b, NFT_CMP_NEQ, d->sb4, 4);
+        e_verdict(b, NF_DROP);
+        nb_end(b, x);
+        x = rule_begin(b, "output");
+        nfproto(b, 6);
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 8, 16);
+        e_cmp(b, NFT_CMP_NEQ, d->sb6, 16);
+        e_verdict(b, NF_DROP);
+        nb_end(b, x);
+    }
+    /* ct state != new drop (a packet has one state: the value compared) */
+    size_t x = rule_begin(b, "output");
+    e_ct_state(b);
+    e_cmp(b, NFT_CMP_NEQ, &new_bit, sizeof(new_bit));
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+    for (size_t i = 0; i < d->ntuples; i++)
+        tuple_accept(b, "output", &d->tuples[i]);
+    /* input: the loopback, answers to allowed flows, neighbour discovery */
+    verdict_rule(b, "input", NFT_META_IIFNAME, "lo", NFT_CMP_EQ, NF_ACCEPT);
+    ct_rule(b, "input", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
+    nd_accept(b, "input");
+    batch_end(b);
+}
+
+static int finish(struct nb *b, struct lnft_batch *out);
+
+int lnft_direct_build(const struct lnft_direct *d, struct lnft_batch *out) {
+    struct nb b = {0};
+    build_direct(&b, d);
+    return finish(&b, out);
 }
 
 /* ---- a job network's bridge table ---- */

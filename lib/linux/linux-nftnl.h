@@ -61,6 +61,35 @@ void lnft_batch_free(struct lnft_batch *b);
  * size: about 300 bytes per tuple. */
 int lnft_router_apply(int s, const struct lnft_router *r);
 
+/* ---- restricted as root: the table in the sandbox's own namespace ----
+ *
+ * (linux-net.c: that namespace is made by the host's user namespace, so
+ * the workload has no capability over it, its rules included.)
+ *
+ *   table inet forgeyard
+ *   chain output (filter, hook output, priority 0, policy drop)
+ *     oifname "lo" accept
+ *     ct state established,related accept
+ *     oifname != LINK drop
+ *     icmpv6 type 135, 136 accept (neighbour discovery)
+ *     meta nfproto ipv4 ip saddr != SB4 drop
+ *     meta nfproto ipv6 ip6 saddr != SB6 drop
+ *     ct state != new drop
+ *     per tuple: meta nfproto F, daddr/prefix, meta l4proto P, dport range: accept
+ *   chain input (filter, hook input, priority 0, policy drop)
+ *     iifname "lo" accept
+ *     ct state established,related accept
+ *     icmpv6 type 135, 136 accept
+ */
+struct lnft_direct {
+    const char *link_if;        /* the sandbox's link to the uplink */
+    uint8_t sb4[4];             /* its addresses (the only sources sent) */
+    uint8_t sb6[16];
+    const struct lnft_tuple *tuples;
+    size_t ntuples;
+};
+int lnft_direct_build(const struct lnft_direct *d, struct lnft_batch *out);
+
 /* ---- a job network's bridge table (linux-jobnet.c; the helper's jobs) ----
  *
  *   table bridge fy_job

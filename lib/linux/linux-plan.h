@@ -235,6 +235,8 @@ struct child_args {
     pid_t owner_pid;             /* the host process (signals from the library come from it) */
     bool prestarted;             /* a pre-started shell claimed (linux-shell.c): its ids are mapped */
     bool netns_made;             /* ... and it made the network namespace (lo up), which we are in */
+    bool netns_host;             /* the host cloned us into a network namespace it made and owns
+                                    (restricted as root: lxn_direct); nothing to make or send */
 };
 
 /* CPUs to pin the workload to (the CPU quota made visible); in linux-child. */

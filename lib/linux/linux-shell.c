@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "linux-net.h"
 #include "linux-plan.h"
 #include "linux-spawn.h"
 #include "linux-state.h"
@@ -51,6 +52,9 @@ static char *shell_key(const struct linux_plan *pl) {
 static const char *shell_refusal(const struct linux_plan *pl) {
     if (pl->process_mode)
         return "the linux-process backend has no namespaces to make in advance";
+    if (pl->net_router && lxn_direct(pl->net))
+        return "restricted as root starts the sandbox in a network namespace the host makes for the attempt "
+               "(the rules are in it), which a shell made before it is not in";
     if (pl->overlay_disk)
         return "a container whose upper is on disk records that directory when its attempt starts, which a "
                "shell made before it could not";

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -420,6 +421,19 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     }
     pid_t pid = -1;
     bool via_clone3 = true;
+    /* Restricted as root (lxn_direct): the sandbox starts in the network
+     * namespace made for it, which the host's user namespace owns; this
+     * thread goes there for the clone only. */
+    int net_back = -1, net_in = lxn_sandbox_netns(&x->net);
+    a->netns_host = net_in >= 0;
+    if (net_in >= 0) {
+        if ((net_back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 || setns(net_in, CLONE_NEWNET) < 0) {
+            r = lx_sys_err(reterr, FY_STEP_NETNS, "setns to the sandbox's network namespace");
+            if (net_back >= 0)
+                close(net_back);
+            goto fail;
+        }
+    }
     int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &x->reaper, &pidfd, &pid, &via_clone3);
     /* A copy of the host: its user namespace made by the plan's owner as
      * well (lx_owner_enter; the executed init's clone does the same). */
@@ -441,6 +455,13 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     if (as_owner == 0) {
         int e = errno;
         lx_owner_leave(&owner_sv);
+        errno = e;
+    }
+    if (net_back >= 0) {
+        int e = errno;
+        if (setns(net_back, CLONE_NEWNET) < 0)
+            abort(); /* (a host thread must never go on in the sandbox's namespace) */
+        close(net_back);
         errno = e;
     }
     if (pid < 0) {
@@ -483,7 +504,10 @@ claimed:
     size_t ntasks = 0;
     /* Restricted: the sandbox's init sends its network namespace once it
      * stands; its link to the router is made before the workload may run. */
-    if (r == 0 && pl->net_router) {
+    if (r == 0 && pl->net_router && a->netns_host) {
+        /* (made by us: nothing to wait for from the sandbox) */
+        r = lxn_finish(&x->net, lxn_sandbox_netns(&x->net), reterr);
+    } else if (r == 0 && pl->net_router) {
         int ns = lxn_recv_netns(x->sync_wr, 30000);
         if (ns == -EPIPE) {
             /* The sandbox ended before its namespace stood: it reported why

@@ -413,8 +413,36 @@ int main(int argc, char **argv) {
                   strstr(list[0], "udp dport 1000-2000 accept") && strstr(list[0], "ip6 daddr 2001:db8:2::/61"),
               "nft: the netlink batch lists differently from the text:\n--- netlink\n%s--- nft -f\n%s",
               list[0], list[1]);
-        fy_prepared_free(pr);
         printf("ok: the router's table from one netlink batch lists exactly as its nftables text\n");
+        /* The same for the table a root sandbox's own namespace holds
+         * (lxn_direct: output and input hooks, its addresses the only
+         * sources). */
+        CHECK(lp && lxn_direct(lp), "nft: a root restricted plan is not direct");
+        static const uint8_t sb4[4] = {100, 127, 3, 6};
+        static const uint8_t sb6[16] = {0xfd, 0x66, 0x79, 0x73, 0, 1, 0, 1, [15] = 2};
+        for (int k = 0; lp && k < 2; k++) {
+            int ns = lxn_new_netns();
+            CHECK(ns >= 0, "nft direct: a namespace: %d", ns);
+            char *text = k ? lxn_direct_ruleset_text(lp, sb4, sb6) : NULL;
+            int a = k == 0 ? lxn_direct_nft_netlink(ns, lp, sb4, sb6)
+                    : text ? nft_in(ns, text, NULL, 0, (const char *[]){"-f", "-", NULL})
+                           : -ENOMEM;
+            free(text);
+            CHECK(a == 0, "nft direct: applying (%s): %d", k ? "nft -f" : "netlink", a);
+            a = nft_in(ns, NULL, list[k], sizeof(list[k]),
+                       (const char *[]){"--debug=netlink", "list", "table", "inet", "forgeyard", NULL});
+            CHECK(a == 0, "nft list exited %d", a);
+            if (ns >= 0)
+                close(ns);
+        }
+        CHECK(lp && strcmp(list[0], list[1]) == 0 && strstr(list[0], "hook output") &&
+                  strstr(list[0], "ip saddr != 100.127.3.6 drop") && strstr(list[0], "ip6 saddr != fd66:7973:1:1::2 drop") &&
+                  strstr(list[0], "udp dport 1000-2000 accept") && strstr(list[0], "ip6 daddr 2001:db8:2::/61") &&
+                  !strstr(list[0], "forward"),
+              "nft direct: the netlink batch lists differently from the text:\n--- netlink\n%s--- nft -f\n%s",
+              list[0], list[1]);
+        fy_prepared_free(pr);
+        printf("ok: the sandbox namespace's own table (root) from one netlink batch lists exactly as its nftables text\n");
 
         /* A batch the kernel refuses (a zero-length comparison: prefix 0)
          * comes back as its error, at once, nothing committed. */
