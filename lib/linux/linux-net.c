@@ -76,9 +76,7 @@
 
 /* ---- namespaces of the calling thread ---- */
 
-/* fn(arg) run with the calling thread in namespace ns, then back. A thread
- * that cannot come back must not go on in the wrong namespace. */
-static int in_netns(int ns, int (*fn)(void *), void *arg) {
+int lxn_enter(int ns, int *back) {
     int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
     if (self < 0)
         return -errno;
@@ -87,10 +85,24 @@ static int in_netns(int ns, int (*fn)(void *), void *arg) {
         close(self);
         return -e;
     }
-    int r = fn(arg);
-    if (setns(self, CLONE_NEWNET) < 0)
+    *back = self;
+    return 0;
+}
+
+void lxn_leave(int back) {
+    if (setns(back, CLONE_NEWNET) < 0)
         abort();
-    close(self);
+    close(back);
+}
+
+/* fn(arg) run with the calling thread in namespace ns, then back. A thread
+ * that cannot come back must not go on in the wrong namespace. */
+static int in_netns(int ns, int (*fn)(void *), void *arg) {
+    int back, e = lxn_enter(ns, &back);
+    if (e < 0)
+        return e;
+    int r = fn(arg);
+    lxn_leave(back);
     return r;
 }
 
@@ -889,11 +901,14 @@ int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **r
      * cases that are not the router. */
     if (lp->helper || lp->rootless || lp->mode == FY_NET_FETCH_ONLY || (lp->job && lp->mode == FY_NET_DENY))
         return lxn_begin(run, lp, reterr);
+    int given = run->sandbox_fd; /* (a claimed shell's, lx_shell_adopt) */
     lxn_run_init(run);
     run->lp = lp;
+    run->sandbox_fd = given;
     /* Direct: the sandbox's namespace now, for the clone to start in
-     * (lxn_sandbox_netns); the rest beside it. */
-    if (lxn_direct(lp) && (run->sandbox_fd = new_netns()) < 0) {
+     * (lxn_sandbox_netns), unless a claimed shell is in one already; the
+     * rest beside it. */
+    if (lxn_direct(lp) && given < 0 && (run->sandbox_fd = new_netns()) < 0) {
         int e = -run->sandbox_fd;
         run->sandbox_fd = -1;
         return ns_fail(reterr, e, "creating the sandbox's network namespace");

@@ -128,7 +128,9 @@ int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **r
  * sandbox's own network namespace is made by lxn_begin_async, owned by the
  * host's user namespace, and holds the rules itself (lnft_direct_build);
  * the caller clones the sandbox into it (lxn_sandbox_netns: its fd, -1
- * when not direct) and passes it to lxn_finish. */
+ * when not direct) and passes it to lxn_finish. A namespace already in
+ * run->sandbox_fd when lxn_begin_async is called (a claimed pre-started
+ * shell's, made empty by linux-shell.c) is taken as the sandbox's. */
 bool lxn_direct(const struct lxn_plan *lp);
 int lxn_sandbox_netns(const struct lxn_run *run);
 /* Between the clone and the second go-ahead, sandbox_ns the sandbox's
@@ -181,6 +183,12 @@ int lxn_recv_netns(int sock, int timeout_ms);
  * new network namespace owned by the host's user namespace; a netlink
  * socket in ns. */
 int lxn_in_netns(int ns, int (*fn)(void *), void *arg);
+/* The calling thread into network namespace ns (*back: where it was; 0 or
+ * -errno, nothing changed on failure), and back (aborts if it cannot: a
+ * host thread must never go on in another namespace). The clone of a
+ * restricted sandbox as root runs between the two. */
+int lxn_enter(int ns, int *back);
+void lxn_leave(int back);
 int lxn_new_netns(void);
 int lxn_nl_open(int ns);
 /* A NETLINK_NETFILTER socket in ns (answers awaited at most 5 s), or

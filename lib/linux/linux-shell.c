@@ -34,6 +34,11 @@
  * at the start, by the host: made then). */
 static bool shell_netns(const struct linux_plan *pl) { return pl->use_netns && !pl->net_router; }
 
+/* Whether it is cloned into a network namespace we make for it (empty: no
+ * link, no rule; restricted as root, lxn_direct), which the claiming
+ * attempt gets its link and rules in. */
+static bool shell_host_netns(const struct linux_plan *pl) { return pl->net_router && lxn_direct(pl->net); }
+
 /* What a shell is made with: a plan may claim it only when its own key is
  * the same (namespaces, ids, cgroup parents, state directory, how init is
  * started). Everything else of a plan is applied after the claim. */
@@ -45,16 +50,14 @@ static char *shell_key(const struct linux_plan *pl) {
                   pl->cg.v2_group, pl->cg.v2_limits);
     for (int c = 0; c < CG_NCTL; c++)
         strbuf_printf(&b, " v1=%s", pl->cg.v1_parent[c] ? pl->cg.v1_parent[c] : "-");
-    strbuf_printf(&b, " state=%s netns=%d", pl->np->state_dir ? pl->np->state_dir : "-", shell_netns(pl));
+    strbuf_printf(&b, " state=%s netns=%d host-netns=%d", pl->np->state_dir ? pl->np->state_dir : "-", shell_netns(pl),
+                  shell_host_netns(pl));
     return strbuf_steal(&b);
 }
 
 static const char *shell_refusal(const struct linux_plan *pl) {
     if (pl->process_mode)
         return "the linux-process backend has no namespaces to make in advance";
-    if (pl->net_router && lxn_direct(pl->net))
-        return "restricted as root starts the sandbox in a network namespace the host makes for the attempt "
-               "(the rules are in it), which a shell made before it is not in";
     if (pl->overlay_disk)
         return "a container whose upper is on disk records that directory when its attempt starts, which a "
                "shell made before it could not";
@@ -71,13 +74,14 @@ static struct lx_shell *shell_new(void) {
     if (!sh)
         return NULL;
     sh->pid = -1;
-    sh->pidfd = sh->sync = sh->state_fd = -1;
+    sh->pidfd = sh->sync = sh->state_fd = sh->netns = -1;
     sh->cg.v2_fd = -1;
     sh->reaper = (struct lx_reaper){-1, -1, -1, -1};
     return sh;
 }
 
 static void shell_free(struct lx_shell *sh) {
+    lx_close_fd(&sh->netns);
     lx_close_fd(&sh->pidfd);
     lx_close_fd(&sh->sync);
     lx_close_fd(&sh->state_fd);
@@ -190,7 +194,20 @@ int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **
         ca.cgroup = (uint64_t)sh->cg.v2_fd;
     }
     bool via_clone3 = true;
-    if (lx_clone_exec_shell(&ca, sync[0], idle_ms, shell_netns(pl), pl->userns_owner, &sh->reaper, &sh->pidfd, &sh->pid, &via_clone3) < 0) {
+    int back = -1;
+    if (shell_host_netns(pl) && ((sh->netns = lxn_new_netns()) < 0 || (r = lxn_enter(sh->netns, &back)) < 0)) {
+        int e = sh->netns < 0 ? -sh->netns : -r;
+        r = err_set(reterr, err_from_errno(e), FY_STEP_NETNS, e, NULL,
+                    "pre-started shells: the network namespace of a restricted plan's shell: %s", strerror(e));
+        goto fail;
+    }
+    int cr = lx_clone_exec_shell(&ca, sync[0], idle_ms, shell_netns(pl), pl->userns_owner, &sh->reaper, &sh->pidfd,
+                                 &sh->pid, &via_clone3);
+    int ce = errno;
+    if (back >= 0)
+        lxn_leave(back);
+    if (cr < 0) {
+        errno = ce;
         r = lx_sys_err(reterr, FY_STEP_USERNS, "starting a pre-started shell");
         goto fail;
     }
@@ -250,6 +267,7 @@ void lx_shell_adopt(struct lx_shell *sh, struct lx *x) {
     x->state_dir = sh->state_dir;
     x->state_path = sh->state_path;
     x->state_fd = sh->state_fd;
+    x->net.sandbox_fd = sh->netns; /* (lxn_begin_async keeps it as the sandbox's) */
     free(sh->key);
     free(sh);
 }

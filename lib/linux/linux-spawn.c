@@ -385,6 +385,9 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     a->secrets = x->secrets;
     a->workdir = x->attempt_dir;
     a->secrets_dir = pl->process_mode ? x->attempt_secrets : NULL;
+    /* Restricted as root: the sandbox is (cloned, or its shell was) in the
+     * namespace made for it, which holds its rules (lxn_direct). */
+    a->netns_host = lxn_sandbox_netns(&x->net) >= 0;
 
     /* The start is a pipeline over two go-aheads. The child is cloned
      * straight into its cgroup v2 (if it has one), without its network and
@@ -425,14 +428,10 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
      * namespace made for it, which the host's user namespace owns; this
      * thread goes there for the clone only. */
     int net_back = -1, net_in = lxn_sandbox_netns(&x->net);
-    a->netns_host = net_in >= 0;
-    if (net_in >= 0) {
-        if ((net_back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 || setns(net_in, CLONE_NEWNET) < 0) {
-            r = lx_sys_err(reterr, FY_STEP_NETNS, "setns to the sandbox's network namespace");
-            if (net_back >= 0)
-                close(net_back);
-            goto fail;
-        }
+    if (net_in >= 0 && (r = lxn_enter(net_in, &net_back)) < 0) {
+        r = err_set(reterr, err_from_errno(-r), FY_STEP_NETNS, -r, NULL,
+                    "entering the sandbox's network namespace for the clone: %s", strerror(-r));
+        goto fail;
     }
     int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &x->reaper, &pidfd, &pid, &via_clone3);
     /* A copy of the host: its user namespace made by the plan's owner as
@@ -459,9 +458,7 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     }
     if (net_back >= 0) {
         int e = errno;
-        if (setns(net_back, CLONE_NEWNET) < 0)
-            abort(); /* (a host thread must never go on in the sandbox's namespace) */
-        close(net_back);
+        lxn_leave(net_back);
         errno = e;
     }
     if (pid < 0) {

@@ -100,9 +100,12 @@ struct lx_shell {
     char *state_dir, *state_path;
     int state_fd;
     char *key;
+    int netns;                  /* a plan that is restricted as root (lxn_direct): the network
+                                   namespace it was cloned into, made by us and empty (no link,
+                                   no rule), the attempt's at the claim; -1: none */
 };
-/* The shell's process, socket, cgroup and record become the attempt's x;
- * the shell is freed. */
+/* The shell's process, socket, cgroup, record and network namespace become
+ * the attempt's x; the shell is freed. */
 void lx_shell_adopt(struct lx_shell *sh, struct lx *x);
 
 /* linux-spawn.c */

@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -237,6 +240,116 @@ START_TEST(test_claimed_shell_is_the_same_attempt) {
     fy_policy_free(p);
     unlink(out);
     rmdir(src);
+    expect_nothing_left();
+}
+END_TEST
+
+/* The network devices listed in /proc/PID/net/dev (what PID's network
+ * namespace has), into names (space-separated); how many. */
+static int net_devices(pid_t pid, char *names, size_t size) {
+    char path[64], line[512];
+    snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)pid);
+    FILE *f = fopen(path, "re");
+    int n = 0;
+    names[0] = '\0';
+    while (f && fgets(line, sizeof(line), f)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue; /* the two header lines */
+        *colon = '\0';
+        char *name = line + strspn(line, " ");
+        size_t used = strlen(names);
+        snprintf(names + used, size - used, "%s%s", n ? " " : "", name);
+        n++;
+    }
+    if (f)
+        fclose(f);
+    return f ? n : -1;
+}
+
+/* As root a restricted plan's shell is cloned into a network namespace
+ * made for it (the host's user namespace owns it; the claiming attempt's
+ * rules and link go into it): before its claim that namespace is not ours
+ * and has only its loopback, and the uplink has no link of it; claimed,
+ * the attempt has its link and reaches what the plan allows, and nothing
+ * is left in the uplink. The uplink is a namespace of a child of ours. */
+START_TEST(test_restricted_shell_has_no_link_before_its_claim) {
+    if (rootless)
+        return; /* (restricted without root: pasta or the helper, which shells do not pre-make) */
+    int ready[2];
+    ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+    pid_t up = fork();
+    ck_assert_int_ge(up, 0);
+    if (up == 0) {
+        char c = unshare(CLONE_NEWNET) == 0 ? 'y' : 'n';
+        (void)!write(ready[1], &c, 1);
+        for (int i = 0; i < 600; i++)
+            sleep(1); /* (killed by the test; bounded) */
+        _exit(0);
+    }
+    close(ready[1]);
+    char c = 0;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    ck_assert_int_eq(c, 'y');
+    /* (Host paths under /proc are refused in a policy: the namespace is
+     * bound onto a file of the test's scratch directory, in a mount
+     * namespace of this test process's own, so that nothing is left
+     * mounted on the host even when an assertion ends the test.) */
+    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    char uplink[160], names[512], nspath[64];
+    snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)up);
+    snprintf(uplink, sizeof(uplink), "%s/uplink-ns", scratch);
+    int fd = open(uplink, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(mount(nspath, uplink, NULL, MS_BIND, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "cat /proc/net/dev | grep -c eth0:", NULL};
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_state_dir(p, state, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 30000000, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_network(p, FY_NET_RESTRICTED, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, uplink, NULL), 0);
+    char out[160];
+    snprintf(out, sizeof(out), "%s/restricted-out", scratch);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL), 0);
+    fy_prepared *pr = prepare(p, argv);
+    fy_shells *s = filled(pr, 1, 30000000);
+    pid_t sh = 0;
+    ck_assert_int_eq(shells_of_ours(&sh, NULL), 1);
+    struct stat ours, its;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sh);
+    ck_assert_int_eq(stat("/proc/self/ns/net", &ours), 0);
+    ck_assert_int_eq(stat(path, &its), 0);
+    ck_assert_msg(ours.st_ino != its.st_ino, "the shell is in the host's network namespace");
+    ck_assert_int_eq(net_devices(sh, names, sizeof(names)), 1);
+    ck_assert_str_eq(names, "lo");
+    ck_assert_int_eq(net_devices(up, names, sizeof(names)), 1);
+    fy_result *res = run(pr, s);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", fy_result_detail(res));
+    ck_assert_int_eq(fy_result_prestarted(res), 1);
+    ck_assert_str_eq(slurp(out, NULL), "1\n");
+    char *j = NULL;
+    ck_assert_int_eq(fy_result_to_json(res, &j, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(j, "nftables-host-owned-netns"));
+    free(j);
+    uint64_t left = 1;
+    ck_assert_int_eq(fy_result_cleanup(res, FY_LEFT_NETWORK, &left), 0);
+    ck_assert_int_eq(left, 0);
+    ck_assert_int_eq(net_devices(up, names, sizeof(names)), 1); /* (lo only: the link went with the attempt) */
+    fy_result_free(res);
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    unlink(out);
+    ck_assert_int_eq(umount2(uplink, MNT_DETACH), 0);
+    unlink(uplink);
+    kill(up, SIGKILL);
+    waitpid(up, NULL, 0);
     expect_nothing_left();
 }
 END_TEST
@@ -696,6 +809,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_claimed_shell_is_the_same_attempt);
     tcase_add_test(tc, test_shell_holds_nothing_before_its_claim);
+    tcase_add_test(tc, test_restricted_shell_has_no_link_before_its_claim);
     tcase_add_test(tc, test_shell_v1_cgroups_bare_then_limited);
     tcase_add_test(tc, test_idle_shells_are_discarded);
     tcase_add_test(tc, test_shell_leaves_by_itself);
