@@ -5,7 +5,8 @@
  * the host's resolver), as address/prefix/protocol/port rules, sorted and
  * without duplicates so that the same allowlist gives the same contract id
  * whatever order a resolver answers in. Backends enforce exactly these
- * rules (Linux: nftables in a per-attempt router namespace, linux-net.c)
+ * rules (Linux: nftables in the sandbox's own network namespace made by
+ * the host, or in a per-attempt router namespace, linux-net.c)
  * and the sandbox's /etc/hosts carries the resolved names. */
 #include <arpa/inet.h>
 #include <errno.h>

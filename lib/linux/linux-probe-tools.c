@@ -28,8 +28,9 @@ int lp_probe_programs(fy_caps *c, bool is_root) {
         caps_set(c, FY_CAP_NFTABLES, true, 1, "through the privileged helper at %s (its router namespace, veths "
                  "and nftables rules per attempt; uplink: %s)", caps_fact(c, LX_FACT_HELPER_NET_SOCKET), helper_net);
     else if (is_root)
-        caps_set(c, FY_CAP_NFTABLES, true, 1, "as root: a router namespace per attempt, and a bridge namespace per "
-                 "job network, whose rules go in as one nf_tables netlink batch each (no nft program)");
+        caps_set(c, FY_CAP_NFTABLES, true, 1, "as root: the rules in each sandbox's own network namespace, made by "
+                 "the host (a router namespace for a job member or a VM), and a bridge namespace per job network, "
+                 "as one nf_tables netlink batch each (no nft program)");
     else {
         caps_set(c, FY_CAP_NFTABLES, false, 0, "not root: nftables filtering of a sandbox's veth on the host needs "
                  "CAP_NET_ADMIN there");
