@@ -926,6 +926,33 @@ static void bench_restricted(int runs) {
            "lifecycle, network restricted (nft)", mr, md, mr / md);
     printf("  %-40s %9.3f ms   deny %.3f ms (this process and its reaped children); load %.1f -> %.1f\n",
            "  CPU per attempt, restricted", cpu_res / 1e6 / runs, cpu_deny / 1e6 / runs, la0[0], la1[0]);
+    /* Restricted in a pre-started shell (its empty network namespace made
+     * with it), refilled off the timing, against a cold deny attempt. */
+    {
+        fy_prepared *shape = NULL;
+        fy_shells *shells = NULL;
+        if (fy_prepare(restricted, NULL, argv_true, &shape, &e) < 0 ||
+            fy_shells_new(shape, 1, 60000000, &shells, &e) < 0 || fy_shells_fill(shells, &e) < 0) {
+            printf("  restricted in a pre-started shell: %s: no row\n", e ? fy_error_message(e) : "?");
+            fy_error_free(e);
+            e = NULL;
+        } else {
+            uint64_t *t_sh = calloc((size_t)runs + 1, 8), *t_deny = calloc((size_t)runs + 1, 8);
+            if (!t_sh || !t_deny)
+                die("calloc", NULL);
+            for (int i = 0; i < runs; i++) {
+                t_sh[i] = shell_lifecycle_ns(restricted, argv_true, shells, false);
+                t_deny[i] = lifecycle_ns(deny, argv_true);
+            }
+            double sh = median_ms(t_sh, runs), dn = median_ms(t_deny, runs);
+            printf("  %-40s %9.3f ms   deny (standard-ci, cold) %.3f ms, ratio %.2fx\n",
+                   "lifecycle, restricted in a shell", sh, dn, dn > 0 ? sh / dn : 0);
+            free(t_sh);
+            free(t_deny);
+        }
+        fy_shells_free(shells);
+        fy_prepared_free(shape);
+    }
     bench_restricted_rootless(runs);
     /* The peer: what a user would assemble by hand, bwrap --share-net in a
      * network namespace with the same allowlist in nftables (output: only
