@@ -770,11 +770,11 @@ static int ns_fail(fy_error **reterr, int e, const char *what) {
     return err_set(reterr, err_from_errno(e), FY_STEP_NETNS, e, NULL, "restricted network: %s: %s", what, strerror(e));
 }
 
-/* The router's table as one nf_tables batch (linux-nftnl.c) from lp's
- * tuples: 0 or -errno. */
-/* The plan's rules as the encoder's tuples (t: lp->nrules of them). */
-static void lxn_tuples(const struct lxn_plan *lp, struct lnft_tuple *t) {
-    for (size_t i = 0; i < lp->nrules; i++) {
+/* The plan's rules as the encoder's tuples (malloc'd, lp->nrules of
+ * them), or NULL when out of memory. */
+static struct lnft_tuple *lxn_tuples(const struct lxn_plan *lp) {
+    struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
+    for (size_t i = 0; t && i < lp->nrules; i++) {
         const struct plan_net_rule *pr = &lp->rules[i];
         t[i].family = pr->family;
         t[i].prefix = pr->prefix;
@@ -783,13 +783,15 @@ static void lxn_tuples(const struct lxn_plan *lp, struct lnft_tuple *t) {
         t[i].port_min = (uint16_t)pr->port_min;
         t[i].port_max = (uint16_t)pr->port_max;
     }
+    return t;
 }
 
+/* The router's table as one nf_tables batch (linux-nftnl.c) from lp's
+ * tuples: 0 or -errno. */
 int lxn_nft_batch(const struct lxn_plan *lp, struct lnft_batch *out) {
-    struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
+    struct lnft_tuple *t = lxn_tuples(lp);
     if (!t)
         return -ENOMEM;
-    lxn_tuples(lp, t);
     struct lnft_router r = {.sb_if = LXN_ROUTER_SB_IF, .up_if = LXN_ROUTER_UP_IF, .tuples = t, .ntuples = lp->nrules};
     uint32_t sb4 = htonl(SB_SANDBOX4);
     memcpy(r.sb4, &sb4, 4);
@@ -819,10 +821,9 @@ int lxn_nft_netlink(int ns, const struct lxn_plan *lp) {
 }
 
 int lxn_direct_nft_netlink(int ns, const struct lxn_plan *lp, const void *sb4, const uint8_t sb6[16]) {
-    struct lnft_tuple *t = calloc(lp->nrules ? lp->nrules : 1, sizeof(*t));
+    struct lnft_tuple *t = lxn_tuples(lp);
     if (!t)
         return -ENOMEM;
-    lxn_tuples(lp, t);
     struct lnft_direct d = {.link_if = LXN_SANDBOX_IF, .tuples = t, .ntuples = lp->nrules};
     memcpy(d.sb4, sb4, 4);
     memcpy(d.sb6, sb6, 16);
@@ -937,8 +938,6 @@ static int begin_join(struct lxn_run *run, fy_error **reterr) {
     }
     return run->begin_r;
 }
-
-static void lxn_tuples(const struct lxn_plan *lp, struct lnft_tuple *t);
 
 /* The uplink's link: a free /30 of the link subnet (random slots; one
  * whose addresses are on the uplink already, or that another attempt

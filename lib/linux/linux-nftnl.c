@@ -246,9 +246,10 @@ static void ct_state(struct nb *b, uint32_t bits, uint32_t op) {
     e_cmp(b, op, &zero, sizeof(zero));
 }
 
-/* "meta nfproto F saddr != A drop" (IPv4: 4 bytes at 12; IPv6: 16 at 8). */
-static void spoofed_drop(struct nb *b, uint8_t family, const uint8_t *addr) {
-    size_t x = rule_begin(b, "forward"), len = family == 4 ? 4 : 16;
+/* "meta nfproto F saddr != A drop" in chain (IPv4: 4 bytes at 12; IPv6:
+ * 16 at 8). */
+static void spoofed_drop(struct nb *b, const char *chain_name, uint8_t family, const uint8_t *addr) {
+    size_t x = rule_begin(b, chain_name), len = family == 4 ? 4 : 16;
     nfproto(b, family);
     e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, family == 4 ? 12 : 8, (uint32_t)len);
     e_cmp(b, NFT_CMP_NEQ, addr, len);
@@ -336,43 +337,37 @@ static void ct_rule(struct nb *b, const char *chain_name, uint32_t bits, uint32_
     nb_end(b, x);
 }
 
+/* "ct state != new drop" in chain (a packet has one state: the value
+ * compared, not a bit tested). */
+static void not_new_drop(struct nb *b, const char *chain_name) {
+    const uint32_t new_bit = NF_CT_STATE_BIT(IP_CT_NEW);
+    size_t x = rule_begin(b, chain_name);
+    e_ct_state(b);
+    e_cmp(b, NFT_CMP_NEQ, &new_bit, sizeof(new_bit));
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+}
+
 static void build(struct nb *b, const struct lnft_router *r) {
     batch_begin(b, NFPROTO_INET, TABLE, NFT_MSG_NEWTABLE);
     chain(b, "forward", "filter", NF_INET_FORWARD, 0, NF_DROP);
     chain(b, "input", "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
     chain(b, "postrouting", "nat", NF_INET_POST_ROUTING, 100, NF_ACCEPT);
     const uint32_t est_rel = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
-    const uint32_t new_bit = NF_CT_STATE_BIT(IP_CT_NEW);
-    size_t x;
-    /* ct state established,related accept */
-    x = rule_begin(b, "forward");
-    ct_state(b, est_rel, NFT_CMP_NEQ);
-    e_verdict(b, NF_ACCEPT);
-    nb_end(b, x);
+    ct_rule(b, "forward", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
     /* iifname != sb drop; oifname != up drop */
-    x = rule_begin(b, "forward");
-    ifname(b, NFT_META_IIFNAME, r->sb_if, NFT_CMP_NEQ);
-    e_verdict(b, NF_DROP);
-    nb_end(b, x);
-    x = rule_begin(b, "forward");
-    ifname(b, NFT_META_OIFNAME, r->up_if, NFT_CMP_NEQ);
-    e_verdict(b, NF_DROP);
-    nb_end(b, x);
+    verdict_rule(b, "forward", NFT_META_IIFNAME, r->sb_if, NFT_CMP_NEQ, NF_DROP);
+    verdict_rule(b, "forward", NFT_META_OIFNAME, r->up_if, NFT_CMP_NEQ, NF_DROP);
     /* a source other than the sandbox's: drop */
-    spoofed_drop(b, 4, r->sb4);
-    spoofed_drop(b, 6, r->sb6);
-    /* ct state != new drop (a packet has one state: the value compared) */
-    x = rule_begin(b, "forward");
-    e_ct_state(b);
-    e_cmp(b, NFT_CMP_NEQ, &new_bit, sizeof(new_bit));
-    e_verdict(b, NF_DROP);
-    nb_end(b, x);
+    spoofed_drop(b, "forward", 4, r->sb4);
+    spoofed_drop(b, "forward", 6, r->sb6);
+    not_new_drop(b, "forward");
     for (size_t i = 0; i < r->ntuples; i++)
         tuple_accept(b, "forward", &r->tuples[i]);
     /* input: neighbour discovery only */
     nd_accept(b, "input");
     /* postrouting: oifname up masquerade */
-    x = rule_begin(b, "postrouting");
+    size_t x = rule_begin(b, "postrouting");
     ifname(b, NFT_META_OIFNAME, r->up_if, NFT_CMP_EQ);
     e_masq(b);
     nb_end(b, x);
@@ -391,7 +386,6 @@ static void build_direct(struct nb *b, const struct lnft_direct *d) {
     chain(b, "output", "filter", NF_INET_LOCAL_OUT, 0, NF_DROP);
     chain(b, "input", "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
     const uint32_t est_rel = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
-    const uint32_t new_bit = NF_CT_STATE_BIT(IP_CT_NEW);
     /* output: the loopback; flows already allowed; nothing but the link */
     verdict_rule(b, "output", NFT_META_OIFNAME, "lo", NFT_CMP_EQ, NF_ACCEPT);
     ct_rule(b, "output", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
@@ -399,26 +393,9 @@ static void build_direct(struct nb *b, const struct lnft_direct *d) {
     nd_accept(b, "output");
     /* a source other than the sandbox's (a socket bound with IP_FREEBIND
      * needs no privilege): drop */
-    {
-        size_t x = rule_begin(b, "output");
-        nfproto(b, 4);
-        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
-        e_cmp(b, NFT_CMP_NEQ, d->sb4, 4);
-        e_verdict(b, NF_DROP);
-        nb_end(b, x);
-        x = rule_begin(b, "output");
-        nfproto(b, 6);
-        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 8, 16);
-        e_cmp(b, NFT_CMP_NEQ, d->sb6, 16);
-        e_verdict(b, NF_DROP);
-        nb_end(b, x);
-    }
-    /* ct state != new drop (a packet has one state: the value compared) */
-    size_t x = rule_begin(b, "output");
-    e_ct_state(b);
-    e_cmp(b, NFT_CMP_NEQ, &new_bit, sizeof(new_bit));
-    e_verdict(b, NF_DROP);
-    nb_end(b, x);
+    spoofed_drop(b, "output", 4, d->sb4);
+    spoofed_drop(b, "output", 6, d->sb6);
+    not_new_drop(b, "output");
     for (size_t i = 0; i < d->ntuples; i++)
         tuple_accept(b, "output", &d->tuples[i]);
     /* input: the loopback, answers to allowed flows, neighbour discovery */

@@ -93,6 +93,34 @@ static int nft_in(int ns, const char *text, char *out, size_t outlen, const char
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* The table "inet forgeyard" applied in a namespace of its own, by the
+ * library's netlink batch (apply) or as text through nft -f (as_text, the
+ * text NULL when it could not be made), then listed as its bytecode
+ * (nft --debug=netlink) into out. Frees text. */
+static void apply_and_list(const char *what, int (*apply)(int ns, const void *arg), const void *arg, bool as_text,
+                           char *text, char *out, size_t size) {
+    int ns = lxn_new_netns();
+    CHECK(ns >= 0, "%s: a namespace: %d", what, ns);
+    int a = !as_text ? apply(ns, arg) : text ? nft_in(ns, text, NULL, 0, (const char *[]){"-f", "-", NULL}) : -ENOMEM;
+    free(text);
+    CHECK(a == 0, "%s: applying (%s): %d", what, as_text ? "nft -f" : "netlink", a);
+    a = nft_in(ns, NULL, out, size, (const char *[]){"--debug=netlink", "list", "table", "inet", "forgeyard", NULL});
+    CHECK(a == 0, "nft list exited %d", a);
+    if (ns >= 0)
+        close(ns);
+}
+
+static int apply_router(int ns, const void *lp) { return lxn_nft_netlink(ns, lp); }
+
+struct direct_args {
+    const struct lxn_plan *lp;
+    const uint8_t *sb4, *sb6;
+};
+static int apply_direct(int ns, const void *arg) {
+    const struct direct_args *d = arg;
+    return lxn_direct_nft_netlink(ns, d->lp, d->sb4, d->sb6);
+}
+
 /* A UDP socket of family f made in namespace ns, bound to addr:port. */
 struct udp_args { int family; const void *addr; uint16_t port; int fd; };
 static int udp_in_ns(void *p) {
@@ -396,19 +424,8 @@ int main(int argc, char **argv) {
         const struct lxn_plan *lp = lpl ? lpl->net : NULL;
         CHECK(lp && lp->nrules == 6, "nft: the plan has %zu tuples", lp ? lp->nrules : 0);
         static char list[2][65536];
-        for (int k = 0; lp && k < 2; k++) {
-            int ns = lxn_new_netns();
-            CHECK(ns >= 0, "nft: a namespace: %d", ns);
-            char *text = k ? lxn_ruleset_text(lp) : NULL;
-            int a = k == 0 ? lxn_nft_netlink(ns, lp) : text ? nft_in(ns, text, NULL, 0, (const char *[]){"-f", "-", NULL}) : -ENOMEM;
-            free(text);
-            CHECK(a == 0, "nft: applying (%s): %d", k ? "nft -f" : "netlink", a);
-            a = nft_in(ns, NULL, list[k], sizeof(list[k]),
-                       (const char *[]){"--debug=netlink", "list", "table", "inet", "forgeyard", NULL});
-            CHECK(a == 0, "nft list exited %d", a);
-            if (ns >= 0)
-                close(ns);
-        }
+        for (int k = 0; lp && k < 2; k++)
+            apply_and_list("nft", apply_router, lp, k == 1, k ? lxn_ruleset_text(lp) : NULL, list[k], sizeof(list[k]));
         CHECK(lp && strcmp(list[0], list[1]) == 0 && strstr(list[0], "masquerade") &&
                   strstr(list[0], "udp dport 1000-2000 accept") && strstr(list[0], "ip6 daddr 2001:db8:2::/61"),
               "nft: the netlink batch lists differently from the text:\n--- netlink\n%s--- nft -f\n%s",
@@ -420,21 +437,10 @@ int main(int argc, char **argv) {
         CHECK(lp && lxn_direct(lp), "nft: a root restricted plan is not direct");
         static const uint8_t sb4[4] = {100, 127, 3, 6};
         static const uint8_t sb6[16] = {0xfd, 0x66, 0x79, 0x73, 0, 1, 0, 1, [15] = 2};
-        for (int k = 0; lp && k < 2; k++) {
-            int ns = lxn_new_netns();
-            CHECK(ns >= 0, "nft direct: a namespace: %d", ns);
-            char *text = k ? lxn_direct_ruleset_text(lp, sb4, sb6) : NULL;
-            int a = k == 0 ? lxn_direct_nft_netlink(ns, lp, sb4, sb6)
-                    : text ? nft_in(ns, text, NULL, 0, (const char *[]){"-f", "-", NULL})
-                           : -ENOMEM;
-            free(text);
-            CHECK(a == 0, "nft direct: applying (%s): %d", k ? "nft -f" : "netlink", a);
-            a = nft_in(ns, NULL, list[k], sizeof(list[k]),
-                       (const char *[]){"--debug=netlink", "list", "table", "inet", "forgeyard", NULL});
-            CHECK(a == 0, "nft list exited %d", a);
-            if (ns >= 0)
-                close(ns);
-        }
+        struct direct_args da = {lp, sb4, sb6};
+        for (int k = 0; lp && k < 2; k++)
+            apply_and_list("nft direct", apply_direct, &da, k == 1, k ? lxn_direct_ruleset_text(lp, sb4, sb6) : NULL,
+                           list[k], sizeof(list[k]));
         CHECK(lp && strcmp(list[0], list[1]) == 0 && strstr(list[0], "hook output") &&
                   strstr(list[0], "ip saddr != 100.127.3.6 drop") && strstr(list[0], "ip6 saddr != fd66:7973:1:1::2 drop") &&
                   strstr(list[0], "udp dport 1000-2000 accept") && strstr(list[0], "ip6 daddr 2001:db8:2::/61") &&
