@@ -177,7 +177,7 @@ int caps_get_cached(const fy_caps **ret, fy_error **reterr) {
 static char *snapshot_key(uint64_t flags) {
     struct strbuf key;
     strbuf_init(&key);
-    strbuf_printf(&key, "forgeyard-caps 1\nlibrary %s\ncaps %u\nflags %llu\n", FY_VERSION_STRING,
+    strbuf_printf(&key, "forgeyard-caps 2\nlibrary %s\ncaps %u\nflags %llu\n", FY_VERSION_STRING,
                   (unsigned)FY_CAP_MAX_, (unsigned long long)flags);
     for (size_t f = 0; backend_families[f]; f++) {
         strbuf_printf(&key, "family %s\n", backend_families[f]->name);

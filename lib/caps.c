@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The capability snapshot: construction by the probes, copying, freeing. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,104 +164,259 @@ void caps_finish(fy_caps *c) {
 
 /* ---- the snapshot's own form (persisted probe snapshots) ---- */
 
-#include <jansson.h>
+/* Lines of space-separated fields, read back strictly: a new process reads
+ * one per start (the CLI), so the form is cheap to parse (a JSON parser took
+ * about 0.2 ms of every `forgeyard run`). Strings are "-" for none, else "="
+ * and the text with every byte below 0x21, 0x7f and '%' as %XX. The key in
+ * front of the file names the library build, so the form is this build's.
+ *
+ *   forgeyard-caps-form 2
+ *   caps N / flags U64 / usec U64 / root 0|1 / uid U32 / gid U32
+ *   s NAME STRING          (a host string: kernel_release, cgroup_mode, cg2_delegated)
+ *   e STATE VALUE REASON HINT   (N of them, capability 1 first)
+ *   f KEY VALUE            (the backend facts)
+ *   end                                                                       */
 
-#define HOST_JSON_STR(f) json_object_set_new(h, #f, c->host.f ? json_string(c->host.f) : json_null());
+#define SNAP_FORM "forgeyard-caps-form 2"
+
+static void put_str(struct strbuf *sb, const char *v) {
+    if (!v) {
+        strbuf_append(sb, " -");
+        return;
+    }
+    strbuf_append(sb, " =");
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if (*p < 0x21 || *p == 0x7f || *p == '%') {
+            char esc[4];
+            snprintf(esc, sizeof(esc), "%%%02X", *p);
+            strbuf_appendn(sb, esc, 3);
+        } else {
+            strbuf_appendn(sb, (const char *)p, 1);
+        }
+    }
+}
 
 char *caps_serialize(const fy_caps *c) {
-    json_t *root = json_object(), *ents = json_array(), *h = json_object();
-    if (!root || !ents || !h) {
-        json_decref(root);
-        json_decref(ents);
-        json_decref(h);
-        return NULL;
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_printf(&sb, SNAP_FORM "\ncaps %u\nflags %llu\nusec %llu\nroot %d\nuid %u\ngid %u\n", (unsigned)FY_CAP_MAX_,
+                  (unsigned long long)c->probe_flags, (unsigned long long)c->probe_usec, c->host.is_root ? 1 : 0,
+                  (unsigned)c->host.uid, (unsigned)c->host.gid);
+#define HOST_PUT(f)                                                                                                    \
+    if (c->host.f) {                                                                                                   \
+        strbuf_append(&sb, "s " #f);                                                                                   \
+        put_str(&sb, c->host.f);                                                                                       \
+        strbuf_append(&sb, "\n");                                                                                      \
     }
+    HOST_STRINGS(HOST_PUT)
+#undef HOST_PUT
     for (uint32_t i = 1; i <= FY_CAP_MAX_; i++) {
-        const struct cap_entry *e = &c->e[i];
-        json_array_append_new(ents, json_pack("[iIoo]", (int)e->state, (json_int_t)e->value,
-                                              e->reason ? json_string(e->reason) : json_null(),
-                                              e->hint ? json_string(e->hint) : json_null()));
+        strbuf_printf(&sb, "e %d %lld", (int)c->e[i].state, (long long)c->e[i].value);
+        put_str(&sb, c->e[i].reason);
+        put_str(&sb, c->e[i].hint);
+        strbuf_append(&sb, "\n");
     }
-    HOST_STRINGS(HOST_JSON_STR)
-    json_object_set_new(h, "is_root", json_boolean(c->host.is_root));
-    json_object_set_new(h, "uid", json_integer(c->host.uid));
-    json_object_set_new(h, "gid", json_integer(c->host.gid));
-    json_t *facts = json_object();
-    for (size_t i = 0; facts && i < c->host.nfacts; i++)
-        json_object_set_new(facts, c->host.facts[i].key, json_string(c->host.facts[i].value));
-    json_object_set_new(h, "facts", facts);
-    json_object_set_new(root, "caps", json_integer(FY_CAP_MAX_));
-    json_object_set_new(root, "entries", ents);
-    json_object_set_new(root, "host", h);
-    json_object_set_new(root, "probe_flags", json_integer((json_int_t)c->probe_flags));
-    json_object_set_new(root, "probe_usec", json_integer((json_int_t)c->probe_usec));
-    char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(root);
-    return s;
+    for (size_t i = 0; i < c->host.nfacts; i++) {
+        strbuf_append(&sb, "f");
+        put_str(&sb, c->host.facts[i].key);
+        put_str(&sb, c->host.facts[i].value);
+        strbuf_append(&sb, "\n");
+    }
+    strbuf_append(&sb, "end\n");
+    return strbuf_steal(&sb);
 }
-#undef HOST_JSON_STR
 
-/* A string member: absent or null is NULL; anything else but a string fails. */
-static bool take_str(json_t *o, const char *key, char **out) {
-    json_t *v = json_object_get(o, key);
-    if (!v || json_is_null(v))
-        return true;
-    if (!json_is_string(v) || !(*out = util_strdup(json_string_value(v))))
+/* The reader: a cursor over one line's fields. */
+struct snap_rd {
+    const char *p, *end; /* the rest of the text */
+    const char *f;       /* the current line's next field */
+    size_t flen;         /* (the line's remaining length from f) */
+};
+
+/* The next line (without its newline) into r->f; false at the end or on a
+ * line without a newline. */
+static bool next_line(struct snap_rd *r) {
+    const char *nl = r->p < r->end ? memchr(r->p, '\n', (size_t)(r->end - r->p)) : NULL;
+    if (!nl)
         return false;
+    r->f = r->p;
+    r->flen = (size_t)(nl - r->p);
+    r->p = nl + 1;
     return true;
 }
 
+/* The next field of the line: its start and length; false when none. Fields
+ * are separated by exactly one space. */
+static bool next_field(struct snap_rd *r, const char **s, size_t *n) {
+    if (r->f == NULL)
+        return false;
+    const char *sp = memchr(r->f, ' ', r->flen);
+    *s = r->f;
+    *n = sp ? (size_t)(sp - r->f) : r->flen;
+    if (*n == 0)
+        return false;
+    if (sp) {
+        r->flen -= *n + 1;
+        r->f = sp + 1;
+    } else {
+        r->f = NULL;
+        r->flen = 0;
+    }
+    return true;
+}
+
+static bool field_is(struct snap_rd *r, const char *word) {
+    const char *s;
+    size_t n;
+    return next_field(r, &s, &n) && n == strlen(word) && memcmp(s, word, n) == 0;
+}
+
+static bool field_int(struct snap_rd *r, long long min, long long max, long long *out) {
+    const char *s;
+    size_t n;
+    char buf[24];
+    if (!next_field(r, &s, &n) || n >= sizeof(buf))
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (!((buf[0] >= '0' && buf[0] <= '9') || (buf[0] == '-' && n > 1 && buf[1] >= '0' && buf[1] <= '9')))
+        return false;
+    char *e = NULL;
+    errno = 0;
+    long long v = strtoll(buf, &e, 10);
+    if (errno || *e || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool field_u64(struct snap_rd *r, uint64_t *out) {
+    const char *s;
+    size_t n;
+    char buf[24];
+    if (!next_field(r, &s, &n) || n >= sizeof(buf) || s[0] < '0' || s[0] > '9')
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *e = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(buf, &e, 10);
+    if (errno || *e)
+        return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+static int hexval(char h) {
+    return h >= '0' && h <= '9' ? h - '0' : h >= 'A' && h <= 'F' ? h - 'A' + 10 : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
+}
+
+/* A string field: *out NULL for "-", else the decoded text (allocated).
+ * False on anything else (an unescaped byte that must be escaped, a bad or
+ * NUL escape, OOM). */
+static bool field_str(struct snap_rd *r, char **out) {
+    const char *s;
+    size_t n;
+    *out = NULL;
+    if (!next_field(r, &s, &n))
+        return false;
+    if (n == 1 && s[0] == '-')
+        return true;
+    if (s[0] != '=')
+        return false;
+    char *d = malloc(n);
+    if (!d)
+        return false;
+    size_t o = 0;
+    for (size_t i = 1; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '%') {
+            int hi = i + 2 < n ? hexval(s[i + 1]) : -1, lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                free(d);
+                return false;
+            }
+            d[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (ch < 0x21 || ch == 0x7f) {
+            free(d);
+            return false;
+        } else {
+            d[o++] = (char)ch;
+        }
+    }
+    d[o] = '\0';
+    *out = d;
+    return true;
+}
+
+/* A line of exactly one keyword and one integer in [min, max]. */
+static bool line_int(struct snap_rd *r, const char *word, long long min, long long max, long long *out) {
+    return next_line(r) && field_is(r, word) && field_int(r, min, max, out) && r->f == NULL;
+}
+
+static bool line_u64(struct snap_rd *r, const char *word, uint64_t *out) {
+    return next_line(r) && field_is(r, word) && field_u64(r, out) && r->f == NULL;
+}
+
 fy_caps *caps_deserialize(const char *text, size_t len) {
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    fy_caps *c = root ? caps_new() : NULL;
-    json_t *ents = json_object_get(root, "entries"), *h = json_object_get(root, "host");
-    json_t *n = json_object_get(root, "caps"), *fl = json_object_get(root, "probe_flags"),
-           *us = json_object_get(root, "probe_usec");
-    bool ok = c && json_is_array(ents) && json_is_object(h) && json_is_integer(n) &&
-              json_integer_value(n) == FY_CAP_MAX_ && json_array_size(ents) == FY_CAP_MAX_ && json_is_integer(fl) &&
-              json_is_integer(us);
-    for (uint32_t i = 1; ok && i <= FY_CAP_MAX_; i++) {
-        json_t *e = json_array_get(ents, i - 1);
-        json_t *st = json_array_get(e, 0), *val = json_array_get(e, 1), *re = json_array_get(e, 2),
-               *hi = json_array_get(e, 3);
-        ok = json_is_array(e) && json_array_size(e) == 4 && json_is_integer(st) && json_is_integer(val) &&
-             (json_integer_value(st) == CAP_MISSING || json_integer_value(st) == CAP_PRESENT) &&
-             (json_is_null(re) || json_is_string(re)) && (json_is_null(hi) || json_is_string(hi));
+    struct snap_rd r = {text, text + len, NULL, 0};
+    fy_caps *c = caps_new();
+    long long n = 0, root = 0, uid = 0, gid = 0;
+    bool ok = c && next_line(&r) && r.flen == strlen(SNAP_FORM) && memcmp(r.f, SNAP_FORM, r.flen) == 0 &&
+              line_int(&r, "caps", 0, INT32_MAX, &n) && n == FY_CAP_MAX_ && line_u64(&r, "flags", &c->probe_flags) &&
+              line_u64(&r, "usec", &c->probe_usec) && line_int(&r, "root", 0, 1, &root) &&
+              line_int(&r, "uid", 0, UINT32_MAX, &uid) && line_int(&r, "gid", 0, UINT32_MAX, &gid);
+    if (ok) {
+        c->host.is_root = root == 1;
+        c->host.uid = (uint32_t)uid;
+        c->host.gid = (uint32_t)gid;
+    }
+    uint32_t entries = 0;
+    bool ended = false;
+    while (ok && !ended && next_line(&r)) {
+        const char *kw;
+        size_t kn;
+        ok = next_field(&r, &kw, &kn);
         if (!ok)
             break;
-        c->e[i].state = (uint8_t)json_integer_value(st);
-        c->e[i].value = (int64_t)json_integer_value(val);
-        ok = (json_is_null(re) || (c->e[i].reason = util_strdup(json_string_value(re)))) &&
-             (json_is_null(hi) || (c->e[i].hint = util_strdup(json_string_value(hi))));
-    }
-#define HOST_TAKE(f) ok = ok && take_str(h, #f, &c->host.f);
-    if (ok) {
-        HOST_STRINGS(HOST_TAKE)
-    }
-#undef HOST_TAKE
-    json_t *ir = json_object_get(h, "is_root"), *uid = json_object_get(h, "uid"), *gid = json_object_get(h, "gid"),
-           *facts = json_object_get(h, "facts");
-    ok = ok && json_is_boolean(ir) && json_is_integer(uid) && json_is_integer(gid) && json_is_object(facts) &&
-         json_integer_value(uid) >= 0 && json_integer_value(uid) <= UINT32_MAX && json_integer_value(gid) >= 0 &&
-         json_integer_value(gid) <= UINT32_MAX && json_integer_value(fl) >= 0 && json_integer_value(us) >= 0;
-    if (ok) {
-        c->host.is_root = json_is_true(ir);
-        c->host.uid = (uint32_t)json_integer_value(uid);
-        c->host.gid = (uint32_t)json_integer_value(gid);
-        const char *fk;
-        json_t *fv;
-        json_object_foreach(facts, fk, fv) {
-            if (!json_is_string(fv) || caps_set_fact(c, fk, json_string_value(fv)) != 0) {
-                ok = false;
-                break;
-            }
+        if (kn == 3 && memcmp(kw, "end", 3) == 0) {
+            ended = r.f == NULL && r.p == r.end;
+            ok = ended;
+        } else if (kn == 1 && kw[0] == 's' && entries == 0) {
+            const char *name;
+            size_t nn;
+            char *v = NULL;
+            char **slot = NULL;
+            ok = next_field(&r, &name, &nn);
+#define HOST_SLOT(f)                                                                                                   \
+    if (ok && !slot && nn == sizeof(#f) - 1 && memcmp(name, #f, nn) == 0)                                              \
+        slot = &c->host.f;
+            HOST_STRINGS(HOST_SLOT)
+#undef HOST_SLOT
+            ok = ok && slot && !*slot && field_str(&r, &v) && v && r.f == NULL;
+            if (ok)
+                *slot = v;
+            else
+                free(v);
+        } else if (kn == 1 && kw[0] == 'e' && entries < FY_CAP_MAX_) {
+            long long st = 0, val = 0;
+            struct cap_entry *e = &c->e[++entries];
+            ok = field_int(&r, CAP_MISSING, CAP_PRESENT, &st) && field_int(&r, INT64_MIN, INT64_MAX, &val) &&
+                 field_str(&r, &e->reason) && field_str(&r, &e->hint) && r.f == NULL;
+            e->state = (uint8_t)st;
+            e->value = (int64_t)val;
+        } else if (kn == 1 && kw[0] == 'f' && entries == FY_CAP_MAX_) {
+            char *k = NULL, *v = NULL;
+            ok = field_str(&r, &k) && k && field_str(&r, &v) && v && r.f == NULL && !caps_fact(c, k) &&
+                 caps_set_fact(c, k, v) == 0;
+            free(k);
+            free(v);
+        } else {
+            ok = false;
         }
-        c->probe_flags = (uint64_t)json_integer_value(fl);
-        c->probe_usec = (uint64_t)json_integer_value(us);
     }
-    json_decref(root);
-    if (!ok) {
+    if (!ok || !ended || entries != FY_CAP_MAX_) {
         caps_free_internal(c);
         return NULL;
     }

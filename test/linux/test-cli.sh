@@ -272,19 +272,36 @@ wait $cli; rc=$?
 "$fy" capabilities --fresh --json | grep -q '"snapshot": false' || fail "--fresh read the saved probe"
 "$fy" run -- /bin/true || fail "plain run failed"
 # rewrite PYTHON [ARG...]: runs PYTHON on every saved snapshot's document
-# (`doc`, with `args`), then writes it back whole, as the library would.
+# (`doc`: `entries`, a list of [state, value, reason, hint], and `facts`, a
+# dict; with `args`), then writes it back whole in the snapshot's own line
+# form (lib/caps.c), as the library would.
 rewrite() {
     code=$1; shift
     for f in "$FORGEYARD_CACHE_DIR"/caps-*.json; do
         python3 - "$f" "$code" "$@" <<'PY' || return 1
-import json, os, sys
+import os, re, sys
 path, code, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 key, snap = open(path).read().split("--\n", 1)
-doc = json.loads(snap)
+def dec(t):
+    return None if t == "-" else re.sub("%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), t[1:])
+def enc(v):
+    return "-" if v is None else "=" + "".join("%%%02X" % ord(ch) if ord(ch) < 0x21 or ch in "%\x7f" else ch for ch in v)
+head, entries, facts = [], [], {}
+for line in snap.splitlines():
+    f = line.split(" ")
+    if f[0] == "e":
+        entries.append([int(f[1]), int(f[2]), dec(f[3]), dec(f[4])])
+    elif f[0] == "f":
+        facts[dec(f[1])] = dec(f[2])
+    elif f[0] != "end":
+        head.append(line)
+doc = {"entries": entries, "facts": facts}
 exec(code)
+out = head + ["e %d %d %s %s" % (e[0], e[1], enc(e[2]), enc(e[3])) for e in doc["entries"]]
+out += ["f %s %s" % (enc(k), enc(v)) for k, v in doc["facts"].items()] + ["end"]
 tmp = path + ".new"
 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-os.write(fd, (key + "--\n" + json.dumps(doc)).encode())
+os.write(fd, (key + "--\n" + "\n".join(out) + "\n").encode())
 os.close(fd)
 os.rename(tmp, path)
 PY
@@ -294,7 +311,7 @@ plant() { # CAP-INDEX STATE [FACT VALUE]: rewrite every saved snapshot
     rewrite '
 doc["entries"][int(args[0]) - 1][0] = int(args[1])
 if len(args) > 3:
-    doc["host"]["facts"][args[2]] = args[3]' "$@" || exit 1
+    doc["facts"][args[2]] = args[3]' "$@" || exit 1
 }
 plant 1 1   # user namespaces "missing": release would be refused
 out=$("$fy" run -- /bin/sh -c 'echo ran' 2>&1); rc=$?
@@ -315,7 +332,7 @@ fi
 # (the profile is compiled again) and a forbidden call is still refused.
 "$fy" run -- /bin/true || fail "plain run failed"
 rewrite '
-facts = doc["host"]["facts"]
+facts = doc["facts"]
 names = [k for k in facts if k.startswith("linux.seccomp.")]
 if not names:
     sys.exit("no saved seccomp program")
