@@ -3935,6 +3935,20 @@ int main(int argc, char **argv) {
     /* Restricted's uplink: an empty namespace of this test's own (as root). */
     if (!rootless && getuid() == 0) {
         char cmd[128];
+        /* Namespaces a killed run of this test left (the end below never
+         * came): fyt-sbx-PID with no process PID any more. */
+        DIR *nd = opendir("/run/netns");
+        struct dirent *de;
+        while (nd && (de = readdir(nd))) {
+            char *end = NULL;
+            long old = strncmp(de->d_name, "fyt-sbx-", 8) == 0 ? strtol(de->d_name + 8, &end, 10) : 0;
+            if (old > 0 && end && *end == '\0' && kill((pid_t)old, 0) < 0 && errno == ESRCH) {
+                snprintf(cmd, sizeof(cmd), "ip netns del fyt-sbx-%ld >/dev/null 2>&1", old);
+                (void)!system(cmd);
+            }
+        }
+        if (nd)
+            closedir(nd);
         snprintf(net_uplink, sizeof(net_uplink), "/run/netns/fyt-sbx-%d", (int)getpid());
         snprintf(cmd, sizeof(cmd), "ip netns add fyt-sbx-%d >/dev/null 2>&1", (int)getpid());
         if (system(cmd) != 0)
