@@ -138,6 +138,7 @@
  * ======================================================================================
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
@@ -288,7 +289,7 @@ const uint32_t sc_ioctl_violations[] = { TIOCSTI, TIOCLINUX };
 /* name resolution                                                                    */
 
 /* The number of a known-table entry on the native architecture, or -1 when it has none. */
-int sc_entry_nr(const struct sc_entry *e) {
+static int resolve_entry(const struct sc_entry *e) {
     int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, e->name);
     if (nr == __NR_SCMP_ERROR) {
 #if defined(__alpha__)
@@ -298,6 +299,27 @@ int sc_entry_nr(const struct sc_entry *e) {
 #endif
     }
     return nr < 0 ? -1 : nr; /* negative: a pseudo number, no such call here */
+}
+
+/* The table's numbers, resolved once per process: the self check asks for
+ * each of them three times per program, and a name lookup in libseccomp
+ * costs more than a run of the filter. Filled by whichever thread gets
+ * there first (every thread computes the same numbers, so concurrent
+ * fills agree) and published by the flag; a fork copies the table as it
+ * is, and a half-filled one stays unpublished. */
+#define KNOWN_N (sizeof(sc_known) / sizeof(sc_known[0]))
+static _Atomic int known_nr[KNOWN_N];
+static atomic_bool known_filled;
+
+int sc_entry_nr(const struct sc_entry *e) {
+    if (e < sc_known || e >= sc_known + KNOWN_N)
+        return resolve_entry(e);
+    if (!atomic_load_explicit(&known_filled, memory_order_acquire)) {
+        for (size_t i = 0; i < KNOWN_N; i++)
+            atomic_store_explicit(&known_nr[i], resolve_entry(&sc_known[i]), memory_order_relaxed);
+        atomic_store_explicit(&known_filled, true, memory_order_release);
+    }
+    return atomic_load_explicit(&known_nr[e - sc_known], memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------------------------- */
