@@ -740,9 +740,14 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
     json_t *sc = json_null();
-    if (pl->bpf)
+    if (pl->bpf) {
         sc = json_pack("{sssIss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
                        "violations", pl->seccomp_notify ? "reported (user notification)" : "kill (SIGSYS)");
+        /* The ptrace family's denials, counted where they are notified
+         * (the attempt's count replaces the 0: linux-spawn-supervise.c). */
+        if (sc && pl->seccomp_notify && np->seccomp_class == FY_SECCOMP_GENERAL_BUILD)
+            json_object_set_new(sc, "ptrace_denied", json_integer(0));
+    }
     json_object_set_new(o, "seccomp", sc);
     json_object_set_new(o, "landlock_abi", json_integer(pl->ll_handled ? pl->ll_abi : 0));
     json_object_set_new(o, "capabilities",

@@ -17,7 +17,7 @@
 
 /* The versions of the profiles of linux-seccomp-profiles.c (its contract says when to bump
  * them). */
-#define FY_SECCOMP_PROFILE_VERSION 4u
+#define FY_SECCOMP_PROFILE_VERSION 5u
 #define FY_SECCOMP_INIT_VERSION 2u
 
 #ifndef CLONE_NEWUSER
@@ -100,6 +100,10 @@ struct profile_actions {
 
 /* SECCOMP_RET_ERRNO with errno e. */
 uint32_t sc_ret_errno(int e);
+/* What a profile that denies the ptrace family answers it with: the user
+ * notification where violations are notified (the supervisor answers
+ * EPERM, counts the call and lets the attempt go on), else EPERM. */
+uint32_t sc_ptrace_denial(const struct profile_actions *pa);
 /* Whether v is one of set[0..n). */
 bool sc_in_u32(const uint32_t *set, size_t n, uint32_t v);
 /* The contract, as a plain function: the action for a call of entry e with arguments args. */

@@ -65,6 +65,16 @@ const char *sc_syscall_name(uint32_t arch, int nr, char *buf, size_t len) {
     return buf;
 }
 
+int sc_is_noted(uint32_t cls, uint32_t arch, int nr) {
+    if (cls != FY_SECCOMP_GENERAL_BUILD || arch != seccomp_arch_native() || nr < 0 ||
+        (seccomp_arch_native() == SCMP_ARCH_X86_64 && ((uint32_t)nr & X32_BIT)))
+        return 0;
+    for (size_t i = 0; i < FY_ARRAY_SIZE(sc_known); i++)
+        if (sc_known[i].kind == K_PTRACE && sc_entry_nr(&sc_known[i]) == nr)
+            return 1;
+    return 0;
+}
+
 int sc_is_violation(uint32_t cls, uint32_t arch, int nr) {
     if (cls != FY_SECCOMP_GENERAL_BUILD && cls != FY_SECCOMP_NETWORKED_TEST)
         return 0;

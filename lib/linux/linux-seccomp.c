@@ -80,7 +80,7 @@ static int add_entry(struct builder *b, const struct profile_actions *pa, const 
     case K_VIOLATION: return add_rule(b, pa->violation, e, nr, 0, NULL);
     case K_EPERM: return add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 0, NULL);
     case K_ENOSYS: return add_rule(b, SCMP_ACT_ERRNO(ENOSYS), e, nr, 0, NULL);
-    case K_PTRACE: return pa->ptrace_allowed ? 0 : add_rule(b, SCMP_ACT_ERRNO(EPERM), e, nr, 0, NULL);
+    case K_PTRACE: return pa->ptrace_allowed ? 0 : add_rule(b, sc_ptrace_denial(pa), e, nr, 0, NULL);
     case K_IOCTL:
         for (size_t i = 0; i < FY_ARRAY_SIZE(sc_ioctl_violations); i++) {
             c = SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, sc_ioctl_violations[i]);

@@ -62,6 +62,10 @@ void sc_program_free(struct seccomp_program *p);
  * "i386:syscall 999"); the name is truncated to fit len. */
 const char *sc_syscall_name(uint32_t arch, int nr, char *buf, size_t len);
 
+/* Whether a notification of call nr (of arch) under class cls is a denial
+ * the profile only notes (the ptrace family in general-build: answered
+ * EPERM and counted, the attempt goes on) rather than a violation. */
+int sc_is_noted(uint32_t cls, uint32_t arch, int nr);
 /* 1 if (arch, nr) is a call the profile treats as a violation (so the supervisor can tell), else 0.
  * Every foreign architecture and every x32 call is a violation. ioctl counts as one: only the
  * TIOCSTI/TIOCLINUX forms reach the supervisor. */

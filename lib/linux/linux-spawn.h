@@ -55,6 +55,7 @@ struct lx {
     uint32_t err_op; /* the failed mount operation + 1, or 0 */
     int wstatus;
     uint32_t landlock_abi;
+    uint64_t ptrace_denied;   /* ptrace-family calls the profile only noted (sc_is_noted) */
     uint32_t idmap_planned, idmap_mapped; /* read-only workspace binds idmapped (linux-idmap.c) */
     uint64_t tasks;             /* CM_TASKS: tasks created in the pid namespace */
     struct lx_reaper reaper;    /* pid.. -1 / fds -1: pid 1 is our child */
