@@ -1204,6 +1204,30 @@ static bool asks_for_vm(const fy_policy *p) {
     return vm;
 }
 
+/* The seccomp class general-build answers the ptrace family with EPERM
+ * and, where violations are notified, counts those calls in the result
+ * (isolation.seccomp.ptrace_denied): said, because what the command then
+ * prints (LeakSanitizer's "fatal error", a debugger's refusal) does not
+ * say why. */
+static void note_ptrace_denied(const fy_result *res) {
+    char *json = NULL;
+    if (fy_result_to_json(res, &json, NULL) < 0)
+        return;
+    const char *k = strstr(json, "\"ptrace_denied\"");
+    unsigned long long n = 0;
+    if (k) {
+        k += strlen("\"ptrace_denied\"");
+        while (*k == ' ' || *k == ':')
+            k++;
+        n = strtoull(k, NULL, 10);
+    }
+    if (n)
+        fprintf(stderr, "%s: run: note: the command was refused ptrace(2) %llu time%s (seccomp class "
+                        "general-build); LeakSanitizer's leak check, gdb and strace need it: --seccomp "
+                        "networked-test allows it among the sandbox's own processes\n", prog, n, n == 1 ? "" : "s");
+    fy_free(json);
+}
+
 static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file, bool stdin_passed) {
     if (!result_path_ok("", result_file)) {
         fy_policy_free(p);
@@ -1329,6 +1353,7 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
                         "--stdin passes it\n", prog);
     int status = run_outcome_status(res);
     int outcome = fy_result_outcome(res);
+    note_ptrace_denied(res);
     if (outcome == FY_OUTCOME_SIGNALED && !fy_result_detail(res))
         /* which signal: "signaled" alone left the operator to decode 128+n */
         fprintf(stderr, "%s: run: %s: signal %d%s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),

@@ -402,11 +402,20 @@ python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["usage"]["wall_usec"
 
 # 11. --seccomp: the default class denies the ptrace family inside the
 # sandbox; networked-test allows it (LeakSanitizer, gdb, strace need it).
+# Where violations are notified, the default class counts those denials
+# (isolation.seccomp.ptrace_denied) and the CLI says what to do.
 traceme='import ctypes; print("TRACEME", ctypes.CDLL(None).ptrace(0, 0, 0, 0))'
-out=$("$fy" run -- python3 -c "$traceme" 2>&1); rc=$?
-[ $rc -eq 0 ] && [ "$out" = "TRACEME -1" ] || fail "ptrace under the default class ($rc): $out"
+out=$("$fy" run --result "$scratch/gb.json" -- python3 -c "$traceme" 2>"$scratch/gb.err"); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "TRACEME -1" ] || fail "ptrace under the default class ($rc): $out $(cat "$scratch/gb.err")"
+if grep -q '"violations": "reported (user notification)"' "$scratch/gb.json"; then
+    python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["isolation"]["seccomp"]; sys.exit(0 if s.get("ptrace_denied") == 1 else 1)' \
+        "$scratch/gb.json" || fail "the denial was not counted: $(cat "$scratch/gb.json")"
+    grep -q 'refused ptrace(2) 1 time.*--seccomp networked-test' "$scratch/gb.err" ||
+        fail "no note on the refused ptrace: $(cat "$scratch/gb.err")"
+fi
 out=$("$fy" run --seccomp networked-test --result "$scratch/nt.json" -- python3 -c "$traceme" 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "TRACEME 0" ] || fail "ptrace under --seccomp networked-test ($rc): $out"
+case $out in *"refused ptrace"*) fail "a note under networked-test: $out" ;; esac
 grep -q '"profile": "networked-test"' "$scratch/nt.json" || fail "the result does not name networked-test"
 out=$("$fy" run --seccomp none -- /bin/true 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "--seccomp none gave $rc: $out"
