@@ -412,6 +412,21 @@ if grep -q '"violations": "reported (user notification)"' "$scratch/gb.json"; th
         "$scratch/gb.json" || fail "the denial was not counted: $(cat "$scratch/gb.json")"
     grep -q 'refused ptrace(2) 1 time.*--seccomp networked-test' "$scratch/gb.err" ||
         fail "no note on the refused ptrace: $(cat "$scratch/gb.err")"
+    # Eight threads refused ptrace without end (each answer brings the next
+    # call): the attempt still ends at its deadline, counted, not a violation.
+    flood='import ctypes, threading
+libc = ctypes.CDLL(None)
+def spin():
+    while True:
+        libc.ptrace(16, 1, 0, 0)
+for _ in range(8):
+    threading.Thread(target=spin, daemon=True).start()
+threading.Event().wait()'
+    timeout 120 "$fy" run --timeout 2s --grace 1s --result "$scratch/flood.json" -- python3 -c "$flood" \
+        >/dev/null 2>&1
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); s=r["isolation"]["seccomp"]
+sys.exit(0 if r["outcome"] == "timed-out" and r["usage"]["wall_usec"] < 30000000 and s["ptrace_denied"] > 8 else 1)' \
+        "$scratch/flood.json" || fail "a ptrace flood held the deadline back: $(cat "$scratch/flood.json")"
 fi
 out=$("$fy" run --seccomp networked-test --result "$scratch/nt.json" -- python3 -c "$traceme" 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "TRACEME 0" ] || fail "ptrace under --seccomp networked-test ($rc): $out"
