@@ -1206,9 +1206,9 @@ static bool asks_for_vm(const fy_policy *p) {
 
 /* The seccomp class general-build answers the ptrace family with EPERM
  * and, where violations are notified, counts those calls in the result
- * (isolation.seccomp.ptrace_denied): said, because what the command then
- * prints (LeakSanitizer's "fatal error", a debugger's refusal) does not
- * say why. */
+ * (isolation.seccomp.ptrace_denied): said after a command that did not
+ * succeed, because what it printed (LeakSanitizer's "fatal error", a
+ * debugger's refusal) does not say why. */
 static void note_ptrace_denied(const fy_result *res) {
     char *json = NULL;
     if (fy_result_to_json(res, &json, NULL) < 0)
@@ -1353,7 +1353,8 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
                         "--stdin passes it\n", prog);
     int status = run_outcome_status(res);
     int outcome = fy_result_outcome(res);
-    note_ptrace_denied(res);
+    if (outcome != FY_OUTCOME_SUCCEEDED)
+        note_ptrace_denied(res);
     if (outcome == FY_OUTCOME_SIGNALED && !fy_result_detail(res))
         /* which signal: "signaled" alone left the operator to decode 128+n */
         fprintf(stderr, "%s: run: %s: signal %d%s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
