@@ -892,6 +892,17 @@ static void rootless_row(int runs) {
 
 /* A namespace of our own as the router's uplink (198.51.100.1 on its
  * loopback): never the host's, never a packet out. */
+/* The forgeyard CLI built next to this program (../examples/forgeyard):
+ * true with its path in buf. */
+static bool cli_path(char *buf, size_t len) {
+    ssize_t cl = readlink("/proc/self/exe", buf, len - 64);
+    char *slash = cl > 0 ? (buf[cl] = '\0', strrchr(buf, '/')) : NULL;
+    if (!slash)
+        return false;
+    snprintf(slash, len - (size_t)(slash - buf), "/../examples/forgeyard");
+    return access(buf, X_OK) == 0;
+}
+
 static void bench_restricted(int runs) {
     if (getuid() != 0 || access("/usr/sbin/ip", X_OK) != 0) {
         printf("  restricted: needs root and ip(8): no row\n");
@@ -952,6 +963,42 @@ static void bench_restricted(int runs) {
         }
         fy_shells_free(shells);
         fy_prepared_free(shape);
+    }
+    /* The same through the CLI, as an operator or a CI system runs it
+     * (whole processes, the saved probe), against a deny run of the CLI. */
+    char cli[4096];
+    if (cli_path(cli, sizeof(cli))) {
+        char cache[600];
+        snprintf(cache, sizeof(cache), "%s/cli-restricted-cache", workdir);
+        if (mkdir(cache, 0700) < 0 && errno != EEXIST)
+            die("mkdir", NULL);
+        setenv("FORGEYARD_CACHE_DIR", cache, 1);
+        char *cli_deny[] = {cli, "run", "--profile", "standard-ci", "--", "/bin/true", NULL};
+        char *cli_res[] = {cli, "run", "--profile", "standard-ci", "--network", "restricted", "--allow",
+                           "198.51.100.1:80", "--network-uplink", path, "--", "/bin/true", NULL};
+        int cn = runs < 60 ? runs : 60;
+        uint64_t *t_d = calloc((size_t)cn + 1, 8), *t_r = calloc((size_t)cn + 1, 8);
+        if (!t_d || !t_r)
+            die("calloc", NULL);
+        bool ok = spawn_wait(cli_deny) == 0 && spawn_wait(cli_res) == 0; /* (the saved probes) */
+        for (int i = 0; ok && i < cn; i++) {
+            uint64_t a = now_ns();
+            ok = spawn_wait(cli_res) == 0;
+            uint64_t b = now_ns();
+            ok = ok && spawn_wait(cli_deny) == 0;
+            t_r[i] = b - a;
+            t_d[i] = now_ns() - b;
+        }
+        unsetenv("FORGEYARD_CACHE_DIR");
+        if (ok) {
+            double r = median_ms(t_r, cn), d = median_ms(t_d, cn);
+            printf("  %-40s %9.3f ms   deny through the CLI %.3f ms, ratio %.2fx\n",
+                   "forgeyard run --network restricted", r, d, d > 0 ? r / d : 0);
+        } else {
+            printf("  forgeyard run --network restricted: a run failed: no row\n");
+        }
+        free(t_d);
+        free(t_r);
     }
     bench_restricted_rootless(runs);
     /* The peer: what a user would assemble by hand, bwrap --share-net in a
@@ -1710,12 +1757,7 @@ static void bench_fetch(int runs) {
 static void bench_cli(fy_policy *p, const char **argv_true, char **bwrap_argv, int n) {
     const char *bwrap = bwrap_argv ? bwrap_argv[0] : NULL;
     char cli[4096];
-    ssize_t cl = readlink("/proc/self/exe", cli, sizeof(cli) - 64);
-    char *slash = cl > 0 ? (cli[cl] = '\0', strrchr(cli, '/')) : NULL;
-    if (slash) {
-        snprintf(slash, sizeof(cli) - (size_t)(slash - cli), "/../examples/forgeyard");
-    }
-    if (slash && access(cli, X_OK) == 0) {
+    if (cli_path(cli, sizeof(cli))) {
         char cache[600], nocache[600];
         snprintf(cache, sizeof(cache), "%s/cli-cache", workdir);
         snprintf(nocache, sizeof(nocache), "%s/cli-open", workdir);
@@ -2383,6 +2425,9 @@ int main(int argc, char **argv) {
     sweep_dead_runs();
     if (argc > 1 && strcmp(argv[1], "--restricted") == 0) {
         /* The restricted row alone (root): its lifecycle against deny's. */
+        if (!mkdtemp(workdir) || chmod(workdir, 0755) < 0)
+            die("mkdtemp", NULL);
+        atexit(cleanup_dirs);
         bench_restricted(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 100);
         return 0;
     }
