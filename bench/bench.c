@@ -890,8 +890,6 @@ static void rootless_row(int runs) {
     fy_policy_free(restricted);
 }
 
-/* A namespace of our own as the router's uplink (198.51.100.1 on its
- * loopback): never the host's, never a packet out. */
 /* The forgeyard CLI built next to this program (../examples/forgeyard):
  * true with its path in buf. */
 static bool cli_path(char *buf, size_t len) {
@@ -903,6 +901,8 @@ static bool cli_path(char *buf, size_t len) {
     return access(buf, X_OK) == 0;
 }
 
+/* A namespace of our own as the router's uplink (198.51.100.1 on its
+ * loopback): never the host's, never a packet out. */
 static void bench_restricted(int runs) {
     if (getuid() != 0 || access("/usr/sbin/ip", X_OK) != 0) {
         printf("  restricted: needs root and ip(8): no row\n");

@@ -271,14 +271,22 @@ static bool field_is(struct snap_rd *r, const char *word) {
     return next_field(r, &s, &n) && n == strlen(word) && memcmp(s, word, n) == 0;
 }
 
-static bool field_int(struct snap_rd *r, long long min, long long max, long long *out) {
+/* The next field as a NUL-terminated number text in buf (24 bytes):
+ * false when there is none or it is too long. */
+static bool field_num(struct snap_rd *r, char buf[24], size_t *n) {
     const char *s;
+    if (!next_field(r, &s, n) || *n >= 24)
+        return false;
+    memcpy(buf, s, *n);
+    buf[*n] = '\0';
+    return true;
+}
+
+static bool field_int(struct snap_rd *r, long long min, long long max, long long *out) {
     size_t n;
     char buf[24];
-    if (!next_field(r, &s, &n) || n >= sizeof(buf))
+    if (!field_num(r, buf, &n))
         return false;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
     if (!((buf[0] >= '0' && buf[0] <= '9') || (buf[0] == '-' && n > 1 && buf[1] >= '0' && buf[1] <= '9')))
         return false;
     char *e = NULL;
@@ -291,13 +299,10 @@ static bool field_int(struct snap_rd *r, long long min, long long max, long long
 }
 
 static bool field_u64(struct snap_rd *r, uint64_t *out) {
-    const char *s;
     size_t n;
     char buf[24];
-    if (!next_field(r, &s, &n) || n >= sizeof(buf) || s[0] < '0' || s[0] > '9')
+    if (!field_num(r, buf, &n) || buf[0] < '0' || buf[0] > '9')
         return false;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
     char *e = NULL;
     errno = 0;
     unsigned long long v = strtoull(buf, &e, 10);

@@ -65,14 +65,20 @@ const char *sc_syscall_name(uint32_t arch, int nr, char *buf, size_t len) {
     return buf;
 }
 
+/* Whether native call nr (>= 0) is an entry of the known table of kind
+ * k1 or k2. */
+static int known_of_kind(int nr, int k1, int k2) {
+    for (size_t i = 0; i < FY_ARRAY_SIZE(sc_known); i++)
+        if ((sc_known[i].kind == k1 || sc_known[i].kind == k2) && sc_entry_nr(&sc_known[i]) == nr)
+            return 1;
+    return 0;
+}
+
 int sc_is_noted(uint32_t cls, uint32_t arch, int nr) {
     if (cls != FY_SECCOMP_GENERAL_BUILD || arch != seccomp_arch_native() || nr < 0 ||
         (seccomp_arch_native() == SCMP_ARCH_X86_64 && ((uint32_t)nr & X32_BIT)))
         return 0;
-    for (size_t i = 0; i < FY_ARRAY_SIZE(sc_known); i++)
-        if (sc_known[i].kind == K_PTRACE && sc_entry_nr(&sc_known[i]) == nr)
-            return 1;
-    return 0;
+    return known_of_kind(nr, K_PTRACE, K_PTRACE);
 }
 
 int sc_is_violation(uint32_t cls, uint32_t arch, int nr) {
@@ -85,12 +91,5 @@ int sc_is_violation(uint32_t cls, uint32_t arch, int nr) {
         return 1;
     if (nr < 0)
         return 0;
-    for (size_t i = 0; i < FY_ARRAY_SIZE(sc_known); i++) {
-        const struct sc_entry *e = &sc_known[i];
-        if (e->kind != K_VIOLATION && e->kind != K_IOCTL)
-            continue;
-        if (sc_entry_nr(e) == nr)
-            return 1;
-    }
-    return 0;
+    return known_of_kind(nr, K_VIOLATION, K_IOCTL);
 }
