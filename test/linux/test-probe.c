@@ -647,10 +647,16 @@ START_TEST(test_nftables_probed) {
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strncmp(buf, "0 ", 2) == 0 &&
                       strstr(buf, "socket(NETLINK_NETFILTER)"),
                   "nftables without a netfilter socket: %s", buf);
-    /* And with it (this host): present. */
+    /* And without the filter: present, or, on a host whose kernel has no
+     * nf_tables, missing with the kernel's refusal named (said, and the
+     * rest of this check skipped). */
     fy_caps *c = NULL;
     ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM | FY_PROBE_FRESH, &c, NULL), 0);
-    ck_assert_msg(fy_caps_has(c, FY_CAP_NFTABLES) == 1, "nftables: %s", fy_caps_reason(c, FY_CAP_NFTABLES));
+    const char *why = fy_caps_reason(c, FY_CAP_NFTABLES);
+    if (fy_caps_has(c, FY_CAP_NFTABLES) != 1 && strstr(why, "the kernel refused a sandbox's nf_tables table"))
+        printf("SKIP nftables present: this host's kernel refuses the table (%s)\n", why);
+    else
+        ck_assert_msg(fy_caps_has(c, FY_CAP_NFTABLES) == 1, "nftables: %s", why);
     fy_caps_free(c);
 }
 END_TEST
