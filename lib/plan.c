@@ -4,7 +4,8 @@
  * toolchains, binds), the identity, the environment, limits, network,
  * devices and secrets. Host facts the layout depends on (which runtime
  * paths exist and what they are, the public /etc databases) are read here,
- * once, at fy_prepare. */
+ * at fy_prepare (the /etc databases and listing through hostfact.c, which
+ * keeps them between prepares while they are unchanged). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,14 +13,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifndef _WIN32
-#include <dirent.h>
-#endif
 
 #include "oci/oci.h"
 #include "jobnet.h"
 #include "plan.h"
 #include "caps.h"
+#include "hostfact.h"
 #include "prepared.h"
 
 /* ---- the plan's arena ---- */
@@ -181,36 +180,17 @@ static const struct {
     const char *prefix, *suffix;
 } etc_toolchain_versioned[] = {{"java-", "-openjdk"}, {"python3", ""}};
 #define ETC_TOOLCHAIN_MAX 16
-#define ETC_NAME_MAX 64 /* (longer names are not those packages') */
 
-static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
-
-/* The versioned entries present on the host, sorted (the plan, and so the
- * contract id, must not follow readdir's order); how many. */
-static size_t etc_versioned(char names[ETC_TOOLCHAIN_MAX][ETC_NAME_MAX]) {
-    size_t n = 0;
-#ifndef _WIN32
-    DIR *d = opendir("/etc");
-    struct dirent *e;
-    while (d && n < ETC_TOOLCHAIN_MAX && (e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        for (size_t i = 0; i < FY_ARRAY_SIZE(etc_toolchain_versioned); i++) {
-            size_t lp = strlen(etc_toolchain_versioned[i].prefix), ls = strlen(etc_toolchain_versioned[i].suffix);
-            if (len >= lp + ls && len > lp && len < ETC_NAME_MAX &&
-                strncmp(e->d_name, etc_toolchain_versioned[i].prefix, lp) == 0 &&
-                strcmp(e->d_name + len - ls, etc_toolchain_versioned[i].suffix) == 0) {
-                memcpy(names[n++], e->d_name, len + 1);
-                break;
-            }
-        }
+/* An /etc entry of a versioned toolchain (etc_toolchain_versioned). */
+static bool etc_versioned_name(const char *name) {
+    size_t len = strlen(name);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(etc_toolchain_versioned); i++) {
+        size_t lp = strlen(etc_toolchain_versioned[i].prefix), ls = strlen(etc_toolchain_versioned[i].suffix);
+        if (len >= lp + ls && len > lp && strncmp(name, etc_toolchain_versioned[i].prefix, lp) == 0 &&
+            strcmp(name + len - ls, etc_toolchain_versioned[i].suffix) == 0)
+            return true;
     }
-    if (d)
-        closedir(d);
-    qsort(names, n, ETC_NAME_MAX, cmp_name);
-#else
-    (void)names;
-#endif
-    return n;
+    return false;
 }
 
 /* git refuses a repository owned by someone else ("detected dubious
@@ -248,15 +228,6 @@ static char *git_safe_directories(const fy_policy *p) {
         return NULL;
     }
     return strbuf_steal(&sb);
-}
-
-/* A host text file (a regular one, at most max bytes), or NULL. */
-static char *read_text(const char *path, size_t max) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    char *text = fd >= 0 ? util_read_fd(fd, max) : NULL;
-    if (fd >= 0)
-        close(fd);
-    return text;
 }
 
 /* The host-revealing and tunable parts of the kernel's process view. */
@@ -332,7 +303,7 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
                  "# resolver answers only the allowed names\n"
                  "nameserver 127.0.0.53\noptions attempts:1 timeout:1\n", 0644);
     for (size_t i = 0; !image && i < FY_ARRAY_SIZE(etc_public); i++) {
-        char *text = read_text(etc_public[i], ETC_PUBLIC_MAX);
+        char *text = hostfact_text(etc_public[i], ETC_PUBLIC_MAX);
         if (text)
             add_file(b, etc_public[i], text, 0644);
         free(text);
@@ -358,10 +329,12 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
             if (lstat(etc_toolchain[i], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) &&
                 (r = add_host_path(b, PR_RUNTIME, etc_toolchain[i], false, reterr)) < 0)
                 return r;
-        char names[ETC_TOOLCHAIN_MAX][ETC_NAME_MAX];
-        size_t n = etc_versioned(names);
+        /* (sorted: the plan, and so the contract id, must not follow
+         * readdir's order) */
+        char names[ETC_TOOLCHAIN_MAX][HOSTFACT_NAME_MAX];
+        size_t n = hostfact_names("/etc", etc_versioned_name, names, ETC_TOOLCHAIN_MAX);
         for (size_t i = 0; i < n; i++) {
-            char path[ETC_NAME_MAX + 8];
+            char path[HOSTFACT_NAME_MAX + 8];
             snprintf(path, sizeof(path), "/etc/%s", names[i]);
             if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
                 (r = add_host_path(b, PR_RUNTIME, path, false, reterr)) < 0)
