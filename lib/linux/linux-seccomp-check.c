@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
@@ -26,100 +28,166 @@
 /* ---------------------------------------------------------------------------------- */
 /* a classic BPF interpreter with the kernel's seccomp semantics, for sc_self_check   */
 
-/* Runs prog on d. Returns false when the program is malformed (a bad opcode, a jump or
- * a load out of range, falling off the end); the kernel would have refused it. */
-static bool bpf_run(const struct sock_filter *prog, size_t len, const struct seccomp_data *d,
-                    uint32_t *ret) {
-    uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
-    size_t pc = 0;
-    /* Every jump goes forward, so len steps bound the loop. */
-    for (size_t steps = 0; pc < len && steps <= len; steps++) {
-        const struct sock_filter *f = &prog[pc++];
-        uint32_t k = f->k;
+/* The program is decoded once per check: each instruction's operation, operand and
+ * jump targets as absolute indexes. What executing an instruction would refuse (a bad
+ * opcode, a load or a memory slot out of range, a jump past the end, a division by a
+ * zero constant) decodes to D_BAD, which fails a run only when the run reaches it, as
+ * executing the instruction did; index len is a D_BAD too (falling off the end). Every
+ * jump goes forward, so every run ends within len steps. */
+enum {
+    D_BAD, D_LD_ABS, D_LD_LEN, D_LDX_LEN, D_LD_IMM, D_LDX_IMM, D_LD_MEM, D_LDX_MEM, D_ST, D_STX,
+    D_TAX, D_TXA, D_RET_K, D_RET_A, D_JA,
+    D_ADD, D_SUB, D_MUL, D_DIV, D_MOD, D_AND, D_OR, D_XOR, D_LSH, D_RSH, D_NEG,
+    D_JEQ, D_JGT, D_JGE, D_JSET,
+};
+
+struct dins {
+    uint8_t op;
+    bool src_x;     /* ALU and conditional jumps: the operand is X, not k */
+    uint16_t jt, jf; /* conditional jumps and ja (jt): absolute targets */
+    uint32_t k;
+};
+
+/* Where a run is: what the kernel's interpreter holds. */
+struct dstate {
+    uint32_t a, x, mem[BPF_MEMWORDS];
+    size_t pc;
+};
+
+/* A jump from instruction i by off: its target, or len (D_BAD) past the end. */
+static uint16_t target(size_t i, uint64_t off, size_t len) {
+    uint64_t t = (uint64_t)i + 1 + off;
+    return (uint16_t)(t < len ? t : len);
+}
+
+/* Decodes prog (len <= BPF_MAXINSNS) into out[len + 1]. */
+static void bpf_decode(const struct sock_filter *prog, size_t len, struct dins *out) {
+    for (size_t i = 0; i < len; i++) {
+        const struct sock_filter *f = &prog[i];
+        struct dins d = {.op = D_BAD, .k = f->k};
         switch (f->code) {
         case BPF_LD | BPF_W | BPF_ABS:
-            if (k > sizeof(*d) - 4 || (k & 3))
-                return false;
-            memcpy(&a, (const char *)d + k, 4);
+            if (!(f->k > sizeof(struct seccomp_data) - 4 || (f->k & 3)))
+                d.op = D_LD_ABS;
             break;
-        case BPF_LD | BPF_W | BPF_LEN: a = sizeof(*d); break;
-        case BPF_LDX | BPF_W | BPF_LEN: x = sizeof(*d); break;
-        case BPF_LD | BPF_IMM: a = k; break;
-        case BPF_LDX | BPF_IMM: x = k; break;
-        case BPF_LD | BPF_MEM:
-            if (k >= BPF_MEMWORDS)
-                return false;
-            a = mem[k];
-            break;
-        case BPF_LDX | BPF_MEM:
-            if (k >= BPF_MEMWORDS)
-                return false;
-            x = mem[k];
-            break;
-        case BPF_ST:
-            if (k >= BPF_MEMWORDS)
-                return false;
-            mem[k] = a;
-            break;
-        case BPF_STX:
-            if (k >= BPF_MEMWORDS)
-                return false;
-            mem[k] = x;
-            break;
-        case BPF_MISC | BPF_TAX: x = a; break;
-        case BPF_MISC | BPF_TXA: a = x; break;
-        case BPF_RET | BPF_K: *ret = k; return true;
-        case BPF_RET | BPF_A: *ret = a; return true;
+        case BPF_LD | BPF_W | BPF_LEN: d.op = D_LD_LEN; break;
+        case BPF_LDX | BPF_W | BPF_LEN: d.op = D_LDX_LEN; break;
+        case BPF_LD | BPF_IMM: d.op = D_LD_IMM; break;
+        case BPF_LDX | BPF_IMM: d.op = D_LDX_IMM; break;
+        case BPF_LD | BPF_MEM: d.op = f->k < BPF_MEMWORDS ? D_LD_MEM : D_BAD; break;
+        case BPF_LDX | BPF_MEM: d.op = f->k < BPF_MEMWORDS ? D_LDX_MEM : D_BAD; break;
+        case BPF_ST: d.op = f->k < BPF_MEMWORDS ? D_ST : D_BAD; break;
+        case BPF_STX: d.op = f->k < BPF_MEMWORDS ? D_STX : D_BAD; break;
+        case BPF_MISC | BPF_TAX: d.op = D_TAX; break;
+        case BPF_MISC | BPF_TXA: d.op = D_TXA; break;
+        case BPF_RET | BPF_K: d.op = D_RET_K; break;
+        case BPF_RET | BPF_A: d.op = D_RET_A; break;
         case BPF_JMP | BPF_JA:
-            if (k >= len - pc)
-                return false;
-            pc += k;
+            d.jt = target(i, f->k, len);
+            d.op = d.jt < len ? D_JA : D_BAD;
             break;
         default:
+            d.src_x = BPF_SRC(f->code) == BPF_X;
             if (BPF_CLASS(f->code) == BPF_ALU) {
-                uint32_t s = BPF_SRC(f->code) == BPF_X ? x : k;
-                switch (BPF_OP(f->code)) {
-                case BPF_ADD: a += s; break;
-                case BPF_SUB: a -= s; break;
-                case BPF_MUL: a *= s; break;
-                case BPF_DIV:
-                    if (!s)
-                        return false;
-                    a /= s;
-                    break;
-                case BPF_MOD:
-                    if (!s)
-                        return false;
-                    a %= s;
-                    break;
-                case BPF_AND: a &= s; break;
-                case BPF_OR: a |= s; break;
-                case BPF_XOR: a ^= s; break;
-                case BPF_LSH: a = s < 32 ? a << s : 0; break;
-                case BPF_RSH: a = s < 32 ? a >> s : 0; break;
-                case BPF_NEG: a = -a; break;
-                default: return false;
-                }
+                static const uint8_t alu[16] = {
+                    [BPF_ADD >> 4] = D_ADD, [BPF_SUB >> 4] = D_SUB, [BPF_MUL >> 4] = D_MUL,
+                    [BPF_DIV >> 4] = D_DIV, [BPF_MOD >> 4] = D_MOD, [BPF_AND >> 4] = D_AND,
+                    [BPF_OR >> 4] = D_OR,   [BPF_XOR >> 4] = D_XOR, [BPF_LSH >> 4] = D_LSH,
+                    [BPF_RSH >> 4] = D_RSH, [BPF_NEG >> 4] = D_NEG,
+                };
+                d.op = alu[BPF_OP(f->code) >> 4];
+                /* (a division by a zero constant refuses whenever it runs) */
+                if ((d.op == D_DIV || d.op == D_MOD) && !d.src_x && f->k == 0)
+                    d.op = D_BAD;
             } else if (BPF_CLASS(f->code) == BPF_JMP) {
-                uint32_t s = BPF_SRC(f->code) == BPF_X ? x : k;
-                bool t;
                 switch (BPF_OP(f->code)) {
-                case BPF_JEQ: t = a == s; break;
-                case BPF_JGT: t = a > s; break;
-                case BPF_JGE: t = a >= s; break;
-                case BPF_JSET: t = (a & s) != 0; break;
-                default: return false;
+                case BPF_JEQ: d.op = D_JEQ; break;
+                case BPF_JGT: d.op = D_JGT; break;
+                case BPF_JGE: d.op = D_JGE; break;
+                case BPF_JSET: d.op = D_JSET; break;
+                default: break;
                 }
-                uint8_t off = t ? f->jt : f->jf;
-                if (off >= len - pc)
-                    return false;
-                pc += off;
-            } else {
-                return false;
+                /* (a branch past the end refuses only when it is taken) */
+                d.jt = target(i, f->jt, len);
+                d.jf = target(i, f->jf, len);
             }
         }
+        out[i] = d;
     }
-    return false;
+    out[len] = (struct dins){.op = D_BAD};
+}
+
+enum { RUN_BAD = -1, RUN_RET = 0, RUN_SUSPENDED = 1 };
+
+/* Runs the decoded program from s on d until it returns (RUN_RET, *ret), reaches a
+ * D_BAD (RUN_BAD: the kernel would have refused the program), or, with
+ * stop_at_args, is about to load a word past nr and arch (RUN_SUSPENDED, s at that
+ * load): everything before depended on nr and arch only. */
+static int bpf_exec(const struct dins *prog, struct dstate *s, const struct seccomp_data *d, bool stop_at_args,
+                    uint32_t *ret) {
+    /* Threaded dispatch (a jump from each handler to the next's), in the order of the
+     * D_ enum: the one indirect branch of a switch mispredicted at most steps. */
+    static const void *const go[] = {
+        &&bad, &&ld_abs, &&ld_len, &&ldx_len, &&ld_imm, &&ldx_imm, &&ld_mem, &&ldx_mem, &&st, &&stx,
+        &&tax, &&txa, &&ret_k, &&ret_a, &&ja,
+        &&add, &&sub, &&mul, &&div, &&mod, &&and, &&or, &&xor, &&lsh, &&rsh, &&neg,
+        &&jeq, &&jgt, &&jge, &&jset,
+    };
+    _Static_assert(sizeof(go) / sizeof(go[0]) == D_JSET + 1, "one handler per decoded operation");
+    uint32_t a = s->a, x = s->x;
+    const struct dins *f = &prog[s->pc];
+#define NEXT() do { f++; goto *go[f->op]; } while (0)
+#define JUMP(to) do { f = &prog[to]; goto *go[f->op]; } while (0)
+#define V (f->src_x ? x : f->k)
+    goto *go[f->op];
+ld_abs:
+    if (stop_at_args && f->k >= 8) {
+        s->a = a, s->x = x, s->pc = (size_t)(f - prog);
+        return RUN_SUSPENDED;
+    }
+    memcpy(&a, (const char *)d + f->k, 4);
+    NEXT();
+ld_len: a = sizeof(*d); NEXT();
+ldx_len: x = sizeof(*d); NEXT();
+ld_imm: a = f->k; NEXT();
+ldx_imm: x = f->k; NEXT();
+ld_mem: a = s->mem[f->k]; NEXT();
+ldx_mem: x = s->mem[f->k]; NEXT();
+st: s->mem[f->k] = a; NEXT();
+stx: s->mem[f->k] = x; NEXT();
+tax: x = a; NEXT();
+txa: a = x; NEXT();
+ret_k: *ret = f->k; return RUN_RET;
+ret_a: *ret = a; return RUN_RET;
+ja: JUMP(f->jt);
+add: a += V; NEXT();
+sub: a -= V; NEXT();
+mul: a *= V; NEXT();
+div:
+    if (!V)
+        return RUN_BAD;
+    a /= V;
+    NEXT();
+mod:
+    if (!V)
+        return RUN_BAD;
+    a %= V;
+    NEXT();
+and: a &= V; NEXT();
+or: a |= V; NEXT();
+xor: a ^= V; NEXT();
+lsh: a = V < 32 ? a << V : 0; NEXT();
+rsh: a = V < 32 ? a >> V : 0; NEXT();
+neg: a = -a; NEXT();
+jeq: JUMP(a == V ? f->jt : f->jf);
+jgt: JUMP(a > V ? f->jt : f->jf);
+jge: JUMP(a >= V ? f->jt : f->jf);
+jset: JUMP((a & V) ? f->jt : f->jf);
+bad:
+    return RUN_BAD;
+#undef NEXT
+#undef JUMP
+#undef V
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -130,7 +198,27 @@ struct checker {
     fy_error **reterr;
     uint32_t arch;
     const char *profile;
+    struct dins *code; /* prog decoded: len + 1 */
+    /* The run so far of the last (arch, nr) checked, up to its first load of an
+     * argument: the checks of one call's argument classes each resume from it. */
+    bool memo_valid;
+    uint32_t memo_arch;
+    int memo_nr, memo_rc;
+    uint32_t memo_ret;
+    struct dstate memo;
 };
+
+static int checker_init(struct checker *ck, const struct seccomp_program *prog, fy_error **reterr) {
+    *ck = (struct checker){.prog = prog, .reterr = reterr, .arch = seccomp_arch_native(), .profile = prog->name};
+    if (prog->len > BPF_MAXINSNS)
+        return err_set(reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
+                       "seccomp: profile %s: the compiled BPF has %zu instructions, more than the kernel's %d",
+                       prog->name, prog->len, BPF_MAXINSNS);
+    if (!(ck->code = malloc((prog->len + 1) * sizeof(*ck->code))))
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_SECCOMP, 0, NULL, "out of memory");
+    bpf_decode(prog->filter, prog->len, ck->code);
+    return 0;
+}
 
 static int check_one(struct checker *ck, uint32_t arch, int nr, const uint64_t *args, uint32_t want,
                      const char *what) {
@@ -142,7 +230,21 @@ static int check_one(struct checker *ck, uint32_t arch, int nr, const uint64_t *
     for (int i = 0; i < 6; i++)
         d.args[i] = args ? args[i] : 0;
     uint32_t got = 0;
-    if (!bpf_run(ck->prog->filter, ck->prog->len, &d, &got))
+    if (!ck->memo_valid || ck->memo_arch != arch || ck->memo_nr != nr) {
+        ck->memo = (struct dstate){0};
+        ck->memo_rc = bpf_exec(ck->code, &ck->memo, &d, true, &ck->memo_ret);
+        ck->memo_arch = arch;
+        ck->memo_nr = nr;
+        ck->memo_valid = true;
+    }
+    int rc = ck->memo_rc;
+    if (rc == RUN_RET) {
+        got = ck->memo_ret;
+    } else if (rc == RUN_SUSPENDED) {
+        struct dstate s = ck->memo;
+        rc = bpf_exec(ck->code, &s, &d, false, &got);
+    }
+    if (rc != RUN_RET)
         return err_set(ck->reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
                        "seccomp: profile %s: the compiled BPF is malformed (at %s)", ck->profile,
                        what);
@@ -173,9 +275,7 @@ static int check_foreign(struct checker *ck, uint32_t badarch) {
     return 0;
 }
 
-int sc_self_check(const struct seccomp_program *prog, const struct profile_actions *pa,
-                  fy_error **reterr) {
-    struct checker ck = { prog, reterr, seccomp_arch_native(), prog->name };
+static int self_check(struct checker *ck, const struct profile_actions *pa, fy_error **reterr) {
     int r;
     static const uint64_t ioctl_cmds[] = {
         TIOCSTI, TIOCLINUX, TIOCSTI | (1ULL << 32), TIOCLINUX | 0xffffffff00000000ULL, TCGETS,
@@ -211,7 +311,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
         if (nr < 0)
             continue;
         uint64_t args[6] = {0};
-        if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+        if ((r = check_one(ck, ck->arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
             return r;
         const uint64_t *vals = NULL;
         size_t n = 0, argi = 0;
@@ -227,7 +327,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
         for (size_t j = 0; j < n; j++) {
             memset(args, 0, sizeof(args));
             args[argi] = vals[j];
-            if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+            if ((r = check_one(ck, ck->arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
                 return r;
         }
         if (e->kind == K_RLIMIT && e->flags_arg > 0) {
@@ -241,7 +341,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
                         args[e->flags_arg] = resources[ri];
                         args[e->flags_arg + 1] = ptrs[ni];
                         args[e->flags_arg + 2] = ptrs[oi];
-                        if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+                        if ((r = check_one(ck, ck->arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
                             return r;
                     }
         }
@@ -263,7 +363,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
                     args[SC_SETUID_MODE(e->flags_arg)] = modes[mi];
                     if (fa >= 0)
                         args[fa] = oflags[fi];
-                    if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+                    if ((r = check_one(ck, ck->arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
                         return r;
                 }
         }
@@ -271,7 +371,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
             for (uint64_t f = 0; f <= 64; f++) {
                 memset(args, 0, sizeof(args));
                 args[0] = f;
-                if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+                if ((r = check_one(ck, ck->arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
                     return r;
             }
             /* The protocol rule: every family class with MPTCP and its neighbours. */
@@ -286,7 +386,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
                     memset(args, 0, sizeof(args));
                     args[0] = fams[fi];
                     args[2] = protos[pi];
-                    if ((r = check_one(&ck, ck.arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
+                    if ((r = check_one(ck, ck->arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
                         return r;
                 }
         }
@@ -296,7 +396,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
                                              "query_module", "get_kernel_syms", "vserver" };
     for (size_t i = 0; i < FY_ARRAY_SIZE(left_out); i++) {
         int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, left_out[i]);
-        if (nr >= 0 && (r = check_one(&ck, ck.arch, nr, NULL, sc_ret_errno(ENOSYS), left_out[i])) < 0)
+        if (nr >= 0 && (r = check_one(ck, ck->arch, nr, NULL, sc_ret_errno(ENOSYS), left_out[i])) < 0)
             return r;
     }
     /* Every number up to well past the table's largest that the table does
@@ -311,7 +411,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
         if (nr >= SWEEP_MAX - 64)
             return err_set(reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
                            "seccomp: profile %s: call %s has number %d, past the self check's "
-                           "sweep", ck.profile, sc_known[i].name, nr);
+                           "sweep", ck->profile, sc_known[i].name, nr);
         if (nr < 0)
             continue;
         named[nr / 64] |= 1ULL << (nr % 64);
@@ -320,32 +420,67 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
     for (int nr = 0; nr <= top + 64; nr++) {
         if (named[nr / 64] & (1ULL << (nr % 64)))
             continue;
-        if ((r = check_one(&ck, ck.arch, nr, NULL, sc_ret_errno(ENOSYS),
+        if ((r = check_one(ck, ck->arch, nr, NULL, sc_ret_errno(ENOSYS),
                            "a number the table does not name")) < 0)
             return r;
     }
     static const int unknown[] = { 1000, 470, 999, 4095, 0x3fffffff, -1 };
     for (size_t i = 0; i < FY_ARRAY_SIZE(unknown); i++)
-        if ((r = check_one(&ck, ck.arch, unknown[i], NULL, sc_ret_errno(ENOSYS), "an unknown call")) < 0)
+        if ((r = check_one(ck, ck->arch, unknown[i], NULL, sc_ret_errno(ENOSYS), "an unknown call")) < 0)
             return r;
-    return check_foreign(&ck, pa->badarch);
+    return check_foreign(ck, pa->badarch);
 }
 
-int sc_self_check_init(const struct seccomp_program *prog, fy_error **reterr) {
-    struct checker ck = { prog, reterr, seccomp_arch_native(), prog->name };
+int sc_self_check(const struct seccomp_program *prog, const struct profile_actions *pa, fy_error **reterr) {
+    struct checker ck;
+    int r = checker_init(&ck, prog, reterr);
+    if (r >= 0)
+        r = self_check(&ck, pa, reterr);
+    free(ck.code);
+    return r;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Whether sc_known[i] is in sc_init_allowed: both tables are constant, so the answers
+ * are found once per process, by a binary search of the sorted allowed names. */
+static bool init_allowed(size_t i) {
+    static atomic_bool filled;
+    static _Atomic bool memo[SC_KNOWN_COUNT];
+    if (!atomic_load_explicit(&filled, memory_order_acquire)) {
+        const char *sorted[FY_ARRAY_SIZE(sc_init_allowed)];
+        memcpy(sorted, sc_init_allowed, sizeof(sorted));
+        qsort(sorted, FY_ARRAY_SIZE(sorted), sizeof(sorted[0]), cmp_name);
+        for (size_t k = 0; k < SC_KNOWN_COUNT; k++) {
+            const char *name = sc_known[k].name;
+            bool in = bsearch(&name, sorted, FY_ARRAY_SIZE(sorted), sizeof(sorted[0]), cmp_name) != NULL;
+            atomic_store_explicit(&memo[k], in, memory_order_relaxed);
+        }
+        atomic_store_explicit(&filled, true, memory_order_release);
+    }
+    return atomic_load_explicit(&memo[i], memory_order_relaxed);
+}
+
+static int self_check_init(struct checker *ck) {
     int r;
     for (size_t i = 0; i < FY_ARRAY_SIZE(sc_known); i++) {
         int nr = sc_entry_nr(&sc_known[i]);
         if (nr < 0)
             continue;
-        bool ok = false;
-        for (size_t j = 0; j < FY_ARRAY_SIZE(sc_init_allowed) && !ok; j++)
-            ok = strcmp(sc_init_allowed[j], sc_known[i].name) == 0;
-        if ((r = check_one(&ck, ck.arch, nr, NULL, ok ? SECCOMP_RET_ALLOW : SECCOMP_RET_KILL_PROCESS,
+        if ((r = check_one(ck, ck->arch, nr, NULL, init_allowed(i) ? SECCOMP_RET_ALLOW : SECCOMP_RET_KILL_PROCESS,
                            sc_known[i].name)) < 0)
             return r;
     }
-    if ((r = check_one(&ck, ck.arch, 1000, NULL, SECCOMP_RET_KILL_PROCESS, "an unknown call")) < 0)
+    if ((r = check_one(ck, ck->arch, 1000, NULL, SECCOMP_RET_KILL_PROCESS, "an unknown call")) < 0)
         return r;
-    return check_foreign(&ck, SECCOMP_RET_KILL_PROCESS);
+    return check_foreign(ck, SECCOMP_RET_KILL_PROCESS);
+}
+
+int sc_self_check_init(const struct seccomp_program *prog, fy_error **reterr) {
+    struct checker ck;
+    int r = checker_init(&ck, prog, reterr);
+    if (r >= 0)
+        r = self_check_init(&ck);
+    free(ck.code);
+    return r;
 }
