@@ -123,10 +123,23 @@ enum { RUN_BAD = -1, RUN_RET = 0, RUN_SUSPENDED = 1 };
  * D_BAD (RUN_BAD: the kernel would have refused the program), or, with
  * stop_at_args, is about to load a word past nr and arch (RUN_SUSPENDED, s at that
  * load): everything before depended on nr and arch only. */
+/* Each operation's handler jumps straight to the next one's (threaded dispatch: one
+ * indirect branch per handler, which the CPU predicts far better than a switch's single
+ * one); the handlers are also a switch's cases, which is what a compiler without
+ * labels as values, or a checker such as cppcheck, is given instead. */
+#if defined(__GNUC__) && !defined(__CPPCHECK__)
+#  define BPF_THREADED 1
+#  define OP(op, label) case op: label
+#  define DISPATCH() goto *go[f->op]
+#else
+#  define BPF_THREADED 0
+#  define OP(op, label) case op
+#  define DISPATCH() goto dispatch
+#endif
+
 static int bpf_exec(const struct dins *prog, struct dstate *s, const struct seccomp_data *d, bool stop_at_args,
                     uint32_t *ret) {
-    /* Threaded dispatch (a jump from each handler to the next's), in the order of the
-     * D_ enum: the one indirect branch of a switch mispredicted at most steps. */
+#if BPF_THREADED
     static const void *const go[] = {
         &&bad, &&ld_abs, &&ld_len, &&ldx_len, &&ld_imm, &&ldx_imm, &&ld_mem, &&ldx_mem, &&st, &&stx,
         &&tax, &&txa, &&ret_k, &&ret_a, &&ja,
@@ -134,61 +147,69 @@ static int bpf_exec(const struct dins *prog, struct dstate *s, const struct secc
         &&jeq, &&jgt, &&jge, &&jset,
     };
     _Static_assert(sizeof(go) / sizeof(go[0]) == D_JSET + 1, "one handler per decoded operation");
+#endif
     uint32_t a = s->a, x = s->x;
     const struct dins *f = &prog[s->pc];
-#define NEXT() do { f++; goto *go[f->op]; } while (0)
-#define JUMP(to) do { f = &prog[to]; goto *go[f->op]; } while (0)
+#define NEXT() do { f++; DISPATCH(); } while (0)
+#define JUMP(to) do { f = &prog[to]; DISPATCH(); } while (0)
 #define V (f->src_x ? x : f->k)
-    goto *go[f->op];
-ld_abs:
-    if (stop_at_args && f->k >= 8) {
-        s->a = a, s->x = x, s->pc = (size_t)(f - prog);
-        return RUN_SUSPENDED;
+    goto dispatch; /* (the first dispatch is the switch's, in either form) */
+dispatch:
+    switch (f->op) {
+    OP(D_LD_ABS, ld_abs):
+        if (stop_at_args && f->k >= 8) {
+            s->a = a, s->x = x, s->pc = (size_t)(f - prog);
+            return RUN_SUSPENDED;
+        }
+        memcpy(&a, (const char *)d + f->k, 4);
+        NEXT();
+    OP(D_LD_LEN, ld_len): a = sizeof(*d); NEXT();
+    OP(D_LDX_LEN, ldx_len): x = sizeof(*d); NEXT();
+    OP(D_LD_IMM, ld_imm): a = f->k; NEXT();
+    OP(D_LDX_IMM, ldx_imm): x = f->k; NEXT();
+    OP(D_LD_MEM, ld_mem): a = s->mem[f->k]; NEXT();
+    OP(D_LDX_MEM, ldx_mem): x = s->mem[f->k]; NEXT();
+    OP(D_ST, st): s->mem[f->k] = a; NEXT();
+    OP(D_STX, stx): s->mem[f->k] = x; NEXT();
+    OP(D_TAX, tax): x = a; NEXT();
+    OP(D_TXA, txa): a = x; NEXT();
+    OP(D_RET_K, ret_k): *ret = f->k; return RUN_RET;
+    OP(D_RET_A, ret_a): *ret = a; return RUN_RET;
+    OP(D_JA, ja): JUMP(f->jt);
+    OP(D_ADD, add): a += V; NEXT();
+    OP(D_SUB, sub): a -= V; NEXT();
+    OP(D_MUL, mul): a *= V; NEXT();
+    OP(D_DIV, div):
+        if (!V)
+            return RUN_BAD;
+        a /= V;
+        NEXT();
+    OP(D_MOD, mod):
+        if (!V)
+            return RUN_BAD;
+        a %= V;
+        NEXT();
+    OP(D_AND, and): a &= V; NEXT();
+    OP(D_OR, or): a |= V; NEXT();
+    OP(D_XOR, xor): a ^= V; NEXT();
+    OP(D_LSH, lsh): a = V < 32 ? a << V : 0; NEXT();
+    OP(D_RSH, rsh): a = V < 32 ? a >> V : 0; NEXT();
+    OP(D_NEG, neg): a = -a; NEXT();
+    OP(D_JEQ, jeq): JUMP(a == V ? f->jt : f->jf);
+    OP(D_JGT, jgt): JUMP(a > V ? f->jt : f->jf);
+    OP(D_JGE, jge): JUMP(a >= V ? f->jt : f->jf);
+    OP(D_JSET, jset): JUMP((a & V) ? f->jt : f->jf);
+    OP(D_BAD, bad):
+    default:
+        return RUN_BAD;
     }
-    memcpy(&a, (const char *)d + f->k, 4);
-    NEXT();
-ld_len: a = sizeof(*d); NEXT();
-ldx_len: x = sizeof(*d); NEXT();
-ld_imm: a = f->k; NEXT();
-ldx_imm: x = f->k; NEXT();
-ld_mem: a = s->mem[f->k]; NEXT();
-ldx_mem: x = s->mem[f->k]; NEXT();
-st: s->mem[f->k] = a; NEXT();
-stx: s->mem[f->k] = x; NEXT();
-tax: x = a; NEXT();
-txa: a = x; NEXT();
-ret_k: *ret = f->k; return RUN_RET;
-ret_a: *ret = a; return RUN_RET;
-ja: JUMP(f->jt);
-add: a += V; NEXT();
-sub: a -= V; NEXT();
-mul: a *= V; NEXT();
-div:
-    if (!V)
-        return RUN_BAD;
-    a /= V;
-    NEXT();
-mod:
-    if (!V)
-        return RUN_BAD;
-    a %= V;
-    NEXT();
-and: a &= V; NEXT();
-or: a |= V; NEXT();
-xor: a ^= V; NEXT();
-lsh: a = V < 32 ? a << V : 0; NEXT();
-rsh: a = V < 32 ? a >> V : 0; NEXT();
-neg: a = -a; NEXT();
-jeq: JUMP(a == V ? f->jt : f->jf);
-jgt: JUMP(a > V ? f->jt : f->jf);
-jge: JUMP(a >= V ? f->jt : f->jf);
-jset: JUMP((a & V) ? f->jt : f->jf);
-bad:
-    return RUN_BAD;
 #undef NEXT
 #undef JUMP
 #undef V
 }
+#undef OP
+#undef DISPATCH
+#undef BPF_THREADED
 
 /* ---------------------------------------------------------------------------------- */
 /* self check                                                                         */
