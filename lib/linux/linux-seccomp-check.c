@@ -211,6 +211,22 @@ dispatch:
 #undef DISPATCH
 #undef BPF_THREADED
 
+int sc_bpf_eval(const void *prog, size_t len, const struct seccomp_data *d, const struct seccomp_data *prefix,
+                uint32_t *ret) {
+    if (len > BPF_MAXINSNS)
+        return 0;
+    struct dins *code = malloc((len + 1) * sizeof(*code));
+    if (!code)
+        return -1;
+    bpf_decode(prog, len, code);
+    struct dstate s = {0};
+    int rc = prefix ? bpf_exec(code, &s, prefix, true, ret) : RUN_SUSPENDED;
+    if (rc == RUN_SUSPENDED)
+        rc = bpf_exec(code, &s, d, false, ret);
+    free(code);
+    return rc == RUN_RET;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* self check                                                                         */
 

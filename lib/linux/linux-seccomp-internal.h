@@ -116,5 +116,11 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
                   fy_error **reterr);
 /* The same for profile "init". */
 int sc_self_check_init(const struct seccomp_program *prog, fy_error **reterr);
+/* One run of the self check's interpreter (for its tests): prog (len <= BPF_MAXINSNS) on d,
+ * and, with prefix, the way the self check runs a call's argument classes: up to the first
+ * argument load on prefix (the same nr and arch as d), resumed from there on d. 1 and *ret,
+ * or 0 where the kernel would refuse the program (-1: out of memory). */
+int sc_bpf_eval(const void *prog, size_t len, const struct seccomp_data *d, const struct seccomp_data *prefix,
+                uint32_t *ret);
 
 #endif
