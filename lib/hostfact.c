@@ -186,8 +186,10 @@ char *hostfact_text(const char *path, size_t max) {
 
 size_t hostfact_names(const char *dir, bool (*want)(const char *), char (*names)[HOSTFACT_NAME_MAX], size_t max) {
     struct fact_id id, after;
-    if (!want || !id_of(dir, &id))
-        return want ? list_now(dir, want, names, max) : 0;
+    if (!want)
+        return 0;
+    if (!id_of(dir, &id))
+        return list_now(dir, want, names, max);
     pthread_mutex_lock(&mu);
     struct slot *s = find(dir, want, max);
     bool hit = s && same(&s->id, &id);

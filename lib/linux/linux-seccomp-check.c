@@ -211,22 +211,6 @@ dispatch:
 #undef DISPATCH
 #undef BPF_THREADED
 
-int sc_bpf_eval(const void *prog, size_t len, const struct seccomp_data *d, const struct seccomp_data *prefix,
-                uint32_t *ret) {
-    if (len > BPF_MAXINSNS)
-        return 0;
-    struct dins *code = malloc((len + 1) * sizeof(*code));
-    if (!code)
-        return -1;
-    bpf_decode(prog, len, code);
-    struct dstate s = {0};
-    int rc = prefix ? bpf_exec(code, &s, prefix, true, ret) : RUN_SUSPENDED;
-    if (rc == RUN_SUSPENDED)
-        rc = bpf_exec(code, &s, d, false, ret);
-    free(code);
-    return rc == RUN_RET;
-}
-
 /* ---------------------------------------------------------------------------------- */
 /* self check                                                                         */
 
@@ -257,6 +241,38 @@ static int checker_init(struct checker *ck, const struct seccomp_program *prog, 
     return 0;
 }
 
+/* Runs the program on d: the run of (d->arch, d->nr) up to its first argument load is
+ * made once and kept, and every d of the same call resumes from it. RUN_RET (*got) or
+ * RUN_BAD. */
+static int checker_run(struct checker *ck, const struct seccomp_data *d, uint32_t *got) {
+    if (!ck->memo_valid || ck->memo_arch != d->arch || ck->memo_nr != d->nr) {
+        ck->memo = (struct dstate){0};
+        ck->memo_rc = bpf_exec(ck->code, &ck->memo, d, true, &ck->memo_ret);
+        ck->memo_arch = d->arch;
+        ck->memo_nr = d->nr;
+        ck->memo_valid = true;
+    }
+    if (ck->memo_rc != RUN_SUSPENDED) {
+        *got = ck->memo_ret;
+        return ck->memo_rc;
+    }
+    struct dstate s = ck->memo;
+    return bpf_exec(ck->code, &s, d, false, got);
+}
+
+int sc_bpf_eval(const void *prog, size_t len, const struct seccomp_data *d, const struct seccomp_data *prefix,
+                uint32_t *ret) {
+    const struct seccomp_program p = {.filter = (void *)prog, .len = len, .name = "eval"};
+    struct checker ck;
+    int r = checker_init(&ck, &p, NULL);
+    if (r >= 0 && prefix)
+        (void)checker_run(&ck, prefix, ret); /* (kept for d: the same call) */
+    if (r >= 0)
+        r = checker_run(&ck, d, ret) == RUN_RET;
+    free(ck.code);
+    return r == FY_E_NOMEM ? -1 : r < 0 ? 0 : r;
+}
+
 static int check_one(struct checker *ck, uint32_t arch, int nr, const uint64_t *args, uint32_t want,
                      const char *what) {
     struct seccomp_data d;
@@ -267,21 +283,7 @@ static int check_one(struct checker *ck, uint32_t arch, int nr, const uint64_t *
     for (int i = 0; i < 6; i++)
         d.args[i] = args ? args[i] : 0;
     uint32_t got = 0;
-    if (!ck->memo_valid || ck->memo_arch != arch || ck->memo_nr != nr) {
-        ck->memo = (struct dstate){0};
-        ck->memo_rc = bpf_exec(ck->code, &ck->memo, &d, true, &ck->memo_ret);
-        ck->memo_arch = arch;
-        ck->memo_nr = nr;
-        ck->memo_valid = true;
-    }
-    int rc = ck->memo_rc;
-    if (rc == RUN_RET) {
-        got = ck->memo_ret;
-    } else if (rc == RUN_SUSPENDED) {
-        struct dstate s = ck->memo;
-        rc = bpf_exec(ck->code, &s, &d, false, &got);
-    }
-    if (rc != RUN_RET)
+    if (checker_run(ck, &d, &got) != RUN_RET)
         return err_set(ck->reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
                        "seccomp: profile %s: the compiled BPF is malformed (at %s)", ck->profile,
                        what);
@@ -312,7 +314,7 @@ static int check_foreign(struct checker *ck, uint32_t badarch) {
     return 0;
 }
 
-static int self_check(struct checker *ck, const struct profile_actions *pa, fy_error **reterr) {
+static int self_check(struct checker *ck, const struct profile_actions *pa) {
     int r;
     static const uint64_t ioctl_cmds[] = {
         TIOCSTI, TIOCLINUX, TIOCSTI | (1ULL << 32), TIOCLINUX | 0xffffffff00000000ULL, TCGETS,
@@ -446,7 +448,7 @@ static int self_check(struct checker *ck, const struct profile_actions *pa, fy_e
     for (size_t i = 0; i < FY_ARRAY_SIZE(sc_known); i++) {
         int nr = sc_entry_nr(&sc_known[i]);
         if (nr >= SWEEP_MAX - 64)
-            return err_set(reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
+            return err_set(ck->reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
                            "seccomp: profile %s: call %s has number %d, past the self check's "
                            "sweep", ck->profile, sc_known[i].name, nr);
         if (nr < 0)
@@ -472,7 +474,7 @@ int sc_self_check(const struct seccomp_program *prog, const struct profile_actio
     struct checker ck;
     int r = checker_init(&ck, prog, reterr);
     if (r >= 0)
-        r = self_check(&ck, pa, reterr);
+        r = self_check(&ck, pa);
     free(ck.code);
     return r;
 }
