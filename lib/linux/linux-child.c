@@ -150,14 +150,39 @@ static char *put_uint(char *buf, unsigned long v) {
     return buf;
 }
 
-/* mkdir -p with every component; existing directories are fine. */
+/* mkdir -p; existing directories are fine. The parents of most paths exist already (the plan's paths
+ * share /etc, /dev, /work), so the whole path is tried first and the walk
+ * goes up only as far as a parent is missing: one call, not one per
+ * component. Every component made gets mode, as before. */
 static int mkdir_p(const char *path, mode_t mode) {
     char buf[4096];
     size_t n = slen(path);
     if (n >= sizeof(buf))
         return -ENAMETOOLONG;
     memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
+    size_t have = n; /* buf[0, have) exists (or is where to go down from) */
+    for (;;) {
+        if (mkdir(buf, mode) == 0 || errno == EEXIST) {
+            if (have == n)
+                return 0;
+            break;
+        }
+        if (errno != ENOENT)
+            return -errno;
+        size_t i = have;
+        while (i > 0 && buf[i - 1] != '/')
+            i--;
+        while (i > 1 && buf[i - 1] == '/')
+            i--;
+        if (i <= 1) {
+            have = 0;
+            break;
+        }
+        buf[i] = '\0';
+        have = i;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = have + 1; i <= n; i++) {
         if (buf[i] != '/' && buf[i] != '\0')
             continue;
         char c = buf[i];
