@@ -171,10 +171,12 @@ static const char *const etc_trust[] = {
  * /etc/java-N-openjdk and links its conf/ there (without them no JVM
  * starts: "Error loading java.security file"), Fedora's in /etc/java;
  * Maven its settings.xml, Python its sitecustomize, glibc its locale
- * aliases. Public package configuration, read-only, present where /usr is a
+ * aliases; Debian's Bazel client reads /etc/bazel/bazelrc for the install
+ * base its package put under /usr/share/bazel (without it: "Failed to open
+ * '/proc/self/exe' as a zip file"). Public package configuration, read-only, present where /usr is a
  * runtime path; nothing else of the host's /etc (OpenSSL runs without its
  * openssl.cnf; /etc/ssl is only ever its certificates: etc_trust). */
-static const char *const etc_toolchain[] = {"/etc/java", "/etc/maven", "/etc/locale.alias"};
+static const char *const etc_toolchain[] = {"/etc/java", "/etc/maven", "/etc/locale.alias", "/etc/bazel"};
 /* Entries of /etc by prefix and suffix (versioned names). */
 static const struct {
     const char *prefix, *suffix;

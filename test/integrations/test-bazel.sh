@@ -162,3 +162,19 @@ for m in "is visible" "listener on port $port answered" "is writable" "the host'
 done
 [ -z "$(ls "$res")" ] || fail "forgeyard ran in the control"
 echo "PASS: bazel test --run_under forgeyard wrap (as uid $(id -u))"
+
+# ---- Bazel itself in the sandbox: a CI job that runs `bazel build` ----
+# Debian's client finds its install base (/usr/share/bazel) only through
+# /etc/bazel/bazelrc, part of the toolchain configuration a sandbox gets
+# (plan.c etc_toolchain); without it the client tries to unpack itself from
+# /proc/self/exe and stops ("Failed to open '/proc/self/exe' as a zip file").
+job=$scratch/job
+cp -R "$ws" "$job" || fail "copying the workspace"
+"$fy" run --profile standard-ci --build "$job" --env HOME=/work/build/.home --env PATH=/usr/bin:/bin \
+    --result "$res/in-sandbox.json" -- \
+    bazel --output_user_root=/work/build/.out --batch build --color=no --curses=no --noshow_progress \
+    //:greeting > "$log" 2>&1; rc=$?
+[ $rc -eq 0 ] || { cat "$log" >&2; fail "bazel build in the sandbox exited $rc"; }
+grep -q "hello from bazel" "$job/bazel-bin/greeting.txt" 2>/dev/null ||
+    grep -rqs "hello from bazel" "$job/.out" || { cat "$log" >&2; fail "bazel in the sandbox built no greeting"; }
+echo "PASS: bazel build inside forgeyard run (as uid $(id -u))"

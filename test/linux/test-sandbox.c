@@ -1544,7 +1544,7 @@ static void check_etc_extras(fy_policy *p, bool network) {
     const char *argv[] = {"/bin/sh", "-c",
                           "for f in /etc/services /etc/protocols /etc/ssl/certs /etc/ssl/private /etc/ssl/openssl.cnf"
                           " /etc/shadow /etc/gshadow /etc/ssh /etc/sudoers /etc/machine-id /etc/maven /etc/locale.alias"
-                          " /etc/java-*-openjdk; do"
+                          " /etc/bazel /etc/java-*-openjdk; do"
                           " test -e $f && echo HAS:$f; done; getent services http | tr -s ' ' | cut -d' ' -f2", NULL};
     struct run r;
     run_argv(p, argv, &r);
@@ -1567,7 +1567,7 @@ static void check_etc_extras(fy_policy *p, bool network) {
     }
     /* Toolchain configuration the runtime under /usr links into (plan.c
      * etc_toolchain): there exactly when the host has it. */
-    static const char *const toolchain[] = {"/etc/maven", "/etc/locale.alias"};
+    static const char *const toolchain[] = {"/etc/maven", "/etc/locale.alias", "/etc/bazel"};
     for (size_t i = 0; i < sizeof(toolchain) / sizeof(toolchain[0]); i++) {
         char has[64];
         snprintf(has, sizeof(has), "HAS:%s", toolchain[i]);
