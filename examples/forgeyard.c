@@ -1694,7 +1694,9 @@ static int cmd_run(int argc, char **argv) {
             return hr;
         }
 #endif
-    } else if (build_dir || output_dir) {
+    } else if ((build_dir || output_dir) && !asks_for_vm(p)) {
+        /* (a virtual machine's host copies the build and output trees in
+         * and back itself: the sandbox's uid never writes them) */
         long uid = sandbox_host_uid(p);
         note_unwritable(uid, "--build", build_dir);
         note_unwritable(uid, "--output", output_dir);

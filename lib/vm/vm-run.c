@@ -324,9 +324,18 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
                 break;
             }
             *budget -= (uint64_t)st.st_size;
-            int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+            /* O_NONBLOCK and the same inode again: a name swapped for a FIFO
+             * since fstatat (by a sandbox sharing the directory) must not
+             * hold the host in open(2) waiting for a writer. */
+            int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
             if (fd < 0)
                 continue;
+            struct stat again;
+            if (fstat(fd, &again) < 0 || !S_ISREG(again.st_mode) || again.st_ino != st.st_ino ||
+                again.st_dev != st.st_dev || again.st_size != st.st_size) {
+                close(fd);
+                continue;
+            }
             cpio_add_fd(c, path, 0100000 | (st.st_mode & 0755) | 0600, fd, (uint64_t)st.st_size);
             close(fd);
         } else if (S_ISLNK(st.st_mode)) {

@@ -180,7 +180,24 @@ static int begin_entry(struct vmt *t) {
     int dfd = walk_parent(t, path, &leaf);
     if (dfd < 0)
         return fail(t, "tar entry: cannot reach its directory", -dfd);
-    t->out = openat(dfd, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+    /* Never written through what the host directory holds under that name:
+     * a FIFO (opening it for writing waits for a reader, past every
+     * deadline), a device, or a hard link whose other name is outside the
+     * tree (`cp -al`, ccache), which the guest would then rewrite. The name
+     * is unlinked and made anew, exclusively (a directory stays and fails
+     * the entry); a regular file keeps its owner. */
+    struct stat old;
+    bool had = fstatat(dfd, leaf, &old, AT_SYMLINK_NOFOLLOW) == 0;
+    if (had && S_ISDIR(old.st_mode)) {
+        close(dfd);
+        return fail(t, "tar entry: a directory on the host", EISDIR);
+    }
+    if (had && unlinkat(dfd, leaf, 0) < 0 && errno != ENOENT) {
+        int er = errno;
+        close(dfd);
+        return fail(t, "tar entry: cannot replace what the host directory holds", er);
+    }
+    t->out = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
                     (mode_t)(mode & 0755) | 0600);
     int er = errno;
     close(dfd);
@@ -189,6 +206,10 @@ static int begin_entry(struct vmt *t) {
     struct stat st;
     if (fstat(t->out, &st) < 0 || !S_ISREG(st.st_mode))
         return fail(t, "tar entry: not a regular file on the host", EEXIST);
+    if (had && S_ISREG(old.st_mode) && (old.st_uid != st.st_uid || old.st_gid != st.st_gid) &&
+        fchown(t->out, old.st_uid, old.st_gid) < 0) {
+        /* (the caller's, as a new file's: its own to read) */
+    }
     return 0;
 }
 

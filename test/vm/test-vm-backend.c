@@ -752,6 +752,68 @@ START_TEST(test_workspace) {
 }
 END_TEST
 
+/* What the host's build directory already holds under a name the guest
+ * writes is replaced, never written through: a FIFO a previous attempt
+ * made there (opening it for writing would wait for a reader, past every
+ * deadline: the attempt hung), and hard links, one of them to a file
+ * outside the tree (as `cp -al` and ccache make them), which the guest
+ * would otherwise have rewritten. */
+START_TEST(test_workspace_names_replaced) {
+    char bld[128], path[256], outside[256], shared[256];
+    snprintf(bld, sizeof(bld), "%s/build-names", scratch);
+    snprintf(outside, sizeof(outside), "%s/outside.txt", scratch);
+    ck_assert_int_eq(mkdir(bld, 0755), 0);
+    FILE *f = fopen(outside, "we");
+    fputs("outside\n", f);
+    fclose(f);
+    snprintf(shared, sizeof(shared), "%s/shared.txt", bld);
+    f = fopen(shared, "we");
+    fputs("original\n", f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/out-link.o", bld);
+    ck_assert_int_eq(link(outside, path), 0);
+    snprintf(path, sizeof(path), "%s/obj2.o", bld);
+    ck_assert_int_eq(link(shared, path), 0);
+    snprintf(path, sizeof(path), "%s/obj.o", bld);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 60 * 1000000ull, &e), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo built > /work/build/obj.o && echo new > /work/build/obj2.o && "
+                          "echo guest > /work/build/out-link.o",
+                          NULL};
+    struct cap c;
+    alarm(200); /* a host blocked in open(2) never reaches the deadline */
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    alarm(0);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    static const struct {
+        const char *name, *want;
+    } files[] = {{"obj.o", "built\n"}, {"obj2.o", "new\n"}, {"out-link.o", "guest\n"}, {"shared.txt", "original\n"}};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", bld, files[i].name);
+        struct stat st;
+        ck_assert_int_eq(lstat(path, &st), 0);
+        ck_assert_msg(S_ISREG(st.st_mode) && st.st_nlink == 1, "%s: mode %o, %lu links", files[i].name,
+                      (unsigned)st.st_mode, (unsigned long)st.st_nlink);
+        char *t = slurp(path);
+        ck_assert_ptr_nonnull(t);
+        ck_assert_msg(!strcmp(t, files[i].want), "%s: %s", files[i].name, t);
+        free(t);
+    }
+    char *t = slurp(outside);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_msg(!strcmp(t, "outside\n"), "the file outside the build tree was rewritten: %s", t);
+    free(t);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_timeout) {
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
@@ -1879,6 +1941,7 @@ int main(int argc, char **argv) {
     ADD(test_template_corrupt_refused);
     ADD(test_template_cache_refused);
     ADD(test_workspace);
+    ADD(test_workspace_names_replaced);
     ADD(test_secrets);
     ADD(test_fetch_only);
     ADD(test_fetch_only_clone);
