@@ -14,7 +14,7 @@
 #ifdef _WIN32
 #include "cli-win.h" /* uname, geteuid, the console stop handling */
 #else
-#include <ftw.h>
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
@@ -1782,20 +1782,90 @@ static const char *property_from_env(const char *suffix, size_t len) {
  * (never its files, never through a link, never across a mount) are handed
  * to that uid. The worker removes the directory after the action. */
 static long wrap_uid = -1;
-static unsigned long wrap_entries;
+static unsigned long wrap_entries, wrap_linked;
 static bool wrap_files;
-static int hand_dir(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-    (void)ftw;
-    if (++wrap_entries > 1000000) {
-        fprintf(stderr, "%s: the directory to hand over has more than 1,000,000 entries\n", prog);
-        return 1;
-    }
-    if ((type == FTW_D || (wrap_files && type == FTW_F)) && (long)st->st_uid != wrap_uid &&
-        fchownat(AT_FDCWD, path, (uid_t)wrap_uid, (gid_t)wrap_uid, AT_SYMLINK_NOFOLLOW) < 0) {
+
+/* One directory (dfd, shown as path) and what is below it on the same file
+ * system, walked by file descriptor: no path is resolved twice, so a
+ * directory of the tree swapped for a symbolic link while we walk (by a
+ * sandbox still writing there) redirects nothing to the host's files. A
+ * file with other hard links is left alone: its other names may be
+ * outside the tree, and the sandbox could then write them (cp -al). */
+static int hand_at(int dfd, dev_t dev, const char *path, int depth) {
+    struct stat st;
+    if (fstat(dfd, &st) < 0 || ((long)st.st_uid != wrap_uid && fchown(dfd, (uid_t)wrap_uid, (gid_t)wrap_uid) < 0)) {
         fprintf(stderr, "%s: cannot hand %s to uid %ld: %s\n", prog, path, wrap_uid, strerror(errno));
         return 1;
     }
-    return 0;
+    if (depth >= 256) {
+        fprintf(stderr, "%s: the directory to hand over is more than 256 levels deep at %s\n", prog, path);
+        return 1;
+    }
+    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+    DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+    if (!d) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        fprintf(stderr, "%s: cannot read %s: %s\n", prog, path, strerror(errno));
+        return 1;
+    }
+    int r = 0;
+    struct dirent *e;
+    while (r == 0 && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (++wrap_entries > 1000000) {
+            fprintf(stderr, "%s: the directory to hand over has more than 1,000,000 entries\n", prog);
+            r = 1;
+            break;
+        }
+        char sub[PATH_MAX];
+        snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name); /* (for messages only) */
+        struct stat es;
+        if (fstatat(dfd, e->d_name, &es, AT_SYMLINK_NOFOLLOW) < 0 || es.st_dev != dev)
+            continue; /* gone, or another file system: never across a mount */
+        if (S_ISDIR(es.st_mode)) {
+            int sfd = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sfd < 0)
+                continue; /* gone, or no longer a directory */
+            r = hand_at(sfd, dev, sub, depth + 1);
+            close(sfd);
+        } else if (wrap_files && S_ISREG(es.st_mode) && (long)es.st_uid != wrap_uid) {
+            if (es.st_nlink > 1) {
+                wrap_linked++;
+                continue;
+            }
+            if (fchownat(dfd, e->d_name, (uid_t)wrap_uid, (gid_t)wrap_uid, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT) {
+                fprintf(stderr, "%s: cannot hand %s to uid %ld: %s\n", prog, sub, wrap_uid, strerror(errno));
+                r = 1;
+            }
+        }
+    }
+    closedir(d);
+    return r;
+}
+
+/* The tree at path (a directory, not followed if a link) to wrap_uid:
+ * 0, or 1 after saying why. */
+static int hand_tree(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        fprintf(stderr, "%s: cannot hand %s to uid %ld: %s\n", prog, path, wrap_uid, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    wrap_linked = 0;
+    int r = hand_at(fd, st.st_dev, path, 0);
+    close(fd);
+    if (r == 0 && wrap_linked == 1)
+        fprintf(stderr, "%s: note: 1 file in %s has other hard links and stays as it is (its other names may be "
+                        "outside the directory)\n", prog, path);
+    else if (r == 0 && wrap_linked)
+        fprintf(stderr, "%s: note: %lu files in %s have other hard links and stay as they are (their other names "
+                        "may be outside the directory)\n", prog, wrap_linked, path);
+    return r;
 }
 
 /* As root, wrap hands the execution root's directories to the sandbox's
@@ -1842,7 +1912,7 @@ static int hand_over(long uid, const char *opt, const char *dir) {
     wrap_uid = uid;
     wrap_files = true;
     wrap_entries = 0;
-    int hr = nftw(real, hand_dir, 64, FTW_PHYS | FTW_MOUNT);
+    int hr = hand_tree(real);
     free(real);
     return hr == 0 ? 0 : RUN_INFRASTRUCTURE;
 }
@@ -1990,12 +2060,13 @@ static int cmd_wrap(int argc, char **argv) {
     if (geteuid() == 0 && (wrap_uid = sandbox_host_uid(p)) >= 0) {
         /* The root, and with --hand-over the writable binds too (a runner's
          * file-command directory). */
-        int hr = nftw(root, hand_dir, 64, FTW_PHYS | FTW_MOUNT);
+        wrap_entries = 0;
+        int hr = hand_tree(root);
         for (int k = 0; hr == 0 && wrap_files && k < i - 1; k++) {
             if (strcmp(argv[k], "--bind") != 0)
                 continue;
             char *host = strndup(argv[k + 1], strcspn(argv[k + 1], ":"));
-            hr = host ? nftw(host, hand_dir, 64, FTW_PHYS | FTW_MOUNT) : -1;
+            hr = host ? hand_tree(host) : -1;
             free(host);
             k++;
         }

@@ -112,6 +112,14 @@ if [ "$(id -u)" -eq 0 ]; then
         fail "--hand-over left owners: $(stat -c '%n %u:%g' "$scratch/handed" "$scratch/handed/sub/f" "$scratch/handed/made")"
     [ "$(stat -c %u /etc/hostname)" = 0 ] || fail "--hand-over followed a link out of the directory"
     [ "$(stat -c %u "$scratch/handed/link")" = 0 ] || fail "--hand-over changed a link's owner"
+    # A file with another hard link (cp -al) stays as it is, with a note:
+    # its other name may be outside, and the sandbox would write it there.
+    echo outside > "$scratch/outside-file" && ln "$scratch/outside-file" "$scratch/handed/linked"
+    out=$("$fy" run --hand-over --build "$scratch/handed" -- /bin/sh -c 'echo new > linked || echo refused' 2>&1)
+    case $out in *"note: 1 file in $scratch/handed has other hard links"*refused*) ;;
+        *) fail "--hand-over of a hard-linked file: $out" ;; esac
+    [ "$(stat -c %u "$scratch/outside-file")" = 0 ] && [ "$(cat "$scratch/outside-file")" = outside ] ||
+        fail "--hand-over gave a file outside the directory to the sandbox: $(stat -c '%u' "$scratch/outside-file")"
     out=$("$fy" run --hand-over --build /tmp -- /bin/true 2>&1); rc=$?
     [ $rc -eq 246 ] || fail "--hand-over of /tmp: status $rc: $out"
     case $out in *"not a directory that can be handed"*) ;; *) fail "--hand-over of /tmp: $out" ;; esac
