@@ -16,6 +16,8 @@
 #else
 #include <dirent.h>
 #include <poll.h>
+#include <stdint.h>
+#include <time.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/utsname.h>
@@ -1132,6 +1134,79 @@ static int cmd_image(int argc, char **argv) {
 /* --result FILE's directory, checked before anything runs: a missing or
  * unwritable one would otherwise lose the evidence of a whole run at its
  * end (status 1). false after saying why. */
+#ifndef _WIN32
+/* --result's directory, opened by result_path_ok for result_for. */
+static int result_dir = -1;
+static const char *result_for;
+#endif
+
+/* Writes text to file as a new file renamed over the name: never through
+ * what the name holds when we get there. The result may be asked for
+ * inside a directory the command can write (--build build --result
+ * build/r.json): a symbolic link it leaves there must not have root write
+ * the file it points to, nor a FIFO hold us. */
+static int write_result_file(const char *file, const char *text) {
+#ifndef _WIN32
+    const char *slash = strrchr(file, '/');
+    const char *base = slash ? slash + 1 : file;
+    int dfd = result_for == file && result_dir >= 0 ? result_dir : -1;
+    bool own = false;
+    if (dfd < 0) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == file ? 1 : slash - file) : 1, slash ? file : ".");
+        if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+            return -1;
+        own = true;
+    }
+    char tmp[NAME_MAX + 1];
+    int fd = -1;
+    for (int i = 0; fd < 0 && i < 16; i++) {
+        unsigned long long n = ((unsigned long long)getpid() << 20) ^ (unsigned long long)i ^
+                               ((unsigned long long)(uintptr_t)&fd >> 4) ^ (unsigned long long)time(NULL) * 2654435761u;
+        snprintf(tmp, sizeof(tmp), ".forgeyard-result-%llx", n);
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    int r = -1, e = 0;
+    if (fd >= 0) {
+        size_t len = strlen(text), done = 0;
+        while (done < len) {
+            ssize_t w = write(fd, text + done, len - done);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            done += (size_t)w;
+        }
+        r = done == len && close(fd) == 0 ? 0 : -1;
+        if (done != len)
+            close(fd);
+        e = errno;
+        if (r == 0 && renameat(dfd, tmp, dfd, base) < 0) {
+            e = errno;
+            r = -1;
+        }
+        if (r < 0)
+            (void)unlinkat(dfd, tmp, 0);
+    } else {
+        e = errno;
+    }
+    if (own)
+        close(dfd);
+    errno = e;
+    return r;
+#else
+    FILE *f = fopen(file, "we");
+    if (!f || fputs(text, f) < 0) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    return fclose(f) == 0 ? 0 : -1;
+#endif
+}
+
 static bool result_path_ok(const char *what, const char *file) {
 #ifndef _WIN32
     if (!file)
@@ -1161,6 +1236,12 @@ static bool result_path_ok(const char *what, const char *file) {
                 why);
         return false;
     }
+    /* The directory as it is before the command runs: where the result
+     * goes whatever the command does to the paths it can write. */
+    if (result_dir >= 0)
+        close(result_dir);
+    result_dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    result_for = file;
 #else
     (void)what;
     (void)file;
@@ -1365,11 +1446,17 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
     if (result_file) {
         char *json = NULL;
         if (fy_result_to_json(res, &json, NULL) == 0) {
-            FILE *f = fopen(result_file, "we");
-            if (!f || fprintf(f, "%s\n", json) < 0 || fclose(f) != 0) {
-                fprintf(stderr, "%s: cannot write %s: %s\n", prog, result_file, strerror(errno));
+            size_t n = strlen(json);
+            char *line = malloc(n + 2);
+            if (line) {
+                memcpy(line, json, n);
+                memcpy(line + n, "\n", 2);
+            }
+            if (!line || write_result_file(result_file, line) < 0) {
+                fprintf(stderr, "%s: cannot write %s: %s\n", prog, result_file, strerror(line ? errno : ENOMEM));
                 status = status ? status : EXIT_FAIL;
             }
+            free(line);
             fy_free(json);
         }
     }
@@ -2314,8 +2401,20 @@ static int cmd_action(int argc, char **argv) {
                 fy_action_result_detail(res) ? ": " : "", fy_action_result_detail(res) ? fy_action_result_detail(res) : "");
     char *rj = NULL;
     if (fy_action_result_to_json(res, &rj, NULL) == 0) {
-        FILE *f = result_file ? fopen(result_file, "we") : stdout;
-        if (!f || fprintf(f, "%s\n", rj) < 0 || (f != stdout ? fclose(f) : fflush(f)) != 0) {
+        int wr;
+        if (result_file) {
+            size_t n = strlen(rj);
+            char *line = malloc(n + 2);
+            if (line) {
+                memcpy(line, rj, n);
+                memcpy(line + n, "\n", 2);
+            }
+            wr = line ? write_result_file(result_file, line) : (errno = ENOMEM, -1);
+            free(line);
+        } else {
+            wr = printf("%s\n", rj) < 0 || fflush(stdout) != 0 ? -1 : 0;
+        }
+        if (wr < 0) {
             fprintf(stderr, "%s: cannot write %s: %s\n", prog, result_file ? result_file : "the result", strerror(errno));
             status = status ? status : EXIT_FAIL;
         }

@@ -120,6 +120,18 @@ if [ "$(id -u)" -eq 0 ]; then
         *) fail "--hand-over of a hard-linked file: $out" ;; esac
     [ "$(stat -c %u "$scratch/outside-file")" = 0 ] && [ "$(cat "$scratch/outside-file")" = outside ] ||
         fail "--hand-over gave a file outside the directory to the sandbox: $(stat -c '%u' "$scratch/outside-file")"
+    # --result inside a directory the command writes: a symbolic link or a
+    # FIFO it leaves under that name is replaced, never written through
+    # (root once wrote the result into the link's target).
+    echo precious > "$scratch/victim"
+    "$fy" run --build "$scratch/theirs" --result "$scratch/theirs/r.json" -- \
+        ln -s "$scratch/victim" /work/build/r.json || fail "--result through a planted link: status $?"
+    [ "$(cat "$scratch/victim")" = precious ] || fail "--result wrote through a link the command planted"
+    [ -f "$scratch/theirs/r.json" ] && [ ! -L "$scratch/theirs/r.json" ] &&
+        grep -q '"outcome": "succeeded"' "$scratch/theirs/r.json" || fail "--result: no result file in the link's place"
+    timeout 60 "$fy" run --build "$scratch/theirs" --result "$scratch/theirs/f.json" -- mkfifo /work/build/f.json ||
+        fail "--result over a planted FIFO: status $? (124: it waited for a reader)"
+    [ -f "$scratch/theirs/f.json" ] || fail "--result: no result file in the FIFO's place"
     out=$("$fy" run --hand-over --build /tmp -- /bin/true 2>&1); rc=$?
     [ $rc -eq 246 ] || fail "--hand-over of /tmp: status $rc: $out"
     case $out in *"not a directory that can be handed"*) ;; *) fail "--hand-over of /tmp: $out" ;; esac
