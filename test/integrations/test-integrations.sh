@@ -191,6 +191,7 @@ out=$(step "$scratch/_work/_temp/step1.sh" 2>&1); rc=$?
 grep -qx 'result=42' "$cmds/set_output_1" || fail "github: GITHUB_OUTPUT: $(cat "$cmds/set_output_1")"
 grep -qx '## done' "$cmds/step_summary_1" || fail "github: the step summary is missing"
 [ "$(cat "$ws/out.txt")" = built ] && grep -qx more "$ws/README" || fail "github: the workspace was not written"
+! ls -A "$cmds" | grep -q forgeyard-step || fail "github: the step's copy of its script was left: $(ls -A "$cmds")"
 printf 'false\necho not-reached > "$GITHUB_WORKSPACE/after"\n' > "$scratch/_work/_temp/step2.sh"
 step "$scratch/_work/_temp/step2.sh" >/dev/null 2>&1; rc=$?
 [ $rc -eq 1 ] || fail "github: a failing step gave $rc (bash -e)"
