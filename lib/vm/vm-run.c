@@ -1548,15 +1548,18 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
     }
 }
 
-static void read_guest(fy_handle *h, struct vm *v) {
-    /* Bounded work per call: at most 1 MiB, then back to the loop. */
-    for (int rounds = 0; rounds < 16 && !v->sock_eof && !v->killed; rounds++) {
+/* Bounded work per call: at most 16 reads (about 1 MiB), then back to the
+ * loop. Returns true when it stopped at that bound with more perhaps
+ * waiting, false at end of file, with nothing to read, or killed. */
+static bool read_guest(fy_handle *h, struct vm *v) {
+    int rounds = 0;
+    for (; rounds < 16 && !v->sock_eof && !v->killed; rounds++) {
         size_t room = vmp_room(v->dec);
         ssize_t n = recv(v->sock, v->dec->buf + v->dec->have, room, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            break;
+            return false;
         if (n == 0) {
             v->sock_eof = true;
             epoll_ctl(v->epfd, EPOLL_CTL_DEL, v->sock, NULL);
@@ -1570,6 +1573,7 @@ static void read_guest(fy_handle *h, struct vm *v) {
         if (k < 0 && !v->killed)
             protocol_error(h, v, v->dec->error);
     }
+    return rounds == 16 && !v->sock_eof && !v->killed;
 }
 
 static void forward_stdin(fy_handle *h, struct vm *v) {
@@ -1688,6 +1692,24 @@ static void finish(fy_handle *h, struct vm *v) {
         }
         else
             handle_end(h, END_INFRA, FY_STEP_WAIT, 0, "the VM ended before its agent reported the command's end");
+        free(tail);
+    } else if (v->exit_seen && !v->done && !v->setup_failed && h->end == END_NONE) {
+        /* The command's end came, the guest's "done" did not: the build
+         * and output trees may be cut short, so the attempt did not
+         * succeed whatever the command's status (before, a guest that
+         * stopped while it sent them back read as a success with part of
+         * the files). */
+        bool panic;
+        char *tail = console_tail(v, &panic);
+        int which = 0;
+        for (int i = 1; i < 3 && !which; i++)
+            if (v->tar[i] && !v->tar_done[i])
+                which = i;
+        handle_end(h, END_INFRA, FY_STEP_OUTPUT, EPIPE, "the VM ended %s%s%s",
+                   which ? (which == VMP_DIR_BUILD ? "before its agent had returned the build tree" :
+                                         "before its agent had returned the output tree")
+                         : "before its agent said it was done",
+                   tail && *tail ? "; console: " : "", tail && *tail ? tail : "");
         free(tail);
     }
     rep.exit_seen = v->exit_seen;
@@ -1892,9 +1914,12 @@ int vm_process(fy_handle *h, fy_error **reterr) {
         if (r == 1) {
             v->vmm_result = res;
             v->t_ended = util_now_usec();
-            /* What the guest sent last is still in the socket. */
-            if (!v->sock_eof)
-                read_guest(h, v);
+            /* What the guest sent last is still in the socket: all of it,
+             * to its end (the VMM is gone, so that end comes). One bounded
+             * read took the first megabyte only, and a guest that sent its
+             * trees back faster than we read them had the rest dropped. */
+            while (!v->sock_eof && read_guest(h, v)) {
+            }
             drain_console(v);
             fy_handle_free(v->vmm);
             v->vmm = NULL;

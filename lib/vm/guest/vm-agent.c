@@ -61,14 +61,38 @@ static void logmsg(const char *fmt, ...) {
         return;
 }
 
+/* A virtio port's write can return 0 with nothing sent (the queue took no
+ * buffer) or EAGAIN: both mean "not now", so the port is waited for and
+ * the write made again, for at most 60 s in all (the host's deadline is
+ * the real bound). Any other failure is told on the console. */
 static int write_all(int fd, const void *p, size_t n) {
     const uint8_t *b = p;
+    int waited_ms = 0;
     while (n) {
         ssize_t w = write(fd, b, n);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
+        if (w == 0 || (w < 0 && (errno == EAGAIN || errno == ENOSPC))) {
+            if (waited_ms >= 60000)
+                return -1;
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            int k = poll(&pf, 1, 100);
+            waited_ms += k > 0 ? 1 : 100;
+            continue;
+        }
+        if (w < 0) {
+            int e = errno;
+            if (console >= 0) {
+                char m[96];
+                int mn = snprintf(m, sizeof(m), "fy-agent: write to the control port: %s\n", strerror(e));
+                if (mn > 0 && write(console, m, (size_t)mn) < 0) {
+                    /* nothing more to tell it with */
+                }
+            }
+            errno = e;
             return -1;
+        }
+        waited_ms = 0;
         b += w;
         n -= (size_t)w;
     }
@@ -1700,5 +1724,13 @@ int main(void) {
         budget = budget > tarsent ? budget - tarsent : 0;
     }
     send_frame(VMP_DONE, 0, NULL, 0);
+    /* Not our own power-off yet: a write to the port returns once its
+     * buffer is queued, not once QEMU has passed it on, and QEMU holds
+     * what the host has not read yet (a socket that was full). Powering
+     * off here dropped the end of the trees, so the host (which reads
+     * them in order) ends the VM once it has "done"; this is a fallback
+     * if it does not. */
+    for (int i = 0; i < 120; i++)
+        usleep(500000);
     power_off();
 }
