@@ -297,6 +297,18 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
             r = unsupported(reterr, "a writable bind that is not a directory (9p shares directories)");
             goto fail;
         }
+        if (!writable && e->role == PR_BIND && stat(e->host, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            /* One file, read-only: copied into the attempt's initramfs
+             * (vm-run.c write_attempt_archive), not shared. */
+            if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > VM_FILE_COPY_MAX) {
+                r = unsupported(reterr, S_ISREG(st.st_mode)
+                                            ? "a read-only bind of a file larger than 8 MiB (9p shares directories: "
+                                              "bind its directory)"
+                                            : "a read-only bind of something other than a file or a directory");
+                goto fail;
+            }
+            continue;
+        }
         if ((r = add_mount(pl, e->host, e->target, writable)) < 0)
             goto oom;
     }

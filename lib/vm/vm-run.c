@@ -42,7 +42,6 @@
 #define HELLO_TIMEOUT (120 * SEC) /* cold boot under TCG on a loaded host */
 #define DONE_GRACE (10 * SEC)     /* from the agent's DONE to the VMM's exit */
 #define CONSOLE_KEEP 16384
-#define FILE_COPY_MAX (8 * MiB)
 #define WORKSPACE_COPY_MAX (512 * MiB)
 
 struct vm {
@@ -419,7 +418,7 @@ static int write_attempt_archive(const struct fy_plan *np, int fd, const char **
             cpio_add(&c, e->target + 1, 0120777, e->content, strlen(e->content));
         } else if (e->kind == PE_HOST && (e->flags & PLAN_FILE) && e->role != PR_DEV && e->role != PR_DEVICE) {
             int ffd = open(e->host, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-            if (ffd < 0 || fstat(ffd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > FILE_COPY_MAX) {
+            if (ffd < 0 || fstat(ffd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > VM_FILE_COPY_MAX) {
                 if (ffd >= 0)
                     close(ffd);
                 if (e->flags & PLAN_OPTIONAL)
@@ -430,6 +429,32 @@ static int write_attempt_archive(const struct fy_plan *np, int fd, const char **
             }
             emit_parents(&c, &em, e->target);
             cpio_add_fd(&c, e->target + 1, 0100444, ffd, (uint64_t)st.st_size);
+            close(ffd);
+        } else if (e->kind == PE_HOST && e->role == PR_BIND && (e->flags & PLAN_RO)) {
+            /* A read-only bind of one file (vm-plan.c mounted no share for
+             * it): copied like a runtime file. A directory is a share. */
+            int ffd = open(e->host, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            if (ffd < 0 || fstat(ffd, &st) < 0) {
+                if (ffd >= 0)
+                    close(ffd);
+                if (e->flags & PLAN_OPTIONAL)
+                    continue;
+                fail_what = e->host;
+                c.err = errno;
+                break;
+            }
+            if (S_ISDIR(st.st_mode)) {
+                close(ffd);
+                continue;
+            }
+            if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > VM_FILE_COPY_MAX) {
+                close(ffd);
+                fail_what = e->host;
+                c.err = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+                break;
+            }
+            emit_parents(&c, &em, e->target);
+            cpio_add_fd(&c, e->target + 1, 0100000 | (st.st_mode & 0555) | 0444, ffd, (uint64_t)st.st_size);
             close(ffd);
         } else if (e->kind == PE_HOST && (e->role == PR_BUILD || e->role == PR_OUTPUT)) {
             emit_parents(&c, &em, e->target);

@@ -9,6 +9,11 @@
 
 struct vm_mount { const char *host, *target; bool writable; };
 
+/* A single host file the guest gets copied into its initramfs (a runtime
+ * file, or a read-only bind of a file: 9p shares directories) is at most
+ * this large. */
+#define VM_FILE_COPY_MAX (UINT64_C(8) << 20)
+
 struct vm_plan {
     const struct fy_plan *np;     /* borrowed: outlives this plan */
     struct vm_kernel k;

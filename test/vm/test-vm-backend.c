@@ -847,6 +847,34 @@ START_TEST(test_workspace_many_files) {
 }
 END_TEST
 
+/* A read-only bind of one file reaches the guest (copied into its
+ * initramfs: 9p shares directories); before, the attempt failed at its
+ * start, QEMU refusing the file as a share. */
+START_TEST(test_file_bind) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/one-file.txt", scratch);
+    FILE *f = fopen(path, "we");
+    fputs("file-bind-data\n", f);
+    fclose(f);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_add_bind(p, path, "/opt/one.txt", 0, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c", "cat /opt/one.txt; if (echo more >> /opt/one.txt) 2>/dev/null; then echo WRITABLE; fi",
+                          NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    ck_assert_msg(!strcmp(c.buf[0], "file-bind-data\n"), "stdout: %s", c.buf[0]);
+    char *t = slurp(path);
+    ck_assert_str_eq(t, "file-bind-data\n");
+    free(t);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_timeout) {
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
@@ -1976,6 +2004,7 @@ int main(int argc, char **argv) {
     ADD(test_workspace);
     ADD(test_workspace_names_replaced);
     ADD(test_workspace_many_files);
+    ADD(test_file_bind);
     ADD(test_secrets);
     ADD(test_fetch_only);
     ADD(test_fetch_only_clone);
