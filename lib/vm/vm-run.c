@@ -56,6 +56,13 @@ struct vm {
     struct vmp_dec *dec;
     struct vmt *tar[3];            /* VMP_DIR_BUILD, VMP_DIR_OUTPUT */
     bool tar_done[3];
+    struct pathlist {              /* what each tree held when copied in */
+        char **p;
+        bool *dir;
+        size_t n, cap;
+        bool oom;
+    } copied[3];
+    uint64_t removed[3];           /* ... and what was removed since, as in the guest */
     int out_fd[3];                 /* FY_STDIO_FILE files we made */
     int in_fd;                     /* stdin to forward (FY_STDIO_FD), -1 when done */
     bool in_polled;
@@ -290,10 +297,42 @@ static void emit_parents(struct cpio *c, struct emitted *em, const char *abs) {
     }
 }
 
+static void pathlist_add(struct pathlist *l, const char *rel, bool dir) {
+    if (!l || l->oom)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        char **n = realloc(l->p, cap * sizeof(*n));
+        if (n)
+            l->p = n;
+        bool *d = n ? realloc(l->dir, cap * sizeof(*d)) : NULL;
+        if (!d) {
+            l->oom = true;
+            return;
+        }
+        l->dir = d;
+        l->cap = cap;
+    }
+    if (!(l->p[l->n] = util_strdup(rel))) {
+        l->oom = true;
+        return;
+    }
+    l->dir[l->n++] = dir;
+}
+
+static void pathlist_free(struct pathlist *l) {
+    for (size_t i = 0; i < l->n; i++)
+        free(l->p[i]);
+    free(l->p);
+    free(l->dir);
+    memset(l, 0, sizeof(*l));
+}
+
 /* Copies a host tree (regular files, directories, symlinks) under name,
- * owned by uid:gid, never following a symlink. */
+ * owned by uid:gid, never following a symlink; what it copied goes to
+ * list, relative to the tree (path + skip). */
 static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, uint32_t gid, uint64_t *budget,
-                      int depth) {
+                      int depth, struct pathlist *list, size_t skip) {
     DIR *d = fdopendir(dfd);
     if (!d) {
         close(dfd);
@@ -315,8 +354,10 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
         if (S_ISDIR(st.st_mode) && depth < 64) {
             cpio_add(c, path, 040000 | (st.st_mode & 0755) | 0700, NULL, 0);
             int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0)
-                copy_tree(c, sub, path, uid, gid, budget, depth + 1);
+            if (sub >= 0) {
+                pathlist_add(list, path + skip, true);
+                copy_tree(c, sub, path, uid, gid, budget, depth + 1, list, skip);
+            }
         } else if (S_ISREG(st.st_mode)) {
             if ((uint64_t)st.st_size > *budget) {
                 c->err = EFBIG;
@@ -337,18 +378,22 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
             }
             cpio_add_fd(c, path, 0100000 | (st.st_mode & 0755) | 0600, fd, (uint64_t)st.st_size);
             close(fd);
+            pathlist_add(list, path + skip, false);
         } else if (S_ISLNK(st.st_mode)) {
             char t[4096];
             ssize_t n = readlinkat(dirfd(d), e->d_name, t, sizeof(t) - 1);
-            if (n > 0)
+            if (n > 0) {
                 cpio_add(c, path, 0120777, t, (uint64_t)n);
+                pathlist_add(list, path + skip, false);
+            }
         }
     }
     closedir(d);
 }
 
 static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid);
-static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret);
+static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret,
+                                 struct pathlist *copied);
 static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n);
 static int net_setup(struct vm *v, fy_error **reterr);
 static unsigned net_teardown(struct vm *v, char **report);
@@ -386,7 +431,7 @@ static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reter
     }
     /* Pad to 4 bytes (the cached image is) and add ours. */
     const char *fail_what = NULL;
-    r = write_attempt_archive(np, fd, &fail_what);
+    r = write_attempt_archive(np, fd, &fail_what, v->copied);
     if (close(fd) < 0 && !r)
         r = -errno;
     if (r < 0)
@@ -399,7 +444,10 @@ static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reter
  * approved runtime files, the build and output trees (owned by the
  * workload's ids). Appended to the initramfs of a cold boot, sent over the
  * control port after a template restore. 0 or -errno (*fail_what: which). */
-static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret) {
+static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret,
+                                 struct pathlist *copied) {
+    for (int i = 1; i < 3; i++)
+        pathlist_free(&copied[i]);
     struct stat st;
     int r;
     struct cpio c;
@@ -466,7 +514,8 @@ static int write_attempt_archive(const struct fy_plan *np, int fd, const char **
                 c.err = errno;
             } else {
                 uint64_t budget = WORKSPACE_COPY_MAX;
-                copy_tree(&c, dfd, e->target + 1, np->uid, np->gid, &budget, 0);
+                copy_tree(&c, dfd, e->target + 1, np->uid, np->gid, &budget, 0,
+                          &copied[e->role == PR_BUILD ? VMP_DIR_BUILD : VMP_DIR_OUTPUT], strlen(e->target + 1) + 1);
                 if (c.err)
                     fail_what = e->host;
             }
@@ -701,6 +750,7 @@ static int start_vmm(fy_handle *h, struct vm *v, int in, int out, int console_wr
 
 static void vm_free_state(struct vm *v) {
     for (int i = 0; i < 3; i++) {
+        pathlist_free(&v->copied[i]);
         if (v->tar[i]) {
             vmt_free(v->tar[i]);
             free(v->tar[i]);
@@ -831,7 +881,7 @@ static int attempt_files(struct vm *v, const struct fy_plan *np, fy_error **rete
     v->from_template = true;
     v->files_fd = memfd_create("fy-vm-files", MFD_CLOEXEC);
     const char *what = NULL;
-    int x = v->files_fd < 0 ? -errno : write_attempt_archive(np, v->files_fd, &what);
+    int x = v->files_fd < 0 ? -errno : write_attempt_archive(np, v->files_fd, &what, v->copied);
     if (x < 0)
         return err_set(reterr, err_from_errno(-x), FY_STEP_SPAWN, -x, NULL, "the attempt's files%s%s: %s",
                        what ? ": " : "", what ? what : "", strerror(-x));
@@ -1445,6 +1495,32 @@ static void protocol_error(fy_handle *h, struct vm *v, const char *why) {
     kill_vmm(h, v);
 }
 
+/* The tree came back whole: what it held when copied in and the guest no
+ * longer has (removed, renamed away) goes on the host too, as a bind
+ * mount would have had it. Only what was copied in: a file the guest never
+ * saw (a FIFO, one the copy could not read) stays. Symbolic links are
+ * named in the stream but never made here. Nothing is removed when either
+ * list is incomplete (out of memory). */
+static void mirror_removed(fy_handle *h, struct vm *v, int which) {
+    struct vmt *t = v->tar[which];
+    struct pathlist *l = &v->copied[which];
+    if (!t || l->oom || t->seen_oom)
+        return;
+    vmt_seal(t);
+    for (size_t i = 0; i < l->n; i++) {
+        if (vmt_named(t, l->p[i]) || !vmt_nameable(l->p[i], l->dir[i]))
+            continue;
+        int r = vmt_remove(t, l->p[i]);
+        if (r > 0) {
+            v->removed[which]++;
+        } else if (r < 0) {
+            handle_end(h, END_INFRA, FY_STEP_OUTPUT, -r, "removing %s from the %s directory, as the guest did: %s",
+                       l->p[i], which == VMP_DIR_BUILD ? "build" : "output", strerror(-r));
+            return;
+        }
+    }
+}
+
 static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
     if (!v->hello && f->type != VMP_HELLO)
         return protocol_error(h, v, "a frame before the agent's hello");
@@ -1517,6 +1593,7 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
             }
             if (vmt_end(t) < 0)
                 return protocol_error(h, v, t->error);
+            mirror_removed(h, v, f->flags);
         }
         return;
     }
@@ -1799,6 +1876,9 @@ static void finish(fy_handle *h, struct vm *v) {
                                                       (json_int_t)v->tar[i]->listed[k].size));
         }
         json_object_set(iso, "returned_files", outs);
+        json_object_set_new(iso, "removed_as_in_guest",
+                            json_pack("{sIsI}", "build", (json_int_t)v->removed[VMP_DIR_BUILD], "output",
+                                      (json_int_t)v->removed[VMP_DIR_OUTPUT]));
         if (v->from_template) {
             json_t *tm = json_object_get(iso, "template");
             if (json_is_object(tm)) {

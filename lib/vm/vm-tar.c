@@ -4,6 +4,7 @@
  * path is created one component at a time with openat(O_NOFOLLOW) from the
  * destination, so that nothing lands outside it whatever the host directory
  * holds. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -31,6 +32,122 @@ void vmt_free(struct vmt *t) {
     t->out = t->root = -1;
     free(t->hash);
     t->hash = NULL;
+    for (size_t i = 0; i < t->nseen; i++)
+        free(t->seen[i]);
+    free(t->seen);
+    t->seen = NULL;
+    t->nseen = t->capseen = 0;
+}
+
+static void note_seen(struct vmt *t, const char *path) {
+    if (t->seen_oom)
+        return;
+    size_t len = strlen(path);
+    while (len && path[len - 1] == '/')
+        len--;
+    if (t->nseen == t->capseen) {
+        size_t cap = t->capseen ? t->capseen * 2 : 256;
+        char **n = realloc(t->seen, cap * sizeof(*n));
+        if (!n) {
+            t->seen_oom = true;
+            return;
+        }
+        t->seen = n;
+        t->capseen = cap;
+    }
+    char *c = strndup(path, len);
+    if (!c) {
+        t->seen_oom = true;
+        return;
+    }
+    t->seen[t->nseen++] = c;
+    t->sealed = false;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+void vmt_seal(struct vmt *t) {
+    if (!t->sealed && t->nseen)
+        qsort(t->seen, t->nseen, sizeof(*t->seen), cmp_str);
+    t->sealed = true;
+}
+
+bool vmt_named(const struct vmt *t, const char *rel) {
+    return t->sealed && t->nseen && bsearch(&rel, t->seen, t->nseen, sizeof(*t->seen), cmp_str) != NULL;
+}
+
+static int remove_at(int dfd, const char *name, int depth) {
+    if (unlinkat(dfd, name, 0) == 0)
+        return 1;
+    if (errno == ENOENT)
+        return 0;
+    if ((errno != EISDIR && errno != EPERM) || depth > VMT_MAX_DEPTH + 8)
+        return -errno;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    int r = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            int k = remove_at(dirfd(d), e->d_name, depth + 1);
+            if (k < 0)
+                r = k;
+        }
+    closedir(d);
+    if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return -errno;
+    return r < 0 ? r : 1;
+}
+
+bool vmt_nameable(const char *rel, bool dir) {
+    if (!vmt_path_ok(rel))
+        return false;
+    size_t l = strlen(rel) + (dir ? 1 : 0), parts = 1;
+    for (const char *c = rel; *c; c++)
+        parts += *c == '/';
+    if (parts > VMT_MAX_DEPTH - 2) /* (the agent's walk stops deeper) */
+        return false;
+    if (l <= 100)
+        return true;
+    /* ustar: a prefix of at most 155 bytes, a '/', a name of at most 100 */
+    for (size_t i = 0; i < l && rel[i]; i++)
+        if (rel[i] == '/' && i <= 155 && l - i - 1 <= 100)
+            return true;
+    return false;
+}
+
+int vmt_remove(struct vmt *t, const char *rel) {
+    if (t->root < 0 || !vmt_path_ok(rel))
+        return -EINVAL;
+    char path[260];
+    snprintf(path, sizeof(path), "%s", rel);
+    int fd = dup(t->root);
+    if (fd < 0)
+        return -errno;
+    char *p = path;
+    for (;;) {
+        char *e = strchr(p, '/');
+        if (!e)
+            break;
+        *e = '\0';
+        int n = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int er = errno;
+        close(fd);
+        if (n < 0)
+            return er == ENOENT || er == ENOTDIR ? 0 : -er; /* its directory went first */
+        fd = n;
+        p = e + 1;
+    }
+    int r = remove_at(fd, p, 0);
+    close(fd);
+    return r;
 }
 
 static int fail(struct vmt *t, const char *why, int os) {
@@ -145,6 +262,8 @@ static int begin_entry(struct vmt *t) {
     uint8_t type = h[156];
     t->left = size;
     t->pad = (512 - size % 512) % 512;
+    if (type == '0' || type == '\0' || type == '5' || type == '2')
+        note_seen(t, path);
     if (type == '5') {
         if (size)
             return fail(t, "tar entry: directory with data", 0);

@@ -37,6 +37,11 @@ struct vmt {
     int os_error;
     struct vmt_file listed[VMT_LISTED];
     size_t nlisted;
+    /* Every path the stream named (files, directories, symbolic links,
+     * which are not made), sorted by vmt_seal: what the guest still has. */
+    char **seen;
+    size_t nseen, capseen;
+    bool seen_oom, sealed;
 };
 
 /* root: an O_DIRECTORY fd the reader takes over, or -1. */
@@ -46,6 +51,17 @@ int vmt_feed(struct vmt *t, const uint8_t *p, size_t n);
 /* The stream is over: -1 when it ended inside an entry. */
 int vmt_end(struct vmt *t);
 void vmt_free(struct vmt *t);
+/* Sorts what the stream named; then vmt_named answers whether it named
+ * rel (a relative path without a trailing slash). */
+void vmt_seal(struct vmt *t);
+bool vmt_named(const struct vmt *t, const char *rel);
+/* Removes rel under the destination (a file, a link, or a directory with
+ * all it holds), never following a link: 1 removed, 0 not there, -errno. */
+int vmt_remove(struct vmt *t, const char *rel);
+/* Whether the guest's ustar writer can name rel at all (a directory:
+ * with its trailing slash): a path it cannot name is never taken for one
+ * the guest removed. */
+bool vmt_nameable(const char *rel, bool dir);
 /* A relative path a guest may name (exported for the fuzzer and tests). */
 bool vmt_path_ok(const char *path);
 

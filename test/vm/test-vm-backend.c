@@ -875,6 +875,75 @@ START_TEST(test_file_bind) {
 }
 END_TEST
 
+/* What the guest removes from the build tree is removed on the host, as
+ * under a bind mount (before, `rm` and `mv` in the guest left the host's
+ * old files in place: a `make clean` cleaned nothing). Only what was copied
+ * in: a FIFO the guest never saw stays, and so does a link the guest kept;
+ * a link the guest made is not made on the host. */
+START_TEST(test_workspace_removals) {
+    char bld[128], path[256];
+    snprintf(bld, sizeof(bld), "%s/build-rm", scratch);
+    static const char *const dirs[] = {"", "/sub", "/sub/deep", "/kept"};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        snprintf(path, sizeof(path), "%s%s", bld, dirs[i]);
+        ck_assert_int_eq(mkdir(path, 0755), 0);
+    }
+    static const char *const files[] = {"old.o", "keep.c", "sub/deep/x", "kept/y"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", bld, files[i]);
+        FILE *f = fopen(path, "we");
+        fputs("data\n", f);
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "%s/link", bld);
+    ck_assert_int_eq(symlink("keep.c", path), 0);
+    snprintf(path, sizeof(path), "%s/gone-link", bld);
+    ck_assert_int_eq(symlink("old.o", path), 0);
+    snprintf(path, sizeof(path), "%s/fifo", bld);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    /* A name of 150 bytes, which the guest's ustar stream cannot carry (it
+     * does not come back): never taken for a file the guest removed. */
+    char longname[151];
+    memset(longname, 'n', 150);
+    longname[150] = '\0';
+    snprintf(path, sizeof(path), "%s/kept/%s", bld, longname);
+    FILE *lf = fopen(path, "we");
+    ck_assert_ptr_nonnull(lf);
+    fputs("long\n", lf);
+    fclose(lf);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c", "rm old.o gone-link && mv keep.c renamed.c && rm -r sub && ln -s renamed.c new-link",
+                          NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    static const struct {
+        const char *name;
+        bool there;
+    } want[] = {{"old.o", false}, {"keep.c", false}, {"sub", false}, {"gone-link", false}, {"new-link", false},
+                {"renamed.c", true}, {"kept/y", true}, {"link", true}, {"fifo", true}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", bld, want[i].name);
+        ck_assert_msg((lstat(path, &st) == 0) == want[i].there, "%s: %s on the host", want[i].name,
+                      want[i].there ? "missing" : "still");
+    }
+    snprintf(path, sizeof(path), "%s/kept/%s", bld, longname);
+    struct stat lst;
+    ck_assert_msg(lstat(path, &lst) == 0, "the long-named file the guest kept was removed on the host");
+    json_t *iso = isolation(r);
+    json_t *rm = json_object_get(iso, "removed_as_in_guest");
+    ck_assert_int_eq(json_integer_value(json_object_get(rm, "build")), 4);
+    json_decref(iso);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_timeout) {
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
@@ -2005,6 +2074,7 @@ int main(int argc, char **argv) {
     ADD(test_workspace_names_replaced);
     ADD(test_workspace_many_files);
     ADD(test_file_bind);
+    ADD(test_workspace_removals);
     ADD(test_secrets);
     ADD(test_fetch_only);
     ADD(test_fetch_only_clone);

@@ -1312,8 +1312,14 @@ static void tar_tree(int dirfd, const char *rel, int depth) {
             size_t pad = (size_t)((512 - st.st_size % 512) % 512);
             memset(buf, 0, pad);
             tar_put(buf, pad);
+        } else if (S_ISLNK(st.st_mode)) {
+            /* Named, with no target: the host makes no link, but keeps one
+             * it had there (what the stream does not name, the guest
+             * removed, and so does the host). */
+            if (tar_header(path, &st, '2') < 0)
+                continue;
         }
-        /* Symlinks, devices, FIFOs and sockets are not sent back. */
+        /* Devices, FIFOs and sockets are not sent back. */
     }
     closedir(d);
 }
