@@ -117,8 +117,9 @@ bool vmt_nameable(const char *rel, bool dir) {
     if (l <= 100)
         return true;
     /* ustar: a prefix of at most 155 bytes, a '/', a name of at most 100 */
-    for (size_t i = 0; i < l && rel[i]; i++)
-        if (rel[i] == '/' && i <= 155 && l - i - 1 <= 100)
+    size_t n = strlen(rel);
+    for (size_t i = 0; i < n && i <= 155; i++)
+        if (rel[i] == '/' && l - i - 1 <= 100)
             return true;
     return false;
 }
