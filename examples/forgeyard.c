@@ -1135,9 +1135,8 @@ static int cmd_image(int argc, char **argv) {
  * unwritable one would otherwise lose the evidence of a whole run at its
  * end (status 1). false after saying why. */
 #ifndef _WIN32
-/* --result's directory, opened by result_path_ok for result_for. */
+/* --result's directory, opened by result_path_ok before the run. */
 static int result_dir = -1;
-static const char *result_for;
 #endif
 
 /* Writes text to file as a new file renamed over the name: never through
@@ -1149,14 +1148,10 @@ static int write_result_file(const char *file, const char *text) {
 #ifndef _WIN32
     const char *slash = strrchr(file, '/');
     const char *base = slash ? slash + 1 : file;
-    int dfd = result_for == file && result_dir >= 0 ? result_dir : -1;
-    bool own = false;
+    int dfd = result_dir;
     if (dfd < 0) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == file ? 1 : slash - file) : 1, slash ? file : ".");
-        if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-            return -1;
-        own = true;
+        errno = EBADF;
+        return -1;
     }
     char tmp[NAME_MAX + 1];
     int fd = -1;
@@ -1192,8 +1187,6 @@ static int write_result_file(const char *file, const char *text) {
     } else {
         e = errno;
     }
-    if (own)
-        close(dfd);
     errno = e;
     return r;
 #else
@@ -1231,17 +1224,19 @@ static bool result_path_ok(const char *what, const char *file) {
         why = "a directory";
         where = file;
     }
+    /* The directory as it is before the command runs: where the result
+     * goes whatever the command does to the paths it can write. */
+    if (!why) {
+        if (result_dir >= 0)
+            close(result_dir);
+        if ((result_dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+            why = strerror(errno);
+    }
     if (why) {
         fprintf(stderr, "%s: %s--result %s: cannot be written (%s: %s); nothing ran\n", prog, what, file, where,
                 why);
         return false;
     }
-    /* The directory as it is before the command runs: where the result
-     * goes whatever the command does to the paths it can write. */
-    if (result_dir >= 0)
-        close(result_dir);
-    result_dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    result_for = file;
 #else
     (void)what;
     (void)file;
