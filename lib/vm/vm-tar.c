@@ -124,29 +124,48 @@ bool vmt_nameable(const char *rel, bool dir) {
     return false;
 }
 
-int vmt_remove(struct vmt *t, const char *rel) {
-    if (t->root < 0 || !vmt_path_ok(rel))
-        return -EINVAL;
-    char path[260];
-    snprintf(path, sizeof(path), "%s", rel);
+/* The parent directory of path (its last component in *leaf), walked from
+ * the root without following symlinks; missing directories made when make
+ * is set (else -ENOENT). */
+static int walk_parent(struct vmt *t, char *path, char **leaf, bool make) {
     int fd = dup(t->root);
     if (fd < 0)
         return -errno;
     char *p = path;
     for (;;) {
         char *e = strchr(p, '/');
-        if (!e)
-            break;
+        if (!e || !e[1]) {
+            if (e)
+                *e = '\0';
+            *leaf = p;
+            return fd;
+        }
         *e = '\0';
+        if (make && mkdirat(fd, p, 0755) < 0 && errno != EEXIST) {
+            int er = errno;
+            close(fd);
+            return -er;
+        }
         int n = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int er = errno;
         close(fd);
         if (n < 0)
-            return er == ENOENT || er == ENOTDIR ? 0 : -er; /* its directory went first */
+            return -er;
         fd = n;
         p = e + 1;
     }
-    int r = remove_at(fd, p, 0);
+}
+
+int vmt_remove(struct vmt *t, const char *rel) {
+    if (t->root < 0 || !vmt_path_ok(rel))
+        return -EINVAL;
+    char path[260];
+    snprintf(path, sizeof(path), "%s", rel);
+    char *leaf;
+    int fd = walk_parent(t, path, &leaf, false);
+    if (fd < 0)
+        return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd; /* its directory went first */
+    int r = remove_at(fd, leaf, 0);
     close(fd);
     return r;
 }
@@ -204,37 +223,6 @@ static int octal(const uint8_t *f, size_t n, uint64_t *v) {
     return 0;
 }
 
-/* The parent directory of path (its last component in *leaf), walked from
- * the root without following symlinks; missing directories made. */
-static int walk_parent(struct vmt *t, char *path, char **leaf) {
-    int fd = dup(t->root);
-    if (fd < 0)
-        return -errno;
-    char *p = path;
-    for (;;) {
-        char *e = strchr(p, '/');
-        if (!e || !e[1]) {
-            if (e)
-                *e = '\0';
-            *leaf = p;
-            return fd;
-        }
-        *e = '\0';
-        if (mkdirat(fd, p, 0755) < 0 && errno != EEXIST) {
-            int er = errno;
-            close(fd);
-            return -er;
-        }
-        int n = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int er = errno;
-        close(fd);
-        if (n < 0)
-            return -er;
-        fd = n;
-        p = e + 1;
-    }
-}
-
 static int begin_entry(struct vmt *t) {
     const uint8_t *h = t->hdr;
     uint64_t sum, size, mode;
@@ -271,7 +259,7 @@ static int begin_entry(struct vmt *t) {
         if (t->root < 0)
             return 0;
         char *leaf;
-        int dfd = walk_parent(t, path, &leaf);
+        int dfd = walk_parent(t, path, &leaf, true);
         if (dfd < 0)
             return fail(t, "tar entry: cannot reach its directory", -dfd);
         int r = mkdirat(dfd, leaf, 0755);
@@ -297,7 +285,7 @@ static int begin_entry(struct vmt *t) {
     if (t->root < 0)
         return 0;
     char *leaf;
-    int dfd = walk_parent(t, path, &leaf);
+    int dfd = walk_parent(t, path, &leaf, true);
     if (dfd < 0)
         return fail(t, "tar entry: cannot reach its directory", -dfd);
     /* Never written through what the host directory holds under that name:
