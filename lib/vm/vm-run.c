@@ -57,8 +57,10 @@ struct vm {
     struct vmt *tar[3];            /* VMP_DIR_BUILD, VMP_DIR_OUTPUT */
     bool tar_done[3];
     struct pathlist {              /* what each tree held when copied in */
-        char **p;
-        bool *dir;
+        struct copied_path {
+            char *path;            /* relative to the tree */
+            bool dir;
+        } *items;
         size_t n, cap;
         bool oom;
     } copied[3];
@@ -302,29 +304,24 @@ static void pathlist_add(struct pathlist *l, const char *rel, bool dir) {
         return;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 256;
-        char **n = realloc(l->p, cap * sizeof(*n));
-        if (n)
-            l->p = n;
-        bool *d = n ? realloc(l->dir, cap * sizeof(*d)) : NULL;
-        if (!d) {
+        struct copied_path *n = realloc(l->items, cap * sizeof(*n));
+        if (!n) {
             l->oom = true;
             return;
         }
-        l->dir = d;
+        l->items = n;
         l->cap = cap;
     }
-    if (!(l->p[l->n] = util_strdup(rel))) {
+    if (!(l->items[l->n].path = util_strdup(rel)))
         l->oom = true;
-        return;
-    }
-    l->dir[l->n++] = dir;
+    else
+        l->items[l->n++].dir = dir;
 }
 
 static void pathlist_free(struct pathlist *l) {
     for (size_t i = 0; i < l->n; i++)
-        free(l->p[i]);
-    free(l->p);
-    free(l->dir);
+        free(l->items[i].path);
+    free(l->items);
     memset(l, 0, sizeof(*l));
 }
 
@@ -1508,14 +1505,15 @@ static void mirror_removed(fy_handle *h, struct vm *v, int which) {
         return;
     vmt_seal(t);
     for (size_t i = 0; i < l->n; i++) {
-        if (vmt_named(t, l->p[i]) || !vmt_nameable(l->p[i], l->dir[i]))
+        const struct copied_path *c = &l->items[i];
+        if (vmt_named(t, c->path) || !vmt_nameable(c->path, c->dir))
             continue;
-        int r = vmt_remove(t, l->p[i]);
+        int r = vmt_remove(t, c->path);
         if (r > 0) {
             v->removed[which]++;
         } else if (r < 0) {
             handle_end(h, END_INFRA, FY_STEP_OUTPUT, -r, "removing %s from the %s directory, as the guest did: %s",
-                       l->p[i], which == VMP_DIR_BUILD ? "build" : "output", strerror(-r));
+                       c->path, which == VMP_DIR_BUILD ? "build" : "output", strerror(-r));
             return;
         }
     }
