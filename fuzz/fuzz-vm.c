@@ -93,8 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             break; /* buffer full without a complete frame: impossible */
     }
     vmt_end(&t);
-    if (t.cur.path[0])
-        check_path(t.cur.path);
+    if (t.cur_path[0])
+        check_path(t.cur_path);
     vmt_free(&t);
     return 0;
 }

@@ -1877,6 +1877,10 @@ static void finish(fy_handle *h, struct vm *v) {
         json_object_set_new(iso, "removed_as_in_guest",
                             json_pack("{sIsI}", "build", (json_int_t)v->removed[VMP_DIR_BUILD], "output",
                                       (json_int_t)v->removed[VMP_DIR_OUTPUT]));
+        json_object_set_new(
+            iso, "kept_unchanged",
+            json_pack("{sIsI}", "build", (json_int_t)(v->tar[VMP_DIR_BUILD] ? v->tar[VMP_DIR_BUILD]->unchanged : 0),
+                      "output", (json_int_t)(v->tar[VMP_DIR_OUTPUT] ? v->tar[VMP_DIR_OUTPUT]->unchanged : 0)));
         if (v->from_template) {
             json_t *tm = json_object_get(iso, "template");
             if (json_is_object(tm)) {

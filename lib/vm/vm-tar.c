@@ -24,6 +24,16 @@ int vmt_init(struct vmt *t, int root) {
     return t->hash ? 0 : -1;
 }
 
+static void pax_clear(struct vmt *t) {
+    free(t->pax);
+    free(t->pax_path);
+    free(t->pax_link);
+    t->pax = t->pax_path = t->pax_link = NULL;
+    t->pax_len = t->pax_have = 0;
+    t->pax_in = t->pax_ready = t->pax_size_set = false;
+    t->pax_size = 0;
+}
+
 void vmt_free(struct vmt *t) {
     if (t->out >= 0)
         close(t->out);
@@ -32,6 +42,10 @@ void vmt_free(struct vmt *t) {
     t->out = t->root = -1;
     free(t->hash);
     t->hash = NULL;
+    pax_clear(t);
+    for (size_t i = 0; i < t->nlisted; i++)
+        free(t->listed[i].path);
+    t->nlisted = 0;
     for (size_t i = 0; i < t->nseen; i++)
         free(t->seen[i]);
     free(t->seen);
@@ -109,19 +123,14 @@ static int remove_at(int dfd, const char *name, int depth) {
 bool vmt_nameable(const char *rel, bool dir) {
     if (!vmt_path_ok(rel))
         return false;
-    size_t l = strlen(rel) + (dir ? 1 : 0), parts = 1;
+    size_t parts = 1;
     for (const char *c = rel; *c; c++)
         parts += *c == '/';
     if (parts > VMT_MAX_DEPTH - 2) /* (the agent's walk stops deeper) */
         return false;
-    if (l <= 100)
-        return true;
-    /* ustar: a prefix of at most 155 bytes, a '/', a name of at most 100 */
-    size_t n = strlen(rel);
-    for (size_t i = 0; i < n && i <= 155; i++)
-        if (rel[i] == '/' && l - i - 1 <= 100)
-            return true;
-    return false;
+    /* The agent names what its PATH_MAX buffer holds: a longer name, in
+     * ustar's fields or not, goes into a pax extended header. */
+    return strlen(rel) + (dir ? 1 : 0) < VMT_MAX_PATH;
 }
 
 /* The parent directory of path (its last component in *leaf), walked from
@@ -159,7 +168,7 @@ static int walk_parent(struct vmt *t, char *path, char **leaf, bool make) {
 int vmt_remove(struct vmt *t, const char *rel) {
     if (t->root < 0 || !vmt_path_ok(rel))
         return -EINVAL;
-    char path[260];
+    char path[VMT_MAX_PATH + 1];
     snprintf(path, sizeof(path), "%s", rel);
     char *leaf;
     int fd = walk_parent(t, path, &leaf, false);
@@ -180,13 +189,13 @@ static int fail(struct vmt *t, const char *why, int os) {
 
 bool vmt_path_ok(const char *path) {
     size_t len = strlen(path);
-    if (len == 0 || len >= 256 || path[0] == '/')
+    if (len == 0 || len > VMT_MAX_PATH || path[0] == '/')
         return false;
     int depth = 0;
     for (const char *p = path; *p;) {
         const char *e = strchr(p, '/');
         size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l == 0 || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+        if (l == 0 || l > VMT_MAX_NAME || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
             return false;
         if (++depth > VMT_MAX_DEPTH)
             return false;
@@ -223,6 +232,77 @@ static int octal(const uint8_t *f, size_t n, uint64_t *v) {
     return 0;
 }
 
+/* The records of a pax extended header ("LEN key=value\n"; LEN counts the
+ * whole record): path, linkpath and size are taken for the next entry;
+ * other keys (times, ids) are ignored; a sparse file's map is refused, as
+ * its data would be taken for the file's. */
+static int parse_pax(struct vmt *t) {
+    const char *p = t->pax;
+    size_t n = t->pax_len, off = 0;
+    while (off < n) {
+        size_t len = 0, i = off;
+        for (; i < n && p[i] >= '0' && p[i] <= '9' && len <= n; i++)
+            len = len * 10 + (size_t)(p[i] - '0');
+        if (i == off || i >= n || p[i] != ' ' || len > n - off || len < i - off + 3 || p[off + len - 1] != '\n')
+            return fail(t, "tar: a malformed extended header record", 0);
+        const char *kv = p + i + 1, *end = p + off + len - 1;
+        const char *eq = memchr(kv, '=', (size_t)(end - kv));
+        if (!eq || eq == kv)
+            return fail(t, "tar: a malformed extended header record", 0);
+        size_t klen = (size_t)(eq - kv), vlen = (size_t)(end - eq - 1);
+        const char *v = eq + 1;
+        if ((klen == 4 && !memcmp(kv, "path", 4)) || (klen == 8 && !memcmp(kv, "linkpath", 8))) {
+            if (!vlen || vlen > VMT_MAX_PATH || memchr(v, '\0', vlen))
+                return fail(t, "tar: an extended header's name refused", 0);
+            char *c = strndup(v, vlen);
+            if (!c)
+                return fail(t, "tar: out of memory", ENOMEM);
+            char **dst = klen == 4 ? &t->pax_path : &t->pax_link;
+            free(*dst);
+            *dst = c;
+        } else if (klen == 4 && !memcmp(kv, "size", 4)) {
+            uint64_t x = 0;
+            if (!vlen || vlen > 19)
+                return fail(t, "tar: an extended header's size refused", 0);
+            for (size_t k = 0; k < vlen; k++) {
+                if (v[k] < '0' || v[k] > '9')
+                    return fail(t, "tar: an extended header's size refused", 0);
+                x = x * 10 + (uint64_t)(v[k] - '0');
+            }
+            t->pax_size = x;
+            t->pax_size_set = true;
+        } else if (klen >= 10 && !memcmp(kv, "GNU.sparse", 10)) {
+            return fail(t, "tar: a sparse file refused", 0);
+        }
+        off += len;
+    }
+    t->pax_ready = true;
+    return 0;
+}
+
+/* The parent of path, with what the host holds under its leaf: a
+ * directory in the way of a file or link, or a non-directory in the way
+ * of a directory, is what the guest replaced (a name holds one thing), and
+ * is removed, never followed. *had says whether something else was there
+ * (then *old is its stat). */
+static int clear_leaf(struct vmt *t, char *path, char **leaf, bool dir, bool *had, struct stat *old) {
+    int dfd = walk_parent(t, path, leaf, true);
+    if (dfd < 0) {
+        fail(t, "tar entry: cannot reach its directory", -dfd);
+        return -1;
+    }
+    *had = fstatat(dfd, *leaf, old, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!*had || (dir && S_ISDIR(old->st_mode)))
+        return dfd;
+    int r = remove_at(dfd, *leaf, 0);
+    if (r < 0) {
+        close(dfd);
+        fail(t, "tar entry: cannot replace what the host directory holds", -r);
+        return -1;
+    }
+    return dfd;
+}
+
 static int begin_entry(struct vmt *t) {
     const uint8_t *h = t->hdr;
     uint64_t sum, size, mode;
@@ -239,72 +319,125 @@ static int begin_entry(struct vmt *t) {
         return fail(t, "tar header: bad size or mode", 0);
     if (++t->entries > VMT_MAX_ENTRIES)
         return fail(t, "too many tar entries", 0);
-    char name[101], prefix[156];
-    memcpy(name, h, 100);
-    name[100] = '\0';
-    memcpy(prefix, h + 345, 155);
-    prefix[155] = '\0';
-    char path[260];
-    int n = prefix[0] ? snprintf(path, sizeof(path), "%s/%s", prefix, name) : snprintf(path, sizeof(path), "%s", name);
-    if (n < 0 || (size_t)n >= sizeof(path) || !vmt_path_ok(path))
-        return fail(t, "tar entry: refused path", 0);
     uint8_t type = h[156];
+    if (type == 'x') {
+        if (t->pax_ready)
+            return fail(t, "tar: two extended headers for one entry", 0);
+        if (size > VMT_PAX_MAX)
+            return fail(t, "tar: an extended header too large", 0);
+        if (!(t->pax = malloc(size ? (size_t)size : 1)))
+            return fail(t, "tar: out of memory", ENOMEM);
+        t->pax_len = (size_t)size;
+        t->pax_have = 0;
+        t->left = size;
+        t->pad = (512 - size % 512) % 512;
+        t->pax_in = true;
+        if (!size) {
+            t->pax_in = false;
+            return parse_pax(t);
+        }
+        return 0;
+    }
+    if (type == 'g')
+        return fail(t, "tar: a global extended header refused", 0);
+    char path[VMT_MAX_PATH + 1];
+    if (t->pax_path) {
+        if (strlen(t->pax_path) >= sizeof(path))
+            return fail(t, "tar entry: refused path", 0);
+        memcpy(path, t->pax_path, strlen(t->pax_path) + 1);
+    } else {
+        char name[101], prefix[156];
+        memcpy(name, h, 100);
+        name[100] = '\0';
+        memcpy(prefix, h + 345, 155);
+        prefix[155] = '\0';
+        int n = prefix[0] ? snprintf(path, sizeof(path), "%s/%s", prefix, name) : snprintf(path, sizeof(path), "%s", name);
+        if (n < 0 || (size_t)n >= sizeof(path))
+            return fail(t, "tar entry: refused path", 0);
+    }
+    if (t->pax_size_set)
+        size = t->pax_size;
+    char link[VMT_MAX_PATH + 1] = "";
+    if (type == '2') {
+        if (t->pax_link)
+            snprintf(link, sizeof(link), "%s", t->pax_link);
+        else
+            snprintf(link, sizeof(link), "%.100s", (const char *)h + 157);
+    }
+    pax_clear(t);
+    if (!vmt_path_ok(path))
+        return fail(t, "tar entry: refused path", 0);
     t->left = size;
     t->pad = (512 - size % 512) % 512;
-    if (type == '0' || type == '\0' || type == '5' || type == '2')
+    if (type == '0' || type == '\0' || type == '5' || type == '2' || type == 'U') {
+        size_t len = strlen(path);
+        if (len > VMT_NAMES_MAX - t->names_bytes)
+            return fail(t, "tar: the names alone exceed what the host keeps", 0);
+        t->names_bytes += len;
         note_seen(t, path);
-    if (type == '5') {
+    }
+    if (type == 'U') {
+        /* The guest's "unchanged since the host copied it in": the host
+         * keeps what it has under that name (a claim that is false costs
+         * the workload its own change, nothing of the host's). */
         if (size)
-            return fail(t, "tar entry: directory with data", 0);
+            return fail(t, "tar entry: an unchanged file with data", 0);
+        t->unchanged++;
+        return 0;
+    }
+    if (type == '5' || type == '2') {
+        if (size)
+            return fail(t, type == '5' ? "tar entry: directory with data" : "tar entry: link with data", 0);
+        if (type == '2' && !link[0])
+            return fail(t, "tar entry: a link without a target", 0);
+        if (type == '2')
+            t->links++;
         if (t->root < 0)
             return 0;
         char *leaf;
-        int dfd = walk_parent(t, path, &leaf, true);
+        bool had;
+        struct stat old;
+        int dfd = clear_leaf(t, path, &leaf, type == '5', &had, &old);
         if (dfd < 0)
-            return fail(t, "tar entry: cannot reach its directory", -dfd);
-        int r = mkdirat(dfd, leaf, 0755);
-        int er = errno;
-        if (r < 0 && er == EEXIST) {
-            int c = openat(dfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            return -1;
+        int r, er;
+        if (type == '5') {
+            r = had && S_ISDIR(old.st_mode) ? 0 : mkdirat(dfd, leaf, 0755);
             er = errno;
-            r = c < 0 ? -1 : 0;
-            if (c >= 0)
-                close(c);
+        } else {
+            /* Made, never followed: this reader walks with O_NOFOLLOW, and
+             * a link is the guest's to make, as it would be under a bind. */
+            r = symlinkat(link, dfd, leaf);
+            er = errno;
+            if (r == 0 && had && fchownat(dfd, leaf, old.st_uid, old.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                /* (a new link's owner: the caller) */
+            }
         }
         close(dfd);
-        return r < 0 ? fail(t, "tar entry: cannot make a directory", er) : 0;
+        return r < 0 ? fail(t, type == '5' ? "tar entry: cannot make a directory" : "tar entry: cannot make a link", er) : 0;
     }
     if (type != '0' && type != '\0') {
         t->skipped++; /* not a regular file: its data is skipped, nothing made */
         return 0;
     }
     t->files++;
-    snprintf(t->cur.path, sizeof(t->cur.path), "%s", path);
-    t->cur.size = size;
+    memcpy(t->cur_path, path, strlen(path) + 1);
+    t->cur_size = size;
     crypto_hash_sha256_init(t->hash);
     if (t->root < 0)
         return 0;
-    char *leaf;
-    int dfd = walk_parent(t, path, &leaf, true);
-    if (dfd < 0)
-        return fail(t, "tar entry: cannot reach its directory", -dfd);
     /* Never written through what the host directory holds under that name:
      * a FIFO (opening it for writing waits for a reader, past every
      * deadline), a device, or a hard link whose other name is outside the
      * tree (`cp -al`, ccache), which the guest would then rewrite. The name
-     * is unlinked and made anew, exclusively (a directory stays and fails
-     * the entry); a regular file keeps its owner. */
+     * is unlinked and made anew, exclusively; a regular file keeps its
+     * owner. */
+    char *leaf;
+    bool had;
     struct stat old;
-    bool had = fstatat(dfd, leaf, &old, AT_SYMLINK_NOFOLLOW) == 0;
-    if (had && S_ISDIR(old.st_mode)) {
-        close(dfd);
-        return fail(t, "tar entry: a directory on the host", EISDIR);
-    }
-    if (had && unlinkat(dfd, leaf, 0) < 0 && errno != ENOENT) {
-        int er = errno;
-        close(dfd);
-        return fail(t, "tar entry: cannot replace what the host directory holds", er);
-    }
+    int dfd = clear_leaf(t, path, &leaf, false, &had, &old);
+    if (dfd < 0)
+        return -1;
     t->out = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
                     (mode_t)(mode & 0755) | 0600);
     int er = errno;
@@ -324,18 +457,23 @@ static int begin_entry(struct vmt *t) {
 static void end_file(struct vmt *t) {
     unsigned char d[crypto_hash_sha256_BYTES];
     crypto_hash_sha256_final(t->hash, d);
-    static const char x[] = "0123456789abcdef";
-    for (size_t i = 0; i < sizeof(d); i++) {
-        t->cur.sha256[2 * i] = x[d[i] >> 4];
-        t->cur.sha256[2 * i + 1] = x[d[i] & 15];
+    if (t->nlisted < VMT_LISTED) {
+        struct vmt_file *f = &t->listed[t->nlisted];
+        if ((f->path = strdup(t->cur_path))) {
+            static const char x[] = "0123456789abcdef";
+            for (size_t i = 0; i < sizeof(d); i++) {
+                f->sha256[2 * i] = x[d[i] >> 4];
+                f->sha256[2 * i + 1] = x[d[i] & 15];
+            }
+            f->sha256[64] = '\0';
+            f->size = t->cur_size;
+            t->nlisted++;
+        }
     }
-    t->cur.sha256[64] = '\0';
-    if (t->nlisted < VMT_LISTED)
-        t->listed[t->nlisted++] = t->cur;
     if (t->out >= 0)
         close(t->out);
     t->out = -1;
-    t->cur.path[0] = '\0';
+    t->cur_path[0] = '\0';
 }
 
 int vmt_feed(struct vmt *t, const uint8_t *p, size_t n) {
@@ -351,7 +489,10 @@ int vmt_feed(struct vmt *t, const uint8_t *p, size_t n) {
         }
         if (t->left) {
             size_t c = n < t->left ? n : (size_t)t->left;
-            if (t->cur.path[0]) {
+            if (t->pax_in) {
+                memcpy(t->pax + t->pax_have, p, c);
+                t->pax_have += c;
+            } else if (t->cur_path[0]) {
                 crypto_hash_sha256_update(t->hash, p, c);
                 if (t->out >= 0) {
                     size_t done = 0;
@@ -369,8 +510,13 @@ int vmt_feed(struct vmt *t, const uint8_t *p, size_t n) {
             p += c;
             n -= c;
             t->left -= c;
-            if (!t->left && t->cur.path[0])
+            if (!t->left && t->pax_in) {
+                t->pax_in = false;
+                if (parse_pax(t) < 0)
+                    return -1;
+            } else if (!t->left && t->cur_path[0]) {
                 end_file(t);
+            }
             continue;
         }
         if (t->pad) {
@@ -392,6 +538,8 @@ int vmt_feed(struct vmt *t, const uint8_t *p, size_t n) {
         for (size_t i = 0; i < 512 && zero; i++)
             zero = t->hdr[i] == 0;
         if (zero) {
+            if (t->pax_ready)
+                return fail(t, "tar: an extended header without its entry", 0);
             if (++t->zero_blocks == 2)
                 t->ended = true;
             continue;
@@ -400,7 +548,7 @@ int vmt_feed(struct vmt *t, const uint8_t *p, size_t n) {
             return fail(t, "tar: a lone zero block", 0);
         if (begin_entry(t) < 0)
             return -1;
-        if (!t->left && t->cur.path[0])
+        if (!t->left && t->cur_path[0])
             end_file(t);
     }
     return 0;

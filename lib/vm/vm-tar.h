@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The host's reader of the tar streams a guest sends back (vm-tar.c):
- * ustar, regular files and directories only, every path checked (relative,
- * no "..", no empty part, bounded length and depth), created fd-relative
- * under the destination without following any symlink, each file's SHA-256
- * recorded. A guest-written file system is never mounted. */
+ * ustar with pax extended headers (path, linkpath, size: names longer than
+ * ustar's fields carry), regular files, directories and symbolic links,
+ * and the agent's own type 'U' (a file unchanged since the host copied it
+ * in: no data, the host keeps its own),
+ * every path checked (relative, no "..", no empty part, bounded length and
+ * depth), created fd-relative under the destination without following any
+ * symlink, each file's SHA-256 recorded. A guest-written file system is
+ * never mounted. */
 #ifndef FY_VM_TAR_H
 #define FY_VM_TAR_H
 
@@ -14,9 +18,13 @@
 #define VMT_MAX_ENTRIES 100000
 #define VMT_MAX_DEPTH 64
 #define VMT_LISTED 256 /* files whose digest the result lists */
+#define VMT_MAX_PATH 4096        /* a path's bytes, a directory's trailing slash included */
+#define VMT_MAX_NAME 255         /* one component's */
+#define VMT_PAX_MAX 16384        /* one extended header's records */
+#define VMT_NAMES_MAX (64u << 20) /* all the names a stream may make the host remember */
 
 struct vmt_file {
-    char path[256];
+    char *path; /* owned */
     uint64_t size;
     char sha256[65];
 };
@@ -29,8 +37,17 @@ struct vmt {
     uint64_t pad;              /* padding after it */
     int out;                   /* the file being written, or -1 */
     void *hash;                /* its crypto_hash_sha256_state */
-    struct vmt_file cur;
-    uint64_t entries, files, bytes, skipped;
+    char cur_path[VMT_MAX_PATH + 1]; /* the regular file whose data follows, or "" */
+    uint64_t cur_size;
+    /* A pax extended header: its records while they arrive (pax_in), then
+     * what they said, for the next entry only. */
+    char *pax;
+    size_t pax_len, pax_have;
+    bool pax_in, pax_ready, pax_size_set;
+    char *pax_path, *pax_link;
+    uint64_t pax_size;
+    uint64_t entries, files, links, unchanged, bytes, skipped;
+    size_t names_bytes;
     int zero_blocks;
     bool ended;
     const char *error;         /* sticky: static text */
@@ -58,9 +75,9 @@ bool vmt_named(const struct vmt *t, const char *rel);
 /* Removes rel under the destination (a file, a link, or a directory with
  * all it holds), never following a link: 1 removed, 0 not there, -errno. */
 int vmt_remove(struct vmt *t, const char *rel);
-/* Whether the guest's ustar writer can name rel at all (a directory:
- * with its trailing slash): a path it cannot name is never taken for one
- * the guest removed. */
+/* Whether the guest's writer can name rel at all (a directory: with its
+ * trailing slash): a path it cannot name is never taken for one the guest
+ * removed. */
 bool vmt_nameable(const char *rel, bool dir);
 /* A relative path a guest may name (exported for the fuzzer and tests). */
 bool vmt_path_ok(const char *path);

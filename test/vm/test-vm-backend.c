@@ -727,10 +727,17 @@ START_TEST(test_workspace) {
     ck_assert_ptr_nonnull(t);
     ck_assert_str_eq(t, "built\n");
     free(t);
-    /* Symbolic links are not returned. */
+    /* A symbolic link comes back as one, its target as the guest made it
+     * (never followed by the host's reader). */
     snprintf(path, sizeof(path), "%s/link", out);
     struct stat st;
-    ck_assert_int_ne(lstat(path, &st), 0);
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    char target[64];
+    ssize_t tl = readlink(path, target, sizeof(target) - 1);
+    ck_assert_int_eq(tl, 11);
+    target[tl] = '\0';
+    ck_assert_str_eq(target, "/etc/passwd");
     json_t *iso = isolation(r);
     json_t *files = json_object_get(iso, "returned_files"), *it;
     size_t i;
@@ -878,10 +885,12 @@ END_TEST
 /* What the guest removes from the build tree is removed on the host, as
  * under a bind mount (before, `rm` and `mv` in the guest left the host's
  * old files in place: a `make clean` cleaned nothing). Only what was copied
- * in: a FIFO the guest never saw stays, and so does a link the guest kept;
- * a link the guest made is not made on the host. */
+ * in: a FIFO the guest never saw stays. Links come back as links, and
+ * names longer than ustar's fields come back whole (before, a last
+ * component over 100 bytes or a path over 255 was silently dropped: the
+ * build's change to it lost, the attempt still a success). */
 START_TEST(test_workspace_removals) {
-    char bld[128], path[256];
+    char bld[128], path[1024];
     snprintf(bld, sizeof(bld), "%s/build-rm", scratch);
     static const char *const dirs[] = {"", "/sub", "/sub/deep", "/kept"};
     for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -901,8 +910,7 @@ START_TEST(test_workspace_removals) {
     ck_assert_int_eq(symlink("old.o", path), 0);
     snprintf(path, sizeof(path), "%s/fifo", bld);
     ck_assert_int_eq(mkfifo(path, 0644), 0);
-    /* A name of 150 bytes, which the guest's ustar stream cannot carry (it
-     * does not come back): never taken for a file the guest removed. */
+    /* A name of 150 bytes, which ustar's name field cannot carry. */
     char longname[151];
     memset(longname, 'n', 150);
     longname[150] = '\0';
@@ -911,11 +919,20 @@ START_TEST(test_workspace_removals) {
     ck_assert_ptr_nonnull(lf);
     fputs("long\n", lf);
     fclose(lf);
+    /* A path of more than 255 bytes, made by the guest. */
+    char deep[400] = "";
+    for (int i = 0; i < 6; i++)
+        snprintf(deep + strlen(deep), sizeof(deep) - strlen(deep), "%s%.60s", i ? "/" : "",
+                 "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
     ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
-    const char *argv[] = {"/bin/sh", "-c", "rm old.o gone-link && mv keep.c renamed.c && rm -r sub && ln -s renamed.c new-link",
-                          NULL};
+    char script[2048];
+    snprintf(script, sizeof(script),
+             "rm old.o gone-link && mv keep.c renamed.c && rm -r sub && ln -s renamed.c new-link && "
+             "echo changed > kept/%s && mkdir -p %s && echo deep > %s/f",
+             longname, deep, deep);
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);
     ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
@@ -923,7 +940,7 @@ START_TEST(test_workspace_removals) {
     static const struct {
         const char *name;
         bool there;
-    } want[] = {{"old.o", false}, {"keep.c", false}, {"sub", false}, {"gone-link", false}, {"new-link", false},
+    } want[] = {{"old.o", false}, {"keep.c", false}, {"sub", false}, {"gone-link", false}, {"new-link", true},
                 {"renamed.c", true}, {"kept/y", true}, {"link", true}, {"fifo", true}};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         struct stat st;
@@ -931,12 +948,111 @@ START_TEST(test_workspace_removals) {
         ck_assert_msg((lstat(path, &st) == 0) == want[i].there, "%s: %s on the host", want[i].name,
                       want[i].there ? "missing" : "still");
     }
+    char target[64];
+    snprintf(path, sizeof(path), "%s/new-link", bld);
+    ssize_t tl = readlink(path, target, sizeof(target) - 1);
+    ck_assert_int_eq(tl, 9);
+    target[tl] = '\0';
+    ck_assert_str_eq(target, "renamed.c");
     snprintf(path, sizeof(path), "%s/kept/%s", bld, longname);
-    struct stat lst;
-    ck_assert_msg(lstat(path, &lst) == 0, "the long-named file the guest kept was removed on the host");
+    char *t = slurp(path);
+    ck_assert_msg(t && !strcmp(t, "changed\n"), "the long-named file: %s", t ? t : "missing");
+    free(t);
+    snprintf(path, sizeof(path), "%s/%s/f", bld, deep);
+    t = slurp(path);
+    ck_assert_msg(t && !strcmp(t, "deep\n"), "the deep file: %s", t ? t : "missing");
+    free(t);
     json_t *iso = isolation(r);
     json_t *rm = json_object_get(iso, "removed_as_in_guest");
     ck_assert_int_eq(json_integer_value(json_object_get(rm, "build")), 4);
+    json_decref(iso);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* A file the command did not touch is not sent back (the host has it):
+ * a build tree larger than the output limit comes back when the build
+ * changed little of it. What it changed comes back whole, including what
+ * it moved: a file renamed over another, a directory renamed (its files
+ * keep their change times), two directories swapped, a mode changed. */
+static void put_file(const char *dir, const char *rel, const char *text, size_t size) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    FILE *f = fopen(path, "we");
+    ck_assert_ptr_nonnull(f);
+    if (text)
+        fputs(text, f);
+    for (size_t i = 0; i < size; i++)
+        fputc((int)('a' + (i * 7 + strlen(rel)) % 26), f);
+    fclose(f);
+}
+
+START_TEST(test_workspace_unchanged) {
+    char bld[128], path[512];
+    snprintf(bld, sizeof(bld), "%s/build-unch", scratch);
+    static const char *const dirs[] = {"", "/keep", "/dir-a", "/d1", "/d2"};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        snprintf(path, sizeof(path), "%s%s", bld, dirs[i]);
+        ck_assert_int_eq(mkdir(path, 0755), 0);
+    }
+    ino_t inos[40];
+    for (int i = 0; i < 40; i++) {
+        char rel[64];
+        snprintf(rel, sizeof(rel), "keep/f%02d.o", i);
+        put_file(bld, rel, NULL, 64 << 10);
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", bld, rel);
+        ck_assert_int_eq(stat(path, &st), 0);
+        inos[i] = st.st_ino;
+    }
+    put_file(bld, "mod.c", "orig\n", 0);
+    put_file(bld, "mv-src.o", "src\n", 0);
+    put_file(bld, "mv-dst.o", "dst\n", 0);
+    put_file(bld, "dir-a/inner.o", "inner\n", 0);
+    put_file(bld, "d1/f", "one\n", 0);
+    put_file(bld, "d2/f", "two\n", 0);
+    put_file(bld, "run.sh", "#!/bin/sh\n", 0);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_OUTPUT, 1u << 20, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo more >> mod.c && mv mv-src.o mv-dst.o && mv dir-a dir-b && mv d1 tmp && mv d2 d1 && "
+                          "mv tmp d2 && chmod 0755 run.sh",
+                          NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    static const struct {
+        const char *rel, *text;
+    } want[] = {{"mod.c", "orig\nmore\n"}, {"mv-dst.o", "src\n"}, {"dir-b/inner.o", "inner\n"},
+                {"d1/f", "two\n"},         {"d2/f", "one\n"},     {"run.sh", "#!/bin/sh\n"}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", bld, want[i].rel);
+        char *t = slurp(path);
+        ck_assert_msg(t && !strcmp(t, want[i].text), "%s: %s", want[i].rel, t ? t : "missing");
+        free(t);
+    }
+    static const char *const gone[] = {"mv-src.o", "dir-a", "tmp"};
+    for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", bld, gone[i]);
+        ck_assert_msg(access(path, F_OK) != 0, "%s is still on the host", gone[i]);
+    }
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/run.sh", bld);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_msg(st.st_mode & 0100, "the mode the command set did not come back");
+    for (int i = 0; i < 40; i++) {
+        snprintf(path, sizeof(path), "%s/keep/f%02d.o", bld, i);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_msg(st.st_ino == inos[i] && st.st_size == 64 << 10, "keep/f%02d.o was rewritten", i);
+    }
+    json_t *iso = isolation(r);
+    json_t *kept = json_object_get(iso, "kept_unchanged");
+    ck_assert_int_eq(json_integer_value(json_object_get(kept, "build")), 40);
     json_decref(iso);
     assert_nothing_left(r);
     fy_result_free(r);
@@ -2075,6 +2191,7 @@ int main(int argc, char **argv) {
     ADD(test_workspace_many_files);
     ADD(test_file_bind);
     ADD(test_workspace_removals);
+    ADD(test_workspace_unchanged);
     ADD(test_secrets);
     ADD(test_fetch_only);
     ADD(test_fetch_only_clone);

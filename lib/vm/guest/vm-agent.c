@@ -333,9 +333,21 @@ static void write_secret(const uint8_t *d, uint32_t n, const struct run *r) {
         fail(errno, "/run/secrets");
 }
 
+struct dirmark {
+    char *path; /* relative to the collected directory ("" for itself) */
+    ino_t ino;
+};
+
 struct collect {
     uint32_t which;
     const char *dir;
+    /* What the tree held when the command started (mark_tree): the change
+     * time of a file made then, and every directory's inode by its path. */
+    struct timespec t0;
+    dev_t dev;
+    bool marked;
+    struct dirmark *marks;
+    size_t nmarks, capmarks;
 };
 static struct collect collects[2];
 static size_t ncollect;
@@ -1228,44 +1240,213 @@ static void tar_put(const void *p, size_t n) {
     }
 }
 
-static int tar_header(const char *rel, const struct stat *st, char type) {
+static size_t ndigits(size_t x) {
+    size_t d = 1;
+    for (; x >= 10; x /= 10)
+        d++;
+    return d;
+}
+
+/* One pax record, "LEN key=value\n", LEN counting the record itself. */
+static size_t pax_record(char *out, size_t cap, const char *key, const char *val) {
+    size_t body = strlen(key) + strlen(val) + 3, d = ndigits(body);
+    if (ndigits(body + d) > d)
+        d++;
+    size_t len = body + d;
+    if (len >= cap)
+        return 0;
+    int n = snprintf(out, cap, "%zu %s=%s\n", len, key, val);
+    return n > 0 && (size_t)n == len ? len : 0;
+}
+
+static void tar_block(const char *name, const char *prefix, unsigned mode, uint64_t size, time_t mtime, char type,
+                      const char *link) {
     uint8_t h[512];
     memset(h, 0, sizeof(h));
-    size_t l = strlen(rel);
-    const char *name = rel, *prefix = "";
-    char pre[156];
-    if (l > 100) {
-        const char *cut = NULL;
-        for (const char *s = rel; *s; s++)
-            if (*s == '/' && (size_t)(s - rel) <= 155 && l - (size_t)(s - rel) - 1 <= 100)
-                cut = s;
-        if (!cut)
-            return -1;
-        snprintf(pre, sizeof(pre), "%.*s", (int)(cut - rel), rel);
-        prefix = pre;
-        name = cut + 1;
-    }
-    memcpy(h, name, strlen(name));
-    snprintf((char *)h + 100, 8, "%07o", (unsigned)(st->st_mode & 07777));
+    memcpy(h, name, strnlen(name, 100));
+    snprintf((char *)h + 100, 8, "%07o", mode & 07777);
     snprintf((char *)h + 108, 8, "%07o", 0u);
     snprintf((char *)h + 116, 8, "%07o", 0u);
-    snprintf((char *)h + 124, 12, "%011llo", type == '0' ? (unsigned long long)st->st_size : 0ull);
-    snprintf((char *)h + 136, 12, "%011llo", (unsigned long long)(st->st_mtime > 0 ? st->st_mtime : 0));
+    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+    snprintf((char *)h + 136, 12, "%011llo", (unsigned long long)(mtime > 0 && mtime < 077777777777ll ? mtime : 0));
     memset(h + 148, ' ', 8);
     h[156] = (uint8_t)type;
+    if (link)
+        memcpy(h + 157, link, strnlen(link, 100));
     memcpy(h + 257, "ustar", 6);
     memcpy(h + 263, "00", 2);
-    memcpy(h + 345, prefix, strlen(prefix));
+    memcpy(h + 345, prefix, strnlen(prefix, 155));
     unsigned sum = 0;
     for (size_t i = 0; i < 512; i++)
         sum += h[i];
     snprintf((char *)h + 148, 8, "%06o", sum);
     h[155] = ' ';
     tar_put(h, sizeof(h));
+}
+
+/* An entry's header: ustar's fields when the name (split into prefix and
+ * name), the link target and the size fit them, else a pax extended header
+ * first that carries what does not (the host reads path, linkpath and
+ * size), so that no name is dropped for its length. */
+static int tar_header(const char *rel, const struct stat *st, char type, const char *link) {
+    size_t l = strlen(rel);
+    const char *name = rel, *prefix = "";
+    char pre[156];
+    bool fits = l <= 100;
+    if (!fits) {
+        const char *cut = NULL;
+        for (const char *s = rel; *s; s++)
+            if (*s == '/' && (size_t)(s - rel) <= 155 && l - (size_t)(s - rel) - 1 <= 100)
+                cut = s;
+        if (cut) {
+            snprintf(pre, sizeof(pre), "%.*s", (int)(cut - rel), rel);
+            prefix = pre;
+            name = cut + 1;
+            fits = true;
+        }
+    }
+    uint64_t size = type == '0' ? (uint64_t)st->st_size : 0;
+    bool long_link = link && strlen(link) > 100, big = size > 077777777777ull;
+    if (!fits || long_link || big) {
+        static char recs[2 * PATH_MAX + 128];
+        size_t n = 0, k;
+        char num[24];
+        if (!fits) {
+            if (!(k = pax_record(recs + n, sizeof(recs) - n, "path", rel)))
+                return -1;
+            n += k;
+        }
+        if (long_link) {
+            if (!(k = pax_record(recs + n, sizeof(recs) - n, "linkpath", link)))
+                return -1;
+            n += k;
+        }
+        if (big) {
+            snprintf(num, sizeof(num), "%llu", (unsigned long long)size);
+            if (!(k = pax_record(recs + n, sizeof(recs) - n, "size", num)))
+                return -1;
+            n += k;
+        }
+        tar_block("PaxHeader", "", 0644, n, 0, 'x', NULL);
+        tar_put(recs, n);
+        static const uint8_t zero[512];
+        tar_put(zero, (512 - n % 512) % 512);
+        if (!fits) {
+            name = rel;
+            prefix = "";
+        }
+        if (big)
+            size = 0;
+    }
+    tar_block(name, prefix, (unsigned)st->st_mode, size, st->st_mtime, type, link);
     return 0;
 }
 
-static void tar_tree(int dirfd, const char *rel, int depth) {
+/* ---- what a collected tree held when the command started ----
+ *
+ * The host already has every file it copied in. A file the command did
+ * not touch goes back as a header of type 'U' (unchanged, no data), which
+ * the host takes as "keep yours": a build tree larger than the output
+ * limit, or one of which a build changes little, is not sent whole. A file
+ * is unchanged when its change time is before the mark's (a file made on
+ * the same filesystem just before the fork: writing, chmod, link and
+ * rename all set a file's ctime to the present) and every directory above
+ * it is the inode that had that path at the mark (a renamed directory
+ * keeps its files' ctimes). Anything else, or a tree that could not be
+ * marked, is sent whole. */
+
+static int cmp_mark(const void *a, const void *b) {
+    return strcmp(((const struct dirmark *)a)->path, ((const struct dirmark *)b)->path);
+}
+
+static bool mark_add(struct collect *c, const char *rel, ino_t ino) {
+    if (c->nmarks == c->capmarks) {
+        size_t cap = c->capmarks ? c->capmarks * 2 : 64;
+        if (cap > (1u << 20))
+            return false;
+        struct dirmark *n = realloc(c->marks, cap * sizeof(*n));
+        if (!n)
+            return false;
+        c->marks = n;
+        c->capmarks = cap;
+    }
+    struct dirmark *m = &c->marks[c->nmarks];
+    if (!(m->path = strdup(rel)))
+        return false;
+    m->ino = ino;
+    c->nmarks++;
+    return true;
+}
+
+static bool mark_dirs(struct collect *c, int fd, const char *rel, int depth) {
+    if (depth > 64)
+        return false;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return false;
+    }
+    bool ok = true;
+    struct dirent *e;
+    while (ok && (e = readdir(d))) {
+        if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof(path))
+            continue; /* (never sent either) */
+        int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        ok = sub >= 0 && fstat(sub, &st) == 0 && mark_add(c, path, st.st_ino);
+        if (ok)
+            ok = mark_dirs(c, sub, path, depth + 1);
+        else if (sub >= 0)
+            close(sub);
+    }
+    closedir(d);
+    return ok;
+}
+
+static void mark_tree(struct collect *c) {
+    int fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat st, m;
+    int tmp = open(c->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    bool ok = tmp >= 0 && fstat(tmp, &m) == 0 && fstat(fd, &st) == 0 && m.st_dev == st.st_dev &&
+              mark_add(c, "", st.st_ino);
+    if (tmp >= 0)
+        close(tmp);
+    if (ok)
+        ok = mark_dirs(c, fd, "", 0); /* (takes fd) */
+    else
+        close(fd);
+    if (!ok) {
+        for (size_t i = 0; i < c->nmarks; i++)
+            free(c->marks[i].path);
+        free(c->marks);
+        c->marks = NULL;
+        c->nmarks = c->capmarks = 0;
+        return;
+    }
+    qsort(c->marks, c->nmarks, sizeof(*c->marks), cmp_mark);
+    c->t0 = m.st_ctim;
+    c->dev = m.st_dev;
+    c->marked = true;
+}
+
+static bool dir_stable(const struct collect *c, const char *rel, ino_t ino) {
+    struct dirmark key = {(char *)rel, 0};
+    const struct dirmark *m = c->marked ? bsearch(&key, c->marks, c->nmarks, sizeof(*c->marks), cmp_mark) : NULL;
+    return m && m->ino == ino;
+}
+
+static bool file_unchanged(const struct collect *c, const struct stat *st) {
+    return c->marked && st->st_dev == c->dev &&
+           (st->st_ctim.tv_sec < c->t0.tv_sec ||
+                         (st->st_ctim.tv_sec == c->t0.tv_sec && st->st_ctim.tv_nsec < c->t0.tv_nsec));
+}
+
+static void tar_tree(const struct collect *c, int dirfd, const char *rel, int depth, bool stable) {
     if (depth > 64 || tarover)
         return;
     DIR *d = fdopendir(dirfd);
@@ -1286,16 +1467,18 @@ static void tar_tree(int dirfd, const char *rel, int depth) {
         if (S_ISDIR(st.st_mode)) {
             char dpath[PATH_MAX + 1];
             snprintf(dpath, sizeof(dpath), "%s/", path);
-            if (tar_header(dpath, &st, '5') < 0)
+            if (tar_header(dpath, &st, '5', NULL) < 0)
                 continue;
             int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
-                tar_tree(sub, path, depth + 1);
+                tar_tree(c, sub, path, depth + 1, stable && dir_stable(c, path, st.st_ino));
+        } else if (S_ISREG(st.st_mode) && stable && file_unchanged(c, &st)) {
+            tar_header(path, &st, 'U', NULL);
         } else if (S_ISREG(st.st_mode)) {
             int fd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
             if (fd < 0)
                 continue;
-            if (tar_header(path, &st, '0') < 0) {
+            if (tar_header(path, &st, '0', NULL) < 0) {
                 close(fd);
                 continue;
             }
@@ -1313,10 +1496,15 @@ static void tar_tree(int dirfd, const char *rel, int depth) {
             memset(buf, 0, pad);
             tar_put(buf, pad);
         } else if (S_ISLNK(st.st_mode)) {
-            /* Named, with no target: the host makes no link, but keeps one
-             * it had there (what the stream does not name, the guest
-             * removed, and so does the host). */
-            if (tar_header(path, &st, '2') < 0)
+            /* Made on the host as here: a link is the workload's to make,
+             * as under a bind mount, and the host's reader never follows
+             * one. */
+            char target[PATH_MAX];
+            ssize_t tl = readlinkat(dirfd, e->d_name, target, sizeof(target) - 1);
+            if (tl <= 0)
+                continue;
+            target[tl] = '\0';
+            if (tar_header(path, &st, '2', target) < 0)
                 continue;
         }
         /* Devices, FIFOs and sockets are not sent back. */
@@ -1324,13 +1512,14 @@ static void tar_tree(int dirfd, const char *rel, int depth) {
     closedir(d);
 }
 
-static void send_tree(uint32_t which, const char *dir, uint64_t max) {
-    tarwhich = (uint16_t)which;
+static void send_tree(const struct collect *c, uint64_t max) {
+    tarwhich = (uint16_t)c->which;
     tarlen = 0;
     tarmax = max;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
     if (fd >= 0)
-        tar_tree(fd, "", 0);
+        tar_tree(c, fd, "", 0, fstat(fd, &st) == 0 && dir_stable(c, "", st.st_ino));
     static const uint8_t zero[1024];
     if (!tarover)
         tar_put(zero, sizeof(zero));
@@ -1371,7 +1560,7 @@ static void misbehave(const char *how) {
         struct stat st = {.st_mode = 0100644, .st_size = 5};
         tarwhich = VMP_DIR_OUTPUT;
         tarmax = UINT64_MAX;
-        tar_header("../escaped", &st, '0');
+        tar_header("../escaped", &st, '0', NULL);
         tar_put("evil\n", 5);
         static const uint8_t zero[1024 + 507];
         tar_put(zero, sizeof(zero));
@@ -1551,6 +1740,10 @@ int main(void) {
     if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
         pipe2(prep, O_CLOEXEC) < 0)
         fail(errno, "pipe");
+    /* Before the fork: what the trees held before anything of the
+     * command's ran (the host has all of it). */
+    for (size_t i = 0; i < ncollect; i++)
+        mark_tree(&collects[i]);
     uint64_t t_exec = now_usec();
     pid_t child = fork();
     if (child < 0)
@@ -1726,7 +1919,7 @@ int main(void) {
     for (size_t i = 0; i < ncollect; i++) {
         tarsent = 0;
         tarover = 0;
-        send_tree(collects[i].which, collects[i].dir, budget);
+        send_tree(&collects[i], budget);
         budget = budget > tarsent ? budget - tarsent : 0;
     }
     send_frame(VMP_DONE, 0, NULL, 0);
