@@ -1014,6 +1014,10 @@ START_TEST(test_workspace_unchanged) {
     put_file(bld, "d1/f", "one\n", 0);
     put_file(bld, "d2/f", "two\n", 0);
     put_file(bld, "run.sh", "#!/bin/sh\n", 0);
+    struct stat lst;
+    snprintf(path, sizeof(path), "%s/keep/link", bld);
+    ck_assert_int_eq(symlink("f00.o", path), 0);
+    ck_assert_int_eq(lstat(path, &lst), 0);
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
     ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
@@ -1050,9 +1054,12 @@ START_TEST(test_workspace_unchanged) {
         ck_assert_int_eq(stat(path, &st), 0);
         ck_assert_msg(st.st_ino == inos[i] && st.st_size == 64 << 10, "keep/f%02d.o was rewritten", i);
     }
+    snprintf(path, sizeof(path), "%s/keep/link", bld);
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert_msg(S_ISLNK(st.st_mode) && st.st_ino == lst.st_ino, "keep/link was made anew");
     json_t *iso = isolation(r);
     json_t *kept = json_object_get(iso, "kept_unchanged");
-    ck_assert_int_eq(json_integer_value(json_object_get(kept, "build")), 40);
+    ck_assert_int_eq(json_integer_value(json_object_get(kept, "build")), 41);
     json_decref(iso);
     assert_nothing_left(r);
     fy_result_free(r);

@@ -1345,7 +1345,7 @@ static int tar_header(const char *rel, const struct stat *st, char type, const c
 /* ---- what a collected tree held when the command started ----
  *
  * The host already has every file it copied in. A file the command did
- * not touch goes back as a header of type 'U' (unchanged, no data), which
+ * not touch (or a link) goes back as a header of type 'U' (unchanged, no data), which
  * the host takes as "keep yours": a build tree larger than the output
  * limit, or one of which a build changes little, is not sent whole. A file
  * is unchanged when its change time is before the mark's (a file made on
@@ -1495,6 +1495,8 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
             size_t pad = (size_t)((512 - st.st_size % 512) % 512);
             memset(buf, 0, pad);
             tar_put(buf, pad);
+        } else if (S_ISLNK(st.st_mode) && stable && file_unchanged(c, &st)) {
+            tar_header(path, &st, 'U', NULL); /* (a link is never changed in place: made anew) */
         } else if (S_ISLNK(st.st_mode)) {
             /* Made on the host as here: a link is the workload's to make,
              * as under a bind mount, and the host's reader never follows
