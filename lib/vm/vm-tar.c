@@ -30,7 +30,7 @@ static void pax_clear(struct vmt *t) {
     free(t->pax_link);
     t->pax = t->pax_path = t->pax_link = NULL;
     t->pax_len = t->pax_have = 0;
-    t->pax_in = t->pax_ready = t->pax_size_set = false;
+    t->pax_in = t->pax_ready = t->pax_size_set = t->pax_mtime_set = false;
     t->pax_size = 0;
 }
 
@@ -271,6 +271,26 @@ static int parse_pax(struct vmt *t) {
             }
             t->pax_size = x;
             t->pax_size_set = true;
+        } else if (klen == 5 && !memcmp(kv, "mtime", 5)) {
+            /* SECONDS[.FRACTION]; a negative or malformed one is ignored */
+            uint64_t sec = 0;
+            long ns = 0;
+            size_t k = 0;
+            for (; k < vlen && k < 12 && v[k] >= '0' && v[k] <= '9'; k++)
+                sec = sec * 10 + (uint64_t)(v[k] - '0');
+            bool ok = k > 0 && (k == vlen || v[k] == '.');
+            if (ok && k < vlen) {
+                long scale = 100000000;
+                for (k++; k < vlen && ok; k++, scale /= 10) {
+                    ok = v[k] >= '0' && v[k] <= '9';
+                    ns += scale ? (v[k] - '0') * scale : 0;
+                }
+            }
+            if (ok) {
+                t->pax_mtime.tv_sec = (time_t)sec;
+                t->pax_mtime.tv_nsec = ns;
+                t->pax_mtime_set = true;
+            }
         } else if (klen >= 10 && !memcmp(kv, "GNU.sparse", 10)) {
             return fail(t, "tar: a sparse file refused", 0);
         }
@@ -357,6 +377,10 @@ static int begin_entry(struct vmt *t) {
     }
     if (t->pax_size_set)
         size = t->pax_size;
+    uint64_t mt = 0;
+    struct timespec mtime = {(time_t)(octal(h + 136, 12, &mt) == 0 ? mt : 0), 0};
+    if (t->pax_mtime_set)
+        mtime = t->pax_mtime;
     char link[VMT_MAX_PATH + 1] = "";
     if (type == '2') {
         if (t->pax_link)
@@ -423,6 +447,7 @@ static int begin_entry(struct vmt *t) {
     t->files++;
     memcpy(t->cur_path, path, strlen(path) + 1);
     t->cur_size = size;
+    t->cur_mtime = mtime;
     crypto_hash_sha256_init(t->hash);
     if (t->root < 0)
         return 0;
@@ -470,8 +495,16 @@ static void end_file(struct vmt *t) {
             t->nlisted++;
         }
     }
-    if (t->out >= 0)
+    if (t->out >= 0) {
+        /* The guest's modification time (ustar's whole seconds unless a
+         * pax record says more: an older time than the write's, never a
+         * newer one, so make and ninja never take a stale output for a
+         * fresh one), where the host's "now" made an output that was
+         * built before its source changed on the host look up to date. */
+        struct timespec ts[2] = {t->cur_mtime, t->cur_mtime};
+        (void)futimens(t->out, ts);
         close(t->out);
+    }
     t->out = -1;
     t->cur_path[0] = '\0';
 }

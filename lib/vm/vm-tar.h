@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define VMT_MAX_ENTRIES 100000
 #define VMT_MAX_DEPTH 64
@@ -39,13 +40,15 @@ struct vmt {
     void *hash;                /* its crypto_hash_sha256_state */
     char cur_path[VMT_MAX_PATH + 1]; /* the regular file whose data follows, or "" */
     uint64_t cur_size;
+    struct timespec cur_mtime; /* the guest's, set on the file once written */
     /* A pax extended header: its records while they arrive (pax_in), then
      * what they said, for the next entry only. */
     char *pax;
     size_t pax_len, pax_have;
-    bool pax_in, pax_ready, pax_size_set;
+    bool pax_in, pax_ready, pax_size_set, pax_mtime_set;
     char *pax_path, *pax_link;
     uint64_t pax_size;
+    struct timespec pax_mtime;
     uint64_t entries, files, links, unchanged, bytes, skipped;
     size_t names_bytes;
     int zero_blocks;

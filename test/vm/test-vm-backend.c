@@ -707,7 +707,8 @@ START_TEST(test_workspace) {
                           "cat /work/source/input.txt; cat /work/build/prev.txt; "
                           "if touch /work/source/new 2>/dev/null; then echo SOURCE-WRITABLE; fi; "
                           "mkdir -p /work/output/sub && echo result > /work/output/sub/r.txt && "
-                          "echo built > /work/build/obj.o && ln -s /etc/passwd /work/output/link",
+                          "echo built > /work/build/obj.o && ln -s /etc/passwd /work/output/link && "
+                          "echo old > /work/build/old.o && touch -d @1000000000 /work/build/old.o",
                           NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);
@@ -722,15 +723,19 @@ START_TEST(test_workspace) {
     ck_assert_ptr_nonnull(t);
     ck_assert_str_eq(t, "result\n");
     free(t);
+    struct stat st;
     snprintf(path, sizeof(path), "%s/obj.o", bld);
     t = slurp(path);
     ck_assert_ptr_nonnull(t);
     ck_assert_str_eq(t, "built\n");
     free(t);
+    /* A file keeps the guest's modification time (not the host's "now"). */
+    snprintf(path, sizeof(path), "%s/old.o", bld);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mtim.tv_sec, 1000000000);
     /* A symbolic link comes back as one, its target as the guest made it
      * (never followed by the host's reader). */
     snprintf(path, sizeof(path), "%s/link", out);
-    struct stat st;
     ck_assert_int_eq(lstat(path, &st), 0);
     ck_assert(S_ISLNK(st.st_mode));
     char target[64];

@@ -229,6 +229,8 @@ START_TEST(test_replaced_kinds) {
 END_TEST
 
 /* Hand-made headers, as a hostile guest would send them. */
+static unsigned long long header_mtime;
+
 static void header(struct buf *b, const char *name, char type, uint64_t size, const char *link) {
     uint8_t h[512];
     memset(h, 0, sizeof(h));
@@ -237,7 +239,7 @@ static void header(struct buf *b, const char *name, char type, uint64_t size, co
     snprintf((char *)h + 108, 8, "%07o", 0u);
     snprintf((char *)h + 116, 8, "%07o", 0u);
     snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
-    snprintf((char *)h + 136, 12, "%011o", 0u);
+    snprintf((char *)h + 136, 12, "%011llo", header_mtime);
     memset(h + 148, ' ', 8);
     h[156] = (uint8_t)type;
     if (link)
@@ -387,6 +389,37 @@ START_TEST(test_pax_size) {
 }
 END_TEST
 
+/* A returned file has the guest's modification time (ustar's seconds, or
+ * a pax record's fraction too), not the host's "now": an output built
+ * before its source changed must not look newer than it. */
+START_TEST(test_mtime) {
+    struct buf b;
+    memset(&b, 0, sizeof(b));
+    header_mtime = 1000000000;
+    header(&b, "old.o", '0', 2, NULL);
+    data(&b, "o\n", 2);
+    pax(&b, "27 mtime=1234567890.000005\n");
+    header(&b, "frac.o", '0', 0, NULL);
+    header_mtime = 0;
+    end(&b);
+    struct vmt t;
+    ck_assert_int_eq(vmt_init(&t, dest("mtime")), 0);
+    ck_assert_msg(feed(&t, &b, 512) == 0, "refused: %s", t.error);
+    vmt_free(&t);
+    struct stat st;
+    char p[256];
+    snprintf(p, sizeof(p), "%s/mtime/old.o", scratch);
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_int_eq(st.st_mtim.tv_sec, 1000000000);
+    ck_assert_int_eq(st.st_mtim.tv_nsec, 0);
+    snprintf(p, sizeof(p), "%s/mtime/frac.o", scratch);
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_int_eq(st.st_mtim.tv_sec, 1234567890);
+    ck_assert_int_eq(st.st_mtim.tv_nsec, 5000);
+    free(b.p);
+}
+END_TEST
+
 /* Long names cost the host memory (it remembers each to mirror what the
  * guest removed): their total is bounded, and a stream past it refused. */
 START_TEST(test_names_bounded) {
@@ -471,6 +504,7 @@ int main(void) {
     tcase_add_test(tc, test_pax_size);
     tcase_add_test(tc, test_names_bounded);
     tcase_add_test(tc, test_unchanged);
+    tcase_add_test(tc, test_mtime);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
