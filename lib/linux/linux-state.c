@@ -272,6 +272,15 @@ static int remove_tree_at(int at, const char *name, int depth) {
     }
     if (fd < 0)
         return -1;
+    /* Never into another file system: a mount left under the tree (by a
+     * crash, or anything the library did not make) is not the attempt's
+     * to empty, whatever it holds. The tree stays, and says so. */
+    struct stat ds, ps;
+    if (depth > 0 && (fstat(fd, &ds) < 0 || fstat(at, &ps) < 0 || ds.st_dev != ps.st_dev)) {
+        close(fd);
+        errno = EXDEV;
+        return -1;
+    }
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);
