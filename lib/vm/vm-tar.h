@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define VMT_MAX_ENTRIES 100000
+#define VMT_MAX_ENTRIES 1000000 /* (a node_modules tree passes 100,000) */
 #define VMT_MAX_DEPTH 64
 #define VMT_LISTED 256 /* files whose digest the result lists */
 #define VMT_MAX_PATH 4096        /* a path's bytes, a directory's trailing slash included */

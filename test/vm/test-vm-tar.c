@@ -490,6 +490,27 @@ START_TEST(test_unchanged) {
 }
 END_TEST
 
+/* The entries a stream may hold are bounded (each costs the host a name
+ * to remember), and not below what real build trees hold. */
+START_TEST(test_entries_bounded) {
+    struct buf b;
+    memset(&b, 0, sizeof(b));
+    header(&b, "same-name", 'U', 0, NULL);
+    struct vmt t;
+    ck_assert_int_eq(vmt_init(&t, -1), 0);
+    size_t i;
+    int r = 0;
+    for (i = 0; r == 0 && i <= VMT_MAX_ENTRIES; i++)
+        r = vmt_feed(&t, b.p, 512);
+    ck_assert_int_eq(r, -1);
+    ck_assert_uint_eq(i, VMT_MAX_ENTRIES + 1);
+    ck_assert_str_eq(t.error, "too many tar entries");
+    ck_assert_uint_ge(VMT_MAX_ENTRIES, 500000);
+    vmt_free(&t);
+    free(b.p);
+}
+END_TEST
+
 int main(void) {
     snprintf(scratch, sizeof(scratch), "/tmp/fy-vmtar.XXXXXX");
     if (!mkdtemp(scratch))
@@ -505,6 +526,7 @@ int main(void) {
     tcase_add_test(tc, test_names_bounded);
     tcase_add_test(tc, test_unchanged);
     tcase_add_test(tc, test_mtime);
+    tcase_add_test(tc, test_entries_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
