@@ -388,6 +388,19 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
     closedir(d);
 }
 
+/* What copying the attempt's files in failed on (path: which). Past a bound of the copy
+ * (a tree, a single file) the attempt asks more than this backend gives:
+ * FY_E_RANGE, naming the bound. */
+static int archive_error(fy_error **reterr, const char *what, const char *path, int e) {
+    if (e == EFBIG)
+        return err_set(reterr, FY_E_RANGE, FY_STEP_SPAWN, e, path,
+                       "%s: more than the virtual-machine backend copies into a guest (%llu MiB for a build or "
+                       "output tree, %llu MiB for a single file)",
+                       what, (unsigned long long)(WORKSPACE_COPY_MAX / MiB), (unsigned long long)(VM_FILE_COPY_MAX / MiB));
+    /* (the path is the error's location) */
+    return err_set(reterr, err_from_errno(e), FY_STEP_SPAWN, e, path, "%s: %s", what, strerror(e));
+}
+
 static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid);
 static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret,
                                  struct pathlist *copied);
@@ -432,8 +445,7 @@ static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reter
     if (close(fd) < 0 && !r)
         r = -errno;
     if (r < 0)
-        return err_set(reterr, err_from_errno(-r), FY_STEP_SPAWN, -r, NULL, "the attempt's initramfs%s%s: %s",
-                       fail_what ? ": " : "", fail_what ? fail_what : "", strerror(-r));
+        return archive_error(reterr, "the attempt's initramfs", fail_what, -r);
     return 0;
 }
 
@@ -880,8 +892,7 @@ static int attempt_files(struct vm *v, const struct fy_plan *np, fy_error **rete
     const char *what = NULL;
     int x = v->files_fd < 0 ? -errno : write_attempt_archive(np, v->files_fd, &what, v->copied);
     if (x < 0)
-        return err_set(reterr, err_from_errno(-x), FY_STEP_SPAWN, -x, NULL, "the attempt's files%s%s: %s",
-                       what ? ": " : "", what ? what : "", strerror(-x));
+        return archive_error(reterr, "the attempt's files", what, -x);
     return 0;
 }
 

@@ -1072,6 +1072,36 @@ START_TEST(test_workspace_unchanged) {
 }
 END_TEST
 
+/* A tree past what the backend copies into a guest is refused at the
+ * start, typed as a range error that names the bound (was FY_E_IO, "File
+ * too large"); nothing is left. */
+START_TEST(test_workspace_too_large) {
+    char bld[128], path[256];
+    snprintf(bld, sizeof(bld), "%s/build-big", scratch);
+    ck_assert_int_eq(mkdir(bld, 0755), 0);
+    snprintf(path, sizeof(path), "%s/sparse.bin", bld);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)600 << 20), 0);
+    close(fd);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, caps, argv, &pr, &e), 0);
+    fy_handle *h = NULL;
+    int r = fy_start(pr, &h, &e);
+    fy_prepared_free(pr);
+    ck_assert_int_eq(r, FY_E_RANGE);
+    ck_assert_msg(strstr(fy_error_message(e), "512 MiB"), "%s", fy_error_message(e));
+    fy_error_free(e);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(rmdir(bld), 0);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_timeout) {
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
@@ -2204,6 +2234,7 @@ int main(int argc, char **argv) {
     ADD(test_file_bind);
     ADD(test_workspace_removals);
     ADD(test_workspace_unchanged);
+    ADD(test_workspace_too_large);
     ADD(test_secrets);
     ADD(test_fetch_only);
     ADD(test_fetch_only_clone);
