@@ -43,6 +43,9 @@ void vmt_free(struct vmt *t) {
     free(t->hash);
     t->hash = NULL;
     pax_clear(t);
+    free(t->made);
+    t->made = NULL;
+    t->nmade = t->capmade = 0;
     for (size_t i = 0; i < t->nlisted; i++)
         free(t->listed[i].path);
     t->nlisted = 0;
@@ -323,6 +326,116 @@ static int clear_leaf(struct vmt *t, char *path, char **leaf, bool dir, bool *ha
     return dfd;
 }
 
+/* The files this stream made, by inode (open addressing, at most half
+ * full; an empty slot is inode 0): a hard link is made only to one of them. */
+static size_t made_slot(const struct vmt *t, dev_t dev, ino_t ino) {
+    size_t i = (size_t)((ino * 0x9e3779b97f4a7c15ull) ^ dev) & (t->capmade - 1);
+    while (t->made[i].ino && !(t->made[i].ino == ino && t->made[i].dev == dev))
+        i = (i + 1) & (t->capmade - 1);
+    return i;
+}
+
+static int made_add(struct vmt *t, const struct stat *st) {
+    if (2 * (t->nmade + 1) > t->capmade) {
+        size_t cap = t->capmade ? t->capmade * 2 : 1024;
+        struct vmt_inode *n = calloc(cap, sizeof(*n)), *old = t->made;
+        if (!n)
+            return -1;
+        size_t oldcap = t->capmade;
+        t->made = n;
+        t->capmade = cap;
+        for (size_t i = 0; i < oldcap; i++)
+            if (old[i].ino)
+                t->made[made_slot(t, old[i].dev, old[i].ino)] = old[i];
+        free(old);
+    }
+    struct vmt_inode *e = &t->made[made_slot(t, st->st_dev, st->st_ino)];
+    if (!e->ino) {
+        e->dev = st->st_dev;
+        e->ino = st->st_ino;
+        t->nmade++;
+    }
+    return 0;
+}
+
+static bool made_here(const struct vmt *t, const struct stat *st) {
+    return t->capmade && st->st_ino && t->made[made_slot(t, st->st_dev, st->st_ino)].ino == st->st_ino;
+}
+
+static int clear_leaf(struct vmt *t, char *path, char **leaf, bool dir, bool *had, struct stat *old);
+
+/* A '1' entry: path becomes another name of the regular file the stream
+ * made under link (never a file it did not make, never through a link),
+ * or, where the host cannot link (another file system, the link count),
+ * a copy of it. */
+static int hard_link(struct vmt *t, char *path, const char *link, uint64_t size) {
+    if (size)
+        return fail(t, "tar entry: a hard link with data", 0);
+    size_t ll = strlen(link);
+    if (!vmt_path_ok(link) || link[ll - 1] == '/')
+        return fail(t, "tar entry: a hard link's target refused", 0);
+    t->hardlinks++;
+    if (t->root < 0)
+        return 0;
+    char tp[VMT_MAX_PATH + 1], *tleaf;
+    memcpy(tp, link, ll + 1);
+    int tdfd = walk_parent(t, tp, &tleaf, false);
+    int src = tdfd < 0 ? -1 : openat(tdfd, tleaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (tdfd >= 0)
+        close(tdfd);
+    struct stat st;
+    if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) || !made_here(t, &st)) {
+        if (src >= 0)
+            close(src);
+        return fail(t, "tar entry: a hard link to a file the stream did not make", 0);
+    }
+    char *leaf;
+    bool had;
+    struct stat old;
+    int dfd = clear_leaf(t, path, &leaf, false, &had, &old);
+    if (dfd < 0) {
+        close(src);
+        return -1;
+    }
+    int r = linkat(src, "", dfd, leaf, AT_EMPTY_PATH);
+    if (r < 0 && errno != EXDEV && errno != EMLINK) {
+        char proc[40];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", src);
+        r = linkat(AT_FDCWD, proc, dfd, leaf, AT_SYMLINK_FOLLOW);
+    }
+    int er = errno;
+    if (r < 0 && (er == EXDEV || er == EMLINK || er == EPERM)) {
+        int out = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                         (st.st_mode & 0755) | 0600);
+        r = out < 0 ? -1 : 0;
+        er = errno;
+        static uint8_t buf[65536];
+        ssize_t n = 0;
+        while (r == 0 && (n = read(src, buf, sizeof(buf))) > 0)
+            for (ssize_t done = 0; r == 0 && done < n;) {
+                ssize_t w = write(out, buf + done, (size_t)(n - done));
+                if (w <= 0) {
+                    r = -1;
+                    er = w < 0 ? errno : EIO;
+                } else {
+                    done += w;
+                }
+            }
+        if (n < 0 && r == 0) {
+            r = -1;
+            er = errno;
+        }
+        if (out >= 0) {
+            struct timespec ts[2] = {st.st_mtim, st.st_mtim};
+            (void)futimens(out, ts);
+            close(out);
+        }
+    }
+    close(dfd);
+    close(src);
+    return r < 0 ? fail(t, "tar entry: cannot make a hard link", er) : 0;
+}
+
 static int begin_entry(struct vmt *t) {
     const uint8_t *h = t->hdr;
     uint64_t sum, size, mode;
@@ -382,7 +495,7 @@ static int begin_entry(struct vmt *t) {
     if (t->pax_mtime_set)
         mtime = t->pax_mtime;
     char link[VMT_MAX_PATH + 1] = "";
-    if (type == '2') {
+    if (type == '2' || type == '1') {
         if (t->pax_link)
             snprintf(link, sizeof(link), "%s", t->pax_link);
         else
@@ -393,7 +506,7 @@ static int begin_entry(struct vmt *t) {
         return fail(t, "tar entry: refused path", 0);
     t->left = size;
     t->pad = (512 - size % 512) % 512;
-    if (type == '0' || type == '\0' || type == '5' || type == '2' || type == 'U') {
+    if (type == '0' || type == '\0' || type == '5' || type == '2' || type == 'U' || type == '1') {
         size_t len = strlen(path);
         if (len > VMT_NAMES_MAX - t->names_bytes)
             return fail(t, "tar: the names alone exceed what the host keeps", 0);
@@ -409,6 +522,8 @@ static int begin_entry(struct vmt *t) {
         t->unchanged++;
         return 0;
     }
+    if (type == '1')
+        return hard_link(t, path, link, size);
     if (type == '5' || type == '2') {
         if (size)
             return fail(t, type == '5' ? "tar entry: directory with data" : "tar entry: link with data", 0);
@@ -472,6 +587,8 @@ static int begin_entry(struct vmt *t) {
     struct stat st;
     if (fstat(t->out, &st) < 0 || !S_ISREG(st.st_mode))
         return fail(t, "tar entry: not a regular file on the host", EEXIST);
+    if (made_add(t, &st) < 0)
+        return fail(t, "tar: out of memory", ENOMEM);
     if (had && S_ISREG(old.st_mode) && (old.st_uid != st.st_uid || old.st_gid != st.st_gid) &&
         fchown(t->out, old.st_uid, old.st_gid) < 0) {
         /* (the caller's, as a new file's: its own to read) */

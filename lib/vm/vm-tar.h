@@ -2,8 +2,9 @@
 /* The host's reader of the tar streams a guest sends back (vm-tar.c):
  * ustar with pax extended headers (path, linkpath, size: names longer than
  * ustar's fields carry), regular files, directories and symbolic links,
- * and the agent's own type 'U' (a file unchanged since the host copied it
- * in: no data, the host keeps its own),
+ * hard links to files the stream made, and the agent's own type 'U' (a
+ * file unchanged since the host copied it in: no data, the host keeps its
+ * own),
  * every path checked (relative, no "..", no empty part, bounded length and
  * depth), created fd-relative under the destination without following any
  * symlink, each file's SHA-256 recorded. A guest-written file system is
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define VMT_MAX_ENTRIES 1000000 /* (a node_modules tree passes 100,000) */
@@ -28,6 +30,11 @@ struct vmt_file {
     char *path; /* owned */
     uint64_t size;
     char sha256[65];
+};
+
+struct vmt_inode {
+    dev_t dev;
+    ino_t ino;
 };
 
 struct vmt {
@@ -49,7 +56,9 @@ struct vmt {
     char *pax_path, *pax_link;
     uint64_t pax_size;
     struct timespec pax_mtime;
-    uint64_t entries, files, links, unchanged, bytes, skipped;
+    uint64_t entries, files, links, hardlinks, unchanged, bytes, skipped;
+    struct vmt_inode *made; /* the files this stream made (vm-tar.c) */
+    size_t nmade, capmade;
     size_t names_bytes;
     int zero_blocks;
     bool ended;

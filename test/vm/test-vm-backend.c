@@ -708,7 +708,8 @@ START_TEST(test_workspace) {
                           "if touch /work/source/new 2>/dev/null; then echo SOURCE-WRITABLE; fi; "
                           "mkdir -p /work/output/sub && echo result > /work/output/sub/r.txt && "
                           "echo built > /work/build/obj.o && ln -s /etc/passwd /work/output/link && "
-                          "echo old > /work/build/old.o && touch -d @1000000000 /work/build/old.o",
+                          "echo old > /work/build/old.o && touch -d @1000000000 /work/build/old.o && "
+                          "echo hard > /work/build/h1 && ln /work/build/h1 /work/build/h2",
                           NULL};
     struct cap c;
     fy_result *r = run(p, argv, &c, NULL, NULL);
@@ -729,6 +730,13 @@ START_TEST(test_workspace) {
     ck_assert_ptr_nonnull(t);
     ck_assert_str_eq(t, "built\n");
     free(t);
+    /* Two names of one file in the guest are two names of one file here. */
+    struct stat h1, h2;
+    snprintf(path, sizeof(path), "%s/h1", bld);
+    ck_assert_int_eq(stat(path, &h1), 0);
+    snprintf(path, sizeof(path), "%s/h2", bld);
+    ck_assert_int_eq(stat(path, &h2), 0);
+    ck_assert_msg(h1.st_ino == h2.st_ino && h1.st_nlink == 2, "h1 and h2 came back as separate files");
     /* A file keeps the guest's modification time (not the host's "now"). */
     snprintf(path, sizeof(path), "%s/old.o", bld);
     ck_assert_int_eq(stat(path, &st), 0);

@@ -49,6 +49,17 @@ static struct archive *writer(struct buf *b) {
     return a;
 }
 
+static void add_hardlink(struct archive *a, const char *path, const char *target) {
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, path);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_hardlink(e, target);
+    archive_entry_set_size(e, 0);
+    ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+    archive_entry_free(e);
+}
+
 static void add(struct archive *a, const char *path, mode_t type, const char *data, const char *link) {
     struct archive_entry *e = archive_entry_new();
     archive_entry_set_pathname(e, path);
@@ -420,6 +431,65 @@ START_TEST(test_mtime) {
 }
 END_TEST
 
+/* Hard links: another name of a file the stream made (libarchive's '1'
+ * entries, a target named in a pax record when long); never a link to a
+ * file the stream did not make, nor through a symbolic link. */
+START_TEST(test_hardlinks) {
+    int root = dest("hard");
+    int fd = openat(root, "host-file", O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    static char longname[201];
+    memset(longname, 'h', 200);
+    struct buf b;
+    struct archive *a = writer(&b);
+    add(a, longname, AE_IFREG, "shared\n", NULL);
+    add_hardlink(a, "b", longname);
+    add_hardlink(a, "sub/c", longname);
+    finish(a);
+    struct vmt t;
+    ck_assert_int_eq(vmt_init(&t, root), 0);
+    ck_assert_msg(feed(&t, &b, 1000) == 0, "refused: %s", t.error);
+    ck_assert_uint_eq(t.hardlinks, 2);
+    vmt_seal(&t);
+    ck_assert(vmt_named(&t, "sub/c"));
+    vmt_free(&t);
+    free(b.p);
+    struct stat s1, s2, s3;
+    char p[512];
+    snprintf(p, sizeof(p), "%s/hard/%s", scratch, longname);
+    ck_assert_int_eq(stat(p, &s1), 0);
+    snprintf(p, sizeof(p), "%s/hard/b", scratch);
+    ck_assert_int_eq(stat(p, &s2), 0);
+    snprintf(p, sizeof(p), "%s/hard/sub/c", scratch);
+    ck_assert_int_eq(stat(p, &s3), 0);
+    ck_assert(s1.st_ino == s2.st_ino && s1.st_ino == s3.st_ino);
+    ck_assert_uint_eq(s1.st_nlink, 3);
+    ck_assert_str_eq(slurp_at("hard/sub/c"), "shared\n");
+    /* Refused: a file the stream did not make, one through a link, a
+     * target outside. */
+    static const char *const refused[] = {"host-file", "l/x", "../etc/passwd"};
+    for (size_t i = 0; i < 3; i++) {
+        memset(&b, 0, sizeof(b));
+        header(&b, "x", '0', 2, NULL);
+        data(&b, "x\n", 2);
+        header(&b, "l", '2', 0, ".");
+        header(&b, "y", '1', 0, refused[i]);
+        end(&b);
+        snprintf(p, sizeof(p), "%s/hard", scratch);
+        int rfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(rfd, 0);
+        ck_assert_int_eq(vmt_init(&t, rfd), 0);
+        ck_assert_int_eq(feed(&t, &b, 512), -1);
+        ck_assert_msg(strstr(t.error, "hard link"), "%s: %s", refused[i], t.error);
+        vmt_free(&t);
+        free(b.p);
+        snprintf(p, sizeof(p), "%s/hard/y", scratch);
+        ck_assert_int_eq(access(p, F_OK), -1);
+    }
+}
+END_TEST
+
 /* Long names cost the host memory (it remembers each to mirror what the
  * guest removed): their total is bounded, and a stream past it refused. */
 START_TEST(test_names_bounded) {
@@ -527,6 +597,7 @@ int main(void) {
     tcase_add_test(tc, test_unchanged);
     tcase_add_test(tc, test_mtime);
     tcase_add_test(tc, test_entries_bounded);
+    tcase_add_test(tc, test_hardlinks);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

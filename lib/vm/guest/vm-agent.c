@@ -1446,9 +1446,61 @@ static bool file_unchanged(const struct collect *c, const struct stat *st) {
                          (st->st_ctim.tv_sec == c->t0.tv_sec && st->st_ctim.tv_nsec < c->t0.tv_nsec));
 }
 
+/* Files of more than one name this stream sent whole, by inode (an open
+ * addressing table, at most half full): their other names go as hard
+ * links ('1'). Only names sent with their data: the host makes links only
+ * to files the stream made. */
+static struct sent {
+    dev_t dev;
+    ino_t ino;
+    char *path; /* NULL: a free slot */
+} *sents;
+static size_t nsents, capsents; /* capsents: a power of two, or 0 */
+
+static size_t sent_slot(const struct sent *t, size_t cap, dev_t dev, ino_t ino) {
+    size_t i = (size_t)((ino * 0x9e3779b97f4a7c15ull) ^ dev) & (cap - 1);
+    while (t[i].path && !(t[i].ino == ino && t[i].dev == dev))
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+static const char *sent_name(const struct stat *st) {
+    return capsents ? sents[sent_slot(sents, capsents, st->st_dev, st->st_ino)].path : NULL;
+}
+
+static void sent_add(const struct stat *st, const char *path) {
+    if (2 * (nsents + 1) > capsents) {
+        size_t cap = capsents ? capsents * 2 : 256;
+        struct sent *n = cap <= (1u << 21) ? calloc(cap, sizeof(*n)) : NULL;
+        if (!n)
+            return; /* (its other names go whole) */
+        for (size_t i = 0; i < capsents; i++)
+            if (sents[i].path)
+                n[sent_slot(n, cap, sents[i].dev, sents[i].ino)] = sents[i];
+        free(sents);
+        sents = n;
+        capsents = cap;
+    }
+    struct sent *e = &sents[sent_slot(sents, capsents, st->st_dev, st->st_ino)];
+    if (!e->path && (e->path = strdup(path))) {
+        e->dev = st->st_dev;
+        e->ino = st->st_ino;
+        nsents++;
+    }
+}
+
+static void sents_clear(void) {
+    for (size_t i = 0; i < capsents; i++) {
+        free(sents[i].path);
+        sents[i].path = NULL;
+    }
+    nsents = 0;
+}
+
 static void tar_tree(const struct collect *c, int dirfd, const char *rel, int depth, bool stable) {
     if (depth > 64 || tarover)
         return;
+    const char *first;
     DIR *d = fdopendir(dirfd);
     if (!d) {
         close(dirfd);
@@ -1474,6 +1526,10 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
                 tar_tree(c, sub, path, depth + 1, stable && dir_stable(c, path, st.st_ino));
         } else if (S_ISREG(st.st_mode) && stable && file_unchanged(c, &st)) {
             tar_header(path, &st, 'U', NULL);
+        } else if (S_ISREG(st.st_mode) && st.st_nlink > 1 && (first = sent_name(&st))) {
+            /* Another name of a file this stream sent: a hard link to it,
+             * as the host's directory would have under a bind mount. */
+            tar_header(path, &st, '1', first);
         } else if (S_ISREG(st.st_mode)) {
             int fd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
             if (fd < 0)
@@ -1482,6 +1538,8 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
                 close(fd);
                 continue;
             }
+            if (st.st_nlink > 1)
+                sent_add(&st, path);
             uint64_t left = (uint64_t)st.st_size;
             static uint8_t buf[65536];
             while (left && !tarover) {
@@ -1515,6 +1573,7 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
 }
 
 static void send_tree(const struct collect *c, uint64_t max) {
+    sents_clear(); /* (a link never crosses trees) */
     tarwhich = (uint16_t)c->which;
     tarlen = 0;
     tarmax = max;
