@@ -2101,6 +2101,10 @@ START_TEST(test_live_output_callback) {
     ck_assert_int_eq(fy_handle_wait(h, 60000000, &res, NULL), 1);
     ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
     ck_assert_int_eq(fy_result_usage(res, FY_USAGE_STDOUT_BYTES, &n), FY_E_NOTFOUND);
+    /* ... nor capped: the JSON names no limit that bound nothing. */
+    ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "\"output_limit\": null"), "%s", json);
+    fy_free(json);
     fy_result_free(res);
     fy_handle_free(h);
     fy_policy_free(p);
