@@ -97,6 +97,7 @@ void cpio_begin(struct cpio *c, int fd, void *hash) {
     c->bytes = 0;
     c->ino = 1000;
     c->uid = c->gid = 0;
+    c->mtime = c->mtime_ns = 0;
     c->hash = hash;
     c->err = 0;
 }
@@ -133,7 +134,7 @@ static void header(struct cpio *c, const char *name, uint32_t mode, uint64_t siz
         return;
     }
     snprintf(h, sizeof(h), "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", c->ino++, mode, c->uid,
-             c->gid, 1u, 0u, (unsigned)size, 0u, 0u, 0u, 0u, (unsigned)nl, 0u);
+             c->gid, 1u, c->mtime, (unsigned)size, 0u, 0u, 0u, 0u, (unsigned)nl, c->mtime_ns);
     put(c, h, 110);
     put(c, name, nl);
     pad4(c, 110 + nl);

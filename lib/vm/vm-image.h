@@ -48,6 +48,11 @@ struct cpio {
     uint64_t bytes;
     uint32_t ino;
     uint32_t uid, gid;         /* of the entries added from now on */
+    /* The modification time of the next entry (0: none, the epoch): whole
+     * seconds in newc's field, the nanoseconds in its "check" field, which
+     * a 070701 archive leaves unused (the kernel's unpacker ignores it; the
+     * guest agent's applies it). */
+    uint32_t mtime, mtime_ns;
     void *hash;                /* crypto_hash_sha256_state, when hashing */
     int err;                   /* sticky errno */
 };

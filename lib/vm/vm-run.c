@@ -325,6 +325,12 @@ static void pathlist_free(struct pathlist *l) {
     memset(l, 0, sizeof(*l));
 }
 
+static void cpio_mtime_set(struct cpio *c, const struct stat *st) {
+    bool fits = st->st_mtim.tv_sec > 0 && (uint64_t)st->st_mtim.tv_sec <= UINT32_MAX;
+    c->mtime = fits ? (uint32_t)st->st_mtim.tv_sec : 0;
+    c->mtime_ns = fits ? (uint32_t)st->st_mtim.tv_nsec : 0;
+}
+
 /* Copies a host tree (regular files, directories, symlinks) under name,
  * owned by uid:gid, never following a symlink; what it copied goes to
  * list, relative to the tree (path + skip). */
@@ -348,6 +354,10 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
+        /* The host's modification time goes in with each entry: a copy
+         * stamped "now" made every output look newer than its source, and
+         * make in the guest took a stale object for an up-to-date one. */
+        cpio_mtime_set(c, &st);
         if (S_ISDIR(st.st_mode) && depth < 64) {
             cpio_add(c, path, 040000 | (st.st_mode & 0755) | 0700, NULL, 0);
             int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -373,6 +383,7 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
                 close(fd);
                 continue;
             }
+            cpio_mtime_set(c, &again);
             cpio_add_fd(c, path, 0100000 | (st.st_mode & 0755) | 0600, fd, (uint64_t)st.st_size);
             close(fd);
             pathlist_add(list, path + skip, false);
@@ -386,6 +397,7 @@ static void copy_tree(struct cpio *c, int dfd, const char *name, uint32_t uid, u
         }
     }
     closedir(d);
+    c->mtime = c->mtime_ns = 0;
 }
 
 /* What copying the attempt's files in failed on (path: which). Past a bound of the copy

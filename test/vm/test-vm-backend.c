@@ -698,6 +698,11 @@ START_TEST(test_workspace) {
     f = fopen(path, "we");
     fputs("previous-build\n", f);
     fclose(f);
+    /* The copy in keeps the host's modification time, nanoseconds
+     * included (a copy stamped "now" made a stale object look newer than
+     * its edited source to make in the guest). */
+    struct timespec stamp[2] = {{1500000000, 123456789}, {1500000000, 123456789}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, path, stamp, 0), 0);
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
     ck_assert_int_eq(fy_policy_set_source(p, src, 0, &e), 0);
@@ -705,6 +710,7 @@ START_TEST(test_workspace) {
     ck_assert_int_eq(fy_policy_set_output(p, out, &e), 0);
     const char *argv[] = {"/bin/sh", "-c",
                           "cat /work/source/input.txt; cat /work/build/prev.txt; "
+                          "stat -c 'mtime %Y %y' /work/build/prev.txt; "
                           "if touch /work/source/new 2>/dev/null; then echo SOURCE-WRITABLE; fi; "
                           "mkdir -p /work/output/sub && echo result > /work/output/sub/r.txt && "
                           "echo built > /work/build/obj.o && ln -s /etc/passwd /work/output/link && "
@@ -716,6 +722,7 @@ START_TEST(test_workspace) {
     ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
                   fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
     ck_assert_msg(strstr(c.buf[0], "source-data\nprevious-build\n"), "stdout: %s", c.buf[0]);
+    ck_assert_msg(strstr(c.buf[0], "mtime 1500000000 ") && strstr(c.buf[0], ".123456789"), "stdout: %s", c.buf[0]);
     ck_assert_msg(!strstr(c.buf[0], "SOURCE-WRITABLE"), "the source was writable in the guest");
     snprintf(path, sizeof(path), "%s/new", src);
     ck_assert_int_ne(access(path, F_OK), 0);

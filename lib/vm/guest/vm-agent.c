@@ -482,6 +482,7 @@ static struct {
     uint8_t hdr[112 + PATH_MAX];
     size_t have, need;           /* header bytes held / wanted (110 + name, padded) */
     uint32_t mode, uid, gid;
+    struct timespec mtime;       /* the host's (tv_sec 0: none given) */
     uint64_t size, left;
     size_t pad;                  /* padding after the data still to skip */
     int fd;                      /* the regular file being written */
@@ -504,11 +505,46 @@ static uint32_t hex8(const uint8_t *p) {
 
 static const char *cp_name(void) { return (const char *)cp.hdr + 110; }
 
+/* Directories get the host's modification time once everything is in
+ * them (each entry made in one changes it): kept here until the end. */
+static struct cp_dir {
+    char *name;
+    struct timespec mtime;
+} *cp_dirs;
+static size_t cp_ndirs, cp_capdirs;
+
+static void cp_dir_later(const char *name) {
+    if (cp_ndirs == cp_capdirs) {
+        size_t cap = cp_capdirs ? cp_capdirs * 2 : 64;
+        struct cp_dir *n = cap <= (1u << 20) ? realloc(cp_dirs, cap * sizeof(*n)) : NULL;
+        if (!n)
+            return; /* (its time stays the copy's) */
+        cp_dirs = n;
+        cp_capdirs = cap;
+    }
+    if ((cp_dirs[cp_ndirs].name = strdup(name)))
+        cp_dirs[cp_ndirs++].mtime = cp.mtime;
+}
+
+static void cp_dirs_stamp(void) {
+    for (size_t i = 0; i < cp_ndirs; i++) {
+        struct timespec ts[2] = {cp_dirs[i].mtime, cp_dirs[i].mtime};
+        (void)utimensat(AT_FDCWD, cp_dirs[i].name, ts, AT_SYMLINK_NOFOLLOW);
+        free(cp_dirs[i].name);
+    }
+    free(cp_dirs);
+    cp_dirs = NULL;
+    cp_ndirs = cp_capdirs = 0;
+}
+
 static void cp_entry_end(void) {
     const char *name = cp_name();
+    struct timespec ts[2] = {cp.mtime, cp.mtime};
     if (cp.fd >= 0) {
         if (fchown(cp.fd, cp.uid, cp.gid) < 0 || fchmod(cp.fd, cp.mode & 07777) < 0)
             fail(errno, "set the owner of %s", name);
+        if (cp.mtime.tv_sec)
+            (void)futimens(cp.fd, ts);
         close(cp.fd);
         cp.fd = -1;
     } else if ((cp.mode & S_IFMT) == S_IFLNK) {
@@ -516,6 +552,8 @@ static void cp_entry_end(void) {
         unlink(name);
         if (symlink(cp.link, name) < 0 || lchown(name, cp.uid, cp.gid) < 0)
             fail(errno, "symlink %s", name);
+        if (cp.mtime.tv_sec)
+            (void)utimensat(AT_FDCWD, name, ts, AT_SYMLINK_NOFOLLOW);
     }
     cp.in_data = false;
 }
@@ -534,6 +572,10 @@ static void cp_entry_begin(void) {
     cp.uid = hex8(h + 22);
     cp.gid = hex8(h + 30);
     cp.size = hex8(h + 54);
+    /* newc's mtime, and the nanoseconds the host puts in the "check" field
+     * a 070701 archive does not use */
+    uint32_t ns = hex8(h + 102);
+    cp.mtime = (struct timespec){(time_t)hex8(h + 46), ns < 1000000000u ? (long)ns : 0};
     cp.left = cp.size;
     cp.pad = (size_t)((4 - cp.size % 4) % 4);
     cp.linklen = 0;
@@ -543,6 +585,8 @@ static void cp_entry_begin(void) {
             fail(errno, "mkdir %s", name);
         if (chown(name, cp.uid, cp.gid) < 0 || chmod(name, cp.mode & 07777) < 0)
             fail(errno, "set the owner of %s", name);
+        if (cp.mtime.tv_sec)
+            cp_dir_later(name);
         break;
     case S_IFREG:
         unlink(name);
@@ -1756,6 +1800,7 @@ int main(void) {
         } else if (k == 1 && f.type == VMP_FILES_END) {
             if (!cp.done || cp.have || cp.in_data || cp.pad)
                 fail(EINVAL, "the attempt's files ended early");
+            cp_dirs_stamp();
         }
         if (k == 1)
             continue;
