@@ -94,7 +94,12 @@ void attempt_finish(fy_handle *h, struct attempt_report *rep, fy_result *r) {
     rep->isolation_json = rep->limits_json = rep->network_json = NULL;
     r->output_bytes = rep->output_bytes;
     r->truncated = rep->output_truncated;
-    r->output_limit = rep->output_limit;
+    /* The limit binds the streams the library drains and whatever else the
+     * backend counts: none of them, no limit to report (a caller's
+     * descriptor or pipe is the caller's). */
+    r->output_limit = rep->stream_counted[1] || rep->stream_counted[2] || rep->output_limit_beyond_streams
+                          ? rep->output_limit
+                          : 0;
     memcpy(r->left, rep->left, sizeof(r->left));
     decide(h, rep, r);
 

@@ -36,6 +36,7 @@ struct attempt_report {
     uint64_t output_bytes, output_limit;
     bool output_truncated;
     bool stream_counted[3];
+    bool output_limit_beyond_streams; /* the limit binds more (the VM's returned trees) */
     uint64_t stream_bytes[3];
     /* Usage measured by the backend: bit i of usage_known for FY_USAGE_i. */
     uint32_t usage_known;

@@ -361,14 +361,12 @@ static void finish(fy_handle *h, struct lx *x) {
     /* Output and usage, from the sandbox's own cgroup where it has one. */
     rep.output_bytes = x->output_bytes;
     rep.output_truncated = x->truncated;
+    rep.output_limit = x->output_cap;
     for (int i = 1; i < 3; i++) {
         uint32_t mode = lx_neutral(h)->stdio[i].mode;
         rep.stream_counted[i] = mode == FY_STDIO_FILE || mode == FY_STDIO_CALLBACK;
         rep.stream_bytes[i] = x->stream_bytes[i];
     }
-    /* The cap binds only the streams the library drains: none of them, no
-     * limit to report (a caller's descriptor or pipe is the caller's). */
-    rep.output_limit = rep.stream_counted[1] || rep.stream_counted[2] ? x->output_cap : 0;
     if (x->usage.have_cpu) {
         rep.usage[FY_USAGE_CPU_USER_USEC] = x->usage.cpu_user_usec;
         rep.usage[FY_USAGE_CPU_SYSTEM_USEC] = x->usage.cpu_system_usec;

@@ -1856,6 +1856,7 @@ static void finish(fy_handle *h, struct vm *v) {
     rep.t_output_eof = v->t_done ? v->t_done : v->t_ended;
     rep.output_bytes = v->out_bytes;
     rep.output_limit = v->out_limit;
+    rep.output_limit_beyond_streams = true; /* (it also bounds the returned trees) */
     rep.output_truncated = v->truncated;
     for (int i = 1; i < 3; i++) {
         uint32_t m = np->stdio[i].mode;

@@ -1004,14 +1004,12 @@ static void finish(fy_handle *h, struct wx *x) {
     rep.t_output_eof = x->t_eof;
     rep.output_bytes = x->output_bytes;
     rep.output_truncated = x->truncated;
+    rep.output_limit = x->output_cap;
     for (int i = 1; i < 3; i++) {
         uint32_t mode = neutral(h)->stdio[i].mode;
         rep.stream_counted[i] = mode == FY_STDIO_FILE || mode == FY_STDIO_CALLBACK;
         rep.stream_bytes[i] = x->stream_bytes[i];
     }
-    /* The cap binds only the streams the library drains: none of them, no
-     * limit to report (a caller's descriptor or pipe is the caller's). */
-    rep.output_limit = rep.stream_counted[1] || rep.stream_counted[2] ? x->output_cap : 0;
     /* Usage from the job's accounting. Wine counts processes but reports
      * zero times and no peak: those are left unknown there, not 0. */
     JOBOBJECT_BASIC_ACCOUNTING_INFORMATION ba;
