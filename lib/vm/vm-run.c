@@ -1518,9 +1518,8 @@ static void protocol_error(fy_handle *h, struct vm *v, const char *why) {
 /* The tree came back whole: what it held when copied in and the guest no
  * longer has (removed, renamed away) goes on the host too, as a bind
  * mount would have had it. Only what was copied in: a file the guest never
- * saw (a FIFO, one the copy could not read) stays. Symbolic links are
- * named in the stream but never made here. Nothing is removed when either
- * list is incomplete (out of memory). */
+ * saw (a FIFO, one the copy could not read) stays. Nothing is removed when
+ * either list is incomplete (out of memory). */
 static void mirror_removed(fy_handle *h, struct vm *v, int which) {
     struct vmt *t = v->tar[which];
     struct pathlist *l = &v->copied[which];

@@ -235,6 +235,20 @@ static int octal(const uint8_t *f, size_t n, uint64_t *v) {
     return 0;
 }
 
+/* All of p to fd: 0, or the errno (EIO for a write of nothing). */
+static int write_full(int fd, const uint8_t *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 /* The records of a pax extended header ("LEN key=value\n"; LEN counts the
  * whole record): path, linkpath and size are taken for the next entry;
  * other keys (times, ids) are ignored; a sparse file's map is refused, as
@@ -362,8 +376,6 @@ static bool made_here(const struct vmt *t, const struct stat *st) {
     return t->capmade && st->st_ino && t->made[made_slot(t, st->st_dev, st->st_ino)].ino == st->st_ino;
 }
 
-static int clear_leaf(struct vmt *t, char *path, char **leaf, bool dir, bool *had, struct stat *old);
-
 /* A '1' entry: path becomes another name of the regular file the stream
  * made under link (never a file it did not make, never through a link),
  * or, where the host cannot link (another file system, the link count),
@@ -412,15 +424,8 @@ static int hard_link(struct vmt *t, char *path, const char *link, uint64_t size)
         static uint8_t buf[65536];
         ssize_t n = 0;
         while (r == 0 && (n = read(src, buf, sizeof(buf))) > 0)
-            for (ssize_t done = 0; r == 0 && done < n;) {
-                ssize_t w = write(out, buf + done, (size_t)(n - done));
-                if (w <= 0) {
-                    r = -1;
-                    er = w < 0 ? errno : EIO;
-                } else {
-                    done += w;
-                }
-            }
+            if ((er = write_full(out, buf, (size_t)n)) != 0)
+                r = -1;
         if (n < 0 && r == 0) {
             r = -1;
             er = errno;
@@ -644,17 +649,9 @@ int vmt_feed(struct vmt *t, const uint8_t *p, size_t n) {
                 t->pax_have += c;
             } else if (t->cur_path[0]) {
                 crypto_hash_sha256_update(t->hash, p, c);
-                if (t->out >= 0) {
-                    size_t done = 0;
-                    while (done < c) {
-                        ssize_t w = write(t->out, p + done, c - done);
-                        if (w < 0 && errno == EINTR)
-                            continue;
-                        if (w <= 0)
-                            return fail(t, "writing an output file", w < 0 ? errno : EIO);
-                        done += (size_t)w;
-                    }
-                }
+                int we = t->out >= 0 ? write_full(t->out, p, c) : 0;
+                if (we)
+                    return fail(t, "writing an output file", we);
                 t->bytes += c;
             }
             p += c;

@@ -4,11 +4,10 @@
  * ustar's fields carry), regular files, directories and symbolic links,
  * hard links to files the stream made, and the agent's own type 'U' (a
  * file unchanged since the host copied it in: no data, the host keeps its
- * own),
- * every path checked (relative, no "..", no empty part, bounded length and
- * depth), created fd-relative under the destination without following any
- * symlink, each file's SHA-256 recorded. A guest-written file system is
- * never mounted. */
+ * own); every path checked (relative, no "..", no empty part, bounded
+ * length and depth), created fd-relative under the destination without
+ * following any symlink, each file's SHA-256 recorded. A guest-written file
+ * system is never mounted. */
 #ifndef FY_VM_TAR_H
 #define FY_VM_TAR_H
 
@@ -66,8 +65,8 @@ struct vmt {
     int os_error;
     struct vmt_file listed[VMT_LISTED];
     size_t nlisted;
-    /* Every path the stream named (files, directories, symbolic links,
-     * which are not made), sorted by vmt_seal: what the guest still has. */
+    /* Every path the stream named (files, directories, links, unchanged
+     * files), sorted by vmt_seal: what the guest still has. */
     char **seen;
     size_t nseen, capseen;
     bool seen_oom, sealed;

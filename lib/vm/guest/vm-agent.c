@@ -1388,11 +1388,11 @@ static int tar_header(const char *rel, const struct stat *st, char type, const c
 
 /* ---- what a collected tree held when the command started ----
  *
- * The host already has every file it copied in. A file the command did
- * not touch (or a link) goes back as a header of type 'U' (unchanged, no data), which
- * the host takes as "keep yours": a build tree larger than the output
- * limit, or one of which a build changes little, is not sent whole. A file
- * is unchanged when its change time is before the mark's (a file made on
+ * The host already has every file it copied in. A file or link the
+ * command did not touch goes back as a header of type 'U' (unchanged, no
+ * data), which the host takes as "keep yours": a build tree larger than
+ * the output limit, or one of which a build changes little, is not sent
+ * whole. A file is unchanged when its change time is before the mark's (a file made on
  * the same filesystem just before the fork: writing, chmod, link and
  * rename all set a file's ctime to the present) and every directory above
  * it is the inode that had that path at the mark (a renamed directory
@@ -1568,8 +1568,8 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
             int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
                 tar_tree(c, sub, path, depth + 1, stable && dir_stable(c, path, st.st_ino));
-        } else if (S_ISREG(st.st_mode) && stable && file_unchanged(c, &st)) {
-            tar_header(path, &st, 'U', NULL);
+        } else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && stable && file_unchanged(c, &st)) {
+            tar_header(path, &st, 'U', NULL); /* (a link is never changed in place: made anew) */
         } else if (S_ISREG(st.st_mode) && st.st_nlink > 1 && (first = sent_name(&st))) {
             /* Another name of a file this stream sent: a hard link to it,
              * as the host's directory would have under a bind mount. */
@@ -1597,8 +1597,6 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
             size_t pad = (size_t)((512 - st.st_size % 512) % 512);
             memset(buf, 0, pad);
             tar_put(buf, pad);
-        } else if (S_ISLNK(st.st_mode) && stable && file_unchanged(c, &st)) {
-            tar_header(path, &st, 'U', NULL); /* (a link is never changed in place: made anew) */
         } else if (S_ISLNK(st.st_mode)) {
             /* Made on the host as here: a link is the workload's to make,
              * as under a bind mount, and the host's reader never follows
