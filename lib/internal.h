@@ -110,6 +110,14 @@ int util_mkdir_parents(const char *path, unsigned mode);
  * (owner, none of the forbid bits, not a link). An fd, or -errno (-EPERM:
  * not the caller's alone). */
 int util_open_own_dir(int at, const char *path, unsigned create_mode, unsigned forbid);
+/* os_remove_tree_at (os.h) for every folder: at/name and everything below
+ * it, never following a link, at any depth. UTIL_RM_ONE_FS: never into
+ * another file system (-EXDEV, the mount and its parents left);
+ * UTIL_RM_OPEN_UP: directories of the caller's without permissions get
+ * 0700 back. 1 removed, 0 nothing there, or -errno. */
+#define UTIL_RM_ONE_FS 1u
+#define UTIL_RM_OPEN_UP 2u
+int util_remove_tree_at(int at, const char *name, unsigned flags);
 #endif
 #define FY_CHECK_ORIGIN(obj) \
     do { if ((obj)->origin_pid != util_getpid()) return FY_E_FORKED; } while (0)

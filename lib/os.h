@@ -68,6 +68,24 @@ int os_mkdir_parents(const char *path, mode_t mode);
  * records, the saved probe, caches) is opened through this one check.
  * (POSIX hosts only: no Windows caller.) */
 int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid);
+/* Removes at/name and, when it is a directory, everything below it, never
+ * following a symbolic link: every directory is opened O_NOFOLLOW from its
+ * parent's descriptor. Any depth: at most OS_RM_OPEN directories are open
+ * at once, and a directory below that is first moved up into the tree's
+ * own top directory (which is being removed with it), so that a workload's
+ * 10,000-deep tree goes like a flat one. Flags:
+ * - OS_RM_ONE_FS: never into another file system (a mount left under the
+ *   tree is not the caller's to empty): it stays, with its parents, and
+ *   the call fails with -EXDEV.
+ * - OS_RM_OPEN_UP: a directory of the caller's that lacks read, search or
+ *   write permission (a workload's chmod 000 or 555, overlayfs's mode-0
+ *   work/work) gets 0700 back, through its own descriptor, never by a name.
+ * Everything removable is removed even after a failure. 1 when something
+ * was removed, 0 when nothing was there, or -errno (the first failure). */
+#define OS_RM_ONE_FS 1u
+#define OS_RM_OPEN_UP 2u
+#define OS_RM_OPEN 32
+int os_remove_tree_at(int at, const char *name, unsigned flags);
 #endif
 
 #endif

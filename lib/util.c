@@ -67,6 +67,11 @@ int util_mkdir_parents(const char *path, unsigned mode) { return os_mkdir_parent
 int util_open_own_dir(int at, const char *path, unsigned create_mode, unsigned forbid) {
     return os_open_own_dir(at, path, (mode_t)create_mode, (mode_t)forbid);
 }
+
+int util_remove_tree_at(int at, const char *name, unsigned flags) {
+    return os_remove_tree_at(at, name,
+                             ((flags & UTIL_RM_ONE_FS) ? OS_RM_ONE_FS : 0) | ((flags & UTIL_RM_OPEN_UP) ? OS_RM_OPEN_UP : 0));
+}
 #endif
 
 bool util_mutex_reclaim(void *m) {

@@ -250,67 +250,19 @@ int state_parse(const char *text, size_t len, struct state_record_view *out) {
     return have_owner && have_sandbox ? 0 : FY_E_INVAL;
 }
 
-static int remove_tree_at(int at, const char *name, int depth) {
-    if (depth > 256)
-        return -1;
-    if (unlinkat(at, name, 0) == 0 || errno == ENOENT)
+/* 0, or -1 with errno: the tree at at/name is gone (never into another
+ * file system: a mount left under the tree, by a crash or anything the
+ * library did not make, is not the attempt's to empty; the tree stays,
+ * and says so). */
+static int remove_tree_at(int at, const char *name) {
+    int r = util_remove_tree_at(at, name, UTIL_RM_ONE_FS | UTIL_RM_OPEN_UP);
+    if (r >= 0)
         return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return -1;
-    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 && errno == EACCES) {
-        /* A directory of ours without permissions (overlayfs's work/work,
-         * mode 0, in a rootless disk upper): given them back through its
-         * O_PATH fd, never by a name a symlink could redirect. */
-        int pfd = openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        char link[40];
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
-        if (pfd >= 0 && chmod(link, 0700) == 0)
-            fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (pfd >= 0)
-            close(pfd);
-    }
-    if (fd < 0)
-        return -1;
-    /* Never into another file system: a mount left under the tree (by a
-     * crash, or anything the library did not make) is not the attempt's
-     * to empty, whatever it holds. The tree stays, and says so. */
-    struct stat ds, ps;
-    if (depth > 0 && (fstat(fd, &ds) < 0 || fstat(at, &ps) < 0 || ds.st_dev != ps.st_dev)) {
-        close(fd);
-        errno = EXDEV;
-        return -1;
-    }
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -1;
-    }
-    int r = 0;
-    bool opened_up = false;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        int k = remove_tree_at(dirfd(d), e->d_name, depth + 1);
-        if (k < 0 && (errno == EACCES || errno == EPERM) && !opened_up) {
-            /* A directory of ours without write permission (a workload's
-             * chmod 555 in its disk upper, a read-only mount point made in
-             * it): its entries go once it has it back, through its fd. */
-            opened_up = true;
-            if (fchmod(dirfd(d), 0700) == 0)
-                k = remove_tree_at(dirfd(d), e->d_name, depth + 1);
-        }
-        if (k < 0)
-            r = -1;
-    }
-    closedir(d);
-    if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        r = -1;
-    return r;
+    errno = -r;
+    return -1;
 }
 
-int state_remove_tree(const char *path) { return remove_tree_at(AT_FDCWD, path, 0); }
+int state_remove_tree(const char *path) { return remove_tree_at(AT_FDCWD, path); }
 
 /* Removes a recorded scratch directory. A disk upper goes only from an
  * "uppers" directory of the caller's own, opened without following a link
@@ -325,7 +277,7 @@ static int remove_scratch(const char *dir) {
     if (pfd < 0)
         return errno == ENOENT ? 0 : -1;
     struct stat st;
-    int r = fstat(pfd, &st) == 0 && st.st_uid == geteuid() ? remove_tree_at(pfd, slash + 1, 0) : -1;
+    int r = fstat(pfd, &st) == 0 && st.st_uid == geteuid() ? remove_tree_at(pfd, slash + 1) : -1;
     close(pfd);
     return r;
 }

@@ -800,32 +800,11 @@ static int flock_retry(int fd, int op) {
     return r;
 }
 
-/* Removes name under at (a tree, never following a symlink), making
- * directories writable first; depth-bounded. */
-static int remove_tree(int at, const char *name, int depth) {
-    if (unlinkat(at, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if ((errno != EISDIR && errno != EPERM) || depth > 4200)
-        return -1;
-    if (fchmodat(at, name, 0700, 0) < 0 && errno != EPERM)
-        return -1;
-    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -1;
-    }
-    int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && remove_tree(dirfd(d), de->d_name, depth + 1) < 0)
-            r = -1;
-    closedir(d);
-    if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        r = -1;
-    return r;
+/* Removes name under at (a tree, never following a symlink, never into
+ * another file system), directories made writable where they are not:
+ * 0, or -1. */
+static int remove_tree(int at, const char *name) {
+    return util_remove_tree_at(at, name, UTIL_RM_ONE_FS | UTIL_RM_OPEN_UP) < 0 ? -1 : 0;
 }
 
 static uint64_t tree_bytes(int at, const char *name, int depth) {
@@ -988,7 +967,7 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
             close(c->blob_fd);
         oci_archive_free_outer(c->outer);
         /* Staging never survives, whether published (gone already) or not. */
-        (void)remove_tree(k->tmp, stage, 0);
+        (void)remove_tree(k->tmp, stage);
         if (r == 0 && img->lock_fds && flock_retry(lfd, LOCK_SH) == 0)
             img->lock_fds[i] = lfd;
         else
@@ -1101,7 +1080,7 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
     int failed = 0;
     while (d && (de = readdir(d)))
         if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            failed += remove_tree(k.tmp, de->d_name, 0) < 0;
+            failed += remove_tree(k.tmp, de->d_name) < 0;
     if (d)
         closedir(d);
     else
@@ -1137,7 +1116,7 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
             continue;
         }
         int lfd = openat(k.root, items[i].dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (lfd < 0 || remove_tree(lfd, items[i].name, 0) < 0) {
+        if (lfd < 0 || remove_tree(lfd, items[i].name) < 0) {
             failed++;
             if (lfd >= 0)
                 close(lfd);

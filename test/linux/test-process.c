@@ -198,6 +198,10 @@ START_TEST(test_userns_denied_host) {
              " getent services http >/dev/null && echo SERVICES_OK;"
              " cat /etc/ssl/certs/ca-certificates.crt >/dev/null 2>&1 && echo CERTS_OK;"
              " cat /etc/ssl/openssl.cnf >/dev/null 2>&1 || echo SSL_CONFIG_DENIED; cat %s;"
+             /* a tree deeper than the removers once went (256), with a
+              * directory closed to its owner at the bottom */
+             " (cd $HOME && i=0; while [ $i -lt 400 ]; do mkdir d && cd d || break; i=$((i+1)); done;"
+             " mkdir locked && touch locked/f && chmod 000 locked; echo DEEP=$i);"
              " %s daemon 765432 %s",
              outside, outside, rt_link, attack, tag());
     const char *sh[] = {"/bin/sh", "-c", script, NULL};
@@ -225,12 +229,18 @@ START_TEST(test_userns_denied_host) {
     ck_assert_msg(strstr(out, "SSL_CONFIG_DENIED"), "%s", out);
     ck_assert_msg(strstr(out, "RUNTIME-FILE"), "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "ok daemonised"));
+    ck_assert_msg(strstr(out, "DEEP=400\n"), "%s", out);
     /* The daemon did not survive the attempt, nor did its directory. */
     ck_assert_int_eq(count_procs_with("sleep 765432"), 0);
     char home[256];
     const char *h = strstr(out, "HOME=") + 5;
     snprintf(home, sizeof(home), "%.*s", (int)strcspn(h, "\n"), h);
     ck_assert_int_eq(access(home, F_OK), -1);
+    *strrchr(home, '/') = '\0'; /* the attempt directory */
+    ck_assert_int_eq(access(home, F_OK), -1);
+    uint64_t left = 1;
+    ck_assert_int_eq(fy_result_cleanup(res, FY_LEFT_FILES, &left), 0);
+    ck_assert_int_eq(left, 0);
     char *json = NULL;
     ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
     ck_assert_ptr_nonnull(strstr(json, "\"namespaces\": []"));

@@ -6,9 +6,15 @@
  * creator's busy CPU) and may then run on all of them.
  * Cache directories (util_cache_dir): the override, root's, XDG's, a home
  * of the user's own, else a 0700 directory of the user's own in TMPDIR,
- * never one another user made. */
+ * never one another user made.
+ * Tree removal (util_remove_tree_at): any depth (a workload's 3,000-deep
+ * tree once outlived its attempt: the removers stopped at 256), never
+ * through a link, directories without permissions opened up, never into
+ * another file system when asked. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <check.h>
@@ -272,6 +278,172 @@ START_TEST(test_cache_dir) {
 }
 END_TEST
 
+/* ---- tree removal ---- */
+
+#define DEEP 3000
+
+/* Under dir: a chain DEEP directories deep ("d/d/d..."), a file at every
+ * 10th level, a link to outside at level 100, a directory of mode 000
+ * (with a file) at 40 and one of 0555 (with a file) at 70, made through
+ * descriptors (the path is far longer than PATH_MAX). 0 or the failing
+ * level + 1. */
+static int make_deep(const char *dir, const char *outside) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (int i = 0; i < DEEP && fd >= 0; i++) {
+        if (i % 10 == 0) {
+            int f = openat(fd, "f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (f < 0 || write(f, "x", 1) != 1)
+                return i + 1;
+            close(f);
+        }
+        if (i == 100 && symlinkat(outside, fd, "out") < 0)
+            return i + 1;
+        if (i == 40 || i == 70) {
+            if (mkdirat(fd, "locked", 0700) < 0)
+                return i + 1;
+            int l = openat(fd, "locked", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            int f = l < 0 ? -1 : openat(l, "inside", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+            if (f < 0 || fchmod(l, i == 40 ? 0 : 0555) < 0)
+                return i + 1;
+            close(f);
+            close(l);
+        }
+        if (mkdirat(fd, "d", 0755) < 0)
+            return i + 1;
+        int n = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (i == 500 && fchmod(fd, 0555) < 0) /* a read-only directory on the way */
+            return i + 1;
+        close(fd);
+        fd = n;
+    }
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+/* The deep tree made and removed; the outside file untouched. 0 or why. */
+static int deep_case(const char *base) {
+    char outside[256], tree[256], file[300];
+    snprintf(outside, sizeof(outside), "%s/outside", base);
+    snprintf(tree, sizeof(tree), "%s/tree", base);
+    snprintf(file, sizeof(file), "%s/keep", outside);
+    if (mkdir(outside, 0755) < 0 || mkdir(tree, 0755) < 0)
+        return 1;
+    int f = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (f < 0)
+        return 2;
+    close(f);
+    int k = make_deep(tree, outside);
+    if (k) {
+        fprintf(stderr, "make_deep: level %d: %s\n", k - 1, strerror(errno));
+        return 3;
+    }
+    int b = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int r = util_remove_tree_at(b, "tree", UTIL_RM_OPEN_UP);
+    struct stat st;
+    int gone = fstatat(b, "tree", &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+    int again = util_remove_tree_at(b, "tree", UTIL_RM_OPEN_UP);
+    close(b);
+    if (r != 1 || !gone || again != 0) {
+        fprintf(stderr, "remove: %d (%s), gone %d, again %d\n", r, r < 0 ? strerror(-r) : "", gone, again);
+        return 4;
+    }
+    if (stat(file, &st) < 0 || stat(outside, &st) < 0)
+        return 5; /* the link was followed */
+    return 0;
+}
+
+static char rmd[64];
+
+static void deep_as_nobody(void) {
+    char base[128];
+    snprintf(base, sizeof(base), "%s/nobody", rmd);
+    _exit(deep_case(base));
+}
+
+START_TEST(test_remove_tree) {
+    snprintf(rmd, sizeof(rmd), "/tmp/fy-os-rm-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(rmd));
+    char base[128], p[200];
+    snprintf(base, sizeof(base), "%s/caller", rmd);
+    ck_assert_int_eq(mkdir(base, 0755), 0);
+    ck_assert_int_eq(deep_case(base), 0);
+    /* A file, and nothing. */
+    int b = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int f = openat(b, "plain", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ck_assert_int_ge(f, 0);
+    close(f);
+    ck_assert_int_eq(util_remove_tree_at(b, "plain", 0), 1);
+    ck_assert_int_eq(util_remove_tree_at(b, "plain", 0), 0);
+    close(b);
+    if (geteuid() == 0) {
+        /* Where permissions bind: as uid 65534 in a directory of its own. */
+        snprintf(p, sizeof(p), "%s/nobody", rmd);
+        ck_assert_int_eq(chmod(rmd, 0755), 0);
+        ck_assert_int_eq(mkdir(p, 0755), 0);
+        ck_assert_int_eq(chown(p, 65534, 65534), 0);
+        ck_assert_int_eq(as_nobody(deep_as_nobody), 0);
+    } else {
+        fprintf(stderr, "test_remove_tree: the uid 65534 case needs root, skipped\n");
+    }
+    snprintf(p, sizeof(p), "rm -rf -- '%s'", rmd);
+    ck_assert_int_eq(system(p), 0);
+}
+END_TEST
+
+#ifdef __linux__
+/* In a child with a private mount namespace (root): a tmpfs mounted deep
+ * in the tree stays, with what it holds, and says EXDEV; the rest goes. */
+static int one_fs_case(void) {
+    char t[200], m[260], in[300], other[300];
+    snprintf(t, sizeof(t), "%s/mnt-tree", rmd);
+    snprintf(m, sizeof(m), "%s/a/b", t);
+    snprintf(in, sizeof(in), "%s/theirs", m);
+    snprintf(other, sizeof(other), "%s/ours", t);
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return 1;
+    char a[230];
+    snprintf(a, sizeof(a), "%s/a", t);
+    if (mkdir(t, 0755) < 0 || mkdir(a, 0755) < 0 || mkdir(m, 0755) < 0 ||
+        mount("fy-test", m, "tmpfs", 0, "size=64k") < 0)
+        return 2;
+    int f = open(in, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), g = open(other, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (f < 0 || g < 0)
+        return 3;
+    close(f);
+    close(g);
+    int r = util_remove_tree_at(AT_FDCWD, t, UTIL_RM_ONE_FS);
+    struct stat st;
+    if (r != -EXDEV || stat(in, &st) < 0 || stat(other, &st) == 0) {
+        fprintf(stderr, "one_fs: %d, theirs %d\n", r, stat(in, &st));
+        return 4;
+    }
+    if (umount(m) < 0 || util_remove_tree_at(AT_FDCWD, t, UTIL_RM_ONE_FS) != 1)
+        return 5;
+    return 0;
+}
+
+START_TEST(test_remove_tree_one_fs) {
+    if (geteuid() != 0) {
+        fprintf(stderr, "test_remove_tree_one_fs: mounting needs root, skipped\n");
+        return;
+    }
+    snprintf(rmd, sizeof(rmd), "/tmp/fy-os-rm-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(rmd));
+    pid_t c = fork();
+    if (c == 0)
+        _exit(one_fs_case());
+    int st = 0;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    char p[200];
+    snprintf(p, sizeof(p), "rm -rf -- '%s'", rmd);
+    ck_assert_int_eq(system(p), 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+}
+END_TEST
+#endif
+
 int main(void) {
     Suite *s = suite_create("os");
     TCase *tc = tcase_create("core");
@@ -283,6 +455,10 @@ int main(void) {
     tcase_add_test(tc, test_beside_one_cpu);
 #endif
     tcase_add_test(tc, test_cache_dir);
+    tcase_add_test(tc, test_remove_tree);
+#ifdef __linux__
+    tcase_add_test(tc, test_remove_tree_one_fs);
+#endif
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

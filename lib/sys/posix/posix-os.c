@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The OS layer (os.h) on POSIX hosts: eventfd where there is one, poll. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -203,4 +206,165 @@ int os_mkdir_parents(const char *path, mode_t mode) {
         *p = '/';
     }
     return 0;
+}
+
+/* ---- os_remove_tree_at ---- */
+
+struct rm {
+    DIR *top;            /* the tree's top directory: where deep directories move up */
+    unsigned flags;
+    unsigned long moved; /* directories moved up so far */
+    unsigned long seq;   /* the next name a directory moves up to */
+    int err;             /* the first failure's errno */
+};
+
+static void rm_fail(struct rm *m, int e) {
+    if (!m->err)
+        m->err = e;
+}
+
+/* 0700 for at/name, a directory of ours, through an O_PATH descriptor of
+ * it (never a name a link could redirect). 0 or -1 (errno). */
+static int rm_open_up(int at, const char *name) {
+#ifdef O_PATH
+    int pfd = openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return -1;
+    char link[40];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+    int r = chmod(link, 0700), e = errno;
+    close(pfd);
+    errno = e;
+    return r;
+#else
+    return fchmodat(at, name, 0700, AT_SYMLINK_NOFOLLOW);
+#endif
+}
+
+static int rm_at(struct rm *m, int at, const char *name, unsigned depth);
+
+/* at/name, a directory below the open limit, renamed into the top
+ * directory under a name of its own: 1, or -errno. */
+static int rm_move_up(struct rm *m, int at, const char *name) {
+    if (unlinkat(at, name, 0) == 0)
+        return 1; /* not a directory after all (DT_UNKNOWN) */
+    if (errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -errno;
+    bool opened = false;
+    for (int tries = 0; tries < 64; tries++) {
+        char to[48];
+        snprintf(to, sizeof(to), ".fy-rm-%lu", m->seq++);
+        if (renameat(at, name, dirfd(m->top), to) == 0) {
+            m->moved++;
+            return 1;
+        }
+        /* (a name the tree already has: the next; the top is removed whole) */
+        if (errno == EEXIST || errno == ENOTEMPTY || errno == ENOTDIR || errno == EISDIR)
+            continue;
+        /* moving a directory to another parent writes its "..": it needs
+         * write permission of its own */
+        if (errno == EACCES && (m->flags & OS_RM_OPEN_UP) && !opened) {
+            opened = true;
+            if (rm_open_up(at, name) == 0)
+                continue;
+        }
+        return -errno;
+    }
+    return -EEXIST;
+}
+
+/* Every entry of d (a directory at depth), each removed or moved up. */
+static void rm_entries(struct rm *m, DIR *d, unsigned depth) {
+    bool opened_up = false;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        bool deep = depth + 1 >= OS_RM_OPEN && (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN);
+        int k = deep ? rm_move_up(m, dirfd(d), e->d_name) : rm_at(m, dirfd(d), e->d_name, depth + 1);
+        if ((k == -EACCES || k == -EPERM) && (m->flags & OS_RM_OPEN_UP) && !opened_up) {
+            /* d itself without write permission (a workload's chmod 555,
+             * a read-only mount point made in it): its entries go once it
+             * has it back, through its descriptor */
+            opened_up = true;
+            if (fchmod(dirfd(d), 0700) == 0)
+                k = deep ? rm_move_up(m, dirfd(d), e->d_name) : rm_at(m, dirfd(d), e->d_name, depth + 1);
+        }
+        if (k < 0)
+            rm_fail(m, -k);
+    }
+}
+
+/* Opens at/name, a directory, for its entries: a DIR, or NULL with errno
+ * (0: nothing there, or not a directory any more). */
+static DIR *rm_open(struct rm *m, int at, const char *name, unsigned depth) {
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES && (m->flags & OS_RM_OPEN_UP) && rm_open_up(at, name) == 0)
+        fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            errno = 0;
+        return NULL;
+    }
+    struct stat ds, ps;
+    if ((m->flags & OS_RM_ONE_FS) && depth > 0 &&
+        (fstat(fd, &ds) < 0 || fstat(at, &ps) < 0 || ds.st_dev != ps.st_dev)) {
+        close(fd);
+        errno = EXDEV;
+        return NULL;
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
+/* at/name removed: 1, 0 (nothing there), or -errno. */
+static int rm_at(struct rm *m, int at, const char *name, unsigned depth) {
+    if (unlinkat(at, name, 0) == 0)
+        return 1;
+    if (errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -errno;
+    DIR *d = rm_open(m, at, name, depth);
+    if (!d)
+        return errno ? -errno : 0;
+    rm_entries(m, d, depth);
+    closedir(d);
+    if (unlinkat(at, name, AT_REMOVEDIR) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    return 1;
+}
+
+int os_remove_tree_at(int at, const char *name, unsigned flags) {
+    if (unlinkat(at, name, 0) == 0)
+        return 1;
+    if (errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -errno;
+    struct rm m = {.flags = flags};
+    if (!(m.top = rm_open(&m, at, name, 0)))
+        return errno ? -errno : 0;
+    /* Again while the pass moved directories up into the top: each move
+     * takes a whole subtree OS_RM_OPEN - 1 levels up, so this ends. */
+    for (;;) {
+        unsigned long before = m.moved;
+        rm_entries(&m, m.top, 0);
+        if (m.moved == before)
+            break;
+        rewinddir(m.top);
+    }
+    closedir(m.top);
+    /* (the verdict: the top is gone, or why not) */
+    if (unlinkat(at, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+        return 1;
+    rm_fail(&m, errno);
+    return -m.err;
 }
