@@ -289,7 +289,7 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
             goto fail;
         }
         if (e->flags & PLAN_FILE)
-            continue; /* a small file: copied into the attempt's initramfs */
+            continue; /* a small file: copied into the attempt's archive */
         struct stat st;
         if ((e->flags & PLAN_OPTIONAL) && stat(e->host, &st) < 0)
             continue; /* an optional directory this host lacks */
@@ -298,7 +298,7 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
             goto fail;
         }
         if (!writable && e->role == PR_BIND && stat(e->host, &st) == 0 && !S_ISDIR(st.st_mode)) {
-            /* One file, read-only: copied into the attempt's initramfs
+            /* One file, read-only: copied into the attempt's archive
              * (vm-run.c write_attempt_archive), not shared. */
             if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > VM_FILE_COPY_MAX) {
                 r = unsupported(reterr, S_ISREG(st.st_mode)

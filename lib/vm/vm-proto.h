@@ -92,6 +92,13 @@ enum {
 #define VMP_DIR_BUILD 1
 #define VMP_DIR_OUTPUT 2
 
+/* In a VMP_TAR stream's ustar headers, the modification time's nanoseconds:
+ * nine decimal digits from this offset, in the padding every other reader
+ * skips (a pax "mtime" record would cost 1 KiB more per file; whole
+ * seconds would make a file written later in the same second as another
+ * look no newer to make). */
+#define VMP_TAR_NSEC_AT 500
+
 /* RUN records: u8 tag, u32 length, bytes. */
 enum {
     VMR_ARG = 1,      /* one argv string */

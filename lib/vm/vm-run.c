@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One attempt in a fresh QEMU microvm (vm-run.h). start() writes the
- * attempt's initramfs (the cached agent image plus the attempt's files and
- * writable workspace), then runs QEMU through the library's own namespace
- * sandbox, using only the public API: the VMM sees its runtime paths, the
- * attempt's images and the approved directories it serves read-only, no
+ * attempt's archive (its files and writable workspace) into a memfd, then
+ * runs QEMU through the library's own namespace sandbox, using only the
+ * public API: the VMM sees its runtime paths, the cached kernel, agent
+ * image and template, and the approved directories it serves read-only, no
  * network, and /dev/kvm only when KVM is used. The control port is QEMU's
- * stdio chardev, a socket pair with this process. process() decodes the
+ * stdio chardev, a socket pair with this process; the archive goes over it
+ * after the agent's hello. process() decodes the
  * guest's frames (bounded: frame size, output, deadlines), delivers the
  * streams, unpacks the returned trees in user space, and finishes when the
  * guest is done and the VMM's sandbox has ended and been cleaned up. */
@@ -257,7 +258,7 @@ int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
     return 0;
 }
 
-/* ---- the attempt's initramfs ---- */
+/* ---- the attempt's archive (cpio newc, the agent's unpacker) ---- */
 
 struct emitted {
     char **dirs;
@@ -414,57 +415,14 @@ static int archive_error(fy_error **reterr, const char *what, const char *path, 
 }
 
 static int cpio_uid_set(struct cpio *c, uint32_t uid, uint32_t gid);
-static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret,
-                                 struct pathlist *copied);
 static int send_guest(struct vm *v, uint8_t type, const void *p, size_t n);
 static int net_setup(struct vm *v, fy_error **reterr);
 static unsigned net_teardown(struct vm *v, char **report);
 
-static int write_initrd(struct vm *v, const struct fy_plan *np, fy_error **reterr) {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/initrd", v->dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return err_set(reterr, err_from_errno(errno), FY_STEP_SPAWN, errno, NULL, "create %s: %s", path,
-                       strerror(errno));
-    /* The cached agent image first, then the attempt's archive (the kernel
-     * unpacks concatenated archives in order). */
-    int src = open(v->k.initrd, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    int r = 0;
-    if (src < 0 || fstat(src, &st) < 0) {
-        r = -errno;
-    } else {
-        off_t off = 0;
-        while (off < st.st_size) {
-            ssize_t n = sendfile(fd, src, &off, (size_t)(st.st_size - off));
-            if (n <= 0) {
-                r = n < 0 ? -errno : -EIO;
-                break;
-            }
-        }
-    }
-    if (src >= 0)
-        close(src);
-    if (r < 0) {
-        close(fd);
-        return err_set(reterr, err_from_errno(-r), FY_STEP_SPAWN, -r, NULL, "copy the agent initramfs: %s",
-                       strerror(-r));
-    }
-    /* Pad to 4 bytes (the cached image is) and add ours. */
-    const char *fail_what = NULL;
-    r = write_attempt_archive(np, fd, &fail_what, v->copied);
-    if (close(fd) < 0 && !r)
-        r = -errno;
-    if (r < 0)
-        return archive_error(reterr, "the attempt's initramfs", fail_what, -r);
-    return 0;
-}
-
 /* The attempt's own archive: the plan's files and symbolic links, small
  * approved runtime files, the build and output trees (owned by the
- * workload's ids). Appended to the initramfs of a cold boot, sent over the
- * control port after a template restore. 0 or -errno (*fail_what: which). */
+ * workload's ids), sent over the control port (attempt_files). 0 or
+ * -errno (*fail_what: which). */
 static int write_attempt_archive(const struct fy_plan *np, int fd, const char **fail_what_ret,
                                  struct pathlist *copied) {
     for (int i = 1; i < 3; i++)
@@ -612,7 +570,7 @@ int vm_qemu_argv(const struct vm_plan *pl, int mode, const char *token, struct s
     A("-kernel");
     A("/fy/k/vmlinux");
     A("-initrd");
-    A(mode == VM_BOOT_COLD ? "/fy/a/initrd" : "/fy/k/initrd.cpio");
+    A("/fy/k/initrd.cpio");
     A("-append");
     A("%s", pl->cmdline);
     /* The console to stderr: a pipe this process drains (made writable
@@ -896,10 +854,12 @@ fail:
     return r;
 }
 
-/* A restored guest's files: over the control port, after the restore and
- * the reseed; nothing of the attempt is on disk. */
+/* The attempt's files, sent over the control port after the agent's hello
+ * (a restored guest's after its reseed), as the agent's one way in: a
+ * cold boot's initramfs is the cached agent image alone, so nothing of the
+ * attempt is on disk, and every file keeps its nanoseconds (the kernel's
+ * own unpacker drops them). */
 static int attempt_files(struct vm *v, const struct fy_plan *np, fy_error **reterr) {
-    v->from_template = true;
     v->files_fd = memfd_create("fy-vm-files", MFD_CLOEXEC);
     const char *what = NULL;
     int x = v->files_fd < 0 ? -errno : write_attempt_archive(np, v->files_fd, &what, v->copied);
@@ -991,6 +951,7 @@ int vm_start_shell(fy_handle *h, void *shell, fy_error **reterr) {
         close(v->nw.tap); /* QEMU has its own */
         v->nw.tap = -1;
     }
+    v->from_template = true;
     if ((r = attempt_files(v, np, reterr)) < 0 || (r = attempt_go(h, v, reterr)) < 0)
         goto fail;
     return 0;
@@ -1028,9 +989,10 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         }
         fy_error_free(te);
     }
-    if (v->tmpl.fd >= 0) {
-        if ((r = attempt_files(v, np, reterr)) < 0)
-            goto fail;
+    v->from_template = v->tmpl.fd >= 0;
+    if ((r = attempt_files(v, np, reterr)) < 0)
+        goto fail;
+    if (v->from_template) {
         if (v->pl->nic) {
             /* restricted: QEMU's stdin is the router's tap, so the state
              * reaches it over a monitor socket of the attempt directory
@@ -1041,11 +1003,6 @@ int vm_start(fy_handle *h, fy_error **reterr) {
                                        reterr)) < 0)
                 goto fail;
         }
-    } else {
-        if ((r = make_attempt_dir(v, reterr)) < 0)
-            goto fail;
-        if ((r = write_initrd(v, np, reterr)) < 0)
-            goto fail;
     }
     for (int tries = 0;; tries++) {
         int cp[2];
@@ -1549,7 +1506,7 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
         if (v->hello || !vmp_is_hello(f))
             return protocol_error(h, v, "unexpected hello");
         v->hello = true;
-        if (v->from_template && send_files(v) < 0) {
+        if (v->files_fd >= 0 && send_files(v) < 0) {
             handle_end(h, END_INFRA, FY_STEP_MOUNT, errno, "sending the attempt's files to the guest: %s",
                        strerror(errno));
             kill_vmm(h, v);

@@ -4,7 +4,6 @@
  * path is created one component at a time with openat(O_NOFOLLOW) from the
  * destination, so that nothing lands outside it whatever the host directory
  * holds. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -14,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal.h"
+#include "vm-proto.h"
 #include "vm-tar.h"
 
 int vmt_init(struct vmt *t, int root) {
@@ -93,36 +94,6 @@ bool vmt_named(const struct vmt *t, const char *rel) {
     return t->sealed && t->nseen && bsearch(&rel, t->seen, t->nseen, sizeof(*t->seen), cmp_str) != NULL;
 }
 
-static int remove_at(int dfd, const char *name, int depth) {
-    if (unlinkat(dfd, name, 0) == 0)
-        return 1;
-    if (errno == ENOENT)
-        return 0;
-    if ((errno != EISDIR && errno != EPERM) || depth > VMT_MAX_DEPTH + 8)
-        return -errno;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    int r = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            int k = remove_at(dirfd(d), e->d_name, depth + 1);
-            if (k < 0)
-                r = k;
-        }
-    closedir(d);
-    if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        return -errno;
-    return r < 0 ? r : 1;
-}
-
 bool vmt_nameable(const char *rel, bool dir) {
     if (!vmt_path_ok(rel))
         return false;
@@ -177,7 +148,7 @@ int vmt_remove(struct vmt *t, const char *rel) {
     int fd = walk_parent(t, path, &leaf, false);
     if (fd < 0)
         return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd; /* its directory went first */
-    int r = remove_at(fd, leaf, 0);
+    int r = util_remove_tree_at(fd, leaf, UTIL_RM_OPEN_UP);
     close(fd);
     return r;
 }
@@ -233,6 +204,18 @@ static int octal(const uint8_t *f, size_t n, uint64_t *v) {
             return -1;
     *v = x;
     return 0;
+}
+
+/* The agent's nanoseconds of the modification time (vm-proto.h
+ * VMP_TAR_NSEC_AT); anything else there is no value (0), never an error. */
+static long padding_nsec(const uint8_t *h) {
+    long ns = 0;
+    for (size_t i = VMP_TAR_NSEC_AT; i < VMP_TAR_NSEC_AT + 9; i++) {
+        if (h[i] < '0' || h[i] > '9')
+            return 0;
+        ns = ns * 10 + (h[i] - '0');
+    }
+    return ns;
 }
 
 /* All of p to fd: 0, or the errno (EIO for a write of nothing). */
@@ -331,7 +314,7 @@ static int clear_leaf(struct vmt *t, char *path, char **leaf, bool dir, bool *ha
     *had = fstatat(dfd, *leaf, old, AT_SYMLINK_NOFOLLOW) == 0;
     if (!*had || (dir && S_ISDIR(old->st_mode)))
         return dfd;
-    int r = remove_at(dfd, *leaf, 0);
+    int r = util_remove_tree_at(dfd, *leaf, UTIL_RM_OPEN_UP);
     if (r < 0) {
         close(dfd);
         fail(t, "tar entry: cannot replace what the host directory holds", -r);
@@ -497,6 +480,8 @@ static int begin_entry(struct vmt *t) {
         size = t->pax_size;
     uint64_t mt = 0;
     struct timespec mtime = {(time_t)(octal(h + 136, 12, &mt) == 0 ? mt : 0), 0};
+    if (mtime.tv_sec)
+        mtime.tv_nsec = padding_nsec(h);
     if (t->pax_mtime_set)
         mtime = t->pax_mtime;
     char link[VMT_MAX_PATH + 1] = "";

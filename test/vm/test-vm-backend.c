@@ -680,13 +680,15 @@ START_TEST(test_attack_probes) {
 }
 END_TEST
 
-START_TEST(test_workspace) {
-    /* Source read-only in the guest (and untouched on the host); build
-     * and output writable and returned, with digests. */
+/* Source read-only in the guest (and untouched on the host); build and
+ * output writable and returned, with digests; restored from a template or
+ * booted cold, the same. */
+static void workspace(bool cold) {
     char src[128], bld[128], out[128], path[256];
-    snprintf(src, sizeof(src), "%s/src", scratch);
-    snprintf(bld, sizeof(bld), "%s/build", scratch);
-    snprintf(out, sizeof(out), "%s/out", scratch);
+    const char *sfx = cold ? "-cold" : "";
+    snprintf(src, sizeof(src), "%s/src%s", scratch, sfx);
+    snprintf(bld, sizeof(bld), "%s/build%s", scratch, sfx);
+    snprintf(out, sizeof(out), "%s/out%s", scratch, sfx);
     mkdir(src, 0755);
     mkdir(bld, 0755);
     mkdir(out, 0755);
@@ -714,11 +716,14 @@ START_TEST(test_workspace) {
                           "if touch /work/source/new 2>/dev/null; then echo SOURCE-WRITABLE; fi; "
                           "mkdir -p /work/output/sub && echo result > /work/output/sub/r.txt && "
                           "echo built > /work/build/obj.o && ln -s /etc/passwd /work/output/link && "
-                          "echo old > /work/build/old.o && touch -d @1000000000 /work/build/old.o && "
+                          "echo old > /work/build/old.o && touch -d @1000000000.5 /work/build/old.o && "
                           "echo hard > /work/build/h1 && ln /work/build/h1 /work/build/h2",
                           NULL};
     struct cap c;
+    if (cold)
+        setenv("FORGEYARD_VM_TEMPLATE", "off", 1);
     fy_result *r = run(p, argv, &c, NULL, NULL);
+    unsetenv("FORGEYARD_VM_TEMPLATE");
     ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s / %s",
                   fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
     ck_assert_msg(strstr(c.buf[0], "source-data\nprevious-build\n"), "stdout: %s", c.buf[0]);
@@ -744,10 +749,12 @@ START_TEST(test_workspace) {
     snprintf(path, sizeof(path), "%s/h2", bld);
     ck_assert_int_eq(stat(path, &h2), 0);
     ck_assert_msg(h1.st_ino == h2.st_ino && h1.st_nlink == 2, "h1 and h2 came back as separate files");
-    /* A file keeps the guest's modification time (not the host's "now"). */
+    /* A file keeps the guest's modification time (not the host's "now"),
+     * nanoseconds included (not whole seconds: make compares them). */
     snprintf(path, sizeof(path), "%s/old.o", bld);
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_int_eq(st.st_mtim.tv_sec, 1000000000);
+    ck_assert_int_eq(st.st_mtim.tv_nsec, 500000000);
     /* A symbolic link comes back as one, its target as the guest made it
      * (never followed by the host's reader). */
     snprintf(path, sizeof(path), "%s/link", out);
@@ -772,11 +779,17 @@ START_TEST(test_workspace) {
         }
     }
     ck_assert_msg(found, "sub/r.txt is not among the returned files");
+    ck_assert_msg(!strncmp(jstr(iso, "boot"), "cold boot", 9) == cold, "%s", jstr(iso, "boot"));
     json_decref(iso);
     assert_nothing_left(r);
     fy_result_free(r);
     fy_policy_free(p);
 }
+
+START_TEST(test_workspace) { workspace(false); }
+END_TEST
+
+START_TEST(test_workspace_cold) { workspace(true); }
 END_TEST
 
 /* What the host's build directory already holds under a name the guest
@@ -2244,6 +2257,7 @@ int main(int argc, char **argv) {
     ADD(test_template_corrupt_refused);
     ADD(test_template_cache_refused);
     ADD(test_workspace);
+    ADD(test_workspace_cold);
     ADD(test_workspace_names_replaced);
     ADD(test_workspace_many_files);
     ADD(test_file_bind);

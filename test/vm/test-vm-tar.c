@@ -241,6 +241,7 @@ END_TEST
 
 /* Hand-made headers, as a hostile guest would send them. */
 static unsigned long long header_mtime;
+static const char *header_pad; /* ustar's padding: the agent's nanoseconds */
 
 static void header(struct buf *b, const char *name, char type, uint64_t size, const char *link) {
     uint8_t h[512];
@@ -257,6 +258,8 @@ static void header(struct buf *b, const char *name, char type, uint64_t size, co
         memcpy(h + 157, link, strnlen(link, 100));
     memcpy(h + 257, "ustar", 6);
     memcpy(h + 263, "00", 2);
+    if (header_pad)
+        memcpy(h + 500, header_pad, strnlen(header_pad, 12));
     unsigned sum = 0;
     for (size_t i = 0; i < 512; i++)
         sum += h[i];
@@ -400,9 +403,10 @@ START_TEST(test_pax_size) {
 }
 END_TEST
 
-/* A returned file has the guest's modification time (ustar's seconds, or
- * a pax record's fraction too), not the host's "now": an output built
- * before its source changed must not look newer than it. */
+/* A returned file has the guest's modification time (ustar's seconds with
+ * the agent's nanoseconds in the padding, or a pax record's fraction), not
+ * the host's "now": an output built before its source changed must not
+ * look newer than it. Padding that is not nine digits is no time. */
 START_TEST(test_mtime) {
     struct buf b;
     memset(&b, 0, sizeof(b));
@@ -411,6 +415,15 @@ START_TEST(test_mtime) {
     data(&b, "o\n", 2);
     pax(&b, "27 mtime=1234567890.000005\n");
     header(&b, "frac.o", '0', 0, NULL);
+    header_pad = "123456789";
+    header(&b, "ns.o", '0', 0, NULL);
+    header_pad = "12345678x";
+    header(&b, "junk.o", '0', 0, NULL);
+    header_pad = "1234";
+    header(&b, "short.o", '0', 0, NULL);
+    header_pad = "999999999999";
+    header(&b, "long.o", '0', 0, NULL);
+    header_pad = NULL;
     header_mtime = 0;
     end(&b);
     struct vmt t;
@@ -427,6 +440,16 @@ START_TEST(test_mtime) {
     ck_assert_int_eq(stat(p, &st), 0);
     ck_assert_int_eq(st.st_mtim.tv_sec, 1234567890);
     ck_assert_int_eq(st.st_mtim.tv_nsec, 5000);
+    static const struct {
+        const char *name;
+        long ns;
+    } pads[] = {{"ns.o", 123456789}, {"junk.o", 0}, {"short.o", 0}, {"long.o", 999999999}};
+    for (size_t i = 0; i < sizeof(pads) / sizeof(pads[0]); i++) {
+        snprintf(p, sizeof(p), "%s/mtime/%s", scratch, pads[i].name);
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_int_eq(st.st_mtim.tv_sec, 1000000000);
+        ck_assert_msg(st.st_mtim.tv_nsec == pads[i].ns, "%s: %ld", pads[i].name, (long)st.st_mtim.tv_nsec);
+    }
     free(b.p);
 }
 END_TEST

@@ -1303,8 +1303,8 @@ static size_t pax_record(char *out, size_t cap, const char *key, const char *val
     return n > 0 && (size_t)n == len ? len : 0;
 }
 
-static void tar_block(const char *name, const char *prefix, unsigned mode, uint64_t size, time_t mtime, char type,
-                      const char *link) {
+static void tar_block(const char *name, const char *prefix, unsigned mode, uint64_t size, struct timespec mtime,
+                      char type, const char *link) {
     uint8_t h[512];
     memset(h, 0, sizeof(h));
     memcpy(h, name, strnlen(name, 100));
@@ -1312,7 +1312,10 @@ static void tar_block(const char *name, const char *prefix, unsigned mode, uint6
     snprintf((char *)h + 108, 8, "%07o", 0u);
     snprintf((char *)h + 116, 8, "%07o", 0u);
     snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
-    snprintf((char *)h + 136, 12, "%011llo", (unsigned long long)(mtime > 0 && mtime < 077777777777ll ? mtime : 0));
+    bool in_range = mtime.tv_sec > 0 && mtime.tv_sec < 077777777777ll;
+    snprintf((char *)h + 136, 12, "%011llo", (unsigned long long)(in_range ? mtime.tv_sec : 0));
+    if (in_range && mtime.tv_nsec > 0 && mtime.tv_nsec < 1000000000l)
+        snprintf((char *)h + VMP_TAR_NSEC_AT, 10, "%09ld", mtime.tv_nsec);
     memset(h + 148, ' ', 8);
     h[156] = (uint8_t)type;
     if (link)
@@ -1371,7 +1374,7 @@ static int tar_header(const char *rel, const struct stat *st, char type, const c
                 return -1;
             n += k;
         }
-        tar_block("PaxHeader", "", 0644, n, 0, 'x', NULL);
+        tar_block("PaxHeader", "", 0644, n, (struct timespec){0, 0}, 'x', NULL);
         tar_put(recs, n);
         static const uint8_t zero[512];
         tar_put(zero, (512 - n % 512) % 512);
@@ -1382,7 +1385,7 @@ static int tar_header(const char *rel, const struct stat *st, char type, const c
         if (big)
             size = 0;
     }
-    tar_block(name, prefix, (unsigned)st->st_mode, size, st->st_mtime, type, link);
+    tar_block(name, prefix, (unsigned)st->st_mode, size, st->st_mtim, type, link);
     return 0;
 }
 
