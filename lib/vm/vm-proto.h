@@ -98,6 +98,11 @@ enum {
  * seconds would make a file written later in the same second as another
  * look no newer to make). */
 #define VMP_TAR_NSEC_AT 500
+/* The most components an entry's path has in a stream (the host's reader
+ * has the same bound), and the most a VMP_TAR_END's "skip REASON: PATH" says of the
+ * first entry the stream could not carry. */
+#define VMP_TAR_DEPTH 64
+#define VMP_TAR_SKIP_MAX 512
 
 /* RUN records: u8 tag, u32 length, bytes. */
 enum {

@@ -1568,6 +1568,21 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
                 handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output (returned files)");
                 return;
             }
+            if (f->len > 5 && !memcmp(f->data, "skip ", 5)) {
+                /* An entry the stream could not carry: the tree on the
+                 * host is not the guest's, and the attempt says which
+                 * (what did come is kept; nothing is removed for it). */
+                char why[VMP_TAR_SKIP_MAX];
+                size_t n = f->len - 5 < sizeof(why) - 1 ? f->len - 5 : sizeof(why) - 1;
+                memcpy(why, f->data + 5, n);
+                why[n] = '\0';
+                for (char *c = why; *c; c++)
+                    if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
+                        *c = '?';
+                handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "returned files (%s): an entry the virtual-machine "
+                           "backend cannot return, %s", f->flags == VMP_DIR_BUILD ? "build" : "output", why);
+                return;
+            }
             if (vmt_end(t) < 0)
                 return protocol_error(h, v, t->error);
             mirror_removed(h, v, f->flags);

@@ -17,6 +17,8 @@
 #include "vm-proto.h"
 #include "vm-tar.h"
 
+_Static_assert(VMT_MAX_DEPTH == VMP_TAR_DEPTH, "the reader's depth is the agent's");
+
 int vmt_init(struct vmt *t, int root) {
     memset(t, 0, sizeof(*t));
     t->root = root;
@@ -100,7 +102,7 @@ bool vmt_nameable(const char *rel, bool dir) {
     size_t parts = 1;
     for (const char *c = rel; *c; c++)
         parts += *c == '/';
-    if (parts > VMT_MAX_DEPTH - 2) /* (the agent's walk stops deeper) */
+    if (parts > VMT_MAX_DEPTH) /* (the agent says a deeper entry was not sent) */
         return false;
     /* The agent names what its PATH_MAX buffer holds: a longer name, in
      * ustar's fields or not, goes into a pax extended header. */

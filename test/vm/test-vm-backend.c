@@ -887,8 +887,42 @@ START_TEST(test_workspace_many_files) {
 }
 END_TEST
 
+/* A tree the stream cannot carry (more than 64 levels deep) ends the
+ * attempt as resource-exceeded, naming the first such entry; before, it
+ * was a "guest agent protocol error" (and a path over PATH_MAX was not
+ * returned at all, the attempt a success). What did come back is kept. */
+START_TEST(test_workspace_too_deep) {
+    char bld[128], path[512];
+    snprintf(bld, sizeof(bld), "%s/build-deep", scratch);
+    ck_assert_int_eq(mkdir(bld, 0755), 0);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo top > top.txt; d=.; i=0; while [ $i -lt 70 ]; do d=$d/d; i=$((i+1)); done; "
+                          "mkdir -p $d && echo bottom > $d/bottom.txt",
+                          NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s: %s / %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    ck_assert_msg(strstr(detail(r), "deeper than 64 levels: d/d/d/"), "%s", detail(r));
+    snprintf(path, sizeof(path), "%s/top.txt", bld);
+    char *t = slurp(path);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t, "top\n");
+    free(t);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", bld);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A read-only bind of one file reaches the guest (copied into its
- * initramfs: 9p shares directories); before, the attempt failed at its
+ * archive: 9p shares directories); before, the attempt failed at its
  * start, QEMU refusing the file as a share. */
 START_TEST(test_file_bind) {
     char path[256];
@@ -2264,6 +2298,7 @@ int main(int argc, char **argv) {
     ADD(test_workspace_removals);
     ADD(test_workspace_unchanged);
     ADD(test_workspace_too_large);
+    ADD(test_workspace_too_deep);
     ADD(test_secrets);
     ADD(test_fetch_only);
     ADD(test_fetch_only_clone);

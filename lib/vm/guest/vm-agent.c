@@ -1259,6 +1259,14 @@ static size_t tarlen;
 static uint64_t tarsent, tarmax;
 static uint16_t tarwhich;
 static int tarover;
+/* The first entry the stream could not carry, and why: the tree is then
+ * not the guest's, and the host says so instead of a success. */
+static char tarskip[VMP_TAR_SKIP_MAX];
+
+static void tar_skip(int e, const char *why, const char *rel, const char *name) {
+    if (!tarskip[0] && e != ENOENT) /* (gone since the listing: nothing to carry) */
+        snprintf(tarskip, sizeof(tarskip), "%s: %s%s%s", why, rel, *rel && name ? "/" : "", name ? name : "");
+}
 
 static void tar_flush(void) {
     if (tarlen && send_frame(VMP_TAR, tarwhich, tarbuf, tarlen) < 0)
@@ -1545,8 +1553,17 @@ static void sents_clear(void) {
 }
 
 static void tar_tree(const struct collect *c, int dirfd, const char *rel, int depth, bool stable) {
-    if (depth > 64 || tarover)
+    if (tarover) {
+        close(dirfd);
         return;
+    }
+    if (depth >= VMP_TAR_DEPTH) { /* (its entries would have depth + 1 components) */
+        char why[40];
+        snprintf(why, sizeof(why), "deeper than %d levels", VMP_TAR_DEPTH);
+        tar_skip(0, why, rel, NULL);
+        close(dirfd);
+        return;
+    }
     const char *first;
     DIR *d = fdopendir(dirfd);
     if (!d) {
@@ -1558,19 +1575,29 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         char path[PATH_MAX];
-        if (snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof(path))
+        if (snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= (int)sizeof(path)) {
+            char why[40];
+            snprintf(why, sizeof(why), "a path of %d bytes or more", PATH_MAX);
+            tar_skip(0, why, rel, e->d_name);
             continue;
+        }
         struct stat st;
-        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            tar_skip(errno, "cannot be read", rel, e->d_name);
             continue;
+        }
         if (S_ISDIR(st.st_mode)) {
             char dpath[PATH_MAX + 1];
             snprintf(dpath, sizeof(dpath), "%s/", path);
-            if (tar_header(dpath, &st, '5', NULL) < 0)
+            if (tar_header(dpath, &st, '5', NULL) < 0) {
+                tar_skip(0, "a name no header carries", rel, e->d_name);
                 continue;
+            }
             int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
                 tar_tree(c, sub, path, depth + 1, stable && dir_stable(c, path, st.st_ino));
+            else
+                tar_skip(errno, "cannot be read", rel, e->d_name);
         } else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && stable && file_unchanged(c, &st)) {
             tar_header(path, &st, 'U', NULL); /* (a link is never changed in place: made anew) */
         } else if (S_ISREG(st.st_mode) && st.st_nlink > 1 && (first = sent_name(&st))) {
@@ -1579,9 +1606,12 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
             tar_header(path, &st, '1', first);
         } else if (S_ISREG(st.st_mode)) {
             int fd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd < 0)
+            if (fd < 0) {
+                tar_skip(errno, "cannot be read", rel, e->d_name);
                 continue;
+            }
             if (tar_header(path, &st, '0', NULL) < 0) {
+                tar_skip(0, "a name no header carries", rel, e->d_name);
                 close(fd);
                 continue;
             }
@@ -1591,8 +1621,12 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
             static uint8_t buf[65536];
             while (left && !tarover) {
                 ssize_t n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
-                if (n <= 0)
+                if (n <= 0) {
+                    /* (the header promised the size: zeros keep the
+                     * stream whole, and the tree is said to be wrong) */
+                    tar_skip(0, n < 0 ? "failed while being read" : "shrank while being read", rel, e->d_name);
                     memset(buf, 0, (size_t)(n = (ssize_t)(left < sizeof(buf) ? left : sizeof(buf))));
+                }
                 tar_put(buf, (size_t)n);
                 left -= (uint64_t)n;
             }
@@ -1606,11 +1640,13 @@ static void tar_tree(const struct collect *c, int dirfd, const char *rel, int de
              * one. */
             char target[PATH_MAX];
             ssize_t tl = readlinkat(dirfd, e->d_name, target, sizeof(target) - 1);
-            if (tl <= 0)
+            if (tl <= 0) {
+                tar_skip(errno, "cannot be read", rel, e->d_name);
                 continue;
+            }
             target[tl] = '\0';
             if (tar_header(path, &st, '2', target) < 0)
-                continue;
+                tar_skip(0, "a name no header carries", rel, e->d_name);
         }
         /* Devices, FIFOs and sockets are not sent back. */
     }
@@ -1622,6 +1658,7 @@ static void send_tree(const struct collect *c, uint64_t max) {
     tarwhich = (uint16_t)c->which;
     tarlen = 0;
     tarmax = max;
+    tarskip[0] = '\0';
     int fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd >= 0)
@@ -1630,7 +1667,10 @@ static void send_tree(const struct collect *c, uint64_t max) {
     if (!tarover)
         tar_put(zero, sizeof(zero));
     tar_flush();
-    send_frame(VMP_TAR_END, tarwhich, tarover ? "over" : "", tarover ? 4 : 0);
+    /* "over", or "skip " and the first entry not carried, or nothing */
+    char end[sizeof(tarskip) + 8];
+    int n = tarover ? snprintf(end, sizeof(end), "over") : tarskip[0] ? snprintf(end, sizeof(end), "skip %s", tarskip) : 0;
+    send_frame(VMP_TAR_END, tarwhich, end, (size_t)n);
 }
 
 #ifdef VM_AGENT_MISBEHAVE
