@@ -174,21 +174,6 @@ static void split(const char *rel, char *dir, size_t dirsz, const char **base) {
     *base = slash ? slash + 1 : rel;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int tree_hash_fd(int fd, unsigned char digest[32], uint64_t *size) {
     struct digest st;
     unsigned char *buf = malloc(IOBUF);
@@ -283,7 +268,7 @@ int tree_copy_data(int src, int dst, uint64_t size) {
             r = n < 0 ? -errno : -EIO;
             break;
         }
-        if ((r = write_all(dst, buf, (size_t)n)) < 0)
+        if ((r = util_write_all(dst, buf, (size_t)n)) < 0)
             break;
         done += (uint64_t)n;
     }
@@ -1760,7 +1745,7 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
         }
         digest_update(&hs, buf, (size_t)n);
         if (out >= 0)
-            r = write_all(out, buf, (size_t)n);
+            r = util_write_all(out, buf, (size_t)n);
         total += (uint64_t)n;
     }
     free(buf);

@@ -68,6 +68,20 @@ int util_open_own_dir(int at, const char *path, unsigned create_mode, unsigned f
     return os_open_own_dir(at, path, (mode_t)create_mode, (mode_t)forbid);
 }
 
+int util_write_all(int fd, const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -EIO;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 int util_remove_tree_at(int at, const char *name, unsigned flags) {
     return os_remove_tree_at(at, name,
                              ((flags & UTIL_RM_ONE_FS) ? OS_RM_ONE_FS : 0) | ((flags & UTIL_RM_OPEN_UP) ? OS_RM_OPEN_UP : 0));

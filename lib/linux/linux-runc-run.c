@@ -61,21 +61,14 @@ struct rx_err {
 
 static void rx_close(int *fd) { lx_close_fd(fd); }
 
-static int write_all(const char *path, const char *text, mode_t mode) {
+static int write_file(const char *path, const char *text, mode_t mode) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
         return -errno;
-    size_t len = strlen(text), off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            int e = errno;
-            close(fd);
-            return -e;
-        }
-        off += (size_t)w;
+    int w = util_write_all(fd, text, strlen(text));
+    if (w < 0) {
+        close(fd);
+        return w;
     }
     if (fchmod(fd, mode) < 0) {
         int e = errno;
@@ -270,7 +263,7 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
     for (size_t i = 0; i < rp->nfiles; i++) {
         char f[4200];
         snprintf(f, sizeof(f), "%s/%zu", paths[0], i);
-        int e = write_all(f, rp->files[i], 0644);
+        int e = write_file(f, rp->files[i], 0644);
         if (e < 0) {
             errno = -e;
             rc = lx_sys_err(reterr, FY_STEP_RUNTIME, "writing the bundle's files");
@@ -282,7 +275,7 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
          * (runc runs in them), beside ours elsewhere. */
         const char *at = strstr(rp->config, "\"@CGROUP@\"");
         char *cfg = at ? util_asprintf("%.*s\"%s\"%s", (int)(at - rp->config), rp->config, r->id, at + 10) : NULL;
-        int e = cfg ? write_all(paths[6], cfg, 0600) : -ENOMEM;
+        int e = cfg ? write_file(paths[6], cfg, 0600) : -ENOMEM;
         free(cfg);
         if (e < 0) {
             errno = -e;
@@ -322,7 +315,7 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
                 strbuf_printf(&cgs, "%s\n", x->cg.v1_dir[c]);
         char f[4200];
         snprintf(f, sizeof(f), "%s/cgroups", r->bundle);
-        int e = cgs.oom ? -ENOMEM : write_all(f, cgs.buf ? cgs.buf : "", 0600);
+        int e = cgs.oom ? -ENOMEM : write_file(f, cgs.buf ? cgs.buf : "", 0600);
         strbuf_free(&cgs);
         if (e < 0) {
             errno = -e;

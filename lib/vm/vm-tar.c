@@ -220,20 +220,6 @@ static long padding_nsec(const uint8_t *h) {
     return ns;
 }
 
-/* All of p to fd: 0, or the errno (EIO for a write of nothing). */
-static int write_full(int fd, const uint8_t *p, size_t n) {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? errno : EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The records of a pax extended header ("LEN key=value\n"; LEN counts the
  * whole record): path, linkpath and size are taken for the next entry;
  * other keys (times, ids) are ignored; a sparse file's map is refused, as
@@ -409,7 +395,7 @@ static int hard_link(struct vmt *t, char *path, const char *link, uint64_t size)
         static uint8_t buf[65536];
         ssize_t n = 0;
         while (r == 0 && (n = read(src, buf, sizeof(buf))) > 0)
-            if ((er = write_full(out, buf, (size_t)n)) != 0)
+            if ((er = -util_write_all(out, buf, (size_t)n)) != 0)
                 r = -1;
         if (n < 0 && r == 0) {
             r = -1;
@@ -636,7 +622,7 @@ int vmt_feed(struct vmt *t, const uint8_t *p, size_t n) {
                 t->pax_have += c;
             } else if (t->cur_path[0]) {
                 crypto_hash_sha256_update(t->hash, p, c);
-                int we = t->out >= 0 ? write_full(t->out, p, c) : 0;
+                int we = t->out >= 0 ? -util_write_all(t->out, p, c) : 0;
                 if (we)
                     return fail(t, "writing an output file", we);
                 t->bytes += c;

@@ -243,15 +243,23 @@ static int rm_open_up(int at, const char *name) {
 
 static int rm_at(struct rm *m, int at, const char *name, unsigned depth);
 
+/* at/name unlinked where it is no directory: 1; 0 when nothing is there;
+ * RM_DIR when it is a directory (EPERM: may be); else -errno. */
+#define RM_DIR 2
+static int rm_unlink(int at, const char *name) {
+    if (unlinkat(at, name, 0) == 0)
+        return 1;
+    if (errno == ENOENT)
+        return 0;
+    return errno == EISDIR || errno == EPERM ? RM_DIR : -errno;
+}
+
 /* at/name, a directory below the open limit, renamed into the top
  * directory under a name of its own: 1, or -errno. */
 static int rm_move_up(struct rm *m, int at, const char *name) {
-    if (unlinkat(at, name, 0) == 0)
-        return 1; /* not a directory after all (DT_UNKNOWN) */
-    if (errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return -errno;
+    int k = rm_unlink(at, name); /* (DT_UNKNOWN: perhaps no directory) */
+    if (k != RM_DIR)
+        return k;
     bool opened = false;
     for (int tries = 0; tries < 64; tries++) {
         char to[48];
@@ -326,12 +334,9 @@ static DIR *rm_open(struct rm *m, int at, const char *name, unsigned depth) {
 
 /* at/name removed: 1, 0 (nothing there), or -errno. */
 static int rm_at(struct rm *m, int at, const char *name, unsigned depth) {
-    if (unlinkat(at, name, 0) == 0)
-        return 1;
-    if (errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return -errno;
+    int k = rm_unlink(at, name);
+    if (k != RM_DIR)
+        return k;
     DIR *d = rm_open(m, at, name, depth);
     if (!d)
         return errno ? -errno : 0;
@@ -343,12 +348,9 @@ static int rm_at(struct rm *m, int at, const char *name, unsigned depth) {
 }
 
 int os_remove_tree_at(int at, const char *name, unsigned flags) {
-    if (unlinkat(at, name, 0) == 0)
-        return 1;
-    if (errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return -errno;
+    int k = rm_unlink(at, name);
+    if (k != RM_DIR)
+        return k;
     struct rm m = {.flags = flags};
     if (!(m.top = rm_open(&m, at, name, 0)))
         return errno ? -errno : 0;
