@@ -524,6 +524,14 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                                    has_rlimit(pl, RLIMIT_SIGPENDING) ? ", sigpending" : "",
                                                    has_rlimit(pl, RLIMIT_MSGQUEUE) ? ", msgqueue" : ""));
     json_object_set_new(o, "kernel_counts", report_shares(pl));
+    /* The policy's tmp_size, home_size and work_tmp_size are the sizes of
+     * the sandbox's tmpfs mounts; the process level mounts nothing. */
+    json_object_set_new(o, "scratch",
+                        json_string(pl->process_mode
+                                        ? "not enforced: the process level's home and TMPDIR are directories of the "
+                                          "attempt in /dev/shm (else /tmp), without the policy's tmp_size, home_size "
+                                          "or work_tmp_size"
+                                        : "tmpfs sizes (tmp_size, home_size, work_tmp_size)"));
     /* A resource limit above the preparing process's hard limit is lowered
      * to it in the sandbox (a user namespace cannot raise one): stricter,
      * never weaker, but a build that needs the value asked for fails with

@@ -214,6 +214,7 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(lim, "output", json_string("host: captured streams and returned trees counted"));
     json_object_set_new(lim, "tree", json_string("the VM (the VMM's namespace sandbox and its cgroup)"));
     json_object_set_new(lim, "rlimits", json_string("nofile, core, fsize, stack (set in the guest)"));
+    json_object_set_new(lim, "scratch", json_string("tmpfs sizes in the guest (tmp_size, home_size, work_tmp_size)"));
     pl->limits_json = json_dumps(lim, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(lim);
     return pl->isolation_json && pl->limits_json ? 0 : FY_E_NOMEM;

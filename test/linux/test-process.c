@@ -246,6 +246,8 @@ START_TEST(test_userns_denied_host) {
     ck_assert_ptr_nonnull(strstr(json, "\"namespaces\": []"));
     ck_assert_ptr_nonnull(strstr(json, "\"level\": \"process\""));
     ck_assert_ptr_nonnull(strstr(json, "confined by Landlock"));
+    /* No tmpfs, so no size: said, not claimed. */
+    ck_assert_msg(strstr(json, "\"scratch\": \"not enforced: the process level"), "%s", json);
     fy_free(json);
     free(out);
     fy_result_free(res);
