@@ -1378,84 +1378,11 @@ int tree_skeleton(const fy_action *a, int lower, int upper, const struct pathset
 
 /* ---- removing ---- */
 
-/* Iterative (a workload can nest directories deeper than any stack): dives
- * into the first subdirectory, empties leaves, climbs back through "..".
- * Safe only because nothing else writes the tree any more. */
-uint64_t tree_remove_below(int top) {
-    uint64_t left = 0;
-    int cur = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    size_t depth = 0;
-    while (cur >= 0) {
-        (void)fchmod(cur, 0700); /* a workload running as the caller may have taken w away */
-        int dfd = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-        if (!d) {
-            if (dfd >= 0)
-                close(dfd);
-            left++;
-            break;
-        }
-        int sub = -1;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            const char *n = de->d_name;
-            if (n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])))
-                continue;
-            /* (a directory, by the listing's type: one call, not two) */
-            bool dir = de->d_type == DT_DIR;
-            if (!dir && unlinkat(cur, n, 0) == 0)
-                continue;
-            if (dir || errno == EISDIR || errno == EPERM) {
-                if (unlinkat(cur, n, AT_REMOVEDIR) == 0)
-                    continue;
-                /* (overlayfs leaves its work directory mode 0) */
-                if ((sub = open_dir(cur, n)) < 0 && errno == EACCES &&
-                    fchmodat(cur, n, 0700, AT_SYMLINK_NOFOLLOW) == 0)
-                    sub = open_dir(cur, n);
-                if (sub >= 0)
-                    break;
-            }
-            left++;
-        }
-        closedir(d);
-        if (sub >= 0) {
-            close(cur);
-            cur = sub;
-            depth++;
-            continue;
-        }
-        if (depth == 0)
-            break;
-        /* cur is empty (or holds what could not go): climb and remove it. */
-        struct stat st;
-        int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        bool gone = false;
-        if (up >= 0 && fstat(cur, &st) == 0) {
-            int ufd = openat(up, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            DIR *u = ufd < 0 ? NULL : fdopendir(ufd);
-            if (!u && ufd >= 0)
-                close(ufd);
-            while (u && (de = readdir(u)))
-                if (de->d_ino == st.st_ino) {
-                    gone = unlinkat(up, de->d_name, AT_REMOVEDIR) == 0;
-                    break;
-                }
-            if (u)
-                closedir(u);
-        }
-        close(cur);
-        cur = up;
-        depth--;
-        if (!gone) {
-            /* Stuck: count it and stop descending (bounded work). */
-            left++;
-            break;
-        }
-    }
-    if (cur >= 0)
-        close(cur);
-    return left;
-}
+/* Any depth (a workload can nest directories deeper than any stack),
+ * never through a link, directories it closed to their owner opened up,
+ * never into another file system (util_remove_below). Safe because
+ * nothing else writes the tree any more. */
+uint64_t tree_remove_below(int top) { return util_remove_below(top, UTIL_RM_ONE_FS | UTIL_RM_OPEN_UP) < 0; }
 
 /* ---- collecting the outputs ---- */
 

@@ -189,7 +189,7 @@ void collected_free(struct collected *c);
 int collected_to_json(const struct collected *c, void *obj);
 int collected_outcome(const struct collected *c, const char **detail);
 /* Removes the tree below the directory fd dir (then the caller removes
- * dir itself); returns how many entries could not be removed. */
+ * dir itself); 0, or 1 when something could not be removed. */
 uint64_t tree_remove_below(int dir);
 /* Copies size bytes from src to dst (both at offset 0): a reflink where the
  * file system can, else copy_file_range, else reads; 0 or a negative errno. */

@@ -118,6 +118,8 @@ int util_open_own_dir(int at, const char *path, unsigned create_mode, unsigned f
 #define UTIL_RM_ONE_FS 1u
 #define UTIL_RM_OPEN_UP 2u
 int util_remove_tree_at(int at, const char *name, unsigned flags);
+/* The same below the directory dirfd, which stays: 0, or -errno. */
+int util_remove_below(int dirfd, unsigned flags);
 /* All n bytes of p written to fd (retried on EINTR and short writes): 0,
  * or -errno (-EIO for a write that wrote nothing). */
 int util_write_all(int fd, const void *p, size_t n);

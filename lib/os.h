@@ -86,6 +86,9 @@ int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid)
 #define OS_RM_OPEN_UP 2u
 #define OS_RM_OPEN 32
 int os_remove_tree_at(int at, const char *name, unsigned flags);
+/* The same for everything below the directory dirfd, which stays: 0, or
+ * -errno (the first failure). */
+int os_remove_below(int dirfd, unsigned flags);
 #endif
 
 #endif

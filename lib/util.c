@@ -82,10 +82,15 @@ int util_write_all(int fd, const void *p, size_t n) {
     return 0;
 }
 
-int util_remove_tree_at(int at, const char *name, unsigned flags) {
-    return os_remove_tree_at(at, name,
-                             ((flags & UTIL_RM_ONE_FS) ? OS_RM_ONE_FS : 0) | ((flags & UTIL_RM_OPEN_UP) ? OS_RM_OPEN_UP : 0));
+static unsigned os_rm_flags(unsigned flags) {
+    return ((flags & UTIL_RM_ONE_FS) ? OS_RM_ONE_FS : 0) | ((flags & UTIL_RM_OPEN_UP) ? OS_RM_OPEN_UP : 0);
 }
+
+int util_remove_tree_at(int at, const char *name, unsigned flags) {
+    return os_remove_tree_at(at, name, os_rm_flags(flags));
+}
+
+int util_remove_below(int dirfd, unsigned flags) { return os_remove_below(dirfd, os_rm_flags(flags)); }
 #endif
 
 bool util_mutex_reclaim(void *m) {

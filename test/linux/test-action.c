@@ -453,6 +453,32 @@ START_TEST(test_every_input_attacked) {
 }
 END_TEST
 
+/* What the workload leaves in its execution root goes with the attempt at
+ * any depth: 400 levels (the removers once stopped at 256) with a
+ * directory closed to its owner at the bottom. */
+START_TEST(test_deep_tree_removed) {
+    char *in = make_input(), *sc = make_dir("scratch-deep"), *out = path_in("out-deep", "");
+    fy_action *a = action_json(
+        "\"arguments\": [\"/bin/sh\", \"-c\", \"echo ok > r; i=0; while [ $i -lt 400 ]; do mkdir d && cd d || "
+        "exit 3; i=$((i+1)); done; mkdir locked && touch locked/f && chmod 000 locked\"],"
+        "\"environment\": {\"PATH\": \"/usr/bin:/bin\"},"
+        "\"outputs\": {\"files\": [\"r\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_output_directory(a, out, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    ck_assert_msg(strstr(j, "\"files_left\": 0") && strstr(j, "\"mounts_left\": 0"), "%s", j);
+    assert_no_attempt_left(sc);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc); free(out);
+}
+END_TEST
+
 /* Declared outputs the input root has already: collected as the workload
  * left them (untouched: the input's content; changed or removed: so). */
 START_TEST(test_outputs_already_in_inputs) {
@@ -1923,6 +1949,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_output_dir_not_empty_at_start);
     tcase_add_test(tc, test_stdio_path_exists_at_start);
     tcase_add_test(tc, test_every_input_attacked);
+    tcase_add_test(tc, test_deep_tree_removed);
     tcase_add_test(tc, test_outputs_already_in_inputs);
     tcase_add_test(tc, test_unreachable_input_materialised);
     tcase_add_test(tc, test_acl_verdict);
@@ -1941,6 +1968,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tm, test_output_link_outside);
     tcase_add_test(tm, test_output_special_files);
     tcase_add_test(tm, test_every_input_attacked);
+    tcase_add_test(tm, test_deep_tree_removed);
     tcase_add_test(tm, test_outputs_already_in_inputs);
     tcase_add_test(tm, test_cancel);
     tcase_add_test(tm, test_acl_verdict);

@@ -377,6 +377,15 @@ START_TEST(test_remove_tree) {
     ck_assert_int_eq(util_remove_tree_at(b, "plain", 0), 1);
     ck_assert_int_eq(util_remove_tree_at(b, "plain", 0), 0);
     close(b);
+    /* Below a directory that stays: it is left empty. */
+    char keep[160];
+    snprintf(keep, sizeof(keep), "%s/keep", base);
+    ck_assert_int_eq(mkdir(keep, 0755), 0);
+    ck_assert_int_eq(make_deep(keep, rmd), 0);
+    int k = open(keep, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ck_assert_int_eq(util_remove_below(k, UTIL_RM_ONE_FS | UTIL_RM_OPEN_UP), 0);
+    close(k);
+    ck_assert_int_eq(rmdir(keep), 0); /* (empty: the only way rmdir succeeds) */
     if (geteuid() == 0) {
         /* Where permissions bind: as uid 65534 in a directory of its own. */
         snprintf(p, sizeof(p), "%s/nobody", rmd);

@@ -347,6 +347,33 @@ static int rm_at(struct rm *m, int at, const char *name, unsigned depth) {
     return 1;
 }
 
+/* The top's entries, again while a pass moved directories up into it:
+ * each move takes a whole subtree OS_RM_OPEN - 1 levels up, so this ends. */
+static void rm_passes(struct rm *m) {
+    for (;;) {
+        unsigned long before = m->moved;
+        rm_entries(m, m->top, 0);
+        if (m->moved == before)
+            break;
+        rewinddir(m->top);
+    }
+}
+
+int os_remove_below(int dirfd, unsigned flags) {
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct rm m = {.flags = flags};
+    if (!(m.top = fdopendir(fd))) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    rm_passes(&m);
+    closedir(m.top);
+    return m.err ? -m.err : 0;
+}
+
 int os_remove_tree_at(int at, const char *name, unsigned flags) {
     int k = rm_unlink(at, name);
     if (k != RM_DIR)
@@ -354,15 +381,7 @@ int os_remove_tree_at(int at, const char *name, unsigned flags) {
     struct rm m = {.flags = flags};
     if (!(m.top = rm_open(&m, at, name, 0)))
         return errno ? -errno : 0;
-    /* Again while the pass moved directories up into the top: each move
-     * takes a whole subtree OS_RM_OPEN - 1 levels up, so this ends. */
-    for (;;) {
-        unsigned long before = m.moved;
-        rm_entries(&m, m.top, 0);
-        if (m.moved == before)
-            break;
-        rewinddir(m.top);
-    }
+    rm_passes(&m);
     closedir(m.top);
     /* (the verdict: the top is gone, or why not) */
     if (unlinkat(at, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
