@@ -99,10 +99,11 @@ enum {
  * look no newer to make). */
 #define VMP_TAR_NSEC_AT 500
 /* The most components an entry's path has in a stream (the host's reader
- * has the same bound), and the most a VMP_TAR_END's "skip REASON: PATH" says of the
- * first entry the stream could not carry. */
+ * has the same bound), and the most the host takes of guest text for a
+ * detail (a VMP_TAR_END's "skip REASON: PATH" of the first entry the
+ * stream could not carry, a VMP_SETUP_FAIL's message). */
 #define VMP_TAR_DEPTH 64
-#define VMP_TAR_SKIP_MAX 512
+#define VMP_GUEST_TEXT_MAX 512
 
 /* RUN records: u8 tag, u32 length, bytes. */
 enum {

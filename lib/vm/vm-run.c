@@ -1498,6 +1498,18 @@ static void mirror_removed(fy_handle *h, struct vm *v, int which) {
     }
 }
 
+/* Text the guest sent, for a result's detail: prefix, then at most
+ * VMP_GUEST_TEXT_MAX bytes of it (to its first NUL), control characters as
+ * '?'. malloc'd; NULL when out of memory. */
+static char *guest_text(const char *prefix, const uint8_t *p, size_t n) {
+    int len = (int)(n > VMP_GUEST_TEXT_MAX ? VMP_GUEST_TEXT_MAX : n);
+    char *s = util_asprintf("%s%.*s", prefix, len, (const char *)p);
+    for (char *c = s; c && *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
+            *c = '?';
+    return s;
+}
+
 static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
     if (!v->hello && f->type != VMP_HELLO)
         return protocol_error(h, v, "a frame before the agent's hello");
@@ -1572,15 +1584,11 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
                 /* An entry the stream could not carry: the tree on the
                  * host is not the guest's, and the attempt says which
                  * (what did come is kept; nothing is removed for it). */
-                char why[VMP_TAR_SKIP_MAX];
-                size_t n = f->len - 5 < sizeof(why) - 1 ? f->len - 5 : sizeof(why) - 1;
-                memcpy(why, f->data + 5, n);
-                why[n] = '\0';
-                for (char *c = why; *c; c++)
-                    if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
-                        *c = '?';
+                char *why = guest_text("", f->data + 5, f->len - 5);
                 handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "returned files (%s): an entry the virtual-machine "
-                           "backend cannot return, %s", f->flags == VMP_DIR_BUILD ? "build" : "output", why);
+                           "backend cannot return, %s", f->flags == VMP_DIR_BUILD ? "build" : "output",
+                           why ? why : "?");
+                free(why);
                 return;
             }
             if (vmt_end(t) < 0)
@@ -1595,11 +1603,7 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
         v->setup_failed = true;
         v->setup_errno = (int)vmp_get_u32(f->data);
         free(v->setup_detail);
-        v->setup_detail = util_asprintf("in the guest: %.*s", (int)(f->len - 4 > 512 ? 512 : f->len - 4),
-                                        (const char *)f->data + 4);
-        for (char *c = v->setup_detail; c && *c; c++)
-            if ((unsigned char)*c < 0x20)
-                *c = '?';
+        v->setup_detail = guest_text("in the guest: ", f->data + 4, f->len - 4);
         return;
     case VMP_DONE:
         if (!v->exit_seen)

@@ -360,15 +360,9 @@ static void rm_passes(struct rm *m) {
 }
 
 int os_remove_below(int dirfd, unsigned flags) {
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
     struct rm m = {.flags = flags};
-    if (!(m.top = fdopendir(fd))) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
+    if (!(m.top = rm_open(&m, dirfd, ".", 0)))
+        return errno ? -errno : 0;
     rm_passes(&m);
     closedir(m.top);
     return m.err ? -m.err : 0;

@@ -1261,7 +1261,7 @@ static uint16_t tarwhich;
 static int tarover;
 /* The first entry the stream could not carry, and why: the tree is then
  * not the guest's, and the host says so instead of a success. */
-static char tarskip[VMP_TAR_SKIP_MAX];
+static char tarskip[VMP_GUEST_TEXT_MAX];
 
 static void tar_skip(int e, const char *why, const char *rel, const char *name) {
     if (!tarskip[0] && e != ENOENT) /* (gone since the listing: nothing to carry) */
