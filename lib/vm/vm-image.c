@@ -454,16 +454,7 @@ int vm_cache_prune(void) {
             /* no record: an entry being built (renamed into place complete) */
             continue;
         }
-        snprintf(p, sizeof(p), "%s/%s", root, e->d_name);
-        DIR *sd = opendir(p);
-        if (sd) {
-            struct dirent *f;
-            while ((f = readdir(sd)))
-                if (f->d_name[0] != '.')
-                    unlinkat(dirfd(sd), f->d_name, 0);
-            closedir(sd);
-        }
-        if (rmdir(p) == 0)
+        if (util_remove_tree_at(dirfd(d), e->d_name, UTIL_RM_ONE_FS) > 0)
             n++;
     }
     closedir(d);
@@ -602,29 +593,14 @@ static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **re
     if (!ag->len)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, NULL,
                        "this build has no guest agent (unsupported architecture)");
-    int r = find_vmlinuz(k->vmlinuz_path, sizeof(k->vmlinuz_path), k->release, sizeof(k->release));
-    if (r < 0)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, -r, NULL,
-                       "no guest kernel: /boot/vmlinuz-R with /lib/modules/R (Debian: apt-get install "
-                       "linux-image-amd64)");
-    struct stat st;
-    if (stat(k->vmlinuz_path, &st) < 0)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, errno, NULL, "guest kernel %s: %s",
-                       k->vmlinuz_path, strerror(errno));
     /* The cache entry is named by the source's identity and by this
      * build's agent: a new kernel or a new agent is a new entry. */
-    unsigned char h[crypto_hash_sha256_BYTES];
-    char key[512], keyhex[65], kkey[65], ah[65], root[4096], dir[4200];
-    crypto_hash_sha256(h, ag->data, ag->len);
-    hex(h, sizeof(h), ah);
-    snprintf(key, sizeof(key), "%s %llu %lld %lld.%09ld %s", k->vmlinuz_path, (unsigned long long)st.st_ino,
-             (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, k->release);
-    crypto_hash_sha256(h, (const unsigned char *)key, strlen(key));
-    hex(h, 12, kkey);
-    snprintf(keyhex, sizeof(keyhex), "%s-%.16s", kkey, ah);
+    char key[512], kkey[65], root[4096], dir[4200];
+    int r = entry_dir(k, ag, dir, sizeof(dir), kkey, key, sizeof(key), reterr);
+    if (r < 0)
+        return r;
     if ((r = vm_cache_root(root, sizeof(root))) < 0)
         return err_set(reterr, r, FY_STEP_PREPARE, 0, NULL, "cache root path too long");
-    snprintf(dir, sizeof(dir), "%s/kernel-%s", root, keyhex);
     if (fill(k, dir) == 0)
         return 0;
     if ((r = mkdirs(root, 0711)) < 0)
@@ -645,32 +621,17 @@ static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **re
         return 0;
     }
     /* An entry of an older format (or a half-removed one): rebuilt. */
-    DIR *od = opendir(dir);
-    if (od) {
-        struct dirent *e;
-        while ((e = readdir(od)))
-            if (e->d_name[0] != '.')
-                unlinkat(dirfd(od), e->d_name, 0);
-        closedir(od);
-        rmdir(dir);
-    }
+    util_remove_tree_at(AT_FDCWD, dir, UTIL_RM_ONE_FS);
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s/.build-%d", root, (int)getpid());
-    /* A stale build of ours: remove its files (flat directory). */
-    DIR *sd = opendir(tmp);
-    if (sd) {
-        struct dirent *e;
-        while ((e = readdir(sd)))
-            if (e->d_name[0] != '.')
-                unlinkat(dirfd(sd), e->d_name, 0);
-        closedir(sd);
-        rmdir(tmp);
-    }
+    /* A stale build of ours (a pid used again) */
+    util_remove_tree_at(AT_FDCWD, tmp, UTIL_RM_ONE_FS);
     if (mkdir(tmp, 0755) < 0) {
         int e = errno;
         close(lfd);
         return err_set(reterr, err_from_errno(e), FY_STEP_PREPARE, e, NULL, "mkdir %s: %s", tmp, strerror(e));
     }
+    struct stat st;
     int zfd = reuse_vmlinux(root, kkey, tmp, k->digest) == 0 ? -2 : open(k->vmlinuz_path, O_RDONLY | O_CLOEXEC);
     unsigned char *z = MAP_FAILED;
     if (zfd == -2) {
@@ -720,15 +681,8 @@ static int kernel_get(struct vm_kernel *k, const struct agent *ag, fy_error **re
         if (a < 0 || b < 0 || c < 0 || rename(tmp, dir) < 0)
             r = err_set(reterr, FY_E_IO, FY_STEP_PREPARE, errno, NULL, "store the guest kernel in %s", dir);
     }
-    if (r) {
-        static const char *const files[] = {"vmlinux", "initrd.cpio", "vmlinux.sha256", "initrd.sha256", "source",
-                                            "vmlinuz.sha256"};
-        for (size_t i = 0; i < FY_ARRAY_SIZE(files); i++) {
-            snprintf(p, sizeof(p), "%s/%s", tmp, files[i]);
-            unlink(p);
-        }
-        rmdir(tmp);
-    }
+    if (r)
+        util_remove_tree_at(AT_FDCWD, tmp, UTIL_RM_ONE_FS);
     close(lfd);
     if (r)
         return r;

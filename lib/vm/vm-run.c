@@ -114,18 +114,9 @@ static const struct fy_plan *neutral(fy_handle *h) { return ((struct vm_plan *)h
 /* ---- the attempt directory ---- */
 
 
-/* Removes a flat attempt directory; 0 when it is gone. */
+/* Removes an attempt directory; 0 when it is gone. */
 int vm_remove_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlinkat(dirfd(d), e->d_name, 0) < 0 &&
-                errno == EISDIR)
-                unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR); /* a clone's empty VMP_SHARE_SUB */
-        closedir(d);
-    }
-    if (rmdir(dir) < 0 && errno != ENOENT)
+    if (util_remove_tree_at(AT_FDCWD, dir, UTIL_RM_ONE_FS) < 0)
         return -1;
     struct stat st;
     return lstat(dir, &st) == 0 ? -1 : 0;
