@@ -125,9 +125,15 @@ static bool proc_usable(const fy_caps *c, struct strbuf *why) { return need(c, F
 
 static bool proc_can_enforce(const fy_caps *c, uint32_t control, const char **why) {
     switch (control) {
+    case FY_CONTROL_IPCNS:
+        /* Its one namespace: root's own, made without a user namespace. */
+        if (c->host.is_root && caps_present(c, FY_CAP_IPCNS) && lx_may_sys_admin())
+            return true;
+        *why = "the linux-process backend makes an IPC namespace only as root (CAP_SYS_ADMIN)";
+        return false;
     case FY_CONTROL_USERNS: case FY_CONTROL_MOUNTNS: case FY_CONTROL_PIDNS: case FY_CONTROL_NETNS:
-    case FY_CONTROL_IPCNS: case FY_CONTROL_UTSNS: case FY_CONTROL_CGROUPNS:
-        *why = "the linux-process backend uses no namespaces";
+    case FY_CONTROL_UTSNS: case FY_CONTROL_CGROUPNS:
+        *why = "the linux-process backend uses no other namespace";
         return false;
     case FY_CONTROL_UID_RANGE:
         *why = "the linux-process backend has no user namespace to map ids in";

@@ -1251,6 +1251,9 @@ static void load_workload_filter(const struct child_args *a) {
     int fd = load_filter(pl->bpf, pl->bpf_len, pl->seccomp_notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
     if (fd < 0)
         die(sfd, FY_STEP_SECCOMP, errno);
+    /* (no IPC namespace: the calls that would reach the host's refused) */
+    if (pl->ipc_bpf && load_filter(pl->ipc_bpf, pl->ipc_bpf_len, 0) < 0)
+        die(sfd, FY_STEP_SECCOMP, errno);
     if (pl->seccomp_notify) {
         if (send_fd(a->notify_sock, fd) < 0)
             die(sfd, FY_STEP_SECCOMP, errno);

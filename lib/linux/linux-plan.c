@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -702,6 +704,12 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
         if (pl->clone_flags & nss[i].flag)
             json_array_append_new(ns, json_string(nss[i].name));
     json_object_set_new(o, "namespaces", ns);
+    json_object_set_new(o, "ipc", json_string(pl->clone_flags & CLONE_NEWIPC
+                                                  ? "own IPC namespace: System V objects and message queues go with it"
+                                                  : pl->ipc_bpf ? "denied: System V IPC and POSIX message queue calls fail "
+                                                                  "with EPERM (no IPC namespace)"
+                                                                : "shared with the host: objects the workload makes "
+                                                                  "outlive the attempt (no IPC namespace, no seccomp)"));
     json_object_set_new(o, "mode", json_string(pl->as_root ? "root" : "rootless"));
     json_object_set_new(o, "uid_map", pl->process_mode ? json_null() : json_string(pl->uid_map));
     json_object_set_new(o, "gid_map", pl->process_mode ? json_null() : json_string(pl->gid_map));
@@ -821,11 +829,20 @@ static const char *host_path_for(struct linux_plan *pl, const struct fy_plan *np
     return NULL;
 }
 
+bool lx_may_sys_admin(void) {
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    return syscall(SYS_capget, &hdr, data) == 0 && (data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32)));
+}
+
 static int compile_process_mode(struct linux_plan *pl, struct builder *b, const struct fy_plan *np,
                                 const fy_caps *c) {
     uint64_t rw = ll_handled_for(pl->ll_abi) & ~LL_FS_IOCTL_DEV;
     pl->process_mode = true;
-    pl->clone_flags = 0;
+    /* No namespace but IPC's where the caller may make one (root: System V
+     * objects and message queues go with it); elsewhere the IPC filter
+     * refuses them (seccomp, below). */
+    pl->clone_flags = np->control[FY_CONTROL_IPCNS] == FY_CONTROL_STATE_ENFORCED ? CLONE_NEWIPC : 0;
     pl->use_netns = false;
     pl->hostname = NULL; /* the host's UTS namespace is not ours to rename */
     /* Never host root: as root the workload gets an unprivileged host uid. */
@@ -1222,6 +1239,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         pl->seccomp_version = prog->version;
         pl->init_bpf = init->filter;
         pl->init_bpf_len = (uint16_t)init->len;
+        if (!(pl->clone_flags & CLONE_NEWIPC))
+            pl->ipc_bpf = sc_ipc_deny_program(&pl->ipc_bpf_len);
     }
 
     /* rlimits (always). */

@@ -167,6 +167,9 @@ struct linux_plan {
     bool seccomp_notify;
     const char *seccomp_name;
     uint32_t seccomp_version;
+    const void *ipc_bpf;         /* stacked on bpf where the sandbox has no IPC namespace
+                                    (sc_ipc_deny_program; static) */
+    uint16_t ipc_bpf_len;
     const void *init_bpf;        /* the pid-1 filter (shared) */
     uint16_t init_bpf_len;
     struct child_rlimit rlimits[CHILD_MAX_RLIMITS];
@@ -206,6 +209,9 @@ struct linux_plan {
 #define LX_INIT_EXEC "forgeyard-init (executed: no host memory in the sandbox)"
 #define LX_INIT_FORK "fork of the host process (copy-on-write)"
 
+/* Whether this process holds CAP_SYS_ADMIN (root's unshare(CLONE_NEWIPC)
+ * without a user namespace, the process level's one namespace). */
+bool lx_may_sys_admin(void);
 /* Namespaces of clone_flags the child creates itself (unshare) rather than
  * clone: the network one while the host makes its cgroups, the cgroup one
  * once it has been placed in them. */

@@ -117,6 +117,10 @@
  * skipped (they have no number to filter). On a native architecture other than
  * x86-64 the arch-specific calls missing from the list fail safe with ENOSYS.
  *
+ * A sandbox without an IPC namespace of its own (the process level, rootless) stacks a
+ * second, fixed filter on its profile (sc_ipc_deny_program, linux-seccomp.c): the System V
+ * IPC and POSIX message queue calls ERRNO(EPERM), everything else the profile's answer.
+ *
  * Profile "init", version 2 (the sandbox's own pid 1): ALLOW wait4 waitid kill
  * rt_sigtimedwait rt_sigprocmask rt_sigreturn write read pread64 close exit
  * exit_group clock_gettime getpid restart_syscall; everything else, and every

@@ -32,7 +32,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <linux/audit.h>
 #include <linux/filter.h>
+#include <stddef.h>
+#include <sys/syscall.h>
 
 #include <sys/resource.h>
 
@@ -498,3 +501,48 @@ int sc_compile_init(struct seccomp_program *out, fy_error **reterr) {
     }
     return 0;
 }
+
+/* ---------------------------------------------------------------------------------- */
+/* the process level's IPC filter                                                      */
+
+/* System V IPC and POSIX message queues live in the IPC namespace, and
+ * their objects outlive every process that made them. A sandbox without an
+ * IPC namespace of its own (the process level, where no namespace can be
+ * made) stacks this filter on its profile: the eighteen calls fail with
+ * EPERM, so the workload can neither leave an object in the host's
+ * namespace nor reach one of the host's. x32 numbers (the profile's
+ * violations) are folded onto the native ones; a foreign architecture is
+ * left to the profile, which refuses it. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#  define IPC_CALLS 18u
+#  define IPC_CMP(i, name) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_##name, (uint8_t)(IPC_CALLS - (i)), 0)
+#  if defined(__x86_64__)
+#    define IPC_ARCH AUDIT_ARCH_X86_64
+#  else
+#    define IPC_ARCH AUDIT_ARCH_AARCH64
+#  endif
+static const struct sock_filter ipc_deny[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPC_ARCH, 0, IPC_CALLS + 2),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~0x40000000u), /* __X32_SYSCALL_BIT */
+    IPC_CMP(0, shmget), IPC_CMP(1, shmat), IPC_CMP(2, shmctl), IPC_CMP(3, shmdt),
+    IPC_CMP(4, semget), IPC_CMP(5, semop), IPC_CMP(6, semctl), IPC_CMP(7, semtimedop),
+    IPC_CMP(8, msgget), IPC_CMP(9, msgsnd), IPC_CMP(10, msgrcv), IPC_CMP(11, msgctl),
+    IPC_CMP(12, mq_open), IPC_CMP(13, mq_unlink), IPC_CMP(14, mq_timedsend),
+    IPC_CMP(15, mq_timedreceive), IPC_CMP(16, mq_notify), IPC_CMP(17, mq_getsetattr),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+};
+_Static_assert(sizeof(ipc_deny) / sizeof(ipc_deny[0]) == IPC_CALLS + 6, "IPC_CMP's jump targets");
+
+const void *sc_ipc_deny_program(uint16_t *len) {
+    *len = (uint16_t)(sizeof(ipc_deny) / sizeof(ipc_deny[0]));
+    return ipc_deny;
+}
+#else
+const void *sc_ipc_deny_program(uint16_t *len) {
+    *len = 0;
+    return NULL;
+}
+#endif

@@ -54,6 +54,12 @@ char *sc_program_save(const struct seccomp_program *p);
 int sc_program_from_saved(uint32_t cls, bool notify, bool init, const char *saved,
                           struct seccomp_program *out);
 
+/* The filter a sandbox without an IPC namespace of its own stacks on its
+ * profile: System V IPC and POSIX message queue calls fail with EPERM,
+ * everything else is the profile's. Static; NULL (len 0) on architectures
+ * it does not know. */
+const void *sc_ipc_deny_program(uint16_t *len);
+
 /* Frees p->filter and zeroes *p. NULL-safe, idempotent. */
 void sc_program_free(struct seccomp_program *p);
 

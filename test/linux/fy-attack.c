@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -276,6 +280,34 @@ int main(int argc, char **argv) {
         close(fd);
         printf("ok wrote %ld bytes\n", done);
         return 0;
+    }
+    if (!strcmp(c, "sysv")) {
+        /* IPC objects that outlive their maker: a System V segment of 1 MiB
+         * (touched), a message queue and a semaphore set under key arg, and
+         * a POSIX message queue /fy-attack-arg; one line each. */
+        key_t key = (key_t)strtol(arg, NULL, 0);
+        int fails = 0;
+        int id = shmget(key, 1 << 20, IPC_CREAT | 0600);
+        char *m = id >= 0 ? shmat(id, NULL, 0) : NULL;
+        if (m && m != (void *)-1) {
+            memset(m, 1, 1 << 20);
+            shmdt(m);
+        }
+        fails += id < 0;
+        printf(id >= 0 ? "ok shm made\n" : "denied %s shm\n", ename(errno));
+        id = msgget(key, IPC_CREAT | 0600);
+        fails += id < 0;
+        printf(id >= 0 ? "ok msg made\n" : "denied %s msg\n", ename(errno));
+        id = semget(key, 1, IPC_CREAT | 0600);
+        fails += id < 0;
+        printf(id >= 0 ? "ok sem made\n" : "denied %s sem\n", ename(errno));
+        char name[64];
+        snprintf(name, sizeof(name), "fy-attack-%s", arg); /* (the system call's name has no '/') */
+        struct { long flags, maxmsg, msgsize, curmsgs, pad[4]; } attr = {0, 1, 64, 0, {0}};
+        long q = syscall(SYS_mq_open, name, O_CREAT | O_RDWR | O_CLOEXEC, 0600, &attr);
+        fails += q < 0;
+        printf(q >= 0 ? "ok mq made\n" : "denied %s mq\n", ename(errno));
+        return fails ? 1 : 0;
     }
     if (!strcmp(c, "openfiles")) {
         /* Bounded: opens /dev/null up to N times (at most 100000), keeping

@@ -19,8 +19,12 @@
 #include <dirent.h>
 #include <poll.h>
 #include <stddef.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +81,17 @@ static fy_result *run(fy_policy *p, const char *const *argv, char **out) {
     *out = slurp(path);
     unlink(path);
     return res;
+}
+
+/* json without its white space (a static copy, for matching its arrays). */
+static const char *squeezed(const char *json) {
+    static char buf[65536];
+    size_t n = 0;
+    for (const char *c = json; *c && n + 1 < sizeof(buf); c++)
+        if (*c != ' ' && *c != '\n')
+            buf[n++] = *c;
+    buf[n] = '\0';
+    return buf;
 }
 
 /* Whether the process (a /proc entry name) can be this test process's: a
@@ -243,7 +258,8 @@ START_TEST(test_userns_denied_host) {
     ck_assert_int_eq(left, 0);
     char *json = NULL;
     ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
-    ck_assert_ptr_nonnull(strstr(json, "\"namespaces\": []"));
+    /* (as root, the IPC namespace alone: test_process_level_ipc) */
+    ck_assert_msg(strstr(squeezed(json), getuid() == 0 ? "\"namespaces\":[\"ipc\"]" : "\"namespaces\":[]"), "%s", json);
     ck_assert_ptr_nonnull(strstr(json, "\"level\": \"process\""));
     ck_assert_ptr_nonnull(strstr(json, "confined by Landlock"));
     /* No tmpfs, so no size: said, not claimed. */
@@ -373,6 +389,78 @@ END_TEST
 
 /* Starts fy-attack ignore-term and drives the handle until both of its
  * processes (the workload and its child) run. */
+/* Whether the host's IPC namespace holds an object of key (the first
+ * column of /proc/sysvipc/{shm,msg,sem}, in decimal) or the message queue
+ * name. */
+static bool host_has_ipc(key_t key, const char *mq) {
+    static const char *const kinds[] = {"/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem"};
+    for (size_t i = 0; i < 3; i++) {
+        FILE *f = fopen(kinds[i], "re");
+        ck_assert_ptr_nonnull(f);
+        char line[512];
+        long k;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "%ld", &k) == 1 && (key_t)k == key) {
+                fclose(f);
+                return true;
+            }
+        fclose(f);
+    }
+    long q = syscall(SYS_mq_open, mq, O_RDONLY | O_CLOEXEC, 0, NULL);
+    if (q >= 0)
+        close((int)q);
+    return q >= 0 || errno != ENOENT;
+}
+
+/* System V objects and message queues live in an IPC namespace and
+ * outlive their maker: a process-level workload, which has the host's,
+ * must not leave one there (a segment is host memory that nothing frees)
+ * nor reach the host's. As root the attempt gets an IPC namespace of its
+ * own (the objects go with it); rootless, where none can be made, the calls
+ * fail with EPERM, Landlock or not. The result says which. */
+START_TEST(test_process_level_ipc) {
+    deny_userns();
+    key_t key = (key_t)(0x46590000 + (getpid() & 0xffff));
+    char karg[32], mq[48];
+    snprintf(karg, sizeof(karg), "%d", (int)key);
+    snprintf(mq, sizeof(mq), "fy-attack-%s", karg);
+    for (int landlock = 1; landlock >= 0; landlock--) {
+        fy_policy *p = NULL;
+        ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+        ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+        if (!landlock)
+            ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_LANDLOCK, FY_MODE_OFF, NULL), 0);
+        const char *argv[] = {attack, "sysv", karg, NULL};
+        char *out = NULL, *json = NULL;
+        fy_result *res = run(p, argv, &out);
+        ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+        bool leaked = host_has_ipc(key, mq);
+        if (leaked) { /* (removed before failing: the host stays clean) */
+            shmctl(shmget(key, 0, 0), IPC_RMID, NULL);
+            msgctl(msgget(key, 0), IPC_RMID, NULL);
+            semctl(semget(key, 0, 0), 0, IPC_RMID);
+            syscall(SYS_mq_unlink, mq);
+        }
+        ck_assert_msg(!leaked, "an IPC object of the attempt is in the host's namespace: %s", out);
+        if (getuid() == 0) {
+            ck_assert_msg(strstr(out, "ok shm made\n") && strstr(out, "ok msg made\n") && strstr(out, "ok sem made\n"),
+                          "%s", out);
+            ck_assert_msg(strstr(json, "\"ipc\": \"own IPC namespace"), "%s", json);
+            ck_assert_msg(strstr(squeezed(json), "\"namespaces\":[\"ipc\"]"), "%s", json);
+        } else {
+            ck_assert_msg(strstr(out, "denied EPERM shm\n") && strstr(out, "denied EPERM msg\n") &&
+                              strstr(out, "denied EPERM sem\n") && strstr(out, "denied EPERM mq\n"),
+                          "%s", out);
+            ck_assert_msg(strstr(json, "\"ipc\": \"denied: System V IPC"), "%s", json);
+        }
+        free(json);
+        free(out);
+        fy_result_free(res);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
 static fy_handle *start_ignore_term(fy_policy *p, const char *const *argv) {
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
@@ -601,6 +689,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_userns_denied_host);
     tcase_add_test(tc, test_process_level_timeout_kills_tree);
     tcase_add_test(tc, test_process_level_rlimits);
+    tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_landlock_scoping);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
     tcase_add_test(tc, test_process_level_refuses_private_pty);
