@@ -150,62 +150,121 @@ static char *put_uint(char *buf, unsigned long v) {
     return buf;
 }
 
-/* mkdir -p; existing directories are fine. The parents of most paths exist already (the plan's paths
- * share /etc, /dev, /work), so the whole path is tried first and the walk
- * goes up only as far as a parent is missing: one call, not one per
- * component. Every component made gets mode, as before. */
-static int mkdir_p(const char *path, mode_t mode) {
+/* ---- paths in the filesystem being built ---- */
+
+/* Where the plan's destinations are resolved. Before the pivot (and at the
+ * process level, which has none): host paths as they are, never through a
+ * magic link. After it: in the new root (RESOLVE_IN_ROOT), so that a
+ * symbolic link the new root holds (an image's "etc -> /x", "..", a link a
+ * workload left in a host-backed directory) resolves below the new root,
+ * never into the old root, which is mounted under a name no link can know
+ * (oldroot_path, random per attempt) and is never reached through
+ * /proc/self/fd (no magic links). */
+static int fs_root = AT_FDCWD;
+static uint64_t fs_resolve = RESOLVE_NO_MAGICLINKS;
+static char oldroot_path[32] = "/.oldroot"; /* then "/.oldroot-" and 16 random hex digits */
+
+/* path (absolute) opened O_PATH | extra where the filesystem is built: an fd or -errno. */
+static int fs_open(const char *path, int extra) {
+    struct open_how how = {.flags = (uint64_t)(O_PATH | O_CLOEXEC | extra), .resolve = fs_resolve};
+    int fd = sys_openat2(fs_root, path, &how, sizeof(how));
+    return fd < 0 ? -errno : fd;
+}
+
+/* fd's magic link in the old root's /proc, for mount(2), which takes paths:
+ * the target is the fd's own inode, whatever its path now resolves to. */
+static void fd_link(char link[64], int fd) {
+    size_t n = slen(oldroot_path);
+    memcpy(link, oldroot_path, n);
+    memcpy(link + n, "/proc/self/fd/", 15);
+    put_uint(link + n + 14, (unsigned long)fd);
+}
+
+/* mkdir -p, as an fd: path's directory opened O_PATH, every missing
+ * component made with mode (existing ones are fine). The parents of most
+ * paths exist already (the plan's paths share /etc, /dev, /work), so the
+ * whole path is tried first and the walk goes up only as far as a parent
+ * is missing. Each directory made is opened from its parent without
+ * following anything: one swapped for a link fails (ENOTDIR). */
+static int open_dir_p(const char *path, mode_t mode) {
+    int fd = fs_open(path, O_DIRECTORY);
+    if (fd != -ENOENT)
+        return fd;
     char buf[4096];
     size_t n = slen(path);
-    if (n >= sizeof(buf))
-        return -ENAMETOOLONG;
+    if (n >= sizeof(buf) || path[0] != '/')
+        return n >= sizeof(buf) ? -ENAMETOOLONG : -EINVAL;
     memcpy(buf, path, n + 1);
-    size_t have = n; /* buf[0, have) exists (or is where to go down from) */
+    size_t have = n; /* buf[0, have) is the deepest prefix tried */
     for (;;) {
-        if (mkdir(buf, mode) == 0 || errno == EEXIST) {
-            if (have == n)
-                return 0;
+        while (have > 0 && buf[have - 1] != '/')
+            have--;
+        while (have > 1 && buf[have - 1] == '/')
+            have--;
+        char c = buf[have];
+        buf[have] = '\0';
+        fd = fs_open(have ? buf : "/", O_DIRECTORY);
+        buf[have] = c;
+        if (fd >= 0)
             break;
-        }
-        if (errno != ENOENT)
-            return -errno;
-        size_t i = have;
-        while (i > 0 && buf[i - 1] != '/')
-            i--;
-        while (i > 1 && buf[i - 1] == '/')
-            i--;
-        if (i <= 1) {
-            have = 0;
-            break;
-        }
-        buf[i] = '\0';
-        have = i;
+        if (fd != -ENOENT || have <= 1)
+            return fd;
     }
     memcpy(buf, path, n + 1);
-    for (size_t i = have + 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-            return -errno;
-        buf[i] = c;
+    for (size_t i = have; i < n;) {
+        while (i < n && buf[i] == '/')
+            i++;
+        size_t j = i;
+        while (j < n && buf[j] != '/')
+            j++;
+        if (j == i)
+            break;
+        char c = buf[j];
+        buf[j] = '\0';
+        if (syscall(SYS_mkdirat, fd, buf + i, mode) < 0 && errno != EEXIST) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        int next = (int)syscall(SYS_openat, fd, buf + i, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+        int e = errno;
+        close(fd);
+        if (next < 0)
+            return -e;
+        fd = next;
+        buf[j] = c;
+        i = j;
     }
+    return fd;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+    int fd = open_dir_p(path, mode);
+    if (fd < 0)
+        return fd;
+    close(fd);
     return 0;
 }
 
-static int mkdir_parent(const char *path) {
+/* path's directory (made 0755 where missing) as an fd; *leaf: its last
+ * component (a name, never empty, "." or ".."). */
+static int open_parent(const char *path, const char **leaf) {
     char buf[4096];
     size_t n = slen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
     if (n >= sizeof(buf))
         return -ENAMETOOLONG;
-    memcpy(buf, path, n + 1);
-    while (n > 1 && buf[n - 1] != '/')
-        n--;
-    if (n <= 1)
-        return 0;
-    buf[n - 1] = '\0';
-    return mkdir_p(buf, 0755);
+    size_t i = n;
+    while (i > 0 && path[i - 1] != '/')
+        i--;
+    *leaf = path + i;
+    if (i == n || i == 0 || (n - i == 1 && path[i] == '.') || (n - i == 2 && path[i] == '.' && path[i + 1] == '.') ||
+        path[n] != '\0')
+        return -EINVAL;
+    memcpy(buf, path, i);
+    buf[i] = '\0';
+    return open_dir_p(buf, 0755);
 }
 
 static int write_all(int fd, const void *p, size_t len) {
@@ -222,22 +281,52 @@ static int write_all(int fd, const void *p, size_t len) {
     return 0;
 }
 
+/* Whether the directory dir is in the sandbox's own root file system (the
+ * fresh tmpfs, an image's overlay with the attempt's upper): what is there
+ * is the attempt's own to replace. An entry of a host-backed directory (a
+ * bind) never is. */
+static bool in_own_root(int dir) {
+    struct stat a, b;
+    return fs_root != AT_FDCWD && fstat(dir, &a) == 0 && fstat(fs_root, &b) == 0 && a.st_dev == b.st_dev;
+}
+
+/* A new file at dst with content. replace: what dst already is in the
+ * sandbox's own root (an image's /etc/hosts, a link) is removed first,
+ * never written through; else, and in a host-backed directory, EEXIST. */
 static int create_file(const char *dst, const void *content, size_t len, mode_t mode, uid_t uid, gid_t gid,
-                       bool chown_it) {
-    int r = mkdir_parent(dst);
-    if (r < 0)
-        return r;
-    int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+                       bool chown_it, bool replace) {
+    const char *leaf;
+    int dir = open_parent(dst, &leaf);
+    if (dir < 0)
+        return dir;
+    int fd = (int)syscall(SYS_openat, dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0 && errno == EEXIST && replace && in_own_root(dir) && syscall(SYS_unlinkat, dir, leaf, 0) == 0)
+        fd = (int)syscall(SYS_openat, dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    int e = errno;
+    close(dir);
     if (fd < 0)
-        return -errno;
+        return -e;
     if ((content && len && write_all(fd, content, len) < 0) || (chown_it && fchown(fd, uid, gid) < 0) ||
         fchmod(fd, mode) < 0) {
-        int e = errno;
+        e = errno;
         close(fd);
         return -e;
     }
     close(fd);
     return 0;
+}
+
+/* mount(2) of a new file system on the directory dst (made where missing). */
+static int mount_on(const char *dst, mode_t mode, const char *src, const char *type, unsigned long flags,
+                    const void *data) {
+    int fd = open_dir_p(dst, mode);
+    if (fd < 0)
+        return fd;
+    char link[64];
+    fd_link(link, fd);
+    int r = mount(src, link, type, flags, data) < 0 ? -errno : 0;
+    close(fd);
+    return r;
 }
 
 /* ---- filesystem ---- */
@@ -377,8 +466,8 @@ static int remount_one(const char *mp, unsigned long want) {
     unsigned long keep = 0;
     int r = mount_flags_of(fd, &keep);
     if (r >= 0) {
-        char link[64] = "/.oldroot/proc/self/fd/";
-        put_uint(link + slen(link), (unsigned long)fd);
+        char link[64];
+        fd_link(link, fd);
         if (mount(NULL, link, NULL, MS_REMOUNT | MS_BIND | want | keep, NULL) < 0)
             r = -errno;
     }
@@ -388,7 +477,11 @@ static int remount_one(const char *mp, unsigned long want) {
 
 static int mi_open(struct mountinfo *m) {
     m->pos = m->len = 0;
-    m->fd = open("/.oldroot/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    char path[64];
+    size_t n = slen(oldroot_path);
+    memcpy(path, oldroot_path, n);
+    memcpy(path + n, "/proc/self/mountinfo", 21);
+    m->fd = open(path, O_RDONLY | O_CLOEXEC);
     return m->fd < 0 ? -errno : 0;
 }
 
@@ -436,7 +529,8 @@ static int remount_bind_tree(const char *dst, unsigned long want) {
     return r;
 }
 
-static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
+/* A recursive bind of fd's tree on the target tfd (an O_PATH fd of dst). */
+static int bind_from_fd(int fd, int tfd, const char *dst, uint32_t flags) {
     uint64_t attr = MOUNT_ATTR_NOSUID | ((flags & MF_DEVICE) ? 0 : MOUNT_ATTR_NODEV) |
                     ((flags & MF_READONLY) ? MOUNT_ATTR_RDONLY : 0);
     if (lx_test_no_mount_api)
@@ -451,7 +545,7 @@ static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
             struct mount_attr ma = {.attr_set = attr};
             int r = 0;
             if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
-                sys_move_mount(tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                sys_move_mount(tree, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 r = -errno;
             close(tree);
             return r;
@@ -459,12 +553,51 @@ static int bind_from_fd(int fd, const char *dst, uint32_t flags) {
     }
     /* Classic fallback: bind through the fd's magic link, then remount
      * every mount of it (a bind remount changes one mount only). */
-    char link[64] = "/.oldroot/proc/self/fd/";
-    put_uint(link + slen(link), (unsigned long)fd);
-    if (mount(link, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+    char link[64], to[64];
+    fd_link(link, fd);
+    fd_link(to, tfd);
+    if (mount(link, to, NULL, MS_BIND | MS_REC, NULL) < 0)
         return -errno;
     return remount_bind_tree(dst, MS_NOSUID | ((flags & MF_DEVICE) ? 0 : MS_NODEV) |
                                       ((flags & MF_READONLY) ? MS_RDONLY : 0));
+}
+
+/* The file dst on which a file is bound, as an O_PATH fd: an empty file
+ * made where there is none; an existing file of a host-backed directory as
+ * it is; in the sandbox's own root a link (an image's /etc/resolv.conf ->
+ * ...) replaced by the file; a directory, or a link elsewhere, refused. */
+static int open_file_target(const char *dst) {
+    const char *leaf;
+    int dir = open_parent(dst, &leaf);
+    if (dir < 0)
+        return dir;
+    int r = -ELOOP;
+    for (int tries = 0; tries < 2; tries++) {
+        int fd = (int)syscall(SYS_openat, dir, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISLNK(st.st_mode) && !S_ISDIR(st.st_mode)) {
+            close(dir);
+            return fd;
+        }
+        if (fd >= 0) {
+            r = S_ISDIR(st.st_mode) ? -EISDIR : -ELOOP;
+            close(fd);
+            if (r == -EISDIR || !in_own_root(dir) || syscall(SYS_unlinkat, dir, leaf, 0) < 0)
+                break;
+        } else if (errno != ENOENT) {
+            r = -errno;
+            break;
+        }
+        int nf = (int)syscall(SYS_openat, dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (nf < 0 && errno != EEXIST) {
+            r = -errno;
+            break;
+        }
+        if (nf >= 0)
+            close(nf);
+    }
+    close(dir);
+    return r;
 }
 
 /* op's bind. tree >= 0: the host's clone of its source (linux-idmap.c:
@@ -498,13 +631,15 @@ static int do_bind_tree(int oldroot, const struct mount_op *op, int tree) {
         /* A device (a standard node, a lease) is a character or block node. */
         r = -ENODEV;
     } else {
-        r = S_ISDIR(st.st_mode) ? mkdir_p(op->dst, 0755) : create_file(op->dst, NULL, 0, 0644, 0, 0, false);
-        if (r == -EEXIST)
-            r = 0;
-        if (r >= 0 && tree >= 0)
-            r = sys_move_mount(tree, "", AT_FDCWD, op->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
-        else if (r >= 0)
-            r = bind_from_fd(fd, op->dst, op->flags);
+        int tfd = S_ISDIR(st.st_mode) ? open_dir_p(op->dst, 0755) : open_file_target(op->dst);
+        if (tfd < 0)
+            r = tfd;
+        else if (tree >= 0)
+            r = sys_move_mount(tree, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? -errno : 0;
+        else
+            r = bind_from_fd(fd, tfd, op->dst, op->flags);
+        if (tfd >= 0)
+            close(tfd);
     }
     if (fd != tree)
         close(fd);
@@ -561,7 +696,7 @@ static int open_host_dir(int oldroot, const char *rel) {
  * lives for one attempt, so overlayfs never syncs it (an unmount would
  * otherwise sync the whole upper file system). nosuid, nodev. */
 static int do_overlay(int oldroot, const struct mount_op *op) {
-    int lower = open_host_dir(oldroot, op->src), upper = -1, work = -1, fs = -1, mnt = -1, r = 0;
+    int lower = open_host_dir(oldroot, op->src), upper = -1, work = -1, fs = -1, mnt = -1, target = -1, r = 0;
     struct stat st;
     if (lower < 0 || fstat(lower, &st) < 0)
         r = -errno;
@@ -582,61 +717,84 @@ static int do_overlay(int oldroot, const struct mount_op *op) {
              sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
              (mnt = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0)
         r = -errno;
-    else if ((r = mkdir_p(op->dst, 0755)) >= 0 && sys_move_mount(mnt, "", AT_FDCWD, op->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    else if ((target = open_dir_p(op->dst, 0755)) < 0)
+        r = target;
+    else if (sys_move_mount(mnt, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
         r = -errno;
-    int fds[] = {lower, upper, work, fs, mnt};
+    int fds[] = {lower, upper, work, fs, mnt, target};
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (fds[i] >= 0)
             close(fds[i]);
     return r;
 }
 
+/* What is at dst (links followed in the new root), O_PATH: an fd, 0 when
+ * there is nothing and op is optional, or -errno. */
+static int open_existing(const struct mount_op *op) {
+    int fd = fs_open(op->dst, 0);
+    return fd == -ENOENT && (op->flags & MF_OPTIONAL) ? 0 : fd;
+}
+
 static int do_op(int oldroot, const struct linux_plan *pl, const struct mount_op *op) {
-    int r;
+    int r, fd, dir;
+    const char *leaf;
+    char link[64], src[64];
     switch (op->kind) {
     case MK_DIR:
         return mkdir_p(op->dst, op->mode);
     case MK_FILE:
-        return create_file(op->dst, op->src, op->src_len, op->mode, 0, 0, false);
+        return create_file(op->dst, op->src, op->src_len, op->mode, 0, 0, false, true);
     case MK_SYMLINK:
-        if ((r = mkdir_parent(op->dst)) < 0)
-            return r;
-        return symlink(op->src, op->dst) < 0 ? -errno : 0;
+        if ((dir = open_parent(op->dst, &leaf)) < 0)
+            return dir;
+        r = syscall(SYS_symlinkat, op->src, dir, leaf) < 0 ? -errno : 0;
+        close(dir);
+        return r;
     case MK_DEVPTS:
-        if ((r = mkdir_p(op->dst, 0755)) < 0)
-            return r;
-        return mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC, op->data) < 0 ? -errno : 0;
+        return mount_on(op->dst, 0755, "devpts", "devpts", MS_NOSUID | MS_NOEXEC, op->data);
     case MK_TMPFS:
-        if ((r = mkdir_p(op->dst, 0755)) < 0)
-            return r;
-        return mount("tmpfs", op->dst, "tmpfs",
-                     MS_NOSUID | MS_NODEV | ((op->flags & MF_NOEXEC) ? MS_NOEXEC : 0), op->data) < 0 ? -errno : 0;
+        return mount_on(op->dst, 0755, "tmpfs", "tmpfs",
+                        MS_NOSUID | MS_NODEV | ((op->flags & MF_NOEXEC) ? MS_NOEXEC : 0), op->data);
     case MK_BIND:
         return do_bind(oldroot, op);
     case MK_OVERLAY:
         return do_overlay(oldroot, op);
     case MK_PROC:
-        if ((r = mkdir_p(op->dst, 0555)) < 0)
-            return r;
-        return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno : 0;
+        return mount_on(op->dst, 0555, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     case MK_MASK: {
         struct stat st;
-        if (lstat(op->dst, &st) < 0)
-            return (errno == ENOENT && (op->flags & MF_OPTIONAL)) ? 0 : -errno;
-        if (S_ISDIR(st.st_mode))
-            return mount("tmpfs", op->dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k") < 0
-                       ? -errno : 0;
-        return mount("/dev/null", op->dst, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
+        if ((fd = open_existing(op)) <= 0)
+            return fd;
+        fd_link(link, fd);
+        if (fstat(fd, &st) < 0)
+            r = -errno;
+        else if (S_ISDIR(st.st_mode))
+            r = mount("tmpfs", link, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555,size=4k") < 0
+                    ? -errno : 0;
+        else if ((dir = fs_open("/dev/null", 0)) < 0)
+            r = dir;
+        else {
+            fd_link(src, dir);
+            r = mount(src, link, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
+            close(dir);
+        }
+        close(fd);
+        return r;
     }
-    case MK_READONLY: {
-        struct stat st;
-        if (lstat(op->dst, &st) < 0)
-            return (errno == ENOENT && (op->flags & MF_OPTIONAL)) ? 0 : -errno;
-        if (mount(op->dst, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-            return -errno;
-        return mount(NULL, op->dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0
-                   ? -errno : 0;
-    }
+    case MK_READONLY:
+        if ((fd = open_existing(op)) <= 0)
+            return fd;
+        fd_link(link, fd);
+        r = mount(link, link, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
+        close(fd);
+        /* (the remount is of the bind just made: dst again) */
+        if (r < 0 || (fd = fs_open(op->dst, 0)) < 0)
+            return r < 0 ? r : fd;
+        fd_link(link, fd);
+        r = mount(NULL, link, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0
+                ? -errno : 0;
+        close(fd);
+        return r;
     }
     (void)pl;
     return -EINVAL;
@@ -660,10 +818,8 @@ static void write_secrets(const struct child_args *a) {
         char opts[96] = "mode=0700,size=";
         char *e = put_uint(opts + slen(opts), (unsigned long)(total + 65536));
         memcpy(e, ",nr_inodes=1024", 16);
-        if ((r = mkdir_p(dir, 0755)) < 0)
+        if ((r = mount_on(dir, 0755, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)) < 0)
             die(a->status_fd, FY_STEP_SECRET, -r);
-        if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-            die(a->status_fd, FY_STEP_SECRET, errno);
     }
     size_t dlen = slen(dir);
     for (size_t i = 0; i < a->nsecrets; i++) {
@@ -677,13 +833,20 @@ static void write_secrets(const struct child_args *a) {
         memcpy(path, dir, dlen);
         path[dlen] = '/';
         memcpy(path + dlen + 1, s->file, n + 1);
-        if ((r = create_file(path, s->value, s->len, 0400, pl->work_uid, pl->work_gid, true)) < 0)
+        if ((r = create_file(path, s->value, s->len, 0400, pl->work_uid, pl->work_gid, true, false)) < 0)
             die(a->status_fd, FY_STEP_SECRET, -r);
     }
-    if ((pl->as_root || !pl->process_mode) && chown(dir, pl->work_uid, pl->work_gid) < 0)
+    /* (the directory as it is now: the tmpfs's root) */
+    int dfd = fs_open(dir, O_DIRECTORY);
+    if (dfd < 0)
+        die(a->status_fd, FY_STEP_SECRET, -dfd);
+    char link[64];
+    fd_link(link, dfd);
+    if (((pl->as_root || !pl->process_mode) &&
+         syscall(SYS_fchownat, dfd, "", pl->work_uid, pl->work_gid, AT_EMPTY_PATH) < 0) ||
+        chmod(pl->process_mode ? dir : link, 0500) < 0)
         die(a->status_fd, FY_STEP_SECRET, errno);
-    if (chmod(dir, 0500) < 0)
-        die(a->status_fd, FY_STEP_SECRET, errno);
+    close(dfd);
 }
 
 static void join_netns(int ws, int sfd);
@@ -762,15 +925,36 @@ static void build_filesystem(const struct child_args *a, int ws) {
             close(ufd);
         if (wfd >= 0)
             close(wfd);
-        if (chdir("/tmp/.root") < 0 || mkdir(".oldroot", 0700) < 0)
+        if (chdir("/tmp/.root") < 0)
             die(sfd, FY_STEP_PIVOT_ROOT, errno);
-    } else if (mkdir("/tmp/.oldroot", 0700) < 0 || chdir("/tmp") < 0) {
+    } else if (chdir("/tmp") < 0) {
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
     }
+    /* The old root's mount point: a name nothing in the new root can hold a
+     * link to (an image's layers and host-backed directories exist before
+     * the attempt). */
+    unsigned char rnd[8];
+    if (syscall(SYS_getrandom, rnd, sizeof(rnd), 0) != (long)sizeof(rnd))
+        die(sfd, FY_STEP_PIVOT_ROOT, EIO);
+    memcpy(oldroot_path, "/.oldroot-", 10);
+    for (size_t i = 0; i < sizeof(rnd); i++) {
+        oldroot_path[10 + 2 * i] = "0123456789abcdef"[rnd[i] >> 4];
+        oldroot_path[11 + 2 * i] = "0123456789abcdef"[rnd[i] & 15];
+    }
+    oldroot_path[10 + 2 * sizeof(rnd)] = '\0';
+    if (mkdir(oldroot_path + 1, 0700) < 0)
+        die(sfd, FY_STEP_PIVOT_ROOT, errno);
     delay_in(pl, FY_STAGE_FILESYSTEM);
     FAULT(a, FY_STEP_PIVOT_ROOT);
-    if (syscall(SYS_pivot_root, ".", ".oldroot") < 0 || chdir("/") < 0)
+    if (syscall(SYS_pivot_root, ".", oldroot_path + 1) < 0 || chdir("/") < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    /* From here the plan's paths are resolved in the new root. */
+    if ((fs_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    fs_resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    char oldtmp[48];
+    memcpy(oldtmp, oldroot_path, slen(oldroot_path));
+    memcpy(oldtmp + slen(oldroot_path), "/tmp", 5);
     /* The container level: the overlay (mounted on the staging tmpfs) is
      * the root now, but the staging tmpfs itself is still mounted on the
      * old root's /tmp, where it covers the host's /tmp: a bind source or
@@ -780,9 +964,9 @@ static void build_filesystem(const struct child_args *a, int ws) {
      * the upper lives on, reachable by nothing else. What the old root
      * then shows is the host's own tree, read only through the plan's ops
      * and detached below, as without an image. */
-    if (nl_mounted && umount2("/.oldroot/tmp", MNT_DETACH) < 0)
+    if (nl_mounted && umount2(oldtmp, MNT_DETACH) < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
-    int oldroot = open("/.oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int oldroot = open(oldroot_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (oldroot < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
     for (size_t i = 0; i < pl->nops; i++) {
@@ -801,8 +985,11 @@ static void build_filesystem(const struct child_args *a, int ws) {
     keep_netns = pl->net_router && !netns_to_host_early(a) && !a->netns_host;
     if (ws >= 0)
         join_netns(ws, sfd);
-    if (umount2("/.oldroot", MNT_DETACH) < 0 || rmdir("/.oldroot") < 0)
+    if (umount2(oldroot_path, MNT_DETACH) < 0 || rmdir(oldroot_path) < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
+    close(fs_root);
+    fs_root = AT_FDCWD;
+    fs_resolve = RESOLVE_NO_MAGICLINKS;
     /* A container's root stays writable: its upper is this attempt's own. */
     if (!pl->overlay_lowers && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
         die(sfd, FY_STEP_MOUNT, errno);

@@ -30,6 +30,8 @@ static char scratch[256], digest[OCI_DIGEST_LEN + 1], ref[1024];
 static bool rootless;
 static int counter;
 
+static void make_image_from(const char *name, const char *spec, char *out_ref, size_t reflen);
+
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "re");
     if (!f)
@@ -470,16 +472,96 @@ START_TEST(test_attacks) {
 }
 END_TEST
 
-static void make_image(void) {
-    char spec[4096], specpath[512], cmd[2048], out[512];
-    snprintf(spec, sizeof(spec),
-             "{\"config\": {\"Env\": [\"PATH=/bin\", \"IMG=image\", \"ONLY=image\"], \"Cmd\": [\"/bin/sh\", \"-c\", "
-             "\"echo cmd-from-image in $(pwd)\"], \"WorkingDir\": \"/srv\", \"User\": \"0\"}, "
-             "\"layers\": [{\"busybox\": true}, {\"entries\": [{\"name\": \"etc/motd\", \"data\": "
-             "\"hello from the image\\n\"}, {\"name\": \"srv\", \"type\": \"dir\"}, {\"name\": \"fy-attack\", "
-             "\"from\": \"%s\", \"mode\": 493}]}]}", attack);
-    snprintf(specpath, sizeof(specpath), "%s/spec.json", scratch);
-    snprintf(out, sizeof(out), "%s/img", scratch);
+/* An image made by mkimage.py from spec (JSON) in scratch/name; its
+ * reference in out. */
+/* The sandbox's setup makes the plan's files and mount points in the
+ * image's root (/etc/hosts, /etc/hostname, /run/secrets, /home/forgeyard,
+ * /sys/fs/cgroup, ...) while the host's root is still mounted below it.
+ * An image whose directories are links to the old root's mount point (its
+ * former fixed name), to a magic link or out of the root must not get those
+ * made on the host: each is resolved in the image's root, where such a
+ * link leads nowhere (the attempt fails, typed) or stays inside. */
+START_TEST(test_image_links_stay_inside) {
+    char tgt[600];
+    snprintf(tgt, sizeof(tgt), "%s/tgt", scratch);
+    ck_assert_int_eq(mkdir(tgt, 0777), 0);
+    ck_assert_int_eq(chmod(tgt, 0777), 0);
+    /* (a prefix, then the host directory or nothing) */
+    static const struct { const char *prefix; bool dir; } targets[] = {
+        {"/.oldroot", true}, {"/proc/self/fd/3", false}, {"/proc/1/cwd/../../..", true}, {"../../..", true}};
+    char secret[600];
+    snprintf(secret, sizeof(secret), "%s/secret-value", scratch);
+    FILE *f = fopen(secret, "w");
+    fputs("s3cret\n", f);
+    fclose(f);
+    for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
+        char target[700], spec[4096], name[32], iref[1024];
+        snprintf(target, sizeof(target), "%s%s", targets[t].prefix, targets[t].dir ? tgt : "");
+        snprintf(spec, sizeof(spec),
+                 "{\"config\": {\"Env\": [\"PATH=/bin\"]}, \"layers\": [{\"busybox\": true, \"entries\": ["
+                 "{\"name\": \"etc\", \"type\": \"symlink\", \"target\": \"%s\"}, "
+                 "{\"name\": \"run\", \"type\": \"symlink\", \"target\": \"%s\"}, "
+                 "{\"name\": \"home\", \"type\": \"symlink\", \"target\": \"%s\"}, "
+                 "{\"name\": \"sys\", \"type\": \"symlink\", \"target\": \"%s\"}]}]}",
+                 target, target, target, target);
+        snprintf(name, sizeof(name), "links%zu", t);
+        make_image_from(name, spec, iref, sizeof(iref));
+        fy_policy *p = policy(FY_PROFILE_RELEASE);
+        fy_error *e = NULL;
+        ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+        ck_assert_int_eq(fy_policy_add_secret_file(p, "token", FY_SECRET_FILE, "token", secret, NULL), 0);
+        const char *argv[] = {"/bin/true", NULL};
+        struct run r;
+        run(p, argv, &r);
+        /* (it may run or fail; what matters is the host) */
+        DIR *d = opendir(tgt);
+        ck_assert_ptr_nonnull(d);
+        struct dirent *de;
+        while ((de = readdir(d)))
+            ck_assert_msg(de->d_name[0] == '.', "link %s: the setup made %s/%s on the host: %s", target, tgt,
+                          de->d_name, r.json);
+        closedir(d);
+        uint64_t left = 99;
+        ck_assert_int_eq(fy_result_cleanup(r.res, FY_LEFT_FILES, &left), 0);
+        ck_assert_uint_eq(left, 0);
+        run_free(&r);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
+/* An image's own /etc/hosts and /etc/hostname (most distribution images
+ * have them) are replaced by the sandbox's, a link where /etc/resolv.conf
+ * is stays untouched, and the attempt runs. */
+START_TEST(test_image_etc_files_replaced) {
+    char iref[1024];
+    make_image_from("etcfiles",
+                    "{\"config\": {\"Env\": [\"PATH=/bin\"]}, \"layers\": [{\"busybox\": true, \"entries\": ["
+                    "{\"name\": \"etc/hosts\", \"data\": \"10.9.8.7 from-image\\n\"}, "
+                    "{\"name\": \"etc/hostname\", \"data\": \"image-host\\n\"}, "
+                    "{\"name\": \"etc/resolv.conf\", \"type\": \"symlink\", \"target\": "
+                    "\"../run/systemd/resolve/stub-resolv.conf\"}]}]}",
+                    iref, sizeof(iref));
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    fy_error *e = NULL;
+    ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+    const char *argv[] = {"/bin/sh", "-c", "cat /etc/hosts /etc/hostname; readlink /etc/resolv.conf", NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
+    ASSERT_OUT(&r, "127.0.0.1");
+    ASSERT_OUT(&r, "forgeyard\n");
+    ASSERT_OUT(&r, "../run/systemd/resolve/stub-resolv.conf");
+    ck_assert_msg(!strstr(r.out, "from-image") && !strstr(r.out, "image-host"), "%s", r.out);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
+static void make_image_from(const char *name, const char *spec, char *out_ref, size_t reflen) {
+    char specpath[512], cmd[2048], out[512];
+    snprintf(specpath, sizeof(specpath), "%s/%s.json", scratch, name);
+    snprintf(out, sizeof(out), "%s/%s", scratch, name);
     FILE *f = fopen(specpath, "w");
     fputs(spec, f);
     fclose(f);
@@ -493,9 +575,20 @@ static void make_image(void) {
         exit(1);
     }
     json_t *j = json_loads(buf, 0, NULL);
-    snprintf(digest, sizeof(digest), "%s", json_string_value(json_object_get(j, "manifest")));
+    snprintf(out_ref, reflen, "oci:%s@%s", out, json_string_value(json_object_get(j, "manifest")));
     json_decref(j);
-    snprintf(ref, sizeof(ref), "oci:%s/img@%s", scratch, digest);
+}
+
+static void make_image(void) {
+    char spec[4096];
+    snprintf(spec, sizeof(spec),
+             "{\"config\": {\"Env\": [\"PATH=/bin\", \"IMG=image\", \"ONLY=image\"], \"Cmd\": [\"/bin/sh\", \"-c\", "
+             "\"echo cmd-from-image in $(pwd)\"], \"WorkingDir\": \"/srv\", \"User\": \"0\"}, "
+             "\"layers\": [{\"busybox\": true}, {\"entries\": [{\"name\": \"etc/motd\", \"data\": "
+             "\"hello from the image\\n\"}, {\"name\": \"srv\", \"type\": \"dir\"}, {\"name\": \"fy-attack\", "
+             "\"from\": \"%s\", \"mode\": 493}]}]}", attack);
+    make_image_from("img", spec, ref, sizeof(ref));
+    snprintf(digest, sizeof(digest), "%s", strrchr(ref, '@') + 1);
 }
 
 int main(int argc, char **argv) {
@@ -559,7 +652,9 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_host_paths_under_tmp);
     tcase_add_test(tc, test_attacks);
     tcase_add_test(tc, test_overlay_probed);
-    tcase_add_test(tc, test_gc_keeps_held); /* last: it empties the cache */
+    tcase_add_test(tc, test_gc_keeps_held); /* it empties the cache: the images below make their own */
+    tcase_add_test(tc, test_image_links_stay_inside);
+    tcase_add_test(tc, test_image_etc_files_replaced);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
