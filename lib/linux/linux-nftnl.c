@@ -257,6 +257,29 @@ static void spoofed_drop(struct nb *b, const char *chain_name, uint8_t family, c
     nb_end(b, x);
 }
 
+/* "meta nfproto ipv6 exthdr rt exists drop" in chain. A workload may set
+ * IPV6_RTHDR without privilege (a segment routing header, type 4): the
+ * packet's destination is then its first segment, which an allowlist
+ * matches, while its final one is anything; an allowed host that routes
+ * segments would carry it there. No flow of the allowlist needs one, an
+ * established one neither: this comes before the conntrack accept. */
+static void rthdr_drop(struct nb *b, const char *chain_name) {
+    size_t x = rule_begin(b, chain_name);
+    nfproto(b, 6);
+    size_t e = expr_begin(b, "exthdr"), d = nb_nest(b, NFTA_EXPR_DATA);
+    uint8_t type = IPPROTO_ROUTING, one = 1;
+    nb_u32(b, NFTA_EXTHDR_DREG, NFT_REG_1);
+    nb_attr(b, NFTA_EXTHDR_TYPE, &type, 1);
+    nb_u32(b, NFTA_EXTHDR_OFFSET, 0);
+    nb_u32(b, NFTA_EXTHDR_LEN, 1);
+    nb_u32(b, NFTA_EXTHDR_FLAGS, NFT_EXTHDR_F_PRESENT);
+    nb_end(b, d);
+    nb_end(b, e);
+    e_cmp(b, NFT_CMP_EQ, &one, 1);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+}
+
 /* The batch's frame: BEGIN, then the table's message (NEWTABLE or
  * DELTABLE) ... */
 static void batch_begin(struct nb *b, uint8_t family, const char *table, uint16_t msg) {
@@ -354,6 +377,7 @@ static void build(struct nb *b, const struct lnft_router *r) {
     chain(b, "input", "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
     chain(b, "postrouting", "nat", NF_INET_POST_ROUTING, 100, NF_ACCEPT);
     const uint32_t est_rel = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
+    rthdr_drop(b, "forward");
     ct_rule(b, "forward", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
     /* iifname != sb drop; oifname != up drop */
     verdict_rule(b, "forward", NFT_META_IIFNAME, r->sb_if, NFT_CMP_NEQ, NF_DROP);
@@ -388,6 +412,7 @@ static void build_direct(struct nb *b, const struct lnft_direct *d) {
     const uint32_t est_rel = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
     /* output: the loopback; flows already allowed; nothing but the link */
     verdict_rule(b, "output", NFT_META_OIFNAME, "lo", NFT_CMP_EQ, NF_ACCEPT);
+    rthdr_drop(b, "output");
     ct_rule(b, "output", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
     verdict_rule(b, "output", NFT_META_OIFNAME, d->link_if, NFT_CMP_NEQ, NF_DROP);
     nd_accept(b, "output");

@@ -276,6 +276,44 @@ else
 fi
 nothing_left "the namespace the workload cannot change"
 
+# 2b. An IPv6 routing header, which a socket may carry without privilege
+#     (segment routing, type 4): the packet's destination is its first
+#     segment, an allowed address, its last segment a refused one. The
+#     allowed host routes segments here (seg6 on in the fake internet's own
+#     namespace), so only the rules keep the datagram from the last one.
+for c in all default lo; do ip netns exec "$NS" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$c/seg6_enabled"; done
+cat >"$TMP/probe/srh.py" <<'IN'
+import socket, struct
+a6 = lambda a: socket.inet_pton(socket.AF_INET6, a)
+# next header, length (8-octet units after the first 8), type 4, segments left 1, last entry 1;
+# segments[0] is the final destination, segments[1] the first hop
+srh = struct.pack("!BBBBBBH", 0, 4, 4, 1, 1, 0, 0) + a6("2001:db8::2") + a6("2001:db8::1")
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+try:
+    s.setsockopt(socket.IPPROTO_IPV6, 57, srh)  # IPV6_RTHDR
+    print("rthdr set")
+except OSError as e:
+    print("rthdr refused", e.errno)
+s.connect(("2001:db8::2", 9090))
+for _ in range(3):
+    try:
+        s.send(b"mark:srh-udp")
+    except OSError as e:
+        print("send", e.errno)
+plain = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+plain.connect(("2001:db8::1", 9090))
+plain.send(b"mark:srh-control")
+IN
+run --allow '[2001:db8::1]:9090/udp' -- python3 /opt/fyprobe/srh.py >"$TMP/out" 2>&1
+for _ in $(seq 30); do grep -q "mark:srh-control " "$TMP/server.log" && break; sleep 0.1; done
+sleep 0.5
+if grep -q "mark:srh-control from" "$TMP/server.log" && ! grep -q "mark:srh-udp" "$TMP/server.log"; then
+    ok "an IPv6 routing header whose first segment is allowed reaches nothing ($(head -1 "$TMP/out"))"
+else
+    bad "IPv6 routing header: $(grep 'mark:srh' "$TMP/server.log") / $(cat "$TMP/out")"
+fi
+nothing_left "the routing header"
+
 # 3. Names: resolved at prepare through the host program's hosts file, in
 #    the sandbox's /etc/hosts; the only resolver inside is the attempt's
 #    stub (127.0.0.53), which answers the allowed name and refuses others.
