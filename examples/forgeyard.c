@@ -1377,8 +1377,10 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         r = fy_start(pr, &h, &err);
         fy_prepared_free(pr);
         pr = NULL;
-        if (r < 0 && r != FY_E_NOMEM && attempt == 0 && mechanism_step(fy_error_step(err)) && reprobe_once(&caps)) {
-            /* A mechanism the snapshot promised is not there: renegotiate. */
+        if (r < 0 && r != FY_E_NOMEM && r != FY_E_INVAL && attempt == 0 && mechanism_step(fy_error_step(err)) &&
+            reprobe_once(&caps)) {
+            /* A mechanism the snapshot promised is not there: renegotiate
+             * (never for what the caller gave wrong: FY_E_INVAL). */
             fy_error_free(err);
             err = NULL;
             if ((r = fy_prepare(p, caps, cmd, &pr, &err)) == 0)
@@ -1388,7 +1390,9 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
             fy_policy_free(p);
             fy_caps_free(caps);
             report("run", err, r);
-            return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_INFRASTRUCTURE;
+            /* (an option the start found wrong, such as an uplink that is no
+             * network namespace: nothing ran) */
+            return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : r == FY_E_INVAL ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
         }
         r = wait_or_cancel(h, &res, &err);
         fy_handle_free(h); /* (after a second signal: kills, reaps and cleans up) */

@@ -867,8 +867,14 @@ static int finish_nft(struct lxn_run *run, uint64_t deadline, fy_error **reterr)
 }
 
 static int open_uplink(const struct lxn_plan *lp) {
-    int fd = open(lp->uplink ? lp->uplink : "/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return lnl_open_netns(lp->uplink ? lp->uplink : "/proc/thread-self/ns/net");
+}
+
+/* The error of an uplink that open_uplink refused (-e). */
+static int uplink_fail(fy_error **reterr, int e, const struct lxn_plan *lp, int step, const char *what) {
+    return err_set(reterr, err_from_errno(e), step, e, NULL, "%s: the uplink %s: %s", what,
+                   lp->uplink ? lp->uplink : "(the host's network namespace)",
+                   e == EINVAL ? "not a network namespace" : strerror(e));
 }
 
 static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr);
@@ -1045,12 +1051,11 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
     if (lp->mode == FY_NET_FETCH_ONLY) {
         /* Nothing before the clone: the proxy needs the sandbox's namespace. */
         if (lp->uplink && (run->uplink_fd = open_uplink(lp)) < 0)
-            return err_set(reterr, err_from_errno(-run->uplink_fd), FY_STEP_PROXY, -run->uplink_fd, "$.network.host",
-                           "fetch-only proxy: the uplink %s: %s", lp->uplink, strerror(-run->uplink_fd));
+            return uplink_fail(reterr, -run->uplink_fd, lp, FY_STEP_PROXY, "fetch-only proxy");
         return 0;
     }
     if ((run->uplink_fd = open_uplink(lp)) < 0) {
-        r = ns_fail(reterr, -run->uplink_fd, lp->uplink ? lp->uplink : "the host's network namespace");
+        r = uplink_fail(reterr, -run->uplink_fd, lp, FY_STEP_NETNS, "restricted network");
         goto fail;
     }
     if ((run->router_fd = new_netns()) < 0) {
@@ -1099,7 +1104,7 @@ fail:
 static int begin_direct(struct lxn_run *run, const struct lxn_plan *lp, bool tear, fy_error **reterr) {
     int r = 0, rs = -1, us = -1;
     if ((run->uplink_fd = open_uplink(lp)) < 0) {
-        r = ns_fail(reterr, -run->uplink_fd, lp->uplink ? lp->uplink : "the host's network namespace");
+        r = uplink_fail(reterr, -run->uplink_fd, lp, FY_STEP_NETNS, "restricted network");
         goto fail;
     }
     if ((rs = nl_open(run->sandbox_fd)) < 0 || (us = nl_open(run->uplink_fd)) < 0) {

@@ -9,8 +9,28 @@
 #ifndef FY_LINUX_NETLINK_H
 #define FY_LINUX_NETLINK_H
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* A network namespace file (/run/netns/NAME, /proc/PID/ns/net) opened for
+ * setns: the fd, or -errno; -EINVAL when path is something else (a FIFO
+ * is opened without waiting for a writer, then refused). */
+static inline int lnl_open_netns(const char *path) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
+        close(fd);
+        return -EINVAL;
+    }
+    return fd;
+}
 
 /* Makes s's replies time out after 5 s (a kernel that never answers must not
  * hang an attempt). Returns s. */

@@ -15,6 +15,7 @@
 
 #include "linux-backend.h"
 #include "linux-net.h"
+#include "linux-netlink.h"
 #include "linux-proxy.h"
 
 struct lps_config {
@@ -76,11 +77,11 @@ int linux_proxy_start(const void *cfg, int listener, void **ret, fy_error **rete
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROXY, 0, NULL, "out of memory");
     lxp_run_init(run);
     int uplink = -1;
-    if (c->uplink && (uplink = open(c->uplink, O_RDONLY | O_CLOEXEC)) < 0) {
-        int e = errno;
+    if (c->uplink && (uplink = lnl_open_netns(c->uplink)) < 0) {
+        int e = -uplink;
         free(run);
-        return err_set(reterr, err_from_errno(e), FY_STEP_PROXY, e, "$.network.host",
-                       "fetch-only proxy: the uplink %s: %s", c->uplink, strerror(e));
+        return err_set(reterr, err_from_errno(e), FY_STEP_PROXY, e, NULL, "fetch-only proxy: the uplink %s: %s",
+                       c->uplink, e == EINVAL ? "not a network namespace" : strerror(e));
     }
     int r = lxp_start_listener(run, c->cfg, listener, uplink, reterr);
     if (uplink >= 0)

@@ -32,7 +32,8 @@ void oci_src_close(struct oci_src *src) {
 
 int oci_src_open(struct oci_src *src, const struct oci_ref *ref, fy_error **reterr) {
     src->ref = ref;
-    src->fd = open(ref->path, (ref->transport == OCI_LAYOUT ? O_PATH | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+    /* (O_NONBLOCK: a FIFO given as an archive is refused below, never waited on) */
+    src->fd = open(ref->path, (ref->transport == OCI_LAYOUT ? O_PATH | O_DIRECTORY : O_RDONLY | O_NONBLOCK) | O_CLOEXEC);
     if (src->fd < 0)
         return err_set(reterr, err_from_errno(errno), FY_STEP_IMAGE, errno, ref->path, "image %s: %s",
                        ref->path, strerror(errno));
@@ -147,7 +148,8 @@ int oci_src_read(struct oci_src *src, const char *name, size_t max, char **ret, 
     *ret = NULL;
     *retlen = 0;
     if (src->ref->transport == OCI_LAYOUT) {
-        struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+        /* (O_NONBLOCK: a FIFO in the layout is refused below, never waited on) */
+        struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW,
                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
         int fd = sys_openat2(src->fd, name, &how, sizeof(how));
         if (fd < 0)

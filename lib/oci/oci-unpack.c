@@ -855,7 +855,8 @@ static int open_layer(struct oci_src *src, const struct oci_image *img, size_t i
         snprintf(name, sizeof(name), "blobs/sha256/%s", img->layer_digests[i] + 7);
     c->blob = img->layer_paths ? img->layer_paths[i] : img->layer_digests[i];
     if (src->ref->transport == OCI_LAYOUT) {
-        struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+        /* (O_NONBLOCK: a FIFO in the layout is refused below, never waited on) */
+        struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
         c->blob_fd = sys_openat2(src->fd, name, &how, sizeof(how));
         struct stat st;

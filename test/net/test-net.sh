@@ -403,6 +403,22 @@ expect_refused "the IPv6 links" 246 "overlaps the sandbox's IPv6 links" --allow 
 many=()
 for i in $(seq 1 1030); do many+=(--allow "198.51.$((i / 250)).$((i % 250 + 1)):80"); done
 expect_refused "1,030 destinations" 246 "network.destinations" "${many[@]}"
+# An uplink that is no network namespace, for both modes that have one: a
+# FIFO is never opened waiting for a writer (the timeout here bounds it),
+# a plain file is refused as what it is.
+mkfifo "$TMP/uplink.fifo" && echo x >"$TMP/uplink.file"
+for u in fifo file; do
+    for mode in restricted fetch-only; do
+        timeout 30 "$FY" run --profile standard-ci --network $mode --network-uplink "$TMP/uplink.$u" \
+            --allow 198.51.100.1:8080 -- /bin/true >/dev/null 2>"$TMP/err"
+        st=$?
+        if [ "$st" = 246 ] && grep -q "not a network namespace" "$TMP/err" && ! grep -q "probed the host again" "$TMP/err"; then
+            ok "$mode: an uplink that is a $u refused ($st)"
+        else
+            bad "$mode: an uplink that is a $u: status $st"; cat "$TMP/err"
+        fi
+    done
+done
 # fetch-only through the same uplink: the proxy joins it (as root) and
 # tunnels to the fake internet's echo server; another address is refused
 # by the proxy itself (test/net/test-fetch.sh covers the rest).

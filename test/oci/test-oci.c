@@ -248,6 +248,64 @@ START_TEST(test_busybox_three_formats) {
 }
 END_TEST
 
+/* A FIFO where the image should have a file (a blob, index.json, the
+ * archive itself) is refused as what it is, at once: opening one for
+ * reading would wait for a writer that never comes, before any deadline of
+ * the attempt is running (alarm: the test's own bound). */
+START_TEST(test_fifo_refused) {
+    char dir[512], digest[OCI_DIGEST_LEN + 1], ref[1024], path[1200];
+    fresh("fifo", dir, sizeof(dir));
+    make_image(dir, "img-oci", BUSYBOX_SPEC("oci"), digest);
+    struct oci_image *img;
+    fy_error *e = NULL;
+    alarm(60);
+    /* the manifest blob, then index.json (by tag), then a layer */
+    snprintf(path, sizeof(path), "%s/img-oci/blobs/sha256/%s", dir, digest + 7);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    snprintf(ref, sizeof(ref), "oci:%s/img-oci@%s", dir, digest);
+    ck_assert_int_eq(unpack(dir, ref, NULL, &img, &e), FY_E_RANGE);
+    ck_assert_msg(strstr(fy_error_message(e), "not a regular file"), "%s", fy_error_message(e));
+    fy_error_free(e);
+    e = NULL;
+    snprintf(path, sizeof(path), "%s/img-oci/index.json", dir);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    snprintf(ref, sizeof(ref), "oci:%s/img-oci:latest", dir);
+    ck_assert_int_eq(unpack(dir, ref, NULL, &img, &e), FY_E_RANGE);
+    fy_error_free(e);
+    e = NULL;
+    make_image(dir, "img-layer", BUSYBOX_SPEC("oci"), digest);
+    snprintf(path, sizeof(path), "%s/img-layer/blobs/sha256", dir);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    char layer[1400] = "";
+    while ((de = readdir(d))) { /* the largest blob: a layer */
+        struct stat st, best;
+        char p[1400];
+        snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+        if (de->d_name[0] != '.' && stat(p, &st) == 0 && (!layer[0] || (stat(layer, &best) == 0 && st.st_size > best.st_size)))
+            snprintf(layer, sizeof(layer), "%s", p);
+    }
+    closedir(d);
+    ck_assert_int_eq(unlink(layer), 0);
+    ck_assert_int_eq(mkfifo(layer, 0644), 0);
+    snprintf(ref, sizeof(ref), "oci:%s/img-layer@%s", dir, digest);
+    ck_assert_int_eq(unpack(dir, ref, NULL, &img, &e), FY_E_INVAL);
+    ck_assert_msg(strstr(fy_error_message(e), "not a regular file"), "%s", fy_error_message(e));
+    fy_error_free(e);
+    e = NULL;
+    /* an archive that is a FIFO */
+    snprintf(path, sizeof(path), "%s/img-fifo.tar", dir);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    snprintf(ref, sizeof(ref), "oci-archive:%s@%s", path, digest);
+    ck_assert_int_eq(unpack(dir, ref, NULL, &img, &e), FY_E_INVAL);
+    fy_error_free(e);
+    alarm(0);
+}
+END_TEST
+
 /* The independent producer: umoci builds the layout, we read it. */
 START_TEST(test_umoci_image) {
     if (access("/usr/bin/umoci", X_OK) != 0) {
@@ -680,6 +738,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_refs);
     tcase_add_test(tc, test_parsers);
     tcase_add_test(tc, test_busybox_three_formats);
+    tcase_add_test(tc, test_fifo_refused);
     tcase_add_test(tc, test_umoci_image);
     tcase_add_loop_test(tc, test_hostile, 0, (int)FY_ARRAY_SIZE(hostile));
     tcase_add_test(tc, test_benign_lookalikes);

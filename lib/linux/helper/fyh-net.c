@@ -124,10 +124,10 @@ int fyh_net_init(const char *uplink, char *why, size_t whylen) {
         snprintf(why, whylen, "%s: a network namespace file (absolute) or the word host", uplink);
         return -EINVAL;
     }
-    N.uplink = open(host ? "/proc/thread-self/ns/net" : uplink, O_RDONLY | O_CLOEXEC);
-    if (N.uplink < 0 || ioctl(N.uplink, NS_GET_NSTYPE) != CLONE_NEWNET) {
-        int e = N.uplink < 0 ? errno : EINVAL;
-        snprintf(why, whylen, "%s: %s", uplink, N.uplink < 0 ? strerror(e) : "not a network namespace");
+    N.uplink = lnl_open_netns(host ? "/proc/thread-self/ns/net" : uplink);
+    if (N.uplink < 0) {
+        int e = -N.uplink;
+        snprintf(why, whylen, "%s: %s", uplink, e == EINVAL ? "not a network namespace" : strerror(e));
         return -e;
     }
     if (strlen(uplink) > FYH_UPLINK_MAX - 32) {
