@@ -146,7 +146,12 @@ void lx_terminate(fy_handle *h) {
 static void check_disk(fy_handle *h, struct lx *x, const struct linux_plan *pl) {
     struct watch_total t;
     watch_measure(pl->watch_dirs, pl->nwatch, &t);
-    if (pl->disk_quota != FY_UNLIMITED && t.bytes > pl->disk_quota) {
+    if (t.unmeasured) {
+        /* What the walk cannot count may hold any amount: crossed. */
+        handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "%s (not measurable: %s)",
+                   pl->disk_quota != FY_UNLIMITED ? "disk" : "files", t.unmeasured);
+        lx_hard_kill(x, pl);
+    } else if (pl->disk_quota != FY_UNLIMITED && t.bytes > pl->disk_quota) {
         handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "disk");
         lx_hard_kill(x, pl);
     } else if (pl->files_quota != FY_UNLIMITED && t.files > pl->files_quota) {

@@ -13,14 +13,13 @@
 
 #include "linux-watch.h"
 
+_Static_assert(WATCH_MAX_DEPTH == 128, "the message below names the depth");
+
 static void walk(int fd0, dev_t dev, struct watch_total *t, int depth) {
-    if (depth > 512) {
-        close(fd0);
-        return;
-    }
     DIR *d = fdopendir(fd0);
     if (!d) {
         close(fd0);
+        t->unmeasured = "a directory the watchdog cannot read";
         return;
     }
     struct dirent *e;
@@ -32,22 +31,32 @@ static void walk(int fd0, dev_t dev, struct watch_total *t, int depth) {
             continue; /* gone meanwhile */
         t->files++;
         t->bytes += (uint64_t)st.st_blocks * 512u;
-        if (S_ISDIR(st.st_mode) && st.st_dev == dev) {
-            int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd >= 0)
-                walk(fd, dev, t, depth + 1);
+        if (!S_ISDIR(st.st_mode) || st.st_dev != dev)
+            continue;
+        if (depth + 1 > WATCH_MAX_DEPTH) {
+            t->unmeasured = "a directory tree deeper than 128 levels";
+            continue;
         }
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+            walk(fd, dev, t, depth + 1);
+        else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP) /* (not gone or replaced meanwhile) */
+            t->unmeasured = "a directory the watchdog cannot read";
     }
     closedir(d);
 }
 
 void watch_measure(const char *const *dirs, size_t n, struct watch_total *t) {
     t->bytes = t->files = 0;
+    t->unmeasured = NULL;
     for (size_t i = 0; i < n; i++) {
         int fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
-        if (fd < 0)
+        if (fd < 0) {
+            if (errno != ENOENT)
+                t->unmeasured = "a directory the watchdog cannot read";
             continue;
+        }
         if (fstat(fd, &st) < 0) {
             close(fd);
             continue;

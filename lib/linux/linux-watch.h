@@ -7,11 +7,19 @@
 #include <stdint.h>
 
 struct watch_total {
-    uint64_t bytes; /* allocated blocks */
-    uint64_t files; /* directory entries of any kind */
+    uint64_t bytes;         /* allocated blocks */
+    uint64_t files;         /* directory entries of any kind */
+    const char *unmeasured; /* static: why part of a tree was not counted (NULL: all was) */
 };
 
-/* Walks the directories (no symlinks followed, one filesystem each). */
+/* How deep the walk goes; a deeper directory is not counted, and said so. */
+#define WATCH_MAX_DEPTH 128
+
+/* Walks the directories (no symlinks followed, one filesystem each). What
+ * cannot be counted (a tree deeper than WATCH_MAX_DEPTH, a directory the
+ * walker cannot read: a rootless workload's mode-000 one) is named in
+ * unmeasured, for the caller to treat as a crossed quota: a workload must
+ * not hide what it writes from the count. */
 void watch_measure(const char *const *dirs, size_t n, struct watch_total *t);
 
 #endif

@@ -3401,6 +3401,35 @@ START_TEST(test_disk_and_file_quotas) {
     ck_assert_str_eq(r.detail, "disk");
     ck_assert_ptr_null(strstr(r.out, "wrote-all"));
     run_free(&r);
+    /* What the watchdog cannot count crosses the quota, never hides: 2 MB
+     * below 520 levels of directories; then 2 MB below a directory of mode
+     * 000 (rootless, where the walk runs as the workload's own uid, it
+     * cannot read it; root counts it). */
+    char clear[1400];
+    snprintf(clear, sizeof(clear), "rm -rf '%s'/f* '%s/d'", build, build);
+    ck_assert_int_eq(system(clear), 0);
+    const char *deep[] = {"/bin/sh", "-c",
+                          "i=0; while [ $i -lt 520 ]; do mkdir d && cd d || exit 9; i=$((i+1)); done; "
+                          "head -c 2000000 /dev/zero > f; sleep 2; echo wrote-deep", NULL};
+    run_argv(p, deep, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome),
+                  r.out);
+    ck_assert_str_eq(r.detail, "disk (not measurable: a directory tree deeper than 128 levels)");
+    ck_assert_ptr_null(strstr(r.out, "wrote-deep"));
+    run_free(&r);
+    ck_assert_int_eq(system(clear), 0);
+    const char *closed[] = {"/bin/sh", "-c",
+                            "mkdir h && head -c 2000000 /dev/zero > h/f && chmod 000 h; sleep 2; echo wrote-closed",
+                            NULL};
+    run_argv(p, closed, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome),
+                  r.out);
+    ck_assert_str_eq(r.detail, rootless ? "disk (not measurable: a directory the watchdog cannot read)" : "disk");
+    ck_assert_ptr_null(strstr(r.out, "wrote-closed"));
+    run_free(&r);
+    char closed_dir[600];
+    snprintf(closed_dir, sizeof(closed_dir), "%s/h", build);
+    ck_assert_int_eq(chmod(closed_dir, 0700), 0); /* (for the test's own cleanup) */
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_DISK, FY_UNLIMITED, NULL), 0);
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_FILES, 50, NULL), 0);
     const char *many[] = {"/bin/sh", "-c", "mkdir many && cd many && i=0; while [ $i -lt 400 ]; do : > n$i; "
