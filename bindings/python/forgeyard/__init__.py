@@ -740,8 +740,13 @@ class Action(_Owned):
 
 
 class _BorrowedHandle(Handle):
-    """The attempt's handle: owned by the attempt, never freed here."""
+    """The attempt's handle: owned by the attempt, never freed here. It keeps
+    its attempt alive (fy_action_attempt_free frees the handle with it)."""
     _free = staticmethod(lambda ptr: None)
+
+    def __init__(self, ptr, keep, owner):
+        super().__init__(ptr, keep)
+        self._owner = owner
 
 
 class ActionAttempt(_Owned):
@@ -752,7 +757,7 @@ class ActionAttempt(_Owned):
     def __init__(self, ptr, keep=None):
         self._own(ptr)
         self._keep = keep or {}
-        self.handle = _BorrowedHandle(_c.fy_action_attempt_handle(ptr), self._keep)
+        self.handle = _BorrowedHandle(_c.fy_action_attempt_handle(ptr), self._keep, self)
 
     def finish(self):
         """fy_action_finish -> ActionResult (waits for the sandbox; once)."""

@@ -318,6 +318,22 @@ def test_action_cancel(policy, tmp_path):
                 assert res.exit_code is None
 
 
+def test_action_handle_keeps_its_attempt(policy, tmp_path):
+    # The attempt owns the handle: a handle kept after the attempt object
+    # is dropped must still be the live handle, never freed memory.
+    import gc
+    root = _input(tmp_path)
+    with fy.Action({"version": 1, "arguments": ["/bin/sleep", "60"], "input_root": {"directory": str(root)}}) as a:
+        h = a.start(policy).handle
+        gc.collect()
+        assert not h.closed
+        h.cancel()
+        with h._owner.finish() as res:
+            assert res.outcome == fy.Outcome.CANCELLED
+        h._owner.close()
+        assert h.closed
+
+
 def test_policy_platform_property(policy):
     policy.set_platform_property("network", "deny")
     with pytest.raises(fy.Error) as e:
