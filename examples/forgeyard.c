@@ -2391,7 +2391,11 @@ static int cmd_action(int argc, char **argv) {
     fy_action_free(a);
     if (r < 0) {
         report("action run", err, r);
-        return stop_seen && r == FY_E_AGAIN ? RUN_CANCELLED : RUN_INFRASTRUCTURE;
+        /* An input the walk beside the attempt refused (a FIFO, an archive
+         * over its limit) is the document's fault, as before the start. */
+        return stop_seen && r == FY_E_AGAIN                  ? RUN_CANCELLED
+               : r == FY_E_INVAL || r == FY_E_RANGE || r == FY_E_UNSAFE ? RUN_BAD_INVOCATION
+                                                                          : RUN_INFRASTRUCTURE;
     }
     int status = action_status(res);
     int outcome = fy_action_result_outcome(res);

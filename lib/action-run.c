@@ -440,6 +440,18 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
             return err_set(reterr, FY_E_STATE, FY_STEP_PREPARE, EEXIST, action->stdio_path[i],
                            "cannot keep the action's %s: the file exists (a new file is needed)",
                            i == 1 ? "stdout" : "stderr");
+        /* ... in a directory that is there (else found only after the run) */
+        if (action->stdio_path[i]) {
+            char *dir = strdup(action->stdio_path[i]), *slash = dir ? strrchr(dir, '/') : NULL;
+            if (slash)
+                *(slash == dir ? slash + 1 : slash) = '\0';
+            int e = !dir ? ENOMEM : stat(slash ? dir : ".", &kst) < 0 ? errno : !S_ISDIR(kst.st_mode) ? ENOTDIR : 0;
+            free(dir);
+            if (e)
+                return err_set(reterr, e == ENOMEM ? FY_E_NOMEM : FY_E_INVAL, FY_STEP_PREPARE, e, action->stdio_path[i],
+                               "cannot keep the action's %s: its directory: %s", i == 1 ? "stdout" : "stderr",
+                               strerror(e));
+        }
     }
     fy_action_attempt *t = calloc(1, sizeof(*t));
     if (!t)
@@ -806,8 +818,13 @@ static int finish(fy_action_attempt *t, fy_action_result **ret, bool *redo, fy_e
     char adigest[72] = "";
     if (t->cache_open && t->cache.dir)
         action_sha256_name(t->cache.digest, adigest);
+    /* (a detail may quote what the workload named: text, U+FFFD for the rest) */
+    char *dtext = res->detail ? util_utf8_lossy(res->detail) : NULL;
+    json_t *detail_json = dtext ? json_string(dtext) : NULL;
+    free(dtext);
     char *sjson = NULL;
     if (fy_result_to_json(res->sandbox, &sjson, NULL) < 0 || !(sj = json_loads(sjson, 0, NULL))) {
+        json_decref(detail_json);
         free(sjson);
         json_decref(streams[1]);
         json_decref(streams[2]);
@@ -819,7 +836,7 @@ static int finish(fy_action_attempt *t, fy_action_result **ret, bool *redo, fy_e
               json_object_set_new(root, "action_digest", json_string(t->digest)) == 0 &&
               json_object_set_new(root, "outcome", json_string(fy_outcome_name((uint32_t)res->outcome))) == 0 &&
               json_object_set_new(root, "exit_code", res->exit_code >= 0 ? json_integer(res->exit_code) : json_null()) == 0 &&
-              json_object_set_new(root, "detail", res->detail ? json_string(res->detail) : json_null()) == 0 &&
+              json_object_set_new(root, "detail", detail_json ? detail_json : json_null()) == 0 &&
               json_object_set_new(root, "stdout", streams[1]) == 0 &&
               json_object_set_new(root, "stderr", streams[2]) == 0 &&
               collected_to_json(col, root) == 0 &&
@@ -852,6 +869,10 @@ static int finish(fy_action_attempt *t, fy_action_result **ret, bool *redo, fy_e
     res = NULL;
     r = 0;
 out:
+    /* No result, nothing handed out: what the collection put in the
+     * output directory goes (the caller may try again into it). */
+    if (r < 0 && col)
+        tree_discard_outputs(t->action);
     collected_free(col);
     json_decref(root);
     json_decref(sj);

@@ -1706,6 +1706,9 @@ static int col_link(struct col *k, int dir, const char *name, const char *rel, i
     if (n < 0)
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, rel, "cannot read the output link");
     target[n] = '\0';
+    if (!util_utf8_valid(target))
+        return stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\" is a symbolic link whose target is not UTF-8 text",
+                    rel);
     if (!link_inside(k->a->workdir, rel, target))
         return stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\" is a symbolic link out of the tree (to \"%s\")",
                     rel, target);
@@ -1808,7 +1811,13 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
             break;
         }
         mode_t md = v[i].st.st_mode;
-        if (k->overlay && whiteout(&v[i].st)) {
+        if (!util_utf8_valid(v[i].name)) {
+            /* (a result, as REAPI's, names outputs in text) */
+            char *shown = util_utf8_lossy(sub);
+            r = stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\" has a name that is not UTF-8 text",
+                     shown ? shown : rel);
+            free(shown);
+        } else if (k->overlay && whiteout(&v[i].st)) {
             /* removed by the workload: not there */
         } else if (S_ISREG(md)) {
             size_t at = k->c->files.n;
@@ -2014,7 +2023,7 @@ static void und_walk(struct und *u, int dir, int lparent, const char *lname, int
             /* an input the workload removed */
         } else if (!input && !declared(u->k->a, u->path)) {
             struct collected *c = u->k->c;
-            if (c->nlisted < UNDECLARED_LISTED && (c->undeclared[c->nlisted] = strdup(u->path)))
+            if (c->nlisted < UNDECLARED_LISTED && (c->undeclared[c->nlisted] = util_utf8_lossy(u->path)))
                 c->nlisted++;
             c->undeclared_total++;
         }
@@ -2066,6 +2075,16 @@ int tree_check_output_dir(const char *path, fy_error **reterr) {
     int r = check_empty(fd, path, FY_STEP_PREPARE, reterr);
     close(fd);
     return r;
+}
+
+void tree_discard_outputs(const fy_action *a) {
+    if (!a->output_dir)
+        return;
+    int fd = open(a->output_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        tree_remove_below(fd);
+        close(fd);
+    }
 }
 
 int tree_collect(const fy_action *a, int root, int lower, const struct pathset *inputs, uint64_t survivors,

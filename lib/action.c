@@ -59,6 +59,8 @@ int action_check_relpath(const char *path, bool allow_empty, const char *loc, fy
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
             return bad(reterr, loc, "path contains a control character at byte %zu", i);
+    if (!util_utf8_valid(path))
+        return bad(reterr, loc, "path is not UTF-8 text");
     for (const char *c = path;;) {
         const char *e = strchr(c, '/');
         size_t len = e ? (size_t)(e - c) : strlen(c);
@@ -149,9 +151,15 @@ int fy_action_set_argv(fy_action *a, const char *const *argv, fy_error **reterr)
     if (!argv || !argv[0] || !argv[0][0])
         return bad(reterr, "$.arguments", "the command is empty");
     size_t n = 0;
-    while (argv[n])
+    while (argv[n]) {
+        if (!util_utf8_valid(argv[n])) {
+            char loc[LOC_MAX];
+            snprintf(loc, sizeof(loc), "$.arguments[%zu]", n);
+            return bad(reterr, loc, "argument is not UTF-8 text");
+        }
         if (++n > ACTION_ARGS_MAX)
             return bad(reterr, "$.arguments", "more than %u arguments", ACTION_ARGS_MAX);
+    }
     char **v = calloc(n + 1, sizeof(char *));
     if (!v)
         return oom(reterr);
@@ -233,8 +241,8 @@ int fy_action_set_platform_property(fy_action *a, const char *name, const char *
     for (const char *c = name; *c; c++)
         if ((unsigned char)*c <= 0x20 || *c == 0x7f || *c == '=')
             return bad(reterr, loc, "a property name has no space, control character or '='");
-    if (value && (strlen(value) > 4096 || strchr(value, '\n')))
-        return bad(reterr, loc, "a property value is one line of at most 4096 bytes");
+    if (value && (strlen(value) > 4096 || strchr(value, '\n') || !util_utf8_valid(value)))
+        return bad(reterr, loc, "a property value is one line of UTF-8 text of at most 4096 bytes");
     return kv_set(&a->props, name, value, reterr);
 }
 

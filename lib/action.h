@@ -191,6 +191,9 @@ int collected_outcome(const struct collected *c, const char **detail);
 /* Removes the tree below the directory fd dir (then the caller removes
  * dir itself); 0, or 1 when something could not be removed. */
 uint64_t tree_remove_below(int dir);
+/* Empties the action's output directory (a collection whose result was
+ * not made: nothing is handed out). */
+void tree_discard_outputs(const fy_action *a);
 /* Copies size bytes from src to dst (both at offset 0): a reflink where the
  * file system can, else copy_file_range, else reads; 0 or a negative errno. */
 int tree_copy_data(int src, int dst, uint64_t size);

@@ -140,6 +140,9 @@ int check_env_value(const char *value, const char *loc, fy_error **reterr) {
         return bad(reterr, loc, "value is missing");
     if (strlen(value) > ENV_VALUE_MAX)
         return bad(reterr, loc, "value longer than %u bytes", ENV_VALUE_MAX);
+    /* (a policy, an action, their digests are JSON: text only) */
+    if (!util_utf8_valid(value))
+        return bad(reterr, loc, "value is not UTF-8 text");
     return 0;
 }
 

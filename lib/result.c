@@ -141,38 +141,6 @@ static void mark_altered(struct render *rd, const char *path) {
         rd->altered[rd->naltered++] = path;
 }
 
-/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF) at s[0..n), or 0 when there is none. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return len;
-}
-
 /* A string member: null for NULL; otherwise the text, with every byte that
  * does not start a well-formed UTF-8 sequence replaced by U+FFFD (and the
  * member listed in "altered"). NULL only when out of memory. */
@@ -181,7 +149,7 @@ static json_t *text_value(struct render *rd, const char *path, const char *s, si
         return json_null();
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, l;
-    while (i < n && (l = utf8_seq_len(u + i, n - i)))
+    while (i < n && (l = util_utf8_seq_len(u + i, n - i)))
         i += l;
     if (i == n)
         return json_stringn(s, n);
@@ -191,7 +159,7 @@ static json_t *text_value(struct render *rd, const char *path, const char *s, si
     if (!buf)
         return NULL;
     for (i = 0; i < n;) {
-        l = utf8_seq_len(u + i, n - i);
+        l = util_utf8_seq_len(u + i, n - i);
         if (l) {
             memcpy(o, s + i, l);
             o += l;

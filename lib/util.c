@@ -161,3 +161,64 @@ char *util_read_fd(int fd, size_t max) {
         buf[got] = '\0';
     return buf;
 }
+
+size_t util_utf8_seq_len(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+bool util_utf8_valid(const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s), i = 0, l;
+    while (i < n && (l = util_utf8_seq_len(u + i, n - i)))
+        i += l;
+    return i == n;
+}
+
+char *util_utf8_lossy(const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s);
+    if (n > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *buf = malloc(3 * n + 1), *o = buf;
+    if (!buf)
+        return NULL;
+    for (size_t i = 0, l; i < n;) {
+        if ((l = util_utf8_seq_len(u + i, n - i))) {
+            memcpy(o, s + i, l);
+            o += l;
+            i += l;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    *o = '\0';
+    return buf;
+}

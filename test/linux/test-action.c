@@ -789,6 +789,36 @@ START_TEST(test_output_special_files) {
 }
 END_TEST
 
+/* A result names its outputs in text (JSON, as REAPI's ActionResult): a
+ * name or link target that is not UTF-8 is refused as a violation, with a
+ * result and nothing handed out, never a lost result; an undeclared one is
+ * listed with U+FFFD in place of what is not text. The setters refuse such
+ * names at once. */
+START_TEST(test_output_names_not_utf8) {
+    expect_outcome("mkdir d && printf x > \\\"d/$(printf 'bad\\\\377')\\\"", "{\"directories\": [\"d\"]}",
+                   FY_OUTCOME_SANDBOX_VIOLATION, "not UTF-8");
+    expect_outcome("ln -s \\\"$(printf 'bad\\\\377')\\\" l", "{\"files\": [\"l\"]}", FY_OUTCOME_SANDBOX_VIOLATION,
+                   "target is not UTF-8");
+    fy_action *a = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_action_new(&a, NULL), 0);
+    ck_assert_int_eq(fy_action_add_output(a, "b\xff", FY_OUTPUT_FILE, &e), FY_E_INVAL);
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_eq(fy_action_set_env(a, "X", "\xc3\x28", &e), FY_E_INVAL);
+    fy_error_free(e);
+    e = NULL;
+    const char *argv[] = {"/bin/echo", "\xff", NULL};
+    ck_assert_int_eq(fy_action_set_argv(a, argv, &e), FY_E_INVAL);
+    ck_assert_str_eq(fy_error_location(e), "$.arguments[1]");
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_eq(fy_action_set_working_directory(a, "w\xe2\x82", &e), FY_E_INVAL);
+    fy_error_free(e);
+    fy_action_free(a);
+}
+END_TEST
+
 START_TEST(test_output_limits) {
     /* 600 entries against a limit of 500: stopped, nothing handed out. */
     expect_outcome("mkdir d && cd d && seq 1 600 | xargs touch", "{\"directories\": [\"d\"]}",
@@ -1933,6 +1963,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_writable_input_copied);
     tcase_add_test(tc, test_output_link_outside);
     tcase_add_test(tc, test_output_special_files);
+    tcase_add_test(tc, test_output_names_not_utf8);
     tcase_add_test(tc, test_output_limits);
     tcase_add_test(tc, test_archive_input);
     tcase_add_test(tc, test_archive_hostile);
