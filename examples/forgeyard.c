@@ -1959,7 +1959,9 @@ static int hand_tree(const char *path) {
 static bool disposable_root(const char *root) {
     static const char *const system_trees[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                                                "/libx32", "/boot", "/dev", "/proc", "/sys", "/run", "/root",
-                                               "/var/lib", "/var/log", "/var/spool", "/var/mail", "/snap"};
+                                               "/var/lib", "/var/log", "/var/spool", "/var/mail", "/snap",
+                                               "/var/cache", "/var/backups", "/var/www", "/var/opt", "/var/local",
+                                               "/var/db", "/var/games", "/var/empty", "/var/yp", "/nix", "/gnu"};
     for (size_t i = 0; i < sizeof(system_trees) / sizeof(system_trees[0]); i++) {
         size_t n = strlen(system_trees[i]);
         if (strncmp(root, system_trees[i], n) == 0 && (root[n] == '\0' || root[n] == '/'))
@@ -1970,8 +1972,17 @@ static bool disposable_root(const char *root) {
         depth += *c == '/' && c[1] && c[1] != '/';
     if (depth < 2)
         return false;
-    if (strncmp(root, "/home/", 6) == 0 && !strchr(root + 6, '/'))
-        return false; /* a user's home itself */
+    /* The directories right below these are shared ones (/var/tmp, /opt/X,
+     * /srv/X, a mount point, a user's home), never a build's own. */
+    static const char *const shared_parents[] = {"/var/", "/opt/", "/srv/", "/mnt/", "/media/", "/home/"};
+    for (size_t i = 0; depth == 2 && i < sizeof(shared_parents) / sizeof(shared_parents[0]); i++)
+        if (strncmp(root, shared_parents[i], strlen(shared_parents[i])) == 0)
+            return false;
+    /* A directory others may write to (sticky or world-writable: /var/tmp,
+     * /tmp/.X11-unix, a shared drop box) holds their files too. */
+    struct stat st;
+    if (lstat(root, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & (S_ISVTX | S_IWOTH)))
+        return false;
     const char *home = getenv("HOME");
     return !home || strcmp(home, root) != 0;
 }

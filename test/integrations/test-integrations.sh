@@ -92,6 +92,14 @@ if [ $root -eq 1 ]; then
     [ "$(stat -c %u:%g /etc)" = "$etc_owner" ] || fail "buildfarm: /etc changed owner"
     out=$(cd "$scratch" && env -i PATH=/usr/bin:/bin "$fy" wrap --root / -- /bin/true 2>&1); rc=$?
     [ $rc -eq 246 ] || fail "buildfarm: wrap --root / gave $rc: $out"
+    # A directory others may write to (sticky, world-writable, as /var/tmp):
+    # it holds their files too, so it is never handed over.
+    mkdir -p "$scratch/shared/other" && chmod 1777 "$scratch/shared"
+    out=$(cd "$scratch/shared" && env -i PATH=/usr/bin:/bin "$fy" wrap -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 246 ] || fail "buildfarm: wrap in a sticky world-writable directory gave $rc: $out"
+    [ "$(stat -c %u:%a "$scratch/shared" "$scratch/shared/other" | tr '\n' ' ')" = "0:1777 0:755 " ] ||
+        fail "buildfarm: the shared directory changed: $(stat -c %u:%a "$scratch/shared" "$scratch/shared/other")"
+    rm -rf "$scratch/shared"
 fi
 cd "$scratch/exec" || exit 1
 # The network stays the policy's: a listener this test started on the
@@ -164,6 +172,19 @@ CUSTOM_ENV_CI_JOB_ID='1;rm' "$gl" prepare 2>/dev/null; rc=$?
 [ $rc -eq 92 ] || fail "gitlab: a job id that is not a number gave $rc"
 "$gl" cleanup || fail "gitlab: cleanup failed"
 [ ! -e "$scratch/gitlab/runner-7-job-4242" ] || fail "gitlab: cleanup left the job directory"
+# A job policy with its own id range: prepare hands the job's directories to
+# the uid that run then uses (as root; rootless the uid is the caller's).
+printf '{"process": {"id_range": {"first": 300000, "count": 65536}}}' > "$scratch/range-policy.json"
+export FORGEYARD_GITLAB_POLICY="$scratch/range-policy.json" CUSTOM_ENV_CI_JOB_ID=4243
+"$gl" prepare || fail "gitlab: prepare with an id range failed"
+"$gl" run "$scratch/runner-tmp/script." build_script; rc=$?
+[ $rc -eq 0 ] || fail "gitlab: a policy with its own id range gave $rc"
+if [ $root -eq 1 ]; then
+    [ "$(stat -c %u "$scratch/gitlab/runner-7-job-4243/builds")" = 300001 ] ||
+        fail "gitlab: the builds directory is not the range's uid: $(ls -ln "$scratch/gitlab/runner-7-job-4243")"
+fi
+"$gl" cleanup || fail "gitlab: cleanup (id range) failed"
+unset FORGEYARD_GITLAB_POLICY
 unset CUSTOM_ENV_CI_RUNNER_ID CUSTOM_ENV_CI_JOB_ID CUSTOM_ENV_CI_PROJECT_PATH BUILD_FAILURE_EXIT_CODE SYSTEM_FAILURE_EXIT_CODE
 
 # ---- 4. A GitHub Actions step ----
