@@ -519,11 +519,13 @@ static int build_image(struct fy_plan *pl, const fy_prepared *pr, struct oci_ima
     const char **layers = keep(pl, calloc(img->nlayers + 1, sizeof(char *)));
     if (!layers || !(pl->image_digest = str(pl, img->manifest_digest)))
         return FY_E_NOMEM;
-    for (size_t i = 0; i < img->nlayers; i++)
-        if (!(layers[i] = str(pl, img->layer_dirs[i])))
+    /* (the layers below an opaque root are hidden: not mounted at all) */
+    size_t first = img->first_visible < img->nlayers ? img->first_visible : 0;
+    for (size_t i = first; i < img->nlayers; i++)
+        if (!(layers[i - first] = str(pl, img->layer_dirs[i])))
             return FY_E_NOMEM;
     pl->image_layers = layers;
-    pl->nimage_layers = img->nlayers;
+    pl->nimage_layers = img->nlayers - first;
     if (img->nlayers == 0)
         return err_set(reterr, FY_E_INVAL, FY_STEP_IMAGE, 0, img->manifest_digest, "image %s has no layers",
                        img->manifest_digest);

@@ -1005,6 +1005,13 @@ int oci_unpack(const char *refstr, const struct oci_opts *opts, struct oci_image
         goto out;
     }
     r = unpack_layers(&src, img, opts, &k, reterr);
+    for (size_t i = img->nlayers; r == 0 && i-- > 1;) {
+        char v[2] = "";
+        if (getxattr(img->layer_dirs[i], "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y') {
+            img->first_visible = i;
+            break;
+        }
+    }
 out:
     cache_close(&k);
     oci_src_close(&src);

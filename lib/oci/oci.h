@@ -115,6 +115,9 @@ struct oci_image {
     char **layer_digests;   /* the blobs' digests as the manifest lists them */
     char **diff_ids;        /* "sha256:..." */
     char **layer_dirs;      /* absolute cache directories, lowest first (after oci_unpack) */
+    size_t first_visible;   /* the lowest layer the root shows: the topmost whose root is opaque
+                               (".wh..wh..opq" at the layer's root hides every layer below it, which
+                               overlayfs does not do for a lower layer's root), else 0 */
     uint64_t *layer_sizes;  /* compressed sizes (docker-archive: 0) */
     char **layer_paths;     /* docker-archive: the layers' files in the archive (else NULL) */
     struct oci_config config;

@@ -530,6 +530,31 @@ START_TEST(test_image_links_stay_inside) {
 }
 END_TEST
 
+/* A layer whose root is opaque (".wh..wh..opq" at its top) hides every
+ * layer below it, as the OCI layer format says; overlayfs ignores the
+ * opaque mark on a lower layer's root, so those layers are not mounted. */
+START_TEST(test_opaque_root_layer) {
+    char iref[1024], spec[2048];
+    snprintf(spec, sizeof(spec),
+             "{\"config\": {\"Env\": [\"PATH=/bin\"]}, \"layers\": [{\"busybox\": true, \"entries\": ["
+             "{\"name\": \"secretfile\", \"data\": \"lower\"}]}, {\"entries\": ["
+             "{\"name\": \".wh..wh..opq\", \"data\": \"\"}, {\"name\": \"bin/busybox\", \"from\": \"/bin/busybox\", "
+             "\"mode\": 493}, {\"name\": \"bin/sh\", \"type\": \"symlink\", \"target\": \"busybox\"}]}]}");
+    make_image_from("opaqueroot", spec, iref, sizeof(iref));
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    fy_error *e = NULL;
+    ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+    const char *argv[] = {"/bin/sh", "-c", "test -e /secretfile && echo SECRET-SEEN; /bin/busybox ls /bin | /bin/busybox wc -l", NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
+    ck_assert_msg(!strstr(r.out, "SECRET-SEEN"), "%s", r.out);
+    ck_assert_msg(strstr(r.out, "2\n"), "only the top layer's /bin: %s", r.out);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* An image's own /etc/hosts and /etc/hostname (most distribution images
  * have them) are replaced by the sandbox's, a link where /etc/resolv.conf
  * is stays untouched, and the attempt runs. */
@@ -655,6 +680,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_gc_keeps_held); /* it empties the cache: the images below make their own */
     tcase_add_test(tc, test_image_links_stay_inside);
     tcase_add_test(tc, test_image_etc_files_replaced);
+    tcase_add_test(tc, test_opaque_root_layer);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
