@@ -518,7 +518,9 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                                            ? "not enforced (dropped)" : "not enforced"));
     json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
                                                  : cg->v2_helper ? "cgroup v2 (the sandbox moved in by the privileged helper)"
-                                                 : any_v1 ? "cgroup v1" : "pid namespace / subreaper only"));
+                                                 : any_v1                          ? "cgroup v1"
+                                                 : (pl->clone_flags & CLONE_NEWPID) ? "pid namespace only"
+                                                                                    : "subreaper only (no pid namespace)"));
     if (cg->helper)
         json_object_set_new(o, "helper", json_sprintf("%s cgroups created and limited by the privileged helper at %s",
                                                       cg->v2_helper ? "v2" : "v1", cg->helper));
@@ -552,7 +554,9 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                             json_pack("{s:o,s:I,s:s}", "asked",
                                       want == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)want),
                                       "enforced", (json_int_t)cur.rlim_max, "why",
-                                      "the host process's hard limit (a user namespace cannot raise it)"));
+                                      pl->process_mode ? "the host process's hard limit (the sandbox starts under it)"
+                                                       : "the host process's hard limit (a user namespace cannot raise "
+                                                         "it)"));
     }
     if (low)
         json_object_set_new(o, "rlimits_lowered", low);

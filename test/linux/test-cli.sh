@@ -471,4 +471,10 @@ if cc -fsanitize=address -g -o "$scratch/san/leak" "$scratch/san/leak.c" 2>/dev/
 else
     echo "cli: skipped the AddressSanitizer run (cc -fsanitize=address does not link here)"
 fi
+# A reader of stderr that is gone (a pipe into a program that quit) costs
+# the notes, never the --result file or the status.
+rm -f "$scratch/gone.json"
+{ "$fy" run --result "$scratch/gone.json" -- /bin/sh -c 'sleep 0.2; kill -KILL $$' 2>&1 </dev/null; echo $? >"$scratch/gone.rc"; } | true
+rc=$(cat "$scratch/gone.rc")
+[ $rc -eq 137 ] && [ -s "$scratch/gone.json" ] || fail "stderr's reader gone: status $rc, result file: $(ls -l "$scratch/gone.json" 2>&1)"
 echo "cli: ok"
