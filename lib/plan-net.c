@@ -219,6 +219,42 @@ static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl,
     return r;
 }
 
+/* No rule may cover a broadcast, multicast or "this network" address: a
+ * packet to one is not sent to a destination but to whoever listens on the
+ * link (the uplink's own wildcard-bound services: by default, the host's). */
+static int check_special_addresses(const struct rules *rs, const struct fy_plan *pl, fy_error **reterr) {
+    static const struct { unsigned fam, plen; uint8_t a[16]; const char *what; } special[] = {
+        {4, 4, {224}, "IPv4 multicast (224.0.0.0/4)"},
+        {4, 4, {240}, "IPv4 reserved and broadcast addresses (240.0.0.0/4, 255.255.255.255)"},
+        {4, 8, {0}, "\"this network\" (0.0.0.0/8)"},
+        {6, 8, {0xff}, "IPv6 multicast (ff00::/8)"},
+        {6, 128, {0}, "the unspecified IPv6 address (::)"},
+        {6, 100, {[10] = 0xff, [11] = 0xff, [12] = 224}, "IPv4 multicast mapped into IPv6 (::ffff:224.0.0.0/100)"},
+    };
+    for (size_t k = 0; k < rs->n; k++)
+        for (size_t i = 0; i < FY_ARRAY_SIZE(special); i++) {
+            const struct plan_net_rule *r = &rs->v[k];
+            if (r->family != special[i].fam)
+                continue;
+            /* (two blocks overlap where they agree on the shorter prefix) */
+            unsigned n = r->prefix < special[i].plen ? r->prefix : special[i].plen;
+            uint8_t x[16], y[16];
+            memcpy(x, r->addr, 16);
+            memcpy(y, special[i].a, 16);
+            mask(x, n, r->family == 4 ? 4 : 16);
+            mask(y, n, r->family == 4 ? 4 : 16);
+            if (memcmp(x, y, r->family == 4 ? 4 : 16) != 0)
+                continue;
+            char loc[64];
+            snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", r->dest);
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "destination \"%s\" covers %s: a packet there reaches whoever listens on the link, "
+                           "not a destination",
+                           pl->dests[r->dest].host, special[i].what);
+        }
+    return 0;
+}
+
 int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
     if (pl->net_mode != FY_NET_RESTRICTED && pl->net_mode != FY_NET_FETCH_ONLY)
         return 0;
@@ -297,6 +333,8 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
         }
         rs.n = k;
         r = check_own_addresses(&rs, pl, reterr);
+        if (r == 0)
+            r = check_special_addresses(&rs, pl, reterr);
     }
     /* The names for the sandbox's /etc/hosts, in rule order (none under
      * fetch-only: the workload names hosts only to the proxy). */

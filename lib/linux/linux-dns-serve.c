@@ -37,10 +37,15 @@ static uint64_t audit_t0;
 static void record(const char *method, const struct lxd_query_info *info, size_t answered, const char *reason,
                    uint64_t up, uint64_t down) {
     struct lxp_audit *a = audit_tab;
-    if (a->n >= LXP_AUDIT_MAX) {
+    /* As the proxy's log: refusals take at most LXP_AUDIT_REFUSED_MAX of
+     * the records, so a flood of refused names never hides an allowed one. */
+    bool allowed = info && info->allowed;
+    if (a->n >= LXP_AUDIT_MAX || (!allowed && a->refused >= LXP_AUDIT_REFUSED_MAX)) {
         a->dropped++;
+        a->dropped_allowed += allowed;
         return;
     }
+    a->refused += !allowed;
     struct lxp_audit_rec *r = &a->rec[a->n];
     memset(r, 0, sizeof(*r));
     r->t_usec = lxd_mono_us() - audit_t0;

@@ -185,11 +185,23 @@ static void answer(struct proxy *px, struct conn *c, int status, const char *rea
     (void)px;
 }
 
-static const struct lxp_cred *find_cred(const struct lxp_config *cfg, const char *host, uint32_t port) {
+/* Every credential line of host:port, as "Name: value" lines joined by
+ * CRLF (static), or NULL when there is none. */
+static const char *find_creds(const struct lxp_config *cfg, const char *host, uint32_t port) {
+    static char joined[LXP_CREDS_MAX * (LXP_INJECT_MAX + 2)];
+    size_t len = 0;
     for (uint32_t i = 0; i < cfg->ncreds; i++)
-        if (cfg->creds[i].port == port && strcmp(cfg->creds[i].host, host) == 0)
-            return &cfg->creds[i];
-    return NULL;
+        if (cfg->creds[i].port == port && strcmp(cfg->creds[i].host, host) == 0) {
+            size_t n = strlen(cfg->creds[i].inject);
+            if (len) {
+                memcpy(joined + len, "\r\n", 2);
+                len += 2;
+            }
+            memcpy(joined + len, cfg->creds[i].inject, n);
+            len += n;
+        }
+    joined[len] = '\0';
+    return len ? joined : NULL;
 }
 
 /* Starts a non-blocking connect to the next address of c's destination:
@@ -253,7 +265,7 @@ static void decide(struct proxy *px, struct conn *c) {
     }
     c->dest = dest;
     size_t rest = c->c2u_len - (size_t)n;
-    const struct lxp_cred *cred = find_cred(cfg, c->rq.host, c->rq.port);
+    const char *inject = find_creds(cfg, c->rq.host, c->rq.port);
     if (c->rq.kind == LXP_CONNECT) {
         c->tunnel = true;
         c->want_sni = true;
@@ -261,7 +273,7 @@ static void decide(struct proxy *px, struct conn *c) {
         memmove(c->c2u, c->c2u + n, rest);
         c->c2u_len = rest;
     } else {
-        long hl = lxp_rewrite(&c->rq, c->c2u, cred ? cred->inject : NULL, px->scratch, sizeof(px->scratch));
+        long hl = lxp_rewrite(&c->rq, c->c2u, inject, px->scratch, sizeof(px->scratch));
         if (hl < 0) {
             c->rec = audit_open(px, &c->rq, false, 431, "request head too large to forward");
             answer(px, c, 431, "request head too large");
@@ -278,9 +290,9 @@ static void decide(struct proxy *px, struct conn *c) {
         explicit_bzero(px->scratch, (size_t)hl + body);
         c->c2u_len = (size_t)hl + body;
         c->body_left = c->rq.content_length - body;
-        c->rec = audit_open(px, &c->rq, true, 0, cred ? "forwarded, credential injected" : "forwarded");
+        c->rec = audit_open(px, &c->rq, true, 0, inject ? "forwarded, credential injected" : "forwarded");
         if (c->rec >= 0)
-            px->audit->rec[c->rec].credential = cred != NULL;
+            px->audit->rec[c->rec].credential = inject != NULL;
         /* The response's first bytes are read, not spliced, until its
          * final status line is seen (once per request; past interim 1xx). */
         c->want_status = c->rec >= 0;

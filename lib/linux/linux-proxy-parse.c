@@ -300,18 +300,18 @@ static bool dropped_header(const char *name, size_t nlen, const char *inject) {
             return true;
     if (nlen >= 6 && ieq(name, 6, "proxy-"))
         return true;
-    if (inject) {
-        const char *c = strchr(inject, ':');
-        if (c) {
-            size_t il = (size_t)(c - inject);
-            if (il == nlen) {
-                bool same = true;
-                for (size_t i = 0; i < nlen && same; i++)
-                    same = lower(name[i]) == lower(inject[i]);
-                if (same)
-                    return true;
-            }
+    /* inject: "Name: value" lines joined by CRLF; each name replaces the
+     * workload's header of that name */
+    for (const char *l = inject; l && *l;) {
+        const char *c = strchr(l, ':'), *next = strchr(l, '\r'); /* (a value holds no CR) */
+        if (c && (!next || c < next) && (size_t)(c - l) == nlen) {
+            bool same = true;
+            for (size_t i = 0; i < nlen && same; i++)
+                same = lower(name[i]) == lower(l[i]);
+            if (same)
+                return true;
         }
+        l = next ? next + 2 : NULL;
     }
     return false;
 }

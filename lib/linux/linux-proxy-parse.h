@@ -53,7 +53,8 @@ int lxp_parse(const char *buf, size_t len, struct lxp_req *rq, const char **why)
  * origin form, the client's headers without the hop-by-hop and proxy ones
  * (Connection, Keep-Alive, Proxy-*, TE, Trailer, Upgrade), without Host and
  * without any header named like the injected one, then Host (the
- * target's), "Connection: close" and inject ("Name: value", or NULL).
+ * target's), "Connection: close" and inject ("Name: value" lines joined by
+ * CRLF, or NULL).
  * Returns its length, or -1 if it does not fit in cap. */
 long lxp_rewrite(const struct lxp_req *rq, const char *buf, const char *inject, char *out, size_t cap);
 

@@ -113,6 +113,13 @@ int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena 
                 why = "HOST:PORT is not one of the fetch-only destinations";
             if (!why && cfg->ncreds == LXP_CREDS_MAX)
                 why = "too many credentials";
+            /* (each line of a HOST:PORT is sent; one header named twice would be ambiguous) */
+            for (uint32_t i = 0; !why && i < cfg->ncreds; i++) {
+                size_t nl = (size_t)(colon - name);
+                if (creds[i].port == rq.port && strcmp(creds[i].host, rq.host) == 0 &&
+                    strncasecmp(creds[i].inject, name, nl) == 0 && creds[i].inject[nl] == ':')
+                    why = "a second credential for the same header of this HOST:PORT";
+            }
             if (!why) {
                 struct lxp_cred *c = &creds[cfg->ncreds++];
                 snprintf(c->host, sizeof(c->host), "%s", rq.host);
@@ -838,6 +845,7 @@ char *lxp_report_dns(const struct lxp_run *run) {
                                                           : LXP_DNS_ADDR ":53/udp in the sandbox's network namespace"));
     json_object_set(d, "queries", json_object_get(o, "requests"));
     json_object_set(d, "queries_dropped", json_object_get(o, "requests_dropped"));
+    json_object_set(d, "queries_dropped_allowed", json_object_get(o, "requests_dropped_allowed"));
     json_object_set_new(d, "started", json_true());
     json_object_set_new(d, "start", json_string(run->deferred ? "on the first query" : "with the attempt"));
     json_decref(o);

@@ -35,7 +35,9 @@ for _ in $(seq 50); do [ -s "$TMP/ready" ] && break; sleep 0.1; done
 [ -s "$TMP/ready" ] || { echo "http server did not start"; cat "$TMP/server.out"; exit 1; }
 printf '127.0.0.1 mirror.test\n127.0.0.1 other.test\n' >"$TMP/hosts"
 TOKEN="fy-cred-$RANDOM$RANDOM-$$"
-printf '# test credentials\nmirror.test:%s Authorization: Bearer %s\n' $P1 "$TOKEN" >"$TMP/creds"
+TOKEN2="fy-key-$RANDOM$RANDOM-$$"
+printf '# test credentials\nmirror.test:%s Authorization: Bearer %s\nmirror.test:%s X-Api-Key: %s\n' \
+    $P1 "$TOKEN" $P1 "$TOKEN2" >"$TMP/creds"
 chmod 600 "$TMP/creds"
 
 json() { python3 - "$@"; }
@@ -93,7 +95,7 @@ echo "tunnel: \$(curl -sS -m 10 -p http://mirror.test:$P1/t 2>&1)"
 echo "tunnel2: \$(curl -sS -m 10 -p -o /dev/null -w '%{http_code}' http://127.0.0.1:$P2/never 2>&1; echo " rc=\$?")"
 echo "tls-same: \$(python3 /opt/tls.py mirror.test $P1 Mirror.Test. 2>&1)"
 echo "tls-other: \$(python3 /opt/tls.py mirror.test $P1 other.test 2>&1)"
-echo "own-auth: \$(curl -sS -m 10 -H 'Authorization: Bearer from-the-workload' http://mirror.test:$P1/own 2>&1)"
+echo "own-auth: \$(curl -sS -m 10 -H 'Authorization: Bearer from-the-workload' -H 'X-Api-Key: from-the-workload' http://mirror.test:$P1/own 2>&1)"
 echo "trace: \$(curl -sS -m 10 -X TRACE -o /dev/null -w '%{http_code}' http://mirror.test:$P1/trace 2>&1)"
 echo "big: \$(curl -sS -m 60 -o /dev/null -w '%{size_download}' http://mirror.test:$P1/big 2>&1)"
 echo "big-tunnel: \$(curl -sS -m 60 -p -o /dev/null -w '%{size_download}' http://mirror.test:$P1/big 2>&1)"
@@ -138,6 +140,9 @@ grep -c "^GET /" "$TMP/log/$P1.log" | grep -qx 5 && ok "the allowed destination 
 [ "$(grep -c "Authorization: Bearer $TOKEN" "$TMP/log/$P1.log")" = 3 ] \
     && ok "the credential was injected into the plain-HTTP requests to mirror.test:$P1" \
     || { bad "credential not injected"; cat "$TMP/log/$P1.log"; }
+[ "$(grep -c "X-Api-Key: $TOKEN2" "$TMP/log/$P1.log")" = 3 ] \
+    && ok "every credential line of mirror.test:$P1 was injected (a second header)" \
+    || { bad "the second credential line was not injected"; cat "$TMP/log/$P1.log"; }
 grep -q "from-the-workload" "$TMP/log/$P1.log" && bad "the workload's own Authorization went through" \
     || ok "the workload's own header of the credential's name is replaced"
 grep -qi "proxy-\|^Via" "$TMP/log/$P1.log" && bad "proxy headers reached the destination" || ok "no proxy header upstream"
@@ -145,7 +150,7 @@ grep -q "^trace: 405" "$TMP/w1.out" && ! grep -q "^TRACE" "$TMP/log/$P1.log" &&
     ok "TRACE is refused (405) before the destination, which could echo an injected credential" ||
     bad "TRACE: $(grep '^trace' "$TMP/w1.out")"
 ! grep -q "Authorization" "$TMP/log/$P3.log" && ok "no credential to the other destination" || bad "credential leaked to $P3"
-grep -q "$TOKEN" "$TMP/w1.out" && bad "the credential is visible inside the sandbox" \
+grep -q -e "$TOKEN" -e "$TOKEN2" "$TMP/w1.out" && bad "the credential is visible inside the sandbox" \
     || ok "the credential is nowhere in the sandbox (environment, /proc, files: $(wc -c <"$TMP/w1.out") bytes)"
 json "$TMP/r1.json" $P1 $P2 $P3 <<'PY' || bad "the audit log is wrong"
 import json, sys
@@ -186,7 +191,7 @@ conf = net["proxy"]["confinement"]
 for c in ("uid-65534-no-capabilities", "no-new-privileges", "seccomp-allowlist", "landlock-no-filesystem"):
     assert c in conf, conf
 iso = r["isolation"]["network"]
-assert iso["mode"] == "fetch-only" and iso["credentials"] == 1, iso
+assert iso["mode"] == "fetch-only" and iso["credentials"] == 2, iso
 assert "Bearer" not in json.dumps(r), "a credential in the result"
 assert r["cleanup"]["network_left"] == 0 and r["cleanup"]["processes_left"] == 0
 print("ok: the audit log has every request, allowed and refused, with status, the destination's status, bytes and credential flag")
@@ -464,6 +469,8 @@ expect_err "a credential for no destination" "not one of the fetch-only destinat
     --network-credentials "$TMP/creds2"
 printf 'mirror.test:%s Bad Name: x\n' $P1 >"$TMP/creds2"
 expect_err "a credential with a bad header name" "bad header name" --allow "mirror.test:$P1" --network-credentials "$TMP/creds2"
+printf 'mirror.test:%s X-Key: a\nmirror.test:%s x-key: b\n' $P1 $P1 >"$TMP/creds2"
+expect_err "two credentials for one header" "the same header" --allow "mirror.test:$P1" --network-credentials "$TMP/creds2"
 # "X:" and a value making 1023 bytes: 1024 as "X: value", one more than a
 # credential holds (it was cut short by a byte, silently).
 printf 'mirror.test:%s X:%s\n' $P1 "$(head -c 1021 /dev/zero | tr '\0' v)" >"$TMP/creds2"

@@ -355,6 +355,39 @@ else
     bad "stub on demand"; cat "$TMP/names.json"; echo; cat "$TMP/nodns.json"
 fi
 nothing_left "stub on demand"
+# A flood of refused names (a workload trying to tunnel data out through
+# DNS) never hides an allowed lookup from the record: refusals keep at most
+# 768 of the 1,024 records.
+cat >"$TMP/probe/flood.py" <<'IN'
+import socket, struct
+def q(name, i):
+    return struct.pack("!HHHHHH", i & 0xffff, 0x0100, 1, 0, 0, 0) + b"".join(
+        bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+for i in range(900):
+    s.sendto(q("x%d.exfil.test" % i, i), ("127.0.0.53", 53))
+    try:
+        s.recv(512)
+    except OSError:
+        pass
+s.sendto(q("echo.fake.test", 999), ("127.0.0.53", 53))
+print("allowed", len(s.recv(512)) > 12)
+IN
+run --network-hosts "$TMP/hosts" --allow echo.fake.test:8080 --result "$TMP/flood.json" -- python3 /opt/fyprobe/flood.py >"$TMP/out" 2>"$TMP/err"
+if grep -qx "allowed True" "$TMP/out" && python3 - "$TMP/flood.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["network"]["dns"]
+qs = d["queries"]
+assert any(q["host"] == "echo.fake.test" and q["decision"] == "allowed" for q in qs), len(qs)
+assert sum(1 for q in qs if q["decision"] == "refused") == 768 and d["queries_dropped"] == 900 - 768, (len(qs), d["queries_dropped"])
+assert d["queries_dropped_allowed"] == 0, d
+PY
+then
+    ok "a flood of 900 refused names keeps 768 records; the allowed lookup after it is recorded"
+else
+    bad "DNS flood record"; cat "$TMP/out" "$TMP/err"
+fi
 # UDP only: Landlock refuses every TCP connect (the loopback too); UDP goes.
 run --allow 198.51.100.1:9090/udp -- /bin/sh -c '/opt/fyprobe/fy-netprobe udp 198.51.100.1 9090 >/dev/null; echo "udp $?";
     /opt/fyprobe/fy-netprobe loopback 8080 >/dev/null; echo "loopback $?"' >"$TMP/out" 2>"$TMP/err"
@@ -400,6 +433,10 @@ fi
 expect_refused "an unresolvable name" 246 "does not resolve" --network-hosts "$TMP/hosts" --allow nosuch.fake.test:80
 expect_refused "the router's link subnet" 246 "overlaps the sandbox's links" --allow 100.127.0.0/24:80
 expect_refused "the IPv6 links" 246 "overlaps the sandbox's IPv6 links" --allow '[fd66:7973:1::/48]:80'
+expect_refused "the broadcast address" 246 "whoever listens on the link" --allow 255.255.255.255:5399/udp
+expect_refused "an IPv4 multicast group" 246 "IPv4 multicast" --allow 224.0.0.1:5399/udp
+expect_refused "a block covering multicast" 246 "IPv4 multicast" --allow 224.0.0.0/3:80
+expect_refused "an IPv6 multicast group" 246 "IPv6 multicast" --allow '[ff02::1]:5399/udp'
 many=()
 for i in $(seq 1 1030); do many+=(--allow "198.51.$((i / 250)).$((i % 250 + 1)):80"); done
 expect_refused "1,030 destinations" 246 "network.destinations" "${many[@]}"
