@@ -559,6 +559,38 @@ static void collect_memos(struct act_cache *c) {
     closedir(d);
 }
 
+/* Lock files of keys with neither an entry nor a seal (an archive refused
+ * or a build that failed): removed while held exclusively (a maker holds
+ * its key's lock until its entry is in place; lock_entry sees an unlinked
+ * lock file and opens the new one). */
+static void collect_orphan_locks(struct act_cache *c) {
+    int fd = openat(c->locks, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *n = de->d_name;
+        size_t len = strlen(n);
+        if (len != 69 || strcmp(n + 64, ".lock") != 0 || !is_key(n, 64))
+            continue;
+        char key[65];
+        snprintf(key, sizeof(key), "%.64s", n);
+        struct stat st;
+        int lfd = openat(c->locks, n, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0 &&
+            fstatat(c->entries, key, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
+            fstatat(c->seals, key, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+            (void)unlinkat(c->locks, n, 0);
+        if (lfd >= 0)
+            close(lfd);
+    }
+    closedir(d);
+}
+
 /* Entries unused for max_age_ns (< 0: no bound), then the least recently
  * used down to max_bytes (FY_UNLIMITED: no bound), staging left by a
  * crash, and memos of entries gone; never an entry whose lock anyone
@@ -605,6 +637,7 @@ static int collect(struct act_cache *c, int64_t max_age_ns, uint64_t max_bytes, 
     }
     free(v.items);
     collect_memos(c);
+    collect_orphan_locks(c);
     return 0;
 }
 

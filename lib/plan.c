@@ -519,13 +519,20 @@ static int build_image(struct fy_plan *pl, const fy_prepared *pr, struct oci_ima
     const char **layers = keep(pl, calloc(img->nlayers + 1, sizeof(char *)));
     if (!layers || !(pl->image_digest = str(pl, img->manifest_digest)))
         return FY_E_NOMEM;
-    /* (the layers below an opaque root are hidden: not mounted at all) */
-    size_t first = img->first_visible < img->nlayers ? img->first_visible : 0;
-    for (size_t i = first; i < img->nlayers; i++)
-        if (!(layers[i - first] = str(pl, img->layer_dirs[i])))
+    /* (the layers below an opaque root are hidden: not mounted at all; a
+     * layer the image holds twice, one directory in the cache, is mounted
+     * once, at its topmost place: overlayfs refuses a directory twice, and
+     * the lower copy shows nothing the upper does not) */
+    size_t first = img->first_visible < img->nlayers ? img->first_visible : 0, nl = 0;
+    for (size_t i = first; i < img->nlayers; i++) {
+        bool again = false;
+        for (size_t j = i + 1; j < img->nlayers && !again; j++)
+            again = strcmp(img->layer_dirs[i], img->layer_dirs[j]) == 0;
+        if (!again && !(layers[nl++] = str(pl, img->layer_dirs[i])))
             return FY_E_NOMEM;
+    }
     pl->image_layers = layers;
-    pl->nimage_layers = img->nlayers - first;
+    pl->nimage_layers = nl;
     if (img->nlayers == 0)
         return err_set(reterr, FY_E_INVAL, FY_STEP_IMAGE, 0, img->manifest_digest, "image %s has no layers",
                        img->manifest_digest);

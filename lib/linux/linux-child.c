@@ -976,6 +976,11 @@ static void build_filesystem(const struct child_args *a, int ws) {
             die_op(sfd, pl->ops[i].step, -r, i);
     }
     write_secrets(a);
+    /* An image's working directory is made where the image lacks it, as
+     * OCI runtimes do (in the attempt's own upper; a link of the image's is
+     * followed inside the new root only). */
+    if (pl->overlay_lowers && pl->workdir)
+        (void)mkdir_p(pl->workdir, 0755);
     close(oldroot);
     /* (The rules name paths of the filesystem just built.) */
     prebuilt_ruleset = build_landlock(pl, sfd, NULL);
@@ -1493,8 +1498,10 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
         workload_first_steps(a);
     if (!rlimits_set)
         apply_rlimits(a);
+    /* (a failure names the directory, not the command: op index nops is
+     * the host's convention for it) */
     if (chdir(pl->workdir ? pl->workdir : a->workdir) < 0)
-        die(sfd, FY_STEP_EXEC, errno);
+        die_op(sfd, FY_STEP_EXEC, errno, pl->nops);
     if (pl->cpus) {
         /* Make the CPU quota visible: nproc and sched_getaffinity show it. */
         cpu_set_t set, keep;

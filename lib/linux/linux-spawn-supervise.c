@@ -340,7 +340,10 @@ static void finish(fy_handle *h, struct lx *x) {
         rep.setup_step = x->err_step;
         rep.setup_errno = x->err_errno;
         const struct mount_op *op = x->err_op && x->err_op <= pl->nops ? &pl->ops[x->err_op - 1] : NULL;
-        if (x->err_step == FY_STEP_EXEC)
+        if (x->err_step == FY_STEP_EXEC && x->err_op == pl->nops + 1) /* (linux-child.c: the chdir) */
+            rep.setup_detail = util_asprintf("the working directory %s: %s", pl->workdir ? pl->workdir : "(the attempt's)",
+                                           strerror(x->err_errno));
+        else if (x->err_step == FY_STEP_EXEC)
             rep.setup_detail = util_asprintf("cannot execute %s: %s", pl->argv[0], strerror(x->err_errno));
         else if (op && op->kind == MK_BIND)
             rep.setup_detail = util_asprintf("%s: %s /%s at %s: %s%s", fy_step_name(x->err_step),

@@ -461,6 +461,13 @@ int oci_parse_config(const char *json, size_t len, struct oci_image *img, fy_err
     c->entrypoint = json_strv(json_object_get(cfg, "Entrypoint"), &bad);
     c->cmd = json_strv(json_object_get(cfg, "Cmd"), &bad);
     const char *s;
+    /* (a User or WorkingDir of another type is malformed, never "absent":
+     * "User": 0 is not the image's root by omission) */
+    static const char *const texts[] = {"User", "WorkingDir"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *v = json_object_get(cfg, texts[i]);
+        bad |= v && !json_is_null(v) && !json_is_string(v);
+    }
     if ((s = json_string_value(json_object_get(cfg, "User"))) && s[0] && !(c->user = util_strdup(s)))
         bad = true;
     if ((s = json_string_value(json_object_get(cfg, "WorkingDir"))) && s[0] && !(c->workdir = util_strdup(s)))

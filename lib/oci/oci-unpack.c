@@ -1138,6 +1138,35 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
         count++;
     }
     free(items);
+    /* The lock files of layers that are not there (an unpack refused or
+     * failed): nobody unpacks while gc holds the cache (gc.lock), and one
+     * held by anyone is left. */
+    fd = fcntl(k.locks, F_DUPFD_CLOEXEC, 3);
+    d = fd >= 0 ? fdopendir(fd) : NULL;
+    while (d && (de = readdir(d))) {
+        char dirname[48], key[72];
+        size_t len = strlen(de->d_name);
+        const char *dot = strchr(de->d_name, '.');
+        if (len < 6 || strcmp(de->d_name + len - 5, ".lock") != 0 || !dot || (size_t)(dot - de->d_name) >= sizeof(dirname) ||
+            len - 5 - (size_t)(dot - de->d_name) - 1 >= sizeof(key))
+            continue;
+        snprintf(dirname, sizeof(dirname), "%.*s", (int)(dot - de->d_name), de->d_name);
+        snprintf(key, sizeof(key), "%.*s", (int)(len - 5 - (size_t)(dot - de->d_name) - 1), dot + 1);
+        if (strcmp(dirname, "layers") != 0 && strncmp(dirname, "layers-", 7) != 0)
+            continue;
+        char layer[128];
+        snprintf(layer, sizeof(layer), "%s/%s", dirname, key);
+        struct stat st;
+        if (fstatat(k.root, layer, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+            continue;
+        int lock = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0)
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+        if (lock >= 0)
+            close(lock);
+    }
+    if (d)
+        closedir(d);
     if (removed)
         *removed = count;
     if (failed)

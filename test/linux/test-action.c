@@ -1357,6 +1357,22 @@ START_TEST(test_action_cache_gc_api) {
     ck_assert_int_eq(fy_action_cache_gc(path, FY_UNLIMITED, 0, &n, NULL), 0);
     ck_assert_uint_eq(n, 0);
     ck_assert(!exists(path));
+    /* A refused archive never gets an entry: gc leaves no lock file of it
+     * (one per hostile archive piled up for good). */
+    const struct ent bad[] = {{"/tmp/fy-action-test-escape", AE_IFREG, "x", NULL, 0}};
+    expect_archive_refused(bad, 1, FY_E_INVAL, "absolute");
+    ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, FY_UNLIMITED, &n, NULL), 0);
+    snprintf(path, sizeof(path), "%s/locks", cache_dir);
+    d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.' || strlen(de->d_name) != 69)
+            continue;
+        char ent[700];
+        snprintf(ent, sizeof(ent), "%s/entries/%.64s", cache_dir, de->d_name);
+        ck_assert_msg(exists(ent), "lock file %s without an entry", de->d_name);
+    }
+    closedir(d);
     fy_error_free(err);
     fy_action_free(a);
     fy_policy_free(p);

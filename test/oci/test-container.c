@@ -555,6 +555,57 @@ START_TEST(test_opaque_root_layer) {
 }
 END_TEST
 
+/* Images as registries hold them: a layer twice (the same COPY twice: one
+ * directory in the cache) runs; a WorkingDir the image lacks is made, as
+ * OCI runtimes do; one that is a file fails naming the directory, not the
+ * command; a User that is not a string is refused, never read as absent. */
+START_TEST(test_image_config_edges) {
+    char iref[1024];
+    make_image_from("duplayer", "{\"config\": {\"Env\": [\"PATH=/bin\"]}, \"layers\": [{\"busybox\": true}, "
+                                "{\"busybox\": true}]}", iref, sizeof(iref));
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    fy_error *e = NULL;
+    ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+    const char *argv[] = {"/bin/echo", "dup-ok", NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
+    ASSERT_OUT(&r, "dup-ok");
+    run_free(&r);
+    fy_policy_free(p);
+    make_image_from("nowd", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/pwd\"], "
+                            "\"WorkingDir\": \"/made/by/runtime\"}, \"layers\": [{\"busybox\": true}]}",
+                    iref, sizeof(iref));
+    p = policy(FY_PROFILE_RELEASE);
+    ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+    run(p, NULL, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
+    ASSERT_OUT(&r, "/made/by/runtime\n");
+    run_free(&r);
+    fy_policy_free(p);
+    make_image_from("filewd", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/true\"], "
+                              "\"WorkingDir\": \"/bin/busybox\"}, \"layers\": [{\"busybox\": true}]}",
+                    iref, sizeof(iref));
+    p = policy(FY_PROFILE_RELEASE);
+    ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+    run(p, NULL, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_INFRASTRUCTURE_FAILURE);
+    ck_assert_msg(strstr(r.json, "the working directory /bin/busybox: Not a directory"), "%s", r.json);
+    run_free(&r);
+    fy_policy_free(p);
+    make_image_from("numuser", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"User\": 0}, \"layers\": [{\"busybox\": true}]}",
+                    iref, sizeof(iref));
+    p = policy(FY_PROFILE_RELEASE);
+    ck_assert_int_eq(fy_policy_set_image(p, iref, &e), 0);
+    const char *t[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, &e), FY_E_INVAL);
+    ck_assert_msg(strstr(fy_error_message(e), "malformed"), "%s", fy_error_message(e));
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* An image's own /etc/hosts and /etc/hostname (most distribution images
  * have them) are replaced by the sandbox's, a link where /etc/resolv.conf
  * is stays untouched, and the attempt runs. */
@@ -681,6 +732,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_image_links_stay_inside);
     tcase_add_test(tc, test_image_etc_files_replaced);
     tcase_add_test(tc, test_opaque_root_layer);
+    tcase_add_test(tc, test_image_config_edges);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -430,6 +430,21 @@ START_TEST(test_hostile) {
     ck_assert_ptr_null(img);
     fy_error_free(e);
     assert_clean(dir, 0);
+    /* gc leaves no lock file of a layer that never was */
+    char cache[600], locks[700];
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    snprintf(locks, sizeof(locks), "%s/locks", cache);
+    uint64_t removed = 99;
+    e = NULL;
+    ck_assert_msg(oci_gc(cache, UINT64_MAX, UINT64_MAX, &removed, &e) == 0, "%s", fy_error_message(e));
+    ck_assert_uint_eq(removed, 0);
+    DIR *ld = opendir(locks);
+    struct dirent *le;
+    while (ld && (le = readdir(ld)))
+        ck_assert_msg(le->d_name[0] == '.' || strcmp(le->d_name, "gc.lock") == 0, "%s: lock file %s left", h->name,
+                      le->d_name);
+    if (ld)
+        closedir(ld);
     if (have_shadow) {
         ck_assert_int_eq(stat("/etc/shadow", &shadow_after), 0);
         ck_assert_int_eq(shadow_before.st_nlink, shadow_after.st_nlink);
