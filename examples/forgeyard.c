@@ -1430,7 +1430,9 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
     fy_caps_free(caps);
     /* The notes below go to a stderr whose reader may be gone: the result
      * file is written all the same (nothing is started after this). */
+#ifdef SIGPIPE
     signal(SIGPIPE, SIG_IGN);
+#endif
     if (!stdin_passed && stdin_left_unread())
         fprintf(stderr, "%s: run: note: standard input holds data the command was not given (it read /dev/null); "
                         "--stdin passes it\n", prog);
@@ -2411,7 +2413,9 @@ static int cmd_action(int argc, char **argv) {
                : r == FY_E_INVAL || r == FY_E_RANGE || r == FY_E_UNSAFE ? RUN_BAD_INVOCATION
                                                                           : RUN_INFRASTRUCTURE;
     }
+#ifdef SIGPIPE
     signal(SIGPIPE, SIG_IGN); /* (as in run: the result file is written even if stderr's reader is gone) */
+#endif
     int status = action_status(res);
     int outcome = fy_action_result_outcome(res);
     if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)

@@ -104,6 +104,15 @@ char *util_cache_dir(const char *override, const char *leaf);
 /* os_mkdir_parents (os.h) for every folder: path's missing parents made
  * with mode, not path itself. 0, or -errno. */
 int util_mkdir_parents(const char *path, unsigned mode);
+/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF) at s[0..n), or 0 when there is none. */
+size_t util_utf8_seq_len(const unsigned char *s, size_t n);
+/* Whether s (NUL-terminated) is well-formed UTF-8 (JSON can carry it). */
+bool util_utf8_valid(const char *s);
+/* s with every byte that starts no well-formed UTF-8 sequence replaced by
+ * U+FFFD: malloc'd, NULL on OOM (for messages and listings of names a
+ * workload chose). */
+char *util_utf8_lossy(const char *s);
 #ifndef _WIN32
 /* os_open_own_dir (os.h) for every folder: at/path, made with create_mode
  * (0: never made) when missing, opened only when it is the caller's alone
@@ -123,15 +132,6 @@ int util_remove_below(int dirfd, unsigned flags);
 /* All n bytes of p written to fd (retried on EINTR and short writes): 0,
  * or -errno (-EIO for a write that wrote nothing). */
 int util_write_all(int fd, const void *p, size_t n);
-/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF) at s[0..n), or 0 when there is none. */
-size_t util_utf8_seq_len(const unsigned char *s, size_t n);
-/* Whether s (NUL-terminated) is well-formed UTF-8 (JSON can carry it). */
-bool util_utf8_valid(const char *s);
-/* s with every byte that starts no well-formed UTF-8 sequence replaced by
- * U+FFFD: malloc'd, NULL on OOM (for messages and listings of names a
- * workload chose). */
-char *util_utf8_lossy(const char *s);
 #endif
 #define FY_CHECK_ORIGIN(obj) \
     do { if ((obj)->origin_pid != util_getpid()) return FY_E_FORKED; } while (0)
