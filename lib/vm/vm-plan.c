@@ -212,6 +212,9 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
                                                                     : "the guest's CPUs"));
     json_object_set_new(lim, "wall_time", json_string("host: the VMM is killed at the deadline"));
     json_object_set_new(lim, "output", json_string("host: captured streams and returned trees counted"));
+    if (np->limit[FY_LIMIT_DISK] != FY_UNLIMITED || np->limit[FY_LIMIT_FILES] != FY_UNLIMITED)
+        json_object_set_new(lim, "disk", json_string("host: the bytes and entries of the returned build and output "
+                                                     "trees, counted as they arrive"));
     json_object_set_new(lim, "tree", json_string("the VM (the VMM's namespace sandbox and its cgroup)"));
     json_object_set_new(lim, "rlimits", json_string("nofile, core, fsize, stack (set in the guest)"));
     json_object_set_new(lim, "scratch", json_string("tmpfs sizes in the guest (tmp_size, home_size, work_tmp_size)"));
@@ -340,6 +343,20 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         rec_str(&sb, VMR_ARG, np->argv[i]);
     for (size_t i = 0; i < np->nenv; i++)
         rec_str(&sb, VMR_ENV, np->envp[i]);
+    if (!np->env_exact) {
+        /* (the limits the guest enforces, for build tools that size their
+         * parallelism, as the namespace backend tells them) */
+        char limit_env[64];
+        if (cpu != FY_UNLIMITED) {
+            uint64_t n = (cpu + 999) / 1000;
+            snprintf(limit_env, sizeof(limit_env), "FORGEYARD_CPUS=%llu", (unsigned long long)(n < pl->smp ? n : pl->smp));
+            rec_str(&sb, VMR_ENV, limit_env);
+        }
+        if (mem != FY_UNLIMITED) {
+            snprintf(limit_env, sizeof(limit_env), "FORGEYARD_MEMORY_LIMIT=%llu", (unsigned long long)mem);
+            rec_str(&sb, VMR_ENV, limit_env);
+        }
+    }
     rec_str(&sb, VMR_CWD, np->workdir);
     rec_str(&sb, VMR_PATH, np->path_search);
     rec_str(&sb, VMR_HOSTNAME, np->hostname ? np->hostname : "forgeyard");

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1423,6 +1425,33 @@ static int send_files(struct vm *v) {
     return send_guest(v, VMP_FILES_END, NULL, 0);
 }
 
+/* Until fd (the caller's, or its pipe) takes a write: 0; -ETIMEDOUT at
+ * the attempt's deadline; -ECANCELED when the handle is woken (a cancel).
+ * A reader that stops reading must not stop the deadline: the event loop
+ * is where it is kept. */
+static int wait_writable(fy_handle *h, int fd) {
+    for (;;) {
+        int ms = -1;
+        if (h->deadline) {
+            uint64_t now = util_now_usec();
+            if (now >= h->deadline)
+                return -ETIMEDOUT;
+            uint64_t left = (h->deadline - now + 999) / 1000;
+            ms = left > INT_MAX ? INT_MAX : (int)left;
+        }
+        struct pollfd pf[2] = {{.fd = fd, .events = POLLOUT}, {.fd = h->wake_fd, .events = POLLIN}};
+        int r = poll(pf, h->wake_fd >= 0 ? 2 : 1, ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (pf[0].revents)
+            return 0; /* (writable, or an error the write will say) */
+        if (pf[1].revents)
+            return -ECANCELED;
+    }
+}
+
 static void deliver(fy_handle *h, struct vm *v, int stream, const uint8_t *p, size_t n) {
     const struct plan_stdio *s = &neutral(h)->stdio[stream];
     if (s->mode == FY_STDIO_NULL || !n)
@@ -1445,7 +1474,22 @@ static void deliver(fy_handle *h, struct vm *v, int stream, const uint8_t *p, si
     }
     int fd = s->mode == FY_STDIO_FILE ? v->out_fd[stream] : s->fd;
     while (n) {
-        ssize_t w = write(fd, p, n);
+        size_t chunk = n;
+        if (s->mode != FY_STDIO_FILE) {
+            /* (a pipe that polls writable takes PIPE_BUF bytes without blocking) */
+            int k = wait_writable(h, fd);
+            if (k == -ETIMEDOUT && !v->killed) {
+                handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
+                           (unsigned long long)(neutral(h)->limit[FY_LIMIT_WALL_TIME] / 1000));
+                kill_vmm(h, v);
+            }
+            if (k < 0) {
+                v->truncated = true; /* (the rest of this stream's frame is not delivered) */
+                return;
+            }
+            chunk = n < PIPE_BUF ? n : PIPE_BUF;
+        }
+        ssize_t w = write(fd, p, chunk);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
@@ -1563,8 +1607,32 @@ static void on_frame(fy_handle *h, struct vm *v, const struct vmp_frame *f) {
                 kill_vmm(h, v);
                 return;
             }
-            if (vmt_feed(t, f->data, f->len) < 0)
+            uint64_t copied = t->copied;
+            t->copy_budget = v->out_limit == FY_UNLIMITED ? UINT64_MAX : v->out_limit - v->tar_bytes;
+            int fed = vmt_feed(t, f->data, f->len);
+            v->tar_bytes += t->copied - copied; /* (copies the host made count as returned bytes) */
+            if (fed < 0 && t->over_budget) {
+                handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, 0, "output (returned files)");
+                kill_vmm(h, v);
+                return;
+            }
+            if (fed < 0)
                 return protocol_error(h, v, t->error);
+            /* The disk and files quotas: what the trees bring back to the
+             * host's directories (the guest's own writes are its tmpfs). */
+            uint64_t bytes = 0, entries = 0;
+            for (int k = 1; k <= 2; k++)
+                if (v->tar[k]) {
+                    bytes += v->tar[k]->bytes + v->tar[k]->copied;
+                    entries += v->tar[k]->entries;
+                }
+            uint64_t dq = neutral(h)->limit[FY_LIMIT_DISK], fq = neutral(h)->limit[FY_LIMIT_FILES];
+            if ((dq != FY_UNLIMITED && bytes > dq) || (fq != FY_UNLIMITED && entries > fq)) {
+                handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "%s",
+                           dq != FY_UNLIMITED && bytes > dq ? "disk" : "files");
+                kill_vmm(h, v);
+                return;
+            }
         } else {
             v->tar_done[f->flags] = true;
             if (f->len == 4 && !memcmp(f->data, "over", 4)) {

@@ -23,6 +23,7 @@ int vmt_init(struct vmt *t, int root) {
     memset(t, 0, sizeof(*t));
     t->root = root;
     t->out = -1;
+    t->copy_budget = UINT64_MAX;
     t->hash = malloc(sizeof(crypto_hash_sha256_state));
     return t->hash ? 0 : -1;
 }
@@ -387,7 +388,17 @@ static int hard_link(struct vmt *t, char *path, const char *link, uint64_t size)
         r = linkat(AT_FDCWD, proc, dfd, leaf, AT_SYMLINK_FOLLOW);
     }
     int er = errno;
+    if (r < 0 && (er == EXDEV || er == EMLINK || er == EPERM) && (uint64_t)st.st_size > t->copy_budget) {
+        /* (a copy per link past the file system's link count: never past
+         * the output budget; 65,000 links of a 200 MiB file were 13 TB) */
+        t->over_budget = true;
+        close(dfd);
+        close(src);
+        return fail(t, "tar entry: a hard link the host can only copy, beyond the output limit", 0);
+    }
     if (r < 0 && (er == EXDEV || er == EMLINK || er == EPERM)) {
+        t->copy_budget -= (uint64_t)st.st_size;
+        t->copied += (uint64_t)st.st_size;
         int out = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
                          (st.st_mode & 0755) | 0600);
         r = out < 0 ? -1 : 0;

@@ -70,6 +70,11 @@ struct vmt {
     char **seen;
     size_t nseen, capseen;
     bool seen_oom, sealed;
+    /* Bytes the host may still write beyond the stream's own (a hard link
+     * it cannot make, EMLINK or EXDEV, is a copy of the file): the caller's
+     * output budget; copied counts them. over_budget: a copy refused. */
+    uint64_t copy_budget, copied;
+    bool over_budget;
 };
 
 /* root: an O_DIRECTORY fd the reader takes over, or -1. */

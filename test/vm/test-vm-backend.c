@@ -1164,6 +1164,37 @@ START_TEST(test_workspace_too_large) {
 }
 END_TEST
 
+/* The disk and files quotas bind what the build and output trees bring
+ * back to the host's directories (they were accepted and not enforced). */
+START_TEST(test_disk_files_quotas) {
+    static const struct { uint32_t limit; uint64_t value; const char *cmd, *want; } cases[] = {
+        {FY_LIMIT_DISK, 1u << 20, "head -c 3000000 /dev/zero > big", "disk"},
+        {FY_LIMIT_FILES, 5, "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo $i > f$i; done", "files"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char bld[128];
+        snprintf(bld, sizeof(bld), "%s/build-quota%zu", scratch, i);
+        ck_assert_int_eq(mkdir(bld, 0777), 0);
+        ck_assert_int_eq(chmod(bld, 0777), 0);
+        fy_policy *p = vm_policy();
+        fy_error *e = NULL;
+        ck_assert_int_eq(fy_policy_set_build(p, bld, &e), 0);
+        ck_assert_int_eq(fy_policy_set_limit(p, cases[i].limit, cases[i].value, &e), 0);
+        const char *argv[] = {"/bin/sh", "-c", cases[i].cmd, NULL};
+        fy_result *r = run(p, argv, NULL, NULL, NULL);
+        ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_RESOURCE_EXCEEDED, "%s: outcome %s: %s", cases[i].want,
+                      fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r));
+        ck_assert_str_eq(detail(r), cases[i].want);
+        assert_nothing_left(r);
+        fy_result_free(r);
+        fy_policy_free(p);
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", bld);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+END_TEST
+
 START_TEST(test_timeout) {
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
@@ -2299,6 +2330,7 @@ int main(int argc, char **argv) {
     ADD(test_workspace_many_files);
     ADD(test_file_bind);
     ADD(test_workspace_removals);
+    ADD(test_disk_files_quotas);
     ADD(test_workspace_unchanged);
     ADD(test_workspace_too_large);
     ADD(test_workspace_too_deep);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "vm-tar.h"
@@ -513,6 +514,44 @@ START_TEST(test_hardlinks) {
 }
 END_TEST
 
+/* A hard link the host cannot make (past ext4's 65,000 links per file)
+ * is a copy of the file: the copies count against the output budget, and
+ * one past it stops the stream (over_budget), never a disk filled by
+ * 512-byte entries. */
+START_TEST(test_hardlink_copies_bounded) {
+    int root = dest("manylinks");
+    struct statfs sf;
+    ck_assert_int_eq(fstatfs(root, &sf), 0);
+    static char blob[65536];
+    memset(blob, 'B', sizeof(blob) - 1);
+    struct buf b;
+    struct archive *a = writer(&b);
+    add(a, "big", AE_IFREG, blob, NULL);
+    char name[32];
+    for (int i = 0; i < 65100; i++) {
+        snprintf(name, sizeof(name), "l%05d", i);
+        add_hardlink(a, name, "big");
+    }
+    finish(a);
+    struct vmt t;
+    ck_assert_int_eq(vmt_init(&t, root), 0);
+    t.copy_budget = 10 * sizeof(blob);
+    int r = feed(&t, &b, 65536);
+    if (sf.f_type == 0xEF53) { /* ext2/3/4: at most 65,000 links */
+        ck_assert_int_eq(r, -1);
+        ck_assert_msg(t.over_budget, "%s", t.error ? t.error : "no error");
+        ck_assert_uint_le(t.copied, 10 * sizeof(blob));
+    } else {
+        printf("test_hardlink_copies_bounded: not ext4 here (f_type %#lx): the links were links\n", (unsigned long)sf.f_type);
+    }
+    vmt_free(&t);
+    free(b.p);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s/manylinks'", scratch);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* Long names cost the host memory (it remembers each to mirror what the
  * guest removed): their total is bounded, and a stream past it refused. */
 START_TEST(test_names_bounded) {
@@ -621,6 +660,7 @@ int main(void) {
     tcase_add_test(tc, test_mtime);
     tcase_add_test(tc, test_entries_bounded);
     tcase_add_test(tc, test_hardlinks);
+    tcase_add_test(tc, test_hardlink_copies_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
