@@ -129,7 +129,7 @@ int fy_handle_get_stdio_fd(fy_handle *h, uint32_t stream) {
     fy_error **reterr = NULL;
     CHECK_HANDLE(h);
     if (stream > FY_STDERR)
-        return FY_E_UNSUPPORTED;
+        return FY_E_INVAL;
     return h->backend->stdio_fd(h, stream);
 }
 
@@ -187,8 +187,21 @@ static int finish(fy_handle *h, fy_result **ret_result) {
     return 1;
 }
 
+static int process_one(fy_handle *h, fy_result **ret_result, fy_error **reterr);
+
 int fy_handle_process(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
     CHECK_HANDLE(h);
+    /* One thread at a time (fy_handle_process(3)): a second one is refused,
+     * typed, instead of racing the first through the backend's teardown. */
+    if (atomic_exchange(&h->in_process, true))
+        return err_set(reterr, FY_E_STATE, FY_STEP_WAIT, 0, NULL,
+                       "another thread is driving this handle (fy_handle_wait or fy_handle_process)");
+    int r = process_one(h, ret_result, reterr);
+    atomic_store(&h->in_process, false);
+    return r;
+}
+
+static int process_one(fy_handle *h, fy_result **ret_result, fy_error **reterr) {
     if (h->result)
         return finish(h, ret_result);
     uint32_t c = atomic_load(&h->cancel_request);

@@ -557,7 +557,7 @@ int fy_policy_set_stdio(fy_policy *policy, uint32_t stream, uint32_t mode, int f
                         fy_error **reterr) {
     CHECK_POLICY(policy);
     if (stream > FY_STDERR)
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL, "unknown stream %u", stream);
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL, "unknown stream %u", stream);
     if (mode == FY_STDIO_CALLBACK)
         return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL,
                        "FY_STDIO_CALLBACK is set with fy_policy_set_stdio_callback, which names the callback");
@@ -595,7 +595,7 @@ int fy_policy_set_stdio_callback(fy_policy *policy, uint32_t stream, fy_output_f
                                  fy_error **reterr) {
     CHECK_POLICY(policy);
     if (stream != FY_STDOUT && stream != FY_STDERR)
-        return err_set(reterr, stream == FY_STDIN ? FY_E_INVAL : FY_E_UNSUPPORTED, FY_STEP_POLICY, 0, NULL,
+        return err_set(reterr, FY_E_INVAL, FY_STEP_POLICY, 0, NULL,
                        stream == FY_STDIN ? "stdin cannot be an output callback" : "unknown stream %u", stream);
     struct pol_stdio *s = &policy->stdio[stream];
     if (s->fd >= 0)

@@ -121,7 +121,7 @@ static int read_secret_file(struct prep_secret *ps, size_t i, fy_error **reterr)
     const struct pol_secret *s = ps->decl;
     char loc[48];
     snprintf(loc, sizeof(loc), "$.secrets[%zu].file", i);
-    int fd = open(s->host_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+    int fd = open(s->host_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK); /* (a FIFO: refused below) */
     if (fd < 0) {
         int e = errno;
         return err_set(reterr, err_from_errno(e), FY_STEP_SECRET, e, loc, "secret %s: cannot open %s: %s", s->name,
@@ -338,8 +338,8 @@ int fy_prepared_level(const fy_prepared *prepared) {
 
 int fy_prepared_control(const fy_prepared *prepared, uint32_t control) {
     CHECK_PREPARED(prepared);
-    if (control == 0 || control > FY_CONTROL_MAX_)
-        return FY_E_UNSUPPORTED;
+    if (control == 0 || control > FY_CONTROL_MAX_ || !fy_control_name(control))
+        return FY_E_UNSUPPORTED; /* (17 and 18 are no controls either) */
     return prepared->sel.control[control];
 }
 

@@ -53,6 +53,7 @@ struct fy_handle {
     const struct fy_backend_ops *backend;
     void *b;                              /* backend state */
     atomic_uint cancel_request;           /* FY_CANCEL_* from any thread */
+    atomic_bool in_process;               /* a thread is in fy_handle_process: another gets FY_E_STATE */
     int wake_fd;                          /* eventfd: cancel from another thread */
     /* ending the attempt early */
     enum end_reason end;

@@ -10,6 +10,7 @@
  * and the sandbox's /etc/hosts carries the resolved names. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -17,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "plan.h"
 #include "policy.h"
@@ -155,9 +158,19 @@ static int resolve_with_host(const char *name, struct plan_net_rule tmpl, struct
 }
 
 static char *read_hosts_file(const char *path, int *err) {
-    FILE *f = fopen(path, "re");
+    /* (a FIFO is refused, never waited on: O_NONBLOCK, then a regular file only) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        errno = EINVAL;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
     if (!f) {
         *err = errno;
+        if (fd >= 0)
+            close(fd);
         return NULL;
     }
     char *buf = malloc(HOSTS_FILE_MAX + 1);

@@ -38,7 +38,7 @@ extern const size_t lx_proxy_blob_len;
 
 
 int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena *arena, fy_error **reterr) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK); /* (a FIFO: refused below) */
     if (fd < 0) {
         int e = errno;
         return err_set(reterr, err_from_errno(e), FY_STEP_PROXY, e, "$.network.host",

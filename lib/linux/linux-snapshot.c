@@ -188,7 +188,7 @@ char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr) {
     int dfd = file_name(key, name, sizeof(name)) < 0 ? -1 : open_dir(dir, false);
     if (dfd < 0)
         return NULL;
-    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK); /* (a FIFO: refused below) */
     close(dfd);
     if (fd < 0)
         return NULL;

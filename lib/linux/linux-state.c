@@ -414,11 +414,12 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
         }
         if (n < 7 || strcmp(e->d_name + n - 6, ".state") != 0)
             continue;
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* (O_NONBLOCK: a FIFO planted here is never waited on; it is no record) */
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0)
             continue;
-        if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
-            close(fd); /* (not ours: written by someone the directory once let in) */
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+            close(fd); /* (not ours: written by someone the directory once let in; or no file) */
             if (!r)
                 r = err_set(reterr, FY_E_UNSAFE, FY_STEP_CLEANUP, 0, NULL,
                             "%s/%s is not this user's record: not acted on", dir, e->d_name);

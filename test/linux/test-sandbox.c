@@ -1728,6 +1728,38 @@ END_TEST
 
 /* ---- secrets ---- */
 
+/* A FIFO where the host names a file (a secret, a state record) is refused
+ * as what it is, at once: an open for reading would wait for a writer for
+ * good, in fy_prepare, or in fy_gc and the gc of every fy_handle_free. */
+START_TEST(test_fifo_never_waited_on) {
+    char path[160], state[160], rec[200];
+    snprintf(path, sizeof(path), "%s/secret-fifo", scratch);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    alarm(30); /* (the test's own bound: a hang fails it) */
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_add_secret_file(p, "k", FY_SECRET_ENV, "K", path, NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), FY_E_INVAL);
+    fy_error_free(e);
+    fy_policy_free(p);
+    snprintf(state, sizeof(state), "%s/fifo-state", scratch);
+    ck_assert_int_eq(mkdir(state, 0700), 0);
+    snprintf(rec, sizeof(rec), "%s/zz.state", state);
+    ck_assert_int_eq(mkfifo(rec, 0600), 0);
+    uint64_t n = 99;
+    e = NULL;
+    (void)fy_gc(state, 0, &n, &e); /* (refused as no record of ours, or skipped: never a wait) */
+    fy_error_free(e);
+    ck_assert_uint_eq(n, 0);
+    alarm(0);
+    unlink(rec);
+    rmdir(state);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(test_secrets) {
     char path[160];
     snprintf(path, sizeof(path), "%s/secret-src", scratch);
@@ -3980,6 +4012,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_crash_anywhere_in_setup_then_gc);
     tcase_add_test(tc, test_every_setup_failure_is_typed_and_clean);
     tcase_add_test(tc, test_disk_and_file_quotas);
+    tcase_add_test(tc, test_fifo_never_waited_on);
     tcase_add_test(tc, test_cancel_each_reason);
     tcase_add_test(tc, test_cancel_after_the_end_keeps_it);
     tcase_add_test(tc, test_cancel_timeout_exit_races);

@@ -16,6 +16,10 @@
 #define O_CLOEXEC _O_NOINHERIT
 #endif
 #define O_NOCTTY 0
+/* (no FIFO to wait on an open of: the CRT's files never block there) */
+#ifndef O_NONBLOCK
+#define O_NONBLOCK 0
+#endif
 /* The CRT's stat sees no symbolic links or reparse points as such: a link
  * reads as what it points to (docs/windows.md). */
 #define O_NOFOLLOW 0
