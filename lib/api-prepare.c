@@ -102,7 +102,11 @@ static int resolve_env(fy_prepared *pr, fy_error **reterr) {
     if (!tmp)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     bool ok = true;
-    VEC_EACH(&p->env_set, struct pol_env, e) ok = ok && policy_add_env(tmp, e->name, e->value) >= 0;
+    VEC_EACH(&p->env_set, struct pol_env, e) {
+        ok = ok && policy_add_env(tmp, e->name, e->value) >= 0;
+        if (ok && e->profile_default)
+            policy_mark_env_default(tmp, e->name);
+    }
     VEC_EACH(&p->env_allow, char *, name) {
         const char *v = host_env(*name);
         if (v)

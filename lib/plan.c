@@ -404,8 +404,21 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
 
 /* The environment: the policy's variables and the allowed host ones (as
  * resolved into pr->env, sorted), then defaults for what they left unset. */
+/* Whether the caller set name (a profile's default does not count: an
+ * image's own value wins over it, as an image's Env is its defaults). */
 static bool env_has(const fy_prepared *pr, const char *name, size_t len) {
-    VEC_EACH(&pr->env, struct pol_env, e) if (strlen(e->name) == len && strncmp(e->name, name, len) == 0) return true;
+    VEC_EACH(&pr->env, struct pol_env, e)
+        if (!e->profile_default && strlen(e->name) == len && strncmp(e->name, name, len) == 0)
+            return true;
+    return false;
+}
+
+/* Whether the image's environment declares name. */
+static bool img_env_has(char *const *img_env, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 0; img_env && img_env[i]; i++)
+        if (strncmp(img_env[i], name, n) == 0 && img_env[i][n] == '=')
+            return true;
     return false;
 }
 
@@ -463,7 +476,7 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
         bool taken = false;
         for (size_t i = 0; i < nproxy; i++)
             taken = taken || strcmp(e->name, proxy_env[i]) == 0;
-        if (taken)
+        if (taken || (e->profile_default && img_env_has(img_env, e->name)))
             continue;
         if (!(envp[pl->nenv++] = fmt(pl, "%s=%s", e->name, e->value)))
             return FY_E_NOMEM;

@@ -209,6 +209,8 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     if (policy_add_env(p, "PATH", "/usr/local/bin:/usr/bin:/bin") < 0 ||
         policy_add_env(p, "LANG", "C.UTF-8") < 0)
         return FY_E_NOMEM;
+    policy_mark_env_default(p, "PATH");
+    policy_mark_env_default(p, "LANG");
 
     p->net_mode = FY_NET_DENY;
     p->dns = FY_DNS_NONE;
@@ -267,6 +269,8 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
         p->limit[FY_LIMIT_OUTPUT] = 256 * MiB;
         if (policy_add_env(p, "TZ", "UTC") < 0 || policy_add_env(p, "LC_ALL", "C.UTF-8") < 0)
             return FY_E_NOMEM;
+        policy_mark_env_default(p, "TZ");
+        policy_mark_env_default(p, "LC_ALL");
         break;
     }
     /* The host program's floor always wins over a profile's default. */
@@ -344,6 +348,7 @@ int policy_add_env(fy_policy *p, const char *name, const char *value) {
         if (c == 0) {
             free(e->value);
             e->value = nv;
+            e->profile_default = false;
             return 0;
         }
         if (c > 0)
@@ -359,6 +364,12 @@ int policy_add_env(fy_policy *p, const char *name, const char *value) {
     memmove(base + i + 1, base + i, (p->env_set.n - 1 - i) * sizeof(*base));
     base[i] = (struct pol_env){nn, nv};
     return 0;
+}
+
+void policy_mark_env_default(fy_policy *p, const char *name) {
+    VEC_EACH(&p->env_set, struct pol_env, e)
+        if (strcmp(e->name, name) == 0)
+            e->profile_default = true;
 }
 
 void policy_unset_env(fy_policy *p, const char *name) {

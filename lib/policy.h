@@ -24,7 +24,9 @@ void vec_remove(struct vec *v, size_t i);
 
 struct pol_bind { char *host, *target; uint32_t flags; };
 struct pol_toolchain { char *name, *host; };
-struct pol_env { char *name, *value; };
+/* profile_default: set by the profile, not by the caller: an image's own
+ * value of the variable wins over it (plan.c build_env). */
+struct pol_env { char *name, *value; bool profile_default; };
 struct pol_dest { char *host; uint32_t proto, port_min, port_max; };
 struct pol_device { char *path; bool writable; };
 struct pol_secret {
@@ -136,7 +138,9 @@ void policy_test_no_clone_into(fy_policy *p);
 int policy_add_string(struct vec *v, const char *s);  /* appended, no duplicates */
 bool policy_has_string(const struct vec *v, const char *s);
 void policy_remove_string(struct vec *v, const char *s);
-int policy_add_env(fy_policy *p, const char *name, const char *value);  /* replaces */
+int policy_add_env(fy_policy *p, const char *name, const char *value);
+/* Marks name's value as the profile's default (policy_add_env clears it). */
+void policy_mark_env_default(fy_policy *p, const char *name);  /* replaces */
 void policy_unset_env(fy_policy *p, const char *name);
 const char *policy_get_env(const fy_policy *p, const char *name);
 int policy_set_toolchain(fy_policy *p, const char *name, const char *host); /* replaces */

@@ -593,6 +593,24 @@ START_TEST(test_image_config_edges) {
     ck_assert_msg(strstr(r.json, "the working directory /bin/busybox: Not a directory"), "%s", r.json);
     run_free(&r);
     fy_policy_free(p);
+    /* The image's PATH wins over the profile's default one (golang, rust,
+     * JDK images put their tools on it); a PATH the caller sets wins over
+     * the image's. */
+    make_image_from("imgpath", "{\"config\": {\"Env\": [\"PATH=/opt/tools:/bin\"], \"Cmd\": [\"mytool\"]}, "
+                               "\"layers\": [{\"busybox\": true, \"entries\": [{\"name\": \"opt/tools/mytool\", "
+                               "\"data\": \"#!/bin/sh\\necho tool-ran PATH=$PATH\\n\", \"mode\": 493}]}]}",
+                    iref, sizeof(iref));
+    p = policy(FY_PROFILE_RELEASE);
+    ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+    run(p, NULL, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
+    ASSERT_OUT(&r, "tool-ran PATH=/opt/tools:/bin\n");
+    run_free(&r);
+    ck_assert_int_eq(fy_policy_set_env(p, "PATH", "/usr/bin:/bin", &e), 0);
+    run(p, NULL, &r);
+    ck_assert_int_eq(r.outcome, FY_OUTCOME_INFRASTRUCTURE_FAILURE); /* mytool is not on the caller's PATH */
+    run_free(&r);
+    fy_policy_free(p);
     make_image_from("numuser", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"User\": 0}, \"layers\": [{\"busybox\": true}]}",
                     iref, sizeof(iref));
     p = policy(FY_PROFILE_RELEASE);
