@@ -107,12 +107,17 @@ int util_mkdir_parents(const char *path, unsigned mode);
 /* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF) at s[0..n), or 0 when there is none. */
 size_t util_utf8_seq_len(const unsigned char *s, size_t n);
+/* Length of the longest well-formed UTF-8 prefix of s[0..n). */
+size_t util_utf8_valid_prefix(const char *s, size_t n);
 /* Whether s (NUL-terminated) is well-formed UTF-8 (JSON can carry it). */
 bool util_utf8_valid(const char *s);
 /* s with every byte that starts no well-formed UTF-8 sequence replaced by
  * U+FFFD: malloc'd, NULL on OOM (for messages and listings of names a
  * workload chose). */
 char *util_utf8_lossy(const char *s);
+/* The same over s[0..n) (NULs kept); *out_len (when not NULL) gets the
+ * length of the result. */
+char *util_utf8_lossy_n(const char *s, size_t n, size_t *out_len);
 #ifndef _WIN32
 /* os_open_own_dir (os.h) for every folder: at/path, made with create_mode
  * (0: never made) when missing, opened only when it is the caller's alone

@@ -147,31 +147,14 @@ static void mark_altered(struct render *rd, const char *path) {
 static json_t *text_value(struct render *rd, const char *path, const char *s, size_t n) {
     if (!s)
         return json_null();
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, l;
-    while (i < n && (l = util_utf8_seq_len(u + i, n - i)))
-        i += l;
-    if (i == n)
+    if (util_utf8_valid_prefix(s, n) == n)
         return json_stringn(s, n);
-    if (n > (SIZE_MAX - 1) / 3)
-        return NULL;
-    char *buf = malloc(3 * n + 1), *o = buf;
+    size_t len;
+    char *buf = util_utf8_lossy_n(s, n, &len);
     if (!buf)
         return NULL;
-    for (i = 0; i < n;) {
-        l = util_utf8_seq_len(u + i, n - i);
-        if (l) {
-            memcpy(o, s + i, l);
-            o += l;
-            i += l;
-        } else {
-            memcpy(o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        }
-    }
     mark_altered(rd, path);
-    json_t *v = json_stringn(buf, (size_t)(o - buf));
+    json_t *v = json_stringn(buf, len);
     free(buf);
     return v;
 }

@@ -192,17 +192,21 @@ size_t util_utf8_seq_len(const unsigned char *s, size_t n) {
     return len;
 }
 
-bool util_utf8_valid(const char *s) {
+size_t util_utf8_valid_prefix(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
-    size_t n = strlen(s), i = 0, l;
+    size_t i = 0, l;
     while (i < n && (l = util_utf8_seq_len(u + i, n - i)))
         i += l;
-    return i == n;
+    return i;
 }
 
-char *util_utf8_lossy(const char *s) {
-    const unsigned char *u = (const unsigned char *)s;
+bool util_utf8_valid(const char *s) {
     size_t n = strlen(s);
+    return util_utf8_valid_prefix(s, n) == n;
+}
+
+char *util_utf8_lossy_n(const char *s, size_t n, size_t *out_len) {
+    const unsigned char *u = (const unsigned char *)s;
     if (n > (SIZE_MAX - 1) / 3)
         return NULL;
     char *buf = malloc(3 * n + 1), *o = buf;
@@ -220,5 +224,11 @@ char *util_utf8_lossy(const char *s) {
         }
     }
     *o = '\0';
+    if (out_len)
+        *out_len = (size_t)(o - buf);
     return buf;
+}
+
+char *util_utf8_lossy(const char *s) {
+    return util_utf8_lossy_n(s, strlen(s), NULL);
 }
