@@ -146,6 +146,8 @@ void lx_terminate(fy_handle *h) {
 static void check_disk(fy_handle *h, struct lx *x, const struct linux_plan *pl) {
     struct watch_total t;
     watch_measure(pl->watch_dirs, pl->nwatch, &t);
+    if (!x->reaped)
+        watch_unnamed(x->pid, pl->watch_dirs, pl->nwatch, &t);
     if (t.unmeasured) {
         /* What the walk cannot count may hold any amount: crossed. */
         handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "%s (not measurable: %s)",

@@ -7,8 +7,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "linux-watch.h"
@@ -63,4 +67,170 @@ void watch_measure(const char *const *dirs, size_t n, struct watch_total *t) {
         }
         walk(fd, st.st_dev, t, 0);
     }
+}
+
+/* ---- files without a name ---- */
+
+struct unnamed {
+    dev_t devs[64];
+    size_t ndevs;
+    struct {
+        dev_t dev;
+        ino_t ino;
+    } seen[WATCH_MAX_UNNAMED];
+    size_t nseen;
+    struct watch_total *t;
+};
+
+static bool watched_dev(const struct unnamed *u, dev_t dev) {
+    for (size_t i = 0; i < u->ndevs; i++)
+        if (u->devs[i] == dev)
+            return true;
+    return false;
+}
+
+/* One regular file with no link left, on a watched filesystem: counted
+ * once, however many descriptors and mappings hold it. */
+static void count_file(struct unnamed *u, const struct stat *st) {
+    if (!S_ISREG(st->st_mode) || st->st_nlink != 0 || !watched_dev(u, st->st_dev))
+        return;
+    for (size_t i = 0; i < u->nseen; i++)
+        if (u->seen[i].dev == st->st_dev && u->seen[i].ino == st->st_ino)
+            return;
+    if (u->nseen == WATCH_MAX_UNNAMED) {
+        u->t->unmeasured = "more open files without a name than the watchdog counts";
+        return;
+    }
+    u->seen[u->nseen].dev = st->st_dev;
+    u->seen[u->nseen].ino = st->st_ino;
+    u->nseen++;
+    u->t->files++;
+    u->t->bytes += (uint64_t)st->st_blocks * 512u;
+}
+
+static void scan_fds(struct unnamed *u, int pdir) {
+    int fd = openat(pdir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        else if (errno != ENOENT && errno != ESRCH && errno != EACCES && errno != EPERM)
+            u->t->unmeasured = "a process whose descriptors the watchdog cannot examine";
+        /* (EACCES, EPERM: rootless, the library's own processes, not
+         * dumpable and executed outside the sandbox's user namespace: the
+         * init and the workload's process before it executes anything. A
+         * workload's process was executed in the user namespace the caller
+         * owns, so the caller may always examine it.) */
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (e->d_name[0] != '.' && fstatat(dirfd(d), e->d_name, &st, 0) == 0)
+            count_file(u, &st);
+    }
+    closedir(d);
+}
+
+/* Mappings of deleted files on a watched filesystem: the file, through
+ * map_files (root), or not measurable. */
+static void scan_maps(struct unnamed *u, int pdir) {
+    int fd = openat(pdir, "maps", O_RDONLY | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        else if (errno != ENOENT && errno != ESRCH && errno != EACCES && errno != EPERM)
+            u->t->unmeasured = "a process whose mappings the watchdog cannot examine";
+        return; /* (EACCES, EPERM: as scan_fds) */
+    }
+    char line[4096 + 128];
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi, ino;
+        unsigned maj, min;
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %*s %*x %x:%x %lu %n", &lo, &hi, &maj, &min, &ino, &path_at) < 5 || !ino)
+            continue;
+        size_t len = strlen(line);
+        while (len && line[len - 1] == '\n')
+            line[--len] = '\0';
+        static const char deleted[] = " (deleted)";
+        if (len < sizeof(deleted) - 1 || strcmp(line + len - (sizeof(deleted) - 1), deleted) != 0 ||
+            !watched_dev(u, makedev(maj, min)))
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "map_files/%lx-%lx", lo, hi);
+        struct stat st;
+        if (fstatat(pdir, name, &st, 0) == 0)
+            count_file(u, &st);
+        else if (errno != ENOENT && errno != ESRCH)
+            u->t->unmeasured = "a mapped file without a name the watchdog cannot measure";
+    }
+    fclose(f);
+}
+
+void watch_unnamed(pid_t root, const char *const *dirs, size_t n, struct watch_total *t) {
+    struct unnamed *u = calloc(1, sizeof(*u));
+    pid_t *q = malloc(WATCH_MAX_PROCS * sizeof(pid_t));
+    if (!u || !q) {
+        free(u);
+        free(q);
+        t->unmeasured = "out of memory";
+        return;
+    }
+    u->t = t;
+    for (size_t i = 0; i < n && u->ndevs < sizeof(u->devs) / sizeof(u->devs[0]); i++) {
+        struct stat st;
+        if (stat(dirs[i], &st) == 0 && !watched_dev(u, st.st_dev))
+            u->devs[u->ndevs++] = st.st_dev;
+    }
+    /* The tree, breadth first, through each task's children. */
+    size_t nq = 0;
+    if (u->ndevs && root > 0)
+        q[nq++] = root;
+    for (size_t i = 0; i < nq; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d", (int)q[i]);
+        int pdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pdir < 0)
+            continue; /* gone meanwhile */
+        /* Not the root: the sandbox's init holds only what the library
+         * gave it, and rootless its descriptors are not ours to list. */
+        if (i > 0) {
+            scan_fds(u, pdir);
+            scan_maps(u, pdir);
+        }
+        int tfd = openat(pdir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *td = tfd >= 0 ? fdopendir(tfd) : NULL;
+        struct dirent *e;
+        while (td && (e = readdir(td))) {
+            if (e->d_name[0] < '0' || e->d_name[0] > '9')
+                continue;
+            char cpath[300];
+            snprintf(cpath, sizeof(cpath), "task/%s/children", e->d_name);
+            int cfd = openat(pdir, cpath, O_RDONLY | O_CLOEXEC);
+            FILE *cf = cfd >= 0 ? fdopen(cfd, "re") : NULL;
+            if (!cf) {
+                if (cfd >= 0)
+                    close(cfd);
+                continue;
+            }
+            long child;
+            while (fscanf(cf, "%ld", &child) == 1) {
+                if (nq == WATCH_MAX_PROCS) {
+                    t->unmeasured = "more processes than the watchdog examines";
+                    break;
+                }
+                q[nq++] = (pid_t)child;
+            }
+            fclose(cf);
+        }
+        if (td)
+            closedir(td);
+        else if (tfd >= 0)
+            close(tfd);
+        close(pdir);
+    }
+    free(q);
+    free(u);
 }

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct watch_total {
     uint64_t bytes;         /* allocated blocks */
@@ -21,5 +22,20 @@ struct watch_total {
  * unmeasured, for the caller to treat as a crossed quota: a workload must
  * not hide what it writes from the count. */
 void watch_measure(const char *const *dirs, size_t n, struct watch_total *t);
+
+/* How many processes and nameless files watch_unnamed looks at; more is
+ * not counted, and said so. */
+#define WATCH_MAX_PROCS 65536
+#define WATCH_MAX_UNNAMED 4096
+
+/* Adds to t what the processes of the tree rooted at root (the sandbox's
+ * init, as the host sees it; its own descriptors are the library's and not
+ * looked at) hold on the directories' filesystems without
+ * a name: regular files open or mapped with no link left (O_TMPFILE, or
+ * unlinked while open), each counted once. They take blocks on the host's
+ * filesystem until the attempt ends, and no walk of the directories finds
+ * them. A process whose descriptors or mappings cannot be examined makes
+ * the count unmeasured. */
+void watch_unnamed(pid_t root, const char *const *dirs, size_t n, struct watch_total *t);
 
 #endif

@@ -3462,6 +3462,39 @@ START_TEST(test_disk_and_file_quotas) {
     char closed_dir[600];
     snprintf(closed_dir, sizeof(closed_dir), "%s/h", build);
     ck_assert_int_eq(chmod(closed_dir, 0700), 0); /* (for the test's own cleanup) */
+    ck_assert_int_eq(system(clear), 0);
+    /* A file with no name still takes the host's blocks until the attempt
+     * ends: unlinked while open, and made nameless (O_TMPFILE) and only
+     * mapped, with its descriptor closed. */
+    const char *unnamed[] = {"/bin/sh", "-c",
+                             "exec 3>u && rm u && head -c 3000000 /dev/zero >&3; sleep 3; echo wrote-unnamed", NULL};
+    run_argv(p, unnamed, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome),
+                  r.out);
+    ck_assert_str_eq(r.detail, "disk");
+    ck_assert_ptr_null(strstr(r.out, "wrote-unnamed"));
+    run_free(&r);
+    const char *mapped[] = {"/usr/bin/python3", "-c",
+                            "import os, mmap, time\n"
+                            "fd = os.open('.', os.O_TMPFILE | os.O_RDWR, 0o600)\n"
+                            "os.ftruncate(fd, 3000000)\n"
+                            "m = mmap.mmap(fd, 3000000)\n"
+                            "os.close(fd)\n"
+                            "m.write(b'x' * 3000000)\n"
+                            "m.flush()\n"
+                            "time.sleep(3)\n"
+                            "print('wrote-mapped')\n",
+                            NULL};
+    run_argv(p, mapped, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome),
+                  r.out);
+    /* (Rootless, the host may not look into another's mappings: not
+     * measurable, which crosses the quota as well.) */
+    ck_assert_msg(!strcmp(r.detail, "disk") ||
+                  (rootless && !strcmp(r.detail, "disk (not measurable: a mapped file without a name the watchdog cannot measure)")),
+                  "detail %s", r.detail);
+    ck_assert_ptr_null(strstr(r.out, "wrote-mapped"));
+    run_free(&r);
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_DISK, FY_UNLIMITED, NULL), 0);
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_FILES, 50, NULL), 0);
     const char *many[] = {"/bin/sh", "-c", "mkdir many && cd many && i=0; while [ $i -lt 400 ]; do : > n$i; "
