@@ -108,6 +108,11 @@ int handle_start(const fy_prepared *prepared, void *shell, const uint64_t *claim
         (void)b->shell_discard(shell);
     if (r == 0)
         r = shell ? b->start_shell(h, shell, reterr) : b->start(h, reterr);
+    if (r == BACKEND_SHELL_LOST) {
+        /* Nothing of the attempt ran: the caller starts it from nothing. */
+        handle_release(h);
+        return r;
+    }
     if (r < 0) {
         metrics_start_failure(obs->metrics, b->name, prepared->sel.level);
         obs_span(obs, "executor.spawn", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));

@@ -45,6 +45,14 @@ struct fy_shells {
 static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct fy_shells *all_sets;
 
+/* Under s->mu, in a forked copy of the host: the shells are the parent's;
+ * let go of our copies of their fds without touching them. */
+static void forget_all(fy_shells *s) {
+    for (uint32_t i = 0; i < s->nready; i++)
+        s->backend->shell_forget(s->ready[i].b);
+    s->nready = 0;
+}
+
 /* A fork while another thread held a set's lock (filling it, claiming):
  * the child's copy of the set only ever forgets its shells (lock_set), so
  * its lock is freed for that. The list is walked only if no thread was
@@ -52,8 +60,14 @@ static struct fy_shells *all_sets;
 static void shells_fork_child(void) {
     if (util_mutex_reclaim(&all_mu))
         return;
+    /* The copies of the ready shells' sockets and pidfds are let go at
+     * once, not at the child's next call into the set (which may never
+     * come): a shell sees its host's end of the socket close when the host
+     * dies, and a forked child that lives on must not keep it waiting. A
+     * set another thread was changing at the fork is left to lock_set. */
     for (fy_shells *s = all_sets; s; s = s->next)
-        util_mutex_reclaim(&s->mu);
+        if (!util_mutex_reclaim(&s->mu))
+            forget_all(s);
 }
 
 __attribute__((constructor)) static void shells_register_fork(void) { util_on_fork_child(shells_fork_child); }
@@ -94,14 +108,6 @@ static void discard_stale(fy_shells *s, uint64_t now) {
         else
             i++;
     }
-}
-
-/* Under s->mu, in a forked copy of the host: the shells are the parent's;
- * let go of our copies of their fds without touching them. */
-static void forget_all(fy_shells *s) {
-    for (uint32_t i = 0; i < s->nready; i++)
-        s->backend->shell_forget(s->ready[i].b);
-    s->nready = 0;
 }
 
 /* Locks the set; FY_E_FORKED (the shells forgotten) in a forked copy. */
@@ -205,7 +211,16 @@ int fy_start_shell(const fy_prepared *prepared, fy_shells *s, fy_handle **ret, f
     if (!taken)
         return fy_start(prepared, ret, reterr);
     uint64_t claim = util_now_usec() - t0;
-    return handle_start(prepared, taken, &claim, ret, reterr);
+    r = handle_start(prepared, taken, &claim, ret, reterr);
+    if (r != BACKEND_SHELL_LOST)
+        return r;
+    /* It ended between its last look and its claim (killed, its idle
+     * limit): discarded, never handed out; the attempt starts cold. */
+    pthread_mutex_lock(&s->mu);
+    s->claimed--;
+    s->discarded++;
+    pthread_mutex_unlock(&s->mu);
+    return fy_start(prepared, ret, reterr);
 }
 
 int fy_shells_stat(fy_shells *s, uint32_t what, uint64_t *ret_value) {

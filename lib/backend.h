@@ -7,6 +7,9 @@
 #include "plan.h"
 #include "policy.h"
 
+/* start_shell's answer for a shell found dead at its claim (not an FY_E_*). */
+#define BACKEND_SHELL_LOST (-0x4000)
+
 
 #define FY_BACKEND_OPS_VERSION 1
 
@@ -68,7 +71,10 @@ struct fy_backend_ops {
      * reaps it and removes what it holds, returning what it could not
      * remove (0: witnessed gone); shell_forget releases memory and fds only
      * (a forked copy of the host); start_shell is start claiming the shell,
-     * which it consumes, started or not. */
+     * which it consumes, started or not; it returns BACKEND_SHELL_LOST
+     * (no error set, nothing of the attempt left) when the shell turned
+     * out dead at its claim, before anything of the attempt ran in it:
+     * core then starts the attempt from nothing. */
     int (*shell_make)(const void *plan, uint32_t idle_ms, void **ret, fy_error **reterr);
     bool (*shell_fits)(const void *shell, const void *plan);
     bool (*shell_gone)(void *shell);

@@ -1997,6 +1997,12 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     tree_sock = a->sync_fd;
     const struct linux_plan *pl = a->plan;
     int sfd = a->status_fd;
+    delay_in(pl, PLAN_DELAY_INIT_ENTRY);
+    /* The sandbox's own umask, never the host's (a daemon's 077 would make
+     * the sandbox's /etc and /work unreadable to its workload) nor the one
+     * a pre-started shell was made with: what the library creates gets the
+     * modes it names, and the workload starts with the usual 022. */
+    umask(022);
     /* (A pre-started shell did this before its claim.) */
     if (!a->prestarted)
         lx_default_signals();

@@ -178,6 +178,7 @@ int rmdir(const char *p) { return (int)S3(SYS_unlinkat, AT_FDCWD, p, AT_REMOVEDI
 int symlink(const char *t, const char *p) { return (int)S3(SYS_symlinkat, t, AT_FDCWD, p); }
 int chdir(const char *p) { return (int)S1(SYS_chdir, p); }
 int chmod(const char *p, mode_t m) { return (int)S4(SYS_fchmodat, AT_FDCWD, p, m, 0); }
+mode_t umask(mode_t m) { return (mode_t)S4(SYS_umask, m, 0, 0, 0); }
 int fchmod(int fd, mode_t m) { return (int)S2(SYS_fchmod, fd, m); }
 int chown(const char *p, uid_t u, gid_t g) { return (int)S5(SYS_fchownat, AT_FDCWD, p, u, g, 0); }
 int fchown(int fd, uid_t u, gid_t g) { return (int)S3(SYS_fchown, fd, u, g); }

@@ -136,6 +136,9 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
         syscall(SYS_exit_group, 0); /* idle: nothing was ever in it */
     if (lx_recv_fds(sync, fds, LX_GO_MAX_FDS + 1, &n, &truncated) != 'C' || truncated || n < 2)
         fail();
+    /* Taken: from here on this shell is the attempt's sandbox. */
+    if (lx_send_fds(sync, 'A', NULL, 0) < 0)
+        fail();
     struct child_args *a = read_packed(fds[0]);
     if (!a)
         fail();

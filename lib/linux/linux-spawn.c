@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -271,6 +272,11 @@ static int send_trees(struct lx *x, const struct linux_plan *pl, fy_error **rete
  * socket (when the plan has one) and the standard streams the plan names,
  * in that order (linux-init-main.c). The cgroups it was made in (v2, and the
  * v1 ones it joined) get the plan's limits first. */
+/* How long a claimed shell may take to say it took its claim: it waits in
+ * poll for nothing else, so only a host stalled that long misses it (and
+ * then starts the attempt from nothing). */
+#define SHELL_ACK_TIMEOUT_MS 5000
+
 static int claim_shell(struct lx *x, const struct linux_plan *pl, int status[2], int nsock[2], fy_error **reterr) {
     int r = cg_create(&pl->cg, &x->cg, CG_PART_V2_LIMITS | CG_PART_V1_LIMITS, reterr);
     if (r < 0)
@@ -289,11 +295,20 @@ static int claim_shell(struct lx *x, const struct linux_plan *pl, int status[2],
     for (int i = 0; i < 3; i++)
         if (a->stdio[i] >= 0)
             fds[n++] = a->stdio[i];
-    int sent = lx_send_fds(x->sync_wr, 'C', fds, n), e = errno;
+    int sent = lx_send_fds(x->sync_wr, 'C', fds, n);
     close(plan_fd);
-    if (sent < 0)
-        return err_set(reterr, FY_E_INFRA, FY_STEP_SPAWN, e, NULL, "the pre-started shell ended before its claim: %s",
-                       strerror(e));
+    /* The shell says it took the claim ('A') before anything of it runs:
+     * one that ended since its last look (killed, its idle limit) is lost,
+     * and the attempt starts from nothing instead (BACKEND_SHELL_LOST). */
+    struct pollfd pf = {.fd = x->sync_wr, .events = POLLIN};
+    int pr = -1;
+    if (sent >= 0)
+        while ((pr = poll(&pf, 1, SHELL_ACK_TIMEOUT_MS)) < 0 && errno == EINTR)
+            ;
+    bool truncated = false;
+    size_t nack = 0;
+    if (pr != 1 || lx_recv_fds(x->sync_wr, NULL, 0, &nack, &truncated) != 'A' || nack || truncated)
+        return BACKEND_SHELL_LOST;
     lx_close_fd(&status[1]);
     lx_close_fd(&nsock[1]);
     for (int i = 0; i < 3; i++)
@@ -403,6 +418,8 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     bool cloned_into = false;
     if (sh) {
         if ((r = claim_shell(x, pl, status, nsock, reterr)) < 0) {
+            /* A lost shell: the attempt had nothing in it but the shell's
+             * own cgroups and record, removed (and witnessed) below. */
             obs_span(obs, "sandbox.resource", FY_SPAN_END, util_now_usec(), "{\"cgroups\":false}");
             goto fail;
         }
@@ -433,6 +450,14 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
                     "entering the sandbox's network namespace for the clone: %s", strerror(-r));
         goto fail;
     }
+    /* Every signal blocked across the clone, so that the sandbox's init
+     * starts with them blocked: until forgeyard-init has set its own
+     * dispositions (lx_default_signals) it is a pid-namespace init with
+     * SIGTERM at its default, which the kernel discards when it comes from
+     * outside; blocked, a cancel that early stays pending and is served. */
+    sigset_t all_sigs, old_sigs;
+    sigfillset(&all_sigs);
+    pthread_sigmask(SIG_SETMASK, &all_sigs, &old_sigs);
     int how = np->test_copy_init ? 0 : lx_clone_exec_init(a, &ca, &x->reaper, &pidfd, &pid, &via_clone3);
     /* A copy of the host: its user namespace made by the plan's owner as
      * well (lx_owner_enter; the executed init's clone does the same). */
@@ -459,6 +484,11 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     if (net_back >= 0) {
         int e = errno;
         lxn_leave(net_back);
+        errno = e;
+    }
+    {
+        int e = errno;
+        pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
         errno = e;
     }
     if (pid < 0) {

@@ -1934,6 +1934,46 @@ START_TEST(test_cancel_from_another_thread) {
 }
 END_TEST
 
+/* A cancel that comes while the sandbox's init is still starting (before
+ * it has set its own signal dispositions) is served at once, not lost: an
+ * init of a new pid namespace with SIGTERM at its default never sees a
+ * SIGTERM from outside, and the workload would run on to the grace kill. */
+START_TEST(test_cancel_during_init_start) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 60000000, NULL), 0);
+    policy_inject_delay(p, PLAN_DELAY_INIT_ENTRY, 400000);
+    const char *argv[] = {"/bin/sleep", "50", NULL};
+    fy_handle *h = start_argv(p, argv);
+    ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, NULL), 0);
+    fy_result *res = NULL;
+    /* Served: well before the workload's 50 s or the grace's 60 s. */
+    ck_assert_int_eq(fy_handle_wait(h, 20000000, &res, NULL), 1);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_CANCELLED);
+    ck_assert_int_eq(fy_result_cancel_reason(res), FY_CANCEL_USER);
+    fy_result_free(res);
+    fy_handle_free(h);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* The host's umask never reaches the sandbox: a daemon's 077 neither makes
+ * the sandbox's own /etc and /work unreadable to the workload nor becomes
+ * the workload's umask. */
+START_TEST(test_host_umask_not_inherited) {
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sh", "-c",
+                          "test \"$(umask)\" = 0022 && test -r /etc/passwd && test -x /etc && ls /work >/dev/null", NULL};
+    mode_t old = umask(077);
+    struct run r;
+    run_argv(p, argv, &r);
+    umask(old);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED && r.exit_code == 0, "outcome %d exit %d: %s", r.outcome,
+                  r.exit_code, r.out);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_free_kills_running) {
     fy_policy *p = policy();
     const char *argv[] = {"/bin/sleep", "876543", tag(), NULL};
@@ -4014,6 +4054,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_core_dumps);
     tcase_add_test(tc, test_timeout_kills_tree);
     tcase_add_test(tc, test_cancel_from_another_thread);
+    tcase_add_test(tc, test_cancel_during_init_start);
+    tcase_add_test(tc, test_host_umask_not_inherited);
     tcase_add_test(tc, test_free_kills_running);
     tcase_add_test(tc, test_output_cap);
     tcase_add_test(tc, test_pipe_mode_and_event_loop);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -555,6 +556,54 @@ START_TEST(test_idle_shells_are_discarded) {
 }
 END_TEST
 
+/* A shell carries nothing of the umask of the thread that filled it: the
+ * claimed attempt has the sandbox's own (022) and a readable /etc, as a
+ * cold one has. */
+START_TEST(test_fill_umask_not_carried) {
+    const char *argv[] = {"/bin/sh", "-c", "test \"$(umask)\" = 0022 && test -r /etc/passwd && test -x /etc", NULL};
+    fy_policy *p = policy();
+    fy_prepared *pr = prepare(p, argv);
+    fy_policy_free(p);
+    mode_t old = umask(077);
+    fy_shells *s = filled(pr, 1, 30000000);
+    umask(022);
+    fy_result *r = run(pr, s);
+    umask(old);
+    ck_assert_int_eq(fy_result_prestarted(r), 1);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_SUCCEEDED);
+    ck_assert_int_eq(fy_result_exit_code(r), 0);
+    fy_result_free(r);
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+    expect_nothing_left();
+}
+END_TEST
+
+/* A shell killed just before its claim is never handed out: it does not
+ * acknowledge the claim, is discarded, and the attempt starts from nothing
+ * and succeeds (without the acknowledgement, it failed as an
+ * infrastructure failure most times). */
+START_TEST(test_shell_killed_before_claim_starts_cold) {
+    fy_prepared *pr = prepare_true();
+    for (int round = 0; round < 3; round++) {
+        fy_shells *s = filled(pr, 1, 30000000);
+        pid_t shell = 0;
+        ck_assert_int_eq(shells_of_ours(&shell, NULL), 1);
+        ck_assert_int_eq(kill(shell, SIGKILL), 0);
+        fy_result *r = run(pr, s);
+        ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_SUCCEEDED);
+        ck_assert_int_eq(fy_result_prestarted(r), 0);
+        fy_result_free(r);
+        ck_assert_int_eq(stat_of(s, FY_SHELLS_CLAIMED), 0);
+        ck_assert_int_eq(stat_of(s, FY_SHELLS_DISCARDED), 1);
+        ck_assert_int_eq(stat_of(s, FY_SHELLS_LEFT), 0);
+        fy_shells_free(s);
+    }
+    fy_prepared_free(pr);
+    expect_nothing_left();
+}
+END_TEST
+
 /* A host that never calls again: the shell leaves by itself (two seconds
  * after its idle limit) and waits, a zombie, to be reaped and witnessed. */
 START_TEST(test_shell_leaves_by_itself) {
@@ -777,6 +826,81 @@ START_TEST(test_unload_and_exit_discard) {
 }
 END_TEST
 
+static bool alive_not_zombie(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    bool alive = false;
+    if (fgets(buf, sizeof(buf), f)) {
+        char *close_paren = strrchr(buf, ')');
+        alive = close_paren && close_paren[1] && close_paren[2] != 'Z' && close_paren[2] != 'X';
+    }
+    fclose(f);
+    return alive;
+}
+
+/* A host that dies while a child it forked lives on (a prefork worker that
+ * never calls the library): the child let go of its copies of the shells'
+ * sockets at the fork, so the shells see their host gone and leave at
+ * once, not when that child ends. */
+START_TEST(test_host_death_with_forked_child) {
+    int pids[2], hold[2];
+    ck_assert_int_eq(pipe(pids), 0);
+    ck_assert_int_eq(pipe(hold), 0);
+    pid_t host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        close(pids[0]);
+        close(hold[1]);
+        fy_prepared *pr = prepare_true();
+        fy_shells *s = NULL;
+        if (fy_shells_new(pr, 1, 30000000, &s, NULL) < 0 || fy_shells_fill(s, NULL) != 1)
+            _exit(12);
+        pid_t shell = 0;
+        if (shells_of_ours(&shell, NULL) != 1)
+            _exit(13);
+        pid_t worker = fork();
+        if (worker == 0) {
+            /* Lives until the test lets it go (bounded: 20 s). */
+            struct pollfd pf = {.fd = hold[0], .events = POLLIN};
+            (void)poll(&pf, 1, 20000);
+            _exit(0);
+        }
+        pid_t both[2] = {shell, worker};
+        if (write(pids[1], both, sizeof(both)) != (ssize_t)sizeof(both))
+            _exit(14);
+        kill(getpid(), SIGKILL);
+        _exit(15);
+    }
+    close(pids[1]);
+    close(hold[0]);
+    pid_t both[2] = {0, 0};
+    ck_assert_int_eq(read(pids[0], both, sizeof(both)), (ssize_t)sizeof(both));
+    close(pids[0]);
+    int ws = 0;
+    ck_assert_int_eq(waitpid(host, &ws, 0), host);
+    ck_assert(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    bool gone = false;
+    for (int i = 0; i < 50 && !gone; i++) {
+        gone = !alive_not_zombie(both[0]);
+        if (!gone)
+            usleep(100000);
+    }
+    bool worker_alive = alive_not_zombie(both[1]);
+    close(hold[1]); /* the worker goes */
+    for (int i = 0; i < 100 && alive_not_zombie(both[1]); i++)
+        usleep(100000);
+    ck_assert_msg(worker_alive, "the forked worker ended early");
+    ck_assert_msg(gone, "the shell outlived its host while a forked child lived");
+    /* The dead host's record and cgroups: fy_gc's. */
+    uint64_t destroyed = 0;
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
+    ck_assert_int_eq(records(), 0);
+}
+END_TEST
+
 static void remove_scratch(void) {
     char cmd[200];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
@@ -820,6 +944,9 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_restricted_shell_has_no_link_before_its_claim);
     tcase_add_test(tc, test_shell_v1_cgroups_bare_then_limited);
     tcase_add_test(tc, test_idle_shells_are_discarded);
+    tcase_add_test(tc, test_fill_umask_not_carried);
+    tcase_add_test(tc, test_shell_killed_before_claim_starts_cold);
+    tcase_add_test(tc, test_host_death_with_forked_child);
     tcase_add_test(tc, test_shell_leaves_by_itself);
     tcase_add_test(tc, test_mismatch_discards);
     tcase_add_test(tc, test_fork_forgets);
