@@ -317,6 +317,7 @@ static void child(const struct apple_plan *ap, const struct apple_run *x, const 
                   char *const *argv, char *const *envp, const posix_spawn_file_actions_t *fa,
                   const posix_spawnattr_t *attr, int report) {
     struct child_err ce = {0};
+    (void)umask(022); /* the sandbox's own, never the host's (forgeyard-sandbox(7)) */
     if (setpgid(0, 0) < 0) {
         ce = (struct child_err){FY_STEP_SPAWN, errno, "setpgid"};
         goto fail;
