@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "helper/fyh-proto.h"
 #include "linux-cgroup.h"
 #include "linux-helper.h"
 #include "linux-spawn.h"
@@ -166,7 +167,9 @@ static int v2_write_limits(const struct cg_plan *plan, const struct cg_run *run,
     if (plan->version_cpu == 2) {
         w[3].on = true;
         w[3].file = "cpu.max";
-        snprintf(w[3].value, sizeof(w[3].value), "%llu 100000", (unsigned long long)(plan->cpu_millis * 100));
+        uint64_t quota, period;
+        fyh_cpu_quota(plan->cpu_millis, &quota, &period);
+        snprintf(w[3].value, sizeof(w[3].value), "%llu %llu", (unsigned long long)quota, (unsigned long long)period);
     }
     if (plan->version_io == 2) {
         w[4].on = true;
@@ -353,8 +356,12 @@ static int v1_limits(const struct cg_plan *plan, struct cg_run *run, int c, stru
     case CG_CPU:
         if (plan->version_cpu != 1 || plan->cpu_millis == FY_UNLIMITED)
             break; /* (the cgroup view's: no quota) */
-        snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->cpu_millis * 100));
-        if ((e = write_limit(run->v1_dir[c], "cpu.cfs_period_us", "100000", f)) < 0 ||
+        uint64_t quota, period;
+        fyh_cpu_quota(plan->cpu_millis, &quota, &period);
+        char per[24];
+        snprintf(val, sizeof(val), "%llu", (unsigned long long)quota);
+        snprintf(per, sizeof(per), "%llu", (unsigned long long)period);
+        if ((e = write_limit(run->v1_dir[c], "cpu.cfs_period_us", per, f)) < 0 ||
             (e = write_limit(run->v1_dir[c], "cpu.cfs_quota_us", val, f)) < 0)
             return limit_err(reterr, run->v1_dir[c], "cpu.cfs_quota_us", -e);
         break;

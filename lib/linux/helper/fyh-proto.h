@@ -254,4 +254,13 @@ int fyh_valid_dev_rule(const struct fyh_dev_rule *d);
 int fyh_valid_link(const char *name);
 const char *fyh_err_name(uint32_t code);
 
+/* A CPU limit of millis thousandths of a CPU as a CFS quota and period in
+ * microseconds (cpu.max, cpu.cfs_quota_us): 100 ms periods, or 1 s ones
+ * below 10 millis, so that the quota never falls under the kernel's 1 ms
+ * minimum. */
+static inline void fyh_cpu_quota(uint64_t millis, uint64_t *quota_us, uint64_t *period_us) {
+    *period_us = millis < 10 ? 1000000u : 100000u;
+    *quota_us = millis * (*period_us / 1000u);
+}
+
 #endif
