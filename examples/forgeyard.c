@@ -755,7 +755,7 @@ static int check(int r, const char *opt, fy_error **errp) {
  * (the policy takes absolute paths only): resolved when it exists, joined to
  * the current directory otherwise, so that the run names the missing path.
  * Kept until the process ends. */
-static char *abs_kept[64];
+static char *abs_kept[256];
 static size_t abs_nkept;
 static void abs_free(void) {
     for (size_t i = 0; i < abs_nkept; i++)
@@ -779,6 +779,20 @@ static const char *host_abs(const char *path) {
     abs_kept[abs_nkept++] = r;
     return r;
 #endif
+}
+
+/* A copy of s kept until the process ends (NULL when out of room or
+ * memory): for a name taken from a buffer the caller frees. */
+static const char *kept_copy(const char *s) {
+    if (abs_nkept == sizeof(abs_kept) / sizeof(abs_kept[0]))
+        return NULL;
+    char *c = strdup(s);
+    if (!c)
+        return NULL;
+    if (abs_nkept == 0)
+        atexit(abs_free);
+    abs_kept[abs_nkept++] = c;
+    return c;
 }
 
 /* --source, --build, --output: a directory. One that is there as anything
@@ -1045,16 +1059,24 @@ static int image_unpack(const char *ref, const char *cache, char **json) {
 
 /* "30s", "10m", "2h", "30d" -> seconds; -1 when malformed. */
 static long long parse_age(const char *v) {
+    if (v[0] < '0' || v[0] > '9')
+        return -1; /* (no sign, no space) */
     char *end;
     long long n = strtoll(v, &end, 10);
     if (end == v || n < 0)
         return -1;
+    if (n == 0 && !*end)
+        return 0; /* "0": every entry */
     long long mul = !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : -1;
-    return mul < 0 || n > LLONG_MAX / mul ? -1 : n * mul;
+    /* Bounded so that the age in microseconds fits as well. */
+    long long most = (long long)(UINT64_MAX / 1000000u < (uint64_t)LLONG_MAX ? UINT64_MAX / 1000000u : LLONG_MAX);
+    return mul < 0 || n > most / mul ? -1 : n * mul;
 }
 
 /* "500M", "2G", "1024" -> bytes; -1 when malformed. */
 static long long parse_size(const char *v) {
+    if (v[0] < '0' || v[0] > '9')
+        return -1; /* (no sign, no space) */
     char *end;
     long long n = strtoll(v, &end, 10);
     if (end == v || n < 0)
@@ -1135,8 +1157,11 @@ static int cmd_image(int argc, char **argv) {
  * unwritable one would otherwise lose the evidence of a whole run at its
  * end (status 1). false after saying why. */
 #ifndef _WIN32
-/* --result's directory, opened by result_path_ok before the run. */
+/* --result's directory, opened by result_path_ok before the run; or,
+ * when the name is there already and is no regular file (/dev/null, a
+ * terminal, /dev/stdout's link to a pipe), what it names, opened then. */
 static int result_dir = -1;
+static int result_fd = -1;
 #endif
 
 /* Writes text to file as a new file renamed over the name: never through
@@ -1146,6 +1171,29 @@ static int result_dir = -1;
  * the file it points to, nor a FIFO hold us. */
 static int write_result_file(const char *file, const char *text) {
 #ifndef _WIN32
+    if (result_fd >= 0) {
+        /* Written through what the operator named: a device or a pipe is
+         * never replaced by a file (as root, /dev/null would be). */
+        struct stat st;
+        if (fstat(result_fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            (ftruncate(result_fd, 0) < 0 || lseek(result_fd, 0, SEEK_SET) < 0))
+            return -1;
+        size_t len = strlen(text), done = 0;
+        while (done < len) {
+            ssize_t w = write(result_fd, text + done, len - done);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            done += (size_t)w;
+        }
+        int e = errno;
+        int r = done == len ? 0 : -1;
+        close(result_fd);
+        result_fd = -1;
+        errno = e;
+        return r;
+    }
     const char *slash = strrchr(file, '/');
     const char *base = slash ? slash + 1 : file;
     int dfd = result_dir;
@@ -1214,6 +1262,35 @@ static bool result_path_ok(const char *what, const char *file) {
         snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file);
     struct stat st;
     const char *why = NULL, *where = dir;
+    if (!*file || file[strlen(file) - 1] == '/') {
+        fprintf(stderr, "%s: %s--result \"%s\": names no file; nothing ran\n", prog, what, file);
+        return false;
+    }
+    if (lstat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        /* There before the command runs and no regular file: written
+         * through, never renamed over. A FIFO without a reader is never
+         * waited on; a block device, a socket or a directory is refused. */
+        if (result_fd >= 0)
+            close(result_fd);
+        result_fd = open(file, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        struct stat ft;
+        if (result_fd < 0)
+            why = strerror(errno);
+        else if (fstat(result_fd, &ft) < 0)
+            why = strerror(errno);
+        else if (!S_ISCHR(ft.st_mode) && !S_ISFIFO(ft.st_mode) && !S_ISREG(ft.st_mode))
+            why = "neither a file, a character device nor a pipe";
+        else if (fcntl(result_fd, F_SETFL, fcntl(result_fd, F_GETFL) & ~O_NONBLOCK) < 0)
+            why = strerror(errno);
+        if (why) {
+            if (result_fd >= 0)
+                close(result_fd);
+            result_fd = -1;
+            fprintf(stderr, "%s: %s--result %s: cannot be written (%s); nothing ran\n", prog, what, file, why);
+            return false;
+        }
+        return true;
+    }
     if (stat(dir, &st) < 0)
         why = strerror(errno);
     else if (!S_ISDIR(st.st_mode))
@@ -1619,8 +1696,10 @@ static int cmd_run(int argc, char **argv) {
                 const char *host = host_abs(left);
                 r = check(fy_policy_add_bind(p, host, right, strcmp(o, "--bind") == 0 ? FY_BIND_WRITABLE : 0, &err),
                           o, &err);
+                /* (host is left itself when it was absolute: left is freed
+                 * below, the name is needed until the hand-over.) */
                 if (r == 0 && strcmp(o, "--bind") == 0 && nwritable < sizeof(writable) / sizeof(writable[0]))
-                    writable[nwritable++] = host[0] == '/' ? host : NULL;
+                    writable[nwritable++] = host[0] == '/' ? (host == left ? kept_copy(left) : host) : NULL;
             }
         } else if (strcmp(o, "--workdir") == 0) {
             r = check(fy_policy_set_workdir(p, v, &err), o, &err);
@@ -2163,18 +2242,40 @@ static int cmd_wrap(int argc, char **argv) {
         /* The root, and with --hand-over the writable binds too (a runner's
          * file-command directory). */
         wrap_entries = 0;
-        int hr = hand_tree(root);
-        for (int k = 0; hr == 0 && wrap_files && k < i - 1; k++) {
+        /* Every --bind to hand over passes the execution root's refusals
+         * (never a system tree, a home, a shared or world-writable
+         * directory) before anything is handed over. */
+        char *handed[64];
+        size_t nhanded = 0;
+        int hr = 0;
+        for (int k = 0; wrap_files && k < i - 1; k++) {
             if (strcmp(argv[k], "--bind") != 0)
                 continue;
             char *host = strndup(argv[k + 1], strcspn(argv[k + 1], ":"));
-            hr = host ? hand_tree(host) : -1;
+            char *real = host ? realpath(host, NULL) : NULL;
+            if (!real || !disposable_root(real) || nhanded == sizeof(handed) / sizeof(handed[0])) {
+                fprintf(stderr, "%s: wrap: --hand-over: --bind %s %s\n", prog, host ? host : argv[k + 1],
+                        !real ? strerror(errno)
+                              : "is not a directory that can be handed to the sandbox's uid (a system directory, "
+                                "a home, a directory others may write to, or fewer than two levels deep)");
+                free(real);
+                hr = RUN_BAD_INVOCATION;
+            } else {
+                handed[nhanded++] = real;
+            }
             free(host);
             k++;
         }
+        if (hr == 0 && hand_tree(root) != 0)
+            hr = RUN_INFRASTRUCTURE;
+        for (size_t k = 0; k < nhanded; k++) {
+            if (hr == 0 && hand_tree(handed[k]) != 0)
+                hr = RUN_INFRASTRUCTURE;
+            free(handed[k]);
+        }
         if (hr != 0) {
             fy_policy_free(p);
-            return RUN_INFRASTRUCTURE;
+            return hr;
         }
     }
     if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, sandbox_out_fd(1), NULL, &err), "stdout", &err) < 0 ||
@@ -2486,6 +2587,17 @@ static int cmd_job(int argc, char **argv) {
         json_decref(doc);
         return EXIT_USAGE;
     }
+    /* Every key is one this command knows: a misspelled "polcy" must not
+     * run its member without the limits it asked for. */
+    const char *key;
+    json_t *val;
+    json_object_foreach(doc, key, val) {
+        if (strcmp(key, "members") != 0) {
+            fprintf(stderr, "%s: %s: $.%s: unknown key\n", prog, argv[1], key);
+            json_decref(doc);
+            return EXIT_USAGE;
+        }
+    }
     const char *names[JOB_MAX + 1] = {0};
     for (size_t i = 0; i < n; i++) {
         json_t *m = json_array_get(members, i);
@@ -2494,6 +2606,32 @@ static int cmd_job(int argc, char **argv) {
         if (!names[i] || !json_is_array(av) || json_array_size(av) == 0) {
             fprintf(stderr, "%s: %s: $.members[%zu]: needs \"name\" (a string) and \"argv\" (a non-empty array)\n",
                     prog, argv[1], i);
+            json_decref(doc);
+            return EXIT_USAGE;
+        }
+        const char *why = NULL, *where = "";
+        json_object_foreach(m, key, val) {
+            if (!why && strcmp(key, "name") && strcmp(key, "argv") && strcmp(key, "policy") &&
+                strcmp(key, "policy_file") && strcmp(key, "service")) {
+                why = "unknown key";
+                where = key;
+            }
+        }
+        json_t *pol = json_object_get(m, "policy"), *pf = json_object_get(m, "policy_file"),
+               *sv = json_object_get(m, "service");
+        for (size_t k = 0; !why && k < json_array_size(av); k++)
+            if (!json_is_string(json_array_get(av, k)))
+                why = "argv: an array of strings expected", where = "argv";
+        if (!why && pol && pf)
+            why = "give policy or policy_file, not both", where = "policy";
+        else if (!why && pol && !json_is_object(pol))
+            why = "an object expected", where = "policy";
+        else if (!why && pf && !json_is_string(pf))
+            why = "a path expected", where = "policy_file";
+        else if (!why && sv && !json_is_boolean(sv))
+            why = "true or false expected", where = "service";
+        if (why) {
+            fprintf(stderr, "%s: %s: $.members[%zu].%s: %s\n", prog, argv[1], i, where, why);
             json_decref(doc);
             return EXIT_USAGE;
         }
@@ -2518,7 +2656,7 @@ static int cmd_job(int argc, char **argv) {
         err = NULL;
         r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &err);
         if (r >= 0 && json_is_string(pf)) {
-            r = load_policy_onto(p, json_string_value(pf));
+            r = load_policy_onto(p, json_string_value(pf)) < 0 ? FY_E_POLICY : 0; /* (it said why) */
             err = NULL;
         } else if (r >= 0 && json_is_object(pol)) {
             char *text = json_dumps(pol, JSON_COMPACT);
@@ -2531,14 +2669,15 @@ static int cmd_job(int argc, char **argv) {
             r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, sandbox_out_fd(1), NULL, &err);
         if (r >= 0)
             r = fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, sandbox_out_fd(2), NULL, &err);
-        const char *args[256];
         size_t na = json_array_size(av);
-        for (size_t k = 0; r >= 0 && k < na && k < 255; k++)
-            if (!(args[k] = json_string_value(json_array_get(av, k))))
-                r = FY_E_INVAL;
-        args[na < 255 ? na : 255] = NULL;
+        const char **args = calloc(na + 1, sizeof(*args));
+        if (!args && r >= 0)
+            r = FY_E_NOMEM;
+        for (size_t k = 0; r >= 0 && k < na; k++)
+            args[k] = json_string_value(json_array_get(av, k)); /* (strings: checked above) */
         if (r >= 0)
             r = fy_prepare_member(p, NULL, args, jn, &pr[i], &err);
+        free(args);
         if (r >= 0)
             r = fy_start(pr[i], &h[i], &err);
         fy_policy_free(p);

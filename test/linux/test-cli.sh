@@ -477,4 +477,56 @@ rm -f "$scratch/gone.json"
 { "$fy" run --result "$scratch/gone.json" -- /bin/sh -c 'sleep 0.2; kill -KILL $$' 2>&1 </dev/null; echo $? >"$scratch/gone.rc"; } | true
 rc=$(cat "$scratch/gone.rc")
 [ $rc -eq 137 ] && [ -s "$scratch/gone.json" ] || fail "stderr's reader gone: status $rc, result file: $(ls -l "$scratch/gone.json" 2>&1)"
+# --result naming what is there and no regular file (a character device, a
+# link to one): written through, never replaced by a file (as root, the
+# host's /dev/null would be); a FIFO without a reader and an empty name:
+# refused before anything runs.
+mknod "$scratch/null" c 1 3 2>/dev/null && {
+    "$fy" run --result "$scratch/null" -- /bin/true || fail "--result to a character device failed"
+    [ -c "$scratch/null" ] || fail "--result replaced a character device: $(ls -l "$scratch/null")"
+}
+: >"$scratch/through.json" && ln -s "$scratch/through.json" "$scratch/link.json"
+"$fy" run --result "$scratch/link.json" -- /bin/true || fail "--result through a link failed"
+[ -L "$scratch/link.json" ] && grep -q '"outcome": "succeeded"' "$scratch/through.json" ||
+    fail "--result replaced the link or did not write through it: $(ls -l "$scratch/link.json")"
+mkfifo "$scratch/rfifo"
+out=$("$fy" run --result "$scratch/rfifo" -- /bin/sh -c 'echo RAN-$$' 2>&1 </dev/null); rc=$?
+[ $rc -eq 246 ] || fail "--result to a FIFO without a reader gave $rc: $out"
+case $out in *RAN-*) fail "--result to a FIFO: the command ran" ;; esac
+out=$("$fy" run --result "" -- /bin/sh -c 'echo RAN-$$' 2>&1 </dev/null); rc=$?
+[ $rc -eq 246 ] || fail "--result \"\" gave $rc: $out"
+# A CPU limit below 10 millis (a quota under the kernel's 1 ms minimum with
+# the usual 100 ms period) runs, with a longer period.
+if [ "$(id -u)" = 0 ]; then
+    out=$("$fy" run --cpus 0.005 -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 0 ] || fail "--cpus 0.005 gave $rc: $out"
+fi
+# Cache ages: 0 is every entry; one too large for microseconds is refused,
+# never wrapped to a tiny age that empties the cache.
+mkdir -m 0700 "$scratch/acache"
+"$fy" action gc --cache "$scratch/acache" --max-age 0 >/dev/null || fail "action gc --max-age 0 refused"
+out=$("$fy" action gc --cache "$scratch/acache" --max-age 18446744073710s 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "an age that overflows gave $rc: $out"
+# Job files: an unknown key (a misspelled "policy") is refused, never
+# ignored; as root, an argv of 300 arguments reaches the member whole.
+printf '{"members":[{"name":"a","argv":["/bin/true"],"polcy":{}}]}' >"$scratch/job-typo.json"
+out=$("$fy" job run "$scratch/job-typo.json" 2>&1); rc=$?
+[ $rc -eq 2 ] && case $out in *'$.members[0].polcy: unknown key'*) true ;; *) false ;; esac ||
+    fail "a misspelled member key gave $rc: $out"
+if [ "$(id -u)" = 0 ]; then
+    python3 -c 'import json,sys; json.dump({"members":[{"name":"a","argv":["/bin/sh","-c","echo nargs=$#","x"]+[str(i) for i in range(300)]}]}, open(sys.argv[1],"w"))' \
+        "$scratch/job-long.json"
+    out=$("$fy" job run "$scratch/job-long.json" 2>&1); rc=$?
+    case $out in *nargs=300*) ;; *) fail "a member's 300 arguments ($rc): $out" ;; esac
+    # --hand-over with an absolute --bind hands that directory over (its
+    # name was read after it was freed); wrap refuses to hand over a
+    # directory others may write to.
+    mkdir -p "$scratch/hand/given" "$scratch/wraproot/r" "$scratch/shared"
+    chmod 1777 "$scratch/shared"
+    "$fy" run --hand-over --bind "$scratch/hand/given:/x" -- /bin/true || fail "run --hand-over --bind ABSOLUTE failed"
+    [ "$(stat -c %u "$scratch/hand/given")" != 0 ] || fail "run --hand-over --bind ABSOLUTE handed nothing over"
+    out=$(cd "$scratch/wraproot/r" && "$fy" wrap --hand-over --bind "$scratch/shared:/x" -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 246 ] || fail "wrap --hand-over of a sticky shared directory gave $rc: $out"
+    [ "$(stat -c %u "$scratch/shared")" = 0 ] || fail "wrap handed a shared directory over"
+fi
 echo "cli: ok"
