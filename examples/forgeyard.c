@@ -1631,8 +1631,15 @@ static int cmd_run(int argc, char **argv) {
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
         if (strcmp(argv[k], "--profile") == 0 && k + 1 < argc)
             profile = argv[++k];
-        else if (strcmp(argv[k], "--policy") == 0 && k + 1 < argc)
+        else if (strcmp(argv[k], "--policy") == 0 && k + 1 < argc) {
+            if (policy_file) {
+                /* (One base: a second file would silently replace the first.) */
+                fprintf(stderr, "%s: --policy given twice (%s, %s): one policy file is the base\n", prog,
+                        policy_file, argv[k + 1]);
+                return RUN_BAD_INVOCATION;
+            }
             policy_file = argv[++k];
+        }
     }
     fy_policy *p = NULL;
     fy_error *err = NULL;
@@ -1735,8 +1742,11 @@ static int cmd_run(int argc, char **argv) {
             restricted = FY_NET_FETCH_ONLY;
         } else if (strcmp(o, "--network") == 0) {
             restricted = 0;
+            /* (deny needs the network namespace an earlier --network allow
+             * turned off: a later option overrides an earlier one.) */
             if (strcmp(v, "deny") == 0)
-                r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}}", v);
+                r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}, "
+                                     "\"isolation\": {\"controls\": {\"netns\": \"require\"}}}", v);
             else if (strcmp(v, "allow") == 0)
                 r = apply_json(p, o, "{\"network\": {\"mode\": \"%s\", \"destinations\": []}, "
                                      "\"isolation\": {\"controls\": {\"netns\": \"off\"}}}", v);
@@ -1839,7 +1849,8 @@ static int cmd_run(int argc, char **argv) {
         goto bad;
     }
     if (restricted) {
-        if (apply_json(p, "--network", "{\"network\": {\"mode\": \"%s\", \"dns\": \"none\", \"destinations\": []}}", "deny") < 0)
+        if (apply_json(p, "--network", "{\"network\": {\"mode\": \"deny\", \"dns\": \"none\", \"destinations\": []}, "
+                                       "\"isolation\": {\"controls\": {\"netns\": \"%s\"}}}", "require") < 0)
             goto bad;
         for (size_t k = 0; k < nallow; k++)
             if (add_allow(p, allows[k]) < 0)

@@ -529,4 +529,10 @@ if [ "$(id -u)" = 0 ]; then
     [ $rc -eq 246 ] || fail "wrap --hand-over of a sticky shared directory gave $rc: $out"
     [ "$(stat -c %u "$scratch/shared")" = 0 ] || fail "wrap handed a shared directory over"
 fi
+# A later --network overrides an earlier one, allow included; one --policy.
+out=$("$fy" run --profile standard-ci --network allow --network deny -- /bin/true 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--network allow then deny gave $rc: $out"
+echo '{}' >"$scratch/empty-policy.json"
+out=$("$fy" run --policy "$scratch/empty-policy.json" --policy "$scratch/empty-policy.json" -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "--policy twice gave $rc: $out"
 echo "cli: ok"
