@@ -650,7 +650,7 @@ static int do_bind_tree(int oldroot, const struct mount_op *op, int tree) {
 static int tree_sock = -1;
 
 /* One MF_HOST_TREE bind's message from the host: its tree (>= 0), -1 for
- * "bind it yourself" ('P'), or -errno. */
+ * "bind it yourself" ('P'), -ENOENT for "not there" ('N'), or -errno. */
 static int receive_tree(void) {
     int tree = -1;
     size_t n;
@@ -658,8 +658,8 @@ static int receive_tree(void) {
     int got = lx_recv_fds(tree_sock, &tree, 1, &n, &truncated);
     if (got < 0)
         syscall(SYS_exit_group, 1); /* the host is gone: nothing to build for */
-    if ((got == 'T' && n == 1 && !truncated) || (got == 'P' && n == 0 && !truncated))
-        return got == 'T' ? tree : -1;
+    if ((got == 'T' && n == 1 && !truncated) || ((got == 'P' || got == 'N') && n == 0 && !truncated))
+        return got == 'T' ? tree : got == 'N' ? -ENOENT : -1;
     if (n)
         close(tree);
     return -EPROTO;
@@ -669,7 +669,7 @@ static int do_bind(int oldroot, const struct mount_op *op) {
     int tree = -1;
     if (op->flags & MF_HOST_TREE) {
         if ((tree = receive_tree()) < -1)
-            return tree;
+            return tree == -ENOENT && (op->flags & MF_OPTIONAL) ? 0 : tree; /* (an optional bind: skipped) */
         if (lx_test_no_mount_api && tree >= 0) {
             close(tree);
             tree = -1;

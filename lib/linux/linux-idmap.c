@@ -39,9 +39,12 @@
  *
  * One message per MF_HOST_TREE bind, in the plan's order, on the go-ahead
  * socket after the first go-ahead (or the claim of a pre-started shell):
- * 'T' with the tree, or 'P' without an fd ("plain": walk and bind it
- * yourself, as before) when the path does not open here or the kernel
- * cannot clone it (init then meets the same error and reports it). A
+ * 'T' with the tree, 'N' without an fd when the path is not there (an
+ * optional bind is then skipped, and a missing one named as missing, even
+ * below a directory init cannot search, such as /root), or 'P' without an
+ * fd ("plain": walk and bind it yourself, as before) when the path does not
+ * open here for another reason or the kernel cannot clone it (init then
+ * meets the same error and reports it). A
  * read-only tree whose file system cannot be idmapped, or that root owns,
  * is handed without the idmap, and the result says "unmapped" or
  * "partial" (lx report). */
@@ -200,7 +203,10 @@ int lx_send_trees(const struct linux_plan *pl, int sock, uint32_t *ret_mapped, u
             root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         bool idmapped = false;
         int tree = root < 0 ? -EBADF : host_tree(pl, root, op, own, &nown, &idmapped);
-        if (lx_send_fds(sock, tree >= 0 ? 'T' : 'P', &tree, tree >= 0) < 0)
+        /* 'N': not there, as the host sees it (the sandbox, walking it
+         * itself, may only see a directory it cannot search). */
+        char what = tree >= 0 ? 'T' : tree == -ENOENT ? 'N' : 'P';
+        if (lx_send_fds(sock, what, &tree, tree >= 0) < 0)
             r = -errno;
         if (tree >= 0)
             close(tree);

@@ -535,4 +535,16 @@ out=$("$fy" run --profile standard-ci --network allow --network deny -- /bin/tru
 echo '{}' >"$scratch/empty-policy.json"
 out=$("$fy" run --policy "$scratch/empty-policy.json" --policy "$scratch/empty-policy.json" -- /bin/true 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "--policy twice gave $rc: $out"
+# Below a directory only root may search (anything under /root): a missing
+# optional bind is skipped, and a missing source is named missing (the
+# sandbox, walking it itself, met "Permission denied").
+mkdir -m 0700 "$scratch/closed"
+printf '{"filesystem":{"binds":[{"host":"%s/closed/none","target":"/opt/cache","optional":true}]}}' "$scratch" \
+    >"$scratch/optional.json"
+if [ "$(id -u)" = 0 ]; then
+    out=$("$fy" run --profile standard-ci --policy "$scratch/optional.json" -- /bin/true 2>&1); rc=$?
+    [ $rc -eq 0 ] || fail "a missing optional bind below a closed directory gave $rc: $out"
+    out=$("$fy" run --source "$scratch/closed/none" -- /bin/true 2>&1); rc=$?
+    case $out in *"No such file or directory"*) ;; *) fail "a missing source below a closed directory ($rc): $out" ;; esac
+fi
 echo "cli: ok"
