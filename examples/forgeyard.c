@@ -470,12 +470,17 @@ static int cmd_platform_properties(const fy_caps *c) {
     const char *vm = "none", *container = "none";
     for (uint32_t l = FY_LEVEL_PROCESS; l <= FY_LEVEL_CONFIDENTIAL_VM; l++) {
         const char *b = NULL;
-        if (negotiates(c, FY_PROFILE_STANDARD_CI, (struct tweak){l, 0}, &b, NULL) == 1) {
+        fy_prepared *pr = NULL;
+        if (negotiates(c, FY_PROFILE_STANDARD_CI, (struct tweak){l, 0}, &b, &pr) == 1) {
             list_add(levels, sizeof(levels), fy_level_name(l));
-            if (l == FY_LEVEL_VIRTUAL_MACHINE)
+            /* The backend that gives that very level: a VM satisfies a
+             * container minimum too, but is no container backend. */
+            bool exact = fy_prepared_level(pr) == (int)l;
+            if (l == FY_LEVEL_VIRTUAL_MACHINE && exact)
                 vm = b;
-            if (l == FY_LEVEL_CONTAINER)
+            if (l == FY_LEVEL_CONTAINER && exact)
                 container = b;
+            fy_prepared_free(pr);
         }
     }
     for (uint32_t prof = 1; fy_profile_name(prof); prof++)

@@ -403,6 +403,9 @@ for mode in restricted fetch-only; do
     [ $listed = $ok ] || fail "network $mode: listed $listed, negotiates $ok: $props"
 done
 [ "$(prop vm)" = none ] || case ",$(prop sandbox-levels)," in *",virtual-machine,"*) ;; *) fail "vm without the level: $props" ;; esac
+# container names a container backend, never the VM that also satisfies a
+# container minimum
+case "$(prop container)" in vm-*) fail "container names a VM backend: $props" ;; esac
 "$fy" capabilities --json --platform-properties >/dev/null 2>&1 && fail "--json with --platform-properties was accepted"
 
 # 10. run --help prints the run usage; --grace is a duration with a unit.
