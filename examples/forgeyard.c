@@ -1174,6 +1174,22 @@ static int result_fd = -1;
  * inside a directory the command can write (--build build --result
  * build/r.json): a symbolic link it leaves there must not have root write
  * the file it points to, nor a FIFO hold us. */
+#ifndef _WIN32
+/* All of text to fd: whether it was all written (errno when not). */
+static bool write_text(int fd, const char *text) {
+    size_t len = strlen(text), done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, text + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    return done == len;
+}
+#endif
+
 static int write_result_file(const char *file, const char *text) {
 #ifndef _WIN32
     if (result_fd >= 0) {
@@ -1183,17 +1199,7 @@ static int write_result_file(const char *file, const char *text) {
         if (fstat(result_fd, &st) == 0 && S_ISREG(st.st_mode) &&
             (ftruncate(result_fd, 0) < 0 || lseek(result_fd, 0, SEEK_SET) < 0))
             return -1;
-        size_t len = strlen(text), done = 0;
-        while (done < len) {
-            ssize_t w = write(result_fd, text + done, len - done);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                break;
-            done += (size_t)w;
-        }
-        int e = errno;
-        int r = done == len ? 0 : -1;
+        int r = write_text(result_fd, text) ? 0 : -1, e = errno;
         close(result_fd);
         result_fd = -1;
         errno = e;
@@ -1218,17 +1224,9 @@ static int write_result_file(const char *file, const char *text) {
     }
     int r = -1, e = 0;
     if (fd >= 0) {
-        size_t len = strlen(text), done = 0;
-        while (done < len) {
-            ssize_t w = write(fd, text + done, len - done);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                break;
-            done += (size_t)w;
-        }
-        r = done == len && close(fd) == 0 ? 0 : -1;
-        if (done != len)
+        bool whole = write_text(fd, text);
+        r = whole && close(fd) == 0 ? 0 : -1;
+        if (!whole)
             close(fd);
         e = errno;
         if (r == 0 && renameat(dfd, tmp, dfd, base) < 0) {
