@@ -60,6 +60,7 @@ struct rx_err {
 };
 
 static void rx_close(int *fd) { lx_close_fd(fd); }
+static size_t attempt_dirs(const struct rx *r, char **out, size_t max);
 
 static int write_file(const char *path, const char *text, mode_t mode) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
@@ -95,7 +96,106 @@ struct middle_args {
     char *const *envp;
     int stdio[3];
     int err_wr;
+    /* What the middle needs to end the attempt when its host dies. */
+    pid_t host;
+    const char *procs[2 * (CG_NCTL + 1)]; /* cgroup.procs of the attempt's cgroups and the container's */
+    size_t nprocs;
+    const char *freeze;                   /* the container's v1 freezer.state, or NULL */
+    const char *v2kill;                   /* the container's v2 cgroup.kill, or NULL */
+    const char *const *delete_argv;       /* `runtime --root STATE delete --force ID` */
 };
+
+/* The signal the middle gets when the host's thread that forked it ends
+ * (PR_SET_PDEATHSIG); getppid() then says whether the host itself died. */
+#define RX_PDEATH_SIG SIGUSR1
+
+static void mid_sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    (void)syscall(SYS_nanosleep, &ts, NULL);
+}
+
+static void mid_write(const char *path, const char *text, size_t len) {
+    if (!path)
+        return;
+    int fd = (int)syscall(SYS_open, path, O_WRONLY | O_CLOEXEC, 0);
+    if (fd >= 0) {
+        (void)syscall(SYS_write, fd, text, len);
+        syscall(SYS_close, fd);
+    }
+}
+
+/* SIGKILL to every process listed in a cgroup.procs but the middle
+ * itself; how many were listed. */
+static int mid_kill_listed(const char *path, pid_t self) {
+    int fd = (int)syscall(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    static char buf[1 << 16];
+    ssize_t n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+    syscall(SYS_close, fd);
+    int killed = 0;
+    long pid = 0;
+    for (ssize_t i = 0; i < n; i++) {
+        if (buf[i] >= '0' && buf[i] <= '9') {
+            pid = pid * 10 + (buf[i] - '0');
+            continue;
+        }
+        if (pid > 0 && pid != self) {
+            (void)syscall(SYS_kill, (pid_t)pid, SIGKILL);
+            killed++;
+        }
+        pid = 0;
+    }
+    return killed;
+}
+
+/* The host died (a crash, SIGKILL): no one else will end the attempt
+ * before its deadline. Everything of it but the middle is killed (the
+ * container's cgroup frozen meanwhile where a v1 freezer holds it: the
+ * middle is in the attempt's, so it never freezes that one), then the
+ * runtime deletes the container, bounded. The bundle and the cgroups stay
+ * for fy_gc, as a crashed host's record and cgroups do. */
+__attribute__((noreturn)) static void middle_host_gone(const struct middle_args *m, pid_t self) {
+    for (int round = 0; round < 100; round++) {
+        mid_write(m->freeze, "FROZEN", 6);
+        mid_write(m->v2kill, "1", 1);
+        int listed = 0;
+        for (size_t i = 0; i < m->nprocs; i++)
+            listed += mid_kill_listed(m->procs[i], self);
+        mid_write(m->freeze, "THAWED", 6);
+        int st;
+        while (syscall(SYS_wait4, -1, &st, WNOHANG | __WALL, NULL) > 0)
+            ;
+        if (!listed)
+            break;
+        mid_sleep_ms(20);
+    }
+    pid_t pid = sys_fork();
+    if (pid == 0) {
+        int null = (int)syscall(SYS_open, "/dev/null", O_RDWR | O_CLOEXEC, 0);
+        for (int i = 0; i < 3 && null >= 0; i++)
+            (void)syscall(SYS_dup2, null, i);
+        sigset_t none;
+        sigemptyset(&none);
+        (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+        static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+        syscall(SYS_execve, m->delete_argv[0], (char *const *)m->delete_argv, envp);
+        syscall(SYS_exit_group, 127);
+    }
+    if (pid > 0) {
+        int st, i = 0;
+        for (; i < RX_DELETE_MS / 50 && syscall(SYS_wait4, pid, &st, WNOHANG | __WALL, NULL) == 0; i++)
+            mid_sleep_ms(50);
+        if (i == RX_DELETE_MS / 50) {
+            (void)syscall(SYS_kill, pid, SIGKILL);
+            (void)syscall(SYS_wait4, pid, &st, __WALL, NULL);
+        }
+    }
+    for (size_t i = 0; i < m->nprocs; i++)
+        (void)mid_kill_listed(m->procs[i], self);
+    syscall(SYS_exit_group, 137);
+    __builtin_unreachable();
+}
 
 __attribute__((noreturn)) static void middle_fail(const struct middle_args *m, uint32_t step) {
     struct rx_err e = {step, errno};
@@ -108,6 +208,11 @@ __attribute__((noreturn)) static void middle_fail(const struct middle_args *m, u
  * joins the attempt's cgroups, makes a private mount namespace with the
  * overlay root, runs the runtime as its child and ends the way it ended. */
 __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
+    /* Tied to the host: a host that dies (SIGKILL included) ends the
+     * attempt, as the other backends' pid 1 does. A host already gone
+     * before this runs nothing. */
+    if (syscall(SYS_prctl, PR_SET_PDEATHSIG, RX_PDEATH_SIG, 0, 0, 0) < 0 || syscall(SYS_getppid) != m->host)
+        syscall(SYS_exit_group, 125);
     for (int sig = 1; sig < 65; sig++) {
         if (sig == SIGKILL || sig == SIGSTOP)
             continue;
@@ -181,7 +286,41 @@ __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
         syscall(SYS_execve, m->argv[0], m->argv, m->envp);
         middle_fail(m, FY_STEP_RUNTIME);
     }
-    pu_end_as_child(pid, self, 126);
+    /* Nothing of ours stays open (the host sees EOF on the output as soon
+     * as the runtime is done with it); then the runtime's end, or the
+     * host's death (the parent-death signal, and a poll of getppid() each
+     * second: the signal comes when the forking thread ends, which may
+     * not be the host's end). Every signal is still blocked here. */
+    if (syscall(SYS_close_range, 0U, ~0U, 0U) < 0)
+        for (int fd = 0; fd < 1024; fd++)
+            (void)syscall(SYS_close, fd);
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, SIGCHLD);
+    sigaddset(&wake, RX_PDEATH_SIG);
+    for (;;) {
+        int st = 0;
+        long w = syscall(SYS_wait4, pid, &st, WNOHANG | __WALL, NULL);
+        if (w == pid) {
+            if (WIFSIGNALED(st)) {
+                /* End by the same signal, without a core dump of our own. */
+                struct rlimit nocore = {0, 0};
+                (void)syscall(SYS_setrlimit, RLIMIT_CORE, &nocore);
+                sigset_t none;
+                sigemptyset(&none);
+                (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
+                (void)syscall(SYS_kill, self, WTERMSIG(st));
+                syscall(SYS_kill, self, SIGKILL);
+            }
+            syscall(SYS_exit_group, WEXITSTATUS(st));
+        }
+        if (w < 0 && errno != EINTR)
+            syscall(SYS_exit_group, 126);
+        if (syscall(SYS_getppid) != m->host)
+            middle_host_gone(m, self);
+        struct timespec second = {1, 0};
+        (void)syscall(SYS_rt_sigtimedwait, &wake, NULL, &second, 8);
+    }
 }
 
 static struct rx *rx_new(void) {
@@ -229,7 +368,9 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
     for (size_t i = 0; i < FY_ARRAY_SIZE(m.task_fds); i++)
         m.task_fds[i] = -1;
     int rc = 0;
-    char *paths[8] = {0};
+    char *paths[7 + 2 * (CG_NCTL + 1)] = {0};
+    char *mid_paths[3] = {0};
+    const char *delete_argv[] = {NULL, "--root", NULL, "delete", "--force", NULL, NULL};
     for (size_t i = 0; i < np->nentries; i++)
         if (np->entries[i].kind == PE_HOST && (np->entries[i].flags & PLAN_WORKSPACE) &&
             (rc = check_no_symlinks(np->entries[i].host, reterr)) < 0)
@@ -339,6 +480,32 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
     m.root_uid = np->id_first;
     m.root_gid = np->id_first;
 
+    /* What the middle kills if the host dies. */
+    m.host = getpid();
+    {
+        char *dirs[2 * (CG_NCTL + 1)];
+        size_t n = attempt_dirs(r, dirs, FY_ARRAY_SIZE(dirs));
+        for (size_t i = 0; i < n; i++) {
+            if (dirs[i] && m.nprocs < FY_ARRAY_SIZE(m.procs) &&
+                (paths[7 + m.nprocs] = util_asprintf("%s/cgroup.procs", dirs[i])))
+                m.procs[m.nprocs] = paths[7 + m.nprocs], m.nprocs++;
+            free(dirs[i]);
+        }
+        if (x->cg.v1_dir[CG_FREEZER])
+            m.freeze = mid_paths[0] = util_asprintf("%s/%s/freezer.state", x->cg.v1_dir[CG_FREEZER], r->id);
+        if (x->cg.v2_dir)
+            m.v2kill = mid_paths[1] = util_asprintf("%s/%s/cgroup.kill", x->cg.v2_dir, r->id);
+        mid_paths[2] = util_asprintf("%s/state", r->bundle);
+        delete_argv[0] = rp->path;
+        delete_argv[2] = mid_paths[2];
+        delete_argv[5] = r->id;
+        m.delete_argv = delete_argv;
+        if (!mid_paths[2]) {
+            rc = err_set(reterr, FY_E_NOMEM, FY_STEP_RUNTIME, 0, NULL, "out of memory");
+            goto out;
+        }
+    }
+
     /* Streams, the event loop's fds. */
     if ((x->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (x->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) < 0 ||
@@ -411,6 +578,8 @@ out:
         lx_close_fd(&x->child_stdio[i]);
     for (size_t i = 0; i < FY_ARRAY_SIZE(paths); i++)
         free(paths[i]);
+    for (size_t i = 0; i < FY_ARRAY_SIZE(mid_paths); i++)
+        free(mid_paths[i]);
     if (rc < 0)
         return rc;
     lx_arm_timer(h, x);
