@@ -305,7 +305,46 @@ static const struct { int res; const char *name; } rlimit_names[] = {
     {RLIMIT_STACK, "RLIMIT_STACK"},   {RLIMIT_NPROC, "RLIMIT_NPROC"}, {RLIMIT_AS, "RLIMIT_AS"},
     {RLIMIT_CPU, "RLIMIT_CPU"},       {RLIMIT_DATA, "RLIMIT_DATA"},   {RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK"},
     {RLIMIT_RTPRIO, "RLIMIT_RTPRIO"}, {RLIMIT_NICE, "RLIMIT_NICE"},
+    /* The plan's share of the host's queued signals and message-queue
+     * bytes: without them the container got the host's own (much more). */
+    {RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING"}, {RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE"},
 };
+
+/* What the result's limits say under the runtime: the Linux plan's record
+ * (linux-plan.c compile_cgroups), corrected to what the runtime really
+ * got. rlimits: only those written in config.json (applied). Kernel
+ * counts: runc runs no forgeyard-init, so no per-user count of the
+ * container's user namespace is limited; runc makes that namespace as
+ * root, so its counts draw on host root's budget. */
+static char *runtime_limits(const struct linux_plan *pl, const char *applied, json_t *rlim_values) {
+    json_t *o = pl->cgroup_json ? json_loads(pl->cgroup_json, 0, NULL) : NULL;
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "rlimits", json_string(applied));
+    json_t *k = json_object_get(o, "kernel_counts");
+    if (json_is_object(k)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(k, key, v) {
+            json_t *set = json_object_get(rlim_values, key);
+            json_object_set(k, key, set ? set : json_null());
+        }
+        json_object_set_new(k, "share",
+                            json_string("none for the per-user counts: the runtime writes no user namespace "
+                                        "limits (no forgeyard-init); queued signals and message-queue bytes are "
+                                        "the container's rlimits"));
+        json_object_set_new(k, "charged_to",
+                            json_string("host root (uid 0): the runtime makes the container's user namespace as "
+                                        "root, so its per-user counts (inotify, fanotify, queued signals, message "
+                                        "queues) draw on root's budget"));
+    }
+    json_object_set_new(o, "tree", json_string("the attempt's cgroups, the container's cgroup made by the runtime "
+                                               "below them; ended by SIGKILL to every listed process (frozen first "
+                                               "where a v1 freezer holds them)"));
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return text;
+}
 
 static json_t *strv(const char *const *v) {
     json_t *a = json_array();
@@ -445,7 +484,9 @@ static int runc_compile_as(const char *runtime, const struct fy_plan *np, const 
 
     /* The process: no capabilities, no_new_privileges, the plan's ids,
      * environment, directory and rlimits. */
-    json_t *rl = json_array();
+    json_t *rl = json_array(), *rlim_values = json_object();
+    struct strbuf applied;
+    strbuf_init(&applied);
     for (size_t i = 0; rl && i < pl->nrlimits; i++) {
         /* Never above what the runtime inherits from us (the container's
          * user namespace cannot raise a hard limit); an unlimited one is
@@ -460,9 +501,33 @@ static int runc_compile_as(const char *runtime, const struct fy_plan *np, const 
         for (size_t k = 0; k < FY_ARRAY_SIZE(rlimit_names); k++)
             if (rlimit_names[k].res == pl->rlimits[i].resource && want.rlim_max != RLIM_INFINITY &&
                 want.rlim_cur != RLIM_INFINITY)
+            {
                 json_array_append_new(rl, json_pack("{sssIsI}", "type", rlimit_names[k].name, "hard",
                                                     (json_int_t)want.rlim_max, "soft", (json_int_t)want.rlim_cur));
+                char lower[32];
+                size_t n = 0;
+                for (const char *c = rlimit_names[k].name + 7; *c && n + 1 < sizeof(lower); c++)
+                    lower[n++] = (char)(*c - 'A' + 'a');
+                lower[n] = '\0';
+                strbuf_printf(&applied, "%s%s", applied.len ? ", " : "", lower);
+                if (rlimit_names[k].res == RLIMIT_SIGPENDING || rlimit_names[k].res == RLIMIT_MSGQUEUE)
+                    json_object_set_new(rlim_values,
+                                        rlimit_names[k].res == RLIMIT_SIGPENDING ? "signals_queued"
+                                                                                 : "message_queue_bytes",
+                                        json_integer((json_int_t)want.rlim_cur));
+            }
     }
+    char *limits_text = applied.oom || !rlim_values ? NULL
+                        : runtime_limits(pl, applied.buf ? applied.buf : "none", rlim_values);
+    strbuf_free(&applied);
+    json_decref(rlim_values);
+    if (!limits_text) {
+        json_decref(rl);
+        r = FY_E_NOMEM;
+        goto fail;
+    }
+    free(pl->cgroup_json);
+    pl->cgroup_json = limits_text;
     json_t *process = json_pack("{sbs{sIsI}sososssos{s[]s[]s[]s[]s[]}sb}", "terminal", 0, "user", "uid",
                                 (json_int_t)np->uid, "gid", (json_int_t)np->gid, "args",
                                 strv((const char *const *)np->argv), "env", strv((const char *const *)pl->envp), "cwd",

@@ -280,7 +280,8 @@ START_TEST(test_run) {
              "grep -q 'NoNewPrivs:.1' /proc/self/status && echo nnp; "
              /* the cgroup view, checked against the evidence's claim */
              "if grep -qE ' - cgroup2? ' /proc/self/mountinfo; then echo cgview=mounted; else echo cgview=none; fi; "
-             "if test -d /sys/fs/cgroup; then echo cgdir=yes; else echo cgdir=no; fi; exit 7",
+             "if test -d /sys/fs/cgroup; then echo cgdir=yes; else echo cgdir=no; fi; "
+             "echo SIGP=$(ulimit -i) MQ=$(ulimit -q) INO=$(cat /proc/sys/user/max_inotify_instances); exit 7",
              (unsigned)ntohs(a.sin_port));
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
@@ -316,6 +317,22 @@ START_TEST(test_run) {
         ASSERT_OUT(&r, "cgview=mounted");
         ASSERT_OUT(&r, "cgdir=yes");
     }
+    /* The limits the evidence claims are the ones the container has: the
+     * queued-signal and message-queue rlimits in config.json, no per-user
+     * kernel counts (runc runs no forgeyard-init to write them), and the
+     * user namespace charged to host root, which makes it under runc. */
+    json_t *lim = json_object_get(j, "limits");
+    const char *rls = json_string_value(json_object_get(lim, "rlimits"));
+    ck_assert_msg(rls && strstr(rls, "sigpending") && strstr(rls, "msgqueue"), "%s", r.json);
+    json_t *kc = json_object_get(lim, "kernel_counts");
+    char want[128];
+    snprintf(want, sizeof(want), "SIGP=%lld MQ=%lld ",
+             (long long)json_integer_value(json_object_get(kc, "signals_queued")),
+             (long long)json_integer_value(json_object_get(kc, "message_queue_bytes")));
+    ASSERT_OUT(&r, want);
+    ck_assert_msg(json_is_null(json_object_get(kc, "inotify_instances")), "%s", r.json);
+    const char *charged = json_string_value(json_object_get(kc, "charged_to"));
+    ck_assert_msg(charged && strstr(charged, "root") && !strstr(charged, "never root"), "%s", r.json);
     fy_caps *caps = NULL;
     ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM, &caps, NULL), 0);
     if (caps_fact(caps, "linux.runc_issues"))
