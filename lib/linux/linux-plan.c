@@ -535,6 +535,10 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                         ? "not enforced: the process level's home and TMPDIR are directories of the "
                                           "attempt in /dev/shm (else /tmp), without the policy's tmp_size, home_size "
                                           "or work_tmp_size"
+                                        : pl->overlay_disk
+                                        ? "tmpfs sizes (tmp_size, home_size, work_tmp_size); the container's "
+                                          "writable root is a directory on disk (tmpfs lacks user xattrs), bounded "
+                                          "by tmp_size through the disk watchdog (a walk every half second)"
                                         : "tmpfs sizes (tmp_size, home_size, work_tmp_size)"));
     /* A resource limit above the preparing process's hard limit is lowered
      * to it in the sandbox (a user namespace cannot raise one): stricter,
@@ -736,6 +740,7 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
                                                          ? (pl->overlay_disk
                                                                 ? "container image: overlay of its read-only layers, a fresh "
                                                                   "upper per attempt on disk (tmpfs lacks user xattrs), "
+                                                                  "bounded by tmp_size through the disk watchdog, "
                                                                   "with the declared paths"
                                                                 : "container image: overlay of its read-only layers, a fresh "
                                                                   "tmpfs upper per attempt, with the declared paths")
@@ -1211,6 +1216,11 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     if (r >= 0 && pl->overlay_lowers) {
         const char *ov = caps_fact(c, LX_FACT_OVERLAY);
         pl->overlay_disk = np->test_overlay_disk || (ov && strncmp(ov, LX_OVERLAY_DISK, strlen(LX_OVERLAY_DISK)) == 0);
+        /* A tmpfs upper is sized tmp_size (1 GiB when unlimited); a disk
+         * upper is bounded to the same by the disk watchdog. */
+        uint64_t tsz = np->limit[FY_LIMIT_TMP_SIZE];
+        if (pl->overlay_disk)
+            pl->upper_quota = tsz == FY_UNLIMITED || tsz == 0 ? 1ull << 30 : tsz;
     }
     if (r == FY_E_RANGE) {
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_MOUNT, 0, NULL,

@@ -192,6 +192,7 @@ struct linux_plan {
     const char *watch_dirs[2 + POLICY_MAX_BINDS]; /* writable host-backed dirs (disk watchdog) */
     size_t nwatch;
     uint64_t disk_quota, files_quota;             /* FY_UNLIMITED: none */
+    uint64_t upper_quota;                         /* overlay_disk: tmp_size for the attempt's upper dir; 0: none */
     uint32_t cpus;               /* CPUs the workload's affinity is limited to (0: all) */
     /* what the result reports */
     char *isolation_json;

@@ -98,9 +98,13 @@ void lx_reap_blocking(struct lx *x, const struct linux_plan *pl) {
 
 static uint64_t earliest(uint64_t a, uint64_t b) { return !a ? b : !b ? a : a < b ? a : b; }
 
+/* Whether the disk watchdog runs: writable host directories under a disk
+ * or files quota, or a container's upper on disk (tmp_size). */
+static bool watching(const struct linux_plan *pl) { return pl->nwatch || pl->upper_quota; }
+
 uint64_t lx_next_deadline(fy_handle *h) {
     struct lx *x = h->b;
-    uint64_t poll_at = x->reaped ? 0 : earliest(x->next_poll, ((const struct linux_plan *)h->pr->plan)->nwatch ? x->next_watch : 0);
+    uint64_t poll_at = x->reaped ? 0 : earliest(x->next_poll, watching(h->pr->plan) ? x->next_watch : 0);
     if (x->kill == KS_SOFT)
         return earliest(x->grace_deadline, poll_at);
     if (x->kill == KS_HARD && x->hard_deadline && !x->reaped)
@@ -144,6 +148,23 @@ void lx_terminate(fy_handle *h) {
 
 /* The disk watchdog: a walk of the writable host-backed directories. */
 static void check_disk(fy_handle *h, struct lx *x, const struct linux_plan *pl) {
+    if (pl->upper_quota && x->attempt_dir) {
+        /* The container's writable root on disk, bounded as its tmpfs
+         * would be (a nameless file held open counts too). */
+        const char *up[] = {x->attempt_dir};
+        struct watch_total u;
+        watch_measure(up, 1, &u);
+        if (!x->reaped)
+            watch_unnamed(x->pid, up, 1, &u);
+        if (u.unmeasured || u.bytes > pl->upper_quota) {
+            handle_end(h, END_RESOURCE, FY_STEP_CGROUP_LIMIT, 0, "tmp_size (the container's root, on disk)%s%s",
+                       u.unmeasured ? ": not measurable: " : "", u.unmeasured ? u.unmeasured : "");
+            lx_hard_kill(x, pl);
+            return;
+        }
+    }
+    if (!pl->nwatch)
+        return;
     struct watch_total t;
     watch_measure(pl->watch_dirs, pl->nwatch, &t);
     if (!x->reaped)
@@ -490,7 +511,7 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         x->next_poll = now + 100000;
     }
     const struct linux_plan *wpl = h->pr->plan;
-    if (wpl->nwatch && !x->reaped && now >= x->next_watch) {
+    if (watching(wpl) && !x->reaped && now >= x->next_watch) {
         check_disk(h, x, wpl);
         x->next_watch = now + 500000;
     }
@@ -518,7 +539,7 @@ int lx_process(fy_handle *h, fy_error **reterr) {
             usleep((useconds_t)dpl->delay_usec); /* qualification: attributed to output capture */
         x->t_eof = util_now_usec();
     }
-    if (wpl->nwatch && h->end == END_NONE)
+    if (watching(wpl) && h->end == END_NONE)
         check_disk(h, x, wpl); /* what the last interval wrote counts too */
     finish(h, x);
     if (!h->result)

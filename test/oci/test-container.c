@@ -156,6 +156,31 @@ START_TEST(test_run) {
 }
 END_TEST
 
+/* The upper on disk is bounded as the tmpfs one is: tmp_size, by the disk
+ * watchdog (it counts the attempt's upper directory). Writing past it ends
+ * the attempt as resource-exceeded, and the result says how the root is
+ * bounded, not "tmpfs sizes". */
+START_TEST(test_disk_upper_bounded) {
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    policy_test_overlay_disk(p);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_TMP_SIZE, 16u << 20, NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "dd if=/dev/zero of=/big bs=1M count=48 2>/dev/null; sync; sleep 3; echo done",
+                          NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %d: %s / %s", r.outcome, r.out, r.json);
+    ck_assert_msg(strstr(r.json, "tmp_size"), "%s", r.json);
+    ck_assert_msg(strstr(r.json, "disk watchdog"), "%s", r.json);
+    for (uint32_t what = FY_LEFT_PROCESSES; what <= FY_LEFT_FILES; what++) {
+        uint64_t left = 99;
+        ck_assert_int_eq(fy_result_cleanup(r.res, what, &left), 0);
+        ck_assert_uint_eq(left, 0);
+    }
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* The upper on disk (kernels whose tmpfs has no user xattrs in a user
  * namespace, before 6.6; forced here by the test hook, which changes where
  * the upper lives, nothing of what is enforced): whiteouts and opaque
@@ -743,6 +768,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_run);
     tcase_add_test(tc, test_root_is_mapped);
     tcase_add_test(tc, test_disk_upper);
+    tcase_add_test(tc, test_disk_upper_bounded);
     tcase_add_test(tc, test_host_paths_under_tmp);
     tcase_add_test(tc, test_attacks);
     tcase_add_test(tc, test_overlay_probed);
