@@ -5,6 +5,7 @@
  * the disk watchdog — then terminate, hard kill and reap through the
  * pidfd, and finish(), which reports what was observed to attempt_finish. */
 #include <errno.h>
+#include <limits.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
@@ -151,7 +152,11 @@ static void check_disk(fy_handle *h, struct lx *x, const struct linux_plan *pl) 
     if (pl->upper_quota && x->attempt_dir) {
         /* The container's writable root on disk, bounded as its tmpfs
          * would be (a nameless file held open counts too). */
-        const char *up[] = {x->attempt_dir};
+        /* (Its upper alone: overlayfs's own work directory is mode 000,
+         * which a rootless host cannot walk.) */
+        char upper[PATH_MAX];
+        snprintf(upper, sizeof(upper), "%s/upper", x->attempt_dir);
+        const char *up[] = {upper};
         struct watch_total u;
         watch_measure(up, 1, &u);
         if (!x->reaped)
