@@ -694,7 +694,9 @@ static int cmd_policy_show(int argc, char **argv) {
         int r = fy_policy_new((uint32_t)prof, &p, &err);
         if (r < 0)
             return report("policy", err, r), EXIT_FAIL;
-    } else if (argc == 1) {
+    } else if (argc == 1 && (argv[0][0] != '-' || !argv[0][1])) {
+        /* (A file; "-" is standard input. "--profile" without its name,
+         * "--help": the usage, not a file of that name.) */
         int rc = load_policy(argv[0], &p);
         if (rc != EXIT_OK)
             return rc;
@@ -2865,10 +2867,23 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "gc") == 0 && (argc == 2 || (argc == 4 && strcmp(argv[2], "--state-dir") == 0))) {
         uint64_t n = 0;
         fy_error *err = NULL;
-        int r = fy_gc(argc == 4 ? argv[3] : NULL, 0, &n, &err);
-        printf("destroyed %llu orphaned sandbox%s\n", (unsigned long long)n, n == 1 ? "" : "es");
+        const char *dir = argc == 4 ? argv[3] : NULL;
+        struct stat st;
+        const char *why = NULL; /* (a typo must not read as "nothing to collect") */
+        if (dir && dir[0] != '/')
+            why = "must be absolute";
+        else if (dir && stat(dir, &st) < 0)
+            why = strerror(errno);
+        else if (dir && !S_ISDIR(st.st_mode))
+            why = "not a directory";
+        if (why) {
+            fprintf(stderr, "%s: gc: --state-dir %s: %s\n", prog, dir, why);
+            return EXIT_USAGE;
+        }
+        int r = fy_gc(dir, 0, &n, &err);
         if (r < 0)
             return report("gc", err, r), EXIT_FAIL;
+        printf("destroyed %llu orphaned sandbox%s\n", (unsigned long long)n, n == 1 ? "" : "es");
         return EXIT_OK;
     }
     if (strcmp(cmd, "policy") == 0) {
