@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "linux/helper/fyh-peer.h"
 #include "linux/linux-helper.h"
 
 #define UID_A 65534 /* allowed */
@@ -1488,6 +1489,106 @@ START_TEST(socketpair_mode) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* what a peer has: the parsing                                        */
+
+/* The pure part of the rule (fyh-peer.c), including what only cgroup v2
+ * would show (cpu.max, the BPF program ids), which this host has not. */
+START_TEST(peer_parsing) {
+    char out[256];
+    static const char hybrid[] = "9:name=systemd:/\n8:pids:/a\n5:devices:/x/y\n1:cpu,cpuacct:/c\n0::/user.slice\n";
+    ck_assert_int_eq(fyh_proc_cgroup_path(hybrid, "devices", out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/x/y");
+    ck_assert_int_eq(fyh_proc_cgroup_path(hybrid, "cpuacct", out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/c");
+    ck_assert_int_eq(fyh_proc_cgroup_path(hybrid, "cpu", out, sizeof(out)), 0);
+    ck_assert_int_eq(fyh_proc_cgroup_path(hybrid, NULL, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/user.slice");
+    ck_assert_int_eq(fyh_proc_cgroup_path(hybrid, "memory", out, sizeof(out)), -1);
+    ck_assert_int_eq(fyh_proc_cgroup_path(hybrid, "cpus", out, sizeof(out)), -1);
+    /* a name with a newline that forges a second line: never a guess */
+    ck_assert_int_eq(fyh_proc_cgroup_path("0::/user/a\n0::/\n", NULL, out, sizeof(out)), -1);
+    ck_assert_int_eq(fyh_proc_cgroup_path("0::relative\n", NULL, out, sizeof(out)), -1);
+    ck_assert_int_eq(fyh_proc_cgroup_path("0::/x", NULL, out, 2), -1);
+
+    ck_assert_int_eq(fyh_cg_dir("/", "/sys/fs/cgroup/memory", "/a/b", out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/sys/fs/cgroup/memory/a/b");
+    ck_assert_int_eq(fyh_cg_dir("/", "/sys/fs/cgroup/memory", "/", out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/sys/fs/cgroup/memory");
+    ck_assert_int_eq(fyh_cg_dir("/lxc/c1", "/sys/fs/cgroup", "/lxc/c1/x", out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/sys/fs/cgroup/x");
+    ck_assert_int_eq(fyh_cg_dir("/lxc/c1", "/sys/fs/cgroup", "/lxc/c10/x", out, sizeof(out)), -1);
+    ck_assert_int_eq(fyh_cg_dir("/", "/sys/fs/cgroup", "/../../x", out, sizeof(out)), -1);
+    ck_assert_int_eq(fyh_cg_dir("/", "/sys/fs/cgroup", "/a/./b", out, sizeof(out)), -1);
+
+    ck_assert(fyh_path_within("/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory/a"));
+    ck_assert(fyh_path_within("/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory"));
+    ck_assert(!fyh_path_within("/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory2"));
+    ck_assert(!fyh_path_within("/sys/fs/cgroup/memory/a", "/sys/fs/cgroup/memory"));
+    ck_assert(fyh_path_within("/", "/x"));
+
+    uint64_t v, q, p;
+    ck_assert(fyh_parse_limit("max\n", &v) == 0 && v == FYH_UNLIMITED);
+    ck_assert(fyh_parse_limit("-1\n", &v) == 0 && v == FYH_UNLIMITED);
+    ck_assert(fyh_parse_limit("33554432\n", &v) == 0 && v == 33554432u);
+    ck_assert(fyh_parse_limit("9223372036854771712\n", &v) == 0 && v == 9223372036854771712ull);
+    ck_assert_int_eq(fyh_parse_limit("-10\n", &v), -1);
+    ck_assert_int_eq(fyh_parse_limit("12k", &v), -1);
+    ck_assert_int_eq(fyh_parse_limit("", &v), -1);
+    ck_assert_int_eq(fyh_parse_limit("99999999999999999999", &v), -1);
+    ck_assert(fyh_parse_cpu_max("max 100000\n", &q, &p) == 0 && q == FYH_UNLIMITED && p == 100000);
+    ck_assert(fyh_parse_cpu_max("50000 100000\n", &q, &p) == 0 && q == 50000 && p == 100000);
+    ck_assert_int_eq(fyh_parse_cpu_max("50000\n", &q, &p), -1);
+    ck_assert_int_eq(fyh_parse_cpu_max("50000 0\n", &q, &p), -1);
+    ck_assert(fyh_cpu_within(40000, 100000, 50000, 100000));
+    ck_assert(fyh_cpu_within(50000, 100000, 25000, 50000)); /* equal */
+    ck_assert(!fyh_cpu_within(100000, 100000, 50000, 100000));
+    ck_assert(!fyh_cpu_within(FYH_UNLIMITED, 100000, 50000, 100000)); /* no limit from a limited peer */
+    ck_assert(fyh_cpu_within(FYH_UNLIMITED, 100000, FYH_UNLIMITED, 100000));
+    ck_assert(fyh_cpu_within(400000, 100000, FYH_UNLIMITED, 100000));
+
+    struct fyh_dev_rule list[8];
+    ck_assert_int_eq(fyh_devlist_parse("a *:* rwm\n", list, 8), 1);
+    ck_assert(fyh_devlist_default_allow(list, 1));
+    int n = fyh_devlist_parse("c 1:3 rw\nc 136:* rw\nb *:* m\nc 10:229 rwm\n", list, 8);
+    ck_assert_int_eq(n, 4);
+    ck_assert(!fyh_devlist_default_allow(list, (size_t)n));
+    ck_assert_int_eq(list[1].major, 136);
+    ck_assert_uint_eq(list[1].minor, FYH_DEV_ANY);
+    ck_assert_int_eq(list[0].access, 6);
+    ck_assert_int_eq(fyh_devlist_parse("c 1:3 rw\n", list, 0), -1); /* more than max */
+    ck_assert_int_eq(fyh_devlist_parse("x 1:3 rw\n", list, 8), -1);
+    ck_assert_int_eq(fyh_devlist_parse("c 1:3\n", list, 8), -1);
+    ck_assert_int_eq(fyh_devlist_parse("c 1:3 rwx\n", list, 8), -1);
+    ck_assert_int_eq(fyh_devlist_parse("", list, 8), 0); /* deny everything */
+    n = fyh_devlist_parse("c 1:3 rw\nc 136:* rw\nb *:* m\nc 10:229 rwm\n", list, 8);
+    struct fyh_dev_rule r = {'c', 2, 1, 3};
+    ck_assert(fyh_dev_covered(&r, list, (size_t)n));
+    r = (struct fyh_dev_rule){'c', 7, 1, 3}; /* mknod too: more */
+    ck_assert(!fyh_dev_covered(&r, list, (size_t)n));
+    r = (struct fyh_dev_rule){'c', 6, 136, 4};
+    ck_assert(fyh_dev_covered(&r, list, (size_t)n));
+    r = (struct fyh_dev_rule){'c', 6, 136, FYH_DEV_ANY};
+    ck_assert(fyh_dev_covered(&r, list, (size_t)n));
+    r = (struct fyh_dev_rule){'c', 6, FYH_DEV_ANY, 3}; /* any major: more than 1 */
+    ck_assert(!fyh_dev_covered(&r, list, (size_t)n));
+    r = (struct fyh_dev_rule){'b', 1, 8, 0};
+    ck_assert(fyh_dev_covered(&r, list, (size_t)n));
+    r = (struct fyh_dev_rule){'b', 2, 8, 0};
+    ck_assert(!fyh_dev_covered(&r, list, (size_t)n));
+    r = (struct fyh_dev_rule){'c', 7, 10, 200};
+    ck_assert(!fyh_dev_covered(&r, list, (size_t)n));
+    struct fyh_dev_rule all = {'a', 7, FYH_DEV_ANY, FYH_DEV_ANY};
+    ck_assert(fyh_dev_covered(&r, &all, 1));
+
+    static const uint32_t a[] = {7, 9}, b[] = {9, 3, 7}, c[] = {9};
+    ck_assert(fyh_ids_subset(a, 2, b, 3));
+    ck_assert(!fyh_ids_subset(a, 2, c, 1));
+    ck_assert(fyh_ids_subset(a, 0, c, 0)); /* no program where the process is */
+    ck_assert(!fyh_ids_subset(c, 1, a, 0));
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s HELPER\n", argv[0]);
@@ -1516,6 +1617,7 @@ int main(int argc, char **argv) {
     TCase *tc = tcase_create("codec");
     tcase_add_test(tc, codec_round_trip);
     tcase_add_test(tc, codec_names);
+    tcase_add_test(tc, peer_parsing);
     suite_add_tcase(s, tc);
     tc = tcase_create("helper");
     tcase_set_timeout(tc, 240);
