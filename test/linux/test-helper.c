@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1490,6 +1491,336 @@ START_TEST(socketpair_mode) {
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* a confined peer: never more than it has                             */
+
+/* An attempt cgroup is a child of the helper's cgroup, not the peer's: a
+ * peer that moves in leaves its own. A peer the operator confined (a
+ * devices cgroup denying /dev/net/tun, a 32M memory cgroup) could once ask
+ * for "c *:* rwm" and 128M and move itself out of its confinement (an
+ * explorer did, as uid 65534, and opened tun). Now a request for more than
+ * the peer has is refused (denied, naming the limit), what it did not ask
+ * for (memory) is lowered to its own limit, and a request within its
+ * limits is served. The test makes the peer's cgroups itself (below its own, in each
+ * v1 hierarchy) and removes them. */
+
+#define PEER_MEMORY (32u << 20)
+#define PEER_PIDS 50
+#define PEER_CPU_QUOTA 50000 /* of 100000: 500 millis */
+
+static char peer_cg[5][700]; /* memory, pids, cpu, devices (default deny), devices (default allow) */
+
+/* Our own cgroup directory in the v1 hierarchy of ctl. */
+static bool our_cgroup(const char *ctl, char *out, size_t len) {
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[1024];
+    bool ok = false;
+    while (f && !ok && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        for (char *save = NULL, *t = strtok_r(c1 + 1, ",", &save); t && !ok; t = strtok_r(NULL, ",", &save))
+            if (strcmp(t, ctl) == 0) {
+                snprintf(out, len, "/sys/fs/cgroup/%s%s", ctl, strcmp(c2 + 1, "/") ? c2 + 1 : "");
+                ok = access(out, W_OK) == 0;
+            }
+    }
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+static bool put(const char *dir, const char *file, const char *value) {
+    char path[800];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && write(fd, value, strlen(value)) == (ssize_t)strlen(value);
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* Their names, below our own cgroup in each hierarchy (main names them
+ * before the tests run, and removes what a failed test left). */
+static bool name_peer_cgroups(void) {
+    static const char *const ctl[] = {"memory", "pids", "cpu", "devices", "devices"};
+    static const char *const suffix[] = {"peer", "peer", "peer", "peer-deny", "peer-allow"};
+    char own[600];
+    for (int i = 0; i < 5; i++) {
+        if (!our_cgroup(ctl[i], own, sizeof(own))) {
+            memset(peer_cg, 0, sizeof(peer_cg));
+            return false;
+        }
+        snprintf(peer_cg[i], sizeof(peer_cg[i]), "%s/%s-%s", own, subtree, suffix[i]);
+    }
+    return true;
+}
+
+static void remove_peer_cgroups(void) {
+    for (int i = 0; i < 5; i++)
+        if (peer_cg[i][0] && rmdir(peer_cg[i]) < 0 && errno != ENOENT)
+            fprintf(stderr, "%s: %s\n", peer_cg[i], strerror(errno));
+}
+
+/* The peer's cgroups: memory 32M, pids 50, cpu half a CPU, a devices
+ * cgroup that allows only the standard nodes and /dev/fuse (default deny:
+ * its devices.list says so), and one that denies only /dev/net/tun
+ * (default allow: its devices.list reads "a *:* rwm" whatever it denies). */
+static bool make_peer_cgroups(void) {
+    for (int i = 0; i < 5; i++)
+        if (!peer_cg[i][0] || mkdir(peer_cg[i], 0755) < 0)
+            return false;
+    char v[32];
+    snprintf(v, sizeof(v), "%u", PEER_MEMORY);
+    bool ok = put(peer_cg[0], "memory.limit_in_bytes", v);
+    snprintf(v, sizeof(v), "%d", PEER_PIDS);
+    ok = ok && put(peer_cg[1], "pids.max", v);
+    snprintf(v, sizeof(v), "%d", PEER_CPU_QUOTA);
+    ok = ok && put(peer_cg[2], "cpu.cfs_period_us", "100000") && put(peer_cg[2], "cpu.cfs_quota_us", v);
+    ok = ok && put(peer_cg[3], "devices.deny", "a");
+    static const char *const allowed[] = {"c 1:3 rw", "c 1:5 rw", "c 1:7 rw", "c 1:8 rw", "c 1:9 rw", "c 10:229 rwm"};
+    for (size_t i = 0; ok && i < sizeof(allowed) / sizeof(allowed[0]); i++)
+        ok = put(peer_cg[3], "devices.allow", allowed[i]);
+    return ok && put(peer_cg[4], "devices.deny", "c 10:200 rwm");
+}
+
+/* A CREATE of memory (0: not asked), pids (0: not asked), cpu millis (0:
+ * not asked) and the standard device nodes plus extra (type, major,
+ * minor, access; none when extra_type is 0), or no devices at all (std
+ * false and no extra). */
+static void peer_req(struct fyh_msg *m, const char *name, uint64_t memory, uint64_t pids, uint64_t cpu, bool std,
+                     char extra_type, uint32_t extra_major, uint32_t extra_minor, uint8_t extra_access) {
+    memset(m, 0, sizeof(*m));
+    m->type = FYH_T_CREATE;
+    snprintf(m->u.create.name, sizeof(m->u.create.name), "%s", name);
+    m->u.create.controllers = (memory ? FYH_CTL_MEMORY : 0) | (pids ? FYH_CTL_PIDS : 0) | (cpu ? FYH_CTL_CPU : 0);
+    m->u.create.memory = memory;
+    m->u.create.pids = pids;
+    m->u.create.cpu_millis = cpu;
+    static const uint32_t mem_minor[] = {3, 5, 7, 8, 9};
+    uint32_t n = 0;
+    for (size_t i = 0; std && i < 5; i++)
+        m->u.create.dev[n++] = (struct fyh_dev_rule){'c', 6, 1, mem_minor[i]};
+    if (extra_type)
+        m->u.create.dev[n++] = (struct fyh_dev_rule){(uint8_t)extra_type, extra_access, extra_major, extra_minor};
+    if (n) {
+        m->u.create.controllers |= FYH_CTL_DEVICES;
+        m->u.create.ndev = n;
+    }
+    if (!m->u.create.controllers) /* (a CREATE names one controller at least) */
+        m->u.create.controllers = FYH_CTL_PIDS, m->u.create.pids = 10;
+}
+
+#define NPEER 16
+struct peer_result {
+    uint32_t code[NPEER]; /* 0 created (and removed), an FYH_E_* code, 99 no reply */
+    char text[NPEER][FYH_MSG_MAX + 1];
+    char value[NPEER][64]; /* a file of the attempt read while it was there */
+};
+
+/* One request as the peer: its code, its text, the attempt's file (when
+ * made, and file given) read, then REMOVE (whose leftovers make it 98). */
+static void peer_ask(struct peer_result *res, int i, const struct fyh_msg *q, int ctl, const char *file) {
+    struct fyh_msg r;
+    res->code[i] = lx_helper_call(sock, q, &r, 5000) == 0 ? (r.type == FYH_T_ERROR ? r.u.error.code : 0) : 99;
+    if (r.type == FYH_T_ERROR)
+        snprintf(res->text[i], sizeof(res->text[i]), "%s", r.u.error.text);
+    if (res->code[i] != 0)
+        return;
+    if (file) {
+        char path[1100];
+        snprintf(path, sizeof(path), "%s/%s", r.u.created.dir[ctl], file);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, res->value[i], sizeof(res->value[i]) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n > 0)
+            res->value[i][n] = '\0';
+    }
+    struct fyh_msg q2;
+    remove_req(&q2, q->u.create.name);
+    if (lx_helper_call(sock, &q2, &r, 5000) != 0 || r.type != FYH_T_REMOVED || r.u.removed.left)
+        res->code[i] = 98;
+}
+
+/* A child of the test that enters the cgroups named by which (bits of
+ * peer_cg; none: it stays in the test's, which the helper's are below),
+ * becomes UID_A and makes the requests of scenario; the results. */
+static void run_peer(unsigned which, int scenario, struct peer_result *out) {
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        static struct peer_result res;
+        memset(&res, 0, sizeof(res));
+        char me[32];
+        snprintf(me, sizeof(me), "%d", (int)getpid());
+        for (int i = 0; i < 5; i++)
+            if ((which & (1u << i)) && !put(peer_cg[i], "tasks", me))
+                _exit(2);
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(3);
+        struct fyh_msg q;
+        const uint64_t M = 1u << 20;
+        if (scenario == 0) { /* memory 32M, pids 50, cpu 500 millis, devices: the standard nodes and fuse */
+            peer_req(&q, "forgeyard-3-00000000000000d0", 64 * M, 10, 0, false, 0, 0, 0, 0);
+            peer_ask(&res, 0, &q, 0, NULL);
+            peer_req(&q, "forgeyard-3-00000000000000d1", 0, 10, 0, false, 0, 0, 0, 0); /* memory not asked */
+            peer_ask(&res, 1, &q, 0, "memory.limit_in_bytes");
+            peer_req(&q, "forgeyard-3-00000000000000d2", 16 * M, PEER_PIDS + 1, 0, false, 0, 0, 0, 0);
+            peer_ask(&res, 2, &q, 0, NULL);
+            peer_req(&q, "forgeyard-3-00000000000000d3", 16 * M, 10, 1000, false, 0, 0, 0, 0);
+            peer_ask(&res, 3, &q, 0, NULL);
+            peer_req(&q, "forgeyard-3-00000000000000d4", 16 * M, 20, 400, false, 0, 0, 0, 0); /* within */
+            peer_ask(&res, 4, &q, 2, "cpu.cfs_quota_us");
+            peer_req(&q, "forgeyard-3-00000000000000d5", 16 * M, 0, 0, false, 'c', FYH_DEV_ANY, FYH_DEV_ANY, 7);
+            peer_ask(&res, 5, &q, 3, NULL);
+            peer_req(&q, "forgeyard-3-00000000000000d6", 16 * M, 0, 0, true, 'c', 10, 200, 7); /* tun */
+            peer_ask(&res, 6, &q, 3, NULL);
+            peer_req(&q, "forgeyard-3-00000000000000d7", 16 * M, 0, 0, true, 'c', 10, 229, 7); /* fuse: within */
+            peer_ask(&res, 7, &q, 3, "devices.list");
+            peer_req(&q, "forgeyard-3-00000000000000d8", 16 * M, 0, 0, true, 'b', 7, FYH_DEV_ANY, 2); /* loop, ro */
+            peer_ask(&res, 8, &q, 3, NULL);
+        } else if (scenario == 1) { /* devices: everything but /dev/net/tun (default allow) */
+            peer_req(&q, "forgeyard-3-00000000000000e0", 16 * M, 0, 0, false, 'c', FYH_DEV_ANY, FYH_DEV_ANY, 7);
+            peer_ask(&res, 0, &q, 3, NULL);
+            peer_req(&q, "forgeyard-3-00000000000000e1", 16 * M, 0, 0, true, 'c', 10, 200, 7);
+            peer_ask(&res, 1, &q, 3, NULL);
+            peer_req(&q, "forgeyard-3-00000000000000e2", 16 * M, 0, 0, true, 'c', 10, 200, 2); /* read only */
+            peer_ask(&res, 2, &q, 3, NULL);
+            peer_req(&q, "forgeyard-3-00000000000000e3", 16 * M, 0, 0, true, 'c', 10, 229, 7); /* fuse: allowed */
+            peer_ask(&res, 3, &q, 3, "devices.list");
+            peer_req(&q, "forgeyard-3-00000000000000e4", 16 * M, 0, 0, true, 'b', 7, FYH_DEV_ANY, 7); /* loop */
+            peer_ask(&res, 4, &q, 3, NULL);
+        } else { /* unconfined (the test's own cgroups, the helper's ancestors): as before */
+            peer_req(&q, "forgeyard-3-00000000000000f0", 100 * M, 4096, 2000, false, 'c', FYH_DEV_ANY,
+                     FYH_DEV_ANY, 7);
+            peer_ask(&res, 0, &q, 0, "memory.limit_in_bytes");
+            peer_req(&q, "forgeyard-3-00000000000000f1", 0, 10, 0, false, 0, 0, 0, 0); /* memory: the budget */
+            peer_ask(&res, 1, &q, 0, "memory.limit_in_bytes");
+        }
+        (void)!write(p[1], &res, sizeof(res));
+        _exit(0);
+    }
+    close(p[1]);
+    size_t got = 0;
+    for (ssize_t n; got < sizeof(*out) && (n = read(p[0], (char *)out + got, sizeof(*out) - got)) > 0;)
+        got += (size_t)n;
+    close(p[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(got == sizeof(*out), "the peer ended with status %d before its results", st);
+}
+
+/* Every mismatch, reported together at the end (each part of the rule
+ * shows on its own against a helper that lacks it). */
+static char mismatches[8192];
+static void soft(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void soft(bool ok, const char *fmt, ...) {
+    if (ok)
+        return;
+    size_t n = strlen(mismatches);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(mismatches + n, sizeof(mismatches) - n, fmt, ap);
+    va_end(ap);
+    n = strlen(mismatches);
+    snprintf(mismatches + n, sizeof(mismatches) - n, "\n");
+}
+
+static void expect_refused(const struct peer_result *r, int i, const char *what, const char *needle) {
+    soft(r->code[i] == FYH_E_DENIED, "%s: expected denied, got %s (%u) \"%s\"", what,
+         r->code[i] == 0 ? "created" : fyh_err_name(r->code[i]), r->code[i], r->text[i]);
+    soft(r->code[i] != FYH_E_DENIED || strstr(r->text[i], needle), "%s: the refusal \"%s\" does not name %s", what,
+         r->text[i], needle);
+}
+
+static void expect_served(const struct peer_result *r, int i, const char *what) {
+    soft(r->code[i] == 0, "%s: expected created and removed, got %s (%u) \"%s\"", what, fyh_err_name(r->code[i]),
+         r->code[i], r->text[i]);
+}
+
+/* Directories below dir (the helper's device check must leave none). */
+static int subdirs(const char *dir) {
+    int n = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += de->d_type == DT_DIR && de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(confined_peer_gets_no_more) {
+    struct fyh_msg hello = {.type = FYH_T_HELLO}, w;
+    ck_assert_int_eq(call_as(UID_A, &hello, &w), 0);
+    ck_assert_int_eq(w.type, FYH_T_WELCOME);
+    if ((w.u.welcome.controllers & FYH_CTL_ALL) != FYH_CTL_ALL) {
+        printf("SKIP confined_peer_gets_no_more: the helper offers controllers 0x%x, not all four\n",
+               w.u.welcome.controllers);
+        return;
+    }
+    if (!peer_cg[0][0]) {
+        printf("SKIP confined_peer_gets_no_more: no writable v1 memory, pids, cpu and devices cgroups of ours\n");
+        return;
+    }
+    if (!make_peer_cgroups()) {
+        int e = errno;
+        remove_peer_cgroups();
+        ck_abort_msg("the peer's cgroups could not be made: %s", strerror(e));
+    }
+    static struct peer_result r;
+    run_peer(1 | 2 | 4 | 8, 0, &r);
+    char mem[24];
+    snprintf(mem, sizeof(mem), "%u", PEER_MEMORY);
+    expect_refused(&r, 0, "memory 64M from a 32M peer", mem);
+    expect_served(&r, 1, "memory not asked");
+    soft(strtoull(r.value[1], NULL, 10) == PEER_MEMORY, "memory not asked: the attempt got %s bytes, not the peer's "
+         "own %u", r.value[1], PEER_MEMORY);
+    expect_refused(&r, 2, "pids 51 from a peer of 50", "pids");
+    expect_refused(&r, 3, "cpu 1000 millis from a peer of 500", "cpu");
+    expect_served(&r, 4, "memory 16M, pids 20, cpu 400 millis");
+    soft(r.code[4] || strcmp(r.value[4], "40000\n") == 0, "cpu 400 millis: cfs_quota_us %s", r.value[4]);
+    expect_refused(&r, 5, "devices c *:* rwm from a default-deny devices cgroup", "c *:* rwm");
+    expect_refused(&r, 6, "/dev/net/tun from a default-deny devices cgroup without it", "c 10:200 rwm");
+    expect_served(&r, 7, "the standard nodes and /dev/fuse, which the peer has");
+    soft(r.code[7] || (strstr(r.value[7], "c 10:229 rwm") && strstr(r.value[7], "c 1:3 rw")), "devices.list %s",
+         r.value[7]);
+    expect_refused(&r, 8, "a block device from a default-deny devices cgroup", "b 7:* r");
+
+    memset(&r, 0, sizeof(r));
+    run_peer(16, 1, &r);
+    expect_refused(&r, 0, "devices c *:* rwm from a devices cgroup denying tun", "c *:* rwm");
+    expect_refused(&r, 1, "/dev/net/tun from a devices cgroup denying it", "c 10:200 rwm");
+    expect_refused(&r, 2, "/dev/net/tun read-only from a devices cgroup denying it", "c 10:200 r");
+    expect_served(&r, 3, "/dev/fuse from a devices cgroup denying only tun");
+    soft(r.code[3] || (strstr(r.value[3], "c 10:229 rwm") && !strstr(r.value[3], "10:200")), "devices.list %s",
+         r.value[3]);
+    expect_served(&r, 4, "a block device from a devices cgroup denying only tun");
+    soft(subdirs(peer_cg[4]) == 0, "the helper's device check left a cgroup in %s", peer_cg[4]);
+
+    memset(&r, 0, sizeof(r));
+    run_peer(0, 2, &r);
+    expect_served(&r, 0, "an unconfined peer: every device, 100M, 4096 pids, 2 CPUs");
+    soft(strtoull(r.value[0], NULL, 10) == 100u << 20, "unconfined: memory %s", r.value[0]);
+    expect_served(&r, 1, "an unconfined peer, memory not asked");
+    soft(strtoull(r.value[1], NULL, 10) == 128u << 20, "unconfined, not asked: memory %s, not the budget",
+         r.value[1]);
+
+    remove_peer_cgroups();
+    for (int i = 0; i < 5; i++) {
+        struct stat st;
+        ck_assert_msg(stat(peer_cg[i], &st) < 0, "%s left", peer_cg[i]);
+    }
+    ck_assert_msg(!mismatches[0], "%s", mismatches);
+    ck_assert_int_eq(count_attempts(), 0);
+    helper_alive();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* what a peer has: the parsing                                        */
 
 /* The pure part of the rule (fyh-peer.c), including what only cgroup v2
@@ -1612,6 +1943,7 @@ int main(int argc, char **argv) {
     snprintf(subtree, sizeof(subtree), "fy-helper-test-%d", (int)getpid());
     snprintf(memroot, sizeof(memroot), "%s/%s", mem, subtree);
     helper_pid = start_helper(helper_bin, "65533:1:64M:100");
+    (void)name_peer_cgroups(); /* (confined_peer_gets_no_more's; removed below whatever happens) */
 
     Suite *s = suite_create("helper");
     TCase *tc = tcase_create("codec");
@@ -1638,11 +1970,13 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, net_rule_covering_loopback_interface_address);
     tcase_add_test(tc, socketpair_mode);
     tcase_add_test(tc, create_for_an_ended_peer_is_not_leaked);
+    tcase_add_test(tc, confined_peer_gets_no_more);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    remove_peer_cgroups(); /* (a failed test's; gone already otherwise) */
 
     /* Stop the helper: it removes its subtree, which must then be gone. */
     kill(helper_pid, SIGTERM);

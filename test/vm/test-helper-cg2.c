@@ -18,6 +18,14 @@
  *     that is no pidfd, and an unknown name; it moves the peer's own child
  *     with the child's own child, and REMOVE kills them and witnesses the
  *     cgroup gone;
+ *   - a confined peer (uid 65534 in cgroups of the test's: memory.max 32M,
+ *     pids.max 50, cpu.max half a CPU): memory 64M, pids 51 and 1000 millis
+ *     are refused (denied, naming the limit); memory, pids and cpu not asked
+ *     get the peer's own; a request within them is made and the peer's child
+ *     moved; a child the test moved to a tighter cgroup (8M) is not moved into
+ *     a 32M attempt; a peer under a device program of its own cgroup is
+ *     refused, one under a program of an ancestor it shares with the attempt
+ *     (BPF_F_ALLOW_MULTI) is served; a peer with io.max limits is refused;
  *   - nothing left: no attempt cgroup, each device program freed (its id no
  *     longer resolves), and once the helper stops its subtree is gone and
  *     its cgroup's controllers are as they were.
@@ -479,6 +487,310 @@ static void devices(void) {
         fail("%s left", dir);
 }
 
+/* ---- a confined peer: never more than it has ---- */
+
+/* The peer's cgroups, made by the test beside the helper's (below
+ * FY_TEST_CGROUP, which they share and which limits nothing): one with
+ * memory.max 32M, pids.max 50 and cpu.max half a CPU; one tighter (8M), for a
+ * process moved from there; one with a device program of its own; one with
+ * io.max limits. */
+static char cg_peer[600], cg_tight[600], cg_prog[600], cg_io[600];
+
+static int peer_mode_fd = -1, peer_ack_fd = -1; /* (mode 1: the kid's pid to the test, the test's ack) */
+
+static void note_req(char *line, size_t len, const char *what, const struct fyh_msg *req, int pass) {
+    struct fyh_msg rep;
+    const char *o = outcome(req, pass, &rep);
+    snprintf(line + strlen(line), len - strlen(line), "%s=%s\ntext-%s=%s\n", what, o, what,
+             rep.type == FYH_T_ERROR ? rep.u.error.text : "");
+}
+
+static void create_msg(struct fyh_msg *m, int i, uint64_t memory, uint64_t pids, uint64_t cpu) {
+    memset(m, 0, sizeof(*m));
+    m->type = FYH_T_CREATE;
+    snprintf(m->u.create.name, sizeof(m->u.create.name), "forgeyard-%d-00000000000000a%d", (int)getpid(), i);
+    m->u.create.controllers = (memory ? FYH_CTL_MEMORY : 0) | (pids ? FYH_CTL_PIDS : 0) | (cpu ? FYH_CTL_CPU : 0);
+    m->u.create.memory = memory;
+    m->u.create.pids = pids;
+    m->u.create.cpu_millis = cpu;
+}
+
+static void remove_msg(struct fyh_msg *m, const struct fyh_msg *c) {
+    memset(m, 0, sizeof(*m));
+    m->type = FYH_T_REMOVE;
+    snprintf(m->u.remove.name, sizeof(m->u.remove.name), "%s", c->u.create.name);
+}
+
+static pid_t sleeper(void) {
+    pid_t k = fork();
+    if (k == 0) {
+        for (int i = 0; i < 600; i++)
+            sleep(1);
+        _exit(0);
+    }
+    return k;
+}
+
+/* A file's first line (without its newline), or "" (into buf). */
+static const char *first_line(const char *path, char *buf, size_t len) {
+    snprintf(buf, len, "%s", slurp(path));
+    buf[strcspn(buf, "\n")] = '\0';
+    return buf;
+}
+
+/* As uid 65534 in the cgroup the test put it in: mode 0 limits, 1 MOVE of
+ * a child the test moved to a tighter cgroup, 2 a plain CREATE (programs,
+ * io.max). One line per check on out, "name=outcome" and "text-name=...". */
+static void confined_peer(int out, int mode) {
+    become_runner();
+    static char line[8192];
+    struct fyh_msg c, r, rep;
+    const uint64_t M = 1u << 20;
+    char path[1200], v1[64], v2[64];
+#define NOTE(fmt, ...) snprintf(line + strlen(line), sizeof(line) - strlen(line), fmt "\n", __VA_ARGS__)
+    if (mode == 0) {
+        create_msg(&c, 0, 64 * M, 10, 0);
+        note_req(line, sizeof(line), "c-mem64", &c, -1);
+        create_msg(&c, 1, 0, 10, 0); /* memory not asked: the peer's own */
+        if (exchange(&c, -1, &rep) == 0 && rep.type == FYH_T_CREATED) {
+            snprintf(path, sizeof(path), "%s/memory.max", rep.u.created.dir[1]);
+            NOTE("c-memnone=ok mem=%s", first_line(path, v1, sizeof(v1)));
+        } else
+            NOTE("c-memnone=%s", rep.type == FYH_T_ERROR ? rep.u.error.text : "no-reply");
+        remove_msg(&r, &c);
+        (void)outcome(&r, -1, &rep);
+        create_msg(&c, 2, 16 * M, 0, 0); /* pids and cpu not asked: the peer's own */
+        if (exchange(&c, -1, &rep) == 0 && rep.type == FYH_T_CREATED) {
+            snprintf(path, sizeof(path), "%s/pids.max", rep.u.created.dir[0]);
+            first_line(path, v1, sizeof(v1));
+            snprintf(path, sizeof(path), "%s/cpu.max", rep.u.created.dir[0]);
+            NOTE("c-clamp=ok pids=%s cpu=%s", v1, first_line(path, v2, sizeof(v2)));
+        } else
+            NOTE("c-clamp=%s", rep.type == FYH_T_ERROR ? rep.u.error.text : "no-reply");
+        remove_msg(&r, &c);
+        (void)outcome(&r, -1, &rep);
+        create_msg(&c, 3, 16 * M, 51, 0);
+        note_req(line, sizeof(line), "c-pids51", &c, -1);
+        create_msg(&c, 4, 16 * M, 10, 1000);
+        note_req(line, sizeof(line), "c-cpu1000", &c, -1);
+        create_msg(&c, 5, 16 * M, 20, 400);
+        note_req(line, sizeof(line), "c-within", &c, -1);
+        /* its child, here in the peer's cgroup: moved */
+        pid_t kid = sleeper();
+        int kfd = (int)syscall(SYS_pidfd_open, kid, 0);
+        struct fyh_msg mv = {.type = FYH_T_MOVE};
+        snprintf(mv.u.move.name, sizeof(mv.u.move.name), "%s", c.u.create.name);
+        note_req(line, sizeof(line), "move-within", &mv, kfd);
+        remove_msg(&r, &c);
+        (void)outcome(&r, -1, &rep);
+        waitpid(kid, NULL, 0);
+    } else if (mode == 1) {
+        /* a child the test moves to a tighter cgroup (8M) than the attempt (32M) */
+        create_msg(&c, 6, 32 * M, 10, 0);
+        note_req(line, sizeof(line), "c-32", &c, -1);
+        pid_t kid = sleeper();
+        (void)!write(peer_mode_fd, &kid, sizeof(kid));
+        char ack;
+        (void)!read(peer_ack_fd, &ack, 1);
+        int kfd = (int)syscall(SYS_pidfd_open, kid, 0);
+        struct fyh_msg mv = {.type = FYH_T_MOVE};
+        snprintf(mv.u.move.name, sizeof(mv.u.move.name), "%s", c.u.create.name);
+        note_req(line, sizeof(line), "move-tight", &mv, kfd);
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)kid);
+        NOTE("tight-stays=%d", strstr(slurp(path), "fyh-tight") != NULL);
+        remove_msg(&r, &c);
+        (void)outcome(&r, -1, &rep);
+        kill(kid, SIGKILL);
+        waitpid(kid, NULL, 0);
+    } else {
+        create_msg(&c, 7, 16 * M, 10, 0);
+        note_req(line, sizeof(line), "c-plain", &c, -1);
+        remove_msg(&r, &c); /* (not-found when it was refused) */
+        (void)outcome(&r, -1, &rep);
+    }
+#undef NOTE
+    (void)!write(out, line, strlen(line));
+    _exit(0);
+}
+
+/* A peer in cgroup cg (mode as confined_peer): all it said. */
+static void run_confined(const char *cg, int mode, char *all, size_t len) {
+    int p[2], up[2], down[2];
+    all[0] = '\0';
+    if (pipe2(p, O_CLOEXEC) < 0 || pipe2(up, O_CLOEXEC) < 0 || pipe2(down, O_CLOEXEC) < 0)
+        return fail("pipe");
+    pid_t peer = fork();
+    if (peer == 0) {
+        char cp[700];
+        snprintf(cp, sizeof(cp), "%s/cgroup.procs", cg);
+        if (write_file(cp, "0") < 0)
+            _exit(125);
+        close(p[0]);
+        peer_mode_fd = up[1];
+        peer_ack_fd = down[0];
+        confined_peer(p[1], mode);
+    }
+    close(p[1]);
+    close(up[1]);
+    close(down[0]);
+    if (mode == 1) {
+        pid_t kid = 0;
+        if (read(up[0], &kid, sizeof(kid)) == sizeof(kid)) {
+            char cp[700], v[32];
+            snprintf(cp, sizeof(cp), "%s/cgroup.procs", cg_tight);
+            snprintf(v, sizeof(v), "%d", (int)kid);
+            if (write_file(cp, v) < 0)
+                fail("moving the peer's child to %s", cg_tight);
+        }
+        (void)!write(down[1], "k", 1);
+    }
+    size_t got = 0;
+    for (ssize_t n; got < len - 1 && (n = read(p[0], all + got, len - 1 - got)) > 0;)
+        got += (size_t)n;
+    all[got] = '\0';
+    close(p[0]);
+    close(up[0]);
+    close(down[1]);
+    wait_exit(peer);
+}
+
+/* A device program that allows everything, attached to dir (BPF_F_ALLOW_MULTI):
+ * its fd (to detach it), or -1. */
+static int attach_allow_all(const char *dir) {
+    struct bpf_insn insns[] = {
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1},
+        {.code = BPF_JMP | BPF_EXIT},
+    };
+    union bpf_attr a;
+    memset(&a, 0, sizeof(a));
+    a.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+    a.insns = (uint64_t)(uintptr_t)insns;
+    a.insn_cnt = 2;
+    a.license = (uint64_t)(uintptr_t)"GPL";
+    int prog = (int)sys_bpf(BPF_PROG_LOAD, &a);
+    int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    memset(&a, 0, sizeof(a));
+    a.target_fd = (uint32_t)cg;
+    a.attach_bpf_fd = (uint32_t)prog;
+    a.attach_type = BPF_CGROUP_DEVICE;
+    a.attach_flags = BPF_F_ALLOW_MULTI;
+    long r = prog >= 0 && cg >= 0 ? sys_bpf(BPF_PROG_ATTACH, &a) : -1;
+    if (cg >= 0)
+        close(cg);
+    if (r < 0 && prog >= 0) {
+        close(prog);
+        prog = -1;
+    }
+    return prog;
+}
+
+static void detach(const char *dir, int prog) {
+    int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    union bpf_attr a;
+    memset(&a, 0, sizeof(a));
+    a.target_fd = (uint32_t)cg;
+    a.attach_bpf_fd = (uint32_t)prog;
+    a.attach_type = BPF_CGROUP_DEVICE;
+    if (cg < 0 || sys_bpf(BPF_PROG_DETACH, &a) < 0)
+        fail("detaching the test's device program from %s: %s", dir, strerror(errno));
+    if (cg >= 0)
+        close(cg);
+    close(prog);
+}
+
+static void expect_text(const char *all, const char *what, const char *needle) {
+    char key[64];
+    snprintf(key, sizeof(key), "text-%s=", what);
+    const char *t = strstr(all, key);
+    const char *nl = t ? strchr(t, '\n') : NULL;
+    if (t && nl && memmem(t, (size_t)(nl - t), needle, strlen(needle)))
+        return;
+    fail("the refusal %s does not name \"%s\":\n%s", what, needle, all);
+}
+
+static void confined(void) {
+    const char *tc = getenv("FY_TEST_CGROUP");
+    snprintf(cg_peer, sizeof(cg_peer), "%s/fyh-peer", tc);
+    snprintf(cg_tight, sizeof(cg_tight), "%s/fyh-tight", tc);
+    snprintf(cg_prog, sizeof(cg_prog), "%s/fyh-prog", tc);
+    snprintf(cg_io, sizeof(cg_io), "%s/fyh-io", tc);
+    char f[700];
+    const char *dirs[] = {cg_peer, cg_tight, cg_prog, cg_io};
+    for (int i = 0; i < 4; i++)
+        if (mkdir(dirs[i], 0755) < 0)
+            return fail("mkdir %s: %s", dirs[i], strerror(errno));
+    snprintf(f, sizeof(f), "%s/memory.max", cg_peer);
+    int e = write_file(f, "33554432");
+    snprintf(f, sizeof(f), "%s/pids.max", cg_peer);
+    e = e ? e : write_file(f, "50");
+    snprintf(f, sizeof(f), "%s/cpu.max", cg_peer);
+    e = e ? e : write_file(f, "50000 100000");
+    snprintf(f, sizeof(f), "%s/memory.max", cg_tight);
+    e = e ? e : write_file(f, "8388608");
+    if (e)
+        return fail("limits of the peer's cgroups: %s", strerror(-e));
+
+    static char all[8192];
+    run_confined(cg_peer, 0, all, sizeof(all));
+    expect_line(all, "c-mem64=denied");
+    expect_text(all, "c-mem64", "33554432");
+    expect_line(all, "c-memnone=ok mem=33554432");
+    expect_line(all, "c-clamp=ok pids=50 cpu=50000 100000");
+    expect_line(all, "c-pids51=denied");
+    expect_text(all, "c-pids51", "pids");
+    expect_line(all, "c-cpu1000=denied");
+    expect_text(all, "c-cpu1000", "cpu");
+    expect_line(all, "c-within=ok");
+    expect_line(all, "move-within=ok");
+
+    run_confined(cg_peer, 1, all, sizeof(all));
+    expect_line(all, "c-32=ok");
+    expect_line(all, "move-tight=denied");
+    expect_text(all, "move-tight", "8388608");
+    expect_line(all, "tight-stays=1");
+
+    /* a device program of the peer's own cgroup: refused, whatever it allows */
+    int prog = attach_allow_all(cg_prog);
+    if (prog < 0)
+        fail("attaching a device program to %s: %s", cg_prog, strerror(errno));
+    run_confined(cg_prog, 2, all, sizeof(all));
+    expect_line(all, "c-plain=denied");
+    expect_text(all, "c-plain", "BPF program");
+    if (prog >= 0)
+        detach(cg_prog, prog);
+    /* one of an ancestor the peer shares with the attempt (allowing more
+     * programs below it): it runs in the attempt too */
+    prog = attach_allow_all(tc);
+    if (prog < 0)
+        fail("attaching a device program to %s: %s", tc, strerror(errno));
+    run_confined(cg_prog, 2, all, sizeof(all));
+    expect_line(all, "c-plain=ok");
+    if (prog >= 0)
+        detach(tc, prog);
+
+    /* io.max limits of the peer's own: refused (an attempt carries none) */
+    struct stat st;
+    const char *blk = "/dev/ram0";
+    if (stat(blk, &st) == 0 && S_ISBLK(st.st_mode)) {
+        char v[64];
+        snprintf(v, sizeof(v), "%u:%u rbps=1048576", major(st.st_rdev), minor(st.st_rdev));
+        snprintf(f, sizeof(f), "%s/io.max", cg_io);
+        if ((e = write_file(f, v)) < 0)
+            fail("%s: %s", f, strerror(-e));
+        run_confined(cg_io, 2, all, sizeof(all));
+        expect_line(all, "c-plain=denied");
+        expect_text(all, "c-plain", "io.max");
+    } else {
+        printf("note: no %s: io.max not checked\n", blk);
+    }
+
+    if (count_attempts() != 0)
+        fail("%d attempt cgroup(s) left after the confined peers", count_attempts());
+    for (int i = 0; i < 4; i++)
+        if (rmdir(dirs[i]) < 0)
+            fail("rmdir %s: %s", dirs[i], strerror(errno));
+}
+
 static uint64_t now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -616,6 +928,7 @@ int main(int argc, char **argv) {
     timing();
     devices();
     raw_protocol();
+    confined();
 
     if (count_attempts() != 0)
         fail("%d attempt cgroup(s) left at the end", count_attempts());

@@ -22,6 +22,10 @@
  * processes of its own uid (cgroup v1 checks the writer against the task's
  * uid), and nothing else in the cgroup (limits, subtree) is the peer's to
  * change. Cgroups whose creator has exited are killed and removed (gc).
+ * An attempt cgroup never gives more than the peer has where it runs (its
+ * own cgroups' limits and devices: "what the peer has", below); the one
+ * thing written outside our subtree is the short-lived child of that check
+ * in a peer's default-allow devices cgroup (devices_probe).
  *
  * On a host without v1 memory, pids or cpu hierarchies: cgroup v2 (setup_cg2,
  * protocol 3). One directory per attempt below uid-N in a subtree of our own
@@ -33,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/bpf.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -50,6 +55,7 @@
 #include <unistd.h>
 
 #include "fyh-net.h"
+#include "fyh-peer.h"
 #include "fyh-proto.h"
 #include "linux-devprog.h"
 
@@ -112,6 +118,9 @@ static struct {
     size_t nallow;
     char subtree_name[64];
     char base[FYH_NCTL][PATH_MAX];    /* our own cgroup per controller ("" if none) */
+    /* the mount base[] is in: its root (mountinfo's fourth field) and
+     * mount point, to find a peer's cgroup of the same hierarchy */
+    char mnt_root[FYH_NCTL][PATH_MAX], mnt_point[FYH_NCTL][PATH_MAX];
     char subtree[FYH_NCTL][PATH_MAX]; /* base/subtree_name */
     uint32_t controllers;
     bool memsw;
@@ -120,6 +129,7 @@ static struct {
     bool cg2;
     char cg2_base[PATH_MAX]; /* our own v2 cgroup when we started */
     char cg2_self[PATH_MAX]; /* the leaf we moved ourselves to: subtree/helper */
+    char cg2_mnt_root[PATH_MAX], cg2_mnt_point[PATH_MAX]; /* the cgroup2 mount cg2_base is in */
     uint32_t cg2_base_enabled, cg2_sub_enabled; /* controllers we enabled (to disable at exit) */
     struct entry entries[MAX_ENTRIES];
     struct net_entry nets[MAX_ENTRIES];
@@ -383,6 +393,8 @@ static void discover(void) {
                 if (strchr(fld[4], '\\')) /* an escaped mount point: not ours to guess */
                     continue;
                 snprintf(H.base[i], sizeof(H.base[i]), "%s%s", fld[4], strcmp(path[i] + rl, "/") ? path[i] + rl : "");
+                snprintf(H.mnt_root[i], sizeof(H.mnt_root[i]), "%s", fld[3]);
+                snprintf(H.mnt_point[i], sizeof(H.mnt_point[i]), "%s", fld[4]);
             }
     }
     if (f)
@@ -649,6 +661,8 @@ static void discover_cg2(char *out, size_t len) {
         if (rl && (strncmp(path, fld[3], rl) != 0 || (path[rl] && path[rl] != '/')))
             continue;
         snprintf(out, len, "%s%s", fld[4], strcmp(path + rl, "/") ? path + rl : "");
+        snprintf(H.cg2_mnt_root, sizeof(H.cg2_mnt_root), "%s", fld[3]);
+        snprintf(H.cg2_mnt_point, sizeof(H.cg2_mnt_point), "%s", fld[4]);
         break;
     }
     if (f)
@@ -881,6 +895,484 @@ static void set_error(struct fyh_msg *rep, uint32_t code, int os, const char *fm
             *p = '?';
 }
 
+/* ------------------------------------------------------------------ */
+/* what the peer has                                                   */
+
+/* The helper never gives a peer more than the peer has. An attempt cgroup
+ * is a child of the helper's cgroup, not of the peer's: a process of the
+ * peer's that enters it leaves its own cgroup, and with it what the
+ * operator confined it to there (a device list, memory, pids, cpu; on
+ * cgroup v2 also its cgroup's BPF programs: device programs, IP filtering,
+ * socket binding). So before an attempt cgroup is made (CREATE) and before
+ * a process is moved into one (MOVE), what the attempt would allow is
+ * compared with what the process has where it is. A request for more is
+ * refused (FYH_E_DENIED, naming the limit and both values); where the
+ * request asks nothing that the attempt still limits (memory, which every
+ * attempt has; on v2 pids and cpu, which the process would otherwise
+ * leave), the attempt gets the peer's own limit when that is the lower.
+ * docs/helper.md, "What a peer may ask for", says what this covers and
+ * what not. */
+
+/* A whole small file: its length, or -errno (-EFBIG when it fills buf). */
+static ssize_t read_text(const char *path, char *buf, size_t len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t got = 0;
+    ssize_t n = 0;
+    while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
+        got += (size_t)n;
+    int e = errno;
+    close(fd);
+    buf[got] = '\0';
+    if (n < 0)
+        return -e;
+    return got == len - 1 ? -EFBIG : (ssize_t)got;
+}
+
+static int write_at(int dfd, const char *file, const char *value) {
+    int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, value, strlen(value));
+    int e = errno;
+    close(fd);
+    return n == (ssize_t)strlen(value) ? 0 : -(n < 0 ? e : EIO);
+}
+
+/* Whether dir's cgroup.procs lists pid. */
+static bool procs_has(const char *dir, pid_t pid) {
+    char path[PATH_MAX + 32], buf[4096];
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool found = false;
+    long cur = -1; /* the number being read, across reads */
+    ssize_t n;
+    while (!found && (n = read(fd, buf, sizeof(buf))) > 0)
+        for (ssize_t i = 0; i < n && !found; i++) {
+            if (buf[i] >= '0' && buf[i] <= '9') {
+                cur = cur < 0 ? buf[i] - '0' : cur < (1L << 30) ? cur * 10 + (buf[i] - '0') : cur;
+            } else {
+                found = cur == (long)pid;
+                cur = -1;
+            }
+        }
+    close(fd);
+    return found || cur == (long)pid;
+}
+
+/* The directory of pid's cgroup in the v1 hierarchy of controller ctl, or
+ * its cgroup v2 (ctl < 0), as this helper's mount shows it: the one line of
+ * /proc/PID/cgroup, confirmed by the kernel's own list (pid is in that
+ * directory's cgroup.procs: a cgroup name with a newline in it cannot pass
+ * for another cgroup), then the pidfd checked alive (the number was the
+ * process's throughout). 0, or -1 and *why. */
+static int peer_dir(pid_t pid, int pidfd, int ctl, char *out, size_t len, const char **why) {
+    char path[64], text[8192], cg[PATH_MAX];
+    const char *root = ctl < 0 ? H.cg2_mnt_root : H.mnt_root[ctl], *mnt = ctl < 0 ? H.cg2_mnt_point : H.mnt_point[ctl];
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+    *why = "";
+    if (read_text(path, text, sizeof(text)) < 0)
+        *why = "its /proc/PID/cgroup cannot be read";
+    else if (fyh_proc_cgroup_path(text, ctl < 0 ? NULL : ctl_name[ctl], cg, sizeof(cg)) < 0)
+        *why = "its /proc/PID/cgroup does not name exactly one cgroup of the hierarchy";
+    else if (!root[0] || fyh_cg_dir(root, mnt, cg, out, len) < 0)
+        *why = "its cgroup is outside what the helper's cgroup mount shows";
+    else if (!procs_has(out, pid))
+        *why = "its cgroup's cgroup.procs does not list it";
+    else if (pidfd < 0 || !pidfd_alive(pidfd))
+        *why = "it ended";
+    return **why ? -1 : 0;
+}
+
+/* dir below the mount point mnt, for messages ("/" for the root). */
+static const char *rel(const char *dir, const char *mnt) {
+    size_t n = strlen(mnt);
+    return strncmp(dir, mnt, n) == 0 && dir[n] == '/' ? dir + n : "/";
+}
+
+static uint64_t lower(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* The lowest limit in file over dir and its ancestors up to the mount
+ * point mnt, stopping before the first that is stop or an ancestor of it
+ * (what stays above a process that moves from dir to below stop; stop
+ * NULL: up to mnt, inclusive). A missing file is no limit; one that does
+ * not parse counts as 0 (nothing is given against it). at (PATH_MAX):
+ * where the lowest is. */
+static uint64_t walk_min(const char *dir, const char *mnt, const char *stop, const char *file, char *at) {
+    char cur[PATH_MAX], path[PATH_MAX + 64], buf[64];
+    uint64_t min = FYH_UNLIMITED;
+    snprintf(cur, sizeof(cur), "%s", dir);
+    snprintf(at, PATH_MAX, "%s", dir);
+    while (!(stop && fyh_path_within(cur, stop))) {
+        snprintf(path, sizeof(path), "%s/%s", cur, file);
+        uint64_t v = 0;
+        ssize_t n = read_text(path, buf, sizeof(buf));
+        if (n != -ENOENT && (n < 0 || fyh_parse_limit(buf, &v) < 0))
+            v = 0;
+        if (n != -ENOENT && v < min) {
+            min = v;
+            snprintf(at, PATH_MAX, "%s", cur);
+        }
+        char *slash = strrchr(cur, '/');
+        if (strcmp(cur, mnt) == 0 || !fyh_path_within(mnt, cur) || !slash || slash == cur)
+            break;
+        *slash = '\0';
+    }
+    return min;
+}
+
+/* The same for the cpu bandwidth: the lowest quota/period (v1
+ * cpu.cfs_quota_us over cpu.cfs_period_us, v2 cpu.max), *quota
+ * FYH_UNLIMITED for none. */
+static void walk_cpu(const char *dir, const char *mnt, const char *stop, uint64_t *quota, uint64_t *period,
+                     char *at) {
+    char cur[PATH_MAX], path[PATH_MAX + 64], buf[64];
+    *quota = FYH_UNLIMITED;
+    *period = 100000;
+    snprintf(cur, sizeof(cur), "%s", dir);
+    snprintf(at, PATH_MAX, "%s", dir);
+    while (!(stop && fyh_path_within(cur, stop))) {
+        uint64_t q = FYH_UNLIMITED, p = 100000;
+        bool bad = false;
+        snprintf(path, sizeof(path), "%s/%s", cur, H.cg2 ? "cpu.max" : "cpu.cfs_quota_us");
+        ssize_t n = read_text(path, buf, sizeof(buf));
+        if (n >= 0 && H.cg2)
+            bad = fyh_parse_cpu_max(buf, &q, &p) < 0;
+        else if (n >= 0) {
+            bad = fyh_parse_limit(buf, &q) < 0;
+            snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", cur);
+            bad = bad || read_text(path, buf, sizeof(buf)) < 0 || fyh_parse_limit(buf, &p) < 0 || p == 0;
+        } else
+            bad = n != -ENOENT;
+        if (bad)
+            q = 0, p = 1; /* (nothing is given against what cannot be read) */
+        if (!fyh_cpu_within(*quota, *period, q, p)) {
+            *quota = q, *period = p;
+            snprintf(at, PATH_MAX, "%s", cur);
+        }
+        char *slash = strrchr(cur, '/');
+        if (strcmp(cur, mnt) == 0 || !fyh_path_within(mnt, cur) || !slash || slash == cur)
+            break;
+        *slash = '\0';
+    }
+}
+
+static void fmt_limit(char *out, size_t len, uint64_t v) {
+    if (v == FYH_UNLIMITED)
+        snprintf(out, len, "no limit");
+    else
+        snprintf(out, len, "%llu", (unsigned long long)v);
+}
+
+static uint64_t cpu_millis(uint64_t quota, uint64_t period) {
+    return quota == FYH_UNLIMITED || !period ? FYH_UNLIMITED
+                                              : (uint64_t)((unsigned __int128)quota * 1000 / period);
+}
+
+/* The refusal: the limit, what the attempt would have, the peer's own, and where that is. */
+static int over(struct fyh_msg *rep, const char *what, uint64_t have, uint64_t own, const char *file, const char *at,
+                const char *mnt) {
+    char h[24], o[24];
+    fmt_limit(h, sizeof(h), have);
+    fmt_limit(o, sizeof(o), own);
+    set_error(rep, FYH_E_DENIED, EPERM, "%s: the attempt would have %s, more than the peer's own %s (%s of %s)", what,
+              h, o, file, rel(at, mnt));
+    return -1;
+}
+
+/* What an attempt cgroup gets: the values written (0: none), and which
+ * of them the peer asked for. */
+struct ask {
+    uint32_t want;
+    uint64_t memory, swap, pids, cpu_quota, cpu_period;
+    bool memory_asked, pids_asked, cpu_asked;
+};
+
+static void dev_line(const struct fyh_dev_rule *d, char *line, size_t len) {
+    char maj[16] = "*", min[16] = "*";
+    if (d->major != FYH_DEV_ANY)
+        snprintf(maj, sizeof(maj), "%u", d->major);
+    if (d->minor != FYH_DEV_ANY)
+        snprintf(min, sizeof(min), "%u", d->minor);
+    snprintf(line, len, "%c %s:%s %s%s%s", d->type, maj, min, (d->access & 2) ? "r" : "", (d->access & 4) ? "w" : "",
+             (d->access & 1) ? "m" : "");
+}
+
+/* The kernel as the judge, for a peer's v1 devices cgroup whose default is
+ * to allow (its devices.list then reads "a *:* rwm" and shows none of the
+ * devices it denies): a child made there for this check alone is denied
+ * everything, then allowed each rule; the kernel refuses (EPERM) a rule
+ * that its parent does not wholly allow (security/device_cgroup.c,
+ * parent_has_perm). The child is removed at once. 0 (*bad: the first rule
+ * refused, or UINT32_MAX for none), or -errno when the check could not be
+ * made. */
+static int devices_probe(const char *pdir, const struct fyh_dev_rule *dev, uint32_t n, uint32_t *bad) {
+    static unsigned seq;
+    char probe[PATH_MAX + 64], line[64];
+    snprintf(probe, sizeof(probe), "%s/fyh-check-%d-%u", pdir, (int)getpid(), seq++);
+    (void)set_caps(CAPS_ALL | CAP_DEVICES);
+    int e = mkdir(probe, 0700) < 0 ? -errno : 0;
+    int dfd = e ? -1 : open(probe, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (!e && dfd < 0)
+        e = -errno;
+    if (!e)
+        e = write_at(dfd, "devices.deny", "a");
+    for (uint32_t k = 0; !e && k < n; k++) {
+        dev_line(&dev[k], line, sizeof(line));
+        int w = write_at(dfd, "devices.allow", line);
+        if (w == -EPERM) {
+            *bad = k;
+            break;
+        }
+        e = w;
+    }
+    if (dfd >= 0)
+        close(dfd);
+    if (dfd >= 0 && rmdir(probe) < 0 && errno != ENOENT)
+        logf_("%s: %s (the device check's cgroup is left)", probe, strerror(errno));
+    (void)set_caps(CAPS_WORK);
+    return e;
+}
+
+/* v1 devices: every rule of the request within the peer's own devices
+ * cgroup. An attempt below that cgroup (the peer's is the hierarchy's
+ * root, or an ancestor of the helper's) is kept within by the kernel
+ * already; a default-deny list (the devices the cgroup may use, inherited
+ * restrictions included) is compared here; a default-allow one, which
+ * shows nothing, is left to the kernel (devices_probe). */
+static int devices_v1(const struct conn *c, const struct fyh_msg *req, struct fyh_msg *rep) {
+    static struct fyh_dev_rule list[1024];
+    char pdir[PATH_MAX], udir[PATH_MAX + 32], path[PATH_MAX + 32], text[32768], line[64];
+    const char *why, *mnt = H.mnt_point[3];
+    if (peer_dir(c->pid, c->pidfd, 3, pdir, sizeof(pdir), &why) < 0) {
+        set_error(rep, FYH_E_DENIED, EPERM, "the peer's devices cgroup (pid %d): %s", (int)c->pid, why);
+        return -1;
+    }
+    uid_dir(udir, sizeof(udir), 3, c->uid);
+    if (fyh_path_within(pdir, udir))
+        return 0;
+    snprintf(path, sizeof(path), "%s/devices.list", pdir);
+    ssize_t tl = read_text(path, text, sizeof(text));
+    int n = tl < 0 ? -1 : fyh_devlist_parse(text, list, sizeof(list) / sizeof(list[0]));
+    if (n < 0) {
+        set_error(rep, FYH_E_DENIED, tl < 0 ? (int)-tl : EPERM, "the peer's devices cgroup %s: devices.list %s",
+                  rel(pdir, mnt), tl < 0 ? "cannot be read" : "does not parse");
+        return -1;
+    }
+    uint32_t bad = UINT32_MAX;
+    if (fyh_devlist_default_allow(list, (size_t)n)) {
+        int e = devices_probe(pdir, req->u.create.dev, req->u.create.ndev, &bad);
+        if (e < 0) {
+            set_error(rep, FYH_E_SYSTEM, -e, "checking the device rules against the peer's devices cgroup %s: %s",
+                      rel(pdir, mnt), strerror(-e));
+            return -1;
+        }
+    } else {
+        for (uint32_t k = 0; k < req->u.create.ndev && bad == UINT32_MAX; k++)
+            if (!fyh_dev_covered(&req->u.create.dev[k], list, (size_t)n))
+                bad = k;
+    }
+    if (bad != UINT32_MAX) {
+        dev_line(&req->u.create.dev[bad], line, sizeof(line));
+        set_error(rep, FYH_E_DENIED, EPERM, "devices: rule \"%s\" is more than the peer's own devices cgroup %s allows",
+                  line, rel(pdir, mnt));
+        return -1;
+    }
+    return 0;
+}
+
+/* CREATE on cgroup v1: the attempt's memory, pids and cpu cgroups (those
+ * it makes: a process keeps its cgroups of the others) against the peer's
+ * own, below what the attempt shares with it; its devices cgroup's rules
+ * against the peer's devices cgroup. a->memory is lowered to the peer's
+ * own limit when the peer did not ask for memory. */
+static int bounds_v1(const struct conn *c, const struct fyh_msg *req, struct ask *a, struct fyh_msg *rep) {
+    char pdir[PATH_MAX], udir[PATH_MAX + 32], at[PATH_MAX], uat[PATH_MAX];
+    const char *why;
+    for (int i = 0; i < 3; i++) {
+        if (!(a->want & (1u << i)))
+            continue;
+        if (peer_dir(c->pid, c->pidfd, i, pdir, sizeof(pdir), &why) < 0) {
+            set_error(rep, FYH_E_DENIED, EPERM, "the peer's %s cgroup (pid %d): %s", ctl_name[i], (int)c->pid, why);
+            return -1;
+        }
+        uid_dir(udir, sizeof(udir), i, c->uid);
+        const char *mnt = H.mnt_point[i];
+        if (i == 0) {
+            uint64_t own = walk_min(pdir, mnt, udir, "memory.limit_in_bytes", at);
+            if (!a->memory_asked && a->memory > own)
+                a->memory = own;
+            uint64_t have = lower(a->memory, walk_min(udir, mnt, NULL, "memory.limit_in_bytes", uat));
+            if (have > own)
+                return over(rep, "memory (bytes)", have, own, "memory.limit_in_bytes", at, mnt);
+            if (H.memsw) {
+                own = walk_min(pdir, mnt, udir, "memory.memsw.limit_in_bytes", at);
+                have = lower(a->memory + a->swap, walk_min(udir, mnt, NULL, "memory.memsw.limit_in_bytes", uat));
+                if (have > own)
+                    return over(rep, "memory+swap (bytes)", have, own, "memory.memsw.limit_in_bytes", at, mnt);
+            }
+        } else if (i == 1) {
+            uint64_t own = walk_min(pdir, mnt, udir, "pids.max", at);
+            uint64_t have = lower(a->pids, walk_min(udir, mnt, NULL, "pids.max", uat));
+            if (have > own)
+                return over(rep, "pids", have, own, "pids.max", at, mnt);
+        } else {
+            uint64_t oq, op, hq, hp;
+            walk_cpu(pdir, mnt, udir, &oq, &op, at);
+            walk_cpu(udir, mnt, NULL, &hq, &hp, uat);
+            if (fyh_cpu_within(a->cpu_quota, a->cpu_period, hq, hp))
+                hq = a->cpu_quota, hp = a->cpu_period;
+            if (!fyh_cpu_within(hq, hp, oq, op))
+                return over(rep, "cpu (millis)", cpu_millis(hq, hp), cpu_millis(oq, op), "cpu.cfs_quota_us", at,
+                            mnt);
+        }
+    }
+    return (a->want & FYH_CTL_DEVICES) ? devices_v1(c, req, rep) : 0;
+}
+
+/* cgroup v2: a process that moves from pdir to the attempt leaves every
+ * limit of pdir and its ancestors below what the two share. At CREATE (a
+ * != NULL) the attempt is to be made below dir (the uid directory) with
+ * a's values, lowered to the peer's own where the peer asked for none; at
+ * MOVE (a NULL) dir is the attempt itself. io.max is not something an
+ * attempt carries: a peer under one is refused. */
+static int bounds_v2(const char *pdir, const char *dir, struct ask *a, struct fyh_msg *rep) {
+    char at[PATH_MAX], uat[PATH_MAX], path[PATH_MAX + 32], buf[512];
+    const char *mnt = H.cg2_mnt_point;
+    bool mem = a && (a->want & FYH_CTL_MEMORY);
+    /* memory */
+    uint64_t own = walk_min(pdir, mnt, dir, "memory.max", at);
+    if (mem && !a->memory_asked && a->memory > own)
+        a->memory = own;
+    uint64_t have = walk_min(dir, mnt, NULL, "memory.max", uat);
+    if (mem)
+        have = lower(have, a->memory);
+    if (have > own)
+        return over(rep, "memory (bytes)", have, own, "memory.max", at, mnt);
+    own = walk_min(pdir, mnt, dir, "memory.swap.max", at);
+    have = walk_min(dir, mnt, NULL, "memory.swap.max", uat);
+    snprintf(path, sizeof(path), "%s/memory.swap.max", dir);
+    if (mem && access(path, F_OK) == 0) /* (written on the attempt where its parent has the file) */
+        have = lower(have, a->swap);
+    if (have > own)
+        return over(rep, "swap (bytes)", have, own, "memory.swap.max", at, mnt);
+    /* pids */
+    own = walk_min(pdir, mnt, dir, "pids.max", at);
+    have = walk_min(dir, mnt, NULL, "pids.max", uat);
+    if (a && a->pids_asked)
+        have = lower(have, a->pids);
+    else if (a && have > own && (H.controllers & FYH_CTL_PIDS) && own) /* (0: written as none) */
+        have = a->pids = own;
+    if (have > own)
+        return over(rep, "pids", have, own, "pids.max", at, mnt);
+    /* cpu */
+    uint64_t oq, op, hq, hp;
+    walk_cpu(pdir, mnt, dir, &oq, &op, at);
+    walk_cpu(dir, mnt, NULL, &hq, &hp, uat);
+    if (a && a->cpu_asked && fyh_cpu_within(a->cpu_quota, a->cpu_period, hq, hp))
+        hq = a->cpu_quota, hp = a->cpu_period;
+    else if (a && !a->cpu_asked && !fyh_cpu_within(hq, hp, oq, op) && (H.controllers & FYH_CTL_CPU) && oq)
+        hq = a->cpu_quota = oq, hp = a->cpu_period = op;
+    if (!fyh_cpu_within(hq, hp, oq, op))
+        return over(rep, "cpu (millis)", cpu_millis(hq, hp), cpu_millis(oq, op), "cpu.max", at, mnt);
+    /* io */
+    snprintf(at, sizeof(at), "%s", pdir);
+    while (!fyh_path_within(at, dir)) {
+        snprintf(path, sizeof(path), "%s/io.max", at);
+        ssize_t n = read_text(path, buf, sizeof(buf));
+        if (n > 0 || (n < 0 && n != -ENOENT)) { /* (limits, or what cannot be read) */
+            set_error(rep, FYH_E_DENIED, EPERM, "io: the peer's cgroup %s has io.max limits, which no attempt cgroup "
+                      "carries", rel(at, mnt));
+            return -1;
+        }
+        char *slash = strrchr(at, '/');
+        if (strcmp(at, mnt) == 0 || !slash || slash == at)
+            break;
+        *slash = '\0';
+    }
+    return 0;
+}
+
+/* The cgroup BPF attach types: the kernel's enum (stable numbers; those
+ * newer than this build's header by number, BPF_CGROUP_UNIX_CONNECT ..
+ * _GETSOCKNAME being 49..53). A kernel that does not know one answers
+ * EINVAL: nothing of that type can be attached anywhere. */
+static const unsigned cg_attach_types[] = {
+    BPF_CGROUP_INET_INGRESS,       BPF_CGROUP_INET_EGRESS,       BPF_CGROUP_INET_SOCK_CREATE,
+    BPF_CGROUP_SOCK_OPS,           BPF_CGROUP_DEVICE,            BPF_CGROUP_INET4_BIND,
+    BPF_CGROUP_INET6_BIND,         BPF_CGROUP_INET4_CONNECT,     BPF_CGROUP_INET6_CONNECT,
+    BPF_CGROUP_INET4_POST_BIND,    BPF_CGROUP_INET6_POST_BIND,   BPF_CGROUP_UDP4_SENDMSG,
+    BPF_CGROUP_UDP6_SENDMSG,       BPF_CGROUP_SYSCTL,            BPF_CGROUP_UDP4_RECVMSG,
+    BPF_CGROUP_UDP6_RECVMSG,       BPF_CGROUP_GETSOCKOPT,        BPF_CGROUP_SETSOCKOPT,
+    BPF_CGROUP_INET4_GETPEERNAME,  BPF_CGROUP_INET6_GETPEERNAME, BPF_CGROUP_INET4_GETSOCKNAME,
+    BPF_CGROUP_INET6_GETSOCKNAME,  BPF_CGROUP_INET_SOCK_RELEASE, BPF_LSM_CGROUP,
+    49, 50, 51, 52, 53};
+
+/* The ids of the programs of attach type t that run for the processes of
+ * the cgroup dfd (its effective list): 0 and *n, or -errno (-EINVAL: a
+ * type the kernel does not know). */
+static int prog_ids(int dfd, unsigned t, uint32_t *ids, uint32_t *n) {
+    union bpf_attr at;
+    memset(&at, 0, sizeof(at));
+    at.query.target_fd = (uint32_t)dfd;
+    at.query.attach_type = t;
+    at.query.query_flags = BPF_F_QUERY_EFFECTIVE;
+    at.query.prog_ids = (uint64_t)(uintptr_t)ids;
+    at.query.prog_cnt = *n;
+    if (syscall(SYS_bpf, BPF_PROG_QUERY, &at, sizeof(at)) < 0)
+        return -errno;
+    *n = at.query.prog_cnt;
+    return 0;
+}
+
+/* cgroup v2: every BPF program that runs for pdir's processes (a device
+ * program, IP filtering, socket binding, sysctl...: systemd's
+ * DeviceAllow=, IPAddressDeny=, SocketBindDeny=) must run in the attempt
+ * adir too (a program of a shared ancestor, attached to allow more
+ * programs below it, does; one of the peer's own cgroup does not). The
+ * helper cannot tell what a program allows, so a peer under one that the
+ * attempt would not run is refused, whatever the request. */
+static int progs_v2(const char *pdir, const char *adir, struct fyh_msg *rep) {
+    int pfd = open(pdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), afd = open(adir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int r = 0;
+    if (pfd < 0 || afd < 0) {
+        set_error(rep, FYH_E_SYSTEM, errno, "opening %s: %s", pfd < 0 ? pdir : adir, strerror(errno));
+        r = -1;
+    }
+    raise_devprog(true);
+    for (size_t i = 0; !r && i < sizeof(cg_attach_types) / sizeof(cg_attach_types[0]); i++) {
+        uint32_t p[64], a[64], np = 64, na = 64;
+        unsigned t = cg_attach_types[i];
+        int e = prog_ids(pfd, t, p, &np);
+        if (e == -ENOSYS) /* (no bpf(2) in this kernel: no program anywhere) */
+            break;
+        if (e == -EINVAL)
+            continue;
+        if (!e && np)
+            e = prog_ids(afd, t, a, &na);
+        if (e) {
+            set_error(rep, FYH_E_SYSTEM, -e, "BPF_PROG_QUERY (attach type %u) of %s: %s", t,
+                      rel(np ? adir : pdir, H.cg2_mnt_point), strerror(-e));
+            r = -1;
+        } else if (np && !fyh_ids_subset(p, np, a, na)) {
+            set_error(rep, FYH_E_DENIED, EPERM,
+                      "the peer's cgroup %s runs a BPF program (attach type %u%s) that the attempt's would not: "
+                      "its processes would leave it",
+                      rel(pdir, H.cg2_mnt_point), t, t == BPF_CGROUP_DEVICE ? ", a device program" : "");
+            r = -1;
+        }
+    }
+    raise_devprog(false);
+    if (pfd >= 0)
+        close(pfd);
+    if (afd >= 0)
+        close(afd);
+    return r;
+}
+
 static void do_hello(const struct conn *c, struct fyh_msg *rep) {
     memset(rep, 0, sizeof(*rep));
     rep->type = FYH_T_WELCOME;
@@ -903,38 +1395,39 @@ static void do_hello(const struct conn *c, struct fyh_msg *rep) {
             uid_dir(rep->u.welcome.parent[i], sizeof(rep->u.welcome.parent[i]), i, c->uid);
 }
 
-/* The attempt's one v2 cgroup: limits, the device program, nothing of it
- * the peer's (it enters only through MOVE). 0 or -errno, *what failed. */
-static int create_v2(const char *dir, const struct fyh_msg *req, const struct allow *al, uint32_t want,
-                     const char **what) {
+/* The attempt's one v2 cgroup: limits (a's, which bounds_v2 kept within
+ * the peer's own), the device program, nothing of it the peer's (it enters
+ * only through MOVE, which checks the process moved again). 0 or -errno,
+ * *what failed. */
+static int create_v2(const char *dir, const struct fyh_msg *req, const struct ask *a, const char **what) {
     *what = "mkdir";
     if (mkdir(dir, 0755) < 0)
         return -errno;
     int e = 0;
     char v[64];
-    if (want & FYH_CTL_MEMORY) {
-        uint64_t mem = req->u.create.memory ? req->u.create.memory : al->max_memory;
+    if (a->want & FYH_CTL_MEMORY) {
         *what = "memory.max";
-        e = write_u64(dir, *what, mem);
+        e = write_u64(dir, *what, a->memory);
         char sw[PATH_MAX + 64];
         snprintf(sw, sizeof(sw), "%s/memory.swap.max", dir);
         if (!e && access(sw, F_OK) == 0) {
             *what = "memory.swap.max";
-            e = write_u64(dir, *what, req->u.create.swap < al->max_memory ? req->u.create.swap : 0);
+            e = write_u64(dir, *what, a->swap);
         }
     }
-    if (!e && (want & FYH_CTL_PIDS)) {
+    if (!e && a->pids) { /* (asked, or the peer's own where it asked none) */
         *what = "pids.max";
-        e = write_u64(dir, *what, req->u.create.pids);
+        e = write_u64(dir, *what, a->pids);
     }
-    if (!e && (want & FYH_CTL_CPU)) {
+    if (!e && a->cpu_quota) {
         *what = "cpu.max";
-        snprintf(v, sizeof(v), "%llu 100000", (unsigned long long)(req->u.create.cpu_millis * 100));
+        snprintf(v, sizeof(v), "%llu %llu", (unsigned long long)a->cpu_quota, (unsigned long long)a->cpu_period);
         e = write_file(dir, *what, v);
     }
-    if (!e && (want & FYH_CTL_DEVICES)) {
-        /* Any rule is only a narrowing (the peer's processes outside this
-         * cgroup have no device list at all): the peer's list as it is. */
+    if (!e && (a->want & FYH_CTL_DEVICES)) {
+        /* The peer's list as it is: a process of the peer's enters only if
+         * every program it runs under where it is runs here too
+         * (progs_v2), and this one narrows what they allow. */
         struct lx_dev_rule rules[FYH_DEV_RULES_MAX];
         for (uint32_t k = 0; k < req->u.create.ndev; k++)
             rules[k] = (struct lx_dev_rule){(char)req->u.create.dev[k].type, req->u.create.dev[k].access,
@@ -986,6 +1479,31 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
         set_error(rep, FYH_E_BUDGET, 0, "the helper's table is full");
         return;
     }
+    /* What the attempt gets, never more than the peer has (the memory
+     * every attempt has: the budget, or the peer's own limit when lower). */
+    struct ask a = {.want = want,
+                    .memory_asked = (req->u.create.controllers & FYH_CTL_MEMORY) != 0,
+                    .pids_asked = (want & FYH_CTL_PIDS) != 0,
+                    .cpu_asked = (want & FYH_CTL_CPU) != 0};
+    a.memory = a.memory_asked ? req->u.create.memory : al->max_memory;
+    a.swap = req->u.create.swap < al->max_memory ? req->u.create.swap : 0;
+    a.pids = a.pids_asked ? req->u.create.pids : 0;
+    if (a.cpu_asked)
+        a.cpu_quota = req->u.create.cpu_millis * 100, a.cpu_period = 100000;
+    char pdir[PATH_MAX] = "";
+    if (H.cg2) {
+        char udir[PATH_MAX + 32];
+        const char *why;
+        uid_dir(udir, sizeof(udir), __builtin_ctz(want), c->uid);
+        if (peer_dir(c->pid, c->pidfd, -1, pdir, sizeof(pdir), &why) < 0) {
+            set_error(rep, FYH_E_DENIED, EPERM, "the peer's cgroup (pid %d): %s", (int)c->pid, why);
+            return;
+        }
+        if (bounds_v2(pdir, udir, &a, rep) < 0)
+            return;
+    } else if (bounds_v1(c, req, &a, rep) < 0) {
+        return;
+    }
     memset(rep, 0, sizeof(*rep));
     rep->type = FYH_T_CREATED;
     uint32_t made = 0;
@@ -997,10 +1515,18 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
         if (strlen(dir) >= FYH_PATH_MAX) {
             err = ENAMETOOLONG;
         } else {
-            int e = create_v2(dir, req, al, want, &what);
+            int e = create_v2(dir, req, &a, &what);
             if (!(e < 0 && strcmp(what, "mkdir") == 0))
                 made = want; /* (the directory is there: removed below on failure) */
             err = -e;
+            struct fyh_msg no;
+            if (!err && progs_v2(pdir, dir, &no) < 0) {
+                uint32_t left = remove_attempt(c->uid, name);
+                *rep = no;
+                if (left)
+                    logf_("uid %u %s: refused, and %u directory could not be removed", (unsigned)c->uid, name, left);
+                return;
+            }
             for (int i = 0; i < FYH_NCTL && !err; i++)
                 if (want & (1u << i))
                     snprintf(rep->u.created.dir[i], FYH_PATH_MAX + 1, "%s", dir);
@@ -1025,41 +1551,33 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
         rep->u.created.controllers |= 1u << i;
         int e = 0;
         if (i == 0) {
-            uint64_t mem = req->u.create.memory ? req->u.create.memory : al->max_memory;
             what = "memory.limit_in_bytes";
-            e = write_u64(dir, what, mem);
+            e = write_u64(dir, what, a.memory);
             if (!e && H.memsw) {
                 what = "memory.memsw.limit_in_bytes";
-                e = write_u64(dir, what, mem + (req->u.create.swap < al->max_memory ? req->u.create.swap : 0));
+                e = write_u64(dir, what, a.memory + a.swap);
             }
         } else if (i == 1) {
             what = "pids.max";
-            e = write_u64(dir, what, req->u.create.pids);
+            e = write_u64(dir, what, a.pids);
         } else if (i == 3) {
-            /* Nothing but the peer's list: deny all, then allow each rule
-             * (any rule is only a narrowing: the peer's processes outside
-             * this cgroup have no device list at all). */
+            /* Nothing but the peer's list (within its own devices cgroup:
+             * devices_v1): deny all, then allow each rule. */
             raise_devices(true);
             what = "devices.deny";
             e = write_file(dir, what, "a");
             for (uint32_t k = 0; !e && k < req->u.create.ndev; k++) {
-                const struct fyh_dev_rule *d = &req->u.create.dev[k];
-                char line[64], maj[16] = "*", min[16] = "*";
-                if (d->major != FYH_DEV_ANY)
-                    snprintf(maj, sizeof(maj), "%u", d->major);
-                if (d->minor != FYH_DEV_ANY)
-                    snprintf(min, sizeof(min), "%u", d->minor);
-                snprintf(line, sizeof(line), "%c %s:%s %s%s%s", d->type, maj, min, (d->access & 2) ? "r" : "",
-                         (d->access & 4) ? "w" : "", (d->access & 1) ? "m" : "");
+                char line[64];
+                dev_line(&req->u.create.dev[k], line, sizeof(line));
                 what = "devices.allow";
                 e = write_file(dir, what, line);
             }
             raise_devices(false);
         } else {
             what = "cpu.cfs_quota_us";
-            e = write_u64(dir, "cpu.cfs_period_us", 100000);
+            e = write_u64(dir, "cpu.cfs_period_us", a.cpu_period);
             if (!e)
-                e = write_u64(dir, what, req->u.create.cpu_millis * 100);
+                e = write_u64(dir, what, a.cpu_quota);
         }
         /* The peer may move its own processes in (the kernel checks the uid), nothing more. */
         int dfd = e ? -1 : open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1125,8 +1643,11 @@ static int move_pid(const char *dir, pid_t pid, int pfd) {
 
 /* The children of every thread of pid (/proc/PID/task/TID/children), each
  * opened as a pidfd, checked to be pid's child and uid's alone, and moved,
- * then theirs, at most 3 levels and 256 processes: how many, or -errno. */
-static int move_children(const char *dir, uid_t uid, pid_t pid, int depth) {
+ * then theirs, at most 3 levels and 256 processes: how many, or -errno
+ * (-EXDEV: a child of the peer's is in another cgroup than from, the one
+ * whose limits and programs do_move compared with the attempt's; it stays
+ * where it is). */
+static int move_children(const char *dir, const char *from, uid_t uid, pid_t pid, int depth) {
     if (depth >= 3)
         return 0;
     char path[96];
@@ -1154,6 +1675,21 @@ static int move_children(const char *dir, uid_t uid, pid_t pid, int depth) {
             pid_t parent = 0;
             bool mine = pfd >= 0 && proc_status((pid_t)kid, u, &parent) && parent == pid && u[0] == uid &&
                         u[1] == uid && u[2] == uid && u[3] == uid && pidfd_alive(pfd);
+            /* Where it is: from (compared with the attempt by do_move), or
+             * inside already (forked after its parent moved); it ended
+             * meanwhile: not ours to move; anywhere else: refused. */
+            char kdir[PATH_MAX];
+            const char *why = "";
+            int w = mine ? peer_dir((pid_t)kid, pfd, -1, kdir, sizeof(kdir), &why) : 0;
+            if (mine && ((w < 0 && !pidfd_alive(pfd)) || (w == 0 && strcmp(kdir, dir) == 0)))
+                mine = false;
+            else if (mine && (w < 0 || strcmp(kdir, from) != 0)) {
+                logf_("uid %u: process %ld is not in %s (%s%s): not moved", (unsigned)uid, kid, from,
+                      w < 0 ? why : "in ", w < 0 ? "" : kdir);
+                close(pfd);
+                closedir(d);
+                return -EXDEV;
+            }
             int e = mine ? move_pid(dir, (pid_t)kid, pfd) : 0;
             if (pfd >= 0)
                 close(pfd);
@@ -1164,7 +1700,7 @@ static int move_children(const char *dir, uid_t uid, pid_t pid, int depth) {
                 return e;
             }
             moved++;
-            int sub = move_children(dir, uid, (pid_t)kid, depth + 1);
+            int sub = move_children(dir, from, uid, (pid_t)kid, depth + 1);
             if (sub < 0) {
                 closedir(d);
                 return sub;
@@ -1234,8 +1770,17 @@ static void do_move(const struct conn *c, const struct fyh_msg *req, struct fyh_
         set_error(rep, FYH_E_FD, ESRCH, "process %d ended before the move", (int)pid);
         return;
     }
-    char dir[PATH_MAX + 128];
+    char dir[PATH_MAX + 128], from[PATH_MAX];
     attempt_dir(dir, sizeof(dir), __builtin_ctz(H.controllers), c->uid, name);
+    /* Never more than the process has where it is (whoever made the
+     * attempt): its limits, and every BPF program it runs under. */
+    const char *why;
+    if (peer_dir(pid, c->passed, -1, from, sizeof(from), &why) < 0) {
+        set_error(rep, FYH_E_DENIED, EPERM, "the cgroup of process %d: %s", (int)pid, why);
+        return;
+    }
+    if (bounds_v2(from, dir, NULL, rep) < 0 || progs_v2(from, dir, rep) < 0)
+        return;
     int e = move_pid(dir, pid, c->passed);
     if (e == -ESRCH) {
         /* It ended between the checks and the write: the number may have
@@ -1251,7 +1796,12 @@ static void do_move(const struct conn *c, const struct fyh_msg *req, struct fyh_
     /* Its descendants too (the sandbox's init has forked its workload
      * process before it is moved): each checked as its parent was, and
      * moved after it, so one forked meanwhile was born inside. */
-    int moved = move_children(dir, c->uid, pid, 0);
+    int moved = move_children(dir, from, c->uid, pid, 0);
+    if (moved == -EXDEV) {
+        set_error(rep, FYH_E_DENIED, EPERM, "a descendant of %d is in another cgroup than %s: not moved", (int)pid,
+                  rel(from, H.cg2_mnt_point));
+        return;
+    }
     if (moved < 0) {
         set_error(rep, FYH_E_SYSTEM, -moved, "moving the descendants of %d into %s: %s", (int)pid, dir,
                   strerror(-moved));
