@@ -554,7 +554,9 @@ nothing_left "job networks with a fetch-only member through the helper"
 
 # 5f. JOB_* raw, as the runner (from a user namespace of its own, whose
 #     network namespaces it owns): its namespace accepted and linked (job0
-#     has member 0's address), the same index twice `exists`; the host's
+#     has member 0's address), the same index twice `exists` (naming the
+#     job's port), the same namespace as another index or to another job
+#     `exists` (naming job0 in the member's namespace); the host's
 #     namespace, root's, a file, no descriptor, two, a nested user
 #     namespace's: bad-descriptor (15); an index beyond the members
 #     malformed (1); an unknown job not-found (10); a fifth job over the
@@ -583,10 +585,14 @@ def ask(data, fds=()):
         got += b
     s.close()
     typ = struct.unpack("<H", got[6:8])[0]
+    global text
+    text = ""
     if typ == 0x80ff:
+        text = got[26:26 + struct.unpack("<H", got[24:26])[0]].decode()
         return ("error", struct.unpack("<I", got[16:20])[0])
     return (hex(typ), struct.unpack("<I", got[16:20])[0])
 bad = 0
+text = ""  # the last refusal's text
 def want(what, got, exp):
     global bad
     print(f"{what}: {got} (want {exp})")
@@ -626,8 +632,14 @@ want("job0 has member 0's address", "100.80.0.1/24" in addrs, True)
 addrs6 = subprocess.run(["ip", "-o", "-6", "addr", "show", "dev", "job0"], capture_output=True, text=True).stdout
 want("job0 has member 0's IPv6 address, no link-local", ("fd66:7973:2::1/64" in addrs6, "fe80" in addrs6), (True, False))
 want("the same index again", ask(job(9, name(0), 0), [mine]), ("error", 9))
+want("... names the job's port", "this index is linked already" in text, True)
+# What exists then is job0 in our namespace, not the port: the refusal says so.
+want("our namespace again as another index", ask(job(9, name(0), 1), [mine]), ("error", 9))
+want("... names job0 in the member's namespace", "job0 in the member's namespace" in text, True)
 for i in (1, 2, 3):
     want(f"job {i}", ask(job(8, name(i), 1)), ("0x8008", 0))
+want("our namespace to another job", ask(job(9, name(1), 0), [mine]), ("error", 9))
+want("... names job0 in the member's namespace", "job0 in the member's namespace" in text, True)
 want("a fifth job", ask(job(8, name(4), 1)), ("error", 7))
 want("JOB_DEL", ask(job(10, name(0), 0)), ("0x800a", 0))
 gone = subprocess.run(["ip", "-o", "link", "show", "dev", "job0"], capture_output=True, text=True).returncode

@@ -673,7 +673,13 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
     if ((js = nl_open(j->ns)) < 0 || (ss = nl_open(member_ns)) < 0)
         e = js < 0 ? js : ss, what = "netlink socket";
     else if ((e = lnl_link_veth(js, port, "job0", member_ns)) < 0)
-        what = e == -EEXIST ? "the member's port (linked already)" : "veth to the member";
+        /* EEXIST names neither end: the job's port m<i> (this index linked
+         * already), or job0 in the member's namespace (the namespace linked
+         * already, as another index or to another job). */
+        what = e != -EEXIST                  ? "veth to the member"
+               : lnl_ifindex(js, port) > 0   ? "the member's port in the job (this index is linked already)"
+               : lnl_ifindex(ss, "job0") > 0 ? "job0 in the member's namespace (linked to a job already)"
+                                             : "the member's veth (a link of that name exists)";
     else if ((br = lnl_ifindex(js, "jb")) < 0 || (eth = lnl_ifindex(ss, "job0")) < 0)
         e = br < 0 ? br : eth, what = "interface index";
     else if ((e = lnl_link_master(js, port, br)) < 0)

@@ -54,7 +54,8 @@ struct fyh_job {
 /* 0, or -FYH_E_* with *os_errno and why (nothing left then). */
 int fyh_job_create(struct fyh_job *j, uint32_t nmembers, int *os_errno, char *why, size_t whylen);
 /* Links member index's namespace member_ns (checked by the caller with
- * fyh_net_check_ns): 0, or -FYH_E_* (FYH_E_EXISTS: linked already). */
+ * fyh_net_check_ns): 0, or -FYH_E_* (FYH_E_EXISTS: the index is linked
+ * already, or the namespace is, as job0; why says which). */
 int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno, char *why, size_t whylen);
 /* Unlinks member index, witnessed by a lookup: the objects left. */
 uint32_t fyh_job_del(struct fyh_job *j, uint32_t index);
