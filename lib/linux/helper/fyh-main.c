@@ -1489,7 +1489,7 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
     a.swap = req->u.create.swap < al->max_memory ? req->u.create.swap : 0;
     a.pids = a.pids_asked ? req->u.create.pids : 0;
     if (a.cpu_asked)
-        a.cpu_quota = req->u.create.cpu_millis * 100, a.cpu_period = 100000;
+        fyh_cpu_quota(req->u.create.cpu_millis, &a.cpu_quota, &a.cpu_period);
     char pdir[PATH_MAX] = "";
     if (H.cg2) {
         char udir[PATH_MAX + 32];
