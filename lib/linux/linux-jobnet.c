@@ -77,6 +77,7 @@ static int add_rules(const struct ljn *j) {
         port_name(m[i].port, i);
         memcpy(m[i].a4, &a, 4);
         ljn_member_addr6(i, m[i].a6);
+        lnft_job_member_mac(i, m[i].mac);
     }
     int s = lxn_nf_open(j->ns);
     int e = s < 0 ? s : lnft_job_apply(s, m, j->nmembers);
@@ -224,9 +225,12 @@ int ljn_attach(void *job, uint32_t index, int sandbox_ns, fy_error **reterr) {
     int e, br = 0, eth = 0, r = 0;
     const char *what = NULL;
     uint32_t addr = member_addr(index);
-    uint8_t addr6[16];
+    uint8_t addr6[16], mac[6];
     ljn_member_addr6(index, addr6);
-    if ((e = lnl_link_veth(j->nl, port, LJN_MEMBER_IF, sandbox_ns)) < 0)
+    /* (job0's MAC fixed by the index: a member started again keeps the one
+     * its running peers' neighbour entries hold, IPv4 and IPv6) */
+    lnft_job_member_mac(index, mac);
+    if ((e = lnl_link_veth_mac(j->nl, port, LJN_MEMBER_IF, sandbox_ns, mac)) < 0)
         what = "veth to the member";
     else if ((br = lnl_ifindex(j->nl, LJN_BRIDGE_IF)) < 0 || (eth = lnl_ifindex(ss, LJN_MEMBER_IF)) < 0)
         e = br < 0 ? br : eth, what = "interface index";

@@ -7,6 +7,7 @@
  *   member netns (its own user ns)     job netns (ours)
  *   job0 100.80.0.(i+1)/24  ---------  m<i> -- bridge jb (no address)
  *        fd66:7973:2::(i+1)/64
+ *        MAC 02:66:79:73:HH:LL, HHLL = i+1 (lnft_job_member_mac)
  *   (no other link but lo, no route      nftables (bridge family): a frame
  *    but the job's /24)                  goes from a member's port to another
  *                                        member's port only, and only from

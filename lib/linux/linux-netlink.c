@@ -106,6 +106,10 @@ int lnl_ready(int s) {
 }
 
 int lnl_link_veth(int s, const char *name, const char *peer_name, int peer_ns) {
+    return lnl_link_veth_mac(s, name, peer_name, peer_ns, NULL);
+}
+
+int lnl_link_veth_mac(int s, const char *name, const char *peer_name, int peer_ns, const uint8_t *peer_mac) {
     struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
     struct nlmsg m;
     nl_init(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
@@ -124,6 +128,8 @@ int lnl_link_veth(int s, const char *name, const char *peer_name, int peer_ns) {
     memset(pifi, 0, sizeof(*pifi));
     m.u.h.nlmsg_len += NLMSG_ALIGN(sizeof(*pifi));
     nl_attr(&m, IFLA_IFNAME, peer_name, strlen(peer_name) + 1);
+    if (peer_mac)
+        nl_attr(&m, IFLA_ADDRESS, peer_mac, 6);
     nl_attr(&m, IFLA_NUM_TX_QUEUES, &one, sizeof(one));
     nl_attr(&m, IFLA_NUM_RX_QUEUES, &one, sizeof(one));
     uint32_t fd = (uint32_t)peer_ns;

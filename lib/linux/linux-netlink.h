@@ -39,6 +39,9 @@ int lnl_ready(int s);
 /* A veth pair: name in s's namespace, its peer called peer_name moved to the
  * namespace open at peer_ns. */
 int lnl_link_veth(int s, const char *name, const char *peer_name, int peer_ns);
+/* The same, the peer's MAC address peer_mac (6 bytes; NULL: the kernel's
+ * random one). */
+int lnl_link_veth_mac(int s, const char *name, const char *peer_name, int peer_ns, const uint8_t *peer_mac);
 /* Up, with no IPv6 link-local address (nothing here routes by one, so none
  * sits tentative and a sandbox has no fe80:: address to reach a router by). */
 int lnl_link_up(int s, const char *name);

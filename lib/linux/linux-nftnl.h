@@ -105,7 +105,22 @@ struct lnft_member {
     char port[16];              /* m<index> */
     uint8_t a4[4];              /* its addresses, network order */
     uint8_t a6[16];
+    uint8_t mac[6];             /* its job0's MAC address (lnft_job_member_mac) */
 };
+/* Member index's MAC address on its job0: 02:66:79:73:HH:LL, HHLL =
+ * index + 1 (locally administered, unicast; "fys" as the IPv6 prefix's
+ * fd66:7973). Fixed by the index as the addresses are, so that a member
+ * started again has the MAC its peers' neighbour entries hold; unique on
+ * one job's bridge (jobs never share one). The library as root and the
+ * privileged helper both set it. */
+static inline void lnft_job_member_mac(uint32_t index, uint8_t mac[6]) {
+    mac[0] = 0x02;
+    mac[1] = 0x66;
+    mac[2] = 0x79;
+    mac[3] = 0x73;
+    mac[4] = (uint8_t)((index + 1) >> 8);
+    mac[5] = (uint8_t)((index + 1) & 0xff);
+}
 int lnft_job_build(const struct lnft_member *m, size_t n, struct lnft_batch *out);
 int lnft_job_delete_build(struct lnft_batch *out);
 /* Built and applied over s (NETLINK_NETFILTER in the job's namespace):

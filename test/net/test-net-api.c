@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -257,6 +259,22 @@ static void job_spoof_check(int a, int b, const char *who) {
     ljn_member_addr6(0, own6);
     ljn_member_addr6(1, peer6);
     ljn_member_addr6(76, other6);
+    /* Each member's job0 has its index's MAC (a member started again keeps
+     * it: test-jobnet's restart). */
+    for (int k = 0; k < 2; k++) {
+        uint8_t want[6], got[6] = {0};
+        lnft_job_member_mac((uint32_t)k, want);
+        int q = udp_socket_in(k ? b : a, AF_INET, k ? peer4 : own4, 0);
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "job0");
+        if (q >= 0 && ioctl(q, SIOCGIFHWADDR, &ifr) == 0)
+            memcpy(got, ifr.ifr_hwaddr.sa_data, 6);
+        CHECK(memcmp(want, got, 6) == 0, "job rules %s: member %d's MAC %02x:%02x:%02x:%02x:%02x:%02x", who, k, got[0],
+              got[1], got[2], got[3], got[4], got[5]);
+        if (q >= 0)
+            close(q);
+    }
     int nl = lxn_nl_open(a), ifx = nl >= 0 ? lnl_ifindex(nl, "job0") : -1;
     int e4 = ifx > 0 ? lnl_addr_add(nl, ifx, AF_INET, other4, 24) : -1;
     int e6 = ifx > 0 ? lnl_addr_add(nl, ifx, AF_INET6, other6, 64) : -1;

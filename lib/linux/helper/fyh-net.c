@@ -582,8 +582,8 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
  * another member's port and only from that member's own address, nothing
  * to or from the namespace itself; member i's namespace (the peer's, checked
  * by fyh_net_check_ns) gets a veth job0 100.80.0.(i+1)/24 and
- * fd66:7973:2::(i+1)/64 (no link-local, no DAD) whose other end m<i> is a
- * port of the bridge. */
+ * fd66:7973:2::(i+1)/64 (no link-local, no DAD), MAC address
+ * lnft_job_member_mac(i), whose other end m<i> is a port of the bridge. */
 
 #define JOB_SUBNET 0x64500000u /* 100.80.0.0/24: linux-jobnet.h's LJN_SUBNET */
 /* fd66:7973:2::/64, member i at ::(i+1): linux-jobnet.h's LJN_SUBNET6_TEXT.
@@ -599,6 +599,7 @@ static void job_member(uint32_t i, struct lnft_member *m) {
     memcpy(m->a6, job_subnet6, 16);
     m->a6[14] = (uint8_t)((i + 1) >> 8);
     m->a6[15] = (uint8_t)((i + 1) & 0xff);
+    lnft_job_member_mac(i, m->mac);
 }
 
 /* The job's table (linux-nftnl.h has it as nft would list it) for n
@@ -672,7 +673,7 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
         fyh_net_raise(true);
     if ((js = nl_open(j->ns)) < 0 || (ss = nl_open(member_ns)) < 0)
         e = js < 0 ? js : ss, what = "netlink socket";
-    else if ((e = lnl_link_veth(js, port, "job0", member_ns)) < 0)
+    else if ((e = lnl_link_veth_mac(js, port, "job0", member_ns, m.mac)) < 0)
         /* EEXIST names neither end: the job's port m<i> (this index linked
          * already), or job0 in the member's namespace (the namespace linked
          * already, as another index or to another job). */
