@@ -59,13 +59,15 @@ static int jn_fail(fy_error **reterr, int e, const char *what) {
     return err_set(reterr, err_from_errno(e), FY_STEP_JOBNET, e, NULL, "job network: %s: %s", what, strerror(e));
 }
 
-/* The job's rules (linux-nftnl.h has them as nft would list them): frames
- * are forwarded only from one member's port to another's, and only
- * carrying that member's own addresses (IPv4 and ARP from its IPv4
- * address; IPv6, neighbour discovery included, from its IPv6 address:
- * with no link-local address its solicitations carry that one; everything
- * else dropped); the namespace itself takes and sends nothing on the
- * bridge. Every declared member's port is written now: the ports are
+/* The job's rules (linux-nftnl.h has them as nft would list them): a
+ * frame enters the bridge only with its port's member's MAC as its
+ * Ethernet source (checked before the bridge learns the source), and is
+ * forwarded only from one member's port to another's, and only carrying
+ * that member's own addresses (IPv4 from its IPv4 address, ARP from its
+ * MAC and IPv4 address; IPv6, neighbour discovery included, from its IPv6
+ * address: with no link-local address its solicitations carry that one;
+ * no neighbour advertisement for another address; everything else
+ * dropped); the namespace itself takes and sends nothing on the bridge. Every declared member's port is written now: the ports are
  * named by index, so members join without another batch. One batch, one
  * commit: 0 or -errno. */
 static int add_rules(const struct ljn *j) {
@@ -323,8 +325,8 @@ char *ljn_describe(const char *member, uint32_t index) {
         "{s:s,s:s,s:s,s:{s:s,s:s,s:s,s:s}}", "mode", "deny", "mechanism", "job-bridge-netns", "enforcement",
         "own network namespace with one veth to the job's bridge in a per-job namespace owned by the host's user "
         "namespace; nftables (bridge family) there forward only between the job's members, each from its own "
-        "addresses (IPv4 and IPv6); no route beyond the job's /24 and /64, nothing to or from the host or another "
-        "job",
+        "MAC and addresses (IPv4 and IPv6); no route beyond the job's /24 and /64, nothing to or from the host or "
+        "another job",
         "job", "member", member, "address", a, "address6", a6, "names",
         "the job's members in /etc/hosts (IPv4, then IPv6)");
     if (o && geteuid() != 0) /* (make_at_helper) */

@@ -9,7 +9,8 @@
  *        fd66:7973:2::(i+1)/64
  *        MAC 02:66:79:73:HH:LL, HHLL = i+1 (lnft_job_member_mac)
  *   (no other link but lo, no route      nftables (bridge family): a frame
- *    but the job's /24)                  goes from a member's port to another
+ *    but the job's /24)                  enters from a member's port only with
+ *                                        that member's MAC, goes to another
  *                                        member's port only, and only from
  *                                        that member's own addresses (IPv4,
  *                                        ARP, IPv6 with its neighbour

@@ -20,6 +20,7 @@
 
 /* (linux/netfilter_bridge.h's hook numbers: that header pulls in
  * definitions that clash with libc's) */
+#define NF_BR_PRE_ROUTING 0
 #define NF_BR_LOCAL_IN 1
 #define NF_BR_FORWARD 2
 #define NF_BR_LOCAL_OUT 3
@@ -464,21 +465,60 @@ static void member_saddr(struct nb *b, const char *port, uint16_t ethertype, uin
     nb_end(b, x);
 }
 
+/* "iifname PORT oifname "m*" icmpv6 type nd-neighbor-advert @th,64,128 !=
+ * A6 drop": an advertisement for an address other than the member's own
+ * (its target, 16 bytes at 8) would send another member's traffic to it.
+ * (nft's dependencies, as it encodes them: ether type ip6, meta l4proto
+ * ipv6-icmp.) */
+static void member_na_drop(struct nb *b, const char *port, const uint8_t *a6) {
+    const uint16_t ip6 = htons(ETH_P_IPV6);
+    const uint8_t icmp6 = IPPROTO_ICMPV6, na = 136;
+    size_t x = member_rule(b, port);
+    e_payload(b, NFT_PAYLOAD_LL_HEADER, 12, 2);
+    e_cmp(b, NFT_CMP_EQ, &ip6, 2);
+    e_meta(b, NFT_META_L4PROTO);
+    e_cmp(b, NFT_CMP_EQ, &icmp6, 1);
+    e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1);
+    e_cmp(b, NFT_CMP_EQ, &na, 1);
+    e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 8, 16);
+    e_cmp(b, NFT_CMP_NEQ, a6, 16);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+}
+
 static void build_job(struct nb *b, const struct lnft_member *m, size_t n) {
     batch_begin(b, NFPROTO_BRIDGE, JOB_TABLE, NFT_MSG_NEWTABLE);
+    /* (ports: before the bridge learns a frame's source, which it does
+     * before forwarding: a frame dropped only in members would still have
+     * taught it another member's MAC behind this port) */
+    chain(b, "ports", "filter", NF_BR_PRE_ROUTING, 0, NF_DROP);
     chain(b, "members", "filter", NF_BR_FORWARD, 0, NF_DROP);
     chain(b, "self_in", "filter", NF_BR_LOCAL_IN, 0, NF_DROP);
     chain(b, "self_out", "filter", NF_BR_LOCAL_OUT, 0, NF_DROP);
+    for (size_t i = 0; i < n; i++) {
+        /* iifname PORT ether saddr MAC accept */
+        size_t x = rule_begin(b, "ports");
+        ifname(b, NFT_META_IIFNAME, m[i].port, NFT_CMP_EQ);
+        e_payload(b, NFT_PAYLOAD_LL_HEADER, 6, 6);
+        e_cmp(b, NFT_CMP_EQ, m[i].mac, 6);
+        e_verdict(b, NF_ACCEPT);
+        nb_end(b, x);
+    }
     const uint16_t arp = htons(ETH_P_ARP);
     for (size_t i = 0; i < n; i++) {
-        /* ether type arp arp saddr ip A4 accept */
+        /* ether type arp arp saddr ether MAC arp saddr ip A4 accept (the
+         * sender's MAC and address, adjacent: nft loads them as one) */
+        uint8_t sender[10];
+        memcpy(sender, m[i].mac, 6);
+        memcpy(sender + 6, m[i].a4, 4);
         size_t x = member_rule(b, m[i].port);
         e_payload(b, NFT_PAYLOAD_LL_HEADER, 12, 2);
         e_cmp(b, NFT_CMP_EQ, &arp, 2);
-        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 14, 4);
-        e_cmp(b, NFT_CMP_EQ, m[i].a4, 4);
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 8, 10);
+        e_cmp(b, NFT_CMP_EQ, sender, 10);
         e_verdict(b, NF_ACCEPT);
         nb_end(b, x);
+        member_na_drop(b, m[i].port, m[i].a6);
         member_saddr(b, m[i].port, ETH_P_IP, 12, m[i].a4, 4);    /* ip saddr A4 accept */
         member_saddr(b, m[i].port, ETH_P_IPV6, 8, m[i].a6, 16);  /* ip6 saddr A6 accept */
     }

@@ -93,8 +93,11 @@ int lnft_direct_build(const struct lnft_direct *d, struct lnft_batch *out);
 /* ---- a job network's bridge table (linux-jobnet.c; the helper's jobs) ----
  *
  *   table bridge fy_job
+ *   chain ports (filter, hook prerouting, priority 0, policy drop)
+ *     per member: iifname PORT ether saddr MAC accept
  *   chain members (filter, hook forward, priority 0, policy drop)
- *     per member: iifname PORT oifname "m*" ether type arp arp saddr ip A4 accept
+ *     per member: iifname PORT oifname "m*" ether type arp arp saddr ether MAC arp saddr ip A4 accept
+ *                 iifname PORT oifname "m*" icmpv6 type nd-neighbor-advert @th,64,128 != A6 drop
  *                 iifname PORT oifname "m*" ip saddr A4 accept
  *                 iifname PORT oifname "m*" ip6 saddr A6 accept
  *   chain self_in (filter, hook input, priority 0, policy drop)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
@@ -298,6 +299,226 @@ static void job_spoof_check(int a, int b, const char *who) {
     printf("ok: %s: a job member's own addresses pass the bridge, a second address is dropped (IPv4, IPv6)\n", who);
 }
 
+/* ---- frames of a member's own making on the job's link ---- */
+
+/* A packet socket on job0 in a namespace (what a workload that gained
+ * CAP_NET_RAW there could open): proto (an ethertype, host order; 0: send
+ * only) bound, a receive timeout of 0.7 s, the link's index and MAC. */
+struct pkt { uint16_t proto; int fd, ifx; uint8_t mac[6]; };
+static int pkt_in_ns(void *p) {
+    struct pkt *k = p;
+    k->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(k->proto));
+    if (k->fd < 0)
+        return -errno;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "job0");
+    if (ioctl(k->fd, SIOCGIFINDEX, &ifr) < 0)
+        return -errno;
+    k->ifx = ifr.ifr_ifindex;
+    if (ioctl(k->fd, SIOCGIFHWADDR, &ifr) < 0)
+        return -errno;
+    memcpy(k->mac, ifr.ifr_hwaddr.sa_data, 6);
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(k->proto), .sll_ifindex = k->ifx};
+    if (bind(k->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+        return -errno;
+    struct timeval tv = {0, 700000};
+    (void)setsockopt(k->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return 0;
+}
+
+static struct pkt pkt_open(int ns, uint16_t proto) {
+    struct pkt k = {proto, -1, 0, {0}};
+    if (lxn_in_netns(ns, pkt_in_ns, &k) < 0 && k.fd >= 0) {
+        close(k.fd);
+        k.fd = -1;
+    }
+    return k;
+}
+
+static void pkt_send(const struct pkt *from, const uint8_t *f, size_t len) {
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_ifindex = from->ifx, .sll_halen = 6};
+    memcpy(sll.sll_addr, f, 6);
+    (void)sendto(from->fd, f, len, 0, (struct sockaddr *)&sll, sizeof(sll));
+}
+
+/* Whether frame f, sent on from's link, is seen on to's. */
+static bool frame_reaches(const struct pkt *from, const struct pkt *to, const uint8_t *f, size_t len) {
+    uint8_t buf[2048];
+    for (int i = 0; i < 3; i++) {
+        pkt_send(from, f, len);
+        ssize_t n;
+        while ((n = recv(to->fd, buf, sizeof(buf), 0)) >= 0)
+            if ((size_t)n >= len && memcmp(buf, f, len) == 0)
+                return true;
+    }
+    return false;
+}
+
+static uint16_t csum(uint32_t sum, const uint8_t *p, size_t len) {
+    for (size_t i = 0; i + 1 < len; i += 2)
+        sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+    if (len & 1)
+        sum += (uint32_t)(p[len - 1] << 8);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+static void eth_head(uint8_t *f, const uint8_t dst[6], const uint8_t src[6], uint16_t type) {
+    memcpy(f, dst, 6);
+    memcpy(f + 6, src, 6);
+    f[12] = (uint8_t)(type >> 8);
+    f[13] = (uint8_t)type;
+}
+
+/* An IPv4 UDP datagram (one byte: tag) to d4:port, in a frame: its length. */
+static size_t udp4_frame(uint8_t *f, const uint8_t dst[6], const uint8_t src[6], const uint8_t s4[4],
+                         const uint8_t d4[4], uint16_t port, uint8_t tag) {
+    memset(f, 0, 64);
+    eth_head(f, dst, src, 0x0800);
+    uint8_t *ip = f + 14, *u = ip + 20;
+    ip[0] = 0x45;
+    ip[3] = 29;
+    ip[8] = 64;
+    ip[9] = IPPROTO_UDP;
+    memcpy(ip + 12, s4, 4);
+    memcpy(ip + 16, d4, 4);
+    uint16_t c = csum(0, ip, 20);
+    ip[10] = (uint8_t)(c >> 8);
+    ip[11] = (uint8_t)c;
+    u[0] = 0x9c; /* (source port 40000; no UDP checksum: allowed over IPv4) */
+    u[1] = 0x40;
+    u[2] = (uint8_t)(port >> 8);
+    u[3] = (uint8_t)port;
+    u[5] = 9;
+    u[8] = tag;
+    return 14 + 29;
+}
+
+/* An ARP request for tpa from sender sha/spa, broadcast, its Ethernet
+ * source src: 42 bytes. */
+static size_t arp_frame(uint8_t *f, const uint8_t src[6], const uint8_t sha[6], const uint8_t spa[4],
+                        const uint8_t tpa[4]) {
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, head[8] = {0, 1, 8, 0, 6, 4, 0, 1};
+    memset(f, 0, 64);
+    eth_head(f, bcast, src, 0x0806);
+    memcpy(f + 14, head, 8);
+    memcpy(f + 22, sha, 6);
+    memcpy(f + 28, spa, 4);
+    memcpy(f + 38, tpa, 4);
+    return 42;
+}
+
+/* A neighbour advertisement from s6 to d6 (override; target and its
+ * link-layer address option tll), checksummed: 86 bytes. */
+static size_t na_frame(uint8_t *f, const uint8_t dst[6], const uint8_t src[6], const uint8_t s6[16],
+                       const uint8_t d6[16], const uint8_t target[16], const uint8_t tll[6]) {
+    memset(f, 0, 96);
+    eth_head(f, dst, src, 0x86dd);
+    uint8_t *ip = f + 14, *icmp = ip + 40;
+    ip[0] = 0x60;
+    ip[5] = 32; /* (payload: 24 + an 8-byte option) */
+    ip[6] = IPPROTO_ICMPV6;
+    ip[7] = 255;
+    memcpy(ip + 8, s6, 16);
+    memcpy(ip + 24, d6, 16);
+    icmp[0] = 136;
+    icmp[4] = 0x20;
+    memcpy(icmp + 8, target, 16);
+    icmp[24] = 2;
+    icmp[25] = 1;
+    memcpy(icmp + 26, tll, 6);
+    uint32_t sum = 32 + IPPROTO_ICMPV6; /* (the pseudo-header's length and next header) */
+    for (int i = 0; i < 32; i += 2)
+        sum += (uint32_t)(ip[8 + i] << 8 | ip[8 + i + 1]);
+    uint16_t c = csum(sum, icmp, 32);
+    icmp[2] = (uint8_t)(c >> 8);
+    icmp[3] = (uint8_t)c;
+    return 14 + 40 + 32;
+}
+
+/* Member 0 (a) sends frames of its own making (a workload that gained
+ * CAP_NET_RAW in its namespace could): the bridge passes them only with
+ * member 0's own MAC as the Ethernet source (and ARP's sender), and no
+ * neighbour advertisement for another member's address; a frame with
+ * member 1's MAC as its source must not teach the bridge that member 1 is
+ * behind member 0's port (the bridge learns before it forwards: member 1's
+ * traffic would go to member 0). */
+static void job_link_spoof_check(int a, int b, const char *who) {
+    const uint8_t own4[4] = {100, 80, 0, 1}, peer4[4] = {100, 80, 0, 2}, none4[4] = {100, 80, 0, 250};
+    uint8_t own6[16], peer6[16];
+    ljn_member_addr6(0, own6);
+    ljn_member_addr6(1, peer6);
+    struct pkt tx = pkt_open(a, 0), arp = pkt_open(b, 0x0806), ip6 = pkt_open(b, 0x86dd);
+    int to4 = udp_socket_in(b, AF_INET, peer4, 9001), ok4 = udp_socket_in(a, AF_INET, own4, 0);
+    CHECK(tx.fd >= 0 && arp.fd >= 0 && ip6.fd >= 0 && to4 >= 0 && ok4 >= 0,
+          "job link %s: packet sockets %d %d %d, UDP %d %d", who, tx.fd, arp.fd, ip6.fd, to4, ok4);
+    if (tx.fd < 0 || arp.fd < 0 || ip6.fd < 0 || to4 < 0 || ok4 < 0)
+        goto out;
+    const uint8_t *mac0 = tx.mac, *mac1 = arp.mac;
+    uint8_t other[6];
+    memcpy(other, mac0, 6);
+    other[5] ^= 0x40; /* (a MAC no member has) */
+    uint8_t f[128], buf[64];
+    size_t n;
+    /* IPv4 from its own address: with its own MAC it arrives; with
+     * another, not. */
+    bool own = false, foreign = false;
+    for (int i = 0; i < 3 && !own; i++) {
+        n = udp4_frame(f, mac1, mac0, own4, peer4, 9001, (uint8_t)('A' + i));
+        pkt_send(&tx, f, n);
+        ssize_t k;
+        while ((k = recv(to4, buf, sizeof(buf), 0)) >= 0)
+            own = own || (k == 1 && buf[0] >= 'A' && buf[0] <= 'C');
+    }
+    for (int i = 0; i < 3 && !foreign; i++) {
+        n = udp4_frame(f, mac1, other, own4, peer4, 9001, (uint8_t)('a' + i));
+        pkt_send(&tx, f, n);
+        ssize_t k;
+        while ((k = recv(to4, buf, sizeof(buf), 0)) >= 0)
+            foreign = foreign || (k == 1 && buf[0] >= 'a' && buf[0] <= 'c');
+    }
+    CHECK(own, "job link %s: an IPv4 frame with member 0's own MAC did not arrive", who);
+    CHECK(!foreign, "job link %s: an IPv4 frame with another Ethernet source (its own IPv4 source) arrived", who);
+    /* ARP: its own sender passes; another sender's MAC does not. */
+    n = arp_frame(f, mac0, mac0, own4, none4);
+    bool arp_own = frame_reaches(&tx, &arp, f, n);
+    n = arp_frame(f, mac0, other, own4, peer4);
+    bool arp_other = frame_reaches(&tx, &arp, f, n);
+    CHECK(arp_own, "job link %s: ARP with member 0's own MAC and address did not arrive", who);
+    CHECK(!arp_other, "job link %s: ARP naming another MAC as its sender arrived", who);
+    /* Neighbour advertisements: for its own address, yes; for member 1's
+     * (which would send member 1's traffic to member 0), no. */
+    n = na_frame(f, mac1, mac0, own6, peer6, own6, mac0);
+    bool na_own = frame_reaches(&tx, &ip6, f, n);
+    n = na_frame(f, mac1, mac0, own6, peer6, peer6, mac0);
+    bool na_other = frame_reaches(&tx, &ip6, f, n);
+    CHECK(na_own, "job link %s: a neighbour advertisement for member 0's own address did not arrive", who);
+    CHECK(!na_other, "job link %s: a neighbour advertisement for member 1's address arrived", who);
+    /* Member 1's MAC as the source (an ethertype nobody answers, so that
+     * member 1 sends nothing that would correct the bridge), then member
+     * 0's ordinary datagram to member 1 must still get there. */
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    memset(f, 0, 64);
+    eth_head(f, bcast, mac1, 0x88b5);
+    for (int i = 0; i < 3; i++)
+        pkt_send(&tx, f, 60);
+    usleep(100000);
+    bool still = udp_reaches(ok4, to4, AF_INET, peer4, 9001);
+    CHECK(still, "job link %s: after a frame with member 1's MAC from member 0's port, member 1 no longer gets "
+                 "member 0's datagrams (the bridge learnt member 1 behind member 0's port)", who);
+    if (own && !foreign && arp_own && !arp_other && na_own && !na_other && still)
+        printf("ok: %s: a job member's frames pass the bridge only with its own MAC (Ethernet source, ARP sender), "
+               "no neighbour advertisement for another member's address, and a frame with another member's MAC "
+               "teaches the bridge nothing\n", who);
+out:;
+    int fds[] = {tx.fd, arp.fd, ip6.fd, to4, ok4};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
 /* test-net-api --helper-job SOCKET, as an unprivileged uid the helper
  * allows: the same check on a job network the privileged helper makes,
  * its members two namespaces of a user namespace of ours (which lets us
@@ -318,6 +539,8 @@ static int helper_job(const char *sock) {
     fy_error_free(je);
     if (r == 0)
         job_spoof_check(a, b, "through the helper");
+    if (r == 0)
+        job_link_spoof_check(a, b, "through the helper");
     uint32_t left = lxnh_job_del(sock, name, 0) + lxnh_job_del(sock, name, 1) + lxnh_job_destroy(sock, name);
     CHECK(left == 0, "helper job: %u left", left);
     return failed;
@@ -485,17 +708,24 @@ int main(int argc, char **argv) {
      *     leaves no table (the count the teardown's witness reads). */
     {
         static const char text[] =
-            "table bridge fy_job {\n chain members {\n  type filter hook forward priority 0; policy drop;\n"
-            "  iifname \"m0\" oifname \"m*\" ether type arp arp saddr ip 100.80.0.1 accept\n"
+            "table bridge fy_job {\n chain ports {\n  type filter hook prerouting priority 0; policy drop;\n"
+            "  iifname \"m0\" ether saddr 02:66:79:73:00:01 accept\n"
+            "  iifname \"m11\" ether saddr 02:66:79:73:00:0c accept\n"
+            " }\n chain members {\n  type filter hook forward priority 0; policy drop;\n"
+            "  iifname \"m0\" oifname \"m*\" ether type arp arp saddr ether 02:66:79:73:00:01 arp saddr ip 100.80.0.1 accept\n"
+            "  iifname \"m0\" oifname \"m*\" icmpv6 type nd-neighbor-advert @th,64,128 != 0xfd667973000200000000000000000001 drop\n"
             "  iifname \"m0\" oifname \"m*\" ip saddr 100.80.0.1 accept\n"
             "  iifname \"m0\" oifname \"m*\" ip6 saddr fd66:7973:2::1 accept\n"
-            "  iifname \"m11\" oifname \"m*\" ether type arp arp saddr ip 100.80.0.12 accept\n"
+            "  iifname \"m11\" oifname \"m*\" ether type arp arp saddr ether 02:66:79:73:00:0c arp saddr ip 100.80.0.12 accept\n"
+            "  iifname \"m11\" oifname \"m*\" icmpv6 type nd-neighbor-advert @th,64,128 != 0xfd66797300020000000000000000000c drop\n"
             "  iifname \"m11\" oifname \"m*\" ip saddr 100.80.0.12 accept\n"
             "  iifname \"m11\" oifname \"m*\" ip6 saddr fd66:7973:2::c accept\n"
             " }\n chain self_in {\n  type filter hook input priority 0; policy drop;\n }\n"
             " chain self_out {\n  type filter hook output priority 0; policy drop;\n }\n}\n";
         struct lnft_member m[2] = {{.port = "m0", .a4 = {100, 80, 0, 1}, .a6 = {0xfd, 0x66, 0x79, 0x73, 0, 2, [15] = 1}},
                                    {.port = "m11", .a4 = {100, 80, 0, 12}, .a6 = {0xfd, 0x66, 0x79, 0x73, 0, 2, [15] = 12}}};
+        lnft_job_member_mac(0, m[0].mac);
+        lnft_job_member_mac(11, m[1].mac);
         static char list[2][16384];
         for (int k = 0; k < 2; k++) {
             int ns = lxn_new_netns(), nf = ns >= 0 ? lxn_nf_open(ns) : -1;
@@ -515,7 +745,9 @@ int main(int argc, char **argv) {
             close(ns);
         }
         CHECK(strcmp(list[0], list[1]) == 0 && strstr(list[0], "arp saddr ip 100.80.0.12") &&
-                  strstr(list[0], "ip6 saddr fd66:7973:2::c") && strstr(list[0], "chain self_out"),
+                  strstr(list[0], "ip6 saddr fd66:7973:2::c") && strstr(list[0], "chain self_out") &&
+                  strstr(list[0], "ether saddr 02:66:79:73:00:0c accept") &&
+                  strstr(list[0], "arp saddr ether 02:66:79:73:00:0c") && strstr(list[0], "nd-neighbor-advert"),
               "job nft: the netlink batch lists differently from the text:\n--- netlink\n%s--- nft -f\n%s", list[0],
               list[1]);
         printf("ok: a job network's table from one netlink batch lists exactly as its nftables text; deleted, no table is left\n");
@@ -539,6 +771,8 @@ int main(int argc, char **argv) {
         fy_error_free(je);
         if (r == 0)
             job_spoof_check(a, b, "as root");
+        if (r == 0)
+            job_link_spoof_check(a, b, "as root");
         uint32_t left = ljn_detach(job, 0) + ljn_detach(job, 1) + ljn_free(job);
         CHECK(left == 0, "job rules: %u left", left);
         close(a);

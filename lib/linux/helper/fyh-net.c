@@ -579,8 +579,8 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
  * peer: one namespace per job (ours: the host's user namespace; no
  * process, mounted nowhere, held by one descriptor of ours), a bridge jb,
  * nftables (bridge family) forwarding a frame only from a member's port to
- * another member's port and only from that member's own address, nothing
- * to or from the namespace itself; member i's namespace (the peer's, checked
+ * another member's port and only from that member's own MAC and address,
+ * nothing to or from the namespace itself; member i's namespace (the peer's, checked
  * by fyh_net_check_ns) gets a veth job0 100.80.0.(i+1)/24 and
  * fd66:7973:2::(i+1)/64 (no link-local, no DAD), MAC address
  * lnft_job_member_mac(i), whose other end m<i> is a port of the bridge. */
