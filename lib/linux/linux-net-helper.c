@@ -51,6 +51,8 @@ int lxnh_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pl
     if (np->nnet_rules &&
         !(rules = arena_keep(&pl->arena, calloc(np->nnet_rules, sizeof(*rules)))))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    /* (A job member's destinations in the job's own network: refused by
+     * lxn_compile before it comes here, as for root's router.) */
     for (size_t i = 0; i < np->nnet_rules; i++) {
         rules[i] = np->net_rules[i];
         /* The helper refuses these too; here the error can say where. */

@@ -344,6 +344,32 @@ static struct lxp_config *dns_config(struct linux_plan *pl, const struct fy_plan
 
 struct lxp_config *lxn_dns_config(struct linux_plan *pl, const struct fy_plan *np) { return dns_config(pl, np); }
 
+/* A restricted job member's destination inside the job's own IPv4
+ * network (LJN_SUBNET/LJN_PREFIX) never reaches its router: job0's
+ * connected route is more specific than the default route, so the
+ * member's packets to it go to the member of that address, or nowhere.
+ * Refused here, once for every path (root's router, the privileged
+ * helper's, the rootless one). (The job's IPv6 /64 is inside
+ * fd66:7973::/32, which every path refuses as its links' block.) */
+static int check_job_destinations(const struct fy_plan *np, fy_error **reterr) {
+    for (size_t i = 0; np->job_member && i < np->nnet_rules; i++) {
+        const struct plan_net_rule *r = &np->net_rules[i];
+        if (r->family != 4)
+            continue;
+        uint32_t a = (uint32_t)r->addr[0] << 24 | (uint32_t)r->addr[1] << 16 | (uint32_t)r->addr[2] << 8 | r->addr[3];
+        unsigned common = r->prefix < LJN_PREFIX ? r->prefix : LJN_PREFIX;
+        if (common == 0 || (a >> (32 - common)) == (LJN_SUBNET >> (32 - common))) {
+            char loc[64];
+            snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", r->dest);
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "destination \"%s\" overlaps the job network's addresses (100.80.0.0/%u): a job member "
+                           "reaches them on its job link, never through its router",
+                           np->dests[r->dest].host, (unsigned)LJN_PREFIX);
+        }
+    }
+    return 0;
+}
+
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr) {
     memset(out, 0, sizeof(*out));
@@ -351,6 +377,9 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
     if (np->net_mode == FY_NET_FETCH_ONLY)
         return compile_fetch(out, pl, np, is_root, reterr);
     out->mode = FY_NET_RESTRICTED;
+    int jr = check_job_destinations(np, reterr);
+    if (jr < 0)
+        return jr;
     /* Unprivileged with a privileged helper that offers it: its router. */
     if (!is_root && pl->net_helper)
         return lxnh_compile(out, pl, np, reterr);

@@ -710,6 +710,53 @@ static void witnessed(void) {
     fy_jobnet_free(jn);
 }
 
+/* ---- a restricted member's allowlist and the job's own addresses ---- */
+
+/* A destination inside the job's 100.80.0.0/24 would never reach the
+ * allowlisted host: job0's connected route wins over the router's default
+ * route, so the member's connection goes to the member of that address.
+ * Refused at prepare, where it is (root's router and the helper's alike);
+ * a sandbox that is no member may name it. */
+static void overlap(void) {
+    const char *m[] = {"fetcher", "runner", NULL};
+    fy_jobnet *jn = NULL;
+    CHECK(fy_jobnet_new(m, &jn, NULL) == 0, "jobnet_new");
+    const char *hosts[] = {"100.80.0.2", "100.80.0.0/16", "100.80.0.0/25"};
+    const char *argv[] = {"/bin/true", NULL};
+    for (size_t i = 0; jn && i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+        fy_policy *p = member_policy("fetcher", NULL);
+        fy_error *e = NULL;
+        fy_prepared *pr = NULL;
+        int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e);
+        if (r >= 0)
+            r = fy_policy_add_destination(p, hosts[i], FY_PROTO_TCP, 8080, 8080, &e);
+        if (r >= 0)
+            r = fy_policy_set_network(p, FY_NET_RESTRICTED, &e);
+        if (r >= 0)
+            r = fy_prepare_member(p, caps, argv, jn, &pr, &e);
+        char what[96];
+        snprintf(what, sizeof(what), "a restricted member's destination %s (the job's network)", hosts[i]);
+        expect(r, e, FY_E_POLICY, "$.network.destinations[1].host", what);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+    }
+    fy_policy *p = member_policy(NULL, NULL);
+    fy_error *e = NULL;
+    fy_prepared *pr = NULL;
+    int r = fy_policy_add_destination(p, "100.80.0.2", FY_PROTO_TCP, 8080, 8080, &e);
+    if (r >= 0)
+        r = fy_policy_set_network(p, FY_NET_RESTRICTED, &e);
+    if (r >= 0)
+        r = fy_prepare(p, caps, argv, &pr, &e);
+    CHECK(r == 0, "a sandbox that is no member, destination 100.80.0.2: %s", fy_error_message(e));
+    if (r == 0)
+        OK("a sandbox that is no job member may name 100.80.0.2");
+    fy_error_free(e);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    fy_jobnet_free(jn);
+}
+
 /* ---- a member started again while its peer runs ---- */
 
 /* srv is cancelled and started again while cli runs; cli, which reached
@@ -875,9 +922,11 @@ int main(int argc, char **argv) {
         fy_jobnet_free(jn);
     } else if (strcmp(argv[1], "helper") == 0) {
         helper_mode = true;
+        overlap();
         helper_job();
     } else {
         bad_input();
+        overlap();
         restart();
         job_networks();
         witnessed();
