@@ -241,6 +241,16 @@ int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t 
     if (jobnet && job_index < 0)
         return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.job.member",
                        "\"%s\" is not a member declared by this job network", policy->job_member);
+    /* The member's host name is on its /etc/hosts' loopback line, before
+     * the job's lines (plan.c): another member's name there would resolve
+     * to the member itself. Its own name may be its host name. */
+    int host_index = jobnet ? jobnet_index_of(jobnet, policy->hostname) : -1;
+    if (host_index >= 0 && host_index != job_index)
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.filesystem.hostname",
+                       "host name \"%s\" is another member's name in this job network: the member's /etc/hosts "
+                       "gives its host name to its own loopback before the job's lines, so \"%s\" would resolve "
+                       "to the member itself",
+                       policy->hostname, policy->hostname);
     if (policy->origin_pid != util_getpid() || (caps && caps->origin_pid != util_getpid()))
         return err_set(reterr, FY_E_FORKED, FY_STEP_PREPARE, 0, NULL, "object was created in another process");
     uint64_t t0 = util_now_usec();

@@ -268,7 +268,7 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
     /* /etc: synthetic identity and name-service files, the host's public
      * databases, its CA certificates where the network is not denied, and
      * the approved runtime paths over it. */
-    const char *hostname = p->hostname ? p->hostname : "forgeyard";
+    const char *hostname = p->hostname ? p->hostname : POLICY_DEFAULT_HOSTNAME;
     /* A container image brings its own /etc and runtime: only the host
      * name, hosts and (dns: host) the resolver come from the plan. */
     bool image = pl->nimage_layers > 0;

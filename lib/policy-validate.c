@@ -570,6 +570,20 @@ int check_job_member(const char *name, const char *loc, fy_error **reterr) {
                                 "starting or ending with '-' (it resolves to the member's address in the others)");
     if (strcmp(name, "localhost") == 0)
         return bad(reterr, loc, "localhost is the sandbox's own loopback, not a job member's name");
+    /* Every sandbox's /etc/hosts (plan.c) begins "127.0.0.1 localhost
+     * HOSTNAME" and "::1 localhost ip6-localhost", before the job's lines,
+     * and glibc answers a name from its first line: a member of such a name
+     * would be the loopback in its peers. (ip6-loopback: ::1's other usual
+     * name, hosts(5) on Debian.) */
+    static const char *const loopback[] = {"ip6-localhost", "ip6-loopback"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(loopback); i++)
+        if (strcmp(name, loopback[i]) == 0)
+            return bad(reterr, loc, "%s is a name of the sandbox's own loopback (::1), not a job member's name", name);
+    if (strcmp(name, POLICY_DEFAULT_HOSTNAME) == 0)
+        return bad(reterr, loc,
+                   "%s is the sandboxes' default host name, which resolves to the loopback (127.0.0.1) in every "
+                   "member's /etc/hosts before the job's lines: not a job member's name",
+                   name);
     return 0;
 }
 

@@ -204,7 +204,7 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     for (size_t i = 0; i < FY_ARRAY_SIZE(runtime_base); i++)
         if (add_sorted_string(&p->runtime_paths, runtime_base[i]) < 0)
             return FY_E_NOMEM;
-    if (!(p->workdir = util_strdup("/work/build")) || !(p->hostname = util_strdup("forgeyard")))
+    if (!(p->workdir = util_strdup("/work/build")) || !(p->hostname = util_strdup(POLICY_DEFAULT_HOSTNAME)))
         return FY_E_NOMEM;
     if (policy_add_env(p, "PATH", "/usr/local/bin:/usr/bin:/bin") < 0 ||
         policy_add_env(p, "LANG", "C.UTF-8") < 0)

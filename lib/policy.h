@@ -158,8 +158,13 @@ int check_image_ref(const char *ref, const char *loc, fy_error **reterr);
 int check_env_value(const char *value, const char *loc, fy_error **reterr);
 int check_simple_name(const char *name, const char *what, const char *loc, fy_error **reterr);
 int check_hostname(const char *name, const char *loc, fy_error **reterr);
-/* A job network's member name (network.job.member, fy_jobnet_new). */
+/* A job network's member name (network.job.member, fy_jobnet_new): a host
+ * name label, none of the names the synthetic /etc/hosts gives the
+ * loopback before the job's lines (localhost, ip6-localhost, ip6-loopback,
+ * the default host name). */
 int check_job_member(const char *name, const char *loc, fy_error **reterr);
+/* The sandbox's host name unless filesystem.hostname says otherwise. */
+#define POLICY_DEFAULT_HOSTNAME "forgeyard"
 int check_destination_host(const char *host, const char *loc, fy_error **reterr);
 int check_limit(uint32_t limit, uint64_t value, const char *loc, fy_error **reterr);
 int check_device_path(const char *path, const char *loc, fy_error **reterr);

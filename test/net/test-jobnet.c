@@ -123,8 +123,11 @@ static void expect_(int r, fy_error **ep, int code, const char *path, const char
 static void bad_input(void) {
     fy_jobnet *jn = NULL;
     fy_error *e = NULL;
-    const char *bad_names[] = {"Db", "-db", "db-", "d_b", "", "localhost",
-                               "a123456789012345678901234567890123456789012345678901234567890123"};
+    /* (forgeyard: the default host name, and ip6-localhost, ip6-loopback:
+     * names of ::1; each comes before the job's lines in /etc/hosts, so a
+     * member of that name would resolve to the loopback in its peers) */
+    const char *bad_names[] = {"Db", "-db", "db-", "d_b", "", "localhost", "forgeyard", "ip6-localhost",
+                               "ip6-loopback", "a123456789012345678901234567890123456789012345678901234567890123"};
     for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
         const char *m[] = {"ok", bad_names[i], NULL};
         char what[128];
@@ -180,6 +183,9 @@ static void bad_input(void) {
     fy_policy_free(q);
     fy_policy_set_job_member(p, NULL, NULL);
     expect(fy_policy_set_job_member(p, "No Name", &e), e, FY_E_POLICY, "$.network.job.member", "setter, bad name");
+    e = NULL;
+    expect(fy_policy_set_job_member(p, "forgeyard", &e), e, FY_E_POLICY, "$.network.job.member",
+           "setter, the default host name");
     e = NULL;
     const char *j1 = "{\"network\": {\"job\": {\"member\": \"A\"}}}";
     expect(fy_policy_load_json(p, j1, strlen(j1), &e), e, FY_E_POLICY, "$.network.job.member", "JSON, bad name");
@@ -268,6 +274,25 @@ static void bad_input(void) {
     expect(fy_prepare(p, caps, argv, &pr, &e), e, FY_E_POLICY, "$.network.job.member",
            "a member's policy prepared without its job network");
     e = NULL;
+    fy_policy_free(p);
+    /* A member whose host name is another member's name: its own
+     * "127.0.0.1 localhost NAME" line comes first in its /etc/hosts, so it
+     * would resolve that member to itself. Its own name is its host name's
+     * to take. */
+    p = member_policy("runner", NULL);
+    fy_policy_set_hostname(p, "db", NULL);
+    expect(fy_prepare_member(p, caps, argv, jn, &pr, &e), e, FY_E_POLICY, "$.filesystem.hostname",
+           "a member whose host name is another member's name");
+    e = NULL;
+    fy_policy_set_hostname(p, "runner", NULL);
+    r = fy_prepare_member(p, caps, argv, jn, &pr, &e);
+    CHECK(r == 0, "a member whose host name is its own name: %s", fy_error_message(e));
+    if (r == 0)
+        OK("a member's host name may be its own name");
+    fy_error_free(e);
+    e = NULL;
+    fy_prepared_free(pr);
+    pr = NULL;
     fy_policy_free(p);
 
     /* A member joining a network that was shut down, then freed. */
