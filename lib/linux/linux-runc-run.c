@@ -301,19 +301,8 @@ __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
     for (;;) {
         int st = 0;
         long w = syscall(SYS_wait4, pid, &st, WNOHANG | __WALL, NULL);
-        if (w == pid) {
-            if (WIFSIGNALED(st)) {
-                /* End by the same signal, without a core dump of our own. */
-                struct rlimit nocore = {0, 0};
-                (void)syscall(SYS_setrlimit, RLIMIT_CORE, &nocore);
-                sigset_t none;
-                sigemptyset(&none);
-                (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, 8);
-                (void)syscall(SYS_kill, self, WTERMSIG(st));
-                syscall(SYS_kill, self, SIGKILL);
-            }
-            syscall(SYS_exit_group, WEXITSTATUS(st));
-        }
+        if (w == pid)
+            pu_end_like(st, self);
         if (w < 0 && errno != EINTR)
             syscall(SYS_exit_group, 126);
         if (syscall(SYS_getppid) != m->host)

@@ -485,6 +485,10 @@ void pu_end_as_child(pid_t pid, pid_t self, int wait_failed) {
     while (syscall(SYS_wait4, pid, &st, __WALL, NULL) < 0)
         if (errno != EINTR)
             syscall(SYS_exit_group, wait_failed);
+    pu_end_like(st, self);
+}
+
+void pu_end_like(int st, pid_t self) {
     if (WIFSIGNALED(st)) {
         /* End by the same signal, without a core dump of our own. */
         struct rlimit nocore = {0, 0};

@@ -106,5 +106,8 @@ int pu_spawn(const char *const *argv, char *const *envp, int fd_in, int fd_out, 
  * ending as pid's: its exit status, or its signal (no core dump of our
  * own). wait_failed: the exit status if the wait itself fails. */
 __attribute__((noreturn)) void pu_end_as_child(pid_t pid, pid_t self, int wait_failed);
+/* Ends the calling process the way a child with wait status st ended: by
+ * the same signal (no core dump of its own), or with the same status. */
+__attribute__((noreturn)) void pu_end_like(int st, pid_t self);
 
 #endif
