@@ -269,9 +269,18 @@ static int check_special_addresses(const struct rules *rs, const struct fy_plan 
 }
 
 int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
-    if (pl->net_mode != FY_NET_RESTRICTED && pl->net_mode != FY_NET_FETCH_ONLY)
-        return 0;
+    bool reaches = pl->net_mode == FY_NET_RESTRICTED || pl->net_mode == FY_NET_FETCH_ONLY;
     bool fetch = pl->net_mode == FY_NET_FETCH_ONLY;
+    /* A hosts file or credentials the mode never reads: refused, not
+     * ignored (an operator would believe them in use). */
+    if ((!reaches && p->net_host[FY_NETHOST_HOSTS_FILE]) || (!fetch && p->net_host[FY_NETHOST_CREDENTIALS]))
+        return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.network.host",
+                       "%s is read under network mode %s, not %s",
+                       !reaches && p->net_host[FY_NETHOST_HOSTS_FILE] ? "a hosts file" : "a credentials file",
+                       !reaches && p->net_host[FY_NETHOST_HOSTS_FILE] ? "restricted or fetch-only" : "fetch-only",
+                       net_mode_name(pl->net_mode) ? net_mode_name(pl->net_mode) : "?");
+    if (!reaches)
+        return 0;
     if (p->net_host[FY_NETHOST_CREDENTIALS] &&
         !(pl->net_credentials = arena_strdup(&pl->arena, p->net_host[FY_NETHOST_CREDENTIALS])))
         return FY_E_NOMEM;

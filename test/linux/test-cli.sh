@@ -550,4 +550,12 @@ if [ "$(id -u)" = 0 ]; then
     out=$("$fy" run --source "$scratch/closed/none" -- /bin/true 2>&1); rc=$?
     case $out in *"No such file or directory"*) ;; *) fail "a missing source below a closed directory ($rc): $out" ;; esac
 fi
+# A hosts file or credentials the network mode never reads: refused, not
+# ignored.
+echo "192.0.2.1 mirror.test" >"$scratch/nethosts" && chmod 600 "$scratch/nethosts"
+out=$("$fy" run --profile standard-ci --network-hosts "$scratch/nethosts" -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "--network-hosts under deny gave $rc: $out"
+out=$("$fy" run --profile standard-ci --network restricted --allow 192.0.2.1:443 \
+    --network-credentials "$scratch/nethosts" -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "--network-credentials under restricted gave $rc: $out"
 echo "cli: ok"
