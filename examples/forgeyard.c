@@ -637,14 +637,18 @@ static int cmd_doctor(void) {
 }
 
 /* `forgeyard policy` with a missing or extra argument: its own usage. */
-static int policy_usage(const char *sub) {
+/* The usage of policy SUB ("" for both) on f: EXIT_USAGE on stderr (a
+ * mistake), EXIT_OK on stdout (asked for with --help). */
+static int policy_usage_to(FILE *f, const char *sub) {
     if (strcmp(sub, "show") != 0)
-        fprintf(stderr, "usage: %s policy check FILE\n", prog);
+        fprintf(f, "usage: %s policy check FILE\n", prog);
     if (strcmp(sub, "check") != 0)
-        fprintf(stderr, "usage: %s policy show FILE|--profile NAME\n", prog);
-    fprintf(stderr, "(FILE is a policy file, or - for the standard input; see forgeyard-policy(5))\n");
-    return EXIT_USAGE;
+        fprintf(f, "usage: %s policy show FILE|--profile NAME\n", prog);
+    fprintf(f, "(FILE is a policy file, or - for the standard input; see forgeyard-policy(5))\n");
+    return f == stdout ? EXIT_OK : EXIT_USAGE;
 }
+
+static int policy_usage(const char *sub) { return policy_usage_to(stderr, sub); }
 
 static int cmd_policy_check(const char *path) {
     fy_policy *p = NULL;
@@ -2823,6 +2827,30 @@ int main(int argc, char **argv) {
         usage(stdout);
         return EXIT_OK;
     }
+    /* COMMAND --help, help COMMAND: the usage on stdout, status 0, for
+     * every command (run, wrap, action and job print their own). */
+    static const char *const own_help[] = {"run", "wrap", "action", "job"};
+    const char *asked = strcmp(cmd, "help") == 0 && argc == 3 ? argv[2] : argc == 3 && is_help(argv[2]) ? cmd : NULL;
+    if (asked) {
+        for (size_t k = 0; k < sizeof(own_help) / sizeof(own_help[0]); k++)
+            if (strcmp(asked, own_help[k]) == 0 && asked != cmd) {
+                char *help_argv[] = {(char *)"--help", NULL};
+                return strcmp(asked, "run") == 0      ? cmd_run(1, help_argv)
+                       : strcmp(asked, "wrap") == 0   ? cmd_wrap(1, help_argv)
+                       : strcmp(asked, "action") == 0 ? cmd_action(1, help_argv)
+                                                      : cmd_job(1, help_argv);
+            }
+        if (strcmp(asked, "policy") == 0)
+            return policy_usage_to(stdout, "");
+        if (strcmp(asked, "image") == 0 || strcmp(asked, "version") == 0 || strcmp(asked, "capabilities") == 0 ||
+            strcmp(asked, "doctor") == 0 || strcmp(asked, "gc") == 0 || strcmp(asked, "test") == 0) {
+            usage(stdout);
+            return EXIT_OK;
+        }
+    }
+    if (strcmp(cmd, "policy") == 0 && argc == 4 && is_help(argv[3]) &&
+        (strcmp(argv[2], "check") == 0 || strcmp(argv[2], "show") == 0))
+        return policy_usage_to(stdout, argv[2]);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
         return argc == 2 ? cmd_version() : (usage(stderr), EXIT_USAGE);
     if (strcmp(cmd, "capabilities") == 0) {

@@ -558,4 +558,13 @@ out=$("$fy" run --profile standard-ci --network-hosts "$scratch/nethosts" -- /bi
 out=$("$fy" run --profile standard-ci --network restricted --allow 192.0.2.1:443 \
     --network-credentials "$scratch/nethosts" -- /bin/true 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "--network-credentials under restricted gave $rc: $out"
+# COMMAND --help and help COMMAND: a usage on stdout and status 0, for
+# every command (never "unknown command", never a file named --help).
+for a in "doctor --help" "gc --help" "policy --help" "policy check --help" "policy show --help" "image --help" \
+    "version --help" "capabilities --help" "help run" "help job" "help policy"; do
+    # shellcheck disable=SC2086
+    out=$("$fy" $a 2>&1); rc=$?
+    [ $rc -eq 0 ] || fail "$a gave $rc: $out"
+    case $out in *usage*) ;; *) fail "$a printed no usage: $out" ;; esac
+done
 echo "cli: ok"
