@@ -1794,7 +1794,10 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "%s: %s expects NAME=FILE\n", prog, o);
                 r = -1;
             } else {
-                r = check(fy_policy_add_secret_file(p, left, env ? FY_SECRET_ENV : FY_SECRET_FILE, left, right, &err),
+                /* (A relative file is taken from the current directory, as
+                 * --source, --build and --bind are.) */
+                r = check(fy_policy_add_secret_file(p, left, env ? FY_SECRET_ENV : FY_SECRET_FILE, left,
+                                                    host_abs(right), &err),
                           o, &err);
             }
         } else if (strcmp(o, "--timeout") == 0) {

@@ -567,4 +567,9 @@ for a in "doctor --help" "gc --help" "policy --help" "policy check --help" "poli
     [ $rc -eq 0 ] || fail "$a gave $rc: $out"
     case $out in *usage*) ;; *) fail "$a printed no usage: $out" ;; esac
 done
+# A relative secret file is taken from the current directory, as a
+# relative --source is.
+printf 's3cret' >"$scratch/relsecret" && chmod 600 "$scratch/relsecret"
+out=$(cd "$scratch" && "$fy" run --secret-env TOK=relsecret -- /bin/sh -c 'test "$TOK" = s3cret && echo SECRET-OK' 2>&1); rc=$?
+[ $rc -eq 0 ] && case $out in *SECRET-OK*) true ;; *) false ;; esac || fail "a relative --secret-env file ($rc): $out"
 echo "cli: ok"
