@@ -182,9 +182,9 @@ struct fy_plan {
     const struct obs *obs;
 
     /* Tests and qualification only. */
-#define PLAN_DELAY_INIT_ENTRY 0x100u      /* the sandbox's init, on entry, before its signals are set */
+#define STAGE_DELAY_INIT_ENTRY 0x100u      /* the sandbox's init, on entry, before its signals are set */
     uint32_t fault_step, fault_nth;
-    uint32_t delay_stage;                 /* FY_STAGE_*, or PLAN_DELAY_INIT_ENTRY */
+    uint32_t delay_stage;                 /* FY_STAGE_*, or STAGE_DELAY_INIT_ENTRY */
     uint64_t delay_usec;
     bool test_legacy_cgroups, test_copy_init, test_no_clone_into;
     bool test_overlay_disk;               /* a container's upper on disk (as before Linux 6.6) */

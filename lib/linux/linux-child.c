@@ -1997,7 +1997,7 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     tree_sock = a->sync_fd;
     const struct linux_plan *pl = a->plan;
     int sfd = a->status_fd;
-    delay_in(pl, PLAN_DELAY_INIT_ENTRY);
+    delay_in(pl, STAGE_DELAY_INIT_ENTRY);
     /* The sandbox's own umask, never the host's (a daemon's 077 would make
      * the sandbox's /etc and /work unreadable to its workload) nor the one
      * a pre-started shell was made with: what the library creates gets the

@@ -1941,7 +1941,7 @@ END_TEST
 START_TEST(test_cancel_during_init_start) {
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_GRACE, 60000000, NULL), 0);
-    policy_inject_delay(p, PLAN_DELAY_INIT_ENTRY, 400000);
+    policy_inject_delay(p, STAGE_DELAY_INIT_ENTRY, 400000);
     const char *argv[] = {"/bin/sleep", "50", NULL};
     fy_handle *h = start_argv(p, argv);
     ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, NULL), 0);
