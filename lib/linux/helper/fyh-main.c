@@ -316,16 +316,22 @@ static const struct allow *find_allow(uid_t uid) {
 /* ------------------------------------------------------------------ */
 /* cgroups                                                             */
 
-static int write_file(const char *dir, const char *file, const char *value) {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+static int write_at(int dfd, const char *file, const char *value) {
+    int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return -errno;
     ssize_t n = write(fd, value, strlen(value));
     int e = errno;
     close(fd);
     return n == (ssize_t)strlen(value) ? 0 : -(n < 0 ? e : EIO);
+}
+
+static int write_file(const char *dir, const char *file, const char *value) {
+    char path[PATH_MAX + 64];
+    int len = snprintf(path, sizeof(path), "%s/%s", dir, file);
+    if (len < 0 || (size_t)len >= sizeof(path))
+        return -ENAMETOOLONG;
+    return write_at(AT_FDCWD, path, value);
 }
 
 static int write_u64(const char *dir, const char *file, uint64_t v) {
@@ -928,16 +934,6 @@ static ssize_t read_text(const char *path, char *buf, size_t len) {
     if (n < 0)
         return -e;
     return got == len - 1 ? -EFBIG : (ssize_t)got;
-}
-
-static int write_at(int dfd, const char *file, const char *value) {
-    int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = write(fd, value, strlen(value));
-    int e = errno;
-    close(fd);
-    return n == (ssize_t)strlen(value) ? 0 : -(n < 0 ? e : EIO);
 }
 
 /* Whether dir's cgroup.procs lists pid. */
