@@ -1173,6 +1173,7 @@ static int cmd_image(int argc, char **argv) {
  * terminal, /dev/stdout's link to a pipe), what it names, opened then. */
 static int result_dir = -1;
 static int result_fd = -1;
+static bool result_stdout; /* result_fd is "-": written at its offset, never truncated */
 #endif
 
 /* Writes text to file as a new file renamed over the name: never through
@@ -1202,7 +1203,7 @@ static int write_result_file(const char *file, const char *text) {
         /* Written through what the operator named: a device or a pipe is
          * never replaced by a file (as root, /dev/null would be). */
         struct stat st;
-        if (fstat(result_fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        if (!result_stdout && fstat(result_fd, &st) == 0 && S_ISREG(st.st_mode) &&
             (ftruncate(result_fd, 0) < 0 || lseek(result_fd, 0, SEEK_SET) < 0))
             return -1;
         int r = write_text(result_fd, text) ? 0 : -1, e = errno;
@@ -1247,6 +1248,8 @@ static int write_result_file(const char *file, const char *text) {
     errno = e;
     return r;
 #else
+    if (strcmp(file, "-") == 0)
+        return fputs(text, stdout) < 0 || fflush(stdout) != 0 ? -1 : 0;
     FILE *f = fopen(file, "we");
     if (!f || fputs(text, f) < 0) {
         if (f)
@@ -1275,12 +1278,26 @@ static bool result_path_ok(const char *what, const char *file) {
         fprintf(stderr, "%s: %s--result \"%s\": names no file; nothing ran\n", prog, what, file);
         return false;
     }
+    if (strcmp(file, "-") == 0) {
+        /* Standard output, as it is before the run (the command's own
+         * output goes there too unless redirected). */
+        if (result_fd >= 0)
+            close(result_fd);
+        result_stdout = true;
+        if ((result_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)) < 0) {
+            fprintf(stderr, "%s: %s--result -: standard output is not open (%s); nothing ran\n", prog, what,
+                    strerror(errno));
+            return false;
+        }
+        return true;
+    }
     if (lstat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
         /* There before the command runs and no regular file: written
          * through, never renamed over. A FIFO without a reader is never
          * waited on; a block device, a socket or a directory is refused. */
         if (result_fd >= 0)
             close(result_fd);
+        result_stdout = false;
         result_fd = open(file, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         struct stat ft;
         if (result_fd < 0)

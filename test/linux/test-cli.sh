@@ -498,6 +498,11 @@ out=$("$fy" run --result "$scratch/rfifo" -- /bin/sh -c 'echo RAN-$$' 2>&1 </dev
 case $out in *RAN-*) fail "--result to a FIFO: the command ran" ;; esac
 out=$("$fy" run --result "" -- /bin/sh -c 'echo RAN-$$' 2>&1 </dev/null); rc=$?
 [ $rc -eq 246 ] || fail "--result \"\" gave $rc: $out"
+# "-" is standard output, after the command's own; no file named "-".
+(cd "$scratch" && "$fy" run --result - -- /bin/echo FIRST >"$scratch/dash.out" 2>&1) || fail "--result - failed"
+[ -e "$scratch/-" ] && fail "--result - wrote a file named -"
+head -n 1 "$scratch/dash.out" | grep -qx FIRST && grep -q '"outcome": "succeeded"' "$scratch/dash.out" ||
+    fail "--result -: $(cat "$scratch/dash.out")"
 # A CPU limit below 10 millis (a quota under the kernel's 1 ms minimum with
 # the usual 100 ms period) runs, with a longer period.
 if [ "$(id -u)" = 0 ]; then
