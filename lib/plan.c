@@ -444,6 +444,31 @@ static char *job_no_proxy(struct fy_plan *pl) {
     return out;
 }
 
+/* A job member's destination named as a member is: the member's own
+ * /etc/hosts gives that name the member's job address, which it reaches
+ * on the job link, while the allowlist would hold what the host's
+ * resolver says the name is. Refused, saying so. */
+static int check_member_destinations(const struct fy_plan *pl, fy_error **reterr) {
+    for (size_t i = 0; pl->job_hosts && i < pl->ndests; i++) {
+        const char *host = pl->dests[i].host;
+        size_t hn = strlen(host);
+        for (const char *l = pl->job_hosts; *l;) {
+            const char *tab = strchr(l, '\t'), *nl = strchr(l, '\n');
+            if (!nl)
+                nl = l + strlen(l);
+            if (tab && tab < nl && (size_t)(nl - tab - 1) == hn && strncasecmp(tab + 1, host, hn) == 0) {
+                char loc[64];
+                snprintf(loc, sizeof(loc), "$.network.destinations[%zu].host", i);
+                return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                               "destination \"%s\" is the name of a member of this job network, which a member "
+                               "reaches on its job link (network.job.ports), never as a destination", host);
+            }
+            l = *nl ? nl + 1 : nl;
+        }
+    }
+    return 0;
+}
+
 /* img_env: the image's declared environment ("K=V"; NULL: none), under
  * the policy's: a variable the policy sets or allows wins. */
 static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img_env) {
@@ -655,6 +680,8 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
         }
         pl->dests = d;
     }
+    if ((r = check_member_destinations(pl, reterr)) < 0)
+        goto fail;
     if ((r = plan_net_build(pl, p, reterr)) < 0) {
         if (r == FY_E_NOMEM)
             goto oom;

@@ -344,10 +344,12 @@ static struct lxp_config *dns_config(struct linux_plan *pl, const struct fy_plan
 
 struct lxp_config *lxn_dns_config(struct linux_plan *pl, const struct fy_plan *np) { return dns_config(pl, np); }
 
-/* A restricted job member's destination inside the job's own IPv4
- * network (LJN_SUBNET/LJN_PREFIX) never reaches its router: job0's
- * connected route is more specific than the default route, so the
- * member's packets to it go to the member of that address, or nowhere.
+/* A job member's destination inside the job's own IPv4 network
+ * (LJN_SUBNET/LJN_PREFIX) never reaches its router: job0's connected
+ * route is more specific than the default route, so the member's packets
+ * to it go to the member of that address, or nowhere (under fetch-only
+ * the proxy, outside the job, would reach whatever the host's network
+ * has there).
  * Refused here, once for every path (root's router, the privileged
  * helper's, the rootless one). (The job's IPv6 /64 is inside
  * fd66:7973::/32, which every path refuses as its links' block.) */
@@ -374,12 +376,12 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
                 fy_error **reterr) {
     memset(out, 0, sizeof(*out));
     out->dns = dns_config(pl, np);
-    if (np->net_mode == FY_NET_FETCH_ONLY)
-        return compile_fetch(out, pl, np, is_root, reterr);
-    out->mode = FY_NET_RESTRICTED;
     int jr = check_job_destinations(np, reterr);
     if (jr < 0)
         return jr;
+    if (np->net_mode == FY_NET_FETCH_ONLY)
+        return compile_fetch(out, pl, np, is_root, reterr);
+    out->mode = FY_NET_RESTRICTED;
     /* Unprivileged with a privileged helper that offers it: its router. */
     if (!is_root && pl->net_helper)
         return lxnh_compile(out, pl, np, reterr);

@@ -746,25 +746,33 @@ static void overlap(void) {
     const char *m[] = {"fetcher", "runner", NULL};
     fy_jobnet *jn = NULL;
     CHECK(fy_jobnet_new(m, &jn, NULL) == 0, "jobnet_new");
-    const char *hosts[] = {"100.80.0.2", "100.80.0.0/16", "100.80.0.0/25"};
+    /* (Addresses of the job's network, and a member's name, which the
+     * member's /etc/hosts gives its job address: under fetch-only too,
+     * whose proxy, outside the job, would reach what the host has there.
+     * Fetch-only takes no CIDR blocks.) */
+    const char *hosts[] = {"100.80.0.2", "runner", "RUNNER", "100.80.0.0/16", "100.80.0.0/25"};
     const char *argv[] = {"/bin/true", NULL};
-    for (size_t i = 0; jn && i < sizeof(hosts) / sizeof(hosts[0]); i++) {
-        fy_policy *p = member_policy("fetcher", NULL);
-        fy_error *e = NULL;
-        fy_prepared *pr = NULL;
-        int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e);
-        if (r >= 0)
-            r = fy_policy_add_destination(p, hosts[i], FY_PROTO_TCP, 8080, 8080, &e);
-        if (r >= 0)
-            r = fy_policy_set_network(p, FY_NET_RESTRICTED, &e);
-        if (r >= 0)
-            r = fy_prepare_member(p, caps, argv, jn, &pr, &e);
-        char what[96];
-        snprintf(what, sizeof(what), "a restricted member's destination %s (the job's network)", hosts[i]);
-        expect(r, e, FY_E_POLICY, "$.network.destinations[1].host", what);
-        fy_prepared_free(pr);
-        fy_policy_free(p);
-    }
+    for (int fetch = 0; fetch < 2; fetch++)
+        for (size_t i = 0; jn && i < sizeof(hosts) / sizeof(hosts[0]) - (fetch ? 2 : 0); i++) {
+            fy_policy *p = member_policy("fetcher", NULL);
+            fy_error *e = NULL;
+            fy_prepared *pr = NULL;
+            int r = fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, &e);
+            if (r >= 0)
+                r = fy_policy_add_destination(p, hosts[i], FY_PROTO_TCP, 8080, 8080, &e);
+            if (r >= 0)
+                r = fy_policy_set_network(p, fetch ? FY_NET_FETCH_ONLY : FY_NET_RESTRICTED, &e);
+            if (r >= 0)
+                r = fy_prepare_member(p, caps, argv, jn, &pr, &e);
+            char what[128];
+            snprintf(what, sizeof(what), "a %s member's destination %s (the job's network)",
+                     fetch ? "fetch-only" : "restricted", hosts[i]);
+            CHECK(!e || strstr(fy_error_message(e), "job network"), "%s: refused for another reason: %s", what,
+                  fy_error_message(e));
+            expect(r, e, FY_E_POLICY, "$.network.destinations[1].host", what);
+            fy_prepared_free(pr);
+            fy_policy_free(p);
+        }
     fy_policy *p = member_policy(NULL, NULL);
     fy_error *e = NULL;
     fy_prepared *pr = NULL;
