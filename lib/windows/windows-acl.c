@@ -147,15 +147,19 @@ unsigned long win_grant(struct win_grant *g, void *sid, unsigned long label_rid)
     ea.Trustee.TrusteeForm = TRUSTEE_IS_SID;
     ea.Trustee.TrusteeType = TRUSTEE_IS_UNKNOWN;
     ea.Trustee.ptstrName = (LPWSTR)sid;
-    if ((e = SetEntriesInAclW(1, &ea, dacl, &nacl)) == ERROR_SUCCESS)
+    if ((e = SetEntriesInAclW(1, &ea, dacl, &nacl)) == ERROR_SUCCESS) {
         /* By name: the ACE is propagated to what is below (each file's
-         * inherited copy), so the workload can change existing files too. */
+         * inherited copy), so the workload can change existing files too.
+         * Granted once asked: a propagation that fails part-way has set
+         * the directory's DACL and some files', all to be taken back (and
+         * kept in the record for fy_gc until they are). */
         e = SetNamedSecurityInfoW(g->path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, nacl, NULL);
+        g->granted = true;
+    }
     LocalFree(nacl);
     LocalFree(sd);
     if (e)
         return e;
-    g->granted = true; /* (to be taken back even if only partly applied) */
     /* Read back: does the DACL name the attempt now? (Wine's does not: it
      * derives a file's DACL from its mode bits and keeps no ACE.) */
     unsigned long mask = 0;

@@ -103,6 +103,14 @@ int win_record_undo(const wchar_t *path);
  * control and sid (and ac_sid, when not NULL) read and list only,
  * inherited by the files made in it. 0 or a Win32 error. */
 unsigned long win_make_secret_dir(const wchar_t *path, void *sid, void *ac_sid);
+/* The roles of the host paths an attempt is granted (source, build,
+ * output, toolchains, binds; a Linux plan's runtime paths name nothing on
+ * Windows). */
+bool win_granted_role(uint32_t role);
+/* The limits the policy sets that Windows has no mechanism for, into lim
+ * (a json_t object: the plan's and the result's "limits"), each saying
+ * "unenforced" and why. */
+void win_unenforced_limits(const struct fy_plan *np, struct json_t *lim);
 
 /* windows-snapshot.c: persisted probe snapshots (the family's fingerprint,
  * load and store; see backend.h). */

@@ -162,6 +162,31 @@ static json_t *limit_json(bool want, uint64_t value, uint8_t state, const char *
                      state == FY_CONTROL_STATE_ENFORCED ? WIN_ENFORCED : WIN_UNVERIFIED);
 }
 
+bool win_granted_role(uint32_t role) {
+    return role == PR_SOURCE || role == PR_BUILD || role == PR_OUTPUT || role == PR_TOOLCHAIN || role == PR_BIND;
+}
+
+/* The limits the policy sets that Windows has no mechanism for, into lim
+ * (the plan's and the result's "limits"), each saying so. */
+void win_unenforced_limits(const struct fy_plan *np, json_t *lim) {
+    static const struct {
+        int limit;
+        const char *key, *why;
+    } none[] = {
+        {FY_LIMIT_NOFILE, "nofile", "unenforced (Windows has no per-process handle limit)"},
+        {FY_LIMIT_STACK, "stack", "unenforced (each program's PE header sets its stack)"},
+        {FY_LIMIT_CORE, "core", "unenforced (Windows Error Reporting's settings are the host's)"},
+        {FY_LIMIT_MEMORY_SWAP, "memory_swap", "unenforced (the job memory limit counts committed memory)"},
+        {FY_LIMIT_TMP_SIZE, "tmp_size", "unenforced (a plain directory in the workspace)"},
+        {FY_LIMIT_WORK_TMP_SIZE, "work_tmp_size", "unenforced (a plain directory in the workspace)"},
+        {FY_LIMIT_HOME_SIZE, "home_size", "unenforced (a plain directory in the workspace)"},
+        {FY_LIMIT_SHM_SIZE, "shm_size", "unenforced (Windows has no /dev/shm)"},
+    };
+    for (size_t i = 0; i < FY_ARRAY_SIZE(none); i++)
+        if (np->limit[none[i].limit] != FY_UNLIMITED)
+            json_object_set_new(lim, none[i].key, json_string(none[i].why));
+}
+
 int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr) {
     /* Network deny is an AppContainer without capabilities, where the
      * probe proved both the container and its missing network; restricted
@@ -190,6 +215,31 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
         return unsupported(reterr, FY_STEP_PREPARE, "$.resources.disk", "disk and file quotas are not enforced on Windows");
     if (np->limit[FY_LIMIT_IO_BPS] != FY_UNLIMITED)
         return unsupported(reterr, FY_STEP_PREPARE, "$.resources.io", "I/O limits are not enforced on Windows");
+    if (np->limit[FY_LIMIT_FSIZE] != FY_UNLIMITED)
+        return unsupported(reterr, FY_STEP_PREPARE, "$.resources.fsize",
+                           "a file size limit is not enforced on Windows (it has no RLIMIT_FSIZE)");
+    /* A host path is a directory or file on a drive: never a drive's root
+     * (as "/" is refused: every file of it would get the attempt's ACE,
+     * inherited), a share (\\server\share) or a device (\\.\, \\?\). */
+    for (size_t i = 0; i < np->nentries; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        /* (the roles the attempt is granted; a Linux plan's runtime paths
+         * name nothing on Windows and are left alone) */
+        if (e->kind != PE_HOST || !e->host || !win_granted_role(e->role))
+            continue;
+        char *h = win_host_path_utf8(e->host);
+        if (!h)
+            return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+        bool drive = ((h[0] >= 'A' && h[0] <= 'Z') || (h[0] >= 'a' && h[0] <= 'z')) && h[1] == ':' && h[2] == '\\';
+        bool root = drive && (!h[3] || strspn(h + 3, "\\") == strlen(h + 3));
+        free(h);
+        if (!drive || root)
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.filesystem",
+                           "host path %s: %s", e->host,
+                           root ? "a whole drive is never exposed (as \"/\" is not): name a directory on it"
+                                : "a Windows host path names a drive and a directory on it (/C:/dir); shares, "
+                                  "devices and paths without a drive are refused");
+    }
     if (!np->argc)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "empty command");
 
@@ -201,6 +251,16 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
     /* Not found: the attempt ends as a setup failure (FY_STEP_EXEC), as
      * on Linux, where exec fails inside the sandbox. */
     wp->app = resolve_program(np->argv[0]);
+    /* A batch file runs under cmd.exe, which parses the command line again
+     * by rules of its own (&, |, ^, %): its arguments cannot be passed
+     * faithfully; cmd.exe /c, asked for explicitly, is the caller's. */
+    size_t applen = wp->app ? wcslen(wp->app) : 0;
+    if (applen > 4 && (!_wcsicmp(wp->app + applen - 4, L".bat") || !_wcsicmp(wp->app + applen - 4, L".cmd"))) {
+        free(wp);
+        return unsupported(reterr, FY_STEP_PREPARE, "$.process.argv",
+                           "a batch file (.bat, .cmd) runs under cmd.exe, which parses its arguments again by its own "
+                           "rules (&, |, ^, %): they cannot be passed faithfully; run cmd.exe /c explicitly");
+    }
     struct strbuf cl;
     strbuf_init(&cl);
     for (size_t i = 0; i < np->argc; i++) {
@@ -326,6 +386,8 @@ int win_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_er
         "processes", limit_json(wp->want_pids, wp->pids, np->control[FY_CONTROL_PIDS_LIMIT], "job active-process limit"),
         "cpu_millis", limit_json(wp->want_cpu, wp->cpu_millis, np->control[FY_CONTROL_CPU_LIMIT], "job CPU rate hard cap"),
         "wall_time", "library timer, TerminateJobObject");
+    if (lim)
+        win_unenforced_limits(np, lim);
     char *si = iso ? json_dumps(iso, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     char *sl = lim ? json_dumps(lim, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(iso);

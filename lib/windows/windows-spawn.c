@@ -85,6 +85,13 @@ struct wx {
      * written; stdin's writer thread and its end of the pipe. */
     wchar_t *secrets_dir;
     size_t secret_files;
+    /* ... held open from its making to its removal, listing access shared
+     * for reading and writing but not deleting: the workload, whose
+     * workspace this is, cannot rename it away (a rename opens it for
+     * DELETE) and put a junction to the caller's files in its place. The
+     * cleanup also checks that the path still names this directory. */
+    HANDLE secrets_dir_h;
+    wchar_t **secret_names; /* the files written (secret_files of them) */
     HANDLE secret_thread, secret_wr;
     const struct plan_secret *stdin_secret;
 };
@@ -316,6 +323,7 @@ static int make_job(fy_handle *h, struct wx *x, const struct win_plan *wp, fy_er
           cpu_set ? "job CPU rate hard cap" : "job CPU rate hard cap (rejected by this host)");
 #undef LIMIT
     json_object_set_new(o, "wall_time", json_string("library timer, TerminateJobObject"));
+    win_unenforced_limits(np, o);
     x->lim_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return 0;
@@ -504,6 +512,15 @@ static DWORD write_secret_files(fy_handle *h, struct wx *x) {
     DWORD e = win_make_secret_dir(x->secrets_dir, x->sid, x->ac_sid);
     if (e)
         return e;
+    x->secrets_dir_h = CreateFileW(x->secrets_dir, FILE_LIST_DIRECTORY | FILE_TRAVERSE | FILE_READ_ATTRIBUTES,
+                                   FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING,
+                                   FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    if (x->secrets_dir_h == INVALID_HANDLE_VALUE) {
+        x->secrets_dir_h = NULL;
+        return GetLastError();
+    }
+    if (!(x->secret_names = calloc(np->nsecrets ? np->nsecrets : 1, sizeof(wchar_t *))))
+        return ERROR_NOT_ENOUGH_MEMORY;
     for (size_t i = 0; i < np->nsecrets; i++) {
         const struct plan_secret *s = &np->secrets[i];
         if (s->delivery != FY_SECRET_FILE)
@@ -513,11 +530,12 @@ static DWORD write_secret_files(fy_handle *h, struct wx *x) {
             return ERROR_NOT_ENOUGH_MEMORY;
         _snwprintf(path, FY_ARRAY_SIZE(path), L"%ls\\%ls", x->secrets_dir, name);
         path[FY_ARRAY_SIZE(path) - 1] = 0;
-        free(name);
         HANDLE f = CreateFileW(path, GENERIC_WRITE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
-        if (f == INVALID_HANDLE_VALUE)
+        if (f == INVALID_HANDLE_VALUE) {
+            free(name);
             return GetLastError();
-        x->secret_files++;
+        }
+        x->secret_names[x->secret_files++] = name;
         DWORD w = 0;
         for (size_t off = 0; off < s->len; off += w)
             if (!WriteFile(f, s->value + off, s->len - off > 65536 ? 65536 : (DWORD)(s->len - off), &w, NULL)) {
@@ -530,44 +548,85 @@ static DWORD write_secret_files(fy_handle *h, struct wx *x) {
     return 0;
 }
 
-/* Each secret file overwritten with zeros and deleted, then the directory
- * removed; the witness: nothing of it is left. How many files are. */
+/* Whether path names the object that h holds (the same volume and file
+ * index), opened without following a reparse point. */
+static bool same_object(const wchar_t *path, HANDLE h) {
+    BY_HANDLE_FILE_INFORMATION a, b;
+    HANDLE p = CreateFileW(path, FILE_READ_ATTRIBUTES, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+    if (p == INVALID_HANDLE_VALUE)
+        return false;
+    bool same = GetFileInformationByHandle(p, &a) && GetFileInformationByHandle(h, &b) &&
+                !(a.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
+                a.dwVolumeSerialNumber == b.dwVolumeSerialNumber && a.nFileIndexHigh == b.nFileIndexHigh &&
+                a.nFileIndexLow == b.nFileIndexLow;
+    CloseHandle(p);
+    return same;
+}
+
+/* Each secret file written overwritten with zeros and deleted, then the
+ * directory removed; only while the path still names the directory held
+ * since it was made, and only a file that is no reparse point and has no
+ * other name (never through what the workload may have put there). The
+ * witness: nothing of them is left. How many are. */
 static uint64_t remove_secret_files(struct wx *x) {
     if (!x->secrets_dir)
         return 0;
     uint64_t left = 0;
-    wchar_t pat[MAX_PATH + 300], path[MAX_PATH + 300];
-    _snwprintf(pat, FY_ARRAY_SIZE(pat), L"%ls\\*", x->secrets_dir);
-    pat[FY_ARRAY_SIZE(pat) - 1] = 0;
-    WIN32_FIND_DATAW fd;
-    HANDLE ff = FindFirstFileW(pat, &fd);
-    if (ff != INVALID_HANDLE_VALUE) {
-        do {
-            if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
-                continue;
-            _snwprintf(path, FY_ARRAY_SIZE(path), L"%ls\\%ls", x->secrets_dir, fd.cFileName);
-            path[FY_ARRAY_SIZE(path) - 1] = 0;
-            HANDLE f = CreateFileW(path, GENERIC_WRITE, 0, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
-            if (f != INVALID_HANDLE_VALUE) {
-                static const char zero[4096];
-                uint64_t size = ((uint64_t)fd.nFileSizeHigh << 32) | fd.nFileSizeLow;
-                DWORD w = 0;
-                for (uint64_t off = 0; off < size; off += w)
-                    if (!WriteFile(f, zero, size - off > sizeof(zero) ? sizeof(zero) : (DWORD)(size - off), &w, NULL) ||
-                        !w)
-                        break;
-                FlushFileBuffers(f);
-                CloseHandle(f);
-            }
-            SetFileAttributesW(path, FILE_ATTRIBUTE_NORMAL);
-            if (!DeleteFileW(path))
+    wchar_t path[MAX_PATH + 300];
+    bool ours = x->secrets_dir_h && same_object(x->secrets_dir, x->secrets_dir_h);
+    for (size_t i = 0; x->secret_names && i < x->secret_files; i++) {
+        if (!x->secret_names[i])
+            continue;
+        if (!ours) {
+            left++;
+            continue;
+        }
+        _snwprintf(path, FY_ARRAY_SIZE(path), L"%ls\\%ls", x->secrets_dir, x->secret_names[i]);
+        path[FY_ARRAY_SIZE(path) - 1] = 0;
+        HANDLE f = CreateFileW(path, GENERIC_WRITE | DELETE | FILE_READ_ATTRIBUTES,
+                               FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+                               FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+        BY_HANDLE_FILE_INFORMATION bi;
+        if (f == INVALID_HANDLE_VALUE) {
+            if (GetLastError() == ERROR_FILE_NOT_FOUND) {
+                free(x->secret_names[i]);
+                x->secret_names[i] = NULL;
+            } else {
                 left++;
-        } while (FindNextFileW(ff, &fd));
-        FindClose(ff);
+            }
+            continue;
+        }
+        if (GetFileInformationByHandle(f, &bi) &&
+            !(bi.dwFileAttributes & (FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DIRECTORY)) &&
+            bi.nNumberOfLinks == 1) {
+            static const char zero[4096];
+            uint64_t size = ((uint64_t)bi.nFileSizeHigh << 32) | bi.nFileSizeLow;
+            DWORD w = 0;
+            for (uint64_t off = 0; off < size; off += w)
+                if (!WriteFile(f, zero, size - off > sizeof(zero) ? sizeof(zero) : (DWORD)(size - off), &w, NULL) || !w)
+                    break;
+            FlushFileBuffers(f);
+        }
+        /* (Deleted by the handle: a link is unlinked, never its target.) */
+        FILE_DISPOSITION_INFO del = {TRUE};
+        bool gone = SetFileInformationByHandle(f, FileDispositionInfo, &del, sizeof(del));
+        CloseHandle(f);
+        if (!gone && !DeleteFileW(path))
+            left++;
+        else {
+            free(x->secret_names[i]);
+            x->secret_names[i] = NULL;
+        }
     }
-    if (!RemoveDirectoryW(x->secrets_dir) && GetLastError() != ERROR_FILE_NOT_FOUND && !left)
+    close_h(&x->secrets_dir_h);
+    if (ours && !left && !RemoveDirectoryW(x->secrets_dir) && GetLastError() != ERROR_FILE_NOT_FOUND)
         left++;
-    if (GetFileAttributesW(x->secrets_dir) == INVALID_FILE_ATTRIBUTES && !left) {
+    if (!ours && !left)
+        left++; /* the directory itself: not where it was */
+    if (!left) {
+        free(x->secret_names);
+        x->secret_names = NULL;
         free(x->secrets_dir);
         x->secrets_dir = NULL;
     }
@@ -600,11 +659,6 @@ static void record_grant(struct wx *x, const wchar_t *path, void *sid, bool labe
     free(p);
 }
 
-/* The roles of the host paths an attempt is granted. */
-static bool granted_role(uint32_t role) {
-    return role == PR_SOURCE || role == PR_BUILD || role == PR_OUTPUT || role == PR_TOOLCHAIN || role == PR_BIND;
-}
-
 /* The plan's host paths (source, build, output, toolchains, binds): an
  * explicit ACE for the attempt's SID on each, writable or read-only as the
  * plan says, for the attempt's duration. The runtime paths of a Linux
@@ -635,7 +689,7 @@ static DWORD grant_host_paths(fy_handle *h, struct wx *x, unsigned long label_ri
         if (!sid)
             break;
         const struct plan_entry *en = &np->entries[i];
-        if (en->kind != PE_HOST || !en->host || !granted_role(en->role))
+        if (en->kind != PE_HOST || !en->host || !win_granted_role(en->role))
             continue;
         struct win_grant *g = &x->grants[x->ngrants];
         if (!(g->path = win_host_path(en->host)))
@@ -779,7 +833,7 @@ int win_start(fy_handle *h, fy_error **reterr) {
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(), "creating the workspace's tmp");
     bool outside = wp->appcontainer;
     for (size_t i = 0; i < np->nentries && !outside; i++)
-        outside = np->entries[i].kind == PE_HOST && granted_role(np->entries[i].role);
+        outside = np->entries[i].kind == PE_HOST && win_granted_role(np->entries[i].role);
     if (outside && !(x->record = win_record_open(x->workspace)))
         return fail(h, x, reterr, FY_E_INFRA, FY_STEP_MOUNT, GetLastError(),
                     "the attempt's record of what it changes outside its workspace");
@@ -1210,6 +1264,11 @@ static void release(struct wx *x, bool kill) {
     /* (the writer closes its end of the pipe itself) */
     alive |= !joined(&x->secret_thread, 5000);
     remove_secret_files(x);
+    for (size_t i = 0; x->secret_names && i < x->secret_files; i++)
+        free(x->secret_names[i]);
+    free(x->secret_names);
+    x->secret_names = NULL;
+    close_h(&x->secrets_dir_h);
     free(x->secrets_dir);
     x->secrets_dir = NULL;
     if (x->deadline_timer)

@@ -190,6 +190,22 @@ static int child(int argc, char **argv) {
             CloseHandle(w);
         return 0;
     }
+    if (!strcmp(what, "secret-swap") && argc > 4) {
+        /* The workspace is the workload's: %FORGEYARD_SECRETS% renamed
+         * away, a new directory in its place holding a link to a host file
+         * (argv[4]) under the secret's name (argv[3]). (On Windows the
+         * place would be a junction to any directory; Wine has none, and
+         * lets the link be made, which Windows' ACLs would not.) */
+        const char *dir = getenv("FORGEYARD_SECRETS");
+        char away[MAX_PATH * 2], link[MAX_PATH * 2];
+        snprintf(away, sizeof(away), "%s-away", dir ? dir : "(unset)");
+        snprintf(link, sizeof(link), "%s\\%s", dir ? dir : "(unset)", argv[3]);
+        BOOL moved = dir && MoveFileA(dir, away);
+        BOOL made = moved && CreateDirectoryA(dir, NULL);
+        BOOL linked = made && CreateHardLinkA(link, argv[4], NULL);
+        printf("away %s\nmoved %d made %d linked %d (%lu)\n", away, moved, made, linked, (unsigned long)GetLastError());
+        return 0;
+    }
     if (!strcmp(what, "count")) { /* bytes on stdin */
         char buf[4096];
         size_t n, total = 0;
@@ -1065,6 +1081,58 @@ static bool t_platform(void) {
     return ok;
 }
 
+/* What the windows-job backend cannot give is refused, or said: a whole
+ * drive, a share or a path without a drive as a host path (a drive's root
+ * would get the attempt's ACE on every file of it), a file size limit, a
+ * batch file (cmd.exe parses its arguments again); the limits the profile
+ * sets that Windows has no mechanism for are "unenforced" in the result. */
+static bool t_refusals(void) {
+    bool ok = true;
+    struct run r;
+    static const char *const hosts[] = {"/C:", "/c:/", "/Z:", "/tmp-no-drive"};
+    for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+        CHECK(policy_new(&r), "policy");
+        fy_error *e = NULL;
+        int rc = fy_policy_add_bind(r.policy, hosts[i], "/work/x", FY_BIND_READ_ONLY, &e);
+        fy_error_free(e);
+        if (rc == 0) {
+            CHECK(!prepare(&r, "exit 0") && r.rc == FY_E_POLICY, "bind %s: prepare rc %d %s", hosts[i], r.rc, r.error);
+            printf("# bind %s: %s\n", hosts[i], r.error);
+        } else {
+            printf("# bind %s refused by the policy (%d)\n", hosts[i], rc);
+        }
+        run_free(&r);
+    }
+    CHECK(policy_new(&r), "policy");
+    fy_policy_set_limit(r.policy, FY_LIMIT_FSIZE, 4096, NULL);
+    CHECK(!prepare(&r, "exit 0") && r.rc == FY_E_UNSUPPORTED && strstr(r.error, "file size"), "fsize: rc %d %s", r.rc,
+          r.error);
+    run_free(&r);
+    char tmp[MAX_PATH], bat[MAX_PATH + 64];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(bat, sizeof(bat), "%sfy-test-%lu.bat", tmp, (unsigned long)GetCurrentProcessId());
+    FILE *f = fopen(bat, "wb");
+    CHECK(f && fputs("@echo %1\r\n", f) >= 0 && fclose(f) == 0, "%s", bat);
+    CHECK(policy_new(&r), "policy");
+    const char *argv[] = {bat, "x&echo INJECTED", NULL};
+    fy_error *e = NULL;
+    int rc = fy_prepare(r.policy, caps, argv, &r.pr, &e);
+    CHECK(rc == FY_E_UNSUPPORTED && e && strstr(fy_error_message(e), "batch"), "a .bat program: rc %d %s", rc,
+          e ? fy_error_message(e) : "");
+    fy_error_free(e);
+    run_free(&r);
+    DeleteFileA(bat);
+    CHECK(run_args(&r, "exit 0", NULL), "run: %s", r.error);
+    char *json = NULL;
+    if (r.res)
+        fy_result_to_json(r.res, &json, NULL);
+    CHECK(json && strstr(json, "\"nofile\": \"unenforced") && strstr(json, "\"tmp_size\": \"unenforced"),
+          "the result's limits: %s", json ? json : "(none)");
+    fy_free(json);
+    run_free(&r);
+    return ok;
+}
+
 static bool t_not_found(void) {
     bool ok = true;
     struct run r;
@@ -1176,6 +1244,38 @@ static bool t_secrets(void) {
     if (!wine) /* the directory's DACL gives the attempt read only */
         CHECK(strstr(r.out.buf, "write refused"), "the workload may write its secret file: %s", r.out.buf);
     run_free(&r);
+
+    /* The secrets directory renamed away by the workload, a host file
+     * linked in its place under the secret's name: the cleanup wipes and
+     * deletes the files it made, wherever they went, and never writes
+     * through what is at the path now (it zeroed and deleted the host's
+     * file). */
+    char tmp[MAX_PATH], victim[MAX_PATH + 64], args[2 * MAX_PATH];
+    GetTempPathA(MAX_PATH, tmp);
+    snprintf(victim, sizeof(victim), "%sfy-test-victim-%lu.txt", tmp, (unsigned long)GetCurrentProcessId());
+    FILE *vf = fopen(victim, "wb");
+    CHECK(vf && fputs("host data", vf) >= 0 && fclose(vf) == 0, "victim %s", victim);
+    snprintf(args, sizeof(args), "secret-swap token.txt %s", victim);
+    CHECK(run_args(&r, args, file_secret), "run: %s", r.error);
+    printf("# %s", r.out.buf);
+    char vbuf[64] = {0};
+    vf = fopen(victim, "rb");
+    size_t vn = vf ? fread(vbuf, 1, sizeof(vbuf) - 1, vf) : 0;
+    if (vf)
+        fclose(vf);
+    CHECK(vn == 9 && !memcmp(vbuf, "host data", 9), "the host's file through the replaced secrets directory: %zu bytes",
+          vn);
+    /* Held open without delete sharing, the directory cannot be renamed
+     * (a sharing violation); were it renamed all the same, nothing of it
+     * is touched and the result says it is left. */
+    bool moved = strstr(r.out.buf, "moved 1") != NULL;
+    printf("# the secrets directory was %s\n", moved ? "renamed (counted as left)" : "not renamed");
+    uint64_t sleft = 99;
+    CHECK(r.res && fy_result_cleanup(r.res, FY_LEFT_FILES, &sleft) == 0 && (moved ? sleft > 0 : sleft == 0),
+          "files left %llu, renamed %d: %s", (unsigned long long)sleft, moved, r.out.buf);
+    CHECK(moved || strstr(r.out.buf, "moved 0 made 0 linked 0 (32)"), "the rename: %s", r.out.buf);
+    run_free(&r);
+    DeleteFileA(victim);
 
     CHECK(run_args(&r, "cat", stdin_secret), "run: %s", r.error);
     CHECK(!strcmp(r.out.buf, "stdin-s3cret"), "stdin: '%s'", r.out.buf);
@@ -1612,6 +1712,7 @@ int main(int argc, char **argv) {
         {"environment, secrets, no host variables", t_environment},
         {"arguments with spaces, quotes and backslashes", t_quoting},
         {"file and stdin secrets", t_secrets},
+        {"drives, shares, fsize and batch files refused; unenforced limits said", t_refusals},
         {"persisted probe snapshots", t_snapshot},
         {"no handle or workspace leaks over 20 attempts", t_no_leaks},
         {"forgeyard.exe capabilities, doctor, run", t_cli},
