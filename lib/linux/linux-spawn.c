@@ -645,6 +645,10 @@ void lx_forget(fy_handle *h) {
     if (x) {
         x->reaped = true;
         lxn_forget(&x->net); /* the parent's links are the parent's to remove */
+        /* ... and its attempt directory (the process level's HOME, TMPDIR
+         * and secrets, in use by the parent's workload) the parent's. */
+        free(x->attempt_dir);
+        x->attempt_dir = NULL;
     }
     lx_free(x);
     h->b = NULL;

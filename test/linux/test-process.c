@@ -309,6 +309,55 @@ START_TEST(test_process_level_rlimits) {
 }
 END_TEST
 
+/* A forked copy of the host frees its copy of a running attempt's handle,
+ * as fy_handle_free(3) says to: the sandbox, its HOME and TMPDIR (the
+ * attempt directory) are the parent's and untouched. (The child's free
+ * removed the directory under the parent's running workload.) */
+START_TEST(test_process_level_fork_free) {
+    deny_userns();
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/fork-out-%d", scratch, (int)getpid());
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, path, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FILE, -1, path, NULL), 0);
+    /* (2 s: the fork's child has freed its copy long before; were the
+     * machine so slow it had not, the test would pass, never fail, wrongly) */
+    const char *sh[] = {"/bin/sh", "-c",
+                        "sleep 2; test -d \"$HOME\" && echo HOME-THERE; echo x >\"$TMPDIR/f\" && echo TMP-WRITTEN",
+                        NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, sh, &pr, &e) == 0, "prepare: %s", fy_error_message(e));
+    ck_assert_str_eq(fy_prepared_backend(pr), "linux-process");
+    fy_handle *h = NULL;
+    ck_assert_msg(fy_start(pr, &h, &e) == 0, "start: %s", fy_error_message(e));
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        fy_handle_free(h);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        _exit(0);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    char *out = slurp(path);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED && strstr(out, "HOME-THERE") &&
+                      strstr(out, "TMP-WRITTEN"),
+                  "outcome %s: %s", fy_outcome_name((uint32_t)fy_result_outcome(res)), out);
+    free(out);
+    unlink(path);
+    fy_result_free(res);
+    fy_handle_free(h);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* Landlock's scoping (ABI 6) is what keeps a process-level workload, which
  * shares the host's pid and network namespaces, from signalling a host
  * process of its own uid and from connecting to a host abstract unix
@@ -689,6 +738,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_userns_denied_host);
     tcase_add_test(tc, test_process_level_timeout_kills_tree);
     tcase_add_test(tc, test_process_level_rlimits);
+    tcase_add_test(tc, test_process_level_fork_free);
     tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_landlock_scoping);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
