@@ -756,7 +756,66 @@ static int subdir(int root, const char *name, mode_t mode) {
     return openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-static int cache_open(const char *dir, const char *layers, struct cache *k, fy_error **reterr) {
+/* The cache's mark (the Cache Directory Tagging convention: backup tools
+ * skip it): a directory is used as an image cache only when it carries
+ * it, or holds nothing but what a cache holds (one made before the mark
+ * existed, or empty: marked then). Never a directory that merely exists:
+ * `image gc --cache /var` emptied /var/tmp. */
+#define CACHE_TAG "CACHEDIR.TAG"
+#define CACHE_TAG_TEXT                                                                                      \
+    "Signature: 8a477f597d28d172789f06886806bc55\n# The forgeyard image layer cache (forgeyard(1), image " \
+    "gc).\n"
+
+static bool cache_entry_name(const char *n) {
+    return !strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "layers") || !strncmp(n, "layers-", 7) ||
+           !strcmp(n, "tmp") || !strcmp(n, "locks") || !strcmp(n, "gc.lock") || !strcmp(n, CACHE_TAG);
+}
+
+/* 0 when root is marked or is marked now; else -1 with *other the name of
+ * an entry no cache has (or "" when the mark could not be read or made). */
+static int cache_mark(int root, char *other, size_t len) {
+    char buf[64] = {0};
+    int fd = openat(root, CACHE_TAG, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n >= 43 && !strncmp(buf, CACHE_TAG_TEXT, 43))
+            return 0;
+        snprintf(other, len, "%s", CACHE_TAG);
+        return -1;
+    }
+    int dfd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        snprintf(other, len, "%s", "");
+        return -1;
+    }
+    struct dirent *de;
+    int r = 0;
+    while (r == 0 && (de = readdir(d)))
+        if (!cache_entry_name(de->d_name)) {
+            snprintf(other, len, "%s", de->d_name);
+            r = -1;
+        }
+    closedir(d);
+    if (r < 0)
+        return r;
+    fd = openat(root, CACHE_TAG, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) /* (made by another process meanwhile) */
+        return cache_mark(root, other, len);
+    bool ok = fd >= 0 && write(fd, CACHE_TAG_TEXT, strlen(CACHE_TAG_TEXT)) == (ssize_t)strlen(CACHE_TAG_TEXT);
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        snprintf(other, len, "%s", "");
+    return ok ? 0 : -1;
+}
+
+/* Opens (create: makes) the cache at dir (NULL: the default). 0, 1 when
+ * !create and there is no cache there, or an error. */
+static int cache_open(const char *dir, const char *layers, bool create, struct cache *k, fy_error **reterr) {
     *k = (struct cache){.root = -1, .layers = -1, .tmp = -1, .locks = -1, .gc = -1};
     snprintf(k->layers_name, sizeof(k->layers_name), "%s", layers);
     k->path = dir ? util_strdup(dir) : oci_cache_dir();
@@ -765,7 +824,11 @@ static int cache_open(const char *dir, const char *layers, struct cache *k, fy_e
                        "no image cache directory (FORGEYARD_IMAGE_CACHE, XDG_CACHE_HOME, a home of this user's, "
                        "or a forgeyard-UID directory of its own in TMPDIR or /var/tmp)");
     struct stat st;
-    if (k->path[0] != '/' || mkdir_p(k->path, 0755) < 0 ||
+    if (!create && k->path[0] == '/' && lstat(k->path, &st) < 0 && errno == ENOENT) {
+        cache_close(k);
+        return 1;
+    }
+    if (k->path[0] != '/' || (create && mkdir_p(k->path, 0755) < 0) ||
         (k->root = open(k->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(k->root, &st) < 0) {
         int e = errno;
         int r = err_set(reterr, k->path[0] != '/' ? FY_E_INVAL : err_from_errno(e), FY_STEP_IMAGE, e, k->path,
@@ -781,6 +844,16 @@ static int cache_open(const char *dir, const char *layers, struct cache *k, fy_e
         cache_close(k);
         return r;
     }
+    char other[256];
+    if (cache_mark(k->root, other, sizeof(other)) < 0) {
+        int r = err_set(reterr, FY_E_DENIED, FY_STEP_IMAGE, 0, k->path,
+                        other[0] ? "%s is no image cache: it holds \"%s\" and no %s of forgeyard's (name the cache "
+                                   "itself, or an empty or new directory)"
+                                 : "%s: its %s could not be read or made",
+                        k->path, other[0] ? other : CACHE_TAG, CACHE_TAG);
+        cache_close(k);
+        return r;
+    }
     if ((k->layers = subdir(k->root, layers, 0755)) < 0 || (k->tmp = subdir(k->root, "tmp", 0700)) < 0 ||
         (k->locks = subdir(k->root, "locks", 0700)) < 0 ||
         (k->gc = openat(k->root, "gc.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
@@ -789,7 +862,28 @@ static int cache_open(const char *dir, const char *layers, struct cache *k, fy_e
         cache_close(k);
         return r;
     }
+    /* The staging directory is the cache's own: what gc removes there is
+     * what crashed unpacks (and removals) left. */
+    if (fstat(k->tmp, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        int r = err_set(reterr, FY_E_DENIED, FY_STEP_IMAGE, 0, k->path,
+                        "image cache %s: its tmp is owned by uid %u or open to others (mode %o): not the cache's own",
+                        k->path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        cache_close(k);
+        return r;
+    }
     return 0;
+}
+
+/* A name unpack or gc stages in tmp: a layer key (64 hex digits), a dot
+ * and 8 hex digits. */
+static bool staged_name(const char *n) {
+    size_t len = strlen(n);
+    if (len != 64 + 1 + 8 || n[64] != '.')
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (i != 64 && !((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+            return false;
+    return true;
 }
 
 static int flock_retry(int fd, int op) {
@@ -998,7 +1092,7 @@ int oci_unpack(const char *refstr, const struct oci_opts *opts, struct oci_image
         }
         snprintf(layers, sizeof(layers), "layers-%u-%u", opts->id_first, opts->id_count);
     }
-    if ((r = cache_open(opts ? opts->cache_dir : NULL, layers, &k, reterr)) < 0)
+    if ((r = cache_open(opts ? opts->cache_dir : NULL, layers, true, &k, reterr)) < 0)
         goto out;
     if (flock_retry(k.gc, LOCK_SH) < 0) {
         r = err_set(reterr, FY_E_IO, FY_STEP_IMAGE, errno, k.path, "locking the image cache: %s", strerror(errno));
@@ -1073,9 +1167,12 @@ static int gc_collect(int root, const char *name, struct gc_item **items, size_t
 
 int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *removed, fy_error **reterr) {
     struct cache k;
-    int r = cache_open(dir, "layers", &k, reterr);
-    if (r < 0)
-        return r;
+    int r = cache_open(dir, "layers", false, &k, reterr);
+    if (r != 0) {
+        if (r == 1 && removed)
+            *removed = 0; /* no cache there: nothing to collect (and none made) */
+        return r < 0 ? r : 0;
+    }
     if (flock_retry(k.gc, LOCK_EX) < 0) {
         r = err_set(reterr, FY_E_IO, FY_STEP_IMAGE, errno, k.path, "locking the image cache: %s", strerror(errno));
         cache_close(&k);
@@ -1087,7 +1184,7 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
     struct dirent *de;
     int failed = 0;
     while (d && (de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+        if (staged_name(de->d_name))
             failed += remove_tree(k.tmp, de->d_name) < 0;
     if (d)
         closedir(d);
@@ -1123,8 +1220,14 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
                 close(held);
             continue;
         }
+        /* Moved out of the layers first, then removed: a gc killed half
+         * way leaves a staged name for the next gc, never a half layer
+         * that unpack would take as whole. */
         int lfd = openat(k.root, items[i].dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (lfd < 0 || remove_tree(lfd, items[i].name) < 0) {
+        char gone[96];
+        snprintf(gone, sizeof(gone), "%.64s.%08x", items[i].name, randombytes_random());
+        bool moved = lfd >= 0 && strlen(items[i].name) == 64 && renameat(lfd, items[i].name, k.tmp, gone) == 0;
+        if (lfd < 0 || (moved ? remove_tree(k.tmp, gone) < 0 : remove_tree(lfd, items[i].name) < 0)) {
             failed++;
             if (lfd >= 0)
                 close(lfd);

@@ -644,7 +644,8 @@ START_TEST(test_concurrent_and_gc) {
     /* A crash leaves staging behind: gc removes it; a young cache under its size bound stays. */
     char p[600], cache[600];
     snprintf(cache, sizeof(cache), "%s/cache", dir);
-    snprintf(p, sizeof(p), "%s/tmp/deadbeef.0000", cache);
+    snprintf(p, sizeof(p), "%s/tmp/%s.0000beef", cache,
+             "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
     ck_assert_int_eq(mkdir(p, 0555), 0);
     uint64_t removed = 99;
     ck_assert_int_eq(oci_gc(cache, UINT64_MAX, 3600, &removed, &e), 0);
@@ -663,7 +664,30 @@ START_TEST(test_concurrent_and_gc) {
     ck_assert_int_eq(chmod(cache, 0777), 0);
     ck_assert_int_eq(unpack(dir, ref, NULL, &img, &e), FY_E_DENIED);
     fy_error_free(e);
+    e = NULL;
     ck_assert_int_eq(chmod(cache, 0755), 0);
+    /* A directory that is no cache (a mistyped --cache /var) is refused,
+     * and its tmp untouched; a path that is not there is not made. */
+    char notcache[700], victim[800], missing[700];
+    snprintf(notcache, sizeof(notcache), "%s/fakevar", dir);
+    snprintf(victim, sizeof(victim), "%s/tmp/session", notcache);
+    sh("mkdir -p '%s/tmp' '%s/lib' && chmod 1777 '%s/tmp' && echo data >'%s'", notcache, notcache, notcache, victim);
+    ck_assert_int_eq(oci_gc(notcache, UINT64_MAX, 0, &removed, &e), FY_E_DENIED);
+    ck_assert_msg(strstr(fy_error_message(e), "no image cache"), "%s", fy_error_message(e));
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_msg(access(victim, F_OK) == 0, "gc of a directory that is no cache removed %s", victim);
+    snprintf(p, sizeof(p), "%s/gc.lock", notcache);
+    ck_assert_msg(access(p, F_OK) < 0, "gc of a directory that is no cache made %s", p);
+    snprintf(missing, sizeof(missing), "%s/no/such/cache", dir);
+    removed = 99;
+    ck_assert_int_eq(oci_gc(missing, UINT64_MAX, 0, &removed, &e), 0);
+    ck_assert_uint_eq(removed, 0);
+    snprintf(p, sizeof(p), "%s/no", dir);
+    ck_assert_msg(access(p, F_OK) < 0, "gc of a missing cache made %s", p);
+    /* The cache carries its mark. */
+    snprintf(p, sizeof(p), "%s/CACHEDIR.TAG", cache);
+    ck_assert_msg(access(p, F_OK) == 0, "no %s", p);
 }
 END_TEST
 
