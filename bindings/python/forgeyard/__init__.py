@@ -161,14 +161,57 @@ def _finalize(freefn, ptr):
         freefn(ptr)
 
 
+def _guarded(fn):
+    """fn (a method of an _Owned) counted as in use while it runs: close() from
+    another thread meanwhile raises instead of freeing the C object under a
+    call that released the GIL (every ctypes call does)."""
+    def wrapper(self, *args, **kwargs):
+        g = self._guard()
+        with g._mu:
+            if self.closed:
+                raise ValueError("%s is closed" % type(self).__name__)
+            g._busy += 1
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            with g._mu:
+                g._busy -= 1
+    wrapper.__name__ = fn.__name__
+    wrapper.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
 class _Owned:
-    """One C object, freed exactly once (close(), `with`, or garbage collection)."""
+    """One C object, freed exactly once (close(), `with`, or garbage collection).
+
+    Every public method and property counts the object as in use while it runs;
+    close() of an object in use by another thread raises RuntimeError (the C
+    object is never freed under a call in progress: cancel() a wait(), then
+    close() after it returns)."""
     _free = None
+    _busy = 0
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, v in list(vars(cls).items()):
+            if name.startswith("_") or name == "close":
+                continue
+            if isinstance(v, property) and v.fget is not None:
+                setattr(cls, name, property(_guarded(v.fget), v.fset, v.fdel, v.__doc__))
+            elif callable(v) and not isinstance(v, (classmethod, staticmethod, type)):
+                setattr(cls, name, _guarded(v))
 
     def _own(self, ptr):
         self._ptr = ptr
+        self._mu = threading.Lock()
+        self._busy = 0
         # weakref.finalize runs at most once: close() and the GC path share it.
         self._fin = weakref.finalize(self, _finalize, type(self)._free, ptr)
+
+    def _guard(self):
+        """The object whose in-use count covers this one (itself)."""
+        return self
 
     @property
     def _p(self):
@@ -181,10 +224,25 @@ class _Owned:
     def closed(self):
         return getattr(self, "_ptr", None) is None
 
-    def close(self):
+    def _detach(self):
+        """Under the guard's lock: refuses while in use, else marks closed; the
+        finalizer to run (outside the lock), or None."""
+        g = self._guard()
+        if g._busy:
+            raise RuntimeError("%s.close(): in use by another thread (cancel it, then close "
+                               "after the call returns)" % type(self).__name__)
         fin = getattr(self, "_fin", None)
         if fin is not None:
             self._ptr = None
+        return fin
+
+    def close(self):
+        mu = getattr(self._guard(), "_mu", None)
+        if mu is None:
+            return
+        with mu:
+            fin = self._detach()
+        if fin is not None:
             fin()
 
     def __enter__(self):
@@ -748,6 +806,9 @@ class _BorrowedHandle(Handle):
         super().__init__(ptr, keep)
         self._owner = owner
 
+    def _guard(self):
+        return self._owner  # a wait() on it keeps the attempt in use
+
 
 class ActionAttempt(_Owned):
     """A running action (fy_action_attempt). close() kills a running sandbox and
@@ -766,8 +827,14 @@ class ActionAttempt(_Owned):
         return ActionResult(ret)
 
     def close(self):
-        self.handle.close()
-        super().close()
+        mu = getattr(self, "_mu", None)
+        if mu is None:
+            return
+        with mu:
+            fin = self._detach()  # (raises while it or its handle is in use)
+            self.handle._ptr = None
+        if fin is not None:
+            fin()
 
 
 class ActionResult(_Owned):

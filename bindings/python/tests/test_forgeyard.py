@@ -339,3 +339,41 @@ def test_policy_platform_property(policy):
     with pytest.raises(fy.Error) as e:
         policy.set_platform_property("network", "allow")
     assert e.value.code == fy.ErrorCode.UNSUPPORTED
+
+
+def test_close_while_another_thread_waits_raises(policy, tmp_path):
+    # close() from another thread while finish() or wait() is inside the C
+    # library (the GIL released) freed the attempt under it (a segfault
+    # with MALLOC_PERTURB_): it raises now, and works once the call is over.
+    root = _input(tmp_path)
+    for how in ("finish", "wait"):
+        with fy.Action({"version": 1, "arguments": ["/bin/sleep", "60"],
+                        "input_root": {"directory": str(root)}}) as a:
+            att = a.start(policy)
+            errors = []
+
+            def closer():
+                time.sleep(0.3)
+                for obj in (att, att.handle):
+                    try:
+                        obj.close()
+                        errors.append("closed under a call")
+                    except RuntimeError as e:
+                        errors.append(str(e))
+                att.handle.cancel()
+
+            t = threading.Thread(target=closer)
+            t.start()
+            if how == "finish":
+                res = att.finish()
+            else:
+                att.handle.wait()
+                res = att.finish()
+            t.join()
+            with res:
+                assert res.outcome == fy.Outcome.CANCELLED
+            assert len(errors) == 2 and all("in use by another thread" in e for e in errors), errors
+            att.close()
+            assert att.closed and att.handle.closed
+            with pytest.raises(ValueError):
+                att.handle.cancel()
