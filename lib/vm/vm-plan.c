@@ -150,6 +150,19 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     }
     json_object_set_new(iso, "guest_memory", json_integer((json_int_t)pl->guest_mem));
     json_object_set_new(iso, "guest_cpus", json_integer(pl->smp));
+    /* What holds against a guest root, who controls the guest's cgroups:
+     * the VMM's own limits on the host. */
+    uint64_t vcpu = np->limit[FY_LIMIT_CPU_MILLIS];
+    json_object_set_new(
+        iso, "host_bounds",
+        json_pack("{sIsosIss}", "vmm_memory", (json_int_t)(pl->guest_mem + 512 * MiB), "cpu_millis",
+                  vcpu != FY_UNLIMITED && np->control_mode[FY_CONTROL_CPU_LIMIT] != FY_MODE_OFF
+                      ? json_integer((json_int_t)vcpu)
+                      : json_null(),
+                  "pids", (json_int_t)256,
+                  "note", "the VMM's own limits on the host (its cgroup), which a guest root cannot lift: the "
+                          "guest's memory is the limit plus 256 MiB for its kernel and agent, its CPUs the policy's "
+                          "quota; the limits inside the guest bind a workload that is not root there"));
     json_object_set_new(iso, "control", json_string("framed protocol v1 over a virtio-serial port"));
     if (pl->pxcfg) {
         json_t *dests = json_array();
@@ -208,7 +221,8 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(lim, "memory", json_string(mem != FY_UNLIMITED ? "guest cgroup v2 memory.max (and the "
                                                                            "guest's RAM)" : "guest RAM only"));
     json_object_set_new(lim, "pids", json_string(pids != FY_UNLIMITED ? "guest cgroup v2 pids.max" : "not enforced"));
-    json_object_set_new(lim, "cpu", json_string(cpu != FY_UNLIMITED ? "guest cgroup v2 cpu.max and the guest's CPUs"
+    json_object_set_new(lim, "cpu", json_string(cpu != FY_UNLIMITED ? "guest cgroup v2 cpu.max, the guest's CPUs "
+                                                                      "and the VMM's host cgroup quota"
                                                                     : "the guest's CPUs"));
     json_object_set_new(lim, "wall_time", json_string("host: the VMM is killed at the deadline"));
     json_object_set_new(lim, "output", json_string("host: captured streams and returned trees counted"));

@@ -676,6 +676,13 @@ int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reter
         r = fy_policy_set_limit(p, FY_LIMIT_MEMORY, pl->guest_mem + 512 * MiB, &e);
     if (r >= 0)
         r = fy_policy_set_limit(p, FY_LIMIT_PIDS, 256, &e);
+    /* The policy's CPU limit on the VMM itself, on the host, where a guest
+     * root (who controls the guest's own cgroups) cannot lift it; the
+     * template's making is the host's work, not an attempt's. */
+    uint64_t cpu = pl->np->limit[FY_LIMIT_CPU_MILLIS];
+    if (r >= 0 && sp->mode != VM_BOOT_MAKE && cpu != FY_UNLIMITED &&
+        pl->np->control_mode[FY_CONTROL_CPU_LIMIT] != FY_MODE_OFF)
+        r = fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, cpu, &e);
     if (r >= 0)
         r = fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, wall == FY_UNLIMITED ? FY_UNLIMITED : wall + 60 * SEC, &e);
     if (r >= 0)

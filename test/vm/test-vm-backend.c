@@ -1261,6 +1261,129 @@ START_TEST(test_oom) {
 }
 END_TEST
 
+/* The pid of one QEMU of this backend below this process, or 0. */
+static pid_t our_qemu_pid(void) {
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    pid_t found = 0;
+    while (proc && !found && (de = readdir(proc))) {
+        char p[300], buf[4096];
+        snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (k <= 0 || !memmem(buf, (size_t)k, "name=fy.ctl", 11) || !memmem(buf, (size_t)k, "/fy/k/vmlinux", 13))
+            continue;
+        for (pid_t a = (pid_t)atoi(de->d_name); a > 1 && !found; a = parent_of(a))
+            if (a == getpid())
+                found = (pid_t)atoi(de->d_name);
+    }
+    if (proc)
+        closedir(proc);
+    return found;
+}
+
+/* The CPU quota of pid's host cgroup or the nearest ancestor that has one,
+ * in millis of a CPU (v1 cpu.cfs_quota_us/cfs_period_us, v2 cpu.max); 0
+ * when none. */
+static uint64_t cpu_quota_millis(pid_t pid) {
+    char p[64], text[4096] = {0};
+    snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    ssize_t k = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    char dir[4096] = "";
+    bool v1 = false;
+    for (char *l = text, *nl; k > 0 && l && *l; l = nl ? nl + 1 : NULL) {
+        nl = strchr(l, '\n');
+        if (nl)
+            *nl = '\0';
+        char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        char *ctl = c1 + 1;
+        bool cpu = false;
+        for (char *t = strtok(ctl, ","); t; t = strtok(NULL, ","))
+            cpu |= !strcmp(t, "cpu");
+        if (cpu) {
+            snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu%s", c2 + 1);
+            v1 = true;
+        } else if (!*ctl && !dir[0] && access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) {
+            snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s", c2 + 1);
+        }
+    }
+    for (char *slash; dir[0]; (slash = strrchr(dir, '/')) ? (void)(*slash = '\0') : (void)(dir[0] = '\0')) {
+        char f[4200], v[64] = {0};
+        long long q = -1, per = 0;
+        snprintf(f, sizeof(f), "%s/%s", dir, v1 ? "cpu.cfs_quota_us" : "cpu.max");
+        fd = open(f, O_RDONLY | O_CLOEXEC);
+        k = fd >= 0 ? read(fd, v, sizeof(v) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (k <= 0)
+            continue;
+        if (v1) {
+            q = atoll(v);
+            snprintf(f, sizeof(f), "%s/cpu.cfs_period_us", dir);
+            fd = open(f, O_RDONLY | O_CLOEXEC);
+            memset(v, 0, sizeof(v));
+            k = fd >= 0 ? read(fd, v, sizeof(v) - 1) : -1;
+            if (fd >= 0)
+                close(fd);
+            per = k > 0 ? atoll(v) : 0;
+        } else if (strncmp(v, "max", 3) != 0) {
+            sscanf(v, "%lld %lld", &q, &per);
+        }
+        if (q > 0 && per > 0)
+            return (uint64_t)(q * 1000 / per);
+        if (!strcmp(dir, v1 ? "/sys/fs/cgroup/cpu" : "/sys/fs/cgroup"))
+            break;
+    }
+    return 0;
+}
+
+/* The policy's CPU limit binds the VMM on the host, where a guest root (who
+ * controls the guest's own cgroups) cannot lift it: it was on the guest's
+ * cgroup alone, and a guest root took whole host CPUs. */
+START_TEST(test_vmm_cpu_bound) {
+    if (!fy_caps_has(caps, FY_CAP_CGROUP_CPU))
+        return; /* (no CPU limit can be enforced on this host at all) */
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, 500, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c", "sleep 30", NULL};
+    fy_prepared *pr = NULL;
+    if (fy_prepare(p, caps, argv, &pr, &e) < 0)
+        ck_abort_msg("prepare: %s", fy_error_message(e));
+    fy_handle *h = NULL;
+    if (fy_start(pr, &h, &e) < 0)
+        ck_abort_msg("start: %s", fy_error_message(e));
+    pid_t q = 0;
+    for (int i = 0; i < 600 && !(q = our_qemu_pid()); i++)
+        usleep(100000);
+    ck_assert_msg(q > 0, "no QEMU of this attempt found");
+    uint64_t m = cpu_quota_millis(q);
+    fy_handle_cancel(h, FY_CANCEL_USER, NULL);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    ck_assert_msg(m > 0 && m <= 500, "the VMM's host cgroup CPU quota: %llu millis (want at most 500)",
+                  (unsigned long long)m);
+    json_t *iso = isolation(res);
+    json_t *hb = json_object_get(iso, "host_bounds");
+    ck_assert_msg(hb && json_integer_value(json_object_get(hb, "cpu_millis")) == 500, "host_bounds missing or wrong");
+    json_decref(iso);
+    fy_handle_free(h);
+    fy_prepared_free(pr);
+    assert_nothing_left(res);
+    fy_result_free(res);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_exec_failure) {
     fy_policy *p = vm_policy();
     const char *argv[] = {"/no/such/program", NULL};
@@ -2346,6 +2469,7 @@ int main(int argc, char **argv) {
     ADD(test_timeout);
     ADD(test_cancel);
     ADD(test_oom);
+    ADD(test_vmm_cpu_bound);
     ADD(test_attempts_leave_nothing);
     ADD(test_prestarted_clones);
     ADD(test_bad_garbage);
