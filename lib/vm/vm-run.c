@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,7 @@ struct vm {
     uint64_t hello_deadline, done_deadline;
     uint64_t out_bytes, out_limit, stream_bytes[3], tar_bytes;
     bool truncated;
+    bool reader_gone[3];           /* FY_STDIO_FD: its reader closed (EPIPE): the rest is dropped */
     struct strbuf log;             /* the agent's LOG text (bounded) */
     struct vm_template tmpl;       /* restored from (tmpl.fd >= 0 until QEMU has it) */
     bool from_template;
@@ -1459,9 +1461,31 @@ static int wait_writable(fy_handle *h, int fd) {
     }
 }
 
+/* write(2) into the caller's descriptor without a SIGPIPE to the caller's
+ * process when its reader is gone (`forgeyard run ... | head` died of it,
+ * with no result): the signal blocked in this thread for the call and, when
+ * this write raised it, taken back. */
+static ssize_t write_nosigpipe(int fd, const void *p, size_t n) {
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    ssize_t w = write(fd, p, n);
+    int e = errno;
+    if (w < 0 && e == EPIPE && !was_pending) {
+        static const struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
+}
+
 static void deliver(fy_handle *h, struct vm *v, int stream, const uint8_t *p, size_t n) {
     const struct plan_stdio *s = &neutral(h)->stdio[stream];
-    if (s->mode == FY_STDIO_NULL || !n)
+    if (s->mode == FY_STDIO_NULL || !n || v->reader_gone[stream])
         return;
     if (s->mode == FY_STDIO_FILE || s->mode == FY_STDIO_CALLBACK) {
         if (v->out_limit != FY_UNLIMITED && v->out_bytes + n > v->out_limit) {
@@ -1496,12 +1520,14 @@ static void deliver(fy_handle *h, struct vm *v, int stream, const uint8_t *p, si
             }
             chunk = n < PIPE_BUF ? n : PIPE_BUF;
         }
-        ssize_t w = write(fd, p, chunk);
+        ssize_t w = s->mode == FY_STDIO_FILE ? write(fd, p, chunk) : write_nosigpipe(fd, p, chunk);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
             if (s->mode == FY_STDIO_FILE)
                 handle_end(h, END_INFRA, FY_STEP_OUTPUT, errno, "writing captured output: %s", strerror(errno));
+            else if (w < 0 && errno == EPIPE)
+                v->reader_gone[stream] = v->truncated = true; /* (as a pipe with no reader: the rest is lost) */
             return;
         }
         p += w;
