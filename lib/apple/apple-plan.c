@@ -403,9 +403,20 @@ static int gen_network(struct strbuf *sb, const struct fy_plan *np, fy_error **r
         strbuf_append(sb, "; network: denied (nothing allows it), loopback included\n");
         return 0;
     case FY_NET_ALLOW:
-        strbuf_append(sb, "; network: the host's (impure)\n(allow network*)\n");
+        /* IP only: an unfiltered network* would also connect to every
+         * unix socket of the host by path (Docker's, an ssh or gpg agent),
+         * which no plan names. */
+        strbuf_append(sb, "; network: the host's IP network (impure); no unix socket of the host\n"
+                          "(allow network-outbound (remote ip \"*:*\"))\n"
+                          "(allow network-inbound (local ip \"*:*\"))\n"
+                          "(allow network-bind (local ip \"*:*\"))\n");
         return 0;
     case FY_NET_RESTRICTED:
+        if (np->dns == FY_DNS_HOST)
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.dns",
+                           "dns host under network restricted is not given on macOS: the host's resolver "
+                           "(mDNSResponder) resolves any name for the workload, so data could leave in the names "
+                           "it asks for; name the destinations by address or in network.hosts");
         break;
     default:
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
@@ -482,9 +493,13 @@ int apple_profile(const struct apple_plan *ap, const char *attempt, char **ret, 
     emit_strings(&sb, "(allow sysctl-read", "sysctl-name", sysctl_names, FY_ARRAY_SIZE(sysctl_names));
     emit_strings(&sb, "(allow sysctl-read", "sysctl-name-prefix", sysctl_prefixes, FY_ARRAY_SIZE(sysctl_prefixes));
     emit_strings(&sb, "(allow mach-lookup", "global-name", mach_base, FY_ARRAY_SIZE(mach_base));
-    if (np->net_mode != FY_NET_DENY)
+    /* trustd fetches the OCSP, CRL and issuer URLs of a certificate it is
+     * asked to evaluate, and mDNSResponder resolves any name: both reach
+     * the network for the workload, so only where the network is the
+     * host's (restricted + dns host is refused by gen_network). */
+    if (np->net_mode == FY_NET_ALLOW)
         emit_strings(&sb, "(allow mach-lookup", "global-name", mach_trust, FY_ARRAY_SIZE(mach_trust));
-    if (np->dns == FY_DNS_HOST && np->net_mode != FY_NET_DENY) {
+    if (np->dns == FY_DNS_HOST && np->net_mode == FY_NET_ALLOW) {
         /* The resolver: mDNSResponder's mach service and its socket. */
         emit_strings(&sb, "(allow mach-lookup", "global-name", mach_dns, FY_ARRAY_SIZE(mach_dns));
         strbuf_append(&sb, "(allow network-outbound (remote unix-socket (path-literal "

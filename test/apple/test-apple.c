@@ -1152,9 +1152,15 @@ START_TEST(test_fields_reach_the_profile) {
     char *base = profile_of(np, false, 0, NULL);
     np->net_mode = FY_NET_ALLOW;
     char *t = profile_of(np, false, 0, NULL);
-    ck_assert_ptr_nonnull(strstr(t, "(allow network*)"));
+    /* IP only: never every unix socket of the host (Docker's, an agent's) */
+    ck_assert_ptr_null(strstr(t, "(allow network*)"));
+    ck_assert_ptr_nonnull(strstr(t, "(allow network-outbound (remote ip \"*:*\"))"));
+    ck_assert_ptr_nonnull(strstr(t, "(allow network-inbound (local ip \"*:*\"))"));
+    ck_assert_ptr_nonnull(strstr(t, "(allow network-bind (local ip \"*:*\"))"));
+    ck_assert_ptr_null(strstr(t, "unix-socket"));
     ck_assert_ptr_nonnull(strstr(t, "com.apple.trustd"));
     ck_assert_ptr_null(strstr(t, "dnssd"));
+    assert_checks(t, "network allow");
     free(t);
     np->dns = FY_DNS_HOST;
     t = profile_of(np, false, 0, NULL);
@@ -1165,9 +1171,16 @@ START_TEST(test_fields_reach_the_profile) {
     struct plan_dest d = {"localhost", FY_PROTO_UDP, 53, 53};
     np->dests = &d;
     np->ndests = 1;
+    /* restricted + dns host: the host's resolver would resolve any name
+     * for the workload (data out in the names): refused */
+    ck_assert_ptr_null(profile_of(np, false, FY_E_UNSUPPORTED, "$.network.dns"));
+    np->dns = FY_DNS_NONE;
     t = profile_of(np, false, 0, NULL);
     ck_assert_ptr_nonnull(strstr(t, "(allow network-outbound\n    (remote udp \"localhost:53\"))"));
     ck_assert_ptr_null(strstr(t, "(allow network*)"));
+    /* nor trustd, which fetches the URLs of the certificates it is given */
+    ck_assert_ptr_null(strstr(t, "trustd"));
+    ck_assert_ptr_null(strstr(t, "dnssd"));
     free(t);
     np->dests = NULL;
     np->ndests = 0;
