@@ -1199,7 +1199,10 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         for (char *slash = strrchr(path, '/'); slash && slash != path; slash = strrchr(path, '/')) {
             *slash = '\0';
             struct stat st;
-            if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            /* (the cache's layers-FIRST-COUNT directory is the range's
+             * first id's own, 0700: lib/oci/oci-unpack.c cache_open) */
+            if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH) &&
+                !(np->id_count && st.st_uid == np->id_first && (st.st_mode & S_IXUSR))) {
                 r = err_set(reterr, FY_E_DENIED, FY_STEP_MOUNT, EACCES, NULL,
                             "the image cache is not reachable by the sandbox's ids: %s is mode %04o (others need x)",
                             path, (unsigned)(st.st_mode & 07777));

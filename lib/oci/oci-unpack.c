@@ -317,7 +317,7 @@ static int open_parent(struct layer_ctx *c, char *path, bool create, const char 
         struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_STRICT};
         int fd = sys_openat2(cur, p, &how, sizeof(how));
         if (fd < 0 && errno == ENOENT && create) {
-            if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
+            if ((mkdirat(cur, p, 0755) < 0 && errno != EEXIST) || fchmodat(cur, p, 0755, 0) < 0)
                 r = fail_os(c, entry, "creating a parent of", errno, reterr);
             else if ((r = shift_owner(c, NULL, cur, p, entry, reterr)) == 0)
                 fd = sys_openat2(cur, p, &how, sizeof(how));
@@ -578,8 +578,9 @@ static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **re
             (void)utimensat(pfd, leaf, ts, AT_SYMLINK_NOFOLLOW);
         }
     } else if (type == AE_IFIFO) {
-        if ((r = clear_leaf(c, pfd, leaf, false, entry, reterr)) == 0 && mknodat(pfd, leaf, S_IFIFO | (mode & 0777), 0) < 0)
-            r = fail_os(c, entry, "creating the fifo", errno, reterr);
+        if ((r = clear_leaf(c, pfd, leaf, false, entry, reterr)) == 0 &&
+            (mknodat(pfd, leaf, S_IFIFO | (mode & 0777), 0) < 0 || fchmodat(pfd, leaf, mode & 0777, 0) < 0))
+            r = fail_os(c, entry, "creating the fifo", errno, reterr); /* (its mode whatever our umask) */
         if (r == 0)
             r = shift_owner(c, e, pfd, leaf, entry, reterr);
     } else if (type == AE_IFSOCK) {
@@ -768,19 +769,28 @@ static int subdir(int root, const char *name, mode_t mode) {
 
 static bool cache_entry_name(const char *n) {
     return !strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "layers") || !strncmp(n, "layers-", 7) ||
-           !strcmp(n, "tmp") || !strcmp(n, "locks") || !strcmp(n, "gc.lock") || !strcmp(n, CACHE_TAG);
+           !strcmp(n, "tmp") || !strcmp(n, "locks") || !strcmp(n, "gc.lock") || !strcmp(n, "uppers") ||
+           !strcmp(n, CACHE_TAG);
 }
 
 /* 0 when root is marked or is marked now; else -1 with *other the name of
  * an entry no cache has (or "" when the mark could not be read or made). */
 static int cache_mark(int root, char *other, size_t len) {
     char buf[64] = {0};
-    int fd = openat(root, CACHE_TAG, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd >= 0) {
+    int fd = -1;
+    for (int tries = 0; tries < 50; tries++) { /* (a tag made by name may be read before it is written) */
+        fd = openat(root, CACHE_TAG, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            break;
         ssize_t n = read(fd, buf, sizeof(buf) - 1);
         close(fd);
         if (n >= 43 && !strncmp(buf, CACHE_TAG_TEXT, 43))
             return 0;
+        if (n != 0)
+            break;
+        usleep(2000);
+    }
+    if (fd >= 0) {
         snprintf(other, len, "%s", CACHE_TAG);
         return -1;
     }
@@ -802,10 +812,27 @@ static int cache_mark(int root, char *other, size_t len) {
     closedir(d);
     if (r < 0)
         return r;
-    fd = openat(root, CACHE_TAG, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) /* (made by another process meanwhile) */
-        return cache_mark(root, other, len);
-    bool ok = fd >= 0 && write(fd, CACHE_TAG_TEXT, strlen(CACHE_TAG_TEXT)) == (ssize_t)strlen(CACHE_TAG_TEXT);
+    /* Written whole before it has its name (an unnamed file, then linked):
+     * a process opening the cache meanwhile never reads it half made. */
+    fd = openat(root, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    bool ok = fd >= 0 && fchmod(fd, 0644) == 0 &&
+              write(fd, CACHE_TAG_TEXT, strlen(CACHE_TAG_TEXT)) == (ssize_t)strlen(CACHE_TAG_TEXT);
+    if (ok) {
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        ok = linkat(AT_FDCWD, proc, root, CACHE_TAG, AT_SYMLINK_FOLLOW) == 0;
+        if (!ok && errno == EEXIST) { /* (made by another process meanwhile) */
+            close(fd);
+            return cache_mark(root, other, len);
+        }
+    } else if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        /* (no unnamed files here: made by name; a reader that comes
+         * before the write retries, above) */
+        fd = openat(root, CACHE_TAG, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST)
+            return cache_mark(root, other, len);
+        ok = fd >= 0 && write(fd, CACHE_TAG_TEXT, strlen(CACHE_TAG_TEXT)) == (ssize_t)strlen(CACHE_TAG_TEXT);
+    }
     if (fd >= 0)
         close(fd);
     if (!ok)
@@ -814,8 +841,15 @@ static int cache_mark(int root, char *other, size_t len) {
 }
 
 /* Opens (create: makes) the cache at dir (NULL: the default). 0, 1 when
- * !create and there is no cache there, or an error. */
-static int cache_open(const char *dir, const char *layers, bool create, struct cache *k, fy_error **reterr) {
+ * !create and there is no cache there, or an error. owner >= 0: the
+ * layers directory belongs to that id (a shifted range's first, which the
+ * sandbox opens its layers as), mode 0700: no other user of the host
+ * reaches the layers, whose entries keep the image's modes (a 1777 /tmp, a
+ * 0666 file) that would otherwise let anyone change what every later
+ * container of the image sees. Else it is 0711 (passed through, never
+ * listed). */
+static int cache_open(const char *dir, const char *layers, bool create, int64_t owner, struct cache *k,
+                      fy_error **reterr) {
     *k = (struct cache){.root = -1, .layers = -1, .tmp = -1, .locks = -1, .gc = -1};
     snprintf(k->layers_name, sizeof(k->layers_name), "%s", layers);
     k->path = dir ? util_strdup(dir) : oci_cache_dir();
@@ -824,12 +858,15 @@ static int cache_open(const char *dir, const char *layers, bool create, struct c
                        "no image cache directory (FORGEYARD_IMAGE_CACHE, XDG_CACHE_HOME, a home of this user's, "
                        "or a forgeyard-UID directory of its own in TMPDIR or /var/tmp)");
     struct stat st;
-    if (!create && k->path[0] == '/' && lstat(k->path, &st) < 0 && errno == ENOENT) {
+    bool absent = k->path[0] == '/' && lstat(k->path, &st) < 0 && errno == ENOENT;
+    if (!create && absent) {
         cache_close(k);
         return 1;
     }
     if (k->path[0] != '/' || (create && mkdir_p(k->path, 0755) < 0) ||
-        (k->root = open(k->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(k->root, &st) < 0) {
+        (k->root = open(k->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        (absent && fchmod(k->root, 0755) < 0) /* (made now: whatever the caller's umask) */ ||
+        fstat(k->root, &st) < 0) {
         int e = errno;
         int r = err_set(reterr, k->path[0] != '/' ? FY_E_INVAL : err_from_errno(e), FY_STEP_IMAGE, e, k->path,
                         "image cache %s: %s", k->path, k->path[0] != '/' ? "not absolute" : strerror(e));
@@ -859,6 +896,16 @@ static int cache_open(const char *dir, const char *layers, bool create, struct c
         (k->gc = openat(k->root, "gc.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
         int e = errno;
         int r = err_set(reterr, err_from_errno(e), FY_STEP_IMAGE, e, k->path, "image cache %s: %s", k->path, strerror(e));
+        cache_close(k);
+        return r;
+    }
+    struct stat lst;
+    if (fstat(k->layers, &lst) < 0 ||
+        (owner >= 0 && lst.st_uid != (uid_t)owner && fchown(k->layers, (uid_t)owner, (gid_t)owner) < 0) ||
+        ((lst.st_mode & 07777) != (owner >= 0 ? 0700 : 0711) && fchmod(k->layers, owner >= 0 ? 0700 : 0711) < 0)) {
+        int e = errno;
+        int r = err_set(reterr, err_from_errno(e), FY_STEP_IMAGE, e, k->path, "image cache %s/%s: %s", k->path,
+                        layers, strerror(e));
         cache_close(k);
         return r;
     }
@@ -1046,7 +1093,8 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
         c->dec_failed = false;
         c->bound = NULL;
         if (mkdirat(k->tmp, stage, 0755) < 0 ||
-            (c->root = openat(k->tmp, stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            (c->root = openat(k->tmp, stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+            fchmod(c->root, 0755) < 0 /* (the layer's root: whatever our umask; "./" sets its own) */) {
             r = err_set(reterr, err_from_errno(errno), FY_STEP_IMAGE, errno, k->path, "staging layer %s: %s", key,
                         strerror(errno));
         } else if ((r = open_layer(src, img, i, c, reterr)) == 0 &&
@@ -1092,7 +1140,8 @@ int oci_unpack(const char *refstr, const struct oci_opts *opts, struct oci_image
         }
         snprintf(layers, sizeof(layers), "layers-%u-%u", opts->id_first, opts->id_count);
     }
-    if ((r = cache_open(opts ? opts->cache_dir : NULL, layers, true, &k, reterr)) < 0)
+    if ((r = cache_open(opts ? opts->cache_dir : NULL, layers, true,
+                        opts && opts->id_count ? (int64_t)opts->id_first : -1, &k, reterr)) < 0)
         goto out;
     if (flock_retry(k.gc, LOCK_SH) < 0) {
         r = err_set(reterr, FY_E_IO, FY_STEP_IMAGE, errno, k.path, "locking the image cache: %s", strerror(errno));
@@ -1167,7 +1216,7 @@ static int gc_collect(int root, const char *name, struct gc_item **items, size_t
 
 int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *removed, fy_error **reterr) {
     struct cache k;
-    int r = cache_open(dir, "layers", false, &k, reterr);
+    int r = cache_open(dir, "layers", false, -1, &k, reterr);
     if (r != 0) {
         if (r == 1 && removed)
             *removed = 0; /* no cache there: nothing to collect (and none made) */

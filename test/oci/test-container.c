@@ -467,6 +467,63 @@ START_TEST(test_gc_keeps_held) {
 }
 END_TEST
 
+/* The layer cache as root: unpacked under a daemon's umask 077 it is
+ * still usable (the umask made 0700 layer roots and parents: every later
+ * run failed at pivot-root), and its shifted layers are the range's first
+ * id's own, 0700: no other user of the host lists, reads or writes them
+ * (an image's 1777 /tmp or 0666 file was writable by anyone, and what
+ * they wrote every later container of the image saw). */
+START_TEST(test_cache_private_and_umask_free) {
+    if (rootless || geteuid() != 0)
+        return;
+    char cache[700], old[700];
+    snprintf(cache, sizeof(cache), "%s/cache-umask", scratch);
+    snprintf(old, sizeof(old), "%s", getenv("FORGEYARD_IMAGE_CACHE"));
+    setenv("FORGEYARD_IMAGE_CACHE", cache, 1);
+    const char *argv[] = {"/bin/true", NULL};
+    for (int i = 0; i < 2; i++) {
+        mode_t um = umask(i == 0 ? 077 : 022);
+        fy_policy *p = policy(FY_PROFILE_RELEASE);
+        struct run r;
+        run(p, argv, &r);
+        umask(um);
+        ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "run %d (umask %s): %s: %s", i, i == 0 ? "077" : "022",
+                      fy_outcome_name((uint32_t)r.outcome), r.out);
+        run_free(&r);
+        fy_policy_free(p);
+    }
+    setenv("FORGEYARD_IMAGE_CACHE", old, 1);
+    DIR *d = opendir(cache);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    char layers[1000] = "";
+    while ((de = readdir(d)))
+        if (!strncmp(de->d_name, "layers-", 7))
+            snprintf(layers, sizeof(layers), "%s/%s", cache, de->d_name);
+    closedir(d);
+    ck_assert_msg(layers[0], "no shifted layers directory in %s", cache);
+    struct stat st;
+    ck_assert_int_eq(stat(layers, &st), 0);
+    ck_assert_msg((st.st_mode & 07777) == 0700 && st.st_uid != 0, "%s: mode %o, owner %u", layers,
+                  (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+            _exit(2);
+        DIR *ld = opendir(layers);
+        char probe[1100];
+        snprintf(probe, sizeof(probe), "%s/x", layers);
+        struct stat pst;
+        _exit(!ld && errno == EACCES && stat(probe, &pst) < 0 && errno == EACCES ? 0 : 1);
+    }
+    int wst = 0;
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "another user reached %s (%d)", layers,
+                  WIFEXITED(wst) ? WEXITSTATUS(wst) : -1);
+}
+END_TEST
+
 /* The attack helper inside the image: the same attacks fail as in the
  * namespace backend. */
 START_TEST(test_attacks) {
@@ -772,6 +829,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_host_paths_under_tmp);
     tcase_add_test(tc, test_attacks);
     tcase_add_test(tc, test_overlay_probed);
+    tcase_add_test(tc, test_cache_private_and_umask_free);
     tcase_add_test(tc, test_gc_keeps_held); /* it empties the cache: the images below make their own */
     tcase_add_test(tc, test_image_links_stay_inside);
     tcase_add_test(tc, test_image_etc_files_replaced);
