@@ -1015,6 +1015,49 @@ static int open_layer(struct oci_src *src, const struct oci_image *img, size_t i
     return 0;
 }
 
+/* The blobs each cached layer was verified from: locks/<layers>.<key>.blobs,
+ * one "sha256:<hex>" a line. A layer in the cache serves an image only
+ * when that image's blob for it is listed: naming a cached layer's diff_id
+ * (often public, or guessed from a base image) is not enough (another
+ * image's private layer was handed to an image whose blob did not even
+ * exist); an unlisted blob is verified by unpacking it once more, then
+ * listed. */
+static bool blob_recorded(const struct cache *k, const char *key, const char *digest) {
+    char name[200], buf[8192];
+    snprintf(name, sizeof(name), "%s.%s.blobs", k->layers_name, key);
+    int fd = openat(k->locks, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    size_t dl = strlen(digest), have = 0;
+    bool found = false;
+    ssize_t n;
+    while (!found && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+        have += (size_t)n;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while (!found && (nl = strchr(line, '\n'))) {
+            found = (size_t)(nl - line) == dl && !memcmp(line, digest, dl);
+            line = nl + 1;
+        }
+        have = strlen(line);
+        memmove(buf, line, have);
+    }
+    close(fd);
+    return found;
+}
+
+static void blob_record(const struct cache *k, const char *key, const char *digest) {
+    char name[200], line[128];
+    snprintf(name, sizeof(name), "%s.%s.blobs", k->layers_name, key);
+    int fd = openat(k->locks, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    int len = snprintf(line, sizeof(line), "%s\n", digest);
+    if (len > 0 && (size_t)len < sizeof(line))
+        (void)!write(fd, line, (size_t)len); /* (one short append: whole; a lost one costs a verification) */
+    close(fd);
+}
+
 static int unpack_layers(struct oci_src *src, struct oci_image *img, const struct oci_opts *o, struct cache *k,
                          fy_error **reterr) {
     struct layer_ctx *c = calloc(1, sizeof(*c));
@@ -1046,7 +1089,8 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
     c->nlayers = (uint32_t)img->nlayers;
     for (size_t i = 0; i < img->nlayers; i++) {
         struct stat st;
-        if (fstatat(k->layers, img->diff_ids[i] + 7, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(k->layers, img->diff_ids[i] + 7, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !blob_recorded(k, img->diff_ids[i] + 7, img->layer_digests[i]))
             c->total += img->layer_sizes[i];
     }
     int r = 0;
@@ -1072,10 +1116,15 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
                 close(lfd);
             break;
         }
-        if (present || (fstatat(k->layers, key, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
+        if (!present && fstatat(k->layers, key, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+            present = true; /* (made while we waited for the lock) */
+            (void)flock_retry(lfd, LOCK_SH);
+        }
+        /* A cached layer serves this image only for a blob it was verified
+         * from; another is verified (unpacked, then dropped) first. */
+        bool verify_only = present && !blob_recorded(k, key, img->layer_digests[i]);
+        if (present && !verify_only) {
             (void)utimensat(k->layers, key, NULL, AT_SYMLINK_NOFOLLOW); /* used now (gc) */
-            if (!present)
-                (void)flock_retry(lfd, LOCK_SH);
             if (img->lock_fds)
                 img->lock_fds[i] = lfd;
             else
@@ -1099,9 +1148,13 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
                         strerror(errno));
         } else if ((r = open_layer(src, img, i, c, reterr)) == 0 &&
                    (r = extract(c, img->diff_ids[i], img->layer_digests[i], reterr)) == 0) {
-            if (syncfs(c->root) < 0 || renameat(k->tmp, stage, k->layers, key) < 0 || fsync(k->layers) < 0)
+            if (verify_only)
+                (void)utimensat(k->layers, key, NULL, AT_SYMLINK_NOFOLLOW); /* verified: the cached one serves */
+            else if (syncfs(c->root) < 0 || renameat(k->tmp, stage, k->layers, key) < 0 || fsync(k->layers) < 0)
                 r = err_set(reterr, err_from_errno(errno), FY_STEP_IMAGE, errno, k->path, "publishing layer %s: %s",
                             key, strerror(errno));
+            if (r == 0)
+                blob_record(k, key, img->layer_digests[i]);
         }
         c->done_base += img->layer_sizes[i];
         if (c->root >= 0)
@@ -1284,6 +1337,8 @@ int oci_gc(const char *dir, uint64_t max_bytes, uint64_t max_age_sec, uint64_t *
             continue;
         }
         close(lfd);
+        (void)unlinkat(k.locks, lockname, 0);
+        snprintf(lockname, sizeof(lockname), "%s.%s.blobs", items[i].dir, items[i].name);
         (void)unlinkat(k.locks, lockname, 0);
         close(held);
         total -= items[i].bytes;

@@ -20,7 +20,8 @@ Spec:
                    "zeros": BYTES, "mode": 0o644, "target": "...", "major": 1, "minor": 3}],
       "busybox": true,                 (adds /bin/busybox and applet links)
       "sparse": {"name": "big", "size": BYTES},   (via GNU tar --sparse)
-      "truncate": BYTES}]}             (the blob is cut to this length)
+      "truncate": BYTES,               (the blob is cut to this length)
+      "diff_id": "sha256:..."}]}       (the config claims this diff_id for the layer)
 """
 import gzip
 import hashlib
@@ -143,6 +144,7 @@ def main():
                 with open(blob, 'r+b') as f:
                     f.truncate(l['truncate'])
             digest, size = file_sha(blob)
+            diff_id = l.get('diff_id', diff_id)  # another layer's, claimed (a lie the reader must catch)
             mt = 'application/vnd.oci.image.layer.v1.tar' + {'gzip': '+gzip', 'zstd': '+zstd', 'none': ''}[how]
             layers.append((blob, digest, size, diff_id, mt))
         corrupt = spec.get('corrupt')

@@ -611,6 +611,45 @@ static void progress(void *ud, uint32_t layer, uint32_t nlayers, uint64_t done, 
     last[1]++;
 }
 
+/* A cached layer serves an image only for a blob it was verified from:
+ * an image whose config claims a cached layer's diff_id, with a blob of
+ * other content, is refused as if nothing were cached (it got the other
+ * image's layer, private file included); one with the very blob, under a
+ * name of its own, is verified once and then served. */
+START_TEST(test_cached_layer_needs_its_blob) {
+    char dir[512], da[OCI_DIGEST_LEN + 1], db[OCI_DIGEST_LEN + 1], dc[OCI_DIGEST_LEN + 1], ref[1024];
+    fresh("blobs", dir, sizeof(dir));
+    make_image(dir, "img-a", "{\"layers\": [{\"busybox\": true, \"compression\": \"none\", \"entries\": "
+                             "[{\"name\": \"secret/token\", \"data\": \"tenant-a\"}]}]}", da);
+    snprintf(ref, sizeof(ref), "oci:%s/img-a@%s", dir, da);
+    struct oci_image *img = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(unpack(dir, ref, NULL, &img, &e) == 0, "%s", fy_error_message(e));
+    char spec[1024];
+    snprintf(spec, sizeof(spec), "{\"layers\": [{\"busybox\": true, \"compression\": \"gzip\", \"entries\": "
+             "[{\"name\": \"mine\", \"data\": \"b\"}], \"diff_id\": \"%s\"}]}", img->diff_ids[0]);
+    make_image(dir, "img-b", spec, db);
+    /* the very layer, compressed: a blob of its own of the same content */
+    snprintf(spec, sizeof(spec), "{\"layers\": [{\"busybox\": true, \"compression\": \"gzip\", \"entries\": "
+             "[{\"name\": \"secret/token\", \"data\": \"tenant-a\"}]}]}");
+    make_image(dir, "img-c", spec, dc);
+    oci_image_free(img);
+    snprintf(ref, sizeof(ref), "oci:%s/img-b@%s", dir, db);
+    img = NULL;
+    int r = unpack(dir, ref, NULL, &img, &e);
+    ck_assert_msg(r == FY_E_INTEGRITY, "an image claiming a cached diff_id: %d (%s)",
+                  r, e ? fy_error_message(e) : "accepted");
+    ck_assert_ptr_null(img);
+    fy_error_free(e);
+    e = NULL;
+    snprintf(ref, sizeof(ref), "oci:%s/img-c@%s", dir, dc);
+    ck_assert_msg(unpack(dir, ref, NULL, &img, &e) == 0, "the same layer from a blob of its own: %s",
+                  fy_error_message(e));
+    oci_image_free(img);
+    assert_clean(dir, 1);
+}
+END_TEST
+
 START_TEST(test_concurrent_and_gc) {
     char dir[512], digest[OCI_DIGEST_LEN + 1], ref[1024];
     fresh("concurrent", dir, sizeof(dir));
@@ -784,6 +823,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_bounds);
     tcase_add_test(tc, test_whiteouts);
     tcase_add_test(tc, test_concurrent_and_gc);
+    tcase_add_test(tc, test_cached_layer_needs_its_blob);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
