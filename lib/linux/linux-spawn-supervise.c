@@ -36,12 +36,18 @@
  * namespace; in process mode the supervisor (a child subreaper) is asked to
  * kill and reap the tree, and is killed itself if it has not within a bound. */
 void lx_hard_kill(struct lx *x, const struct linux_plan *pl) {
+    /* Process mode: the supervisor, a child subreaper in the same cgroup,
+     * kills its tree and reaps it (end_tree); killing the cgroup killed it
+     * too, and its tree's corpses went to the host's nearest subreaper (the
+     * host program itself, often) or to init, as zombies. The cgroup is
+     * the fallback when the supervisor does not end in time. */
+    bool by_supervisor = pl->process_mode && x->kill != KS_HARD && x->pidfd >= 0 && !x->reaped;
     /* With a cgroup of its own the whole tree dies at once, whatever it did
      * to escape the process tree. */
-    if (x->cg.v2_dir || x->cg.v1_dir[CG_FREEZER])
+    if (!by_supervisor && (x->cg.v2_dir || x->cg.v1_dir[CG_FREEZER]))
         cg_kill(&pl->cg, &x->cg);
     if (x->pidfd >= 0 && !x->reaped) {
-        if (pl->process_mode && x->kill != KS_HARD) {
+        if (by_supervisor) {
             sys_pidfd_send_signal(x->pidfd, FY_SIG_END_TREE, NULL, 0);
             x->hard_deadline = util_now_usec() + END_TREE_BOUND_USEC;
         } else {
@@ -87,8 +93,11 @@ void lx_reap_blocking(struct lx *x, const struct linux_plan *pl) {
         return;
     if (pl->process_mode) {
         struct pollfd pfd = {.fd = x->pidfd, .events = POLLIN};
-        if (poll(&pfd, 1, END_TREE_BOUND_USEC / 1000) == 0)
+        if (poll(&pfd, 1, END_TREE_BOUND_USEC / 1000) == 0) {
+            if (x->cg.v2_dir || x->cg.v1_dir[CG_FREEZER])
+                cg_kill(&pl->cg, &x->cg); /* (its supervisor did not end it in time) */
             sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+        }
     }
     while (reap_pidfd(x, 0) == -EINTR)
         ;
@@ -530,6 +539,8 @@ int lx_process(fy_handle *h, fy_error **reterr) {
     if (x->child_error && x->kill == KS_NONE)
         lx_hard_kill(x, h->pr->plan); /* a failed setup leaves nothing half-built running */
     if (x->kill == KS_HARD && x->hard_deadline && now >= x->hard_deadline && !x->reaped) {
+        if (x->cg.v2_dir || x->cg.v1_dir[CG_FREEZER])
+            cg_kill(&((const struct linux_plan *)h->pr->plan)->cg, &x->cg); /* (its supervisor did not end it in time) */
         sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
         x->hard_deadline = 0;
     }

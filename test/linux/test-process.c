@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <sys/msg.h>
+#include <sys/prctl.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
@@ -355,6 +356,53 @@ START_TEST(test_process_level_fork_free) {
     fy_handle_free(h);
     fy_prepared_free(pr);
     fy_policy_free(p);
+}
+END_TEST
+
+/* A process-level sandbox killed (output cap, a live handle freed) is
+ * killed and reaped by its supervisor: nothing is reparented into a host
+ * that is a child subreaper (runners and service managers are), and the
+ * result's processes_left is 0. (The cgroup kill took the supervisor with
+ * its tree, whose corpses came to the host as zombies.) */
+START_TEST(test_process_level_kill_reaps) {
+    deny_userns();
+    ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+    for (int i = 0; i < 6; i++) {
+        fy_policy *p = NULL;
+        ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+        ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_OUTPUT, 100000, NULL), 0);
+        ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_NULL, -1, NULL, NULL), 0);
+        char path[128];
+        snprintf(path, sizeof(path), "%s/kill-out-%d", scratch, (int)getpid());
+        ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, path, NULL), 0);
+        const char *sh[] = {"/bin/sh", "-c", "sleep 30 & (sleep 31 &); yes", NULL};
+        fy_prepared *pr = NULL;
+        fy_error *e = NULL;
+        ck_assert_msg(fy_prepare(p, NULL, sh, &pr, &e) == 0, "prepare: %s", fy_error_message(e));
+        ck_assert_str_eq(fy_prepared_backend(pr), "linux-process");
+        fy_handle *h = NULL;
+        ck_assert_msg(fy_start(pr, &h, &e) == 0, "start: %s", fy_error_message(e));
+        if (i % 2 == 0) {
+            fy_result *res = NULL;
+            ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+            ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_RESOURCE_EXCEEDED);
+            uint64_t left = 99;
+            ck_assert_int_eq(fy_result_cleanup(res, FY_LEFT_PROCESSES, &left), 0);
+            ck_assert_msg(left == 0, "attempt %d: processes_left %llu", i, (unsigned long long)left);
+            fy_result_free(res);
+        } else {
+            usleep(200000);
+        }
+        fy_handle_free(h); /* (odd rounds: a live handle, killed by the free) */
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        unlink(path);
+        usleep(100000);
+        int st;
+        pid_t z = waitpid(-1, &st, WNOHANG);
+        ck_assert_msg(z <= 0, "attempt %d: process %d of the sandbox came to the host (a subreaper) to be reaped", i,
+                      (int)z);
+    }
 }
 END_TEST
 
@@ -739,6 +787,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_timeout_kills_tree);
     tcase_add_test(tc, test_process_level_rlimits);
     tcase_add_test(tc, test_process_level_fork_free);
+    tcase_add_test(tc, test_process_level_kill_reaps);
     tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_landlock_scoping);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
