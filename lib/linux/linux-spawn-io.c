@@ -115,7 +115,9 @@ int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **r
     }
     const char *dirs[] = {x->attempt_home, x->attempt_tmp, x->attempt_secrets};
     for (size_t i = 0; i < 3; i++)
-        if (mkdir(dirs[i], 0700) < 0 || (pl->as_root && chown(dirs[i], pl->work_uid, pl->work_gid) < 0))
+        if (mkdir(dirs[i], 0700) < 0 || chmod(dirs[i], 0700) < 0 /* (whatever the host's umask: 0277 made them
+                                                                    unwritable) */ ||
+            (pl->as_root && chown(dirs[i], pl->work_uid, pl->work_gid) < 0))
             return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
     if (chmod(x->attempt_dir, 0711) < 0)
         return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");

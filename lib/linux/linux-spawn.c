@@ -98,7 +98,6 @@ static void lx_free(struct lx *x) {
     free(x->cg.v2_dir);
     for (int c = 0; c < CG_NCTL; c++)
         free(x->cg.v1_dir[c]);
-    lx_remove_attempt_dir(x);
     x->net_left += lxn_teardown(&x->net);
     free(x->attempt_home);
     free(x->attempt_tmp);
@@ -123,6 +122,7 @@ static void lx_free(struct lx *x) {
         lx_close_fd(&x->drain_rd[i]);
         lx_close_fd(&x->spool_fd[i]);
     }
+    lx_remove_attempt_dir(x); /* (last: with every descriptor of the attempt closed) */
     for (size_t i = 0; i < x->nsecret_env; i++)
         secret_release(x->secret_env[i]);
     free(x->secret_env);
@@ -593,7 +593,14 @@ fail:
     for (int i = 0; i < 3; i++)
         if (x->spool_created[i])
             unlink(x->spool_created[i]); /* nothing ran: leave no empty spool behind */
-    if (cg_destroy(&pl->cg, &x->cg) == 0)
+    /* The attempt directory with descriptors to spare (a start that failed
+     * for want of them could not remove it, and its record was dropped:
+     * nothing could ever find it); the record stays while anything of it
+     * does, for fy_gc. */
+    lx_close_fd(&x->epfd);
+    lx_close_fd(&x->timerfd);
+    lx_remove_attempt_dir(x);
+    if (cg_destroy(&pl->cg, &x->cg) == 0 && !x->scratch_left)
         lx_forget_state(x); /* else the record stays, for fy_gc */
     (void)lx_reaper_finish(&x->reaper, &x->ru);
     lx_free(x);

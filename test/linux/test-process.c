@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
@@ -406,6 +407,78 @@ START_TEST(test_process_level_kill_reaps) {
 }
 END_TEST
 
+/* The names of /dev/shm's attempt directories, one a line, into buf. */
+static void shm_attempts(char *buf, size_t len) {
+    buf[0] = '\0';
+    DIR *d = opendir("/dev/shm");
+    struct dirent *de;
+    size_t used = 0;
+    while (d && (de = readdir(d)))
+        if (!strncmp(de->d_name, "forgeyard-attempt-", 18) && used + strlen(de->d_name) + 2 < len)
+            used += (size_t)snprintf(buf + used, len - used, "%s\n", de->d_name);
+    if (d)
+        closedir(d);
+}
+
+/* Starts that fail for want of descriptors leave no attempt directory that
+ * nothing can find: removed, or kept in a record fy_gc removes. (The
+ * removal needed descriptors too, failed, and the record was dropped.) */
+START_TEST(test_process_level_start_fd_pressure) {
+    deny_userns();
+    char state[128];
+    snprintf(state, sizeof(state), "%s/state-XXXXXX", scratch);
+    ck_assert_ptr_nonnull(mkdtemp(state));
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_state_dir(p, state, NULL), 0);
+    const char *sh[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, sh, &pr, &e) == 0, "prepare: %s", fy_error_message(e));
+    ck_assert_str_eq(fy_prepared_backend(pr), "linux-process");
+    static char before[1 << 16], after[1 << 16];
+    shm_attempts(before, sizeof(before));
+    int base = 0;
+    DIR *fdd = opendir("/proc/self/fd");
+    while (fdd && readdir(fdd))
+        base++;
+    if (fdd)
+        closedir(fdd);
+    struct rlimit old;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int failed = 0;
+    for (int lim = base; lim <= base + 24; lim++) {
+        struct rlimit rl = {(rlim_t)lim, old.rlim_max};
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        fy_handle *h = NULL;
+        int r = fy_start(pr, &h, &e);
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+        if (r < 0) {
+            failed++;
+            fy_error_free(e);
+            e = NULL;
+            continue;
+        }
+        fy_result *res = NULL;
+        ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+        fy_result_free(res);
+        fy_handle_free(h);
+    }
+    ck_assert_msg(failed > 0, "no start failed for want of descriptors");
+    ck_assert_int_eq(fy_gc(state, 0, NULL, NULL), 0);
+    shm_attempts(after, sizeof(after));
+    for (char *l = after, *nl; *l; l = nl + 1) {
+        nl = strchr(l, '\n');
+        *nl = '\0';
+        char needle[64];
+        snprintf(needle, sizeof(needle), "%s\n", l);
+        ck_assert_msg(strstr(before, needle), "/dev/shm/%s was left by a start that failed, and no record names it", l);
+    }
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* Landlock's scoping (ABI 6) is what keeps a process-level workload, which
  * shares the host's pid and network namespaces, from signalling a host
  * process of its own uid and from connecting to a host abstract unix
@@ -788,6 +861,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_rlimits);
     tcase_add_test(tc, test_process_level_fork_free);
     tcase_add_test(tc, test_process_level_kill_reaps);
+    tcase_add_test(tc, test_process_level_start_fd_pressure);
     tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_landlock_scoping);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
