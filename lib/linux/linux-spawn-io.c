@@ -102,6 +102,8 @@ int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **r
     if (!d)
         return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
     x->attempt_dir = strdup(d);
+    if (x->attempt_dir && chmod(d, 0700) < 0) /* (mkdtemp's 0700 less the host's umask) */
+        return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
     x->attempt_home = util_asprintf("%s/home", d);
     x->attempt_tmp = util_asprintf("%s/tmp", d);
     x->attempt_secrets = util_asprintf("%s/secrets", d);

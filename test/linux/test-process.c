@@ -407,6 +407,25 @@ START_TEST(test_process_level_kill_reaps) {
 }
 END_TEST
 
+/* HOME and TMPDIR are the workload's whatever the host's umask (0277 made
+ * them read-only to it). */
+START_TEST(test_process_level_host_umask) {
+    deny_userns();
+    mode_t um = umask(0277);
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    const char *sh[] = {"/bin/sh", "-c", "echo x >\"$HOME/f\" && echo x >\"$TMPDIR/f\" && echo WROTE-BOTH", NULL};
+    char *out = NULL;
+    fy_result *res = run(p, sh, &out);
+    umask(um);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED && strstr(out, "WROTE-BOTH"), "outcome %s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), out);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* The names of /dev/shm's attempt directories, one a line, into buf. */
 static void shm_attempts(char *buf, size_t len) {
     buf[0] = '\0';
@@ -862,6 +881,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_fork_free);
     tcase_add_test(tc, test_process_level_kill_reaps);
     tcase_add_test(tc, test_process_level_start_fd_pressure);
+    tcase_add_test(tc, test_process_level_host_umask);
     tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_landlock_scoping);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
