@@ -2,6 +2,7 @@
 /* An action attempt: the policy for it, the execution root, the sandbox
  * (through the public lifecycle, whichever backend the policy gets), the
  * collected outputs and the ActionResult record. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +25,7 @@
 #include <sodium.h>
 
 #include "action.h"
+#include "os.h"
 #include "prepared.h"
 
 struct fy_action_attempt {
@@ -416,6 +418,49 @@ static fy_action *action_copy(const fy_action *a) {
  * the attempt (speculative), joined by finish. *redo (beside only): the
  * verdict refused the overlay before the start, no error set: start again
  * without beside. */
+
+/* Removes the attempt directories in dir whose owner (named in them:
+ * forgeyard-action-PIDNS-PID-START-XXXXXX) no longer runs: a host killed
+ * during an action left its execution root, its outputs and spools there
+ * for good (the sandbox's own record lists only the sandbox's). Only this
+ * pid namespace's, and only directories of this user's. *removed (may be
+ * NULL) counts them. */
+void action_sweep(const char *dir, uint64_t *removed) {
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        if (lfd >= 0)
+            close(lfd);
+        close(dfd);
+        return;
+    }
+    uint64_t ns = 0, self_start = 0;
+    int self = 0;
+    os_self_identity(&ns, &self, &self_start);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        unsigned long long ens = 0, estart = 0;
+        int epid = 0, used = 0;
+        char tail[8] = "";
+        if (strncmp(de->d_name, "forgeyard-action-", 17) != 0 ||
+            sscanf(de->d_name + 17, "%llx-%d-%llu-%6[A-Za-z0-9]%n", &ens, &epid, &estart, tail, &used) != 4 ||
+            de->d_name[17 + used] != '\0' || strlen(tail) != 6 || ens != ns || epid <= 0)
+            continue;
+        if (os_process_start(epid) == estart && estart != 0)
+            continue; /* its owner runs */
+        struct stat st;
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        if (util_remove_tree_at(dfd, de->d_name, UTIL_RM_ONE_FS | UTIL_RM_OPEN_UP) >= 0 && removed)
+            (*removed)++;
+    }
+    closedir(d);
+    close(dfd);
+}
+
 static int action_start(const fy_action *action, const fy_policy *policy, const fy_caps *caps, bool beside,
                         bool *redo, fy_action_attempt **ret, fy_error **reterr) {
     if (!action || !policy || !ret)
@@ -478,7 +523,14 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
     const char *scratch = action->scratch ? action->scratch : getenv("TMPDIR");
     if (!scratch || scratch[0] != '/')
         scratch = "/tmp";
-    if (!(t->dir = util_asprintf("%s/forgeyard-action-XXXXXX", scratch))) {
+    /* (Named by its owner: a later start, or fy_gc, removes the directory
+     * of an owner that died, a killed host's, which nothing else would.) */
+    action_sweep(scratch, NULL);
+    uint64_t pidns = 0, pstart = 0;
+    int pid = 0;
+    os_self_identity(&pidns, &pid, &pstart);
+    if (!(t->dir = util_asprintf("%s/forgeyard-action-%llx-%d-%llu-XXXXXX", scratch, (unsigned long long)pidns, pid,
+                                 (unsigned long long)pstart))) {
         r = oom(reterr, FY_STEP_PREPARE);
         goto fail;
     }

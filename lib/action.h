@@ -34,6 +34,10 @@ struct fy_action {
 
 /* action.c */
 int action_check_relpath(const char *path, bool allow_empty, const char *loc, fy_error **reterr);
+/* Removes dir's attempt directories whose owner process is gone (a killed
+ * host's); *removed (may be NULL) counts them. (A no-op where actions are
+ * not run.) */
+void action_sweep(const char *dir, uint64_t *removed);
 int action_parse_json(fy_action *a, const char *json, size_t len, fy_error **reterr);
 char *action_canonical_json(const fy_action *a); /* malloc'd; NULL on OOM */
 /* "sha256:<64 hex>" of len bytes; out has room for 72. */

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Public entry point: destroying the orphans of a crashed host program. */
+#include <stdlib.h>
+
+#include "action.h"
 #include "backend.h"
 
 int fy_gc(const char *state_dir, uint64_t flags, uint64_t *ret_destroyed, fy_error **reterr) {
@@ -18,6 +21,10 @@ int fy_gc(const char *state_dir, uint64_t flags, uint64_t *ret_destroyed, fy_err
         if (rf < 0 && r == 0)
             r = rf;
     }
+    /* The attempt directories of actions whose host died ($TMPDIR's, where
+     * an action's directory is unless its scratch_directory says). */
+    const char *tmp = getenv("TMPDIR");
+    action_sweep(tmp && tmp[0] == '/' ? tmp : "/tmp", &destroyed);
     if (ret_destroyed)
         *ret_destroyed = destroyed;
     if (!any)

@@ -8,6 +8,7 @@
 #define FY_OS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* A wakeup object that fy_handle_cancel sets from any thread: a
@@ -68,6 +69,14 @@ int os_mkdir_parents(const char *path, mode_t mode);
  * records, the saved probe, caches) is opened through this one check.
  * (POSIX hosts only: no Windows caller.) */
 int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid);
+/* This process as names on disk identify it to a later process of the same
+ * user: its pid namespace (an id; 0 where the OS has none), its pid and its
+ * start time (os_process_start). */
+void os_self_identity(uint64_t *pidns, int *pid, uint64_t *start);
+/* The start time of process pid of this process's pid namespace (a token
+ * that differs for a reused pid where the OS keeps one; nonzero), or 0
+ * when no such process runs. (POSIX hosts only.) */
+uint64_t os_process_start(int pid);
 /* Removes at/name and, when it is a directory, everything below it, never
  * following a symbolic link: every directory is opened O_NOFOLLOW from its
  * parent's descriptor. Any depth: at most OS_RM_OPEN directories are open

@@ -9,6 +9,8 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdbool.h>
@@ -223,6 +225,70 @@ static char *make_dir(const char *name) {
 
 
 /* ---- the contract ---- */
+
+/* The attempt directory of a host killed during an action (its execution
+ * root, outputs, spools) is removed by the next action's start in the
+ * same scratch directory, as by fy_gc: nothing else recorded it, and it
+ * stayed for good. A live host's is left alone. */
+START_TEST(test_killed_host_dir_swept) {
+    char *in = make_input(), *sc = make_dir("scratch-kill"), *state = make_dir("state-kill");
+    ck_assert_int_eq(chmod(state, 0700), 0);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\", \"mkdir -p out; echo SECRET > out/f; "
+                                   "sleep 60\"], \"environment\": {\"PATH\": \"/usr/bin:/bin\"}}", in);
+        fy_action_set_scratch_directory(a, sc, NULL);
+        fy_policy *p = policy();
+        fy_policy_set_state_dir(p, state, NULL);
+        fy_action_attempt *att = NULL;
+        if (fy_action_start(a, p, NULL, &att, NULL) < 0)
+            _exit(3);
+        (void)!write(ready[1], "r", 1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    /* Another host's live attempt in the same directory: left alone. */
+    fy_action *live = action_json("\"arguments\": [\"/bin/true\"]}", in);
+    fy_action_set_scratch_directory(live, sc, NULL);
+    fy_policy *p = policy();
+    fy_action_result *res = run(live, p);
+    ck_assert_int_eq(fy_action_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    fy_action_result_free(res);
+    int n = 0;
+    DIR *d = opendir(sc);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += !strncmp(de->d_name, "forgeyard-action-", 17);
+    closedir(d);
+    ck_assert_msg(n == 1, "%d attempt directories while a host runs its action (want its one)", n);
+    kill(host, SIGKILL);
+    int st;
+    ck_assert_int_eq(waitpid(host, &st, 0), host);
+    usleep(300000); /* (its sandbox ends with it) */
+    res = run(live, p);
+    ck_assert_int_eq(fy_action_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    fy_action_result_free(res);
+    d = opendir(sc);
+    n = 0;
+    while ((de = readdir(d)))
+        n += !strncmp(de->d_name, "forgeyard-action-", 17);
+    closedir(d);
+    ck_assert_msg(n == 0, "%d attempt directories left by a killed host after the next start", n);
+    fy_action_free(live);
+    fy_policy_free(p);
+    ck_assert_int_eq(fy_gc(state, 0, NULL, NULL), 0); /* (the killed host's sandbox, as a restarted host would) */
+    free(in);
+    free(sc);
+    free(state);
+}
+END_TEST
 
 START_TEST(test_outputs_and_digests) {
     char *in = make_input(), *out = path_in("out", ""), *sc = make_dir("scratch");
@@ -1973,6 +2039,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 120);
     tcase_set_timeout(tm, 120);
     tcase_add_test(tc, test_outputs_and_digests);
+    tcase_add_test(tc, test_killed_host_dir_swept);
     tcase_add_test(tc, test_exact_environment);
     tcase_add_test(tc, test_same_action_same_digests);
     tcase_add_test(tc, test_inputs_never_written);

@@ -383,3 +383,40 @@ int os_remove_tree_at(int at, const char *name, unsigned flags) {
     rm_fail(&m, errno);
     return -m.err;
 }
+
+uint64_t os_process_start(int pid) {
+    if (pid <= 0)
+        return 0;
+#ifdef __linux__
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* Field 22 (starttime), counted after the command's closing parenthesis
+     * (the command may hold spaces and parentheses). */
+    char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    unsigned long long v = p ? strtoull(p + 1, NULL, 10) : 0;
+    return v ? (uint64_t)v : 1;
+#else
+    return kill(pid, 0) == 0 || errno == EPERM ? 1 : 0;
+#endif
+}
+
+void os_self_identity(uint64_t *pidns, int *pid, uint64_t *start) {
+    *pid = (int)getpid();
+    *start = os_process_start(*pid);
+    *pidns = 0;
+#ifdef __linux__
+    struct stat st;
+    if (stat("/proc/self/ns/pid", &st) == 0)
+        *pidns = (uint64_t)st.st_ino;
+#endif
+}
