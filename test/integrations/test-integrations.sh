@@ -188,10 +188,12 @@ unset FORGEYARD_GITLAB_POLICY
 unset CUSTOM_ENV_CI_RUNNER_ID CUSTOM_ENV_CI_JOB_ID CUSTOM_ENV_CI_PROJECT_PATH BUILD_FAILURE_EXIT_CODE SYSTEM_FAILURE_EXIT_CODE
 
 # ---- 4. A GitHub Actions step ----
-ws="$scratch/_work/repo/repo" cmds="$scratch/_work/_temp/_runner_file_commands"
+# (paths with a space: the runner's may hold one)
+ws="$scratch/_work/re po/re po" cmds="$scratch/_work/_temp/_runner_file_commands"
 mkdir -p "$ws" "$cmds" || exit 1
 printf 'checked out\n' > "$ws/README"
-: > "$cmds/set_output_1"; : > "$cmds/set_env_1"; : > "$cmds/step_summary_1"
+: > "$cmds/set_output_1"; : > "$cmds/set_env_1"; : > "$cmds/add_path_1"; : > "$cmds/step_summary_1"
+: > "$cmds/set_env_other"
 cat > "$scratch/_work/_temp/step1.sh" <<'EOF'
 echo "result=42" >> "$GITHUB_OUTPUT"
 echo "## done" >> "$GITHUB_STEP_SUMMARY"
@@ -199,20 +201,38 @@ echo more >> README
 echo built > out.txt
 test -z "${HOST_ONLY:-}"
 test "$(pwd)" = "$GITHUB_WORKSPACE"
+# Programming the job's later steps, the unsandboxed ones included:
+# through GITHUB_ENV and GITHUB_PATH (kept back), or the runner's
+# directory of file commands (not there).
+echo "BASH_ENV=$GITHUB_WORKSPACE/evil" >> "$GITHUB_ENV"
+echo "$GITHUB_WORKSPACE" >> "$GITHUB_PATH"
+! ls "$(dirname "$GITHUB_WORKSPACE")/../_temp/_runner_file_commands" 2>/dev/null
 EOF
 cd "$ws" || exit 1
 HOST_ONLY=secret
 step() {
     env -i PATH=/usr/bin:/bin HOME="$scratch" GITHUB_WORKSPACE="$ws" GITHUB_OUTPUT="$cmds/set_output_1" \
-        GITHUB_ENV="$cmds/set_env_1" GITHUB_STEP_SUMMARY="$cmds/step_summary_1" FORGEYARD="$fy" \
-        sh "$idir/github/forgeyard-step" "$1"
+        GITHUB_ENV="$cmds/set_env_1" GITHUB_PATH="$cmds/add_path_1" GITHUB_STEP_SUMMARY="$cmds/step_summary_1" \
+        FORGEYARD="$fy" ${pass:+FORGEYARD_STEP_FILE_COMMANDS=pass} sh "$idir/github/forgeyard-step" "$1"
 }
+pass=""
 out=$(step "$scratch/_work/_temp/step1.sh" 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "github: the step gave $rc: $out"
 grep -qx 'result=42' "$cmds/set_output_1" || fail "github: GITHUB_OUTPUT: $(cat "$cmds/set_output_1")"
 grep -qx '## done' "$cmds/step_summary_1" || fail "github: the step summary is missing"
 [ "$(cat "$ws/out.txt")" = built ] && grep -qx more "$ws/README" || fail "github: the workspace was not written"
-! ls -A "$cmds" | grep -q forgeyard-step || fail "github: the step's copy of its script was left: $(ls -A "$cmds")"
+[ ! -s "$cmds/set_env_1" ] && [ ! -s "$cmds/add_path_1" ] ||
+    fail "github: GITHUB_ENV or GITHUB_PATH passed on without FORGEYARD_STEP_FILE_COMMANDS=pass"
+case $out in *"1 line(s) to GITHUB_ENV: not passed on"*) ;; *) fail "github: no word of what was kept back: $out" ;; esac
+[ "$(ls -A "$cmds" | tr '\n' ' ')" = "add_path_1 set_env_1 set_env_other set_output_1 step_summary_1 " ] ||
+    fail "github: the step left something in the runner's directory: $(ls -A "$cmds")"
+pass=1
+out=$(step "$scratch/_work/_temp/step1.sh" 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "github: the step (pass) gave $rc: $out"
+grep -qx "BASH_ENV=$ws/evil" "$cmds/set_env_1" && grep -qx "$ws" "$cmds/add_path_1" ||
+    fail "github: FORGEYARD_STEP_FILE_COMMANDS=pass did not pass GITHUB_ENV and GITHUB_PATH on"
+[ ! -s "$cmds/set_env_other" ] || fail "github: the step wrote another step's file command"
+pass=""
 printf 'false\necho not-reached > "$GITHUB_WORKSPACE/after"\n' > "$scratch/_work/_temp/step2.sh"
 step "$scratch/_work/_temp/step2.sh" >/dev/null 2>&1; rc=$?
 [ $rc -eq 1 ] || fail "github: a failing step gave $rc (bash -e)"
