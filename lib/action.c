@@ -346,6 +346,8 @@ int fy_action_set_limit(fy_action *a, uint32_t limit, uint64_t value, fy_error *
     snprintf(loc, sizeof(loc), "$.limits.%s", limit_names[limit]);
     if (value == 0 || value == FY_UNLIMITED)
         return bad(reterr, loc, "must be a positive bound (actions are never unlimited)");
+    if (value > (uint64_t)INT64_MAX) /* (the JSON form, and its digest, hold a signed 64-bit integer) */
+        return bad(reterr, loc, "must be at most %lld", (long long)INT64_MAX);
     a->limit[limit] = value;
     return 0;
 }

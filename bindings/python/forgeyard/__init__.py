@@ -52,17 +52,27 @@ def _s(b):
 
 
 def _b(s, what="argument"):
+    """A C string: a NUL inside would cut it there in C (an environment name
+    "A\\0EVIL" became "A"): refused."""
     if s is None:
         return None
-    if isinstance(s, bytes):
-        return s
     if isinstance(s, os.PathLike):
         s = os.fspath(s)
-        if isinstance(s, bytes):
-            return s
-    if not isinstance(s, str):
+    if isinstance(s, str):
+        s = s.encode("utf-8")
+    elif not isinstance(s, bytes):
         raise TypeError("%s: expected str, bytes or path, got %s" % (what, type(s).__name__))
-    return s.encode("utf-8")
+    if b"\0" in s:
+        raise ValueError("%s: holds a NUL byte" % what)
+    return s
+
+
+def _u64(v, what="value"):
+    """An unsigned 64-bit integer, checked (ctypes would wrap -2 or 2**64+5)."""
+    v = int(v)
+    if v < 0 or v > 0xFFFFFFFFFFFFFFFF:
+        raise ValueError("%s: %d is not an unsigned 64-bit integer" % (what, v))
+    return v
 
 
 def _enum_or_int(enum_cls, v):
@@ -394,7 +404,7 @@ class Policy(_Owned):
         return self
 
     def set_limit(self, limit, value):
-        _call(_c.fy_policy_set_limit, self._p, int(limit), int(value))
+        _call(_c.fy_policy_set_limit, self._p, int(limit), _u64(value, "limit"))
         return self
 
     def get_limit(self, limit):
@@ -769,7 +779,7 @@ class Action(_Owned):
 
     def set_limit(self, name, value):
         """name: "output_bytes", "output_entries", "input_entries" or "input_bytes"."""
-        _call(_c.fy_action_set_limit, self._p, CONSTANTS["FY_ACTION_LIMIT_" + name.upper()], int(value))
+        _call(_c.fy_action_set_limit, self._p, CONSTANTS["FY_ACTION_LIMIT_" + name.upper()], _u64(value, name))
         return self
 
     def to_json(self):

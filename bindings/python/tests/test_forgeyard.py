@@ -377,3 +377,22 @@ def test_close_while_another_thread_waits_raises(policy, tmp_path):
             assert att.closed and att.handle.closed
             with pytest.raises(ValueError):
                 att.handle.cancel()
+
+
+def test_nul_bytes_and_out_of_range_integers_refused():
+    # ctypes cut a string at its first NUL (an environment name "A\0EVIL"
+    # became "A") and wrapped integers (2**64+5 became 5, -2 became 2**64-2).
+    a = fy.Action()
+    for bad in (lambda: a.set_env("A\0EVIL", "1"), lambda: a.set_argv(["a\0b"]),
+                lambda: a.set_env("A", b"x\0y")):
+        with pytest.raises(ValueError):
+            bad()
+    for v in (2 ** 64 + 5, -2):
+        with pytest.raises(ValueError):
+            a.set_limit("output_bytes", v)
+    with pytest.raises(fy.Error) as e:
+        a.set_limit("output_bytes", 2 ** 63 + 1)  # above what the JSON form holds
+    assert e.value.code == fy.ErrorCode.INVAL and e.value.location == "$.limits.output_bytes"
+    p = fy.Policy(fy.Profile.STANDARD_CI)
+    with pytest.raises(ValueError):
+        p.set_limit(fy.Limit.MEMORY, -1)
