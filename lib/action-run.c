@@ -498,6 +498,23 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
                                strerror(e));
         }
     }
+    /* stdout and stderr kept in one file: each is a new file of its own
+     * (the second could not be made after the run: stderr was lost). */
+    if (action->stdio_path[1] && action->stdio_path[2] && strcmp(action->stdio_path[1], action->stdio_path[2]) == 0)
+        return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, "$.stderr_path",
+                       "stdout_path and stderr_path name the same file (%s): each stream is kept in a new file of "
+                       "its own", action->stdio_path[1]);
+    /* The scratch directory inside a directory input root: the copy of the
+     * input would hold the execution root it is being copied into. */
+    if (action->scratch && action->input_kind != FY_INPUT_ARCHIVE) {
+        size_t n = strlen(action->input);
+        while (n > 1 && action->input[n - 1] == '/')
+            n--;
+        if (strncmp(action->scratch, action->input, n) == 0 && (action->scratch[n] == '/' || !action->scratch[n]))
+            return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, "$.scratch_directory",
+                           "the scratch directory %s is inside the input root %s: the attempt's copy of the input "
+                           "would hold itself", action->scratch, action->input);
+    }
     fy_action_attempt *t = calloc(1, sizeof(*t));
     if (!t)
         return oom(reterr, FY_STEP_PREPARE);

@@ -356,6 +356,40 @@ START_TEST(test_outputs_and_digests) {
 }
 END_TEST
 
+/* Refused before anything runs: stdout and stderr kept in one file (the
+ * command ran, then stderr could not be kept and the stdout file was left),
+ * a scratch directory inside the input root (the copy held itself until
+ * the path was too long). */
+START_TEST(test_refused_before_run) {
+    char *in = make_input(), *same = path_in("same-out", ""), *inner = NULL;
+    ck_assert_int_ge(asprintf(&inner, "%s/scratch-in", in), 0);
+    fy_action *a = action_json("\"arguments\": [\"/bin/sh\", \"-c\", \"echo ran\"]}", in);
+    ck_assert_int_eq(fy_action_set_stdio_path(a, 1, same, NULL), 0);
+    ck_assert_int_eq(fy_action_set_stdio_path(a, 2, same, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = NULL;
+    fy_error *err = NULL;
+    ck_assert_int_eq(fy_action_run(a, p, NULL, &res, &err), FY_E_INVAL);
+    ck_assert_str_eq(fy_error_location(err), "$.stderr_path");
+    fy_error_free(err);
+    err = NULL;
+    ck_assert_msg(access(same, F_OK) < 0, "%s was made", same);
+    ck_assert_int_eq(fy_action_set_stdio_path(a, 2, NULL, NULL), 0);
+    ck_assert_int_eq(fy_action_set_stdio_path(a, 1, NULL, NULL), 0);
+    ck_assert_int_eq(mkdir(inner, 0755), 0);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, inner, NULL), 0);
+    ck_assert_int_eq(fy_action_run(a, p, NULL, &res, &err), FY_E_INVAL);
+    ck_assert_str_eq(fy_error_location(err), "$.scratch_directory");
+    fy_error_free(err);
+    ck_assert_int_eq(rmdir(inner), 0);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in);
+    free(same);
+    free(inner);
+}
+END_TEST
+
 START_TEST(test_exact_environment) {
     char *in = make_input(), *sc = make_dir("scratch"), *so = path_in("stdout", "");
     setenv("FY_TEST_HOST_SECRET", "must-not-leak", 1);
@@ -2040,6 +2074,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tm, 120);
     tcase_add_test(tc, test_outputs_and_digests);
     tcase_add_test(tc, test_killed_host_dir_swept);
+    tcase_add_test(tc, test_refused_before_run);
     tcase_add_test(tc, test_exact_environment);
     tcase_add_test(tc, test_same_action_same_digests);
     tcase_add_test(tc, test_inputs_never_written);
