@@ -1432,9 +1432,26 @@ static int stop(struct col *k, int outcome, const char *fmt, ...) {
     if (!k->c->outcome) {
         va_list ap;
         va_start(ap, fmt);
-        if (vasprintf(&k->c->detail, fmt, ap) < 0)
-            k->c->detail = NULL;
+        char *text = NULL;
+        if (vasprintf(&text, fmt, ap) < 0)
+            text = NULL;
         va_end(ap);
+        /* The names and link targets in it are the workload's: a control
+         * character (an escape sequence, a newline that starts a forged
+         * log line) is shown as \xNN, never passed to a terminal or log. */
+        size_t n = 0;
+        for (const char *c = text; c && *c; c++)
+            n += ((unsigned char)*c < 0x20 || *c == 0x7f) ? 4 : 1;
+        char *out = text ? malloc(n + 1) : NULL, *w = out;
+        for (const char *c = text; out && *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                w += sprintf(w, "\\x%02x", (unsigned char)*c);
+            else
+                *w++ = *c;
+        if (w)
+            *w = '\0';
+        free(text);
+        k->c->detail = out;
         k->c->outcome = outcome;
     }
     return 1; /* stop collecting */

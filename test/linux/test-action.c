@@ -878,6 +878,10 @@ START_TEST(test_output_link_outside) {
                       "out of the output directory");
     expect_outcome_in("w", "mkdir d && ln -s ../../etc d/l", "{\"directories\": [\"d\"]}",
                       FY_OUTCOME_SANDBOX_VIOLATION, "out of the output directory");
+    /* The target is the workload's text: its escape sequence and newline
+     * (a forged log line) are shown as \xNN, never raw. */
+    expect_outcome("ln -s \\\"$(printf '/\\\\033[31mRED\\\\nforgeyard: forged')\\\" o", "{\"files\": [\"o\"]}",
+                   FY_OUTCOME_SANDBOX_VIOLATION, "/\\x1b[31mRED\\x0aforgeyard: forged");
 }
 END_TEST
 
