@@ -24,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -975,6 +976,7 @@ _Thread_local bool tree_scan_yields;
 #define SCAN_YIELD_EVERY 64        /* entries between two sched_yield calls */
 
 struct scan_shared {
+    uint64_t root_mnt;         /* the input root's mount id (0: not known) */
     const fy_action *a;
     const struct tree_ids *ids;
     bool dirs_only;            /* tree_scan_dirs: the types getdents gives, no verdict */
@@ -1023,6 +1025,36 @@ static int scan_fail(struct scan *s, int code, int e, const char *fmt, ...) {
 
 static int scan_dir(struct scan *s, int src, int depth, bool top);
 
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+/* fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW), and the mount id of what
+ * it names into *mnt (0: not known): one statx. */
+static int entry_stat(int dir, const char *name, struct stat *st, uint64_t *mnt) {
+    struct statx sx;
+    *mnt = 0;
+    if (statx(dir, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (name[0] ? 0 : AT_EMPTY_PATH),
+              STATX_BASIC_STATS | STATX_MNT_ID, &sx) < 0)
+        return errno == ENOSYS ? fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH)) : -1;
+    memset(st, 0, sizeof(*st));
+    st->st_mode = sx.stx_mode;
+    st->st_uid = sx.stx_uid;
+    st->st_gid = sx.stx_gid;
+    st->st_size = (off_t)sx.stx_size;
+    st->st_ino = sx.stx_ino;
+    st->st_nlink = sx.stx_nlink;
+    st->st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    st->st_rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+    st->st_blocks = (blkcnt_t)sx.stx_blocks;
+    st->st_blksize = (blksize_t)sx.stx_blksize;
+    st->st_atim = (struct timespec){sx.stx_atime.tv_sec, sx.stx_atime.tv_nsec};
+    st->st_mtim = (struct timespec){sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec};
+    st->st_ctim = (struct timespec){sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec};
+    if (sx.stx_mask & STATX_MNT_ID)
+        *mnt = sx.stx_mnt_id;
+    return 0;
+}
+
 /* The entry name of the directory src, whose path is s->path[0..plen). */
 static int scan_entry(struct scan *s, int src, const char *name, unsigned char dtype, size_t plen, int depth,
                       bool top) {
@@ -1040,12 +1072,19 @@ static int scan_entry(struct scan *s, int src, const char *name, unsigned char d
         *p++ = '/';
     memcpy(p, name, nl + 1);
     struct stat st;
+    uint64_t mnt = 0;
     if (sh->dirs_only && dtype != DT_UNKNOWN) {
         /* the type getdents gives: only directories go further */
         st.st_mode = DTTOIF(dtype);
-    } else if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    } else if (entry_stat(src, name, &st, &mnt) < 0) {
         return scan_fail(s, FY_E_IO, errno, "cannot stat: %s", strerror(errno));
     }
+    /* A mount below the input root (another file system, or a bind of one
+     * of its own): an overlay cannot have it in its lower layer (the
+     * kernel refuses to clone a lower with locked submounts), so the root
+     * is materialised instead of failing at the mount. */
+    if (!sh->dirs_only && mnt && sh->root_mnt && mnt != sh->root_mnt)
+        s->ok = false;
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
         return scan_fail(s, FY_E_INVAL, 0, "the input root holds %s: only files, directories and links are inputs",
                          type_name(st.st_mode));
@@ -1180,6 +1219,9 @@ static int scan_tree(const fy_action *a, int src, const struct tree_ids *ids, bo
     if (fstat(src, &top) < 0)
         return fail(reterr, FY_E_IO, FY_STEP_INPUT, errno, a->input, "cannot stat the input root");
     struct scan_shared sh = {.a = a, .ids = ids, .dirs_only = dirs_only};
+    struct stat rst;
+    if (!dirs_only && entry_stat(src, "", &rst, &sh.root_mnt) < 0)
+        sh.root_mnt = 0;
     atomic_init(&sh.entries, 0);
     atomic_init(&sh.stop, false);
     atomic_init(&sh.next, 0);

@@ -10,6 +10,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -387,6 +389,44 @@ START_TEST(test_refused_before_run) {
     free(in);
     free(same);
     free(inner);
+}
+END_TEST
+
+/* A mount below a directory input root (a tmpfs here; a bind of the same
+ * file system alike): the overlay's lower could not hold it (the kernel
+ * refuses a lower with locked submounts: infrastructure-failure), so the
+ * root is materialised, the mount's files in it. As root (mounts). */
+START_TEST(test_input_with_a_mount) {
+    if (rootless)
+        return;
+    /* (in a mount namespace of this test's process alone: the tmpfs goes
+     * with it, whatever the test's end) */
+    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    char *in = make_input(), *sc = make_dir("scratch"), *so = path_in("stdout", ""), *m = NULL;
+    ck_assert_int_ge(asprintf(&m, "%s/m", in), 0);
+    ck_assert_int_eq(mkdir(m, 0755), 0);
+    ck_assert_int_eq(mount("fy-test-action", m, "tmpfs", MS_NODEV | MS_NOSUID, "size=1m,mode=755"), 0);
+    char f[600];
+    snprintf(f, sizeof(f), "%s/visible", m);
+    write_file(f, "from the mount\n", 0644);
+    fy_action *a = action_json("\"arguments\": [\"/bin/cat\", \"m/visible\"]}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    ck_assert_int_eq(fy_action_set_stdio_path(a, 1, so, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *res = run(a, p);
+    char *j = result_json(res);
+    ck_assert_msg(fy_action_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    assert_root(j, false);
+    char *c = read_all(so);
+    ck_assert_str_eq(c, "from the mount\n");
+    free(c);
+    free(j);
+    fy_action_result_free(res);
+    fy_action_free(a);
+    fy_policy_free(p);
+    ck_assert_int_eq(umount2(m, MNT_DETACH), 0);
+    free(in); free(sc); free(so); free(m);
 }
 END_TEST
 
@@ -2079,6 +2119,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_outputs_and_digests);
     tcase_add_test(tc, test_killed_host_dir_swept);
     tcase_add_test(tc, test_refused_before_run);
+    tcase_add_test(tc, test_input_with_a_mount);
     tcase_add_test(tc, test_exact_environment);
     tcase_add_test(tc, test_same_action_same_digests);
     tcase_add_test(tc, test_inputs_never_written);
