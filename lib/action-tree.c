@@ -2033,12 +2033,29 @@ static bool declared(const fy_action *a, const char *rel) {
             return false;
         rel += wl + 1;
     }
-    VEC_EACH(&a->outputs, struct act_output, o) {
-        size_t ol = strlen(o->path);
-        if (strncmp(rel, o->path, ol) == 0 && (rel[ol] == '\0' || rel[ol] == '/'))
-            return true;
+    /* rel itself or one of its parents declared: each looked up in the
+     * outputs, sorted by path (not a scan of them all for every file). */
+    const struct act_output *o = a->outputs.items;
+    size_t n = a->outputs.n;
+    for (size_t k = 0;; k++) {
+        if (rel[k] == '/' || rel[k] == '\0') {
+            size_t lo = 0, hi = n;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strncmp(o[mid].path, rel, k);
+                if (c == 0 && o[mid].path[k])
+                    c = 1;
+                if (c < 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < n && !strncmp(o[lo].path, rel, k) && !o[lo].path[k])
+                return true;
+        }
+        if (!rel[k])
+            return false;
     }
-    return false;
 }
 
 /* The same directory of the overlay's lower is lname in the directory

@@ -358,6 +358,27 @@ START_TEST(test_outputs_and_digests) {
 }
 END_TEST
 
+/* Declared outputs never overlap: a path, its parents and what is below
+ * it, whatever the order they come in and whatever sorts between them
+ * ("a-x" and "a.c" sort between "a" and "a/b"). */
+START_TEST(test_output_overlaps) {
+    fy_action *a = NULL;
+    ck_assert_int_eq(fy_action_new(&a, NULL), 0);
+    static const struct { const char *path; bool ok; } seq[] = {
+        {"a-x", true}, {"a.c", true}, {"a", true}, {"a/b", false}, {"a", false}, {"a0", true},
+        {"b/c/d", true}, {"b", false}, {"b/c", false}, {"b/c/d/e", false}, {"b/c-d", true}, {"b/cd", true},
+        {"c/x", true}, {"c/y", true}, {"c", false}, {"ab/c", true},
+    };
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+        fy_error *e = NULL;
+        int r = fy_action_add_output(a, seq[i].path, FY_OUTPUT_ANY, &e);
+        ck_assert_msg((r == 0) == seq[i].ok, "%s: %d %s", seq[i].path, r, e ? fy_error_message(e) : "accepted");
+        fy_error_free(e);
+    }
+    fy_action_free(a);
+}
+END_TEST
+
 /* Refused before anything runs: stdout and stderr kept in one file (the
  * command ran, then stderr could not be kept and the stdout file was left),
  * a scratch directory inside the input root (the copy held itself until
@@ -2119,6 +2140,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_outputs_and_digests);
     tcase_add_test(tc, test_killed_host_dir_swept);
     tcase_add_test(tc, test_refused_before_run);
+    tcase_add_test(tc, test_output_overlaps);
     tcase_add_test(tc, test_input_with_a_mount);
     tcase_add_test(tc, test_exact_environment);
     tcase_add_test(tc, test_same_action_same_digests);
