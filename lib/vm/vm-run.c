@@ -1937,7 +1937,9 @@ static void finish(fy_handle *h, struct vm *v) {
         rep.usage[FY_USAGE_CPU_SYSTEM_USEC] = v->ex.stime_usec;
         rep.usage_known = (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC);
         if (v->ex.maxrss_kb) {
-            rep.usage[FY_USAGE_MEMORY_PEAK] = v->ex.maxrss_kb * 1024;
+            /* (the guest's word: clamped as the CPU times are, never wrapped to a plausible 0) */
+            rep.usage[FY_USAGE_MEMORY_PEAK] = v->ex.maxrss_kb > (uint64_t)INT64_MAX / 1024 ? (uint64_t)INT64_MAX
+                                                                                        : v->ex.maxrss_kb * 1024;
             rep.usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
         }
         rep.usage_source = "guest rusage";
@@ -1955,16 +1957,33 @@ static void finish(fy_handle *h, struct vm *v) {
     /* What the guest returned, with digests. */
     json_t *iso = json_loads(v->pl->isolation_json, 0, NULL), *outs = json_array();
     if (iso && outs) {
+        uint64_t unlisted = 0;
         for (int i = 1; i < 3; i++) {
             if (!v->tar[i])
                 continue;
-            for (size_t k = 0; k < v->tar[i]->nlisted; k++)
-                json_array_append_new(outs, json_pack("{sssssssI}", "path", v->tar[i]->listed[k].path, "dir",
-                                                      i == VMP_DIR_BUILD ? "build" : "output", "sha256",
-                                                      v->tar[i]->listed[k].sha256, "size",
-                                                      (json_int_t)v->tar[i]->listed[k].size));
+            for (size_t k = 0; k < v->tar[i]->nlisted; k++) {
+                /* (a name the guest chose: not always UTF-8, which JSON
+                 * needs; shown with U+FFFD and said so, never left out) */
+                const char *path = v->tar[i]->listed[k].path;
+                char *shown = util_utf8_valid(path) ? NULL : util_utf8_lossy(path);
+                json_t *f = json_pack("{sssssssI}", "path", shown ? shown : path, "dir",
+                                      i == VMP_DIR_BUILD ? "build" : "output", "sha256", v->tar[i]->listed[k].sha256,
+                                      "size", (json_int_t)v->tar[i]->listed[k].size);
+                if (f && shown)
+                    json_object_set_new(f, "path_altered", json_true());
+                if (f)
+                    json_array_append_new(outs, f);
+                else
+                    unlisted++;
+                free(shown);
+            }
+            if (v->tar[i]->files > v->tar[i]->nlisted)
+                unlisted += v->tar[i]->files - v->tar[i]->nlisted;
         }
         json_object_set(iso, "returned_files", outs);
+        /* the files returned that the list above does not hold (it holds
+         * the first VMT_LISTED of each tree) */
+        json_object_set_new(iso, "returned_files_unlisted", json_integer((json_int_t)unlisted));
         json_object_set_new(iso, "removed_as_in_guest",
                             json_pack("{sIsI}", "build", (json_int_t)v->removed[VMP_DIR_BUILD], "output",
                                       (json_int_t)v->removed[VMP_DIR_OUTPUT]));

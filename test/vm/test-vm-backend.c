@@ -881,6 +881,14 @@ START_TEST(test_workspace_many_files) {
         ck_assert_int_eq(atoi(t), i);
         free(t);
     }
+    /* The result lists the first VMT_LISTED files with digests and counts
+     * the rest (it dropped them without a word). */
+    json_t *iso = isolation(r);
+    size_t listed = json_array_size(json_object_get(iso, "returned_files"));
+    json_int_t unlisted = json_integer_value(json_object_get(iso, "returned_files_unlisted"));
+    ck_assert_msg(listed == 256 && unlisted == 3000 - 256, "returned_files %zu, unlisted %lld", listed,
+                  (long long)unlisted);
+    json_decref(iso);
     assert_nothing_left(r);
     fy_result_free(r);
     fy_policy_free(p);
