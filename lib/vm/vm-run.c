@@ -212,6 +212,7 @@ int vm_gc(const char *state_dir, uint64_t *destroyed, fy_error **reterr) {
     (void)state_dir; /* QEMU's sandboxes are recorded there by their own backend */
     (void)reterr;
     vm_cache_prune(); /* kernels a package upgrade replaced: not orphans, not counted */
+    vm_template_prune(); /* ... and the templates made from them */
     /* A template being made by a host that died: its build directory
      * and state file (never used: only a complete entry is renamed in). */
     char tdir[4096];

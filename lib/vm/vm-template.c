@@ -25,6 +25,7 @@
  * nowhere, and its restore has the router's tap on stdin, so that QEMU gets
  * the state's descriptor over a monitor socket it connects to and this
  * process listens on (vm_qmp_listen, vm_template_restore). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -943,4 +944,91 @@ int vm_template_get(const struct vm_plan *pl, const struct vm_kernel *k, const f
     }
     close(lfd);
     return r;
+}
+
+/* One line "NAME VALUE" of text: VALUE (64 hex digits) into out. */
+static bool manifest_value(const char *text, const char *name, char out[65]) {
+    size_t nl = strlen(name);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, name, nl) && l[nl] == ' ' && strspn(l + nl + 1, "0123456789abcdef") == 64) {
+            memcpy(out, l + nl + 1, 64);
+            out[64] = '\0';
+            return true;
+        }
+    return false;
+}
+
+static bool small_text(int at, const char *path, char *buf, size_t len) {
+    int fd = openat(at, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    return true;
+}
+
+int vm_template_prune(void) {
+    char tdir[4096], root[4096];
+    if (vm_template_dir(tdir, sizeof(tdir)) < 0 || vm_cache_root(root, sizeof(root)) < 0)
+        return 0;
+    /* The kernels the cache holds: "VMLINUZ INITRD" digests. */
+    DIR *rd = opendir(root);
+    if (!rd)
+        return 0;
+    char (*have)[130] = NULL;
+    size_t nhave = 0;
+    struct dirent *e;
+    while ((e = readdir(rd))) {
+        char p[600], v[128], i[128];
+        if (strncmp(e->d_name, "kernel-", 7) != 0)
+            continue;
+        snprintf(p, sizeof(p), "%s/vmlinuz.sha256", e->d_name);
+        bool ok = small_text(dirfd(rd), p, v, sizeof(v));
+        snprintf(p, sizeof(p), "%s/initrd.sha256", e->d_name);
+        ok = ok && small_text(dirfd(rd), p, i, sizeof(i)) && strspn(v, "0123456789abcdef") == 64 &&
+             strspn(i, "0123456789abcdef") == 64;
+        if (!ok)
+            continue;
+        char (*grown)[130] = realloc(have, (nhave + 1) * sizeof(*have));
+        if (!grown) {
+            free(have);
+            closedir(rd);
+            return 0;
+        }
+        have = grown;
+        snprintf(have[nhave++], sizeof(have[0]), "%.64s %.64s", v, i);
+    }
+    closedir(rd);
+    /* Under the templates' lock (none is being made), or not now. */
+    char lock[4200];
+    snprintf(lock, sizeof(lock), "%s/.lock", tdir);
+    int lfd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    DIR *td = lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) == 0 ? opendir(tdir) : NULL;
+    int n = 0;
+    while (td && (e = readdir(td))) {
+        if (strlen(e->d_name) != 64 || strspn(e->d_name, "0123456789abcdef") != 64)
+            continue;
+        char p[600], text[16384], v[65], i[65], pair[130];
+        snprintf(p, sizeof(p), "%s/manifest", e->d_name);
+        if (!small_text(dirfd(td), p, text, sizeof(text)) || !manifest_value(text, "vmlinuz_sha256", v) ||
+            !manifest_value(text, "initrd_sha256", i))
+            continue;
+        snprintf(pair, sizeof(pair), "%s %s", v, i);
+        bool used = false;
+        for (size_t k = 0; k < nhave && !used; k++)
+            used = !strcmp(have[k], pair);
+        /* (made from a kernel the cache no longer holds: a package upgrade
+         * replaced it, and nothing can use the template again) */
+        if (!used && util_remove_tree_at(dirfd(td), e->d_name, UTIL_RM_ONE_FS) >= 0)
+            n++;
+    }
+    if (td)
+        closedir(td);
+    if (lfd >= 0)
+        close(lfd);
+    free(have);
+    return n;
 }

@@ -70,5 +70,10 @@ int vm_qmp_plug_tap(int mon, int tap, char *why, size_t wlen);
 void vm_template_discard(const struct vm_plan *pl);
 /* The templates directory under the cache root. */
 int vm_template_dir(char *buf, size_t len);
+/* Removes the templates made from a kernel and initramfs the cache no
+ * longer holds (vm_cache_prune removed them: a package upgrade replaced
+ * the kernel, and nothing can use those templates again; about 138 MB
+ * each); skipped while a template is being made. How many. */
+int vm_template_prune(void);
 
 #endif

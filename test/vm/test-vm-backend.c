@@ -1823,7 +1823,32 @@ START_TEST(test_gc) {
     while ((ce = readdir(cd)))
         kernels_before += strncmp(ce->d_name, "kernel-", 7) == 0;
     closedir(cd);
+    /* A template made from a kernel the cache no longer holds goes too
+     * (138 MB each, kept for ever before); the templates of the kernels
+     * it holds stay. */
+    char tdir[256], orphan[400], man[500];
+    snprintf(tdir, sizeof(tdir), "%s/templates", cache);
+    ck_assert(mkdir(tdir, 0700) == 0 || errno == EEXIST);
+    size_t templates_before = 0;
+    cd = opendir(tdir);
+    while ((ce = readdir(cd)))
+        templates_before += strlen(ce->d_name) == 64;
+    closedir(cd);
+    snprintf(orphan, sizeof(orphan), "%s/%064d", tdir, 0);
+    ck_assert_int_eq(mkdir(orphan, 0700), 0);
+    snprintf(man, sizeof(man), "%s/manifest", orphan);
+    f2 = fopen(man, "we");
+    fprintf(f2, "key %064d\nstate_sha256 %064d\nstate_size 1\nforgeyard-vm-template\nvmlinuz_sha256 %064d\n"
+                "initrd_sha256 %064d\n", 0, 0, 1, 2);
+    fclose(f2);
     ck_assert_int_eq(fy_gc(state, 0, &n, &e), 0);
+    ck_assert_msg(access(orphan, F_OK) != 0, "the template of a kernel that is gone was kept");
+    size_t templates_after = 0;
+    cd = opendir(tdir);
+    while ((ce = readdir(cd)))
+        templates_after += strlen(ce->d_name) == 64;
+    closedir(cd);
+    ck_assert_uint_eq(templates_after, templates_before);
     ck_assert_uint_ge(n, 1);
     ck_assert_int_ne(access(d, F_OK), 0);
     ck_assert_int_ne(access(old, F_OK), 0);
