@@ -78,6 +78,7 @@ struct vm {
     char *setup_detail;
     uint64_t t_qemu, t_hello, t_run, t_exit, t_done, t_ended, t_cleanup;
     uint64_t hello_deadline, done_deadline;
+    uint64_t send_by;              /* the attempt's deadline (0: none): no send to the guest blocks past it */
     uint64_t out_bytes, out_limit, stream_bytes[3], tar_bytes;
     bool truncated;
     bool reader_gone[3];           /* FY_STDIO_FD: its reader closed (EPIPE): the rest is dropped */
@@ -1100,6 +1101,19 @@ static int net_send(struct vm *v, uint8_t type, uint16_t flags, const void *p, s
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = n ? 2 : 1};
     size_t want = sizeof(hd) + n, done = 0;
     while (done < want) {
+        /* A guest that stops reading holds this send up to SO_SNDTIMEO (5 s),
+         * and never past the attempt's deadline (the event loop checks it
+         * only between sends: 3 s limits took 10.6 s). */
+        if (v->send_by) {
+            uint64_t now = util_now_usec();
+            if (now >= v->send_by) {
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            uint64_t left = v->send_by - now < 5000000u ? v->send_by - now : 5000000u;
+            struct timeval tv = {(time_t)(left / 1000000u), (suseconds_t)(left % 1000000u)};
+            setsockopt(v->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        }
         ssize_t w = sendmsg(v->sock, &m, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
@@ -2078,6 +2092,12 @@ static void finish(fy_handle *h, struct vm *v) {
     attempt_finish(h, &rep, r);
 }
 
+/* A send that failed because the deadline passed (net_send): the timeout
+ * below ends the attempt, as a timeout. */
+static bool past_deadline(const fy_handle *h) {
+    return errno == ETIMEDOUT && h->deadline && util_now_usec() >= h->deadline;
+}
+
 static int dns_answer(void *ctx, uint16_t slot, const void *p, size_t n) {
     return net_send(ctx, VMP_DNS_ANSWER, slot, p, n);
 }
@@ -2086,6 +2106,7 @@ int vm_process(fy_handle *h, fy_error **reterr) {
     struct vm *v = h->b;
     if (h->result)
         return 1;
+    v->send_by = h->deadline;
     uint64_t drain;
     if (read(v->timerfd, &drain, sizeof(drain)) < 0) {
         /* EAGAIN: not expired */
@@ -2093,14 +2114,22 @@ int vm_process(fy_handle *h, fy_error **reterr) {
     if (!v->sock_eof)
         read_guest(h, v);
     drain_console(v);
+    /* (the wall-clock limit before any send to the guest, which fails once
+     * it has passed: a timeout, never an infrastructure failure) */
+    if (!v->killed && h->end == END_NONE && h->deadline && util_now_usec() >= h->deadline) {
+        handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
+                   (unsigned long long)(neutral(h)->limit[FY_LIMIT_WALL_TIME] / 1000));
+        kill_vmm(h, v);
+    }
     if (v->in_fd >= 0)
         forward_stdin(h, v);
-    if (v->nw.dns_sock >= 0 && !v->killed && !v->sock_eof && vmn_dns_pump(&v->nw, dns_answer, v) < 0) {
+    if (v->nw.dns_sock >= 0 && !v->killed && !v->sock_eof && vmn_dns_pump(&v->nw, dns_answer, v) < 0 &&
+        !past_deadline(h)) {
         handle_end(h, END_INFRA, FY_STEP_PROXY, errno, "carrying the guest's DNS answers: the control port: %s",
                    strerror(errno));
         kill_vmm(h, v);
     }
-    if (v->px && !v->killed && !v->sock_eof && net_pump(v) < 0) {
+    if (v->px && !v->killed && !v->sock_eof && net_pump(v) < 0 && !past_deadline(h)) {
         handle_end(h, END_INFRA, FY_STEP_PROXY, errno, "carrying the guest's connections: the control port: %s",
                    strerror(errno));
         kill_vmm(h, v);

@@ -1765,6 +1765,39 @@ START_TEST(test_bad_silent) {
 }
 END_TEST
 
+/* A guest that stops reading while its standard input is forwarded: the
+ * host's sends to it never block past the wall-clock limit (each held the
+ * event loop up to 5 s: a 3 s limit took 10.6 s). */
+START_TEST(test_bad_silent_stdin) {
+    char in[128];
+    snprintf(in, sizeof(in), "%s/big-stdin", scratch);
+    int fd = open(in, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 30 << 20), 0);
+    setenv("FORGEYARD_VM_AGENT", bad_agent, 1);
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 3 * 1000000ull, &e), 0);
+    ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, fd, NULL, &e), 0);
+    const char *argv[] = {"silent", NULL};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    unsetenv("FORGEYARD_VM_AGENT");
+    close(fd);
+    unlink(in);
+    ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_TIMED_OUT);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("a 3 s limit took %.1f s\n", secs);
+    ck_assert_msg(secs < 3 + 4, "a 3 s limit took %.1f s (the sends to a deaf guest held it)", secs);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_bad_exit_record) {
     fy_result *r = run_bad("badexit", 60);
     ck_assert_int_eq(fy_result_outcome(r), FY_OUTCOME_INFRASTRUCTURE_FAILURE);
@@ -2511,6 +2544,7 @@ int main(int argc, char **argv) {
     ADD(test_bad_hugeframe);
     ADD(test_bad_flood);
     ADD(test_bad_silent);
+    ADD(test_bad_silent_stdin);
     ADD(test_bad_exit_record);
     ADD(test_bad_escape);
     ADD(test_bad_panic);
