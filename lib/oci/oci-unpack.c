@@ -481,28 +481,40 @@ static int put_hardlink(struct layer_ctx *c, const char *target, int pfd, const 
     return r;
 }
 
+/* The directory pfd/name (name "." : pfd itself) marked opaque: it hides
+ * the lower layers' directory of its path whole. */
+static int mark_opaque(struct layer_ctx *c, int pfd, const char *name, const char *entry, fy_error **reterr) {
+    int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return fail_os(c, entry, "opening the opaque directory of", errno, reterr);
+    int r = 0;
+    if (fsetxattr(dfd, "user.overlay.opaque", "y", 1, 0) < 0)
+        r = err_set(reterr, errno == EPERM || errno == EACCES ? FY_E_DENIED : FY_E_UNSUPPORTED, FY_STEP_IMAGE, errno,
+                    entry, "layer %s: marking %s opaque: user.overlay.opaque: %s (the cache's file system needs user "
+                    "xattrs)", c->blob, entry, strerror(errno));
+    /* For an overlay mounted without userxattr (init user namespace). */
+    if (!r && c->may_trusted)
+        (void)fsetxattr(dfd, "trusted.overlay.opaque", "y", 1, 0);
+    close(dfd);
+    return r;
+}
+
 static int put_whiteout(struct layer_ctx *c, int pfd, const char *leaf, const char *entry, fy_error **reterr) {
-    if (strcmp(leaf, ".wh..wh..opq") == 0) {
-        int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-            return fail_os(c, entry, "opening the opaque directory of", errno, reterr);
-        int r = 0;
-        if (fsetxattr(dfd, "user.overlay.opaque", "y", 1, 0) < 0)
-            r = err_set(reterr, errno == EPERM || errno == EACCES ? FY_E_DENIED : FY_E_UNSUPPORTED, FY_STEP_IMAGE,
-                        errno, entry, "layer %s: marking %s opaque: user.overlay.opaque: %s (the cache's file "
-                        "system needs user xattrs)", c->blob, entry, strerror(errno));
-        /* For an overlay mounted without userxattr (init user namespace). */
-        if (!r && c->may_trusted)
-            (void)fsetxattr(dfd, "trusted.overlay.opaque", "y", 1, 0);
-        close(dfd);
-        return r;
-    }
+    if (strcmp(leaf, ".wh..wh..opq") == 0)
+        return mark_opaque(c, pfd, ".", entry, reterr);
     const char *name = leaf + 4;
     if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return UNSAFE("whiteout", "the whiteout %s names no entry of its directory", entry);
-    int r = clear_leaf(c, pfd, name, false, entry, reterr);
-    if (r < 0)
-        return r;
+    /* A whiteout hides the lower layers' entry only (the OCI layer spec):
+     * what this layer made under the name (a layer is unpacked into an
+     * empty directory of its own) stays; a directory of it becomes opaque
+     * (it replaces the lower one whole). */
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return 0;
+        return mark_opaque(c, pfd, name, entry, reterr);
+    }
     if (mknodat(pfd, name, S_IFCHR | 0, makedev(0, 0)) < 0)
         return fail_os(c, entry, "making the whiteout", errno, reterr);
     return 0;
@@ -538,9 +550,16 @@ static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **re
     } else if (type == AE_IFREG) {
         r = put_file(c, e, pfd, leaf, mode, entry, reterr);
     } else if (type == AE_IFDIR) {
+        /* In place of this layer's whiteout: the lower directory is
+         * replaced, not merged (its files showed through again). */
+        struct stat wst;
+        bool over_whiteout = fstatat(pfd, leaf, &wst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(wst.st_mode) &&
+                             wst.st_rdev == makedev(0, 0);
         r = clear_leaf(c, pfd, leaf, true, entry, reterr);
         if (r == 0 && mkdirat(pfd, leaf, 0700) < 0)
             r = fail_os(c, entry, "creating the directory", errno, reterr);
+        if (r == 0 && over_whiteout)
+            r = mark_opaque(c, pfd, leaf, entry, reterr);
         if (r >= 0 && shift_owner(c, e, pfd, leaf, entry, reterr) < 0)
             r = FY_E_IO;
         if (r >= 0) {

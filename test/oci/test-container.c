@@ -637,6 +637,32 @@ START_TEST(test_opaque_root_layer) {
 }
 END_TEST
 
+/* A whiteout hides the lower layers only (the OCI layer spec), whatever
+ * the order in its layer: ".wh.d" then "d/" replaces the lower d whole (its
+ * files showed through again), "e/", "e/new" then ".wh.e" keeps this
+ * layer's e and hides the lower one's files (the image was refused). */
+START_TEST(test_whiteout_and_new_dir_in_one_layer) {
+    char iref[1024], spec[2048];
+    snprintf(spec, sizeof(spec),
+             "{\"config\": {\"Env\": [\"PATH=/bin\"]}, \"layers\": [{\"busybox\": true, \"entries\": ["
+             "{\"name\": \"d/secret\", \"data\": \"deleted\"}, {\"name\": \"e/old\", \"data\": \"deleted\"}]}, "
+             "{\"entries\": [{\"name\": \".wh.d\", \"data\": \"\"}, {\"name\": \"d\", \"type\": \"dir\"}, "
+             "{\"name\": \"d/new\", \"data\": \"new\"}, {\"name\": \"e\", \"type\": \"dir\"}, "
+             "{\"name\": \"e/new\", \"data\": \"new\"}, {\"name\": \".wh.e\", \"data\": \"\"}]}]}");
+    make_image_from("whiteoutdir", spec, iref, sizeof(iref));
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    fy_error *e = NULL;
+    ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+    const char *argv[] = {"/bin/sh", "-c", "echo D: $(ls /d); echo E: $(ls /e)", NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
+    ck_assert_msg(strstr(r.out, "D: new\n") && strstr(r.out, "E: new\n"), "%s", r.out);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* Images as registries hold them: a layer twice (the same COPY twice: one
  * directory in the cache) runs; a WorkingDir the image lacks is made, as
  * OCI runtimes do; one that is a file fails naming the directory, not the
@@ -834,6 +860,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_image_links_stay_inside);
     tcase_add_test(tc, test_image_etc_files_replaced);
     tcase_add_test(tc, test_opaque_root_layer);
+    tcase_add_test(tc, test_whiteout_and_new_dir_in_one_layer);
     tcase_add_test(tc, test_image_config_edges);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
