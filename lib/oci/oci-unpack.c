@@ -967,12 +967,16 @@ static int remove_tree(int at, const char *name) {
     return util_remove_tree_at(at, name, UTIL_RM_ONE_FS | UTIL_RM_OPEN_UP) < 0 ? -1 : 0;
 }
 
+/* A layer's disk use, for gc's size bound: counted to a depth of 64 (a
+ * recursion to a layer's 4,200 levels overran a host thread's small stack,
+ * 128 KiB, at about 280; what lies deeper is not counted: an estimate). */
+#define TREE_BYTES_DEPTH 64
 static uint64_t tree_bytes(int at, const char *name, int depth) {
     struct stat st;
     if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return 0;
     uint64_t n = (uint64_t)st.st_blocks * 512;
-    if (!S_ISDIR(st.st_mode) || depth > 4200)
+    if (!S_ISDIR(st.st_mode) || depth >= TREE_BYTES_DEPTH)
         return n;
     int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
