@@ -13,6 +13,7 @@
 #include <grp.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <sched.h>
@@ -611,6 +612,47 @@ static void progress(void *ud, uint32_t layer, uint32_t nlayers, uint64_t done, 
     last[1]++;
 }
 
+/* gc on a host thread with a small stack (musl's 128 KiB) and a layer
+ * 2,040 levels deep: it recursed once per level and overran the stack. */
+static const char *deep_cache;
+static void *deep_gc(void *arg) {
+    uint64_t removed = 0;
+    fy_error *e = NULL;
+    int r = oci_gc(deep_cache, 0, 0, &removed, &e);
+    fy_error_free(e);
+    *(int *)arg = r == 0 && removed == 1;
+    return NULL;
+}
+
+START_TEST(test_gc_deep_layer_small_stack) {
+    char dir[512], digest[OCI_DIGEST_LEN + 1], ref[1024], cache[600];
+    fresh("deepgc", dir, sizeof(dir));
+    static char spec[8192];
+    int n = snprintf(spec, sizeof(spec), "{\"layers\": [{\"compression\": \"none\", \"entries\": [{\"name\": \"");
+    for (int i = 0; i < 2040; i++)
+        n += snprintf(spec + n, sizeof(spec) - (size_t)n, "a/");
+    snprintf(spec + n, sizeof(spec) - (size_t)n, "f\", \"data\": \"deep\"}]}]}");
+    make_image(dir, "img", spec, digest);
+    snprintf(ref, sizeof(ref), "oci:%s/img@%s", dir, digest);
+    struct oci_image *img = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(unpack(dir, ref, NULL, &img, &e) == 0, "%s", fy_error_message(e));
+    oci_image_free(img);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    deep_cache = cache;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 128 * 1024);
+    pthread_t th;
+    int ok = 0;
+    ck_assert_int_eq(pthread_create(&th, &at, deep_gc, &ok), 0);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    pthread_attr_destroy(&at);
+    ck_assert_msg(ok, "gc of the deep layer failed");
+    assert_clean(dir, 0);
+}
+END_TEST
+
 /* A cached layer serves an image only for a blob it was verified from:
  * an image whose config claims a cached layer's diff_id, with a blob of
  * other content, is refused as if nothing were cached (it got the other
@@ -824,6 +866,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_whiteouts);
     tcase_add_test(tc, test_concurrent_and_gc);
     tcase_add_test(tc, test_cached_layer_needs_its_blob);
+    tcase_add_test(tc, test_gc_deep_layer_small_stack);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
