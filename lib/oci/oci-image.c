@@ -381,6 +381,14 @@ int oci_parse_manifest(const char *json, size_t len, struct oci_image *img, fy_e
     }
     if ((r = desc_digest(json_object_get(j, "config"), "config", img->config_digest, &csize, reterr)) < 0)
         goto out;
+    img->config_size = csize; /* (checked when the config is read: its size, as every blob's) */
+    const char *cmt = json_string_value(json_object_get(json_object_get(j, "config"), "mediaType"));
+    if (cmt && strcmp(cmt, "application/vnd.oci.image.config.v1+json") &&
+        strcmp(cmt, "application/vnd.docker.container.image.v1+json")) {
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_IMAGE, 0, img->config_digest,
+                    "image: config media type %.100s is no image config", cmt);
+        goto out;
+    }
     if (!json_is_array(layers) || json_array_size(layers) > 500) {
         r = err_set(reterr, FY_E_INVAL, FY_STEP_IMAGE, 0, NULL, "image: the manifest's layers are not an array of at "
                     "most 500");
@@ -577,7 +585,7 @@ static int resolve_oci(struct oci_src *src, struct oci_image *img, fy_error **re
     free(buf);
     if (r < 0)
         return r;
-    if ((r = read_blob(src, img->config_digest, -1, &img->config_json, &len, reterr)) < 0)
+    if ((r = read_blob(src, img->config_digest, img->config_size, &img->config_json, &len, reterr)) < 0)
         return r;
     return oci_parse_config(img->config_json, len, img, reterr);
 }

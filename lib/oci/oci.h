@@ -111,6 +111,7 @@ struct oci_config {
 struct oci_image {
     char manifest_digest[OCI_DIGEST_LEN + 1]; /* docker-archive: the config digest */
     char config_digest[OCI_DIGEST_LEN + 1];
+    int64_t config_size;    /* as the manifest's descriptor says (-1: none given, a docker-archive) */
     size_t nlayers;
     char **layer_digests;   /* the blobs' digests as the manifest lists them */
     char **diff_ids;        /* "sha256:..." */

@@ -12,7 +12,8 @@ Spec:
   {"format": "oci" | "oci-archive" | "docker-archive",
    "tag": "latest",
    "config": {"Env": [...], "Cmd": [...], "Entrypoint": [...], "User": "", "WorkingDir": ""},
-   "corrupt": "layer-digest" | "diff_id" | "manifest" | "config",   (optional)
+   "corrupt": "layer-digest" | "diff_id" | "manifest" | "config" | "config-size" |
+              "config-media-type",   (optional)
    "layers": [
      {"compression": "gzip" | "zstd" | "none",
       "entries": [{"name": "bin/x", "type": "file" | "dir" | "symlink" | "hardlink" |
@@ -184,9 +185,14 @@ def main():
         cfg_digest = put(config_b)
         for blob, digest, *_ in layers:
             shutil.copy(blob, os.path.join(root, 'blobs', 'sha256', digest[7:]))
+        cfg_desc = {'mediaType': 'application/vnd.oci.image.config.v1+json', 'digest': cfg_digest,
+                    'size': len(config_b)}
+        if corrupt == 'config-size':  # the descriptor's size a lie, the digest right
+            cfg_desc['size'] += 1
+        if corrupt == 'config-media-type':
+            cfg_desc['mediaType'] = 'application/vnd.oci.image.index.v1+json'
         manifest = {'schemaVersion': 2, 'mediaType': 'application/vnd.oci.image.manifest.v1+json',
-                    'config': {'mediaType': 'application/vnd.oci.image.config.v1+json', 'digest': cfg_digest,
-                               'size': len(config_b)},
+                    'config': cfg_desc,
                     'layers': [{'mediaType': mt, 'digest': dg, 'size': sz} for _, dg, sz, _, mt in layers]}
         manifest_b = json.dumps(manifest, sort_keys=True).encode()
         man_digest = put(manifest_b)

@@ -402,6 +402,10 @@ static const struct hostile hostile[] = {
     {"wrong-diff-id", "{\"corrupt\": \"diff_id\", \"layers\": [{\"busybox\": true}]}", FY_E_INTEGRITY, "diff_id:"},
     {"wrong-manifest", "{\"corrupt\": \"manifest\", \"layers\": [{\"busybox\": true}]}", FY_E_INTEGRITY, "digest:"},
     {"wrong-config", "{\"corrupt\": \"config\", \"layers\": [{\"busybox\": true}]}", FY_E_INTEGRITY, "digest:"},
+    {"wrong-config-size", "{\"corrupt\": \"config-size\", \"layers\": [{\"busybox\": true}]}", FY_E_INTEGRITY,
+     "size:"},
+    {"config-not-a-config", "{\"corrupt\": \"config-media-type\", \"layers\": [{\"busybox\": true}]}",
+     FY_E_UNSUPPORTED, "image: config media type"},
 };
 
 START_TEST(test_hostile) {
