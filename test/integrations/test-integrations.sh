@@ -179,6 +179,12 @@ export FORGEYARD_GITLAB_POLICY="$scratch/range-policy.json" CUSTOM_ENV_CI_JOB_ID
 "$gl" prepare || fail "gitlab: prepare with an id range failed"
 "$gl" run "$scratch/runner-tmp/script." build_script; rc=$?
 [ $rc -eq 0 ] || fail "gitlab: a policy with its own id range gave $rc"
+# The runner's own stages write the builds directory as the job's scripts
+# do (they ran under the development profile's ids: Permission denied).
+printf 'cd "%s" && echo src > cloned.txt\n' "$scratch/gitlab/runner-7-job-4243/builds" > "$scratch/runner-tmp/gs."
+"$gl" run "$scratch/runner-tmp/gs." get_sources; rc=$?
+[ $rc -eq 0 ] && [ -s "$scratch/gitlab/runner-7-job-4243/builds/cloned.txt" ] ||
+    fail "gitlab: get_sources under a policy with its own id range gave $rc"
 if [ $root -eq 1 ]; then
     [ "$(stat -c %u "$scratch/gitlab/runner-7-job-4243/builds")" = 300001 ] ||
         fail "gitlab: the builds directory is not the range's uid: $(ls -ln "$scratch/gitlab/runner-7-job-4243")"
