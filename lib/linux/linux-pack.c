@@ -6,6 +6,7 @@
  * (freestanding: no libc beyond the few calls it provides). */
 #include <stdint.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "linux-pack.h"
@@ -96,7 +97,13 @@ int lx_pack(const struct child_args *a, unsigned char **ret_blob, size_t *ret_le
     size_t args_off = reserve(&p, sizeof(struct child_args));
     size_t plan_off = reserve(&p, sizeof(struct linux_plan));
     struct child_args ca = *a;
-    struct linux_plan pl = *src;
+    /* (Every field but describe_json, which another thread starting from
+     * the same plan may be publishing now, util_publish_once: the plan is
+     * shared between threads; a plain copy of that field is a data race.) */
+    struct linux_plan pl;
+    size_t dj = offsetof(struct linux_plan, describe_json), dje = dj + sizeof(pl.describe_json);
+    memcpy(&pl, src, dj);
+    memcpy((char *)&pl + dje, (const char *)src + dje, sizeof(pl) - dje);
 
     /* The plan: only what the child reads; host-side data dropped. */
     memset(&pl.cg, 0, sizeof(pl.cg));
