@@ -2033,26 +2033,11 @@ static bool declared(const fy_action *a, const char *rel) {
             return false;
         rel += wl + 1;
     }
-    /* rel itself or one of its parents declared: each looked up in the
-     * outputs, sorted by path (not a scan of them all for every file). */
-    const struct act_output *o = a->outputs.items;
-    size_t n = a->outputs.n;
+    /* rel itself or one of its parents declared: each looked up (not a
+     * scan of every output for every file). */
     for (size_t k = 0;; k++) {
-        if (rel[k] == '/' || rel[k] == '\0') {
-            size_t lo = 0, hi = n;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strncmp(o[mid].path, rel, k);
-                if (c == 0 && o[mid].path[k])
-                    c = 1;
-                if (c < 0)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo < n && !strncmp(o[lo].path, rel, k) && !o[lo].path[k])
-                return true;
-        }
+        if ((rel[k] == '/' || !rel[k]) && action_output_find(a, rel, k) != (size_t)-1)
+            return true;
         if (!rel[k])
             return false;
     }

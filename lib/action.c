@@ -276,7 +276,6 @@ int fy_action_set_working_directory(fy_action *a, const char *path, fy_error **r
     return r < 0 ? r : set_str(&a->workdir, path, reterr);
 }
 
-/* Whether one of a and b is b or a directory above it. */
 /* The first of the n outputs (sorted by path) not below key[0..len) in
  * strcmp's order. */
 static size_t lower_bound(const struct act_output *o, size_t n, const char *key, size_t len) {
@@ -292,6 +291,12 @@ static size_t lower_bound(const struct act_output *o, size_t n, const char *key,
             hi = mid;
     }
     return lo;
+}
+
+size_t action_output_find(const fy_action *a, const char *key, size_t len) {
+    const struct act_output *o = a->outputs.items;
+    size_t n = a->outputs.n, i = lower_bound(o, n, key, len);
+    return i < n && !strncmp(o[i].path, key, len) && !o[i].path[len] ? i : (size_t)-1;
 }
 
 int fy_action_add_output(fy_action *a, const char *path, uint32_t kind, fy_error **reterr) {
@@ -325,10 +330,8 @@ int fy_action_add_output(fy_action *a, const char *path, uint32_t kind, fy_error
     free(below);
     /* ... or above it: each of its parents, looked up */
     for (size_t k = 0; !over && k < pl; k++) {
-        if (path[k] != '/')
-            continue;
-        size_t j = lower_bound(base, n, path, k);
-        if (j < n && strlen(base[j].path) == k && !strncmp(base[j].path, path, k))
+        size_t j = path[k] == '/' ? action_output_find(a, path, k) : (size_t)-1;
+        if (j != (size_t)-1)
             over = base[j].path;
     }
     if (over)

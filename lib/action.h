@@ -34,6 +34,9 @@ struct fy_action {
 
 /* action.c */
 int action_check_relpath(const char *path, bool allow_empty, const char *loc, fy_error **reterr);
+/* The index of the declared output that is exactly key[0..len) (the
+ * outputs are sorted by path: a binary search), or (size_t)-1. */
+size_t action_output_find(const fy_action *a, const char *key, size_t len);
 /* Removes dir's attempt directories whose owner process is gone (a killed
  * host's); *removed (may be NULL) counts them. (A no-op where actions are
  * not run.) */
