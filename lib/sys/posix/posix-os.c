@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "os.h"
+#ifdef __linux__
+#include "linux-probe-util.h"
+#endif
 
 extern char **environ;
 
@@ -388,23 +391,8 @@ uint64_t os_process_start(int pid) {
     if (pid <= 0)
         return 0;
 #ifdef __linux__
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* Field 22 (starttime), counted after the command's closing parenthesis
-     * (the command may hold spaces and parentheses). */
-    char *p = strrchr(buf, ')');
-    for (int field = 2; p && field < 22; field++)
-        p = strchr(p + 1, ' ');
-    unsigned long long v = p ? strtoull(p + 1, NULL, 10) : 0;
-    return v ? (uint64_t)v : 1;
+    uint64_t v = pu_proc_starttime(pid); /* (0 for none; a process started at tick 0 is still one) */
+    return v ? v : (kill(pid, 0) == 0 || errno == EPERM ? 1 : 0);
 #else
     return kill(pid, 0) == 0 || errno == EPERM ? 1 : 0;
 #endif
