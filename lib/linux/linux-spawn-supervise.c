@@ -36,6 +36,7 @@
  * namespace; in process mode the supervisor (a child subreaper) is asked to
  * kill and reap the tree, and is killed itself if it has not within a bound. */
 void lx_hard_kill(struct lx *x, const struct linux_plan *pl) {
+    /* (Called again once the kill is hard: the cgroup and SIGKILL.) */
     /* Process mode: the supervisor, a child subreaper in the same cgroup,
      * kills its tree and reaps it (end_tree); killing the cgroup killed it
      * too, and its tree's corpses went to the host's nearest subreaper (the
@@ -93,11 +94,8 @@ void lx_reap_blocking(struct lx *x, const struct linux_plan *pl) {
         return;
     if (pl->process_mode) {
         struct pollfd pfd = {.fd = x->pidfd, .events = POLLIN};
-        if (poll(&pfd, 1, END_TREE_BOUND_USEC / 1000) == 0) {
-            if (x->cg.v2_dir || x->cg.v1_dir[CG_FREEZER])
-                cg_kill(&pl->cg, &x->cg); /* (its supervisor did not end it in time) */
-            sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
-        }
+        if (poll(&pfd, 1, END_TREE_BOUND_USEC / 1000) == 0)
+            lx_hard_kill(x, pl); /* (again, hard: the supervisor did not end its tree in time) */
     }
     while (reap_pidfd(x, 0) == -EINTR)
         ;
@@ -539,9 +537,7 @@ int lx_process(fy_handle *h, fy_error **reterr) {
     if (x->child_error && x->kill == KS_NONE)
         lx_hard_kill(x, h->pr->plan); /* a failed setup leaves nothing half-built running */
     if (x->kill == KS_HARD && x->hard_deadline && now >= x->hard_deadline && !x->reaped) {
-        if (x->cg.v2_dir || x->cg.v1_dir[CG_FREEZER])
-            cg_kill(&((const struct linux_plan *)h->pr->plan)->cg, &x->cg); /* (its supervisor did not end it in time) */
-        sys_pidfd_send_signal(x->pidfd, SIGKILL, NULL, 0);
+        lx_hard_kill(x, h->pr->plan); /* (again, hard: the supervisor did not end its tree in time) */
         x->hard_deadline = 0;
     }
     if (x->reaped && !x->status_eof)
