@@ -1110,7 +1110,8 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
     c->progress = o ? o->progress : NULL;
     c->userdata = o ? o->userdata : NULL;
     c->nlayers = (uint32_t)img->nlayers;
-    for (size_t i = 0; i < img->nlayers; i++) {
+    /* (the progress's total: what will be unpacked; nobody asked, nothing read) */
+    for (size_t i = 0; c->progress && i < img->nlayers; i++) {
         struct stat st;
         if (fstatat(k->layers, img->diff_ids[i] + 7, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
             !blob_recorded(k, img->diff_ids[i] + 7, img->layer_digests[i]))
