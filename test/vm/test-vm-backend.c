@@ -167,8 +167,9 @@ static pid_t parent_of(pid_t pid) {
  * line names the control port fy.ctl and the kernel as the VMM's sandbox
  * sees it; QEMUs of other programs on this machine do not count), and
  * (attached, when not NULL) how many of them have something mounted at a
- * clone's /fy/mN/x stub in their mount namespace. */
-static int qemus_below(pid_t root, int *attached) {
+ * clone's /fy/mN/x stub in their mount namespace; (one, when not NULL) the
+ * pid of one of them. */
+static int qemus_below(pid_t root, int *attached, pid_t *one) {
     int n = 0;
     if (attached)
         *attached = 0;
@@ -190,6 +191,8 @@ static int qemus_below(pid_t root, int *attached) {
         if (!below)
             continue;
         n++;
+        if (one)
+            *one = (pid_t)atoi(de->d_name);
         if (attached) {
             snprintf(p, sizeof(p), "/proc/%s/mountinfo", de->d_name);
             FILE *f = fopen(p, "re");
@@ -207,7 +210,7 @@ static int qemus_below(pid_t root, int *attached) {
     return n;
 }
 
-static bool our_qemu_running(void) { return qemus_below(getpid(), NULL) > 0; }
+static bool our_qemu_running(void) { return qemus_below(getpid(), NULL, NULL) > 0; }
 
 /* Nothing of an attempt is left: no attempt directory, no QEMU. */
 static void assert_nothing_left(const fy_result *r) {
@@ -1271,26 +1274,9 @@ END_TEST
 
 /* The pid of one QEMU of this backend below this process, or 0. */
 static pid_t our_qemu_pid(void) {
-    DIR *proc = opendir("/proc");
-    struct dirent *de;
-    pid_t found = 0;
-    while (proc && !found && (de = readdir(proc))) {
-        char p[300], buf[4096];
-        snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t k = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (k <= 0 || !memmem(buf, (size_t)k, "name=fy.ctl", 11) || !memmem(buf, (size_t)k, "/fy/k/vmlinux", 13))
-            continue;
-        for (pid_t a = (pid_t)atoi(de->d_name); a > 1 && !found; a = parent_of(a))
-            if (a == getpid())
-                found = (pid_t)atoi(de->d_name);
-    }
-    if (proc)
-        closedir(proc);
-    return found;
+    pid_t one = 0;
+    qemus_below(getpid(), NULL, &one);
+    return one;
 }
 
 /* The CPU quota of pid's host cgroup or the nearest ancestor that has one,
@@ -1501,9 +1487,9 @@ START_TEST(test_prestarted_clones) {
     int ready = fy_shells_fill(s, &e);
     ck_assert_msg(ready == 2, "fill: %d %s", ready, ready < 0 ? fy_error_message(e) : "");
     int attached = -1;
-    for (int i = 0; i < 50 && qemus_below(getpid(), &attached) < 2; i++)
+    for (int i = 0; i < 50 && qemus_below(getpid(), &attached, NULL) < 2; i++)
         usleep(20000); /* (their sandboxes may still be executing QEMU) */
-    ck_assert_int_eq(qemus_below(getpid(), &attached), 2);
+    ck_assert_int_eq(qemus_below(getpid(), &attached, NULL), 2);
     ck_assert_int_eq(attached, 0);
     fy_result *r[2];
     for (int i = 0; i < 2; i++) {
@@ -1560,24 +1546,24 @@ START_TEST(test_prestarted_clones) {
     ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_LEFT, &v), 0);
     ck_assert_int_eq(v, 0);
     fy_shells_free(s);
-    ck_assert_int_eq(qemus_below(getpid(), &attached), 0);
+    ck_assert_int_eq(qemus_below(getpid(), &attached, NULL), 0);
     /* Idle: the clone powers itself off after its limit (and the slack
      * that lets the host discard first), unclaimed and unasked; the next
      * fill discards it, witnessed, and makes a new one. */
     /* (3 s: seen running first on a loaded host too) */
     ck_assert_int_eq(fy_shells_new(p1, 1, 3000000ull, &s, &e), 0);
     ck_assert_int_eq(fy_shells_fill(s, &e), 1);
-    for (int i = 0; i < 500 && qemus_below(getpid(), &attached) == 0; i++)
+    for (int i = 0; i < 500 && qemus_below(getpid(), &attached, NULL) == 0; i++)
         usleep(20000); /* (its sandbox may still be executing QEMU) */
-    ck_assert_int_eq(qemus_below(getpid(), &attached), 1);
-    for (int i = 0; i < 200 && qemus_below(getpid(), &attached); i++)
+    ck_assert_int_eq(qemus_below(getpid(), &attached, NULL), 1);
+    for (int i = 0; i < 200 && qemus_below(getpid(), &attached, NULL); i++)
         usleep(100000);
-    ck_assert_msg(qemus_below(getpid(), &attached) == 0, "an idle clone did not end by itself");
+    ck_assert_msg(qemus_below(getpid(), &attached, NULL) == 0, "an idle clone did not end by itself");
     ck_assert_int_eq(fy_shells_fill(s, &e), 1);
     ck_assert_int_eq(fy_shells_stat(s, FY_SHELLS_DISCARDED, &v), 0);
     ck_assert_int_eq(v, 1);
     fy_shells_free(s);
-    ck_assert_int_eq(qemus_below(getpid(), &attached), 0);
+    ck_assert_int_eq(qemus_below(getpid(), &attached, NULL), 0);
     fy_prepared_free(p1);
     fy_prepared_free(p2);
     char d[256];
@@ -2295,7 +2281,7 @@ START_TEST(test_dead_host_gc) {
             usleep(100000);
     }
     ck_assert_msg(started, "the guest never ran the command");
-    ck_assert(qemus_below(pid, NULL) > 0);
+    ck_assert(qemus_below(pid, NULL, NULL) > 0);
     /* QEMU's pids, to follow them once their host is dead */
     pid_t qemus[16];
     int nq = 0;
