@@ -211,6 +211,11 @@ int fy_probe_snapshot(uint64_t flags, const char *dir, fy_caps **ret, fy_error *
         char *text = store->snapshot_load(dir, key, NULL);
         fy_caps *c = text ? caps_deserialize(text, strlen(text)) : NULL;
         free(text);
+        for (size_t f = 0; c && backend_families[f]; f++)
+            if (backend_families[f]->snapshot_verify && backend_families[f]->snapshot_verify(c) < 0) {
+                caps_free_internal(c);
+                c = NULL;
+            }
         if (c && c->probe_flags == pflags) {
             caps_finish(c);
             c->from_snapshot = true;

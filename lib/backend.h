@@ -142,6 +142,10 @@ struct fy_backend_family {
      * Linux folder: its compiled seccomp programs, which its plan checks
      * before use). Negative only on OOM. */
     int (*snapshot_extras)(fy_caps *c);
+    /* Optional: whether a loaded snapshot's facts that are cheap to know
+     * agree with this process (the Linux folder: root, uid and gid); a
+     * snapshot that one folder refuses (negative) is not used. */
+    int (*snapshot_verify)(const fy_caps *c);
     /* Optional: the fetch-only proxy as a service to another folder's
      * backend whose sandbox has no network namespace on this host to put
      * the proxy's listener in (a VM: its guest agent carries the guest's

@@ -210,6 +210,7 @@ const struct fy_backend_family family_linux = {
     .snapshot_load = linux_snapshot_load,
     .snapshot_store = linux_snapshot_store,
     .snapshot_extras = linux_snapshot_extras,
+    .snapshot_verify = linux_snapshot_verify,
     .proxy_compile = linux_proxy_compile,
     .proxy_config_free = linux_proxy_config_free,
     .proxy_start = linux_proxy_start,

@@ -53,6 +53,7 @@ int linux_snapshot_store(const char *dir, const char *key, const char *snapshot)
 /* linux-probe-kernel.c: the compiled seccomp programs, in their saved form
  * (lx_seccomp_fact_key), for a probe about to be persisted. */
 int linux_snapshot_extras(fy_caps *c);
+int linux_snapshot_verify(const fy_caps *c);
 /* linux-proxy-service.c: the fetch-only proxy as the family's service
  * (backend.h proxy_*). */
 int linux_proxy_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_error **reterr);

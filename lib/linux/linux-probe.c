@@ -40,7 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -282,6 +284,25 @@ void lp_cw_report(int wfd, const void *rep, size_t len) {
 /* entry point                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Who the caller is, as the probe records it: root means effective uid 0
+ * with CAP_SYS_ADMIN. */
+static bool host_is_root(const struct self_status *st) {
+    return geteuid() == 0 && st->have && (st->cap_eff & (UINT64_C(1) << 21)) != 0;
+}
+
+/* A saved probe is read, not trusted, for who the caller is: its key names
+ * the ids it was made under, but its body is what the plan reads (the
+ * rootless id map, the process level's user), so a body that says another
+ * caller (edited: "root 0" made a root caller map host uid 0 into the
+ * sandbox) is refused and the host probed again. */
+int linux_snapshot_verify(const fy_caps *c) {
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof(data));
+    bool root = geteuid() == 0 && syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective & (1u << 21));
+    return c->host.is_root == root && c->host.uid == (uint32_t)getuid() && c->host.gid == (uint32_t)getgid() ? 0 : -1;
+}
+
 int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     (void)flags;
     if (!c)
@@ -290,7 +311,7 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     struct self_status st;
     read_self_status(&st);
     bool has_sys_admin = st.have && (st.cap_eff & (UINT64_C(1) << 21)) != 0;
-    bool is_root = geteuid() == 0 && has_sys_admin;
+    bool is_root = host_is_root(&st);
 
     c->host.is_root = is_root;
     c->host.uid = (uint32_t)getuid();

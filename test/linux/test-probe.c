@@ -1102,6 +1102,60 @@ END_TEST
  * directory, removes temporary files a dead writer left over a minute ago,
  * and touches nothing else (another writer's fresh temporary file, files
  * of other names, links). */
+/* Edits every saved snapshot in dir: the line "WORD OLD" becomes "WORD NEW". */
+static int edit_snapshot_line(const char *dir, const char *word, const char *new_value) {
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int edited = 0;
+    while (d && (de = readdir(d))) {
+        if (strncmp(de->d_name, "caps-", 5) != 0)
+            continue;
+        char f[600], pat[64];
+        snprintf(f, sizeof f, "%s/%s", dir, de->d_name);
+        snprintf(pat, sizeof pat, "\n%s ", word);
+        static char buf[1 << 20], out[(1 << 20) + 64];
+        FILE *fp = fopen(f, "re");
+        size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+        if (fp)
+            fclose(fp);
+        buf[n] = '\0';
+        char *v = strstr(buf, pat), *nl = v ? strchr(v + 1, '\n') : NULL;
+        if (!nl)
+            continue;
+        int m = snprintf(out, sizeof out, "%.*s\n%s %s%s", (int)(v - buf), buf, word, new_value, nl);
+        fp = fopen(f, "we");
+        if (fp && fwrite(out, 1, (size_t)m, fp) == (size_t)m)
+            edited++;
+        if (fp)
+            fclose(fp);
+    }
+    if (d)
+        closedir(d);
+    return edited;
+}
+
+/* The saved probe's body says who the caller is (root, uid, gid), and the
+ * plan reads it: a body that names another caller is refused and the host
+ * probed again (an edited "root 0" made a root caller's sandbox map host
+ * uid 0 and run the workload as host root on every bind). */
+START_TEST(test_snapshot_identity) {
+    static const char *const lines[][2] = {{"root", NULL}, {"uid", "4242"}, {"gid", "4242"}};
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        char dir[] = "/tmp/fy-snapshot-id-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM | FY_PROBE_FRESH, NULL), 0);
+        ck_assert_int_eq(snapshot(dir, FY_PROBE_NO_VM, NULL), 1); /* the genuine one is used */
+        const char *v = lines[i][1] ? lines[i][1] : geteuid() == 0 ? "0" : "1";
+        ck_assert_int_eq(edit_snapshot_line(dir, lines[i][0], v), 1);
+        ck_assert_msg(snapshot(dir, FY_PROBE_NO_VM, NULL) == 0, "a snapshot whose \"%s\" line was changed to %s was used",
+                      lines[i][0], v);
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+END_TEST
+
 START_TEST(test_snapshot_pruning) {
     char dir[] = "/tmp/fy-snapshot-prune-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -1294,6 +1348,7 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_repeat_no_leaks);
     tcase_add_test(tc, test_persisted_snapshot);
     tcase_add_test(tc, test_snapshot_pruning);
+    tcase_add_test(tc, test_snapshot_identity);
     tcase_add_test(tc, test_snapshot_programs);
     tcase_add_test(tc, test_snapshot_programs_rootless);
     tcase_add_test(tc, test_snapshot_service_user);
