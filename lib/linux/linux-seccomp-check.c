@@ -52,6 +52,7 @@ struct dins {
 struct dstate {
     uint32_t a, x, mem[BPF_MEMWORDS];
     size_t pc;
+    uint32_t loaded; /* the words of seccomp_data loaded so far (bit k/4 of a load at k) */
 };
 
 /* A jump from instruction i by off: its target, or len (D_BAD) past the end. */
@@ -148,7 +149,7 @@ static int bpf_exec(const struct dins *prog, struct dstate *s, const struct secc
     };
     _Static_assert(sizeof(go) / sizeof(go[0]) == D_JSET + 1, "one handler per decoded operation");
 #endif
-    uint32_t a = s->a, x = s->x;
+    uint32_t a = s->a, x = s->x, ld = s->loaded;
     const struct dins *f = &prog[s->pc];
 #define NEXT() do { f++; DISPATCH(); } while (0)
 #define JUMP(to) do { f = &prog[to]; DISPATCH(); } while (0)
@@ -158,9 +159,10 @@ dispatch:
     switch (f->op) {
     OP(D_LD_ABS, ld_abs):
         if (stop_at_args && f->k >= 8) {
-            s->a = a, s->x = x, s->pc = (size_t)(f - prog);
+            s->a = a, s->x = x, s->pc = (size_t)(f - prog), s->loaded = ld;
             return RUN_SUSPENDED;
         }
+        ld |= 1u << (f->k >> 2);
         memcpy(&a, (const char *)d + f->k, 4);
         NEXT();
     OP(D_LD_LEN, ld_len): a = sizeof(*d); NEXT();
@@ -173,8 +175,8 @@ dispatch:
     OP(D_STX, stx): s->mem[f->k] = x; NEXT();
     OP(D_TAX, tax): x = a; NEXT();
     OP(D_TXA, txa): a = x; NEXT();
-    OP(D_RET_K, ret_k): *ret = f->k; return RUN_RET;
-    OP(D_RET_A, ret_a): *ret = a; return RUN_RET;
+    OP(D_RET_K, ret_k): *ret = f->k; s->loaded = ld; return RUN_RET;
+    OP(D_RET_A, ret_a): *ret = a; s->loaded = ld; return RUN_RET;
     OP(D_JA, ja): JUMP(f->jt);
     OP(D_ADD, add): a += V; NEXT();
     OP(D_SUB, sub): a -= V; NEXT();
@@ -214,12 +216,20 @@ dispatch:
 /* ---------------------------------------------------------------------------------- */
 /* self check                                                                         */
 
+/* seccomp_data's words: nr 0, arch 1, the instruction pointer 2-3, argument i 4+2i
+ * (low) and 5+2i (high). */
+#define WORDS_NR_ARCH 0x3u
+#define WORDS_ARG(i) (3u << (4 + 2 * (i)))
+
 struct checker {
     const struct seccomp_program *prog;
     fy_error **reterr;
     uint32_t arch;
     const char *profile;
     struct dins *code; /* prog decoded: len + 1 */
+    /* The words of seccomp_data the contract lets a run of the call being
+     * checked read (nr and arch always; the arguments its kind examines). */
+    uint32_t allowed;
     /* The run so far of the last (arch, nr) checked, up to its first load of an
      * argument: the checks of one call's argument classes each resume from it. */
     bool memo_valid;
@@ -230,7 +240,8 @@ struct checker {
 };
 
 static int checker_init(struct checker *ck, const struct seccomp_program *prog, fy_error **reterr) {
-    *ck = (struct checker){.prog = prog, .reterr = reterr, .arch = seccomp_arch_native(), .profile = prog->name};
+    *ck = (struct checker){.prog = prog, .reterr = reterr, .arch = seccomp_arch_native(), .profile = prog->name,
+                           .allowed = WORDS_NR_ARCH};
     if (prog->len > BPF_MAXINSNS)
         return err_set(reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
                        "seccomp: profile %s: the compiled BPF has %zu instructions, more than the kernel's %d",
@@ -242,9 +253,9 @@ static int checker_init(struct checker *ck, const struct seccomp_program *prog, 
 }
 
 /* Runs the program on d: the run of (d->arch, d->nr) up to its first argument load is
- * made once and kept, and every d of the same call resumes from it. RUN_RET (*got) or
- * RUN_BAD. */
-static int checker_run(struct checker *ck, const struct seccomp_data *d, uint32_t *got) {
+ * made once and kept, and every d of the same call resumes from it. RUN_RET (*got, and
+ * the words the run loaded in *loaded) or RUN_BAD. */
+static int checker_run(struct checker *ck, const struct seccomp_data *d, uint32_t *got, uint32_t *loaded) {
     if (!ck->memo_valid || ck->memo_arch != d->arch || ck->memo_nr != d->nr) {
         ck->memo = (struct dstate){0};
         ck->memo_rc = bpf_exec(ck->code, &ck->memo, d, true, &ck->memo_ret);
@@ -254,10 +265,13 @@ static int checker_run(struct checker *ck, const struct seccomp_data *d, uint32_
     }
     if (ck->memo_rc != RUN_SUSPENDED) {
         *got = ck->memo_ret;
+        *loaded = ck->memo.loaded;
         return ck->memo_rc;
     }
     struct dstate s = ck->memo;
-    return bpf_exec(ck->code, &s, d, false, got);
+    int r = bpf_exec(ck->code, &s, d, false, got);
+    *loaded = s.loaded;
+    return r;
 }
 
 int sc_bpf_eval(const void *prog, size_t len, const struct seccomp_data *d, const struct seccomp_data *prefix,
@@ -265,12 +279,31 @@ int sc_bpf_eval(const void *prog, size_t len, const struct seccomp_data *d, cons
     const struct seccomp_program p = {.filter = (void *)prog, .len = len, .name = "eval"};
     struct checker ck;
     int r = checker_init(&ck, &p, NULL);
+    uint32_t loaded;
     if (r >= 0 && prefix)
-        (void)checker_run(&ck, prefix, ret); /* (kept for d: the same call) */
+        (void)checker_run(&ck, prefix, ret, &loaded); /* (kept for d: the same call) */
     if (r >= 0)
-        r = checker_run(&ck, d, ret) == RUN_RET;
+        r = checker_run(&ck, d, ret, &loaded) == RUN_RET;
     free(ck.code);
     return r == FY_E_NOMEM ? -1 : r < 0 ? 0 : r;
+}
+
+
+/* The words sc_contract_action examines for e. */
+static uint32_t contract_words(const struct sc_entry *e) {
+    uint32_t w = WORDS_NR_ARCH;
+    switch (e->kind) {
+    case K_IOCTL: return w | WORDS_ARG(1);
+    case K_PERSONALITY: return w | WORDS_ARG(0);
+    case K_SOCKET: return w | WORDS_ARG(0) | WORDS_ARG(2);
+    case K_SEND: case K_NEWUSER: return w | WORDS_ARG(e->flags_arg);
+    case K_RLIMIT: return w | WORDS_ARG(e->flags_arg) | WORDS_ARG(e->flags_arg + 1) | WORDS_ARG(e->flags_arg + 2);
+    case K_SETUID: {
+        int fa = SC_SETUID_FLAGS(e->flags_arg);
+        return w | WORDS_ARG(SC_SETUID_MODE(e->flags_arg)) | (fa >= 0 ? WORDS_ARG(fa) : 0);
+    }
+    default: return w;
+    }
 }
 
 static int check_one(struct checker *ck, uint32_t arch, int nr, const uint64_t *args, uint32_t want,
@@ -282,11 +315,20 @@ static int check_one(struct checker *ck, uint32_t arch, int nr, const uint64_t *
     d.instruction_pointer = 0x401000;
     for (int i = 0; i < 6; i++)
         d.args[i] = args ? args[i] : 0;
-    uint32_t got = 0;
-    if (checker_run(ck, &d, &got) != RUN_RET)
+    uint32_t got = 0, loaded = 0;
+    if (checker_run(ck, &d, &got, &loaded) != RUN_RET)
         return err_set(ck->reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
                        "seccomp: profile %s: the compiled BPF is malformed (at %s)", ck->profile,
                        what);
+    /* A run that read a word the contract does not examine for this call (the
+     * instruction pointer, an argument it never decides by) could decide
+     * otherwise for a value no sample has: refused, since the samples would
+     * prove nothing (a saved program edited to allow everything unless the
+     * instruction pointer was the sampler's passed the samples). */
+    if (loaded & ~ck->allowed)
+        return err_set(ck->reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
+                       "seccomp: profile %s: the BPF reads seccomp_data word %d for %s (nr %d), which the "
+                       "contract does not examine there", ck->profile, __builtin_ctz(loaded & ~ck->allowed), what, nr);
     /* Compare action and data; the kernel ignores nothing else. */
     if (got != want)
         return err_set(ck->reterr, FY_E_INTERNAL, FY_STEP_SECCOMP, 0, NULL,
@@ -350,6 +392,7 @@ static int self_check(struct checker *ck, const struct profile_actions *pa) {
         if (nr < 0)
             continue;
         uint64_t args[6] = {0};
+        ck->allowed = contract_words(e);
         if ((r = check_one(ck, ck->arch, nr, args, sc_contract_action(pa, e, args), e->name)) < 0)
             return r;
         const uint64_t *vals = NULL;
@@ -430,6 +473,7 @@ static int self_check(struct checker *ck, const struct profile_actions *pa) {
                 }
         }
     }
+    ck->allowed = WORDS_NR_ARCH;
     /* Calls outside the known table: made up, and the legacy ones left out. */
     static const char *const left_out[] = { "uselib", "nfsservctl", "_sysctl", "create_module",
                                              "query_module", "get_kernel_syms", "vserver" };

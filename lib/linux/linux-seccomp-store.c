@@ -11,8 +11,14 @@
  * A saved program is never trusted: it is decoded, bounded and held to this library's own
  * contract by the same self check as a compiled one (sc_self_check: every number, the
  * argument classes, foreign architectures, x32) before it is used; its action for foreign
- * architectures must be the profile's violation or KILL_PROCESS. Whatever fails is
- * dropped and the program compiled instead: a bad saved form costs time, never strength.
+ * architectures must be the profile's violation or KILL_PROCESS; and no run may read a
+ * word of seccomp_data the contract does not decide that call by (the instruction
+ * pointer, another argument), since samples prove nothing about such a word. Whatever
+ * fails is dropped and the program compiled instead: a corrupt or stale saved form costs
+ * time, never strength. Within the words it examines the check samples classes of
+ * values, so a program crafted to treat one unsampled value of such a word otherwise
+ * would pass it: against a writer of the snapshot directory (the caller's own uid) the
+ * guard is that directory's owner and mode, not the check.
  *
  * Saved form: "v1 <badarch as 8 hex digits> <base64 of the struct sock_filter array>". */
 #include <errno.h>

@@ -1000,6 +1000,43 @@ START_TEST(test_self_check_catches_mutations) {
                       "number %d let through, and the self check passed", through[t]);
         free(g);
     }
+
+    /* Everything let through unless a word the samples never vary has the
+     * value they give it: the instruction pointer (a planted snapshot's
+     * program did this and passed), or an argument the contract does not
+     * decide the call by (unshare's second, clone's fourth, ioctl's third,
+     * getpid's first). Each branch sits in front of the program, or only
+     * on the path of the call it names. */
+    struct { int nr; uint32_t off; } hidden[] = {
+        { -1, offsetof(struct seccomp_data, instruction_pointer) },
+        { -1, offsetof(struct seccomp_data, instruction_pointer) + 4 },
+        { SYS_unshare, offsetof(struct seccomp_data, args[1]) },
+        { SYS_clone, offsetof(struct seccomp_data, args[3]) },
+        { SYS_ioctl, offsetof(struct seccomp_data, args[2]) },
+        { SYS_getpid, offsetof(struct seccomp_data, args[0]) + 4 },
+    };
+    for (size_t t = 0; t < FY_ARRAY_SIZE(hidden); t++) {
+        struct seccomp_program q = p;
+        struct sock_filter *g = calloc(p.len + 5, sizeof(*g));
+        ck_assert_ptr_nonnull(g);
+        size_t n = 0;
+        if (hidden[t].nr >= 0) { /* only on that call's path */
+            g[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+            g[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)hidden[t].nr, 0, 3);
+        }
+        g[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, hidden[t].off);
+        g[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, hidden[t].off == 8 ? 0x401000 : 0, 1, 0);
+        g[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        memcpy(g + n, p.filter, p.len * sizeof(*g));
+        q.filter = g;
+        q.len = p.len + n;
+        fy_error *e = NULL;
+        ck_assert_msg(sc_self_check(&q, &pa, &e) == FY_E_INTERNAL,
+                      "a branch on seccomp_data offset %u (call %d) passed the self check", hidden[t].off, hidden[t].nr);
+        ck_assert_ptr_nonnull(strstr(fy_error_message(e), "which the contract does not examine"));
+        fy_error_free(e);
+        free(g);
+    }
     sc_program_free(&p);
 }
 END_TEST
