@@ -1215,6 +1215,29 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     else if (pl->net && np->njob_ports) /* a job member that declared its peers' ports (linux-net.c) */
         lxn_landlock_job_ports(pl, np);
     pl->build_overlay = !process_level && overlay_build_usable(np, c);
+    if (process_level && c->host.is_root && np->id_count < 2) {
+        /* Its workload would run as the range's first id, which makes the
+         * user namespace of every namespace sandbox of a root caller with
+         * this range (lx_owner_enter): as that id in the host's namespace it
+         * holds every capability in them (it opened another sandbox's init's
+         * memory read-write). */
+        r = err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.process.id_range.count",
+                    "the process level as root runs the workload as the id range's second id, never its first "
+                    "(%u), which owns the namespace sandboxes' user namespaces: the range needs at least 2 ids",
+                    np->id_first);
+        goto fail;
+    }
+    if (process_level && np->nsecrets && np->control[FY_CONTROL_LANDLOCK] != FY_CONTROL_STATE_ENFORCED) {
+        /* Every process-level attempt of a caller runs as one host user, in
+         * the host's /proc and /dev/shm: without Landlock another attempt
+         * reads this one's secret files and its environment. */
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, "$.secrets",
+                    "secrets at the process level need Landlock enforced: every process-level attempt of this "
+                    "caller runs as the same host user, and only Landlock keeps another one from reading this "
+                    "one's secret files and environment%s",
+                    c->host.is_root ? "" : " (and the caller's own memory and files)");
+        goto fail;
+    }
     r = process_level ? compile_process_mode(pl, &b, np, c) : compile_layout(pl, &b, np);
     if (r >= 0 && pl->overlay_lowers) {
         const char *ov = caps_fact(c, LX_FACT_OVERLAY);

@@ -782,6 +782,59 @@ START_TEST(test_process_level_refuses_fake_root) {
 }
 END_TEST
 
+/* Every process-level attempt of a caller runs as one host user, in the
+ * host's /proc and /dev/shm: without Landlock one attempt read another's
+ * secret file and environment. Secrets there need Landlock enforced;
+ * with it, the same policy prepares. */
+START_TEST(test_process_level_secrets_need_landlock) {
+    deny_userns();
+    for (int landlock = 0; landlock <= 1; landlock++) {
+        fy_policy *p = NULL;
+        ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+        if (!landlock)
+            ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_LANDLOCK, FY_MODE_OFF, NULL), 0);
+        else
+            ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_LANDLOCK, FY_MODE_REQUIRE, NULL), 0);
+        ck_assert_int_eq(fy_policy_add_secret(p, "tok", FY_SECRET_ENV, "TOKEN", "s3cret", 6, NULL), 0);
+        const char *argv[] = {"/bin/true", NULL};
+        fy_prepared *pr = NULL;
+        fy_error *e = NULL;
+        int r = fy_prepare(p, NULL, argv, &pr, &e);
+        if (!landlock) {
+            ck_assert_int_eq(r, FY_E_UNSUPPORTED);
+            ck_assert_ptr_nonnull(strstr(fy_error_message(e), "need Landlock"));
+            ck_assert_str_eq(fy_error_location(e), "$.secrets");
+        } else if (r != FY_E_UNSUPPORTED || !strstr(fy_error_message(e), "andlock")) {
+            ck_assert_msg(r == 0, "%s", fy_error_message(e)); /* (a host without Landlock refuses the require) */
+        }
+        fy_error_free(e);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
+/* As root the workload never runs as the range's first id, which makes
+ * every namespace sandbox's user namespace (and so holds every capability
+ * in them from the host's namespace): a range of one id is refused. */
+START_TEST(test_process_level_refuses_owner_id) {
+    deny_userns();
+    if (geteuid() != 0)
+        return; /* rootless: the workload is the caller, the range unused */
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_id_range(p, 100000, 1, NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), FY_E_POLICY);
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "never its first"));
+    ck_assert_str_eq(fy_error_location(e), "$.process.id_range.count");
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_process_level_gc) {
     /* The process level keeps scratch on the host: after a crash of its
      * owner, fy_gc must find the record and remove the scratch. */
@@ -884,6 +937,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_host_umask);
     tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_landlock_scoping);
+    tcase_add_test(tc, test_process_level_secrets_need_landlock);
+    tcase_add_test(tc, test_process_level_refuses_owner_id);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
     tcase_add_test(tc, test_process_level_refuses_private_pty);
     tcase_add_test(tc, test_process_level_refuses_fake_root);
