@@ -498,8 +498,16 @@ int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]) {
     out[0] = '\0';
     if (n == 0)
         return -1;
-    if (p[0] != 22)
+    if (p[0] != 22) {
+        /* Another TLS record first (change_cipher_spec, alert, application
+         * data, heartbeat: its type, then a TLS major version of 3): no
+         * client sends one before its ClientHello, and a TLS stack that
+         * skips it would take the hello behind it, which was never read
+         * (a warning alert, then a hello naming a fronted host). */
+        if (p[0] >= 20 && p[0] <= 24)
+            return n < 2 ? -1 : p[1] == 3 ? -2 : 0;
         return 0; /* not a TLS handshake */
+    }
     struct tls_rd r = {.p = p, .n = n};
     uint32_t type = tls_num(&r, 1), hl = tls_num(&r, 3);
     if (r.err)

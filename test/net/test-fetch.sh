@@ -201,10 +201,11 @@ proxy_gone "$TMP/r1.json" "fetch-only as root"
 "$MEMTEST" --status-lines >"$TMP/st.out" 2>&1 && cat "$TMP/st.out" \
     || { bad "the status-line reader"; cat "$TMP/st.out"; }
 corpus=$(cd "$(dirname "$0")/../../fuzz/corpus/proxy" && pwd)
-got=$(for f in tls-hello-sni tls-hello-two-records tls-hello-sni-twice tls-hello-no-sni bad-lf; do
+got=$(for f in tls-hello-sni tls-hello-two-records tls-hello-sni-twice tls-hello-no-sni bad-lf \
+        tls-alert-then-hello tls-ccs-then-hello; do
     "$MEMTEST" --tls-name "$corpus/$f" || echo "FAILED $f"; done 2>&1)
-[ "$got" = "$(printf '1 mirror.test\n1 mirror.test\n-2 -\n0 -\n0 -')" ] \
-    && ok "the TLS server name: read across records, lower case, no final dot; twice refused; none; not TLS" \
+[ "$got" = "$(printf '1 mirror.test\n1 mirror.test\n-2 -\n0 -\n0 -\n-2 -\n-2 -')" ] \
+    && ok "the TLS server name: read across records, lower case, no final dot; twice refused; none; not TLS; another TLS record before the hello refused" \
     || bad "the TLS server-name reader: $got"
 
 # 1b. The proxy holds nothing of the host process: canaries in the host's
