@@ -1499,9 +1499,33 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
     if (!rlimits_set)
         apply_rlimits(a);
     /* (a failure names the directory, not the command: op index nops is
-     * the host's convention for it) */
-    if (chdir(pl->workdir ? pl->workdir : a->workdir) < 0)
+     * the host's convention for it) The working directory is resolved
+     * inside our root and never through a /proc magic link (an image's
+     * WorkingDir of /proc/self/cwd, or a link to it, is refused, ELOOP),
+     * where the kernel and the seccomp filter let openat2 through; chdir
+     * otherwise, checked below. */
+    const char *wd = pl->workdir ? pl->workdir : a->workdir;
+    struct open_how wd_how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                              .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    int wd_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int wd_fd = wd_root >= 0 ? sys_openat2(wd_root, wd, &wd_how, sizeof(wd_how)) : -1;
+    int wd_err = errno;
+    if (wd_root >= 0)
+        close(wd_root);
+    if (wd_fd < 0 && wd_root >= 0 && wd_err != ENOSYS)
+        die_op(sfd, FY_STEP_EXEC, wd_err, pl->nops);
+    if (wd_fd >= 0 ? fchdir(wd_fd) < 0 : chdir(wd) < 0)
         die_op(sfd, FY_STEP_EXEC, errno, pl->nops);
+    if (wd_fd >= 0)
+        close(wd_fd);
+    /* Wherever it led (the seccomp filter answers openat2 ENOSYS, so chdir
+     * resolved it, magic links included: /proc/self/fd/N of a directory
+     * this process holds), the working directory must lie below our root:
+     * the kernel's getcwd says "(unreachable)" for one that does not. */
+    char wd_now[4096];
+    long wd_len = syscall(SYS_getcwd, wd_now, sizeof(wd_now));
+    if (wd_len <= 0 || wd_now[0] != '/')
+        die_op(sfd, FY_STEP_EXEC, wd_len <= 0 ? errno : EXDEV, pl->nops);
     if (pl->cpus) {
         /* Make the CPU quota visible: nproc and sched_getaffinity show it. */
         cpu_set_t set, keep;
@@ -2003,6 +2027,15 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
      * a pre-started shell was made with: what the library creates gets the
      * modes it names, and the workload starts with the usual 022. */
     umask(022);
+    /* The root as our working directory, before anything is forked: we
+     * were cloned with the host's, and pivot_root moves only a working
+     * directory that is the old root. One anywhere else kept pointing into
+     * the host's tree after the old root was detached, and a workload
+     * reached it through /proc/self/cwd (an image's WorkingDir): the host's
+     * whole mount tree by relative paths, its unix sockets under network
+     * deny. */
+    if (chdir("/") < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
     /* (A pre-started shell did this before its claim.) */
     if (!a->prestarted)
         lx_default_signals();

@@ -177,6 +177,7 @@ int mkdir(const char *p, mode_t m) { return (int)S3(SYS_mkdirat, AT_FDCWD, p, m)
 int rmdir(const char *p) { return (int)S3(SYS_unlinkat, AT_FDCWD, p, AT_REMOVEDIR); }
 int symlink(const char *t, const char *p) { return (int)S3(SYS_symlinkat, t, AT_FDCWD, p); }
 int chdir(const char *p) { return (int)S1(SYS_chdir, p); }
+int fchdir(int fd) { return (int)S1(SYS_fchdir, fd); }
 int chmod(const char *p, mode_t m) { return (int)S4(SYS_fchmodat, AT_FDCWD, p, m, 0); }
 mode_t umask(mode_t m) { return (mode_t)S4(SYS_umask, m, 0, 0, 0); }
 int fchmod(int fd, mode_t m) { return (int)S2(SYS_fchmod, fd, m); }

@@ -663,6 +663,53 @@ START_TEST(test_whiteout_and_new_dir_in_one_layer) {
 }
 END_TEST
 
+/* An image's WorkingDir of /proc/self/cwd, or a link to it: the workload
+ * was forked before the root was built and kept the host process's working
+ * directory, which pivot_root does not move, so that magic link gave it the
+ * host's directory and, by relative paths, the host's whole mount tree
+ * (its unix sockets under network deny). The host's working directory here
+ * holds a marker; the workload must never find it. */
+START_TEST(test_image_workdir_magic_link) {
+    char host[] = "/tmp/fy-hostcwd-XXXXXX", marker[64], old[4096];
+    ck_assert_ptr_nonnull(mkdtemp(host));
+    ck_assert_int_eq(chmod(host, 0755), 0); /* (searchable by the sandbox's ids, as a build tree is) */
+    snprintf(marker, sizeof(marker), "%s/host-cwd-marker", host);
+    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_ptr_nonnull(getcwd(old, sizeof(old)));
+    static const char *const specs[][2] = {
+        {"magicwd", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/sh\", \"-c\", "
+                    "\"[ -e host-cwd-marker ] && echo FOUND-IT; ls\"], \"WorkingDir\": \"/proc/self/cwd\"}, \"layers\": [{\"busybox\": true}]}"},
+        {"linkwd", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/sh\", \"-c\", "
+                   "\"[ -e host-cwd-marker ] && echo FOUND-IT; ls\"], \"WorkingDir\": \"/wd\"}, \"layers\": [{\"busybox\": true, \"entries\": [{\"name\": \"wd\", "
+                   "\"type\": \"symlink\", \"target\": \"/proc/self/cwd\"}]}]}"},
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        char iref[1024];
+        make_image_from(specs[i][0], specs[i][1], iref, sizeof(iref));
+        fy_policy *p = policy(FY_PROFILE_RELEASE);
+        fy_error *e = NULL;
+        ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+        ck_assert_int_eq(chdir(host), 0);
+        struct run r;
+        run(p, NULL, &r);
+        ck_assert_int_eq(chdir(old), 0);
+        ck_assert_msg(!strstr(r.out, "FOUND-IT"), "%s: the workload found the host's working directory: %s",
+                      specs[i][0], r.out);
+        /* (refused on the magic link where openat2 is let through; else the
+         * link names the sandbox's own root, its working directory by then) */
+        ck_assert_msg((r.outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE && strstr(r.json, "the working directory")) ||
+                          (r.outcome == FY_OUTCOME_SUCCEEDED && strstr(r.out, "\ndev\n")),
+                      "%s: %s / %s", specs[i][0], r.out, r.json);
+        run_free(&r);
+        fy_policy_free(p);
+    }
+    unlink(marker);
+    rmdir(host);
+}
+END_TEST
+
 /* Images as registries hold them: a layer twice (the same COPY twice: one
  * directory in the cache) runs; a WorkingDir the image lacks is made, as
  * OCI runtimes do; one that is a file fails naming the directory, not the
@@ -862,6 +909,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_opaque_root_layer);
     tcase_add_test(tc, test_whiteout_and_new_dir_in_one_layer);
     tcase_add_test(tc, test_image_config_edges);
+    tcase_add_test(tc, test_image_workdir_magic_link);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
