@@ -185,8 +185,7 @@ static char *read_hosts_file(const char *path, int *err) {
     return buf;
 }
 
-/* A loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104): never the
- * host's from inside. On Linux the sandbox has a loopback of its own (a
+/* A loopback address (127.0.0.0/8, ::1): never the host's from inside. On Linux the sandbox has a loopback of its own (a
  * rule for it reaches nothing through the router, and the host drops such
  * a destination arriving from outside), and where a backend shares the
  * host's loopback (Seatbelt), "localhost" is all it can name. Any other
@@ -194,8 +193,8 @@ static char *read_hosts_file(const char *path, int *err) {
  * service address put on lo): the host delivers a packet for it locally
  * whichever interface it came in on. */
 static bool loopback_address(unsigned fam, const uint8_t *a) {
-    static const uint8_t v6[16] = {[15] = 1}, mapped[12] = {[10] = 0xff, [11] = 0xff};
-    return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0 || (memcmp(a, mapped, 12) == 0 && a[12] == 127);
+    static const uint8_t v6[16] = {[15] = 1};
+    return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0;
 }
 
 /* No rule may cover an address of this host (one on its loopback interface
@@ -242,7 +241,7 @@ static int check_special_addresses(const struct rules *rs, const struct fy_plan 
         {4, 8, {0}, "\"this network\" (0.0.0.0/8)"},
         {6, 8, {0xff}, "IPv6 multicast (ff00::/8)"},
         {6, 128, {0}, "the unspecified IPv6 address (::)"},
-        {6, 100, {[10] = 0xff, [11] = 0xff, [12] = 224}, "IPv4 multicast mapped into IPv6 (::ffff:224.0.0.0/100)"},
+        /* (no IPv4-mapped blocks: normalise_mapped made those IPv4) */
     };
     for (size_t k = 0; k < rs->n; k++)
         for (size_t i = 0; i < FY_ARRAY_SIZE(special); i++) {
@@ -265,6 +264,52 @@ static int check_special_addresses(const struct rules *rs, const struct fy_plan 
                            "not a destination",
                            pl->dests[r->dest].host, special[i].what);
         }
+    return 0;
+}
+
+/* An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the IPv4 address a.b.c.d
+ * to every socket that uses it: the kernel sends IPv4 (the fetch-only
+ * proxy, which connects to the addresses of the rules, and an IPv6 socket
+ * in the sandbox). So every rule inside ::ffff:0:0/96 (prefix >= 96),
+ * written as an address or a block or given by a name whose AAAA is
+ * mapped, becomes its IPv4 form here, before anything reads the rules:
+ * the own- and special-address checks, the duplicate removal, and every
+ * backend (the ruleset, the proxy's address list, the DNS stub, the
+ * sandbox's /etc/hosts) see only IPv4 (before, ::ffff:10.0.0.1 passed
+ * the check that refuses 10.0.0.1, an address of this host, and the
+ * proxy reached the host's own service through it). An IPv6 block that
+ * contains all of ::ffff:0:0/96 (prefix < 96) would be every IPv4 address
+ * at once, as would ::ffff:0:0/96 itself: refused. (The IPv4-compatible
+ * ::a.b.c.d, deprecated, is not IPv4 to the kernel: it stays IPv6.) */
+static int normalise_mapped(struct rules *rs, const struct fy_plan *pl, fy_error **reterr) {
+    static const uint8_t mapped[16] = {[10] = 0xff, [11] = 0xff};
+    for (size_t k = 0; k < rs->n; k++) {
+        struct plan_net_rule *r = &rs->v[k];
+        if (r->family != 6)
+            continue;
+        uint8_t m[16];
+        memcpy(m, mapped, 16);
+        mask(m, r->prefix < 96 ? r->prefix : 96, 16);
+        uint8_t a[16];
+        memcpy(a, r->addr, 16);
+        mask(a, r->prefix < 96 ? r->prefix : 96, 16);
+        if (memcmp(a, m, 16) != 0)
+            continue;
+        if (r->prefix <= 96) {
+            char loc[64];
+            snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", r->dest);
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "destination \"%s\" %s ::ffff:0:0/96, the IPv4-mapped IPv6 addresses, which are the "
+                           "IPv4 addresses to a socket: it would match every IPv4 address; name the IPv4 blocks "
+                           "instead",
+                           pl->dests[r->dest].host, r->prefix < 96 ? "contains" : "is");
+        }
+        r->family = 4;
+        r->prefix = (uint8_t)(r->prefix - 96);
+        memmove(r->addr, r->addr + 12, 4);
+        memset(r->addr + 4, 0, 12);
+        mask(r->addr, r->prefix, 4);
+    }
     return 0;
 }
 
@@ -334,6 +379,8 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
         if (rs.n > NET_RULES_MAX)
             break;
     }
+    if (r == 0 && rs.n <= NET_RULES_MAX)
+        r = normalise_mapped(&rs, pl, reterr);
     if (r == 0 && rs.n > NET_RULES_MAX)
         r = err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, "$.network.destinations",
                     "the destinations resolve to more than %u address rules", NET_RULES_MAX);
