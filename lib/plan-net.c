@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,9 +198,39 @@ static bool loopback_address(unsigned fam, const uint8_t *a) {
     return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0;
 }
 
+/* The first rule of rs that covers the address a of family fam refused
+ * as what ("an address of this host (eth0)", ...), or 0 when none does. */
+static int refuse_covering(const struct rules *rs, const struct fy_plan *pl, unsigned fam, const uint8_t *a,
+                           const char *what, fy_error **reterr) {
+    for (size_t k = 0; k < rs->n; k++)
+        if (covers(&rs->v[k], fam, a)) {
+            char as[INET6_ADDRSTRLEN], loc[64];
+            inet_ntop(fam == 4 ? AF_INET : AF_INET6, a, as, sizeof(as));
+            snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", rs->v[k].dest);
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "destination \"%s\" covers %s, %s: the sandbox would reach the host itself",
+                           pl->dests[rs->v[k].dest].host, as, what);
+        }
+    return 0;
+}
+
+/* The prefix length of an IPv6 netmask (its leading one bits). */
+static unsigned netmask_length(const uint8_t m[16]) {
+    unsigned n = 0;
+    while (n < 128 && (m[n / 8] >> (7 - n % 8)) & 1)
+        n++;
+    return n;
+}
+
 /* No rule may cover an address of this host (one on its loopback interface
  * included): the router forwards to its uplink, which by default is the
- * host itself. */
+ * host itself. Nor one the host delivers to itself as well, which reaches
+ * every wildcard-bound service it has (syslog, SNMP, mDNS, ...): an
+ * interface's IPv4 broadcast address, and the subnet-router anycast
+ * address of each of its IPv6 prefixes (the prefix with host bits zero,
+ * which the kernel answers when it forwards; none for /127 and /128).
+ * (On Linux the backend also checks the uplink namespace's local routing
+ * table, linux-net.c, which has these and any other local route.) */
 static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl, fy_error **reterr) {
     struct ifaddrs *ifs = NULL;
     if (getifaddrs(&ifs) < 0) {
@@ -216,16 +247,29 @@ static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl,
                                     : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
         if (loopback_address(fam, a))
             continue;
-        for (size_t k = 0; k < rs->n && r == 0; k++)
-            if (covers(&rs->v[k], fam, a)) {
-                char as[INET6_ADDRSTRLEN], loc[64];
-                inet_ntop(fam == 4 ? AF_INET : AF_INET6, a, as, sizeof(as));
-                snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", rs->v[k].dest);
-                r = err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
-                            "destination \"%s\" covers %s, an address of this host (%s): the sandbox would reach "
-                            "the host itself",
-                            pl->dests[rs->v[k].dest].host, as, i->ifa_name);
-            }
+        char what[INET6_ADDRSTRLEN + 160];
+        snprintf(what, sizeof(what), "an address of this host (%s)", i->ifa_name);
+        r = refuse_covering(rs, pl, fam, a, what, reterr);
+        if (r == 0 && fam == 4 && (i->ifa_flags & IFF_BROADCAST) && i->ifa_broadaddr &&
+            i->ifa_broadaddr->sa_family == AF_INET) {
+            const uint8_t *b = (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_broadaddr)->sin_addr;
+            snprintf(what, sizeof(what), "the broadcast address of this host's %s", i->ifa_name);
+            if (!loopback_address(4, b))
+                r = refuse_covering(rs, pl, 4, b, what, reterr);
+        }
+        if (r == 0 && fam == 6 && i->ifa_netmask && i->ifa_netmask->sa_family == AF_INET6) {
+            unsigned plen = netmask_length(
+                (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_netmask)->sin6_addr);
+            uint8_t any[16];
+            char ps[INET6_ADDRSTRLEN];
+            memcpy(any, a, 16);
+            mask(any, plen, 16);
+            inet_ntop(AF_INET6, any, ps, sizeof(ps));
+            snprintf(what, sizeof(what), "the subnet-router anycast address of this host's %s/%u (%s)", ps, plen,
+                     i->ifa_name);
+            if (plen < 127)
+                r = refuse_covering(rs, pl, 6, any, what, reterr);
+        }
     }
     freeifaddrs(ifs);
     return r;

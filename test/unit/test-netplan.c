@@ -12,9 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <fcntl.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+
+#include "linux/linux-netlink.h"
 #endif
 
 #include "plan.h"
@@ -380,6 +385,84 @@ START_TEST(test_addresses_on_loopback_interface) {
                   WEXITSTATUS(st) == 19 ? "loopback addresses refused" : "an address on lo was accepted");
 }
 END_TEST
+/* A host delivers locally not only its interfaces' unicast addresses but
+ * their IPv4 broadcast address and, for each IPv6 prefix (when it
+ * forwards), the subnet-router anycast address (the prefix, host bits
+ * zero): a datagram to one reaches every wildcard-bound service of the
+ * host. A rule covering either is refused like an own address. Here in a
+ * network namespace of the test's own with a veth pair: 198.18.5.1/24
+ * (broadcast 198.18.5.255) and 2001:db8:5::1:5/64 (anycast 2001:db8:5::)
+ * on fyt0. Exit status: 0 as expected, 10 + the failing case. */
+static int broadcast_anycast_child(void) {
+    if (unshare(geteuid() == 0 ? CLONE_NEWNET : CLONE_NEWUSER | CLONE_NEWNET) != 0)
+        return 2;
+    int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (self < 0 || nl < 0 || lnl_link_veth(lnl_ready(nl), "fyt0", "fyt1", self) < 0)
+        return 3;
+    int s4 = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "fyt0");
+    struct sockaddr_in *sin = (struct sockaddr_in *)(void *)&ifr.ifr_addr;
+    sin->sin_family = AF_INET;
+    inet_pton(AF_INET, "198.18.5.1", &sin->sin_addr);
+    if (s4 < 0 || ioctl(s4, SIOCSIFADDR, &ifr) < 0)
+        return 4;
+    inet_pton(AF_INET, "255.255.255.0", &sin->sin_addr);
+    if (ioctl(s4, SIOCSIFNETMASK, &ifr) < 0)
+        return 4;
+    inet_pton(AF_INET, "198.18.5.255", &sin->sin_addr);
+    if (ioctl(s4, SIOCSIFBRDADDR, &ifr) < 0)
+        return 4;
+    struct fy_in6_ifreq r6 = {.prefixlen = 64, .ifindex = (int)if_nametoindex("fyt0")};
+    inet_pton(AF_INET6, "2001:db8:5::1:5", &r6.addr);
+    if (s6 < 0 || r6.ifindex <= 0 || ioctl(s6, SIOCSIFADDR, &r6) < 0)
+        return 5;
+    struct fy_plan pl;
+    fy_error *e = NULL;
+    static const struct { const char *host, *why; } cases[] = {
+        {"198.18.5.255", "the broadcast address of this host's fyt0"},
+        {"198.18.5.128/25", "the broadcast address of this host's fyt0"},
+        {"::ffff:198.18.5.255", "the broadcast address of this host's fyt0"},
+        {"2001:db8:5::", "the subnet-router anycast address of this host's 2001:db8:5::/64 (fyt0)"},
+        {"2001:db8:5::/112", "the subnet-router anycast address of this host's 2001:db8:5::/64 (fyt0)"},
+        {"198.18.5.2", NULL}, /* neither: accepted */
+        {"2001:db8:5::2", NULL},
+    };
+    for (int i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+        const struct d one[] = {{cases[i].host, FY_PROTO_UDP, 514, 514}};
+        int r = build(one, 1, &pl, &e);
+        bool ok = cases[i].why ? r == FY_E_POLICY && strstr(fy_error_message(e), cases[i].why) != NULL &&
+                                     strcmp(fy_error_location(e), "$.network.destinations[0].host") == 0
+                               : r == 0;
+        if (!ok)
+            fprintf(stderr, "netplan: %s: %d %s\n", cases[i].host, r, e ? fy_error_message(e) : "");
+        fy_error_free(e);
+        e = NULL;
+        done(&pl);
+        if (!ok)
+            return 10 + i;
+    }
+    return 0;
+}
+
+START_TEST(test_broadcast_and_anycast_addresses) {
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(broadcast_anycast_child());
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st), "the child ended with status %d", st);
+    if (WEXITSTATUS(st) >= 2 && WEXITSTATUS(st) <= 5) {
+        fprintf(stderr, "netplan: no network namespace with a veth of our own (step %d): the broadcast and anycast "
+                        "cases are not exercised\n", WEXITSTATUS(st));
+        return;
+    }
+    ck_assert_msg(WEXITSTATUS(st) == 0, "case %d accepted or refused wrongly", WEXITSTATUS(st) - 10);
+}
+END_TEST
 #endif
 
 int main(void) {
@@ -394,6 +477,7 @@ int main(void) {
     tcase_add_test(tc, test_host_settings);
 #ifdef __linux__
     tcase_add_test(tc, test_addresses_on_loopback_interface);
+    tcase_add_test(tc, test_broadcast_and_anycast_addresses);
 #endif
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
