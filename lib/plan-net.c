@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,8 +186,7 @@ static char *read_hosts_file(const char *path, int *err) {
     return buf;
 }
 
-/* A loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104): never the
- * host's from inside. On Linux the sandbox has a loopback of its own (a
+/* A loopback address (127.0.0.0/8, ::1): never the host's from inside. On Linux the sandbox has a loopback of its own (a
  * rule for it reaches nothing through the router, and the host drops such
  * a destination arriving from outside), and where a backend shares the
  * host's loopback (Seatbelt), "localhost" is all it can name. Any other
@@ -194,13 +194,43 @@ static char *read_hosts_file(const char *path, int *err) {
  * service address put on lo): the host delivers a packet for it locally
  * whichever interface it came in on. */
 static bool loopback_address(unsigned fam, const uint8_t *a) {
-    static const uint8_t v6[16] = {[15] = 1}, mapped[12] = {[10] = 0xff, [11] = 0xff};
-    return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0 || (memcmp(a, mapped, 12) == 0 && a[12] == 127);
+    static const uint8_t v6[16] = {[15] = 1};
+    return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0;
+}
+
+/* The first rule of rs that covers the address a of family fam refused
+ * as what ("an address of this host (eth0)", ...), or 0 when none does. */
+static int refuse_covering(const struct rules *rs, const struct fy_plan *pl, unsigned fam, const uint8_t *a,
+                           const char *what, fy_error **reterr) {
+    for (size_t k = 0; k < rs->n; k++)
+        if (covers(&rs->v[k], fam, a)) {
+            char as[INET6_ADDRSTRLEN], loc[64];
+            inet_ntop(fam == 4 ? AF_INET : AF_INET6, a, as, sizeof(as));
+            snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", rs->v[k].dest);
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "destination \"%s\" covers %s, %s: the sandbox would reach the host itself",
+                           pl->dests[rs->v[k].dest].host, as, what);
+        }
+    return 0;
+}
+
+/* The prefix length of an IPv6 netmask (its leading one bits). */
+static unsigned netmask_length(const uint8_t m[16]) {
+    unsigned n = 0;
+    while (n < 128 && (m[n / 8] >> (7 - n % 8)) & 1)
+        n++;
+    return n;
 }
 
 /* No rule may cover an address of this host (one on its loopback interface
  * included): the router forwards to its uplink, which by default is the
- * host itself. */
+ * host itself. Nor one the host delivers to itself as well, which reaches
+ * every wildcard-bound service it has (syslog, SNMP, mDNS, ...): an
+ * interface's IPv4 broadcast address, and the subnet-router anycast
+ * address of each of its IPv6 prefixes (the prefix with host bits zero,
+ * which the kernel answers when it forwards; none for /127 and /128).
+ * (On Linux the backend also checks the uplink namespace's local routing
+ * table, linux-net.c, which has these and any other local route.) */
 static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl, fy_error **reterr) {
     struct ifaddrs *ifs = NULL;
     if (getifaddrs(&ifs) < 0) {
@@ -217,16 +247,29 @@ static int check_own_addresses(const struct rules *rs, const struct fy_plan *pl,
                                     : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
         if (loopback_address(fam, a))
             continue;
-        for (size_t k = 0; k < rs->n && r == 0; k++)
-            if (covers(&rs->v[k], fam, a)) {
-                char as[INET6_ADDRSTRLEN], loc[64];
-                inet_ntop(fam == 4 ? AF_INET : AF_INET6, a, as, sizeof(as));
-                snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", rs->v[k].dest);
-                r = err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
-                            "destination \"%s\" covers %s, an address of this host (%s): the sandbox would reach "
-                            "the host itself",
-                            pl->dests[rs->v[k].dest].host, as, i->ifa_name);
-            }
+        char what[INET6_ADDRSTRLEN + 160];
+        snprintf(what, sizeof(what), "an address of this host (%s)", i->ifa_name);
+        r = refuse_covering(rs, pl, fam, a, what, reterr);
+        if (r == 0 && fam == 4 && (i->ifa_flags & IFF_BROADCAST) && i->ifa_broadaddr &&
+            i->ifa_broadaddr->sa_family == AF_INET) {
+            const uint8_t *b = (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_broadaddr)->sin_addr;
+            snprintf(what, sizeof(what), "the broadcast address of this host's %s", i->ifa_name);
+            if (!loopback_address(4, b))
+                r = refuse_covering(rs, pl, 4, b, what, reterr);
+        }
+        if (r == 0 && fam == 6 && i->ifa_netmask && i->ifa_netmask->sa_family == AF_INET6) {
+            unsigned plen = netmask_length(
+                (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_netmask)->sin6_addr);
+            uint8_t any[16];
+            char ps[INET6_ADDRSTRLEN];
+            memcpy(any, a, 16);
+            mask(any, plen, 16);
+            inet_ntop(AF_INET6, any, ps, sizeof(ps));
+            snprintf(what, sizeof(what), "the subnet-router anycast address of this host's %s/%u (%s)", ps, plen,
+                     i->ifa_name);
+            if (plen < 127)
+                r = refuse_covering(rs, pl, 6, any, what, reterr);
+        }
     }
     freeifaddrs(ifs);
     return r;
@@ -242,7 +285,7 @@ static int check_special_addresses(const struct rules *rs, const struct fy_plan 
         {4, 8, {0}, "\"this network\" (0.0.0.0/8)"},
         {6, 8, {0xff}, "IPv6 multicast (ff00::/8)"},
         {6, 128, {0}, "the unspecified IPv6 address (::)"},
-        {6, 100, {[10] = 0xff, [11] = 0xff, [12] = 224}, "IPv4 multicast mapped into IPv6 (::ffff:224.0.0.0/100)"},
+        /* (no IPv4-mapped blocks: normalise_mapped made those IPv4) */
     };
     for (size_t k = 0; k < rs->n; k++)
         for (size_t i = 0; i < FY_ARRAY_SIZE(special); i++) {
@@ -265,6 +308,52 @@ static int check_special_addresses(const struct rules *rs, const struct fy_plan 
                            "not a destination",
                            pl->dests[r->dest].host, special[i].what);
         }
+    return 0;
+}
+
+/* An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the IPv4 address a.b.c.d
+ * to every socket that uses it: the kernel sends IPv4 (the fetch-only
+ * proxy, which connects to the addresses of the rules, and an IPv6 socket
+ * in the sandbox). So every rule inside ::ffff:0:0/96 (prefix >= 96),
+ * written as an address or a block or given by a name whose AAAA is
+ * mapped, becomes its IPv4 form here, before anything reads the rules:
+ * the own- and special-address checks, the duplicate removal, and every
+ * backend (the ruleset, the proxy's address list, the DNS stub, the
+ * sandbox's /etc/hosts) see only IPv4 (before, ::ffff:10.0.0.1 passed
+ * the check that refuses 10.0.0.1, an address of this host, and the
+ * proxy reached the host's own service through it). An IPv6 block that
+ * contains all of ::ffff:0:0/96 (prefix < 96) would be every IPv4 address
+ * at once, as would ::ffff:0:0/96 itself: refused. (The IPv4-compatible
+ * ::a.b.c.d, deprecated, is not IPv4 to the kernel: it stays IPv6.) */
+static int normalise_mapped(struct rules *rs, const struct fy_plan *pl, fy_error **reterr) {
+    static const uint8_t mapped[16] = {[10] = 0xff, [11] = 0xff};
+    for (size_t k = 0; k < rs->n; k++) {
+        struct plan_net_rule *r = &rs->v[k];
+        if (r->family != 6)
+            continue;
+        uint8_t m[16];
+        memcpy(m, mapped, 16);
+        mask(m, r->prefix < 96 ? r->prefix : 96, 16);
+        uint8_t a[16];
+        memcpy(a, r->addr, 16);
+        mask(a, r->prefix < 96 ? r->prefix : 96, 16);
+        if (memcmp(a, m, 16) != 0)
+            continue;
+        if (r->prefix <= 96) {
+            char loc[64];
+            snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", r->dest);
+            return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                           "destination \"%s\" %s ::ffff:0:0/96, the IPv4-mapped IPv6 addresses, which are the "
+                           "IPv4 addresses to a socket: it would match every IPv4 address; name the IPv4 blocks "
+                           "instead",
+                           pl->dests[r->dest].host, r->prefix < 96 ? "contains" : "is");
+        }
+        r->family = 4;
+        r->prefix = (uint8_t)(r->prefix - 96);
+        memmove(r->addr, r->addr + 12, 4);
+        memset(r->addr + 4, 0, 12);
+        mask(r->addr, r->prefix, 4);
+    }
     return 0;
 }
 
@@ -334,6 +423,8 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
         if (rs.n > NET_RULES_MAX)
             break;
     }
+    if (r == 0 && rs.n <= NET_RULES_MAX)
+        r = normalise_mapped(&rs, pl, reterr);
     if (r == 0 && rs.n > NET_RULES_MAX)
         r = err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, "$.network.destinations",
                     "the destinations resolve to more than %u address rules", NET_RULES_MAX);

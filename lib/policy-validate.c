@@ -570,6 +570,21 @@ int check_job_member(const char *name, const char *loc, fy_error **reterr) {
                                 "starting or ending with '-' (it resolves to the member's address in the others)");
     if (strcmp(name, "localhost") == 0)
         return bad(reterr, loc, "localhost is the sandbox's own loopback, not a job member's name");
+    /* A name inet_aton(3) accepts is an IPv4 address to glibc's resolver,
+     * which answers it as that before it reads /etc/hosts: "0x7f000001",
+     * "2130706433" and "017" are 127.0.0.1, "0" is 0.0.0.0 in every peer,
+     * never the member. In a label (no dots, lower case) that is one
+     * number: decimal, octal after a 0, hex after 0x. Refused here as any
+     * all-digit name or 0x and hex digits, a little more than inet_aton
+     * takes (also 08, or a number beyond 32 bits), portably (no libc
+     * parser): RFC 1123 host names are not all-numeric anyway. */
+    bool number = strspn(name, "0123456789") == n ||
+                  (n >= 2 && name[0] == '0' && name[1] == 'x' && strspn(name + 2, "0123456789abcdef") == n - 2);
+    if (number)
+        return bad(reterr, loc,
+                   "%s is a number the resolver reads as an IPv4 address (inet_aton(3)) before /etc/hosts: it "
+                   "would be that address in its peers, not a job member's name",
+                   name);
     /* Every sandbox's /etc/hosts (plan.c) begins "127.0.0.1 localhost
      * HOSTNAME" and "::1 localhost ip6-localhost", before the job's lines,
      * and glibc answers a name from its first line: a member of such a name

@@ -42,6 +42,7 @@
 #include <linux/if_tun.h>
 #include <linux/nsfs.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
@@ -211,6 +212,102 @@ static int parse_subnet(const char *s, uint32_t *base, uint32_t *len) {
 
 _Static_assert(LXP_PORT == NET_PROXY_PORT, "the proxy listens where the plan's network env points");
 
+/* ---- the uplink's local routes ---- */
+
+/* A rule of the plan that overlaps an entry of the uplink's local routing
+ * table (lnl_local_routes): the first, with that entry. */
+struct local_hit {
+    const struct fy_plan *np;
+    bool broadcast_only; /* an uplink namespace of the host's choosing: its broadcast and anycast entries only */
+    long k;              /* the rule's index, -1: none */
+    struct lnl_local_route entry;
+};
+
+static void on_local(const struct lnl_local_route *e, void *arg) {
+    struct local_hit *h = arg;
+    static const uint8_t lo6[16] = {[15] = 1};
+    /* Loopback (127/8, ::1) is the sandbox's own from inside, and an
+     * explicit loopback rule is documented as allowed: under restricted
+     * it reaches nothing through the router (the uplink drops such a
+     * destination from outside); under fetch-only it names the uplink's
+     * loopback service through the proxy on purpose. */
+    if (h->k >= 0 || (e->family == 4 && e->prefix >= 8 && e->addr[0] == 127) ||
+        (e->family == 6 && e->prefix == 128 && memcmp(e->addr, lo6, 16) == 0) ||
+        (h->broadcast_only && e->type == RTN_LOCAL))
+        return;
+    for (size_t k = 0; k < h->np->nnet_rules; k++) {
+        const struct plan_net_rule *r = &h->np->net_rules[k];
+        if (r->family != e->family)
+            continue;
+        /* (two blocks overlap where they agree on the shorter prefix) */
+        unsigned n = r->prefix < e->prefix ? r->prefix : e->prefix, bit = 0;
+        while (bit < n && !(((r->addr[bit / 8] ^ e->addr[bit / 8]) >> (7 - bit % 8)) & 1))
+            bit++;
+        if (bit == n) {
+            h->k = (long)k;
+            h->entry = *e;
+            return;
+        }
+    }
+}
+
+/* No rule may overlap an address the uplink namespace delivers to itself
+ * as a broadcast or anycast address, nor, when the uplink is the host's
+ * (the caller's) namespace, any address the host delivers to itself: a
+ * packet for one, forwarded by the router or sent by the fetch-only
+ * proxy, reaches the uplink's own wildcard-bound services, whatever
+ * interface it came in on. The core's check (plan-net.c) knows the
+ * caller's interface addresses, broadcast and anycast ones; this one
+ * reads the uplink's local routing table, where the kernel lists them
+ * all: the interfaces' own, their IPv4 broadcast addresses, IPv6 anycast
+ * ones (the subnet-router address of each prefix, while it forwards) and
+ * any local block an operator routed (AnyIP, `local 192.0.2.0/24 dev lo`).
+ * Until then a datagram to 10.0.0.255 or 2001:db8:1:: reached every
+ * wildcard-bound service of the host, and with an uplink namespace only
+ * the caller's addresses were checked. An uplink namespace the host
+ * program names is a network of its choosing, whose own addresses may be
+ * the destinations it serves (the tests' fake internet is one): there,
+ * only its broadcast and anycast entries, which are never a destination
+ * but whoever listens on the link, are refused. uplink: the namespace's
+ * path, or NULL for the caller's. An uplink that cannot be opened is left
+ * to the start, which refuses it, typed, before it makes anything (its
+ * table is then not read: the host program named an uplink that is not
+ * there yet). */
+static int check_uplink_local(const struct fy_plan *np, const char *uplink, fy_error **reterr) {
+    if (!np->nnet_rules)
+        return 0;
+    int s;
+    if (uplink) {
+        int ns = lnl_open_netns(uplink);
+        if (ns < 0)
+            return 0;
+        s = nl_open(ns);
+        close(ns);
+    } else {
+        s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        s = s < 0 ? -errno : lnl_ready(s);
+    }
+    struct local_hit h = {.np = np, .broadcast_only = uplink != NULL, .k = -1};
+    int r = s < 0 ? s : lnl_local_routes(s, on_local, &h);
+    if (s >= 0)
+        close(s);
+    if (r < 0)
+        return err_set(reterr, err_from_errno(-r), FY_STEP_PREPARE, -r, "$.network.host",
+                       "listing the local routes of the uplink %s: %s",
+                       uplink ? uplink : "(the host's network namespace)", strerror(-r));
+    if (h.k < 0)
+        return 0;
+    const struct plan_net_rule *x = &np->net_rules[h.k];
+    char as[INET6_ADDRSTRLEN], loc[64];
+    inet_ntop(h.entry.family == 4 ? AF_INET : AF_INET6, h.entry.addr, as, sizeof(as));
+    snprintf(loc, sizeof(loc), "$.network.destinations[%u].host", x->dest);
+    return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, loc,
+                   "destination \"%s\" covers %s/%u, which the uplink %s delivers to itself (%s route in its "
+                   "local routing table): the sandbox would reach the uplink's own services",
+                   np->dests[x->dest].host, as, h.entry.prefix, uplink ? uplink : "(the host's network namespace)",
+                   h.entry.type == RTN_BROADCAST ? "broadcast" : h.entry.type == RTN_ANYCAST ? "anycast" : "local");
+}
+
 /* Fetch-only: the proxy's allowlist from the plan (destinations and the
  * addresses their names resolved to at fy_prepare), its Landlock ports and
  * the credentials file. */
@@ -288,7 +385,11 @@ int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_c
     }
     if (too_many_ports)
         cfg->nports = 0; /* the proxy's Landlock TCP layer is left out, and reported so */
-    int r;
+    /* (the proxy connects from the uplink: every caller refused an uplink
+     * without root before) */
+    int r = check_uplink_local(np, np->net_uplink, reterr);
+    if (r < 0)
+        return r;
     if (np->net_credentials && (r = lxp_load_credentials(cfg, np->net_credentials, arena, reterr)) < 0)
         return r;
     *ret = cfg;
@@ -430,6 +531,10 @@ int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_pla
                            np->net_link_subnet ? np->net_link_subnet : LXN_DEFAULT_LINK_SUBNET);
         }
     }
+    /* (without root, pasta's uplink: the caller's namespace) */
+    int lr = check_uplink_local(np, is_root ? np->net_uplink : NULL, reterr);
+    if (lr < 0)
+        return lr;
     out->rules = np->net_rules; /* (kept by the prepared object: the netlink batch's tuples) */
     out->nrules = np->nnet_rules;
     return 0;

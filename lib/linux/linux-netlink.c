@@ -332,6 +332,56 @@ int lnl_addr_in_use2(int s, uint32_t a, uint32_t b) {
     return nl_talk(s, &m, on_addr, ab);
 }
 
+struct local_walk {
+    int family;
+    void (*fn)(const struct lnl_local_route *r, void *arg);
+    void *arg;
+};
+
+static int on_local_route(const struct nlmsghdr *h, const void *arg) {
+    const struct local_walk *w = arg;
+    if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct rtmsg)))
+        return 0;
+    const struct rtmsg *rm = NLMSG_DATA(h);
+    if (rm->rtm_family != w->family ||
+        (rm->rtm_type != RTN_LOCAL && rm->rtm_type != RTN_BROADCAST && rm->rtm_type != RTN_ANYCAST))
+        return 0;
+    struct lnl_local_route r = {.family = (uint8_t)(w->family == AF_INET ? 4 : 6), .prefix = rm->rtm_dst_len,
+                                .type = rm->rtm_type};
+    size_t alen = w->family == AF_INET ? 4 : 16;
+    if (r.prefix > 8 * alen)
+        return 0;
+    uint32_t table = rm->rtm_table;
+    int len = (int)RTM_PAYLOAD(h);
+    for (const struct rtattr *ra = RTM_RTA(rm); RTA_OK(ra, len); ra = RTA_NEXT(ra, len)) {
+        if (ra->rta_type == RTA_TABLE && RTA_PAYLOAD(ra) == 4)
+            memcpy(&table, RTA_DATA(ra), 4);
+        else if (ra->rta_type == RTA_DST && RTA_PAYLOAD(ra) == alen)
+            memcpy(r.addr, RTA_DATA(ra), alen);
+    }
+    if (table == RT_TABLE_LOCAL)
+        w->fn(&r, w->arg);
+    return 0;
+}
+
+int lnl_local_routes(int s, void (*fn)(const struct lnl_local_route *r, void *arg), void *arg) {
+    int one = 1;
+    (void)setsockopt(s, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, sizeof(one));
+    static const int families[] = {AF_INET, AF_INET6};
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        /* (a strict dump request: only the table set, every other field 0) */
+        struct rtmsg rt = {.rtm_family = (uint8_t)families[i], .rtm_table = RT_TABLE_LOCAL};
+        struct nlmsg m;
+        nl_init(&m, RTM_GETROUTE, NLM_F_DUMP, &rt, sizeof(rt));
+        struct local_walk w = {families[i], fn, arg};
+        int r = nl_talk(s, &m, on_local_route, &w);
+        /* (IPv6 may be disabled at boot: no table to list) */
+        if (r < 0 && !(families[i] == AF_INET6 && (r == -EAFNOSUPPORT || r == -ENOENT)))
+            return r;
+    }
+    return 0;
+}
+
 int lnl_link_bridge(int s, const char *name) {
     struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
     struct nlmsg m;

@@ -96,6 +96,25 @@ int lnl_addr_in_use(int s, uint32_t a);
 /* The same for either of two addresses, in one dump. */
 int lnl_addr_in_use2(int s, uint32_t a, uint32_t b);
 
+/* An entry of a namespace's local routing table (lnl_local_routes): an
+ * address or block the namespace delivers to itself. */
+struct lnl_local_route {
+    uint8_t family;  /* 4 or 6 */
+    uint8_t prefix;  /* its length: 32 or 128 for one address */
+    uint8_t type;    /* RTN_LOCAL, RTN_BROADCAST or RTN_ANYCAST */
+    uint8_t addr[16];
+};
+/* Calls fn(route, arg) for every local, broadcast and anycast route of
+ * table local (RT_TABLE_LOCAL) of s's namespace, IPv4 then IPv6: its own
+ * addresses (on any interface, loopback included), its interfaces'
+ * broadcast addresses, the IPv6 anycast ones (a prefix's subnet-router
+ * address while it forwards), and any "local" block an operator routed
+ * (AnyIP: `local 192.0.2.0/24 dev lo`). Multicast routes are not listed.
+ * 0, or -errno (the listing is then incomplete: fail closed). s is set to
+ * strict checking (NETLINK_GET_STRICT_CHK) so that the kernel sends table
+ * local only; a kernel without it sends every table, filtered here. */
+int lnl_local_routes(int s, void (*fn)(const struct lnl_local_route *r, void *arg), void *arg);
+
 /* Several requests in one message to the kernel (one sendmsg; the kernel
  * handles them in order, each acknowledged): fewer system calls and
  * wake-ups for a router's set-up. lnl_batch_send returns 0 when every one

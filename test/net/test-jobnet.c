@@ -126,8 +126,12 @@ static void bad_input(void) {
     /* (forgeyard: the default host name, and ip6-localhost, ip6-loopback:
      * names of ::1; each comes before the job's lines in /etc/hosts, so a
      * member of that name would resolve to the loopback in its peers) */
+    /* (and names inet_aton(3) reads as an IPv4 address, which glibc
+     * answers before /etc/hosts: 0x7f000001, 2130706433 and 017 are
+     * 127.0.0.1 in every peer, 0 is 0.0.0.0) */
     const char *bad_names[] = {"Db", "-db", "db-", "d_b", "", "localhost", "forgeyard", "ip6-localhost",
-                               "ip6-loopback", "a123456789012345678901234567890123456789012345678901234567890123"};
+                               "ip6-loopback", "a123456789012345678901234567890123456789012345678901234567890123",
+                               "0x7f000001", "2130706433", "017", "0", "1234"};
     for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
         const char *m[] = {"ok", bad_names[i], NULL};
         char what[128];

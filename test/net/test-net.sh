@@ -437,6 +437,80 @@ expect_refused "the broadcast address" 246 "whoever listens on the link" --allow
 expect_refused "an IPv4 multicast group" 246 "IPv4 multicast" --allow 224.0.0.1:5399/udp
 expect_refused "a block covering multicast" 246 "IPv4 multicast" --allow 224.0.0.0/3:80
 expect_refused "an IPv6 multicast group" 246 "IPv6 multicast" --allow '[ff02::1]:5399/udp'
+# Addresses the uplink delivers to itself other than its interfaces' own,
+# in an uplink namespace of the test's own (not the host's: the core check
+# there would refuse them for another reason): a veth with 198.19.251.1/24
+# (broadcast 198.19.251.255) and 2001:db8:77:1::5/64 with IPv6 forwarding
+# on (the kernel adds the subnet-router anycast 2001:db8:77:1::), and AnyIP
+# routes (local 198.19.252.0/24 and 2001:db8:99::/64 on lo). A datagram to
+# any of them is delivered to the uplink's wildcard-bound services. As the
+# named uplink (--network-uplink) its broadcast and anycast entries are
+# refused at prepare, naming the local table's entry (its own addresses are
+# a network of the host's choosing, as the fake internet's are); as the
+# caller's own namespace (forgeyard run in it, the default uplink: "the
+# host") its AnyIP blocks too, under restricted and fetch-only. Loopback
+# entries are not refused (explicit loopback rules stay allowed), nor an
+# address merely on the veth's subnet.
+local_routes_checks() {
+    LNS=$NS-local
+    net_netns "$LNS"
+    ip netns exec "$LNS" sh -c 'echo 1 >/proc/sys/net/ipv6/conf/all/forwarding' &&
+        ip -n "$LNS" link add fyb0 type veth peer name fyb1 &&
+        ip -n "$LNS" addr add 198.19.251.1/24 brd + dev fyb0 &&
+        ip -n "$LNS" addr add 2001:db8:77:1::5/64 dev fyb0 nodad &&
+        ip -n "$LNS" link set fyb0 up && ip -n "$LNS" link set fyb1 up &&
+        ip -n "$LNS" route add local 198.19.252.0/24 dev lo &&
+        ip -n "$LNS" -6 route add local 2001:db8:99::/64 dev lo || bad "setting up the local-routes uplink"
+    for _ in $(seq 50); do
+        ip -n "$LNS" -6 route show table local | grep -q '^anycast 2001:db8:77:1:: ' && break
+        sleep 0.1
+    done
+    ip -n "$LNS" -6 route show table local | grep -q '^anycast 2001:db8:77:1:: ' ||
+        { bad "no anycast route for 2001:db8:77:1::/64"; ip -n "$LNS" -6 route show table local; }
+    expect_local() { # what, message part, how (uplink: named; in: run in it), mode, options...
+        local what=$1 msg=$2 how=$3 mode=$4; shift 4
+        if [ "$how" = uplink ]; then
+            timeout 60 "$FY" run --profile standard-ci --network "$mode" --network-uplink "/run/netns/$LNS" "$@" \
+                -- /bin/true >/dev/null 2>"$TMP/err"
+        else
+            timeout 60 ip netns exec "$LNS" "$FY" run --profile standard-ci --network "$mode" "$@" \
+                -- /bin/true >/dev/null 2>"$TMP/err"
+        fi
+        local st=$?
+        if [ "$st" = 246 ] && grep -q -- "$msg" "$TMP/err" && grep -q 'destinations\[0\].host' "$TMP/err"; then
+            ok "$mode ($how): $what refused ($st)"
+        else bad "$mode ($how): $what: status $st, wanted 246 with \"$msg\""; cat "$TMP/err"; fi
+    }
+    local u="which the uplink /run/netns/$LNS delivers to itself" h="which the uplink (the host's network namespace)"
+    expect_local "the uplink's broadcast address" "covers 198.19.251.255/32, $u (broadcast route" uplink \
+        restricted --allow 198.19.251.255:514/udp
+    expect_local "a block over the uplink's broadcast address" "covers 198.19.251.255/32, $u (broadcast route" \
+        uplink restricted --allow 198.19.251.128/25:514/udp
+    expect_local "the uplink's subnet-router anycast address" "covers 2001:db8:77:1::/128, $u (anycast route" \
+        uplink restricted --allow '[2001:db8:77:1::/112]:514/udp'
+    expect_local "an address of the host's AnyIP block" "covers 198.19.252.0/24, $h delivers to itself (local route" \
+        in restricted --allow 198.19.252.7:80
+    expect_local "an IPv6 address of the host's AnyIP block" "covers 2001:db8:99::/64, $h delivers to itself (local" \
+        in restricted --allow '[2001:db8:99::7]:80'
+    expect_local "an address of the host's AnyIP block" "covers 198.19.252.0/24, $h delivers to itself (local route" \
+        in fetch-only --allow 198.19.252.7:80
+    expect_local "the host's broadcast address" "covers 198.19.251.255, the broadcast address of this host's fyb0" \
+        in fetch-only --allow 198.19.251.255:80
+    expect_local "an IPv4-mapped address of the host's AnyIP block" "covers 198.19.252.0/24, $h delivers to itself" \
+        in fetch-only --allow '[::ffff:198.19.252.7]:80'
+    timeout 60 "$FY" run --profile standard-ci --network restricted --network-uplink "/run/netns/$LNS" \
+        --allow 198.19.251.77:514/udp --allow '[2001:db8:77:1::77]:514/udp' --allow 127.0.0.1:80 --allow '[::1]:80' \
+        -- /bin/true >/dev/null 2>"$TMP/err" && ok "the uplink's other neighbours and loopback stay allowed" ||
+        { bad "the uplink's neighbours or loopback refused"; cat "$TMP/err"; }
+}
+# (on a host that has one of these addresses itself the core check would
+# refuse them first, for the host's own: not what this checks)
+if ip -o addr show | grep -qE ' (198\.19\.25[12]\.|2001:db8:77:1:|2001:db8:99:)'; then
+    echo "note: this host has an address of 198.19.251-252.0/24, 2001:db8:77:1::/64 or 2001:db8:99::/64:" \
+        "the uplink's local routes are not checked"
+else
+    local_routes_checks
+fi
 many=()
 for i in $(seq 1 1030); do many+=(--allow "198.51.$((i / 250)).$((i % 250 + 1)):80"); done
 expect_refused "1,030 destinations" 246 "network.destinations" "${many[@]}"

@@ -12,9 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <fcntl.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+
+#include "linux/linux-netlink.h"
 #endif
 
 #include "plan.h"
@@ -111,6 +116,26 @@ START_TEST(test_refusals_are_typed_and_named) {
         fy_error_free(e);
         e = NULL;
         done(&pl);
+        /* ... in its IPv4-mapped IPv6 spelling too (a socket connecting to
+         * ::ffff:a.b.c.d reaches a.b.c.d), as a name's mapped AAAA too */
+        char mapped[INET6_ADDRSTRLEN + 8];
+        snprintf(mapped, sizeof(mapped), "::ffff:%s", own_addr);
+        struct d own6[] = {{mapped, FY_PROTO_TCP, 80, 80}};
+        ck_assert_int_eq(build(own6, 1, &pl, &e), FY_E_POLICY);
+        ck_assert_str_eq(fy_error_location(e), "$.network.destinations[0].host");
+        ck_assert_ptr_nonnull(strstr(fy_error_message(e), "an address of this host"));
+        fy_error_free(e);
+        e = NULL;
+        done(&pl);
+        char line[128];
+        snprintf(line, sizeof(line), "%s own-mapped.test\n", mapped);
+        write_hosts(line);
+        struct d own_name[] = {{"own-mapped.test", FY_PROTO_TCP, 80, 80}};
+        ck_assert_int_eq(build(own_name, 1, &pl, &e), FY_E_POLICY);
+        ck_assert_ptr_nonnull(strstr(fy_error_message(e), "an address of this host"));
+        fy_error_free(e);
+        e = NULL;
+        done(&pl);
     } else {
         fprintf(stderr, "netplan: no non-loopback IPv4 address here: the own-address refusal is not exercised\n");
     }
@@ -136,6 +161,67 @@ START_TEST(test_refusals_are_typed_and_named) {
     ck_assert_int_eq(build(gone, 1, &pl, &e), FY_E_NOTFOUND);
     ck_assert_str_eq(fy_error_location(e), "$.network.host");
     fy_error_free(e);
+    done(&pl);
+}
+END_TEST
+
+/* An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the IPv4 address a.b.c.d
+ * to any socket that connects to it (the kernel sends IPv4): every rule
+ * inside ::ffff:0:0/96, given as an address, a block or by a name whose
+ * AAAA is mapped, becomes its IPv4 form before anything reads the rules,
+ * so the own- and special-address checks and every backend see IPv4. A
+ * block that contains all of ::ffff:0:0/96 is refused. */
+START_TEST(test_mapped_addresses_are_ipv4) {
+    write_hosts("198.51.100.7 mirror.test\n::ffff:198.51.100.9 mapped.test\n");
+    struct d ds[] = {
+        {"mirror.test", FY_PROTO_TCP, 443, 443},
+        {"::ffff:198.51.100.7", FY_PROTO_TCP, 443, 443},  /* the same tuple as mirror.test's */
+        {"::ffff:198.51.100.0/120", FY_PROTO_UDP, 53, 53},
+        {"mapped.test", FY_PROTO_TCP, 80, 80},
+    };
+    struct fy_plan pl;
+    fy_error *e = NULL;
+    ck_assert_msg(build(ds, 4, &pl, &e) == 0, "%s", fy_error_message(e));
+    const char *want[] = {"198.51.100.0/24 udp 53-53", "198.51.100.7/32 tcp 443-443", "198.51.100.9/32 tcp 80-80"};
+    ck_assert_uint_eq(pl.nnet_rules, 3);
+    for (size_t i = 0; i < 3; i++) {
+        char t[96];
+        ck_assert_str_eq(plan_net_rule_text(&pl.net_rules[i], t, sizeof(t)), want[i]);
+        ck_assert_uint_eq(pl.net_rules[i].family, 4);
+    }
+    ck_assert_str_eq(pl.net_hosts, "198.51.100.7\tmirror.test\n198.51.100.9\tmapped.test\n");
+    done(&pl);
+
+    /* Special IPv4 addresses in their mapped spelling: refused as IPv4
+     * ("this network": connecting to ::ffff:0.0.0.0 reaches the host). */
+    static const struct { const char *host, *why; } special[] = {
+        {"::ffff:0.0.0.0", "this network"},
+        {"::ffff:255.255.255.255", "broadcast"},
+        {"::ffff:240.0.0.0/100", "broadcast"},
+        {"::ffff:224.0.0.1", "IPv4 multicast"},
+        {"::ffff:0.0.0.0/96", "every IPv4 address"},
+        {"::/80", "::ffff:0:0/96"},
+        {"::/64", "::ffff:0:0/96"},
+        {"::ff00:0:0/88", "::ffff:0:0/96"},
+    };
+    for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++) {
+        struct d one[] = {{"mirror.test", FY_PROTO_TCP, 443, 443}, {special[i].host, FY_PROTO_TCP, 80, 80}};
+        ck_assert_msg(build(one, 2, &pl, &e) == FY_E_POLICY, "%s accepted", special[i].host);
+        ck_assert_str_eq(fy_error_location(e), "$.network.destinations[1].host");
+        ck_assert_msg(strstr(fy_error_message(e), special[i].why), "%s: %s", special[i].host, fy_error_message(e));
+        fy_error_free(e);
+        e = NULL;
+        done(&pl);
+    }
+    /* Blocks beside ::ffff:0:0/96 stay IPv6: the IPv4-compatible ::/96
+     * (:: itself is refused as unspecified), 64:ff9b::/96 (NAT64), and a
+     * block inside ::ffff:0:0/96 is IPv4. */
+    struct d v6[] = {{"64:ff9b::/96", FY_PROTO_TCP, 80, 80}, {"::ffff:198.51.100.128/121", FY_PROTO_TCP, 80, 80}};
+    ck_assert_msg(build(v6, 2, &pl, &e) == 0, "%s", fy_error_message(e));
+    ck_assert_uint_eq(pl.nnet_rules, 2);
+    char t[96];
+    ck_assert_str_eq(plan_net_rule_text(&pl.net_rules[0], t, sizeof(t)), "198.51.100.128/25 tcp 80-80");
+    ck_assert_str_eq(plan_net_rule_text(&pl.net_rules[1], t, sizeof(t)), "64:ff9b::/96 tcp 80-80");
     done(&pl);
 }
 END_TEST
@@ -264,8 +350,9 @@ static int lo_addresses_child(void) {
     fy_error *e = NULL;
     const struct d cases[][1] = {{{"198.18.0.77", FY_PROTO_TCP, 80, 80}},
                                  {{"198.18.0.0/24", FY_PROTO_TCP, 443, 443}},
-                                 {{"2001:db8:77::1", FY_PROTO_TCP, 80, 80}}};
-    for (int i = 0; i < 3; i++) {
+                                 {{"2001:db8:77::1", FY_PROTO_TCP, 80, 80}},
+                                 {{"::ffff:198.18.0.77", FY_PROTO_TCP, 80, 80}}};
+    for (int i = 0; i < 4; i++) {
         int r = build(cases[i], 1, &pl, &e);
         bool named = r == FY_E_POLICY && strstr(fy_error_message(e), "an address of this host") != NULL;
         fy_error_free(e);
@@ -278,7 +365,7 @@ static int lo_addresses_child(void) {
     int r = build(loop, 2, &pl, &e);
     fy_error_free(e);
     done(&pl);
-    return r == 0 ? 0 : 13;
+    return r == 0 ? 0 : 19;
 }
 
 START_TEST(test_addresses_on_loopback_interface) {
@@ -295,7 +382,85 @@ START_TEST(test_addresses_on_loopback_interface) {
         return;
     }
     ck_assert_msg(WEXITSTATUS(st) == 0, "step %d: %s", WEXITSTATUS(st),
-                  WEXITSTATUS(st) == 13 ? "loopback addresses refused" : "an address on lo was accepted");
+                  WEXITSTATUS(st) == 19 ? "loopback addresses refused" : "an address on lo was accepted");
+}
+END_TEST
+/* A host delivers locally not only its interfaces' unicast addresses but
+ * their IPv4 broadcast address and, for each IPv6 prefix (when it
+ * forwards), the subnet-router anycast address (the prefix, host bits
+ * zero): a datagram to one reaches every wildcard-bound service of the
+ * host. A rule covering either is refused like an own address. Here in a
+ * network namespace of the test's own with a veth pair: 198.18.5.1/24
+ * (broadcast 198.18.5.255) and 2001:db8:5::1:5/64 (anycast 2001:db8:5::)
+ * on fyt0. Exit status: 0 as expected, 10 + the failing case. */
+static int broadcast_anycast_child(void) {
+    if (unshare(geteuid() == 0 ? CLONE_NEWNET : CLONE_NEWUSER | CLONE_NEWNET) != 0)
+        return 2;
+    int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (self < 0 || nl < 0 || lnl_link_veth(lnl_ready(nl), "fyt0", "fyt1", self) < 0)
+        return 3;
+    int s4 = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "fyt0");
+    struct sockaddr_in *sin = (struct sockaddr_in *)(void *)&ifr.ifr_addr;
+    sin->sin_family = AF_INET;
+    inet_pton(AF_INET, "198.18.5.1", &sin->sin_addr);
+    if (s4 < 0 || ioctl(s4, SIOCSIFADDR, &ifr) < 0)
+        return 4;
+    inet_pton(AF_INET, "255.255.255.0", &sin->sin_addr);
+    if (ioctl(s4, SIOCSIFNETMASK, &ifr) < 0)
+        return 4;
+    inet_pton(AF_INET, "198.18.5.255", &sin->sin_addr);
+    if (ioctl(s4, SIOCSIFBRDADDR, &ifr) < 0)
+        return 4;
+    struct fy_in6_ifreq r6 = {.prefixlen = 64, .ifindex = (int)if_nametoindex("fyt0")};
+    inet_pton(AF_INET6, "2001:db8:5::1:5", &r6.addr);
+    if (s6 < 0 || r6.ifindex <= 0 || ioctl(s6, SIOCSIFADDR, &r6) < 0)
+        return 5;
+    struct fy_plan pl;
+    fy_error *e = NULL;
+    static const struct { const char *host, *why; } cases[] = {
+        {"198.18.5.255", "the broadcast address of this host's fyt0"},
+        {"198.18.5.128/25", "the broadcast address of this host's fyt0"},
+        {"::ffff:198.18.5.255", "the broadcast address of this host's fyt0"},
+        {"2001:db8:5::", "the subnet-router anycast address of this host's 2001:db8:5::/64 (fyt0)"},
+        {"2001:db8:5::/112", "the subnet-router anycast address of this host's 2001:db8:5::/64 (fyt0)"},
+        {"198.18.5.2", NULL}, /* neither: accepted */
+        {"2001:db8:5::2", NULL},
+    };
+    for (int i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+        const struct d one[] = {{cases[i].host, FY_PROTO_UDP, 514, 514}};
+        int r = build(one, 1, &pl, &e);
+        bool ok = cases[i].why ? r == FY_E_POLICY && strstr(fy_error_message(e), cases[i].why) != NULL &&
+                                     strcmp(fy_error_location(e), "$.network.destinations[0].host") == 0
+                               : r == 0;
+        if (!ok)
+            fprintf(stderr, "netplan: %s: %d %s\n", cases[i].host, r, e ? fy_error_message(e) : "");
+        fy_error_free(e);
+        e = NULL;
+        done(&pl);
+        if (!ok)
+            return 10 + i;
+    }
+    return 0;
+}
+
+START_TEST(test_broadcast_and_anycast_addresses) {
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(broadcast_anycast_child());
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st), "the child ended with status %d", st);
+    if (WEXITSTATUS(st) >= 2 && WEXITSTATUS(st) <= 5) {
+        fprintf(stderr, "netplan: no network namespace with a veth of our own (step %d): the broadcast and anycast "
+                        "cases are not exercised\n", WEXITSTATUS(st));
+        return;
+    }
+    ck_assert_msg(WEXITSTATUS(st) == 0, "case %d accepted or refused wrongly", WEXITSTATUS(st) - 10);
 }
 END_TEST
 #endif
@@ -306,11 +471,13 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_names_resolve_sorted_and_deduplicated);
     tcase_add_test(tc, test_refusals_are_typed_and_named);
+    tcase_add_test(tc, test_mapped_addresses_are_ipv4);
     tcase_add_test(tc, test_fetch_only_keeps_each_name);
     tcase_add_test(tc, test_other_modes_have_no_rules);
     tcase_add_test(tc, test_host_settings);
 #ifdef __linux__
     tcase_add_test(tc, test_addresses_on_loopback_interface);
+    tcase_add_test(tc, test_broadcast_and_anycast_addresses);
 #endif
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -1017,6 +1017,16 @@ static const struct neg NEGS_TABLE[] = {
     NEG("file secret target .", J({"secrets":[{"name":"a","delivery":"file","target":".a","file":"/etc/fy/a"}]}), J({"secrets":[{"name":"a","delivery":"file","target":".","file":"/etc/fy/a"}]}), "$.secrets[0].target"),
     NEG("file secret target empty", J({"secrets":[{"name":"a","delivery":"file","target":"a","file":"/etc/fy/a"}]}), J({"secrets":[{"name":"a","delivery":"file","target":"","file":"/etc/fy/a"}]}), "$.secrets[0].target"),
     NEG("file secret target absolute", J({"secrets":[{"name":"a","delivery":"file","target":"a","file":"/etc/fy/a"}]}), J({"secrets":[{"name":"a","delivery":"file","target":"/etc/passwd","file":"/etc/fy/a"}]}), "$.secrets[0].target"),
+    /* A job member's name that inet_aton(3) reads as an IPv4 address: glibc
+     * answers it as that address before it reads /etc/hosts, so in every
+     * peer the member would be 127.0.0.1 (0x7f000001, 2130706433, 017...),
+     * 0.0.0.0 ("0") or another address, never the member. */
+    NEG("job member 0x7f000001", J({"network":{"job":{"member":"x7f000001"}}}), J({"network":{"job":{"member":"0x7f000001"}}}), "$.network.job.member"),
+    NEG("job member 2130706433", J({"network":{"job":{"member":"a2130706433"}}}), J({"network":{"job":{"member":"2130706433"}}}), "$.network.job.member"),
+    NEG("job member 0", J({"network":{"job":{"member":"o"}}}), J({"network":{"job":{"member":"0"}}}), "$.network.job.member"),
+    NEG("job member 1234", J({"network":{"job":{"member":"1234-db"}}}), J({"network":{"job":{"member":"1234"}}}), "$.network.job.member"),
+    NEG("job member 017", J({"network":{"job":{"member":"017a"}}}), J({"network":{"job":{"member":"017"}}}), "$.network.job.member"),
+    NEG("job member 0x", J({"network":{"job":{"member":"0xg"}}}), J({"network":{"job":{"member":"0x"}}}), "$.network.job.member"),
 };
 #define N_NEGS (sizeof(NEGS_TABLE) / sizeof(NEGS_TABLE[0]))
 

@@ -13,6 +13,8 @@ struct ifaddrs {
     char *ifa_name;
     unsigned int ifa_flags;
     struct sockaddr *ifa_addr;
+    struct sockaddr *ifa_netmask;
+    struct sockaddr *ifa_broadaddr;
 };
 
 static inline int getifaddrs(struct ifaddrs **ifap) {
