@@ -2006,6 +2006,15 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     /* (A pre-started shell did this before its claim.) */
     if (!a->prestarted)
         lx_default_signals();
+    /* A session keyring of the sandbox's own, before anything of the
+     * workload runs (the workload process forked below inherits it, and its
+     * seccomp filter comes later): the one we inherited is the host
+     * program's, and possession grants its keys to any uid, so without
+     * this only the seccomp profile's keyctl row kept them from the
+     * workload. Failing that, no start (a full key quota: EDQUOT). */
+    int kr = sys_own_session_keyring();
+    if (kr < 0)
+        die(sfd, FY_STEP_SPAWN, -kr);
     /* With namespaces the workload process is forked first of all, as pid
      * 2 (early_workload): it makes the network namespace and loads its
      * seccomp filter, the two costliest steps of a start, while the host

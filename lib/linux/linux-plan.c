@@ -764,6 +764,10 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     json_object_set_new(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
+    /* (forgeyard-init joins it before anything of the workload runs:
+     * linux-child.c, sys_own_session_keyring) */
+    json_object_set_new(o, "keyring", json_string("own: a fresh, empty session keyring (the caller's session "
+                                                  "keyring and its keys are out of reach, seccomp or not)"));
     json_t *sc = json_null();
     if (pl->bpf) {
         sc = json_pack("{sssIss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
