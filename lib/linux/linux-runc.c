@@ -582,6 +582,9 @@ static int runc_compile_as(const char *runtime, const struct fy_plan *np, const 
                                                     "for the OCI runtime"));
     json_object_set_new(iso, "landlock_abi", json_integer(0));
     json_object_set_new(iso, "init", json_string("the OCI runtime's (the command is the container's pid 1)"));
+    json_object_set_new(iso, "keyring", json_string("own: a fresh, empty session keyring, joined before the runtime "
+                                                    "runs (the caller's session keyring and its keys are out of "
+                                                    "reach; the runtime's --no-new-keyring keeps it)"));
     json_object_set_new(iso, "filesystem",
                         json_string("container image through the OCI runtime: overlay of its read-only layers and a "
                                     "fresh tmpfs upper, mounted by the library in a private mount namespace; the "
