@@ -1771,8 +1771,12 @@ START_TEST(test_keyring_under_host_filter) {
             if (fy_prepare(p, NULL, argv, &pr, NULL) < 0)
                 _exit(3);
             int rc = start_attempt(pr, &h, &e);
-            if (rc < 0)
-                _exit(only_keyctl && fy_error_step(e) == FY_STEP_SPAWN ? 0 : 4);
+            if (rc < 0) {
+                if (only_keyctl && fy_error_step(e) == FY_STEP_SPAWN)
+                    _exit(0);
+                fprintf(stderr, "start: step %u: %s\n", fy_error_step(e), fy_error_message(e));
+                _exit(4);
+            }
             if (fy_handle_wait(h, 60000000, &res, NULL) != 1)
                 _exit(5);
             int outcome = fy_result_outcome(res);
