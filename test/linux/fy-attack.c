@@ -150,6 +150,32 @@ static int cmd_keyring(const char *desc) {
     return 0;
 }
 
+/* ptys N: the options of the devpts mounted at /dev/pts (its line of
+ * /proc/self/mountinfo, "pts-options ..."), then opens /dev/ptmx until it
+ * fails, at most N times: "opened K" and "denied ERRNO ptmx" (or "ok ptmx"
+ * when all N opened). Every master stays open until the end. */
+static int cmd_ptys(const char *arg) {
+    FILE *mi = fopen("/proc/self/mountinfo", "re");
+    char line[1024];
+    while (mi && fgets(line, sizeof(line), mi))
+        if (strstr(line, " /dev/pts ") && strstr(line, " - devpts "))
+            printf("pts-options %s", strstr(line, " - devpts "));
+    if (mi)
+        fclose(mi);
+    long n = atol(arg), k = 0;
+    if (n < 0 || n > 4096)
+        n = 4096;
+    int err = 0;
+    for (; k < n; k++)
+        if (open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC) < 0) {
+            err = errno;
+            break;
+        }
+    printf("opened %ld\n", k);
+    errno = err;
+    return report(err ? -1 : 0, "ptmx");
+}
+
 /* keyread ID: a key of the host read by its number (no possession). */
 static int cmd_keyread(const char *id) {
     char buf[256];
@@ -195,6 +221,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(c, "keyctl"))
         return report(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0), "keyctl");
+    if (!strcmp(c, "ptys"))
+        return cmd_ptys(arg);
     if (!strcmp(c, "keyring"))
         return cmd_keyring(arg);
     if (!strcmp(c, "keyread"))

@@ -1792,6 +1792,43 @@ START_TEST(test_keyring_under_host_filter) {
 }
 END_TEST
 
+/* A private devpts instance holds at most limits.kernel_counts.ptys
+ * terminals (its max=): the kernel's pool of terminals beyond its reserve
+ * is one for every devpts instance of the host, and without a cap one
+ * attempt could take all of it from every other sandbox and container.
+ * The workload opens /dev/ptmx until it fails, ten more times than the cap
+ * at most (a cap of at most LX_PTY_CAP: a few hundred terminals, for a moment). */
+START_TEST(test_private_pty_cap) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_pty(p, FY_DEVICES_PRIVATE, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_NOFILE, 4096, NULL), 0);
+    char *pmax = slurp("/proc/sys/kernel/pty/max"), *pres = slurp("/proc/sys/kernel/pty/reserve");
+    long pool = atol(pmax) - atol(pres);
+    free(pmax);
+    free(pres);
+    long cap = pool / 8 < LX_PTY_CAP ? pool / 8 : LX_PTY_CAP;
+    if (cap < 1)
+        cap = 1;
+    char n[32], want[48];
+    snprintf(n, sizeof(n), "%ld", cap + 10);
+    struct run r;
+    run_attack(p, "ptys", n, &r);
+    snprintf(want, sizeof(want), ",max=%ld", cap);
+    ck_assert_msg(strstr(r.out, "pts-options ") && strstr(r.out, want), "no %s on /dev/pts: %s", want, r.out);
+    const char *o = strstr(r.out, "opened ");
+    ck_assert_msg(o && atol(o + 7) <= cap, "more terminals than the cap (%ld): %s", cap, r.out);
+    ASSERT_OUT(&r, "denied ENOSPC ptmx");
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    char key[48];
+    snprintf(key, sizeof(key), "\"ptys\": %ld", cap);
+    ck_assert_msg(strstr(json, key), "%s", json);
+    free(json);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_etc_databases_and_trust) {
     fy_policy *p = policy(); /* release: no network, no certificates */
     check_etc_extras(p, false);
@@ -4210,10 +4247,11 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tn, 600);
     tcase_add_loop_test(tn, test_network_probes_each_mode, 0, 3);
     suite_add_tcase(s, tn);
-    /* The caller's keyring (CK_RUN_CASE=keys-ptys). */
+    /* The caller's keyring and the kernel's terminals (CK_RUN_CASE=keys-ptys). */
     TCase *tk = tcase_create("keys-ptys");
     tcase_set_timeout(tk, 120);
     tcase_add_test(tk, test_host_keyring_unreachable);
+    tcase_add_test(tk, test_private_pty_cap);
     tcase_add_test(tk, test_keyring_under_host_filter);
     suite_add_tcase(s, tk);
     /* Its own case too (CK_RUN_CASE=bind-submounts). */
