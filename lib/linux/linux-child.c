@@ -1402,6 +1402,16 @@ static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_w
     send_msg(sfd, CM_LANDLOCK, 0, 0, pl->ll_abi, 0);
 }
 
+/* Leaves the session keyring we inherited, the host program's (possession
+ * grants its keys to any uid: without this only the seccomp profile's
+ * keyctl row kept them from the workload), for a fresh, empty one; failing
+ * that, no start (a full key quota of the owner: EDQUOT). */
+static void own_session_keyring(int sfd) {
+    int r = sys_own_session_keyring();
+    if (r < 0)
+        die(sfd, FY_STEP_SPAWN, -r);
+}
+
 /* ---- the workload (pid 2: the first process init forks) ---- */
 
 /* The workload's seccomp filter (its listener, if any, to the library). */
@@ -1621,6 +1631,7 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
     int sfd = a->status_fd;
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die(sfd, FY_STEP_SPAWN, errno);
+    own_session_keyring(sfd); /* (before the filter, which refuses keyctl) */
     /* (A pre-started shell made it already: we are in it.) */
     int ns = pl->use_netns && !a->netns_made && !a->netns_host ? make_netns(sfd) : -1;
     /* Restricted: straight to the host too, which links it to the router
@@ -2067,6 +2078,12 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     int tasks[LX_GO_MAX_FDS + 1];
     if (!a->prestarted)
         receive_go(a->sync_fd, sfd, tasks);
+    /* A session keyring of our own (the workload process of the
+     * namespace levels joined one of its own: early_workload; the process
+     * level's, forked at the end, inherits this one). After the first
+     * go-ahead: a failure before our ids are mapped would read as the
+     * host's failure to map them. */
+    own_session_keyring(sfd);
     /* Not dumpable from here on (the host needed us dumpable to write our
      * id maps as a rootless caller): forgeyard-init's memory belongs to our
      * own user namespace, and the workload, once it runs, must never find

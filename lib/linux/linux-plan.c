@@ -312,6 +312,18 @@ static uint64_t read_sysctl_u64(const char *path) {
     return errno || end == b ? 0 : (uint64_t)v;
 }
 
+/* The max= of a private devpts instance (linux-plan.h LX_PTY_CAP): without
+ * one, a single attempt could hold every terminal of the pool and leave
+ * every other sandbox, container and new devpts instance of the host with
+ * ENOSPC from /dev/ptmx. */
+static uint32_t pty_cap(void) {
+    uint64_t max = read_sysctl_u64("/proc/sys/kernel/pty/max"), reserve = read_sysctl_u64("/proc/sys/kernel/pty/reserve");
+    if (max == 0)
+        return LX_PTY_CAP; /* unreadable: the fixed cap */
+    uint64_t share = (max > reserve ? max - reserve : 0) / LX_UCOUNT_SHARE;
+    return share == 0 ? 1 : share < LX_PTY_CAP ? (uint32_t)share : LX_PTY_CAP;
+}
+
 /* A sandbox of its own user namespace takes at most 1/LX_UCOUNT_SHARE of
  * each per-user budget it draws from: the ucounts above (written by
  * forgeyard-init into its namespace), and the two rlimit-counted ones the
@@ -362,6 +374,7 @@ static json_t *report_shares(const struct linux_plan *pl) {
                 v = json_integer((json_int_t)pl->rlimits[j].lim.rlim_cur);
         json_object_set_new(k, rl[i].name, v);
     }
+    json_object_set_new(k, "ptys", pl->pty_max ? json_integer((json_int_t)pl->pty_max) : json_null());
     json_object_set_new(k, "share",
                         pl->clone_flags & CLONE_NEWUSER
                             ? json_sprintf("1/%d of the host's per-user limit: the sandbox's user namespace draws "
@@ -764,6 +777,10 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     json_object_set_new(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
+    /* (forgeyard-init joins it before anything of the workload runs:
+     * linux-child.c, sys_own_session_keyring) */
+    json_object_set_new(o, "keyring", json_string("own: a fresh, empty session keyring (the caller's session "
+                                                  "keyring and its keys are out of reach, seccomp or not)"));
     json_t *sc = json_null();
     if (pl->bpf) {
         sc = json_pack("{sssIss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
@@ -1024,8 +1041,11 @@ static int compile_layout(struct linux_plan *pl, struct builder *b, const struct
             /* A new devpts instance (never the host's), whose ptmx anyone
              * may open; each terminal belongs to the process that made it. */
             if ((op = add_op(b, MK_DEVPTS, 0, e->target))) {
+                char opts[80];
+                pl->pty_max = pty_cap();
+                snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,max=%u", (unsigned)pl->pty_max);
                 op->step = FY_STEP_DEV;
-                if (!(op->data = plan_str(pl, "newinstance,ptmxmode=0666,mode=0620")))
+                if (!(op->data = plan_str(pl, opts)))
                     b->oom = true;
             }
             add_rule(b, e->target, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |

@@ -102,6 +102,11 @@ struct child_msg {
 #define LX_UC_FANOTIFY_MARKS    3
 #define LX_NUCOUNTS             4
 #define LX_UCOUNT_SHARE         8
+/* The terminals of a private devpts instance (max=): the kernel's pool,
+ * kernel.pty.max less kernel.pty.reserve (which only the host's first
+ * instance may use), is one for every other instance of the host, so a
+ * sandbox gets 1/LX_UCOUNT_SHARE of it, and never more than LX_PTY_CAP. */
+#define LX_PTY_CAP              256
 struct child_rlimit {
     int resource;
     struct rlimit lim;
@@ -178,6 +183,9 @@ struct linux_plan {
      * draws from its owner's budget (LX_UC_*; 0: left alone): forgeyard-init
      * writes them to its namespace's /proc/sys/user before the workload. */
     uint32_t ucount_max[LX_NUCOUNTS];
+    /* The private devpts instance's max= (lx_pty_cap; 0: no private
+     * terminals): limits.kernel_counts.ptys. */
+    uint32_t pty_max;
     /* the command */
     char **argv;                 /* borrowed from the neutral plan */
     char **envp;                 /* NULL-terminated; secrets are added per start */

@@ -221,6 +221,18 @@ __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
         sa.sa_handler = SIG_DFL;
         (void)sigaction(sig, &sa, NULL);
     }
+    /* runc and the container inherit this process's session keyring, and
+     * runc runs with --no-new-keyring: a fresh, empty one of the attempt's
+     * own (root's, from root's key quota), never the host program's, whose
+     * keys the container would hold by possession with no seccomp filter
+     * to stop keyctl(2). (runc's own new keyring is named and charged to
+     * the container's uid, which every root caller's container shares: a
+     * container that filled that quota would stop every other start.) */
+    int kr = sys_own_session_keyring();
+    if (kr < 0) {
+        errno = -kr;
+        middle_fail(m, FY_STEP_RUNTIME);
+    }
     for (size_t i = 0; i < m->ntask; i++)
         if (syscall(SYS_write, m->task_fds[i], "0", 1) < 0)
             middle_fail(m, FY_STEP_CGROUP);

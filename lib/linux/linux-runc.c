@@ -326,6 +326,8 @@ static char *runtime_limits(const struct linux_plan *pl, const char *applied, js
         const char *key;
         json_t *v;
         json_object_foreach(k, key, v) {
+            if (!strcmp(key, "ptys"))
+                continue; /* the devpts instance's max=, in config.json too */
             json_t *set = json_object_get(rlim_values, key);
             json_object_set(k, key, set ? set : json_null());
         }
@@ -362,8 +364,8 @@ static json_t *mount_obj(const char *dst, const char *type, const char *src, jso
 }
 
 /* The mounts, masked and read-only paths of the plan's layout. */
-static int layout(const struct fy_plan *np, struct runc_plan *rp, struct arena *ar, json_t *mounts, json_t *masked,
-                  json_t *ro, fy_error **reterr) {
+static int layout(const struct fy_plan *np, const struct linux_plan *pl, struct runc_plan *rp, struct arena *ar,
+                  json_t *mounts, json_t *masked, json_t *ro, fy_error **reterr) {
     const char **files = arena_keep(ar, calloc(np->nentries + 1, sizeof(char *)));
     if (!files)
         return FY_E_NOMEM;
@@ -381,10 +383,14 @@ static int layout(const struct fy_plan *np, struct runc_plan *rp, struct arena *
         case PE_PROC_RO:
             json_array_append_new(ro, json_string(e->target));
             continue;
-        case PE_PTYS:
+        case PE_PTYS: {
+            /* (max=: the plan's share of the host's terminals, linux-plan.c pty_cap) */
+            char max[24];
+            snprintf(max, sizeof(max), "max=%u", (unsigned)pl->pty_max);
             m = mount_obj(e->target, "devpts", "devpts",
-                          json_pack("[sssss]", "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"));
+                          json_pack("[ssssss]", "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", max));
             break;
+        }
         case PE_TMPFS: {
             char size[48], mode[24], inodes[40];
             snprintf(size, sizeof(size), "size=%llu", (unsigned long long)e->size);
@@ -479,7 +485,7 @@ static int runc_compile_as(const char *runtime, const struct fy_plan *np, const 
         json_array_append_new(masked, json_string(masked_default[i]));
     json_array_append_new(mounts, mount_obj("/dev", "tmpfs", "tmpfs",
                                             json_pack("[ssss]", "nosuid", "noexec", "mode=755", "size=65536k")));
-    if ((r = layout(np, rp, &pl->arena, mounts, masked, ro, reterr)) < 0)
+    if ((r = layout(np, pl, rp, &pl->arena, mounts, masked, ro, reterr)) < 0)
         goto fail;
 
     /* The process: no capabilities, no_new_privileges, the plan's ids,
@@ -582,6 +588,9 @@ static int runc_compile_as(const char *runtime, const struct fy_plan *np, const 
                                                     "for the OCI runtime"));
     json_object_set_new(iso, "landlock_abi", json_integer(0));
     json_object_set_new(iso, "init", json_string("the OCI runtime's (the command is the container's pid 1)"));
+    json_object_set_new(iso, "keyring", json_string("own: a fresh, empty session keyring, joined before the runtime "
+                                                    "runs (the caller's session keyring and its keys are out of "
+                                                    "reach; the runtime's --no-new-keyring keeps it)"));
     json_object_set_new(iso, "filesystem",
                         json_string("container image through the OCI runtime: overlay of its read-only layers and a "
                                     "fresh tmpfs upper, mounted by the library in a private mount namespace; the "

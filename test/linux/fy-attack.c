@@ -55,6 +55,9 @@ static const char *ename(int e) {
     case EOPNOTSUPP: return "EOPNOTSUPP";
     case EMFILE: return "EMFILE";
     case EFBIG: return "EFBIG";
+    case ENOKEY: return "ENOKEY";
+    case ENOSPC: return "ENOSPC";
+    case EDQUOT: return "EDQUOT";
     default: return "EOTHER";
     }
 }
@@ -128,6 +131,62 @@ static int cmd_fds(void) {
     return 0;
 }
 
+/* keyring DESC: the session keyring the workload holds, and whether a
+ * "user" key named DESC (one the test planted in the HOST's session
+ * keyring) can be found in it or read. Prints "session ID" first; then
+ * "ok keyring found ID read: PAYLOAD" or "denied ERRNO keyring search". */
+static int cmd_keyring(const char *desc) {
+    long s = syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3 /* session */, 0);
+    printf("session %ld\n", s < 0 ? -(long)errno : s);
+    long k = syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -3, "user", desc, 0);
+    if (k < 0)
+        return report(-1, "keyring search");
+    char buf[256];
+    long n = syscall(SYS_keyctl, 11 /* KEYCTL_READ */, k, buf, sizeof(buf) - 1);
+    if (n < 0)
+        return report(-1, "keyring read");
+    buf[n < (long)sizeof(buf) - 1 ? n : (long)sizeof(buf) - 1] = '\0';
+    printf("ok keyring found %ld read: %s\n", k, buf);
+    return 0;
+}
+
+/* ptys N: the options of the devpts mounted at /dev/pts (its line of
+ * /proc/self/mountinfo, "pts-options ..."), then opens /dev/ptmx until it
+ * fails, at most N times: "opened K" and "denied ERRNO ptmx" (or "ok ptmx"
+ * when all N opened). Every master stays open until the end. */
+static int cmd_ptys(const char *arg) {
+    FILE *mi = fopen("/proc/self/mountinfo", "re");
+    char line[1024];
+    while (mi && fgets(line, sizeof(line), mi))
+        if (strstr(line, " /dev/pts ") && strstr(line, " - devpts "))
+            printf("pts-options %s", strstr(line, " - devpts "));
+    if (mi)
+        fclose(mi);
+    long n = atol(arg), k = 0;
+    if (n < 0 || n > 4096)
+        n = 4096;
+    int err = 0;
+    for (; k < n; k++)
+        if (open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC) < 0) {
+            err = errno;
+            break;
+        }
+    printf("opened %ld\n", k);
+    errno = err;
+    return report(err ? -1 : 0, "ptmx");
+}
+
+/* keyread ID: a key of the host read by its number (no possession). */
+static int cmd_keyread(const char *id) {
+    char buf[256];
+    long n = syscall(SYS_keyctl, 11 /* KEYCTL_READ */, atol(id), buf, sizeof(buf) - 1);
+    if (n < 0)
+        return report(-1, "keyread");
+    buf[n < (long)sizeof(buf) - 1 ? n : (long)sizeof(buf) - 1] = '\0';
+    printf("ok keyread: %s\n", buf);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2)
         return 2;
@@ -162,6 +221,12 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(c, "keyctl"))
         return report(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0), "keyctl");
+    if (!strcmp(c, "ptys"))
+        return cmd_ptys(arg);
+    if (!strcmp(c, "keyring"))
+        return cmd_keyring(arg);
+    if (!strcmp(c, "keyread"))
+        return cmd_keyread(arg);
     if (!strcmp(c, "add_key"))
         return report(syscall(SYS_add_key, "user", "fy", "x", 1, -3), "add_key");
     if (!strcmp(c, "perf")) {

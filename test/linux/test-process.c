@@ -650,6 +650,54 @@ START_TEST(test_process_level_ipc) {
 }
 END_TEST
 
+/* The host program's session keyring is out of the process-level
+ * workload's reach with the seccomp control off (keyctl(2) then allowed):
+ * it holds a fresh session keyring, not the caller's. The test process (a
+ * forked Check child) plants a key with a random payload in a session
+ * keyring of its own; the workload looks for it by name and by number. */
+START_TEST(test_process_level_host_keyring) {
+    deny_userns();
+    unsigned char rnd[12];
+    char payload[32], desc[64], id[32], ses[40];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    ck_assert_int_eq(read(fd, rnd, sizeof(rnd)), (ssize_t)sizeof(rnd));
+    close(fd);
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(payload + 2 * i, 3, "%02x", rnd[i]);
+    snprintf(desc, sizeof(desc), "fy-test-host-key-%d", (int)getpid());
+    long s = syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, NULL);
+    ck_assert_msg(s > 0, "join a session keyring: %s", strerror(errno));
+    long key = syscall(SYS_add_key, "user", desc, payload, strlen(payload), -3 /* session */);
+    ck_assert_msg(key > 0, "add_key: %s", strerror(errno));
+    ck_assert_int_eq(syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -3, "user", desc, 0), key);
+    snprintf(id, sizeof(id), "%ld", key);
+    snprintf(ses, sizeof(ses), "session %ld\n", s);
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_SECCOMP, FY_MODE_OFF, NULL), 0);
+    const char *argv[] = {attack, "keyring", desc, NULL};
+    char *out = NULL, *json = NULL;
+    fy_result *res = run(p, argv, &out);
+    ck_assert_msg(!strstr(out, payload), "the workload read the host's key: %s", out);
+    ck_assert_msg(!strstr(out, ses), "the workload holds the host's session keyring: %s", out);
+    ck_assert_msg(strstr(out, "session ") && strstr(out, "denied ENOKEY keyring search"), "%s", out);
+    ck_assert_int_eq(fy_result_to_json(res, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "\"keyring\": \"own:"), "%s", json);
+    free(json);
+    free(out);
+    fy_result_free(res);
+    const char *argv2[] = {attack, "keyread", id, NULL};
+    res = run(p, argv2, &out);
+    ck_assert_msg(!strstr(out, payload), "the workload read the host's key: %s", out);
+    ck_assert_msg(strstr(out, "denied EACCES keyread"), "%s", out);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+    ck_assert_int_eq(syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -3, "user", desc, 0), key);
+}
+END_TEST
+
 static fy_handle *start_ignore_term(fy_policy *p, const char *const *argv) {
     fy_prepared *pr = NULL;
     ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
@@ -936,6 +984,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_start_fd_pressure);
     tcase_add_test(tc, test_process_level_host_umask);
     tcase_add_test(tc, test_process_level_ipc);
+    tcase_add_test(tc, test_process_level_host_keyring);
     tcase_add_test(tc, test_process_level_landlock_scoping);
     tcase_add_test(tc, test_process_level_secrets_need_landlock);
     tcase_add_test(tc, test_process_level_refuses_owner_id);

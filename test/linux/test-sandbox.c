@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/mount.h>
@@ -1319,6 +1320,57 @@ START_TEST(test_quiet_denials) {
 }
 END_TEST
 
+/* The host program's session keyring (where a runner keeps registry,
+ * Kerberos or fscrypt tokens) is out of the workload's reach even with the
+ * seccomp control off, which leaves keyctl(2) to it: the sandbox holds a
+ * fresh session keyring of its own, not the caller's by possession. The
+ * test process (a forked Check child) joins a keyring of its own, plants a
+ * key with a random payload in it, and the workload looks for the key by
+ * name (search of its session keyring) and by number (no possession). */
+static long plant_host_key(char *desc, size_t dsize, char *payload, size_t psize) {
+    unsigned char rnd[12];
+    ck_assert_int_eq(getrandom(rnd, sizeof(rnd), 0), (ssize_t)sizeof(rnd));
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(rnd) && n + 3 < psize; i++)
+        n += (size_t)snprintf(payload + n, psize - n, "%02x", rnd[i]);
+    snprintf(desc, dsize, "fy-test-host-key-%d", (int)getpid());
+    long ses = syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, NULL);
+    ck_assert_msg(ses > 0, "join a session keyring: %s", strerror(errno));
+    long key = syscall(SYS_add_key, "user", desc, payload, strlen(payload), -3 /* session */);
+    ck_assert_msg(key > 0, "add_key: %s", strerror(errno));
+    /* (the plant works: the test process itself finds it) */
+    ck_assert_int_eq(syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -3, "user", desc, 0), key);
+    return key;
+}
+
+START_TEST(test_host_keyring_unreachable) {
+    char desc[64], payload[32], id[32], ses[40];
+    long key = plant_host_key(desc, sizeof(desc), payload, sizeof(payload));
+    snprintf(id, sizeof(id), "%ld", key);
+    snprintf(ses, sizeof(ses), "session %ld\n", (long)syscall(SYS_keyctl, 0, -3, 0));
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_SECCOMP, FY_MODE_OFF, NULL), 0);
+    struct run r;
+    run_attack(p, "keyring", desc, &r);
+    ck_assert_msg(!strstr(r.out, payload), "the workload read the host's key: %s", r.out);
+    ck_assert_msg(!strstr(r.out, ses), "the workload holds the host's session keyring: %s", r.out);
+    ASSERT_OUT(&r, "session ");
+    ASSERT_OUT(&r, "denied ENOKEY keyring search");
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "\"keyring\": \"own:"), "%s", json);
+    free(json);
+    run_free(&r);
+    run_attack(p, "keyread", id, &r);
+    ck_assert_msg(!strstr(r.out, payload), "the workload read the host's key: %s", r.out);
+    ASSERT_OUT(&r, "denied EACCES keyread");
+    run_free(&r);
+    fy_policy_free(p);
+    /* (and the host's keyring is as it was) */
+    ck_assert_int_eq(syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -3, "user", desc, 0), key);
+}
+END_TEST
+
 /* Whether this host runs 32-bit system calls at all: the attack program
  * run directly, outside any sandbox. Where the kernel has no IA-32
  * emulation (CONFIG_IA32_EMULATION off, ia32_emulation=0), `int $0x80`
@@ -1682,6 +1734,97 @@ START_TEST(test_private_pty) {
     ck_assert_msg(strncmp(r.out, "ptmx\n", 5) == 0, "%s", r.out);
     run_free(&r);
     ck_assert_int_eq(fy_policy_set_pty(p, 42, NULL), FY_E_UNSUPPORTED);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* Under a host whose own seccomp filter refuses the key calls (as container
+ * runtimes' default profiles do) the sandbox has no keyring to reach and
+ * starts; where keyctl is refused but add_key is not, the inherited keyring
+ * would still take keys, and the start fails, typed, instead of running
+ * with it. Each host is a forked child of the test. */
+START_TEST(test_keyring_under_host_filter) {
+    for (int only_keyctl = 0; only_keyctl <= 1; only_keyctl++) {
+        pid_t host = fork();
+        ck_assert_int_ge(host, 0);
+        if (host == 0) {
+            struct sock_filter f[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 2, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, only_keyctl ? __NR_keyctl : __NR_add_key, 1, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, only_keyctl ? __NR_keyctl : __NR_request_key, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            };
+            struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+            if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(2);
+            fy_policy *p = policy();
+            char out[160];
+            snprintf(out, sizeof(out), "%s/keyfilter-%d", scratch, (int)getpid());
+            fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
+            const char *argv[] = {"/bin/true", NULL};
+            fy_prepared *pr = NULL;
+            fy_handle *h = NULL;
+            fy_result *res = NULL;
+            fy_error *e = NULL;
+            if (fy_prepare(p, NULL, argv, &pr, NULL) < 0)
+                _exit(3);
+            int rc = start_attempt(pr, &h, &e);
+            if (rc < 0) {
+                if (only_keyctl && fy_error_step(e) == FY_STEP_SPAWN)
+                    _exit(0);
+                fprintf(stderr, "start: step %u: %s\n", fy_error_step(e), fy_error_message(e));
+                _exit(4);
+            }
+            if (fy_handle_wait(h, 60000000, &res, NULL) != 1)
+                _exit(5);
+            int outcome = fy_result_outcome(res);
+            if (only_keyctl)
+                _exit(outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE && fy_result_error_step(res) == FY_STEP_SPAWN ? 0 : 6);
+            _exit(outcome == FY_OUTCOME_SUCCEEDED ? 0 : 7);
+        }
+        int st = 0;
+        ck_assert_int_eq(waitpid(host, &st, 0), host);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: host child status %d",
+                      only_keyctl ? "keyctl refused, add_key allowed" : "every key call refused", st);
+    }
+}
+END_TEST
+
+/* A private devpts instance holds at most limits.kernel_counts.ptys
+ * terminals (its max=): the kernel's pool of terminals beyond its reserve
+ * is one for every devpts instance of the host, and without a cap one
+ * attempt could take all of it from every other sandbox and container.
+ * The workload opens /dev/ptmx until it fails, ten more times than the cap
+ * at most (a cap of at most LX_PTY_CAP: a few hundred terminals, for a moment). */
+START_TEST(test_private_pty_cap) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_pty(p, FY_DEVICES_PRIVATE, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_NOFILE, 4096, NULL), 0);
+    char *pmax = slurp("/proc/sys/kernel/pty/max"), *pres = slurp("/proc/sys/kernel/pty/reserve");
+    long pool = atol(pmax) - atol(pres);
+    free(pmax);
+    free(pres);
+    long cap = pool / 8 < LX_PTY_CAP ? pool / 8 : LX_PTY_CAP;
+    if (cap < 1)
+        cap = 1;
+    char n[32], want[48];
+    snprintf(n, sizeof(n), "%ld", cap + 10);
+    struct run r;
+    run_attack(p, "ptys", n, &r);
+    snprintf(want, sizeof(want), ",max=%ld", cap);
+    ck_assert_msg(strstr(r.out, "pts-options ") && strstr(r.out, want), "no %s on /dev/pts: %s", want, r.out);
+    const char *o = strstr(r.out, "opened ");
+    ck_assert_msg(o && atol(o + 7) <= cap, "more terminals than the cap (%ld): %s", cap, r.out);
+    ASSERT_OUT(&r, "denied ENOSPC ptmx");
+    char *json = NULL;
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    char key[48];
+    snprintf(key, sizeof(key), "\"ptys\": %ld", cap);
+    ck_assert_msg(strstr(json, key), "%s", json);
+    free(json);
+    run_free(&r);
     fy_policy_free(p);
 }
 END_TEST
@@ -4104,6 +4247,13 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tn, 600);
     tcase_add_loop_test(tn, test_network_probes_each_mode, 0, 3);
     suite_add_tcase(s, tn);
+    /* The caller's keyring and the kernel's terminals (CK_RUN_CASE=keys-ptys). */
+    TCase *tk = tcase_create("keys-ptys");
+    tcase_set_timeout(tk, 120);
+    tcase_add_test(tk, test_host_keyring_unreachable);
+    tcase_add_test(tk, test_private_pty_cap);
+    tcase_add_test(tk, test_keyring_under_host_filter);
+    suite_add_tcase(s, tk);
     /* Its own case too (CK_RUN_CASE=bind-submounts). */
     TCase *tb = tcase_create("bind-submounts");
     tcase_set_timeout(tb, 120);

@@ -8,7 +8,7 @@
  * cgroups, mounts and the bundle gone). Root only: the adapter does not run
  * rootless runc.
  *
- *   test-runtime MKIMAGE.PY */
+ *   test-runtime MKIMAGE.PY FY-ATTACK (a static fy-attack, put in the image) */
 #include <arpa/inet.h>
 #include <check.h>
 #include <dirent.h>
@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@
 #include "forgeyard/sandbox.h"
 #include "caps.h"
 
-static const char *mkimage;
+static const char *mkimage, *attack;
 static char scratch[256], digest[128], ref[1024];
 static int counter;
 
@@ -526,13 +527,57 @@ START_TEST(test_orphan) {
 }
 END_TEST
 
+/* The host program's session keyring (its registry, Kerberos or fscrypt
+ * tokens) is not the container's: runc runs with --no-new-keyring and
+ * applies no seccomp filter, so a container that inherited it held its
+ * keys by possession, to read, replace or clear. The test process (a
+ * forked Check child) joins a keyring of its own and plants a key with a
+ * random payload; the container looks for it by name and by number. */
+START_TEST(test_host_keyring) {
+    unsigned char rnd[12];
+    char payload[32], desc[64], id[32], ses[40];
+    FILE *u = fopen("/dev/urandom", "re");
+    ck_assert_int_eq(fread(rnd, 1, sizeof(rnd), u), sizeof(rnd));
+    fclose(u);
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(payload + 2 * i, 3, "%02x", rnd[i]);
+    snprintf(desc, sizeof(desc), "fy-test-host-key-%d", (int)getpid());
+    long s = syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, NULL);
+    ck_assert_msg(s > 0, "join a session keyring: %s", strerror(errno));
+    long key = syscall(SYS_add_key, "user", desc, payload, strlen(payload), -3 /* session */);
+    ck_assert_msg(key > 0, "add_key: %s", strerror(errno));
+    ck_assert_int_eq(syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -3, "user", desc, 0), key);
+    snprintf(id, sizeof(id), "%ld", key);
+    snprintf(ses, sizeof(ses), "session %ld\n", s);
+    fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
+    const char *argv[] = {"/fy-attack", "keyring", desc, NULL};
+    struct run r;
+    run(p, argv, 0, &r);
+    ck_assert_msg(!strstr(r.out, payload), "the container read the host's key: %s", r.out);
+    ck_assert_msg(!strstr(r.out, ses), "the container holds the host's session keyring: %s", r.out);
+    ASSERT_OUT(&r, "session ");
+    ASSERT_OUT(&r, "denied ENOKEY keyring search");
+    ck_assert_msg(strstr(r.json, "\"keyring\": \"own:"), "%s", r.json);
+    run_free(&r);
+    const char *argv2[] = {"/fy-attack", "keyread", id, NULL};
+    run(p, argv2, 0, &r);
+    ck_assert_msg(!strstr(r.out, payload), "the container read the host's key: %s", r.out);
+    ASSERT_OUT(&r, "denied EACCES keyread");
+    run_free(&r);
+    fy_policy_free(p);
+    /* (and the host's key is still there: nothing cleared it) */
+    ck_assert_int_eq(syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -3, "user", desc, 0), key);
+}
+END_TEST
+
 static void make_image(void) {
     char spec[4096], specpath[512], cmd[2048], out[512];
     snprintf(spec, sizeof(spec),
              "{\"config\": {\"Env\": [\"PATH=/bin\", \"IMG=image\", \"ONLY=image\"], \"Cmd\": [\"/bin/sh\", \"-c\", "
              "\"echo cmd-from-image in $(pwd)\"], \"WorkingDir\": \"/srv\", \"User\": \"0\"}, "
              "\"layers\": [{\"busybox\": true}, {\"entries\": [{\"name\": \"etc/motd\", \"data\": "
-             "\"hello from the image\\n\"}, {\"name\": \"srv\", \"type\": \"dir\"}]}]}");
+             "\"hello from the image\\n\"}, {\"name\": \"srv\", \"type\": \"dir\"}, {\"name\": \"fy-attack\", "
+             "\"from\": \"%s\", \"mode\": 493}]}]}", attack);
     snprintf(specpath, sizeof(specpath), "%s/spec.json", scratch);
     snprintf(out, sizeof(out), "%s/img", scratch);
     FILE *f = fopen(specpath, "w");
@@ -554,11 +599,12 @@ static void make_image(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s MKIMAGE.PY\n", argv[0]);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s MKIMAGE.PY FY-ATTACK\n", argv[0]);
         return 2;
     }
     mkimage = argv[1];
+    attack = argv[2];
     if (getuid() != 0 || !have("runc")) {
         fprintf(stderr, "test-runtime: root and runc needed (the adapter runs runc as root only)\n");
         return 77;
@@ -580,6 +626,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_memory_limit);
     tcase_add_test(tc, test_pids_limit);
     tcase_add_test(tc, test_orphan);
+    tcase_add_test(tc, test_host_keyring);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -309,6 +309,31 @@ static inline int sys_landlock_restrict_self(int ruleset_fd, uint32_t flags) {
     return (int)syscall(__NR_landlock_restrict_self, ruleset_fd, flags);
 }
 
+/* ---- keys ---- */
+/* Leaves the session keyring this process inherited (the host program's:
+ * its registry, Kerberos or fscrypt tokens, reachable by possession
+ * whatever the uid) for a fresh, empty, anonymous one, which the process's
+ * children inherit in turn. 1 joined; 0 the kernel's key calls are not
+ * available to this process at all (no CONFIG_KEYS, or an outer seccomp
+ * filter that refuses keyctl, add_key and request_key, as container
+ * runtimes' defaults do): nothing it or its children could reach; else
+ * -errno (EDQUOT: the owner's key quota is full), and the caller must not
+ * start anything with the keyring it has. Raw system calls only. */
+static inline int sys_own_session_keyring(void) {
+    if (syscall(SYS_keyctl, 1L /* KEYCTL_JOIN_SESSION_KEYRING */, 0L) >= 0)
+        return 1;
+    int err = errno;
+    if (err != ENOSYS && err != EPERM)
+        return -err;
+    /* (a NULL type or keyring name: EFAULT wherever the call is allowed) */
+    if (syscall(SYS_add_key, 0L, 0L, 0L, 0L, 0L) >= 0 || (errno != ENOSYS && errno != EPERM) ||
+        syscall(SYS_request_key, 0L, 0L, 0L, 0L) >= 0 || (errno != ENOSYS && errno != EPERM) ||
+        syscall(SYS_keyctl, 0L /* KEYCTL_GET_KEYRING_ID */, -3L /* session */, 0L) >= 0 ||
+        (errno != ENOSYS && errno != EPERM))
+        return -err;
+    return 0;
+}
+
 /* ---- seccomp ---- */
 static inline int sys_seccomp(unsigned int op, unsigned int flags, void *args) {
     return (int)syscall(SYS_seccomp, op, flags, args);
