@@ -2843,7 +2843,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (is_help(cmd) || strcmp(cmd, "help") == 0) {
+    if (is_help(cmd) || (strcmp(cmd, "help") == 0 && argc == 2)) {
         usage(stdout);
         return EXIT_OK;
     }
@@ -2867,6 +2867,15 @@ int main(int argc, char **argv) {
             usage(stdout);
             return EXIT_OK;
         }
+    }
+    /* help of a command there is not (or of two): a usage error, said. */
+    if (strcmp(cmd, "help") == 0) {
+        if (argc == 3)
+            fprintf(stderr, "%s: help: no command \"%s\"\n", prog, argv[2]);
+        else
+            fprintf(stderr, "%s: help: one command at most\n", prog);
+        usage(stderr);
+        return EXIT_USAGE;
     }
     if (strcmp(cmd, "policy") == 0 && argc == 4 && is_help(argv[3]) &&
         (strcmp(argv[2], "check") == 0 || strcmp(argv[2], "show") == 0))

@@ -572,6 +572,20 @@ for a in "doctor --help" "gc --help" "policy --help" "policy check --help" "poli
     [ $rc -eq 0 ] || fail "$a gave $rc: $out"
     case $out in *usage*) ;; *) fail "$a printed no usage: $out" ;; esac
 done
+# help COMMAND is COMMAND --help (its own usage, not the general one); help
+# of a command there is not, or of two, is a usage error (2) that says so.
+for c in run wrap action job policy; do
+    [ "$("$fy" help $c 2>&1 | head -n 1)" = "$("$fy" $c --help 2>&1 | head -n 1)" ] ||
+        fail "help $c is not $c --help: $("$fy" help $c 2>&1 | head -n 1)"
+done
+"$fy" help run | head -n 1 | grep -q 'usage: .* run ' || fail "help run: $("$fy" help run 2>&1 | head -n 1)"
+"$fy" help | head -n 1 | grep -q 'usage: .* COMMAND' || fail "help: $("$fy" help 2>&1 | head -n 1)"
+for a in "help nonsense" "help run wrap"; do
+    # shellcheck disable=SC2086
+    out=$("$fy" $a 2>&1 >/dev/null); rc=$?
+    [ $rc -eq 2 ] || fail "$a gave $rc: $out"
+    case $out in *"help: "*) ;; *) fail "$a: no message: $out" ;; esac
+done
 # A relative secret file is taken from the current directory, as a
 # relative --source is.
 printf 's3cret' >"$scratch/relsecret" && chmod 600 "$scratch/relsecret"
