@@ -22,6 +22,10 @@
 #include <sys/ioctl.h>
 #include <sys/utsname.h>
 #endif
+#ifdef __linux__
+#include <linux/magic.h> /* PROC_SUPER_MAGIC */
+#include <sys/vfs.h>
+#endif
 
 #include <forgeyard/sandbox.h>
 
@@ -1260,6 +1264,63 @@ static int write_result_file(const char *file, const char *text) {
 #endif
 }
 
+#ifndef _WIN32
+/* Whether --result may follow the symbolic link at file: only when every
+ * link met on the way to what it names lies in a directory no one but
+ * root can change (owned by root, writable by no group or other: /dev,
+ * /etc, root's 0700 directories) or in /proc, whose links the kernel makes
+ * (/dev/stdout's /proc/self/fd/1 names our open standard output itself,
+ * not a path). A link anywhere else may be one a sandboxed command left
+ * (in --build, reused; in a directory of a rootless caller's, which its
+ * workload writes as the caller): it is replaced like a file, never
+ * followed, whatever it points to (as root, a file, /dev/kmsg or
+ * /dev/port). */
+static bool result_link_trusted(const char *file) {
+    char cur[PATH_MAX], dir[PATH_MAX], target[PATH_MAX], next[PATH_MAX];
+    if (snprintf(cur, sizeof(cur), "%s", file) >= (int)sizeof(cur))
+        return false;
+    for (int hop = 0; hop < 16; hop++) {
+        struct stat st;
+        if (lstat(cur, &st) < 0)
+            return false;
+        if (!S_ISLNK(st.st_mode))
+            return true;
+        const char *slash = strrchr(cur, '/');
+        if (!slash)
+            snprintf(dir, sizeof(dir), ".");
+        else if (slash == cur)
+            snprintf(dir, sizeof(dir), "/");
+        else
+            snprintf(dir, sizeof(dir), "%.*s", (int)(slash - cur), cur);
+        int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            return false;
+        bool proc = false;
+#ifdef __linux__
+        struct statfs sfs;
+        proc = fstatfs(dfd, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
+#endif
+        struct stat ds;
+        bool root_only = fstat(dfd, &ds) == 0 && ds.st_uid == 0 && !(ds.st_mode & 022);
+        close(dfd);
+        if (proc)
+            return true;
+        if (!root_only)
+            return false;
+        ssize_t n = readlink(cur, target, sizeof(target) - 1);
+        if (n <= 0)
+            return false;
+        target[n] = '\0';
+        int len = target[0] == '/' ? snprintf(next, sizeof(next), "%s", target)
+                                   : snprintf(next, sizeof(next), "%s/%s", dir, target);
+        if (len < 0 || len >= (int)sizeof(next))
+            return false;
+        memcpy(cur, next, (size_t)len + 1);
+    }
+    return false;
+}
+#endif
+
 static bool result_path_ok(const char *what, const char *file) {
 #ifndef _WIN32
     if (!file)
@@ -1291,10 +1352,13 @@ static bool result_path_ok(const char *what, const char *file) {
         }
         return true;
     }
-    if (lstat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    if (lstat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+        (!S_ISLNK(st.st_mode) || result_link_trusted(file))) {
         /* There before the command runs and no regular file: written
          * through, never renamed over. A FIFO without a reader is never
-         * waited on; a block device, a socket or a directory is refused. */
+         * waited on; a block device, a socket or a directory is refused.
+         * A link only where result_link_trusted says so: any other is
+         * replaced below, as a file is. */
         if (result_fd >= 0)
             close(result_fd);
         result_stdout = false;
@@ -1323,7 +1387,7 @@ static bool result_path_ok(const char *what, const char *file) {
         why = "not a directory";
     else if (access(dir, W_OK | X_OK) < 0)
         why = strerror(errno);
-    else if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+    else if (lstat(file, &st) == 0 && S_ISDIR(st.st_mode)) { /* (a link to one: replaced) */
         why = "a directory";
         where = file;
     }
@@ -2843,7 +2907,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (is_help(cmd) || strcmp(cmd, "help") == 0) {
+    if (is_help(cmd) || (strcmp(cmd, "help") == 0 && argc == 2)) {
         usage(stdout);
         return EXIT_OK;
     }
@@ -2867,6 +2931,15 @@ int main(int argc, char **argv) {
             usage(stdout);
             return EXIT_OK;
         }
+    }
+    /* help of a command there is not (or of two): a usage error, said. */
+    if (strcmp(cmd, "help") == 0) {
+        if (argc == 3)
+            fprintf(stderr, "%s: help: no command \"%s\"\n", prog, argv[2]);
+        else
+            fprintf(stderr, "%s: help: one command at most\n", prog);
+        usage(stderr);
+        return EXIT_USAGE;
     }
     if (strcmp(cmd, "policy") == 0 && argc == 4 && is_help(argv[3]) &&
         (strcmp(argv[2], "check") == 0 || strcmp(argv[2], "show") == 0))

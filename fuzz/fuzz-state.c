@@ -1,7 +1,10 @@
 /* Fuzz target: the state-directory record parser used by fy_gc. A record is
  * read from a directory the library owns, but gc acts on what it says
  * (kills, rmdir, recursive removal), so the parser must refuse anything
- * but the exact format and never accept a path outside what gc may touch. */
+ * but the exact format and never accept a path outside what gc may touch.
+ * A "pidns" line (the owner's pid namespace: gc leaves a record of another
+ * namespace alone) is accepted once, right after the owner, as a positive
+ * number without sign or leading zero. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     /* Accepted: every path must be one gc may touch. */
     if (v.owner <= 0 || v.sandbox < 0 || (v.sandbox == 0 && v.sandbox_start) || v.ncg > 16)
+        abort();
+    if (v.owner_pidns && !memmem(data, size, "\npidns ", 7))
         abort();
     for (size_t i = 0; i < v.ncg; i++) {
         if (!starts(v.cgroups[i], v.cglen[i], "/sys/fs/cgroup/") || memchr(v.cgroups[i], '\n', v.cglen[i]))

@@ -179,7 +179,7 @@ static int linux_gc(const char *state_dir, uint64_t *destroyed, fy_error **reter
     int r = state_gc(state_dir, &n, reterr);
     /* What no record names any more (its state directory deleted, its host
      * killed between the two): empty cgroups of dead owners only. */
-    (void)linux_gc_unrecorded_cgroups(CG_UNRECORDED_MIN_AGE_SEC);
+    (void)linux_gc_unrecorded_cgroups(CG_UNRECORDED_MIN_AGE_SEC, state_dir);
     /* The OCI runtime adapter's bundles (their own directory, not records). */
     int left = linux_runc_gc(&n);
     *destroyed += n;

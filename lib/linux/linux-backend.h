@@ -45,7 +45,7 @@ extern const struct fy_backend_ops linux_process_backend;
 int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr);
 /* linux-probe-cgroup.c: fy_gc's sweep of attempt cgroups no record names
  * (state_gc_unrecorded_cgroups over this process's cgroup parents). */
-unsigned linux_gc_unrecorded_cgroups(unsigned min_age_sec);
+unsigned linux_gc_unrecorded_cgroups(unsigned min_age_sec, const char *state_dir);
 /* linux-snapshot.c: persisted probe snapshots (struct fy_backend_family). */
 int linux_snapshot_fingerprint(struct strbuf *key);
 char *linux_snapshot_load(const char *dir, const char *key, fy_error **reterr);

@@ -748,12 +748,12 @@ int cg_destroy(const struct cg_plan *plan, struct cg_run *run) {
     return left;
 }
 
-void cg_gc_unrecorded(const struct cg_plan *plan) {
+void cg_gc_unrecorded(const struct cg_plan *plan, const char *state_dir) {
     if (!plan->enabled || plan->helper)
         return;
     const char *parents[CG_NCTL + 1];
     for (int c = 0; c < CG_NCTL; c++)
         parents[c] = plan->v1_parent[c];
     parents[CG_NCTL] = plan->v2_parent;
-    (void)state_gc_unrecorded_in(parents, CG_NCTL + 1, CG_UNRECORDED_MIN_AGE_SEC);
+    (void)state_gc_unrecorded_in(parents, CG_NCTL + 1, CG_UNRECORDED_MIN_AGE_SEC, state_dir);
 }

@@ -120,6 +120,6 @@ int cg_destroy(const struct cg_plan *plan, struct cg_run *run);
 /* The periodic sweep's half for cgroups no record names: each parent of
  * the plan's hierarchies through state_gc_unrecorded_cgroups (never the
  * privileged helper's, which it collects itself). */
-void cg_gc_unrecorded(const struct cg_plan *plan);
+void cg_gc_unrecorded(const struct cg_plan *plan, const char *state_dir);
 
 #endif

@@ -101,6 +101,11 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
     /* Only the socket stays. */
     if (sync < 3 || sys_close_range(0, (unsigned)sync - 1, 0) < 0 || sys_close_range((unsigned)sync + 1, ~0U, 0) < 0)
         fail();
+    /* Nor the host's working directory (cloned with it): it would keep a
+     * host directory busy, and in reach, for as long as we idle. The root
+     * of our own mount namespace instead (the claim makes its own). */
+    if (chdir("/") < 0)
+        fail();
     lx_default_signals();
     int fds[LX_GO_MAX_FDS + 1];
     size_t n;

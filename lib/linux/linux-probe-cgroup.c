@@ -176,7 +176,7 @@ void lp_cg_free(struct cg_state *s) {
 
 /* fy_gc's half for cgroups no record names (state_gc_unrecorded_cgroups):
  * where this process's attempts make theirs, found as the probe finds them. */
-unsigned linux_gc_unrecorded_cgroups(unsigned min_age_sec) {
+unsigned linux_gc_unrecorded_cgroups(unsigned min_age_sec, const char *state_dir) {
     struct cg_state s = {0};
     unsigned n = 0;
     if (lp_cg_discover(&s) == 0) {
@@ -186,7 +186,7 @@ unsigned linux_gc_unrecorded_cgroups(unsigned min_age_sec) {
         parents[CG__N] = s.dev1_dir;
         parents[CG__N + 1] = s.cpuset1_dir;
         parents[CG__N + 2] = s.cg2_dir;
-        n = state_gc_unrecorded_in(parents, CG__N + 3, min_age_sec);
+        n = state_gc_unrecorded_in(parents, CG__N + 3, min_age_sec, state_dir);
     }
     lp_cg_free(&s);
     return n;

@@ -234,6 +234,31 @@ static int older_first(const void *a, const void *b) {
     return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : x->mtime.tv_nsec > y->mtime.tv_nsec;
 }
 
+/* n lowercase hex digits at s (what sodium_bin2hex and %02x write). */
+static bool lower_hex(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Exactly a name file_name makes: caps-<32 hex>.json (42 characters). */
+#define SNAP_NAME_LEN 42
+static bool snapshot_name(const char *s, size_t len) {
+    return len == SNAP_NAME_LEN && strncmp(s, "caps-", 5) == 0 && lower_hex(s + 5, 32) &&
+           strncmp(s + 37, ".json", 5) == 0;
+}
+
+/* Exactly a temporary name linux_snapshot_store makes:
+ * .<snapshot name>.<16 hex>.tmp (64 characters). */
+static bool snapshot_tmp_name(const char *s, size_t len) {
+    return len == 1 + SNAP_NAME_LEN + 1 + 16 + 4 && s[0] == '.' && snapshot_name(s + 1, SNAP_NAME_LEN) &&
+           s[1 + SNAP_NAME_LEN] == '.' && lower_hex(s + SNAP_NAME_LEN + 2, 16) && strcmp(s + len - 4, ".tmp") == 0;
+}
+
+/* Only the names this library writes are its own: the directory may be a
+ * cache the caller keeps other files in (FORGEYARD_CACHE_DIR), and a
+ * caps-notes.json or .caps-draft.tmp of theirs is never removed. */
 static void prune(int dfd, const char *stored) {
     enum { MAX = 1024 }; /* (more are left for the next store) */
     int fd = dup(dfd);
@@ -252,9 +277,7 @@ static void prune(int dfd, const char *stored) {
     struct dirent *de;
     while (n < MAX && (de = readdir(d))) {
         size_t len = strlen(de->d_name);
-        bool snap = len < sizeof(files[0].name) && len > 10 && strncmp(de->d_name, "caps-", 5) == 0 &&
-                    strcmp(de->d_name + len - 5, ".json") == 0;
-        bool tmp = len > 10 && strncmp(de->d_name, ".caps-", 6) == 0 && strcmp(de->d_name + len - 4, ".tmp") == 0;
+        bool snap = snapshot_name(de->d_name, len), tmp = snapshot_tmp_name(de->d_name, len);
         struct stat st;
         if ((!snap && !tmp) || strcmp(de->d_name, stored) == 0 ||
             fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())

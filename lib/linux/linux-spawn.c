@@ -633,13 +633,15 @@ void lx_destroy(fy_handle *h) {
      * attempt's own path, at most once a minute per process (a directory
      * scan per attempt cost a busy runner 5% of its throughput). Records
      * of live owners are never touched. The timestamp is housekeeping, not
-     * a decision: nothing an attempt gets depends on it. */
+     * a decision: nothing an attempt gets depends on it. Records of another
+     * pid namespace (a host in a container sharing the directory) are
+     * never judged here: their pids name nothing of ours. */
     static _Atomic uint64_t last_sweep;
     uint64_t now = util_now_usec(), last = atomic_load(&last_sweep);
     if (x->state_dir && (last == 0 || now - last >= SWEEP_INTERVAL_USEC) &&
         atomic_compare_exchange_strong(&last_sweep, &last, now)) {
         (void)state_gc(x->state_dir, NULL, NULL);
-        cg_gc_unrecorded(&((const struct linux_plan *)h->pr->plan)->cg);
+        cg_gc_unrecorded(&((const struct linux_plan *)h->pr->plan)->cg, x->state_dir);
     }
     lx_free(x);
     h->b = NULL;

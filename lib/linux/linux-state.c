@@ -5,6 +5,8 @@
  * A record is a small text file in a 0700 directory the library owns:
  *     forgeyard-state 1
  *     owner PID STARTTIME        the host process that started the sandbox
+ *     pidns INODE                its pid namespace (absent in records of
+ *                                older builds: taken as the reader's)
  *     sandbox 0 0                nothing to kill yet
  *     cgroup PATH                zero or more
  *     scratch PATH               zero or one
@@ -17,9 +19,17 @@
  * file costs a synchronous discard, and this is paid on every attempt. A
  * reader ignores a last line not yet complete, and the last sandbox line
  * wins. Start times (field 22 of /proc/PID/stat) make pid reuse
- * harmless. gc parses records strictly and only ever touches cgroups named
- * forgeyard-* under /sys/fs/cgroup and scratch directories named
- * forgeyard-attempt-*. */
+ * harmless. Pids mean something only in their own pid namespace: a record
+ * of another one (a host in a container sharing the state directory) is
+ * never judged nor acted on here, its own namespace's gc collects it. gc
+ * parses records strictly and only ever touches cgroups named forgeyard-*
+ * under /sys/fs/cgroup and scratch directories named forgeyard-attempt-*.
+ *
+ * (Why a namespace and not an OFD lock the owner holds on its record for
+ * the attempt's life: such a lock belongs to the open file description,
+ * which every fork(2) of the host copies; a prefork worker that never
+ * calls the library would keep its dead parent's records from gc for as
+ * long as it lives.) */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +81,13 @@ static uint64_t own_starttime(void) {
     return st;
 }
 
+/* This process's pid namespace (the inode of /proc/self/ns/pid), 0 when
+ * it cannot be told. */
+static uint64_t own_pidns(void) {
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 static bool alive_as(pid_t pid, uint64_t start) {
     return pid > 0 && start && state_starttime(pid) == start;
 }
@@ -107,8 +124,11 @@ int state_record(const char *dir, const char *name, const char *const *cgroups, 
     struct strbuf sb;
     strbuf_init(&sb);
     /* sandbox 0 0: recorded before the sandbox exists (nothing to kill). */
-    strbuf_printf(&sb, "forgeyard-state 1\nowner %d %llu\nsandbox 0 0\n", (int)getpid(),
-                  (unsigned long long)own_starttime());
+    strbuf_printf(&sb, "forgeyard-state 1\nowner %d %llu\n", (int)getpid(), (unsigned long long)own_starttime());
+    uint64_t ns = own_pidns();
+    if (ns)
+        strbuf_printf(&sb, "pidns %llu\n", (unsigned long long)ns);
+    strbuf_printf(&sb, "sandbox 0 0\n");
     for (size_t i = 0; i < ncg; i++)
         if (cgroups[i])
             strbuf_printf(&sb, "cgroup %s\n", cgroups[i]);
@@ -226,6 +246,10 @@ int state_parse(const char *text, size_t len, struct state_record_view *out) {
             out->owner = pid;
             out->owner_start = st;
             have_owner = true;
+        } else if (sscanf(line, "pidns %llu%c", &st, &tail) == 1 && have_owner && !have_sandbox &&
+                   !out->owner_pidns && st && line[6] >= '1' && line[6] <= '9') {
+            /* Right after the owner, once, a plain positive number. */
+            out->owner_pidns = st;
         } else if (sscanf(line, "sandbox %d %llu%c", &pid, &st, &tail) == 2 && pid >= 0 && (pid > 0 || st == 0) &&
                    (!have_sandbox || out->sandbox == 0)) {
             /* First "sandbox 0 0", then at most one appended with the pid. */
@@ -344,10 +368,11 @@ static int destroy_record(const struct state_record_view *v) {
     return left;
 }
 
-unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec) {
+unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec, const char *state_dir) {
     DIR *d = parent ? opendir(parent) : NULL;
     if (!d)
         return 0;
+    int sfd = state_dir ? open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     unsigned removed = 0;
     time_t now = time(NULL);
     struct dirent *e;
@@ -360,6 +385,10 @@ unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec) {
             continue;
         if (kill(pid, 0) == 0 || errno != ESRCH)
             continue; /* its owner lives (or is not ours to judge) */
+        char rec[300];
+        snprintf(rec, sizeof(rec), "%s.state", e->d_name);
+        if (sfd >= 0 && fstatat(sfd, rec, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            continue; /* recorded: state_gc's to judge (another pid namespace's owner may live) */
         /* (mtime: a cgroup directory's moves when a child cgroup is made or
          * removed in it; its ctime cannot be set back, so a test could not
          * age one) */
@@ -370,17 +399,19 @@ unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec) {
             removed++;
     }
     closedir(d);
+    if (sfd >= 0)
+        close(sfd);
     return removed;
 }
 
-unsigned state_gc_unrecorded_in(const char *const *parents, size_t n, unsigned min_age_sec) {
+unsigned state_gc_unrecorded_in(const char *const *parents, size_t n, unsigned min_age_sec, const char *state_dir) {
     unsigned removed = 0;
     for (size_t i = 0; i < n; i++) {
         bool seen = false;
         for (size_t k = 0; k < i && !seen; k++)
             seen = parents[k] && parents[i] && strcmp(parents[k], parents[i]) == 0;
         if (!seen)
-            removed += state_gc_unrecorded_cgroups(parents[i], min_age_sec);
+            removed += state_gc_unrecorded_cgroups(parents[i], min_age_sec, state_dir);
     }
     return removed;
 }
@@ -402,6 +433,7 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
         return err_set(reterr, err_from_errno(errno), FY_STEP_CLEANUP, errno, NULL, "%s: %s", dir, strerror(errno));
     }
     int r = 0;
+    uint64_t self_ns = own_pidns();
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
@@ -435,6 +467,10 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
                             e->d_name);
             continue;
         }
+        /* Another pid namespace's (or ours cannot be told): its pids name
+         * nothing here, or other processes; never judged from here. */
+        if (v.owner_pidns && (!self_ns || v.owner_pidns != self_ns))
+            continue;
         if (alive_as(v.owner, v.owner_start))
             continue; /* its owner still runs: not an orphan */
         if (destroy_record(&v) == 0) {

@@ -13,6 +13,7 @@
 struct state_record_view {
     pid_t owner, sandbox;
     uint64_t owner_start, sandbox_start;
+    uint64_t owner_pidns;      /* "pidns INODE": the owner's pid namespace; 0 when the record has none */
     const char *cgroups[16];
     size_t cglen[16], ncg;
     const char *scratch;
@@ -38,17 +39,19 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr);
 /* The attempt cgroups in parent (forgeyard-<pid>-<16 hex digits>) that no
  * record names any more (a state directory deleted with its records, a host
  * killed between the two): removed when their owner's pid is gone, they are
- * older than min_age_sec (by mtime) and empty. Nothing is killed (without a record
+ * older than min_age_sec (by mtime), empty, and state_dir (may be NULL) has
+ * no record of that name (a record is state_gc's; and the pid in the name
+ * may be another pid namespace's, its owner alive there). Nothing is killed (without a record
  * nothing proves what a process in one is); rmdir(2) refuses a populated
  * cgroup or one with children. How many were removed. */
 /* Two minutes: longer than any attempt waits between making its cgroups
  * and moving into them (at most the 30 s restricted waits for the sandbox's
  * network namespace), so an empty one this old is nobody's. */
 #define CG_UNRECORDED_MIN_AGE_SEC 120u
-unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec);
+unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec, const char *state_dir);
 /* The same over parents[n] (NULLs skipped, a directory named twice, as
  * co-mounted v1 hierarchies are, visited once). */
-unsigned state_gc_unrecorded_in(const char *const *parents, size_t n, unsigned min_age_sec);
+unsigned state_gc_unrecorded_in(const char *const *parents, size_t n, unsigned min_age_sec, const char *state_dir);
 /* Removes a directory tree without following symlinks. */
 int state_remove_tree(const char *path);
 

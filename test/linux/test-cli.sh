@@ -129,6 +129,29 @@ if [ "$(id -u)" -eq 0 ]; then
     [ "$(cat "$scratch/victim")" = precious ] || fail "--result wrote through a link the command planted"
     [ -f "$scratch/theirs/r.json" ] && [ ! -L "$scratch/theirs/r.json" ] &&
         grep -q '"outcome": "succeeded"' "$scratch/theirs/r.json" || fail "--result: no result file in the link's place"
+    # ... and a link a previous run left there (CI reuses build
+    # directories) is replaced too, not opened before the run and written
+    # through at its end (root truncated the link's target, any file).
+    echo precious > "$scratch/victim"
+    "$fy" run --build "$scratch/theirs" -- ln -s "$scratch/victim" /work/build/left.json ||
+        fail "planting a link in the build directory: status $?"
+    [ -L "$scratch/theirs/left.json" ] || fail "the first run left no link"
+    "$fy" run --build "$scratch/theirs" --result "$scratch/theirs/left.json" -- /bin/true ||
+        fail "--result over a link a previous run left: status $?"
+    [ "$(cat "$scratch/victim")" = precious ] || fail "--result wrote through a link a previous run left"
+    [ -f "$scratch/theirs/left.json" ] && [ ! -L "$scratch/theirs/left.json" ] &&
+        grep -q '"outcome": "succeeded"' "$scratch/theirs/left.json" ||
+        fail "--result: no result file in the left link's place: $(ls -l "$scratch/theirs/left.json")"
+    # Likewise a link to a character device or a FIFO left there: replaced,
+    # never written through (as root, a link to /dev/kmsg or /dev/port).
+    mkfifo "$scratch/their-fifo"
+    "$fy" run --build "$scratch/theirs" -- ln -s "$scratch/their-fifo" /work/build/dev.json ||
+        fail "planting a link to a FIFO: status $?"
+    (timeout 20 cat "$scratch/their-fifo" >/dev/null &) # (a reader: the FIFO would be written through)
+    timeout 60 "$fy" run --build "$scratch/theirs" --result "$scratch/theirs/dev.json" -- /bin/true ||
+        fail "--result over a left link to a FIFO: status $?"
+    [ -f "$scratch/theirs/dev.json" ] && [ ! -L "$scratch/theirs/dev.json" ] ||
+        fail "--result wrote through a left link to a FIFO: $(ls -l "$scratch/theirs/dev.json")"
     timeout 60 "$fy" run --build "$scratch/theirs" --result "$scratch/theirs/f.json" -- mkfifo /work/build/f.json ||
         fail "--result over a planted FIFO: status $? (124: it waited for a reader)"
     [ -f "$scratch/theirs/f.json" ] || fail "--result: no result file in the FIFO's place"
@@ -488,10 +511,22 @@ mknod "$scratch/null" c 1 3 2>/dev/null && {
     "$fy" run --result "$scratch/null" -- /bin/true || fail "--result to a character device failed"
     [ -c "$scratch/null" ] || fail "--result replaced a character device: $(ls -l "$scratch/null")"
 }
+# A link is written through only where no one but root can have made it
+# (the scratch directory is root's, 0700, when we are root); elsewhere it
+# is replaced. /dev/stdout redirected to a file by the shell is written
+# through (its links are in /dev and /proc).
 : >"$scratch/through.json" && ln -s "$scratch/through.json" "$scratch/link.json"
 "$fy" run --result "$scratch/link.json" -- /bin/true || fail "--result through a link failed"
-[ -L "$scratch/link.json" ] && grep -q '"outcome": "succeeded"' "$scratch/through.json" ||
-    fail "--result replaced the link or did not write through it: $(ls -l "$scratch/link.json")"
+if [ "$(id -u)" -eq 0 ]; then
+    [ -L "$scratch/link.json" ] && grep -q '"outcome": "succeeded"' "$scratch/through.json" ||
+        fail "--result replaced root's link or did not write through it: $(ls -l "$scratch/link.json")"
+else
+    [ ! -L "$scratch/link.json" ] && [ ! -s "$scratch/through.json" ] &&
+        grep -q '"outcome": "succeeded"' "$scratch/link.json" ||
+        fail "--result wrote through a link in a directory not root's: $(ls -l "$scratch/link.json")"
+fi
+"$fy" run --result /dev/stdout -- /bin/true >"$scratch/stdout.json" || fail "--result /dev/stdout to a file failed"
+grep -q '"outcome": "succeeded"' "$scratch/stdout.json" || fail "--result /dev/stdout: $(cat "$scratch/stdout.json")"
 mkfifo "$scratch/rfifo"
 out=$("$fy" run --result "$scratch/rfifo" -- /bin/sh -c 'echo RAN-$$' 2>&1 </dev/null); rc=$?
 [ $rc -eq 246 ] || fail "--result to a FIFO without a reader gave $rc: $out"
@@ -571,6 +606,20 @@ for a in "doctor --help" "gc --help" "policy --help" "policy check --help" "poli
     out=$("$fy" $a 2>&1); rc=$?
     [ $rc -eq 0 ] || fail "$a gave $rc: $out"
     case $out in *usage*) ;; *) fail "$a printed no usage: $out" ;; esac
+done
+# help COMMAND is COMMAND --help (its own usage, not the general one); help
+# of a command there is not, or of two, is a usage error (2) that says so.
+for c in run wrap action job policy; do
+    [ "$("$fy" help $c 2>&1 | head -n 1)" = "$("$fy" $c --help 2>&1 | head -n 1)" ] ||
+        fail "help $c is not $c --help: $("$fy" help $c 2>&1 | head -n 1)"
+done
+"$fy" help run | head -n 1 | grep -q 'usage: .* run ' || fail "help run: $("$fy" help run 2>&1 | head -n 1)"
+"$fy" help | head -n 1 | grep -q 'usage: .* COMMAND' || fail "help: $("$fy" help 2>&1 | head -n 1)"
+for a in "help nonsense" "help run wrap"; do
+    # shellcheck disable=SC2086
+    out=$("$fy" $a 2>&1 >/dev/null); rc=$?
+    [ $rc -eq 2 ] || fail "$a gave $rc: $out"
+    case $out in *"help: "*) ;; *) fail "$a: no message: $out" ;; esac
 done
 # A relative secret file is taken from the current directory, as a
 # relative --source is.

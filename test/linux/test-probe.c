@@ -1098,10 +1098,6 @@ START_TEST(test_snapshot_service_user) {
 }
 END_TEST
 
-/* Old snapshots do not pile up: storing one keeps the newest 8 in the
- * directory, removes temporary files a dead writer left over a minute ago,
- * and touches nothing else (another writer's fresh temporary file, files
- * of other names, links). */
 /* Edits every saved snapshot in dir: the line "WORD OLD" becomes "WORD NEW". */
 static int edit_snapshot_line(const char *dir, const char *word, const char *new_value) {
     DIR *d = opendir(dir);
@@ -1156,6 +1152,13 @@ START_TEST(test_snapshot_identity) {
 }
 END_TEST
 
+/* Old snapshots do not pile up: storing one keeps the newest 8 in the
+ * directory, removes temporary files a dead writer left over a minute ago,
+ * and touches nothing else (another writer's fresh temporary file, files
+ * of other names, links). Other names include the caller's own files that
+ * only look like ours (caps-notes.json, .caps-draft.tmp, however old: the
+ * directory may be a cache the caller also keeps other things in): only
+ * the exact names the library writes are its own. */
 START_TEST(test_snapshot_pruning) {
     char dir[] = "/tmp/fy-snapshot-prune-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -1170,12 +1173,18 @@ START_TEST(test_snapshot_pruning) {
         ck_assert_int_eq(futimens(fd, ts), 0);
         close(fd);
     }
-    const char *others[] = {".caps-stale.json.0011223344556677.tmp", ".caps-live.json.8899aabbccddeeff.tmp", "notes.txt"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *others[] = {".caps-0123456789abcdef0123456789abcdef.json.0011223344556677.tmp",
+                            ".caps-fedcba9876543210fedcba9876543210.json.8899aabbccddeeff.tmp", "notes.txt",
+                            "caps-notes.json", ".caps-draft.tmp", "caps-0123456789ABCDEF0123456789ABCDEF.json",
+                            ".caps-0123456789abcdef0123456789abcdef.json.tmp"};
+    enum { NOTHERS = sizeof(others) / sizeof(others[0]) };
+    for (size_t i = 0; i < NOTHERS; i++) {
         snprintf(path, sizeof(path), "%s/%s", dir, others[i]);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
         ck_assert_int_ge(fd, 0);
-        ts[0].tv_sec = ts[1].tv_sec = i == 0 ? now - 120 : now;
+        /* (the stale one and the caller's own look-alikes: older than
+         * everything, the first to go if they were taken for ours) */
+        ts[0].tv_sec = ts[1].tv_sec = i == 1 || i == 2 ? now : now - 7200;
         ck_assert_int_eq(futimens(fd, ts), 0);
         close(fd);
     }
@@ -1185,25 +1194,25 @@ START_TEST(test_snapshot_pruning) {
     int snaps = 0;
     DIR *d = opendir(dir);
     struct dirent *de;
-    bool seen[12] = {false}, stale = false, live = false, notes = false, link = false;
+    bool seen[12] = {false}, other[NOTHERS] = {false}, link = false;
     while ((de = readdir(d))) {
         int k;
+        bool known = false;
         if (sscanf(de->d_name, "caps-000000000000000000000000000000%2d.json", &k) == 1 && k >= 0 && k < 12)
             seen[k] = true;
-        else if (strcmp(de->d_name, others[0]) == 0)
-            stale = true;
-        else if (strcmp(de->d_name, others[1]) == 0)
-            live = true;
-        else if (strcmp(de->d_name, others[2]) == 0)
-            notes = true;
         else if (strstr(de->d_name, "00099.json"))
             link = true;
-        snaps += strncmp(de->d_name, "caps-", 5) == 0;
+        for (size_t i = 0; i < NOTHERS; i++)
+            if (strcmp(de->d_name, others[i]) == 0)
+                other[i] = known = true;
+        snaps += strncmp(de->d_name, "caps-", 5) == 0 && !known;
     }
     closedir(d);
     for (int i = 0; i < 12; i++)
         ck_assert_msg(seen[i] == (i >= 5), "fake snapshot %d %s", i, seen[i] ? "kept" : "removed");
-    ck_assert(!stale && live && notes && link);
+    for (size_t i = 0; i < NOTHERS; i++)
+        ck_assert_msg(other[i] == (i != 0), "%s %s", others[i], other[i] ? "kept" : "removed");
+    ck_assert(link);
     ck_assert_int_eq(snaps, 7 + 1 + 1); /* seven old, the new one, the link */
     char cmd[700];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -3152,6 +3152,80 @@ START_TEST(test_host_crash_then_gc) {
 }
 END_TEST
 
+/* A host in another pid namespace sharing the state directory (a runner
+ * container with a shared /run, a hostPath state directory): its pid and
+ * start time name nothing here, or another process. gc from outside, and
+ * the sweep of every attempt, must leave its live sandbox alone, and the
+ * attempt ends as it would have (gc once killed its cgroups: an
+ * infrastructure failure, counted as an orphan destroyed). Root only (a
+ * pid namespace and a /proc of its own). */
+START_TEST(test_gc_leaves_other_pid_namespace) {
+    if (rootless || getuid() != 0)
+        return;
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-pidns", scratch);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t outer = fork();
+    ck_assert_int_ge(outer, 0);
+    if (outer == 0) {
+        close(ready[0]);
+        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+            _exit(90);
+        pid_t host = fork();
+        if (host < 0)
+            _exit(91);
+        if (host == 0) {
+            /* pid 1 of its namespace, its /proc that namespace's. */
+            if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                _exit(92);
+            fy_policy *p = policy();
+            fy_prepared *pr = NULL;
+            fy_handle *h = NULL;
+            fy_result *res = NULL;
+            const char *argv[] = {"/bin/sleep", "3", NULL};
+            if (fy_policy_set_state_dir(p, state, NULL) < 0 || fy_prepare(p, NULL, argv, &pr, NULL) < 0)
+                _exit(93);
+            if (fy_start(pr, &h, NULL) < 0)
+                _exit(94);
+            if (write(ready[1], "r", 1) != 1)
+                _exit(95);
+            close(ready[1]);
+            if (fy_handle_wait(h, FY_UNLIMITED, &res, NULL) != 1)
+                _exit(96);
+            if (fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED) {
+                fprintf(stderr, "the attempt in its own pid namespace: %s (%s)\n",
+                        fy_outcome_name(fy_result_outcome(res)), fy_result_detail(res));
+                _exit(97);
+            }
+            fy_handle_free(h); /* (its sweep: nothing else is in the directory) */
+            _exit(0);
+        }
+        close(ready[1]);
+        int st = 0;
+        while (waitpid(host, &st, 0) < 0 && errno == EINTR)
+            ;
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 98);
+    }
+    close(ready[1]);
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    ck_assert_int_eq(count_files(state, ".state"), 1);
+    uint64_t destroyed = 0;
+    fy_error *e = NULL;
+    int r = fy_gc(state, 0, &destroyed, &e);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(e));
+    fy_error_free(e);
+    ck_assert_uint_eq(destroyed, 0);
+    ck_assert_int_eq(count_files(state, ".state"), 1);
+    int st = 0;
+    ck_assert_int_eq(waitpid(outer, &st, 0), outer);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the host in its own pid namespace: status %#x", st);
+    ck_assert_int_eq(count_files(state, ".state"), 0);
+}
+END_TEST
+
 /* Our own pids cgroup (where attempts make theirs): mount + /proc/self/cgroup. */
 static bool own_pids_cgroup(char *buf, size_t len) {
     FILE *f = fopen("/proc/self/cgroup", "re");
@@ -3173,7 +3247,9 @@ static bool own_pids_cgroup(char *buf, size_t len) {
 /* An attempt cgroup no record names (its state directory was deleted, its
  * host killed between the two) is removed by fy_gc when it is empty, its
  * owner gone and it is old enough; a fresh one, a live owner's, a populated
- * one and a name not ours are left alone. */
+ * one, a name not ours and one a record in the state directory names (the
+ * record of a host in another pid namespace, where the pid in the name is
+ * alive) are left alone. */
 START_TEST(test_gc_unrecorded_cgroups) {
     char parent[512];
     if (!cgroups_here() || !own_pids_cgroup(parent, sizeof(parent)))
@@ -3190,16 +3266,21 @@ START_TEST(test_gc_unrecorded_cgroups) {
     struct {
         pid_t owner;
         const char *tail;
-        bool aged, populated, removed;
+        bool aged, populated, removed, recorded;
     } c[] = {
         {dead, "00000000000000a1", true, false, true},
         {dead, "00000000000000a2", false, false, false},     /* too young */
         {getpid(), "00000000000000a3", true, false, false},  /* its owner lives */
         {dead, "00000000000000a4", true, true, false},       /* populated */
         {dead, "00000000000000zz", true, false, false},      /* not our name */
+        {dead, "00000000000000a6", true, false, false, true}, /* recorded */
     };
-    char dir[5][700];
-    for (size_t i = 0; i < 5; i++) {
+    enum { NC = sizeof(c) / sizeof(c[0]) };
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-unrecorded", scratch);
+    ck_assert_int_eq(mkdir(state, 0700), 0);
+    char dir[NC][700];
+    for (size_t i = 0; i < NC; i++) {
         snprintf(dir[i], sizeof(dir[i]), "%s/forgeyard-%d-%s", parent, (int)c[i].owner, c[i].tail);
         ck_assert_msg(mkdir(dir[i], 0755) == 0, "%s: %s", dir[i], strerror(errno));
         if (c[i].populated) {
@@ -3211,23 +3292,35 @@ START_TEST(test_gc_unrecorded_cgroups) {
             ck_assert_int_eq(write(fd, pid, strlen(pid)), (ssize_t)strlen(pid));
             close(fd);
         }
+        if (c[i].recorded) {
+            /* (a host's of another pid namespace: not judged from here) */
+            char rec[900], text[1000];
+            snprintf(rec, sizeof(rec), "%s/forgeyard-%d-%s.state", state, (int)c[i].owner, c[i].tail);
+            snprintf(text, sizeof(text), "forgeyard-state 1\nowner 1 1\npidns 1\nsandbox 0 0\ncgroup %s\n", dir[i]);
+            int fd = open(rec, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            ck_assert_int_ge(fd, 0);
+            ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+            close(fd);
+        }
         if (c[i].aged) {
             struct timespec t[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
             ck_assert_int_eq(utimensat(AT_FDCWD, dir[i], t, 0), 0);
         }
     }
-    char state[160];
-    snprintf(state, sizeof(state), "%s/state-unrecorded", scratch);
     uint64_t destroyed = 0;
     ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
-    for (size_t i = 0; i < 5; i++)
+    ck_assert_uint_eq(destroyed, 0);
+    for (size_t i = 0; i < NC; i++)
         ck_assert_msg((access(dir[i], F_OK) != 0) == c[i].removed, "%s: %s", dir[i],
                       c[i].removed ? "left" : "removed");
     kill(sleeper, SIGKILL);
     waitpid(sleeper, NULL, 0);
-    for (size_t i = 0; i < 5; i++)
+    for (size_t i = 0; i < NC; i++)
         for (int k = 0; k < 100 && rmdir(dir[i]) < 0 && errno == EBUSY; k++)
             usleep(10000);
+    char rm[300];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", state);
+    ck_assert_int_eq(system(rm), 0);
 }
 END_TEST
 
@@ -4224,7 +4317,6 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_no_setuid_left_on_host);
     tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
-    tcase_add_test(tc, test_gc_unrecorded_cgroups);
     tcase_add_test(tc, test_orphans_reaped_by_next_attempt);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
     tcase_add_test(tc, test_state_dir_not_ours);
@@ -4254,6 +4346,13 @@ int main(int argc, char **argv) {
     tcase_add_test(tk, test_private_pty_cap);
     tcase_add_test(tk, test_keyring_under_host_filter);
     suite_add_tcase(s, tk);
+    /* Its own case (CK_RUN_CASE=gc-namespaces): hosts in other pid
+     * namespaces, what gc leaves them. */
+    TCase *tg = tcase_create("gc-namespaces");
+    tcase_set_timeout(tg, 120);
+    tcase_add_test(tg, test_gc_unrecorded_cgroups);
+    tcase_add_test(tg, test_gc_leaves_other_pid_namespace);
+    suite_add_tcase(s, tg);
     /* Its own case too (CK_RUN_CASE=bind-submounts). */
     TCase *tb = tcase_create("bind-submounts");
     tcase_set_timeout(tb, 120);

@@ -365,7 +365,9 @@ END_TEST
 
 /* Before its claim a shell is forgeyard-init with one socket, no
  * environment, no child, and none of the plan in its memory, although the
- * plan it was shaped by has an environment canary and a secret. */
+ * plan it was shaped by has an environment canary and a secret; nor the
+ * host's working directory (it held it, a host directory kept busy for as
+ * long as the shell idled): its own root is its cwd. */
 START_TEST(test_shell_holds_nothing_before_its_claim) {
     const char *argv[] = {"/bin/true", NULL};
     fy_policy *p = policy();
@@ -374,11 +376,28 @@ START_TEST(test_shell_holds_nothing_before_its_claim) {
                                           15, NULL),
                      0);
     fy_prepared *pr = prepare(p, argv);
+    char here[] = "/tmp/fy-shell-cwd-XXXXXX", *was = getcwd(NULL, 0);
+    ck_assert_ptr_nonnull(mkdtemp(here));
+    ck_assert_ptr_nonnull(was);
+    ck_assert_int_eq(chdir(here), 0);
     fy_shells *s = filled(pr, 1, 30000000);
+    ck_assert_int_eq(chdir(was), 0);
+    free(was);
     pid_t sh = 0;
     ck_assert_int_eq(shells_of_ours(&sh, NULL), 1);
     char path[128];
     size_t len = 0;
+    if (!rootless) {
+        struct stat cwd, host, root;
+        snprintf(path, sizeof(path), "/proc/%d/cwd", (int)sh);
+        ck_assert_int_eq(stat(path, &cwd), 0);
+        ck_assert_int_eq(stat(here, &host), 0);
+        ck_assert_int_eq(stat("/", &root), 0);
+        ck_assert_msg(cwd.st_dev != host.st_dev || cwd.st_ino != host.st_ino,
+                      "the idle shell's working directory is the host's (%s)", here);
+        ck_assert(cwd.st_dev == root.st_dev && cwd.st_ino == root.st_ino);
+    }
+    ck_assert_int_eq(rmdir(here), 0);
     snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)sh);
     char *cmd = slurp(path, &len);
     ck_assert_ptr_nonnull(cmd);
