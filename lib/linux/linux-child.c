@@ -1403,9 +1403,12 @@ static void apply_landlock(const struct linux_plan *pl, int sfd, const char *a_w
 }
 
 /* Leaves the session keyring we inherited, the host program's (possession
- * grants its keys to any uid: without this only the seccomp profile's
- * keyctl row kept them from the workload), for a fresh, empty one; failing
- * that, no start (a full key quota of the owner: EDQUOT). */
+ * grants its keys to any uid), for a fresh, empty one; failing that, no
+ * start (a full key quota of the owner: EDQUOT). Only where no seccomp
+ * filter refuses keyctl, add_key and request_key (pl->own_keyring): under
+ * one the inherited keyring is out of reach already, and a keyring per
+ * sandbox would count against the namespace owner's key quota (200 keys
+ * by default), shared by every sandbox of a root caller's id range. */
 static void own_session_keyring(int sfd) {
     int r = sys_own_session_keyring();
     if (r < 0)
@@ -1631,7 +1634,8 @@ __attribute__((noreturn)) static void early_workload(struct child_args *a, int w
     int sfd = a->status_fd;
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         die(sfd, FY_STEP_SPAWN, errno);
-    own_session_keyring(sfd); /* (before the filter, which refuses keyctl) */
+    if (pl->own_keyring)
+        own_session_keyring(sfd); /* (before any filter) */
     /* (A pre-started shell made it already: we are in it.) */
     int ns = pl->use_netns && !a->netns_made && !a->netns_host ? make_netns(sfd) : -1;
     /* Restricted: straight to the host too, which links it to the router
@@ -2078,12 +2082,13 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     int tasks[LX_GO_MAX_FDS + 1];
     if (!a->prestarted)
         receive_go(a->sync_fd, sfd, tasks);
-    /* A session keyring of our own (the workload process of the
-     * namespace levels joined one of its own: early_workload; the process
-     * level's, forked at the end, inherits this one). After the first
-     * go-ahead: a failure before our ids are mapped would read as the
-     * host's failure to map them. */
-    own_session_keyring(sfd);
+    /* The process level's workload, forked at the end, inherits our
+     * session keyring: a fresh one (the namespace levels' workload process
+     * joined its own: early_workload). After the first go-ahead: a failure
+     * before our ids are mapped would read as the host's failure to map
+     * them. */
+    if (pl->own_keyring && pl->process_mode)
+        own_session_keyring(sfd);
     /* Not dumpable from here on (the host needed us dumpable to write our
      * id maps as a rootless caller): forgeyard-init's memory belongs to our
      * own user namespace, and the workload, once it runs, must never find

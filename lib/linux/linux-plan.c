@@ -777,10 +777,12 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     json_object_set_new(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
-    /* (forgeyard-init joins it before anything of the workload runs:
-     * linux-child.c, sys_own_session_keyring) */
-    json_object_set_new(o, "keyring", json_string("own: a fresh, empty session keyring (the caller's session "
-                                                  "keyring and its keys are out of reach, seccomp or not)"));
+    /* (linux-child.c own_session_keyring) */
+    json_object_set_new(o, "keyring",
+                        json_string(pl->own_keyring
+                                        ? "own: a fresh, empty session keyring (the caller's is out of reach)"
+                                        : "the caller's session keyring, out of reach: the seccomp filter refuses "
+                                          "keyctl, add_key and request_key"));
     json_t *sc = json_null();
     if (pl->bpf) {
         sc = json_pack("{sssIss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
@@ -1302,6 +1304,10 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         if (!(pl->clone_flags & CLONE_NEWIPC))
             pl->ipc_bpf = sc_ipc_deny_program(&pl->ipc_bpf_len);
     }
+    /* Every profile's filter refuses keyctl, add_key and request_key
+     * (linux-seccomp-profiles.c); without one, the workload must not hold
+     * the caller's session keyring (linux-child.c own_session_keyring). */
+    pl->own_keyring = !pl->bpf;
 
     /* rlimits (always). */
     char core_pattern[128];

@@ -145,6 +145,8 @@ struct linux_plan {
     uint32_t work_uid, work_gid;       /* ids of the workload inside */
     uint32_t host_uid, host_gid;       /* the same ids on the host (what owns its files) */
     bool drop_groups;                  /* setgroups(0) allowed (root mode) */
+    bool own_keyring;                  /* the workload joins a fresh session keyring (no seccomp filter
+                                        * refuses the key calls: linux-child.c own_session_keyring) */
     const char *hostname;
     /* filesystem */
     struct mount_op *ops;

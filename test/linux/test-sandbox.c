@@ -1366,6 +1366,19 @@ START_TEST(test_host_keyring_unreachable) {
     ASSERT_OUT(&r, "denied EACCES keyread");
     run_free(&r);
     fy_policy_free(p);
+    /* Under a profile (the default) nothing is joined: every key call is
+     * refused, so the inherited keyring is out of reach all the same. */
+    p = policy();
+    run_attack(p, "keyring", desc, &r);
+    ck_assert_msg(!strstr(r.out, payload), "the workload read the host's key: %s", r.out);
+    ck_assert_int_eq(fy_result_to_json(r.res, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "\"keyring\": \"the caller's session keyring, out of reach"), "%s", json);
+    free(json);
+    run_free(&r);
+    run_attack(p, "keyread", id, &r);
+    ck_assert_msg(!strstr(r.out, payload), "the workload read the host's key: %s", r.out);
+    run_free(&r);
+    fy_policy_free(p);
     /* (and the host's keyring is as it was) */
     ck_assert_int_eq(syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -3, "user", desc, 0), key);
 }
@@ -1741,10 +1754,12 @@ END_TEST
 /* Under a host whose own seccomp filter refuses the key calls (as container
  * runtimes' default profiles do) the sandbox has no keyring to reach and
  * starts; where keyctl is refused but add_key is not, the inherited keyring
- * would still take keys, and the start fails, typed, instead of running
- * with it. Each host is a forked child of the test. */
+ * would still take keys: without a seccomp profile of ours the start fails,
+ * typed, instead of running with it; under one (which refuses every key
+ * call) it starts, nothing joined. Each host is a forked child of the test. */
 START_TEST(test_keyring_under_host_filter) {
-    for (int only_keyctl = 0; only_keyctl <= 1; only_keyctl++) {
+    for (int k = 0; k < 4; k++) {
+        int only_keyctl = k & 1, ours = k >> 1;
         pid_t host = fork();
         ck_assert_int_ge(host, 0);
         if (host == 0) {
@@ -1760,6 +1775,8 @@ START_TEST(test_keyring_under_host_filter) {
             if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
                 _exit(2);
             fy_policy *p = policy();
+            if (!ours && fy_policy_set_control(p, FY_CONTROL_SECCOMP, FY_MODE_OFF, NULL) < 0)
+                _exit(8);
             char out[160];
             snprintf(out, sizeof(out), "%s/keyfilter-%d", scratch, (int)getpid());
             fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
@@ -1771,8 +1788,9 @@ START_TEST(test_keyring_under_host_filter) {
             if (fy_prepare(p, NULL, argv, &pr, NULL) < 0)
                 _exit(3);
             int rc = start_attempt(pr, &h, &e);
+            bool refuse = only_keyctl && !ours;
             if (rc < 0) {
-                if (only_keyctl && fy_error_step(e) == FY_STEP_SPAWN)
+                if (refuse && fy_error_step(e) == FY_STEP_SPAWN)
                     _exit(0);
                 fprintf(stderr, "start: step %u: %s\n", fy_error_step(e), fy_error_message(e));
                 _exit(4);
@@ -1780,14 +1798,15 @@ START_TEST(test_keyring_under_host_filter) {
             if (fy_handle_wait(h, 60000000, &res, NULL) != 1)
                 _exit(5);
             int outcome = fy_result_outcome(res);
-            if (only_keyctl)
+            if (refuse)
                 _exit(outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE && fy_result_error_step(res) == FY_STEP_SPAWN ? 0 : 6);
             _exit(outcome == FY_OUTCOME_SUCCEEDED ? 0 : 7);
         }
         int st = 0;
         ck_assert_int_eq(waitpid(host, &st, 0), host);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: host child status %d",
-                      only_keyctl ? "keyctl refused, add_key allowed" : "every key call refused", st);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s, %s: host child status %d",
+                      only_keyctl ? "keyctl refused, add_key allowed" : "every key call refused",
+                      ours ? "our profile" : "seccomp off", st);
     }
 }
 END_TEST
