@@ -428,8 +428,21 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
     if (r == 0 && rs.n > NET_RULES_MAX)
         r = err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, "$.network.destinations",
                     "the destinations resolve to more than %u address rules", NET_RULES_MAX);
-    if (r == 0 && rs.n) {
+    /* Every address a destination name resolved to, before rules of equal
+     * tuples merge below (two names of one address and port: a CDN's; or a
+     * name after an address): each name gets its /etc/hosts lines and its
+     * DNS stub answers (pl->net_name_rules), whichever destination a
+     * merged rule keeps. */
+    struct rules named = {0};
+    if (r == 0 && rs.n)
         qsort(rs.v, rs.n, sizeof(*rs.v), rule_cmp);
+    for (size_t i = 0; r == 0 && i < rs.n; i++) {
+        const char *host = pl->dests[rs.v[i].dest].host;
+        uint8_t tmp[16];
+        if (!strchr(host, '/') && inet_pton(AF_INET, host, tmp) != 1 && inet_pton(AF_INET6, host, tmp) != 1)
+            r = push(&named, &rs.v[i]);
+    }
+    if (r == 0 && rs.n) {
         size_t k = 0;
         for (size_t i = 0; i < rs.n; i++) {
             /* The same tuple from two destinations: the first one names it
@@ -450,21 +463,30 @@ int plan_net_build(struct fy_plan *pl, const fy_policy *p, fy_error **reterr) {
             r = check_special_addresses(&rs, pl, reterr);
     }
     /* The names for the sandbox's /etc/hosts, in rule order (none under
-     * fetch-only: the workload names hosts only to the proxy). */
-    for (size_t i = 0; r == 0 && !fetch && i < rs.n; i++) {
-        const char *host = pl->dests[rs.v[i].dest].host;
+     * fetch-only: the workload names hosts only to the proxy), each
+     * address and name once (a line is looked for whole, after a newline:
+     * 1.2.3.4 is not 11.2.3.4). */
+    if (r == 0 && !fetch)
+        strbuf_append(&lines, "\n");
+    for (size_t i = 0; r == 0 && !fetch && i < named.n; i++) {
+        const char *host = pl->dests[named.v[i].dest].host;
         char a[INET6_ADDRSTRLEN], line[INET6_ADDRSTRLEN + 300];
-        bool is_addr = strchr(host, '/') || inet_pton(AF_INET, host, line) == 1 || inet_pton(AF_INET6, host, line) == 1;
-        if (is_addr)
-            continue;
-        inet_ntop(rs.v[i].family == 4 ? AF_INET : AF_INET6, rs.v[i].addr, a, sizeof(a));
-        snprintf(line, sizeof(line), "%s\t%s\n", a, host);
+        inet_ntop(named.v[i].family == 4 ? AF_INET : AF_INET6, named.v[i].addr, a, sizeof(a));
+        snprintf(line, sizeof(line), "\n%s\t%s\n", a, host);
         if (!strstr(lines.buf ? lines.buf : "", line))
-            strbuf_append(&lines, line);
+            strbuf_append(&lines, line + 1);
+    }
+    if (r == 0 && (lines.oom || !(pl->net_hosts = arena_strdup(&pl->arena, lines.buf ? lines.buf + (lines.buf[0] == '\n') : ""))))
+        r = FY_E_NOMEM;
+    if (r == 0 && named.n) { /* (the arena owns it now; freed by arena_keep on failure) */
+        if (!(pl->net_name_rules = arena_keep(&pl->arena, named.v)))
+            r = FY_E_NOMEM;
+        else
+            pl->nnet_name_rules = named.n;
+    } else {
+        free(named.v);
     }
     free(hosts);
-    if (r == 0 && (lines.oom || !(pl->net_hosts = arena_strdup(&pl->arena, lines.buf ? lines.buf : ""))))
-        r = FY_E_NOMEM;
     strbuf_free(&lines);
     if (r == 0 && rs.n && !(pl->net_rules = arena_keep(&pl->arena, rs.v)))
         return FY_E_NOMEM;

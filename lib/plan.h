@@ -161,6 +161,10 @@ struct fy_plan {
     const struct plan_net_rule *net_rules; /* restricted: the resolved allowlist (plan-net.c) */
     size_t nnet_rules;
     const char *net_hosts;     /* restricted: "ADDR\tNAME\n" lines for the sandbox's /etc/hosts */
+    const struct plan_net_rule *net_name_rules; /* every address a destination name resolved to, one
+                                                 * rule each, before equal tuples merged (net_rules
+                                                 * names one of them): the DNS stub's answers */
+    size_t nnet_name_rules;
     const char *job_member;    /* a job network's member (fy_prepare_member): its name, or NULL */
     uint32_t job_index;        /* ... its index (its address and link) */
     const char *job_hosts;     /* ... every member's "ADDR\tNAME\n" for /etc/hosts */

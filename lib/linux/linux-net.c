@@ -426,8 +426,8 @@ static struct lxp_config *dns_config(struct linux_plan *pl, const struct fy_plan
             if (n && x->host[n - 1] == '.')
                 x->host[n - 1] = 0;
         }
-        for (size_t k = 0; k < np->nnet_rules; k++) {
-            const struct plan_net_rule *r = &np->net_rules[k];
+        for (size_t k = 0; k < np->nnet_name_rules; k++) {
+            const struct plan_net_rule *r = &np->net_name_rules[k];
             if (r->dest != i || x->naddr == LXP_ADDRS_MAX || r->prefix != (r->family == 4 ? 32 : 128))
                 continue;
             bool have = false;

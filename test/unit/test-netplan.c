@@ -82,7 +82,27 @@ START_TEST(test_names_resolve_sorted_and_deduplicated) {
         ck_assert_str_eq(plan_net_rule_text(&pl.net_rules[i], t, sizeof(t)), want[i]);
     }
     ck_assert_uint_eq(pl.net_rules[2].dest, 0); /* the first destination names a shared tuple */
-    ck_assert_str_eq(pl.net_hosts, "198.51.100.7\tmirror.test\n2001:db8::7\tmirror.test\n");
+    /* ...but every name keeps its addresses: alias.test's line and its DNS
+     * stub answers were lost with the merged rule (two names of one CDN
+     * address: the second never resolved inside). */
+    ck_assert_str_eq(pl.net_hosts, "198.51.100.7\tmirror.test\n198.51.100.7\talias.test\n2001:db8::7\tmirror.test\n");
+    ck_assert_uint_eq(pl.nnet_name_rules, 3);
+    bool alias = false;
+    for (size_t i = 0; i < pl.nnet_name_rules; i++)
+        alias = alias || (pl.net_name_rules[i].dest == 2 && pl.net_name_rules[i].family == 4);
+    ck_assert_msg(alias, "alias.test has no address for the DNS stub");
+    done(&pl);
+    /* An address first, then a name of it with the same tuple: the name
+     * still has its line. And a line is found whole: 1.2.3.4's is not
+     * inside 11.2.3.4's. */
+    write_hosts("198.51.100.7 mirror.test\n11.2.3.4 a.test\n1.2.3.4 a.test\n");
+    struct d ds2[] = {
+        {"198.51.100.7", FY_PROTO_TCP, 443, 443},
+        {"mirror.test", FY_PROTO_TCP, 443, 443},
+        {"a.test", FY_PROTO_TCP, 80, 80},
+    };
+    ck_assert_msg(build(ds2, 3, &pl, &e) == 0, "%s", fy_error_message(e));
+    ck_assert_str_eq(pl.net_hosts, "1.2.3.4\ta.test\n11.2.3.4\ta.test\n198.51.100.7\tmirror.test\n");
     done(&pl);
 }
 END_TEST
