@@ -1245,7 +1245,7 @@ START_TEST(net_rule_covering_loopback_interface_address) {
         unsigned type = 0, code = 0;
         sscanf(got[i], "%d %u %u", &rc, &type, &code);
         ck_assert_msg(rc == 0 && type == FYH_T_ERROR && code == FYH_E_MALFORMED &&
-                          strstr(got[i], "an address of the host") != NULL,
+                          strstr(got[i], "delivers to itself") != NULL,
                       "a rule covering %s (on the helper's lo) was not refused: %s",
                       i ? "2001:db8:77::1" : "198.18.0.77", got[i]);
     }
@@ -1877,6 +1877,17 @@ START_TEST(peer_parsing) {
     ck_assert(!fyh_cpu_within(FYH_UNLIMITED, 100000, 50000, 100000)); /* no limit from a limited peer */
     ck_assert(fyh_cpu_within(FYH_UNLIMITED, 100000, FYH_UNLIMITED, 100000));
     ck_assert(fyh_cpu_within(400000, 100000, FYH_UNLIMITED, 100000));
+    /* The gc's retries of an attempt that is left (unkillable processes):
+     * 1 s, doubling, never more than FYH_RETRY_MAX_MS, never 0 after a
+     * try (no pass retries at once, so no pass waits on it twice). */
+    ck_assert_uint_eq(fyh_retry_delay_ms(1), 1000);
+    ck_assert_uint_eq(fyh_retry_delay_ms(2), 2000);
+    ck_assert_uint_eq(fyh_retry_delay_ms(6), FYH_RETRY_MAX_MS);
+    ck_assert_uint_eq(fyh_retry_delay_ms(7), FYH_RETRY_MAX_MS);
+    ck_assert_uint_eq(fyh_retry_delay_ms(UINT32_MAX), FYH_RETRY_MAX_MS);
+    for (uint32_t t = 1; t < 100; t++)
+        ck_assert(fyh_retry_delay_ms(t) >= 1000 && fyh_retry_delay_ms(t) <= FYH_RETRY_MAX_MS &&
+                  fyh_retry_delay_ms(t + 1) >= fyh_retry_delay_ms(t));
 
     struct fyh_dev_rule list[8];
     ck_assert_int_eq(fyh_devlist_parse("a *:* rwm\n", list, 8), 1);

@@ -30,20 +30,45 @@ HPID=
 # (The helper first: its router namespaces go before the uplink does.)
 net_cleanup_extra() { [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null; }
 net_fake_internet "$NS" "$ECHO"
+# The helper's uplink: a namespace of the test's that routes to the fake
+# internet (203.0.113.0/30, 2001:db8:ff::/64 between them), not the fake
+# internet itself: the helper refuses every tuple that covers an address
+# its uplink delivers to itself (the uplink's own services), and the fake
+# internet's addresses are NS's own. UPL's own address 203.0.113.1 (a
+# service listens there) and its link's broadcast are such addresses.
+UPL=fyt-nethu-$$-$RANDOM
+net_netns "$UPL"
+ip -n "$UPL" link add u0 type veth peer name u1 && ip -n "$UPL" link set u1 netns "$NS" || exit 1
+ip -n "$UPL" addr add 203.0.113.1/30 dev u0 && ip -n "$NS" addr add 203.0.113.2/30 dev u1 || exit 1
+ip -n "$UPL" addr add 2001:db8:ff::1/64 dev u0 nodad && ip -n "$NS" addr add 2001:db8:ff::2/64 dev u1 nodad || exit 1
+# (their link-local addresses at once, without duplicate address detection:
+# not later, changing the state compared before and after)
+ip netns exec "$UPL" sh -c 'echo 0 >/proc/sys/net/ipv6/conf/u0/accept_dad' || exit 1
+ip netns exec "$NS" sh -c 'echo 0 >/proc/sys/net/ipv6/conf/u1/accept_dad' || exit 1
+ip -n "$UPL" link set u0 up && ip -n "$NS" link set u1 up || exit 1
+ip -n "$UPL" route add default via 203.0.113.2 && ip -n "$UPL" -6 route add default via 2001:db8:ff::2 || exit 1
+ip -n "$NS" route add 100.127.0.0/16 via 203.0.113.1 && ip -n "$NS" -6 route add fd66:7973:1::/48 via 2001:db8:ff::1 || exit 1
+ip netns exec "$UPL" sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward && echo 1 >/proc/sys/net/ipv6/conf/all/forwarding' || exit 1
+net_bg ip netns exec "$UPL" timeout 600 python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("203.0.113.1", 8080)); s.listen(8)
+while True:
+    c, _ = s.accept(); c.sendall(b"the uplink itself\n"); c.close()'
 
 host_state() {
     ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^(fy[0-9a-f]{8}|sb|up)$' | sort
     cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding
     ip route show table all 2>/dev/null | grep -E '100\.(64|127)\.|fd66:7973|dev fy[0-9a-f]{8}' | sort
 }
-uplink_state() { net_ns_state "$NS"; }
+uplink_state() { net_ns_state "$UPL"; }
 host_state >"$TMP/host.before"
 uplink_state >"$TMP/uplink.before"
 
 mkdir -m 0755 "$TMP/sock" "$TMP/probe" && cp "$PROBE" "$TMP/probe/fy-netprobe" && chmod 755 "$TMP/probe/fy-netprobe"
 mkdir -m 0700 "$TMP/home" && chown 65534:65534 "$TMP/home" || exit 1
 SOCK=$TMP/sock/helper.sock
-"$HELPER" --socket "$SOCK" --allow 65534:4:256M:8192 --subtree "fyt-neth-$$" --net-uplink "/run/netns/$NS" \
+"$HELPER" --socket "$SOCK" --allow 65534:4:256M:8192 --subtree "fyt-neth-$$" --net-uplink "/run/netns/$UPL" \
     --verbose 2>"$TMP/helper.log" &
 HPID=$!
 for _ in $(seq 300); do [ -S "$SOCK" ] && break; kill -0 $HPID 2>/dev/null || break; sleep 0.02; done
@@ -100,7 +125,7 @@ while read -r name res; do
 done <"$TMP/out"
 [ "$(wc -l <"$TMP/out")" = 15 ] || bad "expected 15 probe results, got $(wc -l <"$TMP/out")"
 # The evidence says where the network control came from.
-python3 - "$TMP/home/r.json" "$SOCK" "/run/netns/$NS" <<'PY' && ok "the result names the helper and its uplink" || bad "result: $(cat "$TMP/home/r.json")"
+python3 - "$TMP/home/r.json" "$SOCK" "/run/netns/$UPL" <<'PY' && ok "the result names the helper and its uplink" || bad "result: $(cat "$TMP/home/r.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["outcome"] == "succeeded", r["outcome"]
@@ -138,10 +163,10 @@ setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH=/usr/bin:/bin HOM
     FORGEYARD_CACHE_DIR="$TMP/home/cache" FORGEYARD_HELPER_SOCKET="$SOCK" "$FY" run --profile standard-ci \
     --memory 128M --network restricted --allow 198.51.100.1:8080 -- /bin/sleep 60 >/dev/null 2>&1 &
 host=$!
-for _ in $(seq 100); do ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' && break; sleep 0.1; done
-ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || bad "the attempt's uplink veth never appeared"
+for _ in $(seq 100); do ip -n "$UPL" -o link show | grep -q ' fy[0-9a-f]\{8\}@' && break; sleep 0.1; done
+ip -n "$UPL" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || bad "the attempt's uplink veth never appeared"
 kill -KILL $host 2>/dev/null; wait $host 2>/dev/null
-for _ in $(seq 60); do ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || break; sleep 0.1; done
+for _ in $(seq 60); do ip -n "$UPL" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || break; sleep 0.1; done
 sleep 0.3
 nothing_left "host killed mid-run (the helper's gc)"
 
@@ -190,7 +215,7 @@ for name, code in results:
 print("hello after:", hex(ask(msg(1, b""))))
 sys.exit(1 if bad or ask(msg(1, b"")) != 0x8001 else 0)
 PY
-as_runner python3 "$TMP/hostile.py" "$SOCK" "/run/netns/$NS" >"$TMP/hostile.out" 2>&1 &&
+as_runner python3 "$TMP/hostile.py" "$SOCK" "/run/netns/$UPL" >"$TMP/hostile.out" 2>&1 &&
     ok "hostile NET_CREATE requests refused (typed), the helper still serves" ||
     { bad "hostile requests"; cat "$TMP/hostile.out"; }
 nothing_left "hostile requests"
@@ -265,6 +290,16 @@ want("remove again", ask(net_remove(name(0))), ("error", 10))
 # A rule covering an address of the helper's own (the host's) namespace:
 # the library refuses it at fy_prepare, and a peer speaking the protocol
 # itself is refused too (malformed, 1), nothing made.
+# Rules covering what the uplink namespace delivers to itself (its own
+# address, where a service listens, and its link's broadcast address)
+# are refused too (malformed, 1): the router's traffic is delivered there.
+for i, (a, p) in enumerate((("203.0.113.1", 32), ("203.0.113.3", 32), ("203.0.113.0", 24))):
+    rule = struct.pack("<BBBHH", 4, p, 6, 8080, 8080) + socket.inet_aton(a) + bytes(12)
+    req = msg(4, struct.pack("<H", len(name(6 + i))) + name(6 + i) + struct.pack("<H", 1) + rule)
+    got = ask(req, [nss[4]])
+    want(f"a rule covering the uplink's {a}/{p}", got, ("error", 1))
+    if got[0] == "ok":
+        ask(net_remove(name(6 + i)))
 host = os.environ.get("FY_HOST_ADDR4", "")
 if host:
     rule = struct.pack("<BBBHH", 4, 32, 6, 22, 22) + socket.inet_aton(host) + bytes(12)
@@ -276,7 +311,7 @@ command -v unshare >/dev/null && command -v ip >/dev/null || bad "unshare or ip 
 # (the host's first global IPv4 address, for the own-address refusal)
 host4=$(ip -o -4 addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -1)
 as_runner env FY_HOST_ADDR4="$host4" unshare -Urn python3 "$TMP/budget.py" "$SOCK" >"$TMP/budget.out" 2>&1 &&
-    ok "the runner's own namespaces: routers made, exists, over budget, removed witnessed; a rule covering the host's address ($host4) refused" ||
+    ok "the runner's own namespaces: routers made, exists, over budget, removed witnessed; rules covering the uplink's own addresses and the host's ($host4) refused" ||
     { bad "routers through the raw protocol"; cat "$TMP/budget.out"; }
 nothing_left "routers through the raw protocol"
 # 5c. A user namespace nested inside one of the runner's (its owner maps to
@@ -286,6 +321,105 @@ as_runner unshare -Ur unshare -Urn python3 "$TMP/budget.py" "$SOCK" nested >"$TM
     ok "a nested user namespace's network namespace is refused" ||
     { bad "a nested user namespace's network namespace"; cat "$TMP/nested.out"; }
 nothing_left "the nested namespace"
+# 5c2. A peer that sets its own end of the sandbox's link dormant (an
+#      rtnetlink listener in its namespace: IFLA_LINKMODE dormant when the
+#      link appears, IFLA_OPERSTATE dormant when it comes up) can fail only
+#      its own request, fast: the helper serves every uid from one loop,
+#      and waited 10 s per such request for a link the peer controls. Each
+#      NET_CREATE is answered within 1 s (ok, or system naming the link),
+#      and at least one attack took (the reply says not running).
+cat >"$TMP/dormant.py" <<'PY'
+import ctypes, os, select, socket, struct, sys, time
+sock = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+def msg(typ, payload):
+    return struct.pack("<IHHII", 0x31485946, 2, typ, len(payload), 0) + payload
+def name(i):
+    return ("forgeyard-%d-%016x" % (os.getpid(), i)).encode()
+def ask(data, fds=()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock)
+    socket.send_fds(s, [data], list(fds)) if fds else s.sendall(data)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        got += b
+    s.close()
+    typ = struct.unpack("<H", got[6:8])[0]
+    if typ == 0x80ff:
+        code, os_errno = struct.unpack("<Ii", got[16:24])
+        tl = struct.unpack("<H", got[24:26])[0]
+        return ("error", code, got[26:26 + tl].decode(errors="replace"))
+    return ("ok", typ)
+def listener(ready):
+    # In the namespace about to be handed over: every link that appears
+    # goes dormant, and again whenever it is announced up.
+    mon = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+    mon.bind((0, 1))  # RTMGRP_LINK
+    req = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+    os.write(ready, b"x")
+    end = time.time() + 20
+    while time.time() < end:
+        if not select.select([mon], [], [], 0.2)[0]:
+            continue
+        data = mon.recv(65536)
+        off = 0
+        while off + 32 <= len(data):
+            ln, typ = struct.unpack_from("<IH", data, off)
+            if typ == 16:  # RTM_NEWLINK
+                _, _, index, flags, _ = struct.unpack_from("<BxHiII", data, off + 16)
+                if index > 1:
+                    attrs = struct.pack("<HHB3x", 5, 17, 1)  # IFLA_LINKMODE dormant
+                    if flags & 1:  # IFF_UP
+                        attrs += struct.pack("<HHB3x", 5, 16, 5)  # IFLA_OPERSTATE dormant
+                    body = struct.pack("<BxHiII", 0, 0, index, 0, 0) + attrs
+                    req.send(struct.pack("<IHHII", 16 + len(body), 16, 1, 0, 0) + body)
+            off += (ln + 3) & ~3
+            if ln < 16: break
+    os._exit(0)
+rule = struct.pack("<BBBHH", 4, 32, 6, 8080, 8080) + bytes([198, 51, 100, 1]) + bytes(12)
+bad = took = 0
+for i in range(12):
+    if libc.unshare(0x40000000) != 0:
+        sys.exit("unshare: %d" % ctypes.get_errno())
+    fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        listener(w)
+    os.read(r, 1)
+    n = name(100 + i)
+    t = time.monotonic()
+    got = ask(msg(4, struct.pack("<H", len(n)) + n + struct.pack("<H", 1) + rule), [fd])
+    dt = time.monotonic() - t
+    print(f"attack {i}: {got} in {dt:.2f} s")
+    os.kill(pid, 9); os.waitpid(pid, 0); os.close(fd); os.close(r); os.close(w)
+    if dt >= 1.0:
+        print(f"FAIL: the helper took {dt:.1f} s on a link its peer holds dormant")
+        bad = 1
+        break
+    if got[0] == "ok":
+        rem = ask(msg(5, struct.pack("<H", len(n)) + n))
+        if rem != ("ok", 0x8005):
+            print(f"remove: {rem}")
+    elif got[1] == 13 and "running" in got[2]:
+        took += 1
+        if took >= 2:
+            break
+    else:
+        print(f"FAIL: unexpected reply {got}")
+        bad = 1
+if not bad and not took:
+    print("FAIL: no attack took (the listener never won the race): nothing shown")
+    bad = 1
+sys.exit(bad)
+PY
+as_runner unshare -Urn python3 "$TMP/dormant.py" "$SOCK" >"$TMP/dormant.out" 2>&1 &&
+    ok "a peer holding its link dormant fails only its own NET_CREATE, fast (< 1 s each)" ||
+    { bad "a peer holding its link dormant"; cat "$TMP/dormant.out"; }
+nothing_left "the dormant links"
 
 # 5d. NET_TAP (protocol 4, the VM backend's router), raw, as the runner:
 #     the reply carries exactly one descriptor, a tap named sb (the
@@ -407,7 +541,7 @@ as_runner python3 "$TMP/tap.py" "$SOCK" >"$TMP/tap.out" 2>&1 &&
     { bad "NET_TAP through the raw protocol"; cat "$TMP/tap.out"; }
 nothing_left "NET_TAP routers"
 as_runner python3 "$TMP/tap.py" "$SOCK" leave >"$TMP/tap-leave.out" 2>&1 || { bad "NET_TAP to leave"; cat "$TMP/tap-leave.out"; }
-for _ in $(seq 60); do ip -n "$NS" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || break; sleep 0.1; done
+for _ in $(seq 60); do ip -n "$UPL" -o link show | grep -q ' fy[0-9a-f]\{8\}@' || break; sleep 0.1; done
 sleep 0.3
 nothing_left "a NET_TAP peer that exited (the helper's gc)"
 
@@ -653,7 +787,7 @@ want("job0 gone with the job", gone != 0, True)
 sys.exit(1 if bad else 0)
 PY
 exec {HOSTNS}</proc/self/ns/net
-as_runner unshare -Ur python3 "$TMP/job.py" "$SOCK" own /proc/self/fd/$HOSTNS "/run/netns/$NS" >"$TMP/jobraw.out" 2>&1 &&
+as_runner unshare -Ur python3 "$TMP/job.py" "$SOCK" own /proc/self/fd/$HOSTNS "/run/netns/$UPL" >"$TMP/jobraw.out" 2>&1 &&
     ok "JOB_*: own namespace linked and unlinked, hostile descriptors refused typed, budget, removal witnessed" ||
     { bad "JOB_* through the raw protocol"; cat "$TMP/jobraw.out"; }
 exec {HOSTNS}<&-

@@ -65,6 +65,9 @@
 #endif
 #define MAX_CONNS_DEFAULT 64
 #define MAX_ENTRIES 1024
+/* How long the first REMOVE of an attempt waits for the processes it
+ * killed to exit (remove_attempt). */
+#define REMOVE_SETTLE_MS 20
 
 static const char *const ctl_name[FYH_NCTL] = {"memory", "pids", "cpu", "devices"};
 
@@ -79,6 +82,13 @@ struct entry {
     uid_t uid;
     char name[FYH_NAME_MAX + 1];
     int creator; /* pidfd of the peer that created it (-1: from an earlier run) */
+    /* Removal asked (REMOVE) or due (creator exited, or adopted from an
+     * earlier run) but something is left: the gc tries again at next_try,
+     * one attempt per pass, later each time (fyh_retry_delay_ms). */
+    bool removing;
+    bool adopted; /* from an earlier run, still populated at our start */
+    uint32_t tries;
+    uint64_t next_try;
 };
 
 /* An attempt's router (fyh-net.c), made for uid's sandbox. */
@@ -434,7 +444,13 @@ static bool proc_status(pid_t pid, uid_t uid[4], pid_t *ppid);
  * through pidfds (a pid read from cgroup.procs may be reused before the
  * signal: a pidfd cannot). How many live processes were left alone (not
  * the peer's to kill). */
-static unsigned kill_procs(const char *dir, uid_t uid) {
+#define KEEP_MAX 64
+struct kept {
+    int fd[KEEP_MAX]; /* pidfds of processes signalled, to wait for (bounded) */
+    size_t n;
+};
+
+static unsigned kill_procs(const char *dir, uid_t uid, struct kept *keep) {
     char path[PATH_MAX + 32], buf[8192];
     snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -458,40 +474,71 @@ static unsigned kill_procs(const char *dir, uid_t uid) {
         uid_t u[4];
         pid_t parent;
         if (proc_status((pid_t)pid, u, &parent)) {
-            if (u[0] == uid || u[2] == uid)
-                syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
-            else if (syscall(SYS_pidfd_send_signal, pfd, 0, NULL, 0) == 0)
+            if (u[0] == uid || u[2] == uid) {
+                if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0 && keep && keep->n < KEEP_MAX) {
+                    keep->fd[keep->n++] = pfd;
+                    pfd = -1;
+                }
+            } else if (syscall(SYS_pidfd_send_signal, pfd, 0, NULL, 0) == 0)
                 spared++; /* (still that process: its uids were) */
         }
-        close(pfd);
+        if (pfd >= 0)
+            close(pfd);
     }
     return spared;
 }
 
-/* Removes the attempt cgroup name of uid in every hierarchy: kills what is
- * left, rmdir (which only an empty cgroup allows), bounded retries while
- * there is something of the peer's to kill (what is not the peer's to kill
- * stays, and so does the directory: no waiting on it, at each gc pass
- * either); the witness is lstat's ENOENT afterwards. How many directories
- * are left. */
-static uint32_t remove_attempt(uid_t uid, const char *name) {
+/* Removes the attempt cgroup name of uid in every hierarchy: rmdir (which
+ * only an empty cgroup allows); when busy, kills what the peer could kill
+ * itself, waits for those processes to exit for at most settle_ms (on
+ * their pidfds: no sleeping loop; 0: not at all), and tries rmdir once
+ * more (settle_ms < 0: kills nothing, an attempt of an earlier run whose
+ * creator is unknown: removed once empty). Never more: the helper serves every uid from one loop, and a
+ * peer can make processes that SIGKILL does not end (blocked in a FUSE
+ * request its own server never answers, in uninterruptible sleep): 40
+ * sleeping retries per controller here blocked every other uid at each gc
+ * pass. What is left stays, and the gc tries again on later passes
+ * (entry.next_try); what is not the peer's to kill is spared. The
+ * witness is lstat's ENOENT afterwards. How many directories are left. */
+static uint32_t remove_attempt(uid_t uid, const char *name, int settle_ms) {
     uint32_t left = 0;
-    for (int c = 0; c < FYH_NCTL; c++) {
-        if (!(H.controllers & (1u << c)))
-            continue;
-        char dir[PATH_MAX + 128];
-        attempt_dir(dir, sizeof(dir), c, uid, name);
-        for (int i = 0; i < 40 && rmdir(dir) < 0 && errno == EBUSY; i++) {
-            if (kill_procs(dir, uid))
-                break;
-            usleep(5000);
+    unsigned spared = 0;
+    struct kept keep = {.n = 0};
+    bool busy = false;
+    for (int pass = 0; pass < 2; pass++) {
+        left = 0;
+        for (int c = 0; c < FYH_NCTL; c++) {
+            if (!(H.controllers & (1u << c)))
+                continue;
+            char dir[PATH_MAX + 128];
+            attempt_dir(dir, sizeof(dir), c, uid, name);
+            if (rmdir(dir) < 0 && errno == EBUSY && pass == 0) {
+                busy = true;
+                if (settle_ms >= 0)
+                    spared += kill_procs(dir, uid, &keep);
+            }
+            struct stat st;
+            if (lstat(dir, &st) == 0 || errno != ENOENT)
+                left++;
+            if (H.cg2)
+                break; /* one directory for every controller */
         }
-        struct stat st;
-        if (lstat(dir, &st) == 0 || errno != ENOENT)
-            left++;
-        if (H.cg2)
-            break; /* one directory for every controller */
+        if (!busy || settle_ms < 0)
+            break;
+        if (pass == 0 && settle_ms > 0 && keep.n && !spared) {
+            /* (a pidfd polls readable once its process has exited) */
+            uint64_t end = now_ms() + (uint64_t)settle_ms;
+            for (size_t i = 0; i < keep.n;) {
+                struct pollfd p = {keep.fd[i], POLLIN, 0};
+                uint64_t now = now_ms();
+                if (now >= end || poll(&p, 1, (int)(end - now)) == 0)
+                    break;
+                i++;
+            }
+        }
     }
+    for (size_t i = 0; i < keep.n; i++)
+        close(keep.fd[i]);
     return left;
 }
 
@@ -516,21 +563,61 @@ static uint32_t count_entries(uid_t uid) {
     return n;
 }
 
-/* gc: attempt cgroups whose creator has exited (its pidfd polls readable),
- * and, at startup (all == true), every empty attempt cgroup an earlier run
- * left behind. */
+/* gc: attempt cgroups whose creator has exited (its pidfd polls readable)
+ * or whose REMOVE left something, and those of an earlier run (adopted
+ * at startup: counted in their uid's budget, removed once empty; all ==
+ * true: the empty ones removed at once). One removal attempt per entry
+ * and pass, none before its next_try (fyh_retry_delay_ms after each that
+ * left something): a peer's unkillable processes cost a few system calls
+ * per pass, not a wait. */
+static void adopt(uid_t uid, const char *name, const char *dir) {
+    if (find_entry(uid, name))
+        return; /* (another controller's directory of the same attempt) */
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        if (!H.entries[i].used) {
+            struct entry *e = &H.entries[i];
+            memset(e, 0, sizeof(*e));
+            e->used = true;
+            e->uid = uid;
+            e->creator = -1;
+            e->adopted = true;
+            e->next_try = now_ms() + fyh_retry_delay_ms(1);
+            snprintf(e->name, sizeof(e->name), "%s", name);
+            logf_("gc: adopted %s of an earlier run (not empty): counted in uid %u's budget, removed once empty",
+                  dir, (unsigned)uid);
+            return;
+        }
+    logf_("gc: %s of an earlier run (not empty): no free entry to adopt it", dir);
+}
+
 static void gc(bool all) {
+    uint64_t now = now_ms();
     for (size_t i = 0; i < MAX_ENTRIES; i++) {
         struct entry *e = &H.entries[i];
-        if (!e->used || e->creator < 0)
+        if (!e->used)
             continue;
-        struct pollfd p = {e->creator, POLLIN, 0};
-        if (poll(&p, 1, 0) == 1) {
-            uint32_t left = remove_attempt(e->uid, e->name);
-            if (H.verbose || left)
-                logf_("gc: uid %u %s (creator exited): %u left", (unsigned)e->uid, e->name, left);
-            if (!left)
-                drop_entry(e);
+        if (!e->removing && !e->adopted) {
+            struct pollfd p = {e->creator, POLLIN, 0};
+            if (e->creator < 0)
+                continue;
+            if (poll(&p, 1, 0) != 1)
+                continue;
+            e->removing = true; /* (its creator exited: due now) */
+        }
+        if (now < e->next_try)
+            continue;
+        /* (an adopted attempt never removed by its peer: nothing killed) */
+        bool kill = e->removing;
+        uint32_t left = remove_attempt(e->uid, e->name, kill ? 0 : -1);
+        if (H.verbose || (left && kill && (e->tries & (e->tries + 1)) == 0))
+            logf_("gc: uid %u %s (%s): %u left%s", (unsigned)e->uid, e->name,
+                  kill ? "removal due" : "of an earlier run", left,
+                  left ? ", tried again later" : "");
+        if (!left) {
+            drop_entry(e);
+        } else {
+            e->tries++;
+            e->next_try = now + fyh_retry_delay_ms(e->tries);
         }
     }
     for (size_t i = 0; i < MAX_ENTRIES; i++) {
@@ -570,6 +657,8 @@ static void gc(bool all) {
                     snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
                     if (rmdir(sub) == 0)
                         logf_("gc: removed stale %s", sub);
+                    else if (errno == EBUSY)
+                        adopt(H.allow[a].uid, de->d_name, sub);
                 }
             if (d)
                 closedir(d);
@@ -1517,7 +1606,7 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
             err = -e;
             struct fyh_msg no;
             if (!err && progs_v2(pdir, dir, &no) < 0) {
-                uint32_t left = remove_attempt(c->uid, name);
+                uint32_t left = remove_attempt(c->uid, name, 0);
                 *rep = no;
                 if (left)
                     logf_("uid %u %s: refused, and %u directory could not be removed", (unsigned)c->uid, name, left);
@@ -1590,7 +1679,7 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
     if (err) {
         uint32_t left = 0;
         if (made)
-            left = remove_attempt(c->uid, name);
+            left = remove_attempt(c->uid, name, 0);
         set_error(rep, err == EEXIST ? FYH_E_EXISTS : FYH_E_SYSTEM, err, "%s %s: %s%s", what, name, strerror(err),
                   left ? " (and a directory could not be removed)" : "");
         return;
@@ -1620,9 +1709,13 @@ static void do_remove(const struct conn *c, const struct fyh_msg *req, struct fy
     }
     memset(rep, 0, sizeof(*rep));
     rep->type = FYH_T_REMOVED;
-    rep->u.removed.left = remove_attempt(c->uid, name);
+    /* (the processes it kills are waited for, briefly, at the first REMOVE
+     * only: what SIGKILL does not end is the gc's, on later passes) */
+    rep->u.removed.left = remove_attempt(c->uid, name, e && e->removing ? 0 : REMOVE_SETTLE_MS);
     if (e && !rep->u.removed.left)
         drop_entry(e);
+    else if (e && !e->removing)
+        e->removing = true, e->tries = 1, e->next_try = now_ms() + fyh_retry_delay_ms(1);
 }
 
 /* Writes pid (whose pidfd is pfd) to dir's cgroup.procs, then checks it was

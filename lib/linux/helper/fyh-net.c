@@ -24,11 +24,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
-#include <ifaddrs.h>
+#include <linux/ethtool.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/nsfs.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -56,6 +58,8 @@
 #define LINK_LEN 16u
 #define SB_ROUTER4 0x64400001u  /* 100.64.0.1 */
 #define SB_SANDBOX4 0x64400002u /* 100.64.0.2 */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 void (*fyh_net_raise)(bool on);
 
@@ -209,57 +213,172 @@ static bool hits_links(const struct fyh_net_rule *r) {
     return c1 == 0 || (a >> (32 - c1)) == (LINK_BASE >> (32 - c1)) || (a >> (32 - c2)) == (SB_ROUTER4 >> (32 - c2));
 }
 
-/* Whether rule r covers addr (4 or 16 bytes by family fam). */
-static bool rule_covers(const struct fyh_net_rule *r, unsigned fam, const uint8_t *addr) {
-    if (r->family != fam)
-        return false;
-    for (unsigned bit = 0; bit < r->prefix; bit++)
-        if (((r->addr[bit / 8] ^ addr[bit / 8]) >> (7 - bit % 8)) & 1)
-            return false;
-    return true;
-}
-
-/* The first rule that covers an address of the helper's own network
- * namespace (the host's: a peer's router would forward the sandbox to the
- * host itself), with the address in as; -1 when none (or the addresses
- * cannot be listed: then -2). The library refuses such rules at
- * fy_prepare in the caller's namespace (plan-net.c); a peer speaking the
- * protocol itself is held to the same here. Loopback addresses (127/8,
- * ::1, ::ffff:127/104) are the sandbox's own loopback from inside, as
- * there; any other address is the host's, on its loopback interface too
- * (a service address put on lo is delivered locally from the uplink). */
+/* Loopback addresses (127/8, ::1, ::ffff:127/104) are the sandbox's own
+ * loopback from inside (the library's rule, plan-net.c): a tuple naming
+ * one reaches nothing through the router. */
 static bool loopback_address(unsigned fam, const uint8_t *a) {
     static const uint8_t v6[16] = {[15] = 1}, mapped[12] = {[10] = 0xff, [11] = 0xff};
     return fam == 4 ? a[0] == 127 : memcmp(a, v6, 16) == 0 || (memcmp(a, mapped, 12) == 0 && a[12] == 127);
 }
 
-static int covers_own_address(const struct fyh_net_rule *rules, uint32_t nrules, char *as, size_t aslen) {
-    struct ifaddrs *ifs = NULL;
-    if (getifaddrs(&ifs) < 0)
-        return -2;
-    int hit = -1;
-    for (struct ifaddrs *i = ifs; i && hit < 0; i = i->ifa_next) {
-        if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-            continue;
-        unsigned fam = i->ifa_addr->sa_family == AF_INET ? 4 : 6;
-        const uint8_t *a = fam == 4 ? (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr
-                                    : (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
-        if (loopback_address(fam, a))
-            continue;
-        for (uint32_t k = 0; k < nrules && hit < 0; k++)
-            if (rule_covers(&rules[k], fam, a)) {
-                hit = (int)k;
-                inet_ntop(fam == 4 ? AF_INET : AF_INET6, a, as, (socklen_t)aslen);
+/* Whether rule r overlaps the block addr/prefix (they agree on the
+ * shorter prefix). */
+static bool rule_overlaps(const struct fyh_net_rule *r, unsigned fam, const uint8_t *addr, unsigned prefix) {
+    if (r->family != fam)
+        return false;
+    unsigned n = r->prefix < prefix ? r->prefix : prefix;
+    for (unsigned bit = 0; bit < n; bit++)
+        if (((r->addr[bit / 8] ^ addr[bit / 8]) >> (7 - bit % 8)) & 1)
+            return false;
+    return true;
+}
+
+/* The first rule that overlaps an entry of the local routing table
+ * (RT_TABLE_LOCAL: local, broadcast and anycast routes) of namespace ns,
+ * the block in as, in *hit (-1: none); 0, or -errno when the table
+ * cannot be read.
+ * A packet for such an address is delivered to the namespace itself,
+ * whatever interface it came in on: routed by a peer's router into the
+ * uplink, it reaches the uplink's own (wildcard-bound) services. The
+ * local table lists every such address: the interfaces' own (on lo too:
+ * a service address put there), their IPv4 broadcast addresses, IPv6
+ * anycast ones and any local block an operator routed (AnyIP). */
+static int covers_local(int ns, const struct fyh_net_rule *rules, uint32_t nrules, int *hitp, char *as, size_t aslen) {
+    *hitp = -1;
+    int s = nl_open(ns);
+    if (s < 0)
+        return s;
+    int hit = -1, err = 0;
+    static const int fams[2] = {AF_INET, AF_INET6};
+    static uint8_t buf[32768];
+    for (int f = 0; f < 2 && hit < 0 && !err; f++) {
+        struct {
+            struct nlmsghdr h;
+            struct rtmsg r;
+        } req;
+        memset(&req, 0, sizeof(req));
+        req.h.nlmsg_len = sizeof(req);
+        req.h.nlmsg_type = RTM_GETROUTE;
+        req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+        req.h.nlmsg_seq = (uint32_t)f + 1;
+        req.r.rtm_family = (uint8_t)fams[f];
+        if (send(s, &req, sizeof(req), 0) < 0) {
+            err = -errno;
+            break;
+        }
+        /* (the whole dump is read, a hit or not: the socket is closed after) */
+        for (bool done = false; !done && !err;) {
+            ssize_t n = recv(s, buf, sizeof(buf), 0);
+            if (n < 0) {
+                err = errno == EINTR ? 0 : -errno;
+                continue;
             }
+            if (n == 0) {
+                err = -EIO;
+                break;
+            }
+            for (struct nlmsghdr *h = (struct nlmsghdr *)(void *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+                if (h->nlmsg_seq != req.h.nlmsg_seq)
+                    continue;
+                if (h->nlmsg_type == NLMSG_DONE) {
+                    done = true;
+                    break;
+                }
+                if (h->nlmsg_type == NLMSG_ERROR) {
+                    const struct nlmsgerr *e = NLMSG_DATA(h);
+                    err = e->error ? e->error : -EIO;
+                    break;
+                }
+                if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct rtmsg)) || hit >= 0)
+                    continue;
+                const struct rtmsg *r = NLMSG_DATA(h);
+                uint32_t table = r->rtm_table;
+                const uint8_t *dst = NULL;
+                int len = (int)RTM_PAYLOAD(h);
+                for (const struct rtattr *a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+                    if (a->rta_type == RTA_TABLE && RTA_PAYLOAD(a) >= 4)
+                        memcpy(&table, RTA_DATA(a), 4);
+                    else if (a->rta_type == RTA_DST && RTA_PAYLOAD(a) >= (r->rtm_family == AF_INET ? 4u : 16u))
+                        dst = RTA_DATA(a);
+                }
+                if (table != RT_TABLE_LOCAL || !dst ||
+                    (r->rtm_type != RTN_LOCAL && r->rtm_type != RTN_BROADCAST && r->rtm_type != RTN_ANYCAST))
+                    continue;
+                unsigned fam = r->rtm_family == AF_INET ? 4 : 6;
+                uint8_t a16[16] = {0};
+                memcpy(a16, dst, fam == 4 ? 4 : 16);
+                /* (127/8 and ::1 are the sandbox's own loopback: the rule
+                 * is documented as allowed and reaches nothing here) */
+                if (loopback_address(fam, a16) && r->rtm_dst_len >= (fam == 4 ? 8 : 128))
+                    continue;
+                for (uint32_t k = 0; k < nrules && hit < 0; k++)
+                    if (rule_overlaps(&rules[k], fam, a16, r->rtm_dst_len)) {
+                        hit = (int)k;
+                        char t[INET6_ADDRSTRLEN] = "";
+                        inet_ntop(fam == 4 ? AF_INET : AF_INET6, a16, t, sizeof(t));
+                        snprintf(as, aslen, "%s/%u (%s)", t, r->rtm_dst_len,
+                                 r->rtm_type == RTN_LOCAL ? "local" : r->rtm_type == RTN_BROADCAST ? "broadcast" : "anycast");
+                    }
+            }
+        }
     }
-    freeifaddrs(ifs);
-    return hit;
+    close(s);
+    *hitp = hit;
+    return err;
 }
 
 static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* How long the serving loop waits for a link pair with one end in a
+ * peer's namespace to run (IFF_UP|IFF_RUNNING). The peer holds every
+ * capability there: it can set its end down or dormant (IFLA_LINKMODE,
+ * IFLA_OPERSTATE) as soon as the link appears, and the router's end
+ * loses its carrier with it, so a wait on either is a wait on the peer.
+ * The helper serves every uid from one loop: it asks the kernel to settle
+ * both ends at once (ETHTOOL_GLINK, as lnl_links_running does), then
+ * waits only this long, and a link that is not running by then fails that
+ * peer's request (system, ETIMEDOUT), not everybody's. A 10 s wait here
+ * (RUNNING_DEADLINE_MS) let one peer stall every other uid's requests. */
+#define PEER_RUNNING_MS 50
+
+/* 0 once a (on qa) and b (on qb) are up and running, within
+ * PEER_RUNNING_MS of their settling; -ETIMEDOUT, or -errno. */
+static int peer_links_running(int qa, const char *a, int qb, const char *b) {
+    const struct {
+        int q;
+        const char *name;
+    } link[2] = {{qa, a}, {qb, b}};
+    for (int i = 0; i < 2; i++) {
+        struct ethtool_value ev = {.cmd = ETHTOOL_GLINK};
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", link[i].name);
+        ifr.ifr_data = (char *)&ev;
+        (void)ioctl(link[i].q, SIOCETHTOOL, &ifr);
+    }
+    /* (the clock starts once both are settled: a kernel lock held by
+     * others delays the requests above, not the links' running) */
+    uint64_t t0 = now_ms();
+    for (int i = 0; i < 2;) {
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", link[i].name);
+        if (ioctl(link[i].q, SIOCGIFFLAGS, &ifr) < 0)
+            return -errno;
+        if ((ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING)) {
+            i++;
+            continue;
+        }
+        if (now_ms() - t0 >= PEER_RUNNING_MS)
+            return -ETIMEDOUT;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
 }
 
 /* Reserves slot of the link subnet in the uplink namespace (linux-net.c's
@@ -356,17 +475,35 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
                      "fd66:7973::/32)", i);
             return -FYH_E_MALFORMED;
         }
-    char own[INET6_ADDRSTRLEN] = "";
-    int own_rule = covers_own_address(rules, nrules, own, sizeof(own));
-    if (own_rule == -2) {
-        *os_errno = errno;
-        snprintf(why, whylen, "listing the host's addresses: %s", strerror(errno));
-        return -FYH_E_SYSTEM;
-    }
-    if (own_rule >= 0) {
-        snprintf(why, whylen, "rule %d covers %s, an address of the host: the sandbox would reach the host itself",
-                 own_rule, own);
-        return -FYH_E_MALFORMED;
+    /* No rule may reach an address the uplink namespace (where the
+     * router's traffic is delivered) or the helper's own delivers to
+     * itself: checked in both, the uplink's first. Until then only the
+     * helper's own interface addresses were (getifaddrs), so with
+     * --net-uplink FILE a sandbox reached the uplink namespace's own
+     * services, and a helper in a private namespace (PrivateNetwork=)
+     * whose uplink is the host's checked an empty namespace. */
+    for (int w = 0; w < 2; w++) {
+        if (w == 1 && same_file(N.self, N.uplink))
+            break;
+        char own[INET6_ADDRSTRLEN + 32] = "";
+        if (fyh_net_raise)
+            fyh_net_raise(true);
+        int own_rule = -1, r = covers_local(w == 0 ? N.uplink : N.self, rules, nrules, &own_rule, own, sizeof(own));
+        if (fyh_net_raise)
+            fyh_net_raise(false);
+        const char *whose = w == 1 ? "the helper's own network namespace"
+                            : same_file(N.self, N.uplink) ? "the uplink (the helper's own network namespace)"
+                                                          : "the uplink network namespace";
+        if (r < 0) {
+            *os_errno = -r;
+            snprintf(why, whylen, "reading the local routing table of %s: %s", whose, strerror(-r));
+            return -FYH_E_SYSTEM;
+        }
+        if (own_rule >= 0) {
+            snprintf(why, whylen, "rule %d covers %s, which %s delivers to itself: the sandbox would reach its services",
+                     own_rule, own, whose);
+            return -FYH_E_MALFORMED;
+        }
     }
     /* The table as one nf_tables batch from the validated tuples (the
      * library's root path's, linux-nftnl.c): no nft process per attempt. */
@@ -514,8 +651,10 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
         what = "sandbox addresses";
     else if ((e = lnl_link_up(rs, "sb")) < 0 || (e = lnl_link_up(ss, "eth0")) < 0)
         what = "sandbox links up";
-    else if ((e = lnl_links_running(rs, "sb", ss, "eth0", RUNNING_DEADLINE_MS)) < 0)
-        what = "the sandbox's link running (IFF_RUNNING) once up";
+    else if ((e = peer_links_running(rs, "sb", ss, "eth0")) < 0)
+        what = e == -ETIMEDOUT ? "the sandbox's link running (IFF_RUNNING) once up, within " STR(PEER_RUNNING_MS)
+                                 " ms (eth0 is in the peer's namespace, set down or dormant there?)"
+                               : "the sandbox's link running (IFF_RUNNING) once up";
     else if ((e = lnl_route_default(ss, i_eth, AF_INET, &a_sbr)) < 0 ||
              (e = lnl_route_default(ss, i_eth, AF_INET6, sb_router6)) < 0)
         what = "sandbox routes";
@@ -688,8 +827,10 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
     else if ((e = lnl_link_up(js, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, m.a4, 24)) < 0 ||
              (e = lnl_addr_add(ss, eth, AF_INET6, m.a6, 64)) < 0 || (e = lnl_link_up(ss, "job0")) < 0)
         what = "the member's link and address";
-    else if ((e = lnl_links_running(js, port, ss, "job0", RUNNING_DEADLINE_MS)) < 0)
-        what = "the member's link running (IFF_RUNNING) once up";
+    else if ((e = peer_links_running(js, port, ss, "job0")) < 0)
+        what = e == -ETIMEDOUT ? "the member's link running (IFF_RUNNING) once up, within " STR(PEER_RUNNING_MS)
+                                 " ms (job0 is in the peer's namespace, set down or dormant there?)"
+                               : "the member's link running (IFF_RUNNING) once up";
     if (what && e != -EEXIST && js >= 0)
         (void)lnl_link_del(js, port); /* (an existing port is another attempt's) */
     if (js >= 0)

@@ -194,3 +194,12 @@ bool fyh_ids_subset(const uint32_t *a, size_t na, const uint32_t *b, size_t nb) 
     }
     return true;
 }
+
+uint64_t fyh_retry_delay_ms(uint32_t tries) {
+    if (tries == 0)
+        return 0;
+    if (tries > 6)
+        return FYH_RETRY_MAX_MS;
+    uint64_t d = 1000u << (tries - 1);
+    return d < FYH_RETRY_MAX_MS ? d : FYH_RETRY_MAX_MS;
+}

@@ -66,4 +66,10 @@ bool fyh_dev_covered(const struct fyh_dev_rule *rule, const struct fyh_dev_rule 
  * runs under where it is, all still run where it goes. */
 bool fyh_ids_subset(const uint32_t *a, size_t na, const uint32_t *b, size_t nb);
 
+/* How long the gc waits before its next removal attempt of an attempt
+ * cgroup that tries attempts left something (tries >= 1): 1 s, doubled
+ * each time, at most FYH_RETRY_MAX_MS. */
+#define FYH_RETRY_MAX_MS 32000u
+uint64_t fyh_retry_delay_ms(uint32_t tries);
+
 #endif
