@@ -52,7 +52,9 @@ static bool qemu_can_enforce(const fy_caps *c, uint32_t control, const char **wh
     case FY_CONTROL_MEMORY_LIMIT: case FY_CONTROL_PIDS_LIMIT: case FY_CONTROL_CPU_LIMIT:
         return true;
     case FY_CONTROL_SECCOMP: return cap_for(c, FY_CAP_SECCOMP, why);
-    case FY_CONTROL_LANDLOCK: return true; /* the guest has no host file system to confine */
+    /* (the guest has no host file system to confine: Landlock confines
+     * the VMM, so it takes the host's; vm-run.c requires it there) */
+    case FY_CONTROL_LANDLOCK: return cap_for(c, FY_CAP_LANDLOCK, why);
     case FY_CONTROL_IO_LIMIT:
         *why = "the virtual-machine backend does not limit I/O yet";
         return false;

@@ -155,14 +155,17 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     uint64_t vcpu = np->limit[FY_LIMIT_CPU_MILLIS];
     json_object_set_new(
         iso, "host_bounds",
-        json_pack("{sIsosIss}", "vmm_memory", (json_int_t)(pl->guest_mem + 512 * MiB), "cpu_millis",
-                  vcpu != FY_UNLIMITED && np->control_mode[FY_CONTROL_CPU_LIMIT] != FY_MODE_OFF
+        json_pack("{sosososs}", "vmm_memory",
+                  pl->host_mem ? json_integer((json_int_t)(pl->guest_mem + 512 * MiB)) : json_null(), "cpu_millis",
+                  pl->host_cpu && vcpu != FY_UNLIMITED && np->control_mode[FY_CONTROL_CPU_LIMIT] != FY_MODE_OFF
                       ? json_integer((json_int_t)vcpu)
                       : json_null(),
-                  "pids", (json_int_t)256,
+                  "pids", pl->host_pids ? json_integer(256) : json_null(),
                   "note", "the VMM's own limits on the host (its cgroup), which a guest root cannot lift: the "
                           "guest's memory is the limit plus 256 MiB for its kernel and agent, its CPUs the policy's "
-                          "quota; the limits inside the guest bind a workload that is not root there"));
+                          "quota; null where this caller's namespace sandbox has no such cgroup controller (the VMM "
+                          "then runs without that bound on the host); the limits inside the guest bind a workload "
+                          "that is not root there"));
     json_object_set_new(iso, "control", json_string("framed protocol v1 over a virtio-serial port"));
     if (pl->pxcfg) {
         json_t *dests = json_array();
@@ -255,6 +258,9 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     pl->np = np;
     pl->kvm = caps_present(caps, FY_CAP_KVM);
+    pl->host_mem = caps_present(caps, FY_CAP_CGROUP_MEMORY);
+    pl->host_pids = caps_present(caps, FY_CAP_CGROUP_PIDS);
+    pl->host_cpu = caps_present(caps, FY_CAP_CGROUP_CPU);
     pl->caps = caps;
     int r = 0;
     if (np->net_mode == FY_NET_FETCH_ONLY) {

@@ -675,6 +675,18 @@ int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reter
         r = fy_policy_set_id_range(p, pl->np->id_first, pl->np->id_count, &e);
     if (r >= 0 && pl->kvm)
         r = fy_policy_add_device(p, "/dev/kvm", 1, &e);
+    /* What the attempt's plan claims of the VMM's confinement is required
+     * of its sandbox, never merely preferred: the system-call filter and
+     * Landlock where the attempt's plan enforces them, and the host bounds
+     * isolation.host_bounds names (vm-plan.c). */
+    if (r >= 0 && pl->np->control[FY_CONTROL_SECCOMP] == FY_CONTROL_STATE_ENFORCED)
+        r = fy_policy_set_control(p, FY_CONTROL_SECCOMP, FY_MODE_REQUIRE, &e);
+    if (r >= 0 && pl->np->control[FY_CONTROL_LANDLOCK] == FY_CONTROL_STATE_ENFORCED)
+        r = fy_policy_set_control(p, FY_CONTROL_LANDLOCK, FY_MODE_REQUIRE, &e);
+    if (r >= 0 && pl->host_mem)
+        r = fy_policy_set_control(p, FY_CONTROL_MEMORY_LIMIT, FY_MODE_REQUIRE, &e);
+    if (r >= 0 && pl->host_pids)
+        r = fy_policy_set_control(p, FY_CONTROL_PIDS_LIMIT, FY_MODE_REQUIRE, &e);
     uint64_t wall = sp->wall;
     if (r >= 0)
         r = fy_policy_set_limit(p, FY_LIMIT_MEMORY, pl->guest_mem + 512 * MiB, &e);
@@ -685,8 +697,11 @@ int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reter
      * template's making is the host's work, not an attempt's. */
     uint64_t cpu = pl->np->limit[FY_LIMIT_CPU_MILLIS];
     if (r >= 0 && sp->mode != VM_BOOT_MAKE && cpu != FY_UNLIMITED &&
-        pl->np->control_mode[FY_CONTROL_CPU_LIMIT] != FY_MODE_OFF)
+        pl->np->control_mode[FY_CONTROL_CPU_LIMIT] != FY_MODE_OFF) {
         r = fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, cpu, &e);
+        if (r >= 0 && pl->host_cpu)
+            r = fy_policy_set_control(p, FY_CONTROL_CPU_LIMIT, FY_MODE_REQUIRE, &e);
+    }
     if (r >= 0)
         r = fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, wall == FY_UNLIMITED ? FY_UNLIMITED : wall + 60 * SEC, &e);
     if (r >= 0)

@@ -18,6 +18,10 @@ struct vm_plan {
     const struct fy_plan *np;     /* borrowed: outlives this plan */
     struct vm_kernel k;
     bool kvm;
+    /* The VMM's own limits on the host that this caller's namespace
+     * sandbox can enforce (cgroup memory, pids, cpu): only those are
+     * claimed (isolation.host_bounds) and required of the VMM's sandbox. */
+    bool host_mem, host_pids, host_cpu;
     const char *qemu;             /* owned */
     uint64_t guest_mem;           /* bytes of guest RAM */
     unsigned smp;

@@ -21,6 +21,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1340,6 +1344,47 @@ static uint64_t cpu_quota_millis(pid_t pid) {
     return 0;
 }
 
+/* Landlock confines the VMM, so a VM enforces it only where the host has
+ * Landlock: on a host whose own filter refuses Landlock's calls, a policy
+ * that requires it was met by vm-qemu with "landlock: enforced" while QEMU
+ * ran without it (its sandbox only preferred it). The host is a forked
+ * child of the test under such a filter, probing afresh. */
+START_TEST(test_landlock_needs_the_host) {
+    pid_t host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        struct sock_filter f[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 444 /* landlock_create_ruleset */, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+            _exit(2);
+        fy_caps *c = NULL;
+        if (fy_probe(FY_PROBE_FRESH, &c, NULL) < 0)
+            _exit(3);
+        if (fy_caps_has(c, FY_CAP_LANDLOCK) == 1)
+            _exit(4); /* the filter did not take */
+        fy_policy *p = vm_policy();
+        fy_policy_set_control(p, FY_CONTROL_LANDLOCK, FY_MODE_REQUIRE, NULL);
+        const char *argv[] = {"/bin/true", NULL};
+        fy_prepared *pr = NULL;
+        fy_error *e = NULL;
+        int r = fy_prepare(p, c, argv, &pr, &e);
+        if (r == 0) {
+            fprintf(stderr, "prepared on %s with Landlock required and none on the host\n", fy_prepared_backend(pr));
+            _exit(5);
+        }
+        _exit(r == FY_E_UNSUPPORTED ? 0 : 6);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(host, &st, 0), host);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child status %d", st);
+}
+END_TEST
+
 /* The policy's CPU limit binds the VMM on the host, where a guest root (who
  * controls the guest's own cgroups) cannot lift it: it was on the guest's
  * cgroup alone, and a guest root took whole host CPUs. */
@@ -2522,6 +2567,7 @@ int main(int argc, char **argv) {
     ADD(test_cancel);
     ADD(test_oom);
     ADD(test_vmm_cpu_bound);
+    ADD(test_landlock_needs_the_host);
     ADD(test_attempts_leave_nothing);
     ADD(test_prestarted_clones);
     ADD(test_bad_garbage);

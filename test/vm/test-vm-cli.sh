@@ -57,6 +57,19 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   grep -q '"boot": "template restore' "$tmp/u/r.json" || fail "rootless: not restored from a template"
   [ "$(stat -c %u:%a "$tmp/u/.cache/forgeyard/vm/templates")" = 65534:700 ] || fail "rootless templates directory"
   [ -z "$(ls -A "$tmp/u/.cache/forgeyard/vm/attempts")" ] || fail "rootless attempt directories left"
+  # The VMM's host bounds are claimed only where this caller's sandbox has
+  # the cgroup controller (a rootless VMM without one ran in the host's
+  # root cgroups while the result named a 1 GiB, 256-process bound).
+  setpriv --reuid 65534 --regid 65534 --clear-groups env HOME="$tmp/u" XDG_RUNTIME_DIR="$tmp/u" \
+        "$cli" capabilities --json >"$tmp/u/caps.json" 2>/dev/null || fail "rootless capabilities"
+  python3 - "$tmp/u/caps.json" "$tmp/u/r.json" <<'PY' || fail "rootless host_bounds claim what the caller's cgroups cannot enforce"
+import json, sys
+caps = json.load(open(sys.argv[1]))["capabilities"]
+hb = json.load(open(sys.argv[2]))["isolation"]["host_bounds"]
+for cap, key in (("cgroup-memory", "vmm_memory"), ("cgroup-pids", "pids")):
+    if (hb[key] is not None) != bool(caps[cap]["available"]):
+        sys.exit("%s is %r with %s available=%r" % (key, hb[key], cap, caps[cap]["available"]))
+PY
 
   # A service user (HOME=/nonexistent, no XDG_CACHE_HOME) whose policy
   # requires a memory limit: where nothing lighter than the VM enforces it
