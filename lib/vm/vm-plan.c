@@ -224,15 +224,20 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(lim, "memory", json_string(mem != FY_UNLIMITED ? "guest cgroup v2 memory.max (and the "
                                                                            "guest's RAM)" : "guest RAM only"));
     json_object_set_new(lim, "pids", json_string(pids != FY_UNLIMITED ? "guest cgroup v2 pids.max" : "not enforced"));
-    json_object_set_new(lim, "cpu", json_string(cpu != FY_UNLIMITED ? "guest cgroup v2 cpu.max, the guest's CPUs "
-                                                                      "and the VMM's host cgroup quota"
-                                                                    : "the guest's CPUs"));
+    json_object_set_new(lim, "cpu", json_string(cpu == FY_UNLIMITED ? "the guest's CPUs"
+                                                : pl->host_cpu ? "guest cgroup v2 cpu.max, the guest's CPUs and the "
+                                                                 "VMM's host cgroup quota"
+                                                               : "guest cgroup v2 cpu.max and the guest's CPUs (no "
+                                                                 "host cgroup quota on the VMM for this caller)"));
     json_object_set_new(lim, "wall_time", json_string("host: the VMM is killed at the deadline"));
     json_object_set_new(lim, "output", json_string("host: captured streams and returned trees counted"));
     if (np->limit[FY_LIMIT_DISK] != FY_UNLIMITED || np->limit[FY_LIMIT_FILES] != FY_UNLIMITED)
         json_object_set_new(lim, "disk", json_string("host: the bytes and entries of the returned build and output "
                                                      "trees, counted as they arrive"));
-    json_object_set_new(lim, "tree", json_string("the VM (the VMM's namespace sandbox and its cgroup)"));
+    json_object_set_new(lim, "tree", json_string(pl->host_mem || pl->host_pids || pl->host_cpu
+                                                     ? "the VM (the VMM's namespace sandbox and its cgroup)"
+                                                     : "the VM (the VMM's namespace sandbox; no cgroup of its own "
+                                                       "for this caller)"));
     json_object_set_new(lim, "rlimits", json_string("nofile, core, fsize, stack (set in the guest)"));
     json_object_set_new(lim, "scratch", json_string("tmpfs sizes in the guest (tmp_size, home_size, work_tmp_size)"));
     pl->limits_json = json_dumps(lim, JSON_COMPACT | JSON_SORT_KEYS);
