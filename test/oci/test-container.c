@@ -612,6 +612,101 @@ START_TEST(test_image_links_stay_inside) {
 }
 END_TEST
 
+/* The count of entries in dir other than "." and "..": what the attempt
+ * left there, listed in *names. */
+static int entries_in(const char *dir, char *names, size_t size) {
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "%s: %s", dir, strerror(errno));
+    struct dirent *de;
+    int n = 0;
+    names[0] = '\0';
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            n++;
+            size_t l = strlen(names);
+            snprintf(names + l, size - l, " %s", de->d_name);
+        }
+    closedir(d);
+    return n;
+}
+
+/* The mount points the sandbox makes after the workspace binds (the
+ * /run/secrets tmpfs, /sys/fs/cgroup, a bind's target, a file bind's, an
+ * image's WorkingDir) reached through an image's links (or named) into
+ * /work/build or /work/output: init made them in the host's directories,
+ * as the range's root (0555 for /sys/fs/cgroup), and left them there with
+ * files_left 0. Nothing is ever made in a host-backed directory: the
+ * attempt fails, typed, naming the path (or runs where the plan has no
+ * such mount point), and the host's directories hold nothing new. */
+START_TEST(test_image_links_into_workspace) {
+    char build[600], output[600], bdir[600], bfile[600], secret[600];
+    snprintf(build, sizeof(build), "%s/ws-build", scratch);
+    snprintf(output, sizeof(output), "%s/ws-output", scratch);
+    snprintf(bdir, sizeof(bdir), "%s/ws-bind", scratch);
+    snprintf(bfile, sizeof(bfile), "%s/ws-bind-file", scratch);
+    snprintf(secret, sizeof(secret), "%s/ws-secret", scratch);
+    const char *dirs[] = {build, output, bdir};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(mkdir(dirs[i], 0777), 0);
+        ck_assert_int_eq(chmod(dirs[i], 0777), 0); /* (anyone may make files there: the old code did) */
+    }
+    FILE *f = fopen(secret, "w");
+    fputs("s3cret\n", f);
+    fclose(f);
+    f = fopen(bfile, "w");
+    fputs("bound\n", f);
+    fclose(f);
+    static const struct {
+        const char *name, *entries, *config, *path; /* path: what a failure names */
+        int what;                                   /* 1 a secret file, 2 a directory bind, 3 a file bind */
+        bool may_run;                               /* (no such mount point in some plans) */
+    } cases[] = {
+        {"ws-run", "{\"name\": \"run\", \"type\": \"symlink\", \"target\": \"/work/build\"}", "", "/run/secrets", 1, false},
+        {"ws-sys", "{\"name\": \"sys\", \"type\": \"symlink\", \"target\": \"/work/output\"}", "", "/sys/fs/cgroup", 0, true},
+        {"ws-opt", "{\"name\": \"opt\", \"type\": \"symlink\", \"target\": \"/work/build\"}", "", "/opt/b", 2, false},
+        {"ws-optf", "{\"name\": \"opt\", \"type\": \"symlink\", \"target\": \"/work/output\"}", "", "/opt/f", 3, false},
+        {"ws-wd", "{\"name\": \"bin/x\", \"data\": \"\"}", ", \"WorkingDir\": \"/work/build/wd\", \"Cmd\": [\"/bin/true\"]",
+         "/work/build/wd", 0, false},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char spec[2048], iref[1024];
+        snprintf(spec, sizeof(spec),
+                 "{\"config\": {\"Env\": [\"PATH=/bin\"]%s}, \"layers\": [{\"busybox\": true, \"entries\": [%s]}]}",
+                 cases[c].config, cases[c].entries);
+        make_image_from(cases[c].name, spec, iref, sizeof(iref));
+        fy_policy *p = policy(FY_PROFILE_RELEASE);
+        fy_error *e = NULL;
+        ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+        ck_assert_msg(fy_policy_set_build(p, build, &e) == 0, "%s", fy_error_message(e));
+        ck_assert_msg(fy_policy_set_output(p, output, &e) == 0, "%s", fy_error_message(e));
+        if (cases[c].what == 1)
+            ck_assert_int_eq(fy_policy_add_secret_file(p, "token", FY_SECRET_FILE, "token", secret, NULL), 0);
+        if (cases[c].what == 2)
+            ck_assert_msg(fy_policy_add_bind(p, bdir, "/opt/b", FY_BIND_READ_ONLY, &e) == 0, "%s", fy_error_message(e));
+        if (cases[c].what == 3)
+            ck_assert_msg(fy_policy_add_bind(p, bfile, "/opt/f", FY_BIND_READ_ONLY, &e) == 0, "%s", fy_error_message(e));
+        const char *argv[] = {"/bin/true", NULL};
+        struct run r;
+        run(p, cases[c].config[0] ? NULL : argv, &r);
+        char names[1024];
+        ck_assert_msg(entries_in(build, names, sizeof(names)) == 0, "%s: the setup made%s in the host's build directory: %s",
+                      cases[c].name, names, r.json);
+        ck_assert_msg(entries_in(output, names, sizeof(names)) == 0, "%s: the setup made%s in the host's output directory: %s",
+                      cases[c].name, names, r.json);
+        ck_assert_msg(entries_in(bdir, names, sizeof(names)) == 0, "%s: %s", cases[c].name, names);
+        const char *detail = fy_result_detail(r.res);
+        ck_assert_msg((r.outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE && detail && strstr(detail, cases[c].path)) ||
+                          (cases[c].may_run && r.outcome == FY_OUTCOME_SUCCEEDED),
+                      "%s: outcome %d: %s / %s", cases[c].name, r.outcome, r.out, r.json);
+        uint64_t left = 99;
+        ck_assert_int_eq(fy_result_cleanup(r.res, FY_LEFT_FILES, &left), 0);
+        ck_assert_uint_eq(left, 0);
+        run_free(&r);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
 /* A layer whose root is opaque (".wh..wh..opq" at its top) hides every
  * layer below it, as the OCI layer format says; overlayfs ignores the
  * opaque mark on a lower layer's root, so those layers are not mounted. */
@@ -910,6 +1005,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_whiteout_and_new_dir_in_one_layer);
     tcase_add_test(tc, test_image_config_edges);
     tcase_add_test(tc, test_image_workdir_magic_link);
+    tcase_add_test(tc, test_image_links_into_workspace);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
