@@ -571,6 +571,7 @@ static int build_image(struct fy_plan *pl, const fy_prepared *pr, struct oci_ima
     }
     pl->image_layers = layers;
     pl->nimage_layers = nl;
+    pl->image_nlayers = img->nlayers;
     if (img->nlayers == 0)
         return err_set(reterr, FY_E_INVAL, FY_STEP_IMAGE, 0, img->manifest_digest, "image %s has no layers",
                        img->manifest_digest);

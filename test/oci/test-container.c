@@ -99,6 +99,20 @@ static void run_free(struct run *r) {
     fy_free(r->json);
 }
 
+/* The result's isolation.image: the image's own number of layers (what
+ * fy_policy_set_image(3) puts in the contract id) and, apart, how many
+ * were mounted. */
+static void assert_image_layers(const char *json, long layers, long mounted) {
+    json_t *j = json_loads(json, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *img = json_object_get(json_object_get(j, "isolation"), "image");
+    ck_assert_msg(json_is_object(img), "%s", json);
+    ck_assert_msg(json_integer_value(json_object_get(img, "layers")) == layers &&
+                      json_integer_value(json_object_get(img, "layers_mounted")) == mounted,
+                  "expected %ld layers, %ld mounted: %s", layers, mounted, json_dumps(img, 0));
+    json_decref(j);
+}
+
 #define ASSERT_OUT(r, needle) \
     ck_assert_msg(strstr((r)->out, needle), "expected \"%s\" in output: %s", needle, (r)->out)
 
@@ -727,6 +741,7 @@ START_TEST(test_opaque_root_layer) {
     ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
     ck_assert_msg(!strstr(r.out, "SECRET-SEEN"), "%s", r.out);
     ck_assert_msg(strstr(r.out, "2\n"), "only the top layer's /bin: %s", r.out);
+    assert_image_layers(r.json, 2, 1); /* (the image's two, the hidden one not mounted) */
     run_free(&r);
     fy_policy_free(p);
 }
@@ -806,7 +821,8 @@ START_TEST(test_image_workdir_magic_link) {
 END_TEST
 
 /* Images as registries hold them: a layer twice (the same COPY twice: one
- * directory in the cache) runs; a WorkingDir the image lacks is made, as
+ * directory in the cache) runs, recorded as the image's two layers, one
+ * mounted; a WorkingDir the image lacks is made, as
  * OCI runtimes do; one that is a file fails naming the directory, not the
  * command; a User that is not a string is refused, never read as absent. */
 START_TEST(test_image_config_edges) {
@@ -821,6 +837,7 @@ START_TEST(test_image_config_edges) {
     run(p, argv, &r);
     ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
     ASSERT_OUT(&r, "dup-ok");
+    assert_image_layers(r.json, 2, 1);
     run_free(&r);
     fy_policy_free(p);
     make_image_from("nowd", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/pwd\"], "
