@@ -721,6 +721,50 @@ START_TEST(test_image_links_into_workspace) {
 }
 END_TEST
 
+/* An image's Env the kernel would refuse to execute with (E2BIG: more
+ * than it takes in all, or one variable longer than it takes) ended the
+ * attempt as an infrastructure failure, which a scheduler retries on
+ * another host forever; the image (the untrusted input) is refused at
+ * fy_prepare instead, naming its Env, under the policy's own bound on the
+ * environment (1 MiB, forgeyard-policy(5)). */
+START_TEST(test_image_env_bounded) {
+    for (int big = 0; big < 2; big++) {
+        /* (20000 variables of 120 bytes: 2.4 MB in all; or one of 200 KiB) */
+        size_t n = big ? 1 : 20000, len = big ? 200 * 1024 : 120, cap = n * (len + 8) + 1024, at = 0;
+        char *spec = malloc(cap), iref[1024];
+        ck_assert_ptr_nonnull(spec);
+        at += (size_t)snprintf(spec, cap, "{\"config\": {\"Env\": [\"PATH=/bin\"");
+        for (size_t i = 0; i < n; i++) {
+            at += (size_t)snprintf(spec + at, cap - at, ", \"V%05zu=", i);
+            memset(spec + at, 'x', len - 7);
+            at += len - 7;
+            spec[at++] = '"';
+        }
+        snprintf(spec + at, cap - at, "]}, \"layers\": [{\"busybox\": true}]}");
+        make_image_from(big ? "bigvar" : "bigenv", spec, iref, sizeof(iref));
+        free(spec);
+        fy_policy *p = policy(FY_PROFILE_RELEASE);
+        fy_error *e = NULL;
+        ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+        const char *argv[] = {"/bin/true", NULL};
+        fy_prepared *pr = NULL;
+        int rc = fy_prepare(p, NULL, argv, &pr, &e);
+        if (rc == 0) {
+            /* (the old code: what the start made of it) */
+            struct run r;
+            run(p, argv, &r);
+            ck_assert_msg(0, "%s: an image's oversized Env was prepared; the run: outcome %d: %s",
+                          big ? "one 200 KiB variable" : "2.4 MB of Env", r.outcome, fy_result_detail(r.res));
+        }
+        ck_assert_int_eq(rc, FY_E_RANGE);
+        ck_assert_int_eq(fy_error_step(e), FY_STEP_IMAGE);
+        ck_assert_msg(strstr(fy_error_message(e), "Env"), "%s", fy_error_message(e));
+        fy_error_free(e);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
 /* A layer whose root is opaque (".wh..wh..opq" at its top) hides every
  * layer below it, as the OCI layer format says; overlayfs ignores the
  * opaque mark on a lower layer's root, so those layers are not mounted. */
@@ -1023,6 +1067,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_image_config_edges);
     tcase_add_test(tc, test_image_workdir_magic_link);
     tcase_add_test(tc, test_image_links_into_workspace);
+    tcase_add_test(tc, test_image_env_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
