@@ -1025,6 +1025,48 @@ static long sandbox_host_uid(const fy_policy *p) {
     return id;
 }
 
+/* The host uid the prepared plan runs the workload as when we are root:
+ * its isolation record's workload_uid through its uid_map (a container
+ * maps the whole range from 0: the image's user 1000 is the range's first
+ * id + 1000, a root User its first id), or workload_uid itself where there
+ * is no map (linux-process: a host uid already); the policy's reading
+ * (sandbox_host_uid) for a backend whose record says neither. -1 when we
+ * are not root. */
+static long prepared_host_uid(const fy_prepared *pr, const fy_policy *p) {
+    char *json = NULL;
+    if (geteuid() != 0)
+        return -1;
+    if (fy_prepared_to_json(pr, &json, NULL) < 0)
+        return sandbox_host_uid(p);
+    long id = -1;
+    /* (keys of the isolation object itself; the policy, argv and the
+     * environment's names come as values or after it) */
+    const char *iso = strstr(json, "\"isolation\": {");
+    const char *wu = iso ? strstr(iso, "\"workload_uid\": ") : NULL;
+    const char *map = iso ? strstr(iso, "\"uid_map\": ") : NULL;
+    if (wu) {
+        unsigned long inside = strtoul(wu + strlen("\"workload_uid\": "), NULL, 10);
+        map = map ? map + strlen("\"uid_map\": ") : NULL;
+        if (map && *map == '"') {
+            /* "inside outside count\n..." (the newline escaped in JSON) */
+            const char *c = map + 1;
+            while (*c && *c != '"' && id < 0) {
+                char *e;
+                unsigned long in = strtoul(c, &e, 10), out = strtoul(e, &e, 10), n = strtoul(e, &e, 10);
+                if (e == c || strncmp(e, "\\n", 2) != 0)
+                    break;
+                if (inside >= in && inside - in < n)
+                    id = (long)(out + (inside - in));
+                c = e + 2;
+            }
+        } else if (map && strncmp(map, "null", 4) == 0 && strstr(json, "\"backend\": \"linux-process\"")) {
+            id = (long)inside;
+        }
+    }
+    fy_free(json);
+    return id >= 0 ? id : sandbox_host_uid(p);
+}
+
 #ifndef _WIN32
 static int hand_over(long uid, const char *opt, const char *dir);
 #endif
@@ -1471,7 +1513,17 @@ static void note_ptrace_denied(const fy_result *res) {
     fy_free(json);
 }
 
-static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file, bool stdin_passed) {
+/* What a command does once the plan is prepared, before it starts (run's
+ * --hand-over and notes, wrap's execution root), given the host uid the
+ * plan runs the workload as (prepared_host_uid): 0, or the status to exit
+ * with. */
+struct before_start {
+    int (*fn)(void *ctx, long host_uid);
+    void *ctx;
+};
+
+static int run_policy(fy_policy *p, const char *const *cmd, const char *result_file, bool stdin_passed,
+                      const struct before_start *before) {
     if (!result_path_ok("", result_file)) {
         fy_policy_free(p);
         return RUN_BAD_INVOCATION;
@@ -1530,6 +1582,12 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         fy_caps_free(caps);
         report("run", err, r);
         return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : RUN_BAD_INVOCATION;
+    }
+    if (before && before->fn && (r = before->fn(before->ctx, prepared_host_uid(pr, p))) != 0) {
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        fy_caps_free(caps);
+        return r;
     }
     if (catch_stop_signals() < 0) {
         fprintf(stderr, "%s: run: cannot catch signals: %s\n", prog, strerror(errno));
@@ -1698,6 +1756,38 @@ static bool not_an_option(const char *cmd, const char *o) {
     fprintf(stderr, "%s: %s: \"%s\" is not an option; the command goes after -- (forgeyard %s [OPTIONS] -- COMMAND [ARG...])\n",
             prog, cmd, o, cmd);
     return true;
+}
+
+/* run's writable directories, handed over (--hand-over, as root) or
+ * checked once the plan says which host uid the command runs as. */
+struct run_hand {
+    bool hand, vm;
+    const char *build_dir, *output_dir;
+    const char *const *writable;
+    size_t nwritable;
+};
+
+static int run_before_start(void *ctx, long uid) {
+    const struct run_hand *rh = ctx;
+    if (rh->hand && geteuid() == 0) {
+#ifndef _WIN32
+        /* As root, --hand-over gives the writable directories to the
+         * workload's host uid before the run (a rootless sandbox writes as
+         * the caller: nothing to hand over). */
+        int hr = hand_over(uid, "--build", rh->build_dir);
+        if (hr == 0)
+            hr = hand_over(uid, "--output", rh->output_dir);
+        for (size_t k = 0; hr == 0 && k < rh->nwritable; k++)
+            hr = hand_over(uid, "--bind", rh->writable[k]);
+        return hr;
+#endif
+    } else if ((rh->build_dir || rh->output_dir) && !rh->vm) {
+        /* (a virtual machine's host copies the build and output trees in
+         * and back itself: the sandbox's uid never writes them) */
+        note_unwritable(uid, "--build", rh->build_dir);
+        note_unwritable(uid, "--output", rh->output_dir);
+    }
+    return 0;
 }
 
 static int cmd_run(int argc, char **argv) {
@@ -1952,29 +2042,9 @@ static int cmd_run(int argc, char **argv) {
         if (check(fy_policy_set_network(p, restricted, &err), "--network", &err) < 0)
             goto bad;
     }
-    if (hand && geteuid() == 0) {
-#ifndef _WIN32
-        /* As root, --hand-over gives the writable directories to the
-         * sandbox's host uid before the run (a rootless sandbox writes as
-         * the caller: nothing to hand over). */
-        long uid = sandbox_host_uid(p);
-        int hr = hand_over(uid, "--build", build_dir);
-        if (hr == 0)
-            hr = hand_over(uid, "--output", output_dir);
-        for (size_t k = 0; hr == 0 && k < nwritable; k++)
-            hr = hand_over(uid, "--bind", writable[k]);
-        if (hr != 0) {
-            fy_policy_free(p);
-            return hr;
-        }
-#endif
-    } else if ((build_dir || output_dir) && !asks_for_vm(p)) {
-        /* (a virtual machine's host copies the build and output trees in
-         * and back itself: the sandbox's uid never writes them) */
-        long uid = sandbox_host_uid(p);
-        note_unwritable(uid, "--build", build_dir);
-        note_unwritable(uid, "--output", output_dir);
-    }
+    struct run_hand rh = {.hand = hand, .build_dir = build_dir, .output_dir = output_dir, .writable = writable,
+                          .nwritable = nwritable, .vm = asks_for_vm(p)};
+    struct before_start before = {run_before_start, &rh};
     if (std_closed[1] && !std_closed[2])
         fprintf(stderr, "%s: note: stdout is closed: the command's output goes to /dev/null\n", prog);
     err = NULL;
@@ -1995,7 +2065,7 @@ static int cmd_run(int argc, char **argv) {
         if (check(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, 0, NULL, &err), "stdin", &err) < 0)
             goto bad;
     }
-    return run_policy(p, (const char *const *)(argv + i), result_file, pass_stdin);
+    return run_policy(p, (const char *const *)(argv + i), result_file, pass_stdin, &before);
 bad:
     fy_policy_free(p);
     return RUN_BAD_INVOCATION;
@@ -2202,6 +2272,58 @@ static int hand_over(long uid, const char *opt, const char *dir) {
     return hr == 0 ? 0 : RUN_INFRASTRUCTURE;
 }
 
+/* wrap's execution root (and with --hand-over its writable binds),
+ * handed to the host uid the prepared plan runs the workload as. */
+struct wrap_hand {
+    const char *root;
+    char **argv;
+    int nopts; /* argv[0, nopts): the options */
+};
+
+static int wrap_before_start(void *ctx, long uid) {
+    const struct wrap_hand *wh = ctx;
+    const char *root = wh->root;
+    char **argv = wh->argv;
+    int i = wh->nopts;
+    if (geteuid() != 0 || (wrap_uid = uid) < 0)
+        return 0;
+    /* The root, and with --hand-over the writable binds too (a runner's
+     * file-command directory). */
+    wrap_entries = 0;
+    /* Every --bind to hand over passes the execution root's refusals
+     * (never a system tree, a home, a shared or world-writable
+     * directory) before anything is handed over. */
+    char *handed[64];
+    size_t nhanded = 0;
+    int hr = 0;
+    for (int k = 0; wrap_files && k < i - 1; k++) {
+        if (strcmp(argv[k], "--bind") != 0)
+            continue;
+        char *host = strndup(argv[k + 1], strcspn(argv[k + 1], ":"));
+        char *real = host ? realpath(host, NULL) : NULL;
+        if (!real || !disposable_root(real) || nhanded == sizeof(handed) / sizeof(handed[0])) {
+            fprintf(stderr, "%s: wrap: --hand-over: --bind %s %s\n", prog, host ? host : argv[k + 1],
+                    !real ? strerror(errno)
+                          : "is not a directory that can be handed to the sandbox's uid (a system directory, "
+                            "a home, a directory others may write to, or fewer than two levels deep)");
+            free(real);
+            hr = RUN_BAD_INVOCATION;
+        } else {
+            handed[nhanded++] = real;
+        }
+        free(host);
+        k++;
+    }
+    if (hr == 0 && hand_tree(root) != 0)
+        hr = RUN_INFRASTRUCTURE;
+    for (size_t k = 0; k < nhanded; k++) {
+        if (hr == 0 && hand_tree(handed[k]) != 0)
+            hr = RUN_INFRASTRUCTURE;
+        free(handed[k]);
+    }
+    return hr;
+}
+
 static int cmd_wrap(int argc, char **argv) {
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL, *root_opt = NULL, *prefix = NULL;
     bool same_path = false;
@@ -2342,50 +2464,12 @@ static int cmd_wrap(int argc, char **argv) {
                         "(a system directory, a home, or fewer than two levels deep)\n", prog, root);
         goto bad;
     }
-    if (geteuid() == 0 && (wrap_uid = sandbox_host_uid(p)) >= 0) {
-        /* The root, and with --hand-over the writable binds too (a runner's
-         * file-command directory). */
-        wrap_entries = 0;
-        /* Every --bind to hand over passes the execution root's refusals
-         * (never a system tree, a home, a shared or world-writable
-         * directory) before anything is handed over. */
-        char *handed[64];
-        size_t nhanded = 0;
-        int hr = 0;
-        for (int k = 0; wrap_files && k < i - 1; k++) {
-            if (strcmp(argv[k], "--bind") != 0)
-                continue;
-            char *host = strndup(argv[k + 1], strcspn(argv[k + 1], ":"));
-            char *real = host ? realpath(host, NULL) : NULL;
-            if (!real || !disposable_root(real) || nhanded == sizeof(handed) / sizeof(handed[0])) {
-                fprintf(stderr, "%s: wrap: --hand-over: --bind %s %s\n", prog, host ? host : argv[k + 1],
-                        !real ? strerror(errno)
-                              : "is not a directory that can be handed to the sandbox's uid (a system directory, "
-                                "a home, a directory others may write to, or fewer than two levels deep)");
-                free(real);
-                hr = RUN_BAD_INVOCATION;
-            } else {
-                handed[nhanded++] = real;
-            }
-            free(host);
-            k++;
-        }
-        if (hr == 0 && hand_tree(root) != 0)
-            hr = RUN_INFRASTRUCTURE;
-        for (size_t k = 0; k < nhanded; k++) {
-            if (hr == 0 && hand_tree(handed[k]) != 0)
-                hr = RUN_INFRASTRUCTURE;
-            free(handed[k]);
-        }
-        if (hr != 0) {
-            fy_policy_free(p);
-            return hr;
-        }
-    }
+    struct wrap_hand wh = {root, argv, i};
+    struct before_start before = {wrap_before_start, &wh};
     if (check(fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, sandbox_out_fd(1), NULL, &err), "stdout", &err) < 0 ||
         check(fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, sandbox_out_fd(2), NULL, &err), "stderr", &err) < 0)
         goto bad;
-    return run_policy(p, (const char *const *)(argv + i), result_file, false);
+    return run_policy(p, (const char *const *)(argv + i), result_file, false, &before);
 bad:
     fy_policy_free(p);
     return RUN_BAD_INVOCATION;

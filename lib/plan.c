@@ -469,9 +469,20 @@ static int check_member_destinations(const struct fy_plan *pl, fy_error **reterr
     return 0;
 }
 
+/* The bound on an environment an image's Env adds to (forgeyard-policy(5)
+ * bounds the policy's own to 1 MiB): the kernel refuses an exec past its
+ * ARG_MAX (2 MiB with an 8 MiB stack, argv, the strings and their
+ * pointers all counted) or with one string longer than MAX_ARG_STRLEN (128
+ * KiB), and an image must never end its attempts that way (an
+ * infrastructure failure, retried elsewhere for ever). */
+#define IMAGE_ENV_MAX_BYTES (1u << 20)
+#define IMAGE_ENV_MAX_VAR (128u * 1024u - 1u)
+#define IMAGE_ENV_MAX_COUNT 4096u
+
 /* img_env: the image's declared environment ("K=V"; NULL: none), under
- * the policy's: a variable the policy sets or allows wins. */
-static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img_env) {
+ * the policy's: a variable the policy sets or allows wins. What the image
+ * adds is bounded (FY_E_RANGE, step image). */
+static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img_env, fy_error **reterr) {
     const char *const defaults[][2] = {
         {"HOME", pl->home}, {"TMPDIR", "/tmp"}, {"USER", pl->user}, {"LOGNAME", pl->user},
     };
@@ -508,10 +519,21 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
         if (strcmp(e->name, "PATH") == 0)
             pl->path_search = e->value;
     }
+    size_t img_added = 0, img_bytes = 0;
     for (size_t i = 0; i < nimg; i++) {
         size_t klen = strcspn(img_env[i], "=");
         if (env_has(pr, img_env[i], klen))
             continue;
+        size_t vlen = strlen(img_env[i]);
+        if (vlen > IMAGE_ENV_MAX_VAR)
+            return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, "$.filesystem.image",
+                           "image %s: its Env[%zu] is %zu bytes long, more than %u (the workload could not be "
+                           "executed with it)",
+                           pl->image_digest, i, vlen, IMAGE_ENV_MAX_VAR);
+        img_bytes += vlen + 1;
+        if (++img_added > IMAGE_ENV_MAX_COUNT)
+            return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, "$.filesystem.image",
+                           "image %s: its Env has more than %u variables", pl->image_digest, IMAGE_ENV_MAX_COUNT);
         bool taken = false;
         for (size_t k = 0; k < nproxy; k++)
             taken = taken || (strlen(proxy_env[k]) == klen && strncmp(img_env[i], proxy_env[k], klen) == 0);
@@ -529,6 +551,16 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
                           envp[k][strlen(defaults[i][0])] == '=');
         if (!set && !(envp[pl->nenv++] = fmt(pl, "%s=%s", defaults[i][0], defaults[i][1])))
             return FY_E_NOMEM;
+    }
+    if (img_added) {
+        size_t total = 0;
+        for (size_t k = 0; k < pl->nenv; k++)
+            total += strlen(envp[k]) + 1;
+        if (total > IMAGE_ENV_MAX_BYTES)
+            return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, "$.filesystem.image",
+                           "image %s: its Env (%zu variables, %zu bytes) makes the workload's environment %zu "
+                           "bytes, more than %u",
+                           pl->image_digest, img_added, img_bytes, total, IMAGE_ENV_MAX_BYTES);
     }
     if (!pl->path_search)
         pl->path_search = "/usr/local/bin:/usr/bin:/bin";
@@ -571,6 +603,7 @@ static int build_image(struct fy_plan *pl, const fy_prepared *pr, struct oci_ima
     }
     pl->image_layers = layers;
     pl->nimage_layers = nl;
+    pl->image_nlayers = img->nlayers;
     if (img->nlayers == 0)
         return err_set(reterr, FY_E_INVAL, FY_STEP_IMAGE, 0, img->manifest_digest, "image %s has no layers",
                        img->manifest_digest);
@@ -699,8 +732,11 @@ int plan_build(fy_prepared *pr, fy_error **reterr) {
         goto oom;
     }
     b.skipped = NULL;
-    if (build_env(pl, pr, img ? img->config.env : NULL) < 0)
-        goto oom;
+    if ((r = build_env(pl, pr, img ? img->config.env : NULL, reterr)) < 0) {
+        if (r == FY_E_NOMEM)
+            goto oom;
+        goto fail;
+    }
     /* Limits, network, devices. */
     memcpy(pl->limit, p->limit, sizeof(pl->limit));
     pl->seccomp_class = p->seccomp_class;

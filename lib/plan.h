@@ -144,10 +144,12 @@ struct fy_plan {
     const char *build_lower, *build_work;
     uint64_t build_lower_dev, build_lower_ino;
     /* The container image (FY_LEVEL_CONTAINER; NULL / 0 otherwise): its
-     * verified, unpacked layer directories, lowest first, and its manifest
+     * verified, unpacked layer directories to mount, lowest first (those
+     * hidden below an opaque root, and the lower copy of a layer held
+     * twice, left out), the image's own number of layers, and its manifest
      * digest (a docker-archive's: its config digest). */
     const char *const *image_layers;
-    size_t nimage_layers;
+    size_t nimage_layers, image_nlayers;
     const char *image_digest;
 
     /* Limits (FY_LIMIT_*; FY_UNLIMITED: none) and the seccomp class. */

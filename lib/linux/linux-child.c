@@ -180,8 +180,41 @@ static void fd_link(char link[64], int fd) {
     put_uint(link + n + 14, (unsigned long)fd);
 }
 
+/* The file systems this attempt made itself, by device: the new root (the
+ * fresh tmpfs, an image's overlay, whose directories show the overlay's
+ * device) and each tmpfs, proc and devpts mounted on the way. Only there
+ * does init make what a mount point or a planned file needs: a directory
+ * reached in a host-backed mount (a workspace bind, any bind, an action's
+ * overlay whose upper is the host's build directory), say through an
+ * image's "run -> /work/build", is the host's, and what init made there
+ * (as the range's root) would be left behind. Before the pivot, and at the
+ * process level, paths are the host's as planned. A table too small to
+ * hold one more is fail-closed: nothing is made in what it misses. */
+static uint64_t own_dev[32];
+static size_t n_own_dev;
+
+static void own_fs_add(int fd) {
+    struct stat st;
+    if (n_own_dev < sizeof(own_dev) / sizeof(own_dev[0]) && fstat(fd, &st) == 0)
+        own_dev[n_own_dev++] = (uint64_t)st.st_dev;
+}
+
+/* Whether init may make an entry in the directory dir (0), or -EXDEV. */
+static int may_make_in(int dir) {
+    if (fs_root == AT_FDCWD)
+        return 0;
+    struct stat st;
+    if (fstat(dir, &st) < 0)
+        return -errno;
+    for (size_t i = 0; i < n_own_dev; i++)
+        if (own_dev[i] == (uint64_t)st.st_dev)
+            return 0;
+    return -EXDEV;
+}
+
 /* mkdir -p, as an fd: path's directory opened O_PATH, every missing
- * component made with mode (existing ones are fine). The parents of most
+ * component made with mode (existing ones are fine), only in a file system
+ * of the attempt's own (may_make_in: else EXDEV). The parents of most
  * paths exist already (the plan's paths share /etc, /dev, /work), so the
  * whole path is tried first and the walk goes up only as far as a parent
  * is missing. Each directory made is opened from its parent without
@@ -221,13 +254,14 @@ static int open_dir_p(const char *path, mode_t mode) {
             break;
         char c = buf[j];
         buf[j] = '\0';
-        if (syscall(SYS_mkdirat, fd, buf + i, mode) < 0 && errno != EEXIST) {
-            int e = errno;
+        int e = may_make_in(fd);
+        if (e < 0 || (syscall(SYS_mkdirat, fd, buf + i, mode) < 0 && errno != EEXIST)) {
+            e = e < 0 ? -e : errno;
             close(fd);
             return -e;
         }
         int next = (int)syscall(SYS_openat, fd, buf + i, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-        int e = errno;
+        e = errno;
         close(fd);
         if (next < 0)
             return -e;
@@ -292,14 +326,20 @@ static bool in_own_root(int dir) {
 
 /* A new file at dst with content. replace: what dst already is in the
  * sandbox's own root (an image's /etc/hosts, a link) is removed first,
- * never written through; else, and in a host-backed directory, EEXIST. */
+ * never written through; else EEXIST. Never in a host-backed directory
+ * (EXDEV). */
 static int create_file(const char *dst, const void *content, size_t len, mode_t mode, uid_t uid, gid_t gid,
                        bool chown_it, bool replace) {
     const char *leaf;
     int dir = open_parent(dst, &leaf);
     if (dir < 0)
         return dir;
-    int fd = (int)syscall(SYS_openat, dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    int fd = may_make_in(dir);
+    if (fd < 0) {
+        close(dir);
+        return fd;
+    }
+    fd = (int)syscall(SYS_openat, dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0 && errno == EEXIST && replace && in_own_root(dir) && syscall(SYS_unlinkat, dir, leaf, 0) == 0)
         fd = (int)syscall(SYS_openat, dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     int e = errno;
@@ -326,6 +366,11 @@ static int mount_on(const char *dst, mode_t mode, const char *src, const char *t
     fd_link(link, fd);
     int r = mount(src, link, type, flags, data) < 0 ? -errno : 0;
     close(fd);
+    /* (its root: a file system of the attempt's own) */
+    if (r == 0 && (fd = fs_open(dst, O_DIRECTORY)) >= 0) {
+        own_fs_add(fd);
+        close(fd);
+    }
     return r;
 }
 
@@ -563,9 +608,11 @@ static int bind_from_fd(int fd, int tfd, const char *dst, uint32_t flags) {
 }
 
 /* The file dst on which a file is bound, as an O_PATH fd: an empty file
- * made where there is none; an existing file of a host-backed directory as
- * it is; in the sandbox's own root a link (an image's /etc/resolv.conf ->
- * ...) replaced by the file; a directory, or a link elsewhere, refused. */
+ * made where there is none, in a file system of the attempt's own only
+ * (EXDEV in a host-backed directory); an existing file of a host-backed
+ * directory as it is; in the sandbox's own root a link (an image's
+ * /etc/resolv.conf -> ...) replaced by the file; a directory, or a link
+ * elsewhere, refused. */
 static int open_file_target(const char *dst) {
     const char *leaf;
     int dir = open_parent(dst, &leaf);
@@ -588,6 +635,8 @@ static int open_file_target(const char *dst) {
             r = -errno;
             break;
         }
+        if ((r = may_make_in(dir)) < 0)
+            break;
         int nf = (int)syscall(SYS_openat, dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (nf < 0 && errno != EEXIST) {
             r = -errno;
@@ -747,7 +796,8 @@ static int do_op(int oldroot, const struct linux_plan *pl, const struct mount_op
     case MK_SYMLINK:
         if ((dir = open_parent(op->dst, &leaf)) < 0)
             return dir;
-        r = syscall(SYS_symlinkat, op->src, dir, leaf) < 0 ? -errno : 0;
+        if ((r = may_make_in(dir)) == 0)
+            r = syscall(SYS_symlinkat, op->src, dir, leaf) < 0 ? -errno : 0;
         close(dir);
         return r;
     case MK_DEVPTS:
@@ -819,7 +869,7 @@ static void write_secrets(const struct child_args *a) {
         char *e = put_uint(opts + slen(opts), (unsigned long)(total + 65536));
         memcpy(e, ",nr_inodes=1024", 16);
         if ((r = mount_on(dir, 0755, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)) < 0)
-            die(a->status_fd, FY_STEP_SECRET, -r);
+            die_op(a->status_fd, FY_STEP_SECRET, -r, pl->nops); /* (the host names /run/secrets) */
     }
     size_t dlen = slen(dir);
     for (size_t i = 0; i < a->nsecrets; i++) {
@@ -952,6 +1002,7 @@ static void build_filesystem(const struct child_args *a, int ws) {
     if ((fs_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
         die(sfd, FY_STEP_PIVOT_ROOT, errno);
     fs_resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    own_fs_add(fs_root);
     char oldtmp[48];
     memcpy(oldtmp, oldroot_path, slen(oldroot_path));
     memcpy(oldtmp + slen(oldroot_path), "/tmp", 5);
@@ -979,8 +1030,10 @@ static void build_filesystem(const struct child_args *a, int ws) {
     /* An image's working directory is made where the image lacks it, as
      * OCI runtimes do (in the attempt's own upper; a link of the image's is
      * followed inside the new root only). */
-    if (pl->overlay_lowers && pl->workdir)
-        (void)mkdir_p(pl->workdir, 0755);
+    /* Never in a host-backed directory (a WorkingDir under /work/build,
+     * or through a link into it): the attempt fails, naming it. */
+    if (pl->overlay_lowers && pl->workdir && mkdir_p(pl->workdir, 0755) == -EXDEV)
+        die_op(sfd, FY_STEP_EXEC, EXDEV, pl->nops);
     close(oldroot);
     /* (The rules name paths of the filesystem just built.) */
     prebuilt_ruleset = build_landlock(pl, sfd, NULL);

@@ -758,8 +758,12 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
                                                                 : "container image: overlay of its read-only layers, a fresh "
                                                                   "tmpfs upper per attempt, with the declared paths")
                                                          : "private: fresh tmpfs root with the declared paths"));
+    /* (the image's own layers, as its manifest lists them; those mounted:
+     * without the ones hidden below an opaque root and the lower copy of a
+     * layer held twice) */
     if (np->image_digest)
-        json_object_set_new(o, "image", json_pack("{sssI}", "digest", np->image_digest, "layers",
+        json_object_set_new(o, "image", json_pack("{sssIsI}", "digest", np->image_digest, "layers",
+                                                  (json_int_t)np->image_nlayers, "layers_mounted",
                                                   (json_int_t)np->nimage_layers));
     /* Read-only workspace binds shown owned by the sandbox's user (root
      * caller, linux-idmap.c); the report says "unmapped" or "partial" when

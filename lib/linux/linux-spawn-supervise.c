@@ -30,6 +30,9 @@
 
 /* ---- ending the sandbox ---- */
 
+/* A setup step's EXDEV (linux-child.c may_make_in): what a mount point or
+ * a planned file needed was in a host-backed directory. */
+#define LX_NOT_MADE_IN_HOST " (the sandbox makes nothing in a host directory; a symbolic link of the image leads into one)"
 #define END_TREE_BOUND_USEC 2000000 /* process mode: how long the supervisor gets */
 
 /* Ends the sandbox. With a pid namespace, killing its init kills the whole
@@ -376,18 +379,24 @@ static void finish(fy_handle *h, struct lx *x) {
         rep.setup_errno = x->err_errno;
         const struct mount_op *op = x->err_op && x->err_op <= pl->nops ? &pl->ops[x->err_op - 1] : NULL;
         if (x->err_step == FY_STEP_EXEC && x->err_op == pl->nops + 1) /* (linux-child.c: the chdir) */
-            rep.setup_detail = util_asprintf("the working directory %s: %s", pl->workdir ? pl->workdir : "(the attempt's)",
-                                           strerror(x->err_errno));
+            rep.setup_detail = util_asprintf("the working directory %s: %s%s", pl->workdir ? pl->workdir : "(the attempt's)",
+                                           strerror(x->err_errno),
+                                           x->err_errno == EXDEV ? " (outside the sandbox's own file systems)" : "");
+        else if (x->err_step == FY_STEP_SECRET && x->err_op == pl->nops + 1) /* (linux-child.c: its tmpfs) */
+            rep.setup_detail = util_asprintf("%s: /run/secrets: %s%s", fy_step_name(x->err_step),
+                                           strerror(x->err_errno), x->err_errno == EXDEV ? LX_NOT_MADE_IN_HOST : "");
         else if (x->err_step == FY_STEP_EXEC)
             rep.setup_detail = util_asprintf("cannot execute %s: %s", pl->argv[0], strerror(x->err_errno));
         else if (op && op->kind == MK_BIND)
             rep.setup_detail = util_asprintf("%s: %s /%s at %s: %s%s", fy_step_name(x->err_step),
                                            (op->flags & MF_DEVICE) ? "device" : "host path", op->src, op->dst,
                                            strerror(x->err_errno),
-                                           x->err_errno == ELOOP ? " (a symbolic link in a workspace path is refused)"
-                                                                 : "");
+                                           x->err_errno == ELOOP   ? " (a symbolic link in a workspace path is refused)"
+                                           : x->err_errno == EXDEV ? LX_NOT_MADE_IN_HOST
+                                                                   : "");
         else if (op)
-            rep.setup_detail = util_asprintf("%s: %s: %s", fy_step_name(x->err_step), op->dst, strerror(x->err_errno));
+            rep.setup_detail = util_asprintf("%s: %s: %s%s", fy_step_name(x->err_step), op->dst, strerror(x->err_errno),
+                                           x->err_errno == EXDEV ? LX_NOT_MADE_IN_HOST : "");
     }
     rep.oom_killed = x->usage.oom_kills != 0;
     rep.memory_limit = pl->cg.memory;

@@ -3,7 +3,8 @@
 # The image commands of the forgeyard CLI: inspect, unpack (no progress bar
 # when stderr is not a terminal), run --image (the command's status, the
 # image's Cmd when none is given, a tag refused by the release profile, a
-# hostile image refused naming the entry), image gc and gc --images.
+# hostile image refused naming the entry, --hand-over and the unwritable
+# note naming the workload's host uid), image gc and gc --images.
 #   test-cli-image.sh FORGEYARD MKIMAGE.PY
 set -u
 fy=$1 mk=$2
@@ -42,6 +43,31 @@ out=$("$fy" run --image "$ref") || fail "run --image (Cmd) failed"
 [ $rc -eq 0 ] && fail "the release profile ran an image by tag"
 grep -q 'digest only' "$scratch/tag.err" || fail "the tag refusal says: $(cat "$scratch/tag.err")"
 "$fy" run --profile development --image "oci:$scratch/img:latest" -- /bin/true || fail "development refused a tag"
+
+if [ "$(id -u)" = 0 ]; then
+    # As root, a container maps the whole id range from 0: the workload is
+    # the range's first id + its uid inside (1000 without a User, 0 for
+    # User "0"). The note and --hand-over name that uid (they named the
+    # namespace level's first+1, and the command then could not write).
+    cat >"$scratch/nouser.json" <<'JSON'
+{"layers": [{"busybox": true}]}
+JSON
+    nu=$(python3 "$mk" "$scratch/img-nouser" "$scratch/nouser.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["manifest"])') ||
+        fail "mkimage"
+    for r in "oci:$scratch/img-nouser@$nu" "$ref"; do
+        b="$scratch/hand/build"
+        rm -rf "$scratch/hand"; mkdir -p "$b"
+        "$fy" run --image "$r" --build "$b" -- /bin/sh -c 'id -u' >"$scratch/hand.id" 2>"$scratch/hand.err"
+        note=$(sed -n 's/.*not writable by host user \([0-9]*\),.*/\1/p' "$scratch/hand.err")
+        [ -n "$note" ] || fail "$r: no note for an unwritable --build: $(cat "$scratch/hand.err")"
+        "$fy" run --image "$r" --build "$b" --hand-over -- /bin/sh -c 'touch /work/build/y' 2>"$scratch/hand.err" ||
+            fail "$r: --hand-over, then the command could not write /work/build: $(cat "$scratch/hand.err")"
+        [ -e "$b/y" ] || fail "$r: nothing written"
+        owner=$(stat -c %u "$b/y")
+        [ "$(stat -c %u "$b")" = "$owner" ] || fail "$r: handed to $(stat -c %u "$b"), the command wrote as $owner"
+        [ "$note" = "$owner" ] || fail "$r: the note named host user $note, the command ran as $owner"
+    done
+fi
 
 cat >"$scratch/bad.json" <<'JSON'
 {"layers": [{"entries": [{"name": "../escape", "data": "x"}]}]}

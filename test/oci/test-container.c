@@ -99,6 +99,20 @@ static void run_free(struct run *r) {
     fy_free(r->json);
 }
 
+/* The result's isolation.image: the image's own number of layers (what
+ * fy_policy_set_image(3) puts in the contract id) and, apart, how many
+ * were mounted. */
+static void assert_image_layers(const char *json, long layers, long mounted) {
+    json_t *j = json_loads(json, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *img = json_object_get(json_object_get(j, "isolation"), "image");
+    ck_assert_msg(json_is_object(img), "%s", json);
+    ck_assert_msg(json_integer_value(json_object_get(img, "layers")) == layers &&
+                      json_integer_value(json_object_get(img, "layers_mounted")) == mounted,
+                  "expected %ld layers, %ld mounted: %s", layers, mounted, json_dumps(img, 0));
+    json_decref(j);
+}
+
 #define ASSERT_OUT(r, needle) \
     ck_assert_msg(strstr((r)->out, needle), "expected \"%s\" in output: %s", needle, (r)->out)
 
@@ -612,6 +626,145 @@ START_TEST(test_image_links_stay_inside) {
 }
 END_TEST
 
+/* The count of entries in dir other than "." and "..": what the attempt
+ * left there, listed in *names. */
+static int entries_in(const char *dir, char *names, size_t size) {
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "%s: %s", dir, strerror(errno));
+    struct dirent *de;
+    int n = 0;
+    names[0] = '\0';
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            n++;
+            size_t l = strlen(names);
+            snprintf(names + l, size - l, " %s", de->d_name);
+        }
+    closedir(d);
+    return n;
+}
+
+/* The mount points the sandbox makes after the workspace binds (the
+ * /run/secrets tmpfs, /sys/fs/cgroup, a bind's target, a file bind's, an
+ * image's WorkingDir) reached through an image's links (or named) into
+ * /work/build or /work/output: init made them in the host's directories,
+ * as the range's root (0555 for /sys/fs/cgroup), and left them there with
+ * files_left 0. Nothing is ever made in a host-backed directory: the
+ * attempt fails, typed, naming the path (or runs where the plan has no
+ * such mount point), and the host's directories hold nothing new. */
+START_TEST(test_image_links_into_workspace) {
+    char build[600], output[600], bdir[600], bfile[600], secret[600];
+    snprintf(build, sizeof(build), "%s/ws-build", scratch);
+    snprintf(output, sizeof(output), "%s/ws-output", scratch);
+    snprintf(bdir, sizeof(bdir), "%s/ws-bind", scratch);
+    snprintf(bfile, sizeof(bfile), "%s/ws-bind-file", scratch);
+    snprintf(secret, sizeof(secret), "%s/ws-secret", scratch);
+    const char *dirs[] = {build, output, bdir};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(mkdir(dirs[i], 0777), 0);
+        ck_assert_int_eq(chmod(dirs[i], 0777), 0); /* (anyone may make files there: the old code did) */
+    }
+    FILE *f = fopen(secret, "w");
+    fputs("s3cret\n", f);
+    fclose(f);
+    f = fopen(bfile, "w");
+    fputs("bound\n", f);
+    fclose(f);
+    static const struct {
+        const char *name, *entries, *config, *path; /* path: what a failure names */
+        int what;                                   /* 1 a secret file, 2 a directory bind, 3 a file bind */
+        bool may_run;                               /* (no such mount point in some plans) */
+    } cases[] = {
+        {"ws-run", "{\"name\": \"run\", \"type\": \"symlink\", \"target\": \"/work/build\"}", "", "/run/secrets", 1, false},
+        {"ws-sys", "{\"name\": \"sys\", \"type\": \"symlink\", \"target\": \"/work/output\"}", "", "/sys/fs/cgroup", 0, true},
+        {"ws-opt", "{\"name\": \"opt\", \"type\": \"symlink\", \"target\": \"/work/build\"}", "", "/opt/b", 2, false},
+        {"ws-optf", "{\"name\": \"opt\", \"type\": \"symlink\", \"target\": \"/work/output\"}", "", "/opt/f", 3, false},
+        {"ws-wd", "{\"name\": \"bin/x\", \"data\": \"\"}", ", \"WorkingDir\": \"/work/build/wd\", \"Cmd\": [\"/bin/true\"]",
+         "/work/build/wd", 0, false},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char spec[2048], iref[1024];
+        snprintf(spec, sizeof(spec),
+                 "{\"config\": {\"Env\": [\"PATH=/bin\"]%s}, \"layers\": [{\"busybox\": true, \"entries\": [%s]}]}",
+                 cases[c].config, cases[c].entries);
+        make_image_from(cases[c].name, spec, iref, sizeof(iref));
+        fy_policy *p = policy(FY_PROFILE_RELEASE);
+        fy_error *e = NULL;
+        ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+        ck_assert_msg(fy_policy_set_build(p, build, &e) == 0, "%s", fy_error_message(e));
+        ck_assert_msg(fy_policy_set_output(p, output, &e) == 0, "%s", fy_error_message(e));
+        if (cases[c].what == 1)
+            ck_assert_int_eq(fy_policy_add_secret_file(p, "token", FY_SECRET_FILE, "token", secret, NULL), 0);
+        if (cases[c].what == 2)
+            ck_assert_msg(fy_policy_add_bind(p, bdir, "/opt/b", FY_BIND_READ_ONLY, &e) == 0, "%s", fy_error_message(e));
+        if (cases[c].what == 3)
+            ck_assert_msg(fy_policy_add_bind(p, bfile, "/opt/f", FY_BIND_READ_ONLY, &e) == 0, "%s", fy_error_message(e));
+        const char *argv[] = {"/bin/true", NULL};
+        struct run r;
+        run(p, cases[c].config[0] ? NULL : argv, &r);
+        char names[1024];
+        ck_assert_msg(entries_in(build, names, sizeof(names)) == 0, "%s: the setup made%s in the host's build directory: %s",
+                      cases[c].name, names, r.json);
+        ck_assert_msg(entries_in(output, names, sizeof(names)) == 0, "%s: the setup made%s in the host's output directory: %s",
+                      cases[c].name, names, r.json);
+        ck_assert_msg(entries_in(bdir, names, sizeof(names)) == 0, "%s: %s", cases[c].name, names);
+        const char *detail = fy_result_detail(r.res);
+        ck_assert_msg((r.outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE && detail && strstr(detail, cases[c].path)) ||
+                          (cases[c].may_run && r.outcome == FY_OUTCOME_SUCCEEDED),
+                      "%s: outcome %d: %s / %s", cases[c].name, r.outcome, r.out, r.json);
+        uint64_t left = 99;
+        ck_assert_int_eq(fy_result_cleanup(r.res, FY_LEFT_FILES, &left), 0);
+        ck_assert_uint_eq(left, 0);
+        run_free(&r);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
+/* An image's Env the kernel would refuse to execute with (E2BIG: more
+ * than it takes in all, or one variable longer than it takes) ended the
+ * attempt as an infrastructure failure, which a scheduler retries on
+ * another host forever; the image (the untrusted input) is refused at
+ * fy_prepare instead, naming its Env, under the policy's own bound on the
+ * environment (1 MiB, forgeyard-policy(5)). */
+START_TEST(test_image_env_bounded) {
+    for (int big = 0; big < 2; big++) {
+        /* (20000 variables of 120 bytes: 2.4 MB in all; or one of 200 KiB) */
+        size_t n = big ? 1 : 20000, len = big ? 200 * 1024 : 120, cap = n * (len + 8) + 1024, at = 0;
+        char *spec = malloc(cap), iref[1024];
+        ck_assert_ptr_nonnull(spec);
+        at += (size_t)snprintf(spec, cap, "{\"config\": {\"Env\": [\"PATH=/bin\"");
+        for (size_t i = 0; i < n; i++) {
+            at += (size_t)snprintf(spec + at, cap - at, ", \"V%05zu=", i);
+            memset(spec + at, 'x', len - 7);
+            at += len - 7;
+            spec[at++] = '"';
+        }
+        snprintf(spec + at, cap - at, "]}, \"layers\": [{\"busybox\": true}]}");
+        make_image_from(big ? "bigvar" : "bigenv", spec, iref, sizeof(iref));
+        free(spec);
+        fy_policy *p = policy(FY_PROFILE_RELEASE);
+        fy_error *e = NULL;
+        ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+        const char *argv[] = {"/bin/true", NULL};
+        fy_prepared *pr = NULL;
+        int rc = fy_prepare(p, NULL, argv, &pr, &e);
+        if (rc == 0) {
+            /* (the old code: what the start made of it) */
+            struct run r;
+            run(p, argv, &r);
+            ck_assert_msg(0, "%s: an image's oversized Env was prepared; the run: outcome %d: %s",
+                          big ? "one 200 KiB variable" : "2.4 MB of Env", r.outcome, fy_result_detail(r.res));
+        }
+        ck_assert_int_eq(rc, FY_E_RANGE);
+        ck_assert_int_eq(fy_error_step(e), FY_STEP_IMAGE);
+        ck_assert_msg(strstr(fy_error_message(e), "Env"), "%s", fy_error_message(e));
+        fy_error_free(e);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
 /* A layer whose root is opaque (".wh..wh..opq" at its top) hides every
  * layer below it, as the OCI layer format says; overlayfs ignores the
  * opaque mark on a lower layer's root, so those layers are not mounted. */
@@ -632,6 +785,7 @@ START_TEST(test_opaque_root_layer) {
     ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
     ck_assert_msg(!strstr(r.out, "SECRET-SEEN"), "%s", r.out);
     ck_assert_msg(strstr(r.out, "2\n"), "only the top layer's /bin: %s", r.out);
+    assert_image_layers(r.json, 2, 1); /* (the image's two, the hidden one not mounted) */
     run_free(&r);
     fy_policy_free(p);
 }
@@ -711,7 +865,8 @@ START_TEST(test_image_workdir_magic_link) {
 END_TEST
 
 /* Images as registries hold them: a layer twice (the same COPY twice: one
- * directory in the cache) runs; a WorkingDir the image lacks is made, as
+ * directory in the cache) runs, recorded as the image's two layers, one
+ * mounted; a WorkingDir the image lacks is made, as
  * OCI runtimes do; one that is a file fails naming the directory, not the
  * command; a User that is not a string is refused, never read as absent. */
 START_TEST(test_image_config_edges) {
@@ -726,6 +881,7 @@ START_TEST(test_image_config_edges) {
     run(p, argv, &r);
     ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
     ASSERT_OUT(&r, "dup-ok");
+    assert_image_layers(r.json, 2, 1);
     run_free(&r);
     fy_policy_free(p);
     make_image_from("nowd", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/pwd\"], "
@@ -910,6 +1066,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_whiteout_and_new_dir_in_one_layer);
     tcase_add_test(tc, test_image_config_edges);
     tcase_add_test(tc, test_image_workdir_magic_link);
+    tcase_add_test(tc, test_image_links_into_workspace);
+    tcase_add_test(tc, test_image_env_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
