@@ -3876,6 +3876,70 @@ START_TEST(test_cancel_after_the_end_keeps_it) {
 }
 END_TEST
 
+/* Starts argv under a wall-clock limit of wall_usec, leaves its handle
+ * alone for idle_usec (a host busy elsewhere), then drives it to its result. */
+static fy_result *run_idle_host(const char *const *argv, uint64_t wall_usec, useconds_t idle_usec, bool by_process) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, wall_usec, NULL), 0);
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, argv, &pr, &e) == 0, "prepare: %s", fy_error_message(e));
+    fy_handle *h = NULL;
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    usleep(idle_usec);
+    fy_result *res = NULL;
+    if (by_process) {
+        /* One turn per 10 ms, as an event loop of many handles would. */
+        int r = 0;
+        for (int i = 0; i < 3000 && r == 0; i++) {
+            r = fy_handle_process(h, &res, NULL);
+            if (r == 0)
+                usleep(10000);
+        }
+        ck_assert_int_eq(r, 1);
+    } else {
+        ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+    }
+    fy_handle_free(h);
+    return res;
+}
+
+START_TEST(test_exit_before_deadline_while_idle) {
+    /* The workload exits at once (status 3, then 0), 1 s before its
+     * wall-clock limit; the host drives its handle only 1.5 s after the
+     * start. The outcome is what the workload did, not timed-out, and the
+     * wall time is the sandbox's, not the host's idle time (both were the
+     * host's: timed-out, wall 1.5 s). */
+    for (int i = 0; i < 4; i++) {
+        const char *argv[] = {"/bin/sh", "-c", i % 2 ? "exit 0" : "exit 3", NULL};
+        fy_result *res = run_idle_host(argv, 1000000, 1500000, i >= 2);
+        int want = i % 2 ? FY_OUTCOME_SUCCEEDED : FY_OUTCOME_FAILED;
+        ck_assert_msg(fy_result_outcome(res) == want, "run %d: outcome %s (%s), wanted %s", i,
+                      fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_detail(res),
+                      fy_outcome_name((uint32_t)want));
+        ck_assert_int_eq(fy_result_exit_code(res), i % 2 ? 0 : 3);
+        uint64_t wall = 0;
+        ck_assert_int_eq(fy_result_usage(res, FY_USAGE_WALL_USEC, &wall), 0);
+        ck_assert_msg(wall > 0 && wall < 1000000, "run %d: wall_usec %llu counts the host's idle time", i,
+                      (unsigned long long)wall);
+        fy_result_free(res);
+    }
+    /* The converse: a workload that ran past its limit (1.5 s of 1 s) and
+     * then exited on its own while the handle sat idle timed out all the
+     * same. */
+    const char *late[] = {"/bin/sleep", "1.5", tag(), NULL};
+    fy_result *res = run_idle_host(late, 1000000, 2500000, false);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_TIMED_OUT, "late exit: outcome %s (%s)",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_detail(res));
+    uint64_t wall = 0;
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_WALL_USEC, &wall), 0);
+    ck_assert_msg(wall >= 1500000 && wall < 2500000, "late exit: wall_usec %llu", (unsigned long long)wall);
+    fy_result_free(res);
+}
+END_TEST
+
 struct race_arg {
     fy_handle *h;
     useconds_t delay;
@@ -4377,6 +4441,12 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tb, 120);
     tcase_add_test(tb, test_bind_submount_read_only);
     suite_add_tcase(s, tb);
+    /* Limits against an idle host, hidden descriptors, the host's own
+     * limits and terminals (CK_RUN_CASE=limits). */
+    TCase *tl = tcase_create("limits");
+    tcase_set_timeout(tl, 120);
+    tcase_add_test(tl, test_exit_before_deadline_while_idle);
+    suite_add_tcase(s, tl);
     SRunner *sr = srunner_create(s);
     /* Restricted's uplink: an empty namespace of this test's own (as root). */
     if (!rootless && getuid() == 0) {
