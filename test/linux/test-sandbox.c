@@ -3940,6 +3940,47 @@ START_TEST(test_exit_before_deadline_while_idle) {
 }
 END_TEST
 
+START_TEST(test_unnamed_files_every_task) {
+    /* A file with no name held by a thread with a descriptor table of its
+     * own (CLONE_THREAD without CLONE_FILES: the process's /proc/PID/fd is
+     * the leader's table, not the thread's), and one held by a process that
+     * made itself not dumpable (rootless, its descriptors are then not the
+     * caller's to list): both cross a disk quota of 1 MiB with 3 MB, and the
+     * attempt ends before the workload says it held them. Both were missed:
+     * succeeded. */
+    char *build = workdir_for_sandbox("build-tasks");
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_DISK, 1u << 20, NULL), 0);
+    struct run r;
+    run_attack(p, "thread-unnamed", "3000000", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "thread: outcome %s (%s): %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.detail ? r.detail : "", r.out);
+    ck_assert_str_eq(r.detail, "disk");
+    ck_assert_ptr_null(strstr(r.out, "ok held"));
+    run_free(&r);
+    run_attack(p, "nodump-unnamed", "3000000", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "not dumpable: outcome %s (%s): %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.detail ? r.detail : "", r.out);
+    /* (Rootless it cannot be counted: not measurable, which crosses the
+     * quota as well; root counts it.) */
+    ck_assert_str_eq(r.detail, rootless ? "disk (not measurable: a process whose descriptors the watchdog "
+                                          "cannot examine (not dumpable))"
+                                        : "disk");
+    ck_assert_ptr_null(strstr(r.out, "ok held"));
+    run_free(&r);
+    /* Under the quota, neither is an overrun: threads sharing the table
+     * and the workload's own start (not dumpable before it executes) are
+     * examined or excused, never reported. */
+    run_attack(p, "thread-unnamed", "200000", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "small: outcome %s (%s): %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.detail ? r.detail : "", r.out);
+    run_free(&r);
+    fy_policy_free(p);
+    free(build);
+}
+END_TEST
+
 struct race_arg {
     fy_handle *h;
     useconds_t delay;
@@ -4446,6 +4487,7 @@ int main(int argc, char **argv) {
     TCase *tl = tcase_create("limits");
     tcase_set_timeout(tl, 120);
     tcase_add_test(tl, test_exit_before_deadline_while_idle);
+    tcase_add_test(tl, test_unnamed_files_every_task);
     suite_add_tcase(s, tl);
     SRunner *sr = srunner_create(s);
     /* Restricted's uplink: an empty namespace of this test's own (as root). */
