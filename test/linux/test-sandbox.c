@@ -3981,6 +3981,60 @@ START_TEST(test_unnamed_files_every_task) {
 }
 END_TEST
 
+START_TEST(test_spool_past_host_file_size_limit) {
+    /* A host whose RLIMIT_FSIZE (100 KiB: ulimit -f, systemd's
+     * LimitFSIZE=) is below what the workload writes to an FY_STDIO_FILE
+     * spool: the host program lives on (it died of SIGXFSZ), the attempt
+     * ends as the documented infrastructure failure at FY_STEP_OUTPUT, and
+     * the spool holds what fit. The host's own writes keep their
+     * disposition (SIGXFSZ is not ignored for it). */
+    char spool[600];
+    snprintf(spool, sizeof(spool), "%s/spool-fsize-%d", scratch, (int)getpid());
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_FSIZE, &rl) < 0)
+            _exit(10);
+        rl.rlim_cur = 100 * 1024;
+        if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+            _exit(11);
+        fy_policy *p = policy();
+        const char *argv[] = {"/bin/sh", "-c", "head -c 1000000 /dev/zero; sleep 5; echo wrote-all >&2", NULL};
+        fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, spool, NULL);
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
+            _exit(12);
+        if (fy_handle_wait(h, 30000000, &res, NULL) != 1)
+            _exit(13);
+        if (fy_result_outcome(res) != FY_OUTCOME_INFRASTRUCTURE_FAILURE)
+            _exit(20 + fy_result_outcome(res));
+        if (fy_result_error_step(res) != FY_STEP_OUTPUT || fy_result_error_os_code(res) != EFBIG)
+            _exit(14);
+        if (!fy_result_detail(res) || strncmp(fy_result_detail(res), "writing captured output", 23) != 0)
+            _exit(15);
+        fy_result_free(res);
+        fy_handle_free(h);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        struct sigaction sa;
+        if (sigaction(SIGXFSZ, NULL, &sa) < 0 || sa.sa_handler != SIG_DFL)
+            _exit(16);
+        _exit(0);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert_msg(!WIFSIGNALED(st), "the host died of signal %d", WTERMSIG(st));
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child: %d (20+: outcome)", WEXITSTATUS(st));
+    struct stat sb;
+    ck_assert_int_eq(stat(spool, &sb), 0);
+    ck_assert_int_eq(sb.st_size, 100 * 1024);
+    unlink(spool);
+}
+END_TEST
+
 struct race_arg {
     fy_handle *h;
     useconds_t delay;
@@ -4488,6 +4542,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tl, 120);
     tcase_add_test(tl, test_exit_before_deadline_while_idle);
     tcase_add_test(tl, test_unnamed_files_every_task);
+    tcase_add_test(tl, test_spool_past_host_file_size_limit);
     suite_add_tcase(s, tl);
     SRunner *sr = srunner_create(s);
     /* Restricted's uplink: an empty namespace of this test's own (as root). */
