@@ -49,6 +49,14 @@ int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_
                 return lx_sys_err(reterr, FY_STEP_OUTPUT, "/dev/null");
             break;
         case FY_STDIO_FD:
+            /* Never the host's terminal: on one, the workload's ioctls
+             * (termios, window size, flow control, flushing the host's
+             * input) act on the host's session and outlive the attempt. */
+            if (isatty(s->fd))
+                return err_set(reterr, FY_E_POLICY, FY_STEP_OUTPUT, 0, "$.stdio",
+                               "the %s descriptor is a terminal, which is never handed to a sandbox; relay it "
+                               "through FY_STDIO_PIPE (or FY_STDIO_CALLBACK for output)",
+                               i == 0 ? "stdin" : i == 1 ? "stdout" : "stderr");
             if ((x->child_stdio[i] = fcntl(s->fd, F_DUPFD_CLOEXEC, 3)) < 0)
                 return lx_sys_err(reterr, FY_STEP_OUTPUT, "dup");
             break;

@@ -33,6 +33,7 @@
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -4035,6 +4036,54 @@ START_TEST(test_spool_past_host_file_size_limit) {
 }
 END_TEST
 
+START_TEST(test_host_terminal_refused) {
+    /* A terminal given as FY_STDIO_FD (a library user passing its own
+     * stdout, run interactively) reached the host's session: the workload
+     * turned off its echo, set its window size (SIGWINCH to the host's
+     * foreground job) and stopped its output, for good. Refused at
+     * fy_start, for every stream, with nothing left behind; the same fd
+     * through a pipe is fine. */
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ck_assert_int_ge(master, 0);
+    ck_assert_int_eq(grantpt(master), 0);
+    ck_assert_int_eq(unlockpt(master), 0);
+    int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ck_assert_int_ge(slave, 0);
+    struct termios before, after;
+    ck_assert_int_eq(tcgetattr(slave, &before), 0);
+    const char *argv[] = {"/bin/sh", "-c", "stty -echo -icanon 2>/dev/null; stty -echo -icanon <&1 2>/dev/null; true",
+                          NULL};
+    for (uint32_t stream = FY_STDIN; stream <= FY_STDERR; stream++) {
+        for (int end = 0; end < 2; end++) {
+            fy_policy *p = policy();
+            ck_assert_int_eq(fy_policy_set_stdio(p, stream, FY_STDIO_FD, end ? master : slave, NULL, NULL), 0);
+            fy_prepared *pr = NULL;
+            fy_error *e = NULL;
+            ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), 0);
+            fy_handle *h = NULL;
+            int r = start_attempt(pr, &h, &e);
+            if (r == 0) {
+                fy_result *res = NULL;
+                fy_handle_wait(h, 30000000, &res, NULL);
+                fy_result_free(res);
+                fy_handle_free(h);
+            }
+            ck_assert_msg(r == FY_E_POLICY, "stream %u (%s): fy_start %d", stream, end ? "master" : "slave", r);
+            ck_assert_msg(strstr(fy_error_message(e), "terminal") && strstr(fy_error_message(e), "FY_STDIO_PIPE"),
+                          "%s", fy_error_message(e));
+            fy_error_free(e);
+            fy_prepared_free(pr);
+            fy_policy_free(p);
+        }
+    }
+    ck_assert_int_eq(tcgetattr(slave, &after), 0);
+    ck_assert_int_eq(after.c_lflag, before.c_lflag);
+    ck_assert_int_eq(count_cgroups_of(getpid()), 0);
+    close(slave);
+    close(master);
+}
+END_TEST
+
 struct race_arg {
     fy_handle *h;
     useconds_t delay;
@@ -4543,6 +4592,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tl, test_exit_before_deadline_while_idle);
     tcase_add_test(tl, test_unnamed_files_every_task);
     tcase_add_test(tl, test_spool_past_host_file_size_limit);
+    tcase_add_test(tl, test_host_terminal_refused);
     suite_add_tcase(s, tl);
     SRunner *sr = srunner_create(s);
     /* Restricted's uplink: an empty namespace of this test's own (as root). */
