@@ -117,12 +117,14 @@ void attempt_finish(fy_handle *h, struct attempt_report *rep, fy_result *r) {
     r->stage[FY_STAGE_CLAIM] = h->claim_usec;
     r->prestarted = h->prestarted;
 
-    /* Usage: the wall time from fy_start to the sandbox's end, the
+    /* Usage: the wall time from fy_start to the sandbox's end (when it
+     * ended, not when a host busy elsewhere came to reap it), the
      * delivered output of each counted stream, and what the backend
      * measured. */
     memcpy(r->usage, rep->usage, sizeof(r->usage));
     r->usage_known = rep->usage_known;
-    r->usage[FY_USAGE_WALL_USEC] = t_end > h->t_start ? t_end - h->t_start : 0;
+    uint64_t t_gone = rep->t_gone && rep->t_gone <= t_end ? rep->t_gone : t_end;
+    r->usage[FY_USAGE_WALL_USEC] = t_gone > h->t_start ? t_gone - h->t_start : 0;
     r->usage_known |= 1u << FY_USAGE_WALL_USEC;
     for (int i = 1; i < 3; i++) {
         uint32_t k = i == 1 ? FY_USAGE_STDOUT_BYTES : FY_USAGE_STDERR_BYTES;

@@ -30,6 +30,9 @@ struct attempt_report {
     uint64_t t_exec;             /* the command was executed */
     uint64_t t_exit;             /* the command ended */
     uint64_t t_ended;            /* the sandbox was gone (reaped) */
+    uint64_t t_gone;             /* when it ended, as closely as the backend knows: never
+                                  * later than t_ended, not later than the host noticed
+                                  * (0: t_ended); the wall time counts to it */
     uint64_t t_output_eof;       /* the last captured output was read */
     uint64_t t_cleanup_begin, t_cleanup_end;
     /* Captured output (FY_STDIO_FILE, FY_STDIO_CALLBACK streams). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +49,14 @@ int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_
                 return lx_sys_err(reterr, FY_STEP_OUTPUT, "/dev/null");
             break;
         case FY_STDIO_FD:
+            /* Never the host's terminal: on one, the workload's ioctls
+             * (termios, window size, flow control, flushing the host's
+             * input) act on the host's session and outlive the attempt. */
+            if (isatty(s->fd))
+                return err_set(reterr, FY_E_POLICY, FY_STEP_OUTPUT, 0, "$.stdio",
+                               "the %s descriptor is a terminal, which is never handed to a sandbox; relay it "
+                               "through FY_STDIO_PIPE (or FY_STDIO_CALLBACK for output)",
+                               i == 0 ? "stdin" : i == 1 ? "stdout" : "stderr");
             if ((x->child_stdio[i] = fcntl(s->fd, F_DUPFD_CLOEXEC, 3)) < 0)
                 return lx_sys_err(reterr, FY_STEP_OUTPUT, "dup");
             break;
@@ -192,6 +201,33 @@ static void end_stream(fy_handle *h, struct lx *x, int i) {
         s->fn(s->userdata, (uint32_t)i, NULL, 0);
 }
 
+/* write(2) to a spool file, never past the calling process's file size
+ * limit: a write that starts at RLIMIT_FSIZE raises SIGXFSZ, which kills
+ * the host program (the workload chooses how much it writes, and a host
+ * under ulimit -f or systemd's LimitFSIZE= is ordinary). What fits is
+ * written; the rest fails with EFBIG, without the signal, and the
+ * attempt ends as an infrastructure failure at FY_STEP_OUTPUT. The host's
+ * disposition of SIGXFSZ is left alone for its own writes. (The spool is
+ * O_APPEND and the library's alone: its size is where the write goes.) */
+static ssize_t spool_write(int fd, const void *p, size_t n) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+            return -1;
+        if (S_ISREG(st.st_mode)) {
+            uint64_t at = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+            if (at >= (uint64_t)rl.rlim_cur) {
+                errno = EFBIG;
+                return -1;
+            }
+            if (n > (uint64_t)rl.rlim_cur - at)
+                n = (size_t)((uint64_t)rl.rlim_cur - at);
+        }
+    }
+    return write(fd, p, n);
+}
+
 void lx_drain_output(fy_handle *h, struct lx *x, int i) {
     char buf[65536];
     const struct plan_stdio *s = &lx_neutral(h)->stdio[i];
@@ -231,7 +267,7 @@ void lx_drain_output(fy_handle *h, struct lx *x, int i) {
         }
         size_t off = 0;
         while (off < keep) {
-            ssize_t w = write(x->spool_fd[i], buf + off, keep - off);
+            ssize_t w = spool_write(x->spool_fd[i], buf + off, keep - off);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {

@@ -121,7 +121,7 @@ uint64_t lx_next_deadline(fy_handle *h) {
     if (x->kill == KS_HARD && x->hard_deadline && !x->reaped)
         return x->hard_deadline;
     if (x->kill == KS_NONE && h->end == END_NONE)
-        return earliest(h->deadline, poll_at);
+        return earliest(x->reaped ? 0 : h->deadline, poll_at); /* (gone: no deadline is left to enforce) */
     return 0;
 }
 
@@ -329,6 +329,29 @@ static void splice_json(char **json, const char *at, size_t len, const char *tex
     }
 }
 
+/* When the sandbox ended, as closely as it can be known: not when the host
+ * came to reap it, which may be long after (a host busy elsewhere, or
+ * sleeping until fy_handle_get_timeout_usec). Its end lies after the last
+ * time it was seen running, and no earlier than its command's exit (the
+ * init ends the rest right after that); unknown without an exit report. */
+static uint64_t gone_at(const struct lx *x) {
+    if (!x->exit_seen || !x->t_exit || !x->t_reaped)
+        return x->t_reaped;
+    uint64_t t = x->t_exit > x->t_alive ? x->t_exit : x->t_alive;
+    return t < x->t_reaped ? t : x->t_reaped;
+}
+
+/* Whether the sandbox ended, on its own, before the wall-clock limit: its
+ * command's exit was reported with an earlier time, or it is gone without
+ * one (a sandbox that ended without reporting is no timeout: attempt.c
+ * says so). The host may drive its handle long after: what happened before
+ * the deadline is not turned into a timeout by the host's delay. */
+static bool ended_in_time(const fy_handle *h, const struct lx *x) {
+    if (x->exit_seen)
+        return x->t_exit < h->deadline;
+    return x->reaped;
+}
+
 /* Reports what this backend observed of the attempt, after cleaning up;
  * attempt.c decides the outcome and builds the result. */
 static void finish(fy_handle *h, struct lx *x) {
@@ -408,6 +431,7 @@ static void finish(fy_handle *h, struct lx *x) {
     rep.t_exec = x->t_exec;
     rep.t_exit = x->t_exit;
     rep.t_ended = x->t_reaped;
+    rep.t_gone = gone_at(x);
     rep.t_output_eof = x->t_eof;
 
     /* Output and usage, from the sandbox's own cgroup where it has one. */
@@ -514,6 +538,12 @@ int lx_process(fy_handle *h, fy_error **reterr) {
             x->reaped = true;
             x->t_reaped = util_now_usec();
             epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
+            /* Everything it said before it ended, its exit and when,
+             * before the deadline is judged. */
+            if (!x->status_eof)
+                read_status(h, x);
+        } else if (rr == 0) {
+            x->t_alive = util_now_usec();
         }
     }
     uint64_t now = util_now_usec();
@@ -537,9 +567,16 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         x->next_watch = now + 500000;
     }
     if (x->kill == KS_NONE && h->end == END_NONE && h->deadline && now >= h->deadline) {
-        handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
-                   (unsigned long long)(lx_neutral(h)->limit[FY_LIMIT_WALL_TIME] / 1000));
-        lx_terminate(h);
+        if (!ended_in_time(h, x)) {
+            handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
+                       (unsigned long long)(lx_neutral(h)->limit[FY_LIMIT_WALL_TIME] / 1000));
+            lx_terminate(h);
+        } else if (!x->reaped) {
+            /* Its command exited in time and the init is ending the rest:
+             * what is left at the deadline ends now, the outcome still the
+             * command's. */
+            lx_hard_kill(x, h->pr->plan);
+        }
     }
     if (x->kill == KS_SOFT && now >= x->grace_deadline)
         lx_hard_kill(x, h->pr->plan);

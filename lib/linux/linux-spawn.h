@@ -68,6 +68,7 @@ struct lx {
     uint64_t grace_deadline;
     uint64_t hard_deadline;     /* process mode: SIGKILL the supervisor after this */
     uint64_t t_go, t_isolation, t_fs, t_exec, t_exit, t_reaped, t_eof;
+    uint64_t t_alive;           /* the last time the sandbox was seen not yet ended */
     uint64_t output_bytes, output_cap;
     bool truncated;
     bool init_forked;           /* pid 1 is the fallback: a fork of the host */

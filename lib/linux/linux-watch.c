@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -108,19 +109,78 @@ static void count_file(struct unnamed *u, const struct stat *st) {
     u->t->bytes += (uint64_t)st->st_blocks * 512u;
 }
 
-static void scan_fds(struct unnamed *u, int pdir) {
-    int fd = openat(pdir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
+/* What /proc/PID/stat (readable by anyone) says of a task. */
+struct task_stat {
+    char state;          /* R, S, D, Z, X, ... */
+    unsigned long flags; /* PF_* */
+    unsigned long vsize; /* 0: no memory left (exiting) */
+};
+
+#define FY_KCMP_FILES 2 /* (linux/kcmp.h) */
+#define FY_PF_EXITING 0x00000004ul
+#define FY_PF_FORKNOEXEC 0x00000040ul
+
+static bool read_task_stat(int dir, struct task_stat *ts) {
+    char buf[1024];
+    int fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* (the name may hold anything) */
+    return p && sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %*u %lu",
+                       &ts->state, &ts->flags, &ts->vsize) == 3;
+}
+
+/* Whether a task whose descriptors the caller may not list (rootless: its
+ * /proc entries belong to its user namespace's root, unmapped) hides
+ * nothing. It holds nothing any more (a zombie, or exiting: its memory is
+ * gone), or it is the workload's first process before it executed anything
+ * (the library's, not dumpable, forked by the init: then the init's only
+ * child, since a process the workload forked and orphaned to the init lives
+ * only while the workload's command does). Anything else made itself not
+ * dumpable (prctl PR_SET_DUMPABLE) and is not measurable. */
+static bool hides_nothing(int tdir, int pdir, bool only_child_of_init) {
+    struct task_stat ts;
+    if (!read_task_stat(tdir, &ts))
+        return true; /* gone meanwhile */
+    if (ts.state == 'Z' || ts.state == 'X' || (ts.flags & FY_PF_EXITING) || !ts.vsize)
+        return true;
+    struct task_stat ps;
+    return only_child_of_init && read_task_stat(pdir, &ps) && (ps.flags & FY_PF_FORKNOEXEC);
+}
+
+/* The descriptor table of one task (tdir: /proc/PID/task/TID; pdir: its
+ * process). Every task is looked at: a thread made with CLONE_THREAD but
+ * not CLONE_FILES has a table of its own, which /proc/PID/fd (the leader's)
+ * does not show. */
+static void scan_fds(struct unnamed *u, int tdir, int pdir, bool only_child_of_init) {
+    int fd = -1;
+    for (int tries = 0; fd < 0; tries++) {
+        fd = openat(tdir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0)
-            close(fd);
-        else if (errno != ENOENT && errno != ESRCH && errno != EACCES && errno != EPERM)
+            break;
+        if (errno == ENOENT || errno == ESRCH)
+            return; /* gone meanwhile */
+        if (errno != EACCES && errno != EPERM) {
             u->t->unmeasured = "a process whose descriptors the watchdog cannot examine";
-        /* (EACCES, EPERM: rootless, the library's own processes, not
-         * dumpable and executed outside the sandbox's user namespace: the
-         * init and the workload's process before it executes anything. A
-         * workload's process was executed in the user namespace the caller
-         * owns, so the caller may always examine it.) */
+            return;
+        }
+        if (hides_nothing(tdir, pdir, only_child_of_init))
+            return;
+        if (tries == 3) {
+            u->t->unmeasured = "a process whose descriptors the watchdog cannot examine (not dumpable)";
+            return;
+        }
+        usleep(1000); /* (an exec in progress: briefly not dumpable) */
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        u->t->unmeasured = "a process whose descriptors the watchdog cannot examine";
         return;
     }
     struct dirent *e;
@@ -133,16 +193,18 @@ static void scan_fds(struct unnamed *u, int pdir) {
 }
 
 /* Mappings of deleted files on a watched filesystem: the file, through
- * map_files (root), or not measurable. */
-static void scan_maps(struct unnamed *u, int pdir) {
-    int fd = openat(pdir, "maps", O_RDONLY | O_CLOEXEC);
+ * map_files (root), or not measurable. tdir: a live task of the process
+ * (its threads share the mappings). */
+static void scan_maps(struct unnamed *u, int tdir, int pdir, bool only_child_of_init) {
+    int fd = openat(tdir, "maps", O_RDONLY | O_CLOEXEC);
     FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
     if (!f) {
         if (fd >= 0)
             close(fd);
-        else if (errno != ENOENT && errno != ESRCH && errno != EACCES && errno != EPERM)
+        else if (errno != ENOENT && errno != ESRCH &&
+                 ((errno != EACCES && errno != EPERM) || !hides_nothing(tdir, pdir, only_child_of_init)))
             u->t->unmeasured = "a process whose mappings the watchdog cannot examine";
-        return; /* (EACCES, EPERM: as scan_fds) */
+        return;
     }
     char line[4096 + 128];
     while (fgets(line, sizeof(line), f)) {
@@ -161,7 +223,7 @@ static void scan_maps(struct unnamed *u, int pdir) {
         char name[64];
         snprintf(name, sizeof(name), "map_files/%lx-%lx", lo, hi);
         struct stat st;
-        if (fstatat(pdir, name, &st, 0) == 0)
+        if (fstatat(tdir, name, &st, 0) == 0)
             count_file(u, &st);
         else if (errno != ENOENT && errno != ESRCH)
             u->t->unmeasured = "a mapped file without a name the watchdog cannot measure";
@@ -185,30 +247,50 @@ void watch_unnamed(pid_t root, const char *const *dirs, size_t n, struct watch_t
             u->devs[u->ndevs++] = st.st_dev;
     }
     /* The tree, breadth first, through each task's children. */
-    size_t nq = 0;
+    size_t nq = 0, init_children = 0;
     if (u->ndevs && root > 0)
         q[nq++] = root;
     for (size_t i = 0; i < nq; i++) {
+        if (i == 1)
+            init_children = nq - 1;
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d", (int)q[i]);
         int pdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (pdir < 0)
             continue; /* gone meanwhile */
-        /* Not the root: the sandbox's init holds only what the library
-         * gave it, and rootless its descriptors are not ours to list. */
-        if (i > 0) {
-            scan_fds(u, pdir);
-            scan_maps(u, pdir);
-        }
+        /* Not the root (i == 0): the sandbox's init holds only what the
+         * library gave it, and rootless its descriptors are not ours to
+         * list. */
+        bool only_child_of_init = i == 1 && init_children == 1;
+        bool maps_done = i == 0;
         int tfd = openat(pdir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *td = tfd >= 0 ? fdopendir(tfd) : NULL;
         struct dirent *e;
         while (td && (e = readdir(td))) {
             if (e->d_name[0] < '0' || e->d_name[0] > '9')
                 continue;
-            char cpath[300];
-            snprintf(cpath, sizeof(cpath), "task/%s/children", e->d_name);
-            int cfd = openat(pdir, cpath, O_RDONLY | O_CLOEXEC);
+            char tpath[300];
+            snprintf(tpath, sizeof(tpath), "task/%s", e->d_name);
+            int tdir = openat(pdir, tpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (tdir < 0)
+                continue; /* gone meanwhile */
+            if (i > 0) {
+                /* Each table once: a thread that shares the leader's (the
+                 * usual CLONE_FILES) is not listed again; one with its own,
+                 * or where kcmp cannot tell, is. */
+                pid_t tid = (pid_t)atol(e->d_name);
+                if (tid == q[i] || syscall(SYS_kcmp, q[i], tid, FY_KCMP_FILES, 0, 0) != 0)
+                    scan_fds(u, tdir, pdir, only_child_of_init);
+                struct task_stat ts;
+                if (!maps_done && read_task_stat(tdir, &ts) && ts.state != 'Z' && ts.vsize) {
+                    /* (The mappings are shared; a leader that exited has
+                     * none left to show: a live thread shows them.) */
+                    scan_maps(u, tdir, pdir, only_child_of_init);
+                    maps_done = true;
+                }
+            }
+            int cfd = openat(tdir, "children", O_RDONLY | O_CLOEXEC);
+            close(tdir);
             FILE *cf = cfd >= 0 ? fdopen(cfd, "re") : NULL;
             if (!cf) {
                 if (cfd >= 0)

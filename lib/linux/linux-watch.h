@@ -34,8 +34,11 @@ void watch_measure(const char *const *dirs, size_t n, struct watch_total *t);
  * a name: regular files open or mapped with no link left (O_TMPFILE, or
  * unlinked while open), each counted once. They take blocks on the host's
  * filesystem until the attempt ends, and no walk of the directories finds
- * them. A process whose descriptors or mappings cannot be examined makes
- * the count unmeasured. */
+ * them. Every task's descriptor table is looked at (a thread made without
+ * CLONE_FILES has its own). A process whose descriptors or mappings cannot
+ * be examined makes the count unmeasured: rootless, one that made itself
+ * not dumpable; not one that holds nothing (a zombie, an exiting one) or
+ * the workload's first process before it executed (the library's). */
 void watch_unnamed(pid_t root, const char *const *dirs, size_t n, struct watch_total *t);
 
 #endif

@@ -22,6 +22,7 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -187,6 +188,34 @@ static int cmd_keyread(const char *id) {
     return 0;
 }
 
+/* Writes size bytes (at most 64 MiB) to a new file name in the working
+ * directory, unlinks it and keeps it open: a file with no name, found only
+ * through the descriptor. 0 or -1 (errno). */
+static int hold_unnamed(const char *name, long size) {
+    static char block[65536];
+    memset(block, 0xab, sizeof(block));
+    int fd = open(name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    for (long done = 0; done < size && done < (64L << 20); done += (long)sizeof(block))
+        if (write(fd, block, sizeof(block)) < 0)
+            return -1;
+    fsync(fd);
+    return unlink(name);
+}
+
+static long unnamed_size;
+static volatile int unnamed_state; /* 1 held, -1 failed */
+
+static int thread_unnamed(void *arg) {
+    (void)arg;
+    /* (No libc state of its own: only system calls, then an endless pause.) */
+    unnamed_state = hold_unnamed("thread-unnamed", unnamed_size) == 0 ? 1 : -1;
+    for (;;)
+        pause();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2)
         return 2;
@@ -344,6 +373,36 @@ int main(int argc, char **argv) {
         }
         close(fd);
         printf("ok wrote %ld bytes\n", done);
+        return 0;
+    }
+    if (!strcmp(c, "thread-unnamed")) {
+        /* A thread with a descriptor table of its own (CLONE_THREAD
+         * without CLONE_FILES) holds arg bytes in a file with no name in
+         * the working directory; the process's own table (/proc/PID/fd)
+         * never sees it. Holds it 3 s, then says so. */
+        static char stack[1 << 16];
+        unnamed_size = atol(arg);
+        if (clone(thread_unnamed, stack + sizeof(stack), CLONE_VM | CLONE_SIGHAND | CLONE_THREAD, NULL) < 0)
+            return report(-1, "clone");
+        for (int i = 0; i < 300 && !unnamed_state; i++)
+            usleep(10000);
+        if (unnamed_state != 1) {
+            printf("denied the thread could not write its file\n");
+            return 1;
+        }
+        sleep(3);
+        printf("ok held by a thread\n");
+        return 0;
+    }
+    if (!strcmp(c, "nodump-unnamed")) {
+        /* The same held by a process that made itself not dumpable: its
+         * /proc entries then belong to its user namespace's root. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+            return report(-1, "prctl");
+        if (hold_unnamed("nodump-unnamed", atol(arg)) < 0)
+            return report(-1, "nodump-unnamed");
+        sleep(3);
+        printf("ok held while not dumpable\n");
         return 0;
     }
     if (!strcmp(c, "sysv")) {

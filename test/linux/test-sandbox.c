@@ -33,6 +33,7 @@
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -3876,6 +3877,213 @@ START_TEST(test_cancel_after_the_end_keeps_it) {
 }
 END_TEST
 
+/* Starts argv under a wall-clock limit of wall_usec, leaves its handle
+ * alone for idle_usec (a host busy elsewhere), then drives it to its result. */
+static fy_result *run_idle_host(const char *const *argv, uint64_t wall_usec, useconds_t idle_usec, bool by_process) {
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, wall_usec, NULL), 0);
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, argv, &pr, &e) == 0, "prepare: %s", fy_error_message(e));
+    fy_handle *h = NULL;
+    ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    usleep(idle_usec);
+    fy_result *res = NULL;
+    if (by_process) {
+        /* One turn per 10 ms, as an event loop of many handles would. */
+        int r = 0;
+        for (int i = 0; i < 3000 && r == 0; i++) {
+            r = fy_handle_process(h, &res, NULL);
+            if (r == 0)
+                usleep(10000);
+        }
+        ck_assert_int_eq(r, 1);
+    } else {
+        ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+    }
+    fy_handle_free(h);
+    return res;
+}
+
+START_TEST(test_exit_before_deadline_while_idle) {
+    /* The workload exits at once (status 3, then 0), 1 s before its
+     * wall-clock limit; the host drives its handle only 1.5 s after the
+     * start. The outcome is what the workload did, not timed-out, and the
+     * wall time is the sandbox's, not the host's idle time (both were the
+     * host's: timed-out, wall 1.5 s). */
+    for (int i = 0; i < 4; i++) {
+        const char *argv[] = {"/bin/sh", "-c", i % 2 ? "exit 0" : "exit 3", NULL};
+        fy_result *res = run_idle_host(argv, 1000000, 1500000, i >= 2);
+        int want = i % 2 ? FY_OUTCOME_SUCCEEDED : FY_OUTCOME_FAILED;
+        ck_assert_msg(fy_result_outcome(res) == want, "run %d: outcome %s (%s), wanted %s", i,
+                      fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_detail(res),
+                      fy_outcome_name((uint32_t)want));
+        ck_assert_int_eq(fy_result_exit_code(res), i % 2 ? 0 : 3);
+        uint64_t wall = 0;
+        ck_assert_int_eq(fy_result_usage(res, FY_USAGE_WALL_USEC, &wall), 0);
+        ck_assert_msg(wall > 0 && wall < 1000000, "run %d: wall_usec %llu counts the host's idle time", i,
+                      (unsigned long long)wall);
+        fy_result_free(res);
+    }
+    /* The converse: a workload that ran past its limit (1.5 s of 1 s) and
+     * then exited on its own while the handle sat idle timed out all the
+     * same. */
+    const char *late[] = {"/bin/sleep", "1.5", tag(), NULL};
+    fy_result *res = run_idle_host(late, 1000000, 2500000, false);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_TIMED_OUT, "late exit: outcome %s (%s)",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_detail(res));
+    uint64_t wall = 0;
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_WALL_USEC, &wall), 0);
+    ck_assert_msg(wall >= 1500000 && wall < 2500000, "late exit: wall_usec %llu", (unsigned long long)wall);
+    fy_result_free(res);
+}
+END_TEST
+
+START_TEST(test_unnamed_files_every_task) {
+    /* A file with no name held by a thread with a descriptor table of its
+     * own (CLONE_THREAD without CLONE_FILES: the process's /proc/PID/fd is
+     * the leader's table, not the thread's), and one held by a process that
+     * made itself not dumpable (rootless, its descriptors are then not the
+     * caller's to list): both cross a disk quota of 1 MiB with 3 MB, and the
+     * attempt ends before the workload says it held them. Both were missed:
+     * succeeded. */
+    char *build = workdir_for_sandbox("build-tasks");
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_DISK, 1u << 20, NULL), 0);
+    struct run r;
+    run_attack(p, "thread-unnamed", "3000000", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "thread: outcome %s (%s): %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.detail ? r.detail : "", r.out);
+    ck_assert_str_eq(r.detail, "disk");
+    ck_assert_ptr_null(strstr(r.out, "ok held"));
+    run_free(&r);
+    run_attack(p, "nodump-unnamed", "3000000", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "not dumpable: outcome %s (%s): %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.detail ? r.detail : "", r.out);
+    /* (Rootless it cannot be counted: not measurable, which crosses the
+     * quota as well; root counts it.) */
+    ck_assert_str_eq(r.detail, rootless ? "disk (not measurable: a process whose descriptors the watchdog "
+                                          "cannot examine (not dumpable))"
+                                        : "disk");
+    ck_assert_ptr_null(strstr(r.out, "ok held"));
+    run_free(&r);
+    /* Under the quota, neither is an overrun: threads sharing the table
+     * and the workload's own start (not dumpable before it executes) are
+     * examined or excused, never reported. */
+    run_attack(p, "thread-unnamed", "200000", &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "small: outcome %s (%s): %s",
+                  fy_outcome_name((uint32_t)r.outcome), r.detail ? r.detail : "", r.out);
+    run_free(&r);
+    fy_policy_free(p);
+    free(build);
+}
+END_TEST
+
+START_TEST(test_spool_past_host_file_size_limit) {
+    /* A host whose RLIMIT_FSIZE (100 KiB: ulimit -f, systemd's
+     * LimitFSIZE=) is below what the workload writes to an FY_STDIO_FILE
+     * spool: the host program lives on (it died of SIGXFSZ), the attempt
+     * ends as the documented infrastructure failure at FY_STEP_OUTPUT, and
+     * the spool holds what fit. The host's own writes keep their
+     * disposition (SIGXFSZ is not ignored for it). */
+    char spool[600];
+    snprintf(spool, sizeof(spool), "%s/spool-fsize-%d", scratch, (int)getpid());
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_FSIZE, &rl) < 0)
+            _exit(10);
+        rl.rlim_cur = 100 * 1024;
+        if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+            _exit(11);
+        fy_policy *p = policy();
+        const char *argv[] = {"/bin/sh", "-c", "head -c 1000000 /dev/zero; sleep 5; echo wrote-all >&2", NULL};
+        fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, spool, NULL);
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
+            _exit(12);
+        if (fy_handle_wait(h, 30000000, &res, NULL) != 1)
+            _exit(13);
+        if (fy_result_outcome(res) != FY_OUTCOME_INFRASTRUCTURE_FAILURE)
+            _exit(20 + fy_result_outcome(res));
+        if (fy_result_error_step(res) != FY_STEP_OUTPUT || fy_result_error_os_code(res) != EFBIG)
+            _exit(14);
+        if (!fy_result_detail(res) || strncmp(fy_result_detail(res), "writing captured output", 23) != 0)
+            _exit(15);
+        fy_result_free(res);
+        fy_handle_free(h);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        struct sigaction sa;
+        if (sigaction(SIGXFSZ, NULL, &sa) < 0 || sa.sa_handler != SIG_DFL)
+            _exit(16);
+        _exit(0);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert_msg(!WIFSIGNALED(st), "the host died of signal %d", WTERMSIG(st));
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child: %d (20+: outcome)", WEXITSTATUS(st));
+    struct stat sb;
+    ck_assert_int_eq(stat(spool, &sb), 0);
+    ck_assert_int_eq(sb.st_size, 100 * 1024);
+    unlink(spool);
+}
+END_TEST
+
+START_TEST(test_host_terminal_refused) {
+    /* A terminal given as FY_STDIO_FD (a library user passing its own
+     * stdout, run interactively) reached the host's session: the workload
+     * turned off its echo, set its window size (SIGWINCH to the host's
+     * foreground job) and stopped its output, for good. Refused at
+     * fy_start, for every stream, with nothing left behind; the same fd
+     * through a pipe is fine. */
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ck_assert_int_ge(master, 0);
+    ck_assert_int_eq(grantpt(master), 0);
+    ck_assert_int_eq(unlockpt(master), 0);
+    int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ck_assert_int_ge(slave, 0);
+    struct termios before, after;
+    ck_assert_int_eq(tcgetattr(slave, &before), 0);
+    const char *argv[] = {"/bin/sh", "-c", "stty -echo -icanon 2>/dev/null; stty -echo -icanon <&1 2>/dev/null; true",
+                          NULL};
+    for (uint32_t stream = FY_STDIN; stream <= FY_STDERR; stream++) {
+        for (int end = 0; end < 2; end++) {
+            fy_policy *p = policy();
+            ck_assert_int_eq(fy_policy_set_stdio(p, stream, FY_STDIO_FD, end ? master : slave, NULL, NULL), 0);
+            fy_prepared *pr = NULL;
+            fy_error *e = NULL;
+            ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), 0);
+            fy_handle *h = NULL;
+            int r = start_attempt(pr, &h, &e);
+            if (r == 0) {
+                fy_result *res = NULL;
+                fy_handle_wait(h, 30000000, &res, NULL);
+                fy_result_free(res);
+                fy_handle_free(h);
+            }
+            ck_assert_msg(r == FY_E_POLICY, "stream %u (%s): fy_start %d", stream, end ? "master" : "slave", r);
+            ck_assert_msg(strstr(fy_error_message(e), "terminal") && strstr(fy_error_message(e), "FY_STDIO_PIPE"),
+                          "%s", fy_error_message(e));
+            fy_error_free(e);
+            fy_prepared_free(pr);
+            fy_policy_free(p);
+        }
+    }
+    ck_assert_int_eq(tcgetattr(slave, &after), 0);
+    ck_assert_int_eq(after.c_lflag, before.c_lflag);
+    ck_assert_int_eq(count_cgroups_of(getpid()), 0);
+    close(slave);
+    close(master);
+}
+END_TEST
+
 struct race_arg {
     fy_handle *h;
     useconds_t delay;
@@ -4377,6 +4585,15 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tb, 120);
     tcase_add_test(tb, test_bind_submount_read_only);
     suite_add_tcase(s, tb);
+    /* Limits against an idle host, hidden descriptors, the host's own
+     * limits and terminals (CK_RUN_CASE=limits). */
+    TCase *tl = tcase_create("limits");
+    tcase_set_timeout(tl, 120);
+    tcase_add_test(tl, test_exit_before_deadline_while_idle);
+    tcase_add_test(tl, test_unnamed_files_every_task);
+    tcase_add_test(tl, test_spool_past_host_file_size_limit);
+    tcase_add_test(tl, test_host_terminal_refused);
+    suite_add_tcase(s, tl);
     SRunner *sr = srunner_create(s);
     /* Restricted's uplink: an empty namespace of this test's own (as root). */
     if (!rootless && getuid() == 0) {

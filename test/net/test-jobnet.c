@@ -53,10 +53,14 @@ static fy_policy *member_policy(const char *member, const char *out) {
         r = fy_policy_set_output(p, out, &e);
     if (r >= 0 && helper_mode)
         r = fy_policy_set_limit(p, FY_LIMIT_MEMORY, 128ull << 20, &e);
+    /* (A terminal is never handed to a sandbox: run by hand on one, the
+     * members' output is dropped.) */
     if (r >= 0)
-        r = fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &e);
+        r = isatty(1) ? fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_NULL, -1, NULL, &e)
+                      : fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FD, 1, NULL, &e);
     if (r >= 0)
-        r = fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &e);
+        r = isatty(2) ? fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_NULL, -1, NULL, &e)
+                      : fy_policy_set_stdio(p, FY_STDERR, FY_STDIO_FD, 2, NULL, &e);
     CHECK(r >= 0, "policy: %s", fy_error_message(e));
     fy_error_free(e);
     return p;
