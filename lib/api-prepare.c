@@ -217,6 +217,32 @@ static int check_workspace_dirs(const fy_policy *p, fy_error **reterr) {
     return 0;
 }
 
+/* What the compiled plan cannot apply of what the selection enforced
+ * (backend.h unapplied): a preference is dropped with the backend's reason,
+ * a requirement refused. Before anything reports the plan or hashes it. */
+static int settle_unapplied(fy_prepared *pr, fy_error **reterr) {
+    const struct fy_backend_ops *b = pr->sel.backend;
+    if (!b->unapplied || !pr->plan)
+        return 0;
+    for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++) {
+        if (pr->sel.control[ctl] != FY_CONTROL_STATE_ENFORCED)
+            continue;
+        const char *why = b->unapplied(pr->plan, ctl);
+        if (!why)
+            continue;
+        if (policy_control_mode(pr->policy, ctl) == FY_MODE_REQUIRE) {
+            char loc[64];
+            snprintf(loc, sizeof(loc), "$.isolation.controls.%s", control_key(ctl));
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, loc,
+                           "%s is required, but the %s backend cannot apply it to this plan: %s", control_key(ctl),
+                           b->name, why);
+        }
+        pr->sel.control[ctl] = FY_CONTROL_STATE_DROPPED;
+        pr->sel.dropped_why[ctl] = why;
+    }
+    return 0;
+}
+
 int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
                               const fy_caps *caps, const char *const *argv, struct fy_jobnet *jobnet,
                               fy_prepared **ret, fy_error **reterr) {
@@ -294,6 +320,8 @@ int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t 
     if ((r = plan_build(pr, reterr)) < 0)
         goto fail;
     if (pr->sel.backend->compile && (r = pr->sel.backend->compile(pr->neutral, pr->caps, &pr->plan, reterr)) < 0)
+        goto fail;
+    if ((r = settle_unapplied(pr, reterr)) < 0)
         goto fail;
     pr->prepare_usec = util_now_usec() - t0;
     metrics_prepare(obs->metrics, pr->sel.backend->name, pr->sel.level, pr->prepare_usec);

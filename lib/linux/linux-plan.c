@@ -435,9 +435,11 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         if (np->control[map[i].control] != FY_CONTROL_STATE_ENFORCED || np->limit[map[i].limit] == FY_UNLIMITED)
             continue;
         if (map[i].ctl == CG_BLKIO && !io_dev) {
-            if (np->control_mode[FY_CONTROL_IO_LIMIT] == FY_MODE_REQUIRE)
-                return FY_E_UNSUPPORTED;
-            continue; /* preferred: nothing to throttle (tmpfs workspace); reported below */
+            /* Nothing to throttle: core drops a preferred limit with this
+             * reason and refuses a required one (linux_plan_unapplied). */
+            pl->io_unapplied = "no block device is behind the workspace (build, output and source are tmpfs, or on "
+                               "a file system without one): nothing to throttle";
+            continue;
         }
         int64_t v = 0;
         fy_caps_value(c, map[i].cap, &v);
@@ -527,7 +529,8 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                          : nproc && map[i].ctl == CG_PIDS
                                              ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
                                                            "no resource-exceeded outcome)")
-                                         : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED
+                                         : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED ||
+                                                               (map[i].ctl == CG_BLKIO && pl->io_unapplied)
                                                            ? "not enforced (dropped)" : "not enforced"));
     json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
                                                  : cg->v2_helper ? "cgroup v2 (the sandbox moved in by the privileged helper)"
@@ -814,6 +817,11 @@ int linux_plan_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid) {
     *uid = pl->host_uid;
     *gid = pl->host_gid;
     return 0;
+}
+
+const char *linux_plan_unapplied(const void *plan, uint32_t control) {
+    const struct linux_plan *pl = plan;
+    return control == FY_CONTROL_IO_LIMIT ? pl->io_unapplied : NULL;
 }
 
 const char *linux_plan_describe(const void *plan) {
@@ -1341,19 +1349,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     pl->delay_usec = np->delay_usec;
     if (!process_level && (r = compile_devices(pl, np, c, reterr)) < 0)
         goto fail;
-    fy_error *cgerr = NULL;
-    if ((r = compile_cgroups(pl, np, c, core, core_pattern, &cgerr)) == FY_E_UNSUPPORTED) {
-        if (cgerr) { /* a budget of the privileged helper */
-            if (reterr)
-                *reterr = cgerr;
-            else
-                fy_error_free(cgerr);
-            goto fail;
-        }
-        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.isolation.controls.io-limit",
-                    "io-limit is required, but no block device is behind the workspace (build, output or source)");
-        goto fail;
-    }
+    if ((r = compile_cgroups(pl, np, c, core, core_pattern, reterr)) == FY_E_UNSUPPORTED)
+        goto fail; /* a budget of the privileged helper */
     if (r >= 0) {
         struct cg_plan *cg = &pl->cg;
         pl->cg_view = !process_level && cg->enabled && (pl->clone_flags & CLONE_NEWCGROUP) &&

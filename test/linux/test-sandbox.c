@@ -2734,6 +2734,23 @@ START_TEST(test_io_limit) {
     ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, &e), FY_E_UNSUPPORTED);
     ck_assert_str_eq(fy_error_location(e), "$.isolation.controls.io-limit");
     fy_error_free(e);
+    /* Preferred, the same: dropped, with the reason, in the control, the
+     * plan's record and so its contract id, never "enforced". */
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_PREFER, NULL), 0);
+    ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, NULL), 0);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_IO_LIMIT), FY_CONTROL_STATE_DROPPED);
+    char *pj = NULL;
+    ck_assert_int_eq(fy_prepared_to_json(pr, &pj, NULL), 0);
+    const char *ioc = strstr(pj, "\"io-limit\": {");
+    ck_assert_msg(ioc && strstr(ioc, "\"state\": \"dropped\"") &&
+                      strstr(ioc, "\"state\": \"dropped\"") < strstr(ioc, "}") &&
+                      strstr(ioc, "no block device") && strstr(ioc, "no block device") < strstr(ioc, "}"),
+                  "%s", pj);
+    ck_assert_msg(strstr(pj, "\"io\": \"not enforced (dropped)\""), "%s", pj);
+    fy_free(pj);
+    fy_prepared_free(pr);
+    pr = NULL;
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_REQUIRE, NULL), 0);
     char *build = workdir_for_sandbox("build-io");
     struct stat st;
     ck_assert_int_eq(stat(build, &st), 0);
@@ -2741,6 +2758,13 @@ START_TEST(test_io_limit) {
     snprintf(sysdev, sizeof(sysdev), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
     if (access(sysdev, F_OK) == 0) {
         ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+        /* With one, a preferred limit is enforced. */
+        ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_PREFER, NULL), 0);
+        ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, NULL), 0);
+        ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_IO_LIMIT), FY_CONTROL_STATE_ENFORCED);
+        fy_prepared_free(pr);
+        pr = NULL;
+        ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_REQUIRE, NULL), 0);
         const char *dd[] = {"/bin/sh", "-c", "dd if=/dev/zero of=/work/build/f bs=64k count=4 oflag=direct 2>&1", NULL};
         struct run r;
         run_argv(p, dd, &r);
@@ -4334,7 +4358,6 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_userns_owner_not_root);
     tcase_add_test(tc, test_host_refuses_owner_switch);
     tcase_add_test(tc, test_no_setuid_left_on_host);
-    tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_orphans_reaped_by_next_attempt);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
@@ -4372,6 +4395,12 @@ int main(int argc, char **argv) {
     tcase_add_test(tg, test_gc_unrecorded_cgroups);
     tcase_add_test(tg, test_gc_leaves_other_pid_namespace);
     suite_add_tcase(s, tg);
+    /* What the plan claims of limits against what the host applies
+     * (CK_RUN_CASE=limit-claims). */
+    TCase *tl = tcase_create("limit-claims");
+    tcase_set_timeout(tl, 120);
+    tcase_add_test(tl, test_io_limit);
+    suite_add_tcase(s, tl);
     /* Its own case too (CK_RUN_CASE=bind-submounts). */
     TCase *tb = tcase_create("bind-submounts");
     tcase_set_timeout(tb, 120);
