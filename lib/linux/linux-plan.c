@@ -357,6 +357,34 @@ static bool has_rlimit(const struct linux_plan *pl, int res) {
     return false;
 }
 
+/* limits.rlimits_inherited: the caller's finite resource limits the plan
+ * does not set, each {"soft", "hard"} (a number or "unlimited"). */
+static json_t *report_inherited(const struct linux_plan *pl) {
+    static const struct { int res; const char *name; } all[] = {
+        {RLIMIT_CPU, "cpu"},       {RLIMIT_FSIZE, "fsize"},     {RLIMIT_DATA, "data"},
+        {RLIMIT_STACK, "stack"},   {RLIMIT_CORE, "core"},       {RLIMIT_RSS, "rss"},
+        {RLIMIT_NPROC, "nproc"},   {RLIMIT_NOFILE, "nofile"},   {RLIMIT_MEMLOCK, "memlock"},
+        {RLIMIT_AS, "as"},         {RLIMIT_LOCKS, "locks"},     {RLIMIT_SIGPENDING, "sigpending"},
+        {RLIMIT_MSGQUEUE, "msgqueue"}, {RLIMIT_NICE, "nice"},   {RLIMIT_RTPRIO, "rtprio"},
+        {RLIMIT_RTTIME, "rttime"},
+    };
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < FY_ARRAY_SIZE(all); i++) {
+        struct rlimit cur;
+        if (has_rlimit(pl, all[i].res) || getrlimit(all[i].res, &cur) < 0 ||
+            (cur.rlim_cur == RLIM_INFINITY && cur.rlim_max == RLIM_INFINITY))
+            continue;
+        json_object_set_new(o, all[i].name,
+                            json_pack("{s:o,s:o}", "soft",
+                                      cur.rlim_cur == RLIM_INFINITY ? json_string("unlimited")
+                                                                    : json_integer((json_int_t)cur.rlim_cur),
+                                      "hard",
+                                      cur.rlim_max == RLIM_INFINITY ? json_string("unlimited")
+                                                                    : json_integer((json_int_t)cur.rlim_max)));
+    }
+    return o;
+}
+
 /* limits.kernel_counts: what compile_shares gave the sandbox. */
 static json_t *report_shares(const struct linux_plan *pl) {
     json_t *k = json_object();
@@ -578,8 +606,25 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                                        : "the host process's hard limit (a user namespace cannot raise "
                                                          "it)"));
     }
+    /* The pids limit as RLIMIT_NPROC, the same way. */
+    struct rlimit hn;
+    if (nproc && getrlimit(RLIMIT_NPROC, &hn) == 0 && hn.rlim_max != RLIM_INFINITY &&
+        cg->pids > (uint64_t)hn.rlim_max && (low || (low = json_object())))
+        json_object_set_new(low, "nproc",
+                            json_pack("{s:I,s:I,s:s}", "asked", (json_int_t)cg->pids, "enforced",
+                                      (json_int_t)hn.rlim_max, "why",
+                                      "the host process's hard limit (a user namespace cannot raise it)"));
     if (low)
         json_object_set_new(o, "rlimits_lowered", low);
+    /* Every other resource limit is the caller's own, inherited as it is:
+     * a finite one (a service's LimitCPU=, a prlimit of the host) changes
+     * what the workload can do (SIGXCPU, ENOMEM, EAGAIN), so the record
+     * names it, and the contract id changes with it. */
+    json_t *inh = report_inherited(pl);
+    if (inh && json_object_size(inh))
+        json_object_set_new(o, "rlimits_inherited", inh);
+    else
+        json_decref(inh);
     pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return pl->cgroup_json ? 0 : FY_E_NOMEM;
