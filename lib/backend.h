@@ -261,9 +261,11 @@ fy_policy *qualify_policy_copy(const fy_policy *p);
 void qualify_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec);
 const char *qualify_profile_name(const fy_policy *p);
 
-/* select.c: least-cost backend that satisfies every requirement. */
+/* select.c: least-cost backend that satisfies every requirement, leaving
+ * out table[i] for every bit i of skip (backends whose compile refused the
+ * plan: api-prepare.c). */
 int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy_policy *p,
-                   const fy_caps *c, struct selection *out, fy_error **reterr);
+                   const fy_caps *c, uint32_t skip, struct selection *out, fy_error **reterr);
 void selection_free(struct selection *s);
 
 /* api-prepare.c: fy_prepare against an explicit backend table (unit tests
