@@ -333,8 +333,32 @@ static int reprobe_once(fy_caps **caps) {
     fy_caps *fresh = NULL;
     if (probe_flags(run_vm_flag | FY_PROBE_FRESH, &fresh) != EXIT_OK)
         return 0;
-    fprintf(stderr, "%s: note: a mechanism the saved probe of this host promised was not there; probed the "
-                    "host again\n", prog);
+    /* Which capabilities the fresh probe finds otherwise than the saved one
+     * said: only then was the saved probe wrong about this host. (Where
+     * they agree the retry may still differ: a mechanism's facts, such as
+     * its cgroup directory, are not in the public capabilities.) */
+    char changed[512] = "";
+    size_t len = 0;
+    for (uint32_t cap = 1; cap <= FY_CAP_MAX_; cap++) {
+        int64_t was = 0, now = 0;
+        int had = fy_caps_has(*caps, cap), has = fy_caps_has(fresh, cap);
+        fy_caps_value(*caps, cap, &was);
+        fy_caps_value(fresh, cap, &now);
+        if (had == has && was == now)
+            continue;
+        const char *name = fy_cap_name(cap);
+        int w = snprintf(changed + len, sizeof(changed) - len, "%s%s %s", len ? ", " : "", name ? name : "?",
+                         has == 1 && had != 1 ? "present" : has != 1 && had == 1 ? "missing" : "changed");
+        if (w < 0 || (size_t)w >= sizeof(changed) - len)
+            break;
+        len += (size_t)w;
+    }
+    if (len)
+        fprintf(stderr, "%s: note: the saved probe of this host was stale (now %s); probed the host again\n", prog,
+                changed);
+    else
+        fprintf(stderr, "%s: note: probed the host again to confirm the saved probe: every capability agrees\n",
+                prog);
     fy_caps_free(*caps);
     *caps = fresh;
     return 1;

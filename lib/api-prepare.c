@@ -217,6 +217,119 @@ static int check_workspace_dirs(const fy_policy *p, fy_error **reterr) {
     return 0;
 }
 
+/* What the compiled plan cannot apply of what the selection enforced
+ * (backend.h unapplied): a preference is dropped with the backend's reason,
+ * a requirement refused. Before anything reports the plan or hashes it. */
+static int settle_unapplied(fy_prepared *pr, fy_error **reterr) {
+    const struct fy_backend_ops *b = pr->sel.backend;
+    if (!b->unapplied || !pr->plan)
+        return 0;
+    for (uint32_t ctl = 1; ctl <= FY_CONTROL_MAX_; ctl++) {
+        if (pr->sel.control[ctl] != FY_CONTROL_STATE_ENFORCED)
+            continue;
+        const char *why = b->unapplied(pr->plan, ctl);
+        if (!why)
+            continue;
+        if (policy_control_mode(pr->policy, ctl) == FY_MODE_REQUIRE) {
+            char loc[64];
+            snprintf(loc, sizeof(loc), "$.isolation.controls.%s", control_key(ctl));
+            return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, loc,
+                           "%s is required, but the %s backend cannot apply it to this plan: %s", control_key(ctl),
+                           b->name, why);
+        }
+        pr->sel.control[ctl] = FY_CONTROL_STATE_DROPPED;
+        pr->sel.dropped_why[ctl] = why;
+    }
+    return 0;
+}
+
+/* Selection, then the plan and the backend's compile. Selection answers
+ * from the host alone; a backend's compile may still refuse this plan
+ * (FY_E_UNSUPPORTED: the process level has no network namespace for
+ * network mode deny), as may a required control it cannot apply to it.
+ * Then the next backend selection offers is tried, with that one left
+ * out: every backend it offers satisfies every requirement (level and
+ * controls), so this gives up only a preference (a cheaper backend, the
+ * preferred level), never a requirement, and the level note says what was
+ * passed over and why. When none is left, the first refusal is the error. */
+static int select_and_compile(const struct fy_backend_ops *const *table, size_t n, fy_prepared *pr,
+                              fy_error **reterr) {
+    uint32_t skip = 0;
+    fy_error *first = NULL, *e = NULL;
+    int first_r = 0, r;
+    struct strbuf passed;
+    strbuf_init(&passed);
+    for (;;) {
+        e = NULL;
+        if ((r = select_backend(table, n, pr->policy, pr->caps, skip, &pr->sel, &e)) < 0) {
+            if (first_r < 0) { /* every backend left refused the plan: the first refusal says why */
+                fy_error_free(e);
+                e = first;
+                first = NULL;
+                r = first_r;
+            }
+            break;
+        }
+        const struct fy_backend_ops *b = pr->sel.backend;
+        if (pr->jobnet && !b->job_make) {
+            r = err_set(&e, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.job", "the %s backend has no job networks",
+                        b->name);
+            break;
+        }
+        if ((r = plan_build(pr, &e)) < 0)
+            break;
+        if ((!b->compile || (r = b->compile(pr->neutral, pr->caps, &pr->plan, &e)) >= 0) &&
+            (r = settle_unapplied(pr, &e)) >= 0)
+            break;
+        size_t i = 0;
+        while (i < n && table[i] != b)
+            i++;
+        if (r != FY_E_UNSUPPORTED || i >= n || i >= 32)
+            break;
+        /* Passed over: undo its plan and try the next. */
+        strbuf_printf(&passed, "%s%s: %s", passed.len ? "; " : "", b->name, e ? fy_error_message(e) : "refused");
+        if (first_r == 0) {
+            first = e;
+            first_r = r;
+        } else {
+            fy_error_free(e);
+        }
+        e = NULL;
+        if (pr->plan && b->plan_free)
+            b->plan_free(pr->plan);
+        pr->plan = NULL;
+        plan_free(pr->neutral);
+        pr->neutral = NULL;
+        oci_image_free(pr->image);
+        pr->image = NULL;
+        selection_free(&pr->sel);
+        memset(&pr->sel, 0, sizeof(pr->sel));
+        skip |= UINT32_C(1) << i;
+    }
+    fy_error_free(first);
+    if (r >= 0 && passed.len) {
+        char *note = passed.oom ? NULL
+                                : util_asprintf("%s%s%s cannot run this plan (%s); running on %s at %s isolation",
+                                                pr->sel.level_note ? pr->sel.level_note : "",
+                                                pr->sel.level_note ? "; " : "",
+                                                skip & (skip - 1) ? "cheaper backends" : "a cheaper backend",
+                                                passed.buf, pr->sel.backend->name, fy_level_name(pr->sel.level));
+        free(pr->sel.level_note);
+        pr->sel.level_note = note;
+        if (!note)
+            r = err_set(&e, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    }
+    strbuf_free(&passed);
+    if (r < 0) {
+        if (reterr)
+            *reterr = e;
+        else
+            fy_error_free(e);
+        return r;
+    }
+    return 0;
+}
+
 int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
                               const fy_caps *caps, const char *const *argv, struct fy_jobnet *jobnet,
                               fy_prepared **ret, fy_error **reterr) {
@@ -277,23 +390,14 @@ int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t 
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
         goto fail;
     }
-    if ((r = select_backend(table, n, pr->policy, pr->caps, &pr->sel, reterr)) < 0)
-        goto fail;
-    if (jobnet) {
-        if (!pr->sel.backend->job_make) {
-            r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_JOBNET, 0, "$.network.job",
-                        "the %s backend has no job networks", pr->sel.backend->name);
-            goto fail;
-        }
-        pr->jobnet = jobnet_ref(jobnet);
-        pr->job_index = (uint32_t)job_index;
-    }
     if ((r = resolve_env(pr, reterr)) < 0 || (r = load_secrets(pr, reterr)) < 0)
         goto fail;
     pr->impure = policy_is_impure(pr->policy);
-    if ((r = plan_build(pr, reterr)) < 0)
-        goto fail;
-    if (pr->sel.backend->compile && (r = pr->sel.backend->compile(pr->neutral, pr->caps, &pr->plan, reterr)) < 0)
+    if (jobnet) {
+        pr->jobnet = jobnet_ref(jobnet);
+        pr->job_index = (uint32_t)job_index;
+    }
+    if ((r = select_and_compile(table, n, pr, reterr)) < 0)
         goto fail;
     pr->prepare_usec = util_now_usec() - t0;
     metrics_prepare(obs->metrics, pr->sel.backend->name, pr->sel.level, pr->prepare_usec);

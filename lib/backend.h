@@ -49,6 +49,18 @@ struct fy_backend_ops {
     /* A JSON object {"isolation": {...}, "limits": {...}}: what the plan
      * will enforce and how (borrowed; part of the contract id). */
     const char *(*describe)(const void *plan);
+    /* Optional: why the compiled plan cannot apply a control the selection
+     * gave it as enforced, or NULL when it applies it. can_enforce answers
+     * for the host; whether a control has anything to act on may depend on
+     * the plan too (an I/O limit needs a block device behind a host-backed
+     * workspace: a tmpfs one has none). Core asks for every enforced
+     * control right after compile, before the plan is reported or hashed
+     * into its contract id: a preferred one becomes dropped with this
+     * reason (static or owned by the plan); a required one fails
+     * fy_prepare with FY_E_UNSUPPORTED naming the control and the reason.
+     * The backend's describe must not claim it either (the neutral plan's
+     * control still reads enforced). */
+    const char *(*unapplied)(const void *plan, uint32_t control);
     /* Optional: the host ids that own what the workload creates in a
      * host-backed writable directory (actions make their execution root
      * the workload's own with them). 0, or negative when the backend's
@@ -249,9 +261,11 @@ fy_policy *qualify_policy_copy(const fy_policy *p);
 void qualify_inject_delay(fy_policy *p, uint32_t stage, uint64_t usec);
 const char *qualify_profile_name(const fy_policy *p);
 
-/* select.c: least-cost backend that satisfies every requirement. */
+/* select.c: least-cost backend that satisfies every requirement, leaving
+ * out table[i] for every bit i of skip (backends whose compile refused the
+ * plan: api-prepare.c). */
 int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy_policy *p,
-                   const fy_caps *c, struct selection *out, fy_error **reterr);
+                   const fy_caps *c, uint32_t skip, struct selection *out, fy_error **reterr);
 void selection_free(struct selection *s);
 
 /* api-prepare.c: fy_prepare against an explicit backend table (unit tests

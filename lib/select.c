@@ -31,7 +31,7 @@ static int missing_requirements(const struct fy_backend_ops *b, const fy_policy 
 }
 
 int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy_policy *p, const fy_caps *c,
-                   struct selection *out, fy_error **reterr) {
+                   uint32_t skip, struct selection *out, fy_error **reterr) {
     memset(out, 0, sizeof(*out));
     uint32_t need = p->min_level > p->level_floor ? p->min_level : p->level_floor;
     uint32_t want = p->preferred_level > need ? p->preferred_level : need;
@@ -40,6 +40,8 @@ int select_backend(const struct fy_backend_ops *const *table, size_t n, const fy
     strbuf_init(&why);
     for (size_t i = 0; i < n; i++) {
         const struct fy_backend_ops *b = table[i];
+        if (i < 32 && (skip & (UINT32_C(1) << i)))
+            continue; /* its compile refused the plan (the caller keeps why) */
         if (!!p->image != b->images) {
             strbuf_printf(&why, "%s%s: %s", why.len ? "; " : "", b->name,
                           p->image ? "runs no container image" : "runs container images only");

@@ -83,6 +83,7 @@ static bool ns_can_enforce(const fy_caps *c, uint32_t control, const char **why)
     .compile = linux_compile, .plan_free = linux_plan_free_hook, .start = lx_start, .process = lx_process,      \
     .terminate = lx_terminate, .destroy = lx_destroy, .forget = lx_forget, .get_fd = lx_get_fd,                 \
     .stdio_fd = lx_stdio_fd, .next_deadline = lx_next_deadline, .describe = linux_plan_describe,                \
+    .unapplied = linux_plan_unapplied,                                                                         \
     .workload_ids = linux_plan_workload_ids, .build_overlaid = linux_plan_build_overlaid,                       \
     .shell_make = linux_shell_make, .shell_fits = linux_shell_fits, .shell_gone = linux_shell_gone,            \
     .shell_discard = lx_shell_discard, .shell_forget = linux_shell_forget, .start_shell = lx_start_shell,      \
@@ -163,6 +164,7 @@ const struct fy_backend_ops linux_process_backend = {
     .stdio_fd = lx_stdio_fd,
     .next_deadline = lx_next_deadline,
     .describe = linux_plan_describe,
+    .unapplied = linux_plan_unapplied,
     .workload_ids = linux_plan_workload_ids,
 };
 

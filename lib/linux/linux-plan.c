@@ -357,6 +357,34 @@ static bool has_rlimit(const struct linux_plan *pl, int res) {
     return false;
 }
 
+/* limits.rlimits_inherited: the caller's finite resource limits the plan
+ * does not set, each {"soft", "hard"} (a number or "unlimited"). */
+static json_t *report_inherited(const struct linux_plan *pl) {
+    static const struct { int res; const char *name; } all[] = {
+        {RLIMIT_CPU, "cpu"},       {RLIMIT_FSIZE, "fsize"},     {RLIMIT_DATA, "data"},
+        {RLIMIT_STACK, "stack"},   {RLIMIT_CORE, "core"},       {RLIMIT_RSS, "rss"},
+        {RLIMIT_NPROC, "nproc"},   {RLIMIT_NOFILE, "nofile"},   {RLIMIT_MEMLOCK, "memlock"},
+        {RLIMIT_AS, "as"},         {RLIMIT_LOCKS, "locks"},     {RLIMIT_SIGPENDING, "sigpending"},
+        {RLIMIT_MSGQUEUE, "msgqueue"}, {RLIMIT_NICE, "nice"},   {RLIMIT_RTPRIO, "rtprio"},
+        {RLIMIT_RTTIME, "rttime"},
+    };
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < FY_ARRAY_SIZE(all); i++) {
+        struct rlimit cur;
+        if (has_rlimit(pl, all[i].res) || getrlimit(all[i].res, &cur) < 0 ||
+            (cur.rlim_cur == RLIM_INFINITY && cur.rlim_max == RLIM_INFINITY))
+            continue;
+        json_object_set_new(o, all[i].name,
+                            json_pack("{s:o,s:o}", "soft",
+                                      cur.rlim_cur == RLIM_INFINITY ? json_string("unlimited")
+                                                                    : json_integer((json_int_t)cur.rlim_cur),
+                                      "hard",
+                                      cur.rlim_max == RLIM_INFINITY ? json_string("unlimited")
+                                                                    : json_integer((json_int_t)cur.rlim_max)));
+    }
+    return o;
+}
+
 /* limits.kernel_counts: what compile_shares gave the sandbox. */
 static json_t *report_shares(const struct linux_plan *pl) {
     json_t *k = json_object();
@@ -435,9 +463,11 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         if (np->control[map[i].control] != FY_CONTROL_STATE_ENFORCED || np->limit[map[i].limit] == FY_UNLIMITED)
             continue;
         if (map[i].ctl == CG_BLKIO && !io_dev) {
-            if (np->control_mode[FY_CONTROL_IO_LIMIT] == FY_MODE_REQUIRE)
-                return FY_E_UNSUPPORTED;
-            continue; /* preferred: nothing to throttle (tmpfs workspace); reported below */
+            /* Nothing to throttle: core drops a preferred limit with this
+             * reason and refuses a required one (linux_plan_unapplied). */
+            pl->io_unapplied = "no block device is behind the workspace (build, output and source are tmpfs, or on "
+                               "a file system without one): nothing to throttle";
+            continue;
         }
         int64_t v = 0;
         fy_caps_value(c, map[i].cap, &v);
@@ -527,7 +557,8 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                          : nproc && map[i].ctl == CG_PIDS
                                              ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
                                                            "no resource-exceeded outcome)")
-                                         : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED
+                                         : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED ||
+                                                               (map[i].ctl == CG_BLKIO && pl->io_unapplied)
                                                            ? "not enforced (dropped)" : "not enforced"));
     json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
                                                  : cg->v2_helper ? "cgroup v2 (the sandbox moved in by the privileged helper)"
@@ -575,8 +606,25 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                                        : "the host process's hard limit (a user namespace cannot raise "
                                                          "it)"));
     }
+    /* The pids limit as RLIMIT_NPROC, the same way. */
+    struct rlimit hn;
+    if (nproc && getrlimit(RLIMIT_NPROC, &hn) == 0 && hn.rlim_max != RLIM_INFINITY &&
+        cg->pids > (uint64_t)hn.rlim_max && (low || (low = json_object())))
+        json_object_set_new(low, "nproc",
+                            json_pack("{s:I,s:I,s:s}", "asked", (json_int_t)cg->pids, "enforced",
+                                      (json_int_t)hn.rlim_max, "why",
+                                      "the host process's hard limit (a user namespace cannot raise it)"));
     if (low)
         json_object_set_new(o, "rlimits_lowered", low);
+    /* Every other resource limit is the caller's own, inherited as it is:
+     * a finite one (a service's LimitCPU=, a prlimit of the host) changes
+     * what the workload can do (SIGXCPU, ENOMEM, EAGAIN), so the record
+     * names it, and the contract id changes with it. */
+    json_t *inh = report_inherited(pl);
+    if (inh && json_object_size(inh))
+        json_object_set_new(o, "rlimits_inherited", inh);
+    else
+        json_decref(inh);
     pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return pl->cgroup_json ? 0 : FY_E_NOMEM;
@@ -818,6 +866,11 @@ int linux_plan_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid) {
     *uid = pl->host_uid;
     *gid = pl->host_gid;
     return 0;
+}
+
+const char *linux_plan_unapplied(const void *plan, uint32_t control) {
+    const struct linux_plan *pl = plan;
+    return control == FY_CONTROL_IO_LIMIT ? pl->io_unapplied : NULL;
 }
 
 const char *linux_plan_describe(const void *plan) {
@@ -1345,19 +1398,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
     pl->delay_usec = np->delay_usec;
     if (!process_level && (r = compile_devices(pl, np, c, reterr)) < 0)
         goto fail;
-    fy_error *cgerr = NULL;
-    if ((r = compile_cgroups(pl, np, c, core, core_pattern, &cgerr)) == FY_E_UNSUPPORTED) {
-        if (cgerr) { /* a budget of the privileged helper */
-            if (reterr)
-                *reterr = cgerr;
-            else
-                fy_error_free(cgerr);
-            goto fail;
-        }
-        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CGROUP_LIMIT, 0, "$.isolation.controls.io-limit",
-                    "io-limit is required, but no block device is behind the workspace (build, output or source)");
-        goto fail;
-    }
+    if ((r = compile_cgroups(pl, np, c, core, core_pattern, reterr)) == FY_E_UNSUPPORTED)
+        goto fail; /* a budget of the privileged helper */
     if (r >= 0) {
         struct cg_plan *cg = &pl->cg;
         pl->cg_view = !process_level && cg->enabled && (pl->clone_flags & CLONE_NEWCGROUP) &&

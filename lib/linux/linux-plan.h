@@ -207,6 +207,8 @@ struct linux_plan {
     /* what the result reports */
     char *isolation_json;
     char *cgroup_json;           /* which mechanism enforces which limit */
+    const char *io_unapplied;    /* why the io limit the selection enforced has nothing to act on
+                                    (linux_plan_unapplied), or NULL */
     const char *devices_json;    /* the device allowlist and the leases (arena) */
     const struct fy_plan *np;    /* the platform-neutral plan this was compiled from */
     const void *ext;             /* the OCI runtime adapter's additions (linux-runc.c), else NULL */
@@ -322,6 +324,8 @@ int lx_send_fds(int sock, char byte, const int *fds, size_t n);
 int linux_compile(const struct fy_plan *plan, const fy_caps *caps, void **ret, fy_error **reterr);
 void linux_plan_free_hook(void *plan);
 const char *linux_plan_describe(const void *plan);
+/* The backend op unapplied (backend.h): what the selection enforced that this plan cannot apply. */
+const char *linux_plan_unapplied(const void *plan, uint32_t control);
 int linux_plan_workload_ids(const void *plan, uint32_t *uid, uint32_t *gid);
 /* Whether the plan mounts an action's execution root as an overlay (MK_OVERLAY). */
 bool linux_plan_build_overlaid(const void *plan);

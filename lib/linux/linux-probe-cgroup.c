@@ -235,9 +235,11 @@ static bool cg_write_check(const char *child, const char *file, const char *valu
 
 static void cg1_test(struct cg_state *s, int i) {
     struct cg1_ctl *v = &s->v1[i];
-    if (!v->dir || i == CG_CPUACCT)
+    if (!v->dir)
         return;
-    v->tested = true;
+    /* cpuacct limits nothing: only whether a child can be made (usable),
+     * for the attempt's CPU accounting. */
+    v->tested = i != CG_CPUACCT;
     char name[64], child[PATH_MAX];
     probe_name(name, sizeof name);
     if ((size_t)snprintf(child, sizeof child, "%s/%s", v->dir, name) >= sizeof child) {
@@ -281,6 +283,7 @@ static void cg1_test(struct cg_state *s, int i) {
         lp_bappend(v->why, "%srmdir %s: " EFMT, v->why[0] ? "; " : "", child, EARG(-r));
         v->ok = false;
     }
+    v->usable = r == 0;
 }
 
 /* CLONE_INTO_CGROUP into the v2 child, then cgroup.kill to end it. */

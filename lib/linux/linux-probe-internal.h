@@ -123,8 +123,9 @@ enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_FREEZER, CG_BLKIO, CG_CPUACCT, CG__N };
 
 struct cg1_ctl {
     char *dir;       /* mount point + our own path (owned) */
-    bool tested;
-    bool ok;
+    bool tested;     /* its limit was tried (every controller but cpuacct, which has none) */
+    bool ok;         /* ... and a child cgroup took it */
+    bool usable;     /* we made and removed a child cgroup here (cpuacct: all it is checked for) */
     char why[REASON_MAX];
 };
 

@@ -355,9 +355,14 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     lp_probe_cgroups(c, &cg, is_root);
     static const char *const keys[CG__N] = { LX_FACT_CG1_MEMORY, LX_FACT_CG1_PIDS, LX_FACT_CG1_CPU,
                                              LX_FACT_CG1_FREEZER, LX_FACT_CG1_BLKIO, LX_FACT_CG1_CPUACCT };
+    /* A hierarchy is offered to the plan only where the probe made a child
+     * cgroup in it (and, but for cpuacct, set its limit there): the plan
+     * makes every attempt's cgroups where these facts say, so a mounted
+     * hierarchy the caller cannot write (a host that delegated only some
+     * controllers) would fail every start. */
     int fr = 0;
     for (int i = 0; i < CG__N; i++)
-        fr |= caps_set_fact(c, keys[i], cg.v1[i].dir);
+        fr |= caps_set_fact(c, keys[i], (i == CG_CPUACCT ? cg.v1[i].usable : cg.v1[i].ok) ? cg.v1[i].dir : NULL);
     fr |= caps_set_fact(c, LX_FACT_CG1_MEMSW, cg.memsw ? "1" : NULL);
     /* (Only for the cgroup view: a runtime on a v1 host sizes itself only
      * when it finds cpuset, cpu and cpuacct cgroups of its own too.) */

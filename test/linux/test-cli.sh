@@ -314,6 +314,14 @@ wait $cli; rc=$?
 "$fy" capabilities --json | grep -q '"snapshot": true' || fail "capabilities did not read the saved probe"
 "$fy" capabilities --fresh --json | grep -q '"snapshot": false' || fail "--fresh read the saved probe"
 "$fy" run -- /bin/true || fail "plain run failed"
+# A policy no backend here can satisfy (a Windows control required): the
+# CLI probes again before it gives up, and the fresh probe agrees with the
+# saved one: it says it confirmed the saved probe, instead of blaming it.
+printf '%s\n' '{"profile":"standard-ci","isolation":{"controls":{"low-integrity":"require"}}}' >"$scratch/lowint.json"
+out=$("$fy" run --policy "$scratch/lowint.json" -- /bin/true 2>&1); rc=$?
+[ $rc -eq 247 ] || fail "an unsatisfiable policy gave $rc: $out"
+case $out in *"promised"*|*"stale"*) fail "a stale-probe note where the fresh probe agrees: $out" ;; esac
+case $out in *"to confirm the saved probe: every capability agrees"*) ;; *) fail "no note that the fresh probe agrees: $out" ;; esac
 # rewrite PYTHON [ARG...]: runs PYTHON on every saved snapshot's document
 # (`doc`: `entries`, a list of [state, value, reason, hint], and `facts`, a
 # dict; with `args`), then writes it back whole in the snapshot's own line
@@ -359,7 +367,7 @@ if len(args) > 3:
 plant 1 1   # user namespaces "missing": release would be refused
 out=$("$fy" run -- /bin/sh -c 'echo ran' 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "a snapshot claiming too little refused the run ($rc): $out"
-case $out in *"probed the host again"*ran*) ;; *) fail "no note, or no run, after a stale snapshot: $out" ;; esac
+case $out in *"was stale (now "*"present"*"probed the host again"*ran*) ;; *) fail "no note naming the stale capability, or no run, after a stale snapshot: $out" ;; esac
 out=$("$fy" run -- /bin/sh -c 'echo ran' 2>&1); rc=$?
 case $out in *"probed the host again"*) fail "the fresh probe was not saved: $out" ;; esac
 if [ -d /sys/fs/cgroup/unified ] && [ "$(id -u)" -eq 0 ]; then

@@ -1342,6 +1342,161 @@ START_TEST(test_fork_while_probing) {
 }
 END_TEST
 
+/* ---- a partially delegated cgroup v1 host (only memory and pids) ---- */
+
+/* Our own v1 cgroup of one controller under /sys/fs/cgroup/<ctl>, or false. */
+static bool own_v1_dir(const char *ctl, char *out, size_t n) {
+    FILE *fp = fopen("/proc/self/cgroup", "re");
+    if (!fp)
+        return false;
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, fp)) {
+        char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+        if (!b)
+            continue;
+        *b = '\0';
+        line[strcspn(line, "\n")] = '\0';
+        b[1 + strcspn(b + 1, "\n")] = '\0';
+        if (strcmp(a + 1, ctl) != 0)
+            continue;
+        snprintf(out, n, "/sys/fs/cgroup/%s%s", ctl, strcmp(b + 1, "/") == 0 ? "" : b + 1);
+        char procs[PATH_MAX];
+        snprintf(procs, sizeof procs, "%s/cgroup.procs", out);
+        found = access(procs, W_OK) == 0;
+    }
+    fclose(fp);
+    return found;
+}
+
+static void chown_tree(const char *dir, uid_t uid) {
+    ck_assert_int_eq(chown(dir, uid, uid), 0);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        ck_assert_int_eq(chown(p, uid, uid), 0);
+    }
+    closedir(d);
+}
+
+static void rmdir_retry(const char *dir) {
+    for (int i = 0; i < 100 && rmdir(dir) < 0 && errno == EBUSY; i++)
+        usleep(10000);
+}
+
+struct deleg_result {
+    int probed, started, outcome, done;
+    bool memory, pids, cpu_fact, cpuacct_fact, freezer_fact, blkio_fact;
+    char msg[1024];
+};
+
+START_TEST(test_partial_v1_delegation) {
+    /* Root delegates children of its own memory and pids cgroups (only
+     * those) to uid 65534, as an operator may: the probe must offer only
+     * the v1 controllers 65534 can make children in, and the plan use only
+     * those, so that an attempt runs with its memory and pids limits
+     * instead of failing on a cpuacct or freezer cgroup it cannot make. */
+    char mem[PATH_MAX], pids[PATH_MAX], mchild[PATH_MAX], pchild[PATH_MAX];
+    if (!is_root() || !own_v1_dir("memory", mem, sizeof mem) || !own_v1_dir("pids", pids, sizeof pids))
+        return; /* needs root and v1 memory and pids hierarchies */
+    char freezer[PATH_MAX], cpuacct[PATH_MAX];
+    if (!own_v1_dir("freezer", freezer, sizeof freezer) || !own_v1_dir("cpuacct", cpuacct, sizeof cpuacct))
+        return; /* the failure needs hierarchies 65534 is not given */
+    snprintf(mchild, sizeof mchild, "%s/fyt-deleg-%d", mem, (int)getpid());
+    snprintf(pchild, sizeof pchild, "%s/fyt-deleg-%d", pids, (int)getpid());
+    ck_assert_int_eq(mkdir(mchild, 0755), 0);
+    ck_assert_int_eq(mkdir(pchild, 0755), 0);
+    chown_tree(mchild, 65534);
+    chown_tree(pchild, 65534);
+    struct deleg_result *res = mmap(NULL, sizeof *res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(res, MAP_FAILED);
+    memset(res, 0, sizeof *res);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char self[32], path[PATH_MAX];
+        snprintf(self, sizeof self, "%d", (int)getpid());
+        const char *dirs[] = {mchild, pchild};
+        for (int i = 0; i < 2; i++) {
+            snprintf(path, sizeof path, "%s/cgroup.procs", dirs[i]);
+            FILE *fp = fopen(path, "we");
+            if (!fp || fputs(self, fp) < 0 || fclose(fp) != 0) {
+                snprintf(res->msg, sizeof res->msg, "joining %s: %s", path, strerror(errno));
+                _exit(2);
+            }
+        }
+        unsetenv("XDG_RUNTIME_DIR");
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0) {
+            snprintf(res->msg, sizeof res->msg, "dropping to 65534: %s", strerror(errno));
+            _exit(2);
+        }
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+        fy_caps *c = NULL;
+        fy_error *e = NULL;
+        if (fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &c, &e) < 0) {
+            snprintf(res->msg, sizeof res->msg, "probe: %s", fy_error_message(e));
+            _exit(2);
+        }
+        res->probed = 1;
+        res->memory = fy_caps_has(c, FY_CAP_CGROUP_MEMORY) == 1;
+        res->pids = fy_caps_has(c, FY_CAP_CGROUP_PIDS) == 1;
+        res->cpu_fact = caps_fact(c, LX_FACT_CG1_CPU) != NULL;
+        res->cpuacct_fact = caps_fact(c, LX_FACT_CG1_CPUACCT) != NULL;
+        res->freezer_fact = caps_fact(c, LX_FACT_CG1_FREEZER) != NULL;
+        res->blkio_fact = caps_fact(c, LX_FACT_CG1_BLKIO) != NULL;
+        fy_policy *p = NULL;
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        fy_result *r = NULL;
+        const char *argv[] = {"/bin/true", NULL};
+        if (fy_policy_new(FY_PROFILE_STANDARD_CI, &p, &e) < 0 ||
+            fy_policy_set_control(p, FY_CONTROL_MEMORY_LIMIT, FY_MODE_REQUIRE, &e) < 0 ||
+            fy_policy_set_control(p, FY_CONTROL_PIDS_LIMIT, FY_MODE_REQUIRE, &e) < 0 ||
+            fy_prepare(p, c, argv, &pr, &e) < 0 || fy_start(pr, &h, &e) < 0 || fy_handle_wait(h, 30000000, &r, &e) != 1) {
+            snprintf(res->msg, sizeof res->msg, "run: %s", e ? fy_error_message(e) : "?");
+            _exit(3);
+        }
+        res->started = 1;
+        res->outcome = (int)fy_result_outcome(r);
+        char *json = NULL;
+        if (fy_result_to_json(r, &json, NULL) == 0) {
+            const char *l = strstr(json, "\"limits\"");
+            snprintf(res->msg, sizeof res->msg, "%s", l ? l : json);
+            fy_free(json);
+        }
+        fy_result_free(r);
+        fy_handle_free(h);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        fy_caps_free(c);
+        res->done = 1;
+        _exit(0);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    rmdir_retry(mchild);
+    rmdir_retry(pchild);
+    ck_assert_msg(access(mchild, F_OK) < 0 && access(pchild, F_OK) < 0, "delegated cgroups left");
+    ck_assert_msg(res->probed, "%s", res->msg);
+    /* What 65534 was given is offered; what it cannot make children in is not. */
+    ck_assert(res->memory && res->pids);
+    ck_assert_msg(!res->cpu_fact && !res->cpuacct_fact && !res->freezer_fact && !res->blkio_fact,
+                  "the probe offers v1 hierarchies uid 65534 cannot make cgroups in: cpu %d cpuacct %d "
+                  "freezer %d blkio %d",
+                  res->cpu_fact, res->cpuacct_fact, res->freezer_fact, res->blkio_fact);
+    ck_assert_msg(res->started && res->done, "%s", res->msg);
+    ck_assert_int_eq(res->outcome, FY_OUTCOME_SUCCEEDED);
+    ck_assert_msg(strstr(res->msg, "\"memory\": \"cgroup v1\"") && strstr(res->msg, "\"pids\": \"cgroup v1\""),
+                  "%s", res->msg);
+    munmap(res, sizeof *res);
+}
+END_TEST
+
 static Suite *probe_suite(void) {
     Suite *s = suite_create("probe");
     TCase *tc = tcase_create("linux");
@@ -1366,6 +1521,11 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_threaded_host);
     tcase_add_test(tc, test_fork_while_probing);
     suite_add_tcase(s, tc);
+    /* Its own case (CK_RUN_CASE=cgroup-delegation). */
+    TCase *td = tcase_create("cgroup-delegation");
+    tcase_set_timeout(td, 120);
+    tcase_add_test(td, test_partial_v1_delegation);
+    suite_add_tcase(s, td);
     return s;
 }
 

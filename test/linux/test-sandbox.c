@@ -27,6 +27,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -38,6 +39,7 @@
 #include <unistd.h>
 
 #include <forgeyard/sandbox.h>
+#include <jansson.h>
 
 #include "linux/linux-plan.h" /* lx_test_no_mount_api: tests only */
 #include "prepared.h"           /* the compiled plan's rlimits: tests only */
@@ -2718,6 +2720,81 @@ START_TEST(test_cpu_quota_enforced) {
 }
 END_TEST
 
+/* The plan's record of a prepared policy, parsed, and its contract id. */
+static json_t *prepared_record(const fy_policy *p) {
+    const char *t[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, t, &pr, &e) == 0, "%s", fy_error_message(e));
+    char *js = NULL;
+    ck_assert_int_eq(fy_prepared_to_json(pr, &js, NULL), 0);
+    json_t *j = json_loads(js, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    fy_free(js);
+    fy_prepared_free(pr);
+    return j;
+}
+
+static long long record_int(json_t *j, const char *a, const char *b, const char *c, const char *d) {
+    json_t *v = json_object_get(json_object_get(json_object_get(json_object_get(j, a), b), c), d);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+START_TEST(test_inherited_rlimits) {
+    /* The caller's own finite resource limits that the policy does not set
+     * reach the workload (a user namespace cannot raise them): the record
+     * names each, so the contract id changes with them, and an RLIMIT_NPROC
+     * below the policy's pids where that is the pids limit is "lowered". */
+    fy_policy *p = policy();
+    json_t *base = prepared_record(p);
+    char *base_id = strdup(json_string_value(json_object_get(base, "contract_id")));
+    bool nproc_is_pids = strncmp(json_string_value(json_object_get(json_object_get(base, "limits"), "pids")),
+                                 "rlimit nproc", 12) == 0;
+    json_decref(base);
+    char *shared = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(shared, MAP_FAILED);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* As prlimit(1) would set them on a host process. */
+        const struct { int res; rlim_t v; } lim[] = {
+            {RLIMIT_CPU, 30}, {RLIMIT_AS, 3000000000u}, {RLIMIT_MEMLOCK, 65536}, {RLIMIT_NPROC, 3000}};
+        for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+            struct rlimit r = {lim[i].v, lim[i].v};
+            if (setrlimit(lim[i].res, &r) < 0)
+                _exit(2);
+        }
+        json_t *j = prepared_record(policy()); /* (a policy refuses use in a forked copy) */
+        char *d = json_dumps(j, JSON_COMPACT);
+        snprintf(shared, 1 << 20, "%s", d ? d : "");
+        _exit(0);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child 0x%x", st);
+    json_t *j = json_loads(shared, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_ne(json_string_value(json_object_get(j, "contract_id")), base_id);
+    ck_assert_msg(record_int(j, "limits", "rlimits_inherited", "cpu", "soft") == 30 &&
+                      record_int(j, "limits", "rlimits_inherited", "cpu", "hard") == 30 &&
+                      record_int(j, "limits", "rlimits_inherited", "as", "soft") == 3000000000LL &&
+                      record_int(j, "limits", "rlimits_inherited", "memlock", "hard") == 65536,
+                  "%s", shared);
+    if (nproc_is_pids)
+        ck_assert_msg(record_int(j, "limits", "rlimits_lowered", "nproc", "enforced") == 3000 &&
+                          record_int(j, "limits", "rlimits_lowered", "nproc", "asked") == 4096,
+                      "%s", shared);
+    else
+        ck_assert_msg(record_int(j, "limits", "rlimits_inherited", "nproc", "soft") == 3000, "%s", shared);
+    /* The policy's own (nofile, core, ...) are never "inherited". */
+    ck_assert_ptr_null(json_object_get(json_object_get(json_object_get(j, "limits"), "rlimits_inherited"), "nofile"));
+    json_decref(j);
+    munmap(shared, 1 << 20);
+    free(base_id);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_io_limit) {
     fy_policy *p = policy();
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_IO_BPS, 1u << 20, NULL), 0);
@@ -2735,6 +2812,23 @@ START_TEST(test_io_limit) {
     ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, &e), FY_E_UNSUPPORTED);
     ck_assert_str_eq(fy_error_location(e), "$.isolation.controls.io-limit");
     fy_error_free(e);
+    /* Preferred, the same: dropped, with the reason, in the control, the
+     * plan's record and so its contract id, never "enforced". */
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_PREFER, NULL), 0);
+    ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, NULL), 0);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_IO_LIMIT), FY_CONTROL_STATE_DROPPED);
+    char *pj = NULL;
+    ck_assert_int_eq(fy_prepared_to_json(pr, &pj, NULL), 0);
+    const char *ioc = strstr(pj, "\"io-limit\": {");
+    ck_assert_msg(ioc && strstr(ioc, "\"state\": \"dropped\"") &&
+                      strstr(ioc, "\"state\": \"dropped\"") < strstr(ioc, "}") &&
+                      strstr(ioc, "no block device") && strstr(ioc, "no block device") < strstr(ioc, "}"),
+                  "%s", pj);
+    ck_assert_msg(strstr(pj, "\"io\": \"not enforced (dropped)\""), "%s", pj);
+    fy_free(pj);
+    fy_prepared_free(pr);
+    pr = NULL;
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_REQUIRE, NULL), 0);
     char *build = workdir_for_sandbox("build-io");
     struct stat st;
     ck_assert_int_eq(stat(build, &st), 0);
@@ -2742,6 +2836,13 @@ START_TEST(test_io_limit) {
     snprintf(sysdev, sizeof(sysdev), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
     if (access(sysdev, F_OK) == 0) {
         ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+        /* With one, a preferred limit is enforced. */
+        ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_PREFER, NULL), 0);
+        ck_assert_int_eq(fy_prepare(p, NULL, t, &pr, NULL), 0);
+        ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_IO_LIMIT), FY_CONTROL_STATE_ENFORCED);
+        fy_prepared_free(pr);
+        pr = NULL;
+        ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_REQUIRE, NULL), 0);
         const char *dd[] = {"/bin/sh", "-c", "dd if=/dev/zero of=/work/build/f bs=64k count=4 oflag=direct 2>&1", NULL};
         struct run r;
         run_argv(p, dd, &r);
@@ -4542,7 +4643,6 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_userns_owner_not_root);
     tcase_add_test(tc, test_host_refuses_owner_switch);
     tcase_add_test(tc, test_no_setuid_left_on_host);
-    tcase_add_test(tc, test_io_limit);
     tcase_add_test(tc, test_host_crash_then_gc);
     tcase_add_test(tc, test_orphans_reaped_by_next_attempt);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
@@ -4580,6 +4680,13 @@ int main(int argc, char **argv) {
     tcase_add_test(tg, test_gc_unrecorded_cgroups);
     tcase_add_test(tg, test_gc_leaves_other_pid_namespace);
     suite_add_tcase(s, tg);
+    /* What the plan claims of limits against what the host applies
+     * (CK_RUN_CASE=limit-claims). */
+    TCase *tl = tcase_create("limit-claims");
+    tcase_set_timeout(tl, 120);
+    tcase_add_test(tl, test_io_limit);
+    tcase_add_test(tl, test_inherited_rlimits);
+    suite_add_tcase(s, tl);
     /* Its own case too (CK_RUN_CASE=bind-submounts). */
     TCase *tb = tcase_create("bind-submounts");
     tcase_set_timeout(tb, 120);

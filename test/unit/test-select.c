@@ -302,6 +302,142 @@ START_TEST(test_forked_objects_refuse) {
 }
 END_TEST
 
+/* A backend whose host can enforce every control, but whose compiled plan
+ * has nothing for the io limit to act on (backend.h unapplied). */
+static int plan_token;
+static int unapplied_compile(const struct fy_plan *np, const fy_caps *c, void **ret, fy_error **reterr) {
+    (void)np; (void)c; (void)reterr;
+    *ret = &plan_token;
+    return 0;
+}
+static const char *unapplied_io(const void *plan, uint32_t control) {
+    ck_assert_ptr_eq(plan, &plan_token);
+    return control == FY_CONTROL_IO_LIMIT ? "scripted: nothing to throttle" : NULL;
+}
+static bool unapplied_usable(const fy_caps *c, struct strbuf *why) { (void)c; (void)why; return true; }
+static bool unapplied_enforce(const fy_caps *c, uint32_t control, const char **why) {
+    (void)c; (void)control; (void)why;
+    return true;
+}
+static const struct fy_backend_ops fake_unapplied = {
+    .version = FY_BACKEND_OPS_VERSION, .name = "fake-unapplied", .level = FY_LEVEL_NAMESPACE, .cost = 20,
+    .usable = unapplied_usable, .can_enforce = unapplied_enforce, .compile = unapplied_compile,
+    .unapplied = unapplied_io,
+};
+
+START_TEST(test_plan_unapplied_control) {
+    /* The host can (can_enforce), the plan cannot: a preferred io limit is
+     * dropped with the backend's reason, in the control and the record; a
+     * required one is refused, naming the control. */
+    const struct fy_backend_ops *const table[] = {&fake_unapplied};
+    const uint32_t caps[] = {ALL_LINUX, 0};
+    fy_caps *c = fake_caps(caps);
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_IO_BPS, 1u << 20, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_PREFER, NULL), 0);
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(prepare_with_table(table, 1, p, c, ARGV, &pr, NULL), 0);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_IO_LIMIT), FY_CONTROL_STATE_DROPPED);
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_MEMORY_LIMIT), FY_CONTROL_STATE_ENFORCED);
+    char *json = NULL;
+    ck_assert_int_eq(fy_prepared_to_json(pr, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "\"state\": \"dropped\",\n      \"why\": \"scripted: nothing to throttle\""), "%s",
+                  json);
+    fy_free(json);
+    fy_prepared_free(pr);
+    pr = NULL;
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_IO_LIMIT, FY_MODE_REQUIRE, NULL), 0);
+    fy_error *e = NULL;
+    ck_assert_int_eq(prepare_with_table(table, 1, p, c, ARGV, &pr, &e), FY_E_UNSUPPORTED);
+    ck_assert_ptr_null(pr);
+    ck_assert_str_eq(fy_error_location(e), "$.isolation.controls.io-limit");
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), "scripted: nothing to throttle"));
+    fy_error_free(e);
+    fy_caps_free(c);
+    fy_policy_free(p);
+}
+END_TEST
+
+/* A cheap process-level backend whose compile refuses network deny (it has
+ * no network namespace), a namespace one that runs anything, and one whose
+ * compile fails for another reason than the host. */
+static bool cheap_enforce(const fy_caps *c, uint32_t control, const char **why) {
+    (void)c;
+    if (control <= FY_CONTROL_CGROUPNS || control == FY_CONTROL_UID_RANGE) {
+        *why = "scripted: no namespaces";
+        return false;
+    }
+    return true;
+}
+static int cheap_compile(const struct fy_plan *np, const fy_caps *c, void **ret, fy_error **reterr) {
+    (void)c;
+    if (np->net_mode != FY_NET_ALLOW)
+        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_NETNS, 0, "$.network.mode",
+                       "scripted: network mode deny needs a network namespace");
+    *ret = &plan_token;
+    return 0;
+}
+static int broken_compile(const struct fy_plan *np, const fy_caps *c, void **ret, fy_error **reterr) {
+    (void)np; (void)c; (void)ret;
+    return err_set(reterr, FY_E_POLICY, FY_STEP_PREPARE, 0, "$.resources.disk", "scripted: a policy error");
+}
+static const struct fy_backend_ops fake_cheap = {
+    .version = FY_BACKEND_OPS_VERSION, .name = "fake-cheap", .level = FY_LEVEL_PROCESS, .cost = 10,
+    .usable = unapplied_usable, .can_enforce = cheap_enforce, .compile = cheap_compile,
+};
+static const struct fy_backend_ops fake_ns_runs = {
+    .version = FY_BACKEND_OPS_VERSION, .name = "fake-ns-runs", .level = FY_LEVEL_NAMESPACE, .cost = 20,
+    .usable = unapplied_usable, .can_enforce = unapplied_enforce, .compile = unapplied_compile,
+};
+static const struct fy_backend_ops fake_broken = {
+    .version = FY_BACKEND_OPS_VERSION, .name = "fake-broken", .level = FY_LEVEL_PROCESS, .cost = 5,
+    .usable = unapplied_usable, .can_enforce = cheap_enforce, .compile = broken_compile,
+};
+
+static fy_policy *process_preferred_deny(void) {
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    for (uint32_t ctl = FY_CONTROL_USERNS; ctl <= FY_CONTROL_CGROUPNS; ctl++)
+        ck_assert_int_eq(fy_policy_set_control(p, ctl, FY_MODE_PREFER, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_isolation(p, FY_LEVEL_PROCESS, FY_LEVEL_PROCESS, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_network(p, FY_NET_DENY, NULL), 0);
+    return p;
+}
+
+START_TEST(test_compile_refusal_falls_to_next_backend) {
+    /* Process level preferred, network deny: the cheapest backend's compile
+     * refuses the plan; the namespace backend, which the policy accepts,
+     * runs it, and the level note says what was passed over. */
+    const uint32_t caps[] = {ALL_LINUX, 0};
+    fy_caps *c = fake_caps(caps);
+    fy_policy *p = process_preferred_deny();
+    const struct fy_backend_ops *const table[] = {&fake_ns_runs, &fake_cheap};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(prepare_with_table(table, 2, p, c, ARGV, &pr, &e) == 0, "%s", fy_error_message(e));
+    ck_assert_str_eq(fy_prepared_backend(pr), "fake-ns-runs");
+    ck_assert_int_eq(fy_prepared_control(pr, FY_CONTROL_NETNS), FY_CONTROL_STATE_ENFORCED);
+    char *json = NULL;
+    ck_assert_int_eq(fy_prepared_to_json(pr, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "fake-cheap: scripted: network mode deny needs a network namespace"), "%s", json);
+    fy_free(json);
+    fy_prepared_free(pr);
+    pr = NULL;
+    /* Nothing else to run it: the refusal itself is the error. */
+    ck_assert_int_eq(prepare_with_table(table + 1, 1, p, c, ARGV, &pr, &e), FY_E_UNSUPPORTED);
+    ck_assert_ptr_null(pr);
+    ck_assert_str_eq(fy_error_location(e), "$.network.mode");
+    fy_error_free(e);
+    e = NULL;
+    /* A compile error that is not the host's (FY_E_POLICY) is final. */
+    const struct fy_backend_ops *const table2[] = {&fake_ns_runs, &fake_broken};
+    ck_assert_int_eq(prepare_with_table(table2, 2, p, c, ARGV, &pr, &e), FY_E_POLICY);
+    ck_assert_ptr_null(pr);
+    fy_error_free(e);
+    fy_caps_free(c);
+    fy_policy_free(p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("select");
     TCase *tc = tcase_create("negotiation");
@@ -318,6 +454,8 @@ int main(void) {
     tcase_add_test(tc, test_secret_file_missing);
     tcase_add_test(tc, test_env_resolution);
     tcase_add_test(tc, test_forked_objects_refuse);
+    tcase_add_test(tc, test_plan_unapplied_control);
+    tcase_add_test(tc, test_compile_refusal_falls_to_next_backend);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
