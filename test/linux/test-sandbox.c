@@ -4682,11 +4682,11 @@ int main(int argc, char **argv) {
     suite_add_tcase(s, tg);
     /* What the plan claims of limits against what the host applies
      * (CK_RUN_CASE=limit-claims). */
-    TCase *tl = tcase_create("limit-claims");
-    tcase_set_timeout(tl, 120);
-    tcase_add_test(tl, test_io_limit);
-    tcase_add_test(tl, test_inherited_rlimits);
-    suite_add_tcase(s, tl);
+    TCase *tlc = tcase_create("limit-claims");
+    tcase_set_timeout(tlc, 120);
+    tcase_add_test(tlc, test_io_limit);
+    tcase_add_test(tlc, test_inherited_rlimits);
+    suite_add_tcase(s, tlc);
     /* Its own case too (CK_RUN_CASE=bind-submounts). */
     TCase *tb = tcase_create("bind-submounts");
     tcase_set_timeout(tb, 120);
