@@ -47,6 +47,7 @@ static struct lx *lx_new(void) {
     x->pidfd = x->epfd = x->timerfd = x->sync_wr = x->status_rd = x->state_fd = -1;
     x->cg.v2_fd = -1;
     x->notify_sock = x->notify_fd = -1;
+    x->args.owner_pidfd = -1;
     x->reaper = (struct lx_reaper){-1, -1, -1, -1};
     lxn_run_init(&x->net);
     for (int i = 0; i < 3; i++)
@@ -105,6 +106,7 @@ static void lx_free(struct lx *x) {
     free(x->env_home);
     free(x->env_tmpdir);
     lx_close_fd(&x->pidfd);
+    lx_close_fd(&x->args.owner_pidfd);
     /* (The reaper middle was waited for where the attempt ended; a forked
      * copy of the host only lets go of its fds.) */
     lx_close_fd(&x->reaper.rd);
@@ -391,6 +393,12 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     struct child_args *a = &x->args;
     a->plan = pl;
     a->owner_pid = util_getpid();
+    /* Init ends the sandbox when this process exits (its pidfd), not only
+     * when the last copy of sync[1] is closed: a fork(2) of the host keeps
+     * one for as long as it lives. (-1 without pidfd_open: only the
+     * latter. A claimed shell has the pidfd of its maker.) */
+    if (!sh)
+        a->owner_pidfd = lx_owner_pidfd();
     a->sync_fd = sync[0];
     a->status_fd = status[1];
     a->notify_sock = nsock[1];
@@ -497,6 +505,7 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     }
     x->pid = pid;
     x->pidfd = pidfd;
+    lx_close_fd(&a->owner_pidfd);
     close(sync[0]);
     close(status[1]);
     sync[0] = status[1] = -1;

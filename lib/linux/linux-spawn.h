@@ -171,7 +171,8 @@ int lx_packed_memfd(const struct child_args *a);
  * the sandbox's network namespace in advance. 1: it runs (*ret_pid,
  * *pidfd; through the reaper middle when the host's SIGCHLD is not at its
  * default); -1 and errno. */
-int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns, uint32_t owner,
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, int owner_pidfd, uint32_t idle_ms, bool netns,
+                        uint32_t owner,
                         struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3);
 /* As root, the calling thread's ids for a clone whose new user namespace
  * `owner` must own (pl->userns_owner): 0 switched (lx_owner_leave after

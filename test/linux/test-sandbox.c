@@ -3172,6 +3172,81 @@ START_TEST(test_host_crash_then_gc) {
 }
 END_TEST
 
+/* A host with a fork(2) child (a worker, a prefork server) is killed: the
+ * child keeps the host's end of every sandbox's socket, whose end of file
+ * was all its init watched, and the sandbox ran on, unsupervised past its
+ * limits, for as long as the child lived. Its init must end it when the
+ * host process itself exits (its pidfd). */
+START_TEST(test_forked_host_crash) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-forked", scratch);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    int go;
+    pid_t host = fork_held(&go);
+    if (host == 0) {
+        close(ready[0]);
+        fy_policy *p = policy();
+        fy_policy_set_state_dir(p, state, NULL);
+        fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 600ULL * 1000000ULL, NULL);
+        const char *argv[] = {"/bin/sleep", "654323", tag(), NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
+            _exit(1);
+        for (int i = 0; i < 500 && count_procs_with("sleep 654323") < 1; i++) {
+            fy_handle_process(h, NULL, NULL);
+            usleep(10000);
+        }
+        /* The worker: knows nothing of the handle, only sleeps (bounded). */
+        pid_t worker = fork();
+        if (worker == 0) {
+            close(ready[1]);
+            for (int i = 0; i < 300; i++)
+                usleep(100000);
+            _exit(0);
+        }
+        if (worker < 0 || write(ready[1], &worker, sizeof(worker)) != (ssize_t)sizeof(worker))
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    (void)release_host(host, go);
+    close(ready[1]);
+    pid_t worker = 0;
+    ck_assert_int_eq(read(ready[0], &worker, sizeof(worker)), (ssize_t)sizeof(worker));
+    close(ready[0]);
+    ck_assert_int_gt(worker, 0);
+    ck_assert_int_eq(count_procs_with("sleep 654323"), 1);
+    pid_t init = find_init_of("sleep 654323");
+    ck_assert_int_gt(init, 0);
+    kill(host, SIGKILL);
+    waitpid(host, NULL, 0);
+    /* Within a few seconds, with the worker alive. */
+    int left = 1;
+    for (int i = 0; i < 500 && (left = count_procs_with("sleep 654323")) > 0; i++)
+        usleep(10000);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)init);
+    char *cmd = slurp(path); /* (a zombie's is empty) */
+    bool init_runs = cmd && *cmd;
+    free(cmd);
+    bool worker_alive = kill(worker, 0) == 0;
+    kill(worker, SIGKILL);
+    for (int i = 0; i < 300 && kill(worker, 0) == 0; i++)
+        usleep(10000);
+    uint64_t destroyed = 0;
+    fy_error *e = NULL;
+    int r = fy_gc(state, 0, &destroyed, &e);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(e));
+    fy_error_free(e);
+    ck_assert_msg(worker_alive, "the forked worker had ended");
+    ck_assert_msg(left == 0 && !init_runs, "the sandbox outlived its killed host (%d workload processes, init %s)",
+                  left, init_runs ? "running" : "gone");
+    ck_assert_int_eq(count_files(state, ".state"), 0);
+}
+END_TEST
+
 /* A host in another pid namespace sharing the state directory (a runner
  * container with a shared /run, a hostPath state directory): its pid and
  * start time name nothing here, or another process. gc from outside, and
@@ -4580,6 +4655,11 @@ int main(int argc, char **argv) {
     tcase_add_test(tg, test_gc_unrecorded_cgroups);
     tcase_add_test(tg, test_gc_leaves_other_pid_namespace);
     suite_add_tcase(s, tg);
+    /* Its own case (CK_RUN_CASE=forked-host): a killed host's fork(2). */
+    TCase *tf = tcase_create("forked-host");
+    tcase_set_timeout(tf, 120);
+    tcase_add_test(tf, test_forked_host_crash);
+    suite_add_tcase(s, tf);
     /* Its own case too (CK_RUN_CASE=bind-submounts). */
     TCase *tb = tcase_create("bind-submounts");
     tcase_set_timeout(tb, 120);
