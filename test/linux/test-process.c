@@ -943,6 +943,36 @@ START_TEST(test_process_level_gc) {
 }
 END_TEST
 
+START_TEST(test_process_level_gc_scratch_not_made) {
+    /* The scratch directory's name is recorded before it is made: a host
+     * killed in between leaves a record naming a directory that does not
+     * exist, which gc counts and removes like any other. */
+    char state[128];
+    snprintf(state, sizeof(state), "%s/state-unmade", scratch);
+    ck_assert_int_eq(mkdir(state, 0700) == 0 || errno == EEXIST, 1);
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    char rec[512], planned[128];
+    snprintf(planned, sizeof(planned), "/dev/shm/forgeyard-attempt-u%05d", (int)(getpid() % 100000));
+    ck_assert_int_eq(access(planned, F_OK), -1);
+    snprintf(rec, sizeof(rec), "%s/forgeyard-%d-00000000000000aa.state", state, (int)dead);
+    FILE *f = fopen(rec, "we");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "forgeyard-state 1\nowner %d 1\nsandbox 0 0\nscratch %s\n", (int)dead, planned);
+    fclose(f);
+    uint64_t destroyed = 0;
+    fy_error *err = NULL;
+    int r = fy_gc(state, 0, &destroyed, &err);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(err));
+    fy_error_free(err);
+    ck_assert_uint_eq(destroyed, 1);
+    ck_assert_int_eq(access(rec, F_OK), -1);
+    ck_assert_int_eq(access(planned, F_OK), -1);
+}
+END_TEST
+
 /* The first process whose command line holds needle and the tag (any
  * owner: the host here is a forked child), its parent in *ppid; 0 if none. */
 static pid_t find_tagged(const char *needle, pid_t *ppid) {
@@ -1098,6 +1128,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_v1_freezer_teardown);
     tcase_add_test(tc, test_process_level_gc);
     tcase_add_test(tc, test_process_level_forked_host_crash);
+    tcase_add_test(tc, test_process_level_gc_scratch_not_made);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL); /* fork mode: the filter stays in the test child */
