@@ -30,6 +30,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -1828,6 +1829,15 @@ static void count_tasks(struct task_count *tc) {
     tc->prev = cur;
 }
 
+/* Whether the owner's pidfd (-1: none) says the host process exited. */
+bool lx_owner_gone(int owner_pidfd) {
+    if (owner_pidfd < 0)
+        return false;
+    struct pollfd p = {.fd = owner_pidfd, .events = POLLIN};
+    struct timespec zero = {0, 0};
+    return syscall(SYS_ppoll, &p, 1, &zero, NULL, 8) == 1;
+}
+
 __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_t work) {
     int sfd = a->status_fd;
     int sync_fd = a->sync_fd;
@@ -1905,8 +1915,12 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
             }
         }
         char c;
-        if (read(sync_fd, &c, 1) == 0) {
-            /* The library's process is gone: end the sandbox with it. */
+        /* The library's process is gone: end the sandbox with it. The end
+         * of sync_fd says so only once every copy of the host's end is
+         * closed, and a fork(2) of the host (a worker, a prefork server)
+         * keeps one open for as long as it lives: the pidfd of the host
+         * process itself is readable as soon as it exited. */
+        if (read(sync_fd, &c, 1) == 0 || lx_owner_gone(a->owner_pidfd)) {
             end_tree(pl);
             syscall(SYS_exit_group, 1);
         }
@@ -2026,13 +2040,14 @@ FY_NO_ASAN __attribute__((noinline)) pid_t linux_clone_exec_init(struct fy_clone
  * init never executes anything: keep exactly the fds the plan names (moved
  * above all of them, in ascending order) and close everything else. */
 static void tidy_fds(struct child_args *a) {
-    int *slots[] = {&a->sync_fd, &a->status_fd, &a->notify_sock, &a->stdio[0], &a->stdio[1], &a->stdio[2]};
+    int *slots[] = {&a->sync_fd, &a->status_fd, &a->notify_sock, &a->stdio[0], &a->stdio[1], &a->stdio[2],
+                    &a->owner_pidfd};
     int maxfd = 2;
     for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
         if (*slots[i] > maxfd)
             maxfd = *slots[i];
     int next = maxfd + 1, first = -1, prev = -1;
-    int kept[6];
+    int kept[7];
     size_t nkept = 0;
     for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
         if (*slots[i] < 0)

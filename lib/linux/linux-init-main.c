@@ -61,27 +61,28 @@ static struct child_args *read_packed(int fd) {
     return lx_unpack(blob, len);
 }
 
-/* "shell:<sync fd>:<idle ms>:<network namespace 0/1>" */
-static bool parse_shell(const char *s, int *sync_fd, uint32_t *idle_ms, bool *netns) {
+/* "shell:<sync fd>:<idle ms>:<network namespace 0/1>:<owner pidfd, 0: none>" */
+static bool parse_shell(const char *s, int *sync_fd, uint32_t *idle_ms, bool *netns, int *owner_pidfd) {
     static const char pre[] = "shell:";
     for (size_t i = 0; i < sizeof(pre) - 1; i++)
         if (s[i] != pre[i])
             return false;
     s += sizeof(pre) - 1;
-    long v[3] = {0, 0, 0};
-    for (int k = 0; k < 3; k++) {
+    long v[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 4; k++) {
         if (*s < '0' || *s > '9')
             return false;
         for (; *s >= '0' && *s <= '9'; s++)
             if ((v[k] = v[k] * 10 + (*s - '0')) > 100000000L)
                 return false;
-        if (*s != (k < 2 ? ':' : '\0'))
+        if (*s != (k < 3 ? ':' : '\0'))
             return false;
         s++;
     }
     *sync_fd = (int)v[0];
     *idle_ms = (uint32_t)v[1];
     *netns = v[2] == 1;
+    *owner_pidfd = v[3] >= 3 && v[3] != v[0] ? (int)v[3] : -1;
     return v[2] <= 1;
 }
 
@@ -97,9 +98,12 @@ static bool parse_shell(const char *s, int *sync_fd, uint32_t *idle_ms, bool *ne
  * then says it is ready ('R'): the host hands out no shell before that. At end of file (the host is gone or discarded it),
  * at a message it does not expect, or after idle_ms without a claim, it
  * exits, and with it the pid namespace. It never executes anything. */
-__attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, bool netns) {
-    /* Only the socket stays. */
-    if (sync < 3 || sys_close_range(0, (unsigned)sync - 1, 0) < 0 || sys_close_range((unsigned)sync + 1, ~0U, 0) < 0)
+__attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, bool netns, int owner) {
+    /* Only the socket stays, and the pidfd of the host (-1: none). */
+    int lo = owner >= 0 && owner < sync ? owner : sync, hi = owner > sync ? owner : sync;
+    if (sync < 3 || sys_close_range(0, (unsigned)lo - 1, 0) < 0 ||
+        (hi > lo + 1 && sys_close_range((unsigned)lo + 1, (unsigned)hi - 1, 0) < 0) ||
+        sys_close_range((unsigned)hi + 1, ~0U, 0) < 0)
         fail();
     /* Nor the host's working directory (cloned with it): it would keep a
      * host directory busy, and in reach, for as long as we idle. The root
@@ -131,14 +135,17 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
     /* Ready: the host hands out only a shell that said so. */
     if (lx_send_fds(sync, 'R', NULL, 0) < 0)
         fail();
-    struct pollfd p = {.fd = sync, .events = POLLIN};
+    /* The host's end of sync ends with the host only once every fork(2)
+     * of it let go of its copy: the host's pidfd says when the host itself
+     * exited. */
+    struct pollfd p[2] = {{.fd = sync, .events = POLLIN}, {.fd = owner, .events = POLLIN}};
     struct timespec ts = {.tv_sec = idle_ms / 1000, .tv_nsec = (long)(idle_ms % 1000) * 1000000L};
     long r;
     do
-        r = syscall(SYS_ppoll, &p, 1, &ts, NULL, 8);
+        r = syscall(SYS_ppoll, p, owner >= 0 ? 2 : 1, &ts, NULL, 8);
     while (r < 0 && errno == EINTR);
-    if (r != 1)
-        syscall(SYS_exit_group, 0); /* idle: nothing was ever in it */
+    if (r < 1 || (owner >= 0 && (p[1].revents & POLLIN)))
+        syscall(SYS_exit_group, 0); /* idle, or the host is gone: nothing was ever in it */
     if (lx_recv_fds(sync, fds, LX_GO_MAX_FDS + 1, &n, &truncated) != 'C' || truncated || n < 2)
         fail();
     /* Taken: from here on this shell is the attempt's sandbox. */
@@ -163,6 +170,7 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
     if (netns != (a->plan->use_netns && !a->plan->net_router))
         fail();
     a->sync_fd = sync;
+    a->owner_pidfd = owner;
     a->prestarted = true;
     a->netns_made = netns;
     linux_child_main(a);
@@ -184,15 +192,15 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
         int started = 0, report = parse_fd(argv[2]);
         syscall(SYS_exit_group, report >= 0 && write(report, &started, sizeof(started)) == sizeof(started) ? 0 : 126);
     }
-    int shell_sync;
+    int shell_sync, shell_owner;
     uint32_t idle_ms;
     bool netns;
-    if (parse_shell(argv[1], &shell_sync, &idle_ms, &netns)) {
+    if (parse_shell(argv[1], &shell_sync, &idle_ms, &netns, &shell_owner)) {
         int started = 0, report = parse_fd(argv[2]);
         if (report < 0 || write(report, &started, sizeof(started)) != (ssize_t)sizeof(started))
             fail();
         close(report);
-        shell_main(shell_sync, idle_ms, netns);
+        shell_main(shell_sync, idle_ms, netns, shell_owner);
     }
     int fd = parse_fd(argv[1]), report = parse_fd(argv[2]);
     if (fd < 0 || report < 0)

@@ -252,6 +252,8 @@ struct child_args {
     const char *secrets_dir;     /* process mode: where secret files go (else /run/secrets) */
     uint32_t fault_count;        /* tests: occurrences of plan->fault_step so far */
     pid_t owner_pid;             /* the host process (signals from the library come from it) */
+    int owner_pidfd;             /* a pidfd of the host process (readable once it exited, however
+                                    many forked copies hold sync_fd), or -1 (no pidfd_open) */
     bool prestarted;             /* a pre-started shell claimed (linux-shell.c): its ids are mapped */
     bool netns_made;             /* ... and it made the network namespace (lo up), which we are in */
     bool netns_host;             /* the host cloned us into a network namespace it made and owns
@@ -312,6 +314,13 @@ int lx_recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated);
 /* Every signal to its default disposition, and all blocked (the sandbox's
  * init, before anything else). */
 void lx_default_signals(void);
+/* Whether owner_pidfd (a pidfd of the host process; -1: none, always false)
+ * is readable: the host's thread group exited. */
+bool lx_owner_gone(int owner_pidfd);
+/* A pidfd of the calling process (>= 3, CLOEXEC), or -1 where pidfd_open is
+ * missing (Linux < 5.3): the sandbox then learns of the host's death only
+ * from the end of its socket, which a fork(2) of the host keeps open. */
+int lx_owner_pidfd(void);
 /* A new network namespace for the calling process, lo up: an fd of it, or
  * -errno. */
 int lx_netns_new(void);

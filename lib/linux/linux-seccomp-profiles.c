@@ -121,11 +121,14 @@
  * second, fixed filter on its profile (sc_ipc_deny_program, linux-seccomp.c): the System V
  * IPC and POSIX message queue calls ERRNO(EPERM), everything else the profile's answer.
  *
- * Profile "init", version 2 (the sandbox's own pid 1): ALLOW wait4 waitid kill
+ * Profile "init", version 3 (the sandbox's own pid 1): ALLOW wait4 waitid kill
  * rt_sigtimedwait rt_sigprocmask rt_sigreturn write read pread64 close exit
- * exit_group clock_gettime getpid restart_syscall; everything else, and every
+ * exit_group clock_gettime getpid restart_syscall ppoll; everything else, and every
  * foreign architecture, KILL_PROCESS. (Version 1 had no pread64; version 2
- * re-reads the pid namespace's ns_last_pid to count the tasks created.)
+ * re-reads the pid namespace's ns_last_pid to count the tasks created. Version 2
+ * had no ppoll: init learnt of its owner's death only from the end of its socket to
+ * it, which a fork(2) of the host kept open, and the sandbox outlived its owner;
+ * version 3 polls a pidfd of the owner, found 2026-12-06.)
  *
  * Version 4 answered the ptrace class with ERRNO(EPERM) where version 5 notes it: the
  * same answer, but nothing told the caller why an AddressSanitizer test failed.
@@ -279,10 +282,11 @@ const struct sc_entry sc_known[] = {
     U("file_setattr", 469, K_ALLOW),
 };
 
-/* Profile "init", version 2. */
+/* Profile "init", version 3. */
 const char *const sc_init_allowed[] = {
     "wait4", "waitid", "kill", "rt_sigtimedwait", "rt_sigprocmask", "rt_sigreturn", "write",
     "read", "pread64", "close", "exit", "exit_group", "clock_gettime", "getpid", "restart_syscall",
+    "ppoll",
 };
 
 #undef A

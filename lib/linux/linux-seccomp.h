@@ -34,7 +34,7 @@ int sc_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_er
 
 /* The tiny filter for the sandbox's own pid 1 (reaps children, forwards signals, writes to a pipe, exits):
  * allow only wait4, waitid, kill, rt_sigtimedwait, rt_sigprocmask, rt_sigreturn, write, read, close, exit, exit_group,
- * clock_gettime, getpid, restart_syscall; everything else (and every foreign architecture) KILL_PROCESS. */
+ * clock_gettime, getpid, restart_syscall, ppoll; everything else (and every foreign architecture) KILL_PROCESS. */
 int sc_compile_init(struct seccomp_program *out, fy_error **reterr);
 
 /* The process-wide program for (cls, notify), or the init program when init: made once per

@@ -201,9 +201,15 @@ int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **
                     "pre-started shells: the network namespace of a restricted plan's shell: %s", strerror(e));
         goto fail;
     }
-    int cr = lx_clone_exec_shell(&ca, sync[0], idle_ms, shell_netns(pl), pl->userns_owner, &sh->reaper, &sh->pidfd,
-                                 &sh->pid, &via_clone3);
+    /* The shell ends with this process, however many forks of it keep
+     * their copy of sync[1] (-1 where pidfd_open is missing: then only
+     * when the last copy is closed). */
+    int owner_pidfd = lx_owner_pidfd();
+    int cr = lx_clone_exec_shell(&ca, sync[0], owner_pidfd, idle_ms, shell_netns(pl), pl->userns_owner, &sh->reaper,
+                                 &sh->pidfd, &sh->pid, &via_clone3);
     int ce = errno;
+    if (owner_pidfd >= 0)
+        close(owner_pidfd);
     if (back >= 0)
         lxn_leave(back);
     if (cr < 0) {

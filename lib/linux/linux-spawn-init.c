@@ -427,7 +427,8 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
     if (init_fd >= 0) {
         char fdnum[16];
         snprintf(fdnum, sizeof(fdnum), "%d", plan_fd);
-        const int keep[] = {plan_fd, a->sync_fd, a->status_fd, a->notify_sock, a->stdio[0], a->stdio[1], a->stdio[2]};
+        const int keep[] = {plan_fd,     a->sync_fd,  a->status_fd, a->notify_sock,
+                            a->stdio[0], a->stdio[1], a->stdio[2],  a->owner_pidfd};
         used = exec_init_as(ca, init_fd, fdnum, keep, FY_ARRAY_SIZE(keep), a->plan->userns_owner, reaper, pidfd,
                             ret_pid, ret_clone3);
     }
@@ -440,8 +441,19 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
     return used;
 }
 
-int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns, uint32_t owner,
-                        struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
+int lx_owner_pidfd(void) {
+    int fd = sys_pidfd_open(util_getpid(), 0);
+    if (fd >= 0 && fd < 3) {
+        /* (A host with stdin closed: fd 0 means "none" to a shell.) */
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = high;
+    }
+    return fd < 0 ? -1 : fd;
+}
+
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, int owner_pidfd, uint32_t idle_ms, bool netns,
+                        uint32_t owner, struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3) {
     if (!lx_init_blob_len) {
         errno = ENOEXEC;
         return -1;
@@ -451,9 +463,10 @@ int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t id
         errno = -init_fd;
         return -1;
     }
-    char arg1[48];
-    snprintf(arg1, sizeof(arg1), "shell:%d:%u:%d", sync_fd, (unsigned)idle_ms, netns ? 1 : 0);
-    const int keep[] = {sync_fd};
+    char arg1[64];
+    snprintf(arg1, sizeof(arg1), "shell:%d:%u:%d:%d", sync_fd, (unsigned)idle_ms, netns ? 1 : 0,
+             owner_pidfd >= 3 ? owner_pidfd : 0);
+    const int keep[] = {sync_fd, owner_pidfd};
     int used = exec_init_as(ca, init_fd, arg1, keep, FY_ARRAY_SIZE(keep), owner, reaper, pidfd, ret_pid, ret_clone3);
     int e = errno;
     close(init_fd);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,18 +101,47 @@ int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_
     return 0;
 }
 
+/* Six random letters and digits (as mkdtemp's), NUL-terminated. */
+void lx_scratch_letters(char out[7]) {
+    static const char set[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    unsigned char rnd[6];
+    if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+        uint64_t t = util_now_usec() ^ ((uint64_t)getpid() << 20);
+        for (int i = 0; i < 6; i++)
+            rnd[i] = (unsigned char)(t >> (i * 8));
+    }
+    for (int i = 0; i < 6; i++)
+        out[i] = set[rnd[i] % (sizeof(set) - 1)];
+    out[6] = '\0';
+}
+
+char *lx_plan_attempt_dir(bool use_tmp) {
+    char x[7];
+    lx_scratch_letters(x);
+    return util_asprintf("%s/forgeyard-attempt-%s", use_tmp ? "/tmp" : "/dev/shm", x);
+}
+
 /* Process mode: a private directory per attempt, on tmpfs when the host
- * has /dev/shm, owned by the workload's uid, removed at cleanup. */
-int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr) {
-    char tmpl[] = "/dev/shm/forgeyard-attempt-XXXXXX";
-    char tmpl2[] = "/tmp/forgeyard-attempt-XXXXXX";
-    char *d = mkdtemp(tmpl);
-    if (!d)
-        d = mkdtemp(tmpl2);
-    if (!d)
+ * has /dev/shm, owned by the workload's uid, removed at cleanup. Its name
+ * was chosen (lx_plan_attempt_dir) and recorded before: made here, never
+ * taken over when it exists. */
+int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, const char *path, bool *ret_shm_failed,
+                         fy_error **reterr) {
+    if (mkdir(path, 0700) < 0) {
+        int e = errno;
+        if (e == EEXIST)
+            return 1; /* another name */
+        if (strncmp(path, "/dev/shm/", 9) == 0) {
+            *ret_shm_failed = true; /* (as mkdtemp there failing: /tmp instead) */
+            return 1;
+        }
         return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
+    }
+    const char *d = path;
     x->attempt_dir = strdup(d);
-    if (x->attempt_dir && chmod(d, 0700) < 0) /* (mkdtemp's 0700 less the host's umask) */
+    if (!x->attempt_dir)
+        rmdir(d);
+    if (x->attempt_dir && chmod(d, 0700) < 0) /* (0700 less the host's umask) */
         return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt directory");
     x->attempt_home = util_asprintf("%s/home", d);
     x->attempt_tmp = util_asprintf("%s/tmp", d);
@@ -119,11 +149,8 @@ int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **r
     x->env_home = util_asprintf("HOME=%s/home", d);
     x->env_tmpdir = util_asprintf("TMPDIR=%s/tmp", d);
     if (!x->attempt_dir || !x->attempt_home || !x->attempt_tmp || !x->attempt_secrets || !x->env_home ||
-        !x->env_tmpdir) {
-        if (!x->attempt_dir)
-            rmdir(d);
+        !x->env_tmpdir)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_MOUNT, 0, NULL, "out of memory");
-    }
     const char *dirs[] = {x->attempt_home, x->attempt_tmp, x->attempt_secrets};
     for (size_t i = 0; i < 3; i++)
         if (mkdir(dirs[i], 0700) < 0 || chmod(dirs[i], 0700) < 0 /* (whatever the host's umask: 0277 made them

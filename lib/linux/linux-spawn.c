@@ -47,6 +47,7 @@ static struct lx *lx_new(void) {
     x->pidfd = x->epfd = x->timerfd = x->sync_wr = x->status_rd = x->state_fd = -1;
     x->cg.v2_fd = -1;
     x->notify_sock = x->notify_fd = -1;
+    x->args.owner_pidfd = -1;
     x->reaper = (struct lx_reaper){-1, -1, -1, -1};
     lxn_run_init(&x->net);
     for (int i = 0; i < 3; i++)
@@ -105,6 +106,7 @@ static void lx_free(struct lx *x) {
     free(x->env_home);
     free(x->env_tmpdir);
     lx_close_fd(&x->pidfd);
+    lx_close_fd(&x->args.owner_pidfd);
     /* (The reaper middle was waited for where the attempt ended; a forked
      * copy of the host only lets go of its fds.) */
     lx_close_fd(&x->reaper.rd);
@@ -349,19 +351,52 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
         goto fail;
     }
     int stdin_secret;
-    if (pl->process_mode && (r = lx_setup_attempt_dir(x, pl, reterr)) < 0)
-        goto fail;
-    if (pl->overlay_disk && (r = lx_setup_upper_dir(x, pl, reterr)) < 0)
-        goto fail;
     /* The record exists before anything else the attempt leaves on the
-     * host (cgroups, secrets, the sandbox): a crash from here on leaves
-     * nothing fy_gc cannot find. */
+     * host (its scratch directory, cgroups, secrets, the sandbox): a crash
+     * from here on leaves nothing fy_gc cannot find. The scratch directory's
+     * name is chosen and recorded first, and made after (fy_gc takes a
+     * recorded one that is missing for removed); one that exists is
+     * never taken over: another name, recorded anew (the record is
+     * replaced whole, by a rename). (A claimed shell has no scratch.) */
     if (!sh && !(x->cg.name = cg_new_name())) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
         goto fail;
     }
-    if (!sh && (r = lx_record_state(pl, x->cg.name, x->attempt_dir, &x->state_dir, &x->state_path, &x->state_fd, reterr)) < 0)
-        goto fail;
+    bool shm_failed = false;
+    for (int tries = 0;; tries++) {
+        char *planned = NULL;
+        if (!sh && pl->process_mode && !(planned = lx_plan_attempt_dir(shm_failed))) {
+            r = err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
+            goto fail;
+        }
+        if (!sh && !pl->process_mode && pl->overlay_disk && (r = lx_plan_upper_dir(pl, &planned, reterr)) < 0)
+            goto fail;
+        if (!sh && tries > 0) {
+            lx_close_fd(&x->state_fd);
+            free(x->state_dir);
+            free(x->state_path);
+            x->state_dir = x->state_path = NULL;
+        }
+        if (!sh && (r = lx_record_state(pl, x->cg.name, planned, &x->state_dir, &x->state_path, &x->state_fd,
+                                        reterr)) < 0) {
+            free(planned);
+            goto fail;
+        }
+        if (!planned)
+            break;
+        r = pl->process_mode ? lx_setup_attempt_dir(x, pl, planned, &shm_failed, reterr)
+                             : lx_setup_upper_dir(x, pl, planned, reterr);
+        free(planned);
+        if (r < 0)
+            goto fail;
+        if (r == 0)
+            break;
+        if (tries >= 100) {
+            r = err_set(reterr, FY_E_IO, FY_STEP_MOUNT, EEXIST, NULL, "creating the attempt's scratch directory: %s",
+                        strerror(EEXIST));
+            goto fail;
+        }
+    }
     /* Restricted: the router (linux-net.c), on a thread of its own while
      * we clone the sandbox and it makes its network namespace and builds
      * its filesystem; lxn_finish waits for it. The sandbox runs nothing of
@@ -391,6 +426,12 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     struct child_args *a = &x->args;
     a->plan = pl;
     a->owner_pid = util_getpid();
+    /* Init ends the sandbox when this process exits (its pidfd), not only
+     * when the last copy of sync[1] is closed: a fork(2) of the host keeps
+     * one for as long as it lives. (-1 without pidfd_open: only the
+     * latter. A claimed shell has the pidfd of its maker.) */
+    if (!sh)
+        a->owner_pidfd = lx_owner_pidfd();
     a->sync_fd = sync[0];
     a->status_fd = status[1];
     a->notify_sock = nsock[1];
@@ -497,6 +538,7 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     }
     x->pid = pid;
     x->pidfd = pidfd;
+    lx_close_fd(&a->owner_pidfd);
     close(sync[0]);
     close(status[1]);
     sync[0] = status[1] = -1;

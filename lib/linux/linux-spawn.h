@@ -139,10 +139,18 @@ int lx_set_nonblock(int fd);
 
 /* linux-spawn-io.c: set up before the clone (lx_start) */
 int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_error **reterr);
-int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr);
+/* The scratch directories: a name is chosen (lx_plan_*), recorded
+ * (lx_record_state), and only then made (lx_setup_*: 0 made, 1 it exists or
+ * cannot be made there, choose again; x->attempt_dir only once made), so
+ * that a crash in between leaves nothing that no record names. */
+void lx_scratch_letters(char out[7]);
+char *lx_plan_attempt_dir(bool use_tmp);
+int lx_setup_attempt_dir(struct lx *x, const struct linux_plan *pl, const char *path, bool *ret_shm_failed,
+                         fy_error **reterr);
 /* linux-upper.c: a container's upper and work directories on disk (as
- * x->attempt_dir, removed with it). */
-int lx_setup_upper_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr);
+ * x->attempt_dir, removed with it), in the image cache's uppers/. */
+int lx_plan_upper_dir(const struct linux_plan *pl, char **ret_path, fy_error **reterr);
+int lx_setup_upper_dir(struct lx *x, const struct linux_plan *pl, const char *path, fy_error **reterr);
 int lx_setup_secrets(struct lx *x, const struct fy_plan *np, const struct linux_plan *pl, int *stdin_secret,
                      fy_error **reterr);
 /* ... and driven by lx_process */
@@ -171,7 +179,8 @@ int lx_packed_memfd(const struct child_args *a);
  * the sandbox's network namespace in advance. 1: it runs (*ret_pid,
  * *pidfd; through the reaper middle when the host's SIGCHLD is not at its
  * default); -1 and errno. */
-int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, uint32_t idle_ms, bool netns, uint32_t owner,
+int lx_clone_exec_shell(const struct fy_clone_args *ca, int sync_fd, int owner_pidfd, uint32_t idle_ms, bool netns,
+                        uint32_t owner,
                         struct lx_reaper *reaper, int *pidfd, pid_t *ret_pid, bool *ret_clone3);
 /* As root, the calling thread's ids for a clone whose new user namespace
  * `owner` must own (pl->userns_owner): 0 switched (lx_owner_leave after

@@ -88,8 +88,54 @@ static uint64_t own_pidns(void) {
     return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+/* Whether pid is a zombie (or dying: state Z or X in /proc/PID/stat): it
+ * keeps its pid and start time until its parent reaps it, but runs
+ * nothing, and what it owned is an orphan. */
+static bool exited(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t k = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (k <= 0)
+        return false;
+    buf[k] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 static bool alive_as(pid_t pid, uint64_t start) {
-    return pid > 0 && start && state_starttime(pid) == start;
+    return pid > 0 && start && state_starttime(pid) == start && !exited(pid);
+}
+
+/* The owner's pid in an unrecorded cgroup's name: forgeyard-PID-<16 hex>
+ * (an attempt's or a shell's), fy-probe-PID-<8 hex> (the cgroup probe's,
+ * linux-probe-cgroup.c) or fy-probe-dev-PID-<8 hex> (the devices probe's,
+ * linux-devices.c); 0 for any other name. */
+static int unrecorded_owner(const char *name) {
+    static const struct { const char *prefix; size_t hexlen; } forms[] = {
+        {"forgeyard-", 16}, {"fy-probe-dev-", 8}, {"fy-probe-", 8}};
+    for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+        size_t pl = strlen(forms[f].prefix);
+        if (strncmp(name, forms[f].prefix, pl) != 0)
+            continue;
+        const char *p = name + pl;
+        if (*p < '1' || *p > '9')
+            return 0;
+        long pid = 0;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if ((pid = pid * 10 + (*p - '0')) > 0x3fffffff)
+                return 0;
+        if (*p++ != '-' || strlen(p) != forms[f].hexlen)
+            return 0;
+        for (size_t i = 0; i < forms[f].hexlen; i++)
+            if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+                return 0;
+        return (int)pid;
+    }
+    return 0;
 }
 
 /* A state directory is acted on (records written, orphans destroyed) only
@@ -377,14 +423,12 @@ unsigned state_gc_unrecorded_cgroups(const char *parent, unsigned min_age_sec, c
     time_t now = time(NULL);
     struct dirent *e;
     while ((e = readdir(d))) {
-        int pid = 0, end = 0;
-        char hex[17];
         struct stat st;
-        if (sscanf(e->d_name, "forgeyard-%d-%16[0-9a-f]%n", &pid, hex, &end) != 2 || pid <= 0 ||
-            e->d_name[end] != '\0' || strlen(hex) != 16)
+        int pid = unrecorded_owner(e->d_name);
+        if (pid <= 0)
             continue;
-        if (kill(pid, 0) == 0 || errno != ESRCH)
-            continue; /* its owner lives (or is not ours to judge) */
+        if (kill(pid, 0) == 0 ? !exited(pid) : errno != ESRCH)
+            continue; /* its owner lives (or is not ours to judge); a zombie does not */
         char rec[300];
         snprintf(rec, sizeof(rec), "%s.state", e->d_name);
         if (sfd >= 0 && fstatat(sfd, rec, &st, AT_SYMLINK_NOFOLLOW) == 0)

@@ -20,7 +20,7 @@
 #include "linux-plan.h"
 #include "linux-spawn.h"
 
-int lx_setup_upper_dir(struct lx *x, const struct linux_plan *pl, fy_error **reterr) {
+int lx_plan_upper_dir(const struct linux_plan *pl, char **ret_path, fy_error **reterr) {
     const struct fy_plan *np = pl->np;
     if (!np || !np->nimage_layers)
         return err_set(reterr, FY_E_INTERNAL, FY_STEP_MOUNT, 0, NULL, "a disk upper without an image");
@@ -44,10 +44,21 @@ int lx_setup_upper_dir(struct lx *x, const struct linux_plan *pl, fy_error **ret
     struct stat st;
     if (lstat(base, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
         return err_set(reterr, FY_E_DENIED, FY_STEP_MOUNT, 0, base, "%s is not a directory of ours", base);
-    memcpy(base + bl + 7, "/XXXXXX", 8);
-    char *d = mkdtemp(base);
-    if (!d)
-        return lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt's disk upper");
+    char letters[7];
+    lx_scratch_letters(letters);
+    base[bl + 7] = '/';
+    memcpy(base + bl + 8, letters, 7);
+    if (!(*ret_path = strdup(base)))
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_MOUNT, 0, NULL, "out of memory");
+    return 0;
+}
+
+/* Made here, with the name chosen and recorded before (never taken over
+ * when it exists: 1, another name). */
+int lx_setup_upper_dir(struct lx *x, const struct linux_plan *pl, const char *d, fy_error **reterr) {
+    const struct fy_plan *np = pl->np;
+    if (mkdir(d, 0700) < 0)
+        return errno == EEXIST ? 1 : lx_sys_err(reterr, FY_STEP_MOUNT, "creating the attempt's disk upper");
     if (!(x->attempt_dir = strdup(d))) {
         rmdir(d);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_MOUNT, 0, NULL, "out of memory");

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
@@ -412,8 +414,17 @@ static int kvm_check(const struct kvm_args *a, int deadline_ms, char *reason, si
     pthread_sigmask(SIG_SETMASK, &all, &old);
     uint64_t t0 = util_now_usec();
     int pidfd = -1;
+    pid_t parent = (pid_t)syscall(SYS_getpid);
     pid_t pid = sys_fork_quiet_pidfd(&pidfd);
     if (pid == 0) {
+        /* It dies with us: a prober killed while the guest runs (minutes
+         * of a slow KVM's stages) cannot SIGKILL and reap it any more, and
+         * it is in no cgroup and no record. The parent-death signal comes
+         * when the forking thread exits; this one waits for the child
+         * (and reaps it) before it returns. Our parent already gone: no
+         * signal will come, so stop here. */
+        if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0 && syscall(SYS_getppid) != parent)
+            _exit(0);
         close(p[0]);
         kvm_child(a, p[1]);
         _exit(0);

@@ -590,6 +590,64 @@ START_TEST(test_kvm_hung_guest) {
 END_TEST
 #endif
 
+#if FY_HAVE_VM
+/* Whether pid runs (neither gone nor a zombie). */
+static bool runs(pid_t pid) {
+    char path[64], buf[512] = {0};
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t k = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    const char *rp = k > 0 ? strrchr(buf, ')') : NULL;
+    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* A host killed while its KVM probe's child runs a guest: the child ran
+ * on for minutes (a guest loop, a KVM VM and vCPU held, in no cgroup and
+ * no record). It must die with the prober. */
+START_TEST(test_kvm_probe_child_dies_with_host) {
+    int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return; /* no guest to run */
+    close(fd);
+    pid_t host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        static const uint8_t spin[] = { 0xeb, 0xfe }; /* jmp $ */
+        char reason[1024];
+        (void)vm_kvm_probe_code(spin, sizeof spin, 30000, reason, sizeof reason);
+        _exit(0);
+    }
+    /* Its probe child (bounded wait). */
+    pid_t kid = 0;
+    for (int i = 0; i < 300 && kid <= 0; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)host, (int)host);
+        FILE *f = fopen(path, "re");
+        if (f) {
+            if (fscanf(f, "%d", &kid) != 1)
+                kid = 0;
+            fclose(f);
+        }
+        if (kid <= 0)
+            usleep(10000);
+    }
+    ck_assert_int_gt(kid, 0);
+    usleep(100000); /* (in its guest loop) */
+    kill(host, SIGKILL);
+    waitpid(host, NULL, 0);
+    bool gone = false;
+    for (int i = 0; i < 300 && !(gone = !runs(kid)); i++)
+        usleep(10000);
+    if (!gone)
+        kill(kid, SIGKILL); /* (the old behaviour: not left running) */
+    ck_assert_msg(gone, "the KVM probe's child %d outlived its killed host", (int)kid);
+}
+END_TEST
+#endif
+
 /* Runs fn(arg, out, len) in a forked child and returns what it wrote into
  * out (its text, NUL-terminated) with the child's exit status in *status:
  * a child's exit code is fn's return value. */
@@ -1508,6 +1566,7 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_userns_denied);
 #if FY_HAVE_VM
     tcase_add_test(tc, test_kvm_hung_guest);
+    tcase_add_test(tc, test_kvm_probe_child_dies_with_host);
 #endif
     tcase_add_test(tc, test_repeat_no_leaks);
     tcase_add_test(tc, test_persisted_snapshot);

@@ -943,6 +943,140 @@ START_TEST(test_process_level_gc) {
 }
 END_TEST
 
+START_TEST(test_process_level_gc_scratch_not_made) {
+    /* The scratch directory's name is recorded before it is made: a host
+     * killed in between leaves a record naming a directory that does not
+     * exist, which gc counts and removes like any other. */
+    char state[128];
+    snprintf(state, sizeof(state), "%s/state-unmade", scratch);
+    ck_assert_int_eq(mkdir(state, 0700) == 0 || errno == EEXIST, 1);
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    char rec[512], planned[128];
+    snprintf(planned, sizeof(planned), "/dev/shm/forgeyard-attempt-u%05d", (int)(getpid() % 100000));
+    ck_assert_int_eq(access(planned, F_OK), -1);
+    snprintf(rec, sizeof(rec), "%s/forgeyard-%d-00000000000000aa.state", state, (int)dead);
+    FILE *f = fopen(rec, "we");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "forgeyard-state 1\nowner %d 1\nsandbox 0 0\nscratch %s\n", (int)dead, planned);
+    fclose(f);
+    uint64_t destroyed = 0;
+    fy_error *err = NULL;
+    int r = fy_gc(state, 0, &destroyed, &err);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(err));
+    fy_error_free(err);
+    ck_assert_uint_eq(destroyed, 1);
+    ck_assert_int_eq(access(rec, F_OK), -1);
+    ck_assert_int_eq(access(planned, F_OK), -1);
+}
+END_TEST
+
+/* The first process whose command line holds needle and the tag (any
+ * owner: the host here is a forked child), its parent in *ppid; 0 if none. */
+static pid_t find_tagged(const char *needle, pid_t *ppid) {
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = 0;
+    while (d && !found && (e = readdir(d))) {
+        char path[64], buf[256] = {0};
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        for (ssize_t i = 0; i < k; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        if (k > 0 && strstr(buf, needle) && strstr(buf, tag()))
+            found = atoi(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    if (found && ppid) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)found);
+        char *st = slurp(path), *pp = st ? strstr(st, "\nPPid:") : NULL;
+        *ppid = pp ? atoi(pp + 6) : 0;
+        free(st);
+    }
+    return found;
+}
+
+START_TEST(test_process_level_forked_host_crash) {
+    /* A host with a fork(2) child (a worker that knows nothing of the
+     * handle) is killed: the child keeps the host's end of the sandbox's
+     * socket, and the sandbox ran on unsupervised for as long as it
+     * lived. Its init must end it when the host process exits. */
+    deny_userns();
+    char state[128];
+    snprintf(state, sizeof(state), "%s/state-forked", scratch);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t host = fork();
+    if (host == 0) {
+        close(ready[0]);
+        fy_policy *p = NULL;
+        fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL);
+        fy_policy_set_state_dir(p, state, NULL);
+        fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 600ULL * 1000000ULL, NULL);
+        const char *argv[] = {"/bin/sleep", "654324", tag(), NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0)
+            _exit(1);
+        for (int i = 0; i < 500 && !find_tagged("sleep 654324", NULL); i++) {
+            fy_handle_process(h, NULL, NULL);
+            usleep(10000);
+        }
+        pid_t worker = fork();
+        if (worker == 0) {
+            close(ready[1]);
+            for (int i = 0; i < 300; i++)
+                usleep(100000);
+            _exit(0);
+        }
+        if (worker < 0 || write(ready[1], &worker, sizeof(worker)) != (ssize_t)sizeof(worker))
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    pid_t worker = 0;
+    ck_assert_int_eq(read(ready[0], &worker, sizeof(worker)), (ssize_t)sizeof(worker));
+    close(ready[0]);
+    ck_assert_int_gt(worker, 0);
+    pid_t init = 0;
+    ck_assert_int_gt(find_tagged("sleep 654324", &init), 0);
+    ck_assert_int_gt(init, 1);
+    kill(host, SIGKILL);
+    waitpid(host, NULL, 0);
+    pid_t left = 1;
+    for (int i = 0; i < 500 && (left = find_tagged("sleep 654324", NULL)) > 0; i++)
+        usleep(10000);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)init);
+    char *cmd = slurp(path); /* (a zombie's is empty) */
+    bool init_runs = cmd && *cmd;
+    free(cmd);
+    bool worker_alive = kill(worker, 0) == 0;
+    kill(worker, SIGKILL);
+    for (int i = 0; i < 300 && kill(worker, 0) == 0; i++)
+        usleep(10000);
+    if (left > 0)
+        kill(left, SIGKILL);
+    fy_error *err = NULL;
+    int r = fy_gc(state, 0, NULL, &err);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(err));
+    fy_error_free(err);
+    ck_assert_msg(worker_alive, "the forked worker had ended");
+    ck_assert_msg(left == 0 && !init_runs, "the sandbox outlived its killed host (workload %d, init %s)", (int)left,
+                  init_runs ? "running" : "gone");
+}
+END_TEST
+
 int main(int argc, char **argv) {
     (void)tag();
     if (argc < 2)
@@ -993,6 +1127,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_refuses_fake_root);
     tcase_add_test(tc, test_process_level_v1_freezer_teardown);
     tcase_add_test(tc, test_process_level_gc);
+    tcase_add_test(tc, test_process_level_forked_host_crash);
+    tcase_add_test(tc, test_process_level_gc_scratch_not_made);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL); /* fork mode: the filter stays in the test child */

@@ -3273,6 +3273,81 @@ START_TEST(test_host_crash_then_gc) {
 }
 END_TEST
 
+/* A host with a fork(2) child (a worker, a prefork server) is killed: the
+ * child keeps the host's end of every sandbox's socket, whose end of file
+ * was all its init watched, and the sandbox ran on, unsupervised past its
+ * limits, for as long as the child lived. Its init must end it when the
+ * host process itself exits (its pidfd). */
+START_TEST(test_forked_host_crash) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-forked", scratch);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    int go;
+    pid_t host = fork_held(&go);
+    if (host == 0) {
+        close(ready[0]);
+        fy_policy *p = policy();
+        fy_policy_set_state_dir(p, state, NULL);
+        fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, 600ULL * 1000000ULL, NULL);
+        const char *argv[] = {"/bin/sleep", "654323", tag(), NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
+            _exit(1);
+        for (int i = 0; i < 500 && count_procs_with("sleep 654323") < 1; i++) {
+            fy_handle_process(h, NULL, NULL);
+            usleep(10000);
+        }
+        /* The worker: knows nothing of the handle, only sleeps (bounded). */
+        pid_t worker = fork();
+        if (worker == 0) {
+            close(ready[1]);
+            for (int i = 0; i < 300; i++)
+                usleep(100000);
+            _exit(0);
+        }
+        if (worker < 0 || write(ready[1], &worker, sizeof(worker)) != (ssize_t)sizeof(worker))
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    (void)release_host(host, go);
+    close(ready[1]);
+    pid_t worker = 0;
+    ck_assert_int_eq(read(ready[0], &worker, sizeof(worker)), (ssize_t)sizeof(worker));
+    close(ready[0]);
+    ck_assert_int_gt(worker, 0);
+    ck_assert_int_eq(count_procs_with("sleep 654323"), 1);
+    pid_t init = find_init_of("sleep 654323");
+    ck_assert_int_gt(init, 0);
+    kill(host, SIGKILL);
+    waitpid(host, NULL, 0);
+    /* Within a few seconds, with the worker alive. */
+    int left = 1;
+    for (int i = 0; i < 500 && (left = count_procs_with("sleep 654323")) > 0; i++)
+        usleep(10000);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)init);
+    char *cmd = slurp(path); /* (a zombie's is empty) */
+    bool init_runs = cmd && *cmd;
+    free(cmd);
+    bool worker_alive = kill(worker, 0) == 0;
+    kill(worker, SIGKILL);
+    for (int i = 0; i < 300 && kill(worker, 0) == 0; i++)
+        usleep(10000);
+    uint64_t destroyed = 0;
+    fy_error *e = NULL;
+    int r = fy_gc(state, 0, &destroyed, &e);
+    ck_assert_msg(r == 0, "gc: %s", fy_error_message(e));
+    fy_error_free(e);
+    ck_assert_msg(worker_alive, "the forked worker had ended");
+    ck_assert_msg(left == 0 && !init_runs, "the sandbox outlived its killed host (%d workload processes, init %s)",
+                  left, init_runs ? "running" : "gone");
+    ck_assert_int_eq(count_files(state, ".state"), 0);
+}
+END_TEST
+
 /* A host in another pid namespace sharing the state directory (a runner
  * container with a shared /run, a hostPath state directory): its pid and
  * start time name nothing here, or another process. gc from outside, and
@@ -3384,10 +3459,26 @@ START_TEST(test_gc_unrecorded_cgroups) {
         sleep(30);
         _exit(0);
     }
+    /* An owner killed but not yet reaped (its parent slow to wait): it
+     * runs nothing, and its cgroups and records are orphans. */
+    pid_t zombie = fork();
+    if (zombie == 0)
+        _exit(0);
+    char zstat[64];
+    snprintf(zstat, sizeof(zstat), "/proc/%d/stat", (int)zombie);
+    for (int i = 0; i < 300; i++) {
+        char *st = slurp(zstat), *rp = st ? strrchr(st, ')') : NULL;
+        bool z = rp && rp[1] == ' ' && rp[2] == 'Z';
+        free(st);
+        if (z)
+            break;
+        usleep(10000);
+    }
     struct {
         pid_t owner;
         const char *tail;
         bool aged, populated, removed, recorded;
+        const char *prefix; /* NULL: forgeyard */
     } c[] = {
         {dead, "00000000000000a1", true, false, true},
         {dead, "00000000000000a2", false, false, false},     /* too young */
@@ -3395,6 +3486,13 @@ START_TEST(test_gc_unrecorded_cgroups) {
         {dead, "00000000000000a4", true, true, false},       /* populated */
         {dead, "00000000000000zz", true, false, false},      /* not our name */
         {dead, "00000000000000a6", true, false, false, true}, /* recorded */
+        {zombie, "00000000000000a7", true, false, true},     /* its owner is a zombie */
+        {dead, "000000b1", true, false, true, false, "fy-probe"},      /* a killed probe's */
+        {dead, "000000b2", true, false, true, false, "fy-probe-dev"},  /* a killed devices probe's */
+        {getpid(), "000000b3", true, false, false, false, "fy-probe"}, /* its prober lives */
+        {dead, "000000b4", false, false, false, false, "fy-probe"},    /* too young */
+        {dead, "0000000z", true, false, false, false, "fy-probe"},     /* not our name */
+        {dead, "00000000000000b6", true, false, false, false, "fy-probe"}, /* nor this */
     };
     enum { NC = sizeof(c) / sizeof(c[0]) };
     char state[160];
@@ -3402,7 +3500,8 @@ START_TEST(test_gc_unrecorded_cgroups) {
     ck_assert_int_eq(mkdir(state, 0700), 0);
     char dir[NC][700];
     for (size_t i = 0; i < NC; i++) {
-        snprintf(dir[i], sizeof(dir[i]), "%s/forgeyard-%d-%s", parent, (int)c[i].owner, c[i].tail);
+        snprintf(dir[i], sizeof(dir[i]), "%s/%s-%d-%s", parent, c[i].prefix ? c[i].prefix : "forgeyard",
+                 (int)c[i].owner, c[i].tail);
         ck_assert_msg(mkdir(dir[i], 0755) == 0, "%s: %s", dir[i], strerror(errno));
         if (c[i].populated) {
             char procs[800], pid[16];
@@ -3428,12 +3527,39 @@ START_TEST(test_gc_unrecorded_cgroups) {
             ck_assert_int_eq(utimensat(AT_FDCWD, dir[i], t, 0), 0);
         }
     }
+    /* A record whose owner is the zombie (its real start time): destroyed. */
+    char zrec[300], zcg[700], ztext[1000];
+    {
+        char *st = slurp(zstat), *rp = st ? strrchr(st, ')') : NULL;
+        unsigned long long start = 0;
+        /* (fields after the name: state is the 3rd, starttime the 22nd) */
+        for (int f = 3; rp && f <= 22; f++)
+            rp = strchr(rp + 1, ' ');
+        ck_assert_ptr_nonnull(rp);
+        start = strtoull(rp + 1, NULL, 10);
+        free(st);
+        ck_assert_uint_gt(start, 0);
+        snprintf(zcg, sizeof(zcg), "%s/forgeyard-%d-00000000000000c1", parent, (int)zombie);
+        ck_assert_int_eq(mkdir(zcg, 0755), 0);
+        snprintf(zrec, sizeof(zrec), "%s/forgeyard-%d-00000000000000c1.state", state, (int)zombie);
+        snprintf(ztext, sizeof(ztext), "forgeyard-state 1\nowner %d %llu\nsandbox 0 0\ncgroup %s\n", (int)zombie,
+                 start, zcg);
+        int fd = open(zrec, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, ztext, strlen(ztext)), (ssize_t)strlen(ztext));
+        close(fd);
+    }
     uint64_t destroyed = 0;
     ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
-    ck_assert_uint_eq(destroyed, 0);
-    for (size_t i = 0; i < NC; i++)
-        ck_assert_msg((access(dir[i], F_OK) != 0) == c[i].removed, "%s: %s", dir[i],
-                      c[i].removed ? "left" : "removed");
+    bool zrec_left = access(zrec, F_OK) == 0, zcg_left = access(zcg, F_OK) == 0;
+    waitpid(zombie, NULL, 0);
+    rmdir(zcg);
+    unlink(zrec);
+    int wrong = -1;
+    for (size_t i = 0; i < NC && wrong < 0; i++)
+        if ((access(dir[i], F_OK) != 0) != c[i].removed)
+            wrong = (int)i;
+    /* (Cleaned up before judging: these are in a shared hierarchy.) */
     kill(sleeper, SIGKILL);
     waitpid(sleeper, NULL, 0);
     for (size_t i = 0; i < NC; i++)
@@ -3442,6 +3568,9 @@ START_TEST(test_gc_unrecorded_cgroups) {
     char rm[300];
     snprintf(rm, sizeof(rm), "rm -rf '%s'", state);
     ck_assert_int_eq(system(rm), 0);
+    ck_assert_msg(!zrec_left && !zcg_left, "a zombie owner's record was taken for a live owner's");
+    ck_assert_uint_eq(destroyed, 1);
+    ck_assert_msg(wrong < 0, "%s: %s", wrong >= 0 ? dir[wrong] : "", wrong >= 0 && c[wrong].removed ? "left" : "removed");
 }
 END_TEST
 
@@ -4687,6 +4816,11 @@ int main(int argc, char **argv) {
     tcase_add_test(tlc, test_io_limit);
     tcase_add_test(tlc, test_inherited_rlimits);
     suite_add_tcase(s, tlc);
+    /* Its own case (CK_RUN_CASE=forked-host): a killed host's fork(2). */
+    TCase *tf = tcase_create("forked-host");
+    tcase_set_timeout(tf, 120);
+    tcase_add_test(tf, test_forked_host_crash);
+    suite_add_tcase(s, tf);
     /* Its own case too (CK_RUN_CASE=bind-submounts). */
     TCase *tb = tcase_create("bind-submounts");
     tcase_set_timeout(tb, 120);

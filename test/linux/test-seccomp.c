@@ -754,7 +754,7 @@ START_TEST(test_compile_api) {
     sc_program_free(NULL);
     ck_assert_int_eq(sc_compile_init(&p, NULL), 0);
     ck_assert_str_eq(p.name, "init");
-    ck_assert_uint_eq(p.version, 2);
+    ck_assert_uint_eq(p.version, 3); /* (3: ppoll, for the owner's pidfd) */
     ck_assert(!p.notify);
     ck_assert_uint_lt(p.len, 64);
     sc_program_free(&p);

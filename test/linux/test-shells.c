@@ -412,7 +412,20 @@ START_TEST(test_shell_holds_nothing_before_its_claim) {
         ck_assert_ptr_nonnull(slurp(path, &len));
         ck_assert_int_eq(len, 0);
         snprintf(path, sizeof(path), "/proc/%d/fd", (int)sh);
-        ck_assert_int_eq(count_prefix(path, "") - 2, 1); /* "." and ".." */
+        /* Its socket to us, and a pidfd of this process (it ends with us,
+         * however many forks of us keep our end of the socket). "." and "..". */
+        ck_assert_int_eq(count_prefix(path, "") - 2, 2);
+        int npidfd = 0;
+        DIR *fdd = opendir(path);
+        struct dirent *fe;
+        while (fdd && (fe = readdir(fdd))) {
+            char lp[600], target[128] = {0};
+            snprintf(lp, sizeof(lp), "%s/%s", path, fe->d_name);
+            npidfd += readlink(lp, target, sizeof(target) - 1) > 0 && strcmp(target, "anon_inode:[pidfd]") == 0;
+        }
+        if (fdd)
+            closedir(fdd);
+        ck_assert_int_eq(npidfd, 1);
         /* Its whole writable memory, searched for the plan's canaries. */
         snprintf(path, sizeof(path), "/proc/%d/maps", (int)sh);
         FILE *maps = fopen(path, "re");
