@@ -358,6 +358,25 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
         goto fail;
     }
     pl->guest_mem = (pl->guest_mem + MiB - 1) & ~(MiB - 1);
+    /* Where the caller's cgroups come from the privileged helper, its
+     * per-attempt budget (the probe's facts, read by their names: the Linux
+     * folder's) binds the VMM as it binds a namespace sandbox: a VMM that
+     * would need more is refused here, never run unbounded past the
+     * operator's budget. */
+    const char *hsock = caps_fact(caps, "linux.helper_socket");
+    const char *hm = caps_fact(caps, "linux.helper_max_memory"), *hp = caps_fact(caps, "linux.helper_max_pids");
+    if (hsock && pl->host_mem && hm && strtoull(hm, NULL, 10) < pl->guest_mem + 512 * MiB) {
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, "$.resources.memory",
+                    "the VMM's memory (%llu bytes: the guest's RAM and QEMU's) is over this uid's budget at the "
+                    "privileged helper (%s bytes per attempt)",
+                    (unsigned long long)(pl->guest_mem + 512 * MiB), hm);
+        goto fail;
+    }
+    if (hsock && pl->host_pids && hp && strtoull(hp, NULL, 10) < 256) {
+        r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_PREPARE, 0, "$.resources.pids",
+                    "the VMM's 256 processes are over this uid's budget at the privileged helper (%s per attempt)", hp);
+        goto fail;
+    }
     uint64_t cpu = np->limit[FY_LIMIT_CPU_MILLIS];
     pl->smp = cpu != FY_UNLIMITED && cpu > 1000 ? 2 : 1;
 

@@ -882,6 +882,7 @@ static const struct field plan_fields[] = {
                                 "(lib/select.c), which apple is not"},
     {"nimage_layers", AH_DENIED, "as image_layers"},
     {"image_digest", AH_DENIED, "as image_layers"},
+    {"image_nlayers", AH_DENIED, "as image_layers"},
     {"build_lower", AH_DENIED, "no build_overlaid op: build is bound as usual, and the action layer materialises "
                                "the input root into it (lib/action-run.c)"},
     {"build_work", AH_DENIED, "as build_lower"},
@@ -897,6 +898,8 @@ static const struct field plan_fields[] = {
     {"net_rules", AH_PROFILE, "the resolved forms of dests: only localhost's loopback rules get past compile"},
     {"nnet_rules", AH_PROFILE, "as net_rules"},
     {"net_hosts", AH_PROFILE, "in the generated /etc/hosts entry, read from the attempt's files"},
+    {"net_name_rules", AH_DENIED, "the Linux DNS stub's table: here names resolve through net_hosts only"},
+    {"nnet_name_rules", AH_DENIED, "as net_name_rules"},
     {"net_uplink", AH_DENIED, "Linux router plumbing: Seatbelt filters in the host's own stack"},
     {"net_link_subnet", AH_DENIED, "as net_uplink"},
     {"net_credentials", AH_DENIED, "fetch-only's proxy credentials: fetch-only is refused here (no proxy)"},

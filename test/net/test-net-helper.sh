@@ -290,14 +290,20 @@ want("remove again", ask(net_remove(name(0))), ("error", 10))
 # A rule covering an address of the helper's own (the host's) namespace:
 # the library refuses it at fy_prepare, and a peer speaking the protocol
 # itself is refused too (malformed, 1), nothing made.
-# Rules covering what the uplink namespace delivers to itself (its own
-# address, where a service listens, and its link's broadcast address)
-# are refused too (malformed, 1): the router's traffic is delivered there.
-for i, (a, p) in enumerate((("203.0.113.1", 32), ("203.0.113.3", 32), ("203.0.113.0", 24))):
+# A named uplink (neither the helper's namespace nor the host's): rules
+# covering its link's broadcast address (alone or in a block) are refused
+# (malformed, 1), a packet there reaching whoever listens on the link; its
+# own address is a destination the operator put there, as on the library's
+# root path, and is accepted.
+for i, (a, p, refused) in enumerate((("203.0.113.3", 32, True), ("203.0.113.0", 24, True),
+                                     ("203.0.113.1", 32, False))):
     rule = struct.pack("<BBBHH", 4, p, 6, 8080, 8080) + socket.inet_aton(a) + bytes(12)
     req = msg(4, struct.pack("<H", len(name(6 + i))) + name(6 + i) + struct.pack("<H", 1) + rule)
     got = ask(req, [nss[4]])
-    want(f"a rule covering the uplink's {a}/{p}", got, ("error", 1))
+    if refused:
+        want(f"a rule covering the uplink's {a}/{p}", got, ("error", 1))
+    else:
+        want(f"a rule for the named uplink's own {a}/{p}", got[0], "ok")
     if got[0] == "ok":
         ask(net_remove(name(6 + i)))
 host = os.environ.get("FY_HOST_ADDR4", "")

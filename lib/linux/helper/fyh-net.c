@@ -67,6 +67,7 @@ static struct {
     bool ready;
     int self;   /* our own network namespace */
     int uplink; /* the uplink's */
+    bool uplink_host; /* the uplink is ours or the host's (pid 1's): every local entry refused */
     char uplink_name[FYH_UPLINK_MAX + 1];
 } N = {.self = -1, .uplink = -1};
 
@@ -139,6 +140,12 @@ int fyh_net_init(const char *uplink, char *why, size_t whylen) {
         return -ENAMETOOLONG;
     }
     snprintf(N.uplink_name, sizeof(N.uplink_name), "%s", host ? "host (the helper's network namespace)" : uplink);
+    /* (read now, before the helper confines itself: /proc/1 later may not
+     * be ours to open) */
+    int h = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+    N.uplink_host = host || same_file(N.self, N.uplink) || (h >= 0 && same_file(h, N.uplink));
+    if (h >= 0)
+        close(h);
     N.ready = true;
     return 0;
 }
@@ -243,7 +250,10 @@ static bool rule_overlaps(const struct fyh_net_rule *r, unsigned fam, const uint
  * local table lists every such address: the interfaces' own (on lo too:
  * a service address put there), their IPv4 broadcast addresses, IPv6
  * anycast ones and any local block an operator routed (AnyIP). */
-static int covers_local(int ns, const struct fyh_net_rule *rules, uint32_t nrules, int *hitp, char *as, size_t aslen) {
+/* local_too false: only broadcast and anycast entries count (a named
+ * uplink's own addresses are destinations the operator put there). */
+static int covers_local(int ns, bool local_too, const struct fyh_net_rule *rules, uint32_t nrules, int *hitp,
+                        char *as, size_t aslen) {
     *hitp = -1;
     int s = nl_open(ns);
     if (s < 0)
@@ -302,7 +312,8 @@ static int covers_local(int ns, const struct fyh_net_rule *rules, uint32_t nrule
                         dst = RTA_DATA(a);
                 }
                 if (table != RT_TABLE_LOCAL || !dst ||
-                    (r->rtm_type != RTN_LOCAL && r->rtm_type != RTN_BROADCAST && r->rtm_type != RTN_ANYCAST))
+                    ((r->rtm_type != RTN_LOCAL || !local_too) && r->rtm_type != RTN_BROADCAST &&
+                     r->rtm_type != RTN_ANYCAST))
                     continue;
                 unsigned fam = r->rtm_family == AF_INET ? 4 : 6;
                 uint8_t a16[16] = {0};
@@ -488,7 +499,13 @@ static int create(struct fyh_net_attempt *a, int ns, uid_t owner, int *tap, cons
         char own[INET6_ADDRSTRLEN + 32] = "";
         if (fyh_net_raise)
             fyh_net_raise(true);
-        int own_rule = -1, r = covers_local(w == 0 ? N.uplink : N.self, rules, nrules, &own_rule, own, sizeof(own));
+        /* A named uplink that is neither ours nor the host's (init's): its
+         * own addresses are destinations the operator put there, as on the
+         * library's root path (plan-net.c, linux-net.c); its broadcast and
+         * anycast entries never are. Ours or the host's: every local entry. */
+        bool local_too = w == 1 || N.uplink_host;
+        int own_rule = -1,
+            r = covers_local(w == 0 ? N.uplink : N.self, local_too, rules, nrules, &own_rule, own, sizeof(own));
         if (fyh_net_raise)
             fyh_net_raise(false);
         const char *whose = w == 1 ? "the helper's own network namespace"
