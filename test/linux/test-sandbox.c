@@ -2740,6 +2740,19 @@ static long long record_int(json_t *j, const char *a, const char *b, const char 
     return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
+/* (ASan reserves terabytes of shadow address space: an address-space
+ * limit cannot be set on a sanitized build's process) */
+#if defined(__SANITIZE_ADDRESS__)
+#  define FYT_AS_LIMIT 0
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define FYT_AS_LIMIT 0
+#  endif
+#endif
+#ifndef FYT_AS_LIMIT
+#  define FYT_AS_LIMIT 1
+#endif
+
 START_TEST(test_inherited_rlimits) {
     /* The caller's own finite resource limits that the policy does not set
      * reach the workload (a user namespace cannot raise them): the record
@@ -2760,6 +2773,8 @@ START_TEST(test_inherited_rlimits) {
         const struct { int res; rlim_t v; } lim[] = {
             {RLIMIT_CPU, 30}, {RLIMIT_AS, 3000000000u}, {RLIMIT_MEMLOCK, 65536}, {RLIMIT_NPROC, 3000}};
         for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+            if (lim[i].res == RLIMIT_AS && !FYT_AS_LIMIT)
+                continue;
             struct rlimit r = {lim[i].v, lim[i].v};
             if (setrlimit(lim[i].res, &r) < 0)
                 _exit(2);
@@ -2777,7 +2792,7 @@ START_TEST(test_inherited_rlimits) {
     ck_assert_str_ne(json_string_value(json_object_get(j, "contract_id")), base_id);
     ck_assert_msg(record_int(j, "limits", "rlimits_inherited", "cpu", "soft") == 30 &&
                       record_int(j, "limits", "rlimits_inherited", "cpu", "hard") == 30 &&
-                      record_int(j, "limits", "rlimits_inherited", "as", "soft") == 3000000000LL &&
+                      (!FYT_AS_LIMIT || record_int(j, "limits", "rlimits_inherited", "as", "soft") == 3000000000LL) &&
                       record_int(j, "limits", "rlimits_inherited", "memlock", "hard") == 65536,
                   "%s", shared);
     if (nproc_is_pids)
