@@ -92,22 +92,14 @@ static uint64_t own_pidns(void) {
  * keeps its pid and start time until its parent reaps it, but runs
  * nothing, and what it owned is an orphan. */
 static bool exited(pid_t pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t k = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (k <= 0)
-        return false;
-    buf[k] = '\0';
-    const char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+    char state = 0;
+    pu_proc_stat_start(pid, &state);
+    return state == 'Z' || state == 'X';
 }
 
 static bool alive_as(pid_t pid, uint64_t start) {
-    return pid > 0 && start && state_starttime(pid) == start && !exited(pid);
+    char state = 0; /* (one read: its start time and whether it is a zombie) */
+    return pid > 0 && start && pu_proc_stat_start(pid, &state) == start && state != 'Z' && state != 'X';
 }
 
 /* The owner's pid in an unrecorded cgroup's name: forgeyard-PID-<16 hex>

@@ -571,8 +571,12 @@ int pu_read_small(const char *path, char *buf, size_t size) {
     return 0;
 }
 
-uint64_t pu_proc_starttime(pid_t pid) {
+uint64_t pu_proc_starttime(pid_t pid) { return pu_proc_stat_start(pid, NULL); }
+
+uint64_t pu_proc_stat_start(pid_t pid, char *state) {
     char path[64], buf[1024];
+    if (state)
+        *state = 0;
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     if (pu_read_small(path, buf, sizeof(buf)) < 0)
         return 0;
@@ -581,6 +585,8 @@ uint64_t pu_proc_starttime(pid_t pid) {
     if (!p)
         return 0;
     p++;
+    if (state && p[0] == ' ')
+        *state = p[1];
     for (int field = 3; field < 22 && p; field++)
         p = strchr(p + 1, ' ');
     return p ? strtoull(p + 1, NULL, 10) : 0;

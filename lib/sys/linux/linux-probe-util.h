@@ -40,6 +40,9 @@ bool pu_root_in_all_ids(void);
 /* A process's start time (field 22 of /proc/PID/stat, clock ticks after
  * boot: with the pid, what names a process across pid reuse), or 0. */
 uint64_t pu_proc_starttime(pid_t pid);
+/* The same, and the process's state letter (R, S, D, Z, X...) in *state
+ * (0 when unknown): one read of /proc/PID/stat. */
+uint64_t pu_proc_stat_start(pid_t pid, char *state);
 /* A process's parent in this process's pid namespace, or 0. */
 pid_t pu_proc_parent(pid_t pid);
 
