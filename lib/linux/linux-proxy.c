@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "linux-memfd.h"
+#include "linux-plan.h"
 #include "linux-probe-util.h"
 #include "linux-dns-parse.h"
 #include "linux-proxy.h"
@@ -611,8 +612,14 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
         run->audit = NULL;
         goto fail_errno;
     }
+    /* What tells it the host is gone: the host's own pidfd, readable once
+     * the whole host process has ended. A pipe the host holds the writing
+     * end of (kept where pidfd_open is missing) is copied into every fork
+     * of the host, and a forked child that lives on without exec kept the
+     * proxy alive after its host was killed. */
     what = "pipe";
-    if (pipe2(alive, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+    alive[0] = lx_owner_pidfd();
+    if ((alive[0] < 0 && pipe2(alive, O_CLOEXEC) < 0) || pipe2(errp, O_CLOEXEC) < 0)
         goto fail_errno;
     what = "a sealed memfd of its program";
     if ((prog = lx_sealed_memfd("fy-proxy", lx_proxy_blob, lx_proxy_blob_len, true)) < 0) {

@@ -156,7 +156,7 @@ static inline bool lxp_host_matches(const struct lxp_dest *d, const char *host, 
 struct lxp_run {
     pid_t pid;
     int pidfd;
-    int alive_wr;                  /* the proxy exits when this closes */
+    int alive_wr;                  /* where pidfd_open is missing: the proxy exits when this closes */
     struct lxp_audit *audit;       /* shared mapping (NULL: none) */
     bool ended;                    /* reaped: the witness */
     bool killed;

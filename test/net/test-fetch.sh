@@ -451,6 +451,13 @@ else
     [ $gone = yes ] && ok "a host killed mid-attempt takes its proxy (pid $proxy) with it" \
         || { bad "the proxy (pid $proxy) outlived its killed host"; kill -9 "$proxy" 2>/dev/null; }
 fi
+# The same for a host that forked a child living on without exec (its
+# copies of every descriptor of the host's): the child judges.
+out=$(timeout 60 "$MEMTEST" --forked-host "$TMP/hosts" $P1 2>&1)
+case "$out" in
+*"ok: the proxy"*"ended with its killed host"*) ok "${out#ok: }" ;;
+*) bad "a killed host with a forked child: $out" ;;
+esac
 
 # 4. Bad input: typed errors, nothing started.
 expect_err() { # WHAT PATTERN ARGS...

@@ -53,7 +53,7 @@ static fy_prepared *prepare(const char *hosts, const char *dest, unsigned port, 
         r = fy_policy_set_network(p, FY_NET_FETCH_ONLY, &e);
     if (r >= 0)
         r = fy_policy_set_network_host(p, FY_NETHOST_HOSTS_FILE, hosts, &e);
-    if (r >= 0)
+    if (r >= 0 && creds)
         r = fy_policy_set_network_host(p, FY_NETHOST_CREDENTIALS, creds, &e);
     if (r >= 0)
         r = fy_policy_set_env(p, "FY_POLICY_SECRET", secret, &e);
@@ -203,7 +203,64 @@ static int tls_name(const char *path) {
     return failed;
 }
 
+/* A host that forked a child which lives on without exec (a runner agent's
+ * worker), then was killed: its proxy must end with it. The forked child
+ * judges, once its parent is gone: "ok: ..." or "FAIL: ...". */
+static int forked_host(const char *hosts, unsigned port) {
+    fy_error *e = NULL;
+    if (fy_probe(FY_PROBE_NO_VM, &caps, &e) < 0) {
+        printf("FAIL: probe: %s\n", fy_error_message(e));
+        return 1;
+    }
+    const char *idle[] = {"/bin/sleep", "30", NULL};
+    fy_prepared *pr = prepare(hosts, "mirror.test", port, NULL, "x", idle);
+    fy_handle *h = NULL;
+    if (!pr || fy_start(pr, &h, &e) < 0) {
+        printf("FAIL: start: %s\n", e ? fy_error_message(e) : "not prepared");
+        return 1;
+    }
+    pid_t proxy = find_proxy();
+    if (proxy <= 0) {
+        printf("FAIL: no fy-proxy child of this host\n");
+        return 1;
+    }
+    fflush(stdout);
+    pid_t host = getpid(), child = fork();
+    if (child < 0) {
+        printf("FAIL: fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (child > 0) {
+        (void)kill(host, SIGKILL);
+        pause();
+    }
+    /* The child: everything of its parent's copied, nothing freed. */
+    for (int i = 0; i < 200 && getppid() == host; i++)
+        usleep(50000);
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; i++) {
+        char path[64], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)proxy);
+        FILE *f = fopen(path, "re");
+        gone = !f || !fgets(comm, sizeof(comm), f) || strcmp(comm, "fy-proxy\n") != 0;
+        if (f)
+            fclose(f);
+        if (!gone)
+            usleep(50000);
+    }
+    if (gone)
+        printf("ok: the proxy (pid %d) ended with its killed host, whose forked child lives on\n", (int)proxy);
+    else {
+        printf("FAIL: the proxy (pid %d) outlived its killed host while the host's forked child lives\n", (int)proxy);
+        (void)kill(proxy, SIGKILL);
+    }
+    fflush(stdout);
+    _exit(gone ? 0 : 1);
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--forked-host") == 0)
+        return forked_host(argv[2], (unsigned)atoi(argv[3]));
     if (argc == 2 && strcmp(argv[1], "--status-lines") == 0)
         return status_lines();
     if (argc == 3 && strcmp(argv[1], "--tls-name") == 0)
