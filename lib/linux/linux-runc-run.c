@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -52,6 +53,7 @@ struct rx {
     int err_errno;
     char *runtime_msg;       /* runc's own error, from its log */
     uint64_t t_started;
+    uint64_t *end_at;        /* a page shared with the middle: when the runtime ended (CLOCK_MONOTONIC, usec), or NULL */
 };
 
 struct rx_err {
@@ -96,6 +98,7 @@ struct middle_args {
     char *const *envp;
     int stdio[3];
     int err_wr;
+    uint64_t *end_at; /* written once the runtime has ended, before the middle ends like it */
     /* What the middle needs to end the attempt when its host dies. */
     pid_t host;
     const char *procs[2 * (CG_NCTL + 1)]; /* cgroup.procs of the attempt's cgroups and the container's */
@@ -313,8 +316,15 @@ __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
     for (;;) {
         int st = 0;
         long w = syscall(SYS_wait4, pid, &st, WNOHANG | __WALL, NULL);
-        if (w == pid)
+        if (w == pid) {
+            /* When it ended, for the host that reaps us late: its end, not
+             * the host's lateness, is what a wall-clock limit judges. */
+            struct timespec ts;
+            if (m->end_at && syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) == 0)
+                __atomic_store_n(m->end_at, (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u,
+                                 __ATOMIC_RELEASE);
             pu_end_like(st, self);
+        }
         if (w < 0 && errno != EINTR)
             syscall(SYS_exit_group, 126);
         if (syscall(SYS_getppid) != m->host)
@@ -544,6 +554,9 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
         rc = err_set(reterr, FY_E_NOMEM, FY_STEP_RUNTIME, 0, NULL, "out of memory");
         goto out;
     }
+    /* (without the page, a host that reaps late judges by its reap) */
+    void *page = mmap(NULL, sizeof(*r->end_at), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    r->end_at = m.end_at = page == MAP_FAILED ? NULL : page;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -845,8 +858,9 @@ static void rx_finish(fy_handle *h, struct rx *r) {
     rep.memory_limit = pl->cg.memory;
     rep.pids_limit_hit = x->usage.pids_max_events != 0;
     rep.t_isolation = r->t_started;
-    rep.t_exit = x->t_reaped;
+    rep.t_exit = x->t_exit ? x->t_exit : x->t_reaped;
     rep.t_ended = x->t_reaped;
+    rep.t_gone = rep.t_exit;
     rep.t_output_eof = x->t_eof;
     rep.output_bytes = x->output_bytes;
     rep.output_truncated = x->truncated;
@@ -926,6 +940,8 @@ int lxr_process(fy_handle *h, fy_error **reterr) {
             x->exit_seen = true;
             x->wstatus = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status & 0x7f;
             x->t_reaped = util_now_usec();
+            uint64_t end = r->end_at ? __atomic_load_n(r->end_at, __ATOMIC_ACQUIRE) : 0;
+            x->t_exit = end && end <= x->t_reaped ? end : x->t_reaped;
             epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->pidfd, NULL);
             read_err(r);
         }
@@ -943,7 +959,10 @@ int lxr_process(fy_handle *h, fy_error **reterr) {
         }
         x->next_poll = now + 100000;
     }
-    if (x->kill == KS_NONE && h->end == END_NONE && h->deadline && now >= h->deadline) {
+    /* (a runtime that ended before the deadline, reaped after it by a late
+     * host, is no timeout) */
+    if (x->kill == KS_NONE && h->end == END_NONE && h->deadline && now >= h->deadline &&
+        !(x->reaped && x->t_exit < h->deadline)) {
         handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
                    (unsigned long long)(pl->np->limit[FY_LIMIT_WALL_TIME] / 1000));
         lxr_terminate(h);
@@ -982,6 +1001,8 @@ static void rx_free(struct rx *r) {
     free(r->bundle);
     free(r->id);
     free(r->runtime_msg);
+    if (r->end_at)
+        munmap(r->end_at, sizeof(*r->end_at));
     free(r);
 }
 

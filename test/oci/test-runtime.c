@@ -392,6 +392,48 @@ START_TEST(test_deadline_cancel) {
 }
 END_TEST
 
+/* A host that drives its handle only long after the start: a command that
+ * ended before its wall-clock limit is judged by its own end (failed, exit
+ * 3), one that ran past it timed out all the same. The first was a timeout:
+ * the deadline was judged at the host's reap. */
+static fy_result *run_idle_host(const char *const *argv, uint64_t wall_usec, useconds_t idle_usec) {
+    fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_WALL_TIME, wall_usec, NULL), 0);
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, argv, &pr, &e) == 0, "prepare: %s", fy_error_message(e));
+    fy_handle *h = NULL;
+    ck_assert_msg(fy_start(pr, &h, &e) == 0, "start: %s", fy_error_message(e));
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    usleep(idle_usec);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+    fy_handle_free(h);
+    return res;
+}
+
+START_TEST(test_deadline_idle_host) {
+    int cg_before = cgroups_named(), b_before = entries("/run/forgeyard-runtime");
+    const char *quick[] = {"/bin/sh", "-c", "exit 3", NULL};
+    fy_result *res = run_idle_host(quick, 3000000, 4500000);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_FAILED && fy_result_exit_code(res) == 3,
+                  "in time, reaped late: outcome %s (%s), exit %d", fy_outcome_name((uint32_t)fy_result_outcome(res)),
+                  fy_result_detail(res), fy_result_exit_code(res));
+    uint64_t wall = 0;
+    ck_assert_int_eq(fy_result_usage(res, FY_USAGE_WALL_USEC, &wall), 0);
+    ck_assert_msg(wall < 3000000, "wall_usec %llu counts the host's idle time", (unsigned long long)wall);
+    fy_result_free(res);
+    const char *late[] = {"/bin/sleep", "2", NULL};
+    res = run_idle_host(late, 1000000, 3500000);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_TIMED_OUT, "past its limit: outcome %s (%s)",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_detail(res));
+    fy_result_free(res);
+    ck_assert_int_eq(cgroups_named(), cg_before);
+    ck_assert_int_eq(entries("/run/forgeyard-runtime"), b_before);
+}
+END_TEST
+
 /* The attempt's memory limit (the library's cgroup, above runc's): an
  * allocation past it ends as out-of-memory. */
 START_TEST(test_memory_limit) {
@@ -623,6 +665,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_run);
     tcase_add_test(tc, test_deadline_cancel);
+    tcase_add_test(tc, test_deadline_idle_host);
     tcase_add_test(tc, test_memory_limit);
     tcase_add_test(tc, test_pids_limit);
     tcase_add_test(tc, test_orphan);
