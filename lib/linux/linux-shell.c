@@ -14,11 +14,13 @@
  * network namespace, the filesystem, the cgroups' limits, the workload,
  * all made for the attempt after the claim as in a cold start. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,9 +41,47 @@ static bool shell_netns(const struct linux_plan *pl) { return pl->use_netns && !
  * attempt gets its link and rules in. */
 static bool shell_host_netns(const struct linux_plan *pl) { return pl->net_router && lxn_direct(pl->net); }
 
+/* What a clone inherits from the thread that makes it and no plan sets:
+ * the host's resource limits (the sandbox's own are applied below them,
+ * never above), and the thread's no-new-privileges, seccomp filters and
+ * capability bounding set. A shell made while the host had other ones than
+ * a cold start would inherit now (the host lowered a hard limit, or
+ * confined itself, after the fill) is no fit: its workload had the old
+ * ones. */
+static void inherited(struct strbuf *b) {
+    for (int r = 0; r < RLIM_NLIMITS; r++) {
+        struct rlimit rl;
+        if (getrlimit(r, &rl) == 0)
+            strbuf_printf(b, " rl%d=%llx/%llx", r, (unsigned long long)rl.rlim_cur,
+                          (unsigned long long)rl.rlim_max);
+        else
+            strbuf_printf(b, " rl%d=?", r);
+    }
+    char buf[4096];
+    int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0) {
+        strbuf_printf(b, " status=?%d", util_getpid()); /* (unreadable: never the same twice) */
+        return;
+    }
+    buf[n] = 0;
+    static const char *const keep[] = {"NoNewPrivs:", "Seccomp:", "Seccomp_filters:", "CapBnd:"};
+    for (char *line = buf, *end; line && *line; line = end ? end + 1 : NULL) {
+        end = strchr(line, '\n');
+        if (end)
+            *end = 0;
+        for (size_t k = 0; k < sizeof(keep) / sizeof(keep[0]); k++)
+            if (strncmp(line, keep[k], strlen(keep[k])) == 0)
+                strbuf_printf(b, " %s", line);
+    }
+}
+
 /* What a shell is made with: a plan may claim it only when its own key is
  * the same (namespaces, ids, cgroup parents, state directory, how init is
- * started). Everything else of a plan is applied after the claim. */
+ * started, and what the host's thread hands down: inherited()). Everything
+ * else of a plan is applied after the claim. */
 static char *shell_key(const struct linux_plan *pl) {
     struct strbuf b;
     strbuf_init(&b);
@@ -52,6 +92,7 @@ static char *shell_key(const struct linux_plan *pl) {
         strbuf_printf(&b, " v1=%s", pl->cg.v1_parent[c] ? pl->cg.v1_parent[c] : "-");
     strbuf_printf(&b, " state=%s netns=%d host-netns=%d", pl->np->state_dir ? pl->np->state_dir : "-", shell_netns(pl),
                   shell_host_netns(pl));
+    inherited(&b);
     return strbuf_steal(&b);
 }
 

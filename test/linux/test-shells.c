@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -706,6 +707,67 @@ START_TEST(test_mismatch_discards) {
 }
 END_TEST
 
+/* A host that lowered a hard limit after the fill (here the file size, to
+ * 1 MiB): the shell, cloned under the old one, is no fit; the attempt
+ * starts cold and its workload has the lowered limit, as a cold start's
+ * would (the claimed shell's workload had the host's old, unlimited one,
+ * and the result said 1 MiB was enforced). In a child of the test: a
+ * lowered hard limit cannot be raised again. */
+START_TEST(test_host_limits_after_fill) {
+    const char *argv[] = {"/bin/sh", "-c", "l=$(ulimit -H -f); test \"$l\" != unlimited && test \"$l\" -le 2048", NULL};
+    fy_policy *p = policy();
+    fy_prepared *pr = prepare(p, argv);
+    fy_policy_free(p);
+    fy_shells *s = filled(pr, 1, 30000000);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        /* (the parent's plan and set are the parent's: FY_E_FORKED here) */
+        fy_shells *own = NULL;
+        fy_policy *cp = NULL;
+        fy_prepared *cpr = NULL;
+        int code = 0;
+        fy_error *e = NULL;
+        if (fy_policy_new(FY_PROFILE_RELEASE, &cp, &e) < 0 || fy_policy_set_state_dir(cp, state, &e) < 0 ||
+            fy_prepare(cp, NULL, argv, &cpr, &e) < 0 || fy_shells_new(cpr, 1, 30000000, &own, &e) < 0 ||
+            fy_shells_fill(own, &e) != 1) {
+            fprintf(stderr, "child: %s\n", fy_error_message(e));
+            _exit(10);
+        }
+        struct rlimit rl = {1u << 20, 1u << 20};
+        if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+            _exit(11);
+        fy_handle *h = NULL;
+        fy_result *r = NULL;
+        if (fy_start_shell(cpr, own, &h, NULL) < 0 || fy_handle_wait(h, FY_UNLIMITED, &r, NULL) != 1)
+            _exit(12);
+        if (fy_result_exit_code(r) != 0)
+            code = 20; /* the workload had the old limit */
+        else if (fy_result_prestarted(r))
+            code = 21;
+        else if (stat_of(own, FY_SHELLS_DISCARDED) != 1)
+            code = 22;
+        fy_result_free(r);
+        fy_handle_free(h);
+        fy_shells_free(own);
+        fy_prepared_free(cpr);
+        fy_policy_free(cp);
+        _exit(code);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x (20: the claimed workload had the "
+                  "host's old limit; 21: a shell was claimed; 22: none discarded)", st);
+    /* Unchanged here: the same set's shell fits. */
+    fy_result *r = run(pr, s);
+    ck_assert_int_eq(fy_result_prestarted(r), 1);
+    fy_result_free(r);
+    fy_shells_free(s);
+    fy_prepared_free(pr);
+    expect_nothing_left();
+}
+END_TEST
+
 /* A forked copy of the host gets FY_E_FORKED and lets go of its copies; the
  * shells stay the parent's, alive and claimable. */
 START_TEST(test_fork_forgets) {
@@ -977,6 +1039,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_shell_v1_cgroups_bare_then_limited);
     tcase_add_test(tc, test_idle_shells_are_discarded);
     tcase_add_test(tc, test_fill_umask_not_carried);
+    tcase_add_test(tc, test_host_limits_after_fill);
     tcase_add_test(tc, test_shell_killed_before_claim_starts_cold);
     tcase_add_test(tc, test_host_death_with_forked_child);
     tcase_add_test(tc, test_shell_leaves_by_itself);
