@@ -1578,8 +1578,16 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         run_vm_flag = 0;
         r = fy_prepare(p, caps, cmd, &pr, &err);
         /* A policy that did not ask for a virtual machine but gets one
-         * because nothing lighter enforces what it requires: said, since
-         * its start is slower by far. */
+         * because nothing lighter enforces what it requires according to
+         * the saved probe: a saved probe that wrongly says a mechanism is
+         * missing would send every run to a VM, so the host is probed again
+         * first, and a lighter backend that then fits is taken. */
+        if (r == 0 && fy_prepared_level(pr) == FY_LEVEL_VIRTUAL_MACHINE && !asks_for_vm(p) && reprobe_once(&caps)) {
+            fy_prepared_free(pr);
+            pr = NULL;
+            r = fy_prepare(p, caps, cmd, &pr, &err);
+        }
+        /* Still a VM: said, since its start is slower by far. */
         if (r == 0 && why && fy_prepared_level(pr) == FY_LEVEL_VIRTUAL_MACHINE && !asks_for_vm(p)) {
             /* The namespace backend's own reason, from the refusal's list. */
             const char *ns = strstr(why, "linux-namespace: ");
