@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #ifdef _WIN32
 #include "cli-win.h" /* uname, geteuid, the console stop handling */
@@ -68,26 +69,30 @@ static void fill_std_fds(void) {
 }
 
 #ifndef _WIN32
-/* A terminal on stdout or stderr is never handed to the sandbox: any
- * descriptor of a terminal, wherever it is, lets the workload read the
- * operator's keystrokes and change the terminal itself (termios, line
- * discipline, flow control, window size) after it is gone, with no
- * controlling terminal needed. The command writes into a pipe instead,
- * and a thread of ours copies that to the terminal (one pipe when stdout
- * and stderr are the same terminal, so that their order stays). */
-struct tty_relay {
+/* The CLI's own stdout and stderr are never handed to the sandbox (but
+ * /dev/null): a descriptor shares its open file with the holder. Of a
+ * terminal, it lets the workload read the operator's keystrokes and change
+ * the terminal itself (termios, line discipline, flow control, window
+ * size) after it is gone; of a file, truncate the log that earlier steps
+ * wrote, clear O_APPEND or move the offset, so that the host's later
+ * writes overwrite it; of a pipe or a socket, set O_NONBLOCK (the host's
+ * next writer then fails with EAGAIN), shrink the pipe or shut the socket
+ * down. The command writes into a pipe of ours instead, and a thread of
+ * ours copies that to the real one (one pipe when stdout and stderr are
+ * the same file, so that their order stays). */
+struct out_relay {
     int rd, wr, to;
     bool gone; /* the terminal failed: what comes is read and dropped */
 };
-static struct tty_relay tty_relays[2] = {{-1, -1, -1, false}, {-1, -1, -1, false}};
-static pthread_mutex_t tty_relay_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool tty_relay_started;
+static struct out_relay out_relays[2] = {{-1, -1, -1, false}, {-1, -1, -1, false}};
+static pthread_mutex_t out_relay_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool out_relay_started;
 
 /* Copies what the pipes hold now; 0 when they were empty. Under the lock. */
-static int tty_relay_copy(void) {
+static int out_relay_copy(void) {
     int moved = 0;
     for (int i = 0; i < 2; i++) {
-        struct tty_relay *t = &tty_relays[i];
+        struct out_relay *t = &out_relays[i];
         if (t->rd < 0)
             continue;
         char buf[16384];
@@ -114,7 +119,7 @@ static int tty_relay_copy(void) {
     return moved;
 }
 
-static void *tty_relay_thread(void *unused) {
+static void *out_relay_thread(void *unused) {
     (void)unused;
     sigset_t all;
     sigfillset(&all);
@@ -123,58 +128,66 @@ static void *tty_relay_thread(void *unused) {
         struct pollfd pfd[2];
         nfds_t n = 0;
         for (int i = 0; i < 2; i++)
-            if (tty_relays[i].rd >= 0)
-                pfd[n++] = (struct pollfd){.fd = tty_relays[i].rd, .events = POLLIN};
+            if (out_relays[i].rd >= 0)
+                pfd[n++] = (struct pollfd){.fd = out_relays[i].rd, .events = POLLIN};
         if (poll(pfd, n, -1) < 0 && errno != EINTR)
             return NULL;
-        pthread_mutex_lock(&tty_relay_lock);
-        tty_relay_copy();
-        pthread_mutex_unlock(&tty_relay_lock);
+        pthread_mutex_lock(&out_relay_lock);
+        out_relay_copy();
+        pthread_mutex_unlock(&out_relay_lock);
     }
 }
 
 /* Everything the sandboxes wrote so far reaches the terminal (called once
  * a handle is freed: its processes are gone, their bytes in the pipe). */
-static void tty_relay_drain(void) {
-    if (!tty_relay_started)
+static void out_relay_drain(void) {
+    if (!out_relay_started)
         return;
-    pthread_mutex_lock(&tty_relay_lock);
-    while (tty_relay_copy())
+    pthread_mutex_lock(&out_relay_lock);
+    while (out_relay_copy())
         ;
-    pthread_mutex_unlock(&tty_relay_lock);
+    pthread_mutex_unlock(&out_relay_lock);
 }
 
-/* The descriptor to hand the sandbox for fd (1 or 2): fd itself unless it
- * is a terminal, else the write end of a relay's pipe; -1 on failure. */
+/* Whether fd (1 or 2) is relayed: anything but /dev/null (a descriptor
+ * that fstat cannot see is not ours to relay either). */
+static bool relayed(int fd, struct stat *st) {
+    return fstat(fd, st) == 0 && !(S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3);
+}
+
+/* The descriptor to hand the sandbox for fd (1 or 2): fd itself when it is
+ * /dev/null, else the write end of a relay's pipe; -1 on failure. */
 static int sandbox_out_fd(int fd) {
-    if (!isatty(fd))
+    struct stat st;
+    if (!relayed(fd, &st))
         return fd;
-    if (!tty_relay_started) {
+    if (!out_relay_started) {
         struct stat s1, s2;
-        bool same = isatty(1) && isatty(2) && fstat(1, &s1) == 0 && fstat(2, &s2) == 0 && s1.st_rdev == s2.st_rdev;
+        bool r1 = relayed(1, &s1), r2 = relayed(2, &s2);
+        bool same = r1 && r2 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino && s1.st_rdev == s2.st_rdev;
         for (int i = 0; i < 2; i++) {
-            if (!isatty(i + 1) || (i == 1 && same))
+            if (!(i == 0 ? r1 : r2) || (i == 1 && same))
                 continue;
             int fds[2];
             if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
                 return -1;
             /* (the command's end blocks, as a terminal would) */
             fcntl(fds[1], F_SETFL, 0);
-            tty_relays[i] = (struct tty_relay){.rd = fds[0], .wr = fds[1], .to = i + 1};
+            out_relays[i] = (struct out_relay){.rd = fds[0], .wr = fds[1], .to = i + 1};
         }
         pthread_t t;
-        if (pthread_create(&t, NULL, tty_relay_thread, NULL) != 0)
+        if (pthread_create(&t, NULL, out_relay_thread, NULL) != 0)
             return -1;
         pthread_detach(t);
-        tty_relay_started = true;
+        out_relay_started = true;
     }
-    struct tty_relay *t = &tty_relays[fd - 1];
+    struct out_relay *t = &out_relays[fd - 1];
     if (t->rd < 0)
-        t = &tty_relays[0]; /* stderr the same terminal as stdout */
+        t = &out_relays[0]; /* stderr the same file as stdout */
     return t->wr;
 }
 #else
-static void tty_relay_drain(void) {}
+static void out_relay_drain(void) {}
 static int sandbox_out_fd(int fd) { return fd; }
 #endif
 
@@ -1653,7 +1666,7 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         }
         r = wait_or_cancel(h, &res, &err);
         fy_handle_free(h); /* (after a second signal: kills, reaps and cleans up) */
-        tty_relay_drain();
+        out_relay_drain();
         if (r == 0) {
             fy_policy_free(p);
             fy_caps_free(caps);
@@ -2097,7 +2110,19 @@ static int cmd_run(int argc, char **argv) {
         if (check(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, 0, NULL, &err), "stdin", &err) < 0)
             goto bad;
     }
+#ifndef _WIN32
+    /* The host's stdin is the command's (its bytes are consumed as it
+     * reads them): what it changes of the open file's status flags
+     * (O_NONBLOCK, which the host's next reader would trip on) is set back
+     * once it is gone. */
+    int in_flags = pass_stdin ? fcntl(0, F_GETFL) : -1;
+    int status = run_policy(p, (const char *const *)(argv + i), result_file, pass_stdin, &before);
+    if (in_flags >= 0)
+        (void)fcntl(0, F_SETFL, in_flags);
+    return status;
+#else
     return run_policy(p, (const char *const *)(argv + i), result_file, pass_stdin, &before);
+#endif
 bad:
     fy_policy_free(p);
     return RUN_BAD_INVOCATION;
@@ -2920,7 +2945,7 @@ static int cmd_job(int argc, char **argv) {
             fy_result *res = NULL;
             err = NULL;
             r = fy_handle_wait(h[i], FY_UNLIMITED, &res, &err);
-            tty_relay_drain();
+            out_relay_drain();
             if (r < 0) {
                 report(names[i], err, r);
                 status = EXIT_FAIL;

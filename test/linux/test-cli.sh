@@ -39,6 +39,24 @@ wait_running() {
 "$fy" run -- /bin/sh -c 'exit 3'; rc=$?
 [ $rc -eq 3 ] || fail "exit 3 gave $rc"
 
+# 1e. The host's own streams are never the workload's to change: a pipe it
+# set O_NONBLOCK on made the host's next writer fail (EAGAIN); a log the
+# host appends to was truncated, or had O_APPEND cleared and its offset
+# moved; with --stdin, the host's stdin was left O_NONBLOCK.
+py_nb='import fcntl, os, sys; fd = int(sys.argv[1]); fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)'
+out=$( { "$fy" run -- python3 -c "$py_nb" 1 2>/dev/null; head -c 300000 /dev/zero; echo " rc=$?"; } | { sleep 1; wc -c; } )
+[ "$(echo $out)" = 300006 ] || fail "a workload's O_NONBLOCK on the host's stdout pipe broke the host's next writer: $out"
+printf 'earlier step IMPORTANT\n' >"$scratch/log"
+"$fy" run -- python3 -c 'import os; os.ftruncate(1, 0); os.lseek(1, 0, 0); os.write(1, b"all good\n")' >>"$scratch/log" 2>/dev/null
+"$fy" run -- python3 -c 'import fcntl, os; fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) & ~os.O_APPEND); os.lseek(1, 0, 0)' >>"$scratch/log" 2>/dev/null
+echo host >>"$scratch/log"
+[ "$(head -n 1 "$scratch/log")" = "earlier step IMPORTANT" ] && [ "$(tail -n 1 "$scratch/log")" = host ] ||
+    fail "a workload rewrote the host's log: $(cat "$scratch/log")"
+"$fy" run -- sh -c 'echo one; echo two >&2; echo three' >"$scratch/both" 2>&1
+[ "$(cat "$scratch/both" | tr '\n' ' ')" = "one two three " ] || fail "stdout and stderr to one file, out of order: $(cat "$scratch/both")"
+out=$( { sleep 1; echo more; } | { "$fy" run --stdin -- python3 -c "$py_nb" 0; cat; echo " rc=$?"; } 2>&1)
+[ "$(echo $out)" = "more rc=0" ] || fail "a workload's O_NONBLOCK on the host's stdin broke the host's next reader: $out"
+
 # 1a. A command given without the "--" before it: the message says so
 # (not "make needs a value" nor "unknown option make"), status 246, and
 # nothing runs.
