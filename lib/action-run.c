@@ -449,8 +449,8 @@ void action_sweep(const char *dir, uint64_t *removed) {
             sscanf(de->d_name + 17, "%llx-%d-%llu-%6[A-Za-z0-9]%n", &ens, &epid, &estart, tail, &used) != 4 ||
             de->d_name[17 + used] != '\0' || strlen(tail) != 6 || ens != ns || epid <= 0)
             continue;
-        if (os_process_start(epid) == estart && estart != 0)
-            continue; /* its owner runs */
+        if (os_process_alive_as(epid, estart))
+            continue; /* its owner runs (or cannot be told not to) */
         struct stat st;
         if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
             continue;

@@ -77,6 +77,12 @@ void os_self_identity(uint64_t *pidns, int *pid, uint64_t *start);
  * that differs for a reused pid where the OS keeps one; nonzero), or 0
  * when no such process runs. (POSIX hosts only.) */
 uint64_t os_process_start(int pid);
+/* Whether process pid of this process's pid namespace is the one that
+ * started at start (os_process_start) and still runs: false for a zombie,
+ * a reused pid or none; true when that cannot be told (its /proc entry
+ * unreadable for want of descriptors, say): never judged dead on a doubt.
+ * (POSIX hosts only.) */
+bool os_process_alive_as(int pid, uint64_t start);
 /* Removes at/name and, when it is a directory, everything below it, never
  * following a symbolic link: every directory is opened O_NOFOLLOW from its
  * parent's descriptor. Any depth: at most OS_RM_OPEN directories are open

@@ -97,10 +97,7 @@ static bool exited(pid_t pid) {
     return state == 'Z' || state == 'X';
 }
 
-static bool alive_as(pid_t pid, uint64_t start) {
-    char state = 0; /* (one read: its start time and whether it is a zombie) */
-    return pid > 0 && start && pu_proc_stat_start(pid, &state) == start && state != 'Z' && state != 'X';
-}
+static bool alive_as(pid_t pid, uint64_t start) { return pu_proc_alive_as(pid, start); }
 
 /* The owner's pid in an unrecorded cgroup's name: forgeyard-PID-<16 hex>
  * (an attempt's or a shell's), fy-probe-PID-<8 hex> (the cgroup probe's,
@@ -484,8 +481,15 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
             continue;
         /* (O_NONBLOCK: a FIFO planted here is never waited on; it is no record) */
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        if (fd < 0)
+        if (fd < 0) {
+            /* (gone meanwhile: another collector's; anything else is said:
+             * a record skipped for want of descriptors is no clean host) */
+            int oe = errno;
+            if (oe != ENOENT && !r)
+                r = err_set(reterr, err_from_errno(oe), FY_STEP_CLEANUP, oe, NULL, "%s/%s: %s: not collected", dir,
+                            e->d_name, strerror(oe));
             continue;
+        }
         if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
             close(fd); /* (not ours: written by someone the directory once let in; or no file) */
             if (!r)

@@ -3685,6 +3685,83 @@ START_TEST(test_gc_leaves_live_owners_alone) {
 }
 END_TEST
 
+/* A collector that cannot read the owner's /proc entry (it ran out of
+ * descriptors, say; here the entry is hidden under an empty directory in a
+ * mount namespace of the collector's own) judges the owner alive, since
+ * the kernel still knows its pid: it killed the live attempt, removed its
+ * cgroups and record, and the owner saw an infrastructure failure. Root
+ * (the mount namespace; a rootless collector in a user namespace of its
+ * own is another uid's and acts on nothing). */
+START_TEST(test_gc_unreadable_owner_is_alive) {
+    if (rootless || geteuid() != 0)
+        return;
+    char state[160], empty[192];
+    snprintf(state, sizeof(state), "%s/state-unreadable", scratch);
+    snprintf(empty, sizeof(empty), "%s/empty-proc", scratch);
+    ck_assert_int_eq(mkdir(empty, 0755), 0);
+    fy_policy *p = policy();
+    fy_policy_set_state_dir(p, state, NULL);
+    const char *argv[] = {"/bin/sleep", "432109", NULL};
+    fy_handle *h = start_argv(p, argv);
+    pid_t owner = getpid(), child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        char own[64];
+        snprintf(own, sizeof(own), "/proc/%d", (int)owner);
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount(empty, own, NULL, MS_BIND, NULL) < 0)
+            _exit(100);
+        char stat_path[80];
+        snprintf(stat_path, sizeof(stat_path), "%s/stat", own);
+        if (access(stat_path, F_OK) == 0)
+            _exit(101); /* (still readable: the test would prove nothing) */
+        uint64_t destroyed = 9;
+        int r = fy_gc(state, 0, &destroyed, NULL);
+        _exit(r != 0 ? 102 : destroyed > 50 ? 50 : (int)destroyed);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the collector: status %#x (1: destroyed the live attempt)",
+                  st);
+    /* A collector without a descriptor to open the record with says so
+     * (it returned 0, nothing destroyed, the host told it was clean). */
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        int high = 0;
+        for (int fd = 0; fd < 4096; fd++)
+            if (fcntl(fd, F_GETFD) >= 0)
+                high = fd;
+        for (int fd = 0; fd < high; fd++) /* (no hole below it) */
+            if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDONLY | O_CLOEXEC) != fd)
+                _exit(101);
+        /* (one descriptor left above the highest open: the state
+         * directory's; the record's open fails with EMFILE) */
+        struct rlimit rl = {(rlim_t)high + 2, (rlim_t)high + 2};
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            _exit(100);
+        uint64_t destroyed = 9;
+        fy_error *e = NULL;
+        int r = fy_gc(state, 0, &destroyed, &e);
+        const char *m = e ? fy_error_message(e) : "";
+        _exit(r < 0 && strstr(m, ".state") && strstr(m, "not collected") ? 0 : r < 0 ? 2 : 1);
+    }
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "a collector out of descriptors: status %#x (1: said nothing; 2: another error)", st);
+    ck_assert_int_eq(count_files(state, ".state"), 1);
+    ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_USER, NULL), 0);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_CANCELLED, "outcome %s (%s)",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), fy_result_detail(res));
+    fy_result_free(res);
+    fy_handle_free(h);
+    rmdir(empty);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* A state directory another user made (or can write) is never acted on:
  * no record is written in it (the start is refused, typed), and fy_gc
  * destroys nothing a record planted there names, a live process of the
@@ -4827,6 +4904,7 @@ int main(int argc, char **argv) {
     TCase *tg = tcase_create("gc-namespaces");
     tcase_set_timeout(tg, 120);
     tcase_add_test(tg, test_gc_unrecorded_cgroups);
+    tcase_add_test(tg, test_gc_unreadable_owner_is_alive);
     tcase_add_test(tg, test_gc_leaves_other_pid_namespace);
     suite_add_tcase(s, tg);
     /* What the plan claims of limits against what the host applies

@@ -592,6 +592,18 @@ uint64_t pu_proc_stat_start(pid_t pid, char *state) {
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
+bool pu_proc_alive_as(pid_t pid, uint64_t start) {
+    if (pid <= 0 || !start)
+        return false;
+    char state = 0; /* (one read: its start time and whether it is a zombie) */
+    uint64_t v = pu_proc_stat_start(pid, &state);
+    if (v)
+        return v == start && state != 'Z' && state != 'X';
+    /* Unreadable: gone only when the kernel says so; a read that failed
+     * for want of descriptors or memory is no death. */
+    return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
 pid_t pu_proc_parent(pid_t pid) {
     char path[64], buf[4096];
     snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);

@@ -43,6 +43,11 @@ uint64_t pu_proc_starttime(pid_t pid);
 /* The same, and the process's state letter (R, S, D, Z, X...) in *state
  * (0 when unknown): one read of /proc/PID/stat. */
 uint64_t pu_proc_stat_start(pid_t pid, char *state);
+/* Whether pid (of this pid namespace) is the process that started at start
+ * and still runs: false for a zombie, a reused pid or none; true when its
+ * /proc entry cannot be read but the kernel still knows the pid (out of
+ * descriptors, say): never judged dead on a doubt. */
+bool pu_proc_alive_as(pid_t pid, uint64_t start);
 /* A process's parent in this process's pid namespace, or 0. */
 pid_t pu_proc_parent(pid_t pid);
 

@@ -398,6 +398,16 @@ uint64_t os_process_start(int pid) {
 #endif
 }
 
+bool os_process_alive_as(int pid, uint64_t start) {
+    if (pid <= 0 || !start)
+        return false;
+#ifdef __linux__
+    return pu_proc_alive_as(pid, start);
+#else
+    return kill(pid, 0) == 0 || errno != ESRCH; /* (no start time to tell a reused pid) */
+#endif
+}
+
 void os_self_identity(uint64_t *pidns, int *pid, uint64_t *start) {
     *pid = (int)getpid();
     *start = os_process_start(*pid);
