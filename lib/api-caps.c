@@ -88,7 +88,6 @@ int fy_probe_cgroup(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_er
  * inconclusive) and immutable afterwards. */
 static struct probe_cache {
     fy_caps *caps;
-    int rc;
     bool done;
     uint64_t at_usec; /* when it was probed */
 } cache[2];
@@ -114,28 +113,39 @@ static void cache_fork_child(void) {
 __attribute__((constructor)) static void cache_register_fork(void) { util_on_fork_child(cache_fork_child); }
 
 /* The cached probe of flags (0 or FY_PROBE_NO_VM), made or remade under the
- * lock. Its rc; *caps borrowed. */
-static int cache_get(uint64_t flags, const fy_caps **caps) {
+ * lock. Its rc; *caps borrowed. A probe that failed (out of memory, say)
+ * is not cached: the next call probes again (it was kept, and every later
+ * fy_prepare without caps of the process failed with FY_E_INTERNAL and no
+ * error object). */
+static int cache_get(uint64_t flags, const fy_caps **caps, fy_error **reterr) {
     struct probe_cache *pc = (flags & FY_PROBE_NO_VM) ? &cache[1] : &cache[0];
     pthread_mutex_lock(&cache_mu);
-    bool stale = pc->done && pc->rc >= 0 && pc->caps->inconclusive && cache_nretired < CACHE_RETIRED_MAX &&
+    bool stale = pc->done && pc->caps->inconclusive && cache_nretired < CACHE_RETIRED_MAX &&
                  util_now_usec() - pc->at_usec >= CACHE_INCONCLUSIVE_USEC;
     if (!pc->done || stale) {
         fy_caps *c = NULL;
-        int rc = probe_now(flags, &c, NULL);
-        if (stale && rc >= 0)
-            cache_retired[cache_nretired++] = pc->caps;
-        if (!pc->done || rc >= 0) {
-            pc->caps = c;
-            pc->rc = rc;
+        fy_error *e = NULL;
+        int rc = probe_now(flags, &c, &e);
+        if (rc < 0 && !pc->done) {
+            pthread_mutex_unlock(&cache_mu);
+            if (reterr)
+                *reterr = e;
+            else
+                fy_error_free(e);
+            return rc;
         }
-        pc->done = true;
-        pc->at_usec = util_now_usec();
+        fy_error_free(e); /* (a failed re-probe of a stale entry: the entry stands) */
+        if (rc >= 0) {
+            if (stale)
+                cache_retired[cache_nretired++] = pc->caps;
+            pc->caps = c;
+            pc->done = true;
+            pc->at_usec = util_now_usec();
+        }
     }
-    int rc = pc->rc;
     *caps = pc->caps;
     pthread_mutex_unlock(&cache_mu);
-    return rc;
+    return 0;
 }
 
 int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
@@ -147,8 +157,9 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
     if (flags & FY_PROBE_FRESH)
         return probe_now(flags & ~FY_PROBE_FRESH, ret, reterr);
     const fy_caps *cached = NULL;
-    if (cache_get(flags & FY_PROBE_NO_VM, &cached) < 0) /* retry uncached to give the caller the error detail */
-        return probe_now(flags, ret, reterr);
+    int rc = cache_get(flags & FY_PROBE_NO_VM, &cached, reterr);
+    if (rc < 0)
+        return rc;
     fy_caps *c = caps_dup(cached);
     if (!c)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
@@ -159,17 +170,7 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
 /* fy_probe cache for internal users (fy_prepare with caps == NULL). No
  * compiled-in backend runs virtual machines yet, so negotiation needs no
  * VM probe (which can take a second where KVM is slow). */
-int caps_get_cached(const fy_caps **ret, fy_error **reterr) {
-    const fy_caps *cached = NULL;
-    if (cache_get(FY_PROBE_NO_VM, &cached) < 0) {
-        fy_caps *tmp = NULL;
-        int r = probe_now(FY_PROBE_NO_VM, &tmp, reterr);
-        caps_free_internal(tmp);
-        return r < 0 ? r : FY_E_INTERNAL;
-    }
-    *ret = cached;
-    return 0;
-}
+int caps_get_cached(const fy_caps **ret, fy_error **reterr) { return cache_get(FY_PROBE_NO_VM, ret, reterr); }
 
 /* ---- persisted snapshots ---- */
 

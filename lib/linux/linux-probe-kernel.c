@@ -200,13 +200,14 @@ void lp_probe_seccomp_landlock(fy_caps *c, const struct self_status *st) {
     struct sec_report rep;
     memset(&rep, 0, sizeof rep);
     char fail[REASON_MAX] = "";
-    bool timed_out = false;
-    for (int t = 0; t < 2 && (t == 0 || timed_out); t++) {
+    bool timed_out = false, transient = false;
+    for (int t = 0; t < 2 && (t == 0 || timed_out || transient); t++) {
         fail[0] = '\0';
-        timed_out = false;
+        timed_out = transient = false;
         struct child ch;
         int r = lp_child_start(&ch, sec_child, &a, -1);
         if (r < 0) {
+            transient = lp_transient_errno(-r);
             lp_bappend(fail, "fork: " EFMT, EARG(-r));
             continue;
         }
@@ -228,7 +229,7 @@ void lp_probe_seccomp_landlock(fy_caps *c, const struct self_status *st) {
             memset(&rep, 0, sizeof rep);
         }
     }
-    if (timed_out)
+    if (timed_out || transient)
         c->inconclusive = true;
     bool ran = fail[0] == '\0';
     char why[REASON_MAX];

@@ -411,6 +411,7 @@ static void userns_denied_diag(int err, bool is_root, const struct self_status *
 struct ns_outcome {
     bool ran;                /* a report arrived */
     bool timed_out;          /* the child did not report within the deadline */
+    bool transient;          /* it failed for want of descriptors, memory or processes (lp_transient_errno) */
     char fail[REASON_MAX];   /* why no report */
     struct ns_report rep;
     bool parent_map_tried;
@@ -432,6 +433,7 @@ static void ns_run(bool is_root, bool may_skip_userns, int deadline_ms, struct n
     int c2p[2] = { -1, -1 }, p2c[2] = { -1, -1 };
     if (a.parent_maps) {
         if (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0) {
+            o->transient = lp_transient_errno(errno);
             snprintf(o->fail, sizeof o->fail, "pipe2: " EFMT, EARG(errno));
             goto out;
         }
@@ -446,6 +448,7 @@ static void ns_run(bool is_root, bool may_skip_userns, int deadline_ms, struct n
      * p2c[1] (so that a dead parent gives it EOF) via extra_close. */
     int r = lp_child_start(&c, ns_child, &a, p2c[1]);
     if (r < 0) {
+        o->transient = lp_transient_errno(-r);
         snprintf(o->fail, sizeof o->fail, "fork: " EFMT, EARG(-r));
         goto out;
     }
@@ -479,6 +482,9 @@ static void ns_run(bool is_root, bool may_skip_userns, int deadline_ms, struct n
     bool reaped = lp_child_finish(&c, deadline, &killed);
     if (n == (ssize_t)sizeof o->rep && o->rep.magic == REPORT_MAGIC) {
         o->ran = true;
+        for (int t = 0; t < NT__N; t++)
+            if (o->rep.r[t].state == 2 && lp_transient_errno(o->rep.r[t].err))
+                o->transient = true;
     } else if (n == -ETIMEDOUT || killed) {
         o->timed_out = true;
         snprintf(o->fail, sizeof o->fail,
@@ -514,10 +520,13 @@ void lp_probe_namespaces(fy_caps *c, bool is_root, bool has_sys_admin,
     struct ns_outcome o;
     for (int t = 0; t < 2; t++) {
         ns_run(is_root, is_root && has_sys_admin, lp_try_deadline_ms(NS_DEADLINE_MS, t), &o);
-        if (!o.timed_out)
+        if (!o.timed_out && !o.transient)
             break;
     }
-    if (o.timed_out)
+    /* (a namespace "missing" because this process was out of descriptors
+     * at that moment, saved, ran later runs of a policy that accepts the
+     * process level without namespaces) */
+    if (o.timed_out || o.transient)
         c->inconclusive = true;
     const struct ns_report *rep = &o.rep;
 

@@ -332,6 +332,23 @@ wait $cli; rc=$?
 "$fy" capabilities --json | grep -q '"snapshot": true' || fail "capabilities did not read the saved probe"
 "$fy" capabilities --fresh --json | grep -q '"snapshot": false' || fail "--fresh read the saved probe"
 "$fy" run -- /bin/true || fail "plain run failed"
+# A probe made while the CLI is short of descriptors (ulimit -n 5 to 14)
+# never says a mechanism is missing that a normal probe finds: it is
+# inconclusive (never saved), or right. (At 8-9 it said user, mount, pid
+# and network namespaces missing, was saved, and ran later runs of a
+# policy that accepts the process level without namespaces.)
+full=$("$fy" capabilities --fresh --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["capabilities"]; print(" ".join(k for k in sorted(c) if c[k]["available"]))')
+for n in 5 6 7 8 9 10 11 12 13 14; do
+    got=$( (ulimit -n $n; FORGEYARD_CACHE_DIR="$scratch/cache-n" "$fy" capabilities --fresh --json 2>/dev/null) |
+        python3 -c 'import json,sys
+try:
+    d = json.load(sys.stdin)
+except ValueError:
+    print("error"); sys.exit()
+c = d["capabilities"]
+print("inconclusive" if d["inconclusive"] else " ".join(k for k in sorted(c) if c[k]["available"]))')
+    case $got in inconclusive|error|"$full") ;; *) fail "ulimit -n $n: a conclusive probe that differs: [$got] against [$full]" ;; esac
+done
 # A policy no backend here can satisfy (a Windows control required): the
 # CLI probes again before it gives up, and the fresh probe agrees with the
 # saved one: it says it confirmed the saved probe, instead of blaming it.
