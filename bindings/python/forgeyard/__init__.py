@@ -171,21 +171,65 @@ def _finalize(freefn, ptr):
         freefn(ptr)
 
 
+def _acquire(obj):
+    """Counts obj as in use (checked and counted under its guard's lock, so a
+    close() in another thread either happens before, and this raises
+    ValueError, or after the call, and raises RuntimeError meanwhile).
+    Returns the guard to give to _release."""
+    g = obj._guard()
+    with g._mu:
+        if obj.closed:
+            raise ValueError("%s is closed" % type(obj).__name__)
+        g._busy += 1
+    return g
+
+
+def _release(g):
+    with g._mu:
+        g._busy -= 1
+
+
+class _Using:
+    """`with _Using((obj, cls, "name"), ...)`: every object not None, whose C
+    pointer the call passes, counted as in use for the call like self (close()
+    of an argument from another thread freed it under the C call: a double
+    free). An object not of cls raises TypeError."""
+
+    def __init__(self, *items):
+        self._items = items
+        self._held = []
+
+    def __enter__(self):
+        try:
+            for obj, cls, what in self._items:
+                if obj is None:
+                    continue
+                if not isinstance(obj, cls):
+                    raise TypeError("%s: expected forgeyard.%s, got %s"
+                                    % (what, cls.__name__, type(obj).__name__))
+                self._held.append(_acquire(obj))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        while self._held:
+            _release(self._held.pop())
+        return False
+
+
 def _guarded(fn):
     """fn (a method of an _Owned) counted as in use while it runs: close() from
     another thread meanwhile raises instead of freeing the C object under a
-    call that released the GIL (every ctypes call does)."""
+    call that released the GIL (every ctypes call does). Objects passed as
+    arguments are held by the method itself (_Using)."""
     def wrapper(self, *args, **kwargs):
-        g = self._guard()
-        with g._mu:
-            if self.closed:
-                raise ValueError("%s is closed" % type(self).__name__)
-            g._busy += 1
+        g = _acquire(self)
         try:
             return fn(self, *args, **kwargs)
         finally:
-            with g._mu:
-                g._busy -= 1
+            _release(g)
     wrapper.__name__ = fn.__name__
     wrapper.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
     wrapper.__doc__ = fn.__doc__
@@ -491,7 +535,8 @@ class Policy(_Owned):
         args = [_b(a, "argv") for a in argv]
         arr = (ctypes.c_char_p * (len(args) + 1))(*args, None)
         ret = _lib.fy_prepared_p()
-        _call(_c.fy_prepare, self._p, caps._p if caps is not None else None, arr, ctypes.byref(ret))
+        with _Using((caps, Caps, "caps")):
+            _call(_c.fy_prepare, self._p, caps._p if caps is not None else None, arr, ctypes.byref(ret))
         return Prepared(ret, dict(self._keep.items))
 
     def run(self, argv, caps=None, timeout=None):
@@ -546,7 +591,8 @@ class Prepared(_Owned):
         if shells is None:
             _call(_c.fy_start, self._p, ctypes.byref(ret))
         else:
-            _call(_c.fy_start_shell, self._p, shells._p, ctypes.byref(ret))
+            with _Using((shells, Shells, "shells")):
+                _call(_c.fy_start_shell, self._p, shells._p, ctypes.byref(ret))
         return Handle(ret, self._keep)
 
 
@@ -559,7 +605,9 @@ class Shells(_Owned):
 
     def __init__(self, prepared, count=1, idle=60.0):
         ret = _lib.fy_shells_p()
-        _call(_c.fy_shells_new, prepared._p, int(count), _usec(idle), ctypes.byref(ret))
+        count, idle = int(count), _usec(idle)
+        with _Using((prepared, Prepared, "prepared")):
+            _call(_c.fy_shells_new, prepared._p, count, idle, ctypes.byref(ret))
         self._own(ret)
         self._prepared = prepared  # the set keeps its own reference; this keeps the object
 
@@ -796,7 +844,11 @@ class Action(_Owned):
     def start(self, policy, caps=None):
         """fy_action_start -> ActionAttempt (the sandbox runs)."""
         ret = _lib.fy_action_attempt_p()
-        _call(_c.fy_action_start, self._p, policy._p, caps._p if caps is not None else None, ctypes.byref(ret))
+        if policy is None:
+            raise TypeError("policy: expected forgeyard.Policy, got None")
+        with _Using((policy, Policy, "policy"), (caps, Caps, "caps")):
+            _call(_c.fy_action_start, self._p, policy._p, caps._p if caps is not None else None,
+                  ctypes.byref(ret))
         return ActionAttempt(ret, dict(policy._keep.items))
 
     def run(self, policy, caps=None, timeout=None):

@@ -396,3 +396,69 @@ def test_nul_bytes_and_out_of_range_integers_refused():
     p = fy.Policy(fy.Profile.STANDARD_CI)
     with pytest.raises(ValueError):
         p.set_limit(fy.Limit.MEMORY, -1)
+
+
+def _closing_during(monkeypatch, name, victims):
+    """Replaces the C function `name` by one that, while the call is in
+    progress (in C, with the GIL released), closes each victim from another
+    thread: that must raise RuntimeError (the argument is in use). The real
+    function runs only when nothing was freed under it (never a crash here)."""
+    real = getattr(fy._c, name)
+    seen = []
+
+    def during(*args):
+        for v in victims:
+            def closer():
+                try:
+                    v.close()
+                    seen.append("closed")
+                except RuntimeError as e:
+                    seen.append(str(e))
+            t = threading.Thread(target=closer)
+            t.start()
+            t.join(10)
+        if any(v.closed for v in victims):
+            raise AssertionError("%s: an argument was freed under the call" % name)
+        return real(*args)
+
+    during.__name__ = name
+    monkeypatch.setattr(fy._c, name, during)
+    return seen
+
+
+def test_arguments_of_a_running_call_cannot_be_closed(policy, tmp_path, monkeypatch):
+    # Only self was counted in use: plan.close() during fy.Shells(plan) in
+    # another thread freed the plan under fy_shells_new (double free, abort);
+    # likewise caps under prepare(), shells under start(), policy and caps
+    # under Action.start().
+    with fy.probe() as caps:
+        seen = _closing_during(monkeypatch, "fy_prepare", [caps])
+        plan = policy.prepare(["/bin/sh", "-c", "exit 5"], caps=caps)
+        monkeypatch.undo()
+        assert len(seen) == 1 and "in use" in seen[0] and not caps.closed
+        with plan:
+            seen = _closing_during(monkeypatch, "fy_shells_new", [plan])
+            shells = fy.Shells(plan, count=1, idle=30)
+            monkeypatch.undo()
+            assert len(seen) == 1 and "in use" in seen[0] and not plan.closed
+            with shells:
+                seen = _closing_during(monkeypatch, "fy_start_shell", [shells])
+                h = plan.start(shells=shells)
+                monkeypatch.undo()
+                assert len(seen) == 1 and "in use" in seen[0] and not shells.closed
+                with h, h.wait(timeout=WAIT) as res:
+                    assert res.exit_code == 5
+            with pytest.raises(ValueError):
+                plan.start(shells=shells)  # closed argument: refused before C sees it
+            with pytest.raises(TypeError):
+                plan.start(shells=policy)
+        root = _input(tmp_path)
+        with fy.Action({"version": 1, "arguments": ["/bin/true"], "input_root": {"directory": str(root)}}) as a:
+            seen = _closing_during(monkeypatch, "fy_action_start", [policy, caps])
+            att = a.start(policy, caps)
+            monkeypatch.undo()
+            assert len(seen) == 2 and all("in use" in s for s in seen), seen
+            with att, att.finish() as res:
+                assert res.outcome == fy.Outcome.SUCCEEDED
+    # once the calls are over, close() works
+    assert caps.closed and plan.closed and shells.closed
