@@ -8,7 +8,7 @@
         pol.load_json({"resources": {"wall_time": "60s"}})
         pol.set_stdio(fy.Stream.OUT, fy.StdioMode.FILE, path="/tmp/out.txt")
         with pol.prepare(["/bin/sh", "-c", "echo hi"], caps) as plan, plan.start() as h:
-            with h.wait(timeout=60) as res:
+            with h.wait(timeout=None) as res:  # (None on timeout when one is given)
                 print(res.outcome.name, res.exit_code, res.to_dict())
 
 Every failing call raises forgeyard.Error. Every C object is owned by one
@@ -18,7 +18,10 @@ block, or (as a fallback) when it is garbage collected.
 import ctypes
 import json as _json
 import os
+import math
+import sys
 import threading
+import time
 import weakref
 
 from . import _lib
@@ -82,13 +85,27 @@ def _enum_or_int(enum_cls, v):
         return v
 
 
+def _seconds(timeout):
+    """A timeout in seconds, checked: None (or infinity) -> None (no limit)."""
+    if timeout is None:
+        return None
+    if math.isnan(timeout) or timeout < 0:
+        raise ValueError("timeout must be >= 0 seconds or None, not %r" % (timeout,))
+    return None if math.isinf(timeout) else timeout
+
+
 def _usec(timeout):
-    """Seconds (int/float) -> microseconds; None -> FY_UNLIMITED."""
+    """Seconds (int/float) -> microseconds; None (or infinity) -> FY_UNLIMITED."""
+    timeout = _seconds(timeout)
     if timeout is None:
         return UNLIMITED
-    if timeout < 0:
-        raise ValueError("timeout must be >= 0 seconds or None")
     return min(int(timeout * 1000000), UNLIMITED - 1)
+
+
+# Handle.wait() waits in slices of at most this many seconds: between two C
+# calls the interpreter runs pending signal handlers (KeyboardInterrupt, a
+# SIGTERM handler that cancels), which it cannot do while fy_handle_wait runs.
+_WAIT_SLICE = 0.1
 
 
 class Error(Exception):
@@ -139,10 +156,59 @@ class Error(Exception):
             _c.fy_error_free(errp)
 
 
+# Per thread, one slot per binding call in progress: the first exception an
+# output callback raised during that call (ctypes would print and drop it).
+_tls = threading.local()
+
+
+def _hand_over(exc):
+    """Keeps exc for the innermost binding call in progress on this thread;
+    False when there is none."""
+    slots = getattr(_tls, "slots", None)
+    if not slots:
+        return False
+    if slots[-1] is None:
+        slots[-1] = exc
+    return True
+
+
+# A signal pending when the library calls a stdio callback raises its
+# KeyboardInterrupt as the callback's Python code starts, before any try: ctypes
+# then hands it to sys.unraisablehook, which would print and drop it. For the
+# binding's own callbacks the exception goes to the call in progress instead.
+_prev_unraisablehook = getattr(sys, "unraisablehook", None)
+
+
+def _unraisablehook(u):
+    if getattr(u.object, "_forgeyard_callback", False) and u.exc_value is not None \
+            and _hand_over(u.exc_value):
+        return
+    _prev_unraisablehook(u)
+
+
+if _prev_unraisablehook is not None:
+    sys.unraisablehook = _unraisablehook
+
+
 def _call(fn, *args):
-    """Calls fn(*args, &err); raises Error when it returns < 0. Frees the error."""
+    """Calls fn(*args, &err); raises Error when it returns < 0. Frees the error.
+    An exception an output callback raised during the call (KeyboardInterrupt
+    included) is raised here once the C call has returned."""
     err = _lib.fy_error_p()
-    rc = fn(*args, ctypes.byref(err))
+    slots = getattr(_tls, "slots", None)
+    if slots is None:
+        slots = _tls.slots = []
+    depth = len(slots)
+    slots.append(None)
+    try:
+        rc = fn(*args, ctypes.byref(err))
+    finally:
+        exc = slots[depth]
+        del slots[depth:]
+    if exc is not None:
+        if err:
+            _c.fy_error_free(err)
+        raise exc
     if rc < 0:
         raise Error._take(err, rc, fn.__name__)
     if err:  # not expected on success; never leak it
@@ -512,16 +578,26 @@ class Policy(_Owned):
     def set_stdio_callback(self, stream, fn):
         """Live output (StdioMode.CALLBACK): fn(stream, data) with data bytes, and a last
         call with data None when the stream ended. Called on the thread in Handle.wait()
-        or Handle.process(). Exceptions it raises are printed and otherwise ignored.
+        or Handle.process(). The first exception it raises (KeyboardInterrupt included)
+        is raised by that wait()/process() once the library call has returned (the
+        attempt goes on: cancel() it); later output still reaches fn.
         fn None sets the stream back to StdioMode.NULL."""
         stream = int(stream)
         if fn is None:
             _call(_c.fy_policy_set_stdio_callback, self._p, stream, _lib.fy_output_fn(), None)
             self._keep.items.pop(stream, None)
             return self
+        if not callable(fn):
+            raise TypeError("set_stdio_callback: fn must be callable or None, got %s" % type(fn).__name__)
 
         def trampoline(_userdata, s, data, length):
-            fn(_enum_or_int(Stream, s), None if not data else ctypes.string_at(data, length))
+            try:
+                fn(_enum_or_int(Stream, s), None if not data else ctypes.string_at(data, length))
+            except BaseException as e:  # noqa: B036 (KeyboardInterrupt too: handed to the caller)
+                if not _hand_over(e):
+                    raise  # no binding call to hand it to: ctypes prints it
+
+        trampoline._forgeyard_callback = True
 
         cfn = _lib.fy_output_fn(trampoline)
         _call(_c.fy_policy_set_stdio_callback, self._p, stream, cfn, None)
@@ -541,7 +617,9 @@ class Policy(_Owned):
 
     def run(self, argv, caps=None, timeout=None):
         """prepare + start + wait. Returns the Result; on timeout the attempt is
-        cancelled (CancelReason.USER) and its cancelled result returned."""
+        cancelled (CancelReason.USER) and its cancelled result returned. An exception
+        while it waits (KeyboardInterrupt, or one a stdio callback raised) closes the
+        handle, which kills the sandbox at once, and is raised."""
         with self.prepare(argv, caps) as plan, plan.start() as h:
             res = h.wait(timeout)
             if res is None:
@@ -656,18 +734,38 @@ class Handle(_Owned):
             return None
         return v.value / 1e6
 
+    def _drive(self, fn, *args):
+        res = _lib.fy_result_p()
+        try:
+            rc = _call(fn, self._p, *args, ctypes.byref(res))
+        except BaseException:
+            if res:  # a callback raised in the call that ended the attempt: the
+                _c.fy_result_free(res)  # next wait()/process() returns the result again
+            raise
+        return Result(res) if rc == 1 and res else None
+
     def process(self):
         """fy_handle_process: does the pending work; Result when over, else None."""
-        res = _lib.fy_result_p()
-        rc = _call(_c.fy_handle_process, self._p, ctypes.byref(res))
-        return Result(res) if rc == 1 and res else None
+        return self._drive(_c.fy_handle_process)
 
     def wait(self, timeout=None):
         """fy_handle_wait: Result when the attempt is over, None when timeout (seconds;
-        None: no limit) passed first. Releases the GIL: cancel() from another thread works."""
-        res = _lib.fy_result_p()
-        rc = _call(_c.fy_handle_wait, self._p, _usec(timeout), ctypes.byref(res))
-        return Result(res) if rc == 1 and res else None
+        None or infinity: no limit) passed first. Releases the GIL: cancel() from another
+        thread works. Waits in slices of at most 0.1 s, so Python signal handlers run
+        meanwhile: a KeyboardInterrupt (or any exception a handler or a stdio callback
+        raises) leaves wait() and the attempt RUNS ON, the handle still valid: cancel()
+        and wait() again, or close() it (which kills the sandbox at once)."""
+        timeout = _seconds(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if deadline is None:
+                last, s = False, _WAIT_SLICE
+            else:
+                left = deadline - time.monotonic()
+                last, s = left <= _WAIT_SLICE, max(0.0, min(left, _WAIT_SLICE))
+            res = self._drive(_c.fy_handle_wait, int(s * 1000000))
+            if res is not None or last:
+                return res
 
     def cancel(self, reason=CancelReason.USER):
         """fy_handle_cancel: asks the attempt to end (soft, then hard after the grace)."""
@@ -852,7 +950,8 @@ class Action(_Owned):
         return ActionAttempt(ret, dict(policy._keep.items))
 
     def run(self, policy, caps=None, timeout=None):
-        """start + finish. On timeout (seconds) the attempt is cancelled."""
+        """start + finish. On timeout (seconds) the attempt is cancelled. An exception
+        while it waits (KeyboardInterrupt) closes the attempt: the sandbox is killed."""
         with self.start(policy, caps) as att:
             if timeout is not None and att.handle.wait(timeout) is None:
                 att.handle.cancel()
@@ -883,7 +982,10 @@ class ActionAttempt(_Owned):
         self.handle = _BorrowedHandle(_c.fy_action_attempt_handle(ptr), self._keep, self)
 
     def finish(self):
-        """fy_action_finish -> ActionResult (waits for the sandbox; once)."""
+        """fy_action_finish -> ActionResult (waits for the sandbox; once). Waits through
+        handle.wait() first, so a KeyboardInterrupt is raised meanwhile (the attempt runs
+        on: cancel() it, or close() the attempt to kill it)."""
+        self.handle.wait(None).close()
         ret = _lib.fy_action_result_p()
         _call(_c.fy_action_finish, self._p, ctypes.byref(ret))
         return ActionResult(ret)

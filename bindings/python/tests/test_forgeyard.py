@@ -462,3 +462,106 @@ def test_arguments_of_a_running_call_cannot_be_closed(policy, tmp_path, monkeypa
                 assert res.outcome == fy.Outcome.SUCCEEDED
     # once the calls are over, close() works
     assert caps.closed and plan.closed and shells.closed
+
+
+class _Alarm(Exception):
+    pass
+
+
+def _with_alarm(seconds, handler):
+    import signal
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return lambda: (signal.setitimer(signal.ITIMER_REAL, 0), signal.signal(signal.SIGALRM, old))
+
+
+def test_signal_handlers_run_during_wait(policy, tmp_path):
+    # fy_handle_wait retries poll() on EINTR: with the whole timeout in one C
+    # call, Ctrl-C or a SIGTERM handler ran only when the workload ended.
+    with policy.prepare(["/bin/sleep", "5"]) as plan:
+        # a handler that raises: wait() raises it at once, the attempt runs on
+        with plan.start() as h:
+            def boom(*_):
+                raise _Alarm()
+            undo = _with_alarm(0.3, boom)
+            t0 = time.monotonic()
+            try:
+                with pytest.raises(_Alarm):
+                    h.wait(timeout=WAIT)
+            finally:
+                undo()
+            assert time.monotonic() - t0 < 3
+            assert h.wait(timeout=0) is None  # still running, the handle still valid
+            h.cancel()
+            with h.wait(timeout=WAIT) as res:
+                assert res.outcome == fy.Outcome.CANCELLED
+        # a handler that cancels (a CI runner being stopped)
+        with plan.start() as h:
+            undo = _with_alarm(0.3, lambda *_: h.cancel(fy.CancelReason.SUPERSEDED))
+            t0 = time.monotonic()
+            try:
+                with h.wait(timeout=WAIT) as res:
+                    assert res.outcome == fy.Outcome.CANCELLED
+                    assert res.cancel_reason == fy.CancelReason.SUPERSEDED
+            finally:
+                undo()
+            assert time.monotonic() - t0 < 3
+    # a timeout of infinity is no limit; NaN is refused like a negative one
+    with policy.prepare(["/bin/true"]) as plan, plan.start() as h:
+        with h.wait(float("inf")) as res:
+            assert res.exit_code == 0
+        for bad in (float("nan"), -1):
+            with pytest.raises(ValueError):
+                h.wait(bad)
+
+
+def test_signal_during_action_finish(policy, tmp_path):
+    root = _input(tmp_path)
+    with fy.Action({"version": 1, "arguments": ["/bin/sleep", "5"], "input_root": {"directory": str(root)}}) as a:
+        with a.start(policy) as att:
+            def boom(*_):
+                raise _Alarm()
+            undo = _with_alarm(0.3, boom)
+            t0 = time.monotonic()
+            try:
+                with pytest.raises(_Alarm):
+                    att.finish()
+            finally:
+                undo()
+            assert time.monotonic() - t0 < 3
+            att.handle.cancel()
+            with att.finish() as res:
+                assert res.outcome == fy.Outcome.CANCELLED
+
+
+def test_callback_exceptions_reach_the_caller(policy):
+    # ctypes printed and dropped an exception raised in a stdio callback,
+    # KeyboardInterrupt included: Ctrl-C during CALLBACK output was lost and
+    # the workload ran to its end.
+    got = []
+
+    def cb(stream, data):
+        got.append(data)
+        if data:
+            raise KeyboardInterrupt()
+
+    policy.set_stdio_callback(fy.Stream.OUT, cb)
+    with policy.prepare(["/bin/sh", "-c", "echo one; sleep 5; echo two"]) as plan, plan.start() as h:
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            h.wait(timeout=WAIT)
+        assert time.monotonic() - t0 < 3
+        h.cancel()
+        with h.wait(timeout=WAIT) as res:  # the handle is still usable
+            assert res.outcome == fy.Outcome.CANCELLED
+    assert got[0] == b"one\n"
+    # an exception of the call that ends the attempt: raised, and the result is
+    # there for the next wait()
+    policy.set_stdio_callback(fy.Stream.OUT, lambda s, d: 1 / 0 if d is None else None)
+    with policy.prepare(["/bin/true"]) as plan, plan.start() as h:
+        with pytest.raises(ZeroDivisionError):
+            h.wait(timeout=WAIT)
+        with h.wait(timeout=WAIT) as res:
+            assert res.exit_code == 0
+    with pytest.raises(TypeError):
+        policy.set_stdio_callback(fy.Stream.OUT, 5)
