@@ -54,11 +54,15 @@ def _s(b):
     return None if b is None else b.decode("utf-8", "replace")
 
 
-def _b(s, what="argument"):
+def _b(s, what="argument", none_ok=False):
     """A C string: a NUL inside would cut it there in C (an environment name
-    "A\\0EVIL" became "A"): refused."""
+    "A\\0EVIL" became "A"): refused. None raises TypeError (in an argv it
+    became the array's NULL end, cutting the command) unless none_ok, where
+    NULL means something (a default)."""
     if s is None:
-        return None
+        if none_ok:
+            return None
+        raise TypeError("%s: expected str, bytes or path, got None" % what)
     if isinstance(s, os.PathLike):
         s = os.fspath(s)
     if isinstance(s, str):
@@ -435,7 +439,7 @@ def probe(flags=0, snapshot_dir=None, snapshot=False):
     """fy_probe (or, with snapshot=True, fy_probe_snapshot in snapshot_dir) -> Caps."""
     ret = _lib.fy_caps_p()
     if snapshot:
-        _call(_c.fy_probe_snapshot, int(flags), _b(snapshot_dir), ctypes.byref(ret))
+        _call(_c.fy_probe_snapshot, int(flags), _b(snapshot_dir, "snapshot_dir", none_ok=True), ctypes.byref(ret))
     else:
         _call(_c.fy_probe, int(flags), ctypes.byref(ret))
     return Caps(ret)
@@ -523,15 +527,15 @@ class Policy(_Owned):
         return v.value
 
     def add_bind(self, host_path, target, flags=0):
-        _call(_c.fy_policy_add_bind, self._p, _b(host_path), _b(target), int(flags))
+        _call(_c.fy_policy_add_bind, self._p, _b(host_path, "host_path"), _b(target, "target"), int(flags))
         return self
 
     def set_workdir(self, path):
-        _call(_c.fy_policy_set_workdir, self._p, _b(path))
+        _call(_c.fy_policy_set_workdir, self._p, _b(path, "path"))
         return self
 
     def set_env(self, name, value):
-        _call(_c.fy_policy_set_env, self._p, _b(name), _b(value))
+        _call(_c.fy_policy_set_env, self._p, _b(name, "env name"), _b(value, "env value"))
         return self
 
     def set_network(self, mode):
@@ -557,12 +561,12 @@ class Policy(_Owned):
 
     def set_network_host(self, setting, value):
         """fy_policy_set_network_host: NetHost.UPLINK, HOSTS_FILE or LINK_SUBNET (None: the default)."""
-        _call(_c.fy_policy_set_network_host, self._p, int(setting), _b(value))
+        _call(_c.fy_policy_set_network_host, self._p, int(setting), _b(value, "value", none_ok=True))
         return self
 
     def set_state_dir(self, path):
         """Where live sandboxes are recorded (None: the library's default)."""
-        _call(_c.fy_policy_set_state_dir, self._p, _b(path))
+        _call(_c.fy_policy_set_state_dir, self._p, _b(path, "path", none_ok=True))
         return self
 
     def set_stdio(self, stream, mode, fd=-1, path=None):
@@ -571,7 +575,7 @@ class Policy(_Owned):
         with Handle.stdio_fd()."""
         if hasattr(fd, "fileno"):
             fd = fd.fileno()
-        _call(_c.fy_policy_set_stdio, self._p, int(stream), int(mode), int(fd), _b(path))
+        _call(_c.fy_policy_set_stdio, self._p, int(stream), int(mode), int(fd), _b(path, "path", none_ok=True))
         self._keep.items.pop(int(stream), None)
         return self
 
@@ -889,7 +893,7 @@ class Action(_Owned):
 
     def set_env(self, name, value):
         """value None removes name."""
-        _call(_c.fy_action_set_env, self._p, _b(name), _b(value) if value is not None else None)
+        _call(_c.fy_action_set_env, self._p, _b(name, "env name"), _b(value) if value is not None else None)
         return self
 
     def set_platform_property(self, name, value):

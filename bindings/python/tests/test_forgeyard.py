@@ -565,3 +565,24 @@ def test_callback_exceptions_reach_the_caller(policy):
             assert res.exit_code == 0
     with pytest.raises(TypeError):
         policy.set_stdio_callback(fy.Stream.OUT, 5)
+
+
+def test_none_in_strings_refused(policy):
+    # None became the NULL end of the argv array: ["/bin/echo", "a", None, "b"]
+    # ran "echo a". Now it, and None where C needs a string, raise TypeError.
+    for argv in (["/bin/echo", "a", None, "b"], [None], ["/bin/echo", 5]):
+        with pytest.raises(TypeError):
+            policy.prepare(argv)
+    a = fy.Action()
+    with pytest.raises(TypeError):
+        a.set_argv(["/bin/echo", "a", None, "b"])
+    for bad in (lambda: policy.set_env("A", None), lambda: policy.set_env(None, "x"),
+                lambda: policy.add_bind(None, "/mnt"), lambda: policy.add_bind("/tmp", None),
+                lambda: policy.set_workdir(None), lambda: a.set_env(None, "x"),
+                lambda: a.add_output(None)):
+        with pytest.raises(TypeError):
+            bad()
+    assert "A" not in policy.to_dict().get("environment", {}).get("set", {})
+    # where NULL means the default, None still works
+    policy.set_network_host(fy.NetHost.LINK_SUBNET, None)
+    a.set_env("X", "1").set_env("X", None)
