@@ -82,6 +82,23 @@ def _u64(v, what="value"):
     return v
 
 
+def _u32(v, what="value"):
+    """An unsigned 32-bit integer (a C uint32_t), checked: ctypes wrapped
+    2**32 + Profile.RELEASE to RELEASE."""
+    v = int(v)
+    if v < 0 or v > 0xFFFFFFFF:
+        raise ValueError("%s: %d is not an unsigned 32-bit integer" % (what, v))
+    return v
+
+
+def _i32(v, what="value"):
+    """A C int, checked: ctypes wrapped fd=2**32+1 to 1 (the host's stdout)."""
+    v = int(v)
+    if v < -0x80000000 or v > 0x7FFFFFFF:
+        raise ValueError("%s: %d is out of the range of a C int" % (what, v))
+    return v
+
+
 def _enum_or_int(enum_cls, v):
     try:
         return enum_cls(v)
@@ -122,11 +139,14 @@ class Error(Exception):
     """
 
     def __init__(self, code, step=0, message=None, os_code=0, location=None, function=None):
+        code, step = int(code), int(step)
+        c_code = -0x80000000 <= code <= 0x7FFFFFFF
         self.code = _enum_or_int(ErrorCode, code)
-        self.code_name = _s(_c.fy_error_name(code)) or str(code)
+        self.code_name = (_s(_c.fy_error_name(code)) if c_code else None) or str(code)
         self.step = _enum_or_int(Step, step)
-        self.step_name = _s(_c.fy_step_name(step))
-        self.message = message if message is not None else (_s(_c.fy_strerror(code)) or "")
+        self.step_name = _s(_c.fy_step_name(step)) if 0 <= step <= 0xFFFFFFFF else None
+        self.message = message if message is not None else \
+            ((_s(_c.fy_strerror(code)) if c_code else None) or "")
         self.os_code = os_code
         self.location = location
         self.function = function
@@ -390,7 +410,7 @@ def _cap(cap):
                 if _s(_c.fy_cap_name(c)) == cap:
                     return c
             raise ValueError("unknown capability %r" % cap) from None
-    return int(cap)
+    return _u32(cap, "cap")
 
 
 class Caps(_Owned):
@@ -439,9 +459,10 @@ def probe(flags=0, snapshot_dir=None, snapshot=False):
     """fy_probe (or, with snapshot=True, fy_probe_snapshot in snapshot_dir) -> Caps."""
     ret = _lib.fy_caps_p()
     if snapshot:
-        _call(_c.fy_probe_snapshot, int(flags), _b(snapshot_dir, "snapshot_dir", none_ok=True), ctypes.byref(ret))
+        _call(_c.fy_probe_snapshot, _u64(flags, "flags"), _b(snapshot_dir, "snapshot_dir", none_ok=True),
+              ctypes.byref(ret))
     else:
-        _call(_c.fy_probe, int(flags), ctypes.byref(ret))
+        _call(_c.fy_probe, _u64(flags, "flags"), ctypes.byref(ret))
     return Caps(ret)
 
 
@@ -455,7 +476,7 @@ def _profile(profile):
             raise Error(rc, CONSTANTS["FY_STEP_POLICY"], "unknown profile %r" % profile,
                         function="fy_profile_from_name")
         return rc
-    return int(profile)
+    return _u32(profile, "profile")
 
 
 class _Keep:
@@ -506,28 +527,29 @@ class Policy(_Owned):
         return self
 
     def set_isolation(self, min_level, preferred_level):
-        _call(_c.fy_policy_set_isolation, self._p, int(min_level), int(preferred_level))
+        _call(_c.fy_policy_set_isolation, self._p, _u32(min_level, "min_level"),
+              _u32(preferred_level, "preferred_level"))
         return self
 
     def set_level_floor(self, level):
-        _call(_c.fy_policy_set_level_floor, self._p, int(level))
+        _call(_c.fy_policy_set_level_floor, self._p, _u32(level, "level"))
         return self
 
     def set_control(self, control, mode):
-        _call(_c.fy_policy_set_control, self._p, int(control), int(mode))
+        _call(_c.fy_policy_set_control, self._p, _u32(control, "control"), _u32(mode, "mode"))
         return self
 
     def set_limit(self, limit, value):
-        _call(_c.fy_policy_set_limit, self._p, int(limit), _u64(value, "limit"))
+        _call(_c.fy_policy_set_limit, self._p, _u32(limit, "limit"), _u64(value, "limit"))
         return self
 
     def get_limit(self, limit):
         v = ctypes.c_uint64()
-        _check(_c.fy_policy_get_limit(self._p, int(limit), ctypes.byref(v)), "fy_policy_get_limit")
+        _check(_c.fy_policy_get_limit(self._p, _u32(limit, "limit"), ctypes.byref(v)), "fy_policy_get_limit")
         return v.value
 
     def add_bind(self, host_path, target, flags=0):
-        _call(_c.fy_policy_add_bind, self._p, _b(host_path, "host_path"), _b(target, "target"), int(flags))
+        _call(_c.fy_policy_add_bind, self._p, _b(host_path, "host_path"), _b(target, "target"), _u32(flags, "flags"))
         return self
 
     def set_workdir(self, path):
@@ -539,7 +561,7 @@ class Policy(_Owned):
         return self
 
     def set_network(self, mode):
-        _call(_c.fy_policy_set_network, self._p, int(mode))
+        _call(_c.fy_policy_set_network, self._p, _u32(mode, "mode"))
         return self
 
     def set_platform_property(self, name, value):
@@ -549,19 +571,20 @@ class Policy(_Owned):
         return self
 
     def set_dns(self, dns):
-        _call(_c.fy_policy_set_dns, self._p, int(dns))
+        _call(_c.fy_policy_set_dns, self._p, _u32(dns, "dns"))
         return self
 
     def add_destination(self, host, proto=None, port_min=1, port_max=None):
         """fy_policy_add_destination: a name, an address or a CIDR block; Proto.TCP by default;
         port_max defaults to port_min."""
-        _call(_c.fy_policy_add_destination, self._p, _b(host), int(Proto.TCP if proto is None else proto),
-              int(port_min), int(port_min if port_max is None else port_max))
+        _call(_c.fy_policy_add_destination, self._p, _b(host, "host"),
+              _u32(Proto.TCP if proto is None else proto, "proto"), _u32(port_min, "port_min"),
+              _u32(port_min if port_max is None else port_max, "port_max"))
         return self
 
     def set_network_host(self, setting, value):
         """fy_policy_set_network_host: NetHost.UPLINK, HOSTS_FILE or LINK_SUBNET (None: the default)."""
-        _call(_c.fy_policy_set_network_host, self._p, int(setting), _b(value, "value", none_ok=True))
+        _call(_c.fy_policy_set_network_host, self._p, _u32(setting, "setting"), _b(value, "value", none_ok=True))
         return self
 
     def set_state_dir(self, path):
@@ -575,7 +598,8 @@ class Policy(_Owned):
         with Handle.stdio_fd()."""
         if hasattr(fd, "fileno"):
             fd = fd.fileno()
-        _call(_c.fy_policy_set_stdio, self._p, int(stream), int(mode), int(fd), _b(path, "path", none_ok=True))
+        _call(_c.fy_policy_set_stdio, self._p, _u32(stream, "stream"), _u32(mode, "mode"), _i32(fd, "fd"),
+              _b(path, "path", none_ok=True))
         self._keep.items.pop(int(stream), None)
         return self
 
@@ -586,7 +610,7 @@ class Policy(_Owned):
         is raised by that wait()/process() once the library call has returned (the
         attempt goes on: cancel() it); later output still reaches fn.
         fn None sets the stream back to StdioMode.NULL."""
-        stream = int(stream)
+        stream = _u32(stream, "stream")
         if fn is None:
             _call(_c.fy_policy_set_stdio_callback, self._p, stream, _lib.fy_output_fn(), None)
             self._keep.items.pop(stream, None)
@@ -653,7 +677,7 @@ class Prepared(_Owned):
 
     def control(self, control):
         """ControlState of a Control after negotiation."""
-        return _enum_or_int(ControlState, _check(_c.fy_prepared_control(self._p, int(control)),
+        return _enum_or_int(ControlState, _check(_c.fy_prepared_control(self._p, _u32(control, "control")),
                                                  "fy_prepared_control"))
 
     @property
@@ -687,7 +711,7 @@ class Shells(_Owned):
 
     def __init__(self, prepared, count=1, idle=60.0):
         ret = _lib.fy_shells_p()
-        count, idle = int(count), _usec(idle)
+        count, idle = _u32(count, "count"), _usec(idle)
         with _Using((prepared, Prepared, "prepared")):
             _call(_c.fy_shells_new, prepared._p, count, idle, ctypes.byref(ret))
         self._own(ret)
@@ -700,7 +724,7 @@ class Shells(_Owned):
     def stat(self, what):
         """A ShellsStat counter (READY, MADE, CLAIMED, DISCARDED, LEFT)."""
         v = ctypes.c_uint64()
-        _check(_c.fy_shells_stat(self._p, int(what), ctypes.byref(v)), "fy_shells_stat")
+        _check(_c.fy_shells_stat(self._p, _u32(what, "what"), ctypes.byref(v)), "fy_shells_stat")
         return v.value
 
 
@@ -723,7 +747,7 @@ class Handle(_Owned):
         """fy_handle_get_stdio_fd for a StdioMode.PIPE stream. For Stream.OUT/ERR the fd
         stays owned by the handle (do not close it); for Stream.IN it is handed over:
         the caller must close it (os.close) to send end-of-file."""
-        return _check(_c.fy_handle_get_stdio_fd(self._p, int(stream)), "fy_handle_get_stdio_fd")
+        return _check(_c.fy_handle_get_stdio_fd(self._p, _u32(stream, "stream")), "fy_handle_get_stdio_fd")
 
     def stdin(self):
         """The stdin pipe as a binary file object the caller owns (close() = EOF)."""
@@ -773,7 +797,7 @@ class Handle(_Owned):
 
     def cancel(self, reason=CancelReason.USER):
         """fy_handle_cancel: asks the attempt to end (soft, then hard after the grace)."""
-        _call(_c.fy_handle_cancel, self._p, int(reason))
+        _call(_c.fy_handle_cancel, self._p, _u32(reason, "reason"))
 
 
 class Result(_Owned):
@@ -827,7 +851,7 @@ class Result(_Owned):
 
     def _u64(self, fn, what, name):
         v = ctypes.c_uint64()
-        rc = fn(self._p, int(what), ctypes.byref(v))
+        rc = fn(self._p, _u32(what, "what"), ctypes.byref(v))
         if rc == CONSTANTS["FY_E_NOTFOUND"]:
             return None
         _check(rc, name)
@@ -920,7 +944,7 @@ class Action(_Owned):
         return self
 
     def set_stdio_path(self, stream, path):
-        _call(_c.fy_action_set_stdio_path, self._p, int(stream), _b(os.fspath(path)) if path else None)
+        _call(_c.fy_action_set_stdio_path, self._p, _u32(stream, "stream"), _b(os.fspath(path)) if path else None)
         return self
 
     def set_scratch_directory(self, path):
@@ -1049,36 +1073,36 @@ def version_string():
 
 
 def error_name(code):
-    return _s(_c.fy_error_name(int(code)))
+    return _s(_c.fy_error_name(_i32(code, "code")))
 
 
 def strerror(code):
-    return _s(_c.fy_strerror(int(code)))
+    return _s(_c.fy_strerror(_i32(code, "code")))
 
 
 def step_name(step):
-    return _s(_c.fy_step_name(int(step)))
+    return _s(_c.fy_step_name(_u32(step, "step")))
 
 
 def cap_name(cap):
-    return _s(_c.fy_cap_name(int(cap)))
+    return _s(_c.fy_cap_name(_u32(cap, "cap")))
 
 
 def level_name(level):
-    return _s(_c.fy_level_name(int(level)))
+    return _s(_c.fy_level_name(_u32(level, "level")))
 
 
 def control_name(control):
-    return _s(_c.fy_control_name(int(control)))
+    return _s(_c.fy_control_name(_u32(control, "control")))
 
 
 def profile_name(profile):
-    return _s(_c.fy_profile_name(int(profile)))
+    return _s(_c.fy_profile_name(_u32(profile, "profile")))
 
 
 def outcome_name(outcome):
-    return _s(_c.fy_outcome_name(int(outcome)))
+    return _s(_c.fy_outcome_name(_u32(outcome, "outcome")))
 
 
 def cancel_reason_name(reason):
-    return _s(_c.fy_cancel_reason_name(int(reason)))
+    return _s(_c.fy_cancel_reason_name(_u32(reason, "reason")))

@@ -586,3 +586,49 @@ def test_none_in_strings_refused(policy):
     # where NULL means the default, None still works
     policy.set_network_host(fy.NetHost.LINK_SUBNET, None)
     a.set_env("X", "1").set_env("X", None)
+
+
+def test_integers_out_of_range_refused(policy):
+    # ctypes wrapped every int given to a uint32_t/int/uint64_t parameter:
+    # fd=2**32+1 connected the host's stdout (fd 1), Policy(2**32 + RELEASE)
+    # made a release policy, error_name(2**32) was "FY_OK".
+    big32, big64 = 2 ** 32, 2 ** 64
+    bad = [
+        lambda: policy.set_stdio(fy.Stream.OUT, fy.StdioMode.FD, fd=big32 + 1),
+        lambda: policy.set_stdio(fy.Stream.OUT, fy.StdioMode.FD, fd=-big32 - 1),
+        lambda: policy.set_stdio(big32 + fy.Stream.OUT, fy.StdioMode.NULL),
+        lambda: fy.probe(big64),
+        lambda: fy.probe(-1),
+        lambda: fy.Policy(big32 + fy.Profile.RELEASE),
+        lambda: policy.set_limit(big32 + fy.Limit.WALL_TIME, 1),
+        lambda: policy.get_limit(-1),
+        lambda: policy.add_destination("198.51.100.7", fy.Proto.TCP, big32 + 80),
+        lambda: policy.set_network(big32),
+        lambda: fy.error_name(big32),
+        lambda: fy.strerror(-2 ** 31 - 1),
+        lambda: fy.step_name(-1),
+        lambda: fy.outcome_name(big32),
+    ]
+    for i, f in enumerate(bad):
+        with pytest.raises(ValueError):
+            f()
+            pytest.fail("case %d accepted" % i)
+    with fy.probe() as caps:
+        with pytest.raises(ValueError):
+            caps.value(big32 + fy.Cap.USERNS)
+        with pytest.raises(ValueError):
+            caps.has(-1)
+    with policy.prepare(["/bin/true"]) as plan:
+        with pytest.raises(ValueError):
+            fy.Shells(plan, count=big32 + 1)
+        with pytest.raises(ValueError):
+            plan.control(big32)
+        with plan.start() as h:
+            with pytest.raises(ValueError):
+                h.cancel(big32 + fy.CancelReason.USER)
+            with h.wait(timeout=WAIT) as res:
+                assert res.outcome == fy.Outcome.SUCCEEDED
+                with pytest.raises(ValueError):
+                    res.usage(big32)
+    assert fy.error_name(fy.ErrorCode.POLICY) == "FY_E_POLICY"
+    assert str(fy.Error(big32)) .startswith(str(big32))  # no C call with a wrapped code
