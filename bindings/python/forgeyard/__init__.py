@@ -154,6 +154,12 @@ class Error(Exception):
 
     path = property(lambda self: self.location, doc="alias of location")
 
+    def __reduce__(self):
+        # Exception's own reduce re-calls __init__ with args == (str(self),):
+        # the message became the code (pickle, copy and ProcessPoolExecutor failed).
+        return (type(self), (int(self.code), int(self.step), self.message, self.os_code, self.location,
+                             self.function), dict(self.__dict__))
+
     def __str__(self):
         s = self.code_name
         if self.function:

@@ -632,3 +632,32 @@ def test_integers_out_of_range_refused(policy):
                     res.usage(big32)
     assert fy.error_name(fy.ErrorCode.POLICY) == "FY_E_POLICY"
     assert str(fy.Error(big32)) .startswith(str(big32))  # no C call with a wrapped code
+
+
+def _raise_policy_error():
+    fy.Policy("release", json='{"resources": {"memory": "lots"}}')
+
+
+def test_error_pickles_and_copies():
+    # __init__ was re-called with the message as the code: pickle.loads,
+    # copy.copy and a ProcessPoolExecutor job raising fy.Error all failed.
+    import copy
+    import pickle
+    with pytest.raises(fy.Error) as ei:
+        _raise_policy_error()
+    e = ei.value
+    e.extra = "kept"
+    for e2 in (pickle.loads(pickle.dumps(e)), copy.copy(e), copy.deepcopy(e)):
+        assert type(e2) is fy.Error and e2 is not e
+        for attr in ("code", "code_name", "step", "step_name", "message", "os_code", "location", "function",
+                     "extra"):
+            assert getattr(e2, attr) == getattr(e, attr), attr
+        assert e2.code == fy.ErrorCode.POLICY and str(e2) == str(e) and e2.args == e.args
+    import concurrent.futures
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as ex:
+        fut = ex.submit(_raise_policy_error)
+        with pytest.raises(fy.Error) as ei:
+            fut.result(timeout=WAIT)
+    assert ei.value.location == "$.resources.memory"
