@@ -941,7 +941,9 @@ class Action(_Owned):
 
     def add_output(self, path, kind="file"):
         """kind: "file", "directory" or "any" (REAPI output_paths)."""
-        k = {"file": "FY_OUTPUT_FILE", "directory": "FY_OUTPUT_DIRECTORY", "any": "FY_OUTPUT_ANY"}[kind]
+        k = {"file": "FY_OUTPUT_FILE", "directory": "FY_OUTPUT_DIRECTORY", "any": "FY_OUTPUT_ANY"}.get(kind)
+        if k is None:
+            raise ValueError("add_output: kind must be \"file\", \"directory\" or \"any\", not %r" % (kind,))
         _call(_c.fy_action_add_output, self._p, _b(path), CONSTANTS[k])
         return self
 
@@ -959,7 +961,10 @@ class Action(_Owned):
 
     def set_limit(self, name, value):
         """name: "output_bytes", "output_entries", "input_entries" or "input_bytes"."""
-        _call(_c.fy_action_set_limit, self._p, CONSTANTS["FY_ACTION_LIMIT_" + name.upper()], _u64(value, name))
+        limit = CONSTANTS.get("FY_ACTION_LIMIT_" + str(name).upper())
+        if limit is None:
+            raise ValueError("set_limit: unknown action limit %r" % (name,))
+        _call(_c.fy_action_set_limit, self._p, limit, _u64(value, name))
         return self
 
     def to_json(self):
@@ -994,7 +999,8 @@ class Action(_Owned):
 
 class _BorrowedHandle(Handle):
     """The attempt's handle: owned by the attempt, never freed here. It keeps
-    its attempt alive (fy_action_attempt_free frees the handle with it)."""
+    its attempt alive (fy_action_attempt_free frees the handle with it), so its
+    close() does not kill the sandbox: cancel() it, or close the attempt."""
     _free = staticmethod(lambda ptr: None)
 
     def __init__(self, ptr, keep, owner):

@@ -661,3 +661,12 @@ def test_error_pickles_and_copies():
         with pytest.raises(fy.Error) as ei:
             fut.result(timeout=WAIT)
     assert ei.value.location == "$.resources.memory"
+
+
+def test_action_bad_names_raise_value_error():
+    with fy.Action() as a:
+        with pytest.raises(ValueError):
+            a.set_limit("bogus", 1)
+        with pytest.raises(ValueError):
+            a.add_output("x", "dir")
+        a.set_limit("output_bytes", 1).add_output("x", "any")
