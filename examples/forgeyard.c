@@ -5,12 +5,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 #ifdef _WIN32
 #include "cli-win.h" /* uname, geteuid, the console stop handling */
@@ -21,6 +21,7 @@
 #include <time.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #endif
 #ifdef __linux__
@@ -143,10 +144,19 @@ static void *out_relay_thread(void *unused) {
 static void out_relay_drain(void) {
     if (!out_relay_started)
         return;
+    /* (a reader gone: EPIPE, never SIGPIPE here, as on the relay's thread) */
+    sigset_t pipe, old;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
     pthread_mutex_lock(&out_relay_lock);
     while (out_relay_copy())
         ;
     pthread_mutex_unlock(&out_relay_lock);
+    struct timespec none = {0, 0};
+    while (sigtimedwait(&pipe, NULL, &none) == SIGPIPE)
+        ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Whether fd (1 or 2) is relayed: anything but /dev/null (a descriptor
@@ -1019,6 +1029,26 @@ static int catch_stop_signals(void) {
  * freeing it (which kills and cleans up at once) at the second. 1 and the
  * result; 0 when a second signal ended it without one; -1 on an error. */
 static bool stop_seen; /* a stop signal came (the CLI makes no attempt again after one) */
+/* A note on stderr that never raises SIGPIPE here (its reader may be gone
+ * when a supervisor stops a whole job): SIGPIPE blocked around the write,
+ * a pending one taken back. Not ignored process-wide: an ignored signal
+ * is inherited by what the library starts. */
+__attribute__((format(printf, 1, 2))) static void note_nopipe(const char *fmt, ...) {
+    sigset_t pipe, old;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    struct timespec none = {0, 0};
+    while (sigtimedwait(&pipe, NULL, &none) == SIGPIPE)
+        ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
     int stops = 0;
     for (;;) {
@@ -1035,14 +1065,25 @@ static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
         while (read(stop_pipe[0], &sig, 1) == 1) {
             stop_seen = true;
             if (stops++ == 0) {
-                fprintf(stderr, "%s: %s: %s: cancelling the sandbox (again to kill it at once)\n", prog,
-                        stop_what, strsignal(sig));
+                /* (cancelled first: a note to a stderr whose reader is gone
+                 * must not end us with SIGPIPE before the result is made) */
                 fy_handle_cancel(h, FY_CANCEL_USER, NULL);
+                note_nopipe("%s: %s: %s: cancelling the sandbox (again to kill it at once)\n", prog, stop_what,
+                            strsignal(sig));
             } else {
                 return 0;
             }
         }
     }
+}
+#endif
+#ifdef _WIN32
+/* (no SIGPIPE on Windows) */
+__attribute__((format(printf, 1, 2))) static void note_nopipe(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
 }
 #endif
 
@@ -1420,11 +1461,14 @@ static bool result_path_ok(const char *what, const char *file) {
     }
     if (strcmp(file, "-") == 0) {
         /* Standard output, as it is before the run (the command's own
-         * output goes there too unless redirected). */
+         * output goes there too unless redirected); one that was closed
+         * (now /dev/null) would lose the result without a word. */
         if (result_fd >= 0)
             close(result_fd);
         result_stdout = true;
-        if ((result_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)) < 0) {
+        if (std_closed[1] || (result_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)) < 0) {
+            if (std_closed[1])
+                errno = EBADF;
             fprintf(stderr, "%s: %s--result -: standard output is not open (%s); nothing ran\n", prog, what,
                     strerror(errno));
             return false;
@@ -1477,6 +1521,14 @@ static bool result_path_ok(const char *what, const char *file) {
             close(result_dir);
         if ((result_dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
             why = strerror(errno);
+    }
+    /* A result an earlier run left at the name is removed now: a run that
+     * ends without one (a second stop signal kills the sandbox at once, or
+     * forgeyard itself is killed) must not leave the earlier run's outcome
+     * standing for its own. */
+    if (!why && unlinkat(result_dir, slash ? slash + 1 : file, 0) < 0 && errno != ENOENT) {
+        why = strerror(errno);
+        where = file;
     }
     if (why) {
         fprintf(stderr, "%s: %s--result %s: cannot be written (%s: %s); nothing ran\n", prog, what, file, where,
@@ -1670,7 +1722,7 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         if (r == 0) {
             fy_policy_free(p);
             fy_caps_free(caps);
-            fprintf(stderr, "%s: run: cancelled: the sandbox was killed\n", prog);
+            note_nopipe("%s: run: cancelled: the sandbox was killed\n", prog);
             return RUN_CANCELLED;
         }
         if (r < 0) {
@@ -2733,7 +2785,7 @@ static int cmd_action(int argc, char **argv) {
             fy_caps_free(caps);
             fy_action_free(a);
             if (w == 0) {
-                fprintf(stderr, "%s: action run: cancelled: the sandbox was killed\n", prog);
+                note_nopipe("%s: action run: cancelled: the sandbox was killed\n", prog);
                 return RUN_CANCELLED;
             }
             report("action run", err, FY_E_IO);

@@ -326,6 +326,62 @@ wait $cli; rc=$?
 [ $rc -eq 241 ] || fail "SIGTERM gave $rc: $(cat "$scratch/err")"
 [ "$(residue $cli)" -eq 0 ] || fail "SIGTERM left $(residue $cli) things behind"
 
+# 5a. A stop signal when the reader of forgeyard's output is gone (a dead
+# CI runner's log pipe): the note it writes must not end it with SIGPIPE
+# (exit 141, no result, the sandbox left to gc); it cancels (241) and
+# writes --result. A second signal kills the sandbox at once and leaves no
+# result: never an earlier run's file at that name (it kept "succeeded").
+# --result - with standard output closed is refused, not lost.
+python3 - "$fy" "$scratch" "$mark" <<'PY' || fail "stop signals with a gone reader or twice (above)"
+import json, os, signal, subprocess, sys, time
+fy, d, mark = sys.argv[1:4]
+def running():
+    for _ in range(500):
+        for pid in os.listdir("/proc"):
+            try:
+                cmd = open("/proc/%s/cmdline" % pid, "rb").read() if pid.isdigit() else b""
+            except OSError:
+                continue
+            if cmd.startswith(b"/bin/sh") and mark.encode() in cmd:
+                return True
+        time.sleep(0.02)
+    return False
+bad = []
+r, w = os.pipe()
+p = subprocess.Popen([fy, "run", "--result", d + "/gone.json", "--", "/bin/sh", "-c", "sleep 30; : " + mark],
+                     stdout=w, stderr=w)
+os.close(w)
+os.close(r)
+if not running():
+    bad.append("the sandbox never started")
+p.send_signal(signal.SIGTERM)
+rc = p.wait(60)
+if rc != 241:
+    bad.append("a SIGTERM with the output's reader gone gave %d (not 241)" % rc)
+elif json.load(open(d + "/gone.json"))["outcome"] != "cancelled":
+    bad.append("no cancelled result after a SIGTERM with the output's reader gone")
+subprocess.run([fy, "run", "--result", d + "/twice.json", "--", "/bin/true"], check=True)
+p = subprocess.Popen([fy, "run", "--result", d + "/twice.json", "--", "/bin/sh", "-c",
+                      "trap '' TERM; sleep 30; : " + mark], stderr=subprocess.DEVNULL)
+if not running():
+    bad.append("the second sandbox never started")
+p.send_signal(signal.SIGTERM)
+time.sleep(0.3)
+p.send_signal(signal.SIGTERM)
+rc = p.wait(60)
+if rc != 241:
+    bad.append("two SIGTERMs gave %d (not 241)" % rc)
+if os.path.exists(d + "/twice.json") and json.load(open(d + "/twice.json"))["outcome"] == "succeeded":
+    bad.append("after two SIGTERMs, the earlier run's 'succeeded' result stands")
+rc = subprocess.run([fy, "run", "--result", "-", "--", "/bin/true"], preexec_fn=lambda: os.close(1),
+                    stderr=subprocess.DEVNULL).returncode
+if rc != 246:
+    bad.append("--result - with stdout closed gave %d (not 246)" % rc)
+for b in bad:
+    print("FAIL: " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+
 # 9. The saved probe: a second run reads it, --fresh does not; a planted
 # snapshot that claims too little or too much is caught by a fresh probe
 # (one note on stderr) and the run goes on as it should.
