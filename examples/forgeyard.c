@@ -2857,6 +2857,34 @@ static int cmd_action(int argc, char **argv) {
  * ended, the services are cancelled. Prints "NAME: OUTCOME [exit N]" per
  * member; exits 0 when every non-service member succeeded. */
 #define JOB_MAX FY_JOBNET_MAX_MEMBERS
+/* Drives member i to its end while watching the stop signals: the first
+ * cancels every live member, a second returns 0 (the caller kills). */
+static int job_wait(fy_handle *const *h, size_t n, size_t i, int *stops, fy_result **res, fy_error **err) {
+    for (;;) {
+        int r = fy_handle_process(h[i], res, err);
+        if (r != 0)
+            return r;
+        uint64_t usec = FY_UNLIMITED;
+        fy_handle_get_timeout_usec(h[i], &usec);
+        int ms = usec == FY_UNLIMITED ? -1 : (int)(usec > 60000000 ? 60000 : (usec + 999) / 1000);
+        struct pollfd pfd[2] = {{.fd = fy_handle_get_fd(h[i]), .events = POLLIN},
+                                {.fd = stop_pipe[0], .events = POLLIN}};
+        if (poll(pfd, 2, ms) < 0 && errno != EINTR)
+            return -1;
+        unsigned char sig;
+        while (read(stop_pipe[0], &sig, 1) == 1) {
+            stop_seen = true;
+            if ((*stops)++ > 0)
+                return 0;
+            for (size_t k = 0; k < n; k++)
+                if (h[k])
+                    fy_handle_cancel(h[k], FY_CANCEL_USER, NULL);
+            note_nopipe("%s: job run: %s: cancelling every member (again to kill them at once)\n", prog,
+                        strsignal(sig));
+        }
+    }
+}
+
 static int cmd_job(int argc, char **argv) {
     if ((argc == 1 || argc == 2) && (is_help(argv[0]) || (argc == 2 && is_help(argv[1])))) {
         printf("usage: %s job run JOB.json\n", prog);
@@ -2944,7 +2972,18 @@ static int cmd_job(int argc, char **argv) {
     fy_prepared *pr[JOB_MAX] = {0};
     fy_handle *h[JOB_MAX] = {0};
     bool service[JOB_MAX] = {0};
-    int status = EXIT_OK;
+    int status = EXIT_OK, stops = 0;
+    /* ^C, SIGTERM, SIGHUP: every member cancelled, then at a second one
+     * killed at once (as run does); the lines and the network's removal
+     * still follow. (They killed this process: no line, the members'
+     * cgroups and records left to gc.) */
+    stop_what = "job run";
+    if (catch_stop_signals() < 0) {
+        fprintf(stderr, "%s: job run: cannot catch signals: %s\n", prog, strerror(errno));
+        fy_jobnet_free(jn);
+        json_decref(doc);
+        return EXIT_FAIL;
+    }
     for (size_t i = 0; i < n && status == EXIT_OK; i++) {
         json_t *m = json_array_get(members, i);
         json_t *pol = json_object_get(m, "policy"), *pf = json_object_get(m, "policy_file"), *av = json_object_get(m, "argv");
@@ -2996,8 +3035,19 @@ static int cmd_job(int argc, char **argv) {
                 fy_handle_cancel(h[i], FY_CANCEL_USER, NULL);
             fy_result *res = NULL;
             err = NULL;
-            r = fy_handle_wait(h[i], FY_UNLIMITED, &res, &err);
+            r = stops >= 2 ? 0 : job_wait(h, n, i, &stops, &res, &err);
+            if (r == 0) {
+                fy_handle_free(h[i]); /* (kills, reaps and cleans up) */
+                h[i] = NULL;
+                out_relay_drain();
+                printf("%s: cancelled: the sandbox was killed\n", names[i]);
+                status = EXIT_FAIL;
+                fflush(stdout);
+                continue;
+            }
             out_relay_drain();
+            if (stops && status == EXIT_OK)
+                status = EXIT_FAIL;
             if (r < 0) {
                 report(names[i], err, r);
                 status = EXIT_FAIL;

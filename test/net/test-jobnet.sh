@@ -163,6 +163,33 @@ else
 fi
 nothing_left "killed host"
 
+# 3a. SIGTERM (a supervisor stopping the job): every member cancelled, one
+#     line each, the network removed, exit 1; no member, cgroup or state
+#     record left for gc (the signal killed forgeyard itself, and left the
+#     members' cgroups and records).
+rm -f "$TMP/out2/ready"
+ip netns exec "$GW" "$FY" job run "$TMP/kill.json" >"$TMP/term.out" 2>"$TMP/term.err" &
+KPID=$!
+for _ in $(seq 100); do [ -s "$TMP/out2/ready" ] && break; sleep 0.1; done
+sleep 0.5
+kill -TERM $KPID
+rc=124
+for _ in $(seq 300); do
+    if ! kill -0 $KPID 2>/dev/null; then wait $KPID; rc=$?; break; fi
+    sleep 0.1
+done
+[ $rc = 124 ] && kill -9 $KPID 2>/dev/null
+left=$(pgrep -f "$TOKEN" | wc -l)
+for c in /sys/fs/cgroup/*/forgeyard-$KPID-* /sys/fs/cgroup/*/*/forgeyard-$KPID-* /run/forgeyard-sandbox/forgeyard-$KPID-*.state; do
+    [ -e "$c" ] && left=$((left + 1))
+done
+if [ $rc = 1 ] && [ "$(grep -c ': cancelled' "$TMP/term.out")" = 3 ] && [ $left = 0 ]; then
+    ok "SIGTERM: the three members cancelled, one line each, nothing left"
+else
+    bad "SIGTERM: exit $rc, $left left, lines: [$(cat "$TMP/term.out")] [$(cat "$TMP/term.err")]"
+fi
+nothing_left "SIGTERM"
+
 # 4. Bad job files: typed, nothing started.
 echo '{"members": [{"name": "a", "argv": ["/bin/true"]}, {"name": "a", "argv": ["/bin/true"]}]}' >"$TMP/dup.json"
 out=$(ip netns exec "$GW" "$FY" job run "$TMP/dup.json" 2>&1); rc=$?
