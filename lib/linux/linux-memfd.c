@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "linux-memfd.h"
@@ -25,6 +26,14 @@ int lx_sealed_memfd(const char *name, const void *data, size_t len, bool exec) {
         fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return -errno;
+    /* A memfd's size counts against RLIMIT_FSIZE, and a write past it
+     * raises SIGXFSZ in the caller (a host under `ulimit -f` or systemd's
+     * LimitFSIZE=, killed by default): refused here with EFBIG instead. */
+    struct rlimit fl;
+    if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && len > fl.rlim_cur) {
+        close(fd);
+        return -EFBIG;
+    }
     const unsigned char *p = data;
     while (len) {
         ssize_t w = write(fd, p, len);

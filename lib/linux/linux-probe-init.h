@@ -7,7 +7,9 @@
 #include <stddef.h>
 
 /* linux-spawn-init.c: executes forgeyard-init in its probe mode the way
- * fy_start would. 1 and what ran in why, or 0 and why not. As root with
+ * fy_start would. 1 and what ran in why, or 0 and why not; -1 and why
+ * when the probing process was short of descriptors, memory, processes or
+ * file size (RLIMIT_FSIZE) at that moment (inconclusive). As root with
  * user namespaces, *owner: whether it also ran with its user namespace
  * made by the range's first id, as fy_start makes it (1, owner_why "ok";
  * 0 and why not), else -1. */

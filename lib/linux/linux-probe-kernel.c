@@ -494,10 +494,14 @@ void lp_probe_exec_init(fy_caps *c) {
      * made by the id range's first id ("ok"), or why not. */
     if (owner >= 0)
         (void)caps_set_fact(c, LX_FACT_USERNS_OWNER, owner_why);
-    if (ok) {
+    if (ok > 0) {
         caps_set(c, FY_CAP_EXEC_INIT, true, 1, "%s", why);
         return;
     }
+    /* (short of descriptors or file size here and now: a probe saved with
+     * exec-init missing made later runs' inits forks of the host) */
+    if (ok < 0)
+        c->inconclusive = true;
     caps_set(c, FY_CAP_EXEC_INIT, false, 0, "%s", why);
     caps_set_hint(c, FY_CAP_EXEC_INIT, "allow executing sealed memfds (vm.memfd_noexec below 2, no LSM or "
                   "seccomp rule against execveat): meanwhile the sandbox's pid 1 is a fork of this process, "

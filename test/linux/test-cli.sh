@@ -57,6 +57,16 @@ echo host >>"$scratch/log"
 out=$( { sleep 1; echo more; } | { "$fy" run --stdin -- python3 -c "$py_nb" 0; cat; echo " rc=$?"; } 2>&1)
 [ "$(echo $out)" = "more rc=0" ] || fail "a workload's O_NONBLOCK on the host's stdin broke the host's next reader: $out"
 
+# 1f. A caller under a small file size limit (ulimit -f, systemd's
+# LimitFSIZE=): the library never raises SIGXFSZ in it (it died, 153,
+# writing forgeyard-init into a memfd), and a probe made then is not saved
+# with exec-init missing (later runs' inits would be forks of the host).
+( ulimit -f 40; "$fy" run -- /bin/true ) >/dev/null 2>&1; rc=$?
+[ $rc -ne 153 ] || fail "a run under ulimit -f 40 was killed by SIGXFSZ"
+"$fy" run --result "$scratch/init.json" -- /bin/true || fail "a run after one under ulimit -f 40"
+grep -q 'forgeyard-init (executed' "$scratch/init.json" ||
+    fail "after a run under ulimit -f 40, the init is not executed: $(grep -o '"init": *"[^"]*"' "$scratch/init.json")"
+
 # 1a. A command given without the "--" before it: the message says so
 # (not "make needs a value" nor "unknown option make"), status 246, and
 # nothing runs.
