@@ -2066,8 +2066,10 @@ static void und_walk(struct und *u, int dir, int lparent, const char *lname, int
     u->budget = u->budget > n ? u->budget - n : 0;
     size_t plen = strlen(u->path);
     for (size_t i = 0; i < n; i++) {
-        if (plen + strlen(v[i].name) + 2 > sizeof(u->path))
+        if (plen + strlen(v[i].name) + 2 > sizeof(u->path)) {
+            u->k->c->undeclared_truncated = true; /* (not counted: the count is a lower bound, said) */
             continue;
+        }
         snprintf(u->path + plen, sizeof(u->path) - plen, "%s%s", plen ? "/" : "", v[i].name);
         struct stat lst;
         bool input = u->k->overlay ? lower >= 0 && fstatat(lower, v[i].name, &lst, AT_SYMLINK_NOFOLLOW) == 0

@@ -293,6 +293,7 @@ void lx_drain_output(fy_handle *h, struct lx *x, int i) {
             continue;
         }
         size_t off = 0;
+        bool failed = false;
         while (off < keep) {
             ssize_t w = spool_write(x->spool_fd[i], buf + off, keep - off);
             if (w < 0 && errno == EINTR)
@@ -300,12 +301,19 @@ void lx_drain_output(fy_handle *h, struct lx *x, int i) {
             if (w < 0) {
                 handle_end(h, END_INFRA, FY_STEP_OUTPUT, errno, "writing captured output: %s", strerror(errno));
                 lx_hard_kill(x, h->pr->plan);
+                failed = true;
                 break;
             }
             off += (size_t)w;
         }
-        x->output_bytes += keep;
-        x->stream_bytes[i] += keep;
+        /* What reached the file, no more (a failed write counted its whole
+         * chunk, and reading went on, counting what was never written). */
+        x->output_bytes += off;
+        x->stream_bytes[i] += off;
+        if (failed) {
+            end_stream(h, x, i);
+            return;
+        }
     }
 }
 

@@ -4343,6 +4343,13 @@ START_TEST(test_spool_past_host_file_size_limit) {
             _exit(14);
         if (!fy_result_detail(res) || strncmp(fy_result_detail(res), "writing captured output", 23) != 0)
             _exit(15);
+        /* What the result counts is what the spool holds (it counted the
+         * failed chunk and every one read after it). */
+        uint64_t counted = 0;
+        struct stat held;
+        if (fy_result_usage(res, FY_USAGE_STDOUT_BYTES, &counted) < 0 || stat(spool, &held) < 0 ||
+            counted != (uint64_t)held.st_size)
+            _exit(17);
         fy_result_free(res);
         fy_handle_free(h);
         fy_prepared_free(pr);
@@ -4355,7 +4362,8 @@ START_TEST(test_spool_past_host_file_size_limit) {
     int st = 0;
     ck_assert_int_eq(waitpid(c, &st, 0), c);
     ck_assert_msg(!WIFSIGNALED(st), "the host died of signal %d", WTERMSIG(st));
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child: %d (20+: outcome)", WEXITSTATUS(st));
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child: %d (20+: outcome; 17: stdout_bytes is not "
+                  "the spool's size)", WEXITSTATUS(st));
     struct stat sb;
     ck_assert_int_eq(stat(spool, &sb), 0);
     ck_assert_int_eq(sb.st_size, 100 * 1024);
