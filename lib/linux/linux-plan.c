@@ -143,6 +143,53 @@ static uint64_t ll_handled_for(uint32_t abi) {
     return h;
 }
 
+/* The plan's records (isolation, limits, devices) are built with these:
+ * a field that could not be added (out of memory) is remembered, and
+ * linux_plan_compile refuses the plan, which would otherwise compile with
+ * a record missing it and another contract id. One compile per thread at
+ * a time. */
+static __thread bool plan_json_failed;
+static void pset(json_t *o, const char *key, json_t *value) {
+    if (json_object_set_new(o, key, value) != 0)
+        plan_json_failed = true;
+}
+static void pappend(json_t *a, json_t *value) {
+    if (json_array_append_new(a, value) != 0)
+        plan_json_failed = true;
+}
+
+/* json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) of a record, or NULL: done
+ * twice and compared, since jansson writes an object's key without looking
+ * at whether the write failed (out of memory: a key lost mid-record, the
+ * text no longer the plan's) and says nothing. */
+static char *plan_dumps(const json_t *o) {
+    char *a = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS), *b = a ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    bool same = b && strcmp(a, b) == 0;
+    free(b);
+    if (!same) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* A record made by json_dumps(JSON_COMPACT | JSON_SORT_KEYS), parsed back:
+ * jansson's lexer drops a byte it cannot save for want of memory without
+ * saying so ("only thestandard nodes"), so what it read must dump to the
+ * text again, else it is a failure, remembered. */
+static json_t *load_exact(const char *text) {
+    json_t *v = json_loads(text, 0, NULL);
+    char *back = v ? plan_dumps(v) : NULL;
+    bool same = back && strcmp(back, text) == 0;
+    free(back);
+    if (!same) {
+        json_decref(v);
+        plan_json_failed = true;
+        return NULL;
+    }
+    return v;
+}
+
 static int compile_ids(struct linux_plan *pl, const struct fy_plan *np, const fy_caps *c) {
     pl->as_root = c->host.is_root;
     pl->work_uid = np->uid;
@@ -257,32 +304,32 @@ static void report_core(json_t *o, json_t **low, const struct linux_plan *pl, ui
     struct rlimit hc;
     bool host_zero = getrlimit(RLIMIT_CORE, &hc) == 0 && hc.rlim_max == 0;
     if (pattern[0] == '@')
-        json_object_set_new(o, "core_dumps",
+        pset(o, "core_dumps",
                             json_sprintf("RLIMIT_CORE %llu byte%s, but the host's core_pattern is a socket (%s), "
                                          "which the kernel does not hold to it: a crash's memory may reach "
                                          "the program listening there",
                                          (unsigned long long)(host_zero ? 0 : core), !host_zero && core == 1 ? "" : "s",
                                          pattern));
     else if (host_zero && core_pattern_leaves(pattern))
-        json_object_set_new(o, "core_dumps",
+        pset(o, "core_dumps",
                             json_sprintf("to the host's core_pattern program (%s): the host process's hard "
                                          "RLIMIT_CORE is 0, and only 1 byte keeps cores from it (raise the host's "
                                          "hard limit to at least 1)", pattern));
     else if (host_zero)
-        json_object_set_new(o, "core_dumps", json_string("none: RLIMIT_CORE 0 (the host process's hard limit)"));
+        pset(o, "core_dumps", json_string("none: RLIMIT_CORE 0 (the host process's hard limit)"));
     else if (core == LX_CORE_NEVER)
-        json_object_set_new(o, "core_dumps",
+        pset(o, "core_dumps",
                             json_string(pl->bpf ? "none: RLIMIT_CORE 1 byte, which the seccomp profile keeps (no core "
                                                   "file, no host core_pattern program)"
                                                 : "none: RLIMIT_CORE 1 byte, which the workload may change (no "
                                                   "seccomp filter)"));
     else if (core == FY_UNLIMITED)
-        json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, any size (core_pattern %s)", pattern));
+        pset(o, "core_dumps", json_sprintf("files inside the sandbox, any size (core_pattern %s)", pattern));
     else
-        json_object_set_new(o, "core_dumps", json_sprintf("files inside the sandbox, up to %llu bytes (core_pattern %s)",
+        pset(o, "core_dumps", json_sprintf("files inside the sandbox, up to %llu bytes (core_pattern %s)",
                                                           (unsigned long long)core, pattern));
-    if (core == LX_CORE_NEVER && asked > LX_CORE_NEVER && (*low || (*low = json_object())))
-        json_object_set_new(*low, "core",
+    if (core == LX_CORE_NEVER && asked > LX_CORE_NEVER && (*low || (*low = json_object()) || !(plan_json_failed = true)))
+        pset(*low, "core",
                             json_pack("{s:o,s:I,s:s+}", "asked",
                                       asked == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)asked),
                                       "enforced", (json_int_t)core, "why",
@@ -374,7 +421,7 @@ static json_t *report_inherited(const struct linux_plan *pl) {
         if (has_rlimit(pl, all[i].res) || getrlimit(all[i].res, &cur) < 0 ||
             (cur.rlim_cur == RLIM_INFINITY && cur.rlim_max == RLIM_INFINITY))
             continue;
-        json_object_set_new(o, all[i].name,
+        pset(o, all[i].name,
                             json_pack("{s:o,s:o}", "soft",
                                       cur.rlim_cur == RLIM_INFINITY ? json_string("unlimited")
                                                                     : json_integer((json_int_t)cur.rlim_cur),
@@ -391,7 +438,7 @@ static json_t *report_shares(const struct linux_plan *pl) {
     if (!k)
         return NULL;
     for (size_t i = 0; i < LX_NUCOUNTS; i++)
-        json_object_set_new(k, ucount_sysctls[i].name,
+        pset(k, ucount_sysctls[i].name,
                             pl->ucount_max[i] ? json_integer((json_int_t)pl->ucount_max[i]) : json_null());
     const struct { int res; const char *name; } rl[] = {{RLIMIT_SIGPENDING, "signals_queued"},
                                                         {RLIMIT_MSGQUEUE, "message_queue_bytes"}};
@@ -400,10 +447,10 @@ static json_t *report_shares(const struct linux_plan *pl) {
         for (size_t j = 0; j < pl->nrlimits; j++)
             if (pl->rlimits[j].resource == rl[i].res)
                 v = json_integer((json_int_t)pl->rlimits[j].lim.rlim_cur);
-        json_object_set_new(k, rl[i].name, v);
+        pset(k, rl[i].name, v);
     }
-    json_object_set_new(k, "ptys", pl->pty_max ? json_integer((json_int_t)pl->pty_max) : json_null());
-    json_object_set_new(k, "share",
+    pset(k, "ptys", pl->pty_max ? json_integer((json_int_t)pl->pty_max) : json_null());
+    pset(k, "share",
                         pl->clone_flags & CLONE_NEWUSER
                             ? json_sprintf("1/%d of the host's per-user limit: the sandbox's user namespace draws "
                                            "these from the budget of the user who made it",
@@ -411,7 +458,7 @@ static json_t *report_shares(const struct linux_plan *pl) {
                             : json_string("none: no user namespace of the sandbox's own (the host user's limits)"));
     /* Whose budget that is: the caller's, or (as root) the id range's
      * first id, which makes the namespace (lx_owner_enter). */
-    json_object_set_new(k, "charged_to",
+    pset(k, "charged_to",
                         !(pl->clone_flags & CLONE_NEWUSER) ? json_null()
                         : pl->userns_owner
                             ? json_sprintf("host uid %u (the id range's first, which makes the sandbox's user "
@@ -552,7 +599,7 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         return FY_E_NOMEM;
     const char *names[] = {"memory", "pids", "cpu", "io"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
-        json_object_set_new(o, names[i], *versions[i] ? json_sprintf("cgroup v%u%s", *versions[i],
+        pset(o, names[i], *versions[i] ? json_sprintf("cgroup v%u%s", *versions[i],
                                                                      cg->helper ? " (privileged helper)" : "")
                                          : nproc && map[i].ctl == CG_PIDS
                                              ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
@@ -560,21 +607,21 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                                          : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED ||
                                                                (map[i].ctl == CG_BLKIO && pl->io_unapplied)
                                                            ? "not enforced (dropped)" : "not enforced"));
-    json_object_set_new(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
+    pset(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
                                                  : cg->v2_helper ? "cgroup v2 (the sandbox moved in by the privileged helper)"
                                                  : any_v1                          ? "cgroup v1"
                                                  : (pl->clone_flags & CLONE_NEWPID) ? "pid namespace only"
                                                                                     : "subreaper only (no pid namespace)"));
     if (cg->helper)
-        json_object_set_new(o, "helper", json_sprintf("%s cgroups created and limited by the privileged helper at %s",
+        pset(o, "helper", json_sprintf("%s cgroups created and limited by the privileged helper at %s",
                                                       cg->v2_helper ? "v2" : "v1", cg->helper));
-    json_object_set_new(o, "rlimits", json_sprintf("nofile, core, fsize, stack%s%s%s", nproc ? ", nproc" : "",
+    pset(o, "rlimits", json_sprintf("nofile, core, fsize, stack%s%s%s", nproc ? ", nproc" : "",
                                                    has_rlimit(pl, RLIMIT_SIGPENDING) ? ", sigpending" : "",
                                                    has_rlimit(pl, RLIMIT_MSGQUEUE) ? ", msgqueue" : ""));
-    json_object_set_new(o, "kernel_counts", report_shares(pl));
+    pset(o, "kernel_counts", report_shares(pl));
     /* The policy's tmp_size, home_size and work_tmp_size are the sizes of
      * the sandbox's tmpfs mounts; the process level mounts nothing. */
-    json_object_set_new(o, "scratch",
+    pset(o, "scratch",
                         json_string(pl->process_mode
                                         ? "not enforced: the process level's home and TMPDIR are directories of the "
                                           "attempt in /dev/shm (else /tmp), without the policy's tmp_size, home_size "
@@ -596,9 +643,11 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
         if (getrlimit(policy_rlimits[i].res, &cur) < 0 || cur.rlim_max == RLIM_INFINITY ||
             (want != FY_UNLIMITED && want <= (uint64_t)cur.rlim_max))
             continue;
-        if (!low && !(low = json_object()))
+        if (!low && !(low = json_object())) {
+            plan_json_failed = true;
             break;
-        json_object_set_new(low, policy_rlimits[i].name,
+        }
+        pset(low, policy_rlimits[i].name,
                             json_pack("{s:o,s:I,s:s}", "asked",
                                       want == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)want),
                                       "enforced", (json_int_t)cur.rlim_max, "why",
@@ -609,23 +658,25 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     /* The pids limit as RLIMIT_NPROC, the same way. */
     struct rlimit hn;
     if (nproc && getrlimit(RLIMIT_NPROC, &hn) == 0 && hn.rlim_max != RLIM_INFINITY &&
-        cg->pids > (uint64_t)hn.rlim_max && (low || (low = json_object())))
-        json_object_set_new(low, "nproc",
+        cg->pids > (uint64_t)hn.rlim_max && (low || (low = json_object()) || !(plan_json_failed = true)))
+        pset(low, "nproc",
                             json_pack("{s:I,s:I,s:s}", "asked", (json_int_t)cg->pids, "enforced",
                                       (json_int_t)hn.rlim_max, "why",
                                       "the host process's hard limit (a user namespace cannot raise it)"));
     if (low)
-        json_object_set_new(o, "rlimits_lowered", low);
+        pset(o, "rlimits_lowered", low);
     /* Every other resource limit is the caller's own, inherited as it is:
      * a finite one (a service's LimitCPU=, a prlimit of the host) changes
      * what the workload can do (SIGXCPU, ENOMEM, EAGAIN), so the record
      * names it, and the contract id changes with it. */
     json_t *inh = report_inherited(pl);
-    if (inh && json_object_size(inh))
-        json_object_set_new(o, "rlimits_inherited", inh);
+    if (!inh)
+        plan_json_failed = true;
+    else if (json_object_size(inh))
+        pset(o, "rlimits_inherited", inh);
     else
         json_decref(inh);
-    pl->cgroup_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    pl->cgroup_json = plan_dumps(o);
     json_decref(o);
     return pl->cgroup_json ? 0 : FY_E_NOMEM;
 }
@@ -644,10 +695,10 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
         json_decref(leased);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     }
-    json_object_set_new(o, "leased", leased);
+    pset(o, "leased", leased);
     int r = 0;
     if (np->control[FY_CONTROL_DEVICES] != FY_CONTROL_STATE_ENFORCED) {
-        json_object_set_new(o, "allowlist", json_string(np->control[FY_CONTROL_DEVICES] == FY_CONTROL_STATE_DROPPED
+        pset(o, "allowlist", json_string(np->control[FY_CONTROL_DEVICES] == FY_CONTROL_STATE_DROPPED
                                                             ? "none (dropped): only the standard nodes are bound"
                                                             : "none: only the standard nodes are bound"));
         goto out;
@@ -669,14 +720,14 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
                     nleases ? ": a leased device is never bound without it" : "");
         goto out;
     }
-    json_object_set_new(o, "allowlist", json_string(cg->dev_mech == LX_DEV_V1
+    pset(o, "allowlist", json_string(cg->dev_mech == LX_DEV_V1
                                                         ? "cgroup v1 devices controller (devices.deny a, devices.allow)"
                                                         : "cgroup v2 device program (BPF_PROG_TYPE_CGROUP_DEVICE, libbpf)"));
     if (cg->dev_mech == LX_DEV_V1 && !c->host.is_root && caps_fact(c, LX_FACT_HELPER_SOCKET))
-        json_object_set_new(o, "helper", json_sprintf("the devices cgroup made and its list written by the privileged "
+        pset(o, "helper", json_sprintf("the devices cgroup made and its list written by the privileged "
                                                       "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
     else if (cg->dev_mech == LX_DEV_BPF && !c->host.is_root && caps_fact(c, LX_FACT_HELPER_CG2))
-        json_object_set_new(o, "helper", json_sprintf("the device program loaded and attached by the privileged "
+        pset(o, "helper", json_sprintf("the device program loaded and attached by the privileged "
                                                       "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
     struct lx_dev_rule *rules = arena_keep(&pl->arena, calloc(LX_DEV_MAX_RULES, sizeof(*rules)));
     if (!rules) {
@@ -688,9 +739,9 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
     for (size_t i = 0; std && i < n; i++) {
         char line[64];
         lx_dev_rule_format(&rules[i], line, sizeof(line));
-        json_array_append_new(std, json_string(line));
+        pappend(std, json_string(line));
     }
-    json_object_set_new(o, "standard", std);
+    pset(o, "standard", std);
     size_t k = 0;
     for (size_t i = 0; i < np->nentries; i++) {
         const struct plan_entry *e = &np->entries[i];
@@ -739,14 +790,14 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
                                      major(st.st_rdev), minor(st.st_rdev)};
         char node[32];
         snprintf(node, sizeof(node), "%c %u:%u", rule->type, rule->major, rule->minor);
-        json_array_append_new(leased, json_pack("{ssssss}", "path", e->host, "node", node, "access",
+        pappend(leased, json_pack("{ssssss}", "path", e->host, "node", node, "access",
                                                 (e->flags & PLAN_RO) ? "r" : "rw"));
     }
     cg->dev_rules = rules;
     cg->ndev_rules = n;
 out:
     if (r == 0) {
-        char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        char *s = plan_dumps(o);
         if (!s || !(pl->devices_json = plan_str(pl, s)))
             r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
         free(s);
@@ -764,37 +815,37 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
         return FY_E_NOMEM;
     }
     for (size_t i = 0; i < np->nruntime_skipped; i++)
-        json_array_append_new(skipped, json_string(np->runtime_skipped[i]));
+        pappend(skipped, json_string(np->runtime_skipped[i]));
     static const struct { uint64_t flag; const char *name; } nss[] = {
         {CLONE_NEWUSER, "user"}, {CLONE_NEWNS, "mount"}, {CLONE_NEWPID, "pid"}, {CLONE_NEWIPC, "ipc"},
         {CLONE_NEWUTS, "uts"}, {CLONE_NEWCGROUP, "cgroup"}, {CLONE_NEWNET, "net"},
     };
     for (size_t i = 0; i < FY_ARRAY_SIZE(nss); i++)
         if (pl->clone_flags & nss[i].flag)
-            json_array_append_new(ns, json_string(nss[i].name));
-    json_object_set_new(o, "namespaces", ns);
-    json_object_set_new(o, "ipc", json_string(pl->clone_flags & CLONE_NEWIPC
+            pappend(ns, json_string(nss[i].name));
+    pset(o, "namespaces", ns);
+    pset(o, "ipc", json_string(pl->clone_flags & CLONE_NEWIPC
                                                   ? "own IPC namespace: System V objects and message queues go with it"
                                                   : pl->ipc_bpf ? "denied: System V IPC and POSIX message queue calls fail "
                                                                   "with EPERM (no IPC namespace)"
                                                                 : "shared with the host: objects the workload makes "
                                                                   "outlive the attempt (no IPC namespace, no seccomp)"));
-    json_object_set_new(o, "mode", json_string(pl->as_root ? "root" : "rootless"));
-    json_object_set_new(o, "uid_map", pl->process_mode ? json_null() : json_string(pl->uid_map));
-    json_object_set_new(o, "gid_map", pl->process_mode ? json_null() : json_string(pl->gid_map));
-    json_object_set_new(o, "workload_uid", json_integer(pl->work_uid));
-    json_object_set_new(o, "user", json_string(pl->work_uid == 0 ? "fake-root" : "forgeyard"));
+    pset(o, "mode", json_string(pl->as_root ? "root" : "rootless"));
+    pset(o, "uid_map", pl->process_mode ? json_null() : json_string(pl->uid_map));
+    pset(o, "gid_map", pl->process_mode ? json_null() : json_string(pl->gid_map));
+    pset(o, "workload_uid", json_integer(pl->work_uid));
+    pset(o, "user", json_string(pl->work_uid == 0 ? "fake-root" : "forgeyard"));
     char *net = pl->net ? lxn_describe(pl->net, np, pl) : NULL;
-    json_t *netj = net ? json_loads(net, 0, NULL) : NULL;
+    json_t *netj = net ? load_exact(net) : NULL;
     free(net);
     if (pl->net && !netj) {
         json_decref(o);
         return FY_E_NOMEM;
     }
-    json_object_set_new(o, "network", netj ? netj
+    pset(o, "network", netj ? netj
                                            : json_string(pl->use_netns ? "deny: own network namespace, loopback only"
                                                                        : "host network (no network namespace)"));
-    json_object_set_new(o, "filesystem", json_string(pl->process_mode
+    pset(o, "filesystem", json_string(pl->process_mode
                                                          ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
                                                                            : "host view, unconfined (no Landlock)")
                                                          : np->nimage_layers
@@ -810,7 +861,7 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
      * without the ones hidden below an opaque root and the lower copy of a
      * layer held twice) */
     if (np->image_digest)
-        json_object_set_new(o, "image", json_pack("{sssIsI}", "digest", np->image_digest, "layers",
+        pset(o, "image", json_pack("{sssIsI}", "digest", np->image_digest, "layers",
                                                   (json_int_t)np->image_nlayers, "layers_mounted",
                                                   (json_int_t)np->nimage_layers));
     /* Read-only workspace binds shown owned by the sandbox's user (root
@@ -818,19 +869,19 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
      * the host could not idmap them all (lx report). */
     for (size_t i = 0; i < pl->nops; i++)
         if (pl->ops[i].kind == MK_BIND && (pl->ops[i].flags & MF_HOST_TREE) && (pl->ops[i].flags & MF_READONLY)) {
-            json_object_set_new(o, "workspace_idmap", json_string("mapped"));
+            pset(o, "workspace_idmap", json_string("mapped"));
             break;
         }
-    json_object_set_new(o, "devices", pl->devices_json ? json_loads(pl->devices_json, 0, NULL) : json_null());
-    json_object_set_new(o, "cgroup_view",
+    pset(o, "devices", pl->devices_json ? load_exact(pl->devices_json) : json_null());
+    pset(o, "cgroup_view",
                         json_string(pl->cg_view ? "read-only at /sys/fs/cgroup: the attempt's own cgroups (each "
                                                   "hierarchy where it has one), nothing above or beside them"
                                                 : "none"));
-    json_object_set_new(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
+    pset(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
                                                         ? "private: a devpts instance of the sandbox's own"
                                                         : "none"));
     /* (linux-child.c own_session_keyring) */
-    json_object_set_new(o, "keyring",
+    pset(o, "keyring",
                         json_string(pl->own_keyring
                                         ? "own: a fresh, empty session keyring (the caller's is out of reach)"
                                         : "the caller's session keyring, out of reach: the seccomp filter refuses "
@@ -842,21 +893,21 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
         /* The ptrace family's denials, counted where they are notified
          * (the attempt's count replaces the 0: linux-spawn-supervise.c). */
         if (sc && pl->seccomp_notify && np->seccomp_class == FY_SECCOMP_GENERAL_BUILD)
-            json_object_set_new(sc, "ptrace_denied", json_integer(0));
+            pset(sc, "ptrace_denied", json_integer(0));
     }
-    json_object_set_new(o, "seccomp", sc);
-    json_object_set_new(o, "landlock_abi", json_integer(pl->ll_handled ? pl->ll_abi : 0));
-    json_object_set_new(o, "capabilities",
+    pset(o, "seccomp", sc);
+    pset(o, "landlock_abi", json_integer(pl->ll_handled ? pl->ll_abi : 0));
+    pset(o, "capabilities",
                         json_string(pl->process_mode && !pl->as_root
                                         ? "none (an unprivileged caller has none; ambient cleared, no_new_privs)"
                                         : "none (bounding, ambient, inheritable dropped; securebits locked)"));
-    json_object_set_new(o, "no_new_privs", json_true());
+    pset(o, "no_new_privs", json_true());
     /* How the sandbox's pid 1 came to be: per attempt (lx finish() says
      * when it was the fallback). */
-    json_object_set_new(o, "init", json_string(LX_INIT_EXEC));
-    json_object_set_new(o, "runtime_paths_skipped", skipped);
-    json_object_set_new(o, "impure", json_boolean(np->impure));
-    pl->isolation_json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    pset(o, "init", json_string(LX_INIT_EXEC));
+    pset(o, "runtime_paths_skipped", skipped);
+    pset(o, "impure", json_boolean(np->impure));
+    pl->isolation_json = plan_dumps(o);
     json_decref(o);
     return pl->isolation_json ? 0 : FY_E_NOMEM;
 }
@@ -1156,6 +1207,7 @@ bool linux_plan_build_overlaid(const void *plan) {
 }
 
 int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_plan **ret, fy_error **reterr) {
+    plan_json_failed = false;
     /* Disk and file-count quotas apply to the writable host-backed
      * directories (tmpfs sizes bound the rest); with none, nothing would
      * enforce them: refuse rather than pretend. */
@@ -1429,7 +1481,7 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
             cg->v1_parent[CG_CPUSET] = cpuset;
         }
     }
-    if (r < 0 || compile_env(pl, np) < 0 || compile_isolation_json(pl, np) < 0)
+    if (r < 0 || compile_env(pl, np) < 0 || compile_isolation_json(pl, np) < 0 || plan_json_failed)
         goto oom;
     *ret = pl;
     return 0;
