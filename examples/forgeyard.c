@@ -234,8 +234,11 @@ static void usage(FILE *f) {
             "  action run ACTION.json [OPTIONS]\n"
             "                               run a hermetic action: declared inputs in, declared\n"
             "                               outputs out (see forgeyard-action(5))\n"
+            "  action gc [--cache DIR] [--max-age DURATION] [--max-size SIZE]\n"
+            "                               collect the cache of unpacked action input archives\n"
             "  job run JOB.json             run the members of one job on a private job network\n"
             "                               (see forgeyard(1))\n"
+            "  help [COMMAND]               this summary, or a command's own usage\n"
             "\n"
             "See forgeyard(1), forgeyard-policy(5) and forgeyard-sandbox(7).\n",
             prog);
@@ -1522,6 +1525,20 @@ static bool result_path_ok(const char *what, const char *file) {
         if ((result_dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
             why = strerror(errno);
     }
+    /* Whether a file can be made there at all (access(2) says yes to root
+     * for /proc or a read-only mount): one is made and removed now, so that
+     * the whole run is not lost at its end. */
+    if (!why) {
+        char probe[64];
+        snprintf(probe, sizeof(probe), ".forgeyard-result-check-%d", (int)getpid());
+        int pfd = openat(result_dir, probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (pfd < 0) {
+            why = strerror(errno);
+        } else {
+            close(pfd);
+            (void)unlinkat(result_dir, probe, 0);
+        }
+    }
     /* A result an earlier run left at the name is removed now: a run that
      * ends without one (a second stop signal kills the sandbox at once, or
      * forgeyard itself is killed) must not leave the earlier run's outcome
@@ -1904,11 +1921,20 @@ static int cmd_run(int argc, char **argv) {
     uint32_t restricted = 0; /* FY_NET_RESTRICTED or FY_NET_FETCH_ONLY, applied after the options */
     bool pass_stdin = false;
     int i = 0;
-    /* First pass: the base (profile or policy file). */
+    /* First pass: the base (profile or policy file). Every option but
+     * --stdin and --hand-over takes a value, skipped here as the second
+     * pass takes it ("--env --profile" is --env's value, not a profile);
+     * each profile named must be one, the last one given is the base. */
     for (int k = 0; k < argc && strcmp(argv[k], "--") != 0; k++) {
-        if (strcmp(argv[k], "--profile") == 0 && k + 1 < argc)
+        if (strcmp(argv[k], "--stdin") == 0 || strcmp(argv[k], "--hand-over") == 0)
+            continue;
+        if (strcmp(argv[k], "--profile") == 0 && k + 1 < argc) {
             profile = argv[++k];
-        else if (strcmp(argv[k], "--policy") == 0 && k + 1 < argc) {
+            if (fy_profile_from_name(profile) < 0) {
+                fprintf(stderr, "%s: unknown profile \"%s\"\n", prog, profile);
+                return RUN_BAD_INVOCATION;
+            }
+        } else if (strcmp(argv[k], "--policy") == 0 && k + 1 < argc) {
             if (policy_file) {
                 /* (One base: a second file would silently replace the first.) */
                 fprintf(stderr, "%s: --policy given twice (%s, %s): one policy file is the base\n", prog,
@@ -1916,6 +1942,8 @@ static int cmd_run(int argc, char **argv) {
                 return RUN_BAD_INVOCATION;
             }
             policy_file = argv[++k];
+        } else if (strncmp(argv[k], "--", 2) == 0) {
+            k++; /* (its value; the second pass says what is wrong with either) */
         }
     }
     fy_policy *p = NULL;
@@ -1998,7 +2026,10 @@ static int cmd_run(int argc, char **argv) {
             else if (comma)
                 r = bad_value(o, v, "NAME or NAME,accept-known-issues");
             char name[65];
-            snprintf(name, sizeof(name), "%.*s", comma ? (int)(comma - v) : (int)strlen(v), v);
+            size_t nlen = comma ? (size_t)(comma - v) : strlen(v);
+            if (r == 0 && nlen >= sizeof(name))
+                r = bad_value(o, v, "a runtime name of at most 64 bytes"); /* (was cut to 64, silently) */
+            snprintf(name, sizeof(name), "%.*s", (int)nlen, v);
             if (r == 0)
                 r = check(fy_policy_set_runtime(p, name, rflags, &err), o, &err);
         } else if (strcmp(o, "--tmp-size") == 0) {
@@ -2456,6 +2487,15 @@ static int cmd_wrap(int argc, char **argv) {
         }
         if (not_an_option("wrap", o))
             return RUN_BAD_INVOCATION;
+        static const char *const known[] = {"--profile", "--policy", "--result", "--output-dir", "--stdout",
+                                            "--stderr"};
+        bool is_known = false;
+        for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+            is_known = is_known || strcmp(o, known[k]) == 0;
+        if (!is_known) {
+            fprintf(stderr, "%s: action run: unknown option %s\n", prog, o);
+            return RUN_BAD_INVOCATION;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "%s: %s needs a value\n", prog, o);
             return RUN_BAD_INVOCATION;
@@ -2633,6 +2673,14 @@ static int action_gc(int argc, char **argv) {
             return EXIT_USAGE;
         }
     }
+    /* (a typo must not read as "nothing to collect", as for gc) */
+    struct stat cst;
+    const char *why = !cache ? NULL : stat(cache, &cst) < 0 ? strerror(errno)
+                                    : !S_ISDIR(cst.st_mode) ? "not a directory" : NULL;
+    if (why) {
+        fprintf(stderr, "%s: action gc: --cache %s: %s\n", prog, cache, why);
+        return EXIT_USAGE;
+    }
     char *abs = NULL;
     if (cache && cache[0] != '/') {
         char cwd[4096];
@@ -2672,6 +2720,15 @@ static int cmd_action(int argc, char **argv) {
         if (is_help(o)) {
             action_usage(stdout);
             return EXIT_OK;
+        }
+        static const char *const known[] = {"--profile", "--policy", "--result", "--output-dir", "--stdout",
+                                            "--stderr"};
+        bool is_known = false;
+        for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+            is_known = is_known || strcmp(o, known[k]) == 0;
+        if (!is_known) {
+            fprintf(stderr, "%s: action run: unknown option %s\n", prog, o);
+            return RUN_BAD_INVOCATION;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "%s: %s needs a value\n", prog, o);
@@ -2898,7 +2955,7 @@ static int cmd_job(int argc, char **argv) {
     size_t jlen = 0;
     char *jtext = read_file(argv[1], &jlen);
     if (!jtext)
-        return EXIT_USAGE;
+        return EXIT_FAIL; /* (a file that cannot be read: 1, as forgeyard(1) maps it) */
     json_t *doc = json_loadb(jtext, jlen, JSON_REJECT_DUPLICATES, &je);
     free(jtext);
     json_t *members = doc ? json_object_get(doc, "members") : NULL;

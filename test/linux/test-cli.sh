@@ -300,6 +300,31 @@ case $out in *"note: stdout is closed"*) ;; *) fail "no note for a closed stdout
 "$fy" run -- /bin/sh -c 'echo out || exit 9; echo err >&2 || exit 8; exit 5' >&- 2>&-; rc=$?
 [ $rc -eq 5 ] || fail "closed stdout and stderr gave $rc"
 
+# 2d. Option parsing: a profile named as another option's value is that
+# option's value; every profile named is checked; a runtime name is never
+# cut; an unknown action option is named as one; a mistyped action cache is
+# refused; an unreadable job file is 1; a --result directory where no file
+# can be made (root: /proc) is refused before anything runs; the summary
+# lists action gc and help.
+out=$("$fy" run --env --profile -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] && case $out in *"--env expects"*) true ;; *) false ;; esac || fail "--env --profile: $rc $out"
+out=$("$fy" run --profile bogus --profile development -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "an unknown profile before a known one ran ($rc): $out"
+out=$("$fy" run --runtime "$(printf 'r%.0s' $(seq 70))" -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "a 70-byte runtime name: $rc $out"
+out=$("$fy" action run "$scratch/none.json" --bogus 2>&1)
+case $out in *"unknown option --bogus"*) ;; *) fail "action run --bogus: $out" ;; esac
+"$fy" action gc --cache "fy-no-such-cache-$$" >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "action gc of a missing cache directory gave $rc"
+"$fy" job run "$scratch/no-such-job.json" >/dev/null 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "job run of an unreadable file gave $rc"
+if [ "$(id -u)" -eq 0 ]; then
+    out=$("$fy" run --result /proc/fy-result -- /bin/sh -c "echo fy-cmd-ran" 2>&1); rc=$?
+    [ $rc -eq 246 ] && case $out in *fy-cmd-ran*) false ;; *) true ;; esac || fail "--result /proc/x: $rc $out"
+fi
+out=$("$fy" help 2>&1)
+case $out in *"action gc"*"help [COMMAND]"*) ;; *) fail "the summary lacks action gc or help" ;; esac
+
 # 3. ^C: cancelled (241), the tree ended, nothing left. (A background job
 # of this shell would start with SIGINT ignored, which the CLI respects:
 # env gives it the default disposition, as a terminal's foreground job has.)
