@@ -497,8 +497,23 @@ int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error *
         json_object_set_new(ctl, control_key(c), o);
     }
     json_object_set_new(root, "controls", ctl);
-    for (size_t i = 0; i < prepared->argc; i++)
-        json_array_append_new(argv, json_string(prepared->argv[i]));
+    /* (an argument that is not UTF-8 was left out: the record did not
+     * show what ran; its bytes that start no UTF-8 sequence read U+FFFD) */
+    for (size_t i = 0; i < prepared->argc; i++) {
+        json_t *a = json_string(prepared->argv[i]);
+        if (!a) {
+            char *lossy = util_utf8_lossy(prepared->argv[i]);
+            a = lossy ? json_string(lossy) : NULL;
+            free(lossy);
+        }
+        if (!a || json_array_append_new(argv, a) < 0) {
+            json_decref(root); /* (with ctl in it) */
+            json_decref(argv);
+            json_decref(env);
+            json_decref(polj);
+            return err_set(reterr, FY_E_NOMEM, FY_STEP_JSON, 0, NULL, "out of memory");
+        }
+    }
     json_object_set_new(root, "argv", argv);
     /* Names only: values may come from the host environment. */
     VEC_EACH(&prepared->env, struct pol_env, e) json_array_append_new(env, json_string(e->name));

@@ -53,6 +53,11 @@ static int check_abs_path(const char *path, const char *loc, fy_error **reterr) 
     for (const unsigned char *c = (const unsigned char *)path; *c; c++)
         if (*c < 0x20 || *c == 0x7f)
             return bad(reterr, loc, "path contains a control character");
+    /* (a policy is a JSON document: a path it cannot hold was accepted by
+     * the setters and then vanished from the policy's JSON, its records
+     * and a document loaded back from it) */
+    if (!util_utf8_valid(path))
+        return bad(reterr, loc, "path is not UTF-8 text");
     if (len > 1 && path[len - 1] == '/')
         return bad(reterr, loc, "path must not end with '/'");
     const char *p = path + 1;

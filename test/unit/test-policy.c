@@ -114,6 +114,31 @@ START_TEST(test_full_round_trip) {
 }
 END_TEST
 
+/* A path a JSON document cannot hold is refused by the setters (it was
+ * accepted, then vanished from the policy's JSON: a bind without host or
+ * target, a document that no longer loads back). */
+START_TEST(test_non_utf8_paths_refused) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/\xff", "/data", 0, &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.filesystem.binds[0].host");
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/data", "/mnt/\xfe", 0, &e), FY_E_POLICY);
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_eq(fy_policy_set_build(p, "/tmp/b\xc3", &e), FY_E_POLICY);
+    fy_error_free(e);
+    ck_assert_int_eq(fy_policy_add_bind(p, "/srv/caf\xc3\xa9", "/data", 0, NULL), 0); /* (UTF-8: fine) */
+    char *json = NULL;
+    ck_assert_int_eq(fy_policy_to_json(p, &json, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(json, "/srv/caf\xc3\xa9"));
+    fy_free(json);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_units) {
     fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
     const char *doc = "{\"resources\": {\"memory\": \"2GiB\", \"disk\": \"10GB\", \"tmp_size\": \"64K\","
@@ -470,6 +495,7 @@ int main(void) {
     tcase_add_test(tc, test_workspace_must_be_directories);
     tcase_add_test(tc, test_secret_file_error_names_path);
     tcase_add_test(tc, test_entry_limits_as_documented);
+    tcase_add_test(tc, test_non_utf8_paths_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

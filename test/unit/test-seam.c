@@ -47,6 +47,15 @@ START_TEST(test_compile_sees_the_neutral_plan) {
     ck_assert_ptr_nonnull(strstr(json, "\"contract_id\": \""));
     fy_free(json);
     fy_prepared_free(pr);
+    /* An argument that is not UTF-8 is in the plan's record (its bad byte
+     * as U+FFFD), not left out: the record listed "exit", "0" for what ran
+     * as "exit", "\xff", "0". */
+    const char *odd[] = {"exit", "\xff", "0", NULL};
+    pr = prepare(p, odd);
+    ck_assert_int_eq(fy_prepared_to_json(pr, &json, NULL), 0);
+    ck_assert_msg(strstr(json, "\"exit\",\n    \"\xef\xbf\xbd\",\n    \"0\""), "%s", json);
+    fy_free(json);
+    fy_prepared_free(pr);
     /* What the backend cannot give is refused from the plan, by its path. */
     const char *allow = "{\"profile\": \"development\"}";
     ck_assert_int_eq(fy_policy_load_json(p, allow, strlen(allow), NULL), 0); /* host network */
