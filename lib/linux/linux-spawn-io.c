@@ -228,6 +228,27 @@ static void end_stream(fy_handle *h, struct lx *x, int i) {
         s->fn(s->userdata, (uint32_t)i, NULL, 0);
 }
 
+/* Whether the spool file fd lies on a file system the workload has a
+ * writable host directory on (its build or output directory, a writable
+ * bind, an action's execution root): a full one there is no failure of the
+ * infrastructure alone, since the workload can fill it at will (an untrusted
+ * command made its attempt an infrastructure failure, which CI systems
+ * retry or excuse). */
+static bool spool_shares_workload_fs(fy_handle *h, int fd) {
+    struct stat ss;
+    const struct fy_plan *np = lx_neutral(h);
+    if (fd < 0 || fstat(fd, &ss) < 0 || !np)
+        return false;
+    for (size_t k = 0; k < np->nentries; k++) {
+        const struct plan_entry *e = &np->entries[k];
+        struct stat es;
+        if (e->kind == PE_HOST && !(e->flags & PLAN_RO) && e->host && stat(e->host, &es) == 0 &&
+            es.st_dev == ss.st_dev)
+            return true;
+    }
+    return false;
+}
+
 /* write(2) to a spool file, never past the calling process's file size
  * limit: a write that starts at RLIMIT_FSIZE raises SIGXFSZ, which kills
  * the host program (the workload chooses how much it writes, and a host
@@ -299,7 +320,13 @@ void lx_drain_output(fy_handle *h, struct lx *x, int i) {
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {
-                handle_end(h, END_INFRA, FY_STEP_OUTPUT, errno, "writing captured output: %s", strerror(errno));
+                int e = errno;
+                if ((e == ENOSPC || e == EDQUOT) && spool_shares_workload_fs(h, x->spool_fd[i]))
+                    handle_end(h, END_RESOURCE, FY_STEP_OUTPUT, e,
+                               "disk: the file system of the output spool, which the workload writes to too, "
+                               "is full (%s)", strerror(e));
+                else
+                    handle_end(h, END_INFRA, FY_STEP_OUTPUT, e, "writing captured output: %s", strerror(e));
                 lx_hard_kill(x, h->pr->plan);
                 failed = true;
                 break;

@@ -4309,6 +4309,59 @@ START_TEST(test_unnamed_files_every_task) {
 }
 END_TEST
 
+START_TEST(test_spool_on_workload_full_fs) {
+    /* The output spool and the build directory on one small file system
+     * (a 2 MiB tmpfs in a mount namespace of the host child's own): the
+     * workload fills it, then writes output. The attempt ends as
+     * resource-exceeded, its own doing; it was an infrastructure failure,
+     * which a CI system retries or excuses, at the workload's will. Root
+     * (the mount). */
+    if (rootless || geteuid() != 0)
+        return;
+    char fs[600], build[700], spool[700];
+    snprintf(fs, sizeof(fs), "%s/fullfs-%d", scratch, (int)getpid());
+    ck_assert_int_eq(mkdir(fs, 0755), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("fy-test", fs, "tmpfs", 0, "size=2m,mode=0755") < 0)
+            _exit(10);
+        snprintf(build, sizeof(build), "%s/build", fs);
+        snprintf(spool, sizeof(spool), "%s/spool", fs);
+        if (mkdir(build, 0777) < 0 || chmod(build, 0777) < 0)
+            _exit(11);
+        fy_policy *p = policy();
+        const char *argv[] = {"/bin/sh", "-c", "head -c 3000000 /dev/zero > /work/build/fill; "
+                                               "head -c 200000 /dev/zero", NULL};
+        fy_policy_set_build(p, build, NULL);
+        fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, spool, NULL);
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
+            _exit(12);
+        if (fy_handle_wait(h, 30000000, &res, NULL) != 1)
+            _exit(13);
+        int o = fy_result_outcome(res);
+        const char *d = fy_result_detail(res);
+        int code = o == FY_OUTCOME_RESOURCE_EXCEEDED && d && strncmp(d, "disk: the file system of the output", 35) == 0
+                       ? 0
+                       : 20 + o;
+        fy_result_free(res);
+        fy_handle_free(h);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        _exit(code);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "host child: %d (20+: the outcome; 29: infrastructure failure)", WEXITSTATUS(st));
+    rmdir(fs);
+}
+END_TEST
+
 START_TEST(test_spool_past_host_file_size_limit) {
     /* A host whose RLIMIT_FSIZE (100 KiB: ulimit -f, systemd's
      * LimitFSIZE=) is below what the workload writes to an FY_STDIO_FILE
@@ -4939,6 +4992,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tl, test_exit_before_deadline_while_idle);
     tcase_add_test(tl, test_unnamed_files_every_task);
     tcase_add_test(tl, test_spool_past_host_file_size_limit);
+    tcase_add_test(tl, test_spool_on_workload_full_fs);
     tcase_add_test(tl, test_host_terminal_refused);
     suite_add_tcase(s, tl);
     SRunner *sr = srunner_create(s);
