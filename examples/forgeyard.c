@@ -2487,15 +2487,6 @@ static int cmd_wrap(int argc, char **argv) {
         }
         if (not_an_option("wrap", o))
             return RUN_BAD_INVOCATION;
-        static const char *const known[] = {"--profile", "--policy", "--result", "--output-dir", "--stdout",
-                                            "--stderr"};
-        bool is_known = false;
-        for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
-            is_known = is_known || strcmp(o, known[k]) == 0;
-        if (!is_known) {
-            fprintf(stderr, "%s: action run: unknown option %s\n", prog, o);
-            return RUN_BAD_INVOCATION;
-        }
         if (i + 1 >= argc) {
             fprintf(stderr, "%s: %s needs a value\n", prog, o);
             return RUN_BAD_INVOCATION;
