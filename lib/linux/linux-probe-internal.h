@@ -5,7 +5,6 @@
 #define FY_LINUX_PROBE_INTERNAL_H
 
 #include <limits.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,13 +88,6 @@ struct ns_result {
     int32_t op;
     int32_t err;
 };
-
-/* An errno that says the probing process (or the host) was short of
- * something at that moment (descriptors, memory, processes), not that the
- * mechanism is missing: a probe that met one is retried, then inconclusive
- * (never saved, probed again later). ENOSPC is not one: it is how a user
- * namespace count of 0 (user.max_user_namespaces) answers. */
-static inline bool lp_transient_errno(int e) { return e == EMFILE || e == ENFILE || e == ENOMEM || e == EAGAIN; }
 
 /* ------------------------------------------------------------------ */
 /* the probes, in the order linux_probe runs them                     */

@@ -207,7 +207,7 @@ void lp_probe_seccomp_landlock(fy_caps *c, const struct self_status *st) {
         struct child ch;
         int r = lp_child_start(&ch, sec_child, &a, -1);
         if (r < 0) {
-            transient = lp_transient_errno(-r);
+            transient = pu_short_of(-r);
             lp_bappend(fail, "fork: " EFMT, EARG(-r));
             continue;
         }

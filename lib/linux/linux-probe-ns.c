@@ -411,7 +411,7 @@ static void userns_denied_diag(int err, bool is_root, const struct self_status *
 struct ns_outcome {
     bool ran;                /* a report arrived */
     bool timed_out;          /* the child did not report within the deadline */
-    bool transient;          /* it failed for want of descriptors, memory or processes (lp_transient_errno) */
+    bool transient;          /* it failed for want of descriptors, memory or processes (pu_short_of) */
     char fail[REASON_MAX];   /* why no report */
     struct ns_report rep;
     bool parent_map_tried;
@@ -433,7 +433,7 @@ static void ns_run(bool is_root, bool may_skip_userns, int deadline_ms, struct n
     int c2p[2] = { -1, -1 }, p2c[2] = { -1, -1 };
     if (a.parent_maps) {
         if (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0) {
-            o->transient = lp_transient_errno(errno);
+            o->transient = pu_short_of(errno);
             snprintf(o->fail, sizeof o->fail, "pipe2: " EFMT, EARG(errno));
             goto out;
         }
@@ -448,7 +448,7 @@ static void ns_run(bool is_root, bool may_skip_userns, int deadline_ms, struct n
      * p2c[1] (so that a dead parent gives it EOF) via extra_close. */
     int r = lp_child_start(&c, ns_child, &a, p2c[1]);
     if (r < 0) {
-        o->transient = lp_transient_errno(-r);
+        o->transient = pu_short_of(-r);
         snprintf(o->fail, sizeof o->fail, "fork: " EFMT, EARG(-r));
         goto out;
     }
@@ -483,7 +483,7 @@ static void ns_run(bool is_root, bool may_skip_userns, int deadline_ms, struct n
     if (n == (ssize_t)sizeof o->rep && o->rep.magic == REPORT_MAGIC) {
         o->ran = true;
         for (int t = 0; t < NT__N; t++)
-            if (o->rep.r[t].state == 2 && lp_transient_errno(o->rep.r[t].err))
+            if (o->rep.r[t].state == 2 && pu_short_of(o->rep.r[t].err))
                 o->transient = true;
     } else if (n == -ETIMEDOUT || killed) {
         o->timed_out = true;

@@ -412,7 +412,8 @@ static int exec_init_as(const struct fy_clone_args *ca, int init_fd, const char 
  * 1: it runs (*ret_pid; the pidfd went where ca says, or, through the
  * reaper middle, is opened here); 0: not possible here (nothing is left of
  * the attempt): the caller clones a copy of itself instead; -1: clone
- * failed (errno). */
+ * failed (errno); -2: its sealed memfds could not be made, the host being
+ * short of descriptors, memory or file size (errno; nothing is left). */
 int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *ca, struct lx_reaper *reaper,
                        int *pidfd, pid_t *ret_pid,
                        bool *ret_clone3) {
@@ -424,15 +425,14 @@ int lx_clone_exec_init(const struct child_args *a, const struct fy_clone_args *c
     int plan_fd = lx_packed_memfd(a);
     int init_fd = plan_fd >= 0 ? lx_sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true) : plan_fd;
     int used = 0;
-    if (init_fd < 0 && (init_fd == -EMFILE || init_fd == -ENFILE || init_fd == -ENOMEM || init_fd == -EFBIG ||
-                        init_fd == -ENOSPC)) {
+    if (init_fd < 0 && (pu_short_of(-init_fd) || init_fd == -ENOSPC)) {
         /* The host is short of descriptors, memory or file size right now:
          * a failed start that says so, not a copy of the host in the
          * sandbox's place (which then failed too, as "wait", no errno). */
         if (plan_fd >= 0)
             close(plan_fd);
         errno = -init_fd;
-        return -1;
+        return -2;
     }
     if (init_fd >= 0) {
         char fdnum[16];
@@ -564,10 +564,6 @@ __attribute__((noreturn)) static void exec_probe_middle(bool userns, int init_fd
  * there are user namespaces), from a middle process so that the host's
  * SIGCHLD disposition and handlers never see it. 1 and what ran in why, or
  * 0 and why not. */
-/* What the probing process can be short of for a moment (not what the host
- * forbids): descriptors, memory, processes, file size. */
-static bool short_of(int e) { return e == EMFILE || e == ENFILE || e == ENOMEM || e == EAGAIN || e == EFBIG; }
-
 int lx_probe_exec_init(bool userns, char *why, size_t whylen, int *owner, char *owner_why, size_t owner_whylen) {
     *owner = -1;
     if (owner_whylen)
@@ -579,14 +575,14 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen, int *owner, char *
     int init_fd = lx_sealed_memfd("forgeyard-init", lx_init_blob, lx_init_blob_len, true);
     if (init_fd < 0) {
         snprintf(why, whylen, "a sealed memfd for forgeyard-init: %s", strerror(-init_fd));
-        return short_of(-init_fd) ? -1 : 0;
+        return pu_short_of(-init_fd) ? -1 : 0;
     }
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
         int e = errno;
         snprintf(why, whylen, "pipe2: %s", strerror(e));
         close(init_fd);
-        return short_of(e) ? -1 : 0;
+        return pu_short_of(e) ? -1 : 0;
     }
     sigset_t all, old;
     sigfillset(&all);
@@ -626,7 +622,7 @@ int lx_probe_exec_init(bool userns, char *why, size_t whylen, int *owner, char *
     int ok = 0;
     if (mid < 0) {
         snprintf(why, whylen, "fork: %s", strerror(fork_err));
-        ok = short_of(fork_err) ? -1 : 0;
+        ok = pu_short_of(fork_err) ? -1 : 0;
     } else if (n != (ssize_t)sizeof(rep)) {
         snprintf(why, whylen, "the probe's process died before it reported");
     } else if (rep.pid > 0) {

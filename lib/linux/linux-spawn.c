@@ -533,11 +533,10 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
         errno = e;
     }
     if (pid < 0) {
-        /* (out of descriptors or file size for the init's sealed memfds:
-         * the start's own step; anything else is the clone's) */
-        bool fds = errno == EMFILE || errno == ENFILE || errno == EFBIG;
-        r = lx_sys_err(reterr, fds ? FY_STEP_SPAWN : FY_STEP_USERNS,
-                       fds ? "the sandbox's init (its sealed memfd)" : "clone");
+        /* (the init's sealed memfds not made: the start's own step;
+         * anything else is the clone's) */
+        r = lx_sys_err(reterr, how == -2 ? FY_STEP_SPAWN : FY_STEP_USERNS,
+                       how == -2 ? "the sandbox's init (its sealed memfd)" : "clone");
         goto fail;
     }
     x->pid = pid;

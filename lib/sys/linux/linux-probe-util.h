@@ -6,6 +6,7 @@
 #ifndef FY_LINUX_PROBE_UTIL_H
 #define FY_LINUX_PROBE_UTIL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -48,6 +49,13 @@ uint64_t pu_proc_stat_start(pid_t pid, char *state);
  * /proc entry cannot be read but the kernel still knows the pid (out of
  * descriptors, say): never judged dead on a doubt. */
 bool pu_proc_alive_as(pid_t pid, uint64_t start);
+/* Whether errno e says the calling process was short of something at that
+ * moment (descriptors, memory, processes, file size: RLIMIT_FSIZE), not
+ * that a mechanism is missing or forbidden. A probe that met one is
+ * retried, then inconclusive (never saved); a start that met one fails
+ * with it. ENOSPC is not one: it is how a user namespace count of 0
+ * (user.max_user_namespaces) answers. */
+static inline bool pu_short_of(int e) { return e == EMFILE || e == ENFILE || e == ENOMEM || e == EAGAIN || e == EFBIG; }
 /* A process's parent in this process's pid namespace, or 0. */
 pid_t pu_proc_parent(pid_t pid);
 
