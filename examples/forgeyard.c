@@ -89,6 +89,26 @@ static struct out_relay out_relays[2] = {{-1, -1, -1, false}, {-1, -1, -1, false
 static pthread_mutex_t out_relay_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool out_relay_started;
 
+/* SIGPIPE held back on this thread around a write whose reader may be gone
+ * (EPIPE instead), and one so raised taken back: never ignored process-wide,
+ * since an ignored signal is inherited by what the library starts. */
+static void sigpipe_hold(sigset_t *old) {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, old);
+}
+
+static void sigpipe_release(const sigset_t *old) {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    struct timespec none = {0, 0};
+    while (sigtimedwait(&pipe, NULL, &none) == SIGPIPE)
+        ;
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 /* Copies what the pipes hold now; 0 when they were empty. Under the lock. */
 static int out_relay_copy(void) {
     int moved = 0;
@@ -145,18 +165,13 @@ static void out_relay_drain(void) {
     if (!out_relay_started)
         return;
     /* (a reader gone: EPIPE, never SIGPIPE here, as on the relay's thread) */
-    sigset_t pipe, old;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    sigset_t old;
+    sigpipe_hold(&old);
     pthread_mutex_lock(&out_relay_lock);
     while (out_relay_copy())
         ;
     pthread_mutex_unlock(&out_relay_lock);
-    struct timespec none = {0, 0};
-    while (sigtimedwait(&pipe, NULL, &none) == SIGPIPE)
-        ;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    sigpipe_release(&old);
 }
 
 /* Whether fd (1 or 2) is relayed: anything but /dev/null (a descriptor
@@ -985,6 +1000,23 @@ static const char *signal_name(int sig) {
 }
 #endif
 
+/* A note on stderr that never raises SIGPIPE here (its reader may be gone
+ * when a supervisor stops a whole job; Windows has no SIGPIPE). */
+__attribute__((format(printf, 1, 2))) static void note_nopipe(const char *fmt, ...) {
+#ifndef _WIN32
+    sigset_t old;
+    sigpipe_hold(&old);
+#endif
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+#ifndef _WIN32
+    sigpipe_release(&old);
+#endif
+}
+
 /* The command named in the message a stop signal prints. */
 static const char *stop_what = "run";
 
@@ -1032,26 +1064,6 @@ static int catch_stop_signals(void) {
  * freeing it (which kills and cleans up at once) at the second. 1 and the
  * result; 0 when a second signal ended it without one; -1 on an error. */
 static bool stop_seen; /* a stop signal came (the CLI makes no attempt again after one) */
-/* A note on stderr that never raises SIGPIPE here (its reader may be gone
- * when a supervisor stops a whole job): SIGPIPE blocked around the write,
- * a pending one taken back. Not ignored process-wide: an ignored signal
- * is inherited by what the library starts. */
-__attribute__((format(printf, 1, 2))) static void note_nopipe(const char *fmt, ...) {
-    sigset_t pipe, old;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &old);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fflush(stderr);
-    struct timespec none = {0, 0};
-    while (sigtimedwait(&pipe, NULL, &none) == SIGPIPE)
-        ;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
 static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
     int stops = 0;
     for (;;) {
@@ -1078,15 +1090,6 @@ static int wait_or_cancel(fy_handle *h, fy_result **res, fy_error **err) {
             }
         }
     }
-}
-#endif
-#ifdef _WIN32
-/* (no SIGPIPE on Windows) */
-__attribute__((format(printf, 1, 2))) static void note_nopipe(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
 }
 #endif
 
