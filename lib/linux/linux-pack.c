@@ -110,6 +110,7 @@ int lx_pack(const struct child_args *a, unsigned char **ret_blob, size_t *ret_le
     memset(pl.watch_dirs, 0, sizeof(pl.watch_dirs));
     pl.nwatch = 0;
     pl.isolation_json = pl.cgroup_json = pl.describe_json = NULL;
+    pl.devices_doc = NULL;
     pl.io_unapplied = NULL;
     pl.np = NULL;
     pl.ext = NULL;

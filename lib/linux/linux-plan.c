@@ -48,6 +48,7 @@ void linux_plan_free(struct linux_plan *pl) {
     free(pl->isolation_json);
     free(pl->cgroup_json);
     free(pl->describe_json);
+    json_decref(pl->devices_doc);
     free(pl);
 }
 
@@ -305,36 +306,36 @@ static void report_core(json_t *o, json_t **low, const struct linux_plan *pl, ui
     bool host_zero = getrlimit(RLIMIT_CORE, &hc) == 0 && hc.rlim_max == 0;
     if (pattern[0] == '@')
         pset(o, "core_dumps",
-                            json_sprintf("RLIMIT_CORE %llu byte%s, but the host's core_pattern is a socket (%s), "
-                                         "which the kernel does not hold to it: a crash's memory may reach "
-                                         "the program listening there",
-                                         (unsigned long long)(host_zero ? 0 : core), !host_zero && core == 1 ? "" : "s",
-                                         pattern));
+             json_sprintf("RLIMIT_CORE %llu byte%s, but the host's core_pattern is a socket (%s), "
+                          "which the kernel does not hold to it: a crash's memory may reach "
+                          "the program listening there",
+                          (unsigned long long)(host_zero ? 0 : core), !host_zero && core == 1 ? "" : "s",
+                          pattern));
     else if (host_zero && core_pattern_leaves(pattern))
         pset(o, "core_dumps",
-                            json_sprintf("to the host's core_pattern program (%s): the host process's hard "
-                                         "RLIMIT_CORE is 0, and only 1 byte keeps cores from it (raise the host's "
-                                         "hard limit to at least 1)", pattern));
+             json_sprintf("to the host's core_pattern program (%s): the host process's hard "
+                          "RLIMIT_CORE is 0, and only 1 byte keeps cores from it (raise the host's "
+                          "hard limit to at least 1)", pattern));
     else if (host_zero)
         pset(o, "core_dumps", json_string("none: RLIMIT_CORE 0 (the host process's hard limit)"));
     else if (core == LX_CORE_NEVER)
         pset(o, "core_dumps",
-                            json_string(pl->bpf ? "none: RLIMIT_CORE 1 byte, which the seccomp profile keeps (no core "
-                                                  "file, no host core_pattern program)"
-                                                : "none: RLIMIT_CORE 1 byte, which the workload may change (no "
-                                                  "seccomp filter)"));
+             json_string(pl->bpf ? "none: RLIMIT_CORE 1 byte, which the seccomp profile keeps (no core "
+                                   "file, no host core_pattern program)"
+                                 : "none: RLIMIT_CORE 1 byte, which the workload may change (no "
+                                   "seccomp filter)"));
     else if (core == FY_UNLIMITED)
         pset(o, "core_dumps", json_sprintf("files inside the sandbox, any size (core_pattern %s)", pattern));
     else
         pset(o, "core_dumps", json_sprintf("files inside the sandbox, up to %llu bytes (core_pattern %s)",
-                                                          (unsigned long long)core, pattern));
+                                           (unsigned long long)core, pattern));
     if (core == LX_CORE_NEVER && asked > LX_CORE_NEVER && (*low || (*low = json_object()) || !(plan_json_failed = true)))
         pset(*low, "core",
-                            json_pack("{s:o,s:I,s:s+}", "asked",
-                                      asked == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)asked),
-                                      "enforced", (json_int_t)core, "why",
-                                      "the host's core_pattern hands cores to a program outside the sandbox: ",
-                                      pattern));
+             json_pack("{s:o,s:I,s:s+}", "asked",
+                       asked == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)asked),
+                       "enforced", (json_int_t)core, "why",
+                       "the host's core_pattern hands cores to a program outside the sandbox: ",
+                       pattern));
 }
 
 /* The host's per-user limits of the counts a user namespace charges to its
@@ -422,12 +423,12 @@ static json_t *report_inherited(const struct linux_plan *pl) {
             (cur.rlim_cur == RLIM_INFINITY && cur.rlim_max == RLIM_INFINITY))
             continue;
         pset(o, all[i].name,
-                            json_pack("{s:o,s:o}", "soft",
-                                      cur.rlim_cur == RLIM_INFINITY ? json_string("unlimited")
-                                                                    : json_integer((json_int_t)cur.rlim_cur),
-                                      "hard",
-                                      cur.rlim_max == RLIM_INFINITY ? json_string("unlimited")
-                                                                    : json_integer((json_int_t)cur.rlim_max)));
+             json_pack("{s:o,s:o}", "soft",
+                       cur.rlim_cur == RLIM_INFINITY ? json_string("unlimited")
+                                                     : json_integer((json_int_t)cur.rlim_cur),
+                       "hard",
+                       cur.rlim_max == RLIM_INFINITY ? json_string("unlimited")
+                                                     : json_integer((json_int_t)cur.rlim_max)));
     }
     return o;
 }
@@ -439,7 +440,7 @@ static json_t *report_shares(const struct linux_plan *pl) {
         return NULL;
     for (size_t i = 0; i < LX_NUCOUNTS; i++)
         pset(k, ucount_sysctls[i].name,
-                            pl->ucount_max[i] ? json_integer((json_int_t)pl->ucount_max[i]) : json_null());
+             pl->ucount_max[i] ? json_integer((json_int_t)pl->ucount_max[i]) : json_null());
     const struct { int res; const char *name; } rl[] = {{RLIMIT_SIGPENDING, "signals_queued"},
                                                         {RLIMIT_MSGQUEUE, "message_queue_bytes"}};
     for (size_t i = 0; i < FY_ARRAY_SIZE(rl); i++) {
@@ -451,23 +452,23 @@ static json_t *report_shares(const struct linux_plan *pl) {
     }
     pset(k, "ptys", pl->pty_max ? json_integer((json_int_t)pl->pty_max) : json_null());
     pset(k, "share",
-                        pl->clone_flags & CLONE_NEWUSER
-                            ? json_sprintf("1/%d of the host's per-user limit: the sandbox's user namespace draws "
-                                           "these from the budget of the user who made it",
-                                           LX_UCOUNT_SHARE)
-                            : json_string("none: no user namespace of the sandbox's own (the host user's limits)"));
+         pl->clone_flags & CLONE_NEWUSER
+             ? json_sprintf("1/%d of the host's per-user limit: the sandbox's user namespace draws "
+                            "these from the budget of the user who made it",
+                            LX_UCOUNT_SHARE)
+             : json_string("none: no user namespace of the sandbox's own (the host user's limits)"));
     /* Whose budget that is: the caller's, or (as root) the id range's
      * first id, which makes the namespace (lx_owner_enter). */
     pset(k, "charged_to",
-                        !(pl->clone_flags & CLONE_NEWUSER) ? json_null()
-                        : pl->userns_owner
-                            ? json_sprintf("host uid %u (the id range's first, which makes the sandbox's user "
-                                           "namespace): never root's budget",
-                                           (unsigned)pl->userns_owner)
-                        : pl->userns_owner_refused
-                            ? json_string("the caller's own uid: this host refused the clone as the id range's "
-                                          "first id (the probe's linux.userns_owner says why)")
-                            : json_string("the caller's own uid"));
+         !(pl->clone_flags & CLONE_NEWUSER) ? json_null()
+         : pl->userns_owner
+             ? json_sprintf("host uid %u (the id range's first, which makes the sandbox's user "
+                            "namespace): never root's budget",
+                            (unsigned)pl->userns_owner)
+         : pl->userns_owner_refused
+             ? json_string("the caller's own uid: this host refused the clone as the id range's "
+                           "first id (the probe's linux.userns_owner says why)")
+             : json_string("the caller's own uid"));
     return k;
 }
 
@@ -600,37 +601,37 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
     const char *names[] = {"memory", "pids", "cpu", "io"};
     for (size_t i = 0; i < FY_ARRAY_SIZE(map); i++)
         pset(o, names[i], *versions[i] ? json_sprintf("cgroup v%u%s", *versions[i],
-                                                                     cg->helper ? " (privileged helper)" : "")
-                                         : nproc && map[i].ctl == CG_PIDS
-                                             ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
-                                                           "no resource-exceeded outcome)")
-                                         : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED ||
-                                                               (map[i].ctl == CG_BLKIO && pl->io_unapplied)
-                                                           ? "not enforced (dropped)" : "not enforced"));
+                                                      cg->helper ? " (privileged helper)" : "")
+                          : nproc && map[i].ctl == CG_PIDS
+                              ? json_string("rlimit nproc in the sandbox's user namespace (fork fails; "
+                                            "no resource-exceeded outcome)")
+                          : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED ||
+                                                (map[i].ctl == CG_BLKIO && pl->io_unapplied)
+                                            ? "not enforced (dropped)" : "not enforced"));
     pset(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
-                                                 : cg->v2_helper ? "cgroup v2 (the sandbox moved in by the privileged helper)"
-                                                 : any_v1                          ? "cgroup v1"
-                                                 : (pl->clone_flags & CLONE_NEWPID) ? "pid namespace only"
-                                                                                    : "subreaper only (no pid namespace)"));
+                                  : cg->v2_helper ? "cgroup v2 (the sandbox moved in by the privileged helper)"
+                                  : any_v1                          ? "cgroup v1"
+                                  : (pl->clone_flags & CLONE_NEWPID) ? "pid namespace only"
+                                                                     : "subreaper only (no pid namespace)"));
     if (cg->helper)
         pset(o, "helper", json_sprintf("%s cgroups created and limited by the privileged helper at %s",
-                                                      cg->v2_helper ? "v2" : "v1", cg->helper));
+                                       cg->v2_helper ? "v2" : "v1", cg->helper));
     pset(o, "rlimits", json_sprintf("nofile, core, fsize, stack%s%s%s", nproc ? ", nproc" : "",
-                                                   has_rlimit(pl, RLIMIT_SIGPENDING) ? ", sigpending" : "",
-                                                   has_rlimit(pl, RLIMIT_MSGQUEUE) ? ", msgqueue" : ""));
+                                    has_rlimit(pl, RLIMIT_SIGPENDING) ? ", sigpending" : "",
+                                    has_rlimit(pl, RLIMIT_MSGQUEUE) ? ", msgqueue" : ""));
     pset(o, "kernel_counts", report_shares(pl));
     /* The policy's tmp_size, home_size and work_tmp_size are the sizes of
      * the sandbox's tmpfs mounts; the process level mounts nothing. */
     pset(o, "scratch",
-                        json_string(pl->process_mode
-                                        ? "not enforced: the process level's home and TMPDIR are directories of the "
-                                          "attempt in /dev/shm (else /tmp), without the policy's tmp_size, home_size "
-                                          "or work_tmp_size"
-                                        : pl->overlay_disk
-                                        ? "tmpfs sizes (tmp_size, home_size, work_tmp_size); the container's "
-                                          "writable root is a directory on disk (tmpfs lacks user xattrs), bounded "
-                                          "by tmp_size through the disk watchdog (a walk every half second)"
-                                        : "tmpfs sizes (tmp_size, home_size, work_tmp_size)"));
+         json_string(pl->process_mode
+                         ? "not enforced: the process level's home and TMPDIR are directories of the "
+                           "attempt in /dev/shm (else /tmp), without the policy's tmp_size, home_size "
+                           "or work_tmp_size"
+                         : pl->overlay_disk
+                         ? "tmpfs sizes (tmp_size, home_size, work_tmp_size); the container's "
+                           "writable root is a directory on disk (tmpfs lacks user xattrs), bounded "
+                           "by tmp_size through the disk watchdog (a walk every half second)"
+                         : "tmpfs sizes (tmp_size, home_size, work_tmp_size)"));
     /* A resource limit above the preparing process's hard limit is lowered
      * to it in the sandbox (a user namespace cannot raise one): stricter,
      * never weaker, but a build that needs the value asked for fails with
@@ -648,21 +649,21 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
             break;
         }
         pset(low, policy_rlimits[i].name,
-                            json_pack("{s:o,s:I,s:s}", "asked",
-                                      want == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)want),
-                                      "enforced", (json_int_t)cur.rlim_max, "why",
-                                      pl->process_mode ? "the host process's hard limit (the sandbox starts under it)"
-                                                       : "the host process's hard limit (a user namespace cannot raise "
-                                                         "it)"));
+             json_pack("{s:o,s:I,s:s}", "asked",
+                       want == FY_UNLIMITED ? json_string("unlimited") : json_integer((json_int_t)want),
+                       "enforced", (json_int_t)cur.rlim_max, "why",
+                       pl->process_mode ? "the host process's hard limit (the sandbox starts under it)"
+                                        : "the host process's hard limit (a user namespace cannot raise "
+                                          "it)"));
     }
     /* The pids limit as RLIMIT_NPROC, the same way. */
     struct rlimit hn;
     if (nproc && getrlimit(RLIMIT_NPROC, &hn) == 0 && hn.rlim_max != RLIM_INFINITY &&
         cg->pids > (uint64_t)hn.rlim_max && (low || (low = json_object()) || !(plan_json_failed = true)))
         pset(low, "nproc",
-                            json_pack("{s:I,s:I,s:s}", "asked", (json_int_t)cg->pids, "enforced",
-                                      (json_int_t)hn.rlim_max, "why",
-                                      "the host process's hard limit (a user namespace cannot raise it)"));
+             json_pack("{s:I,s:I,s:s}", "asked", (json_int_t)cg->pids, "enforced",
+                       (json_int_t)hn.rlim_max, "why",
+                       "the host process's hard limit (a user namespace cannot raise it)"));
     if (low)
         pset(o, "rlimits_lowered", low);
     /* Every other resource limit is the caller's own, inherited as it is:
@@ -699,8 +700,8 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
     int r = 0;
     if (np->control[FY_CONTROL_DEVICES] != FY_CONTROL_STATE_ENFORCED) {
         pset(o, "allowlist", json_string(np->control[FY_CONTROL_DEVICES] == FY_CONTROL_STATE_DROPPED
-                                                            ? "none (dropped): only the standard nodes are bound"
-                                                            : "none: only the standard nodes are bound"));
+                                             ? "none (dropped): only the standard nodes are bound"
+                                             : "none: only the standard nodes are bound"));
         goto out;
     }
     const char *cg2_dir = caps_fact(c, LX_FACT_CG2_DIR);
@@ -721,14 +722,14 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
         goto out;
     }
     pset(o, "allowlist", json_string(cg->dev_mech == LX_DEV_V1
-                                                        ? "cgroup v1 devices controller (devices.deny a, devices.allow)"
-                                                        : "cgroup v2 device program (BPF_PROG_TYPE_CGROUP_DEVICE, libbpf)"));
+                                         ? "cgroup v1 devices controller (devices.deny a, devices.allow)"
+                                         : "cgroup v2 device program (BPF_PROG_TYPE_CGROUP_DEVICE, libbpf)"));
     if (cg->dev_mech == LX_DEV_V1 && !c->host.is_root && caps_fact(c, LX_FACT_HELPER_SOCKET))
         pset(o, "helper", json_sprintf("the devices cgroup made and its list written by the privileged "
-                                                      "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
+                                       "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
     else if (cg->dev_mech == LX_DEV_BPF && !c->host.is_root && caps_fact(c, LX_FACT_HELPER_CG2))
         pset(o, "helper", json_sprintf("the device program loaded and attached by the privileged "
-                                                      "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
+                                       "helper at %s", caps_fact(c, LX_FACT_HELPER_SOCKET)));
     struct lx_dev_rule *rules = arena_keep(&pl->arena, calloc(LX_DEV_MAX_RULES, sizeof(*rules)));
     if (!rules) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
@@ -791,17 +792,13 @@ static int compile_devices(struct linux_plan *pl, const struct fy_plan *np, cons
         char node[32];
         snprintf(node, sizeof(node), "%c %u:%u", rule->type, rule->major, rule->minor);
         pappend(leased, json_pack("{ssssss}", "path", e->host, "node", node, "access",
-                                                (e->flags & PLAN_RO) ? "r" : "rw"));
+                                  (e->flags & PLAN_RO) ? "r" : "rw"));
     }
     cg->dev_rules = rules;
     cg->ndev_rules = n;
 out:
-    if (r == 0) {
-        char *s = plan_dumps(o);
-        if (!s || !(pl->devices_json = plan_str(pl, s)))
-            r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
-        free(s);
-    }
+    if (r == 0)
+        pl->devices_doc = json_incref(o); /* (for the isolation record, as it is: never dumped and parsed back) */
     json_decref(o);
     return r;
 }
@@ -825,11 +822,11 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
             pappend(ns, json_string(nss[i].name));
     pset(o, "namespaces", ns);
     pset(o, "ipc", json_string(pl->clone_flags & CLONE_NEWIPC
-                                                  ? "own IPC namespace: System V objects and message queues go with it"
-                                                  : pl->ipc_bpf ? "denied: System V IPC and POSIX message queue calls fail "
-                                                                  "with EPERM (no IPC namespace)"
-                                                                : "shared with the host: objects the workload makes "
-                                                                  "outlive the attempt (no IPC namespace, no seccomp)"));
+                                   ? "own IPC namespace: System V objects and message queues go with it"
+                                   : pl->ipc_bpf ? "denied: System V IPC and POSIX message queue calls fail "
+                                                   "with EPERM (no IPC namespace)"
+                                                 : "shared with the host: objects the workload makes "
+                                                   "outlive the attempt (no IPC namespace, no seccomp)"));
     pset(o, "mode", json_string(pl->as_root ? "root" : "rootless"));
     pset(o, "uid_map", pl->process_mode ? json_null() : json_string(pl->uid_map));
     pset(o, "gid_map", pl->process_mode ? json_null() : json_string(pl->gid_map));
@@ -843,27 +840,27 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
         return FY_E_NOMEM;
     }
     pset(o, "network", netj ? netj
-                                           : json_string(pl->use_netns ? "deny: own network namespace, loopback only"
-                                                                       : "host network (no network namespace)"));
+                            : json_string(pl->use_netns ? "deny: own network namespace, loopback only"
+                                                        : "host network (no network namespace)"));
     pset(o, "filesystem", json_string(pl->process_mode
-                                                         ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
-                                                                           : "host view, unconfined (no Landlock)")
-                                                         : np->nimage_layers
-                                                         ? (pl->overlay_disk
-                                                                ? "container image: overlay of its read-only layers, a fresh "
-                                                                  "upper per attempt on disk (tmpfs lacks user xattrs), "
-                                                                  "bounded by tmp_size through the disk watchdog, "
-                                                                  "with the declared paths"
-                                                                : "container image: overlay of its read-only layers, a fresh "
-                                                                  "tmpfs upper per attempt, with the declared paths")
-                                                         : "private: fresh tmpfs root with the declared paths"));
+                                          ? (pl->ll_handled ? "host view, confined by Landlock to the declared paths"
+                                                            : "host view, unconfined (no Landlock)")
+                                          : np->nimage_layers
+                                          ? (pl->overlay_disk
+                                                 ? "container image: overlay of its read-only layers, a fresh "
+                                                   "upper per attempt on disk (tmpfs lacks user xattrs), "
+                                                   "bounded by tmp_size through the disk watchdog, "
+                                                   "with the declared paths"
+                                                 : "container image: overlay of its read-only layers, a fresh "
+                                                   "tmpfs upper per attempt, with the declared paths")
+                                          : "private: fresh tmpfs root with the declared paths"));
     /* (the image's own layers, as its manifest lists them; those mounted:
      * without the ones hidden below an opaque root and the lower copy of a
      * layer held twice) */
     if (np->image_digest)
         pset(o, "image", json_pack("{sssIsI}", "digest", np->image_digest, "layers",
-                                                  (json_int_t)np->image_nlayers, "layers_mounted",
-                                                  (json_int_t)np->nimage_layers));
+                                   (json_int_t)np->image_nlayers, "layers_mounted",
+                                   (json_int_t)np->nimage_layers));
     /* Read-only workspace binds shown owned by the sandbox's user (root
      * caller, linux-idmap.c); the report says "unmapped" or "partial" when
      * the host could not idmap them all (lx report). */
@@ -872,20 +869,20 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
             pset(o, "workspace_idmap", json_string("mapped"));
             break;
         }
-    pset(o, "devices", pl->devices_json ? load_exact(pl->devices_json) : json_null());
+    pset(o, "devices", pl->devices_doc ? json_incref(pl->devices_doc) : json_null());
     pset(o, "cgroup_view",
-                        json_string(pl->cg_view ? "read-only at /sys/fs/cgroup: the attempt's own cgroups (each "
-                                                  "hierarchy where it has one), nothing above or beside them"
-                                                : "none"));
+         json_string(pl->cg_view ? "read-only at /sys/fs/cgroup: the attempt's own cgroups (each "
+                                   "hierarchy where it has one), nothing above or beside them"
+                                 : "none"));
     pset(o, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
-                                                        ? "private: a devpts instance of the sandbox's own"
-                                                        : "none"));
+                                         ? "private: a devpts instance of the sandbox's own"
+                                         : "none"));
     /* (linux-child.c own_session_keyring) */
     pset(o, "keyring",
-                        json_string(pl->own_keyring
-                                        ? "own: a fresh, empty session keyring (the caller's is out of reach)"
-                                        : "the caller's session keyring, out of reach: the seccomp filter refuses "
-                                          "keyctl, add_key and request_key"));
+         json_string(pl->own_keyring
+                         ? "own: a fresh, empty session keyring (the caller's is out of reach)"
+                         : "the caller's session keyring, out of reach: the seccomp filter refuses "
+                           "keyctl, add_key and request_key"));
     json_t *sc = json_null();
     if (pl->bpf) {
         sc = json_pack("{sssIss}", "profile", pl->seccomp_name, "version", (json_int_t)pl->seccomp_version,
@@ -898,9 +895,9 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
     pset(o, "seccomp", sc);
     pset(o, "landlock_abi", json_integer(pl->ll_handled ? pl->ll_abi : 0));
     pset(o, "capabilities",
-                        json_string(pl->process_mode && !pl->as_root
-                                        ? "none (an unprivileged caller has none; ambient cleared, no_new_privs)"
-                                        : "none (bounding, ambient, inheritable dropped; securebits locked)"));
+         json_string(pl->process_mode && !pl->as_root
+                         ? "none (an unprivileged caller has none; ambient cleared, no_new_privs)"
+                         : "none (bounding, ambient, inheritable dropped; securebits locked)"));
     pset(o, "no_new_privs", json_true());
     /* How the sandbox's pid 1 came to be: per attempt (lx finish() says
      * when it was the fallback). */

@@ -209,7 +209,7 @@ struct linux_plan {
     char *cgroup_json;           /* which mechanism enforces which limit */
     const char *io_unapplied;    /* why the io limit the selection enforced has nothing to act on
                                     (linux_plan_unapplied), or NULL */
-    const char *devices_json;    /* the device allowlist and the leases (arena) */
+    struct json_t *devices_doc;  /* the device allowlist and the leases (isolation.devices), or NULL */
     const struct fy_plan *np;    /* the platform-neutral plan this was compiled from */
     const void *ext;             /* the OCI runtime adapter's additions (linux-runc.c), else NULL */
     char *describe_json;         /* linux_plan_describe, built once on first use */
