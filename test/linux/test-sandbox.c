@@ -4309,6 +4309,22 @@ START_TEST(test_unnamed_files_every_task) {
 }
 END_TEST
 
+/* In a child of the test that plays the host: p's attempt of argv to its
+ * end (30 s at most), plan and handle freed; its result. Exits 12 when it
+ * could not start, 13 when it did not end. */
+static fy_result *host_child_run(fy_policy *p, const char *const *argv) {
+    fy_prepared *pr = NULL;
+    fy_handle *h = NULL;
+    fy_result *res = NULL;
+    if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
+        _exit(12);
+    if (fy_handle_wait(h, 30000000, &res, NULL) != 1)
+        _exit(13);
+    fy_handle_free(h);
+    fy_prepared_free(pr);
+    return res;
+}
+
 START_TEST(test_spool_on_workload_full_fs) {
     /* The output spool and the build directory on one small file system
      * (a 2 MiB tmpfs in a mount namespace of the host child's own): the
@@ -4336,21 +4352,13 @@ START_TEST(test_spool_on_workload_full_fs) {
                                                "head -c 200000 /dev/zero", NULL};
         fy_policy_set_build(p, build, NULL);
         fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, spool, NULL);
-        fy_prepared *pr = NULL;
-        fy_handle *h = NULL;
-        fy_result *res = NULL;
-        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
-            _exit(12);
-        if (fy_handle_wait(h, 30000000, &res, NULL) != 1)
-            _exit(13);
+        fy_result *res = host_child_run(p, argv);
         int o = fy_result_outcome(res);
         const char *d = fy_result_detail(res);
         int code = o == FY_OUTCOME_RESOURCE_EXCEEDED && d && strncmp(d, "disk: the file system of the output", 35) == 0
                        ? 0
                        : 20 + o;
         fy_result_free(res);
-        fy_handle_free(h);
-        fy_prepared_free(pr);
         fy_policy_free(p);
         _exit(code);
     }
@@ -4383,13 +4391,7 @@ START_TEST(test_spool_past_host_file_size_limit) {
         fy_policy *p = policy();
         const char *argv[] = {"/bin/sh", "-c", "head -c 1000000 /dev/zero; sleep 5; echo wrote-all >&2", NULL};
         fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, spool, NULL);
-        fy_prepared *pr = NULL;
-        fy_handle *h = NULL;
-        fy_result *res = NULL;
-        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
-            _exit(12);
-        if (fy_handle_wait(h, 30000000, &res, NULL) != 1)
-            _exit(13);
+        fy_result *res = host_child_run(p, argv);
         if (fy_result_outcome(res) != FY_OUTCOME_INFRASTRUCTURE_FAILURE)
             _exit(20 + fy_result_outcome(res));
         if (fy_result_error_step(res) != FY_STEP_OUTPUT || fy_result_error_os_code(res) != EFBIG)
@@ -4404,8 +4406,6 @@ START_TEST(test_spool_past_host_file_size_limit) {
             counted != (uint64_t)held.st_size)
             _exit(17);
         fy_result_free(res);
-        fy_handle_free(h);
-        fy_prepared_free(pr);
         fy_policy_free(p);
         struct sigaction sa;
         if (sigaction(SIGXFSZ, NULL, &sa) < 0 || sa.sa_handler != SIG_DFL)
