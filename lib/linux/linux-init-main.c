@@ -176,6 +176,21 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
     linux_child_main(a);
 }
 
+/* What /proc/1/cmdline shows the workload: "forgeyard-init" alone, cold
+ * or pre-started. The arguments (fd numbers; a shell's idle limit and
+ * network flag) are read before this and never again: their bytes, the
+ * last one's NUL too, become spaces, and the kernel then shows the
+ * arguments' memory only up to the first NUL, argv[0]'s. */
+static void blank_arguments(long argc, char **argv) {
+    if (argc < 2)
+        return;
+    char *end = argv[argc - 1];
+    while (*end)
+        end++;
+    for (char *c = argv[1]; c <= end; c++)
+        *c = ' ';
+}
+
 __attribute__((noreturn, used)) void fy_init_entry(long *sp);
 __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     prctl(PR_SET_NAME, "forgeyard-init", 0, 0, 0); /* not "memfd:forgeyard" in ps */
@@ -197,6 +212,7 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     bool netns;
     if (parse_shell(argv[1], &shell_sync, &idle_ms, &netns, &shell_owner)) {
         int started = 0, report = parse_fd(argv[2]);
+        blank_arguments(argc, argv);
         if (report < 0 || write(report, &started, sizeof(started)) != (ssize_t)sizeof(started))
             fail();
         close(report);
@@ -205,6 +221,7 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     int fd = parse_fd(argv[1]), report = parse_fd(argv[2]);
     if (fd < 0 || report < 0)
         fail();
+    blank_arguments(argc, argv);
     int started = 0;
     if (write(report, &started, sizeof(started)) != (ssize_t)sizeof(started))
         fail();
