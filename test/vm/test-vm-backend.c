@@ -652,7 +652,11 @@ START_TEST(test_attack_probes) {
              "'finit_module' 'kexec' 'ptrace-init' 'settime' 'kill 1' 'tcp %d' 'abstract %s' "
              "'read /proc/1/mem' 'read /proc/1/environ' 'write /.fy-ctl' 'read /.fy-ctl' 'read /proc/kcore' "
              "'write /proc/sysrq-trigger' 'mknod' 'bpf' 'perf' 'userfaultfd' 'open_by_handle'; do "
-             "$A $t; done; $A fds",
+             "$A $t; done; $A fds; "
+             /* A module loaded on demand (a socket of a rare family): none. */
+             "python3 -c 'import socket; socket.socket(5, socket.SOCK_DGRAM)' 2>/dev/null; "
+             "grep -q '^appletalk ' /proc/modules && echo 'ok autoload appletalk' || echo 'denied autoload'; "
+             "echo \"modules_disabled $(cat /proc/sys/kernel/modules_disabled)\"",
              copy, ntohs(a.sin_port), abname);
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     struct cap c;
@@ -676,7 +680,7 @@ START_TEST(test_attack_probes) {
         /* The guest kernel's own surfaces that its sysctls close to uid 1000. */
         "denied EACCES /proc/kcore", "denied EACCES /proc/sysrq-trigger", "mknod block", "denied EPERM bpf",
         "perf_event_open", "denied EPERM userfaultfd", "denied EPERM open_by_handle_at",
-        "fds 0 1 2\n",
+        "fds 0 1 2\n", "denied autoload", "modules_disabled 1",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         ck_assert_msg(strstr(c.buf[0], want[i]), "no \"%s\" in:\n%s", want[i], c.buf[0]);

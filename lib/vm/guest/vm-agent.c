@@ -187,6 +187,23 @@ static void load_modules(void) {
     fclose(f);
 }
 
+/* No module after ours: the guest's /lib/modules is the host's (the whole
+ * tree of the guest's release, through the read-only /usr), and the kernel
+ * loads a module on demand for any process (a socket of a rare family, a
+ * link type in a user namespace of its own): each a way to guest root, and
+ * guest root speaks for the agent. No modprobe to run, and no loading. */
+static void lock_modules(void) {
+    int fd = open("/proc/sys/kernel/modprobe", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)!write(fd, "\n", 1); /* (empty: the kernel then runs nothing) */
+        close(fd);
+    }
+    fd = open("/proc/sys/kernel/modules_disabled", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "1", 1) != 1)
+        fail(errno, "kernel.modules_disabled");
+    close(fd);
+}
+
 /* The virtio-serial port named fy.ctl, as /dev/vportNpM (udev is absent:
  * made from its dev number). */
 static int open_port(void) {
@@ -779,7 +796,7 @@ static void report_enforced(const struct run *r) {
     mem[strcspn(mem, "\n")] = pids[strcspn(pids, "\n")] = cpu[strcspn(cpu, "\n")] = '\0';
     int n = snprintf(text, sizeof(text),
                      "uid=%u gid=%u cgroup=/w memory.max=%s pids.max=%s cpu.max=%s network-devices=%s "
-                     "dev=minimal-tmpfs%s%.0u%s%s",
+                     "dev=minimal-tmpfs modules=disabled%s%.0u%s%s",
                      r->uid, r->gid, mem, pids, cpu, nets, r->net_port ? " fetch-only-listener=127.0.0.1:" : "", r->net_port,
                      r->iface_set ? " eth0=100.64.0.2/30,fd66:7973::2/64(from the plan)" : "",
                      r->dns ? " dns=127.0.0.53:53/udp+tcp(carried to the host's stub)" : "");
@@ -1798,6 +1815,7 @@ int main(void) {
     mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
     console = open("/dev/console", O_WRONLY | O_CLOEXEC | O_NOCTTY);
     load_modules();
+    lock_modules();
     ctl = open_port();
     if (ctl < 0)
         fail(errno, "open the control port fy.ctl");
