@@ -620,13 +620,17 @@ __attribute__((noreturn)) static void proxy_loop(struct proxy *px) {
                 if (c->c2u_off < c->c2u_len && !c->want_sni)
                     ue |= POLLOUT;
             }
+            /* A side we want nothing of is not polled (-1): poll reports
+             * POLLHUP and POLLERR whatever was asked, at every turn, and a
+             * side that cannot move (a client that stopped reading behind
+             * a full pipe, one reset while its answer is awaited or its
+             * destination connected) would keep the loop turning on one
+             * CPU until the connection's deadline. What ends the other
+             * side, or the deadline, comes back to it. */
             idx[n - 2] = i;
-            pfd[n++] = (struct pollfd){.fd = c->cfd, .events = ce};
+            pfd[n++] = (struct pollfd){.fd = ce ? c->cfd : -1, .events = ce};
             idx[n - 2] = i;
-            /* (-1: ignored; an upstream at its end with nothing to write
-             * would report POLLHUP at every turn) */
-            int ufd = c->upstream_eof && !(ue & POLLOUT) ? -1 : c->ufd;
-            pfd[n++] = (struct pollfd){.fd = ufd, .events = ue};
+            pfd[n++] = (struct pollfd){.fd = ue ? c->ufd : -1, .events = ue};
         }
         int timeout = next > now ? (int)(next - now) : 0;
         int r = poll(pfd, n, timeout);

@@ -716,6 +716,10 @@ void lxp_kill(struct lxp_run *run) {
     if (run->kill_sent)
         return;
     run->kill_sent = true;
+    /* What it used, for the result: a child not yet reaped keeps its pid
+     * (a zombie's figures are its last). */
+    if (run->pid > 0 && !run->ended)
+        run->cpu_known = pu_proc_cpu_usec(run->pid, &run->cpu_usec);
     if (run->pid > 0 && !run->ended) {
         /* Did it end before we end it? (a crash, its seccomp filter) */
         struct pu_proc p = {.pid = run->pid, .pidfd = run->pidfd};
@@ -808,6 +812,8 @@ char *lxp_report(const struct lxp_run *run) {
     else if (run->died)
         snprintf(how, sizeof(how), "died before cleanup");
     json_object_set_new(px, "end", json_string(how));
+    /* (outside the sandbox's cgroup and limits: what it cost the host) */
+    json_object_set_new(px, "cpu_usec", run->cpu_known ? json_integer((json_int_t)run->cpu_usec) : json_null());
     json_object_set_new(o, "mode", json_string("fetch-only"));
     json_object_set_new(o, "proxy", px);
     json_object_set_new(o, "requests", reqs);

@@ -163,6 +163,8 @@ struct lxp_run {
     bool kill_sent;                /* lxp_kill ran: what follows is lxp_stop's wait */
     bool died;                     /* it had ended before lxp_stop (died_status: how) */
     int died_status;
+    bool cpu_known;                /* cpu_usec: its CPU time, read just before its end */
+    uint64_t cpu_usec;
     bool tcp;                      /* the DNS stub: it serves TCP too */
     /* lxp_defer_dns: the stub's sockets wait for a first query on a thread
      * of ours, which then starts the program on them. */

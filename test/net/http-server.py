@@ -35,6 +35,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # "?status=N" answers N (the audit log records the destination's
         # code), after an interim "103 Early Hints" with "&interim=103"
         q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        # "?delay=S" answers after S seconds (at most 10): a slow destination
+        if "delay" in q:
+            time.sleep(min(float(q["delay"][0]), 10.0))
         if "interim" in q:
             self.wfile.write(b"HTTP/1.1 %d Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" % int(q["interim"][0]))
         self.send_response(int(q["status"][0]) if "status" in q else 200)

@@ -343,6 +343,42 @@ print("ok: the audit log keeps 768 refusals and 1024 records in all; %d dropped 
 PY
 proxy_gone "$TMP/r2.json" "hostile requests"
 
+# 2a. Sides that cannot move do not keep the proxy turning: a tunnel whose
+# client half-closed and stopped reading behind 8 MiB, a forwarded request
+# whose client reset before a slow destination answered, and one reset
+# while its destination is still to answer, each held for seconds. The
+# proxy (outside the sandbox's CPU limit) reports its CPU time; a busy
+# loop would be about a whole core for the ~5 s held (it was).
+cat >"$TMP/w2a.py" <<IN
+import socket, struct, time
+held = []
+t = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+t.sendall(b"CONNECT mirror.test:$P1 HTTP/1.1\r\n\r\n")
+t.recv(1000)
+t.sendall(b"GET /big-a HTTP/1.0\r\n\r\n")
+t.shutdown(socket.SHUT_WR)
+held.append(t)
+for path in ("/slow-a?delay=4", "/slow-b?delay=4"):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(("GET http://mirror.test:$P1%s HTTP/1.1\r\n\r\n" % path).encode())
+    time.sleep(0.3)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+time.sleep(5)
+print("held")
+IN
+run "$TMP/r2a.json" --allow "mirror.test:$P1" --cpus 0.5 --bind-ro "$TMP/w2a.py:/opt/w2a.py" \
+    -- python3 /opt/w2a.py >"$TMP/w2a.out" 2>&1
+grep -q "^held" "$TMP/w2a.out" || bad "the stalled-sides workload did not finish: $(head -5 "$TMP/w2a.out")"
+json "$TMP/r2a.json" <<'PY' || bad "the proxy turned while no side could move"
+import json, sys
+px = json.load(open(sys.argv[1]))["network"]["proxy"]
+cpu = px["cpu_usec"]
+assert isinstance(cpu, int), px
+assert cpu < 1500000, "the proxy used %d us of CPU in about 5.6 s of stalled sides" % cpu
+print("ok: the proxy used %d ms of CPU while its stalled sides were held (a busy loop: seconds)" % (cpu // 1000))
+PY
+
 # 2b. The proxy's pipes: a workload holding many tunnels open gets no more
 # than the proxy's pipe budget (pipe pages are charged to uid 65534, which
 # every attempt's proxy and the host's "nobody" daemons share).

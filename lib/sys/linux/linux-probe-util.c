@@ -573,23 +573,44 @@ int pu_read_small(const char *path, char *buf, size_t size) {
 
 uint64_t pu_proc_starttime(pid_t pid) { return pu_proc_stat_start(pid, NULL); }
 
+/* /proc/PID/stat into buf; what follows the command name (" S ppid ..."),
+ * or NULL. The name may hold spaces and parentheses: past the last ')'. */
+static const char *proc_stat_rest(pid_t pid, char *buf, size_t size) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (pu_read_small(path, buf, size) < 0)
+        return NULL;
+    const char *p = strrchr(buf, ')');
+    return p ? p + 1 : NULL;
+}
+
+/* Field n (1-based, as in proc(5); n >= 3) of rest, or 0. */
+static uint64_t proc_stat_field(const char *rest, int n) {
+    for (int field = 3; field < n && rest; field++)
+        rest = strchr(rest + 1, ' ');
+    return rest ? strtoull(rest + 1, NULL, 10) : 0;
+}
+
 uint64_t pu_proc_stat_start(pid_t pid, char *state) {
-    char path[64], buf[1024];
+    char buf[1024];
     if (state)
         *state = 0;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if (pu_read_small(path, buf, sizeof(buf)) < 0)
-        return 0;
-    /* The command name may hold spaces and parentheses: past the last ')'. */
-    char *p = strrchr(buf, ')');
+    const char *p = proc_stat_rest(pid, buf, sizeof(buf));
     if (!p)
         return 0;
-    p++;
     if (state && p[0] == ' ')
         *state = p[1];
-    for (int field = 3; field < 22 && p; field++)
-        p = strchr(p + 1, ' ');
-    return p ? strtoull(p + 1, NULL, 10) : 0;
+    return proc_stat_field(p, 22);
+}
+
+bool pu_proc_cpu_usec(pid_t pid, uint64_t *usec) {
+    char buf[1024];
+    const char *p = proc_stat_rest(pid, buf, sizeof(buf));
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!p || hz <= 0)
+        return false;
+    *usec = (proc_stat_field(p, 14) + proc_stat_field(p, 15)) * (1000000u / (uint64_t)hz);
+    return true;
 }
 
 bool pu_proc_alive_as(pid_t pid, uint64_t start) {

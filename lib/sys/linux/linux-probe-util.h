@@ -44,6 +44,9 @@ uint64_t pu_proc_starttime(pid_t pid);
 /* The same, and the process's state letter (R, S, D, Z, X...) in *state
  * (0 when unknown): one read of /proc/PID/stat. */
 uint64_t pu_proc_stat_start(pid_t pid, char *state);
+/* The CPU time (user and system, in the kernel's ticks) pid has used so
+ * far, into *usec; false when its stat cannot be read. */
+bool pu_proc_cpu_usec(pid_t pid, uint64_t *usec);
 /* Whether pid (of this pid namespace) is the process that started at start
  * and still runs: false for a zombie, a reused pid or none; true when its
  * /proc entry cannot be read but the kernel still knows the pid (out of
