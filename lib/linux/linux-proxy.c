@@ -38,6 +38,20 @@ extern const size_t lx_proxy_blob_len;
 /* ---- host side: credentials ---- */
 
 
+/* Headers that frame or route the request, or belong to one hop: the
+ * proxy writes or drops them itself. A credential of one of these names
+ * replaced the workload's: "Content-Length: 0" turned a POST's body into a
+ * second request the proxy never saw (nor audited). */
+static bool proxy_owned_header(const char *name, size_t len) {
+    static const char *const owned[] = {"Host",      "Content-Length", "Transfer-Encoding", "Connection",
+                                        "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
+                                        "Proxy-Authenticate", "TE", "Trailer", "Upgrade", "Expect"};
+    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+        if (strlen(owned[i]) == len && strncasecmp(owned[i], name, len) == 0)
+            return true;
+    return false;
+}
+
 int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena *arena, fy_error **reterr) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK); /* (a FIFO: refused below) */
     if (fd < 0) {
@@ -102,6 +116,9 @@ int lxp_load_credentials(struct lxp_config *cfg, const char *path, struct arena 
                 why = "bad HOST:PORT";
             else if (!lxp_is_token(name, (size_t)(colon - name)))
                 why = "bad header name";
+            else if (proxy_owned_header(name, (size_t)(colon - name)))
+                why = "a header the proxy frames the request with (Host, Content-Length, Transfer-Encoding, "
+                      "Connection and the other hop-by-hop headers): not a credential";
             else if ((size_t)(colon - name) + 2 + strlen(value) >= LXP_INJECT_MAX)
                 why = "credential too long"; /* (as "Name: value", what the proxy sends: never cut short) */
             for (const char *c = value; !why && *c; c++)

@@ -513,6 +513,12 @@ expect_err "a credential for no destination" "not one of the fetch-only destinat
     --network-credentials "$TMP/creds2"
 printf 'mirror.test:%s Bad Name: x\n' $P1 >"$TMP/creds2"
 expect_err "a credential with a bad header name" "bad header name" --allow "mirror.test:$P1" --network-credentials "$TMP/creds2"
+# Headers the proxy frames the request with are not credentials: a
+# "Content-Length: 0" one smuggled a POST's body upstream as a request.
+for h in Host content-length Transfer-Encoding Connection Proxy-Authorization Upgrade TE; do
+    printf 'mirror.test:%s %s: 0\n' $P1 $h >"$TMP/creds2"
+    expect_err "a credential named $h" "not a credential" --allow "mirror.test:$P1" --network-credentials "$TMP/creds2"
+done
 printf 'mirror.test:%s X-Key: a\nmirror.test:%s x-key: b\n' $P1 $P1 >"$TMP/creds2"
 expect_err "two credentials for one header" "the same header" --allow "mirror.test:$P1" --network-credentials "$TMP/creds2"
 # "X:" and a value making 1023 bytes: 1024 as "X: value", one more than a
