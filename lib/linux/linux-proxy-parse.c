@@ -545,6 +545,11 @@ int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]) {
         int t = tls_tlv(&r, 2, end, &et, &el);
         if (t)
             return t;
+        /* Encrypted Client Hello (and the draft ESNI before it): the name
+         * outside may be the allowed one while the server reads another
+         * inside, which the proxy cannot check (it never decrypts). */
+        if (et == 0xfe0d || et == 0xffce)
+            return -2;
         if (et != 0) {
             tls_skip(&r, el);
             continue;

@@ -76,7 +76,9 @@ int lxp_status(const char *p, size_t n);
  * names no host, -1 when more bytes are needed, -2 when they start as a
  * TLS handshake but are not a well-formed ClientHello (a server_name
  * extension twice, two host names, a name of other characters, lengths
- * that do not add up: a server could read such a hello otherwise). */
+ * that do not add up: a server could read such a hello otherwise) or carry
+ * an encrypted_client_hello (or draft ESNI) extension, whose inner name
+ * cannot be checked. */
 #define LXP_TLS_HELLO_MAX 32768
 int lxp_tls_sni(const uint8_t *p, size_t n, char out[254]);
 

@@ -202,10 +202,10 @@ proxy_gone "$TMP/r1.json" "fetch-only as root"
     || { bad "the status-line reader"; cat "$TMP/st.out"; }
 corpus=$(cd "$(dirname "$0")/../../fuzz/corpus/proxy" && pwd)
 got=$(for f in tls-hello-sni tls-hello-two-records tls-hello-sni-twice tls-hello-no-sni bad-lf \
-        tls-alert-then-hello tls-ccs-then-hello; do
+        tls-alert-then-hello tls-ccs-then-hello tls-hello-ech; do
     "$MEMTEST" --tls-name "$corpus/$f" || echo "FAILED $f"; done 2>&1)
-[ "$got" = "$(printf '1 mirror.test\n1 mirror.test\n-2 -\n0 -\n0 -\n-2 -\n-2 -')" ] \
-    && ok "the TLS server name: read across records, lower case, no final dot; twice refused; none; not TLS; another TLS record before the hello refused" \
+[ "$got" = "$(printf '1 mirror.test\n1 mirror.test\n-2 -\n0 -\n0 -\n-2 -\n-2 -\n-2 -')" ] \
+    && ok "the TLS server name: read across records, lower case, no final dot; twice refused; none; not TLS; another TLS record before the hello refused; an ECH hello naming the allowed host outside refused" \
     || bad "the TLS server-name reader: $got"
 
 # 1b. The proxy holds nothing of the host process: canaries in the host's
