@@ -184,7 +184,10 @@ int action_cache_open(const fy_action *a, struct act_cache *c, fy_error **reterr
         return r;
     }
     struct stat st;
-    if ((c->archive = open(a->input, O_RDONLY | O_NOCTTY | O_CLOEXEC)) < 0 || fstat(c->archive, &st) < 0) {
+    /* (O_NONBLOCK: a FIFO in the archive's place is refused below, not
+     * waited on for a writer for good; a regular file ignores the flag) */
+    if ((c->archive = open(a->input, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+        fstat(c->archive, &st) < 0) {
         int e = errno;
         action_cache_close(c);
         return err_set(reterr, e == ENOENT ? FY_E_NOTFOUND : FY_E_IO, FY_STEP_INPUT, e, a->input,

@@ -614,10 +614,16 @@ int tree_materialise(const fy_action *a, int from, int dst, uid_t ids_first, uin
         m.can_link = false;
         r = mat_dir(&m, from, dst, 0);
     } else if (a->input_kind == FY_INPUT_ARCHIVE) {
-        int fd = open(a->input, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        /* (O_NONBLOCK: a FIFO is refused, not waited on for a writer) */
+        int fd = open(a->input, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
             return fail(reterr, errno == ENOENT ? FY_E_NOTFOUND : FY_E_IO, FY_STEP_INPUT, errno, a->input,
                         "cannot read the archive: %s", strerror(errno));
+        struct stat ast;
+        if (fstat(fd, &ast) < 0 || !S_ISREG(ast.st_mode)) {
+            close(fd);
+            return fail(reterr, FY_E_INVAL, FY_STEP_INPUT, 0, a->input, "the input archive is not a regular file");
+        }
         r = mat_archive(&m, dst, fd, NULL);
         close(fd);
     } else {
