@@ -461,6 +461,30 @@ void action_sweep(const char *dir, uint64_t *removed) {
     close(dfd);
 }
 
+/* Whether the directory dir is the directory (dev, ino) or below it:
+ * walked up from dir through "..", which crosses links (already resolved
+ * by the open) and mounts as the kernel does. */
+static bool dir_within(const char *dir, dev_t dev, ino_t ino) {
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (int depth = 0; fd >= 0 && depth < 4096; depth++) {
+        struct stat st, up;
+        if (fstat(fd, &st) < 0)
+            break;
+        if (st.st_dev == dev && st.st_ino == ino) {
+            close(fd);
+            return true;
+        }
+        int parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        close(fd);
+        fd = parent;
+        if (fd >= 0 && fstat(fd, &up) == 0 && up.st_dev == st.st_dev && up.st_ino == st.st_ino)
+            break; /* the root */
+    }
+    if (fd >= 0)
+        close(fd);
+    return false;
+}
+
 static int action_start(const fy_action *action, const fy_policy *policy, const fy_caps *caps, bool beside,
                         bool *redo, fy_action_attempt **ret, fy_error **reterr) {
     if (!action || !policy || !ret)
@@ -504,6 +528,34 @@ static int action_start(const fy_action *action, const fy_policy *policy, const 
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, "$.stderr_path",
                        "stdout_path and stderr_path name the same file (%s): each stream is kept in a new file of "
                        "its own", action->stdio_path[1]);
+    /* What the host writes (the output directory, the kept stdout and
+     * stderr) inside a directory input root: "the input root is never
+     * written", and the next action on that root would take them as
+     * inputs. Found by walking up from each, links and mounts as the
+     * kernel takes them (a link elsewhere to a place in the root counts). */
+    if (action->input_kind != FY_INPUT_ARCHIVE) {
+        struct stat in_st;
+        int infd = open(action->input, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        bool have = infd >= 0 && fstat(infd, &in_st) == 0;
+        if (infd >= 0)
+            close(infd);
+        const char *what[3] = {"$.output_directory", "$.stdout_path", "$.stderr_path"};
+        for (int i = 0; have && i < 3; i++) {
+            const char *path = i == 0 ? action->output_dir : action->stdio_path[i];
+            if (!path)
+                continue;
+            char *dir = strdup(path), *slash = i > 0 && dir ? strrchr(dir, '/') : NULL;
+            if (slash)
+                *(slash == dir ? slash + 1 : slash) = '\0';
+            else if (i > 0 && dir)
+                strcpy(dir, "."); /* (a name of the working directory) */
+            bool inside = dir && dir_within(dir, in_st.st_dev, in_st.st_ino);
+            free(dir);
+            if (inside)
+                return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, what[i],
+                               "%s is inside the input root %s, which is never written", path, action->input);
+        }
+    }
     /* The scratch directory inside a directory input root: the copy of the
      * input would hold the execution root it is being copied into. */
     if (action->scratch && action->input_kind != FY_INPUT_ARCHIVE) {

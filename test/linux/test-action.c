@@ -1746,6 +1746,43 @@ END_TEST
 /* An output directory that is not empty is refused by fy_action_start,
  * before the command runs (a build of an hour is not run for nothing),
  * and the attempt leaves nothing; an empty or missing one is accepted. */
+/* The host never writes into a directory input root: an output directory
+ * or a kept stdout/stderr inside it (or reached through a link to a place
+ * in it) is refused before anything runs, and the root is as it was. */
+START_TEST(test_host_writes_not_in_input) {
+    char *in = make_input(), *sc = make_dir("scratch");
+    char res[512], link[512], via[600], kept[512];
+    snprintf(res, sizeof(res), "%s/empty", in);
+    snprintf(link, sizeof(link), "%s/to-input-%d", scratch, (int)getpid());
+    ck_assert_int_eq(symlink(in, link), 0);
+    snprintf(via, sizeof(via), "%s/empty", link); /* (a link as the last name is refused as such) */
+    snprintf(kept, sizeof(kept), "%s/src/stdout.txt", in);
+    for (int k = 0; k < 3; k++) {
+        fy_action *a = action_json("\"arguments\": [\"/bin/true\"]}", in);
+        ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+        if (k < 2)
+            ck_assert_int_eq(fy_action_set_output_directory(a, k == 0 ? res : via, NULL), 0);
+        else
+            ck_assert_int_eq(fy_action_set_stdio_path(a, FY_STDOUT, kept, NULL), 0);
+        fy_policy *p = policy();
+        fy_action_attempt *t = NULL;
+        fy_error *err = NULL;
+        int r = fy_action_start(a, p, NULL, &t, &err);
+        ck_assert_msg(r == FY_E_INVAL, "case %d: %d %s", k, r, fy_error_message(err));
+        ck_assert_ptr_null(t);
+        ck_assert_msg(strstr(fy_error_message(err), "inside the input root"), "%s", fy_error_message(err));
+        ck_assert_str_eq(fy_error_location(err), k < 2 ? "$.output_directory" : "$.stdout_path");
+        fy_error_free(err);
+        assert_no_attempt_left(sc);
+        ck_assert_int_ne(access(kept, F_OK), 0);
+        fy_action_free(a);
+        fy_policy_free(p);
+    }
+    unlink(link);
+    free(in); free(sc);
+}
+END_TEST
+
 START_TEST(test_output_dir_not_empty_at_start) {
     char *in = make_input(), *sc = make_dir("scratch"), *out = make_dir("out-full");
     char f[512];
@@ -2075,6 +2112,28 @@ START_TEST(test_special_input_refused) {
         fy_policy_free(p);
         free(in); free(sc);
     }
+    /* An archive input that is a FIFO (no writer): refused at once, not
+     * waited on (it hung, deaf to SIGTERM, until SIGKILL). (A device is
+     * refused by the parser: no host path under /dev.) */
+    {
+        char *sc = make_dir("scratch"), fifo[512];
+        snprintf(fifo, sizeof(fifo), "%s/archive-fifo-%d.tar", scratch, (int)getpid());
+        ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+        fy_action *a = archive_action(fifo, "true");
+        ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+        fy_policy *p = policy();
+        fy_action_attempt *t = NULL;
+        fy_error *err = NULL;
+        ck_assert_int_eq(fy_action_start(a, p, NULL, &t, &err), FY_E_INVAL);
+        ck_assert_ptr_null(t);
+        ck_assert_msg(strstr(fy_error_message(err), "not a regular file"), "%s", fy_error_message(err));
+        fy_error_free(err);
+        assert_no_attempt_left(sc);
+        fy_action_free(a);
+        fy_policy_free(p);
+        unlink(fifo);
+        free(sc);
+    }
 }
 END_TEST
 
@@ -2163,6 +2222,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_documents);
     tcase_add_test(tc, test_cancel);
     tcase_add_test(tc, test_output_dir_not_empty_at_start);
+    tcase_add_test(tc, test_host_writes_not_in_input);
     tcase_add_test(tc, test_stdio_path_exists_at_start);
     tcase_add_test(tc, test_every_input_attacked);
     tcase_add_test(tc, test_deep_tree_removed);
