@@ -144,6 +144,11 @@ gl="$idir/gitlab/forgeyard-gitlab-executor"
 export FORGEYARD="$fy" FORGEYARD_GITLAB_BASE="$scratch/gitlab"
 mkdir -p "$scratch/gitlab" "$scratch/runner-tmp"
 export CUSTOM_ENV_CI_RUNNER_ID=7 CUSTOM_ENV_CI_JOB_ID=4242 CUSTOM_ENV_CI_PROJECT_PATH=group/project
+# The job payload the runner writes for every stage (GitLab Runner 14+):
+# the job's id as GitLab sent it, which no job variable overrides.
+job_response() { printf '{"id": %s, "token": "t", "variables": []}' "$1" > "$scratch/runner-tmp/response-$1.json"
+                 export JOB_RESPONSE_FILE="$scratch/runner-tmp/response-$1.json"; }
+job_response 4242
 cfg=$("$gl" config) || fail "gitlab: config failed"
 bdir=$(printf '%s' "$cfg" | python3 -c 'import json,sys; c=json.load(sys.stdin); assert c["driver"]["name"] == "forgeyard"; assert not c["builds_dir_is_shared"]; print(c["builds_dir"])') ||
     fail "gitlab: config printed $cfg"
@@ -168,30 +173,50 @@ FORGEYARD_GITLAB_POLICY="$scratch/bad-policy.json" "$gl" run "$scratch/runner-tm
 [ $rc -eq 92 ] || fail "gitlab: an invalid policy gave $rc, not SYSTEM_FAILURE_EXIT_CODE"
 "$gl" run "$scratch/runner-tmp/script." 'x/y' 2>/dev/null; rc=$?
 [ $rc -eq 92 ] || fail "gitlab: a stage name with a slash gave $rc"
-CUSTOM_ENV_CI_JOB_ID='1;rm' "$gl" prepare 2>/dev/null; rc=$?
+printf '{"id": "1;rm"}' > "$scratch/runner-tmp/bad-response.json"
+JOB_RESPONSE_FILE="$scratch/runner-tmp/bad-response.json" "$gl" prepare 2>/dev/null; rc=$?
 [ $rc -eq 92 ] || fail "gitlab: a job id that is not a number gave $rc"
+JOB_RESPONSE_FILE= "$gl" prepare 2>/dev/null; rc=$?
+[ $rc -eq 92 ] || fail "gitlab: no job response gave $rc"
+# Another job whose variables say CI_JOB_ID=4242 (and the same runner id):
+# its own directory, never job 4242's, which it can neither read nor empty.
+echo "victim-secret" > "$bdir/secret.txt"
+( job_response 5151; export CUSTOM_ENV_CI_JOB_ID=4242
+  acfg=$("$gl" config) && abdir=$(printf '%s' "$acfg" | python3 -c 'import json,sys; print(json.load(sys.stdin)["builds_dir"])') &&
+  [ "$abdir" != "$bdir" ] || { echo "gitlab: the attacker's builds_dir is the victim's: $abdir" >&2; exit 1; }
+  "$gl" prepare || exit 1
+  printf '#!/usr/bin/env bash\ncat "%s/secret.txt" 2>/dev/null && echo READ; echo x > "%s/secret.txt" 2>/dev/null && echo WROTE; exit 0\n' \
+      "$bdir" "$bdir" > "$scratch/runner-tmp/attack."
+  out=$("$gl" run "$scratch/runner-tmp/attack." build_script) || exit 1
+  case $out in *READ* | *WROTE* | *victim*) echo "gitlab: the other job reached job 4242's files: $out" >&2; exit 1 ;; esac
+  "$gl" cleanup ) || fail "gitlab: a job overriding CI_JOB_ID"
+[ "$(cat "$bdir/secret.txt" 2>/dev/null)" = victim-secret ] || fail "gitlab: job 4242's files changed or went"
+# A second prepare of a job directory that exists is refused (not emptied).
+"$gl" prepare 2>/dev/null; rc=$?
+[ $rc -eq 92 ] && [ -s "$bdir/secret.txt" ] || fail "gitlab: a second prepare of job 4242 gave $rc or emptied it"
 "$gl" cleanup || fail "gitlab: cleanup failed"
-[ ! -e "$scratch/gitlab/runner-7-job-4242" ] || fail "gitlab: cleanup left the job directory"
+[ ! -e "$scratch/gitlab/job-4242" ] || fail "gitlab: cleanup left the job directory"
 # A job policy with its own id range: prepare hands the job's directories to
 # the uid that run then uses (as root; rootless the uid is the caller's).
 printf '{"process": {"id_range": {"first": 300000, "count": 65536}}}' > "$scratch/range-policy.json"
 export FORGEYARD_GITLAB_POLICY="$scratch/range-policy.json" CUSTOM_ENV_CI_JOB_ID=4243
+job_response 4243
 "$gl" prepare || fail "gitlab: prepare with an id range failed"
 "$gl" run "$scratch/runner-tmp/script." build_script; rc=$?
 [ $rc -eq 0 ] || fail "gitlab: a policy with its own id range gave $rc"
 # The runner's own stages write the builds directory as the job's scripts
 # do (they ran under the development profile's ids: Permission denied).
-printf 'cd "%s" && echo src > cloned.txt\n' "$scratch/gitlab/runner-7-job-4243/builds" > "$scratch/runner-tmp/gs."
+printf 'cd "%s" && echo src > cloned.txt\n' "$scratch/gitlab/job-4243/builds" > "$scratch/runner-tmp/gs."
 "$gl" run "$scratch/runner-tmp/gs." get_sources; rc=$?
-[ $rc -eq 0 ] && [ -s "$scratch/gitlab/runner-7-job-4243/builds/cloned.txt" ] ||
+[ $rc -eq 0 ] && [ -s "$scratch/gitlab/job-4243/builds/cloned.txt" ] ||
     fail "gitlab: get_sources under a policy with its own id range gave $rc"
 if [ $root -eq 1 ]; then
-    [ "$(stat -c %u "$scratch/gitlab/runner-7-job-4243/builds")" = 300001 ] ||
-        fail "gitlab: the builds directory is not the range's uid: $(ls -ln "$scratch/gitlab/runner-7-job-4243")"
+    [ "$(stat -c %u "$scratch/gitlab/job-4243/builds")" = 300001 ] ||
+        fail "gitlab: the builds directory is not the range's uid: $(ls -ln "$scratch/gitlab/job-4243")"
 fi
 "$gl" cleanup || fail "gitlab: cleanup (id range) failed"
 unset FORGEYARD_GITLAB_POLICY
-unset CUSTOM_ENV_CI_RUNNER_ID CUSTOM_ENV_CI_JOB_ID CUSTOM_ENV_CI_PROJECT_PATH BUILD_FAILURE_EXIT_CODE SYSTEM_FAILURE_EXIT_CODE
+unset CUSTOM_ENV_CI_RUNNER_ID CUSTOM_ENV_CI_JOB_ID CUSTOM_ENV_CI_PROJECT_PATH BUILD_FAILURE_EXIT_CODE SYSTEM_FAILURE_EXIT_CODE JOB_RESPONSE_FILE
 
 # ---- 4. A GitHub Actions step ----
 # (paths with a space: the runner's may hold one)
