@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -457,6 +458,16 @@ START_TEST(hello_allowed) {
     struct stat st;
     ck_assert_int_eq(stat(want, &st), 0);
     ck_assert_uint_eq(st.st_uid, 0); /* the uid's parent is the helper's, not the peer's */
+    /* Its budget holds swap too (2 x 128M), where the kernel accounts swap. */
+    char memsw[1100];
+    snprintf(memsw, sizeof(memsw), "%s/memory.memsw.limit_in_bytes", want);
+    FILE *sw = fopen(memsw, "re");
+    if (sw) {
+        unsigned long long v = 0;
+        ck_assert_int_eq(fscanf(sw, "%llu", &v), 1);
+        fclose(sw);
+        ck_assert_msg(v == 2ull * (128u << 20), "the uid's memory+swap limit is %llu", v);
+    }
     /* The helper keeps only CAP_CHOWN and CAP_KILL effective (CAP_DAC_OVERRIDE permitted, for its
      * subtree in a cgroup root, and CAP_SYS_ADMIN where there is a v1 devices hierarchy, for
      * devices.allow; no CAP_NET_ADMIN without --net-uplink), bounding set included, under
@@ -1033,6 +1044,213 @@ END_TEST
 /* 10,000 hostile connections, quick ones: refused uids, garbage from an
  * allowed uid, and more open at once than the helper takes. Every one gets
  * a typed reply, nothing is created, the helper keeps serving. */
+/* ---- files whose close can wait ---- */
+
+/* A TCP socket on 127.0.0.1 that cannot finish: its peer (a listener of
+ * this test, in *listener) never accepts nor reads, its send queue is full,
+ * and its close, as the last reference, lingers up to linger_s seconds. */
+static int lingering_socket(int *listener, int linger_s) {
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), small = 4096;
+    ck_assert_int_ge(l, 0);
+    setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(listen(l, 1), 0);
+    ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &al), 0);
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(c, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+    ck_assert_int_eq(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+    static char junk[65536];
+    size_t queued = 0;
+    for (int i = 0; i < 10000; i++) { /* (bounded: a few hundred KiB fill both queues) */
+        ssize_t n = send(c, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n <= 0)
+            break;
+        queued += (size_t)n;
+    }
+    ck_assert_uint_gt(queued, 0);
+    struct linger lg = {1, linger_s};
+    ck_assert_int_eq(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    *listener = l;
+    return c;
+}
+
+/* A connection to the helper carrying fd (SCM_RIGHTS) with the bytes; the
+ * connection, or -1. */
+static int send_with_fd(const void *bytes, size_t len, int fd) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+    if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(s);
+        return -1;
+    }
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct iovec iov = {(void *)bytes, len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    if (sendmsg(s, &mh, MSG_NOSIGNAL) != (ssize_t)len) {
+        close(s);
+        return -1;
+    }
+    return s;
+}
+
+/* A peer the helper refuses (root is not in the allowlist) queues a
+ * lingering TCP socket on its connection, its own reference gone (the
+ * helper stopped meanwhile, so no race): the helper's close of that
+ * connection released the socket and waited out its linger, serving
+ * nobody (any local user froze the helper). Another uid is served at once. */
+START_TEST(lingering_socket_in_a_refused_queue) {
+    int l, t = lingering_socket(&l, 30);
+    ck_assert_int_eq(kill(helper_pid, SIGSTOP), 0);
+    uint8_t hello[FYH_HEADER];
+    size_t n = header(hello, FYH_MAGIC, 1, FYH_T_HELLO, 0, 0);
+    int s = send_with_fd(hello, n, t);
+    close(t);
+    if (s >= 0)
+        close(s);
+    ck_assert_int_eq(kill(helper_pid, SIGCONT), 0);
+    ck_assert_int_ge(s, 0);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(call_as(UID_A, &req, &rep), 0); /* (5 s at most; the linger is 30 s) */
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    close(l);
+}
+END_TEST
+
+/* The same socket sent by an allowed uid with a request that takes no
+ * descriptor: refused, and the helper serves on (it closed it itself). */
+START_TEST(lingering_socket_with_a_request) {
+    int l, t = lingering_socket(&l, 30);
+    pid_t kid = fork();
+    if (kid == 0) {
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        uint8_t hello[FYH_HEADER];
+        size_t n = header(hello, FYH_MAGIC, 1, FYH_T_HELLO, 0, 0);
+        int s = send_with_fd(hello, n, t);
+        close(t);
+        uint8_t in[FYH_MAX_MESSAGE];
+        struct fyh_msg r;
+        struct timeval tv = {5, 0};
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        ssize_t got = s >= 0 ? recv(s, in, sizeof(in), 0) : -1;
+        _exit(got > 0 && fyh_decode(in, (size_t)got, &r) == 0 && r.type == FYH_T_ERROR ? 0 : 1);
+    }
+    close(t);
+    int st = -1;
+    ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the request with a socket was not refused: %d", st);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(call_as(UID_B, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    close(l);
+}
+END_TEST
+
+/* A file of a mount the helper cannot see (a tmpfs of a mount namespace of
+ * the peer's own; a FUSE mount there would answer a flush when it liked)
+ * is never closed: kept, and its uid refused from then on; the others are
+ * served. (Last of the suite: it ends UID_B's service.) */
+START_TEST(unknown_mount_file_kept_and_uid_refused) {
+    int fds_before = settled_fds(helper_pid);
+    pid_t kid = fork();
+    if (kid == 0) {
+        char dir[300];
+        snprintf(dir, sizeof(dir), "%s/private-mnt", tmpdir);
+        if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) || mkdir(dir, 0755) ||
+            mount("tmpfs", dir, "tmpfs", 0, "size=64k"))
+            _exit(2);
+        char file[400];
+        snprintf(file, sizeof(file), "%s/f", dir);
+        int f = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (f < 0 || setgroups(0, NULL) || setresgid(UID_B, UID_B, UID_B) || setresuid(UID_B, UID_B, UID_B))
+            _exit(3);
+        uint8_t hello[FYH_HEADER];
+        size_t n = header(hello, FYH_MAGIC, 1, FYH_T_HELLO, 0, 0);
+        int s = send_with_fd(hello, n, f);
+        uint8_t in[FYH_MAX_MESSAGE];
+        struct fyh_msg r;
+        struct timeval tv = {5, 0};
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        ssize_t got = s >= 0 ? recv(s, in, sizeof(in), 0) : -1;
+        _exit(got > 0 && fyh_decode(in, (size_t)got, &r) == 0 && r.type == FYH_T_ERROR ? 0 : 4);
+    }
+    int st = -1;
+    ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the peer's run: %d", st);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(call_as(UID_B, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_ERROR);
+    ck_assert_msg(strstr(rep.u.error.text, "keeps open"), "%s", rep.u.error.text);
+    ck_assert_int_eq(call_as(UID_A, &req, &rep), 0);
+    ck_assert_int_eq(rep.type, FYH_T_WELCOME);
+    ck_assert_int_eq(settled_fds(helper_pid), fds_before + 1); /* (the file, kept) */
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/private-mnt", tmpdir);
+    rmdir(dir);
+}
+END_TEST
+
+/* A peer that gave up on its CREATE (its call timed out while the helper
+ * was held, and it closed the connection) but lives on: nothing is made
+ * for it (it was, and held a slot of the uid's budget while the peer
+ * lived). */
+START_TEST(create_from_a_peer_that_gave_up) {
+    int before = count_attempts();
+    int sent[2], done[2];
+    ck_assert_int_eq(pipe(sent), 0);
+    ck_assert_int_eq(pipe(done), 0);
+    ck_assert_int_eq(kill(helper_pid, SIGSTOP), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        close(sent[0]);
+        close(done[1]);
+        if (setgroups(0, NULL) || setresgid(UID_A, UID_A, UID_A) || setresuid(UID_A, UID_A, UID_A))
+            _exit(2);
+        struct fyh_msg q;
+        create_req(&q, "forgeyard-3-00000000000000cc", 1 << 24, 10);
+        uint8_t buf[FYH_MAX_MESSAGE];
+        int n = fyh_encode(&q, buf, sizeof(buf));
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+        if (n <= 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
+            _exit(3);
+        close(fd); /* (given up) */
+        (void)!write(sent[1], "s", 1);
+        char b;
+        alarm(30);
+        (void)!read(done[0], &b, 1); /* alive until the test has looked */
+        _exit(0);
+    }
+    close(sent[1]);
+    close(done[0]);
+    char b = 0;
+    ssize_t k = read(sent[0], &b, 1);
+    ck_assert_int_eq(kill(helper_pid, SIGCONT), 0);
+    ck_assert_int_eq(k, 1);
+    struct fyh_msg req = {.type = FYH_T_HELLO}, rep;
+    ck_assert_int_eq(call_as(UID_B, &req, &rep), 0); /* (served after the one queued before it) */
+    usleep(200000);
+    int after = count_attempts();
+    close(done[1]);
+    close(sent[0]);
+    waitpid(kid, NULL, 0);
+    ck_assert_int_eq(after, before);
+}
+END_TEST
+
 START_TEST(flood) {
     uint8_t garbage[64];
     for (size_t i = 0; i < sizeof(garbage); i++)
@@ -1982,6 +2200,10 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, socketpair_mode);
     tcase_add_test(tc, create_for_an_ended_peer_is_not_leaked);
     tcase_add_test(tc, confined_peer_gets_no_more);
+    tcase_add_test(tc, create_from_a_peer_that_gave_up);
+    tcase_add_test(tc, lingering_socket_in_a_refused_queue);
+    tcase_add_test(tc, lingering_socket_with_a_request);
+    tcase_add_test(tc, unknown_mount_file_kept_and_uid_refused); /* (last: it ends UID_B's service) */
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -49,8 +49,11 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +78,7 @@ struct allow {
     uid_t uid;
     uint32_t max_cgroups;
     uint64_t max_memory, max_pids;
+    bool banned; /* it sent a file the helper cannot close safely (dispose_passed) */
 };
 
 struct entry {
@@ -275,7 +279,7 @@ static bool parse_allow(char *spec) {
     for (size_t i = 0; i < H.nallow; i++)
         if (H.allow[i].uid == (uid_t)uid)
             return false;
-    H.allow[H.nallow++] = (struct allow){(uid_t)uid, (uint32_t)count, mem, pids};
+    H.allow[H.nallow++] = (struct allow){(uid_t)uid, (uint32_t)count, mem, pids, false};
     return true;
 }
 
@@ -692,8 +696,15 @@ static int setup_subtree(void) {
             const struct allow *al = &H.allow[a];
             if (c == 3)
                 e = 0; /* devices: each attempt's own list, below */
-            else if (c == 0)
+            else if (c == 0) {
                 e = write_u64(dir, "memory.limit_in_bytes", al->max_memory * al->max_cgroups);
+                /* Swap inside the same budget (each attempt may swap up to
+                 * its own memory again): where the kernel accounts swap. */
+                char memsw[PATH_MAX + 64];
+                snprintf(memsw, sizeof(memsw), "%s/memory.memsw.limit_in_bytes", dir);
+                if (e == 0 && access(memsw, F_OK) == 0)
+                    e = write_u64(dir, "memory.memsw.limit_in_bytes", al->max_memory * al->max_cgroups);
+            }
             else if (c == 1)
                 e = write_u64(dir, "pids.max", al->max_pids * al->max_cgroups);
             if (e < 0) {
@@ -2112,40 +2123,313 @@ static void refuse_fd(int fd, uint32_t code, int os, const char *text) {
     refuse_v(fd, FYH_VERSION_MIN, code, os, text);
 }
 
-/* What the peer sent and we did not read: read (bounded, never waiting)
- * and dropped, descriptors closed, so that closing does not reset the
- * connection before the peer reads our reply. */
-static void drain(int fd) {
-    for (int i = 0; i < 4; i++) {
-        uint8_t junk[FYH_MAX_MESSAGE];
+/* ------------------------------------------------------------------ */
+/* what peers hand us                                                  */
+
+/* Closing a file a peer sent can hold the closer for as long as the peer
+ * likes: a TCP socket with SO_LINGER and unsent data waits in its release
+ * (ours the last reference) for its linger time, and a file of the peer's
+ * own FUSE mount waits in its flush (at every close) for an answer the
+ * peer never gives, uninterruptibly. One thread serves every uid, so it
+ * does neither (any local user froze the helper for all through the queue
+ * of a connection it refused: the fourth exploration):
+ * - a connection is closed by the disposer, a process of ours that does
+ *   nothing else: it gets the socket (SCM_RIGHTS; ours then is not the
+ *   last reference, and we close ours before it may close its own), reads
+ *   what is queued without taking the descriptors that came along (the
+ *   kernel drops them: no flush) and closes it, each under an interval
+ *   timer whose signal ends an interruptible wait such as a linger. One
+ *   stuck all the same (its queue full) is killed, left to be reaped, and
+ *   replaced;
+ * - a descriptor that came with a request is looked at by its name in
+ *   /proc/self/fd only (no call into its file system): a network
+ *   namespace or a pidfd is what requests take; a socket goes to the
+ *   disposer; a pipe or another anonymous file is closed (nothing to
+ *   flush); a file with a path is never closed (kept open, and its uid is
+ *   refused from then on: no second one). */
+#define MAX_KEPT 1024
+static struct {
+    pid_t pid;             /* the disposer (-1: none yet) */
+    int fd;                /* our end of its socket */
+    pid_t left[16];        /* replaced ones, reaped when they end */
+    size_t nleft;
+    int kept[MAX_KEPT];    /* files never to be closed (inherited by a new disposer, which keeps them too) */
+    size_t nkept;
+    unsigned long replaced, disposed;
+} D = {.pid = -1, .fd = -1};
+
+static void on_alarm(int sig) { (void)sig; }
+
+static void alarm_guard(bool on) {
+    struct itimerval it = {{0, on ? 100000 : 0}, {0, on ? 100000 : 0}};
+    (void)setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static bool is_kept(int fd) {
+    for (size_t i = 0; i < D.nkept; i++)
+        if (D.kept[i] == fd)
+            return true;
+    return false;
+}
+
+__attribute__((noreturn)) static void disposer_main(int sock) {
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    /* Only its socket, and what must never be closed (a flush could hold it). */
+    for (int fd = 0; fd < 65536; fd++) {
+        if (fd == sock || is_kept(fd))
+            continue;
+        int next = 65536;
+        for (size_t i = 0; i < D.nkept; i++)
+            if (D.kept[i] > fd && D.kept[i] < next)
+                next = D.kept[i];
+        if (sock > fd && sock < next)
+            next = sock;
+        syscall(SYS_close_range, (unsigned)fd, (unsigned)next - 1, 0);
+        fd = next - 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm; /* (no SA_RESTART: the signal ends the wait) */
+    sigaction(SIGALRM, &sa, NULL);
+    sigset_t only;
+    sigfillset(&only);
+    sigdelset(&only, SIGALRM);
+    sigprocmask(SIG_SETMASK, &only, NULL);
+    int held[64];
+    size_t nheld = 0;
+    for (;;) {
+        char op = 0;
         union {
             struct cmsghdr h;
             char b[CMSG_SPACE(sizeof(int) * 8)];
         } u;
-        struct iovec iov = {junk, sizeof(junk)};
+        struct iovec iov = {&op, 1};
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
-        ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
+        ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(0);
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
             if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
                 for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
-                    int x;
-                    memcpy(&x, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-                    close(x);
+                    int fd;
+                    memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+                    if (nheld < sizeof(held) / sizeof(held[0]))
+                        held[nheld++] = fd;
+                    else
+                        close(fd); /* (not reached: the helper says go after each) */
                 }
-        if (n <= 0)
+        if (op != 'g')
+            continue;
+        /* The helper closed its copies: ours are the last. */
+        alarm_guard(true);
+        for (size_t i = 0; i < nheld; i++) {
+            /* What the peer sent and nobody read: read (bounded, never
+             * waiting) with no room for descriptors, so that closing does
+             * not reset the connection before the peer reads our reply. */
+            for (int k = 0; k < 64; k++) {
+                uint8_t junk[4096];
+                if (recv(held[i], junk, sizeof(junk), MSG_DONTWAIT) <= 0)
+                    break;
+            }
+            close(held[i]);
+        }
+        alarm_guard(false);
+        nheld = 0;
+    }
+}
+
+static int disposer_start(void) {
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sp[0]);
+        close(sp[1]);
+        return -1;
+    }
+    if (pid == 0)
+        disposer_main(sp[1]);
+    close(sp[1]);
+    (void)fcntl(sp[0], F_SETFL, O_NONBLOCK);
+    D.pid = pid;
+    D.fd = sp[0];
+    return 0;
+}
+
+/* The disposer made no room (stuck in a close) or is gone: killed, left
+ * to be reaped, and a new one next time. */
+static void disposer_replace(void) {
+    if (D.pid > 0) {
+        kill(D.pid, SIGKILL);
+        if (D.nleft < sizeof(D.left) / sizeof(D.left[0]))
+            D.left[D.nleft++] = D.pid;
+        logf_("the disposer (pid %d) was stuck: replaced", (int)D.pid);
+    }
+    if (D.fd >= 0)
+        close(D.fd);
+    D.pid = D.fd = -1;
+    D.replaced++;
+}
+
+static void disposer_reap(void) {
+    for (size_t i = 0; i < D.nleft;)
+        if (waitpid(D.left[i], NULL, WNOHANG) != 0)
+            D.left[i] = D.left[--D.nleft];
+        else
+            i++;
+    if (D.pid > 0 && waitpid(D.pid, NULL, WNOHANG) == D.pid) {
+        if (D.fd >= 0)
+            close(D.fd);
+        D.pid = D.fd = -1;
+    }
+}
+
+static int send_op(int fd, char op, int pass) {
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct iovec iov = {&op, 1};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (pass >= 0) {
+        mh.msg_control = u.b;
+        mh.msg_controllen = sizeof(u.b);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass, sizeof(int));
+    }
+    return sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* A descriptor never closed: its flush could hold us (see above). */
+static void keep_open(int fd) {
+    if (D.nkept < MAX_KEPT)
+        D.kept[D.nkept++] = fd;
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+/* Closes a socket a peer may have filled (its queue, what it is): by the
+ * disposer. */
+static void dispose(int fd) {
+    if (fd < 0)
+        return;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (D.fd < 0 && disposer_start() < 0)
             break;
+        if (send_op(D.fd, 'd', fd) == 0) {
+            close(fd); /* (not the last reference: one is on its way) */
+            if (send_op(D.fd, 'g', -1) < 0)
+                disposer_replace(); /* (full: what it holds goes with it) */
+            D.disposed++;
+            return;
+        }
+        disposer_replace();
+    }
+    logf_("a connection could not be handed to the disposer: kept open");
+    keep_open(fd);
+}
+
+static void ban(uid_t uid, const char *what) {
+    for (size_t i = 0; i < H.nallow; i++)
+        if (H.allow[i].uid == uid && !H.allow[i].banned) {
+            H.allow[i].banned = true;
+            logf_("uid %u sent %s, which the helper keeps open rather than close (its flush could hold the helper): "
+                  "refused from now on", (unsigned)uid, what);
+        }
+}
+
+/* Whether the file fd is on a mount of our own namespace whose file
+ * system never waits on anyone in its flush (not FUSE, nor a network file
+ * system): its mount id (fdinfo) looked up in our mountinfo, no call into
+ * the file system itself. A mount of another namespace (the peer's own
+ * FUSE, in its user namespace) is not known, so not safe. */
+static bool on_safe_mount(int fd) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(path, "re");
+    long mnt = -1;
+    while (f && fgets(buf, sizeof(buf), f))
+        if (!strncmp(buf, "mnt_id:", 7))
+            mnt = strtol(buf + 7, NULL, 10);
+    if (f)
+        fclose(f);
+    if (mnt < 0 || !(f = fopen("/proc/self/mountinfo", "re")))
+        return false;
+    bool safe = false;
+    char line[4096];
+    while (fgets(line, sizeof(line), f)) {
+        if (strtol(line, NULL, 10) != mnt)
+            continue;
+        const char *sep = strstr(line, " - ");
+        char type[64] = "";
+        if (sep)
+            sscanf(sep + 3, "%63s", type);
+        static const char *const waits[] = {"fuse", "nfs", "cifs", "smb", "9p", "ceph", "afs", "gfs", "ocfs", "glusterfs",
+                                            "lustre", "virtiofs", "orangefs", "coda"};
+        safe = type[0] != '\0';
+        for (size_t i = 0; safe && i < sizeof(waits) / sizeof(waits[0]); i++)
+            safe = strncmp(type, waits[i], strlen(waits[i])) != 0;
+        break;
+    }
+    fclose(f);
+    return safe;
+}
+
+/* What a descriptor a peer sent is, by its name only: 'n' a network
+ * namespace, 'p' a pidfd, 's' a socket, 'a' an anonymous file or pipe
+ * (nothing to flush), 'f' anything else (a file with a path). */
+static char passed_kind(int fd, char *name, size_t size) {
+    char link[64];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, name, size - 1);
+    name[n > 0 ? (size_t)n : 0] = '\0';
+    if (n <= 0)
+        return 'f';
+    if (!strncmp(name, "net:[", 5))
+        return 'n';
+    if (!strcmp(name, "anon_inode:[pidfd]") || !strncmp(name, "pidfd:", 6))
+        return 'p';
+    if (!strncmp(name, "socket:[", 8))
+        return 's';
+    if (!strncmp(name, "pipe:[", 6) || !strncmp(name, "anon_inode:", 11))
+        return 'a';
+    return 'f';
+}
+
+/* A descriptor that came with a request and is not kept as c->passed. */
+static void dispose_passed(const struct conn *c, int fd) {
+    char name[256];
+    switch (passed_kind(fd, name, sizeof(name))) {
+    case 's':
+        dispose(fd);
+        break;
+    case 'f':
+        if (on_safe_mount(fd)) {
+            close(fd);
+            break;
+        }
+        keep_open(fd);
+        ban(c->uid, name[0] ? name : "an unnamed file");
+        break;
+    default:
+        close(fd);
     }
 }
 
 static void conn_close(struct conn *c) {
-    drain(c->fd);
-    close(c->fd);
+    dispose(c->fd);
     c->fd = -1;
     if (c->pidfd >= 0)
         close(c->pidfd);
     c->pidfd = -1;
     if (c->passed >= 0)
-        close(c->passed);
+        close(c->passed); /* (a network namespace or a pidfd: nothing to flush) */
     c->passed = -1;
     c->extra_fds = false;
 }
@@ -2181,6 +2465,14 @@ static void handle(struct conn *c) {
                  req.type == FYH_T_JOB_CREATE || req.type == FYH_T_MOVE;
     if (makes && (c->pidfd < 0 || !pidfd_alive(c->pidfd))) {
         set_error(&rep, FYH_E_DENIED, ESRCH, "the peer (pid %d) has ended: nothing is made for it", (int)c->pid);
+        req.type = 0;
+    }
+    /* A peer that gave up waiting (its call timed out, and it closed the
+     * connection) never learns what would be made now, and never removes
+     * it: it held a slot of its uid's budget for as long as the peer lived. */
+    struct pollfd hup = {c->fd, 0, 0}; /* (POLLHUP: closed, not only shut for writing) */
+    if (makes && req.type && poll(&hup, 1, 0) == 1 && (hup.revents & (POLLHUP | POLLERR))) {
+        set_error(&rep, FYH_E_DENIED, ECONNRESET, "the peer closed the connection before the answer: nothing is made");
         req.type = 0;
     }
     switch (req.type) {
@@ -2246,12 +2538,16 @@ static bool conn_read(struct conn *c) {
         }
         want = FYH_HEADER + h.length;
     }
+    if (c->allow && c->allow->banned)
+        return true; /* (its uid sent a file we keep open: see dispose_passed) */
     /* recvmsg: a descriptor may come along (NET_CREATE's namespace); any
-     * other, a second one, or one after the first bytes is refused. */
+     * other, a second one, or one after the first bytes is refused. Room
+     * for as many as a message holds: one the kernel drops for want of
+     * room would be released here (a lingering socket's release waits). */
     struct iovec iov = {c->buf + c->got, want - c->got};
     union {
         struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int) * 4)];
+        char b[CMSG_SPACE(sizeof(int) * 253)];
     } u;
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
     ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
@@ -2266,10 +2562,12 @@ static bool conn_read(struct conn *c) {
         for (size_t i = 0; i < k; i++) {
             int fd;
             memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            if (c->passed < 0 && c->got == 0 && i == 0)
+            char name[256];
+            char kind = passed_kind(fd, name, sizeof(name));
+            if (c->passed < 0 && c->got == 0 && i == 0 && (kind == 'n' || kind == 'p'))
                 c->passed = fd;
             else {
-                close(fd);
+                dispose_passed(c, fd);
                 c->extra_fds = true;
             }
         }
@@ -2353,15 +2651,17 @@ static void admit(int fd, struct conn *conns) {
     socklen_t len = sizeof(cr);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || len != sizeof(cr)) {
         refuse_fd(fd, FYH_E_DENIED, errno, "no peer credentials");
-        close(fd);
+        dispose(fd);
         return;
     }
     const struct allow *al = find_allow(cr.uid);
-    if (!al) {
-        char text[96];
-        snprintf(text, sizeof(text), "uid %u is not in the helper's allowlist", (unsigned)cr.uid);
+    if (!al || al->banned) {
+        char text[128];
+        snprintf(text, sizeof(text),
+                 al ? "uid %u sent the helper a file it keeps open rather than close: refused until it restarts"
+                    : "uid %u is not in the helper's allowlist", (unsigned)cr.uid);
         refuse_fd(fd, FYH_E_DENIED, EACCES, text);
-        close(fd);
+        dispose(fd);
         return;
     }
     /* One uid holds at most half the slots: an allowed peer cannot starve the others. */
@@ -2370,7 +2670,7 @@ static void admit(int fd, struct conn *conns) {
         mine += conns[i].fd >= 0 && conns[i].uid == cr.uid;
     if (H.max_conns > 1 && mine >= H.max_conns / 2) {
         refuse_fd(fd, FYH_E_BUSY, EAGAIN, "too many connections from this uid");
-        close(fd);
+        dispose(fd);
         return;
     }
     for (size_t i = 0; i < H.max_conns; i++)
@@ -2392,7 +2692,7 @@ static void admit(int fd, struct conn *conns) {
             return;
         }
     refuse_fd(fd, FYH_E_BUSY, EAGAIN, "too many connections");
-    close(fd);
+    dispose(fd);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2630,6 +2930,15 @@ int main(int argc, char **argv) {
           H.cg2 ? "v2" : "v1", (H.controllers & 1) ? " memory" : "", (H.controllers & 2) ? " pids" : "",
           (H.controllers & 4) ? " cpu" : "", (H.controllers & 8) ? " devices" : "", H.subtree[0][0] ? H.subtree[0] : H.subtree[1]);
 
+    /* Room for what a message can carry (253) and more: a descriptor the
+     * kernel cannot give us is released here, which can wait (above). */
+    struct rlimit nf;
+    if (getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur < nf.rlim_max) {
+        nf.rlim_cur = nf.rlim_max > 65536 ? 65536 : nf.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &nf);
+    }
+    if (disposer_start() < 0)
+        logf_("the disposer: %s (made when first needed)", strerror(errno));
     struct conn *conns = calloc(H.max_conns, sizeof(*conns));
     struct pollfd *pfd = calloc(H.max_conns + 2, sizeof(*pfd));
     if (!conns || !pfd)
@@ -2687,6 +2996,7 @@ int main(int argc, char **argv) {
             }
         if (now - last_gc >= 1000) {
             gc(false);
+            disposer_reap();
             last_gc = now;
         }
     }
@@ -2720,7 +3030,15 @@ int main(int argc, char **argv) {
         teardown_cg2();
     else
         teardown_subtree();
-    logf_("stopped: %lu request(s) served, %lu refused", H.served, H.refused);
+    /* The disposer ends at the end of its socket, once what it holds is closed. */
+    if (D.fd >= 0)
+        close(D.fd);
+    D.fd = -1;
+    for (int i = 0; i < 100 && D.pid > 0 && waitpid(D.pid, NULL, WNOHANG) == 0; i++)
+        usleep(10000);
+    disposer_reap();
+    logf_("stopped: %lu request(s) served, %lu refused; %lu connection(s) closed by the disposer, replaced %lu time(s)",
+          H.served, H.refused, D.disposed, D.replaced);
     if (socket_path)
         unlink(socket_path);
     close(lfd);
