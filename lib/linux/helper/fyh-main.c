@@ -3025,18 +3025,26 @@ int main(int argc, char **argv) {
             H.jobs[i].used = false;
         }
     free(pfd);
+    /* The disposer ends at the end of its socket, once what it holds is
+     * closed (before the teardown: it is in our cgroup); one stuck is
+     * killed (a kill it may not heed: its cgroup then stays). */
+    if (D.fd >= 0)
+        close(D.fd);
+    D.fd = -1;
+    for (int i = 0; i < 200 && D.pid > 0 && waitpid(D.pid, NULL, WNOHANG) == 0; i++) {
+        if (i == 100)
+            kill(D.pid, SIGKILL);
+        usleep(10000);
+    }
+    for (size_t i = 0; i < D.nleft; i++)
+        for (int k = 0; k < 100 && waitpid(D.left[i], NULL, WNOHANG) == 0; k++)
+            usleep(10000);
+    D.nleft = 0;
     gc(false);
     if (H.cg2)
         teardown_cg2();
     else
         teardown_subtree();
-    /* The disposer ends at the end of its socket, once what it holds is closed. */
-    if (D.fd >= 0)
-        close(D.fd);
-    D.fd = -1;
-    for (int i = 0; i < 100 && D.pid > 0 && waitpid(D.pid, NULL, WNOHANG) == 0; i++)
-        usleep(10000);
-    disposer_reap();
     logf_("stopped: %lu request(s) served, %lu refused; %lu connection(s) closed by the disposer, replaced %lu time(s)",
           H.served, H.refused, D.disposed, D.replaced);
     if (socket_path)
