@@ -728,7 +728,8 @@ static void workspace(bool cold) {
                           "mkdir -p /work/output/sub && echo result > /work/output/sub/r.txt && "
                           "echo built > /work/build/obj.o && ln -s /etc/passwd /work/output/link && "
                           "echo old > /work/build/old.o && touch -d @1000000000.5 /work/build/old.o && "
-                          "echo hard > /work/build/h1 && ln /work/build/h1 /work/build/h2",
+                          "echo hard > /work/build/h1 && ln /work/build/h1 /work/build/h2 && "
+                          "echo tabbed > \"$(printf '/work/build/a\\tb')\"",
                           NULL};
     struct cap c;
     if (cold)
@@ -752,6 +753,12 @@ static void workspace(bool cold) {
     t = slurp(path);
     ck_assert_ptr_nonnull(t);
     ck_assert_str_eq(t, "built\n");
+    free(t);
+    /* A name with a control character comes back (it refused the tree). */
+    snprintf(path, sizeof(path), "%s/a\tb", bld);
+    t = slurp(path);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t, "tabbed\n");
     free(t);
     /* Two names of one file in the guest are two names of one file here. */
     struct stat h1, h2;
