@@ -727,6 +727,13 @@ int fy_action_cache_gc(const char *cache_dir_path, uint64_t max_bytes, uint64_t 
         return 0; /* nothing was ever cached */
     }
     int r = c.root = trusted_dir(AT_FDCWD, c.dir, 0711);
+    /* A directory that is no cache (no entries/: never used, or a mistyped
+     * path) has nothing to collect: nothing is made in it. */
+    struct stat est;
+    if (r >= 0 && fstatat(c.root, "entries", &est, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+        action_cache_close(&c);
+        return 0;
+    }
     const char *names[] = {"entries", "seals", "locks", "tmp", "archives"};
     int *fds[] = {&c.entries, &c.seals, &c.locks, &c.tmp, &c.memos};
     mode_t modes[] = {0711, 0700, 0700, 0700, 0700};

@@ -1437,6 +1437,21 @@ START_TEST(test_action_cache_gc_api) {
     char entry[3][512], seal[3][512];
     uint64_t n = 99;
     fy_error *err = NULL;
+    /* A directory that is no cache: nothing to collect, nothing made in it
+     * (the cache's layout was made in any directory a mistyped path named). */
+    char *plain = make_dir("not-a-cache");
+    n = 99;
+    ck_assert_int_eq(fy_action_cache_gc(plain, FY_UNLIMITED, 0, &n, NULL), 0);
+    ck_assert_uint_eq(n, 0);
+    DIR *pd = opendir(plain);
+    int inside = 0;
+    for (struct dirent *de; pd && (de = readdir(pd));)
+        inside += de->d_name[0] != '.';
+    if (pd)
+        closedir(pd);
+    ck_assert_int_eq(inside, 0);
+    rmdir(plain);
+    free(plain);
     /* Start from an empty cache: this test's entries only. */
     ck_assert_int_eq(fy_action_cache_gc(cache_dir, FY_UNLIMITED, 0, NULL, NULL), 0);
     for (int i = 0; i < 3; i++) {
