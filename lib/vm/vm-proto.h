@@ -33,7 +33,7 @@ enum {
     VMP_TAR = 5,        /* a chunk of a tar stream of a writable workspace dir; flags: VMP_DIR_* */
     VMP_TAR_END = 6,    /* that stream ended (flags: VMP_DIR_*) */
     VMP_SETUP_FAIL = 7, /* u32 errno, then text: the command never ran */
-    VMP_DONE = 8,       /* nothing follows; the agent powers the guest off */
+    VMP_DONE = 8,       /* nothing follows; the host then ends the VMM */
     VMP_LOG = 9,        /* diagnostic text of the agent (what it enforced) */
     /* Both ways, under fetch-only (flags: the connection's id, below
      * VMP_NET_CONNS): a connection the workload made to the agent's
