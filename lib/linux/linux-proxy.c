@@ -873,7 +873,35 @@ char *lxp_report_dns(const struct lxp_run *run) {
     json_object_set_new(d, "listen", json_string(run->tcp ? LXP_DNS_ADDR ":53/udp and " LXP_DNS_ADDR
                                                             ":53/tcp in the sandbox's network namespace"
                                                           : LXP_DNS_ADDR ":53/udp in the sandbox's network namespace"));
-    json_object_set(d, "queries", json_object_get(o, "requests"));
+    /* A query's record of its own: the proxy's records carry the name in
+     * host, the query type in port and the rcode in status (null for
+     * NOERROR), which no reader could guess, among fields of HTTP. */
+    json_t *qs = json_array(), *req;
+    size_t qi;
+    json_array_foreach(json_object_get(o, "requests"), qi, req) {
+        json_t *st = json_object_get(req, "status");
+        const char *dec = json_string_value(json_object_get(req, "decision"));
+        bool allowed = dec && strcmp(dec, "allowed") == 0;
+        json_t *q = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "method", json_object_get(req, "method"), "host",
+                              json_object_get(req, "host"), "qtype", json_object_get(req, "port"), "decision",
+                              json_object_get(req, "decision"), "reason", json_object_get(req, "reason"), "bytes_up",
+                              json_object_get(req, "bytes_up"), "bytes_down", json_object_get(req, "bytes_down"),
+                              "t_usec", json_object_get(req, "t_usec"));
+        /* (the answer's rcode; null: none was sent) */
+        if (q)
+            json_object_set_new(q, "rcode", json_is_integer(st) ? json_incref(st) : allowed ? json_integer(0) : json_null());
+        if (!q || !qs || json_array_append_new(qs, q) < 0) {
+            json_decref(qs);
+            qs = NULL;
+            break;
+        }
+    }
+    if (!qs) {
+        json_decref(o);
+        json_decref(d);
+        return NULL;
+    }
+    json_object_set_new(d, "queries", qs);
     json_object_set(d, "queries_dropped", json_object_get(o, "requests_dropped"));
     json_object_set(d, "queries_dropped_allowed", json_object_get(o, "requests_dropped_allowed"));
     json_object_set_new(d, "started", json_true());

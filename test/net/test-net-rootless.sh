@@ -254,7 +254,11 @@ q = d["queries"]
 names = {(x["host"], x["decision"]) for x in q}
 assert ("mirror.test", "allowed") in names, q
 assert (sys.argv[2].lower(), "refused") in names, q
-assert all(x["status"] == 5 for x in q if x["decision"] == "refused"), q
+assert all(x["rcode"] == 5 for x in q if x["decision"] == "refused"), q
+# the query's own fields: its type (A 1, AAAA 28), the answer's rcode (0: NOERROR); none of HTTP's
+al = [x for x in q if x["decision"] == "allowed" and x["host"] == "mirror.test"]
+assert al and all(x["qtype"] in (1, 28) and x["rcode"] == 0 for x in al), q
+assert not any(k in x for x in q for k in ("port", "status", "tls_server_name", "credential_injected")), q
 iso = json.dumps(r)
 assert "127.0.0.53 answers only" in iso, "the dns mode is not in the evidence"
 PY
