@@ -996,7 +996,7 @@ int vm_start(fy_handle *h, fy_error **reterr) {
         /* The template, verified or made; a cache that is not this user's
          * alone is refused; any other failure boots cold, and says why. */
         fy_error *te = NULL;
-        r = vm_template_get(v->pl, &v->k, h->pr->caps, np->state_dir, true, &v->tmpl, &te);
+        r = vm_template_get(v->pl, &v->k, h->pr->caps, np->state_dir, true, h->deadline, &v->tmpl, &te);
         if (r == FY_E_UNSAFE) {
             r = err_set(reterr, r, fy_error_step(te), fy_error_os_code(te), NULL, "%s", fy_error_message(te));
             fy_error_free(te);
@@ -1063,7 +1063,7 @@ int vm_start(fy_handle *h, fy_error **reterr) {
                 goto fail;
             }
             fy_error *te = NULL;
-            r = vm_template_get(v->pl, &v->k, h->pr->caps, np->state_dir, false, &v->tmpl, &te);
+            r = vm_template_get(v->pl, &v->k, h->pr->caps, np->state_dir, false, h->deadline, &v->tmpl, &te);
             if (r < 0) {
                 r = err_set(reterr, r, fy_error_step(te), fy_error_os_code(te), NULL, "%s", fy_error_message(te));
                 fy_error_free(te);

@@ -146,7 +146,7 @@ int vm_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **ret
     }
     if ((r = vm_kernel_get_named(&sh->k, &pl->k, reterr)) < 0)
         goto fail;
-    r = vm_template_get(pl, &sh->k, pl->caps, pl->np->state_dir, true, &sh->tmpl, &te);
+    r = vm_template_get(pl, &sh->k, pl->caps, pl->np->state_dir, true, 0, &sh->tmpl, &te);
     if (r < 0) {
         /* A clone is a restore or nothing: no cold boot is pre-started. */
         r = err_set(reterr, r, fy_error_step(te), fy_error_os_code(te), NULL, "the VM template: %s",

@@ -680,8 +680,11 @@ static void console_text(int fd, char *buf, size_t len) {
 }
 
 /* Boots the template's guest until its agent's hello; saves it to sfd. */
+/* The earlier of a step's own bound and until (0: none). */
+static uint64_t bounded(uint64_t step, uint64_t until) { return until && until < step ? until : step; }
+
 static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, const fy_caps *caps,
-                         const char *state_dir, const char *build, int sfd, char *why, size_t wlen) {
+                         const char *state_dir, const char *build, int sfd, uint64_t until, char *why, size_t wlen) {
     int qs[2] = {-1, -1}, cs[2] = {-1, -1}, cp[2] = {-1, -1};
     struct vmp_dec *dec = NULL;
     fy_handle *vmm = NULL;
@@ -713,13 +716,15 @@ static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, co
         goto out;
     }
     vmp_dec_init(dec);
-    uint64_t deadline = util_now_usec() + 120 * SEC;
+    uint64_t deadline = bounded(util_now_usec() + 120 * SEC, until);
     bool hello = false;
     char console[2048] = "";
     while (!hello) {
         uint64_t now = util_now_usec();
         if (now >= deadline) {
-            snprintf(why, wlen, "the template's guest agent did not answer within 120 s");
+            snprintf(why, wlen, deadline == until ? "the attempt's wall-clock limit came before the template's guest "
+                                                    "agent answered"
+                                                  : "the template's guest agent did not answer within 120 s");
             goto out;
         }
         struct pollfd p[2] = {{cs[0], POLLIN, 0}, {fy_handle_get_fd(vmm), POLLIN, 0}};
@@ -754,7 +759,7 @@ static int boot_and_save(const struct vm_plan *pl, const struct vm_kernel *k, co
         }
         hello = kk == 1;
     }
-    struct qmp *q = qmp_new(qs[0], util_now_usec() + 60 * SEC, why, wlen);
+    struct qmp *q = qmp_new(qs[0], bounded(util_now_usec() + 60 * SEC, until), why, wlen);
     if (!q)
         goto out;
     json_t *greeting = qmp_read(q), *st = NULL;
@@ -818,7 +823,8 @@ out:
 }
 
 static int make(const char *tdir, const char *entry, const struct vm_plan *pl, const struct vm_kernel *k,
-                const fy_caps *caps, const char *state_dir, struct vm_template *t, fy_error **reterr) {
+                const fy_caps *caps, const char *state_dir, uint64_t until, struct vm_template *t,
+                fy_error **reterr) {
     uint64_t t0 = util_now_usec();
     char build[4400], p[4500], why[512] = "";
     snprintf(build, sizeof(build), "%s/.build-%d-%llu", tdir, (int)getpid(), (unsigned long long)t0);
@@ -842,7 +848,7 @@ static int make(const char *tdir, const char *entry, const struct vm_plan *pl, c
     char statep[4500];
     snprintf(statep, sizeof(statep), "%s/.state-%d-%llu", tdir, (int)getpid(), (unsigned long long)t0);
     int sfd = open(statep, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int r = sfd < 0 ? -1 : boot_and_save(pl, k, caps, state_dir, stub, sfd, why, sizeof(why));
+    int r = sfd < 0 ? -1 : boot_and_save(pl, k, caps, state_dir, stub, sfd, until, why, sizeof(why));
     if (sfd < 0)
         snprintf(why, sizeof(why), "create %s: %s", statep, strerror(errno));
     struct stat st;
@@ -890,7 +896,7 @@ static int make(const char *tdir, const char *entry, const struct vm_plan *pl, c
 }
 
 int vm_template_get(const struct vm_plan *pl, const struct vm_kernel *k, const fy_caps *caps, const char *state_dir,
-                    bool defer_digest, struct vm_template *t, fy_error **reterr) {
+                    bool defer_digest, uint64_t until, struct vm_template *t, fy_error **reterr) {
     memset(t, 0, sizeof(*t));
     t->fd = -1;
     char tdir[4096], root[4096], entry[4400];
@@ -913,7 +919,18 @@ int vm_template_get(const struct vm_plan *pl, const struct vm_kernel *k, const f
     char lock[4200];
     snprintf(lock, sizeof(lock), "%s/.lock", tdir);
     int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
+    /* (another process making it: waited for, until the attempt's deadline) */
+    int lr = lfd < 0 ? -1 : flock(lfd, until ? LOCK_EX | LOCK_NB : LOCK_EX);
+    while (lr < 0 && until && errno == EWOULDBLOCK && util_now_usec() < until) {
+        usleep(20000);
+        lr = flock(lfd, LOCK_EX | LOCK_NB);
+    }
+    if (lr < 0 && lfd >= 0 && until && errno == EWOULDBLOCK) {
+        close(lfd);
+        return err_set(reterr, FY_E_TIMEOUT, FY_STEP_SPAWN, ETIMEDOUT, NULL,
+                       "the attempt's wall-clock limit came while another process made the VM template");
+    }
+    if (lfd < 0 || lr < 0) {
         int e = errno;
         if (lfd >= 0)
             close(lfd);
@@ -929,7 +946,7 @@ int vm_template_get(const struct vm_plan *pl, const struct vm_kernel *k, const f
     if (!t->refused[0])
         memcpy(t->refused, refused, sizeof(refused));
     remove_entry(entry);
-    r = make(tdir, entry, pl, k, caps, state_dir, t, reterr);
+    r = make(tdir, entry, pl, k, caps, state_dir, until, t, reterr);
     if (r == 0) {
         char kept[256];
         memcpy(kept, t->refused, sizeof(kept));

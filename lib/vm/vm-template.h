@@ -30,9 +30,11 @@ struct vm_template {
 int vm_template_key(struct vm_plan *pl);
 /* The template for the plan's machine, from the per-user cache (a 0700
  * directory of this user, else FY_E_UNSAFE) with its digest checked, or
- * made now (under a lock, written then renamed). */
+ * made now (under a lock, written then renamed). until (0: none): the
+ * attempt's deadline, which bounds the wait for another maker's lock and
+ * the making (FY_E_TIMEOUT, or the making's failure, past it). */
 int vm_template_get(const struct vm_plan *pl, const struct vm_kernel *k, const fy_caps *caps, const char *state_dir,
-                    bool defer_digest, struct vm_template *t, fy_error **reterr);
+                    bool defer_digest, uint64_t until, struct vm_template *t, fy_error **reterr);
 /* With defer_digest, a cached template comes back with only its owner,
  * mode, size and manifest checked: the caller starts QEMU reading it and
  * checks the SHA-256 meanwhile (vm_template_check), before the restored

@@ -14,6 +14,21 @@ chmod 755 "$tmp"
 export FORGEYARD_VM_CACHE="$tmp/cache" XDG_RUNTIME_DIR="$tmp"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# A first attempt on an empty cache makes the template: within its own
+# wall-clock limit (it took 19 s against a 2 s limit), timed out, nothing
+# of the template left half-made.
+set +e
+t0=$(date +%s)
+FORGEYARD_VM_CACHE="$tmp/cache-short" "$cli" run --profile high-assurance --timeout 2s --result "$tmp/short.json" \
+    -- /bin/true 2>"$tmp/short.err"
+rc=$? t1=$(date +%s)
+set -e
+grep -q '"outcome": "timed-out"' "$tmp/short.json" || fail "a 2 s attempt making the template: status $rc: $(cat "$tmp/short.err")"
+[ $((t1 - t0)) -le 12 ] || fail "a 2 s attempt making the template took $((t1 - t0)) s"
+[ -z "$(ls -A "$tmp/cache-short/templates" 2>/dev/null | grep -v '^\.lock$')" ] ||
+    fail "a template left by the timed-out attempt: $(ls -A "$tmp/cache-short/templates")"
+rm -rf "$tmp/cache-short"
+
 "$cli" run --profile high-assurance --result "$tmp/true.json" -- /bin/true || fail "/bin/true exited $?"
 grep -q '"level": "virtual-machine"' "$tmp/true.json" || fail "not a VM: $(cat "$tmp/true.json")"
 grep -q '"backend": "vm-qemu"' "$tmp/true.json" || fail "not vm-qemu"
