@@ -85,6 +85,37 @@ static pid_t start_helper(const char *bin, const char *extra_allow) {
     return pid;
 }
 
+/* A connection to the helper, the bytes sent on it with fd (>= 0) as
+ * SCM_RIGHTS (as far as the helper took them: one that refused the
+ * connection at once may have answered already); the connection, or -1. */
+static int send_with_fd(const void *bytes, size_t len, int fd) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+    if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(s);
+        return -1;
+    }
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct iovec iov = {(void *)bytes, len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        mh.msg_control = u.b;
+        mh.msg_controllen = sizeof(u.b);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    (void)!sendmsg(s, &mh, MSG_NOSIGNAL);
+    return s;
+}
+
 /* Raw bytes to the helper, optionally closing our writing half; the reply
  * decoded into rep. 0, or -1 when no decodable reply came. */
 static int raw_exchange_fd(const void *buf, size_t len, bool shut_wr, int pass_fd, struct fyh_msg *rep);
@@ -94,32 +125,11 @@ static int raw_exchange(const void *buf, size_t len, bool shut_wr, struct fyh_ms
 
 /* The same, with pass_fd (>= 0) sent along with the bytes (SCM_RIGHTS). */
 static int raw_exchange_fd(const void *buf, size_t len, bool shut_wr, int pass_fd, struct fyh_msg *rep) {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+    int fd = send_with_fd(buf, len, len ? pass_fd : -1);
+    if (fd < 0)
+        return -1;
     struct timeval tv = {5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        close(fd);
-        return -1;
-    }
-    if (len && pass_fd >= 0) {
-        struct iovec iov = {(void *)buf, len};
-        union {
-            struct cmsghdr h;
-            char b[CMSG_SPACE(sizeof(int))];
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-        (void)!sendmsg(fd, &mh, MSG_NOSIGNAL);
-    } else if (len) {
-        (void)!send(fd, buf, len, MSG_NOSIGNAL);
-    }
     if (shut_wr)
         shutdown(fd, SHUT_WR);
     uint8_t in[FYH_MAX_MESSAGE];
@@ -1074,35 +1084,6 @@ static int lingering_socket(int *listener, int linger_s) {
     ck_assert_int_eq(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
     *listener = l;
     return c;
-}
-
-/* A connection to the helper carrying fd (SCM_RIGHTS) with the bytes; the
- * connection, or -1. */
-static int send_with_fd(const void *bytes, size_t len, int fd) {
-    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-    if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        close(s);
-        return -1;
-    }
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct iovec iov = {(void *)bytes, len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    if (sendmsg(s, &mh, MSG_NOSIGNAL) != (ssize_t)len) {
-        close(s);
-        return -1;
-    }
-    return s;
 }
 
 /* A peer the helper refuses (root is not in the allowlist) queues a

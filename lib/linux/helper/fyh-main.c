@@ -2072,6 +2072,27 @@ static void do_job(const struct conn *c, const struct fyh_msg *req, struct fyh_m
 static void send_reply_fd(int fd, const struct fyh_msg *rep, int pass);
 static void send_reply(int fd, const struct fyh_msg *rep) { send_reply_fd(fd, rep, -1); }
 
+/* len bytes on fd, with pass (>= 0) as SCM_RIGHTS; never waiting. */
+static ssize_t send_with_fd(int fd, const void *buf, size_t len, int pass) {
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct iovec iov = {(void *)buf, len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (pass >= 0) {
+        mh.msg_control = u.b;
+        mh.msg_controllen = sizeof(u.b);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+    }
+    return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 /* A reply, with pass (NET_TAPPED's tap, >= 0) as SCM_RIGHTS with its
  * first bytes. */
 static void send_reply_fd(int fd, const struct fyh_msg *rep, int pass) {
@@ -2089,22 +2110,8 @@ static void send_reply_fd(int fd, const struct fyh_msg *rep, int pass) {
         set_error(&e, FYH_E_SYSTEM, EIO, "reply could not be encoded");
         n = fyh_encode(&e, out, sizeof(out));
     }
-    if (n > 0 && pass >= 0) {
-        union {
-            struct cmsghdr h;
-            char b[CMSG_SPACE(sizeof(int))];
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct iovec iov = {out, (size_t)n};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-        (void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } else if (n > 0) /* small; a peer that does not read it loses it */
-        (void)send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) /* small; a peer that does not read it loses it */
+        (void)send_with_fd(fd, out, (size_t)n, pass);
 }
 
 /* A refusal in version 1 (which every client decodes) unless the request
@@ -2287,25 +2294,7 @@ static void disposer_reap(void) {
     }
 }
 
-static int send_op(int fd, char op, int pass) {
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct iovec iov = {&op, 1};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (pass >= 0) {
-        mh.msg_control = u.b;
-        mh.msg_controllen = sizeof(u.b);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &pass, sizeof(int));
-    }
-    return sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
+static int send_op(int fd, char op, int pass) { return send_with_fd(fd, &op, 1, pass) == 1 ? 0 : -1; }
 
 /* A descriptor never closed: its flush could hold us (see above). */
 static void keep_open(int fd) {
