@@ -189,6 +189,7 @@ START_TEST(test_control_character_names) {
     ck_assert_str_eq(slurp_at("ctl/ctl-link"), "control characters\n");
     ck_assert_str_eq(slurp_at("ctl/\r"), "a carriage return\n");
     vmt_free(&t);
+    free(b.p);
 }
 END_TEST
 
