@@ -17,6 +17,7 @@
 #include "linux-backend.h"
 #include "linux-devices.h"
 #include "linux-helper.h"
+#include "linux-scm.h"
 
 const char *lx_helper_socket(void) {
     const char *s = getenv("FORGEYARD_HELPER_SOCKET");
@@ -61,23 +62,7 @@ static int wait_fd(int fd, short events, uint64_t deadline) {
 
 /* The first bytes of the request, with fd (if any) as SCM_RIGHTS. */
 static ssize_t send_first_flags(int sock, const uint8_t *buf, size_t len, int fd, int flags) {
-    struct iovec iov = {(void *)buf, len};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
-        memset(&u, 0, sizeof(u));
-        mh.msg_control = u.b;
-        mh.msg_controllen = sizeof(u.b);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    }
-    return sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+    return scm_send_one(sock, buf, len, fd, flags);
 }
 
 static ssize_t send_first(int sock, const uint8_t *buf, size_t len, int fd) {

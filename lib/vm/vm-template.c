@@ -43,6 +43,7 @@
 
 #include "forgeyard/sandbox.h"
 #include "linux-probe-util.h"
+#include "linux-scm.h"
 #include "vm-proto.h"
 #include "vm-template.h"
 #include "internal.h"
@@ -459,23 +460,7 @@ static json_t *qmp_read(struct qmp *q) {
 
 /* 0 and *ret (may be NULL) the "return" member, or -1 and why. */
 static int qmp_cmd(struct qmp *q, const char *cmd, int pass_fd, json_t **ret, char *why, size_t wlen) {
-    struct iovec iov = {(void *)cmd, strlen(cmd)};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (pass_fd >= 0) {
-        memset(&u, 0, sizeof(u));
-        m.msg_control = u.b;
-        m.msg_controllen = sizeof(u.b);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-    }
-    if (sendmsg(q->fd, &m, MSG_NOSIGNAL) != (ssize_t)iov.iov_len) {
+    if (scm_send_one(q->fd, cmd, strlen(cmd), pass_fd, 0) != (ssize_t)strlen(cmd)) {
         snprintf(why, wlen, "QMP %s: send: %s", cmd, strerror(errno));
         return -1;
     }

@@ -36,6 +36,7 @@
 #include "internal.h"
 #include "linux/helper/fyh-peer.h"
 #include "linux/linux-helper.h"
+#include "linux-scm.h"
 
 #define UID_A 65534 /* allowed */
 #define UID_B 65533 /* allowed, another budget */
@@ -96,23 +97,7 @@ static int send_with_fd(const void *bytes, size_t len, int fd) {
         close(s);
         return -1;
     }
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct iovec iov = {(void *)bytes, len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
-        mh.msg_control = u.b;
-        mh.msg_controllen = sizeof(u.b);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    }
-    (void)!sendmsg(s, &mh, MSG_NOSIGNAL);
+    (void)!scm_send_one(s, bytes, len, fd, 0);
     return s;
 }
 
@@ -1650,20 +1635,7 @@ START_TEST(socketpair_mode) {
     /* a file and a datagram socket sent as connections: dropped, the helper goes on */
     int junk[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC), socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
     for (int i = 0; i < 2; i++) {
-        char byte = 'C';
-        struct iovec iov = {&byte, 1};
-        union {
-            struct cmsghdr h;
-            char b[CMSG_SPACE(sizeof(int))];
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &junk[i], sizeof(int));
-        ck_assert_int_eq(sendmsg(ctl[0], &mh, MSG_NOSIGNAL), 1);
+        ck_assert_int_eq(scm_send_one(ctl[0], "C", 1, junk[i], 0), 1);
         close(junk[i]);
     }
     rc = call_as(UID_A, &req, &rep);

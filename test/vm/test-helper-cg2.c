@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "fyh-proto.h"
+#include "linux-scm.h"
 
 #define RUNNER 65534u
 #define SOCK "/run/fyh/helper.sock"
@@ -146,23 +147,7 @@ static int exchange(const struct fyh_msg *req, int pass_fd, struct fyh_msg *rep)
         close(fd);
         return -1;
     }
-    struct iovec iov = {buf, (size_t)n};
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (pass_fd >= 0) {
-        mh.msg_control = u.b;
-        mh.msg_controllen = sizeof(u.b);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-    }
-    (void)!sendmsg(fd, &mh, MSG_NOSIGNAL);
+    (void)!scm_send_one(fd, buf, (size_t)n, pass_fd, 0);
     size_t got = 0;
     for (;;) {
         ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);

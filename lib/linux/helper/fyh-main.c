@@ -61,6 +61,7 @@
 #include "fyh-peer.h"
 #include "fyh-proto.h"
 #include "linux-devprog.h"
+#include "sys/linux/linux-scm.h"
 
 #define MAX_ALLOW 64
 #ifndef SO_PEERPIDFD
@@ -2074,23 +2075,7 @@ static void send_reply(int fd, const struct fyh_msg *rep) { send_reply_fd(fd, re
 
 /* len bytes on fd, with pass (>= 0) as SCM_RIGHTS; never waiting. */
 static ssize_t send_with_fd(int fd, const void *buf, size_t len, int pass) {
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct iovec iov = {(void *)buf, len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (pass >= 0) {
-        mh.msg_control = u.b;
-        mh.msg_controllen = sizeof(u.b);
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-    }
-    return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    return scm_send_one(fd, buf, len, pass, MSG_DONTWAIT);
 }
 
 /* A reply, with pass (NET_TAPPED's tap, >= 0) as SCM_RIGHTS with its
@@ -2152,8 +2137,10 @@ static void refuse_fd(int fd, uint32_t code, int os, const char *text) {
  *   /proc/self/fd only (no call into its file system): a network
  *   namespace or a pidfd is what requests take; a socket goes to the
  *   disposer; a pipe or another anonymous file is closed (nothing to
- *   flush); a file with a path is never closed (kept open, and its uid is
- *   refused from then on: no second one). */
+ *   flush); a file with a path is closed only when its mount is one of
+ *   our own namespace whose file system never waits in a flush (ext4,
+ *   tmpfs, ...: on_safe_mount); any other is kept open, and its uid is
+ *   refused from then on: no second one. */
 #define MAX_KEPT 1024
 static struct {
     pid_t pid;             /* the disposer (-1: none yet) */
