@@ -860,13 +860,15 @@ static int cache_mark(int root, char *other, size_t len) {
 }
 
 /* Opens (create: makes) the cache at dir (NULL: the default). 0, 1 when
- * !create and there is no cache there, or an error. owner >= 0: the
- * layers directory belongs to that id (a shifted range's first, which the
- * sandbox opens its layers as), mode 0700: no other user of the host
- * reaches the layers, whose entries keep the image's modes (a 1777 /tmp, a
- * 0666 file) that would otherwise let anyone change what every later
- * container of the image sees. Else it is 0711 (passed through, never
- * listed). */
+ * !create and there is no cache there, or an error. The layers directory
+ * is mode 0700, and owner >= 0 its owner (a shifted range's first, which
+ * the sandbox opens its layers as; else the caller's): no other user of
+ * the host reaches the layers, whose entries keep the image's modes (a
+ * 1777 /tmp, a 0666 file) that would otherwise let anyone change what
+ * every later container of the image sees. (A caller's own cache was 0711:
+ * another user of the host who guessed a layer's public diff_id wrote into
+ * it where the home was 0755, the sixth exploration. The sandbox opens the
+ * lowers as the caller, who needs no pass-through for others.) */
 static int cache_open(const char *dir, const char *layers, bool create, int64_t owner, struct cache *k,
                       fy_error **reterr) {
     *k = (struct cache){.root = -1, .layers = -1, .tmp = -1, .locks = -1, .gc = -1};
@@ -921,7 +923,7 @@ static int cache_open(const char *dir, const char *layers, bool create, int64_t 
     struct stat lst;
     if (fstat(k->layers, &lst) < 0 ||
         (owner >= 0 && lst.st_uid != (uid_t)owner && fchown(k->layers, (uid_t)owner, (gid_t)owner) < 0) ||
-        ((lst.st_mode & 07777) != (owner >= 0 ? 0700 : 0711) && fchmod(k->layers, owner >= 0 ? 0700 : 0711) < 0)) {
+        ((lst.st_mode & 07777) != 0700 && fchmod(k->layers, 0700) < 0)) {
         int e = errno;
         int r = err_set(reterr, err_from_errno(e), FY_STEP_IMAGE, e, k->path, "image cache %s/%s: %s", k->path,
                         layers, strerror(e));
@@ -1044,9 +1046,14 @@ static int open_layer(struct oci_src *src, const struct oci_image *img, size_t i
  * (often public, or guessed from a base image) is not enough (another
  * image's private layer was handed to an image whose blob did not even
  * exist); an unlisted blob is verified by unpacking it once more, then
- * listed. */
+ * listed. A layer without a blob digest (a docker-archive's: its manifest
+ * names files, not blobs) is never listed, so it is verified at every
+ * unpack: an empty line matched any docker-archive naming the diff_id,
+ * one without the layer's file at all (the sixth exploration). */
 static bool blob_recorded(const struct cache *k, const char *key, const char *digest) {
     char name[200], buf[8192];
+    if (!digest[0])
+        return false;
     snprintf(name, sizeof(name), "%s.%s.blobs", k->layers_name, key);
     int fd = openat(k->locks, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -1071,6 +1078,8 @@ static bool blob_recorded(const struct cache *k, const char *key, const char *di
 
 static void blob_record(const struct cache *k, const char *key, const char *digest) {
     char name[200], line[128];
+    if (!digest[0])
+        return; /* (nothing to name it by: verified every time) */
     snprintf(name, sizeof(name), "%s.%s.blobs", k->layers_name, key);
     int fd = openat(k->locks, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)

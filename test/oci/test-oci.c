@@ -98,6 +98,10 @@ static void assert_clean(const char *dir, int layers) {
     ck_assert_int_eq(count_entries(p), 0);
     snprintf(p, sizeof(p), "%s/cache/layers", dir);
     ck_assert_int_eq(count_entries(p), layers);
+    /* no other user of the host reaches a layer (their entries keep the
+     * image's modes: a 0666 file, a 1777 /tmp), by a public diff_id either */
+    struct stat lst;
+    ck_assert_msg(stat(p, &lst) < 0 || (lst.st_mode & 07777) == 0700, "%s is mode %o", p, (unsigned)(lst.st_mode & 07777));
     /* Only what the test made is beside the cache. */
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -693,6 +697,33 @@ START_TEST(test_cached_layer_needs_its_blob) {
                   fy_error_message(e));
     oci_image_free(img);
     assert_clean(dir, 1);
+    /* docker-archives name no blobs: one with the layer, unpacked, lets
+     * no other one that claims its diff_id have it, not even later */
+    char cd[OCI_DIGEST_LEN + 1], ce[OCI_DIGEST_LEN + 1];
+    make_image(dir, "img-d.tar", "{\"format\": \"docker-archive\", \"layers\": [{\"busybox\": true, "
+               "\"compression\": \"none\", \"entries\": [{\"name\": \"secret/token\", \"data\": \"tenant-d\"}]}]}", cd);
+    snprintf(ref, sizeof(ref), "docker-archive:%s/img-d.tar@%s", dir, cd);
+    img = NULL;
+    ck_assert_msg(unpack(dir, ref, NULL, &img, &e) == 0, "%s", fy_error_message(e));
+    snprintf(spec, sizeof(spec), "{\"format\": \"docker-archive\", \"layers\": [{\"busybox\": true, "
+             "\"compression\": \"none\", \"entries\": [{\"name\": \"mine\", \"data\": \"e\"}], "
+             "\"diff_id\": \"%s\"}]}", img->diff_ids[0]);
+    oci_image_free(img);
+    make_image(dir, "img-e.tar", spec, ce);
+    for (int round = 0; round < 2; round++) {
+        snprintf(ref, sizeof(ref), "docker-archive:%s/img-e.tar@%s", dir, ce);
+        img = NULL;
+        r = unpack(dir, ref, NULL, &img, &e);
+        ck_assert_msg(r == FY_E_INTEGRITY, "a docker-archive claiming a cached diff_id: %d (%s)", r,
+                      e ? fy_error_message(e) : "accepted");
+        fy_error_free(e);
+        e = NULL;
+        /* the real one again: verified again, and still served */
+        snprintf(ref, sizeof(ref), "docker-archive:%s/img-d.tar@%s", dir, cd);
+        ck_assert_msg(unpack(dir, ref, NULL, &img, &e) == 0, "%s", fy_error_message(e));
+        oci_image_free(img);
+    }
+    assert_clean(dir, 2);
 }
 END_TEST
 
