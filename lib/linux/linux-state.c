@@ -90,11 +90,12 @@ static uint64_t own_pidns(void) {
 
 /* Whether pid is a zombie (or dying: state Z or X in /proc/PID/stat): it
  * keeps its pid and start time until its parent reaps it, but runs
- * nothing, and what it owned is an orphan. */
+ * nothing, and what it owned is an orphan. Not a leader that ended its
+ * own thread while its others run (also Z): that process is alive. */
 static bool exited(pid_t pid) {
     char state = 0;
     pu_proc_stat_start(pid, &state);
-    return state == 'Z' || state == 'X';
+    return (state == 'Z' || state == 'X') && pu_proc_zombie_ended(pid);
 }
 
 static bool alive_as(pid_t pid, uint64_t start) { return pu_proc_alive_as(pid, start); }

@@ -44,6 +44,7 @@
 #include "linux/linux-plan.h" /* lx_test_no_mount_api: tests only */
 #include "prepared.h"           /* the compiled plan's rlimits: tests only */
 #include "policy.h" /* policy_inject_fault: tests only */
+#include "linux-probe-util.h" /* pu_proc_stat_start */
 
 static char scratch[64];     /* this run's private directory under /tmp */
 static char attack[128];     /* fy-attack, copied into scratch */
@@ -3685,6 +3686,75 @@ START_TEST(test_gc_leaves_live_owners_alone) {
 }
 END_TEST
 
+/* A host whose main thread called pthread_exit while another waits on its
+ * attempt is alive, though its leader's stat says Z: gc (any other host's
+ * on the same state directory, at its handle's free) killed the attempt,
+ * and the waiter saw an infrastructure failure. */
+struct leader_gone {
+    fy_handle *h;
+    int out;
+};
+
+static void *leader_gone_waiter(void *arg) {
+    struct leader_gone *lg = arg;
+    fy_result *res = NULL;
+    char c = 'e';
+    fy_error *e = NULL;
+    if (fy_handle_wait(lg->h, FY_UNLIMITED, &res, &e) < 0)
+        fprintf(stderr, "leader host: wait: %s\n", fy_error_message(e));
+    else
+        c = fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED && fy_result_exit_code(res) == 0 ? 'y' : 'n';
+    fy_result_free(res);
+    fy_handle_free(lg->h); /* (its cleanup, before the test looks) */
+    (void)!write(lg->out, &c, 1);
+    _exit(0);
+}
+
+START_TEST(test_gc_leader_thread_ended) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-leader", scratch);
+    const char *argv[] = {"/bin/sleep", "2", NULL};
+    int pipefd[2];
+    ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+    pid_t host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        static struct leader_gone lg;
+        lg.out = pipefd[1];
+        fy_prepared *pr = NULL;
+        fy_error *e = NULL;
+        fy_policy *p = policy(); /* (the host's own: objects never cross a fork) */
+        fy_policy_set_state_dir(p, state, NULL);
+        if (fy_prepare(p, NULL, argv, &pr, &e) < 0 || fy_start(pr, &lg.h, &e) < 0) {
+            fprintf(stderr, "leader host: %s\n", fy_error_message(e));
+            _exit(1);
+        }
+        pthread_t t;
+        if (pthread_create(&t, NULL, leader_gone_waiter, &lg) != 0)
+            _exit(1);
+        pthread_exit(NULL);
+    }
+    close(pipefd[1]);
+    char st = 0;
+    for (int i = 0; i < 500 && st != 'Z'; i++) { /* (5 s at most) */
+        usleep(10000);
+        pu_proc_stat_start(host, &st);
+    }
+    ck_assert_msg(st == 'Z', "the host's leader never ended its thread (state %c)", st ? st : '?');
+    ck_assert_int_eq(count_files(state, ".state"), 1);
+    uint64_t destroyed = 9;
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
+    ck_assert_uint_eq(destroyed, 0);
+    char c = 0;
+    ck_assert_int_eq(read(pipefd[0], &c, 1), 1);
+    ck_assert_msg(c == 'y', "the live host's attempt did not succeed (%c)", c);
+    close(pipefd[0]);
+    int ws = 0;
+    ck_assert_int_eq(waitpid(host, &ws, 0), host);
+    ck_assert_int_eq(count_files(state, ".state"), 0);
+}
+END_TEST
+
 /* A collector that cannot read the owner's /proc entry (it ran out of
  * descriptors, say; here the entry is hidden under an empty directory in a
  * mount namespace of the collector's own) judges the owner alive, since
@@ -4967,6 +5037,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tg, test_gc_unrecorded_cgroups);
     tcase_add_test(tg, test_gc_unreadable_owner_is_alive);
     tcase_add_test(tg, test_gc_leaves_other_pid_namespace);
+    tcase_add_test(tg, test_gc_leader_thread_ended);
     suite_add_tcase(s, tg);
     /* What the plan claims of limits against what the host applies
      * (CK_RUN_CASE=limit-claims). */

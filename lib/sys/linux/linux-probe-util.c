@@ -619,10 +619,19 @@ bool pu_proc_alive_as(pid_t pid, uint64_t start) {
     char state = 0; /* (one read: its start time and whether it is a zombie) */
     uint64_t v = pu_proc_stat_start(pid, &state);
     if (v)
-        return v == start && state != 'Z' && state != 'X';
+        return v == start && ((state != 'Z' && state != 'X') || !pu_proc_zombie_ended(pid));
     /* Unreadable: gone only when the kernel says so; a read that failed
      * for want of descriptors or memory is no death. */
     return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+bool pu_proc_zombie_ended(pid_t pid) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    if (pu_read_small(path, buf, sizeof(buf)) < 0)
+        return true;
+    const char *t = strstr(buf, "\nThreads:");
+    return !t || strtol(t + 9, NULL, 10) <= 1;
 }
 
 pid_t pu_proc_parent(pid_t pid) {

@@ -50,8 +50,15 @@ bool pu_proc_cpu_usec(pid_t pid, uint64_t *usec);
 /* Whether pid (of this pid namespace) is the process that started at start
  * and still runs: false for a zombie, a reused pid or none; true when its
  * /proc entry cannot be read but the kernel still knows the pid (out of
- * descriptors, say): never judged dead on a doubt. */
+ * descriptors, say): never judged dead on a doubt. A leader whose own
+ * thread ended (pthread_exit in main) while others run is state Z too,
+ * and alive. */
 bool pu_proc_alive_as(pid_t pid, uint64_t start);
+/* Whether a process whose stat says Z or X has really ended: its leader is
+ * all that is left of its thread group (Threads in /proc/PID/status; a
+ * leader that called pthread_exit stays a zombie, counted, while the rest
+ * of its process runs). True when the status cannot be read. */
+bool pu_proc_zombie_ended(pid_t pid);
 /* Whether errno e says the calling process was short of something at that
  * moment (descriptors, memory, processes, file size: RLIMIT_FSIZE), not
  * that a mechanism is missing or forbidden. A probe that met one is
