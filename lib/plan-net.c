@@ -187,8 +187,9 @@ static char *read_hosts_file(const char *path, int *err) {
 }
 
 /* A loopback address (127.0.0.0/8, ::1): never the host's from inside. On Linux the sandbox has a loopback of its own (a
- * rule for it reaches nothing through the router, and the host drops such
- * a destination arriving from outside), and where a backend shares the
+ * rule for it reaches nothing outside: the rules drop a loopback
+ * destination on the link, since an uplink with route_localnet=1 would
+ * deliver it to its own loopback), and where a backend shares the
  * host's loopback (Seatbelt), "localhost" is all it can name. Any other
  * address is the host's wherever it is, on the loopback interface too (a
  * service address put on lo): the host delivers a packet for it locally

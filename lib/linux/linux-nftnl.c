@@ -281,6 +281,32 @@ static void rthdr_drop(struct nb *b, const char *chain_name) {
     nb_end(b, x);
 }
 
+/* "ip daddr 127.0.0.0/8 drop" and "ip6 daddr ::1 drop" in chain: a
+ * loopback destination never leaves on a link. A workload reaches one
+ * there without privilege: a flow to 127.0.0.1 made established over its
+ * own loopback (an answer from a server of its own, or the DNS stub's
+ * REFUSED), then the same socket bound to eth0 (SO_BINDTODEVICE), whose
+ * conntrack entry knows no interface; or a loopback rule of the policy.
+ * An uplink with route_localnet=1 (kube-proxy sets it) delivered those to
+ * its loopback services, a resolver on 127.0.0.53 included (the sixth
+ * exploration). Before the conntrack accept. */
+static void loopback_dst_drop(struct nb *b, const char *chain_name) {
+    static const uint8_t net8 = 127; /* (a /8: its first byte, as nft loads it) */
+    static const uint8_t one6[16] = {[15] = 1};
+    size_t x = rule_begin(b, chain_name);
+    nfproto(b, 4);
+    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 16, 1);
+    e_cmp(b, NFT_CMP_EQ, &net8, 1);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+    x = rule_begin(b, chain_name);
+    nfproto(b, 6);
+    e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, 24, 16);
+    e_cmp(b, NFT_CMP_EQ, one6, 16);
+    e_verdict(b, NF_DROP);
+    nb_end(b, x);
+}
+
 /* The batch's frame: BEGIN, then the table's message (NEWTABLE or
  * DELTABLE) ... */
 static void batch_begin(struct nb *b, uint8_t family, const char *table, uint16_t msg) {
@@ -379,6 +405,7 @@ static void build(struct nb *b, const struct lnft_router *r) {
     chain(b, "postrouting", "nat", NF_INET_POST_ROUTING, 100, NF_ACCEPT);
     const uint32_t est_rel = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
     rthdr_drop(b, "forward");
+    loopback_dst_drop(b, "forward");
     ct_rule(b, "forward", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
     /* iifname != sb drop; oifname != up drop */
     verdict_rule(b, "forward", NFT_META_IIFNAME, r->sb_if, NFT_CMP_NEQ, NF_DROP);
@@ -411,11 +438,13 @@ static void build_direct(struct nb *b, const struct lnft_direct *d) {
     chain(b, "output", "filter", NF_INET_LOCAL_OUT, 0, NF_DROP);
     chain(b, "input", "filter", NF_INET_LOCAL_IN, 0, NF_DROP);
     const uint32_t est_rel = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
-    /* output: the loopback; flows already allowed; nothing but the link */
+    /* output: the loopback; nothing but the link; no loopback destination
+     * on it; flows already allowed */
     verdict_rule(b, "output", NFT_META_OIFNAME, "lo", NFT_CMP_EQ, NF_ACCEPT);
-    rthdr_drop(b, "output");
-    ct_rule(b, "output", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
     verdict_rule(b, "output", NFT_META_OIFNAME, d->link_if, NFT_CMP_NEQ, NF_DROP);
+    rthdr_drop(b, "output");
+    loopback_dst_drop(b, "output");
+    ct_rule(b, "output", est_rel, NFT_CMP_NEQ, NF_ACCEPT);
     nd_accept(b, "output");
     /* a source other than the sandbox's (a socket bound with IP_FREEBIND
      * needs no privilege): drop */

@@ -252,6 +252,63 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
+    if (strcmp(argv[1], "lo-link") == 0) {
+        /* lo-link PORT: datagrams to 127.0.0.1:PORT out of eth0 (bound
+         * there with SO_BINDTODEVICE, no privilege), once on a flow made
+         * established over the loopback first (a server of ours answers),
+         * once on a fresh socket. "sent ..." for each that left, "refused
+         * ERRNO" for each the rules dropped; 0 when none left. */
+        struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2])),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in out = {.sin_family = AF_INET, .sin_port = htons(9)}, own;
+        socklen_t ol = sizeof(own);
+        inet_pton(AF_INET, "198.51.100.1", &out.sin_addr);
+        int q = socket(AF_INET, SOCK_DGRAM, 0), srv = socket(AF_INET, SOCK_DGRAM, 0);
+        if (q < 0 || srv < 0 || connect(q, (struct sockaddr *)&out, sizeof(out)) < 0 ||
+            getsockname(q, (struct sockaddr *)&own, &ol) < 0 || bind(srv, (struct sockaddr *)&lo, sizeof(lo)) < 0) {
+            printf("setup: %s\n", strerror(errno));
+            return 2;
+        }
+        own.sin_port = 0;
+        int left = 0;
+        for (int fresh = 0; fresh < 2; fresh++) {
+            int c = socket(AF_INET, SOCK_DGRAM, 0);
+            if (c < 0 || bind(c, (struct sockaddr *)&own, sizeof(own)) < 0)
+                return 2;
+            if (!fresh) {
+                struct sockaddr_in from;
+                socklen_t fl = sizeof(from);
+                char buf[16];
+                if (sendto(c, "warm", 4, 0, (struct sockaddr *)&lo, sizeof(lo)) < 0 || !wait_in(srv, 1000) ||
+                    recvfrom(srv, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl) < 0 ||
+                    sendto(srv, "ok", 2, 0, (struct sockaddr *)&from, fl) < 0 || !wait_in(c, 1000) ||
+                    recv(c, buf, sizeof(buf), 0) < 0) {
+                    printf("warm-up over the loopback: %s\n", strerror(errno));
+                    return 2;
+                }
+            }
+            if (setsockopt(c, SOL_SOCKET, SO_BINDTODEVICE, "eth0", 5) < 0) {
+                printf("SO_BINDTODEVICE: %s\n", strerror(errno));
+                return 2;
+            }
+            const char *mark = fresh ? "mark:lo-link-fresh" : "mark:lo-link-established";
+            int sent = 0, err = 0;
+            for (int i = 0; i < 3; i++) {
+                if (sendto(c, mark, strlen(mark), 0, (struct sockaddr *)&lo, sizeof(lo)) >= 0)
+                    sent++;
+                else
+                    err = errno;
+            }
+            if (sent) {
+                printf("sent %s\n", mark + 5);
+                left = 1;
+            } else {
+                printf("refused %d\n", err);
+            }
+            close(c);
+        }
+        return left;
+    }
     if (strcmp(argv[1], "loopback") == 0) {
         /* loopback PORT [mptcp|tfo]: a listener of ours on 127.0.0.1:PORT,
          * reached by a plain TCP connect, an MPTCP socket's, or a TCP Fast

@@ -314,6 +314,41 @@ else
 fi
 nothing_left "the routing header"
 
+# 2c. A loopback destination out of the link: a flow to 127.0.0.1 made
+#     established over the sandbox's own loopback, then the same socket
+#     bound to eth0 (no privilege), and a loopback rule of the policy. The
+#     uplink here has route_localnet=1 (kube-proxy sets it on nodes), so
+#     what left would reach its loopback services.
+ip netns exec "$NS" sh -c 'echo 1 > /proc/sys/net/ipv4/conf/all/route_localnet'
+: >"$TMP/lo.log"
+ip netns exec "$NS" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 9191))
+s.settimeout(20)
+try:
+    while True:
+        d, a = s.recvfrom(100)
+        open(sys.argv[1], "a").write("%s from %s\n" % (d.decode(errors="replace"), a[0]))
+except OSError:
+    pass
+' "$TMP/lo.log" &
+lo_listener=$!
+sleep 0.3
+run --allow 198.51.100.1:8080 --allow 127.0.0.1:9191/udp -- /opt/fyprobe/fy-netprobe lo-link 9191 >"$TMP/out" 2>&1
+rc=$?
+ip netns exec "$NS" "$TMP/probe/fy-netprobe" udp 127.0.0.1 9191 >/dev/null 2>&1 # (the listener's own control)
+sleep 0.5
+kill $lo_listener 2>/dev/null; wait $lo_listener 2>/dev/null
+ip netns exec "$NS" sh -c 'echo 0 > /proc/sys/net/ipv4/conf/all/route_localnet'
+if [ $rc = 0 ] && [ "$(grep -c '^refused' "$TMP/out")" = 2 ] && ! grep -q "mark:lo-link" "$TMP/lo.log" &&
+    grep -q "hi" "$TMP/lo.log"; then
+    ok "a loopback destination never leaves on the link (a flow established over the loopback, a loopback rule)"
+else
+    bad "loopback destination out of eth0 (rc $rc): $(tr '\n' ' ' <"$TMP/out") / uplink loopback got: $(tr '\n' ' ' <"$TMP/lo.log")"
+fi
+nothing_left "the loopback destination"
+
 # 3. Names: resolved at prepare through the host program's hosts file, in
 #    the sandbox's /etc/hosts; the only resolver inside is the attempt's
 #    stub (127.0.0.53), which answers the allowed name and refuses others.
