@@ -47,6 +47,7 @@
 #define RUN_BAD_INVOCATION 246     /* bad option or invalid policy: nothing ran */
 #define RUN_UNSUPPORTED 247        /* this host cannot give what the policy requires */
 /* killed by a signal: 128 + the signal number */
+#define SIGPIPE_NUMBER 13 /* (a result's signal: the POSIX hosts' number, on Windows too) */
 
 static const char *prog = "forgeyard";
 
@@ -80,12 +81,20 @@ static void fill_std_fds(void) {
  * next writer then fails with EAGAIN), shrink the pipe or shut the socket
  * down. The command writes into a pipe of ours instead, and a thread of
  * ours copies that to the real one (one pipe when stdout and stderr are
- * the same file, so that their order stays). */
+ * the same file, so that their order stays).
+ *
+ * When the real one fails, the relay's reading end is closed: the command's
+ * next write fails with EPIPE (and SIGPIPE), as it would have written to
+ * the real one itself (`forgeyard run -- yes | head -1` ran to the deadline,
+ * its output read and dropped). A failure other than a reader gone (a
+ * full disk, an I/O error) is kept, and the command is then not reported
+ * as a success (out_relay_verdict). */
 struct out_relay {
     int rd, wr, to;
-    bool gone; /* the terminal failed: what comes is read and dropped */
+    bool gone; /* the real one failed: the reading end is closed */
+    int err;   /* why, when it was not EPIPE */
 };
-static struct out_relay out_relays[2] = {{-1, -1, -1, false}, {-1, -1, -1, false}};
+static struct out_relay out_relays[2] = {{-1, -1, -1, false, 0}, {-1, -1, -1, false, 0}};
 static pthread_mutex_t out_relay_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool out_relay_started;
 
@@ -131,7 +140,12 @@ static int out_relay_copy(void) {
                 continue;
             }
             if (w <= 0) {
+                int e = w < 0 ? errno : EIO;
                 t->gone = true;
+                if (e != EPIPE)
+                    t->err = e;
+                close(t->rd); /* (the command's next write: EPIPE) */
+                t->rd = -1;
                 break;
             }
             off += w;
@@ -148,10 +162,15 @@ static void *out_relay_thread(void *unused) {
     for (;;) {
         struct pollfd pfd[2];
         nfds_t n = 0;
+        pthread_mutex_lock(&out_relay_lock); /* (a drain may close one) */
         for (int i = 0; i < 2; i++)
             if (out_relays[i].rd >= 0)
                 pfd[n++] = (struct pollfd){.fd = out_relays[i].rd, .events = POLLIN};
-        if (poll(pfd, n, -1) < 0 && errno != EINTR)
+        pthread_mutex_unlock(&out_relay_lock);
+        if (n == 0)
+            return NULL; /* (both real ones failed: nothing more to copy) */
+        /* (bounded: a descriptor a drain closed meanwhile is seen again) */
+        if (poll(pfd, n, 1000) < 0 && errno != EINTR)
             return NULL;
         pthread_mutex_lock(&out_relay_lock);
         out_relay_copy();
@@ -207,12 +226,35 @@ static int sandbox_out_fd(int fd) {
         out_relay_started = true;
     }
     struct out_relay *t = &out_relays[fd - 1];
-    if (t->rd < 0)
+    if (t->wr < 0)
         t = &out_relays[0]; /* stderr the same file as stdout */
     return t->wr;
 }
+
+/* Whether a real stdout or stderr failed (its reader gone, say). */
+static bool out_relay_gone(void) { return out_relays[0].gone || out_relays[1].gone; }
+
+/* A command's exit status, unless the CLI could not write its output (other
+ * than a reader gone, which the command met as EPIPE itself): then a
+ * success is not one, and the status is RUN_INFRASTRUCTURE. */
+static int out_relay_verdict(int status) {
+    out_relay_drain();
+    for (int i = 0; i < 2; i++) {
+        int e = out_relays[i].err;
+        if (!e)
+            continue;
+        if (out_relays[i].to != 2) /* (a message on a stderr that failed is lost, harmlessly) */
+            fprintf(stderr, "%s: the command's %s could not be written: %s\n", prog, i ? "stderr" : "output",
+                    strerror(e));
+        if (status == 0)
+            status = RUN_INFRASTRUCTURE;
+    }
+    return status;
+}
 #else
 static void out_relay_drain(void) {}
+static int out_relay_verdict(int status) { return status; }
+static bool out_relay_gone(void) { return false; }
 static int sandbox_out_fd(int fd) { return fd; }
 #endif
 
@@ -1782,7 +1824,9 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
     int outcome = fy_result_outcome(res);
     if (outcome != FY_OUTCOME_SUCCEEDED)
         note_ptrace_denied(res);
-    if (outcome == FY_OUTCOME_SIGNALED && !fy_result_detail(res))
+    if (outcome == FY_OUTCOME_SIGNALED && fy_result_signal(res) == SIGPIPE_NUMBER && out_relay_gone())
+        ; /* (its reader went away, as `yes | head -1`'s: shells say nothing either) */
+    else if (outcome == FY_OUTCOME_SIGNALED && !fy_result_detail(res))
         /* which signal: "signaled" alone left the operator to decode 128+n */
         fprintf(stderr, "%s: run: %s: signal %d%s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
                 fy_result_signal(res), SIGNAME_OPEN, signal_name(fy_result_signal(res)), SIGNAME_CLOSE);
@@ -3264,9 +3308,9 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "doctor") == 0)
         return argc == 2 ? cmd_doctor() : (usage(stderr), EXIT_USAGE);
     if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 2, argv + 2);
+        return out_relay_verdict(cmd_run(argc - 2, argv + 2));
     if (strcmp(cmd, "wrap") == 0)
-        return cmd_wrap(argc - 2, argv + 2);
+        return out_relay_verdict(cmd_wrap(argc - 2, argv + 2));
     if (strcmp(cmd, "action") == 0)
         return cmd_action(argc - 2, argv + 2);
     if (strcmp(cmd, "test") == 0)
@@ -3274,7 +3318,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "image") == 0)
         return cmd_image(argc - 2, argv + 2);
     if (strcmp(cmd, "job") == 0)
-        return cmd_job(argc - 2, argv + 2);
+        return out_relay_verdict(cmd_job(argc - 2, argv + 2));
     if (strcmp(cmd, "gc") == 0 && argc == 3 && strcmp(argv[2], "--images") == 0) {
         char *gcargv[] = {(char *)"gc", NULL};
         return cmd_image(1, gcargv);

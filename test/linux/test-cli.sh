@@ -251,6 +251,18 @@ out=$(cd "$scratch/rel" && "$fy" run --profile development --source src --bind-r
 relative" ] || fail "relative paths: $out"
 out=$(cd "$scratch/rel" && "$fy" run --source missing -- /bin/true 2>&1) && fail "a missing relative source ran"
 case $out in *"$scratch/rel/missing"*) ;; *) fail "a missing relative source is not named in full: $out" ;; esac
+# ... standard output whose reader goes away: the command meets EPIPE (and
+# SIGPIPE) as it would without the sandbox, at once, not at the deadline
+# (its output was read and dropped until then), and nothing is said of it;
+# one that cannot be written (a full device) fails the run, said on stderr
+out=$( (timeout 60 "$fy" run --timeout 50s -- /usr/bin/yes 2>"$scratch/pipe.err"; echo "rc=$?" >"$scratch/pipe.rc") | head -1)
+[ "$out" = y ] && [ "$(cat "$scratch/pipe.rc")" = rc=141 ] && [ ! -s "$scratch/pipe.err" ] ||
+    fail "yes | head -1: $out, $(cat "$scratch/pipe.rc"), $(cat "$scratch/pipe.err")"
+if [ -w /dev/full ]; then
+    out=$("$fy" run -- /bin/echo hi 2>&1 >/dev/full); rc=$?
+    [ $rc -eq 245 ] || fail "output to a full device gave $rc: $out"
+    case $out in *"could not be written"*"No space left"*) ;; *) fail "output to a full device: $out" ;; esac
+fi
 # ... standard input: /dev/null unless --stdin, which takes a pipe or a file
 # but never a terminal ...
 out=$(echo piped | "$fy" run -- /bin/cat 2>/dev/null); rc=$?
