@@ -151,10 +151,8 @@ static uint32_t delete_link(int nl, int ns, const char *name, int hand_ns) {
 
 static void release(struct ljn *j) {
     free(j->helper);
-    if (j->nl >= 0)
-        close(j->nl);
-    if (j->ns >= 0)
-        close(j->ns);
+    lxn_close_netns(&j->nl); /* (a netlink socket holds its namespace too) */
+    lxn_close_netns(&j->ns);
     pthread_mutex_destroy(&j->mu);
     free(j);
 }
@@ -190,9 +188,9 @@ int ljn_make(uint32_t nmembers, void **ret, fy_error **reterr) {
     j->nl = -1;
     pthread_mutex_init(&j->mu, NULL);
     int r = 0, e, br;
-    if ((j->ns = lxn_new_netns()) < 0) {
+    if ((j->ns = lxn_new_attempt_netns()) < 0) {
         r = jn_fail(reterr, -j->ns, "creating the job's namespace");
-    } else if ((j->nl = lxn_nl_open(j->ns)) < 0) {
+    } else if ((j->nl = lxn_nl_open(j->ns)) < 0 || (pu_fork_close_add(j->nl), false)) {
         r = jn_fail(reterr, -j->nl, "netlink socket");
     } else if ((e = lnl_link_bridge(j->nl, LJN_BRIDGE_IF)) < 0 || (e = lnl_link_up(j->nl, LJN_BRIDGE_IF)) < 0) {
         r = jn_fail(reterr, -e, "the job's bridge");

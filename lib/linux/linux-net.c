@@ -29,7 +29,10 @@
  * route). Everything else is dropped: TCP, UDP, ICMP, raw, both families.
  * The router runs no process; it lives as long as our fd of it, so a host
  * that crashes leaves nothing (the kernel destroys the namespace and its
- * veths with the last reference).
+ * veths with the last reference). No fork of the host keeps one: the
+ * attempt's namespaces, the slot's reservation and the DNS stub's waiting
+ * sockets are closed in the child of every fork (pu_fork_close_add; a
+ * prefork server's worker kept them, and the veth, after the host died).
  *
  * Configuration is rtnetlink over plain sockets, each created in its
  * namespace by the calling thread (setns there and back: only this
@@ -133,6 +136,22 @@ static int new_netns(void) {
     int r = in_netns(cur, make_ns, NULL); /* (comes back to cur) */
     close(cur);
     return r;
+}
+
+/* A namespace of an attempt's: new_netns, registered so that no fork of
+ * the host keeps it (closed with lxn_close_netns). */
+static int attempt_netns(void) {
+    int r = new_netns();
+    pu_fork_close_add(r);
+    return r;
+}
+
+void lxn_close_netns(int *fd) {
+    if (*fd >= 0) {
+        pu_fork_close_del(*fd);
+        close(*fd);
+    }
+    *fd = -1;
 }
 
 static bool same_ns(int a, int b) {
@@ -905,6 +924,7 @@ static int reserve_slot(struct lxn_run *run, const struct lxn_plan *lp, uint32_t
         return -e;
     }
     run->slot_lock = s;
+    pu_fork_close_add(s);
     return 0;
 }
 
@@ -1057,7 +1077,7 @@ int lxn_begin_async(struct lxn_run *run, const struct lxn_plan *lp, fy_error **r
     /* Direct: the sandbox's namespace now, for the clone to start in
      * (lxn_sandbox_netns), unless a claimed shell is in one already; the
      * rest beside it. */
-    if (lxn_direct(lp) && given < 0 && (run->sandbox_fd = new_netns()) < 0) {
+    if (lxn_direct(lp) && given < 0 && (run->sandbox_fd = attempt_netns()) < 0) {
         int e = -run->sandbox_fd;
         run->sandbox_fd = -1;
         return ns_fail(reterr, e, "creating the sandbox's network namespace");
@@ -1198,7 +1218,7 @@ static int begin_router(struct lxn_run *run, const struct lxn_plan *lp, bool tea
         r = uplink_fail(reterr, -run->uplink_fd, lp, FY_STEP_NETNS, "restricted network");
         goto fail;
     }
-    if ((run->router_fd = new_netns()) < 0) {
+    if ((run->router_fd = attempt_netns()) < 0) {
         r = ns_fail(reterr, -run->router_fd, "creating the router namespace");
         goto fail;
     }
@@ -1619,16 +1639,13 @@ unsigned lxn_teardown(struct lxn_run *run) {
     }
     /* The router namespace (and the sandbox's veth end in it) goes with
      * its last reference: ours, since it is never mounted. */
-    if (run->router_fd >= 0)
-        close(run->router_fd);
+    lxn_close_netns(&run->router_fd);
     /* Direct: the sandbox's namespace, once its processes are gone (the
      * veth went with the uplink's end above). */
-    if (run->sandbox_fd >= 0)
-        close(run->sandbox_fd);
+    lxn_close_netns(&run->sandbox_fd);
     if (run->uplink_fd >= 0)
         close(run->uplink_fd);
-    if (run->slot_lock >= 0)
-        close(run->slot_lock);
+    lxn_close_netns(&run->slot_lock); /* (a socket, registered the same way) */
     run->router_fd = run->uplink_fd = run->slot_lock = run->sandbox_fd = -1;
     return left;
 }
@@ -1688,6 +1705,7 @@ int lxn_recv_netns(int sock, int timeout_ms) {
 
 int lxn_in_netns(int ns, int (*fn)(void *), void *arg) { return in_netns(ns, fn, arg); }
 int lxn_new_netns(void) { return new_netns(); }
+int lxn_new_attempt_netns(void) { return attempt_netns(); }
 int lxn_nl_open(int ns) { return nl_open(ns); }
 
 int lxn_nf_open(int ns) {

@@ -514,6 +514,8 @@ static void *defer_main(void *p) {
     fy_error *e = NULL;
     int lfd = run->defer_fd[0], tfd = run->defer_fd[1];
     run->defer_fd[0] = run->defer_fd[1] = -1; /* (start_on takes them, also on failure) */
+    pu_fork_close_del(lfd);
+    pu_fork_close_del(tfd);
     if (start_on(run, run->defer_cfg, lfd, tfd, -1, true, &e) < 0) {
         snprintf(run->defer_error, sizeof(run->defer_error), "%s", e ? fy_error_message(e) : "the stub did not start");
         /* (start_on ended and reaped what it started: the report is of a
@@ -540,6 +542,10 @@ int lxp_defer_dns(struct lxp_run *run, const struct lxp_config *cfg, int sandbox
     run->defer_error[0] = 0;
     run->defer_fd[0] = lfd;
     run->defer_fd[1] = tfd;
+    /* (sockets of the sandbox's namespace: a fork of the host that kept
+     * them kept the namespace, its veth with it, after the host died) */
+    pu_fork_close_add(lfd);
+    pu_fork_close_add(tfd);
     if ((run->defer_wake = eventfd(0, EFD_CLOEXEC)) < 0) {
         e = errno;
         lxp_defer_settle(run);
@@ -565,8 +571,10 @@ void lxp_defer_settle(struct lxp_run *run) {
         run->defer_pending = false;
     }
     for (int i = 0; i < 2; i++) {
-        if (run->defer_fd[i] >= 0)
+        if (run->defer_fd[i] >= 0) {
+            pu_fork_close_del(run->defer_fd[i]);
             close(run->defer_fd[i]);
+        }
         run->defer_fd[i] = -1;
     }
     if (run->defer_wake >= 0)

@@ -122,7 +122,7 @@ static struct lx_shell *shell_new(void) {
 }
 
 static void shell_free(struct lx_shell *sh) {
-    lx_close_fd(&sh->netns);
+    lxn_close_netns(&sh->netns);
     lx_close_fd(&sh->pidfd);
     lx_close_fd(&sh->sync);
     lx_close_fd(&sh->state_fd);
@@ -236,7 +236,7 @@ int linux_shell_make(const void *plan, uint32_t idle_ms, void **ret, fy_error **
     }
     bool via_clone3 = true;
     int back = -1;
-    if (shell_host_netns(pl) && ((sh->netns = lxn_new_netns()) < 0 || (r = lxn_enter(sh->netns, &back)) < 0)) {
+    if (shell_host_netns(pl) && ((sh->netns = lxn_new_attempt_netns()) < 0 || (r = lxn_enter(sh->netns, &back)) < 0)) {
         int e = sh->netns < 0 ? -sh->netns : -r;
         r = err_set(reterr, err_from_errno(e), FY_STEP_NETNS, e, NULL,
                     "pre-started shells: the network namespace of a restricted plan's shell: %s", strerror(e));

@@ -42,6 +42,7 @@ static fy_caps *caps;
 
 static uint32_t fault_step;
 static bool copy_init;
+static const char *state_dir; /* (prepare's, when set) */
 
 static int count_dir(const char *path) {
     DIR *d = opendir(path);
@@ -211,12 +212,53 @@ static fy_prepared *prepare(const char *up, const char *const *argv) {
         policy_inject_fault(p, fault_step, 1);
     if (copy_init)
         policy_test_copy_init(p);
+    if (r >= 0 && state_dir)
+        r = fy_policy_set_state_dir(p, state_dir, &e);
     if (r >= 0)
         r = fy_prepare(p, caps, argv, &pr, &e);
     CHECK(r >= 0, "prepare: %s", fy_error_message(e));
     fy_error_free(e);
     fy_policy_free(p);
     return pr;
+}
+
+/* Links named fy* in the namespace at path (the uplink's side of an
+ * attempt's veth), or -1. */
+static int fy_links_in(const char *path) {
+    int ns = open(path, O_RDONLY | O_CLOEXEC), back = -1, n = 0;
+    if (ns < 0 || lxn_enter(ns, &back) < 0) {
+        if (ns >= 0)
+            close(ns);
+        return -1;
+    }
+    struct if_nameindex *ix = if_nameindex();
+    for (struct if_nameindex *i = ix; i && i->if_index; i++)
+        n += strncmp(i->if_name, "fy", 2) == 0;
+    if (ix)
+        if_freenameindex(ix);
+    lxn_leave(back);
+    close(ns);
+    return ix ? n : -1;
+}
+
+/* Descriptors of process pid that are network namespaces. */
+static int netns_fds_of(pid_t pid) {
+    char path[64], link[128];
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        char p[600];
+        snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+        ssize_t l = readlink(p, link, sizeof(link) - 1);
+        if (l > 0) {
+            link[l] = 0;
+            n += strncmp(link, "net:[", 5) == 0;
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
 }
 
 static fy_result *run(fy_prepared *pr, bool cancel, bool fork_copy) {
@@ -606,6 +648,61 @@ int main(int argc, char **argv) {
     fy_result_free(res);
     fy_prepared_free(pr);
     printf("ok: a forked copy's free leaves the parent's links alone\n");
+
+    /* 3b. A host killed while a worker it forked (a prefork server's) lives
+     *     on: the worker holds none of the attempt's namespaces, so its
+     *     veth goes with the sandbox (it stayed, with its route and rules,
+     *     until the worker ended, where gc could not reach it). */
+    {
+        char sdir[] = "/tmp/fy-net-forkhost-XXXXXX";
+        CHECK(mkdtemp(sdir) != NULL, "a state directory: %s", strerror(errno));
+        int links0 = fy_links_in(uplink), ready[2];
+        CHECK(pipe2(ready, O_CLOEXEC) == 0, "pipe");
+        pid_t host = fork();
+        if (host == 0) {
+            fy_caps *mine = NULL;
+            if (fy_probe(FY_PROBE_NO_VM, &mine, NULL) < 0)
+                _exit(1);
+            caps = mine; /* (objects never cross a fork) */
+            state_dir = sdir;
+            fy_prepared *hp = prepare(uplink, idle);
+            fy_handle *hh = NULL;
+            if (!hp || fy_start(hp, &hh, NULL) < 0)
+                _exit(1);
+            pid_t worker = fork();
+            if (worker == 0) {
+                sleep(20);
+                _exit(0);
+            }
+            (void)!write(ready[1], &worker, sizeof(worker));
+            pause();
+            _exit(0);
+        }
+        close(ready[1]);
+        pid_t worker = 0;
+        bool up = host > 0 && read(ready[0], &worker, sizeof(worker)) == (ssize_t)sizeof(worker) && worker > 0;
+        close(ready[0]);
+        CHECK(up, "the forking host never started its attempt");
+        int during = fy_links_in(uplink);
+        if (host > 0) {
+            kill(host, SIGKILL);
+            waitpid(host, NULL, 0);
+        }
+        int held = up ? netns_fds_of(worker) : -1, after = -1;
+        for (int i = 0; up && i < 100 && (after = fy_links_in(uplink)) != links0; i++) /* (5 s at most) */
+            usleep(50000);
+        uint64_t destroyed = 0;
+        CHECK(fy_gc(sdir, 0, &destroyed, &e) == 0, "gc: %s", fy_error_message(e));
+        fy_error_free(e);
+        e = NULL;
+        if (up)
+            kill(worker, SIGKILL); /* (reparented: reaped by whoever took it) */
+        CHECK(during == links0 + 1 && held == 0 && after == links0,
+              "a forked worker of a killed host: fy links %d, %d while it ran, %d after; the worker held %d "
+              "network namespaces", links0, during, after, held);
+        rmdir(sdir);
+        printf("ok: a forked worker of a killed host keeps nothing of the attempt's network\n");
+    }
 
     /* 4. The sandbox fails before its namespace stands (an injected
      *    pivot_root failure): its own error is the result, the router that

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,9 +340,39 @@ static bool verify_line(const char *l, const struct dir_list *dirs, size_t *ends
     return same;
 }
 
+/* fd + 1 in each used slot, 0 in a free one. */
+static _Atomic int fork_close[PU_FORK_CLOSE_MAX];
+
+void pu_fork_close_add(int fd) {
+    for (size_t i = 0; fd >= 0 && i < PU_FORK_CLOSE_MAX; i++) {
+        int free_slot = 0;
+        if (atomic_compare_exchange_strong(&fork_close[i], &free_slot, fd + 1))
+            return;
+    }
+}
+
+void pu_fork_close_del(int fd) {
+    for (size_t i = 0; fd >= 0 && i < PU_FORK_CLOSE_MAX; i++) {
+        int used = fd + 1;
+        if (atomic_compare_exchange_strong(&fork_close[i], &used, 0))
+            return;
+    }
+}
+
+static void fork_close_child(void) {
+    for (size_t i = 0; i < PU_FORK_CLOSE_MAX; i++) {
+        int v = atomic_exchange(&fork_close[i], 0);
+        if (v > 0)
+            close(v - 1);
+    }
+}
+
 static pthread_mutex_t programs_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void programs_fork_child(void) { util_mutex_reclaim(&programs_mu); }
+static void programs_fork_child(void) {
+    util_mutex_reclaim(&programs_mu);
+    fork_close_child();
+}
 
 __attribute__((constructor)) static void programs_register_fork(void) { util_on_fork_child(programs_fork_child); }
 

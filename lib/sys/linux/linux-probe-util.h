@@ -136,4 +136,17 @@ __attribute__((noreturn)) void pu_end_as_child(pid_t pid, pid_t self, int wait_f
  * the same signal (no core dump of its own), or with the same status. */
 __attribute__((noreturn)) void pu_end_like(int st, pid_t self);
 
+/* Descriptors that a fork of the host must not keep: what holds a network
+ * namespace of an attempt's (its veth, routes and rules with it) or the
+ * reservation of its link. A forked child (a prefork server's worker)
+ * kept them open after the host was killed, and they outlived the attempt
+ * where no gc can reach them; the child of every fork closes them
+ * (pthread_atfork; the library's own clones run no such handler, and the
+ * library's objects refuse use after a fork anyway). add after the open,
+ * del before the close; at most PU_FORK_CLOSE_MAX at once (beyond, a fd
+ * is kept as before). Lock-free: any thread, and the fork child. */
+#define PU_FORK_CLOSE_MAX 1024
+void pu_fork_close_add(int fd);
+void pu_fork_close_del(int fd);
+
 #endif
