@@ -41,6 +41,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -1556,6 +1557,28 @@ static void workload_first_steps(const struct child_args *a) {
         die(sfd, FY_STEP_CAPS, errno);
 }
 
+/* A standard stream that is /dev/null (the host's, opened before the
+ * sandbox's root) is opened again here, the sandbox's own: Landlock judges
+ * a file opened again through /proc/self/fd (/dev/stdin, /dev/stdout) by
+ * the path it was opened at, and the host's /dev lies outside every rule
+ * (`cat /dev/stdin` failed with EACCES). Same access mode; kept as it was
+ * when the sandbox has no /dev/null. */
+static void null_stdio_here(void) {
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        int fl = fcntl(i, F_GETFL);
+        if (fl < 0 || fstat(i, &st) < 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != 1 || minor(st.st_rdev) != 3)
+            continue;
+        int n = open("/dev/null", (fl & O_ACCMODE) | O_NOCTTY | O_CLOEXEC);
+        if (n < 0)
+            continue;
+        struct stat nst;
+        if (fstat(n, &nst) == 0 && S_ISCHR(nst.st_mode) && major(nst.st_rdev) == 1 && minor(nst.st_rdev) == 3)
+            (void)dup2(n, i); /* (dup2's copy has no close-on-exec) */
+        close(n);
+    }
+}
+
 __attribute__((noreturn)) static void workload(const struct child_args *a) {
     const struct linux_plan *pl = a->plan;
     int sfd = a->status_fd;
@@ -1585,6 +1608,7 @@ __attribute__((noreturn)) static void workload(const struct child_args *a) {
         die_op(sfd, FY_STEP_EXEC, errno, pl->nops);
     if (wd_fd >= 0)
         close(wd_fd);
+    null_stdio_here();
     /* Wherever it led (the seccomp filter answers openat2 ENOSYS, so chdir
      * resolved it, magic links included: /proc/self/fd/N of a directory
      * this process holds), the working directory must lie below our root:

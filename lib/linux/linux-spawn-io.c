@@ -6,6 +6,7 @@
  * the live draining of output with its byte cap. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -99,6 +100,23 @@ int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_
         }
     }
     return 0;
+}
+
+void lx_stdio_for_workload(struct lx *x, const struct linux_plan *pl) {
+    if (!pl->as_root)
+        return; /* (the caller's own pipes: its uid is the workload's, or mapped to it) */
+    for (int i = 0; i < 3; i++) {
+        int fd = x->child_stdio[i];
+        struct stat st;
+        char path[40], link[16];
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(path, link, sizeof(link));
+        if (n < 6 || memcmp(link, "pipe:[", 6) != 0)
+            continue; /* (a named FIFO is a host file: its owner is not ours to change) */
+        (void)!fchown(fd, pl->host_uid, pl->host_gid);
+    }
 }
 
 /* Six random letters and digits (as mkdtemp's), NUL-terminated. */

@@ -412,6 +412,7 @@ static int start_from(fy_handle *h, struct lx_shell *sh, fy_error **reterr) {
     if ((r = lx_setup_secrets(x, np, pl, &stdin_secret, reterr)) < 0 ||
         (r = lx_setup_stdio(x, np, stdin_secret, reterr)) < 0)
         goto fail;
+    lx_stdio_for_workload(x, pl);
     /* sync: the two go-aheads to the child (a socket, so that writing to a
      * child that already died is EPIPE without a SIGPIPE to the host), and
      * the host's liveness for its init afterwards. */

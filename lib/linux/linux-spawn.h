@@ -139,6 +139,14 @@ int lx_set_nonblock(int fd);
 
 /* linux-spawn-io.c: set up before the clone (lx_start) */
 int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_error **reterr);
+/* As root: the workload's standard streams that are anonymous pipes (the
+ * library's capture, a relay's, a secret's) become the workload's uid's,
+ * so that it may open them again through /proc/self/fd (/dev/stdout,
+ * /dev/stderr, /dev/stdin): a root-owned pipe is mode 0600, and `echo x >
+ * /dev/stderr`, `tee /dev/stdout` failed with EACCES (the sixth
+ * exploration). What else holds the pipe is unchanged; runc does the same
+ * for a container's. */
+void lx_stdio_for_workload(struct lx *x, const struct linux_plan *pl);
 /* The scratch directories: a name is chosen (lx_plan_*), recorded
  * (lx_record_state), and only then made (lx_setup_*: 0 made, 1 it exists or
  * cannot be made there, choose again; x->attempt_dir only once made), so

@@ -263,6 +263,15 @@ if [ -w /dev/full ]; then
     [ $rc -eq 245 ] || fail "output to a full device gave $rc: $out"
     case $out in *"could not be written"*"No space left"*) ;; *) fail "output to a full device: $out" ;; esac
 fi
+# ... /dev/stdout, /dev/stderr and /dev/stdin open again what the command
+# was given (a root host's pipes were 0600 and root's, /dev/null the host's,
+# outside every Landlock rule: EACCES)
+out=$("$fy" run -- /bin/sh -c 'echo o > /dev/stdout && echo e > /dev/stderr && cat /dev/stdin && echo done' 2>&1 </dev/null); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "o
+e
+done" ] || fail "/dev/stdout, /dev/stderr, /dev/stdin: $rc: $out"
+out=$(echo piped | "$fy" run --stdin -- /bin/sh -c 'cat /dev/stdin' 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = piped ] || fail "/dev/stdin of --stdin: $rc: $out"
 # ... standard input: /dev/null unless --stdin, which takes a pipe or a file
 # but never a terminal ...
 out=$(echo piped | "$fy" run -- /bin/cat 2>/dev/null); rc=$?
