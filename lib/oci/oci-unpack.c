@@ -47,6 +47,14 @@ struct dirfix {
     struct timespec mtime;
 };
 
+/* What the directories' fix-ups (mode and mtime, set when the layer ends)
+ * may hold in memory: each listed directory's path and record. A directory
+ * listed again replaces its fix-up when it is the last one (tar's order);
+ * beyond this, the layer is refused ("entries:"): one 4 KiB path listed
+ * 150,000 times cost 568 MB of the host's memory from an 8 MB blob (the
+ * sixth exploration), about 4 GB at the entries bound. */
+#define DIRFIX_BYTES_MAX (128u << 20)
+
 struct layer_ctx {
     /* Source of the compressed blob. */
     int blob_fd;
@@ -54,7 +62,9 @@ struct layer_ctx {
     /* The chain. */
     struct archive *dec, *tar;
     struct digest hc, hu;      /* the blob, the uncompressed stream */
-    uint64_t ncomp, nunc, expect_comp; /* expect_comp: 0 when unknown */
+    uint64_t ncomp, nunc, expect_comp;
+    bool size_known;           /* expect_comp is the descriptor's (a docker-archive's layer has none); a
+                                  descriptor's 0 is a size like any other (it turned the check off) */
     bool dec_failed;
     bool same;                 /* no compression: the diff_id is the blob's digest (hashed once) */
     const char *bound;         /* "stream" / "ratio" when a read callback stopped */
@@ -65,7 +75,7 @@ struct layer_ctx {
     uint32_t id_first, id_count;   /* owner shift (0: none) */
     uint64_t entries, bytes;
     struct dirfix *fix;
-    size_t nfix, capfix;
+    size_t nfix, capfix, fixbytes;
     const char *blob;          /* digest or archive path, for messages */
     /* Progress. */
     oci_progress_fn progress;
@@ -172,7 +182,7 @@ static la_ssize_t comp_read(struct archive *a, void *ud, const void **buf) {
         digest_update(&c->hc, cb, (size_t)n);
     }
     c->ncomp += (uint64_t)n;
-    if (c->expect_comp && c->ncomp > c->expect_comp) {
+    if (c->size_known && c->ncomp > c->expect_comp) {
         c->bound = "size";
         archive_set_error(a, EFBIG, "the blob is larger than its descriptor");
         return -1;
@@ -453,8 +463,8 @@ static int put_file(struct layer_ctx *c, struct archive_entry *e, int pfd, const
     return 0;
 }
 
-static int put_hardlink(struct layer_ctx *c, const char *target, int pfd, const char *leaf, const char *entry,
-                        fy_error **reterr) {
+static int put_hardlink(struct layer_ctx *c, const char *target, int pfd, const char *leaf, const char *path,
+                        const char *entry, fy_error **reterr) {
     char tpath[PATH_BUF];
     int r = norm_name(c, target, tpath, reterr);
     if (r < 0)
@@ -470,7 +480,9 @@ static int put_hardlink(struct layer_ctx *c, const char *target, int pfd, const 
         close(tfd);
         return UNSAFE("hardlink", "the entry %s links to %s, which is not a file already in the layer", entry, target);
     }
-    if (tfd == pfd || (strcmp(tleaf, leaf) == 0 && strcmp(tpath, entry) == 0)) {
+    /* (a link to itself: nothing to do; the entry's name as normalised, or
+     * "./h" to h removed h, then failed to link it) */
+    if (tfd == pfd || strcmp(tpath, path) == 0) {
         close(tfd);
         return 0;
     }
@@ -546,7 +558,7 @@ static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **re
     if (strncmp(leaf, ".wh.", 4) == 0) {
         r = put_whiteout(c, pfd, leaf, entry, reterr);
     } else if (hard) {
-        r = put_hardlink(c, hard, pfd, leaf, entry, reterr);
+        r = put_hardlink(c, hard, pfd, leaf, path, entry, reterr);
     } else if (type == AE_IFREG) {
         r = put_file(c, e, pfd, leaf, mode, entry, reterr);
     } else if (type == AE_IFDIR) {
@@ -556,13 +568,22 @@ static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **re
         bool over_whiteout = fstatat(pfd, leaf, &wst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(wst.st_mode) &&
                              wst.st_rdev == makedev(0, 0);
         r = clear_leaf(c, pfd, leaf, true, entry, reterr);
+        bool again = r == 1 && c->nfix && strcmp(c->fix[c->nfix - 1].path, path) == 0;
         if (r == 0 && mkdirat(pfd, leaf, 0700) < 0)
             r = fail_os(c, entry, "creating the directory", errno, reterr);
         if (r == 0 && over_whiteout)
             r = mark_opaque(c, pfd, leaf, entry, reterr);
         if (r >= 0 && shift_owner(c, e, pfd, leaf, entry, reterr) < 0)
             r = FY_E_IO;
-        if (r >= 0) {
+        if (r >= 0 && again) {
+            r = 0; /* (the same directory listed again: its last fix-up is this one's) */
+            c->fix[c->nfix - 1].mode = mode;
+            c->fix[c->nfix - 1].mtime = (struct timespec){.tv_sec = archive_entry_mtime(e)};
+        } else if (r >= 0 && (c->fixbytes += strlen(path) + 1 + sizeof(struct dirfix)) > DIRFIX_BYTES_MAX) {
+            r = err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, c->blob,
+                        "entries: layer %s lists directories whose fix-ups take more than %u MiB", c->blob,
+                        DIRFIX_BYTES_MAX >> 20);
+        } else if (r >= 0) {
             r = 0;
             if (c->nfix == c->capfix) {
                 size_t ncap = c->capfix ? 2 * c->capfix : 64;
@@ -713,7 +734,7 @@ static int extract(struct layer_ctx *c, const char *diff_id, const char *digest,
         r = err_set(reterr, FY_E_INTEGRITY, FY_STEP_IMAGE, 0, digest, "digest: layer blob %s has digest %s", digest, got);
         goto out;
     }
-    if (c->expect_comp && c->ncomp != c->expect_comp) {
+    if (c->size_known && c->ncomp != c->expect_comp) {
         r = err_set(reterr, FY_E_INTEGRITY, FY_STEP_IMAGE, 0, c->blob, "size: layer %s is %llu bytes, its descriptor says %llu",
                     c->blob, (unsigned long long)c->ncomp, (unsigned long long)c->expect_comp);
         goto out;
@@ -741,7 +762,7 @@ out:
         free(c->fix[i].path);
     free(c->fix);
     c->fix = NULL;
-    c->nfix = c->capfix = 0;
+    c->nfix = c->capfix = c->fixbytes = 0;
     return r;
 }
 
@@ -1171,6 +1192,7 @@ static int unpack_layers(struct oci_src *src, struct oci_image *img, const struc
         c->outer = NULL;
         c->layer = (uint32_t)i;
         c->expect_comp = img->layer_sizes[i];
+        c->size_known = img->layer_digests[i][0] != 0; /* (a blob named by a descriptor) */
         c->ncomp = c->nunc = c->entries = c->bytes = c->last_report = 0;
         c->dec_failed = false;
         c->bound = NULL;

@@ -13,12 +13,12 @@ Spec:
    "tag": "latest",
    "config": {"Env": [...], "Cmd": [...], "Entrypoint": [...], "User": "", "WorkingDir": ""},
    "corrupt": "layer-digest" | "diff_id" | "manifest" | "config" | "config-size" |
-              "config-media-type",   (optional)
+              "config-media-type" | "layer-size-zero",   (optional)
    "layers": [
      {"compression": "gzip" | "zstd" | "none",
       "entries": [{"name": "bin/x", "type": "file" | "dir" | "symlink" | "hardlink" |
                    "chr" | "blk" | "fifo", "data": "text", "from": "/host/file",
-                   "zeros": BYTES, "mode": 0o644, "target": "...", "major": 1, "minor": 3}],
+                   "zeros": BYTES, "random": BYTES, "repeat": TIMES, "mode": 0o644, "target": "...", "major": 1, "minor": 3}],
       "busybox": true,                 (adds /bin/busybox and applet links)
       "sparse": {"name": "big", "size": BYTES},   (via GNU tar --sparse)
       "truncate": BYTES,               (the blob is cut to this length)
@@ -75,6 +75,7 @@ def layer_tar(spec, work):
                        {'name': 'bin/busybox', 'type': 'file', 'from': '/bin/busybox', 'mode': 0o755}] + \
                       [{'name': 'bin/' + a, 'type': 'symlink', 'target': 'busybox'} for a in APPLETS] + \
                       [{'name': d, 'type': 'dir', 'mode': 0o755} for d in ('etc', 'tmp', 'work', 'root')] + entries
+        entries = [x for e in entries for x in [e] * e.get('repeat', 1)]
         for e in entries:
             ti = tarfile.TarInfo(e['name'])
             ti.mode = e.get('mode', 0o644 if e.get('type', 'file') == 'file' else 0o755)
@@ -89,6 +90,9 @@ def layer_tar(spec, work):
                     data, ti.size = io.BytesIO(raw), len(raw)
                 elif 'zeros' in e:
                     data, ti.size = io.BufferedReader(Zeros(e['zeros']), 1 << 20), e['zeros']
+                elif 'random' in e:  # (incompressible: keeps a layer under the ratio bound)
+                    raw = os.urandom(e['random'])
+                    data, ti.size = io.BytesIO(raw), len(raw)
                 else:
                     raw = e.get('data', '').encode()
                     data, ti.size = io.BytesIO(raw), len(raw)
@@ -193,7 +197,8 @@ def main():
             cfg_desc['mediaType'] = 'application/vnd.oci.image.index.v1+json'
         manifest = {'schemaVersion': 2, 'mediaType': 'application/vnd.oci.image.manifest.v1+json',
                     'config': cfg_desc,
-                    'layers': [{'mediaType': mt, 'digest': dg, 'size': sz} for _, dg, sz, _, mt in layers]}
+                    'layers': [{'mediaType': mt, 'digest': dg, 'size': 0 if corrupt == 'layer-size-zero' else sz}
+                               for _, dg, sz, _, mt in layers]}
         manifest_b = json.dumps(manifest, sort_keys=True).encode()
         man_digest = put(manifest_b)
         with open(os.path.join(root, 'index.json'), 'w') as f:
