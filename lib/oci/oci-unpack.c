@@ -990,29 +990,72 @@ static int remove_tree(int at, const char *name) {
     return util_remove_tree_at(at, name, UTIL_RM_ONE_FS | UTIL_RM_OPEN_UP) < 0 ? -1 : 0;
 }
 
-/* A layer's disk use, for gc's size bound: counted to a depth of 64 (a
- * recursion to a layer's 4,200 levels overran a host thread's small stack,
- * 128 KiB, at about 280; what lies deeper is not counted: an estimate). */
-#define TREE_BYTES_DEPTH 64
-static uint64_t tree_bytes(int at, const char *name, int depth) {
+/* A layer's disk use, for gc's size bound, every level of it: a walk that
+ * holds one directory open at a time and a position per level on the heap
+ * (going back up through ".."), so neither the stack nor the descriptors
+ * grow with the depth (a recursion to a layer's 4,200 levels overran a
+ * host thread's 128 KiB stack; counting only 64 levels let an image keep
+ * any amount of data below them past gc's --max-size: the sixth
+ * exploration). Nothing is followed: O_NOFOLLOW, and ".." of a directory
+ * the walk entered is the one it came from (gc holds the cache's lock). */
+static uint64_t tree_bytes(int at, const char *name) {
     struct stat st;
     if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return 0;
     uint64_t n = (uint64_t)st.st_blocks * 512;
-    if (!S_ISDIR(st.st_mode) || depth >= TREE_BYTES_DEPTH)
-        return n;
-    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = S_ISDIR(st.st_mode) ? openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)
             close(fd);
         return n;
     }
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            n += tree_bytes(dirfd(d), de->d_name, depth + 1);
-    closedir(d);
+    long *pos = NULL;
+    size_t depth = 0, cap = 0;
+    for (;;) {
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (depth == 0)
+                break;
+            int up = openat(dirfd(d), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            closedir(d);
+            if (up < 0 || !(d = fdopendir(up))) {
+                if (up >= 0)
+                    close(up);
+                d = NULL;
+                break;
+            }
+            seekdir(d, pos[--depth]);
+            continue;
+        }
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        n += (uint64_t)st.st_blocks * 512;
+        if (!S_ISDIR(st.st_mode))
+            continue;
+        if (depth == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            long *np = realloc(pos, ncap * sizeof(*np));
+            if (!np)
+                continue; /* (its contents uncounted: an estimate, only without memory) */
+            pos = np;
+            cap = ncap;
+        }
+        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *sd = sub >= 0 ? fdopendir(sub) : NULL;
+        if (!sd) {
+            if (sub >= 0)
+                close(sub);
+            continue;
+        }
+        pos[depth++] = telldir(d);
+        closedir(d);
+        d = sd;
+    }
+    if (d)
+        closedir(d);
+    free(pos);
     return n;
 }
 
@@ -1314,7 +1357,7 @@ static int gc_collect(int root, const char *name, struct gc_item **items, size_t
         snprintf(it->dir, sizeof(it->dir), "%s", name);
         snprintf(it->name, sizeof(it->name), "%s", de->d_name);
         it->used = st.st_mtim.tv_sec;
-        it->bytes = tree_bytes(dirfd(d), de->d_name, 0);
+        it->bytes = tree_bytes(dirfd(d), de->d_name);
         *total += it->bytes;
         (*n)++;
     }

@@ -670,6 +670,31 @@ START_TEST(test_gc_deep_layer_small_stack) {
 }
 END_TEST
 
+/* gc's size bound counts a layer's every level: 1 MiB 100 levels down
+ * (only 64 were counted, so an image kept any amount of data past
+ * --max-size below them). */
+START_TEST(test_gc_counts_deep_data) {
+    char dir[512], digest[OCI_DIGEST_LEN + 1], ref[1024], cache[600];
+    fresh("deepsize", dir, sizeof(dir));
+    static char spec[4096];
+    int n = snprintf(spec, sizeof(spec), "{\"layers\": [{\"compression\": \"none\", \"entries\": [{\"name\": \"");
+    for (int i = 0; i < 100; i++)
+        n += snprintf(spec + n, sizeof(spec) - (size_t)n, "d/");
+    snprintf(spec + n, sizeof(spec) - (size_t)n, "f\", \"random\": 1048576}]}]}");
+    make_image(dir, "img", spec, digest);
+    snprintf(ref, sizeof(ref), "oci:%s/img@%s", dir, digest);
+    struct oci_image *img = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(unpack(dir, ref, NULL, &img, &e) == 0, "%s", fy_error_message(e));
+    oci_image_free(img);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    uint64_t removed = 0;
+    ck_assert_int_eq(oci_gc(cache, 768 * 1024, UINT64_MAX, &removed, &e), 0);
+    ck_assert_msg(removed == 1, "a layer of 1 MiB, 100 levels down, kept under a 768 KiB bound");
+    assert_clean(dir, 0);
+}
+END_TEST
+
 /* A cached layer serves an image only for a blob it was verified from:
  * an image whose config claims a cached layer's diff_id, with a blob of
  * other content, is refused as if nothing were cached (it got the other
@@ -944,6 +969,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_concurrent_and_gc);
     tcase_add_test(tc, test_cached_layer_needs_its_blob);
     tcase_add_test(tc, test_repeated_directory_memory);
+    tcase_add_test(tc, test_gc_counts_deep_data);
     tcase_add_test(tc, test_gc_deep_layer_small_stack);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
