@@ -1658,9 +1658,9 @@ static void note_ptrace_denied(const fy_result *res) {
         n = strtoull(k, NULL, 10);
     }
     if (n)
-        fprintf(stderr, "%s: run: note: the command was refused ptrace(2) %llu time%s (seccomp class "
+        fprintf(stderr, "%s: %s: note: the command was refused ptrace(2) %llu time%s (seccomp class "
                         "general-build); LeakSanitizer's leak check, gdb and strace need it: --seccomp "
-                        "networked-test allows it among the sandbox's own processes\n", prog, n, n == 1 ? "" : "s");
+                        "networked-test allows it among the sandbox's own processes\n", prog, stop_what, n, n == 1 ? "" : "s");
     fy_free(json);
 }
 
@@ -1784,7 +1784,7 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         if (r == 0) {
             fy_policy_free(p);
             fy_caps_free(caps);
-            note_nopipe("%s: run: cancelled: the sandbox was killed\n", prog);
+            note_nopipe("%s: %s: cancelled: the sandbox was killed\n", prog, stop_what);
             return RUN_CANCELLED;
         }
         if (r < 0) {
@@ -1818,8 +1818,8 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
     signal(SIGPIPE, SIG_IGN);
 #endif
     if (!stdin_passed && stdin_left_unread())
-        fprintf(stderr, "%s: run: note: standard input holds data the command was not given (it read /dev/null); "
-                        "--stdin passes it\n", prog);
+        fprintf(stderr, "%s: %s: note: standard input holds data the command was not given (it read /dev/null); "
+                        "--stdin passes it\n", prog, stop_what);
     int status = run_outcome_status(res);
     int outcome = fy_result_outcome(res);
     if (outcome != FY_OUTCOME_SUCCEEDED)
@@ -1828,10 +1828,10 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         ; /* (its reader went away, as `yes | head -1`'s: shells say nothing either) */
     else if (outcome == FY_OUTCOME_SIGNALED && !fy_result_detail(res))
         /* which signal: "signaled" alone left the operator to decode 128+n */
-        fprintf(stderr, "%s: run: %s: signal %d%s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
+        fprintf(stderr, "%s: %s: %s: signal %d%s%s%s\n", prog, stop_what, fy_outcome_name((uint32_t)outcome),
                 fy_result_signal(res), SIGNAME_OPEN, signal_name(fy_result_signal(res)), SIGNAME_CLOSE);
     else if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
-        fprintf(stderr, "%s: run: %s%s%s\n", prog, fy_outcome_name((uint32_t)outcome),
+        fprintf(stderr, "%s: %s: %s%s%s\n", prog, stop_what, fy_outcome_name((uint32_t)outcome),
                 fy_result_detail(res) ? ": " : "", fy_result_detail(res) ? fy_result_detail(res) : "");
     if (result_file) {
         char *json = NULL;
@@ -2512,6 +2512,7 @@ static int wrap_before_start(void *ctx, long uid) {
 }
 
 static int cmd_wrap(int argc, char **argv) {
+    stop_what = "wrap"; /* (its messages said "run:") */
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL, *root_opt = NULL, *prefix = NULL;
     bool same_path = false;
     int i = 0, nbinds = 0;

@@ -263,6 +263,11 @@ if [ -w /dev/full ]; then
     [ $rc -eq 245 ] || fail "output to a full device gave $rc: $out"
     case $out in *"could not be written"*"No space left"*) ;; *) fail "output to a full device: $out" ;; esac
 fi
+# ... wrap's messages say wrap (they said run)
+mkdir -p "$scratch/wraproot"
+out=$(cd "$scratch/wraproot" && "$fy" wrap --root "$scratch/wraproot" -- /bin/sh -c 'kill -USR1 $$' 2>&1); rc=$?
+[ $rc -eq 138 ] || fail "wrap, a command killed by SIGUSR1: $rc: $out"
+case $out in *"forgeyard: wrap: signaled"*) ;; *) fail "wrap's message: $out" ;; esac
 # ... /dev/stdout, /dev/stderr and /dev/stdin open again what the command
 # was given (a root host's pipes were 0600 and root's, /dev/null the host's,
 # outside every Landlock rule: EACCES)
