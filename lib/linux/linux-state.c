@@ -515,8 +515,11 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
         if (alive_as(v.owner, v.owner_start))
             continue; /* its owner still runs: not an orphan */
         if (destroy_record(&v) == 0) {
-            unlinkat(dirfd(d), e->d_name, 0);
-            destroyed++;
+            /* (counted by the collector whose removal of the record
+             * succeeded: another at the same time destroyed the same,
+             * and each counted it) */
+            if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+                destroyed++;
         } else if (!r) {
             r = err_set(reterr, FY_E_IO, FY_STEP_CLEANUP, 0, NULL, "could not remove everything recorded in %s/%s",
                         dir, e->d_name);

@@ -3619,6 +3619,48 @@ START_TEST(test_orphans_reaped_by_next_attempt) {
 }
 END_TEST
 
+/* Collectors at once count each orphan once, together: the one whose
+ * removal of the record succeeded (each counted every record it had
+ * destroyed, another's too: 27 of 8). */
+START_TEST(test_concurrent_gc_counts_once) {
+    char state[160];
+    snprintf(state, sizeof(state), "%s/state-gcrace", scratch);
+    int before;
+    pid_t host = crash_host_with_sandboxes(state, 6, &before);
+    ck_assert_int_eq(count_files(state, ".state"), 6);
+    int go[2], counts[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(counts), 0);
+    pid_t gcs[3];
+    for (int i = 0; i < 3; i++) {
+        if ((gcs[i] = fork()) == 0) {
+            char c;
+            close(go[1]);
+            if (read(go[0], &c, 1) != 0) /* (the start: all at once, when the pipe closes) */
+                _exit(1);
+            uint64_t n = 0;
+            if (fy_gc(state, 0, &n, NULL) < 0)
+                n = 100;
+            _exit(write(counts[1], &n, sizeof(n)) == (ssize_t)sizeof(n) ? 0 : 1);
+        }
+        ck_assert_int_ge(gcs[i], 0);
+    }
+    close(go[0]);
+    close(go[1]);
+    close(counts[1]);
+    uint64_t sum = 0, n;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(read(counts[0], &n, sizeof(n)), (ssize_t)sizeof(n));
+        sum += n;
+        ck_assert_int_eq(waitpid(gcs[i], NULL, 0), gcs[i]);
+    }
+    close(counts[0]);
+    ck_assert_msg(sum == 6, "three collectors at once destroyed %llu of 6 orphans", (unsigned long long)sum);
+    ck_assert_int_eq(count_files(state, ".state"), 0);
+    ck_assert_int_eq(count_cgroups_since(host, 0), before);
+}
+END_TEST
+
 /* A host program killed at a random moment while it starts sandboxes,
  * over and over: whatever instant the crash hits (before, during or after
  * the cgroups are made), fy_gc finds everything it left. */
@@ -5038,6 +5080,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tg, test_gc_unreadable_owner_is_alive);
     tcase_add_test(tg, test_gc_leaves_other_pid_namespace);
     tcase_add_test(tg, test_gc_leader_thread_ended);
+    tcase_add_test(tg, test_concurrent_gc_counts_once);
     suite_add_tcase(s, tg);
     /* What the plan claims of limits against what the host applies
      * (CK_RUN_CASE=limit-claims). */
