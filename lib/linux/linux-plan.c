@@ -943,6 +943,13 @@ const char *linux_plan_describe(const void *plan) {
 static const char *const process_etc[] = {
     "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/localtime", "/etc/ld.so.cache",
     "/etc/services", "/etc/protocols", /* (etc_public) */
+    /* System configuration that common tools read and treat a refusal of
+     * as fatal, where the namespace level's /etc simply lacks them (ENOENT):
+     * git's /etc/gitconfig ("fatal: unknown error occurred while reading
+     * the configuration files"), OpenSSL's openssl.cnf (node and npm stop
+     * at start), the distribution's name (pip's probe, so python3 -m venv).
+     * Read-only; nothing of a secret's kind (the sixth exploration). */
+    "/etc/gitconfig", "/etc/ssl/openssl.cnf", "/etc/debian_version", "/etc/os-release", "/etc/lsb-release",
 };
 static const char *const process_dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
 

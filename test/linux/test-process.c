@@ -214,7 +214,7 @@ START_TEST(test_userns_denied_host) {
              " ls %s >/dev/null 2>&1 || echo LIST_DENIED; echo x > $HOME/h && echo HOME_RW;"
              " getent services http >/dev/null && echo SERVICES_OK;"
              " cat /etc/ssl/certs/ca-certificates.crt >/dev/null 2>&1 && echo CERTS_OK;"
-             " cat /etc/ssl/openssl.cnf >/dev/null 2>&1 || echo SSL_CONFIG_DENIED; cat %s;"
+             " ls /etc/ssl >/dev/null 2>&1 || echo SSL_DIR_DENIED; cat %s;"
              /* a tree deeper than the removers once went (256), with a
               * directory closed to its owner at the bottom */
              " (cd $HOME && i=0; while [ $i -lt 400 ]; do mkdir d && cd d || break; i=$((i+1)); done;"
@@ -238,12 +238,13 @@ START_TEST(test_userns_denied_host) {
     ck_assert_ptr_nonnull(strstr(out, "LIST_DENIED"));
     ck_assert_ptr_nonnull(strstr(out, "HOME_RW"));
     /* The host's service names, and (the development profile reaches the
-     * network) its CA certificates, but no other file of /etc/ssl. */
+     * network) its CA certificates, but not /etc/ssl itself (its
+     * openssl.cnf only, test_process_level_system_config). */
     if (access("/etc/services", R_OK) == 0)
         ck_assert_msg(strstr(out, "SERVICES_OK"), "%s", out);
     if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
         ck_assert_msg(strstr(out, "CERTS_OK"), "%s", out);
-    ck_assert_msg(strstr(out, "SSL_CONFIG_DENIED"), "%s", out);
+    ck_assert_msg(strstr(out, "SSL_DIR_DENIED"), "%s", out);
     ck_assert_msg(strstr(out, "RUNTIME-FILE"), "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "ok daemonised"));
     ck_assert_msg(strstr(out, "DEEP=400\n"), "%s", out);
@@ -503,6 +504,26 @@ END_TEST
  * process of its own uid and from connecting to a host abstract unix
  * socket: both EPERM, the process alive and the listener untouched.
  * Skipped only where the probe reports an ABI below 6. */
+/* The system configuration common tools treat a refusal of as fatal (git,
+ * OpenSSL, pip's distribution probe) is readable at the process level,
+ * where it is the host's; each was EACCES under Landlock. */
+START_TEST(test_process_level_system_config) {
+    deny_userns();
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    const char *sh[] = {"/bin/sh", "-c",
+                        "for f in /etc/gitconfig /etc/ssl/openssl.cnf /etc/debian_version /etc/os-release; do "
+                        "[ -e $f ] || continue; cat $f >/dev/null || echo unreadable $f; done; echo done", NULL};
+    char *out = NULL;
+    fy_result *res = run(p, sh, &out);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    ck_assert_msg(out && strcmp(out, "done\n") == 0, "system configuration at the process level: %s", out);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_process_level_landlock_scoping) {
     deny_userns();
     fy_caps *c = NULL;
@@ -1127,6 +1148,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_host_keyring);
     tcase_add_test(tc, test_process_level_landlock_scoping);
+    tcase_add_test(tc, test_process_level_system_config);
     tcase_add_test(tc, test_process_level_secrets_need_landlock);
     tcase_add_test(tc, test_process_level_refuses_owner_id);
     tcase_add_test(tc, test_process_level_refuses_network_deny);
