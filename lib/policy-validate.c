@@ -450,7 +450,9 @@ static int validate_filesystem(const fy_policy *p, fy_error **reterr) {
         const char *rp = *(char **)vec_at(&p->runtime_paths, i);
         char l[64];
         snprintf(l, sizeof(l), "$.filesystem.runtime_paths[%zu]", i);
-        if ((r = check_host_path(rp, l, reterr)) >= 0 && (r = check_sandbox_target(rp, l, reterr)) >= 0)
+        /* (with an image they are not mounted, the image brings its own: a
+         * bind at /usr/local was refused as inside /usr) */
+        if ((r = check_host_path(rp, l, reterr)) >= 0 && (r = check_sandbox_target(rp, l, reterr)) >= 0 && !p->image)
             r = add_target(t, &n, rp, util_strdup(l), reterr);
     }
     /* A mount inside another host-backed mount would need its mount point

@@ -170,6 +170,33 @@ START_TEST(test_run) {
 }
 END_TEST
 
+/* A bind at or under /usr: the host's runtime paths are not mounted in a
+ * container (the image brings its own), so they do not stand in its way
+ * (refused as "inside /usr", a cargo registry at /usr/local/cargo). */
+START_TEST(test_bind_under_runtime_path) {
+    char dir[600], mark[700];
+    snprintf(dir, sizeof(dir), "%s/usrbind", scratch);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(mark, sizeof(mark), "%s/mark", dir);
+    FILE *f = fopen(mark, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("under-usr\n", f);
+    fclose(f);
+    chmod(mark, 0644);
+    fy_policy *p = policy(FY_PROFILE_RELEASE);
+    fy_error *e = NULL;
+    ck_assert_msg(fy_policy_add_bind(p, dir, "/usr/local/tools", FY_BIND_READ_ONLY, &e) == 0, "%s",
+                  fy_error_message(e));
+    const char *argv[] = {"/bin/cat", "/usr/local/tools/mark", NULL};
+    struct run r;
+    run(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "outcome %d: %s / %s", r.outcome, r.out, r.json);
+    ASSERT_OUT(&r, "under-usr");
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* The upper on disk is bounded as the tmpfs one is: tmp_size, by the disk
  * watchdog (it counts the attempt's upper directory). Writing past it ends
  * the attempt as resource-exceeded, and the result says how the root is
@@ -1052,6 +1079,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_policy_rules);
     tcase_add_test(tc, test_run);
+    tcase_add_test(tc, test_bind_under_runtime_path);
     tcase_add_test(tc, test_root_is_mapped);
     tcase_add_test(tc, test_disk_upper);
     tcase_add_test(tc, test_disk_upper_bounded);
