@@ -1898,6 +1898,10 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
         sigaddset(&set, forwarded[i]);
     struct timespec tick = {0, 250 * 1000 * 1000};
     struct { uint64_t utime, stime, maxrss; } used = {0, 0, 0};
+    /* The count so far goes to the host as it changes, at most every 250
+     * ms: a tree killed from outside (a deadline past its grace, the pids
+     * limit) sends no final count, and usage.processes was then unknown. */
+    uint64_t told_total = 0, told_at = 0;
     for (;;) {
         siginfo_t si;
         int sig = sigtimedwait(&set, &si, &tick);
@@ -1918,6 +1922,14 @@ __attribute__((noreturn)) static void init_loop(const struct child_args *a, pid_
         pid_t p;
         struct rusage ru;
         count_tasks(&tc);
+        if (tc.fd >= 0 && tc.total != told_total) {
+            uint64_t now = now_usec();
+            if (now - told_at >= 250000) {
+                send_msg(sfd, CM_TASKS, 0, 0, 0, tc.total);
+                told_total = tc.total;
+                told_at = now;
+            }
+        }
         while ((p = (pid_t)syscall(SYS_wait4, -1, &st, WNOHANG | __WALL, &ru)) > 0) {
             /* What the reaped used: the host's own reaper may take pid 1
              * (a SIGCHLD set to SIG_IGN), and the kernel's figures with it. */

@@ -263,6 +263,11 @@ if [ -w /dev/full ]; then
     [ $rc -eq 245 ] || fail "output to a full device gave $rc: $out"
     case $out in *"could not be written"*"No space left"*) ;; *) fail "output to a full device: $out" ;; esac
 fi
+# ... a tree killed at its deadline past the grace still has its process
+# count (pid 1 sends it as it changes; only its final report had it)
+"$fy" run --timeout 1s --grace 300ms --result "$scratch/killed.json" -- /bin/sh -c 'trap "" TERM; sleep 30 & sleep 30 & wait' 2>/dev/null
+n=$(grep -o '"processes": *[0-9]*' "$scratch/killed.json" | grep -o '[0-9]*$')
+[ -n "$n" ] && [ "$n" -ge 3 ] || fail "usage.processes of a hard-killed tree: $(grep -o '"processes": *[0-9a-z]*' "$scratch/killed.json")"
 # ... wrap's messages say wrap (they said run)
 mkdir -p "$scratch/wraproot"
 out=$(cd "$scratch/wraproot" && "$fy" wrap --root "$scratch/wraproot" -- /bin/sh -c 'kill -USR1 $$' 2>&1); rc=$?
