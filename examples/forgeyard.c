@@ -301,12 +301,31 @@ static void usage(FILE *f) {
             prog);
 }
 
+/* s for the operator's terminal: control characters (an image's entry
+ * name, a workload's path, a guest's message may hold any) as \xNN, so
+ * that none retitles the terminal, clears it or fakes a line; cut to the
+ * buffer. */
+static const char *term_safe(const char *s, char *buf, size_t size) {
+    size_t n = 0;
+    for (; s && *s && n + 5 < size; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(buf + n, size - n, "\\x%02x", c);
+        else
+            buf[n++] = (char)c;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
 static int report(const char *what, fy_error *err, int code) {
     const char *loc = fy_error_location(err);
+    static char sl[4096 + 64], sm[8192];
     if (loc)
-        fprintf(stderr, "%s: %s: %s: %s\n", prog, what, loc, fy_error_message(err));
+        fprintf(stderr, "%s: %s: %s: %s\n", prog, what, term_safe(loc, sl, sizeof(sl)),
+                term_safe(fy_error_message(err), sm, sizeof(sm)));
     else if (err)
-        fprintf(stderr, "%s: %s: %s (%s, step %s)\n", prog, what, fy_error_message(err),
+        fprintf(stderr, "%s: %s: %s (%s, step %s)\n", prog, what, term_safe(fy_error_message(err), sm, sizeof(sm)),
                 fy_error_name(fy_error_code(err)), fy_step_name(fy_error_step(err)));
     else
         fprintf(stderr, "%s: %s: %s\n", prog, what, fy_strerror(code));
@@ -1830,9 +1849,12 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
         /* which signal: "signaled" alone left the operator to decode 128+n */
         fprintf(stderr, "%s: %s: %s: signal %d%s%s%s\n", prog, stop_what, fy_outcome_name((uint32_t)outcome),
                 fy_result_signal(res), SIGNAME_OPEN, signal_name(fy_result_signal(res)), SIGNAME_CLOSE);
-    else if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED)
+    else if (outcome != FY_OUTCOME_SUCCEEDED && outcome != FY_OUTCOME_FAILED) {
+        static char sd[8192];
         fprintf(stderr, "%s: %s: %s%s%s\n", prog, stop_what, fy_outcome_name((uint32_t)outcome),
-                fy_result_detail(res) ? ": " : "", fy_result_detail(res) ? fy_result_detail(res) : "");
+                fy_result_detail(res) ? ": " : "",
+                fy_result_detail(res) ? term_safe(fy_result_detail(res), sd, sizeof(sd)) : "");
+    }
     if (result_file) {
         char *json = NULL;
         if (fy_result_to_json(res, &json, NULL) == 0) {

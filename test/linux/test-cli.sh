@@ -268,6 +268,11 @@ fi
 "$fy" run --timeout 1s --grace 300ms --result "$scratch/killed.json" -- /bin/sh -c 'trap "" TERM; sleep 30 & sleep 30 & wait' 2>/dev/null
 n=$(grep -o '"processes": *[0-9]*' "$scratch/killed.json" | grep -o '[0-9]*$')
 [ -n "$n" ] && [ "$n" -ge 3 ] || fail "usage.processes of a hard-killed tree: $(grep -o '"processes": *[0-9a-z]*' "$scratch/killed.json")"
+# ... a message never carries a control character to the terminal (an
+# image's entry names, a path: an escape sequence retitled or cleared it)
+out=$("$fy" image inspect "$(printf 'oci:/nonexistent/a\033]0;x\007b')" 2>&1)
+esc=$(printf '\033')
+case $out in *"$esc"*) fail "a raw escape reached the terminal: $out" ;; *'\x1b]0;x\x07b'*) ;; *) fail "the escaped name: $out" ;; esac
 # ... wrap's messages say wrap (they said run)
 mkdir -p "$scratch/wraproot"
 out=$(cd "$scratch/wraproot" && "$fy" wrap --root "$scratch/wraproot" -- /bin/sh -c 'kill -USR1 $$' 2>&1); rc=$?
