@@ -797,6 +797,14 @@ static int open_tar(struct vm *v, const struct fy_plan *np, int which, fy_error 
         close(fd);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_SPAWN, 0, NULL, "out of memory");
     }
+    /* As root, what the guest made is the attempt's workload uid's, as the
+     * namespace backend's workload's is (the range's second id): it was
+     * root's, and a later namespace attempt on the same build directory
+     * could not change it. */
+    if (geteuid() == 0 && np->id_count) {
+        uint32_t id = np->id_count >= 2 ? np->id_first + 1 : np->id_first;
+        v->tar[which]->owner_uid = v->tar[which]->owner_gid = id;
+    }
     return 0;
 }
 

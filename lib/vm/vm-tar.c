@@ -23,6 +23,7 @@ int vmt_init(struct vmt *t, int root) {
     memset(t, 0, sizeof(*t));
     t->root = root;
     t->out = -1;
+    t->owner_uid = t->owner_gid = -1;
     t->copy_budget = UINT64_MAX;
     t->hash = malloc(sizeof(crypto_hash_sha256_state));
     return t->hash ? 0 : -1;
@@ -531,8 +532,11 @@ static int begin_entry(struct vmt *t) {
             return -1;
         int r, er;
         if (type == '5') {
-            r = had && S_ISDIR(old.st_mode) ? 0 : mkdirat(dfd, leaf, 0755);
+            bool kept = had && S_ISDIR(old.st_mode);
+            r = kept ? 0 : mkdirat(dfd, leaf, 0755);
             er = errno;
+            if (r == 0 && !kept && t->owner_uid >= 0)
+                (void)!fchownat(dfd, leaf, (uid_t)t->owner_uid, (gid_t)t->owner_gid, AT_SYMLINK_NOFOLLOW);
         } else {
             /* Made, never followed: this reader walks with O_NOFOLLOW, and
              * a link is the guest's to make, as it would be under a bind. */
@@ -540,6 +544,8 @@ static int begin_entry(struct vmt *t) {
             er = errno;
             if (r == 0 && had && fchownat(dfd, leaf, old.st_uid, old.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
                 /* (a new link's owner: the caller) */
+            } else if (r == 0 && !had && t->owner_uid >= 0) {
+                (void)!fchownat(dfd, leaf, (uid_t)t->owner_uid, (gid_t)t->owner_gid, AT_SYMLINK_NOFOLLOW);
             }
         }
         close(dfd);
@@ -582,6 +588,8 @@ static int begin_entry(struct vmt *t) {
     if (had && S_ISREG(old.st_mode) && (old.st_uid != st.st_uid || old.st_gid != st.st_gid) &&
         fchown(t->out, old.st_uid, old.st_gid) < 0) {
         /* (the caller's, as a new file's: its own to read) */
+    } else if (!(had && S_ISREG(old.st_mode)) && t->owner_uid >= 0) {
+        (void)!fchown(t->out, (uid_t)t->owner_uid, (gid_t)t->owner_gid);
     }
     return 0;
 }

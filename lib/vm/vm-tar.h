@@ -43,6 +43,7 @@ struct vmt {
     uint64_t left;             /* data bytes of the current entry */
     uint64_t pad;              /* padding after it */
     int out;                   /* the file being written, or -1 */
+    int64_t owner_uid, owner_gid; /* what a name the stream makes anew is given (-1: the caller's) */
     void *hash;                /* its crypto_hash_sha256_state */
     char cur_path[VMT_MAX_PATH + 1]; /* the regular file whose data follows, or "" */
     uint64_t cur_size;

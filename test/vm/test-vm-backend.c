@@ -783,6 +783,22 @@ static void workspace(bool cold) {
     ck_assert_int_eq(tl, 11);
     target[tl] = '\0';
     ck_assert_str_eq(target, "/etc/passwd");
+    /* As root, what the guest made is the workload uid's of the namespace
+     * backend (the range's second id), so that a later namespace attempt
+     * may change it; what was there keeps its owner (it was all root's). */
+    if (geteuid() == 0) {
+        const char *made[] = {"build/obj.o", "out/sub", "out/sub/r.txt", "out/link"};
+        for (size_t k = 0; k < sizeof(made) / sizeof(made[0]); k++) {
+            snprintf(path, sizeof(path), "%s/%.*s%s%s", scratch, (int)strcspn(made[k], "/"), made[k], sfx,
+                     made[k] + strcspn(made[k], "/"));
+            ck_assert_int_eq(lstat(path, &st), 0);
+            ck_assert_msg(st.st_uid == 100001 && st.st_gid == 100001, "%s is %u:%u", path, (unsigned)st.st_uid,
+                          (unsigned)st.st_gid);
+        }
+        snprintf(path, sizeof(path), "%s/prev.txt", bld);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(st.st_uid, 0);
+    }
     json_t *iso = isolation(r);
     json_t *files = json_object_get(iso, "returned_files"), *it;
     size_t i;
