@@ -288,6 +288,10 @@ static int norm_name(struct layer_ctx *c, const char *entry, char out[PATH_BUF],
         size_t n = end ? (size_t)(end - p) : strlen(p);
         if (n == 2 && p[0] == '.' && p[1] == '.')
             return UNSAFE("traversal", "the entry %s climbs out with ..", entry);
+        if (n > NAME_MAX) /* (no file system takes it: the failure was an untyped I/O error) */
+            return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, c->blob,
+                           "path: layer %s: an entry name with a component of %zu bytes (at most %d)", c->blob, n,
+                           NAME_MAX);
         if (n && !(n == 1 && p[0] == '.')) {
             if (o)
                 out[o++] = '/';

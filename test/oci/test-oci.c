@@ -379,6 +379,7 @@ static const struct hostile hostile[] = {
                             "{\"name\": \"d/up/pwned\", \"data\": \"x\"}"), FY_E_UNSAFE, "symlink:"},
     {"symlink-dir-entry", L1("{\"name\": \"link\", \"type\": \"symlink\", \"target\": \"%1$s\"}, "
                              "{\"name\": \"link/sub\", \"type\": \"dir\"}"), FY_E_UNSAFE, "symlink:"},
+    {"long-component", L1("{\"name\": \"d/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"data\": \"x\"}"), FY_E_RANGE, "path:"},
     {"hardlink-shadow-abs", L1("{\"name\": \"shadow\", \"type\": \"hardlink\", \"target\": \"/etc/shadow\"}"),
      FY_E_UNSAFE, "absolute:"},
     {"hardlink-shadow-rel", L1("{\"name\": \"shadow\", \"type\": \"hardlink\", \"target\": \"etc/shadow\"}"),
