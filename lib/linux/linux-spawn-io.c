@@ -103,8 +103,11 @@ int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_
 }
 
 void lx_stdio_for_workload(struct lx *x, const struct linux_plan *pl) {
-    if (!pl->as_root)
-        return; /* (the caller's own pipes: its uid is the workload's, or mapped to it) */
+    /* (not root: the caller's own pipes, its uid the workload's or mapped
+     * to it; the process level: its attempts share one uid and the host's
+     * /proc, where one could open another's pipes through /proc/PID/fd) */
+    if (!pl->as_root || pl->process_mode)
+        return;
     for (int i = 0; i < 3; i++) {
         int fd = x->child_stdio[i];
         struct stat st;

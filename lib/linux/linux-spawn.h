@@ -145,7 +145,8 @@ int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_
  * /dev/stderr, /dev/stdin): a root-owned pipe is mode 0600, and `echo x >
  * /dev/stderr`, `tee /dev/stdout` failed with EACCES (the sixth
  * exploration). What else holds the pipe is unchanged; runc does the same
- * for a container's. */
+ * for a container's. Not at the process level (one uid for every attempt,
+ * the host's /proc). */
 void lx_stdio_for_workload(struct lx *x, const struct linux_plan *pl);
 /* The scratch directories: a name is chosen (lx_plan_*), recorded
  * (lx_record_state), and only then made (lx_setup_*: 0 made, 1 it exists or
