@@ -41,7 +41,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -1563,17 +1562,18 @@ static void workload_first_steps(const struct child_args *a) {
  * the path it was opened at, and the host's /dev lies outside every rule
  * (`cat /dev/stdin` failed with EACCES). Same access mode; kept as it was
  * when the sandbox has no /dev/null. */
+#define NULL_RDEV ((dev_t)0x103) /* makedev(1, 3); (gnu_dev_major is a libc call unless inlined: not in the init) */
 static void null_stdio_here(void) {
     for (int i = 0; i < 3; i++) {
         struct stat st;
         int fl = fcntl(i, F_GETFL);
-        if (fl < 0 || fstat(i, &st) < 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != 1 || minor(st.st_rdev) != 3)
+        if (fl < 0 || fstat(i, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != NULL_RDEV)
             continue;
         int n = open("/dev/null", (fl & O_ACCMODE) | O_NOCTTY | O_CLOEXEC);
         if (n < 0)
             continue;
         struct stat nst;
-        if (fstat(n, &nst) == 0 && S_ISCHR(nst.st_mode) && major(nst.st_rdev) == 1 && minor(nst.st_rdev) == 3)
+        if (fstat(n, &nst) == 0 && S_ISCHR(nst.st_mode) && nst.st_rdev == NULL_RDEV)
             (void)dup2(n, i); /* (dup2's copy has no close-on-exec) */
         close(n);
     }
