@@ -3240,7 +3240,9 @@ static pid_t crash_host_with_sandboxes(const char *state, int n, int *ret_before
         fy_prepared *pr = NULL;
         if (fy_prepare(p, NULL, argv, &pr, NULL) < 0)
             _exit(1);
-        fy_handle *h[3];
+        fy_handle *h[8];
+        if (n > 8)
+            _exit(1);
         for (int i = 0; i < n; i++)
             if (start_attempt(pr, &h[i], NULL) < 0)
                 _exit(1);
