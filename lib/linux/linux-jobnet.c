@@ -151,8 +151,8 @@ static uint32_t delete_link(int nl, int ns, const char *name, int hand_ns) {
 
 static void release(struct ljn *j) {
     free(j->helper);
-    lxn_close_netns(&j->nl); /* (a netlink socket holds its namespace too) */
-    lxn_close_netns(&j->ns);
+    pu_fork_close_fd(&j->nl); /* (a netlink socket holds its namespace too) */
+    pu_fork_close_fd(&j->ns);
     pthread_mutex_destroy(&j->mu);
     free(j);
 }

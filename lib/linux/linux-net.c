@@ -139,19 +139,11 @@ static int new_netns(void) {
 }
 
 /* A namespace of an attempt's: new_netns, registered so that no fork of
- * the host keeps it (closed with lxn_close_netns). */
+ * the host keeps it (closed with pu_fork_close_fd). */
 static int attempt_netns(void) {
     int r = new_netns();
     pu_fork_close_add(r);
     return r;
-}
-
-void lxn_close_netns(int *fd) {
-    if (*fd >= 0) {
-        pu_fork_close_del(*fd);
-        close(*fd);
-    }
-    *fd = -1;
 }
 
 static bool same_ns(int a, int b) {
@@ -1639,14 +1631,14 @@ unsigned lxn_teardown(struct lxn_run *run) {
     }
     /* The router namespace (and the sandbox's veth end in it) goes with
      * its last reference: ours, since it is never mounted. */
-    lxn_close_netns(&run->router_fd);
+    pu_fork_close_fd(&run->router_fd);
     /* Direct: the sandbox's namespace, once its processes are gone (the
      * veth went with the uplink's end above). */
-    lxn_close_netns(&run->sandbox_fd);
+    pu_fork_close_fd(&run->sandbox_fd);
     if (run->uplink_fd >= 0)
         close(run->uplink_fd);
-    lxn_close_netns(&run->slot_lock); /* (a socket, registered the same way) */
-    run->router_fd = run->uplink_fd = run->slot_lock = run->sandbox_fd = -1;
+    run->uplink_fd = -1;
+    pu_fork_close_fd(&run->slot_lock);
     return left;
 }
 

@@ -192,11 +192,8 @@ void lxn_leave(int back);
 int lxn_new_netns(void);
 /* The same for a namespace an attempt (or a job, a shell) owns: no fork
  * of the host keeps it (pu_fork_close_add; a forked worker of a killed
- * host kept its veth, routes and rules). Closed with lxn_close_netns. */
+ * host kept its veth, routes and rules). Closed with pu_fork_close_fd. */
 int lxn_new_attempt_netns(void);
-/* Closes *fd (a namespace of lxn_new_netns, or a descriptor registered
- * with pu_fork_close_add: its registration first) and sets it to -1. */
-void lxn_close_netns(int *fd);
 int lxn_nl_open(int ns);
 /* A NETLINK_NETFILTER socket in ns (answers awaited at most 5 s), or
  * -errno. */

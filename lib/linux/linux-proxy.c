@@ -570,13 +570,8 @@ void lxp_defer_settle(struct lxp_run *run) {
         (void)pthread_join(run->defer_thread, NULL);
         run->defer_pending = false;
     }
-    for (int i = 0; i < 2; i++) {
-        if (run->defer_fd[i] >= 0) {
-            pu_fork_close_del(run->defer_fd[i]);
-            close(run->defer_fd[i]);
-        }
-        run->defer_fd[i] = -1;
-    }
+    for (int i = 0; i < 2; i++)
+        pu_fork_close_fd(&run->defer_fd[i]);
     if (run->defer_wake >= 0)
         close(run->defer_wake);
     run->defer_wake = -1;

@@ -27,6 +27,7 @@
 
 #include "linux-net.h"
 #include "linux-plan.h"
+#include "linux-probe-util.h"
 #include "linux-spawn.h"
 #include "linux-state.h"
 #include "linux-syscall.h"
@@ -122,7 +123,7 @@ static struct lx_shell *shell_new(void) {
 }
 
 static void shell_free(struct lx_shell *sh) {
-    lxn_close_netns(&sh->netns);
+    pu_fork_close_fd(&sh->netns);
     lx_close_fd(&sh->pidfd);
     lx_close_fd(&sh->sync);
     lx_close_fd(&sh->state_fd);

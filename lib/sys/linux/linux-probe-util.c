@@ -359,6 +359,14 @@ void pu_fork_close_del(int fd) {
     }
 }
 
+void pu_fork_close_fd(int *fd) {
+    if (*fd >= 0) {
+        pu_fork_close_del(*fd);
+        close(*fd);
+    }
+    *fd = -1;
+}
+
 static void fork_close_child(void) {
     for (size_t i = 0; i < PU_FORK_CLOSE_MAX; i++) {
         int v = atomic_exchange(&fork_close[i], 0);

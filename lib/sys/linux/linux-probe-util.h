@@ -148,5 +148,7 @@ __attribute__((noreturn)) void pu_end_like(int st, pid_t self);
 #define PU_FORK_CLOSE_MAX 1024
 void pu_fork_close_add(int fd);
 void pu_fork_close_del(int fd);
+/* Closes *fd (>= 0), its registration first, and sets it to -1. */
+void pu_fork_close_fd(int *fd);
 
 #endif
