@@ -642,20 +642,28 @@ static void *deep_gc(void *arg) {
     return NULL;
 }
 
-START_TEST(test_gc_deep_layer_small_stack) {
-    char dir[512], digest[OCI_DIGEST_LEN + 1], ref[1024], cache[600];
-    fresh("deepgc", dir, sizeof(dir));
+/* An image of one uncompressed layer holding one file levels directories
+ * down (named "d"), with the file's entry fields (after its name) as
+ * given, unpacked into dir's cache. */
+static void unpack_deep_file(const char *dir, int levels, const char *fields) {
+    char digest[OCI_DIGEST_LEN + 1], ref[1024];
     static char spec[8192];
     int n = snprintf(spec, sizeof(spec), "{\"layers\": [{\"compression\": \"none\", \"entries\": [{\"name\": \"");
-    for (int i = 0; i < 2040; i++)
-        n += snprintf(spec + n, sizeof(spec) - (size_t)n, "a/");
-    snprintf(spec + n, sizeof(spec) - (size_t)n, "f\", \"data\": \"deep\"}]}]}");
+    for (int i = 0; i < levels; i++)
+        n += snprintf(spec + n, sizeof(spec) - (size_t)n, "d/");
+    snprintf(spec + n, sizeof(spec) - (size_t)n, "f\", %s}]}]}", fields);
     make_image(dir, "img", spec, digest);
     snprintf(ref, sizeof(ref), "oci:%s/img@%s", dir, digest);
     struct oci_image *img = NULL;
     fy_error *e = NULL;
     ck_assert_msg(unpack(dir, ref, NULL, &img, &e) == 0, "%s", fy_error_message(e));
     oci_image_free(img);
+}
+
+START_TEST(test_gc_deep_layer_small_stack) {
+    char dir[512], cache[600];
+    fresh("deepgc", dir, sizeof(dir));
+    unpack_deep_file(dir, 2040, "\"data\": \"deep\"");
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     deep_cache = cache;
     pthread_attr_t at;
@@ -675,20 +683,11 @@ END_TEST
  * (only 64 were counted, so an image kept any amount of data past
  * --max-size below them). */
 START_TEST(test_gc_counts_deep_data) {
-    char dir[512], digest[OCI_DIGEST_LEN + 1], ref[1024], cache[600];
+    char dir[512], cache[600];
     fresh("deepsize", dir, sizeof(dir));
-    static char spec[4096];
-    int n = snprintf(spec, sizeof(spec), "{\"layers\": [{\"compression\": \"none\", \"entries\": [{\"name\": \"");
-    for (int i = 0; i < 100; i++)
-        n += snprintf(spec + n, sizeof(spec) - (size_t)n, "d/");
-    snprintf(spec + n, sizeof(spec) - (size_t)n, "f\", \"random\": 1048576}]}]}");
-    make_image(dir, "img", spec, digest);
-    snprintf(ref, sizeof(ref), "oci:%s/img@%s", dir, digest);
-    struct oci_image *img = NULL;
-    fy_error *e = NULL;
-    ck_assert_msg(unpack(dir, ref, NULL, &img, &e) == 0, "%s", fy_error_message(e));
-    oci_image_free(img);
+    unpack_deep_file(dir, 100, "\"random\": 1048576");
     snprintf(cache, sizeof(cache), "%s/cache", dir);
+    fy_error *e = NULL;
     uint64_t removed = 0;
     ck_assert_int_eq(oci_gc(cache, 768 * 1024, UINT64_MAX, &removed, &e), 0);
     ck_assert_msg(removed == 1, "a layer of 1 MiB, 100 levels down, kept under a 768 KiB bound");
