@@ -47,13 +47,6 @@ struct dirfix {
     struct timespec mtime;
 };
 
-/* What the directories' fix-ups (mode and mtime, set when the layer ends)
- * may hold in memory: each listed directory's path and record. A directory
- * listed again replaces its fix-up when it is the last one (tar's order);
- * beyond this, the layer is refused ("entries:"): one 4 KiB path listed
- * 150,000 times cost 568 MB of the host's memory from an 8 MB blob (the
- * sixth exploration), about 4 GB at the entries bound. */
-#define DIRFIX_BYTES_MAX (128u << 20)
 
 struct layer_ctx {
     /* Source of the compressed blob. */
@@ -371,8 +364,14 @@ static int clear_leaf(struct layer_ctx *c, int pfd, const char *leaf, bool keep_
     if (S_ISDIR(st.st_mode)) {
         if (keep_dir)
             return 1;
+        /* (one of this layer's own: a lower layer's lies elsewhere, and
+         * overlayfs hides it. A tar of a real tree never lists both, and
+         * dropping what the layer put below it would leave its fix-ups
+         * naming whatever takes the place.) */
         if (unlinkat(pfd, leaf, AT_REMOVEDIR) < 0)
-            return fail_os(c, entry, "replacing the directory", errno, reterr);
+            return errno == ENOTEMPTY || errno == EEXIST
+                       ? UNSAFE("replace", "the entry %s takes the place of a directory the layer filled", entry)
+                       : fail_os(c, entry, "replacing the directory", errno, reterr);
         return 0;
     }
     if (unlinkat(pfd, leaf, 0) < 0)
@@ -583,10 +582,14 @@ static int put_entry(struct layer_ctx *c, struct archive_entry *e, fy_error **re
             r = 0; /* (the same directory listed again: its last fix-up is this one's) */
             c->fix[c->nfix - 1].mode = mode;
             c->fix[c->nfix - 1].mtime = (struct timespec){.tv_sec = archive_entry_mtime(e)};
-        } else if (r >= 0 && (c->fixbytes += strlen(path) + 1 + sizeof(struct dirfix)) > DIRFIX_BYTES_MAX) {
+        } else if (r >= 0 && (c->fixbytes += strlen(path) + 1 + sizeof(struct dirfix)) > c->lim.fixup_bytes) {
+            /* (what the directories' fix-ups, mode and mtime set when the
+             * layer ends, hold in memory: each listed directory's path and
+             * record; a directory listed again replaces its fix-up when it
+             * is the last one, tar's order) */
             r = err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, c->blob,
-                        "entries: layer %s lists directories whose fix-ups take more than %u MiB", c->blob,
-                        DIRFIX_BYTES_MAX >> 20);
+                        "entries: layer %s lists directories whose fix-ups take more than %llu bytes", c->blob,
+                        (unsigned long long)c->lim.fixup_bytes);
         } else if (r >= 0) {
             r = 0;
             if (c->nfix == c->capfix) {
@@ -1077,6 +1080,8 @@ static void limits_default(struct oci_limits *l, const struct oci_limits *in) {
         l->ratio = OCI_DEFAULT_RATIO;
     if (!l->ratio_floor)
         l->ratio_floor = OCI_DEFAULT_RATIO_FLOOR;
+    if (!l->fixup_bytes)
+        l->fixup_bytes = OCI_DEFAULT_FIXUP_BYTES;
 }
 
 /* Opens layer i's compressed stream into c (blob_fd or outer). */

@@ -389,6 +389,10 @@ static const struct hostile hostile[] = {
     {"hardlink-via-symlink", L1("{\"name\": \"e\", \"type\": \"symlink\", \"target\": \"/etc\"}, "
                                 "{\"name\": \"shadow\", \"type\": \"hardlink\", \"target\": \"e/shadow\"}"),
      FY_E_UNSAFE, "symlink:"},
+    /* a file in place of a non-empty directory of the same layer: a malformed
+     * layer, said as one (it was an I/O error, "Directory not empty") */
+    {"file-over-full-dir", L1("{\"name\": \"x\", \"type\": \"dir\"}, {\"name\": \"x/y\", \"data\": \"y\"}, "
+                              "{\"name\": \"x\", \"data\": \"x\"}"), FY_E_UNSAFE, "replace:"},
     {"whiteout-dotdot", L1("{\"name\": \"a/.wh..\", \"data\": \"\"}"), FY_E_UNSAFE, "whiteout:"},
     {"whiteout-up", L1("{\"name\": \"../.wh.victim\", \"data\": \"\"}"), FY_E_UNSAFE, "traversal:"},
     {"whiteout-empty", L1("{\"name\": \".wh.\", \"data\": \"\"}"), FY_E_UNSAFE, "whiteout:"},
@@ -516,6 +520,8 @@ START_TEST(test_bounds) {
         {{.layer_bytes = 4096}, FY_E_RANGE, "bytes:"},
         {{.stream_bytes = 65536}, FY_E_RANGE, "bytes:"},
         {{.ratio = 1, .ratio_floor = 1}, FY_E_RANGE, "ratio:"},
+        /* (the busybox layer's five directories past a fix-up bound of 64 bytes) */
+        {{.fixup_bytes = 64}, FY_E_RANGE, "entries:"},
     };
     for (size_t i = 0; i < FY_ARRAY_SIZE(cases); i++) {
         struct oci_opts o = {.limits = cases[i].l};
