@@ -486,7 +486,10 @@ int state_gc(const char *dir, uint64_t *ret_destroyed, fy_error **reterr) {
             /* (gone meanwhile: another collector's; anything else is said:
              * a record skipped for want of descriptors is no clean host) */
             int oe = errno;
-            if (oe != ENOENT && !r)
+            if (oe == ELOOP && !r) /* (a symbolic link: planted, not followed) */
+                r = err_set(reterr, FY_E_UNSAFE, FY_STEP_CLEANUP, oe, NULL,
+                            "%s/%s is a symbolic link, not this user's record: not acted on", dir, e->d_name);
+            else if (oe != ENOENT && !r)
                 r = err_set(reterr, err_from_errno(oe), FY_STEP_CLEANUP, oe, NULL, "%s/%s: %s: not collected", dir,
                             e->d_name, strerror(oe));
             continue;

@@ -3931,9 +3931,17 @@ START_TEST(test_state_dir_not_ours) {
     ck_assert_int_eq(count_files(state, ".state"), 1);
     fy_prepared_free(pr);
     fy_policy_free(p);
-    /* Made ours alone, the same record is acted on: the victim goes. */
+    /* Made ours alone, the same record is acted on: the victim goes. A
+     * symbolic link planted beside it (to that record) is not followed and
+     * is said as what it is: FY_E_UNSAFE, not an I/O error. */
     ck_assert_int_eq(chmod(state, 0700), 0);
-    ck_assert_int_eq(fy_gc(state, 0, &destroyed, NULL), 0);
+    char link[300];
+    snprintf(link, sizeof(link), "%s/forgeyard-link.state", state);
+    ck_assert_int_eq(symlink(rec, link), 0);
+    ck_assert_int_eq(fy_gc(state, 0, &destroyed, &e), FY_E_UNSAFE);
+    ck_assert_msg(strstr(fy_error_message(e), "symbolic link"), "%s", fy_error_message(e));
+    fy_error_free(e);
+    ck_assert_int_eq(unlink(link), 0);
     ck_assert_uint_eq(destroyed, 1);
     int st = 0;
     ck_assert_int_eq(waitpid(victim, &st, 0), victim);
