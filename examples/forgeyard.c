@@ -3365,7 +3365,9 @@ int main(int argc, char **argv) {
         int r = fy_gc(dir, 0, &n, &err);
         if (r < 0)
             return report("gc", err, r), EXIT_FAIL;
-        printf("destroyed %llu orphaned sandbox%s\n", (unsigned long long)n, n == 1 ? "" : "es");
+        /* (fy_gc counts an orphaned action's attempt directory as one too) */
+        printf("destroyed %llu orphaned sandbox%s or action attempt%s\n", (unsigned long long)n, n == 1 ? "" : "es",
+               n == 1 ? "" : "s");
         return EXIT_OK;
     }
     if (strcmp(cmd, "policy") == 0) {
