@@ -101,6 +101,9 @@ int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *),
 /* os_cache_dir (os.h) for every folder: the user's cache directory for
  * leaf (malloc'd; $override first), or NULL with errno. */
 char *util_cache_dir(const char *override, const char *leaf);
+struct utsname;
+/* os_uname (os.h) for every folder. */
+int util_uname(struct utsname *u);
 /* os_mkdir_parents (os.h) for every folder: path's missing parents made
  * with mode, not path itself. 0, or -errno. */
 int util_mkdir_parents(const char *path, unsigned mode);

@@ -55,6 +55,11 @@ int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), v
  * made here. NULL (errno set) when there is none: that directory exists
  * and is not this user's alone, or cannot be made. */
 char *os_cache_dir(const char *override, const char *leaf);
+struct utsname;
+/* uname(2) as the machine is, not as the calling process's personality
+ * shows it (UNAME26 fakes a 2.6 release, PER_LINUX32 a 32-bit machine),
+ * for the evidence and the platform checks: 0, or -1. */
+int os_uname(struct utsname *u);
 /* The missing parent directories of path made with mode (existing ones
  * untouched; path itself not made). 0, or -errno. */
 int os_mkdir_parents(const char *path, mode_t mode);

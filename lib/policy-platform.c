@@ -12,7 +12,7 @@
 
 static bool isa_matches(const char *want) {
     struct utsname u;
-    if (uname(&u) < 0)
+    if (util_uname(&u) < 0)
         return false;
     static const char *const x86[] = {"x86-64", "x86_64", "amd64"}, *const arm[] = {"aarch64", "arm64"};
     const char *const *names = NULL;

@@ -2132,6 +2132,58 @@ void lx_default_signals(void) {
     sigprocmask(SIG_SETMASK, &all, NULL);
 }
 
+/* What the caller's process carries that no policy declares, and that
+ * would follow every process of the sandbox through fork and exec, put
+ * back before anything is forked here:
+ * - a real-time policy or a raised priority (negative nice, the real-time
+ *   I/O class): outside every CPU quota, and a v1 cpu cgroup refuses a
+ *   real-time task (EINVAL); RLIMIT_RTPRIO and RLIMIT_NICE of 0 only stop
+ *   the workload from raising them itself;
+ * - the personality: address randomisation off, a 32-bit or 2.6 uname,
+ *   personas the seccomp profiles never let the workload take;
+ * - a negative oom_score_adj (-1000: a workload its memory cgroup's OOM
+ *   killer passes over, stuck at its limit);
+ * - the timer slack, THP turned off, KSM merging turned on.
+ * A lowered priority (positive nice, an idle or batch policy, the idle I/O
+ * class) and the CPU affinity stay: the host's to give, and none lets the
+ * workload take more. */
+#define FY_PR_SET_MEMORY_MERGE 67
+#define FY_DEFAULT_TIMER_SLACK_NS 50000
+#define FY_IOPRIO_WHO_PROCESS 1
+#define FY_IOPRIO_CLASS_RT 1
+static void reset_inherited(int sfd) {
+    long pol = syscall(SYS_sched_getscheduler, 0);
+    long base = pol & ~(long)SCHED_RESET_ON_FORK;
+    if (pol >= 0 && (base == SCHED_FIFO || base == SCHED_RR)) {
+        struct sched_param sp = {0};
+        if (syscall(SYS_sched_setscheduler, 0, SCHED_OTHER | (int)(pol & SCHED_RESET_ON_FORK), &sp) < 0)
+            die(sfd, FY_STEP_SPAWN, errno);
+    }
+    /* (the system call's 20 - nice) */
+    if (syscall(SYS_getpriority, PRIO_PROCESS, 0) > 20 && syscall(SYS_setpriority, PRIO_PROCESS, 0, 0) < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
+    long io = syscall(SYS_ioprio_get, FY_IOPRIO_WHO_PROCESS, 0);
+    if (io >= 0 && (io >> 13) == FY_IOPRIO_CLASS_RT && syscall(SYS_ioprio_set, FY_IOPRIO_WHO_PROCESS, 0, 0) < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
+    long per = syscall(SYS_personality, 0xffffffffUL);
+    if (per > 0 && syscall(SYS_personality, 0UL) < 0)
+        die(sfd, FY_STEP_SPAWN, errno);
+    int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+        char v[16];
+        ssize_t n = pread(fd, v, sizeof(v) - 1, 0);
+        if (n > 0 && v[0] == '-' && write(fd, "0", 1) != 1) {
+            int e = errno;
+            close(fd);
+            die(sfd, FY_STEP_SPAWN, e);
+        }
+        close(fd);
+    }
+    (void)prctl(PR_SET_TIMERSLACK, FY_DEFAULT_TIMER_SLACK_NS, 0, 0, 0);
+    (void)prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+    (void)prctl(FY_PR_SET_MEMORY_MERGE, 0, 0, 0, 0); /* (EINVAL before 6.4: nothing to undo) */
+}
+
 __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
     /* Our copy-on-write copy of the arguments: ours to renumber. */
     struct child_args copy = *args;
@@ -2146,6 +2198,10 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
      * a pre-started shell was made with: what the library creates gets the
      * modes it names, and the workload starts with the usual 022. */
     umask(022);
+    /* (A pre-started shell did this before its claim: nothing of a claim
+     * changes it.) */
+    if (!a->prestarted)
+        reset_inherited(sfd);
     /* The root as our working directory, before anything is forked: we
      * were cloned with the host's, and pivot_root moves only a working
      * directory that is the old root. One anywhere else kept pointing into
@@ -2215,6 +2271,9 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
             die(sfd, FY_STEP_UID_MAP, -r);
         FAULT(a, FY_STEP_USERNS);
         if (pl->hostname && sethostname(pl->hostname, slen(pl->hostname)) < 0)
+            die(sfd, FY_STEP_USERNS, errno);
+        /* (the new UTS namespace copied the host's NIS domain name too) */
+        if (pl->hostname && syscall(SYS_setdomainname, "(none)", 6) < 0)
             die(sfd, FY_STEP_USERNS, errno);
         if ((r = set_kernel_counts(pl)) < 0)
             die(sfd, FY_STEP_USERNS, -r);

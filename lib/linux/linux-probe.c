@@ -317,7 +317,7 @@ int linux_probe(fy_caps *c, uint64_t flags, fy_error **reterr) {
     c->host.uid = (uint32_t)getuid();
     c->host.gid = (uint32_t)getgid();
     struct utsname u;
-    if (uname(&u) == 0 && !(c->host.kernel_release = util_strdup(u.release)))
+    if (util_uname(&u) == 0 && !(c->host.kernel_release = util_strdup(u.release)))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, ENOMEM, NULL, "out of memory");
 
     lp_probe_namespaces(c, is_root, has_sys_admin, &st);

@@ -456,7 +456,7 @@ int linux_qualify_run(const fy_policy *policy, uint32_t groups, const char *tmp_
     json_object_set_new(root, "library", json_string(fy_version_string()));
     json_object_set_new(root, "profile", json_string(qualify_profile_name(policy)));
     struct utsname u;
-    json_object_set_new(root, "host", json_pack("{s:s,s:s}", "kernel", uname(&u) == 0 ? u.release : "unknown",
+    json_object_set_new(root, "host", json_pack("{s:s,s:s}", "kernel", util_uname(&u) == 0 ? u.release : "unknown",
                                                 "caller", geteuid() == 0 ? "root" : "unprivileged"));
     int r = qa_run_baseline(&q, root, reterr);
     if (r >= 0) {

@@ -80,7 +80,7 @@ static void add_link(struct strbuf *key, const char *label, const char *path) {
 
 int linux_snapshot_fingerprint(struct strbuf *key) {
     struct utsname u;
-    if (uname(&u) == 0)
+    if (util_uname(&u) == 0)
         strbuf_printf(key, "kernel %s %s %s\n", u.release, u.version, u.machine);
     /* This very library file (a rebuild is another library). */
     Dl_info info;

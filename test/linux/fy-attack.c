@@ -248,6 +248,27 @@ int main(int argc, char **argv) {
         memset(&attr, 0, sizeof(attr));
         return report(syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof(attr)), "bpf");
     }
+    if (!strcmp(c, "inherited")) {
+        /* What the process carries from its caller that no policy declares:
+         * "policy=P nice=N ioclass=C personality=X oom=O slack=S thp=T ksm=K
+         * domain=D" (ids of the system calls' own forms). */
+        char oom[16] = "?", dom[80] = "?";
+        int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, oom, sizeof(oom) - 1) : -1;
+        oom[n > 0 ? n - 1 : 0] = '\0';
+        if (fd >= 0)
+            close(fd);
+        fd = open("/proc/sys/kernel/domainname", O_RDONLY | O_CLOEXEC);
+        n = fd >= 0 ? read(fd, dom, sizeof(dom) - 1) : -1;
+        dom[n > 0 ? n - 1 : 0] = '\0';
+        if (fd >= 0)
+            close(fd);
+        printf("policy=%ld nice=%ld ioclass=%ld personality=%lx oom=%s slack=%d thp=%d ksm=%d domain=%s\n",
+               syscall(SYS_sched_getscheduler, 0), 20 - syscall(SYS_getpriority, 0, 0),
+               syscall(SYS_ioprio_get, 1, 0) >> 13, syscall(SYS_personality, 0xffffffffUL), oom,
+               prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), prctl(68, 0, 0, 0, 0), dom);
+        return 0;
+    }
     if (!strcmp(c, "keyctl"))
         return report(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0), "keyctl");
     if (!strcmp(c, "ptys"))

@@ -29,6 +29,8 @@
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/utsname.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -4492,6 +4494,79 @@ START_TEST(test_spool_on_workload_full_fs) {
 }
 END_TEST
 
+/* A host process that carries what no policy declares: the workload gets
+ * none of it. Root: a real-time policy (the release profile's v1 cpu cgroup
+ * refused such a task: an infrastructure failure, EINVAL), a raised nice,
+ * the real-time I/O class, a NIS domain name (in a UTS namespace of the
+ * host child's). Everyone: a personality (a 32-bit uname, address
+ * randomisation off), the timer slack, THP off, KSM merging on. What only
+ * lowers the workload stays: a raised oom_score_adj, a positive nice
+ * (rootless). */
+START_TEST(test_host_process_state_not_inherited) {
+    char out[600];
+    snprintf(out, sizeof(out), "%s/inherited-%d", scratch, (int)getpid());
+    bool root = !rootless && geteuid() == 0;
+    int ksm = prctl(68 /* PR_GET_MEMORY_MERGE */, 0, 0, 0, 0) < 0 ? -1 : 0; /* (before 6.4: none) */
+    struct utsname real;
+    ck_assert_int_eq(uname(&real), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        struct sched_param sp = {.sched_priority = 1};
+        if (root && (unshare(CLONE_NEWUTS) < 0 || setdomainname("fy-secret.example", 17) < 0 ||
+                     setpriority(PRIO_PROCESS, 0, -5) < 0 || syscall(SYS_ioprio_set, 1, 0, (1 << 13) | 4) < 0 ||
+                     sched_setscheduler(0, SCHED_FIFO, &sp) < 0))
+            _exit(10);
+        if (!root && setpriority(PRIO_PROCESS, 0, 5) < 0)
+            _exit(11);
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "300", 3) != 3)
+            _exit(12);
+        close(fd);
+        if (personality(PER_LINUX32 | ADDR_NO_RANDOMIZE | UNAME26) < 0 || prctl(PR_SET_TIMERSLACK, 1234567, 0, 0, 0) < 0 ||
+            prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0)
+            _exit(13);
+        if (ksm == 0 && prctl(67 /* PR_SET_MEMORY_MERGE */, 1, 0, 0, 0) < 0)
+            _exit(14);
+        /* The evidence names the kernel as it is, not as this process's
+         * uname shows it (2.6.x), and the machine's ISA is still x86-64. */
+        fy_caps *caps = NULL;
+        if (fy_probe(FY_PROBE_FRESH, &caps, NULL) < 0)
+            _exit(15);
+        char *cj = NULL;
+        json_t *j = fy_caps_to_json(caps, &cj, NULL) == 0 ? json_loads(cj, 0, NULL) : NULL;
+        const char *k = j ? json_string_value(json_object_get(j, "kernel")) : NULL;
+        if (!k || strcmp(k, real.release) != 0)
+            _exit(16);
+        json_decref(j);
+        fy_free(cj);
+        fy_caps_free(caps);
+        fy_policy *p = policy();
+#ifdef __x86_64__
+        if (fy_policy_set_platform_property(p, "ISA", "x86-64", NULL) < 0)
+            _exit(17);
+#endif
+        fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
+        const char *argv[] = {"/opt/fy/fy-attack", "inherited", "", tag(), NULL};
+        fy_result *res = host_child_run(p, argv);
+        int o = fy_result_outcome(res);
+        fy_result_free(res);
+        fy_policy_free(p);
+        _exit(o == FY_OUTCOME_SUCCEEDED ? 0 : 20 + o);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child: %d (20+: the outcome)", WEXITSTATUS(st));
+    char *text = slurp(out);
+    char want[300];
+    snprintf(want, sizeof(want), "policy=0 nice=%d ioclass=0 personality=0 oom=300 slack=50000 thp=0 ksm=%d domain=(none)\n",
+             root ? 0 : 5, ksm);
+    ck_assert_str_eq(text, want);
+    free(text);
+    unlink(out);
+}
+END_TEST
+
 START_TEST(test_spool_past_host_file_size_limit) {
     /* A host whose RLIMIT_FSIZE (100 KiB: ulimit -f, systemd's
      * LimitFSIZE=) is below what the workload writes to an FY_STDIO_FILE
@@ -5116,6 +5191,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tl, test_exit_before_deadline_while_idle);
     tcase_add_test(tl, test_unnamed_files_every_task);
     tcase_add_test(tl, test_spool_past_host_file_size_limit);
+    tcase_add_test(tl, test_host_process_state_not_inherited);
     tcase_add_test(tl, test_spool_on_workload_full_fs);
     tcase_add_test(tl, test_host_terminal_refused);
     suite_add_tcase(s, tl);

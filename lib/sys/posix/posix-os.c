@@ -13,10 +13,18 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/personality.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "os.h"
+
+#if defined(__x86_64__)
+#define FY_BUILD_MACHINE "x86_64"
+#elif defined(__aarch64__)
+#define FY_BUILD_MACHINE "aarch64"
+#endif
 #ifdef __linux__
 #include "linux-probe-util.h"
 #endif
@@ -145,6 +153,27 @@ int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), v
 static char *joined(const char *a, const char *b, const char *c) {
     char *s = NULL;
     return asprintf(&s, "%s%s%s", a, b, c) < 0 ? NULL : s;
+}
+
+int os_uname(struct utsname *u) {
+    if (uname(u) < 0)
+        return -1;
+    int per = personality(0xffffffff);
+    if (per != -1 && (per & UNAME26)) {
+        int fd = open("/proc/sys/kernel/osrelease", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, u->release, sizeof(u->release) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0)
+            return -1;
+        u->release[n] = '\0';
+        u->release[strcspn(u->release, "\n")] = '\0';
+    }
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (per != -1 && (per & PER_MASK) == PER_LINUX32)
+        snprintf(u->machine, sizeof(u->machine), "%s", FY_BUILD_MACHINE);
+#endif
+    return 0;
 }
 
 char *os_cache_dir(const char *override, const char *leaf) {

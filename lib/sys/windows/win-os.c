@@ -9,6 +9,10 @@
 #include <windows.h>
 
 #include "os.h"
+#include "sys/utsname.h"
+
+/* (no personalities here) */
+int os_uname(struct utsname *u) { return uname(u); }
 
 static HANDLE as_handle(int w) { return (HANDLE)(intptr_t)w; }
 
