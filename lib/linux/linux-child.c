@@ -1513,6 +1513,9 @@ static void load_workload_filter(const struct child_args *a) {
     /* (no IPC namespace: the calls that would reach the host's refused) */
     if (pl->ipc_bpf && load_filter(pl->ipc_bpf, pl->ipc_bpf_len, 0) < 0)
         die(sfd, FY_STEP_SECCOMP, errno);
+    /* (no pid namespace: other processes' limits and priorities refused) */
+    if (pl->others_bpf && load_filter(pl->others_bpf, pl->others_bpf_len, 0) < 0)
+        die(sfd, FY_STEP_SECCOMP, errno);
     if (pl->seccomp_notify) {
         if (send_fd(a->notify_sock, fd) < 0)
             die(sfd, FY_STEP_SECCOMP, errno);

@@ -127,6 +127,7 @@ int lx_pack(const struct child_args *a, unsigned char **ret_blob, size_t *ret_le
     pl.bpf = AS_PTR(src->bpf ? put(&p, src->bpf, (size_t)src->bpf_len * 8) : 0);
     pl.init_bpf = AS_PTR(src->init_bpf ? put(&p, src->init_bpf, (size_t)src->init_bpf_len * 8) : 0);
     pl.ipc_bpf = AS_PTR(src->ipc_bpf ? put(&p, src->ipc_bpf, (size_t)src->ipc_bpf_len * 8) : 0);
+    pl.others_bpf = AS_PTR(src->others_bpf ? put(&p, src->others_bpf, (size_t)src->others_bpf_len * 8) : 0);
     size_t ops = src->nops ? reserve(&p, src->nops * sizeof(struct mount_op)) : 0;
     for (size_t i = 0; ops && i < src->nops; i++) {
         struct mount_op op = src->ops[i];
@@ -251,6 +252,7 @@ struct child_args *lx_unpack(unsigned char *blob, size_t len) {
     pl->bpf = at(&u, pl->bpf, (size_t)pl->bpf_len * 8);
     pl->init_bpf = at(&u, pl->init_bpf, (size_t)pl->init_bpf_len * 8);
     pl->ipc_bpf = at(&u, pl->ipc_bpf, (size_t)pl->ipc_bpf_len * 8);
+    pl->others_bpf = at(&u, pl->others_bpf, (size_t)pl->others_bpf_len * 8);
     pl->ops = pl->nops ? at(&u, pl->ops, pl->nops * sizeof(struct mount_op)) : NULL;
     for (size_t i = 0; pl->ops && i < pl->nops; i++) {
         struct mount_op *op = &pl->ops[i];

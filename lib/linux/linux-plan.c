@@ -827,6 +827,13 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
                                                    "with EPERM (no IPC namespace)"
                                                  : "shared with the host: objects the workload makes "
                                                    "outlive the attempt (no IPC namespace, no seccomp)"));
+    if (!(pl->clone_flags & CLONE_NEWPID))
+        pset(o, "other_processes",
+             json_string(pl->others_bpf ? "denied: prlimit64, setpriority, ioprio_set and the sched_set* calls "
+                                          "fail with EPERM for any process but the caller (no pid namespace)"
+                                        : "judged by the user id alone: the workload may change the limits and "
+                                          "priorities of the host's processes of its user (no pid namespace, "
+                                          "no seccomp)"));
     pset(o, "mode", json_string(pl->as_root ? "root" : "rootless"));
     pset(o, "uid_map", pl->process_mode ? json_null() : json_string(pl->uid_map));
     pset(o, "gid_map", pl->process_mode ? json_null() : json_string(pl->gid_map));
@@ -1416,6 +1423,8 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         pl->init_bpf_len = (uint16_t)init->len;
         if (!(pl->clone_flags & CLONE_NEWIPC))
             pl->ipc_bpf = sc_ipc_deny_program(&pl->ipc_bpf_len);
+        if (!(pl->clone_flags & CLONE_NEWPID))
+            pl->others_bpf = sc_others_deny_program(&pl->others_bpf_len);
     }
     /* Every profile's filter refuses keyctl, add_key and request_key
      * (linux-seccomp-profiles.c); without one, the workload must not hold

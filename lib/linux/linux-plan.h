@@ -177,6 +177,9 @@ struct linux_plan {
     const void *ipc_bpf;         /* stacked on bpf where the sandbox has no IPC namespace
                                     (sc_ipc_deny_program; static) */
     uint16_t ipc_bpf_len;
+    const void *others_bpf;      /* stacked on bpf where the sandbox has no pid namespace
+                                    (sc_others_deny_program; static) */
+    uint16_t others_bpf_len;
     const void *init_bpf;        /* the pid-1 filter (shared) */
     uint16_t init_bpf_len;
     struct child_rlimit rlimits[CHILD_MAX_RLIMITS];

@@ -540,8 +540,75 @@ const void *sc_ipc_deny_program(uint16_t *len) {
     *len = (uint16_t)(sizeof(ipc_deny) / sizeof(ipc_deny[0]));
     return ipc_deny;
 }
+
+/* Without a pid namespace (the process level) the workload sees every
+ * process of the host, and the calls that change another process's
+ * limits, priority, CPUs or I/O class are judged by the user id alone:
+ * Landlock does not look at them (it does at ptrace, /proc/PID/mem and,
+ * from ABI 6, signals). Every process-level attempt of a root caller runs
+ * as one host user, which is also the one that namespace sandboxes' workloads map
+ * to, and a rootless workload runs as its caller: one attempt set another's
+ * RLIMIT_NOFILE to 3, or its own host program's RLIMIT_FSIZE to 0 (the
+ * host died of SIGXFSZ, no result). This filter, stacked on the profile,
+ * lets those calls name the caller itself only (pid, process group or
+ * "who" 0): prlimit64, sched_setaffinity, sched_setscheduler,
+ * sched_setparam, sched_setattr, setpriority (PRIO_PROCESS and PRIO_PGRP;
+ * PRIO_USER, every process of the user, never) and ioprio_set (the same);
+ * EPERM otherwise, as for another user's process. */
+enum {
+    OD_ARCH_LD, OD_ARCH, OD_NR_LD, OD_NR_AND,
+    OD_PRLIMIT, OD_SETAFF, OD_SETSCHED, OD_SETPARAM, OD_SETATTR, OD_SETPRIO, OD_IOPRIO,
+    OD_ALLOW,
+    OD_PID_LD, OD_PID_EQ,
+    OD_PRIO_LD, OD_PRIO_USER, OD_PRIO_OTHER, OD_PRIO_WHO_LD, OD_PRIO_WHO,
+    OD_IO_LD, OD_IO_USER, OD_IO_PROC, OD_IO_PGRP, OD_IO_WHO_LD, OD_IO_WHO,
+    OD_ALLOW2, OD_DENY, OD_LEN
+};
+#  define OD_TO(i, t) ((uint8_t)((t) - (i) - 1))
+#  define OD_NR(i, name, t) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_##name, OD_TO(i, t), 0)
+#  define OD_ARG(n) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[n])) /* (low half) */
+static const struct sock_filter others_deny[OD_LEN] = {
+    [OD_ARCH_LD] = BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    [OD_ARCH] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPC_ARCH, 0, OD_TO(OD_ARCH, OD_ALLOW)),
+    [OD_NR_LD] = BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    [OD_NR_AND] = BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~0x40000000u), /* __X32_SYSCALL_BIT */
+    [OD_PRLIMIT] = OD_NR(OD_PRLIMIT, prlimit64, OD_PID_LD),
+    [OD_SETAFF] = OD_NR(OD_SETAFF, sched_setaffinity, OD_PID_LD),
+    [OD_SETSCHED] = OD_NR(OD_SETSCHED, sched_setscheduler, OD_PID_LD),
+    [OD_SETPARAM] = OD_NR(OD_SETPARAM, sched_setparam, OD_PID_LD),
+    [OD_SETATTR] = OD_NR(OD_SETATTR, sched_setattr, OD_PID_LD),
+    [OD_SETPRIO] = OD_NR(OD_SETPRIO, setpriority, OD_PRIO_LD),
+    [OD_IOPRIO] = OD_NR(OD_IOPRIO, ioprio_set, OD_IO_LD),
+    [OD_ALLOW] = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* (pid_t and int arguments: the kernel reads the low 32 bits) */
+    [OD_PID_LD] = OD_ARG(0),
+    [OD_PID_EQ] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, OD_TO(OD_PID_EQ, OD_ALLOW2), OD_TO(OD_PID_EQ, OD_DENY)),
+    [OD_PRIO_LD] = OD_ARG(0),
+    [OD_PRIO_USER] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 2 /* PRIO_USER */, OD_TO(OD_PRIO_USER, OD_DENY), 0),
+    [OD_PRIO_OTHER] = BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 1 /* PRIO_PGRP */, OD_TO(OD_PRIO_OTHER, OD_ALLOW2), 0),
+    [OD_PRIO_WHO_LD] = OD_ARG(1),
+    [OD_PRIO_WHO] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, OD_TO(OD_PRIO_WHO, OD_ALLOW2), OD_TO(OD_PRIO_WHO, OD_DENY)),
+    [OD_IO_LD] = OD_ARG(0),
+    [OD_IO_USER] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 3 /* IOPRIO_WHO_USER */, OD_TO(OD_IO_USER, OD_DENY), 0),
+    [OD_IO_PROC] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* IOPRIO_WHO_PROCESS */, OD_TO(OD_IO_PROC, OD_IO_WHO_LD), 0),
+    [OD_IO_PGRP] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 2 /* IOPRIO_WHO_PGRP */, OD_TO(OD_IO_PGRP, OD_IO_WHO_LD),
+                            OD_TO(OD_IO_PGRP, OD_ALLOW2)),
+    [OD_IO_WHO_LD] = OD_ARG(1),
+    [OD_IO_WHO] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, OD_TO(OD_IO_WHO, OD_ALLOW2), OD_TO(OD_IO_WHO, OD_DENY)),
+    [OD_ALLOW2] = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    [OD_DENY] = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+};
+
+const void *sc_others_deny_program(uint16_t *len) {
+    *len = OD_LEN;
+    return others_deny;
+}
 #else
 const void *sc_ipc_deny_program(uint16_t *len) {
+    *len = 0;
+    return NULL;
+}
+const void *sc_others_deny_program(uint16_t *len) {
     *len = 0;
     return NULL;
 }

@@ -59,6 +59,11 @@ int sc_program_from_saved(uint32_t cls, bool notify, bool init, const char *save
  * everything else is the profile's. Static; NULL (len 0) on architectures
  * it does not know. */
 const void *sc_ipc_deny_program(uint16_t *len);
+/* Stacked on the profile where the sandbox has no pid namespace: the calls
+ * that change another process's limits, priority, CPUs or I/O class fail
+ * with EPERM unless they name the caller itself (a static program; NULL
+ * and *len 0 on other architectures). */
+const void *sc_others_deny_program(uint16_t *len);
 
 /* Frees p->filter and zeroes *p. NULL-safe, idempotent. */
 void sc_program_free(struct seccomp_program *p);

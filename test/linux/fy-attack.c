@@ -23,6 +23,7 @@
 #include <sys/shm.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -247,6 +248,27 @@ int main(int argc, char **argv) {
         union bpf_attr attr;
         memset(&attr, 0, sizeof(attr));
         return report(syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof(attr)), "bpf");
+    }
+    if (!strcmp(c, "others")) {
+        /* Another process's limits, priority, CPUs and I/O class (pid arg),
+         * then the same calls on itself (pid 0), which must work. */
+        pid_t pid = (pid_t)atoi(arg);
+        struct rlimit three = {3, 3};
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(0, &one);
+        struct sched_param sp = {0};
+        report(syscall(SYS_prlimit64, pid, RLIMIT_NOFILE, &three, NULL), "prlimit");
+        report(setpriority(PRIO_PROCESS, (id_t)pid, 10), "setpriority");
+        report(sched_setaffinity(pid, sizeof(one), &one), "setaffinity");
+        report(sched_setscheduler(pid, SCHED_BATCH, &sp), "setscheduler");
+        report(syscall(SYS_ioprio_set, 1, pid, (3 << 13)), "ioprio");
+        struct rlimit cur;
+        int self = getrlimit(RLIMIT_NOFILE, &cur) == 0 && syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &cur, NULL) == 0 &&
+                   setpriority(PRIO_PROCESS, 0, 1) == 0 && setpriority(PRIO_PGRP, 0, 2) == 0 &&
+                   sched_setscheduler(0, SCHED_BATCH, &sp) == 0 && syscall(SYS_ioprio_set, 1, 0, (2 << 13) | 7) == 0;
+        printf("self %s\n", self ? "ok" : strerror(errno));
+        return 0;
     }
     if (!strcmp(c, "inherited")) {
         /* What the process carries from its caller that no policy declares:

@@ -597,6 +597,78 @@ START_TEST(test_process_level_landlock_scoping) {
 }
 END_TEST
 
+/* Without a pid namespace the workload sees the host's processes, and the
+ * calls that change another process's limits, priority, CPUs and I/O class
+ * are judged by the user id alone (Landlock does not look at them): a host
+ * process of the workload's uid (as root, the one namespace sandboxes'
+ * workloads map to; rootless, the caller: its own host program) keeps its
+ * RLIMIT_NOFILE, nice, CPUs and I/O class; the workload still sets its own. */
+START_TEST(test_process_level_other_processes) {
+    deny_userns();
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_add_bind(p, scratch, "/opt/fy", 0, NULL), 0);
+    const char *id[] = {"/usr/bin/id", "-u", NULL};
+    char *out = NULL;
+    fy_result *res = run(p, id, &out);
+    ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_SUCCEEDED);
+    uid_t uid = (uid_t)strtoul(out, NULL, 10);
+    free(out);
+    fy_result_free(res);
+    int go[2];
+    ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+    pid_t victim = fork();
+    ck_assert_int_ge(victim, 0);
+    if (victim == 0) {
+        close(go[1]);
+        if ((getuid() != uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+                                 setresuid(uid, uid, uid) < 0)))
+            _exit(1);
+        char ch;
+        (void)!read(go[0], &ch, 1); /* until the test closes its end: bounded by the test */
+        _exit(0);
+    }
+    close(go[0]);
+    char script[512];
+    snprintf(script, sizeof(script), "%s others %d %s", attack, (int)victim, tag());
+    const char *sh[] = {"/bin/sh", "-c", script, NULL};
+    res = run(p, sh, &out);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(res)), out);
+    static const char *const calls[] = {"prlimit", "setpriority", "setaffinity", "setscheduler", "ioprio"};
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        char want[64];
+        snprintf(want, sizeof(want), "denied EPERM %s\n", calls[i]);
+        ck_assert_msg(strstr(out, want), "a host process of the workload's uid (%u): %s", (unsigned)uid, out);
+    }
+    ck_assert_msg(strstr(out, "self ok\n"), "%s", out);
+    /* (read through /proc: prlimit(2) on another user's process needs
+     * CAP_SYS_RESOURCE, which a test as root may lack) */
+    char path[64], limits[4096];
+    snprintf(path, sizeof(path), "/proc/%d/limits", (int)victim);
+    FILE *f = fopen(path, "re");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(limits, 1, sizeof(limits) - 1, f);
+    fclose(f);
+    limits[n] = '\0';
+    const char *nofile = strstr(limits, "Max open files");
+    ck_assert_ptr_nonnull(nofile);
+    unsigned long soft = 0;
+    ck_assert_int_eq(sscanf(nofile + strlen("Max open files"), "%lu", &soft), 1);
+    ck_assert_msg(soft != 3, "the host process's RLIMIT_NOFILE was set to 3");
+    errno = 0;
+    ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)victim), 0);
+    ck_assert_int_eq(sched_getscheduler(victim), SCHED_OTHER);
+    close(go[1]);
+    int st = 0;
+    ck_assert_int_eq(waitpid(victim, &st, 0), victim);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the host process: status 0x%x", st);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* Starts fy-attack ignore-term and drives the handle until both of its
  * processes (the workload and its child) run. */
 /* Whether the host's IPC namespace holds an object of key (the first
@@ -1148,6 +1220,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_host_keyring);
     tcase_add_test(tc, test_process_level_landlock_scoping);
+    tcase_add_test(tc, test_process_level_other_processes);
     tcase_add_test(tc, test_process_level_system_config);
     tcase_add_test(tc, test_process_level_secrets_need_landlock);
     tcase_add_test(tc, test_process_level_refuses_owner_id);
