@@ -94,6 +94,7 @@ int lnft_direct_build(const struct lnft_direct *d, struct lnft_batch *out);
  *
  *   table bridge fy_job
  *   chain ports (filter, hook prerouting, priority 0, policy drop)
+ *     ether type != ip ether type != arp ether type != ip6 drop   (tagged: 802.1Q, 802.1ad)
  *     per member: iifname PORT ether saddr MAC accept
  *   chain members (filter, hook forward, priority 0, policy drop)
  *     per member: iifname PORT oifname "m*" ether type arp arp saddr ether MAC arp saddr ip A4 accept
