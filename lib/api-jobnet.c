@@ -2,7 +2,7 @@
 /* Job networks (fy_jobnet_new(3)): a host-owned object naming the job's
  * members. The rules that are the same for every backend live here: which
  * names exist and their addresses (member i is 100.80.0.(i+1) on the job's
- * /24 and fd66:7973:2::(i+1) on its /64), one running attempt per member name, the backend's network made
+ * /24 and fd66:7973:2::(i+1) on its /120), one running attempt per member name, the backend's network made
  * at the first member's start (the host's fy_start: nothing is made behind
  * its back) and removed, witnessed, once the host shut it down or freed it
  * and no member runs. The backend (ops.job_*) makes and removes. */

@@ -323,7 +323,7 @@ char *ljn_describe(const char *member, uint32_t index) {
         "{s:s,s:s,s:s,s:{s:s,s:s,s:s,s:s}}", "mode", "deny", "mechanism", "job-bridge-netns", "enforcement",
         "own network namespace with one veth to the job's bridge in a per-job namespace owned by the host's user "
         "namespace; nftables (bridge family) there forward only between the job's members, each from its own "
-        "MAC and addresses (IPv4 and IPv6); no route beyond the job's /24 and /64, nothing to or from the host or "
+        "MAC and addresses (IPv4 and IPv6); no route beyond the job's /24 and /120, nothing to or from the host or "
         "another job",
         "job", "member", member, "address", a, "address6", a6, "names",
         "the job's members in /etc/hosts (IPv4, then IPv6)");

@@ -6,7 +6,7 @@
  *
  *   member netns (its own user ns)     job netns (ours)
  *   job0 100.80.0.(i+1)/24  ---------  m<i> -- bridge jb (no address)
- *        fd66:7973:2::(i+1)/64
+ *        fd66:7973:2::(i+1)/120
  *        MAC 02:66:79:73:HH:LL, HHLL = i+1 (lnft_job_member_mac)
  *   (no other link but lo, no route      nftables (bridge family): a frame
  *    but the job's /24)                  enters from a member's port only with
@@ -32,9 +32,13 @@
 #define LJN_PREFIX    24
 /* IPv6: fd66:7973:2::/64 (the project's fd66:7973::/32; the restricted
  * router's links are fd66:7973::/64 and fd66:7973:1::/48); member i is
- * fd66:7973:2::(i+1), hex. No link-local address, no duplicate address
- * detection (linux-netlink.c). */
-#define LJN_PREFIX6   64
+ * fd66:7973:2::(i+1), hex, on an on-link /120, which holds the 254
+ * members: each address on the link a member sends to takes an entry of
+ * the kernel's neighbour table, which every network namespace shares (an
+ * exploration, session 35: 200 datagrams to unused addresses of a /64
+ * made 400 entries host-wide, of the 1024 the table holds by default).
+ * No link-local address, no duplicate address detection (linux-netlink.c). */
+#define LJN_PREFIX6   120
 #define LJN_SUBNET6_TEXT "fd66:7973:2::"
 
 /* Member index's IPv6 address. */

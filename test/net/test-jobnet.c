@@ -344,16 +344,19 @@ static bool host_reaches(const char *addr, int port) {
 
 #define P "/opt/fyprobe/fy-netprobe"
 
-/* A member's IPv6 checks (db is fd66:7973:2::1 on the job's /64): db by
+/* A member's IPv6 checks (db is fd66:7973:2::1 on the job's /120): db by
  * name (AAAA from /etc/hosts; a plain lookup still gives IPv4 first) over
  * TCP and UDP; the fake internet (2001:db8::1, echo servers of the test's)
  * and the host program's namespace (GW: 2001:db8:2::1, a listener of the
- * test's) not over IPv6. */
+ * test's) not over IPv6; the member's own address on a /120 (0x78), not a
+ * /64, whose every address a member sent to took an entry of the kernel's
+ * neighbour table, which all namespaces share. */
 #define V6_CHECKS                                                                                        \
     "B=$(" P " resolve6 db) || exit 40; [ \"$B\" = fd66:7973:2::1 ] || exit 41; "                          \
     P " tcp \"$B\" 8080 || exit 42; " P " udp \"$B\" 9090 || exit 43; "                                    \
     "! " P " tcp 2001:db8::1 8080 || exit 44; ! " P " udp 2001:db8::1 9090 || exit 45; "                  \
-    "! " P " tcp 2001:db8:2::1 8080 || exit 46; ! " P " icmp 2001:db8::1 || exit 47; "
+    "! " P " tcp 2001:db8:2::1 8080 || exit 46; ! " P " icmp 2001:db8::1 || exit 47; "                    \
+    "grep -Eq '^fd6679730002[0-9a-f]{20} [0-9a-f]+ 78 ' /proc/net/if_inet6 || exit 48; "
 /* A member whose policy declares network.job.ports [8080] (Landlock ABI
  * 4+): db:8080 over IPv4 and IPv6 answers, db:8081 (db listens there too,
  * and the job's rules let it through: the deny runner reaches it) is
@@ -399,7 +402,8 @@ static void check_ll_evidence(fy_prepared *pr, const char *who, const char *want
     free(ev);
 }
 #define V6_EXITS                                                                                          \
-    "40-43: db over IPv6 not reached; 44-47: the fake internet or GW reached over IPv6"
+    "40-43: db over IPv6 not reached; 44-47: the fake internet or GW reached over IPv6; 48: job0's IPv6 " \
+    "address not on a /120"
 
 /* A fetch-only member of job a ("proxied", db at 100.80.0.1 serving):
  * db by name directly on the job's link, the allowlist only through its

@@ -770,7 +770,7 @@ want("JOB_ADD our own namespace", ask(job(9, name(0), 0), [mine]), ("0x8009", 0)
 addrs = subprocess.run(["ip", "-o", "-4", "addr", "show", "dev", "job0"], capture_output=True, text=True).stdout
 want("job0 has member 0's address", "100.80.0.1/24" in addrs, True)
 addrs6 = subprocess.run(["ip", "-o", "-6", "addr", "show", "dev", "job0"], capture_output=True, text=True).stdout
-want("job0 has member 0's IPv6 address, no link-local", ("fd66:7973:2::1/64" in addrs6, "fe80" in addrs6), (True, False))
+want("job0 has member 0's IPv6 address, no link-local", ("fd66:7973:2::1/120" in addrs6, "fe80" in addrs6), (True, False))
 want("the same index again", ask(job(9, name(0), 0), [mine]), ("error", 9))
 want("... names the job's port", "this index is linked already" in text, True)
 # What exists then is job0 in our namespace, not the port: the refusal says so.

@@ -738,7 +738,7 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
  * another member's port and only from that member's own MAC and address,
  * nothing to or from the namespace itself; member i's namespace (the peer's, checked
  * by fyh_net_check_ns) gets a veth job0 100.80.0.(i+1)/24 and
- * fd66:7973:2::(i+1)/64 (no link-local, no DAD), MAC address
+ * fd66:7973:2::(i+1)/120 (no link-local, no DAD), MAC address
  * lnft_job_member_mac(i), whose other end m<i> is a port of the bridge. */
 
 #define JOB_SUBNET 0x64500000u /* 100.80.0.0/24: linux-jobnet.h's LJN_SUBNET */
@@ -746,6 +746,7 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
  * Made by the helper from the index alone, as the IPv4 address: no
  * message of the protocol changed for it (still 4). */
 static const uint8_t job_subnet6[16] = {0xfd, 0x66, 0x79, 0x73, 0, 2};
+#define JOB_PREFIX6 120 /* on-link: linux-jobnet.h's LJN_PREFIX6 (the shared neighbour table) */
 
 /* Member i's port and addresses. */
 static void job_member(uint32_t i, struct lnft_member *m) {
@@ -842,7 +843,7 @@ int fyh_job_add(struct fyh_job *j, uint32_t index, int member_ns, int *os_errno,
     else if ((e = lnl_link_master(js, port, br)) < 0)
         what = "the member's port on the bridge";
     else if ((e = lnl_link_up(js, port)) < 0 || (e = lnl_addr_add(ss, eth, AF_INET, m.a4, 24)) < 0 ||
-             (e = lnl_addr_add(ss, eth, AF_INET6, m.a6, 64)) < 0 || (e = lnl_link_up(ss, "job0")) < 0)
+             (e = lnl_addr_add(ss, eth, AF_INET6, m.a6, JOB_PREFIX6)) < 0 || (e = lnl_link_up(ss, "job0")) < 0)
         what = "the member's link and address";
     else if ((e = peer_links_running(js, port, ss, "job0")) < 0)
         what = e == -ETIMEDOUT ? "the member's link running (IFF_RUNNING) once up, within " STR(PEER_RUNNING_MS)
