@@ -3144,10 +3144,13 @@ static int cmd_job(int argc, char **argv) {
         }
     }
     /* Every member that is not a service ends by itself; then the services
-     * are cancelled (and anything left when a start failed). */
+     * are cancelled (and anything left when a start failed). A member that
+     * ends without success does not end the others (it cancelled every
+     * later one: their results were lost). */
+    bool start_failed = status != EXIT_OK;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < n; i++) {
-            if (!h[i] || (pass == 0 && (service[i] || status != EXIT_OK)))
+            if (!h[i] || (pass == 0 && (service[i] || start_failed)))
                 continue;
             if (pass == 1)
                 fy_handle_cancel(h[i], FY_CANCEL_USER, NULL);

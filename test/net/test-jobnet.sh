@@ -190,6 +190,20 @@ else
 fi
 nothing_left "SIGTERM"
 
+# 3b. A member that fails ends neither the members after it nor their
+#     results (it cancelled them: "b: cancelled", b's output lost); the
+#     job's status says a member failed.
+echo '{"members": [{"name": "a", "argv": ["/bin/sh", "-c", "sleep 1; exit 3"]},
+ {"name": "b", "argv": ["/bin/sh", "-c", "sleep 2; echo b-done"]}]}' >"$TMP/fail.json"
+out=$(ip netns exec "$GW" timeout 60 "$FY" job run "$TMP/fail.json" 2>&1); rc=$?
+if [ $rc = 1 ] && echo "$out" | grep -q '^a: failed exit 3$' && echo "$out" | grep -q '^b: succeeded exit 0$' &&
+    echo "$out" | grep -q '^b-done$'; then
+    ok "a failing member leaves the later ones to end by themselves (status 1)"
+else
+    bad "a failing member: rc $rc: $out"
+fi
+nothing_left "a failing member"
+
 # 4. Bad job files: typed, nothing started.
 echo '{"members": [{"name": "a", "argv": ["/bin/true"]}, {"name": "a", "argv": ["/bin/true"]}]}' >"$TMP/dup.json"
 out=$(ip netns exec "$GW" "$FY" job run "$TMP/dup.json" 2>&1); rc=$?
