@@ -121,6 +121,7 @@ static int action_policy(const fy_action *a, const fy_policy *host, const char *
     p->source = p->output = NULL;
     p->source_writable = false;
     p->build = util_strdup(exec);
+    p->build_is_exec_root = true;
     p->workdir = a->workdir[0] ? util_asprintf("/work/build/%s", a->workdir) : util_strdup("/work/build");
     if (r >= 0 && (!p->build || !p->workdir))
         r = oom(reterr, FY_STEP_PREPARE);

@@ -537,6 +537,19 @@ int fy_prepared_to_json(const fy_prepared *prepared, char **ret_json, fy_error *
 }
 
 
+/* s with every occurrence of what replaced by with (malloc'd; NULL on OOM). */
+static char *str_replace_all(const char *s, const char *what, const char *with) {
+    struct strbuf b;
+    strbuf_init(&b);
+    size_t n = strlen(what);
+    for (const char *hit; (hit = strstr(s, what)); s = hit + n) {
+        strbuf_appendn(&b, s, (size_t)(hit - s));
+        strbuf_append(&b, with);
+    }
+    strbuf_append(&b, s);
+    return strbuf_steal(&b);
+}
+
 /* The environment contract: what an attempt of this plan runs in. Its id is
  * stable for the same policy on the same host, and changes with anything
  * that changes the isolation (backend, library, kernel, what the backend
@@ -551,6 +564,20 @@ const char *prepared_contract_id(const fy_prepared *pr) {
         return have;
     char *policy = policy_to_json(pr->policy);
     const char *enforced = pr->plan && pr->sel.backend->describe ? pr->sel.backend->describe(pr->plan) : "{}";
+    /* An action attempt's execution root is a directory of its own, never
+     * the same twice: the contract names it by role (the same action with
+     * the same policy is the same contract). */
+    char *masked = NULL;
+    if (policy && pr->policy->build_is_exec_root && pr->policy->build && pr->policy->build[0]) {
+        char *p2 = str_replace_all(policy, pr->policy->build, "(the action's execution root)");
+        masked = str_replace_all(enforced, pr->policy->build, "(the action's execution root)");
+        free(policy);
+        policy = p2;
+        if (masked)
+            enforced = masked;
+        else
+            policy = (free(policy), NULL);
+    }
     /* The network plan's resolved rules, whatever the backend describes:
      * the same names resolving elsewhere is another contract. */
     struct strbuf net;
@@ -569,6 +596,7 @@ const char *prepared_contract_id(const fy_prepared *pr) {
                      : NULL;
     strbuf_free(&net);
     free(policy);
+    free(masked);
     char *hex = text ? malloc(crypto_hash_sha256_BYTES * 2 + 1) : NULL;
     if (!hex || sodium_init() < 0) {
         free(text);

@@ -77,6 +77,8 @@ struct fy_policy {
      * lower of an overlay at /work/build whose upper is build and whose
      * overlayfs work directory is build_work, where the backend can. */
     char *build_lower, *build_work;
+    bool build_is_exec_root;  /* build is an action attempt's own execution root: the
+                                 contract names it as that, not by its path */
     uint64_t build_lower_dev, build_lower_ino;
     struct vec toolchains;    /* struct pol_toolchain, sorted by name */
     struct vec binds;         /* struct pol_bind, in insertion order */

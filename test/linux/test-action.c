@@ -489,6 +489,12 @@ START_TEST(test_same_action_same_digests) {
     ck_assert_int_eq(strncmp(t1, t2, 90), 0);
     const char *d1 = strstr(j1, "\"action_digest\""), *d2 = strstr(j2, "\"action_digest\"");
     ck_assert_int_eq(strncmp(d1, d2, 90), 0);
+    /* The same contract: the attempts' execution roots (each its own
+     * directory) are not part of it. */
+    const char *c1 = strstr(j1, "\"contract_id\""), *c2 = strstr(j2, "\"contract_id\"");
+    ck_assert_ptr_nonnull(c1);
+    ck_assert_ptr_nonnull(c2);
+    ck_assert_msg(strncmp(c1, c2, 84) == 0, "%.84s\n%.84s", c1, c2);
     free(j1); free(j2);
     fy_action_result_free(r1);
     fy_action_result_free(r2);
