@@ -524,6 +524,28 @@ START_TEST(test_process_level_system_config) {
 }
 END_TEST
 
+/* A host process of uid (the workload's), waiting until *go, the test's
+ * end of its pipe, is closed (bounded by the test); exits 0, or 1 when it
+ * could not take the uid. */
+static pid_t host_process_as(uid_t uid, int *go) {
+    int p[2];
+    ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(p[1]);
+        if ((getuid() != uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+                                 setresuid(uid, uid, uid) < 0)))
+            _exit(1);
+        char ch;
+        (void)!read(p[0], &ch, 1);
+        _exit(0);
+    }
+    close(p[0]);
+    *go = p[1];
+    return pid;
+}
+
 START_TEST(test_process_level_landlock_scoping) {
     deny_userns();
     fy_caps *c = NULL;
@@ -551,20 +573,8 @@ START_TEST(test_process_level_landlock_scoping) {
     free(out);
     fy_result_free(res);
     /* A host process of that uid, and a host abstract socket. */
-    int go[2];
-    ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
-    pid_t victim = fork();
-    ck_assert_int_ge(victim, 0);
-    if (victim == 0) {
-        close(go[1]);
-        if ((getuid() != uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
-                                 setresuid(uid, uid, uid) < 0)))
-            _exit(1);
-        char ch;
-        (void)!read(go[0], &ch, 1); /* until the test closes its end: bounded by the test */
-        _exit(0);
-    }
-    close(go[0]);
+    int go = -1;
+    pid_t victim = host_process_as(uid, &go);
     char name[64];
     snprintf(name, sizeof(name), "fy-test-scope-%d", (int)getpid());
     int us = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -587,7 +597,7 @@ START_TEST(test_process_level_landlock_scoping) {
     ck_assert_int_eq(waitpid(victim, &st, WNOHANG), 0); /* still alive */
     struct pollfd pf = {.fd = us, .events = POLLIN};
     ck_assert_int_eq(poll(&pf, 1, 0), 0); /* nothing reached the listener */
-    close(go[1]);
+    close(go);
     ck_assert_int_eq(waitpid(victim, &st, 0), victim);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the host process: status 0x%x", st);
     close(us);
@@ -615,20 +625,8 @@ START_TEST(test_process_level_other_processes) {
     uid_t uid = (uid_t)strtoul(out, NULL, 10);
     free(out);
     fy_result_free(res);
-    int go[2];
-    ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
-    pid_t victim = fork();
-    ck_assert_int_ge(victim, 0);
-    if (victim == 0) {
-        close(go[1]);
-        if ((getuid() != uid && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
-                                 setresuid(uid, uid, uid) < 0)))
-            _exit(1);
-        char ch;
-        (void)!read(go[0], &ch, 1); /* until the test closes its end: bounded by the test */
-        _exit(0);
-    }
-    close(go[0]);
+    int go = -1;
+    pid_t victim = host_process_as(uid, &go);
     char script[512];
     snprintf(script, sizeof(script), "%s others %d %s", attack, (int)victim, tag());
     const char *sh[] = {"/bin/sh", "-c", script, NULL};
@@ -659,7 +657,7 @@ START_TEST(test_process_level_other_processes) {
     errno = 0;
     ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)victim), 0);
     ck_assert_int_eq(sched_getscheduler(victim), SCHED_OTHER);
-    close(go[1]);
+    close(go);
     int st = 0;
     ck_assert_int_eq(waitpid(victim, &st, 0), victim);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the host process: status 0x%x", st);
