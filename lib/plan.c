@@ -123,6 +123,20 @@ static void add_skipped(struct builder *b, const char *path) {
 /* One host path seen read-only at the same place: a symlink (Debian's
  * merged /usr) is recreated as a symlink; a directory or a file is the
  * host's; a missing one is listed as skipped (when asked) and left out. */
+/* Whether path lies below one of the sandbox's private scratch mounts
+ * (/tmp, HOME, /work/tmp): a runtime path there is mounted after them, as
+ * a bind there is; mounted before, the tmpfs covered it (it was missing,
+ * and not listed as skipped). */
+static bool below_scratch(const char *path, const char *home) {
+    const char *const scratch[] = {"/tmp", home, "/work/tmp"};
+    for (size_t i = 0; i < FY_ARRAY_SIZE(scratch); i++) {
+        size_t n = strlen(scratch[i]);
+        if (strncmp(path, scratch[i], n) == 0 && path[n] == '/')
+            return true;
+    }
+    return false;
+}
+
 static int add_host_path(struct builder *b, uint32_t role, const char *path, bool list_missing, fy_error **reterr) {
     struct stat st;
     if (lstat(path, &st) < 0) {
@@ -322,7 +336,7 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
         if (image)
             break;
         usr = usr || strcmp(*it, "/usr") == 0;
-        if ((r = add_host_path(b, PR_RUNTIME, *it, true, reterr)) < 0)
+        if (!below_scratch(*it, pl->home) && (r = add_host_path(b, PR_RUNTIME, *it, true, reterr)) < 0)
             return r;
     }
     if (usr) {
@@ -375,6 +389,9 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
     add_tmpfs(b, PR_SCRATCH, "/tmp", 01777, p->limit[FY_LIMIT_TMP_SIZE], 0, 0);
     add_tmpfs(b, PR_HOME, pl->home, 0700, p->limit[FY_LIMIT_HOME_SIZE], 0, PLAN_OWNED);
     add_tmpfs(b, PR_SCRATCH, "/work/tmp", 0755, p->limit[FY_LIMIT_WORK_TMP_SIZE], 0, PLAN_OWNED);
+    VEC_EACH(&p->runtime_paths, char *, it)
+        if (!image && below_scratch(*it, pl->home) && (r = add_host_path(b, PR_RUNTIME, *it, true, reterr)) < 0)
+            return r;
 
     /* The workspace: host directories, never reached through a symlink,
      * or private scratch standing in for them. */

@@ -3951,6 +3951,32 @@ START_TEST(test_state_dir_not_ours) {
 }
 END_TEST
 
+/* A runtime path below /tmp (mounted at its own place, as every runtime
+ * path): there, not hidden by the sandbox's private /tmp, which was
+ * mounted after it and covered it (missing, and not listed as skipped). */
+START_TEST(test_runtime_path_below_tmp) {
+    char dir[160], file[200];
+    snprintf(dir, sizeof(dir), "%s/runtime-below-tmp", scratch);
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(file, sizeof(file), "%s/f", dir);
+    FILE *f = fopen(file, "we");
+    ck_assert_ptr_nonnull(f);
+    fputs("runtime-path-here\n", f);
+    fclose(f);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_add_runtime_path(p, dir, NULL), 0);
+    const char *argv[] = {"/bin/cat", file, NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    ASSERT_OUT(&r, "runtime-path-here");
+    run_free(&r);
+    fy_policy_free(p);
+    unlink(file);
+    rmdir(dir);
+}
+END_TEST
+
 /* The record is created once and appended to: "sandbox 0 0" (before any
  * process exists), then the pid 1 of the sandbox, which is alive while the
  * attempt runs. gc reads a record being appended to (last line
@@ -5131,6 +5157,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_orphans_reaped_by_next_attempt);
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
     tcase_add_test(tc, test_state_dir_not_ours);
+    tcase_add_test(tc, test_runtime_path_below_tmp);
     tcase_add_test(tc, test_gc_disk_upper_record);
     tcase_add_test(tc, test_state_record_is_appended_not_rewritten);
     tcase_add_test(tc, test_crash_anywhere_in_setup_then_gc);
