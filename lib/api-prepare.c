@@ -125,11 +125,12 @@ static int read_secret_file(struct prep_secret *ps, size_t i, fy_error **reterr)
     const struct pol_secret *s = ps->decl;
     char loc[48];
     snprintf(loc, sizeof(loc), "$.secrets[%zu].file", i);
-    int fd = open(s->host_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK); /* (a FIFO: refused below) */
+    /* (no symbolic link anywhere on the way; a FIFO: refused below) */
+    int fd = util_open_no_links(s->host_path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
-        int e = errno;
-        return err_set(reterr, err_from_errno(e), FY_STEP_SECRET, e, loc, "secret %s: cannot open %s: %s", s->name,
-                       s->host_path, strerror(e));
+        int e = -fd;
+        return err_set(reterr, err_from_errno(e), FY_STEP_SECRET, e, loc, "secret %s: cannot open %s: %s%s", s->name,
+                       s->host_path, strerror(e), e == ELOOP ? " (a symbolic link in its path is refused)" : "");
     }
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {

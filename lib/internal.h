@@ -101,6 +101,8 @@ int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *),
 /* os_cache_dir (os.h) for every folder: the user's cache directory for
  * leaf (malloc'd; $override first), or NULL with errno. */
 char *util_cache_dir(const char *override, const char *leaf);
+/* os_open_no_links (os.h) for every folder. */
+int util_open_no_links(const char *path, int flags);
 struct utsname;
 /* os_uname (os.h) for every folder. */
 int util_uname(struct utsname *u);

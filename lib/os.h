@@ -55,6 +55,11 @@ int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), v
  * made here. NULL (errno set) when there is none: that directory exists
  * and is not this user's alone, or cannot be made. */
 char *os_cache_dir(const char *override, const char *leaf);
+/* open(path, flags | O_CLOEXEC | O_NOFOLLOW) where no component of the
+ * absolute path may be a symbolic link (O_NOFOLLOW alone covers the last:
+ * a secret file reached through a linked directory came from /sys): an
+ * fd, or -errno (-ELOOP for a link on the way). */
+int os_open_no_links(const char *path, int flags);
 struct utsname;
 /* uname(2) as the machine is, not as the calling process's personality
  * shows it (UNAME26 fakes a 2.6 release, PER_LINUX32 a 32-bit machine),

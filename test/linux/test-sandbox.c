@@ -1928,6 +1928,44 @@ START_TEST(test_fifo_never_waited_on) {
 }
 END_TEST
 
+/* A secret file is opened following no symbolic link anywhere in its
+ * path: through a linked directory (to /proc: the path's own rules refuse
+ * /proc, /sys and /dev by name) it is refused at prepare, saying why. */
+START_TEST(test_secret_path_no_links) {
+    char dir[160], link[200], path[260];
+    snprintf(dir, sizeof(dir), "%s/secret-dir", scratch);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof(path), "%s/s", dir);
+    FILE *f = fopen(path, "we");
+    ck_assert_ptr_nonnull(f);
+    fputs("s3cret", f);
+    fclose(f);
+    snprintf(link, sizeof(link), "%s/secret-link", scratch);
+    ck_assert_int_eq(symlink(dir, link), 0);
+    snprintf(path, sizeof(path), "%s/s", link);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_add_secret_file(p, "k", FY_SECRET_FILE, "k", path, NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_int_lt(fy_prepare(p, NULL, argv, &pr, &e), 0);
+    ck_assert_msg(strstr(fy_error_message(e), "symbolic link"), "%s", fy_error_message(e));
+    ck_assert_str_eq(fy_error_location(e), "$.secrets[0].file");
+    fy_error_free(e);
+    fy_policy_free(p);
+    /* The same file by its own path is delivered. */
+    snprintf(path, sizeof(path), "%s/s", dir);
+    p = policy();
+    ck_assert_int_eq(fy_policy_add_secret_file(p, "k", FY_SECRET_FILE, "k", path, NULL), 0);
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    unlink(link);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_secrets) {
     char path[160];
     snprintf(path, sizeof(path), "%s/secret-src", scratch);
@@ -5164,6 +5202,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_every_setup_failure_is_typed_and_clean);
     tcase_add_test(tc, test_disk_and_file_quotas);
     tcase_add_test(tc, test_fifo_never_waited_on);
+    tcase_add_test(tc, test_secret_path_no_links);
     tcase_add_test(tc, test_cancel_each_reason);
     tcase_add_test(tc, test_cancel_after_the_end_keeps_it);
     tcase_add_test(tc, test_cancel_timeout_exit_races);

@@ -27,6 +27,7 @@
 #endif
 #ifdef __linux__
 #include "linux-probe-util.h"
+#include "linux-syscall.h"
 #endif
 
 extern char **environ;
@@ -153,6 +154,40 @@ int os_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *), v
 static char *joined(const char *a, const char *b, const char *c) {
     char *s = NULL;
     return asprintf(&s, "%s%s%s", a, b, c) < 0 ? NULL : s;
+}
+
+int os_open_no_links(const char *path, int flags) {
+    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    int fd = sys_openat2(AT_FDCWD, path, &how, sizeof(how));
+    if (fd >= 0 || errno != ENOSYS)
+        return fd >= 0 ? fd : -errno;
+    /* (before openat2, 5.6: one component at a time, none followed) */
+    if (path[0] != '/')
+        return -EINVAL;
+    int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (const char *p = path + 1; dir >= 0;) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        char name[256];
+        if (n == 0 || n >= sizeof(name)) {
+            close(dir);
+            return n ? -ENAMETOOLONG : -EINVAL;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        int next = slash ? openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                         : openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW);
+        int e = errno;
+        close(dir);
+        if (next < 0)
+            return e == ENOTDIR && slash ? -ELOOP : -e; /* (O_PATH|O_NOFOLLOW opens a link: not a directory) */
+        if (!slash)
+            return next;
+        dir = next;
+        p = slash + 1;
+    }
+    return -errno;
 }
 
 int os_uname(struct utsname *u) {

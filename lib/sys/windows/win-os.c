@@ -11,6 +11,11 @@
 #include "os.h"
 #include "sys/utsname.h"
 
+int os_open_no_links(const char *path, int flags) {
+    int fd = open(path, flags); /* (no symbolic links a policy's path could name here) */
+    return fd >= 0 ? fd : -errno;
+}
+
 /* (no personalities here) */
 int os_uname(struct utsname *u) { return uname(u); }
 
