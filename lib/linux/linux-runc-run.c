@@ -52,6 +52,8 @@ struct rx {
     uint32_t err_step;
     int err_errno;
     char *runtime_msg;       /* runc's own error, from its log */
+    const char **targets;    /* the layout's mount targets, checked in the image's root (middle_args) */
+    uint32_t err_target;     /* the one refused there (index + 1), or 0 */
     uint64_t t_started;
     uint64_t *end_at;        /* a page shared with the middle: when the runtime ended (CLOCK_MONOTONIC, usec), or NULL */
 };
@@ -59,6 +61,7 @@ struct rx {
 struct rx_err {
     uint32_t step;
     int32_t err;
+    uint32_t target; /* index + 1 into the mount targets, or 0 */
 };
 
 static void rx_close(int *fd) { lx_close_fd(fd); }
@@ -106,6 +109,7 @@ struct middle_args {
     const char *freeze;                   /* the container's v1 freezer.state, or NULL */
     const char *v2kill;                   /* the container's v2 cgroup.kill, or NULL */
     const char *const *delete_argv;       /* `runtime --root STATE delete --force ID` */
+    const char *const *targets;           /* the layout's mount targets (NULL-terminated) */
 };
 
 /* The signal the middle gets when the host's thread that forked it ends
@@ -200,11 +204,39 @@ __attribute__((noreturn)) static void middle_host_gone(const struct middle_args 
     __builtin_unreachable();
 }
 
-__attribute__((noreturn)) static void middle_fail(const struct middle_args *m, uint32_t step) {
-    struct rx_err e = {step, errno};
+__attribute__((noreturn)) static void middle_fail_at(const struct middle_args *m, uint32_t step, uint32_t target) {
+    struct rx_err e = {step, errno, target};
     (void)syscall(SYS_write, m->err_wr, &e, sizeof e);
     syscall(SYS_exit_group, 125);
     __builtin_unreachable();
+}
+
+__attribute__((noreturn)) static void middle_fail(const struct middle_args *m, uint32_t step) {
+    middle_fail_at(m, step, 0);
+}
+
+/* The image's root as the runtime will see it: every mount target of the
+ * layout, or what of its path exists, is reached through directories of
+ * the root alone, no symbolic link (the native backend resolves them in
+ * the root and refuses what leads out). runc 1.1 made its /dev links
+ * through an image whose /dev was a link to a host path, as the
+ * container's root, on the host: into a host directory, another image's
+ * cached layer, the host's output directory. */
+static void middle_check_root(const struct middle_args *m) {
+    int root = (int)syscall(SYS_open, m->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+    if (root < 0)
+        middle_fail(m, FY_STEP_MOUNT);
+    for (uint32_t i = 0; m->targets && m->targets[i]; i++) {
+        struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                                          RESOLVE_NO_XDEV};
+        int fd = sys_openat2(root, m->targets[i] + 1, &how, sizeof how);
+        if (fd >= 0)
+            syscall(SYS_close, fd);
+        else if (errno != ENOENT) /* (missing: the runtime makes it, below no link) */
+            middle_fail_at(m, FY_STEP_MOUNT, i + 1);
+    }
+    syscall(SYS_close, root);
 }
 
 /* The middle process (raw system calls only: the host may be threaded):
@@ -280,6 +312,7 @@ __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
     memcpy(o, m->overlay_tail, tl + 1);
     if (syscall(SYS_mount, "overlay", m->rootfs, "overlay", MS_NOSUID | MS_NODEV, m->overlay_opts) < 0)
         middle_fail(m, FY_STEP_MOUNT);
+    middle_check_root(m);
     pid_t self = (pid_t)syscall(SYS_getpid);
     pid_t pid = sys_fork();
     if (pid < 0)
@@ -490,6 +523,14 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
     m.upper_opts = rp->upper_opts;
     m.root_uid = np->id_first;
     m.root_gid = np->id_first;
+    if (!(r->targets = calloc(np->nentries + 1, sizeof(char *)))) {
+        rc = err_set(reterr, FY_E_NOMEM, FY_STEP_RUNTIME, 0, NULL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0, n = 0; i < np->nentries; i++)
+        if (np->entries[i].target && np->entries[i].target[0] == '/' && np->entries[i].target[1])
+            r->targets[n++] = np->entries[i].target;
+    m.targets = r->targets;
 
     /* What the middle kills if the host dies. */
     m.host = getpid();
@@ -844,7 +885,16 @@ static void rx_finish(fy_handle *h, struct rx *r) {
         rep.setup_failed = true;
         rep.setup_step = r->err_step;
         rep.setup_errno = r->err_errno;
-        rep.setup_detail = util_asprintf("%s: %s", fy_step_name(r->err_step), strerror(r->err_errno));
+        size_t nt = 0;
+        while (r->targets && r->targets[nt])
+            nt++;
+        rep.setup_detail = r->err_target && r->err_target <= nt
+                               ? util_asprintf("%s: the image's %s: %s%s", fy_step_name(r->err_step),
+                                               r->targets[r->err_target - 1], strerror(r->err_errno),
+                                               r->err_errno == ELOOP ? " (a symbolic link in the image's layout "
+                                                                       "paths is refused)"
+                                                                     : "")
+                               : util_asprintf("%s: %s", fy_step_name(r->err_step), strerror(r->err_errno));
     } else if (x->exit_seen && WIFEXITED(x->wstatus) && (r->runtime_msg = runtime_error(r->bundle))) {
         /* The runtime failed (its log says so): not the command's exit. */
         rep.setup_failed = true;
@@ -915,6 +965,7 @@ static void read_err(struct rx *r) {
         r->err_seen = true;
         r->err_step = e.step;
         r->err_errno = e.err;
+        r->err_target = e.target;
     }
 }
 
@@ -998,6 +1049,7 @@ static void rx_free(struct rx *r) {
         lx_close_fd(&x->spool_fd[i]);
     }
     rx_close(&r->err_rd);
+    free(r->targets);
     free(r->bundle);
     free(r->id);
     free(r->runtime_msg);

@@ -612,16 +612,12 @@ START_TEST(test_host_keyring) {
 }
 END_TEST
 
-static void make_image(void) {
-    char spec[4096], specpath[512], cmd[2048], out[512];
-    snprintf(spec, sizeof(spec),
-             "{\"config\": {\"Env\": [\"PATH=/bin\", \"IMG=image\", \"ONLY=image\"], \"Cmd\": [\"/bin/sh\", \"-c\", "
-             "\"echo cmd-from-image in $(pwd)\"], \"WorkingDir\": \"/srv\", \"User\": \"0\"}, "
-             "\"layers\": [{\"busybox\": true}, {\"entries\": [{\"name\": \"etc/motd\", \"data\": "
-             "\"hello from the image\\n\"}, {\"name\": \"srv\", \"type\": \"dir\"}, {\"name\": \"fy-attack\", "
-             "\"from\": \"%s\", \"mode\": 493}]}]}", attack);
-    snprintf(specpath, sizeof(specpath), "%s/spec.json", scratch);
-    snprintf(out, sizeof(out), "%s/img", scratch);
+/* The image of spec (mkimage.py's JSON) as scratch/name; its reference in
+ * ret (ref_size bytes). */
+static void make_image_as(const char *name, const char *spec, char *ret, size_t ref_size) {
+    char specpath[512], cmd[2048], out[512];
+    snprintf(specpath, sizeof(specpath), "%s/spec-%s.json", scratch, name);
+    snprintf(out, sizeof(out), "%s/%s", scratch, name);
     FILE *f = fopen(specpath, "w");
     fputs(spec, f);
     fclose(f);
@@ -635,10 +631,51 @@ static void make_image(void) {
         exit(1);
     }
     json_t *j = json_loads(buf, 0, NULL);
-    snprintf(digest, sizeof(digest), "%s", json_string_value(json_object_get(j, "manifest")));
+    snprintf(ret, ref_size, "oci:%s/%s@%s", scratch, name, json_string_value(json_object_get(j, "manifest")));
     json_decref(j);
-    snprintf(ref, sizeof(ref), "oci:%s/img@%s", scratch, digest);
 }
+
+static void make_image(void) {
+    char spec[4096];
+    snprintf(spec, sizeof(spec),
+             "{\"config\": {\"Env\": [\"PATH=/bin\", \"IMG=image\", \"ONLY=image\"], \"Cmd\": [\"/bin/sh\", \"-c\", "
+             "\"echo cmd-from-image in $(pwd)\"], \"WorkingDir\": \"/srv\", \"User\": \"0\"}, "
+             "\"layers\": [{\"busybox\": true}, {\"entries\": [{\"name\": \"etc/motd\", \"data\": "
+             "\"hello from the image\\n\"}, {\"name\": \"srv\", \"type\": \"dir\"}, {\"name\": \"fy-attack\", "
+             "\"from\": \"%s\", \"mode\": 493}]}]}", attack);
+    make_image_as("img", spec, ref, sizeof(ref));
+    const char *at = strrchr(ref, '@');
+    snprintf(digest, sizeof(digest), "%s", at ? at + 1 : "");
+}
+
+/* An image whose /dev is a symbolic link to a host directory: runc 1.1
+ * made its /dev links there, on the host, as the container's root (into a
+ * host directory, another image's cached layer, the output directory).
+ * The image's root is checked before the runtime sees it: refused, typed,
+ * naming the path; nothing made in the directory. */
+START_TEST(test_image_layout_link_refused) {
+    int cg_before = cgroups_named(), b_before = entries("/run/forgeyard-runtime");
+    char trap[400], spec[1024], lref[1024];
+    snprintf(trap, sizeof(trap), "%s/trap", scratch);
+    ck_assert_int_eq(mkdir(trap, 01777), 0);
+    ck_assert_int_eq(chmod(trap, 01777), 0);
+    snprintf(spec, sizeof(spec),
+             "{\"layers\": [{\"busybox\": true}, {\"entries\": [{\"name\": \"dev\", \"type\": \"symlink\", "
+             "\"target\": \"%s\"}]}]}", trap);
+    make_image_as("img-devlink", spec, lref, sizeof(lref));
+    fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
+    ck_assert_int_eq(fy_policy_set_image(p, lref, NULL), 0);
+    const char *argv[] = {"/bin/true", NULL};
+    struct run r;
+    run(p, argv, 0, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_INFRASTRUCTURE_FAILURE, "outcome %d: %s", r.outcome, r.json);
+    ck_assert_msg(strstr(r.json, "the image's /dev") && strstr(r.json, "symbolic link"), "%s", r.json);
+    ck_assert_int_eq(entries(trap), 0);
+    assert_clean(&r, cg_before, b_before);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -670,6 +707,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_pids_limit);
     tcase_add_test(tc, test_orphan);
     tcase_add_test(tc, test_host_keyring);
+    tcase_add_test(tc, test_image_layout_link_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
