@@ -562,10 +562,6 @@ int lx_process(fy_handle *h, fy_error **reterr) {
         x->next_poll = now + 100000;
     }
     const struct linux_plan *wpl = h->pr->plan;
-    if (watching(wpl) && !x->reaped && now >= x->next_watch) {
-        check_disk(h, x, wpl);
-        x->next_watch = now + 500000;
-    }
     if (x->kill == KS_NONE && h->end == END_NONE && h->deadline && now >= h->deadline) {
         if (!ended_in_time(h, x)) {
             handle_end(h, END_TIMEOUT, FY_STEP_WAIT, 0, "wall-clock limit of %llu ms reached",
@@ -580,6 +576,15 @@ int lx_process(fy_handle *h, fy_error **reterr) {
     }
     if (x->kill == KS_SOFT && now >= x->grace_deadline)
         lx_hard_kill(x, h->pr->plan);
+    /* The disk watchdog after the deadline's checks (a pass is bounded,
+     * WATCH_MAX_FDS, but it is work on this thread), not once the attempt
+     * is ending, and at most a fifth of the time: the next pass waits four
+     * times as long as this one took, at least 500 ms. */
+    if (watching(wpl) && !x->reaped && x->kill == KS_NONE && h->end == END_NONE && now >= x->next_watch) {
+        check_disk(h, x, wpl);
+        uint64_t after = util_now_usec(), took = after > now ? after - now : 0;
+        x->next_watch = after + (4 * took > 500000 ? 4 * took : 500000);
+    }
     if (x->child_error && x->kill == KS_NONE)
         lx_hard_kill(x, h->pr->plan); /* a failed setup leaves nothing half-built running */
     if (x->kill == KS_HARD && x->hard_deadline && now >= x->hard_deadline && !x->reaped) {

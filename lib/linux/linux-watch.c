@@ -80,6 +80,7 @@ struct unnamed {
         ino_t ino;
     } seen[WATCH_MAX_UNNAMED];
     size_t nseen;
+    size_t nfds; /* descriptors looked at so far (WATCH_MAX_FDS) */
     struct watch_total *t;
 };
 
@@ -186,7 +187,13 @@ static void scan_fds(struct unnamed *u, int tdir, int pdir, bool only_child_of_i
     struct dirent *e;
     while ((e = readdir(d))) {
         struct stat st;
-        if (e->d_name[0] != '.' && fstatat(dirfd(d), e->d_name, &st, 0) == 0)
+        if (e->d_name[0] == '.')
+            continue;
+        if (++u->nfds > WATCH_MAX_FDS) {
+            u->t->unmeasured = "more open descriptors than the watchdog examines";
+            break;
+        }
+        if (fstatat(dirfd(d), e->d_name, &st, 0) == 0)
             count_file(u, &st);
     }
     closedir(d);
@@ -250,7 +257,7 @@ void watch_unnamed(pid_t root, const char *const *dirs, size_t n, struct watch_t
     size_t nq = 0, init_children = 0;
     if (u->ndevs && root > 0)
         q[nq++] = root;
-    for (size_t i = 0; i < nq; i++) {
+    for (size_t i = 0; i < nq && !t->unmeasured; i++) {
         if (i == 1)
             init_children = nq - 1;
         char path[64];

@@ -4317,6 +4317,28 @@ START_TEST(test_disk_and_file_quotas) {
     ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s", fy_outcome_name((uint32_t)r.outcome));
     ck_assert_str_eq(r.detail, "files");
     run_free(&r);
+    /* Descriptors by the hundred thousand (as many processes as the open
+     * files limit needs, each near it): the watchdog examines a bounded number per pass (a pass over
+     * them all took seconds, on the thread that enforces the deadline), and
+     * what it does not examine crosses the quota (one above the files the
+     * build directory holds already). */
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_FILES, 1000, NULL), 0);
+    const char *fds[] = {"/usr/bin/python3", "-c",
+                         "import os, resource, time\n"
+                         "per = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 64, 50000)\n"
+                         "for k in range(min(150000 // per + 1, 400) - 1):\n"
+                         "    if os.fork() == 0:\n"
+                         "        break\n"
+                         "keep = [os.dup(0) for i in range(per)]\n"
+                         "time.sleep(20)\n"
+                         "print('held-all')\n",
+                         NULL};
+    run_argv(p, fds, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_RESOURCE_EXCEEDED, "outcome %s: %s", fy_outcome_name((uint32_t)r.outcome),
+                  r.out);
+    ck_assert_str_eq(r.detail, "files (not measurable: more open descriptors than the watchdog examines)");
+    ck_assert_ptr_null(strstr(r.out, "held-all"));
+    run_free(&r);
     /* Without a writable host directory, a quota would bind nothing: refused. */
     fy_policy *q = policy();
     ck_assert_int_eq(fy_policy_set_limit(q, FY_LIMIT_DISK, 1u << 20, NULL), 0);
