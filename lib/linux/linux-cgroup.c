@@ -332,6 +332,12 @@ static int v1_limits(const struct cg_plan *plan, struct cg_run *run, int c, stru
         snprintf(val, sizeof(val), "%llu", (unsigned long long)plan->memory);
         if ((e = write_limit(run->v1_dir[c], "memory.limit_in_bytes", val, f)) < 0)
             return limit_err(reterr, run->v1_dir[c], "memory.limit_in_bytes", -e);
+        /* TCP's buffers: v1 charges them (to a counter of their own) only
+         * once this is written; a 64 MiB sandbox held 305 MiB of them over
+         * its own loopback, bounded by the host's tcp_mem alone. (A kernel
+         * without it has nothing to write.) */
+        if ((e = write_limit(run->v1_dir[c], "memory.kmem.tcp.limit_in_bytes", val, f)) < 0 && e != -ENOENT)
+            return limit_err(reterr, run->v1_dir[c], "memory.kmem.tcp.limit_in_bytes", -e);
         if (plan->v1_memsw) {
             snprintf(val, sizeof(val), "%llu", (unsigned long long)(plan->memory + plan->swap));
             if ((e = write_limit(run->v1_dir[c], "memory.memsw.limit_in_bytes", val, f)) < 0)

@@ -4653,6 +4653,45 @@ START_TEST(test_host_process_state_not_inherited) {
 }
 END_TEST
 
+/* TCP's buffers count against the memory limit: v1 charges them (to a
+ * counter of their own) only once memory.kmem.tcp.limit_in_bytes is
+ * written, and a 64 MiB sandbox held 305 MiB of them over its own loopback
+ * (the host's tcp_mem the only bound). Here connections to itself are
+ * filled until the kernel refuses more, at most 200 MiB: far less is
+ * taken. (Where no memory cgroup is made, rootless, there is nothing to
+ * test.) */
+START_TEST(test_tcp_buffers_within_memory_limit) {
+    if (!cgroups_here())
+        return;
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_MEMORY, 64u << 20, NULL), 0);
+    const char *argv[] = {"/usr/bin/python3", "-c",
+                          "import socket\n"
+                          "l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(256)\n"
+                          "keep, total, buf = [], 0, b'x' * 65536\n"
+                          "for i in range(200):\n"
+                          "    c = socket.create_connection(l.getsockname()); s, _ = l.accept()\n"
+                          "    keep += [c, s]; c.setblocking(False)\n"
+                          "    try:\n"
+                          "        while total < (200 << 20):\n"
+                          "            total += c.send(buf)\n"
+                          "    except (BlockingIOError, OSError):\n"
+                          "        pass\n"
+                          "    if total >= (200 << 20):\n"
+                          "        break\n"
+                          "print('in-flight-mib', total >> 20)\n",
+                          NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    const char *m = strstr(r.out, "in-flight-mib ");
+    ck_assert_msg(m, "%s: %s", fy_outcome_name((uint32_t)r.outcome), r.out);
+    long mib = atol(m + strlen("in-flight-mib "));
+    ck_assert_msg(mib < 100, "%ld MiB of TCP buffers under a 64 MiB memory limit", mib);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_spool_past_host_file_size_limit) {
     /* A host whose RLIMIT_FSIZE (100 KiB: ulimit -f, systemd's
      * LimitFSIZE=) is below what the workload writes to an FY_STDIO_FILE
@@ -5280,6 +5319,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tl, test_unnamed_files_every_task);
     tcase_add_test(tl, test_spool_past_host_file_size_limit);
     tcase_add_test(tl, test_host_process_state_not_inherited);
+    tcase_add_test(tl, test_tcp_buffers_within_memory_limit);
     tcase_add_test(tl, test_spool_on_workload_full_fs);
     tcase_add_test(tl, test_host_terminal_refused);
     suite_add_tcase(s, tl);

@@ -1650,6 +1650,12 @@ static void do_create(const struct conn *c, const struct fyh_msg *req, struct fy
         if (i == 0) {
             what = "memory.limit_in_bytes";
             e = write_u64(dir, what, a.memory);
+            /* (TCP's buffers: charged by v1 once this is written) */
+            int t = e ? 0 : write_u64(dir, "memory.kmem.tcp.limit_in_bytes", a.memory);
+            if (t && t != -ENOENT) {
+                what = "memory.kmem.tcp.limit_in_bytes";
+                e = t;
+            }
             if (!e && H.memsw) {
                 what = "memory.memsw.limit_in_bytes";
                 e = write_u64(dir, what, a.memory + a.swap);
