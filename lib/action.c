@@ -235,7 +235,7 @@ int fy_action_set_env(fy_action *a, const char *name, const char *value, fy_erro
 int fy_action_set_platform_property(fy_action *a, const char *name, const char *value, fy_error **reterr) {
     CHECK_ACTION(a);
     char loc[LOC_MAX];
-    snprintf(loc, sizeof(loc), "$.platform.%s", name ? name : "");
+    util_loc_key(loc, sizeof(loc), "$.platform.", name);
     if (!name || !name[0] || strlen(name) > 256)
         return bad(reterr, loc, "a property name is 1 to 256 bytes");
     for (const char *c = name; *c; c++)

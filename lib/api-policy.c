@@ -267,7 +267,7 @@ int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy
     CHECK_ARG(name);
     CHECK_ARG(value);
     char loc[300];
-    snprintf(loc, sizeof(loc), "$.environment.set.%.256s", name ? name : "");
+    util_loc_key(loc, sizeof(loc), "$.environment.set.", name);
     int r = check_env_name(name, loc, reterr);
     if (r < 0 || (r = check_env_value(value, loc, reterr)) < 0)
         return r;

@@ -123,6 +123,10 @@ char *util_utf8_lossy(const char *s);
 /* The same over s[0..n) (NULs kept); *out_len (when not NULL) gets the
  * length of the result. */
 char *util_utf8_lossy_n(const char *s, size_t n, size_t *out_len);
+/* prefix then key into out (size bytes, cut to fit), the key's control
+ * characters, DEL and backslash as \xNN: a caller's key in an error's
+ * location must not reach a terminal or a log raw. */
+void util_loc_key(char *out, size_t size, const char *prefix, const char *key);
 #ifndef _WIN32
 /* os_open_own_dir (os.h) for every folder: at/path, made with create_mode
  * (0: never made) when missing, opened only when it is the caller's alone

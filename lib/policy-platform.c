@@ -33,7 +33,7 @@ static bool isa_matches(const char *want) {
 static int unsupported(fy_error **reterr, const char *key, const char *fmt, ...) FY_PRINTF(3, 4);
 static int unsupported(fy_error **reterr, const char *key, const char *fmt, ...) {
     char loc[300];
-    snprintf(loc, sizeof(loc), "$.platform.%s", key);
+    util_loc_key(loc, sizeof(loc), "$.platform.", key);
     va_list ap;
     va_start(ap, fmt);
     err_setv(reterr, FY_E_UNSUPPORTED, FY_STEP_SELECT, 0, loc, fmt, ap);

@@ -17,6 +17,18 @@
 
 char *util_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
+void util_loc_key(char *out, size_t size, const char *prefix, const char *key) {
+    size_t n = (size_t)snprintf(out, size, "%s", prefix);
+    for (const unsigned char *c = (const unsigned char *)(key ? key : ""); *c && n + 5 < size; c++) {
+        if (*c < 0x20 || *c == 0x7f || *c == '\\')
+            n += (size_t)snprintf(out + n, size - n, "\\x%02x", *c);
+        else
+            out[n++] = (char)*c;
+    }
+    if (n < size)
+        out[n] = '\0';
+}
+
 static char *vformat(const char *fmt, va_list ap) {
     char *s = NULL;
     return vasprintf(&s, fmt, ap) < 0 ? NULL : s;

@@ -139,6 +139,25 @@ START_TEST(test_non_utf8_paths_refused) {
 }
 END_TEST
 
+/* A caller's key in an error's location (an environment variable's name,
+ * a platform property's) never carries control characters raw: a program
+ * that prints it (forgeyard run --env, wrap with a hostile environment)
+ * would have its terminal or its log written to. */
+START_TEST(test_error_location_escaped) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, NULL), 0);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_env(p, "X\033]0;pwned\007\nok: fake", "1", &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.environment.set.X\\x1b]0;pwned\\x07\\x0aok: fake");
+    fy_error_free(e);
+    e = NULL;
+    ck_assert_int_lt(fy_policy_set_platform_property(p, "K\033[2J", "v", &e), 0);
+    ck_assert_str_eq(fy_error_location(e), "$.platform.K\\x1b[2J");
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_units) {
     fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
     const char *doc = "{\"resources\": {\"memory\": \"2GiB\", \"disk\": \"10GB\", \"tmp_size\": \"64K\","
@@ -487,6 +506,7 @@ int main(void) {
     tcase_add_test(tc, test_profiles_defaults);
     tcase_add_test(tc, test_full_round_trip);
     tcase_add_test(tc, test_units);
+    tcase_add_test(tc, test_error_location_escaped);
     tcase_add_test(tc, test_all_or_nothing);
     tcase_add_test(tc, test_replace_semantics);
     tcase_add_test(tc, test_inline_secret_never_serialised);
