@@ -283,6 +283,16 @@ static int build_layout(struct builder *b, const fy_policy *p, fy_error **reterr
      * databases, its CA certificates where the network is not denied, and
      * the approved runtime paths over it. */
     const char *hostname = p->hostname ? p->hostname : POLICY_DEFAULT_HOSTNAME;
+#ifndef _WIN32
+    /* Without a UTS namespace the workload's host name is the host's:
+     * /etc/hostname and /etc/hosts say so too (they said the policy's
+     * while uname said the host's). */
+    char host_name[256];
+    if (p->control[FY_CONTROL_UTSNS] == FY_MODE_OFF && gethostname(host_name, sizeof(host_name)) == 0) {
+        host_name[sizeof(host_name) - 1] = '\0';
+        hostname = host_name;
+    }
+#endif
     /* A container image brings its own /etc and runtime: only the host
      * name, hosts and (dns: host) the resolver come from the plan. */
     bool image = pl->nimage_layers > 0;

@@ -3989,6 +3989,27 @@ START_TEST(test_state_dir_not_ours) {
 }
 END_TEST
 
+/* With the utsns control off the workload's host name is the host's, and
+ * /etc/hostname and /etc/hosts say that name, not the policy's (they did,
+ * while uname said the host's). */
+START_TEST(test_utsns_off_host_name) {
+    char host[256] = "", want[300];
+    ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
+    fy_policy *p = policy();
+    ck_assert_int_eq(fy_policy_set_control(p, FY_CONTROL_UTSNS, FY_MODE_OFF, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_hostname(p, "ci-job-42", NULL), 0);
+    const char *argv[] = {"/bin/sh", "-c", "echo uname=$(uname -n) file=$(cat /etc/hostname) "
+                          "hosts=$(grep -c ci-job-42 /etc/hosts)", NULL};
+    struct run r;
+    run_argv(p, argv, &r);
+    snprintf(want, sizeof(want), "uname=%s file=%s hosts=0\n", host, host);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s", r.out);
+    ck_assert_str_eq(r.out, want);
+    run_free(&r);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* A runtime path below /tmp (mounted at its own place, as every runtime
  * path): there, not hidden by the sandbox's private /tmp, which was
  * mounted after it and covered it (missing, and not listed as skipped). */
@@ -5257,6 +5278,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_gc_leaves_live_owners_alone);
     tcase_add_test(tc, test_state_dir_not_ours);
     tcase_add_test(tc, test_runtime_path_below_tmp);
+    tcase_add_test(tc, test_utsns_off_host_name);
     tcase_add_test(tc, test_gc_disk_upper_record);
     tcase_add_test(tc, test_state_record_is_appended_not_rewritten);
     tcase_add_test(tc, test_crash_anywhere_in_setup_then_gc);
