@@ -547,9 +547,20 @@ static int build_env(struct fy_plan *pl, const fy_prepared *pr, char *const *img
             pl->path_search = e->value;
     }
     size_t img_added = 0, img_bytes = 0;
+    if (nimg > IMAGE_ENV_MAX_COUNT) /* (before the quadratic look for a name again, below) */
+        return err_set(reterr, FY_E_RANGE, FY_STEP_IMAGE, 0, "$.filesystem.image",
+                       "image %s: its Env has more than %u variables", pl->image_digest, IMAGE_ENV_MAX_COUNT);
     for (size_t i = 0; i < nimg; i++) {
         size_t klen = strcspn(img_env[i], "=");
         if (env_has(pr, img_env[i], klen))
+            continue;
+        /* A name the image lists again: its last value, as a later ENV
+         * overrides an earlier one (both went through: getenv read the
+         * first, the command's PATH search the last). */
+        bool again = false;
+        for (size_t j = i + 1; j < nimg && !again; j++)
+            again = strncmp(img_env[j], img_env[i], klen + 1) == 0;
+        if (again)
             continue;
         size_t vlen = strlen(img_env[i]);
         if (vlen > IMAGE_ENV_MAX_VAR)

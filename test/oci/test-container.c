@@ -949,6 +949,19 @@ START_TEST(test_image_config_edges) {
     ck_assert_int_eq(r.outcome, FY_OUTCOME_INFRASTRUCTURE_FAILURE); /* mytool is not on the caller's PATH */
     run_free(&r);
     fy_policy_free(p);
+    /* A name the image's Env lists twice: once, its last value (both went
+     * through: getenv read the first, the command's PATH search the last). */
+    make_image_from("dupenv", "{\"config\": {\"Env\": [\"PATH=/nowhere\", \"DUP=a\", \"PATH=/bin\", \"DUP=b\"], "
+                              "\"Cmd\": [\"sh\", \"-c\", \"echo DUP=$DUP PATH=$PATH; env | grep -c ^DUP=\"]}, "
+                              "\"layers\": [{\"busybox\": true}]}",
+                    iref, sizeof(iref));
+    p = policy(FY_PROFILE_RELEASE);
+    ck_assert_msg(fy_policy_set_image(p, iref, &e) == 0, "%s", fy_error_message(e));
+    run(p, NULL, &r);
+    ck_assert_msg(r.outcome == FY_OUTCOME_SUCCEEDED, "%s / %s", r.out, r.json);
+    ck_assert_str_eq(r.out, "DUP=b PATH=/bin\n1\n");
+    run_free(&r);
+    fy_policy_free(p);
     make_image_from("numuser", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"User\": 0}, \"layers\": [{\"busybox\": true}]}",
                     iref, sizeof(iref));
     p = policy(FY_PROFILE_RELEASE);
