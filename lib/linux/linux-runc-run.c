@@ -397,6 +397,39 @@ static int check_no_symlinks(const char *path, fy_error **reterr) {
     return 0;
 }
 
+/* A working directory inside a host-backed mount must be there already:
+ * runc makes a missing one, in the host's directory, owned by the
+ * container's root (an image's WorkingDir below /work/build left
+ * directories the workload could not write and later attempts inherited);
+ * the native backend fails such an attempt, and so does this one. */
+static int check_workdir_in_host(const struct fy_plan *np, fy_error **reterr) {
+    const char *wd = np->workdir;
+    for (size_t i = 0; wd && i < np->nentries; i++) {
+        const struct plan_entry *e = &np->entries[i];
+        size_t n = e->target ? strlen(e->target) : 0;
+        if (e->kind != PE_HOST || !(e->flags & PLAN_WORKSPACE) || !n || strncmp(wd, e->target, n) != 0 ||
+            (wd[n] != '/' && wd[n] != '\0'))
+            continue;
+        const char *rest = wd[n] ? wd + n + 1 : ".";
+        int dir = open(e->host, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+        int fd = dir >= 0 ? sys_openat2(dir, rest[0] ? rest : ".", &how, sizeof how) : -1;
+        int err = errno;
+        if (dir >= 0)
+            close(dir);
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+        return err_set(reterr, err_from_errno(err), FY_STEP_EXEC, err, NULL,
+                       "the working directory %s: %s (inside %s, the host's directory: the runtime would make "
+                       "it there)",
+                       wd, strerror(err), e->target);
+    }
+    return 0;
+}
+
 static int start_inner(fy_handle *h, fy_error **reterr) {
     const struct linux_plan *pl = h->pr->plan;
     const struct runc_plan *rp = pl->ext;
@@ -419,6 +452,8 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
         if (np->entries[i].kind == PE_HOST && (np->entries[i].flags & PLAN_WORKSPACE) &&
             (rc = check_no_symlinks(np->entries[i].host, reterr)) < 0)
             return rc;
+    if ((rc = check_workdir_in_host(np, reterr)) < 0)
+        return rc;
 
     /* The bundle. */
     if (mkdir(RX_RUN_DIR, 0711) < 0 && errno != EEXIST)

@@ -677,6 +677,36 @@ START_TEST(test_image_layout_link_refused) {
 }
 END_TEST
 
+/* An image's WorkingDir below /work/build that the host's build directory
+ * lacks: runc made it there, owned by the container's root (the workload
+ * could not write in it, later attempts inherited it). Refused at the
+ * start instead, as the native backend fails such an attempt; nothing is
+ * made in the host's directory. */
+START_TEST(test_image_workdir_in_host_dir) {
+    char build[400], lref[1024];
+    snprintf(build, sizeof(build), "%s/wd-build", scratch);
+    ck_assert_int_eq(mkdir(build, 0777), 0);
+    ck_assert_int_eq(chmod(build, 0777), 0);
+    make_image_as("img-wd", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/pwd\"], "
+                            "\"WorkingDir\": \"/work/build/made/here\"}, \"layers\": [{\"busybox\": true}]}",
+                  lref, sizeof(lref));
+    fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
+    ck_assert_int_eq(fy_policy_set_image(p, lref, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, NULL, &pr, &e) == 0, "%s", fy_error_message(e));
+    fy_handle *h = NULL;
+    ck_assert_int_lt(fy_start(pr, &h, &e), 0);
+    ck_assert_msg(strstr(fy_error_message(e), "the working directory /work/build/made/here"), "%s",
+                  fy_error_message(e));
+    fy_error_free(e);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    ck_assert_int_eq(entries(build), 0);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s MKIMAGE.PY FY-ATTACK\n", argv[0]);
@@ -708,6 +738,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_orphan);
     tcase_add_test(tc, test_host_keyring);
     tcase_add_test(tc, test_image_layout_link_refused);
+    tcase_add_test(tc, test_image_workdir_in_host_dir);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
