@@ -46,6 +46,8 @@ static int want_network(fy_policy *p, uint32_t mode, const char *key, fy_error *
     if (mode > p->net_mode)
         return unsupported(reterr, key, "network \"%s\" asked for; the policy allows at most \"%s\"",
                            net_mode_names[mode], net_mode_names[p->net_mode]);
+    if (!p->prop_net || mode < p->prop_net)
+        p->prop_net = mode;
     if (mode < p->net_mode) {
         p->net_mode = mode;
         if (mode == FY_NET_DENY) {
@@ -76,6 +78,8 @@ int fy_policy_set_platform_property(fy_policy *p, const char *k, const char *v, 
         int lv = NAME_LOOKUP(level_names, v);
         if (lv <= 0)
             return unsupported(reterr, k, "unknown isolation level \"%s\"", v);
+        if ((uint32_t)lv > p->prop_level)
+            p->prop_level = (uint32_t)lv;
         if ((uint32_t)lv > p->min_level)
             p->min_level = (uint32_t)lv;
         if (p->preferred_level < p->min_level)

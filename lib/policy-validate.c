@@ -529,6 +529,9 @@ static int validate_network(const fy_policy *p, const json_t *doc, fy_error **re
         return bad(reterr, "$.network.mode", "unknown network mode");
     if (!dns_name(p->dns))
         return bad(reterr, "$.network.dns", "unknown dns mode");
+    if (p->prop_net && p->net_mode > p->prop_net)
+        return bad(reterr, "$.network.mode", "network %s is more than a platform property allows (%s)",
+                   net_mode_name(p->net_mode), net_mode_name(p->prop_net));
     int r;
     for (size_t i = 0; i < p->dests.n; i++) {
         const struct pol_dest *d = vec_at(&p->dests, i);
@@ -624,6 +627,9 @@ static int validate_isolation(const fy_policy *p, const json_t *doc, fy_error **
     if (p->min_level < p->level_floor)
         return bad(reterr, "$.isolation.min_level", "%s is weaker than the organization minimum (%s)",
                    level_names[p->min_level], level_names[p->level_floor]);
+    if (p->min_level < p->prop_level)
+        return bad(reterr, "$.isolation.min_level", "%s is weaker than the platform property sandbox-level asks (%s)",
+                   level_names[p->min_level], level_names[p->prop_level]);
     if (p->preferred_level < p->min_level)
         return bad(reterr,
                    doc_has(doc, "$.isolation.min_level") != doc_has(doc, "$.isolation.preferred_level")

@@ -166,7 +166,7 @@ int policy_add_env(fy_policy *p, const char *name, const char *value);
 int policy_apply_profile(fy_policy *p, uint32_t profile) {
     if (profile < FY_PROFILE_DEVELOPMENT || profile > FY_PROFILE_HIGH_ASSURANCE)
         return FY_E_UNSUPPORTED;
-    uint32_t floor = p->level_floor;
+    uint32_t floor = p->level_floor, prop_level = p->prop_level, prop_net = p->prop_net;
     int pid = p->origin_pid;
     struct pol_stdio stdio[3];
     memcpy(stdio, p->stdio, sizeof(stdio));
@@ -187,6 +187,8 @@ int policy_apply_profile(fy_policy *p, uint32_t profile) {
     memcpy(p->net_host, net_host, sizeof(net_host));
     p->obs = obs;
     p->level_floor = floor;
+    p->prop_level = prop_level;
+    p->prop_net = prop_net;
     p->profile = profile;
 
     p->min_level = p->preferred_level = FY_LEVEL_NAMESPACE;

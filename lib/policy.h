@@ -68,6 +68,11 @@ struct fy_policy {
                                        link counts misled its listing */
     uint32_t profile;
     uint32_t min_level, preferred_level, level_floor;
+    /* What platform properties asked (fy_policy_set_platform_property):
+     * the weakest level and the most network they allow (0: none), kept
+     * over later documents and profiles as level_floor is, and checked by
+     * validation: a requirement is never undone by what comes after. */
+    uint32_t prop_level, prop_net;
     uint8_t control[FY_CONTROL_MAX_ + 1];
     /* filesystem */
     char *source; bool source_writable;

@@ -158,6 +158,33 @@ START_TEST(test_error_location_escaped) {
 }
 END_TEST
 
+/* A platform property is a requirement that what comes after cannot undo:
+ * a document loaded later that asks for more network or a weaker level is
+ * refused, as is a profile applied later that would (its defaults are
+ * then made stricter by the property again). */
+START_TEST(test_platform_properties_stick) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_platform_property(p, "network", "deny", NULL), 0);
+    ck_assert_int_eq(fy_policy_set_platform_property(p, "sandbox-level", "namespace", NULL), 0);
+    fy_error *e = NULL;
+    const char *net = "{\"network\": {\"mode\": \"allow\"}}";
+    ck_assert_int_eq(fy_policy_load_json(p, net, strlen(net), &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.network.mode");
+    fy_error_free(e);
+    e = NULL;
+    const char *lvl = "{\"isolation\": {\"min_level\": \"process\", \"preferred_level\": \"process\"}}";
+    ck_assert_int_eq(fy_policy_load_json(p, lvl, strlen(lvl), &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.isolation.min_level");
+    fy_error_free(e);
+    /* What the properties allow still loads. */
+    const char *ok = "{\"network\": {\"mode\": \"deny\"}, \"isolation\": {\"min_level\": \"namespace\"}}";
+    e = NULL;
+    ck_assert_msg(fy_policy_load_json(p, ok, strlen(ok), &e) == 0, "%s", fy_error_message(e));
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_units) {
     fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
     const char *doc = "{\"resources\": {\"memory\": \"2GiB\", \"disk\": \"10GB\", \"tmp_size\": \"64K\","
@@ -507,6 +534,7 @@ int main(void) {
     tcase_add_test(tc, test_full_round_trip);
     tcase_add_test(tc, test_units);
     tcase_add_test(tc, test_error_location_escaped);
+    tcase_add_test(tc, test_platform_properties_stick);
     tcase_add_test(tc, test_all_or_nothing);
     tcase_add_test(tc, test_replace_semantics);
     tcase_add_test(tc, test_inline_secret_never_serialised);
