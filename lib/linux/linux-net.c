@@ -463,7 +463,7 @@ struct lxp_config *lxn_dns_config(struct linux_plan *pl, const struct fy_plan *n
  * the proxy, outside the job, would reach whatever the host's network
  * has there).
  * Refused here, once for every path (root's router, the privileged
- * helper's, the rootless one). (The job's IPv6 /64 is inside
+ * helper's, the rootless one). (The job's IPv6 /120 is inside
  * fd66:7973::/32, which every path refuses as its links' block.) */
 static int check_job_destinations(const struct fy_plan *np, fy_error **reterr) {
     for (size_t i = 0; np->job_member && i < np->nnet_rules; i++) {
