@@ -2154,37 +2154,36 @@ void lx_default_signals(void) {
 #define FY_DEFAULT_TIMER_SLACK_NS 50000
 #define FY_IOPRIO_WHO_PROCESS 1
 #define FY_IOPRIO_CLASS_RT 1
-static void reset_inherited(int sfd) {
+int lx_reset_inherited(void) {
     long pol = syscall(SYS_sched_getscheduler, 0);
     long base = pol & ~(long)SCHED_RESET_ON_FORK;
     if (pol >= 0 && (base == SCHED_FIFO || base == SCHED_RR)) {
         struct sched_param sp = {0};
         if (syscall(SYS_sched_setscheduler, 0, SCHED_OTHER | (int)(pol & SCHED_RESET_ON_FORK), &sp) < 0)
-            die(sfd, FY_STEP_SPAWN, errno);
+            return -errno;
     }
     /* (the system call's 20 - nice) */
     if (syscall(SYS_getpriority, PRIO_PROCESS, 0) > 20 && syscall(SYS_setpriority, PRIO_PROCESS, 0, 0) < 0)
-        die(sfd, FY_STEP_SPAWN, errno);
+        return -errno;
     long io = syscall(SYS_ioprio_get, FY_IOPRIO_WHO_PROCESS, 0);
     if (io >= 0 && (io >> 13) == FY_IOPRIO_CLASS_RT && syscall(SYS_ioprio_set, FY_IOPRIO_WHO_PROCESS, 0, 0) < 0)
-        die(sfd, FY_STEP_SPAWN, errno);
+        return -errno;
     long per = syscall(SYS_personality, 0xffffffffUL);
     if (per > 0 && syscall(SYS_personality, 0UL) < 0)
-        die(sfd, FY_STEP_SPAWN, errno);
+        return -errno;
     int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
     if (fd >= 0) {
         char v[16];
         ssize_t n = pread(fd, v, sizeof(v) - 1, 0);
-        if (n > 0 && v[0] == '-' && write(fd, "0", 1) != 1) {
-            int e = errno;
-            close(fd);
-            die(sfd, FY_STEP_SPAWN, e);
-        }
+        int e = n > 0 && v[0] == '-' && write(fd, "0", 1) != 1 ? errno : 0;
         close(fd);
+        if (e)
+            return -e;
     }
     (void)prctl(PR_SET_TIMERSLACK, FY_DEFAULT_TIMER_SLACK_NS, 0, 0, 0);
     (void)prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
     (void)prctl(FY_PR_SET_MEMORY_MERGE, 0, 0, 0, 0); /* (EINVAL before 6.4: nothing to undo) */
+    return 0;
 }
 
 __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
@@ -2201,10 +2200,11 @@ __attribute__((noreturn)) void linux_child_main(const struct child_args *args) {
      * a pre-started shell was made with: what the library creates gets the
      * modes it names, and the workload starts with the usual 022. */
     umask(022);
-    /* (A pre-started shell did this before its claim: nothing of a claim
-     * changes it.) */
-    if (!a->prestarted)
-        reset_inherited(sfd);
+    /* (A pre-started shell did this before its claim, shell_main: nothing
+     * of a claim changes it.) */
+    int reset = a->prestarted ? 0 : lx_reset_inherited();
+    if (reset < 0)
+        die(sfd, FY_STEP_SPAWN, -reset);
     /* The root as our working directory, before anything is forked: we
      * were cloned with the host's, and pivot_root moves only a working
      * directory that is the old root. One anywhere else kept pointing into

@@ -111,6 +111,10 @@ __attribute__((noreturn)) static void shell_main(int sync, uint32_t idle_ms, boo
     if (chdir("/") < 0)
         fail();
     lx_default_signals();
+    /* (what its claim's workload would inherit from the host: linux_child_main
+     * leaves it to us for a pre-started shell) */
+    if (lx_reset_inherited() < 0)
+        fail();
     int fds[LX_GO_MAX_FDS + 1];
     size_t n;
     bool truncated;

@@ -317,6 +317,13 @@ int lx_recv_fds(int sock, int *fds, size_t max, size_t *n, bool *truncated);
 /* Every signal to its default disposition, and all blocked (the sandbox's
  * init, before anything else). */
 void lx_default_signals(void);
+/* Puts back what the caller's process carries that no policy declares and
+ * that would follow every process forked from here (linux-child.c: a
+ * real-time policy, a raised priority or I/O class, the personality, a
+ * negative oom_score_adj, timer slack, THP off, KSM on): 0, or -errno.
+ * Every first process of a sandbox calls it: a cold init, a pre-started
+ * shell, the runc adapter's middle process. */
+int lx_reset_inherited(void);
 /* Whether owner_pidfd (a pidfd of the host process; -1: none, always false)
  * is readable: the host's thread group exited. */
 bool lx_owner_gone(int owner_pidfd);

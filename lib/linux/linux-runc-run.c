@@ -268,6 +268,13 @@ __attribute__((noreturn)) static void middle_main(struct middle_args *m) {
         errno = -kr;
         middle_fail(m, FY_STEP_RUNTIME);
     }
+    /* What runc and the container would inherit from the host's process
+     * (a real-time policy: the v1 cpu cgroup below refused the task). */
+    int reset = lx_reset_inherited();
+    if (reset < 0) {
+        errno = -reset;
+        middle_fail(m, FY_STEP_SPAWN);
+    }
     for (size_t i = 0; i < m->ntask; i++)
         if (syscall(SYS_write, m->task_fds[i], "0", 1) < 0)
             middle_fail(m, FY_STEP_CGROUP);

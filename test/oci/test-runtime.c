@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/personality.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -707,6 +710,49 @@ START_TEST(test_image_workdir_in_host_dir) {
 }
 END_TEST
 
+/* What the host's process carries reaches neither runc nor the container
+ * (the adapter's middle process, forked from the host, skipped the reset
+ * the other backends' first process makes): a real-time policy (the v1
+ * cpu cgroup refused the task: "cgroup: Invalid argument"), a raised nice,
+ * a personality. */
+START_TEST(test_host_state_not_inherited) {
+    char out[400];
+    snprintf(out, sizeof(out), "%s/inherited", scratch);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        struct sched_param sp = {.sched_priority = 1};
+        if (setpriority(PRIO_PROCESS, 0, -5) < 0 || personality(PER_LINUX32 | ADDR_NO_RANDOMIZE) < 0 ||
+            sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+            _exit(10);
+        fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
+        fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
+        const char *argv[] = {"/fy-attack", "inherited", NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || fy_start(pr, &h, NULL) < 0)
+            _exit(11);
+        if (fy_handle_wait(h, 60000000, &res, NULL) != 1)
+            _exit(12);
+        int o = fy_result_outcome(res);
+        fy_result_free(res);
+        fy_handle_free(h);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        _exit(o == FY_OUTCOME_SUCCEEDED ? 0 : 20 + o);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    char *text = slurp(out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child: %d (20+: the outcome): %s", WEXITSTATUS(st),
+                  text);
+    ck_assert_msg(strncmp(text, "policy=0 nice=0 ioclass=0 personality=0 ", 40) == 0, "%s", text);
+    free(text);
+    unlink(out);
+}
+END_TEST
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s MKIMAGE.PY FY-ATTACK\n", argv[0]);
@@ -739,6 +785,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_host_keyring);
     tcase_add_test(tc, test_image_layout_link_refused);
     tcase_add_test(tc, test_image_workdir_in_host_dir);
+    tcase_add_test(tc, test_host_state_not_inherited);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
