@@ -223,7 +223,7 @@ static int kv_set(struct vec *v, const char *name, const char *value, fy_error *
 int fy_action_set_env(fy_action *a, const char *name, const char *value, fy_error **reterr) {
     CHECK_ACTION(a);
     char loc[LOC_MAX];
-    snprintf(loc, sizeof(loc), "$.environment.%s", name ? name : "");
+    util_loc_key(loc, sizeof(loc), "$.environment.", name);
     int r = check_env_name(name, loc, reterr);
     if (r >= 0 && value)
         r = check_env_value(value, loc, reterr);

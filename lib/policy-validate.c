@@ -425,7 +425,9 @@ static int validate_filesystem(const fy_policy *p, fy_error **reterr) {
         r = add_target(t, &n, "/work/output", util_strdup("$.filesystem.output"), reterr);
     for (size_t i = 0; r >= 0 && i < p->toolchains.n; i++) {
         const struct pol_toolchain *tc = vec_at(&p->toolchains, i);
-        char *loc = util_asprintf("$.filesystem.toolchains.%s", tc->name);
+        char key[1024];
+        util_loc_key(key, sizeof(key), "$.filesystem.toolchains.", tc->name);
+        char *loc = util_strdup(key);
         if (!loc) { r = err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory"); break; }
         if ((r = check_simple_name(tc->name, "toolchain name", loc, reterr)) >= 0 &&
             (r = check_host_path(tc->host, loc, reterr)) >= 0 &&
@@ -494,13 +496,11 @@ static int validate_environment(const fy_policy *p, const json_t *doc, fy_error 
     int r;
     for (size_t i = 0; i < p->env_set.n; i++) {
         const struct pol_env *e = vec_at(&p->env_set, i);
-        char *loc = util_asprintf("$.environment.set.%s", e->name);
-        if (!loc)
-            return err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory");
+        char loc[1024];
+        util_loc_key(loc, sizeof(loc), "$.environment.set.", e->name);
         r = check_env_name(e->name, loc, reterr);
         if (r >= 0)
             r = check_env_value(e->value, loc, reterr);
-        free(loc);
         if (r < 0)
             return r;
         total += strlen(e->name) + strlen(e->value) + 2;
@@ -514,11 +514,9 @@ static int validate_environment(const fy_policy *p, const json_t *doc, fy_error 
         if ((r = check_env_name(name, loc, reterr)) < 0)
             return r;
         if (policy_get_env(p, name)) {
-            char *l = util_asprintf("$.environment.set.%s", name);
-            r = bad(reterr, pick(doc, l ? l : "$.environment.set", loc),
-                    "%s is both set and allowed from the host; choose one", name);
-            free(l);
-            return r;
+            char l[1024];
+            util_loc_key(l, sizeof(l), "$.environment.set.", name);
+            return bad(reterr, pick(doc, l, loc), "%s is both set and allowed from the host; choose one", name);
         }
     }
     return 0;

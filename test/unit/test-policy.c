@@ -155,6 +155,13 @@ START_TEST(test_error_location_escaped) {
     ck_assert_str_eq(fy_error_location(e), "$.platform.K\\x1b[2J");
     fy_error_free(e);
     fy_policy_free(p);
+    fy_action *a = NULL;
+    ck_assert_int_eq(fy_action_new(&a, NULL), 0);
+    e = NULL;
+    ck_assert_int_lt(fy_action_set_env(a, "A\033[2J", "v", &e), 0);
+    ck_assert_str_eq(fy_error_location(e), "$.environment.A\\x1b[2J");
+    fy_error_free(e);
+    fy_action_free(a);
 }
 END_TEST
 
