@@ -138,6 +138,14 @@ static int read_secret_file(struct prep_secret *ps, size_t i, fy_error **reterr)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SECRET, 0, loc, "secret %s: %s is not a regular file", s->name,
                        s->host_path);
     }
+    /* (/proc, /sys and /dev are refused by name; a bind mount of one
+     * elsewhere is not, the file system's type is) */
+    if (util_fd_on_kernel_fs(fd)) {
+        close(fd);
+        return err_set(reterr, FY_E_POLICY, FY_STEP_SECRET, 0, loc,
+                       "secret %s: %s is on a kernel interface file system (proc, sysfs and the like), not a file",
+                       s->name, s->host_path);
+    }
     if (st.st_size > SECRET_MAX) {
         close(fd);
         return err_set(reterr, FY_E_RANGE, FY_STEP_SECRET, 0, loc, "secret %s: %s is larger than %u bytes", s->name,

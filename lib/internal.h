@@ -103,6 +103,8 @@ int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *),
 char *util_cache_dir(const char *override, const char *leaf);
 /* os_open_no_links (os.h) for every folder. */
 int util_open_no_links(const char *path, int flags);
+/* os_fd_on_kernel_fs (os.h) for every folder. */
+bool util_fd_on_kernel_fs(int fd);
 struct utsname;
 /* os_uname (os.h) for every folder. */
 int util_uname(struct utsname *u);

@@ -60,6 +60,10 @@ char *os_cache_dir(const char *override, const char *leaf);
  * a secret file reached through a linked directory came from /sys): an
  * fd, or -errno (-ELOOP for a link on the way). */
 int os_open_no_links(const char *path, int flags);
+/* Whether fd lies on a kernel interface file system (proc, sysfs,
+ * debugfs, tracefs, securityfs, cgroup, bpf, configfs...), whatever path
+ * reached it: a bind mount elsewhere passes every test of its name. */
+bool os_fd_on_kernel_fs(int fd);
 struct utsname;
 /* uname(2) as the machine is, not as the calling process's personality
  * shows it (UNAME26 fakes a 2.6 release, PER_LINUX32 a 32-bit machine),

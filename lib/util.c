@@ -74,6 +74,7 @@ int util_thread_start(void *th, bool detached, bool beside, void *(*fn)(void *),
 char *util_cache_dir(const char *override, const char *leaf) { return os_cache_dir(override, leaf); }
 int util_uname(struct utsname *u) { return os_uname(u); }
 int util_open_no_links(const char *path, int flags) { return os_open_no_links(path, flags); }
+bool util_fd_on_kernel_fs(int fd) { return os_fd_on_kernel_fs(fd); }
 
 int util_mkdir_parents(const char *path, unsigned mode) { return os_mkdir_parents(path, (mode_t)mode); }
 

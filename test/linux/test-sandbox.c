@@ -1962,6 +1962,22 @@ START_TEST(test_secret_path_no_links) {
     fy_policy_free(p);
     unlink(link);
     unlink(path);
+    /* A kernel interface bind-mounted elsewhere (root: in a mount
+     * namespace of this test process's own) passes every test of its
+     * name: its file system's type is refused. */
+    if (!rootless && geteuid() == 0 && unshare(CLONE_NEWNS) == 0 &&
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+        mount("/proc/sys/kernel", dir, NULL, MS_BIND, NULL) == 0) {
+        snprintf(path, sizeof(path), "%s/ostype", dir);
+        p = policy();
+        ck_assert_int_eq(fy_policy_add_secret_file(p, "k", FY_SECRET_FILE, "k", path, NULL), 0);
+        e = NULL;
+        ck_assert_int_lt(fy_prepare(p, NULL, argv, &pr, &e), 0);
+        ck_assert_msg(strstr(fy_error_message(e), "kernel interface"), "%s", fy_error_message(e));
+        fy_error_free(e);
+        fy_policy_free(p);
+        ck_assert_int_eq(umount2(dir, MNT_DETACH), 0);
+    }
     rmdir(dir);
 }
 END_TEST

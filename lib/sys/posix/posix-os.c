@@ -16,6 +16,7 @@
 #include <sys/personality.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "os.h"
@@ -188,6 +189,22 @@ int os_open_no_links(const char *path, int flags) {
         p = slash + 1;
     }
     return -errno;
+}
+
+bool os_fd_on_kernel_fs(int fd) {
+    static const unsigned long kernel_fs[] = {
+        0x9fa0,     /* proc */        0x62656572, /* sysfs */     0x64626720, /* debugfs */
+        0x74726163, /* tracefs */     0x73636673, /* securityfs */ 0x27e0eb,  /* cgroup */
+        0x63677270, /* cgroup2 */     0xcafe4a11, /* bpf */       0x62656570, /* configfs */
+        0x6e736673, /* nsfs */        0xde5e81e4, /* efivarfs */  0x42494e4d, /* binfmt_misc */
+    };
+    struct statfs sf;
+    if (fstatfs(fd, &sf) < 0)
+        return true; /* (unknown: not a file to hand over) */
+    for (size_t i = 0; i < sizeof(kernel_fs) / sizeof(kernel_fs[0]); i++)
+        if ((unsigned long)sf.f_type == kernel_fs[i])
+            return true;
+    return false;
 }
 
 int os_uname(struct utsname *u) {

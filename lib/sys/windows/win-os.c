@@ -16,6 +16,11 @@ int os_open_no_links(const char *path, int flags) {
     return fd >= 0 ? fd : -errno;
 }
 
+bool os_fd_on_kernel_fs(int fd) {
+    (void)fd;
+    return false;
+}
+
 /* (no personalities here) */
 int os_uname(struct utsname *u) { return uname(u); }
 
