@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -827,6 +828,13 @@ static int compile_isolation_json(struct linux_plan *pl, const struct fy_plan *n
                                                    "with EPERM (no IPC namespace)"
                                                  : "shared with the host: objects the workload makes "
                                                    "outlive the attempt (no IPC namespace, no seccomp)"));
+    /* What the caller's process holds that nothing can take back and every
+     * process of the sandbox inherits (systemd's MemoryDenyWriteExecute=
+     * sets it; a JIT such as node's then dies): said, and in the contract. */
+    if (prctl(66 /* PR_GET_MDWE */, 0, 0, 0, 0) > 0)
+        pset(o, "inherited_mdwe",
+             json_string("on: the caller's process denies memory that is writable and executable "
+                         "(PR_SET_MDWE), and the sandbox inherits it; JIT compilers fail under it"));
     if (!(pl->clone_flags & CLONE_NEWPID))
         pset(o, "other_processes",
              json_string(pl->others_bpf ? "denied: prlimit64, setpriority, ioprio_set and the sched_set* calls "

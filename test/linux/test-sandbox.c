@@ -4651,6 +4651,9 @@ START_TEST(test_host_process_state_not_inherited) {
             _exit(13);
         if (ksm == 0 && prctl(67 /* PR_SET_MEMORY_MERGE */, 1, 0, 0, 0) < 0)
             _exit(14);
+        /* Memory-deny-write-execute cannot be taken back: the plan says it
+         * is inherited (and the contract differs). */
+        bool mdwe = prctl(65 /* PR_SET_MDWE */, 1 /* REFUSE_EXEC_GAIN */, 0, 0, 0) == 0;
         /* The evidence names the kernel as it is, not as this process's
          * uname shows it (2.6.x), and the machine's ISA is still x86-64. */
         fy_caps *caps = NULL;
@@ -4676,6 +4679,15 @@ START_TEST(test_host_process_state_not_inherited) {
         fy_result_free(res);
         if (o != FY_OUTCOME_SUCCEEDED)
             _exit(20 + o);
+        if (mdwe) {
+            fy_prepared *mp = NULL;
+            char *mj = NULL;
+            if (fy_prepare(p, NULL, argv, &mp, NULL) < 0 || fy_prepared_to_json(mp, &mj, NULL) < 0 ||
+                !strstr(mj, "inherited_mdwe"))
+                _exit(17);
+            fy_free(mj);
+            fy_prepared_free(mp);
+        }
         if (copy_init) /* (the fallback init has no shells) */
             _exit(0);
         /* The same in a pre-started shell, made under that state (it
