@@ -80,7 +80,8 @@ struct unnamed {
         ino_t ino;
     } seen[WATCH_MAX_UNNAMED];
     size_t nseen;
-    size_t nfds; /* descriptors looked at so far (WATCH_MAX_FDS) */
+    size_t nfds;  /* descriptors looked at so far (WATCH_MAX_FDS) */
+    size_t nmaps; /* mapping lines read so far (WATCH_MAX_MAPS) */
     struct watch_total *t;
 };
 
@@ -218,6 +219,10 @@ static void scan_maps(struct unnamed *u, int tdir, int pdir, bool only_child_of_
         unsigned long lo, hi, ino;
         unsigned maj, min;
         int path_at = 0;
+        if (++u->nmaps > WATCH_MAX_MAPS) {
+            u->t->unmeasured = "more mappings than the watchdog examines";
+            break;
+        }
         if (sscanf(line, "%lx-%lx %*s %*x %x:%x %lu %n", &lo, &hi, &maj, &min, &ino, &path_at) < 5 || !ino)
             continue;
         size_t len = strlen(line);

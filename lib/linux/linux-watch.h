@@ -32,6 +32,10 @@ void watch_measure(const char *const *dirs, size_t n, struct watch_total *t);
  * on the thread that enforces the deadline (an exploration, session 35).
  * More is not counted, and said so (the quota then reads as crossed). */
 #define WATCH_MAX_FDS (1u << 17)
+/* And how many lines of the processes' mappings (each process may hold
+ * 65530 mappings: thousands of processes made a pass of hundreds of
+ * millions of lines). Reading a line costs less than an fstat. */
+#define WATCH_MAX_MAPS (1u << 19)
 
 /* Adds to t what the processes of the tree rooted at root (the sandbox's
  * init, as the host sees it; its own descriptors are the library's and not
