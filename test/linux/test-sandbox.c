@@ -5189,6 +5189,10 @@ static void prepare_scratch(const char *attack_src, uid_t owner) {
         exit(1);
     }
     chmod(scratch, 0755);
+    /* fy_gc also sweeps orphaned action directories of the caller's uid in
+     * TMPDIR (counted): the tests' gc counts must not take in another root
+     * program's killed action under /tmp. */
+    setenv("TMPDIR", scratch, 1);
     snprintf(attack, sizeof(attack), "%s/fy-attack", scratch);
     copy_file(attack_src, attack, 0755);
     if (owner != (uid_t)-1 && (chown(scratch, owner, owner) < 0 || chown(attack, owner, owner) < 0)) {
