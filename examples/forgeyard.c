@@ -2304,9 +2304,14 @@ static void wrap_usage(FILE *f) {
             "  --properties-from-env PREFIX\n"
             "                          variables PREFIX<name> are platform properties (name with\n"
             "                          '_' for '-'), applied as requirements, not passed on\n"
+            "  --env-fd N              the environment from descriptor N (NUL-terminated\n"
+            "                          entries), as forgeyard-wrap hands the action's over\n"
             "  --result FILE           write the result (evidence) as JSON\n"
             "  --help                  this text\n"
             "\n"
+            "A worker that starts the wrapper with the action's environment runs\n"
+            "forgeyard-wrap instead (docs/integrations.md): no dynamic loader on the host\n"
+            "then reads it (LD_PRELOAD).\n"
             "The exit status is the command's, or 240-249 for what the sandbox did (forgeyard(1)).\n",
             prog);
 }
@@ -2533,9 +2538,65 @@ static int wrap_before_start(void *ctx, long uid) {
     return hr;
 }
 
+/* The environment forgeyard-wrap hands over (--env-fd N): its entries,
+ * each NUL-terminated, read to the end (16 MiB at most), the descriptor
+ * closed. An array into *buf, or NULL (said on stderr). */
+static char **env_from_fd(const char *num, char **buf) {
+    char *end = NULL;
+    errno = 0;
+    long fd = strtol(num, &end, 10);
+    if (errno || !end || *end || end == num || fd < 3 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0) {
+        fprintf(stderr, "%s: wrap: --env-fd %s is not an open descriptor above 2\n", prog, num);
+        return NULL;
+    }
+    size_t len = 0, cap = 1 << 16, max = 16u << 20;
+    char *b = malloc(cap + 1);
+    while (b) {
+        if (len == cap) {
+            char *nb = cap < max ? realloc(b, (cap *= 2) + 1) : NULL;
+            if (!nb)
+                break; /* (len == cap: refused below) */
+            b = nb;
+        }
+        ssize_t n = read((int)fd, b + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n < 0) {
+                free(b);
+                b = NULL;
+            }
+            break;
+        }
+        len += (size_t)n;
+    }
+    close((int)fd);
+    if (!b || len == cap) {
+        fprintf(stderr, "%s: wrap: --env-fd %s: %s\n", prog, num, b ? "more than 16 MiB" : "cannot be read");
+        free(b);
+        return NULL;
+    }
+    b[len] = '\0';
+    size_t n = 0;
+    for (size_t k = 0; k < len; k += strlen(b + k) + 1)
+        n++;
+    char **v = calloc(n + 1, sizeof(char *));
+    if (!v) {
+        free(b);
+        return NULL;
+    }
+    n = 0;
+    for (size_t k = 0; k < len; k += strlen(b + k) + 1)
+        v[n++] = b + k;
+    *buf = b;
+    return v;
+}
+
 static int cmd_wrap(int argc, char **argv) {
     stop_what = "wrap"; /* (its messages said "run:") */
     const char *profile = NULL, *policy_file = NULL, *result_file = NULL, *root_opt = NULL, *prefix = NULL;
+    const char *env_fd_opt = NULL;
+    char *env_buf = NULL, **envv = NULL;
     bool same_path = false;
     int i = 0, nbinds = 0;
     for (; i < argc; i++) {
@@ -2572,6 +2633,8 @@ static int cmd_wrap(int argc, char **argv) {
             root_opt = v;
         else if (strcmp(o, "--properties-from-env") == 0)
             prefix = v;
+        else if (strcmp(o, "--env-fd") == 0)
+            env_fd_opt = v;
         else if (strcmp(o, "--bind") == 0 || strcmp(o, "--bind-ro") == 0)
             nbinds++; /* (applied below, on the policy) */
         else {
@@ -2606,12 +2669,15 @@ static int cmd_wrap(int argc, char **argv) {
     if (check(fy_policy_new((uint32_t)prof, &p, &err), "--profile", &err) < 0 ||
         (policy_file && load_policy_onto(p, policy_file) < 0))
         goto bad;
-    /* Exactly this process's environment (the action's), nothing added. */
+    /* Exactly this process's environment (the action's), nothing added;
+     * or the one forgeyard-wrap read for us (--env-fd). */
     if (apply_json(p, "wrap", "{\"environment\": {\"set\": {}, \"allow\": [], \"defaults\": %s}}", "false") < 0)
         goto bad;
     extern char **environ;
+    if (env_fd_opt && !(envv = env_from_fd(env_fd_opt, &env_buf)))
+        goto bad;
     size_t plen = prefix ? strlen(prefix) : 0;
-    for (char **e = environ; *e; e++) {
+    for (char **e = envv ? envv : environ; *e; e++) {
         const char *eq = strchr(*e, '=');
         if (!eq)
             continue;
@@ -2626,6 +2692,8 @@ static int cmd_wrap(int argc, char **argv) {
                                 "(forgeyard-action(5)); refused rather than ignored\n", prog, name, name + plen);
                 free(name);
                 fy_policy_free(p);
+                free(envv);
+                free(env_buf);
                 return RUN_UNSUPPORTED;
             }
             r = fy_policy_set_platform_property(p, prop, eq + 1, &err);
@@ -2633,6 +2701,8 @@ static int cmd_wrap(int argc, char **argv) {
                 report(name, err, r);
                 free(name);
                 fy_policy_free(p);
+                free(envv);
+                free(env_buf);
                 return RUN_UNSUPPORTED;
             }
         } else {
@@ -2642,6 +2712,10 @@ static int cmd_wrap(int argc, char **argv) {
         if (r < 0)
             goto bad;
     }
+    free(envv);
+    free(env_buf);
+    envv = NULL;
+    env_buf = NULL;
     for (int k = 0; nbinds && k < i - 1; k++) {
         if (strcmp(argv[k], "--bind") != 0 && strcmp(argv[k], "--bind-ro") != 0)
             continue;
@@ -2682,6 +2756,8 @@ static int cmd_wrap(int argc, char **argv) {
     return run_policy(p, (const char *const *)(argv + i), result_file, false, &before);
 bad:
     fy_policy_free(p);
+    free(envv);
+    free(env_buf);
     return RUN_BAD_INVOCATION;
 }
 #else
@@ -2883,13 +2959,18 @@ static int cmd_action(int argc, char **argv) {
             r = fy_action_start_ex(a, p, caps, flags, &t, &err);
         }
         if (r < 0) {
-            /* Refused before anything ran: a bad document, or (FY_E_STATE at
-             * the prepare step) an output directory that is not empty or a
-             * --stdout/--stderr file that exists: the caller's to fix. */
+            /* Refused before anything ran: a bad document, an input root
+             * beyond its limits or holding what is refused (FY_E_RANGE,
+             * FY_E_UNSAFE at the input step, as after the start), or
+             * (FY_E_STATE at the prepare step) an output directory that is
+             * not empty or a --stdout/--stderr file that exists: the
+             * caller's to fix. */
             fy_policy_free(p);
             fy_caps_free(caps);
             fy_action_free(a);
-            bool caller = r == FY_E_INVAL || (r == FY_E_STATE && err && fy_error_step(err) == FY_STEP_PREPARE);
+            int step = err ? (int)fy_error_step(err) : -1;
+            bool caller = r == FY_E_INVAL || (r == FY_E_STATE && step == FY_STEP_PREPARE) ||
+                          ((r == FY_E_RANGE || r == FY_E_UNSAFE) && step == FY_STEP_INPUT);
             report("action run", err, r);
             return r == FY_E_UNSUPPORTED ? RUN_UNSUPPORTED : caller ? RUN_BAD_INVOCATION : RUN_INFRASTRUCTURE;
         }

@@ -26,7 +26,7 @@ if [ "$mode" = "--rootless" ]; then
     t=$(mktemp -d /tmp/fy-integ-rl-XXXXXX) || exit 1
     trap 'rm -rf "$t"' EXIT
     # (the CLI finds its library at $ORIGIN/../lib, as when installed)
-    mkdir "$t/bin" "$t/lib" && cp "$fy" "$t/bin/forgeyard" &&
+    mkdir "$t/bin" "$t/lib" && cp "$fy" "$t/bin/forgeyard" && cp "$(dirname "$fy")/forgeyard-wrap" "$t/bin/" &&
         cp -P "$(dirname "$fy")"/../lib/libforgeyard-sandbox.so.0 "$(dirname "$fy")"/../lib/libforgeyard-sandbox.so.0.*[0-9] "$t/lib/" && cp -r "$idir" "$t/integrations" || exit 1
     chown -R 65534:65534 "$t" && chmod 0755 "$t"
     setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH=/usr/bin:/bin \
@@ -125,6 +125,33 @@ except OSError as e:
 kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
 case $out in blocked*) ;; *) fail "buildfarm: the host's loopback listener was reached: $out" ;; esac
 
+# Through forgeyard-wrap, the recipe's first hop: the action's environment,
+# all of it the action's choice, reaches the workload exactly, and no
+# dynamic loader on the host (LD_PRELOAD naming a library among the
+# action's inputs ran its code in `forgeyard wrap` itself, as the worker's
+# uid). A library of the action's, when there is a compiler; plain
+# `forgeyard wrap` is the control that shows the check can fail.
+fyw="$(dirname "$fy")/forgeyard-wrap"
+[ -x "$fyw" ] || fail "no forgeyard-wrap beside $fy"
+out=$(env -i PATH=/usr/bin:/bin ACTION_VAR='a b=c' "$fyw" --forgeyard "$fy" -- /bin/sh -c 'env | sort' 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = "$(printf 'ACTION_VAR=a b=c\nPATH=/usr/bin:/bin\nPWD=/work/build\n')" ] ||
+    fail "forgeyard-wrap: the environment: $rc $out"
+out=$(env -i PATH=/usr/bin:/bin "$fyw" --forgeyard forgeyard -- /bin/true 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "forgeyard-wrap: a relative --forgeyard gave $rc: $out"
+if command -v cc >/dev/null 2>&1; then
+    printf '#include <stdio.h>\n__attribute__((constructor)) static void f(void) { FILE *o = fopen("%s/pwned", "w"); if (o) fclose(o); }\n' \
+        "$scratch" > "$scratch/evil.c"
+    cc -shared -fPIC -o src/evil.so "$scratch/evil.c" || fail "cannot build the action's library"
+    env -i PATH=/usr/bin:/bin LD_PRELOAD="$scratch/exec/src/evil.so" "$fy" wrap -- /bin/true 2>/dev/null
+    [ -e "$scratch/pwned" ] || fail "forgeyard-wrap: the control (plain wrap under LD_PRELOAD) ran nothing"
+    rm -f "$scratch/pwned"
+    out=$(env -i PATH=/usr/bin:/bin LD_PRELOAD="$scratch/exec/src/evil.so" "$fyw" --forgeyard "$fy" -- \
+          /bin/sh -c 'echo "$LD_PRELOAD"' 2>/dev/null); rc=$?  # (ld.so inside: no such file there)
+    [ ! -e "$scratch/pwned" ] || fail "forgeyard-wrap: the action's LD_PRELOAD ran on the host"
+    [ $rc -eq 0 ] && [ "$out" = "$scratch/exec/src/evil.so" ] || fail "forgeyard-wrap: LD_PRELOAD inside: $rc $out"
+    rm -f src/evil.so "$scratch/evil.c"
+fi
+
 # ---- 2. NativeLink's entrypoint: platform properties as environment ----
 out=$(env -i PATH=/usr/bin:/bin FYP_OSFamily=linux FYP_sandbox_level=namespace FYP_network=deny FYP_Pool=x \
       "$fy" wrap --properties-from-env FYP_ -- /bin/sh -c 'env | grep -c ^FYP_ || true' 2>&1); rc=$?
@@ -137,6 +164,13 @@ out=$(env -i PATH=/usr/bin:/bin FYP_network=allow "$fy" wrap --properties-from-e
 out=$(env -i PATH=/usr/bin:/bin FYP_sandbox_level=confidential-vm "$fy" wrap --properties-from-env FYP_ -- /bin/true 2>&1)
 rc=$?
 [ $rc -eq 247 ] || fail "nativelink: a level this host lacks gave $rc: $out"
+# The same through forgeyard-wrap: the properties are the action's variables.
+out=$(env -i PATH=/usr/bin:/bin FYP_network=allow "$fyw" --forgeyard "$fy" --properties-from-env FYP_ -- /bin/true 2>&1)
+rc=$?
+[ $rc -eq 247 ] || fail "nativelink: a wider network through forgeyard-wrap gave $rc: $out"
+out=$(env -i PATH=/usr/bin:/bin FYP_OSFamily=linux "$fyw" --forgeyard "$fy" --properties-from-env FYP_ -- \
+      /bin/sh -c 'env | grep -c ^FYP_ || true' 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = 0 ] || fail "nativelink: properties through forgeyard-wrap: $rc $out"
 [ "$(cas_sum)" = "$before" ] || fail "nativelink: the CAS changed"
 
 # ---- 3. GitLab Runner's custom executor ----
@@ -165,9 +199,27 @@ EOF
 "$gl" run "$scratch/runner-tmp/script." build_script; rc=$?
 [ $rc -eq 0 ] || fail "gitlab: build_script gave $rc"
 [ "$(cat "$bdir/group/project/artifact.txt")" = built ] || fail "gitlab: the artifact is missing"
+# The stage scripts hold CI_JOB_TOKEN and every variable: no one but the
+# sandbox's uid reads them (their directory 0750, group the sandbox's, as
+# root; 0700 rootless).
+sdir="$scratch/gitlab/job-4242/scripts"
+if [ $root -eq 1 ]; then want="750 640"; else want="700 600"; fi
+[ "$(stat -c %a "$sdir") $(stat -c %a "$sdir/build_script.sh")" = "$want" ] ||
+    fail "gitlab: the stage scripts can be read by others: $(ls -ln "$sdir")"
+if [ $root -eq 1 ] && setpriv --reuid 65534 --regid 65534 --clear-groups cat "$sdir/build_script.sh" >/dev/null 2>&1; then
+    fail "gitlab: another local user read the stage script"
+fi
 printf '#!/usr/bin/env bash\nexit 3\n' > "$scratch/runner-tmp/fail."
 "$gl" run "$scratch/runner-tmp/fail." step_script; rc=$?
 [ $rc -eq 91 ] || fail "gitlab: a failing script gave $rc, not BUILD_FAILURE_EXIT_CODE"
+# A script's own 245-247 is the job's failure, not the runner's (the
+# result, not the status, tells the sandbox's own failures apart).
+for s in 245 246 247; do
+    printf '#!/usr/bin/env bash\nexit %s\n' $s > "$scratch/runner-tmp/fail."
+    "$gl" run "$scratch/runner-tmp/fail." step_script; rc=$?
+    [ $rc -eq 91 ] || fail "gitlab: a script exiting $s gave $rc, not BUILD_FAILURE_EXIT_CODE"
+done
+[ ! -e "$sdir/step_script.result.json" ] || fail "gitlab: the result file was left"
 printf '{"version": 1, "bogus": true}' > "$scratch/bad-policy.json"
 FORGEYARD_GITLAB_POLICY="$scratch/bad-policy.json" "$gl" run "$scratch/runner-tmp/script." build_script 2>/dev/null; rc=$?
 [ $rc -eq 92 ] || fail "gitlab: an invalid policy gave $rc, not SYSTEM_FAILURE_EXIT_CODE"
@@ -317,6 +369,21 @@ printf '{"version": 1, "arguments": ["x"], "input_root": {"directory": "%s"}, "o
 out=$("$fy" action run bad.json 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "action run: a bad document gave $rc"
 case $out in *'$.outputs.files[0]'*) ;; *) fail "action run: the error does not name the path: $out" ;; esac
+# An input archive beyond limits.input_bytes (an entry's header claims 20
+# GiB), refused before the start: the document's fault (246), as every
+# other hostile archive and as the same refusal after the start; it was an
+# infrastructure failure (245), which workers retry elsewhere.
+python3 - "$scratch" <<'EOF' || fail "cannot write the big archive"
+import json, sys, tarfile
+t = tarfile.TarInfo("big"); t.size = 20 << 30
+open(sys.argv[1] + "/big.tar", "wb").write(t.tobuf(format=tarfile.GNU_FORMAT) + b"\0" * 1024)
+json.dump({"version": 1, "arguments": ["true"], "environment": {"PATH": "/usr/bin:/bin"},
+           "input_root": {"archive": sys.argv[1] + "/big.tar"}, "outputs": {"files": ["f"]}},
+          open(sys.argv[1] + "/big.json", "w"))
+EOF
+out=$("$fy" action run "$scratch/big.json" 2>&1); rc=$?
+[ $rc -eq 246 ] || fail "action run: an archive over limits.input_bytes gave $rc: $out"
+case $out in *limits.input_bytes*) ;; *) fail "action run: the big archive's refusal: $out" ;; esac
 # Run again into the same (now not empty) output directory, or keeping its
 # stdout in a file that exists: refused before anything runs, status 246
 # (the caller's to fix), the message naming what.
