@@ -129,6 +129,7 @@ static void add_rule(struct builder *b, const char *path, uint64_t access) {
     }
     pl->ll_rules[pl->nll].path = plan_str(pl, path);
     pl->ll_rules[pl->nll].access = access & pl->ll_handled;
+    pl->ll_rules[pl->nll].no_links = false;
     if (!pl->ll_rules[pl->nll].path)
         b->oom = true;
     pl->nll++;
@@ -1032,8 +1033,18 @@ static int compile_process_mode(struct linux_plan *pl, struct builder *b, const 
             add_rule(b, e->target, e->kind == PE_HOST && (e->flags & PLAN_FILE) ? LANDLOCK_ACCESS_FS_READ_FILE : LL_RO);
             break;
         case PR_SOURCE: case PR_BUILD: case PR_OUTPUT: case PR_TOOLCHAIN: case PR_BIND:
-            if (e->kind == PE_HOST)
+            /* Landlock is this level's only barrier, so a rule must name
+             * the directory itself: a workspace path reached through a
+             * symbolic link (planted, or swapped in after fy_prepare)
+             * gave the workload the link's target. Refused when the
+             * sandbox's init opens it, as the namespace level refuses
+             * binding it. */
+            if (e->kind == PE_HOST) {
+                size_t before = pl->nll;
                 add_rule(b, e->host, (e->flags & PLAN_RO) ? LL_RO : rw);
+                if (pl->nll > before && (e->flags & PLAN_WORKSPACE))
+                    pl->ll_rules[before].no_links = true;
+            }
             break;
         default:
             break;

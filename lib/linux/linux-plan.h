@@ -65,6 +65,7 @@ struct mount_op {
 struct ll_rule {
     const char *path;       /* inside the sandbox */
     uint64_t access;        /* LANDLOCK_ACCESS_FS_* allowed beneath it */
+    bool no_links;          /* a workspace path (process level): opened with no symbolic link at any component */
 };
 
 /* Messages from the sandbox to the library over the status pipe (each one

@@ -427,6 +427,94 @@ START_TEST(test_process_level_host_umask) {
 }
 END_TEST
 
+/* A workspace path reached through a symbolic link (planted, as a
+ * hostile tree or an earlier attempt can, or swapped in between
+ * fy_prepare and fy_start) does not give the workload the link's target:
+ * Landlock is the only barrier at this level, and its rule was opened
+ * through the link. The start is refused (ELOOP), nothing is written. */
+static bool linked_build_refused(const char *build, const char *swap_from, const char *victim) {
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+    char script[512];
+    snprintf(script, sizeof(script), "echo x > %s/pwned; echo x > inbuild", victim);
+    const char *sh[] = {"/bin/sh", "-c", script, NULL};
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    ck_assert_msg(fy_prepare(p, NULL, sh, &pr, &e) == 0, "prepare: %s", fy_error_message(e));
+    if (swap_from) { /* (the real directory aside, a link in its place) */
+        char aside[200];
+        snprintf(aside, sizeof(aside), "%s.aside", build);
+        ck_assert_int_eq(rename(build, aside), 0);
+        ck_assert_int_eq(symlink(swap_from, build), 0);
+    }
+    fy_handle *h = NULL;
+    fy_result *res = NULL;
+    int r = fy_start(pr, &h, &e);
+    bool refused = r < 0;
+    if (r == 0) {
+        ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+        refused = fy_result_outcome(res) == FY_OUTCOME_INFRASTRUCTURE_FAILURE;
+        fy_result_free(res);
+        fy_handle_free(h);
+    } else {
+        ck_assert_msg(fy_error_os_code(e) == ELOOP, "start: %s", fy_error_message(e));
+        fy_error_free(e);
+    }
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    char pwned[200];
+    snprintf(pwned, sizeof(pwned), "%s/pwned", victim);
+    bool written = access(pwned, F_OK) == 0;
+    snprintf(pwned, sizeof(pwned), "%s/inbuild", victim);
+    written = written || access(pwned, F_OK) == 0;
+    return refused && !written;
+}
+
+START_TEST(test_process_level_workspace_links) {
+    deny_userns();
+    char victim[128], ws[128], link[160], real[160], deep[200];
+    snprintf(victim, sizeof(victim), "%s/victim", scratch);
+    snprintf(ws, sizeof(ws), "%s/ws", scratch);
+    ck_assert_int_eq(mkdir(victim, 0777), 0);
+    ck_assert_int_eq(chmod(victim, 0777), 0);
+    ck_assert_int_eq(mkdir(ws, 0777), 0);
+    /* The build directory a link, and a link on the way to it. */
+    snprintf(link, sizeof(link), "%s/b", ws);
+    ck_assert_int_eq(symlink(victim, link), 0);
+    ck_assert_msg(linked_build_refused(link, NULL, victim), "a linked build directory");
+    char vsub[160];
+    snprintf(vsub, sizeof(vsub), "%s/sub", victim);
+    ck_assert_int_eq(mkdir(vsub, 0777), 0);
+    ck_assert_int_eq(chmod(vsub, 0777), 0);
+    snprintf(deep, sizeof(deep), "%s/b/sub", ws);
+    ck_assert_msg(linked_build_refused(deep, NULL, vsub), "a link on the build directory's path");
+    /* Swapped in after fy_prepare. */
+    snprintf(real, sizeof(real), "%s/real", ws);
+    ck_assert_int_eq(mkdir(real, 0777), 0);
+    ck_assert_int_eq(chmod(real, 0777), 0);
+    ck_assert_msg(linked_build_refused(real, victim, victim), "a link swapped in after fy_prepare");
+    /* (the control: the real directory, put back, runs) */
+    unlink(real);
+    char aside[200];
+    snprintf(aside, sizeof(aside), "%s.aside", real);
+    ck_assert_int_eq(rename(aside, real), 0);
+    fy_policy *p = NULL;
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+    ck_assert_int_eq(fy_policy_set_build(p, real, NULL), 0);
+    const char *sh[] = {"/bin/sh", "-c", "echo x > inbuild && echo WROTE", NULL};
+    char *out = NULL;
+    fy_result *res = run(p, sh, &out);
+    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED && strstr(out, "WROTE"), "control: %s", out);
+    free(out);
+    fy_result_free(res);
+    fy_policy_free(p);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s' '%s'", victim, ws);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* The names of /dev/shm's attempt directories, one a line, into buf. */
 static void shm_attempts(char *buf, size_t len) {
     buf[0] = '\0';
@@ -1215,6 +1303,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_process_level_kill_reaps);
     tcase_add_test(tc, test_process_level_start_fd_pressure);
     tcase_add_test(tc, test_process_level_host_umask);
+    tcase_add_test(tc, test_process_level_workspace_links);
     tcase_add_test(tc, test_process_level_ipc);
     tcase_add_test(tc, test_process_level_host_keyring);
     tcase_add_test(tc, test_process_level_landlock_scoping);
