@@ -26,6 +26,8 @@
 #endif
 #ifdef __linux__
 #include <linux/magic.h> /* PROC_SUPER_MAGIC */
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #endif
 
@@ -893,9 +895,13 @@ static int check(int r, const char *opt, fy_error **errp) {
 }
 
 /* A host path given relative to the current directory, made absolute
- * (the policy takes absolute paths only): resolved when it exists, joined to
- * the current directory otherwise, so that the run names the missing path.
- * Kept until the process ends. */
+ * (the policy takes absolute paths only) by joining it to the current
+ * directory (which the kernel names without links) and removing "." and
+ * ".." textually: no symbolic link in it is followed here, so the library
+ * refuses one on a workspace path as it does on an absolute path (a
+ * checked-out tree's `src -> /etc`, given as --source src, was resolved
+ * here and the host's /etc became the source). Kept until the process
+ * ends. */
 static char *abs_kept[256];
 static size_t abs_nkept;
 static void abs_free(void) {
@@ -909,12 +915,36 @@ static const char *host_abs(const char *path) {
 #else
     if (!path[0] || path[0] == '/' || abs_nkept == sizeof(abs_kept) / sizeof(abs_kept[0]))
         return path;
-    char *r = realpath(path, NULL);
+    char cwd[PATH_MAX], *joined = NULL;
+    if (!getcwd(cwd, sizeof(cwd)) || asprintf(&joined, "%s/%s", cwd, path) < 0)
+        return path;
+    char *r = malloc(strlen(joined) + 2);
     if (!r) {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof(cwd)) || asprintf(&r, "%s/%s", cwd, path) < 0)
-            return path;
+        free(joined);
+        return path;
     }
+    size_t n = 0;
+    for (char *c = joined; *c;) {
+        while (*c == '/')
+            c++;
+        size_t len = strcspn(c, "/");
+        if (len == 0 || (len == 1 && c[0] == '.')) {
+        } else if (len == 2 && c[0] == '.' && c[1] == '.') {
+            while (n > 0 && r[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--; /* (the slash; never above the root) */
+        } else {
+            r[n++] = '/';
+            memcpy(r + n, c, len);
+            n += len;
+        }
+        c += len;
+    }
+    if (n == 0)
+        r[n++] = '/';
+    r[n] = '\0';
+    free(joined);
     if (abs_nkept == 0)
         atexit(abs_free);
     abs_kept[abs_nkept++] = r;
@@ -2349,7 +2379,39 @@ static bool wrap_files;
  * sandbox still writing there) redirects nothing to the host's files. A
  * file with other hard links is left alone: its other names may be
  * outside the tree, and the sandbox could then write them (cp -al). */
-static int hand_at(int dfd, dev_t dev, const char *path, int depth) {
+/* What of an entry hand_at looks at: type, owner, links, file system and
+ * mount (statx's mount id, 0 where the kernel has none: before 5.8). A
+ * bind mount of the same file system has its device number, so only the
+ * mount id tells that the walk would cross it. */
+struct hand_stat {
+    mode_t mode;
+    uid_t uid;
+    nlink_t nlink;
+    dev_t dev;
+    uint64_t mnt;
+};
+
+static int hand_stat_at(int dfd, const char *name, struct hand_stat *hs) {
+#ifndef __linux__
+    struct stat st;
+    if (fstatat(dfd, name[0] ? name : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+    *hs = (struct hand_stat){st.st_mode, st.st_uid, st.st_nlink, st.st_dev, 0};
+    return 0;
+#else
+    struct statx sx;
+    if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH), STATX_BASIC_STATS | STATX_MNT_ID, &sx) < 0)
+        return -1;
+    hs->mode = sx.stx_mode;
+    hs->uid = sx.stx_uid;
+    hs->nlink = sx.stx_nlink;
+    hs->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    hs->mnt = (sx.stx_mask & STATX_MNT_ID) ? sx.stx_mnt_id : 0;
+    return 0;
+#endif
+}
+
+static int hand_at(int dfd, dev_t dev, uint64_t mnt, const char *path, int depth) {
     struct stat st;
     if (fstat(dfd, &st) < 0 || ((long)st.st_uid != wrap_uid && fchown(dfd, (uid_t)wrap_uid, (gid_t)wrap_uid) < 0)) {
         fprintf(stderr, "%s: cannot hand %s to uid %ld: %s\n", prog, path, wrap_uid, strerror(errno));
@@ -2379,17 +2441,22 @@ static int hand_at(int dfd, dev_t dev, const char *path, int depth) {
         }
         char sub[PATH_MAX];
         snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name); /* (for messages only) */
-        struct stat es;
-        if (fstatat(dfd, e->d_name, &es, AT_SYMLINK_NOFOLLOW) < 0 || es.st_dev != dev)
-            continue; /* gone, or another file system: never across a mount */
-        if (S_ISDIR(es.st_mode)) {
+        struct hand_stat es;
+        if (hand_stat_at(dfd, e->d_name, &es) < 0 || es.dev != dev || (mnt && es.mnt != mnt))
+            continue; /* gone, or another file system or mount: never across a mount */
+        if (S_ISDIR(es.mode)) {
             int sfd = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            struct hand_stat ds;
+            if (sfd >= 0 && (hand_stat_at(sfd, "", &ds) < 0 || ds.dev != dev || (mnt && ds.mnt != mnt))) {
+                close(sfd); /* (mounted there since) */
+                continue;
+            }
             if (sfd < 0)
                 continue; /* gone, or no longer a directory */
-            r = hand_at(sfd, dev, sub, depth + 1);
+            r = hand_at(sfd, dev, mnt, sub, depth + 1);
             close(sfd);
-        } else if (wrap_files && S_ISREG(es.st_mode) && (long)es.st_uid != wrap_uid) {
-            if (es.st_nlink > 1) {
+        } else if (wrap_files && S_ISREG(es.mode) && (long)es.uid != wrap_uid) {
+            if (es.nlink > 1) {
                 wrap_linked++;
                 continue;
             }
@@ -2403,19 +2470,68 @@ static int hand_at(int dfd, dev_t dev, const char *path, int depth) {
     return r;
 }
 
-/* The tree at path (a directory, not followed if a link) to wrap_uid:
- * 0, or 1 after saying why. */
+/* A directory at path, reached through no symbolic link at any component
+ * (ELOOP; openat2, or one component at a time before 5.6): a descriptor,
+ * or -1 with errno. */
+static int open_dir_no_links(const char *path, int flags) {
+    int fd;
+#ifdef __linux__
+    struct open_how how = {.flags = (uint64_t)(flags | O_DIRECTORY | O_CLOEXEC),
+                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+    if (fd >= 0 || errno != ENOSYS)
+        return fd;
+#endif
+    if (path[0] != '/') {
+        errno = EINVAL;
+        return -1;
+    }
+    int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (const char *p = path + 1; dir >= 0;) {
+        while (*p == '/')
+            p++;
+        size_t n = strcspn(p, "/");
+        if (n == 0)
+            break;
+        char name[NAME_MAX + 1];
+        if (n > NAME_MAX) {
+            close(dir);
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        p += n;
+        int next = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(dir);
+        if (next < 0) {
+            errno = e == ENOTDIR ? ELOOP : e;
+            return -1;
+        }
+        dir = next;
+    }
+    if (dir < 0)
+        return -1;
+    fd = openat(dir, ".", flags | O_DIRECTORY | O_CLOEXEC);
+    close(dir);
+    return fd;
+}
+
+/* The tree at path (a directory, reached through no symbolic link at any
+ * component) to wrap_uid: 0, or 1 after saying why. */
 static int hand_tree(const char *path) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        fprintf(stderr, "%s: cannot hand %s to uid %ld: %s\n", prog, path, wrap_uid, strerror(errno));
+    int fd = open_dir_no_links(path, O_RDONLY);
+    struct hand_stat st;
+    if (fd < 0 || hand_stat_at(fd, "", &st) < 0) {
+        fprintf(stderr, "%s: cannot hand %s to uid %ld: %s%s\n", prog, path, wrap_uid, strerror(errno),
+                errno == ELOOP ? " (a symbolic link on its path: refused)" : "");
         if (fd >= 0)
             close(fd);
         return 1;
     }
     wrap_linked = 0;
-    int r = hand_at(fd, st.st_dev, path, 0);
+    int r = hand_at(fd, st.dev, st.mnt, path, 0);
     close(fd);
     if (r == 0 && wrap_linked == 1)
         fprintf(stderr, "%s: note: 1 file in %s has other hard links and stays as it is (its other names may be "
@@ -2466,11 +2582,18 @@ static bool disposable_root(const char *root) {
 static int hand_over(long uid, const char *opt, const char *dir) {
     if (!dir || uid < 0)
         return dir ? RUN_INFRASTRUCTURE : 0;
-    char *real = realpath(dir, NULL);
+    /* (dir is absolute and without "." or ".." (host_abs, the policy's
+     * checks): with no link on it, it is its own real path) */
+    int dfd = open_dir_no_links(dir, O_PATH);
+    char *real = dfd >= 0 ? strdup(dir) : NULL;
     if (!real) {
-        fprintf(stderr, "%s: --hand-over: %s %s: %s\n", prog, opt, dir, strerror(errno));
+        fprintf(stderr, "%s: --hand-over: %s %s: %s%s\n", prog, opt, dir, strerror(errno),
+                errno == ELOOP ? " (a symbolic link on its path: never handed over)" : "");
+        if (dfd >= 0)
+            close(dfd);
         return RUN_BAD_INVOCATION;
     }
+    close(dfd);
     if (!disposable_root(real)) {
         fprintf(stderr, "%s: --hand-over: %s %s is not a directory that can be handed to the sandbox's uid "
                         "(a system directory, a home, or fewer than two levels deep)\n",
@@ -2514,12 +2637,20 @@ static int wrap_before_start(void *ctx, long uid) {
         if (strcmp(argv[k], "--bind") != 0)
             continue;
         char *host = strndup(argv[k + 1], strcspn(argv[k + 1], ":"));
-        char *real = host ? realpath(host, NULL) : NULL;
+        /* (as the bind was given to the policy: made absolute, no link
+         * followed; one on its path is refused, never handed over) */
+        const char *abs = host ? host_abs(host) : NULL;
+        int dfd = abs ? open_dir_no_links(abs, O_PATH) : -1;
+        char *real = dfd >= 0 ? strdup(abs) : NULL;
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
         if (!real || !disposable_root(real) || nhanded == sizeof(handed) / sizeof(handed[0])) {
-            fprintf(stderr, "%s: wrap: --hand-over: --bind %s %s\n", prog, host ? host : argv[k + 1],
-                    !real ? strerror(errno)
+            fprintf(stderr, "%s: wrap: --hand-over: --bind %s %s%s\n", prog, host ? host : argv[k + 1],
+                    !real ? strerror(e)
                           : "is not a directory that can be handed to the sandbox's uid (a system directory, "
-                            "a home, a directory others may write to, or fewer than two levels deep)");
+                            "a home, a directory others may write to, or fewer than two levels deep)",
+                    !real && e == ELOOP ? " (a symbolic link on its path: never handed over)" : "");
             free(real);
             hr = RUN_BAD_INVOCATION;
         } else {

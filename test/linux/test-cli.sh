@@ -186,6 +186,36 @@ if [ "$(id -u)" -eq 0 ]; then
     out=$("$fy" run --hand-over --build /tmp -- /bin/true 2>&1); rc=$?
     [ $rc -eq 246 ] || fail "--hand-over of /tmp: status $rc: $out"
     case $out in *"not a directory that can be handed"*) ;; *) fail "--hand-over of /tmp: $out" ;; esac
+    # --hand-over never through a symbolic link on the directory's path
+    # (planted by a checked-out tree or an earlier attempt): the link's
+    # target was handed over for good, even when the run was then refused,
+    # and given relative, the run went ahead in it. Nor across a bind
+    # mount of the same file system (its device number is the tree's).
+    mkdir -p "$scratch/hv/victim/d" "$scratch/hv/ws" && echo secret > "$scratch/hv/victim/d/f" &&
+        chmod 700 "$scratch/hv/victim" && ln -s "$scratch/hv/victim" "$scratch/hv/ws/build" &&
+        ln -s "$scratch/hv" "$scratch/hv-link" || fail "cannot make the linked build directory"
+    hv_owners() { stat -c %u "$scratch/hv/victim" "$scratch/hv/victim/d" "$scratch/hv/victim/d/f" | sort -u; }
+    for b in "$scratch/hv/ws/build" "$scratch/hv-link/ws/build/d"; do
+        out=$("$fy" run --hand-over --build "$b" -- /bin/sh -c 'touch pwned' 2>&1); rc=$?
+        [ $rc -ne 0 ] && [ "$(hv_owners)" = 0 ] && [ ! -e "$scratch/hv/victim/pwned" ] && [ ! -e "$scratch/hv/victim/d/pwned" ] ||
+            fail "--hand-over --build $b (a link on its path): status $rc, owners $(hv_owners): $out"
+    done
+    out=$(cd "$scratch/hv/ws" && "$fy" run --hand-over --build build -- /bin/sh -c 'touch pwned' 2>&1); rc=$?
+    [ $rc -eq 246 ] && [ "$(hv_owners)" = 0 ] && [ ! -e "$scratch/hv/victim/pwned" ] ||
+        fail "--hand-over --build build (relative, a link): status $rc, owners $(hv_owners): $out"
+    case $out in *"symbolic link on its path"*) ;; *) fail "--hand-over of a link: $out" ;; esac
+    # (relative, without --hand-over: the library refuses the link, which
+    # the CLI no longer resolves away)
+    chmod 777 "$scratch/hv/victim"
+    out=$(cd "$scratch/hv/ws" && "$fy" run --build build -- /bin/sh -c 'touch pwned' 2>&1); rc=$?
+    [ $rc -ne 0 ] && [ ! -e "$scratch/hv/victim/pwned" ] || fail "--build build (relative, a link): status $rc: $out"
+    mkdir -p "$scratch/hv/tree/cache" "$scratch/hv/other/sub" && echo k > "$scratch/hv/other/sub/k"
+    out=$(unshare -m --propagation private sh -c 'mount --bind "$1/hv/other" "$1/hv/tree/cache" &&
+          "$2" run --hand-over --build "$1/hv/tree" -- /bin/true' sh "$scratch" "$fy" 2>&1); rc=$?
+    [ $rc -eq 0 ] || fail "--hand-over over a bind mount: status $rc: $out"
+    [ "$(stat -c %u "$scratch/hv/other/sub" "$scratch/hv/other/sub/k" | sort -u)" = 0 ] ||
+        fail "--hand-over crossed a bind mount of the same file system: $(ls -lnR "$scratch/hv/other")"
+    [ "$(stat -c %u "$scratch/hv/tree")" = 100001 ] || fail "--hand-over over a bind mount handed nothing over"
 fi
 
 # 2c. Clear errors (no parser internals, the JSON path, the option's own
