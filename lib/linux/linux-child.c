@@ -588,7 +588,8 @@ static int bind_from_fd(int fd, int tfd, const char *dst, uint32_t flags) {
         } else if (tree < 0) {
             return -errno;
         } else {
-            struct mount_attr ma = {.attr_set = attr};
+            /* (private: a clone of a shared mount would be its peer) */
+            struct mount_attr ma = {.attr_set = attr, .propagation = MS_PRIVATE};
             int r = 0;
             if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
                 sys_move_mount(tree, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)

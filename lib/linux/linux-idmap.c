@@ -172,16 +172,21 @@ static int host_tree(const struct linux_plan *pl, int root, const struct mount_o
     if (tree < 0)
         return -e;
     uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | ((op->flags & MF_READONLY) ? MOUNT_ATTR_RDONLY : 0);
+    /* Private, every mount of it: a clone of a shared mount (the host's /
+     * under systemd) is a peer of the host's, and a mount the host made
+     * below the source after the start appeared inside, writable, suid
+     * and with devices. What the sandbox sees is the tree at the start. */
     /* Never root's tree: the workload would read what only root may
      * (a root runner's ~/.cargo/credentials.toml, /etc/ssl/private). */
     if ((op->flags & MF_READONLY) && st.st_uid != 0 && st.st_gid != 0) {
         int ns = owner_ns(pl, st.st_uid, st.st_gid, own, nown);
-        struct mount_attr mi = {.attr_set = attr | MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)(ns >= 0 ? ns : 0)};
+        struct mount_attr mi = {.attr_set = attr | MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)(ns >= 0 ? ns : 0),
+                                .propagation = MS_PRIVATE};
         /* EINVAL: a file system (of the tree or of a mount below) that
          * cannot be idmapped; the tree is handed without the idmap. */
         *idmapped = ns >= 0 && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &mi, sizeof(mi)) == 0;
     }
-    struct mount_attr ma = {.attr_set = attr};
+    struct mount_attr ma = {.attr_set = attr, .propagation = MS_PRIVATE};
     if (!*idmapped && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0) {
         e = errno;
         close(tree);

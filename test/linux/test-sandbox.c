@@ -4617,6 +4617,83 @@ START_TEST(test_spool_on_workload_full_fs) {
 }
 END_TEST
 
+/* A host directory on a shared mount (the host's / under systemd is) is
+ * the tree as it was at the start: a mount the host makes below the
+ * source afterwards does not appear inside (it did, writable, suid, with
+ * devices: the cloned tree was a peer of the host's). Root: in a mount
+ * namespace of the host child's own, with the directory made shared
+ * there. */
+START_TEST(test_bind_not_a_peer_of_host_mounts) {
+    if (rootless || geteuid() != 0)
+        return;
+    char src[600], sub[620], build[620], out[620];
+    snprintf(src, sizeof(src), "%s/peer-%d", scratch, (int)getpid());
+    snprintf(sub, sizeof(sub), "%s/sub", src);
+    snprintf(build, sizeof(build), "%s.build", src);
+    snprintf(out, sizeof(out), "%s.out", src);
+    ck_assert_int_eq(mkdir(src, 0755), 0);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    ck_assert_int_eq(mkdir(build, 0777), 0);
+    ck_assert_int_eq(chmod(build, 0777), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount(src, src, NULL, MS_BIND, NULL) < 0 || mount(NULL, src, NULL, MS_SHARED, NULL) < 0)
+            _exit(10);
+        fy_policy *p = policy();
+        fy_policy_set_source(p, src, 0, NULL);
+        fy_policy_set_build(p, build, NULL);
+        fy_policy_set_stdio(p, FY_STDOUT, FY_STDIO_FILE, -1, out, NULL);
+        const char *argv[] = {"/bin/sh", "-c",
+                              "touch /work/build/ready;"
+                              " i=0; while [ ! -e /work/build/go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done;"
+                              " echo mounts=$(grep -c ' /work/source/sub ' /proc/self/mountinfo);"
+                              " cat /work/source/sub/late 2>/dev/null || echo unseen", NULL};
+        fy_prepared *pr = NULL;
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0 || start_attempt(pr, &h, NULL) < 0)
+            _exit(11);
+        char late[700], go[700], ready[700];
+        snprintf(late, sizeof(late), "%s/late", sub);
+        snprintf(go, sizeof(go), "%s/go", build);
+        snprintf(ready, sizeof(ready), "%s/ready", build);
+        /* (once the workload runs, its mounts all in place) */
+        for (int i = 0; i < 3000 && access(ready, F_OK) < 0; i++)
+            usleep(10000);
+        int fd = -1;
+        if (mount("fy-late", sub, "tmpfs", 0, "size=1m,mode=0777") < 0 ||
+            (fd = open(late, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0 || write(fd, "seen\n", 5) != 5 ||
+            close(fd) < 0 || (fd = open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0 || close(fd) < 0)
+            _exit(12);
+        if (fy_handle_wait(h, 60000000, &res, NULL) != 1)
+            _exit(13);
+        int o = fy_result_outcome(res);
+        fy_result_free(res);
+        fy_handle_free(h);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        _exit(o == FY_OUTCOME_SUCCEEDED ? 0 : 20 + o);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child: %d (20+: the outcome)", WEXITSTATUS(st));
+    char *text = slurp(out);
+    ck_assert_str_eq(text, "mounts=0\nunseen\n");
+    free(text);
+    unlink(out);
+    char go[700];
+    snprintf(go, sizeof(go), "%s/go", build);
+    unlink(go);
+    snprintf(go, sizeof(go), "%s/ready", build);
+    unlink(go);
+    rmdir(build);
+    rmdir(sub);
+    rmdir(src);
+}
+END_TEST
+
 /* A host process that carries what no policy declares: the workload gets
  * none of it. Root: a real-time policy (the release profile's v1 cpu cgroup
  * refused such a task: an infrastructure failure, EINVAL), a raised nice,
@@ -5406,6 +5483,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tl, test_unnamed_files_every_task);
     tcase_add_test(tl, test_spool_past_host_file_size_limit);
     tcase_add_test(tl, test_host_process_state_not_inherited);
+    tcase_add_test(tl, test_bind_not_a_peer_of_host_mounts);
     tcase_add_test(tl, test_tcp_buffers_within_memory_limit);
     tcase_add_test(tl, test_spool_on_workload_full_fs);
     tcase_add_test(tl, test_host_terminal_refused);
