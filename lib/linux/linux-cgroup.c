@@ -36,10 +36,21 @@ static int write_limit(const char *dir, const char *file, const char *value, str
 static int write_file(const char *dir, const char *file, const char *value) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, file);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return -errno;
-    ssize_t n = write(fd, value, strlen(value));
+    /* A v1 memory limit's write reclaims down to the new limit and gives
+     * up with EINTR when a signal is pending, SA_RESTART or not: a host's
+     * profiling or GC timer failed one start in fifty. Written again (a
+     * limit is written whole or not at all). */
+    ssize_t n;
+    int tries = 0;
+    do
+        n = write(fd, value, strlen(value));
+    while (n < 0 && errno == EINTR && ++tries < 1000);
     int e = errno;
     close(fd);
     return n == (ssize_t)strlen(value) ? 0 : -(n < 0 ? e : EIO);

@@ -412,18 +412,30 @@ END_TEST
  * them read-only to it). */
 START_TEST(test_process_level_host_umask) {
     deny_userns();
-    mode_t um = umask(0277);
-    fy_policy *p = NULL;
-    ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
-    const char *sh[] = {"/bin/sh", "-c", "echo x >\"$HOME/f\" && echo x >\"$TMPDIR/f\" && echo WROTE-BOTH", NULL};
-    char *out = NULL;
-    fy_result *res = run(p, sh, &out);
-    umask(um);
-    ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED && strstr(out, "WROTE-BOTH"), "outcome %s: %s",
-                  fy_outcome_name((uint32_t)fy_result_outcome(res)), out);
-    free(out);
-    fy_result_free(res);
-    fy_policy_free(p);
+    /* (the state directory new, made under that umask: it was left 0000
+     * or 0500, and every later start of this user failed, FY_E_DENIED) */
+    char state[128];
+    snprintf(state, sizeof(state), "%s/state-umask", scratch);
+    for (int round = 0; round < 3; round++) {
+        mode_t um = umask(round == 0 ? 0277 : round == 1 ? 0177 : 022);
+        if (round == 1)
+            rmdir(state);
+        fy_policy *p = NULL;
+        ck_assert_int_eq(fy_policy_new(FY_PROFILE_DEVELOPMENT, &p, NULL), 0);
+        ck_assert_int_eq(fy_policy_set_state_dir(p, state, NULL), 0);
+        const char *sh[] = {"/bin/sh", "-c", "echo x >\"$HOME/f\" && echo x >\"$TMPDIR/f\" && echo WROTE-BOTH", NULL};
+        char *out = NULL;
+        fy_result *res = run(p, sh, &out);
+        umask(um);
+        ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED && strstr(out, "WROTE-BOTH"), "round %d: %s: %s",
+                      round, fy_outcome_name((uint32_t)fy_result_outcome(res)), out);
+        free(out);
+        fy_result_free(res);
+        fy_policy_free(p);
+        struct stat st;
+        ck_assert_int_eq(stat(state, &st), 0);
+        ck_assert_msg((st.st_mode & 07777) == 0700, "round %d: the state directory is %o", round, st.st_mode & 07777);
+    }
 }
 END_TEST
 

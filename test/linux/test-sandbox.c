@@ -33,6 +33,7 @@
 #include <sys/utsname.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -4617,6 +4618,56 @@ START_TEST(test_spool_on_workload_full_fs) {
 }
 END_TEST
 
+/* A host with a fast interval timer (a profiler, a runtime's GC tick)
+ * starts every attempt: a v1 memory limit's write gave up with EINTR when
+ * a signal was pending, SA_RESTART or not, and about one start in fifty
+ * failed (FY_E_INFRA at the cgroup-limit step). 300 starts under a 200 us
+ * timer, in a host child (the timer stays there). */
+static void count_tick(int sig) { (void)sig; }
+
+START_TEST(test_start_under_host_timer) {
+    if (!cgroups_here())
+        return;
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = count_tick;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGALRM, &sa, NULL);
+        fy_policy *p = policy();
+        if (fy_policy_set_limit(p, FY_LIMIT_MEMORY, 256u << 20, NULL) < 0)
+            _exit(10);
+        const char *argv[] = {"/bin/true", NULL};
+        fy_prepared *pr = NULL;
+        if (fy_prepare(p, NULL, argv, &pr, NULL) < 0)
+            _exit(11);
+        struct itimerval it = {{0, 200}, {0, 200}};
+        setitimer(ITIMER_REAL, &it, NULL);
+        for (int i = 0; i < 300; i++) {
+            fy_handle *h = NULL;
+            fy_result *res = NULL;
+            fy_error *e = NULL;
+            if (start_attempt(pr, &h, &e) < 0) {
+                fprintf(stderr, "start %d: %s\n", i, fy_error_message(e));
+                _exit(12);
+            }
+            if (fy_handle_wait(h, 60000000, &res, NULL) != 1 || fy_result_outcome(res) != FY_OUTCOME_SUCCEEDED)
+                _exit(13);
+            fy_result_free(res);
+            fy_handle_free(h);
+        }
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        _exit(0);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host child: %d (12: a start failed)", WEXITSTATUS(st));
+}
+END_TEST
+
 /* A host directory on a shared mount (the host's / under systemd is) is
  * the tree as it was at the start: a mount the host makes below the
  * source afterwards does not appear inside (it did, writable, suid, with
@@ -5484,6 +5535,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tl, test_spool_past_host_file_size_limit);
     tcase_add_test(tl, test_host_process_state_not_inherited);
     tcase_add_test(tl, test_bind_not_a_peer_of_host_mounts);
+    tcase_add_test(tl, test_start_under_host_timer);
     tcase_add_test(tl, test_tcp_buffers_within_memory_limit);
     tcase_add_test(tl, test_spool_on_workload_full_fs);
     tcase_add_test(tl, test_host_terminal_refused);

@@ -260,21 +260,38 @@ char *os_cache_dir(const char *override, const char *leaf) {
 }
 
 int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid) {
-    if (create_mode && mkdirat(at, path, create_mode) < 0 && errno != EEXIST)
+    bool made = create_mode && mkdirat(at, path, create_mode) == 0;
+    if (create_mode && !made && errno != EEXIST)
         return -errno;
-    int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* (O_PATH: the checks need no permission of ours on it; a link is
+     * ELOOP, anything else ENOTDIR) */
+    int pfd = openat(at, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return -errno;
     struct stat st;
-    if (fd < 0 && errno == EACCES && fstatat(at, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != geteuid())
-        return -EPERM; /* another user's, closed to us */
-    if (fd < 0)
-        return -errno;
-    int r = fstat(fd, &st) < 0 ? -errno : !S_ISDIR(st.st_mode) ? -ENOTDIR
-                                        : st.st_uid != geteuid() || (st.st_mode & forbid) ? -EPERM : 0;
-    if (r < 0) {
-        close(fd);
-        return r;
+    int r = fstat(pfd, &st) < 0           ? -errno
+            : S_ISLNK(st.st_mode)         ? -ELOOP
+            : !S_ISDIR(st.st_mode)        ? -ENOTDIR
+            : st.st_uid != geteuid()      ? -EPERM /* another user's */
+            : (st.st_mode & forbid) && !made ? -EPERM
+                                          : 0;
+    /* Ours: what we made has exactly create_mode (the caller's umask took
+     * bits off: 0277 left a state directory its owner could not write,
+     * and every later start failed), and one of ours that its owner
+     * cannot use (made so before) gets its owner's bits back. Never a
+     * bit for group or other. */
+    mode_t want = made ? create_mode & ~forbid : (st.st_mode & 07777) | 0700;
+    if (r == 0 && (st.st_mode & 07777) != want) {
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+        if (chmod(proc, want) < 0 && fchmodat(at, path, want, 0) < 0)
+            r = -errno;
     }
-    return fd;
+    int fd = r < 0 ? -1 : openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (r == 0 && fd < 0)
+        r = -errno;
+    close(pfd);
+    return r < 0 ? r : fd;
 }
 
 int os_mkdir_parents(const char *path, mode_t mode) {
