@@ -467,6 +467,21 @@ void action_sweep(const char *dir, uint64_t *removed) {
  * by the open) and mounts as the kernel does. */
 static bool dir_within(const char *dir, dev_t dev, ino_t ino) {
     int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* One still to be made (the output directory is, when missing) is
+     * where its nearest existing parent is: from there. */
+    char *anc = NULL;
+    if (fd < 0 && errno == ENOENT && (anc = util_strdup(dir))) {
+        char *slash;
+        while (fd < 0 && errno == ENOENT && (slash = strrchr(anc, '/'))) {
+            if (slash == anc) {
+                fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                break;
+            }
+            *slash = '\0';
+            fd = open(anc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        free(anc);
+    }
     for (int depth = 0; fd >= 0 && depth < 4096; depth++) {
         struct stat st, up;
         if (fstat(fd, &st) < 0)

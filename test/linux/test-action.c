@@ -1778,10 +1778,16 @@ START_TEST(test_host_writes_not_in_input) {
     ck_assert_int_eq(symlink(in, link), 0);
     snprintf(via, sizeof(via), "%s/empty", link); /* (a link as the last name is refused as such) */
     snprintf(kept, sizeof(kept), "%s/src/stdout.txt", in);
-    for (int k = 0; k < 3; k++) {
+    /* (and one still to be made, two levels below the root: it was taken
+     * for outside, made, and written) */
+    char missing[600];
+    snprintf(missing, sizeof(missing), "%s/src/new/deeper", in);
+    for (int k = 0; k < 4; k++) {
         fy_action *a = action_json("\"arguments\": [\"/bin/true\"]}", in);
         ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
-        if (k < 2)
+        if (k == 3)
+            ck_assert_int_eq(fy_action_set_output_directory(a, missing, NULL), 0);
+        else if (k < 2)
             ck_assert_int_eq(fy_action_set_output_directory(a, k == 0 ? res : via, NULL), 0);
         else
             ck_assert_int_eq(fy_action_set_stdio_path(a, FY_STDOUT, kept, NULL), 0);
@@ -1792,10 +1798,13 @@ START_TEST(test_host_writes_not_in_input) {
         ck_assert_msg(r == FY_E_INVAL, "case %d: %d %s", k, r, fy_error_message(err));
         ck_assert_ptr_null(t);
         ck_assert_msg(strstr(fy_error_message(err), "inside the input root"), "%s", fy_error_message(err));
-        ck_assert_str_eq(fy_error_location(err), k < 2 ? "$.output_directory" : "$.stdout_path");
+        ck_assert_str_eq(fy_error_location(err), k == 2 ? "$.stdout_path" : "$.output_directory");
         fy_error_free(err);
         assert_no_attempt_left(sc);
         ck_assert_int_ne(access(kept, F_OK), 0);
+        snprintf(missing, sizeof(missing), "%s/src/new", in);
+        ck_assert_int_ne(access(missing, F_OK), 0);
+        snprintf(missing, sizeof(missing), "%s/src/new/deeper", in);
         fy_action_free(a);
         fy_policy_free(p);
     }
