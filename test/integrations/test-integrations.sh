@@ -289,6 +289,12 @@ test "$(pwd)" = "$GITHUB_WORKSPACE"
 # directory of file commands (not there).
 echo "BASH_ENV=$GITHUB_WORKSPACE/evil" >> "$GITHUB_ENV"
 echo "$GITHUB_WORKSPACE" >> "$GITHUB_PATH"
+# (what programs the next step's wrapper or the host's loader, never
+# passed on; the rest is)
+printf 'BUILD_FLAVOR=release\nLD_PRELOAD=%s/evil.so\nFORGEYARD_STEP_PROFILE=development\nTMPDIR=%s\n' \
+    "$GITHUB_WORKSPACE" "$GITHUB_WORKSPACE" >> "$GITHUB_ENV"
+printf 'NOTES<<EOF_1\nline one\nLD_PRELOAD=inside-a-value\nEOF_1\nGLIBC_TUNABLES<<X\nglibc.malloc.check=3\nX\n' >> "$GITHUB_ENV"
+printf '/opt/tool/bin\n%s/.bin\nrelative/bin\n/opt/../%s\n' "$GITHUB_WORKSPACE" "$GITHUB_WORKSPACE" >> "$GITHUB_PATH"
 ! ls "$(dirname "$GITHUB_WORKSPACE")/../_temp/_runner_file_commands" 2>/dev/null
 EOF
 cd "$ws" || exit 1
@@ -306,14 +312,18 @@ grep -qx '## done' "$cmds/step_summary_1" || fail "github: the step summary is m
 [ "$(cat "$ws/out.txt")" = built ] && grep -qx more "$ws/README" || fail "github: the workspace was not written"
 [ ! -s "$cmds/set_env_1" ] && [ ! -s "$cmds/add_path_1" ] ||
     fail "github: GITHUB_ENV or GITHUB_PATH passed on without FORGEYARD_STEP_FILE_COMMANDS=pass"
-case $out in *"1 line(s) to GITHUB_ENV: not passed on"*) ;; *) fail "github: no word of what was kept back: $out" ;; esac
+case $out in *"12 line(s) to GITHUB_ENV: not passed on"*) ;; *) fail "github: no word of what was kept back: $out" ;; esac
 [ "$(ls -A "$cmds" | tr '\n' ' ')" = "add_path_1 set_env_1 set_env_other set_output_1 step_summary_1 " ] ||
     fail "github: the step left something in the runner's directory: $(ls -A "$cmds")"
 pass=1
 out=$(step "$scratch/_work/_temp/step1.sh" 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "github: the step (pass) gave $rc: $out"
-grep -qx "BASH_ENV=$ws/evil" "$cmds/set_env_1" && grep -qx "$ws" "$cmds/add_path_1" ||
-    fail "github: FORGEYARD_STEP_FILE_COMMANDS=pass did not pass GITHUB_ENV and GITHUB_PATH on"
+[ "$(cat "$cmds/set_env_1")" = "$(printf 'BUILD_FLAVOR=release\nNOTES<<EOF_1\nline one\nLD_PRELOAD=inside-a-value\nEOF_1')" ] ||
+    fail "github: FORGEYARD_STEP_FILE_COMMANDS=pass passed on GITHUB_ENV as: $(cat "$cmds/set_env_1")"
+[ "$(cat "$cmds/add_path_1")" = /opt/tool/bin ] ||
+    fail "github: FORGEYARD_STEP_FILE_COMMANDS=pass passed on GITHUB_PATH as: $(cat "$cmds/add_path_1")"
+case $out in *"5 GITHUB_ENV entries not passed on"*"GITHUB_PATH entry '$ws/.bin' not passed on (in the workspace)"*) ;;
+    *) fail "github: no word of what pass kept back: $out" ;; esac
 [ ! -s "$cmds/set_env_other" ] || fail "github: the step wrote another step's file command"
 pass=""
 printf 'false\necho not-reached > "$GITHUB_WORKSPACE/after"\n' > "$scratch/_work/_temp/step2.sh"
