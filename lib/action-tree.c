@@ -1681,6 +1681,15 @@ static int rec_push(struct col *k, char kind, size_t idx, const char *path) {
     return 0;
 }
 
+/* An output the command left closed to the collector (mode 000: rootless,
+ * the collector is its owner without any privilege): the command's doing,
+ * an output that could not be taken like a link out of the tree, not the
+ * host's failure (an infrastructure failure, which workers retry). */
+static int unreadable(struct col *k, const char *rel, int e) {
+    return stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\": cannot be read (%s): the command left it closed to "
+                                                   "its owner", rel, strerror(e));
+}
+
 static int col_file(struct col *k, int dir, const char *name, const char *rel, const struct stat *st, int outdir) {
     if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES])
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
@@ -1691,6 +1700,8 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
                     "(limits.output_bytes)", rel, (uint64_t)st->st_size, k->a->limit[FY_ACTION_LIMIT_OUTPUT_BYTES]);
     int in = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st2;
+    if (in < 0 && (errno == EACCES || errno == EPERM))
+        return unreadable(k, rel, errno);
     if (in < 0 || fstat(in, &st2) < 0 || st2.st_ino != st->st_ino || !S_ISREG(st2.st_mode)) {
         int e = in < 0 ? errno : EAGAIN;
         if (in >= 0)
@@ -1905,6 +1916,8 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
                 int sd = open_dir(dir, v[i].name), od = -1;
                 if (sd >= 0 && outdir >= 0 && (mkdirat(outdir, v[i].name, 0755) < 0 || (od = open_dir(outdir, v[i].name)) < 0))
                     r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot create the output directory");
+                else if (sd < 0 && (errno == EACCES || errno == EPERM))
+                    r = unreadable(k, sub, errno);
                 else if (sd < 0)
                     r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot open the output directory");
                 else if (rec_push(k, 'D', 0, sub) < 0)
@@ -1962,7 +1975,9 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
             why = "a directory, declared a file";
         } else {
             int sd = open_dir(pfd, base), od = -1;
-            if (sd < 0 || (out >= 0 && (mkdirat(out, base, 0755) < 0 || (od = open_dir(out, base)) < 0))) {
+            if (sd < 0 && (errno == EACCES || errno == EPERM)) {
+                r = unreadable(k, o->path, errno);
+            } else if (sd < 0 || (out >= 0 && (mkdirat(out, base, 0755) < 0 || (od = open_dir(out, base)) < 0))) {
                 r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, o->path, "cannot open the output directory");
             } else {
                 uint64_t files = 0;

@@ -957,6 +957,19 @@ START_TEST(test_output_special_files) {
     expect_outcome("mkdir d && mkfifo d/f", "{\"directories\": [\"d\"]}", FY_OUTCOME_SANDBOX_VIOLATION, "a FIFO");
     expect_outcome("python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\\\"s\\\")'",
                    "{\"files\": [\"s\"]}", FY_OUTCOME_SANDBOX_VIOLATION, "a socket");
+    /* An output the command closed to its owner (rootless, the collector
+     * is that owner, without privilege): an output that could not be
+     * taken, not an infrastructure failure, which workers retry. */
+    if (geteuid() != 0) {
+        expect_outcome("echo y > f && chmod 000 f", "{\"files\": [\"f\"]}", FY_OUTCOME_SANDBOX_VIOLATION,
+                       "cannot be read");
+        expect_outcome("mkdir o && echo y > o/f && chmod 000 o/f", "{\"directories\": [\"o\"]}",
+                       FY_OUTCOME_SANDBOX_VIOLATION, "cannot be read");
+        expect_outcome("mkdir -p o/d && chmod 000 o/d", "{\"directories\": [\"o\"]}", FY_OUTCOME_SANDBOX_VIOLATION,
+                       "cannot be read");
+        expect_outcome("mkdir o && chmod 000 o", "{\"directories\": [\"o\"]}", FY_OUTCOME_SANDBOX_VIOLATION,
+                       "cannot be read");
+    }
 }
 END_TEST
 
