@@ -348,6 +348,16 @@ static int compile_fetch(struct lxn_plan *out, struct linux_plan *pl, const stru
 
 /* The proxy's allowlist (as compile_fetch says): for this backend and,
  * through the family's proxy service (linux-proxy-service.c), the VM's. */
+/* The uid (and gid) a root caller's proxy and DNS stub run as: the
+ * policy's id range's first id, its sandboxes' init's, which only ever
+ * runs in a pid namespace of its own (a workload's never is, unless the
+ * range has one id). It was 65534, the host's shared "nobody": any
+ * process of that account could stop, kill or lower the limits of every
+ * root caller's proxy (same uid, no ptrace needed), unrecorded. */
+static uint32_t lxn_run_uid(const struct fy_plan *np) {
+    return np->id_count >= 2 && np->id_first ? np->id_first : 65534;
+}
+
 int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_config **ret, fy_error **reterr) {
     if (np->ndests > LXP_DESTS_MAX)
         return err_set(reterr, FY_E_RANGE, FY_STEP_PREPARE, 0, "$.network.destinations",
@@ -357,6 +367,7 @@ int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_c
     if (!cfg || !dests)
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
     cfg->dests = dests;
+    cfg->run_uid = lxn_run_uid(np);
     bool too_many_ports = false;
     for (size_t i = 0; i < np->ndests; i++) {
         const struct plan_dest *d = &np->dests[i];
@@ -420,6 +431,7 @@ static struct lxp_config *dns_config(struct linux_plan *pl, const struct fy_plan
     if (!cfg || !dests)
         return NULL;
     cfg->dests = dests;
+    cfg->run_uid = lxn_run_uid(np);
     for (size_t i = 0; i < np->ndests; i++) {
         const char *h = np->dests[i].host;
         uint8_t tmp[16];
@@ -792,7 +804,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
         json_object_set_new(o, "mode", json_string("fetch-only"));
         json_object_set_new(o, "enforcement",
                             json_string("own network namespace with only its loopback; an HTTP(S) forward proxy "
-                                        "outside the sandbox (confined: uid 65534 as root, no capabilities, "
+                                        "outside the sandbox (confined: the id range's first uid as root, no capabilities, "
                                         "no new privileges, Landlock, seccomp) listens on 127.0.0.1:3128 inside "
                                         "it and connects only to the allowlisted host:port at the addresses "
                                         "resolved at prepare; CONNECT is a tunnel, TLS is never terminated"));
@@ -820,7 +832,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
             json_object_set_new(o, "enforcement",
                                 json_string("own network namespace with its loopback and the job's link (no route "
                                             "but the job's /24, no default route); an HTTP(S) forward proxy outside "
-                                            "the sandbox (confined: uid 65534 as root, no capabilities, no new "
+                                            "the sandbox (confined: the id range's first uid as root, no capabilities, no new "
                                             "privileges, Landlock, seccomp) listens on 127.0.0.1:3128 inside it and "
                                             "connects only to the allowlisted host:port at the addresses resolved "
                                             "at prepare; CONNECT is a tunnel, TLS is never terminated"));

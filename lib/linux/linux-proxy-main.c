@@ -45,8 +45,8 @@
 #define LXP_PIPE_BYTES (64 * 1024) /* a pipe's default capacity */
 #define LXP_PIPE_MAX (1024 * 1024)  /* asked for (pipe-max-size's default) */
 /* What this proxy's pipes may hold beyond the default in all: pipe pages are
- * charged to the proxy's uid (65534), which every attempt's proxy and the
- * host's own "nobody" daemons share (pipe-user-pages-soft, 64 MiB by
+ * charged to the proxy's uid (as root the id range's first, which every
+ * attempt's proxy of that range shares; pipe-user-pages-soft, 64 MiB by
  * default, past which every pipe of that uid is cut to two pages). One
  * workload's 64 connections must not take it all. */
 #define LXP_PIPE_BUDGET (4 * 1024 * 1024)
@@ -798,6 +798,7 @@ static struct lxp_config *read_config(int fd, uint32_t *flags) {
     cfg->ncreds = h->ncreds;
     cfg->creds = (struct lxp_cred *)(blob + sizeof(*h) + h->ndests * sizeof(struct lxp_dest));
     cfg->nports = h->nports;
+    cfg->run_uid = h->run_uid;
     memcpy(cfg->ports, h->ports, sizeof(cfg->ports));
     for (uint32_t i = 0; i < cfg->ndests; i++)
         if (cfg->dests[i].naddr > LXP_ADDRS_MAX || cfg->dests[i].host[LXP_HOST_MAX])
@@ -849,9 +850,10 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     if (syscall(SYS_close_range, (flags & LXP_PACK_DNS_TCP) ? 8U : 5U, ~0U, 0) < 0) /* (the DNS stub's TCP: 7) */
         die(10);
     if (flags & LXP_PACK_AS_ROOT) {
-        gid_t g = 65534;
-        if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, g, g, g) < 0 ||
-            syscall(SYS_setresuid, 65534, 65534, 65534) < 0)
+        /* The attempt's init uid (linux-net.c, lxn_run_uid), never root. */
+        uid_t u = cfg->run_uid ? cfg->run_uid : 65534;
+        if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, u, u, u) < 0 ||
+            syscall(SYS_setresuid, u, u, u) < 0)
             die(12);
         conf |= LXP_CONF_UID;
     }

@@ -342,6 +342,7 @@ static int pack_config(const struct lxp_config *cfg, uint32_t flags) {
     h->ndests = cfg->ndests;
     h->ncreds = dns ? 0 : cfg->ncreds;
     h->nports = dns ? 1 : cfg->nports;
+    h->run_uid = cfg->run_uid ? cfg->run_uid : 65534;
     if (!dns)
         memcpy(h->ports, cfg->ports, sizeof(h->ports));
     if (dl)
@@ -653,6 +654,7 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
             goto fail_errno;
     }
     what = "a sealed memfd of its configuration";
+    run->uid = geteuid() == 0 ? (cfg->run_uid ? cfg->run_uid : 65534) : geteuid();
     if ((conf = pack_config(cfg, (geteuid() == 0 ? LXP_PACK_AS_ROOT : 0) | (uplink_fd >= 0 ? LXP_PACK_UPLINK : 0) |
                                      (dns ? LXP_PACK_DNS : 0) | (tcp_fd >= 0 ? LXP_PACK_DNS_TCP : 0))) < 0) {
         e = -conf;
@@ -813,7 +815,7 @@ char *lxp_report(const struct lxp_run *run) {
         json_array_append_new(reqs, e);
     }
     static const struct { uint32_t bit; const char *name; } names[] = {
-        {LXP_CONF_UID, "uid-65534-no-capabilities"}, {LXP_CONF_NNP, "no-new-privileges"},
+        {LXP_CONF_UID, "unprivileged-uid-no-capabilities"}, {LXP_CONF_NNP, "no-new-privileges"},
         {LXP_CONF_LL_FS, "landlock-no-filesystem"}, {LXP_CONF_LL_NET, "landlock-tcp-connect-allowed-ports"},
         {LXP_CONF_SECCOMP, "seccomp-allowlist"}, {LXP_CONF_UPLINK, "uplink-namespace"},
     };
@@ -821,6 +823,7 @@ char *lxp_report(const struct lxp_run *run) {
         if (a->confinement & names[i].bit)
             json_array_append_new(conf, json_string(names[i].name));
     json_object_set_new(px, "pid", run->pid > 0 ? json_integer(run->pid) : json_null());
+    json_object_set_new(px, "uid", json_integer(run->uid));
     json_object_set_new(px, "listen", json_string("127.0.0.1:3128 in the sandbox's network namespace"));
     json_object_set_new(px, "confinement", conf);
     json_object_set_new(px, "ended", json_boolean(run->pid <= 0 || run->ended));

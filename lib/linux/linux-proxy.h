@@ -86,6 +86,7 @@ struct lxp_config {
     struct lxp_cred *creds;
     uint16_t ports[64];            /* Landlock connect ports (nports 0: too many, left out) */
     uint32_t nports;
+    uint32_t run_uid;              /* as root: the uid and gid it runs as (0: 65534) */
 };
 
 struct lxp_audit_rec {
@@ -118,11 +119,12 @@ struct lxp_packed {
     uint32_t flags;                /* LXP_PACK_* */
     uint32_t ndests, ncreds, nports;
     uint16_t ports[64];
+    uint32_t run_uid;              /* LXP_PACK_AS_ROOT: the uid and gid to switch to */
 };
 #define LXP_PACKED_MAGIC  0x46595058u /* "FYPX" */
 #define LXP_PACKED_MAX    (sizeof(struct lxp_packed) + LXP_DESTS_MAX * sizeof(struct lxp_dest) + \
                            LXP_CREDS_MAX * sizeof(struct lxp_cred))
-#define LXP_PACK_AS_ROOT  (1u << 0)  /* switch to uid/gid 65534 */
+#define LXP_PACK_AS_ROOT  (1u << 0)  /* switch to uid/gid run_uid */
 #define LXP_PACK_UPLINK   (1u << 1)  /* fd 7 is the uplink network namespace */
 #define LXP_DNS_ADDR      "127.0.0.53"
 #define LXP_PACK_DNS      (1u << 2)  /* the DNS stub: fd 3 is a bound UDP socket (linux-dns-parse.h) */
@@ -156,6 +158,7 @@ static inline bool lxp_host_matches(const struct lxp_dest *d, const char *host, 
 struct lxp_run {
     pid_t pid;
     int pidfd;
+    uint32_t uid;                  /* the uid it runs as */
     int alive_wr;                  /* where pidfd_open is missing: the proxy exits when this closes */
     struct lxp_audit *audit;       /* shared mapping (NULL: none) */
     bool ended;                    /* reaped: the witness */

@@ -188,8 +188,11 @@ assert len(reqs) == 12 and net["requests_dropped"] == 0, reqs
 assert net["proxy"]["ended"] is True
 assert net["proxy"]["end"] == "killed at cleanup", net["proxy"]  # it never died under its own filter
 conf = net["proxy"]["confinement"]
-for c in ("uid-65534-no-capabilities", "no-new-privileges", "seccomp-allowlist", "landlock-no-filesystem"):
+for c in ("unprivileged-uid-no-capabilities", "no-new-privileges", "seccomp-allowlist", "landlock-no-filesystem"):
     assert c in conf, conf
+# (the policy's id range's first id, its sandboxes' init's: never the
+# host's shared nobody, whose every process could stop or kill it)
+assert net["proxy"]["uid"] == 100000, net["proxy"]
 iso = r["isolation"]["network"]
 assert iso["mode"] == "fetch-only" and iso["credentials"] == 2, iso
 assert "Bearer" not in json.dumps(r), "a credential in the result"
@@ -549,7 +552,7 @@ if setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$FY" 2>/dev/null;
 import json, sys
 net = json.load(open(sys.argv[1]))["network"]
 conf = net["proxy"]["confinement"]
-assert "uid-65534-no-capabilities" not in conf and "no-new-privileges" in conf and "seccomp-allowlist" in conf, conf
+assert "unprivileged-uid-no-capabilities" not in conf and "no-new-privileges" in conf and "seccomp-allowlist" in conf, conf
 reqs = net["requests"]
 assert [q["decision"] for q in reqs] == ["allowed", "refused", "refused", "allowed"], reqs
 assert reqs[0]["response_status"] == 200 and reqs[3]["response_status"] == 410, reqs
