@@ -912,10 +912,22 @@ char *lxn_take_report(struct lxn_run *run) {
 }
 
 /* Reserves slot of the link subnet among every attempt of every process
- * using this uplink: an abstract unix socket bound in the uplink
- * namespace (abstract names are per namespace, and the kernel frees one
- * with its socket, a crashed process's included). 0, -EADDRINUSE, -errno. */
+ * using this uplink. As root (the host's namespace, or one the host
+ * names, which other users can enter too): a lock only root can take
+ * (lnl_reserve_slot), shared with the helper. Otherwise (the uplink is a
+ * namespace of the caller's own user namespace) an abstract unix socket
+ * bound in the uplink namespace (abstract names are per namespace, and the
+ * kernel frees one with its socket, a crashed process's included).
+ * 0, -EADDRINUSE, -errno. */
 static int reserve_slot(struct lxn_run *run, const struct lxn_plan *lp, uint32_t slot) {
+    if (geteuid() == 0) {
+        int l = lnl_reserve_slot(run->uplink_fd, lp->link_base, lp->link_len, slot);
+        if (l < 0)
+            return l;
+        run->slot_lock = l;
+        pu_fork_close_add(l);
+        return 0;
+    }
     int s = socket_in(run->uplink_fd, AF_UNIX, SOCK_DGRAM, 0);
     if (s < 0)
         return s;
@@ -1650,7 +1662,11 @@ unsigned lxn_teardown(struct lxn_run *run) {
     if (run->uplink_fd >= 0)
         close(run->uplink_fd);
     run->uplink_fd = -1;
-    pu_fork_close_fd(&run->slot_lock);
+    if (run->slot_lock >= 0) {
+        pu_fork_close_del(run->slot_lock);
+        lnl_release_slot(run->slot_lock);
+        run->slot_lock = -1;
+    }
     return left;
 }
 

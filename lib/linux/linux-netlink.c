@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -537,4 +539,62 @@ bool lnl_link_unlisted(int q, const char *name, int ms) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* ---- link slots (linux-netlink.h) ---- */
+
+int lnl_reserve_slot(int uplink_fd, uint32_t base, uint32_t len, uint32_t slot) {
+    struct stat ns, d;
+    if (fstat(uplink_fd, &ns) < 0)
+        return -errno;
+    if (mkdir(LNL_SLOT_DIR, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    if (lstat(LNL_SLOT_DIR, &d) < 0)
+        return -errno;
+    if (!S_ISDIR(d.st_mode) || d.st_uid != 0 || (d.st_mode & 022))
+        return -EPERM; /* (not root's alone: never trusted) */
+    char path[128];
+    snprintf(path, sizeof(path), LNL_SLOT_DIR "/%llx-%llx-%08x-%u", (unsigned long long)ns.st_dev,
+             (unsigned long long)ns.st_ino, base, len);
+    for (int tries = 0; tries < 16; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -errno;
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)slot, .l_len = 1};
+        if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+            int e = errno;
+            close(fd);
+            return e == EAGAIN || e == EACCES ? -EADDRINUSE : -e;
+        }
+        /* Still the file at that name (lnl_release_slot may have removed
+         * it between our open and our lock): else again, on the new one. */
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return fd;
+        close(fd);
+    }
+    return -EAGAIN;
+}
+
+void lnl_release_slot(int fd) {
+    if (fd < 0)
+        return;
+    char proc[64], path[160];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, path, sizeof(path) - 1);
+    struct flock all = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    struct flock ours = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    /* Ours dropped, then the whole file taken: only when no other slot of
+     * it is held is the name removed (a reservation made after sees the
+     * name gone, or another file, and starts again). */
+    (void)fcntl(fd, F_OFD_SETLK, &ours);
+    if (n > 0 && (size_t)n < sizeof(path) - 1) {
+        path[n] = '\0';
+        if (strncmp(path, LNL_SLOT_DIR "/", sizeof(LNL_SLOT_DIR)) == 0 && fcntl(fd, F_OFD_SETLK, &all) == 0) {
+            struct stat a, b;
+            if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+                (void)unlink(path);
+        }
+    }
+    close(fd);
 }

@@ -96,6 +96,19 @@ int lnl_addr_in_use(int s, uint32_t a);
 /* The same for either of two addresses, in one dump. */
 int lnl_addr_in_use2(int s, uint32_t a, uint32_t b);
 
+/* A root caller's reservation of slot of the link subnet base/len in the
+ * uplink namespace uplink_fd, among every root process (the library's and
+ * the helper's): an OFD lock on byte slot of a file for that namespace in
+ * LNL_SLOT_DIR, a directory only root may write. The kernel drops it with
+ * the descriptor, a crashed process's included. (It was an abstract unix
+ * socket's name, which has no owner: any local user could bind all 16384
+ * and refuse every root caller's restricted network.) The descriptor, or
+ * -EADDRINUSE (held), or -errno. */
+#define LNL_SLOT_DIR "/run/forgeyard-net-slots"
+int lnl_reserve_slot(int uplink_fd, uint32_t base, uint32_t len, uint32_t slot);
+/* Ends a reservation: its file removed when no slot of it is held. */
+void lnl_release_slot(int fd);
+
 /* An entry of a namespace's local routing table (lnl_local_routes): an
  * address or block the namespace delivers to itself. */
 struct lnl_local_route {

@@ -18,8 +18,12 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <grp.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -645,6 +649,49 @@ int main(int argc, char **argv) {
     fy_result_free(res);
     fy_prepared_free(pr);
     printf("ok: with the fallback init too\n");
+
+    /* 1c. A local user (uid 65534) holding every link slot's abstract
+     *     socket name in the uplink namespace (16384 of them: anyone can
+     *     bind an abstract name, none has an owner) refused every root
+     *     attempt ("no free /30"): root's reservations are locks only root
+     *     can take now. */
+    {
+        int ready[2];
+        CHECK(pipe2(ready, O_CLOEXEC) == 0, "pipe");
+        pid_t squatter = fork();
+        if (squatter == 0) {
+            int ns = open(uplink, O_RDONLY | O_CLOEXEC);
+            struct rlimit rl = {16400, 16400};
+            if (ns < 0 || setns(ns, CLONE_NEWNET) < 0 || setrlimit(RLIMIT_NOFILE, &rl) < 0 || setgroups(0, NULL) < 0 ||
+                setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                _exit(1);
+            int held = 0;
+            for (unsigned slot = 0; slot < 16384; slot++) {
+                int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+                struct sockaddr_un a = {.sun_family = AF_UNIX};
+                int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "forgeyard/net-link/647f0000/16/%u", slot);
+                held += s >= 0 && bind(s, (struct sockaddr *)&a,
+                                       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) == 0;
+            }
+            (void)!write(ready[1], &held, sizeof(held));
+            pause();
+            _exit(0);
+        }
+        close(ready[1]);
+        int held = 0;
+        CHECK(squatter > 0 && read(ready[0], &held, sizeof(held)) == (ssize_t)sizeof(held) && held == 16384,
+              "the squatter holds %d names", held);
+        close(ready[0]);
+        pr = prepare(uplink, reach);
+        res = pr ? run(pr, false, false) : NULL;
+        CHECK(res && fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "with every slot's name squatted: outcome %s: %s",
+              res ? fy_outcome_name((uint32_t)fy_result_outcome(res)) : "none", res ? fy_result_detail(res) : "");
+        fy_result_free(res);
+        fy_prepared_free(pr);
+        kill(squatter, SIGKILL);
+        waitpid(squatter, NULL, 0);
+        printf("ok: another user holding every slot's abstract name does not refuse a root attempt\n");
+    }
 
     /* 2. Cancelled while it runs. */
     pr = prepare(uplink, idle);

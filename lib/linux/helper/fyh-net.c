@@ -393,21 +393,9 @@ static int peer_links_running(int qa, const char *a, int qb, const char *b) {
 }
 
 /* Reserves slot of the link subnet in the uplink namespace (linux-net.c's
- * reserve_slot: the same names, so root runs and we never collide). */
-static int reserve_slot(uint32_t slot) {
-    int s = socket_in(N.uplink, AF_UNIX, SOCK_DGRAM, 0);
-    if (s < 0)
-        return s;
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "forgeyard/net-link/%08x/%u/%u", LINK_BASE, LINK_LEN,
-                     slot);
-    if (bind(s, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) < 0) {
-        int e = errno;
-        close(s);
-        return -e;
-    }
-    return s;
-}
+ * reserve_slot: the same root-only locks, so root runs and we never
+ * collide, and no local user can hold them all). */
+static int reserve_slot(uint32_t slot) { return lnl_reserve_slot(N.uplink, LINK_BASE, LINK_LEN, slot); }
 
 static int write_forwarding(int router) {
     static const char *const paths[] = {"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"};
@@ -724,8 +712,7 @@ uint32_t fyh_net_remove(struct fyh_net_attempt *a) {
      * last reference, ours: it is never mounted anywhere. */
     if (a->router >= 0)
         close(a->router);
-    if (a->slot_lock >= 0)
-        close(a->slot_lock);
+    lnl_release_slot(a->slot_lock);
     a->router = a->slot_lock = -1;
     return left;
 }
