@@ -131,12 +131,24 @@ static int listen_unix(const char *path) {
     return fd;
 }
 
-/* Connections a listener accepted (it never blocks). */
-static int drain_accepts(int fd) {
+/* Connections a listener accepted (it never blocks): the sandbox's, which
+ * sent the run's token (FYQ_TOKEN, in the workload's environment, which
+ * no other user can read), and the others, counted apart in *others. The
+ * listeners are the host's, reachable by every local user (that is the
+ * point of the probe): one who read the port or the path in the probe's
+ * command line (/proc/PID/cmdline is readable by all) and connected
+ * turned the probe red, blaming the sandbox. What the workload reports
+ * from inside stays the first evidence. */
+static int drain_accepts(int fd, const char *token, int *others) {
     int n = 0, c;
     while (fd >= 0 && (c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+        char buf[64];
+        ssize_t got = recv(c, buf, sizeof(buf) - 1, MSG_DONTWAIT);
         close(c);
-        n++;
+        if (got > 0 && (buf[got] = '\0', strncmp(buf, token, strlen(token)) == 0))
+            n++;
+        else
+            (*others)++;
     }
     return n;
 }
@@ -156,6 +168,8 @@ static void probe_reach(struct qctx *q) {
     snprintf(secret, sizeof(secret), "%s/secret", hostdir);
     snprintf(content, sizeof(content), "fyq-secret-%016llx", (unsigned long long)qa_rnd64());
     snprintf(sockpath, sizeof(sockpath), "%s/control.sock", q->dir);
+    char token[40];
+    snprintf(token, sizeof(token), "fyq-%016llx", (unsigned long long)qa_rnd64());
     /* World-readable: only the sandbox's view of the filesystem may keep
      * the workload from reading it, not file permissions. */
     bool made = mkdir(hostdir, 0755) == 0 && chmod(hostdir, 0755) == 0 && write_file(secret, content, 0644);
@@ -190,13 +204,13 @@ static void probe_reach(struct qctx *q) {
                   "r=$(cat \"/proc/1/root$p\" 2>&1); echo \"host-path-proc1 rc=$? $r\"\n"
                   "if command -v perl >/dev/null 2>&1; then\n"
                   "  perl -MSocket -e 'socket(S,PF_INET,SOCK_STREAM,0) or die \"socket: $!\"; "
-                  "if (connect(S,pack_sockaddr_in($ARGV[0],inet_aton(\"127.0.0.1\")))) {print \"tcp rc=0\\n\"} "
+                  "if (connect(S,pack_sockaddr_in($ARGV[0],inet_aton(\"127.0.0.1\")))) {syswrite(S,$ENV{FYQ_TOKEN}); print \"tcp rc=0\\n\"} "
                   "else {print \"tcp rc=1 errno=\".($!+0).\"\\n\"}' %u\n"
                   "  for s in%s; do perl -MSocket -e 'socket(S,PF_UNIX,SOCK_STREAM,0) or die \"socket: $!\"; "
-                  "if (connect(S,pack_sockaddr_un($ARGV[0]))) {print \"unix $ARGV[0] rc=0\\n\"} "
+                  "if (connect(S,pack_sockaddr_un($ARGV[0]))) {syswrite(S,$ENV{FYQ_TOKEN}); print \"unix $ARGV[0] rc=0\\n\"} "
                   "else {print \"unix $ARGV[0] rc=1 errno=\".($!+0).\"\\n\"}' \"$s\"; done\n"
                   "else\n"
-                  "  r=$(bash -c 'exec 3<>/dev/tcp/127.0.0.1/%u' 2>&1); echo \"tcp rc=$? $r\"\n"
+                  "  r=$(bash -c 'exec 3<>/dev/tcp/127.0.0.1/%u && printf %%s \"$FYQ_TOKEN\" >&3' 2>&1); echo \"tcp rc=$? $r\"\n"
                   "  for s in%s; do r=$(ls -d \"$s\" 2>&1); echo \"unix $s rc=$? $r\"; done\n"
                   "fi\n"
                   "echo reach-done\n",
@@ -204,6 +218,8 @@ static void probe_reach(struct qctx *q) {
     strbuf_free(&socks);
     struct qa_attempt a;
     fy_policy *p = qa_policy(q, NULL, &a);
+    if (p && fy_policy_set_env(p, "FYQ_TOKEN", token, NULL) < 0)
+        made = false;
     if (sb.oom || !made || tfd < 0) {
         fy_policy_free(p);
         a.error = util_strdup(!made ? "could not create the host-only file" : tfd < 0 ? "could not listen on 127.0.0.1"
@@ -238,13 +254,14 @@ static void probe_reach(struct qctx *q) {
 
     /* escape.loopback-listener */
     const char *lt = qa_find_line(out, "tcp rc=");
-    int accepted = drain_accepts(tfd);
+    int others = 0, accepted = drain_accepts(tfd, token, &others);
     int et = lt ? line_errno(lt) : 0;
     ev = json_object();
     json_object_set_new(ev, "listener", json_sprintf("127.0.0.1:%u (host, made by the probe)", (unsigned)port));
     json_object_set_new(ev, "inside", !lt ? json_string("not run") : line_rc(lt) == 0 ? json_string("connected")
                                                                                      : errno_json(et));
     json_object_set_new(ev, "accepted", json_integer(accepted));
+    json_object_set_new(ev, "accepted_from_other_users", json_integer(others));
     ok = ran && lt && line_rc(lt) != 0 && accepted == 0;
     qa_add_probe(q, "escape.loopback-listener", "A listener on the host's 127.0.0.1 cannot be reached", ok, ev,
                  "connect 127.0.0.1:%u: %s; the listener accepted %d", (unsigned)port,
@@ -265,11 +282,12 @@ static void probe_reach(struct qctx *q) {
         if (!l || line_rc(l) == 0 || e != ENOENT)
             ok = false;
     }
-    int uaccepted = drain_accepts(ufd);
+    int uothers = 0, uaccepted = drain_accepts(ufd, token, &uothers);
     ev = json_object();
     json_object_set_new(ev, "probed", probed);
     json_object_set_new(ev, "absent_on_host", absent);
     json_object_set_new(ev, "accepted_by_probe_socket", json_integer(uaccepted));
+    json_object_set_new(ev, "accepted_from_other_users", json_integer(uothers));
     ok = ok && uaccepted == 0;
     qa_add_probe(q, "escape.control-sockets", "Host control sockets do not exist inside", ok, ev,
                  ok ? "%zu socket(s) tried from inside (%zu of the host's exist): all ENOENT"

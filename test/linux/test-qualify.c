@@ -5,6 +5,8 @@
  * shared between attempts. */
 #include <check.h>
 #include <errno.h>
+#include <grp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +238,61 @@ START_TEST(test_escape_detects_the_host_network) {
 }
 END_TEST
 
+/* Another local user (uid 65534) who reads the probe's command line
+ * (/proc/PID/cmdline is readable by all) and connects to its host
+ * listeners itself turned both probes red, blaming the sandbox: those
+ * connections are told apart by their peer's uid, and the probes pass. */
+static const char poker[] =
+    "import os, re, socket, sys, time\n"
+    "deadline, done = time.time() + 60, set()\n"
+    "while time.time() < deadline and len(done) < 2:\n"
+    "    for pid in os.listdir('/proc'):\n"
+    "        try: cmd = open('/proc/%s/cmdline' % pid, 'rb').read().decode('utf-8', 'replace')\n"
+    "        except OSError: continue\n"
+    "        if 'host-path-proc1' not in cmd: continue\n"
+    "        m = re.search(r\"\\}' (\\d+)\\n\", cmd)\n"
+    "        if m and 'tcp' not in done:\n"
+    "            try: socket.create_connection(('127.0.0.1', int(m.group(1))), 1); done.add('tcp')\n"
+    "            except OSError: pass\n"
+    "        for p in re.findall(r'(/\\S*forgeyard-qualify-\\w+/control\\.sock)', cmd):\n"
+    "            try: s = socket.socket(socket.AF_UNIX); s.connect(p); done.add('unix')\n"
+    "            except OSError: pass\n"
+    "    time.sleep(0.005)\n"
+    "time.sleep(60)\n";
+
+START_TEST(test_escape_not_failed_by_other_users) {
+    if (geteuid() != 0 || access("/usr/bin/python3", X_OK) != 0)
+        return;
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+            _exit(1);
+        execl("/usr/bin/python3", "python3", "-c", poker, (char *)NULL);
+        _exit(1);
+    }
+    usleep(300000); /* (python's start) */
+    json_t *rep = NULL;
+    fy_policy *p = release();
+    ck_assert_int_eq(qualify_run(p, QUALIFY_ESCAPE, NULL, NULL, &rep, NULL), 0);
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    json_t *ev = json_object_get(probe(rep, "escape.loopback-listener"), "evidence");
+    json_t *uev = json_object_get(probe(rep, "escape.control-sockets"), "evidence");
+    char *s = json_dumps(ev, JSON_COMPACT), *us = json_dumps(json_object_get(uev, "accepted_by_probe_socket"), 0);
+    ck_assert_msg(passed(rep, "escape.loopback-listener") && passed(rep, "escape.control-sockets"), "%.300s / %s",
+                  s, us);
+    /* (the other user did connect: the check is not empty) */
+    ck_assert_msg(json_integer_value(json_object_get(ev, "accepted_from_other_users")) +
+                          json_integer_value(json_object_get(uev, "accepted_from_other_users")) >= 1,
+                  "the other user reached neither listener: %.300s", s);
+    free(s);
+    free(us);
+    json_decref(rep);
+    fy_policy_free(p);
+}
+END_TEST
+
 /* A writable host directory shared by every attempt: what one attempt
  * plants there, the next one sees. The probe plants there too (besides
  * /tmp, which stays private) and must report the leak. */
@@ -278,6 +335,7 @@ int main(void) {
     tcase_add_test(tc, test_api_contract);
     tcase_add_test(tc, test_escape_detects_a_visible_host_path);
     tcase_add_test(tc, test_escape_detects_the_host_network);
+    tcase_add_test(tc, test_escape_not_failed_by_other_users);
     tcase_add_test(tc, test_leakage_detects_a_shared_directory);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
