@@ -349,13 +349,17 @@ static int compile_fetch(struct lxn_plan *out, struct linux_plan *pl, const stru
 /* The proxy's allowlist (as compile_fetch says): for this backend and,
  * through the family's proxy service (linux-proxy-service.c), the VM's. */
 /* The uid (and gid) a root caller's proxy and DNS stub run as: the
- * policy's id range's first id, its sandboxes' init's, which only ever
- * runs in a pid namespace of its own (a workload's never is, unless the
- * range has one id). It was 65534, the host's shared "nobody": any
+ * policy's id range's last id. Not 65534, the host's shared "nobody" (any
  * process of that account could stop, kill or lower the limits of every
- * root caller's proxy (same uid, no ptrace needed), unrecorded. */
+ * root caller's proxy: same uid, no ptrace needed, unrecorded); not the
+ * range's first id, which owns every sandbox's user namespace of the
+ * range (a process of that uid outside them holds every capability in
+ * them); not its second, a process-level workload's, which runs in no pid
+ * namespace. What else runs as the last id runs inside a sandbox's own
+ * pid namespace (a container's whole-range mapping), where it cannot
+ * name the proxy. */
 static uint32_t lxn_run_uid(const struct fy_plan *np) {
-    return np->id_count >= 2 && np->id_first ? np->id_first : 65534;
+    return np->id_count >= 3 && np->id_first ? np->id_first + np->id_count - 1 : 65534;
 }
 
 int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_config **ret, fy_error **reterr) {
@@ -804,7 +808,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
         json_object_set_new(o, "mode", json_string("fetch-only"));
         json_object_set_new(o, "enforcement",
                             json_string("own network namespace with only its loopback; an HTTP(S) forward proxy "
-                                        "outside the sandbox (confined: the id range's first uid as root, no capabilities, "
+                                        "outside the sandbox (confined: the id range's last uid as root, no capabilities, "
                                         "no new privileges, Landlock, seccomp) listens on 127.0.0.1:3128 inside "
                                         "it and connects only to the allowlisted host:port at the addresses "
                                         "resolved at prepare; CONNECT is a tunnel, TLS is never terminated"));
@@ -832,7 +836,7 @@ char *lxn_describe(const struct lxn_plan *lp, const struct fy_plan *np, const st
             json_object_set_new(o, "enforcement",
                                 json_string("own network namespace with its loopback and the job's link (no route "
                                             "but the job's /24, no default route); an HTTP(S) forward proxy outside "
-                                            "the sandbox (confined: the id range's first uid as root, no capabilities, no new "
+                                            "the sandbox (confined: the id range's last uid as root, no capabilities, no new "
                                             "privileges, Landlock, seccomp) listens on 127.0.0.1:3128 inside it and "
                                             "connects only to the allowlisted host:port at the addresses resolved "
                                             "at prepare; CONNECT is a tunnel, TLS is never terminated"));

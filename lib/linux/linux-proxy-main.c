@@ -45,7 +45,7 @@
 #define LXP_PIPE_BYTES (64 * 1024) /* a pipe's default capacity */
 #define LXP_PIPE_MAX (1024 * 1024)  /* asked for (pipe-max-size's default) */
 /* What this proxy's pipes may hold beyond the default in all: pipe pages are
- * charged to the proxy's uid (as root the id range's first, which every
+ * charged to the proxy's uid (as root the id range's last, which every
  * attempt's proxy of that range shares; pipe-user-pages-soft, 64 MiB by
  * default, past which every pipe of that uid is cut to two pages). One
  * workload's 64 connections must not take it all. */
@@ -850,7 +850,7 @@ __attribute__((noreturn, used)) void fy_init_entry(long *sp) {
     if (syscall(SYS_close_range, (flags & LXP_PACK_DNS_TCP) ? 8U : 5U, ~0U, 0) < 0) /* (the DNS stub's TCP: 7) */
         die(10);
     if (flags & LXP_PACK_AS_ROOT) {
-        /* The attempt's init uid (linux-net.c, lxn_run_uid), never root. */
+        /* The id range's last id (linux-net.c, lxn_run_uid), never root. */
         uid_t u = cfg->run_uid ? cfg->run_uid : 65534;
         if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, u, u, u) < 0 ||
             syscall(SYS_setresuid, u, u, u) < 0)

@@ -190,9 +190,10 @@ assert net["proxy"]["end"] == "killed at cleanup", net["proxy"]  # it never died
 conf = net["proxy"]["confinement"]
 for c in ("unprivileged-uid-no-capabilities", "no-new-privileges", "seccomp-allowlist", "landlock-no-filesystem"):
     assert c in conf, conf
-# (the policy's id range's first id, its sandboxes' init's: never the
-# host's shared nobody, whose every process could stop or kill it)
-assert net["proxy"]["uid"] == 100000, net["proxy"]
+# (the policy's id range's last id: never the host's shared nobody, whose
+# every process could stop or kill it, nor the first, which owns every
+# sandbox's user namespace of the range)
+assert net["proxy"]["uid"] == 165535, net["proxy"]
 iso = r["isolation"]["network"]
 assert iso["mode"] == "fetch-only" and iso["credentials"] == 2, iso
 assert "Bearer" not in json.dumps(r), "a credential in the result"
