@@ -1878,6 +1878,8 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "output \"%s\": more than %" PRIu64 " entries (limits.output_entries)",
                     rel, k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]);
     }
+    if (r == -EACCES || r == -EPERM)
+        return unreadable(k, rel, -r); /* (readable, not searchable: 0400) */
     if (r < 0)
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, -r, rel, "cannot read the output directory");
     for (size_t i = 0; r == 0 && i < n; i++) {
@@ -1947,6 +1949,8 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
     if (pfd == -ELOOP)
         return stop(k, FY_OUTCOME_SANDBOX_VIOLATION,
                     "the directory of output \"%s\" was replaced by a symbolic link", o->path);
+    if (pfd == -EACCES || pfd == -EPERM)
+        return unreadable(k, o->path, -pfd); /* (its directory closed: the file was there) */
     if (pfd < 0)
         return push_missing(&k->c->missing, o->path, "its directory is gone") < 0
                    ? fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory") : 0;

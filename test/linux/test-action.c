@@ -969,6 +969,12 @@ START_TEST(test_output_special_files) {
                        "cannot be read");
         expect_outcome("mkdir o && chmod 000 o", "{\"directories\": [\"o\"]}", FY_OUTCOME_SANDBOX_VIOLATION,
                        "cannot be read");
+        /* (readable, not searchable; a declared file's directory closed:
+         * the file is there, not missing) */
+        expect_outcome("mkdir -p o/d && echo y > o/d/f && chmod 0400 o/d", "{\"directories\": [\"o\"]}",
+                       FY_OUTCOME_SANDBOX_VIOLATION, "cannot be read");
+        expect_outcome("mkdir -p d && echo y > d/f && chmod 000 d", "{\"files\": [\"d/f\"]}", FY_OUTCOME_SANDBOX_VIOLATION,
+                       "cannot be read");
     }
 }
 END_TEST
