@@ -297,7 +297,9 @@ echo "$GITHUB_WORKSPACE" >> "$GITHUB_PATH"
 printf 'BUILD_FLAVOR=release\nLD_PRELOAD=%s/evil.so\nFORGEYARD_STEP_PROFILE=development\nTMPDIR=%s\n' \
     "$GITHUB_WORKSPACE" "$GITHUB_WORKSPACE" >> "$GITHUB_ENV"
 printf 'NOTES<<EOF_1\nline one\nLD_PRELOAD=inside-a-value\nEOF_1\nGLIBC_TUNABLES<<X\nglibc.malloc.check=3\nX\n' >> "$GITHUB_ENV"
-printf '/opt/tool/bin\n%s/.bin\nrelative/bin\n/opt/../%s\n' "$GITHUB_WORKSPACE" "$GITHUB_WORKSPACE" >> "$GITHUB_PATH"
+printf '/opt/tool/bin\n%s/.bin\nrelative/bin\n/opt/../%s\n/%s/bin\n/proc/self/cwd/bin\n' \
+    "$GITHUB_WORKSPACE" "$GITHUB_WORKSPACE" "$GITHUB_WORKSPACE" >> "$GITHUB_PATH"
+ln -s "$GITHUB_WORKSPACE" "$GITHUB_WORKSPACE/.ws-link" 2>/dev/null
 ! ls "$(dirname "$GITHUB_WORKSPACE")/../_temp/_runner_file_commands" 2>/dev/null
 EOF
 cd "$ws" || exit 1
@@ -328,6 +330,17 @@ out=$(step "$scratch/_work/_temp/step1.sh" 2>&1); rc=$?
 case $out in *"5 GITHUB_ENV entries not passed on"*"GITHUB_PATH entry '$ws/.bin' not passed on (in the workspace)"*) ;;
     *) fail "github: no word of what pass kept back: $out" ;; esac
 [ ! -s "$cmds/set_env_other" ] || fail "github: the step wrote another step's file command"
+# Bytes the runner reads otherwise (a delimiter that is not UTF-8, which
+# it decodes to U+FFFD, ending the block on another line than the filter;
+# a carriage return, which it takes for a line's end): nothing passed on.
+: > "$cmds/set_env_1"; : > "$cmds/add_path_1"
+printf 'printf "X<<A=\\377\\nA=\\376\\nLD_PRELOAD=/tmp/evil.so\\nA=\\377\\n" >> "$GITHUB_ENV"\n' > "$scratch/_work/_temp/step3.sh"
+printf 'printf "/opt/tools\\r%%s/bin\\n" "$GITHUB_WORKSPACE" >> "$GITHUB_PATH"\n' >> "$scratch/_work/_temp/step3.sh"
+out=$(step "$scratch/_work/_temp/step3.sh" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ ! -s "$cmds/set_env_1" ] && [ ! -s "$cmds/add_path_1" ] ||
+    fail "github: pass with bytes the runner reads otherwise: $rc: env $(od -c "$cmds/set_env_1" | head -3), path $(cat "$cmds/add_path_1"): $out"
+case $out in *"to GITHUB_ENV: none of it passed on"*"to GITHUB_PATH: none of it passed on"*) ;;
+    *) fail "github: no word of the refused file commands: $out" ;; esac
 pass=""
 printf 'false\necho not-reached > "$GITHUB_WORKSPACE/after"\n' > "$scratch/_work/_temp/step2.sh"
 step "$scratch/_work/_temp/step2.sh" >/dev/null 2>&1; rc=$?
