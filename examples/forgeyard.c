@@ -16,6 +16,7 @@
 #include "cli-win.h" /* uname, geteuid, the console stop handling */
 #else
 #include <dirent.h>
+#include <pwd.h>
 #include <poll.h>
 #include <stdint.h>
 #include <time.h>
@@ -2571,8 +2572,13 @@ static bool disposable_root(const char *root) {
     struct stat st;
     if (lstat(root, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & (S_ISVTX | S_IWOTH)))
         return false;
+    /* The caller's home, from the environment and from the user database
+     * (behind forgeyard-wrap the environment is the operator's, no HOME). */
     const char *home = getenv("HOME");
-    return !home || strcmp(home, root) != 0;
+    if (home && strcmp(home, root) == 0)
+        return false;
+    struct passwd *pw = getpwuid(geteuid());
+    return !pw || !pw->pw_dir || strcmp(pw->pw_dir, root) != 0;
 }
 
 /* run --hand-over: a writable directory (its files too, never through a
