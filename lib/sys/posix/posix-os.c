@@ -282,9 +282,11 @@ int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid)
      * bit for group or other. */
     mode_t want = made ? create_mode & ~forbid : (st.st_mode & 07777) | 0700;
     if (r == 0 && (st.st_mode & 07777) != want) {
+        /* (through the descriptor, never the name again; without /proc,
+         * left as it is, as before) */
         char proc[64];
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-        if (chmod(proc, want) < 0 && fchmodat(at, path, want, 0) < 0)
+        if (chmod(proc, want) < 0 && errno != ENOENT)
             r = -errno;
     }
     int fd = r < 0 ? -1 : openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
