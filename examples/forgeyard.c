@@ -2374,12 +2374,6 @@ static long wrap_uid = -1;
 static unsigned long wrap_entries, wrap_linked;
 static bool wrap_files;
 
-/* One directory (dfd, shown as path) and what is below it on the same file
- * system, walked by file descriptor: no path is resolved twice, so a
- * directory of the tree swapped for a symbolic link while we walk (by a
- * sandbox still writing there) redirects nothing to the host's files. A
- * file with other hard links is left alone: its other names may be
- * outside the tree, and the sandbox could then write them (cp -al). */
 /* What of an entry hand_at looks at: type, owner, links, file system and
  * mount (statx's mount id, 0 where the kernel has none: before 5.8). A
  * bind mount of the same file system has its device number, so only the
@@ -2412,6 +2406,12 @@ static int hand_stat_at(int dfd, const char *name, struct hand_stat *hs) {
 #endif
 }
 
+/* One directory (dfd, shown as path) and what is below it on the same file
+ * system and mount (mnt: 0, not known), walked by file descriptor: no path is resolved twice, so a
+ * directory of the tree swapped for a symbolic link while we walk (by a
+ * sandbox still writing there) redirects nothing to the host's files. A
+ * file with other hard links is left alone: its other names may be
+ * outside the tree, and the sandbox could then write them (cp -al). */
 static int hand_at(int dfd, dev_t dev, uint64_t mnt, const char *path, int depth) {
     struct stat st;
     if (fstat(dfd, &st) < 0 || ((long)st.st_uid != wrap_uid && fchown(dfd, (uid_t)wrap_uid, (gid_t)wrap_uid) < 0)) {
