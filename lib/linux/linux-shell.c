@@ -185,14 +185,24 @@ void linux_shell_forget(void *shell) {
     }
 }
 
+/* poll(2) of one descriptor, now: 1 ready (or hung up), 0 not, -1 error.
+ * Never EINTR: poll is not restarted after a signal handler ran, whatever
+ * SA_RESTART says, and a host's interval timer made every claimed shell
+ * look gone (discarded; the attempt started cold). */
+static int poll_now(int fd) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r;
+    while ((r = poll(&p, 1, 0)) < 0 && errno == EINTR)
+        ;
+    return r;
+}
+
 bool linux_shell_gone(void *shell) {
     struct lx_shell *sh = shell;
-    struct pollfd p = {.fd = sh->pidfd, .events = POLLIN};
-    if (sh->pidfd < 0 || poll(&p, 1, 0) != 0)
+    if (sh->pidfd < 0 || poll_now(sh->pidfd) != 0)
         return true; /* ended (idle, killed) or cannot be watched */
     /* Its socket: a shell that said anything or hung up is not waiting. */
-    p = (struct pollfd){.fd = sh->sync, .events = POLLIN};
-    return poll(&p, 1, 0) != 0;
+    return poll_now(sh->sync) != 0;
 }
 
 bool linux_shell_fits(const void *shell, const void *plan) {

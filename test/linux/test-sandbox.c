@@ -4621,8 +4621,10 @@ END_TEST
 /* A host with a fast interval timer (a profiler, a runtime's GC tick)
  * starts every attempt: a v1 memory limit's write gave up with EINTR when
  * a signal was pending, SA_RESTART or not, and about one start in fifty
- * failed (FY_E_INFRA at the cgroup-limit step). 300 starts under a 200 us
- * timer, in a host child (the timer stays there). */
+ * failed (FY_E_INFRA at the cgroup-limit step). With --shells, a claimed
+ * shell looked gone to a poll the timer's signal interrupted, and every
+ * attempt started cold. 300 starts under a 200 us timer, in a host child
+ * (the timer stays there). */
 static void count_tick(int sig) { (void)sig; }
 
 START_TEST(test_start_under_host_timer) {
