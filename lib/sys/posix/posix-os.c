@@ -259,6 +259,16 @@ char *os_cache_dir(const char *override, const char *leaf) {
     return joined(own, "/", leaf);
 }
 
+/* Whether a directory found at an own-directory path may be used: 0, or
+ * the negative errno that refuses it. */
+static int own_dir_refusal(int fd, struct stat *st, mode_t forbid, bool made) {
+    return fstat(fd, st) < 0                 ? -errno
+           : !S_ISDIR(st->st_mode)           ? -ENOTDIR
+           : st->st_uid != geteuid()         ? -EPERM /* another user's */
+           : (st->st_mode & forbid) && !made ? -EPERM
+                                             : 0;
+}
+
 int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid) {
     bool made = create_mode && mkdirat(at, path, create_mode) == 0;
     if (create_mode && !made && errno != EEXIST)
@@ -274,11 +284,7 @@ int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid)
         if (pfd < 0)
             return -errno;
         struct stat st;
-        int r = fstat(pfd, &st) < 0                   ? -errno
-                : !S_ISDIR(st.st_mode)                ? -ENOTDIR
-                : st.st_uid != geteuid()              ? -EPERM /* another user's, closed to us */
-                : (st.st_mode & forbid) && !made      ? -EPERM
-                                                      : 0;
+        int r = own_dir_refusal(pfd, &st, forbid, made);
         if (r == 0) {
             char proc[64];
             snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
@@ -293,11 +299,7 @@ int os_open_own_dir(int at, const char *path, mode_t create_mode, mode_t forbid)
     if (fd < 0)
         return -errno;
     struct stat st;
-    int r = fstat(fd, &st) < 0                ? -errno
-            : !S_ISDIR(st.st_mode)             ? -ENOTDIR
-            : st.st_uid != geteuid()           ? -EPERM
-            : (st.st_mode & forbid) && !made   ? -EPERM
-                                               : 0;
+    int r = own_dir_refusal(fd, &st, forbid, made);
     /* Ours: what we made has exactly create_mode (the caller's umask took
      * bits off: 0277 left a state directory its owner could not write,
      * and every later start failed), and one of ours lacking an owner's
