@@ -1685,6 +1685,10 @@ static int rec_push(struct col *k, char kind, size_t idx, const char *path) {
  * the collector is its owner without any privilege): the command's doing,
  * an output that could not be taken like a link out of the tree, not the
  * host's failure (an infrastructure failure, which workers retry). */
+static bool closed_to_us(int e) {
+    return e == EACCES || e == EPERM;
+}
+
 static int unreadable(struct col *k, const char *rel, int e) {
     return stop(k, FY_OUTCOME_SANDBOX_VIOLATION, "output \"%s\": cannot be read (%s): the command left it closed to "
                                                    "its owner", rel, strerror(e));
@@ -1700,7 +1704,7 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
                     "(limits.output_bytes)", rel, (uint64_t)st->st_size, k->a->limit[FY_ACTION_LIMIT_OUTPUT_BYTES]);
     int in = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st2;
-    if (in < 0 && (errno == EACCES || errno == EPERM))
+    if (in < 0 && closed_to_us(errno))
         return unreadable(k, rel, errno);
     if (in < 0 || fstat(in, &st2) < 0 || st2.st_ino != st->st_ino || !S_ISREG(st2.st_mode)) {
         int e = in < 0 ? errno : EAGAIN;
@@ -1878,7 +1882,7 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "output \"%s\": more than %" PRIu64 " entries (limits.output_entries)",
                     rel, k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]);
     }
-    if (r == -EACCES || r == -EPERM)
+    if (closed_to_us(-r))
         return unreadable(k, rel, -r); /* (readable, not searchable: 0400) */
     if (r < 0)
         return fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, -r, rel, "cannot read the output directory");
@@ -1918,7 +1922,7 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
                 int sd = open_dir(dir, v[i].name), od = -1;
                 if (sd >= 0 && outdir >= 0 && (mkdirat(outdir, v[i].name, 0755) < 0 || (od = open_dir(outdir, v[i].name)) < 0))
                     r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot create the output directory");
-                else if (sd < 0 && (errno == EACCES || errno == EPERM))
+                else if (sd < 0 && closed_to_us(errno))
                     r = unreadable(k, sub, errno);
                 else if (sd < 0)
                     r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot open the output directory");
@@ -1949,7 +1953,7 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
     if (pfd == -ELOOP)
         return stop(k, FY_OUTCOME_SANDBOX_VIOLATION,
                     "the directory of output \"%s\" was replaced by a symbolic link", o->path);
-    if (pfd == -EACCES || pfd == -EPERM)
+    if (closed_to_us(-pfd))
         return unreadable(k, o->path, -pfd); /* (its directory closed: the file was there) */
     if (pfd < 0)
         return push_missing(&k->c->missing, o->path, "its directory is gone") < 0
@@ -1979,7 +1983,7 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
             why = "a directory, declared a file";
         } else {
             int sd = open_dir(pfd, base), od = -1;
-            if (sd < 0 && (errno == EACCES || errno == EPERM)) {
+            if (sd < 0 && closed_to_us(errno)) {
                 r = unreadable(k, o->path, errno);
             } else if (sd < 0 || (out >= 0 && (mkdirat(out, base, 0755) < 0 || (od = open_dir(out, base)) < 0))) {
                 r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, o->path, "cannot open the output directory");

@@ -327,6 +327,12 @@ bool lxp_program_available(void) {
 /* The proxy's configuration packed (struct lxp_packed) into a sealed
  * memfd: the allowlist and this attempt's own credentials, nothing else
  * of the host. The fd, or -errno. */
+/* The uid a proxy or stub started by root runs as: the configuration's,
+ * never root (0 there means the caller named none: 65534). */
+static uint32_t root_run_uid(const struct lxp_config *cfg) {
+    return cfg->run_uid ? cfg->run_uid : 65534;
+}
+
 static int pack_config(const struct lxp_config *cfg, uint32_t flags) {
     /* The DNS stub gets no credential, and Landlock's TCP layer with only
      * port 0 (it connects nowhere). */
@@ -342,7 +348,7 @@ static int pack_config(const struct lxp_config *cfg, uint32_t flags) {
     h->ndests = cfg->ndests;
     h->ncreds = dns ? 0 : cfg->ncreds;
     h->nports = dns ? 1 : cfg->nports;
-    h->run_uid = cfg->run_uid ? cfg->run_uid : 65534;
+    h->run_uid = root_run_uid(cfg);
     if (!dns)
         memcpy(h->ports, cfg->ports, sizeof(h->ports));
     if (dl)
@@ -654,7 +660,7 @@ static int start_on(struct lxp_run *run, const struct lxp_config *cfg, int lfd, 
             goto fail_errno;
     }
     what = "a sealed memfd of its configuration";
-    run->uid = geteuid() == 0 ? (cfg->run_uid ? cfg->run_uid : 65534) : geteuid();
+    run->uid = geteuid() == 0 ? root_run_uid(cfg) : geteuid();
     if ((conf = pack_config(cfg, (geteuid() == 0 ? LXP_PACK_AS_ROOT : 0) | (uplink_fd >= 0 ? LXP_PACK_UPLINK : 0) |
                                      (dns ? LXP_PACK_DNS : 0) | (tcp_fd >= 0 ? LXP_PACK_DNS_TCP : 0))) < 0) {
         e = -conf;
