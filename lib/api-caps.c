@@ -85,18 +85,15 @@ int fy_probe_cgroup(uint64_t flags, const char *cgroup_dir, fy_caps **ret, fy_er
 
 /* The one piece of process-wide state: the cached probe, computed once per
  * flag set (again, a minute later at the earliest, when it was
- * inconclusive) and immutable afterwards. */
+ * inconclusive). It is only ever read under its lock, and only copies
+ * leave it: no caller holds a pointer into it, so an entry replaced is
+ * freed at once and the library's unload frees the rest. */
 static struct probe_cache {
     fy_caps *caps;
     bool done;
     uint64_t at_usec; /* when it was probed */
 } cache[2];
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
-/* Probes a cache entry replaced: callers of caps_get_cached may still hold
- * them (borrowed, immutable), so they live as long as the process. */
-#define CACHE_RETIRED_MAX 16
-static fy_caps *cache_retired[CACHE_RETIRED_MAX];
-static size_t cache_nretired;
 /* An inconclusive probe (a probe child timed out even on its retry: a busy
  * host, not a missing mechanism) is probed again by a later call once this
  * long has passed, instead of deciding for the process's whole life. */
@@ -104,7 +101,7 @@ static size_t cache_nretired;
 
 /* A fork while another thread probed under the lock: the child probes
  * again (what the other thread was writing is not trusted; the entries
- * are let go of, not freed: callers may hold them). */
+ * are let go of, not freed: they may be half written). */
 static void cache_fork_child(void) {
     if (util_mutex_reclaim(&cache_mu))
         cache[0].done = cache[1].done = false;
@@ -112,16 +109,30 @@ static void cache_fork_child(void) {
 
 __attribute__((constructor)) static void cache_register_fork(void) { util_on_fork_child(cache_fork_child); }
 
-/* The cached probe of flags (0 or FY_PROBE_NO_VM), made or remade under the
- * lock. Its rc; *caps borrowed. A probe that failed (out of memory, say)
- * is not cached: the next call probes again (it was kept, and every later
- * fy_prepare without caps of the process failed with FY_E_INTERNAL and no
- * error object). */
-static int cache_get(uint64_t flags, const fy_caps **caps, fy_error **reterr) {
+/* The library unloaded (dlclose) or the host exiting: the cached probes are
+ * freed (each load of the library kept its own, about 7 kB, for good). A
+ * thread of an exiting host still probing under the lock keeps them: the
+ * memory goes with the process. */
+__attribute__((destructor)) static void cache_unload(void) {
+    if (pthread_mutex_trylock(&cache_mu) != 0)
+        return;
+    for (size_t i = 0; i < sizeof(cache) / sizeof(cache[0]); i++) {
+        if (cache[i].done)
+            caps_free_internal(cache[i].caps);
+        cache[i] = (struct probe_cache){0};
+    }
+    pthread_mutex_unlock(&cache_mu);
+}
+
+/* A copy of the cached probe of flags (0 or FY_PROBE_NO_VM), made or remade
+ * under the lock: *ret is the caller's. A probe that failed (out of memory,
+ * say) is not cached: the next call probes again (it was kept, and every
+ * later fy_prepare without caps of the process failed with FY_E_INTERNAL
+ * and no error object). */
+static int cache_get(uint64_t flags, fy_caps **ret, fy_error **reterr) {
     struct probe_cache *pc = (flags & FY_PROBE_NO_VM) ? &cache[1] : &cache[0];
     pthread_mutex_lock(&cache_mu);
-    bool stale = pc->done && pc->caps->inconclusive && cache_nretired < CACHE_RETIRED_MAX &&
-                 util_now_usec() - pc->at_usec >= CACHE_INCONCLUSIVE_USEC;
+    bool stale = pc->done && pc->caps->inconclusive && util_now_usec() - pc->at_usec >= CACHE_INCONCLUSIVE_USEC;
     if (!pc->done || stale) {
         fy_caps *c = NULL;
         fy_error *e = NULL;
@@ -137,14 +148,17 @@ static int cache_get(uint64_t flags, const fy_caps **caps, fy_error **reterr) {
         fy_error_free(e); /* (a failed re-probe of a stale entry: the entry stands) */
         if (rc >= 0) {
             if (stale)
-                cache_retired[cache_nretired++] = pc->caps;
+                caps_free_internal(pc->caps);
             pc->caps = c;
             pc->done = true;
             pc->at_usec = util_now_usec();
         }
     }
-    *caps = pc->caps;
+    fy_caps *copy = caps_dup(pc->caps);
     pthread_mutex_unlock(&cache_mu);
+    if (!copy)
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
+    *ret = copy;
     return 0;
 }
 
@@ -156,21 +170,13 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
                        "reserved probe flags 0x%llx set", (unsigned long long)(flags & ~FY_PROBE_KNOWN));
     if (flags & FY_PROBE_FRESH)
         return probe_now(flags & ~FY_PROBE_FRESH, ret, reterr);
-    const fy_caps *cached = NULL;
-    int rc = cache_get(flags & FY_PROBE_NO_VM, &cached, reterr);
-    if (rc < 0)
-        return rc;
-    fy_caps *c = caps_dup(cached);
-    if (!c)
-        return err_set(reterr, FY_E_NOMEM, FY_STEP_PROBE, 0, NULL, "out of memory");
-    *ret = c;
-    return 0;
+    return cache_get(flags & FY_PROBE_NO_VM, ret, reterr);
 }
 
 /* fy_probe cache for internal users (fy_prepare with caps == NULL). No
  * compiled-in backend runs virtual machines yet, so negotiation needs no
  * VM probe (which can take a second where KVM is slow). */
-int caps_get_cached(const fy_caps **ret, fy_error **reterr) { return cache_get(FY_PROBE_NO_VM, ret, reterr); }
+int caps_get_cached(fy_caps **ret, fy_error **reterr) { return cache_get(FY_PROBE_NO_VM, ret, reterr); }
 
 /* ---- persisted snapshots ---- */
 

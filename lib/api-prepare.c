@@ -385,17 +385,21 @@ int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t 
         obs_span(obs, "sandbox.prepare", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
         return r;
     }
-    if (!caps && (r = caps_get_cached(&caps, reterr)) < 0)
+    fy_caps *cached = NULL; /* (a copy of the process's probe, ours) */
+    if (!caps && (r = caps_get_cached(&cached, reterr)) < 0)
         return r;
     fy_prepared *pr = calloc(1, sizeof(*pr));
-    if (!pr)
+    if (!pr) {
+        caps_free_internal(cached);
         return err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
+    }
     pr->origin_pid = util_getpid();
     pr->refs = 1;
+    pr->caps = cached ? cached : caps_dup(caps);
     vec_init(&pr->env, sizeof(struct pol_env));
     if ((r = copy_argv(pr, argv, policy->image != NULL, reterr)) < 0)
         goto fail;
-    if (!(pr->policy = policy_dup(policy)) || !(pr->caps = caps_dup(caps))) {
+    if (!pr->caps || !(pr->policy = policy_dup(policy))) {
         r = err_set(reterr, FY_E_NOMEM, FY_STEP_PREPARE, 0, NULL, "out of memory");
         goto fail;
     }

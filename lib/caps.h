@@ -60,8 +60,8 @@ const char *caps_fact(const fy_caps *c, const char *key);
 /* Deep copy (used to hand the cached snapshot out). NULL on OOM. */
 fy_caps *caps_dup(const fy_caps *c);
 void caps_free_internal(fy_caps *c);
-/* The process-wide cached probe (borrowed, immutable). */
-int caps_get_cached(const fy_caps **ret, fy_error **reterr);
+/* A copy of the process-wide cached probe (the caller's, to free). */
+int caps_get_cached(fy_caps **ret, fy_error **reterr);
 /* Computes max_level from the backend table. */
 void caps_finish(fy_caps *c);
 /* Every fact of the snapshot as compact JSON (persisted snapshots), and

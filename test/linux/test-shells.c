@@ -6,6 +6,7 @@
  * 65534. (The whole attack suite also runs in claimed shells:
  * test-sandbox --shells.) */
 #include <check.h>
+#include <malloc.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -925,6 +926,48 @@ START_TEST(test_unload_and_exit_discard) {
 }
 END_TEST
 
+/* The library's process-wide probe is freed when it is unloaded: a host
+ * that loads, probes and unloads it again and again keeps no memory of
+ * each load (it kept about 7 kB each, for good). */
+static void child_reloads(void) {
+    size_t heap[2] = {0, 0};
+    for (int i = 0; i < 22; i++) {
+        void *lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
+        if (!lib)
+            _exit(10);
+        int (*probe)(uint64_t, fy_caps **, fy_error **) =
+            (int (*)(uint64_t, fy_caps **, fy_error **))dlsym(lib, "fy_probe");
+        void (*caps_free)(fy_caps *) = (void (*)(fy_caps *))dlsym(lib, "fy_caps_free");
+        fy_caps *c = NULL;
+        if (!probe || !caps_free || probe(FY_PROBE_NO_VM, &c, NULL) < 0)
+            _exit(11);
+        caps_free(c);
+        dlclose(lib);
+        if (i == 1 || i == 21)
+            heap[i == 21] = mallinfo2().uordblks; /* (the first load's lasting state of the loader is in) */
+    }
+    fprintf(stderr, "heap after 2 loads %zu bytes, after 22 %zu\n", heap[0], heap[1]);
+    _exit(heap[1] <= heap[0] + 49152 ? 0 : 12); /* (it grew 190 kB; the loader itself keeps a little) */
+}
+
+START_TEST(test_unload_frees_the_probe) {
+#if defined(__SANITIZE_ADDRESS__)
+    return; /* (the sanitizer's allocator is not malloc's: mallinfo2 says nothing) */
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+    return;
+#  endif
+#endif
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0)
+        child_reloads();
+    int ws = 0;
+    ck_assert_int_eq(waitpid(c, &ws, 0), c);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "reloading host: status %d", WEXITSTATUS(ws));
+}
+END_TEST
+
 static bool alive_not_zombie(pid_t pid) {
     char path[64], buf[512];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -1054,6 +1097,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_concurrent_fills_make_no_more);
     tcase_add_test(tc, test_unload_and_exit_discard);
+    tcase_add_test(tc, test_unload_frees_the_probe);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
