@@ -1285,7 +1285,7 @@ static int image_unpack(const char *ref, const char *cache, char **json) {
         fputc('\n', stderr);
     if (r < 0) {
         report("image", err, r);
-        return EXIT_FAIL;
+        return r == FY_E_INVAL ? EXIT_USAGE : EXIT_FAIL; /* (a malformed reference or image: invalid input) */
     }
     return EXIT_OK;
 }
@@ -1368,10 +1368,10 @@ static int cmd_image(int argc, char **argv) {
     int r;
     if (strcmp(sub, "inspect") == 0 && ref && !cache) {
         if ((r = fy_image_inspect(ref, &json, &err)) < 0)
-            return report("image inspect", err, r), EXIT_FAIL;
+            return report("image inspect", err, r), r == FY_E_INVAL ? EXIT_USAGE : EXIT_FAIL;
     } else if (strcmp(sub, "unpack") == 0 && ref) {
-        if (image_unpack(ref, cache, &json) != EXIT_OK)
-            return EXIT_FAIL;
+        if ((r = image_unpack(ref, cache, &json)) != EXIT_OK)
+            return r;
     } else if (strcmp(sub, "gc") == 0 && !ref) {
         uint64_t n = 0;
         if ((r = fy_image_gc(cache, max_size, max_age, &n, &err)) < 0)
@@ -2139,11 +2139,11 @@ static int cmd_run(int argc, char **argv) {
             if (r == 0)
                 allows[nallow++] = v;
         } else if (strcmp(o, "--network-uplink") == 0) {
-            r = check(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, v, &err), o, &err);
+            r = check(fy_policy_set_network_host(p, FY_NETHOST_UPLINK, host_abs(v), &err), o, &err);
         } else if (strcmp(o, "--network-hosts") == 0) {
-            r = check(fy_policy_set_network_host(p, FY_NETHOST_HOSTS_FILE, v, &err), o, &err);
+            r = check(fy_policy_set_network_host(p, FY_NETHOST_HOSTS_FILE, host_abs(v), &err), o, &err);
         } else if (strcmp(o, "--network-credentials") == 0) {
-            r = check(fy_policy_set_network_host(p, FY_NETHOST_CREDENTIALS, v, &err), o, &err);
+            r = check(fy_policy_set_network_host(p, FY_NETHOST_CREDENTIALS, host_abs(v), &err), o, &err);
         } else if (strcmp(o, "--network") == 0 && strcmp(v, "restricted") == 0) {
             restricted = FY_NET_RESTRICTED; /* applied with the --allow destinations, after the options */
         } else if (strcmp(o, "--network") == 0 && strcmp(v, "fetch-only") == 0) {
@@ -3040,26 +3040,17 @@ static int cmd_action(int argc, char **argv) {
         report(file, err, r);
         return RUN_BAD_INVOCATION;
     }
-    char *abs[4] = {NULL, NULL, NULL, NULL};
-    const char *paths[4] = {outdir, NULL, streams[1], streams[2]};
-    for (int k = 0; k < 4; k++)
-        if (paths[k] && paths[k][0] != '/') {
-            char cwd[4096];
-            if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs[k], "%s/%s", cwd, paths[k]) < 0)
-                abs[k] = NULL;
-            paths[k] = abs[k] ? abs[k] : paths[k];
-        }
+    /* (relative paths joined to the working directory textually: "out/"
+     * is the directory out, as at a shell) */
+    const char *paths[4] = {outdir ? host_abs(outdir) : NULL, NULL, streams[1] ? host_abs(streams[1]) : NULL,
+                            streams[2] ? host_abs(streams[2]) : NULL};
     if ((paths[0] && (r = fy_action_set_output_directory(a, paths[0], &err)) < 0) ||
         (paths[2] && (r = fy_action_set_stdio_path(a, 1, paths[2], &err)) < 0) ||
         (paths[3] && (r = fy_action_set_stdio_path(a, 2, paths[3], &err)) < 0)) {
-        for (int k = 0; k < 4; k++)
-            free(abs[k]);
         fy_action_free(a);
         report("action run", err, r);
         return RUN_BAD_INVOCATION;
     }
-    for (int k = 0; k < 4; k++)
-        free(abs[k]);
     int prof = FY_PROFILE_RELEASE;
     if (profile && (prof = fy_profile_from_name(profile)) < 0) {
         fprintf(stderr, "%s: unknown profile \"%s\"\n", prog, profile);

@@ -370,6 +370,10 @@ assert r["sandbox"]["contract_id"]
 if r["input"]["root"] == "overlay":
     assert r["timings_usec"]["input_walk_beside"] is not None, r["timings_usec"]
 EOF
+# A relative output directory written as at a shell, "out/": the directory
+# out of the working directory (it was refused, "path must not end with '/'").
+"$fy" action run action.json --output-dir action-out2/ >/dev/null; rc=$?
+[ $rc -eq 0 ] && cmp -s "$scratch/action-out2/out/a.o" "$scratch/cas/f1" || fail "action run --output-dir action-out2/ gave $rc"
 # An input the workload's uid cannot read (root's, 0600): the walk beside
 # refuses the overlay, the running attempt is superseded and made again
 # walk-first (materialised: a readable copy), and only that one is reported.

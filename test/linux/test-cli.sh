@@ -811,6 +811,9 @@ fi
 echo "192.0.2.1 mirror.test" >"$scratch/nethosts" && chmod 600 "$scratch/nethosts"
 out=$("$fy" run --profile standard-ci --network-hosts "$scratch/nethosts" -- /bin/true 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "--network-hosts under deny gave $rc: $out"
+# (a relative file is the working directory's, as for every other file option)
+out=$(cd "$scratch" && "$fy" run --profile standard-ci --network-hosts nethosts -- /bin/true 2>&1); rc=$?
+case $rc:$out in *"not deny"*) ;; *) fail "a relative --network-hosts: $rc: $out" ;; esac
 out=$("$fy" run --profile standard-ci --network restricted --allow 192.0.2.1:443 \
     --network-credentials "$scratch/nethosts" -- /bin/true 2>&1); rc=$?
 [ $rc -eq 246 ] || fail "--network-credentials under restricted gave $rc: $out"

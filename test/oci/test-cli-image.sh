@@ -27,6 +27,11 @@ grep -q "$digest" "$scratch/inspect.json" || fail "inspect does not name the man
 "$fy" image unpack "$ref" >"$scratch/unpack.json" 2>"$scratch/unpack.err" || fail "image unpack"
 [ -s "$scratch/unpack.err" ] && fail "a progress bar on a non-terminal: $(cat "$scratch/unpack.err")"
 grep -q '"dir"' "$scratch/unpack.json" || fail "unpack prints no layer directory"
+# A malformed reference is invalid input (2), a missing image a failure (1).
+"$fy" image inspect bogus 2>/dev/null; rc=$?
+[ $rc -eq 2 ] || fail "image inspect of a malformed reference gave $rc"
+"$fy" image inspect "oci:$scratch/none" 2>/dev/null; rc=$?
+[ $rc -eq 1 ] || fail "image inspect of a missing image gave $rc"
 
 if [ "$(id -u)" = 0 ]; then
     # As root the sandbox's ids open the layers: a cache they cannot reach is refused, typed.
