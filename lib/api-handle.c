@@ -265,7 +265,7 @@ int fy_handle_wait(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, 
 int fy_handle_cancel(fy_handle *h, uint32_t reason, fy_error **reterr) {
     CHECK_HANDLE(h);
     if (!fy_cancel_reason_name(reason))
-        return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_CANCEL, 0, NULL, "unknown cancellation reason %u", reason);
+        return err_set(reterr, FY_E_INVAL, FY_STEP_CANCEL, 0, NULL, "unknown cancellation reason %u", reason);
     unsigned int expected = 0;
     if (atomic_compare_exchange_strong(&h->cancel_request, &expected, reason)) {
         os_wake_signal(h->wake_fd);

@@ -4402,6 +4402,10 @@ START_TEST(test_cancel_each_reason) {
         fy_handle *h = NULL;
         fy_result *res = NULL;
         ck_assert_int_eq(start_attempt(pr, &h, NULL), 0);
+        if (reason == FY_CANCEL_USER) { /* (an unknown reason is the caller's error, as its page says) */
+            ck_assert_int_eq(fy_handle_cancel(h, 0, NULL), FY_E_INVAL);
+            ck_assert_int_eq(fy_handle_cancel(h, FY_CANCEL_SHUTDOWN + 77, NULL), FY_E_INVAL);
+        }
         ck_assert_int_eq(fy_handle_cancel(h, reason, NULL), 0);
         ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
         ck_assert_int_eq(fy_result_outcome(res), FY_OUTCOME_CANCELLED);
