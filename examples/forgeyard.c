@@ -469,6 +469,29 @@ static int reprobe_once(fy_caps **caps) {
     return 1;
 }
 
+static bool asks_for_vm(const fy_policy *p);
+
+/* Prepares again on the fresh probe reprobe_once made (a start failed on
+ * the saved one); where nothing lighter fits the host as it is now, with
+ * the VM probes too, as a start without a saved probe makes them (a stale
+ * memory controller ended in "qemu: not probed"). */
+static int renegotiate(fy_policy *p, fy_caps **caps, const char *const *cmd, fy_prepared **pr, fy_error **err) {
+    int r = fy_prepare(p, *caps, cmd, pr, err);
+    fy_caps *vm_caps = NULL;
+    if (r != FY_E_UNSUPPORTED || !run_vm_flag || probe_flags(FY_PROBE_FRESH, &vm_caps) != EXIT_OK)
+        return r;
+    fy_error_free(*err);
+    *err = NULL;
+    fy_caps_free(*caps);
+    *caps = vm_caps;
+    run_vm_flag = 0;
+    r = fy_prepare(p, *caps, cmd, pr, err);
+    if (r == 0 && fy_prepared_level(*pr) == FY_LEVEL_VIRTUAL_MACHINE && !asks_for_vm(p))
+        fprintf(stderr, "%s: note: running in a virtual machine (%s), a slower start: nothing lighter here "
+                        "enforces what the policy requires\n", prog, fy_prepared_backend(*pr));
+    return r;
+}
+
 /* A setup step whose failure a stale probe can explain (a mechanism), as
  * opposed to the policy's own paths (mount) or the command (exec). */
 static bool mechanism_step(uint32_t step) {
@@ -1817,7 +1840,7 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
              * (never for what the caller gave wrong: FY_E_INVAL). */
             fy_error_free(err);
             err = NULL;
-            if ((r = fy_prepare(p, caps, cmd, &pr, &err)) == 0)
+            if ((r = renegotiate(p, &caps, cmd, &pr, &err)) == 0)
                 continue;
         }
         if (r < 0) {
@@ -1852,7 +1875,18 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
                            fy_result_stage_usec(res, FY_STAGE_RUN, &ran) == 0 && ran == 0;
         if (attempt > 0 || !before_exec || !reprobe_once(&caps))
             break;
-        if (fy_prepare(p, caps, cmd, &pr, &err) < 0) {
+        r = renegotiate(p, &caps, cmd, &pr, &err);
+        if (r == FY_E_UNSUPPORTED) {
+            /* The fresh probe's refusal is the host's answer: the typed
+             * one, naming what is missing (the stale probe's failure was
+             * reported as an infrastructure failure). */
+            fy_result_free(res);
+            fy_policy_free(p);
+            fy_caps_free(caps);
+            report("run", err, r);
+            return RUN_UNSUPPORTED;
+        }
+        if (r < 0) {
             fy_error_free(err);
             err = NULL;
             break; /* the first result stands */

@@ -44,18 +44,26 @@ static void add_file(struct strbuf *key, const char *label, const char *path, si
     strbuf_printf(key, "%s: %s\n", label, buf);
 }
 
-/* Lines of /proc/self/status that say what the caller may do. */
-static void add_status(struct strbuf *key) {
+/* Lines of /proc/self/status that say what the caller may do. false when
+ * the caller runs under a seccomp filter (or strict mode): what a filter
+ * denies is in no file (two processes under one filter each, the same
+ * count, may be denied different calls), so such a caller neither reads
+ * nor writes a snapshot and probes in its process. */
+static bool add_status(struct strbuf *key) {
+    bool filtered = false;
     static const char *const fields[] = {"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:",
                                          "CapAmb:", "NoNewPrivs:", "Seccomp:", "Seccomp_filters:"};
     FILE *f = fopen("/proc/self/status", "re");
     char line[512];
     while (f && fgets(line, sizeof(line), f))
         for (size_t i = 0; i < FY_ARRAY_SIZE(fields); i++)
-            if (strncmp(line, fields[i], strlen(fields[i])) == 0)
+            if (strncmp(line, fields[i], strlen(fields[i])) == 0) {
                 strbuf_printf(key, "status %s", line);
+                filtered |= strcmp(fields[i], "Seccomp:") == 0 && atoi(line + strlen(fields[i])) != 0;
+            }
     if (f)
         fclose(f);
+    return !filtered;
 }
 
 /* The cgroup and tmpfs-relevant mounts (what the cgroup probe reads). */
@@ -93,7 +101,8 @@ int linux_snapshot_fingerprint(struct strbuf *key) {
     add_file(key, "boot", "/proc/sys/kernel/random/boot_id", 64);
     strbuf_printf(key, "ids %u %u %u %u\n", (unsigned)getuid(), (unsigned)geteuid(), (unsigned)getgid(),
                   (unsigned)getegid());
-    add_status(key);
+    if (!add_status(key))
+        return -1;
     add_link(key, "ns-user", "/proc/self/ns/user");
     add_link(key, "ns-pid", "/proc/self/ns/pid");
     add_link(key, "ns-mnt", "/proc/self/ns/mnt");
@@ -113,7 +122,7 @@ int linux_snapshot_fingerprint(struct strbuf *key) {
     for (size_t i = 0; i < FY_ARRAY_SIZE(sysctls); i++)
         add_file(key, sysctls[i], sysctls[i], 256);
     long abi = syscall(444 /* landlock_create_ruleset */, NULL, 0, 1u);
-    strbuf_printf(key, "landlock %ld\n", abi);
+    strbuf_printf(key, "landlock %ld %d\n", abi, abi < 0 ? errno : 0); /* (disabled or absent: the reason differs) */
     /* The privileged helper's socket (a restarted helper is a new socket). */
     const char *helper = lx_helper_socket();
     struct stat hst;
