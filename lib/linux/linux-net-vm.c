@@ -44,6 +44,9 @@ int linux_router_compile(const struct fy_plan *np, const fy_caps *caps, void **r
     if (np->net_mode != FY_NET_RESTRICTED)
         return err_set(reterr, FY_E_INVAL, FY_STEP_NETNS, 0, "$.network.mode", "not a restricted plan");
     bool root = geteuid() == 0;
+    int nr;
+    if (root && (nr = lxn_require_nftables(caps, reterr)) < 0)
+        return nr;
     /* Root, then the privileged helper (protocol 4: it makes the router
      * with a tap and hands us the tap; we need no /dev/net/tun), then the
      * pasta path. */

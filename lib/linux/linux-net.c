@@ -500,6 +500,14 @@ static int check_job_destinations(const struct fy_plan *np, fy_error **reterr) {
     return 0;
 }
 
+int lxn_require_nftables(const fy_caps *c, fy_error **reterr) {
+    if (caps_present(c, FY_CAP_NFTABLES))
+        return 0;
+    const char *why = fy_caps_reason(c, FY_CAP_NFTABLES);
+    return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SELECT, 0, "$.network.mode",
+                   "network mode restricted needs nftables here (%s)", why ? why : "not probed");
+}
+
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr) {
     memset(out, 0, sizeof(*out));

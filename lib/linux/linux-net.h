@@ -96,6 +96,11 @@ struct lxn_run {
  * missing. */
 int lxn_compile(struct lxn_plan *out, struct linux_plan *pl, const struct fy_plan *np, bool is_root,
                 fy_error **reterr);
+/* Restricted as root: the router's rules are an nf_tables batch of the
+ * host's, so a host whose probe found nf_tables refused is refused at
+ * fy_prepare (FY_E_UNSUPPORTED naming it), for the namespace backend's
+ * sandboxes and a VM's router alike, never at the start. */
+int lxn_require_nftables(const fy_caps *c, fy_error **reterr);
 /* The fetch-only proxy's allowlist, Landlock ports and credentials from
  * the plan (lxn_compile's, also the VM backend's through the family). */
 int lxn_fetch_config(const struct fy_plan *np, struct arena *arena, struct lxp_config **ret, fy_error **reterr);

@@ -1297,6 +1297,10 @@ int linux_plan_compile(const struct fy_plan *np, const fy_caps *c, struct linux_
         /* Its own network namespace, linked to a router (linux-net.c), or
          * under fetch-only with only the proxy's listener in it
          * (linux-proxy.c). */
+        /* As root the rules are an nf_tables batch of the host's: a kernel
+         * that refuses it is refused here, typed, not at the start. */
+        if (np->net_mode == FY_NET_RESTRICTED && pl->as_root && (r = lxn_require_nftables(c, reterr)) < 0)
+            goto fail;
         if (!(pl->net = arena_keep(&pl->arena, calloc(1, sizeof(*pl->net)))))
             goto oom;
         if (!pl->as_root && caps_fact(c, LX_FACT_HELPER_NET_SOCKET)) {

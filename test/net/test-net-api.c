@@ -30,6 +30,7 @@
 
 #include <forgeyard/sandbox.h>
 
+#include "caps.h"   /* caps_dup, caps_set: a probe that lacks nf_tables */
 #include "policy.h" /* policy_inject_fault: tests only */
 #include "prepared.h"
 #include "linux/linux-proxy.h"
@@ -698,6 +699,39 @@ int main(int argc, char **argv) {
         kill(squatter, SIGKILL);
         waitpid(squatter, NULL, 0);
         printf("ok: another user holding every slot's abstract name does not refuse a root attempt\n");
+    }
+
+    /* 1d. A host whose probe found nf_tables refused (a container's filter
+     *     on NETLINK_NETFILTER): restricted is refused at fy_prepare, typed
+     *     and naming it, by every backend (the namespace backend and the
+     *     VM's router alike); it was chosen, and failed at the start. */
+    {
+        fy_caps *full = NULL, *nonft = NULL;
+        CHECK(fy_probe(0, &full, NULL) == 0, "a probe with the VM backends");
+        nonft = full ? caps_dup(full) : NULL;
+        CHECK(nonft != NULL, "caps");
+        if (nonft)
+            caps_set(nonft, FY_CAP_NFTABLES, false, 0, "the test's: nf_tables refused");
+        fy_caps *kept = caps;
+        caps = nonft;
+        fy_policy *p = NULL;
+        fy_prepared *npr = NULL;
+        fy_error *ne = NULL;
+        int r = fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL) < 0 ||
+                        fy_policy_add_destination(p, "198.51.100.1", FY_PROTO_TCP, 8080, 8080, NULL) < 0 ||
+                        fy_policy_set_network(p, FY_NET_RESTRICTED, NULL) < 0
+                    ? -1
+                    : fy_prepare(p, caps, reach, &npr, &ne);
+        CHECK(r == FY_E_UNSUPPORTED && strstr(fy_error_message(ne), "needs nftables"),
+              "restricted without nf_tables: %d %s (backend %s)", r, ne ? fy_error_message(ne) : "",
+              npr ? fy_prepared_backend(npr) : "none");
+        fy_error_free(ne);
+        fy_prepared_free(npr);
+        fy_policy_free(p);
+        caps = kept;
+        fy_caps_free(nonft);
+        fy_caps_free(full);
+        printf("ok: restricted without nf_tables is refused at prepare\n");
     }
 
     /* 2. Cancelled while it runs. */
