@@ -52,6 +52,9 @@ static bool ns_usable(const fy_caps *c, struct strbuf *why) {
     ok &= need(c, FY_CAP_MOUNTNS, why);
     ok &= need(c, FY_CAP_PIDNS, why);
     ok &= need(c, FY_CAP_PIDFD, why);
+    /* (every path of the sandbox's tree is opened with openat2's
+     * RESOLVE_NO_SYMLINKS/RESOLVE_BENEATH: there is no other walk) */
+    ok &= need(c, FY_CAP_OPENAT2, why);
     return ok;
 }
 
@@ -142,6 +145,14 @@ static bool proc_can_enforce(const fy_caps *c, uint32_t control, const char **wh
     case FY_CONTROL_DEVICES:
         *why = "the linux-process backend has no /dev of the sandbox's own to lease devices into";
         return false;
+    case FY_CONTROL_LANDLOCK:
+        /* (its workspace paths' rules are opened with openat2's
+         * RESOLVE_NO_SYMLINKS: no link on them is followed) */
+        if (!caps_present(c, FY_CAP_OPENAT2) && caps_present(c, FY_CAP_LANDLOCK)) {
+            *why = fy_caps_reason(c, FY_CAP_OPENAT2);
+            return false;
+        }
+        return common_enforce(c, control, why);
     default: return common_enforce(c, control, why);
     }
 }

@@ -252,6 +252,13 @@ void lp_probe_seccomp_landlock(fy_caps *c, const struct self_status *st) {
     why[0] = '\0';
     if (!ran) {
         caps_set(c, FY_CAP_SECCOMP, false, 0, "%s", fail);
+    } else if (rep.r[ST_SECCOMP].state == 1 && sc_api_level() < 3) {
+        /* A filter loads, but not one the library can build. */
+        caps_set(c, FY_CAP_SECCOMP, false, 0, "a seccomp filter loads, but libseccomp's API level here is %u: no "
+                 "SECCOMP_RET_KILL_PROCESS, with which every profile's filter ends (a kernel < 4.14, or an outer "
+                 "filter refusing SECCOMP_GET_ACTION_AVAIL)", sc_api_level());
+        caps_set_hint(c, FY_CAP_SECCOMP, "a kernel >= 4.14; an outer seccomp profile must allow seccomp(2)'s "
+                      "SECCOMP_GET_ACTION_AVAIL");
     } else if (rep.r[ST_SECCOMP].state == 1) {
         lp_bappend(why, "a seccomp filter (allow-all BPF) loaded in a child");
         lp_outer_seccomp_note(st, why);
@@ -524,8 +531,8 @@ void lp_probe_openat2(fy_caps *c) {
         close(root);
         caps_set(c, FY_CAP_OPENAT2, false, 0, "openat2(RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH): "
                  EFMT "%s", EARG(e), e == ENOSYS ? " (kernel < 5.6)" : "");
-        caps_set_hint(c, FY_CAP_OPENAT2, "a kernel >= 5.6 (paths are resolved with O_NOFOLLOW "
-                      "walks otherwise)");
+        caps_set_hint(c, FY_CAP_OPENAT2, "a kernel >= 5.6 with openat2 allowed: the namespace and "
+                      "container backends (and the process backend's Landlock rules) open every path with it");
         return;
     }
     close(fd);

@@ -461,6 +461,8 @@ int sc_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_er
     return 0;
 }
 
+unsigned sc_api_level(void) { return seccomp_api_get(); }
+
 int sc_compile_init(struct seccomp_program *out, fy_error **reterr) {
     if (!out)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SECCOMP, EINVAL, NULL, "seccomp: no output");

@@ -36,6 +36,9 @@ int sc_compile(uint32_t cls, bool use_notify, struct seccomp_program *out, fy_er
  * allow only wait4, waitid, kill, rt_sigtimedwait, rt_sigprocmask, rt_sigreturn, write, read, close, exit, exit_group,
  * clock_gettime, getpid, restart_syscall, ppoll; everything else (and every foreign architecture) KILL_PROCESS. */
 int sc_compile_init(struct seccomp_program *out, fy_error **reterr);
+/* libseccomp's API level here: every profile's filter ends with
+ * SCMP_ACT_KILL_PROCESS, which needs 3 (the probe's seccomp verdict). */
+unsigned sc_api_level(void);
 
 /* The process-wide program for (cls, notify), or the init program when init: made once per
  * process (never freed; immutable afterwards), from saved (sc_program_save's form, may be

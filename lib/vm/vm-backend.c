@@ -37,6 +37,13 @@ static bool qemu_usable(const fy_caps *c, struct strbuf *why) {
     ok &= need(c, FY_CAP_PIDNS, why);
     ok &= need(c, FY_CAP_NETNS, why);
     ok &= need(c, FY_CAP_PIDFD, why);
+    /* The rest of what the VMM's sandbox, a standard-ci policy at namespace
+     * level (vm-run.c, vm_vmm_start), requires: without them every start
+     * failed, after doctor had promised every profile. */
+    ok &= need(c, FY_CAP_IPCNS, why);
+    ok &= need(c, FY_CAP_UTSNS, why);
+    ok &= need(c, FY_CAP_SECCOMP, why);
+    ok &= need(c, FY_CAP_OPENAT2, why);
     return ok;
 }
 

@@ -814,6 +814,50 @@ static bool under_seccomp(void) {
     return on;
 }
 
+/* Negotiation asks of the probe everything a backend's start needs: a probe
+ * that lacks one refuses the policy at fy_prepare, typed and naming it (each
+ * was chosen, and every start failed, 245, while doctor promised it). */
+static void refused_without(uint32_t cap, uint32_t profile, const char *named) {
+    fy_caps *full = NULL, *c = NULL;
+    ck_assert_int_eq(fy_probe(0, &full, NULL), 0);
+    ck_assert_ptr_nonnull(c = caps_dup(full));
+    caps_set(c, cap, false, 0, "the test's: %s missing", named);
+    fy_policy *p = NULL;
+    fy_prepared *pr = NULL;
+    fy_error *e = NULL;
+    const char *argv[] = {"/bin/true", NULL};
+    ck_assert_int_eq(fy_policy_new(profile, &p, NULL), 0);
+    if (fy_prepare(p, full, argv, &pr, NULL) < 0) { /* (no QEMU here, say) */
+        fprintf(stderr, "skip: profile %u is refused here anyway\n", profile);
+        fy_policy_free(p);
+        fy_caps_free(c);
+        fy_caps_free(full);
+        return;
+    }
+    fy_prepared_free(pr);
+    pr = NULL;
+    int r = fy_prepare(p, c, argv, &pr, &e);
+    ck_assert_msg(r == FY_E_UNSUPPORTED && strstr(fy_error_message(e), named),
+                  "%s missing, profile %u: %d (%s), backend %s", named, profile, r, e ? fy_error_message(e) : "",
+                  pr ? fy_prepared_backend(pr) : "none");
+    fy_error_free(e);
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    fy_caps_free(c);
+    fy_caps_free(full);
+}
+
+START_TEST(test_negotiation_needs_what_starts_need) {
+    /* The namespace backend opens every path with openat2, no other walk;
+     * the VMM's own sandbox requires IPC and UTS namespaces and seccomp. */
+    refused_without(FY_CAP_OPENAT2, FY_PROFILE_RELEASE, "openat2");
+    refused_without(FY_CAP_OPENAT2, FY_PROFILE_HIGH_ASSURANCE, "openat2");
+    refused_without(FY_CAP_UTSNS, FY_PROFILE_HIGH_ASSURANCE, "utsns");
+    refused_without(FY_CAP_IPCNS, FY_PROFILE_HIGH_ASSURANCE, "ipcns");
+    refused_without(FY_CAP_SECCOMP, FY_PROFILE_HIGH_ASSURANCE, "seccomp");
+}
+END_TEST
+
 START_TEST(test_persisted_snapshot) {
     if (under_seccomp())
         return;
@@ -1626,6 +1670,7 @@ static Suite *probe_suite(void) {
 #endif
     tcase_add_test(tc, test_repeat_no_leaks);
     tcase_add_test(tc, test_persisted_snapshot);
+    tcase_add_test(tc, test_negotiation_needs_what_starts_need);
     tcase_add_test(tc, test_snapshot_pruning);
     tcase_add_test(tc, test_snapshot_identity);
     tcase_add_test(tc, test_snapshot_programs);
