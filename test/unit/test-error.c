@@ -22,6 +22,65 @@ START_TEST(test_codes_are_stable) {
 }
 END_TEST
 
+/* Whether s is valid UTF-8 with no control character (C0, DEL, C1). */
+static bool shown(const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        size_t len = *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3 : *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
+        if (!len)
+            return false;
+        for (size_t i = 1; i < len; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                return false;
+        if (len == 2 && p[0] == 0xc2 && p[1] < 0xa0) /* (C1) */
+            return false;
+        p += len;
+    }
+    return true;
+}
+
+/* What callers gave reaches messages and locations as text a terminal and
+ * a log can show: valid UTF-8 (é and 猫 kept), no control character, each
+ * other byte as \xNN, and bounded (an image reference of 10 MB made a
+ * 10 MB message, with raw ESC and LF from the caller's string). */
+START_TEST(test_messages_are_shown_text) {
+    fy_error *e = NULL;
+    err_set(&e, FY_E_INVAL, FY_STEP_POLICY, 0, "$.platform.K\xff\n", "reference oci:/x\xff\n\x1b[2J\xc2\x9b" "1m "
+            "\xc3\xa9\xe7\x8c\xab \xed\xa0\x80 \xc0\xaf" " end");
+    ck_assert(shown(fy_error_message(e)));
+    ck_assert(shown(fy_error_location(e)));
+    ck_assert_str_eq(fy_error_message(e), "reference oci:/x\\xff\\x0a\\x1b[2J\\xc2\\x9b1m \xc3\xa9\xe7\x8c\xab "
+                     "\\xed\\xa0\\x80 \\xc0\\xaf end");
+    ck_assert_str_eq(fy_error_location(e), "$.platform.K\\xff\\x0a");
+    fy_error_free(e);
+    size_t big = 10u << 20;
+    char *s = malloc(big + 1);
+    ck_assert_ptr_nonnull(s);
+    memset(s, 'a', big);
+    s[big] = '\0';
+    s[big / 2] = '\x1b';
+    e = NULL;
+    err_set(&e, FY_E_INVAL, FY_STEP_IMAGE, 0, s, "image reference %s: no path", s);
+    ck_assert_uint_le(strlen(fy_error_message(e)), 16384 + 64);
+    ck_assert_uint_le(strlen(fy_error_location(e)), 1024 + 64);
+    ck_assert_ptr_nonnull(strstr(fy_error_message(e), " more bytes]"));
+    ck_assert(shown(fy_error_message(e)));
+    fy_error_free(e);
+    free(s);
+    /* Text that is already shown text is kept as it is. */
+    e = NULL;
+    err_set(&e, FY_E_INVAL, FY_STEP_POLICY, 0, "$.a[1]", "plain \xe2\x80\x9cquoted\xe2\x80\x9d");
+    ck_assert_str_eq(fy_error_message(e), "plain \xe2\x80\x9cquoted\xe2\x80\x9d");
+    ck_assert_str_eq(fy_error_location(e), "$.a[1]");
+    fy_error_free(e);
+}
+END_TEST
+
 START_TEST(test_steps) {
     for (uint32_t s = FY_STEP_NONE; s <= FY_STEP_IMAGE; s++)
         ck_assert_str_ne(fy_step_name(s), "unknown");
@@ -167,6 +226,7 @@ int main(void) {
     tcase_add_test(tc, test_errno_mapping);
     tcase_add_test(tc, test_version);
     tcase_add_test(tc, test_unknown_ids);
+    tcase_add_test(tc, test_messages_are_shown_text);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
