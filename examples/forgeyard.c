@@ -2324,6 +2324,16 @@ static int cmd_run(int argc, char **argv) {
                             "sandbox (pipe or redirect a file)\n", prog);
             goto bad;
         }
+        /* Nor a socket: the library gives the command a description of its
+         * own of a file or pipe, but a socket is one, whose shutdown or
+         * options the command would set for the host. */
+        struct stat in_st;
+        if (fstat(0, &in_st) == 0 && S_ISSOCK(in_st.st_mode)) {
+            fprintf(stderr, "%s: --stdin: standard input is a socket, which is never handed to a sandbox (the "
+                            "command could shut it down for the host); relay it through a pipe: "
+                            "... | cat | %s run --stdin ...\n", prog, prog);
+            goto bad;
+        }
 #endif
         if (check(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, 0, NULL, &err), "stdin", &err) < 0)
             goto bad;

@@ -386,6 +386,7 @@ static struct rx *rx_new(void) {
     lxn_run_init(&x->net);
     for (int i = 0; i < 3; i++)
         x->child_stdio[i] = x->host_pipe[i] = x->drain_rd[i] = x->spool_fd[i] = -1;
+    x->stdin_own = x->stdin_host = -1;
     r->err_rd = -1;
     return r;
 }
@@ -995,6 +996,7 @@ static void rx_finish(fy_handle *h, struct rx *r) {
     rep.left[FY_LEFT_MOUNTS] = (uint64_t)mounts_under(r->bundle);
     for (int i = 0; i < 3; i++)
         lx_close_fd(&x->spool_fd[i]);
+    lx_stdin_settle(x);
     bool files_left = state_remove_tree(r->bundle) < 0 || pu_exists(r->bundle);
     rep.left[FY_LEFT_FILES] = (files_left ? 1u : 0u) + (state_gone ? 0u : 1u);
     rep.t_cleanup_end = util_now_usec();
@@ -1090,6 +1092,7 @@ static void rx_free(struct rx *r) {
         lx_close_fd(&x->drain_rd[i]);
         lx_close_fd(&x->spool_fd[i]);
     }
+    lx_stdin_settle(x);
     rx_close(&r->err_rd);
     free(r->targets);
     free(r->bundle);

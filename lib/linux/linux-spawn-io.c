@@ -21,6 +21,67 @@
 
 /* ---- setting up stdio and secrets ---- */
 
+/* FY_STDIO_FD stdin: an open file description of the workload's own of
+ * what the host gave, where the kernel can make one (a regular file, a
+ * FIFO or pipe, a character device), so that what the workload sets on it
+ * (flock and OFD locks, a lease, O_NONBLOCK, the signal owner) goes with
+ * the attempt: on the host's own description a lock stayed for the host's
+ * later processes, and the policy's copy kept it for every later attempt.
+ * A regular file's offset is carried over both ways (its start the host's;
+ * its end, lx_stdin_settle, where the workload left it). A socket, and
+ * what cannot be opened again, is the host's description as before. */
+static int stdin_of_its_own(struct lx *x, int fd, fy_error **reterr) {
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) < 0 || fl < 0)
+        return lx_sys_err(reterr, FY_STEP_OUTPUT, "stdin");
+    if ((fl & O_PATH) || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+        if ((x->child_stdio[0] = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+            return lx_sys_err(reterr, FY_STEP_OUTPUT, "dup");
+        return 0;
+    }
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    /* (O_NONBLOCK: a FIFO's open waits for no writer; its flags are the
+     * host's again below) */
+    int own = open(proc, (fl & O_ACCMODE) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (own < 0) {
+        int e = errno;
+        return err_set(reterr, err_from_errno(e), FY_STEP_OUTPUT, e, "$.stdio",
+                       "the stdin descriptor cannot be opened again for the sandbox (%s): the workload gets a "
+                       "description of its own, never the host's; relay it through FY_STDIO_PIPE",
+                       strerror(e));
+    }
+    if (fcntl(own, F_SETFL, fl & ~O_ACCMODE) < 0) {
+        close(own);
+        return lx_sys_err(reterr, FY_STEP_OUTPUT, "stdin");
+    }
+    if (S_ISREG(st.st_mode)) {
+        off_t at = lseek(fd, 0, SEEK_CUR);
+        if (at > 0 && lseek(own, at, SEEK_SET) < 0) {
+            close(own);
+            return lx_sys_err(reterr, FY_STEP_OUTPUT, "stdin");
+        }
+        if ((x->stdin_own = fcntl(own, F_DUPFD_CLOEXEC, 3)) < 0 ||
+            (x->stdin_host = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+            close(own);
+            return lx_sys_err(reterr, FY_STEP_OUTPUT, "dup");
+        }
+    }
+    x->child_stdio[0] = own;
+    return 0;
+}
+
+void lx_stdin_settle(struct lx *x) {
+    if (x->stdin_own >= 0 && x->stdin_host >= 0) {
+        off_t at = lseek(x->stdin_own, 0, SEEK_CUR);
+        if (at >= 0)
+            (void)lseek(x->stdin_host, at, SEEK_SET);
+    }
+    lx_close_fd(&x->stdin_own);
+    lx_close_fd(&x->stdin_host);
+}
+
 int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_error **reterr) {
     for (int i = 0; i < 3; i++) {
         const struct plan_stdio *s = &np->stdio[i];
@@ -59,8 +120,13 @@ int lx_setup_stdio(struct lx *x, const struct fy_plan *np, int stdin_secret, fy_
                                "the %s descriptor is a terminal, which is never handed to a sandbox; relay it "
                                "through FY_STDIO_PIPE (or FY_STDIO_CALLBACK for output)",
                                i == 0 ? "stdin" : i == 1 ? "stdout" : "stderr");
-            if ((x->child_stdio[i] = fcntl(s->fd, F_DUPFD_CLOEXEC, 3)) < 0)
+            if (i == 0) {
+                int r = stdin_of_its_own(x, s->fd, reterr);
+                if (r < 0)
+                    return r;
+            } else if ((x->child_stdio[i] = fcntl(s->fd, F_DUPFD_CLOEXEC, 3)) < 0) {
                 return lx_sys_err(reterr, FY_STEP_OUTPUT, "dup");
+            }
             break;
         case FY_STDIO_PIPE:
             if (pipe2(fds, O_CLOEXEC) < 0)

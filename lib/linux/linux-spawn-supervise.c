@@ -488,6 +488,7 @@ static void finish(fy_handle *h, struct lx *x) {
     rep.left[FY_LEFT_CGROUPS] = (uint64_t)cg_destroy(&pl->cg, &x->cg);
     for (int i = 0; i < 3; i++)
         lx_close_fd(&x->spool_fd[i]);
+    lx_stdin_settle(x); /* (nothing of the sandbox reads it any more) */
     lx_close_fd(&x->notify_fd);
     lx_close_fd(&x->sync_wr);
     lx_remove_attempt_dir(x);

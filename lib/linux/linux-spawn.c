@@ -52,6 +52,7 @@ static struct lx *lx_new(void) {
     lxn_run_init(&x->net);
     for (int i = 0; i < 3; i++)
         x->child_stdio[i] = x->host_pipe[i] = x->drain_rd[i] = x->spool_fd[i] = -1;
+    x->stdin_own = x->stdin_host = -1;
     return x;
 }
 
@@ -124,6 +125,7 @@ static void lx_free(struct lx *x) {
         lx_close_fd(&x->drain_rd[i]);
         lx_close_fd(&x->spool_fd[i]);
     }
+    lx_stdin_settle(x);
     lx_remove_attempt_dir(x); /* (last: with every descriptor of the attempt closed) */
     for (size_t i = 0; i < x->nsecret_env; i++)
         secret_release(x->secret_env[i]);

@@ -39,6 +39,9 @@ struct lx {
     int sync_wr, status_rd;
     int notify_sock, notify_fd;
     int child_stdio[3];     /* closed in the parent after clone */
+    int stdin_own, stdin_host; /* FY_STDIO_FD stdin from a regular file: the workload's own open
+                                  file description of it and the host's, whose offset it gets at
+                                  the end (lx_stdin_settle) */
     int host_pipe[3];       /* FY_STDIO_PIPE: the host's end */
     int drain_rd[3];        /* FY_STDIO_FILE, FY_STDIO_CALLBACK: the pipe we drain ... */
     int spool_fd[3];        /* ... into this file (FY_STDIO_FILE), or to the callback */
@@ -112,6 +115,9 @@ void lx_shell_adopt(struct lx_shell *sh, struct lx *x);
 
 /* linux-spawn.c */
 void lx_close_fd(int *fd);
+/* At the attempt's end: the host's stdin offset where the workload left its
+ * own (as a shared description would have it), both closed. */
+void lx_stdin_settle(struct lx *x);
 /* The attempt's (or a shell's) record in the state directory, so that
  * fy_gc can destroy what a crashed host process left: created before the
  * cgroups exist, naming the directories about to be made (cgroups named

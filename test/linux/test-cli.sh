@@ -339,6 +339,20 @@ if command -v script >/dev/null 2>&1; then
     [ $rc -eq 246 ] || fail "--stdin from a terminal gave $rc: $out"
     case $out in *"is a terminal"*) ;; *) fail "--stdin from a terminal: $out" ;; esac
 fi
+# ... nor a socket, which the command could shut down for the host
+out=$(python3 -c 'import socket, subprocess, sys
+a, b = socket.socketpair()
+r = subprocess.run([sys.argv[1], "run", "--stdin", "--", "/bin/true"], stdin=b, capture_output=True, text=True)
+print(r.returncode, r.stderr)' "$fy"); case $out in "246 "*"is a socket"*) ;; *) fail "--stdin from a socket: $out" ;; esac
+# ... and from a file, a lock the command takes on its stdin goes with it
+# (it held the host's own open file: another process could not lock the
+# file after the run), and the shell's offset is where the command left it.
+if command -v flock >/dev/null 2>&1; then
+    printf 'one\ntwo\nthree\n' >"$scratch/stdin-lock"
+    out=$( { "$fy" run --stdin -- /bin/sh -c 'read x && flock -x 0' && read y &&
+        flock -n -x "$scratch/stdin-lock" -c "echo free $y"; } <"$scratch/stdin-lock" 2>&1)
+    [ "$out" = "free two" ] || fail "--stdin: the command's lock outlived it, or the offset is not its: $out"
+fi
 # ... nor on stdout or stderr: a terminal's descriptor lets whoever holds it
 # read the operator's keys and change the terminal (termios, line
 # discipline) with no controlling terminal; the command gets a pipe, whose

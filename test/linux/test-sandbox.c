@@ -28,6 +28,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/utsname.h>
@@ -4962,6 +4963,48 @@ START_TEST(test_spool_past_host_file_size_limit) {
 }
 END_TEST
 
+START_TEST(test_stdin_description_of_its_own) {
+    /* A regular file given as FY_STDIO_FD stdin: the workload reads it on
+     * an open file description of its own, so a lock it takes there goes
+     * with the attempt (on the host's own description, flock(1) left the
+     * file locked for every other process of the host, and the policy's
+     * copy kept it for later attempts); the host's offset is where the
+     * workload left its own, as when they shared one. */
+    char path[] = "/tmp/fy-stdin-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "line1\nline2\n", 12), 12);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+    bool have_flock = access("/usr/bin/flock", X_OK) == 0;
+    const char *argv[] = {"/bin/sh", "-c", have_flock ? "read x; exec /usr/bin/flock -x 0" : "read x", NULL};
+    for (int round = 0; round < 2; round++) {
+        fy_policy *p = policy();
+        ck_assert_int_eq(fy_policy_set_stdio(p, FY_STDIN, FY_STDIO_FD, fd, NULL, NULL), 0);
+        fy_prepared *pr = NULL;
+        fy_error *e = NULL;
+        ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), 0);
+        fy_handle *h = NULL;
+        fy_result *res = NULL;
+        ck_assert_int_eq(start_attempt(pr, &h, &e), 0);
+        ck_assert_int_eq(fy_handle_wait(h, 30000000, &res, NULL), 1);
+        ck_assert_msg(fy_result_outcome(res) == FY_OUTCOME_SUCCEEDED, "round %d: %s", round, fy_result_detail(res));
+        /* (round 1: the policy still holds its copy of the host's fd) */
+        int other = open(path, O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(other, 0);
+        ck_assert_msg(flock(other, LOCK_EX | LOCK_NB) == 0, "round %d: the workload's lock outlived the attempt: %s",
+                      round, strerror(errno));
+        close(other);
+        ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), round == 0 ? 6 : 12);
+        fy_result_free(res);
+        fy_handle_free(h);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+    }
+    close(fd);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(test_host_terminal_refused) {
     /* A terminal given as FY_STDIO_FD (a library user passing its own
      * stdout, run interactively) reached the host's session: the workload
@@ -5545,6 +5588,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tl, test_tcp_buffers_within_memory_limit);
     tcase_add_test(tl, test_spool_on_workload_full_fs);
     tcase_add_test(tl, test_host_terminal_refused);
+    tcase_add_test(tl, test_stdin_description_of_its_own);
     suite_add_tcase(s, tl);
     SRunner *sr = srunner_create(s);
     /* Restricted's uplink: an empty namespace of this test's own (as root). */
