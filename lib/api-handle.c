@@ -239,12 +239,27 @@ static int process_one(fy_handle *h, fy_result **ret_result, fy_error **reterr) 
     return 0;
 }
 
+static int wait_driving(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, fy_error **reterr);
+
 int fy_handle_wait(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, fy_error **reterr) {
     CHECK_HANDLE(h);
+    /* The handle is this thread's for the whole wait, its sleeps included
+     * (it was taken only around each step: a second waiter slipped in while
+     * the first slept, both drove the handle to its end, and the backend's
+     * deadline and descriptor were read while the other tore it down). */
+    if (atomic_exchange(&h->in_process, true))
+        return err_set(reterr, FY_E_STATE, FY_STEP_WAIT, 0, NULL,
+                       "another thread is driving this handle (fy_handle_wait or fy_handle_process)");
+    int r = wait_driving(h, timeout_usec, ret_result, reterr);
+    atomic_store(&h->in_process, false);
+    return r;
+}
+
+static int wait_driving(fy_handle *h, uint64_t timeout_usec, fy_result **ret_result, fy_error **reterr) {
     uint64_t start = util_now_usec();
     uint64_t until = timeout_usec == FY_UNLIMITED || timeout_usec > UINT64_MAX - start ? 0 : start + timeout_usec;
     for (;;) {
-        int r = fy_handle_process(h, ret_result, reterr);
+        int r = process_one(h, ret_result, reterr);
         if (r != 0)
             return r;
         uint64_t now = util_now_usec();

@@ -4424,6 +4424,57 @@ START_TEST(test_cancel_each_reason) {
 }
 END_TEST
 
+struct waiter {
+    fy_handle *h;
+    int rc;
+    fy_result *res;
+};
+
+static void *wait_thread(void *arg) {
+    struct waiter *w = arg;
+    w->rc = fy_handle_wait(w->h, 30000000, &w->res, NULL);
+    return NULL;
+}
+
+START_TEST(test_one_thread_drives_a_handle) {
+    /* fy_handle_process(3): a second thread that enters fy_handle_wait or
+     * fy_handle_process while one is in either gets FY_E_STATE at once,
+     * also while the first one sleeps in its wait (it got in then, and
+     * both drove the handle to its end, in about a third of the tries). */
+    fy_policy *p = policy();
+    const char *argv[] = {"/bin/sleep", "1", NULL};
+    fy_prepared *pr = NULL;
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, NULL), 0);
+    for (int round = 0; round < 3; round++) {
+        struct waiter w = {0};
+        ck_assert_int_eq(start_attempt(pr, &w.h, NULL), 0);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
+        usleep(200000);
+        fy_result *res = NULL;
+        fy_error *e = NULL;
+        for (int i = 0; i < 20; i++) {
+            ck_assert_int_eq(fy_handle_process(w.h, &res, &e), FY_E_STATE);
+            ck_assert_ptr_null(res);
+            fy_error_free(e);
+            e = NULL;
+            ck_assert_int_eq(fy_handle_wait(w.h, 1000, &res, NULL), FY_E_STATE);
+            usleep(10000);
+        }
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_int_eq(w.rc, 1);
+        ck_assert_int_eq(fy_result_outcome(w.res), FY_OUTCOME_SUCCEEDED);
+        /* Its own again once the waiter is done. */
+        ck_assert_int_eq(fy_handle_wait(w.h, 0, &res, NULL), 1);
+        fy_result_free(res);
+        fy_result_free(w.res);
+        fy_handle_free(w.h);
+    }
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_cancel_after_the_end_keeps_it) {
     /* The workload exits (status 3) while nobody drives its handle, then
      * a cancel comes: the attempt keeps its own ending, not "cancelled"
@@ -5529,6 +5580,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_fifo_never_waited_on);
     tcase_add_test(tc, test_secret_path_no_links);
     tcase_add_test(tc, test_cancel_each_reason);
+    tcase_add_test(tc, test_one_thread_drives_a_handle);
     tcase_add_test(tc, test_cancel_after_the_end_keeps_it);
     tcase_add_test(tc, test_cancel_timeout_exit_races);
     tcase_add_test(tc, test_stopped_tree_still_ends);
