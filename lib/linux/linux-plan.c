@@ -610,7 +610,11 @@ static int compile_cgroups(struct linux_plan *pl, const struct fy_plan *np, cons
                           : json_string(np->control[map[i].control] == FY_CONTROL_STATE_DROPPED ||
                                                 (map[i].ctl == CG_BLKIO && pl->io_unapplied)
                                             ? "not enforced (dropped)" : "not enforced"));
-    pset(o, "tree", json_string(cg->v2_group ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
+    /* (without clone3's CLONE_INTO_CGROUP the sandbox is written into
+     * cgroup.procs before it runs: the result said clone-into-cgroup) */
+    pset(o, "tree", json_string(cg->v2_group && caps_present(c, FY_CAP_CLONE_INTO_CGROUP)
+                                    ? "cgroup v2 (clone-into-cgroup, cgroup.kill)"
+                                  : cg->v2_group ? "cgroup v2 (moved in through cgroup.procs before it runs, cgroup.kill)"
                                   : cg->v2_helper ? "cgroup v2 (the sandbox moved in by the privileged helper)"
                                   : any_v1                          ? "cgroup v1"
                                   : (pl->clone_flags & CLONE_NEWPID) ? "pid namespace only"

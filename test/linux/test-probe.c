@@ -855,6 +855,31 @@ START_TEST(test_negotiation_needs_what_starts_need) {
     refused_without(FY_CAP_UTSNS, FY_PROFILE_HIGH_ASSURANCE, "utsns");
     refused_without(FY_CAP_IPCNS, FY_PROFILE_HIGH_ASSURANCE, "ipcns");
     refused_without(FY_CAP_SECCOMP, FY_PROFILE_HIGH_ASSURANCE, "seccomp");
+    /* What the plan says of the tree follows the probe too: without
+     * clone3's CLONE_INTO_CGROUP the sandbox moves in through cgroup.procs. */
+    fy_caps *full = NULL, *c = NULL;
+    ck_assert_int_eq(fy_probe(FY_PROBE_NO_VM, &full, NULL), 0);
+    ck_assert_ptr_nonnull(c = caps_dup(full));
+    caps_set(c, FY_CAP_CLONE_INTO_CGROUP, false, 0, "the test's");
+    fy_policy *p = NULL;
+    fy_prepared *a = NULL, *b = NULL;
+    char *ja = NULL, *jb = NULL;
+    const char *argv[] = {"/bin/true", NULL};
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL), 0);
+    ck_assert_int_eq(fy_prepare(p, full, argv, &a, NULL), 0);
+    ck_assert_int_eq(fy_prepare(p, c, argv, &b, NULL), 0);
+    ck_assert_int_eq(fy_prepared_to_json(a, &ja, NULL), 0);
+    ck_assert_int_eq(fy_prepared_to_json(b, &jb, NULL), 0);
+    if (strstr(ja, "clone-into-cgroup"))
+        ck_assert_msg(!strstr(jb, "clone-into-cgroup") && strstr(jb, "cgroup.procs"), "the tree: %.160s",
+                      strstr(jb, "\"tree\"") ? strstr(jb, "\"tree\"") : "none");
+    fy_free(ja);
+    fy_free(jb);
+    fy_prepared_free(a);
+    fy_prepared_free(b);
+    fy_policy_free(p);
+    fy_caps_free(c);
+    fy_caps_free(full);
 }
 END_TEST
 
