@@ -591,7 +591,15 @@ void lp_probe_namespaces(fy_caps *c, bool is_root, bool has_sys_admin,
     }
 
     /* uid range (root only) */
-    if (!is_root) {
+    if (!is_root && geteuid() == 0) {
+        /* (uid 0 without CAP_SYS_ADMIN, a container's root: it is mapped
+         * as an unprivileged caller is, its own uid, which is 0) */
+        caps_set(c, FY_CAP_UID_RANGE, false, 0,
+                 "uid 0 without CAP_SYS_ADMIN: run as an unprivileged caller, whose own uid is mapped: the "
+                 "workload is host uid 0 (no capability, but the owner of root's files in its binds)");
+        caps_set_hint(c, FY_CAP_UID_RANGE, "give the host CAP_SYS_ADMIN (root with its full capability set) "
+                      "to map workloads to an unprivileged host id range, or run it as an unprivileged user");
+    } else if (!is_root) {
         caps_set(c, FY_CAP_UID_RANGE, false, 0,
                  "not root: only the caller's own uid can be mapped (newuidmap/subuid not used)");
         caps_set_hint(c, FY_CAP_UID_RANGE, "run the host as root (or through the privileged "
