@@ -572,7 +572,10 @@ int action_parse_json(fy_action *a, const char *json, size_t len, fy_error **ret
     if (memchr(json, '\0', len))
         return bad(reterr, "$", "action document contains a NUL byte");
     json_error_t je;
+    memset(&je, 0, sizeof(je));
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root && policy_json_out_of_memory(json, len, &je))
+        return err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory");
     if (!root) {
         char loc[64];
         snprintf(loc, sizeof(loc), "$ (line %d, column %d)", je.line, je.column);

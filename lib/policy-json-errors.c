@@ -324,10 +324,24 @@ void policy_json_line_col(const char *doc, size_t at, int *line, int *col) {
     }
 }
 
+bool policy_json_out_of_memory(const char *doc, size_t len, const json_error_t *je) {
+    enum json_error_code code = json_error_code(je);
+    /* (no reason at all: its lexer's buffer could not be allocated, before
+     * any error was set; the caller zeroes je) */
+    if (code == json_error_out_of_memory || !je->text[0])
+        return true;
+    if (code != json_error_unknown && code != json_error_invalid_syntax && code != json_error_premature_end_of_input &&
+        code != json_error_end_of_input_expected && code != json_error_invalid_format)
+        return false;
+    struct scan s = {.doc = doc, .len = len, .stop = len + 1};
+    scan_doc(&s);
+    return !s.lost && !s.problem[0] && s.x == X_NOTHING;
+}
+
 /* jansson's refusal of the document, in our words at a JSON path. */
 int policy_json_syntax_error(const char *doc, size_t len, const json_error_t *je, fy_error **reterr) {
     enum json_error_code code = json_error_code(je);
-    if (code == json_error_out_of_memory)
+    if (policy_json_out_of_memory(doc, len, je))
         return err_set(reterr, FY_E_NOMEM, FY_STEP_POLICY, 0, NULL, "out of memory");
     size_t pos = je->position < 0 ? 0 : (size_t)je->position > len ? len : (size_t)je->position;
     struct scan s = {.doc = doc, .len = len, .stop = code == json_error_premature_end_of_input ? len + 1 : pos};

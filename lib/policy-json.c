@@ -753,6 +753,7 @@ int policy_from_json(fy_policy *p, const char *json, size_t len, fy_error **rete
         return bad(reterr, "$", "policy document contains a NUL byte (line %d, column %d)", line, col);
     }
     json_error_t je;
+    memset(&je, 0, sizeof(je));
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return policy_json_syntax_error(json, len, &je, reterr);

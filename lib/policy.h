@@ -206,6 +206,11 @@ char *policy_to_json(const fy_policy *p); /* NULL on OOM */
 struct json_error_t;
 int policy_json_syntax_error(const char *doc, size_t len, const struct json_error_t *je, fy_error **reterr);
 void policy_json_line_col(const char *doc, size_t at, int *line, int *col);
+/* Whether jansson's refusal of doc was in fact a failed allocation: its
+ * out-of-memory code, or a syntax complaint about a document the scanner
+ * finds well formed from end to end (jansson reports many allocation
+ * failures of its lexer as syntax errors: a valid policy was "invalid"). */
+bool policy_json_out_of_memory(const char *doc, size_t len, const struct json_error_t *je);
 
 /* The mode a control is negotiated with: what the policy asks, except that
  * a leased device makes the device allowlist (FY_CONTROL_DEVICES) required:

@@ -62,6 +62,53 @@ static char *prepare_json(fy_policy *p, long fail_at, int *rc, fy_error **e) {
     fy_prepared_free(pr);
     return json;
 }
+
+/* A valid policy and a valid action loaded with each of their allocations
+ * failing in turn: loaded, or FY_E_NOMEM; never "invalid JSON" (jansson
+ * reports many of its lexer's failed allocations as syntax errors: a valid
+ * policy was refused as FY_E_POLICY, an action as FY_E_INVAL). */
+static int check_json_loads(void) {
+    static const char policy_doc[] =
+        "{\"version\": 1, \"profile\": \"standard-ci\", \"environment\": {\"set\": {\"LANG\": \"C.UTF-8\", "
+        "\"A_LONGER_NAME\": \"a value of some length, to be copied\"}}, \"resources\": {\"pids\": 64, "
+        "\"wall_time\": \"30s\"}}";
+    static const char action_doc[] =
+        "{\"version\": 1, \"arguments\": [\"/bin/sh\", \"-c\", \"echo a long enough command > out/a\"], "
+        "\"environment\": {\"PATH\": \"/usr/bin:/bin\"}, \"input_root\": {\"directory\": \"/tmp\"}, "
+        "\"outputs\": {\"files\": [\"out/a\", \"out/b\"], \"directories\": [\"d\"]}}";
+    int wrong = 0;
+    for (int doc = 0; doc < 2; doc++) {
+        long total = 0;
+        for (long n = 0; n == 0 || n <= total + 8; n++) {
+            fy_policy *p = NULL;
+            fy_action *a = NULL;
+            fy_error *e = NULL;
+            if (doc == 0 && fy_policy_new(FY_PROFILE_STANDARD_CI, &p, NULL) < 0)
+                return 1;
+            atomic_store(&fm_count, 0);
+            atomic_store(&fm_fail_at, n);
+            int rc = doc == 0 ? fy_policy_load_json(p, policy_doc, sizeof(policy_doc) - 1, &e)
+                              : fy_action_from_json(action_doc, sizeof(action_doc) - 1, &a, &e);
+            atomic_store(&fm_fail_at, 0);
+            if (n == 0) {
+                total = atomic_load(&fm_count);
+                if (rc < 0) {
+                    printf("FAIL: the unhindered %s load: %s\n", doc ? "action" : "policy", fy_error_message(e));
+                    return 1;
+                }
+            } else if (rc < 0 && rc != FY_E_NOMEM) {
+                printf("FAIL: %s load, allocation %ld failed: %s (%d), not FY_E_NOMEM\n", doc ? "action" : "policy", n,
+                       e ? fy_error_message(e) : "no error object", rc);
+                wrong++;
+            }
+            fy_error_free(e);
+            fy_action_free(a);
+            fy_policy_free(p);
+        }
+        printf("%s load: %ld allocations, each failing in turn\n", doc ? "action" : "policy", total);
+    }
+    return wrong ? 1 : 0;
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -122,6 +169,7 @@ int main(int argc, char **argv) {
     }
     printf("%s: %ld allocations per prepare; %d refused (FY_E_NOMEM), %d the same plan, %d wrong\n",
            failed ? "FAIL" : "ok", total, refused, same, failed);
+    failed += check_json_loads();
     free(base);
     fy_caps_free(caps);
     fy_policy_free(p);
