@@ -273,6 +273,11 @@ int fy_policy_set_env(fy_policy *policy, const char *name, const char *value, fy
         return r;
     if (policy_has_string(&policy->env_allow, name))
         return bad(reterr, loc, "already allowed from the host environment; unset that first");
+    /* (the bound fy_prepare holds it to, at the setter: 100,000 calls took
+     * 21 s of sorted inserts before any refusal) */
+    if (policy->env_set.n >= POLICY_MAX_ENV && !policy_get_env(policy, name))
+        return err_set(reterr, FY_E_POLICY, FY_STEP_POLICY, 0, "$.environment.set", "at most %d entries are allowed",
+                       POLICY_MAX_ENV);
     return policy_add_env(policy, name, value) < 0 ? oom(reterr) : 0;
 }
 

@@ -488,6 +488,29 @@ static void limit_entry(struct strbuf *sb, size_t l, size_t i) {
 /* The entry limits of forgeyard-policy(5), LIMITS (change both together):
  * a document may hold exactly that many entries of each list, and one
  * more is refused at the list's path. */
+START_TEST(test_env_setter_bounded) {
+    /* fy_policy_set_env refuses a new name past the 4096 entries fy_prepare
+     * allows (100,000 calls took 21 s before any refusal); a name already
+     * set may still change. */
+    fy_policy *p = policy(FY_PROFILE_STANDARD_CI);
+    char name[32];
+    int r = 0;
+    size_t i = 0;
+    for (; i < 5000 && r == 0; i++) {
+        snprintf(name, sizeof(name), "V%05zu", i);
+        r = fy_policy_set_env(p, name, "x", NULL);
+    }
+    ck_assert_int_eq(r, FY_E_POLICY);
+    ck_assert_uint_le(i, 4097);
+    fy_error *e = NULL;
+    ck_assert_int_eq(fy_policy_set_env(p, "V00000", "changed", &e), 0);
+    ck_assert_int_eq(fy_policy_set_env(p, "ANOTHER", "x", &e), FY_E_POLICY);
+    ck_assert_str_eq(fy_error_location(e), "$.environment.set");
+    fy_error_free(e);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_entry_limits_as_documented) {
     static const struct {
         const char *loc, *head, *tail;
@@ -550,6 +573,7 @@ int main(void) {
     tcase_add_test(tc, test_workspace_must_be_directories);
     tcase_add_test(tc, test_secret_file_error_names_path);
     tcase_add_test(tc, test_entry_limits_as_documented);
+    tcase_add_test(tc, test_env_setter_bounded);
     tcase_add_test(tc, test_non_utf8_paths_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
