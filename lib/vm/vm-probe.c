@@ -635,12 +635,16 @@ static void run_capture_once(const char *const argv[], const char *stdin_data, i
  * to a pipe, under a deadline. A run that times out gets one more, under a
  * deadline QEMU_RETRY_FACTOR times longer: QEMU starting on a busy host
  * (beside a TCG guest, say) is slow, not missing, and a capability must
- * not be denied for it. */
-static void run_capture(const char *const argv[], const char *stdin_data, int deadline_ms,
+ * not be denied for it. One that times out again makes the probe
+ * inconclusive (never saved, probed again later): a loaded host's saved
+ * probe said QEMU missing, and runs that needed it were refused. */
+static void run_capture(fy_caps *c, const char *const argv[], const char *stdin_data, int deadline_ms,
                         struct run_result *res) {
     run_capture_once(argv, stdin_data, deadline_ms, res);
     if (res->timed_out)
         run_capture_once(argv, stdin_data, deadline_ms * QEMU_RETRY_FACTOR, res);
+    if (res->timed_out)
+        c->inconclusive = true;
 }
 
 static bool line_starts(const char *text, const char *word) {
@@ -723,7 +727,7 @@ static void probe_qemu(fy_caps *c) {
 
     /* -machine help: microvm */
     const char *mach_argv[] = { path, "-machine", "help", NULL };
-    run_capture(mach_argv, NULL, QEMU_HELP_DEADLINE_MS, res);
+    run_capture(c, mach_argv, NULL, QEMU_HELP_DEADLINE_MS, res);
     bool ran_ok = !res->err && !res->timed_out && res->status != -1 && WIFEXITED(res->status) &&
                   WEXITSTATUS(res->status) == 0;
     if (ran_ok && line_starts(res->out, "microvm")) {
@@ -743,7 +747,7 @@ static void probe_qemu(fy_caps *c) {
 
     /* -accel help: tcg listed? */
     const char *accel_argv[] = { path, "-accel", "help", NULL };
-    run_capture(accel_argv, NULL, QEMU_HELP_DEADLINE_MS, res);
+    run_capture(c, accel_argv, NULL, QEMU_HELP_DEADLINE_MS, res);
     ran_ok = !res->err && !res->timed_out && res->status != -1 && WIFEXITED(res->status) &&
              WEXITSTATUS(res->status) == 0;
     runs |= ran_ok;
@@ -766,7 +770,7 @@ static void probe_qemu(fy_caps *c) {
         const char *tcg_argv[] = { path, "-M", "none", "-accel", "tcg", "-nodefaults",
                                    "-no-user-config", "-display", "none", "-monitor", "none",
                                    "-serial", "none", "-S", "-qmp", "stdio", NULL };
-        run_capture(tcg_argv,
+        run_capture(c, tcg_argv,
                     "{\"execute\":\"qmp_capabilities\"}\n"
                     "{\"execute\":\"x-query-jit\"}\n"
                     "{\"execute\":\"quit\"}\n",

@@ -762,6 +762,41 @@ static int count_snapshots(const char *dir) {
  * that a mechanism is missing: it runs again with a longer deadline and the
  * verdicts are those of a normal probe. Where it times out twice the probe
  * is inconclusive, says so, and is never saved for later processes. */
+/* A QEMU that does not answer even on its retry (a loaded host) makes the
+ * probe inconclusive, never saved: a loaded host's saved probe said QEMU
+ * missing for every later run. (A stand-in that sleeps, first in PATH.) */
+START_TEST(test_slow_qemu_inconclusive) {
+    char dir[] = "/tmp/fy-slow-qemu-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256], newpath[8192];
+    snprintf(path, sizeof(path), "%s/%s", dir, qemu_name());
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("#!/bin/sh\nexec sleep 60\n", f);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        const char *old = getenv("PATH");
+        snprintf(newpath, sizeof(newpath), "%s:%s", dir, old ? old : "/usr/bin:/bin");
+        setenv("PATH", newpath, 1);
+        fy_caps *caps = NULL;
+        if (fy_probe(FY_PROBE_FRESH, &caps, NULL) < 0)
+            _exit(10);
+        int st = !caps->inconclusive ? 11 : caps_present(caps, FY_CAP_QEMU_MICROVM) ? 12 : 0;
+        fy_caps_free(caps);
+        _exit(st);
+    }
+    int ws = 0;
+    ck_assert_int_eq(waitpid(c, &ws, 0), c);
+    unlink(path);
+    rmdir(dir);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "a QEMU that never answers: status %d (11: conclusive)",
+                  WEXITSTATUS(ws));
+}
+END_TEST
+
 START_TEST(test_busy_host) {
     fy_caps *normal = NULL, *retried = NULL, *lost = NULL;
     ck_assert_int_eq(fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &normal, NULL), 0);
@@ -1702,6 +1737,7 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_snapshot_programs_rootless);
     tcase_add_test(tc, test_snapshot_service_user);
     tcase_add_test(tc, test_busy_host);
+    tcase_add_test(tc, test_slow_qemu_inconclusive);
     tcase_add_test(tc, test_nftables_probed);
     tcase_add_test(tc, test_threaded_host);
     tcase_add_test(tc, test_fork_while_probing);
