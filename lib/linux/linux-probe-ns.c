@@ -64,7 +64,7 @@ enum ns_op {
     OP_SAME_DEV, OP_FSOPEN, OP_FSCONFIG_SET, OP_FSCONFIG_CREATE, OP_FSMOUNT, OP_MOVE_MOUNT,
     OP_OPEN_TREE, OP_MOUNT_SETATTR, OP_UNSHARE_UTS, OP_SETHOSTNAME, OP_UNAME, OP_UNSHARE_IPC,
     OP_UNSHARE_NET, OP_SOCKET, OP_GIFFLAGS, OP_SIFFLAGS, OP_LO_DOWN, OP_UNSHARE_CGROUP,
-    OP_READ_CGROUP, OP_CGROUP_NOT_ROOT, OP_UNSHARE_PID, OP_FORK, OP_WAIT, OP_NOT_PID1, OP__N
+    OP_READ_CGROUP, OP_CGROUP_NOT_ROOT, OP_UNSHARE_PID, OP_FORK, OP_WAIT, OP_NOT_PID1, OP_PIVOT_ROOT, OP__N
 };
 
 static const char *const ns_op_name[OP__N] = {
@@ -89,6 +89,7 @@ static const char *const ns_op_name[OP__N] = {
     [OP_MOVE_MOUNT] = "move_mount",
     [OP_OPEN_TREE] = "open_tree(OPEN_TREE_CLONE)",
     [OP_MOUNT_SETATTR] = "mount_setattr(MOUNT_ATTR_RDONLY)",
+    [OP_PIVOT_ROOT] = "pivot_root into the tmpfs (in a child's mount namespace)",
     [OP_UNSHARE_UTS] = "unshare(CLONE_NEWUTS)",
     [OP_SETHOSTNAME] = "sethostname",
     [OP_UNAME] = "uname() did not show the new hostname",
@@ -332,7 +333,41 @@ static void ns_child(void *arg, int wfd) {
         } else if (after.st_dev == before.st_dev) {
             NS_FAIL(&rep, NT_MOUNTNS, OP_SAME_DEV, 0);
         } else {
-            NS_OK(&rep, NT_MOUNTNS);
+            /* Every sandbox's root is a pivot_root into such a tmpfs: tried
+             * in a child's own mount namespace (it changes the root of all
+             * in its namespace; a filter that refused it left "mountns yes"
+             * and every start failing). Its errno is its exit status. */
+            int perr = 0;
+            pid_t g = sys_fork_quiet(); /* (raw: the host's malloc locks may be held in this copy) */
+            if (g == 0) {
+                char old[4200];
+                size_t n = strlen(a->mnt_target);
+                if (n + 5 > sizeof(old))
+                    _exit(ENAMETOOLONG);
+                memcpy(old, a->mnt_target, n);
+                memcpy(old + n, "/old", 5);
+                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                    mkdir(old, 0700) < 0 || syscall(SYS_pivot_root, a->mnt_target, old) < 0)
+                    _exit(errno > 0 && errno < 256 ? errno : EPERM);
+                _exit(0);
+            }
+            int ws = 0;
+            pid_t w = -1;
+            if (g < 0)
+                perr = errno;
+            else {
+                do
+                    w = wait4(g, &ws, __WALL, NULL);
+                while (w < 0 && errno == EINTR);
+            }
+            if (g >= 0 && w != g)
+                perr = errno;
+            else if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+                perr = WIFEXITED(ws) ? WEXITSTATUS(ws) : EINTR;
+            if (perr)
+                NS_FAIL(&rep, NT_MOUNTNS, OP_PIVOT_ROOT, perr);
+            else
+                NS_OK(&rep, NT_MOUNTNS);
         }
         (void)ns_mount_api(&rep, a->mnt_target);
     }
@@ -636,7 +671,7 @@ void lp_probe_namespaces(fy_caps *c, bool is_root, bool has_sys_admin,
             switch (ns_caps[i].t) {
             case NT_MOUNTNS:
                 caps_set(c, ns_caps[i].cap, true, 1,
-                         "unshare(CLONE_NEWNS), / made rprivate and a tmpfs mounted on %s, %s",
+                         "unshare(CLONE_NEWNS), / made rprivate, a tmpfs mounted on %s and pivot_root into it, %s",
                          is_dir("/tmp") ? "/tmp" : "/", how);
                 break;
             case NT_MOUNTAPI:

@@ -765,6 +765,31 @@ static int count_snapshots(const char *dir) {
 /* A QEMU that does not answer even on its retry (a loaded host) makes the
  * probe inconclusive, never saved: a loaded host's saved probe said QEMU
  * missing for every later run. (A stand-in that sleeps, first in PATH.) */
+/* A host whose filter refuses pivot_root (every sandbox's root is one): the
+ * mount namespace is missing, named, and the namespace backend is not
+ * offered (it was "mountns yes", and every start failed, 245). */
+START_TEST(test_pivot_root_probed) {
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(pivot_root), 0) < 0 || seccomp_load(ctx) < 0)
+            _exit(10);
+        fy_caps *caps = NULL;
+        if (fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &caps, NULL) < 0)
+            _exit(11);
+        const char *why = fy_caps_reason(caps, FY_CAP_MOUNTNS);
+        int st = caps_present(caps, FY_CAP_MOUNTNS) ? 12 : !why || !strstr(why, "pivot_root") ? 13 : 0;
+        fy_caps_free(caps);
+        _exit(st);
+    }
+    int ws = 0;
+    ck_assert_int_eq(waitpid(c, &ws, 0), c);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "pivot_root refused: status %d (12: mountns present)",
+                  WEXITSTATUS(ws));
+}
+END_TEST
+
 START_TEST(test_slow_qemu_inconclusive) {
     char dir[] = "/tmp/fy-slow-qemu-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -1738,6 +1763,7 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_snapshot_service_user);
     tcase_add_test(tc, test_busy_host);
     tcase_add_test(tc, test_slow_qemu_inconclusive);
+    tcase_add_test(tc, test_pivot_root_probed);
     tcase_add_test(tc, test_nftables_probed);
     tcase_add_test(tc, test_threaded_host);
     tcase_add_test(tc, test_fork_while_probing);
