@@ -765,60 +765,73 @@ static int count_snapshots(const char *dir) {
 /* A QEMU that does not answer even on its retry (a loaded host) makes the
  * probe inconclusive, never saved: a loaded host's saved probe said QEMU
  * missing for every later run. (A stand-in that sleeps, first in PATH.) */
+/* in_child, asserting that fn returned 0; what names the check. */
+static void child_passes(int (*fn)(void *arg, char *out, size_t len), void *arg, const char *what) {
+    char msg[1000];
+    int ws = 0;
+    in_child(fn, arg, msg, sizeof msg, &ws);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "%s: status %d %s", what,
+                  WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws), msg);
+}
+
+/* This process under a seccomp filter that fails one call with EPERM (a
+ * host's outer filter); false when it could not be loaded. */
+static bool filter_denying(int nr) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    bool ok = ctx && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0) == 0 && seccomp_load(ctx) == 0;
+    if (ctx)
+        seccomp_release(ctx);
+    return ok;
+}
+
+static int probe_without_pivot_root(void *unused, char *out, size_t len) {
+    (void)unused, (void)out, (void)len;
+    if (!filter_denying(SCMP_SYS(pivot_root)))
+        return 10;
+    fy_caps *caps = NULL;
+    if (fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &caps, NULL) < 0)
+        return 11;
+    const char *why = fy_caps_reason(caps, FY_CAP_MOUNTNS);
+    int st = caps_present(caps, FY_CAP_MOUNTNS) ? 12 : !why || !strstr(why, "pivot_root") ? 13 : 0;
+    fy_caps_free(caps);
+    return st;
+}
+
 /* A host whose filter refuses pivot_root (every sandbox's root is one): the
  * mount namespace is missing, named, and the namespace backend is not
  * offered (it was "mountns yes", and every start failed, 245). */
 START_TEST(test_pivot_root_probed) {
-    pid_t c = fork();
-    ck_assert_int_ge(c, 0);
-    if (c == 0) {
-        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-        if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(pivot_root), 0) < 0 || seccomp_load(ctx) < 0)
-            _exit(10);
-        fy_caps *caps = NULL;
-        if (fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &caps, NULL) < 0)
-            _exit(11);
-        const char *why = fy_caps_reason(caps, FY_CAP_MOUNTNS);
-        int st = caps_present(caps, FY_CAP_MOUNTNS) ? 12 : !why || !strstr(why, "pivot_root") ? 13 : 0;
-        fy_caps_free(caps);
-        _exit(st);
-    }
-    int ws = 0;
-    ck_assert_int_eq(waitpid(c, &ws, 0), c);
-    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "pivot_root refused: status %d (12: mountns present)",
-                  WEXITSTATUS(ws));
+    child_passes(probe_without_pivot_root, NULL, "pivot_root refused (12: mountns present)");
 }
 END_TEST
+
+static int probe_with_slow_qemu(void *dir, char *out, size_t len) {
+    (void)out, (void)len;
+    char newpath[8192];
+    const char *old = getenv("PATH");
+    snprintf(newpath, sizeof(newpath), "%s:%s", (const char *)dir, old ? old : "/usr/bin:/bin");
+    setenv("PATH", newpath, 1);
+    fy_caps *caps = NULL;
+    if (fy_probe(FY_PROBE_FRESH, &caps, NULL) < 0)
+        return 10;
+    int st = !caps->inconclusive ? 11 : caps_present(caps, FY_CAP_QEMU_MICROVM) ? 12 : 0;
+    fy_caps_free(caps);
+    return st;
+}
 
 START_TEST(test_slow_qemu_inconclusive) {
     char dir[] = "/tmp/fy-slow-qemu-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[256], newpath[8192];
+    char path[256];
     snprintf(path, sizeof(path), "%s/%s", dir, qemu_name());
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fputs("#!/bin/sh\nexec sleep 60\n", f);
     fclose(f);
     ck_assert_int_eq(chmod(path, 0755), 0);
-    pid_t c = fork();
-    ck_assert_int_ge(c, 0);
-    if (c == 0) {
-        const char *old = getenv("PATH");
-        snprintf(newpath, sizeof(newpath), "%s:%s", dir, old ? old : "/usr/bin:/bin");
-        setenv("PATH", newpath, 1);
-        fy_caps *caps = NULL;
-        if (fy_probe(FY_PROBE_FRESH, &caps, NULL) < 0)
-            _exit(10);
-        int st = !caps->inconclusive ? 11 : caps_present(caps, FY_CAP_QEMU_MICROVM) ? 12 : 0;
-        fy_caps_free(caps);
-        _exit(st);
-    }
-    int ws = 0;
-    ck_assert_int_eq(waitpid(c, &ws, 0), c);
+    child_passes(probe_with_slow_qemu, dir, "a QEMU that never answers (11: conclusive)");
     unlink(path);
     rmdir(dir);
-    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "a QEMU that never answers: status %d (11: conclusive)",
-                  WEXITSTATUS(ws));
 }
 END_TEST
 
@@ -943,6 +956,25 @@ START_TEST(test_negotiation_needs_what_starts_need) {
 }
 END_TEST
 
+static int snapshots_under_a_filter(void *dir, char *out, size_t len) {
+    (void)out, (void)len;
+    if (!filter_denying(SCMP_SYS(getppid)))
+        return 10;
+    char fdir[] = "/tmp/fy-snapshot-filtered-XXXXXX";
+    if (!mkdtemp(fdir) || chmod(fdir, 0700) < 0)
+        return 11;
+    fy_caps *c1 = NULL, *c2 = NULL;
+    int st = fy_probe_snapshot(FY_PROBE_NO_VM, dir, &c1, NULL) < 0    ? 12
+             : fy_caps_from_snapshot(c1) != 0                        ? 13
+             : fy_probe_snapshot(FY_PROBE_NO_VM, fdir, &c2, NULL) < 0 ? 14
+             : count_snapshots(fdir) != 0                            ? 15
+                                                                     : 0;
+    fy_caps_free(c1);
+    fy_caps_free(c2);
+    rmdir(fdir);
+    return st;
+}
+
 START_TEST(test_persisted_snapshot) {
     if (under_seccomp())
         return;
@@ -960,30 +992,7 @@ START_TEST(test_persisted_snapshot) {
      * getppid) neither reads a snapshot nor writes one: what a filter
      * denies is in no file, and another filter with the same count denied
      * seccomp itself and was served this host's "seccomp yes". */
-    pid_t fc = fork();
-    ck_assert_int_ge(fc, 0);
-    if (fc == 0) {
-        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-        if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(getppid), 0) < 0 || seccomp_load(ctx) < 0)
-            _exit(10);
-        char fdir[] = "/tmp/fy-snapshot-filtered-XXXXXX";
-        if (!mkdtemp(fdir) || chmod(fdir, 0700) < 0)
-            _exit(11);
-        fy_caps *c1 = NULL, *c2 = NULL;
-        int st = fy_probe_snapshot(FY_PROBE_NO_VM, dir, &c1, NULL) < 0             ? 12
-                 : fy_caps_from_snapshot(c1) != 0                                 ? 13
-                 : fy_probe_snapshot(FY_PROBE_NO_VM, fdir, &c2, NULL) < 0           ? 14
-                 : count_snapshots(fdir) != 0                                     ? 15
-                                                                                  : 0;
-        fy_caps_free(c1);
-        fy_caps_free(c2);
-        rmdir(fdir);
-        _exit(st);
-    }
-    int fws = 0;
-    ck_assert_int_eq(waitpid(fc, &fws, 0), fc);
-    ck_assert_msg(WIFEXITED(fws) && WEXITSTATUS(fws) == 0, "a filtered process and the snapshots: status %d",
-                  WEXITSTATUS(fws));
+    child_passes(snapshots_under_a_filter, dir, "a filtered process and the snapshots");
     ck_assert_int_eq(snapshot(dir, 0, NULL), 0);                 /* another key: probed */
     ck_assert_int_eq(count_snapshots(dir), 2);
     /* The file: only the caller's own, 0600, never through a symlink. */
