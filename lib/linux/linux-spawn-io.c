@@ -22,20 +22,22 @@
 /* ---- setting up stdio and secrets ---- */
 
 /* FY_STDIO_FD stdin: an open file description of the workload's own of
- * what the host gave, where the kernel can make one (a regular file, a
- * FIFO or pipe, a character device), so that what the workload sets on it
+ * what the host gave, where the kernel can make one that is the same file
+ * (a regular file, a FIFO or pipe), so that what the workload sets on it
  * (flock and OFD locks, a lease, O_NONBLOCK, the signal owner) goes with
  * the attempt: on the host's own description a lock stayed for the host's
  * later processes, and the policy's copy kept it for every later attempt.
  * A regular file's offset is carried over both ways (its start the host's;
- * its end, lx_stdin_settle, where the workload left it). A socket, and
- * what cannot be opened again, is the host's description as before. */
+ * its end, lx_stdin_settle, where the workload left it). A socket, and a
+ * character device (an open of /dev/net/tun is a tap only as the
+ * description TUNSETIFF was made on: the VM backend hands QEMU one), is
+ * the host's description as before. */
 static int stdin_of_its_own(struct lx *x, int fd, fy_error **reterr) {
     struct stat st;
     int fl = fcntl(fd, F_GETFL);
     if (fstat(fd, &st) < 0 || fl < 0)
         return lx_sys_err(reterr, FY_STEP_OUTPUT, "stdin");
-    if ((fl & O_PATH) || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+    if ((fl & O_PATH) || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
         if ((x->child_stdio[0] = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
             return lx_sys_err(reterr, FY_STEP_OUTPUT, "dup");
         return 0;
