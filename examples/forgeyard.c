@@ -471,6 +471,15 @@ static int reprobe_once(fy_caps **caps) {
 
 static bool asks_for_vm(const fy_policy *p);
 
+/* Says that the run goes to a virtual machine although the policy did not
+ * ask for one, and (with why, len bytes of it) what lighter backend fell
+ * short. */
+static void note_vm_start(const fy_prepared *pr, const char *why, int len) {
+    fprintf(stderr, "%s: note: running in a virtual machine (%s), a slower start: nothing lighter here "
+                    "enforces what the policy requires%s%.*s%s\n", prog, fy_prepared_backend(pr), why ? " (" : "",
+            why ? len : 0, why ? why : "", why ? ")" : "");
+}
+
 /* Prepares again on the fresh probe reprobe_once made (a start failed on
  * the saved one); where nothing lighter fits the host as it is now, with
  * the VM probes too, as a start without a saved probe makes them (a stale
@@ -487,8 +496,7 @@ static int renegotiate(fy_policy *p, fy_caps **caps, const char *const *cmd, fy_
     run_vm_flag = 0;
     r = fy_prepare(p, *caps, cmd, pr, err);
     if (r == 0 && fy_prepared_level(*pr) == FY_LEVEL_VIRTUAL_MACHINE && !asks_for_vm(p))
-        fprintf(stderr, "%s: note: running in a virtual machine (%s), a slower start: nothing lighter here "
-                        "enforces what the policy requires\n", prog, fy_prepared_backend(*pr));
+        note_vm_start(*pr, NULL, 0);
     return r;
 }
 
@@ -1798,9 +1806,7 @@ static int run_policy(fy_policy *p, const char *const *cmd, const char *result_f
                     depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
                 len = (int)(e - ns);
             }
-            fprintf(stderr, "%s: note: running in a virtual machine (%s), a slower start: nothing lighter here "
-                            "enforces what the policy requires (%.*s)\n", prog, fy_prepared_backend(pr), len,
-                    ns ? ns : why);
+            note_vm_start(pr, ns ? ns : why, len);
         }
         free(why);
     }

@@ -148,11 +148,7 @@ static bool proc_can_enforce(const fy_caps *c, uint32_t control, const char **wh
     case FY_CONTROL_LANDLOCK:
         /* (its workspace paths' rules are opened with openat2's
          * RESOLVE_NO_SYMLINKS: no link on them is followed) */
-        if (!caps_present(c, FY_CAP_OPENAT2) && caps_present(c, FY_CAP_LANDLOCK)) {
-            *why = fy_caps_reason(c, FY_CAP_OPENAT2);
-            return false;
-        }
-        return common_enforce(c, control, why);
+        return common_enforce(c, control, why) && cap_for(c, FY_CAP_OPENAT2, why);
     default: return common_enforce(c, control, why);
     }
 }

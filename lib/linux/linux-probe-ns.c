@@ -236,6 +236,16 @@ static void ns_cgroup(struct ns_report *rep) {
     NS_OK(rep, NT_CGROUP);
 }
 
+/* Reaps a quiet child (sys_fork_quiet: no exit signal, hence __WALL): its
+ * pid with *st, or -1 with errno. */
+static pid_t reap_quiet(pid_t g, int *st) {
+    pid_t r;
+    do
+        r = wait4(g, st, __WALL, NULL);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
 static void ns_pid(struct ns_report *rep) {
     if (unshare(CLONE_NEWPID) < 0) {
         NS_FAIL(rep, NT_PID, OP_UNSHARE_PID, errno);
@@ -249,11 +259,7 @@ static void ns_pid(struct ns_report *rep) {
     if (g == 0)
         _exit(syscall(SYS_getpid) == 1 ? 0 : 1);
     int st = 0;
-    pid_t r;
-    do
-        r = wait4(g, &st, __WALL, NULL);
-    while (r < 0 && errno == EINTR);
-    if (r != g)
+    if (reap_quiet(g, &st) != g)
         NS_FAIL(rep, NT_PID, OP_WAIT, errno);
     else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         NS_FAIL(rep, NT_PID, OP_NOT_PID1, 0);
@@ -352,15 +358,7 @@ static void ns_child(void *arg, int wfd) {
                 _exit(0);
             }
             int ws = 0;
-            pid_t w = -1;
-            if (g < 0)
-                perr = errno;
-            else {
-                do
-                    w = wait4(g, &ws, __WALL, NULL);
-                while (w < 0 && errno == EINTR);
-            }
-            if (g >= 0 && w != g)
+            if (g < 0 || reap_quiet(g, &ws) != g)
                 perr = errno;
             else if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
                 perr = WIFEXITED(ws) ? WEXITSTATUS(ws) : EINTR;

@@ -324,15 +324,15 @@ bool lxp_program_available(void) {
     return lx_proxy_blob_len > 0;
 }
 
-/* The proxy's configuration packed (struct lxp_packed) into a sealed
- * memfd: the allowlist and this attempt's own credentials, nothing else
- * of the host. The fd, or -errno. */
 /* The uid a proxy or stub started by root runs as: the configuration's,
  * never root (0 there means the caller named none: 65534). */
 static uint32_t root_run_uid(const struct lxp_config *cfg) {
     return cfg->run_uid ? cfg->run_uid : 65534;
 }
 
+/* The proxy's configuration packed (struct lxp_packed) into a sealed
+ * memfd: the allowlist and this attempt's own credentials, nothing else
+ * of the host. The fd, or -errno. */
 static int pack_config(const struct lxp_config *cfg, uint32_t flags) {
     /* The DNS stub gets no credential, and Landlock's TCP layer with only
      * port 0 (it connects nowhere). */

@@ -467,7 +467,7 @@ int sc_compile_init(struct seccomp_program *out, fy_error **reterr) {
     if (!out)
         return err_set(reterr, FY_E_INVAL, FY_STEP_SECCOMP, EINVAL, NULL, "seccomp: no output");
     memset(out, 0, sizeof(*out));
-    unsigned api = seccomp_api_get();
+    unsigned api = sc_api_level();
     if (api < 3u)
         return err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_SECCOMP, 0, NULL,
                        "seccomp: libseccomp API level %u on this host has no SCMP_ACT_KILL_PROCESS",
