@@ -1868,8 +1868,57 @@ static void free_ents(struct ent *v, size_t n) {
     free(v);
 }
 
-/* A declared output directory, whole: rel is its path; tree hashes the
- * sorted listing (kind, path, digest or target, executable bit). */
+/* A record of the tree digest: its path relative to the declared
+ * directory. */
+struct trel { const char *rel; const struct trec *t; };
+
+static int trel_cmp(const void *a, const void *b) {
+    return strcmp(((const struct trel *)a)->rel, ((const struct trel *)b)->rel);
+}
+
+/* The tree digest of the declared directory dir (forgeyard-action(5)):
+ * SHA-256 of "forgeyard-tree 1\n", then one record per entry below it, in
+ * byte order of the entries' paths relative to it: a file "F" path NUL, its
+ * 32-byte SHA-256, "x" or "-"; a link "L" path NUL target NUL; a directory
+ * "D" path NUL. Only the content counts: the same tree declared under
+ * another name, or reached in another order, has the same digest; an empty
+ * directory's differs from an empty file's. 0, or -1: out of memory. */
+static int tree_digest(const struct col *k, const char *dir, unsigned char out[32]) {
+    size_t skip = strlen(dir) + 1, n = k->recs.n;
+    struct trel *v = n ? calloc(n, sizeof(*v)) : NULL;
+    if (n && !v)
+        return -1;
+    size_t i = 0;
+    VEC_EACH(&k->recs, struct trec, t) {
+        const char *path = t->kind == 'F'   ? ((const struct cfile *)k->c->files.items)[t->idx].path
+                           : t->kind == 'L' ? ((const struct clink *)k->c->links.items)[t->idx].path
+                                            : t->path;
+        v[i++] = (struct trel){path + skip, t}; /* (every path is dir/...) */
+    }
+    qsort(v, n, sizeof(*v), trel_cmp);
+    crypto_hash_sha256_state tree;
+    crypto_hash_sha256_init(&tree);
+    crypto_hash_sha256_update(&tree, (const unsigned char *)"forgeyard-tree 1\n", 17);
+    for (i = 0; i < n; i++) {
+        const struct trec *t = v[i].t;
+        crypto_hash_sha256_update(&tree, (const unsigned char *)(t->kind == 'F' ? "F" : t->kind == 'L' ? "L" : "D"), 1);
+        crypto_hash_sha256_update(&tree, (const unsigned char *)v[i].rel, strlen(v[i].rel) + 1);
+        if (t->kind == 'F') {
+            const struct cfile *f = (const struct cfile *)k->c->files.items + t->idx;
+            crypto_hash_sha256_update(&tree, f->digest, 32);
+            crypto_hash_sha256_update(&tree, (const unsigned char *)(f->exec ? "x" : "-"), 1);
+        } else if (t->kind == 'L') {
+            const struct clink *l = (const struct clink *)k->c->links.items + t->idx;
+            crypto_hash_sha256_update(&tree, (const unsigned char *)l->target, strlen(l->target) + 1);
+        }
+    }
+    crypto_hash_sha256_final(&tree, out);
+    free(v);
+    return 0;
+}
+
+/* A declared output directory, whole: rel is its path; its records (in
+ * k->recs) give its tree digest. */
 static int col_dir(struct col *k, int dir, const char *rel, int outdir, int depth, uint64_t *files) {
     if (depth > TREE_DEPTH_MAX)
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "output \"%s\" is nested deeper than %d", rel, TREE_DEPTH_MAX);
@@ -1999,28 +2048,11 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
                     if (d)
                         k->c->dirs.n--;
                     r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
+                } else if (d && tree_digest(k, o->path, d->digest) < 0) {
+                    k->c->dirs.n--;
+                    free(d->path);
+                    r = fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory");
                 } else if (d) {
-                    crypto_hash_sha256_state tree;
-                    crypto_hash_sha256_init(&tree);
-                    VEC_EACH(&k->recs, struct trec, t) {
-                        const char *path = t->path;
-                        if (t->kind == 'F') {
-                            const struct cfile *f = (const struct cfile *)k->c->files.items + t->idx;
-                            crypto_hash_sha256_update(&tree, (const unsigned char *)"F", 1);
-                            crypto_hash_sha256_update(&tree, (const unsigned char *)f->path, strlen(f->path) + 1);
-                            crypto_hash_sha256_update(&tree, f->digest, 32);
-                            crypto_hash_sha256_update(&tree, (const unsigned char *)(f->exec ? "x" : "-"), 1);
-                        } else if (t->kind == 'L') {
-                            const struct clink *l = (const struct clink *)k->c->links.items + t->idx;
-                            crypto_hash_sha256_update(&tree, (const unsigned char *)"L", 1);
-                            crypto_hash_sha256_update(&tree, (const unsigned char *)l->path, strlen(l->path) + 1);
-                            crypto_hash_sha256_update(&tree, (const unsigned char *)l->target, strlen(l->target) + 1);
-                        } else {
-                            crypto_hash_sha256_update(&tree, (const unsigned char *)"D", 1);
-                            crypto_hash_sha256_update(&tree, (const unsigned char *)path, strlen(path) + 1);
-                        }
-                    }
-                    crypto_hash_sha256_final(&tree, d->digest);
                     d->files = files;
                 }
                 recs_free(k);

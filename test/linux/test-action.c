@@ -474,6 +474,73 @@ START_TEST(test_exact_environment) {
 }
 END_TEST
 
+/* The tree digest of a declared directory, as forgeyard-action(5) gives
+ * it. */
+static const char *dir_digest(const char *json, const char *path) {
+    static char hex[80];
+    char key[64];
+    snprintf(key, sizeof(key), "\"path\": \"%s\",", path);
+    const char *o = strstr(json, "\"output_directories\"");
+    ck_assert_ptr_nonnull(o);
+    const char *p = strstr(o, key), *t = p ? strstr(p, "\"tree_digest\": \"sha256:") : NULL;
+    ck_assert_msg(t && sscanf(t + 23, "%64[0-9a-f]", hex) == 1, "%s: %s", path, json);
+    return hex;
+}
+
+static void hex_of(const unsigned char d[32], char out[65]) {
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+START_TEST(test_tree_digest_is_the_content) {
+    /* The same tree under two names, made in two orders, has one digest,
+     * the one the page's encoding gives: a record per entry in byte order
+     * of its path relative to the directory ("a-b" before "a/b"). An
+     * empty directory's is not an empty file's. The digest hashed each
+     * entry's whole declared path, in the walk's order (a, a/b, a-b): the
+     * same tree under two names had two. */
+    char *in = make_input(), *sc = make_dir("scratch");
+    fy_action *a = action_json(
+        "\"arguments\": [\"/bin/sh\", \"-c\", \"mkdir -p d/a d/e && echo 1 > d/a/b && echo 2 > d/a-b && "
+        "chmod 755 d/a-b && ln -s a/b d/l && ln -s a/b q-l && echo 2 > q-ab && chmod 755 q-ab && mkdir -p q/e && "
+        "echo 1 > q-b && mv q-l q/l && mkdir q/a && mv q-ab q/a-b && mv q-b q/a/b && mkdir z\"],"
+        "\"outputs\": {\"paths\": [\"d\", \"q\", \"z\"]}}", in);
+    ck_assert_int_eq(fy_action_set_scratch_directory(a, sc, NULL), 0);
+    fy_policy *p = policy();
+    fy_action_result *r = run(a, p);
+    char *j = result_json(r);
+    ck_assert_msg(fy_action_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "%s", j);
+    unsigned char one[32], two[32], want[32];
+    crypto_hash_sha256(one, (const unsigned char *)"1\n", 2);
+    crypto_hash_sha256(two, (const unsigned char *)"2\n", 2);
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    crypto_hash_sha256_update(&st, (const unsigned char *)"forgeyard-tree 1\n", 17);
+    crypto_hash_sha256_update(&st, (const unsigned char *)"Da", 3);
+    crypto_hash_sha256_update(&st, (const unsigned char *)"Fa-b", 5);
+    crypto_hash_sha256_update(&st, two, 32);
+    crypto_hash_sha256_update(&st, (const unsigned char *)"x", 1);
+    crypto_hash_sha256_update(&st, (const unsigned char *)"Fa/b", 5);
+    crypto_hash_sha256_update(&st, one, 32);
+    crypto_hash_sha256_update(&st, (const unsigned char *)"-", 1);
+    crypto_hash_sha256_update(&st, (const unsigned char *)"De", 3);
+    crypto_hash_sha256_update(&st, (const unsigned char *)"Ll\0a/b", 7);
+    crypto_hash_sha256_final(&st, want);
+    char hex[65];
+    hex_of(want, hex);
+    ck_assert_str_eq(dir_digest(j, "d"), hex);
+    ck_assert_str_eq(dir_digest(j, "q"), hex);
+    crypto_hash_sha256(want, (const unsigned char *)"forgeyard-tree 1\n", 17);
+    hex_of(want, hex);
+    ck_assert_str_eq(dir_digest(j, "z"), hex);
+    free(j);
+    fy_action_result_free(r);
+    fy_action_free(a);
+    fy_policy_free(p);
+    free(in); free(sc);
+}
+END_TEST
+
 START_TEST(test_same_action_same_digests) {
     char *in = make_input(), *sc = make_dir("scratch");
     fy_action *a = action_json(
@@ -2252,6 +2319,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_input_with_a_mount);
     tcase_add_test(tc, test_exact_environment);
     tcase_add_test(tc, test_same_action_same_digests);
+    tcase_add_test(tc, test_tree_digest_is_the_content);
     tcase_add_test(tc, test_inputs_never_written);
     tcase_add_test(tc, test_writable_input_copied);
     tcase_add_test(tc, test_output_link_outside);
