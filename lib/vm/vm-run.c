@@ -666,12 +666,12 @@ int vm_vmm_start(const struct vm_vmm_spec *sp, fy_handle **ret, fy_error **reter
         r = fy_policy_add_bind(p, sp->mount_stub ? sp->mount_stub : pl->mounts[i].host, t,
                                pl->mounts[i].writable && !sp->mount_stub ? FY_BIND_WRITABLE : 0, &e);
     }
-    bool writable = false;
-    for (size_t i = 0; i < pl->nmounts; i++)
-        writable |= pl->mounts[i].writable && !sp->mount_stub;
-    /* What the guest writes into a writable bind is the VMM's: its ids the
-     * attempt's range (as root), as the namespace backend's workload's. */
-    if (r >= 0 && writable && pl->np->id_count)
+    /* The VMM runs under the attempt's id range (as root), as the namespace
+     * backend's workload does: what the guest writes into a writable bind
+     * is owned by it, and tenants given ranges of their own share no host
+     * uid with another's VMM, nor the kernel's per-user budgets with it
+     * (descriptors in flight, epoll watches, pipe pages). */
+    if (r >= 0 && pl->np->id_count)
         r = fy_policy_set_id_range(p, pl->np->id_first, pl->np->id_count, &e);
     if (r >= 0 && pl->kvm)
         r = fy_policy_add_device(p, "/dev/kvm", 1, &e);

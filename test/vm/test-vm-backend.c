@@ -1450,6 +1450,50 @@ START_TEST(test_vmm_cpu_bound) {
 }
 END_TEST
 
+/* The policy's id range is the VMM's too, with or without a writable
+ * bind: tenants given ranges of their own share no host uid, and with it
+ * no per-user kernel budget (descriptors in flight, epoll watches). QEMU
+ * ran as the default range's second id unless a bind was writable. */
+START_TEST(test_vmm_in_the_id_range) {
+    if (geteuid() != 0)
+        return; /* (a caller without root has one id to give) */
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    const uint32_t first = 3100000, count = 65536;
+    ck_assert_int_eq(fy_policy_set_id_range(p, first, count, &e), 0);
+    const char *argv[] = {"/bin/sh", "-c", "sleep 30", NULL};
+    fy_prepared *pr = NULL;
+    if (fy_prepare(p, caps, argv, &pr, &e) < 0)
+        ck_abort_msg("prepare: %s", fy_error_message(e));
+    fy_handle *h = NULL;
+    if (fy_start(pr, &h, &e) < 0)
+        ck_abort_msg("start: %s", fy_error_message(e));
+    pid_t q = 0;
+    for (int i = 0; i < 600 && !(q = our_qemu_pid()); i++)
+        usleep(100000);
+    ck_assert_msg(q > 0, "no QEMU of this attempt found");
+    char path[64], text[4096] = {0};
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)q);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t k = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    unsigned long ruid = 0, euid = 0;
+    const char *u = k > 0 ? strstr(text, "\nUid:") : NULL;
+    int got = u ? sscanf(u, "\nUid: %lu %lu", &ruid, &euid) : 0;
+    fy_handle_cancel(h, FY_CANCEL_USER, NULL);
+    fy_result *res = NULL;
+    ck_assert_int_eq(fy_handle_wait(h, FY_UNLIMITED, &res, NULL), 1);
+    ck_assert_msg(got == 2 && ruid >= first && ruid < first + count && euid == ruid,
+                  "the VMM runs as uid %lu, outside the policy's range %u+%u", ruid, first, count);
+    fy_handle_free(h);
+    fy_prepared_free(pr);
+    assert_nothing_left(res);
+    fy_result_free(res);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_exec_failure) {
     fy_policy *p = vm_policy();
     const char *argv[] = {"/no/such/program", NULL};
@@ -2594,6 +2638,7 @@ int main(int argc, char **argv) {
     ADD(test_cancel);
     ADD(test_oom);
     ADD(test_vmm_cpu_bound);
+    ADD(test_vmm_in_the_id_range);
     ADD(test_landlock_needs_the_host);
     ADD(test_attempts_leave_nothing);
     ADD(test_prestarted_clones);
