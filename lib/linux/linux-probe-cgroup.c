@@ -327,9 +327,11 @@ static void cg2_into_and_kill(struct cg_state *s, const char *child) {
                     memset(&ch, 0, sizeof ch);
                     ch.pid = pid;
                     ch.pidfd = pidfd;
+                    /* (status -1: another thread of the host reaped it; it
+                     * waited on a pipe we still hold, so only a signal ended
+                     * it) */
                     if (pu_wait_until(&ch, pu_deadline_after_ms(CHILD_DEADLINE_MS)) &&
-                        ch.status != -1 && WIFSIGNALED(ch.status) &&
-                        WTERMSIG(ch.status) == SIGKILL) {
+                        (ch.status == -1 || (WIFSIGNALED(ch.status) && WTERMSIG(ch.status) == SIGKILL))) {
                         s->v2_kill_ok = true;
                     } else if (!ch.reaped) {
                         lp_bappend(s->v2_kill_why, "the process in the cgroup survived cgroup.kill "

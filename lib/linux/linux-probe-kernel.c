@@ -400,6 +400,15 @@ void lp_probe_pidfd(fy_caps *c) {
     int r = waitid(FY_P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | __WALL);
     int e = errno;
     close(wfd);
+    if (r < 0 && e == ECHILD && (pfd.revents & POLLIN)) {
+        /* The kernel knew P_PIDFD (else EINVAL) and the child, killed
+         * through its pidfd, had ended: another thread of the host reaped
+         * it first (a waitpid(-1) with __WALL). */
+        close(pidfd);
+        caps_set(c, FY_CAP_PIDFD, true, 1, "pidfd_open, pidfd_send_signal(SIGKILL) and "
+                 "waitid(P_PIDFD) worked on a child (reaped by another thread of the host)");
+        return;
+    }
     if (r < 0 || si.si_pid != pid) {
         lp_reap_pid(pid, pidfd, CHILD_DEADLINE_MS);
         close(pidfd);
@@ -488,6 +497,9 @@ void lp_probe_clone3(fy_caps *c) {
         caps_set(c, FY_CAP_CLONE3, false, 0, "clone3 ran a child but returned no pidfd");
     else if (ch.reaped && ch.status != -1 && WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 42)
         caps_set(c, FY_CAP_CLONE3, true, 1, "clone3(CLONE_PIDFD) ran a child that exited 42");
+    else if (ch.reaped && ch.status == -1)
+        caps_set(c, FY_CAP_CLONE3, true, 1, "clone3(CLONE_PIDFD) ran a child (reaped by another thread "
+                 "of the host before its status was read)");
     else
         caps_set(c, FY_CAP_CLONE3, false, 0, "the clone3 child did not exit as expected (wait "
                  "status 0x%x)", (unsigned)ch.status);

@@ -647,6 +647,13 @@ static void run_capture(fy_caps *c, const char *const argv[], const char *stdin_
         c->inconclusive = true;
 }
 
+/* The program ran to its end and exited 0; or ended without our reading
+ * its status, which another thread of the host reaped (a waitpid(-1) with
+ * __WALL; a run that never ended is timed_out): then its output decides. */
+static bool ran_clean(const struct run_result *r) {
+    return !r->err && !r->timed_out && (r->status == -1 || (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0));
+}
+
 static bool line_starts(const char *text, const char *word) {
     size_t wl = strlen(word);
     for (const char *l = text; l && *l;) {
@@ -728,8 +735,7 @@ static void probe_qemu(fy_caps *c) {
     /* -machine help: microvm */
     const char *mach_argv[] = { path, "-machine", "help", NULL };
     run_capture(c, mach_argv, NULL, QEMU_HELP_DEADLINE_MS, res);
-    bool ran_ok = !res->err && !res->timed_out && res->status != -1 && WIFEXITED(res->status) &&
-                  WEXITSTATUS(res->status) == 0;
+    bool ran_ok = ran_clean(res);
     if (ran_ok && line_starts(res->out, "microvm")) {
         caps_set(c, FY_CAP_QEMU_MICROVM, true, 1, "\"%s -machine help\" lists microvm", name);
     } else if (ran_ok) {
@@ -748,8 +754,7 @@ static void probe_qemu(fy_caps *c) {
     /* -accel help: tcg listed? */
     const char *accel_argv[] = { path, "-accel", "help", NULL };
     run_capture(c, accel_argv, NULL, QEMU_HELP_DEADLINE_MS, res);
-    ran_ok = !res->err && !res->timed_out && res->status != -1 && WIFEXITED(res->status) &&
-             WEXITSTATUS(res->status) == 0;
+    ran_ok = ran_clean(res);
     runs |= ran_ok;
     bool tcg_listed = ran_ok && line_starts(res->out, "tcg");
     bool kvm_listed = ran_ok && line_starts(res->out, "kvm");

@@ -835,6 +835,79 @@ START_TEST(test_slow_qemu_inconclusive) {
 }
 END_TEST
 
+/* A host thread that reaps every child of the process (waitpid(-1) with
+ * __WALL, as some runtimes' reapers do) takes the probe's children before
+ * the probe reads their status: the probe concluded pidfd and clone3
+ * missing, in about half the tries (and then nothing could run for the
+ * life of the process). The verdicts are the same as without it. */
+static volatile int reaper_stop;
+static void *reaper_thread(void *unused) {
+    (void)unused;
+    while (!reaper_stop)
+        if (waitpid(-1, NULL, __WALL | WNOHANG) <= 0)
+            sched_yield();
+    return NULL;
+}
+
+static int probe_beside_a_reaper(void *unused, char *out, size_t len) {
+    (void)unused;
+    fy_caps *normal = NULL;
+    if (fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &normal, NULL) < 0)
+        return 10;
+    pthread_t t;
+    if (pthread_create(&t, NULL, reaper_thread, NULL) != 0)
+        return 11;
+    int st = 0;
+    for (int round = 0; round < 8 && !st; round++) {
+        fy_caps *c = NULL;
+        if (fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &c, NULL) < 0) {
+            st = 12;
+            break;
+        }
+        for (uint32_t i = 1; i <= FY_CAP_MAX_ && !st; i++)
+            if (caps_present(normal, i) && !caps_present(c, i)) {
+                snprintf(out, len, "round %d: %s missing beside a reaper: %s", round, fy_cap_name(i),
+                         fy_caps_reason(c, i) ? fy_caps_reason(c, i) : "");
+                st = 13;
+            }
+        fy_caps_free(c);
+    }
+    /* With the VM backends' probe (QEMU's runs): the same. */
+    fy_caps *vm = NULL, *vm_normal = NULL;
+    reaper_stop = 1;
+    pthread_join(t, NULL);
+    if (!st && fy_probe(FY_PROBE_FRESH, &vm_normal, NULL) < 0)
+        st = 14;
+    reaper_stop = 0;
+    bool again = !st && pthread_create(&t, NULL, reaper_thread, NULL) == 0;
+    if (!st && !again)
+        st = 11;
+    for (int round = 0; round < 5 && !st; round++) {
+        fy_caps_free(vm);
+        vm = NULL;
+        if (fy_probe(FY_PROBE_FRESH, &vm, NULL) < 0)
+            st = 15;
+        for (uint32_t i = 1; vm && i <= FY_CAP_MAX_ && !st; i++)
+            if (caps_present(vm_normal, i) && !caps_present(vm, i) && !vm->inconclusive) {
+                snprintf(out, len, "with the VM probe, round %d: %s missing beside a reaper: %s", round,
+                         fy_cap_name(i), fy_caps_reason(vm, i) ? fy_caps_reason(vm, i) : "");
+                st = 16;
+            }
+    }
+    reaper_stop = 1;
+    if (again)
+        pthread_join(t, NULL);
+    fy_caps_free(vm);
+    fy_caps_free(vm_normal);
+    fy_caps_free(normal);
+    return st;
+}
+
+START_TEST(test_host_reaper_thread) {
+    child_passes(probe_beside_a_reaper, NULL, "probes beside a thread reaping every child");
+}
+END_TEST
+
 START_TEST(test_busy_host) {
     fy_caps *normal = NULL, *retried = NULL, *lost = NULL;
     ck_assert_int_eq(fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &normal, NULL), 0);
@@ -1771,6 +1844,7 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_snapshot_programs_rootless);
     tcase_add_test(tc, test_snapshot_service_user);
     tcase_add_test(tc, test_busy_host);
+    tcase_add_test(tc, test_host_reaper_thread);
     tcase_add_test(tc, test_slow_qemu_inconclusive);
     tcase_add_test(tc, test_pivot_root_probed);
     tcase_add_test(tc, test_nftables_probed);
