@@ -251,10 +251,15 @@ static const char *const proc_hidden[] = {
     "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
     "/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg", "/proc/config.gz", "/proc/sysrq-trigger",
     "/proc/acpi", "/proc/asound", "/proc/scsi", "/proc/driver",
-    /* The host's disks, swap devices, interrupt counts (a keystroke and
-     * network timing channel) and kernel command line (cloud hosts put
-     * tokens there): none of the workload's business. */
-    "/proc/partitions", "/proc/diskstats", "/proc/swaps", "/proc/interrupts", "/proc/cmdline",
+    /* The host's disks, swap devices, interrupt and softirq counts (a
+     * keystroke and network timing channel: NET_RX counts the machine's
+     * packets, whatever the sandbox's network) and kernel command line
+     * (cloud hosts put tokens there): none of the workload's business.
+     * (/proc/stat's intr and softirq lines and /proc/net/softnet_stat
+     * still count them: stat is read by ps, top and every runtime's CPU
+     * count, and softnet_stat lives under each process's own
+     * /proc/PID/net, which no mount here covers; forgeyard-sandbox(7).) */
+    "/proc/partitions", "/proc/diskstats", "/proc/swaps", "/proc/interrupts", "/proc/softirqs", "/proc/cmdline",
 };
 static const char *const proc_readonly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
 /* The harmless device nodes every sandbox has. */

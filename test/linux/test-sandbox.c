@@ -356,11 +356,11 @@ START_TEST(test_host_secrets_invisible) {
     expect_denied("read", "/etc/shadow", "ENOENT");
     expect_denied("read", cred, "ENOENT");
     expect_denied("read", "/root/.ssh/id_rsa", "ENOENT");
-    /* The host's block devices, swap devices, interrupt counts and kernel
-     * command line, as this host shows them, are not in the sandbox's
+    /* The host's block devices, swap devices, interrupt and softirq counts
+     * and kernel command line, as this host shows them, are not in the sandbox's
      * /proc (each file is read whole: an empty read is the mask). */
     static const char *const host_revealing[] = {"/proc/partitions", "/proc/diskstats", "/proc/swaps",
-                                                 "/proc/interrupts", "/proc/cmdline"};
+                                                 "/proc/interrupts", "/proc/softirqs", "/proc/cmdline"};
     for (size_t i = 0; i < sizeof(host_revealing) / sizeof(host_revealing[0]); i++) {
         fy_policy *p = policy();
         char script[160];
