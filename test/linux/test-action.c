@@ -1443,7 +1443,10 @@ START_TEST(test_archive_cache_remembered) {
     fy_policy *p = policy();
     fy_action_result *res = run(a, p);
     char *j = result_json(res);
-    ck_assert_msg(strstr(j, "\"cache\": \"hit\"") && strstr(j, "\"archive_digest_remembered\": true"), "%s", j);
+    /* (the document's input part only: a whole result is longer than a
+     * check message may be, and the test died on it) */
+    ck_assert_msg(strstr(j, "\"cache\": \"hit\"") && strstr(j, "\"archive_digest_remembered\": true"), "%.1500s",
+                  strstr(j, "\"input\"") ? strstr(j, "\"input\"") : j);
     free(j);
     fy_action_result_free(res);
     /* The same archive with beta for alpha, written over it in place. */
@@ -1459,7 +1462,7 @@ START_TEST(test_archive_cache_remembered) {
     char hx[72];
     sha_hex("beta!\n", 6, hx);
     ck_assert_msg(strstr(j, hx) && strstr(j, "\"archive_digest_remembered\": false") &&
-                  strstr(j, "\"cache\": \"built\""), "%s", j);
+                  strstr(j, "\"cache\": \"built\""), "%.1500s", strstr(j, "\"input\"") ? strstr(j, "\"input\"") : j);
     free(j);
     fy_action_result_free(res);
     fy_action_free(a);
