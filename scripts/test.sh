@@ -1,34 +1,43 @@
 #!/usr/bin/env bash
 # The whole test suite: installs missing Debian packages, builds, runs every
-# meson test (unit, linux, abi, docs, fuzz replay), then rebuilds with
-# ASan+UBSan and runs the unit, Linux, apple, VM and fuzz suites under the sanitizers, and
-# finally runs the demo (scripts/demo.sh) end to end.
+# meson test (unit, linux, vm, net, oci, abi, lint, docs, windows, fuzz
+# replay), the unit, linux, apple, oci, vm, net and fuzz suites again in an
+# ASan+UBSan build, the unit, fuzz and json suites in a build with the
+# in-tree JSON library, and the demo (scripts/demo.sh) end to end; in three
+# lanes at once (see "lane" below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 
-run_suite() { # builddir, meson setup args..., -- meson test args...
+# setup_build DIR SETUP-ARGS...: configure and compile everything (a target
+# that does not build, the CLI say, must not go unnoticed: meson test builds
+# only what the chosen suites need).
+setup_build() {
   local dir=$1; shift
-  local setup=() testargs=()
-  while (($#)) && [ "$1" != "--" ]; do setup+=("$1"); shift; done
-  (($#)) && shift
-  testargs=("$@")
   if [ -d "$dir/meson-private" ]; then
-    meson setup --reconfigure "$dir" "${setup[@]}" >/dev/null
+    meson setup --reconfigure "$dir" "$@" >/dev/null
   else
-    meson setup "$dir" "${setup[@]}" >/dev/null
+    meson setup "$dir" "$@" >/dev/null
   fi
-  # (inside `run_suite ... || rc=1` set -e does not stop at a failed build,
-  # and meson test builds only what the chosen suites need: a target that
-  # does not build, the CLI say, would go unnoticed)
   meson compile -C "$dir" || { echo "$dir: build FAILED" >>"$failures"; return 1; }
+}
+
+# run_tests DIR LOGBASE MESON-TEST-ARGS...: one `meson test` over a built
+# directory, its log in DIR/meson-logs/LOGBASE.{txt,json} (two lanes test one
+# directory at once), its failures kept for the closing summary.
+run_tests() {
+  local dir=$1 base=$2; shift 2
   local rc=0
-  meson test -C "$dir" --print-errorlogs --num-processes 2 "${testargs[@]}" || rc=$?
-  python3 - "$dir/meson-logs/testlog.json" "$dir" "$failures" <<'PY'
+  meson test -C "$dir" --no-rebuild --logbase "$base" --print-errorlogs --num-processes 2 "$@" || rc=$?
+  python3 - "$dir/meson-logs/$base.json" "$dir ($base)" "$failures" <<'PY'
 import json, re, sys
 ok = bad = skip = 0
 failed = []
-for line in open(sys.argv[1]):
+try:
+    lines = open(sys.argv[1]).readlines()
+except OSError:
+    lines = []
+for line in lines:
     t = json.loads(line)
     if t["result"] in ("OK", "EXPECTEDFAIL"): ok += 1
     elif t["result"] == "SKIP": skip += 1
@@ -45,24 +54,86 @@ with open(sys.argv[3], "a") as out:
 PY
   return $rc
 }
+
 failures=$(mktemp)
-trap 'rm -f "$failures"' EXIT
+lanes=$(mktemp -d)
+trap 'rm -rf "$failures" "$lanes"' EXIT
+
+# The suite spends most of its time waiting (namespaces torn down, deadlines,
+# guests booting), not computing: serially it took 45-50 minutes here for
+# under 15 of CPU. So it runs in three lanes at once, each serial as meson
+# schedules it (a test marked is_parallel: false still runs alone in its
+# lane), every test in directories, namespaces and cgroups of its own:
+#   vm     the QEMU-bound suite (a TCG guest keeps a core busy): plain, then
+#          under ASan+UBSan; one guest at a time on the machine;
+#   plain  everything else in the plain build, then the demo;
+#   asan   the ASan+UBSan build, its unit, linux, apple, oci, fuzz and net
+#          suites, then the build with the in-tree JSON library (lib/sys/json,
+#          what the Windows cross build uses) in place of jansson.
+# Each lane's lines carry its name; the failures are summed up at the end.
+lane() { # NAME FUNCTION: runs FUNCTION in the background, its status kept
+  local name=$1 fn=$2
+  { (set +e; "$fn"; r=$?; echo $r >"$lanes/$name.rc"; echo "lane $name ended at $(date +%T), exit $r") 2>&1 |
+      sed -u "s/^/[$name] /"; } &
+}
+lane_plain() {
+  local rc=0
+  run_tests build-test plain --no-suite vm || rc=1
+  # The README's other command must keep working too: the demo, end to end.
+  # (Its saved probe goes to the build directory, not the host's /run.)
+  if FORGEYARD_CACHE_DIR="$PWD/build-test/fy-cache" bash scripts/demo.sh >build-test/demo.log 2>&1; then
+    echo "demo: passed"
+  else
+    echo "demo: FAILED (build-test/demo.log):"; tail -n 20 build-test/demo.log; rc=1
+    echo "demo: FAILED (build-test/demo.log)" >>"$failures"
+  fi
+  return $rc
+}
+lane_asan() {
+  local rc=0
+  if setup_build build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false; then
+    touch "$lanes/asan.built"
+    run_tests build-asan asan --suite unit --suite linux --suite apple --suite oci --suite fuzz --suite net \
+      --no-suite vm || rc=1
+  else
+    touch "$lanes/asan.failed"; rc=1
+  fi
+  setup_build build-bundled -Dbundled_json=true && run_tests build-bundled bundled --suite unit --suite fuzz \
+    --suite json || rc=1
+  return $rc
+}
+lane_vm() {
+  local rc=0
+  run_tests build-test vm --suite vm || rc=1
+  # (the sanitized build is the asan lane's: wait for it, bounded)
+  for _ in $(seq 3600); do
+    [ -e "$lanes/asan.built" ] || [ -e "$lanes/asan.failed" ] && break
+    sleep 1
+  done
+  if [ -e "$lanes/asan.built" ]; then
+    run_tests build-asan asan-vm --suite vm || rc=1
+  else
+    echo "build-asan: not built, its vm suite not run"; rc=1
+  fi
+  return $rc
+}
 
 rc=0
-run_suite build-test -Dbuildtype=debugoptimized || rc=1
-run_suite build-asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-  -- --suite unit --suite linux --suite apple --suite oci --suite vm --suite fuzz --suite net || rc=1
-# The in-tree JSON library (lib/sys/json, what the Windows cross build uses) in place of jansson.
-run_suite build-bundled -Dbundled_json=true -- --suite unit --suite fuzz --suite json || rc=1
-# The README's other command must keep working too: the demo, end to end.
-# (Its saved probe goes to the build directory, not the host's /run.)
-if FORGEYARD_CACHE_DIR="$PWD/build-test/fy-cache" bash scripts/demo.sh >build-test/demo.log 2>&1; then
-  echo "demo: passed"
-else
-  echo "demo: FAILED (build-test/demo.log):"; tail -n 20 build-test/demo.log; rc=1
+echo "started at $(date +%T)"
+setup_build build-test -Dbuildtype=debugoptimized || rc=1
+if [ $rc -eq 0 ]; then
+  lane vm lane_vm
+  lane plain lane_plain
+  lane asan lane_asan
+  wait
+  for name in vm plain asan; do
+    r=$(cat "$lanes/$name.rc" 2>/dev/null || echo 1)
+    echo "lane $name: exit $r"
+    [ "$r" = 0 ] || rc=1
+  done
 fi
 if [ -s "$failures" ]; then
-  echo "== failed tests (their last lines; the whole logs are in each build's meson-logs/testlog.txt)"
+  echo "== failed tests (their last lines; the whole logs are in each build's meson-logs/)"
   cat "$failures"
 fi
 exit $rc
