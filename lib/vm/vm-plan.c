@@ -116,6 +116,9 @@ static int build_json(struct vm_plan *pl, const struct fy_plan *np) {
     json_object_set_new(iso, "writable_mounts", wmounts);
     json_object_set_new(iso, "vmm", json_string("qemu microvm"));
     json_object_set_new(iso, "accelerator", json_string(pl->kvm ? "kvm" : "tcg"));
+    json_object_set_new(iso, "terminals", json_string(np->pty == FY_DEVICES_PRIVATE
+                                                          ? "private: the guest's own devpts instance"
+                                                          : "none"));
     json_object_set_new(iso, "vmm_confinement",
                         json_sprintf("the library's own namespace sandbox (public API): network denied, QEMU's "
                                     "runtime paths and the attempt's images read-only, no other host path"
@@ -440,6 +443,8 @@ int vm_compile(const struct fy_plan *np, const fy_caps *caps, void **ret, fy_err
     }
     if (pl->dnscfg)
         rec(&sb, VMR_DNS, NULL, 0);
+    if (np->pty == FY_DEVICES_PRIVATE)
+        rec(&sb, VMR_PTYS, NULL, 0);
     for (size_t i = 0; i < pl->nmounts; i++) {
         char tag[16];
         snprintf(tag, sizeof(tag), "r%zu", i);

@@ -134,6 +134,10 @@ enum {
      * directory attached at the claim in their subdirectory VMP_SHARE_SUB:
      * that subdirectory is what a VMR_MOUNT9P mounts at its target. */
     VMR_SHARES_SUB = 22,
+    /* empty: the workload has pseudo-terminals of its own (devices.pty
+     * private): /dev/pts, /dev/ptmx and /dev/tty stay; without it the agent
+     * removes them before the workload starts (deny, the default). */
+    VMR_PTYS = 23,
 };
 #define VMP_SHARE_SUB "x"
 

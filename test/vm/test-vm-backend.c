@@ -1494,6 +1494,38 @@ START_TEST(test_vmm_in_the_id_range) {
 }
 END_TEST
 
+/* devices.pty: deny (the default) leaves the guest no terminal at all,
+ * as the namespace backend; private gives it a devpts instance of its own.
+ * The guest had /dev/pts, /dev/ptmx and /dev/tty whatever the policy. */
+START_TEST(test_terminals) {
+    const char *argv[] = {"/bin/sh", "-c",
+                          "for f in /dev/pts /dev/ptmx /dev/tty; do [ -e $f ] && echo HAS $f; done; echo done", NULL};
+    for (int priv = 0; priv < 2; priv++) {
+        fy_policy *p = vm_policy();
+        fy_error *e = NULL;
+        if (priv)
+            ck_assert_int_eq(fy_policy_set_pty(p, FY_DEVICES_PRIVATE, &e), 0);
+        struct cap c;
+        fy_result *r = run(p, argv, &c, NULL, NULL);
+        ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED && strstr(c.buf[0], "done"), "outcome %s: %s %s",
+                      fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+        if (priv)
+            ck_assert_msg(strstr(c.buf[0], "HAS /dev/pts\n") && strstr(c.buf[0], "HAS /dev/ptmx\n"), "private: %s",
+                          c.buf[0]);
+        else
+            ck_assert_msg(!strstr(c.buf[0], "HAS"), "deny: %s", c.buf[0]);
+        json_t *iso = isolation(r);
+        const char *t = json_string_value(json_object_get(iso, "terminals"));
+        ck_assert_msg(t && (priv ? strncmp(t, "private", 7) == 0 : strcmp(t, "none") == 0), "terminals: %s",
+                      t ? t : "(none)");
+        json_decref(iso);
+        assert_nothing_left(r);
+        fy_result_free(r);
+        fy_policy_free(p);
+    }
+}
+END_TEST
+
 START_TEST(test_exec_failure) {
     fy_policy *p = vm_policy();
     const char *argv[] = {"/no/such/program", NULL};
@@ -2639,6 +2671,7 @@ int main(int argc, char **argv) {
     ADD(test_oom);
     ADD(test_vmm_cpu_bound);
     ADD(test_vmm_in_the_id_range);
+    ADD(test_terminals);
     ADD(test_landlock_needs_the_host);
     ADD(test_attempts_leave_nothing);
     ADD(test_prestarted_clones);

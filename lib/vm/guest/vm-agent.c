@@ -267,6 +267,7 @@ struct run {
     bool iface_set;
     bool dns;             /* carry 127.0.0.53:53/udp to the host's stub */
     bool shares_sub;      /* a pre-started clone: each share's directory is its VMP_SHARE_SUB */
+    bool ptys;            /* pseudo-terminals of its own (VMR_PTYS); else none */
 };
 
 static char *dupn(const uint8_t *p, uint32_t n) {
@@ -406,6 +407,7 @@ static void parse_run(const uint8_t *p, size_t len, struct run *r) {
             break;
         case VMR_DNS: r->dns = true; break;
         case VMR_SHARES_SUB: r->shares_sub = true; break;
+        case VMR_PTYS: r->ptys = true; break;
         case VMR_NET_PROXY: if (n == 4 && vmp_get_u32(d) > 0 && vmp_get_u32(d) < 65536) r->net_port = vmp_get_u32(d); break;
         case VMR_RLIMIT:
             if (n == 12 && vmp_get_u32(d) >= 1 && vmp_get_u32(d) <= 4) {
@@ -1889,6 +1891,12 @@ int main(void) {
 #endif
     if (run.hostname && sethostname(run.hostname, strlen(run.hostname)) < 0)
         fail(errno, "sethostname");
+    /* devices.pty deny (the default): no terminal at all, as in the
+     * namespace backend (/dev holds them from before the hello, for the
+     * template's sake). */
+    if (!run.ptys && ((umount2("/dev/pts", MNT_DETACH) < 0 && errno != EINVAL) || (unlink("/dev/ptmx") < 0 && errno != ENOENT) ||
+                      (rmdir("/dev/pts") < 0 && errno != ENOENT) || (unlink("/dev/tty") < 0 && errno != ENOENT)))
+        fail(errno, "removing the terminals");
     if (run.iface_set)
         iface_up(&run.iface);
     setup_cgroup(&run);
