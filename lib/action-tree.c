@@ -1694,6 +1694,35 @@ static int unreadable(struct col *k, const char *rel, int e) {
                                                    "its owner", rel, strerror(e));
 }
 
+/* What the command closed to its owner by the mode's owner bits: a file
+ * it may not read, a directory it may not list or search (mode 000, 0400).
+ * The owner bits decide, not the collector's access: a root collector
+ * reads through them, a rootless one (the owner) cannot, and the same
+ * action had two outcomes by who ran it. */
+static bool owner_closed(mode_t m) {
+    return S_ISDIR(m) ? (m & (S_IRUSR | S_IXUSR)) != (S_IRUSR | S_IXUSR) : S_ISREG(m) && !(m & S_IRUSR);
+}
+
+/* The first directory of dir (relative to wd, walked already: no link)
+ * that the command left closed to its owner (the walk opens each one for
+ * reading, then looks up in it), or NULL. */
+static const char *parent_closed(int wd, const char *dir, char *buf, size_t len) {
+    for (const char *e = dir; *dir && e;) {
+        e = strchr(e, '/');
+        size_t n = e ? (size_t)(e - dir) : strlen(dir);
+        struct stat st;
+        if (n >= len)
+            return NULL;
+        memcpy(buf, dir, n);
+        buf[n] = '\0';
+        if (fstatat(wd, buf, &st, AT_SYMLINK_NOFOLLOW) == 0 && owner_closed(st.st_mode))
+            return buf;
+        if (e)
+            e++;
+    }
+    return NULL;
+}
+
 static int col_file(struct col *k, int dir, const char *name, const char *rel, const struct stat *st, int outdir) {
     if (++k->c->entries > k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES])
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
@@ -1702,6 +1731,8 @@ static int col_file(struct col *k, int dir, const char *name, const char *rel, c
         return stop(k, FY_OUTCOME_RESOURCE_EXCEEDED,
                     "output \"%s\": %" PRIu64 " bytes, beyond the %" PRIu64 " bytes of outputs allowed "
                     "(limits.output_bytes)", rel, (uint64_t)st->st_size, k->a->limit[FY_ACTION_LIMIT_OUTPUT_BYTES]);
+    if (owner_closed(st->st_mode))
+        return unreadable(k, rel, EACCES);
     int in = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st2;
     if (in < 0 && closed_to_us(errno))
@@ -1968,7 +1999,7 @@ static int col_dir(struct col *k, int dir, const char *rel, int outdir, int dept
                 r = stop(k, FY_OUTCOME_RESOURCE_EXCEEDED, "outputs: more than %" PRIu64 " entries (limits.output_entries)",
                          k->a->limit[FY_ACTION_LIMIT_OUTPUT_ENTRIES]);
             } else {
-                int sd = open_dir(dir, v[i].name), od = -1;
+                int sd = owner_closed(md) ? (errno = EACCES, -1) : open_dir(dir, v[i].name), od = -1;
                 if (sd >= 0 && outdir >= 0 && (mkdirat(outdir, v[i].name, 0755) < 0 || (od = open_dir(outdir, v[i].name)) < 0))
                     r = fail(k->reterr, FY_E_IO, FY_STEP_COLLECT, errno, sub, "cannot create the output directory");
                 else if (sd < 0 && closed_to_us(errno))
@@ -2002,8 +2033,13 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
     if (pfd == -ELOOP)
         return stop(k, FY_OUTCOME_SANDBOX_VIOLATION,
                     "the directory of output \"%s\" was replaced by a symbolic link", o->path);
+    char closed[PATH_MAX];
     if (closed_to_us(-pfd))
         return unreadable(k, o->path, -pfd); /* (its directory closed: the file was there) */
+    if (pfd >= 0 && parent_closed(wd, dir, closed, sizeof(closed))) {
+        close(pfd);
+        return unreadable(k, o->path, EACCES);
+    }
     if (pfd < 0)
         return push_missing(&k->c->missing, o->path, "its directory is gone") < 0
                    ? fail(k->reterr, FY_E_NOMEM, FY_STEP_COLLECT, 0, NULL, "out of memory") : 0;
@@ -2031,7 +2067,7 @@ static int col_output(struct col *k, int wd, const struct act_output *o) {
         if (o->kind == FY_OUTPUT_FILE) {
             why = "a directory, declared a file";
         } else {
-            int sd = open_dir(pfd, base), od = -1;
+            int sd = owner_closed(st.st_mode) ? (errno = EACCES, -1) : open_dir(pfd, base), od = -1;
             if (sd < 0 && closed_to_us(errno)) {
                 r = unreadable(k, o->path, errno);
             } else if (sd < 0 || (out >= 0 && (mkdirat(out, base, 0755) < 0 || (od = open_dir(out, base)) < 0))) {
