@@ -173,10 +173,12 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
     return cache_get(flags & FY_PROBE_NO_VM, ret, reterr);
 }
 
-/* fy_probe cache for internal users (fy_prepare with caps == NULL). No
- * compiled-in backend runs virtual machines yet, so negotiation needs no
- * VM probe (which can take a second where KVM is slow). */
-int caps_get_cached(fy_caps **ret, fy_error **reterr) { return cache_get(FY_PROBE_NO_VM, ret, reterr); }
+/* fy_probe cache for internal users (fy_prepare with caps == NULL):
+ * flags 0 or FY_PROBE_NO_VM (the VM probe can take a second or more, so
+ * fy_prepare asks for it only when nothing else satisfies the policy). */
+int caps_get_cached(uint64_t flags, fy_caps **ret, fy_error **reterr) {
+    return cache_get(flags & FY_PROBE_NO_VM, ret, reterr);
+}
 
 /* ---- persisted snapshots ---- */
 

@@ -339,9 +339,10 @@ static int select_and_compile(const struct fy_backend_ops *const *table, size_t 
     return 0;
 }
 
-int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
-                              const fy_caps *caps, const char *const *argv, struct fy_jobnet *jobnet,
-                              fy_prepared **ret, fy_error **reterr) {
+/* probe_flags: with caps NULL, which of the process's probes to use. */
+static int prepare_once(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
+                        const fy_caps *caps, uint64_t probe_flags, const char *const *argv,
+                        struct fy_jobnet *jobnet, fy_prepared **ret, fy_error **reterr) {
     if (!policy || !ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "policy or ret is NULL");
     /* A job member only with its job's network, and never one that did not
@@ -386,7 +387,7 @@ int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t 
         return r;
     }
     fy_caps *cached = NULL; /* (a copy of the process's probe, ours) */
-    if (!caps && (r = caps_get_cached(&cached, reterr)) < 0)
+    if (!caps && (r = caps_get_cached(probe_flags, &cached, reterr)) < 0)
         return r;
     fy_prepared *pr = calloc(1, sizeof(*pr));
     if (!pr) {
@@ -424,6 +425,28 @@ fail:
                   reterr && *reterr ? fy_error_message(*reterr) : "the host cannot satisfy the policy");
     obs_span(obs, "sandbox.prepare", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
     prepared_destroy(pr);
+    return r;
+}
+
+/* With caps NULL, the process's probe without the VM backends' (QEMU's
+ * runs take a second or more), and with them only for a policy no other
+ * backend can satisfy: a high-assurance policy was refused as "qemu: not
+ * probed" on a host that runs VMs, unless the caller probed itself. */
+int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
+                              const fy_caps *caps, const char *const *argv, struct fy_jobnet *jobnet,
+                              fy_prepared **ret, fy_error **reterr) {
+    fy_error *first = NULL;
+    int r = prepare_once(table, n, policy, caps, FY_PROBE_NO_VM, argv, jobnet, ret, reterr ? &first : NULL);
+    if (r == FY_E_UNSUPPORTED && !caps) {
+        fy_error *second = NULL;
+        r = prepare_once(table, n, policy, NULL, 0, argv, jobnet, ret, reterr ? &second : NULL);
+        if (second) {
+            fy_error_free(first);
+            first = second;
+        }
+    }
+    if (reterr && first)
+        *reterr = first; /* (untouched on success, as every call leaves it) */
     return r;
 }
 

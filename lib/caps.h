@@ -61,7 +61,7 @@ const char *caps_fact(const fy_caps *c, const char *key);
 fy_caps *caps_dup(const fy_caps *c);
 void caps_free_internal(fy_caps *c);
 /* A copy of the process-wide cached probe (the caller's, to free). */
-int caps_get_cached(fy_caps **ret, fy_error **reterr);
+int caps_get_cached(uint64_t flags, fy_caps **ret, fy_error **reterr);
 /* Computes max_level from the backend table. */
 void caps_finish(fy_caps *c);
 /* Every fact of the snapshot as compact JSON (persisted snapshots), and

@@ -1526,6 +1526,28 @@ START_TEST(test_terminals) {
 }
 END_TEST
 
+/* fy_prepare with no capabilities of the caller's probes the VM backends
+ * itself when nothing else satisfies the policy: a high-assurance policy
+ * was refused ("qemu: not probed") on a host that runs VMs. A policy the
+ * namespace backend satisfies still gets it. */
+START_TEST(test_prepare_without_caps) {
+    fy_policy *p = vm_policy();
+    fy_error *e = NULL;
+    const char *argv[] = {"/bin/true", NULL};
+    fy_prepared *pr = NULL;
+    if (fy_prepare(p, NULL, argv, &pr, &e) < 0)
+        ck_abort_msg("prepare without caps: %s", fy_error_message(e));
+    ck_assert_str_eq(fy_prepared_backend(pr), "vm-qemu");
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+    ck_assert_int_eq(fy_policy_new(FY_PROFILE_RELEASE, &p, &e), 0);
+    ck_assert_int_eq(fy_prepare(p, NULL, argv, &pr, &e), 0);
+    ck_assert_str_eq(fy_prepared_backend(pr), "linux-namespace");
+    fy_prepared_free(pr);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_exec_failure) {
     fy_policy *p = vm_policy();
     const char *argv[] = {"/no/such/program", NULL};
@@ -2672,6 +2694,7 @@ int main(int argc, char **argv) {
     ADD(test_vmm_cpu_bound);
     ADD(test_vmm_in_the_id_range);
     ADD(test_terminals);
+    ADD(test_prepare_without_caps);
     ADD(test_landlock_needs_the_host);
     ADD(test_attempts_leave_nothing);
     ADD(test_prestarted_clones);
