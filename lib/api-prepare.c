@@ -339,9 +339,11 @@ static int select_and_compile(const struct fy_backend_ops *const *table, size_t 
     return 0;
 }
 
-/* probe_flags: with caps NULL, which of the process's probes to use. */
+/* probe_flags: with caps NULL, which of the process's probes to use;
+ * retried: a refusal is tried again with the VM backends' probe (its audit
+ * event is the second try's). */
 static int prepare_once(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
-                        const fy_caps *caps, uint64_t probe_flags, const char *const *argv,
+                        const fy_caps *caps, uint64_t probe_flags, bool retried, const char *const *argv,
                         struct fy_jobnet *jobnet, fy_prepared **ret, fy_error **reterr) {
     if (!policy || !ret)
         return err_set(reterr, FY_E_INVAL, FY_STEP_PREPARE, 0, NULL, "policy or ret is NULL");
@@ -420,7 +422,7 @@ static int prepare_once(const struct fy_backend_ops *const *table, size_t n, con
     *ret = pr;
     return 0;
 fail:
-    if (r == FY_E_UNSUPPORTED)
+    if (r == FY_E_UNSUPPORTED && !retried)
         obs_audit(obs, FY_AUDIT_DOWNGRADE_REJECTED, "%s",
                   reterr && *reterr ? fy_error_message(*reterr) : "the host cannot satisfy the policy");
     obs_span(obs, "sandbox.prepare", FY_SPAN_END, util_now_usec(), "{\"error\":\"%s\"}", fy_error_name(r));
@@ -436,10 +438,10 @@ int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t 
                               const fy_caps *caps, const char *const *argv, struct fy_jobnet *jobnet,
                               fy_prepared **ret, fy_error **reterr) {
     fy_error *first = NULL;
-    int r = prepare_once(table, n, policy, caps, FY_PROBE_NO_VM, argv, jobnet, ret, reterr ? &first : NULL);
+    int r = prepare_once(table, n, policy, caps, FY_PROBE_NO_VM, !caps, argv, jobnet, ret, reterr ? &first : NULL);
     if (r == FY_E_UNSUPPORTED && !caps) {
         fy_error *second = NULL;
-        r = prepare_once(table, n, policy, NULL, 0, argv, jobnet, ret, reterr ? &second : NULL);
+        r = prepare_once(table, n, policy, NULL, 0, false, argv, jobnet, ret, reterr ? &second : NULL);
         if (second) {
             fy_error_free(first);
             first = second;
