@@ -53,6 +53,7 @@ struct rx {
     int err_errno;
     char *runtime_msg;       /* runc's own error, from its log */
     const char **targets;    /* the layout's mount targets, checked in the image's root (middle_args) */
+    uint32_t *tmpfs_modes;   /* ... a tmpfs target's mode, else 0 */
     uint32_t err_target;     /* the one refused there (index + 1), or 0 */
     uint64_t t_started;
     uint64_t *end_at;        /* a page shared with the middle: when the runtime ended (CLOCK_MONOTONIC, usec), or NULL */
@@ -110,6 +111,7 @@ struct middle_args {
     const char *v2kill;                   /* the container's v2 cgroup.kill, or NULL */
     const char *const *delete_argv;       /* `runtime --root STATE delete --force ID` */
     const char *const *targets;           /* the layout's mount targets (NULL-terminated) */
+    const uint32_t *tmpfs_modes;          /* per target: a tmpfs's mode, or 0 */
 };
 
 /* The signal the middle gets when the host's thread that forked it ends
@@ -231,6 +233,22 @@ static void middle_check_root(const struct middle_args *m) {
                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
                                           RESOLVE_NO_XDEV};
         int fd = sys_openat2(root, m->targets[i] + 1, &how, sizeof how);
+        if (fd >= 0 && m->tmpfs_modes[i]) {
+            /* runc 1.1 gives a tmpfs the mode of the directory it covers,
+             * whatever its mode= says: the image's (a 0755 /tmp the
+             * workload could not write, a 0777 home). The directory takes
+             * the plan's mode first, in the attempt's upper. */
+            char path[32] = "/proc/self/fd/";
+            char digits[12];
+            int nd = 0, at = 14;
+            for (unsigned v = (unsigned)fd; nd == 0 || v; v /= 10)
+                digits[nd++] = (char)('0' + v % 10);
+            while (nd)
+                path[at++] = digits[--nd];
+            path[at] = '\0';
+            if (syscall(SYS_chmod, path, m->tmpfs_modes[i]) < 0)
+                middle_fail_at(m, FY_STEP_MOUNT, i + 1);
+        }
         if (fd >= 0)
             syscall(SYS_close, fd);
         else if (errno != ENOENT) /* (missing: the runtime makes it, below no link) */
@@ -570,10 +588,17 @@ static int start_inner(fy_handle *h, fy_error **reterr) {
         rc = err_set(reterr, FY_E_NOMEM, FY_STEP_RUNTIME, 0, NULL, "out of memory");
         goto out;
     }
+    if (!(r->tmpfs_modes = calloc(np->nentries + 1, sizeof(uint32_t)))) {
+        rc = err_set(reterr, FY_E_NOMEM, FY_STEP_RUNTIME, 0, NULL, "out of memory");
+        goto out;
+    }
     for (size_t i = 0, n = 0; i < np->nentries; i++)
-        if (np->entries[i].target && np->entries[i].target[0] == '/' && np->entries[i].target[1])
+        if (np->entries[i].target && np->entries[i].target[0] == '/' && np->entries[i].target[1]) {
+            r->tmpfs_modes[n] = np->entries[i].kind == PE_TMPFS ? (np->entries[i].mode & 07777) : 0;
             r->targets[n++] = np->entries[i].target;
+        }
     m.targets = r->targets;
+    m.tmpfs_modes = r->tmpfs_modes;
 
     /* What the middle kills if the host dies. */
     m.host = getpid();
@@ -1095,6 +1120,7 @@ static void rx_free(struct rx *r) {
     lx_stdin_settle(x);
     rx_close(&r->err_rd);
     free(r->targets);
+    free(r->tmpfs_modes);
     free(r->bundle);
     free(r->id);
     free(r->runtime_msg);

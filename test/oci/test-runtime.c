@@ -285,7 +285,10 @@ START_TEST(test_run) {
              /* the cgroup view, checked against the evidence's claim */
              "if grep -qE ' - cgroup2? ' /proc/self/mountinfo; then echo cgview=mounted; else echo cgview=none; fi; "
              "if test -d /sys/fs/cgroup; then echo cgdir=yes; else echo cgdir=no; fi; "
-             "echo SIGP=$(ulimit -i) MQ=$(ulimit -q) INO=$(cat /proc/sys/user/max_inotify_instances); exit 7",
+             "echo SIGP=$(ulimit -i) MQ=$(ulimit -q) INO=$(cat /proc/sys/user/max_inotify_instances); "
+             /* the plan's tmpfs modes, not the image's directories' (its
+              * /tmp is 0755: runc 1.1 gave the tmpfs that) */
+             "echo MODES $(stat -c %%a /tmp) $(stat -c %%a \"$HOME\"); exit 7",
              (unsigned)ntohs(a.sin_port));
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
@@ -297,6 +300,7 @@ START_TEST(test_run) {
     ASSERT_OUT(&r, "hello from the image");
     ASSERT_OUT(&r, "IMG=policy ONLY=image");
     ASSERT_OUT(&r, "wrote-root");
+    ASSERT_OUT(&r, "MODES 1777 700\n");
     ASSERT_OUT(&r, "net-denied");
     ASSERT_OUT(&r, "lo-ok");
     ASSERT_OUT(&r, "no-caps");
