@@ -323,6 +323,31 @@ static int desc_digest(json_t *d, const char *what, char out[OCI_DIGEST_LEN + 1]
 
 /* An index (or a docker manifest list): the digest of the manifest for this
  * host into out, or 0 with out empty when the blob is not an index. */
+/* An absolute WorkingDir spelled the one way: no empty, "." or ".."
+ * component (".." taken lexically, never above the root), as a runtime
+ * that resolves it in the root reaches it without links; so that the
+ * checks that compare it with the layout's targets (the oci-runc adapter
+ * must not let runc make it in a host directory) see what is reached. */
+static void workdir_clean(char *p) {
+    char *out = p; /* (the cleaned path so far; p[0] == '/') */
+    for (const char *c = p + 1; *c;) {
+        const char *e = strchr(c, '/');
+        size_t n = e ? (size_t)(e - c) : strlen(c);
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            while (out > p && *--out != '/')
+                ;
+        } else if (n && !(n == 1 && c[0] == '.')) {
+            *out++ = '/'; /* (never past c: in place) */
+            memmove(out, c, n);
+            out += n;
+        }
+        c += n + (e ? 1 : 0);
+    }
+    if (out == p)
+        *out++ = '/';
+    *out = '\0';
+}
+
 static int pick_from_index(json_t *j, const char *tag, char out[OCI_DIGEST_LEN + 1], int64_t *size,
                            fy_error **reterr) {
     out[0] = '\0';
@@ -493,6 +518,10 @@ int oci_parse_config(const char *json, size_t len, struct oci_image *img, fy_err
     else if (c->workdir && c->workdir[0] != '/')
         r = err_set(reterr, FY_E_INVAL, FY_STEP_IMAGE, 0, img->config_digest,
                     "image: WorkingDir %.200s is not absolute", c->workdir);
+    else if (c->workdir && (workdir_clean(c->workdir), strcmp(c->workdir, "/proc") == 0 ||
+                            strncmp(c->workdir, "/proc/", 6) == 0))
+        r = err_set(reterr, FY_E_INVAL, FY_STEP_IMAGE, 0, img->config_digest,
+                    "image: WorkingDir %.200s is in /proc (a magic link there leads anywhere)", c->workdir);
     else if (c->os && strcmp(c->os, "linux"))
         r = err_set(reterr, FY_E_UNSUPPORTED, FY_STEP_IMAGE, 0, img->config_digest, "image: os %.40s is not linux",
                     c->os);

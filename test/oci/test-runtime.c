@@ -690,27 +690,42 @@ END_TEST
  * start instead, as the native backend fails such an attempt; nothing is
  * made in the host's directory. */
 START_TEST(test_image_workdir_in_host_dir) {
-    char build[400], lref[1024];
-    snprintf(build, sizeof(build), "%s/wd-build", scratch);
-    ck_assert_int_eq(mkdir(build, 0777), 0);
-    ck_assert_int_eq(chmod(build, 0777), 0);
-    make_image_as("img-wd", "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/pwd\"], "
-                            "\"WorkingDir\": \"/work/build/made/here\"}, \"layers\": [{\"busybox\": true}]}",
-                  lref, sizeof(lref));
-    fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
-    ck_assert_int_eq(fy_policy_set_image(p, lref, NULL), 0);
-    ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
-    fy_prepared *pr = NULL;
-    fy_error *e = NULL;
-    ck_assert_msg(fy_prepare(p, NULL, NULL, &pr, &e) == 0, "%s", fy_error_message(e));
-    fy_handle *h = NULL;
-    ck_assert_int_lt(fy_start(pr, &h, &e), 0);
-    ck_assert_msg(strstr(fy_error_message(e), "the working directory /work/build/made/here"), "%s",
-                  fy_error_message(e));
-    fy_error_free(e);
-    fy_prepared_free(pr);
-    fy_policy_free(p);
-    ck_assert_int_eq(entries(build), 0);
+    /* Each spelling of the same directory (runc resolves "//", "/./" and
+     * ".." in the root; they went past a check that compared strings),
+     * and one through /proc's magic links, refused at prepare. */
+    static const char *const spellings[] = {"/work/build/made/here", "//work/build/made/here",
+                                            "/work/./build/made/here", "/work/x/../build//made/./here/",
+                                            "/proc/self/root/work/build/made/here"};
+    for (size_t i = 0; i < sizeof(spellings) / sizeof(spellings[0]); i++) {
+        char build[400], lref[1024], name[32], spec[512];
+        snprintf(build, sizeof(build), "%s/wd-build-%zu", scratch, i);
+        ck_assert_int_eq(mkdir(build, 0777), 0);
+        ck_assert_int_eq(chmod(build, 0777), 0);
+        snprintf(name, sizeof(name), "img-wd-%zu", i);
+        snprintf(spec, sizeof(spec), "{\"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"/bin/pwd\"], "
+                                     "\"WorkingDir\": \"%s\"}, \"layers\": [{\"busybox\": true}]}", spellings[i]);
+        make_image_as(name, spec, lref, sizeof(lref));
+        fy_policy *p = policy(true, FY_RUNTIME_ACCEPT_KNOWN_ISSUES);
+        ck_assert_int_eq(fy_policy_set_image(p, lref, NULL), 0);
+        ck_assert_int_eq(fy_policy_set_build(p, build, NULL), 0);
+        fy_prepared *pr = NULL;
+        fy_error *e = NULL;
+        int rc = fy_prepare(p, NULL, NULL, &pr, &e);
+        if (strncmp(spellings[i], "/proc/", 6) == 0) {
+            ck_assert_msg(rc < 0 && strstr(fy_error_message(e), "is in /proc"), "%s: %s", spellings[i],
+                          rc < 0 ? fy_error_message(e) : "prepared");
+        } else {
+            ck_assert_msg(rc == 0, "%s", fy_error_message(e));
+            fy_handle *h = NULL;
+            ck_assert_msg(fy_start(pr, &h, &e) < 0, "%s: started", spellings[i]);
+            ck_assert_msg(strstr(fy_error_message(e), "the working directory /work/build/made/here"), "%s: %s",
+                          spellings[i], fy_error_message(e));
+        }
+        fy_error_free(e);
+        fy_prepared_free(pr);
+        fy_policy_free(p);
+        ck_assert_msg(entries(build) == 0, "%s: made in the host's directory", spellings[i]);
+    }
 }
 END_TEST
 
