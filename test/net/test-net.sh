@@ -325,6 +325,7 @@ ip netns exec "$NS" python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("127.0.0.1", 9191))
+open(sys.argv[2], "w").write("ready\n")
 s.settimeout(20)
 try:
     while True:
@@ -332,9 +333,11 @@ try:
         open(sys.argv[1], "a").write("%s from %s\n" % (d.decode(errors="replace"), a[0]))
 except OSError:
     pass
-' "$TMP/lo.log" &
+' "$TMP/lo.log" "$TMP/lo.ready" &
 lo_listener=$!
-sleep 0.3
+# (bound before anything is sent: a loaded host started Python in more than
+# the 0.3 s this once slept, and the control's datagram found no socket)
+for _ in $(seq 100); do [ -s "$TMP/lo.ready" ] && break; sleep 0.1; done
 run --allow 198.51.100.1:8080 --allow 127.0.0.1:9191/udp -- /opt/fyprobe/fy-netprobe lo-link 9191 >"$TMP/out" 2>&1
 rc=$?
 ip netns exec "$NS" "$TMP/probe/fy-netprobe" udp 127.0.0.1 9191 >/dev/null 2>&1 # (the listener's own control)
