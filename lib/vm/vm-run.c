@@ -1974,13 +1974,18 @@ static void finish(fy_handle *h, struct vm *v) {
         rep.usage[FY_USAGE_CPU_USER_USEC] = v->ex.utime_usec;
         rep.usage[FY_USAGE_CPU_SYSTEM_USEC] = v->ex.stime_usec;
         rep.usage_known = (1u << FY_USAGE_CPU_USER_USEC) | (1u << FY_USAGE_CPU_SYSTEM_USEC);
-        if (v->ex.maxrss_kb) {
+        if (v->ex.memory_peak) {
+            /* the guest cgroup's memory.peak: the whole tree's, orphans too */
+            rep.usage[FY_USAGE_MEMORY_PEAK] = v->ex.memory_peak > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX
+                                                                                      : v->ex.memory_peak;
+            rep.usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
+        } else if (v->ex.maxrss_kb) {
             /* (the guest's word: clamped as the CPU times are, never wrapped to a plausible 0) */
             rep.usage[FY_USAGE_MEMORY_PEAK] = v->ex.maxrss_kb > (uint64_t)INT64_MAX / 1024 ? (uint64_t)INT64_MAX
                                                                                         : v->ex.maxrss_kb * 1024;
             rep.usage_known |= 1u << FY_USAGE_MEMORY_PEAK;
         }
-        rep.usage_source = "guest rusage";
+        rep.usage_source = v->ex.memory_peak ? "guest cgroup" : "guest rusage";
     }
     /* Cleanup, witnessed: the VMM's sandbox reported its own leftovers;
      * the attempt directory must be gone. */

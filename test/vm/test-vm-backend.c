@@ -1548,6 +1548,36 @@ START_TEST(test_prepare_without_caps) {
 }
 END_TEST
 
+/* The guest's usage is its cgroup's: a command that leaves a busy orphan
+ * behind (never waited for by it) still accounts for its CPU time (the command's own
+ * rusage reported 32 ms of 3 s) and its memory (memory.peak). */
+START_TEST(test_usage_counts_orphans) {
+    fy_policy *p = vm_policy();
+    const char *argv[] = {"/bin/sh", "-c",
+                          "mkfifo /tmp/spun && (sh -c 'i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done; "
+                          "echo done > /tmp/spun' &) && read x < /tmp/spun; exit 0", NULL};
+    struct cap c;
+    fy_result *r = run(p, argv, &c, NULL, NULL);
+    ck_assert_msg(fy_result_outcome(r) == FY_OUTCOME_SUCCEEDED, "outcome %s: %s %s",
+                  fy_outcome_name((uint32_t)fy_result_outcome(r)), detail(r), c.buf[1]);
+    uint64_t user = 0, sys = 0, peak = 0;
+    ck_assert_int_eq(fy_result_usage(r, FY_USAGE_CPU_USER_USEC, &user), 0);
+    ck_assert_int_eq(fy_result_usage(r, FY_USAGE_CPU_SYSTEM_USEC, &sys), 0);
+    ck_assert_int_eq(fy_result_usage(r, FY_USAGE_MEMORY_PEAK, &peak), 0);
+    fprintf(stderr, "test_usage_counts_orphans: CPU %llu + %llu us, memory peak %llu\n", (unsigned long long)user,
+            (unsigned long long)sys, (unsigned long long)peak);
+    ck_assert_msg(user + sys >= 1000000, "CPU %llu + %llu us: the unwaited child's time is missing",
+                  (unsigned long long)user, (unsigned long long)sys);
+    char *j = NULL;
+    ck_assert_int_eq(fy_result_to_json(r, &j, NULL), 0);
+    ck_assert_msg(strstr(j, "\"guest cgroup\""), "usage source: %.200s", strstr(j, "\"usage\"") ? strstr(j, "\"usage\"") : j);
+    free(j);
+    assert_nothing_left(r);
+    fy_result_free(r);
+    fy_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_exec_failure) {
     fy_policy *p = vm_policy();
     const char *argv[] = {"/no/such/program", NULL};
@@ -2695,6 +2725,7 @@ int main(int argc, char **argv) {
     ADD(test_vmm_in_the_id_range);
     ADD(test_terminals);
     ADD(test_prepare_without_caps);
+    ADD(test_usage_counts_orphans);
     ADD(test_landlock_needs_the_host);
     ADD(test_attempts_leave_nothing);
     ADD(test_prestarted_clones);
