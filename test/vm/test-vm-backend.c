@@ -1415,23 +1415,30 @@ END_TEST
 /* The policy's CPU limit binds the VMM on the host, where a guest root (who
  * controls the guest's own cgroups) cannot lift it: it was on the guest's
  * cgroup alone, and a guest root took whole host CPUs. */
+/* An attempt of p that sleeps 30 s, started: its QEMU's pid. */
+static pid_t start_sleeping(fy_policy *p, fy_prepared **pr, fy_handle **h) {
+    fy_error *e = NULL;
+    const char *argv[] = {"/bin/sh", "-c", "sleep 30", NULL};
+    if (fy_prepare(p, caps, argv, pr, &e) < 0)
+        ck_abort_msg("prepare: %s", fy_error_message(e));
+    if (fy_start(*pr, h, &e) < 0)
+        ck_abort_msg("start: %s", fy_error_message(e));
+    pid_t q = 0;
+    for (int i = 0; i < 600 && !(q = our_qemu_pid()); i++)
+        usleep(100000);
+    ck_assert_msg(q > 0, "no QEMU of this attempt found");
+    return q;
+}
+
 START_TEST(test_vmm_cpu_bound) {
     if (!fy_caps_has(caps, FY_CAP_CGROUP_CPU))
         return; /* (no CPU limit can be enforced on this host at all) */
     fy_policy *p = vm_policy();
     fy_error *e = NULL;
     ck_assert_int_eq(fy_policy_set_limit(p, FY_LIMIT_CPU_MILLIS, 500, &e), 0);
-    const char *argv[] = {"/bin/sh", "-c", "sleep 30", NULL};
     fy_prepared *pr = NULL;
-    if (fy_prepare(p, caps, argv, &pr, &e) < 0)
-        ck_abort_msg("prepare: %s", fy_error_message(e));
     fy_handle *h = NULL;
-    if (fy_start(pr, &h, &e) < 0)
-        ck_abort_msg("start: %s", fy_error_message(e));
-    pid_t q = 0;
-    for (int i = 0; i < 600 && !(q = our_qemu_pid()); i++)
-        usleep(100000);
-    ck_assert_msg(q > 0, "no QEMU of this attempt found");
+    pid_t q = start_sleeping(p, &pr, &h);
     uint64_t m = cpu_quota_millis(q);
     fy_handle_cancel(h, FY_CANCEL_USER, NULL);
     fy_result *res = NULL;
@@ -1461,17 +1468,9 @@ START_TEST(test_vmm_in_the_id_range) {
     fy_error *e = NULL;
     const uint32_t first = 3100000, count = 65536;
     ck_assert_int_eq(fy_policy_set_id_range(p, first, count, &e), 0);
-    const char *argv[] = {"/bin/sh", "-c", "sleep 30", NULL};
     fy_prepared *pr = NULL;
-    if (fy_prepare(p, caps, argv, &pr, &e) < 0)
-        ck_abort_msg("prepare: %s", fy_error_message(e));
     fy_handle *h = NULL;
-    if (fy_start(pr, &h, &e) < 0)
-        ck_abort_msg("start: %s", fy_error_message(e));
-    pid_t q = 0;
-    for (int i = 0; i < 600 && !(q = our_qemu_pid()); i++)
-        usleep(100000);
-    ck_assert_msg(q > 0, "no QEMU of this attempt found");
+    pid_t q = start_sleeping(p, &pr, &h);
     char path[64], text[4096] = {0};
     snprintf(path, sizeof(path), "/proc/%d/status", (int)q);
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -748,16 +748,24 @@ static void setup_cgroup(const struct run *r) {
     }
 }
 
-static uint64_t cg_key(const char *file, const char *key) {
-    char buf[1024];
+/* A small cgroup file's text in buf, NUL-terminated: false when it
+ * cannot be read or is empty. */
+static bool cg_read(const char *file, char *buf, size_t size) {
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        return false;
+    ssize_t n = read(fd, buf, size - 1);
     close(fd);
     if (n <= 0)
-        return 0;
+        return false;
     buf[n] = '\0';
+    return true;
+}
+
+static uint64_t cg_key(const char *file, const char *key) {
+    char buf[1024];
+    if (!cg_read(file, buf, sizeof(buf)))
+        return 0;
     size_t kl = strlen(key);
     for (char *p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
         if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
@@ -768,15 +776,7 @@ static uint64_t cg_key(const char *file, const char *key) {
 /* A cgroup file holding one number (memory.peak), or 0. */
 static uint64_t cg_value(const char *file) {
     char buf[64];
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    return strtoull(buf, NULL, 10);
+    return cg_read(file, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : 0;
 }
 
 /* What the agent enforces, as the guest sees it (the host records it as
