@@ -177,13 +177,7 @@ int fy_probe(uint64_t flags, fy_caps **ret, fy_error **reterr) {
  * flags 0 or FY_PROBE_NO_VM (the VM probe can take a second or more, so
  * fy_prepare asks for it only when nothing else satisfies the policy). */
 int caps_get_cached(uint64_t flags, fy_caps **ret, fy_error **reterr) {
-    /* The whole probe, when the process made it already (fy_probe(0)),
-     * holds everything the one without the VM backends does: one probe per
-     * process, as fy_probe(3) says, not a second at the first fy_prepare. */
-    pthread_mutex_lock(&cache_mu);
-    bool whole = cache[0].done && !cache[0].caps->inconclusive;
-    pthread_mutex_unlock(&cache_mu);
-    return cache_get(whole ? 0 : flags & FY_PROBE_NO_VM, ret, reterr);
+    return cache_get(flags & FY_PROBE_NO_VM, ret, reterr);
 }
 
 /* ---- persisted snapshots ---- */

@@ -908,57 +908,6 @@ START_TEST(test_host_reaper_thread) {
 }
 END_TEST
 
-/* fy_prepare without capabilities after the host's fy_probe(0) uses that
- * probe (it holds everything the one without the VM backends does): the
- * probe ran a second time at the first fy_prepare (60 ms here). A probe
- * runs children: a thread that reaps every child counts them. */
-static volatile int reaped_children;
-static void *counting_reaper(void *unused) {
-    (void)unused;
-    while (!reaper_stop) {
-        if (waitpid(-1, NULL, __WALL | WNOHANG) > 0)
-            reaped_children++;
-        else
-            sched_yield();
-    }
-    return NULL;
-}
-
-static int prepare_after_whole_probe(void *unused, char *out, size_t len) {
-    (void)unused;
-    fy_caps *c = NULL;
-    if (fy_probe(0, &c, NULL) < 0)
-        return 10;
-    fy_caps_free(c);
-    fy_policy *p = NULL;
-    fy_error *e = NULL;
-    if (fy_policy_new(FY_PROFILE_RELEASE, &p, NULL) < 0)
-        return 12;
-    reaper_stop = 0;
-    pthread_t t;
-    if (pthread_create(&t, NULL, counting_reaper, NULL) != 0)
-        return 11;
-    const char *argv[] = {"/bin/true", NULL};
-    fy_prepared *pr = NULL;
-    int r = fy_prepare(p, NULL, argv, &pr, &e);
-    usleep(100000); /* (a child still ending is counted too) */
-    reaper_stop = 1;
-    pthread_join(t, NULL);
-    if (r < 0)
-        snprintf(out, len, "%s", fy_error_message(e));
-    else if (reaped_children)
-        snprintf(out, len, "fy_prepare ran %d children: it probed again", reaped_children);
-    fy_error_free(e);
-    fy_prepared_free(pr);
-    fy_policy_free(p);
-    return r < 0 ? 13 : reaped_children ? 14 : 0;
-}
-
-START_TEST(test_prepare_uses_the_whole_probe) {
-    child_passes(prepare_after_whole_probe, NULL, "fy_prepare(NULL caps) after fy_probe(0)");
-}
-END_TEST
-
 START_TEST(test_busy_host) {
     fy_caps *normal = NULL, *retried = NULL, *lost = NULL;
     ck_assert_int_eq(fy_probe(FY_PROBE_FRESH | FY_PROBE_NO_VM, &normal, NULL), 0);
@@ -1896,7 +1845,6 @@ static Suite *probe_suite(void) {
     tcase_add_test(tc, test_snapshot_service_user);
     tcase_add_test(tc, test_busy_host);
     tcase_add_test(tc, test_host_reaper_thread);
-    tcase_add_test(tc, test_prepare_uses_the_whole_probe);
     tcase_add_test(tc, test_slow_qemu_inconclusive);
     tcase_add_test(tc, test_pivot_root_probed);
     tcase_add_test(tc, test_nftables_probed);
