@@ -430,16 +430,27 @@ fail:
     return r;
 }
 
+/* Whether only a virtual machine can satisfy the policy: its minimum
+ * level, or a control no other level has. */
+static bool needs_vm(const fy_policy *p) {
+    return p && (p->min_level >= FY_LEVEL_VIRTUAL_MACHINE || p->level_floor >= FY_LEVEL_VIRTUAL_MACHINE ||
+                 policy_control_mode(p, FY_CONTROL_HW_VIRT) == FY_MODE_REQUIRE ||
+                 policy_control_mode(p, FY_CONTROL_COLD_BOOT) == FY_MODE_REQUIRE);
+}
+
 /* With caps NULL, the process's probe without the VM backends' (QEMU's
- * runs take a second or more), and with them only for a policy no other
- * backend can satisfy: a high-assurance policy was refused as "qemu: not
- * probed" on a host that runs VMs, unless the caller probed itself. */
+ * runs take a second or more), and with them only for a policy that only a
+ * virtual machine satisfies: a high-assurance policy was refused as "qemu:
+ * not probed" on a host that runs VMs, unless the caller probed itself.
+ * (Any other refused policy stays refused: a library host that did not ask
+ * for a VM is never moved into one, seconds slower, by a refusal.) */
 int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t n, const fy_policy *policy,
                               const fy_caps *caps, const char *const *argv, struct fy_jobnet *jobnet,
                               fy_prepared **ret, fy_error **reterr) {
+    bool retry = !caps && needs_vm(policy);
     fy_error *first = NULL;
-    int r = prepare_once(table, n, policy, caps, FY_PROBE_NO_VM, !caps, argv, jobnet, ret, reterr ? &first : NULL);
-    if (r == FY_E_UNSUPPORTED && !caps) {
+    int r = prepare_once(table, n, policy, caps, FY_PROBE_NO_VM, retry, argv, jobnet, ret, reterr ? &first : NULL);
+    if (r == FY_E_UNSUPPORTED && retry) {
         fy_error *second = NULL;
         r = prepare_once(table, n, policy, NULL, 0, false, argv, jobnet, ret, reterr ? &second : NULL);
         if (second) {
