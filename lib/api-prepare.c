@@ -458,8 +458,10 @@ int prepare_member_with_table(const struct fy_backend_ops *const *table, size_t 
             first = second;
         }
     }
-    if (reterr && first)
-        *reterr = first; /* (untouched on success, as every call leaves it) */
+    if (r >= 0)
+        fy_error_free(first); /* (untouched on success, as every call leaves it) */
+    else if (reterr)
+        *reterr = first;
     return r;
 }
 
