@@ -1526,8 +1526,8 @@ START_TEST(test_terminals) {
 END_TEST
 
 /* fy_prepare with no capabilities of the caller's probes the VM backends
- * itself when nothing else satisfies the policy: a high-assurance policy
- * was refused ("qemu: not probed") on a host that runs VMs. A policy the
+ * itself for a policy only a VM satisfies: a high-assurance policy was
+ * refused ("qemu: not probed") on a host that runs VMs. A policy the
  * namespace backend satisfies still gets it. */
 START_TEST(test_prepare_without_caps) {
     fy_policy *p = vm_policy();
